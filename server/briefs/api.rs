@@ -1,0 +1,101 @@
+//! JSON API for briefs: `/api/v1/briefs…`.
+
+use axum::{
+    extract::State,
+    http::{header, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+    Json, Router,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{
+    model::{validate, Brief, BriefInput},
+    repo,
+};
+use crate::{
+    error::{ApiResult, AppError},
+    http::extract::{ApiJson, PathId},
+    sizing::Sizing,
+    state::AppState,
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/briefs", get(list).post(create))
+        .route("/api/v1/briefs/{id}", get(show).put(replace))
+        .route("/api/v1/briefs/{id}/sizing", get(sizing))
+}
+
+/// A brief as the API returns it: its fields, the computed sizing and its status.
+#[derive(Serialize)]
+pub struct BriefView<'a> {
+    #[serde(flatten)]
+    pub brief: &'a Brief,
+    pub sizing: Sizing,
+    pub status: &'static str,
+}
+
+impl<'a> BriefView<'a> {
+    pub fn new(brief: &'a Brief) -> Self {
+        Self {
+            brief,
+            sizing: brief.fields.sizing(),
+            status: "draft",
+        }
+    }
+}
+
+fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
+    match body {
+        Value::Object(map) => Ok(BriefInput::Json(map)),
+        _ => Err(AppError::BadRequest(
+            "the body must be a JSON object of brief fields".into(),
+        )),
+    }
+}
+
+async fn create(State(state): State<AppState>, ApiJson(body): ApiJson<Value>) -> ApiResult<Response> {
+    let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
+    let brief = repo::insert(&state.pool, &fields).await?;
+    let location = format!("/api/v1/briefs/{}", brief.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(BriefView::new(&brief)),
+    )
+        .into_response())
+}
+
+async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    let briefs = repo::list(&state.pool, 500).await?;
+    let items: Vec<BriefView<'_>> = briefs.iter().map(BriefView::new).collect();
+    Ok(Json(serde_json::json!({ "items": items })))
+}
+
+async fn load(state: &AppState, id: uuid::Uuid) -> ApiResult<Brief> {
+    repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("brief"))
+}
+
+async fn show(State(state): State<AppState>, PathId(id): PathId) -> ApiResult<Response> {
+    let brief = load(&state, id).await?;
+    Ok(Json(BriefView::new(&brief)).into_response())
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
+    let brief = repo::update(&state.pool, id, &fields)
+        .await?
+        .ok_or(AppError::NotFound("brief"))?;
+    Ok(Json(BriefView::new(&brief)).into_response())
+}
+
+async fn sizing(State(state): State<AppState>, PathId(id): PathId) -> ApiResult<Json<Sizing>> {
+    let brief = load(&state, id).await?;
+    Ok(Json(brief.fields.sizing()))
+}

@@ -1,0 +1,89 @@
+//! Runtime configuration, read from environment variables (and the matching CLI flags).
+//! Every setting has a default that works on a developer's laptop.
+
+use std::{fmt, net::SocketAddr, path::PathBuf};
+
+use clap::Args;
+
+/// A secret string whose `Debug` and `Display` never reveal it, so it cannot leak into logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_owned()))
+    }
+}
+
+/// Settings shared by every subcommand that touches the database.
+#[derive(Debug, Clone, Args)]
+pub struct DbConfig {
+    /// PostgreSQL connection URL. When unset, rentcheck runs its own private cluster in the data dir.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<Secret>,
+
+    /// Where the private PostgreSQL cluster and generated secrets live.
+    #[arg(long, env = "RENTCHECK_DATA_DIR", default_value = "./var")]
+    pub data_dir: PathBuf,
+
+    /// Maximum connections in the database pool.
+    #[arg(long, env = "RENTCHECK_DB_POOL", default_value_t = 10)]
+    pub db_pool_size: u32,
+}
+
+/// Settings for `rentcheck serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    #[arg(long, env = "RENTCHECK_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// Largest accepted evidence upload, in bytes.
+    #[arg(long, env = "RENTCHECK_MAX_UPLOAD", default_value_t = 16 * 1024 * 1024)]
+    pub max_upload: usize,
+
+    /// Seconds a request may take before it is answered 408/503.
+    #[arg(long, env = "RENTCHECK_REQUEST_TIMEOUT", default_value_t = 30)]
+    pub request_timeout_secs: u64,
+}
+
+/// What handlers need from the configuration at run time.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    pub max_upload: usize,
+    pub request_timeout_secs: u64,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        Self {
+            max_upload: 16 * 1024 * 1024,
+            request_timeout_secs: 30,
+        }
+    }
+}
+
+impl From<&ServeConfig> for AppConfig {
+    fn from(c: &ServeConfig) -> Self {
+        Self {
+            max_upload: c.max_upload,
+            request_timeout_secs: c.request_timeout_secs,
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The one error type. It renders as RFC 9457 problem+json for the API and as a friendly HTML page
+//! for people (`PageError`), each with the status it means. A 5xx never shows its cause: the cause
+//! is logged once, inside the request's span, and the body names the request id instead.
+
+use askama::Template;
+use axum::{
+    http::{header, HeaderValue, StatusCode},
+    response::{Html, IntoResponse, Response},
+};
+use serde::Serialize;
+
+use crate::http::request_id::current_request_id;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("some fields are invalid")]
+    Validation(Vec<FieldError>),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the request body is larger than the limit of {0} bytes")]
+    PayloadTooLarge(usize),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("the database is unavailable; try again shortly")]
+    DatabaseUnavailable,
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::RowNotFound => AppError::NotFound("record"),
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) => {
+                tracing::warn!(error = %e, "database unavailable");
+                AppError::DatabaseUnavailable
+            }
+            other => AppError::Internal(other.into()),
+        }
+    }
+}
+
+impl From<askama::Error> for AppError {
+    fn from(e: askama::Error) -> Self {
+        AppError::Internal(anyhow::Error::new(e).context("rendering a template"))
+    }
+}
+
+impl AppError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AppError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::NotFound(_) => StatusCode::NOT_FOUND,
+            AppError::Conflict(_) => StatusCode::CONFLICT,
+            AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            AppError::DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn slug(&self) -> &'static str {
+        match self {
+            AppError::BadRequest(_) => "bad-request",
+            AppError::Validation(_) => "validation",
+            AppError::Unauthorized(_) => "unauthorized",
+            AppError::Forbidden(_) => "forbidden",
+            AppError::NotFound(_) => "not-found",
+            AppError::Conflict(_) => "conflict",
+            AppError::PayloadTooLarge(_) => "payload-too-large",
+            AppError::UnsupportedMediaType(_) => "unsupported-media-type",
+            AppError::DatabaseUnavailable => "database-unavailable",
+            AppError::Internal(_) => "internal",
+        }
+    }
+
+    /// What a client may be told. Internal errors say only that, plus the request id.
+    pub fn public_detail(&self) -> String {
+        match self {
+            AppError::Internal(_) => match current_request_id() {
+                Some(id) => format!("internal error (request id {id})"),
+                None => "internal error".to_owned(),
+            },
+            other => other.to_string(),
+        }
+    }
+
+    fn log(&self) {
+        if let AppError::Internal(e) = self {
+            tracing::error!(error = ?e, "request failed");
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'a str,
+    status: u16,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<&'a [FieldError]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_id: Option<String>,
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        self.log();
+        let status = self.status();
+        let problem = Problem {
+            kind: format!("/docs/problems#{}", self.slug()),
+            title: status.canonical_reason().unwrap_or("Error"),
+            status: status.as_u16(),
+            detail: self.public_detail(),
+            errors: match &self {
+                AppError::Validation(errors) => Some(errors),
+                _ => None,
+            },
+            request_id: current_request_id(),
+        };
+        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        }
+        response
+    }
+}
+
+/// The same error, rendered as an HTML page for people.
+#[derive(Debug)]
+pub struct PageError(pub AppError);
+
+impl<E: Into<AppError>> From<E> for PageError {
+    fn from(e: E) -> Self {
+        PageError(e.into())
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    status: u16,
+    title: String,
+    detail: String,
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let error = self.0;
+        error.log();
+        let status = error.status();
+        let page = ErrorPage {
+            status: status.as_u16(),
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            detail: match &error {
+                AppError::Validation(errors) => errors
+                    .iter()
+                    .map(|e| format!("{}: {}", e.field, e.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                other => other.public_detail(),
+            },
+        };
+        let body = page
+            .render()
+            .unwrap_or_else(|_| format!("{} {}", page.status, page.title));
+        let mut response = (status, Html(body)).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        }
+        response
+    }
+}
+
+pub type ApiResult<T> = Result<T, AppError>;
+pub type PageResult<T> = Result<T, PageError>;

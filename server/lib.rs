@@ -1,0 +1,14 @@
+//! rentcheck: turns renting a GPU server into an acceptance test.
+//!
+//! The library holds everything; `main.rs` is a thin CLI over it. Pure domain engines (`sizing`)
+//! never touch the database; `briefs` holds the first domain with its SQL, API and pages.
+
+pub mod briefs;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod http;
+pub mod secrets;
+pub mod sizing;
+pub mod state;
+pub mod telemetry;
