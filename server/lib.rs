@@ -7,6 +7,7 @@ pub mod briefs;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod evidence;
 pub mod http;
 pub mod secrets;
 pub mod sizing;

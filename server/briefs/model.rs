@@ -694,3 +694,101 @@ fn parse_money(c: &mut Checker<'_>, s: &str) -> Option<Decimal> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn base_form() -> HashMap<String, String> {
+        form(&[
+            ("name", "  Batch embeddings  "),
+            ("owner", "data@example.com"),
+            ("workload_kind", "batch-inference"),
+            ("catalog_model", "meta-llama/Llama-3.1-8B-Instruct"),
+            ("precision", "int4"),
+            ("context_length", "4096"),
+            ("concurrency", "32"),
+            ("data_boundary", "shared-ok"),
+            ("allocation_boundary", "serverless"),
+            ("persist", "weights, outputs,\ncaches"),
+            ("needs_host_control", "on"),
+            ("max_cost_per_job", "0.0020"),
+            ("currency", "eur"),
+        ])
+    }
+
+    #[test]
+    fn a_form_with_a_catalogue_model_fills_the_architecture_from_it() {
+        let values = base_form();
+        let brief = validate(&BriefInput::Form(&values)).unwrap();
+        assert_eq!(brief.name, "Batch embeddings", "text is trimmed");
+        assert_eq!(brief.model_name, "meta-llama/Llama-3.1-8B-Instruct");
+        assert_eq!(brief.params_b, 8.03);
+        assert_eq!(brief.num_layers, None, "architecture stays implicit");
+        let input = brief.sizing_input();
+        assert_eq!((input.num_layers, input.num_kv_heads, input.head_dim), (32, 8, 128));
+        assert_eq!(brief.persist, ["weights", "outputs", "caches"]);
+        assert!(brief.needs_host_control);
+        assert!(!brief.only_needs_model_output, "an unchecked box is false");
+        assert_eq!(brief.max_cost_per_job, Some(Decimal::new(2, 3)));
+        assert_eq!(brief.currency, "EUR");
+        assert_eq!(brief.cost_unit, CostUnit::Request, "default unit");
+    }
+
+    #[test]
+    fn explicit_architecture_overrides_the_catalogue() {
+        let mut values = base_form();
+        values.insert("num_layers".into(), "40".into());
+        let brief = validate(&BriefInput::Form(&values)).unwrap();
+        assert_eq!(brief.sizing_input().num_layers, 40);
+        assert_eq!(brief.sizing_input().num_kv_heads, 8);
+    }
+
+    #[test]
+    fn without_a_catalogue_model_the_architecture_is_required() {
+        let mut values = base_form();
+        values.remove("catalog_model");
+        let errors = validate(&BriefInput::Form(&values)).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        for f in ["model_name", "params_b", "num_layers", "num_kv_heads", "head_dim"] {
+            assert!(fields.contains(&f), "{f} missing from {fields:?}");
+        }
+    }
+
+    #[test]
+    fn form_numbers_that_are_not_numbers_are_named() {
+        let mut values = base_form();
+        values.insert("context_length".into(), "8k".into());
+        values.insert("targets.ttft_p95_ms".into(), "fast".into());
+        values.insert("trial_gpu".into(), "GTX 480".into());
+        values.insert("trial_gpu_count".into(), "16".into());
+        let errors = validate(&BriefInput::Form(&values)).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["context_length", "targets.ttft_p95_ms", "trial_gpu"]);
+        assert_eq!(errors[0].message, "must be a whole number");
+    }
+
+    #[test]
+    fn trial_gpu_is_normalised_to_the_catalogue_name() {
+        let mut values = base_form();
+        values.insert("trial_gpu".into(), "h100 sxm".into());
+        values.insert("trial_gpu_count".into(), "8".into());
+        let brief = validate(&BriefInput::Form(&values)).unwrap();
+        assert_eq!(brief.trial_gpu.as_deref(), Some("H100 SXM"));
+        assert_eq!(brief.trial_gpu_count, Some(8));
+    }
+
+    #[test]
+    fn control_characters_and_overlong_text_are_refused() {
+        let mut values = base_form();
+        values.insert("owner".into(), "a\u{0007}b".into());
+        values.insert("restore_plan".into(), "r".repeat(MAX_LONG_TEXT + 1));
+        let errors = validate(&BriefInput::Form(&values)).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["owner", "restore_plan"]);
+    }
+}

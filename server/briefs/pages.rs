@@ -122,7 +122,7 @@ impl BriefFormPage {
                 .map(|g| {
                     (
                         g.model.clone(),
-                        format!("{} {} ({} GB)", g.vendor, g.model, g.memory_gib),
+                        format!("{} {} ({} GB)", g.vendor, g.model, g.memory_gb),
                     )
                 })
                 .collect(),

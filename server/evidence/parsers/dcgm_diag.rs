@@ -1,0 +1,403 @@
+//! `dcgmi diag -r N`: the text table (legacy, 3.x, 4.x layouts) and `-j` JSON (3.x
+//! `"DCGM GPU Diagnostic"`, 4.x `"DCGM Diagnostic"`, NVVS JSON with a preamble and nulls).
+//!
+//! Verdicts: a test is Fail if its result or any per-GPU result is Fail (4.x: `test_summary.status`
+//! wins), Warn if Warn, Skip if every result is Skip (or a Pass/Skip mix: not every GPU ran it), else
+//! Pass. `dcgm.diag.passed` is true only when at least one test ran and EVERY test passed: a Skip or a
+//! Warn is not a pass, and a table that was cut short (no closing border) is not a pass either.
+//! `dcgm.diag.level` is not printed by dcgmi; it is inferred from the categories that ran
+//! (Deployment only → 1, Integration/Hardware → 2, Stress → 3, memtest/pulse tests → 4), and
+//! `dcgm.diag.level_inferred` says so. `dcgm.diag.warnings` counts Warning blocks.
+
+use super::{text, ParseError, Parsed};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Status {
+    Pass,
+    Skip,
+    Warn,
+    Fail,
+}
+
+fn status_of(s: &str) -> Option<Status> {
+    let w = s
+        .trim()
+        .split([' ', '-', ','])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match w.as_str() {
+        "pass" | "passed" => Some(Status::Pass),
+        "fail" | "failed" | "error" => Some(Status::Fail),
+        "warn" | "warning" => Some(Status::Warn),
+        "skip" | "skipped" | "not_run" | "notrun" => Some(Status::Skip),
+        _ => None,
+    }
+}
+
+struct Test {
+    name: String,
+    category: String,
+    status: Status,
+}
+
+#[derive(Default)]
+struct Diag {
+    tests: Vec<Test>,
+    warnings: Vec<String>,
+    version: Option<String>,
+    driver: Option<String>,
+    truncated: bool,
+}
+
+pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
+    let trimmed = s.trim_start();
+    let looks_json = s.contains("\"DCGM GPU Diagnostic\"")
+        || s.contains("\"DCGM Diagnostic\"")
+        || (trimmed.starts_with('{') && !s.contains("| Diagnostic"));
+    let d = if looks_json { parse_json(s)? } else { parse_text(s)? };
+    Ok(finish(d))
+}
+
+fn finish(d: Diag) -> Parsed {
+    let mut p = Parsed {
+        tool: Some("dcgmi".into()),
+        tool_version: d.version.clone(),
+        ..Default::default()
+    };
+    let names = |st: Status| -> Vec<String> {
+        d.tests
+            .iter()
+            .filter(|t| t.status == st)
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    let failed = names(Status::Fail);
+    let skipped = names(Status::Skip);
+    let warned = names(Status::Warn);
+    let run: Vec<String> = d
+        .tests
+        .iter()
+        .filter(|t| t.status != Status::Skip)
+        .map(|t| t.name.clone())
+        .collect();
+    let all_pass = !d.tests.is_empty() && d.tests.iter().all(|t| t.status == Status::Pass);
+    if d.tests.is_empty() {
+        p.warn("no test results found in the diagnostic output");
+    }
+    if d.truncated {
+        p.warn("the result table has no closing border (paste cut short?): not counted as a pass");
+    }
+    for w in &d.warnings {
+        p.warn(format!("DCGM warning: {w}"));
+    }
+    p.boolean("dcgm.diag.passed", all_pass && !d.truncated);
+    p.list("dcgm.diag.failed_tests", failed);
+    p.list("dcgm.diag.skipped_tests", skipped);
+    p.list("dcgm.diag.warned_tests", warned);
+    p.list("dcgm.diag.tests_run", run);
+    p.list(
+        "dcgm.diag.tests_run_canonical",
+        d.tests
+            .iter()
+            .filter(|t| t.status != Status::Skip)
+            .map(|t| canonical(&t.name))
+            .collect(),
+    );
+    p.count("dcgm.diag.warnings", d.warnings.len() as f64);
+    let level = infer_level(&d.tests);
+    if level > 0 {
+        p.count("dcgm.diag.level", f64::from(level));
+        p.boolean("dcgm.diag.level_inferred", true);
+    }
+    if let Some(v) = d.version {
+        p.text("dcgm.version", v);
+    }
+    if let Some(v) = d.driver {
+        p.text("gpu.driver_version", v);
+    }
+    p
+}
+
+/// Version-independent test names (legacy / 3.x display names → 4.x plugin names).
+fn canonical(name: &str) -> String {
+    let n = name.trim().to_ascii_lowercase();
+    let mapped = match n.as_str() {
+        "blacklist" | "denylist" => "denylist",
+        "page retirement" | "page retirement/row remap" => "page_retirement",
+        "gpu memory" => "memory",
+        "memory bandwidth" => "memory_bandwidth",
+        "sm stress" => "sm_stress",
+        "targeted stress" => "targeted_stress",
+        "targeted power" => "targeted_power",
+        "eud test" | "eud" => "eud",
+        "memtest" | "memory test" => "memtest",
+        "pulse test" | "pulse" => "pulse_test",
+        "environmental variables" | "environment variables" => "environment_variables",
+        "permissions and os blocks" | "permissions and os-related blocks" => "permissions",
+        "diagnostic" => "diagnostic",
+        other => return other.replace([' ', '-', '/'], "_"),
+    };
+    mapped.to_string()
+}
+
+fn infer_level(tests: &[Test]) -> u8 {
+    let mut level = 0;
+    for t in tests {
+        let c = t.category.to_ascii_lowercase();
+        let n = canonical(&t.name);
+        let l = if n == "memtest" || n == "pulse_test" {
+            4
+        } else if c.contains("stress")
+            || c.contains("performance")
+            || [
+                "targeted_stress",
+                "targeted_power",
+                "memory_bandwidth",
+                "diagnostic",
+                "sm_stress",
+                "eud",
+            ]
+            .contains(&n.as_str())
+        {
+            3
+        } else if c.contains("integration") || c.contains("hardware") || n == "pcie" || n == "memory" {
+            2
+        } else {
+            1
+        };
+        level = level.max(l);
+    }
+    level
+}
+
+fn parse_text(s: &str) -> Result<Diag, ParseError> {
+    let mut d = Diag::default();
+    let mut category = String::new();
+    let mut saw_table = false;
+    let mut closed = false;
+    let mut cur: Option<usize> = None; // index into d.tests
+    let mut note: Option<(bool, String)> = None; // (is_warning, text)
+    let flush = |note: &mut Option<(bool, String)>, d: &mut Diag| {
+        if let Some((is_warn, txt)) = note.take() {
+            if is_warn {
+                d.warnings.push(txt.trim().to_string());
+            }
+        }
+    };
+    for (i, raw) in s.lines().enumerate() {
+        let ln = i + 1;
+        let l = raw.trim_end();
+        let lt = l.trim_start();
+        if !(lt.starts_with('|') || lt.starts_with('+')) {
+            continue;
+        }
+        saw_table = true;
+        let inner = lt.get(1..).unwrap_or_default();
+        if inner.starts_with("-----")
+            && inner
+                .trim_start_matches('-')
+                .trim_start()
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic())
+        {
+            flush(&mut note, &mut d);
+            category = inner
+                .trim_start_matches('-')
+                .split("--")
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            closed = false;
+            cur = None;
+            continue;
+        }
+        if lt.starts_with('+') {
+            // a plain border; the last one closes the table
+            flush(&mut note, &mut d);
+            closed = !lt.contains('=');
+            continue;
+        }
+        closed = false;
+        let cells: Vec<&str> = lt.split('|').collect();
+        let (Some(name_cell), Some(res_cell)) = (cells.get(1), cells.get(2)) else {
+            continue;
+        };
+        let name = name_cell.trim();
+        let res = res_cell.trim();
+        if name == "Diagnostic" && res == "Result" {
+            continue;
+        }
+        if category.eq_ignore_ascii_case("metadata") {
+            match name {
+                "DCGM Version" => d.version = Some(res.to_string()),
+                "Driver Version Detected" => d.driver = Some(res.to_string()),
+                _ => {}
+            }
+            continue;
+        }
+        if name.is_empty() {
+            // continuation: a GPUn: verdict, or wrapped Warning/Info text
+            if let Some((gpu, st)) = res
+                .split_once(':')
+                .filter(|(g, _)| g.starts_with("GPU") && g.len() <= 6)
+            {
+                flush(&mut note, &mut d);
+                if let (Some(ix), Some(st)) = (cur, status_of(st)) {
+                    if let Some(t) = d.tests.get_mut(ix) {
+                        merge_entity(t, st);
+                    }
+                } else if status_of(st).is_none() {
+                    d.warnings
+                        .push(format!("line {ln}: unreadable entity result {gpu}:{st}"));
+                }
+            } else if let Some((_, txt)) = note.as_mut() {
+                // the raw 45-character cell contents are concatenated (DCGM hard-wraps mid-word)
+                let chunk: String = res_cell.chars().skip(1).take(45).collect();
+                txt.push_str(&chunk);
+            }
+            continue;
+        }
+        flush(&mut note, &mut d);
+        if name == "Warning" || name == "Info" {
+            let chunk: String = res_cell.chars().skip(1).take(45).collect();
+            note = Some((name == "Warning", chunk));
+            continue;
+        }
+        match status_of(res) {
+            Some(st) => {
+                d.tests.push(Test {
+                    name: name.to_string(),
+                    category: category.clone(),
+                    status: st,
+                });
+                cur = Some(d.tests.len() - 1);
+            }
+            None => {
+                d.warnings
+                    .push(format!("line {ln}: test {name:?} has an unreadable result {res:?}"));
+                cur = None;
+            }
+        }
+    }
+    flush(&mut note, &mut d);
+    if !saw_table {
+        return Err(ParseError::at(
+            1,
+            "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
+        ));
+    }
+    d.truncated = !closed;
+    Ok(d)
+}
+
+/// A per-entity verdict can only make the test worse (Fail beats Pass; Skip on some GPUs downgrades
+/// a Pass to Skip because not every GPU ran it).
+fn merge_entity(t: &mut Test, st: Status) {
+    if st > t.status {
+        t.status = st;
+    }
+}
+
+fn parse_json(s: &str) -> Result<Diag, ParseError> {
+    use serde_json::Value;
+    let (v, _pre) = text::json_value(s)?;
+    let mut d = Diag::default();
+    let root = v
+        .get("DCGM Diagnostic")
+        .or_else(|| v.get("DCGM GPU Diagnostic"))
+        .ok_or_else(|| {
+            ParseError::at(
+                1,
+                "JSON has neither a \"DCGM Diagnostic\" nor a \"DCGM GPU Diagnostic\" key",
+            )
+        })?;
+    d.version = root
+        .get("version")
+        .or_else(|| v.get("metadata").and_then(|m| m.get("version")))
+        .or_else(|| root.get("metadata").and_then(|m| m.get("version")))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    d.driver = v
+        .get("metadata")
+        .or_else(|| root.get("metadata"))
+        .and_then(|m| m.get("Driver Version Detected"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(e) = root.get("runtime_error").or_else(|| v.get("runtime_error")) {
+        let msg = e.as_str().map(str::to_string).unwrap_or_else(|| e.to_string());
+        d.warnings.push(format!("runtime error: {msg}"));
+        d.tests.push(Test {
+            name: "runtime".into(),
+            category: String::new(),
+            status: Status::Fail,
+        });
+    }
+    let cats = root.get("test_categories").and_then(Value::as_array);
+    for cat in cats.into_iter().flatten() {
+        let cname = cat
+            .get("category")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        for t in cat.get("tests").and_then(Value::as_array).into_iter().flatten() {
+            if t.is_null() {
+                continue;
+            }
+            let name = t.get("name").and_then(Value::as_str).unwrap_or("unnamed").to_string();
+            let results = t.get("results").and_then(Value::as_array);
+            let mut per: Vec<Status> = Vec::new();
+            for r in results.into_iter().flatten() {
+                if let Some(st) = r.get("status").and_then(Value::as_str).and_then(status_of) {
+                    per.push(st);
+                }
+                for w in r.get("warnings").and_then(Value::as_array).into_iter().flatten() {
+                    let txt = w
+                        .get("warning")
+                        .and_then(Value::as_str)
+                        .map(|x| match w.get("error_id").and_then(Value::as_i64) {
+                            Some(id) => format!("{x} (error_id {id})"),
+                            None => x.to_string(),
+                        })
+                        .or_else(|| w.as_str().map(str::to_string));
+                    if let Some(txt) = txt {
+                        d.warnings.push(format!("{name}: {txt}"));
+                    }
+                }
+            }
+            let summary = t
+                .get("test_summary")
+                .and_then(|x| x.get("status"))
+                .and_then(Value::as_str)
+                .and_then(status_of);
+            let status = match summary {
+                Some(s) => s,
+                None if per.is_empty() => {
+                    d.warnings.push(format!("test {name:?} has no status"));
+                    continue;
+                }
+                None => {
+                    let worst = per.iter().copied().max().unwrap_or(Status::Skip);
+                    if worst == Status::Pass || per.iter().all(|s| *s == Status::Skip) {
+                        worst
+                    } else if worst == Status::Skip {
+                        Status::Skip // a Pass/Skip mix: not every entity ran it
+                    } else {
+                        worst
+                    }
+                }
+            };
+            d.tests.push(Test {
+                name,
+                category: cname.clone(),
+                status,
+            });
+        }
+    }
+    if d.tests.is_empty() && cats.is_none() {
+        return Err(ParseError::at(1, "diagnostic JSON has no test_categories"));
+    }
+    Ok(d)
+}

@@ -1,0 +1,134 @@
+//! `kind=auto`: recognise a format from content. Checks go from the most to the least specific
+//! marker; `None` when nothing matches (the caller stores the file as `log` or asks the user).
+
+use super::EvidenceKind as K;
+
+pub(crate) fn detect(bytes: &[u8]) -> Option<K> {
+    let s = std::str::from_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)).ok()?;
+    let t = s.trim_start();
+    if s.contains("\"DCGM GPU Diagnostic\"") || s.contains("\"DCGM Diagnostic\"") {
+        return Some(K::DcgmDiag);
+    }
+    if t.starts_with('{') || t.starts_with('[') {
+        return detect_json(t);
+    }
+    if s.contains("<nvidia_smi_log") {
+        return Some(K::NvidiaSmiQuery);
+    }
+    if s.contains("Serving Benchmark Result") {
+        return Some(K::BenchServing);
+    }
+    if s.contains("| Diagnostic") && s.contains("| Result") || s.contains("Successfully ran diagnostic") {
+        return Some(K::DcgmDiag);
+    }
+    let lines = || s.lines().map(str::trim).filter(|l| !l.is_empty());
+    if lines().take(50).any(|l| {
+        l.split_once(' ').is_some_and(|(n, rest)| {
+            n.parse::<u32>().is_ok() && (rest.starts_with("GPU found") || rest.starts_with("GPUs found"))
+        })
+    }) {
+        return Some(K::DcgmDiscovery);
+    }
+    if lines().any(|l| {
+        let b = l.trim_start_matches('#').trim_start();
+        b.starts_with("nThread ") || b.starts_with("Avg bus bandwidth")
+    }) || (s.contains("out-of-place") && s.contains("busbw"))
+    {
+        return Some(K::NcclTests);
+    }
+    if lines().take(5).any(|l| l.starts_with("GPU ") && l.contains("(UUID: ")) {
+        return Some(K::NvidiaSmiList);
+    }
+    let first = lines().next().unwrap_or_default();
+    let first_clean = super::text::strip_ansi(first);
+    if lines().take(10).any(|l| {
+        let l = super::text::strip_ansi(l);
+        let mut it = l.split_whitespace();
+        it.next() == Some("GPU0")
+            && it
+                .next()
+                .is_some_and(|x| x == "X" || x == "GPU1" || x == "CPU" || x.starts_with("NIC"))
+    }) || (first_clean.split_whitespace().next() == Some("GPU0") && s.contains("Legend"))
+    {
+        return Some(K::NvidiaSmiTopo);
+    }
+    if s.contains("# TYPE vllm:")
+        || s.contains("# TYPE ray_vllm:")
+        || lines()
+            .take(2000)
+            .any(|l| l.starts_with("vllm:") || l.starts_with("ray_vllm:"))
+    {
+        return Some(K::VllmMetrics);
+    }
+    if s.contains("GPU KV cache size:")
+        || s.contains("Maximum concurrency for ")
+        || (s.contains("vLLM") && s.contains("INFO"))
+    {
+        return Some(K::VllmLog);
+    }
+    let head = first.to_ascii_lowercase();
+    if head.contains("time to first token")
+        || head.contains("request throughput")
+        || head.starts_with("metric,") && s.contains("Time To First Token")
+    {
+        return Some(K::BenchServing);
+    }
+    if head.contains(',')
+        && (head.contains("memory.total")
+            || head.contains("memory.used")
+            || head.starts_with("name, uuid")
+            || head.contains("driver_version")
+            || head.contains("pci.bus_id"))
+    {
+        return Some(K::NvidiaSmiQuery);
+    }
+    None
+}
+
+fn detect_json(t: &str) -> Option<K> {
+    use serde_json::Value;
+    let v: Value = match serde_json::from_str(t) {
+        Ok(v) => v,
+        Err(_) => {
+            // JSON Lines: judge by the first record
+            let first = t.lines().next()?;
+            let v: Value = serde_json::from_str(first).ok()?;
+            return match json_kind(&v)? {
+                K::BenchServing => Some(K::BenchServing),
+                _ => None,
+            };
+        }
+    };
+    json_kind(&v)
+}
+
+fn json_kind(v: &serde_json::Value) -> Option<K> {
+    if let Some(a) = v.as_array() {
+        return a
+            .iter()
+            .any(|r| r.get("Test name").is_some())
+            .then_some(K::BenchServing);
+    }
+    let o = v.as_object()?;
+    if o.contains_key("DCGM GPU Diagnostic") || o.contains_key("DCGM Diagnostic") {
+        return Some(K::DcgmDiag);
+    }
+    if o.get("checks").is_some_and(|c| c.is_object()) {
+        return Some(K::Probe);
+    }
+    if o.get("metrics").is_some_and(|c| c.is_object()) {
+        return Some(K::Metrics);
+    }
+    if o.contains_key("written") && o.contains_key("restored") {
+        return Some(K::CheckpointRestore);
+    }
+    if o.contains_key("completed")
+        || o.contains_key("request_throughput")
+        || o.keys()
+            .any(|k| k.ends_with("_ttft_ms") || k.starts_with("results_ttft_s"))
+        || o.get("serving").is_some_and(|c| c.is_object())
+    {
+        return Some(K::BenchServing);
+    }
+    None
+}

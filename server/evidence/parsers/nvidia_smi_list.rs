@@ -1,0 +1,105 @@
+//! `nvidia-smi -L`: `GPU <i>: <name> (UUID: GPU-…)` lines, MIG children indented below their GPU.
+//!
+//! `gpu.models` and `gpu.uuids` are per-GPU lists in listing order (one entry per physical GPU, MIG
+//! devices are not GPUs); `gpu.mig_count` counts MIG devices; `gpu.mig_profiles` lists their
+//! profiles. The count is what was LISTED (a paste can be cut by `head`).
+
+use super::{text, ParseError, Parsed};
+
+pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
+    let mut p = Parsed {
+        tool: Some("nvidia-smi".into()),
+        ..Default::default()
+    };
+    let mut models = Vec::new();
+    let mut uuids = Vec::new();
+    let mut mig_profiles = Vec::new();
+    let mut mig_gpus = 0usize;
+    let mut last_had_mig = false;
+    let mut first_bad: Option<(usize, String)> = None;
+
+    for (i, raw) in s.lines().enumerate() {
+        let ln = i + 1;
+        let line = text::strip_ansi(raw);
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if t.contains("NVIDIA-SMI has failed") || t.starts_with("No devices were found") {
+            return Err(ParseError::at(ln, format!("nvidia-smi reported an error: {t}")));
+        }
+        if let Some(rest) = t.strip_prefix("GPU ") {
+            let Some((idx, after)) = rest.split_once(':') else {
+                warn_once(&mut first_bad, ln, t);
+                continue;
+            };
+            if idx.trim().parse::<u32>().is_err() {
+                warn_once(&mut first_bad, ln, t);
+                continue;
+            }
+            let after = after.trim();
+            let Some(pos) = after.rfind("(UUID:") else {
+                p.warn(format!("line {ln}: GPU line without `(UUID: …)` (cut short?): {t}"));
+                continue;
+            };
+            let name = after.get(..pos).unwrap_or_default().trim();
+            let uuid = after
+                .get(pos + "(UUID:".len()..)
+                .unwrap_or_default()
+                .trim()
+                .trim_end_matches(')')
+                .trim();
+            if uuid.is_empty() || !t.ends_with(')') {
+                p.warn(format!("line {ln}: GPU line is incomplete (cut short?): {t}"));
+            }
+            models.push(if name.is_empty() {
+                "unknown".to_string()
+            } else {
+                name.to_string()
+            });
+            if !uuid.is_empty() {
+                uuids.push(uuid.to_string());
+            }
+            last_had_mig = false;
+        } else if let Some(rest) = t.strip_prefix("MIG ") {
+            if models.is_empty() {
+                p.warn(format!("line {ln}: MIG device before any GPU line"));
+            }
+            if !rest.contains("UUID:") {
+                p.warn(format!("line {ln}: MIG line without UUID (cut short?): {t}"));
+            }
+            let profile = rest.split_whitespace().next().unwrap_or_default();
+            mig_profiles.push(profile.to_string());
+            if !last_had_mig {
+                mig_gpus += 1;
+                last_had_mig = true;
+            }
+        } else {
+            warn_once(&mut first_bad, ln, t);
+        }
+    }
+
+    if models.is_empty() {
+        let (ln, t) = first_bad.unwrap_or((1, String::new()));
+        return Err(ParseError::at(
+            ln,
+            format!("no `GPU <n>: <name> (UUID: …)` line found (first unrecognised line: {t:?})"),
+        ));
+    }
+    if let Some((ln, t)) = first_bad {
+        p.warn(format!("line {ln}: ignored unrecognised line: {t}"));
+    }
+    p.count("gpu.count", models.len() as f64);
+    p.count("gpu.mig_count", mig_profiles.len() as f64);
+    p.count("gpu.mig_enabled_gpus", mig_gpus as f64);
+    p.list("gpu.models", models);
+    p.list("gpu.uuids", uuids);
+    p.list("gpu.mig_profiles", mig_profiles);
+    Ok(p)
+}
+
+fn warn_once(first: &mut Option<(usize, String)>, ln: usize, t: &str) {
+    if first.is_none() {
+        *first = Some((ln, t.chars().take(120).collect()));
+    }
+}

@@ -1,0 +1,337 @@
+//! `nvidia-smi -q -x` XML (DTD v10–v13) and `nvidia-smi --query-gpu=… --format=csv[,nounits]`.
+//!
+//! Fields are looked up by path with fallbacks; unknown elements are ignored. Per-GPU values are
+//! folded into box-level keys: `gpu.memory_total_mib` is the SMALLEST card's total (conservative for a
+//! "≥" criterion; a warning when cards differ), `gpu.memory_used_mib_max` the largest used,
+//! `gpu.ecc_errors_uncorrected` the sum over GPUs of the aggregate (lifetime) uncorrectable ECC
+//! counters (`gpu.ecc_errors_uncorrected_volatile`: since boot). ECC counters that are all `N/A`
+//! (consumer cards, ECC off) leave the key absent with a warning.
+
+use super::{text, ParseError, Parsed};
+use quick_xml::events::Event;
+use quick_xml::Reader;
+
+#[derive(Default)]
+struct Gpu {
+    name: Option<String>,
+    uuid: Option<String>,
+    mem_total: Option<f64>,
+    mem_used: Option<f64>,
+    ecc_agg: Option<f64>,
+    ecc_vol: Option<f64>,
+    mig_devices: usize,
+    mig_mode: Option<String>,
+    /// `memory.reserved` + `memory.free` (CSV), to derive a total when it was not queried
+    mem_other: Option<f64>,
+}
+
+pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
+    if s.contains("<nvidia_smi_log") {
+        parse_xml(s)
+    } else {
+        parse_csv(s)
+    }
+}
+
+fn line_of(s: &str, byte: usize) -> usize {
+    s.get(..byte.min(s.len()))
+        .map(|p| p.matches('\n').count() + 1)
+        .unwrap_or(1)
+}
+
+fn parse_xml(s: &str) -> Result<Parsed, ParseError> {
+    let mut p = Parsed {
+        tool: Some("nvidia-smi".into()),
+        ..Default::default()
+    };
+    let mut reader = Reader::from_str(s);
+    reader.config_mut().trim_text(true);
+    let mut stack: Vec<String> = Vec::new();
+    let mut gpus: Vec<Gpu> = Vec::new();
+    let mut cur: Option<Gpu> = None;
+    let mut driver = None;
+    let mut cuda = None;
+    let mut attached = None;
+    let mut complete = false;
+    loop {
+        let ev = match reader.read_event() {
+            Ok(ev) => ev,
+            Err(e) => {
+                let pos = reader.error_position() as usize;
+                let msg = format!("invalid XML: {e}");
+                if gpus.is_empty() {
+                    return Err(ParseError::at(line_of(s, pos), msg));
+                }
+                p.warn(format!(
+                    "line {}: {msg}; kept {} GPU(s) read before it",
+                    line_of(s, pos),
+                    gpus.len()
+                ));
+                break;
+            }
+        };
+        match ev {
+            Event::Start(e) => {
+                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+                if stack.len() > 64 {
+                    return Err(ParseError::at(
+                        line_of(s, reader.buffer_position() as usize),
+                        "XML nested too deeply",
+                    ));
+                }
+                if stack.len() == 1 && name == "gpu" {
+                    cur = Some(Gpu::default());
+                }
+                if name == "mig_device" && stack.last().map(String::as_str) == Some("mig_devices") {
+                    if let Some(g) = cur.as_mut() {
+                        g.mig_devices += 1;
+                    }
+                }
+                stack.push(name);
+            }
+            Event::End(_) => {
+                if stack.len() == 2 && stack.last().map(String::as_str) == Some("gpu") {
+                    if let Some(g) = cur.take() {
+                        gpus.push(g);
+                    }
+                }
+                stack.pop();
+                if stack.is_empty() {
+                    complete = true;
+                }
+            }
+            Event::Text(t) => {
+                let Ok(v) = t.decode() else { continue };
+                let v = v.trim();
+                let path: Vec<&str> = stack.iter().map(String::as_str).collect();
+                match path.as_slice() {
+                    ["nvidia_smi_log", "driver_version"] => driver = Some(v.to_string()),
+                    ["nvidia_smi_log", "cuda_version"] => cuda = Some(v.to_string()),
+                    ["nvidia_smi_log", "attached_gpus"] => attached = text::lenient_number(v),
+                    ["nvidia_smi_log", "gpu", rest @ ..] => {
+                        if let Some(g) = cur.as_mut() {
+                            gpu_field(g, rest, v);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if !complete {
+        let ln = text::last_line(s);
+        if gpus.is_empty() {
+            return Err(ParseError::at(
+                ln,
+                "XML ends early (truncated?) before any complete <gpu> element",
+            ));
+        }
+        p.warn(format!(
+            "line {ln}: XML ends early (truncated?); {} complete GPU(s) read",
+            gpus.len()
+        ));
+    }
+    if gpus.is_empty() {
+        return Err(ParseError::at(1, "no <gpu> element in nvidia_smi_log"));
+    }
+    if let Some(a) = attached {
+        p.count("gpu.attached_gpus", a);
+        if a as usize != gpus.len() {
+            p.warn(format!(
+                "attached_gpus says {a} but the file has {} <gpu> element(s)",
+                gpus.len()
+            ));
+        }
+    }
+    if let Some(d) = driver {
+        p.text("gpu.driver_version", d.clone());
+        p.tool_version = Some(d);
+    }
+    if let Some(c) = cuda.filter(|c| !is_na(c)) {
+        p.text("gpu.cuda_version", c);
+    }
+    let mig = gpus.iter().filter(|g| g.mig_mode.as_deref() == Some("Enabled")).count();
+    p.count("gpu.mig_enabled_gpus", mig as f64);
+    p.count(
+        "gpu.mig_count",
+        gpus.iter().map(|g| g.mig_devices).sum::<usize>() as f64,
+    );
+    finish(&mut p, &gpus);
+    Ok(p)
+}
+
+fn is_na(v: &str) -> bool {
+    let v = v.trim().trim_start_matches('[').trim_end_matches(']');
+    v.is_empty()
+        || v.eq_ignore_ascii_case("N/A")
+        || v.starts_with("Not Supported")
+        || v.starts_with("Requested functionality")
+}
+
+fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
+    match path {
+        ["product_name"] => g.name = Some(v.to_string()),
+        ["uuid"] => g.uuid = Some(v.to_string()),
+        ["fb_memory_usage", "total"] => g.mem_total = text::lenient_number(v),
+        ["fb_memory_usage", "used"] => g.mem_used = text::lenient_number(v),
+        ["mig_mode", "current_mig"] => g.mig_mode = Some(v.to_string()),
+        ["ecc_errors", scope @ ("volatile" | "aggregate"), rest @ ..] => {
+            let leaf = rest.last().copied().unwrap_or_default();
+            // v11+: sram_uncorrectable, dram_uncorrectable, sram_uncorrectable_parity/secded;
+            // pre-v11: double_bit/total.
+            let counts = leaf.contains("uncorrectable") || rest == ["double_bit", "total"];
+            if !counts {
+                return;
+            }
+            if let Some(n) = text::lenient_number(v).filter(|_| !is_na(v)) {
+                let slot = if *scope == "aggregate" {
+                    &mut g.ecc_agg
+                } else {
+                    &mut g.ecc_vol
+                };
+                *slot = Some(slot.unwrap_or(0.0) + n);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn finish(p: &mut Parsed, gpus: &[Gpu]) {
+    p.count("gpu.count", gpus.len() as f64);
+    p.list(
+        "gpu.models",
+        gpus.iter()
+            .map(|g| g.name.clone().unwrap_or_else(|| "unknown".into()))
+            .collect(),
+    );
+    let uuids: Vec<String> = gpus.iter().filter_map(|g| g.uuid.clone()).collect();
+    if !uuids.is_empty() {
+        p.list("gpu.uuids", uuids);
+    }
+    let totals: Vec<f64> = gpus.iter().filter_map(|g| g.mem_total).collect();
+    if let Some(min) = totals.iter().copied().reduce(f64::min) {
+        let max = totals.iter().copied().fold(min, f64::max);
+        if max != min {
+            p.warn(format!(
+                "GPUs differ in memory: {min} … {max} MiB; reporting the smallest"
+            ));
+        }
+        p.count("gpu.memory_total_mib", min);
+    } else {
+        p.warn("no memory.total / fb_memory_usage/total value");
+    }
+    if let Some(max) = gpus.iter().filter_map(|g| g.mem_used).reduce(f64::max) {
+        p.count("gpu.memory_used_mib_max", max);
+    }
+    let agg: Vec<f64> = gpus.iter().filter_map(|g| g.ecc_agg).collect();
+    let vol: Vec<f64> = gpus.iter().filter_map(|g| g.ecc_vol).collect();
+    if !agg.is_empty() {
+        p.count("gpu.ecc_errors_uncorrected", agg.iter().sum());
+    }
+    if !vol.is_empty() {
+        p.count("gpu.ecc_errors_uncorrected_volatile", vol.iter().sum());
+    }
+    if agg.is_empty() && vol.is_empty() {
+        p.warn("uncorrectable ECC counters not reported (N/A: ECC disabled or unsupported, or not queried)");
+    }
+}
+
+/// `--query-gpu=… --format=csv[,noheader][,nounits]`: `, `-separated, nothing quoted, units in the
+/// header (`memory.total [MiB]`) and, without `nounits`, in the values (`143771 MiB`).
+fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
+    let mut p = Parsed {
+        tool: Some("nvidia-smi".into()),
+        ..Default::default()
+    };
+    let mut lines = s.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let Some((hln, header)) = lines.next() else {
+        return Err(ParseError::at(1, "empty input"));
+    };
+    let cols: Vec<String> = header
+        .split(',')
+        .map(|c| c.split('[').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .collect();
+    let known = [
+        "name",
+        "uuid",
+        "memory.total",
+        "memory.used",
+        "driver_version",
+        "index",
+        "pci.bus_id",
+    ];
+    if !cols.iter().any(|c| known.contains(&c.as_str())) {
+        return Err(ParseError::at(
+            hln + 1,
+            "no --query-gpu CSV header (expected names such as name, uuid, memory.total)",
+        ));
+    }
+    let mut gpus = Vec::new();
+    let mut driver: Option<String> = None;
+    let mut derived = false;
+    for (i, l) in lines {
+        let cells: Vec<&str> = l.split(',').map(str::trim).collect();
+        if cells.len() != cols.len() {
+            p.warn(format!(
+                "line {}: {} values for {} columns; row skipped (cut short?)",
+                i + 1,
+                cells.len(),
+                cols.len()
+            ));
+            continue;
+        }
+        let mut g = Gpu::default();
+        for (c, v) in cols.iter().zip(cells) {
+            if is_na(v) {
+                continue;
+            }
+            let num = text::lenient_number(v);
+            match c.as_str() {
+                "name" | "gpu_name" => g.name = Some(v.to_string()),
+                "uuid" | "gpu_uuid" => g.uuid = Some(v.to_string()),
+                "memory.total" => g.mem_total = num,
+                "memory.used" => g.mem_used = num,
+                "memory.reserved" | "memory.free" => {
+                    g.mem_other = Some(g.mem_other.unwrap_or(0.0) + num.unwrap_or(0.0))
+                }
+                "driver_version" => driver = Some(v.to_string()),
+                "ecc.errors.uncorrected.aggregate.total" => g.ecc_agg = num,
+                "ecc.errors.uncorrected.volatile.total" => g.ecc_vol = num,
+                "mig.mode.current" => g.mig_mode = Some(v.to_string()),
+                _ => {}
+            }
+        }
+        if g.mem_total.is_none()
+            && cols.iter().any(|c| c == "memory.free")
+            && cols.iter().any(|c| c == "memory.reserved")
+        {
+            if let (Some(u), Some(o)) = (g.mem_used, g.mem_other) {
+                g.mem_total = Some(u + o);
+                derived = true;
+            }
+        }
+        gpus.push(g);
+    }
+    if derived {
+        p.warn("memory.total not queried: derived as memory.reserved + memory.used + memory.free");
+    }
+    if gpus.is_empty() {
+        return Err(ParseError::at(hln + 2, "CSV header without any GPU row"));
+    }
+    if let Some(d) = driver {
+        p.text("gpu.driver_version", d.clone());
+        p.tool_version = Some(d);
+    }
+    if cols.iter().any(|c| c == "mig.mode.current") {
+        let mig = gpus.iter().filter(|g| g.mig_mode.as_deref() == Some("Enabled")).count();
+        p.count("gpu.mig_enabled_gpus", mig as f64);
+    }
+    finish(&mut p, &gpus);
+    if !cols.iter().any(|c| c.starts_with("ecc.errors.uncorrected")) {
+        // `finish` warned about ECC; say why.
+        p.warnings.retain(|w| !w.starts_with("uncorrectable ECC"));
+    }
+    Ok(p)
+}

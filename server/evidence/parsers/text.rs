@@ -1,0 +1,139 @@
+//! Shared text helpers: UTF-8 decoding with a line/column error, ANSI stripping, lenient numbers,
+//! JSON with preamble tolerance.
+
+use super::ParseError;
+use std::borrow::Cow;
+
+/// Decode bytes as UTF-8 (a leading BOM is dropped). Invalid UTF-8 is an error naming the line and
+/// column (1-based, column in characters) of the first bad byte.
+pub(crate) fn decode(bytes: &[u8]) -> Result<&str, ParseError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let good = bytes.get(..e.valid_up_to()).unwrap_or_default();
+            // The prefix is valid UTF-8 by construction.
+            let prefix = std::str::from_utf8(good).unwrap_or_default();
+            let line = prefix.matches('\n').count() + 1;
+            let col = prefix.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+            Err(ParseError::at_col(
+                line,
+                col,
+                format!("input is not valid UTF-8 (byte offset {})", e.valid_up_to()),
+            ))
+        }
+    }
+}
+
+/// Remove ANSI escape sequences (`ESC [ … letter`), e.g. underline codes from a TTY capture.
+pub(crate) fn strip_ansi(s: &str) -> Cow<'_, str> {
+    if !s.contains('\u{1b}') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c2 in chars.by_ref() {
+                    if c2.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    Cow::Owned(out)
+}
+
+/// Whitespace-separated tokens with their 1-based character column.
+pub(crate) fn tokens_with_col(line: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<(usize, usize)> = None; // (byte, col)
+    let mut col = 0usize;
+    for (i, c) in line.char_indices() {
+        col += 1;
+        if c.is_whitespace() {
+            if let Some((b, cc)) = start.take() {
+                if let Some(t) = line.get(b..i) {
+                    out.push((cc, t));
+                }
+            }
+        } else if start.is_none() {
+            start = Some((i, col));
+        }
+    }
+    if let Some((b, cc)) = start {
+        if let Some(t) = line.get(b..) {
+            out.push((cc, t));
+        }
+    }
+    out
+}
+
+/// Parse a number that may carry thousands separators, a unit suffix or trailing punctuation:
+/// `"143771 MiB"`, `"1,234"`, `"27.34x"`. Returns None for `N/A`-like values.
+pub(crate) fn lenient_number(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|(i, c)| {
+            !(c.is_ascii_digit()
+                || *c == '.'
+                || *c == ','
+                || ((*c == '-' || *c == '+') && *i == 0)
+                || *c == 'e'
+                || *c == 'E')
+        })
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    let num: String = s.get(..end)?.chars().filter(|c| *c != ',').collect();
+    let num = num.trim_end_matches(['e', 'E', '.']);
+    if num.is_empty() || num == "-" || num == "+" {
+        return None;
+    }
+    num.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Parse JSON, tolerating text before the first `{`/`[` (wrapper output such as
+/// `Successfully ran diagnostic for group.`). Errors carry the line/column in the ORIGINAL input.
+pub(crate) fn json_value(s: &str) -> Result<(serde_json::Value, Option<String>), ParseError> {
+    let start = s
+        .find(['{', '['])
+        .ok_or_else(|| ParseError::at(1, "no JSON object found (expected `{`)"))?;
+    let preamble = s.get(..start).unwrap_or_default();
+    let body = s.get(start..).unwrap_or_default();
+    let line_off = preamble.matches('\n').count();
+    let col_off = preamble.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0);
+    match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(v) => {
+            let pre = preamble.trim();
+            Ok((v, (!pre.is_empty()).then(|| pre.to_string())))
+        }
+        Err(e) => {
+            let line = e.line() + line_off;
+            let col = if e.line() == 1 {
+                e.column() + col_off
+            } else {
+                e.column()
+            };
+            let msg = e.to_string();
+            // serde_json appends " at line L column C"; drop it, we report our own.
+            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            let msg = if e.is_eof() {
+                format!("JSON ends early (truncated?): {msg}")
+            } else {
+                format!("invalid JSON: {msg}")
+            };
+            Err(ParseError::at_col(line.max(1), col.max(1), msg))
+        }
+    }
+}
+
+/// Number of the last line (1-based), used for "ends early" errors.
+pub(crate) fn last_line(s: &str) -> usize {
+    s.lines().count().max(1)
+}

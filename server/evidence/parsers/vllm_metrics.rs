@@ -1,0 +1,365 @@
+//! vLLM `/metrics` → `serving.*` keys: histogram quantiles (Prometheus `histogram_quantile`),
+//! counters, gauges; one scrape (cumulative since server start) or a before/after window.
+//!
+//! * Names differ by version; the first family present wins and is recorded under `vllm.family.*`:
+//!   ITL `vllm:inter_token_latency_seconds` (V1) then `vllm:time_per_output_token_seconds` (V0);
+//!   KV usage `vllm:kv_cache_usage_perc` then `vllm:gpu_cache_usage_perc`; preemptions
+//!   `vllm:num_preemptions_total` then `vllm:num_preemptions`. Ray Serve's `ray_vllm:` prefix is
+//!   accepted. Other labels (`engine`, Ray's worker labels, `finished_reason`) are summed over.
+//! * Per model (`model_name` label): `serving.by_model.<model>.<suffix>`; un-suffixed keys merge all
+//!   models (buckets summed per `le`, like `sum by (le)`).
+//! * Latency quantiles: p50/p95/p99 for TTFT, ITL, e2e, queue, prefill, decode, in ms.
+//! * Empty histogram (count 0): no quantile, a warning.
+
+use super::prometheus::{self, Exposition, Sample};
+use super::{ParseError, Parsed};
+use std::collections::{BTreeMap, HashMap};
+
+/// Prometheus `histogram_quantile(q, …)` over cumulative buckets `(upper bound, cumulative count)`,
+/// in any order. Same algorithm as Prometheus (`bucketQuantile`): buckets sorted and coalesced,
+/// counts forced monotonic, linear interpolation inside the bucket holding rank `q·count`, lower bound
+/// 0 for the first bucket (unless its upper bound is ≤ 0, which is then returned), and a rank in the
+/// `+Inf` bucket answers with the upper bound of the last finite bucket. Returns `None` where
+/// Prometheus returns NaN: no `+Inf` bucket, fewer than 2 buckets, zero observations, NaN input.
+/// `q` outside [0, 1] gives ±∞ as in Prometheus. One deviation: an empty target bucket (only possible
+/// for q = 0) answers with its lower bound instead of NaN.
+pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
+    if q.is_nan() || buckets.iter().any(|(u, c)| u.is_nan() || c.is_nan()) {
+        return None;
+    }
+    if q < 0.0 {
+        return Some(f64::NEG_INFINITY);
+    }
+    if q > 1.0 {
+        return Some(f64::INFINITY);
+    }
+    let mut b: Vec<(f64, f64)> = buckets.to_vec();
+    b.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // coalesce equal bounds
+    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(b.len());
+    for (u, c) in b {
+        match merged.last_mut() {
+            Some(last) if last.0 == u => last.1 += c,
+            _ => merged.push((u, c)),
+        }
+    }
+    let mut b = merged;
+    if b.last().map(|x| x.0) != Some(f64::INFINITY) || b.len() < 2 {
+        return None;
+    }
+    // ensure monotonic
+    let mut max = f64::NEG_INFINITY;
+    for x in b.iter_mut() {
+        if x.1 < max {
+            x.1 = max;
+        } else {
+            max = x.1;
+        }
+    }
+    let n = b.len();
+    let obs = b.get(n - 1)?.1;
+    if obs <= 0.0 {
+        return None;
+    }
+    let mut rank = q * obs;
+    let idx = b.get(..n - 1)?.iter().position(|x| x.1 >= rank).unwrap_or(n - 1);
+    if idx == n - 1 {
+        return Some(b.get(n - 2)?.0);
+    }
+    let first = b.first()?;
+    if idx == 0 && first.0 <= 0.0 {
+        return Some(first.0);
+    }
+    let (end, mut count) = *b.get(idx)?;
+    let mut start = 0.0;
+    if idx > 0 {
+        let prev = b.get(idx - 1)?;
+        start = prev.0;
+        count -= prev.1;
+        rank -= prev.1;
+    }
+    if count <= 0.0 {
+        return Some(start);
+    }
+    Some(start + (end - start) * (rank / count))
+}
+
+/// (metric-key stem, candidate families in preference order)
+const LATENCIES: &[(&str, &[&str])] = &[
+    ("ttft", &["vllm:time_to_first_token_seconds"]),
+    (
+        "itl",
+        &["vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"],
+    ),
+    ("e2e", &["vllm:e2e_request_latency_seconds"]),
+    ("queue_time", &["vllm:request_queue_time_seconds"]),
+    ("prefill", &["vllm:request_prefill_time_seconds"]),
+    ("decode", &["vllm:request_decode_time_seconds"]),
+];
+const QUANTILES: &[(&str, f64)] = &[("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
+
+pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
+    let e = prometheus::parse(s)?;
+    let mut p = compute(&e.samples);
+    for w in e.warnings {
+        p.warn(w);
+    }
+    Ok(p)
+}
+
+fn series_key(s: &Sample) -> String {
+    let mut l: Vec<&(&str, std::borrow::Cow<'_, str>)> = s.labels.iter().collect();
+    l.sort();
+    let mut k = s.name.to_string();
+    for (a, b) in l {
+        k.push('\u{1f}');
+        k.push_str(a);
+        k.push('=');
+        k.push_str(b);
+    }
+    k
+}
+
+fn cumulative(s: &Sample, e: &Exposition) -> bool {
+    let n = s.name;
+    if n.ends_with("_created") {
+        return false;
+    }
+    n.ends_with("_bucket")
+        || n.ends_with("_count")
+        || n.ends_with("_sum")
+        || n.ends_with("_total")
+        || e.types.get(n).is_some_and(|t| *t == "counter")
+}
+
+pub(crate) fn parse_window(before: &str, after: &str) -> Result<Parsed, ParseError> {
+    let a = prometheus::parse(after)?;
+    let b = match prometheus::parse(before) {
+        Ok(b) => b,
+        Err(err) => {
+            let mut p = compute(&a.samples);
+            p.warn(format!(
+                "`before` scrape unreadable ({err}); values are cumulative since server start"
+            ));
+            return Ok(p);
+        }
+    };
+    let prev: HashMap<String, f64> = b
+        .samples
+        .iter()
+        .filter(|s| cumulative(s, &b))
+        .map(|s| (series_key(s), s.value))
+        .collect();
+    let mut restarted = None;
+    let mut diffed = Vec::with_capacity(a.samples.len());
+    for s in &a.samples {
+        let mut d = s.clone();
+        if cumulative(s, &a) {
+            let before_v = prev.get(&series_key(s)).copied().unwrap_or(0.0);
+            d.value = s.value - before_v;
+            if d.value < 0.0 && restarted.is_none() {
+                restarted = Some(s.name);
+            }
+        }
+        diffed.push(d);
+    }
+    let mut p = match &restarted {
+        Some(name) => {
+            let mut p = compute(&a.samples);
+            p.warn(format!(
+                "counter {name} went down between the scrapes: the server restarted; using the `after` scrape alone (cumulative)"
+            ));
+            p
+        }
+        None => compute(&diffed),
+    };
+    p.boolean("serving.window", restarted.is_none());
+    for w in a.warnings {
+        p.warn(w);
+    }
+    Ok(p)
+}
+
+fn norm_name(n: &str) -> &str {
+    n.strip_prefix("ray_").filter(|r| r.starts_with("vllm:")).unwrap_or(n)
+}
+
+fn model_of<'a>(s: &'a Sample<'_>) -> &'a str {
+    s.label("model_name").or_else(|| s.label("model")).unwrap_or("")
+}
+
+type Buckets = Vec<(f64, f64)>;
+
+fn compute(samples: &[Sample]) -> Parsed {
+    let mut p = Parsed {
+        tool: Some("vllm".into()),
+        ..Default::default()
+    };
+    // family → model → buckets; counters/gauges: name → model → values
+    let mut hist: HashMap<&str, BTreeMap<&str, Buckets>> = HashMap::new();
+    let mut vals: HashMap<&str, BTreeMap<&str, Vec<f64>>> = HashMap::new();
+    let mut saw_vllm = false;
+    for s in samples {
+        let name = norm_name(s.name);
+        if !name.starts_with("vllm:") {
+            continue;
+        }
+        saw_vllm = true;
+        if let Some(ver) = s.label("Version").or_else(|| s.label("version")) {
+            if name == "vllm:cache_config_info" || s.label("Version").is_some() {
+                p.tool_version.get_or_insert_with(|| ver.to_string());
+            }
+        }
+        if s.value.is_nan() {
+            p.warn(format!("line {}: {} is NaN; ignored", s.line, s.name));
+            continue;
+        }
+        if let Some(fam) = name.strip_suffix("_bucket") {
+            let Some(le) = s.label("le").and_then(prometheus::parse_value) else {
+                p.warn(format!("line {}: bucket without a readable `le`", s.line));
+                continue;
+            };
+            hist.entry(fam)
+                .or_default()
+                .entry(model_of(s))
+                .or_default()
+                .push((le, s.value));
+        } else {
+            vals.entry(name)
+                .or_default()
+                .entry(model_of(s))
+                .or_default()
+                .push(s.value);
+        }
+    }
+    if !saw_vllm {
+        p.warn("no vllm: metrics in this scrape (is this a vLLM /metrics endpoint?)");
+    }
+    let models: Vec<&str> = {
+        let mut m: Vec<&str> = hist
+            .values()
+            .flat_map(|x| x.keys().copied())
+            .chain(vals.values().flat_map(|x| x.keys().copied()))
+            .filter(|m| !m.is_empty())
+            .collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    };
+
+    for (stem, fams) in LATENCIES {
+        let Some((fam, per_model)) = fams.iter().find_map(|f| hist.get(f).map(|h| (*f, h))) else {
+            continue;
+        };
+        if fams.len() > 1 {
+            p.text(&format!("vllm.family.{stem}"), fam);
+        }
+        // A model whose buckets lack `+Inf` (cut-off paste) is left out of the merge: its partial
+        // cumulative counts would distort every quantile.
+        let merged: Buckets = per_model
+            .values()
+            .filter(|b| b.iter().any(|(u, _)| *u == f64::INFINITY))
+            .flatten()
+            .copied()
+            .collect();
+        quantiles(&mut p, &format!("serving.{stem}"), fam, &merged);
+        for m in &models {
+            if let Some(b) = per_model.get(m) {
+                quantiles(&mut p, &format!("serving.by_model.{m}.{stem}"), fam, b);
+            }
+        }
+    }
+    if !hist.contains_key("vllm:time_to_first_token_seconds") {
+        p.warn("no vllm:time_to_first_token_seconds histogram");
+    }
+
+    let sum_of = |v: &BTreeMap<&str, Vec<f64>>, m: Option<&str>| -> f64 {
+        v.iter()
+            .filter(|(k, _)| m.is_none_or(|m| **k == m))
+            .flat_map(|(_, x)| x.iter())
+            .sum()
+    };
+    let max_of = |v: &BTreeMap<&str, Vec<f64>>, m: Option<&str>| -> Option<f64> {
+        v.iter()
+            .filter(|(k, _)| m.is_none_or(|m| **k == m))
+            .flat_map(|(_, x)| x.iter().copied())
+            .reduce(f64::max)
+    };
+    let scopes: Vec<(String, Option<&str>)> = std::iter::once(("serving".to_string(), None))
+        .chain(models.iter().map(|m| (format!("serving.by_model.{m}"), Some(*m))))
+        .collect();
+    let counters: &[(&str, &[&str])] = &[
+        ("requests_total", &["vllm:request_success_total"]),
+        (
+            "preemptions_total",
+            &["vllm:num_preemptions_total", "vllm:num_preemptions"],
+        ),
+        ("prompt_tokens_total", &["vllm:prompt_tokens_total"]),
+        ("generation_tokens_total", &["vllm:generation_tokens_total"]),
+    ];
+    for (key, fams) in counters {
+        if let Some((fam, v)) = fams.iter().find_map(|f| vals.get(f).map(|v| (*f, v))) {
+            if fams.len() > 1 && fam != fams[0] {
+                p.text(&format!("vllm.family.{key}"), fam);
+            }
+            for (scope, m) in &scopes {
+                if m.is_none() || v.contains_key(m.unwrap_or_default()) {
+                    p.count(&format!("{scope}.{key}"), sum_of(v, *m));
+                }
+            }
+        }
+    }
+    let gauges: &[(&str, &[&str], f64)] = &[
+        (
+            "kv_cache_usage_max_pct",
+            &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+            100.0,
+        ),
+        ("requests_waiting_max", &["vllm:num_requests_waiting"], 1.0),
+        ("requests_running_max", &["vllm:num_requests_running"], 1.0),
+    ];
+    for (key, fams, scale) in gauges {
+        if let Some((fam, v)) = fams.iter().find_map(|f| vals.get(f).map(|v| (*f, v))) {
+            if fams.len() > 1 {
+                p.text(&format!("vllm.family.{key}"), fam);
+            }
+            for (scope, m) in &scopes {
+                if let Some(x) = max_of(v, *m) {
+                    let k = format!("{scope}.{key}");
+                    if *scale == 1.0 {
+                        p.count(&k, x)
+                    } else {
+                        p.nonneg(&k, x * scale)
+                    };
+                }
+            }
+        }
+    }
+    p
+}
+
+fn quantiles(p: &mut Parsed, prefix: &str, fam: &str, b: &[(f64, f64)]) {
+    let total = b
+        .iter()
+        .filter(|(u, _)| *u == f64::INFINITY)
+        .map(|(_, c)| *c)
+        .sum::<f64>();
+    if !b.iter().any(|(u, _)| *u == f64::INFINITY) {
+        p.warn(format!("{fam}: no le=\"+Inf\" bucket; no quantiles ({prefix})"));
+        return;
+    }
+    if total <= 0.0 {
+        p.warn(format!(
+            "{fam}: histogram is empty (count 0); no quantiles for {prefix}"
+        ));
+        return;
+    }
+    for (qn, q) in QUANTILES {
+        match histogram_quantile(*q, b) {
+            Some(v) => {
+                p.nonneg(&format!("{prefix}_{qn}_ms"), v * 1000.0);
+            }
+            None => p.warn(format!("{fam}: {qn} not computable")),
+        }
+    }
+}

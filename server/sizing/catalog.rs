@@ -1,0 +1,224 @@
+//! The embedded model and GPU catalogues (`data/model_catalog.csv`, `data/gpu_catalog.csv`).
+//!
+//! Both files are compiled into the binary and parsed once, on first use. A malformed file
+//! panics at that first use; `tests::catalogues_parse` parses both so that cannot ship.
+
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes in a datasheet "GB" (decimal, 10^9).
+pub const GB: f64 = 1e9;
+/// Bytes in a GiB (binary, 2^30).
+pub const GIB: f64 = 1_073_741_824.0;
+
+const MODEL_CSV: &str = include_str!("../../data/model_catalog.csv");
+const GPU_CSV: &str = include_str!("../../data/gpu_catalog.csv");
+
+/// How a model's attention stores its KV cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Attention {
+    /// Grouped-query attention: `num_kv_heads` < query heads.
+    Gqa,
+    /// Multi-head attention: one KV head per query head.
+    Mha,
+    /// Multi-head latent attention (DeepSeek-V2/V3): one compressed latent per token and layer.
+    Mla,
+}
+
+/// The format the model's published checkpoint stores its weights in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WeightFormat {
+    /// 16-bit everywhere.
+    Bf16,
+    /// FP8 (e.g. DeepSeek-V3's block-scaled e4m3). Informational: the brief's precision decides.
+    Fp8,
+    /// MoE expert MLPs in MXFP4 (4.25 bits/param), everything else BF16 (gpt-oss).
+    Mxfp4Moe,
+}
+
+/// One row of `data/model_catalog.csv`: architecture facts of an open LLM.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    pub hf_id: String,
+    pub name: String,
+    /// Total parameters, billions (all experts for MoE: this is what must be resident).
+    pub params_b: f64,
+    /// Parameters used per token, billions (model card figure; equals `params_b` when dense).
+    pub active_params_b: f64,
+    pub num_layers: u32,
+    pub hidden_size: u32,
+    pub num_attention_heads: u32,
+    pub num_kv_heads: u32,
+    pub head_dim: u32,
+    /// MLP width of the dense FFN, or of ONE expert for MoE models.
+    pub intermediate_size: u32,
+    pub vocab_size: u32,
+    pub tie_word_embeddings: bool,
+    pub max_context: u64,
+    pub attention: Attention,
+    /// KV bytes per token in BF16 with every layer at full attention (the MLA rule for MLA rows).
+    pub kv_bytes_per_token_bf16: u64,
+    /// Sliding-window length in tokens; 0 when the model has none.
+    pub sliding_window: u64,
+    /// How many of `num_layers` use the sliding window (0 when none).
+    pub sliding_layers: u32,
+    /// Routed experts per MoE layer (0 = dense).
+    pub num_experts: u32,
+    /// Routed experts each token uses (0 = dense).
+    pub experts_per_token: u32,
+    /// Parameters in routed expert MLPs, billions (0 = dense). The rest are shared by all tokens.
+    pub expert_params_b: f64,
+    pub weight_format: WeightFormat,
+    pub source: String,
+}
+
+impl ModelSpec {
+    /// True for mixture-of-experts rows.
+    pub fn is_moe(&self) -> bool {
+        self.num_experts > 0 && self.experts_per_token > 0 && self.expert_params_b > 0.0
+    }
+
+    /// Parameters in the input embedding and the output head (once when tied), in units.
+    pub fn embedding_params(&self) -> f64 {
+        let one = f64::from(self.vocab_size) * f64::from(self.hidden_size);
+        if self.tie_word_embeddings {
+            one
+        } else {
+            2.0 * one
+        }
+    }
+}
+
+/// One row of `data/gpu_catalog.csv`: a rentable accelerator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSpec {
+    pub vendor: String,
+    /// Catalogue name, e.g. "H100 SXM" — the name `gpu_by_name` and `SizingOption::gpu` use.
+    pub model: String,
+    pub form_factor: String,
+    /// Memory as printed on the datasheet, in decimal GB (10^9 bytes): 80, 141, 192 …
+    pub memory_gb: f64,
+    /// The same memory in GiB (`memory_gb × 10^9 / 2^30`, e.g. 80 GB = 74.51 GiB). Filled in at load.
+    #[serde(default)]
+    pub memory_gib: f64,
+    pub memory_type: String,
+    /// Peak memory bandwidth, GB/s (10^9 bytes per second).
+    pub memory_bandwidth_gbs: f64,
+    pub fp16_bf16_dense_tflops: Option<f64>,
+    pub fp8_dense_tflops: Option<f64>,
+    pub supports_bf16: bool,
+    pub supports_fp8: bool,
+    pub interconnect: String,
+    /// Per-GPU scale-up fabric bandwidth (NVLink, or Infinity Fabric for AMD), GB/s; 0 = PCIe only.
+    pub nvlink_gbs: f64,
+    /// How many GPUs the fabric joins (8 on SXM/OAM boards, 2 or 4 for bridges, 0 for none).
+    pub fabric_gpus: u32,
+    /// True when the fabric is an optional bridge the provider may not have fitted.
+    pub fabric_optional: bool,
+    pub pcie_gen: u32,
+    /// GPUs (cards) per node: counts above this are multi-node.
+    pub gpus_per_node: u32,
+    /// Devices software sees per card (2 for MI250X: two 64 GB GCDs).
+    pub devices_per_card: u32,
+    pub source: String,
+}
+
+impl GpuSpec {
+    /// Datasheet memory in bytes (decimal GB × 10^9).
+    pub fn memory_bytes(&self) -> f64 {
+        self.memory_gb * GB
+    }
+
+    /// Name of the scale-up fabric for notes.
+    pub fn fabric_name(&self) -> &'static str {
+        if self.vendor.eq_ignore_ascii_case("AMD") {
+            "Infinity Fabric"
+        } else if self.fabric_optional || self.fabric_gpus < 8 {
+            "NVLink bridge"
+        } else {
+            "NVLink"
+        }
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<Vec<T>, String> {
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let rows = reader
+        .deserialize()
+        .enumerate()
+        .map(|(i, row)| row.map_err(|e| format!("{what} row {}: {e}", i + 2)))
+        .collect::<Result<Vec<T>, String>>()?;
+    if rows.is_empty() {
+        return Err(format!("{what}: no rows"));
+    }
+    Ok(rows)
+}
+
+pub(crate) fn parse_models(text: &str) -> Result<Vec<ModelSpec>, String> {
+    let rows: Vec<ModelSpec> = parse("model_catalog.csv", text)?;
+    for m in &rows {
+        let ok = m.params_b > 0.0
+            && m.active_params_b > 0.0
+            && m.active_params_b <= m.params_b
+            && m.num_layers > 0
+            && m.num_kv_heads > 0
+            && m.head_dim > 0
+            && m.hidden_size > 0
+            && m.sliding_layers <= m.num_layers
+            && (m.sliding_layers == 0) == (m.sliding_window == 0)
+            && m.expert_params_b < m.params_b
+            && m.experts_per_token <= m.num_experts
+            && (m.weight_format != WeightFormat::Mxfp4Moe || m.is_moe());
+        if !ok {
+            return Err(format!("model_catalog.csv: inconsistent row {}", m.hf_id));
+        }
+    }
+    Ok(rows)
+}
+
+pub(crate) fn parse_gpus(text: &str) -> Result<Vec<GpuSpec>, String> {
+    let mut rows: Vec<GpuSpec> = parse("gpu_catalog.csv", text)?;
+    for g in &mut rows {
+        if g.memory_gb <= 0.0 || g.memory_bandwidth_gbs <= 0.0 || g.gpus_per_node == 0 || g.devices_per_card == 0 {
+            return Err(format!("gpu_catalog.csv: inconsistent row {}", g.model));
+        }
+        g.memory_gib = g.memory_bytes() / GIB;
+    }
+    Ok(rows)
+}
+
+static MODELS: LazyLock<Vec<ModelSpec>> =
+    LazyLock::new(|| parse_models(MODEL_CSV).unwrap_or_else(|e| panic!("embedded catalogue is malformed: {e}")));
+
+static GPUS: LazyLock<Vec<GpuSpec>> =
+    LazyLock::new(|| parse_gpus(GPU_CSV).unwrap_or_else(|e| panic!("embedded catalogue is malformed: {e}")));
+
+/// Every catalogue model, in file order.
+pub fn models() -> &'static [ModelSpec] {
+    &MODELS
+}
+
+/// Every catalogue GPU, in file order.
+pub fn gpus() -> &'static [GpuSpec] {
+    &GPUS
+}
+
+/// The catalogue model with this Hugging Face id (ASCII case-insensitive).
+pub fn model_by_hf_id(hf_id: &str) -> Option<&'static ModelSpec> {
+    let hf_id = hf_id.trim();
+    models().iter().find(|m| m.hf_id.eq_ignore_ascii_case(hf_id))
+}
+
+/// The catalogue GPU with this model name, e.g. "H100 SXM" (ASCII case-insensitive).
+pub fn gpu_by_name(name: &str) -> Option<&'static GpuSpec> {
+    let name = name.trim();
+    gpus().iter().find(|g| g.model.eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+pub(crate) fn raw_csvs() -> (&'static str, &'static str) {
+    (MODEL_CSV, GPU_CSV)
+}

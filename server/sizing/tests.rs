@@ -1,0 +1,259 @@
+//! Catalogue, contract and rule tests, plus the helpers `worked_examples` uses.
+
+use super::catalog::{parse_gpus, parse_models, raw_csvs};
+use super::*;
+
+#[track_caller]
+pub(super) fn close(actual: f64, expected: f64, tol: f64) {
+    assert!(
+        (actual - expected).abs() <= tol,
+        "expected {expected} ± {tol}, got {actual}"
+    );
+}
+
+pub(super) fn input(kind: WorkloadKind, p: Precision, hf: &str, ctx: u64, conc: u64) -> SizingInput {
+    let m = model_by_hf_id(hf).unwrap();
+    SizingInput {
+        workload_kind: kind,
+        precision: p,
+        params_b: m.params_b,
+        context_length: ctx,
+        concurrency: conc,
+        num_layers: m.num_layers,
+        num_kv_heads: m.num_kv_heads,
+        head_dim: m.head_dim,
+        catalog_model: Some(m),
+    }
+}
+
+pub(super) fn option<'a>(s: &'a Sizing, gpu: &str) -> &'a SizingOption {
+    s.options.iter().find(|o| o.gpu == gpu).unwrap()
+}
+
+pub(super) const RT: WorkloadKind = WorkloadKind::RealtimeInference;
+
+#[test]
+fn catalogues_parse_and_kv_bytes_match_the_architecture() {
+    let (m, g) = raw_csvs();
+    let parsed_models = parse_models(m).unwrap();
+    let parsed_gpus = parse_gpus(g).unwrap();
+    assert_eq!(parsed_models.len(), 19);
+    assert_eq!(parsed_gpus.len(), 25);
+    for m in &parsed_models {
+        let full = 2 * u64::from(m.num_layers) * u64::from(m.num_kv_heads) * u64::from(m.head_dim) * 2;
+        match m.attention {
+            Attention::Gqa | Attention::Mha => {
+                assert_eq!(m.kv_bytes_per_token_bf16, full, "{}", m.hf_id)
+            }
+            // MLA: (kv_lora_rank 512 + rope 64) × layers × 2 B, far below the expanded form.
+            Attention::Mla => {
+                assert_eq!(m.kv_bytes_per_token_bf16, 576 * u64::from(m.num_layers) * 2);
+                assert!(m.kv_bytes_per_token_bf16 < full / 50);
+            }
+        }
+        if m.is_moe() {
+            // shared + experts × k/E ≈ the card's active parameters (gpt-oss's cards exclude
+            // the input embedding: 5.71 vs 5.1 and 4.18 vs 3.6).
+            let active = m.params_b - m.expert_params_b
+                + m.expert_params_b * f64::from(m.experts_per_token) / f64::from(m.num_experts);
+            assert!((active / m.active_params_b - 1.0).abs() < 0.2, "{}: {active}", m.hf_id);
+        }
+        assert!(!m.source.is_empty());
+    }
+    assert_eq!(models(), &parsed_models[..]);
+    assert_eq!(gpus(), &parsed_gpus[..]);
+    assert!(parse_models("hf_id,name\nx,y\n").is_err());
+    assert!(parse_gpus("vendor,model\n").is_err());
+}
+
+#[test]
+fn lookups_are_case_insensitive_and_memory_is_converted() {
+    assert_eq!(
+        model_by_hf_id("META-LLAMA/llama-3.1-70b-instruct").unwrap().num_layers,
+        80
+    );
+    assert!(model_by_hf_id("nope/nope").is_none());
+    let h100 = gpu_by_name("h100 sxm").unwrap();
+    // 80 GB = 80e9 / 2^30 = 74.5058 GiB.
+    close(h100.memory_gib, 74.5058, 1e-3);
+    assert_eq!(h100.memory_gb, 80.0);
+    assert!(gpu_by_name("H100").is_none());
+}
+
+#[test]
+fn enums_round_trip_strings_and_serde() {
+    for k in WorkloadKind::ALL {
+        assert_eq!(k.as_str().parse::<WorkloadKind>(), Ok(k));
+        assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+    }
+    for p in Precision::ALL {
+        assert_eq!(p.as_str().parse::<Precision>(), Ok(p));
+        assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+    }
+    assert_eq!("realtime-inference".parse(), Ok(WorkloadKind::RealtimeInference));
+    assert!("Realtime".parse::<WorkloadKind>().is_err());
+    assert!("int2".parse::<Precision>().is_err());
+}
+
+#[test]
+fn options_are_ordered_and_counts_are_tp_friendly() {
+    let s = size(&input(RT, Precision::Bf16, "Qwen/Qwen2.5-72B-Instruct", 32768, 8));
+    assert_eq!(s.options.len(), gpus().len());
+    let rented = |o: &SizingOption| f64::from(o.count) * gpu_by_name(&o.gpu).unwrap().memory_gb;
+    let fitting: Vec<_> = s.options.iter().take_while(|o| o.fits).collect();
+    assert!(!fitting.is_empty());
+    assert!(s.options[fitting.len()..].iter().all(|o| !o.fits));
+    for w in fitting.windows(2) {
+        assert!(rented(w[0]) <= rented(w[1]), "{} before {}", w[0].gpu, w[1].gpu);
+        if rented(w[0]) == rented(w[1]) {
+            assert!(w[0].count <= w[1].count);
+        }
+    }
+    for o in &s.options {
+        assert!(
+            [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64].contains(&o.count),
+            "{}",
+            o.count
+        );
+        assert_eq!(o.interconnect_note.is_some(), o.count > 1 || o.gpu == "Instinct MI250X");
+        assert!(o.headroom_pct >= 0.0 || !o.fits);
+    }
+    // The fitting count is the smallest: one step down does not fit.
+    let h100 = option(&s, "H100 SXM");
+    assert!(h100.count > 1);
+}
+
+#[test]
+fn pcie_only_multi_gpu_gets_a_warning() {
+    let s = size(&input(
+        RT,
+        Precision::Bf16,
+        "meta-llama/Llama-3.1-70B-Instruct",
+        8192,
+        16,
+    ));
+    let l40s = option(&s, "L40S");
+    assert_eq!(l40s.count, 8);
+    let note = l40s.interconnect_note.as_deref().unwrap();
+    assert!(note.contains("PCIe only") && note.contains("replicas"), "{note}");
+    let a100p = option(&s, "A100 80GB PCIe");
+    assert!(a100p.interconnect_note.as_deref().unwrap().contains("joins only 2"));
+}
+
+#[test]
+fn kv_replicates_when_tp_exceeds_kv_heads() {
+    // Qwen2.5-7B has 4 KV heads: at TP 8 each GPU holds a quarter of the KV, not an eighth.
+    let i = input(RT, Precision::Bf16, "Qwen/Qwen2.5-7B-Instruct", 131072, 64);
+    let fp = memory::footprint(&i);
+    let t4 = gpu_by_name("T4").unwrap();
+    let (_, kv8) = options::per_card(&fp, t4, 8);
+    let (_, kv4) = options::per_card(&fp, t4, 4);
+    assert_eq!(kv8, kv4);
+    assert_eq!(kv4, fp.dynamic / 4.0);
+    // Across nodes pipeline stages still split it: 16 GPUs = TP 8 (4-way KV) × PP 2.
+    let (_, kv16) = options::per_card(&fp, t4, 16);
+    assert_eq!(kv16, fp.dynamic / 8.0);
+}
+
+#[test]
+fn too_large_for_any_count() {
+    let mut i = input(RT, Precision::Bf16, "meta-llama/Llama-3.1-405B-Instruct", 131072, 64);
+    i.params_b = 10_000.0; // 20e12 B of weights > 64 × 256 GB
+    let s = size(&i);
+    assert!(s
+        .options
+        .iter()
+        .all(|o| !o.fits && o.count == 64 && o.headroom_pct < 0.0));
+    // Closest to fitting first: the 256 GB MI325X.
+    assert_eq!(s.options[0].gpu, "Instinct MI325X");
+    close(s.overhead_gib, 64.0 * 38.4e9 / 1_073_741_824.0, 0.01);
+}
+
+#[test]
+fn media_has_no_kv_without_a_catalogue_model_and_fp32_kv_is_4_bytes() {
+    let mut i = input(
+        WorkloadKind::Media,
+        Precision::Fp16,
+        "meta-llama/Llama-3.2-1B-Instruct",
+        4096,
+        4,
+    );
+    i.catalog_model = None;
+    i.params_b = 2.6; // a diffusion model: 2.6e9 × 2 B = 4.84 GiB, no KV cache
+    let s = size(&i);
+    assert_eq!(s.kv_cache_gib, 0.0);
+    close(s.weights_gib, 4.84, 0.01);
+    assert!(option(&s, "L4").decode_tokens_per_s_max > 0.0);
+    // fp32: Llama 3.2 1B KV 2 × 16 × 8 × 64 × 4 B = 65,536 B/token × 4096 × 4 = 1 GiB.
+    let f = size(&input(RT, Precision::Fp32, "meta-llama/Llama-3.2-1B-Instruct", 4096, 4));
+    close(f.kv_cache_gib, 1.0, 1e-9);
+}
+
+#[test]
+fn json_has_exactly_the_contract_fields() {
+    let s = size(&input(RT, Precision::Bf16, "meta-llama/Llama-3.1-8B-Instruct", 4000, 3));
+    // 4000 tokens round up to 4000 (a multiple of 16); 4001 would take 4016.
+    assert_eq!(memory::kv_tokens(4001), 4016);
+    let v = serde_json::to_value(&s).unwrap();
+    let mut keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "billing_advice",
+            "kv_cache_gib",
+            "options",
+            "overhead_gib",
+            "total_gib",
+            "weights_gib"
+        ]
+    );
+    let mut okeys: Vec<_> = v["options"][0].as_object().unwrap().keys().cloned().collect();
+    okeys.sort();
+    assert_eq!(
+        okeys,
+        [
+            "count",
+            "decode_tokens_per_s_max",
+            "fits",
+            "gpu",
+            "headroom_pct",
+            "interconnect_note",
+            "memory_gib"
+        ]
+    );
+    assert!(v["options"][0]["interconnect_note"].is_null());
+    for k in WorkloadKind::ALL {
+        assert!(!billing_advice(k).is_empty());
+    }
+}
+
+#[test]
+fn extreme_validated_inputs_stay_finite() {
+    for kind in WorkloadKind::ALL {
+        for p in Precision::ALL {
+            for (params, ctx, conc) in [(10_000.0, 10_000_000, 100_000), (0.001, 0, 0), (0.5, 1, 1)] {
+                let m = model_by_hf_id("deepseek-ai/DeepSeek-V3").unwrap();
+                for catalog_model in [None, Some(m)] {
+                    let s = size(&SizingInput {
+                        workload_kind: kind,
+                        precision: p,
+                        params_b: params,
+                        context_length: ctx,
+                        concurrency: conc,
+                        num_layers: 1,
+                        num_kv_heads: 1,
+                        head_dim: 1,
+                        catalog_model,
+                    });
+                    let all = [s.weights_gib, s.kv_cache_gib, s.overhead_gib, s.total_gib];
+                    assert!(all.iter().all(|x| x.is_finite() && *x >= 0.0), "{s:?}");
+                    assert!(s
+                        .options
+                        .iter()
+                        .all(|o| o.headroom_pct.is_finite() && o.decode_tokens_per_s_max.is_finite()));
+                }
+            }
+        }
+    }
+}
