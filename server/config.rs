@@ -42,6 +42,11 @@ pub struct DbConfig {
     #[arg(long, env = "RENTCHECK_DATA_DIR", default_value = "./var")]
     pub data_dir: PathBuf,
 
+    /// Directory holding initdb and pg_ctl for the private cluster. When unset, PATH and
+    /// /usr/lib/postgresql/*/bin are searched.
+    #[arg(long, env = "RENTCHECK_PG_BIN_DIR")]
+    pub pg_bin_dir: Option<PathBuf>,
+
     /// Maximum connections in the database pool.
     #[arg(long, env = "RENTCHECK_DB_POOL", default_value_t = 10)]
     pub db_pool_size: u32,

@@ -45,7 +45,7 @@ impl Database {
                 None,
             ),
             None => {
-                let cluster = PrivateCluster::start(&cfg.data_dir)?;
+                let cluster = PrivateCluster::start(&cfg.data_dir, cfg.pg_bin_dir.as_deref())?;
                 (cluster.connect_options(), Some(cluster))
             }
         };
@@ -85,11 +85,15 @@ pub struct PrivateCluster {
 impl PrivateCluster {
     /// Initialises the cluster on first use, starts it unless it is already running, and makes
     /// sure the application database exists.
-    pub fn start(data_dir: &Path) -> anyhow::Result<Self> {
-        let bin_dir = find_postgres_binaries().ok_or_else(|| {
+    pub fn start(data_dir: &Path, bin_dir: Option<&Path>) -> anyhow::Result<Self> {
+        let found = match bin_dir {
+            Some(dir) => has_postgres_tools(dir).then(|| dir.to_path_buf()),
+            None => find_postgres_binaries(),
+        };
+        let bin_dir = found.ok_or_else(|| {
             anyhow!(
                 "no database: DATABASE_URL is not set and no PostgreSQL binaries were found \
-                 (looked for initdb and pg_ctl on PATH and in /usr/lib/postgresql/*/bin).\n\
+                 (looked for initdb and pg_ctl in RENTCHECK_PG_BIN_DIR, or on PATH and in /usr/lib/postgresql/*/bin).\n\
                  Either set DATABASE_URL=postgres://user:password@host/db, \
                  or install PostgreSQL (e.g. `apt-get install postgresql`), \
                  or run `docker compose up` to get both PostgreSQL and the app."
@@ -294,12 +298,14 @@ impl PrivateCluster {
 
 /// Looks for a directory holding `initdb` and `pg_ctl`: on PATH first, then the newest
 /// `/usr/lib/postgresql/<version>/bin` (Debian and Ubuntu keep them off PATH).
+fn has_postgres_tools(dir: &Path) -> bool {
+    ["initdb", "pg_ctl", "psql", "createdb"]
+        .iter()
+        .all(|b| dir.join(b).is_file())
+}
+
 fn find_postgres_binaries() -> Option<PathBuf> {
-    let has_tools = |dir: &Path| {
-        ["initdb", "pg_ctl", "psql", "createdb"]
-            .iter()
-            .all(|b| dir.join(b).is_file())
-    };
+    let has_tools = has_postgres_tools;
     if let Some(path) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&path) {
             if has_tools(&dir) {

@@ -1,6 +1,8 @@
 //! Test helpers: a real server on a free port over a fresh PostgreSQL database per test.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::str::FromStr;
 
 use rentcheck::{config::AppConfig, db, http, state::AppState};

@@ -1,0 +1,125 @@
+//! Headless Chromium driven over WebDriver (chromedriver), for tests that look at pages as a person does.
+
+use std::{
+    net::{TcpListener, TcpStream},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::json;
+
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+fn find_program(names: &[&str]) -> String {
+    for name in names {
+        for dir in ["/usr/bin", "/usr/local/bin", "/usr/lib/chromium"] {
+            let path = format!("{dir}/{name}");
+            if std::path::Path::new(&path).exists() {
+                return path;
+            }
+        }
+    }
+    panic!("none of {names:?} is installed; .ci/run installs Debian's chromium and chromium-driver");
+}
+
+/// Starts chromedriver on a free port and opens a fresh headless Chromium session.
+pub async fn launch() -> Browser {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let driver = Command::new(find_program(&["chromedriver"]))
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting chromedriver");
+    // chromedriver is another process: wait until its port accepts connections.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "chromedriver did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let profile = tempfile::tempdir().unwrap();
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": find_program(&["chromium", "chromium-browser"]),
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-quic", "--window-size=1280,1000",
+                format!("--user-data-dir={}", profile.path().display()),
+            ]
+        }
+    });
+    let serde_json::Value::Object(caps) = caps else {
+        unreachable!()
+    };
+    let client = ClientBuilder::new(HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("opening a WebDriver session");
+    Browser {
+        client,
+        driver,
+        _profile: profile,
+    }
+}
+
+impl Browser {
+    pub async fn fill(&self, name: &str, value: &str) {
+        let input = self
+            .client
+            .find(Locator::Css(&format!("[name='{name}']")))
+            .await
+            .unwrap();
+        input.clear().await.unwrap();
+        input.send_keys(value).await.unwrap();
+    }
+
+    pub async fn select(&self, name: &str, value: &str) {
+        let select = self
+            .client
+            .find(Locator::Css(&format!("select[name='{name}']")))
+            .await
+            .unwrap();
+        select.select_by_value(value).await.unwrap();
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        self.client.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
+    }
+
+    pub async fn value(&self, name: &str) -> String {
+        let input = self
+            .client
+            .find(Locator::Css(&format!("[name='{name}']")))
+            .await
+            .unwrap();
+        input.prop("value").await.unwrap().unwrap_or_default()
+    }
+
+    pub async fn path(&self) -> String {
+        self.client.current_url().await.unwrap().path().to_owned()
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.client.clone().close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
