@@ -63,9 +63,22 @@ pub struct ServeConfig {
     #[arg(long, env = "RENTCHECK_MAX_UPLOAD", default_value_t = 16 * 1024 * 1024)]
     pub max_upload: usize,
 
+    /// Mark cookies `Secure` (set when rentcheck is served over HTTPS, e.g. behind a proxy).
+    #[arg(long, env = "RENTCHECK_SECURE_COOKIES", default_value_t = false)]
+    pub secure_cookies: bool,
+
     /// Seconds a request may take before it is answered 408/503.
     #[arg(long, env = "RENTCHECK_REQUEST_TIMEOUT", default_value_t = 30)]
     pub request_timeout_secs: u64,
+}
+
+/// The token signing secret, shared by `serve` and `token mint`.
+#[derive(Debug, Clone, Args)]
+pub struct TokenConfig {
+    /// HS256 secret for bearer tokens (32+ characters). When unset, one is generated on first
+    /// start and kept in `<data dir>/jwt-secret` with mode 0600.
+    #[arg(long, env = "RENTCHECK_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<Secret>,
 }
 
 /// What handlers need from the configuration at run time.
@@ -73,6 +86,7 @@ pub struct ServeConfig {
 pub struct AppConfig {
     pub max_upload: usize,
     pub request_timeout_secs: u64,
+    pub secure_cookies: bool,
 }
 
 impl Default for AppConfig {
@@ -80,6 +94,7 @@ impl Default for AppConfig {
         Self {
             max_upload: 16 * 1024 * 1024,
             request_timeout_secs: 30,
+            secure_cookies: false,
         }
     }
 }
@@ -89,6 +104,7 @@ impl From<&ServeConfig> for AppConfig {
         Self {
             max_upload: c.max_upload,
             request_timeout_secs: c.request_timeout_secs,
+            secure_cookies: c.secure_cookies,
         }
     }
 }

@@ -18,7 +18,7 @@ use sqlx::{
 
 use crate::{
     config::{DbConfig, Secret},
-    secrets::random_token,
+    secrets::{random_token, write_private_file},
 };
 
 /// Runs the migrations. sqlx takes a PostgreSQL advisory lock around them, so two instances that
@@ -331,19 +331,6 @@ fn find_postgres_binaries() -> Option<PathBuf> {
 fn free_loopback_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
     Ok(listener.local_addr()?.port())
-}
-
-fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
-    use std::{io::Write, os::unix::fs::OpenOptionsExt};
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(contents.as_bytes())?;
-    Ok(())
 }
 
 fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {

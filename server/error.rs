@@ -173,6 +173,7 @@ impl<E: Into<AppError>> From<E> for PageError {
 #[derive(Template)]
 #[template(path = "error.html")]
 struct ErrorPage {
+    ctx: crate::http::page::PageContext,
     status: u16,
     title: String,
     detail: String,
@@ -184,6 +185,7 @@ impl IntoResponse for PageError {
         error.log();
         let status = error.status();
         let page = ErrorPage {
+            ctx: crate::http::page::PageContext::anonymous(),
             status: status.as_u16(),
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
             detail: match &error {

@@ -4,19 +4,21 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
-use crate::config::AppConfig;
+use crate::{auth::token::TokenKeys, config::AppConfig};
 
 #[derive(Clone)]
 pub struct AppState {
     pub pool: PgPool,
     pub config: Arc<AppConfig>,
+    pub keys: TokenKeys,
 }
 
 impl AppState {
-    pub fn new(pool: PgPool, config: AppConfig) -> Self {
+    pub fn new(pool: PgPool, config: AppConfig, keys: TokenKeys) -> Self {
         Self {
             pool,
             config: Arc::new(config),
+            keys,
         }
     }
 }

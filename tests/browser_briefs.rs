@@ -2,12 +2,15 @@
 
 mod common;
 
-use common::{browser, spawn_app};
+use common::{browser, spawn_app, PASSWORD};
+use rentcheck::auth::Role;
 
 #[tokio::test]
 async fn fill_the_brief_form_and_see_the_sizing_then_fix_a_bad_value() {
     let app = spawn_app().await;
     let b = browser::launch().await;
+    let email = app.user(Role::Engineer).await;
+    b.login(&app.base, &email, PASSWORD).await;
 
     b.client.goto(&app.url("/briefs/new")).await.unwrap();
     b.fill("name", "Support bot").await;

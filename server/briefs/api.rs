@@ -15,6 +15,7 @@ use super::{
     repo,
 };
 use crate::{
+    auth::{extract::ApiCaller, Role},
     error::{ApiResult, AppError},
     http::extract::{ApiJson, PathId},
     sizing::Sizing,
@@ -56,7 +57,12 @@ fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
     }
 }
 
-async fn create(State(state): State<AppState>, ApiJson(body): ApiJson<Value>) -> ApiResult<Response> {
+async fn create(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    caller.require_person(Role::Engineer)?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
     let brief = repo::insert(&state.pool, &fields).await?;
     let location = format!("/api/v1/briefs/{}", brief.id);
@@ -68,7 +74,8 @@ async fn create(State(state): State<AppState>, ApiJson(body): ApiJson<Value>) ->
         .into_response())
 }
 
-async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<Value>> {
+    caller.require_person(Role::Engineer)?;
     let briefs = repo::list(&state.pool, 500).await?;
     let items: Vec<BriefView<'_>> = briefs.iter().map(BriefView::new).collect();
     Ok(Json(serde_json::json!({ "items": items })))
@@ -78,16 +85,19 @@ async fn load(state: &AppState, id: uuid::Uuid) -> ApiResult<Brief> {
     repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("brief"))
 }
 
-async fn show(State(state): State<AppState>, PathId(id): PathId) -> ApiResult<Response> {
+async fn show(State(state): State<AppState>, ApiCaller(caller): ApiCaller, PathId(id): PathId) -> ApiResult<Response> {
+    caller.may_read_brief(id)?;
     let brief = load(&state, id).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
 async fn replace(
     State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
     PathId(id): PathId,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
+    caller.may_read_brief(id)?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
     let brief = repo::update(&state.pool, id, &fields)
         .await?
@@ -95,7 +105,12 @@ async fn replace(
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
-async fn sizing(State(state): State<AppState>, PathId(id): PathId) -> ApiResult<Json<Sizing>> {
+async fn sizing(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    PathId(id): PathId,
+) -> ApiResult<Json<Sizing>> {
+    caller.may_read_brief(id)?;
     let brief = load(&state, id).await?;
     Ok(Json(brief.fields.sizing()))
 }

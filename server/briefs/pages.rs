@@ -15,8 +15,12 @@ use super::{
     repo,
 };
 use crate::{
+    auth::{
+        extract::{CsrfForm, PageUser},
+        Role,
+    },
     error::{AppError, PageResult},
-    http::extract::{HtmlForm, PathId},
+    http::{extract::PathId, page::PageContext},
     sizing::{self, Precision, Sizing, WorkloadKind},
     state::AppState,
 };
@@ -47,10 +51,11 @@ struct BriefRow {
 #[derive(Template)]
 #[template(path = "briefs/list.html")]
 struct DashboardPage {
+    ctx: PageContext,
     briefs: Vec<BriefRow>,
 }
 
-async fn dashboard(State(state): State<AppState>) -> PageResult<Response> {
+async fn dashboard(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
     let briefs = repo::list(&state.pool, 200).await?;
     let rows = briefs
         .iter()
@@ -72,7 +77,10 @@ async fn dashboard(State(state): State<AppState>) -> PageResult<Response> {
             }
         })
         .collect();
-    render(&DashboardPage { briefs: rows })
+    render(&DashboardPage {
+        ctx: (&user).into(),
+        briefs: rows,
+    })
 }
 
 /// A select's choices as (value, label) pairs.
@@ -85,6 +93,7 @@ fn plain(values: impl IntoIterator<Item = &'static str>) -> Choices {
 #[derive(Template)]
 #[template(path = "briefs/form.html")]
 struct BriefFormPage {
+    ctx: PageContext,
     heading: String,
     action: String,
     values: HashMap<String, String>,
@@ -101,8 +110,9 @@ struct BriefFormPage {
 }
 
 impl BriefFormPage {
-    fn new(heading: &str, action: String, values: HashMap<String, String>) -> Self {
+    fn new(user: &PageUser, heading: &str, action: String, values: HashMap<String, String>) -> Self {
         Self {
+            ctx: user.into(),
             heading: heading.to_owned(),
             action,
             values,
@@ -173,8 +183,10 @@ fn default_values() -> HashMap<String, String> {
     ])
 }
 
-async fn new_form() -> PageResult<Response> {
+async fn new_form(user: PageUser) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
     render(&BriefFormPage::new(
+        &user,
         "New workload brief",
         "/briefs/new".into(),
         default_values(),
@@ -209,11 +221,9 @@ fn form_answer(page: &BriefFormPage) -> PageResult<Response> {
     Ok(response)
 }
 
-async fn create(
-    State(state): State<AppState>,
-    HtmlForm(values): HtmlForm<HashMap<String, String>>,
-) -> PageResult<Response> {
-    let page = BriefFormPage::new("New workload brief", "/briefs/new".into(), values);
+async fn create(State(state): State<AppState>, CsrfForm(user, values): CsrfForm) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let page = BriefFormPage::new(&user, "New workload brief", "/briefs/new".into(), values);
     match check_form(page) {
         Ok(fields) => {
             let brief = repo::insert(&state.pool, &fields).await?;
@@ -227,9 +237,11 @@ async fn load(state: &AppState, id: uuid::Uuid) -> PageResult<Brief> {
     Ok(repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("brief"))?)
 }
 
-async fn edit_form(State(state): State<AppState>, PathId(id): PathId) -> PageResult<Response> {
+async fn edit_form(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
     let brief = load(&state, id).await?;
     render(&BriefFormPage::new(
+        &user,
         &format!("Edit {}", brief.fields.name),
         format!("/briefs/{id}/edit"),
         brief.fields.form_values(),
@@ -239,9 +251,10 @@ async fn edit_form(State(state): State<AppState>, PathId(id): PathId) -> PageRes
 async fn update(
     State(state): State<AppState>,
     PathId(id): PathId,
-    HtmlForm(values): HtmlForm<HashMap<String, String>>,
+    CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
-    let page = BriefFormPage::new("Edit brief", format!("/briefs/{id}/edit"), values);
+    user.require(Role::Engineer)?;
+    let page = BriefFormPage::new(&user, "Edit brief", format!("/briefs/{id}/edit"), values);
     match check_form(page) {
         Ok(fields) => {
             repo::update(&state.pool, id, &fields)
@@ -256,6 +269,7 @@ async fn update(
 #[derive(Template)]
 #[template(path = "briefs/show.html")]
 struct BriefPage {
+    ctx: PageContext,
     brief: Brief,
     sizing: Sizing,
     facts: Vec<(&'static str, String)>,
@@ -318,9 +332,14 @@ fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
     facts
 }
 
-async fn show(State(state): State<AppState>, PathId(id): PathId) -> PageResult<Response> {
+async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
     let brief = load(&state, id).await?;
     let sizing = brief.fields.sizing();
     let facts = brief_facts(&brief.fields);
-    render(&BriefPage { brief, sizing, facts })
+    render(&BriefPage {
+        ctx: (&user).into(),
+        brief,
+        sizing,
+        facts,
+    })
 }

@@ -86,3 +86,34 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
             .map_err(|_| AppError::NotFound("record"))
     }
 }
+
+/// Two UUID path segments, e.g. `/briefs/{id}/tokens/{jti}/revoke`.
+pub struct PathIds(pub Uuid, pub Uuid);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathIds {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        #[allow(clippy::disallowed_types)]
+        let axum::extract::Path((a, b)) = axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| AppError::NotFound("record"))?;
+        match (Uuid::parse_str(&a), Uuid::parse_str(&b)) {
+            (Ok(a), Ok(b)) => Ok(PathIds(a, b)),
+            _ => Err(AppError::NotFound("record")),
+        }
+    }
+}
+
+/// Query-string parameters, with our error shape.
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
+            .map(QueryParams)
+            .map_err(|e| AppError::BadRequest(format!("malformed query string: {e}")))
+    }
+}

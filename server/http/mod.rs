@@ -2,6 +2,7 @@
 
 pub mod extract;
 pub mod ops;
+pub mod page;
 pub mod request_id;
 
 use std::{future::Future, time::Duration};
@@ -24,7 +25,7 @@ use tower_http::{
 };
 
 use crate::{
-    briefs,
+    auth, briefs,
     error::{AppError, PageError},
     state::AppState,
 };
@@ -39,9 +40,11 @@ pub fn app(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(briefs::api::routes())
         .merge(briefs::pages::routes())
+        .merge(auth::pages::routes())
         .route("/static/app.css", get(stylesheet))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(DEFAULT_BODY_LIMIT))
+        .layer(middleware::from_fn(auth::extract::check_origin))
         // Outermost last: sensitive headers → request id → trace → propagate id.
         .layer(middleware::from_fn(request_id::scope_request_id))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
@@ -76,7 +79,13 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+    // Peer addresses are needed by the loopback-only first-run page.
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

@@ -117,6 +117,14 @@ impl Browser {
         self.client.current_url().await.unwrap().path().to_owned()
     }
 
+    /// Signs in through the login form.
+    pub async fn login(&self, base: &str, email: &str, password: &str) {
+        self.client.goto(&format!("{base}/login")).await.unwrap();
+        self.fill("email", email).await;
+        self.fill("password", password).await;
+        self.click("form.stack button[type='submit']").await;
+    }
+
     pub async fn close(mut self) {
         let _ = self.client.clone().close().await;
         let _ = self.driver.kill();

@@ -5,7 +5,15 @@ pub mod browser;
 
 use std::str::FromStr;
 
-use rentcheck::{config::AppConfig, db, http, state::AppState};
+use rentcheck::{
+    auth::{
+        token::{self, NewToken, TokenKeys},
+        users, Role,
+    },
+    config::AppConfig,
+    db, http,
+    state::AppState,
+};
 use serde_json::{json, Value};
 use sqlx::{
     postgres::{PgConnectOptions, PgPoolOptions},
@@ -19,10 +27,19 @@ pub fn admin_url() -> String {
 
 pub struct TestApp {
     pub base: String,
+    /// A client without credentials: the anonymous actor.
+    pub anon: reqwest::Client,
+    /// The same client carrying an engineer's bearer token: the default API caller.
     pub client: reqwest::Client,
     pub pool: PgPool,
+    pub keys: TokenKeys,
+    /// The URL of this test's own database, for running the CLI against it.
+    pub database_url: String,
     db_name: String,
 }
+
+/// The password every test user gets.
+pub const PASSWORD: &str = "correct horse battery staple";
 
 /// Creates a fresh database, migrates it, and serves the app on 127.0.0.1:0.
 pub async fn spawn_app() -> TestApp {
@@ -49,21 +66,137 @@ pub async fn spawn_app_with(config: AppConfig) -> TestApp {
     // Bind first, then spawn: the port is open before any request is sent.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = http::app(AppState::new(pool.clone(), config));
+    let keys = TokenKeys::from_secret(uuid::Uuid::new_v4().to_string().repeat(2).as_bytes());
+    let router = http::app(AppState::new(pool.clone(), config, keys.clone()));
     tokio::spawn(http::serve(listener, router, std::future::pending()));
-    let client = reqwest::Client::builder()
+    let anon = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    TestApp {
+    let database_url = format!("{}/{db_name}", admin_url().rsplit_once('/').unwrap().0);
+    let mut app = TestApp {
         base,
-        client,
+        anon: anon.clone(),
+        client: anon,
         pool,
+        keys,
+        database_url,
         db_name,
-    }
+    };
+    let token = app.token(Role::Engineer, None).await;
+    app.client = bearer_client(&token);
+    app
+}
+
+/// A client that sends `Authorization: Bearer <token>` on every request.
+pub fn bearer_client(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().unwrap(),
+    );
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}
+
+/// A person signed in through `/login`, with the session cookie and the page's CSRF token.
+pub struct Person {
+    pub email: String,
+    pub client: reqwest::Client,
+    pub csrf: String,
+}
+
+/// The value of `<input ... name="NAME" value="...">` in a page.
+pub fn input_value(html: &str, name: &str) -> Option<String> {
+    let at = html.find(&format!("name=\"{name}\""))?;
+    let rest = &html[at..];
+    let start = rest.find("value=\"")? + 7;
+    let end = rest[start..].find('"')?;
+    Some(rest[start..start + end].to_owned())
 }
 
 impl TestApp {
+    /// Creates a user of `role` the way `rentcheck user add` does.
+    pub async fn user(&self, role: Role) -> String {
+        let email = format!(
+            "{}-{}@example.com",
+            role.as_str(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        users::add(&self.pool, &email, role, Some(PASSWORD.to_owned()))
+            .await
+            .unwrap();
+        email
+    }
+
+    /// A bearer token the way `rentcheck token mint` makes one.
+    pub async fn token(&self, role: Role, brief: Option<uuid::Uuid>) -> String {
+        let subject = format!("{}@example.com", role.as_str());
+        let (signed, _) = token::mint(
+            &self.pool,
+            &self.keys,
+            NewToken {
+                name: format!("test {}", role.as_str()),
+                subject,
+                role,
+                brief,
+                ttl: chrono::Duration::days(1),
+                created_by: None,
+            },
+        )
+        .await
+        .unwrap();
+        signed
+    }
+
+    /// Signs a new user of `role` in through the login form.
+    pub async fn login(&self, role: Role) -> Person {
+        let email = self.user(role).await;
+        self.login_as(&email, PASSWORD).await.expect("login succeeds")
+    }
+
+    /// Logs in through `/login` like a browser; `None` when the login is refused.
+    pub async fn login_as(&self, email: &str, password: &str) -> Option<Person> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .cookie_store(true)
+            .build()
+            .unwrap();
+        let page = client
+            .get(self.url("/login"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let csrf = input_value(&page, "csrf_token").expect("login form has a CSRF token");
+        let res = client
+            .post(self.url("/login"))
+            .form(&[
+                ("csrf_token", csrf.as_str()),
+                ("email", email),
+                ("password", password),
+                ("next", "/"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        if res.status() != 303 {
+            return None;
+        }
+        let home = client.get(self.url("/")).send().await.unwrap().text().await.unwrap();
+        let csrf = input_value(&home, "csrf_token").expect("pages carry the session's CSRF token");
+        Some(Person {
+            email: email.to_owned(),
+            client,
+            csrf,
+        })
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
@@ -78,10 +211,6 @@ impl TestApp {
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client.get(self.url(path)).send().await.unwrap()
-    }
-
-    pub async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
-        self.client.post(self.url(path)).form(fields).send().await.unwrap()
     }
 
     pub async fn count(&self, table: &str) -> i64 {

@@ -1,0 +1,197 @@
+//! Extractors that say who is asking, and the Origin check on unsafe methods.
+
+use std::collections::HashMap;
+
+use axum::{
+    extract::{FromRequest, FromRequestParts, Request},
+    http::{header, request::Parts, Method, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Redirect, Response},
+};
+
+use super::{
+    session::{self, SessionUser},
+    token, Principal, Role,
+};
+use crate::{
+    error::{AppError, PageError},
+    http::extract::HtmlForm,
+    state::AppState,
+};
+
+/// The caller of an API route: a bearer token, or a browser session for reading.
+pub struct ApiCaller(pub Principal);
+
+impl FromRequestParts<AppState> for ApiCaller {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+            let value = value
+                .to_str()
+                .map_err(|_| AppError::Unauthorized("malformed Authorization header".into()))?;
+            let Some(token) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) else {
+                return Err(AppError::Unauthorized("use Authorization: Bearer <token>".into()));
+            };
+            return token::authenticate(&state.pool, &state.keys, token.trim())
+                .await
+                .map(ApiCaller);
+        }
+        if let Some(cookie) = session::read_cookie(&parts.headers, session::COOKIE) {
+            if let Some(user) = session::lookup(&state.pool, &cookie).await? {
+                // A session cookie rides along on cross-site requests; only reads are allowed with it.
+                if parts.method != Method::GET && parts.method != Method::HEAD {
+                    return Err(AppError::Forbidden(
+                        "changes through the API need a bearer token".into(),
+                    ));
+                }
+                return Ok(ApiCaller(Principal::User {
+                    id: user.id,
+                    email: user.email,
+                    role: user.role,
+                }));
+            }
+        }
+        Err(AppError::Unauthorized(
+            "authentication required: send Authorization: Bearer <token>".into(),
+        ))
+    }
+}
+
+/// A signed-in person on a page. Without a session the browser is sent to the login page.
+#[derive(Debug, Clone)]
+pub struct PageUser(pub SessionUser);
+
+/// Sends the browser to `/login`, remembering where it was going.
+pub struct LoginRedirect(String);
+
+impl IntoResponse for LoginRedirect {
+    fn into_response(self) -> Response {
+        Redirect::to(&format!("/login?next={}", urlencode(&self.0))).into_response()
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    serde_urlencoded::to_string([("", s)])
+        .map(|e| e.trim_start_matches('=').to_owned())
+        .unwrap_or_default()
+}
+
+pub enum PageUserRejection {
+    Login(LoginRedirect),
+    Error(PageError),
+}
+
+impl IntoResponse for PageUserRejection {
+    fn into_response(self) -> Response {
+        match self {
+            PageUserRejection::Login(r) => r.into_response(),
+            PageUserRejection::Error(e) => e.into_response(),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for PageUser {
+    type Rejection = PageUserRejection;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let next = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_owned();
+        let Some(cookie) = session::read_cookie(&parts.headers, session::COOKIE) else {
+            return Err(PageUserRejection::Login(LoginRedirect(next)));
+        };
+        match session::lookup(&state.pool, &cookie).await {
+            Ok(Some(user)) => Ok(PageUser(user)),
+            Ok(None) => Err(PageUserRejection::Login(LoginRedirect(next))),
+            Err(e) => Err(PageUserRejection::Error(PageError::from(e))),
+        }
+    }
+}
+
+impl PageUser {
+    /// People of `min` or higher; a friendly 403 page otherwise.
+    pub fn require(&self, min: Role) -> Result<(), PageError> {
+        if self.0.role < min {
+            return Err(PageError(AppError::Forbidden(format!(
+                "This page needs the {} role; you are signed in as {} ({}).",
+                min.as_str(),
+                self.0.email,
+                self.0.role.as_str()
+            ))));
+        }
+        Ok(())
+    }
+
+    pub fn principal(&self) -> Principal {
+        Principal::User {
+            id: self.0.id,
+            email: self.0.email.clone(),
+            role: self.0.role,
+        }
+    }
+}
+
+/// A state-changing form from a signed-in person, its CSRF token checked against the session.
+/// The token field is removed from the values handed on.
+pub struct CsrfForm(pub PageUser, pub HashMap<String, String>);
+
+pub const CSRF_FIELD: &str = "csrf_token";
+
+impl FromRequest<AppState> for CsrfForm {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = req.into_parts();
+        let user = PageUser::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let req = Request::from_parts(parts, body);
+        let HtmlForm(mut values) = HtmlForm::<HashMap<String, String>>::from_request(req, state)
+            .await
+            .map_err(|e| PageError(e).into_response())?;
+        let sent = values.remove(CSRF_FIELD).unwrap_or_default();
+        if !crate::secrets::equal(&sent, &user.0.csrf_token) {
+            return Err(csrf_failure());
+        }
+        Ok(CsrfForm(user, values))
+    }
+}
+
+pub fn csrf_failure() -> Response {
+    PageError(AppError::Forbidden(
+        "This form has expired or did not come from rentcheck. Reload the page and try again.".into(),
+    ))
+    .into_response()
+}
+
+/// Refuses unsafe requests that a browser says come from another site (Origin or
+/// Sec-Fetch-Site), whatever the route. Tools that send neither header are not browsers.
+pub async fn check_origin(request: Request, next: Next) -> Response {
+    let unsafe_method = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if unsafe_method {
+        let headers = request.headers();
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        let origin_ok = match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
+            None => true,
+            Some(origin) => {
+                let authority = origin.split_once("://").map(|(_, rest)| rest).unwrap_or("");
+                !host.is_empty() && authority == host
+            }
+        };
+        let fetch_site_ok = !matches!(
+            headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()),
+            Some("cross-site")
+        );
+        if !origin_ok || !fetch_site_ok {
+            tracing::warn!(host, "refused a cross-origin unsafe request");
+            let error = AppError::Forbidden("cross-origin request refused".into());
+            return if request.uri().path().starts_with("/api/") {
+                error.into_response()
+            } else {
+                let mut r = PageError(error).into_response();
+                *r.status_mut() = StatusCode::FORBIDDEN;
+                r
+            };
+        }
+    }
+    next.run(request).await
+}

@@ -1,0 +1,163 @@
+//! Who is asking: people with a server-side session, machines with a bearer token (JWT), and what
+//! each role may do. See ../shared/docs/api.md ("Auth").
+
+pub mod extract;
+pub mod pages;
+pub mod password;
+pub mod session;
+pub mod token;
+pub mod users;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+/// Roles, weakest first. People are engineers, managers or admins; a manager may do what an
+/// engineer may, an admin what a manager may. Agents only send evidence and ledger lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Agent,
+    Engineer,
+    Manager,
+    Admin,
+}
+
+impl Role {
+    pub const PEOPLE: [Role; 3] = [Role::Engineer, Role::Manager, Role::Admin];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::Engineer => "engineer",
+            Role::Manager => "manager",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        [Role::Agent, Role::Engineer, Role::Manager, Role::Admin]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub enum Principal {
+    /// A person signed in through the browser.
+    User { id: Uuid, email: String, role: Role },
+    /// A bearer token; `brief` limits it to one brief.
+    Token {
+        jti: Uuid,
+        subject: String,
+        role: Role,
+        brief: Option<Uuid>,
+    },
+}
+
+impl Principal {
+    pub fn role(&self) -> Role {
+        match self {
+            Principal::User { role, .. } | Principal::Token { role, .. } => *role,
+        }
+    }
+
+    /// A name for logs and the audit trail.
+    pub fn label(&self) -> String {
+        match self {
+            Principal::User { email, .. } => email.clone(),
+            Principal::Token { jti, subject, .. } => format!("token:{jti} ({subject})"),
+        }
+    }
+
+    pub fn brief_scope(&self) -> Option<Uuid> {
+        match self {
+            Principal::Token { brief, .. } => *brief,
+            Principal::User { .. } => None,
+        }
+    }
+
+    /// People of `min` or higher; never agents. 403 otherwise.
+    pub fn require_person(&self, min: Role) -> Result<(), AppError> {
+        let role = self.role();
+        if role == Role::Agent {
+            return Err(AppError::Forbidden(
+                "agent tokens may only send evidence and ledger lines".into(),
+            ));
+        }
+        if role < min {
+            return Err(AppError::Forbidden(format!(
+                "this needs the {} role; you are {}",
+                min.as_str(),
+                role.as_str()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reading a brief: any person; a brief-scoped token only its own brief.
+    pub fn may_read_brief(&self, brief: Uuid) -> Result<(), AppError> {
+        self.require_person(Role::Engineer)?;
+        self.check_scope(brief)
+    }
+
+    /// Sending evidence or ledger lines to a brief: an agent token for that brief, or an engineer+.
+    pub fn may_send_to_brief(&self, brief: Uuid) -> Result<(), AppError> {
+        if self.role() != Role::Agent {
+            self.require_person(Role::Engineer)?;
+        }
+        self.check_scope(brief)
+    }
+
+    fn check_scope(&self, brief: Uuid) -> Result<(), AppError> {
+        match self.brief_scope() {
+            Some(scope) if scope != brief => Err(AppError::Forbidden("this token is scoped to another brief".into())),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(role: Role, brief: Option<Uuid>) -> Principal {
+        Principal::Token {
+            jti: Uuid::nil(),
+            subject: "t".into(),
+            role,
+            brief,
+        }
+    }
+
+    #[test]
+    fn the_role_table() {
+        let a = Uuid::now_v7();
+        let b = Uuid::now_v7();
+        let agent = token(Role::Agent, Some(a));
+        assert!(agent.may_send_to_brief(a).is_ok());
+        assert!(agent.may_send_to_brief(b).is_err(), "agent for A cannot send to B");
+        assert!(agent.may_read_brief(a).is_err(), "agents only send");
+        assert!(agent.require_person(Role::Engineer).is_err());
+
+        let engineer = token(Role::Engineer, None);
+        assert!(engineer.may_read_brief(b).is_ok());
+        assert!(engineer.may_send_to_brief(b).is_ok());
+        assert!(engineer.require_person(Role::Manager).is_err(), "only managers approve");
+        assert!(engineer.require_person(Role::Admin).is_err());
+
+        let manager = token(Role::Manager, None);
+        assert!(manager.require_person(Role::Manager).is_ok());
+        assert!(manager.require_person(Role::Admin).is_err(), "only admins manage users");
+        assert!(token(Role::Admin, None).require_person(Role::Admin).is_ok());
+
+        let scoped_engineer = token(Role::Engineer, Some(a));
+        assert!(scoped_engineer.may_read_brief(b).is_err());
+    }
+}

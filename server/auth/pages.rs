@@ -1,0 +1,530 @@
+//! Sign-in pages, the first-run setup page, per-brief token pages and user administration.
+
+use std::{collections::HashMap, net::SocketAddr};
+
+use askama::Template;
+use axum::{
+    extract::{ConnectInfo, State},
+    http::{header, HeaderMap, StatusCode},
+    response::{Html, IntoResponse, Redirect, Response},
+    routing::{get, post},
+    Router,
+};
+use chrono::Duration;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{
+    extract::{CsrfForm, PageUser, CSRF_FIELD},
+    password, session,
+    token::{self, NewToken, TokenRow},
+    users, Role,
+};
+use crate::{
+    audit,
+    briefs::repo as briefs_repo,
+    error::{AppError, PageError, PageResult},
+    http::{
+        extract::{HtmlForm, PathId, PathIds, QueryParams},
+        page::PageContext,
+    },
+    secrets,
+    state::AppState,
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/login", get(login_form).post(login))
+        .route("/logout", post(logout))
+        .route("/setup", get(setup_form).post(setup))
+        .route("/briefs/{id}/tokens", get(tokens_page).post(mint_token))
+        .route("/briefs/{id}/tokens/{jti}/revoke", post(revoke_token))
+        .route("/admin/users", get(users_page).post(add_user))
+}
+
+/// Failed sign-ins for one email within the window lock it for the rest of the window.
+pub const LOGIN_FAILURE_LIMIT: i64 = 5;
+pub const LOGIN_FAILURE_WINDOW_MINUTES: i32 = 15;
+/// Pre-session CSRF for the login and setup forms: a random value in a cookie and in the form.
+const LOGIN_CSRF_COOKIE: &str = "rentcheck_login_csrf";
+
+fn render(t: &impl Template) -> PageResult<Response> {
+    Ok(Html(t.render().map_err(AppError::from)?).into_response())
+}
+
+/// Only local paths: `/briefs/x`, never `//evil.example` or `https://…`.
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        _ => "/".to_owned(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "auth/login.html")]
+struct LoginPage {
+    ctx: PageContext,
+    csrf: String,
+    next: String,
+    email: String,
+    message: String,
+    first_run: bool,
+}
+
+#[derive(Deserialize)]
+struct NextParam {
+    next: Option<String>,
+}
+
+async fn login_page(state: &AppState, email: String, next: String, message: String) -> PageResult<Response> {
+    let csrf = secrets::random_token();
+    let first_run = users::count(&state.pool).await? == 0;
+    let mut response = render(&LoginPage {
+        ctx: PageContext::anonymous(),
+        csrf: csrf.clone(),
+        next,
+        email,
+        message,
+        first_run,
+    })?;
+    let cookie = session::set_cookie(
+        LOGIN_CSRF_COOKIE,
+        &csrf,
+        Duration::hours(2),
+        state.config.secure_cookies,
+    );
+    if let Ok(v) = cookie.parse() {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
+    Ok(response)
+}
+
+async fn login_form(State(state): State<AppState>, QueryParams(q): QueryParams<NextParam>) -> PageResult<Response> {
+    login_page(&state, String::new(), safe_next(q.next.as_deref()), String::new()).await
+}
+
+fn pre_session_csrf_ok(headers: &HeaderMap, form: &HashMap<String, String>) -> bool {
+    let cookie = session::read_cookie(headers, LOGIN_CSRF_COOKIE).unwrap_or_default();
+    let sent = form.get(CSRF_FIELD).map(String::as_str).unwrap_or("");
+    !cookie.is_empty() && secrets::equal(&cookie, sent)
+}
+
+async fn login(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    HtmlForm(form): HtmlForm<HashMap<String, String>>,
+) -> PageResult<Response> {
+    if !pre_session_csrf_ok(&headers, &form) {
+        return Ok(super::extract::csrf_failure());
+    }
+    let next = safe_next(form.get("next").map(String::as_str));
+    let raw_email = form.get("email").cloned().unwrap_or_default();
+    let email = raw_email.trim().to_lowercase();
+    let password = form.get("password").cloned().unwrap_or_default();
+
+    // The same answers whether or not the email exists: no user enumeration.
+    let failures = audit::recent_login_failures(&state.pool, &email, LOGIN_FAILURE_WINDOW_MINUTES).await?;
+    if failures >= LOGIN_FAILURE_LIMIT {
+        audit::record(&state.pool, &email, "login.locked", &email, json!({})).await?;
+        let mut r = login_page(
+            &state,
+            raw_email,
+            next,
+            format!("Too many failed sign-ins. Try again in {LOGIN_FAILURE_WINDOW_MINUTES} minutes."),
+        )
+        .await?;
+        *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+        return Ok(r);
+    }
+    let user = users::by_email(&state.pool, &email).await?;
+    let ok = password::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await?;
+    let Some(user) = user.filter(|_| ok) else {
+        audit::record(&state.pool, &email, "login.failed", &email, json!({})).await?;
+        let mut r = login_page(&state, raw_email, next, "Email or password is incorrect.".into()).await?;
+        *r.status_mut() = StatusCode::UNAUTHORIZED;
+        return Ok(r);
+    };
+    start_session(&state, &headers, &user, next).await
+}
+
+/// Rotates the session: whatever session the browser had is ended, a new one begins.
+async fn start_session(
+    state: &AppState,
+    headers: &HeaderMap,
+    user: &users::UserRow,
+    next: String,
+) -> PageResult<Response> {
+    if let Some(old) = session::read_cookie(headers, session::COOKIE) {
+        session::delete(&state.pool, &old).await?;
+    }
+    let id = session::create(&state.pool, user.id).await?;
+    audit::record(&state.pool, &user.email, "login.ok", &user.email, json!({})).await?;
+    let secure = state.config.secure_cookies;
+    let mut response = Redirect::to(&next).into_response();
+    let headers = response.headers_mut();
+    for cookie in [
+        session::set_cookie(session::COOKIE, &id, session::ABSOLUTE_TIMEOUT, secure),
+        session::clear_cookie(LOGIN_CSRF_COOKIE, secure),
+    ] {
+        if let Ok(v) = cookie.parse() {
+            headers.append(header::SET_COOKIE, v);
+        }
+    }
+    Ok(response)
+}
+
+async fn logout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    if let Some(cookie) = session::read_cookie(&headers, session::COOKIE) {
+        session::delete(&state.pool, &cookie).await?;
+    }
+    audit::record(&state.pool, &user.0.email, "logout", &user.0.email, json!({})).await?;
+    let mut response = Redirect::to("/login").into_response();
+    if let Ok(v) = session::clear_cookie(session::COOKIE, state.config.secure_cookies).parse() {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
+    Ok(response)
+}
+
+#[derive(Template)]
+#[template(path = "auth/setup.html")]
+struct SetupPage {
+    ctx: PageContext,
+    csrf: String,
+    email: String,
+    errors: Vec<String>,
+}
+
+/// The first-run page exists only while there is no user, and only for this machine.
+async fn setup_allowed(state: &AppState, peer: SocketAddr) -> PageResult<()> {
+    if users::count(&state.pool).await? > 0 {
+        return Err(PageError(AppError::NotFound("page")));
+    }
+    if !peer.ip().is_loopback() {
+        return Err(PageError(AppError::Forbidden(
+            "First-run setup is only open from the machine rentcheck runs on. \
+             Or create the first admin with `rentcheck user add --email you@example.com --role admin`."
+                .into(),
+        )));
+    }
+    Ok(())
+}
+
+async fn setup_page(state: &AppState, email: String, errors: Vec<String>) -> PageResult<Response> {
+    let csrf = secrets::random_token();
+    let mut response = render(&SetupPage {
+        ctx: PageContext::anonymous(),
+        csrf: csrf.clone(),
+        email,
+        errors,
+    })?;
+    let cookie = session::set_cookie(
+        LOGIN_CSRF_COOKIE,
+        &csrf,
+        Duration::hours(2),
+        state.config.secure_cookies,
+    );
+    if let Ok(v) = cookie.parse() {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
+    Ok(response)
+}
+
+async fn setup_form(State(state): State<AppState>, ConnectInfo(peer): ConnectInfo<SocketAddr>) -> PageResult<Response> {
+    setup_allowed(&state, peer).await?;
+    setup_page(&state, String::new(), Vec::new()).await
+}
+
+async fn setup(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    HtmlForm(form): HtmlForm<HashMap<String, String>>,
+) -> PageResult<Response> {
+    setup_allowed(&state, peer).await?;
+    if !pre_session_csrf_ok(&headers, &form) {
+        return Ok(super::extract::csrf_failure());
+    }
+    let email = form.get("email").cloned().unwrap_or_default();
+    let password = form.get("password").cloned().unwrap_or_default();
+    match users::add(&state.pool, &email, Role::Admin, Some(password)).await {
+        Ok((user, _)) => {
+            audit::record(
+                &state.pool,
+                &user.email,
+                "user.add",
+                &user.email,
+                json!({ "role": "admin", "via": "setup" }),
+            )
+            .await?;
+            start_session(&state, &headers, &user, "/".into()).await
+        }
+        Err(AppError::Validation(errors)) => {
+            let messages = errors
+                .into_iter()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .collect();
+            let mut r = setup_page(&state, email, messages).await?;
+            *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+            Ok(r)
+        }
+        Err(e) => Err(PageError(e)),
+    }
+}
+
+/// A token row as the tokens page shows it.
+struct TokenLine {
+    jti: String,
+    name: String,
+    created: String,
+    expires: String,
+    last_used: String,
+    state: &'static str,
+}
+
+impl From<&TokenRow> for TokenLine {
+    fn from(t: &TokenRow) -> Self {
+        let when = |d: chrono::DateTime<chrono::Utc>| d.format("%Y-%m-%d %H:%M UTC").to_string();
+        let state = if t.revoked_at.is_some() {
+            "revoked"
+        } else if t.expires_at <= chrono::Utc::now() {
+            "expired"
+        } else {
+            "active"
+        };
+        Self {
+            jti: t.jti.to_string(),
+            name: t.name.clone(),
+            created: when(t.created_at),
+            expires: when(t.expires_at),
+            last_used: t.last_used_at.map(when).unwrap_or_else(|| "never".into()),
+            state,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "auth/tokens.html")]
+struct TokensPage {
+    ctx: PageContext,
+    brief_id: String,
+    brief_name: String,
+    tokens: Vec<TokenLine>,
+    minted: Option<String>,
+    curl_example: String,
+    error: String,
+}
+
+async fn tokens_view(
+    state: &AppState,
+    user: &PageUser,
+    brief_id: uuid::Uuid,
+    minted: Option<String>,
+    base_url: &str,
+    error: String,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let brief = briefs_repo::get(&state.pool, brief_id)
+        .await?
+        .ok_or(AppError::NotFound("brief"))?;
+    let tokens = token::list_for_brief(&state.pool, brief_id).await?;
+    let curl_example = format!(
+        "curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @gpus.txt \\\n  \
+         \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1\"",
+    );
+    render(&TokensPage {
+        ctx: user.into(),
+        brief_id: brief_id.to_string(),
+        brief_name: brief.fields.name,
+        tokens: tokens.iter().map(TokenLine::from).collect(),
+        minted,
+        curl_example,
+        error,
+    })
+}
+
+fn base_url(headers: &HeaderMap, secure: bool) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1:8080");
+    format!("{}://{host}", if secure { "https" } else { "http" })
+}
+
+async fn tokens_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    user: PageUser,
+    PathId(id): PathId,
+) -> PageResult<Response> {
+    let base = base_url(&headers, state.config.secure_cookies);
+    tokens_view(&state, &user, id, None, &base, String::new()).await
+}
+
+pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
+
+async fn mint_token(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    PathId(id): PathId,
+    CsrfForm(user, form): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let base = base_url(&headers, state.config.secure_cookies);
+    briefs_repo::get(&state.pool, id)
+        .await?
+        .ok_or(AppError::NotFound("brief"))?;
+    let name = form.get("name").map(|n| n.trim().to_owned()).unwrap_or_default();
+    let ttl_text = form.get("ttl").cloned().unwrap_or_else(|| "30d".into());
+    let ttl = match token::parse_ttl(&ttl_text) {
+        Ok(ttl) if TOKEN_TTL_CHOICES.contains(&ttl_text.as_str()) => ttl,
+        _ => return tokens_view(&state, &user, id, None, &base, "Pick a lifetime from the list.".into()).await,
+    };
+    if name.is_empty() || name.chars().count() > 100 {
+        return tokens_view(
+            &state,
+            &user,
+            id,
+            None,
+            &base,
+            "Give the token a name of 1–100 characters.".into(),
+        )
+        .await;
+    }
+    let (signed, row) = token::mint(
+        &state.pool,
+        &state.keys,
+        NewToken {
+            name: name.clone(),
+            subject: user.0.email.clone(),
+            role: Role::Agent,
+            brief: Some(id),
+            ttl,
+            created_by: Some(user.0.id),
+        },
+    )
+    .await?;
+    audit::record(
+        &state.pool,
+        &user.0.email,
+        "token.mint",
+        &format!("brief:{id}"),
+        json!({ "jti": row.jti, "name": name, "role": "agent", "expires_at": row.expires_at }),
+    )
+    .await?;
+    let mut response = tokens_view(&state, &user, id, Some(signed), &base, String::new()).await?;
+    // The token is on this page once; keep it out of caches and history.
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+async fn revoke_token(
+    State(state): State<AppState>,
+    PathIds(brief_id, jti): PathIds,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let row = token::get(&state.pool, jti)
+        .await?
+        .filter(|t| t.brief_id == Some(brief_id))
+        .ok_or(AppError::NotFound("token"))?;
+    if token::revoke(&state.pool, row.jti).await? {
+        audit::record(
+            &state.pool,
+            &user.0.email,
+            "token.revoke",
+            &format!("brief:{brief_id}"),
+            json!({ "jti": row.jti, "name": row.name }),
+        )
+        .await?;
+    }
+    Ok(Redirect::to(&format!("/briefs/{brief_id}/tokens")).into_response())
+}
+
+struct UserLine {
+    email: String,
+    role: String,
+    created: String,
+}
+
+#[derive(Template)]
+#[template(path = "auth/users.html")]
+struct UsersPage {
+    ctx: PageContext,
+    users: Vec<UserLine>,
+    created: Option<(String, String)>,
+    error: String,
+}
+
+async fn users_view(
+    state: &AppState,
+    user: &PageUser,
+    created: Option<(String, String)>,
+    error: String,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let users = users::list(&state.pool)
+        .await?
+        .into_iter()
+        .map(|u| UserLine {
+            email: u.email,
+            role: u.role,
+            created: u.created_at.format("%Y-%m-%d").to_string(),
+        })
+        .collect();
+    render(&UsersPage {
+        ctx: user.into(),
+        users,
+        created,
+        error,
+    })
+}
+
+async fn users_page(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
+    users_view(&state, &user, None, String::new()).await
+}
+
+async fn add_user(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let email = form.get("email").cloned().unwrap_or_default();
+    let role = match users::person_role(form.get("role").map(String::as_str).unwrap_or("")) {
+        Ok(role) => role,
+        Err(m) => return users_view(&state, &user, None, format!("role {m}")).await,
+    };
+    match users::add(&state.pool, &email, role, None).await {
+        Ok((created, password)) => {
+            audit::record(
+                &state.pool,
+                &user.0.email,
+                "user.add",
+                &created.email,
+                json!({ "role": role.as_str() }),
+            )
+            .await?;
+            let mut r = users_view(
+                &state,
+                &user,
+                Some((created.email, password.unwrap_or_default())),
+                String::new(),
+            )
+            .await?;
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+            Ok(r)
+        }
+        Err(AppError::Validation(errors)) => {
+            let message = errors
+                .into_iter()
+                .map(|e| format!("{} {}", e.field, e.message))
+                .collect::<Vec<_>>();
+            users_view(&state, &user, None, message.join("; ")).await
+        }
+        Err(AppError::Conflict(m)) => users_view(&state, &user, None, m).await,
+        Err(e) => Err(PageError(e)),
+    }
+}

@@ -1,0 +1,106 @@
+//! Server-side sessions: a random id in an HttpOnly, SameSite=Lax cookie; only its SHA-256 is stored.
+
+use axum::http::{header, HeaderMap};
+use chrono::{DateTime, Duration, Utc};
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+use super::Role;
+use crate::secrets::{random_token, sha256};
+
+pub const COOKIE: &str = "rentcheck_session";
+/// Signed out after this long without a request.
+pub const IDLE_TIMEOUT: Duration = Duration::hours(12);
+/// Signed out after this long whatever happens.
+pub const ABSOLUTE_TIMEOUT: Duration = Duration::days(7);
+
+/// A signed-in person, as a request sees them.
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    pub id: Uuid,
+    pub email: String,
+    pub role: Role,
+    pub csrf_token: String,
+}
+
+/// Creates a session; returns the cookie value (shown to the browser only).
+pub async fn create(db: impl PgExecutor<'_>, user_id: Uuid) -> Result<String, sqlx::Error> {
+    let id = random_token();
+    sqlx::query("INSERT INTO sessions (id_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)")
+        .bind(sha256(id.as_bytes()))
+        .bind(user_id)
+        .bind(random_token())
+        .bind(Utc::now() + ABSOLUTE_TIMEOUT)
+        .execute(db)
+        .await?;
+    Ok(id)
+}
+
+/// The live session behind a cookie value, if any; refreshes its idle clock.
+pub async fn lookup(pool: &PgPool, cookie_value: &str) -> Result<Option<SessionUser>, sqlx::Error> {
+    let hash = sha256(cookie_value.as_bytes());
+    let row: Option<(Uuid, String, String, String, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT u.id, u.email, u.role, s.csrf_token, s.last_seen_at, s.expires_at \
+         FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1",
+    )
+    .bind(&hash)
+    .fetch_optional(pool)
+    .await?;
+    let Some((id, email, role, csrf_token, last_seen, expires)) = row else {
+        return Ok(None);
+    };
+    let now = Utc::now();
+    if expires <= now || last_seen + IDLE_TIMEOUT <= now {
+        delete_by_hash(pool, &hash).await?;
+        return Ok(None);
+    }
+    if now - last_seen > Duration::minutes(1) {
+        sqlx::query("UPDATE sessions SET last_seen_at = now() WHERE id_hash = $1")
+            .bind(&hash)
+            .execute(pool)
+            .await?;
+    }
+    Ok(Some(SessionUser {
+        id,
+        email,
+        role: role.parse().unwrap_or(Role::Engineer),
+        csrf_token,
+    }))
+}
+
+pub async fn delete(db: impl PgExecutor<'_>, cookie_value: &str) -> Result<(), sqlx::Error> {
+    delete_by_hash(db, &sha256(cookie_value.as_bytes())).await
+}
+
+async fn delete_by_hash(db: impl PgExecutor<'_>, hash: &[u8]) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM sessions WHERE id_hash = $1")
+        .bind(hash)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// A cookie's value from the request's `Cookie` headers.
+pub fn read_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// `Set-Cookie` for a cookie only the server reads.
+pub fn set_cookie(name: &str, value: &str, max_age: Duration, secure: bool) -> String {
+    format!(
+        "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
+        max_age.num_seconds(),
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+pub fn clear_cookie(name: &str, secure: bool) -> String {
+    set_cookie(name, "", Duration::zero(), secure)
+}
