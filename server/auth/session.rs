@@ -23,6 +23,16 @@ pub struct SessionUser {
     pub csrf_token: String,
 }
 
+#[derive(sqlx::FromRow)]
+struct SessionRow {
+    id: Uuid,
+    email: String,
+    role: String,
+    csrf_token: String,
+    last_seen_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+}
+
 /// Creates a session; returns the cookie value (shown to the browser only).
 pub async fn create(db: impl PgExecutor<'_>, user_id: Uuid) -> Result<String, sqlx::Error> {
     let id = random_token();
@@ -39,14 +49,22 @@ pub async fn create(db: impl PgExecutor<'_>, user_id: Uuid) -> Result<String, sq
 /// The live session behind a cookie value, if any; refreshes its idle clock.
 pub async fn lookup(pool: &PgPool, cookie_value: &str) -> Result<Option<SessionUser>, sqlx::Error> {
     let hash = sha256(cookie_value.as_bytes());
-    let row: Option<(Uuid, String, String, String, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+    let row: Option<SessionRow> = sqlx::query_as(
         "SELECT u.id, u.email, u.role, s.csrf_token, s.last_seen_at, s.expires_at \
          FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1",
     )
     .bind(&hash)
     .fetch_optional(pool)
     .await?;
-    let Some((id, email, role, csrf_token, last_seen, expires)) = row else {
+    let Some(SessionRow {
+        id,
+        email,
+        role,
+        csrf_token,
+        last_seen_at: last_seen,
+        expires_at: expires,
+    }) = row
+    else {
         return Ok(None);
     };
     let now = Utc::now();

@@ -144,6 +144,14 @@ pub fn sign(keys: &TokenKeys, claims: &Claims) -> anyhow::Result<String> {
     )?)
 }
 
+#[derive(FromRow)]
+struct TokenState {
+    role: String,
+    brief_id: Option<Uuid>,
+    expires_at: DateTime<Utc>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+
 fn invalid(why: &str) -> AppError {
     AppError::Unauthorized(format!("invalid bearer token: {why}"))
 }
@@ -166,12 +174,18 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
         }
     })?;
     let claims = data.claims;
-    let row: Option<(String, Option<Uuid>, DateTime<Utc>, Option<DateTime<Utc>>)> =
+    let row: Option<TokenState> =
         sqlx::query_as("SELECT role, brief_id, expires_at, revoked_at FROM api_tokens WHERE jti = $1")
             .bind(claims.jti)
             .fetch_optional(pool)
             .await?;
-    let Some((role, brief, expires_at, revoked_at)) = row else {
+    let Some(TokenState {
+        role,
+        brief_id: brief,
+        expires_at,
+        revoked_at,
+    }) = row
+    else {
         return Err(invalid("unknown token"));
     };
     if revoked_at.is_some() {

@@ -21,7 +21,7 @@ use tower_http::{
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     sensitive_headers::SetSensitiveRequestHeadersLayer,
     timeout::TimeoutLayer,
-    trace::TraceLayer,
+    trace::{DefaultOnResponse, TraceLayer},
 };
 
 use crate::{
@@ -52,19 +52,23 @@ pub fn app(state: AppState) -> Router {
             AppError::Internal(anyhow::anyhow!("handler panicked")).into_response()
         }))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, timeout))
-        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
-            let path = req
-                .extensions()
-                .get::<MatchedPath>()
-                .map(MatchedPath::as_str)
-                .unwrap_or("unmatched");
-            let id = req
-                .headers()
-                .get(request_id::HEADER)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-");
-            tracing::info_span!("request", method = %req.method(), path, request_id = id)
-        }))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request| {
+                    let path = req
+                        .extensions()
+                        .get::<MatchedPath>()
+                        .map(MatchedPath::as_str)
+                        .unwrap_or("unmatched");
+                    let id = req
+                        .headers()
+                        .get(request_id::HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-");
+                    tracing::info_span!("request", method = %req.method(), path, request_id = id)
+                })
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+        )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,

@@ -33,6 +33,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub pool: PgPool,
     pub keys: TokenKeys,
+    /// The secret behind `keys`, for running the CLI against this server.
+    pub jwt_secret: String,
     /// The URL of this test's own database, for running the CLI against it.
     pub database_url: String,
     db_name: String,
@@ -66,7 +68,8 @@ pub async fn spawn_app_with(config: AppConfig) -> TestApp {
     // Bind first, then spawn: the port is open before any request is sent.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let keys = TokenKeys::from_secret(uuid::Uuid::new_v4().to_string().repeat(2).as_bytes());
+    let jwt_secret = uuid::Uuid::new_v4().simple().to_string().repeat(2);
+    let keys = TokenKeys::from_secret(jwt_secret.as_bytes());
     let router = http::app(AppState::new(pool.clone(), config, keys.clone()));
     tokio::spawn(http::serve(listener, router, std::future::pending()));
     let anon = reqwest::Client::builder()
@@ -80,6 +83,7 @@ pub async fn spawn_app_with(config: AppConfig) -> TestApp {
         client: anon,
         pool,
         keys,
+        jwt_secret,
         database_url,
         db_name,
     };

@@ -1,0 +1,521 @@
+//! People in the browser: sign-in, sessions, CSRF, lockout, escaping, tokens and users pages.
+
+mod common;
+
+use common::{input_value, spawn_app, PASSWORD};
+use rentcheck::auth::Role;
+use serde_json::json;
+
+fn location(res: &reqwest::Response) -> String {
+    res.headers()["location"].to_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn pages_send_anonymous_visitors_to_login_and_back() {
+    let app = spawn_app().await;
+    for path in ["/", "/briefs/new", "/admin/users"] {
+        let res = app.anon.get(app.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), 303, "{path}");
+        assert!(
+            location(&res).starts_with("/login?next="),
+            "{path} → {}",
+            location(&res)
+        );
+    }
+    let brief = app.create_brief(json!({})).await;
+    let path = format!("/briefs/{}", brief["id"].as_str().unwrap());
+    let res = app.anon.get(app.url(&path)).send().await.unwrap();
+    assert_eq!(
+        location(&res),
+        format!("/login?next=%2Fbriefs%2F{}", brief["id"].as_str().unwrap())
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_password_and_an_unknown_email_get_the_same_answer() {
+    let app = spawn_app().await;
+    let email = app.user(Role::Engineer).await;
+    assert!(app.login_as(&email, "wrong password here").await.is_none());
+    assert!(app
+        .login_as("nobody@example.com", "wrong password here")
+        .await
+        .is_none());
+
+    // Look at the two answers themselves.
+    let answer = |email: String| {
+        let app = &app;
+        async move {
+            let client = reqwest::Client::builder().cookie_store(true).build().unwrap();
+            let page = client
+                .get(app.url("/login"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let csrf = input_value(&page, "csrf_token").unwrap();
+            let res = client
+                .post(app.url("/login"))
+                .form(&[
+                    ("csrf_token", csrf.as_str()),
+                    ("email", &email),
+                    ("password", "nope-nope-nope"),
+                ])
+                .send()
+                .await
+                .unwrap();
+            let status = res.status();
+            let body = res.text().await.unwrap();
+            (
+                status,
+                body.replace(&input_value(&body, "csrf_token").unwrap(), ""),
+                email,
+            )
+        }
+    };
+    let (s1, b1, e1) = answer(email.clone()).await;
+    let (s2, b2, e2) = answer("ghost@example.com".into()).await;
+    assert_eq!(s1, 401);
+    assert_eq!(s2, 401);
+    assert!(b1.contains("Email or password is incorrect."));
+    assert_eq!(b1.replace(&e1, "E"), b2.replace(&e2, "E"), "no user enumeration");
+    let failures: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = 'login.failed'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(failures, 4, "every failed sign-in is in the audit log");
+}
+
+#[tokio::test]
+async fn repeated_failures_lock_the_account_for_a_while() {
+    let app = spawn_app().await;
+    let email = app.user(Role::Engineer).await;
+    for _ in 0..5 {
+        assert!(app.login_as(&email, "not the password").await.is_none());
+    }
+    assert!(
+        app.login_as(&email, PASSWORD).await.is_none(),
+        "locked even with the right password"
+    );
+    let locked: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = 'login.locked'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(locked, 1);
+}
+
+#[tokio::test]
+async fn state_changing_forms_need_the_session_csrf_token() {
+    let app = spawn_app().await;
+    let person = app.login(Role::Engineer).await;
+    let fields = |csrf: &str| {
+        vec![
+            ("csrf_token".to_owned(), csrf.to_owned()),
+            ("name".to_owned(), "CSRF probe".to_owned()),
+            ("owner".to_owned(), "me@example.com".to_owned()),
+            ("workload_kind".to_owned(), "realtime-inference".to_owned()),
+            (
+                "catalog_model".to_owned(),
+                "meta-llama/Llama-3.1-8B-Instruct".to_owned(),
+            ),
+            ("precision".to_owned(), "bf16".to_owned()),
+            ("context_length".to_owned(), "4096".to_owned()),
+            ("concurrency".to_owned(), "4".to_owned()),
+            ("data_boundary".to_owned(), "shared-ok".to_owned()),
+            ("allocation_boundary".to_owned(), "vm".to_owned()),
+            ("intent".to_owned(), "save".to_owned()),
+        ]
+    };
+    let missing: Vec<_> = fields("").into_iter().skip(1).collect();
+    let res = person
+        .client
+        .post(app.url("/briefs/new"))
+        .form(&missing)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let res = person
+        .client
+        .post(app.url("/briefs/new"))
+        .form(&fields("forged"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert_eq!(app.count("briefs").await, 0);
+    let res = person
+        .client
+        .post(app.url("/briefs/new"))
+        .form(&fields(&person.csrf))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(app.count("briefs").await, 1);
+
+    // A form posted from another site is refused even with the token.
+    let res = person
+        .client
+        .post(app.url("/briefs/new"))
+        .header("origin", "https://evil.example")
+        .form(&fields(&person.csrf))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert_eq!(app.count("briefs").await, 1);
+}
+
+#[tokio::test]
+async fn the_login_form_has_its_own_csrf_check() {
+    let app = spawn_app().await;
+    let email = app.user(Role::Engineer).await;
+    let res = app
+        .anon
+        .post(app.url("/login"))
+        .form(&[("email", email.as_str()), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+}
+
+#[tokio::test]
+async fn login_rotates_the_session_and_logout_ends_it() {
+    let app = spawn_app().await;
+    let person = app.login(Role::Engineer).await;
+    let sessions_before: i64 = sqlx::query_scalar("SELECT count(*) FROM sessions")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(sessions_before, 1);
+
+    // Signing in again from the same browser replaces the session rather than adding one.
+    let page = person
+        .client
+        .get(app.url("/login"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = input_value(&page, "csrf_token").unwrap();
+    let res = person
+        .client
+        .post(app.url("/login"))
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("email", &person.email),
+            ("password", PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    let sessions: i64 = sqlx::query_scalar("SELECT count(*) FROM sessions")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(sessions, 1, "the old session was deleted at login");
+
+    let home = person
+        .client
+        .get(app.url("/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = input_value(&home, "csrf_token").unwrap();
+    assert_eq!(
+        person.client.get(app.url("/logout")).send().await.unwrap().status(),
+        405,
+        "no GET logout"
+    );
+    let res = person
+        .client
+        .post(app.url("/logout"))
+        .form(&[("csrf_token", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let res = person.client.get(app.url("/")).send().await.unwrap();
+    assert_eq!(res.status(), 303, "signed out");
+    let sessions: i64 = sqlx::query_scalar("SELECT count(*) FROM sessions")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(sessions, 0);
+}
+
+#[tokio::test]
+async fn login_never_redirects_off_site() {
+    let app = spawn_app().await;
+    let email = app.user(Role::Engineer).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    for (next, expected) in [
+        ("//evil.example/x", "/"),
+        ("https://evil.example", "/"),
+        ("/briefs/new", "/briefs/new"),
+    ] {
+        let page = client
+            .get(app.url("/login"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let csrf = input_value(&page, "csrf_token").unwrap();
+        let res = client
+            .post(app.url("/login"))
+            .form(&[
+                ("csrf_token", csrf.as_str()),
+                ("email", &email),
+                ("password", PASSWORD),
+                ("next", next),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(location(&res), expected, "next={next}");
+    }
+}
+
+#[tokio::test]
+async fn a_script_in_a_brief_name_is_text_on_every_page() {
+    let app = spawn_app().await;
+    let evil = "<script>alert(1)</script>";
+    let brief = app
+        .create_brief(json!({ "name": evil, "owner": "\"><img src=x onerror=alert(2)>" }))
+        .await;
+    let id = brief["id"].as_str().unwrap();
+    let person = app.login(Role::Engineer).await;
+    for path in [
+        "/".to_owned(),
+        format!("/briefs/{id}"),
+        format!("/briefs/{id}/edit"),
+        format!("/briefs/{id}/tokens"),
+    ] {
+        let html = person
+            .client
+            .get(app.url(&path))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+            "{path} shows the name as text"
+        );
+        assert!(!html.contains(evil), "{path} must not contain a live script");
+        assert!(!html.contains("<img src=x"), "{path} must not contain a live tag");
+    }
+}
+
+#[tokio::test]
+async fn minting_shows_the_token_once_and_revoking_stops_it_at_once() {
+    let app = spawn_app().await;
+    let brief = app.create_brief(json!({})).await;
+    let id = brief["id"].as_str().unwrap();
+    let person = app.login(Role::Engineer).await;
+    let page = format!("/briefs/{id}/tokens");
+    let res = person
+        .client
+        .post(app.url(&page))
+        .form(&[
+            ("csrf_token", person.csrf.as_str()),
+            ("name", "node-1 harness"),
+            ("ttl", "7d"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let html = res.text().await.unwrap();
+    let start = html.find("id=\"token-value\">").unwrap() + "id=\"token-value\">".len();
+    let token = html[start..start + html[start..].find('<').unwrap()].to_owned();
+    assert!(html.contains("curl -X POST"), "a copy-paste example comes with it");
+    assert_eq!(token.matches('.').count(), 2, "a JWT: {token}");
+
+    // The token is real: an agent token is recognised (403: agents only send), not unknown (401).
+    let agent = common::bearer_client(&token);
+    let res = agent
+        .get(app.url(&format!("/api/v1/briefs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+
+    let listing = person
+        .client
+        .get(app.url(&page))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(listing.contains("node-1 harness"));
+    assert!(!listing.contains(&token), "the token is never shown again");
+    let jti: uuid::Uuid = sqlx::query_scalar("SELECT jti FROM api_tokens WHERE name = 'node-1 harness'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let res = person
+        .client
+        .post(app.url(&format!("{page}/{jti}/revoke")))
+        .form(&[("csrf_token", person.csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let res = agent
+        .get(app.url(&format!("/api/v1/briefs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401, "revoked tokens stop at once");
+
+    let actions: Vec<String> = sqlx::query_scalar("SELECT action FROM audit_log WHERE target = $1 ORDER BY at")
+        .bind(format!("brief:{id}"))
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(actions, ["token.mint", "token.revoke"]);
+    let tamper = sqlx::query("UPDATE audit_log SET actor = 'someone else'")
+        .execute(&app.pool)
+        .await;
+    assert!(tamper.is_err(), "the audit log is append-only");
+    assert!(sqlx::query("DELETE FROM audit_log").execute(&app.pool).await.is_err());
+}
+
+#[tokio::test]
+async fn only_admins_manage_users() {
+    let app = spawn_app().await;
+    for role in [Role::Engineer, Role::Manager] {
+        let person = app.login(role).await;
+        let res = person.client.get(app.url("/admin/users")).send().await.unwrap();
+        assert_eq!(res.status(), 403, "{role:?}");
+        let res = person
+            .client
+            .post(app.url("/admin/users"))
+            .form(&[
+                ("csrf_token", person.csrf.as_str()),
+                ("email", "new@example.com"),
+                ("role", "admin"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403, "{role:?}");
+    }
+    let admin = app.login(Role::Admin).await;
+    let res = admin
+        .client
+        .post(app.url("/admin/users"))
+        .form(&[
+            ("csrf_token", admin.csrf.as_str()),
+            ("email", "New@Example.com"),
+            ("role", "manager"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let html = res.text().await.unwrap();
+    assert!(html.contains("new@example.com"));
+    let password = html
+        .split("<pre class=\"raw\">")
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(
+        app.login_as("new@example.com", &password).await.is_some(),
+        "the shown password works"
+    );
+}
+
+#[tokio::test]
+async fn first_run_setup_creates_one_admin_then_closes() {
+    let app = spawn_app().await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let login = client
+        .get(app.url("/login"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        login.contains("rentcheck user add"),
+        "the login page explains the first run"
+    );
+    let page = client.get(app.url("/setup")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csrf = input_value(&page.text().await.unwrap(), "csrf_token").unwrap();
+    let res = client
+        .post(app.url("/setup"))
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("email", "root@example.com"),
+            ("password", "short"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422, "a short password is refused");
+    let page = client
+        .get(app.url("/setup"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = input_value(&page, "csrf_token").unwrap();
+    let res = client
+        .post(app.url("/setup"))
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("email", "root@example.com"),
+            ("password", PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let home = client.get(app.url("/")).send().await.unwrap();
+    assert_eq!(home.status(), 200, "signed in as the new admin");
+    assert!(home.text().await.unwrap().contains("root@example.com"));
+    assert_eq!(
+        client.get(app.url("/setup")).send().await.unwrap().status(),
+        404,
+        "closed once a user exists"
+    );
+}

@@ -1,0 +1,222 @@
+//! The `rentcheck user` and `rentcheck token` commands against a real database.
+
+mod common;
+
+use std::{
+    io::Write,
+    process::{Command, Output, Stdio},
+};
+
+use common::{bearer_client, spawn_app, TestApp};
+use serde_json::json;
+
+fn rentcheck(app: &TestApp, args: &[&str], stdin: Option<&str>) -> Output {
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+        .args(args)
+        .env("DATABASE_URL", &app.database_url)
+        .env("RENTCHECK_JWT_SECRET", &app.jwt_secret)
+        .env("RENTCHECK_DATA_DIR", data.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(text) = stdin {
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+#[tokio::test]
+async fn user_add_then_sign_in() {
+    let app = spawn_app().await;
+    let out = rentcheck(
+        &app,
+        &[
+            "user",
+            "add",
+            "--email",
+            "Lead@Example.com",
+            "--role",
+            "manager",
+            "--password-stdin",
+        ],
+        Some("a long enough password\n"),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(app
+        .login_as("lead@example.com", "a long enough password")
+        .await
+        .is_some());
+
+    // Without --password-stdin a password is generated and printed once.
+    let out = rentcheck(
+        &app,
+        &["user", "add", "--email", "eng@example.com", "--role", "engineer"],
+        None,
+    );
+    assert!(out.status.success());
+    let printed = stdout(&out);
+    let password = printed.rsplit("password (shown once): ").next().unwrap().trim();
+    assert!(app.login_as("eng@example.com", password).await.is_some(), "{printed}");
+
+    let dup = rentcheck(
+        &app,
+        &["user", "add", "--email", "eng@example.com", "--role", "engineer"],
+        None,
+    );
+    assert!(!dup.status.success());
+    assert!(String::from_utf8_lossy(&dup.stderr).contains("already exists"));
+    let bad_role = rentcheck(
+        &app,
+        &["user", "add", "--email", "x@example.com", "--role", "agent"],
+        None,
+    );
+    assert!(!bad_role.status.success());
+}
+
+#[tokio::test]
+async fn token_mint_and_revoke() {
+    let app = spawn_app().await;
+    let id = app.create_brief(json!({})).await["id"].as_str().unwrap().to_owned();
+    let out = rentcheck(
+        &app,
+        &[
+            "user",
+            "add",
+            "--email",
+            "eng@example.com",
+            "--role",
+            "engineer",
+            "--password-stdin",
+        ],
+        Some("another long password"),
+    );
+    assert!(out.status.success());
+
+    let out = rentcheck(
+        &app,
+        &[
+            "token",
+            "mint",
+            "--email",
+            "eng@example.com",
+            "--brief",
+            &id,
+            "--role",
+            "agent",
+            "--ttl",
+            "7d",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let agent = stdout(&out);
+    let res = bearer_client(&agent)
+        .get(app.url(&format!("/api/v1/briefs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        403,
+        "a valid agent token: recognised, but agents only send"
+    );
+
+    let out = rentcheck(&app, &["token", "mint", "--email", "eng@example.com"], None);
+    assert!(out.status.success());
+    let engineer = stdout(&out);
+    let res = bearer_client(&engineer)
+        .get(app.url(&format!("/api/v1/briefs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "the user's own role by default");
+
+    let jti: String = sqlx::query_scalar("SELECT jti::text FROM api_tokens WHERE role = 'agent'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let out = rentcheck(&app, &["token", "revoke", &jti], None);
+    assert!(out.status.success());
+    let res = bearer_client(&agent)
+        .get(app.url(&format!("/api/v1/briefs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+
+    for (args, why) in [
+        (
+            vec!["token", "mint", "--email", "eng@example.com", "--role", "admin"],
+            "cannot mint",
+        ),
+        (
+            vec!["token", "mint", "--email", "eng@example.com", "--role", "agent"],
+            "needs --brief",
+        ),
+        (vec!["token", "mint", "--email", "nobody@example.com"], "no user"),
+    ] {
+        let out = rentcheck(&app, &args, None);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains(why), "{args:?}");
+    }
+}
+
+#[tokio::test]
+async fn secrets_in_headers_never_reach_the_logs() {
+    let app = spawn_app().await;
+    let token = app.token(rentcheck::auth::Role::Engineer, None).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = tempfile::tempdir().unwrap();
+    let log_path = data.path().join("server.log");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+        .arg("serve")
+        .env("DATABASE_URL", &app.database_url)
+        .env("RENTCHECK_JWT_SECRET", &app.jwt_secret)
+        .env("RENTCHECK_DATA_DIR", data.path())
+        .env("RENTCHECK_ADDR", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "trace")
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = bearer_client(&token);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Ok(r) = client
+            .get(format!("{base}/api/v1/briefs"))
+            .header("cookie", "rentcheck_session=cookie-secret-value")
+            .send()
+            .await
+        {
+            if r.status() == 200 {
+                break;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "server did not answer");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Command::new("kill")
+        .arg("-TERM")
+        .arg(server.id().to_string())
+        .status()
+        .unwrap();
+    server.wait().unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("/api/v1/briefs"), "the request was logged: {log}");
+    assert!(!log.contains(&token), "the bearer token must not be logged");
+    assert!(!log.contains("cookie-secret-value"), "cookies must not be logged");
+    assert!(!log.contains(&app.jwt_secret), "the signing secret must not be logged");
+}
