@@ -245,12 +245,12 @@ pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<
 /// `30d`, `12h`, `90m` or `3600s` → a duration of at most a year.
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text.len().saturating_sub(1);
-    let (number, unit) = text.split_at(split);
+    let unit = text.chars().last().map(|c| c.to_string()).unwrap_or_default();
+    let number = &text[..text.len() - unit.len()];
     let n: i64 = number
         .parse()
         .map_err(|_| format!("{text:?} is not a duration like 30d, 12h or 90m"))?;
-    let ttl = match unit {
+    let ttl = match unit.as_str() {
         "d" => Duration::days(n),
         "h" => Duration::hours(n),
         "m" => Duration::minutes(n),
