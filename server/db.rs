@@ -59,8 +59,18 @@ impl Database {
         Ok(Self { pool, cluster })
     }
 
-    /// Closes the pool and stops the private cluster, if rentcheck started it.
+    /// Closes the pool, and stops the private cluster if this process started it: a command
+    /// such as `rentcheck user add` leaves a running server's cluster alone.
     pub async fn close(self) {
+        self.pool.close().await;
+        if let Some(cluster) = self.cluster.filter(|c| c.started_here) {
+            cluster.stop();
+        }
+    }
+
+    /// Closes the pool and stops the private cluster whoever started it: the server owns the
+    /// cluster it runs on, also one left running by an earlier crash.
+    pub async fn close_and_stop_cluster(self) {
         self.pool.close().await;
         if let Some(cluster) = self.cluster {
             cluster.stop();
@@ -80,6 +90,8 @@ pub struct PrivateCluster {
     password: Secret,
     /// Set when the process runs as root: PostgreSQL refuses root, so it runs as this user.
     run_as: Option<String>,
+    /// Whether this process started it (a CLI command must not stop the server's cluster).
+    started_here: bool,
 }
 
 impl PrivateCluster {
@@ -112,26 +124,11 @@ impl PrivateCluster {
         let password = if fresh {
             let password = Secret::new(random_token());
             write_private_file(&password_file, password.expose())?;
-            let mut cluster = Self {
-                bin_dir,
-                pg_dir,
-                port: 0,
-                password,
-                run_as,
-            };
-            cluster.initdb(&data_dir)?;
-            cluster.port = free_loopback_port()?;
-            cluster.pg_ctl_start()?;
-            cluster.create_database()?;
-            tracing::info!(dir = %cluster.pg_dir.display(), port = cluster.port, "initialised and started a private PostgreSQL cluster");
-            return Ok(cluster);
+            password
         } else {
-            Secret::new(
-                fs::read_to_string(&password_file)
-                    .with_context(|| format!("reading {}", password_file.display()))?
-                    .trim()
-                    .to_owned(),
-            )
+            let text =
+                fs::read_to_string(&password_file).with_context(|| format!("reading {}", password_file.display()))?;
+            Secret::new(text.trim().to_owned())
         };
         let mut cluster = Self {
             bin_dir,
@@ -139,14 +136,22 @@ impl PrivateCluster {
             port: 0,
             password,
             run_as,
+            started_here: false,
         };
-        if let Some(port) = cluster.running_port() {
-            cluster.port = port;
-            tracing::info!(dir = %cluster.pg_dir.display(), port, "reusing the running private PostgreSQL cluster");
-        } else {
-            cluster.port = free_loopback_port()?;
-            cluster.pg_ctl_start()?;
-            tracing::info!(dir = %cluster.pg_dir.display(), port = cluster.port, "started the private PostgreSQL cluster");
+        if fresh {
+            cluster.initdb(&data_dir)?;
+        }
+        match cluster.running_port() {
+            Some(port) => {
+                cluster.port = port;
+                tracing::info!(dir = %cluster.pg_dir.display(), port, "using the running private PostgreSQL cluster");
+            }
+            None => {
+                cluster.port = free_loopback_port()?;
+                cluster.pg_ctl_start()?;
+                cluster.started_here = true;
+                tracing::info!(dir = %cluster.pg_dir.display(), port = cluster.port, fresh, "started the private PostgreSQL cluster");
+            }
         }
         cluster.create_database()?;
         Ok(cluster)

@@ -301,6 +301,6 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         anyhow::Ok(())
     }
     .await;
-    database.close().await;
+    database.close_and_stop_cluster().await;
     outcome
 }

@@ -20,6 +20,7 @@ fn start(data_dir: &Path, port: u16) -> Child {
     Command::new(env!("CARGO_BIN_EXE_rentcheck"))
         .arg("serve")
         .env_remove("DATABASE_URL")
+        .env_remove("RENTCHECK_JWT_SECRET")
         .env("RENTCHECK_DATA_DIR", data_dir)
         .env("RENTCHECK_ADDR", format!("127.0.0.1:{port}"))
         .stdout(Stdio::null())
@@ -45,6 +46,22 @@ async fn wait_ready(client: &reqwest::Client, base: &str, child: &mut Child) {
     }
 }
 
+fn cli(data_dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("RENTCHECK_JWT_SECRET")
+        .env("RENTCHECK_DATA_DIR", data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 fn stop(child: &mut Child) {
     let status = Command::new("kill")
         .arg("-TERM")
@@ -65,6 +82,14 @@ async fn private_cluster_keeps_briefs_across_restarts() {
 
     let mut server = start(data.path(), port);
     wait_ready(&client, &base, &mut server).await;
+    // The CLI shares the running server's cluster (and leaves it running).
+    let token = cli(
+        data.path(),
+        &["user", "add", "--email", "eng@example.com", "--role", "engineer"],
+    );
+    assert!(token.contains("password (shown once)"));
+    let token = cli(data.path(), &["token", "mint", "--email", "eng@example.com"]);
+    let client = common::bearer_client(&token);
     let res = client
         .post(format!("{base}/api/v1/briefs"))
         .json(&common::valid_brief())
