@@ -4,12 +4,14 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
-use crate::config::AppConfig;
+use crate::{config::AppConfig, http::metrics::Metrics};
 
 #[derive(Clone)]
 pub struct AppState {
     pub pool: PgPool,
     pub config: Arc<AppConfig>,
+    /// The service's own Prometheus metrics (`GET /metrics`), one registry per app.
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -17,6 +19,7 @@ impl AppState {
         Self {
             pool,
             config: Arc::new(config),
+            metrics: Arc::new(Metrics::new()),
         }
     }
 }

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::{
     error::{AppError, PageResult},
+    evidence::{self, pages::EvidenceListRow},
     http::extract::{HtmlForm, PathId},
     sizing::{self, Precision, Sizing, WorkloadKind},
     state::AppState,
@@ -259,6 +260,7 @@ struct BriefPage {
     brief: Brief,
     sizing: Sizing,
     facts: Vec<(&'static str, String)>,
+    evidence: Vec<EvidenceListRow>,
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
@@ -322,5 +324,11 @@ async fn show(State(state): State<AppState>, PathId(id): PathId) -> PageResult<R
     let brief = load(&state, id).await?;
     let sizing = brief.fields.sizing();
     let facts = brief_facts(&brief.fields);
-    render(&BriefPage { brief, sizing, facts })
+    let evidence = evidence::pages::brief_rows(&state, id).await?;
+    render(&BriefPage {
+        brief,
+        sizing,
+        facts,
+        evidence,
+    })
 }

@@ -86,3 +86,16 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
             .map_err(|_| AppError::NotFound("record"))
     }
 }
+
+/// The query string, deserialized. 400 (problem+json) when it does not fit `T`.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
+            .map(ApiQuery)
+            .map_err(|e| AppError::BadRequest(format!("malformed query string: {e}")))
+    }
+}

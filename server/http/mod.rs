@@ -1,6 +1,8 @@
 //! The HTTP surface: `app(state)` is the only URL map; `serve` runs it with graceful shutdown.
 
 pub mod extract;
+pub mod metrics;
+pub mod openapi;
 pub mod ops;
 pub mod request_id;
 
@@ -26,6 +28,7 @@ use tower_http::{
 use crate::{
     briefs,
     error::{AppError, PageError},
+    evidence,
     state::AppState,
 };
 
@@ -39,6 +42,10 @@ pub fn app(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(briefs::api::routes())
         .merge(briefs::pages::routes())
+        .merge(evidence::api::routes())
+        .merge(evidence::pages::routes())
+        .route("/metrics", get(metrics::endpoint))
+        .route("/api/openapi.json", get(openapi::endpoint))
         .route("/static/app.css", get(stylesheet))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(DEFAULT_BODY_LIMIT))
@@ -49,6 +56,8 @@ pub fn app(state: AppState) -> Router {
             AppError::Internal(anyhow::anyhow!("handler panicked")).into_response()
         }))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, timeout))
+        // Counts and times each request by matched route, timeouts and panics included.
+        .layer(middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let path = req
                 .extensions()

@@ -159,3 +159,35 @@ pub fn merge(base: &mut Value, overrides: Value) {
         }
     }
 }
+
+/// A file from tests/fixtures/.
+pub fn fixture(rel: &str) -> Vec<u8> {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+impl TestApp {
+    /// Creates a valid brief and returns its id.
+    pub async fn brief_id(&self) -> String {
+        self.create_brief(json!({})).await["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Uploads `bytes` as a raw body with `?kind=&stage=` (plus any extra query).
+    pub async fn post_raw_evidence(
+        &self,
+        brief: &str,
+        query: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> reqwest::Response {
+        self.client
+            .post(self.url(&format!("/api/v1/briefs/{brief}/evidence?{query}")))
+            .header("content-type", content_type)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap()
+    }
+}
