@@ -4,13 +4,15 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
-use crate::{auth::token::TokenKeys, config::AppConfig};
+use crate::{auth::token::TokenKeys, config::AppConfig, http::metrics::Metrics};
 
 #[derive(Clone)]
 pub struct AppState {
     pub pool: PgPool,
     pub config: Arc<AppConfig>,
     pub keys: TokenKeys,
+    /// The service's own Prometheus metrics (`GET /metrics`), one registry per app.
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -19,6 +21,7 @@ impl AppState {
             pool,
             config: Arc::new(config),
             keys,
+            metrics: Arc::new(Metrics::new()),
         }
     }
 }

@@ -249,3 +249,56 @@ async fn token_use_is_recorded_as_last_used() {
         .last_used_at
         .is_some());
 }
+
+#[tokio::test]
+async fn an_agent_token_sends_evidence_to_its_own_brief_only() {
+    let app = spawn_app().await;
+    let a = app.create_brief(json!({ "name": "A" })).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b = app.create_brief(json!({ "name": "B" })).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let agent = bearer_client(&app.token(Role::Agent, Some(a.parse().unwrap())).await);
+    let body = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n";
+    let res = agent
+        .post(app.url(&format!("/api/v1/briefs/{a}/evidence?kind=nvidia-smi-list&stage=1")))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let res = agent
+        .post(app.url(&format!("/api/v1/briefs/{b}/evidence?kind=nvidia-smi-list&stage=1")))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403, "a token for brief A cannot send to brief B");
+    let res = agent
+        .get(app.url(&format!("/api/v1/briefs/{a}/evidence")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403, "agents send, they do not read");
+    let stored: Vec<(String, Option<String>)> = sqlx::query_as("SELECT brief_id::text, uploaded_by FROM evidence")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].0, a);
+    assert!(
+        stored[0].1.as_deref().unwrap().starts_with("token:"),
+        "who sent it is recorded"
+    );
+    let anon = app
+        .anon
+        .post(app.url(&format!("/api/v1/briefs/{a}/evidence?kind=log&stage=1")))
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anon.status(), 401);
+}

@@ -25,7 +25,7 @@ use crate::{
     briefs::repo as briefs_repo,
     error::{AppError, PageError, PageResult},
     http::{
-        extract::{HtmlForm, PathId, PathIds, QueryParams},
+        extract::{ApiQuery, HtmlForm, PathId, PathIds},
         page::PageContext,
     },
     secrets,
@@ -99,7 +99,7 @@ async fn login_page(state: &AppState, email: String, next: String, message: Stri
     Ok(response)
 }
 
-async fn login_form(State(state): State<AppState>, QueryParams(q): QueryParams<NextParam>) -> PageResult<Response> {
+async fn login_form(State(state): State<AppState>, ApiQuery(q): ApiQuery<NextParam>) -> PageResult<Response> {
     login_page(&state, String::new(), safe_next(q.next.as_deref()), String::new()).await
 }
 

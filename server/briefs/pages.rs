@@ -20,6 +20,7 @@ use crate::{
         Role,
     },
     error::{AppError, PageResult},
+    evidence::{self, pages::EvidenceListRow},
     http::{extract::PathId, page::PageContext},
     sizing::{self, Precision, Sizing, WorkloadKind},
     state::AppState,
@@ -273,6 +274,7 @@ struct BriefPage {
     brief: Brief,
     sizing: Sizing,
     facts: Vec<(&'static str, String)>,
+    evidence: Vec<EvidenceListRow>,
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
@@ -336,10 +338,12 @@ async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId)
     let brief = load(&state, id).await?;
     let sizing = brief.fields.sizing();
     let facts = brief_facts(&brief.fields);
+    let evidence = evidence::pages::brief_rows(&state, id).await?;
     render(&BriefPage {
         ctx: (&user).into(),
         brief,
         sizing,
         facts,
+        evidence,
     })
 }

@@ -1,3 +1,8 @@
 //! Evidence: raw tool output uploaded from a rented machine, and what it says.
 
+pub mod api;
+pub mod ingest;
+pub mod model;
+pub mod pages;
 pub mod parsers;
+pub mod repo;

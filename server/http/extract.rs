@@ -87,6 +87,19 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
     }
 }
 
+/// The query string, deserialized. 400 (problem+json) when it does not fit `T`.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
+            .map(ApiQuery)
+            .map_err(|e| AppError::BadRequest(format!("malformed query string: {e}")))
+    }
+}
+
 /// Two UUID path segments, e.g. `/briefs/{id}/tokens/{jti}/revoke`.
 pub struct PathIds(pub Uuid, pub Uuid);
 
@@ -102,18 +115,5 @@ impl<S: Send + Sync> FromRequestParts<S> for PathIds {
             (Ok(a), Ok(b)) => Ok(PathIds(a, b)),
             _ => Err(AppError::NotFound("record")),
         }
-    }
-}
-
-/// Query-string parameters, with our error shape.
-pub struct QueryParams<T>(pub T);
-
-impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
-            .map(QueryParams)
-            .map_err(|e| AppError::BadRequest(format!("malformed query string: {e}")))
     }
 }

@@ -1,6 +1,8 @@
 //! The HTTP surface: `app(state)` is the only URL map; `serve` runs it with graceful shutdown.
 
 pub mod extract;
+pub mod metrics;
+pub mod openapi;
 pub mod ops;
 pub mod page;
 pub mod request_id;
@@ -27,6 +29,7 @@ use tower_http::{
 use crate::{
     auth, briefs,
     error::{AppError, PageError},
+    evidence,
     state::AppState,
 };
 
@@ -41,6 +44,10 @@ pub fn app(state: AppState) -> Router {
         .merge(briefs::api::routes())
         .merge(briefs::pages::routes())
         .merge(auth::pages::routes())
+        .merge(evidence::api::routes())
+        .merge(evidence::pages::routes())
+        .route("/metrics", get(metrics::endpoint))
+        .route("/api/openapi.json", get(openapi::endpoint))
         .route("/static/app.css", get(stylesheet))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(DEFAULT_BODY_LIMIT))
@@ -52,6 +59,8 @@ pub fn app(state: AppState) -> Router {
             AppError::Internal(anyhow::anyhow!("handler panicked")).into_response()
         }))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, timeout))
+        // Counts and times each request by matched route, timeouts and panics included.
+        .layer(middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request| {

@@ -31,6 +31,8 @@ pub struct TestApp {
     pub anon: reqwest::Client,
     /// The same client carrying an engineer's bearer token: the default API caller.
     pub client: reqwest::Client,
+    /// That engineer's bearer token.
+    pub token: String,
     pub pool: PgPool,
     pub keys: TokenKeys,
     /// The secret behind `keys`, for running the CLI against this server.
@@ -81,6 +83,7 @@ pub async fn spawn_app_with(config: AppConfig) -> TestApp {
         base,
         anon: anon.clone(),
         client: anon,
+        token: String::new(),
         pool,
         keys,
         jwt_secret,
@@ -89,6 +92,7 @@ pub async fn spawn_app_with(config: AppConfig) -> TestApp {
     };
     let token = app.token(Role::Engineer, None).await;
     app.client = bearer_client(&token);
+    app.token = token;
     app
 }
 
@@ -111,6 +115,12 @@ pub struct Person {
     pub email: String,
     pub client: reqwest::Client,
     pub csrf: String,
+}
+
+impl Person {
+    pub async fn get(&self, url: String) -> reqwest::Response {
+        self.client.get(url).send().await.unwrap()
+    }
 }
 
 /// The value of `<input ... name="NAME" value="...">` in a page.
@@ -292,5 +302,37 @@ pub fn merge(base: &mut Value, overrides: Value) {
         for (k, v) in o {
             b.insert(k, v);
         }
+    }
+}
+
+/// A file from tests/fixtures/.
+pub fn fixture(rel: &str) -> Vec<u8> {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+impl TestApp {
+    /// Creates a valid brief and returns its id.
+    pub async fn brief_id(&self) -> String {
+        self.create_brief(json!({})).await["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Uploads `bytes` as a raw body with `?kind=&stage=` (plus any extra query).
+    pub async fn post_raw_evidence(
+        &self,
+        brief: &str,
+        query: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> reqwest::Response {
+        self.client
+            .post(self.url(&format!("/api/v1/briefs/{brief}/evidence?{query}")))
+            .header("content-type", content_type)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap()
     }
 }

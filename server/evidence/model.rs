@@ -1,0 +1,487 @@
+//! Evidence uploads as the domain sees them: validated fields, the parse outcome, the list cursor.
+//! Pure: no I/O. The three request forms (JSON envelope, raw body + query, multipart) all become an
+//! [`Upload`]; [`analyse`] turns its bytes into metrics with the parsers.
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::parsers::{self, EvidenceKind, ParseError, Parsed};
+use crate::error::FieldError;
+
+/// The kind a caller asked for: a named kind, or `auto` (detect it from the content).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindChoice {
+    Auto,
+    Named(EvidenceKind),
+}
+
+impl KindChoice {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            KindChoice::Auto => "auto",
+            KindChoice::Named(k) => k.as_str(),
+        }
+    }
+}
+
+fn parse_kind(raw: &str) -> Result<KindChoice, FieldError> {
+    if raw == "auto" {
+        return Ok(KindChoice::Auto);
+    }
+    raw.parse::<EvidenceKind>().map(KindChoice::Named).map_err(|_| {
+        let known: Vec<&str> = EvidenceKind::ALL.iter().map(EvidenceKind::as_str).collect();
+        FieldError::new(
+            "kind",
+            format!("unknown kind {raw:?}; use auto or one of {}", known.join(", ")),
+        )
+    })
+}
+
+fn parse_stage(v: &Value) -> Result<i16, FieldError> {
+    let n = match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    match n {
+        Some(n @ 1..=5) => Ok(n as i16),
+        _ => Err(FieldError::new("stage", "must be an integer from 1 to 5")),
+    }
+}
+
+fn parse_collected_at(v: &Value) -> Result<Option<DateTime<Utc>>, FieldError> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) if s.is_empty() => Ok(None),
+        Value::String(s) => DateTime::parse_from_rfc3339(s)
+            .map(|t| Some(t.with_timezone(&Utc)))
+            .map_err(|_| {
+                FieldError::new(
+                    "collected_at",
+                    "must be an RFC 3339 timestamp, e.g. 2026-11-29T10:00:00Z",
+                )
+            }),
+        _ => Err(FieldError::new("collected_at", "must be an RFC 3339 timestamp string")),
+    }
+}
+
+/// Labels are a flat JSON object of short strings (`window`, `phase`, anything the harness wants).
+const MAX_LABELS: usize = 32;
+const MAX_LABEL_LEN: usize = 256;
+
+fn parse_labels(v: &Value) -> Result<Map<String, Value>, FieldError> {
+    let bad = |m: &str| FieldError::new("labels", m);
+    let map = match v {
+        Value::Null => return Ok(Map::new()),
+        Value::Object(m) => m,
+        _ => return Err(bad("must be an object of string values")),
+    };
+    if map.len() > MAX_LABELS {
+        return Err(bad("at most 32 labels"));
+    }
+    for (k, v) in map {
+        let ok = k.len() <= MAX_LABEL_LEN && !k.is_empty() && matches!(v, Value::String(s) if s.len() <= MAX_LABEL_LEN);
+        if !ok {
+            return Err(bad(
+                "each label is a non-empty name with a string value of at most 256 bytes",
+            ));
+        }
+    }
+    if let Some(Value::String(p)) = map.get("phase") {
+        if p != "before" && p != "after" {
+            return Err(bad("labels.phase must be before or after"));
+        }
+    }
+    Ok(map.clone())
+}
+
+/// A content type we can hand back in a header later; anything else is stored as octet-stream.
+pub fn clean_content_type(ct: Option<&str>) -> String {
+    match ct.map(str::trim) {
+        Some(ct) if !ct.is_empty() && ct.len() <= 255 && ct.bytes().all(|b| (0x20..0x7f).contains(&b)) => ct.to_owned(),
+        _ => "application/octet-stream".to_owned(),
+    }
+}
+
+/// A validated upload, whichever form it came in.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub kind: KindChoice,
+    pub stage: i16,
+    pub collected_at: Option<DateTime<Utc>>,
+    pub labels: Map<String, Value>,
+    pub content_type: String,
+    pub filename: Option<String>,
+    pub raw: Bytes,
+}
+
+impl Upload {
+    /// The JSON envelope `{ kind, stage, collected_at?, labels?, content | content_base64 | data }`.
+    /// `content_type` may accompany `content_base64` to say what the bytes are.
+    pub fn from_envelope(body: &Value) -> Result<Upload, Vec<FieldError>> {
+        let Value::Object(o) = body else {
+            return Err(vec![FieldError::new("body", "must be a JSON object")]);
+        };
+        let mut errors = Vec::new();
+        let kind = match o.get("kind") {
+            Some(Value::String(s)) => parse_kind(s).map_err(|e| errors.push(e)).ok(),
+            Some(_) => {
+                errors.push(FieldError::new("kind", "must be a string"));
+                None
+            }
+            None => {
+                errors.push(FieldError::new("kind", "is required (a kind, or auto)"));
+                None
+            }
+        };
+        let stage = match o.get("stage") {
+            Some(v) => parse_stage(v).map_err(|e| errors.push(e)).ok(),
+            None => {
+                errors.push(FieldError::new("stage", "is required (1 to 5)"));
+                None
+            }
+        };
+        let collected_at = parse_collected_at(o.get("collected_at").unwrap_or(&Value::Null))
+            .map_err(|e| errors.push(e))
+            .ok()
+            .flatten();
+        let labels = parse_labels(o.get("labels").unwrap_or(&Value::Null))
+            .map_err(|e| errors.push(e))
+            .unwrap_or_default();
+        let given: Vec<&str> = ["content", "content_base64", "data"]
+            .into_iter()
+            .filter(|k| o.get(*k).is_some_and(|v| !v.is_null()))
+            .collect();
+        let mut body = None;
+        match given.as_slice() {
+            ["content"] => match &o["content"] {
+                Value::String(s) => body = Some((Bytes::from(s.clone()), "text/plain; charset=utf-8".to_owned())),
+                _ => errors.push(FieldError::new(
+                    "content",
+                    "must be a string (use data for a JSON object)",
+                )),
+            },
+            ["content_base64"] => match &o["content_base64"] {
+                Value::String(s) => match base64::engine::general_purpose::STANDARD.decode(s.trim()) {
+                    Ok(b) => {
+                        let ct = o.get("content_type").and_then(Value::as_str);
+                        body = Some((Bytes::from(b), clean_content_type(ct)));
+                    }
+                    Err(e) => errors.push(FieldError::new("content_base64", format!("is not valid base64: {e}"))),
+                },
+                _ => errors.push(FieldError::new("content_base64", "must be a base64 string")),
+            },
+            ["data"] => match serde_json::to_vec(&o["data"]) {
+                Ok(b) if o["data"].is_object() || o["data"].is_array() => {
+                    body = Some((Bytes::from(b), "application/json".to_owned()))
+                }
+                _ => errors.push(FieldError::new("data", "must be a JSON object or array")),
+            },
+            [] => errors.push(FieldError::new(
+                "content",
+                "one of content, content_base64 or data is required",
+            )),
+            _ => errors.push(FieldError::new(
+                "content",
+                "give only one of content, content_base64 or data",
+            )),
+        }
+        match (kind, stage, body) {
+            (Some(kind), Some(stage), Some((raw, content_type))) if errors.is_empty() => Ok(Upload {
+                kind,
+                stage,
+                collected_at,
+                labels,
+                content_type,
+                filename: None,
+                raw,
+            }),
+            _ => Err(errors),
+        }
+    }
+
+    /// Fields given as text pairs: the query of a raw upload, or the text parts (and query) of a
+    /// multipart upload. `label.<name>=value` sets a label; `labels` may hold a JSON object.
+    pub fn from_fields(
+        fields: &HashMap<String, String>,
+        content_type: String,
+        filename: Option<String>,
+        raw: Bytes,
+    ) -> Result<Upload, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let kind = match fields.get("kind") {
+            Some(s) => parse_kind(s).map_err(|e| errors.push(e)).ok(),
+            None => {
+                errors.push(FieldError::new("kind", "is required (?kind=…, a kind or auto)"));
+                None
+            }
+        };
+        let stage = match fields.get("stage") {
+            Some(s) => parse_stage(&Value::String(s.clone())).map_err(|e| errors.push(e)).ok(),
+            None => {
+                errors.push(FieldError::new("stage", "is required (?stage=1 to 5)"));
+                None
+            }
+        };
+        let collected_at = fields
+            .get("collected_at")
+            .map(|s| parse_collected_at(&Value::String(s.clone())))
+            .transpose()
+            .map_err(|e| errors.push(e))
+            .ok()
+            .flatten()
+            .flatten();
+        let mut labels = Value::Null;
+        if let Some(s) = fields.get("labels") {
+            match serde_json::from_str::<Value>(s) {
+                Ok(v) => labels = v,
+                Err(_) => errors.push(FieldError::new("labels", "must be a JSON object")),
+            }
+        }
+        let mut extra: Vec<(&String, &String)> = fields
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("label.").map(|_| (k, v)))
+            .collect();
+        extra.sort();
+        if !extra.is_empty() {
+            let mut map = labels.as_object().cloned().unwrap_or_default();
+            for (k, v) in extra {
+                map.insert(k["label.".len()..].to_owned(), Value::String(v.clone()));
+            }
+            labels = Value::Object(map);
+        }
+        let labels = parse_labels(&labels).map_err(|e| errors.push(e)).unwrap_or_default();
+        match (kind, stage) {
+            (Some(kind), Some(stage)) if errors.is_empty() => Ok(Upload {
+                kind,
+                stage,
+                collected_at,
+                labels,
+                content_type,
+                filename: filename
+                    .filter(|f| !f.is_empty())
+                    .map(|f| f.chars().take(255).collect()),
+                raw,
+            }),
+            _ => Err(errors),
+        }
+    }
+
+    /// What identifies "the same request" for `Idempotency-Key`: the fields as the client sent them
+    /// and the bytes, not the transport (a multipart boundary differs between retries of one file).
+    pub fn fingerprint(&self) -> String {
+        let mut h = Sha256::new();
+        let head = serde_json::json!({
+            "kind": self.kind.as_str(),
+            "stage": self.stage,
+            "collected_at": self.collected_at,
+            "labels": self.labels,
+            "content_type": self.content_type,
+            "filename": self.filename,
+        });
+        h.update(head.to_string().as_bytes());
+        h.update([0]);
+        h.update(&self.raw);
+        hex::encode(h.finalize())
+    }
+
+    /// `Some(window id)` when this is the `after` scrape of a vLLM window.
+    pub fn window_after(&self) -> Option<&str> {
+        match (self.labels.get("window"), self.labels.get("phase")) {
+            (Some(Value::String(w)), Some(Value::String(p))) if p == "after" => Some(w),
+            _ => None,
+        }
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The kind to parse as. `auto` that recognises nothing is stored as `log` with a warning: an upload
+/// is never refused for being unrecognised (the agent's `collect` sends `auto` for unknown files).
+pub fn resolve_kind(choice: KindChoice, raw: &[u8]) -> (EvidenceKind, Option<String>) {
+    match choice {
+        KindChoice::Named(k) => (k, None),
+        KindChoice::Auto => match parsers::detect_kind(raw) {
+            Some(k) => (k, None),
+            None => (
+                EvidenceKind::Log,
+                Some("kind=auto: the format was not recognised; stored as log (no metrics)".to_owned()),
+            ),
+        },
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseStatus {
+    Ok,
+    Partial,
+    Failed,
+}
+
+impl ParseStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ParseStatus::Ok => "ok",
+            ParseStatus::Partial => "partial",
+            ParseStatus::Failed => "failed",
+        }
+    }
+}
+
+/// The `before` side of a vLLM window, as found for an `after` upload.
+pub enum Window<'a> {
+    /// Not an `after` scrape (or not vLLM metrics).
+    NotWindowed,
+    Before(&'a [u8]),
+    /// An `after` scrape whose window has no `before` on this brief.
+    Unmatched(&'a str),
+}
+
+/// What the parsers made of an upload. A failure is an outcome too: it is stored, never dropped.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub kind: EvidenceKind,
+    pub status: ParseStatus,
+    pub metrics: Value,
+    pub warnings: Vec<String>,
+    pub error: Option<String>,
+    pub tool: Option<String>,
+    pub tool_version: Option<String>,
+}
+
+/// Parses `raw` as `kind` (pure; may take a few ms per MB, so large inputs run off the async thread).
+pub fn analyse(kind: EvidenceKind, raw: &[u8], window: Window<'_>, kind_warning: Option<String>) -> Outcome {
+    let result: Result<Parsed, ParseError> = match window {
+        Window::Before(before) if kind == EvidenceKind::VllmMetrics => parsers::parse_vllm_window(before, raw),
+        Window::Unmatched(id) if kind == EvidenceKind::VllmMetrics => parsers::parse(kind, raw).map(|mut p| {
+            p.warnings.insert(
+                0,
+                format!(
+                    "window {id:?}: no `before` scrape with this window on this brief; values are cumulative \
+                     since the server started"
+                ),
+            );
+            p
+        }),
+        _ => parsers::parse(kind, raw),
+    };
+    match result {
+        Ok(p) => {
+            let mut warnings = p.warnings;
+            if let Some(w) = kind_warning {
+                warnings.insert(0, w);
+            }
+            Outcome {
+                kind,
+                status: if warnings.is_empty() {
+                    ParseStatus::Ok
+                } else {
+                    ParseStatus::Partial
+                },
+                metrics: serde_json::to_value(&p.metrics).unwrap_or_else(|_| Value::Object(Map::new())),
+                warnings,
+                error: None,
+                tool: p.tool,
+                tool_version: p.tool_version,
+            }
+        }
+        Err(e) => Outcome {
+            kind,
+            status: ParseStatus::Failed,
+            metrics: Value::Object(Map::new()),
+            warnings: kind_warning.into_iter().collect(),
+            error: Some(e.to_string()),
+            tool: None,
+            tool_version: None,
+        },
+    }
+}
+
+/// Opaque list cursor: the (received_at, id) of the last item shown, base64url.
+pub fn encode_cursor(received_at: DateTime<Utc>, id: Uuid) -> String {
+    let s = format!("{}.{}", received_at.timestamp_micros(), id.simple());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
+}
+
+pub fn decode_cursor(cursor: &str) -> Option<(DateTime<Utc>, Uuid)> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).ok()?;
+    let s = std::str::from_utf8(&raw).ok()?;
+    let (micros, id) = s.split_once('.')?;
+    Some((
+        DateTime::from_timestamp_micros(micros.parse().ok()?)?,
+        Uuid::parse_str(id).ok()?,
+    ))
+}
+
+/// Text a browser may show inline. Anything else (HTML, SVG, binaries…) is served as an attachment.
+pub fn is_inline_text(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "text/plain" | "text/csv" | "application/json" | "application/x-ndjson" | "application/jsonl"
+    )
+}
+
+/// Human-readable size.
+pub fn human_size(n: i64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn envelope_validation_names_each_field() {
+        let e = Upload::from_envelope(&json!({"kind": "nope", "stage": 9, "labels": [1]})).unwrap_err();
+        let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["kind", "stage", "labels", "content"]);
+        let u = Upload::from_envelope(&json!({"kind": "auto", "stage": "2", "content_base64": "/w=="})).unwrap();
+        assert_eq!(&u.raw[..], &[0xff]);
+        assert_eq!(u.content_type, "application/octet-stream");
+    }
+
+    #[test]
+    fn cursor_round_trips_and_rejects_junk() {
+        let t = DateTime::from_timestamp_micros(1_790_000_000_123_456).unwrap();
+        let id = Uuid::now_v7();
+        assert_eq!(decode_cursor(&encode_cursor(t, id)), Some((t, id)));
+        assert_eq!(decode_cursor("!!"), None);
+        assert_eq!(decode_cursor("bm9wZQ"), None);
+    }
+
+    #[test]
+    fn fingerprint_ignores_transport_but_not_fields() {
+        let f = |stage: &str| {
+            let m = HashMap::from([
+                ("kind".to_owned(), "log".to_owned()),
+                ("stage".to_owned(), stage.to_owned()),
+            ]);
+            Upload::from_fields(&m, "text/plain".into(), None, Bytes::from_static(b"x"))
+                .unwrap()
+                .fingerprint()
+        };
+        assert_eq!(f("1"), f("1"));
+        assert_ne!(f("1"), f("2"));
+    }
+}

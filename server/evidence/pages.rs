@@ -1,0 +1,190 @@
+//! Pages for evidence: `/evidence/{eid}` (metadata, warnings, parsed metrics, raw text), and the
+//! evidence list shown on the brief page.
+
+use askama::Template;
+use axum::{
+    extract::State,
+    response::{Html, IntoResponse, Response},
+    routing::get,
+    Router,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{
+    model::human_size,
+    repo::{self, EvidenceRow},
+};
+use crate::{
+    auth::extract::PageUser,
+    error::{AppError, PageResult},
+    http::{extract::PathId, page::PageContext},
+    state::AppState,
+};
+
+/// How much raw text the page shows; the rest is a download.
+const PREVIEW_BYTES: i32 = 256 * 1024;
+/// Rows in the brief page's evidence list.
+pub const BRIEF_PAGE_ROWS: i64 = 50;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/evidence/{id}", get(show))
+}
+
+/// One row of the evidence list on the brief page, display-ready.
+pub struct EvidenceListRow {
+    pub id: String,
+    pub kind: String,
+    pub stage: i16,
+    pub status: String,
+    pub status_class: &'static str,
+    pub collected: String,
+    pub received: String,
+    pub size: String,
+    pub who: String,
+}
+
+fn status_class(status: &str) -> &'static str {
+    match status {
+        "ok" => "ok",
+        "partial" => "warn",
+        _ => "bad",
+    }
+}
+
+fn when(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+impl From<&EvidenceRow> for EvidenceListRow {
+    fn from(r: &EvidenceRow) -> Self {
+        Self {
+            id: r.id.to_string(),
+            kind: r.kind.clone(),
+            stage: r.stage,
+            status: r.parse_status.clone(),
+            status_class: status_class(&r.parse_status),
+            collected: when(r.collected_at),
+            received: when(r.received_at),
+            size: human_size(r.size_bytes),
+            who: r.uploaded_by.clone().unwrap_or_else(|| "—".to_owned()),
+        }
+    }
+}
+
+/// The newest evidence of a brief, for its page.
+pub async fn brief_rows(state: &AppState, brief_id: Uuid) -> Result<Vec<EvidenceListRow>, AppError> {
+    let rows = repo::list_for_brief(&state.pool, brief_id, None, BRIEF_PAGE_ROWS).await?;
+    Ok(rows.iter().map(EvidenceListRow::from).collect())
+}
+
+/// Raw bytes as the page shows them.
+enum RawView {
+    /// UTF-8 text (escaped by askama), and whether it was cut at the preview size.
+    Text(String, bool),
+    /// Not UTF-8: offered as a download only.
+    Binary,
+}
+
+#[derive(Template)]
+#[template(path = "evidence/show.html")]
+struct EvidencePage {
+    ctx: PageContext,
+    id: String,
+    brief_id: String,
+    kind: String,
+    status: String,
+    status_class: &'static str,
+    parse_error: Option<String>,
+    facts: Vec<(&'static str, String)>,
+    labels: Vec<(String, String)>,
+    warnings: Vec<String>,
+    metrics: Vec<(String, String)>,
+    raw: RawView,
+}
+
+fn display_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        // Whole numbers read as integers (metrics are stored as f64: `8.0` GPUs is `8`).
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).unwrap_or_else(|| i.to_string()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+fn raw_view(prefix: Vec<u8>, size: i64) -> RawView {
+    let cut = size > prefix.len() as i64;
+    match String::from_utf8(prefix) {
+        Ok(s) => RawView::Text(s, cut),
+        // A preview cut inside a multi-byte character is still text.
+        Err(e) if cut && e.utf8_error().error_len().is_none() => {
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            RawView::Text(String::from_utf8(bytes).unwrap_or_default(), true)
+        }
+        Err(_) => RawView::Binary,
+    }
+}
+
+async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+    let row = repo::get(&state.pool, id)
+        .await?
+        .ok_or(AppError::NotFound("evidence"))?;
+    let prefix = repo::raw_prefix(&state.pool, id, PREVIEW_BYTES)
+        .await?
+        .unwrap_or_default();
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".to_owned());
+    let facts = vec![
+        ("Kind", row.kind.clone()),
+        ("Stage", row.stage.to_string()),
+        ("Collected", when(row.collected_at)),
+        ("Received", when(row.received_at)),
+        ("Uploaded by", opt(&row.uploaded_by)),
+        (
+            "Size",
+            format!("{} ({} bytes)", human_size(row.size_bytes), row.size_bytes),
+        ),
+        ("Content type", row.content_type.clone()),
+        ("File name", opt(&row.filename)),
+        ("SHA-256", row.sha256.clone()),
+        ("Tool", opt(&row.tool)),
+        ("Tool version", opt(&row.tool_version)),
+        ("Parser version", row.parser_version.clone()),
+    ];
+    let labels = row
+        .labels
+        .0
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), display_value(v))).collect())
+        .unwrap_or_default();
+    let metrics = row
+        .metrics
+        .0
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), display_value(v))).collect())
+        .unwrap_or_default();
+    let page = EvidencePage {
+        ctx: (&user).into(),
+        id: row.id.to_string(),
+        brief_id: row.brief_id.to_string(),
+        kind: row.kind.clone(),
+        status: row.parse_status.clone(),
+        status_class: status_class(&row.parse_status),
+        parse_error: row.parse_error.clone(),
+        facts,
+        labels,
+        warnings: row.warnings.0.clone(),
+        metrics,
+        raw: raw_view(prefix, row.size_bytes),
+    };
+    Ok(Html(page.render().map_err(AppError::from)?).into_response())
+}

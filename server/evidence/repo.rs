@@ -1,0 +1,212 @@
+//! SQL for evidence and idempotency keys. Free functions over any executor; no repository trait.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{types::Json, FromRow, PgExecutor};
+use uuid::Uuid;
+
+/// Everything but the raw bytes.
+#[derive(Debug, Clone, FromRow)]
+pub struct EvidenceRow {
+    pub id: Uuid,
+    pub brief_id: Uuid,
+    pub kind: String,
+    pub stage: i16,
+    pub content_type: String,
+    pub filename: Option<String>,
+    pub sha256: String,
+    pub size_bytes: i64,
+    pub metrics: Json<Value>,
+    pub warnings: Json<Vec<String>>,
+    pub parse_status: String,
+    pub parse_error: Option<String>,
+    pub tool: Option<String>,
+    pub tool_version: Option<String>,
+    pub parser_version: String,
+    pub labels: Json<Value>,
+    pub collected_at: DateTime<Utc>,
+    pub received_at: DateTime<Utc>,
+    pub uploaded_by: Option<String>,
+}
+
+const COLUMNS: &str = "id, brief_id, kind, stage, content_type, filename, sha256, size_bytes, metrics, warnings, \
+    parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, received_at, uploaded_by";
+
+/// A row to insert. `collected_at` `None` means now.
+pub struct NewEvidence<'a> {
+    pub id: Uuid,
+    pub brief_id: Uuid,
+    pub kind: &'a str,
+    pub stage: i16,
+    pub content_type: &'a str,
+    pub filename: Option<&'a str>,
+    pub raw: &'a [u8],
+    pub sha256: &'a str,
+    pub metrics: &'a Value,
+    pub warnings: &'a [String],
+    pub parse_status: &'a str,
+    pub parse_error: Option<&'a str>,
+    pub tool: Option<&'a str>,
+    pub tool_version: Option<&'a str>,
+    pub parser_version: &'a str,
+    pub labels: &'a Value,
+    pub collected_at: Option<DateTime<Utc>>,
+    pub uploaded_by: Option<&'a str>,
+}
+
+/// One statement; `received_at` is the database's clock.
+pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO evidence (id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, \
+         warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         coalesce($18, now()), $19)",
+    )
+    .bind(e.id)
+    .bind(e.brief_id)
+    .bind(e.kind)
+    .bind(e.stage)
+    .bind(e.content_type)
+    .bind(e.filename)
+    .bind(e.raw)
+    .bind(e.sha256)
+    .bind(e.raw.len() as i64)
+    .bind(Json(e.metrics))
+    .bind(Json(e.warnings))
+    .bind(e.parse_status)
+    .bind(e.parse_error)
+    .bind(e.tool)
+    .bind(e.tool_version)
+    .bind(e.parser_version)
+    .bind(Json(e.labels))
+    .bind(e.collected_at)
+    .bind(e.uploaded_by)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn brief_exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM briefs WHERE id = $1)")
+        .bind(brief_id)
+        .fetch_one(db)
+        .await
+}
+
+pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM evidence WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+/// Newest first; `after` is the (received_at, id) of the last item already shown.
+pub async fn list_for_brief(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    after: Option<(DateTime<Utc>, Uuid)>,
+    limit: i64,
+) -> Result<Vec<EvidenceRow>, sqlx::Error> {
+    let (at, id) = after.unzip();
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM evidence WHERE brief_id = $1 \
+         AND ($2::timestamptz IS NULL OR (received_at, id) < ($2, $3)) \
+         ORDER BY received_at DESC, id DESC LIMIT $4"
+    ))
+    .bind(brief_id)
+    .bind(at)
+    .bind(id)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
+#[derive(FromRow)]
+pub struct RawBytes {
+    pub brief_id: Uuid,
+    pub content_type: String,
+    pub filename: Option<String>,
+    pub raw: Vec<u8>,
+}
+
+pub async fn raw(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<RawBytes>, sqlx::Error> {
+    sqlx::query_as("SELECT brief_id, content_type, filename, raw FROM evidence WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+/// The first `limit` bytes, for showing on a page without loading a large file.
+pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result<Option<Vec<u8>>, sqlx::Error> {
+    sqlx::query_scalar("SELECT substring(raw FROM 1 FOR $2) FROM evidence WHERE id = $1")
+        .bind(id)
+        .bind(limit)
+        .fetch_optional(db)
+        .await
+}
+
+/// The raw bytes of the newest `before` scrape of a vLLM window on a brief.
+pub async fn window_before(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    window: &str,
+) -> Result<Option<Vec<u8>>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT raw FROM evidence WHERE brief_id = $1 AND kind = 'vllm-metrics' \
+         AND labels ->> 'phase' = 'before' AND labels ->> 'window' = $2 \
+         ORDER BY received_at DESC, id DESC LIMIT 1",
+    )
+    .bind(brief_id)
+    .bind(window)
+    .fetch_optional(db)
+    .await
+}
+
+/// A stored first answer to an idempotent request.
+#[derive(Debug, FromRow)]
+pub struct StoredResponse {
+    pub request_sha256: String,
+    pub response_status: i16,
+    pub response_body: Json<Value>,
+}
+
+pub async fn find_idempotent(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    key: &str,
+) -> Result<Option<StoredResponse>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT request_sha256, response_status, response_body FROM idempotency_keys WHERE brief_id = $1 AND key = $2",
+    )
+    .bind(brief_id)
+    .bind(key)
+    .fetch_optional(db)
+    .await
+}
+
+/// Claims `key` for this request. `false` when another request holds it: a concurrent one in another
+/// open transaction makes this statement wait until that one commits (then `false`) or rolls back
+/// (then `true`), so two requests with one key can never both insert evidence.
+pub async fn claim_idempotency_key(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    key: &str,
+    request_sha256: &str,
+    status: i16,
+    body: &Value,
+    evidence_id: Uuid,
+) -> Result<bool, sqlx::Error> {
+    let inserted: Option<i32> = sqlx::query_scalar(
+        "INSERT INTO idempotency_keys (brief_id, key, request_sha256, response_status, response_body, evidence_id) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING RETURNING 1",
+    )
+    .bind(brief_id)
+    .bind(key)
+    .bind(request_sha256)
+    .bind(status)
+    .bind(Json(body))
+    .bind(evidence_id)
+    .fetch_optional(db)
+    .await?;
+    Ok(inserted.is_some())
+}

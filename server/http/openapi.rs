@@ -1,0 +1,368 @@
+//! `/api/openapi.json`: the OpenAPI 3.1 document of every `/api/v1` route.
+//!
+//! Built with utoipa's builders rather than derives: the brief bodies are validated field by field
+//! from a JSON map (so there is no request struct to derive from) and evidence uploads come in three
+//! content types. `tests/openapi.rs` checks that every `.route("/api/v1…")` in `server/` is described.
+
+use axum::{
+    http::header,
+    response::{IntoResponse, Response},
+};
+use utoipa::openapi::{
+    header::HeaderBuilder,
+    path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem},
+    request_body::RequestBodyBuilder,
+    schema::{ArrayBuilder, ComponentsBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type},
+    ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, PathsBuilder, Ref, RefOr, Required, ResponseBuilder, Schema,
+};
+
+use crate::evidence::parsers::EvidenceKind;
+
+fn obj(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(description))
+}
+
+fn typed(t: Type, description: &str) -> Schema {
+    ObjectBuilder::new()
+        .schema_type(t)
+        .description(Some(description))
+        .into()
+}
+
+fn json_content(schema: impl Into<RefOr<Schema>>) -> utoipa::openapi::Content {
+    ContentBuilder::new().schema(Some(schema)).build()
+}
+
+fn component(name: &str) -> RefOr<Schema> {
+    RefOr::Ref(Ref::from_schema_name(name))
+}
+
+fn problem_response(description: &str) -> utoipa::openapi::Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/problem+json", json_content(component("Problem")))
+        .build()
+}
+
+fn ok_json(description: &str, schema: impl Into<RefOr<Schema>>) -> utoipa::openapi::Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/json", json_content(schema))
+        .build()
+}
+
+fn id_param(description: &str) -> utoipa::openapi::path::Parameter {
+    ParameterBuilder::new()
+        .name("id")
+        .parameter_in(ParameterIn::Path)
+        .required(Required::True)
+        .description(Some(description))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+        ))
+        .build()
+}
+
+fn query_param(name: &str, t: Type, description: &str) -> utoipa::openapi::path::Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Query)
+        .required(Required::False)
+        .description(Some(description))
+        .schema(Some(typed(t, description)))
+        .build()
+}
+
+fn op(id: &str, tag: &str, summary: &str) -> OperationBuilder {
+    OperationBuilder::new()
+        .operation_id(Some(id))
+        .tag(tag)
+        .summary(Some(summary))
+}
+
+fn components() -> utoipa::openapi::Components {
+    let kinds: Vec<&str> = std::iter::once("auto")
+        .chain(EvidenceKind::ALL.iter().map(EvidenceKind::as_str))
+        .collect();
+    let problem = obj("RFC 9457 problem details")
+        .property("type", typed(Type::String, "problem type URI"))
+        .property("title", typed(Type::String, "the status's reason phrase"))
+        .property("status", typed(Type::Integer, "HTTP status"))
+        .property("detail", typed(Type::String, "what went wrong"))
+        .property(
+            "errors",
+            ArrayBuilder::new().items(
+                obj("one invalid field")
+                    .property("field", typed(Type::String, "field name"))
+                    .property("message", typed(Type::String, "what is wrong with it")),
+            ),
+        )
+        .property("request_id", typed(Type::String, "the x-request-id of the request"))
+        .required("type")
+        .required("title")
+        .required("status")
+        .required("detail");
+    let brief = obj(
+        "A workload brief: the fields of the contract (name, owner, workload_kind, model_name, params_b, \
+         precision, context_length, concurrency, targets, data_boundary, allocation_boundary, …); answers add \
+         `id`, `sizing` and `status`.",
+    );
+    let envelope = obj("JSON envelope for an evidence upload: exactly one of content, content_base64 or data")
+        .property(
+            "kind",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(kinds.clone())),
+        )
+        .property(
+            "stage",
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(5)),
+        )
+        .property(
+            "collected_at",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))),
+        )
+        .property(
+            "labels",
+            obj("string labels; {window, phase: before|after} pair vLLM scrapes into a window"),
+        )
+        .property("content", typed(Type::String, "the tool output as text"))
+        .property("content_base64", typed(Type::String, "the tool output as base64 bytes"))
+        .property(
+            "content_type",
+            typed(Type::String, "content type of content_base64's bytes"),
+        )
+        .property("data", obj("the tool output as a JSON object"))
+        .required("kind")
+        .required("stage");
+    let multipart = obj(
+        "multipart/form-data: a `file` part, and kind, stage, collected_at, labels (JSON) or \
+         label.<name> as text parts or query parameters",
+    )
+    .property(
+        "file",
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary))),
+    )
+    .property("kind", typed(Type::String, "a kind or auto"))
+    .property("stage", typed(Type::Integer, "1 to 5"))
+    .required("file");
+    let ingested = obj(
+        "the committed evidence: id, kind, parse_status (ok | partial | failed), parse_error, metrics, \
+         warnings, sha256, size_bytes, links",
+    );
+    let summary = obj("an evidence item without metrics or bytes");
+    let detail = obj("an evidence item with its parsed metrics, warnings, tool, tool_version and parser_version");
+    let page = obj("a page of evidence, newest first")
+        .property("items", ArrayBuilder::new().items(component("EvidenceSummary")))
+        .property(
+            "next_cursor",
+            typed(Type::String, "pass as ?cursor= for the next page; null at the end"),
+        );
+    ComponentsBuilder::new()
+        .schema("Problem", problem)
+        .schema("Brief", brief)
+        .schema("EvidenceEnvelope", envelope)
+        .schema("EvidenceMultipart", multipart)
+        .schema("EvidenceIngested", ingested)
+        .schema("EvidenceSummary", summary)
+        .schema("EvidenceDetail", detail)
+        .schema("EvidencePage", page)
+        .build()
+}
+
+/// The document. Cheap enough to build per request; it is not on a hot path.
+pub fn document() -> OpenApi {
+    let brief_id = || id_param("brief id");
+    let evidence_id = || id_param("evidence id");
+    let replayed = HeaderBuilder::new()
+        .schema(typed(Type::String, "true"))
+        .description(Some("present on a replayed answer"))
+        .build();
+    let upload = op(
+        "uploadEvidence",
+        "evidence",
+        "Upload evidence: a JSON envelope, a raw body with ?kind=&stage=, or multipart with a file part",
+    )
+    .parameter(brief_id())
+    .parameter(query_param(
+        "kind",
+        Type::String,
+        "raw and multipart forms: a kind, or auto",
+    ))
+    .parameter(query_param("stage", Type::Integer, "raw and multipart forms: 1 to 5"))
+    .parameter(query_param("collected_at", Type::String, "RFC 3339; default: now"))
+    .parameter(
+        ParameterBuilder::new()
+            .name("Idempotency-Key")
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some("a retry with the same key and body returns the first answer"))
+            .schema(Some(typed(Type::String, "1 to 255 visible ASCII characters"))),
+    )
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content("application/json", json_content(component("EvidenceEnvelope")))
+            .content("multipart/form-data", json_content(component("EvidenceMultipart")))
+            .content(
+                "*/*",
+                json_content(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary))),
+                ),
+            )
+            .build(),
+    ))
+    .response("201", ok_json("committed", component("EvidenceIngested")))
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("an idempotent replay of the first answer")
+            .header("Idempotent-Replayed", replayed)
+            .content("application/json", json_content(component("EvidenceIngested")))
+            .build(),
+    )
+    .response("400", problem_response("malformed JSON, multipart or query"))
+    .response("404", problem_response("no such brief"))
+    .response("409", problem_response("Idempotency-Key reused with another body"))
+    .response("413", problem_response("larger than RENTCHECK_MAX_UPLOAD"))
+    .response(
+        "415",
+        problem_response("not JSON, multipart, or a raw body with ?kind=&stage="),
+    )
+    .response("422", problem_response("invalid fields"));
+    let list_evidence = op(
+        "listEvidence",
+        "evidence",
+        "Evidence of a brief, newest first, cursor-paginated",
+    )
+    .parameter(brief_id())
+    .parameter(query_param("cursor", Type::String, "next_cursor of the previous page"))
+    .parameter(query_param("limit", Type::Integer, "1 to 200; default 50"))
+    .response("200", ok_json("a page", component("EvidencePage")))
+    .response("404", problem_response("no such brief"))
+    .response("422", problem_response("bad cursor or limit"));
+    let show_evidence = op("getEvidence", "evidence", "One evidence item, parsed (no raw bytes)")
+        .parameter(evidence_id())
+        .response("200", ok_json("the item", component("EvidenceDetail")))
+        .response("404", problem_response("no such evidence"));
+    let raw_evidence = op(
+        "getEvidenceRaw",
+        "evidence",
+        "The exact uploaded bytes with their stored content type",
+    )
+    .parameter(evidence_id())
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("the bytes; X-Content-Type-Options: nosniff; attachment unless plain text or JSON")
+            .content(
+                "*/*",
+                json_content(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary))),
+                ),
+            )
+            .build(),
+    )
+    .response("404", problem_response("no such evidence"));
+    let create_brief = op("createBrief", "briefs", "Create a brief; sizing is computed")
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content("application/json", json_content(component("Brief")))
+                .build(),
+        ))
+        .response(
+            "201",
+            ok_json("the brief with id, sizing and status", component("Brief")),
+        )
+        .response("400", problem_response("malformed JSON"))
+        .response("415", problem_response("not JSON"))
+        .response("422", problem_response("invalid fields"));
+    let list_briefs = op("listBriefs", "briefs", "Briefs, newest first").response(
+        "200",
+        ok_json(
+            "{ items: [brief] }",
+            obj("briefs").property("items", ArrayBuilder::new().items(component("Brief"))),
+        ),
+    );
+    let show_brief = op("getBrief", "briefs", "One brief with sizing and status")
+        .parameter(brief_id())
+        .response("200", ok_json("the brief", component("Brief")))
+        .response("404", problem_response("no such brief"));
+    let replace_brief = op(
+        "replaceBrief",
+        "briefs",
+        "Replace every field of a brief; sizing is recomputed",
+    )
+    .parameter(brief_id())
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content("application/json", json_content(component("Brief")))
+            .build(),
+    ))
+    .response("200", ok_json("the brief", component("Brief")))
+    .response("404", problem_response("no such brief"))
+    .response("422", problem_response("invalid fields"));
+    let sizing = op("getBriefSizing", "briefs", "The per-GPU sizing table of a brief")
+        .parameter(brief_id())
+        .response(
+            "200",
+            ok_json(
+                "weights_gib, kv_cache_gib, overhead_gib, total_gib, options, billing_advice",
+                obj("sizing"),
+            ),
+        )
+        .response("404", problem_response("no such brief"));
+
+    let paths = PathsBuilder::new()
+        .path("/api/v1/briefs", PathItem::new(HttpMethod::Get, list_briefs))
+        .path("/api/v1/briefs", PathItem::new(HttpMethod::Post, create_brief))
+        .path("/api/v1/briefs/{id}", PathItem::new(HttpMethod::Get, show_brief))
+        .path("/api/v1/briefs/{id}", PathItem::new(HttpMethod::Put, replace_brief))
+        .path("/api/v1/briefs/{id}/sizing", PathItem::new(HttpMethod::Get, sizing))
+        .path(
+            "/api/v1/briefs/{id}/evidence",
+            PathItem::new(HttpMethod::Get, list_evidence),
+        )
+        .path("/api/v1/briefs/{id}/evidence", PathItem::new(HttpMethod::Post, upload))
+        .path("/api/v1/evidence/{id}", PathItem::new(HttpMethod::Get, show_evidence))
+        .path(
+            "/api/v1/evidence/{id}/raw",
+            PathItem::new(HttpMethod::Get, raw_evidence),
+        );
+    OpenApiBuilder::new()
+        .info(
+            InfoBuilder::new()
+                .title("rentcheck")
+                .version(env!("CARGO_PKG_VERSION"))
+                .description(Some(
+                    "Turns renting a GPU server into an acceptance test. Errors are application/problem+json.",
+                )),
+        )
+        .paths(paths)
+        .components(Some(components()))
+        .build()
+}
+
+pub async fn endpoint() -> Response {
+    match serde_json::to_vec(&document()) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => crate::error::AppError::Internal(e.into()).into_response(),
+    }
+}
