@@ -12,6 +12,7 @@ pub mod error;
 pub mod evidence;
 pub mod http;
 pub mod secrets;
+pub mod review;
 pub mod sizing;
 pub mod state;
 pub mod telemetry;
