@@ -22,6 +22,7 @@ use crate::{
     error::{AppError, PageResult},
     evidence::{self, pages::EvidenceListRow},
     http::{extract::PathId, page::PageContext},
+    review::{decision::Status, service as review_service},
     sizing::{self, Precision, Sizing, WorkloadKind},
     state::AppState,
 };
@@ -47,6 +48,9 @@ struct BriefRow {
     precision: &'static str,
     best_option: String,
     created: String,
+    decision: &'static str,
+    progress: String,
+    approval: String,
 }
 
 #[derive(Template)]
@@ -56,28 +60,48 @@ struct DashboardPage {
     briefs: Vec<BriefRow>,
 }
 
+/// Briefs on the dashboard; each row computes its review (a few indexed queries).
+const DASHBOARD_BRIEFS: i64 = 100;
+
 async fn dashboard(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
-    let briefs = repo::list(&state.pool, 200).await?;
-    let rows = briefs
-        .iter()
-        .map(|b| {
-            let sizing = b.fields.sizing();
-            BriefRow {
-                id: b.id.to_string(),
-                name: b.fields.name.clone(),
-                model: b.fields.model_name.clone(),
-                workload: b.fields.workload_kind.as_str(),
-                precision: b.fields.precision.as_str(),
-                best_option: sizing
-                    .options
-                    .iter()
-                    .find(|o| o.fits)
-                    .map(|o| format!("{} × {}", o.count, o.gpu))
-                    .unwrap_or_else(|| "no fit".to_owned()),
-                created: b.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
-            }
-        })
-        .collect();
+    let briefs = repo::list(&state.pool, DASHBOARD_BRIEFS).await?;
+    let mut rows = Vec::with_capacity(briefs.len());
+    for brief in briefs {
+        let sizing = brief.fields.sizing();
+        let best_option = sizing
+            .options
+            .iter()
+            .find(|o| o.fits)
+            .map(|o| format!("{} × {}", o.count, o.gpu))
+            .unwrap_or_else(|| "no fit".to_owned());
+        let (id, name, model, workload, precision, created) = (
+            brief.id.to_string(),
+            brief.fields.name.clone(),
+            brief.fields.model_name.clone(),
+            brief.fields.workload_kind.as_str(),
+            brief.fields.precision.as_str(),
+            brief.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+        );
+        let review = review_service::review_for(&state, brief).await?;
+        let required: Vec<_> = review.context.inputs.criteria.iter().filter(|c| c.required).collect();
+        let passed = required.iter().filter(|c| c.status == Status::Pass).count();
+        rows.push(BriefRow {
+            id,
+            name,
+            model,
+            workload,
+            precision,
+            best_option,
+            created,
+            decision: review.decision.decision.as_str(),
+            progress: format!("{passed}/{} required", required.len()),
+            approval: match &review.approval {
+                None => "awaiting review".to_owned(),
+                Some(a) if a.stale => format!("{}d (stale)", a.row.verdict),
+                Some(a) => format!("{}d {}", a.row.verdict, a.row.decision),
+            },
+        });
+    }
     render(&DashboardPage {
         ctx: (&user).into(),
         briefs: rows,

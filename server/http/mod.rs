@@ -29,7 +29,7 @@ use tower_http::{
 use crate::{
     auth, briefs,
     error::{AppError, PageError},
-    evidence,
+    evidence, review,
     state::AppState,
 };
 
@@ -46,6 +46,8 @@ pub fn app(state: AppState) -> Router {
         .merge(auth::pages::routes())
         .merge(evidence::api::routes())
         .merge(evidence::pages::routes())
+        .merge(review::api::routes())
+        .merge(review::pages::routes())
         .route("/metrics", get(metrics::endpoint))
         .route("/api/openapi.json", get(openapi::endpoint))
         .route("/static/app.css", get(stylesheet))

@@ -330,6 +330,43 @@ pub fn document() -> OpenApi {
         )
         .response("404", problem_response("no such brief"));
 
+    let review = op(
+        "getReview",
+        "review",
+        "The computed decision (expand, reserve, dedicate, scale, stop) with reasons, missing criteria, \
+         inputs_digest, criteria statuses and the latest approval",
+    )
+    .parameter(brief_id())
+    .response("200", ok_json("the review", obj("review")))
+    .response("404", problem_response("no such brief"));
+    let approve = op("recordApproval", "review", "A manager approves or rejects the current decision")
+        .parameter(brief_id())
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content(
+                    "application/json",
+                    json_content(
+                        obj("{ verdict: approve | reject, comment, inputs_digest, reservation? }")
+                            .property("verdict", typed(Type::String, "approve or reject"))
+                            .property("comment", typed(Type::String, "required to reject"))
+                            .property("inputs_digest", typed(Type::String, "the digest of the review decided on"))
+                            .property(
+                                "reservation",
+                                obj("gpu, count, billing, term_months, start, rate_per_gpu_hour; defaults from sizing and ledger"),
+                            )
+                            .required("verdict")
+                            .required("inputs_digest"),
+                    ),
+                )
+                .build(),
+        ))
+        .response("201", ok_json("recorded", obj("approval")))
+        .response("403", problem_response("not a manager"))
+        .response("404", problem_response("no such brief"))
+        .response("409", problem_response("inputs_digest is no longer current"))
+        .response("422", problem_response("invalid fields, e.g. a rejection without a comment"));
+
     let paths = PathsBuilder::new()
         .path("/api/v1/briefs", PathItem::new(HttpMethod::Get, list_briefs))
         .path("/api/v1/briefs", PathItem::new(HttpMethod::Post, create_brief))
@@ -345,6 +382,11 @@ pub fn document() -> OpenApi {
         .path(
             "/api/v1/evidence/{id}/raw",
             PathItem::new(HttpMethod::Get, raw_evidence),
+        )
+        .path("/api/v1/briefs/{id}/review", PathItem::new(HttpMethod::Get, review))
+        .path(
+            "/api/v1/briefs/{id}/approvals",
+            PathItem::new(HttpMethod::Post, approve),
         );
     OpenApiBuilder::new()
         .info(

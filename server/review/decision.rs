@@ -157,11 +157,19 @@ pub struct Decision {
 }
 
 fn fact(label: &str, value: impl ToString, link: Option<String>) -> Fact {
-    Fact { label: label.to_owned(), value: value.to_string(), link }
+    Fact {
+        label: label.to_owned(),
+        value: value.to_string(),
+        link,
+    }
 }
 
 fn criterion_fact(c: &CriterionOutcome) -> Fact {
-    let value = c.value.as_ref().map(Value::to_string).unwrap_or_else(|| "no value".into());
+    let value = c
+        .value
+        .as_ref()
+        .map(Value::to_string)
+        .unwrap_or_else(|| "no value".into());
     fact(
         &format!("{} {} {}", c.key, c.op, c.threshold),
         value,
@@ -178,7 +186,11 @@ fn number(v: &Value) -> Option<f64> {
 
 /// The saturation signals that are present, as facts; empty when not saturated.
 fn saturation_signals(metrics: &BTreeMap<String, MetricFact>) -> Vec<Fact> {
-    let num = |key: &str| metrics.get(key).and_then(|m| number(&m.value).map(|n| (n, m.evidence_id)));
+    let num = |key: &str| {
+        metrics
+            .get(key)
+            .and_then(|m| number(&m.value).map(|n| (n, m.evidence_id)))
+    };
     let mut signals = Vec::new();
     if let Some((n, id)) = num("serving.preemptions_total") {
         if n > limits::PREEMPTIONS_SATURATED_ABOVE {
@@ -187,7 +199,11 @@ fn saturation_signals(metrics: &BTreeMap<String, MetricFact>) -> Vec<Fact> {
     }
     if let Some((n, id)) = num("serving.kv_cache_usage_max_pct") {
         if n >= limits::KV_CACHE_SATURATED_PCT {
-            signals.push(fact("serving.kv_cache_usage_max_pct ≥ 90", n, Some(format!("evidence:{id}"))));
+            signals.push(fact(
+                "serving.kv_cache_usage_max_pct ≥ 90",
+                n,
+                Some(format!("evidence:{id}")),
+            ));
         }
     }
     if let (Some((queue, id)), Some((e2e, _))) = (num("serving.queue_time_p95_ms"), num("serving.e2e_p95_ms")) {
@@ -264,8 +280,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         reasons.push(Reason {
             rule: 2,
             decision: Verdict::Stop,
-            says: "The environment or its recovery failed: fix or replace the allocation before any commitment."
-                .into(),
+            says: "The environment or its recovery failed: fix or replace the allocation before any commitment.".into(),
             facts: env_facts,
         });
     }
@@ -274,11 +289,19 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     if let (Some(ledger), Some(ceiling)) = (&inputs.ledger, brief.max_cost_per_job) {
         if let Some(cost) = ledger.cost_per_job.filter(|c| *c > ceiling) {
             let mut facts = vec![
-                fact("cost per completed job", format!("{cost} {}", brief.currency), Some("ledger:cost_per_job".into())),
+                fact(
+                    "cost per completed job",
+                    format!("{cost} {}", brief.currency),
+                    Some("ledger:cost_per_job".into()),
+                ),
                 fact("ceiling", format!("{ceiling} {}", brief.currency), None),
             ];
             facts.extend(ledger.totals.iter().map(|(category, amount)| {
-                fact(category, format!("{amount} {}", brief.currency), Some(format!("ledger:{category}")))
+                fact(
+                    category,
+                    format!("{amount} {}", brief.currency),
+                    Some(format!("ledger:{category}")),
+                )
             }));
             reasons.push(Reason {
                 rule: 3,
@@ -290,12 +313,16 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     }
 
     // 4 and 5. A load (stage 3) SLO missed, with or without saturation.
-    let load_failures: Vec<&CriterionOutcome> =
-        required().filter(|c| c.stage == 3 && c.status == Status::Fail).collect();
+    let load_failures: Vec<&CriterionOutcome> = required()
+        .filter(|c| c.stage == 3 && c.status == Status::Fail)
+        .collect();
     if !load_failures.is_empty() {
         let mut facts: Vec<Fact> = load_failures.iter().map(|c| criterion_fact(c)).collect();
         if saturated {
-            let worst = load_failures.iter().filter_map(|c| miss_ratio(c)).fold(1.0_f64, f64::max);
+            let worst = load_failures
+                .iter()
+                .filter_map(|c| miss_ratio(c))
+                .fold(1.0_f64, f64::max);
             let units = ((f64::from(brief.current_units.max(1)) * worst).ceil() as u32).max(brief.sized_count);
             suggested_units = Some(units);
             facts.extend(signals.iter().cloned());
@@ -389,7 +416,10 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
             rule: 9,
             decision: Verdict::Expand,
             says: "Not accepted: a required criterion failed; stay pay-as-you-go until it passes.".into(),
-            facts: required().filter(|c| c.status == Status::Fail).map(criterion_fact).collect(),
+            facts: required()
+                .filter(|c| c.status == Status::Fail)
+                .map(criterion_fact)
+                .collect(),
         });
     }
     let decision = reasons[0].decision;
@@ -409,7 +439,10 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
 /// inputs give the same digest and any change to an input changes it).
 pub fn inputs_digest(inputs: &DecisionInputs) -> String {
     let json = serde_json::to_vec(inputs).unwrap_or_default();
-    crate::secrets::sha256(&json).iter().map(|b| format!("{b:02x}")).collect()
+    crate::secrets::sha256(&json)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -45,7 +45,14 @@ fn base() -> DecisionInputs {
         criteria: vec![
             pass("dcgm.diag.passed", 1),
             pass("probe.output_format", 2),
-            crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Pass, Some(json!(420))),
+            crit(
+                "serving.ttft_p95_ms",
+                "le",
+                json!(500),
+                3,
+                Status::Pass,
+                Some(json!(420)),
+            ),
             pass("probe.drain_restart", 4),
         ],
         metrics: BTreeMap::new(),
@@ -60,7 +67,13 @@ fn base() -> DecisionInputs {
 }
 
 fn metric(inputs: &mut DecisionInputs, key: &str, value: Value) {
-    inputs.metrics.insert(key.into(), MetricFact { value, evidence_id: Uuid::from_u128(7) });
+    inputs.metrics.insert(
+        key.into(),
+        MetricFact {
+            value,
+            evidence_id: Uuid::from_u128(7),
+        },
+    );
 }
 
 fn rules(d: &Decision) -> Vec<u8> {
@@ -83,7 +96,16 @@ fn each_rule_alone() {
         ),
         (
             "2: a stage-1 criterion fails",
-            |i| i.criteria[0] = crit("dcgm.diag.passed", "eq", json!(true), 1, Status::Fail, Some(json!(false))),
+            |i| {
+                i.criteria[0] = crit(
+                    "dcgm.diag.passed",
+                    "eq",
+                    json!(true),
+                    1,
+                    Status::Fail,
+                    Some(json!(false)),
+                )
+            },
             Verdict::Stop,
             vec![2],
         ),
@@ -108,7 +130,14 @@ fn each_rule_alone() {
         (
             "4: SLO missed while saturated → scale",
             |i| {
-                i.criteria[2] = crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Fail, Some(json!(900)));
+                i.criteria[2] = crit(
+                    "serving.ttft_p95_ms",
+                    "le",
+                    json!(500),
+                    3,
+                    Status::Fail,
+                    Some(json!(900)),
+                );
                 metric(i, "serving.preemptions_total", json!(12));
             },
             Verdict::Scale,
@@ -116,7 +145,16 @@ fn each_rule_alone() {
         ),
         (
             "5: SLO missed while not saturated → stop",
-            |i| i.criteria[2] = crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Fail, Some(json!(900))),
+            |i| {
+                i.criteria[2] = crit(
+                    "serving.ttft_p95_ms",
+                    "le",
+                    json!(500),
+                    3,
+                    Status::Fail,
+                    Some(json!(900)),
+                )
+            },
             Verdict::Stop,
             vec![5],
         ),
@@ -126,7 +164,12 @@ fn each_rule_alone() {
             Verdict::Expand,
             vec![6],
         ),
-        ("7: host control → dedicate", |i| i.brief.needs_host_control = true, Verdict::Dedicate, vec![7, 8]),
+        (
+            "7: host control → dedicate",
+            |i| i.brief.needs_host_control = true,
+            Verdict::Dedicate,
+            vec![7, 8],
+        ),
         (
             "7: dedicated-host boundary → dedicate",
             |i| i.brief.data_boundary = "dedicated-host".into(),
@@ -159,7 +202,11 @@ fn rule_order_when_several_match() {
     inputs.criteria[3] = crit("probe.drain_restart", "eq", json!(true), 4, Status::Missing, None);
     let d = decide(&inputs);
     assert_eq!(d.decision, Verdict::Stop);
-    assert_eq!(rules(&d), [1, 2, 3, 6], "every matching rule is listed, the first decides");
+    assert_eq!(
+        rules(&d),
+        [1, 2, 3, 6],
+        "every matching rule is listed, the first decides"
+    );
     assert!(!d.accepted);
     assert_eq!(d.missing, BTreeMap::from([(4, vec!["probe.drain_restart".to_owned()])]));
 }
@@ -182,7 +229,14 @@ fn boundaries() {
 
     // KV usage exactly 90 % is saturated; 89.9 is not.
     let failing = |i: &mut DecisionInputs| {
-        i.criteria[2] = crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Fail, Some(json!(750)));
+        i.criteria[2] = crit(
+            "serving.ttft_p95_ms",
+            "le",
+            json!(500),
+            3,
+            Status::Fail,
+            Some(json!(750)),
+        );
     };
     let mut inputs = base();
     failing(&mut inputs);
@@ -212,8 +266,22 @@ fn scale_suggests_units_from_the_worst_miss_never_below_sizing() {
     let mut inputs = base();
     inputs.brief.current_units = 2;
     inputs.brief.sized_count = 2;
-    inputs.criteria[2] = crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Fail, Some(json!(1250)));
-    inputs.criteria.push(crit("serving.output_tokens_per_s", "ge", json!(3000), 3, Status::Fail, Some(json!(1000))));
+    inputs.criteria[2] = crit(
+        "serving.ttft_p95_ms",
+        "le",
+        json!(500),
+        3,
+        Status::Fail,
+        Some(json!(1250)),
+    );
+    inputs.criteria.push(crit(
+        "serving.output_tokens_per_s",
+        "ge",
+        json!(3000),
+        3,
+        Status::Fail,
+        Some(json!(1000)),
+    ));
     metric(&mut inputs, "serving.preemptions_total", json!(3));
     let d = decide(&inputs);
     assert_eq!(d.decision, Verdict::Scale);
@@ -221,7 +289,11 @@ fn scale_suggests_units_from_the_worst_miss_never_below_sizing() {
     assert_eq!(d.suggested_units, Some(6));
 
     inputs.brief.sized_count = 8;
-    assert_eq!(decide(&inputs).suggested_units, Some(8), "never below the sizing's count");
+    assert_eq!(
+        decide(&inputs).suggested_units,
+        Some(8),
+        "never below the sizing's count"
+    );
 }
 
 #[test]
@@ -246,8 +318,12 @@ fn a_multi_gpu_brief_without_nccl_evidence_is_expand() {
     let mut inputs = base();
     inputs.brief.sized_count = 4;
     inputs.brief.current_units = 4;
-    inputs.criteria.push(crit("nccl.busbw_peak_gbps", "ge", json!(100), 1, Status::Missing, None));
-    inputs.criteria.push(crit("topo.worst_link", "eq", json!("NV18"), 1, Status::Missing, None));
+    inputs
+        .criteria
+        .push(crit("nccl.busbw_peak_gbps", "ge", json!(100), 1, Status::Missing, None));
+    inputs
+        .criteria
+        .push(crit("topo.worst_link", "eq", json!("NV18"), 1, Status::Missing, None));
     let d = decide(&inputs);
     assert_eq!(d.decision, Verdict::Expand);
     assert_eq!(rules(&d), [6]);

@@ -1,3 +1,9 @@
 //! The review: the decision over everything gathered for a brief, its approval and its record.
 
+pub mod api;
 pub mod decision;
+pub mod gather;
+pub mod model;
+pub mod pages;
+pub mod repo;
+pub mod service;

@@ -1,0 +1,95 @@
+//! JSON API: the review and approvals.
+
+use std::collections::BTreeMap;
+
+use axum::{
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use serde_json::Value;
+
+use super::service::{self, VerdictRequest};
+use crate::{
+    auth::extract::ApiCaller,
+    error::{ApiResult, AppError, FieldError},
+    http::extract::{ApiJson, PathId},
+    state::AppState,
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/briefs/{id}/review", get(review))
+        .route("/api/v1/briefs/{id}/approvals", post(approve))
+}
+
+async fn review(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    PathId(id): PathId,
+) -> ApiResult<Json<Value>> {
+    caller.may_read_brief(id)?;
+    let r = service::review(&state, id).await?;
+    Ok(Json(service::review_json(&r)))
+}
+
+fn text(body: &Value, field: &str) -> Result<String, AppError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(AppError::Validation(vec![FieldError::new(field, "must be a string")])),
+    }
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    PathId(id): PathId,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    caller.may_read_brief(id)?;
+    if !body.is_object() {
+        return Err(AppError::BadRequest("the body must be a JSON object".into()));
+    }
+    let mut reservation = BTreeMap::new();
+    match body.get("reservation") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    _ => {
+                        return Err(AppError::Validation(vec![FieldError::new(
+                            format!("reservation.{k}"),
+                            "must be a string or number",
+                        )]))
+                    }
+                };
+                reservation.insert(k.clone(), v);
+            }
+        }
+        Some(_) => {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "reservation",
+                "must be an object",
+            )]))
+        }
+    }
+    let request = VerdictRequest {
+        verdict: text(&body, "verdict")?,
+        comment: text(&body, "comment")?,
+        inputs_digest: text(&body, "inputs_digest")?,
+        reservation,
+    };
+    if request.inputs_digest.is_empty() {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "inputs_digest",
+            "is required: the digest of the review you decided on",
+        )]));
+    }
+    let row = service::record_verdict(&state, id, &caller, request).await?;
+    Ok((StatusCode::CREATED, Json(row)).into_response())
+}

@@ -1,0 +1,96 @@
+//! Collects what the decision reads for one brief: the brief, its sizing, the evaluated card, the
+//! newest metrics and the ledger. A handful of indexed queries; never every evidence row.
+
+use std::collections::BTreeMap;
+
+use rust_decimal::Decimal;
+
+use super::{
+    decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts},
+    repo,
+};
+use crate::{briefs::model::Brief, error::AppError, sizing::Sizing, state::AppState};
+
+/// Metrics read by rules that apply whether or not the card names them.
+pub const RULE_METRICS: [&str; 6] = [
+    "dcgm.diag.passed",
+    "checkpoint.restore_ok",
+    "serving.preemptions_total",
+    "serving.kv_cache_usage_max_pct",
+    "serving.queue_time_p95_ms",
+    "serving.e2e_p95_ms",
+];
+
+/// Everything the review page shows besides the decision itself.
+pub struct ReviewContext {
+    pub inputs: DecisionInputs,
+    pub sizing: Sizing,
+    /// The GPU under test and its count.
+    pub trial_gpu: String,
+    /// The average billed rate per GPU-hour, when the ledger has accelerator lines.
+    pub ledger_rate: Option<Decimal>,
+}
+
+/// The GPU and count under test: the brief's trial allocation, else the first fitting option.
+pub fn trial_allocation(brief: &Brief, sizing: &Sizing) -> (String, u32, u32) {
+    let first_fit = sizing.options.iter().find(|o| o.fits);
+    let gpu = brief
+        .fields
+        .trial_gpu
+        .clone()
+        .or_else(|| first_fit.map(|o| o.gpu.clone()))
+        .unwrap_or_default();
+    let sized = sizing
+        .options
+        .iter()
+        .find(|o| o.gpu == gpu)
+        .map(|o| o.count)
+        .unwrap_or(1);
+    let current = brief
+        .fields
+        .trial_gpu_count
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(sized);
+    (gpu, sized, current)
+}
+
+pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, AppError> {
+    let sizing = brief.fields.sizing();
+    let (trial_gpu, sized_count, current_units) = trial_allocation(brief, &sizing);
+    let criteria: Vec<CriterionOutcome> = card_outcomes(state, brief).await?;
+    let keys: Vec<String> = RULE_METRICS.iter().map(|k| (*k).to_owned()).collect();
+    let metrics = repo::newest_metrics(&state.pool, brief.id, &keys).await?;
+    let (ledger, ledger_rate) = ledger_facts(state, brief).await?;
+    let inputs = DecisionInputs {
+        brief: BriefFacts {
+            workload_kind: brief.fields.workload_kind.as_str().to_owned(),
+            only_needs_model_output: brief.fields.only_needs_model_output,
+            needs_host_control: brief.fields.needs_host_control,
+            data_boundary: brief.fields.data_boundary.as_str().to_owned(),
+            max_cost_per_job: brief.fields.max_cost_per_job,
+            currency: brief.fields.currency.clone(),
+            sized_count,
+            current_units,
+        },
+        criteria,
+        metrics,
+        ledger,
+    };
+    Ok(ReviewContext {
+        inputs,
+        sizing,
+        trial_gpu,
+        ledger_rate,
+    })
+}
+
+/// The current card's criteria, evaluated. (Filled in by the acceptance module.)
+async fn card_outcomes(_state: &AppState, _brief: &Brief) -> Result<Vec<CriterionOutcome>, AppError> {
+    Ok(Vec::new())
+}
+
+/// The ledger's figures, and its average accelerator rate. (Filled in by the ledger module.)
+async fn ledger_facts(_state: &AppState, _brief: &Brief) -> Result<(Option<LedgerFacts>, Option<Decimal>), AppError> {
+    let _ = BTreeMap::<String, Decimal>::new();
+    Ok((None, None))
+}

@@ -1,0 +1,208 @@
+//! The review over HTTP: computed decisions, approvals and their permissions, staleness, records.
+
+mod common;
+
+use common::{bearer_client, fixture, spawn_app};
+use rentcheck::auth::Role;
+use serde_json::{json, Value};
+
+async fn review(app: &common::TestApp, id: &str) -> Value {
+    let res = app.get(&format!("/api/v1/briefs/{id}/review")).await;
+    assert_eq!(res.status(), 200);
+    res.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_brief_that_only_needs_model_output_is_told_to_use_a_managed_api() {
+    let app = spawn_app().await;
+    let id = app
+        .create_brief(
+            json!({ "only_needs_model_output": true, "needs_host_control": false, "data_boundary": "shared-ok" }),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = review(&app, &id).await;
+    assert_eq!(r["decision"], "stop");
+    assert_eq!(r["reasons"][0]["rule"], 1);
+    assert!(r["reasons"][0]["says"].as_str().unwrap().contains("managed model API"));
+    assert_eq!(r["inputs_digest"].as_str().unwrap().len(), 64);
+}
+
+#[tokio::test]
+async fn a_failed_dcgm_diag_stops_with_a_link_to_its_evidence() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let res = app
+        .post_raw_evidence(
+            &id,
+            "kind=dcgm-diag&stage=1",
+            "application/json",
+            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let evidence: Value = res.json().await.unwrap();
+    assert_eq!(evidence["metrics"]["dcgm.diag.passed"], false);
+    let r = review(&app, &id).await;
+    assert_eq!(r["decision"], "stop");
+    let rule2 = r["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["rule"] == 2)
+        .expect("rule 2 fired");
+    let link = format!("evidence:{}", evidence["id"].as_str().unwrap());
+    assert!(
+        rule2["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["link"] == link.as_str()),
+        "{rule2}"
+    );
+}
+
+#[tokio::test]
+async fn only_managers_decide_rejections_need_a_comment_and_stale_digests_conflict() {
+    let app = spawn_app().await;
+    let id = app
+        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let digest = review(&app, &id).await["inputs_digest"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/briefs/{id}/approvals");
+
+    let engineer = app
+        .post_json(&path, &json!({ "verdict": "approve", "inputs_digest": digest }))
+        .await;
+    assert_eq!(engineer.status(), 403, "engineers do not approve");
+    let agent = bearer_client(&app.token(Role::Agent, Some(id.parse().unwrap())).await);
+    let res = agent
+        .post(app.url(&path))
+        .json(&json!({ "verdict": "approve", "inputs_digest": digest }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let post = |body: Value| {
+        let manager = manager.clone();
+        let url = app.url(&path);
+        async move { manager.post(url).json(&body).send().await.unwrap() }
+    };
+    let res = post(json!({ "verdict": "reject", "inputs_digest": digest })).await;
+    assert_eq!(res.status(), 422, "a rejection needs a comment");
+    let res = post(json!({ "verdict": "approve", "inputs_digest": "0".repeat(64) })).await;
+    assert_eq!(res.status(), 409, "a stale digest is refused");
+    let res = post(json!({ "verdict": "reject", "comment": "Use the managed API.", "inputs_digest": digest })).await;
+    assert_eq!(res.status(), 201);
+    let row: Value = res.json().await.unwrap();
+    assert_eq!(row["decision"], "stop");
+    assert_eq!(row["verdict"], "reject");
+
+    let r = review(&app, &id).await;
+    assert_eq!(r["approval"]["verdict"], "reject");
+    assert_eq!(r["approval"]["stale"], false);
+    let audit: Vec<String> = sqlx::query_scalar("SELECT action FROM audit_log WHERE target = $1")
+        .bind(format!("brief:{id}"))
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(audit, ["approval.reject"]);
+
+    // New evidence changes an input: the verdict is flagged stale and says what changed.
+    let res = app
+        .post_raw_evidence(
+            &id,
+            "kind=dcgm-diag&stage=1",
+            "application/json",
+            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let r = review(&app, &id).await;
+    assert_eq!(r["approval"]["stale"], true);
+    assert!(r["approval"]["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c.as_str().unwrap().starts_with("metrics")));
+    let res = post(json!({ "verdict": "reject", "comment": "again", "inputs_digest": digest })).await;
+    assert_eq!(res.status(), 409, "the old digest no longer matches");
+}
+
+#[tokio::test]
+async fn the_decision_record_reproduces_the_review() {
+    let app = spawn_app().await;
+    let id = app
+        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = review(&app, &id).await;
+    let md = app.get(&format!("/briefs/{id}/decision.md")).await;
+    assert_eq!(md.status(), 200);
+    assert!(md.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/markdown"));
+    let md = md.text().await.unwrap();
+    assert!(md.contains("## Decision: **stop**"), "{md}");
+    assert!(md.contains(r["inputs_digest"].as_str().unwrap()));
+    assert!(md.contains("Rule 1"));
+    let json: Value = app
+        .get(&format!("/briefs/{id}/decision.json"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(json["decision"], "stop");
+    assert_eq!(json["inputs_digest"], r["inputs_digest"]);
+    assert_eq!(json["brief"]["name"], "Chat assistant 70B");
+    assert!(json["inputs"]["brief"].is_object(), "the inputs are in the record");
+    assert_eq!(
+        app.anon
+            .get(app.url(&format!("/briefs/{id}/decision.md")))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+}
+
+#[tokio::test]
+async fn review_and_audit_pages_render_for_people() {
+    let app = spawn_app().await;
+    let id = app.create_brief(json!({ "name": "<b>Page</b> brief" })).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let engineer = app.login(Role::Engineer).await;
+    let page = engineer.get(app.url(&format!("/briefs/{id}/review"))).await;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("Computed decision"));
+    assert!(html.contains("Only managers approve or reject."));
+    assert!(!html.contains("approval-form"), "engineers get no form");
+    assert!(!html.contains("<b>Page</b>"));
+    let manager = app.login(Role::Manager).await;
+    let html = manager
+        .get(app.url(&format!("/briefs/{id}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("approval-form"));
+    let audit = engineer.get(app.url(&format!("/briefs/{id}/audit"))).await;
+    assert_eq!(audit.status(), 200);
+    let home = manager.get(app.url("/")).await.text().await.unwrap();
+    assert!(home.contains("data-decision="), "the dashboard shows decision badges");
+    assert!(home.contains("awaiting review"));
+}
