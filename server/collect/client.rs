@@ -206,7 +206,11 @@ fn describe(e: &reqwest::Error) -> String {
     while let Some(s) = innermost.source() {
         innermost = s;
     }
-    let what = if e.is_connect() { "cannot connect" } else { "request failed" };
+    let what = if e.is_connect() {
+        "cannot connect"
+    } else {
+        "request failed"
+    };
     format!("{what}: {innermost}")
 }
 
