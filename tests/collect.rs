@@ -243,7 +243,7 @@ async fn tool_output_and_scrape_arrive_parsed() {
     for e in &items {
         assert_eq!(e["stage"], 2);
         assert_eq!(e["labels"]["host"], "gpu-node-7");
-        assert_eq!(e["uploaded_by"].is_null(), false);
+        assert!(e["uploaded_by"].is_string(), "uploaded_by is recorded");
     }
     let list = of_kind(&items, "nvidia-smi-list");
     assert_eq!(list["parse_status"], "ok");
