@@ -181,7 +181,11 @@ impl Client {
             if attempt >= self.policy.max_attempts {
                 return Err(Refused {
                     status: None,
-                    reason: format!("{why}; gave up after {attempt} attempts"),
+                    reason: if attempt == 1 {
+                        format!("{why}; no retries allowed (--attempts 1)")
+                    } else {
+                        format!("{why}; gave up after {attempt} attempts")
+                    },
                     attempts: attempt,
                 });
             }
