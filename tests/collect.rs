@@ -261,7 +261,16 @@ async fn a_second_run_in_the_same_window_replays_and_creates_nothing() {
     let app = spawn_app().await;
     let (brief, token) = agent(&app).await;
     let tools = fake_tools(true);
-    let args = ["--server", app.base.as_str(), "--brief", brief.as_str()];
+    // A fixed --window scopes the keys; without it they are scoped to the UTC hour, which a run
+    // could straddle.
+    let args = [
+        "--server",
+        app.base.as_str(),
+        "--brief",
+        brief.as_str(),
+        "--window",
+        "trial-1",
+    ];
     let first = collect(tools.path(), &token, &args).await;
     assert!(first.status.success(), "{:?}", text(&first));
     assert_eq!(app.count("evidence").await, 5);
@@ -387,4 +396,38 @@ async fn a_tool_that_fails_still_has_its_output_posted_and_noted() {
     assert!(stdout.contains("3 sent, 0 replayed, 2 skipped, 1 failed"), "{stdout}");
     let items = evidence(&app, &brief).await;
     assert_eq!(of_kind(&items, "nvidia-smi-list")["parse_status"], "failed");
+}
+
+#[tokio::test]
+async fn a_tool_that_hangs_is_killed_at_the_timeout_and_what_it_printed_is_posted() {
+    let app = spawn_app().await;
+    let (brief, token) = agent(&app).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_script(
+        dir.path(),
+        "nvidia-smi",
+        "[ \"$*\" = \"-L\" ] || exit 0\ncat \"$F/nvidia-smi-list/h200-x8.txt\"\nexec sleep 30\n",
+    );
+    let started = std::time::Instant::now();
+    let out = collect(
+        dir.path(),
+        &token,
+        &["--server", &app.base, "--brief", &brief, "--timeout", "1"],
+    )
+    .await;
+    let (stdout, stderr) = text(&out);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the hung tool was not waited for"
+    );
+    let r = row(&stdout, "nvidia-smi -L");
+    assert!(r.contains("sent") && r.contains("timed out after 1 s"), "{r}\n{stderr}");
+    // The other two nvidia-smi calls print nothing: failures, so the run fails.
+    assert!(
+        row(&stdout, "nvidia-smi topo -m").contains("printed nothing"),
+        "{stdout}"
+    );
+    assert!(!out.status.success());
+    let items = evidence(&app, &brief).await;
+    assert_eq!(of_kind(&items, "nvidia-smi-list")["metrics"]["gpu.count"], 8.0);
 }
