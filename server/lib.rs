@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod auth;
 pub mod briefs;
+pub mod collect;
 pub mod config;
 pub mod db;
 pub mod error;

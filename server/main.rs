@@ -10,6 +10,7 @@ use rentcheck::{
         token::{self, NewToken, TokenKeys},
         users, Role,
     },
+    collect,
     config::{AppConfig, DbConfig, ServeConfig, TokenConfig},
     db::{self, Database},
     http,
@@ -55,6 +56,9 @@ enum Command {
         #[command(subcommand)]
         action: TokenAction,
     },
+    /// Agent side: run nvidia-smi / dcgmi where present, scrape vLLM, and POST each output as
+    /// evidence to a brief (idempotent, with retries). Prints a summary; fails when any step failed.
+    Collect(Box<collect::CollectArgs>),
 }
 
 #[derive(Subcommand)]
@@ -143,6 +147,7 @@ async fn main() -> ExitCode {
         Command::Token {
             action: TokenAction::Revoke { jti, db },
         } => revoke_token(db, jti).await,
+        Command::Collect(args) => collect::run(*args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,317 @@
+//! Posting evidence to the server: one raw-body POST per item, an `Idempotency-Key` on each, and
+//! retries with capped exponential backoff and full jitter on connection errors, 429 and 503.
+//! Any other answer is final: a 4xx is never retried.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use reqwest::{header, StatusCode};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::config::Secret;
+
+/// When and how often to try again.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (at least 1).
+    pub max_attempts: u32,
+    /// The ceiling of the first backoff; it doubles each attempt.
+    pub base: Duration,
+    /// No computed backoff is longer than this.
+    pub cap: Duration,
+    /// A server's `Retry-After` is honoured up to this long, so no server can stall us forever.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 5,
+            base: Duration::from_millis(200),
+            cap: Duration::from_secs(10),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `failed + 1`, after `failed` (≥ 1) failed attempts. `jitter` is a
+    /// uniform draw from [0, 1): full jitter, i.e. anywhere from 0 to the exponential ceiling
+    /// `min(cap, base · 2^(failed-1))`. A `Retry-After` from the server replaces the computed
+    /// wait (clamped to `max_retry_after`).
+    pub fn delay(&self, failed: u32, retry_after: Option<Duration>, jitter: f64) -> Duration {
+        if let Some(ra) = retry_after {
+            return ra.min(self.max_retry_after);
+        }
+        let exp = failed.saturating_sub(1).min(30);
+        let ceiling = self.base.saturating_mul(1u32 << exp).min(self.cap);
+        ceiling.mul_f64(jitter.clamp(0.0, 1.0))
+    }
+}
+
+/// `Retry-After` as delay-seconds or an HTTP date; `None` when absent or unreadable.
+pub fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = DateTime::parse_from_rfc2822(v).ok()?.with_timezone(&Utc);
+    Some((when - now).to_std().unwrap_or(Duration::ZERO))
+}
+
+/// What the server said to an accepted upload (201, or 200 when replayed).
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    pub id: Option<Uuid>,
+    pub replayed: bool,
+    pub parse_status: String,
+    pub parse_error: Option<String>,
+    pub warnings: usize,
+    pub attempts: u32,
+}
+
+/// Why an upload did not go through.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    /// The final HTTP status, when there was one.
+    pub status: Option<StatusCode>,
+    pub reason: String,
+    pub attempts: u32,
+}
+
+impl Refused {
+    /// 401, 403 and 404 are about the token or the brief, not this one upload: every other upload
+    /// would get the same answer, so the run stops sending.
+    pub fn stops_the_run(&self) -> bool {
+        matches!(
+            self.status,
+            Some(StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND)
+        )
+    }
+}
+
+/// One item to send.
+pub struct Item<'a> {
+    pub kind: &'a str,
+    pub stage: u8,
+    pub labels: &'a [(String, String)],
+    pub content_type: &'a str,
+    pub body: Vec<u8>,
+    pub idempotency_key: &'a str,
+}
+
+pub struct Client {
+    http: reqwest::Client,
+    endpoint: String,
+    token: Secret,
+    policy: RetryPolicy,
+}
+
+impl Client {
+    pub fn new(
+        server: &str,
+        brief: Uuid,
+        token: Secret,
+        timeout: Duration,
+        policy: RetryPolicy,
+    ) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .user_agent(concat!("rentcheck-collect/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self {
+            http,
+            endpoint: format!("{}/api/v1/briefs/{brief}/evidence", server.trim_end_matches('/')),
+            token,
+            policy,
+        })
+    }
+
+    /// The underlying HTTP client, for scraping.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// POSTs the item as a raw body with `?kind=&stage=&label.<name>=…`, retrying as the policy says.
+    pub async fn post(&self, item: &Item<'_>) -> Result<Accepted, Refused> {
+        let mut query: Vec<(String, String)> = vec![
+            ("kind".into(), item.kind.into()),
+            ("stage".into(), item.stage.to_string()),
+        ];
+        query.extend(item.labels.iter().map(|(k, v)| (format!("label.{k}"), v.clone())));
+        let mut auth =
+            header::HeaderValue::from_str(&format!("Bearer {}", self.token.expose())).map_err(|_| Refused {
+                status: None,
+                reason: "the token holds characters that cannot go in a header".into(),
+                attempts: 0,
+            })?;
+        auth.set_sensitive(true);
+
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let sent = self
+                .http
+                .post(&self.endpoint)
+                .query(&query)
+                .header(header::AUTHORIZATION, auth.clone())
+                .header(header::CONTENT_TYPE, item.content_type)
+                .header("idempotency-key", item.idempotency_key)
+                .body(item.body.clone())
+                .send()
+                .await;
+            let (retry_after, why) = match sent {
+                Err(e) => (None, describe(&e)),
+                Ok(res) => {
+                    let status = res.status();
+                    if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
+                        let ra = res
+                            .headers()
+                            .get(header::RETRY_AFTER)
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| parse_retry_after(v, Utc::now()));
+                        (ra, format!("server answered {status}"))
+                    } else {
+                        return answer(res, attempt).await;
+                    }
+                }
+            };
+            if attempt >= self.policy.max_attempts {
+                return Err(Refused {
+                    status: None,
+                    reason: if attempt == 1 {
+                        format!("{why}; no retries allowed (--attempts 1)")
+                    } else {
+                        format!("{why}; gave up after {attempt} attempts")
+                    },
+                    attempts: attempt,
+                });
+            }
+            let wait = self.policy.delay(attempt, retry_after, rand::random::<f64>());
+            eprintln!(
+                "      {why}; retrying in {:.1} s (attempt {}/{})",
+                wait.as_secs_f64(),
+                attempt + 1,
+                self.policy.max_attempts
+            );
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// A reqwest error as a person wants it: what happened at the bottom (refused, reset, timed out).
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "timed out".to_owned();
+    }
+    let mut innermost: &dyn std::error::Error = e;
+    while let Some(s) = innermost.source() {
+        innermost = s;
+    }
+    let what = if e.is_connect() {
+        "cannot connect"
+    } else {
+        "request failed"
+    };
+    format!("{what}: {innermost}")
+}
+
+/// Reads a final answer: 2xx is accepted, anything else refused with the problem's detail.
+async fn answer(res: reqwest::Response, attempts: u32) -> Result<Accepted, Refused> {
+    let status = res.status();
+    let replayed = res
+        .headers()
+        .get("idempotent-replayed")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
+    let text = res.text().await.unwrap_or_default();
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    if status.is_success() {
+        return Ok(Accepted {
+            id: body["id"].as_str().and_then(|s| s.parse().ok()),
+            replayed: replayed || status == StatusCode::OK,
+            parse_status: body["parse_status"].as_str().unwrap_or("unknown").to_owned(),
+            parse_error: body["parse_error"].as_str().map(str::to_owned),
+            warnings: body["warnings"].as_array().map_or(0, Vec::len),
+            attempts,
+        });
+    }
+    let detail = body["detail"]
+        .as_str()
+        .or_else(|| body["title"].as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| text.chars().take(200).collect());
+    let mut reason = format!("{status}");
+    if !detail.trim().is_empty() {
+        reason.push_str(": ");
+        reason.push_str(detail.trim());
+    }
+    if let Some(errors) = body["errors"].as_array() {
+        for e in errors {
+            if let (Some(f), Some(m)) = (e["field"].as_str(), e["message"].as_str()) {
+                reason.push_str(&format!("; {f} {m}"));
+            }
+        }
+    }
+    Err(Refused {
+        status: Some(status),
+        reason,
+        attempts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_exponential_capped_and_jittered() {
+        let p = RetryPolicy::default();
+        // With the largest draw the ceiling doubles from the base ...
+        assert_eq!(p.delay(1, None, 1.0), Duration::from_millis(200));
+        assert_eq!(p.delay(2, None, 1.0), Duration::from_millis(400));
+        assert_eq!(p.delay(3, None, 1.0), Duration::from_millis(800));
+        assert_eq!(p.delay(6, None, 1.0), Duration::from_millis(6400));
+        // ... until the cap, which holds however many attempts failed.
+        assert_eq!(p.delay(7, None, 1.0), Duration::from_secs(10));
+        assert_eq!(p.delay(1000, None, 1.0), Duration::from_secs(10));
+        // Full jitter: anywhere from zero to the ceiling.
+        assert_eq!(p.delay(3, None, 0.0), Duration::ZERO);
+        assert_eq!(p.delay(3, None, 0.5), Duration::from_millis(400));
+        for failed in 1..50 {
+            for j in [0.0, 0.3, 0.999_999, 7.0, -1.0] {
+                assert!(p.delay(failed, None, j) <= p.cap);
+            }
+        }
+    }
+
+    #[test]
+    fn retry_after_replaces_the_backoff_but_is_bounded() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(1, Some(Duration::ZERO), 0.9), Duration::ZERO);
+        assert_eq!(p.delay(1, Some(Duration::from_secs(3)), 0.0), Duration::from_secs(3));
+        assert_eq!(p.delay(4, Some(Duration::from_secs(30)), 0.0), Duration::from_secs(30));
+        assert_eq!(p.delay(1, Some(Duration::from_secs(86_400)), 0.0), p.max_retry_after);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let now = DateTime::parse_from_rfc3339("2015-10-21T07:28:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(parse_retry_after("0", now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:05 GMT", now),
+            Some(Duration::from_secs(5))
+        );
+        // A date in the past means now.
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-3", now), None);
+    }
+}

@@ -1,0 +1,439 @@
+//! `rentcheck collect`: the agent side. Runs the GPU tools that are present, scrapes vLLM, reads
+//! the files it is given, and POSTs each as evidence to one brief, with an `Idempotency-Key` so a
+//! second run in the same window creates nothing new. Progress goes to stderr, one line per step;
+//! the summary table goes to stdout; the exit status is non-zero when any step failed.
+//!
+//! The token comes from `--token` or `RENTCHECK_TOKEN` and is never printed or logged.
+
+pub mod client;
+pub mod steps;
+pub mod summary;
+
+use std::{path::PathBuf, str::FromStr, time::Duration};
+
+use chrono::Utc;
+use clap::Args;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use self::{
+    client::{Client, Item, Refused, RetryPolicy},
+    steps::{Gathered, Source, Step},
+    summary::{Outcome, Summary},
+};
+use crate::{config::Secret, evidence::parsers::EvidenceKind};
+
+/// The flags of `rentcheck collect`.
+#[derive(Clone, Args)]
+pub struct CollectArgs {
+    /// The rentcheck server, e.g. http://rentcheck.internal:8080
+    #[arg(long, env = "RENTCHECK_SERVER")]
+    pub server: String,
+    /// An agent token for the brief (prefer the RENTCHECK_TOKEN environment variable: a flag shows in `ps`).
+    #[arg(long, env = "RENTCHECK_TOKEN", hide_env_values = true)]
+    pub token: Secret,
+    /// The brief the evidence belongs to.
+    #[arg(long)]
+    pub brief: Uuid,
+    /// The stage (1–5) the evidence is for.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub stage: u8,
+    /// A vLLM server to scrape (GET; `/metrics` is appended when the URL has no path).
+    #[arg(long)]
+    pub vllm_url: Option<String>,
+    /// This scrape is the start of a load-test window (label phase=before).
+    #[arg(long, requires = "vllm_url", conflicts_with = "after")]
+    pub before: bool,
+    /// This scrape is the end of a load-test window (label phase=after; needs --window).
+    #[arg(long, requires = "vllm_url", requires = "window")]
+    pub after: bool,
+    /// The window id: pairs a --before and an --after scrape, and scopes the idempotency keys.
+    /// Without it, the vLLM scrape gets a new id (printed) and keys are scoped to the current UTC hour.
+    #[arg(long)]
+    pub window: Option<String>,
+    /// A `vllm bench serve --save-result` JSON (or JSON Lines) file, posted as bench-serving.
+    #[arg(long)]
+    pub bench_json: Option<PathBuf>,
+    /// Post any file as evidence: KIND=PATH, where KIND is an evidence kind or `auto`. Repeatable.
+    #[arg(long = "file", value_name = "KIND=PATH", value_parser = parse_file_arg)]
+    pub files: Vec<(String, PathBuf)>,
+    /// Do not run nvidia-smi or dcgmi (only scrape and post files).
+    #[arg(long)]
+    pub no_tools: bool,
+    /// Seconds each tool command may run before it is killed.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+    /// Seconds each HTTP request (a scrape, one upload attempt) may take.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_timeout: u64,
+    /// Attempts per upload, the first included, on connection errors, 429 and 503.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub attempts: u32,
+    /// The host name that goes into each upload's `host` label and idempotency key (default: this
+    /// machine's; in Kubernetes set it to the node name so a re-run pod still replays).
+    #[arg(long, env = "RENTCHECK_HOST")]
+    pub host: Option<String>,
+}
+
+/// `KIND=PATH`, KIND checked against the evidence kinds.
+fn parse_file_arg(s: &str) -> Result<(String, PathBuf), String> {
+    let (kind, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected KIND=PATH, got {s:?}"))?;
+    let kind = kind.trim();
+    if kind != "auto" && EvidenceKind::from_str(kind).is_err() {
+        let known: Vec<&str> = EvidenceKind::ALL.iter().map(EvidenceKind::as_str).collect();
+        return Err(format!(
+            "unknown kind {kind:?}; use auto or one of {}",
+            known.join(", ")
+        ));
+    }
+    if path.is_empty() {
+        return Err(format!("no path after {kind}="));
+    }
+    Ok((kind.to_owned(), PathBuf::from(path)))
+}
+
+/// This machine's name: the kernel's, else `$HOSTNAME`.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned())
+}
+
+/// What scopes the idempotency keys in time: `--window` when given, else the current UTC hour.
+fn key_window(window: Option<&str>) -> String {
+    match window {
+        Some(w) => format!("window:{w}"),
+        None => format!("hour:{}", Utc::now().format("%Y-%m-%dT%H")),
+    }
+}
+
+/// Everything that makes one upload what it is. The server compares the fields and bytes of a
+/// replay, so the key covers all of them: a new key for new content, never a 409.
+pub struct KeyParts<'a> {
+    pub host: &'a str,
+    pub brief: Uuid,
+    pub stage: u8,
+    pub kind: &'a str,
+    /// The command and its arguments, the URL scraped, or the file read.
+    pub command: &'a str,
+    pub labels: &'a [(String, String)],
+    pub content_type: &'a str,
+    pub content: &'a [u8],
+    /// `window:<id>` or `hour:<YYYY-MM-DDTHH>`.
+    pub window: &'a str,
+}
+
+/// `rc1-` and the hex SHA-256 of the parts (each length-prefixed, so no two inputs run together).
+pub fn idempotency_key(p: &KeyParts<'_>) -> String {
+    let content_sha = hex::encode(Sha256::digest(p.content));
+    let mut labels: Vec<String> = p.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    labels.sort();
+    let stage = p.stage.to_string();
+    let brief = p.brief.to_string();
+    let labels = labels.join("\n");
+    let mut h = Sha256::new();
+    for part in [
+        "rentcheck-collect/1",
+        p.host,
+        &brief,
+        &stage,
+        p.kind,
+        p.command,
+        &labels,
+        p.content_type,
+        &content_sha,
+        p.window,
+    ] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    format!("rc1-{}", hex::encode(h.finalize()))
+}
+
+/// A new window id for a vLLM scrape: readable, sortable, unique enough.
+fn new_window_id() -> String {
+    let short = Uuid::new_v4().simple().to_string();
+    format!("w-{}-{}", Utc::now().format("%Y%m%dT%H%M%S"), &short[..6])
+}
+
+fn check_server(server: &str) -> anyhow::Result<String> {
+    let url = reqwest::Url::parse(server).map_err(|e| anyhow::anyhow!("--server {server:?}: {e}"))?;
+    anyhow::ensure!(
+        matches!(url.scheme(), "http" | "https"),
+        "--server must be an http:// or https:// URL, got {server:?}"
+    );
+    Ok(server.trim_end_matches('/').to_owned())
+}
+
+fn check_window(w: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !w.is_empty() && w.len() <= 200 && w.chars().all(|c| !c.is_control()),
+        "--window must be 1 to 200 printable characters"
+    );
+    Ok(())
+}
+
+/// The steps in the order they run: tools, the scrape, the bench result, the files.
+fn plan(args: &CollectArgs, vllm_window: Option<&str>) -> anyhow::Result<Vec<Step>> {
+    let mut steps = Vec::new();
+    if !args.no_tools {
+        for (program, argv, kind) in steps::TOOL_COMMANDS {
+            steps.push(Step {
+                source: Source::Command {
+                    program: program.to_owned(),
+                    args: argv.iter().map(|a| (*a).to_owned()).collect(),
+                },
+                kind: kind.to_owned(),
+                labels: Vec::new(),
+            });
+        }
+    }
+    if let Some(url) = &args.vllm_url {
+        let mut labels = vec![("window".to_owned(), vllm_window.unwrap_or_default().to_owned())];
+        if args.before {
+            labels.push(("phase".into(), "before".into()));
+        } else if args.after {
+            labels.push(("phase".into(), "after".into()));
+        }
+        steps.push(Step {
+            source: Source::Scrape {
+                url: steps::metrics_url(url)?,
+            },
+            kind: "vllm-metrics".into(),
+            labels,
+        });
+    }
+    if let Some(path) = &args.bench_json {
+        steps.push(Step {
+            source: Source::File { path: path.clone() },
+            kind: "bench-serving".into(),
+            labels: Vec::new(),
+        });
+    }
+    for (kind, path) in &args.files {
+        steps.push(Step {
+            source: Source::File { path: path.clone() },
+            kind: kind.clone(),
+            labels: Vec::new(),
+        });
+    }
+    Ok(steps)
+}
+
+async fn gather(step: &Step, client: &Client, timeout: Duration) -> Gathered {
+    match &step.source {
+        Source::Command { program, args } => match steps::find_on_path(program) {
+            None => Gathered::Skipped(format!("{program} not found on PATH")),
+            Some(path) => steps::run_command(&path, args, &step.kind, timeout).await,
+        },
+        Source::Scrape { url } => steps::scrape(client.http(), url).await,
+        Source::File { path } => steps::read_file(path, &step.kind).await,
+    }
+}
+
+/// Runs `rentcheck collect`: prints the summary, and fails when any step failed.
+pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
+    let server = check_server(&args.server)?;
+    if let Some(w) = &args.window {
+        check_window(w)?;
+    }
+    let host = args.host.clone().unwrap_or_else(host_name);
+    anyhow::ensure!(
+        !host.is_empty() && host.len() <= 200 && host.chars().all(|c| !c.is_control()),
+        "--host must be 1 to 200 printable characters"
+    );
+    // The vLLM window: the one given, or a new one the user needs for the matching --after.
+    let generated_window = match (&args.vllm_url, &args.window) {
+        (Some(_), None) => Some(new_window_id()),
+        _ => None,
+    };
+    let vllm_window = args.window.clone().or_else(|| generated_window.clone());
+    let steps = plan(&args, vllm_window.as_deref())?;
+    anyhow::ensure!(
+        !steps.is_empty(),
+        "nothing to collect: --no-tools without --vllm-url, --bench-json or --file"
+    );
+    let window = key_window(args.window.as_deref());
+    let timeout = Duration::from_secs(args.timeout);
+    let policy = RetryPolicy {
+        max_attempts: args.attempts,
+        ..RetryPolicy::default()
+    };
+    let client = Client::new(
+        &server,
+        args.brief,
+        args.token.clone(),
+        Duration::from_secs(args.http_timeout),
+        policy,
+    )?;
+    if let Some(w) = &generated_window {
+        eprintln!("vLLM window id: {w}  (pass --window {w} to the matching --after run)");
+    }
+
+    let mut summary = Summary::default();
+    let mut stopped: Option<String> = None;
+    let n = steps.len();
+    for (i, step) in steps.iter().enumerate() {
+        let name = step.source.describe();
+        if let Some(why) = &stopped {
+            eprintln!("[{}/{n}] {name}: not sent ({why})", i + 1);
+            summary.push(&name, &step.kind, Outcome::Failed, format!("not sent: {why}"));
+            continue;
+        }
+        eprintln!("[{}/{n}] {name} ({}) ...", i + 1, step.kind);
+        let (body, content_type, notes) = match gather(step, &client, timeout).await {
+            Gathered::Skipped(why) => {
+                eprintln!("      skipped: {why}");
+                summary.push(&name, &step.kind, Outcome::Skipped, why);
+                continue;
+            }
+            Gathered::Failed(why) => {
+                eprintln!("      failed: {why}");
+                summary.push(&name, &step.kind, Outcome::Failed, why);
+                continue;
+            }
+            Gathered::Content {
+                body,
+                content_type,
+                notes,
+            } => (body, content_type, notes),
+        };
+        for note in &notes {
+            eprintln!("      note: {} {note}", name);
+        }
+        let mut labels = vec![("host".to_owned(), host.clone())];
+        labels.extend(step.labels.iter().cloned());
+        let key = idempotency_key(&KeyParts {
+            host: &host,
+            brief: args.brief,
+            stage: args.stage,
+            kind: &step.kind,
+            command: &name,
+            labels: &labels,
+            content_type,
+            content: &body,
+            window: &window,
+        });
+        let size = body.len();
+        let posted = client
+            .post(&Item {
+                kind: &step.kind,
+                stage: args.stage,
+                labels: &labels,
+                content_type,
+                body,
+                idempotency_key: &key,
+            })
+            .await;
+        let note_text = if notes.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", notes.join("; "))
+        };
+        match posted {
+            Ok(a) => {
+                let outcome = if a.replayed { Outcome::Replayed } else { Outcome::Sent };
+                let id = a.id.map(|u| u.to_string()).unwrap_or_else(|| "(no id)".into());
+                let mut detail = format!("{id} (parse {}", a.parse_status);
+                if let Some(e) = &a.parse_error {
+                    detail.push_str(&format!(": {e}"));
+                }
+                if a.warnings > 0 {
+                    detail.push_str(&format!(", {} warnings", a.warnings));
+                }
+                detail.push(')');
+                detail.push_str(&note_text);
+                eprintln!(
+                    "      {} {size} bytes as {id}, parse {}{}",
+                    outcome.as_str(),
+                    a.parse_status,
+                    if a.attempts > 1 {
+                        format!(" (after {} attempts)", a.attempts)
+                    } else {
+                        String::new()
+                    }
+                );
+                summary.push(&name, &step.kind, outcome, detail);
+            }
+            Err(refused) => {
+                eprintln!("      failed: {}", refused.reason);
+                if refused.stops_the_run() {
+                    stopped = Some(stop_reason(&refused));
+                }
+                summary.push(
+                    &name,
+                    &step.kind,
+                    Outcome::Failed,
+                    format!("{}{note_text}", refused.reason),
+                );
+            }
+        }
+    }
+
+    println!("{summary}");
+    if let Some(w) = &vllm_window {
+        if args.vllm_url.is_some() {
+            println!("vLLM window: {w}");
+        }
+    }
+    let failed = summary.failed();
+    anyhow::ensure!(failed == 0, "{failed} of {n} steps failed");
+    Ok(())
+}
+
+fn stop_reason(r: &Refused) -> String {
+    match r.status.map(|s| s.as_u16()) {
+        Some(401) => "the server refused the token (401)".into(),
+        Some(403) => "the token may not send to this brief (403)".into(),
+        Some(404) => "the server has no such brief (404)".into(),
+        _ => r.reason.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts<'a>(content: &'a [u8], window: &'a str, labels: &'a [(String, String)]) -> KeyParts<'a> {
+        KeyParts {
+            host: "gpu-node-1",
+            brief: Uuid::nil(),
+            stage: 1,
+            kind: "nvidia-smi-list",
+            command: "nvidia-smi -L",
+            labels,
+            content_type: "text/plain; charset=utf-8",
+            content,
+            window,
+        }
+    }
+
+    #[test]
+    fn key_is_stable_and_changes_with_content_window_and_labels() {
+        let none: Vec<(String, String)> = Vec::new();
+        let a = idempotency_key(&parts(b"GPU 0", "hour:2026-01-01T10", &none));
+        assert_eq!(a, idempotency_key(&parts(b"GPU 0", "hour:2026-01-01T10", &none)));
+        assert!(a.starts_with("rc1-") && a.len() == 68 && a.bytes().all(|b| b.is_ascii_graphic()));
+        assert_ne!(a, idempotency_key(&parts(b"GPU 1", "hour:2026-01-01T10", &none)));
+        assert_ne!(a, idempotency_key(&parts(b"GPU 0", "hour:2026-01-01T11", &none)));
+        let labels = vec![("phase".to_owned(), "after".to_owned())];
+        assert_ne!(a, idempotency_key(&parts(b"GPU 0", "hour:2026-01-01T10", &labels)));
+    }
+
+    #[test]
+    fn file_args_name_a_known_kind() {
+        assert_eq!(
+            parse_file_arg("nccl-tests=/tmp/out.txt").unwrap(),
+            ("nccl-tests".to_owned(), PathBuf::from("/tmp/out.txt"))
+        );
+        assert_eq!(parse_file_arg("auto=a=b").unwrap().1, PathBuf::from("a=b"));
+        assert!(parse_file_arg("nccl=/tmp/x").unwrap_err().contains("nccl-tests"));
+        assert!(parse_file_arg("/tmp/x").is_err());
+        assert!(parse_file_arg("log=").is_err());
+    }
+}

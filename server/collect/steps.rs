@@ -1,0 +1,254 @@
+//! What `collect` gathers: the GPU tools it runs when present, the vLLM scrape, and files given on
+//! the command line. Each step yields bytes to post, or a reason it has none.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
+
+use tokio::io::AsyncReadExt;
+
+/// The tool commands, in the order they run, with the evidence kind each output is.
+pub const TOOL_COMMANDS: [(&str, &[&str], &str); 5] = [
+    ("nvidia-smi", &["-L"], "nvidia-smi-list"),
+    ("nvidia-smi", &["topo", "-m"], "nvidia-smi-topo"),
+    ("nvidia-smi", &["-q", "-x"], "nvidia-smi-query"),
+    ("dcgmi", &["discovery", "--list"], "dcgm-discovery"),
+    ("dcgmi", &["diag", "-r", "1", "-j"], "dcgm-diag"),
+];
+
+/// Where a step's bytes come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    Command { program: String, args: Vec<String> },
+    Scrape { url: String },
+    File { path: PathBuf },
+}
+
+impl Source {
+    /// What the summary calls the step, and what goes into the idempotency key as "the command".
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Command { program, args } => std::iter::once(program.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Source::Scrape { url } => format!("GET {url}"),
+            Source::File { path } => path.display().to_string(),
+        }
+    }
+}
+
+/// One thing to gather and post.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub source: Source,
+    /// An evidence kind, or `auto`.
+    pub kind: String,
+    /// Labels beyond the ones every upload carries.
+    pub labels: Vec<(String, String)>,
+}
+
+/// What gathering gave.
+#[derive(Debug)]
+pub enum Gathered {
+    /// Bytes to post, their content type, and notes for the summary (a non-zero exit, a timeout).
+    Content {
+        body: Vec<u8>,
+        content_type: &'static str,
+        notes: Vec<String>,
+    },
+    /// Nothing to do here, and nothing wrong (a tool that is not installed).
+    Skipped(String),
+    /// Something that should have given bytes did not.
+    Failed(String),
+}
+
+/// The full path of `program` on `PATH`, when it is there and executable.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+}
+
+#[cfg(unix)]
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(p: &Path) -> bool {
+    p.is_file()
+}
+
+/// The content type each kind is posted with (the server stores it and hands it back on /raw).
+pub fn content_type_for(kind: &str, body: &[u8]) -> &'static str {
+    match kind {
+        "nvidia-smi-query" if body.trim_ascii_start().starts_with(b"<") => "application/xml",
+        "dcgm-diag" | "bench-serving" | "checkpoint-restore" | "probe" | "metrics"
+            if body.trim_ascii_start().starts_with(b"{") =>
+        {
+            "application/json"
+        }
+        "bench-serving" => "application/x-ndjson",
+        "vllm-metrics" => "text/plain; version=0.0.4",
+        "log" | "auto" if std::str::from_utf8(body).is_err() => "application/octet-stream",
+        _ => "text/plain; charset=utf-8",
+    }
+}
+
+/// Runs `program args` with a time limit. Its stdout is the evidence; when stdout is empty, stderr
+/// is (nvidia-smi and dcgmi explain a failure on one or the other). A non-zero exit or a timeout
+/// is noted, and whatever was printed is still posted: the server's parser decides what it is.
+pub async fn run_command(program: &Path, args: &[String], kind: &str, timeout: Duration) -> Gathered {
+    let mut child = match tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return Gathered::Failed(format!("could not start {}: {e}", program.display())),
+    };
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let work = async {
+        let read_out = async {
+            if let Some(s) = stdout.as_mut() {
+                let _ = s.read_to_end(&mut out).await;
+            }
+        };
+        let read_err = async {
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.read_to_end(&mut err).await;
+            }
+        };
+        tokio::join!(read_out, read_err);
+        child.wait().await
+    };
+    let mut notes = Vec::new();
+    match tokio::time::timeout(timeout, work).await {
+        Ok(Ok(status)) if status.success() => {}
+        Ok(Ok(status)) => notes.push(match status.code() {
+            Some(code) => format!("exited with status {code}"),
+            None => "was killed by a signal".to_owned(),
+        }),
+        Ok(Err(e)) => return Gathered::Failed(format!("waiting for it failed: {e}")),
+        Err(_) => {
+            // What it printed so far stays and is posted; the parser will call it truncated.
+            let _ = child.start_kill();
+            notes.push(format!("timed out after {} s and was killed", timeout.as_secs()));
+        }
+    }
+    let body = if out.iter().all(u8::is_ascii_whitespace) {
+        if !err.iter().all(u8::is_ascii_whitespace) {
+            notes.push("printed nothing on stdout; its stderr is posted".to_owned());
+        }
+        err
+    } else {
+        out
+    };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        let why = if notes.is_empty() {
+            "printed nothing".to_owned()
+        } else {
+            format!("{} and printed nothing", notes.join("; "))
+        };
+        return Gathered::Failed(why);
+    }
+    let content_type = content_type_for(kind, &body);
+    Gathered::Content {
+        body,
+        content_type,
+        notes,
+    }
+}
+
+/// The scrape URL: `/metrics` is appended when the URL has no path.
+pub fn metrics_url(given: &str) -> anyhow::Result<String> {
+    let url = reqwest::Url::parse(given).map_err(|e| anyhow::anyhow!("--vllm-url {given:?}: {e}"))?;
+    anyhow::ensure!(
+        matches!(url.scheme(), "http" | "https"),
+        "--vllm-url must be an http:// URL, got {given:?}"
+    );
+    let mut url = url;
+    if url.path().is_empty() || url.path() == "/" {
+        url.set_path("/metrics");
+    }
+    Ok(url.to_string())
+}
+
+/// GETs a Prometheus text page.
+pub async fn scrape(http: &reqwest::Client, url: &str) -> Gathered {
+    let res = match http.get(url).send().await {
+        Ok(r) => r,
+        Err(e) => return Gathered::Failed(format!("could not scrape {url}: {e}")),
+    };
+    let status = res.status();
+    if !status.is_success() {
+        return Gathered::Failed(format!("{url} answered {status}"));
+    }
+    match res.bytes().await {
+        Ok(b) if b.is_empty() => Gathered::Failed(format!("{url} answered an empty page")),
+        Ok(b) => Gathered::Content {
+            content_type: content_type_for("vllm-metrics", &b),
+            body: b.to_vec(),
+            notes: Vec::new(),
+        },
+        Err(e) => Gathered::Failed(format!("reading {url} failed: {e}")),
+    }
+}
+
+/// Reads a file named on the command line.
+pub async fn read_file(path: &Path, kind: &str) -> Gathered {
+    match tokio::fs::read(path).await {
+        Ok(body) => Gathered::Content {
+            content_type: content_type_for(kind, &body),
+            body,
+            notes: Vec::new(),
+        },
+        Err(e) => Gathered::Failed(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_url_appends_the_path_only_when_there_is_none() {
+        assert_eq!(
+            metrics_url("http://10.0.0.5:8000").unwrap(),
+            "http://10.0.0.5:8000/metrics"
+        );
+        assert_eq!(
+            metrics_url("http://10.0.0.5:8000/").unwrap(),
+            "http://10.0.0.5:8000/metrics"
+        );
+        assert_eq!(
+            metrics_url("http://h:8000/vllm/metrics").unwrap(),
+            "http://h:8000/vllm/metrics"
+        );
+        assert!(metrics_url("10.0.0.5:8000").is_err());
+        assert!(metrics_url("ftp://h/metrics").is_err());
+    }
+
+    #[test]
+    fn content_types_follow_the_bytes() {
+        assert_eq!(content_type_for("nvidia-smi-query", b"<?xml"), "application/xml");
+        assert_eq!(
+            content_type_for("nvidia-smi-query", b"name, memory"),
+            "text/plain; charset=utf-8"
+        );
+        assert_eq!(content_type_for("dcgm-diag", b"  {\"DCGM"), "application/json");
+        assert_eq!(content_type_for("log", &[0xff, 0xfe]), "application/octet-stream");
+    }
+}
