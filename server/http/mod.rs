@@ -27,7 +27,7 @@ use tower_http::{
 };
 
 use crate::{
-    auth, briefs,
+    acceptance, auth, briefs,
     error::{AppError, PageError},
     evidence,
     state::AppState,
@@ -46,6 +46,8 @@ pub fn app(state: AppState) -> Router {
         .merge(auth::pages::routes())
         .merge(evidence::api::routes())
         .merge(evidence::pages::routes())
+        .merge(acceptance::api::routes())
+        .merge(acceptance::pages::routes())
         .route("/metrics", get(metrics::endpoint))
         .route("/api/openapi.json", get(openapi::endpoint))
         .route("/static/app.css", get(stylesheet))
