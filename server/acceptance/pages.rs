@@ -444,10 +444,6 @@ async fn save(
         }
         None => {
             let mut page = editor_page(&state, &user, &brief).await?;
-            let mut new_row = blank_row();
-            if let Some(pos) = rows.iter().position(|r| r.id == "new") {
-                new_row = rows.remove(pos);
-            }
             page.warnings = model::unknown_key_warnings(
                 &rows
                     .iter()
@@ -462,6 +458,10 @@ async fn save(
                     })
                     .collect::<Vec<_>>(),
             );
+            let mut new_row = blank_row();
+            if let Some(pos) = rows.iter().position(|r| r.id == "new") {
+                new_row = rows.remove(pos);
+            }
             page.errors = rows
                 .iter()
                 .chain(std::iter::once(&new_row))
