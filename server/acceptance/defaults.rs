@@ -53,6 +53,8 @@ fn round1(x: f64) -> f64 {
 struct Builder(Vec<Criterion>);
 
 impl Builder {
+    // Each call reads as one row of the card: stage, key, op, threshold, unit, required, why.
+    #[allow(clippy::too_many_arguments)]
     fn add(&mut self, stage: u8, key: &str, op: Op, threshold: Threshold, unit: &str, required: bool, why: String) {
         self.0.push(Criterion {
             key: key.to_owned(),
