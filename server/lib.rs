@@ -3,6 +3,7 @@
 //! The library holds everything; `main.rs` is a thin CLI over it. Pure domain engines (`sizing`)
 //! never touch the database; `briefs` holds the first domain with its SQL, API and pages.
 
+pub mod acceptance;
 pub mod audit;
 pub mod auth;
 pub mod briefs;

@@ -47,8 +47,9 @@ async fn brief_page_lists_evidence_with_links() {
     assert!(page.contains(&format!("href=\"/evidence/{failed}\"")));
     assert!(page.contains("<span class=\"badge ok\">ok</span>"));
     assert!(page.contains("<span class=\"badge bad\">failed</span>"));
-    // newest first
-    assert!(page.find(&failed).unwrap() < page.find(&ok).unwrap());
+    // newest first (within the evidence list: the card's timeline above links evidence too)
+    let list = &page[page.find("id=\"evidence\"").unwrap()..];
+    assert!(list.find(&failed).unwrap() < list.find(&ok).unwrap());
 }
 
 #[tokio::test]

@@ -299,6 +299,7 @@ struct BriefPage {
     sizing: Sizing,
     facts: Vec<(&'static str, String)>,
     evidence: Vec<EvidenceListRow>,
+    acceptance: crate::acceptance::pages::BriefSections,
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
@@ -363,11 +364,13 @@ async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId)
     let sizing = brief.fields.sizing();
     let facts = brief_facts(&brief.fields);
     let evidence = evidence::pages::brief_rows(&state, id).await?;
+    let acceptance = crate::acceptance::pages::brief_sections(&state, &brief).await?;
     render(&BriefPage {
         ctx: (&user).into(),
         brief,
         sizing,
         facts,
         evidence,
+        acceptance,
     })
 }

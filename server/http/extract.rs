@@ -117,3 +117,21 @@ impl<S: Send + Sync> FromRequestParts<S> for PathIds {
         }
     }
 }
+
+/// A UUID and a whole number, e.g. `/briefs/{id}/card/revisions/{n}`. Anything else: 404.
+pub struct PathIdNumber(pub Uuid, pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathIdNumber {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        #[allow(clippy::disallowed_types)]
+        let axum::extract::Path((a, b)) = axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| AppError::NotFound("record"))?;
+        match (Uuid::parse_str(&a), b.parse::<i64>()) {
+            (Ok(a), Ok(b)) => Ok(PathIdNumber(a, b)),
+            _ => Err(AppError::NotFound("record")),
+        }
+    }
+}

@@ -27,7 +27,7 @@ use tower_http::{
 };
 
 use crate::{
-    auth, briefs,
+    acceptance, auth, briefs,
     error::{AppError, PageError},
     evidence, review,
     state::AppState,
@@ -48,6 +48,8 @@ pub fn app(state: AppState) -> Router {
         .merge(evidence::pages::routes())
         .merge(review::api::routes())
         .merge(review::pages::routes())
+        .merge(acceptance::api::routes())
+        .merge(acceptance::pages::routes())
         .route("/metrics", get(metrics::endpoint))
         .route("/api/openapi.json", get(openapi::endpoint))
         .route("/static/app.css", get(stylesheet))

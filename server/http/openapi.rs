@@ -330,6 +330,71 @@ pub fn document() -> OpenApi {
         )
         .response("404", problem_response("no such brief"));
 
+    let card_schema: Schema = obj(
+        "{ brief_id, revision (0 = the generated default card), default, created_by, created_at, accepted, \
+         criteria: [{ key, op, threshold, unit, stage, required, why?, status, value?, evidence_id?, reason?, source }], \
+         stages: [{ stage, name, status, passed, failed, missing, advisory_failures }], warnings }",
+    )
+    .into();
+    let get_card = op(
+        "getCard",
+        "cards",
+        "The current acceptance card (the default card when none was saved), evaluated over the newest evidence",
+    )
+    .parameter(brief_id())
+    .response("200", ok_json("the evaluated card", card_schema.clone()))
+    .response("404", problem_response("no such brief"));
+    let put_card = op("putCard", "cards", "Save the card as a new revision")
+        .parameter(brief_id())
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content(
+                    "application/json",
+                    json_content(obj("{ criteria: [{ key, op (lt, le, gt, ge, eq, ne), threshold (number, bool or string), unit, stage (1-5), required, why? }] }")),
+                )
+                .build(),
+        ))
+        .response("200", ok_json("the new revision, evaluated", card_schema))
+        .response("404", problem_response("no such brief"))
+        .response("422", problem_response("invalid criteria (per field: criteria[i].field)"));
+    let card_revisions = op(
+        "listCardRevisions",
+        "cards",
+        "Every saved revision of the card, newest first",
+    )
+    .parameter(brief_id())
+    .response(
+        "200",
+        ok_json(
+            "{ items: [{ revision, created_by, created_at, criteria }] }",
+            obj("revisions"),
+        ),
+    )
+    .response("404", problem_response("no such brief"));
+    let card_revision = op(
+        "getCardRevision",
+        "cards",
+        "One saved revision and its diff against the previous one (revision 1: against the default card)",
+    )
+    .parameter(brief_id())
+    .parameter(
+        ParameterBuilder::new()
+            .name("n")
+            .parameter_in(ParameterIn::Path)
+            .required(Required::True)
+            .description(Some("revision number, from 1"))
+            .schema(Some(typed(Type::Integer, "revision number"))),
+    )
+    .response(
+        "200",
+        ok_json(
+            "{ brief_id, revision, created_by, created_at, criteria, previous, diff: { added, removed, changed } }",
+            obj("revision"),
+        ),
+    )
+    .response("404", problem_response("no such brief or revision"));
+
     let review = op(
         "getReview",
         "review",
@@ -373,6 +438,16 @@ pub fn document() -> OpenApi {
         .path("/api/v1/briefs/{id}", PathItem::new(HttpMethod::Get, show_brief))
         .path("/api/v1/briefs/{id}", PathItem::new(HttpMethod::Put, replace_brief))
         .path("/api/v1/briefs/{id}/sizing", PathItem::new(HttpMethod::Get, sizing))
+        .path("/api/v1/briefs/{id}/card", PathItem::new(HttpMethod::Get, get_card))
+        .path("/api/v1/briefs/{id}/card", PathItem::new(HttpMethod::Put, put_card))
+        .path(
+            "/api/v1/briefs/{id}/card/revisions",
+            PathItem::new(HttpMethod::Get, card_revisions),
+        )
+        .path(
+            "/api/v1/briefs/{id}/card/revisions/{n}",
+            PathItem::new(HttpMethod::Get, card_revision),
+        )
         .path(
             "/api/v1/briefs/{id}/evidence",
             PathItem::new(HttpMethod::Get, list_evidence),

@@ -6,10 +6,16 @@ use std::collections::BTreeMap;
 use rust_decimal::Decimal;
 
 use super::{
-    decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts},
+    decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts, Status},
     repo,
 };
-use crate::{briefs::model::Brief, error::AppError, sizing::Sizing, state::AppState};
+use crate::{
+    acceptance::{self, evaluate::Status as EvalStatus},
+    briefs::model::Brief,
+    error::AppError,
+    sizing::Sizing,
+    state::AppState,
+};
 
 /// Metrics read by rules that apply whether or not the card names them.
 pub const RULE_METRICS: [&str; 6] = [
@@ -31,27 +37,21 @@ pub struct ReviewContext {
     pub ledger_rate: Option<Decimal>,
 }
 
-/// The GPU and count under test: the brief's trial allocation, else the first fitting option.
+/// The GPU and count under test (the same allocation the default card tests), and the count the
+/// sizing says that GPU needs.
 pub fn trial_allocation(brief: &Brief, sizing: &Sizing) -> (String, u32, u32) {
-    let first_fit = sizing.options.iter().find(|o| o.fits);
-    let gpu = brief
-        .fields
-        .trial_gpu
-        .clone()
-        .or_else(|| first_fit.map(|o| o.gpu.clone()))
-        .unwrap_or_default();
-    let sized = sizing
-        .options
-        .iter()
-        .find(|o| o.gpu == gpu)
-        .map(|o| o.count)
-        .unwrap_or(1);
-    let current = brief
-        .fields
-        .trial_gpu_count
-        .and_then(|n| u32::try_from(n).ok())
-        .unwrap_or(sized);
-    (gpu, sized, current)
+    match acceptance::defaults::trial_allocation(&brief.fields, sizing) {
+        Some((gpu, current)) => {
+            let sized = sizing
+                .options
+                .iter()
+                .find(|o| o.gpu == gpu.model)
+                .map(|o| o.count)
+                .unwrap_or(current);
+            (gpu.model.clone(), sized, current)
+        }
+        None => (String::new(), 1, 1),
+    }
 }
 
 pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, AppError> {
@@ -84,9 +84,27 @@ pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, Ap
     })
 }
 
-/// The current card's criteria, evaluated. (Filled in by the acceptance module.)
-async fn card_outcomes(_state: &AppState, _brief: &Brief) -> Result<Vec<CriterionOutcome>, AppError> {
-    Ok(Vec::new())
+/// The current card's criteria, evaluated over the newest evidence (acceptance module).
+async fn card_outcomes(state: &AppState, brief: &Brief) -> Result<Vec<CriterionOutcome>, AppError> {
+    let evaluation = acceptance::evaluate_brief(&state.pool, brief).await?;
+    Ok(evaluation
+        .criteria
+        .into_iter()
+        .map(|e| CriterionOutcome {
+            key: e.criterion.key,
+            op: e.criterion.op.as_str().to_owned(),
+            threshold: serde_json::to_value(&e.criterion.threshold).unwrap_or(serde_json::Value::Null),
+            stage: e.criterion.stage,
+            required: e.criterion.required,
+            status: match e.status {
+                EvalStatus::Pass => Status::Pass,
+                EvalStatus::Fail => Status::Fail,
+                EvalStatus::Missing => Status::Missing,
+            },
+            value: e.value,
+            evidence_id: e.evidence_id,
+        })
+        .collect())
 }
 
 /// The ledger's figures, and its average accelerator rate. (Filled in by the ledger module.)

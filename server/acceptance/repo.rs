@@ -1,0 +1,218 @@
+//! SQL for cards, evaluation and readiness. Free functions over any executor.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{types::Json, FromRow, PgConnection, PgExecutor};
+use uuid::Uuid;
+
+use super::{evaluate::Observation, model::Criterion};
+
+/// One stored revision of a card.
+#[derive(Debug, Clone)]
+pub struct CardRevision {
+    pub brief_id: Uuid,
+    pub revision: i32,
+    pub criteria: Vec<Criterion>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(FromRow)]
+struct RevisionRow {
+    brief_id: Uuid,
+    revision: i32,
+    criteria: Json<Vec<Criterion>>,
+    created_by: String,
+    created_at: DateTime<Utc>,
+}
+
+impl From<RevisionRow> for CardRevision {
+    fn from(r: RevisionRow) -> Self {
+        CardRevision {
+            brief_id: r.brief_id,
+            revision: r.revision,
+            criteria: r.criteria.0,
+            created_by: r.created_by,
+            created_at: r.created_at,
+        }
+    }
+}
+
+const COLUMNS: &str = "brief_id, revision, criteria, created_by, created_at";
+
+/// The current (highest) revision, if the card was ever saved.
+pub async fn current(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<CardRevision>, sqlx::Error> {
+    let row: Option<RevisionRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC LIMIT 1"
+    ))
+    .bind(brief)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(Into::into))
+}
+
+pub async fn revision(
+    db: impl PgExecutor<'_>,
+    brief: Uuid,
+    revision: i32,
+) -> Result<Option<CardRevision>, sqlx::Error> {
+    let row: Option<RevisionRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM card_revisions WHERE brief_id = $1 AND revision = $2"
+    ))
+    .bind(brief)
+    .bind(revision)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(Into::into))
+}
+
+/// Every revision, newest first.
+pub async fn revisions(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<CardRevision>, sqlx::Error> {
+    let rows: Vec<RevisionRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC"
+    ))
+    .bind(brief)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(Into::into).collect())
+}
+
+/// Appends a revision: the brief row is locked so concurrent saves number themselves in turn.
+/// `None` when the brief does not exist. Call inside a transaction.
+pub async fn append(
+    conn: &mut PgConnection,
+    brief: Uuid,
+    criteria: &[Criterion],
+    by: &str,
+) -> Result<Option<CardRevision>, sqlx::Error> {
+    let exists: Option<Uuid> = sqlx::query_scalar("SELECT id FROM briefs WHERE id = $1 FOR UPDATE")
+        .bind(brief)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if exists.is_none() {
+        return Ok(None);
+    }
+    let row: RevisionRow = sqlx::query_as(&format!(
+        "INSERT INTO card_revisions (id, brief_id, revision, criteria, created_by) \
+         SELECT $1, $2, COALESCE(MAX(revision), 0) + 1, $3, $4 FROM card_revisions WHERE brief_id = $2 \
+         RETURNING {COLUMNS}"
+    ))
+    .bind(Uuid::now_v7())
+    .bind(brief)
+    .bind(Json(criteria))
+    .bind(by)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(Some(row.into()))
+}
+
+#[derive(FromRow)]
+struct ObservationRow {
+    key: String,
+    stage: i16,
+    value: Json<Value>,
+    evidence_id: Uuid,
+    collected_at: DateTime<Utc>,
+    received_at: DateTime<Utc>,
+}
+
+/// The newest value of each of `keys` per stage, in ONE query: `DISTINCT ON (key, stage)` over the
+/// brief's evidence metrics, newest by `collected_at`, then `received_at`, then id (UUIDv7: upload
+/// order). Only the winning rows leave the database.
+pub async fn newest_metrics(
+    db: impl PgExecutor<'_>,
+    brief: Uuid,
+    keys: &[String],
+) -> Result<Vec<Observation>, sqlx::Error> {
+    let rows: Vec<ObservationRow> = sqlx::query_as(
+        "SELECT DISTINCT ON (m.key, e.stage) m.key, e.stage, m.value, e.id AS evidence_id, \
+                e.collected_at, e.received_at \
+         FROM evidence e CROSS JOIN LATERAL jsonb_each(e.metrics) AS m(key, value) \
+         WHERE e.brief_id = $1 AND m.key = ANY($2) \
+         ORDER BY m.key, e.stage, e.collected_at DESC, e.received_at DESC, e.id DESC",
+    )
+    .bind(brief)
+    .bind(keys)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Observation {
+            key: r.key,
+            stage: u8::try_from(r.stage).unwrap_or(0),
+            value: r.value.0,
+            evidence_id: r.evidence_id,
+            collected_at: r.collected_at,
+            received_at: r.received_at,
+        })
+        .collect())
+}
+
+/// One readiness confirmation.
+#[derive(Debug, Clone, FromRow)]
+pub struct Confirmation {
+    pub item: String,
+    pub confirmed_by: String,
+    pub confirmed_at: DateTime<Utc>,
+    pub link: Option<String>,
+}
+
+/// The newest confirmation of each item.
+pub async fn confirmations(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<Confirmation>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT DISTINCT ON (item) item, confirmed_by, confirmed_at, link FROM readiness_confirmations \
+         WHERE brief_id = $1 ORDER BY item, confirmed_at DESC, id DESC",
+    )
+    .bind(brief)
+    .fetch_all(db)
+    .await
+}
+
+pub async fn confirm(
+    db: impl PgExecutor<'_>,
+    brief: Uuid,
+    item: &str,
+    by: &str,
+    link: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO readiness_confirmations (id, brief_id, item, confirmed_by, link) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(Uuid::now_v7())
+    .bind(brief)
+    .bind(item)
+    .bind(by)
+    .bind(link)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// The newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
+pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT id FROM evidence WHERE brief_id = $1 AND stage = 3 AND kind IN ('bench-serving', 'vllm-metrics') \
+         ORDER BY received_at DESC, id DESC LIMIT 1",
+    )
+    .bind(brief)
+    .fetch_optional(db)
+    .await
+}
+
+/// Whether the brief has ledger lines, i.e. a cost view per completed job exists.
+///
+/// The ledger lives in another module (`ledger_lines`); until that migration is merged the table
+/// does not exist and this answers false. It assumes the table has a `brief_id` column; the ledger
+/// merge should replace this with its own query.
+pub async fn ledger_lines_exist(conn: &mut PgConnection, brief: Uuid) -> Result<bool, sqlx::Error> {
+    let table: Option<String> = sqlx::query_scalar("SELECT to_regclass('ledger_lines')::text")
+        .fetch_one(&mut *conn)
+        .await?;
+    if table.is_none() {
+        return Ok(false);
+    }
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM ledger_lines WHERE brief_id = $1)")
+        .bind(brief)
+        .fetch_one(&mut *conn)
+        .await
+}
