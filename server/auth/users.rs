@@ -106,3 +106,12 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<UserRow>, sqlx::Error> 
         .fetch_all(db)
         .await
 }
+
+pub async fn set_password(db: impl PgExecutor<'_>, id: Uuid, password_hash: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
+        .bind(id)
+        .bind(password_hash)
+        .execute(db)
+        .await?;
+    Ok(())
+}

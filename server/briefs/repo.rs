@@ -127,18 +127,25 @@ macro_rules! bind_fields {
 }
 
 pub async fn insert(db: impl PgExecutor<'_>, fields: &BriefFields) -> Result<Brief, sqlx::Error> {
+    insert_with_id(db, Uuid::now_v7(), fields)
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)
+}
+
+/// Inserts with a chosen id (the demo's fixed one); `None` when that id is taken already.
+pub async fn insert_with_id(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> Result<Option<Brief>, sqlx::Error> {
     let sql = format!(
         "INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b, \
          precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary, \
          needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job, \
          currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-         $21, $22, $23, $24, $25, $26, $27, $28) RETURNING {COLUMNS}"
+         $21, $22, $23, $24, $25, $26, $27, $28) ON CONFLICT (id) DO NOTHING RETURNING {COLUMNS}"
     );
-    let row: BriefRow = bind_fields!(sqlx::query_as(&sql).bind(Uuid::now_v7()), fields)
-        .fetch_one(db)
+    let row: Option<BriefRow> = bind_fields!(sqlx::query_as(&sql).bind(id), fields)
+        .fetch_optional(db)
         .await?;
-    row.try_into()
+    row.map(Brief::try_from).transpose()
 }
 
 /// Replaces every field; `None` when the brief does not exist.
