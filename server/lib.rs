@@ -11,6 +11,7 @@ pub mod db;
 pub mod error;
 pub mod evidence;
 pub mod http;
+pub mod ledger;
 pub mod secrets;
 pub mod sizing;
 pub mod state;

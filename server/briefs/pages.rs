@@ -273,6 +273,7 @@ struct BriefPage {
     brief: Brief,
     sizing: Sizing,
     facts: Vec<(&'static str, String)>,
+    ledger: crate::ledger::pages::LedgerSection,
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
@@ -336,10 +337,12 @@ async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId)
     let brief = load(&state, id).await?;
     let sizing = brief.fields.sizing();
     let facts = brief_facts(&brief.fields);
+    let ledger = crate::ledger::pages::section(&state, brief.id, &brief.fields.currency).await?;
     render(&BriefPage {
         ctx: (&user).into(),
         brief,
         sizing,
         facts,
+        ledger,
     })
 }

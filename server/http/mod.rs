@@ -26,6 +26,7 @@ use tower_http::{
 
 use crate::{
     auth, briefs,
+    ledger,
     error::{AppError, PageError},
     state::AppState,
 };
@@ -40,6 +41,8 @@ pub fn app(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(briefs::api::routes())
         .merge(briefs::pages::routes())
+        .merge(ledger::api::routes())
+        .merge(ledger::pages::routes())
         .merge(auth::pages::routes())
         .route("/static/app.css", get(stylesheet))
         .fallback(not_found)
