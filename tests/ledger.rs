@@ -3,9 +3,7 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use rentcheck::ledger::model::{
-    summarize, utilization, validate_line, Category, LedgerLine, LineInput, Outputs,
-};
+use rentcheck::ledger::model::{summarize, utilization, validate_line, Category, LedgerLine, LineInput, Outputs};
 use rust_decimal::Decimal;
 
 fn d(s: &str) -> Decimal {
@@ -19,7 +17,17 @@ fn input(cells: [&str; 9]) -> LineInput {
 /// An accelerator line priced by rate.
 fn acc(resource: &str, start: &str, end: &str, gpus: i32, rate: &str) -> LedgerLine {
     validate_line(
-        &input(["accelerator", resource, "", start, end, &gpus.to_string(), rate, "", "USD"]),
+        &input([
+            "accelerator",
+            resource,
+            "",
+            start,
+            end,
+            &gpus.to_string(),
+            rate,
+            "",
+            "USD",
+        ]),
         "USD",
     )
     .unwrap()
@@ -28,7 +36,17 @@ fn acc(resource: &str, start: &str, end: &str, gpus: i32, rate: &str) -> LedgerL
 /// An accelerator line with a billed amount.
 fn acc_amount(resource: &str, start: &str, end: &str, gpus: i32, amount: &str) -> LedgerLine {
     validate_line(
-        &input(["accelerator", resource, "", start, end, &gpus.to_string(), "", amount, "USD"]),
+        &input([
+            "accelerator",
+            resource,
+            "",
+            start,
+            end,
+            &gpus.to_string(),
+            "",
+            amount,
+            "USD",
+        ]),
         "USD",
     )
     .unwrap()
@@ -122,7 +140,11 @@ fn an_overlap_counts_the_largest_gpu_count() {
 
 #[test]
 fn order_of_lines_does_not_matter() {
-    let a = [acc("r", H1, H3, 4, "2"), acc("q", H0, H1, 1, "1"), acc("r", H0, H2, 8, "2")];
+    let a = [
+        acc("r", H1, H3, 4, "2"),
+        acc("q", H0, H1, 1, "1"),
+        acc("r", H0, H2, 8, "2"),
+    ];
     let mut b = a.clone();
     b.reverse();
     assert_eq!(hours_and_cost(&a), hours_and_cost(&b));
@@ -199,7 +221,10 @@ fn worked_example_cost_per_completed_job() {
 fn cost_per_job_and_utilization_are_undefined_without_their_inputs() {
     let s = summarize(&[other("host", "10")], &Outputs::default(), "USD");
     assert_eq!(s.cost_per_job, None);
-    assert_eq!(serde_json::to_value(&s).unwrap()["cost_per_job"], serde_json::Value::Null);
+    assert_eq!(
+        serde_json::to_value(&s).unwrap()["cost_per_job"],
+        serde_json::Value::Null
+    );
     assert_eq!(utilization(&s), None, "no idle figure");
 }
 
@@ -221,7 +246,11 @@ fn invalid_lines_name_their_fields() {
     let e = errors(["accelerator", "r", "", "yesterday", H1, "1", "1", "", "USD"]);
     assert!(e.iter().any(|(f, _)| f == "starts_at"), "{e:?}");
     let e = errors(["host", "", "", "", "", "", "", "1", "EUR"]);
-    assert!(e.iter().any(|(f, m)| f == "currency" && m.contains("EUR") && m.contains("USD")), "{e:?}");
+    assert!(
+        e.iter()
+            .any(|(f, m)| f == "currency" && m.contains("EUR") && m.contains("USD")),
+        "{e:?}"
+    );
     let e = errors(["gpu", "", "", "", "", "", "", "1", "USD"]);
     assert_eq!(e[0].0, "category");
     let e = errors(["accelerator", "", "", "", "", "", "", "", ""]);

@@ -26,8 +26,8 @@ use tower_http::{
 
 use crate::{
     auth, briefs,
-    ledger,
     error::{AppError, PageError},
+    ledger,
     state::AppState,
 };
 

@@ -238,7 +238,7 @@ async fn import_csv(req: Request, currency: &str) -> Result<Vec<LedgerLine>, App
     parser
         .await
         .map_err(|e| AppError::Internal(anyhow::Error::new(e).context("CSV parser task")))?
-        .map_err(AppError::Validation)
+        .map_err(AppError::from)
 }
 
 #[derive(Deserialize)]
@@ -302,7 +302,11 @@ pub(crate) async fn csv_response(state: &AppState, id: Uuid) -> Result<Response,
         .into_response())
 }
 
-async fn export(State(state): State<AppState>, ApiCaller(caller): ApiCaller, PathId(id): PathId) -> ApiResult<Response> {
+async fn export(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    PathId(id): PathId,
+) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     csv_response(&state, id).await
 }

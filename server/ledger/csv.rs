@@ -21,16 +21,33 @@ pub const MAX_ERRORS: usize = 50;
 
 fn at(line: u64, column: Option<usize>, message: String) -> FieldError {
     match column {
-        Some(i) => FieldError::new(
-            format!("line {line}, column {} ({})", i + 1, CSV_COLUMNS[i]),
-            message,
-        ),
+        Some(i) => FieldError::new(format!("line {line}, column {} ({})", i + 1, CSV_COLUMNS[i]), message),
         None => FieldError::new(format!("line {line}"), message),
     }
 }
 
+/// Why an import was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CsvError {
+    /// Bad header or lines: each error names its line and column (422).
+    Invalid(Vec<FieldError>),
+    /// More than `MAX_IMPORT_LINES` lines (413); reading stopped there.
+    TooManyLines,
+}
+
+impl From<CsvError> for crate::error::AppError {
+    fn from(e: CsvError) -> Self {
+        match e {
+            CsvError::Invalid(errors) => crate::error::AppError::Validation(errors),
+            CsvError::TooManyLines => crate::error::AppError::TooLarge(format!(
+                "more than {MAX_IMPORT_LINES} lines in one import; split the file"
+            )),
+        }
+    }
+}
+
 /// Parses and validates a whole CSV. All or nothing: any error and no line is returned.
-pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, Vec<FieldError>> {
+pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvError> {
     let mut rdr = ::csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
@@ -38,7 +55,13 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, Vec<F
         .from_reader(reader);
     let header = match rdr.headers() {
         Ok(h) => h.clone(),
-        Err(e) => return Err(vec![at(1, None, format!("could not read the header: {e}"))]),
+        Err(e) => {
+            return Err(CsvError::Invalid(vec![at(
+                1,
+                None,
+                format!("could not read the header: {e}"),
+            )]))
+        }
     };
     let got: Vec<&str> = header.iter().collect();
     if got != CSV_COLUMNS {
@@ -46,10 +69,10 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, Vec<F
             Some(i) => format!("column {} is {:?}, expected {:?}", i + 1, got[i], CSV_COLUMNS[i]),
             None => format!("expected {} columns, found {}", CSV_COLUMNS.len(), got.len()),
         };
-        return Err(vec![FieldError::new(
+        return Err(CsvError::Invalid(vec![FieldError::new(
             "line 1",
             format!("the header must be exactly {}; {detail}", CSV_COLUMNS.join(",")),
-        )]);
+        )]));
     }
     let mut lines = Vec::new();
     let mut errors = Vec::new();
@@ -86,11 +109,7 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, Vec<F
             }
         }
         if lines.len() > MAX_IMPORT_LINES {
-            errors.push(at(
-                line,
-                None,
-                format!("more than {MAX_IMPORT_LINES} lines in one import; split the file"),
-            ));
+            return Err(CsvError::TooManyLines);
         }
         if errors.len() >= MAX_ERRORS {
             errors.truncate(MAX_ERRORS);
@@ -101,7 +120,7 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, Vec<F
     if errors.is_empty() {
         Ok(lines)
     } else {
-        Err(errors)
+        Err(CsvError::Invalid(errors))
     }
 }
 

@@ -141,7 +141,9 @@ fn loose<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
         serde_json::Value::String(s) => Ok(Some(s)),
         serde_json::Value::Number(n) => Ok(Some(n.to_string())),
         serde_json::Value::Bool(b) => Ok(Some(b.to_string())),
-        other => Err(serde::de::Error::custom(format!("expected a string or number, got {other}"))),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a string or number, got {other}"
+        ))),
     }
 }
 
@@ -210,7 +212,10 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
     };
     let resource = non_empty(&input.resource).unwrap_or("").to_owned();
     if resource.chars().count() > MAX_RESOURCE {
-        errors.push(FieldError::new("resource", format!("is longer than {MAX_RESOURCE} characters")));
+        errors.push(FieldError::new(
+            "resource",
+            format!("is longer than {MAX_RESOURCE} characters"),
+        ));
     }
     let description = input.description.as_deref().unwrap_or("").trim().to_owned();
     if description.chars().count() > MAX_DESCRIPTION {
@@ -230,7 +235,11 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
         if e <= s {
             errors.push(FieldError::new(
                 "ends_at",
-                format!("must be after starts_at ({} is not after {})", e.to_rfc3339(), s.to_rfc3339()),
+                format!(
+                    "must be after starts_at ({} is not after {})",
+                    e.to_rfc3339(),
+                    s.to_rfc3339()
+                ),
             ));
         }
     }
@@ -310,7 +319,12 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
 
 /// hours × gpus × rate, exactly: (microseconds × gpus × rate) ÷ 3.6e9, multiplying before the one division.
 /// The quotient is exact whenever it terminates within `Decimal`'s 28 significant digits.
-pub fn accelerator_amount(starts_at: DateTime<Utc>, ends_at: DateTime<Utc>, gpus: i32, rate: Decimal) -> Option<Decimal> {
+pub fn accelerator_amount(
+    starts_at: DateTime<Utc>,
+    ends_at: DateTime<Utc>,
+    gpus: i32,
+    rate: Decimal,
+) -> Option<Decimal> {
     let micros = (ends_at - starts_at).num_microseconds()?;
     Decimal::from(micros)
         .checked_mul(Decimal::from(gpus))?
@@ -639,7 +653,9 @@ pub fn summarize(lines: &[LedgerLine], outputs: &Outputs, currency: &str) -> Led
     }
     let stray: Decimal = lines
         .iter()
-        .filter(|l| l.category == Category::Accelerator && (l.starts_at.is_none() || l.ends_at.is_none() || l.gpus.is_none()))
+        .filter(|l| {
+            l.category == Category::Accelerator && (l.starts_at.is_none() || l.ends_at.is_none() || l.gpus.is_none())
+        })
         .map(|l| l.amount)
         .sum();
     spans.sort_unstable_by(|a, b| (a.resource, a.start, a.end).cmp(&(b.resource, b.start, b.end)));

@@ -119,11 +119,7 @@ pub async fn section(state: &AppState, brief_id: Uuid, currency: &str) -> Result
     let outputs = repo::outputs(&state.pool, brief_id).await?;
     let lines = repo::newest_lines(&state.pool, brief_id, None, PAGE_LINES).await?;
     let lines_total = repo::count_lines(&state.pool, brief_id).await?;
-    let max = Category::ALL
-        .iter()
-        .map(|c| s.totals.get(*c))
-        .max()
-        .unwrap_or_default();
+    let max = Category::ALL.iter().map(|c| s.totals.get(*c)).max().unwrap_or_default();
     let bars = Category::ALL
         .iter()
         .enumerate()
@@ -215,7 +211,7 @@ async fn import(
     let lines = tokio::task::spawn_blocking(move || csv::parse(text.as_bytes(), &currency))
         .await
         .map_err(|e| AppError::Internal(anyhow::Error::new(e)))?
-        .map_err(AppError::Validation)?;
+        .map_err(AppError::from)?;
     store(&state, id, &user.0.email, "csv-form", &lines, None).await?;
     Ok(back(id))
 }

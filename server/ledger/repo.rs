@@ -6,7 +6,9 @@ use serde::Serialize;
 use sqlx::{FromRow, PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::model::{finish, merge_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Outputs, OutputsPatch, Span};
+use super::model::{
+    finish, merge_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Outputs, OutputsPatch, Span,
+};
 
 /// Rows per INSERT … SELECT FROM UNNEST statement.
 const INSERT_CHUNK: usize = 10_000;
