@@ -8,7 +8,7 @@ use axum::{
     routing::{get, post},
     Router,
 };
-use rust_decimal::{prelude::ToPrimitive, Decimal};
+use rust_decimal::{prelude::ToPrimitive, Decimal, RoundingStrategy};
 use uuid::Uuid;
 
 use super::{
@@ -86,9 +86,9 @@ pub struct LedgerSection {
 const BAR_MAX: u32 = 300;
 const BAR_ROW: u32 = 28;
 
-/// Money for people: two decimals, more when the figure is smaller than a cent.
+/// Money for people: two decimals (half away from zero), more when the figure is smaller than a cent.
 fn money(d: Decimal) -> String {
-    let two = d.round_dp(2);
+    let two = d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero);
     if two.is_zero() && !d.is_zero() {
         d.round_dp(6).normalize().to_string()
     } else {
