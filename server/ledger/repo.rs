@@ -113,6 +113,9 @@ pub async fn outputs(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Outputs,
         .unwrap_or_default())
 }
 
+/// (resource, starts_at, ends_at, gpus, amount) of an accelerator line.
+type SpanRow = (String, DateTime<Utc>, DateTime<Utc>, i32, Decimal);
+
 /// The summary, computed in the database where it can be: sums per category in SQL; the accelerator
 /// spans read in merge order from `ledger_lines_accelerator_idx` and merged in one pass.
 pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
@@ -129,7 +132,7 @@ pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) ->
             totals.add(c, sum);
         }
     }
-    let spans: Vec<(String, DateTime<Utc>, DateTime<Utc>, i32, Decimal)> = sqlx::query_as(
+    let spans: Vec<SpanRow> = sqlx::query_as(
         "SELECT resource, starts_at, ends_at, gpus, amount FROM ledger_lines \
          WHERE brief_id = $1 AND category = 'accelerator' ORDER BY resource, starts_at, ends_at",
     )
