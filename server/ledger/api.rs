@@ -46,6 +46,7 @@ pub fn routes() -> Router<AppState> {
                 // JSON is read whole under this limit; CSV bypasses it and streams under MAX_CSV_BYTES.
                 .layer(DefaultBodyLimit::max(MAX_JSON_BYTES)),
         )
+        .route("/api/v1/briefs/{id}/ledger/summary", get(show_summary))
         .route("/api/v1/briefs/{id}/ledger.csv", get(export))
 }
 
@@ -282,6 +283,17 @@ async fn show(
         lines_total,
         next_cursor,
     }))
+}
+
+/// `GET /api/v1/briefs/{id}/ledger/summary`: the summary alone (what the review engine reads).
+async fn show_summary(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    PathId(id): PathId,
+) -> ApiResult<Json<LedgerSummary>> {
+    caller.may_read_brief(id)?;
+    let currency = brief_currency(&state, id).await?;
+    Ok(Json(summary(&state, id, &currency).await?))
 }
 
 /// The lines as CSV with the import header, in the order they were added.
