@@ -28,8 +28,9 @@ CREATE TABLE ledger_lines (
 CREATE INDEX ledger_lines_brief_seq_idx ON ledger_lines (brief_id, seq);
 -- The summary: sums per category …
 CREATE INDEX ledger_lines_brief_category_idx ON ledger_lines (brief_id, category) INCLUDE (amount);
--- … and the accelerator spans in merge order, read from the index alone.
-CREATE INDEX ledger_lines_accelerator_idx ON ledger_lines (brief_id, resource, starts_at, ends_at)
+-- … and the accelerator spans in merge order, read from the index alone. Byte order (COLLATE "C")
+-- so PostgreSQL's order is Rust's `str` order and the merge never has to re-sort.
+CREATE INDEX ledger_lines_accelerator_idx ON ledger_lines (brief_id, resource COLLATE "C", starts_at, ends_at)
     INCLUDE (gpus, amount) WHERE category = 'accelerator';
 
 CREATE TABLE ledger_outputs (
@@ -42,4 +43,17 @@ CREATE TABLE ledger_outputs (
     updated_at  timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT ledger_outputs_counts_check CHECK (accepted >= 0 AND rejected >= 0 AND retries >= 0 AND failed_jobs >= 0),
     CONSTRAINT ledger_outputs_idle_check CHECK (idle_hours IS NULL OR idle_hours >= 0)
+);
+
+-- The accelerator merge per resource, kept current by every import (in its transaction, under a lock
+-- on the brief row): GPU-microseconds and cost with overlaps counted once. Lines are append-only, so
+-- an import re-merges only the resources it touched; the summary then reads one row per resource
+-- instead of every line.
+CREATE TABLE ledger_accelerator_merged (
+    brief_id   uuid NOT NULL REFERENCES briefs (id) ON DELETE CASCADE,
+    resource   text NOT NULL,
+    gpu_micros numeric NOT NULL,
+    cost       numeric NOT NULL,
+    lines      bigint NOT NULL,
+    CONSTRAINT ledger_accelerator_merged_pkey PRIMARY KEY (brief_id, resource)
 );

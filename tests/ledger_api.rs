@@ -400,3 +400,32 @@ async fn csv_export_round_trips() {
     assert_eq!(sa["summary"], sb["summary"]);
     assert_eq!(sa["summary"]["total"], "425.5");
 }
+
+#[tokio::test]
+async fn a_re_sent_billing_export_does_not_double_the_accelerator_cost() {
+    let app = spawn_app().await;
+    let id = brief(&app).await;
+    assert_eq!(
+        post_csv(&app.client, &app, &id, worked_example_csv()).await.status(),
+        201
+    );
+    // The same export again: every accelerator line now has an identical twin from another import.
+    let res = post_csv(&app.client, &app, &id, worked_example_csv()).await;
+    assert_eq!(res.status(), 201);
+    let s: Value = res.json().await.unwrap();
+    assert_eq!(s["accelerator_hours"], "100");
+    assert_eq!(s["totals"]["accelerator"], "246");
+    assert_eq!(s["totals"]["host"], "240", "other categories are plain sums");
+    // A later line for r2 that extends it by 2 hours at 1 GPU: hours 102, cost 6 + 3 = 9 more than 6.
+    let res = app
+        .post_json(
+            &format!("/api/v1/briefs/{id}/ledger"),
+            &json!({ "lines": [{ "category": "accelerator", "resource": "r2", "starts_at": "2026-03-01T02:00:00Z",
+                                 "ends_at": "2026-03-01T06:00:00Z", "gpus": 1, "amount": "6" }] }),
+        )
+        .await;
+    let s: Value = res.json().await.unwrap();
+    assert_eq!(s["accelerator_hours"], "102");
+    // r2: the first line (6.00 over 4 h) bills 00–04; the new one (6.00 over 4 h) bills 04–06: 3.00.
+    assert_eq!(s["totals"]["accelerator"], "249");
+}

@@ -69,8 +69,19 @@ pub(crate) async fn store(
     outputs: Option<&OutputsPatch>,
 ) -> Result<u64, AppError> {
     let mut tx = state.pool.begin().await?;
+    if !repo::lock_brief(&mut *tx, brief_id).await? {
+        return Err(AppError::NotFound("brief"));
+    }
     let import_id = Uuid::now_v7();
     let added = repo::insert_lines(&mut tx, brief_id, import_id, lines).await?;
+    let mut touched: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.category == super::model::Category::Accelerator)
+        .map(|l| l.resource.as_str())
+        .collect();
+    touched.sort_unstable();
+    touched.dedup();
+    repo::remerge(&mut tx, brief_id, &touched).await?;
     if let Some(patch) = outputs {
         repo::upsert_outputs(&mut *tx, brief_id, patch).await?;
     }
@@ -133,7 +144,7 @@ async fn post(
     caller.may_send_to_brief(id)?;
     let currency = brief_currency(&state, id).await?;
     let ct = content_type(&req);
-    let (lines, outputs, source) = if ct.starts_with("text/csv") {
+    let (lines, outputs, source) = if ct.starts_with("text/csv") || ct.starts_with("application/csv") {
         (import_csv(req, &currency).await?, None, "csv")
     } else {
         let ApiJson(body) = ApiJson::<LedgerPost>::from_request(req, &state).await?;

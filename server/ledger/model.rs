@@ -4,7 +4,7 @@
 
 use std::{
     cmp::Reverse,
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeMap, BinaryHeap},
     str::FromStr,
 };
 
@@ -500,6 +500,16 @@ impl Merged {
     }
 }
 
+/// Sorts spans into merge order (resource, start, end); a no-op check when they already are.
+pub fn sort_spans(spans: &mut [Span<'_>]) {
+    fn key<'a>(s: &Span<'a>) -> (&'a str, DateTime<Utc>, DateTime<Utc>) {
+        (s.resource, s.start, s.end)
+    }
+    if !spans.is_sorted_by(|a, b| key(a) <= key(b)) {
+        spans.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
+    }
+}
+
 /// Merges accelerator spans in one pass. `spans` must be sorted by (resource, start, end); this is
 /// checked, and out-of-order input panics in debug builds (it would silently over-count otherwise).
 ///
@@ -566,33 +576,31 @@ fn sweep(cluster: &[Span<'_>], out: &mut Merged) {
         events.push((s.end, false, i));
     }
     events.sort_unstable_by_key(|&(t, is_start, i)| (t, is_start, i));
-    let mut gpus: BTreeMap<i32, usize> = BTreeMap::new();
-    let mut by_cost: BTreeSet<(Decimal, Reverse<usize>)> = BTreeSet::new();
+    // Max-heaps with lazy deletion: an ended line is dropped when it reaches the top.
+    let mut active = vec![false; cluster.len()];
+    let mut gpus: BinaryHeap<(i32, usize)> = BinaryHeap::with_capacity(cluster.len());
+    let mut by_cost: BinaryHeap<(Decimal, Reverse<usize>)> = BinaryHeap::with_capacity(cluster.len());
     let mut won = vec![0_i64; cluster.len()];
     let mut prev: Option<DateTime<Utc>> = None;
     for (t, is_start, i) in events {
-        if let Some(p) = prev {
-            if t > p {
-                if let (Some((&g, _)), Some(&(_, Reverse(w)))) = (gpus.last_key_value(), by_cost.last()) {
-                    let piece = micros(p, t);
-                    out.gpu_micros += i128::from(piece) * i128::from(g);
-                    won[w] += piece;
-                }
+        if let Some(p) = prev.filter(|p| t > *p) {
+            while gpus.peek().is_some_and(|&(_, j)| !active[j]) {
+                gpus.pop();
+            }
+            while by_cost.peek().is_some_and(|&(_, Reverse(j))| !active[j]) {
+                by_cost.pop();
+            }
+            if let (Some(&(g, _)), Some(&(_, Reverse(w)))) = (gpus.peek(), by_cost.peek()) {
+                let piece = micros(p, t);
+                out.gpu_micros += i128::from(piece) * i128::from(g);
+                won[w] += piece;
             }
         }
         prev = Some(t);
-        let g = cluster[i].gpus;
+        active[i] = is_start;
         if is_start {
-            *gpus.entry(g).or_default() += 1;
-            by_cost.insert((density[i], Reverse(i)));
-        } else {
-            if let Some(n) = gpus.get_mut(&g) {
-                *n -= 1;
-                if *n == 0 {
-                    gpus.remove(&g);
-                }
-            }
-            by_cost.remove(&(density[i], Reverse(i)));
+            gpus.push((cluster[i].gpus, i));
+            by_cost.push((density[i], Reverse(i)));
         }
     }
     // Each line's share: amount × (time it was the billing line) ÷ its duration, multiplied first so a
@@ -658,7 +666,7 @@ pub fn summarize(lines: &[LedgerLine], outputs: &Outputs, currency: &str) -> Led
         })
         .map(|l| l.amount)
         .sum();
-    spans.sort_unstable_by(|a, b| (a.resource, a.start, a.end).cmp(&(b.resource, b.start, b.end)));
+    sort_spans(&mut spans);
     let mut merged = merge_spans(spans);
     merged.cost += stray;
     finish(totals, &merged, outputs, currency)

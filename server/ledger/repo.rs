@@ -1,13 +1,14 @@
 //! SQL for the ledger. Free functions over any executor; no repository trait.
 
 use chrono::{DateTime, Utc};
-use rust_decimal::Decimal;
+use rust_decimal::{prelude::ToPrimitive, Decimal};
 use serde::Serialize;
 use sqlx::{FromRow, PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{
-    finish, merge_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Outputs, OutputsPatch, Span,
+    finish, merge_spans, sort_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Merged, Outputs,
+    OutputsPatch, Span,
 };
 
 /// Rows per INSERT … SELECT FROM UNNEST statement.
@@ -116,12 +117,79 @@ pub async fn outputs(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Outputs,
 /// (resource, starts_at, ends_at, gpus, amount) of an accelerator line.
 type SpanRow = (String, DateTime<Utc>, DateTime<Utc>, i32, Decimal);
 
-/// The summary, computed in the database where it can be: sums per category in SQL; the accelerator
-/// spans read in merge order from `ledger_lines_accelerator_idx` and merged in one pass.
+/// Re-merges the accelerator lines of the given resources (one sorted pass per resource over
+/// `ledger_lines_accelerator_idx`, in byte order so PostgreSQL's order is Rust's) and stores each
+/// resource's GPU-microseconds and cost in `ledger_accelerator_merged`. Call it in the import's
+/// transaction after `lock_brief`, with every resource the import added lines for.
+pub async fn remerge(conn: &mut PgConnection, brief_id: Uuid, resources: &[&str]) -> Result<(), sqlx::Error> {
+    if resources.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<SpanRow> = sqlx::query_as(
+        "SELECT resource, starts_at, ends_at, gpus, amount FROM ledger_lines \
+         WHERE brief_id = $1 AND category = 'accelerator' AND resource = ANY($2) \
+         ORDER BY resource COLLATE \"C\", starts_at, ends_at",
+    )
+    .bind(brief_id)
+    .bind(resources)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut spans: Vec<Span<'_>> = rows
+        .iter()
+        .map(|(resource, start, end, gpus, amount)| Span {
+            resource,
+            start: *start,
+            end: *end,
+            gpus: *gpus,
+            amount: *amount,
+        })
+        .collect();
+    sort_spans(&mut spans); // a check only: the index order is already the merge order
+    let mut names: Vec<&str> = Vec::new();
+    let mut micros: Vec<Decimal> = Vec::new();
+    let mut costs: Vec<Decimal> = Vec::new();
+    let mut counts: Vec<i64> = Vec::new();
+    for group in spans.chunk_by(|a, b| a.resource == b.resource) {
+        let merged = merge_spans(group.iter().copied());
+        names.push(group[0].resource);
+        micros.push(Decimal::from_i128_with_scale(merged.gpu_micros, 0));
+        costs.push(merged.cost);
+        counts.push(group.len() as i64);
+    }
+    sqlx::query(
+        "INSERT INTO ledger_accelerator_merged (brief_id, resource, gpu_micros, cost, lines) \
+         SELECT $1, * FROM UNNEST($2::text[], $3::numeric[], $4::numeric[], $5::int8[]) \
+         ON CONFLICT (brief_id, resource) DO UPDATE SET \
+           gpu_micros = EXCLUDED.gpu_micros, cost = EXCLUDED.cost, lines = EXCLUDED.lines",
+    )
+    .bind(brief_id)
+    .bind(&names)
+    .bind(&micros)
+    .bind(&costs)
+    .bind(&counts)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Serializes imports into one brief (their re-merges read what the other wrote); `false` when the
+/// brief does not exist.
+pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query("SELECT 1 FROM briefs WHERE id = $1 FOR UPDATE")
+        .bind(brief_id)
+        .fetch_optional(db)
+        .await?
+        .is_some())
+}
+
+/// The summary: sums per category in SQL (an index-only scan of `ledger_lines_brief_category_idx`)
+/// and the accelerator figures from `ledger_accelerator_merged`, one row per resource, which every
+/// import keeps current with the one-pass merge (`remerge`). The same figures as
+/// `model::summarize` over every line.
 pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
     let sums: Vec<(String, Decimal)> = sqlx::query_as(
-        "SELECT category, sum(amount) FROM ledger_lines WHERE brief_id = $1 AND category <> 'accelerator' \
-         GROUP BY category",
+        "SELECT category, sum(amount) FROM ledger_lines WHERE brief_id = $1 \
+         AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY category",
     )
     .bind(brief_id)
     .fetch_all(&mut *conn)
@@ -132,20 +200,15 @@ pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) ->
             totals.add(c, sum);
         }
     }
-    let spans: Vec<SpanRow> = sqlx::query_as(
-        "SELECT resource, starts_at, ends_at, gpus, amount FROM ledger_lines \
-         WHERE brief_id = $1 AND category = 'accelerator' ORDER BY resource, starts_at, ends_at",
-    )
-    .bind(brief_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    let merged = merge_spans(spans.iter().map(|(resource, start, end, gpus, amount)| Span {
-        resource,
-        start: *start,
-        end: *end,
-        gpus: *gpus,
-        amount: *amount,
-    }));
+    let (micros, cost): (Option<Decimal>, Option<Decimal>) =
+        sqlx::query_as("SELECT sum(gpu_micros), sum(cost) FROM ledger_accelerator_merged WHERE brief_id = $1")
+            .bind(brief_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let merged = Merged {
+        gpu_micros: micros.and_then(|m| m.to_i128()).unwrap_or(0),
+        cost: cost.unwrap_or_default().normalize(),
+    };
     let outputs = outputs(&mut *conn, brief_id).await?;
     Ok(finish(totals, &merged, &outputs, currency))
 }
