@@ -57,8 +57,18 @@ fn demo_evidence() -> Vec<DemoEvidence> {
         demo_file!(DcgmDiag, 1, &[], "dcgm-diag.json"),
         demo_file!(NcclTests, 1, &[], "nccl-all_reduce_perf.txt"),
         demo_file!(Probe, 2, &[], "probes-functional.json"),
-        demo_file!(VllmMetrics, 3, &[("window", "demo-load"), ("phase", "before")], "vllm-metrics-before.txt"),
-        demo_file!(VllmMetrics, 3, &[("window", "demo-load"), ("phase", "after")], "vllm-metrics-after.txt"),
+        demo_file!(
+            VllmMetrics,
+            3,
+            &[("window", "demo-load"), ("phase", "before")],
+            "vllm-metrics-before.txt"
+        ),
+        demo_file!(
+            VllmMetrics,
+            3,
+            &[("window", "demo-load"), ("phase", "after")],
+            "vllm-metrics-after.txt"
+        ),
         demo_file!(BenchServing, 3, &[], "vllm-bench-serve.json"),
         demo_file!(Probe, 4, &[], "probes-failure.json"),
         demo_file!(CheckpointRestore, 4, &[], "checkpoint-restore.json"),
@@ -109,14 +119,22 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
     let created_brief = ensure_brief(state).await?;
     let (mut sent, mut replayed) = (0, 0);
     for item in demo_evidence() {
-        let labels: Map<String, Value> =
-            item.labels.iter().map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned()))).collect();
+        let labels: Map<String, Value> = item
+            .labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
+            .collect();
         let upload = Upload {
             kind: KindChoice::Named(item.kind),
             stage: item.stage,
             collected_at: None,
             labels,
-            content_type: if item.file.ends_with(".json") { "application/json" } else { "text/plain" }.to_owned(),
+            content_type: if item.file.ends_with(".json") {
+                "application/json"
+            } else {
+                "text/plain"
+            }
+            .to_owned(),
             filename: Some(item.file.to_owned()),
             raw: Bytes::from_static(item.bytes),
         };
@@ -152,7 +170,11 @@ async fn ensure_brief(state: &AppState) -> Result<bool, AppError> {
         return Ok(false);
     }
     let body = demo_brief();
-    let Value::Object(map) = &body else { unreachable!("a JSON object literal") };
+    let Value::Object(map) = &body else {
+        unreachable!("a JSON object literal")
+    };
     let fields = validate(&BriefInput::Json(map)).map_err(AppError::Validation)?;
-    Ok(briefs_repo::insert_with_id(&state.pool, DEMO_BRIEF_ID, &fields).await?.is_some())
+    Ok(briefs_repo::insert_with_id(&state.pool, DEMO_BRIEF_ID, &fields)
+        .await?
+        .is_some())
 }

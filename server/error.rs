@@ -42,6 +42,9 @@ pub enum AppError {
     Conflict(String),
     #[error("the request body is larger than the limit of {0} bytes")]
     PayloadTooLarge(usize),
+    /// 413 for a body over a limit other than bytes (e.g. lines in one import), saying which.
+    #[error("{0}")]
+    TooLarge(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("the database is unavailable; try again shortly")]
@@ -78,7 +81,7 @@ impl AppError {
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::Conflict(_) => StatusCode::CONFLICT,
-            AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -93,7 +96,7 @@ impl AppError {
             AppError::Forbidden(_) => "forbidden",
             AppError::NotFound(_) => "not-found",
             AppError::Conflict(_) => "conflict",
-            AppError::PayloadTooLarge(_) => "payload-too-large",
+            AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => "payload-too-large",
             AppError::UnsupportedMediaType(_) => "unsupported-media-type",
             AppError::DatabaseUnavailable => "database-unavailable",
             AppError::Internal(_) => "internal",

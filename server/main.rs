@@ -51,6 +51,16 @@ enum Command {
         #[command(subcommand)]
         action: UserAction,
     },
+    /// Load a demonstration brief with evidence in every stage and a ledger; print its URL and a login.
+    Demo {
+        #[command(flatten)]
+        db: DbConfig,
+        #[command(flatten)]
+        tokens: TokenConfig,
+        /// The address the server listens on, for the printed URL.
+        #[arg(long, env = "RENTCHECK_ADDR", default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+    },
     /// Mint and revoke bearer tokens.
     Token {
         #[command(subcommand)]
@@ -148,6 +158,7 @@ async fn main() -> ExitCode {
             action: TokenAction::Revoke { jti, db },
         } => revoke_token(db, jti).await,
         Command::Collect(args) => collect::run(*args).await,
+        Command::Demo { db, tokens, addr } => run_demo(db, tokens, addr).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -285,6 +296,36 @@ async fn revoke_token(db: DbConfig, jti: uuid::Uuid) -> anyhow::Result<()> {
         anyhow::ensure!(token::revoke(&pool, jti).await?, "no live token with jti {jti}");
         audit::record(&pool, "cli", "token.revoke", &format!("token:{jti}"), json!({})).await?;
         Ok(format!("revoked {jti}"))
+    })
+    .await
+}
+
+async fn run_demo(db: DbConfig, tokens: TokenConfig, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+    let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db.data_dir)?;
+    with_database(&db, |pool| async move {
+        let state = AppState::new(pool, AppConfig::default(), keys);
+        let outcome = rentcheck::demo::load(&state).await.map_err(describe)?;
+        Ok(format!(
+            "demo brief {} ({}; evidence: {} sent, {} already there; ledger: {})\n\
+             open   http://{addr}/briefs/{}/review\n\
+             login  {} / {}   (a manager; the password is new on every `rentcheck demo`)",
+            outcome.brief_id,
+            if outcome.created_brief {
+                "created"
+            } else {
+                "already there"
+            },
+            outcome.evidence_sent,
+            outcome.evidence_replayed,
+            if outcome.ledger_imported {
+                "imported"
+            } else {
+                "already there"
+            },
+            outcome.brief_id,
+            outcome.email,
+            outcome.password,
+        ))
     })
     .await
 }

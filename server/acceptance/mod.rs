@@ -80,8 +80,15 @@ pub async fn snapshot(pool: &PgPool, brief: &Brief, criteria: &[Criterion]) -> R
 /// Figures computed outside the evidence table, by key. Today: `manifest.lint_errors` when the
 /// brief has a manifest. `ledger.cost_per_job` is left to the ledger module: whoever merges it
 /// inserts it here (a decimal as a JSON number; absent when undefined, so the criterion stays missing).
-pub async fn derived_figures(_pool: &PgPool, brief: &Brief) -> Result<HashMap<String, Value>, sqlx::Error> {
+pub async fn derived_figures(pool: &PgPool, brief: &Brief) -> Result<HashMap<String, Value>, sqlx::Error> {
     let mut derived = HashMap::new();
+    let mut conn = pool.acquire().await?;
+    let ledger = crate::ledger::repo::summary(&mut conn, brief.id, &brief.fields.currency).await?;
+    if let Some(cost) = ledger.cost_per_job {
+        // Compared with a numeric threshold; the exact decimal stays in the ledger and the review.
+        use rust_decimal::prelude::ToPrimitive;
+        derived.insert(model::COST_PER_JOB.to_owned(), json!(cost.to_f64()));
+    }
     if let Some(manifest) = &brief.fields.k8s_manifest {
         derived.insert(
             model::LINT_ERRORS.to_owned(),

@@ -199,20 +199,7 @@ pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<
     .await
 }
 
-/// Whether the brief has ledger lines, i.e. a cost view per completed job exists.
-///
-/// The ledger lives in another module (`ledger_lines`); until that migration is merged the table
-/// does not exist and this answers false. It assumes the table has a `brief_id` column; the ledger
-/// merge should replace this with its own query.
+/// Whether the brief has any ledger line: the "cost view per completed job" exists.
 pub async fn ledger_lines_exist(conn: &mut PgConnection, brief: Uuid) -> Result<bool, sqlx::Error> {
-    let table: Option<String> = sqlx::query_scalar("SELECT to_regclass('ledger_lines')::text")
-        .fetch_one(&mut *conn)
-        .await?;
-    if table.is_none() {
-        return Ok(false);
-    }
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM ledger_lines WHERE brief_id = $1)")
-        .bind(brief)
-        .fetch_one(&mut *conn)
-        .await
+    Ok(crate::ledger::repo::count_lines(&mut *conn, brief).await? > 0)
 }

@@ -300,6 +300,7 @@ struct BriefPage {
     facts: Vec<(&'static str, String)>,
     evidence: Vec<EvidenceListRow>,
     acceptance: crate::acceptance::pages::BriefSections,
+    ledger: crate::ledger::pages::LedgerSection,
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
@@ -365,6 +366,7 @@ async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId)
     let facts = brief_facts(&brief.fields);
     let evidence = evidence::pages::brief_rows(&state, id).await?;
     let acceptance = crate::acceptance::pages::brief_sections(&state, &brief).await?;
+    let ledger = crate::ledger::pages::section(&state, brief.id, &brief.fields.currency).await?;
     render(&BriefPage {
         ctx: (&user).into(),
         brief,
@@ -372,5 +374,6 @@ async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId)
         facts,
         evidence,
         acceptance,
+        ledger,
     })
 }

@@ -133,7 +133,11 @@ pub async fn insert(db: impl PgExecutor<'_>, fields: &BriefFields) -> Result<Bri
 }
 
 /// Inserts with a chosen id (the demo's fixed one); `None` when that id is taken already.
-pub async fn insert_with_id(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> Result<Option<Brief>, sqlx::Error> {
+pub async fn insert_with_id(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    fields: &BriefFields,
+) -> Result<Option<Brief>, sqlx::Error> {
     let sql = format!(
         "INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b, \
          precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary, \

@@ -29,7 +29,7 @@ use tower_http::{
 use crate::{
     acceptance, auth, briefs,
     error::{AppError, PageError},
-    evidence, review,
+    evidence, ledger, review,
     state::AppState,
 };
 
@@ -43,6 +43,8 @@ pub fn app(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(briefs::api::routes())
         .merge(briefs::pages::routes())
+        .merge(ledger::api::routes())
+        .merge(ledger::pages::routes())
         .merge(auth::pages::routes())
         .merge(evidence::api::routes())
         .merge(evidence::pages::routes())

@@ -13,6 +13,7 @@ use crate::{
     acceptance::{self, evaluate::Status as EvalStatus},
     briefs::model::Brief,
     error::AppError,
+    ledger,
     sizing::Sizing,
     state::AppState,
 };
@@ -107,8 +108,33 @@ async fn card_outcomes(state: &AppState, brief: &Brief) -> Result<Vec<CriterionO
         .collect())
 }
 
-/// The ledger's figures, and its average accelerator rate. (Filled in by the ledger module.)
-async fn ledger_facts(_state: &AppState, _brief: &Brief) -> Result<(Option<LedgerFacts>, Option<Decimal>), AppError> {
-    let _ = BTreeMap::<String, Decimal>::new();
-    Ok((None, None))
+/// The ledger's figures (none before the first line or output count), and its average billed
+/// accelerator rate per GPU-hour.
+async fn ledger_facts(state: &AppState, brief: &Brief) -> Result<(Option<LedgerFacts>, Option<Decimal>), AppError> {
+    let mut conn = state.pool.acquire().await?;
+    let s = ledger::repo::summary(&mut conn, brief.id, &brief.fields.currency).await?;
+    let empty = s.total.is_zero() && s.accepted_outputs == 0 && s.diagnostics.idle_hours.is_none();
+    if empty {
+        return Ok((None, None));
+    }
+    let rate = repo::average_accelerator_rate(&mut *conn, brief.id).await?;
+    let t = &s.totals;
+    let totals = BTreeMap::from([
+        ("accelerator".to_owned(), t.accelerator),
+        ("host".to_owned(), t.host),
+        ("storage".to_owned(), t.storage),
+        ("network".to_owned(), t.network),
+        ("support".to_owned(), t.support),
+        ("license".to_owned(), t.license),
+    ]);
+    Ok((
+        Some(LedgerFacts {
+            cost_per_job: s.cost_per_job,
+            total: s.total,
+            accelerator_hours: s.accelerator_hours,
+            idle_hours: s.diagnostics.idle_hours,
+            totals,
+        }),
+        rate,
+    ))
 }

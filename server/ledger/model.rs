@@ -1,0 +1,684 @@
+//! Ledger types, validation and the summary arithmetic. Pure: no I/O.
+//!
+//! See the module doc of [`crate::ledger`] for the rules (overlaps, GPU counts, cost).
+
+use std::{
+    cmp::Reverse,
+    collections::{BTreeMap, BinaryHeap},
+    str::FromStr,
+};
+
+use chrono::{DateTime, SubsecRound, Utc};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::error::FieldError;
+
+/// Microseconds in an hour: GPU-time is counted in whole microseconds (PostgreSQL's resolution).
+const MICROS_PER_HOUR: i64 = 3_600_000_000;
+/// Largest GPU count on one line.
+pub const MAX_GPUS: i32 = 1_000_000;
+/// Longest resource id and description.
+const MAX_RESOURCE: usize = 200;
+const MAX_DESCRIPTION: usize = 1000;
+
+/// What a line pays for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    Accelerator,
+    Host,
+    Storage,
+    Network,
+    Support,
+    License,
+}
+
+impl Category {
+    pub const ALL: [Category; 6] = [
+        Category::Accelerator,
+        Category::Host,
+        Category::Storage,
+        Category::Network,
+        Category::Support,
+        Category::License,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Category::Accelerator => "accelerator",
+            Category::Host => "host",
+            Category::Storage => "storage",
+            Category::Network => "network",
+            Category::Support => "support",
+            Category::License => "license",
+        }
+    }
+}
+
+impl FromStr for Category {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Category::ALL.into_iter().find(|c| c.as_str() == s).ok_or(())
+    }
+}
+
+/// A valid ledger line. Accelerator lines always carry `resource`, an interval and `gpus`;
+/// `amount` is always set (given, or computed from interval × gpus × rate).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LedgerLine {
+    pub category: Category,
+    pub resource: String,
+    pub description: String,
+    pub starts_at: Option<DateTime<Utc>>,
+    pub ends_at: Option<DateTime<Utc>>,
+    pub gpus: Option<i32>,
+    pub rate_per_gpu_hour: Option<Decimal>,
+    pub amount: Decimal,
+    pub currency: String,
+}
+
+/// A line as sent: every field a string (CSV cells, or JSON strings/numbers), not yet checked.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LineInput {
+    #[serde(default, deserialize_with = "loose")]
+    pub category: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    pub resource: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    pub description: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    pub starts_at: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    pub ends_at: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    pub gpus: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    pub rate_per_gpu_hour: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    pub amount: Option<String>,
+    #[serde(default, deserialize_with = "loose")]
+    pub currency: Option<String>,
+}
+
+/// The CSV columns, in order. The header row must be exactly these names.
+pub const CSV_COLUMNS: [&str; 9] = [
+    "category",
+    "resource",
+    "description",
+    "starts_at",
+    "ends_at",
+    "gpus",
+    "rate_per_gpu_hour",
+    "amount",
+    "currency",
+];
+
+impl LineInput {
+    /// From the nine CSV cells, in `CSV_COLUMNS` order.
+    pub fn from_cells(cells: [&str; 9]) -> Self {
+        let cell = |i: usize| Some(cells[i].to_owned());
+        LineInput {
+            category: cell(0),
+            resource: cell(1),
+            description: cell(2),
+            starts_at: cell(3),
+            ends_at: cell(4),
+            gpus: cell(5),
+            rate_per_gpu_hour: cell(6),
+            amount: cell(7),
+            currency: cell(8),
+        }
+    }
+}
+
+/// Accepts a JSON string, number or null as an optional string; money stays exact because a
+/// number is taken by its literal digits, never through a float we computed.
+fn loose<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::String(s) => Ok(Some(s)),
+        serde_json::Value::Number(n) => Ok(Some(n.to_string())),
+        serde_json::Value::Bool(b) => Ok(Some(b.to_string())),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a string or number, got {other}"
+        ))),
+    }
+}
+
+fn non_empty(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn parse_money(field: &'static str, raw: &str, errors: &mut Vec<FieldError>) -> Option<Decimal> {
+    match Decimal::from_str_exact(raw) {
+        Ok(d) if d.is_sign_negative() && !d.is_zero() => {
+            errors.push(FieldError::new(field, format!("must not be negative (got {raw})")));
+            None
+        }
+        Ok(d) if d >= money_cap() => {
+            errors.push(FieldError::new(field, format!("is too large (got {raw})")));
+            None
+        }
+        Ok(d) => Some(d.normalize()),
+        Err(_) => {
+            errors.push(FieldError::new(
+                field,
+                format!("must be a decimal number such as 12.50 (got {raw:?})"),
+            ));
+            None
+        }
+    }
+}
+
+/// Largest money figure (amount, rate, idle hours) on one line: keeps every product inside `Decimal`.
+fn money_cap() -> Decimal {
+    Decimal::from(1_000_000_000_000_000_i64)
+}
+
+fn parse_time(field: &'static str, raw: &str, errors: &mut Vec<FieldError>) -> Option<DateTime<Utc>> {
+    match DateTime::parse_from_rfc3339(raw) {
+        // PostgreSQL keeps microseconds; keep the same here so Rust and SQL agree to the microsecond.
+        Ok(t) => Some(t.with_timezone(&Utc).trunc_subsecs(6)),
+        Err(e) => {
+            errors.push(FieldError::new(
+                field,
+                format!("must be an RFC 3339 time such as 2026-11-01T01:30:00-04:00 (got {raw:?}: {e})"),
+            ));
+            None
+        }
+    }
+}
+
+/// Checks one line against the brief's currency. Field names in errors are the column names.
+pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLine, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let category = match non_empty(&input.category) {
+        None => {
+            errors.push(FieldError::new("category", "is required"));
+            None
+        }
+        Some(raw) => match raw.parse::<Category>() {
+            Ok(c) => Some(c),
+            Err(()) => {
+                errors.push(FieldError::new(
+                    "category",
+                    format!("must be one of accelerator, host, storage, network, support, license (got {raw:?})"),
+                ));
+                None
+            }
+        },
+    };
+    let resource = non_empty(&input.resource).unwrap_or("").to_owned();
+    if resource.chars().count() > MAX_RESOURCE {
+        errors.push(FieldError::new(
+            "resource",
+            format!("is longer than {MAX_RESOURCE} characters"),
+        ));
+    }
+    let description = input.description.as_deref().unwrap_or("").trim().to_owned();
+    if description.chars().count() > MAX_DESCRIPTION {
+        errors.push(FieldError::new(
+            "description",
+            format!("is longer than {MAX_DESCRIPTION} characters"),
+        ));
+    }
+    let starts_at = non_empty(&input.starts_at).and_then(|r| parse_time("starts_at", r, &mut errors));
+    let ends_at = non_empty(&input.ends_at).and_then(|r| parse_time("ends_at", r, &mut errors));
+    match (non_empty(&input.starts_at), non_empty(&input.ends_at)) {
+        (Some(_), None) => errors.push(FieldError::new("ends_at", "is required when starts_at is given")),
+        (None, Some(_)) => errors.push(FieldError::new("starts_at", "is required when ends_at is given")),
+        _ => {}
+    }
+    if let (Some(s), Some(e)) = (starts_at, ends_at) {
+        if e <= s {
+            errors.push(FieldError::new(
+                "ends_at",
+                format!(
+                    "must be after starts_at ({} is not after {})",
+                    e.to_rfc3339(),
+                    s.to_rfc3339()
+                ),
+            ));
+        }
+    }
+    let gpus = non_empty(&input.gpus).and_then(|raw| match raw.parse::<i32>() {
+        Ok(n) if (1..=MAX_GPUS).contains(&n) => Some(n),
+        _ => {
+            errors.push(FieldError::new(
+                "gpus",
+                format!("must be a whole number from 1 to {MAX_GPUS} (got {raw:?})"),
+            ));
+            None
+        }
+    });
+    let rate = non_empty(&input.rate_per_gpu_hour).and_then(|r| parse_money("rate_per_gpu_hour", r, &mut errors));
+    let amount = non_empty(&input.amount).and_then(|r| parse_money("amount", r, &mut errors));
+    let currency = match non_empty(&input.currency) {
+        None => brief_currency.to_owned(),
+        Some(c) if c.eq_ignore_ascii_case(brief_currency) => brief_currency.to_owned(),
+        Some(c) => {
+            errors.push(FieldError::new(
+                "currency",
+                format!("{c} is not this brief's currency {brief_currency}; a brief's ledger has one currency"),
+            ));
+            brief_currency.to_owned()
+        }
+    };
+
+    let mut amount_out = amount;
+    if category == Some(Category::Accelerator) {
+        if resource.is_empty() {
+            errors.push(FieldError::new(
+                "resource",
+                "is required on accelerator lines (the allocation or instance id)",
+            ));
+        }
+        if non_empty(&input.starts_at).is_none() {
+            errors.push(FieldError::new("starts_at", "is required on accelerator lines"));
+        }
+        if non_empty(&input.ends_at).is_none() {
+            errors.push(FieldError::new("ends_at", "is required on accelerator lines"));
+        }
+        if non_empty(&input.gpus).is_none() {
+            errors.push(FieldError::new("gpus", "is required on accelerator lines"));
+        }
+        if amount.is_none() && non_empty(&input.amount).is_none() {
+            match (non_empty(&input.rate_per_gpu_hour), starts_at, ends_at, gpus, rate) {
+                (None, ..) => errors.push(FieldError::new(
+                    "amount",
+                    "give either amount or rate_per_gpu_hour (with the interval and gpus)",
+                )),
+                (Some(_), Some(s), Some(e), Some(g), Some(r)) if e > s => match accelerator_amount(s, e, g, r) {
+                    Some(a) => amount_out = Some(a),
+                    None => errors.push(FieldError::new("amount", "the computed amount is too large")),
+                },
+                _ => {} // the interval, gpus or rate already carries an error
+            }
+        }
+    } else if category.is_some() && non_empty(&input.amount).is_none() {
+        errors.push(FieldError::new("amount", "is required on lines other than accelerator"));
+    }
+
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(LedgerLine {
+        category: category.expect("checked above"),
+        resource,
+        description,
+        starts_at,
+        ends_at,
+        gpus,
+        rate_per_gpu_hour: rate,
+        amount: amount_out.expect("checked above"),
+        currency,
+    })
+}
+
+/// hours × gpus × rate, exactly: (microseconds × gpus × rate) ÷ 3.6e9, multiplying before the one division.
+/// The quotient is exact whenever it terminates within `Decimal`'s 28 significant digits.
+pub fn accelerator_amount(
+    starts_at: DateTime<Utc>,
+    ends_at: DateTime<Utc>,
+    gpus: i32,
+    rate: Decimal,
+) -> Option<Decimal> {
+    let micros = (ends_at - starts_at).num_microseconds()?;
+    Decimal::from(micros)
+        .checked_mul(Decimal::from(gpus))?
+        .checked_mul(rate)?
+        .checked_div(Decimal::from(MICROS_PER_HOUR))
+        .map(|d| d.normalize())
+}
+
+/// Output counts for a brief (see the module doc: each post replaces the figures it names).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Outputs {
+    pub accepted: i64,
+    pub rejected: i64,
+    pub retries: i64,
+    pub failed_jobs: i64,
+    /// Idle accelerator time in GPU-hours; `None` when never reported.
+    pub idle_hours: Option<Decimal>,
+}
+
+/// An outputs update as sent: the fields given replace the stored ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputsPatch {
+    pub accepted: Option<i64>,
+    pub rejected: Option<i64>,
+    pub retries: Option<i64>,
+    pub failed_jobs: Option<i64>,
+    pub idle_hours: Option<Decimal>,
+}
+
+impl OutputsPatch {
+    pub fn apply(&self, mut to: Outputs) -> Outputs {
+        to.accepted = self.accepted.unwrap_or(to.accepted);
+        to.rejected = self.rejected.unwrap_or(to.rejected);
+        to.retries = self.retries.unwrap_or(to.retries);
+        to.failed_jobs = self.failed_jobs.unwrap_or(to.failed_jobs);
+        if self.idle_hours.is_some() {
+            to.idle_hours = self.idle_hours;
+        }
+        to
+    }
+}
+
+/// Checks `{ accepted, rejected, retries, failed_jobs, idle_hours }`: counts are whole numbers ≥ 0,
+/// idle hours a decimal ≥ 0. Empty strings count as "not given" (HTML forms send them).
+pub fn validate_outputs(raw: &BTreeMap<String, Option<String>>) -> Result<OutputsPatch, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut patch = OutputsPatch::default();
+    for (key, value) in raw {
+        let Some(v) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let count = |errors: &mut Vec<FieldError>| match v.parse::<i64>() {
+            Ok(n) if n >= 0 => Some(n),
+            _ => {
+                errors.push(FieldError::new(
+                    key.clone(),
+                    format!("must be a whole number ≥ 0 (got {v:?})"),
+                ));
+                None
+            }
+        };
+        match key.as_str() {
+            "accepted" => patch.accepted = count(&mut errors),
+            "rejected" => patch.rejected = count(&mut errors),
+            "retries" => patch.retries = count(&mut errors),
+            "failed_jobs" => patch.failed_jobs = count(&mut errors),
+            "idle_hours" => patch.idle_hours = parse_money("idle_hours", v, &mut errors),
+            other => errors.push(FieldError::new(
+                other.to_owned(),
+                "is not an output field (accepted, rejected, retries, failed_jobs, idle_hours)",
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(patch)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Money per category.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CategoryTotals {
+    pub accelerator: Decimal,
+    pub host: Decimal,
+    pub storage: Decimal,
+    pub network: Decimal,
+    pub support: Decimal,
+    pub license: Decimal,
+}
+
+impl CategoryTotals {
+    pub fn get(&self, c: Category) -> Decimal {
+        match c {
+            Category::Accelerator => self.accelerator,
+            Category::Host => self.host,
+            Category::Storage => self.storage,
+            Category::Network => self.network,
+            Category::Support => self.support,
+            Category::License => self.license,
+        }
+    }
+
+    pub fn add(&mut self, c: Category, amount: Decimal) {
+        let slot = match c {
+            Category::Accelerator => &mut self.accelerator,
+            Category::Host => &mut self.host,
+            Category::Storage => &mut self.storage,
+            Category::Network => &mut self.network,
+            Category::Support => &mut self.support,
+            Category::License => &mut self.license,
+        };
+        *slot += amount;
+    }
+
+    pub fn sum(&self) -> Decimal {
+        Category::ALL.iter().map(|c| self.get(*c)).sum()
+    }
+
+    fn normalized(mut self) -> Self {
+        for c in Category::ALL {
+            let v = self.get(c).normalize();
+            self.add(c, -self.get(c));
+            self.add(c, v);
+        }
+        self
+    }
+}
+
+/// Shown beside the cost per job, never added into it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Diagnostics {
+    pub idle_hours: Option<Decimal>,
+    pub failed_jobs: i64,
+    pub rejected_outputs: i64,
+    pub retries: i64,
+}
+
+/// The ledger summary (api.md "Ledger summary"). Money and hours serialize as decimal strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LedgerSummary {
+    pub currency: String,
+    /// GPU-hours over merged intervals (overlaps of one resource counted once).
+    pub accelerator_hours: Decimal,
+    pub totals: CategoryTotals,
+    pub total: Decimal,
+    pub accepted_outputs: i64,
+    /// `total ÷ accepted_outputs`; `None` (JSON null) when nothing was accepted.
+    pub cost_per_job: Option<Decimal>,
+    pub diagnostics: Diagnostics,
+}
+
+/// One accelerator line as the merge needs it. Spans must arrive sorted by (resource, start, end).
+#[derive(Debug, Clone, Copy)]
+pub struct Span<'a> {
+    pub resource: &'a str,
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub gpus: i32,
+    pub amount: Decimal,
+}
+
+/// What the merge yields: GPU-microseconds counted once and the accelerator cost counted once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Merged {
+    pub gpu_micros: i128,
+    pub cost: Decimal,
+}
+
+impl Merged {
+    pub fn gpu_hours(&self) -> Decimal {
+        (Decimal::from_i128_with_scale(self.gpu_micros, 0) / Decimal::from(MICROS_PER_HOUR)).normalize()
+    }
+}
+
+/// Sorts spans into merge order (resource, start, end); a no-op check when they already are.
+pub fn sort_spans(spans: &mut [Span<'_>]) {
+    fn key<'a>(s: &Span<'a>) -> (&'a str, DateTime<Utc>, DateTime<Utc>) {
+        (s.resource, s.start, s.end)
+    }
+    if !spans.is_sorted_by(|a, b| key(a) <= key(b)) {
+        spans.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
+    }
+}
+
+/// Merges accelerator spans in one pass. `spans` must be sorted by (resource, start, end); this is
+/// checked, and out-of-order input panics in debug builds (it would silently over-count otherwise).
+///
+/// The pass keeps one open cluster (lines of one resource that overlap, directly or through each
+/// other). A line starting at or after the cluster's end closes it; touching intervals do not overlap.
+/// A cluster of one line counts its full duration × gpus and its full amount, exactly. A cluster of
+/// several lines is swept over its start/end events: each elementary piece of time counts once, at the
+/// largest GPU count among the lines covering it, and its cost is that of the costliest covering line
+/// (amount per second), pro rata.
+pub fn merge_spans<'a>(spans: impl IntoIterator<Item = Span<'a>>) -> Merged {
+    let mut out = Merged::default();
+    let mut cluster: Vec<Span<'a>> = Vec::new();
+    let mut cluster_end: Option<DateTime<Utc>> = None;
+    for span in spans {
+        if let Some(last) = cluster.last() {
+            debug_assert!(
+                (last.resource, last.start, last.end) <= (span.resource, span.start, span.end),
+                "spans must be sorted by (resource, start, end)"
+            );
+            let same = last.resource == span.resource;
+            if !same || Some(span.start) >= cluster_end {
+                flush(&mut cluster, &mut out);
+                cluster_end = None;
+            }
+        }
+        cluster_end = Some(cluster_end.map_or(span.end, |e| e.max(span.end)));
+        cluster.push(span);
+    }
+    flush(&mut cluster, &mut out);
+    out.cost = out.cost.normalize();
+    out
+}
+
+fn micros(a: DateTime<Utc>, b: DateTime<Utc>) -> i64 {
+    (b - a).num_microseconds().unwrap_or(i64::MAX)
+}
+
+fn flush(cluster: &mut Vec<Span<'_>>, out: &mut Merged) {
+    match cluster.len() {
+        0 => {}
+        1 => {
+            let s = cluster[0];
+            out.gpu_micros += i128::from(micros(s.start, s.end).max(0)) * i128::from(s.gpus);
+            out.cost += s.amount;
+        }
+        _ => sweep(cluster, out),
+    }
+    cluster.clear();
+}
+
+/// The event sweep over one cluster of overlapping lines (k lines, O(k log k)).
+fn sweep(cluster: &[Span<'_>], out: &mut Merged) {
+    // Cost per microsecond of each line: the costliest covering line bills each piece of time.
+    let durations: Vec<i64> = cluster.iter().map(|s| micros(s.start, s.end).max(1)).collect();
+    let density: Vec<Decimal> = cluster
+        .iter()
+        .zip(&durations)
+        .map(|(s, d)| s.amount / Decimal::from(*d))
+        .collect();
+    // Events: (time, is_start, line). Ends sort before starts at the same instant (half-open intervals).
+    let mut events: Vec<(DateTime<Utc>, bool, usize)> = Vec::with_capacity(cluster.len() * 2);
+    for (i, s) in cluster.iter().enumerate() {
+        events.push((s.start, true, i));
+        events.push((s.end, false, i));
+    }
+    events.sort_unstable_by_key(|&(t, is_start, i)| (t, is_start, i));
+    // Max-heaps with lazy deletion: an ended line is dropped when it reaches the top.
+    let mut active = vec![false; cluster.len()];
+    let mut gpus: BinaryHeap<(i32, usize)> = BinaryHeap::with_capacity(cluster.len());
+    let mut by_cost: BinaryHeap<(Decimal, Reverse<usize>)> = BinaryHeap::with_capacity(cluster.len());
+    let mut won = vec![0_i64; cluster.len()];
+    let mut prev: Option<DateTime<Utc>> = None;
+    for (t, is_start, i) in events {
+        if let Some(p) = prev.filter(|p| t > *p) {
+            while gpus.peek().is_some_and(|&(_, j)| !active[j]) {
+                gpus.pop();
+            }
+            while by_cost.peek().is_some_and(|&(_, Reverse(j))| !active[j]) {
+                by_cost.pop();
+            }
+            if let (Some(&(g, _)), Some(&(_, Reverse(w)))) = (gpus.peek(), by_cost.peek()) {
+                let piece = micros(p, t);
+                out.gpu_micros += i128::from(piece) * i128::from(g);
+                won[w] += piece;
+            }
+        }
+        prev = Some(t);
+        active[i] = is_start;
+        if is_start {
+            gpus.push((cluster[i].gpus, i));
+            by_cost.push((density[i], Reverse(i)));
+        }
+    }
+    // Each line's share: amount × (time it was the billing line) ÷ its duration, multiplied first so a
+    // line that bills its whole interval counts its amount exactly.
+    for (i, s) in cluster.iter().enumerate() {
+        if won[i] == durations[i] {
+            out.cost += s.amount;
+        } else if won[i] > 0 {
+            out.cost += s.amount * Decimal::from(won[i]) / Decimal::from(durations[i]);
+        }
+    }
+}
+
+/// Builds the summary from per-category sums of the non-accelerator lines and the merged accelerator spans.
+pub fn finish(mut totals: CategoryTotals, merged: &Merged, outputs: &Outputs, currency: &str) -> LedgerSummary {
+    totals.accelerator = merged.cost;
+    let totals = totals.normalized();
+    let total = totals.sum().normalize();
+    let cost_per_job = if outputs.accepted > 0 {
+        Some((total / Decimal::from(outputs.accepted)).normalize())
+    } else {
+        None
+    };
+    LedgerSummary {
+        currency: currency.to_owned(),
+        accelerator_hours: merged.gpu_hours(),
+        totals,
+        total,
+        accepted_outputs: outputs.accepted,
+        cost_per_job,
+        diagnostics: Diagnostics {
+            idle_hours: outputs.idle_hours.map(|d| d.normalize()),
+            failed_jobs: outputs.failed_jobs,
+            rejected_outputs: outputs.rejected,
+            retries: outputs.retries,
+        },
+    }
+}
+
+/// The summary of a brief's ledger, computed from its lines (the review engine calls this).
+/// The server computes the same figures with the sums in SQL (`repo::summary`).
+pub fn summarize(lines: &[LedgerLine], outputs: &Outputs, currency: &str) -> LedgerSummary {
+    let mut totals = CategoryTotals::default();
+    let mut spans: Vec<Span<'_>> = Vec::new();
+    for line in lines {
+        match (line.category, line.starts_at, line.ends_at, line.gpus) {
+            (Category::Accelerator, Some(start), Some(end), Some(gpus)) => spans.push(Span {
+                resource: &line.resource,
+                start,
+                end,
+                gpus,
+                amount: line.amount,
+            }),
+            // Valid accelerator lines always have an interval; a hand-made one without counts its amount.
+            (Category::Accelerator, ..) => {}
+            (c, ..) => totals.add(c, line.amount),
+        }
+    }
+    let stray: Decimal = lines
+        .iter()
+        .filter(|l| {
+            l.category == Category::Accelerator && (l.starts_at.is_none() || l.ends_at.is_none() || l.gpus.is_none())
+        })
+        .map(|l| l.amount)
+        .sum();
+    sort_spans(&mut spans);
+    let mut merged = merge_spans(spans);
+    merged.cost += stray;
+    finish(totals, &merged, outputs, currency)
+}
+
+/// Accelerator utilization per decision.md: (billed accelerator hours − idle hours) ÷ billed hours,
+/// both in GPU-hours over merged intervals. `None` without an idle figure or without billed hours.
+/// It can fall below 0 when the reported idle time exceeds the billed time: a data error worth seeing.
+pub fn utilization(summary: &LedgerSummary) -> Option<Decimal> {
+    let idle = summary.diagnostics.idle_hours?;
+    if summary.accelerator_hours.is_zero() {
+        return None;
+    }
+    Some(((summary.accelerator_hours - idle) / summary.accelerator_hours).normalize())
+}

@@ -1,0 +1,222 @@
+//! The ledger section of the brief page and its forms: add a line, set outputs, import CSV, export.
+
+use std::collections::BTreeMap;
+
+use axum::{
+    extract::{DefaultBodyLimit, State},
+    response::{IntoResponse, Redirect, Response},
+    routing::{get, post},
+    Router,
+};
+use rust_decimal::{prelude::ToPrimitive, Decimal, RoundingStrategy};
+use uuid::Uuid;
+
+use super::{
+    api::{brief_currency, csv_response, store, summary},
+    csv,
+    model::{utilization, validate_line, validate_outputs, Category, LineInput, Outputs},
+    repo::{self, StoredLine},
+};
+use crate::{
+    auth::{
+        extract::{CsrfForm, PageUser},
+        Role,
+    },
+    error::{AppError, PageResult},
+    http::extract::PathId,
+    state::AppState,
+};
+
+/// Lines shown on the brief page (the CSV export has them all).
+const PAGE_LINES: i64 = 20;
+/// A pasted CSV on the page may be this large.
+const MAX_PASTE_BYTES: usize = 16 * 1024 * 1024;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/briefs/{id}/ledger/lines", post(add_line))
+        .route("/briefs/{id}/ledger/outputs", post(set_outputs))
+        .route(
+            "/briefs/{id}/ledger/import",
+            post(import).layer(DefaultBodyLimit::max(MAX_PASTE_BYTES)),
+        )
+        .route("/briefs/{id}/ledger.csv", get(export))
+}
+
+/// One bar of the cost-breakdown chart, laid out on the server.
+pub struct Bar {
+    pub label: &'static str,
+    pub amount: String,
+    pub width: u32,
+    pub y: u32,
+}
+
+/// One line as the page shows it.
+pub struct LineView {
+    pub category: &'static str,
+    pub resource: String,
+    pub description: String,
+    pub interval: String,
+    pub gpus: String,
+    pub rate: String,
+    pub amount: String,
+}
+
+/// Everything the ledger section of the brief page shows, display-ready.
+pub struct LedgerSection {
+    pub brief_id: String,
+    pub currency: String,
+    pub cost_per_job: Option<String>,
+    pub total: String,
+    pub accelerator_hours: String,
+    pub accepted: i64,
+    pub idle_hours: Option<String>,
+    pub failed_jobs: i64,
+    pub rejected: i64,
+    pub retries: i64,
+    pub utilization: Option<String>,
+    pub bars: Vec<Bar>,
+    pub chart_height: u32,
+    pub lines: Vec<LineView>,
+    pub lines_total: i64,
+    pub outputs: Outputs,
+    pub categories: Vec<&'static str>,
+}
+
+const BAR_MAX: u32 = 300;
+const BAR_ROW: u32 = 28;
+
+/// Money for people: two decimals (half away from zero), more when the figure is smaller than a cent.
+fn money(d: Decimal) -> String {
+    let two = d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero);
+    if two.is_zero() && !d.is_zero() {
+        d.round_dp(6).normalize().to_string()
+    } else {
+        format!("{two:.2}")
+    }
+}
+
+fn line_view(s: &StoredLine) -> LineView {
+    let l = &s.line;
+    let t = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string());
+    LineView {
+        category: l.category.as_str(),
+        resource: l.resource.clone(),
+        description: l.description.clone(),
+        interval: match (t(l.starts_at), t(l.ends_at)) {
+            (Some(a), Some(b)) => format!("{a} → {b}"),
+            _ => "—".to_owned(),
+        },
+        gpus: l.gpus.map(|g| g.to_string()).unwrap_or_default(),
+        rate: l.rate_per_gpu_hour.map(|r| r.to_string()).unwrap_or_default(),
+        amount: l.amount.to_string(),
+    }
+}
+
+/// Loads the section for the brief page.
+pub async fn section(state: &AppState, brief_id: Uuid, currency: &str) -> Result<LedgerSection, AppError> {
+    let s = summary(state, brief_id, currency).await?;
+    let outputs = repo::outputs(&state.pool, brief_id).await?;
+    let lines = repo::newest_lines(&state.pool, brief_id, None, PAGE_LINES).await?;
+    let lines_total = repo::count_lines(&state.pool, brief_id).await?;
+    let max = Category::ALL.iter().map(|c| s.totals.get(*c)).max().unwrap_or_default();
+    let bars = Category::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let amount = s.totals.get(*c);
+            let width = if max.is_zero() {
+                0
+            } else {
+                (amount * Decimal::from(BAR_MAX) / max).round().to_u32().unwrap_or(0)
+            };
+            Bar {
+                label: c.as_str(),
+                amount: money(amount),
+                width,
+                y: i as u32 * BAR_ROW,
+            }
+        })
+        .collect();
+    Ok(LedgerSection {
+        brief_id: brief_id.to_string(),
+        currency: s.currency.clone(),
+        cost_per_job: s.cost_per_job.map(money),
+        total: money(s.total),
+        accelerator_hours: s.accelerator_hours.round_dp(2).normalize().to_string(),
+        accepted: s.accepted_outputs,
+        idle_hours: s.diagnostics.idle_hours.map(|d| d.to_string()),
+        failed_jobs: s.diagnostics.failed_jobs,
+        rejected: s.diagnostics.rejected_outputs,
+        retries: s.diagnostics.retries,
+        utilization: utilization(&s).map(|u| format!("{} %", (u * Decimal::from(100)).round_dp(1))),
+        bars,
+        chart_height: Category::ALL.len() as u32 * BAR_ROW,
+        lines: lines.iter().map(line_view).collect(),
+        lines_total,
+        outputs,
+        categories: Category::ALL.iter().map(|c| c.as_str()).collect(),
+    })
+}
+
+fn back(id: Uuid) -> Response {
+    Redirect::to(&format!("/briefs/{id}#ledger")).into_response()
+}
+
+async fn add_line(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    CsrfForm(user, values): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let currency = brief_currency(&state, id).await?;
+    let get = |k: &str| values.get(k).cloned();
+    let input = LineInput {
+        category: get("category"),
+        resource: get("resource"),
+        description: get("description"),
+        starts_at: get("starts_at"),
+        ends_at: get("ends_at"),
+        gpus: get("gpus"),
+        rate_per_gpu_hour: get("rate_per_gpu_hour"),
+        amount: get("amount"),
+        currency: get("currency"),
+    };
+    let line = validate_line(&input, &currency).map_err(AppError::Validation)?;
+    store(&state, id, &user.0.email, "form", &[line], None).await?;
+    Ok(back(id))
+}
+
+async fn set_outputs(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    CsrfForm(user, values): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    brief_currency(&state, id).await?;
+    let raw: BTreeMap<String, Option<String>> = values.into_iter().map(|(k, v)| (k, Some(v))).collect();
+    let patch = validate_outputs(&raw).map_err(AppError::Validation)?;
+    store(&state, id, &user.0.email, "form", &[], Some(&patch)).await?;
+    Ok(back(id))
+}
+
+async fn import(
+    State(state): State<AppState>,
+    PathId(id): PathId,
+    CsrfForm(user, mut values): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let currency = brief_currency(&state, id).await?;
+    let text = values.remove("csv").unwrap_or_default();
+    let lines = tokio::task::spawn_blocking(move || csv::parse(text.as_bytes(), &currency))
+        .await
+        .map_err(|e| AppError::Internal(anyhow::Error::new(e)))?
+        .map_err(AppError::from)?;
+    store(&state, id, &user.0.email, "csv-form", &lines, None).await?;
+    Ok(back(id))
+}
+
+async fn export(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    Ok(csv_response(&state, id).await?)
+}

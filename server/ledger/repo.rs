@@ -1,0 +1,306 @@
+//! SQL for the ledger. Free functions over any executor; no repository trait.
+
+use chrono::{DateTime, Utc};
+use rust_decimal::{prelude::ToPrimitive, Decimal};
+use serde::Serialize;
+use sqlx::{FromRow, PgConnection, PgExecutor};
+use uuid::Uuid;
+
+use super::model::{
+    finish, merge_spans, sort_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Merged, Outputs,
+    OutputsPatch, Span,
+};
+
+/// Rows per INSERT … SELECT FROM UNNEST statement.
+const INSERT_CHUNK: usize = 10_000;
+
+/// Inserts lines in file order, a few large UNNEST statements rather than one INSERT per line.
+/// Run it inside the caller's transaction: an import is all or nothing.
+pub async fn insert_lines(
+    conn: &mut PgConnection,
+    brief_id: Uuid,
+    import_id: Uuid,
+    lines: &[LedgerLine],
+) -> Result<u64, sqlx::Error> {
+    let mut inserted = 0;
+    for chunk in lines.chunks(INSERT_CHUNK) {
+        let ids: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
+        let categories: Vec<&str> = chunk.iter().map(|l| l.category.as_str()).collect();
+        let resources: Vec<&str> = chunk.iter().map(|l| l.resource.as_str()).collect();
+        let descriptions: Vec<&str> = chunk.iter().map(|l| l.description.as_str()).collect();
+        let starts: Vec<Option<DateTime<Utc>>> = chunk.iter().map(|l| l.starts_at).collect();
+        let ends: Vec<Option<DateTime<Utc>>> = chunk.iter().map(|l| l.ends_at).collect();
+        let gpus: Vec<Option<i32>> = chunk.iter().map(|l| l.gpus).collect();
+        let rates: Vec<Option<Decimal>> = chunk.iter().map(|l| l.rate_per_gpu_hour).collect();
+        let amounts: Vec<Decimal> = chunk.iter().map(|l| l.amount).collect();
+        let currencies: Vec<&str> = chunk.iter().map(|l| l.currency.as_str()).collect();
+        let done = sqlx::query(
+            "INSERT INTO ledger_lines (id, brief_id, import_id, category, resource, description, starts_at, \
+             ends_at, gpus, rate_per_gpu_hour, amount, currency) \
+             SELECT t.id, $1, $2, t.category, t.resource, t.description, t.starts_at, t.ends_at, t.gpus, t.rate, \
+             t.amount, t.currency \
+             FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[], \
+             $9::int4[], $10::numeric[], $11::numeric[], $12::text[]) WITH ORDINALITY \
+             AS t(id, category, resource, description, starts_at, ends_at, gpus, rate, amount, currency, ord) \
+             ORDER BY t.ord",
+        )
+        .bind(brief_id)
+        .bind(import_id)
+        .bind(&ids)
+        .bind(&categories)
+        .bind(&resources)
+        .bind(&descriptions)
+        .bind(&starts)
+        .bind(&ends)
+        .bind(&gpus)
+        .bind(&rates)
+        .bind(&amounts)
+        .bind(&currencies)
+        .execute(&mut *conn)
+        .await?;
+        inserted += done.rows_affected();
+    }
+    Ok(inserted)
+}
+
+/// Sets the figures the patch names; the others keep their stored value.
+pub async fn upsert_outputs(db: impl PgExecutor<'_>, brief_id: Uuid, patch: &OutputsPatch) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO ledger_outputs (brief_id, accepted, rejected, retries, failed_jobs, idle_hours) \
+         VALUES ($1, COALESCE($2, 0), COALESCE($3, 0), COALESCE($4, 0), COALESCE($5, 0), $6) \
+         ON CONFLICT (brief_id) DO UPDATE SET \
+           accepted = COALESCE($2, ledger_outputs.accepted), \
+           rejected = COALESCE($3, ledger_outputs.rejected), \
+           retries = COALESCE($4, ledger_outputs.retries), \
+           failed_jobs = COALESCE($5, ledger_outputs.failed_jobs), \
+           idle_hours = COALESCE($6, ledger_outputs.idle_hours), \
+           updated_at = now()",
+    )
+    .bind(brief_id)
+    .bind(patch.accepted)
+    .bind(patch.rejected)
+    .bind(patch.retries)
+    .bind(patch.failed_jobs)
+    .bind(patch.idle_hours)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+#[derive(FromRow)]
+struct OutputsRow {
+    accepted: i64,
+    rejected: i64,
+    retries: i64,
+    failed_jobs: i64,
+    idle_hours: Option<Decimal>,
+}
+
+pub async fn outputs(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Outputs, sqlx::Error> {
+    let row: Option<OutputsRow> = sqlx::query_as(
+        "SELECT accepted, rejected, retries, failed_jobs, idle_hours FROM ledger_outputs WHERE brief_id = $1",
+    )
+    .bind(brief_id)
+    .fetch_optional(db)
+    .await?;
+    Ok(row
+        .map(|r| Outputs {
+            accepted: r.accepted,
+            rejected: r.rejected,
+            retries: r.retries,
+            failed_jobs: r.failed_jobs,
+            idle_hours: r.idle_hours.map(|d| d.normalize()),
+        })
+        .unwrap_or_default())
+}
+
+/// (resource, starts_at, ends_at, gpus, amount) of an accelerator line.
+type SpanRow = (String, DateTime<Utc>, DateTime<Utc>, i32, Decimal);
+
+/// Re-merges the accelerator lines of the given resources (one sorted pass per resource over
+/// `ledger_lines_accelerator_idx`, in byte order so PostgreSQL's order is Rust's) and stores each
+/// resource's GPU-microseconds and cost in `ledger_accelerator_merged`. Call it in the import's
+/// transaction after `lock_brief`, with every resource the import added lines for.
+pub async fn remerge(conn: &mut PgConnection, brief_id: Uuid, resources: &[&str]) -> Result<(), sqlx::Error> {
+    if resources.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<SpanRow> = sqlx::query_as(
+        "SELECT resource, starts_at, ends_at, gpus, amount FROM ledger_lines \
+         WHERE brief_id = $1 AND category = 'accelerator' AND resource = ANY($2) \
+         ORDER BY resource COLLATE \"C\", starts_at, ends_at",
+    )
+    .bind(brief_id)
+    .bind(resources)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut spans: Vec<Span<'_>> = rows
+        .iter()
+        .map(|(resource, start, end, gpus, amount)| Span {
+            resource,
+            start: *start,
+            end: *end,
+            gpus: *gpus,
+            amount: *amount,
+        })
+        .collect();
+    sort_spans(&mut spans); // a check only: the index order is already the merge order
+    let mut names: Vec<&str> = Vec::new();
+    let mut micros: Vec<Decimal> = Vec::new();
+    let mut costs: Vec<Decimal> = Vec::new();
+    let mut counts: Vec<i64> = Vec::new();
+    for group in spans.chunk_by(|a, b| a.resource == b.resource) {
+        let merged = merge_spans(group.iter().copied());
+        names.push(group[0].resource);
+        micros.push(Decimal::from_i128_with_scale(merged.gpu_micros, 0));
+        costs.push(merged.cost);
+        counts.push(group.len() as i64);
+    }
+    sqlx::query(
+        "INSERT INTO ledger_accelerator_merged (brief_id, resource, gpu_micros, cost, lines) \
+         SELECT $1, * FROM UNNEST($2::text[], $3::numeric[], $4::numeric[], $5::int8[]) \
+         ON CONFLICT (brief_id, resource) DO UPDATE SET \
+           gpu_micros = EXCLUDED.gpu_micros, cost = EXCLUDED.cost, lines = EXCLUDED.lines",
+    )
+    .bind(brief_id)
+    .bind(&names)
+    .bind(&micros)
+    .bind(&costs)
+    .bind(&counts)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Serializes imports into one brief (their re-merges read what the other wrote); `false` when the
+/// brief does not exist.
+pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query("SELECT 1 FROM briefs WHERE id = $1 FOR UPDATE")
+        .bind(brief_id)
+        .fetch_optional(db)
+        .await?
+        .is_some())
+}
+
+/// The summary: sums per category in SQL (an index-only scan of `ledger_lines_brief_category_idx`)
+/// and the accelerator figures from `ledger_accelerator_merged`, one row per resource, which every
+/// import keeps current with the one-pass merge (`remerge`). The same figures as
+/// `model::summarize` over every line.
+pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
+    let sums: Vec<(String, Decimal)> = sqlx::query_as(
+        "SELECT category, sum(amount) FROM ledger_lines WHERE brief_id = $1 \
+         AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY category",
+    )
+    .bind(brief_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut totals = CategoryTotals::default();
+    for (category, sum) in sums {
+        if let Ok(c) = category.parse::<Category>() {
+            totals.add(c, sum);
+        }
+    }
+    let (micros, cost): (Option<Decimal>, Option<Decimal>) =
+        sqlx::query_as("SELECT sum(gpu_micros), sum(cost) FROM ledger_accelerator_merged WHERE brief_id = $1")
+            .bind(brief_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let merged = Merged {
+        gpu_micros: micros.and_then(|m| m.to_i128()).unwrap_or(0),
+        cost: cost.unwrap_or_default().normalize(),
+    };
+    let outputs = outputs(&mut *conn, brief_id).await?;
+    Ok(finish(totals, &merged, &outputs, currency))
+}
+
+/// A stored line: the line plus its id and position.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoredLine {
+    pub id: Uuid,
+    pub seq: i64,
+    #[serde(flatten)]
+    pub line: LedgerLine,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(FromRow)]
+struct LineRow {
+    id: Uuid,
+    seq: i64,
+    category: String,
+    resource: String,
+    description: String,
+    starts_at: Option<DateTime<Utc>>,
+    ends_at: Option<DateTime<Utc>>,
+    gpus: Option<i32>,
+    rate_per_gpu_hour: Option<Decimal>,
+    amount: Decimal,
+    currency: String,
+    created_at: DateTime<Utc>,
+}
+
+impl TryFrom<LineRow> for StoredLine {
+    type Error = sqlx::Error;
+    fn try_from(r: LineRow) -> Result<Self, sqlx::Error> {
+        let category = r.category.parse().map_err(|_| {
+            sqlx::Error::Decode(format!("ledger_lines.category holds unknown value {:?}", r.category).into())
+        })?;
+        Ok(StoredLine {
+            id: r.id,
+            seq: r.seq,
+            line: LedgerLine {
+                category,
+                resource: r.resource,
+                description: r.description,
+                starts_at: r.starts_at,
+                ends_at: r.ends_at,
+                gpus: r.gpus,
+                rate_per_gpu_hour: r.rate_per_gpu_hour.map(|d| d.normalize()),
+                amount: r.amount.normalize(),
+                currency: r.currency,
+            },
+            created_at: r.created_at,
+        })
+    }
+}
+
+const LINE_COLUMNS: &str = "id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, \
+    amount, currency, created_at";
+
+/// Newest first, `limit` lines with `seq` below `before` (a cursor from the previous page).
+pub async fn newest_lines(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<StoredLine>, sqlx::Error> {
+    let rows: Vec<LineRow> = sqlx::query_as(&format!(
+        "SELECT {LINE_COLUMNS} FROM ledger_lines WHERE brief_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3"
+    ))
+    .bind(brief_id)
+    .bind(before.unwrap_or(i64::MAX))
+    .bind(limit)
+    .fetch_all(db)
+    .await?;
+    rows.into_iter().map(StoredLine::try_from).collect()
+}
+
+/// Every line of a brief in insertion (file) order, for the CSV export.
+pub async fn all_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<LedgerLine>, sqlx::Error> {
+    let rows: Vec<LineRow> = sqlx::query_as(&format!(
+        "SELECT {LINE_COLUMNS} FROM ledger_lines WHERE brief_id = $1 ORDER BY seq"
+    ))
+    .bind(brief_id)
+    .fetch_all(db)
+    .await?;
+    rows.into_iter()
+        .map(|r| StoredLine::try_from(r).map(|s| s.line))
+        .collect()
+}
+
+pub async fn count_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT count(*) FROM ledger_lines WHERE brief_id = $1")
+        .bind(brief_id)
+        .fetch_one(db)
+        .await
+}
