@@ -432,6 +432,66 @@ pub fn document() -> OpenApi {
         .response("409", problem_response("inputs_digest is no longer current"))
         .response("422", problem_response("invalid fields, e.g. a rejection without a comment"));
 
+    let ledger_summary = "{ currency, accelerator_hours, totals: { accelerator, host, storage, network, support, \
+        license }, total, accepted_outputs, cost_per_job, diagnostics: { idle_hours, failed_jobs, rejected_outputs, \
+        retries } } (money as decimal strings)";
+    let post_ledger = op(
+        "postLedger",
+        "ledger",
+        "Add ledger lines and/or output counts: JSON { lines, outputs } or text/csv with the header \
+         category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency (all or nothing)",
+    )
+    .parameter(brief_id())
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(
+                "application/json",
+                json_content(obj(
+                    "{ lines: [...], outputs: { accepted, rejected, retries, failed_jobs, idle_hours } }",
+                )),
+            )
+            .content(
+                "text/csv",
+                json_content(typed(Type::String, "CSV with the ledger header")),
+            )
+            .build(),
+    ))
+    .response(
+        "201",
+        ok_json("stored; lines_added and the summary", obj(ledger_summary)),
+    )
+    .response("404", problem_response("no such brief"))
+    .response("413", problem_response("too large"))
+    .response(
+        "422",
+        problem_response("invalid lines, by line and column for CSV; another currency"),
+    );
+    let get_ledger = op(
+        "getLedger",
+        "ledger",
+        "Lines (newest 500 per page), outputs and the summary",
+    )
+    .parameter(brief_id())
+    .parameter(query_param("cursor", Type::String, "from next_cursor"))
+    .response(
+        "200",
+        ok_json("{ summary, outputs, lines, lines_total, next_cursor }", obj("ledger")),
+    )
+    .response("404", problem_response("no such brief"));
+    let ledger_summary_op = op("getLedgerSummary", "ledger", "The ledger summary alone")
+        .parameter(brief_id())
+        .response("200", ok_json("the summary", obj(ledger_summary)))
+        .response("404", problem_response("no such brief"));
+    let ledger_csv = op(
+        "exportLedgerCsv",
+        "ledger",
+        "Every ledger line as CSV with the import header",
+    )
+    .parameter(brief_id())
+    .response("200", ResponseBuilder::new().description("text/csv").build())
+    .response("404", problem_response("no such brief"));
+
     let paths = PathsBuilder::new()
         .path("/api/v1/briefs", PathItem::new(HttpMethod::Get, list_briefs))
         .path("/api/v1/briefs", PathItem::new(HttpMethod::Post, create_brief))
@@ -457,6 +517,19 @@ pub fn document() -> OpenApi {
         .path(
             "/api/v1/evidence/{id}/raw",
             PathItem::new(HttpMethod::Get, raw_evidence),
+        )
+        .path(
+            "/api/v1/briefs/{id}/ledger",
+            PathItem::new(HttpMethod::Post, post_ledger),
+        )
+        .path("/api/v1/briefs/{id}/ledger", PathItem::new(HttpMethod::Get, get_ledger))
+        .path(
+            "/api/v1/briefs/{id}/ledger/summary",
+            PathItem::new(HttpMethod::Get, ledger_summary_op),
+        )
+        .path(
+            "/api/v1/briefs/{id}/ledger.csv",
+            PathItem::new(HttpMethod::Get, ledger_csv),
         )
         .path("/api/v1/briefs/{id}/review", PathItem::new(HttpMethod::Get, review))
         .path(

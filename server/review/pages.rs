@@ -235,17 +235,21 @@ fn latency_bars(r: &Review) -> Vec<LatencyBar> {
             ))
         })
         .collect();
-    let max = rows.iter().map(|(_, v, t, _)| v.max(*t)).fold(1.0_f64, f64::max) * 1.1;
+    // Each row on its own scale (milliseconds differ by orders of magnitude between metrics): the
+    // threshold sits at the same place in every row, so a bar past the line is a miss at a glance.
     rows.into_iter()
         .enumerate()
-        .map(|(i, (label, value, threshold, pass))| LatencyBar {
-            label,
-            value,
-            threshold,
-            value_width: (value / max * CHART_WIDTH).max(1.0),
-            threshold_x: 150.0 + threshold / max * CHART_WIDTH,
-            y: i as f64 * ROW,
-            pass,
+        .map(|(i, (label, value, threshold, pass))| {
+            let max = value.max(threshold).max(f64::MIN_POSITIVE) * 1.25;
+            LatencyBar {
+                label,
+                value,
+                threshold,
+                value_width: (value / max * CHART_WIDTH).max(1.0),
+                threshold_x: 150.0 + threshold / max * CHART_WIDTH,
+                y: i as f64 * ROW,
+                pass,
+            }
         })
         .collect()
 }
@@ -263,7 +267,7 @@ fn cost_bars(r: &Review) -> Vec<CostBar> {
             label: label.clone(),
             amount: format!("{amount} {}", r.context.inputs.brief.currency),
             width: if max > Decimal::ZERO {
-                (amount / max * Decimal::from(420))
+                (amount / max * Decimal::from(380))
                     .round_dp(1)
                     .to_string()
                     .parse()

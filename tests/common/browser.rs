@@ -50,7 +50,7 @@ pub async fn launch() -> Browser {
             "args": [
                 "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-quic", "--window-size=1280,1000",
+                "--disable-quic", "--window-size=1280,2400",
                 format!("--user-data-dir={}", profile.path().display()),
             ]
         }
@@ -115,6 +115,15 @@ impl Browser {
 
     pub async fn path(&self) -> String {
         self.client.current_url().await.unwrap().path().to_owned()
+    }
+
+    /// Saves a full-window PNG as `<RENTCHECK_SCREENSHOT_DIR>/<name>.png` when that variable is set
+    /// (for looking at pages while developing); does nothing otherwise.
+    pub async fn shot(&self, name: &str) {
+        if let Ok(dir) = std::env::var("RENTCHECK_SCREENSHOT_DIR") {
+            let png = self.client.screenshot().await.unwrap();
+            std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+        }
     }
 
     /// Signs in through the login form.

@@ -1,0 +1,94 @@
+//! `rentcheck demo`: a filled-in review within a minute, and idempotent.
+
+mod common;
+
+use std::process::Command;
+
+use common::spawn_app;
+use serde_json::Value;
+
+fn demo(app: &common::TestApp) -> String {
+    let data = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+        .arg("demo")
+        .env("DATABASE_URL", &app.database_url)
+        .env("RENTCHECK_JWT_SECRET", &app.jwt_secret)
+        .env("RENTCHECK_DATA_DIR", data.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing() {
+    let app = spawn_app().await;
+    let printed = demo(&app);
+    let url = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("open   "))
+        .expect("a URL is printed")
+        .trim()
+        .to_owned();
+    let login = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("login  "))
+        .expect("a login is printed");
+    let mut parts = login.split_whitespace();
+    let (email, _, password) = (parts.next().unwrap(), parts.next(), parts.next().unwrap());
+    let path = url.split_once("8080").unwrap().1.to_owned();
+    assert!(path.ends_with("/review"));
+
+    let manager = app.login_as(email, password).await.expect("the printed login works");
+    let page = manager.get(app.url(&path)).await;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("data-decision=\"reserve\""),
+        "the demo reviews to reserve"
+    );
+    assert!(html.contains("Rule 8"));
+    assert!(!html.contains("Still missing"), "every stage has its evidence");
+    assert!(html.contains("approval-form"), "the demo login is a manager");
+
+    let id = path
+        .trim_start_matches("/briefs/")
+        .trim_end_matches("/review")
+        .to_owned();
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{id}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(review["decision"], "reserve");
+    assert_eq!(review["accepted"], true);
+    assert_eq!(review["ledger"]["cost_per_job"], "0.00859");
+    let counts = |app: &common::TestApp| {
+        let pool = app.pool.clone();
+        async move {
+            let mut n = Vec::new();
+            for table in ["briefs", "evidence", "ledger_lines", "users"] {
+                let c: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+                n.push(c);
+            }
+            n
+        }
+    };
+    let first = counts(&app).await;
+    assert_eq!(first, [1, 10, 6, 1]);
+
+    let again = demo(&app);
+    assert!(again.contains("already there"));
+    assert_eq!(counts(&app).await, first, "a second run duplicates nothing");
+    let review_again: Value = app
+        .get(&format!("/api/v1/briefs/{id}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(review_again["inputs_digest"], review["inputs_digest"]);
+}
