@@ -11,8 +11,9 @@ CREATE TABLE evidence_metrics (
     received_at  timestamptz NOT NULL,
     CONSTRAINT evidence_metrics_pkey PRIMARY KEY (evidence_id, key)
 );
+-- "Newest value of key K at stage S on brief B" is one probe of this index (LIMIT 1).
 CREATE INDEX evidence_metrics_newest_idx
-    ON evidence_metrics (brief_id, key, collected_at DESC, received_at DESC, evidence_id DESC);
+    ON evidence_metrics (brief_id, key, stage, collected_at DESC, received_at DESC, evidence_id DESC);
 
 CREATE FUNCTION evidence_metrics_fill() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -116,20 +116,21 @@ struct ObservationRow {
     received_at: DateTime<Utc>,
 }
 
-/// The newest value of each of `keys` per stage, in ONE query: `DISTINCT ON (key, stage)` over the
-/// brief's evidence metrics, newest by `collected_at`, then `received_at`, then id (UUIDv7: upload
-/// order). Only the winning rows leave the database.
+/// The newest value of each of `keys` per stage, in ONE query: for every (key, stage) one probe
+/// of the `evidence_metrics_newest_idx` index (LIMIT 1), newest by `collected_at`, then
+/// `received_at`, then id (UUIDv7: upload order). Cost grows with the card, not the evidence.
 pub async fn newest_metrics(
     db: impl PgExecutor<'_>,
     brief: Uuid,
     keys: &[String],
 ) -> Result<Vec<Observation>, sqlx::Error> {
     let rows: Vec<ObservationRow> = sqlx::query_as(
-        "SELECT DISTINCT ON (m.key, e.stage) m.key, e.stage, m.value, e.id AS evidence_id, \
-                e.collected_at, e.received_at \
-         FROM evidence e CROSS JOIN LATERAL jsonb_each(e.metrics) AS m(key, value) \
-         WHERE e.brief_id = $1 AND m.key = ANY($2) \
-         ORDER BY m.key, e.stage, e.collected_at DESC, e.received_at DESC, e.id DESC",
+        "SELECT k.key, s.stage::smallint AS stage, m.value, m.evidence_id, m.collected_at, m.received_at \
+         FROM unnest($2::text[]) AS k(key) CROSS JOIN generate_series(1, 5) AS s(stage) \
+         CROSS JOIN LATERAL ( \
+             SELECT value, evidence_id, collected_at, received_at FROM evidence_metrics \
+             WHERE brief_id = $1 AND key = k.key AND stage = s.stage \
+             ORDER BY collected_at DESC, received_at DESC, evidence_id DESC LIMIT 1) AS m",
     )
     .bind(brief)
     .bind(keys)
