@@ -71,3 +71,13 @@ pub async fn demo_import(
     api::store(state, brief_id, "rentcheck demo", "demo", &lines, Some(&outputs)).await?;
     Ok(true)
 }
+
+/// Stores already-validated lines for a brief in one all-or-nothing import (tools and benchmarks).
+pub async fn import_lines(
+    state: &crate::state::AppState,
+    brief_id: uuid::Uuid,
+    actor: &str,
+    lines: &[LedgerLine],
+) -> Result<u64, crate::error::AppError> {
+    api::store(state, brief_id, actor, "import", lines, None).await
+}

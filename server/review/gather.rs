@@ -117,7 +117,8 @@ async fn ledger_facts(state: &AppState, brief: &Brief) -> Result<(Option<LedgerF
     if empty {
         return Ok((None, None));
     }
-    let rate = repo::average_accelerator_rate(&mut *conn, brief.id).await?;
+    // What the billed accelerator time cost per GPU-hour, from the summary's own figures.
+    let rate = (s.accelerator_hours > Decimal::ZERO).then(|| (s.totals.accelerator / s.accelerator_hours).round_dp(4));
     let t = &s.totals;
     let totals = BTreeMap::from([
         ("accelerator".to_owned(), t.accelerator),

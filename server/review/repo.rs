@@ -137,15 +137,3 @@ pub async fn audit_for_brief(
     .fetch_all(db)
     .await
 }
-
-/// The billed rate per GPU-hour, averaged over GPU-hours, of the brief's accelerator lines.
-pub async fn average_accelerator_rate(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Option<Decimal>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT sum(rate_per_gpu_hour * gpus * extract(epoch FROM ends_at - starts_at)) \
-              / nullif(sum(gpus * extract(epoch FROM ends_at - starts_at)), 0) \
-         FROM ledger_lines WHERE brief_id = $1 AND category = 'accelerator' AND rate_per_gpu_hour IS NOT NULL",
-    )
-    .bind(brief_id)
-    .fetch_one(db)
-    .await
-}
