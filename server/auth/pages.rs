@@ -87,20 +87,20 @@ async fn login_page(state: &AppState, email: String, next: String, message: Stri
         message,
         first_run,
     })?;
-    let cookie = session::set_cookie(
-        LOGIN_CSRF_COOKIE,
-        &csrf,
-        Duration::hours(2),
-        state.config.secure_cookies,
-    );
-    if let Ok(v) = cookie.parse() {
-        response.headers_mut().append(header::SET_COOKIE, v);
-    }
+    set_login_csrf_cookie(state, &mut response, &csrf);
     Ok(response)
 }
 
 async fn login_form(State(state): State<AppState>, ApiQuery(q): ApiQuery<NextParam>) -> PageResult<Response> {
     login_page(&state, String::new(), safe_next(q.next.as_deref()), String::new()).await
+}
+
+/// Pairs a pre-session form's CSRF value with a cookie (double submit), for 2 hours.
+fn set_login_csrf_cookie(state: &AppState, response: &mut Response, csrf: &str) {
+    let cookie = session::set_cookie(LOGIN_CSRF_COOKIE, csrf, Duration::hours(2), state.config.secure_cookies);
+    if let Ok(v) = cookie.parse() {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
 }
 
 fn pre_session_csrf_ok(headers: &HeaderMap, form: &HashMap<String, String>) -> bool {
@@ -221,15 +221,7 @@ async fn setup_page(state: &AppState, email: String, errors: Vec<String>) -> Pag
         email,
         errors,
     })?;
-    let cookie = session::set_cookie(
-        LOGIN_CSRF_COOKIE,
-        &csrf,
-        Duration::hours(2),
-        state.config.secure_cookies,
-    );
-    if let Ok(v) = cookie.parse() {
-        response.headers_mut().append(header::SET_COOKIE, v);
-    }
+    set_login_csrf_cookie(state, &mut response, &csrf);
     Ok(response)
 }
 
