@@ -107,17 +107,42 @@ impl<'a> Cur<'a> {
     }
     fn ident(&mut self, colon: bool) -> Option<&'a str> {
         let start = self.i;
-        while let Some(c) = self.peek() {
-            let ok =
-                c.is_ascii_alphabetic() || c == b'_' || (colon && c == b':') || (self.i > start && c.is_ascii_digit());
-            if !ok {
-                break;
-            }
-            self.i += 1;
+        let rest = self.b.get(start..).unwrap_or_default();
+        let extra = if colon { COLON } else { 0 };
+        if rest.first().is_none_or(|&c| CLASS[c as usize] & (ALPHA | extra) == 0) {
+            return None;
         }
-        (self.i > start).then(|| self.s.get(start..self.i)).flatten()
+        let len = rest
+            .iter()
+            .position(|&c| CLASS[c as usize] & (ALPHA | DIGIT | extra) == 0)
+            .unwrap_or(rest.len());
+        self.i = start + len;
+        self.s.get(start..self.i)
     }
 }
+
+/// Byte classes for names: `[A-Za-z_]`, digits, `:`.
+const ALPHA: u8 = 1;
+const DIGIT: u8 = 2;
+const COLON: u8 = 4;
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphabetic() || b == b'_' {
+            ALPHA
+        } else if b.is_ascii_digit() {
+            DIGIT
+        } else if b == b':' {
+            COLON
+        } else {
+            0
+        };
+        c += 1;
+    }
+    t
+};
 
 fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
     let mut c = Cur {
@@ -131,6 +156,8 @@ fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
     let mut labels = Vec::new();
     c.skip_ws();
     if c.peek() == Some(b'{') {
+        // vLLM series have 1–4 labels: one allocation, no regrowth.
+        labels = Vec::with_capacity(4);
         c.i += 1;
         loop {
             c.skip_ws();
@@ -154,19 +181,21 @@ fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
             }
             c.i += 1;
             let vstart = c.i;
-            let mut v = String::new();
-            let mut escaped = false;
+            // Built only when the value has an escape; otherwise the value is borrowed from the line.
+            let mut owned: Option<String> = None;
             let mut run = c.i;
             loop {
                 match c.peek() {
                     None => return Err(c.err("label value not closed (line cut short?)")),
                     Some(b'"') => {
-                        v.push_str(line.get(run..c.i).unwrap_or_default());
+                        if let Some(v) = owned.as_mut() {
+                            v.push_str(line.get(run..c.i).unwrap_or_default());
+                        }
                         c.i += 1;
                         break;
                     }
                     Some(b'\\') => {
-                        escaped = true;
+                        let v = owned.get_or_insert_with(String::new);
                         v.push_str(line.get(run..c.i).unwrap_or_default());
                         c.i += 1;
                         match c.peek() {
@@ -191,10 +220,9 @@ fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
                     }
                 }
             }
-            let v: Cow<'_, str> = if escaped {
-                Cow::Owned(v)
-            } else {
-                Cow::Borrowed(line.get(vstart..c.i.saturating_sub(1)).unwrap_or_default())
+            let v: Cow<'_, str> = match owned {
+                Some(v) => Cow::Owned(v),
+                None => Cow::Borrowed(line.get(vstart..c.i.saturating_sub(1)).unwrap_or_default()),
             };
             labels.push((k, v));
             c.skip_ws();

@@ -24,64 +24,89 @@ use std::collections::{BTreeMap, HashMap};
 /// `q` outside [0, 1] gives ±∞ as in Prometheus. One deviation: an empty target bucket (only possible
 /// for q = 0) answers with its lower bound instead of NaN.
 pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
-    if q.is_nan() || buckets.iter().any(|(u, c)| u.is_nan() || c.is_nan()) {
-        return None;
-    }
-    if q < 0.0 {
-        return Some(f64::NEG_INFINITY);
-    }
-    if q > 1.0 {
-        return Some(f64::INFINITY);
-    }
-    let mut b: Vec<(f64, f64)> = buckets.to_vec();
-    b.sort_by(|x, y| x.0.total_cmp(&y.0));
-    // coalesce equal bounds
-    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(b.len());
-    for (u, c) in b {
-        match merged.last_mut() {
-            Some(last) if last.0 == u => last.1 += c,
-            _ => merged.push((u, c)),
+    Prepared::new(buckets).quantile(q)
+}
+
+/// Buckets sorted, coalesced and made monotonic once, so several quantiles of one histogram do not
+/// each copy and sort them.
+enum Prepared {
+    /// A NaN bound or count: no quantile at all.
+    Nan,
+    /// No `+Inf` bucket or fewer than 2 buckets: no quantile for q in [0, 1].
+    Unusable,
+    Buckets(Vec<(f64, f64)>),
+}
+
+impl Prepared {
+    fn new(buckets: &[(f64, f64)]) -> Prepared {
+        if buckets.iter().any(|(u, c)| u.is_nan() || c.is_nan()) {
+            return Prepared::Nan;
         }
-    }
-    let mut b = merged;
-    if b.last().map(|x| x.0) != Some(f64::INFINITY) || b.len() < 2 {
-        return None;
-    }
-    // ensure monotonic
-    let mut max = f64::NEG_INFINITY;
-    for x in b.iter_mut() {
-        if x.1 < max {
-            x.1 = max;
-        } else {
-            max = x.1;
+        let mut b: Vec<(f64, f64)> = buckets.to_vec();
+        b.sort_by(|x, y| x.0.total_cmp(&y.0));
+        // coalesce equal bounds
+        let mut merged: Vec<(f64, f64)> = Vec::with_capacity(b.len());
+        for (u, c) in b {
+            match merged.last_mut() {
+                Some(last) if last.0 == u => last.1 += c,
+                _ => merged.push((u, c)),
+            }
         }
+        let mut b = merged;
+        if b.last().map(|x| x.0) != Some(f64::INFINITY) || b.len() < 2 {
+            return Prepared::Unusable;
+        }
+        // ensure monotonic
+        let mut max = f64::NEG_INFINITY;
+        for x in b.iter_mut() {
+            if x.1 < max {
+                x.1 = max;
+            } else {
+                max = x.1;
+            }
+        }
+        Prepared::Buckets(b)
     }
-    let n = b.len();
-    let obs = b.get(n - 1)?.1;
-    if obs <= 0.0 {
-        return None;
+
+    /// [`histogram_quantile`] of these buckets.
+    fn quantile(&self, q: f64) -> Option<f64> {
+        if q.is_nan() {
+            return None;
+        }
+        let b = match self {
+            Prepared::Nan => return None,
+            _ if q < 0.0 => return Some(f64::NEG_INFINITY),
+            _ if q > 1.0 => return Some(f64::INFINITY),
+            Prepared::Unusable => return None,
+            Prepared::Buckets(b) => b,
+        };
+        let n = b.len();
+        let obs = b.get(n - 1)?.1;
+        if obs <= 0.0 {
+            return None;
+        }
+        let mut rank = q * obs;
+        let idx = b.get(..n - 1)?.iter().position(|x| x.1 >= rank).unwrap_or(n - 1);
+        if idx == n - 1 {
+            return Some(b.get(n - 2)?.0);
+        }
+        let first = b.first()?;
+        if idx == 0 && first.0 <= 0.0 {
+            return Some(first.0);
+        }
+        let (end, mut count) = *b.get(idx)?;
+        let mut start = 0.0;
+        if idx > 0 {
+            let prev = b.get(idx - 1)?;
+            start = prev.0;
+            count -= prev.1;
+            rank -= prev.1;
+        }
+        if count <= 0.0 {
+            return Some(start);
+        }
+        Some(start + (end - start) * (rank / count))
     }
-    let mut rank = q * obs;
-    let idx = b.get(..n - 1)?.iter().position(|x| x.1 >= rank).unwrap_or(n - 1);
-    if idx == n - 1 {
-        return Some(b.get(n - 2)?.0);
-    }
-    let first = b.first()?;
-    if idx == 0 && first.0 <= 0.0 {
-        return Some(first.0);
-    }
-    let (end, mut count) = *b.get(idx)?;
-    let mut start = 0.0;
-    if idx > 0 {
-        let prev = b.get(idx - 1)?;
-        start = prev.0;
-        count -= prev.1;
-        rank -= prev.1;
-    }
-    if count <= 0.0 {
-        return Some(start);
-    }
-    Some(start + (end - start) * (rank / count))
 }
 
 /// (metric-key stem, candidate families in preference order)
@@ -236,14 +261,15 @@ fn compute(samples: &[Sample]) -> Parsed {
         p.warn("no vllm: metrics in this scrape (is this a vLLM /metrics endpoint?)");
     }
     let models: Vec<&str> = {
-        let mut m: Vec<&str> = hist
-            .values()
-            .flat_map(|x| x.keys().copied())
-            .chain(vals.values().flat_map(|x| x.keys().copied()))
-            .filter(|m| !m.is_empty())
-            .collect();
-        m.sort_unstable();
-        m.dedup();
+        // Each family's models are already sorted (BTreeMap keys): merge them into one sorted list
+        // rather than sorting every family's copy of every model name.
+        let mut m: Vec<&str> = Vec::new();
+        for h in hist.values() {
+            m = sorted_union(&m, h.keys().copied().filter(|k| !k.is_empty()));
+        }
+        for v in vals.values() {
+            m = sorted_union(&m, v.keys().copied().filter(|k| !k.is_empty()));
+        }
         m
     };
 
@@ -273,17 +299,18 @@ fn compute(samples: &[Sample]) -> Parsed {
         p.warn("no vllm:time_to_first_token_seconds histogram");
     }
 
+    // One model: a map lookup (not a scan of every model, which made this quadratic in models).
     let sum_of = |v: &BTreeMap<&str, Vec<f64>>, m: Option<&str>| -> f64 {
-        v.iter()
-            .filter(|(k, _)| m.is_none_or(|m| **k == m))
-            .flat_map(|(_, x)| x.iter())
-            .sum()
+        match m {
+            None => v.values().flat_map(|x| x.iter()).sum(),
+            Some(m) => v.get(m).into_iter().flat_map(|x| x.iter()).sum(),
+        }
     };
     let max_of = |v: &BTreeMap<&str, Vec<f64>>, m: Option<&str>| -> Option<f64> {
-        v.iter()
-            .filter(|(k, _)| m.is_none_or(|m| **k == m))
-            .flat_map(|(_, x)| x.iter().copied())
-            .reduce(f64::max)
+        match m {
+            None => v.values().flat_map(|x| x.iter().copied()).reduce(f64::max),
+            Some(m) => v.get(m).into_iter().flat_map(|x| x.iter().copied()).reduce(f64::max),
+        }
     };
     let scopes: Vec<(String, Option<&str>)> = std::iter::once(("serving".to_string(), None))
         .chain(models.iter().map(|m| (format!("serving.by_model.{m}"), Some(*m))))
@@ -338,6 +365,23 @@ fn compute(samples: &[Sample]) -> Parsed {
     p
 }
 
+/// The sorted, duplicate-free union of sorted `a` and sorted `b`.
+fn sorted_union<'a>(a: &[&'a str], b: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out = Vec::with_capacity(a.len());
+    let mut a = a.iter().copied().peekable();
+    for x in b {
+        while let Some(y) = a.next_if(|y| *y < x) {
+            out.push(y);
+        }
+        a.next_if(|y| *y == x);
+        if out.last() != Some(&x) {
+            out.push(x);
+        }
+    }
+    out.extend(a);
+    out
+}
+
 fn quantiles(p: &mut Parsed, prefix: &str, fam: &str, b: &[(f64, f64)]) {
     let total = b
         .iter()
@@ -354,8 +398,9 @@ fn quantiles(p: &mut Parsed, prefix: &str, fam: &str, b: &[(f64, f64)]) {
         ));
         return;
     }
+    let prepared = Prepared::new(b);
     for (qn, q) in QUANTILES {
-        match histogram_quantile(*q, b) {
+        match prepared.quantile(*q) {
             Some(v) => {
                 p.nonneg(&format!("{prefix}_{qn}_ms"), v * 1000.0);
             }
