@@ -23,7 +23,8 @@ async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Ap
     })
 }
 
-fn content_type(req: &Request) -> String {
+/// The request's `Content-Type`, lower-cased; empty when absent.
+pub fn content_type(req: &Request) -> String {
     req.headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -126,14 +126,6 @@ struct PostAnswer {
     summary: LedgerSummary,
 }
 
-fn content_type(req: &Request) -> String {
-    req.headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase()
-}
-
 /// `POST /api/v1/briefs/{id}/ledger`: JSON `{ lines, outputs }` or a `text/csv` import → 201 with the summary.
 async fn post(
     State(state): State<AppState>,
@@ -143,7 +135,7 @@ async fn post(
 ) -> ApiResult<Response> {
     caller.may_send_to_brief(id)?;
     let currency = brief_currency(&state, id).await?;
-    let ct = content_type(&req);
+    let ct = crate::http::extract::content_type(&req);
     let (lines, outputs, source) = if ct.starts_with("text/csv") || ct.starts_with("application/csv") {
         (import_csv(req, &currency).await?, None, "csv")
     } else {
