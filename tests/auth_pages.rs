@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{input_value, spawn_app, PASSWORD};
+use common::{cookie_client, input_value, spawn_app, PASSWORD};
 use rentcheck::auth::Role;
 use serde_json::json;
 
@@ -45,26 +45,7 @@ async fn a_wrong_password_and_an_unknown_email_get_the_same_answer() {
     let answer = |email: String| {
         let app = &app;
         async move {
-            let client = reqwest::Client::builder().cookie_store(true).build().unwrap();
-            let page = client
-                .get(app.url("/login"))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            let csrf = input_value(&page, "csrf_token").unwrap();
-            let res = client
-                .post(app.url("/login"))
-                .form(&[
-                    ("csrf_token", csrf.as_str()),
-                    ("email", &email),
-                    ("password", "nope-nope-nope"),
-                ])
-                .send()
-                .await
-                .unwrap();
+            let res = app.submit_login(&cookie_client(), &email, "nope-nope-nope", "/").await;
             let status = res.status();
             let body = res.text().await.unwrap();
             (
@@ -193,27 +174,7 @@ async fn login_rotates_the_session_and_logout_ends_it() {
     assert_eq!(sessions_before, 1);
 
     // Signing in again from the same browser replaces the session rather than adding one.
-    let page = person
-        .client
-        .get(app.url("/login"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let csrf = input_value(&page, "csrf_token").unwrap();
-    let res = person
-        .client
-        .post(app.url("/login"))
-        .form(&[
-            ("csrf_token", csrf.as_str()),
-            ("email", &person.email),
-            ("password", PASSWORD),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let res = app.submit_login(&person.client, &person.email, PASSWORD, "/").await;
     assert_eq!(res.status(), 303);
     let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
     assert!(
@@ -262,36 +223,13 @@ async fn login_rotates_the_session_and_logout_ends_it() {
 async fn login_never_redirects_off_site() {
     let app = spawn_app().await;
     let email = app.user(Role::Engineer).await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .cookie_store(true)
-        .build()
-        .unwrap();
+    let client = cookie_client();
     for (next, expected) in [
         ("//evil.example/x", "/"),
         ("https://evil.example", "/"),
         ("/briefs/new", "/briefs/new"),
     ] {
-        let page = client
-            .get(app.url("/login"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let csrf = input_value(&page, "csrf_token").unwrap();
-        let res = client
-            .post(app.url("/login"))
-            .form(&[
-                ("csrf_token", csrf.as_str()),
-                ("email", &email),
-                ("password", PASSWORD),
-                ("next", next),
-            ])
-            .send()
-            .await
-            .unwrap();
+        let res = app.submit_login(&client, &email, PASSWORD, next).await;
         assert_eq!(location(&res), expected, "next={next}");
     }
 }

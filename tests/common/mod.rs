@@ -110,6 +110,15 @@ pub fn bearer_client(token: &str) -> reqwest::Client {
         .unwrap()
 }
 
+/// A client that keeps cookies and does not follow redirects, as a browser session under test.
+pub fn cookie_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .cookie_store(true)
+        .build()
+        .unwrap()
+}
+
 /// A person signed in through `/login`, with the session cookie and the page's CSRF token.
 pub struct Person {
     pub email: String,
@@ -172,13 +181,14 @@ impl TestApp {
         self.login_as(&email, PASSWORD).await.expect("login succeeds")
     }
 
-    /// Logs in through `/login` like a browser; `None` when the login is refused.
-    pub async fn login_as(&self, email: &str, password: &str) -> Option<Person> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .cookie_store(true)
-            .build()
-            .unwrap();
+    /// Opens `/login` with `client` and submits the form with its CSRF token, like a browser.
+    pub async fn submit_login(
+        &self,
+        client: &reqwest::Client,
+        email: &str,
+        password: &str,
+        next: &str,
+    ) -> reqwest::Response {
         let page = client
             .get(self.url("/login"))
             .send()
@@ -188,17 +198,23 @@ impl TestApp {
             .await
             .unwrap();
         let csrf = input_value(&page, "csrf_token").expect("login form has a CSRF token");
-        let res = client
+        client
             .post(self.url("/login"))
             .form(&[
                 ("csrf_token", csrf.as_str()),
                 ("email", email),
                 ("password", password),
-                ("next", "/"),
+                ("next", next),
             ])
             .send()
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// Logs in through `/login` like a browser; `None` when the login is refused.
+    pub async fn login_as(&self, email: &str, password: &str) -> Option<Person> {
+        let client = cookie_client();
+        let res = self.submit_login(&client, email, password, "/").await;
         if res.status() != 303 {
             return None;
         }
