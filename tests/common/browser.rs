@@ -71,45 +71,42 @@ pub async fn launch() -> Browser {
 }
 
 impl Browser {
+    /// Finds an element, waiting (up to 30 s) for it: after a click the next page may still be loading.
+    async fn find(&self, locator: Locator<'_>) -> Result<fantoccini::elements::Element, fantoccini::error::CmdError> {
+        self.client.wait().for_element(locator).await
+    }
+
     pub async fn fill(&self, name: &str, value: &str) {
-        let input = self
-            .client
-            .find(Locator::Css(&format!("[name='{name}']")))
-            .await
-            .unwrap();
+        let input = self.find(Locator::Css(&format!("[name='{name}']"))).await.unwrap();
         input.clear().await.unwrap();
         input.send_keys(value).await.unwrap();
     }
 
     pub async fn select(&self, name: &str, value: &str) {
         let select = self
-            .client
             .find(Locator::Css(&format!("select[name='{name}']")))
             .await
             .unwrap();
         select.select_by_value(value).await.unwrap();
     }
 
+    /// Clicks a link or submit button and waits (up to 10 s) until the page it was on is replaced,
+    /// so the next lookup sees the new page rather than the old one.
     pub async fn click(&self, css: &str) {
-        self.client
-            .find(Locator::Css(css))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        let element = self.find(Locator::Css(css)).await.unwrap();
+        element.clone().click().await.unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while element.tag_name().await.is_ok() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
     }
 
     pub async fn text(&self, css: &str) -> String {
-        self.client.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
+        self.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
     }
 
     pub async fn value(&self, name: &str) -> String {
-        let input = self
-            .client
-            .find(Locator::Css(&format!("[name='{name}']")))
-            .await
-            .unwrap();
+        let input = self.find(Locator::Css(&format!("[name='{name}']"))).await.unwrap();
         input.prop("value").await.unwrap().unwrap_or_default()
     }
 
