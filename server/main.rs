@@ -13,7 +13,7 @@ use rentcheck::{
     collect,
     config::{AppConfig, DbConfig, ServeConfig, TokenConfig},
     db::{self, Database},
-    http,
+    evidence, http,
     state::AppState,
     telemetry,
 };
@@ -341,9 +341,12 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         db::migrate(&database.pool).await?;
         password::warm_up();
         let state = AppState::new(database.pool.clone(), AppConfig::from(&serve), keys);
+        let compactor = evidence::compactor::spawn(database.pool.clone());
         let addr = listener.local_addr()?;
         tracing::info!(%addr, "rentcheck is serving at http://{addr}");
-        http::serve(listener, http::app(state), http::shutdown_signal()).await?;
+        let served = http::serve(listener, http::app(state), http::shutdown_signal()).await;
+        compactor.abort();
+        served?;
         anyhow::Ok(())
     }
     .await;

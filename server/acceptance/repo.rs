@@ -116,21 +116,16 @@ struct ObservationRow {
     received_at: DateTime<Utc>,
 }
 
-/// The newest value of each of `keys` per stage, in ONE query: for every (key, stage) one probe
-/// of the `evidence_metrics_newest_idx` index (LIMIT 1), newest by `collected_at`, then
-/// `received_at`, then id (UUIDv7: upload order). Cost grows with the card, not the evidence.
+/// The newest value of each of `keys` per stage, in one query: `newest_evidence_metrics`
+/// (migration 8) reads the compacted newest values and the items not yet compacted, newest by
+/// `collected_at`, then `received_at`, then id (UUIDv7: upload order).
 pub async fn newest_metrics(
     db: impl PgExecutor<'_>,
     brief: Uuid,
     keys: &[String],
 ) -> Result<Vec<Observation>, sqlx::Error> {
     let rows: Vec<ObservationRow> = sqlx::query_as(
-        "SELECT k.key, s.stage::smallint AS stage, m.value, m.evidence_id, m.collected_at, m.received_at \
-         FROM unnest($2::text[]) AS k(key) CROSS JOIN generate_series(1, 5) AS s(stage) \
-         CROSS JOIN LATERAL ( \
-             SELECT value, evidence_id, collected_at, received_at FROM evidence_metrics \
-             WHERE brief_id = $1 AND key = k.key AND stage = s.stage \
-             ORDER BY collected_at DESC, received_at DESC, evidence_id DESC LIMIT 1) AS m",
+        "SELECT key, stage, value, evidence_id, collected_at, received_at FROM newest_evidence_metrics($1, $2)",
     )
     .bind(brief)
     .bind(keys)

@@ -174,11 +174,19 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
         }
     })?;
     let claims = data.claims;
-    let row: Option<TokenState> =
-        sqlx::query_as("SELECT role, brief_id, expires_at, revoked_at FROM api_tokens WHERE jti = $1")
-            .bind(claims.jti)
-            .fetch_optional(pool)
-            .await?;
+    // One round trip: read the token row and, at most once a minute per live token, note its last
+    // use (so reads do not turn into writes). The SELECT sees the row as it was before the UPDATE.
+    let row: Option<TokenState> = sqlx::query_as(
+        "WITH touched AS ( \
+             UPDATE api_tokens SET last_used_at = now() \
+             WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
+               AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
+         ) \
+         SELECT role, brief_id, expires_at, revoked_at FROM api_tokens WHERE jti = $1",
+    )
+    .bind(claims.jti)
+    .fetch_optional(pool)
+    .await?;
     let Some(TokenState {
         role,
         brief_id: brief,
@@ -197,14 +205,6 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
     if role != claims.role.as_str() || brief != claims.brief {
         return Err(invalid("claims do not match the token record"));
     }
-    // Last use, at most once a minute per token so reads do not turn into writes.
-    sqlx::query(
-        "UPDATE api_tokens SET last_used_at = now() WHERE jti = $1 \
-         AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')",
-    )
-    .bind(claims.jti)
-    .execute(pool)
-    .await?;
     Ok(Principal::Token {
         jti: claims.jti,
         subject: claims.sub,

@@ -128,7 +128,9 @@ async fn upload(
 ) -> ApiResult<Response> {
     caller.may_send_to_brief(brief_id)?;
     let key = ingest::idempotency_key(req.headers())?;
-    if !repo::brief_exists(&state.pool, brief_id).await? {
+    // A token scoped to this brief proves it exists (its row references the brief, cascading);
+    // anyone else learns of a missing brief before the body is read.
+    if caller.brief_scope() != Some(brief_id) && !repo::brief_exists(&state.pool, brief_id).await? {
         return Err(AppError::NotFound("brief"));
     }
     let upload = ingest::decode(req, state.config.max_upload).await?;
@@ -161,7 +163,9 @@ async fn list(
             "must be from 1 to 200",
         )]));
     }
-    if !repo::brief_exists(&state.pool, brief_id).await? {
+    // A token scoped to this brief proves it exists (its row references the brief, cascading);
+    // anyone else learns of a missing brief before the body is read.
+    if caller.brief_scope() != Some(brief_id) && !repo::brief_exists(&state.pool, brief_id).await? {
         return Err(AppError::NotFound("brief"));
     }
     let mut rows = repo::list_for_brief(&state.pool, brief_id, after, limit + 1).await?;

@@ -242,8 +242,29 @@ pub async fn ingest(
         },
     });
 
-    let mut tx = state.pool.begin().await?;
+    let new_evidence = repo::NewEvidence {
+        id,
+        brief_id,
+        kind: kind.as_str(),
+        stage: upload.stage,
+        content_type: &upload.content_type,
+        filename: upload.filename.as_deref(),
+        raw: &upload.raw,
+        sha256: &sha256,
+        metrics: &outcome.metrics,
+        warnings: &outcome.warnings,
+        parse_status: outcome.status.as_str(),
+        parse_error: outcome.error.as_deref(),
+        tool: outcome.tool.as_deref(),
+        tool_version: outcome.tool_version.as_deref(),
+        parser_version: PARSER_VERSION,
+        labels: &labels,
+        collected_at: upload.collected_at,
+        uploaded_by,
+    };
     if let Some(key) = &key {
+        // The key's row and the evidence commit together, so a replay always finds the evidence.
+        let mut tx = state.pool.begin().await?;
         let claimed = repo::claim_idempotency_key(&mut *tx, brief_id, key, &fingerprint, 201, &body, id)
             .await
             .map_err(fk_to_not_found)?;
@@ -255,33 +276,14 @@ pub async fn ingest(
                 .ok_or_else(|| AppError::Internal(anyhow::anyhow!("idempotency row vanished")))?;
             return replay(stored, &fingerprint);
         }
+        repo::insert(&mut *tx, &new_evidence).await.map_err(fk_to_not_found)?;
+        tx.commit().await?;
+    } else {
+        // Without a key the evidence row is the only write: one autocommitted statement.
+        repo::insert(&state.pool, &new_evidence)
+            .await
+            .map_err(fk_to_not_found)?;
     }
-    repo::insert(
-        &mut *tx,
-        &repo::NewEvidence {
-            id,
-            brief_id,
-            kind: kind.as_str(),
-            stage: upload.stage,
-            content_type: &upload.content_type,
-            filename: upload.filename.as_deref(),
-            raw: &upload.raw,
-            sha256: &sha256,
-            metrics: &outcome.metrics,
-            warnings: &outcome.warnings,
-            parse_status: outcome.status.as_str(),
-            parse_error: outcome.error.as_deref(),
-            tool: outcome.tool.as_deref(),
-            tool_version: outcome.tool_version.as_deref(),
-            parser_version: PARSER_VERSION,
-            labels: &labels,
-            collected_at: upload.collected_at,
-            uploaded_by,
-        },
-    )
-    .await
-    .map_err(fk_to_not_found)?;
-    tx.commit().await?;
     state
         .metrics
         .observe_ingest(kind.as_str(), outcome.status.as_str(), upload.raw.len());

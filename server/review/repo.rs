@@ -11,20 +11,15 @@ use uuid::Uuid;
 use super::decision::MetricFact;
 
 /// The newest value of each of `keys` on a brief (newest by `collected_at`, ties by upload order),
-/// with the evidence it came from. One index probe per key and stage.
+/// with the evidence it came from, over all stages (`newest_evidence_metrics`, migration 8).
 pub async fn newest_metrics(
     db: impl PgExecutor<'_>,
     brief_id: Uuid,
     keys: &[String],
 ) -> Result<BTreeMap<String, MetricFact>, sqlx::Error> {
     let rows: Vec<(String, Value, Uuid)> = sqlx::query_as(
-        "SELECT DISTINCT ON (k.key) k.key, m.value, m.evidence_id \
-         FROM unnest($2::text[]) AS k(key) CROSS JOIN generate_series(1, 5) AS s(stage) \
-         CROSS JOIN LATERAL ( \
-             SELECT value, evidence_id, collected_at, received_at FROM evidence_metrics \
-             WHERE brief_id = $1 AND key = k.key AND stage = s.stage \
-             ORDER BY collected_at DESC, received_at DESC, evidence_id DESC LIMIT 1) AS m \
-         ORDER BY k.key, m.collected_at DESC, m.received_at DESC, m.evidence_id DESC",
+        "SELECT DISTINCT ON (key) key, value, evidence_id FROM newest_evidence_metrics($1, $2) \
+         ORDER BY key, collected_at DESC, received_at DESC, evidence_id DESC",
     )
     .bind(brief_id)
     .bind(keys)

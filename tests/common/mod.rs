@@ -39,7 +39,7 @@ pub struct TestApp {
     pub jwt_secret: String,
     /// The URL of this test's own database, for running the CLI against it.
     pub database_url: String,
-    db_name: String,
+    _database: DatabaseGuard,
 }
 
 /// The password every test user gets.
@@ -50,7 +50,11 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with(AppConfig::default()).await
 }
 
-pub async fn spawn_app_with(config: AppConfig) -> TestApp {
+/// A test's own database, dropped (connections and all) when this goes out of scope.
+pub struct DatabaseGuard(pub String);
+
+/// A new, empty database on the test server, and how to connect to it.
+pub async fn create_database() -> (DatabaseGuard, PgConnectOptions) {
     let db_name = format!("rentcheck_test_{}", uuid::Uuid::new_v4().simple());
     let admin = PgConnectOptions::from_str(&admin_url()).expect("TEST_DATABASE_URL");
     let mut conn = PgConnection::connect_with(&admin)
@@ -60,20 +64,35 @@ pub async fn spawn_app_with(config: AppConfig) -> TestApp {
         .await
         .unwrap();
     conn.close().await.unwrap();
+    let options = admin.database(&db_name);
+    (DatabaseGuard(db_name), options)
+}
+
+/// Serves the app over `pool` on 127.0.0.1:0 and returns its base URL. The port is bound before
+/// this returns, so requests can follow at once.
+pub async fn serve_app(pool: PgPool, config: AppConfig, keys: TokenKeys) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    // As `rentcheck serve` does: the evidence-metrics compactor runs beside the server.
+    rentcheck::evidence::compactor::spawn(pool.clone());
+    let router = http::app(AppState::new(pool, config, keys));
+    tokio::spawn(http::serve(listener, router, std::future::pending()));
+    base
+}
+
+pub async fn spawn_app_with(config: AppConfig) -> TestApp {
+    let (database, options) = create_database().await;
+    let db_name = database.0.clone();
     let pool = PgPoolOptions::new()
         .max_connections(5)
-        .connect_with(admin.database(&db_name))
+        .connect_with(options)
         .await
         .unwrap();
     db::migrate(&pool).await.unwrap();
 
-    // Bind first, then spawn: the port is open before any request is sent.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let jwt_secret = uuid::Uuid::new_v4().simple().to_string().repeat(2);
     let keys = TokenKeys::from_secret(jwt_secret.as_bytes());
-    let router = http::app(AppState::new(pool.clone(), config, keys.clone()));
-    tokio::spawn(http::serve(listener, router, std::future::pending()));
+    let base = serve_app(pool.clone(), config, keys.clone()).await;
     let anon = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -88,7 +107,7 @@ pub async fn spawn_app_with(config: AppConfig) -> TestApp {
         keys,
         jwt_secret,
         database_url,
-        db_name,
+        _database: database,
     };
     let token = app.token(Role::Engineer, None).await;
     app.client = bearer_client(&token);
@@ -260,9 +279,9 @@ impl TestApp {
     }
 }
 
-impl Drop for TestApp {
+impl Drop for DatabaseGuard {
     fn drop(&mut self) {
-        let db_name = std::mem::take(&mut self.db_name);
+        let db_name = std::mem::take(&mut self.0);
         // Drop runs inside the test's runtime, which is blocked here; the cleanup gets a runtime of its own
         // on another thread. FORCE ends the server's connections, which belong to the blocked runtime.
         let _ = std::thread::spawn(move || {

@@ -1,0 +1,216 @@
+//! The newest value of a metric, as cards and the review read it, is the same whether or not the
+//! background compactor has moved an upload out of the pending queue yet (migration 8).
+
+mod common;
+
+use chrono::{DateTime, Duration, Utc};
+use rentcheck::{acceptance, db, evidence::compactor, evidence::repo};
+use serde_json::{json, Value};
+use sqlx::{postgres::PgPoolOptions, PgPool};
+use uuid::Uuid;
+
+async fn database() -> (common::DatabaseGuard, PgPool) {
+    let (guard, options) = common::create_database().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(6)
+        .connect_with(options)
+        .await
+        .unwrap();
+    db::migrate(&pool).await.unwrap();
+    (guard, pool)
+}
+
+async fn brief(pool: &PgPool) -> Uuid {
+    let id = Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO briefs (id, name, owner, workload_kind, model_name, params_b, precision, context_length, \
+         concurrency, data_boundary, allocation_boundary) VALUES ($1, 'compaction', 'eng@example.com', \
+         'realtime-inference', 'meta-llama/Llama-3.1-8B-Instruct', 8, 'bf16', 8192, 16, 'shared-ok', 'vm')",
+    )
+    .bind(id)
+    .execute(pool)
+    .await
+    .unwrap();
+    id
+}
+
+async fn upload(pool: &PgPool, brief_id: Uuid, stage: i16, metrics: Value, collected_at: DateTime<Utc>) -> Uuid {
+    let id = Uuid::now_v7();
+    let raw = serde_json::to_vec(&json!({ "metrics": metrics })).unwrap();
+    repo::insert(
+        pool,
+        &repo::NewEvidence {
+            id,
+            brief_id,
+            kind: "metrics",
+            stage,
+            content_type: "application/json",
+            filename: None,
+            raw: &raw,
+            sha256: &rentcheck::evidence::model::sha256_hex(&raw),
+            metrics: &metrics,
+            warnings: &[],
+            parse_status: "ok",
+            parse_error: None,
+            tool: None,
+            tool_version: None,
+            parser_version: "test",
+            labels: &json!({}),
+            collected_at: Some(collected_at),
+            uploaded_by: None,
+        },
+    )
+    .await
+    .unwrap();
+    id
+}
+
+/// (key, stage) → (value, evidence id), as card evaluation sees it.
+async fn newest(pool: &PgPool, brief_id: Uuid, keys: &[&str]) -> Vec<(String, u8, Value, Uuid)> {
+    let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    let mut rows: Vec<_> = acceptance::repo::newest_metrics(pool, brief_id, &keys)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| (o.key, o.stage, o.value, o.evidence_id))
+        .collect();
+    rows.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    rows
+}
+
+async fn pending(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM evidence_metrics_pending")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn newest_values_agree_before_and_after_compaction() {
+    let (_database, pool) = database().await;
+    let brief_id = brief(&pool).await;
+    let other_brief = brief(&pool).await;
+    let t0 = Utc::now() - Duration::hours(1);
+
+    let newer = upload(
+        &pool,
+        brief_id,
+        3,
+        json!({"serving.ttft_p95_ms": 180, "gpu.count": 8}),
+        t0,
+    )
+    .await;
+    // Uploaded later but collected earlier: it must not win.
+    let older = upload(
+        &pool,
+        brief_id,
+        3,
+        json!({"serving.ttft_p95_ms": 950}),
+        t0 - Duration::minutes(5),
+    )
+    .await;
+    let stage2 = upload(&pool, brief_id, 2, json!({"serving.ttft_p95_ms": 400}), t0).await;
+    upload(
+        &pool,
+        other_brief,
+        3,
+        json!({"serving.ttft_p95_ms": 1}),
+        t0 + Duration::minutes(1),
+    )
+    .await;
+    // An upload with no metrics does not queue anything.
+    upload(&pool, brief_id, 1, json!({}), t0).await;
+    assert_eq!(pending(&pool).await, 4);
+
+    let keys = ["serving.ttft_p95_ms", "gpu.count", "not.reported"];
+    let expected = vec![
+        ("gpu.count".to_owned(), 3, json!(8), newer),
+        ("serving.ttft_p95_ms".to_owned(), 2, json!(400), stage2),
+        ("serving.ttft_p95_ms".to_owned(), 3, json!(180), newer),
+    ];
+    assert_eq!(
+        newest(&pool, brief_id, &keys).await,
+        expected,
+        "read from the pending queue"
+    );
+
+    assert_eq!(compactor::compact_all(&pool).await.unwrap(), 4);
+    assert_eq!(pending(&pool).await, 0);
+    assert_eq!(
+        newest(&pool, brief_id, &keys).await,
+        expected,
+        "read from the compacted values"
+    );
+
+    // A late upload of an even older figure, pending and then compacted, changes nothing...
+    upload(
+        &pool,
+        brief_id,
+        3,
+        json!({"serving.ttft_p95_ms": 700}),
+        t0 - Duration::hours(2),
+    )
+    .await;
+    assert_eq!(newest(&pool, brief_id, &keys).await, expected);
+    compactor::compact_all(&pool).await.unwrap();
+    assert_eq!(newest(&pool, brief_id, &keys).await, expected);
+
+    // ...while a newer one wins, pending or compacted.
+    let newest_id = upload(
+        &pool,
+        brief_id,
+        3,
+        json!({"serving.ttft_p95_ms": 120}),
+        t0 + Duration::minutes(1),
+    )
+    .await;
+    let mut now_expected = expected.clone();
+    now_expected[2] = ("serving.ttft_p95_ms".to_owned(), 3, json!(120), newest_id);
+    assert_eq!(newest(&pool, brief_id, &keys).await, now_expected);
+    compactor::compact_all(&pool).await.unwrap();
+    assert_eq!(newest(&pool, brief_id, &keys).await, now_expected);
+    let _ = older;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_compactors_move_every_item_once_and_keep_the_newest() {
+    let (_database, pool) = database().await;
+    let brief_id = brief(&pool).await;
+    let t0 = Utc::now() - Duration::hours(1);
+    // 600 uploads of the same keys with distinct collection times; the newest is item 599.
+    let mut last = Uuid::nil();
+    for i in 0..600i64 {
+        let metrics = json!({"bench.value": i, format!("bench.only_{}", i % 7): i});
+        last = upload(&pool, brief_id, 3, metrics, t0 + Duration::seconds(i)).await;
+    }
+    // Four compactors in small batches, racing over one queue.
+    let racers: Vec<_> = (0..4)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut total = 0;
+                loop {
+                    let n = compactor::compact_once(&pool, 37).await.unwrap();
+                    total += n;
+                    if n == 0 {
+                        return total;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut moved = Vec::new();
+    for racer in racers {
+        moved.push(racer.await.unwrap());
+    }
+    assert_eq!(
+        moved.iter().sum::<i32>(),
+        600,
+        "each item taken exactly once: {moved:?}"
+    );
+    assert_eq!(pending(&pool).await, 0);
+    let rows = newest(&pool, brief_id, &["bench.value", "bench.only_0", "bench.only_6"]).await;
+    assert_eq!(rows[0], ("bench.only_0".to_owned(), 3, json!(595), rows[0].3));
+    assert_eq!(rows[1], ("bench.only_6".to_owned(), 3, json!(594), rows[1].3));
+    assert_eq!(rows[2], ("bench.value".to_owned(), 3, json!(599), last));
+}
