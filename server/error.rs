@@ -61,9 +61,20 @@ impl From<sqlx::Error> for AppError {
                 tracing::warn!(error = %e, "database unavailable");
                 AppError::DatabaseUnavailable
             }
+            // A server shutting down, starting up or out of connections answers with an error of
+            // its own rather than a dropped socket: 08 connection exception, 53 insufficient
+            // resources, 57 operator intervention (57P01 admin shutdown, 57P03 cannot connect now).
+            sqlx::Error::Database(ref db) if db.code().is_some_and(|c| is_unavailable_sqlstate(&c)) => {
+                tracing::warn!(error = %e, "database unavailable");
+                AppError::DatabaseUnavailable
+            }
             other => AppError::Internal(other.into()),
         }
     }
+}
+
+fn is_unavailable_sqlstate(code: &str) -> bool {
+    ["08", "53", "57"].iter().any(|class| code.starts_with(class))
 }
 
 impl From<askama::Error> for AppError {

@@ -1,0 +1,302 @@
+//! Faults an agent meets in the field: two app servers on one database, and the database dropping
+//! away mid-run. Nothing acknowledged is lost, nothing retried is stored twice, and while the
+//! database is gone the API says 503 with Retry-After instead of hanging or answering 500.
+
+mod common;
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use rentcheck::{
+    auth::{
+        token::{self, NewToken, TokenKeys},
+        Role,
+    },
+    config::AppConfig,
+    db,
+};
+use serde_json::{json, Value};
+use sqlx::{postgres::PgPoolOptions, PgPool};
+use tokio::{
+    net::{TcpListener, TcpStream},
+    task::JoinHandle,
+};
+
+async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
+    token::mint(
+        pool,
+        keys,
+        NewToken {
+            name: "resilience".into(),
+            subject: "engineer@example.com".into(),
+            role: Role::Engineer,
+            brief: None,
+            ttl: chrono::Duration::hours(1),
+            created_by: None,
+        },
+    )
+    .await
+    .unwrap()
+    .0
+}
+
+async fn create_brief(client: &reqwest::Client, base: &str) -> String {
+    let response = client
+        .post(format!("{base}/api/v1/briefs"))
+        .json(&common::valid_brief())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    response.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn metrics_upload(n: usize) -> Value {
+    json!({"kind": "metrics", "stage": 3, "data": {"metrics": {"test.upload": n}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_on_one_database_migrate_together_and_store_each_upload_once() {
+    let (_database, options) = common::create_database().await;
+    let pool_a = PgPoolOptions::new()
+        .max_connections(5)
+        .connect_with(options.clone())
+        .await
+        .unwrap();
+    let pool_b = PgPoolOptions::new()
+        .max_connections(5)
+        .connect_with(options)
+        .await
+        .unwrap();
+    // Both instances start at once: one applies the migrations, the other waits on the lock.
+    let (a, b) = tokio::join!(db::migrate(&pool_a), db::migrate(&pool_b));
+    a.unwrap();
+    b.unwrap();
+    let migrations: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(&pool_a)
+        .await
+        .unwrap();
+    assert_eq!(migrations as usize, std::fs::read_dir("migrations").unwrap().count());
+
+    let keys = TokenKeys::from_secret(b"two instances share one signing secret, as deployed");
+    let bases = [
+        common::serve_app(pool_a.clone(), AppConfig::default(), keys.clone()).await,
+        common::serve_app(pool_b.clone(), AppConfig::default(), keys.clone()).await,
+    ];
+    let client = common::bearer_client(&engineer_token(&pool_a, &keys).await);
+    let brief = create_brief(&client, &bases[0]).await;
+
+    // 40 keyed uploads, each sent three times at once (A, B, B) as a retrying harness would; and
+    // 40 uploads without a key, alternating between the instances.
+    let mut requests: Vec<JoinHandle<(Option<usize>, u16, String)>> = Vec::new();
+    for n in 0..40 {
+        for base in [&bases[0], &bases[1], &bases[1]] {
+            let request = client
+                .post(format!("{base}/api/v1/briefs/{brief}/evidence"))
+                .header("Idempotency-Key", format!("upload-{n}"))
+                .json(&metrics_upload(n));
+            requests.push(tokio::spawn(async move {
+                let response = request.send().await.unwrap();
+                let status = response.status().as_u16();
+                let body: Value = response.json().await.unwrap();
+                (Some(n), status, body["id"].as_str().unwrap_or_default().to_owned())
+            }));
+        }
+    }
+    for n in 0..40 {
+        let request = client
+            .post(format!("{}/api/v1/briefs/{brief}/evidence", bases[n % 2]))
+            .json(&metrics_upload(1000 + n));
+        requests.push(tokio::spawn(async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            (None, status, body["id"].as_str().unwrap_or_default().to_owned())
+        }));
+    }
+
+    let mut answered_ids = std::collections::BTreeMap::<usize, std::collections::BTreeSet<String>>::new();
+    let mut keyless_ids = std::collections::BTreeSet::new();
+    for request in requests {
+        let (key, status, id) = request.await.unwrap();
+        match key {
+            Some(n) => {
+                assert!(status == 201 || status == 200, "upload-{n} answered {status}");
+                answered_ids.entry(n).or_default().insert(id);
+            }
+            None => {
+                assert_eq!(status, 201);
+                keyless_ids.insert(id);
+            }
+        }
+    }
+    for (n, ids) in &answered_ids {
+        assert_eq!(
+            ids.len(),
+            1,
+            "all three sends of upload-{n} name one evidence item: {ids:?}"
+        );
+    }
+
+    let rows: Vec<(uuid::Uuid, Value)> = sqlx::query_as("SELECT id, metrics FROM evidence")
+        .fetch_all(&pool_a)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 80, "40 keyed uploads once each, plus 40 without a key");
+    let stored: std::collections::BTreeSet<String> = rows.iter().map(|(id, _)| id.to_string()).collect();
+    for ids in answered_ids.values() {
+        assert!(stored.is_superset(ids), "an acknowledged upload is in the database");
+    }
+    assert!(stored.is_superset(&keyless_ids));
+
+    // The review (read through either instance) sees the newest upload's value.
+    let compacted = rentcheck::evidence::compactor::compact_all(&pool_b).await.unwrap();
+    assert!(compacted <= 80);
+    let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM evidence_metrics_pending")
+        .fetch_one(&pool_a)
+        .await
+        .unwrap();
+    assert_eq!(
+        pending, 0,
+        "the two instances' compactors and this one left nothing behind"
+    );
+}
+
+/// A TCP proxy in front of PostgreSQL that can drop every connection and refuse new ones: the
+/// network to the database going away, and coming back.
+struct FlakyLink {
+    addr: SocketAddr,
+    up: Arc<AtomicBool>,
+    connections: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl FlakyLink {
+    async fn start(upstream: (String, u16)) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let up = Arc::new(AtomicBool::new(true));
+        let connections = Arc::new(Mutex::new(Vec::new()));
+        let (up2, connections2) = (up.clone(), connections.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                if !up2.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let upstream = upstream.clone();
+                let pipe = tokio::spawn(async move {
+                    if let Ok(mut outbound) = TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                connections2.lock().unwrap().push(pipe);
+            }
+        });
+        Self { addr, up, connections }
+    }
+
+    fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for pipe in self.connections.lock().unwrap().drain(..) {
+            pipe.abort();
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_the_database_is_unreachable_the_api_answers_503_and_recovers_by_itself() {
+    let (_database, options) = common::create_database().await;
+    let direct = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(options.clone())
+        .await
+        .unwrap();
+    db::migrate(&direct).await.unwrap();
+    let link = FlakyLink::start((options.get_host().to_owned(), options.get_port())).await;
+    // As `rentcheck serve` builds its pool: a bounded wait for a connection.
+    let through_link = PgPoolOptions::new()
+        .max_connections(3)
+        .acquire_timeout(Duration::from_secs(2))
+        .connect_with(options.host("127.0.0.1").port(link.addr.port()))
+        .await
+        .unwrap();
+    let keys = TokenKeys::from_secret(b"the database is about to go away for a while");
+    let base = common::serve_app(through_link, AppConfig::default(), keys.clone()).await;
+    let client = common::bearer_client(&engineer_token(&direct, &keys).await);
+    let brief = create_brief(&client, &base).await;
+    let url = format!("{base}/api/v1/briefs/{brief}/evidence");
+
+    let before = client.post(&url).json(&metrics_upload(1)).send().await.unwrap();
+    assert_eq!(before.status(), 201);
+
+    link.cut();
+    let started = Instant::now();
+    let during = client
+        .post(&url)
+        .header("Idempotency-Key", "during-outage")
+        .json(&metrics_upload(2))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(during.status(), 503, "{:?}", during.text().await);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "answered within a bounded time"
+    );
+    assert_eq!(during.headers()["retry-after"], "5");
+    assert_eq!(during.headers()["content-type"], "application/problem+json");
+    let problem: Value = during.json().await.unwrap();
+    assert!(
+        problem["type"].as_str().unwrap().ends_with("database-unavailable"),
+        "{problem}"
+    );
+    let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503, "not ready while the database is away");
+
+    // Back again: the harness retries the same upload with the same key and it is stored once.
+    link.restore();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let retried = loop {
+        let response = client
+            .post(&url)
+            .header("Idempotency-Key", "during-outage")
+            .json(&metrics_upload(2))
+            .send()
+            .await
+            .unwrap();
+        if response.status() != 503 || Instant::now() > deadline {
+            break response;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(retried.status(), 201, "recovered without a restart");
+    let replay = client
+        .post(&url)
+        .header("Idempotency-Key", "during-outage")
+        .json(&metrics_upload(2))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), 200);
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM evidence")
+        .fetch_one(&direct)
+        .await
+        .unwrap();
+    assert_eq!(stored, 2, "the upload before the outage and the retried one, once");
+}
