@@ -10,16 +10,22 @@ pub mod request_id;
 use std::{future::Future, time::Duration};
 
 use axum::{
-    extract::{DefaultBodyLimit, MatchedPath, Request},
+    extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request},
     http::{header, HeaderName, StatusCode, Uri},
     middleware,
     response::{IntoResponse, Response},
     routing::get,
     Router,
 };
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    server::graceful::GracefulShutdown,
+};
 use tokio::net::TcpListener;
+use tower::ServiceExt;
 use tower_http::{
     catch_panic::CatchPanicLayer,
+    decompression::RequestDecompressionLayer,
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     sensitive_headers::SetSensitiveRequestHeadersLayer,
     timeout::TimeoutLayer,
@@ -57,6 +63,9 @@ pub fn app(state: AppState) -> Router {
         .route("/static/app.css", get(stylesheet))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(DEFAULT_BODY_LIMIT))
+        // `Content-Encoding: gzip` bodies are inflated as they stream, so every body cap counts
+        // inflated bytes (a zip bomb meets 413); other encodings are answered 415.
+        .layer(RequestDecompressionLayer::new())
         .layer(middleware::from_fn(auth::extract::check_origin))
         // Outermost last: sensitive headers → request id → trace → propagate id.
         .layer(middleware::from_fn(request_id::scope_request_id))
@@ -92,19 +101,81 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Limits on a client connection before a request reaches the router (where the request timeout
+/// and the body caps take over).
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// A client must finish sending its request line and headers within this (slow-loris).
+    pub header_read_timeout: Duration,
+    /// Request line plus headers larger than this are refused with 431. (More than 100 header
+    /// fields are refused with 431 too: hyper's default, kept because it costs nothing.)
+    pub max_header_bytes: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            max_header_bytes: 64 * 1024,
+        }
+    }
+}
+
 /// Serves until `shutdown` resolves, then lets in-flight requests finish.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // Peer addresses are needed by the loopback-only first-run page.
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    serve_with(listener, router, shutdown, ConnectionLimits::default()).await
+}
+
+/// The accept loop. Written out (rather than `axum::serve`) because that sets no timer, so hyper's
+/// header read timeout never fires and a client trickling headers holds a connection forever;
+/// nor can it cap header size.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_header_size(limits.max_header_bytes);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, do not spin.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        // Peer addresses are needed by the loopback-only first-run page.
+        let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(ConnectInfo(peer));
+            router.clone().oneshot(request)
+        });
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, %peer, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

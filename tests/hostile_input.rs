@@ -1,0 +1,238 @@
+//! Hostile input: deeply nested JSON, oversized and trickled headers, stalled bodies, and
+//! compressed bodies that inflate past the upload cap. Each is refused in a bounded time, and the
+//! server goes on answering everyone else.
+
+mod common;
+
+use std::{
+    io::Write,
+    time::{Duration, Instant},
+};
+
+use rentcheck::{
+    config::AppConfig,
+    http::{self, ConnectionLimits},
+    state::AppState,
+};
+use serde_json::Value;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+async fn still_serving(app: &common::TestApp) {
+    let response = app.anon.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn deeply_nested_json_is_refused_without_overflowing_the_stack() {
+    let app = common::spawn_app().await;
+    let brief = app.brief_id().await;
+    let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+
+    // As the envelope: a 400 naming the problem.
+    let response = app
+        .client
+        .post(app.url(&format!("/api/v1/briefs/{brief}/evidence")))
+        .header("content-type", "application/json")
+        .body(deep.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let problem: Value = response.json().await.unwrap();
+    assert!(
+        problem["detail"].as_str().unwrap().contains("malformed JSON"),
+        "{problem}"
+    );
+
+    // As the raw body of a JSON kind: kept, marked failed, nothing crashes.
+    let response = app
+        .client
+        .post(app.url(&format!("/api/v1/briefs/{brief}/evidence?kind=metrics&stage=1")))
+        .header("content-type", "application/json")
+        .body(format!("{{\"metrics\": {deep}}}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let item: Value = response.json().await.unwrap();
+    assert_eq!(item["parse_status"], "failed", "{item}");
+
+    // Any JSON route refuses it the same way.
+    let response = app
+        .client
+        .post(app.url("/api/v1/briefs"))
+        .header("content-type", "application/json")
+        .body(deep)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_client_error(), "{}", response.status());
+    still_serving(&app).await;
+}
+
+#[tokio::test]
+async fn oversized_headers_are_refused_with_431() {
+    let app = common::spawn_app().await;
+    let huge = "x".repeat(100 * 1024);
+    let response = app
+        .anon
+        .get(app.url("/healthz"))
+        .header("x-padding", huge)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 431);
+
+    let mut many = reqwest::header::HeaderMap::new();
+    for i in 0..150 {
+        many.insert(
+            reqwest::header::HeaderName::from_bytes(format!("x-h{i}").as_bytes()).unwrap(),
+            "1".parse().unwrap(),
+        );
+    }
+    let response = app.anon.get(app.url("/healthz")).headers(many).send().await.unwrap();
+    assert_eq!(response.status(), 431);
+    still_serving(&app).await;
+}
+
+/// A server over the test app's database with short limits, for the slow-client cases.
+async fn strict_server(app: &common::TestApp, config: AppConfig) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = http::app(AppState::new(app.pool.clone(), config, app.keys.clone()));
+    let limits = ConnectionLimits {
+        header_read_timeout: Duration::from_secs(1),
+        ..ConnectionLimits::default()
+    };
+    tokio::spawn(http::serve_with(listener, router, std::future::pending(), limits));
+    addr
+}
+
+#[tokio::test]
+async fn a_client_trickling_its_headers_is_disconnected() {
+    let app = common::spawn_app().await;
+    let addr = strict_server(&app, AppConfig::default()).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    let started = Instant::now();
+    let mut closed = false;
+    // One header byte a quarter second: it would take minutes to finish.
+    for _ in 0..40 {
+        if stream.write_all(b"X").await.is_err() {
+            closed = true;
+            break;
+        }
+        let mut buf = [0u8; 512];
+        match tokio::time::timeout(Duration::from_millis(250), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                closed = true;
+                break;
+            }
+            Ok(Ok(_)) => {} // a 408 before closing is fine too
+            Err(_) => {}
+        }
+    }
+    assert!(closed, "the connection is still open after {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(5));
+    still_serving(&app).await;
+}
+
+#[tokio::test]
+async fn a_stalled_body_times_out() {
+    let app = common::spawn_app().await;
+    let brief = app.brief_id().await;
+    let config = AppConfig {
+        request_timeout_secs: 1,
+        ..AppConfig::default()
+    };
+    let addr = strict_server(&app, config).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/briefs/{brief}/evidence?kind=log&stage=1 HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {}\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\nfirst bytes",
+        app.token
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered after {:?}",
+        started.elapsed()
+    );
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert_eq!(app.count("evidence").await, 0, "nothing half-read is stored");
+    still_serving(&app).await;
+}
+
+#[tokio::test]
+async fn gzip_bodies_are_inflated_under_the_upload_cap() {
+    let app = common::spawn_app_with(AppConfig {
+        max_upload: 1024 * 1024,
+        ..AppConfig::default()
+    })
+    .await;
+    let brief = app.brief_id().await;
+    let url = app.url(&format!("/api/v1/briefs/{brief}/evidence?kind=log&stage=1"));
+
+    // 64 MiB of zeros is about 64 KB gzipped: small on the wire, far over the cap once inflated.
+    let bomb = gzip(&vec![0u8; 64 * 1024 * 1024]);
+    assert!(bomb.len() < 1024 * 1024);
+    let response = app
+        .client
+        .post(&url)
+        .header("content-type", "text/plain")
+        .header("content-encoding", "gzip")
+        .body(bomb)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    assert_eq!(app.count("evidence").await, 0);
+
+    // A genuine compressed upload is stored as the tool printed it.
+    let log = b"INFO 11-29 21:00:00 engine.py: Avg prompt throughput: 512.0 tokens/s\n".repeat(50);
+    let response = app
+        .client
+        .post(&url)
+        .header("content-type", "text/plain")
+        .header("content-encoding", "gzip")
+        .body(gzip(&log))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let item: Value = response.json().await.unwrap();
+    assert_eq!(item["size_bytes"], log.len());
+    let raw = app
+        .get(item["links"]["raw"].as_str().unwrap())
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(&raw[..], &log[..]);
+
+    // An encoding the server does not decode is refused rather than stored undecoded.
+    let response = app
+        .client
+        .post(&url)
+        .header("content-type", "text/plain")
+        .header("content-encoding", "br")
+        .body(vec![1u8, 2, 3])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 415);
+    still_serving(&app).await;
+}
