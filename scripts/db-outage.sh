@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Database outage under ingest load (issue 9; results in docs/reliability.md).
+#
+#   scripts/db-outage.sh                 # 40 s of load, PostgreSQL stopped from t=10 s to t=20 s
+#   LOAD=60 DOWN_AT=15 DOWN_FOR=20 WORKERS=32 scripts/db-outage.sh
+#
+# Starts a PostgreSQL cluster of its own (initdb in a temporary directory, so stopping it harms no
+# one), the release server on it, and $WORKERS harness threads that each post small metrics uploads
+# one after another. Every upload carries an Idempotency-Key and a label with that key; a harness
+# retries an upload (same key, same body) on 503, on a connection error and on a timeout, after
+# Retry-After, until it is acknowledged (201, or 200 for a replay). Meanwhile the script stops
+# PostgreSQL (`pg_ctl stop -m fast`), waits, and starts it again. Afterwards it prints:
+#   requests by answer, the slowest answer while the database was down, acknowledged uploads,
+#   stored uploads (distinct keys in the database), duplicated keys (stored more than once),
+#   lost uploads (acknowledged but not stored), and whether the server recovered by itself.
+# Exit status 1 when anything was lost or duplicated, or the server did not recover.
+set -euo pipefail
+
+LOAD=${LOAD:-40}
+DOWN_AT=${DOWN_AT:-10}
+DOWN_FOR=${DOWN_FOR:-10}
+WORKERS=${WORKERS:-16}
+PG_PORT=${PG_PORT:-55439}
+PORT=${PORT:-18093}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PG_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+WORK=$(mktemp -d /tmp/rentcheck-outage.XXXXXX)
+chmod 755 "$WORK"
+SERVER_PID=""
+
+for tool in python3 curl; do
+    command -v "$tool" >/dev/null || { echo "db-outage: needs $tool" >&2; exit 2; }
+done
+[ -x "$PG_BIN/pg_ctl" ] || { echo "db-outage: no PostgreSQL binaries (set PG_BIN)" >&2; exit 2; }
+
+# initdb refuses to run as root: run the cluster as the postgres user then.
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+pg_ctl_() { as_pg "$PG_BIN/pg_ctl" -D "$WORK/pg" -l "$WORK/pg.log" -w "$@" >/dev/null; }
+
+cleanup() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    pg_ctl_ stop -m immediate 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+echo "== build (release)"
+(cd "$ROOT" && cargo build --release --quiet --bin rentcheck)
+BIN="$ROOT/target/release/rentcheck"
+
+echo "== PostgreSQL of its own on 127.0.0.1:$PG_PORT"
+mkdir -p "$WORK/pg"
+if [ "$(id -u)" = 0 ]; then chown postgres "$WORK/pg"; fi
+as_pg "$PG_BIN/initdb" -D "$WORK/pg" -U postgres --auth=trust >/dev/null
+pg_ctl_ start -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=''"
+
+export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+export RENTCHECK_DATA_DIR="$WORK/data" RENTCHECK_ADDR="127.0.0.1:$PORT" RUST_LOG=${RUST_LOG:-warn}
+export RENTCHECK_JWT_SECRET
+RENTCHECK_JWT_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n/+=' | head -c 48)
+"$BIN" migrate >/dev/null
+BRIEF=$(cat /proc/sys/kernel/random/uuid)
+"$PG_BIN/psql" -q -v ON_ERROR_STOP=1 "$DATABASE_URL" >/dev/null <<SQL
+INSERT INTO briefs (id, name, owner, workload_kind, model_name, params_b, precision, context_length,
+                    concurrency, data_boundary, allocation_boundary)
+VALUES ('$BRIEF', 'outage drill', 'drill@example.com', 'realtime-inference',
+        'meta-llama/Llama-3.1-8B-Instruct', 8, 'bf16', 8192, 64, 'shared-ok', 'vm');
+SQL
+"$BIN" user add --email drill@example.com --role engineer >/dev/null
+TOKEN=$("$BIN" token mint --email drill@example.com --brief "$BRIEF" --role agent --ttl 2h 2>/dev/null | tail -n 1)
+
+"$BIN" serve >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+
+echo "== load: $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=${DOWN_AT}s for ${DOWN_FOR}s"
+(
+    sleep "$DOWN_AT"
+    echo "   t=${DOWN_AT}s: pg_ctl stop -m fast"
+    pg_ctl_ stop -m fast
+    sleep "$DOWN_FOR"
+    echo "   t=$((DOWN_AT + DOWN_FOR))s: pg_ctl start"
+    pg_ctl_ start -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=''"
+) &
+OUTAGE_PID=$!
+
+python3 - "$PORT" "$BRIEF" "$TOKEN" "$LOAD" "$WORKERS" "$DOWN_AT" "$DOWN_FOR" "$WORK/acked.txt" <<'PY'
+import http.client, json, sys, threading, time, collections
+port, brief, token, load, workers, down_at, down_for, acked_path = sys.argv[1:]
+load, workers, down_at, down_for = float(load), int(workers), float(down_at), float(down_for)
+path = f"/api/v1/briefs/{brief}/evidence"
+start = time.monotonic()
+stop_new_at = start + load
+give_up_at = stop_new_at + 60  # an unacknowledged upload is retried at most this long
+lock = threading.Lock()
+answers = collections.Counter()
+acked = {}
+slowest_down = 0.0
+slowest_up = 0.0
+
+def worker(w):
+    global slowest_down, slowest_up
+    conn = None
+    n = 0
+    while time.monotonic() < stop_new_at:
+        key = f"w{w}-{n}"
+        n += 1
+        body = json.dumps({"kind": "metrics", "stage": 3, "labels": {"upload_key": key},
+                           "data": {"metrics": {"drill.worker": w, "drill.sequence": n}}})
+        while True:
+            if time.monotonic() > give_up_at:
+                with lock: answers["gave up"] += 1
+                break
+            sent = time.monotonic()
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
+                conn.request("POST", path, body=body, headers={
+                    "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                    "Idempotency-Key": key})
+                r = conn.getresponse()
+                data = r.read()
+                status, retry_after = r.status, r.getheader("Retry-After")
+            except Exception as e:  # connection refused, reset, timeout
+                if conn is not None:
+                    conn.close()
+                conn = None
+                with lock: answers[type(e).__name__] += 1
+                time.sleep(0.5)
+                continue
+            took = time.monotonic() - sent
+            t = sent - start
+            with lock:
+                answers[str(status)] += 1
+                if down_at - 1 <= t <= down_at + down_for + 1:
+                    slowest_down = max(slowest_down, took)
+                else:
+                    slowest_up = max(slowest_up, took)
+            if status in (200, 201):
+                with lock: acked[key] = json.loads(data)["id"]
+                break
+            if status == 503:
+                time.sleep(float(retry_after or 1) / 5)  # a fifth of Retry-After: keep the drill short
+                continue
+            print(f"unexpected {status}: {data[:200]!r}", file=sys.stderr)
+            break
+
+threads = [threading.Thread(target=worker, args=(w,)) for w in range(workers)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("   answers: " + ", ".join(f"{k} × {v}" for k, v in sorted(answers.items())))
+print(f"   slowest answer while the database was down: {slowest_down * 1000:.0f} ms; otherwise {slowest_up * 1000:.0f} ms")
+with open(acked_path, "w") as f:
+    for key, eid in acked.items():
+        f.write(f"{key}\t{eid}\n")
+PY
+wait "$OUTAGE_PID"
+
+READY=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/readyz")
+ALIVE=no; kill -0 "$SERVER_PID" 2>/dev/null && ALIVE=yes
+
+"$PG_BIN/psql" -q -v ON_ERROR_STOP=1 "$DATABASE_URL" >/dev/null <<SQL
+CREATE TEMP TABLE acked (key text, evidence_id uuid);
+\copy acked FROM '$WORK/acked.txt'
+CREATE TABLE drill_result AS
+SELECT (SELECT count(*) FROM acked) AS acknowledged,
+       (SELECT count(DISTINCT labels ->> 'upload_key') FROM evidence) AS stored,
+       (SELECT count(*) FROM (SELECT 1 FROM evidence GROUP BY labels ->> 'upload_key' HAVING count(*) > 1) d) AS duplicated,
+       (SELECT count(*) FROM acked a WHERE NOT EXISTS (SELECT 1 FROM evidence e WHERE e.id = a.evidence_id)) AS lost,
+       (SELECT count(*) FROM evidence e WHERE NOT EXISTS (SELECT 1 FROM acked a WHERE a.key = e.labels ->> 'upload_key')) AS stored_unacknowledged;
+SQL
+read -r ACKED STORED DUPS LOST UNACKED < <("$PG_BIN/psql" -At -F ' ' "$DATABASE_URL" -c 'SELECT * FROM drill_result')
+echo "== result"
+echo "   acknowledged $ACKED, stored $STORED, duplicated $DUPS, lost $LOST, stored but never acknowledged $UNACKED"
+echo "   server still running: $ALIVE; /readyz after the outage: $READY"
+echo "   server log: $(grep -c 'database unavailable' "$WORK/server.log" || true) 'database unavailable' warnings, $(grep -ci 'panic' "$WORK/server.log" || true) panics"
+[ "$LOST" = 0 ] && [ "$DUPS" = 0 ] && [ "$ALIVE" = yes ] && [ "$READY" = 200 ]

@@ -1,0 +1,91 @@
+# Shared by the load scripts (bench-ingest.sh, soak.sh): a fresh database with one brief, an agent
+# token for it, an engineer token and a signed-in engineer's session cookie, and the release server.
+# Source it, then call `sut_setup`; `sut_cleanup` runs on exit. Reads PGBASE, PORT; sets BIN, WORK,
+# DATABASE_URL, BRIEF, TOKEN (agent), READ_TOKEN (engineer), SESSION (cookie value), SERVER_PID.
+
+PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+DB="rentcheck_load_$$"
+WORK=$(mktemp -d /tmp/rentcheck-load.XXXXXX)
+SERVER_PID=""
+
+sut_cleanup() {
+    sut_stop_server
+    psql -q "$PGBASE/postgres" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+    rm -rf "$WORK"
+}
+
+sut_stop_server() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    SERVER_PID=""
+}
+
+sut_setup() {
+    for tool in wrk pgbench psql python3 curl; do
+        command -v "$tool" >/dev/null || { echo "needs $tool (apt-get install wrk postgresql-client python3 curl)" >&2; exit 2; }
+    done
+    trap sut_cleanup EXIT INT TERM
+    echo "== build (release)"
+    (cd "$ROOT" && cargo build --release --quiet --bin rentcheck)
+    BIN="$ROOT/target/release/rentcheck"
+
+    echo "== database $DB on $PGBASE"
+    psql -q "$PGBASE/postgres" -c "CREATE DATABASE $DB" >/dev/null
+    export DATABASE_URL="$PGBASE/$DB"
+    export RENTCHECK_DATA_DIR="$WORK/data"
+    export RENTCHECK_ADDR="127.0.0.1:$PORT"
+    export RENTCHECK_JWT_SECRET
+    RENTCHECK_JWT_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n/+=' | head -c 48)
+    # Request logging at info would measure the terminal; warnings and errors still show.
+    export RUST_LOG=${RUST_LOG:-warn}
+
+    "$BIN" migrate >/dev/null
+    BRIEF=$(cat /proc/sys/kernel/random/uuid)
+    psql -q -v ON_ERROR_STOP=1 "$DATABASE_URL" >/dev/null <<SQL
+INSERT INTO briefs (id, name, owner, workload_kind, model_name, params_b, precision, context_length,
+                    concurrency, data_boundary, allocation_boundary)
+VALUES ('$BRIEF', 'load test', 'load@example.com', 'realtime-inference',
+        'meta-llama/Llama-3.1-8B-Instruct', 8, 'bf16', 8192, 64, 'shared-ok', 'vm');
+SQL
+    PASSWORD="load-test-password-$$"
+    echo "$PASSWORD" | "$BIN" user add --email load@example.com --role engineer --password-stdin >/dev/null
+    TOKEN=$("$BIN" token mint --email load@example.com --brief "$BRIEF" --role agent --ttl 2h 2>/dev/null | tail -n 1)
+    READ_TOKEN=$("$BIN" token mint --email load@example.com --role engineer --ttl 2h 2>/dev/null | tail -n 1)
+}
+
+sut_start_server() {
+    "$BIN" serve >"$WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 1 100); do
+        curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null
+}
+
+# Signs in through the login form (its CSRF double-submit included) and sets SESSION.
+sut_sign_in() {
+    local jar="$WORK/cookies.txt" csrf
+    csrf=$(curl -fsS -c "$jar" "http://127.0.0.1:$PORT/login" | sed -n 's/.*name="csrf_token" value="\([^"]*\)".*/\1/p' | head -n 1)
+    curl -fsS -o /dev/null -b "$jar" -c "$jar" --data-urlencode "email=load@example.com" \
+        --data-urlencode "password=$PASSWORD" --data-urlencode "csrf_token=$csrf" "http://127.0.0.1:$PORT/login"
+    SESSION=$(awk '$6 == "rentcheck_session" {print $7}' "$jar")
+    [ -n "$SESSION" ] || { echo "sign-in failed" >&2; exit 1; }
+}
+
+# VmHWM (peak) and VmRSS (now) of the server.
+sut_memory() { awk '/^VmHWM|^VmRSS/ {printf "%s %s %s  ", $1, $2, $3} END {print ""}' "/proc/$SERVER_PID/status"; }
+
+# wrk's report on stdin → one line of figures.
+sut_wrk_summary() {
+    awk '
+        /Requests\/sec/ {rps=$2}
+        /^ +50%/ {p50=$2} /^ +99%/ {p99=$2}
+        /Non-2xx/ {non2xx=$NF}
+        /Socket errors/ {sock=$0}
+        /requests in/ {total=$1}
+        END {printf "requests %s, %s req/s, p50 %s, p99 %s, non-2xx %s, %s\n", total, rps, p50, p99, (non2xx==""?0:non2xx), (sock==""?"no socket errors":sock)}'
+}
