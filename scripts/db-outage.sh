@@ -52,8 +52,8 @@ echo "== build (release)"
 BIN="$ROOT/target/release/rentcheck"
 
 echo "== PostgreSQL of its own on 127.0.0.1:$PG_PORT"
-mkdir -p "$WORK/pg"
-if [ "$(id -u)" = 0 ]; then chown postgres "$WORK/pg"; fi
+mkdir -p "$WORK/pg" && touch "$WORK/pg.log"
+if [ "$(id -u)" = 0 ]; then chown postgres "$WORK/pg" "$WORK/pg.log"; fi
 as_pg "$PG_BIN/initdb" -D "$WORK/pg" -U postgres --auth=trust >/dev/null
 pg_ctl_ start -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=''"
 
