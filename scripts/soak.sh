@@ -82,4 +82,6 @@ echo "   end: $(sut_memory)"
 sed -n '/Latency Distribution/,/requests in/p' "$WORK/wrk.txt"
 echo "   max latency: $(awk '/^ +Latency/ {print $4}' "$WORK/wrk.txt")"
 echo "   $(sut_wrk_summary <"$WORK/wrk.txt")"
-echo "   evidence stored: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence'), server log warnings: $(grep -c WARN "$WORK/server.log" || true)"
+echo "   evidence stored: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence'), compactor backlog: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence_metrics_pending')"
+echo "   server log warnings: $(grep -c WARN "$WORK/server.log" || true); the most frequent:"
+grep WARN "$WORK/server.log" | sed 's/^[^ ]* *WARN //' | cut -c1-160 | sed 's/[0-9][0-9.]*/N/g' | sort | uniq -c | sort -rn | head -n 5 || true
