@@ -81,9 +81,14 @@ pub async fn snapshot(pool: &PgPool, brief: &Brief, criteria: &[Criterion]) -> R
 /// brief has a manifest. `ledger.cost_per_job` is left to the ledger module: whoever merges it
 /// inserts it here (a decimal as a JSON number; absent when undefined, so the criterion stays missing).
 pub async fn derived_figures(pool: &PgPool, brief: &Brief) -> Result<HashMap<String, Value>, sqlx::Error> {
-    let mut derived = HashMap::new();
     let mut conn = pool.acquire().await?;
     let ledger = crate::ledger::repo::summary(&mut conn, brief.id, &brief.fields.currency).await?;
+    Ok(derived_figures_from(brief, &ledger))
+}
+
+/// [`derived_figures`] from a ledger summary the caller already has (the review reads it anyway).
+pub fn derived_figures_from(brief: &Brief, ledger: &crate::ledger::model::LedgerSummary) -> HashMap<String, Value> {
+    let mut derived = HashMap::new();
     if let Some(cost) = ledger.cost_per_job {
         // Compared with a numeric threshold; the exact decimal stays in the ledger and the review.
         use rust_decimal::prelude::ToPrimitive;
@@ -95,7 +100,7 @@ pub async fn derived_figures(pool: &PgPool, brief: &Brief) -> Result<HashMap<Str
             json!(manifest_lint::lint(manifest).error_count()),
         );
     }
-    Ok(derived)
+    derived
 }
 
 /// The current card of `brief`, evaluated over its newest evidence and derived figures.

@@ -13,7 +13,7 @@ use crate::{
     acceptance::{self, evaluate::Status as EvalStatus},
     briefs::model::Brief,
     error::AppError,
-    ledger,
+    ledger::{self, model::LedgerSummary},
     sizing::Sizing,
     state::AppState,
 };
@@ -58,10 +58,15 @@ pub fn trial_allocation(brief: &Brief, sizing: &Sizing) -> (String, u32, u32) {
 pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, AppError> {
     let sizing = brief.fields.sizing();
     let (trial_gpu, sized_count, current_units) = trial_allocation(brief, &sizing);
-    let criteria: Vec<CriterionOutcome> = card_outcomes(state, brief).await?;
+    // Read once: the card's derived `ledger.cost_per_job` and the decision's ledger facts share it.
+    let summary = {
+        let mut conn = state.pool.acquire().await?;
+        ledger::repo::summary(&mut conn, brief.id, &brief.fields.currency).await?
+    };
+    let criteria: Vec<CriterionOutcome> = card_outcomes(state, brief, &summary).await?;
     let keys: Vec<String> = RULE_METRICS.iter().map(|k| (*k).to_owned()).collect();
     let metrics = repo::newest_metrics(&state.pool, brief.id, &keys).await?;
-    let (ledger, ledger_rate) = ledger_facts(state, brief).await?;
+    let (ledger, ledger_rate) = ledger_facts(&summary);
     let inputs = DecisionInputs {
         brief: BriefFacts {
             workload_kind: brief.fields.workload_kind.as_str().to_owned(),
@@ -86,8 +91,14 @@ pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, Ap
 }
 
 /// The current card's criteria, evaluated over the newest evidence (acceptance module).
-async fn card_outcomes(state: &AppState, brief: &Brief) -> Result<Vec<CriterionOutcome>, AppError> {
-    let evaluation = acceptance::evaluate_brief(&state.pool, brief).await?;
+async fn card_outcomes(
+    state: &AppState,
+    brief: &Brief,
+    summary: &LedgerSummary,
+) -> Result<Vec<CriterionOutcome>, AppError> {
+    let card = acceptance::current_card(&state.pool, brief).await?;
+    let derived = acceptance::derived_figures_from(brief, summary);
+    let evaluation = acceptance::evaluate_card(&state.pool, brief, &card.criteria, &derived).await?;
     Ok(evaluation
         .criteria
         .into_iter()
@@ -110,12 +121,10 @@ async fn card_outcomes(state: &AppState, brief: &Brief) -> Result<Vec<CriterionO
 
 /// The ledger's figures (none before the first line or output count), and its average billed
 /// accelerator rate per GPU-hour.
-async fn ledger_facts(state: &AppState, brief: &Brief) -> Result<(Option<LedgerFacts>, Option<Decimal>), AppError> {
-    let mut conn = state.pool.acquire().await?;
-    let s = ledger::repo::summary(&mut conn, brief.id, &brief.fields.currency).await?;
+fn ledger_facts(s: &LedgerSummary) -> (Option<LedgerFacts>, Option<Decimal>) {
     let empty = s.total.is_zero() && s.accepted_outputs == 0 && s.diagnostics.idle_hours.is_none();
     if empty {
-        return Ok((None, None));
+        return (None, None);
     }
     // What the billed accelerator time cost per GPU-hour, from the summary's own figures.
     let rate = (s.accelerator_hours > Decimal::ZERO).then(|| (s.totals.accelerator / s.accelerator_hours).round_dp(4));
@@ -128,7 +137,7 @@ async fn ledger_facts(state: &AppState, brief: &Brief) -> Result<(Option<LedgerF
         ("support".to_owned(), t.support),
         ("license".to_owned(), t.license),
     ]);
-    Ok((
+    (
         Some(LedgerFacts {
             cost_per_job: s.cost_per_job,
             total: s.total,
@@ -137,5 +146,5 @@ async fn ledger_facts(state: &AppState, brief: &Brief) -> Result<(Option<LedgerF
             totals,
         }),
         rate,
-    ))
+    )
 }
