@@ -94,6 +94,9 @@ async fn openapi_describes_every_api_v1_route() {
     assert_eq!(res.status(), 200);
     let doc: Value = res.json().await.unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    // Tools (schemathesis, client generators) learn from the document how to authenticate.
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    assert_eq!(doc["security"][0]["bearer"], serde_json::json!([]));
     let mut documented = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {

@@ -13,6 +13,7 @@ use utoipa::openapi::{
     path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem},
     request_body::RequestBodyBuilder,
     schema::{ArrayBuilder, ComponentsBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type},
+    security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme},
     ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, PathsBuilder, Ref, RefOr, Required, ResponseBuilder, Schema,
 };
 
@@ -170,6 +171,16 @@ fn components() -> utoipa::openapi::Components {
             typed(Type::String, "pass as ?cursor= for the next page; null at the end"),
         );
     ComponentsBuilder::new()
+        .security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some("a token from `rentcheck token mint` or a brief's tokens page"))
+                    .build(),
+            ),
+        )
         .schema("Problem", problem)
         .schema("Brief", brief)
         .schema("EvidenceEnvelope", envelope)
@@ -536,7 +547,7 @@ pub fn document() -> OpenApi {
             "/api/v1/briefs/{id}/approvals",
             PathItem::new(HttpMethod::Post, approve),
         );
-    OpenApiBuilder::new()
+    let mut doc = OpenApiBuilder::new()
         .info(
             InfoBuilder::new()
                 .title("rentcheck")
@@ -547,7 +558,56 @@ pub fn document() -> OpenApi {
         )
         .paths(paths)
         .components(Some(components()))
-        .build()
+        // Every /api/v1 route takes a bearer token (reads also accept a signed-in browser session).
+        .security(Some([SecurityRequirement::new("bearer", Vec::<String>::new())]))
+        .build();
+    for item in doc.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            add_common_responses(operation);
+        }
+    }
+    doc
+}
+
+/// Answers any /api/v1 operation can give, added where the operation does not describe its own.
+fn add_common_responses(operation: &mut utoipa::openapi::path::Operation) {
+    let retry_after = HeaderBuilder::new()
+        .schema(typed(Type::Integer, "seconds"))
+        .description(Some("when to try again"))
+        .build();
+    let common = [
+        ("400", problem_response("a malformed id, query string or body")),
+        (
+            "401",
+            problem_response("no bearer token, or an invalid, expired or revoked one"),
+        ),
+        (
+            "403",
+            problem_response("the token's role or brief scope does not allow this, or a cross-site request"),
+        ),
+        (
+            "503",
+            ResponseBuilder::new()
+                .description("the database is unavailable, or the request took longer than the server's timeout")
+                .header("Retry-After", retry_after)
+                .content("application/problem+json", json_content(component("Problem")))
+                .build(),
+        ),
+    ];
+    for (status, response) in common {
+        operation
+            .responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert(RefOr::T(response));
+    }
 }
 
 pub async fn endpoint() -> Response {
