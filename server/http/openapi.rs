@@ -12,7 +12,7 @@ use utoipa::openapi::{
     header::HeaderBuilder,
     path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem},
     request_body::RequestBodyBuilder,
-    schema::{ArrayBuilder, ComponentsBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type},
+    schema::{ArrayBuilder, ComponentsBuilder, KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type},
     security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme},
     ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, PathsBuilder, Ref, RefOr, Required, ResponseBuilder, Schema,
 };
@@ -168,7 +168,9 @@ fn components() -> utoipa::openapi::Components {
         .property("items", ArrayBuilder::new().items(component("EvidenceSummary")))
         .property(
             "next_cursor",
-            typed(Type::String, "pass as ?cursor= for the next page; null at the end"),
+            ObjectBuilder::new()
+                .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                .description(Some("pass as ?cursor= for the next page; null at the end")),
         );
     ComponentsBuilder::new()
         .security_scheme(
@@ -219,7 +221,14 @@ pub fn document() -> OpenApi {
             .parameter_in(ParameterIn::Header)
             .required(Required::False)
             .description(Some("a retry with the same key and body returns the first answer"))
-            .schema(Some(typed(Type::String, "1 to 255 visible ASCII characters"))),
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(255))
+                    .pattern(Some("^[!-~]+$"))
+                    .description(Some("1 to 255 visible ASCII characters")),
+            )),
     )
     .request_body(Some(
         RequestBodyBuilder::new()
@@ -261,7 +270,20 @@ pub fn document() -> OpenApi {
     )
     .parameter(brief_id())
     .parameter(query_param("cursor", Type::String, "next_cursor of the previous page"))
-    .parameter(query_param("limit", Type::Integer, "1 to 200; default 50"))
+    .parameter(
+        ParameterBuilder::new()
+            .name("limit")
+            .parameter_in(ParameterIn::Query)
+            .required(Required::False)
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1))
+                    .maximum(Some(200))
+                    .description(Some("1 to 200; default 50")),
+            ))
+            .build(),
+    )
     .response("200", ok_json("a page", component("EvidencePage")))
     .response("404", problem_response("no such brief"))
     .response("422", problem_response("bad cursor or limit"));
@@ -484,7 +506,7 @@ pub fn document() -> OpenApi {
         "Lines (newest 500 per page), outputs and the summary",
     )
     .parameter(brief_id())
-    .parameter(query_param("cursor", Type::String, "from next_cursor"))
+    .parameter(query_param("cursor", Type::Integer, "next_cursor of the previous page"))
     .response(
         "200",
         ok_json("{ summary, outputs, lines, lines_total, next_cursor }", obj("ledger")),
@@ -601,6 +623,14 @@ fn add_common_responses(operation: &mut utoipa::openapi::path::Operation) {
                 .build(),
         ),
     ];
+    let with_body = operation.request_body.is_some();
+    let body_only = [
+        ("413", problem_response("the body is larger than the route's limit")),
+        ("415", problem_response("a Content-Type or Content-Encoding this route does not take")),
+    ];
+    let common = common
+        .into_iter()
+        .chain(body_only.into_iter().filter(|_| with_body));
     for (status, response) in common {
         operation
             .responses
