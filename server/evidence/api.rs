@@ -163,8 +163,7 @@ async fn list(
             "must be from 1 to 200",
         )]));
     }
-    // A token scoped to this brief proves it exists (its row references the brief, cascading);
-    // anyone else learns of a missing brief before the body is read.
+    // A token scoped to this brief proves it exists (its row references the brief, cascading).
     if caller.brief_scope() != Some(brief_id) && !repo::brief_exists(&state.pool, brief_id).await? {
         return Err(AppError::NotFound("brief"));
     }

@@ -626,11 +626,12 @@ fn add_common_responses(operation: &mut utoipa::openapi::path::Operation) {
     let with_body = operation.request_body.is_some();
     let body_only = [
         ("413", problem_response("the body is larger than the route's limit")),
-        ("415", problem_response("a Content-Type or Content-Encoding this route does not take")),
+        (
+            "415",
+            problem_response("a Content-Type or Content-Encoding this route does not take"),
+        ),
     ];
-    let common = common
-        .into_iter()
-        .chain(body_only.into_iter().filter(|_| with_body));
+    let common = common.into_iter().chain(body_only.into_iter().filter(|_| with_body));
     for (status, response) in common {
         operation
             .responses
