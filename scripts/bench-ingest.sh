@@ -48,18 +48,6 @@ open(f"{work}/scrape.txt", "w").write("\n".join(out) + "\n")
 print(f"bodies: metrics envelope {len(body)} B, vLLM scrape {size()} B")
 PY
 
-lua_script() { # $1 body file, $2 content type
-    cat >"$WORK/post-$(basename "$1").lua" <<LUA
-local f = assert(io.open("$1", "rb"))
-wrk.method = "POST"
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "$2"
-wrk.headers["Authorization"] = "Bearer $TOKEN"
-LUA
-    echo "$WORK/post-$(basename "$1").lua"
-}
-
 echo "== server on 127.0.0.1:$PORT"
 sut_start_server
 hwm() { sut_memory; }
@@ -108,13 +96,13 @@ echo "server memory at start: $(hwm)"
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS"
     settle
-    wrk -t"$THREADS" -c64 -d"${DURATION}s" --timeout 10s --latency -s "$(lua_script "$WORK/metrics.json" application/json)" "$URL" >"$WORK/wrk1.txt"
+    wrk -t"$THREADS" -c64 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/metrics.json" application/json)" "$URL" >"$WORK/wrk1.txt"
     echo "   2 KB JSON metrics evidence, 64 connections: $(summary <"$WORK/wrk1.txt")"
     settle
     pgbench -n -c64 -j"$THREADS" -T"$DURATION" -f "$WORK/insert.sql" "$DATABASE_URL" >"$WORK/pgbench.txt" 2>&1
     echo "   pgbench single-row insert, 64 clients: $(grep -E '^tps =' "$WORK/pgbench.txt" | awk '{print $3}') tx/s, latency average $(awk '/latency average/ {print $4, $5}' "$WORK/pgbench.txt")"
     settle
-    wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(lua_script "$WORK/scrape.txt" text/plain)" "$URL2" >"$WORK/wrk2.txt"
+    wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/scrape.txt" text/plain)" "$URL2" >"$WORK/wrk2.txt"
     echo "   ~200 KB vLLM /metrics scrape, 16 connections: $(summary <"$WORK/wrk2.txt")"
 done
 echo "server memory at end: $(hwm)"

@@ -62,14 +62,7 @@ items = ",".join('{"key":"%s","value":%s,"timestamp":1764450000000,"step":STEP}'
 open(f"{work}/mlflow-items.txt", "w").write(items)
 PY
 
-cat >"$WORK/rentcheck.lua" <<LUA
-local f = assert(io.open("$WORK/metrics.json", "rb"))
-wrk.method = "POST"
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $TOKEN"
-LUA
+RENTCHECK_LUA=$(sut_post_lua "$WORK/metrics.json" application/json)
 cat >"$WORK/mlflow.lua" <<LUA
 local f = assert(io.open("$WORK/mlflow-items.txt", "rb"))
 local items = f:read("*a")
@@ -90,7 +83,7 @@ code=$(curl -s -o "$WORK/first.json" -w '%{http_code}' -X POST -H 'Content-Type:
 
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS"
-    wrk -t"$THREADS" -c64 -d"${DURATION}s" --timeout 10s --latency -s "$WORK/rentcheck.lua" \
+    wrk -t"$THREADS" -c64 -d"${DURATION}s" --timeout 10s --latency -s "$RENTCHECK_LUA" \
         "http://127.0.0.1:$PORT/api/v1/briefs/$BRIEF/evidence" >"$WORK/wrk-rentcheck.txt"
     echo "   rentcheck evidence:  $(sut_wrk_summary <"$WORK/wrk-rentcheck.txt")"
     wrk -t1 -c64 -d"${DURATION}s" --timeout 10s --latency -s "$WORK/mlflow.lua" \

@@ -76,6 +76,19 @@ sut_sign_in() {
     [ -n "$SESSION" ] || { echo "sign-in failed" >&2; exit 1; }
 }
 
+# A wrk Lua script that POSTs the file $1 as $2 with the agent token; prints the script's path.
+sut_post_lua() {
+    cat >"$WORK/post-$(basename "$1").lua" <<LUA
+local f = assert(io.open("$1", "rb"))
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "$2"
+wrk.headers["Authorization"] = "Bearer $TOKEN"
+LUA
+    echo "$WORK/post-$(basename "$1").lua"
+}
+
 # VmHWM (peak) and VmRSS (now) of the server.
 sut_memory() { awk '/^VmHWM|^VmRSS/ {printf "%s %s %s  ", $1, $2, $3} END {print ""}' "/proc/$SERVER_PID/status"; }
 
