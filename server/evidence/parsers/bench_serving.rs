@@ -627,10 +627,7 @@ struct Ignored;
 
 impl<'de> serde::Deserialize<'de> for Ignored {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // serde_json skips an ignored value by scanning it (syntax still checked) without
-        // converting its numbers: the unread per-request arrays (`input_lens`, `output_lens`, …)
-        // are a large share of a detailed result.
-        d.deserialize_ignored_any(de::IgnoredAny).map(|_| Ignored)
+        d.deserialize_any(NumberOrIgnored).map(|_| Ignored)
     }
 }
 
