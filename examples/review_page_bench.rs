@@ -166,7 +166,7 @@ async fn run(admin: &PgConnectOptions, db_name: &str) -> anyhow::Result<()> {
     let cookie = session::create(&pool, manager.id).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
-    rentcheck::evidence::compactor::spawn(pool.clone());
+    rentcheck::evidence::compactor::spawn(pool.clone(), state.metrics.clone());
     tokio::spawn(http::serve(listener, http::app(state.clone()), std::future::pending()));
     let client = reqwest::Client::builder()
         .default_headers({

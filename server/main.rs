@@ -341,7 +341,7 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         db::migrate(&database.pool).await?;
         password::warm_up();
         let state = AppState::new(database.pool.clone(), AppConfig::from(&serve), keys);
-        let compactor = evidence::compactor::spawn(database.pool.clone());
+        let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
         let addr = listener.local_addr()?;
         tracing::info!(%addr, "rentcheck is serving at http://{addr}");
         let served = http::serve(listener, http::app(state), http::shutdown_signal()).await;

@@ -214,3 +214,34 @@ async fn concurrent_compactors_move_every_item_once_and_keep_the_newest() {
     assert_eq!(rows[1], ("bench.only_6".to_owned(), 3, json!(594), rows[1].3));
     assert_eq!(rows[2], ("bench.value".to_owned(), 3, json!(599), last));
 }
+
+#[tokio::test]
+async fn the_servers_compactor_folds_an_upload_and_counts_it_in_metrics() {
+    let app = common::spawn_app().await;
+    let brief_id = app.brief_id().await;
+    let response = app
+        .post_json(
+            &format!("/api/v1/briefs/{brief_id}/evidence"),
+            &json!({"kind": "metrics", "stage": 3, "data": {"metrics": {"serving.ttft_p95_ms": 140}}}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    // The compactor polls every 100 ms; give it a few seconds on a busy machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        let text = app.get("/metrics").await.text().await.unwrap();
+        if text.contains("rentcheck_evidence_metrics_compacted_total 1") || std::time::Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(text.contains("rentcheck_evidence_metrics_compacted_total 1"), "{text}");
+    assert!(text.contains("rentcheck_evidence_metrics_compaction_failures_total 0"));
+    assert_eq!(pending(&app.pool).await, 0);
+    let latest: i64 = sqlx::query_scalar("SELECT count(*) FROM evidence_metrics_latest WHERE brief_id = $1")
+        .bind(Uuid::parse_str(&brief_id).unwrap())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(latest, 1);
+}

@@ -2,10 +2,12 @@
 //! batches (migration 8 explains why the upload itself does not). Readers never wait for it:
 //! `newest_evidence_metrics` also reads what is still pending, so this only bounds how much that is.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use sqlx::PgPool;
 use tokio::task::JoinHandle;
+
+use crate::http::metrics::Metrics;
 
 /// Items moved per statement: large enough that a burst of uploads collapses into a few upserts,
 /// small enough that one statement stays in the tens of milliseconds.
@@ -47,13 +49,14 @@ async fn vacuum_queue(pool: &PgPool) -> Result<(), sqlx::Error> {
         .map(|_| ())
 }
 
-/// Runs for as long as the server does. Several instances may run at once (one per app server);
-/// they take disjoint batches.
-pub fn spawn(pool: PgPool) -> JoinHandle<()> {
+/// Runs for as long as the server does, counting its work in `metrics` (`GET /metrics`). Several
+/// instances may run at once (one per app server); they take disjoint batches.
+pub fn spawn(pool: PgPool, metrics: Arc<Metrics>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut moved_since_vacuum = 0u64;
         loop {
             let outcome = compact_once(&pool, BATCH).await;
+            metrics.observe_compaction(outcome.as_ref().map(|n| *n as u64).map_err(|_| ()));
             if let Ok(n) = outcome {
                 moved_since_vacuum += n as u64;
             }

@@ -13,7 +13,9 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
 
 use crate::state::AppState;
 
@@ -25,6 +27,8 @@ pub struct Metrics {
     ingested: IntCounterVec,
     parse_failures: IntCounterVec,
     pool: IntGaugeVec,
+    compacted: IntCounter,
+    compaction_failures: IntCounter,
 }
 
 impl Default for Metrics {
@@ -85,6 +89,19 @@ impl Metrics {
             &["state"],
         )
         .expect("valid metric");
+        let compacted = IntCounter::new(
+            "evidence_metrics_compacted_total",
+            "Uploads the compactor has folded into the newest-value table (see docs/operations.md)",
+        )
+        .expect("valid metric");
+        let compaction_failures = IntCounter::new(
+            "evidence_metrics_compaction_failures_total",
+            "Compaction batches that failed (database away, conflicts); their uploads stay queued",
+        )
+        .expect("valid metric");
+        for c in [&compacted, &compaction_failures] {
+            registry.register(Box::new(c.clone())).expect("registered once");
+        }
         for c in [&requests, &ingest_bytes, &ingested, &parse_failures] {
             registry.register(Box::new(c.clone())).expect("registered once");
         }
@@ -98,6 +115,16 @@ impl Metrics {
             ingested,
             parse_failures,
             pool,
+            compacted,
+            compaction_failures,
+        }
+    }
+
+    /// One compaction batch: how many uploads it folded, or that it failed.
+    pub fn observe_compaction(&self, outcome: Result<u64, ()>) {
+        match outcome {
+            Ok(n) => self.compacted.inc_by(n),
+            Err(()) => self.compaction_failures.inc(),
         }
     }
 

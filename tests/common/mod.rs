@@ -73,9 +73,10 @@ pub async fn create_database() -> (DatabaseGuard, PgConnectOptions) {
 pub async fn serve_app(pool: PgPool, config: AppConfig, keys: TokenKeys) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
+    let state = AppState::new(pool.clone(), config, keys);
     // As `rentcheck serve` does: the evidence-metrics compactor runs beside the server.
-    rentcheck::evidence::compactor::spawn(pool.clone());
-    let router = http::app(AppState::new(pool, config, keys));
+    rentcheck::evidence::compactor::spawn(pool, state.metrics.clone());
+    let router = http::app(state);
     tokio::spawn(http::serve(listener, router, std::future::pending()));
     base
 }
