@@ -4,20 +4,13 @@
 mod common;
 
 use chrono::{DateTime, Duration, Utc};
-use rentcheck::{acceptance, db, evidence::compactor, evidence::repo};
+use rentcheck::{acceptance, evidence::compactor, evidence::repo};
 use serde_json::{json, Value};
-use sqlx::{postgres::PgPoolOptions, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
 
 async fn database() -> (common::DatabaseGuard, PgPool) {
-    let (guard, options) = common::create_database().await;
-    let pool = PgPoolOptions::new()
-        .max_connections(6)
-        .connect_with(options)
-        .await
-        .unwrap();
-    db::migrate(&pool).await.unwrap();
-    (guard, pool)
+    common::migrated_database(6).await
 }
 
 async fn brief(pool: &PgPool) -> Uuid {

@@ -67,16 +67,8 @@ fn metrics_upload(n: usize) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_on_one_database_migrate_together_and_store_each_upload_once() {
     let (_database, options) = common::create_database().await;
-    let pool_a = PgPoolOptions::new()
-        .max_connections(5)
-        .connect_with(options.clone())
-        .await
-        .unwrap();
-    let pool_b = PgPoolOptions::new()
-        .max_connections(5)
-        .connect_with(options)
-        .await
-        .unwrap();
+    let pool_a = common::connect(&options, 5).await;
+    let pool_b = common::connect(&options, 5).await;
     // Both instances start at once: one applies the migrations, the other waits on the lock.
     let (a, b) = tokio::join!(db::migrate(&pool_a), db::migrate(&pool_b));
     a.unwrap();
@@ -222,11 +214,7 @@ impl FlakyLink {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn while_the_database_is_unreachable_the_api_answers_503_and_recovers_by_itself() {
     let (_database, options) = common::create_database().await;
-    let direct = PgPoolOptions::new()
-        .max_connections(2)
-        .connect_with(options.clone())
-        .await
-        .unwrap();
+    let direct = common::connect(&options, 2).await;
     db::migrate(&direct).await.unwrap();
     let link = FlakyLink::start((options.get_host().to_owned(), options.get_port())).await;
     // As `rentcheck serve` builds its pool: a bounded wait for a connection.

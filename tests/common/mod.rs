@@ -81,15 +81,26 @@ pub async fn serve_app(pool: PgPool, config: AppConfig, keys: TokenKeys) -> Stri
     base
 }
 
-pub async fn spawn_app_with(config: AppConfig) -> TestApp {
-    let (database, options) = create_database().await;
-    let db_name = database.0.clone();
-    let pool = PgPoolOptions::new()
-        .max_connections(5)
-        .connect_with(options)
+/// A pool of at most `max` connections to a test database.
+pub async fn connect(options: &PgConnectOptions, max: u32) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(max)
+        .connect_with(options.clone())
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// A new database with every migration applied, and a pool to it.
+pub async fn migrated_database(max: u32) -> (DatabaseGuard, PgPool) {
+    let (database, options) = create_database().await;
+    let pool = connect(&options, max).await;
     db::migrate(&pool).await.unwrap();
+    (database, pool)
+}
+
+pub async fn spawn_app_with(config: AppConfig) -> TestApp {
+    let (database, pool) = migrated_database(5).await;
+    let db_name = database.0.clone();
 
     let jwt_secret = uuid::Uuid::new_v4().simple().to_string().repeat(2);
     let keys = TokenKeys::from_secret(jwt_secret.as_bytes());
