@@ -7,7 +7,10 @@
 //! 10,000 other lines — then times `GET /api/v1/briefs/{id}/ledger/summary` over HTTP and the pure
 //! `summarize` over the same lines, and prints the median of 25 runs of each (after 3 warm-ups).
 
-use std::{str::FromStr, time::Instant};
+#[path = "support/scratch_database.rs"]
+mod scratch_database;
+
+use std::time::Instant;
 
 use rentcheck::{
     auth::{
@@ -15,15 +18,12 @@ use rentcheck::{
         Role,
     },
     config::AppConfig,
-    db, http,
+    http,
     ledger::{self, repo},
     state::AppState,
 };
 use serde_json::json;
-use sqlx::{
-    postgres::{PgConnectOptions, PgPoolOptions},
-    Connection, Executor, PgConnection,
-};
+use sqlx::PgPool;
 
 const RUNS: usize = 25;
 
@@ -61,24 +61,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let admin_url =
-        std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let admin = PgConnectOptions::from_str(&admin_url)?;
-    let db_name = format!("rentcheck_bench_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = PgConnection::connect_with(&admin).await?;
-    conn.execute(format!("CREATE DATABASE {db_name}").as_str()).await?;
-    let result = run(&admin, &db_name).await;
-    conn.execute(format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)").as_str())
-        .await?;
-    result
+    scratch_database::with_scratch_database(4, run).await
 }
 
-async fn run(admin: &PgConnectOptions, db_name: &str) -> anyhow::Result<()> {
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .connect_with(admin.clone().database(db_name))
-        .await?;
-    db::migrate(&pool).await?;
+async fn run(pool: PgPool) -> anyhow::Result<()> {
     let keys = TokenKeys::from_secret(b"bench-secret-bench-secret-bench-secret");
     let (signed, _) = token::mint(
         &pool,

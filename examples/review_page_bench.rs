@@ -9,18 +9,18 @@
 //! manager in, then requests `GET /briefs/{id}/review` from 4 concurrent clients (200 requests
 //! after 20 warm-ups) and prints p50, p95 and max, and the same for the JSON review.
 
-use std::{str::FromStr, sync::Arc, time::Instant};
+#[path = "support/scratch_database.rs"]
+mod scratch_database;
+
+use std::{sync::Arc, time::Instant};
 
 use rentcheck::{
     auth::{session, token::TokenKeys, users, Role},
     config::AppConfig,
-    db, demo, http,
+    demo, http,
     state::AppState,
 };
-use sqlx::{
-    postgres::{PgConnectOptions, PgPoolOptions},
-    Connection, Executor, PgConnection,
-};
+use sqlx::PgPool;
 
 const CLIENTS: usize = 4;
 const REQUESTS: usize = 200;
@@ -57,24 +57,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let admin_url =
-        std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let admin = PgConnectOptions::from_str(&admin_url)?;
-    let db_name = format!("rentcheck_bench_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = PgConnection::connect_with(&admin).await?;
-    conn.execute(format!("CREATE DATABASE {db_name}").as_str()).await?;
-    let result = run(&admin, &db_name).await;
-    conn.execute(format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)").as_str())
-        .await?;
-    result
+    scratch_database::with_scratch_database(8, run).await
 }
 
-async fn run(admin: &PgConnectOptions, db_name: &str) -> anyhow::Result<()> {
-    let pool = PgPoolOptions::new()
-        .max_connections(8)
-        .connect_with(admin.clone().database(db_name))
-        .await?;
-    db::migrate(&pool).await?;
+async fn run(pool: PgPool) -> anyhow::Result<()> {
     let keys = TokenKeys::from_secret(b"bench-secret-bench-secret-bench-secret");
     let state = AppState::new(pool.clone(), AppConfig::default(), keys);
     let loaded = demo::load(&state).await.map_err(|e| anyhow::anyhow!("{e:?}"))?;
