@@ -20,29 +20,23 @@ LOAD=${LOAD:-40}
 DOWN_AT=${DOWN_AT:-10}
 DOWN_FOR=${DOWN_FOR:-10}
 WORKERS=${WORKERS:-16}
-PG_PORT=${PG_PORT:-55439}
 PORT=${PORT:-18093}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PG_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 WORK=$(mktemp -d /tmp/rentcheck-outage.XXXXXX)
-chmod 755 "$WORK"
+# shellcheck source=lib/own-postgres.sh
+source "$(dirname "$0")/lib/own-postgres.sh"
 SERVER_PID=""
 
 for tool in python3 curl; do
     command -v "$tool" >/dev/null || { echo "db-outage: needs $tool" >&2; exit 2; }
 done
-[ -x "$PG_BIN/pg_ctl" ] || { echo "db-outage: no PostgreSQL binaries (set PG_BIN)" >&2; exit 2; }
-
-# initdb refuses to run as root: run the cluster as the postgres user then.
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-pg_ctl_() { as_pg "$PG_BIN/pg_ctl" -D "$WORK/pg" -l "$WORK/pg.log" -w "$@" >/dev/null; }
 
 cleanup() {
     if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
         kill "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true
     fi
-    pg_ctl_ stop -m immediate 2>/dev/null || true
+    own_pg_stop immediate 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -52,12 +46,10 @@ echo "== build (release)"
 BIN="$ROOT/target/release/rentcheck"
 
 echo "== PostgreSQL of its own on 127.0.0.1:$PG_PORT"
-mkdir -p "$WORK/pg" && touch "$WORK/pg.log"
-if [ "$(id -u)" = 0 ]; then chown postgres "$WORK/pg" "$WORK/pg.log"; fi
-as_pg "$PG_BIN/initdb" -D "$WORK/pg" -U postgres --auth=trust >/dev/null
-pg_ctl_ start -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=''"
+own_pg_init
+own_pg_start
 
-export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+export DATABASE_URL="$PGBASE/postgres"
 export RENTCHECK_DATA_DIR="$WORK/data" RENTCHECK_ADDR="127.0.0.1:$PORT" RUST_LOG=${RUST_LOG:-warn}
 export RENTCHECK_JWT_SECRET
 RENTCHECK_JWT_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n/+=' | head -c 48)
@@ -80,10 +72,10 @@ echo "== load: $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=${DOWN_AT
 (
     sleep "$DOWN_AT"
     echo "   t=${DOWN_AT}s: pg_ctl stop -m fast"
-    pg_ctl_ stop -m fast
+    own_pg_stop fast
     sleep "$DOWN_FOR"
     echo "   t=$((DOWN_AT + DOWN_FOR))s: pg_ctl start"
-    pg_ctl_ start -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=''"
+    own_pg_start
 ) &
 OUTAGE_PID=$!
 

@@ -1,24 +1,33 @@
 #!/usr/bin/env bash
 # Sustained mixed load (issue 9; results in docs/reliability.md).
 #
-#   scripts/soak.sh                      # 10 minutes, 16 connections
-#   DURATION=120 CONNECTIONS=8 scripts/soak.sh
+#   scripts/soak.sh                      # 10 minutes at the perf.md ingest rate, shared PostgreSQL
+#   DURATION=120 INGEST_RATE=1000 scripts/soak.sh
+#   OWN_POSTGRES=1 PG_SETTINGS="-c max_wal_size=8GB" scripts/soak.sh   # a cluster of its own, tuned
 #
-# A fresh database and the release server (scripts/lib/server-under-test.sh), then one `wrk` run of
-# $DURATION seconds mixing what agents and people do at once, by request:
-#   70 %  POST 2 KB metrics evidence (agent token)
-#   10 %  GET  /api/v1/briefs/{id}/review     (engineer token; card, ledger and decision)
-#   10 %  GET  /api/v1/briefs/{id}/evidence   (engineer token; newest page of the list)
-#    5 %  GET  /briefs/{id}/review            (signed-in session; the HTML review page)
-#    5 %  GET  /briefs/{id}                   (signed-in session; the brief page)
-# Every 60 s it samples the server's RSS, and at the end prints the samples, p50/p99/max latency,
-# non-2xx answers and the evidence stored. Memory is flat when the last samples stop rising.
+# A fresh database and the release server (scripts/lib/server-under-test.sh), then $DURATION seconds
+# of what agents and people do at once, one `oha` (cargo install oha) per kind of request, each at a
+# fixed rate (open loop, with latency correction: a request that should have been sent while the
+# server was stalled counts from when it was due), so each kind has its own latency figures:
+#   POST 2 KB metrics evidence (agent token)             $INGEST_RATE/s over 64 connections
+#   GET  /api/v1/briefs/{id}/review   (engineer token)    $READ_RATE/s over 2 connections
+#   GET  /api/v1/briefs/{id}/evidence (engineer token)    $READ_RATE/s over 2 connections
+#   GET  /briefs/{id}/review          (signed-in session) $READ_RATE/s over 2 connections
+#   GET  /briefs/{id}                 (signed-in session) $READ_RATE/s over 2 connections
+# The defaults are perf.md's: 2,000 uploads a second at 64 connections. Every 60 s it samples the
+# server's RSS; at the end it prints the samples and, per kind, the rate reached, p50/p95/p99/max
+# latency and answers other than 2xx, then the evidence stored. Memory is flat when the last samples
+# stop rising. Set PACED=0 for closed-loop load instead (every connection sends as fast as answers
+# come back: a throughput test, where latency is queueing by construction).
 set -euo pipefail
 
 DURATION=${DURATION:-600}
-CONNECTIONS=${CONNECTIONS:-16}
-THREADS=${THREADS:-2}
+INGEST_RATE=${INGEST_RATE:-2000}
+INGEST_CONNECTIONS=${INGEST_CONNECTIONS:-64}
+READ_RATE=${READ_RATE:-10}
+PACED=${PACED:-1}
 PORT=${PORT:-18094}
+command -v oha >/dev/null || { echo "needs oha (cargo install oha --locked)" >&2; exit 2; }
 # shellcheck source=lib/server-under-test.sh
 source "$(dirname "$0")/lib/server-under-test.sh"
 sut_setup
@@ -34,25 +43,6 @@ while len(json.dumps({"kind": "metrics", "stage": 3, "data": {"metrics": metrics
 open(sys.argv[1], "w").write(json.dumps({"kind": "metrics", "stage": 3, "data": {"metrics": metrics}}))
 PY
 
-cat >"$WORK/mixed.lua" <<LUA
-local f = assert(io.open("$WORK/metrics.json", "rb"))
-local body = f:read("*a")
-f:close()
-local post = { ["Content-Type"] = "application/json", ["Authorization"] = "Bearer $TOKEN" }
-local api = { ["Authorization"] = "Bearer $READ_TOKEN" }
-local page = { ["Cookie"] = "rentcheck_session=$SESSION" }
-local n = 0
-request = function()
-    n = n + 1
-    local r = n % 20
-    if r < 14 then return wrk.format("POST", "/api/v1/briefs/$BRIEF/evidence", post, body)
-    elseif r < 16 then return wrk.format("GET", "/api/v1/briefs/$BRIEF/review", api)
-    elseif r < 18 then return wrk.format("GET", "/api/v1/briefs/$BRIEF/evidence", api)
-    elseif r < 19 then return wrk.format("GET", "/briefs/$BRIEF/review", page)
-    else return wrk.format("GET", "/briefs/$BRIEF", page) end
-end
-LUA
-
 # Each kind answers before the load starts, so a setup error is not mistaken for load.
 for path in "/api/v1/briefs/$BRIEF/review" "/api/v1/briefs/$BRIEF/evidence"; do
     code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $READ_TOKEN" "http://127.0.0.1:$PORT$path")
@@ -63,7 +53,7 @@ for path in "/briefs/$BRIEF/review" "/briefs/$BRIEF"; do
     [ "$code" = 200 ] || { echo "GET $path answered $code" >&2; exit 1; }
 done
 
-echo "== soak: $CONNECTIONS connections for ${DURATION}s"
+echo "== soak: ${DURATION}s; uploads ${INGEST_RATE}/s over $INGEST_CONNECTIONS connections, each read ${READ_RATE}/s over 2$([ "$PACED" = 1 ] || echo '; closed loop, rates ignored')"
 echo "   t=0s: $(sut_memory)"
 (
     elapsed=0
@@ -74,14 +64,63 @@ echo "   t=0s: $(sut_memory)"
     done
 ) &
 SAMPLER=$!
-wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 10s --latency -s "$WORK/mixed.lua" \
-    "http://127.0.0.1:$PORT" >"$WORK/wrk.txt"
-kill "$SAMPLER" 2>/dev/null || true
-wait "$SAMPLER" 2>/dev/null || true
+url="http://127.0.0.1:$PORT"
+# A time line besides the totals: one more upload five times a second, timed by curl; the end report
+# shows the slowest of each minute, so a stall can be placed in time.
+(
+    end=$((SECONDS + DURATION))
+    while [ "$SECONDS" -lt "$end" ]; do
+        echo "$SECONDS $(curl -s -o /dev/null -w '%{time_total}' -H 'Content-Type: application/json' \
+            -H "Authorization: Bearer $TOKEN" --data-binary @"$WORK/metrics.json" "$url/api/v1/briefs/$BRIEF/evidence")"
+        sleep 0.2
+    done
+) >"$WORK/timeline.txt" &
+TIMELINE=$!
+# load KIND CONNECTIONS RATE oha-arguments…: one oha in the background, its JSON report in $WORK.
+LOADS=""
+load() {
+    local kind=$1 connections=$2 rate=$3
+    shift 3
+    local pace=(-q "$rate" --latency-correction)
+    [ "$PACED" = 1 ] || pace=()
+    oha --no-tui --output-format json -z "${DURATION}s" -c "$connections" "${pace[@]}" "$@" >"$WORK/oha-$kind.json" &
+    LOADS="$LOADS $!"
+}
+load ingest "$INGEST_CONNECTIONS" "$INGEST_RATE" -m POST -T application/json -D "$WORK/metrics.json" \
+    -H "Authorization: Bearer $TOKEN" "$url/api/v1/briefs/$BRIEF/evidence"
+load api-review 2 "$READ_RATE" -H "Authorization: Bearer $READ_TOKEN" "$url/api/v1/briefs/$BRIEF/review"
+load api-evidence 2 "$READ_RATE" -H "Authorization: Bearer $READ_TOKEN" "$url/api/v1/briefs/$BRIEF/evidence"
+load page-review 2 "$READ_RATE" -H "Cookie: rentcheck_session=$SESSION" "$url/briefs/$BRIEF/review"
+load page-brief 2 "$READ_RATE" -H "Cookie: rentcheck_session=$SESSION" "$url/briefs/$BRIEF"
+# shellcheck disable=SC2086 # a list of process ids
+wait $LOADS
+kill "$SAMPLER" "$TIMELINE" 2>/dev/null || true
+wait "$SAMPLER" "$TIMELINE" 2>/dev/null || true
 echo "   end: $(sut_memory)"
-sed -n '/Latency Distribution/,/requests in/p' "$WORK/wrk.txt"
-echo "   max latency: $(awk '/^ +Latency/ {print $4}' "$WORK/wrk.txt")"
-echo "   $(sut_wrk_summary <"$WORK/wrk.txt")"
+python3 - "$WORK" <<'PY'
+import json, sys
+print(f"   {'kind':<13} {'requests':>9} {'req/s':>8} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'max ms':>7}  other answers")
+for kind in ["ingest", "api-review", "api-evidence", "page-review", "page-brief"]:
+    r = json.load(open(f"{sys.argv[1]}/oha-{kind}.json"))
+    s, p = r["summary"], r["latencyPercentiles"]
+    codes = r.get("statusCodeDistribution", {})
+    errors = r.get("errorDistribution", {})
+    total = sum(codes.values()) + sum(errors.values())
+    # oha cuts the requests still in flight when the time is up; they are not answers.
+    cut = errors.pop("aborted due to deadline", 0)
+    total -= cut
+    other = {k: v for k, v in codes.items() if not k.startswith("2")} | errors
+    ms = lambda x: f"{x * 1000:7.1f}" if x is not None else "      -"
+    print(f"   {kind:<13} {total:>9} {s['requestsPerSec']:8.1f} {ms(p['p50'])} {ms(p['p95'])} {ms(p['p99'])} {ms(s['slowest'])}  {other or 'none'}")
+worst = {}
+start = None
+for line in open(f"{sys.argv[1]}/timeline.txt"):
+    t, took = line.split()
+    start = int(t) if start is None else start
+    minute = (int(t) - start) // 60
+    worst[minute] = max(worst.get(minute, 0.0), float(took) * 1000)
+print("   slowest timed upload per minute (ms): " + ", ".join(f"{m + 1}: {w:.0f}" for m, w in sorted(worst.items())))
+PY
 echo "   evidence stored: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence'), compactor backlog: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence_metrics_pending')"
 echo "   server log warnings: $(grep -c WARN "$WORK/server.log" || true); the most frequent:"
 grep WARN "$WORK/server.log" | sed 's/^[^ ]* *WARN //' | cut -c1-160 | sed 's/[0-9][0-9.]*/N/g' | sort | uniq -c | sort -rn | head -n 5 || true

@@ -219,7 +219,7 @@ async fn the_servers_compactor_folds_an_upload_and_counts_it_in_metrics() {
         )
         .await;
     assert_eq!(response.status(), 201);
-    // The compactor polls every 100 ms; give it a few seconds on a busy machine.
+    // The idle compactor polls every 250 ms; give it a few seconds on a busy machine.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let text = loop {
         let text = app.get("/metrics").await.text().await.unwrap();

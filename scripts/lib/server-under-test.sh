@@ -1,17 +1,28 @@
 # Shared by the load scripts (bench-ingest.sh, soak.sh): a fresh database with one brief, an agent
 # token for it, an engineer token and a signed-in engineer's session cookie, and the release server.
-# Source it, then call `sut_setup`; `sut_cleanup` runs on exit. Reads PGBASE, PORT; sets BIN, WORK,
-# DATABASE_URL, BRIEF, TOKEN (agent), READ_TOKEN (engineer), SESSION (cookie value), SERVER_PID.
+# Source it, then call `sut_setup`; `sut_cleanup` runs on exit. Reads PGBASE, PORT, and OWN_POSTGRES:
+# 1 runs a PostgreSQL cluster of the script's own instead (scripts/lib/own-postgres.sh; PG_SETTINGS
+# tunes it). Sets BIN, WORK, DATABASE_URL, BRIEF, TOKEN (agent), READ_TOKEN (engineer), SESSION
+# (cookie value), SERVER_PID.
 
 PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DB="rentcheck_load_$$"
 WORK=$(mktemp -d /tmp/rentcheck-load.XXXXXX)
 SERVER_PID=""
+OWN_POSTGRES=${OWN_POSTGRES:-0}
+if [ "$OWN_POSTGRES" = 1 ]; then
+    # shellcheck source=own-postgres.sh
+    source "$ROOT/scripts/lib/own-postgres.sh"
+fi
 
 sut_cleanup() {
     sut_stop_server
-    psql -q "$PGBASE/postgres" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+    if [ "$OWN_POSTGRES" = 1 ]; then
+        own_pg_stop immediate 2>/dev/null || true
+    else
+        psql -q "$PGBASE/postgres" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+    fi
     rm -rf "$WORK"
 }
 
@@ -32,6 +43,11 @@ sut_setup() {
     (cd "$ROOT" && cargo build --release --quiet --bin rentcheck)
     BIN="$ROOT/target/release/rentcheck"
 
+    if [ "$OWN_POSTGRES" = 1 ]; then
+        echo "== PostgreSQL of its own on 127.0.0.1:$PG_PORT${PG_SETTINGS:+ with $PG_SETTINGS}"
+        own_pg_init
+        own_pg_start
+    fi
     echo "== database $DB on $PGBASE"
     psql -q "$PGBASE/postgres" -c "CREATE DATABASE $DB" >/dev/null
     export DATABASE_URL="$PGBASE/$DB"

@@ -25,7 +25,7 @@ use crate::{
         Role,
     },
     briefs::{self, model::Brief},
-    error::{AppError, FieldError, PageResult},
+    error::{AppError, FieldError, PageError, PageResult},
     http::{
         extract::{PathId, PathIdNumber},
         page::PageContext,
@@ -192,8 +192,9 @@ pub struct BriefSections {
 
 /// Loads the timeline, the checklist and the lint for the brief page.
 pub async fn brief_sections(state: &AppState, brief: &Brief) -> PageResult<BriefSections> {
-    let view = card_view(state, brief).await?;
-    let readiness = readiness::load(&state.pool, brief.id).await?;
+    let (view, readiness) = tokio::try_join!(async { Ok::<_, PageError>(card_view(state, brief).await?) }, async {
+        Ok(readiness::load(&state.pool, brief.id).await?)
+    },)?;
     Ok(BriefSections {
         revision: view.revision,
         is_default: view.default,

@@ -19,7 +19,7 @@ use crate::{
         extract::{CsrfForm, PageUser},
         Role,
     },
-    error::{AppError, PageResult},
+    error::{AppError, PageError, PageResult},
     evidence::{self, pages::EvidenceListRow},
     http::{extract::PathId, page::PageContext},
     review::{decision::Status, service as review_service},
@@ -364,9 +364,13 @@ async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId)
     let brief = load(&state, id).await?;
     let sizing = brief.fields.sizing();
     let facts = brief_facts(&brief.fields);
-    let evidence = evidence::pages::brief_rows(&state, id).await?;
-    let acceptance = crate::acceptance::pages::brief_sections(&state, &brief).await?;
-    let ledger = crate::ledger::pages::section(&state, brief.id, &brief.fields.currency).await?;
+    // The three sections are independent reads: run them side by side, so the page waits for the
+    // slowest instead of the sum (it matters when ingest keeps the database busy).
+    let (evidence, acceptance, ledger) = tokio::try_join!(
+        async { Ok::<_, PageError>(evidence::pages::brief_rows(&state, id).await?) },
+        crate::acceptance::pages::brief_sections(&state, &brief),
+        async { Ok(crate::ledger::pages::section(&state, brief.id, &brief.fields.currency).await?) },
+    )?;
     render(&BriefPage {
         ctx: (&user).into(),
         brief,

@@ -115,10 +115,12 @@ fn line_view(s: &StoredLine) -> LineView {
 
 /// Loads the section for the brief page.
 pub async fn section(state: &AppState, brief_id: Uuid, currency: &str) -> Result<LedgerSection, AppError> {
-    let s = summary(state, brief_id, currency).await?;
-    let outputs = repo::outputs(&state.pool, brief_id).await?;
-    let lines = repo::newest_lines(&state.pool, brief_id, None, PAGE_LINES).await?;
-    let lines_total = repo::count_lines(&state.pool, brief_id).await?;
+    let (s, outputs, lines, lines_total) = tokio::try_join!(
+        summary(state, brief_id, currency),
+        async { Ok(repo::outputs(&state.pool, brief_id).await?) },
+        async { Ok(repo::newest_lines(&state.pool, brief_id, None, PAGE_LINES).await?) },
+        async { Ok(repo::count_lines(&state.pool, brief_id).await?) },
+    )?;
     let max = Category::ALL.iter().map(|c| s.totals.get(*c)).max().unwrap_or_default();
     let bars = Category::ALL
         .iter()

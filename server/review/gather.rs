@@ -58,14 +58,15 @@ pub fn trial_allocation(brief: &Brief, sizing: &Sizing) -> (String, u32, u32) {
 pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, AppError> {
     let sizing = brief.fields.sizing();
     let (trial_gpu, sized_count, current_units) = trial_allocation(brief, &sizing);
-    // Read once: the card's derived `ledger.cost_per_job` and the decision's ledger facts share it.
-    let summary = {
-        let mut conn = state.pool.acquire().await?;
-        ledger::repo::summary(&mut conn, brief.id, &brief.fields.currency).await?
-    };
-    let criteria: Vec<CriterionOutcome> = card_outcomes(state, brief, &summary).await?;
     let keys: Vec<String> = RULE_METRICS.iter().map(|k| (*k).to_owned()).collect();
-    let metrics = repo::newest_metrics(&state.pool, brief.id, &keys).await?;
+    // Independent reads side by side. The ledger summary is read once: the card's derived
+    // `ledger.cost_per_job` and the decision's ledger facts share it.
+    let (summary, card, metrics) = tokio::try_join!(
+        ledger::api::summary(state, brief.id, &brief.fields.currency),
+        async { Ok(acceptance::current_card(&state.pool, brief).await?) },
+        async { Ok(repo::newest_metrics(&state.pool, brief.id, &keys).await?) },
+    )?;
+    let criteria: Vec<CriterionOutcome> = card_outcomes(state, brief, &card, &summary).await?;
     let (ledger, ledger_rate) = ledger_facts(&summary);
     let inputs = DecisionInputs {
         brief: BriefFacts {
@@ -94,9 +95,9 @@ pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, Ap
 async fn card_outcomes(
     state: &AppState,
     brief: &Brief,
+    card: &acceptance::Card,
     summary: &LedgerSummary,
 ) -> Result<Vec<CriterionOutcome>, AppError> {
-    let card = acceptance::current_card(&state.pool, brief).await?;
     let derived = acceptance::derived_figures_from(brief, summary);
     let evaluation = acceptance::evaluate_card(&state.pool, brief, &card.criteria, &derived).await?;
     Ok(evaluation
