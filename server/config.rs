@@ -5,6 +5,8 @@ use std::{fmt, net::SocketAddr, path::PathBuf};
 
 use clap::Args;
 
+use crate::evidence::raw_store::RawStore;
+
 /// A secret string whose `Debug` and `Display` never reveal it, so it cannot leak into logs.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -70,6 +72,12 @@ pub struct ServeConfig {
     /// Seconds a request may take before it is answered 408/503.
     #[arg(long, env = "RENTCHECK_REQUEST_TIMEOUT", default_value_t = 30)]
     pub request_timeout_secs: u64,
+
+    /// Where raw evidence bytes go: unset keeps them in PostgreSQL; `s3://bucket/prefix` (AWS_*
+    /// variables for credentials, region and endpoint) or `file:///dir` keeps them in an object
+    /// store and the row keeps the object's name (docs/operations.md).
+    #[arg(long, env = "RENTCHECK_EVIDENCE_STORE")]
+    pub evidence_store: Option<String>,
 }
 
 /// The token signing secret, shared by `serve` and `token mint`.
@@ -87,6 +95,8 @@ pub struct AppConfig {
     pub max_upload: usize,
     pub request_timeout_secs: u64,
     pub secure_cookies: bool,
+    /// Where raw evidence bytes are kept (`RENTCHECK_EVIDENCE_STORE`).
+    pub raw_store: RawStore,
 }
 
 impl Default for AppConfig {
@@ -95,16 +105,20 @@ impl Default for AppConfig {
             max_upload: 16 * 1024 * 1024,
             request_timeout_secs: 30,
             secure_cookies: false,
+            raw_store: RawStore::Database,
         }
     }
 }
 
-impl From<&ServeConfig> for AppConfig {
-    fn from(c: &ServeConfig) -> Self {
-        Self {
+impl TryFrom<&ServeConfig> for AppConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(c: &ServeConfig) -> anyhow::Result<Self> {
+        Ok(Self {
             max_upload: c.max_upload,
             request_timeout_secs: c.request_timeout_secs,
             secure_cookies: c.secure_cookies,
-        }
+            raw_store: RawStore::from_setting(c.evidence_store.as_deref())?,
+        })
     }
 }

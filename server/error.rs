@@ -49,6 +49,8 @@ pub enum AppError {
     UnsupportedMediaType(String),
     #[error("the database is unavailable; try again shortly")]
     DatabaseUnavailable,
+    #[error("the evidence store is unavailable; try again shortly")]
+    StorageUnavailable,
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -94,7 +96,7 @@ impl AppError {
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            AppError::DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::DatabaseUnavailable | AppError::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -110,6 +112,7 @@ impl AppError {
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => "payload-too-large",
             AppError::UnsupportedMediaType(_) => "unsupported-media-type",
             AppError::DatabaseUnavailable => "database-unavailable",
+            AppError::StorageUnavailable => "storage-unavailable",
             AppError::Internal(_) => "internal",
         }
     }

@@ -336,11 +336,14 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", serve.addr))?;
     let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db_config.data_dir)?;
+    // A wrong evidence-store setting stops the start, before the database is touched.
+    let app_config = AppConfig::try_from(&serve)?;
+    tracing::info!(store = app_config.raw_store.describe(), "raw evidence is kept in");
     let database = Database::open(&db_config).await?;
     let outcome = async {
         db::migrate(&database.pool).await?;
         password::warm_up();
-        let state = AppState::new(database.pool.clone(), AppConfig::from(&serve), keys);
+        let state = AppState::new(database.pool.clone(), app_config, keys);
         let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
         let addr = listener.local_addr()?;
         tracing::info!(%addr, "rentcheck is serving at http://{addr}");

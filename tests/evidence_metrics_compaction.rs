@@ -40,6 +40,7 @@ async fn upload(pool: &PgPool, brief_id: Uuid, stage: i16, metrics: Value, colle
             content_type: "application/json",
             filename: None,
             raw: &raw,
+            raw_object: None,
             sha256: &rentcheck::evidence::model::sha256_hex(&raw),
             metrics: &metrics,
             warnings: &[],

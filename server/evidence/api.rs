@@ -199,8 +199,10 @@ async fn raw(State(state): State<AppState>, ApiCaller(caller): ApiCaller, PathId
     caller.may_read_brief(r.brief_id)?;
     let ct =
         HeaderValue::from_str(&r.content_type).unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
-    let inline = is_inline_text(&r.content_type) && std::str::from_utf8(&r.raw).is_ok();
-    let mut response = r.raw.into_response();
+    let (content_type, filename) = (r.content_type.clone(), r.filename.clone());
+    let bytes = state.config.raw_store.load(r.stored()).await?;
+    let inline = is_inline_text(&content_type) && std::str::from_utf8(&bytes).is_ok();
+    let mut response = bytes.into_response();
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, ct);
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -209,8 +211,7 @@ async fn raw(State(state): State<AppState>, ApiCaller(caller): ApiCaller, PathId
         HeaderValue::from_static("default-src 'none'; sandbox"),
     );
     if !inline {
-        let name: String = r
-            .filename
+        let name: String = filename
             .unwrap_or_else(|| format!("evidence-{id}"))
             .chars()
             .map(|c| {

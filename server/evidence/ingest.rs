@@ -200,7 +200,11 @@ pub async fn ingest(
     let (kind, kind_warning) = resolve_kind(upload.kind, &upload.raw);
     let window = match upload.window_after() {
         Some(w) if kind == EvidenceKind::VllmMetrics => {
-            Some((w.to_owned(), repo::window_before(&state.pool, brief_id, w).await?))
+            let before = match repo::window_before(&state.pool, brief_id, w).await? {
+                Some(stored) => Some(state.config.raw_store.load(stored).await?),
+                None => None,
+            };
+            Some((w.to_owned(), before))
         }
         _ => None,
     };
@@ -242,6 +246,8 @@ pub async fn ingest(
         },
     });
 
+    // With an object store the bytes are written first: a row that commits always has its bytes.
+    let raw_object = state.config.raw_store.put(&sha256, &upload.raw).await?;
     let new_evidence = repo::NewEvidence {
         id,
         brief_id,
@@ -250,6 +256,7 @@ pub async fn ingest(
         content_type: &upload.content_type,
         filename: upload.filename.as_deref(),
         raw: &upload.raw,
+        raw_object: raw_object.as_deref(),
         sha256: &sha256,
         metrics: &outcome.metrics,
         warnings: &outcome.warnings,

@@ -139,9 +139,13 @@ async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId)
     let row = repo::get(&state.pool, id)
         .await?
         .ok_or(AppError::NotFound("evidence"))?;
-    let prefix = repo::raw_prefix(&state.pool, id, PREVIEW_BYTES)
-        .await?
-        .unwrap_or_default();
+    let prefix = match repo::raw_prefix(&state.pool, id, PREVIEW_BYTES).await? {
+        Some(stored) => {
+            let end = (row.size_bytes.max(0) as u64).min(PREVIEW_BYTES as u64);
+            state.config.raw_store.load_range(stored, 0..end).await?
+        }
+        None => Vec::new(),
+    };
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".to_owned());
     let facts = vec![
         ("Kind", row.kind.clone()),

@@ -5,6 +5,8 @@ use serde_json::Value;
 use sqlx::{types::Json, FromRow, PgExecutor};
 use uuid::Uuid;
 
+use super::raw_store::StoredRaw;
+
 /// Everything but the raw bytes.
 #[derive(Debug, Clone, FromRow)]
 pub struct EvidenceRow {
@@ -41,6 +43,8 @@ pub struct NewEvidence<'a> {
     pub content_type: &'a str,
     pub filename: Option<&'a str>,
     pub raw: &'a [u8],
+    /// Set when the bytes went to the object store: then the row keeps this name, not the bytes.
+    pub raw_object: Option<&'a str>,
     pub sha256: &'a str,
     pub metrics: &'a Value,
     pub warnings: &'a [String],
@@ -58,9 +62,10 @@ pub struct NewEvidence<'a> {
 pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO evidence (id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, \
-         warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by) \
+         warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
+         raw_object) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-         coalesce($18, now()), $19)",
+         coalesce($18, now()), $19, $20)",
     )
     .bind(e.id)
     .bind(e.brief_id)
@@ -68,7 +73,7 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
     .bind(e.stage)
     .bind(e.content_type)
     .bind(e.filename)
-    .bind(e.raw)
+    .bind(if e.raw_object.is_some() { None } else { Some(e.raw) })
     .bind(e.sha256)
     .bind(e.raw.len() as i64)
     .bind(Json(e.metrics))
@@ -81,6 +86,7 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
     .bind(Json(e.labels))
     .bind(e.collected_at)
     .bind(e.uploaded_by)
+    .bind(e.raw_object)
     .execute(db)
     .await?;
     Ok(())
@@ -144,23 +150,33 @@ pub struct RawBytes {
     pub brief_id: Uuid,
     pub content_type: String,
     pub filename: Option<String>,
-    pub raw: Vec<u8>,
+    pub raw: Option<Vec<u8>>,
+    pub raw_object: Option<String>,
+}
+
+impl RawBytes {
+    pub fn stored(self) -> StoredRaw {
+        StoredRaw::from_columns(self.raw, self.raw_object)
+    }
 }
 
 pub async fn raw(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<RawBytes>, sqlx::Error> {
-    sqlx::query_as("SELECT brief_id, content_type, filename, raw FROM evidence WHERE id = $1")
+    sqlx::query_as("SELECT brief_id, content_type, filename, raw, raw_object FROM evidence WHERE id = $1")
         .bind(id)
         .fetch_optional(db)
         .await
 }
 
-/// The first `limit` bytes, for showing on a page without loading a large file.
-pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result<Option<Vec<u8>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT substring(raw FROM 1 FOR $2) FROM evidence WHERE id = $1")
-        .bind(id)
-        .bind(limit)
-        .fetch_optional(db)
-        .await
+/// The first `limit` bytes, for showing on a page without loading a large file: the bytes when the
+/// row has them, else the object's name (the caller reads the range from the store).
+pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result<Option<StoredRaw>, sqlx::Error> {
+    let row: Option<(Option<Vec<u8>>, Option<String>)> =
+        sqlx::query_as("SELECT substring(raw FROM 1 FOR $2), raw_object FROM evidence WHERE id = $1")
+            .bind(id)
+            .bind(limit)
+            .fetch_optional(db)
+            .await?;
+    Ok(row.map(|(raw, object)| StoredRaw::from_columns(raw, object)))
 }
 
 /// The raw bytes of the newest `before` scrape of a vLLM window on a brief.
@@ -168,16 +184,17 @@ pub async fn window_before(
     db: impl PgExecutor<'_>,
     brief_id: Uuid,
     window: &str,
-) -> Result<Option<Vec<u8>>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT raw FROM evidence WHERE brief_id = $1 AND kind = 'vllm-metrics' \
+) -> Result<Option<StoredRaw>, sqlx::Error> {
+    let row: Option<(Option<Vec<u8>>, Option<String>)> = sqlx::query_as(
+        "SELECT raw, raw_object FROM evidence WHERE brief_id = $1 AND kind = 'vllm-metrics' \
          AND labels ->> 'phase' = 'before' AND labels ->> 'window' = $2 \
          ORDER BY received_at DESC, id DESC LIMIT 1",
     )
     .bind(brief_id)
     .bind(window)
     .fetch_optional(db)
-    .await
+    .await?;
+    Ok(row.map(|(raw, object)| StoredRaw::from_columns(raw, object)))
 }
 
 /// A stored first answer to an idempotent request.

@@ -1,0 +1,166 @@
+//! Where the raw bytes of evidence live. By default in the `evidence.raw` column; with
+//! `RENTCHECK_EVIDENCE_STORE` set, in an object store (S3 or S3-compatible with `s3://bucket/prefix`,
+//! or a directory with `file:///path`) under `sha256/<hex>`, and the row keeps the object's name.
+//! The bytes are written before the row commits, so an acknowledged upload always has its bytes;
+//! names are content addresses, so a retried upload rewrites the same object and nothing is ever
+//! deleted. The `object_store` crate (Apache Arrow) speaks S3, and the same trait serves a directory.
+
+use std::{ops::Range, sync::Arc};
+
+use bytes::Bytes;
+use object_store::{aws::AmazonS3Builder, local::LocalFileSystem, path::Path, ObjectStore, PutPayload};
+
+use crate::error::AppError;
+
+#[derive(Debug, Clone, Default)]
+pub enum RawStore {
+    /// In the evidence row (bytea).
+    #[default]
+    Database,
+    /// In an object store; `describe` is the setting with no secrets in it, for logs.
+    Objects {
+        store: Arc<dyn ObjectStore>,
+        describe: String,
+    },
+}
+
+/// The raw bytes as a row holds them: the bytes, or the name of their object.
+pub enum StoredRaw {
+    Inline(Vec<u8>),
+    Object(String),
+}
+
+impl StoredRaw {
+    /// From the `raw` and `raw_object` columns; the schema guarantees exactly one is set.
+    pub fn from_columns(raw: Option<Vec<u8>>, raw_object: Option<String>) -> Self {
+        match (raw, raw_object) {
+            (Some(bytes), _) => StoredRaw::Inline(bytes),
+            (None, Some(name)) => StoredRaw::Object(name),
+            (None, None) => StoredRaw::Inline(Vec::new()),
+        }
+    }
+}
+
+impl RawStore {
+    /// `None` or empty: the database. `s3://bucket[/prefix]` takes credentials, region and endpoint
+    /// (for S3-compatible stores: `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`) from the standard `AWS_*`
+    /// variables; `file:///absolute/dir` is a directory, created when missing.
+    pub fn from_setting(setting: Option<&str>) -> anyhow::Result<Self> {
+        let Some(url) = setting.map(str::trim).filter(|s| !s.is_empty()) else {
+            return Ok(RawStore::Database);
+        };
+        let store: Arc<dyn ObjectStore> = if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            anyhow::ensure!(!bucket.is_empty(), "RENTCHECK_EVIDENCE_STORE: no bucket in {url:?}");
+            let s3 = AmazonS3Builder::from_env().with_bucket_name(bucket).build()?;
+            with_prefix(Arc::new(s3), prefix)
+        } else if let Some(dir) = url.strip_prefix("file://") {
+            anyhow::ensure!(
+                dir.starts_with('/'),
+                "RENTCHECK_EVIDENCE_STORE: a file:// store needs an absolute path, got {url:?}"
+            );
+            std::fs::create_dir_all(dir)?;
+            Arc::new(LocalFileSystem::new_with_prefix(dir)?)
+        } else {
+            anyhow::bail!("RENTCHECK_EVIDENCE_STORE must be s3://bucket/prefix or file:///dir, got {url:?}");
+        };
+        Ok(RawStore::Objects {
+            store,
+            describe: url.to_owned(),
+        })
+    }
+
+    pub fn describe(&self) -> &str {
+        match self {
+            RawStore::Database => "the database",
+            RawStore::Objects { describe, .. } => describe,
+        }
+    }
+
+    /// Keeps `bytes` in the object store, when there is one, and returns the object's name for the
+    /// row; `None`: the row keeps the bytes itself.
+    pub async fn put(&self, sha256: &str, bytes: &Bytes) -> Result<Option<String>, AppError> {
+        let RawStore::Objects { store, .. } = self else {
+            return Ok(None);
+        };
+        let name = format!("sha256/{sha256}");
+        store
+            .put(&Path::from(name.as_str()), PutPayload::from_bytes(bytes.clone()))
+            .await
+            .map_err(unavailable)?;
+        Ok(Some(name))
+    }
+
+    /// All the bytes.
+    pub async fn load(&self, stored: StoredRaw) -> Result<Vec<u8>, AppError> {
+        match stored {
+            StoredRaw::Inline(bytes) => Ok(bytes),
+            StoredRaw::Object(name) => {
+                let store = self.object_store(&name)?;
+                let result = store.get(&Path::from(name.as_str())).await.map_err(unavailable)?;
+                Ok(result.bytes().await.map_err(unavailable)?.to_vec())
+            }
+        }
+    }
+
+    /// The bytes in `range` (the caller keeps it within the stored size), for a page's preview.
+    pub async fn load_range(&self, stored: StoredRaw, range: Range<u64>) -> Result<Vec<u8>, AppError> {
+        match stored {
+            StoredRaw::Inline(bytes) => Ok(bytes),
+            StoredRaw::Object(_) if range.is_empty() => Ok(Vec::new()),
+            StoredRaw::Object(name) => {
+                let store = self.object_store(&name)?;
+                let bytes = store
+                    .get_range(&Path::from(name.as_str()), range)
+                    .await
+                    .map_err(unavailable)?;
+                Ok(bytes.to_vec())
+            }
+        }
+    }
+
+    fn object_store(&self, name: &str) -> Result<&Arc<dyn ObjectStore>, AppError> {
+        match self {
+            RawStore::Objects { store, .. } => Ok(store),
+            RawStore::Database => Err(AppError::Internal(anyhow::anyhow!(
+                "evidence bytes are in object {name} but RENTCHECK_EVIDENCE_STORE is not set"
+            ))),
+        }
+    }
+}
+
+/// A prefix inside the bucket, so one bucket can serve several installations.
+fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Arc<dyn ObjectStore> {
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() {
+        store
+    } else {
+        Arc::new(object_store::prefix::PrefixStore::new(store, prefix))
+    }
+}
+
+fn unavailable(e: object_store::Error) -> AppError {
+    tracing::warn!(error = %e, "evidence object store unavailable");
+    AppError::StorageUnavailable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked_at_start() {
+        assert!(matches!(RawStore::from_setting(None).unwrap(), RawStore::Database));
+        assert!(matches!(
+            RawStore::from_setting(Some("  ")).unwrap(),
+            RawStore::Database
+        ));
+        // Building an S3 client needs no network: the bucket is first contacted on the first upload.
+        let s3 = RawStore::from_setting(Some("s3://evidence-bucket/rentcheck/prod")).unwrap();
+        assert_eq!(s3.describe(), "s3://evidence-bucket/rentcheck/prod");
+        assert!(matches!(s3, RawStore::Objects { .. }));
+        for bad in ["ftp://x", "s3://", "file://relative/dir", "/just/a/path"] {
+            assert!(RawStore::from_setting(Some(bad)).is_err(), "{bad} must be refused");
+        }
+    }
+}
