@@ -103,6 +103,12 @@ async fn raw_bytes_live_in_the_store_and_read_back_everywhere() {
         .await
         .unwrap();
     assert!(page.contains("This file is not UTF-8 text"), "{page}");
+
+    // An object deleted from the bucket behind rentcheck's back is an error of its own, not a 503
+    // that a client would retry forever.
+    std::fs::remove_file(dir.path().join("sha256").join(sha256_hex(&binary))).unwrap();
+    let gone = app.get(&format!("/api/v1/evidence/{log_id}/raw")).await;
+    assert_eq!(gone.status(), 500);
 }
 
 #[tokio::test]

@@ -139,7 +139,12 @@ fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Arc<dyn ObjectStore
     }
 }
 
+/// A store that does not answer is a 503 to retry; an object that is gone is not (the row says it
+/// exists, so someone deleted it from the bucket): that is an internal error, logged.
 fn unavailable(e: object_store::Error) -> AppError {
+    if let object_store::Error::NotFound { path, .. } = &e {
+        return AppError::Internal(anyhow::anyhow!("evidence object {path} is missing from the store"));
+    }
     tracing::warn!(error = %e, "evidence object store unavailable");
     AppError::StorageUnavailable
 }
