@@ -68,10 +68,7 @@ CREATE FUNCTION evidence_metrics_compact(batch integer) RETURNS integer LANGUAGE
     ), ranked AS (
         SELECT e.id, e.brief_id, e.stage, e.collected_at, e.received_at,
                row_number() OVER (ORDER BY e.collected_at DESC, e.received_at DESC, e.id DESC) AS rank
-        FROM taken t
-        JOIN evidence e ON e.id = t.evidence_id
-        -- An item whose brief is gone (deleted by hand) must not wedge the queue on the foreign key.
-        JOIN briefs b ON b.id = e.brief_id
+        FROM taken t JOIN evidence e ON e.id = t.evidence_id
     ), best AS (
         SELECT r.brief_id, r.stage, k.key, min(r.rank) AS rank
         FROM ranked r

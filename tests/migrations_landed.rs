@@ -1,0 +1,54 @@
+//! Migrations that have shipped never change: sqlx keeps each applied file's SHA-384 and refuses to
+//! start on a database whose applied migration no longer matches, so an edit to a shipped file
+//! would stop every existing installation at its next start. Change the schema with a new
+//! migration instead, and add a line here when one lands.
+
+use sha2::{Digest, Sha384};
+
+/// (file, SHA-384 of its bytes) for every migration on main as of 2026-11-29's stop 10.
+const LANDED: [(&str, &str); 8] = [
+    (
+        "20261129000001_briefs.sql",
+        "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
+    ),
+    (
+        "20261129000002_auth.sql",
+        "a773c0dfefe2e4c9324be8ac48c6e7355d4448f72b9ee89caec41fc17cc957cd81f45861de37fdcf19780700b5a88da6",
+    ),
+    (
+        "20261129000003_evidence.sql",
+        "a721906af4b8f52b1267ecfa9b697c5febea421e6ca262e26068710cd835082469429b0f6415c0edf21060396bd6de19",
+    ),
+    (
+        "20261129000004_ledger.sql",
+        "7ccaa276af4b78304c02bd2ef2ecac99efdbc8698aa7ba67b47d5c7ea6cc65bad8390e1e8be008ffc1f1a44da3b3b5ae",
+    ),
+    (
+        "20261129000005_cards.sql",
+        "ced1eb622e63e30efad33c8b1c944f395f5f527f41a22e018f19996ec378dde98ee9caae864bc6cbcc87c9e6752f0c6c",
+    ),
+    (
+        "20261129000006_evidence_metrics.sql",
+        "bea7f6a6d5c5cd2732efe6bc73fa1ed60a8495fe628aa634e4081856a89168148bb149ac3aa0ec108a7898c349517de0",
+    ),
+    (
+        "20261129000007_approvals.sql",
+        "095003eecfa090ef05d18f7aba026abbf87332403173a0c78a21ca5937ec61cb66da55cf5c1281f9400924adf6c4a60a",
+    ),
+    (
+        "20261129000008_lighter_evidence_writes.sql",
+        "cb5a478cf45ecedcfb86f82fbc3e36439e4dc3fe423a39f8666a37419cdd99bfe5e680507392d57ae0ef6d54d7a3e940",
+    ),
+];
+
+#[test]
+fn shipped_migrations_are_unchanged() {
+    for (file, expected) in LANDED {
+        let bytes = std::fs::read(format!("migrations/{file}")).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let actual = hex::encode(Sha384::digest(&bytes));
+        assert_eq!(
+            actual, expected,
+            "{file} has shipped: change the schema in a new migration"
+        );
+    }
+}
