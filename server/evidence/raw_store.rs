@@ -30,17 +30,6 @@ pub enum StoredRaw {
     Object(String),
 }
 
-impl StoredRaw {
-    /// From the `raw` and `raw_object` columns; the schema guarantees exactly one is set.
-    pub fn from_columns(raw: Option<Vec<u8>>, raw_object: Option<String>) -> Self {
-        match (raw, raw_object) {
-            (Some(bytes), _) => StoredRaw::Inline(bytes),
-            (None, Some(name)) => StoredRaw::Object(name),
-            (None, None) => StoredRaw::Inline(Vec::new()),
-        }
-    }
-}
-
 impl RawStore {
     /// `None` or empty: the database. `s3://bucket[/prefix]` takes credentials, region and endpoint
     /// (for S3-compatible stores: `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`) from the standard `AWS_*`

@@ -118,31 +118,19 @@ pub async fn list_for_brief(
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<EvidenceRow>, sqlx::Error> {
-    match after {
-        None => {
-            sqlx::query_as(&format!(
-                "SELECT {COLUMNS} FROM evidence WHERE brief_id = $1 ORDER BY received_at DESC, id DESC LIMIT $2"
-            ))
-            .bind(brief_id)
-            .bind(limit)
-            .persistent(false)
-            .fetch_all(db)
-            .await
-        }
-        Some((at, id)) => {
-            sqlx::query_as(&format!(
-                "SELECT {COLUMNS} FROM evidence WHERE brief_id = $1 AND (received_at, id) < ($2, $3) \
-                 ORDER BY received_at DESC, id DESC LIMIT $4"
-            ))
-            .bind(brief_id)
-            .bind(at)
-            .bind(id)
-            .bind(limit)
-            .persistent(false)
-            .fetch_all(db)
-            .await
-        }
+    let cursor = if after.is_some() {
+        "AND (received_at, id) < ($3, $4)"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT {COLUMNS} FROM evidence WHERE brief_id = $1 {cursor} ORDER BY received_at DESC, id DESC LIMIT $2"
+    );
+    let mut query = sqlx::query_as(&sql).bind(brief_id).bind(limit);
+    if let Some((at, id)) = after {
+        query = query.bind(at).bind(id);
     }
+    query.persistent(false).fetch_all(db).await
 }
 
 #[derive(FromRow)]
@@ -150,13 +138,25 @@ pub struct RawBytes {
     pub brief_id: Uuid,
     pub content_type: String,
     pub filename: Option<String>,
-    pub raw: Option<Vec<u8>>,
-    pub raw_object: Option<String>,
+    #[sqlx(flatten)]
+    pub stored: RawColumns,
 }
 
-impl RawBytes {
-    pub fn stored(self) -> StoredRaw {
-        StoredRaw::from_columns(self.raw, self.raw_object)
+/// The `raw` and `raw_object` columns (or a prefix of `raw` selected `AS raw`).
+#[derive(FromRow)]
+pub struct RawColumns {
+    raw: Option<Vec<u8>>,
+    raw_object: Option<String>,
+}
+
+impl From<RawColumns> for StoredRaw {
+    /// The schema (migration 10) guarantees exactly one of the two is set.
+    fn from(c: RawColumns) -> Self {
+        match (c.raw, c.raw_object) {
+            (Some(bytes), _) => StoredRaw::Inline(bytes),
+            (None, Some(name)) => StoredRaw::Object(name),
+            (None, None) => StoredRaw::Inline(Vec::new()),
+        }
     }
 }
 
@@ -170,13 +170,13 @@ pub async fn raw(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<RawBytes>, 
 /// The first `limit` bytes, for showing on a page without loading a large file: the bytes when the
 /// row has them, else the object's name (the caller reads the range from the store).
 pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result<Option<StoredRaw>, sqlx::Error> {
-    let row: Option<(Option<Vec<u8>>, Option<String>)> =
-        sqlx::query_as("SELECT substring(raw FROM 1 FOR $2), raw_object FROM evidence WHERE id = $1")
+    let row: Option<RawColumns> =
+        sqlx::query_as("SELECT substring(raw FROM 1 FOR $2) AS raw, raw_object FROM evidence WHERE id = $1")
             .bind(id)
             .bind(limit)
             .fetch_optional(db)
             .await?;
-    Ok(row.map(|(raw, object)| StoredRaw::from_columns(raw, object)))
+    Ok(row.map(StoredRaw::from))
 }
 
 /// The raw bytes of the newest `before` scrape of a vLLM window on a brief.
@@ -185,7 +185,7 @@ pub async fn window_before(
     brief_id: Uuid,
     window: &str,
 ) -> Result<Option<StoredRaw>, sqlx::Error> {
-    let row: Option<(Option<Vec<u8>>, Option<String>)> = sqlx::query_as(
+    let row: Option<RawColumns> = sqlx::query_as(
         "SELECT raw, raw_object FROM evidence WHERE brief_id = $1 AND kind = 'vllm-metrics' \
          AND labels ->> 'phase' = 'before' AND labels ->> 'window' = $2 \
          ORDER BY received_at DESC, id DESC LIMIT 1",
@@ -194,7 +194,7 @@ pub async fn window_before(
     .bind(window)
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|(raw, object)| StoredRaw::from_columns(raw, object)))
+    Ok(row.map(StoredRaw::from))
 }
 
 /// A stored first answer to an idempotent request.
