@@ -220,3 +220,56 @@ async fn secrets_in_headers_never_reach_the_logs() {
     assert!(!log.contains("cookie-secret-value"), "cookies must not be logged");
     assert!(!log.contains(&app.jwt_secret), "the signing secret must not be logged");
 }
+
+#[tokio::test]
+async fn serve_keeps_raw_evidence_where_rentcheck_evidence_store_says() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let data = tempfile::tempdir().unwrap();
+    let serve = |store: &str, port: u16| {
+        Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+            .arg("serve")
+            .env("DATABASE_URL", &app.database_url)
+            .env("RENTCHECK_JWT_SECRET", &app.jwt_secret)
+            .env("RENTCHECK_DATA_DIR", data.path())
+            .env("RENTCHECK_ADDR", format!("127.0.0.1:{port}"))
+            .env("RENTCHECK_EVIDENCE_STORE", store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    // A setting it cannot use stops the start, saying why.
+    let refused = serve("ftp://evidence", 0).wait_with_output().unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("RENTCHECK_EVIDENCE_STORE must be"));
+
+    // A directory store: an upload's bytes land in it under their sha256.
+    let store = data.path().join("objects");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = serve(&format!("file://{}", store.display()), port);
+    let url = format!("http://127.0.0.1:{port}/api/v1/briefs/{brief}/evidence?kind=log&stage=1");
+    let bytes = b"harness log line\n".to_vec();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        match app.client.post(&url).body(bytes.clone()).send().await {
+            Ok(r) => break r.status(),
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("server did not answer: {e}"),
+        }
+    };
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert_eq!(status, 201);
+    let object = store
+        .join("sha256")
+        .join(rentcheck::evidence::model::sha256_hex(&bytes));
+    assert_eq!(std::fs::read(object).unwrap(), bytes);
+}
