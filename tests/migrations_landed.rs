@@ -1,12 +1,13 @@
 //! Migrations that have shipped never change: sqlx keeps each applied file's SHA-384 and refuses to
 //! start on a database whose applied migration no longer matches, so an edit to a shipped file
 //! would stop every existing installation at its next start. Change the schema with a new
-//! migration instead, and add a line here when one lands.
+//! migration instead, and add a line here when one lands: a migration file that is not pinned here
+//! fails the second test, so a new one cannot ship unnoticed.
 
 use sha2::{Digest, Sha384};
 
-/// (file, SHA-384 of its bytes) for every migration on main as of 2026-11-29's stop 10.
-const LANDED: [(&str, &str); 8] = [
+/// (file, SHA-384 of its bytes) for every migration that has shipped.
+const LANDED: [(&str, &str); 10] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -39,6 +40,14 @@ const LANDED: [(&str, &str); 8] = [
         "20261129000008_lighter_evidence_writes.sql",
         "cb5a478cf45ecedcfb86f82fbc3e36439e4dc3fe423a39f8666a37419cdd99bfe5e680507392d57ae0ef6d54d7a3e940",
     ),
+    (
+        "20261129000009_evidence_metrics_queue_functions.sql",
+        "089eeb1145174d5b6ced5a1d55954419d2dc60b7534401472495b4a6a9727c35449a808b18ba535d6c3f477624164052",
+    ),
+    (
+        "20261129000010_evidence_object_store.sql",
+        "2357b2d5b933f45e646b275226c475f2937ad040df81547107598215fdd7a306beedc90a2087d6c3db982b8c0fe6f696",
+    ),
 ];
 
 #[test]
@@ -51,4 +60,24 @@ fn shipped_migrations_are_unchanged() {
             "{file} has shipped: change the schema in a new migration"
         );
     }
+}
+
+#[test]
+fn every_migration_is_pinned() {
+    let mut unpinned = Vec::new();
+    for entry in std::fs::read_dir("migrations").expect("migrations/") {
+        let name = entry
+            .expect("a directory entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name.ends_with(".sql") && !LANDED.iter().any(|(file, _)| *file == name) {
+            unpinned.push(name);
+        }
+    }
+    unpinned.sort();
+    assert!(
+        unpinned.is_empty(),
+        "pin these migrations in LANDED (file and `sha384sum` of it) when they land: {unpinned:?}"
+    );
 }

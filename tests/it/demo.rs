@@ -1,6 +1,6 @@
 //! `rentcheck demo`: a filled-in review within a minute, and idempotent.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

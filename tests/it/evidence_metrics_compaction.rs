@@ -1,7 +1,7 @@
 //! The newest value of a metric, as cards and the review read it, is the same whether or not the
 //! background compactor has moved an upload out of the pending queue yet (migration 8).
 
-mod common;
+use crate::common;
 
 use chrono::{DateTime, Duration, Utc};
 use rentcheck::{acceptance, evidence::compactor, evidence::repo};

@@ -2,7 +2,7 @@
 //! away mid-run. Nothing acknowledged is lost, nothing retried is stored twice, and while the
 //! database is gone the API says 503 with Retry-After instead of hanging or answering 500.
 
-mod common;
+use crate::common;
 
 use std::{
     net::SocketAddr,

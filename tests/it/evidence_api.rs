@@ -1,6 +1,6 @@
 //! Black-box tests of the evidence API: a real server over a fresh database per test.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -1,6 +1,6 @@
 //! The evidence list on the brief page and the `/evidence/{eid}` page.
 
-mod common;
+use crate::common;
 
 use rentcheck::auth::Role;
 

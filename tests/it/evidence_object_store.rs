@@ -3,7 +3,7 @@
 //! (download, page preview, a vLLM window's `before` scrape) gets the same bytes back. Tested with
 //! the `file://` store, which goes through the same `object_store` interface as S3.
 
-mod common;
+use crate::common;
 
 use common::{fixture, spawn_app_with};
 use rentcheck::{

@@ -1,6 +1,6 @@
 //! Bearer tokens and roles on the JSON API.
 
-mod common;
+use crate::common;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Utc;

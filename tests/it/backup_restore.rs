@@ -1,7 +1,7 @@
 //! docs/operations.md's backup and restore: a dump restored into a fresh database reviews the same
 //! brief to the same decision and inputs digest.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

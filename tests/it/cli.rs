@@ -1,6 +1,6 @@
 //! The `rentcheck user` and `rentcheck token` commands against a real database.
 
-mod common;
+use crate::common;
 
 use std::{
     io::Write,

@@ -1,6 +1,6 @@
 //! The ledger section of the brief page: forms (with CSRF), the summary, the chart and the export.
 
-mod common;
+use crate::common;
 
 use common::spawn_app;
 use rentcheck::auth::Role;

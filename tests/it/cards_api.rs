@@ -2,7 +2,7 @@
 //! audit log, and evaluation over real evidence uploads (newest wins, wrong types, missing, and a
 //! revision changing a status).
 
-mod common;
+use crate::common;
 
 use common::{spawn_app, TestApp};
 use rentcheck::auth::Role;

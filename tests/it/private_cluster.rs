@@ -10,7 +10,7 @@ use std::{
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

@@ -1,6 +1,6 @@
 //! The ledger over HTTP: JSON and CSV posts, the summary, roles, bad imports, the size cap, export.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

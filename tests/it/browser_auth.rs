@@ -1,6 +1,6 @@
 //! A person logs in, creates a brief, mints a token and logs out, in headless Chromium.
 
-mod common;
+use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 use rentcheck::auth::Role;

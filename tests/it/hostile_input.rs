@@ -2,7 +2,7 @@
 //! compressed bodies that inflate past the upload cap. Each is refused in a bounded time, and the
 //! server goes on answering everyone else.
 
-mod common;
+use crate::common;
 
 use std::{
     io::Write,

@@ -5,7 +5,7 @@
 //! in server/http/mod.rs is the one URL map). Then each documented operation is called on a live
 //! server to show it is really routed (anything but the fallback's "route not found").
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -1,6 +1,6 @@
 //! The briefs JSON API over HTTP against a real PostgreSQL.
 
-mod common;
+use crate::common;
 
 use common::{merge, spawn_app, valid_brief};
 use serde_json::{json, Value};

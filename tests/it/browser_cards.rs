@@ -1,7 +1,7 @@
 //! A person edits a card threshold in headless Chromium, saves, and sees the new revision and the
 //! criterion's status change.
 
-mod common;
+use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 use fantoccini::Locator;

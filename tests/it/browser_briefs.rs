@@ -1,6 +1,6 @@
 //! A person writes a brief in headless Chromium and sees its sizing.
 
-mod common;
+use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 use rentcheck::auth::Role;

@@ -1,6 +1,6 @@
 //! People in the browser: sign-in, sessions, CSRF, lockout, escaping, tokens and users pages.
 
-mod common;
+use crate::common;
 
 use common::{cookie_client, input_value, spawn_app, PASSWORD};
 use rentcheck::auth::Role;

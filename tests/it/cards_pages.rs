@@ -1,6 +1,6 @@
 //! The brief page's timeline, lint and readiness checklist, and the card editor, as a signed-in person.
 
-mod common;
+use crate::common;
 
 use common::{spawn_app, Person, TestApp};
 use rentcheck::auth::Role;

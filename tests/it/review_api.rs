@@ -1,6 +1,6 @@
 //! The review over HTTP: computed decisions, approvals and their permissions, staleness, records.
 
-mod common;
+use crate::common;
 
 use common::{bearer_client, fixture, spawn_app};
 use rentcheck::auth::Role;

@@ -1,6 +1,6 @@
 //! A manager approves a `reserve` decision in headless Chromium; an engineer cannot.
 
-mod common;
+use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 use rentcheck::{auth::Role, config::AppConfig, demo, state::AppState};

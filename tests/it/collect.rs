@@ -2,7 +2,7 @@
 //! that print the project's fixtures, a fake vLLM `/metrics`, and a counting proxy that can answer
 //! 503 before it lets requests through.
 
-mod common;
+use crate::common;
 
 use std::{
     path::{Path, PathBuf},

@@ -1,0 +1,34 @@
+//! The integration tests, one module per area, linked into one binary so that a change to the
+//! library links once instead of once per file. Each test makes its own database (`common`).
+//! `tests/migrations_landed.rs` stays a binary of its own: it reads files only and runs without a
+//! database, so a release check can run it alone in a second.
+
+mod common;
+
+mod auth_api;
+mod auth_pages;
+mod backup_restore;
+mod briefs_api;
+mod browser_auth;
+mod browser_briefs;
+mod browser_cards;
+mod browser_review;
+mod cards_api;
+mod cards_pages;
+mod cli;
+mod collect;
+mod demo;
+mod evidence_api;
+mod evidence_metrics_compaction;
+mod evidence_object_store;
+mod evidence_pages;
+mod hostile_input;
+mod ledger;
+mod ledger_api;
+mod ledger_pages;
+mod openapi;
+mod parsers;
+mod parsers_conformance;
+mod private_cluster;
+mod resilience;
+mod review_api;
