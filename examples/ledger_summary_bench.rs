@@ -14,12 +14,13 @@ use std::time::Instant;
 
 use rentcheck::{
     auth::{
-        token::{self, NewToken, TokenKeys},
+        token::{self, NewToken},
         Role,
     },
     config::AppConfig,
     http,
     ledger::{self, repo},
+    secrets::TokenKeys,
     state::AppState,
 };
 use serde_json::json;

@@ -15,9 +15,10 @@ mod scratch_database;
 use std::{sync::Arc, time::Instant};
 
 use rentcheck::{
-    auth::{session, token::TokenKeys, users, Role},
+    auth::{session, users, Role},
     config::AppConfig,
     demo, http,
+    secrets::TokenKeys,
     state::AppState,
 };
 use sqlx::PgPool;

@@ -1,37 +1,12 @@
 //! Runtime configuration, read from environment variables (and the matching CLI flags).
-//! Every setting has a default that works on a developer's laptop.
+//! Every setting has a default that works on a developer's laptop. Data only: what is built from a
+//! setting (the pool, the evidence store, the signing keys) lives in `AppState`.
 
-use std::{fmt, net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf};
 
 use clap::Args;
 
-use crate::evidence::raw_store::RawStore;
-
-/// A secret string whose `Debug` and `Display` never reveal it, so it cannot leak into logs.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Self(s.to_owned()))
-    }
-}
+use crate::secrets::Secret;
 
 /// Settings shared by every subcommand that touches the database.
 #[derive(Debug, Clone, Args)]
@@ -95,8 +70,6 @@ pub struct AppConfig {
     pub max_upload: usize,
     pub request_timeout_secs: u64,
     pub secure_cookies: bool,
-    /// Where raw evidence bytes are kept (`RENTCHECK_EVIDENCE_STORE`).
-    pub raw_store: RawStore,
 }
 
 impl Default for AppConfig {
@@ -105,20 +78,16 @@ impl Default for AppConfig {
             max_upload: 16 * 1024 * 1024,
             request_timeout_secs: 30,
             secure_cookies: false,
-            raw_store: RawStore::Database,
         }
     }
 }
 
-impl TryFrom<&ServeConfig> for AppConfig {
-    type Error = anyhow::Error;
-
-    fn try_from(c: &ServeConfig) -> anyhow::Result<Self> {
-        Ok(Self {
+impl From<&ServeConfig> for AppConfig {
+    fn from(c: &ServeConfig) -> Self {
+        Self {
             max_upload: c.max_upload,
             request_timeout_secs: c.request_timeout_secs,
             secure_cookies: c.secure_cookies,
-            raw_store: RawStore::from_setting(c.evidence_store.as_deref())?,
-        })
+        }
     }
 }

@@ -17,8 +17,8 @@ use sqlx::{
 };
 
 use crate::{
-    config::{DbConfig, Secret},
-    secrets::{random_token, write_private_file},
+    config::DbConfig,
+    secrets::{random_token, write_private_file, Secret},
 };
 
 /// Runs the migrations. sqlx takes a PostgreSQL advisory lock around them, so two instances that

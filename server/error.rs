@@ -1,30 +1,14 @@
-//! The one error type. It renders as RFC 9457 problem+json for the API and as a friendly HTML page
-//! for people (`PageError`), each with the status it means. A 5xx never shows its cause: the cause
+//! The one error type. It renders as RFC 9457 problem+json for the API and, wrapped in
+//! `web::page::PageError`, as a friendly HTML page for people, each with the status it means. A 5xx never shows its cause: the cause
 //! is logged once, inside the request's span, and the body names the request id instead.
 
-use askama::Template;
 use axum::{
     http::{header, HeaderValue, StatusCode},
-    response::{Html, IntoResponse, Response},
+    response::{IntoResponse, Response},
 };
 use serde::Serialize;
 
-use crate::http::request_id::current_request_id;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
+use crate::{telemetry::current_request_id, validation::FieldError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -79,12 +63,6 @@ fn is_unavailable_sqlstate(code: &str) -> bool {
     ["08", "53", "57"].iter().any(|class| code.starts_with(class))
 }
 
-impl From<askama::Error> for AppError {
-    fn from(e: askama::Error) -> Self {
-        AppError::Internal(anyhow::Error::new(e).context("rendering a template"))
-    }
-}
-
 impl AppError {
     pub fn status(&self) -> StatusCode {
         match self {
@@ -128,7 +106,7 @@ impl AppError {
         }
     }
 
-    fn log(&self) {
+    pub(crate) fn log(&self) {
         if let AppError::Internal(e) = self {
             tracing::error!(error = ?e, "request failed");
         }
@@ -177,55 +155,4 @@ impl IntoResponse for AppError {
     }
 }
 
-/// The same error, rendered as an HTML page for people.
-#[derive(Debug)]
-pub struct PageError(pub AppError);
-
-impl<E: Into<AppError>> From<E> for PageError {
-    fn from(e: E) -> Self {
-        PageError(e.into())
-    }
-}
-
-#[derive(Template)]
-#[template(path = "error.html")]
-struct ErrorPage {
-    ctx: crate::http::page::PageContext,
-    status: u16,
-    title: String,
-    detail: String,
-}
-
-impl IntoResponse for PageError {
-    fn into_response(self) -> Response {
-        let error = self.0;
-        error.log();
-        let status = error.status();
-        let page = ErrorPage {
-            ctx: crate::http::page::PageContext::anonymous(),
-            status: status.as_u16(),
-            title: status.canonical_reason().unwrap_or("Error").to_owned(),
-            detail: match &error {
-                AppError::Validation(errors) => errors
-                    .iter()
-                    .map(|e| format!("{}: {}", e.field, e.message))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                other => other.public_detail(),
-            },
-        };
-        let body = page
-            .render()
-            .unwrap_or_else(|_| format!("{} {}", page.status, page.title));
-        let mut response = (status, Html(body)).into_response();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        }
-        response
-    }
-}
-
 pub type ApiResult<T> = Result<T, AppError>;
-pub type PageResult<T> = Result<T, PageError>;

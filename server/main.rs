@@ -7,13 +7,16 @@ use rentcheck::{
     audit,
     auth::{
         password,
-        token::{self, NewToken, TokenKeys},
+        token::{self, NewToken},
         users, Role,
     },
     collect,
     config::{AppConfig, DbConfig, ServeConfig, TokenConfig},
     db::{self, Database},
-    evidence, http,
+    evidence,
+    evidence_store::EvidenceStore,
+    http,
+    secrets::TokenKeys,
     state::AppState,
     telemetry,
 };
@@ -337,13 +340,14 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", serve.addr))?;
     let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db_config.data_dir)?;
     // A wrong evidence-store setting stops the start, before the database is touched.
-    let app_config = AppConfig::try_from(&serve)?;
-    tracing::info!(store = app_config.raw_store.describe(), "raw evidence is kept in");
+    let evidence_store = EvidenceStore::from_setting(serve.evidence_store.as_deref())?;
+    tracing::info!(store = evidence_store.describe(), "raw evidence is kept in");
     let database = Database::open(&db_config).await?;
     let outcome = async {
         db::migrate(&database.pool).await?;
         password::warm_up();
-        let state = AppState::new(database.pool.clone(), app_config, keys);
+        let state =
+            AppState::new(database.pool.clone(), AppConfig::from(&serve), keys).with_evidence_store(evidence_store);
         let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
         let addr = listener.local_addr()?;
         tracing::info!(%addr, "rentcheck is serving at http://{addr}");

@@ -1,5 +1,9 @@
-//! Random tokens from the operating system's generator.
+//! Secrets: random tokens from the operating system's generator, the `Secret` wrapper that keeps
+//! settings out of logs, the token signing keys and the helpers that keep them private.
 
+use std::{fmt, path::Path};
+
+use jsonwebtoken::{DecodingKey, EncodingKey};
 use rand::RngCore;
 
 /// 32 random bytes as 64 lower-case hex characters.
@@ -10,7 +14,7 @@ pub fn random_token() -> String {
 }
 
 /// Writes a file only its owner can read (mode 0600).
-pub fn write_private_file(path: &std::path::Path, contents: &str) -> anyhow::Result<()> {
+pub fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     use std::{io::Write, os::unix::fs::OpenOptionsExt};
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -33,4 +37,80 @@ pub fn sha256(data: &[u8]) -> Vec<u8> {
 pub fn equal(a: &str, b: &str) -> bool {
     use subtle::ConstantTimeEq;
     a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+/// A secret string whose `Debug` and `Display` never reveal it, so it cannot leak into logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_owned()))
+    }
+}
+
+/// The HS256 signing key.
+#[derive(Clone)]
+pub struct TokenKeys {
+    pub(crate) encoding: EncodingKey,
+    pub(crate) decoding: DecodingKey,
+}
+
+impl std::fmt::Debug for TokenKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenKeys(***)")
+    }
+}
+
+pub const MIN_SECRET_LEN: usize = 32;
+
+impl TokenKeys {
+    pub fn from_secret(secret: &[u8]) -> Self {
+        Self {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+        }
+    }
+
+    /// `RENTCHECK_JWT_SECRET` when given; otherwise the secret kept in `<data dir>/jwt-secret`
+    /// (mode 0600), generated on first start.
+    pub fn load(configured: Option<&Secret>, data_dir: &Path) -> anyhow::Result<Self> {
+        if let Some(secret) = configured {
+            anyhow::ensure!(
+                secret.expose().len() >= MIN_SECRET_LEN,
+                "RENTCHECK_JWT_SECRET must be at least {MIN_SECRET_LEN} characters"
+            );
+            return Ok(Self::from_secret(secret.expose().as_bytes()));
+        }
+        std::fs::create_dir_all(data_dir)?;
+        let path = data_dir.join("jwt-secret");
+        let secret = match std::fs::read_to_string(&path) {
+            Ok(s) => s.trim().to_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let s = random_token();
+                write_private_file(&path, &s)?;
+                tracing::info!(path = %path.display(), "generated a token signing secret");
+                s
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
+        };
+        anyhow::ensure!(secret.len() >= MIN_SECRET_LEN, "{} is too short", path.display());
+        Ok(Self::from_secret(secret.as_bytes()))
+    }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
-use crate::{auth::token::TokenKeys, config::AppConfig, http::metrics::Metrics};
+use crate::{config::AppConfig, evidence_store::EvidenceStore, secrets::TokenKeys, telemetry::Metrics};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -13,15 +13,24 @@ pub struct AppState {
     pub keys: TokenKeys,
     /// The service's own Prometheus metrics (`GET /metrics`), one registry per app.
     pub metrics: Arc<Metrics>,
+    /// Where raw evidence bytes are kept (`RENTCHECK_EVIDENCE_STORE`; the database by default).
+    pub evidence_store: EvidenceStore,
 }
 
 impl AppState {
+    /// A state that keeps raw evidence in the database; see [`AppState::with_evidence_store`].
     pub fn new(pool: PgPool, config: AppConfig, keys: TokenKeys) -> Self {
         Self {
             pool,
             config: Arc::new(config),
             keys,
             metrics: Arc::new(Metrics::new()),
+            evidence_store: EvidenceStore::Database,
         }
+    }
+
+    pub fn with_evidence_store(mut self, store: EvidenceStore) -> Self {
+        self.evidence_store = store;
+        self
     }
 }

@@ -15,11 +15,14 @@ use super::{
 };
 use crate::{
     audit,
-    auth::{extract::ApiCaller, Principal, Role},
+    auth::{Principal, Role},
     briefs::{self, model::Brief},
     error::{ApiResult, AppError},
-    http::extract::{ApiJson, PathId, PathIdNumber},
     state::AppState,
+    web::{
+        auth::ApiCaller,
+        extract::{ApiJson, PathId, PathIdNumber},
+    },
 };
 
 pub fn routes() -> Router<AppState> {
@@ -132,7 +135,7 @@ async fn replace(
     };
     let criteria = map
         .get("criteria")
-        .ok_or_else(|| AppError::Validation(vec![crate::error::FieldError::new("criteria", "is required")]))?;
+        .ok_or_else(|| AppError::Validation(vec![crate::validation::FieldError::new("criteria", "is required")]))?;
     let card = model::validate_json(criteria).map_err(AppError::Validation)?;
     let brief = load_brief(&state, id).await?;
     save_revision(&state, &brief, &card.criteria, &caller).await?;

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::FieldError;
+use crate::validation::FieldError;
 
 /// How a measured value is compared with the threshold: `value <op> threshold`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,17 +20,16 @@ use super::{
     repo, Status,
 };
 use crate::{
-    auth::{
-        extract::{CsrfForm, PageUser},
-        Role,
-    },
+    auth::Role,
     briefs::{self, model::Brief},
-    error::{AppError, FieldError, PageError, PageResult},
-    http::{
-        extract::{PathId, PathIdNumber},
-        page::PageContext,
-    },
+    error::AppError,
     state::AppState,
+    validation::FieldError,
+    web::{
+        auth::{CsrfForm, PageUser},
+        extract::{PathId, PathIdNumber},
+        page::{PageContext, PageError, PageResult},
+    },
 };
 
 pub fn routes() -> Router<AppState> {

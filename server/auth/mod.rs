@@ -1,7 +1,6 @@
 //! Who is asking: people with a server-side session, machines with a bearer token (JWT), and what
 //! each role may do. See ../shared/docs/api.md ("Auth").
 
-pub mod extract;
 pub mod pages;
 pub mod password;
 pub mod session;

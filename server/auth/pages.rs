@@ -15,7 +15,6 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{
-    extract::{CsrfForm, PageUser, CSRF_FIELD},
     password, session,
     token::{self, NewToken, TokenRow},
     users, Role,
@@ -23,13 +22,14 @@ use super::{
 use crate::{
     audit,
     briefs::repo as briefs_repo,
-    error::{AppError, PageError, PageResult},
-    http::{
-        extract::{ApiQuery, HtmlForm, PathId, PathIds},
-        page::PageContext,
-    },
+    error::AppError,
     secrets,
     state::AppState,
+    web::{
+        auth::{csrf_failure, CsrfForm, PageUser, CSRF_FIELD},
+        extract::{ApiQuery, HtmlForm, PathId, PathIds},
+        page::{PageContext, PageError, PageResult},
+    },
 };
 
 pub fn routes() -> Router<AppState> {
@@ -115,7 +115,7 @@ async fn login(
     HtmlForm(form): HtmlForm<HashMap<String, String>>,
 ) -> PageResult<Response> {
     if !pre_session_csrf_ok(&headers, &form) {
-        return Ok(super::extract::csrf_failure());
+        return Ok(csrf_failure());
     }
     let next = safe_next(form.get("next").map(String::as_str));
     let raw_email = form.get("email").cloned().unwrap_or_default();
@@ -238,7 +238,7 @@ async fn setup(
 ) -> PageResult<Response> {
     setup_allowed(&state, peer).await?;
     if !pre_session_csrf_ok(&headers, &form) {
-        return Ok(super::extract::csrf_failure());
+        return Ok(csrf_failure());
     }
     let email = form.get("email").cloned().unwrap_or_default();
     let password = form.get("password").cloned().unwrap_or_default();

@@ -1,66 +1,14 @@
 //! Bearer tokens: HS256 JWTs whose `jti` has a row, checked on every request so a revoke is
 //! immediate. The algorithm is pinned on verification (no `none`, no switching).
 
-use std::path::Path;
-
 use chrono::{DateTime, Duration, Utc};
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use jsonwebtoken::{Algorithm, Header, Validation};
 use serde::{Deserialize, Serialize};
 use sqlx::{FromRow, PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Principal, Role};
-use crate::{config::Secret, error::AppError};
-
-/// The HS256 signing key.
-#[derive(Clone)]
-pub struct TokenKeys {
-    encoding: EncodingKey,
-    decoding: DecodingKey,
-}
-
-impl std::fmt::Debug for TokenKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TokenKeys(***)")
-    }
-}
-
-pub const MIN_SECRET_LEN: usize = 32;
-
-impl TokenKeys {
-    pub fn from_secret(secret: &[u8]) -> Self {
-        Self {
-            encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
-        }
-    }
-
-    /// `RENTCHECK_JWT_SECRET` when given; otherwise the secret kept in `<data dir>/jwt-secret`
-    /// (mode 0600), generated on first start.
-    pub fn load(configured: Option<&Secret>, data_dir: &Path) -> anyhow::Result<Self> {
-        if let Some(secret) = configured {
-            anyhow::ensure!(
-                secret.expose().len() >= MIN_SECRET_LEN,
-                "RENTCHECK_JWT_SECRET must be at least {MIN_SECRET_LEN} characters"
-            );
-            return Ok(Self::from_secret(secret.expose().as_bytes()));
-        }
-        std::fs::create_dir_all(data_dir)?;
-        let path = data_dir.join("jwt-secret");
-        let secret = match std::fs::read_to_string(&path) {
-            Ok(s) => s.trim().to_owned(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let s = crate::secrets::random_token();
-                crate::secrets::write_private_file(&path, &s)?;
-                tracing::info!(path = %path.display(), "generated a token signing secret");
-                s
-            }
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
-        };
-        anyhow::ensure!(secret.len() >= MIN_SECRET_LEN, "{} is too short", path.display());
-        Ok(Self::from_secret(secret.as_bytes()))
-    }
-}
+use crate::{error::AppError, secrets::TokenKeys};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Claims {

@@ -4,7 +4,7 @@ use sqlx::{FromRow, PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{password, Role};
-use crate::error::{AppError, FieldError};
+use crate::{error::AppError, validation::FieldError};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct UserRow {

@@ -15,11 +15,14 @@ use super::{
     repo,
 };
 use crate::{
-    auth::{extract::ApiCaller, Role},
+    auth::Role,
     error::{ApiResult, AppError},
-    http::extract::{ApiJson, PathId},
     sizing::Sizing,
     state::AppState,
+    web::{
+        auth::ApiCaller,
+        extract::{ApiJson, PathId},
+    },
 };
 
 pub fn routes() -> Router<AppState> {

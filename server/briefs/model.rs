@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::{
-    error::FieldError,
     sizing::{self, ModelSpec, Precision, Sizing, SizingInput, WorkloadKind},
+    validation::FieldError,
 };
 
 /// An enumeration stored as text: one place lists its values and their spelling.

@@ -15,16 +15,17 @@ use super::{
     repo,
 };
 use crate::{
-    auth::{
-        extract::{CsrfForm, PageUser},
-        Role,
-    },
-    error::{AppError, PageError, PageResult},
+    auth::Role,
+    error::AppError,
     evidence::{self, pages::EvidenceListRow},
-    http::{extract::PathId, page::PageContext},
     review::{decision::Status, service as review_service},
     sizing::{self, Precision, Sizing, WorkloadKind},
     state::AppState,
+    web::{
+        auth::{CsrfForm, PageUser},
+        extract::PathId,
+        page::{PageContext, PageError, PageResult},
+    },
 };
 
 pub fn routes() -> Router<AppState> {

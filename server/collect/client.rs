@@ -9,7 +9,7 @@ use reqwest::{header, StatusCode};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::config::Secret;
+use crate::secrets::Secret;
 
 /// When and how often to try again.
 #[derive(Debug, Clone, Copy)]

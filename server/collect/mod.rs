@@ -21,7 +21,7 @@ use self::{
     steps::{Gathered, Source, Step},
     summary::{Outcome, Summary},
 };
-use crate::{config::Secret, evidence::parsers::EvidenceKind};
+use crate::{evidence::parsers::EvidenceKind, secrets::Secret};
 
 /// The flags of `rentcheck collect`.
 #[derive(Clone, Args)]

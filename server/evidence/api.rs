@@ -19,10 +19,13 @@ use super::{
     repo::{self, EvidenceRow},
 };
 use crate::{
-    auth::extract::ApiCaller,
-    error::{ApiResult, AppError, FieldError},
-    http::extract::{ApiQuery, PathId},
+    error::{ApiResult, AppError},
     state::AppState,
+    validation::FieldError,
+    web::{
+        auth::ApiCaller,
+        extract::{ApiQuery, PathId},
+    },
 };
 
 pub const PAGE_DEFAULT: i64 = 50;
@@ -200,7 +203,7 @@ async fn raw(State(state): State<AppState>, ApiCaller(caller): ApiCaller, PathId
     let ct =
         HeaderValue::from_str(&r.content_type).unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
     let (content_type, filename) = (r.content_type.clone(), r.filename.clone());
-    let bytes = state.config.raw_store.load(r.stored.into()).await?;
+    let bytes = state.evidence_store.load(r.stored.into()).await?;
     let inline = is_inline_text(&content_type) && std::str::from_utf8(&bytes).is_ok();
     let mut response = bytes.into_response();
     let h = response.headers_mut();

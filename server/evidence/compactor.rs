@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Duration};
 use sqlx::PgPool;
 use tokio::task::JoinHandle;
 
-use crate::http::metrics::Metrics;
+use crate::telemetry::Metrics;
 
 /// Items moved per statement: large enough that a burst of uploads collapses into a few upserts,
 /// small enough that one statement stays in the tens of milliseconds.

@@ -22,8 +22,9 @@ use super::{
     repo,
 };
 use crate::{
-    error::{ApiResult, AppError, FieldError},
+    error::{ApiResult, AppError},
     state::AppState,
+    validation::FieldError,
 };
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -201,7 +202,7 @@ pub async fn ingest(
     let window = match upload.window_after() {
         Some(w) if kind == EvidenceKind::VllmMetrics => {
             let before = match repo::window_before(&state.pool, brief_id, w).await? {
-                Some(stored) => Some(state.config.raw_store.load(stored).await?),
+                Some(stored) => Some(state.evidence_store.load(stored).await?),
                 None => None,
             };
             Some((w.to_owned(), before))
@@ -247,7 +248,7 @@ pub async fn ingest(
     });
 
     // With an object store the bytes are written first: a row that commits always has its bytes.
-    let raw_object = state.config.raw_store.put(&sha256, &upload.raw).await?;
+    let raw_object = state.evidence_store.put(&sha256, &upload.raw).await?;
     let new_evidence = repo::NewEvidence {
         id,
         brief_id,

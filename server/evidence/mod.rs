@@ -6,5 +6,4 @@ pub mod ingest;
 pub mod model;
 pub mod pages;
 pub mod parsers;
-pub mod raw_store;
 pub mod repo;

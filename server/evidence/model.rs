@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::parsers::{self, EvidenceKind, ParseError, Parsed};
-use crate::error::FieldError;
+use crate::validation::FieldError;
 
 /// The kind a caller asked for: a named kind, or `auto` (detect it from the content).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,10 +16,13 @@ use super::{
     repo::{self, EvidenceRow},
 };
 use crate::{
-    auth::extract::PageUser,
-    error::{AppError, PageResult},
-    http::{extract::PathId, page::PageContext},
+    error::AppError,
     state::AppState,
+    web::{
+        auth::PageUser,
+        extract::PathId,
+        page::{PageContext, PageResult},
+    },
 };
 
 /// How much raw text the page shows; the rest is a download.
@@ -142,7 +145,7 @@ async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId)
     let prefix = match repo::raw_prefix(&state.pool, id, PREVIEW_BYTES).await? {
         Some(stored) => {
             let end = (row.size_bytes.max(0) as u64).min(PREVIEW_BYTES as u64);
-            state.config.raw_store.load_range(stored, 0..end).await?
+            state.evidence_store.load_range(stored, 0..end).await?
         }
         None => Vec::new(),
     };

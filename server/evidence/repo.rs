@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::{types::Json, FromRow, PgExecutor};
 use uuid::Uuid;
 
-use super::raw_store::StoredRaw;
+use crate::evidence_store::StoredRaw;
 
 /// Everything but the raw bytes.
 #[derive(Debug, Clone, FromRow)]

@@ -1,11 +1,8 @@
 //! The HTTP surface: `app(state)` is the only URL map; `serve` runs it with graceful shutdown.
 
-pub mod extract;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
-pub mod page;
-pub mod request_id;
 
 use std::{future::Future, time::Duration};
 
@@ -34,16 +31,18 @@ use tower_http::{
 
 use crate::{
     acceptance, auth, briefs,
-    error::{AppError, PageError},
+    error::AppError,
     evidence, ledger, review,
     state::AppState,
+    telemetry::REQUEST_ID_HEADER,
+    web::{self, page::PageError},
 };
 
 /// Default cap for request bodies; ingest routes set their own, larger limit.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
 pub fn app(state: AppState) -> Router {
-    let request_id = HeaderName::from_static(request_id::HEADER);
+    let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     let timeout = Duration::from_secs(state.config.request_timeout_secs);
     Router::new()
         .merge(ops::routes())
@@ -66,9 +65,9 @@ pub fn app(state: AppState) -> Router {
         // `Content-Encoding: gzip` bodies are inflated as they stream, so every body cap counts
         // inflated bytes (a zip bomb meets 413); other encodings are answered 415.
         .layer(RequestDecompressionLayer::new())
-        .layer(middleware::from_fn(auth::extract::check_origin))
+        .layer(middleware::from_fn(web::auth::check_origin))
         // Outermost last: sensitive headers → request id → trace → propagate id.
-        .layer(middleware::from_fn(request_id::scope_request_id))
+        .layer(middleware::from_fn(web::request_id::scope_request_id))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(CatchPanicLayer::custom(|_| {
             AppError::Internal(anyhow::anyhow!("handler panicked")).into_response()
@@ -86,7 +85,7 @@ pub fn app(state: AppState) -> Router {
                         .unwrap_or("unmatched");
                     let id = req
                         .headers()
-                        .get(request_id::HEADER)
+                        .get(REQUEST_ID_HEADER)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or("-");
                     tracing::info_span!("request", method = %req.method(), path, request_id = id)

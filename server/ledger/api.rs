@@ -22,12 +22,14 @@ use super::{
     repo::{self, StoredLine},
 };
 use crate::{
-    audit,
-    auth::extract::ApiCaller,
-    briefs,
-    error::{ApiResult, AppError, FieldError},
-    http::extract::{ApiJson, ApiQuery, PathId},
+    audit, briefs,
+    error::{ApiResult, AppError},
     state::AppState,
+    validation::FieldError,
+    web::{
+        auth::ApiCaller,
+        extract::{ApiJson, ApiQuery, PathId},
+    },
 };
 
 /// Largest CSV import, streamed: the body is read until this many bytes and refused (413) beyond.
@@ -135,7 +137,7 @@ async fn post(
 ) -> ApiResult<Response> {
     caller.may_send_to_brief(id)?;
     let currency = brief_currency(&state, id).await?;
-    let ct = crate::http::extract::content_type(&req);
+    let ct = crate::web::extract::content_type(&req);
     let (lines, outputs, source) = if ct.starts_with("text/csv") || ct.starts_with("application/csv") {
         (import_csv(req, &currency).await?, None, "csv")
     } else {

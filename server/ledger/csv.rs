@@ -12,7 +12,7 @@ use chrono::SecondsFormat;
 use tokio::sync::mpsc;
 
 use super::model::{validate_line, LedgerLine, LineInput, CSV_COLUMNS};
-use crate::error::FieldError;
+use crate::validation::FieldError;
 
 /// Most lines one import may carry; split larger files.
 pub const MAX_IMPORT_LINES: usize = 250_000;

@@ -12,7 +12,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::error::FieldError;
+use crate::validation::FieldError;
 
 /// Microseconds in an hour: GPU-time is counted in whole microseconds (PostgreSQL's resolution).
 const MICROS_PER_HOUR: i64 = 3_600_000_000;

@@ -18,13 +18,14 @@ use super::{
     repo::{self, StoredLine},
 };
 use crate::{
-    auth::{
-        extract::{CsrfForm, PageUser},
-        Role,
-    },
-    error::{AppError, PageResult},
-    http::extract::PathId,
+    auth::Role,
+    error::AppError,
     state::AppState,
+    web::{
+        auth::{CsrfForm, PageUser},
+        extract::PathId,
+        page::PageResult,
+    },
 };
 
 /// Lines shown on the brief page (the CSV export has them all).

@@ -13,10 +13,13 @@ use serde_json::Value;
 
 use super::service::{self, VerdictRequest};
 use crate::{
-    auth::extract::ApiCaller,
-    error::{ApiResult, AppError, FieldError},
-    http::extract::{ApiJson, PathId},
+    error::{ApiResult, AppError},
     state::AppState,
+    validation::FieldError,
+    web::{
+        auth::ApiCaller,
+        extract::{ApiJson, PathId},
+    },
 };
 
 pub fn routes() -> Router<AppState> {

@@ -6,7 +6,7 @@ use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use crate::error::FieldError;
+use crate::validation::FieldError;
 
 /// Hours in an average month (365 × 24 / 12), for the expected monthly cost.
 pub const HOURS_PER_MONTH: Decimal = Decimal::from_parts(730, 0, 0, false, 0);

@@ -19,13 +19,14 @@ use super::{
     service::{self, needs_reservation, reservation_defaults, Review, VerdictRequest},
 };
 use crate::{
-    auth::{
-        extract::{ApiCaller, CsrfForm, PageUser},
-        Role,
-    },
-    error::{AppError, PageError, PageResult},
-    http::{extract::PathId, page::PageContext},
+    auth::Role,
+    error::AppError,
     state::AppState,
+    web::{
+        auth::{ApiCaller, CsrfForm, PageUser},
+        extract::PathId,
+        page::{PageContext, PageError, PageResult},
+    },
 };
 
 pub fn routes() -> Router<AppState> {

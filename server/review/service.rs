@@ -17,8 +17,9 @@ use crate::{
     audit,
     auth::{Principal, Role},
     briefs::{model::Brief, repo as briefs_repo},
-    error::{AppError, FieldError},
+    error::AppError,
     state::AppState,
+    validation::FieldError,
 };
 
 /// The latest verdict on a brief and whether the inputs moved since.

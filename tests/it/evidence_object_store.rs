@@ -5,20 +5,17 @@
 
 use crate::common;
 
-use common::{fixture, spawn_app_with};
-use rentcheck::{
-    auth::Role,
-    config::AppConfig,
-    evidence::{model::sha256_hex, raw_store::RawStore},
-};
+use common::{fixture, spawn_app_with_store, TestApp};
+use rentcheck::{auth::Role, config::AppConfig, evidence::model::sha256_hex, evidence_store::EvidenceStore};
 use serde_json::{json, Value};
 
-fn store_in(dir: &std::path::Path) -> AppConfig {
+async fn spawn_app_storing_in(dir: &std::path::Path) -> TestApp {
     let setting = format!("file://{}", dir.display());
-    AppConfig {
-        raw_store: RawStore::from_setting(Some(&setting)).unwrap(),
-        ..AppConfig::default()
-    }
+    spawn_app_with_store(
+        AppConfig::default(),
+        EvidenceStore::from_setting(Some(&setting)).unwrap(),
+    )
+    .await
 }
 
 async fn created(response: reqwest::Response) -> Value {
@@ -29,7 +26,7 @@ async fn created(response: reqwest::Response) -> Value {
 #[tokio::test]
 async fn raw_bytes_live_in_the_store_and_read_back_everywhere() {
     let dir = tempfile::tempdir().unwrap();
-    let app = spawn_app_with(store_in(dir.path())).await;
+    let app = spawn_app_storing_in(dir.path()).await;
     let brief = app.brief_id().await;
 
     let bytes = fixture("vllm-metrics/window-before.txt");
@@ -114,7 +111,7 @@ async fn raw_bytes_live_in_the_store_and_read_back_everywhere() {
 #[tokio::test]
 async fn a_retried_upload_is_one_row_and_one_object() {
     let dir = tempfile::tempdir().unwrap();
-    let app = spawn_app_with(store_in(dir.path())).await;
+    let app = spawn_app_storing_in(dir.path()).await;
     let brief = app.brief_id().await;
     let body = json!({"kind": "metrics", "stage": 3, "data": {"metrics": {"serving.ttft_p95_ms": 120}}});
     for expected in [201, 200] {
@@ -135,7 +132,7 @@ async fn a_retried_upload_is_one_row_and_one_object() {
 #[tokio::test]
 async fn an_unwritable_store_answers_503_and_stores_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let app = spawn_app_with(store_in(dir.path())).await;
+    let app = spawn_app_storing_in(dir.path()).await;
     let brief = app.brief_id().await;
     // The store's directory turns into a file: every write fails, as when a bucket is unreachable.
     std::fs::remove_dir_all(dir.path()).unwrap();

@@ -15,11 +15,12 @@ use std::{
 
 use rentcheck::{
     auth::{
-        token::{self, NewToken, TokenKeys},
+        token::{self, NewToken},
         Role,
     },
     config::AppConfig,
     db,
+    secrets::TokenKeys,
 };
 use serde_json::{json, Value};
 use sqlx::{postgres::PgPoolOptions, PgPool};

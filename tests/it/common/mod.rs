@@ -7,11 +7,14 @@ use std::str::FromStr;
 
 use rentcheck::{
     auth::{
-        token::{self, NewToken, TokenKeys},
+        token::{self, NewToken},
         users, Role,
     },
     config::AppConfig,
-    db, http,
+    db,
+    evidence_store::EvidenceStore,
+    http,
+    secrets::TokenKeys,
     state::AppState,
 };
 use serde_json::{json, Value};
@@ -71,9 +74,14 @@ pub async fn create_database() -> (DatabaseGuard, PgConnectOptions) {
 /// Serves the app over `pool` on 127.0.0.1:0 and returns its base URL. The port is bound before
 /// this returns, so requests can follow at once.
 pub async fn serve_app(pool: PgPool, config: AppConfig, keys: TokenKeys) -> String {
+    serve_app_with_store(pool, config, keys, EvidenceStore::Database).await
+}
+
+/// [`serve_app`] keeping raw evidence bytes in `store`.
+pub async fn serve_app_with_store(pool: PgPool, config: AppConfig, keys: TokenKeys, store: EvidenceStore) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let state = AppState::new(pool.clone(), config, keys);
+    let state = AppState::new(pool.clone(), config, keys).with_evidence_store(store);
     // As `rentcheck serve` does: the evidence-metrics compactor runs beside the server.
     rentcheck::evidence::compactor::spawn(pool, state.metrics.clone());
     let router = http::app(state);
@@ -99,12 +107,17 @@ pub async fn migrated_database(max: u32) -> (DatabaseGuard, PgPool) {
 }
 
 pub async fn spawn_app_with(config: AppConfig) -> TestApp {
+    spawn_app_with_store(config, EvidenceStore::Database).await
+}
+
+/// A test app that keeps raw evidence bytes in `store`.
+pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> TestApp {
     let (database, pool) = migrated_database(5).await;
     let db_name = database.0.clone();
 
     let jwt_secret = uuid::Uuid::new_v4().simple().to_string().repeat(2);
     let keys = TokenKeys::from_secret(jwt_secret.as_bytes());
-    let base = serve_app(pool.clone(), config, keys.clone()).await;
+    let base = serve_app_with_store(pool.clone(), config, keys.clone(), store).await;
     let anon = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

@@ -1,4 +1,5 @@
-//! Extractors that say who is asking, and the Origin check on unsafe methods.
+//! Extractors that say who is asking (a bearer token, a signed-in person, a CSRF-checked form), and
+//! the Origin check on unsafe methods.
 
 use std::collections::HashMap;
 
@@ -10,12 +11,15 @@ use axum::{
 };
 
 use super::{
-    session::{self, SessionUser},
-    token, Principal, Role,
+    extract::HtmlForm,
+    page::{PageContext, PageError},
 };
 use crate::{
-    error::{AppError, PageError},
-    http::extract::HtmlForm,
+    auth::{
+        session::{self, SessionUser},
+        token, Principal, Role,
+    },
+    error::AppError,
     state::AppState,
 };
 
@@ -103,6 +107,17 @@ impl FromRequestParts<AppState> for PageUser {
             Ok(Some(user)) => Ok(PageUser(user)),
             Ok(None) => Err(PageUserRejection::Login(LoginRedirect(next))),
             Err(e) => Err(PageUserRejection::Error(PageError::from(e))),
+        }
+    }
+}
+
+impl From<&PageUser> for PageContext {
+    fn from(user: &PageUser) -> Self {
+        Self {
+            email: Some(user.0.email.clone()),
+            role: user.0.role.as_str(),
+            csrf: user.0.csrf_token.clone(),
+            is_admin: user.0.role == Role::Admin,
         }
     }
 }

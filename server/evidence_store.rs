@@ -13,7 +13,7 @@ use object_store::{aws::AmazonS3Builder, local::LocalFileSystem, path::Path, Obj
 use crate::error::AppError;
 
 #[derive(Debug, Clone, Default)]
-pub enum RawStore {
+pub enum EvidenceStore {
     /// In the evidence row (bytea).
     #[default]
     Database,
@@ -30,13 +30,13 @@ pub enum StoredRaw {
     Object(String),
 }
 
-impl RawStore {
+impl EvidenceStore {
     /// `None` or empty: the database. `s3://bucket[/prefix]` takes credentials, region and endpoint
     /// (for S3-compatible stores: `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`) from the standard `AWS_*`
     /// variables; `file:///absolute/dir` is a directory, created when missing.
     pub fn from_setting(setting: Option<&str>) -> anyhow::Result<Self> {
         let Some(url) = setting.map(str::trim).filter(|s| !s.is_empty()) else {
-            return Ok(RawStore::Database);
+            return Ok(EvidenceStore::Database);
         };
         let store: Arc<dyn ObjectStore> = if let Some(rest) = url.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -53,7 +53,7 @@ impl RawStore {
         } else {
             anyhow::bail!("RENTCHECK_EVIDENCE_STORE must be s3://bucket/prefix or file:///dir, got {url:?}");
         };
-        Ok(RawStore::Objects {
+        Ok(EvidenceStore::Objects {
             store,
             describe: url.to_owned(),
         })
@@ -61,15 +61,15 @@ impl RawStore {
 
     pub fn describe(&self) -> &str {
         match self {
-            RawStore::Database => "the database",
-            RawStore::Objects { describe, .. } => describe,
+            EvidenceStore::Database => "the database",
+            EvidenceStore::Objects { describe, .. } => describe,
         }
     }
 
     /// Keeps `bytes` in the object store, when there is one, and returns the object's name for the
     /// row; `None`: the row keeps the bytes itself.
     pub async fn put(&self, sha256: &str, bytes: &Bytes) -> Result<Option<String>, AppError> {
-        let RawStore::Objects { store, .. } = self else {
+        let EvidenceStore::Objects { store, .. } = self else {
             return Ok(None);
         };
         let name = format!("sha256/{sha256}");
@@ -110,8 +110,8 @@ impl RawStore {
 
     fn object_store(&self, name: &str) -> Result<&Arc<dyn ObjectStore>, AppError> {
         match self {
-            RawStore::Objects { store, .. } => Ok(store),
-            RawStore::Database => Err(AppError::Internal(anyhow::anyhow!(
+            EvidenceStore::Objects { store, .. } => Ok(store),
+            EvidenceStore::Database => Err(AppError::Internal(anyhow::anyhow!(
                 "evidence bytes are in object {name} but RENTCHECK_EVIDENCE_STORE is not set"
             ))),
         }
@@ -144,17 +144,20 @@ mod tests {
 
     #[test]
     fn settings_are_checked_at_start() {
-        assert!(matches!(RawStore::from_setting(None).unwrap(), RawStore::Database));
         assert!(matches!(
-            RawStore::from_setting(Some("  ")).unwrap(),
-            RawStore::Database
+            EvidenceStore::from_setting(None).unwrap(),
+            EvidenceStore::Database
+        ));
+        assert!(matches!(
+            EvidenceStore::from_setting(Some("  ")).unwrap(),
+            EvidenceStore::Database
         ));
         // Building an S3 client needs no network: the bucket is first contacted on the first upload.
-        let s3 = RawStore::from_setting(Some("s3://evidence-bucket/rentcheck/prod")).unwrap();
+        let s3 = EvidenceStore::from_setting(Some("s3://evidence-bucket/rentcheck/prod")).unwrap();
         assert_eq!(s3.describe(), "s3://evidence-bucket/rentcheck/prod");
-        assert!(matches!(s3, RawStore::Objects { .. }));
+        assert!(matches!(s3, EvidenceStore::Objects { .. }));
         for bad in ["ftp://x", "s3://", "file://relative/dir", "/just/a/path"] {
-            assert!(RawStore::from_setting(Some(bad)).is_err(), "{bad} must be refused");
+            assert!(EvidenceStore::from_setting(Some(bad)).is_err(), "{bad} must be refused");
         }
     }
 }
