@@ -89,7 +89,7 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
     let seeded = Instant::now();
     let lines =
         rentcheck::ledger::csv::parse(ledger_csv(49_994).as_bytes(), "USD").map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    rentcheck::ledger::import_lines(&state, id, "bench", &lines)
+    rentcheck::ledger::service::import_lines(&state, id, "bench", &lines)
         .await
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let ledger_seconds = seeded.elapsed().as_secs_f64();
@@ -130,11 +130,11 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
     }
     time_part!(
         "card evaluation",
-        rentcheck::acceptance::evaluate_brief(&pool, &brief).await?
+        rentcheck::acceptance::service::evaluate_brief(&pool, &brief).await?
     );
     time_part!(
         "derived figures",
-        rentcheck::acceptance::derived_figures(&pool, &brief).await?
+        rentcheck::acceptance::service::derived_figures(&pool, &brief).await?
     );
     time_part!("ledger summary", {
         let mut c = pool.acquire().await?;

@@ -12,14 +12,15 @@ use crate::{
     auth::{password, users, Role},
     briefs::{
         model::{validate, BriefInput},
-        repo as briefs_repo,
+        service as briefs,
     },
     error::AppError,
     evidence::{
-        ingest,
         model::{KindChoice, Upload},
         parsers::EvidenceKind,
+        service::{self as evidence, Ingested},
     },
+    ledger::service as ledger,
     state::AppState,
 };
 
@@ -139,14 +140,12 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
             raw: Bytes::from_static(item.bytes),
         };
         let key = format!("demo-{}-{}", item.stage, item.file);
-        let response = ingest::ingest(state, DEMO_BRIEF_ID, Some(key), upload, Some("rentcheck demo")).await?;
-        if response.headers().contains_key("idempotent-replayed") {
-            replayed += 1;
-        } else {
-            sent += 1;
+        match evidence::ingest(state, DEMO_BRIEF_ID, Some(key), upload, Some("rentcheck demo")).await? {
+            Ingested::Created(_) => sent += 1,
+            Ingested::Replayed(_) => replayed += 1,
         }
     }
-    let ledger_imported = crate::ledger::demo_import(state, DEMO_BRIEF_ID, DEMO_LEDGER_CSV).await?;
+    let ledger_imported = ledger::demo_import(state, DEMO_BRIEF_ID, DEMO_LEDGER_CSV).await?;
     let password = crate::secrets::random_token()[..20].to_owned();
     match users::by_email(&state.pool, DEMO_EMAIL).await? {
         Some(user) => users::set_password(&state.pool, user.id, &password::hash(password.clone()).await?).await?,
@@ -166,7 +165,7 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
 }
 
 async fn ensure_brief(state: &AppState) -> Result<bool, AppError> {
-    if briefs_repo::get(&state.pool, DEMO_BRIEF_ID).await?.is_some() {
+    if briefs::exists(&state.pool, DEMO_BRIEF_ID).await? {
         return Ok(false);
     }
     let body = demo_brief();
@@ -174,7 +173,7 @@ async fn ensure_brief(state: &AppState) -> Result<bool, AppError> {
         unreachable!("a JSON object literal")
     };
     let fields = validate(&BriefInput::Json(map)).map_err(AppError::Validation)?;
-    Ok(briefs_repo::insert_with_id(&state.pool, DEMO_BRIEF_ID, &fields)
+    Ok(briefs::create_with_id(&state.pool, DEMO_BRIEF_ID, &fields)
         .await?
         .is_some())
 }

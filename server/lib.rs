@@ -16,6 +16,7 @@ pub mod evidence;
 pub mod evidence_store;
 pub mod http;
 pub mod ledger;
+pub mod overview;
 pub mod review;
 pub mod secrets;
 pub mod sizing;

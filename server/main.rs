@@ -261,7 +261,7 @@ async fn mint_token(
         );
         if let Some(brief) = brief {
             anyhow::ensure!(
-                rentcheck::briefs::repo::get(&pool, brief).await?.is_some(),
+                rentcheck::briefs::service::exists(&pool, brief).await?,
                 "no brief {brief}"
             );
         }

@@ -7,21 +7,21 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{
-    current_card, derived_figures,
+    defaults::default_card_of,
     evaluate::{CardEvaluation, EvaluatedCriterion, StageEvaluation},
-    evaluate_card,
-    model::{self, diff, CardDiff, Criterion},
-    repo, Card,
+    model::{self, diff, Card, CardDiff, Criterion},
+    repo,
+    service::{current_card, derived_figures, evaluate_card},
 };
 use crate::{
     audit,
     auth::{Principal, Role},
-    briefs::{self, model::Brief},
+    briefs::{model::Brief, service as briefs},
     error::{ApiResult, AppError},
     state::AppState,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, PathId, PathIdNumber},
+        extract::{ApiJson, Path},
     },
 };
 
@@ -65,9 +65,7 @@ impl CardView {
 }
 
 async fn load_brief(state: &AppState, id: Uuid) -> ApiResult<Brief> {
-    briefs::repo::get(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound("brief"))
+    briefs::load(&state.pool, id).await
 }
 
 /// The current card of `brief`, evaluated.
@@ -81,7 +79,7 @@ pub async fn card_view(state: &AppState, brief: &Brief) -> ApiResult<CardView> {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
     let brief = load_brief(&state, id).await?;
@@ -123,7 +121,7 @@ pub async fn save_revision(
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
@@ -153,7 +151,7 @@ struct RevisionSummary {
 async fn list_revisions(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Value>> {
     caller.may_read_brief(id)?;
     load_brief(&state, id).await?;
@@ -195,7 +193,7 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
             .map(|p| p.criteria)
             .unwrap_or_default()
     } else {
-        super::default_card(brief).criteria
+        default_card_of(brief).criteria
     };
     Ok(RevisionView {
         brief_id: brief.id,
@@ -211,7 +209,7 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
 async fn show_revision(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathIdNumber(id, n): PathIdNumber,
+    Path((id, n)): Path<(Uuid, i64)>,
 ) -> ApiResult<Json<RevisionView>> {
     caller.may_read_brief(id)?;
     let brief = load_brief(&state, id).await?;

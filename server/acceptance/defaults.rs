@@ -4,9 +4,9 @@
 
 use rust_decimal::prelude::ToPrimitive;
 
-use super::model::{Criterion, Op, Threshold, COST_PER_JOB, LINT_ERRORS};
+use super::model::{Card, Criterion, Op, Threshold, COST_PER_JOB, LINT_ERRORS};
 use crate::{
-    briefs::model::BriefFields,
+    briefs::model::{Brief, BriefFields},
     sizing::{gpu_by_name, GpuSpec, Sizing, WorkloadKind},
 };
 
@@ -396,6 +396,17 @@ pub fn default_card(brief: &BriefFields, sizing: &Sizing) -> Vec<Criterion> {
         );
     }
     b.0
+}
+
+/// The default card of a brief (never stored; revision 0).
+pub fn default_card_of(brief: &Brief) -> Card {
+    Card {
+        revision: 0,
+        is_default: true,
+        criteria: default_card(&brief.fields, &brief.fields.sizing()),
+        created_by: None,
+        created_at: None,
+    }
 }
 
 #[cfg(test)]

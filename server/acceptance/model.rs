@@ -8,6 +8,8 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use chrono::{DateTime, Utc};
+
 use crate::validation::FieldError;
 
 /// How a measured value is compared with the threshold: `value <op> threshold`.
@@ -688,6 +690,16 @@ pub fn diff(before: &[Criterion], after: &[Criterion]) -> CardDiff {
         }
     }
     d
+}
+
+/// The card in force for a brief: its newest saved revision, or the generated default (revision 0).
+#[derive(Debug, Clone)]
+pub struct Card {
+    pub revision: i32,
+    pub is_default: bool,
+    pub criteria: Vec<Criterion>,
+    pub created_by: Option<String>,
+    pub created_at: Option<DateTime<Utc>>,
 }
 
 #[cfg(test)]

@@ -7,10 +7,12 @@ use askama::Template;
 use axum::{
     extract::State,
     http::StatusCode,
-    response::{Html, IntoResponse, Redirect, Response},
+    response::{IntoResponse, Redirect, Response},
     routing::{get, post},
     Router,
 };
+
+use uuid::Uuid;
 
 use super::{
     api::{card_view, revision_view, save_revision, CardView},
@@ -21,14 +23,14 @@ use super::{
 };
 use crate::{
     auth::Role,
-    briefs::{self, model::Brief},
+    briefs::{model::Brief, service as briefs},
     error::AppError,
     state::AppState,
     validation::FieldError,
     web::{
         auth::{CsrfForm, PageUser},
-        extract::{PathId, PathIdNumber},
-        page::{PageContext, PageError, PageResult},
+        extract::Path,
+        page::{render, PageContext, PageError, PageResult},
     },
 };
 
@@ -39,14 +41,8 @@ pub fn routes() -> Router<AppState> {
         .route("/briefs/{id}/readiness", post(confirm))
 }
 
-fn render(t: &impl Template) -> PageResult<Response> {
-    Ok(Html(t.render().map_err(AppError::from)?).into_response())
-}
-
 async fn load_brief(state: &AppState, id: uuid::Uuid) -> PageResult<Brief> {
-    Ok(briefs::repo::get(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound("brief"))?)
+    Ok(briefs::load(&state.pool, id).await?)
 }
 
 fn status_class(s: Status) -> &'static str {
@@ -314,7 +310,7 @@ async fn editor_page(state: &AppState, user: &PageUser, brief: &Brief) -> PageRe
     })
 }
 
-async fn editor(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+async fn editor(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let brief = load_brief(&state, id).await?;
     render(&editor_page(&state, &user, &brief).await?)
@@ -431,7 +427,7 @@ fn criteria_from_rows(rows: &mut [EditorRow]) -> Option<(Vec<Criterion>, Vec<Str
 
 async fn save(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -499,7 +495,7 @@ struct RevisionPage {
 async fn revision_page(
     State(state): State<AppState>,
     user: PageUser,
-    PathIdNumber(id, n): PathIdNumber,
+    Path((id, n)): Path<(Uuid, i64)>,
 ) -> PageResult<Response> {
     let brief = load_brief(&state, id).await?;
     let r = revision_view(&state, &brief, n).await?;
@@ -543,7 +539,7 @@ async fn revision_page(
 
 async fn confirm(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;

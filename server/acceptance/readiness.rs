@@ -84,8 +84,7 @@ pub async fn load(pool: &PgPool, brief: Uuid) -> Result<Vec<ReadinessItem>, sqlx
             },
         ));
     }
-    let mut conn = pool.acquire().await?;
-    if repo::ledger_lines_exist(&mut conn, brief).await? {
+    if crate::ledger::service::has_lines(pool, brief).await? {
         proofs.push((
             "cost_view",
             Proof {

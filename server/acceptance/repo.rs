@@ -194,8 +194,3 @@ pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<
     .fetch_optional(db)
     .await
 }
-
-/// Whether the brief has any ledger line: the "cost view per completed job" exists.
-pub async fn ledger_lines_exist(conn: &mut PgConnection, brief: Uuid) -> Result<bool, sqlx::Error> {
-    Ok(crate::ledger::repo::count_lines(&mut *conn, brief).await? > 0)
-}

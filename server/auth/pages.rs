@@ -6,13 +6,15 @@ use askama::Template;
 use axum::{
     extract::{ConnectInfo, State},
     http::{header, HeaderMap, StatusCode},
-    response::{Html, IntoResponse, Redirect, Response},
+    response::{IntoResponse, Redirect, Response},
     routing::{get, post},
     Router,
 };
 use chrono::Duration;
 use serde::Deserialize;
 use serde_json::json;
+
+use uuid::Uuid;
 
 use super::{
     password, session,
@@ -21,14 +23,14 @@ use super::{
 };
 use crate::{
     audit,
-    briefs::repo as briefs_repo,
+    briefs::service as briefs,
     error::AppError,
     secrets,
     state::AppState,
     web::{
         auth::{csrf_failure, CsrfForm, PageUser, CSRF_FIELD},
-        extract::{ApiQuery, HtmlForm, PathId, PathIds},
-        page::{PageContext, PageError, PageResult},
+        extract::{ApiQuery, HtmlForm, Path},
+        page::{render, PageContext, PageError, PageResult},
     },
 };
 
@@ -47,10 +49,6 @@ pub const LOGIN_FAILURE_LIMIT: i64 = 5;
 pub const LOGIN_FAILURE_WINDOW_MINUTES: i32 = 15;
 /// Pre-session CSRF for the login and setup forms: a random value in a cookie and in the form.
 const LOGIN_CSRF_COOKIE: &str = "rentcheck_login_csrf";
-
-fn render(t: &impl Template) -> PageResult<Response> {
-    Ok(Html(t.render().map_err(AppError::from)?).into_response())
-}
 
 /// Only local paths: `/briefs/x`, never `//evil.example` or `https://…`.
 fn safe_next(next: Option<&str>) -> String {
@@ -319,9 +317,7 @@ async fn tokens_view(
     error: String,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
-    let brief = briefs_repo::get(&state.pool, brief_id)
-        .await?
-        .ok_or(AppError::NotFound("brief"))?;
+    let brief = briefs::load(&state.pool, brief_id).await?;
     let tokens = token::list_for_brief(&state.pool, brief_id).await?;
     let curl_example = format!(
         "curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @gpus.txt \\\n  \
@@ -350,7 +346,7 @@ async fn tokens_page(
     State(state): State<AppState>,
     headers: HeaderMap,
     user: PageUser,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> PageResult<Response> {
     let base = base_url(&headers, state.config.secure_cookies);
     tokens_view(&state, &user, id, None, &base, String::new()).await
@@ -361,14 +357,12 @@ pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
 async fn mint_token(
     State(state): State<AppState>,
     headers: HeaderMap,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let base = base_url(&headers, state.config.secure_cookies);
-    briefs_repo::get(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound("brief"))?;
+    briefs::load(&state.pool, id).await?;
     let name = form.get("name").map(|n| n.trim().to_owned()).unwrap_or_default();
     let ttl_text = form.get("ttl").cloned().unwrap_or_else(|| "30d".into());
     let ttl = match token::parse_ttl(&ttl_text) {
@@ -417,7 +411,7 @@ async fn mint_token(
 
 async fn revoke_token(
     State(state): State<AppState>,
-    PathIds(brief_id, jti): PathIds,
+    Path((brief_id, jti)): Path<(Uuid, Uuid)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;

@@ -10,9 +10,11 @@ use axum::{
 use serde::Serialize;
 use serde_json::Value;
 
+use uuid::Uuid;
+
 use super::{
     model::{validate, Brief, BriefInput},
-    repo,
+    service,
 };
 use crate::{
     auth::Role,
@@ -21,7 +23,7 @@ use crate::{
     state::AppState,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, PathId},
+        extract::{ApiJson, Path},
     },
 };
 
@@ -67,7 +69,7 @@ async fn create(
 ) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = repo::insert(&state.pool, &fields).await?;
+    let brief = service::create(&state.pool, &fields).await?;
     let location = format!("/api/v1/briefs/{}", brief.id);
     Ok((
         StatusCode::CREATED,
@@ -79,41 +81,39 @@ async fn create(
 
 async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<Value>> {
     caller.require_person(Role::Engineer)?;
-    let briefs = repo::list(&state.pool, 500).await?;
+    let briefs = service::list(&state.pool, 500).await?;
     let items: Vec<BriefView<'_>> = briefs.iter().map(BriefView::new).collect();
     Ok(Json(serde_json::json!({ "items": items })))
 }
 
-async fn load(state: &AppState, id: uuid::Uuid) -> ApiResult<Brief> {
-    repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("brief"))
-}
-
-async fn show(State(state): State<AppState>, ApiCaller(caller): ApiCaller, PathId(id): PathId) -> ApiResult<Response> {
+async fn show(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
-    let brief = load(&state, id).await?;
+    let brief = service::load(&state.pool, id).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = repo::update(&state.pool, id, &fields)
-        .await?
-        .ok_or(AppError::NotFound("brief"))?;
+    let brief = service::replace(&state.pool, id, &fields).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
 async fn sizing(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Sizing>> {
     caller.may_read_brief(id)?;
-    let brief = load(&state, id).await?;
+    let brief = service::load(&state.pool, id).await?;
     Ok(Json(brief.fields.sizing()))
 }

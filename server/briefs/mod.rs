@@ -4,3 +4,4 @@ pub mod api;
 pub mod model;
 pub mod pages;
 pub mod repo;
+pub mod service;

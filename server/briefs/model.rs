@@ -695,6 +695,19 @@ fn parse_money(c: &mut Checker<'_>, s: &str) -> Option<Decimal> {
     }
 }
 
+/// The label a person reads for a latency or throughput target field.
+pub fn target_label(field: &str) -> &'static str {
+    match field {
+        "ttft_p95_ms" => "Time to first token, p95 (ms)",
+        "itl_p95_ms" => "Inter-token latency, p95 (ms)",
+        "e2e_p95_ms" => "End-to-end latency, p95 (ms)",
+        "output_tokens_per_s" => "Output tokens per second",
+        "request_throughput_rps" => "Requests per second",
+        "error_rate" => "Error rate (0–1)",
+        _ => "target",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

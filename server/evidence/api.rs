@@ -1,9 +1,9 @@
 //! JSON API for evidence: upload and list under a brief, the parsed view and the exact raw bytes.
-//! Handlers stay thin (auth will add an extractor argument to each); the work is in `ingest.rs`.
+//! Handlers stay thin: `upload.rs` decodes the body, `service.rs` does the work.
 
 use axum::{
     extract::{DefaultBodyLimit, Request, State},
-    http::{header, HeaderValue},
+    http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     routing::get,
     Json, Router,
@@ -14,9 +14,10 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{
-    ingest,
-    model::{decode_cursor, encode_cursor, is_inline_text},
-    repo::{self, EvidenceRow},
+    model::{decode_cursor, is_inline_text},
+    repo::EvidenceRow,
+    service::{self, Ingested},
+    upload::{self, REPLAYED},
 };
 use crate::{
     error::{ApiResult, AppError},
@@ -24,7 +25,7 @@ use crate::{
     validation::FieldError,
     web::{
         auth::ApiCaller,
-        extract::{ApiQuery, PathId},
+        extract::{ApiQuery, Path},
     },
 };
 
@@ -126,18 +127,28 @@ impl From<EvidenceRow> for EvidenceDetail {
 async fn upload(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(brief_id): PathId,
+    Path(brief_id): Path<Uuid>,
     req: Request,
 ) -> ApiResult<Response> {
     caller.may_send_to_brief(brief_id)?;
-    let key = ingest::idempotency_key(req.headers())?;
-    // A token scoped to this brief proves it exists (its row references the brief, cascading);
-    // anyone else learns of a missing brief before the body is read.
-    if caller.brief_scope() != Some(brief_id) && !repo::brief_exists(&state.pool, brief_id).await? {
-        return Err(AppError::NotFound("brief"));
-    }
-    let upload = ingest::decode(req, state.config.max_upload).await?;
-    ingest::ingest(&state, brief_id, key, upload, Some(&caller.label())).await
+    let key = upload::idempotency_key(req.headers())?;
+    // A missing brief is answered before the body is read.
+    service::require_brief(&state, brief_id, caller.brief_scope() == Some(brief_id)).await?;
+    let upload = upload::decode(req, state.config.max_upload).await?;
+    Ok(
+        match service::ingest(&state, brief_id, key, upload, Some(&caller.label())).await? {
+            Ingested::Created(body) => {
+                let location = body["links"]["self"].as_str().unwrap_or_default().to_owned();
+                (StatusCode::CREATED, [(header::LOCATION, location)], Json(body)).into_response()
+            }
+            // The first answer was a 201; a replay says 200 and marks itself.
+            Ingested::Replayed(body) => {
+                let mut r = (StatusCode::OK, Json(body)).into_response();
+                r.headers_mut().insert(REPLAYED, HeaderValue::from_static("true"));
+                r
+            }
+        },
+    )
 }
 
 #[derive(Deserialize)]
@@ -149,7 +160,7 @@ struct ListQuery {
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(brief_id): PathId,
+    Path(brief_id): Path<Uuid>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
     caller.may_read_brief(brief_id)?;
@@ -166,17 +177,8 @@ async fn list(
             "must be from 1 to 200",
         )]));
     }
-    // A token scoped to this brief proves it exists (its row references the brief, cascading).
-    if caller.brief_scope() != Some(brief_id) && !repo::brief_exists(&state.pool, brief_id).await? {
-        return Err(AppError::NotFound("brief"));
-    }
-    let mut rows = repo::list_for_brief(&state.pool, brief_id, after, limit + 1).await?;
-    let next_cursor = if rows.len() as i64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| encode_cursor(r.received_at, r.id))
-    } else {
-        None
-    };
+    service::require_brief(&state, brief_id, caller.brief_scope() == Some(brief_id)).await?;
+    let (rows, next_cursor) = service::list_page(&state, brief_id, after, limit).await?;
     let items: Vec<EvidenceSummary> = rows.iter().map(EvidenceSummary::from).collect();
     Ok(Json(serde_json::json!({ "items": items, "next_cursor": next_cursor })))
 }
@@ -184,26 +186,21 @@ async fn list(
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> ApiResult<Json<EvidenceDetail>> {
-    let row = repo::get(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound("evidence"))?;
+    let row = service::get(&state, id).await?;
     caller.may_read_brief(row.brief_id)?;
     Ok(Json(row.into()))
 }
 
 /// The exact bytes with their stored content type. Never sniffed, never run: `nosniff` and a
 /// sandboxing CSP always, and anything but plain text/JSON is an attachment.
-async fn raw(State(state): State<AppState>, ApiCaller(caller): ApiCaller, PathId(id): PathId) -> ApiResult<Response> {
-    let r = repo::raw(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound("evidence"))?;
+async fn raw(State(state): State<AppState>, ApiCaller(caller): ApiCaller, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    let r = service::raw(&state, id).await?;
     caller.may_read_brief(r.brief_id)?;
     let ct =
         HeaderValue::from_str(&r.content_type).unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
-    let (content_type, filename) = (r.content_type.clone(), r.filename.clone());
-    let bytes = state.evidence_store.load(r.stored.into()).await?;
+    let (content_type, filename, bytes) = (r.content_type, r.filename, r.bytes);
     let inline = is_inline_text(&content_type) && std::str::from_utf8(&bytes).is_ok();
     let mut response = bytes.into_response();
     let h = response.headers_mut();

@@ -2,8 +2,9 @@
 
 pub mod api;
 pub mod compactor;
-pub mod ingest;
 pub mod model;
 pub mod pages;
 pub mod parsers;
 pub mod repo;
+pub mod service;
+pub mod upload;

@@ -20,7 +20,7 @@ use crate::{
     state::AppState,
     web::{
         auth::PageUser,
-        extract::PathId,
+        extract::Path,
         page::{PageContext, PageResult},
     },
 };
@@ -138,7 +138,7 @@ fn raw_view(prefix: Vec<u8>, size: i64) -> RawView {
     }
 }
 
-async fn show(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     let row = repo::get(&state.pool, id)
         .await?
         .ok_or(AppError::NotFound("evidence"))?;

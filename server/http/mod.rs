@@ -32,7 +32,7 @@ use tower_http::{
 use crate::{
     acceptance, auth, briefs,
     error::AppError,
-    evidence, ledger, review,
+    evidence, ledger, overview, review,
     state::AppState,
     telemetry::REQUEST_ID_HEADER,
     web::{self, page::PageError},
@@ -48,6 +48,7 @@ pub fn app(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(briefs::api::routes())
         .merge(briefs::pages::routes())
+        .merge(overview::routes())
         .merge(ledger::api::routes())
         .merge(ledger::pages::routes())
         .merge(auth::pages::routes())

@@ -12,23 +12,23 @@ use axum::{
 };
 use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::{
     csv::{self, ChannelReader, MAX_IMPORT_LINES},
     model::{validate_line, validate_outputs, LedgerLine, LedgerSummary, LineInput, Outputs, OutputsPatch},
-    repo::{self, StoredLine},
+    repo::StoredLine,
+    service::{self, brief_currency, store, summary},
 };
 use crate::{
-    audit, briefs,
     error::{ApiResult, AppError},
     state::AppState,
     validation::FieldError,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, ApiQuery, PathId},
+        extract::{ApiJson, ApiQuery, Path},
     },
 };
 
@@ -52,66 +52,6 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/briefs/{id}/ledger.csv", get(export))
 }
 
-/// The brief's currency, or 404.
-pub(crate) async fn brief_currency(state: &AppState, id: Uuid) -> Result<String, AppError> {
-    Ok(briefs::repo::get(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound("brief"))?
-        .fields
-        .currency)
-}
-
-/// Stores lines and an outputs update in one transaction with its audit row. All or nothing.
-pub(crate) async fn store(
-    state: &AppState,
-    brief_id: Uuid,
-    actor: &str,
-    source: &str,
-    lines: &[LedgerLine],
-    outputs: Option<&OutputsPatch>,
-) -> Result<u64, AppError> {
-    let mut tx = state.pool.begin().await?;
-    if !repo::lock_brief(&mut *tx, brief_id).await? {
-        return Err(AppError::NotFound("brief"));
-    }
-    let import_id = Uuid::now_v7();
-    let added = repo::insert_lines(&mut tx, brief_id, import_id, lines).await?;
-    let mut touched: Vec<&str> = lines
-        .iter()
-        .filter(|l| l.category == super::model::Category::Accelerator)
-        .map(|l| l.resource.as_str())
-        .collect();
-    touched.sort_unstable();
-    touched.dedup();
-    repo::remerge(&mut tx, brief_id, &touched).await?;
-    if let Some(patch) = outputs {
-        repo::upsert_outputs(&mut *tx, brief_id, patch).await?;
-    }
-    audit::record(
-        &mut *tx,
-        actor,
-        "ledger.import",
-        &format!("brief:{brief_id}"),
-        json!({
-            "import_id": import_id,
-            "source": source,
-            "lines": added,
-            "outputs": outputs.map(|p| json!({
-                "accepted": p.accepted, "rejected": p.rejected, "retries": p.retries,
-                "failed_jobs": p.failed_jobs, "idle_hours": p.idle_hours,
-            })),
-        }),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(added)
-}
-
-pub(crate) async fn summary(state: &AppState, brief_id: Uuid, currency: &str) -> Result<LedgerSummary, AppError> {
-    let mut conn = state.pool.acquire().await?;
-    Ok(repo::summary(&mut conn, brief_id, currency).await?)
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LedgerPost {
@@ -132,7 +72,7 @@ struct PostAnswer {
 async fn post(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     req: Request,
 ) -> ApiResult<Response> {
     caller.may_send_to_brief(id)?;
@@ -266,21 +206,15 @@ struct LedgerView {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     ApiQuery(q): ApiQuery<ShowQuery>,
 ) -> ApiResult<Json<LedgerView>> {
     caller.may_read_brief(id)?;
     let currency = brief_currency(&state, id).await?;
     let summary = summary(&state, id, &currency).await?;
-    let outputs = repo::outputs(&state.pool, id).await?;
-    let mut lines = repo::newest_lines(&state.pool, id, q.cursor, PAGE_LINES + 1).await?;
-    let next_cursor = if lines.len() as i64 > PAGE_LINES {
-        lines.truncate(PAGE_LINES as usize);
-        lines.last().map(|l| l.seq)
-    } else {
-        None
-    };
-    let lines_total = repo::count_lines(&state.pool, id).await?;
+    let outputs = service::outputs(&state, id).await?;
+    let (lines, next_cursor) = service::lines_page(&state, id, q.cursor, PAGE_LINES).await?;
+    let lines_total = service::count_lines(&state, id).await?;
     Ok(Json(LedgerView {
         summary,
         outputs,
@@ -294,7 +228,7 @@ async fn show(
 async fn show_summary(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> ApiResult<Json<LedgerSummary>> {
     caller.may_read_brief(id)?;
     let currency = brief_currency(&state, id).await?;
@@ -303,9 +237,7 @@ async fn show_summary(
 
 /// The lines as CSV with the import header, in the order they were added.
 pub(crate) async fn csv_response(state: &AppState, id: Uuid) -> Result<Response, AppError> {
-    brief_currency(state, id).await?;
-    let lines = repo::all_lines(&state.pool, id).await?;
-    let body = csv::write(Vec::new(), &lines).map_err(|e| AppError::Internal(anyhow::Error::new(e)))?;
+    let body = service::export_csv(state, id).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
@@ -322,7 +254,7 @@ pub(crate) async fn csv_response(state: &AppState, id: Uuid) -> Result<Response,
 async fn export(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     csv_response(&state, id).await

@@ -35,17 +35,6 @@ pub enum CsvError {
     TooManyLines,
 }
 
-impl From<CsvError> for crate::error::AppError {
-    fn from(e: CsvError) -> Self {
-        match e {
-            CsvError::Invalid(errors) => crate::error::AppError::Validation(errors),
-            CsvError::TooManyLines => crate::error::AppError::TooLarge(format!(
-                "more than {MAX_IMPORT_LINES} lines in one import; split the file"
-            )),
-        }
-    }
-}
-
 /// Parses and validates a whole CSV. All or nothing: any error and no line is returned.
 pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvError> {
     let mut rdr = ::csv::ReaderBuilder::new()

@@ -45,39 +45,6 @@ pub mod csv;
 pub mod model;
 pub mod pages;
 pub mod repo;
+pub mod service;
 
 pub use model::{summarize, utilization, Category, LedgerLine, LedgerSummary, Outputs};
-
-/// Imports the demo ledger (and its output counts) once: nothing happens when the brief already
-/// has ledger lines. Goes through the same validated, all-or-nothing store as the API.
-pub async fn demo_import(
-    state: &crate::state::AppState,
-    brief_id: uuid::Uuid,
-    csv_text: &str,
-) -> Result<bool, crate::error::AppError> {
-    if repo::count_lines(&state.pool, brief_id).await? > 0 {
-        return Ok(false);
-    }
-    let currency = api::brief_currency(state, brief_id).await?;
-    let lines = csv::parse(csv_text.as_bytes(), &currency)
-        .map_err(|e| crate::error::AppError::Internal(anyhow::anyhow!("the demo ledger is invalid: {e:?}")))?;
-    let outputs = model::OutputsPatch {
-        accepted: Some(1_200_000),
-        rejected: Some(3_100),
-        retries: Some(5_400),
-        failed_jobs: Some(120),
-        idle_hours: Some(rust_decimal::Decimal::from(600)),
-    };
-    api::store(state, brief_id, "rentcheck demo", "demo", &lines, Some(&outputs)).await?;
-    Ok(true)
-}
-
-/// Stores already-validated lines for a brief in one all-or-nothing import (tools and benchmarks).
-pub async fn import_lines(
-    state: &crate::state::AppState,
-    brief_id: uuid::Uuid,
-    actor: &str,
-    lines: &[LedgerLine],
-) -> Result<u64, crate::error::AppError> {
-    api::store(state, brief_id, actor, "import", lines, None).await
-}

@@ -12,10 +12,11 @@ use rust_decimal::{prelude::ToPrimitive, Decimal, RoundingStrategy};
 use uuid::Uuid;
 
 use super::{
-    api::{brief_currency, csv_response, store, summary},
+    api::csv_response,
     csv,
     model::{utilization, validate_line, validate_outputs, Category, LineInput, Outputs},
     repo::{self, StoredLine},
+    service::{brief_currency, store, summary},
 };
 use crate::{
     auth::Role,
@@ -23,7 +24,7 @@ use crate::{
     state::AppState,
     web::{
         auth::{CsrfForm, PageUser},
-        extract::PathId,
+        extract::Path,
         page::PageResult,
     },
 };
@@ -168,7 +169,7 @@ fn back(id: Uuid) -> Response {
 
 async fn add_line(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -192,7 +193,7 @@ async fn add_line(
 
 async fn set_outputs(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -205,7 +206,7 @@ async fn set_outputs(
 
 async fn import(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     CsrfForm(user, mut values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -219,7 +220,7 @@ async fn import(
     Ok(back(id))
 }
 
-async fn export(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+async fn export(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     Ok(csv_response(&state, id).await?)
 }

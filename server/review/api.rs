@@ -11,6 +11,8 @@ use axum::{
 };
 use serde_json::Value;
 
+use uuid::Uuid;
+
 use super::service::{self, VerdictRequest};
 use crate::{
     error::{ApiResult, AppError},
@@ -18,7 +20,7 @@ use crate::{
     validation::FieldError,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, PathId},
+        extract::{ApiJson, Path},
     },
 };
 
@@ -31,7 +33,7 @@ pub fn routes() -> Router<AppState> {
 async fn review(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> ApiResult<Json<Value>> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
@@ -49,7 +51,7 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
 async fn approve(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;

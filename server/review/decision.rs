@@ -439,7 +439,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
 /// inputs give the same digest and any change to an input changes it).
 pub fn inputs_digest(inputs: &DecisionInputs) -> String {
     let json = serde_json::to_vec(inputs).unwrap_or_default();
-    crate::secrets::sha256(&json)
+    <sha2::Sha256 as sha2::Digest>::digest(&json)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

@@ -10,7 +10,7 @@ use super::{
     repo,
 };
 use crate::{
-    acceptance::{self, evaluate::Status as EvalStatus},
+    acceptance::{self, evaluate::Status as EvalStatus, service as cards},
     briefs::model::Brief,
     error::AppError,
     ledger::{self, model::LedgerSummary},
@@ -62,8 +62,8 @@ pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, Ap
     // Independent reads side by side. The ledger summary is read once: the card's derived
     // `ledger.cost_per_job` and the decision's ledger facts share it.
     let (summary, card, metrics) = tokio::try_join!(
-        ledger::api::summary(state, brief.id, &brief.fields.currency),
-        async { Ok(acceptance::current_card(&state.pool, brief).await?) },
+        ledger::service::summary(state, brief.id, &brief.fields.currency),
+        async { Ok(cards::current_card(&state.pool, brief).await?) },
         async { Ok(repo::newest_metrics(&state.pool, brief.id, &keys).await?) },
     )?;
     let criteria: Vec<CriterionOutcome> = card_outcomes(state, brief, &card, &summary).await?;
@@ -98,8 +98,8 @@ async fn card_outcomes(
     card: &acceptance::Card,
     summary: &LedgerSummary,
 ) -> Result<Vec<CriterionOutcome>, AppError> {
-    let derived = acceptance::derived_figures_from(brief, summary);
-    let evaluation = acceptance::evaluate_card(&state.pool, brief, &card.criteria, &derived).await?;
+    let derived = cards::derived_figures_from(brief, summary);
+    let evaluation = cards::evaluate_card(&state.pool, brief, &card.criteria, &derived).await?;
     Ok(evaluation
         .criteria
         .into_iter()

@@ -6,11 +6,13 @@ use askama::Template;
 use axum::{
     extract::State,
     http::{header, StatusCode},
-    response::{Html, IntoResponse, Redirect, Response},
+    response::{IntoResponse, Redirect, Response},
     routing::get,
     Json, Router,
 };
 use rust_decimal::Decimal;
+
+use uuid::Uuid;
 
 use super::{
     decision::{Reason, Status},
@@ -24,8 +26,8 @@ use crate::{
     state::AppState,
     web::{
         auth::{ApiCaller, CsrfForm, PageUser},
-        extract::PathId,
-        page::{PageContext, PageError, PageResult},
+        extract::Path,
+        page::{render, PageContext, PageError, PageResult},
     },
 };
 
@@ -360,18 +362,14 @@ fn page(r: &Review, user: &PageUser, error: String, reservation: Option<BTreeMap
     }
 }
 
-fn render(t: &impl Template) -> PageResult<Response> {
-    Ok(Html(t.render().map_err(AppError::from)?).into_response())
-}
-
-async fn review_page(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+async fn review_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
     render(&page(&r, &user, String::new(), None))
 }
 
 async fn verdict(
     State(state): State<AppState>,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
     CsrfForm(user, mut form): CsrfForm,
 ) -> PageResult<Response> {
     let reservation: BTreeMap<String, String> = form
@@ -424,7 +422,7 @@ struct AuditPage {
     entries: Vec<AuditLine>,
 }
 
-async fn audit_page(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+async fn audit_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     let brief = service::load_brief(&state, id).await?;
     let entries = repo::audit_for_brief(&state.pool, id)
         .await?
@@ -458,7 +456,7 @@ struct DecisionRecord<'a> {
 async fn record_md(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
@@ -491,7 +489,7 @@ async fn record_md(
 async fn record_json(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    PathId(id): PathId,
+    Path(id): Path<Uuid>,
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;

@@ -16,7 +16,7 @@ use super::{
 use crate::{
     audit,
     auth::{Principal, Role},
-    briefs::{model::Brief, repo as briefs_repo},
+    briefs::{model::Brief, service as briefs},
     error::AppError,
     state::AppState,
     validation::FieldError,
@@ -39,9 +39,7 @@ pub struct Review {
 }
 
 pub async fn load_brief(state: &AppState, id: Uuid) -> Result<Brief, AppError> {
-    briefs_repo::get(&state.pool, id)
-        .await?
-        .ok_or(AppError::NotFound("brief"))
+    briefs::load(&state.pool, id).await
 }
 
 pub async fn review(state: &AppState, id: Uuid) -> Result<Review, AppError> {

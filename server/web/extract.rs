@@ -7,7 +7,6 @@ use axum::{
     http::{header, request::Parts, StatusCode},
 };
 use serde::de::DeserializeOwned;
-use uuid::Uuid;
 
 use crate::error::AppError;
 
@@ -71,20 +70,20 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HtmlForm<T> {
     }
 }
 
-/// The `{id}` path segment as a UUID. Anything that is not a UUID cannot name a record: 404.
-pub struct PathId(pub Uuid);
+/// Path parameters, deserialized: `Path<Uuid>` for `/briefs/{id}`, `Path<(Uuid, Uuid)>` or
+/// `Path<(Uuid, i64)>` for two segments. A segment that does not fit (not a UUID, not a number)
+/// cannot name a record: 404, as problem+json (or the error page, through `PageError`).
+pub struct Path<T>(pub T);
 
-impl<S: Send + Sync> FromRequestParts<S> for PathId {
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T> {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         #[allow(clippy::disallowed_types)]
-        let axum::extract::Path(raw) = axum::extract::Path::<String>::from_request_parts(parts, state)
+        let axum::extract::Path(value) = axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map_err(|_| AppError::NotFound("record"))?;
-        Uuid::parse_str(&raw)
-            .map(PathId)
-            .map_err(|_| AppError::NotFound("record"))
+        Ok(Path(value))
     }
 }
 
@@ -98,41 +97,5 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
         serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
             .map(ApiQuery)
             .map_err(|e| AppError::BadRequest(format!("malformed query string: {e}")))
-    }
-}
-
-/// Two UUID path segments, e.g. `/briefs/{id}/tokens/{jti}/revoke`.
-pub struct PathIds(pub Uuid, pub Uuid);
-
-impl<S: Send + Sync> FromRequestParts<S> for PathIds {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        #[allow(clippy::disallowed_types)]
-        let axum::extract::Path((a, b)) = axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| AppError::NotFound("record"))?;
-        match (Uuid::parse_str(&a), Uuid::parse_str(&b)) {
-            (Ok(a), Ok(b)) => Ok(PathIds(a, b)),
-            _ => Err(AppError::NotFound("record")),
-        }
-    }
-}
-
-/// A UUID and a whole number, e.g. `/briefs/{id}/card/revisions/{n}`. Anything else: 404.
-pub struct PathIdNumber(pub Uuid, pub i64);
-
-impl<S: Send + Sync> FromRequestParts<S> for PathIdNumber {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        #[allow(clippy::disallowed_types)]
-        let axum::extract::Path((a, b)) = axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| AppError::NotFound("record"))?;
-        match (Uuid::parse_str(&a), b.parse::<i64>()) {
-            (Ok(a), Ok(b)) => Ok(PathIdNumber(a, b)),
-            _ => Err(AppError::NotFound("record")),
-        }
     }
 }

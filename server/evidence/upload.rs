@@ -1,0 +1,148 @@
+//! Decoding `POST /api/v1/briefs/{id}/evidence`: read the body under the upload cap while it
+//! streams and decode one of the three forms (JSON envelope, raw body, multipart) into an
+//! [`Upload`]. What happens to it is `service::ingest`.
+
+use std::collections::HashMap;
+
+use axum::{
+    body::Body,
+    extract::{FromRequest, Multipart, Request},
+    http::{header, HeaderMap, HeaderName},
+};
+use bytes::Bytes;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::Value;
+
+use super::model::{clean_content_type, Upload};
+use crate::{
+    error::{ApiResult, AppError},
+    validation::FieldError,
+};
+
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// The `Idempotency-Key` header: 1–255 visible ASCII characters, or absent.
+pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(v) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    match v.to_str() {
+        Ok(s) if !s.is_empty() && s.len() <= 255 && s.bytes().all(|b| b.is_ascii_graphic()) => Ok(Some(s.to_owned())),
+        _ => Err(AppError::Validation(vec![FieldError::new(
+            "Idempotency-Key",
+            "must be 1 to 255 visible ASCII characters",
+        )])),
+    }
+}
+
+/// Reads the whole body, failing with 413 as soon as it passes `max` bytes: at once when
+/// `Content-Length` says so, otherwise when the streamed (e.g. chunked) frames add up past it.
+pub async fn read_capped(body: Body, headers: &HeaderMap, max: usize) -> ApiResult<Bytes> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(AppError::PayloadTooLarge(max));
+    }
+    match Limited::new(body, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(AppError::PayloadTooLarge(max)),
+        Err(e) => Err(AppError::BadRequest(format!("could not read the request body: {e}"))),
+    }
+}
+
+enum Form {
+    Envelope,
+    Raw,
+    Multipart,
+}
+
+fn is_json(ct: &str) -> bool {
+    ct.starts_with("application/json") || (ct.starts_with("application/") && ct.contains("+json"))
+}
+
+/// Decodes the request into an upload. Which form it is depends on the content type and the query:
+/// multipart → the `file` part; `?kind=` or `?stage=` present → the raw body, whatever its type;
+/// JSON without them → the envelope; anything else → 415.
+pub async fn decode(req: Request, max: usize) -> ApiResult<Upload> {
+    let (parts, body) = req.into_parts();
+    let ct_header = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let ct = ct_header.as_deref().unwrap_or("").trim().to_ascii_lowercase();
+    let query: HashMap<String, String> =
+        serde_urlencoded::from_str::<Vec<(String, String)>>(parts.uri.query().unwrap_or(""))
+            .map_err(|e| AppError::BadRequest(format!("malformed query string: {e}")))?
+            .into_iter()
+            .collect();
+    let form = if ct.starts_with("multipart/form-data") {
+        Form::Multipart
+    } else if query.contains_key("kind") || query.contains_key("stage") {
+        Form::Raw
+    } else if is_json(&ct) {
+        Form::Envelope
+    } else {
+        return Err(AppError::UnsupportedMediaType(format!(
+            "got Content-Type {}: send a JSON envelope (application/json), a raw body with ?kind=&stage=, \
+             or multipart/form-data with a file part",
+            if ct.is_empty() { "none" } else { &ct }
+        )));
+    };
+    let raw = read_capped(body, &parts.headers, max).await?;
+    match form {
+        Form::Raw => Upload::from_fields(&query, clean_content_type(ct_header.as_deref()), None, raw)
+            .map_err(AppError::Validation),
+        Form::Envelope => {
+            let v: Value =
+                serde_json::from_slice(&raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
+            Upload::from_envelope(&v).map_err(AppError::Validation)
+        }
+        Form::Multipart => {
+            let req = Request::from_parts(parts, Body::from(raw));
+            decode_multipart(req, query).await
+        }
+    }
+}
+
+/// The body is already in memory (read under the cap), so a multipart error is a malformed body.
+fn multipart_error(e: axum::extract::multipart::MultipartError) -> AppError {
+    AppError::BadRequest(format!("malformed multipart body: {}", e.body_text()))
+}
+
+/// Text parts (`kind`, `stage`, `collected_at`, `labels`, `label.<name>`) join the query's fields;
+/// exactly one `file` part holds the evidence.
+async fn decode_multipart(req: Request, mut fields: HashMap<String, String>) -> ApiResult<Upload> {
+    let mut mp = Multipart::from_request(req, &())
+        .await
+        .map_err(|e| AppError::BadRequest(format!("malformed multipart request: {}", e.body_text())))?;
+    let mut file = None;
+    while let Some(field) = mp.next_field().await.map_err(multipart_error)? {
+        let name = field.name().unwrap_or("").to_owned();
+        if name == "file" {
+            if file.is_some() {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "file",
+                    "send one file part per request",
+                )]));
+            }
+            let ct = field.content_type().map(str::to_owned);
+            let filename = field.file_name().map(str::to_owned);
+            let data = field.bytes().await.map_err(multipart_error)?;
+            file = Some((ct, filename, data));
+        } else {
+            let text = field.text().await.map_err(multipart_error)?;
+            fields.insert(name, text);
+        }
+    }
+    let Some((ct, filename, data)) = file else {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "file",
+            "a part named file is required",
+        )]));
+    };
+    Upload::from_fields(&fields, clean_content_type(ct.as_deref()), filename, data).map_err(AppError::Validation)
+}
