@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use rust_decimal::{prelude::ToPrimitive, Decimal};
 use serde::Serialize;
-use sqlx::{FromRow, PgConnection, PgExecutor};
+use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{
@@ -25,16 +25,16 @@ pub async fn insert_lines(
     let mut inserted = 0;
     for chunk in lines.chunks(INSERT_CHUNK) {
         let ids: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
-        let categories: Vec<&str> = chunk.iter().map(|l| l.category.as_str()).collect();
-        let resources: Vec<&str> = chunk.iter().map(|l| l.resource.as_str()).collect();
-        let descriptions: Vec<&str> = chunk.iter().map(|l| l.description.as_str()).collect();
+        let categories: Vec<String> = chunk.iter().map(|l| l.category.as_str().to_owned()).collect();
+        let resources: Vec<String> = chunk.iter().map(|l| l.resource.clone()).collect();
+        let descriptions: Vec<String> = chunk.iter().map(|l| l.description.clone()).collect();
         let starts: Vec<Option<DateTime<Utc>>> = chunk.iter().map(|l| l.starts_at).collect();
         let ends: Vec<Option<DateTime<Utc>>> = chunk.iter().map(|l| l.ends_at).collect();
         let gpus: Vec<Option<i32>> = chunk.iter().map(|l| l.gpus).collect();
         let rates: Vec<Option<Decimal>> = chunk.iter().map(|l| l.rate_per_gpu_hour).collect();
         let amounts: Vec<Decimal> = chunk.iter().map(|l| l.amount).collect();
-        let currencies: Vec<&str> = chunk.iter().map(|l| l.currency.as_str()).collect();
-        let done = sqlx::query(
+        let currencies: Vec<String> = chunk.iter().map(|l| l.currency.clone()).collect();
+        let done = sqlx::query!(
             "INSERT INTO ledger_lines (id, brief_id, import_id, category, resource, description, starts_at, \
              ends_at, gpus, rate_per_gpu_hour, amount, currency) \
              SELECT t.id, $1, $2, t.category, t.resource, t.description, t.starts_at, t.ends_at, t.gpus, t.rate, \
@@ -43,19 +43,20 @@ pub async fn insert_lines(
              $9::int4[], $10::numeric[], $11::numeric[], $12::text[]) WITH ORDINALITY \
              AS t(id, category, resource, description, starts_at, ends_at, gpus, rate, amount, currency, ord) \
              ORDER BY t.ord",
+            brief_id,
+            import_id,
+            &ids,
+            &categories,
+            &resources,
+            &descriptions,
+            // Arrays whose elements may be NULL: the macro infers `&[T]`; the type says `Option<T>`.
+            &starts as &[Option<DateTime<Utc>>],
+            &ends as &[Option<DateTime<Utc>>],
+            &gpus as &[Option<i32>],
+            &rates as &[Option<Decimal>],
+            &amounts,
+            &currencies,
         )
-        .bind(brief_id)
-        .bind(import_id)
-        .bind(&ids)
-        .bind(&categories)
-        .bind(&resources)
-        .bind(&descriptions)
-        .bind(&starts)
-        .bind(&ends)
-        .bind(&gpus)
-        .bind(&rates)
-        .bind(&amounts)
-        .bind(&currencies)
         .execute(&mut *conn)
         .await?;
         inserted += done.rows_affected();
@@ -65,9 +66,9 @@ pub async fn insert_lines(
 
 /// Sets the figures the patch names; the others keep their stored value.
 pub async fn upsert_outputs(db: impl PgExecutor<'_>, brief_id: Uuid, patch: &OutputsPatch) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO ledger_outputs (brief_id, accepted, rejected, retries, failed_jobs, idle_hours) \
-         VALUES ($1, COALESCE($2, 0), COALESCE($3, 0), COALESCE($4, 0), COALESCE($5, 0), $6) \
+         VALUES ($1, COALESCE($2::int8, 0), COALESCE($3::int8, 0), COALESCE($4::int8, 0), COALESCE($5::int8, 0), $6) \
          ON CONFLICT (brief_id) DO UPDATE SET \
            accepted = COALESCE($2, ledger_outputs.accepted), \
            rejected = COALESCE($3, ledger_outputs.rejected), \
@@ -75,19 +76,18 @@ pub async fn upsert_outputs(db: impl PgExecutor<'_>, brief_id: Uuid, patch: &Out
            failed_jobs = COALESCE($5, ledger_outputs.failed_jobs), \
            idle_hours = COALESCE($6, ledger_outputs.idle_hours), \
            updated_at = now()",
+        brief_id,
+        patch.accepted,
+        patch.rejected,
+        patch.retries,
+        patch.failed_jobs,
+        patch.idle_hours,
     )
-    .bind(brief_id)
-    .bind(patch.accepted)
-    .bind(patch.rejected)
-    .bind(patch.retries)
-    .bind(patch.failed_jobs)
-    .bind(patch.idle_hours)
     .execute(db)
     .await?;
     Ok(())
 }
 
-#[derive(FromRow)]
 struct OutputsRow {
     accepted: i64,
     rejected: i64,
@@ -97,10 +97,11 @@ struct OutputsRow {
 }
 
 pub async fn outputs(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Outputs, sqlx::Error> {
-    let row: Option<OutputsRow> = sqlx::query_as(
+    let row = sqlx::query_as!(
+        OutputsRow,
         "SELECT accepted, rejected, retries, failed_jobs, idle_hours FROM ledger_outputs WHERE brief_id = $1",
+        brief_id,
     )
-    .bind(brief_id)
     .fetch_optional(db)
     .await?;
     Ok(row
@@ -114,8 +115,6 @@ pub async fn outputs(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Outputs,
         .unwrap_or_default())
 }
 
-/// (resource, starts_at, ends_at, gpus, amount) of an accelerator line.
-type SpanRow = (String, DateTime<Utc>, DateTime<Utc>, i32, Decimal);
 
 /// Re-merges the accelerator lines of the given resources (one sorted pass per resource over
 /// `ledger_lines_accelerator_idx`, in byte order so PostgreSQL's order is Rust's) and stores each
@@ -125,48 +124,51 @@ pub async fn remerge(conn: &mut PgConnection, brief_id: Uuid, resources: &[&str]
     if resources.is_empty() {
         return Ok(());
     }
-    let rows: Vec<SpanRow> = sqlx::query_as(
-        "SELECT resource, starts_at, ends_at, gpus, amount FROM ledger_lines \
-         WHERE brief_id = $1 AND category = 'accelerator' AND resource = ANY($2) \
-         ORDER BY resource COLLATE \"C\", starts_at, ends_at",
+    let resources: Vec<String> = resources.iter().map(|r| (*r).to_owned()).collect();
+    // Accelerator lines always have an interval and a GPU count (a CHECK in migration 4).
+    let rows = sqlx::query!(
+        r#"SELECT resource, starts_at AS "starts_at!", ends_at AS "ends_at!", gpus AS "gpus!", amount
+           FROM ledger_lines
+           WHERE brief_id = $1 AND category = 'accelerator' AND resource = ANY($2)
+           ORDER BY resource COLLATE "C", starts_at, ends_at"#,
+        brief_id,
+        &resources,
     )
-    .bind(brief_id)
-    .bind(resources)
     .fetch_all(&mut *conn)
     .await?;
     let mut spans: Vec<Span<'_>> = rows
         .iter()
-        .map(|(resource, start, end, gpus, amount)| Span {
-            resource,
-            start: *start,
-            end: *end,
-            gpus: *gpus,
-            amount: *amount,
+        .map(|r| Span {
+            resource: &r.resource,
+            start: r.starts_at,
+            end: r.ends_at,
+            gpus: r.gpus,
+            amount: r.amount,
         })
         .collect();
     sort_spans(&mut spans); // a check only: the index order is already the merge order
-    let mut names: Vec<&str> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
     let mut micros: Vec<Decimal> = Vec::new();
     let mut costs: Vec<Decimal> = Vec::new();
     let mut counts: Vec<i64> = Vec::new();
     for group in spans.chunk_by(|a, b| a.resource == b.resource) {
         let merged = merge_spans(group.iter().copied());
-        names.push(group[0].resource);
+        names.push(group[0].resource.to_owned());
         micros.push(Decimal::from_i128_with_scale(merged.gpu_micros, 0));
         costs.push(merged.cost);
         counts.push(group.len() as i64);
     }
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO ledger_accelerator_merged (brief_id, resource, gpu_micros, cost, lines) \
          SELECT $1, * FROM UNNEST($2::text[], $3::numeric[], $4::numeric[], $5::int8[]) \
          ON CONFLICT (brief_id, resource) DO UPDATE SET \
            gpu_micros = EXCLUDED.gpu_micros, cost = EXCLUDED.cost, lines = EXCLUDED.lines",
+        brief_id,
+        &names,
+        &micros,
+        &costs,
+        &counts,
     )
-    .bind(brief_id)
-    .bind(&names)
-    .bind(&micros)
-    .bind(&costs)
-    .bind(&counts)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -175,8 +177,7 @@ pub async fn remerge(conn: &mut PgConnection, brief_id: Uuid, resources: &[&str]
 /// Serializes imports into one brief (their re-merges read what the other wrote); `false` when the
 /// brief does not exist.
 pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
-    Ok(sqlx::query("SELECT 1 FROM briefs WHERE id = $1 FOR UPDATE")
-        .bind(brief_id)
+    Ok(sqlx::query_scalar!("SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE", brief_id)
         .fetch_optional(db)
         .await?
         .is_some())
@@ -187,27 +188,28 @@ pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool,
 /// import keeps current with the one-pass merge (`remerge`). The same figures as
 /// `model::summarize` over every line.
 pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
-    let sums: Vec<(String, Decimal)> = sqlx::query_as(
-        "SELECT category, sum(amount) FROM ledger_lines WHERE brief_id = $1 \
-         AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY category",
+    let sums = sqlx::query!(
+        r#"SELECT category, sum(amount) AS "sum!" FROM ledger_lines WHERE brief_id = $1
+           AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY category"#,
+        brief_id,
     )
-    .bind(brief_id)
     .fetch_all(&mut *conn)
     .await?;
     let mut totals = CategoryTotals::default();
-    for (category, sum) in sums {
-        if let Ok(c) = category.parse::<Category>() {
-            totals.add(c, sum);
+    for row in sums {
+        if let Ok(c) = row.category.parse::<Category>() {
+            totals.add(c, row.sum);
         }
     }
-    let (micros, cost): (Option<Decimal>, Option<Decimal>) =
-        sqlx::query_as("SELECT sum(gpu_micros), sum(cost) FROM ledger_accelerator_merged WHERE brief_id = $1")
-            .bind(brief_id)
-            .fetch_one(&mut *conn)
-            .await?;
+    let accelerator = sqlx::query!(
+        "SELECT sum(gpu_micros) AS micros, sum(cost) AS cost FROM ledger_accelerator_merged WHERE brief_id = $1",
+        brief_id,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
     let merged = Merged {
-        gpu_micros: micros.and_then(|m| m.to_i128()).unwrap_or(0),
-        cost: cost.unwrap_or_default().normalize(),
+        gpu_micros: accelerator.micros.and_then(|m| m.to_i128()).unwrap_or(0),
+        cost: accelerator.cost.unwrap_or_default().normalize(),
     };
     let outputs = outputs(&mut *conn, brief_id).await?;
     Ok(finish(totals, &merged, &outputs, currency))
@@ -223,7 +225,6 @@ pub struct StoredLine {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(FromRow)]
 struct LineRow {
     id: Uuid,
     seq: i64,
@@ -264,9 +265,6 @@ impl TryFrom<LineRow> for StoredLine {
     }
 }
 
-const LINE_COLUMNS: &str = "id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, \
-    amount, currency, created_at";
-
 /// Newest first, `limit` lines with `seq` below `before` (a cursor from the previous page).
 pub async fn newest_lines(
     db: impl PgExecutor<'_>,
@@ -274,12 +272,14 @@ pub async fn newest_lines(
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<StoredLine>, sqlx::Error> {
-    let rows: Vec<LineRow> = sqlx::query_as(&format!(
-        "SELECT {LINE_COLUMNS} FROM ledger_lines WHERE brief_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3"
-    ))
-    .bind(brief_id)
-    .bind(before.unwrap_or(i64::MAX))
-    .bind(limit)
+    let rows = sqlx::query_as!(
+        LineRow,
+        "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
+         currency, created_at FROM ledger_lines WHERE brief_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+        brief_id,
+        before.unwrap_or(i64::MAX),
+        limit,
+    )
     .fetch_all(db)
     .await?;
     rows.into_iter().map(StoredLine::try_from).collect()
@@ -287,10 +287,12 @@ pub async fn newest_lines(
 
 /// Every line of a brief in insertion (file) order, for the CSV export.
 pub async fn all_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<LedgerLine>, sqlx::Error> {
-    let rows: Vec<LineRow> = sqlx::query_as(&format!(
-        "SELECT {LINE_COLUMNS} FROM ledger_lines WHERE brief_id = $1 ORDER BY seq"
-    ))
-    .bind(brief_id)
+    let rows = sqlx::query_as!(
+        LineRow,
+        "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
+         currency, created_at FROM ledger_lines WHERE brief_id = $1 ORDER BY seq",
+        brief_id,
+    )
     .fetch_all(db)
     .await?;
     rows.into_iter()
@@ -299,8 +301,7 @@ pub async fn all_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<Le
 }
 
 pub async fn count_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT count(*) FROM ledger_lines WHERE brief_id = $1")
-        .bind(brief_id)
+    sqlx::query_scalar!(r#"SELECT count(*) AS "count!" FROM ledger_lines WHERE brief_id = $1"#, brief_id)
         .fetch_one(db)
         .await
 }
