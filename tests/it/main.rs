@@ -5,6 +5,7 @@
 
 mod common;
 
+mod architecture;
 mod auth_api;
 mod auth_pages;
 mod backup_restore;
