@@ -1,7 +1,14 @@
-//! Validation results shared by every domain model: one message per field. Pure, with no web or
-//! database dependency, so the pure engines and models can report bad input without pulling in axum.
+//! Validation shared by every domain model: one message per field, and a reader that takes the same
+//! fields from a JSON object (the API) or an HTML form and collects every bad field at once. Pure,
+//! with no web or database dependency, so the pure engines and models can use it.
+
+use std::collections::HashMap;
 
 use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The longest value a choice field (an enumeration) is read as.
+const CHOICE_MAX_LEN: usize = 200;
 
 /// A message about one input field (`field` as the API and the form name it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -15,6 +22,211 @@ impl FieldError {
         Self {
             field: field.into(),
             message: message.into(),
+        }
+    }
+}
+
+/// Raw input before validation.
+pub enum Input<'a> {
+    Json(&'a Map<String, Value>),
+    Form(&'a HashMap<String, String>),
+}
+
+impl Input<'_> {
+    /// One field's raw value; `outer.inner` reads a nested JSON object's field.
+    pub fn raw(&self, field: &str) -> Raw<'_> {
+        match self {
+            Input::Json(map) => match field.split_once('.') {
+                Some((outer, inner)) => match map.get(outer) {
+                    Some(Value::Object(o)) => Raw::from_json(o.get(inner)),
+                    _ => Raw::Absent,
+                },
+                None => Raw::from_json(map.get(field)),
+            },
+            Input::Form(map) => match map.get(field).map(|s| s.trim()) {
+                None | Some("") => Raw::Absent,
+                Some(s) => Raw::FormText(s),
+            },
+        }
+    }
+}
+
+/// One field's raw value.
+pub enum Raw<'a> {
+    Absent,
+    Json(&'a Value),
+    FormText(&'a str),
+}
+
+impl<'a> Raw<'a> {
+    pub fn from_json(v: Option<&'a Value>) -> Self {
+        match v {
+            None | Some(Value::Null) => Raw::Absent,
+            Some(Value::String(s)) if s.trim().is_empty() => Raw::Absent,
+            Some(v) => Raw::Json(v),
+        }
+    }
+
+    pub fn text(&self) -> Result<Option<String>, String> {
+        match self {
+            Raw::Absent => Ok(None),
+            Raw::FormText(s) => Ok(Some((*s).to_owned())),
+            Raw::Json(Value::String(s)) => Ok(Some(s.trim().to_owned())),
+            Raw::Json(_) => Err("must be a string".into()),
+        }
+    }
+
+    pub fn number(&self) -> Result<Option<f64>, String> {
+        let n = match self {
+            Raw::Absent => return Ok(None),
+            Raw::FormText(s) => s.parse::<f64>().map_err(|_| "must be a number".to_owned())?,
+            Raw::Json(Value::Number(n)) => n.as_f64().ok_or("must be a number")?,
+            Raw::Json(_) => return Err("must be a number".into()),
+        };
+        if n.is_finite() {
+            Ok(Some(n))
+        } else {
+            Err("must be a finite number".into())
+        }
+    }
+
+    pub fn integer(&self) -> Result<Option<i64>, String> {
+        match self {
+            Raw::Absent => Ok(None),
+            Raw::FormText(s) => s.parse::<i64>().map(Some).map_err(|_| "must be a whole number".into()),
+            Raw::Json(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| "must be a whole number".into()),
+            Raw::Json(_) => Err("must be a whole number".into()),
+        }
+    }
+
+    pub fn boolean(&self) -> Result<Option<bool>, String> {
+        match self {
+            Raw::Absent => Ok(None),
+            Raw::FormText(s) => match s.to_ascii_lowercase().as_str() {
+                "on" | "true" | "yes" | "1" => Ok(Some(true)),
+                "off" | "false" | "no" | "0" => Ok(Some(false)),
+                _ => Err("must be true or false".into()),
+            },
+            Raw::Json(Value::Bool(b)) => Ok(Some(*b)),
+            Raw::Json(_) => Err("must be true or false".into()),
+        }
+    }
+
+    pub fn list(&self) -> Result<Option<Vec<String>>, String> {
+        let items: Vec<String> = match self {
+            Raw::Absent => return Ok(None),
+            Raw::FormText(s) => s.split([',', '\n']).map(|p| p.trim().to_owned()).collect(),
+            Raw::Json(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.trim().to_owned()),
+                    _ => Err("must be a list of strings".to_owned()),
+                })
+                .collect::<Result<_, _>>()?,
+            Raw::Json(_) => return Err("must be a list of strings".into()),
+        };
+        Ok(Some(items.into_iter().filter(|s| !s.is_empty()).collect()))
+    }
+}
+
+/// Reads fields and collects every per-field error while it goes, so a form or an API answer can
+/// report all bad fields at once.
+pub struct FieldReader<'a> {
+    pub input: &'a Input<'a>,
+    pub errors: Vec<FieldError>,
+}
+
+impl<'a> FieldReader<'a> {
+    pub fn new(input: &'a Input<'a>) -> Self {
+        Self {
+            input,
+            errors: Vec::new(),
+        }
+    }
+
+    pub fn fail(&mut self, field: &str, message: impl Into<String>) {
+        self.errors.push(FieldError::new(field, message));
+    }
+
+    pub fn read<T>(&mut self, field: &str, get: impl FnOnce(&Raw<'a>) -> Result<Option<T>, String>) -> Option<T> {
+        let input: &'a Input<'a> = self.input;
+        match get(&input.raw(field)) {
+            Ok(v) => v,
+            Err(message) => {
+                self.fail(field, message);
+                None
+            }
+        }
+    }
+
+    pub fn text(&mut self, field: &str, max_len: usize) -> Option<String> {
+        let value = self.read(field, Raw::text)?;
+        if value.chars().count() > max_len {
+            self.fail(field, format!("must be at most {max_len} characters"));
+            return None;
+        }
+        if value
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\r' && c != '\t')
+        {
+            self.fail(field, "must not contain control characters");
+            return None;
+        }
+        Some(value)
+    }
+
+    pub fn required_text(&mut self, field: &str, max_len: usize) -> Option<String> {
+        let present = !matches!(self.input.raw(field), Raw::Absent);
+        let value = self.text(field, max_len);
+        if !present {
+            self.fail(field, "is required");
+        }
+        value
+    }
+
+    pub fn choice<T: std::str::FromStr + Copy>(&mut self, field: &str, allowed: &[&str], required: bool) -> Option<T> {
+        let absent = matches!(self.input.raw(field), Raw::Absent);
+        let raw = self.text(field, CHOICE_MAX_LEN);
+        match raw {
+            Some(s) => match s.parse::<T>() {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    self.fail(field, format!("must be one of: {}", allowed.join(", ")));
+                    None
+                }
+            },
+            None => {
+                if required && absent {
+                    self.fail(field, "is required");
+                }
+                None
+            }
+        }
+    }
+
+    pub fn positive_number(&mut self, field: &str, max: f64) -> Option<f64> {
+        let v = self.read(field, Raw::number)?;
+        if v <= 0.0 {
+            self.fail(field, "must be greater than 0");
+            None
+        } else if v > max {
+            self.fail(field, format!("must be at most {max}"));
+            None
+        } else {
+            Some(v)
+        }
+    }
+
+    pub fn positive_integer(&mut self, field: &str, max: i64) -> Option<i64> {
+        let v = self.read(field, Raw::integer)?;
+        if v <= 0 {
+            self.fail(field, "must be greater than 0");
+            None
+        } else if v > max {
+            self.fail(field, format!("must be at most {max}"));
+            None
+        } else {
+            Some(v)
         }
     }
 }

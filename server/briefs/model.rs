@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::{
     sizing::{self, ModelSpec, Precision, Sizing, SizingInput, WorkloadKind},
-    validation::FieldError,
+    validation::{FieldError, FieldReader as Checker, Input, Raw},
 };
 
 /// An enumeration stored as text: one place lists its values and their spelling.
@@ -228,11 +228,8 @@ impl BriefFields {
     }
 }
 
-/// Raw input before validation.
-pub enum BriefInput<'a> {
-    Json(&'a Map<String, Value>),
-    Form(&'a HashMap<String, String>),
-}
+/// Raw input before validation: a JSON object from the API or an HTML form's fields.
+pub type BriefInput<'a> = Input<'a>;
 
 /// Fields the API returns that a client may send back unchanged in a PUT; they are ignored.
 const READ_ONLY_FIELDS: [&str; 5] = ["id", "sizing", "status", "created_at", "updated_at"];
@@ -269,206 +266,13 @@ const BRIEF_FIELDS: [&str; 28] = [
     "intent",
 ];
 
-impl BriefInput<'_> {
-    fn raw(&self, field: &str) -> Raw<'_> {
-        match self {
-            BriefInput::Json(map) => match field.split_once('.') {
-                Some((outer, inner)) => match map.get(outer) {
-                    Some(Value::Object(o)) => Raw::from_json(o.get(inner)),
-                    _ => Raw::Absent,
-                },
-                None => Raw::from_json(map.get(field)),
-            },
-            BriefInput::Form(map) => match map.get(field).map(|s| s.trim()) {
-                None | Some("") => Raw::Absent,
-                Some(s) => Raw::FormText(s),
-            },
-        }
-    }
-}
-
-/// One field's raw value.
-enum Raw<'a> {
-    Absent,
-    Json(&'a Value),
-    FormText(&'a str),
-}
-
-impl<'a> Raw<'a> {
-    fn from_json(v: Option<&'a Value>) -> Self {
-        match v {
-            None | Some(Value::Null) => Raw::Absent,
-            Some(Value::String(s)) if s.trim().is_empty() => Raw::Absent,
-            Some(v) => Raw::Json(v),
-        }
-    }
-
-    fn text(&self) -> Result<Option<String>, String> {
-        match self {
-            Raw::Absent => Ok(None),
-            Raw::FormText(s) => Ok(Some((*s).to_owned())),
-            Raw::Json(Value::String(s)) => Ok(Some(s.trim().to_owned())),
-            Raw::Json(_) => Err("must be a string".into()),
-        }
-    }
-
-    fn number(&self) -> Result<Option<f64>, String> {
-        let n = match self {
-            Raw::Absent => return Ok(None),
-            Raw::FormText(s) => s.parse::<f64>().map_err(|_| "must be a number".to_owned())?,
-            Raw::Json(Value::Number(n)) => n.as_f64().ok_or("must be a number")?,
-            Raw::Json(_) => return Err("must be a number".into()),
-        };
-        if n.is_finite() {
-            Ok(Some(n))
-        } else {
-            Err("must be a finite number".into())
-        }
-    }
-
-    fn integer(&self) -> Result<Option<i64>, String> {
-        match self {
-            Raw::Absent => Ok(None),
-            Raw::FormText(s) => s.parse::<i64>().map(Some).map_err(|_| "must be a whole number".into()),
-            Raw::Json(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| "must be a whole number".into()),
-            Raw::Json(_) => Err("must be a whole number".into()),
-        }
-    }
-
-    fn boolean(&self) -> Result<Option<bool>, String> {
-        match self {
-            Raw::Absent => Ok(None),
-            Raw::FormText(s) => match s.to_ascii_lowercase().as_str() {
-                "on" | "true" | "yes" | "1" => Ok(Some(true)),
-                "off" | "false" | "no" | "0" => Ok(Some(false)),
-                _ => Err("must be true or false".into()),
-            },
-            Raw::Json(Value::Bool(b)) => Ok(Some(*b)),
-            Raw::Json(_) => Err("must be true or false".into()),
-        }
-    }
-
-    fn list(&self) -> Result<Option<Vec<String>>, String> {
-        let items: Vec<String> = match self {
-            Raw::Absent => return Ok(None),
-            Raw::FormText(s) => s.split([',', '\n']).map(|p| p.trim().to_owned()).collect(),
-            Raw::Json(Value::Array(items)) => items
-                .iter()
-                .map(|v| match v {
-                    Value::String(s) => Ok(s.trim().to_owned()),
-                    _ => Err("must be a list of strings".to_owned()),
-                })
-                .collect::<Result<_, _>>()?,
-            Raw::Json(_) => return Err("must be a list of strings".into()),
-        };
-        Ok(Some(items.into_iter().filter(|s| !s.is_empty()).collect()))
-    }
-}
-
-/// Collects per-field errors while fields are read.
-struct Checker<'a> {
-    input: &'a BriefInput<'a>,
-    errors: Vec<FieldError>,
-}
-
-impl<'a> Checker<'a> {
-    fn fail(&mut self, field: &str, message: impl Into<String>) {
-        self.errors.push(FieldError::new(field, message));
-    }
-
-    fn read<T>(&mut self, field: &str, get: impl FnOnce(&Raw<'a>) -> Result<Option<T>, String>) -> Option<T> {
-        let input: &'a BriefInput<'a> = self.input;
-        match get(&input.raw(field)) {
-            Ok(v) => v,
-            Err(message) => {
-                self.fail(field, message);
-                None
-            }
-        }
-    }
-
-    fn text(&mut self, field: &str, max_len: usize) -> Option<String> {
-        let value = self.read(field, Raw::text)?;
-        if value.chars().count() > max_len {
-            self.fail(field, format!("must be at most {max_len} characters"));
-            return None;
-        }
-        if value
-            .chars()
-            .any(|c| c.is_control() && c != '\n' && c != '\r' && c != '\t')
-        {
-            self.fail(field, "must not contain control characters");
-            return None;
-        }
-        Some(value)
-    }
-
-    fn required_text(&mut self, field: &str, max_len: usize) -> Option<String> {
-        let present = !matches!(self.input.raw(field), Raw::Absent);
-        let value = self.text(field, max_len);
-        if !present {
-            self.fail(field, "is required");
-        }
-        value
-    }
-
-    fn choice<T: std::str::FromStr + Copy>(&mut self, field: &str, allowed: &[&str], required: bool) -> Option<T> {
-        let absent = matches!(self.input.raw(field), Raw::Absent);
-        let raw = self.text(field, MAX_SHORT_TEXT);
-        match raw {
-            Some(s) => match s.parse::<T>() {
-                Ok(v) => Some(v),
-                Err(_) => {
-                    self.fail(field, format!("must be one of: {}", allowed.join(", ")));
-                    None
-                }
-            },
-            None => {
-                if required && absent {
-                    self.fail(field, "is required");
-                }
-                None
-            }
-        }
-    }
-
-    fn positive_number(&mut self, field: &str, max: f64) -> Option<f64> {
-        let v = self.read(field, Raw::number)?;
-        if v <= 0.0 {
-            self.fail(field, "must be greater than 0");
-            None
-        } else if v > max {
-            self.fail(field, format!("must be at most {max}"));
-            None
-        } else {
-            Some(v)
-        }
-    }
-
-    fn positive_integer(&mut self, field: &str, max: i64) -> Option<i64> {
-        let v = self.read(field, Raw::integer)?;
-        if v <= 0 {
-            self.fail(field, "must be greater than 0");
-            None
-        } else if v > max {
-            self.fail(field, format!("must be at most {max}"));
-            None
-        } else {
-            Some(v)
-        }
-    }
-}
-
 fn names<T: Copy>(all: &[T], name: fn(&T) -> &'static str) -> Vec<&'static str> {
     all.iter().map(name).collect()
 }
 
 /// Checks every field and returns the brief, or every problem found.
 pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> {
-    let mut c = Checker {
-        input,
-        errors: Vec::new(),
-    };
+    let mut c = Checker::new(input);
 
     if let BriefInput::Json(map) = input {
         for key in map.keys() {

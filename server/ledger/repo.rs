@@ -115,7 +115,6 @@ pub async fn outputs(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Outputs,
         .unwrap_or_default())
 }
 
-
 /// Re-merges the accelerator lines of the given resources (one sorted pass per resource over
 /// `ledger_lines_accelerator_idx`, in byte order so PostgreSQL's order is Rust's) and stores each
 /// resource's GPU-microseconds and cost in `ledger_accelerator_merged`. Call it in the import's
@@ -177,10 +176,12 @@ pub async fn remerge(conn: &mut PgConnection, brief_id: Uuid, resources: &[&str]
 /// Serializes imports into one brief (their re-merges read what the other wrote); `false` when the
 /// brief does not exist.
 pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
-    Ok(sqlx::query_scalar!("SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE", brief_id)
-        .fetch_optional(db)
-        .await?
-        .is_some())
+    Ok(
+        sqlx::query_scalar!("SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE", brief_id)
+            .fetch_optional(db)
+            .await?
+            .is_some(),
+    )
 }
 
 /// The summary: sums per category in SQL (an index-only scan of `ledger_lines_brief_category_idx`)
@@ -301,7 +302,10 @@ pub async fn all_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<Le
 }
 
 pub async fn count_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar!(r#"SELECT count(*) AS "count!" FROM ledger_lines WHERE brief_id = $1"#, brief_id)
-        .fetch_one(db)
-        .await
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM ledger_lines WHERE brief_id = $1"#,
+        brief_id
+    )
+    .fetch_one(db)
+    .await
 }

@@ -81,7 +81,8 @@ const LAYERS: [(&str, u8); 12] = [
 const ALLOWED_UP: [(&str, &str, &str); 0] = [];
 
 fn in_list(module: &str, list: &[&str]) -> bool {
-    list.iter().any(|m| module == *m || module.starts_with(&format!("{m}::")))
+    list.iter()
+        .any(|m| module == *m || module.starts_with(&format!("{m}::")))
 }
 
 /// (floor, domain, layer) of a module path such as `ledger::repo`.
