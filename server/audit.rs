@@ -11,18 +11,20 @@ pub async fn record(
     target: &str,
     details: Value,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO audit_log (id, actor, action, target, details) VALUES ($1, $2, $3, $4, $5)")
-        .bind(Uuid::now_v7())
-        .bind(actor)
-        .bind(action)
-        .bind(target)
-        .bind(sqlx::types::Json(details))
-        .execute(db)
-        .await?;
+    sqlx::query!(
+        "INSERT INTO audit_log (id, actor, action, target, details) VALUES ($1, $2, $3, $4, $5)",
+        Uuid::now_v7(),
+        actor,
+        action,
+        target,
+        details,
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }
 
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct AuditEntry {
     pub at: chrono::DateTime<chrono::Utc>,
     pub actor: String,
@@ -33,12 +35,12 @@ pub struct AuditEntry {
 
 /// Failed logins for one email in the last `minutes`, for lockout.
 pub async fn recent_login_failures(db: impl PgExecutor<'_>, email: &str, minutes: i32) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM audit_log WHERE action = 'login.failed' AND target = $1 \
-         AND at > now() - make_interval(mins => $2)",
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM audit_log WHERE action = 'login.failed' AND target = $1
+           AND at > now() - make_interval(mins => $2)"#,
+        email,
+        minutes,
     )
-    .bind(email)
-    .bind(minutes)
     .fetch_one(db)
     .await
 }

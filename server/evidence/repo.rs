@@ -31,9 +31,6 @@ pub struct EvidenceRow {
     pub uploaded_by: Option<String>,
 }
 
-const COLUMNS: &str = "id, brief_id, kind, stage, content_type, filename, sha256, size_bytes, metrics, warnings, \
-    parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, received_at, uploaded_by";
-
 /// A row to insert. `collected_at` `None` means now.
 pub struct NewEvidence<'a> {
     pub id: Uuid,
@@ -60,50 +57,62 @@ pub struct NewEvidence<'a> {
 
 /// One statement; `received_at` is the database's clock.
 pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    let raw = if e.raw_object.is_some() { None } else { Some(e.raw) };
+    let size_bytes = e.raw.len() as i64;
+    sqlx::query!(
         "INSERT INTO evidence (id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, \
          warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
          raw_object) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
          coalesce($18, now()), $19, $20)",
+        e.id,
+        e.brief_id,
+        e.kind,
+        e.stage,
+        e.content_type,
+        e.filename,
+        raw,
+        e.sha256,
+        size_bytes,
+        e.metrics,
+        // jsonb: the macro expects a `serde_json::Value`; a list of strings goes in as `Json`.
+        Json(e.warnings) as _,
+        e.parse_status,
+        e.parse_error,
+        e.tool,
+        e.tool_version,
+        e.parser_version,
+        e.labels,
+        e.collected_at,
+        e.uploaded_by,
+        e.raw_object,
     )
-    .bind(e.id)
-    .bind(e.brief_id)
-    .bind(e.kind)
-    .bind(e.stage)
-    .bind(e.content_type)
-    .bind(e.filename)
-    .bind(if e.raw_object.is_some() { None } else { Some(e.raw) })
-    .bind(e.sha256)
-    .bind(e.raw.len() as i64)
-    .bind(Json(e.metrics))
-    .bind(Json(e.warnings))
-    .bind(e.parse_status)
-    .bind(e.parse_error)
-    .bind(e.tool)
-    .bind(e.tool_version)
-    .bind(e.parser_version)
-    .bind(Json(e.labels))
-    .bind(e.collected_at)
-    .bind(e.uploaded_by)
-    .bind(e.raw_object)
     .execute(db)
     .await?;
     Ok(())
 }
 
 pub async fn brief_exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM briefs WHERE id = $1)")
-        .bind(brief_id)
-        .fetch_one(db)
-        .await
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM briefs WHERE id = $1) AS "exists!""#,
+        brief_id
+    )
+    .fetch_one(db)
+    .await
 }
 
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow>, sqlx::Error> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM evidence WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as!(
+        EvidenceRow,
+        r#"SELECT id, brief_id, kind, stage, content_type, filename, sha256, size_bytes,
+             metrics AS "metrics: Json<Value>", warnings AS "warnings: Json<Vec<String>>", parse_status, parse_error,
+             tool, tool_version, parser_version, labels AS "labels: Json<Value>", collected_at, received_at,
+             uploaded_by
+           FROM evidence WHERE id = $1"#,
+        id,
+    )
+    .fetch_optional(db)
+    .await
 }
 
 /// Newest first; `after` is the (received_at, id) of the last item already shown.
@@ -118,13 +127,16 @@ pub async fn list_for_brief(
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<EvidenceRow>, sqlx::Error> {
+    // Runtime query: the cursor clause is there or not (two statements, planned per call; see above).
     let cursor = if after.is_some() {
         "AND (received_at, id) < ($3, $4)"
     } else {
         ""
     };
     let sql = format!(
-        "SELECT {COLUMNS} FROM evidence WHERE brief_id = $1 {cursor} ORDER BY received_at DESC, id DESC LIMIT $2"
+        "SELECT id, brief_id, kind, stage, content_type, filename, sha256, size_bytes, metrics, warnings, \
+         parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, received_at, \
+         uploaded_by FROM evidence WHERE brief_id = $1 {cursor} ORDER BY received_at DESC, id DESC LIMIT $2"
     );
     let mut query = sqlx::query_as(&sql).bind(brief_id).bind(limit);
     if let Some((at, id)) = after {
@@ -133,17 +145,14 @@ pub async fn list_for_brief(
     query.persistent(false).fetch_all(db).await
 }
 
-#[derive(FromRow)]
 pub struct RawBytes {
     pub brief_id: Uuid,
     pub content_type: String,
     pub filename: Option<String>,
-    #[sqlx(flatten)]
     pub stored: RawColumns,
 }
 
 /// The `raw` and `raw_object` columns (or a prefix of `raw` selected `AS raw`).
-#[derive(FromRow)]
 pub struct RawColumns {
     raw: Option<Vec<u8>>,
     raw_object: Option<String>,
@@ -161,21 +170,35 @@ impl From<RawColumns> for StoredRaw {
 }
 
 pub async fn raw(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<RawBytes>, sqlx::Error> {
-    sqlx::query_as("SELECT brief_id, content_type, filename, raw, raw_object FROM evidence WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await
+    let row = sqlx::query!(
+        "SELECT brief_id, content_type, filename, raw, raw_object FROM evidence WHERE id = $1",
+        id,
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|r| RawBytes {
+        brief_id: r.brief_id,
+        content_type: r.content_type,
+        filename: r.filename,
+        stored: RawColumns {
+            raw: r.raw,
+            raw_object: r.raw_object,
+        },
+    }))
 }
 
 /// The first `limit` bytes, for showing on a page without loading a large file: the bytes when the
 /// row has them, else the object's name (the caller reads the range from the store).
 pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result<Option<StoredRaw>, sqlx::Error> {
-    let row: Option<RawColumns> =
-        sqlx::query_as("SELECT substring(raw FROM 1 FOR $2) AS raw, raw_object FROM evidence WHERE id = $1")
-            .bind(id)
-            .bind(limit)
-            .fetch_optional(db)
-            .await?;
+    // NULL when the bytes are in the object store.
+    let row = sqlx::query_as!(
+        RawColumns,
+        r#"SELECT substring(raw FROM 1 FOR $2) AS "raw?", raw_object FROM evidence WHERE id = $1"#,
+        id,
+        limit,
+    )
+    .fetch_optional(db)
+    .await?;
     Ok(row.map(StoredRaw::from))
 }
 
@@ -185,20 +208,21 @@ pub async fn window_before(
     brief_id: Uuid,
     window: &str,
 ) -> Result<Option<StoredRaw>, sqlx::Error> {
-    let row: Option<RawColumns> = sqlx::query_as(
+    let row = sqlx::query_as!(
+        RawColumns,
         "SELECT raw, raw_object FROM evidence WHERE brief_id = $1 AND kind = 'vllm-metrics' \
          AND labels ->> 'phase' = 'before' AND labels ->> 'window' = $2 \
          ORDER BY received_at DESC, id DESC LIMIT 1",
+        brief_id,
+        window,
     )
-    .bind(brief_id)
-    .bind(window)
     .fetch_optional(db)
     .await?;
     Ok(row.map(StoredRaw::from))
 }
 
 /// A stored first answer to an idempotent request.
-#[derive(Debug, FromRow)]
+#[derive(Debug)]
 pub struct StoredResponse {
     pub request_sha256: String,
     pub response_status: i16,
@@ -210,11 +234,13 @@ pub async fn find_idempotent(
     brief_id: Uuid,
     key: &str,
 ) -> Result<Option<StoredResponse>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT request_sha256, response_status, response_body FROM idempotency_keys WHERE brief_id = $1 AND key = $2",
+    sqlx::query_as!(
+        StoredResponse,
+        r#"SELECT request_sha256, response_status, response_body AS "response_body: Json<Value>"
+           FROM idempotency_keys WHERE brief_id = $1 AND key = $2"#,
+        brief_id,
+        key,
     )
-    .bind(brief_id)
-    .bind(key)
     .fetch_optional(db)
     .await
 }
@@ -231,16 +257,17 @@ pub async fn claim_idempotency_key(
     body: &Value,
     evidence_id: Uuid,
 ) -> Result<bool, sqlx::Error> {
-    let inserted: Option<i32> = sqlx::query_scalar(
+    let inserted = sqlx::query_scalar!(
         "INSERT INTO idempotency_keys (brief_id, key, request_sha256, response_status, response_body, evidence_id) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING RETURNING 1",
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING \
+         RETURNING 1 AS one",
+        brief_id,
+        key,
+        request_sha256,
+        status,
+        body,
+        evidence_id,
     )
-    .bind(brief_id)
-    .bind(key)
-    .bind(request_sha256)
-    .bind(status)
-    .bind(Json(body))
-    .bind(evidence_id)
     .fetch_optional(db)
     .await?;
     Ok(inserted.is_some())

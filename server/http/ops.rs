@@ -23,7 +23,7 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
         .max()
         .unwrap_or(0);
     let applied: Result<Option<i64>, sqlx::Error> =
-        sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+        sqlx::query_scalar!("SELECT max(version) AS version FROM _sqlx_migrations WHERE success")
             .fetch_one(&state.pool)
             .await;
     match applied {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde_json::Value;
-use sqlx::{FromRow, PgExecutor};
+use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
 use super::decision::MetricFact;
@@ -17,21 +17,31 @@ pub async fn newest_metrics(
     brief_id: Uuid,
     keys: &[String],
 ) -> Result<BTreeMap<String, MetricFact>, sqlx::Error> {
-    let rows: Vec<(String, Value, Uuid)> = sqlx::query_as(
-        "SELECT DISTINCT ON (key) key, value, evidence_id FROM newest_evidence_metrics($1, $2) \
-         ORDER BY key, collected_at DESC, received_at DESC, evidence_id DESC",
+    // A set-returning function's columns count as nullable; these never are (migration 9): the key
+    // and value come from `evidence_metrics_latest` (NOT NULL) or from a pending item's metrics that
+    // hold the key (`metrics ? key`, so `metrics -> key` is a JSON value), the id from one or the other.
+    let rows = sqlx::query!(
+        r#"SELECT DISTINCT ON (key) key AS "key!", value AS "value!", evidence_id AS "evidence_id!"
+           FROM newest_evidence_metrics($1, $2)
+           ORDER BY key, collected_at DESC, received_at DESC, evidence_id DESC"#,
+        brief_id,
+        keys,
     )
-    .bind(brief_id)
-    .bind(keys)
     .fetch_all(db)
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(key, value, evidence_id)| (key, MetricFact { value, evidence_id }))
+        .map(|r| {
+            let fact = MetricFact {
+                value: r.value,
+                evidence_id: r.evidence_id,
+            };
+            (r.key, fact)
+        })
         .collect())
 }
 
-#[derive(Debug, Clone, FromRow, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ApprovalRow {
     pub id: Uuid,
     pub brief_id: Uuid,
@@ -47,12 +57,8 @@ pub struct ApprovalRow {
     pub reservation_term_months: Option<i32>,
     pub reservation_start: Option<chrono::NaiveDate>,
     pub reservation_monthly_cost: Option<Decimal>,
-    pub inputs: sqlx::types::Json<Value>,
+    pub inputs: Json<Value>,
 }
-
-const APPROVAL_COLUMNS: &str = "id, brief_id, verdict, decision, inputs_digest, comment, decided_by, decided_at, \
-    reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start, \
-    reservation_monthly_cost, inputs";
 
 pub struct NewApproval<'a> {
     pub brief_id: Uuid,
@@ -67,55 +73,66 @@ pub struct NewApproval<'a> {
 
 pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Result<ApprovalRow, sqlx::Error> {
     let r = a.reservation;
-    sqlx::query_as(&format!(
-        "INSERT INTO approvals (id, brief_id, verdict, decision, inputs_digest, comment, decided_by, \
-         reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start, \
-         reservation_monthly_cost, inputs) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING {APPROVAL_COLUMNS}"
-    ))
-    .bind(Uuid::now_v7())
-    .bind(a.brief_id)
-    .bind(a.verdict)
-    .bind(a.decision)
-    .bind(a.inputs_digest)
-    .bind(a.comment)
-    .bind(a.decided_by)
-    .bind(r.map(|r| r.gpu.as_str()))
-    .bind(r.map(|r| r.count as i32))
-    .bind(r.map(|r| r.billing.as_str()))
-    .bind(r.map(|r| r.term_months as i32))
-    .bind(r.map(|r| r.start))
-    .bind(r.map(|r| r.monthly_cost))
-    .bind(sqlx::types::Json(a.inputs))
+    sqlx::query_as!(
+        ApprovalRow,
+        r#"INSERT INTO approvals (id, brief_id, verdict, decision, inputs_digest, comment, decided_by,
+             reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
+             reservation_monthly_cost, inputs)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+           RETURNING id, brief_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
+             reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
+             reservation_monthly_cost, inputs AS "inputs: Json<Value>""#,
+        Uuid::now_v7(),
+        a.brief_id,
+        a.verdict,
+        a.decision,
+        a.inputs_digest,
+        a.comment,
+        a.decided_by,
+        r.map(|r| r.gpu.as_str()),
+        r.map(|r| r.count as i32),
+        r.map(|r| r.billing.as_str()),
+        r.map(|r| r.term_months as i32),
+        r.map(|r| r.start),
+        r.map(|r| r.monthly_cost),
+        a.inputs,
+    )
     .fetch_one(db)
     .await
 }
 
 /// The newest approval or rejection of a brief.
 pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Option<ApprovalRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE brief_id = $1 ORDER BY decided_at DESC, id DESC LIMIT 1"
-    ))
-    .bind(brief_id)
+    sqlx::query_as!(
+        ApprovalRow,
+        r#"SELECT id, brief_id, verdict, decision, inputs_digest, comment, decided_by, decided_at, reservation_gpu,
+             reservation_count, reservation_billing, reservation_term_months, reservation_start,
+             reservation_monthly_cost, inputs AS "inputs: Json<Value>"
+           FROM approvals WHERE brief_id = $1 ORDER BY decided_at DESC, id DESC LIMIT 1"#,
+        brief_id,
+    )
     .fetch_optional(db)
     .await
 }
 
 /// The newest approval state of many briefs at once, for the dashboard.
 pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Result<Vec<ApprovalRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT DISTINCT ON (brief_id) {APPROVAL_COLUMNS} FROM approvals WHERE brief_id = ANY($1) \
-         ORDER BY brief_id, decided_at DESC, id DESC"
-    ))
-    .bind(brief_ids)
+    sqlx::query_as!(
+        ApprovalRow,
+        r#"SELECT DISTINCT ON (brief_id) id, brief_id, verdict, decision, inputs_digest, comment, decided_by,
+             decided_at, reservation_gpu, reservation_count, reservation_billing, reservation_term_months,
+             reservation_start, reservation_monthly_cost, inputs AS "inputs: Json<Value>"
+           FROM approvals WHERE brief_id = ANY($1)
+           ORDER BY brief_id, decided_at DESC, id DESC"#,
+        brief_ids,
+    )
     .fetch_all(db)
     .await
 }
 
 /// Locks the brief row so two approvals of one brief are decided one after the other.
 pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
-    let found: Option<Uuid> = sqlx::query_scalar("SELECT id FROM briefs WHERE id = $1 FOR UPDATE")
-        .bind(brief_id)
+    let found = sqlx::query_scalar!("SELECT id FROM briefs WHERE id = $1 FOR UPDATE", brief_id)
         .fetch_optional(db)
         .await?;
     Ok(found.is_some())
@@ -125,10 +142,12 @@ pub async fn audit_for_brief(
     db: impl PgExecutor<'_>,
     brief_id: Uuid,
 ) -> Result<Vec<crate::audit::AuditEntry>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT at, actor, action, target, details FROM audit_log WHERE target = $1 ORDER BY at DESC LIMIT 500",
+    sqlx::query_as!(
+        crate::audit::AuditEntry,
+        r#"SELECT at, actor, action, target, details AS "details: Json<Value>"
+           FROM audit_log WHERE target = $1 ORDER BY at DESC LIMIT 500"#,
+        format!("brief:{brief_id}"),
     )
-    .bind(format!("brief:{brief_id}"))
     .fetch_all(db)
     .await
 }
