@@ -101,6 +101,7 @@ pub async fn append(
            RETURNING brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at"#,
         Uuid::now_v7(),
         brief,
+        // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
         Json(criteria) as _,
         by,
     )
@@ -127,8 +128,8 @@ pub async fn newest_metrics(
     keys: &[String],
 ) -> Result<Vec<Observation>, sqlx::Error> {
     // A function's result columns have no table behind them, so the macro takes them as nullable.
-    // None is NULL: every branch of `newest_evidence_metrics` reads NOT NULL columns, and the
-    // pending branch's `e.metrics -> k.key` only for keys that `e.metrics ? k.key` says are there.
+    // None can be NULL: both branches of `newest_evidence_metrics` read NOT NULL columns, and the
+    // pending branch takes `e.metrics -> k.key` only for keys that `e.metrics ? k.key` found.
     let rows = sqlx::query_as!(
         ObservationRow,
         r#"SELECT key AS "key!", stage AS "stage!", value AS "value!: Json<Value>", evidence_id AS "evidence_id!",

@@ -126,6 +126,7 @@ pub async fn insert_with_id(
         fields.num_layers,
         fields.num_kv_heads,
         fields.head_dim,
+        // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
         Json(&fields.targets) as _,
         fields.data_boundary.as_str(),
         fields.needs_host_control,
@@ -177,6 +178,7 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
         fields.num_layers,
         fields.num_kv_heads,
         fields.head_dim,
+        // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
         Json(&fields.targets) as _,
         fields.data_boundary.as_str(),
         fields.needs_host_control,
