@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{types::Json, FromRow, PgConnection, PgExecutor};
+use sqlx::{types::Json, PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::{evaluate::Observation, model::Criterion};
@@ -17,7 +17,6 @@ pub struct CardRevision {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(FromRow)]
 struct RevisionRow {
     brief_id: Uuid,
     revision: i32,
@@ -38,14 +37,14 @@ impl From<RevisionRow> for CardRevision {
     }
 }
 
-const COLUMNS: &str = "brief_id, revision, criteria, created_by, created_at";
-
 /// The current (highest) revision, if the card was ever saved.
 pub async fn current(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<CardRevision>, sqlx::Error> {
-    let row: Option<RevisionRow> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC LIMIT 1"
-    ))
-    .bind(brief)
+    let row = sqlx::query_as!(
+        RevisionRow,
+        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at
+           FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC LIMIT 1"#,
+        brief,
+    )
     .fetch_optional(db)
     .await?;
     Ok(row.map(Into::into))
@@ -56,11 +55,13 @@ pub async fn revision(
     brief: Uuid,
     revision: i32,
 ) -> Result<Option<CardRevision>, sqlx::Error> {
-    let row: Option<RevisionRow> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM card_revisions WHERE brief_id = $1 AND revision = $2"
-    ))
-    .bind(brief)
-    .bind(revision)
+    let row = sqlx::query_as!(
+        RevisionRow,
+        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at
+           FROM card_revisions WHERE brief_id = $1 AND revision = $2"#,
+        brief,
+        revision,
+    )
     .fetch_optional(db)
     .await?;
     Ok(row.map(Into::into))
@@ -68,10 +69,12 @@ pub async fn revision(
 
 /// Every revision, newest first.
 pub async fn revisions(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<CardRevision>, sqlx::Error> {
-    let rows: Vec<RevisionRow> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC"
-    ))
-    .bind(brief)
+    let rows = sqlx::query_as!(
+        RevisionRow,
+        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at
+           FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC"#,
+        brief,
+    )
     .fetch_all(db)
     .await?;
     Ok(rows.into_iter().map(Into::into).collect())
@@ -85,28 +88,28 @@ pub async fn append(
     criteria: &[Criterion],
     by: &str,
 ) -> Result<Option<CardRevision>, sqlx::Error> {
-    let exists: Option<Uuid> = sqlx::query_scalar("SELECT id FROM briefs WHERE id = $1 FOR UPDATE")
-        .bind(brief)
+    let exists = sqlx::query_scalar!("SELECT id FROM briefs WHERE id = $1 FOR UPDATE", brief)
         .fetch_optional(&mut *conn)
         .await?;
     if exists.is_none() {
         return Ok(None);
     }
-    let row: RevisionRow = sqlx::query_as(&format!(
-        "INSERT INTO card_revisions (id, brief_id, revision, criteria, created_by) \
-         SELECT $1, $2, COALESCE(MAX(revision), 0) + 1, $3, $4 FROM card_revisions WHERE brief_id = $2 \
-         RETURNING {COLUMNS}"
-    ))
-    .bind(Uuid::now_v7())
-    .bind(brief)
-    .bind(Json(criteria))
-    .bind(by)
+    let row = sqlx::query_as!(
+        RevisionRow,
+        r#"INSERT INTO card_revisions (id, brief_id, revision, criteria, created_by)
+           SELECT $1, $2, COALESCE(MAX(revision), 0) + 1, $3, $4 FROM card_revisions WHERE brief_id = $2
+           RETURNING brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at"#,
+        Uuid::now_v7(),
+        brief,
+        // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
+        Json(criteria) as _,
+        by,
+    )
     .fetch_one(&mut *conn)
     .await?;
     Ok(Some(row.into()))
 }
 
-#[derive(FromRow)]
 struct ObservationRow {
     key: String,
     stage: i16,
@@ -124,11 +127,17 @@ pub async fn newest_metrics(
     brief: Uuid,
     keys: &[String],
 ) -> Result<Vec<Observation>, sqlx::Error> {
-    let rows: Vec<ObservationRow> = sqlx::query_as(
-        "SELECT key, stage, value, evidence_id, collected_at, received_at FROM newest_evidence_metrics($1, $2)",
+    // A function's result columns have no table behind them, so the macro takes them as nullable.
+    // None can be NULL: both branches of `newest_evidence_metrics` read NOT NULL columns, and the
+    // pending branch takes `e.metrics -> k.key` only for keys that `e.metrics ? k.key` found.
+    let rows = sqlx::query_as!(
+        ObservationRow,
+        r#"SELECT key AS "key!", stage AS "stage!", value AS "value!: Json<Value>", evidence_id AS "evidence_id!",
+                  collected_at AS "collected_at!", received_at AS "received_at!"
+           FROM newest_evidence_metrics($1, $2)"#,
+        brief,
+        keys,
     )
-    .bind(brief)
-    .bind(keys)
     .fetch_all(db)
     .await?;
     Ok(rows
@@ -145,7 +154,7 @@ pub async fn newest_metrics(
 }
 
 /// One readiness confirmation.
-#[derive(Debug, Clone, FromRow)]
+#[derive(Debug, Clone)]
 pub struct Confirmation {
     pub item: String,
     pub confirmed_by: String,
@@ -155,11 +164,12 @@ pub struct Confirmation {
 
 /// The newest confirmation of each item.
 pub async fn confirmations(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<Confirmation>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        Confirmation,
         "SELECT DISTINCT ON (item) item, confirmed_by, confirmed_at, link FROM readiness_confirmations \
          WHERE brief_id = $1 ORDER BY item, confirmed_at DESC, id DESC",
+        brief,
     )
-    .bind(brief)
     .fetch_all(db)
     .await
 }
@@ -171,14 +181,14 @@ pub async fn confirm(
     by: &str,
     link: Option<&str>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO readiness_confirmations (id, brief_id, item, confirmed_by, link) VALUES ($1, $2, $3, $4, $5)",
+        Uuid::now_v7(),
+        brief,
+        item,
+        by,
+        link,
     )
-    .bind(Uuid::now_v7())
-    .bind(brief)
-    .bind(item)
-    .bind(by)
-    .bind(link)
     .execute(db)
     .await?;
     Ok(())
@@ -186,11 +196,11 @@ pub async fn confirm(
 
 /// The newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
 pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT id FROM evidence WHERE brief_id = $1 AND stage = 3 AND kind IN ('bench-serving', 'vllm-metrics') \
          ORDER BY received_at DESC, id DESC LIMIT 1",
+        brief,
     )
-    .bind(brief)
     .fetch_optional(db)
     .await
 }

@@ -23,7 +23,6 @@ pub struct SessionUser {
     pub csrf_token: String,
 }
 
-#[derive(sqlx::FromRow)]
 struct SessionRow {
     id: Uuid,
     email: String,
@@ -36,24 +35,27 @@ struct SessionRow {
 /// Creates a session; returns the cookie value (shown to the browser only).
 pub async fn create(db: impl PgExecutor<'_>, user_id: Uuid) -> Result<String, sqlx::Error> {
     let id = random_token();
-    sqlx::query("INSERT INTO sessions (id_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)")
-        .bind(sha256(id.as_bytes()))
-        .bind(user_id)
-        .bind(random_token())
-        .bind(Utc::now() + ABSOLUTE_TIMEOUT)
-        .execute(db)
-        .await?;
+    sqlx::query!(
+        "INSERT INTO sessions (id_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)",
+        sha256(id.as_bytes()),
+        user_id,
+        random_token(),
+        Utc::now() + ABSOLUTE_TIMEOUT,
+    )
+    .execute(db)
+    .await?;
     Ok(id)
 }
 
 /// The live session behind a cookie value, if any; refreshes its idle clock.
 pub async fn lookup(pool: &PgPool, cookie_value: &str) -> Result<Option<SessionUser>, sqlx::Error> {
     let hash = sha256(cookie_value.as_bytes());
-    let row: Option<SessionRow> = sqlx::query_as(
+    let row = sqlx::query_as!(
+        SessionRow,
         "SELECT u.id, u.email, u.role, s.csrf_token, s.last_seen_at, s.expires_at \
          FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1",
+        &hash,
     )
-    .bind(&hash)
     .fetch_optional(pool)
     .await?;
     let Some(SessionRow {
@@ -73,8 +75,7 @@ pub async fn lookup(pool: &PgPool, cookie_value: &str) -> Result<Option<SessionU
         return Ok(None);
     }
     if now - last_seen > Duration::minutes(1) {
-        sqlx::query("UPDATE sessions SET last_seen_at = now() WHERE id_hash = $1")
-            .bind(&hash)
+        sqlx::query!("UPDATE sessions SET last_seen_at = now() WHERE id_hash = $1", &hash)
             .execute(pool)
             .await?;
     }
@@ -91,8 +92,7 @@ pub async fn delete(db: impl PgExecutor<'_>, cookie_value: &str) -> Result<(), s
 }
 
 async fn delete_by_hash(db: impl PgExecutor<'_>, hash: &[u8]) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM sessions WHERE id_hash = $1")
-        .bind(hash)
+    sqlx::query!("DELETE FROM sessions WHERE id_hash = $1", hash)
         .execute(db)
         .await?;
     Ok(())

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use jsonwebtoken::{Algorithm, Header, Validation};
 use serde::{Deserialize, Serialize};
-use sqlx::{FromRow, PgExecutor, PgPool};
+use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Principal, Role};
@@ -32,7 +32,7 @@ pub struct NewToken {
     pub created_by: Option<Uuid>,
 }
 
-#[derive(Debug, Clone, FromRow, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct TokenRow {
     pub jti: Uuid,
     pub name: String,
@@ -56,18 +56,19 @@ pub async fn mint(db: impl PgExecutor<'_>, keys: &TokenKeys, new: NewToken) -> a
     let jti = Uuid::now_v7();
     let now = Utc::now();
     let expires = now + new.ttl;
-    let row: TokenRow = sqlx::query_as(
+    let row = sqlx::query_as!(
+        TokenRow,
         "INSERT INTO api_tokens (jti, name, subject, role, brief_id, created_by, expires_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) \
          RETURNING jti, name, subject, role, brief_id, created_at, expires_at, last_used_at, revoked_at",
+        jti,
+        &new.name,
+        &new.subject,
+        new.role.as_str(),
+        new.brief,
+        new.created_by,
+        expires,
     )
-    .bind(jti)
-    .bind(&new.name)
-    .bind(&new.subject)
-    .bind(new.role.as_str())
-    .bind(new.brief)
-    .bind(new.created_by)
-    .bind(expires)
     .fetch_one(db)
     .await?;
     let claims = Claims {
@@ -92,7 +93,6 @@ pub fn sign(keys: &TokenKeys, claims: &Claims) -> anyhow::Result<String> {
     )?)
 }
 
-#[derive(FromRow)]
 struct TokenState {
     role: String,
     brief_id: Option<Uuid>,
@@ -124,15 +124,16 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
     let claims = data.claims;
     // One round trip: read the token row and, at most once a minute per live token, note its last
     // use (so reads do not turn into writes). The SELECT sees the row as it was before the UPDATE.
-    let row: Option<TokenState> = sqlx::query_as(
+    let row = sqlx::query_as!(
+        TokenState,
         "WITH touched AS ( \
              UPDATE api_tokens SET last_used_at = now() \
              WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
          ) \
          SELECT role, brief_id, expires_at, revoked_at FROM api_tokens WHERE jti = $1",
+        claims.jti,
     )
-    .bind(claims.jti)
     .fetch_optional(pool)
     .await?;
     let Some(TokenState {
@@ -163,29 +164,33 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
 
 /// Marks a token revoked; false when there is no such live token.
 pub async fn revoke(db: impl PgExecutor<'_>, jti: Uuid) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE jti = $1 AND revoked_at IS NULL")
-        .bind(jti)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "UPDATE api_tokens SET revoked_at = now() WHERE jti = $1 AND revoked_at IS NULL",
+        jti,
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        TokenRow,
         "SELECT jti, name, subject, role, brief_id, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE jti = $1",
+        jti,
     )
-    .bind(jti)
     .fetch_optional(db)
     .await
 }
 
 pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<TokenRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        TokenRow,
         "SELECT jti, name, subject, role, brief_id, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE brief_id = $1 ORDER BY created_at DESC",
+        brief,
     )
-    .bind(brief)
     .fetch_all(db)
     .await
 }

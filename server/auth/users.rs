@@ -1,12 +1,12 @@
 //! People: accounts with a role and an argon2id password hash.
 
-use sqlx::{FromRow, PgExecutor, PgPool};
+use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{password, Role};
 use crate::{error::AppError, validation::FieldError};
 
-#[derive(Debug, Clone, FromRow)]
+#[derive(Debug, Clone)]
 pub struct UserRow {
     pub id: Uuid,
     pub email: String,
@@ -71,14 +71,15 @@ pub async fn add(
         )]));
     }
     let hash = password::hash(password).await?;
-    let row = sqlx::query_as(
+    let row = sqlx::query_as!(
+        UserRow,
         "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, $3, $4) \
          RETURNING id, email, role, password_hash, created_at",
+        Uuid::now_v7(),
+        &email,
+        role.as_str(),
+        hash,
     )
-    .bind(Uuid::now_v7())
-    .bind(&email)
-    .bind(role.as_str())
-    .bind(hash)
     .fetch_one(pool)
     .await
     .map_err(|e| match &e {
@@ -91,26 +92,32 @@ pub async fn add(
 }
 
 pub async fn by_email(db: impl PgExecutor<'_>, email: &str) -> Result<Option<UserRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, email, role, password_hash, created_at FROM users WHERE email = $1")
-        .bind(email)
-        .fetch_optional(db)
-        .await
+    sqlx::query_as!(
+        UserRow,
+        "SELECT id, email, role, password_hash, created_at FROM users WHERE email = $1",
+        email,
+    )
+    .fetch_optional(db)
+    .await
 }
 
 pub async fn count(db: impl PgExecutor<'_>) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT count(*) FROM users").fetch_one(db).await
-}
-
-pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<UserRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, email, role, password_hash, created_at FROM users ORDER BY email")
-        .fetch_all(db)
+    sqlx::query_scalar!(r#"SELECT count(*) AS "count!" FROM users"#)
+        .fetch_one(db)
         .await
 }
 
+pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<UserRow>, sqlx::Error> {
+    sqlx::query_as!(
+        UserRow,
+        "SELECT id, email, role, password_hash, created_at FROM users ORDER BY email"
+    )
+    .fetch_all(db)
+    .await
+}
+
 pub async fn set_password(db: impl PgExecutor<'_>, id: Uuid, password_hash: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
-        .bind(id)
-        .bind(password_hash)
+    sqlx::query!("UPDATE users SET password_hash = $2 WHERE id = $1", id, password_hash)
         .execute(db)
         .await?;
     Ok(())

@@ -2,12 +2,11 @@
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
-use sqlx::{types::Json, FromRow, PgExecutor};
+use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{Brief, BriefFields, Targets};
 
-#[derive(FromRow)]
 struct BriefRow {
     id: Uuid,
     name: String,
@@ -87,45 +86,6 @@ impl TryFrom<BriefRow> for Brief {
     }
 }
 
-const COLUMNS: &str = "id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b, \
-    precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary, \
-    needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job, \
-    currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at";
-
-/// Binds the 27 writable columns in `COLUMNS` order (after `id`) as $2..$28.
-macro_rules! bind_fields {
-    ($query:expr, $f:expr) => {
-        $query
-            .bind(&$f.name)
-            .bind(&$f.owner)
-            .bind($f.workload_kind.as_str())
-            .bind(&$f.model_name)
-            .bind(&$f.model_revision)
-            .bind(&$f.catalog_model)
-            .bind($f.params_b)
-            .bind($f.precision.as_str())
-            .bind($f.context_length)
-            .bind($f.concurrency)
-            .bind($f.num_layers)
-            .bind($f.num_kv_heads)
-            .bind($f.head_dim)
-            .bind(Json(&$f.targets))
-            .bind($f.data_boundary.as_str())
-            .bind($f.needs_host_control)
-            .bind($f.only_needs_model_output)
-            .bind(&$f.persist)
-            .bind(&$f.restore_plan)
-            .bind(&$f.fallback_plan)
-            .bind($f.max_cost_per_job)
-            .bind(&$f.currency)
-            .bind($f.cost_unit.as_str())
-            .bind($f.allocation_boundary.as_str())
-            .bind(&$f.trial_gpu)
-            .bind($f.trial_gpu_count)
-            .bind(&$f.k8s_manifest)
-    };
-}
-
 pub async fn insert(db: impl PgExecutor<'_>, fields: &BriefFields) -> Result<Brief, sqlx::Error> {
     insert_with_id(db, Uuid::now_v7(), fields)
         .await?
@@ -138,51 +98,135 @@ pub async fn insert_with_id(
     id: Uuid,
     fields: &BriefFields,
 ) -> Result<Option<Brief>, sqlx::Error> {
-    let sql = format!(
-        "INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b, \
-         precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary, \
-         needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job, \
-         currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-         $21, $22, $23, $24, $25, $26, $27, $28) ON CONFLICT (id) DO NOTHING RETURNING {COLUMNS}"
-    );
-    let row: Option<BriefRow> = bind_fields!(sqlx::query_as(&sql).bind(id), fields)
-        .fetch_optional(db)
-        .await?;
+    let row = sqlx::query_as!(
+        BriefRow,
+        r#"INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
+             needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
+             currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+             $21, $22, $23, $24, $25, $26, $27, $28)
+           ON CONFLICT (id) DO NOTHING
+           RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim,
+             targets AS "targets: Json<Targets>", data_boundary, needs_host_control, only_needs_model_output,
+             persist, restore_plan, fallback_plan, max_cost_per_job, currency, cost_unit, allocation_boundary,
+             trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at"#,
+        id,
+        &fields.name,
+        &fields.owner,
+        fields.workload_kind.as_str(),
+        &fields.model_name,
+        fields.model_revision.as_deref(),
+        fields.catalog_model.as_deref(),
+        fields.params_b,
+        fields.precision.as_str(),
+        fields.context_length,
+        fields.concurrency,
+        fields.num_layers,
+        fields.num_kv_heads,
+        fields.head_dim,
+        // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
+        Json(&fields.targets) as _,
+        fields.data_boundary.as_str(),
+        fields.needs_host_control,
+        fields.only_needs_model_output,
+        &fields.persist,
+        fields.restore_plan.as_deref(),
+        fields.fallback_plan.as_deref(),
+        fields.max_cost_per_job,
+        &fields.currency,
+        fields.cost_unit.as_str(),
+        fields.allocation_boundary.as_str(),
+        fields.trial_gpu.as_deref(),
+        fields.trial_gpu_count,
+        fields.k8s_manifest.as_deref(),
+    )
+    .fetch_optional(db)
+    .await?;
     row.map(Brief::try_from).transpose()
 }
 
 /// Replaces every field; `None` when the brief does not exist.
 pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> Result<Option<Brief>, sqlx::Error> {
-    let sql = format!(
-        "UPDATE briefs SET name = $2, owner = $3, workload_kind = $4, model_name = $5, model_revision = $6, \
-         catalog_model = $7, params_b = $8, precision = $9, context_length = $10, concurrency = $11, \
-         num_layers = $12, num_kv_heads = $13, head_dim = $14, targets = $15, data_boundary = $16, \
-         needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20, \
-         fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24, \
-         allocation_boundary = $25, trial_gpu = $26, trial_gpu_count = $27, k8s_manifest = $28, \
-         updated_at = now() WHERE id = $1 RETURNING {COLUMNS}"
-    );
-    let row: Option<BriefRow> = bind_fields!(sqlx::query_as(&sql).bind(id), fields)
-        .fetch_optional(db)
-        .await?;
+    let row = sqlx::query_as!(
+        BriefRow,
+        r#"UPDATE briefs SET name = $2, owner = $3, workload_kind = $4, model_name = $5, model_revision = $6,
+             catalog_model = $7, params_b = $8, precision = $9, context_length = $10, concurrency = $11,
+             num_layers = $12, num_kv_heads = $13, head_dim = $14, targets = $15, data_boundary = $16,
+             needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20,
+             fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24,
+             allocation_boundary = $25, trial_gpu = $26, trial_gpu_count = $27, k8s_manifest = $28,
+             updated_at = now()
+           WHERE id = $1
+           RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim,
+             targets AS "targets: Json<Targets>", data_boundary, needs_host_control, only_needs_model_output,
+             persist, restore_plan, fallback_plan, max_cost_per_job, currency, cost_unit, allocation_boundary,
+             trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at"#,
+        id,
+        &fields.name,
+        &fields.owner,
+        fields.workload_kind.as_str(),
+        &fields.model_name,
+        fields.model_revision.as_deref(),
+        fields.catalog_model.as_deref(),
+        fields.params_b,
+        fields.precision.as_str(),
+        fields.context_length,
+        fields.concurrency,
+        fields.num_layers,
+        fields.num_kv_heads,
+        fields.head_dim,
+        // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
+        Json(&fields.targets) as _,
+        fields.data_boundary.as_str(),
+        fields.needs_host_control,
+        fields.only_needs_model_output,
+        &fields.persist,
+        fields.restore_plan.as_deref(),
+        fields.fallback_plan.as_deref(),
+        fields.max_cost_per_job,
+        &fields.currency,
+        fields.cost_unit.as_str(),
+        fields.allocation_boundary.as_str(),
+        fields.trial_gpu.as_deref(),
+        fields.trial_gpu_count,
+        fields.k8s_manifest.as_deref(),
+    )
+    .fetch_optional(db)
+    .await?;
     row.map(Brief::try_from).transpose()
 }
 
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sqlx::Error> {
-    let row: Option<BriefRow> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM briefs WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(db)
-        .await?;
+    let row = sqlx::query_as!(
+        BriefRow,
+        r#"SELECT id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim,
+             targets AS "targets: Json<Targets>", data_boundary, needs_host_control, only_needs_model_output,
+             persist, restore_plan, fallback_plan, max_cost_per_job, currency, cost_unit, allocation_boundary,
+             trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at
+           FROM briefs WHERE id = $1"#,
+        id,
+    )
+    .fetch_optional(db)
+    .await?;
     row.map(Brief::try_from).transpose()
 }
 
 /// Newest first.
 pub async fn list(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Brief>, sqlx::Error> {
-    let rows: Vec<BriefRow> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM briefs ORDER BY created_at DESC, id DESC LIMIT $1"
-    ))
-    .bind(limit)
+    let rows = sqlx::query_as!(
+        BriefRow,
+        r#"SELECT id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim,
+             targets AS "targets: Json<Targets>", data_boundary, needs_host_control, only_needs_model_output,
+             persist, restore_plan, fallback_plan, max_cost_per_job, currency, cost_unit, allocation_boundary,
+             trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at
+           FROM briefs ORDER BY created_at DESC, id DESC LIMIT $1"#,
+        limit,
+    )
     .fetch_all(db)
     .await?;
     rows.into_iter().map(Brief::try_from).collect()
