@@ -75,6 +75,7 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
             subject: "bench@example.com".into(),
             role: Role::Engineer,
             brief: None,
+            trial: None,
             ttl: chrono::Duration::days(1),
             created_by: None,
         },

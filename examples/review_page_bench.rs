@@ -70,9 +70,9 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
     // 9,990 more evidence items, a day or more older than the demo's.
     let seeded = Instant::now();
     sqlx::query(
-        "INSERT INTO evidence (id, brief_id, kind, stage, content_type, raw, sha256, size_bytes, metrics, warnings, \
-         parse_status, parser_version, labels, collected_at) \
-         SELECT gen_random_uuid(), $1, 'metrics', 1 + i % 5, 'application/json', convert_to(repeat('x', 2048), 'UTF8'), \
+        "INSERT INTO evidence (id, brief_id, trial_id, kind, stage, content_type, raw, sha256, size_bytes, metrics, \
+         warnings, parse_status, parser_version, labels, collected_at) \
+         SELECT gen_random_uuid(), $1, (SELECT t.id FROM trials t WHERE t.brief_id = $1 AND t.position = 1), 'metrics', 1 + i % 5, 'application/json', convert_to(repeat('x', 2048), 'UTF8'), \
                 repeat('a', 64), 2048, \
                 jsonb_build_object('serving.ttft_p95_ms', 200 + i % 50, 'serving.itl_p95_ms', 20 + i % 7, \
                   'serving.e2e_p95_ms', 5000 + i % 500, 'serving.kv_cache_usage_max_pct', 50 + i % 30, \
@@ -89,7 +89,14 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
     let seeded = Instant::now();
     let lines =
         rentcheck::ledger::csv::parse(ledger_csv(49_994).as_bytes(), "USD").map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    rentcheck::ledger::service::import_lines(&state, id, "bench", &lines)
+    let first = rentcheck::trials::service::pick(&state, id, None)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let target = rentcheck::ledger::service::Target {
+        named: Some(first.id),
+        token_trial: None,
+    };
+    rentcheck::ledger::service::import_lines(&state, id, target, "bench", &lines)
         .await
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let ledger_seconds = seeded.elapsed().as_secs_f64();
@@ -130,15 +137,15 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
     }
     time_part!(
         "card evaluation",
-        rentcheck::acceptance::service::evaluate_brief(&pool, &brief).await?
+        rentcheck::acceptance::service::evaluate_trial(&pool, &brief, first.id, None).await?
     );
     time_part!(
         "derived figures",
-        rentcheck::acceptance::service::derived_figures(&pool, &brief).await?
+        rentcheck::acceptance::service::derived_figures(&pool, &brief, first.id).await?
     );
     time_part!("ledger summary", {
         let mut c = pool.acquire().await?;
-        rentcheck::ledger::repo::summary(&mut c, id, "USD").await?
+        rentcheck::ledger::repo::summary(&mut c, first.id, "USD").await?
     });
     time_part!(
         "whole review",

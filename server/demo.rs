@@ -4,7 +4,10 @@
 //! evidence goes through the ordinary ingest path with fixed idempotency keys, and the ledger is
 //! imported only once.
 
+use std::collections::HashMap;
+
 use axum::body::Bytes;
+use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
@@ -20,8 +23,10 @@ use crate::{
         parsers::EvidenceKind,
         service::{self as evidence, Ingested},
     },
-    ledger::service as ledger,
+    ledger::{model::OutputsPatch, service as ledger},
     state::AppState,
+    trials::service as trials,
+    validation::Input,
 };
 
 /// The demonstration brief's id, the same in every database.
@@ -49,8 +54,8 @@ macro_rules! demo_file {
     };
 }
 
-/// In upload order: the newest value of a key wins, so the benchmark's exact percentiles come
-/// after the /metrics histogram estimates.
+/// The first trial's evidence, in upload order: the newest value of a key wins, so the
+/// benchmark's exact percentiles come after the /metrics histogram estimates.
 fn demo_evidence() -> Vec<DemoEvidence> {
     vec![
         demo_file!(NvidiaSmiList, 1, &[], "nvidia-smi-L.txt"),
@@ -76,7 +81,29 @@ fn demo_evidence() -> Vec<DemoEvidence> {
     ]
 }
 
+/// The second trial's evidence: a smaller, cheaper-per-hour offer whose load test misses the
+/// time-to-first-token target (and whose cost per completed job ends up higher).
+fn demo_evidence_trial2() -> Vec<DemoEvidence> {
+    vec![
+        demo_file!(NvidiaSmiList, 1, &[], "trial2/nvidia-smi-L.txt"),
+        demo_file!(NvidiaSmiTopo, 1, &[], "trial2/nvidia-smi-topo.txt"),
+        demo_file!(DcgmDiag, 1, &[], "dcgm-diag.json"),
+        demo_file!(NcclTests, 1, &[], "trial2/nccl-all_reduce_perf.txt"),
+        demo_file!(Probe, 2, &[], "probes-functional.json"),
+        demo_file!(BenchServing, 3, &[], "trial2/vllm-bench-serve.json"),
+        demo_file!(Probe, 4, &[], "probes-failure.json"),
+        demo_file!(CheckpointRestore, 4, &[], "checkpoint-restore.json"),
+    ]
+}
+
 pub const DEMO_LEDGER_CSV: &str = include_str!("../data/demo/ledger.csv");
+pub const DEMO_LEDGER_TRIAL2_CSV: &str = include_str!("../data/demo/trial2/ledger.csv");
+
+/// The two demo trials: (name, provider, GPU, count, rate per GPU-hour).
+const DEMO_TRIALS: [(&str, &str, &str, &str, &str); 2] = [
+    ("8 × H200 · Cloud A", "Cloud A", "H200 SXM", "8", "3.50"),
+    ("4 × H100 · Cloud B", "Cloud B", "H100 SXM", "4", "2.99"),
+];
 
 fn demo_brief() -> Value {
     json!({
@@ -118,8 +145,13 @@ pub struct DemoOutcome {
 /// Loads (or tops up) the demonstration and resets the demo manager's password.
 pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
     let created_brief = ensure_brief(state).await?;
+    let (first, second) = ensure_trials(state).await?;
     let (mut sent, mut replayed) = (0, 0);
-    for item in demo_evidence() {
+    let items = demo_evidence()
+        .into_iter()
+        .map(|e| (first, e))
+        .chain(demo_evidence_trial2().into_iter().map(|e| (second, e)));
+    for (trial, item) in items {
         let labels: Map<String, Value> = item
             .labels
             .iter()
@@ -127,6 +159,7 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
             .collect();
         let upload = Upload {
             kind: KindChoice::Named(item.kind),
+            trial: Some(trial),
             stage: item.stage,
             collected_at: None,
             labels,
@@ -140,12 +173,28 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
             raw: Bytes::from_static(item.bytes),
         };
         let key = format!("demo-{}-{}", item.stage, item.file);
-        match evidence::ingest(state, DEMO_BRIEF_ID, Some(key), upload, Some("rentcheck demo")).await? {
+        let key = if trial == first { key } else { format!("{key}-trial2") };
+        match evidence::ingest(state, DEMO_BRIEF_ID, trial, Some(key), upload, Some("rentcheck demo")).await? {
             Ingested::Created(_) => sent += 1,
             Ingested::Replayed(_) => replayed += 1,
         }
     }
-    let ledger_imported = ledger::demo_import(state, DEMO_BRIEF_ID, DEMO_LEDGER_CSV).await?;
+    let outputs = OutputsPatch {
+        accepted: Some(1_200_000),
+        rejected: Some(3_100),
+        retries: Some(5_400),
+        failed_jobs: Some(120),
+        idle_hours: Some(Decimal::from(600)),
+    };
+    let ledger_imported = ledger::demo_import(state, DEMO_BRIEF_ID, first, DEMO_LEDGER_CSV, &outputs).await?;
+    let outputs = OutputsPatch {
+        accepted: Some(180_000),
+        rejected: Some(2_400),
+        retries: Some(3_900),
+        failed_jobs: Some(39),
+        idle_hours: Some(Decimal::from(190)),
+    };
+    ledger::demo_import(state, DEMO_BRIEF_ID, second, DEMO_LEDGER_TRIAL2_CSV, &outputs).await?;
     let password = crate::secrets::random_token()[..20].to_owned();
     match users::by_email(&state.pool, DEMO_EMAIL).await? {
         Some(user) => users::set_password(&state.pool, user.id, &password::hash(password.clone()).await?).await?,
@@ -162,6 +211,36 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
         email: DEMO_EMAIL.to_owned(),
         password,
     })
+}
+
+/// Names the first trial after its offer and adds the second, once; returns both ids.
+async fn ensure_trials(state: &AppState) -> Result<(Uuid, Uuid), AppError> {
+    let mut existing = trials::list(state, DEMO_BRIEF_ID).await?;
+    let first = existing.remove(0);
+    let fields = |i: usize| {
+        let (name, provider, gpu, count, rate) = DEMO_TRIALS[i];
+        HashMap::from([
+            ("name".to_owned(), name.to_owned()),
+            ("provider".to_owned(), provider.to_owned()),
+            ("gpu".to_owned(), gpu.to_owned()),
+            ("gpu_count".to_owned(), count.to_owned()),
+            ("rate_per_gpu_hour".to_owned(), rate.to_owned()),
+            ("billing".to_owned(), "on-demand".to_owned()),
+            ("status".to_owned(), "running".to_owned()),
+        ])
+    };
+    if first.fields.name != DEMO_TRIALS[0].0 {
+        trials::replace(state, first.id, &Input::Form(&fields(0)), "rentcheck demo").await?;
+    }
+    let second = match existing.into_iter().find(|t| t.fields.name == DEMO_TRIALS[1].0) {
+        Some(t) => t.id,
+        None => {
+            trials::create(state, DEMO_BRIEF_ID, &Input::Form(&fields(1)), "rentcheck demo")
+                .await?
+                .id
+        }
+    };
+    Ok((first.id, second))
 }
 
 async fn ensure_brief(state: &AppState) -> Result<bool, AppError> {

@@ -273,6 +273,7 @@ async fn mint_token(
                 subject: user.email.clone(),
                 role,
                 brief,
+                trial: None,
                 ttl,
                 created_by: Some(user.id),
             },

@@ -7,6 +7,27 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+/// An enumeration stored as text: one place lists its values and their spelling. Used by the
+/// domain models (`text_enum!(Name { Variant => "text", … })`).
+#[macro_export]
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+        pub enum $name { $(#[serde(rename = $text)] $variant),+ }
+        impl $name {
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+            pub fn as_str(&self) -> &'static str { match self { $(Self::$variant => $text),+ } }
+        }
+        impl std::str::FromStr for $name {
+            type Err = ();
+            fn from_str(s: &str) -> Result<Self, ()> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or(())
+            }
+        }
+    };
+}
+
 /// The longest value a choice field (an enumeration) is read as.
 const CHOICE_MAX_LEN: usize = 200;
 

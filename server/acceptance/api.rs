@@ -11,7 +11,7 @@ use super::{
     evaluate::{CardEvaluation, EvaluatedCriterion, StageEvaluation},
     model::{self, diff, Card, CardDiff, Criterion},
     repo,
-    service::{current_card, derived_figures, evaluate_card},
+    service::{current_card, derived_figures, evaluate_for_trial, StaleCriterion},
 };
 use crate::{
     audit,
@@ -19,9 +19,10 @@ use crate::{
     briefs::{model::Brief, service as briefs},
     error::{ApiResult, AppError},
     state::AppState,
+    trials::{model::Allocation, service as trials},
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, Path},
+        extract::{ApiJson, ApiQuery, Path},
     },
 };
 
@@ -36,6 +37,8 @@ pub fn routes() -> Router<AppState> {
 #[derive(Serialize)]
 pub struct CardView {
     pub brief_id: Uuid,
+    /// The trial the card is evaluated for (`?trial=`; the brief's first trial by default).
+    pub trial: TrialRef,
     pub revision: i32,
     /// True when no card was saved yet and this is the generated default.
     pub default: bool,
@@ -46,12 +49,34 @@ pub struct CardView {
     pub stages: Vec<StageEvaluation>,
     /// Unknown metric keys (allowed, probably typos).
     pub warnings: Vec<String>,
+    /// Thresholds of this (saved) card that were set for another allocation than the trial's:
+    /// what the card says, and what the trial's allocation would get.
+    pub stale: Vec<StaleCriterion>,
+}
+
+/// Which trial an evaluation is of.
+#[derive(Serialize)]
+pub struct TrialRef {
+    pub id: Uuid,
+    pub name: String,
+    /// "8 × H200 SXM", or empty when the sizing offers nothing.
+    pub allocation: String,
+    /// The trial names no GPU and tests the sizing's suggestion.
+    pub suggested: bool,
 }
 
 impl CardView {
-    pub fn new(brief: Uuid, card: &Card, evaluation: CardEvaluation) -> Self {
+    pub fn new(
+        brief: Uuid,
+        trial: TrialRef,
+        card: &Card,
+        evaluation: CardEvaluation,
+        stale: Vec<StaleCriterion>,
+    ) -> Self {
         Self {
             brief_id: brief,
+            trial,
+            stale,
             revision: card.revision,
             default: card.is_default,
             created_by: card.created_by.clone(),
@@ -68,22 +93,48 @@ async fn load_brief(state: &AppState, id: Uuid) -> ApiResult<Brief> {
     briefs::load(&state.pool, id).await
 }
 
-/// The current card of `brief`, evaluated.
-pub async fn card_view(state: &AppState, brief: &Brief) -> ApiResult<CardView> {
+/// The current card of `brief`, evaluated for one trial (the first when none is named).
+pub async fn card_view(state: &AppState, brief: &Brief, trial: Option<Uuid>) -> ApiResult<CardView> {
+    let trial = trials::pick(state, brief.id, trial).await?;
+    let sizing = brief.fields.sizing();
+    let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing);
     let card = current_card(&state.pool, brief).await?;
-    let derived = derived_figures(&state.pool, brief).await?;
-    let evaluation = evaluate_card(&state.pool, brief, &card.criteria, &derived).await?;
-    Ok(CardView::new(brief.id, &card, evaluation))
+    let derived = derived_figures(&state.pool, brief, trial.id).await?;
+    let evaluated = evaluate_for_trial(&state.pool, brief, &card, trial.id, alloc.as_ref(), &derived).await?;
+    let shown = Card {
+        criteria: evaluated.criteria.clone(),
+        ..card
+    };
+    let reference = TrialRef {
+        id: trial.id,
+        name: trial.fields.name.clone(),
+        allocation: alloc.as_ref().map(Allocation::label).unwrap_or_default(),
+        suggested: alloc.as_ref().is_some_and(|a| a.suggested),
+    };
+    Ok(CardView::new(
+        brief.id,
+        reference,
+        &shown,
+        evaluated.evaluation,
+        evaluated.stale,
+    ))
+}
+
+/// `?trial=` on the card routes.
+#[derive(serde::Deserialize)]
+pub struct TrialQuery {
+    pub trial: Option<Uuid>,
 }
 
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
     let brief = load_brief(&state, id).await?;
-    Ok(Json(card_view(&state, &brief).await?))
+    Ok(Json(card_view(&state, &brief, q.trial).await?))
 }
 
 /// Saves `criteria` as the next revision of the brief's card and records it in the audit log, in
@@ -137,7 +188,7 @@ async fn replace(
     let card = model::validate_json(criteria).map_err(AppError::Validation)?;
     let brief = load_brief(&state, id).await?;
     save_revision(&state, &brief, &card.criteria, &caller).await?;
-    Ok(Json(card_view(&state, &brief).await?))
+    Ok(Json(card_view(&state, &brief, None).await?))
 }
 
 #[derive(Serialize)]

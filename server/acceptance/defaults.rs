@@ -7,7 +7,8 @@ use rust_decimal::prelude::ToPrimitive;
 use super::model::{Card, Criterion, Op, Threshold, COST_PER_JOB, LINT_ERRORS};
 use crate::{
     briefs::model::{Brief, BriefFields},
-    sizing::{gpu_by_name, GpuSpec, Sizing, WorkloadKind},
+    sizing::{GpuSpec, Sizing, WorkloadKind},
+    trials::model::Allocation,
 };
 
 /// Share of the per-GPU NVLink figure that `nccl.busbw_peak_gbps` must reach (all-reduce bus
@@ -25,21 +26,21 @@ pub const DEFAULT_ERROR_RATE: f64 = 0.01;
 /// Training keeps this share of card memory free at its peak.
 pub const TRAINING_MEMORY_SHARE: f64 = 0.95;
 
-/// The allocation under test: the brief's trial GPU and count, else the first fitting option
-/// (else the first option at all).
+/// The allocation of the brief's first trial (`trial_gpu` × `trial_gpu_count`), else the sizing's
+/// suggestion (the first fitting option the card's NVIDIA tools can test).
 pub fn trial_allocation(brief: &BriefFields, sizing: &Sizing) -> Option<(&'static GpuSpec, u32)> {
-    if let Some(name) = &brief.trial_gpu {
-        let gpu = gpu_by_name(name)?;
-        let count = brief
-            .trial_gpu_count
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|n| *n > 0)
-            .or_else(|| sizing.options.iter().find(|o| o.gpu == gpu.model).map(|o| o.count))
-            .unwrap_or(1);
-        return Some((gpu, count));
-    }
-    let option = sizing.options.iter().find(|o| o.fits).or(sizing.options.first())?;
-    Some((gpu_by_name(&option.gpu)?, option.count))
+    Allocation::resolve(brief.trial_gpu.as_deref(), brief.trial_gpu_count, sizing).map(|a| (a.gpu, a.count))
+}
+
+/// Criteria whose default threshold depends on the allocation under test: how many GPUs the
+/// machine shows, how fast they talk, and how they are linked.
+pub fn depends_on_allocation(key: &str) -> bool {
+    key == "gpu.count" || key.starts_with("nccl.") || key.starts_with("topo.")
+}
+
+/// Criteria about collectives and links, which mean nothing on a single GPU.
+pub fn needs_several_gpus(key: &str) -> bool {
+    key.starts_with("nccl.") || key.starts_with("topo.")
 }
 
 fn pcie_x16_gbps(generation: u32) -> f64 {
@@ -75,12 +76,16 @@ impl Builder {
 
 /// The default card for `brief`, given its sizing.
 pub fn default_card(brief: &BriefFields, sizing: &Sizing) -> Vec<Criterion> {
+    default_card_for(brief, trial_allocation(brief, sizing))
+}
+
+/// The default card for one allocation under test (a trial's GPU and count).
+pub fn default_card_for(brief: &BriefFields, alloc: Option<(&'static GpuSpec, u32)>) -> Vec<Criterion> {
     let kind = brief.workload_kind;
     let trains = matches!(kind, WorkloadKind::Training | WorkloadKind::Finetune);
     let serves_llm = matches!(kind, WorkloadKind::RealtimeInference | WorkloadKind::BatchInference)
         || (kind == WorkloadKind::Media && brief.catalog_model.is_some());
     let mut b = Builder(Vec::new());
-    let alloc = trial_allocation(brief, sizing);
 
     // Stage 1: the environment is what was rented, healthy, and its GPUs talk fast enough.
     if let Some((gpu, count)) = alloc {

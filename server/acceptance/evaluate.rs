@@ -80,6 +80,9 @@ pub enum Status {
     Pass,
     Fail,
     Missing,
+    /// The criterion does not apply to the trial's allocation (collectives on one GPU).
+    #[serde(rename = "n/a")]
+    NotApplicable,
 }
 
 impl Status {
@@ -88,6 +91,7 @@ impl Status {
             Status::Pass => "pass",
             Status::Fail => "fail",
             Status::Missing => "missing",
+            Status::NotApplicable => "n/a",
         }
     }
 }
@@ -133,7 +137,7 @@ impl CardEvaluation {
     pub fn accepted(&self) -> bool {
         self.criteria
             .iter()
-            .filter(|c| c.criterion.required)
+            .filter(|c| c.criterion.required && c.status != Status::NotApplicable)
             .all(|c| c.status == Status::Pass)
     }
 
@@ -233,7 +237,27 @@ pub fn evaluate(
     snapshot: &MetricsSnapshot,
     derived: &HashMap<String, Value>,
 ) -> CardEvaluation {
-    let criteria: Vec<EvaluatedCriterion> = criteria.iter().map(|c| evaluate_one(c, snapshot, derived)).collect();
+    evaluate_with(criteria, snapshot, derived, &|_| false)
+}
+
+/// [`evaluate`], with the criteria that do not apply to the allocation under test (collectives on
+/// one GPU) marked `n/a`: they neither pass, fail nor go missing.
+pub fn evaluate_with(
+    criteria: &[Criterion],
+    snapshot: &MetricsSnapshot,
+    derived: &HashMap<String, Value>,
+    not_applicable: &dyn Fn(&Criterion) -> bool,
+) -> CardEvaluation {
+    let criteria: Vec<EvaluatedCriterion> = criteria
+        .iter()
+        .map(|c| {
+            let mut e = evaluate_one(c, snapshot, derived);
+            if not_applicable(c) {
+                e.status = Status::NotApplicable;
+            }
+            e
+        })
+        .collect();
     let stages = STAGES
         .iter()
         .map(|(stage, _)| stage_status(*stage, &criteria))
@@ -273,7 +297,7 @@ pub fn worst(a: Status, b: Status) -> Status {
     let rank = |s: Status| match s {
         Status::Fail => 0,
         Status::Missing => 1,
-        Status::Pass => 2,
+        Status::Pass | Status::NotApplicable => 2,
     };
     match rank(a).cmp(&rank(b)) {
         Ordering::Greater => b,

@@ -50,6 +50,7 @@ fn status_class(s: Status) -> &'static str {
         Status::Pass => "ok",
         Status::Fail => "bad",
         Status::Missing => "warn",
+        Status::NotApplicable => "na",
     }
 }
 
@@ -176,6 +177,8 @@ fn lint_view(report: &LintReport) -> LintView {
 
 /// What the brief page shows from this module.
 pub struct BriefSections {
+    /// The trial the card is evaluated for, e.g. "Trial 2 (2 × H100 SXM)".
+    pub trial: String,
     pub revision: i32,
     pub is_default: bool,
     pub accepted: bool,
@@ -183,14 +186,35 @@ pub struct BriefSections {
     pub warnings: Vec<String>,
     pub readiness: Vec<ReadinessItem>,
     pub lint: Option<LintView>,
+    /// Saved thresholds set for another allocation: "gpu.count ≥ 8; for this trial ≥ 2".
+    pub stale: Vec<String>,
 }
 
-/// Loads the timeline, the checklist and the lint for the brief page.
-pub async fn brief_sections(state: &AppState, brief: &Brief) -> PageResult<BriefSections> {
-    let (view, readiness) = tokio::try_join!(async { Ok::<_, PageError>(card_view(state, brief).await?) }, async {
-        Ok(readiness::load(&state.pool, brief.id).await?)
-    },)?;
+/// Loads the timeline (of one trial), the checklist and the lint for the brief page.
+pub async fn brief_sections(state: &AppState, brief: &Brief, trial: Uuid) -> PageResult<BriefSections> {
+    let (view, readiness) = tokio::try_join!(
+        async { Ok::<_, PageError>(card_view(state, brief, Some(trial)).await?) },
+        async { Ok(readiness::load(&state.pool, brief.id).await?) },
+    )?;
     Ok(BriefSections {
+        trial: if view.trial.allocation.is_empty() {
+            view.trial.name.clone()
+        } else {
+            format!("{} ({})", view.trial.name, view.trial.allocation)
+        },
+        stale: view
+            .stale
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} (stage {}): the card says {}; this trial's allocation would get {}",
+                    c.key,
+                    c.stage,
+                    c.saved.display(),
+                    c.for_this_trial.display()
+                )
+            })
+            .collect(),
         revision: view.revision,
         is_default: view.default,
         accepted: view.accepted,
@@ -262,7 +286,7 @@ fn ops() -> Vec<(&'static str, &'static str)> {
 }
 
 async fn editor_page(state: &AppState, user: &PageUser, brief: &Brief) -> PageResult<EditorPage> {
-    let view = card_view(state, brief).await?;
+    let view = card_view(state, brief, None).await?;
     let rows = view
         .criteria
         .iter()

@@ -119,23 +119,23 @@ struct ObservationRow {
     received_at: DateTime<Utc>,
 }
 
-/// The newest value of each of `keys` per stage, in one query: `newest_evidence_metrics`
-/// (migration 8) reads the compacted newest values and the items not yet compacted, newest by
-/// `collected_at`, then `received_at`, then id (UUIDv7: upload order).
+/// The newest value of each of `keys` per stage in one trial, in one query: `newest_trial_metrics`
+/// (the trials migration) reads the compacted newest values and the items not yet compacted, newest
+/// by `collected_at`, then `received_at`, then id (UUIDv7: upload order).
 pub async fn newest_metrics(
     db: impl PgExecutor<'_>,
-    brief: Uuid,
+    trial: Uuid,
     keys: &[String],
 ) -> Result<Vec<Observation>, sqlx::Error> {
     // A function's result columns have no table behind them, so the macro takes them as nullable.
-    // None can be NULL: both branches of `newest_evidence_metrics` read NOT NULL columns, and the
+    // None can be NULL: both branches of `newest_trial_metrics` read NOT NULL columns, and the
     // pending branch takes `e.metrics -> k.key` only for keys that `e.metrics ? k.key` found.
     let rows = sqlx::query_as!(
         ObservationRow,
         r#"SELECT key AS "key!", stage AS "stage!", value AS "value!: Json<Value>", evidence_id AS "evidence_id!",
                   collected_at AS "collected_at!", received_at AS "received_at!"
-           FROM newest_evidence_metrics($1, $2)"#,
-        brief,
+           FROM newest_trial_metrics($1, $2)"#,
+        trial,
         keys,
     )
     .fetch_all(db)

@@ -6,14 +6,21 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
+use serde::Serialize;
+use uuid::Uuid;
+
 use super::{
-    defaults::default_card_of,
-    evaluate::{evaluate, CardEvaluation, MetricsSnapshot},
+    defaults::{default_card_for, default_card_of, depends_on_allocation, needs_several_gpus},
+    evaluate::{evaluate_with, CardEvaluation, MetricsSnapshot},
     manifest_lint,
-    model::{self, Card, Criterion},
+    model::{self, Card, Criterion, Threshold},
     repo,
 };
-use crate::{briefs::model::Brief, ledger::model::LedgerSummary, ledger::service as ledger};
+use crate::{
+    briefs::model::Brief,
+    ledger::{model::LedgerSummary, service as ledger},
+    trials::model::Allocation,
+};
 
 pub async fn current_card(pool: &PgPool, brief: &Brief) -> Result<Card, sqlx::Error> {
     Ok(match repo::current(pool, brief.id).await? {
@@ -28,8 +35,8 @@ pub async fn current_card(pool: &PgPool, brief: &Brief) -> Result<Card, sqlx::Er
     })
 }
 
-/// The newest value per (key, stage) of every evidence key the card names, in one query.
-pub async fn snapshot(pool: &PgPool, brief: &Brief, criteria: &[Criterion]) -> Result<MetricsSnapshot, sqlx::Error> {
+/// The newest value per (key, stage) in one trial of every evidence key the card names, in one query.
+pub async fn snapshot(pool: &PgPool, trial: Uuid, criteria: &[Criterion]) -> Result<MetricsSnapshot, sqlx::Error> {
     let mut keys: Vec<String> = criteria
         .iter()
         .filter(|c| !model::is_derived(&c.key))
@@ -41,19 +48,19 @@ pub async fn snapshot(pool: &PgPool, brief: &Brief, criteria: &[Criterion]) -> R
         return Ok(MetricsSnapshot::default());
     }
     Ok(MetricsSnapshot::from_observations(
-        repo::newest_metrics(pool, brief.id, &keys).await?,
+        repo::newest_metrics(pool, trial, &keys).await?,
     ))
 }
 
-/// Figures computed outside the evidence table, by key. Today: `manifest.lint_errors` when the
-/// brief has a manifest. `ledger.cost_per_job` is left to the ledger module: whoever merges it
-/// inserts it here (a decimal as a JSON number; absent when undefined, so the criterion stays missing).
-pub async fn derived_figures(pool: &PgPool, brief: &Brief) -> Result<HashMap<String, Value>, sqlx::Error> {
-    let ledger = ledger::summary_from_pool(pool, brief.id, &brief.fields.currency).await?;
+/// The derived figures of one trial: its ledger's cost per job, and the brief's manifest lint.
+pub async fn derived_figures(pool: &PgPool, brief: &Brief, trial: Uuid) -> Result<HashMap<String, Value>, sqlx::Error> {
+    let ledger = ledger::summary_from_pool(pool, trial, &brief.fields.currency).await?;
     Ok(derived_figures_from(brief, &ledger))
 }
 
-/// [`derived_figures`] from a ledger summary the caller already has (the review reads it anyway).
+/// Figures computed outside the evidence table, by key: `ledger.cost_per_job` from the trial's
+/// ledger (a decimal as a JSON number; absent when undefined, so the criterion stays missing) and
+/// `manifest.lint_errors` when the brief has a manifest.
 pub fn derived_figures_from(brief: &Brief, ledger: &LedgerSummary) -> HashMap<String, Value> {
     let mut derived = HashMap::new();
     if let Some(cost) = ledger.cost_per_job {
@@ -70,20 +77,84 @@ pub fn derived_figures_from(brief: &Brief, ledger: &LedgerSummary) -> HashMap<St
     derived
 }
 
-/// The current card of `brief`, evaluated over its newest evidence and derived figures.
-pub async fn evaluate_brief(pool: &PgPool, brief: &Brief) -> Result<CardEvaluation, sqlx::Error> {
-    let card = current_card(pool, brief).await?;
-    let derived = derived_figures(pool, brief).await?;
-    evaluate_card(pool, brief, &card.criteria, &derived).await
+/// A criterion of a saved card whose threshold was set for another allocation than the trial's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StaleCriterion {
+    pub key: String,
+    pub stage: u8,
+    /// The card's threshold.
+    pub saved: Threshold,
+    /// What the default card asks of this trial's allocation.
+    pub for_this_trial: Threshold,
 }
 
-/// Evaluates any list of criteria for `brief` with the caller's derived figures.
-pub async fn evaluate_card(
+/// The card as it applies to one trial: the criteria in force, their evaluation over the trial's
+/// evidence, and the allocation-dependent criteria a saved card set for another allocation.
+#[derive(Debug, Clone)]
+pub struct TrialCard {
+    pub criteria: Vec<Criterion>,
+    pub evaluation: CardEvaluation,
+    pub stale: Vec<StaleCriterion>,
+}
+
+/// Which criteria apply to a trial: a default card is derived for the trial's allocation (its GPU
+/// count and NCCL floor); a saved card keeps its thresholds, and those that depend on the
+/// allocation and differ from what this allocation would get are reported stale. Collectives and
+/// links are `n/a` on a single GPU.
+pub fn criteria_for_trial(
+    brief: &Brief,
+    card: &Card,
+    alloc: Option<&Allocation>,
+) -> (Vec<Criterion>, Vec<StaleCriterion>) {
+    let derived = default_card_for(&brief.fields, alloc.map(|a| (a.gpu, a.count)));
+    if card.is_default {
+        return (derived, Vec::new());
+    }
+    let stale = card
+        .criteria
+        .iter()
+        .filter(|c| depends_on_allocation(&c.key))
+        .filter_map(|c| {
+            let ours = derived.iter().find(|d| d.key == c.key && d.stage == c.stage)?;
+            (ours.threshold != c.threshold).then(|| StaleCriterion {
+                key: c.key.clone(),
+                stage: c.stage,
+                saved: c.threshold.clone(),
+                for_this_trial: ours.threshold.clone(),
+            })
+        })
+        .collect();
+    (card.criteria.clone(), stale)
+}
+
+/// Evaluates the card for one trial with the caller's derived figures.
+pub async fn evaluate_for_trial(
     pool: &PgPool,
     brief: &Brief,
-    criteria: &[Criterion],
+    card: &Card,
+    trial: Uuid,
+    alloc: Option<&Allocation>,
     derived: &HashMap<String, Value>,
-) -> Result<CardEvaluation, sqlx::Error> {
-    let snap = snapshot(pool, brief, criteria).await?;
-    Ok(evaluate(criteria, &snap, derived))
+) -> Result<TrialCard, sqlx::Error> {
+    let (criteria, stale) = criteria_for_trial(brief, card, alloc);
+    let snap = snapshot(pool, trial, &criteria).await?;
+    let single_gpu = alloc.is_some_and(|a| a.count * a.gpu.devices_per_card <= 1);
+    let evaluation = evaluate_with(&criteria, &snap, derived, &|c| single_gpu && needs_several_gpus(&c.key));
+    Ok(TrialCard {
+        criteria,
+        evaluation,
+        stale,
+    })
+}
+
+/// The current card of `brief`, evaluated for one trial over its newest evidence and derived figures.
+pub async fn evaluate_trial(
+    pool: &PgPool,
+    brief: &Brief,
+    trial: Uuid,
+    alloc: Option<&Allocation>,
+) -> Result<TrialCard, sqlx::Error> {
+    let card = current_card(pool, brief).await?;
+    let derived = derived_figures(pool, brief, trial).await?;
+    evaluate_for_trial(pool, brief, &card, trial, alloc, &derived).await
 }

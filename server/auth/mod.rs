@@ -51,12 +51,13 @@ impl std::str::FromStr for Role {
 pub enum Principal {
     /// A person signed in through the browser.
     User { id: Uuid, email: String, role: Role },
-    /// A bearer token; `brief` limits it to one brief.
+    /// A bearer token; `brief` limits it to one brief, `trial` to one trial of it.
     Token {
         jti: Uuid,
         subject: String,
         role: Role,
         brief: Option<Uuid>,
+        trial: Option<Uuid>,
     },
 }
 
@@ -72,6 +73,14 @@ impl Principal {
         match self {
             Principal::User { email, .. } => email.clone(),
             Principal::Token { jti, subject, .. } => format!("token:{jti} ({subject})"),
+        }
+    }
+
+    /// The trial a token is scoped to: it sends evidence and ledger lines to that trial only.
+    pub fn trial_scope(&self) -> Option<Uuid> {
+        match self {
+            Principal::Token { trial, .. } => *trial,
+            Principal::User { .. } => None,
         }
     }
 
@@ -132,6 +141,7 @@ mod tests {
             subject: "t".into(),
             role,
             brief,
+            trial: None,
         }
     }
 

@@ -388,6 +388,7 @@ async fn mint_token(
             subject: user.0.email.clone(),
             role: Role::Agent,
             brief: Some(id),
+            trial: None,
             ttl,
             created_by: Some(user.0.id),
         },

@@ -16,6 +16,9 @@ pub struct Claims {
     pub role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brief: Option<Uuid>,
+    /// One trial of the brief: the token sends evidence and ledger lines to it alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<Uuid>,
     pub jti: Uuid,
     pub iat: i64,
     pub nbf: i64,
@@ -28,6 +31,8 @@ pub struct NewToken {
     pub subject: String,
     pub role: Role,
     pub brief: Option<Uuid>,
+    /// A trial of `brief`: the token then writes to that trial only.
+    pub trial: Option<Uuid>,
     pub ttl: Duration,
     pub created_by: Option<Uuid>,
 }
@@ -39,6 +44,7 @@ pub struct TokenRow {
     pub subject: String,
     pub role: String,
     pub brief_id: Option<Uuid>,
+    pub trial_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
@@ -53,14 +59,18 @@ pub async fn mint(db: impl PgExecutor<'_>, keys: &TokenKeys, new: NewToken) -> a
         new.role != Role::Agent || new.brief.is_some(),
         "an agent token needs a brief"
     );
+    anyhow::ensure!(
+        new.trial.is_none() || new.brief.is_some(),
+        "a trial token needs its brief"
+    );
     let jti = Uuid::now_v7();
     let now = Utc::now();
     let expires = now + new.ttl;
     let row = sqlx::query_as!(
         TokenRow,
-        "INSERT INTO api_tokens (jti, name, subject, role, brief_id, created_by, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) \
-         RETURNING jti, name, subject, role, brief_id, created_at, expires_at, last_used_at, revoked_at",
+        "INSERT INTO api_tokens (jti, name, subject, role, brief_id, created_by, expires_at, trial_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         RETURNING jti, name, subject, role, brief_id, trial_id, created_at, expires_at, last_used_at, revoked_at",
         jti,
         &new.name,
         &new.subject,
@@ -68,6 +78,7 @@ pub async fn mint(db: impl PgExecutor<'_>, keys: &TokenKeys, new: NewToken) -> a
         new.brief,
         new.created_by,
         expires,
+        new.trial,
     )
     .fetch_one(db)
     .await?;
@@ -75,6 +86,7 @@ pub async fn mint(db: impl PgExecutor<'_>, keys: &TokenKeys, new: NewToken) -> a
         sub: new.subject,
         role: new.role,
         brief: new.brief,
+        trial: new.trial,
         jti,
         iat: now.timestamp(),
         nbf: now.timestamp(),
@@ -96,6 +108,7 @@ pub fn sign(keys: &TokenKeys, claims: &Claims) -> anyhow::Result<String> {
 struct TokenState {
     role: String,
     brief_id: Option<Uuid>,
+    trial_id: Option<Uuid>,
     expires_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
 }
@@ -131,7 +144,7 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
              WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
          ) \
-         SELECT role, brief_id, expires_at, revoked_at FROM api_tokens WHERE jti = $1",
+         SELECT role, brief_id, trial_id, expires_at, revoked_at FROM api_tokens WHERE jti = $1",
         claims.jti,
     )
     .fetch_optional(pool)
@@ -139,6 +152,7 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
     let Some(TokenState {
         role,
         brief_id: brief,
+        trial_id: trial,
         expires_at,
         revoked_at,
     }) = row
@@ -151,7 +165,7 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
     if expires_at <= Utc::now() {
         return Err(invalid("expired"));
     }
-    if role != claims.role.as_str() || brief != claims.brief {
+    if role != claims.role.as_str() || brief != claims.brief || trial != claims.trial {
         return Err(invalid("claims do not match the token record"));
     }
     Ok(Principal::Token {
@@ -159,6 +173,7 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
         subject: claims.sub,
         role: claims.role,
         brief: claims.brief,
+        trial: claims.trial,
     })
 }
 
@@ -176,7 +191,7 @@ pub async fn revoke(db: impl PgExecutor<'_>, jti: Uuid) -> Result<bool, sqlx::Er
 pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id, trial_id, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE jti = $1",
         jti,
     )
@@ -187,7 +202,7 @@ pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>,
 pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id, trial_id, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE brief_id = $1 ORDER BY created_at DESC",
         brief,
     )

@@ -13,27 +13,9 @@ use uuid::Uuid;
 
 use crate::{
     sizing::{self, ModelSpec, Precision, Sizing, SizingInput, WorkloadKind},
+    text_enum,
     validation::{FieldError, FieldReader as Checker, Input, Raw},
 };
-
-/// An enumeration stored as text: one place lists its values and their spelling.
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-        pub enum $name { $(#[serde(rename = $text)] $variant),+ }
-        impl $name {
-            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
-            pub fn as_str(&self) -> &'static str { match self { $(Self::$variant => $text),+ } }
-        }
-        impl std::str::FromStr for $name {
-            type Err = ();
-            fn from_str(s: &str) -> Result<Self, ()> {
-                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or(())
-            }
-        }
-    };
-}
 
 text_enum!(
     /// How far the workload's data may travel.

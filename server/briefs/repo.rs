@@ -100,18 +100,34 @@ pub async fn insert_with_id(
 ) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,
-        r#"INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+        // The brief and its first trial (which `trial_gpu` / `trial_gpu_count` describe) in one statement.
+        r#"WITH b AS (
+             INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+               precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
+               needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
+               currency, cost_unit, allocation_boundary, k8s_manifest)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+               $21, $22, $23, $24, $25, $28)
+             ON CONFLICT (id) DO NOTHING
+             RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
              precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
              needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
-             currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-             $21, $22, $23, $24, $25, $26, $27, $28)
-           ON CONFLICT (id) DO NOTHING
-           RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
-             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim,
-             targets AS "targets: Json<Targets>", data_boundary, needs_host_control, only_needs_model_output,
-             persist, restore_plan, fallback_plan, max_cost_per_job, currency, cost_unit, allocation_boundary,
-             trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at"#,
+             currency, cost_unit, allocation_boundary, k8s_manifest, created_at, updated_at
+           ), t AS (
+             INSERT INTO trials (id, brief_id, position, name, gpu, gpu_count, currency, allocation_boundary)
+             SELECT $29, b.id, 1, 'Trial 1', $26, $27, b.currency, b.allocation_boundary FROM b
+             RETURNING brief_id, gpu, gpu_count
+           )
+           SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
+             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
+             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
+             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
+             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
+             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
+             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
+             b.allocation_boundary AS "allocation_boundary!", t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
+             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
+           FROM b JOIN t ON t.brief_id = b.id"#,
         id,
         &fields.name,
         &fields.owner,
@@ -141,6 +157,7 @@ pub async fn insert_with_id(
         fields.trial_gpu.as_deref(),
         fields.trial_gpu_count,
         fields.k8s_manifest.as_deref(),
+        Uuid::now_v7(),
     )
     .fetch_optional(db)
     .await?;
@@ -151,19 +168,34 @@ pub async fn insert_with_id(
 pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,
-        r#"UPDATE briefs SET name = $2, owner = $3, workload_kind = $4, model_name = $5, model_revision = $6,
-             catalog_model = $7, params_b = $8, precision = $9, context_length = $10, concurrency = $11,
-             num_layers = $12, num_kv_heads = $13, head_dim = $14, targets = $15, data_boundary = $16,
-             needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20,
-             fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24,
-             allocation_boundary = $25, trial_gpu = $26, trial_gpu_count = $27, k8s_manifest = $28,
-             updated_at = now()
-           WHERE id = $1
-           RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
-             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim,
-             targets AS "targets: Json<Targets>", data_boundary, needs_host_control, only_needs_model_output,
-             persist, restore_plan, fallback_plan, max_cost_per_job, currency, cost_unit, allocation_boundary,
-             trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at"#,
+        // The brief and its first trial's allocation (`trial_gpu` / `trial_gpu_count`) in one statement.
+        r#"WITH b AS (
+             UPDATE briefs SET name = $2, owner = $3, workload_kind = $4, model_name = $5, model_revision = $6,
+               catalog_model = $7, params_b = $8, precision = $9, context_length = $10, concurrency = $11,
+               num_layers = $12, num_kv_heads = $13, head_dim = $14, targets = $15, data_boundary = $16,
+               needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20,
+               fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24,
+               allocation_boundary = $25, k8s_manifest = $28, updated_at = now()
+             WHERE id = $1
+             RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
+             needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
+             currency, cost_unit, allocation_boundary, k8s_manifest, created_at, updated_at
+           ), t AS (
+             UPDATE trials SET gpu = $26, gpu_count = $27, updated_at = now()
+             FROM b WHERE trials.brief_id = b.id AND trials.position = 1
+             RETURNING trials.brief_id, trials.gpu, trials.gpu_count
+           )
+           SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
+             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
+             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
+             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
+             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
+             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
+             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
+             b.allocation_boundary AS "allocation_boundary!", t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
+             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
+           FROM b LEFT JOIN t ON t.brief_id = b.id"#,
         id,
         &fields.name,
         &fields.owner,
@@ -202,12 +234,16 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,
-        r#"SELECT id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
-             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim,
-             targets AS "targets: Json<Targets>", data_boundary, needs_host_control, only_needs_model_output,
-             persist, restore_plan, fallback_plan, max_cost_per_job, currency, cost_unit, allocation_boundary,
-             trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at
-           FROM briefs WHERE id = $1"#,
+        r#"SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
+             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
+             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
+             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
+             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
+             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
+             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
+             b.allocation_boundary AS "allocation_boundary!", t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
+             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
+           FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1 WHERE b.id = $1"#,
         id,
     )
     .fetch_optional(db)
@@ -219,15 +255,31 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sql
 pub async fn list(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Brief>, sqlx::Error> {
     let rows = sqlx::query_as!(
         BriefRow,
-        r#"SELECT id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
-             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim,
-             targets AS "targets: Json<Targets>", data_boundary, needs_host_control, only_needs_model_output,
-             persist, restore_plan, fallback_plan, max_cost_per_job, currency, cost_unit, allocation_boundary,
-             trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at
-           FROM briefs ORDER BY created_at DESC, id DESC LIMIT $1"#,
+        r#"SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
+             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
+             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
+             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
+             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
+             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
+             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
+             b.allocation_boundary AS "allocation_boundary!", t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
+             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
+           FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
+           ORDER BY b.created_at DESC, b.id DESC LIMIT $1"#,
         limit,
     )
     .fetch_all(db)
     .await?;
     rows.into_iter().map(Brief::try_from).collect()
+}
+
+/// Locks the brief's row for the rest of the transaction (changes that must not interleave, such as
+/// adding a trial at the next position); `false` when the brief does not exist.
+pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> Result<bool, sqlx::Error> {
+    Ok(
+        sqlx::query_scalar!("SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE", id)
+            .fetch_optional(db)
+            .await?
+            .is_some(),
+    )
 }

@@ -40,3 +40,12 @@ pub async fn create_with_id(
 pub async fn replace(db: impl sqlx::PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> Result<Brief, AppError> {
     repo::update(db, id, fields).await?.ok_or(AppError::NotFound("brief"))
 }
+
+/// Locks the brief's row for the rest of the transaction; 404 when there is no such brief.
+pub async fn lock(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<(), AppError> {
+    if repo::lock(db, id).await? {
+        Ok(())
+    } else {
+        Err(AppError::NotFound("brief"))
+    }
+}

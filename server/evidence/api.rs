@@ -22,6 +22,7 @@ use super::{
 use crate::{
     error::{ApiResult, AppError},
     state::AppState,
+    trials::service as trials,
     validation::FieldError,
     web::{
         auth::ApiCaller,
@@ -56,6 +57,7 @@ pub struct Links {
 pub struct EvidenceSummary {
     pub id: Uuid,
     pub brief_id: Uuid,
+    pub trial_id: Uuid,
     pub kind: String,
     pub stage: i16,
     pub parse_status: String,
@@ -77,6 +79,7 @@ impl From<&EvidenceRow> for EvidenceSummary {
         Self {
             id: r.id,
             brief_id: r.brief_id,
+            trial_id: r.trial_id,
             kind: r.kind.clone(),
             stage: r.stage,
             parse_status: r.parse_status.clone(),
@@ -133,10 +136,12 @@ async fn upload(
     caller.may_send_to_brief(brief_id)?;
     let key = upload::idempotency_key(req.headers())?;
     // A missing brief is answered before the body is read.
-    service::require_brief(&state, brief_id, caller.brief_scope() == Some(brief_id)).await?;
+    let trials = trials::for_upload(&state, brief_id).await?;
     let upload = upload::decode(req, state.config.max_upload).await?;
+    // Which trial: the one named, else the token's, else the brief's only one (422 naming them).
+    let trial = trials::choose(&state, &trials, upload.trial, caller.trial_scope()).await?;
     Ok(
-        match service::ingest(&state, brief_id, key, upload, Some(&caller.label())).await? {
+        match service::ingest(&state, brief_id, trial, key, upload, Some(&caller.label())).await? {
             Ingested::Created(body) => {
                 let location = body["links"]["self"].as_str().unwrap_or_default().to_owned();
                 (StatusCode::CREATED, [(header::LOCATION, location)], Json(body)).into_response()
@@ -155,6 +160,8 @@ async fn upload(
 struct ListQuery {
     cursor: Option<String>,
     limit: Option<i64>,
+    /// Only this trial's evidence.
+    trial: Option<Uuid>,
 }
 
 async fn list(
@@ -178,7 +185,7 @@ async fn list(
         )]));
     }
     service::require_brief(&state, brief_id, caller.brief_scope() == Some(brief_id)).await?;
-    let (rows, next_cursor) = service::list_page(&state, brief_id, after, limit).await?;
+    let (rows, next_cursor) = service::list_page(&state, brief_id, q.trial, after, limit).await?;
     let items: Vec<EvidenceSummary> = rows.iter().map(EvidenceSummary::from).collect();
     Ok(Json(serde_json::json!({ "items": items, "next_cursor": next_cursor })))
 }

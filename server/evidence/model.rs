@@ -113,6 +113,8 @@ pub fn clean_content_type(ct: Option<&str>) -> String {
 #[derive(Debug, Clone)]
 pub struct Upload {
     pub kind: KindChoice,
+    /// The trial the upload names (`trial`); `None` for the token's trial or the brief's only one.
+    pub trial: Option<Uuid>,
     pub stage: i16,
     pub collected_at: Option<DateTime<Utc>>,
     pub labels: Map<String, Value>,
@@ -151,6 +153,14 @@ impl Upload {
             .map_err(|e| errors.push(e))
             .ok()
             .flatten();
+        let trial = match o.get("trial") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => parse_trial(s).map_err(|e| errors.push(e)).ok(),
+            Some(_) => {
+                errors.push(FieldError::new("trial", "must be a trial id (a string)"));
+                None
+            }
+        };
         let labels = parse_labels(o.get("labels").unwrap_or(&Value::Null))
             .map_err(|e| errors.push(e))
             .unwrap_or_default();
@@ -195,6 +205,7 @@ impl Upload {
         match (kind, stage, body) {
             (Some(kind), Some(stage), Some((raw, content_type))) if errors.is_empty() => Ok(Upload {
                 kind,
+                trial,
                 stage,
                 collected_at,
                 labels,
@@ -237,6 +248,10 @@ impl Upload {
             .ok()
             .flatten()
             .flatten();
+        let trial = match fields.get("trial").map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            None => None,
+            Some(s) => parse_trial(s).map_err(|e| errors.push(e)).ok(),
+        };
         let mut labels = Value::Null;
         if let Some(s) = fields.get("labels") {
             match serde_json::from_str::<Value>(s) {
@@ -260,6 +275,7 @@ impl Upload {
         match (kind, stage) {
             (Some(kind), Some(stage)) if errors.is_empty() => Ok(Upload {
                 kind,
+                trial,
                 stage,
                 collected_at,
                 labels,
@@ -277,7 +293,7 @@ impl Upload {
     /// and the bytes, not the transport (a multipart boundary differs between retries of one file).
     pub fn fingerprint(&self) -> String {
         let mut h = Sha256::new();
-        let head = serde_json::json!({
+        let mut head = serde_json::json!({
             "kind": self.kind.as_str(),
             "stage": self.stage,
             "collected_at": self.collected_at,
@@ -285,6 +301,10 @@ impl Upload {
             "content_type": self.content_type,
             "filename": self.filename,
         });
+        // Only when named, so keys stored before trials existed still match their retries.
+        if let Some(trial) = self.trial {
+            head["trial"] = Value::String(trial.to_string());
+        }
         h.update(head.to_string().as_bytes());
         h.update([0]);
         h.update(&self.raw);
@@ -298,6 +318,10 @@ impl Upload {
             _ => None,
         }
     }
+}
+
+fn parse_trial(s: &str) -> Result<Uuid, FieldError> {
+    Uuid::parse_str(s.trim()).map_err(|_| FieldError::new("trial", "must be the id of one of the brief's trials"))
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

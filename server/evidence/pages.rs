@@ -75,9 +75,9 @@ impl From<&EvidenceRow> for EvidenceListRow {
     }
 }
 
-/// The newest evidence of a brief, for its page.
-pub async fn brief_rows(state: &AppState, brief_id: Uuid) -> Result<Vec<EvidenceListRow>, AppError> {
-    let rows = repo::list_for_brief(&state.pool, brief_id, None, BRIEF_PAGE_ROWS).await?;
+/// The newest evidence of one trial of a brief, for the brief page.
+pub async fn brief_rows(state: &AppState, brief_id: Uuid, trial: Uuid) -> Result<Vec<EvidenceListRow>, AppError> {
+    let rows = repo::list_for_brief(&state.pool, brief_id, Some(trial), None, BRIEF_PAGE_ROWS).await?;
     Ok(rows.iter().map(EvidenceListRow::from).collect())
 }
 

@@ -12,6 +12,7 @@ use crate::evidence_store::StoredRaw;
 pub struct EvidenceRow {
     pub id: Uuid,
     pub brief_id: Uuid,
+    pub trial_id: Uuid,
     pub kind: String,
     pub stage: i16,
     pub content_type: String,
@@ -35,6 +36,7 @@ pub struct EvidenceRow {
 pub struct NewEvidence<'a> {
     pub id: Uuid,
     pub brief_id: Uuid,
+    pub trial_id: Uuid,
     pub kind: &'a str,
     pub stage: i16,
     pub content_type: &'a str,
@@ -62,9 +64,9 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
     sqlx::query!(
         "INSERT INTO evidence (id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, \
          warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
-         raw_object) \
+         raw_object, trial_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-         coalesce($18, now()), $19, $20)",
+         coalesce($18, now()), $19, $20, $21)",
         e.id,
         e.brief_id,
         e.kind,
@@ -86,6 +88,7 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
         e.collected_at,
         e.uploaded_by,
         e.raw_object,
+        e.trial_id,
     )
     .execute(db)
     .await?;
@@ -104,7 +107,7 @@ pub async fn brief_exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<boo
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow>, sqlx::Error> {
     sqlx::query_as!(
         EvidenceRow,
-        r#"SELECT id, brief_id, kind, stage, content_type, filename, sha256, size_bytes,
+        r#"SELECT id, brief_id, trial_id, kind, stage, content_type, filename, sha256, size_bytes,
              metrics AS "metrics: Json<Value>", warnings AS "warnings: Json<Vec<String>>", parse_status, parse_error,
              tool, tool_version, parser_version, labels AS "labels: Json<Value>", collected_at, received_at,
              uploaded_by
@@ -115,7 +118,8 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow
     .await
 }
 
-/// Newest first; `after` is the (received_at, id) of the last item already shown.
+/// Newest first, of one trial or of every trial; `after` is the (received_at, id) of the last item
+/// already shown.
 ///
 /// Two statements rather than one with `($2 IS NULL OR …)`, so the cursor is an index condition;
 /// and planned for each call's values (`persistent(false)`): a plan cached while the table was
@@ -124,21 +128,28 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow
 pub async fn list_for_brief(
     db: impl PgExecutor<'_>,
     brief_id: Uuid,
+    trial: Option<Uuid>,
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<EvidenceRow>, sqlx::Error> {
-    // Runtime query: the cursor clause is there or not (two statements, planned per call; see above).
+    // Runtime query: the cursor and trial clauses are there or not (statements planned per call, so
+    // each uses its own index: by brief, or by trial; see above).
+    let (owner, owner_id) = match trial {
+        Some(t) => ("trial_id", t),
+        None => ("brief_id", brief_id),
+    };
     let cursor = if after.is_some() {
         "AND (received_at, id) < ($3, $4)"
     } else {
         ""
     };
     let sql = format!(
-        "SELECT id, brief_id, kind, stage, content_type, filename, sha256, size_bytes, metrics, warnings, \
-         parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, received_at, \
-         uploaded_by FROM evidence WHERE brief_id = $1 {cursor} ORDER BY received_at DESC, id DESC LIMIT $2"
+        "SELECT id, brief_id, trial_id, kind, stage, content_type, filename, sha256, size_bytes, metrics, \
+         warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, \
+         received_at, uploaded_by FROM evidence WHERE {owner} = $1 {cursor} \
+         ORDER BY received_at DESC, id DESC LIMIT $2"
     );
-    let mut query = sqlx::query_as(&sql).bind(brief_id).bind(limit);
+    let mut query = sqlx::query_as(&sql).bind(owner_id).bind(limit);
     if let Some((at, id)) = after {
         query = query.bind(at).bind(id);
     }
@@ -203,17 +214,18 @@ pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result
 }
 
 /// The raw bytes of the newest `before` scrape of a vLLM window on a brief.
+/// The `before` scrape of a window in one trial.
 pub async fn window_before(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    trial_id: Uuid,
     window: &str,
 ) -> Result<Option<StoredRaw>, sqlx::Error> {
     let row = sqlx::query_as!(
         RawColumns,
-        "SELECT raw, raw_object FROM evidence WHERE brief_id = $1 AND kind = 'vllm-metrics' \
+        "SELECT raw, raw_object FROM evidence WHERE trial_id = $1 AND kind = 'vllm-metrics' \
          AND labels ->> 'phase' = 'before' AND labels ->> 'window' = $2 \
          ORDER BY received_at DESC, id DESC LIMIT 1",
-        brief_id,
+        trial_id,
         window,
     )
     .fetch_optional(db)

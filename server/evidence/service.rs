@@ -55,6 +55,7 @@ fn fk_to_not_found(e: sqlx::Error) -> AppError {
 pub async fn ingest(
     state: &AppState,
     brief_id: Uuid,
+    trial_id: Uuid,
     key: Option<String>,
     upload: Upload,
     uploaded_by: Option<&str>,
@@ -70,7 +71,7 @@ pub async fn ingest(
     let (kind, kind_warning) = resolve_kind(upload.kind, &upload.raw);
     let window = match upload.window_after() {
         Some(w) if kind == EvidenceKind::VllmMetrics => {
-            let before = match repo::window_before(&state.pool, brief_id, w).await? {
+            let before = match repo::window_before(&state.pool, trial_id, w).await? {
                 Some(stored) => Some(state.evidence_store.load(stored).await?),
                 None => None,
             };
@@ -101,6 +102,7 @@ pub async fn ingest(
     let body = json!({
         "id": id,
         "brief_id": brief_id,
+        "trial_id": trial_id,
         "kind": kind.as_str(),
         "stage": upload.stage,
         "parse_status": outcome.status.as_str(),
@@ -121,6 +123,7 @@ pub async fn ingest(
     let new_evidence = repo::NewEvidence {
         id,
         brief_id,
+        trial_id,
         kind: kind.as_str(),
         stage: upload.stage,
         content_type: &upload.content_type,
@@ -177,14 +180,16 @@ pub async fn require_brief(state: &AppState, brief_id: Uuid, proved: bool) -> Re
     }
 }
 
-/// One page of a brief's evidence, newest first, and the cursor of the next page.
+/// One page of a brief's evidence (of one trial, or of all), newest first, and the cursor of the
+/// next page.
 pub async fn list_page(
     state: &AppState,
     brief_id: Uuid,
+    trial: Option<Uuid>,
     after: Option<(chrono::DateTime<chrono::Utc>, Uuid)>,
     limit: i64,
 ) -> Result<(Vec<repo::EvidenceRow>, Option<String>), AppError> {
-    let mut rows = repo::list_for_brief(&state.pool, brief_id, after, limit + 1).await?;
+    let mut rows = repo::list_for_brief(&state.pool, brief_id, trial, after, limit + 1).await?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last().map(|r| super::model::encode_cursor(r.received_at, r.id))

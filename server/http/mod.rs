@@ -35,6 +35,7 @@ use crate::{
     evidence, ledger, overview, review,
     state::AppState,
     telemetry::REQUEST_ID_HEADER,
+    trials,
     web::{self, page::PageError},
 };
 
@@ -58,6 +59,8 @@ pub fn app(state: AppState) -> Router {
         .merge(review::pages::routes())
         .merge(acceptance::api::routes())
         .merge(acceptance::pages::routes())
+        .merge(trials::api::routes())
+        .merge(trials::pages::routes())
         .route("/metrics", get(metrics::endpoint))
         .route("/api/openapi.json", get(openapi::endpoint))
         .route("/static/app.css", get(stylesheet))

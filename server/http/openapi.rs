@@ -55,8 +55,12 @@ fn ok_json(description: &str, schema: impl Into<RefOr<Schema>>) -> utoipa::opena
 }
 
 fn id_param(description: &str) -> utoipa::openapi::path::Parameter {
+    path_param("id", description)
+}
+
+fn path_param(name: &str, description: &str) -> utoipa::openapi::path::Parameter {
     ParameterBuilder::new()
-        .name("id")
+        .name(name)
         .parameter_in(ParameterIn::Path)
         .required(Required::True)
         .description(Some(description))
@@ -113,6 +117,13 @@ fn components() -> utoipa::openapi::Components {
          `id`, `sizing` and `status`.",
     );
     let envelope = obj("JSON envelope for an evidence upload: exactly one of content, content_base64 or data")
+        .property(
+            "trial",
+            typed(
+                Type::String,
+                "the trial it belongs to; needed when the brief has several and the token names none",
+            ),
+        )
         .property(
             "kind",
             ObjectBuilder::new()
@@ -445,8 +456,15 @@ pub fn document() -> OpenApi {
                 .content(
                     "application/json",
                     json_content(
-                        obj("{ verdict: approve | reject, comment, inputs_digest, reservation? }")
+                        obj("{ verdict: approve | reject, comment, inputs_digest, trial?, reservation? }")
                             .property("verdict", typed(Type::String, "approve or reject"))
+                            .property(
+                                "trial",
+                                typed(
+                                    Type::String,
+                                    "the trial decided on (default: the recommended one); another needs a comment",
+                                ),
+                            )
                             .property("comment", typed(Type::String, "required to reject"))
                             .property("inputs_digest", typed(Type::String, "the digest of the review decided on"))
                             .property(
@@ -525,7 +543,109 @@ pub fn document() -> OpenApi {
     .response("200", ResponseBuilder::new().description("text/csv").build())
     .response("404", problem_response("no such brief"));
 
+    let trial_id = || path_param("tid", "trial id");
+    let trial_param = || query_param("trial", Type::String, "a trial of the brief (default: its only trial)");
+    let trial_fields = || {
+        obj(
+            "trial fields (trials.md); every field optional on create: the brief's currency and allocation \
+             boundary, the sizing's suggested GPU, status planned",
+        )
+        .property("name", typed(Type::String, "unique within the brief"))
+        .property("provider", typed(Type::String, "who rents it"))
+        .property("region", typed(Type::String, "optional"))
+        .property(
+            "gpu",
+            typed(Type::String, "a GPU of the catalogue; absent: the sizing's suggestion"),
+        )
+        .property("gpu_count", typed(Type::Integer, "1 to 4096"))
+        .property(
+            "billing",
+            typed(Type::String, "on-demand, spot, reserved or serverless"),
+        )
+        .property(
+            "rate_per_gpu_hour",
+            typed(Type::String, "decimal string, e.g. \"2.99\""),
+        )
+        .property("currency", typed(Type::String, "ISO 4217"))
+        .property(
+            "allocation_boundary",
+            typed(Type::String, "serverless, vm, dedicated-node or cluster"),
+        )
+        .property("status", typed(Type::String, "planned, running or ended"))
+        .property("started_at", typed(Type::String, "RFC 3339 or a date"))
+        .property(
+            "ended_at",
+            typed(Type::String, "RFC 3339 or a date; set when status becomes ended"),
+        )
+        .property("notes", typed(Type::String, "free text"))
+        .property(
+            "rerun_of",
+            typed(Type::String, "the id of the trial of this brief this one re-runs"),
+        )
+    };
+    let trial_body = || {
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content("application/json", json_content(trial_fields()))
+            .build()
+    };
+    let list_trials = op(
+        "listTrials",
+        "trials",
+        "The brief's trials in order, each with its allocation",
+    )
+    .parameter(brief_id())
+    .response("200", ok_json("{ items: [trial] }", obj("trials")))
+    .response("404", problem_response("no such brief"));
+    let create_trial = op(
+        "createTrial",
+        "trials",
+        "Add a trial (an allocation under test) to a brief",
+    )
+    .parameter(brief_id())
+    .request_body(Some(trial_body()))
+    .response("201", ok_json("the trial with its allocation", obj("trial")))
+    .response("404", problem_response("no such brief"))
+    .response(
+        "422",
+        problem_response("invalid fields, a taken name, or rerun_of not a trial of this brief"),
+    );
+    let show_trial = op("getTrial", "trials", "One trial with its allocation")
+        .parameter(trial_id())
+        .response("200", ok_json("the trial", obj("trial")))
+        .response("404", problem_response("no such trial"));
+    let replace_trial = op(
+        "replaceTrial",
+        "trials",
+        "Replace a trial's fields (end it with status: ended)",
+    )
+    .parameter(trial_id())
+    .request_body(Some(trial_body()))
+    .response("200", ok_json("the trial", obj("trial")))
+    .response("404", problem_response("no such trial"))
+    .response("422", problem_response("invalid fields"));
+    let get_ledger = get_ledger.parameter(trial_param());
+    let ledger_summary_op = ledger_summary_op.parameter(trial_param());
+    let post_ledger = post_ledger.parameter(trial_param());
+    let get_card = get_card.parameter(query_param(
+        "trial",
+        Type::String,
+        "evaluate for this trial (default: the brief's first trial)",
+    ));
+    let list_evidence = list_evidence.parameter(query_param("trial", Type::String, "only this trial's evidence"));
+    let upload = upload.parameter(trial_param());
+
     let paths = PathsBuilder::new()
+        .path(
+            "/api/v1/briefs/{id}/trials",
+            PathItem::new(HttpMethod::Get, list_trials),
+        )
+        .path(
+            "/api/v1/briefs/{id}/trials",
+            PathItem::new(HttpMethod::Post, create_trial),
+        )
+        .path("/api/v1/trials/{tid}", PathItem::new(HttpMethod::Get, show_trial))
+        .path("/api/v1/trials/{tid}", PathItem::new(HttpMethod::Put, replace_trial))
         .path("/api/v1/briefs", PathItem::new(HttpMethod::Get, list_briefs))
         .path("/api/v1/briefs", PathItem::new(HttpMethod::Post, create_brief))
         .path("/api/v1/briefs/{id}", PathItem::new(HttpMethod::Get, show_brief))

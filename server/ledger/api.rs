@@ -20,7 +20,7 @@ use super::{
     csv::{self, ChannelReader, MAX_IMPORT_LINES},
     model::{validate_line, validate_outputs, LedgerLine, LedgerSummary, LineInput, Outputs, OutputsPatch},
     repo::StoredLine,
-    service::{self, brief_currency, store, summary},
+    service::{self, brief_currency, read_target, store, summary, Target},
 };
 use crate::{
     error::{ApiResult, AppError},
@@ -55,6 +55,9 @@ pub fn routes() -> Router<AppState> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LedgerPost {
+    /// The trial the lines and outputs belong to (a line may name its own).
+    #[serde(default)]
+    trial: Option<Uuid>,
     #[serde(default)]
     lines: Vec<LineInput>,
     #[serde(default)]
@@ -64,34 +67,54 @@ struct LedgerPost {
 #[derive(Serialize)]
 struct PostAnswer {
     lines_added: u64,
+    /// The trial whose summary follows (the request's trial).
+    trial: Option<Uuid>,
     #[serde(flatten)]
     summary: LedgerSummary,
 }
 
-/// `POST /api/v1/briefs/{id}/ledger`: JSON `{ lines, outputs }` or a `text/csv` import → 201 with the summary.
+/// `?trial=` on the ledger routes.
+#[derive(Deserialize)]
+struct TrialQuery {
+    trial: Option<Uuid>,
+}
+
+/// `POST /api/v1/briefs/{id}/ledger[?trial=]`: JSON `{ trial?, lines, outputs }` or a `text/csv`
+/// import (optional last column `trial`) → 201 with the summary of the request's trial.
 async fn post(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<TrialQuery>,
     req: Request,
 ) -> ApiResult<Response> {
     caller.may_send_to_brief(id)?;
     let currency = brief_currency(&state, id).await?;
     let ct = crate::web::extract::content_type(&req);
-    let (lines, outputs, source) = if ct.starts_with("text/csv") || ct.starts_with("application/csv") {
-        (import_csv(req, &currency).await?, None, "csv")
+    let (lines, outputs, source, named) = if ct.starts_with("text/csv") || ct.starts_with("application/csv") {
+        (import_csv(req, &currency).await?, None, "csv", q.trial)
     } else {
         let ApiJson(body) = ApiJson::<LedgerPost>::from_request(req, &state).await?;
+        let named = body.trial.or(q.trial);
         let (lines, outputs) = check_json(body, &currency).map_err(AppError::Validation)?;
-        (lines, outputs, "json")
+        (lines, outputs, "json", named)
     };
-    let added = store(&state, id, &caller.label(), source, &lines, outputs.as_ref()).await?;
-    let summary = summary(&state, id, &currency).await?;
+    let target = Target {
+        named,
+        token_trial: caller.trial_scope(),
+    };
+    let stored = store(&state, id, target, &caller.label(), source, &lines, outputs.as_ref()).await?;
+    let trial = match stored.trial {
+        Some(t) => t,
+        None => read_target(&state, id, target).await.unwrap_or_default(),
+    };
+    let summary = summary(&state, trial, &currency).await?;
     Ok((
         StatusCode::CREATED,
-        [(header::LOCATION, format!("/api/v1/briefs/{id}/ledger"))],
+        [(header::LOCATION, format!("/api/v1/briefs/{id}/ledger?trial={trial}"))],
         Json(PostAnswer {
-            lines_added: added,
+            lines_added: stored.added,
+            trial: Some(trial),
             summary,
         }),
     )
@@ -190,10 +213,13 @@ async fn import_csv(req: Request, currency: &str) -> Result<Vec<LedgerLine>, App
 #[derive(Deserialize)]
 struct ShowQuery {
     cursor: Option<i64>,
+    trial: Option<Uuid>,
 }
 
 #[derive(Serialize)]
 struct LedgerView {
+    /// The trial this ledger is of.
+    trial: Uuid,
     summary: LedgerSummary,
     outputs: Outputs,
     lines: Vec<StoredLine>,
@@ -202,7 +228,8 @@ struct LedgerView {
     next_cursor: Option<i64>,
 }
 
-/// `GET /api/v1/briefs/{id}/ledger[?cursor=]`: summary, outputs and the newest 500 lines.
+/// `GET /api/v1/briefs/{id}/ledger[?trial=&cursor=]`: one trial's summary, outputs and newest 500
+/// lines (a brief with several trials needs `?trial=`).
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -211,11 +238,17 @@ async fn show(
 ) -> ApiResult<Json<LedgerView>> {
     caller.may_read_brief(id)?;
     let currency = brief_currency(&state, id).await?;
-    let summary = summary(&state, id, &currency).await?;
-    let outputs = service::outputs(&state, id).await?;
-    let (lines, next_cursor) = service::lines_page(&state, id, q.cursor, PAGE_LINES).await?;
-    let lines_total = service::count_lines(&state, id).await?;
+    let target = Target {
+        named: q.trial,
+        token_trial: caller.trial_scope(),
+    };
+    let trial = read_target(&state, id, target).await?;
+    let summary = summary(&state, trial, &currency).await?;
+    let outputs = service::outputs(&state, trial).await?;
+    let (lines, next_cursor) = service::lines_page(&state, trial, q.cursor, PAGE_LINES).await?;
+    let lines_total = service::count_lines(&state, trial).await?;
     Ok(Json(LedgerView {
+        trial,
         summary,
         outputs,
         lines,
@@ -224,15 +257,22 @@ async fn show(
     }))
 }
 
-/// `GET /api/v1/briefs/{id}/ledger/summary`: the summary alone (what the review engine reads).
+/// `GET /api/v1/briefs/{id}/ledger/summary[?trial=]`: one trial's summary alone (what the review
+/// engine reads).
 async fn show_summary(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<LedgerSummary>> {
     caller.may_read_brief(id)?;
     let currency = brief_currency(&state, id).await?;
-    Ok(Json(summary(&state, id, &currency).await?))
+    let target = Target {
+        named: q.trial,
+        token_trial: caller.trial_scope(),
+    };
+    let trial = read_target(&state, id, target).await?;
+    Ok(Json(summary(&state, trial, &currency).await?))
 }
 
 /// The lines as CSV with the import header, in the order they were added.

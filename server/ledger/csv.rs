@@ -1,5 +1,6 @@
 //! CSV import and export of ledger lines, with the header in api.md:
-//! `category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency`.
+//! `category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency` and an
+//! optional last column `trial` (the trial's id or name; the export always writes it).
 //!
 //! The parser reads from any `Read`; the API feeds it the request body chunk by chunk through
 //! [`ChannelReader`] (so the body is parsed while it streams in, under a byte cap), the page feeds it
@@ -11,7 +12,7 @@ use bytes::Bytes;
 use chrono::SecondsFormat;
 use tokio::sync::mpsc;
 
-use super::model::{validate_line, LedgerLine, LineInput, CSV_COLUMNS};
+use super::model::{validate_line, LedgerLine, LineInput, CSV_COLUMNS, CSV_TRIAL_COLUMN};
 use crate::validation::FieldError;
 
 /// Most lines one import may carry; split larger files.
@@ -21,7 +22,10 @@ pub const MAX_ERRORS: usize = 50;
 
 fn at(line: u64, column: Option<usize>, message: String) -> FieldError {
     match column {
-        Some(i) => FieldError::new(format!("line {line}, column {} ({})", i + 1, CSV_COLUMNS[i]), message),
+        Some(i) => {
+            let name = CSV_COLUMNS.get(i).copied().unwrap_or(CSV_TRIAL_COLUMN);
+            FieldError::new(format!("line {line}, column {} ({name})", i + 1), message)
+        }
         None => FieldError::new(format!("line {line}"), message),
     }
 }
@@ -53,14 +57,30 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvEr
         }
     };
     let got: Vec<&str> = header.iter().collect();
-    if got != CSV_COLUMNS {
+    let with_trial = got.len() == CSV_COLUMNS.len() + 1 && got.last() == Some(&CSV_TRIAL_COLUMN);
+    let columns = if with_trial {
+        CSV_COLUMNS.len() + 1
+    } else {
+        CSV_COLUMNS.len()
+    };
+    if got[..got.len().min(CSV_COLUMNS.len())] != CSV_COLUMNS[..got.len().min(CSV_COLUMNS.len())]
+        || got.len() != columns
+    {
         let detail = match got.iter().zip(CSV_COLUMNS).position(|(g, want)| *g != want) {
             Some(i) => format!("column {} is {:?}, expected {:?}", i + 1, got[i], CSV_COLUMNS[i]),
-            None => format!("expected {} columns, found {}", CSV_COLUMNS.len(), got.len()),
+            None => format!(
+                "expected {} or {} columns, found {}",
+                CSV_COLUMNS.len(),
+                CSV_COLUMNS.len() + 1,
+                got.len()
+            ),
         };
         return Err(CsvError::Invalid(vec![FieldError::new(
             "line 1",
-            format!("the header must be exactly {}; {detail}", CSV_COLUMNS.join(",")),
+            format!(
+                "the header must be exactly {} (then, optionally, {CSV_TRIAL_COLUMN}); {detail}",
+                CSV_COLUMNS.join(",")
+            ),
         )]));
     }
     let mut lines = Vec::new();
@@ -80,15 +100,19 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvEr
         if record.len() == 1 && record.get(0) == Some("") {
             continue; // a blank line
         }
-        if record.len() != CSV_COLUMNS.len() {
+        if record.len() != columns {
             errors.push(at(
                 line,
                 None,
-                format!("expected {} fields, found {}", CSV_COLUMNS.len(), record.len()),
+                format!("expected {columns} fields, found {}", record.len()),
             ));
         } else {
             let cells: [&str; 9] = std::array::from_fn(|i| record.get(i).unwrap_or(""));
-            match validate_line(&LineInput::from_cells(cells), currency) {
+            let mut input = LineInput::from_cells(cells);
+            if with_trial {
+                input.trial = record.get(CSV_COLUMNS.len()).map(str::to_owned);
+            }
+            match validate_line(&input, currency) {
                 Ok(l) if errors.is_empty() => lines.push(l),
                 Ok(_) => {}
                 Err(es) => errors.extend(es.into_iter().map(|e| {
@@ -113,10 +137,11 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvEr
     }
 }
 
-/// Writes lines as CSV with the import header; importing the result gives the same lines.
+/// Writes lines as CSV with the import header and the `trial` column; importing the result gives
+/// the same lines on the same trials.
 pub fn write<W: std::io::Write>(out: W, lines: &[LedgerLine]) -> Result<W, ::csv::Error> {
     let mut w = ::csv::Writer::from_writer(out);
-    w.write_record(CSV_COLUMNS)?;
+    w.write_record(CSV_COLUMNS.iter().chain([&CSV_TRIAL_COLUMN]))?;
     let time = |t: Option<chrono::DateTime<chrono::Utc>>| {
         t.map(|t| t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
             .unwrap_or_default()
@@ -132,6 +157,7 @@ pub fn write<W: std::io::Write>(out: W, lines: &[LedgerLine]) -> Result<W, ::csv
             &l.rate_per_gpu_hour.map(|r| r.to_string()).unwrap_or_default(),
             &l.amount.to_string(),
             &l.currency,
+            l.trial.as_deref().unwrap_or(""),
         ])?;
     }
     w.flush()?;

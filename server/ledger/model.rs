@@ -76,6 +76,10 @@ pub struct LedgerLine {
     pub rate_per_gpu_hour: Option<Decimal>,
     pub amount: Decimal,
     pub currency: String,
+    /// The trial the line belongs to, as the sender named it (an id or a name); `None` for the
+    /// request's trial. The service resolves it against the brief's trials.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trial: Option<String>,
 }
 
 /// A line as sent: every field a string (CSV cells, or JSON strings/numbers), not yet checked.
@@ -100,9 +104,16 @@ pub struct LineInput {
     pub amount: Option<String>,
     #[serde(default, deserialize_with = "loose")]
     pub currency: Option<String>,
+    /// Optional: the trial (id or name) this line belongs to.
+    #[serde(default, deserialize_with = "loose")]
+    pub trial: Option<String>,
 }
 
-/// The CSV columns, in order. The header row must be exactly these names.
+/// The optional last CSV column: the trial a line belongs to (its id or name). Without it, every
+/// line goes to the request's trial.
+pub const CSV_TRIAL_COLUMN: &str = "trial";
+
+/// The CSV columns, in order. The header row must be exactly these names (then, optionally, `trial`).
 pub const CSV_COLUMNS: [&str; 9] = [
     "category",
     "resource",
@@ -129,6 +140,7 @@ impl LineInput {
             rate_per_gpu_hour: cell(6),
             amount: cell(7),
             currency: cell(8),
+            trial: None,
         }
     }
 }
@@ -314,6 +326,7 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
         rate_per_gpu_hour: rate,
         amount: amount_out.expect("checked above"),
         currency,
+        trial: non_empty(&input.trial).map(str::to_owned),
     })
 }
 

@@ -16,7 +16,7 @@ use super::{
     csv,
     model::{utilization, validate_line, validate_outputs, Category, LineInput, Outputs},
     repo::{self, StoredLine},
-    service::{brief_currency, store, summary},
+    service::{brief_currency, store, summary, Target},
 };
 use crate::{
     auth::Role,
@@ -64,9 +64,11 @@ pub struct LineView {
     pub amount: String,
 }
 
-/// Everything the ledger section of the brief page shows, display-ready.
+/// Everything the ledger section of the brief page shows, display-ready, for one trial.
 pub struct LedgerSection {
     pub brief_id: String,
+    pub trial_id: String,
+    pub trial_name: String,
     pub currency: String,
     pub cost_per_job: Option<String>,
     pub total: String,
@@ -115,13 +117,19 @@ fn line_view(s: &StoredLine) -> LineView {
     }
 }
 
-/// Loads the section for the brief page.
-pub async fn section(state: &AppState, brief_id: Uuid, currency: &str) -> Result<LedgerSection, AppError> {
+/// Loads one trial's section for the brief page.
+pub async fn section(
+    state: &AppState,
+    brief_id: Uuid,
+    trial: (Uuid, &str),
+    currency: &str,
+) -> Result<LedgerSection, AppError> {
+    let (trial_id, trial_name) = trial;
     let (s, outputs, lines, lines_total) = tokio::try_join!(
-        summary(state, brief_id, currency),
-        async { Ok(repo::outputs(&state.pool, brief_id).await?) },
-        async { Ok(repo::newest_lines(&state.pool, brief_id, None, PAGE_LINES).await?) },
-        async { Ok(repo::count_lines(&state.pool, brief_id).await?) },
+        summary(state, trial_id, currency),
+        async { Ok(repo::outputs(&state.pool, trial_id).await?) },
+        async { Ok(repo::newest_lines(&state.pool, trial_id, None, PAGE_LINES).await?) },
+        async { Ok(repo::count_lines(&state.pool, trial_id).await?) },
     )?;
     let max = Category::ALL.iter().map(|c| s.totals.get(*c)).max().unwrap_or_default();
     let bars = Category::ALL
@@ -144,6 +152,8 @@ pub async fn section(state: &AppState, brief_id: Uuid, currency: &str) -> Result
         .collect();
     Ok(LedgerSection {
         brief_id: brief_id.to_string(),
+        trial_id: trial_id.to_string(),
+        trial_name: trial_name.to_owned(),
         currency: s.currency.clone(),
         cost_per_job: s.cost_per_job.map(money),
         total: money(s.total),
@@ -163,8 +173,19 @@ pub async fn section(state: &AppState, brief_id: Uuid, currency: &str) -> Result
     })
 }
 
-fn back(id: Uuid) -> Response {
-    Redirect::to(&format!("/briefs/{id}#ledger")).into_response()
+fn back(id: Uuid, trial: Option<Uuid>) -> Response {
+    match trial {
+        Some(t) => Redirect::to(&format!("/briefs/{id}?trial={t}#ledger")).into_response(),
+        None => Redirect::to(&format!("/briefs/{id}#ledger")).into_response(),
+    }
+}
+
+/// The trial a form names (a hidden `trial` field on the brief page's ledger forms).
+fn form_target(values: &std::collections::HashMap<String, String>) -> Target {
+    Target {
+        named: values.get("trial").and_then(|t| Uuid::parse_str(t.trim()).ok()),
+        token_trial: None,
+    }
 }
 
 async fn add_line(
@@ -185,10 +206,12 @@ async fn add_line(
         rate_per_gpu_hour: get("rate_per_gpu_hour"),
         amount: get("amount"),
         currency: get("currency"),
+        trial: None,
     };
     let line = validate_line(&input, &currency).map_err(AppError::Validation)?;
-    store(&state, id, &user.0.email, "form", &[line], None).await?;
-    Ok(back(id))
+    let target = form_target(&values);
+    store(&state, id, target, &user.0.email, "form", &[line], None).await?;
+    Ok(back(id, target.named))
 }
 
 async fn set_outputs(
@@ -198,10 +221,15 @@ async fn set_outputs(
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     brief_currency(&state, id).await?;
-    let raw: BTreeMap<String, Option<String>> = values.into_iter().map(|(k, v)| (k, Some(v))).collect();
+    let target = form_target(&values);
+    let raw: BTreeMap<String, Option<String>> = values
+        .into_iter()
+        .filter(|(k, _)| k != "trial")
+        .map(|(k, v)| (k, Some(v)))
+        .collect();
     let patch = validate_outputs(&raw).map_err(AppError::Validation)?;
-    store(&state, id, &user.0.email, "form", &[], Some(&patch)).await?;
-    Ok(back(id))
+    store(&state, id, target, &user.0.email, "form", &[], Some(&patch)).await?;
+    Ok(back(id, target.named))
 }
 
 async fn import(
@@ -211,13 +239,14 @@ async fn import(
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let currency = brief_currency(&state, id).await?;
+    let target = form_target(&values);
     let text = values.remove("csv").unwrap_or_default();
     let lines = tokio::task::spawn_blocking(move || csv::parse(text.as_bytes(), &currency))
         .await
         .map_err(|e| AppError::Internal(anyhow::Error::new(e)))?
         .map_err(AppError::from)?;
-    store(&state, id, &user.0.email, "csv-form", &lines, None).await?;
-    Ok(back(id))
+    store(&state, id, target, &user.0.email, "csv-form", &lines, None).await?;
+    Ok(back(id, target.named))
 }
 
 async fn export(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {

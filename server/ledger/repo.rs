@@ -14,16 +14,18 @@ use super::model::{
 /// Rows per INSERT … SELECT FROM UNNEST statement.
 const INSERT_CHUNK: usize = 10_000;
 
-/// Inserts lines in file order, a few large UNNEST statements rather than one INSERT per line.
-/// Run it inside the caller's transaction: an import is all or nothing.
+/// Inserts lines in file order, a few large UNNEST statements rather than one INSERT per line;
+/// `trials[i]` is the trial of `lines[i]`. Run it inside the caller's transaction: an import is all
+/// or nothing.
 pub async fn insert_lines(
     conn: &mut PgConnection,
     brief_id: Uuid,
     import_id: Uuid,
+    trials: &[Uuid],
     lines: &[LedgerLine],
 ) -> Result<u64, sqlx::Error> {
     let mut inserted = 0;
-    for chunk in lines.chunks(INSERT_CHUNK) {
+    for (chunk, trial_chunk) in lines.chunks(INSERT_CHUNK).zip(trials.chunks(INSERT_CHUNK)) {
         let ids: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
         let categories: Vec<String> = chunk.iter().map(|l| l.category.as_str().to_owned()).collect();
         let resources: Vec<String> = chunk.iter().map(|l| l.resource.clone()).collect();
@@ -36,12 +38,12 @@ pub async fn insert_lines(
         let currencies: Vec<String> = chunk.iter().map(|l| l.currency.clone()).collect();
         let done = sqlx::query!(
             "INSERT INTO ledger_lines (id, brief_id, import_id, category, resource, description, starts_at, \
-             ends_at, gpus, rate_per_gpu_hour, amount, currency) \
+             ends_at, gpus, rate_per_gpu_hour, amount, currency, trial_id) \
              SELECT t.id, $1, $2, t.category, t.resource, t.description, t.starts_at, t.ends_at, t.gpus, t.rate, \
-             t.amount, t.currency \
+             t.amount, t.currency, t.trial_id \
              FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[], \
-             $9::int4[], $10::numeric[], $11::numeric[], $12::text[]) WITH ORDINALITY \
-             AS t(id, category, resource, description, starts_at, ends_at, gpus, rate, amount, currency, ord) \
+             $9::int4[], $10::numeric[], $11::numeric[], $12::text[], $13::uuid[]) WITH ORDINALITY \
+             AS t(id, category, resource, description, starts_at, ends_at, gpus, rate, amount, currency, trial_id, ord) \
              ORDER BY t.ord",
             brief_id,
             import_id,
@@ -56,6 +58,7 @@ pub async fn insert_lines(
             &rates as &[Option<Decimal>],
             &amounts,
             &currencies,
+            trial_chunk,
         )
         .execute(&mut *conn)
         .await?;
@@ -64,12 +67,17 @@ pub async fn insert_lines(
     Ok(inserted)
 }
 
-/// Sets the figures the patch names; the others keep their stored value.
-pub async fn upsert_outputs(db: impl PgExecutor<'_>, brief_id: Uuid, patch: &OutputsPatch) -> Result<(), sqlx::Error> {
+/// Sets the figures the patch names for one trial; the others keep their stored value.
+pub async fn upsert_outputs(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    trial_id: Uuid,
+    patch: &OutputsPatch,
+) -> Result<(), sqlx::Error> {
     sqlx::query!(
-        "INSERT INTO ledger_outputs (brief_id, accepted, rejected, retries, failed_jobs, idle_hours) \
-         VALUES ($1, COALESCE($2::int8, 0), COALESCE($3::int8, 0), COALESCE($4::int8, 0), COALESCE($5::int8, 0), $6) \
-         ON CONFLICT (brief_id) DO UPDATE SET \
+        "INSERT INTO ledger_outputs (brief_id, trial_id, accepted, rejected, retries, failed_jobs, idle_hours) \
+         VALUES ($1, $7, COALESCE($2::int8, 0), COALESCE($3::int8, 0), COALESCE($4::int8, 0), COALESCE($5::int8, 0), $6) \
+         ON CONFLICT (trial_id) DO UPDATE SET \
            accepted = COALESCE($2, ledger_outputs.accepted), \
            rejected = COALESCE($3, ledger_outputs.rejected), \
            retries = COALESCE($4, ledger_outputs.retries), \
@@ -82,6 +90,7 @@ pub async fn upsert_outputs(db: impl PgExecutor<'_>, brief_id: Uuid, patch: &Out
         patch.retries,
         patch.failed_jobs,
         patch.idle_hours,
+        trial_id,
     )
     .execute(db)
     .await?;
@@ -96,11 +105,11 @@ struct OutputsRow {
     idle_hours: Option<Decimal>,
 }
 
-pub async fn outputs(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Outputs, sqlx::Error> {
+pub async fn outputs(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Outputs, sqlx::Error> {
     let row = sqlx::query_as!(
         OutputsRow,
-        "SELECT accepted, rejected, retries, failed_jobs, idle_hours FROM ledger_outputs WHERE brief_id = $1",
-        brief_id,
+        "SELECT accepted, rejected, retries, failed_jobs, idle_hours FROM ledger_outputs WHERE trial_id = $1",
+        trial_id,
     )
     .fetch_optional(db)
     .await?;
@@ -115,11 +124,16 @@ pub async fn outputs(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Outputs,
         .unwrap_or_default())
 }
 
-/// Re-merges the accelerator lines of the given resources (one sorted pass per resource over
+/// Re-merges the accelerator lines of one trial's given resources (one sorted pass per resource over
 /// `ledger_lines_accelerator_idx`, in byte order so PostgreSQL's order is Rust's) and stores each
 /// resource's GPU-microseconds and cost in `ledger_accelerator_merged`. Call it in the import's
 /// transaction after `lock_brief`, with every resource the import added lines for.
-pub async fn remerge(conn: &mut PgConnection, brief_id: Uuid, resources: &[&str]) -> Result<(), sqlx::Error> {
+pub async fn remerge(
+    conn: &mut PgConnection,
+    brief_id: Uuid,
+    trial_id: Uuid,
+    resources: &[&str],
+) -> Result<(), sqlx::Error> {
     if resources.is_empty() {
         return Ok(());
     }
@@ -128,9 +142,9 @@ pub async fn remerge(conn: &mut PgConnection, brief_id: Uuid, resources: &[&str]
     let rows = sqlx::query!(
         r#"SELECT resource, starts_at AS "starts_at!", ends_at AS "ends_at!", gpus AS "gpus!", amount
            FROM ledger_lines
-           WHERE brief_id = $1 AND category = 'accelerator' AND resource = ANY($2)
+           WHERE trial_id = $1 AND category = 'accelerator' AND resource = ANY($2)
            ORDER BY resource COLLATE "C", starts_at, ends_at"#,
-        brief_id,
+        trial_id,
         &resources,
     )
     .fetch_all(&mut *conn)
@@ -158,15 +172,16 @@ pub async fn remerge(conn: &mut PgConnection, brief_id: Uuid, resources: &[&str]
         counts.push(group.len() as i64);
     }
     sqlx::query!(
-        "INSERT INTO ledger_accelerator_merged (brief_id, resource, gpu_micros, cost, lines) \
-         SELECT $1, * FROM UNNEST($2::text[], $3::numeric[], $4::numeric[], $5::int8[]) \
-         ON CONFLICT (brief_id, resource) DO UPDATE SET \
+        "INSERT INTO ledger_accelerator_merged (brief_id, trial_id, resource, gpu_micros, cost, lines) \
+         SELECT $1, $6, * FROM UNNEST($2::text[], $3::numeric[], $4::numeric[], $5::int8[]) \
+         ON CONFLICT (trial_id, resource) DO UPDATE SET \
            gpu_micros = EXCLUDED.gpu_micros, cost = EXCLUDED.cost, lines = EXCLUDED.lines",
         brief_id,
         &names,
         &micros,
         &costs,
         &counts,
+        trial_id,
     )
     .execute(&mut *conn)
     .await?;
@@ -188,11 +203,11 @@ pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool,
 /// and the accelerator figures from `ledger_accelerator_merged`, one row per resource, which every
 /// import keeps current with the one-pass merge (`remerge`). The same figures as
 /// `model::summarize` over every line.
-pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
+pub async fn summary(conn: &mut PgConnection, trial_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
     let sums = sqlx::query!(
-        r#"SELECT category, sum(amount) AS "sum!" FROM ledger_lines WHERE brief_id = $1
+        r#"SELECT category, sum(amount) AS "sum!" FROM ledger_lines WHERE trial_id = $1
            AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY category"#,
-        brief_id,
+        trial_id,
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -203,8 +218,8 @@ pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) ->
         }
     }
     let accelerator = sqlx::query!(
-        "SELECT sum(gpu_micros) AS micros, sum(cost) AS cost FROM ledger_accelerator_merged WHERE brief_id = $1",
-        brief_id,
+        "SELECT sum(gpu_micros) AS micros, sum(cost) AS cost FROM ledger_accelerator_merged WHERE trial_id = $1",
+        trial_id,
     )
     .fetch_one(&mut *conn)
     .await?;
@@ -212,7 +227,7 @@ pub async fn summary(conn: &mut PgConnection, brief_id: Uuid, currency: &str) ->
         gpu_micros: accelerator.micros.and_then(|m| m.to_i128()).unwrap_or(0),
         cost: accelerator.cost.unwrap_or_default().normalize(),
     };
-    let outputs = outputs(&mut *conn, brief_id).await?;
+    let outputs = outputs(&mut *conn, trial_id).await?;
     Ok(finish(totals, &merged, &outputs, currency))
 }
 
@@ -238,6 +253,7 @@ struct LineRow {
     rate_per_gpu_hour: Option<Decimal>,
     amount: Decimal,
     currency: String,
+    trial_id: Uuid,
     created_at: DateTime<Utc>,
 }
 
@@ -260,24 +276,26 @@ impl TryFrom<LineRow> for StoredLine {
                 rate_per_gpu_hour: r.rate_per_gpu_hour.map(|d| d.normalize()),
                 amount: r.amount.normalize(),
                 currency: r.currency,
+                trial: Some(r.trial_id.to_string()),
             },
             created_at: r.created_at,
         })
     }
 }
 
-/// Newest first, `limit` lines with `seq` below `before` (a cursor from the previous page).
+/// One trial's lines, newest first, `limit` lines with `seq` below `before` (a cursor from the
+/// previous page).
 pub async fn newest_lines(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    trial_id: Uuid,
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<StoredLine>, sqlx::Error> {
     let rows = sqlx::query_as!(
         LineRow,
         "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
-         currency, created_at FROM ledger_lines WHERE brief_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
-        brief_id,
+         currency, trial_id, created_at FROM ledger_lines WHERE trial_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+        trial_id,
         before.unwrap_or(i64::MAX),
         limit,
     )
@@ -286,24 +304,57 @@ pub async fn newest_lines(
     rows.into_iter().map(StoredLine::try_from).collect()
 }
 
-/// Every line of a brief in insertion (file) order, for the CSV export.
+/// Every line of a brief, each with its trial, in insertion (file) order, for the CSV export.
+/// Each line's trial is named by the trial's name, so an exported file reads well and imports into
+/// another brief whose trials have the same names.
 pub async fn all_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<LedgerLine>, sqlx::Error> {
-    let rows = sqlx::query_as!(
-        LineRow,
-        "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
-         currency, created_at FROM ledger_lines WHERE brief_id = $1 ORDER BY seq",
+    let rows = sqlx::query!(
+        "SELECT l.id, l.seq, l.category, l.resource, l.description, l.starts_at, l.ends_at, l.gpus, \
+         l.rate_per_gpu_hour, l.amount, l.currency, l.trial_id, l.created_at, t.name AS trial_name \
+         FROM ledger_lines l JOIN trials t ON t.id = l.trial_id WHERE l.brief_id = $1 ORDER BY l.seq",
         brief_id,
     )
     .fetch_all(db)
     .await?;
     rows.into_iter()
-        .map(|r| StoredLine::try_from(r).map(|s| s.line))
+        .map(|r| {
+            let row = LineRow {
+                id: r.id,
+                seq: r.seq,
+                category: r.category,
+                resource: r.resource,
+                description: r.description,
+                starts_at: r.starts_at,
+                ends_at: r.ends_at,
+                gpus: r.gpus,
+                rate_per_gpu_hour: r.rate_per_gpu_hour,
+                amount: r.amount,
+                currency: r.currency,
+                trial_id: r.trial_id,
+                created_at: r.created_at,
+            };
+            StoredLine::try_from(row).map(|s| LedgerLine {
+                trial: Some(r.trial_name),
+                ..s.line
+            })
+        })
         .collect()
 }
 
-pub async fn count_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<i64, sqlx::Error> {
+/// Lines of one trial.
+pub async fn count_lines(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
-        r#"SELECT count(*) AS "count!" FROM ledger_lines WHERE brief_id = $1"#,
+        r#"SELECT count(*) AS "count!" FROM ledger_lines WHERE trial_id = $1"#,
+        trial_id
+    )
+    .fetch_one(db)
+    .await
+}
+
+/// Whether any trial of the brief has a ledger line.
+pub async fn brief_has_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM ledger_lines WHERE brief_id = $1) AS "exists!""#,
         brief_id
     )
     .fetch_one(db)

@@ -10,7 +10,10 @@ use super::{
     model::{Category, LedgerLine, LedgerSummary, Outputs, OutputsPatch},
     repo::{self, StoredLine},
 };
-use crate::{audit, briefs::service as briefs, error::AppError, state::AppState};
+use crate::{
+    audit, briefs::service as briefs, error::AppError, state::AppState, trials::service as trials,
+    validation::FieldError,
+};
 
 /// A CSV import that fails validation is 422 with each bad cell; one with too many lines is 413.
 impl From<CsvError> for AppError {
@@ -29,31 +32,93 @@ pub async fn brief_currency(state: &AppState, id: Uuid) -> Result<String, AppErr
     Ok(briefs::load(&state.pool, id).await?.fields.currency)
 }
 
-/// Stores lines and an outputs update in one transaction with its audit row. All or nothing.
+/// Which trial a post goes to when a line names none: the one the request names, else the one its
+/// token is scoped to, else the brief's only trial.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Target {
+    pub named: Option<Uuid>,
+    pub token_trial: Option<Uuid>,
+}
+
+/// What a post stored, and on which trial the request's own lines and outputs went.
+pub struct Stored {
+    pub added: u64,
+    /// The request's trial: where lines without a `trial` and the outputs went (`None` when every
+    /// line named its trial and no outputs came).
+    pub trial: Option<Uuid>,
+}
+
+/// Stores lines and an outputs update in one transaction with its audit row. All or nothing. Each
+/// line goes to the trial it names (id or name), else to the request's trial.
 pub async fn store(
     state: &AppState,
     brief_id: Uuid,
+    target: Target,
     actor: &str,
     source: &str,
     lines: &[LedgerLine],
     outputs: Option<&OutputsPatch>,
-) -> Result<u64, AppError> {
+) -> Result<Stored, AppError> {
+    let trials = trials::names(state, brief_id).await?;
+    let needs_default = outputs.is_some() || lines.iter().any(|l| l.trial.is_none()) || lines.is_empty();
+    let default = if needs_default {
+        Some(trials::place(state, brief_id, target.named, target.token_trial).await?)
+    } else {
+        None
+    };
+    let mut line_trials = Vec::with_capacity(lines.len());
+    let mut errors = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        match &line.trial {
+            None => line_trials.push(default.unwrap_or_default()),
+            Some(reference) => match find_trial(&trials, reference) {
+                Some(id) => line_trials.push(id),
+                None => errors.push(FieldError::new(
+                    if source == "csv" {
+                        // The header is line 1.
+                        format!("line {}, column 10 (trial)", i + 2)
+                    } else {
+                        format!("lines[{i}].trial")
+                    },
+                    format!(
+                        "{reference:?} is not a trial of this brief; its trials are: {}",
+                        trials.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                )),
+            },
+        }
+    }
+    if !errors.is_empty() {
+        return Err(AppError::Validation(errors));
+    }
+    let mut used: Vec<Uuid> = line_trials.clone();
+    used.extend(default);
+    used.sort_unstable();
+    used.dedup();
+    for id in &used {
+        // A trial token may only write to its own trial; the first line starts a planned trial.
+        trials::place(state, brief_id, Some(*id), target.token_trial).await?;
+    }
+
     let mut tx = state.pool.begin().await?;
     if !repo::lock_brief(&mut *tx, brief_id).await? {
         return Err(AppError::NotFound("brief"));
     }
     let import_id = Uuid::now_v7();
-    let added = repo::insert_lines(&mut tx, brief_id, import_id, lines).await?;
-    let mut touched: Vec<&str> = lines
-        .iter()
-        .filter(|l| l.category == Category::Accelerator)
-        .map(|l| l.resource.as_str())
-        .collect();
-    touched.sort_unstable();
-    touched.dedup();
-    repo::remerge(&mut tx, brief_id, &touched).await?;
-    if let Some(patch) = outputs {
-        repo::upsert_outputs(&mut *tx, brief_id, patch).await?;
+    let added = repo::insert_lines(&mut tx, brief_id, import_id, &line_trials, lines).await?;
+    for trial in &used {
+        let mut touched: Vec<&str> = lines
+            .iter()
+            .zip(&line_trials)
+            .filter(|(l, t)| l.category == Category::Accelerator && *t == trial)
+            .map(|(l, _)| l.resource.as_str())
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        repo::remerge(&mut tx, brief_id, *trial, &touched).await?;
+    }
+    if let (Some(patch), Some(trial)) = (outputs, default) {
+        repo::upsert_outputs(&mut *tx, brief_id, trial, patch).await?;
     }
     audit::record(
         &mut *tx,
@@ -64,7 +129,9 @@ pub async fn store(
             "import_id": import_id,
             "source": source,
             "lines": added,
+            "trials": used,
             "outputs": outputs.map(|p| json!({
+                "trial": default,
                 "accepted": p.accepted, "rejected": p.rejected, "retries": p.retries,
                 "failed_jobs": p.failed_jobs, "idle_hours": p.idle_hours,
             })),
@@ -72,27 +139,44 @@ pub async fn store(
     )
     .await?;
     tx.commit().await?;
-    Ok(added)
+    Ok(Stored { added, trial: default })
 }
 
-pub async fn summary(state: &AppState, brief_id: Uuid, currency: &str) -> Result<LedgerSummary, AppError> {
+/// A trial named by its id or its name.
+fn find_trial(trials: &[(Uuid, String)], reference: &str) -> Option<Uuid> {
+    let reference = reference.trim();
+    trials
+        .iter()
+        .find(|(id, name)| id.to_string() == reference.to_ascii_lowercase() || name == reference)
+        .map(|(id, _)| *id)
+}
+
+/// The trial a read names (or its token's, or the brief's only one); 422 naming the trials when
+/// the brief has several and none was named.
+pub async fn read_target(state: &AppState, brief_id: Uuid, target: Target) -> Result<Uuid, AppError> {
+    let trials = trials::names(state, brief_id).await?;
+    trials::resolve(&trials, target.named, target.token_trial)
+}
+
+/// One trial's summary: its lines and outputs, cost per completed job.
+pub async fn summary(state: &AppState, trial_id: Uuid, currency: &str) -> Result<LedgerSummary, AppError> {
     let mut conn = state.pool.acquire().await?;
-    Ok(repo::summary(&mut conn, brief_id, currency).await?)
+    Ok(repo::summary(&mut conn, trial_id, currency).await?)
 }
 
-/// The brief's output counts.
-pub async fn outputs(state: &AppState, brief_id: Uuid) -> Result<Outputs, AppError> {
-    Ok(repo::outputs(&state.pool, brief_id).await?)
+/// One trial's output counts.
+pub async fn outputs(state: &AppState, trial_id: Uuid) -> Result<Outputs, AppError> {
+    Ok(repo::outputs(&state.pool, trial_id).await?)
 }
 
-/// A page of lines, newest first, older than `cursor` (a line's `seq`), and the next cursor.
+/// A page of one trial's lines, newest first, older than `cursor` (a line's `seq`), and the next cursor.
 pub async fn lines_page(
     state: &AppState,
-    brief_id: Uuid,
+    trial_id: Uuid,
     cursor: Option<i64>,
     limit: i64,
 ) -> Result<(Vec<StoredLine>, Option<i64>), AppError> {
-    let mut lines = repo::newest_lines(&state.pool, brief_id, cursor, limit + 1).await?;
+    let mut lines = repo::newest_lines(&state.pool, trial_id, cursor, limit + 1).await?;
     let next_cursor = if lines.len() as i64 > limit {
         lines.truncate(limit as usize);
         lines.last().map(|l| l.seq)
@@ -103,53 +187,62 @@ pub async fn lines_page(
 }
 
 /// The summary for callers holding only a pool (the card's derived figures).
-pub async fn summary_from_pool(pool: &PgPool, brief_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
+pub async fn summary_from_pool(pool: &PgPool, trial_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
     let mut conn = pool.acquire().await?;
-    repo::summary(&mut conn, brief_id, currency).await
+    repo::summary(&mut conn, trial_id, currency).await
 }
 
-/// Whether the brief has any ledger line (the readiness checklist's "cost view exists").
+/// Whether any trial of the brief has a ledger line (the readiness checklist's "cost view exists").
 pub async fn has_lines(pool: &PgPool, brief_id: Uuid) -> Result<bool, sqlx::Error> {
-    Ok(repo::count_lines(pool, brief_id).await? > 0)
+    repo::brief_has_lines(pool, brief_id).await
 }
 
-pub async fn count_lines(state: &AppState, brief_id: Uuid) -> Result<i64, AppError> {
-    Ok(repo::count_lines(&state.pool, brief_id).await?)
+/// Lines of one trial.
+pub async fn count_lines(state: &AppState, trial_id: Uuid) -> Result<i64, AppError> {
+    Ok(repo::count_lines(&state.pool, trial_id).await?)
 }
 
-/// Every line as CSV with the import header, in the order they were added; 404 without the brief.
+/// Every line of every trial as CSV with the import header and each line's trial, in the order
+/// they were added; 404 without the brief.
 pub async fn export_csv(state: &AppState, brief_id: Uuid) -> Result<Vec<u8>, AppError> {
     brief_currency(state, brief_id).await?;
     let lines = repo::all_lines(&state.pool, brief_id).await?;
     csv::write(Vec::new(), &lines).map_err(|e| AppError::Internal(anyhow::Error::new(e)))
 }
 
-/// Imports the demo ledger (and its output counts) once: nothing happens when the brief already
-/// has ledger lines. Goes through the same validated, all-or-nothing store as the API.
-pub async fn demo_import(state: &AppState, brief_id: Uuid, csv_text: &str) -> Result<bool, AppError> {
-    if repo::count_lines(&state.pool, brief_id).await? > 0 {
+/// Imports a demo ledger (and its output counts) into one trial once: nothing happens when that
+/// trial already has ledger lines. Goes through the same validated, all-or-nothing store as the API.
+pub async fn demo_import(
+    state: &AppState,
+    brief_id: Uuid,
+    trial_id: Uuid,
+    csv_text: &str,
+    outputs: &OutputsPatch,
+) -> Result<bool, AppError> {
+    if repo::count_lines(&state.pool, trial_id).await? > 0 {
         return Ok(false);
     }
     let currency = brief_currency(state, brief_id).await?;
     let lines = csv::parse(csv_text.as_bytes(), &currency)
         .map_err(|e| AppError::Internal(anyhow::anyhow!("the demo ledger is invalid: {e:?}")))?;
-    let outputs = OutputsPatch {
-        accepted: Some(1_200_000),
-        rejected: Some(3_100),
-        retries: Some(5_400),
-        failed_jobs: Some(120),
-        idle_hours: Some(rust_decimal::Decimal::from(600)),
+    let target = Target {
+        named: Some(trial_id),
+        token_trial: None,
     };
-    store(state, brief_id, "rentcheck demo", "demo", &lines, Some(&outputs)).await?;
+    store(state, brief_id, target, "rentcheck demo", "demo", &lines, Some(outputs)).await?;
     Ok(true)
 }
 
-/// Stores already-validated lines for a brief in one all-or-nothing import (tools and benchmarks).
+/// Stores already-validated lines for a brief's trial in one all-or-nothing import (tools and
+/// benchmarks).
 pub async fn import_lines(
     state: &AppState,
     brief_id: Uuid,
+    target: Target,
     actor: &str,
     lines: &[LedgerLine],
 ) -> Result<u64, AppError> {
-    store(state, brief_id, actor, "import", lines, None).await
+    Ok(store(state, brief_id, target, actor, "import", lines, None)
+        .await?
+        .added)
 }

@@ -6,19 +6,27 @@ use axum::{extract::State, response::Response};
 
 use uuid::Uuid;
 
+use serde::Deserialize;
+
 use crate::{
     acceptance::pages as card_pages,
     briefs::{
         model::{target_label, Brief, BriefFields, TARGET_FIELDS},
         service as briefs,
     },
+    error::AppError,
     evidence::pages::{self as evidence_pages, EvidenceListRow},
     ledger::pages as ledger_pages,
+    money,
     sizing::Sizing,
     state::AppState,
+    trials::{
+        model::{Allocation, Trial},
+        service as trials,
+    },
     web::{
         auth::PageUser,
-        extract::Path,
+        extract::{ApiQuery, Path},
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -29,6 +37,10 @@ struct BriefPage {
     ctx: PageContext,
     brief: Brief,
     sizing: Sizing,
+    trials: Vec<TrialRow>,
+    /// The trial whose card, evidence and ledger the page shows.
+    trial_name: String,
+    several_trials: bool,
     facts: Vec<(&'static str, String)>,
     evidence: Vec<EvidenceListRow>,
     acceptance: card_pages::BriefSections,
@@ -85,26 +97,96 @@ fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
             match (&f.trial_gpu, f.trial_gpu_count) {
                 (Some(g), Some(n)) => format!("{n} × {g}"),
                 (Some(g), None) => g.clone(),
-                _ => "first fitting sizing option".to_owned(),
+                _ => "the sizing's suggestion (see Trials)".to_owned(),
             },
         ),
     ]);
     facts
 }
 
-pub async fn brief_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+/// One trial as the brief page lists it.
+struct TrialRow {
+    id: String,
+    name: String,
+    provider: String,
+    allocation: String,
+    suggested: bool,
+    under_sized: bool,
+    billing: &'static str,
+    rate: String,
+    status: &'static str,
+    rerun_of: Option<String>,
+    selected: bool,
+}
+
+fn trial_rows(trials: &[Trial], sizing: &Sizing, selected: Uuid, currency: &str) -> Vec<TrialRow> {
+    trials
+        .iter()
+        .map(|t| {
+            let alloc = Allocation::resolve(t.fields.gpu.as_deref(), t.fields.gpu_count, sizing);
+            TrialRow {
+                id: t.id.to_string(),
+                name: t.fields.name.clone(),
+                provider: if t.fields.provider.is_empty() {
+                    "—".to_owned()
+                } else {
+                    t.fields.provider.clone()
+                },
+                allocation: alloc.as_ref().map(Allocation::label).unwrap_or_else(|| "—".to_owned()),
+                suggested: alloc.as_ref().is_some_and(|a| a.suggested),
+                under_sized: alloc.as_ref().is_some_and(|a| a.under_sized),
+                billing: t.fields.billing.as_str(),
+                rate: t
+                    .fields
+                    .rate_per_gpu_hour
+                    .map(|r| format!("{} {} per GPU-hour", money::amount(r), t.fields.currency.as_str()))
+                    .unwrap_or_else(|| format!("— ({currency})")),
+                status: t.fields.status.as_str(),
+                rerun_of: t
+                    .fields
+                    .rerun_of
+                    .and_then(|r| trials.iter().find(|o| o.id == r))
+                    .map(|o| o.fields.name.clone()),
+                selected: t.id == selected,
+            }
+        })
+        .collect()
+}
+
+/// `?trial=`: which trial's card, evidence and ledger the page shows (the first by default).
+#[derive(Deserialize)]
+pub struct BriefPageQuery {
+    trial: Option<Uuid>,
+}
+
+pub async fn brief_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<BriefPageQuery>,
+) -> PageResult<Response> {
     let brief = briefs::load(&state.pool, id).await?;
     let sizing = brief.fields.sizing();
     let facts = brief_facts(&brief.fields);
+    let all = trials::list(&state, id).await?;
+    let trial = match q.trial {
+        Some(t) => all.iter().find(|x| x.id == t).ok_or(AppError::NotFound("trial"))?,
+        None => &all[0],
+    };
     // The three sections are independent reads: run them side by side, so the page waits for the
     // slowest instead of the sum (it matters when ingest keeps the database busy).
     let (evidence, acceptance, ledger) = tokio::try_join!(
-        async { Ok::<_, PageError>(evidence_pages::brief_rows(&state, id).await?) },
-        card_pages::brief_sections(&state, &brief),
-        async { Ok(ledger_pages::section(&state, brief.id, &brief.fields.currency).await?) },
+        async { Ok::<_, PageError>(evidence_pages::brief_rows(&state, id, trial.id).await?) },
+        card_pages::brief_sections(&state, &brief, trial.id),
+        async {
+            Ok(ledger_pages::section(&state, brief.id, (trial.id, &trial.fields.name), &brief.fields.currency).await?)
+        },
     )?;
     render(&BriefPage {
         ctx: (&user).into(),
+        trials: trial_rows(&all, &sizing, trial.id, &brief.fields.currency),
+        trial_name: trial.fields.name.clone(),
+        several_trials: all.len() > 1,
         brief,
         sizing,
         facts,

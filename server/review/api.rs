@@ -83,10 +83,26 @@ async fn approve(
             )]))
         }
     }
+    let trial = match body.get("trial") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(Uuid::parse_str(t.trim()).map_err(|_| {
+            AppError::Validation(vec![FieldError::new(
+                "trial",
+                "must be the id of one of the brief's trials",
+            )])
+        })?),
+        Some(_) => {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "trial",
+                "must be a trial id (a string)",
+            )]))
+        }
+    };
     let request = VerdictRequest {
         verdict: text(&body, "verdict")?,
         comment: text(&body, "comment")?,
         inputs_digest: text(&body, "inputs_digest")?,
+        trial,
         reservation,
     };
     if request.inputs_digest.is_empty() {

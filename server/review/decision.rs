@@ -55,6 +55,9 @@ pub enum Status {
     Pass,
     Fail,
     Missing,
+    /// The criterion does not apply to this trial's allocation (collectives on one GPU).
+    #[serde(rename = "n/a")]
+    NotApplicable,
 }
 
 /// One evaluated criterion of the current card.
@@ -236,7 +239,13 @@ fn false_metric<'a>(metrics: &'a BTreeMap<String, MetricFact>, key: &str) -> Opt
 
 pub fn decide(inputs: &DecisionInputs) -> Decision {
     let brief = &inputs.brief;
-    let required = || inputs.criteria.iter().filter(|c| c.required);
+    // A criterion that does not apply to the trial's allocation is neither required nor missing.
+    let required = || {
+        inputs
+            .criteria
+            .iter()
+            .filter(|c| c.required && c.status != Status::NotApplicable)
+    };
     let accepted = required().all(|c| c.status == Status::Pass);
     let mut missing: BTreeMap<u8, Vec<String>> = BTreeMap::new();
     for c in required().filter(|c| c.status == Status::Missing) {

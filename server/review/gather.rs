@@ -10,12 +10,20 @@ use super::{
     repo,
 };
 use crate::{
-    acceptance::{self, evaluate::Status as EvalStatus, service as cards},
+    acceptance::{
+        evaluate::{CardEvaluation, Status as EvalStatus},
+        model::Card,
+        service::{self as cards, StaleCriterion},
+    },
     briefs::model::Brief,
     error::AppError,
     ledger::{self, model::LedgerSummary},
     sizing::Sizing,
     state::AppState,
+    trials::{
+        model::{Allocation, Trial},
+        service as trials,
+    },
 };
 
 /// Metrics read by rules that apply whether or not the card names them.
@@ -28,45 +36,60 @@ pub const RULE_METRICS: [&str; 6] = [
     "serving.e2e_p95_ms",
 ];
 
-/// Everything the review page shows besides the decision itself.
+/// Everything the review page shows of one trial besides its decision.
+#[derive(Clone)]
 pub struct ReviewContext {
     pub inputs: DecisionInputs,
     pub sizing: Sizing,
-    /// The GPU under test and its count.
+    /// The trial under review.
+    pub trial: Trial,
+    /// Its allocation (the sizing's suggestion when it names no GPU).
+    pub allocation: Option<Allocation>,
+    /// The GPU under test.
     pub trial_gpu: String,
     /// The average billed rate per GPU-hour, when the ledger has accelerator lines.
     pub ledger_rate: Option<Decimal>,
+    /// Criteria of a saved card set for another allocation than this trial's.
+    pub stale: Vec<StaleCriterion>,
 }
 
-/// The GPU and count under test (the same allocation the default card tests), and the count the
-/// sizing says that GPU needs.
-pub fn trial_allocation(brief: &Brief, sizing: &Sizing) -> (String, u32, u32) {
-    match acceptance::defaults::trial_allocation(&brief.fields, sizing) {
-        Some((gpu, current)) => {
-            let sized = sizing
-                .options
-                .iter()
-                .find(|o| o.gpu == gpu.model)
-                .map(|o| o.count)
-                .unwrap_or(current);
-            (gpu.model.clone(), sized, current)
-        }
-        None => (String::new(), 1, 1),
-    }
-}
-
-pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, AppError> {
+/// Gathers what the decision reads for every trial of `brief`, in trial order.
+pub async fn gather(state: &AppState, brief: &Brief) -> Result<Vec<ReviewContext>, AppError> {
     let sizing = brief.fields.sizing();
-    let (trial_gpu, sized_count, current_units) = trial_allocation(brief, &sizing);
+    let (trials, card) = tokio::try_join!(trials::list(state, brief.id), async {
+        Ok(cards::current_card(&state.pool, brief).await?)
+    })?;
+    let mut out = Vec::with_capacity(trials.len());
+    for trial in trials {
+        out.push(gather_trial(state, brief, &sizing, &card, trial).await?);
+    }
+    Ok(out)
+}
+
+/// What the decision reads for one trial: its allocation, its card evaluation, its newest rule
+/// metrics and its ledger.
+pub async fn gather_trial(
+    state: &AppState,
+    brief: &Brief,
+    sizing: &Sizing,
+    card: &Card,
+    trial: Trial,
+) -> Result<ReviewContext, AppError> {
+    let allocation = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, sizing);
+    let (trial_gpu, sized_count, current_units) = match &allocation {
+        Some(a) => (a.gpu.model.clone(), a.sized_count(sizing), a.count),
+        None => (String::new(), 1, 1),
+    };
     let keys: Vec<String> = RULE_METRICS.iter().map(|k| (*k).to_owned()).collect();
     // Independent reads side by side. The ledger summary is read once: the card's derived
     // `ledger.cost_per_job` and the decision's ledger facts share it.
-    let (summary, card, metrics) = tokio::try_join!(
-        ledger::service::summary(state, brief.id, &brief.fields.currency),
-        async { Ok(cards::current_card(&state.pool, brief).await?) },
-        async { Ok(repo::newest_metrics(&state.pool, brief.id, &keys).await?) },
+    let (summary, metrics) = tokio::try_join!(
+        ledger::service::summary(state, trial.id, &brief.fields.currency),
+        async { Ok(repo::newest_metrics(&state.pool, trial.id, &keys).await?) },
     )?;
-    let criteria: Vec<CriterionOutcome> = card_outcomes(state, brief, &card, &summary).await?;
+    let derived = cards::derived_figures_from(brief, &summary);
+    let card = cards::evaluate_for_trial(&state.pool, brief, card, trial.id, allocation.as_ref(), &derived).await?;
+    let criteria = outcomes(card.evaluation);
     let (ledger, ledger_rate) = ledger_facts(&summary);
     let inputs = DecisionInputs {
         brief: BriefFacts {
@@ -85,22 +108,18 @@ pub async fn gather(state: &AppState, brief: &Brief) -> Result<ReviewContext, Ap
     };
     Ok(ReviewContext {
         inputs,
-        sizing,
+        sizing: sizing.clone(),
+        trial,
+        allocation,
         trial_gpu,
         ledger_rate,
+        stale: card.stale,
     })
 }
 
-/// The current card's criteria, evaluated over the newest evidence (acceptance module).
-async fn card_outcomes(
-    state: &AppState,
-    brief: &Brief,
-    card: &acceptance::Card,
-    summary: &LedgerSummary,
-) -> Result<Vec<CriterionOutcome>, AppError> {
-    let derived = cards::derived_figures_from(brief, summary);
-    let evaluation = cards::evaluate_card(&state.pool, brief, &card.criteria, &derived).await?;
-    Ok(evaluation
+/// The evaluated criteria as the decision reads them.
+fn outcomes(evaluation: CardEvaluation) -> Vec<CriterionOutcome> {
+    evaluation
         .criteria
         .into_iter()
         .map(|e| CriterionOutcome {
@@ -113,11 +132,12 @@ async fn card_outcomes(
                 EvalStatus::Pass => Status::Pass,
                 EvalStatus::Fail => Status::Fail,
                 EvalStatus::Missing => Status::Missing,
+                EvalStatus::NotApplicable => Status::NotApplicable,
             },
             value: e.value,
             evidence_id: e.evidence_id,
         })
-        .collect())
+        .collect()
 }
 
 /// The ledger's figures (none before the first line or output count), and its average billed

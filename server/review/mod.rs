@@ -1,6 +1,7 @@
 //! The review: the decision over everything gathered for a brief, its approval and its record.
 
 pub mod api;
+pub mod comparison;
 pub mod decision;
 pub mod gather;
 pub mod model;

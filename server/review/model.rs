@@ -16,6 +16,8 @@ pub const BILLING_MODELS: [&str; 4] = ["on-demand", "reserved", "spot", "dedicat
 /// What approving reserve, dedicate or scale commits to.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Reservation {
+    /// Who rents it: the reserved trial's provider.
+    pub provider: Option<String>,
     pub gpu: String,
     pub count: u32,
     pub billing: String,
@@ -91,6 +93,7 @@ pub fn parse_reservation(fields: &BTreeMap<String, String>) -> Result<Reservatio
         return Err(errors);
     }
     Ok(Reservation {
+        provider: get("provider").map(str::to_owned),
         monthly_cost: monthly_cost(count, rate),
         gpu,
         count,

@@ -10,7 +10,7 @@ use axum::{
     routing::get,
     Json, Router,
 };
-use rust_decimal::Decimal;
+use rust_decimal::{prelude::ToPrimitive, Decimal};
 
 use uuid::Uuid;
 
@@ -23,6 +23,7 @@ use super::{
 use crate::{
     auth::Role,
     error::AppError,
+    money,
     state::AppState,
     web::{
         auth::{ApiCaller, CsrfForm, PageUser},
@@ -128,6 +129,19 @@ struct ReviewPage {
     monthly_preview: String,
     digest: String,
     error: String,
+    several_trials: bool,
+    /// The trial the brief-level decision above is taken from.
+    trial_name: String,
+    recommended: Option<String>,
+    /// With none recommended: the closest trial and what it lacks.
+    closest: Option<(String, String)>,
+    /// The trial the approval form names (the recommended one unless the manager picked another).
+    selected_trial: String,
+    selected_decision: &'static str,
+    trial_columns: Vec<TrialColumn>,
+    comparison_rows: Vec<ComparisonRow>,
+    trial_costs: Vec<TrialCostBar>,
+    trial_costs_height: f64,
 }
 
 impl ReviewPage {
@@ -169,6 +183,7 @@ fn status_str(s: Status) -> &'static str {
         Status::Pass => "pass",
         Status::Fail => "fail",
         Status::Missing => "missing",
+        Status::NotApplicable => "n/a",
     }
 }
 
@@ -310,16 +325,204 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
     })
 }
 
-fn page(r: &Review, user: &PageUser, error: String, reservation: Option<BTreeMap<String, String>>) -> ReviewPage {
+/// One trial's column in the comparison.
+struct TrialColumn {
+    id: String,
+    name: String,
+    allocation: String,
+    provider: String,
+    decision: &'static str,
+    accepted: bool,
+    recommended: bool,
+    closest: bool,
+    criteria: String,
+    cost_per_job: String,
+    utilization: String,
+    /// For a re-run: "better: …; worse: …" since the trial it re-runs.
+    changes: Vec<RerunChange>,
+    rerun_of: Option<String>,
+}
+
+/// A criterion that moved since the trial a re-run re-runs.
+struct RerunChange {
+    key: String,
+    better: bool,
+}
+
+/// One trial's value and status of a criterion.
+struct ComparisonCell {
+    value: String,
+    status: &'static str,
+}
+
+/// One row of the comparison: a criterion (key and stage) with each trial's value and status.
+struct ComparisonRow {
+    label: String,
+    cells: Vec<ComparisonCell>,
+}
+
+/// One bar of the cost-per-job chart across trials.
+struct TrialCostBar {
+    label: String,
+    amount: String,
+    width: f64,
+    y: f64,
+    recommended: bool,
+}
+
+fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCostBar>) {
+    let currency = &r.brief.fields.currency;
+    let columns: Vec<TrialColumn> = r
+        .trials
+        .iter()
+        .map(|t| {
+            let trial = &t.context.trial;
+            let (passed, required) = t.criteria_passed();
+            let name_of = |id: Uuid| {
+                r.trials
+                    .iter()
+                    .find(|o| o.context.trial.id == id)
+                    .map(|o| o.context.trial.fields.name.clone())
+            };
+            TrialColumn {
+                id: trial.id.to_string(),
+                name: trial.fields.name.clone(),
+                allocation: t
+                    .context
+                    .allocation
+                    .as_ref()
+                    .map(|a| {
+                        let mut label = a.label();
+                        if a.suggested {
+                            label.push_str(" (suggested)");
+                        }
+                        label
+                    })
+                    .unwrap_or_else(|| "—".into()),
+                provider: if trial.fields.provider.is_empty() {
+                    "—".into()
+                } else {
+                    trial.fields.provider.clone()
+                },
+                decision: t.decision.decision.as_str(),
+                accepted: t.decision.accepted,
+                recommended: r.recommendation.recommended == Some(trial.id),
+                closest: r.recommendation.closest == Some(trial.id),
+                criteria: format!("{passed} of {required} pass"),
+                cost_per_job: match t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
+                    Some(Some(c)) => money::with_currency(c, currency),
+                    Some(None) => "undefined (nothing accepted)".into(),
+                    None => "no ledger yet".into(),
+                },
+                utilization: t
+                    .decision
+                    .utilization
+                    .map(|u| format!("{} %", (u * Decimal::from(100)).round_dp(0)))
+                    .unwrap_or_else(|| "unknown".into()),
+                changes: t
+                    .changes
+                    .iter()
+                    .filter(|c| matches!(c.verdict, "better" | "worse"))
+                    .map(|c| RerunChange {
+                        key: c.key.clone(),
+                        better: c.verdict == "better",
+                    })
+                    .collect(),
+                rerun_of: trial.fields.rerun_of.and_then(name_of),
+            }
+        })
+        .collect();
+    // Every criterion any trial evaluates, in the first trial's order, then the others'.
+    let mut keys: Vec<(String, u8)> = Vec::new();
+    for t in &r.trials {
+        for c in &t.context.inputs.criteria {
+            if !keys.iter().any(|(k, s)| *k == c.key && *s == c.stage) {
+                keys.push((c.key.clone(), c.stage));
+            }
+        }
+    }
+    keys.sort_by_key(|(_, stage)| *stage);
+    let rows = keys
+        .into_iter()
+        .map(|(key, stage)| ComparisonRow {
+            label: format!("Stage {stage} · {key}"),
+            cells: r
+                .trials
+                .iter()
+                .map(|t| {
+                    match t
+                        .context
+                        .inputs
+                        .criteria
+                        .iter()
+                        .find(|c| c.key == key && c.stage == stage)
+                    {
+                        Some(c) => ComparisonCell {
+                            value: c.value.as_ref().map(show_value).unwrap_or_else(|| "—".into()),
+                            status: status_str(c.status),
+                        },
+                        None => ComparisonCell {
+                            value: "—".into(),
+                            status: "n/a",
+                        },
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let costs: Vec<(usize, Decimal)> = r
+        .trials
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            t.context
+                .inputs
+                .ledger
+                .as_ref()
+                .and_then(|l| l.cost_per_job)
+                .map(|c| (i, c))
+        })
+        .collect();
+    let max = costs.iter().map(|(_, c)| *c).max().unwrap_or_default();
+    let bars = costs
+        .iter()
+        .enumerate()
+        .map(|(row, (i, c))| {
+            let t = &r.trials[*i];
+            TrialCostBar {
+                label: t.context.trial.fields.name.clone(),
+                amount: money::with_currency(*c, currency),
+                width: if max.is_zero() {
+                    0.0
+                } else {
+                    (*c / max * Decimal::from(400)).round_dp(1).to_f64().unwrap_or(0.0)
+                },
+                y: row as f64 * ROW,
+                recommended: r.recommendation.recommended == Some(t.context.trial.id),
+            }
+        })
+        .collect();
+    (columns, rows, bars)
+}
+
+fn page(
+    r: &Review,
+    user: &PageUser,
+    error: String,
+    reservation: Option<BTreeMap<String, String>>,
+    selected: Option<Uuid>,
+) -> ReviewPage {
     let brief_id = r.brief.id.to_string();
-    let reservation = reservation.unwrap_or_else(|| reservation_defaults(r));
+    let selected = selected.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
+    let reservation = reservation.unwrap_or_else(|| reservation_defaults(selected));
+    let (trial_columns, comparison_rows, trial_costs) = comparison(r);
     let monthly_preview = match (
         reservation.get("count").and_then(|c| c.parse::<u32>().ok()),
         reservation
             .get("rate_per_gpu_hour")
             .and_then(|c| c.parse::<Decimal>().ok()),
     ) {
-        (Some(count), Some(rate)) => format!("{} {}", monthly_cost(count, rate), r.context.inputs.brief.currency),
+        (Some(count), Some(rate)) => money::with_currency(monthly_cost(count, rate), &r.context.inputs.brief.currency),
         _ => "needs a rate per GPU-hour (no accelerator lines in the ledger yet)".into(),
     };
     let latency = latency_bars(r);
@@ -353,18 +556,43 @@ fn page(r: &Review, user: &PageUser, error: String, reservation: Option<BTreeMap
         },
         approval: approval_view(r),
         may_decide: user.0.role >= Role::Manager,
-        needs_reservation: needs_reservation(r.decision.decision),
+        needs_reservation: needs_reservation(selected.decision.decision),
         reservation,
         monthly_preview,
         digest: r.decision.inputs_digest.clone(),
         error,
         brief_id,
+        trial_costs_height: trial_costs.len() as f64 * ROW + 10.0,
+        several_trials: r.trials.len() > 1,
+        trial_name: r.context.trial.fields.name.clone(),
+        recommended: r
+            .recommendation
+            .recommended
+            .and_then(|id| r.trial(id))
+            .map(|t| t.context.trial.fields.name.clone()),
+        closest: r.recommendation.closest.and_then(|id| r.trial(id)).map(|t| {
+            (
+                t.context.trial.fields.name.clone(),
+                t.decision
+                    .missing
+                    .values()
+                    .flatten()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        }),
+        selected_trial: selected.context.trial.id.to_string(),
+        selected_decision: selected.decision.decision.as_str(),
+        trial_columns,
+        comparison_rows,
+        trial_costs,
     }
 }
 
 async fn review_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
-    render(&page(&r, &user, String::new(), None))
+    render(&page(&r, &user, String::new(), None, None))
 }
 
 async fn verdict(
@@ -376,10 +604,12 @@ async fn verdict(
         .iter()
         .filter_map(|(k, v)| k.strip_prefix("reservation.").map(|k| (k.to_owned(), v.clone())))
         .collect();
+    let trial = form.get("trial").and_then(|t| Uuid::parse_str(t.trim()).ok());
     let request = VerdictRequest {
         verdict: form.remove("verdict").unwrap_or_default(),
         comment: form.remove("comment").unwrap_or_default(),
         inputs_digest: form.remove("inputs_digest").unwrap_or_default(),
+        trial,
         reservation: reservation.clone(),
     };
     match service::record_verdict(&state, id, &user.principal(), request).await {
@@ -396,9 +626,10 @@ async fn verdict(
                 other => other.to_string(),
             };
             let r = service::review(&state, id).await?;
-            let mut merged = reservation_defaults(&r);
+            let selected = trial.and_then(|t| r.trial(t)).unwrap_or(&r.trials[r.chosen]);
+            let mut merged = reservation_defaults(selected);
             merged.extend(reservation);
-            let mut response = render(&page(&r, &user, message, Some(merged)))?;
+            let mut response = render(&page(&r, &user, message, Some(merged), trial))?;
             *response.status_mut() = status;
             Ok(response)
         }

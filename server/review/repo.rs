@@ -10,21 +10,21 @@ use uuid::Uuid;
 
 use super::decision::MetricFact;
 
-/// The newest value of each of `keys` on a brief (newest by `collected_at`, ties by upload order),
-/// with the evidence it came from, over all stages (`newest_evidence_metrics`, migration 8).
+/// The newest value of each of `keys` in one trial (newest by `collected_at`, ties by upload order),
+/// with the evidence it came from, over all stages (`newest_trial_metrics`, the trials migration).
 pub async fn newest_metrics(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    trial_id: Uuid,
     keys: &[String],
 ) -> Result<BTreeMap<String, MetricFact>, sqlx::Error> {
-    // A set-returning function's columns count as nullable; these never are (migration 9): the key
+    // A set-returning function's columns count as nullable; these never are (the trials migration, as migration 9): the key
     // and value come from `evidence_metrics_latest` (NOT NULL) or from a pending item's metrics that
     // hold the key (`metrics ? key`, so `metrics -> key` is a JSON value), the id from one or the other.
     let rows = sqlx::query!(
         r#"SELECT DISTINCT ON (key) key AS "key!", value AS "value!", evidence_id AS "evidence_id!"
-           FROM newest_evidence_metrics($1, $2)
+           FROM newest_trial_metrics($1, $2)
            ORDER BY key, collected_at DESC, received_at DESC, evidence_id DESC"#,
-        brief_id,
+        trial_id,
         keys,
     )
     .fetch_all(db)
@@ -45,6 +45,8 @@ pub async fn newest_metrics(
 pub struct ApprovalRow {
     pub id: Uuid,
     pub brief_id: Uuid,
+    /// The trial the verdict names (the one it reserves).
+    pub trial_id: Option<Uuid>,
     pub verdict: String,
     pub decision: String,
     pub inputs_digest: String,
@@ -57,11 +59,14 @@ pub struct ApprovalRow {
     pub reservation_term_months: Option<i32>,
     pub reservation_start: Option<chrono::NaiveDate>,
     pub reservation_monthly_cost: Option<Decimal>,
+    pub reservation_provider: Option<String>,
+    pub reservation_rate_per_gpu_hour: Option<Decimal>,
     pub inputs: Json<Value>,
 }
 
 pub struct NewApproval<'a> {
     pub brief_id: Uuid,
+    pub trial_id: Uuid,
     pub verdict: &'a str,
     pub decision: &'a str,
     pub inputs_digest: &'a str,
@@ -77,11 +82,12 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         ApprovalRow,
         r#"INSERT INTO approvals (id, brief_id, verdict, decision, inputs_digest, comment, decided_by,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
-             reservation_monthly_cost, inputs)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-           RETURNING id, brief_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
+             reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+           RETURNING id, brief_id, trial_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
-             reservation_monthly_cost, inputs AS "inputs: Json<Value>""#,
+             reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
+             inputs AS "inputs: Json<Value>""#,
         Uuid::now_v7(),
         a.brief_id,
         a.verdict,
@@ -96,6 +102,9 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         r.map(|r| r.start),
         r.map(|r| r.monthly_cost),
         a.inputs,
+        a.trial_id,
+        r.and_then(|r| r.provider.as_deref()),
+        r.map(|r| r.rate_per_gpu_hour),
     )
     .fetch_one(db)
     .await
@@ -105,9 +114,10 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
 pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Option<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT id, brief_id, verdict, decision, inputs_digest, comment, decided_by, decided_at, reservation_gpu,
-             reservation_count, reservation_billing, reservation_term_months, reservation_start,
-             reservation_monthly_cost, inputs AS "inputs: Json<Value>"
+        r#"SELECT id, brief_id, trial_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
+             reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
+             reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
+             inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = $1 ORDER BY decided_at DESC, id DESC LIMIT 1"#,
         brief_id,
     )
@@ -119,9 +129,10 @@ pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<
 pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Result<Vec<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT DISTINCT ON (brief_id) id, brief_id, verdict, decision, inputs_digest, comment, decided_by,
-             decided_at, reservation_gpu, reservation_count, reservation_billing, reservation_term_months,
-             reservation_start, reservation_monthly_cost, inputs AS "inputs: Json<Value>"
+        r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id, verdict, decision, inputs_digest, comment,
+             decided_by, decided_at, reservation_gpu, reservation_count, reservation_billing,
+             reservation_term_months, reservation_start, reservation_monthly_cost, reservation_provider,
+             reservation_rate_per_gpu_hour, inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = ANY($1)
            ORDER BY brief_id, decided_at DESC, id DESC"#,
         brief_ids,

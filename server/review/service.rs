@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{
-    decision::{decide, Decision, Verdict},
+    comparison::{overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
+    decision::{decide, Decision, Status, Verdict},
     gather::{gather, ReviewContext},
     model::{changed_inputs, parse_reservation, Reservation},
     repo::{self, ApprovalRow},
@@ -18,6 +19,7 @@ use crate::{
     auth::{Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
+    money,
     state::AppState,
     validation::FieldError,
 };
@@ -31,11 +33,86 @@ pub struct ApprovalState {
     pub changed: Vec<String>,
 }
 
+/// One trial's review: what the rules read and what they decided on its evidence and ledger.
+pub struct TrialReview {
+    pub context: ReviewContext,
+    pub decision: Decision,
+    /// For a re-run: what got better or worse since the trial it re-runs.
+    pub changes: Vec<Change>,
+}
+
+impl TrialReview {
+    fn standing(&self) -> TrialStanding {
+        let required = || {
+            self.context
+                .inputs
+                .criteria
+                .iter()
+                .filter(|c| c.required && c.status != Status::NotApplicable)
+        };
+        TrialStanding {
+            trial_id: self.context.trial.id,
+            position: self.context.trial.position,
+            accepted: self.decision.accepted,
+            cost_per_job: self.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
+            cost_per_million_at_slo: None,
+            gpus: self.context.inputs.brief.current_units,
+            failing_required: required().filter(|c| c.status == Status::Fail).count(),
+            missing_required: required().filter(|c| c.status == Status::Missing).count(),
+        }
+    }
+
+    pub fn criteria_passed(&self) -> (usize, usize) {
+        let required: Vec<_> = self
+            .context
+            .inputs
+            .criteria
+            .iter()
+            .filter(|c| c.required && c.status != Status::NotApplicable)
+            .collect();
+        (
+            required.iter().filter(|c| c.status == Status::Pass).count(),
+            required.len(),
+        )
+    }
+}
+
+/// A brief's review: every trial decided on its own, the recommended one, and the brief-level
+/// decision (the recommended trial's, else the first trial's), which `context` and `decision`
+/// describe. `decision.inputs_digest` covers every trial: it is what an approval pins.
 pub struct Review {
     pub brief: Brief,
+    pub trials: Vec<TrialReview>,
+    pub recommendation: Recommendation,
+    /// Index in `trials` of the trial the brief-level decision is taken from.
+    pub chosen: usize,
     pub context: ReviewContext,
     pub decision: Decision,
     pub approval: Option<ApprovalState>,
+}
+
+impl Review {
+    pub fn trial(&self, id: Uuid) -> Option<&TrialReview> {
+        self.trials.iter().find(|t| t.context.trial.id == id)
+    }
+
+    /// What the approval record keeps of the inputs: one trial's inputs as before trials existed,
+    /// else every trial's by id.
+    fn inputs_record(&self) -> Value {
+        match self.trials.as_slice() {
+            [only] => serde_json::to_value(&only.context.inputs).unwrap_or(Value::Null),
+            all => Value::Object(
+                all.iter()
+                    .map(|t| {
+                        (
+                            t.context.trial.id.to_string(),
+                            serde_json::to_value(&t.context.inputs).unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect(),
+            ),
+        }
+    }
 }
 
 pub async fn load_brief(state: &AppState, id: Uuid) -> Result<Brief, AppError> {
@@ -49,30 +126,104 @@ pub async fn review(state: &AppState, id: Uuid) -> Result<Review, AppError> {
 /// The review of a brief already loaded.
 pub async fn review_for(state: &AppState, brief: Brief) -> Result<Review, AppError> {
     let id = brief.id;
-    let context = gather(state, &brief).await?;
-    let decision = decide(&context.inputs);
-    let approval = repo::latest_approval(&state.pool, id).await?.map(|row| {
-        let now = serde_json::to_value(&context.inputs).unwrap_or(Value::Null);
-        let stale = row.inputs_digest != decision.inputs_digest;
+    let contexts = gather(state, &brief).await?;
+    let mut trials: Vec<TrialReview> = contexts
+        .into_iter()
+        .map(|context| {
+            let decision = decide(&context.inputs);
+            TrialReview {
+                context,
+                decision,
+                changes: Vec::new(),
+            }
+        })
+        .collect();
+    // A re-run says what changed since the trial it re-runs.
+    for i in 0..trials.len() {
+        if let Some(of) = trials[i].context.trial.fields.rerun_of {
+            if let Some(earlier) = trials.iter().find(|t| t.context.trial.id == of) {
+                let changes = rerun_changes(&earlier.context.inputs.criteria, &trials[i].context.inputs.criteria);
+                trials[i].changes = changes;
+            }
+        }
+    }
+    let recommendation = recommend(&trials.iter().map(TrialReview::standing).collect::<Vec<_>>());
+    let chosen = recommendation
+        .recommended
+        .and_then(|r| trials.iter().position(|t| t.context.trial.id == r))
+        .unwrap_or(0);
+    let digests: Vec<(Uuid, String)> = trials
+        .iter()
+        .map(|t| (t.context.trial.id, t.decision.inputs_digest.clone()))
+        .collect();
+    let Some(main) = trials.get(chosen) else {
+        return Err(AppError::NotFound("trial"));
+    };
+    let context = main.context.clone();
+    let mut decision = main.decision.clone();
+    decision.inputs_digest = overall_digest(&digests);
+    let mut review = Review {
+        brief,
+        trials,
+        recommendation,
+        chosen,
+        context,
+        decision,
+        approval: None,
+    };
+    review.approval = repo::latest_approval(&state.pool, id).await?.map(|row| {
+        let stale = row.inputs_digest != review.decision.inputs_digest;
         let changed = if stale {
-            changed_inputs(&row.inputs.0, &now)
+            changed_inputs(&row.inputs.0, &review.inputs_record())
         } else {
             Vec::new()
         };
         ApprovalState { row, stale, changed }
     });
-    Ok(Review {
-        brief,
-        context,
-        decision,
-        approval,
+    Ok(review)
+}
+
+/// One trial as the review's JSON lists it (trials.md "The review across trials").
+fn trial_json(t: &TrialReview) -> Value {
+    let (passed, required) = t.criteria_passed();
+    let ledger = t.context.inputs.ledger.as_ref();
+    json!({
+        "trial": t.context.trial.id,
+        "name": t.context.trial.fields.name,
+        "provider": t.context.trial.fields.provider,
+        "allocation": t.context.allocation.as_ref().map(|a| json!({
+            "gpu": a.gpu.model, "count": a.count, "suggested": a.suggested, "under_sized": a.under_sized,
+        })),
+        "decision": t.decision.decision,
+        "accepted": t.decision.accepted,
+        "reasons": t.decision.reasons,
+        "missing": t.decision.missing,
+        "inputs_digest": t.decision.inputs_digest,
+        "cost_per_job": ledger.and_then(|l| l.cost_per_job),
+        "utilization": t.decision.utilization,
+        "slo_attainment": Value::Null,
+        "goodput_rps": Value::Null,
+        "cost_per_million_output_tokens": Value::Null,
+        "capacity_at_slo_rps": Value::Null,
+        "monthly_cost": Value::Null,
+        "criteria_passed": passed,
+        "criteria_required": required,
+        "criteria": t.context.inputs.criteria,
+        "stale_criteria": t.context.stale,
+        "rerun_of": t.context.trial.fields.rerun_of,
+        "changes_since_rerun_of": t.changes,
     })
 }
 
-/// The JSON answer of `GET /api/v1/briefs/{id}/review`.
+/// The JSON answer of `GET /api/v1/briefs/{id}/review`. The top-level fields describe the
+/// recommended trial (else the first); `trials` has every trial.
 pub fn review_json(r: &Review) -> Value {
     json!({
         "brief_id": r.brief.id,
+        "trial": r.context.trial.id,
+        "recommended_trial": r.recommendation.recommended,
+        "closest_trial": r.recommendation.closest,
+        "trials": r.trials.iter().map(trial_json).collect::<Vec<_>>(),
         "decision": r.decision.decision,
         "accepted": r.decision.accepted,
         "reasons": r.decision.reasons,
@@ -92,22 +243,25 @@ pub struct VerdictRequest {
     pub verdict: String,
     pub comment: String,
     pub inputs_digest: String,
+    /// The trial the verdict names; absent: the recommended trial (else the first).
+    pub trial: Option<Uuid>,
     /// Reservation fields as text; missing ones take the defaults.
     pub reservation: BTreeMap<String, String>,
 }
 
-/// Reservation defaults from the sizing, the decision and the ledger.
-pub fn reservation_defaults(r: &Review) -> BTreeMap<String, String> {
-    let inputs = &r.context.inputs;
-    let count = r.decision.suggested_units.unwrap_or(inputs.brief.current_units);
-    let billing = match r.decision.decision {
+/// Reservation defaults for a trial: its GPU and provider, the decision's unit count, the billing
+/// the decision implies, and the trial's rate (else the ledger's average billed rate).
+pub fn reservation_defaults(t: &TrialReview) -> BTreeMap<String, String> {
+    let inputs = &t.context.inputs;
+    let count = t.decision.suggested_units.unwrap_or(inputs.brief.current_units);
+    let billing = match t.decision.decision {
         Verdict::Reserve => "reserved",
         Verdict::Dedicate => "dedicated",
         _ => "on-demand",
     };
     let start = (Utc::now() + chrono::Duration::days(1)).date_naive();
     let mut d = BTreeMap::from([
-        ("gpu".to_owned(), r.context.trial_gpu.clone()),
+        ("gpu".to_owned(), t.context.trial_gpu.clone()),
         ("count".to_owned(), count.to_string()),
         ("billing".to_owned(), billing.to_owned()),
         (
@@ -116,8 +270,11 @@ pub fn reservation_defaults(r: &Review) -> BTreeMap<String, String> {
         ),
         ("start".to_owned(), start.to_string()),
     ]);
-    if let Some(rate) = r.context.ledger_rate {
-        d.insert("rate_per_gpu_hour".to_owned(), rate.round_dp(4).to_string());
+    if !t.context.trial.fields.provider.is_empty() {
+        d.insert("provider".to_owned(), t.context.trial.fields.provider.clone());
+    }
+    if let Some(rate) = t.context.trial.fields.rate_per_gpu_hour.or(t.context.ledger_rate) {
+        d.insert("rate_per_gpu_hour".to_owned(), money::plain(rate.round_dp(4)));
     }
     d
 }
@@ -126,9 +283,10 @@ pub fn needs_reservation(decision: Verdict) -> bool {
     matches!(decision, Verdict::Reserve | Verdict::Dedicate | Verdict::Scale)
 }
 
-/// Records an approval or rejection. Only managers (and admins); a rejection needs a comment; the
+/// Records an approval or rejection of one trial's decision. Only managers (and admins); a
+/// rejection needs a comment, and so does approving a trial that is not the recommended one; the
 /// digest must be the current one (409 otherwise); approving reserve, dedicate or scale records a
-/// reservation.
+/// reservation of that trial's allocation.
 pub async fn record_verdict(
     state: &AppState,
     brief_id: Uuid,
@@ -167,21 +325,46 @@ pub async fn record_verdict(
             request.inputs_digest, current.decision.inputs_digest
         )));
     }
-    let reservation: Option<Reservation> =
-        if request.verdict == "approve" && needs_reservation(current.decision.decision) {
-            let mut fields = reservation_defaults(&current);
-            fields.extend(request.reservation.into_iter().filter(|(_, v)| !v.trim().is_empty()));
-            Some(parse_reservation(&fields).map_err(AppError::Validation)?)
-        } else {
-            None
-        };
-    let inputs = serde_json::to_value(&current.context.inputs).unwrap_or(Value::Null);
+    let trial_id = request.trial.unwrap_or(current.context.trial.id);
+    let Some(trial) = current.trial(trial_id) else {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "trial",
+            format!(
+                "is not a trial of this brief; its trials are: {}",
+                current
+                    .trials
+                    .iter()
+                    .map(|t| format!("{} ({})", t.context.trial.fields.name, t.context.trial.id))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )]));
+    };
+    if request.verdict == "approve"
+        && current.recommendation.recommended.is_some_and(|r| r != trial_id)
+        && comment.is_empty()
+    {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "comment",
+            "approving a trial that is not the recommended one needs a comment saying why",
+        )]));
+    }
+    let decision = trial.decision.decision;
+    let reservation: Option<Reservation> = if request.verdict == "approve" && needs_reservation(decision) {
+        let mut fields = reservation_defaults(trial);
+        fields.extend(request.reservation.into_iter().filter(|(_, v)| !v.trim().is_empty()));
+        Some(parse_reservation(&fields).map_err(AppError::Validation)?)
+    } else {
+        None
+    };
+    let inputs = current.inputs_record();
     let row = repo::insert_approval(
         &mut *tx,
         &repo::NewApproval {
             brief_id,
+            trial_id,
             verdict: &request.verdict,
-            decision: current.decision.decision.as_str(),
+            decision: decision.as_str(),
             inputs_digest: &current.decision.inputs_digest,
             comment: &comment,
             decided_by: &actor.label(),
@@ -196,7 +379,9 @@ pub async fn record_verdict(
         &format!("approval.{}", request.verdict),
         &format!("brief:{brief_id}"),
         json!({
-            "decision": current.decision.decision,
+            "trial": trial_id,
+            "recommended_trial": current.recommendation.recommended,
+            "decision": decision,
             "inputs_digest": current.decision.inputs_digest,
             "comment": comment,
             "reservation": reservation,

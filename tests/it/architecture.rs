@@ -26,8 +26,9 @@ enum Floor {
     Http,
 }
 
-const GROUND: [&str; 7] = [
+const GROUND: [&str; 8] = [
     "validation",
+    "money",
     "sizing",
     "evidence::parsers",
     "review::decision",
@@ -51,18 +52,19 @@ const CORE: [&str; 13] = [
     "auth::users",
 ];
 /// Domains, lowest first: one may use the `service` or `model` of a lower one only.
-const DOMAINS: [(&str, u8); 7] = [
+const DOMAINS: [(&str, u8); 8] = [
     ("briefs", 0),
     ("collect", 0),
-    ("auth", 1),
-    ("evidence", 1),
-    ("ledger", 1),
-    ("acceptance", 2),
-    ("review", 3),
+    ("trials", 1),
+    ("auth", 2),
+    ("evidence", 2),
+    ("ledger", 2),
+    ("acceptance", 3),
+    ("review", 4),
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 12] = [
+const LAYERS: [(&str, u8); 11] = [
     ("repo", 1),
     ("service", 2),
     ("readiness", 2),
@@ -70,7 +72,6 @@ const LAYERS: [(&str, u8); 12] = [
     ("gather", 2),
     ("client", 2),
     ("steps", 2),
-    ("trials", 2),
     ("api", 3),
     ("pages", 3),
     ("upload", 3),

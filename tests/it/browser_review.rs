@@ -43,9 +43,9 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     assert_eq!(
         b.value("reservation.rate_per_gpu_hour").await,
         "3.50",
-        "defaults from the ledger: 9408 / 2688 GPU-hours"
+        "defaults from the trial's rate (and the ledger's: 9408 / 2688 GPU-hours)"
     );
-    assert!(b.text("#monthly-cost").await.contains("20440.00"), "8 × 3.50 × 730 h");
+    assert!(b.text("#monthly-cost").await.contains("20,440.00"), "8 × 3.50 × 730 h");
     b.fill("comment", "Steady at 78 % utilization; reserve for a year.")
         .await;
     b.click("button[value='approve']").await;

@@ -78,8 +78,30 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
             n
         }
     };
+    // Two trials: 10 + 8 evidence items, 6 + 4 ledger lines.
     let first = counts(&app).await;
-    assert_eq!(first, [1, 10, 6, 1]);
+    assert_eq!(first, [1, 18, 10, 1]);
+    let trials = review["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 2, "the demo compares two offers");
+    assert_eq!(
+        review["recommended_trial"], trials[0]["trial"],
+        "the 8 × H200 trial passes and is cheaper"
+    );
+    assert_eq!(trials[0]["accepted"], true);
+    assert_eq!(trials[1]["accepted"], false);
+    let ttft = trials[1]["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == "serving.ttft_p95_ms")
+        .unwrap();
+    assert_eq!(
+        ttft["status"], "fail",
+        "the 4 × H100 trial misses its stage-3 latency target"
+    );
+    assert_eq!(ttft["stage"], 3);
+    let cost = |t: &Value| t["cost_per_job"].as_str().unwrap().parse::<f64>().unwrap();
+    assert!(cost(&trials[0]) < cost(&trials[1]), "and costs more per completed job");
 
     let again = demo(&app);
     assert!(again.contains("already there"));

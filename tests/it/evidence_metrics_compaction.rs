@@ -24,6 +24,14 @@ async fn brief(pool: &PgPool) -> Uuid {
     .execute(pool)
     .await
     .unwrap();
+    // Its one trial, given the brief's own id so that these helpers pass one id for both.
+    sqlx::query(
+        "INSERT INTO trials (id, brief_id, position, name, allocation_boundary) VALUES ($1, $1, 1, 'Trial 1', 'vm')",
+    )
+    .bind(id)
+    .execute(pool)
+    .await
+    .unwrap();
     id
 }
 
@@ -35,6 +43,7 @@ async fn upload(pool: &PgPool, brief_id: Uuid, stage: i16, metrics: Value, colle
         &repo::NewEvidence {
             id,
             brief_id,
+            trial_id: brief_id,
             kind: "metrics",
             stage,
             content_type: "application/json",

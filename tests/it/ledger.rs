@@ -282,6 +282,7 @@ fn a_large_ledger_merges_in_one_pass() {
                 rate_per_gpu_hour: None,
                 amount: d("16"),
                 currency: "USD".into(),
+                trial: None,
             }
         })
         .collect();

@@ -375,7 +375,9 @@ async fn csv_export_round_trips() {
         .unwrap()
         .starts_with("text/csv"));
     let first = first.text().await.unwrap();
-    assert!(first.starts_with(HEADER), "{first}");
+    // The export names each line's trial in a last column; the import reads it back.
+    assert!(first.starts_with(&format!("{},trial\n", HEADER.trim_end())), "{first}");
+    assert!(first.contains(",USD,Trial 1\n"), "{first}");
     assert!(first.contains("\"host, with a comma\""));
     assert_eq!(post_csv(&app.client, &app, &b, first.clone()).await.status(), 201);
     let second = app

@@ -33,3 +33,4 @@ mod parsers_conformance;
 mod private_cluster;
 mod resilience;
 mod review_api;
+mod trials_migration;

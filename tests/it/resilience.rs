@@ -13,39 +13,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use rentcheck::{
-    auth::{
-        token::{self, NewToken},
-        Role,
-    },
-    config::AppConfig,
-    db,
-    secrets::TokenKeys,
-};
+use rentcheck::{config::AppConfig, db, secrets::TokenKeys};
 use serde_json::{json, Value};
-use sqlx::{postgres::PgPoolOptions, PgPool};
+use sqlx::postgres::PgPoolOptions;
 use tokio::{
     net::{TcpListener, TcpStream},
     task::JoinHandle,
 };
-
-async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
-    token::mint(
-        pool,
-        keys,
-        NewToken {
-            name: "resilience".into(),
-            subject: "engineer@example.com".into(),
-            role: Role::Engineer,
-            brief: None,
-            ttl: chrono::Duration::hours(1),
-            created_by: None,
-        },
-    )
-    .await
-    .unwrap()
-    .0
-}
 
 async fn create_brief(client: &reqwest::Client, base: &str) -> String {
     let response = client
@@ -94,7 +68,7 @@ async fn two_instances_on_one_database_migrate_together_and_store_each_upload_on
         common::serve_app(pool_a.clone(), AppConfig::default(), keys.clone()).await,
         common::serve_app(pool_b.clone(), AppConfig::default(), keys.clone()).await,
     ];
-    let client = common::bearer_client(&engineer_token(&pool_a, &keys).await);
+    let client = common::bearer_client(&common::engineer_token(&pool_a, &keys).await);
     let brief = create_brief(&client, &bases[0]).await;
 
     // 40 keyed uploads, each sent three times at once (A, B, B) as a retrying harness would; and
@@ -257,7 +231,7 @@ async fn while_the_database_is_unreachable_the_api_answers_503_and_recovers_by_i
         .unwrap();
     let keys = TokenKeys::from_secret(b"the database is about to go away for a while");
     let base = common::serve_app(through_link, AppConfig::default(), keys.clone()).await;
-    let client = common::bearer_client(&engineer_token(&direct, &keys).await);
+    let client = common::bearer_client(&common::engineer_token(&direct, &keys).await);
     let brief = create_brief(&client, &base).await;
     let url = format!("{base}/api/v1/briefs/{brief}/evidence");
 

@@ -141,6 +141,26 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
 }
 
 /// A client that sends `Authorization: Bearer <token>` on every request.
+/// An engineer's bearer token, minted straight into `pool` with `keys`.
+pub async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
+    token::mint(
+        pool,
+        keys,
+        NewToken {
+            name: "test engineer".into(),
+            subject: "engineer@example.com".into(),
+            role: Role::Engineer,
+            brief: None,
+            trial: None,
+            ttl: chrono::Duration::hours(1),
+            created_by: None,
+        },
+    )
+    .await
+    .unwrap()
+    .0
+}
+
 pub fn bearer_client(token: &str) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
@@ -210,6 +230,7 @@ impl TestApp {
                 subject,
                 role,
                 brief,
+                trial: None,
                 ttl: chrono::Duration::days(1),
                 created_by: None,
             },

@@ -1,0 +1,109 @@
+//! Money and figures as people read them, the one formatter every page uses. The API keeps exact
+//! decimal strings; pages show thousands separators and the precision an amount needs: two
+//! decimals from one unit up, and at least two significant digits below one (0.0086 USD a job, not
+//! 0.01 and not 0.00859146341463414634). Pure.
+
+use rust_decimal::{Decimal, RoundingStrategy};
+
+/// `15184` → "15,184.00"; `0.008591` → "0.0086"; `0.25` → "0.25"; `0` → "0.00".
+pub fn amount(d: Decimal) -> String {
+    let negative = d.is_sign_negative() && !d.is_zero();
+    let a = d.abs();
+    let places = if a.is_zero() || a >= Decimal::ONE {
+        2
+    } else {
+        // Two significant digits: as many places as it takes past the leading zeros.
+        let mut places = 2u32;
+        while places < 12 && a < Decimal::new(1, places - 1) {
+            places += 1;
+        }
+        places
+    };
+    let rounded = a.round_dp_with_strategy(places, RoundingStrategy::MidpointAwayFromZero);
+    let text = format!("{rounded:.prec$}", prec = places as usize);
+    let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
+    for (i, ch) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    format!("{}{grouped}.{frac}", if negative { "-" } else { "" })
+}
+
+/// An amount with its currency: "15,184.00 USD".
+pub fn with_currency(d: Decimal, currency: &str) -> String {
+    format!("{} {currency}", amount(d))
+}
+
+/// A decimal as a form field holds it: no separators, at least two decimal places, every
+/// significant digit kept (3.5 → "3.50", 2.9875 → "2.9875").
+pub fn plain(d: Decimal) -> String {
+    let d = d.normalize();
+    if d.scale() < 2 {
+        format!("{d:.2}")
+    } else {
+        d.to_string()
+    }
+}
+
+/// A count with thousands separators: 1200000 → "1,200,000".
+pub fn count(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> Decimal {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn amounts_read_as_people_write_them() {
+        assert_eq!(amount(d("15184.000000")), "15,184.00");
+        assert_eq!(amount(d("1234567.891")), "1,234,567.89");
+        assert_eq!(amount(d("999.995")), "1,000.00");
+        assert_eq!(amount(d("3.5")), "3.50");
+        assert_eq!(amount(d("0")), "0.00");
+        assert_eq!(amount(d("-42.1")), "-42.10");
+    }
+
+    #[test]
+    fn small_amounts_keep_two_significant_digits() {
+        assert_eq!(amount(d("0.00859146341463414634")), "0.0086");
+        assert_eq!(amount(d("0.0490068292682926829268292683")), "0.049");
+        assert_eq!(amount(d("0.25")), "0.25");
+        assert_eq!(amount(d("0.5")), "0.50");
+        assert_eq!(amount(d("0.000012")), "0.000012");
+        assert_eq!(with_currency(d("0.01288"), "USD"), "0.013 USD");
+    }
+
+    #[test]
+    fn form_values_keep_every_digit() {
+        assert_eq!(plain(d("3.5")), "3.50");
+        assert_eq!(plain(d("2.98750")), "2.9875");
+        assert_eq!(plain(d("12")), "12.00");
+    }
+
+    #[test]
+    fn counts_group_thousands() {
+        assert_eq!(count(1_200_000), "1,200,000");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(-1000), "-1,000");
+    }
+}

@@ -1,0 +1,8 @@
+//! Trials: the allocations a brief is tested on (provider, GPU, count, billing, rate). Evidence,
+//! ledger lines and verdicts belong to a trial; the review compares a brief's trials.
+
+pub mod api;
+pub mod model;
+pub mod pages;
+pub mod repo;
+pub mod service;

@@ -1,0 +1,273 @@
+//! Pages for trials: add one to a brief (or re-run one), edit one, end one. The brief page lists
+//! them; the review compares them.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::{
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Redirect, Response},
+    routing::{get, post},
+    Router,
+};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::{
+    model::{Billing, Trial, TrialStatus},
+    service,
+};
+use crate::{
+    auth::Role,
+    briefs::{model::Brief, service as briefs},
+    error::AppError,
+    sizing,
+    state::AppState,
+    validation::Input,
+    web::{
+        auth::{CsrfForm, PageUser},
+        extract::{ApiQuery, Path},
+        page::{render, PageContext, PageResult},
+    },
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/briefs/{id}/trials/new", get(new_form).post(create))
+        .route("/trials/{tid}", get(edit_form).post(update))
+        .route("/trials/{tid}/end", post(end))
+}
+
+type Choices = Vec<(String, String)>;
+
+#[derive(Template)]
+#[template(path = "trials/form.html")]
+struct TrialFormPage {
+    ctx: PageContext,
+    heading: String,
+    action: String,
+    brief_id: Uuid,
+    brief_name: String,
+    values: HashMap<String, String>,
+    errors: HashMap<String, String>,
+    gpus: Choices,
+    billings: Choices,
+    statuses: Choices,
+    rerun_choices: Choices,
+}
+
+impl TrialFormPage {
+    fn new(user: &PageUser, heading: String, action: String, brief: &Brief, trials: &[Trial]) -> Self {
+        Self {
+            ctx: user.into(),
+            heading,
+            action,
+            brief_id: brief.id,
+            brief_name: brief.fields.name.clone(),
+            values: HashMap::new(),
+            errors: HashMap::new(),
+            gpus: sizing::gpus()
+                .iter()
+                .map(|g| {
+                    (
+                        g.model.clone(),
+                        format!("{} {} ({} GB)", g.vendor, g.model, g.memory_gb),
+                    )
+                })
+                .collect(),
+            billings: Billing::ALL
+                .iter()
+                .map(|b| (b.as_str().to_owned(), b.as_str().to_owned()))
+                .collect(),
+            statuses: TrialStatus::ALL
+                .iter()
+                .map(|s| (s.as_str().to_owned(), s.as_str().to_owned()))
+                .collect(),
+            rerun_choices: trials
+                .iter()
+                .map(|t| (t.id.to_string(), t.fields.name.clone()))
+                .collect(),
+        }
+    }
+
+    fn value(&self, field: &str) -> &str {
+        self.values.get(field).map(String::as_str).unwrap_or("")
+    }
+
+    fn error(&self, field: &str) -> &str {
+        self.errors.get(field).map(String::as_str).unwrap_or("")
+    }
+
+    fn is(&self, field: &str, choice: &str) -> bool {
+        self.value(field) == choice
+    }
+}
+
+/// A trial's fields as the form shows them.
+fn form_values(t: &Trial) -> HashMap<String, String> {
+    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    HashMap::from([
+        ("name".to_owned(), t.fields.name.clone()),
+        ("provider".to_owned(), t.fields.provider.clone()),
+        ("region".to_owned(), opt(&t.fields.region)),
+        ("gpu".to_owned(), opt(&t.fields.gpu)),
+        (
+            "gpu_count".to_owned(),
+            t.fields.gpu_count.map(|n| n.to_string()).unwrap_or_default(),
+        ),
+        ("billing".to_owned(), t.fields.billing.as_str().to_owned()),
+        (
+            "rate_per_gpu_hour".to_owned(),
+            t.fields.rate_per_gpu_hour.map(|r| r.to_string()).unwrap_or_default(),
+        ),
+        ("currency".to_owned(), t.fields.currency.clone()),
+        ("status".to_owned(), t.fields.status.as_str().to_owned()),
+        ("notes".to_owned(), opt(&t.fields.notes)),
+        (
+            "rerun_of".to_owned(),
+            t.fields.rerun_of.map(|r| r.to_string()).unwrap_or_default(),
+        ),
+        (
+            "started_at".to_owned(),
+            t.fields
+                .started_at
+                .map(|d| d.format("%Y-%m-%d").to_string())
+                .unwrap_or_default(),
+        ),
+    ])
+}
+
+#[derive(Deserialize)]
+struct NewQuery {
+    rerun_of: Option<String>,
+}
+
+async fn new_form(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(brief_id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<NewQuery>,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let brief = briefs::load(&state.pool, brief_id).await?;
+    let trials = service::list(&state, brief_id).await?;
+    let defaults = service::defaults_for(&brief, &trials);
+    let mut page = TrialFormPage::new(
+        &user,
+        format!("Add a trial to {}", brief.fields.name),
+        format!("/briefs/{brief_id}/trials/new"),
+        &brief,
+        &trials,
+    );
+    // A re-run starts from the trial it re-runs: same allocation, provider and rate.
+    let rerun = q
+        .rerun_of
+        .and_then(|r| Uuid::parse_str(&r).ok())
+        .and_then(|r| trials.iter().find(|t| t.id == r));
+    if let Some(earlier) = rerun {
+        page.values = form_values(earlier);
+        page.values.insert("rerun_of".into(), earlier.id.to_string());
+        page.values.insert("status".into(), "planned".into());
+        page.values.remove("started_at");
+        page.heading = format!("Re-run {} of {}", earlier.fields.name, brief.fields.name);
+    }
+    page.values.insert("name".into(), defaults.name);
+    page.values.entry("currency".into()).or_insert(defaults.currency);
+    page.values
+        .entry("billing".into())
+        .or_insert_with(|| "on-demand".into());
+    render(&page)
+}
+
+fn form_with_errors(mut page: TrialFormPage, values: HashMap<String, String>, e: AppError) -> PageResult<Response> {
+    match e {
+        AppError::Validation(errors) => {
+            page.values = values;
+            for e in errors {
+                page.errors.entry(e.field).or_insert(e.message);
+            }
+            let mut response = render(&page)?;
+            *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+            Ok(response)
+        }
+        other => Err(other.into()),
+    }
+}
+
+async fn create(
+    State(state): State<AppState>,
+    Path(brief_id): Path<Uuid>,
+    CsrfForm(user, values): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    match service::create(&state, brief_id, &Input::Form(&values), &user.0.email).await {
+        Ok(trial) => Ok(Redirect::to(&format!("/briefs/{brief_id}?added={}#trials", trial.id)).into_response()),
+        Err(e) => {
+            let brief = briefs::load(&state.pool, brief_id).await?;
+            let trials = service::list(&state, brief_id).await?;
+            let page = TrialFormPage::new(
+                &user,
+                format!("Add a trial to {}", brief.fields.name),
+                format!("/briefs/{brief_id}/trials/new"),
+                &brief,
+                &trials,
+            );
+            form_with_errors(page, values, e)
+        }
+    }
+}
+
+async fn edit_page(state: &AppState, user: &PageUser, trial: &Trial) -> PageResult<TrialFormPage> {
+    let brief = briefs::load(&state.pool, trial.brief_id).await?;
+    let trials: Vec<Trial> = service::list(state, brief.id)
+        .await?
+        .into_iter()
+        .filter(|t| t.id != trial.id)
+        .collect();
+    let mut page = TrialFormPage::new(
+        user,
+        format!("{} — {}", trial.fields.name, brief.fields.name),
+        format!("/trials/{}", trial.id),
+        &brief,
+        &trials,
+    );
+    page.values = form_values(trial);
+    Ok(page)
+}
+
+async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let trial = service::load(&state, id).await?;
+    render(&edit_page(&state, &user, &trial).await?)
+}
+
+async fn update(
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    CsrfForm(user, values): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let current = service::load(&state, id).await?;
+    match service::replace(&state, id, &Input::Form(&values), &user.0.email).await {
+        Ok(trial) => Ok(Redirect::to(&format!("/briefs/{}?saved={}#trials", trial.brief_id, trial.id)).into_response()),
+        Err(e) => {
+            let page = edit_page(&state, &user, &current).await?;
+            form_with_errors(page, values, e)
+        }
+    }
+}
+
+/// Ends a trial: its status becomes `ended`, stamped now; everything else stays.
+async fn end(State(state): State<AppState>, Path(id): Path<Uuid>, CsrfForm(user, _): CsrfForm) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    let current = service::load(&state, id).await?;
+    let mut values = form_values(&current);
+    values.insert("status".into(), "ended".into());
+    values.remove("started_at");
+    if let Some(started) = current.fields.started_at {
+        values.insert("started_at".into(), started.to_rfc3339());
+    }
+    let trial = service::replace(&state, id, &Input::Form(&values), &user.0.email).await?;
+    Ok(Redirect::to(&format!("/briefs/{}?ended={}#trials", trial.brief_id, trial.id)).into_response())
+}

@@ -1,0 +1,212 @@
+//! SQL for trials. Free functions over any executor; no repository trait.
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
+
+use super::model::{Trial, TrialFields};
+
+struct TrialRow {
+    id: Uuid,
+    brief_id: Uuid,
+    position: i32,
+    name: String,
+    provider: String,
+    region: Option<String>,
+    gpu: Option<String>,
+    gpu_count: Option<i32>,
+    billing: String,
+    rate_per_gpu_hour: Option<Decimal>,
+    currency: String,
+    allocation_boundary: String,
+    status: String,
+    started_at: Option<DateTime<Utc>>,
+    ended_at: Option<DateTime<Utc>>,
+    notes: Option<String>,
+    rerun_of: Option<Uuid>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+fn parse_stored<T: std::str::FromStr>(column: &str, value: &str) -> Result<T, sqlx::Error> {
+    value
+        .parse()
+        .map_err(|_| sqlx::Error::Decode(format!("trials.{column} holds unknown value {value:?}").into()))
+}
+
+impl TryFrom<TrialRow> for Trial {
+    type Error = sqlx::Error;
+    fn try_from(r: TrialRow) -> Result<Self, sqlx::Error> {
+        Ok(Trial {
+            id: r.id,
+            brief_id: r.brief_id,
+            position: r.position,
+            fields: TrialFields {
+                billing: parse_stored("billing", &r.billing)?,
+                status: parse_stored("status", &r.status)?,
+                name: r.name,
+                provider: r.provider,
+                region: r.region,
+                gpu: r.gpu,
+                gpu_count: r.gpu_count,
+                rate_per_gpu_hour: r.rate_per_gpu_hour.map(|d| d.normalize()),
+                currency: r.currency,
+                allocation_boundary: r.allocation_boundary,
+                started_at: r.started_at,
+                ended_at: r.ended_at,
+                notes: r.notes,
+                rerun_of: r.rerun_of,
+            },
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+/// A brief's trials in their order (the first is the one `trial_gpu` describes).
+pub async fn list_for_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<Trial>, sqlx::Error> {
+    let rows = sqlx::query_as!(
+        TrialRow,
+        "SELECT id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at \
+         FROM trials WHERE brief_id = $1 ORDER BY position",
+        brief_id,
+    )
+    .fetch_all(db)
+    .await?;
+    rows.into_iter().map(Trial::try_from).collect()
+}
+
+pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Trial>, sqlx::Error> {
+    let row = sqlx::query_as!(
+        TrialRow,
+        "SELECT id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at \
+         FROM trials WHERE id = $1",
+        id,
+    )
+    .fetch_optional(db)
+    .await?;
+    row.map(Trial::try_from).transpose()
+}
+
+/// A trial as an upload needs it: which, what it is called, and whether it is still planned.
+pub struct TrialName {
+    pub id: Uuid,
+    pub name: String,
+    pub planned: bool,
+}
+
+/// Each trial of a brief, in order: enough to place an upload. Empty when the brief does not exist.
+pub async fn names(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<TrialName>, sqlx::Error> {
+    sqlx::query_as!(
+        TrialName,
+        r#"SELECT id, name, status = 'planned' AS "planned!" FROM trials WHERE brief_id = $1 ORDER BY position"#,
+        brief_id,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Adds a trial after the brief's last one. Run it in a transaction that locked the brief row, so
+/// two trials added at once cannot take the same position.
+pub async fn insert(conn: &mut PgConnection, brief_id: Uuid, fields: &TrialFields) -> Result<Trial, sqlx::Error> {
+    let id = Uuid::now_v7();
+    let row = sqlx::query_as!(
+        TrialRow,
+        "INSERT INTO trials (id, brief_id, position, name, provider, region, gpu, gpu_count, billing, \
+         rate_per_gpu_hour, currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of) \
+         VALUES ($1, $2, (SELECT COALESCE(max(position), 0) + 1 FROM trials WHERE brief_id = $2), \
+         $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+         RETURNING id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at",
+        id,
+        brief_id,
+        fields.name,
+        fields.provider,
+        fields.region,
+        fields.gpu,
+        fields.gpu_count,
+        fields.billing.as_str(),
+        fields.rate_per_gpu_hour,
+        fields.currency,
+        fields.allocation_boundary,
+        fields.status.as_str(),
+        fields.started_at,
+        fields.ended_at,
+        fields.notes,
+        fields.rerun_of,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    row.try_into()
+}
+
+pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &TrialFields) -> Result<Option<Trial>, sqlx::Error> {
+    let row = sqlx::query_as!(
+        TrialRow,
+        "UPDATE trials SET name = $2, provider = $3, region = $4, gpu = $5, gpu_count = $6, billing = $7, \
+         rate_per_gpu_hour = $8, currency = $9, allocation_boundary = $10, status = $11, started_at = $12, \
+         ended_at = $13, notes = $14, rerun_of = $15, updated_at = now() WHERE id = $1 \
+         RETURNING id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at",
+        id,
+        fields.name,
+        fields.provider,
+        fields.region,
+        fields.gpu,
+        fields.gpu_count,
+        fields.billing.as_str(),
+        fields.rate_per_gpu_hour,
+        fields.currency,
+        fields.allocation_boundary,
+        fields.status.as_str(),
+        fields.started_at,
+        fields.ended_at,
+        fields.notes,
+        fields.rerun_of,
+    )
+    .fetch_optional(db)
+    .await?;
+    row.map(Trial::try_from).transpose()
+}
+
+/// Sets the first trial's allocation (a brief's `trial_gpu` / `trial_gpu_count`), creating the
+/// first trial when the brief has none yet. Run it in the brief's own transaction.
+pub async fn set_first_allocation(
+    conn: &mut PgConnection,
+    brief_id: Uuid,
+    gpu: Option<&str>,
+    gpu_count: Option<i32>,
+    currency: &str,
+    allocation_boundary: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO trials (id, brief_id, position, name, gpu, gpu_count, currency, allocation_boundary) \
+         VALUES ($1, $2, 1, 'Trial 1', $3, $4, $5, $6) \
+         ON CONFLICT (brief_id, position) DO UPDATE SET gpu = EXCLUDED.gpu, gpu_count = EXCLUDED.gpu_count, \
+         updated_at = now()",
+        Uuid::now_v7(),
+        brief_id,
+        gpu,
+        gpu_count,
+        currency,
+        allocation_boundary,
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Marks a planned trial running when its first evidence or ledger line arrives.
+pub async fn mark_running(db: impl PgExecutor<'_>, id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE trials SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now() \
+         WHERE id = $1 AND status = 'planned'",
+        id,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! The trial use cases, the door other domains use: list, load, create (a re-run too), replace,
+//! and place an upload or a ledger line on the trial it belongs to.
+
+use uuid::Uuid;
+
+use super::{
+    model::{next_name, resolve_target, validate, TargetError, Trial, TrialDefaults, TrialFields},
+    repo,
+};
+use crate::{
+    audit,
+    briefs::{model::Brief, service as briefs},
+    error::AppError,
+    state::AppState,
+    validation::{FieldError, Input},
+};
+
+/// The brief's trials in order; 404 without the brief.
+pub async fn list(state: &AppState, brief_id: Uuid) -> Result<Vec<Trial>, AppError> {
+    let trials = repo::list_for_brief(&state.pool, brief_id).await?;
+    if trials.is_empty() {
+        // Every brief has a first trial: none means no brief.
+        return Err(AppError::NotFound("brief"));
+    }
+    Ok(trials)
+}
+
+/// The trial a page or a read names, or the brief's first trial when it names none; 404 when the
+/// named trial is not one of the brief's.
+pub async fn pick(state: &AppState, brief_id: Uuid, named: Option<Uuid>) -> Result<Trial, AppError> {
+    let trials = list(state, brief_id).await?;
+    match named {
+        Some(id) => trials
+            .into_iter()
+            .find(|t| t.id == id)
+            .ok_or(AppError::NotFound("trial")),
+        None => trials.into_iter().next().ok_or(AppError::NotFound("brief")),
+    }
+}
+
+/// One trial, or 404.
+pub async fn load(state: &AppState, id: Uuid) -> Result<Trial, AppError> {
+    repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("trial"))
+}
+
+/// The defaults a new trial of `brief` takes for what the input leaves out.
+pub fn defaults_for(brief: &Brief, existing: &[Trial]) -> TrialDefaults {
+    TrialDefaults {
+        currency: brief.fields.currency.clone(),
+        allocation_boundary: brief.fields.allocation_boundary.as_str().to_owned(),
+        name: next_name(&existing.iter().map(|t| t.fields.name.clone()).collect::<Vec<_>>()),
+    }
+}
+
+/// Validates a new trial for `brief_id` (JSON or form) and adds it after the others.
+pub async fn create(state: &AppState, brief_id: Uuid, input: &Input<'_>, actor: &str) -> Result<Trial, AppError> {
+    let brief = briefs::load(&state.pool, brief_id).await?;
+    let existing = list(state, brief_id).await?;
+    let fields = validate(input, &defaults_for(&brief, &existing)).map_err(AppError::Validation)?;
+    check_rerun_of(&fields, &existing, None)?;
+    let mut tx = state.pool.begin().await?;
+    // One trial added at a time per brief: the position is the next free one.
+    briefs::lock(&mut *tx, brief_id).await?;
+    let trial = repo::insert(&mut tx, brief_id, &fields).await.map_err(name_taken)?;
+    audit::record(
+        &mut *tx,
+        actor,
+        "trial.create",
+        &format!("brief:{brief_id}"),
+        serde_json::json!({ "trial": trial.id, "name": trial.fields.name, "rerun_of": trial.fields.rerun_of }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(trial)
+}
+
+/// Replaces a trial's fields (an edit, or ending it with `status: ended`).
+pub async fn replace(state: &AppState, id: Uuid, input: &Input<'_>, actor: &str) -> Result<Trial, AppError> {
+    let current = load(state, id).await?;
+    let brief = briefs::load(&state.pool, current.brief_id).await?;
+    let existing = list(state, brief.id).await?;
+    let mut defaults = defaults_for(&brief, &existing);
+    defaults.name = current.fields.name.clone();
+    let fields = validate(input, &defaults).map_err(AppError::Validation)?;
+    check_rerun_of(&fields, &existing, Some(id))?;
+    let mut tx = state.pool.begin().await?;
+    let trial = repo::update(&mut *tx, id, &fields)
+        .await
+        .map_err(name_taken)?
+        .ok_or(AppError::NotFound("trial"))?;
+    audit::record(
+        &mut *tx,
+        actor,
+        "trial.update",
+        &format!("brief:{}", trial.brief_id),
+        serde_json::json!({ "trial": id, "changes": changes(&current.fields, &trial.fields) }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(trial)
+}
+
+/// What an edit changed, field by field, for the audit log.
+fn changes(before: &TrialFields, after: &TrialFields) -> serde_json::Value {
+    let (b, a) = (
+        serde_json::to_value(before).unwrap_or_default(),
+        serde_json::to_value(after).unwrap_or_default(),
+    );
+    let mut out = serde_json::Map::new();
+    if let (Some(b), Some(a)) = (b.as_object(), a.as_object()) {
+        for (k, v) in a {
+            if b.get(k) != Some(v) {
+                out.insert(k.clone(), serde_json::json!({ "from": b.get(k), "to": v }));
+            }
+        }
+    }
+    serde_json::Value::Object(out)
+}
+
+/// A re-run names an earlier trial of the same brief, and not itself.
+fn check_rerun_of(fields: &TrialFields, existing: &[Trial], this: Option<Uuid>) -> Result<(), AppError> {
+    match fields.rerun_of {
+        Some(of) if Some(of) == this || !existing.iter().any(|t| t.id == of) => {
+            Err(AppError::Validation(vec![FieldError::new(
+                "rerun_of",
+                "must be the id of another trial of this brief",
+            )]))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn name_taken(e: sqlx::Error) -> AppError {
+    match &e {
+        sqlx::Error::Database(db) if db.constraint() == Some("trials_brief_name_key") => {
+            AppError::Validation(vec![FieldError::new(
+                "name",
+                "another trial of this brief has this name",
+            )])
+        }
+        _ => e.into(),
+    }
+}
+
+/// (id, name) of each trial of a brief, in order; 404 without the brief.
+pub async fn names(state: &AppState, brief_id: Uuid) -> Result<Vec<(Uuid, String)>, AppError> {
+    let trials = repo::names(&state.pool, brief_id).await?;
+    if trials.is_empty() {
+        return Err(AppError::NotFound("brief"));
+    }
+    Ok(trials.into_iter().map(|t| (t.id, t.name)).collect())
+}
+
+/// [`resolve_target`] as an API answer: 422 naming the trials, or 403 for a token scoped to another.
+pub fn resolve(trials: &[(Uuid, String)], named: Option<Uuid>, token_trial: Option<Uuid>) -> Result<Uuid, AppError> {
+    resolve_target(named, token_trial, trials).map_err(|e| match e {
+        TargetError::OtherTrial => AppError::Forbidden(e.message()),
+        _ => AppError::Validation(vec![FieldError::new("trial", e.message())]),
+    })
+}
+
+/// The brief's trials as placing an upload needs them; 404 without the brief. Read before the
+/// body, so a missing brief is answered without reading it.
+pub async fn for_upload(state: &AppState, brief_id: Uuid) -> Result<Vec<repo::TrialName>, AppError> {
+    let trials = repo::names(&state.pool, brief_id).await?;
+    if trials.is_empty() {
+        return Err(AppError::NotFound("brief"));
+    }
+    Ok(trials)
+}
+
+/// Picks the trial among `trials` (see [`place`]) and starts it when it was planned.
+pub async fn choose(
+    state: &AppState,
+    trials: &[repo::TrialName],
+    named: Option<Uuid>,
+    token_trial: Option<Uuid>,
+) -> Result<Uuid, AppError> {
+    let pairs: Vec<(Uuid, String)> = trials.iter().map(|t| (t.id, t.name.clone())).collect();
+    let id = resolve(&pairs, named, token_trial)?;
+    if trials.iter().any(|t| t.id == id && t.planned) {
+        // The first evidence or ledger line starts a planned trial.
+        repo::mark_running(&state.pool, id).await?;
+    }
+    Ok(id)
+}
+
+/// The trial an upload or ledger post to `brief_id` goes to: the one it names, else the one its
+/// token is scoped to, else the brief's only trial. 404 without the brief; 422 naming the trials
+/// when the brief has several and none was named; 403 when a trial token names another trial.
+pub async fn place(
+    state: &AppState,
+    brief_id: Uuid,
+    named: Option<Uuid>,
+    token_trial: Option<Uuid>,
+) -> Result<Uuid, AppError> {
+    let trials = for_upload(state, brief_id).await?;
+    choose(state, &trials, named, token_trial).await
+}
