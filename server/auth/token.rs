@@ -50,10 +50,10 @@ impl TokenKeys {
         let secret = match std::fs::read_to_string(&path) {
             Ok(s) => s.trim().to_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let s = crate::secrets::random_token();
-                crate::secrets::write_private_file(&path, &s)?;
+                // Created once: two first starts must not each keep a different secret.
+                let s = crate::secrets::create_private_file_once(&path, &crate::secrets::random_token())?;
                 tracing::info!(path = %path.display(), "generated a token signing secret");
-                s
+                s.trim().to_owned()
             }
             Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
         };
