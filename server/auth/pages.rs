@@ -307,6 +307,7 @@ struct TokensPage {
     tokens: Vec<TokenLine>,
     minted: Option<String>,
     curl_example: String,
+    collect_example: String,
     error: String,
 }
 
@@ -327,6 +328,7 @@ async fn tokens_view(
         "curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @gpus.txt \\\n  \
          \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1\"",
     );
+    let collect_example = format!("rentcheck collect --server {base_url} --brief {brief_id}");
     render(&TokensPage {
         ctx: user.into(),
         brief_id: brief_id.to_string(),
@@ -334,25 +336,14 @@ async fn tokens_view(
         tokens: tokens.iter().map(TokenLine::from).collect(),
         minted,
         curl_example,
+        collect_example,
         error,
     })
 }
 
-fn base_url(headers: &HeaderMap, secure: bool) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1:8080");
-    format!("{}://{host}", if secure { "https" } else { "http" })
-}
-
-async fn tokens_page(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    user: PageUser,
-    PathId(id): PathId,
-) -> PageResult<Response> {
-    let base = base_url(&headers, state.config.secure_cookies);
+async fn tokens_page(State(state): State<AppState>, user: PageUser, PathId(id): PathId) -> PageResult<Response> {
+    // The address agents use (RENTCHECK_PUBLIC_URL), not the Host this browser happened to use.
+    let base = state.config.public_url.clone();
     tokens_view(&state, &user, id, None, &base, String::new()).await
 }
 
@@ -360,12 +351,11 @@ pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
 
 async fn mint_token(
     State(state): State<AppState>,
-    headers: HeaderMap,
     PathId(id): PathId,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
-    let base = base_url(&headers, state.config.secure_cookies);
+    let base = state.config.public_url.clone();
     briefs_repo::get(&state.pool, id)
         .await?
         .ok_or(AppError::NotFound("brief"))?;
