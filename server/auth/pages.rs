@@ -325,7 +325,7 @@ async fn tokens_view(
         .ok_or(AppError::NotFound("brief"))?;
     let tokens = token::list_for_brief(&state.pool, brief_id).await?;
     let curl_example = format!(
-        "curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @gpus.txt \\\n  \
+        "nvidia-smi -L | curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @- \\\n  \
          \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1\"",
     );
     let collect_example = format!("rentcheck collect --server {base_url} --brief {brief_id}");
