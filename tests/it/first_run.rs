@@ -396,6 +396,40 @@ async fn a_command_started_during_a_first_start_waits_for_it_then_uses_the_serve
 }
 
 #[tokio::test]
+async fn a_server_started_while_a_command_runs_the_cluster_waits_for_it_then_serves() {
+    let data = tempfile::tempdir().unwrap();
+    let tools = slow_initdb_tools(3);
+    let with_data = |args: &[&str]| {
+        let mut cmd = rentcheck(args);
+        cmd.env("RENTCHECK_DATA_DIR", data.path())
+            .env("RENTCHECK_PG_BIN_DIR", tools.path());
+        cmd
+    };
+    // The command gets there first and initialises the cluster itself.
+    let mut demo = with_data(&["demo"]);
+    let demo = tokio::task::spawn_blocking(move || demo.output().unwrap());
+    lock_says(data.path(), "command demo").await;
+    let mut server = Server::spawn(with_data(&["serve"]), free_port(), data.path().join("serve.log"));
+    let demo = demo.await.unwrap();
+    assert!(demo.status.success(), "{}", text(&demo.stderr));
+    server.wait_ready().await;
+    let log = server.log();
+    assert!(
+        log.contains("waiting for rentcheck demo (pid") && log.contains("to finish with"),
+        "the server says what it waits for: {log}"
+    );
+    // The demo's data is in the cluster the server now runs.
+    let (url, email, password) = demo_printout(&text(&demo.stdout));
+    let path = url
+        .strip_prefix("http://127.0.0.1:8080")
+        .expect("the default public URL");
+    let person = sign_in(&server.base, &email, &password).await;
+    let review = person.get(format!("{}{path}", server.base)).send().await.unwrap();
+    assert_eq!(review.status(), 200);
+    server.stop();
+}
+
+#[tokio::test]
 async fn a_second_serve_on_a_held_data_dir_refuses_naming_the_holder_and_the_first_keeps_serving() {
     let data = tempfile::tempdir().unwrap();
     let with_data = |args: &[&str]| {
