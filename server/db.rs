@@ -20,7 +20,6 @@ use sqlx::{
     ConnectOptions, Connection, PgPool,
 };
 
-pub use lock::LOCK_FILE;
 use lock::{Acquired, DataDirLock, State};
 
 use crate::{
@@ -89,7 +88,8 @@ impl Database {
                         owned: Some((cluster, lock)),
                     }),
                     Err(e) => {
-                        lock.set_state(State::Stopping, None)?;
+                        // Best effort: the connection error is what the user needs to read.
+                        let _ = lock.set_state(State::Stopping, None);
                         cluster.stop();
                         Err(e)
                     }
