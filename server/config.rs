@@ -2,7 +2,10 @@
 //! Every setting has a default that works on a developer's laptop. Data only: what is built from a
 //! setting (the pool, the evidence store, the signing keys) lives in `AppState`.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
+    path::PathBuf,
+};
 
 use clap::Args;
 
@@ -15,8 +18,9 @@ pub struct DbConfig {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<Secret>,
 
-    /// Where the private PostgreSQL cluster and generated secrets live.
-    #[arg(long, env = "RENTCHECK_DATA_DIR", default_value = "./var")]
+    /// Where the private PostgreSQL cluster and generated secrets live. The default does not
+    /// depend on the working directory, so a command run from anywhere finds the server's cluster.
+    #[arg(long, env = "RENTCHECK_DATA_DIR", default_value_os_t = default_data_dir())]
     pub data_dir: PathBuf,
 
     /// Directory holding initdb and pg_ctl for the private cluster. When unset, PATH and
@@ -48,6 +52,11 @@ pub struct ServeConfig {
     #[arg(long, env = "RENTCHECK_REQUEST_TIMEOUT", default_value_t = 30)]
     pub request_timeout_secs: u64,
 
+    /// The address people and agents reach this server at, for printed and displayed URLs (the
+    /// token page's curl line). Default: http:// and the listen address, with loopback for 0.0.0.0.
+    #[arg(long, env = "RENTCHECK_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
     /// Where raw evidence bytes go: unset keeps them in PostgreSQL; `s3://bucket/prefix` (AWS_*
     /// variables for credentials, region and endpoint) or `file:///dir` keeps them in an object
     /// store and the row keeps the object's name (docs/operations.md).
@@ -70,6 +79,9 @@ pub struct AppConfig {
     pub max_upload: usize,
     pub request_timeout_secs: u64,
     pub secure_cookies: bool,
+    /// The server's address as people and agents use it, without a trailing slash
+    /// (`RENTCHECK_PUBLIC_URL`).
+    pub public_url: String,
 }
 
 impl Default for AppConfig {
@@ -78,16 +90,119 @@ impl Default for AppConfig {
             max_upload: 16 * 1024 * 1024,
             request_timeout_secs: 30,
             secure_cookies: false,
+            public_url: "http://127.0.0.1:8080".to_owned(),
         }
     }
 }
 
-impl From<&ServeConfig> for AppConfig {
-    fn from(c: &ServeConfig) -> Self {
-        Self {
+impl TryFrom<&ServeConfig> for AppConfig {
+    type Error = anyhow::Error;
+
+    /// Fails on a `RENTCHECK_PUBLIC_URL` nobody could use.
+    fn try_from(c: &ServeConfig) -> anyhow::Result<Self> {
+        Ok(Self {
             max_upload: c.max_upload,
             request_timeout_secs: c.request_timeout_secs,
             secure_cookies: c.secure_cookies,
+            public_url: public_url(c.public_url.as_deref(), c.addr)?,
+        })
+    }
+}
+
+/// The default data dir: `$XDG_DATA_HOME/rentcheck`; else, for root, `/var/lib/rentcheck` (the
+/// private cluster then runs as `postgres`, which cannot reach into `/root`); else
+/// `$HOME/.local/share/rentcheck`. Written here rather than taken from a crate: it is these three
+/// rules, and every path they give is absolute.
+pub fn default_data_dir() -> PathBuf {
+    let absolute = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    if let Some(data_home) = absolute("XDG_DATA_HOME") {
+        return data_home.join("rentcheck");
+    }
+    match absolute("HOME") {
+        Some(home) if !running_as_root() => home.join(".local/share/rentcheck"),
+        _ => PathBuf::from("/var/lib/rentcheck"),
+    }
+}
+
+/// Whether this process runs as root (`/proc/self` belongs to the process's effective user).
+pub fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+/// The URL people and agents use: `RENTCHECK_PUBLIC_URL` when set (checked, trailing slash removed),
+/// else `http://` and the listen address. An unspecified listen address (0.0.0.0, ::) is no place
+/// anyone can connect to, so the derived URL names loopback instead.
+pub fn public_url(configured: Option<&str>, listen: SocketAddr) -> anyhow::Result<String> {
+    let Some(text) = configured.map(str::trim).filter(|t| !t.is_empty()) else {
+        let ip = match listen.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        return Ok(format!("http://{}", SocketAddr::new(ip, listen.port())));
+    };
+    let wrong = |why: &str| anyhow::anyhow!("RENTCHECK_PUBLIC_URL {why}, e.g. http://gpu-lab.example.com:8080");
+    let url = reqwest::Url::parse(text).map_err(|e| wrong(&format!("is not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(wrong("must start with http:// or https://"));
+    }
+    let host = url.host_str().ok_or_else(|| wrong("needs a host"))?;
+    let ip = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>();
+    if ip.is_ok_and(|ip| ip.is_unspecified()) {
+        return Err(wrong("must name an address others can reach, not 0.0.0.0 or ::"));
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(wrong("must be a plain address without user, query or fragment"));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_public_url_defaults_to_the_listen_address_and_never_to_an_unspecified_one() {
+        assert_eq!(
+            public_url(None, addr("127.0.0.1:8080")).unwrap(),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(public_url(None, addr("0.0.0.0:9000")).unwrap(), "http://127.0.0.1:9000");
+        assert_eq!(public_url(None, addr("[::]:8080")).unwrap(), "http://[::1]:8080");
+        assert_eq!(public_url(None, addr("10.1.2.3:8080")).unwrap(), "http://10.1.2.3:8080");
+        assert_eq!(
+            public_url(Some("  "), addr("10.1.2.3:80")).unwrap(),
+            "http://10.1.2.3:80"
+        );
+    }
+
+    #[test]
+    fn a_configured_public_url_is_checked_and_loses_its_trailing_slash() {
+        let listen = addr("0.0.0.0:8080");
+        assert_eq!(
+            public_url(Some("https://rentcheck.example.com/"), listen).unwrap(),
+            "https://rentcheck.example.com"
+        );
+        assert_eq!(
+            public_url(Some("http://gpu-lab:8080/rentcheck/"), listen).unwrap(),
+            "http://gpu-lab:8080/rentcheck"
+        );
+        for (bad, says) in [
+            ("gpu-lab:8080", "http:// or https://"),
+            ("ftp://gpu-lab", "http:// or https://"),
+            ("http://0.0.0.0:8080", "not 0.0.0.0"),
+            ("http://[::]:8080", "not 0.0.0.0"),
+            ("http://gpu-lab:8080/?x=1", "without user, query or fragment"),
+            ("not a url", "is not a URL"),
+        ] {
+            let err = public_url(Some(bad), listen).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+            assert!(err.starts_with("RENTCHECK_PUBLIC_URL"), "{err}");
         }
     }
 }

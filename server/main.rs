@@ -11,7 +11,7 @@ use rentcheck::{
         users, Role,
     },
     collect,
-    config::{AppConfig, DbConfig, ServeConfig, TokenConfig},
+    config::{self, AppConfig, DbConfig, ServeConfig, TokenConfig},
     db::{self, Database},
     evidence,
     evidence_store::EvidenceStore,
@@ -60,9 +60,12 @@ enum Command {
         db: DbConfig,
         #[command(flatten)]
         tokens: TokenConfig,
-        /// The address the server listens on, for the printed URL.
+        /// The address the server listens on, for the printed URL when RENTCHECK_PUBLIC_URL is unset.
         #[arg(long, env = "RENTCHECK_ADDR", default_value = "127.0.0.1:8080")]
         addr: std::net::SocketAddr,
+        /// The address people reach the server at, for the printed URL.
+        #[arg(long, env = "RENTCHECK_PUBLIC_URL")]
+        public_url: Option<String>,
     },
     /// Mint and revoke bearer tokens.
     Token {
@@ -99,6 +102,10 @@ enum TokenAction {
         /// Limit the token to one brief (required for agent tokens).
         #[arg(long)]
         brief: Option<uuid::Uuid>,
+        /// Limit it further to one trial of the brief: evidence and ledger lines go there, and
+        /// nowhere else. Implies --brief.
+        #[arg(long)]
+        trial: Option<uuid::Uuid>,
         /// agent, or a role no higher than the user's own (default: the user's role).
         #[arg(long)]
         role: Option<String>,
@@ -135,7 +142,9 @@ async fn main() -> ExitCode {
     };
     let result = match command {
         Command::Serve { db, serve, tokens } => run_serve(db, serve, tokens).await,
-        Command::Migrate { db } => with_database(&db, |_| async { Ok("migrations applied".to_owned()) }).await,
+        Command::Migrate { db } => {
+            with_database(&db, "migrate", |_| async { Ok("migrations applied".to_owned()) }).await
+        }
         Command::User {
             action:
                 UserAction::Add {
@@ -150,36 +159,60 @@ async fn main() -> ExitCode {
                 TokenAction::Mint {
                     email,
                     brief,
+                    trial,
                     role,
                     ttl,
                     name,
                     db,
                     tokens,
                 },
-        } => mint_token(db, tokens, email, brief, role, ttl, name).await,
+        } => mint_token(db, tokens, email, (brief, trial), role, ttl, name).await,
         Command::Token {
             action: TokenAction::Revoke { jti, db },
         } => revoke_token(db, jti).await,
         Command::Collect(args) => collect::run(*args).await,
-        Command::Demo { db, tokens, addr } => run_demo(db, tokens, addr).await,
+        Command::Demo {
+            db,
+            tokens,
+            addr,
+            public_url,
+        } => run_demo(db, tokens, addr, public_url).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rentcheck: {e:#}");
+            eprintln!("rentcheck: {}", one_line(&e));
             ExitCode::FAILURE
         }
     }
 }
 
-/// Opens and migrates the database, runs `work`, prints its answer, and closes the database
-/// (stopping the private cluster if this command started it).
-async fn with_database<F, Fut>(db_config: &DbConfig, work: F) -> anyhow::Result<()>
+/// An error and its causes joined by ": ", skipping a cause whose text is already there: sqlx and
+/// thiserror errors often repeat their source in their own message, which `{:#}` would print twice.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// Opens and migrates the database, runs `work`, prints its answer, and closes the database. With
+/// the private cluster, `command` names this process in the data-dir lock: while a server runs, its
+/// cluster is used (and left running); while one is starting, this waits for it.
+async fn with_database<F, Fut>(db_config: &DbConfig, command: &str, work: F) -> anyhow::Result<()>
 where
     F: FnOnce(sqlx::PgPool) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<String>>,
 {
-    let database = Database::open(db_config).await?;
+    let database = Database::open(db_config, command).await?;
     let outcome = async {
         db::migrate(&database.pool).await?;
         work(database.pool.clone()).await
@@ -205,7 +238,7 @@ async fn add_user(db: DbConfig, email: String, role: String, password_stdin: boo
     } else {
         None
     };
-    with_database(&db, |pool| async move {
+    with_database(&db, "user add", |pool| async move {
         let (user, generated) = users::add(&pool, &email, role, password).await.map_err(describe)?;
         audit::record(&pool, "cli", "user.add", &user.email, json!({ "role": role.as_str() })).await?;
         Ok(match generated {
@@ -231,14 +264,14 @@ async fn mint_token(
     db: DbConfig,
     tokens: TokenConfig,
     email: String,
-    brief: Option<uuid::Uuid>,
+    (brief, trial): (Option<uuid::Uuid>, Option<uuid::Uuid>),
     role: Option<String>,
     ttl: String,
     name: Option<String>,
 ) -> anyhow::Result<()> {
     let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db.data_dir)?;
     let ttl = token::parse_ttl(&ttl).map_err(|m| anyhow::anyhow!("--ttl: {m}"))?;
-    with_database(&db, |pool| async move {
+    with_database(&db, "token mint", |pool| async move {
         let email = users::normalize_email(&email).map_err(|m| anyhow::anyhow!("--email {m}"))?;
         let user = users::by_email(&pool, &email)
             .await?
@@ -255,9 +288,25 @@ async fn mint_token(
             user.role,
             role.as_str()
         );
+        // A trial names its brief.
+        let brief = match trial {
+            Some(trial) => {
+                let found = rentcheck::trials::repo::get(&pool, trial)
+                    .await?
+                    .ok_or_else(|| anyhow::anyhow!("no trial {trial}"))?;
+                anyhow::ensure!(
+                    brief.is_none_or(|b| b == found.brief_id),
+                    "trial {trial} belongs to brief {}, not {}",
+                    found.brief_id,
+                    brief.unwrap_or_default()
+                );
+                Some(found.brief_id)
+            }
+            None => brief,
+        };
         anyhow::ensure!(
             role != Role::Agent || brief.is_some(),
-            "an agent token needs --brief ID"
+            "an agent token needs --brief ID (or --trial ID)"
         );
         if let Some(brief) = brief {
             anyhow::ensure!(
@@ -273,7 +322,7 @@ async fn mint_token(
                 subject: user.email.clone(),
                 role,
                 brief,
-                trial: None,
+                trial,
                 ttl,
                 created_by: Some(user.id),
             },
@@ -286,7 +335,7 @@ async fn mint_token(
             &brief
                 .map(|b| format!("brief:{b}"))
                 .unwrap_or_else(|| format!("user:{email}")),
-            json!({ "jti": row.jti, "role": role.as_str(), "expires_at": row.expires_at }),
+            json!({ "jti": row.jti, "role": role.as_str(), "trial": trial, "expires_at": row.expires_at }),
         )
         .await?;
         eprintln!("jti {} ({}), expires {}", row.jti, role.as_str(), row.expires_at);
@@ -296,7 +345,7 @@ async fn mint_token(
 }
 
 async fn revoke_token(db: DbConfig, jti: uuid::Uuid) -> anyhow::Result<()> {
-    with_database(&db, |pool| async move {
+    with_database(&db, "token revoke", |pool| async move {
         anyhow::ensure!(token::revoke(&pool, jti).await?, "no live token with jti {jti}");
         audit::record(&pool, "cli", "token.revoke", &format!("token:{jti}"), json!({})).await?;
         Ok(format!("revoked {jti}"))
@@ -304,14 +353,20 @@ async fn revoke_token(db: DbConfig, jti: uuid::Uuid) -> anyhow::Result<()> {
     .await
 }
 
-async fn run_demo(db: DbConfig, tokens: TokenConfig, addr: std::net::SocketAddr) -> anyhow::Result<()> {
+async fn run_demo(
+    db: DbConfig,
+    tokens: TokenConfig,
+    addr: std::net::SocketAddr,
+    public_url: Option<String>,
+) -> anyhow::Result<()> {
+    let public_url = config::public_url(public_url.as_deref(), addr)?;
     let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db.data_dir)?;
-    with_database(&db, |pool| async move {
+    with_database(&db, "demo", |pool| async move {
         let state = AppState::new(pool, AppConfig::default(), keys);
         let outcome = rentcheck::demo::load(&state).await.map_err(describe)?;
         Ok(format!(
             "demo brief {} ({}; evidence: {} sent, {} already there; ledger: {})\n\
-             open   http://{addr}/briefs/{}/review\n\
+             open   {public_url}/briefs/{}/review\n\
              login  {} / {}   (a manager; the password is new on every `rentcheck demo`)",
             outcome.brief_id,
             if outcome.created_brief {
@@ -343,21 +398,64 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
     // A wrong evidence-store setting stops the start, before the database is touched.
     let evidence_store = EvidenceStore::from_setting(serve.evidence_store.as_deref())?;
     tracing::info!(store = evidence_store.describe(), "raw evidence is kept in");
-    let database = Database::open(&db_config).await?;
+    let app_config = AppConfig::try_from(&serve)?;
+    let database = Database::open(&db_config, db::SERVE).await?;
     let outcome = async {
         db::migrate(&database.pool).await?;
         password::warm_up();
-        let state =
-            AppState::new(database.pool.clone(), AppConfig::from(&serve), keys).with_evidence_store(evidence_store);
-        let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
         let addr = listener.local_addr()?;
-        tracing::info!(%addr, "rentcheck is serving at http://{addr}");
+        if serve.public_url.is_none() && !addr.ip().is_loopback() {
+            tracing::warn!(
+                "listening on {addr} but RENTCHECK_PUBLIC_URL is unset: printed and displayed URLs say {}; \
+                 set it to the address agents and people use",
+                app_config.public_url
+            );
+        }
+        tracing::info!(%addr, "rentcheck is serving at {}", app_config.public_url);
+        let state = AppState::new(database.pool.clone(), app_config, keys).with_evidence_store(evidence_store);
+        let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
         let served = http::serve(listener, http::app(state), http::shutdown_signal()).await;
         compactor.abort();
         served?;
         anyhow::Ok(())
     }
     .await;
-    database.close_and_stop_cluster().await;
+    database.close().await;
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    /// An error that, like sqlx's, repeats its source in its own message.
+    #[derive(Debug)]
+    struct Repeats(std::io::Error);
+
+    impl std::fmt::Display for Repeats {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "error returned from database: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Repeats {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_error_prints_each_cause_once_on_one_line() {
+        let e = anyhow::Error::new(Repeats(std::io::Error::other("relation \"x\" already exists")))
+            .context("applying database migrations");
+        assert_eq!(
+            one_line(&e),
+            "applying database migrations: error returned from database: relation \"x\" already exists"
+        );
+        assert_eq!(
+            format!("{e:#}").matches("already exists").count(),
+            2,
+            "what `{{:#}}` printed"
+        );
+    }
 }

@@ -24,7 +24,7 @@ pub fn amount(d: Decimal) -> String {
     let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
     let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
     for (i, ch) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(ch);
@@ -53,7 +53,7 @@ pub fn count(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

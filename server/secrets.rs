@@ -27,6 +27,24 @@ pub fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Creates a private file (mode 0600) holding `contents` unless the file exists, and returns what
+/// the file holds: two processes that start together agree on one value. The text is written to a
+/// temporary file first and hard-linked into place, which fails if the name is taken, so nobody
+/// ever reads a half-written file.
+pub fn create_private_file_once(path: &std::path::Path, contents: &str) -> anyhow::Result<String> {
+    let temporary = path.with_extension(format!("tmp.{}", std::process::id()));
+    write_private_file(&temporary, contents)?;
+    let linked = std::fs::hard_link(&temporary, path);
+    let _ = std::fs::remove_file(&temporary);
+    match linked {
+        Ok(()) => Ok(contents.to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))
+        }
+        Err(e) => Err(anyhow::anyhow!("writing {}: {e}", path.display())),
+    }
+}
+
 /// SHA-256 of a secret, for storing lookup keys instead of the secret itself.
 pub fn sha256(data: &[u8]) -> Vec<u8> {
     use sha2::Digest;
@@ -103,14 +121,34 @@ impl TokenKeys {
         let secret = match std::fs::read_to_string(&path) {
             Ok(s) => s.trim().to_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let s = random_token();
-                write_private_file(&path, &s)?;
+                // Created once: two first starts must not each keep a different secret.
+                let s = create_private_file_once(&path, &random_token())?;
                 tracing::info!(path = %path.display(), "generated a token signing secret");
-                s
+                s.trim().to_owned()
             }
             Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
         };
         anyhow::ensure!(secret.len() >= MIN_SECRET_LEN, "{} is too short", path.display());
         Ok(Self::from_secret(secret.as_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_file_created_once_keeps_the_first_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jwt-secret");
+        assert_eq!(create_private_file_once(&path, "first").unwrap(), "first");
+        assert_eq!(create_private_file_once(&path, "second").unwrap(), "first");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary file is left"
+        );
     }
 }

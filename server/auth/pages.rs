@@ -27,6 +27,7 @@ use crate::{
     error::AppError,
     secrets,
     state::AppState,
+    trials::service as trials,
     web::{
         auth::{csrf_failure, CsrfForm, PageUser, CSRF_FIELD},
         extract::{ApiQuery, HtmlForm, Path},
@@ -269,14 +270,16 @@ async fn setup(
 struct TokenLine {
     jti: String,
     name: String,
+    /// The trial it is scoped to, or "any trial".
+    trial: String,
     created: String,
     expires: String,
     last_used: String,
     state: &'static str,
 }
 
-impl From<&TokenRow> for TokenLine {
-    fn from(t: &TokenRow) -> Self {
+impl TokenLine {
+    fn new(t: &TokenRow, trials: &[(Uuid, String)]) -> Self {
         let when = |d: chrono::DateTime<chrono::Utc>| d.format("%Y-%m-%d %H:%M UTC").to_string();
         let state = if t.revoked_at.is_some() {
             "revoked"
@@ -288,6 +291,14 @@ impl From<&TokenRow> for TokenLine {
         Self {
             jti: t.jti.to_string(),
             name: t.name.clone(),
+            trial: match t.trial_id {
+                Some(id) => trials
+                    .iter()
+                    .find(|(t, _)| *t == id)
+                    .map(|(_, n)| n.clone())
+                    .unwrap_or_default(),
+                None => "any trial".to_owned(),
+            },
             created: when(t.created_at),
             expires: when(t.expires_at),
             last_used: t.last_used_at.map(when).unwrap_or_else(|| "never".into()),
@@ -303,52 +314,58 @@ struct TokensPage {
     brief_id: String,
     brief_name: String,
     tokens: Vec<TokenLine>,
+    /// (id, name) of the brief's trials, for the mint form's choice.
+    trials: Vec<(String, String)>,
     minted: Option<String>,
     curl_example: String,
+    collect_example: String,
     error: String,
+}
+
+/// What a token was just minted as: the signed token and the trial it is scoped to.
+struct Minted {
+    token: String,
+    trial: Option<Uuid>,
 }
 
 async fn tokens_view(
     state: &AppState,
     user: &PageUser,
     brief_id: uuid::Uuid,
-    minted: Option<String>,
+    minted: Option<Minted>,
     base_url: &str,
     error: String,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let brief = briefs::load(&state.pool, brief_id).await?;
+    let trials = trials::names(state, brief_id).await?;
     let tokens = token::list_for_brief(&state.pool, brief_id).await?;
+    // A token for one trial needs no `trial`; one for any trial of a brief with several must name one.
+    let trial_query = match (minted.as_ref().and_then(|m| m.trial), trials.as_slice()) {
+        (None, [first, _, ..]) => format!("&trial={}", first.0),
+        _ => String::new(),
+    };
     let curl_example = format!(
-        "curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @gpus.txt \\\n  \
-         \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1\"",
+        "nvidia-smi -L | curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @- \\\n  \
+         \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1{trial_query}\"",
     );
+    let collect_example = format!("rentcheck collect --server {base_url} --brief {brief_id}");
     render(&TokensPage {
         ctx: user.into(),
         brief_id: brief_id.to_string(),
         brief_name: brief.fields.name,
-        tokens: tokens.iter().map(TokenLine::from).collect(),
-        minted,
+        tokens: tokens.iter().map(|t| TokenLine::new(t, &trials)).collect(),
+        trials: trials.iter().map(|(id, name)| (id.to_string(), name.clone())).collect(),
+        minted: minted.map(|m| m.token),
         curl_example,
+        collect_example,
         error,
     })
 }
 
-fn base_url(headers: &HeaderMap, secure: bool) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1:8080");
-    format!("{}://{host}", if secure { "https" } else { "http" })
-}
-
-async fn tokens_page(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    user: PageUser,
-    Path(id): Path<Uuid>,
-) -> PageResult<Response> {
-    let base = base_url(&headers, state.config.secure_cookies);
+async fn tokens_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+    // The address agents use (RENTCHECK_PUBLIC_URL), not the Host this browser happened to use.
+    let base = state.config.public_url.clone();
     tokens_view(&state, &user, id, None, &base, String::new()).await
 }
 
@@ -356,13 +373,22 @@ pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
 
 async fn mint_token(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<Uuid>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
-    let base = base_url(&headers, state.config.secure_cookies);
+    let base = state.config.public_url.clone();
     briefs::load(&state.pool, id).await?;
+    let trial = match form.get("trial").map(|t| t.trim()).filter(|t| !t.is_empty()) {
+        None => None,
+        Some(t) => {
+            let known = trials::names(&state, id).await?;
+            match Uuid::parse_str(t).ok().filter(|t| known.iter().any(|(k, _)| k == t)) {
+                Some(t) => Some(t),
+                None => return tokens_view(&state, &user, id, None, &base, "Pick a trial of this brief.".into()).await,
+            }
+        }
+    };
     let name = form.get("name").map(|n| n.trim().to_owned()).unwrap_or_default();
     let ttl_text = form.get("ttl").cloned().unwrap_or_else(|| "30d".into());
     let ttl = match token::parse_ttl(&ttl_text) {
@@ -388,7 +414,7 @@ async fn mint_token(
             subject: user.0.email.clone(),
             role: Role::Agent,
             brief: Some(id),
-            trial: None,
+            trial,
             ttl,
             created_by: Some(user.0.id),
         },
@@ -399,10 +425,11 @@ async fn mint_token(
         &user.0.email,
         "token.mint",
         &format!("brief:{id}"),
-        json!({ "jti": row.jti, "name": name, "role": "agent", "expires_at": row.expires_at }),
+        json!({ "jti": row.jti, "name": name, "role": "agent", "trial": trial, "expires_at": row.expires_at }),
     )
     .await?;
-    let mut response = tokens_view(&state, &user, id, Some(signed), &base, String::new()).await?;
+    let minted = Minted { token: signed, trial };
+    let mut response = tokens_view(&state, &user, id, Some(minted), &base, String::new()).await?;
     // The token is on this page once; keep it out of caches and history.
     response
         .headers_mut()

@@ -1,6 +1,6 @@
 //! The review decision: expand / reserve / dedicate / scale / stop, computed from the brief, the
 //! card's evaluated criteria, the newest evidence metrics and the ledger. A pure function: the page,
-//! the JSON API and the decision record all call `decide`. The rules are ../shared/docs/decision.md,
+//! the JSON API and the decision record all call `decide`. The rules are docs/decision.md,
 //! applied in order; the first that matches decides and every rule that matched is a reason.
 
 use std::collections::BTreeMap;

@@ -36,11 +36,12 @@ const GROUND: [&str; 8] = [
     "ledger::model",
     "ledger::csv",
 ];
-const CORE: [&str; 13] = [
+const CORE: [&str; 14] = [
     "error",
     "state",
     "config",
     "db",
+    "db::lock",
     "telemetry",
     "secrets",
     "evidence_store",

@@ -23,6 +23,7 @@ mod evidence_api;
 mod evidence_metrics_compaction;
 mod evidence_object_store;
 mod evidence_pages;
+mod first_run;
 mod hostile_input;
 mod ledger;
 mod ledger_api;
