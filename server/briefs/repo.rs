@@ -2,10 +2,12 @@
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
+use serde_json::{Map, Value};
 use sqlx::{types::Json, FromRow, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{Brief, BriefFields, Targets};
+use crate::sizing::ArchitectureFields;
 
 #[derive(FromRow)]
 struct BriefRow {
@@ -37,6 +39,10 @@ struct BriefRow {
     trial_gpu: Option<String>,
     trial_gpu_count: Option<i32>,
     k8s_manifest: Option<String>,
+    model_config: Option<Json<Map<String, Value>>>,
+    architecture: Json<ArchitectureFields>,
+    expected_peak_rps: Option<f64>,
+    api_price_per_million_tokens: Option<Decimal>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -80,6 +86,10 @@ impl TryFrom<BriefRow> for Brief {
                 trial_gpu: r.trial_gpu,
                 trial_gpu_count: r.trial_gpu_count,
                 k8s_manifest: r.k8s_manifest,
+                model_config: r.model_config.map(|j| j.0),
+                architecture: r.architecture.0,
+                expected_peak_rps: r.expected_peak_rps,
+                api_price_per_million_tokens: r.api_price_per_million_tokens.map(|d| d.normalize()),
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -90,9 +100,10 @@ impl TryFrom<BriefRow> for Brief {
 const COLUMNS: &str = "id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b, \
     precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary, \
     needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job, \
-    currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest, created_at, updated_at";
+    currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest, model_config, architecture, \
+    expected_peak_rps, api_price_per_million_tokens, created_at, updated_at";
 
-/// Binds the 27 writable columns in `COLUMNS` order (after `id`) as $2..$28.
+/// Binds the 31 writable columns in `COLUMNS` order (after `id`) as $2..$32.
 macro_rules! bind_fields {
     ($query:expr, $f:expr) => {
         $query
@@ -123,6 +134,10 @@ macro_rules! bind_fields {
             .bind(&$f.trial_gpu)
             .bind($f.trial_gpu_count)
             .bind(&$f.k8s_manifest)
+            .bind($f.model_config.as_ref().map(Json))
+            .bind(Json(&$f.architecture))
+            .bind($f.expected_peak_rps)
+            .bind($f.api_price_per_million_tokens)
     };
 }
 
@@ -142,9 +157,10 @@ pub async fn insert_with_id(
         "INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b, \
          precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary, \
          needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job, \
-         currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest) \
+         currency, cost_unit, allocation_boundary, trial_gpu, trial_gpu_count, k8s_manifest, model_config, \
+         architecture, expected_peak_rps, api_price_per_million_tokens) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-         $21, $22, $23, $24, $25, $26, $27, $28) ON CONFLICT (id) DO NOTHING RETURNING {COLUMNS}"
+         $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32) ON CONFLICT (id) DO NOTHING RETURNING {COLUMNS}"
     );
     let row: Option<BriefRow> = bind_fields!(sqlx::query_as(&sql).bind(id), fields)
         .fetch_optional(db)
@@ -161,6 +177,7 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
          needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20, \
          fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24, \
          allocation_boundary = $25, trial_gpu = $26, trial_gpu_count = $27, k8s_manifest = $28, \
+         model_config = $29, architecture = $30, expected_peak_rps = $31, api_price_per_million_tokens = $32, \
          updated_at = now() WHERE id = $1 RETURNING {COLUMNS}"
     );
     let row: Option<BriefRow> = bind_fields!(sqlx::query_as(&sql).bind(id), fields)
