@@ -595,14 +595,11 @@ fn resolve_moe(r: &mut Resolver<'_>) -> Option<Moe> {
         cat.map(|m| m.experts_per_token),
     );
     let total = r.req.params_b * 1e9;
-    if let Some(a) = f.active_params_b {
-        if a > r.req.params_b {
-            r.problem(
-                "active_params_b",
-                format!("must be at most params_b ({})", r.req.params_b),
-            );
-            return None;
-        }
+    if f.active_params_b.is_some_and(|a| a > r.req.params_b) {
+        r.problem(
+            "active_params_b",
+            format!("must be at most params_b ({})", r.req.params_b),
+        );
     }
     let (e, k) = match (e, k) {
         (Some(e), Some(k)) if k <= e => (e, k),
@@ -638,7 +635,7 @@ fn resolve_moe(r: &mut Resolver<'_>) -> Option<Moe> {
     let share = f64::from(k) / f64::from(e);
     let expert_params = if let Some(a) = f.active_params_b {
         // active = shared + experts × k/E and total = shared + experts.
-        (share < 1.0).then(|| ((total - a * 1e9) / (1.0 - share)).clamp(0.0, total))
+        (share < 1.0).then(|| ((total - (a * 1e9).min(total)) / (1.0 - share)).clamp(0.0, total))
     } else if let Some(p) = r.config.expert_params {
         if p > total {
             r.notes.push(format!(
