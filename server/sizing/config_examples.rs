@@ -7,8 +7,6 @@
 use serde_json::{Map, Value};
 
 use super::model_config::{self, LayerWindow};
-use super::parallelism::tp_valid;
-use super::precision::{self, Support};
 use super::tests::{close, option, RT};
 use super::*;
 
@@ -80,45 +78,9 @@ fn within_2_pct(actual: f64, hand: f64) {
     );
 }
 
-/// Every option the engine calls fitting can load: a valid tensor-parallel degree and a
-/// precision the GPU runs.
 #[track_caller]
 fn every_fitting_option_loads(input: &SizingInput, s: &Sizing) {
-    let a = &input.architecture;
-    let mut fitting = 0;
-    for o in s.options.iter().filter(|o| o.fits) {
-        fitting += 1;
-        let g = gpu_by_name(&o.gpu).unwrap();
-        assert!(
-            tp_valid(o.tensor_parallel, a.num_attention_heads, a.num_kv_heads),
-            "{} TP {}",
-            o.gpu,
-            o.tensor_parallel
-        );
-        assert_eq!(
-            o.tensor_parallel * o.pipeline_parallel,
-            if o.load_note
-                .as_deref()
-                .is_some_and(|n| n.contains("data-parallel attention"))
-            {
-                1
-            } else {
-                o.count * g.devices_per_card
-            },
-            "{}",
-            o.gpu
-        );
-        assert!(
-            !matches!(
-                precision::support(input.precision, a.moe.is_some(), g),
-                Support::Refused { .. }
-            ),
-            "{} cannot run {}",
-            o.gpu,
-            input.precision.as_str()
-        );
-    }
-    assert!(fitting > 0);
+    assert!(super::tests::fitting_options_load(input, s) > 0);
 }
 
 #[test]

@@ -21,6 +21,47 @@ pub(super) fn option<'a>(s: &'a Sizing, gpu: &str) -> &'a SizingOption {
 
 pub(super) const RT: WorkloadKind = WorkloadKind::RealtimeInference;
 
+/// Checks that every option the engine calls fitting can load — a valid tensor-parallel
+/// degree, TP × PP = the devices (data-parallel attention: TP 1 × PP 1), a precision the GPU
+/// runs — and returns how many fit.
+#[track_caller]
+pub(super) fn fitting_options_load(input: &SizingInput, s: &Sizing) -> usize {
+    let a = &input.architecture;
+    let mut fitting = 0;
+    for o in s.options.iter().filter(|o| o.fits) {
+        fitting += 1;
+        let g = gpu_by_name(&o.gpu).unwrap();
+        assert!(
+            parallelism::tp_valid(o.tensor_parallel, a.num_attention_heads, a.num_kv_heads),
+            "{} TP {}",
+            o.gpu,
+            o.tensor_parallel
+        );
+        let dp_attention = o
+            .load_note
+            .as_deref()
+            .is_some_and(|n| n.contains("data-parallel attention"));
+        let training = matches!(input.workload_kind, WorkloadKind::Training | WorkloadKind::Finetune);
+        let devices = if dp_attention || training {
+            1
+        } else {
+            o.count * g.devices_per_card
+        };
+        assert_eq!(o.tensor_parallel * o.pipeline_parallel, devices, "{}", o.gpu);
+        assert!(o.pipeline_parallel <= a.num_layers, "{}", o.gpu);
+        assert!(
+            !matches!(
+                precision::support(input.precision, a.moe.is_some(), g),
+                precision::Support::Refused { .. }
+            ),
+            "{} cannot run {}",
+            o.gpu,
+            input.precision.as_str()
+        );
+    }
+    fitting
+}
+
 #[test]
 fn catalogues_parse_and_kv_bytes_match_the_architecture() {
     let (m, g) = raw_csvs();
@@ -269,4 +310,20 @@ fn extreme_validated_inputs_stay_finite() {
             }
         }
     }
+}
+
+#[test]
+fn no_fitting_option_is_one_the_engine_would_refuse_to_load() {
+    let mut fitting = 0;
+    for m in models() {
+        for p in Precision::ALL {
+            for kind in [RT, WorkloadKind::Training] {
+                for (ctx, conc) in [(4096, 1), (131_072, 32)] {
+                    let i = SizingInput::from_catalog(kind, p, m, ctx, conc);
+                    fitting += fitting_options_load(&i, &size(&i));
+                }
+            }
+        }
+    }
+    assert!(fitting > 1000, "{fitting}");
 }
