@@ -78,6 +78,12 @@
 //!   weight shard plus its KV shard at the full context. MoE weights read per step = shared
 //!   weights + experts × `1 − (1 − k/E)^concurrency` (= the active parameters at concurrency 1).
 //!   0 for training and fine-tuning (no decode).
+//!
+//! # For pages
+//! What a pasted config.json gave: [`model_config::read`] (or the first of
+//! `Sizing::architecture_notes`). Predicted KV capacity beside vLLM's logged one
+//! (`serving.kv_cache_tokens`, `serving.max_concurrency`): [`kv_capacity`] for the trial's GPU,
+//! count and `gpu_memory_utilization`.
 
 pub mod architecture;
 mod catalog;

@@ -237,6 +237,11 @@ fn join_numbers(n: &[u32]) -> String {
 /// mixtures of experts (vLLM's advice for DeepSeek-style models: with tensor parallelism every
 /// GPU holds the whole latent cache), then a higher `--gpu-memory-utilization`.
 fn one_node_setting(fp: &Footprint, gpu: &GpuSpec, base: &Placement) -> Option<(Placement, Evaluation, String)> {
+    // The settings are a serving engine's (vLLM); training, fine-tuning and media without a KV
+    // cache have none to offer.
+    if !matches!(fp.split, Split::KvHeads { per_seq, .. } if per_seq > 0.0) {
+        return None;
+    }
     let devices = base.count * gpu.devices_per_card;
     let mut tries = Vec::new();
     if fp.dp_attention.is_some() && devices > 1 {

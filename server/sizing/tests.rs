@@ -48,6 +48,13 @@ pub(super) fn fitting_options_load(input: &SizingInput, s: &Sizing) -> usize {
             o.count * g.devices_per_card
         };
         assert_eq!(o.tensor_parallel * o.pipeline_parallel, devices, "{}", o.gpu);
+        // Serving-engine settings are never offered to training and fine-tuning.
+        assert!(
+            !training || !o.load_note.as_deref().unwrap_or_default().contains("--"),
+            "{}: {:?}",
+            o.gpu,
+            o.load_note
+        );
         assert!(o.pipeline_parallel <= a.num_layers, "{}", o.gpu);
         assert!(
             !matches!(
