@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -248,6 +249,56 @@ impl<'a> FieldReader<'a> {
             None
         } else {
             Some(v)
+        }
+    }
+
+    /// A whole number from 0 to `max` (layer counts, where 0 switches a config's window off).
+    pub fn count(&mut self, field: &str, max: i64) -> Option<u32> {
+        let v = self.read(field, Raw::integer)?;
+        if !(0..=max).contains(&v) {
+            self.fail(field, format!("must be a whole number from 0 to {max}"));
+            return None;
+        }
+        u32::try_from(v).ok()
+    }
+
+    pub fn positive_u32(&mut self, field: &str, max: i64) -> Option<u32> {
+        self.positive_integer(field, max).and_then(|v| u32::try_from(v).ok())
+    }
+
+    pub fn positive_u64(&mut self, field: &str, max: i64) -> Option<u64> {
+        self.positive_integer(field, max).and_then(|v| u64::try_from(v).ok())
+    }
+
+    /// A decimal string (money, a rate): not negative, at most `max`, at most 6 decimal places.
+    /// Never a float; a currency sign or a thousands separator is refused with a message that says so.
+    pub fn money(&mut self, field: &str, max: i64) -> Option<Decimal> {
+        let text = match self.input.raw(field) {
+            Raw::Absent => return None,
+            Raw::Json(Value::String(s)) => s.trim().to_owned(),
+            Raw::FormText(s) => s.trim().to_owned(),
+            Raw::Json(_) => {
+                self.fail(field, "must be a decimal string such as \"0.25\"");
+                return None;
+            }
+        };
+        match text.parse::<Decimal>() {
+            Ok(d) if d.is_sign_negative() => {
+                self.fail(field, "must not be negative");
+                None
+            }
+            Ok(d) if d > Decimal::from(max) || d.scale() > 6 => {
+                self.fail(field, format!("must be at most {max} with at most 6 decimal places"));
+                None
+            }
+            Ok(d) => Some(d.normalize()),
+            Err(_) => {
+                self.fail(
+                    field,
+                    "must be a decimal number such as 0.25 (no currency sign, no thousands separator)",
+                );
+                None
+            }
         }
     }
 }

@@ -2,17 +2,25 @@
 //!
 //! Input arrives two ways — a JSON object from the API or string fields from an HTML form — and
 //! both go through the same `validate`, which reports every bad field at once.
+//!
+//! The architecture a brief is sized with comes from its explicit fields, its `model_config`
+//! (the model's config.json, kept as given) and its catalogue row, in that order
+//! ([`sizing::resolve`]); what that resolution refuses is a field error here, what it notes
+//! ends in the sizing's `architecture_notes`.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::{
-    sizing::{self, ModelSpec, Precision, Sizing, SizingInput, WorkloadKind},
+    sizing::{
+        self, architecture::ARCHITECTURE_FIELDS, model_config, ArchitectureFields, ArchitectureRequest, ModelSpec,
+        Precision, Resolved, Sizing, SizingInput, WorkloadKind,
+    },
     text_enum,
     validation::{FieldError, FieldReader as Checker, Input, Raw},
 };
@@ -37,6 +45,12 @@ pub const MAX_PERSIST_ITEMS: usize = 20;
 pub const MAX_PARAMS_B: f64 = 10_000.0;
 pub const MAX_CONTEXT: i64 = 10_000_000;
 pub const MAX_CONCURRENCY: i64 = 100_000;
+/// A config.json is a few KiB (Llama 4's is under 4 KiB); long `quantization_config` ignore
+/// lists stay far below this.
+pub const MAX_MODEL_CONFIG_BYTES: usize = 256 * 1024;
+pub const MAX_PEAK_RPS: f64 = 1e9;
+/// Money fields: at most this much, with at most six decimal places.
+pub const MAX_MONEY: i64 = 1_000_000_000;
 
 /// Latency and throughput targets; each is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -100,6 +114,11 @@ pub struct BriefFields {
     pub num_layers: Option<i32>,
     pub num_kv_heads: Option<i32>,
     pub head_dim: Option<i32>,
+    /// The model's Hugging Face config.json, as given.
+    pub model_config: Option<Map<String, Value>>,
+    /// The architecture fields the brief states (api.md names, flat in the JSON).
+    #[serde(flatten)]
+    pub architecture: ArchitectureFields,
     pub targets: Targets,
     pub data_boundary: DataBoundary,
     pub needs_host_control: bool,
@@ -115,6 +134,11 @@ pub struct BriefFields {
     pub trial_gpu: Option<String>,
     pub trial_gpu_count: Option<i32>,
     pub k8s_manifest: Option<String>,
+    /// Expected peak traffic, requests per second (trials: replicas needed at the SLO).
+    pub expected_peak_rps: Option<f64>,
+    /// A managed model API's price per million tokens, for the break-even (trials).
+    #[serde(with = "rust_decimal::serde::str_option")]
+    pub api_price_per_million_tokens: Option<Decimal>,
 }
 
 /// A stored brief.
@@ -133,25 +157,46 @@ impl BriefFields {
         self.catalog_model.as_deref().and_then(sizing::model_by_hf_id)
     }
 
-    /// Architecture numbers for sizing: explicit fields win over the catalogue entry.
+    /// What [`sizing::resolve`] works from: the explicit fields, the config.json and the
+    /// catalogue row.
+    pub fn architecture_request(&self) -> ArchitectureRequest<'_> {
+        let positive = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok());
+        ArchitectureRequest {
+            params_b: self.params_b,
+            precision: self.precision,
+            num_layers: positive(self.num_layers),
+            num_kv_heads: positive(self.num_kv_heads),
+            head_dim: positive(self.head_dim),
+            fields: &self.architecture,
+            model_config: self.model_config.as_ref(),
+            catalog: self.catalog_entry(),
+        }
+    }
+
+    /// The architecture the brief is sized with, and what resolving it noted.
+    pub fn resolved_architecture(&self) -> Resolved {
+        sizing::resolve(&self.architecture_request())
+    }
+
+    /// The sizing request. A stored brief was valid when saved; should a later rule refuse
+    /// it, the refusal becomes a note instead of an error page.
     pub fn sizing_input(&self) -> SizingInput {
-        let catalog = self.catalog_entry();
-        let pick = |explicit: Option<i32>, from_catalog: Option<u32>| -> u32 {
-            explicit
-                .and_then(|v| u32::try_from(v).ok())
-                .or(from_catalog)
-                .unwrap_or(1)
-        };
+        let resolved = self.resolved_architecture();
+        let mut notes = resolved.notes;
+        notes.extend(
+            resolved
+                .problems
+                .iter()
+                .map(|p| format!("{} {} (edit the brief to fix it)", p.field, p.message)),
+        );
         SizingInput {
             workload_kind: self.workload_kind,
             precision: self.precision,
             params_b: self.params_b,
             context_length: self.context_length.unsigned_abs(),
             concurrency: self.concurrency.unsigned_abs(),
-            num_layers: pick(self.num_layers, catalog.map(|m| m.num_layers)),
-            num_kv_heads: pick(self.num_kv_heads, catalog.map(|m| m.num_kv_heads)),
-            head_dim: pick(self.head_dim, catalog.map(|m| m.head_dim)),
-            catalog_model: catalog,
+            architecture: resolved.architecture,
+            architecture_notes: notes,
         }
     }
 
@@ -194,7 +239,39 @@ impl BriefFields {
             ("trial_gpu".to_owned(), opt(&self.trial_gpu)),
             ("trial_gpu_count".to_owned(), num(self.trial_gpu_count)),
             ("k8s_manifest".to_owned(), opt(&self.k8s_manifest)),
+            (
+                "model_config".to_owned(),
+                self.model_config
+                    .as_ref()
+                    .and_then(|c| serde_json::to_string_pretty(c).ok())
+                    .unwrap_or_default(),
+            ),
+            (
+                "expected_peak_rps".to_owned(),
+                self.expected_peak_rps.map(|v| v.to_string()).unwrap_or_default(),
+            ),
+            (
+                "api_price_per_million_tokens".to_owned(),
+                self.api_price_per_million_tokens
+                    .map(|d| d.to_string())
+                    .unwrap_or_default(),
+            ),
         ]);
+        let a = &self.architecture;
+        let mut arch = |field: &str, v: Option<String>| {
+            m.insert(field.to_owned(), v.unwrap_or_default());
+        };
+        arch("num_attention_heads", a.num_attention_heads.map(|v| v.to_string()));
+        arch("kv_lora_rank", a.kv_lora_rank.map(|v| v.to_string()));
+        arch("qk_rope_head_dim", a.qk_rope_head_dim.map(|v| v.to_string()));
+        arch("sliding_window", a.sliding_window.map(|v| v.to_string()));
+        arch("sliding_window_layers", a.sliding_window_layers.map(|v| v.to_string()));
+        arch("layer_types", a.layer_types.as_ref().map(|t| t.join(", ")));
+        arch("attention_chunk_size", a.attention_chunk_size.map(|v| v.to_string()));
+        arch("chunked_layers", a.chunked_layers.map(|v| v.to_string()));
+        arch("num_experts", a.num_experts.map(|v| v.to_string()));
+        arch("experts_per_token", a.experts_per_token.map(|v| v.to_string()));
+        arch("active_params_b", a.active_params_b.map(|v| v.to_string()));
         if self.needs_host_control {
             m.insert("needs_host_control".into(), "on".into());
         }
@@ -216,7 +293,7 @@ pub type BriefInput<'a> = Input<'a>;
 /// Fields the API returns that a client may send back unchanged in a PUT; they are ignored.
 const READ_ONLY_FIELDS: [&str; 5] = ["id", "sizing", "status", "created_at", "updated_at"];
 
-const BRIEF_FIELDS: [&str; 28] = [
+const BRIEF_FIELDS: [&str; 31] = [
     "name",
     "owner",
     "workload_kind",
@@ -244,9 +321,46 @@ const BRIEF_FIELDS: [&str; 28] = [
     "trial_gpu",
     "trial_gpu_count",
     "k8s_manifest",
+    "model_config",
+    "expected_peak_rps",
+    "api_price_per_million_tokens",
     // Form-only: which submit button was pressed.
     "intent",
 ];
+
+/// The model's config.json: a JSON object from the API, JSON text from the form.
+fn read_model_config(c: &mut Checker<'_>) -> Option<Map<String, Value>> {
+    const FIELD: &str = "model_config";
+    let value = match c.input.raw(FIELD) {
+        Raw::Absent => return None,
+        Raw::Json(v) => v.clone(),
+        Raw::FormText(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v) => v,
+            Err(e) => {
+                c.fail(FIELD, format!("is not valid JSON ({e})"));
+                return None;
+            }
+        },
+    };
+    let Value::Object(map) = value else {
+        c.fail(FIELD, "must be a JSON object: the model's config.json");
+        return None;
+    };
+    // Its size as stored (compact JSON), whatever the spacing it came with.
+    let bytes = serde_json::to_vec(&map).map_or(usize::MAX, |v| v.len());
+    if bytes > MAX_MODEL_CONFIG_BYTES {
+        c.fail(
+            FIELD,
+            format!(
+                "is {} KiB; a config.json is a few KiB and at most {} KiB is kept",
+                bytes.div_ceil(1024),
+                MAX_MODEL_CONFIG_BYTES / 1024
+            ),
+        );
+        return None;
+    }
+    Some(map)
+}
 
 fn names<T: Copy>(all: &[T], name: fn(&T) -> &'static str) -> Vec<&'static str> {
     all.iter().map(name).collect()
@@ -258,7 +372,11 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
 
     if let BriefInput::Json(map) = input {
         for key in map.keys() {
-            if !BRIEF_FIELDS.contains(&key.as_str()) && !READ_ONLY_FIELDS.contains(&key.as_str()) {
+            let key_str = key.as_str();
+            if !BRIEF_FIELDS.contains(&key_str)
+                && !ARCHITECTURE_FIELDS.contains(&key_str)
+                && !READ_ONLY_FIELDS.contains(&key_str)
+            {
                 c.fail(key, "is not a brief field");
             }
         }
@@ -321,15 +439,52 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
         c.fail("concurrency", "is required");
     }
     let arch = |c: &mut Checker<'_>, field: &str, max: i64| -> Option<i32> {
-        let v = c.positive_integer(field, max).and_then(|v| i32::try_from(v).ok());
-        if v.is_none() && !catalog_known && matches!(input.raw(field), Raw::Absent) {
-            c.fail(field, "is required unless a catalogue model gives it");
-        }
-        v
+        c.positive_integer(field, max).and_then(|v| i32::try_from(v).ok())
     };
     let num_layers = arch(&mut c, "num_layers", 1_000);
     let num_kv_heads = arch(&mut c, "num_kv_heads", 1_024);
     let head_dim = arch(&mut c, "head_dim", 4_096);
+    let model_config = read_model_config(&mut c);
+    let max_layers = model_config::MAX_LAYERS as i64;
+    let max_tokens = model_config::MAX_TOKENS as i64;
+    let layer_types = c.read("layer_types", Raw::list);
+    if layer_types
+        .as_ref()
+        .is_some_and(|t| t.len() > model_config::MAX_LAYERS as usize)
+    {
+        c.fail("layer_types", format!("must have at most {max_layers} entries"));
+    }
+    let architecture = ArchitectureFields {
+        num_attention_heads: c.positive_u32("num_attention_heads", model_config::MAX_HEADS as i64),
+        kv_lora_rank: c.positive_u32("kv_lora_rank", model_config::MAX_WIDTH as i64),
+        qk_rope_head_dim: c.positive_u32("qk_rope_head_dim", model_config::MAX_HEAD_DIM as i64),
+        sliding_window: c.positive_u64("sliding_window", max_tokens),
+        sliding_window_layers: c.count("sliding_window_layers", max_layers),
+        layer_types,
+        attention_chunk_size: c.positive_u64("attention_chunk_size", max_tokens),
+        chunked_layers: c.count("chunked_layers", max_layers),
+        num_experts: c.positive_u32("num_experts", model_config::MAX_EXPERTS as i64),
+        experts_per_token: c.positive_u32("experts_per_token", model_config::MAX_EXPERTS as i64),
+        active_params_b: c.positive_number("active_params_b", MAX_PARAMS_B),
+    };
+    // The architecture as the brief, its config.json and its catalogue row give it: what that
+    // refuses is named on its field (one error per field).
+    let positive = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok());
+    let resolved = sizing::resolve(&ArchitectureRequest {
+        params_b: params_b.unwrap_or(MAX_PARAMS_B),
+        precision: precision.unwrap_or(Precision::Bf16),
+        num_layers: positive(num_layers),
+        num_kv_heads: positive(num_kv_heads),
+        head_dim: positive(head_dim),
+        fields: &architecture,
+        model_config: model_config.as_ref(),
+        catalog,
+    });
+    for p in resolved.problems {
+        if !c.errors.iter().any(|e| e.field == p.field) {
+            c.fail(&p.field, p.message);
+        }
+    }
 
     let mut targets = Targets::default();
     for field in TARGET_FIELDS {
@@ -359,15 +514,7 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
     }
     let restore_plan = c.text("restore_plan", MAX_LONG_TEXT);
     let fallback_plan = c.text("fallback_plan", MAX_LONG_TEXT);
-    let max_cost_per_job = match input.raw("max_cost_per_job") {
-        Raw::Absent => None,
-        Raw::Json(Value::String(s)) => parse_money(&mut c, s),
-        Raw::FormText(s) => parse_money(&mut c, s),
-        Raw::Json(_) => {
-            c.fail("max_cost_per_job", "must be a decimal string such as \"0.25\"");
-            None
-        }
-    };
+    let max_cost_per_job = c.money("max_cost_per_job", MAX_MONEY);
     let currency = c.text("currency", MAX_SHORT_TEXT).map(|s| s.to_ascii_uppercase());
     if let Some(cur) = &currency {
         if cur.len() != 3 || !cur.chars().all(|ch| ch.is_ascii_alphabetic()) {
@@ -398,6 +545,8 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
         }
     });
     let k8s_manifest = c.text("k8s_manifest", MAX_MANIFEST);
+    let expected_peak_rps = c.positive_number("expected_peak_rps", MAX_PEAK_RPS);
+    let api_price_per_million_tokens = c.money("api_price_per_million_tokens", MAX_MONEY);
 
     if !c.errors.is_empty() {
         return Err(c.errors);
@@ -443,6 +592,8 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
         num_layers,
         num_kv_heads,
         head_dim,
+        model_config,
+        architecture,
         targets,
         data_boundary,
         needs_host_control,
@@ -457,28 +608,9 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
         trial_gpu,
         trial_gpu_count,
         k8s_manifest,
+        expected_peak_rps,
+        api_price_per_million_tokens,
     })
-}
-
-fn parse_money(c: &mut Checker<'_>, s: &str) -> Option<Decimal> {
-    match s.trim().parse::<Decimal>() {
-        Ok(d) if d.is_sign_negative() => {
-            c.fail("max_cost_per_job", "must not be negative");
-            None
-        }
-        Ok(d) if d > Decimal::from(1_000_000_000_i64) || d.scale() > 6 => {
-            c.fail(
-                "max_cost_per_job",
-                "must be at most 1000000000 with at most 6 decimal places",
-            );
-            None
-        }
-        Ok(d) => Some(d.normalize()),
-        Err(_) => {
-            c.fail("max_cost_per_job", "must be a decimal number such as 0.25");
-            None
-        }
-    }
 }
 
 /// The label a person reads for a latency or throughput target field.
@@ -528,8 +660,8 @@ mod tests {
         assert_eq!(brief.model_name, "meta-llama/Llama-3.1-8B-Instruct");
         assert_eq!(brief.params_b, 8.03);
         assert_eq!(brief.num_layers, None, "architecture stays implicit");
-        let input = brief.sizing_input();
-        assert_eq!((input.num_layers, input.num_kv_heads, input.head_dim), (32, 8, 128));
+        let a = brief.sizing_input().architecture;
+        assert_eq!((a.num_layers, a.num_kv_heads, a.head_dim), (32, 8, 128));
         assert_eq!(brief.persist, ["weights", "outputs", "caches"]);
         assert!(brief.needs_host_control);
         assert!(!brief.only_needs_model_output, "an unchecked box is false");
@@ -543,8 +675,14 @@ mod tests {
         let mut values = base_form();
         values.insert("num_layers".into(), "40".into());
         let brief = validate(&BriefInput::Form(&values)).unwrap();
-        assert_eq!(brief.sizing_input().num_layers, 40);
-        assert_eq!(brief.sizing_input().num_kv_heads, 8);
+        let input = brief.sizing_input();
+        assert_eq!(input.architecture.num_layers, 40);
+        assert_eq!(input.architecture.num_kv_heads, 8);
+        assert!(
+            input.architecture_notes[0].contains("num_layers 40 as given"),
+            "{:?}",
+            input.architecture_notes
+        );
     }
 
     #[test]
@@ -589,5 +727,136 @@ mod tests {
         let errors = validate(&BriefInput::Form(&values)).unwrap_err();
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["owner", "restore_plan"]);
+    }
+
+    const GEMMA3: &str = include_str!("../../tests/fixtures/model-configs/gemma-3-27b-it.json");
+
+    fn config_form() -> HashMap<String, String> {
+        let mut values = base_form();
+        values.remove("catalog_model");
+        values.insert("model_name".into(), "google/gemma-3-27b-it".into());
+        values.insert("params_b".into(), "27.43".into());
+        values.insert("precision".into(), "bf16".into());
+        values.insert("model_config".into(), GEMMA3.into());
+        values
+    }
+
+    #[test]
+    fn a_pasted_config_json_gives_the_architecture_and_is_kept() {
+        let brief = validate(&BriefInput::Form(&config_form())).unwrap();
+        // Kept as given, not as read.
+        let kept = brief.model_config.as_ref().unwrap();
+        assert_eq!(kept["text_config"]["num_hidden_layers"], 62);
+        assert_eq!(brief.num_layers, None, "the explicit fields stay empty");
+        let input = brief.sizing_input();
+        let a = &input.architecture;
+        assert_eq!((a.num_layers, a.num_kv_heads, a.head_dim), (62, 16, 128));
+        assert_eq!(a.sliding.map(|w| (w.tokens, w.layers)), Some((1024, 52)));
+        assert!(input.architecture_notes[0].starts_with("config.json (gemma3_text): 62 layers"));
+        // The form shows the config back as text, and re-validating it gives the same brief.
+        let again = validate(&BriefInput::Form(&brief.form_values())).unwrap();
+        assert_eq!(again, brief);
+    }
+
+    #[test]
+    fn bad_model_configs_are_refused_on_the_field() {
+        let cases: [(&str, &str, &str); 5] = [
+            ("{\"num_hidden_layers\": 32,", "model_config", "is not valid JSON"),
+            ("[1, 2, 3]", "model_config", "must be a JSON object"),
+            (
+                "{\"num_hidden_layers\": \"32\", \"num_attention_heads\": 32, \"hidden_size\": 4096}",
+                "model_config.num_hidden_layers",
+                "must be a whole number",
+            ),
+            (
+                "{\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"hidden_size\": 4096}",
+                "model_config.num_hidden_layers",
+                "is missing from config.json",
+            ),
+            (
+                "{\"text_config\": {\"num_hidden_layers\": 0}}",
+                "model_config.text_config.num_hidden_layers",
+                "from 1 to 1000",
+            ),
+        ];
+        for (text, field, message) in cases {
+            let mut values = config_form();
+            values.insert("model_config".into(), text.into());
+            let errors = validate(&BriefInput::Form(&values)).unwrap_err();
+            let e = errors
+                .iter()
+                .find(|e| e.field == field)
+                .unwrap_or_else(|| panic!("{field} not in {errors:?}"));
+            assert!(e.message.contains(message), "{field}: {}", e.message);
+        }
+        // One megabyte of config: refused by size, naming the field.
+        let mut big = serde_json::Map::new();
+        big.insert("num_hidden_layers".into(), Value::from(32));
+        big.insert("padding".into(), Value::String("x".repeat(1_000_000)));
+        let mut body: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "name": "n", "owner": "o", "workload_kind": "realtime-inference", "model_name": "m",
+            "params_b": 8, "precision": "bf16", "context_length": 4096, "concurrency": 1,
+            "data_boundary": "shared-ok", "allocation_boundary": "vm",
+        }))
+        .unwrap();
+        body.insert("model_config".into(), Value::Object(big));
+        let errors = validate(&BriefInput::Json(&body)).unwrap_err();
+        let e = errors.iter().find(|e| e.field == "model_config").unwrap();
+        assert!(e.message.contains("977 KiB"), "{}", e.message);
+    }
+
+    #[test]
+    fn architecture_fields_are_read_and_checked() {
+        let mut values = base_form();
+        values.remove("catalog_model");
+        values.insert("model_name".into(), "my-org/window-moe".into());
+        values.insert("params_b".into(), "47".into());
+        for (k, v) in [
+            ("num_layers", "32"),
+            ("num_kv_heads", "8"),
+            ("head_dim", "128"),
+            ("num_attention_heads", "32"),
+            ("sliding_window", "4096"),
+            ("layer_types", &"sliding_attention, full_attention, ".repeat(16)),
+            ("num_experts", "8"),
+            ("experts_per_token", "2"),
+            ("active_params_b", "13"),
+            ("expected_peak_rps", "12.5"),
+            ("api_price_per_million_tokens", "0.60"),
+        ] {
+            values.insert(k.into(), v.to_string());
+        }
+        let brief = validate(&BriefInput::Form(&values)).unwrap();
+        assert_eq!(brief.expected_peak_rps, Some(12.5));
+        assert_eq!(brief.api_price_per_million_tokens, Some(Decimal::new(6, 1)));
+        let a = brief.sizing_input().architecture;
+        assert_eq!(a.sliding.map(|w| (w.tokens, w.layers)), Some((4096, 16)));
+        // active = shared + experts × 2/8 and total = shared + experts: experts = (47 − 13) / 0.75.
+        let experts = a.moe.unwrap().expert_params.unwrap();
+        assert!((experts - 34e9 / 0.75).abs() < 1.0, "{experts}");
+
+        // Contradictions and out-of-range values are named.
+        for (k, v) in [
+            ("experts_per_token", "9"),
+            ("active_params_b", "48"),
+            ("api_price_per_million_tokens", "-1"),
+            ("expected_peak_rps", "0"),
+            ("sliding_window_layers", "3"),
+        ] {
+            values.insert(k.into(), v.into());
+        }
+        let errors = validate(&BriefInput::Form(&values)).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "sliding_window_layers",
+                "active_params_b",
+                "experts_per_token",
+                "expected_peak_rps",
+                "api_price_per_million_tokens"
+            ],
+            "{errors:?}"
+        );
     }
 }

@@ -2,10 +2,12 @@
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
+use serde_json::{Map, Value};
 use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{Brief, BriefFields, Targets};
+use crate::sizing::ArchitectureFields;
 
 struct BriefRow {
     id: Uuid,
@@ -36,6 +38,10 @@ struct BriefRow {
     trial_gpu: Option<String>,
     trial_gpu_count: Option<i32>,
     k8s_manifest: Option<String>,
+    model_config: Option<Json<Map<String, Value>>>,
+    architecture: Json<ArchitectureFields>,
+    expected_peak_rps: Option<f64>,
+    api_price_per_million_tokens: Option<Decimal>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -79,6 +85,10 @@ impl TryFrom<BriefRow> for Brief {
                 trial_gpu: r.trial_gpu,
                 trial_gpu_count: r.trial_gpu_count,
                 k8s_manifest: r.k8s_manifest,
+                model_config: r.model_config.map(|j| j.0),
+                architecture: r.architecture.0,
+                expected_peak_rps: r.expected_peak_rps,
+                api_price_per_million_tokens: r.api_price_per_million_tokens.map(|d| d.normalize()),
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -105,14 +115,16 @@ pub async fn insert_with_id(
              INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
                precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
                needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
-               currency, cost_unit, allocation_boundary, k8s_manifest)
+               currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
+               api_price_per_million_tokens)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-               $21, $22, $23, $24, $25, $28)
+               $21, $22, $23, $24, $25, $28, $30, $31, $32, $33)
              ON CONFLICT (id) DO NOTHING
              RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
              precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
              needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
-             currency, cost_unit, allocation_boundary, k8s_manifest, created_at, updated_at
+             currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
+               api_price_per_million_tokens, created_at, updated_at
            ), t AS (
              INSERT INTO trials (id, brief_id, position, name, gpu, gpu_count, currency, allocation_boundary)
              SELECT $29, b.id, 1, 'Trial 1', $26, $27, b.currency, b.allocation_boundary FROM b
@@ -125,7 +137,9 @@ pub async fn insert_with_id(
              b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
              b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
              b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
+             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
+             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
+             b.api_price_per_million_tokens, t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM b JOIN t ON t.brief_id = b.id"#,
         id,
@@ -158,6 +172,11 @@ pub async fn insert_with_id(
         fields.trial_gpu_count,
         fields.k8s_manifest.as_deref(),
         Uuid::now_v7(),
+        // jsonb: typed `Json` values bound as they are (`as _`), like `targets`.
+        fields.model_config.as_ref().map(Json) as _,
+        Json(&fields.architecture) as _,
+        fields.expected_peak_rps,
+        fields.api_price_per_million_tokens,
     )
     .fetch_optional(db)
     .await?;
@@ -175,12 +194,14 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
                num_layers = $12, num_kv_heads = $13, head_dim = $14, targets = $15, data_boundary = $16,
                needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20,
                fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24,
-               allocation_boundary = $25, k8s_manifest = $28, updated_at = now()
+               allocation_boundary = $25, k8s_manifest = $28, model_config = $29, architecture = $30,
+               expected_peak_rps = $31, api_price_per_million_tokens = $32, updated_at = now()
              WHERE id = $1
              RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
              precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
              needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
-             currency, cost_unit, allocation_boundary, k8s_manifest, created_at, updated_at
+             currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
+               api_price_per_million_tokens, created_at, updated_at
            ), t AS (
              UPDATE trials SET gpu = $26, gpu_count = $27, updated_at = now()
              FROM b WHERE trials.brief_id = b.id AND trials.position = 1
@@ -193,7 +214,9 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
              b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
              b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
              b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
+             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
+             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
+             b.api_price_per_million_tokens, t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM b LEFT JOIN t ON t.brief_id = b.id"#,
         id,
@@ -225,6 +248,11 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
         fields.trial_gpu.as_deref(),
         fields.trial_gpu_count,
         fields.k8s_manifest.as_deref(),
+        // jsonb: typed `Json` values bound as they are (`as _`), like `targets`.
+        fields.model_config.as_ref().map(Json) as _,
+        Json(&fields.architecture) as _,
+        fields.expected_peak_rps,
+        fields.api_price_per_million_tokens,
     )
     .fetch_optional(db)
     .await?;
@@ -241,7 +269,9 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sql
              b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
              b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
              b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
+             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
+             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
+             b.api_price_per_million_tokens, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1 WHERE b.id = $1"#,
         id,
@@ -262,7 +292,9 @@ pub async fn list(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Brief>, sql
              b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
              b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
              b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
+             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
+             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
+             b.api_price_per_million_tokens, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
            ORDER BY b.created_at DESC, b.id DESC LIMIT $1"#,

@@ -113,8 +113,12 @@ fn components() -> utoipa::openapi::Components {
         .required("detail");
     let brief = obj(
         "A workload brief: the fields of the contract (name, owner, workload_kind, model_name, params_b, \
-         precision, context_length, concurrency, targets, data_boundary, allocation_boundary, …); answers add \
-         `id`, `sizing` and `status`.",
+         precision, context_length, concurrency, targets, data_boundary, allocation_boundary, …); \
+         `model_config` (the model's config.json object) and the architecture fields num_attention_heads, \
+         kv_lora_rank, qk_rope_head_dim, sliding_window, sliding_window_layers, layer_types, \
+         attention_chunk_size, chunked_layers, num_experts, experts_per_token, active_params_b; \
+         expected_peak_rps and api_price_per_million_tokens (decimal string); answers add `id`, `sizing` \
+         and `status`.",
     );
     let envelope = obj("JSON envelope for an evidence upload: exactly one of content, content_base64 or data")
         .property(
@@ -368,7 +372,9 @@ pub fn document() -> OpenApi {
         .response(
             "200",
             ok_json(
-                "weights_gib, kv_cache_gib, overhead_gib, total_gib, options, billing_advice",
+                "weights_gib, kv_cache_gib, overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
+                 options (gpu, memory_gib, count, fits, headroom_pct, decode_tokens_per_s_max, interconnect_note, \
+                 tensor_parallel, pipeline_parallel, load_note), billing_advice",
                 obj("sizing"),
             ),
         )

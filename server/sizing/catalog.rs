@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub const GB: f64 = 1e9;
 /// Bytes in a GiB (binary, 2^30).
 pub const GIB: f64 = 1_073_741_824.0;
+/// FP8 W8A8 (activations in fp8 too) needs this NVIDIA compute capability: Ada, Hopper, Blackwell.
+pub const FP8_W8A8_MIN_CC: f64 = 8.9;
 
 const MODEL_CSV: &str = include_str!("../../data/model_catalog.csv");
 const GPU_CSV: &str = include_str!("../../data/gpu_catalog.csv");
@@ -65,6 +67,14 @@ pub struct ModelSpec {
     pub sliding_window: u64,
     /// How many of `num_layers` use the sliding window (0 when none).
     pub sliding_layers: u32,
+    /// Chunked local attention (Llama 4): tokens per chunk; 0 when the model has none.
+    pub attention_chunk_size: u64,
+    /// How many of `num_layers` attend only within their chunk (0 when none).
+    pub chunked_layers: u32,
+    /// Multi-head latent attention: the compressed KV width per layer (0 = not MLA).
+    pub kv_lora_rank: u32,
+    /// Multi-head latent attention: the decoupled RoPE key width cached beside the latent.
+    pub qk_rope_head_dim: u32,
     /// Routed experts per MoE layer (0 = dense).
     pub num_experts: u32,
     /// Routed experts each token uses (0 = dense).
@@ -110,7 +120,10 @@ pub struct GpuSpec {
     pub fp16_bf16_dense_tflops: Option<f64>,
     pub fp8_dense_tflops: Option<f64>,
     pub supports_bf16: bool,
+    /// FP8 tensor cores (W8A8): NVIDIA compute capability 8.9 and later, AMD CDNA3.
     pub supports_fp8: bool,
+    /// NVIDIA CUDA compute capability (8.0 = A100, 8.9 = Ada, 9.0 = Hopper); `None` for AMD.
+    pub compute_capability: Option<f64>,
     pub interconnect: String,
     /// Per-GPU scale-up fabric bandwidth (NVLink, or Infinity Fabric for AMD), GB/s; 0 = PCIe only.
     pub nvlink_gbs: f64,
@@ -130,6 +143,11 @@ impl GpuSpec {
     /// Datasheet memory in bytes (decimal GB × 10^9).
     pub fn memory_bytes(&self) -> f64 {
         self.memory_gb * GB
+    }
+
+    /// True for NVIDIA rows (the ones with a CUDA compute capability).
+    pub fn is_nvidia(&self) -> bool {
+        self.vendor.eq_ignore_ascii_case("NVIDIA")
     }
 
     /// Name of the scale-up fabric for notes.
@@ -167,8 +185,11 @@ pub(crate) fn parse_models(text: &str) -> Result<Vec<ModelSpec>, String> {
             && m.num_kv_heads > 0
             && m.head_dim > 0
             && m.hidden_size > 0
-            && m.sliding_layers <= m.num_layers
+            && m.sliding_layers + m.chunked_layers <= m.num_layers
             && (m.sliding_layers == 0) == (m.sliding_window == 0)
+            && (m.chunked_layers == 0) == (m.attention_chunk_size == 0)
+            && (m.attention == Attention::Mla) == (m.kv_lora_rank > 0 && m.qk_rope_head_dim > 0)
+            && m.num_attention_heads > 0
             && m.expert_params_b < m.params_b
             && m.experts_per_token <= m.num_experts
             && (m.weight_format != WeightFormat::Mxfp4Moe || m.is_moe());
@@ -182,7 +203,17 @@ pub(crate) fn parse_models(text: &str) -> Result<Vec<ModelSpec>, String> {
 pub(crate) fn parse_gpus(text: &str) -> Result<Vec<GpuSpec>, String> {
     let mut rows: Vec<GpuSpec> = parse("gpu_catalog.csv", text)?;
     for g in &mut rows {
-        if g.memory_gb <= 0.0 || g.memory_bandwidth_gbs <= 0.0 || g.gpus_per_node == 0 || g.devices_per_card == 0 {
+        let nvidia = g.vendor.eq_ignore_ascii_case("NVIDIA");
+        // FP8 tensor cores arrive with compute capability 8.9 (Ada); the two columns must agree.
+        let fp8_consistent = !nvidia
+            || g.compute_capability
+                .is_some_and(|cc| g.supports_fp8 == (cc >= FP8_W8A8_MIN_CC));
+        if g.memory_gb <= 0.0
+            || g.memory_bandwidth_gbs <= 0.0
+            || g.gpus_per_node == 0
+            || g.devices_per_card == 0
+            || !fp8_consistent
+        {
             return Err(format!("gpu_catalog.csv: inconsistent row {}", g.model));
         }
         g.memory_gib = g.memory_bytes() / GIB;

@@ -1,7 +1,6 @@
 //! Memory footprint of one workload, independent of the GPU: weights, KV cache or activations,
 //! and what one decode step reads. All quantities here are bytes; GiB only at the output edge.
 
-use super::catalog::{Attention, ModelSpec, WeightFormat};
 use super::{Precision, SizingInput, WorkloadKind};
 
 /// INT4 GPTQ/AWQ with group size 128: 4 bits + (16-bit scale + 4-bit zero) / 128 = 4.15625 bits.
@@ -47,10 +46,27 @@ fn is_quantised(p: Precision) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Split {
     /// KV cache: split by KV head across tensor-parallel ranks, at most `shards` ways (KV heads;
-    /// 1 for MLA, whose latent every rank keeps whole), and by layer across pipeline stages.
-    KvHeads { shards: u32 },
+    /// 1 for MLA, whose latent every rank keeps whole), and by layer across pipeline stages;
+    /// `per_seq` bytes for each of `seqs` sequences (data-parallel attention splits by sequence).
+    KvHeads { shards: u32, per_seq: f64, seqs: u64 },
     /// Activations: each device holds the sequences of its own micro-batch (data parallel).
     DataParallel { per_seq: f64, seqs: u64 },
+}
+
+/// Heads and layers: which tensor/pipeline layouts can load the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub heads: Option<u32>,
+    pub kv_heads: u32,
+    pub layers: u32,
+}
+
+/// An MLA mixture of experts can run attention data-parallel: every GPU holds the shared
+/// (non-expert) weights and the latent cache of its own sequences; experts are spread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DpAttention {
+    pub shared_bytes: f64,
+    pub expert_bytes: f64,
 }
 
 /// What one decode step reads from memory, for the bandwidth ceiling.
@@ -68,12 +84,17 @@ impl Decode {
     /// `batch` tokens touch, `1 − (1 − k/E)^batch` (uniform routing). At batch 1 that is `k/E`,
     /// i.e. exactly the active parameters; at large batch it approaches all experts.
     pub fn weight_bytes_read(&self) -> f64 {
+        self.shared_bytes + self.expert_bytes_read()
+    }
+
+    /// The expert part of [`Decode::weight_bytes_read`].
+    pub fn expert_bytes_read(&self) -> f64 {
         if self.num_experts == 0 {
-            return self.shared_bytes + self.expert_bytes;
+            return self.expert_bytes;
         }
         let miss = 1.0 - f64::from(self.experts_per_token) / f64::from(self.num_experts);
         let batch = i32::try_from(self.batch.max(1)).unwrap_or(i32::MAX);
-        self.shared_bytes + self.expert_bytes * (1.0 - miss.powi(batch))
+        self.expert_bytes * (1.0 - miss.powi(batch))
     }
 }
 
@@ -88,6 +109,9 @@ pub struct Footprint {
     pub split: Split,
     /// `None` for training and fine-tuning: no decode ceiling is reported.
     pub decode: Option<Decode>,
+    pub shape: Shape,
+    /// `Some` for MLA mixtures of experts served for inference.
+    pub dp_attention: Option<DpAttention>,
 }
 
 /// Parameter counts (units, not billions) by storage class.
@@ -99,19 +123,9 @@ struct Parts {
 
 fn parts(input: &SizingInput) -> Parts {
     let total = input.params_b * 1e9;
-    let Some(m) = input.catalog_model else {
-        return Parts {
-            expert: 0.0,
-            embed: 0.0,
-            other: total,
-        };
-    };
-    let expert = if m.is_moe() {
-        total * m.expert_params_b / m.params_b
-    } else {
-        0.0
-    };
-    let embed = m.embedding_params().min(total - expert).max(0.0);
+    let a = &input.architecture;
+    let expert = a.moe_with_params().map_or(0.0, |(_, p)| p.clamp(0.0, total));
+    let embed = a.embedding_params().min(total - expert).max(0.0);
     Parts {
         expert,
         embed,
@@ -119,16 +133,12 @@ fn parts(input: &SizingInput) -> Parts {
     }
 }
 
-fn is_mxfp4(m: Option<&ModelSpec>) -> bool {
-    m.is_some_and(|m| m.weight_format == WeightFormat::Mxfp4Moe)
-}
-
 /// (shared bytes, expert bytes) of the weights as served at `input.precision`, with the dense
-/// tensors at `dense_bpp`.
+/// tensors at `dense_bpp`. Quantised weights keep the embedding and `lm_head` at 16 bits.
 fn weight_bytes(input: &SizingInput, dense_bpp: f64) -> (f64, f64) {
     let p = parts(input);
     let embed_bpp = if is_quantised(input.precision) { 2.0 } else { dense_bpp };
-    let expert_bpp = if is_mxfp4(input.catalog_model) && input.precision != Precision::Fp32 {
+    let expert_bpp = if input.architecture.mxfp4_experts && input.precision != Precision::Fp32 {
         MXFP4_BYTES
     } else {
         dense_bpp
@@ -136,32 +146,34 @@ fn weight_bytes(input: &SizingInput, dense_bpp: f64) -> (f64, f64) {
     (p.embed * embed_bpp + p.other * dense_bpp, p.expert * expert_bpp)
 }
 
-/// Hidden size: the catalogue's, else estimated from `P ≈ 12·L·h²`.
+/// Hidden size: the architecture's, else estimated from `P ≈ 12·L·h²`.
 fn hidden(input: &SizingInput) -> f64 {
-    match input.catalog_model {
-        Some(m) => f64::from(m.hidden_size),
-        None => (input.params_b * 1e9 / (12.0 * f64::from(input.num_layers))).sqrt(),
+    match input.architecture.hidden_size {
+        Some(h) => f64::from(h),
+        None => (input.params_b * 1e9 / (12.0 * f64::from(input.architecture.num_layers))).sqrt(),
     }
 }
 
-/// fp32 logits kept for the loss, per sequence (only when the catalogue gives the vocabulary).
+/// fp32 logits kept for the loss, per sequence (only when the vocabulary is known).
 fn logits_bytes(input: &SizingInput) -> f64 {
     input
-        .catalog_model
-        .map_or(0.0, |m| input.context_length as f64 * f64::from(m.vocab_size) * 4.0)
+        .architecture
+        .vocab_size
+        .map_or(0.0, |v| input.context_length as f64 * f64::from(v) * 4.0)
 }
 
 /// LoRA parameters with rank 16 on q, k, v, o and the three MLP projections of every layer
 /// (every expert's MLP for MoE models): `r·(d_in + d_out)` per projection.
 pub fn lora_params(input: &SizingInput) -> f64 {
+    let a = &input.architecture;
     let h = hidden(input);
-    let m = input.catalog_model;
-    let q_dim = m.map_or(h, |m| f64::from(m.num_attention_heads) * f64::from(input.head_dim));
-    let kv_dim = f64::from(input.num_kv_heads) * f64::from(input.head_dim);
-    let inter = m.map_or(3.5 * h, |m| f64::from(m.intermediate_size));
-    let mlps = m.filter(|m| m.is_moe()).map_or(1.0, |m| f64::from(m.num_experts));
+    let head_dim = f64::from(a.head_dim);
+    let q_dim = a.num_attention_heads.map_or(h, |n| f64::from(n) * head_dim);
+    let kv_dim = f64::from(a.num_kv_heads) * head_dim;
+    let inter = a.intermediate_size.map_or(3.5 * h, f64::from);
+    let mlps = a.moe_with_params().map_or(1.0, |(m, _)| f64::from(m.num_experts));
     let per_layer = 2.0 * (h + q_dim) + 2.0 * (h + kv_dim) + 3.0 * mlps * (h + inter);
-    LORA_RANK * per_layer * f64::from(input.num_layers)
+    LORA_RANK * per_layer * f64::from(a.num_layers)
 }
 
 /// Tokens one sequence occupies in the KV cache: the context rounded up to whole blocks.
@@ -170,31 +182,44 @@ pub fn kv_tokens(context: u64) -> u64 {
 }
 
 /// KV-cache bytes of ONE sequence at `input.context_length`, and the number of ways TP can
-/// shard it.
+/// shard it. Sliding-window and chunked layers keep at most their window of tokens.
 pub fn kv_per_sequence(input: &SizingInput) -> (f64, u32) {
-    let elem = kv_bytes_per_elem(input.precision);
-    let m = input.catalog_model;
-    let mla = m.filter(|m| m.attention == Attention::Mla);
-    let per_layer_token = match mla {
-        // The catalogue's compressed bytes (576 elements per layer for DeepSeek-V3), per layer.
-        Some(m) => m.kv_bytes_per_token_bf16 as f64 / f64::from(m.num_layers) / 2.0 * elem,
-        None => 2.0 * f64::from(input.num_kv_heads) * f64::from(input.head_dim) * elem,
-    };
-    let shards = if mla.is_some() { 1 } else { input.num_kv_heads };
-    let ctx = kv_tokens(input.context_length);
-    let (sliding, window) = m.map_or((0, 0), |m| {
-        (m.sliding_layers.min(input.num_layers), kv_tokens(m.sliding_window))
-    });
-    let full = input.num_layers - sliding;
-    let tokens = f64::from(full) * ctx as f64 + f64::from(sliding) * ctx.min(window) as f64;
-    (per_layer_token * tokens, shards)
+    let a = &input.architecture;
+    let per_layer_token = a.kv_elements_per_layer_token() * kv_bytes_per_elem(input.precision);
+    let shards = if a.mla.is_some() { 1 } else { a.num_kv_heads };
+    let ctx = kv_tokens(input.context_length) as f64;
+    let mut layers_left = a.num_layers;
+    let mut layer_tokens = 0.0;
+    for w in [a.sliding, a.chunked].into_iter().flatten() {
+        let layers = w.layers.min(layers_left);
+        layers_left -= layers;
+        layer_tokens += f64::from(layers) * ctx.min(kv_tokens(w.tokens) as f64);
+    }
+    layer_tokens += f64::from(layers_left) * ctx;
+    (per_layer_token * layer_tokens, shards)
+}
+
+/// The sizing answer's `kv_bytes_per_token`: one sequence's cache at the brief's context
+/// divided by its tokens, so windows count (0 for the empty context).
+pub fn kv_bytes_per_token(input: &SizingInput) -> f64 {
+    let tokens = kv_tokens(input.context_length);
+    if tokens == 0 {
+        return 0.0;
+    }
+    kv_per_sequence(input).0 / tokens as f64
 }
 
 /// The footprint of `input` per the rules in the module documentation.
 pub fn footprint(input: &SizingInput) -> Footprint {
     let conc = input.concurrency;
     let s = input.context_length as f64;
-    let layers = f64::from(input.num_layers);
+    let a = &input.architecture;
+    let layers = f64::from(a.num_layers);
+    let shape = Shape {
+        heads: a.num_attention_heads,
+        kv_heads: a.num_kv_heads,
+        layers: a.num_layers,
+    };
     match input.workload_kind {
         WorkloadKind::Training => {
             // Selective recomputation (Korthikanti et al.): 34·s·b·h bytes per layer, 16-bit.
@@ -204,6 +229,8 @@ pub fn footprint(input: &SizingInput) -> Footprint {
                 dynamic: per_seq * conc as f64,
                 split: Split::DataParallel { per_seq, seqs: conc },
                 decode: None,
+                shape,
+                dp_attention: None,
             }
         }
         WorkloadKind::Finetune => {
@@ -224,28 +251,39 @@ pub fn footprint(input: &SizingInput) -> Footprint {
                 dynamic: per_seq * conc as f64,
                 split: Split::DataParallel { per_seq, seqs: conc },
                 decode: None,
+                shape,
+                dp_attention: None,
             }
         }
         WorkloadKind::RealtimeInference | WorkloadKind::BatchInference | WorkloadKind::Media => {
             let (shared, expert) = weight_bytes(input, bytes_per_param(input.precision));
             let (per_seq, shards) = kv_per_sequence(input);
-            // Media (diffusion, ASR, TTS …) has no KV cache unless it is a catalogue LLM.
-            let kv = if input.workload_kind == WorkloadKind::Media && input.catalog_model.is_none() {
+            // Media (diffusion, ASR, TTS …) has no KV cache unless it is a described language model.
+            let per_seq = if input.workload_kind == WorkloadKind::Media && !a.language_model {
                 0.0
             } else {
-                per_seq * conc as f64
+                per_seq
             };
-            let moe = input.catalog_model.filter(|m| m.is_moe());
+            let moe = a.moe_with_params().map(|(m, _)| m);
             Footprint {
                 weights: shared + expert,
-                dynamic: kv,
-                split: Split::KvHeads { shards },
+                dynamic: per_seq * conc as f64,
+                split: Split::KvHeads {
+                    shards,
+                    per_seq,
+                    seqs: conc,
+                },
                 decode: Some(Decode {
                     shared_bytes: shared,
                     expert_bytes: expert,
                     num_experts: moe.map_or(0, |m| m.num_experts),
                     experts_per_token: moe.map_or(0, |m| m.experts_per_token),
                     batch: conc.max(1),
+                }),
+                shape,
+                dp_attention: (a.mla.is_some() && moe.is_some()).then_some(DpAttention {
+                    shared_bytes: shared,
+                    expert_bytes: expert,
                 }),
             }
         }

@@ -1,62 +1,99 @@
 //! Sizing engine: how much accelerator memory a brief needs and which catalogue GPUs (and how
-//! many) hold it. Pure: no I/O, no database, no async. Formulas and sources are in
-//! `../shared/domain/sizing.md`; the catalogues are `data/*.csv` (see `data/README.md`).
+//! many) hold it, in a layout that can load. Pure: no I/O, no database, no async. The
+//! catalogues are `data/*.csv` (see `data/README.md` for every row's source).
 //!
 //! # Units
 //! Everything is computed in bytes. The catalogue's GPU memory is the vendor datasheet figure in
-//! decimal **GB** (10^9 bytes, `GpuSpec::memory_gb`), as `sizing.md` uses it; all outputs are in
-//! **GiB** (2^30 bytes), so an 80 GB card reports `memory_gib = 74.51`. (HBM parts physically
-//! carry about the datasheet number in GiB, so treating it as GB is conservative by ~7 %; the
-//! authoritative figure is `nvidia-smi` / the engine's start-up log on the rented machine.)
+//! decimal **GB** (10^9 bytes, `GpuSpec::memory_gb`); all outputs are in **GiB** (2^30 bytes),
+//! so an 80 GB card reports `memory_gib = 74.51`. (HBM parts physically carry about the
+//! datasheet number in GiB, so treating it as GB is conservative by ~7 %; the authoritative
+//! figure is `nvidia-smi` / the engine's start-up log on the rented machine.)
+//!
+//! # The architecture
+//! [`architecture::resolve`] combines what the brief states (explicit fields win), its
+//! `model_config` (the model's Hugging Face config.json, read by [`model_config`]) and its
+//! catalogue row. Disagreements and what the reader could not place are returned as notes and
+//! end in `architecture_notes`; a layout it cannot place is sized as full attention.
 //!
 //! # Rules
 //! * **Weights** (inference, media): fp32 4 B/param, bf16/fp16 2, fp8/int8 1, int4 = GPTQ/AWQ
 //!   group-128, 4.15625 bits = 0.5195 B. For fp8/int8/int4 the embedding and `lm_head` stay
-//!   16-bit when the catalogue model gives `vocab_size × hidden_size` (once when tied). MoE: all
-//!   (total) parameters are resident. MXFP4 models (gpt-oss): the expert MLPs stay MXFP4
-//!   (4.25 bits) at every precision except fp32 — that is the released format vLLM serves — and
-//!   the precision applies to the rest (BF16 in the release).
-//! * **KV cache**: `2 × layers × kv_heads × head_dim × bytes_per_elem` per token, where
-//!   bytes_per_elem is the activation dtype — 2, or 4 for fp32 — for every weight precision
-//!   (vLLM's default `kv_cache_dtype=auto`; FP8 KV is an opt-in the brief does not express, so
-//!   sizing stays conservative). Tokens = concurrency × context rounded up to 16-token blocks.
-//!   MLA (DeepSeek-V3): the catalogue's compressed bytes per token (576 elements per layer), not
-//!   sharded by TP. Sliding-window layers cache `min(context, window)` tokens per sequence. The
-//!   explicit `num_layers`/`num_kv_heads`/`head_dim` of the input are used; the catalogue adds
-//!   only what they cannot say (MLA, windows, MoE experts, MXFP4, vocabulary, hidden size).
+//!   16-bit when the vocabulary and hidden size are known (once when tied): vLLM's fp8 leaves
+//!   `lm_head` unquantised and published fp8/MXFP4 checkpoints keep both in BF16. MoE: all
+//!   (total) parameters are resident. MXFP4 checkpoints (gpt-oss): the expert MLPs stay MXFP4
+//!   (4.25 bits, OCP microscaling) at every precision except fp32, the rest at the precision.
+//! * **KV cache** per layer and token: `2 × kv_heads × head_dim` elements, or for multi-head
+//!   latent attention (DeepSeek-V2/V3) `kv_lora_rank + qk_rope_head_dim` (512 + 64 = 576; the
+//!   DeepSeek-V2 paper's `(d_c + d_h^R)·l`), whatever the head count. Elements are the
+//!   activation dtype — 2 bytes, 4 for fp32 — at every weight precision (vLLM's default
+//!   `kv_cache_dtype=auto`; fp8 KV is an opt-in the brief does not express). Each sequence is
+//!   rounded up to 16-token blocks (vLLM `DEFAULT_BLOCK_SIZE`). Sliding-window layers (Gemma 2/3,
+//!   gpt-oss, Mistral v0.1) keep `min(context, window)` tokens, chunked-attention layers
+//!   (Llama 4) `min(context, chunk)`, the rest every token (vLLM `SlidingWindowSpec`,
+//!   `ChunkedLocalAttentionSpec`). `kv_bytes_per_token` is one sequence's cache at the brief's
+//!   context divided by its tokens, so windows count.
 //! * **Training** (full, mixed-precision AdamW): `weights_gib` = 18 B/param (weights + fp32
-//!   gradients + Adam states), sharded ZeRO-3/FSDP over the GPUs; `kv_cache_gib` = activations
-//!   with selective recomputation, `34·s·h` bytes per layer per sequence (+ fp32 logits
-//!   `s·vocab·4` when the catalogue gives the vocabulary), `concurrency` sequences, each GPU
-//!   holding its `ceil(concurrency / GPUs)`. `h` is the catalogue hidden size or `√(P / 12L)`.
+//!   gradients + Adam states; Hugging Face "Model training anatomy"), sharded ZeRO-3/FSDP over
+//!   the GPUs; `kv_cache_gib` = activations with selective recomputation, `34·s·h` bytes per
+//!   layer per sequence (Korthikanti et al. 2022) + fp32 logits `s·vocab·4` when the vocabulary
+//!   is known, `concurrency` sequences, each GPU holding its `ceil(concurrency / GPUs)`. `h` is
+//!   the known hidden size or `√(P / 12L)`.
 //! * **Fine-tune**: LoRA r = 16 on q, k, v, o, gate, up, down (every expert for MoE), adapters at
 //!   12 B/param (2 weight + 2 grad + 8 Adam) in `weights_gib` with the frozen base — at the stated
 //!   precision, or **QLoRA** NF4 (0.516 B/param, embeddings 16-bit) when the precision is int4.
 //!   Activations (`kv_cache_gib`) assume gradient checkpointing: `2·s·h` per layer + one layer's
 //!   `34·s·h` + logits, per sequence, split like training.
-//! * **Media**: like inference on the weights; KV cache 0 unless a catalogue (LLM) model is set.
-//! * **Fit per GPU** (`sizing.md` §3): `weights/count + kv_per_gpu + reserve ≤ 0.9 × memory`,
-//!   reserve = max(1.5 GB, 5 % of memory). Counts 1, 2, 4, 8, then whole 8-GPU nodes up to 64
-//!   (tensor parallel inside a node, pipeline parallel across nodes); the smallest that fits,
-//!   else the largest tried (64) with `fits = false`. KV per GPU stops shrinking once the TP
-//!   degree exceeds the KV heads (heads are replicated); pipeline stages still divide it.
+//! * **Media**: like inference on the weights; KV cache 0 unless a catalogue row or a
+//!   config.json describes a language model.
+//! * **Fit per GPU**: `weights/count + kv_per_gpu + reserve ≤ 0.9 × memory` (vLLM's default
+//!   `gpu_memory_utilization`), reserve = max(1.5 GB, 5 % of memory) for activations, CUDA
+//!   graphs and context. Counts 1, 2, 4, 8, then whole 8-GPU nodes up to 64; the smallest that
+//!   fits, else the largest tried (64) with `fits = false`.
+//! * **Layouts that load** ([`parallelism`]): the tensor-parallel degree divides the attention
+//!   heads and divides, or is a multiple of, the KV heads (vLLM `QKVParallelLinear`), stays
+//!   inside a node, and the rest of the count is pipeline stages — Phi-4's 10 KV heads run 8
+//!   GPUs as TP 2 × PP 4. KV per GPU stops shrinking once TP exceeds the KV heads (replicated);
+//!   pipeline stages still divide it; an MLA latent is whole on every TP rank. Each option
+//!   carries `tensor_parallel` and `pipeline_parallel`.
+//! * **One node before two**: when a full node misses with the defaults, the engine tries the
+//!   setting that keeps it on one node — data-parallel attention with expert parallelism for MLA
+//!   mixtures of experts (each GPU holds the shared weights, 1/N of the experts and its own
+//!   sequences' latent; vLLM "Data Parallel Deployment"), then `--gpu-memory-utilization 0.95`
+//!   — and names it in `load_note`.
+//! * **Precision support** ([`precision`]): no bf16 on V100/T4 (fp16 instead, same memory); fp8
+//!   W8A8 from compute capability 8.9, weight-only fp8 from 7.5 for dense models, none for MoE
+//!   below 8.9; int8 from 7.5. An option the GPU cannot run is `fits = false` and its
+//!   `load_note` says what it would take (the other precision and its count).
 //! * **headroom_pct** = `(usable − need) / usable × 100` per GPU, usable = 0.9 × memory.
 //! * **Order**: fitting options by memory rented (count × datasheet GB), then count, then name;
 //!   then non-fitting ones, largest (least negative) headroom first.
 //! * **interconnect_note**: `None` for one card (except MI250X, whose card is two GCDs); else
-//!   the fabric used for TP (NVLink / Infinity Fabric / optional bridge), a PCIe-only warning,
-//!   and for more than one node the pipeline-parallel / InfiniBand-or-RoCE requirement.
+//!   the split (TP × PP, FSDP or data-parallel attention), the fabric it uses (NVLink /
+//!   Infinity Fabric / optional bridge) or a PCIe-only warning, why TP is lower than the GPUs
+//!   in a node, and for more than one node the InfiniBand-or-RoCE requirement.
 //! * **overhead_gib** = count × (reserve + the 10 % utilisation margin) of the first option;
 //!   `total_gib = weights + kv + overhead`. KV is reported unreplicated.
 //! * **decode_tokens_per_s_max**: aggregate over all `concurrency` sequences, a ceiling with MBU
-//!   1.0 (`sizing.md` §6): `concurrency × bandwidth / bytes each GPU reads per step`, where those
-//!   bytes are its weight shard plus its KV shard at the full context. MoE weights read per step
-//!   = shared weights + experts × `1 − (1 − k/E)^concurrency` (= the active parameters at
-//!   concurrency 1). 0 for training and fine-tuning (no decode).
+//!   1.0: `concurrency × bandwidth / bytes each GPU reads per step`, where those bytes are its
+//!   weight shard plus its KV shard at the full context. MoE weights read per step = shared
+//!   weights + experts × `1 − (1 − k/E)^concurrency` (= the active parameters at concurrency 1).
+//!   0 for training and fine-tuning (no decode).
+//!
+//! # For pages
+//! What a pasted config.json gave: [`model_config::read`] (or the first of
+//! `Sizing::architecture_notes`). Predicted KV capacity beside vLLM's logged one
+//! (`serving.kv_cache_tokens`, `serving.max_concurrency`): [`kv_capacity`] for the trial's GPU,
+//! count and `gpu_memory_utilization`.
 
+pub mod architecture;
 mod catalog;
+#[cfg(test)]
+mod config_examples;
 mod memory;
+pub mod model_config;
 mod options;
+pub mod parallelism;
+pub mod precision;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -66,6 +103,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use architecture::{resolve, Architecture, ArchitectureFields, ArchitectureRequest, Problem, Resolved};
 pub use catalog::{gpu_by_name, gpus, model_by_hf_id, models, Attention, GpuSpec, ModelSpec, WeightFormat};
 
 /// What the rented capacity will run.
@@ -151,12 +189,31 @@ pub struct SizingInput {
     pub context_length: u64,
     /// Live sequences (micro-batch for training / fine-tuning).
     pub concurrency: u64,
-    pub num_layers: u32,
-    pub num_kv_heads: u32,
-    pub head_dim: u32,
-    /// When set, gives the architecture facts the explicit numbers cannot: MLA, sliding windows,
-    /// MoE experts and active parameters, MXFP4, vocabulary and hidden size.
-    pub catalog_model: Option<&'static ModelSpec>,
+    /// The resolved architecture ([`architecture::resolve`]).
+    pub architecture: Architecture,
+    /// What resolving it noted; the start of `Sizing::architecture_notes`.
+    pub architecture_notes: Vec<String>,
+}
+
+impl SizingInput {
+    /// A catalogue model as it is (tests, the demo).
+    pub fn from_catalog(
+        workload_kind: WorkloadKind,
+        precision: Precision,
+        model: &ModelSpec,
+        context_length: u64,
+        concurrency: u64,
+    ) -> Self {
+        Self {
+            workload_kind,
+            precision,
+            params_b: model.params_b,
+            context_length,
+            concurrency,
+            architecture: Architecture::from_catalog(model),
+            architecture_notes: Vec::new(),
+        }
+    }
 }
 
 /// The sizing of one brief (api.md "Sizing").
@@ -166,6 +223,11 @@ pub struct Sizing {
     pub kv_cache_gib: f64,
     pub overhead_gib: f64,
     pub total_gib: f64,
+    /// One sequence's KV cache at the brief's context, per token (windows applied).
+    pub kv_bytes_per_token: u64,
+    /// What was read from config.json, what disagreed, and how the architecture shapes the
+    /// sizing; empty for a plain model.
+    pub architecture_notes: Vec<String>,
     pub options: Vec<SizingOption>,
     pub billing_advice: String,
 }
@@ -181,6 +243,13 @@ pub struct SizingOption {
     pub headroom_pct: f64,
     pub decode_tokens_per_s_max: f64,
     pub interconnect_note: Option<String>,
+    /// Tensor-parallel degree (1 for FSDP and data-parallel attention).
+    pub tensor_parallel: u32,
+    /// Pipeline stages (inside the node and across nodes).
+    pub pipeline_parallel: u32,
+    /// What loading takes beyond the defaults (a setting, weight-only fp8), or why the GPU
+    /// cannot run the brief's precision and what would; `None` when the defaults load it.
+    pub load_note: Option<String>,
 }
 
 pub(crate) fn round2(x: f64) -> f64 {
@@ -215,8 +284,46 @@ pub fn billing_advice(kind: WorkloadKind) -> &'static str {
 /// Size `input` against every catalogue GPU. Infallible for validated inputs.
 pub fn size(input: &SizingInput) -> Sizing {
     let fp = memory::footprint(input);
-    let mut opts: Vec<(SizingOption, &'static GpuSpec)> =
-        gpus().iter().map(|g| (options::option_for(&fp, g), g)).collect();
+    let moe = input.architecture.moe.is_some();
+    // Footprints at the precision a GPU runs instead, computed once per precision.
+    let mut instead: Vec<(Precision, memory::Footprint)> = Vec::new();
+    let mut opts: Vec<(SizingOption, &'static GpuSpec)> = gpus()
+        .iter()
+        .map(|g| {
+            let mut o = options::option_for(&fp, g);
+            match precision::support(input.precision, moe, g) {
+                precision::Support::Native => {}
+                precision::Support::Loads(note) => {
+                    o.load_note = Some(match o.load_note.take() {
+                        Some(setting) => format!("{note}; {setting}"),
+                        None => note,
+                    });
+                }
+                precision::Support::Refused { why, instead: p } => {
+                    let alt_fp = match instead.iter().find(|(q, _)| *q == p) {
+                        Some((_, f)) => *f,
+                        None => {
+                            let f = memory::footprint(&SizingInput {
+                                precision: p,
+                                ..input.clone()
+                            });
+                            instead.push((p, f));
+                            f
+                        }
+                    };
+                    let alt = options::option_for(&alt_fp, g);
+                    let takes = if alt.fits {
+                        format!("{} × {}", alt.count, g.model)
+                    } else {
+                        format!("more than {} × {}", alt.count, g.model)
+                    };
+                    o.fits = false;
+                    o.load_note = Some(format!("{why}: in {} it takes {takes}", p.as_str()));
+                }
+            }
+            (o, g)
+        })
+        .collect();
     opts.sort_by(|a, b| options::order((&a.0, a.1), (&b.0, b.1)));
     let overhead = opts.first().map_or(0.0, |(o, g)| options::overhead_gib(g, o.count));
     let weights = fp.weights / catalog::GIB;
@@ -226,7 +333,111 @@ pub fn size(input: &SizingInput) -> Sizing {
         kv_cache_gib: round2(kv),
         overhead_gib: round2(overhead),
         total_gib: round2(weights + kv + overhead),
+        kv_bytes_per_token: kv_bytes_per_token(input, &fp),
+        architecture_notes: architecture_notes(input, &fp),
         options: opts.into_iter().map(|(o, _)| o).collect(),
         billing_advice: billing_advice(input.workload_kind).to_string(),
     }
+}
+
+fn kv_bytes_per_token(input: &SizingInput, fp: &memory::Footprint) -> u64 {
+    match fp.split {
+        memory::Split::KvHeads { per_seq, .. } if per_seq > 0.0 => memory::kv_bytes_per_token(input).round() as u64,
+        _ => 0,
+    }
+}
+
+/// The resolver's notes, then how the architecture shapes this sizing.
+fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String> {
+    let mut notes = input.architecture_notes.clone();
+    let a = &input.architecture;
+    let memory::Split::KvHeads { per_seq, .. } = fp.split else {
+        return notes;
+    };
+    if per_seq <= 0.0 {
+        return notes;
+    }
+    let ctx = memory::kv_tokens(input.context_length);
+    let windows: Vec<String> = [("a sliding window", a.sliding), ("chunked attention", a.chunked)]
+        .into_iter()
+        .filter_map(|(kind, w)| w.filter(|w| memory::kv_tokens(w.tokens) < ctx).map(|w| (kind, w)))
+        .map(|(kind, w)| {
+            format!(
+                "{} of {} layers keep only {} tokens ({kind})",
+                w.layers, a.num_layers, w.tokens
+            )
+        })
+        .collect();
+    if !windows.is_empty() {
+        let full = SizingInput {
+            architecture: Architecture {
+                sliding: None,
+                chunked: None,
+                ..a.clone()
+            },
+            ..input.clone()
+        };
+        let (full_seq, _) = memory::kv_per_sequence(&full);
+        notes.push(format!(
+            "{}: a {ctx}-token sequence caches {:.2} GiB, not the {:.2} GiB of full attention on every layer",
+            windows.join(" and "),
+            per_seq / catalog::GIB,
+            full_seq / catalog::GIB
+        ));
+    }
+    if let Some(m) = a.mla {
+        notes.push(format!(
+            "multi-head latent attention caches {} + {} elements per layer and token, whatever the head count; tensor parallel keeps the whole latent on every GPU",
+            m.kv_lora_rank, m.qk_rope_head_dim
+        ));
+    }
+    if let (Some(d), Some((m, _))) = (fp.decode, a.moe_with_params()) {
+        if d.expert_bytes > 0.0 {
+            notes.push(format!(
+                "{} experts, {} per token: a decode step at {} sequences reads the shared weights and {:.0} % of the expert weights",
+                m.num_experts,
+                m.experts_per_token,
+                input.concurrency.max(1),
+                d.expert_bytes_read() / d.expert_bytes * 100.0
+            ));
+        }
+    }
+    notes
+}
+
+/// Predicted KV-cache capacity of `count` × `gpu` for the brief: the tokens (at the brief's
+/// mix of window and full layers) and the sequences of its context that fit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct KvCapacity {
+    pub tokens: u64,
+    pub max_concurrency: f64,
+}
+
+/// What vLLM would report as "GPU KV cache size" and "Maximum concurrency" for this brief on
+/// `count` × `gpu` at `gpu_memory_utilization` (0.9 unless the run set another), with the
+/// engine's default layout: the memory left after weights and the reserve on each GPU, times
+/// the GPUs that hold distinct KV. `None` when no layout loads or nothing is cached.
+pub fn kv_capacity(input: &SizingInput, gpu: &GpuSpec, count: u32, utilisation: f64) -> Option<KvCapacity> {
+    let fp = memory::footprint(input);
+    let memory::Split::KvHeads { shards, per_seq, .. } = fp.split else {
+        return None;
+    };
+    let placement = options::Placement {
+        utilisation,
+        ..options::default_placement(&fp, gpu, count)?
+    };
+    let per_token = memory::kv_bytes_per_token(input);
+    if per_seq <= 0.0 || per_token <= 0.0 {
+        return None;
+    }
+    let (weights, _) = options::per_card_at(&fp, gpu, &placement);
+    let free_per_card = (utilisation * gpu.memory_bytes() - weights - options::reserve_bytes(gpu)).max(0.0);
+    let dpc = f64::from(gpu.devices_per_card);
+    // KV is split over min(TP, KV heads) ranks and the pipeline stages; the rest replicate it.
+    let distinct = f64::from(placement.layout.tp.min(shards.max(1))) * f64::from(placement.layout.pp);
+    let capacity = free_per_card / dpc * distinct;
+    Some(KvCapacity {
+        tokens: (capacity / per_token).floor() as u64,
+        max_concurrency: round2(capacity / per_seq),
+    })
 }

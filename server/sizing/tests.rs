@@ -12,18 +12,7 @@ pub(super) fn close(actual: f64, expected: f64, tol: f64) {
 }
 
 pub(super) fn input(kind: WorkloadKind, p: Precision, hf: &str, ctx: u64, conc: u64) -> SizingInput {
-    let m = model_by_hf_id(hf).unwrap();
-    SizingInput {
-        workload_kind: kind,
-        precision: p,
-        params_b: m.params_b,
-        context_length: ctx,
-        concurrency: conc,
-        num_layers: m.num_layers,
-        num_kv_heads: m.num_kv_heads,
-        head_dim: m.head_dim,
-        catalog_model: Some(m),
-    }
+    SizingInput::from_catalog(kind, p, model_by_hf_id(hf).unwrap(), ctx, conc)
 }
 
 pub(super) fn option<'a>(s: &'a Sizing, gpu: &str) -> &'a SizingOption {
@@ -32,12 +21,60 @@ pub(super) fn option<'a>(s: &'a Sizing, gpu: &str) -> &'a SizingOption {
 
 pub(super) const RT: WorkloadKind = WorkloadKind::RealtimeInference;
 
+/// Checks that every option the engine calls fitting can load — a valid tensor-parallel
+/// degree, TP × PP = the devices (data-parallel attention: TP 1 × PP 1), a precision the GPU
+/// runs — and returns how many fit.
+#[track_caller]
+pub(super) fn fitting_options_load(input: &SizingInput, s: &Sizing) -> usize {
+    let a = &input.architecture;
+    let mut fitting = 0;
+    for o in s.options.iter().filter(|o| o.fits) {
+        fitting += 1;
+        let g = gpu_by_name(&o.gpu).unwrap();
+        assert!(
+            parallelism::tp_valid(o.tensor_parallel, a.num_attention_heads, a.num_kv_heads),
+            "{} TP {}",
+            o.gpu,
+            o.tensor_parallel
+        );
+        let dp_attention = o
+            .load_note
+            .as_deref()
+            .is_some_and(|n| n.contains("data-parallel attention"));
+        let training = matches!(input.workload_kind, WorkloadKind::Training | WorkloadKind::Finetune);
+        let devices = if dp_attention || training {
+            1
+        } else {
+            o.count * g.devices_per_card
+        };
+        assert_eq!(o.tensor_parallel * o.pipeline_parallel, devices, "{}", o.gpu);
+        // Serving-engine settings are never offered to training and fine-tuning.
+        assert!(
+            !training || !o.load_note.as_deref().unwrap_or_default().contains("--"),
+            "{}: {:?}",
+            o.gpu,
+            o.load_note
+        );
+        assert!(o.pipeline_parallel <= a.num_layers, "{}", o.gpu);
+        assert!(
+            !matches!(
+                precision::support(input.precision, a.moe.is_some(), g),
+                precision::Support::Refused { .. }
+            ),
+            "{} cannot run {}",
+            o.gpu,
+            input.precision.as_str()
+        );
+    }
+    fitting
+}
+
 #[test]
 fn catalogues_parse_and_kv_bytes_match_the_architecture() {
     let (m, g) = raw_csvs();
     let parsed_models = parse_models(m).unwrap();
     let parsed_gpus = parse_gpus(g).unwrap();
-    assert_eq!(parsed_models.len(), 19);
+    assert_eq!(parsed_models.len(), 22);
     assert_eq!(parsed_gpus.len(), 25);
     for m in &parsed_models {
         let full = 2 * u64::from(m.num_layers) * u64::from(m.num_kv_heads) * u64::from(m.head_dim) * 2;
@@ -47,7 +84,9 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
             }
             // MLA: (kv_lora_rank 512 + rope 64) × layers × 2 B, far below the expanded form.
             Attention::Mla => {
-                assert_eq!(m.kv_bytes_per_token_bf16, 576 * u64::from(m.num_layers) * 2);
+                let latent = u64::from(m.kv_lora_rank + m.qk_rope_head_dim);
+                assert_eq!(latent, 576);
+                assert_eq!(m.kv_bytes_per_token_bf16, latent * u64::from(m.num_layers) * 2);
                 assert!(m.kv_bytes_per_token_bf16 < full / 50);
             }
         }
@@ -59,6 +98,12 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
             assert!((active / m.active_params_b - 1.0).abs() < 0.2, "{}: {active}", m.hf_id);
         }
         assert!(!m.source.is_empty());
+        // Rows cite primary sources (repository, path and commit, or the vendor page).
+        assert!(!m.source.contains("shared/"), "{}", m.hf_id);
+    }
+    for g in &parsed_gpus {
+        assert!(!g.source.contains("shared/"), "{}", g.model);
+        assert_eq!(g.compute_capability.is_some(), g.is_nvidia(), "{}", g.model);
     }
     assert_eq!(models(), &parsed_models[..]);
     assert_eq!(gpus(), &parsed_gpus[..]);
@@ -142,8 +187,9 @@ fn pcie_only_multi_gpu_gets_a_warning() {
 
 #[test]
 fn kv_replicates_when_tp_exceeds_kv_heads() {
-    // Qwen2.5-7B has 4 KV heads: at TP 8 each GPU holds a quarter of the KV, not an eighth.
-    let i = input(RT, Precision::Bf16, "Qwen/Qwen2.5-7B-Instruct", 131072, 64);
+    // Qwen3-30B-A3B has 32 heads over 4 KV heads: at TP 8 each GPU holds a quarter of the KV,
+    // not an eighth.
+    let i = input(RT, Precision::Bf16, "Qwen/Qwen3-30B-A3B", 32768, 64);
     let fp = memory::footprint(&i);
     let t4 = gpu_by_name("T4").unwrap();
     let (_, kv8) = options::per_card(&fp, t4, 8);
@@ -153,6 +199,15 @@ fn kv_replicates_when_tp_exceeds_kv_heads() {
     // Across nodes pipeline stages still split it: 16 GPUs = TP 8 (4-way KV) × PP 2.
     let (_, kv16) = options::per_card(&fp, t4, 16);
     assert_eq!(kv16, fp.dynamic / 8.0);
+    // Qwen2.5-7B's 28 heads cannot be split 8 ways (this test once assumed TP 8, which vLLM
+    // refuses): 8 GPUs run TP 4 × PP 2, and the two stages halve the quarter again.
+    let q = input(RT, Precision::Bf16, "Qwen/Qwen2.5-7B-Instruct", 32768, 64);
+    let fq = memory::footprint(&q);
+    assert_eq!(options::per_card(&fq, t4, 8).1, fq.dynamic / 8.0);
+    let s = size(&q);
+    for o in s.options.iter().filter(|o| o.count == 8) {
+        assert_eq!((o.tensor_parallel, o.pipeline_parallel), (4, 2), "{}", o.gpu);
+    }
 }
 
 #[test]
@@ -178,7 +233,7 @@ fn media_has_no_kv_without_a_catalogue_model_and_fp32_kv_is_4_bytes() {
         4096,
         4,
     );
-    i.catalog_model = None;
+    i.architecture = Architecture::bare(16, 8, 64);
     i.params_b = 2.6; // a diffusion model: 2.6e9 × 2 B = 4.84 GiB, no KV cache
     let s = size(&i);
     assert_eq!(s.kv_cache_gib, 0.0);
@@ -200,7 +255,9 @@ fn json_has_exactly_the_contract_fields() {
     assert_eq!(
         keys,
         [
+            "architecture_notes",
             "billing_advice",
+            "kv_bytes_per_token",
             "kv_cache_gib",
             "options",
             "overhead_gib",
@@ -219,9 +276,15 @@ fn json_has_exactly_the_contract_fields() {
             "gpu",
             "headroom_pct",
             "interconnect_note",
-            "memory_gib"
+            "load_note",
+            "memory_gib",
+            "pipeline_parallel",
+            "tensor_parallel"
         ]
     );
+    // 131,072 B per token (2 × 32 × 8 × 128 × 2), no window to average in.
+    assert_eq!(v["kv_bytes_per_token"], 131_072);
+    assert_eq!(v["architecture_notes"], serde_json::json!([]));
     assert!(v["options"][0]["interconnect_note"].is_null());
     for k in WorkloadKind::ALL {
         assert!(!billing_advice(k).is_empty());
@@ -234,17 +297,15 @@ fn extreme_validated_inputs_stay_finite() {
         for p in Precision::ALL {
             for (params, ctx, conc) in [(10_000.0, 10_000_000, 100_000), (0.001, 0, 0), (0.5, 1, 1)] {
                 let m = model_by_hf_id("deepseek-ai/DeepSeek-V3").unwrap();
-                for catalog_model in [None, Some(m)] {
+                for architecture in [Architecture::bare(1, 1, 1), Architecture::from_catalog(m)] {
                     let s = size(&SizingInput {
                         workload_kind: kind,
                         precision: p,
                         params_b: params,
                         context_length: ctx,
                         concurrency: conc,
-                        num_layers: 1,
-                        num_kv_heads: 1,
-                        head_dim: 1,
-                        catalog_model,
+                        architecture,
+                        architecture_notes: Vec::new(),
                     });
                     let all = [s.weights_gib, s.kv_cache_gib, s.overhead_gib, s.total_gib];
                     assert!(all.iter().all(|x| x.is_finite() && *x >= 0.0), "{s:?}");
@@ -256,4 +317,20 @@ fn extreme_validated_inputs_stay_finite() {
             }
         }
     }
+}
+
+#[test]
+fn no_fitting_option_is_one_the_engine_would_refuse_to_load() {
+    let mut fitting = 0;
+    for m in models() {
+        for p in Precision::ALL {
+            for kind in [RT, WorkloadKind::Training] {
+                for (ctx, conc) in [(4096, 1), (131_072, 32)] {
+                    let i = SizingInput::from_catalog(kind, p, m, ctx, conc);
+                    fitting += fitting_options_load(&i, &size(&i));
+                }
+            }
+        }
+    }
+    assert!(fitting > 1000, "{fitting}");
 }

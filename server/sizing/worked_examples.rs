@@ -59,7 +59,7 @@ fn llama_8b_int4_keeps_embeddings_16_bit() {
     close(l4.decode_tokens_per_s_max, 119.7, 0.1);
     // Without the catalogue every parameter is 4-bit: 8.03e9 × 0.51953125 = 3.885 GiB.
     let mut bare = input(RT, Precision::Int4, "meta-llama/Llama-3.1-8B-Instruct", 8192, 4);
-    bare.catalog_model = None;
+    bare.architecture = Architecture::bare(32, 8, 128);
     close(size(&bare).weights_gib, 3.89, 0.01);
 }
 
@@ -192,4 +192,56 @@ fn lora_params_match_sizing_md() {
         1,
     );
     assert_eq!(memory::lora_params(&i), 41_943_040.0);
+}
+
+#[test]
+fn one_full_node_with_a_higher_utilisation_before_two_nodes() {
+    let s = size(&input(
+        RT,
+        Precision::Bf16,
+        "meta-llama/Llama-3.1-405B-Instruct",
+        32768,
+        10,
+    ));
+    // H200 × 8 (TP 8): weights 405.85e9 × 2 / 8 = 101.46 GB; KV 516,096 B × 32768 × 10 / 8
+    // = 21.14 GB; reserve 7.05 GB → 129.65 GB > 0.9 × 141 = 126.9, but ≤ 0.95 × 141 = 133.95.
+    let need = 405.85e9 * 2.0 / 8.0 + 516_096.0 * 32768.0 * 10.0 / 8.0 + 7.05e9;
+    assert!(need > 126.9e9 && need <= 133.95e9);
+    let h200 = option(&s, "H200 SXM");
+    assert_eq!((h200.count, h200.fits, h200.tensor_parallel), (8, true, 8));
+    assert!(h200
+        .load_note
+        .as_deref()
+        .unwrap()
+        .contains("--gpu-memory-utilization 0.95"));
+    close(h200.headroom_pct, (133.95e9 - need) / 133.95e9 * 100.0, 0.01);
+    // H100 × 8 is far short (101.46 GB of weights alone > 80): two nodes, no setting.
+    let h100 = option(&s, "H100 SXM");
+    assert_eq!((h100.count, h100.load_note.as_deref()), (16, None));
+}
+
+#[test]
+fn kv_capacity_is_the_memory_left_over_the_bytes_per_token() {
+    let i = input(RT, Precision::Bf16, "meta-llama/Llama-3.1-70B-Instruct", 32768, 1);
+    let h100 = gpu_by_name("H100 SXM").unwrap();
+    let c = kv_capacity(&i, h100, 4, 0.9).unwrap();
+    // Per GPU: 0.9 × 80 GB − 141.1 GB / 4 − 4 GB reserve = 32.725 GB; TP 4 splits the 8 KV
+    // heads, so the four GPUs hold 130.9 GB of distinct KV at 327,680 B per token.
+    let capacity: f64 = 4.0 * (72e9 - 70.55e9 * 2.0 / 4.0 - 4e9);
+    assert_eq!(c.tokens, (capacity / 327_680.0).floor() as u64);
+    close(c.max_concurrency, capacity / (327_680.0 * 32768.0), 0.01);
+    // vLLM's own utilisation, when the run sets it, moves it: at 0.92 each GPU has 1.6 GB more.
+    let c92 = kv_capacity(&i, h100, 4, 0.92).unwrap();
+    assert_eq!(c92.tokens, ((capacity + 4.0 * 1.6e9) / 327_680.0).floor() as u64);
+    // One H100 cannot even hold the weights: no capacity, not a negative one.
+    assert_eq!(kv_capacity(&i, h100, 1, 0.9).unwrap().tokens, 0);
+    // Training has no KV cache.
+    let t = input(
+        WorkloadKind::Training,
+        Precision::Bf16,
+        "meta-llama/Llama-3.1-8B-Instruct",
+        4096,
+        1,
+    );
+    assert_eq!(kv_capacity(&t, h100, 1, 0.9), None);
 }

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::{
     sizing::{self, GpuSpec, Sizing, SizingOption},
     text_enum,
-    validation::{FieldError, FieldReader, Input, Raw},
+    validation::{FieldError, FieldReader, Input},
 };
 
 text_enum!(
@@ -193,7 +193,7 @@ pub fn validate(input: &Input<'_>, defaults: &TrialDefaults) -> Result<TrialFiel
         .positive_integer("gpu_count", MAX_GPU_COUNT)
         .and_then(|n| i32::try_from(n).ok());
     let billing: Option<Billing> = c.choice("billing", &names(Billing::ALL, Billing::as_str), false);
-    let rate_per_gpu_hour = money(&mut c, "rate_per_gpu_hour");
+    let rate_per_gpu_hour = c.money("rate_per_gpu_hour", 1_000_000);
     let currency = c.text("currency", 3).map(|s| s.to_ascii_uppercase());
     if let Some(cur) = &currency {
         if cur.len() != 3 || !cur.chars().all(|ch| ch.is_ascii_alphabetic()) {
@@ -253,34 +253,6 @@ pub fn validate(input: &Input<'_>, defaults: &TrialDefaults) -> Result<TrialFiel
 
 fn names<T: Copy>(all: &[T], name: fn(&T) -> &'static str) -> Vec<&'static str> {
     all.iter().map(name).collect()
-}
-
-/// A rate as a decimal string ("2.99"); never a float.
-fn money(c: &mut FieldReader<'_>, field: &str) -> Option<Decimal> {
-    let text = match c.input.raw(field) {
-        Raw::Absent => return None,
-        Raw::Json(serde_json::Value::String(s)) => s.trim().to_owned(),
-        Raw::FormText(s) => s.trim().to_owned(),
-        Raw::Json(_) => {
-            c.fail(field, "must be a decimal string such as \"2.99\"");
-            return None;
-        }
-    };
-    match text.parse::<Decimal>() {
-        Ok(d) if d.is_sign_negative() => {
-            c.fail(field, "must not be negative");
-            None
-        }
-        Ok(d) if d > Decimal::from(1_000_000) || d.scale() > 6 => {
-            c.fail(field, "must be at most 1000000 with at most 6 decimal places");
-            None
-        }
-        Ok(d) => Some(d.normalize()),
-        Err(_) => {
-            c.fail(field, "must be a decimal number such as 2.99 (no currency sign)");
-            None
-        }
-    }
 }
 
 /// An RFC 3339 time, or a plain date (midnight UTC), as a form's date input sends it.
@@ -448,17 +420,14 @@ mod tests {
 
     #[test]
     fn a_trial_without_a_gpu_suggests_a_fitting_nvidia_option() {
-        let brief_sizing = sizing::size(&sizing::SizingInput {
-            workload_kind: sizing::WorkloadKind::RealtimeInference,
-            precision: sizing::Precision::Bf16,
-            params_b: 70.0,
-            context_length: 8192,
-            concurrency: 32,
-            num_layers: 80,
-            num_kv_heads: 8,
-            head_dim: 128,
-            catalog_model: None,
-        });
+        let llama70 = sizing::model_by_hf_id("meta-llama/Llama-3.1-70B-Instruct").unwrap();
+        let brief_sizing = sizing::size(&sizing::SizingInput::from_catalog(
+            sizing::WorkloadKind::RealtimeInference,
+            sizing::Precision::Bf16,
+            llama70,
+            8192,
+            32,
+        ));
         let a = Allocation::resolve(None, None, &brief_sizing).unwrap();
         assert!(a.suggested);
         assert_eq!(a.gpu.vendor, "NVIDIA");

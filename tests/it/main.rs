@@ -10,6 +10,7 @@ mod auth_api;
 mod auth_pages;
 mod backup_restore;
 mod briefs_api;
+mod briefs_model_config;
 mod browser_auth;
 mod browser_briefs;
 mod browser_cards;

@@ -1,0 +1,197 @@
+//! A brief's `model_config` (the model's config.json) and architecture fields through the API:
+//! kept with the brief, used by the sizing, and refused on the field when they are bad.
+
+use crate::common;
+
+use common::{fixture, merge, spawn_app, valid_brief};
+use serde_json::{json, Value};
+
+const GIB: f64 = 1_073_741_824.0;
+
+fn gemma3_config() -> Value {
+    serde_json::from_slice(&fixture("model-configs/gemma-3-27b-it.json")).unwrap()
+}
+
+/// The valid brief without its explicit architecture, for Gemma 3 27B from its config.json.
+fn gemma3_brief() -> Value {
+    let mut body = valid_brief();
+    let map = body.as_object_mut().unwrap();
+    for k in ["num_layers", "num_kv_heads", "head_dim"] {
+        map.remove(k);
+    }
+    merge(
+        &mut body,
+        json!({
+            "name": "Gemma 3 27B chat",
+            "model_name": "google/gemma-3-27b-it",
+            "params_b": 27.43,
+            "context_length": 32768,
+            "concurrency": 4,
+            "model_config": gemma3_config(),
+            "expected_peak_rps": 3.5,
+            "api_price_per_million_tokens": "0.20",
+        }),
+    );
+    body
+}
+
+async fn problem_fields(res: reqwest::Response) -> Vec<(String, String)> {
+    assert_eq!(res.status(), 422);
+    let body: Value = res.json().await.unwrap();
+    body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap().to_owned(),
+                e["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn model_config_round_trips_and_drives_the_sizing() {
+    let app = spawn_app().await;
+    let res = app.post_json("/api/v1/briefs", &gemma3_brief()).await;
+    assert_eq!(res.status(), 201);
+    let created: Value = res.json().await.unwrap();
+    let id = created["id"].as_str().unwrap();
+    assert_eq!(created["model_config"], gemma3_config(), "kept as given");
+    assert_eq!(created["expected_peak_rps"], 3.5);
+    assert_eq!(created["api_price_per_million_tokens"], "0.2");
+    assert!(created["num_layers"].is_null() && created["sliding_window"].is_null());
+
+    let fetched: Value = app.get(&format!("/api/v1/briefs/{id}")).await.json().await.unwrap();
+    assert_eq!(fetched["model_config"], gemma3_config());
+    assert_eq!(fetched["sizing"], created["sizing"]);
+
+    // Sized from the config: 10 global layers × 32768 tokens + 52 local × 1024, 2 × 16 KV heads
+    // × 128 × 2 B each, 4 sequences.
+    let sizing = &fetched["sizing"];
+    let per_seq = 2.0 * 16.0 * 128.0 * 2.0 * (10.0 * 32768.0 + 52.0 * 1024.0);
+    let kv = sizing["kv_cache_gib"].as_f64().unwrap();
+    assert!((kv / (4.0 * per_seq / GIB) - 1.0).abs() < 0.02, "{kv}");
+    assert_eq!(sizing["kv_bytes_per_token"], (per_seq / 32768.0) as u64);
+    let notes = sizing["architecture_notes"].as_array().unwrap();
+    assert!(notes[0]
+        .as_str()
+        .unwrap()
+        .contains("62 layers, 32 attention heads, 16 KV heads"));
+    for o in sizing["options"].as_array().unwrap() {
+        assert!(o["tensor_parallel"].as_u64().unwrap() >= 1 && o["pipeline_parallel"].as_u64().unwrap() >= 1);
+        assert!(o.get("load_note").is_some());
+    }
+
+    // An explicit field wins over the config, and the sizing says so.
+    let mut body = fetched.clone();
+    merge(&mut body, json!({ "num_kv_heads": 32 }));
+    let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
+    assert_eq!(res.status(), 200);
+    let updated: Value = res.json().await.unwrap();
+    assert_eq!(updated["num_kv_heads"], 32);
+    let kv2 = updated["sizing"]["kv_cache_gib"].as_f64().unwrap();
+    assert!((kv2 / kv - 2.0).abs() < 0.01, "{kv} → {kv2}");
+    let notes = updated["sizing"]["architecture_notes"].to_string();
+    assert!(
+        notes.contains("num_kv_heads 32 as given; config.json says 16"),
+        "{notes}"
+    );
+    assert_eq!(updated["model_config"], gemma3_config());
+}
+
+#[tokio::test]
+async fn architecture_fields_once_refused_are_brief_fields() {
+    let app = spawn_app().await;
+    // A DeepSeek-style MLA MoE without a catalogue row or config: the fields are enough.
+    let mut body = valid_brief();
+    merge(
+        &mut body,
+        json!({
+            "model_name": "acme/latent-moe", "params_b": 236, "precision": "bf16",
+            "num_layers": 60, "num_kv_heads": 128, "head_dim": 192, "num_attention_heads": 128,
+            "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+            "num_experts": 160, "experts_per_token": 6, "active_params_b": 21,
+            "context_length": 32768, "concurrency": 4,
+        }),
+    );
+    let res = app.post_json("/api/v1/briefs", &body).await;
+    assert_eq!(res.status(), 201);
+    let created: Value = res.json().await.unwrap();
+    assert_eq!(created["kv_lora_rank"], 512);
+    assert_eq!(created["experts_per_token"], 6);
+    // (512 + 64) × 60 layers × 2 B per token, not 2 × 128 × 192 × 60 × 2.
+    assert_eq!(created["sizing"]["kv_bytes_per_token"], 576 * 60 * 2);
+
+    // Sliding window with its layer list.
+    let mut body = valid_brief();
+    let layer_types: Vec<&str> = (0..80)
+        .map(|i| {
+            if i % 2 == 0 {
+                "sliding_attention"
+            } else {
+                "full_attention"
+            }
+        })
+        .collect();
+    merge(
+        &mut body,
+        json!({ "sliding_window": 4096, "layer_types": layer_types, "context_length": 32768 }),
+    );
+    let res = app.post_json("/api/v1/briefs", &body).await;
+    assert_eq!(res.status(), 201);
+    let created: Value = res.json().await.unwrap();
+    // 40 full layers × 32768 + 40 windowed × 4096, 2 × 8 × 128 × 2 B, per token of context.
+    let per_token = 2.0 * 8.0 * 128.0 * 2.0 * (40.0 * 32768.0 + 40.0 * 4096.0) / 32768.0;
+    assert_eq!(created["sizing"]["kv_bytes_per_token"], per_token as u64);
+    assert_eq!(created["layer_types"].as_array().unwrap().len(), 80);
+}
+
+#[tokio::test]
+async fn bad_model_configs_are_422_on_the_field_and_nothing_is_stored() {
+    let app = spawn_app().await;
+    let mut megabyte = gemma3_config();
+    megabyte["padding"] = Value::String("x".repeat(1_000_000));
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (json!("not json {"), "model_config", "must be a JSON object"),
+        (json!([1, 2, 3]), "model_config", "must be a JSON object"),
+        (megabyte, "model_config", "KiB"),
+        (
+            json!({ "num_hidden_layers": "62", "num_attention_heads": 32, "hidden_size": 4096 }),
+            "model_config.num_hidden_layers",
+            "must be a whole number",
+        ),
+        (
+            json!({ "text_config": { "num_hidden_layers": 62, "num_key_value_heads": [16] } }),
+            "model_config.text_config.num_key_value_heads",
+            "must be a whole number",
+        ),
+        (
+            json!({ "text_config": { "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128 } }),
+            "model_config.num_hidden_layers",
+            "is missing from config.json",
+        ),
+        (
+            json!({ "num_hidden_layers": 32, "quantization_config": "fp8" }),
+            "model_config.quantization_config",
+            "must be an object",
+        ),
+    ];
+    for (config, field, message) in cases {
+        let mut body = gemma3_brief();
+        body["model_config"] = config;
+        let errors = problem_fields(app.post_json("/api/v1/briefs", &body).await).await;
+        let found = errors.iter().find(|(f, _)| f == field);
+        assert!(
+            found.is_some_and(|(_, m)| m.contains(message)),
+            "{field} / {message} not in {errors:?}"
+        );
+    }
+    // Contradictory explicit fields are named too.
+    let mut body = valid_brief();
+    merge(&mut body, json!({ "num_experts": 8, "experts_per_token": 9 }));
+    let errors = problem_fields(app.post_json("/api/v1/briefs", &body).await).await;
+    assert_eq!(errors[0].0, "experts_per_token", "{errors:?}");
+    assert_eq!(app.count("briefs").await, 0, "nothing is stored");
+}
