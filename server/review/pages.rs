@@ -357,6 +357,7 @@ struct ComparisonCell {
 
 /// One row of the comparison: a criterion (key and stage) with each trial's value and status.
 struct ComparisonRow {
+    key: String,
     label: String,
     cells: Vec<ComparisonCell>,
 }
@@ -446,6 +447,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
         .into_iter()
         .map(|(key, stage)| ComparisonRow {
             label: format!("Stage {stage} · {key}"),
+            key: format!("{key}@{stage}"),
             cells: r
                 .trials
                 .iter()

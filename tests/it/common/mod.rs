@@ -140,7 +140,6 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
     app
 }
 
-/// A client that sends `Authorization: Bearer <token>` on every request.
 /// An engineer's bearer token, minted straight into `pool` with `keys`.
 pub async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
     token::mint(
@@ -161,6 +160,7 @@ pub async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
     .0
 }
 
+/// A client that sends `Authorization: Bearer <token>` on every request.
 pub fn bearer_client(token: &str) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
@@ -217,6 +217,26 @@ impl TestApp {
             .await
             .unwrap();
         email
+    }
+
+    /// An agent token for one trial of a brief (`rentcheck token mint --trial`).
+    pub async fn trial_token(&self, brief: uuid::Uuid, trial: uuid::Uuid) -> String {
+        token::mint(
+            &self.pool,
+            &self.keys,
+            NewToken {
+                name: "test trial agent".into(),
+                subject: "agent@example.com".into(),
+                role: Role::Agent,
+                brief: Some(brief),
+                trial: Some(trial),
+                ttl: chrono::Duration::days(1),
+                created_by: None,
+            },
+        )
+        .await
+        .unwrap()
+        .0
     }
 
     /// A bearer token the way `rentcheck token mint` makes one.

@@ -1,0 +1,90 @@
+//! An engineer adds a second trial to a brief on its page in headless Chromium, sends evidence to
+//! it with a token for that trial, and the review compares the two trials side by side.
+
+use crate::common;
+
+use common::{bearer_client, browser, spawn_app, PASSWORD};
+use rentcheck::auth::Role;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+#[tokio::test]
+async fn an_engineer_adds_a_second_trial_sends_evidence_to_it_and_the_review_compares_them() {
+    let app = spawn_app().await;
+    let brief = app
+        .create_brief(json!({ "name": "Chat 70B", "trial_gpu": "H200 SXM", "trial_gpu_count": 8 }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let engineer = app.user(Role::Engineer).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &engineer, PASSWORD).await;
+
+    // The brief page lists its one trial and offers another.
+    b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();
+    assert!(b.text("#trials").await.contains("8 × H200 SXM"));
+    b.click("#trials a.button").await;
+    assert!(b.path().await.ends_with("/trials/new"));
+    b.fill("name", "Cloud B 4 × H100").await;
+    b.fill("provider", "Cloud B").await;
+    b.select("gpu", "H100 SXM").await;
+    b.fill("gpu_count", "4").await;
+    // A typo is answered at the field, the input kept.
+    b.fill("rate_per_gpu_hour", "$2.99").await;
+    b.click("form.brief-form button[type='submit']").await;
+    assert!(b
+        .text("#field-rate_per_gpu_hour .error")
+        .await
+        .contains("no currency sign"));
+    assert_eq!(b.value("name").await, "Cloud B 4 × H100");
+    b.fill("rate_per_gpu_hour", "2.99").await;
+    b.click("form.brief-form button[type='submit']").await;
+    let trials_text = b.text("#trials").await;
+    assert!(trials_text.contains("Cloud B 4 × H100"), "{trials_text}");
+    assert!(trials_text.contains("4 × H100 SXM"), "{trials_text}");
+    b.shot("brief-two-trials").await;
+
+    // A token for the new trial sends its evidence there, no trial named.
+    let listed: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let second = listed["items"][1]["id"].as_str().unwrap().to_owned();
+    let agent = bearer_client(
+        &app.trial_token(Uuid::parse_str(&brief).unwrap(), Uuid::parse_str(&second).unwrap())
+            .await,
+    );
+    let res = agent
+        .post(app.url(&format!("/api/v1/briefs/{brief}/evidence?kind=nvidia-smi-list&stage=1")))
+        .body(std::fs::read("data/demo/trial2/nvidia-smi-L.txt").unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+
+    // The review compares the two trials: each with its own evidence.
+    b.client
+        .goto(&app.url(&format!("/briefs/{brief}/review")))
+        .await
+        .unwrap();
+    let comparison = b.text("#trials-comparison").await.to_lowercase();
+    assert!(
+        comparison.contains("trial 1") && comparison.contains("cloud b 4 × h100"),
+        "{comparison}"
+    );
+    assert!(comparison.contains("gpu.count"), "{comparison}");
+    let row = b.text("#trials-comparison tr[data-key='gpu.count@1']").await;
+    assert!(
+        row.contains('4'),
+        "the second trial's gpu.count is its own evidence: {row}"
+    );
+    assert!(
+        comparison.contains("no trial meets the card yet"),
+        "neither trial is accepted yet: {comparison}"
+    );
+    b.shot("review-two-trials").await;
+    b.close().await;
+}
