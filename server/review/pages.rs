@@ -679,6 +679,10 @@ async fn audit_page(State(state): State<AppState>, user: PageUser, Path(id): Pat
 #[template(path = "review/decision.md")]
 struct DecisionRecord<'a> {
     r: &'a Review,
+    recommended: Option<String>,
+    /// name, provider, allocation, decision, accepted, criteria, cost per job.
+    trial_rows: Vec<(String, String, String, &'static str, &'static str, String, String)>,
+    approved_trial: Option<String>,
     generated: String,
     stages: Vec<StageView>,
     reasons: Vec<ReasonView>,
@@ -694,7 +698,33 @@ async fn record_md(
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
     let brief_id = id.to_string();
+    let name_of = |id: Uuid| r.trial(id).map(|t| t.context.trial.fields.name.clone());
     let record = DecisionRecord {
+        recommended: r.recommendation.recommended.and_then(name_of),
+        approved_trial: r.approval.as_ref().and_then(|a| a.row.trial_id).and_then(name_of),
+        trial_rows: r
+            .trials
+            .iter()
+            .map(|t| {
+                let (passed, required) = t.criteria_passed();
+                (
+                    t.context.trial.fields.name.clone(),
+                    if t.context.trial.fields.provider.is_empty() {
+                        "—".to_owned()
+                    } else {
+                        t.context.trial.fields.provider.clone()
+                    },
+                    t.context.allocation.as_ref().map(|a| a.label()).unwrap_or_default(),
+                    t.decision.decision.as_str(),
+                    if t.decision.accepted { "yes" } else { "no" },
+                    format!("{passed} of {required}"),
+                    match t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job) {
+                        Some(c) => money::with_currency(c, &r.brief.fields.currency),
+                        None => "—".to_owned(),
+                    },
+                )
+            })
+            .collect(),
         generated: chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         stages: stages(&r),
         reasons: r.decision.reasons.iter().map(|x| reason_view(x, &brief_id)).collect(),

@@ -102,6 +102,18 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
     assert_eq!(ttft["stage"], 3);
     let cost = |t: &Value| t["cost_per_job"].as_str().unwrap().parse::<f64>().unwrap();
     assert!(cost(&trials[0]) < cost(&trials[1]), "and costs more per completed job");
+    // The decision record names both trials and which one the decision is taken from.
+    let record = app
+        .get(&format!("/briefs/{id}/decision.md"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(record.contains("Recommended: **8 × H200 · Cloud A**"), "{record}");
+    assert!(
+        record.contains("| 4 × H100 · Cloud B | Cloud B | 4 × H100 SXM | stop | no |"),
+        "{record}"
+    );
 
     let again = demo(&app);
     assert!(again.contains("already there"));
