@@ -26,12 +26,13 @@ enum Floor {
     Http,
 }
 
-const GROUND: [&str; 8] = [
+const GROUND: [&str; 9] = [
     "validation",
     "money",
     "sizing",
     "evidence::parsers",
     "review::decision",
+    "review::comparison",
     "review::decision_tests",
     "ledger::model",
     "ledger::csv",
