@@ -18,6 +18,7 @@ pub mod http;
 pub mod ledger;
 pub mod money;
 pub mod overview;
+pub mod prices;
 pub mod review;
 pub mod secrets;
 pub mod sizing;

@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 12] = [
+const LANDED: [(&str, &str); 13] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -51,6 +51,10 @@ const LANDED: [(&str, &str); 12] = [
     (
         "20261130000001_trials.sql",
         "370ca112c122933b5c7eccffef1f15862f3e8621706e872e7ec1a3608a0f0a12c5408697eec886c83cacdaccac8bba79",
+    ),
+    (
+        "20261130000002_prices.sql",
+        "a505ae4649029ea00ddb1c63fa320edcef433a860487a44bcc484a77a2256cd3d08923009260dbea7fd4f5e32baff2b6",
     ),
     (
         "20261130200001_brief_architecture.sql",

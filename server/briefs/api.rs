@@ -19,11 +19,12 @@ use super::{
 use crate::{
     auth::Role,
     error::{ApiResult, AppError},
+    prices::service as prices,
     sizing::Sizing,
     state::AppState,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, Path},
+        extract::{ApiJson, ApiQuery, Path},
     },
 };
 
@@ -108,12 +109,33 @@ async fn replace(
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
+#[derive(serde::Deserialize)]
+struct SizingQuery {
+    /// `price`: fitting options by their cheapest current price per hour.
+    order: Option<String>,
+}
+
+/// The per-GPU sizing table, each option with its cheapest current price (when a price sheet has
+/// one in the brief's currency); `?order=price` orders fitting options by that price.
 async fn sizing(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<SizingQuery>,
 ) -> ApiResult<Json<Sizing>> {
     caller.may_read_brief(id)?;
     let brief = service::load(&state.pool, id).await?;
-    Ok(Json(brief.fields.sizing()))
+    let by_price = match q.order.as_deref() {
+        None | Some("memory") => false,
+        Some("price") => true,
+        Some(_) => {
+            return Err(AppError::Validation(vec![crate::validation::FieldError::new(
+                "order",
+                "must be memory or price",
+            )]))
+        }
+    };
+    Ok(Json(
+        prices::priced(&state, brief.fields.sizing(), &brief.fields.currency, by_price).await?,
+    ))
 }

@@ -32,7 +32,7 @@ use tower_http::{
 use crate::{
     acceptance, auth, briefs,
     error::AppError,
-    evidence, ledger, overview, review,
+    evidence, ledger, overview, prices, review,
     state::AppState,
     telemetry::REQUEST_ID_HEADER,
     trials,
@@ -59,6 +59,8 @@ pub fn app(state: AppState) -> Router {
         .merge(review::pages::routes())
         .merge(acceptance::api::routes())
         .merge(acceptance::pages::routes())
+        .merge(prices::api::routes())
+        .merge(prices::pages::routes())
         .merge(trials::api::routes())
         .merge(trials::pages::routes())
         .route("/metrics", get(metrics::endpoint))

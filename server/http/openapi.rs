@@ -367,18 +367,27 @@ pub fn document() -> OpenApi {
     .response("200", ok_json("the brief", component("Brief")))
     .response("404", problem_response("no such brief"))
     .response("422", problem_response("invalid fields"));
-    let sizing = op("getBriefSizing", "briefs", "The per-GPU sizing table of a brief")
-        .parameter(brief_id())
-        .response(
-            "200",
-            ok_json(
-                "weights_gib, kv_cache_gib, overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
+    let sizing = op(
+        "getBriefSizing",
+        "briefs",
+        "The per-GPU sizing table of a brief, each option with its cheapest current price when a sheet has one",
+    )
+    .parameter(brief_id())
+    .parameter(query_param(
+        "order",
+        Type::String,
+        "memory (default: memory rented) or price (fitting options by cheapest price per hour)",
+    ))
+    .response(
+        "200",
+        ok_json(
+            "weights_gib, kv_cache_gib, overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
                  options (gpu, memory_gib, count, fits, headroom_pct, decode_tokens_per_s_max, interconnect_note, \
                  tensor_parallel, pipeline_parallel, load_note), billing_advice",
-                obj("sizing"),
-            ),
-        )
-        .response("404", problem_response("no such brief"));
+            obj("sizing"),
+        ),
+    )
+    .response("404", problem_response("no such brief"));
 
     let card_schema: Schema = obj(
         "{ brief_id, revision (0 = the generated default card), default, created_by, created_at, accepted, \

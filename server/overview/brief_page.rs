@@ -18,6 +18,7 @@ use crate::{
     evidence::pages::{self as evidence_pages, EvidenceListRow},
     ledger::pages as ledger_pages,
     money,
+    prices::service as prices,
     sizing::Sizing,
     state::AppState,
     trials::{
@@ -37,6 +38,9 @@ struct BriefPage {
     ctx: PageContext,
     brief: Brief,
     sizing: Sizing,
+    brief_id: String,
+    /// The sizing table is ordered by price.
+    by_price: bool,
     trials: Vec<TrialRow>,
     /// The trial whose card, evidence and ledger the page shows.
     trial_name: String,
@@ -157,6 +161,8 @@ fn trial_rows(trials: &[Trial], sizing: &Sizing, selected: Uuid, currency: &str)
 #[derive(Deserialize)]
 pub struct BriefPageQuery {
     trial: Option<Uuid>,
+    /// `price`: the sizing table by its cheapest price.
+    sizing: Option<String>,
 }
 
 pub async fn brief_page(
@@ -166,7 +172,8 @@ pub async fn brief_page(
     ApiQuery(q): ApiQuery<BriefPageQuery>,
 ) -> PageResult<Response> {
     let brief = briefs::load(&state.pool, id).await?;
-    let sizing = brief.fields.sizing();
+    let by_price = q.sizing.as_deref() == Some("price");
+    let sizing = prices::priced(&state, brief.fields.sizing(), &brief.fields.currency, by_price).await?;
     let facts = brief_facts(&brief.fields);
     let all = trials::list(&state, id).await?;
     let trial = match q.trial {
@@ -187,6 +194,8 @@ pub async fn brief_page(
         trials: trial_rows(&all, &sizing, trial.id, &brief.fields.currency),
         trial_name: trial.fields.name.clone(),
         several_trials: all.len() > 1,
+        brief_id: brief.id.to_string(),
+        by_price,
         brief,
         sizing,
         facts,

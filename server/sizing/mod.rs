@@ -250,6 +250,26 @@ pub struct SizingOption {
     /// What loading takes beyond the defaults (a setting, weight-only fp8), or why the GPU
     /// cannot run the brief's precision and what would; `None` when the defaults load it.
     pub load_note: Option<String>,
+    /// The cheapest current price of this allocation from the imported price sheets, in the brief's
+    /// currency; filled by the prices module, absent when no sheet prices this GPU. Its fields
+    /// appear on the option itself (`price_per_hour`, `price_per_month`, `provider`, …).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub price: Option<OptionPrice>,
+}
+
+/// What an option costs on its cheapest current offer (the engine leaves it empty).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OptionPrice {
+    #[serde(rename = "price_per_hour", with = "rust_decimal::serde::str")]
+    pub per_hour: rust_decimal::Decimal,
+    #[serde(rename = "price_per_month", with = "rust_decimal::serde::str")]
+    pub per_month: rust_decimal::Decimal,
+    pub provider: String,
+    pub currency: String,
+    /// The price row it comes from.
+    pub price_id: uuid::Uuid,
+    /// GPUs paid for (whole instances of the offer's size).
+    pub gpus_billed: u32,
 }
 
 pub(crate) fn round2(x: f64) -> f64 {

@@ -315,6 +315,7 @@ pub fn option_for(fp: &Footprint, gpu: &GpuSpec) -> SizingOption {
             tensor_parallel: 1,
             pipeline_parallel: 1,
             load_note: Some("no tensor/pipeline layout can split this model over these GPUs".into()),
+            price: None,
         };
     };
     SizingOption {
@@ -328,6 +329,7 @@ pub fn option_for(fp: &Footprint, gpu: &GpuSpec) -> SizingOption {
         tensor_parallel: p.layout.tp,
         pipeline_parallel: p.layout.pp,
         load_note: setting,
+        price: None,
     }
 }
 

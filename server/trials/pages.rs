@@ -22,6 +22,7 @@ use crate::{
     auth::Role,
     briefs::{model::Brief, service as briefs},
     error::AppError,
+    prices::service as prices,
     sizing,
     state::AppState,
     validation::Input,
@@ -141,6 +142,9 @@ fn form_values(t: &Trial) -> HashMap<String, String> {
 #[derive(Deserialize)]
 struct NewQuery {
     rerun_of: Option<String>,
+    /// A price row to start from ("create a trial from this price"), and the GPU count wanted.
+    price: Option<String>,
+    count: Option<u32>,
 }
 
 async fn new_form(
@@ -171,6 +175,33 @@ async fn new_form(
         page.values.insert("status".into(), "planned".into());
         page.values.remove("started_at");
         page.heading = format!("Re-run {} of {}", earlier.fields.name, brief.fields.name);
+    }
+    // A trial from a price row: that offer's provider, GPU, billing, rate and region.
+    if let Some(price) = q.price.as_deref().and_then(|p| Uuid::parse_str(p).ok()) {
+        let p = prices::get(&state, price).await?;
+        let count = q.count.filter(|c| *c > 0).unwrap_or(p.row.gpu_count.max(1) as u32);
+        for (k, v) in [
+            ("provider", p.row.provider.clone()),
+            ("gpu", p.row.gpu.clone()),
+            ("gpu_count", count.to_string()),
+            ("billing", p.row.billing.clone()),
+            ("rate_per_gpu_hour", p.row.rate_per_gpu_hour.to_string()),
+            ("currency", p.row.currency.clone()),
+            ("region", p.row.region.clone()),
+            (
+                "notes",
+                format!(
+                    "From the price sheet: {} (valid from {}).",
+                    p.row.source, p.row.valid_from
+                ),
+            ),
+        ] {
+            page.values.insert(k.into(), v);
+        }
+        page.heading = format!(
+            "Try {} × {} at {} for {}",
+            count, p.row.gpu, p.row.provider, brief.fields.name
+        );
     }
     page.values.insert("name".into(), defaults.name);
     page.values.entry("currency".into()).or_insert(defaults.currency);

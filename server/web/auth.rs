@@ -146,7 +146,9 @@ impl PageUser {
 }
 
 /// A state-changing form from a signed-in person, its CSRF token checked against the session.
-/// The token field is removed from the values handed on.
+/// The token field is removed from the values handed on. A `multipart/form-data` form (one with a
+/// file input) is read the same way: each file part becomes the text value of its field (files a
+/// form takes are CSV or JSON text; anything that is not UTF-8 is refused with 400).
 pub struct CsrfForm(pub PageUser, pub HashMap<String, String>);
 
 pub const CSRF_FIELD: &str = "csrf_token";
@@ -160,15 +162,53 @@ impl FromRequest<AppState> for CsrfForm {
             .await
             .map_err(IntoResponse::into_response)?;
         let req = Request::from_parts(parts, body);
-        let HtmlForm(mut values) = HtmlForm::<HashMap<String, String>>::from_request(req, state)
-            .await
-            .map_err(|e| PageError(e).into_response())?;
+        let mut values = if super::extract::content_type(&req).starts_with("multipart/form-data") {
+            multipart_values(req, state)
+                .await
+                .map_err(|e| PageError(e).into_response())?
+        } else {
+            let HtmlForm(values) = HtmlForm::<HashMap<String, String>>::from_request(req, state)
+                .await
+                .map_err(|e| PageError(e).into_response())?;
+            values
+        };
         let sent = values.remove(CSRF_FIELD).unwrap_or_default();
         if !crate::secrets::equal(&sent, &user.0.csrf_token) {
             return Err(csrf_failure());
         }
         Ok(CsrfForm(user, values))
     }
+}
+
+/// Every part of a multipart form as text: a chosen file wins over an empty text field of the same
+/// name, and an empty file input (none chosen) leaves the field as it was.
+async fn multipart_values(req: Request, state: &AppState) -> Result<HashMap<String, String>, AppError> {
+    #[allow(clippy::disallowed_types)]
+    let mut form = axum::extract::Multipart::from_request(req, state)
+        .await
+        .map_err(|e| AppError::BadRequest(format!("malformed form: {}", e.body_text())))?;
+    let mut values = HashMap::new();
+    while let Some(field) = form
+        .next_field()
+        .await
+        .map_err(|e| AppError::BadRequest(format!("malformed form: {}", e.body_text())))?
+    {
+        let name = field.name().unwrap_or_default().to_owned();
+        let is_file = field.file_name().is_some();
+        let bytes = field
+            .bytes()
+            .await
+            .map_err(|e| AppError::BadRequest(format!("could not read the form: {}", e.body_text())))?;
+        let text = String::from_utf8(bytes.to_vec())
+            .map_err(|_| AppError::BadRequest(format!("the file in {name} is not UTF-8 text")))?;
+        if is_file && text.is_empty() {
+            continue;
+        }
+        if is_file || !values.contains_key(&name) || values.get(&name).is_some_and(String::is_empty) {
+            values.insert(name, text);
+        }
+    }
+    Ok(values)
 }
 
 pub fn csrf_failure() -> Response {

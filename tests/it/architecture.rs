@@ -54,8 +54,9 @@ const CORE: [&str; 14] = [
     "auth::users",
 ];
 /// Domains, lowest first: one may use the `service` or `model` of a lower one only.
-const DOMAINS: [(&str, u8); 8] = [
+const DOMAINS: [(&str, u8); 9] = [
     ("briefs", 0),
+    ("prices", 0),
     ("collect", 0),
     ("trials", 1),
     ("auth", 2),

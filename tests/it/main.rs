@@ -33,6 +33,7 @@ mod ledger_pages;
 mod openapi;
 mod parsers;
 mod parsers_conformance;
+mod prices;
 mod private_cluster;
 mod resilience;
 mod review_api;

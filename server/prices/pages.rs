@@ -1,0 +1,177 @@
+//! `/prices`: the current price of each offer with its source and date, the sheets imported, and
+//! the import (paste or choose a CSV file, see every row checked, then confirm; all or nothing).
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::{
+    extract::{DefaultBodyLimit, State},
+    http::StatusCode,
+    response::{IntoResponse, Redirect, Response},
+    routing::{get, post},
+    Router,
+};
+use serde::Deserialize;
+
+use super::{
+    model::{PriceRow, COLUMNS},
+    repo, service,
+};
+use crate::{
+    auth::Role,
+    error::AppError,
+    money,
+    state::AppState,
+    web::{
+        auth::{CsrfForm, PageUser},
+        extract::ApiQuery,
+        page::{render, PageContext, PageResult},
+    },
+};
+
+const MAX_FORM_BYTES: usize = 4 * 1024 * 1024;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/prices", get(index).post(confirm))
+        .route("/prices/preview", post(preview))
+        .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+}
+
+/// A price as the page shows it.
+struct PriceLine {
+    provider: String,
+    gpu: String,
+    gpu_count: i32,
+    billing: String,
+    rate: String,
+    region: String,
+    valid_from: String,
+    source: String,
+    line: u32,
+}
+
+impl PriceLine {
+    fn new(r: &PriceRow) -> Self {
+        Self {
+            provider: r.provider.clone(),
+            gpu: r.gpu.clone(),
+            gpu_count: r.gpu_count,
+            billing: r.billing.clone(),
+            rate: format!("{} {}", money::amount(r.rate_per_gpu_hour), r.currency),
+            region: if r.region.is_empty() {
+                "—".into()
+            } else {
+                r.region.clone()
+            },
+            valid_from: r.valid_from.to_string(),
+            source: r.source.clone(),
+            line: r.line,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "prices/index.html")]
+struct PricesPage {
+    ctx: PageContext,
+    current: Vec<PriceLine>,
+    sheets: Vec<(String, String, String, i32)>,
+    may_import: bool,
+    columns: String,
+    /// The CSV being previewed (kept in the confirm form) and what the check said.
+    csv: String,
+    preview: Vec<PriceLine>,
+    errors: Vec<(String, String)>,
+    notice: String,
+}
+
+#[derive(Deserialize)]
+struct IndexQuery {
+    imported: Option<usize>,
+}
+
+async fn page(state: &AppState, user: &PageUser) -> PageResult<PricesPage> {
+    let current = service::current(state).await?;
+    let sheets = repo::sheets(&state.pool, 20).await?;
+    Ok(PricesPage {
+        ctx: user.into(),
+        current: current.iter().map(|p| PriceLine::new(&p.row)).collect(),
+        sheets: sheets
+            .into_iter()
+            .map(|s| {
+                (
+                    s.imported_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+                    s.imported_by,
+                    s.filename.unwrap_or_default(),
+                    s.row_count,
+                )
+            })
+            .collect(),
+        may_import: user.0.role >= Role::Manager,
+        columns: COLUMNS.join(","),
+        csv: String::new(),
+        preview: Vec::new(),
+        errors: Vec::new(),
+        notice: String::new(),
+    })
+}
+
+async fn index(
+    State(state): State<AppState>,
+    user: PageUser,
+    ApiQuery(q): ApiQuery<IndexQuery>,
+) -> PageResult<Response> {
+    let mut p = page(&state, &user).await?;
+    if let Some(n) = q.imported {
+        p.notice = format!("Imported {n} prices. The newest price of each offer is current.");
+    }
+    render(&p)
+}
+
+/// Checks the pasted or chosen sheet and shows every row (or every bad cell) before anything is stored.
+async fn preview(State(state): State<AppState>, CsrfForm(user, values): CsrfForm) -> PageResult<Response> {
+    user.require(Role::Manager)?;
+    let csv = values.get("csv").cloned().unwrap_or_default();
+    let mut p = page(&state, &user).await?;
+    match service::check(csv.as_bytes()) {
+        Ok(rows) => p.preview = rows.iter().map(PriceLine::new).collect(),
+        Err(AppError::Validation(errors)) => {
+            p.errors = errors.into_iter().map(|e| (e.field, e.message)).collect();
+        }
+        Err(e) => return Err(e.into()),
+    }
+    p.csv = csv;
+    let failed = !p.errors.is_empty();
+    let mut response = render(&p)?;
+    if failed {
+        *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+    }
+    Ok(response)
+}
+
+/// Stores the previewed sheet (checked again: nothing is trusted from the form).
+async fn confirm(State(state): State<AppState>, CsrfForm(user, values): CsrfForm) -> PageResult<Response> {
+    user.require(Role::Manager)?;
+    let csv = values.get("csv").cloned().unwrap_or_default();
+    let values: HashMap<String, String> = values;
+    match service::import(
+        &state,
+        csv.as_bytes(),
+        values.get("filename").map(String::as_str),
+        &user.0.email,
+    )
+    .await
+    {
+        Ok((_, rows)) => Ok(Redirect::to(&format!("/prices?imported={}", rows.len())).into_response()),
+        Err(AppError::Validation(errors)) => {
+            let mut p = page(&state, &user).await?;
+            p.errors = errors.into_iter().map(|e| (e.field, e.message)).collect();
+            p.csv = csv;
+            let mut response = render(&p)?;
+            *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+            Ok(response)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

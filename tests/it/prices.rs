@@ -1,0 +1,224 @@
+//! Price sheets: imported all or nothing by managers, kept as imported, the newest row of each offer
+//! current; the sizing shows each option's cheapest current price in the brief's currency; a trial
+//! can start from a price. A browser test imports a sheet on `/prices` and sees it in the sizing.
+
+use crate::common;
+
+use common::{bearer_client, browser, spawn_app, TestApp, PASSWORD};
+use rentcheck::auth::Role;
+use serde_json::{json, Value};
+
+const HEADER: &str = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n";
+
+async fn import(app: &TestApp, as_role: Role, sheet: String) -> reqwest::Response {
+    bearer_client(&app.token(as_role, None).await)
+        .post(app.url("/api/v1/prices"))
+        .header("content-type", "text/csv")
+        .body(sheet)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn current(app: &TestApp) -> Vec<Value> {
+    let v: Value = app.get("/api/v1/prices").await.json().await.unwrap();
+    v["items"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_sheet_is_all_or_nothing_and_the_newest_row_of_each_offer_is_current() {
+    let app = spawn_app().await;
+    let bad = format!(
+        "{HEADER}Cloud A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,https://a.example/pricing\n\
+         Cloud B,H100 SXM,1,on-demand,$2.49,USD,,2026-11-01,quote 7\n"
+    );
+    let res = import(&app, Role::Manager, bad).await;
+    assert_eq!(res.status(), 422);
+    let problem: Value = res.json().await.unwrap();
+    assert_eq!(problem["errors"][0]["field"], "line 3, column 5 (rate_per_gpu_hour)");
+    assert!(current(&app).await.is_empty(), "nothing of a refused sheet is stored");
+
+    let res = import(
+        &app,
+        Role::Engineer,
+        format!("{HEADER}A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,q\n"),
+    )
+    .await;
+    assert_eq!(res.status(), 403, "managers and admins import prices");
+
+    let sheet = format!(
+        "{HEADER}Cloud A,H100 SXM,8,on-demand,2.99,USD,us-east,2026-11-01,https://a.example/pricing\n\
+         Cloud B,H100 SXM,1,on-demand,2.49,USD,,2026-11-01,quote 7\n\
+         Cloud C,H100 SXM,1,on-demand,1.10,EUR,,2026-11-01,quote 9\n\
+         Cloud B,H100 SXM,1,on-demand,0.50,USD,,2099-01-01,a promise\n"
+    );
+    let res = import(&app, Role::Manager, sheet).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    assert_eq!(res.json::<Value>().await.unwrap()["rows"], 4);
+    let now = current(&app).await;
+    assert_eq!(now.len(), 3, "a price valid from a future date is not current yet");
+
+    // A newer sheet changes one offer; the old row is kept in the history.
+    let res = import(
+        &app,
+        Role::Admin,
+        format!("{HEADER}Cloud B,H100 SXM,1,on-demand,2.19,USD,,2026-11-15,quote 8\n"),
+    )
+    .await;
+    assert_eq!(res.status(), 201);
+    let now = current(&app).await;
+    let b: Vec<&Value> = now.iter().filter(|p| p["provider"] == "Cloud B").collect();
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0]["rate_per_gpu_hour"], "2.19");
+    let all: Value = app.get("/api/v1/prices?all=true").await.json().await.unwrap();
+    assert_eq!(all["items"].as_array().unwrap().len(), 5, "sheets are kept as imported");
+
+    // Sheets cannot be edited behind rentcheck's back either.
+    let edited = sqlx::query("UPDATE prices SET rate_per_gpu_hour = 0")
+        .execute(&app.pool)
+        .await;
+    assert!(edited.is_err(), "the table refuses edits");
+}
+
+#[tokio::test]
+async fn the_sizing_shows_the_cheapest_current_price_in_the_briefs_currency() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let sizing: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/sizing"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        sizing["options"][0].get("price_per_hour").is_none(),
+        "no sheet, no price"
+    );
+
+    let res = import(
+        &app,
+        Role::Manager,
+        format!(
+            "{HEADER}Nodes Inc,H100 SXM,8,on-demand,2.00,USD,,2026-11-01,q1\n\
+             Single GPU Co,H100 SXM,1,on-demand,2.50,USD,,2026-11-01,q2\n\
+             Euro Cloud,H100 SXM,1,on-demand,0.10,EUR,,2026-11-01,q3\n\
+             Nodes Inc,H200 SXM,8,on-demand,3.00,USD,,2026-11-01,q4\n"
+        ),
+    )
+    .await;
+    assert_eq!(res.status(), 201);
+    let sizing: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/sizing"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let option = |gpu: &str| {
+        sizing["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["gpu"] == gpu)
+            .unwrap()
+            .clone()
+    };
+    let h100 = option("H100 SXM");
+    let count = h100["count"].as_u64().unwrap();
+    assert_eq!(
+        count, 4,
+        "a 70B model in bf16 with its KV cache, tensor-parallel, takes 4 × H100"
+    );
+    // By hand: 4 single GPUs at 2.50 = 10.00 an hour (a node of 8 at 2.00 would be 16.00); the
+    // euro offer is never compared with dollars. A month is 730 hours: 7,300.00.
+    assert_eq!(h100["price_per_hour"], "10.00");
+    assert_eq!(h100["price_per_month"], "7300.00");
+    assert_eq!(h100["provider"], "Single GPU Co");
+    assert!(option("L40S").get("price_per_hour").is_none());
+
+    let by_price: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/sizing?order=price"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let priced: Vec<&str> = by_price["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["fits"] == true && o.get("price_per_hour").is_some())
+        .map(|o| o["gpu"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        priced.first(),
+        Some(&"H100 SXM"),
+        "the cheapest fitting option first: {priced:?}"
+    );
+    assert_eq!(
+        by_price["options"][0]["gpu"], "H100 SXM",
+        "priced fitting options come before unpriced ones"
+    );
+    let res = app.get(&format!("/api/v1/briefs/{brief}/sizing?order=cost")).await;
+    assert_eq!(res.status(), 422);
+}
+
+#[tokio::test]
+async fn a_manager_imports_a_sheet_on_the_page_and_an_engineer_starts_a_trial_from_a_price() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let manager = app.user(Role::Manager).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &manager, PASSWORD).await;
+    b.client.goto(&app.url("/prices")).await.unwrap();
+    assert!(b.text("#current").await.contains("No prices yet"));
+
+    // A typo is shown at its cell and nothing is stored.
+    b.fill(
+        "csv",
+        &format!("{HEADER}Cloud B,H100 SXM,1,on-demand,2.49 USD,USD,,2026-11-01,quote 7\n"),
+    )
+    .await;
+    b.click("#import form.brief-form button[type='submit']").await;
+    assert!(b
+        .text("#sheet-errors")
+        .await
+        .contains("line 2, column 5 (rate_per_gpu_hour)"));
+    b.fill(
+        "csv",
+        &format!("{HEADER}Cloud B,H100 SXM,1,on-demand,2.49,USD,,2026-11-01,quote 7\n"),
+    )
+    .await;
+    b.click("#import form.brief-form button[type='submit']").await;
+    assert!(b.text("#preview").await.contains("2.49 USD"));
+    b.shot("prices-preview").await;
+    b.click("#confirm-import").await;
+    assert!(b.text("#notice").await.contains("Imported 1 prices"));
+    assert!(b.text("#current").await.contains("Cloud B"));
+
+    // The brief page's sizing shows it, and a trial can start from it.
+    b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();
+    let sizing = b.text("#sizing").await;
+    assert!(sizing.contains("9.96 USD/h"), "4 × 2.49: {sizing}");
+    assert!(sizing.contains("7,270.80 a month"), "9.96 × 730 h: {sizing}");
+    b.shot("brief-sizing-prices").await;
+    b.click("#sizing a[href*='price=']").await;
+    assert_eq!(b.value("provider").await, "Cloud B");
+    assert_eq!(b.value("gpu_count").await, "4");
+    assert_eq!(b.value("rate_per_gpu_hour").await, "2.49");
+    b.click("form.brief-form button[type='submit']").await;
+    let trials: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let second = &trials["items"][1];
+    assert_eq!(
+        (
+            second["provider"].clone(),
+            second["gpu"].clone(),
+            second["gpu_count"].clone()
+        ),
+        (json!("Cloud B"), json!("H100 SXM"), json!(4))
+    );
+    b.close().await;
+}
