@@ -1,10 +1,17 @@
 //! `kind=auto`: recognise a format from content. Checks go from the most to the least specific
 //! marker; `None` when nothing matches (the caller stores the file as `log` or asks the user).
+//! Launcher prefixes are stripped first, so a tagged nccl-tests log is still nccl-tests.
 
 use super::EvidenceKind as K;
 
 pub(crate) fn detect(bytes: &[u8]) -> Option<K> {
     let s = std::str::from_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)).ok()?;
+    // Output captured through a launcher is recognised by what it holds, not by its prefixes.
+    let stripped = super::launcher::strip(s);
+    detect_text(&stripped.text)
+}
+
+fn detect_text(s: &str) -> Option<K> {
     let t = s.trim_start();
     if s.contains("\"DCGM GPU Diagnostic\"") || s.contains("\"DCGM Diagnostic\"") {
         return Some(K::DcgmDiag);
@@ -12,8 +19,14 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<K> {
     if t.starts_with('{') || t.starts_with('[') {
         return detect_json(t);
     }
-    if s.contains("<nvidia_smi_log") {
+    if s.contains("<nvidia_smi_log") || super::nvidia_smi_text::is_q_text(s) {
         return Some(K::NvidiaSmiQuery);
+    }
+    if super::nvidia_smi_text::is_table(s) {
+        return Some(K::NvidiaSmiQuery);
+    }
+    if s.contains("# TYPE DCGM_FI_") || s.lines().take(2000).any(|l| l.trim_start().starts_with("DCGM_FI_")) {
+        return Some(K::DcgmExporter);
     }
     if s.contains("Serving Benchmark Result") {
         return Some(K::BenchServing);
@@ -93,6 +106,10 @@ fn detect_json(t: &str) -> Option<K> {
             // JSON Lines: judge by the first record
             let first = t.lines().next()?;
             let v: Value = serde_json::from_str(first).ok()?;
+            let o = v.as_object()?;
+            if super::bench_stats_json::is_record(o) {
+                return Some(K::BenchServing);
+            }
             return match json_kind(&v)? {
                 K::BenchServing => Some(K::BenchServing),
                 _ => None,
@@ -100,6 +117,24 @@ fn detect_json(t: &str) -> Option<K> {
         }
     };
     json_kind(&v)
+}
+
+/// Keys that only a serving benchmark writes: an object with them and no known shape is still sent
+/// to the bench-serving reader, whose error then says which formats it reads.
+fn looks_like_a_benchmark(o: &serde_json::Map<String, serde_json::Value>) -> bool {
+    o.keys().any(|k| {
+        let k = k.to_ascii_lowercase();
+        [
+            "ttft",
+            "time_to_first_token",
+            "throughput",
+            "latency",
+            "tokens_per_s",
+            "goodput",
+        ]
+        .iter()
+        .any(|w| k.contains(w))
+    })
 }
 
 fn json_kind(v: &serde_json::Value) -> Option<K> {
@@ -127,6 +162,10 @@ fn json_kind(v: &serde_json::Value) -> Option<K> {
         || o.keys()
             .any(|k| k.ends_with("_ttft_ms") || k.starts_with("results_ttft_s"))
         || o.get("serving").is_some_and(|c| c.is_object())
+        || super::bench_guidellm::is_report(o)
+        || super::bench_stats_json::is_summary(o)
+        || super::bench_stats_json::is_record(o)
+        || looks_like_a_benchmark(o)
     {
         return Some(K::BenchServing);
     }
