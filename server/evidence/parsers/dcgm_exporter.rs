@@ -20,11 +20,13 @@ use super::prometheus::{self, Exposition, Sample};
 use super::{ParseError, Parsed};
 use std::collections::BTreeMap;
 
-/// Per-GPU values of one scrape: series name → GPU key → values of that GPU's series (several for
-/// MIG instances), with the `GPU_I_ID` of each.
+/// The values of one GPU's series of one name (several for MIG instances), with each `GPU_I_ID`.
+type GpuValues = Vec<(Option<String>, f64)>;
+
+/// Per-GPU values of one scrape: series name → GPU key → values.
 #[derive(Default)]
 struct Scrape<'a> {
-    series: BTreeMap<&'a str, BTreeMap<String, Vec<(Option<String>, f64)>>>,
+    series: BTreeMap<&'a str, BTreeMap<String, GpuValues>>,
     models: Vec<String>,
     driver: Option<String>,
     counters: Vec<&'a str>,
