@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 10] = [
+const LANDED: [(&str, &str); 11] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -47,6 +47,10 @@ const LANDED: [(&str, &str); 10] = [
     (
         "20261129000010_evidence_object_store.sql",
         "2357b2d5b933f45e646b275226c475f2937ad040df81547107598215fdd7a306beedc90a2087d6c3db982b8c0fe6f696",
+    ),
+    (
+        "20261130100001_evidence_kind_dcgm_exporter.sql",
+        "e0c09899b6d349ff15b2acf54d5173cb0fd7f44b54360cee13ecafdd4a05d929bf19064fe81b0f8553d74324db4094ac",
     ),
 ];
 

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use super::{
     model::{analyse, clean_content_type, resolve_kind, sha256_hex, Outcome, Upload, Window},
-    parsers::{EvidenceKind, PARSER_VERSION},
+    parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
 use crate::{
@@ -199,14 +199,20 @@ pub async fn ingest(
 
     let (kind, kind_warning) = resolve_kind(upload.kind, &upload.raw);
     let window = match upload.window_after() {
-        Some(w) if kind == EvidenceKind::VllmMetrics => {
-            let before = match repo::window_before(&state.pool, brief_id, w).await? {
+        Some(w) if kind.has_window() => {
+            let before = match repo::window_before(&state.pool, brief_id, kind.as_str(), w).await? {
                 Some(stored) => Some(state.config.raw_store.load(stored).await?),
                 None => None,
             };
             Some((w.to_owned(), before))
         }
         _ => None,
+    };
+    // Serving evidence is judged against the brief's latency targets (SLO attainment).
+    let targets = if matches!(kind, EvidenceKind::BenchServing | EvidenceKind::VllmMetrics) {
+        repo::slo_targets(&state.pool, brief_id).await?
+    } else {
+        SloTargets::default()
     };
     let raw = upload.raw.clone();
     let run = move || {
@@ -215,7 +221,7 @@ pub async fn ingest(
             Some((_, Some(before))) => Window::Before(before),
             Some((id, None)) => Window::Unmatched(id),
         };
-        analyse(kind, &raw, w, kind_warning)
+        analyse(kind, &raw, w, kind_warning, &targets)
     };
     let outcome: Outcome = if upload.raw.len() < PARSE_INLINE_MAX {
         run()

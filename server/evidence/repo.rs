@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::{types::Json, FromRow, PgExecutor};
 use uuid::Uuid;
 
-use super::raw_store::StoredRaw;
+use super::{parsers::SloTargets, raw_store::StoredRaw};
 
 /// Everything but the raw bytes.
 #[derive(Debug, Clone, FromRow)]
@@ -179,22 +179,47 @@ pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result
     Ok(row.map(StoredRaw::from))
 }
 
-/// The raw bytes of the newest `before` scrape of a vLLM window on a brief.
+/// The raw bytes of the newest `before` scrape of a window of `kind` on a brief (one window id may
+/// pair a vLLM scrape and a dcgm-exporter scrape).
 pub async fn window_before(
     db: impl PgExecutor<'_>,
     brief_id: Uuid,
+    kind: &str,
     window: &str,
 ) -> Result<Option<StoredRaw>, sqlx::Error> {
     let row: Option<RawColumns> = sqlx::query_as(
-        "SELECT raw, raw_object FROM evidence WHERE brief_id = $1 AND kind = 'vllm-metrics' \
+        "SELECT raw, raw_object FROM evidence WHERE brief_id = $1 AND kind = $3 \
          AND labels ->> 'phase' = 'before' AND labels ->> 'window' = $2 \
          ORDER BY received_at DESC, id DESC LIMIT 1",
     )
     .bind(brief_id)
     .bind(window)
+    .bind(kind)
     .fetch_optional(db)
     .await?;
     Ok(row.map(StoredRaw::from))
+}
+
+/// The brief's latency targets, which serving evidence is judged against (SLO attainment). A brief
+/// that sets none, or does not exist, gives empty targets.
+pub async fn slo_targets(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<SloTargets, sqlx::Error> {
+    let row: Option<(Option<f64>, Option<f64>, Option<f64>)> = sqlx::query_as(
+        "SELECT \
+           CASE WHEN jsonb_typeof(targets -> 'ttft_p95_ms') = 'number' THEN (targets ->> 'ttft_p95_ms')::float8 END, \
+           CASE WHEN jsonb_typeof(targets -> 'itl_p95_ms') = 'number' THEN (targets ->> 'itl_p95_ms')::float8 END, \
+           CASE WHEN jsonb_typeof(targets -> 'e2e_p95_ms') = 'number' THEN (targets ->> 'e2e_p95_ms')::float8 END \
+         FROM briefs WHERE id = $1",
+    )
+    .bind(brief_id)
+    .fetch_optional(db)
+    .await?;
+    Ok(row
+        .map(|(ttft_ms, tpot_ms, e2e_ms)| SloTargets {
+            ttft_ms,
+            tpot_ms,
+            e2e_ms,
+        })
+        .unwrap_or_default())
 }
 
 /// A stored first answer to an idempotent request.
