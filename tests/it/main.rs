@@ -29,6 +29,7 @@ mod ledger_pages;
 mod openapi;
 mod parsers;
 mod parsers_conformance;
+mod parsers_formats;
 mod private_cluster;
 mod resilience;
 mod review_api;

@@ -35,6 +35,12 @@ the vLLM nightly results table, llmperf *_summary.json, GenAI-Perf profile_expor
 AIPerf profile_export_aiperf.json or profile_export.jsonl, GuideLLM benchmarks.json, \
 or the `Serving Benchmark Result` console block";
 
+/// The JSON the other kinds read, for the error on JSON that nothing recognises (`kind=auto` sends
+/// such JSON here).
+const OTHER_JSON: &str = "other kinds read dcgmi diag -j (dcgm-diag), {\"written\", \"restored\", …} \
+(checkpoint-restore), {\"checks\": {…}} (probe) and {\"metrics\": {…}} (metrics); \
+upload with kind=log to keep a file without metrics";
+
 pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
     let t = s.trim_start();
     let mut p = Parsed::default();
@@ -206,7 +212,7 @@ fn json_runs(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
         Doc::Object(Obj { map: o, .. }) => Err(unrecognised_json(o.keys())),
         Doc::Other(_) => Err(ParseError::at(
             1,
-            format!("unrecognised benchmark JSON (not an object); read are: {READ_FORMATS}"),
+            format!("unrecognised JSON (not an object); bench-serving reads {READ_FORMATS}; {OTHER_JSON}"),
         )),
     }
 }
@@ -217,7 +223,7 @@ fn unrecognised_json<'a>(keys: impl Iterator<Item = &'a String>) -> ParseError {
     ParseError::at(
         1,
         format!(
-            "unrecognised benchmark JSON (top-level keys: {}); read are: {READ_FORMATS}",
+            "unrecognised JSON (top-level keys: {}); bench-serving reads {READ_FORMATS}; {OTHER_JSON}",
             if keys.is_empty() {
                 "none".to_owned()
             } else {

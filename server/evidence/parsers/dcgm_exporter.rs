@@ -260,6 +260,13 @@ fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
             "gpu.ecc_errors_uncorrected is from the volatile counter DCGM_FI_DEV_ECC_DBE_VOL_TOTAL \
              (since the last driver load): the aggregate one is not exported",
         );
+    } else {
+        // dcgm-exporter's default counter list leaves the ECC fields out; say so rather than
+        // let a missing figure read as "no errors".
+        p.warn(
+            "no ECC counters exported (DCGM_FI_DEV_ECC_DBE_AGG_TOTAL / _VOL_TOTAL): \
+             gpu.ecc_errors_uncorrected unknown; add them to the exporter's counter list",
+        );
     }
     if let Some(n) = counter("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS") {
         p.count("gpu.uncorrectable_remapped_rows", n);

@@ -1,5 +1,6 @@
 //! `kind=auto`: recognise a format from content. Checks go from the most to the least specific
-//! marker; `None` when nothing matches (the caller stores the file as `log` or asks the user).
+//! marker; `None` when no text format matches (the caller stores the file as `log`). JSON always
+//! gets a kind: JSON no reader knows goes to bench-serving, whose error lists what is read.
 //! Launcher prefixes are stripped first, so a tagged nccl-tests log is still nccl-tests.
 
 use super::EvidenceKind as K;
@@ -106,43 +107,18 @@ fn detect_json(t: &str) -> Option<K> {
             // JSON Lines: judge by the first record
             let first = t.lines().next()?;
             let v: Value = serde_json::from_str(first).ok()?;
-            let o = v.as_object()?;
-            if super::bench_stats_json::is_record(o) {
-                return Some(K::BenchServing);
-            }
-            return match json_kind(&v)? {
-                K::BenchServing => Some(K::BenchServing),
-                _ => None,
-            };
+            // Only bench-serving has a JSON Lines form; any other first record fails there with
+            // the list of formats read.
+            return v.is_object().then_some(K::BenchServing);
         }
     };
     json_kind(&v)
 }
 
-/// Keys that only a serving benchmark writes: an object with them and no known shape is still sent
-/// to the bench-serving reader, whose error then says which formats it reads.
-fn looks_like_a_benchmark(o: &serde_json::Map<String, serde_json::Value>) -> bool {
-    o.keys().any(|k| {
-        let k = k.to_ascii_lowercase();
-        [
-            "ttft",
-            "time_to_first_token",
-            "throughput",
-            "latency",
-            "tokens_per_s",
-            "goodput",
-        ]
-        .iter()
-        .any(|w| k.contains(w))
-    })
-}
-
 fn json_kind(v: &serde_json::Value) -> Option<K> {
-    if let Some(a) = v.as_array() {
-        return a
-            .iter()
-            .any(|r| r.get("Test name").is_some())
-            .then_some(K::BenchServing);
+    // Arrays: the vLLM nightly table, or JSON nothing reads (see the end of this function).
+    if v.is_array() {
+        return Some(K::BenchServing);
     }
     let o = v.as_object()?;
     if o.contains_key("DCGM GPU Diagnostic") || o.contains_key("DCGM Diagnostic") {
@@ -165,9 +141,10 @@ fn json_kind(v: &serde_json::Value) -> Option<K> {
         || super::bench_guidellm::is_report(o)
         || super::bench_stats_json::is_summary(o)
         || super::bench_stats_json::is_record(o)
-        || looks_like_a_benchmark(o)
     {
         return Some(K::BenchServing);
     }
-    None
+    // JSON that matches no kind goes to the bench-serving reader too: its error lists every JSON
+    // format rentcheck reads, so the upload is `failed` with a reason instead of a `log` with nothing.
+    Some(K::BenchServing)
 }

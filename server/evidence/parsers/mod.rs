@@ -247,7 +247,9 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Recognise the kind of an upload from its content (`kind=auto`). `None` when unrecognised.
+/// Recognise the kind of an upload from its content (`kind=auto`). `None` for text nothing
+/// recognises (the caller stores it as `log`); JSON that matches no kind is `BenchServing`, whose
+/// reader then fails with the list of JSON formats read.
 pub fn detect_kind(bytes: &[u8]) -> Option<EvidenceKind> {
     detect::detect(bytes)
 }
