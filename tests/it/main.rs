@@ -30,6 +30,7 @@ mod openapi;
 mod parsers;
 mod parsers_conformance;
 mod parsers_formats;
+mod parsers_ingest;
 mod private_cluster;
 mod resilience;
 mod review_api;
