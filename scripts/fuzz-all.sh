@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Runs every parser's cargo-fuzz target for SECONDS each (default 600), PARALLEL at a time
-# (default 2), seeded with the fixtures of its kind, and prints a Markdown table row per target:
+# (default 2), seeded with the fixtures of its kind (tests/fixtures/<kind>, real outputs with their
+# provenance), and prints a Markdown table row per target:
 # executions, exec/s, seed files, corpus size after, peak RSS, crashes. See docs/fuzzing.md.
 #
 #   cargo install cargo-fuzz --locked
-#   scripts/fuzz-all.sh                      # about 13 targets × 10 min / 2
+#   scripts/fuzz-all.sh                      # 17 targets × 10 min / 2
 #   SECONDS_PER_TARGET=60 PARALLEL=1 scripts/fuzz-all.sh
 set -euo pipefail
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-600}
 PARALLEL=${PARALLEL:-2}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-REAL=${REAL_FIXTURES:-$ROOT/../shared/fixtures/real}
 cd "$ROOT/fuzz"
 export RUSTC_BOOTSTRAP=1   # the stable toolchain, with -Zsanitizer=address allowed
 cargo fuzz build >/dev/null 2>&1 || cargo fuzz build
@@ -20,6 +20,10 @@ LOGS=$(mktemp -d /tmp/rentcheck-fuzz.XXXXXX)
 seeds_for() {
     case "$1" in
         parse_vllm_window) echo vllm-metrics ;;
+        parse_dcgm_exporter_window) echo dcgm-exporter ;;
+        parse_bench_serving_slo) echo bench-serving ;;
+        # prefixed and plain nccl-tests logs: mpirun, srun, Ray and kubectl shapes
+        strip_launcher_prefixes) echo nccl-tests ;;
         *) echo "${1#parse_}" | tr '_' '-' ;;
     esac
 }
@@ -28,9 +32,8 @@ run_one() {
     local target=$1 kind dir n
     kind=$(seeds_for "$target")
     mkdir -p "corpus/$target"
-    for dir in "$ROOT/tests/fixtures/$kind" "$REAL/$kind"; do
-        [ -d "$dir" ] && find "$dir" -maxdepth 1 -type f -size -200k -exec cp {} "corpus/$target/" \;
-    done
+    find "$ROOT/tests/fixtures/$kind" -maxdepth 1 -type f -size -200k ! -name PROVENANCE.md \
+        -exec cp {} "corpus/$target/" \;
     n=$(find "corpus/$target" -type f | wc -l)
     cargo fuzz run "$target" -- -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 \
         >"$LOGS/$target.log" 2>&1 || true

@@ -170,7 +170,8 @@ async fn main() -> ExitCode {
         Command::Token {
             action: TokenAction::Revoke { jti, db },
         } => revoke_token(db, jti).await,
-        Command::Collect(args) => collect::run(*args).await,
+        // collect has exit statuses of its own (docs/agents.md).
+        Command::Collect(args) => return collect::main(*args).await,
         Command::Demo {
             db,
             tokens,

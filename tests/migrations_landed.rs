@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 13] = [
+const LANDED: [(&str, &str); 14] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -55,6 +55,10 @@ const LANDED: [(&str, &str); 13] = [
     (
         "20261130000002_prices.sql",
         "a505ae4649029ea00ddb1c63fa320edcef433a860487a44bcc484a77a2256cd3d08923009260dbea7fd4f5e32baff2b6",
+    ),
+    (
+        "20261130100001_evidence_kind_dcgm_exporter.sql",
+        "e0c09899b6d349ff15b2acf54d5173cb0fd7f44b54360cee13ecafdd4a05d929bf19064fe81b0f8553d74324db4094ac",
     ),
     (
         "20261130200001_brief_architecture.sql",

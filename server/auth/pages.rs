@@ -341,15 +341,15 @@ async fn tokens_view(
     let trials = trials::names(state, brief_id).await?;
     let tokens = token::list_for_brief(&state.pool, brief_id).await?;
     // A token for one trial needs no `trial`; one for any trial of a brief with several must name one.
-    let trial_query = match (minted.as_ref().and_then(|m| m.trial), trials.as_slice()) {
-        (None, [first, _, ..]) => format!("&trial={}", first.0),
-        _ => String::new(),
+    let (trial_query, trial_flag) = match (minted.as_ref().and_then(|m| m.trial), trials.as_slice()) {
+        (None, [first, _, ..]) => (format!("&trial={}", first.0), format!(" --trial {}", first.0)),
+        _ => (String::new(), String::new()),
     };
     let curl_example = format!(
         "nvidia-smi -L | curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @- \\\n  \
          \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1{trial_query}\"",
     );
-    let collect_example = format!("rentcheck collect --server {base_url} --brief {brief_id}");
+    let collect_example = format!("rentcheck collect --server {base_url} --brief {brief_id}{trial_flag}");
     render(&TokensPage {
         ctx: user.into(),
         brief_id: brief_id.to_string(),

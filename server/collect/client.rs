@@ -112,6 +112,7 @@ impl Client {
     pub fn new(
         server: &str,
         brief: Uuid,
+        trial: Option<Uuid>,
         token: Secret,
         timeout: Duration,
         policy: RetryPolicy,
@@ -123,7 +124,13 @@ impl Client {
             .build()?;
         Ok(Self {
             http,
-            endpoint: format!("{}/api/v1/briefs/{brief}/evidence", server.trim_end_matches('/')),
+            endpoint: match trial {
+                Some(t) => format!(
+                    "{}/api/v1/briefs/{brief}/evidence?trial={t}",
+                    server.trim_end_matches('/')
+                ),
+                None => format!("{}/api/v1/briefs/{brief}/evidence", server.trim_end_matches('/')),
+            },
             token,
             policy,
         })

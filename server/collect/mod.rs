@@ -1,7 +1,7 @@
 //! `rentcheck collect`: the agent side. Runs the GPU tools that are present, scrapes vLLM, reads
 //! the files it is given, and POSTs each as evidence to one brief, with an `Idempotency-Key` so a
 //! second run in the same window creates nothing new. Progress goes to stderr, one line per step;
-//! the summary table goes to stdout; the exit status is non-zero when any step failed.
+//! the summary table goes to stdout. The exit status says how the run ended ([`Exit`]).
 //!
 //! The token comes from `--token` or `RENTCHECK_TOKEN` and is never printed or logged.
 
@@ -9,7 +9,7 @@ pub mod client;
 pub mod steps;
 pub mod summary;
 
-use std::{path::PathBuf, str::FromStr, time::Duration};
+use std::{path::PathBuf, process::ExitCode, str::FromStr, time::Duration};
 
 use chrono::Utc;
 use clap::Args;
@@ -21,7 +21,10 @@ use self::{
     steps::{Gathered, Source, Step},
     summary::{Outcome, Summary},
 };
-use crate::{evidence::parsers::EvidenceKind, secrets::Secret};
+use crate::{
+    evidence::parsers::{detect_kind, EvidenceKind},
+    secrets::Secret,
+};
 
 /// The flags of `rentcheck collect`.
 #[derive(Clone, Args)]
@@ -35,20 +38,29 @@ pub struct CollectArgs {
     /// The brief the evidence belongs to.
     #[arg(long)]
     pub brief: Uuid,
+    /// The trial of the brief (needed when the brief has several and the token is not scoped to one).
+    #[arg(long)]
+    pub trial: Option<Uuid>,
     /// The stage (1–5) the evidence is for.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
     pub stage: u8,
     /// A vLLM server to scrape (GET; `/metrics` is appended when the URL has no path).
     #[arg(long)]
     pub vllm_url: Option<String>,
+    /// Any Prometheus endpoint (vLLM, dcgm-exporter, …) to scrape before and after a load window
+    /// of --window SECONDS (default 60); both scrapes are posted as a pair. Repeatable: every URL
+    /// is scraped at the same two moments.
+    #[arg(long = "scrape", value_name = "URL", conflicts_with_all = ["vllm_url", "before", "after"])]
+    pub scrapes: Vec<String>,
     /// This scrape is the start of a load-test window (label phase=before).
     #[arg(long, requires = "vllm_url", conflicts_with = "after")]
     pub before: bool,
     /// This scrape is the end of a load-test window (label phase=after; needs --window).
     #[arg(long, requires = "vllm_url", requires = "window")]
     pub after: bool,
-    /// The window id: pairs a --before and an --after scrape, and scopes the idempotency keys.
-    /// Without it, the vLLM scrape gets a new id (printed) and keys are scoped to the current UTC hour.
+    /// With --vllm-url: the window id that pairs a --before and an --after scrape, and scopes the
+    /// idempotency keys (without it, the scrape gets a new id, printed, and keys are scoped to the
+    /// current UTC hour). With --scrape: the length of the load window in seconds (default 60).
     #[arg(long)]
     pub window: Option<String>,
     /// A `vllm bench serve --save-result` JSON (or JSON Lines) file, posted as bench-serving.
@@ -94,6 +106,75 @@ fn parse_file_arg(s: &str) -> Result<(String, PathBuf), String> {
     Ok((kind.to_owned(), PathBuf::from(path)))
 }
 
+/// How a run ended: the process exit status (docs/agents.md lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Every step that had something to send was sent (or replayed); tools that are not installed
+    /// were skipped.
+    Sent = 0,
+    /// At least one step failed: a tool that printed nothing, a scrape or file that could not be
+    /// read, an upload the server refused or never answered. The rest was still sent.
+    SomeFailed = 1,
+    /// The command line is wrong (clap's own errors exit 2 too): nothing was attempted.
+    Usage = 2,
+    /// Nothing was sent and nothing failed: no step to run, or every step was skipped (no GPU tools
+    /// on PATH and nothing else asked for).
+    NothingToSend = 3,
+}
+
+impl Exit {
+    pub fn code(self) -> ExitCode {
+        ExitCode::from(self as u8)
+    }
+}
+
+/// A run that ended before its summary, with its exit status.
+#[derive(Debug)]
+pub struct Stop {
+    pub exit: Exit,
+    pub message: String,
+}
+
+fn usage(e: impl std::fmt::Display) -> Stop {
+    Stop {
+        exit: Exit::Usage,
+        message: e.to_string(),
+    }
+}
+
+/// `rentcheck collect` from `main`: runs, prints why it stopped early, and returns the exit status.
+pub async fn main(args: CollectArgs) -> ExitCode {
+    match run(args).await {
+        Ok(exit) => exit.code(),
+        Err(stop) => {
+            eprintln!("rentcheck collect: {}", stop.message);
+            stop.exit.code()
+        }
+    }
+}
+
+/// The load window of `--scrape`, in seconds: `--window`, else 60.
+fn scrape_window_seconds(window: Option<&str>) -> Result<u64, Stop> {
+    match window {
+        None => Ok(DEFAULT_SCRAPE_WINDOW_S),
+        Some(w) => w
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|s| (1..=MAX_SCRAPE_WINDOW_S).contains(s))
+            .ok_or_else(|| {
+                usage(format!(
+                    "with --scrape, --window is the load window in seconds (1 to {MAX_SCRAPE_WINDOW_S}), got {w:?}"
+                ))
+            }),
+    }
+}
+
+/// `--scrape` without `--window`: one minute, enough for a short load test.
+pub const DEFAULT_SCRAPE_WINDOW_S: u64 = 60;
+/// A day: a longer window is a typo, not a load test.
+pub const MAX_SCRAPE_WINDOW_S: u64 = 86_400;
+
 /// This machine's name: the kernel's, else `$HOSTNAME`.
 fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -117,6 +198,7 @@ fn key_window(window: Option<&str>) -> String {
 pub struct KeyParts<'a> {
     pub host: &'a str,
     pub brief: Uuid,
+    pub trial: Option<Uuid>,
     pub stage: u8,
     pub kind: &'a str,
     /// The command and its arguments, the URL scraped, or the file read.
@@ -134,7 +216,11 @@ pub fn idempotency_key(p: &KeyParts<'_>) -> String {
     let mut labels: Vec<String> = p.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
     labels.sort();
     let stage = p.stage.to_string();
-    let brief = p.brief.to_string();
+    // A trial named since rentcheck has trials; absent, the key is what it always was.
+    let brief = match p.trial {
+        Some(t) => format!("{} trial {t}", p.brief),
+        None => p.brief.to_string(),
+    };
     let labels = labels.join("\n");
     let mut h = Sha256::new();
     for part in [
@@ -178,8 +264,14 @@ fn check_window(w: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The steps in the order they run: tools, the scrape, the bench result, the files.
-fn plan(args: &CollectArgs, vllm_window: Option<&str>) -> anyhow::Result<Vec<Step>> {
+/// The steps in the order they run: tools, the vLLM scrape or the `--scrape` window (scrapes
+/// before, the wait, scrapes after), the bench result, the files — so a file the load test writes
+/// during the window is read after it.
+fn plan(
+    args: &CollectArgs,
+    vllm_window: Option<&str>,
+    scrape_window: Option<(&str, u64)>,
+) -> anyhow::Result<Vec<Step>> {
     let mut steps = Vec::new();
     if !args.no_tools {
         for (program, argv, kind) in steps::TOOL_COMMANDS {
@@ -203,10 +295,38 @@ fn plan(args: &CollectArgs, vllm_window: Option<&str>) -> anyhow::Result<Vec<Ste
         steps.push(Step {
             source: Source::Scrape {
                 url: steps::metrics_url(url)?,
+                phase: None,
             },
             kind: "vllm-metrics".into(),
             labels,
         });
+    }
+    if let Some((id, seconds)) = scrape_window {
+        let urls = args
+            .scrapes
+            .iter()
+            .map(|u| steps::metrics_url_for("--scrape", u))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for phase in ["before", "after"] {
+            if phase == "after" {
+                steps.push(Step {
+                    source: Source::Wait { seconds },
+                    kind: String::new(),
+                    labels: Vec::new(),
+                });
+            }
+            for url in &urls {
+                steps.push(Step {
+                    source: Source::Scrape {
+                        url: url.clone(),
+                        phase: Some(phase),
+                    },
+                    // Decided from the first scrape's bytes (vllm-metrics, dcgm-exporter, …).
+                    kind: "auto".into(),
+                    labels: vec![("window".into(), id.to_owned()), ("phase".into(), phase.into())],
+                });
+            }
+        }
     }
     if let Some(path) = &args.bench_json {
         steps.push(Step {
@@ -231,34 +351,57 @@ async fn gather(step: &Step, client: &Client, timeout: Duration) -> Gathered {
             None => Gathered::Skipped(format!("{program} not found on PATH")),
             Some(path) => steps::run_command(&path, args, &step.kind, timeout).await,
         },
-        Source::Scrape { url } => steps::scrape(client.http(), url).await,
+        Source::Scrape { url, .. } => steps::scrape(client.http(), url).await,
         Source::File { path } => steps::read_file(path, &step.kind).await,
+        Source::Wait { seconds } => {
+            tokio::time::sleep(Duration::from_secs(*seconds)).await;
+            Gathered::Skipped(String::new())
+        }
     }
 }
 
-/// Runs `rentcheck collect`: prints the summary, and fails when any step failed.
-pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
-    let server = check_server(&args.server)?;
-    if let Some(w) = &args.window {
-        check_window(w)?;
-    }
+/// Runs `rentcheck collect`: prints the summary and says how the run ended.
+pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
+    let server = check_server(&args.server).map_err(usage)?;
+    let scrape_seconds = if args.scrapes.is_empty() {
+        if let Some(w) = &args.window {
+            check_window(w).map_err(usage)?;
+        }
+        None
+    } else {
+        Some(scrape_window_seconds(args.window.as_deref())?)
+    };
     let host = args.host.clone().unwrap_or_else(host_name);
-    anyhow::ensure!(
-        !host.is_empty() && host.len() <= 200 && host.chars().all(|c| !c.is_control()),
-        "--host must be 1 to 200 printable characters"
-    );
+    if host.is_empty() || host.len() > 200 || host.chars().any(|c| c.is_control()) {
+        return Err(usage("--host must be 1 to 200 printable characters"));
+    }
     // The vLLM window: the one given, or a new one the user needs for the matching --after.
     let generated_window = match (&args.vllm_url, &args.window) {
         (Some(_), None) => Some(new_window_id()),
         _ => None,
     };
     let vllm_window = args.window.clone().or_else(|| generated_window.clone());
-    let steps = plan(&args, vllm_window.as_deref())?;
-    anyhow::ensure!(
-        !steps.is_empty(),
-        "nothing to collect: --no-tools without --vllm-url, --bench-json or --file"
-    );
-    let window = key_window(args.window.as_deref());
+    // A --scrape window always gets a new id: each run is its own load window.
+    let scrape_window = scrape_seconds.map(|s| (new_window_id(), s));
+    let steps = plan(
+        &args,
+        vllm_window.as_deref(),
+        scrape_window.as_ref().map(|(id, s)| (id.as_str(), *s)),
+    )
+    .map_err(usage)?;
+    if steps.is_empty() {
+        return Err(Stop {
+            exit: Exit::NothingToSend,
+            message: "nothing to collect: --no-tools without --vllm-url, --scrape, --bench-json or --file".into(),
+        });
+    }
+    // With --scrape, --window is seconds, not an id: keys are scoped to the hour (the scrape pair's
+    // labels carry its own new window id, so it never replays an earlier pair).
+    let window = key_window(if scrape_window.is_some() {
+        None
+    } else {
+        args.window.as_deref()
+    });
     let timeout = Duration::from_secs(args.timeout);
     let policy = RetryPolicy {
         max_attempts: args.attempts,
@@ -267,12 +410,20 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
     let client = Client::new(
         &server,
         args.brief,
+        args.trial,
         args.token.clone(),
         Duration::from_secs(args.http_timeout),
         policy,
-    )?;
+    )
+    .map_err(|e| Stop {
+        exit: Exit::SomeFailed,
+        message: format!("{e:#}"),
+    })?;
     if let Some(w) = &generated_window {
         eprintln!("vLLM window id: {w}  (pass --window {w} to the matching --after run)");
+    }
+    if let Some((w, seconds)) = &scrape_window {
+        eprintln!("scrape window id: {w} ({seconds} s between the two scrapes)");
     }
 
     let mut summary = Summary::default();
@@ -280,6 +431,17 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
     let n = steps.len();
     for (i, step) in steps.iter().enumerate() {
         let name = step.source.describe();
+        if let Source::Wait { seconds } = step.source {
+            // Not a row of the summary; and no point waiting once the server has refused the run.
+            if stopped.is_none() {
+                eprintln!(
+                    "[{}/{n}] waiting {seconds} s: run the load now (the window ends at the next scrape)",
+                    i + 1
+                );
+                gather(step, &client, timeout).await;
+            }
+            continue;
+        }
         if let Some(why) = &stopped {
             eprintln!("[{}/{n}] {name}: not sent ({why})", i + 1);
             summary.push(&name, &step.kind, Outcome::Failed, format!("not sent: {why}"));
@@ -306,13 +468,20 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
         for note in &notes {
             eprintln!("      note: {} {note}", name);
         }
+        // A `--scrape` page is whatever the endpoint serves: name its kind here when it is known
+        // (the summary shows it), else let the server decide.
+        let kind = match &step.source {
+            Source::Scrape { phase: Some(_), .. } => detect_kind(&body).map_or("auto", |k| k.as_str()),
+            _ => step.kind.as_str(),
+        };
         let mut labels = vec![("host".to_owned(), host.clone())];
         labels.extend(step.labels.iter().cloned());
         let key = idempotency_key(&KeyParts {
             host: &host,
             brief: args.brief,
+            trial: args.trial,
             stage: args.stage,
-            kind: &step.kind,
+            kind,
             command: &name,
             labels: &labels,
             content_type,
@@ -322,7 +491,7 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
         let size = body.len();
         let posted = client
             .post(&Item {
-                kind: &step.kind,
+                kind,
                 stage: args.stage,
                 labels: &labels,
                 content_type,
@@ -358,19 +527,14 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
                         String::new()
                     }
                 );
-                summary.push(&name, &step.kind, outcome, detail);
+                summary.push(&name, kind, outcome, detail);
             }
             Err(refused) => {
                 eprintln!("      failed: {}", refused.reason);
                 if refused.stops_the_run() {
                     stopped = Some(stop_reason(&refused));
                 }
-                summary.push(
-                    &name,
-                    &step.kind,
-                    Outcome::Failed,
-                    format!("{}{note_text}", refused.reason),
-                );
+                summary.push(&name, kind, Outcome::Failed, format!("{}{note_text}", refused.reason));
             }
         }
     }
@@ -381,9 +545,20 @@ pub async fn run(args: CollectArgs) -> anyhow::Result<()> {
             println!("vLLM window: {w}");
         }
     }
+    if let Some((w, _)) = &scrape_window {
+        println!("scrape window: {w}");
+    }
     let failed = summary.failed();
-    anyhow::ensure!(failed == 0, "{failed} of {n} steps failed");
-    Ok(())
+    let delivered = summary.count(Outcome::Sent) + summary.count(Outcome::Replayed);
+    if failed > 0 {
+        eprintln!("rentcheck collect: {failed} of {} steps failed", summary.rows.len());
+        Ok(Exit::SomeFailed)
+    } else if delivered == 0 {
+        eprintln!("rentcheck collect: nothing was sent: every step was skipped");
+        Ok(Exit::NothingToSend)
+    } else {
+        Ok(Exit::Sent)
+    }
 }
 
 fn stop_reason(r: &Refused) -> String {
@@ -403,6 +578,7 @@ mod tests {
         KeyParts {
             host: "gpu-node-1",
             brief: Uuid::nil(),
+            trial: None,
             stage: 1,
             kind: "nvidia-smi-list",
             command: "nvidia-smi -L",

@@ -1,5 +1,6 @@
-//! What `collect` gathers: the GPU tools it runs when present, the vLLM scrape, and files given on
-//! the command line. Each step yields bytes to post, or a reason it has none.
+//! What `collect` gathers: the GPU tools it runs when present, the vLLM scrape, `--scrape` windows
+//! over any Prometheus endpoint, and files given on the command line. Each step yields bytes to
+//! post, or a reason it has none.
 
 use std::{
     path::{Path, PathBuf},
@@ -21,9 +22,22 @@ pub const TOOL_COMMANDS: [(&str, &[&str], &str); 5] = [
 /// Where a step's bytes come from.
 #[derive(Debug, Clone)]
 pub enum Source {
-    Command { program: String, args: Vec<String> },
-    Scrape { url: String },
-    File { path: PathBuf },
+    Command {
+        program: String,
+        args: Vec<String>,
+    },
+    /// A Prometheus page; `phase` is `before` / `after` for a `--scrape` window.
+    Scrape {
+        url: String,
+        phase: Option<&'static str>,
+    },
+    File {
+        path: PathBuf,
+    },
+    /// `--scrape`'s load window: nothing is gathered, the run waits.
+    Wait {
+        seconds: u64,
+    },
 }
 
 impl Source {
@@ -34,8 +48,13 @@ impl Source {
                 .chain(args.iter().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(" "),
-            Source::Scrape { url } => format!("GET {url}"),
+            Source::Scrape { url, phase: None } => format!("GET {url}"),
+            Source::Scrape {
+                url,
+                phase: Some(phase),
+            } => format!("GET {url} ({phase})"),
             Source::File { path } => path.display().to_string(),
+            Source::Wait { seconds } => format!("wait {seconds} s"),
         }
     }
 }
@@ -174,10 +193,15 @@ pub async fn run_command(program: &Path, args: &[String], kind: &str, timeout: D
 
 /// The scrape URL: `/metrics` is appended when the URL has no path.
 pub fn metrics_url(given: &str) -> anyhow::Result<String> {
-    let url = reqwest::Url::parse(given).map_err(|e| anyhow::anyhow!("--vllm-url {given:?}: {e}"))?;
+    metrics_url_for("--vllm-url", given)
+}
+
+/// [`metrics_url`] for the flag named `flag` (in its error).
+pub fn metrics_url_for(flag: &str, given: &str) -> anyhow::Result<String> {
+    let url = reqwest::Url::parse(given).map_err(|e| anyhow::anyhow!("{flag} {given:?}: {e}"))?;
     anyhow::ensure!(
         matches!(url.scheme(), "http" | "https"),
-        "--vllm-url must be an http:// URL, got {given:?}"
+        "{flag} must be an http:// URL, got {given:?}"
     );
     let mut url = url;
     if url.path().is_empty() || url.path() == "/" {

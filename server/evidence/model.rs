@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::parsers::{self, EvidenceKind, ParseError, Parsed};
+use super::parsers::{self, EvidenceKind, ParseError, Parsed, SloTargets};
 use crate::validation::FieldError;
 
 /// The kind a caller asked for: a named kind, or `auto` (detect it from the content).
@@ -311,7 +311,7 @@ impl Upload {
         hex::encode(h.finalize())
     }
 
-    /// `Some(window id)` when this is the `after` scrape of a vLLM window.
+    /// `Some(window id)` when this is the `after` scrape of a window (vLLM or dcgm-exporter).
     pub fn window_after(&self) -> Option<&str> {
         match (self.labels.get("window"), self.labels.get("phase")) {
             (Some(Value::String(w)), Some(Value::String(p))) if p == "after" => Some(w),
@@ -360,9 +360,9 @@ impl ParseStatus {
     }
 }
 
-/// The `before` side of a vLLM window, as found for an `after` upload.
+/// The `before` side of a window, as found for an `after` upload.
 pub enum Window<'a> {
-    /// Not an `after` scrape (or not vLLM metrics).
+    /// Not an `after` scrape (or not a kind with windows).
     NotWindowed,
     Before(&'a [u8]),
     /// An `after` scrape whose window has no `before` on this brief.
@@ -381,11 +381,18 @@ pub struct Outcome {
     pub tool_version: Option<String>,
 }
 
-/// Parses `raw` as `kind` (pure; may take a few ms per MB, so large inputs run off the async thread).
-pub fn analyse(kind: EvidenceKind, raw: &[u8], window: Window<'_>, kind_warning: Option<String>) -> Outcome {
+/// Parses `raw` as `kind` (pure; may take a few ms per MB, so large inputs run off the async thread),
+/// judging serving latencies against the brief's `targets`.
+pub fn analyse(
+    kind: EvidenceKind,
+    raw: &[u8],
+    window: Window<'_>,
+    kind_warning: Option<String>,
+    targets: &SloTargets,
+) -> Outcome {
     let result: Result<Parsed, ParseError> = match window {
-        Window::Before(before) if kind == EvidenceKind::VllmMetrics => parsers::parse_vllm_window(before, raw),
-        Window::Unmatched(id) if kind == EvidenceKind::VllmMetrics => parsers::parse(kind, raw).map(|mut p| {
+        Window::Before(before) if kind.has_window() => parsers::parse_window(kind, before, raw, targets),
+        Window::Unmatched(id) if kind.has_window() => parsers::parse_with(kind, raw, targets).map(|mut p| {
             p.warnings.insert(
                 0,
                 format!(
@@ -395,7 +402,7 @@ pub fn analyse(kind: EvidenceKind, raw: &[u8], window: Window<'_>, kind_warning:
             );
             p
         }),
-        _ => parsers::parse(kind, raw),
+        _ => parsers::parse_with(kind, raw, targets),
     };
     match result {
         Ok(p) => {

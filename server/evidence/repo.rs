@@ -214,19 +214,22 @@ pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result
 }
 
 /// The raw bytes of the newest `before` scrape of a vLLM window on a brief.
-/// The `before` scrape of a window in one trial.
+/// The `before` scrape of a window of `kind` in one trial (one window id may pair a vLLM scrape
+/// and a dcgm-exporter scrape).
 pub async fn window_before(
     db: impl PgExecutor<'_>,
     trial_id: Uuid,
+    kind: &str,
     window: &str,
 ) -> Result<Option<StoredRaw>, sqlx::Error> {
     let row = sqlx::query_as!(
         RawColumns,
-        "SELECT raw, raw_object FROM evidence WHERE trial_id = $1 AND kind = 'vllm-metrics' \
+        "SELECT raw, raw_object FROM evidence WHERE trial_id = $1 AND kind = $3 \
          AND labels ->> 'phase' = 'before' AND labels ->> 'window' = $2 \
          ORDER BY received_at DESC, id DESC LIMIT 1",
         trial_id,
         window,
+        kind,
     )
     .fetch_optional(db)
     .await?;

@@ -7,10 +7,10 @@ use uuid::Uuid;
 
 use super::{
     model::{analyse, resolve_kind, sha256_hex, Outcome, Upload, Window},
-    parsers::{EvidenceKind, PARSER_VERSION},
+    parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
-use crate::{error::AppError, state::AppState};
+use crate::{briefs::service as briefs, error::AppError, state::AppState};
 
 /// Inputs at least this large are parsed on the blocking pool, off the async workers.
 const PARSE_INLINE_MAX: usize = 256 * 1024;
@@ -70,14 +70,25 @@ pub async fn ingest(
 
     let (kind, kind_warning) = resolve_kind(upload.kind, &upload.raw);
     let window = match upload.window_after() {
-        Some(w) if kind == EvidenceKind::VllmMetrics => {
-            let before = match repo::window_before(&state.pool, trial_id, w).await? {
+        Some(w) if kind.has_window() => {
+            let before = match repo::window_before(&state.pool, trial_id, kind.as_str(), w).await? {
                 Some(stored) => Some(state.evidence_store.load(stored).await?),
                 None => None,
             };
             Some((w.to_owned(), before))
         }
         _ => None,
+    };
+    // Serving evidence is judged against the brief's latency targets (SLO attainment).
+    let targets = if matches!(kind, EvidenceKind::BenchServing | EvidenceKind::VllmMetrics) {
+        let t = briefs::load(&state.pool, brief_id).await?.fields.targets;
+        SloTargets {
+            ttft_ms: t.ttft_p95_ms,
+            tpot_ms: t.itl_p95_ms,
+            e2e_ms: t.e2e_p95_ms,
+        }
+    } else {
+        SloTargets::default()
     };
     let raw = upload.raw.clone();
     let run = move || {
@@ -86,7 +97,7 @@ pub async fn ingest(
             Some((_, Some(before))) => Window::Before(before),
             Some((id, None)) => Window::Unmatched(id),
         };
-        analyse(kind, &raw, w, kind_warning)
+        analyse(kind, &raw, w, kind_warning, &targets)
     };
     let outcome: Outcome = if upload.raw.len() < PARSE_INLINE_MAX {
         run()

@@ -650,7 +650,41 @@ pub fn document() -> OpenApi {
     let list_evidence = list_evidence.parameter(query_param("trial", Type::String, "only this trial's evidence"));
     let upload = upload.parameter(trial_param());
 
+    let list_prices = op(
+        "listPrices",
+        "prices",
+        "The current price of each offer (the newest row per provider, GPU, count, billing and region); \
+         ?all=true: every row ever imported",
+    )
+    .parameter(query_param(
+        "all",
+        Type::Boolean,
+        "every row, not only the current ones",
+    ))
+    .response("200", ok_json("{ items: [price] }", obj("prices")));
+    let import_prices = op(
+        "importPrices",
+        "prices",
+        "Import a price sheet: text/csv with the header \
+         provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source (all or nothing)",
+    )
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content("text/csv", json_content(typed(Type::String, "the sheet")))
+            .build(),
+    ))
+    .response("201", ok_json("{ sheet_id, rows, prices }", obj("imported sheet")))
+    .response("403", problem_response("not a manager or admin"))
+    .response("415", problem_response("not text/csv"))
+    .response(
+        "422",
+        problem_response("bad cells, each named by line and column; nothing stored"),
+    );
+
     let paths = PathsBuilder::new()
+        .path("/api/v1/prices", PathItem::new(HttpMethod::Get, list_prices))
+        .path("/api/v1/prices", PathItem::new(HttpMethod::Post, import_prices))
         .path(
             "/api/v1/briefs/{id}/trials",
             PathItem::new(HttpMethod::Get, list_trials),

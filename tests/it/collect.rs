@@ -335,7 +335,7 @@ async fn a_forbidden_upload_stops_the_run_without_retrying() {
     let tools = fake_tools(true);
     let out = collect(tools.path(), &token, &["--server", &server, "--brief", &other_brief]).await;
     let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert_eq!(
         posts.load(Ordering::SeqCst),
         1,
@@ -355,7 +355,7 @@ async fn a_missing_dcgmi_is_skipped_with_a_note_and_does_not_fail_the_run() {
     let tools = fake_tools(false);
     let out = collect(tools.path(), &token, &["--server", &app.base, "--brief", &brief]).await;
     let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     for step in ["dcgmi discovery --list", "dcgmi diag -r 1 -j"] {
         let r = row(&stdout, step);
         assert!(r.contains("skipped") && r.contains("dcgmi not found on PATH"), "{r}");
@@ -388,8 +388,8 @@ async fn a_tool_that_fails_still_has_its_output_posted_and_noted() {
     )
     .await;
     let (stdout, stderr) = text(&out);
-    // The unreadable --file fails the run; the failing tool does not.
-    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    // The unreadable --file fails the run (exit 1); the failing tool does not.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     let r = row(&stdout, "nvidia-smi -L");
     assert!(r.contains("sent") && r.contains("exited with status 9"), "{r}");
     assert!(row(&stdout, "/nonexistent/x.json").contains("failed"), "{stdout}");
@@ -427,7 +427,176 @@ async fn a_tool_that_hangs_is_killed_at_the_timeout_and_what_it_printed_is_poste
         row(&stdout, "nvidia-smi topo -m").contains("printed nothing"),
         "{stdout}"
     );
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(1));
     let items = evidence(&app, &brief).await;
     assert_eq!(of_kind(&items, "nvidia-smi-list")["metrics"]["gpu.count"], 8.0);
+}
+
+/// Exit statuses (docs/agents.md): 3 when nothing was sent and nothing failed, whether no step was
+/// asked for or every step was skipped; 2 for a wrong command line, before anything is attempted.
+#[tokio::test]
+async fn nothing_to_send_exits_3_and_a_wrong_command_line_exits_2() {
+    let app = spawn_app().await;
+    let (brief, token) = agent(&app).await;
+    let empty = tempfile::tempdir().unwrap();
+
+    // no GPU tools on PATH: five steps, all skipped
+    let out = collect(empty.path(), &token, &["--server", &app.base, "--brief", &brief]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stdout.contains("0 sent, 0 replayed, 5 skipped, 0 failed"), "{stdout}");
+    assert!(stderr.contains("nothing was sent"), "{stderr}");
+
+    // --no-tools and nothing else: no step at all, the same status
+    let out = collect(
+        empty.path(),
+        &token,
+        &["--server", &app.base, "--brief", &brief, "--no-tools"],
+    )
+    .await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("nothing to collect"), "{stderr}");
+    assert_eq!(app.count("evidence").await, 0);
+
+    for (args, says) in [
+        (vec!["--server", "ftp://x", "--brief", &brief], "--server"),
+        (
+            vec![
+                "--server",
+                &app.base,
+                "--brief",
+                &brief,
+                "--scrape",
+                "http://127.0.0.1:9/metrics",
+                "--window",
+                "five",
+            ],
+            "seconds",
+        ),
+        (
+            vec!["--server", &app.base, "--brief", &brief, "--scrape", "not a url"],
+            "--scrape",
+        ),
+        // clap's own usage errors exit 2 as well
+        (
+            vec![
+                "--server",
+                &app.base,
+                "--brief",
+                &brief,
+                "--scrape",
+                "http://x",
+                "--vllm-url",
+                "http://y",
+            ],
+            "cannot be used with",
+        ),
+        (vec!["--server", &app.base, "--brief", "not-a-uuid"], "--brief"),
+    ] {
+        let out = collect(empty.path(), &token, &args).await;
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}\n{stdout}\n{stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert_eq!(app.count("evidence").await, 0);
+}
+
+/// Serves `before` at the first GET /metrics and `after` from then on, like an exporter whose
+/// counters moved during the window.
+async fn fake_exporter(before: Vec<u8>, after: Vec<u8>) -> String {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let (before, after) = (Bytes::from(before), Bytes::from(after));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = Router::new().route(
+        "/metrics",
+        get(move || async move {
+            if hits.fetch_add(1, Ordering::SeqCst) == 0 {
+                before.clone()
+            } else {
+                after.clone()
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+/// `--scrape` twice: dcgm-exporter and vLLM are each scraped before and after a one-second window,
+/// and the server reads each `after` as the window's difference.
+#[tokio::test]
+async fn scrape_posts_a_before_after_pair_per_endpoint() {
+    let app = spawn_app().await;
+    let (brief, token) = agent(&app).await;
+    let dcgm = fake_exporter(
+        common::fixture("dcgm-exporter/l4-window-before.txt"),
+        common::fixture("dcgm-exporter/l4-window-after.txt"),
+    )
+    .await;
+    let vllm = fake_exporter(
+        common::fixture("vllm-metrics/window-before.txt"),
+        common::fixture("vllm-metrics/window-after.txt"),
+    )
+    .await;
+    let empty = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = collect(
+        empty.path(),
+        &token,
+        &[
+            "--server",
+            &app.base,
+            "--brief",
+            &brief,
+            "--stage",
+            "3",
+            "--no-tools",
+            "--scrape",
+            &dcgm,
+            "--scrape",
+            &vllm,
+            "--window",
+            "1",
+        ],
+    )
+    .await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(1),
+        "the window was waited for"
+    );
+    assert!(stdout.contains("4 sent, 0 replayed, 0 skipped, 0 failed"), "{stdout}");
+    assert!(stderr.contains("waiting 1 s"), "{stderr}");
+    assert!(
+        row(&stdout, &format!("GET {dcgm}/metrics (after)")).contains("dcgm-exporter"),
+        "{stdout}"
+    );
+
+    let items = evidence(&app, &brief).await;
+    assert_eq!(items.len(), 4);
+    let window = items[0]["labels"]["window"].as_str().unwrap().to_owned();
+    assert!(stdout.contains(&format!("scrape window: {window}")), "{stdout}");
+    let find = |kind: &str, phase: &str| {
+        items
+            .iter()
+            .find(|e| e["kind"] == kind && e["labels"]["phase"] == phase)
+            .unwrap_or_else(|| panic!("no {kind} {phase}"))
+    };
+    for kind in ["dcgm-exporter", "vllm-metrics"] {
+        for phase in ["before", "after"] {
+            let e = find(kind, phase);
+            assert_eq!(e["labels"]["window"], window.as_str(), "one window id for the pair");
+            assert_eq!(e["stage"], 3);
+        }
+    }
+    // energy counter 4 742 776 → 8 942 776 mJ: 4 200 J in the window
+    let after = find("dcgm-exporter", "after");
+    assert_eq!(after["metrics"]["gpu.energy_joules"], 4200.0, "{after}");
+    assert_eq!(after["metrics"]["dcgm_exporter.window"], true);
+    assert_eq!(
+        find("dcgm-exporter", "before")["metrics"].get("gpu.energy_joules"),
+        None
+    );
 }

@@ -33,6 +33,8 @@ mod ledger_pages;
 mod openapi;
 mod parsers;
 mod parsers_conformance;
+mod parsers_formats;
+mod parsers_ingest;
 mod prices;
 mod private_cluster;
 mod resilience;

@@ -162,7 +162,8 @@ fn topo_degraded_link_flagged_not_fixed() {
 fn topo_single_gpu() {
     let p = ok(EvidenceKind::NvidiaSmiTopo, "nvidia-smi-topo/single-gpu.txt");
     assert_eq!(num(&p, "topo.gpu_count"), 1.0);
-    assert_eq!(text(&p, "topo.worst_link"), "X");
+    // One GPU has no pair: no worst link (a criterion on it is `missing`, not passed by "X").
+    assert!(!p.metrics.contains_key("topo.worst_link"), "{:?}", p.metrics);
     assert!(!boolean(&p, "topo.nvlink_all_pairs"));
 }
 
@@ -542,7 +543,11 @@ fn never_panics_on_mangled_inputs() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut files = Vec::new();
     for d in std::fs::read_dir(&root).unwrap() {
-        for f in std::fs::read_dir(d.unwrap().path()).unwrap() {
+        let d = d.unwrap().path();
+        if !d.is_dir() {
+            continue; // README.md
+        }
+        for f in std::fs::read_dir(d).unwrap() {
             files.push(f.unwrap().path());
         }
     }

@@ -1,5 +1,5 @@
 //! The trials migration on a database that already holds the demo, as the version before trials
-//! left it (`tests/fixtures/db/demo-before-trials.sql`: the demo loaded by that version, plus a
+//! left it (`tests/db/demo-before-trials.sql`: the demo loaded by that version, plus a
 //! manager's approval of its review and an agent token, dumped as SQL). Every brief gets its first
 //! trial, everything it owned moves onto that trial, and nothing loses its meaning: the review
 //! decides the same, with the same digest, so the approval stays current.
@@ -42,7 +42,7 @@ async fn a_database_with_the_demo_gets_its_first_trial_and_keeps_its_meaning() {
     let (_database, options) = common::create_database().await;
     let pool = common::connect(&options, 5).await;
     migrate_up_to(&pool, BEFORE_TRIALS).await;
-    let dump = std::fs::read_to_string("tests/fixtures/db/demo-before-trials.sql").expect("the dump fixture");
+    let dump = std::fs::read_to_string("tests/db/demo-before-trials.sql").expect("the dump fixture");
     sqlx::raw_sql(&format!("BEGIN; SET CONSTRAINTS ALL DEFERRED; {dump} COMMIT;"))
         .execute(&pool)
         .await
@@ -108,11 +108,25 @@ async fn a_database_with_the_demo_gets_its_first_trial_and_keeps_its_meaning() {
         .unwrap();
     assert_eq!(review["decision"], "reserve");
     assert_eq!(review["ledger"]["cost_per_job"], "0.00859");
-    assert_eq!(
-        review["inputs_digest"], APPROVED_DIGEST,
-        "the same inputs give the same digest: the approval recorded before trials is still current"
-    );
-    assert_eq!(review["approval"]["stale"], false);
+    // The approval pinned the inputs of that day. The trials migration changed none of them: the
+    // one difference is the default card's NCCL floor, which now comes from the table of what each
+    // fabric should reach (a later change of the default card, not of the data).
+    assert_eq!(review["approval"]["inputs_digest"], APPROVED_DIGEST);
+    let then = review["approval"]["inputs"]["criteria"].as_array().unwrap().clone();
+    let now = review["trials"][0]["criteria"].as_array().unwrap().clone();
+    assert_eq!(then.len(), now.len());
+    let differing: Vec<String> = then
+        .iter()
+        .zip(&now)
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| {
+            assert_eq!(a["value"], b["value"], "{a} vs {b}: no value moved");
+            assert_eq!(a["evidence_id"], b["evidence_id"], "the same evidence behind it");
+            a["key"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(differing, ["nccl.busbw_peak_gbps"]);
+    assert_eq!(review["approval"]["changed"], serde_json::json!(["criteria"]));
     assert_eq!(review["trials"].as_array().unwrap().len(), 1);
     let brief_json: Value = client
         .get(format!("{base}/api/v1/briefs/{DEMO_BRIEF}"))

@@ -1,10 +1,15 @@
 //! Serving-benchmark results → `serving.*` keys.
 //!
-//! Recognised: vLLM `benchmark_serving.py --save-result` / `vllm bench serve` result JSON (also JSON
-//! Lines from `--append-result`), its console `Serving Benchmark Result` block, the vLLM nightly
-//! results table (row list or pandas columnar dict), llmperf `*_summary.json`, GenAI-Perf CSV exports
-//! (`analyze` column-wise and `profile` row-wise layouts). GuideLLM / AIPerf exports are not
-//! recognised yet (no real sample): they fail with a clear error.
+//! Recognised, by content (the error for anything else lists them):
+//! * vLLM `benchmark_serving.py --save-result` / `vllm bench serve` result JSON, and JSON Lines from
+//!   `--append-result`; SGLang `bench_serving` JSON Lines (same key scheme, `e2e_latency` for e2e);
+//! * its console `Serving Benchmark Result` block (vLLM and SGLang labels);
+//! * the vLLM nightly results table (row list or pandas columnar dict);
+//! * llmperf `*_summary.json` (`bench_serving` here);
+//! * GenAI-Perf `profile_export_genai_perf.json` and AIPerf `profile_export_aiperf.json` (objects of
+//!   statistics per metric), AIPerf per-request `profile_export.jsonl` (`bench_stats_json`);
+//! * GuideLLM `benchmarks.json`, one run per load point (`bench_guidellm`);
+//! * GenAI-Perf CSV exports (`bench_serving_text`).
 //!
 //! Keys: `serving.<metric>_<stat>_ms` with metric ∈ ttft, tpot, itl, e2e and stat ∈ mean, p50
 //! (median), pNN as present (`p99.9` → `p99_9`); only percentiles the input contains are reported.
@@ -12,37 +17,49 @@
 //! vLLM computes them, successful requests only) and win over the summary. Also
 //! `serving.request_throughput_rps`, `serving.output_tokens_per_s`, `serving.total_tokens_per_s`,
 //! `serving.completed`, `serving.failed`, `serving.error_rate` = failed / (completed + failed) when
-//! derivable. Inputs with several runs: see the module docs of `parsers` (`serving.by_run.*`).
+//! derivable, `serving.tool_goodput_rps` (the tool's own goodput, against the tool's `--goodput`
+//! flags, not the brief's). With per-request data and the brief's targets ([`SloTargets`]):
+//! `serving.slo_attainment`, `serving.goodput_rps` and one `serving.slo_attainment_<ttft|itl|e2e>`
+//! per target (see `slo`). Inputs with several runs: see the module docs of `parsers`
+//! (`serving.by_run.*`).
 
-use super::{bench_serving_text, text, ParseError, Parsed};
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use super::bench_json_reader::{read_doc, Doc, Obj};
+use super::bench_run::{exact, label_latency, latency_key, num, run_label, Run};
+use super::slo::{self, RequestSample, SloTargets};
+use super::{bench_guidellm, bench_serving_text, bench_stats_json, text, ParseError, Parsed};
 use serde_json::{Map, Value};
-use std::fmt;
 
-#[derive(Default)]
-pub(crate) struct Run {
-    pub(crate) name: String,
-    pub(crate) vals: Vec<(String, f64)>,
-}
+/// Named in the error for input none of the readers recognises.
+pub(crate) const READ_FORMATS: &str = "vLLM or SGLang bench_serving result JSON / JSON Lines, \
+the vLLM nightly results table, llmperf *_summary.json, GenAI-Perf profile_export_genai_perf.json or its CSV, \
+AIPerf profile_export_aiperf.json or profile_export.jsonl, GuideLLM benchmarks.json, \
+or the `Serving Benchmark Result` console block";
 
-impl Run {
-    pub(crate) fn set(&mut self, k: impl Into<String>, v: f64) {
-        let k = k.into();
-        self.vals.retain(|(x, _)| *x != k);
-        self.vals.push((k, v));
-    }
-    pub(crate) fn get(&self, k: &str) -> Option<f64> {
-        self.vals.iter().find(|(x, _)| x == k).map(|(_, v)| *v)
-    }
-}
+/// The JSON the other kinds read, for the error on JSON that nothing recognises (`kind=auto` sends
+/// such JSON here).
+const OTHER_JSON: &str = "other kinds read dcgmi diag -j (dcgm-diag), {\"written\", \"restored\", …} \
+(checkpoint-restore), {\"checks\": {…}} (probe) and {\"metrics\": {…}} (metrics); \
+upload with kind=log to keep a file without metrics";
 
-pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
+pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
     let t = s.trim_start();
     let mut p = Parsed::default();
     let runs = if t.starts_with('{') || t.starts_with('[') {
         json_runs(s, &mut p)?
     } else if s.contains("Serving Benchmark Result") {
-        p.tool = Some("vllm bench serve".into());
+        let sglang = s.lines().any(|l| {
+            l.trim_start()
+                .strip_prefix("Backend:")
+                .is_some_and(|b| b.trim() == "sglang")
+        });
+        p.tool = Some(
+            if sglang {
+                "sglang bench_serving"
+            } else {
+                "vllm bench serve"
+            }
+            .into(),
+        );
         vec![bench_serving_text::console(s, &mut p)?]
     } else if s.contains("Time To First Token") || s.contains("Request Throughput") || s.contains("Inter Token Latency")
     {
@@ -51,14 +68,14 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     } else {
         return Err(ParseError::at(
             1,
-            "unrecognised benchmark output (expected vLLM result JSON/console, nightly table, llmperf summary or GenAI-Perf CSV)",
+            format!("unrecognised benchmark output; read are: {READ_FORMATS}"),
         ));
     };
-    emit(&mut p, runs);
+    emit(&mut p, runs, targets);
     Ok(p)
 }
 
-fn emit(p: &mut Parsed, mut runs: Vec<Run>) {
+fn emit(p: &mut Parsed, mut runs: Vec<Run>, targets: &SloTargets) {
     for r in runs.iter_mut() {
         if let (Some(c), Some(f)) = (r.get("completed"), r.get("failed")) {
             if c + f > 0.0 && c >= 0.0 && f >= 0.0 {
@@ -66,17 +83,21 @@ fn emit(p: &mut Parsed, mut runs: Vec<Run>) {
             }
         }
     }
+    let several = runs.len() > 1;
+    for r in runs.iter_mut() {
+        attain(p, r, targets, several);
+    }
     let put = |p: &mut Parsed, prefix: &str, r: &Run| {
         for (k, v) in &r.vals {
             let key = format!("{prefix}.{k}");
-            if k == "completed" || k == "failed" || k == "max_concurrency" {
+            if ["completed", "failed", "incomplete", "max_concurrency", "slo_requests"].contains(&k.as_str()) {
                 p.count(&key, *v);
             } else {
                 p.nonneg(&key, *v);
             }
         }
     };
-    if runs.len() > 1 {
+    if several {
         let best = runs
             .iter()
             .enumerate()
@@ -87,14 +108,20 @@ fn emit(p: &mut Parsed, mut runs: Vec<Run>) {
             })
             .map(|(i, _)| i)
             .unwrap_or(0);
+        let mut seen: Vec<String> = Vec::new();
         for (i, r) in runs.iter_mut().enumerate() {
-            if r.name.is_empty() || r.name.contains(char::is_whitespace) {
+            if r.name.is_empty() || r.name.contains(char::is_whitespace) || r.name.contains('.') {
                 r.name = if r.name.is_empty() {
                     format!("run{}", i + 1)
                 } else {
-                    r.name.replace(char::is_whitespace, "_")
+                    r.name.replace([' ', '\t', '.'], "_")
                 };
             }
+            // Two load points with one label (a sweep repeated) must not overwrite each other.
+            if seen.contains(&r.name) {
+                r.name = format!("{}_run{}", r.name, i + 1);
+            }
+            seen.push(r.name.clone());
         }
         for r in &runs {
             put(p, &format!("serving.by_run.{}", r.name), r);
@@ -116,71 +143,49 @@ fn emit(p: &mut Parsed, mut runs: Vec<Run>) {
     }
 }
 
-/// `mean_ttft_ms`-style stat names → key suffix (`ttft_p50_ms`), None for std/unknown.
-pub(crate) fn latency_key(metric: &str, stat: &str) -> Option<String> {
-    let m = match metric.to_ascii_lowercase().as_str() {
-        "ttft" | "time to first token" => "ttft",
-        "tpot" | "time per output token" => "tpot",
-        "itl" | "inter token latency" | "inter-token latency" => "itl",
-        "e2el" | "e2e" | "request latency" | "end to end latency" => "e2e",
-        _ => return None,
+/// SLO attainment of one run from its per-request figures (nothing without them or without targets).
+fn attain(p: &mut Parsed, r: &mut Run, targets: &SloTargets, several: bool) {
+    let Some(a) = slo::attainment(&r.requests, targets) else {
+        return;
     };
-    let st = stat.to_ascii_lowercase();
-    let st = st.trim_end_matches('.');
-    let s = match st {
-        "mean" | "avg" | "average" => "mean".to_string(),
-        "median" | "p50" => "p50".to_string(),
-        x if x.starts_with('p') && x.len() > 1 && x[1..].chars().all(|c| c.is_ascii_digit() || c == '.') => {
-            x.replace('.', "_")
-        }
-        _ => return None,
+    let which = if several {
+        format!("run {:?}: ", r.name)
+    } else {
+        String::new()
     };
-    Some(format!("{m}_{s}_ms"))
-}
-
-fn num(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => text::lenient_number(s),
-        _ => None,
+    if r.latency_rebuilt && (targets.tpot_ms.is_some() || targets.e2e_ms.is_some()) {
+        p.warn(format!(
+            "{which}per-request end-to-end latency and TPOT are rebuilt as TTFT + the inter-token gaps \
+             (the file stores no per-request latency), which leaves out the time after the last token"
+        ));
+    }
+    if !a.not_judged.is_empty() {
+        p.warn(format!(
+            "{which}the brief's {} target(s) cannot be judged from this file's per-request data: \
+             attainment covers the other targets only",
+            a.not_judged.join(", ")
+        ));
+    }
+    if !a.fraction.is_finite() {
+        return;
+    }
+    r.set("slo_attainment", a.fraction);
+    r.set("slo_requests", a.total as f64);
+    for (t, share) in &a.per_target {
+        r.set(format!("slo_attainment_{t}"), *share);
+    }
+    match r.get("request_throughput_rps") {
+        Some(rps) => r.set("goodput_rps", a.fraction * rps),
+        None => p.warn(format!(
+            "{which}goodput needs the request throughput, which this file does not give"
+        )),
     }
 }
 
 fn json_runs(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
     let v = match read_doc(s) {
         Ok(v) => v,
-        Err(e) => {
-            // JSON Lines (`--append-result`): one object per line.
-            let lines: Vec<(usize, &str)> = s.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).collect();
-            if lines.len() > 1 && lines.iter().all(|(_, l)| l.trim_start().starts_with('{')) {
-                let mut out = Vec::new();
-                for (i, l) in lines {
-                    match read_doc(l) {
-                        Ok(Doc::Object(o)) => out.push(o),
-                        Ok(Doc::Other(_)) => p.warn(format!("line {}: not a JSON object; skipped", i + 1)),
-                        Err(e) if out.is_empty() => {
-                            return Err(ParseError::at_col(
-                                i + 1,
-                                e.column().max(1),
-                                format!("invalid JSON Lines record: {e}"),
-                            ));
-                        }
-                        Err(e) => p.warn(format!("line {}: invalid JSON Lines record skipped ({e})", i + 1)),
-                    }
-                }
-                let mut runs = Vec::new();
-                for (i, o) in out.iter().enumerate() {
-                    let mut r = vllm_result(o, p);
-                    if r.name.is_empty() {
-                        r.name = format!("run{}", i + 1);
-                    }
-                    runs.push(r);
-                }
-                return Ok(runs);
-            }
-            let _ = e;
-            return text::json_value(s).map(|_| Vec::new());
-        }
+        Err(_) => return json_lines(s, p),
     };
     match &v {
         Doc::Other(Value::Array(rows)) if rows.iter().any(|r| r.get("Test name").is_some()) => {
@@ -198,27 +203,132 @@ fn json_runs(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
             p.tool_version = o.get("version").and_then(Value::as_str).map(str::to_string);
             Ok(vec![llmperf(o)])
         }
-        Doc::Object(obj)
-            if obj.map.contains_key("completed")
-                || obj.map.contains_key("request_throughput")
-                || obj.map.keys().any(|k| k.ends_with("_ttft_ms")) =>
-        {
-            Ok(vec![vllm_result(obj, p)])
+        Doc::Object(Obj { map: o, .. }) if bench_guidellm::is_report(o) => bench_guidellm::runs(o, p),
+        Doc::Object(Obj { map: o, .. }) if bench_stats_json::is_summary(o) => Ok(vec![bench_stats_json::summary(o, p)]),
+        Doc::Object(Obj { map: o, .. }) if bench_stats_json::is_record(o) => {
+            Ok(vec![bench_stats_json::records(std::iter::once((1, o)), p)])
         }
-        _ => Err(ParseError::at(
+        Doc::Object(obj) if is_vllm_result(&obj.map) => Ok(vec![vllm_result(obj, p)]),
+        Doc::Object(Obj { map: o, .. }) => Err(unrecognised_json(o.keys())),
+        Doc::Other(_) => Err(ParseError::at(
             1,
-            "unrecognised benchmark JSON (no vLLM result keys, nightly table, or llmperf results_* keys)",
+            format!("unrecognised JSON (not an object); bench-serving reads {READ_FORMATS}; {OTHER_JSON}"),
         )),
+    }
+}
+
+/// The error for a JSON object no reader recognises: what is read, and which keys this one has.
+fn unrecognised_json<'a>(keys: impl Iterator<Item = &'a String>) -> ParseError {
+    let keys: Vec<&str> = keys.take(8).map(String::as_str).collect();
+    ParseError::at(
+        1,
+        format!(
+            "unrecognised JSON (top-level keys: {}); bench-serving reads {READ_FORMATS}; {OTHER_JSON}",
+            if keys.is_empty() {
+                "none".to_owned()
+            } else {
+                keys.join(", ")
+            }
+        ),
+    )
+}
+
+/// A vLLM / SGLang result: its figures are plain numbers (a GenAI-Perf export has a
+/// `request_throughput` too, but as an object of statistics).
+fn is_vllm_result(o: &Map<String, Value>) -> bool {
+    let number = |k: &str| o.get(k).is_some_and(|v| num(v).is_some());
+    number("completed")
+        || number("request_throughput")
+        || o.iter().any(|(k, v)| k.ends_with("_ttft_ms") && num(v).is_some())
+}
+
+/// JSON Lines: vLLM `--append-result`, SGLang `--output-file` (one result per run), or AIPerf's
+/// per-request `profile_export.jsonl` (one record per request). The first record decides.
+fn json_lines(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
+    let lines: Vec<(usize, &str)> = s
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (i + 1, l))
+        .collect();
+    if lines.len() < 2 || !lines.iter().all(|(_, l)| l.trim_start().starts_with('{')) {
+        // Not JSON Lines: report the document's own JSON error (line and column).
+        return text::json_value(s).map(|_| Vec::new());
+    }
+    let mut out: Vec<(usize, Obj)> = Vec::new();
+    for (ln, l) in lines {
+        match read_doc(l) {
+            Ok(Doc::Object(o)) => out.push((ln, o)),
+            Ok(Doc::Other(_)) => p.warn(format!("line {ln}: not a JSON object; skipped")),
+            Err(e) if out.is_empty() => {
+                return Err(ParseError::at_col(
+                    ln,
+                    e.column().max(1),
+                    format!("invalid JSON Lines record: {e}"),
+                ));
+            }
+            Err(e) => p.warn(format!("line {ln}: invalid JSON Lines record skipped ({e})")),
+        }
+    }
+    let Some((_, first)) = out.first() else {
+        return Err(ParseError::at(1, "no JSON object in the JSON Lines input"));
+    };
+    if bench_stats_json::is_record(&first.map) {
+        return Ok(vec![bench_stats_json::records(
+            out.iter().map(|(ln, o)| (*ln, &o.map)),
+            p,
+        )]);
+    }
+    if !is_vllm_result(&first.map) {
+        return Err(unrecognised_json(first.map.keys()));
+    }
+    let mut runs = Vec::new();
+    for (i, (_, o)) in out.iter().enumerate() {
+        let mut r = vllm_result(o, p);
+        if r.name.is_empty() {
+            r.name = load_point(&o.map).unwrap_or_else(|| format!("run{}", i + 1));
+        }
+        runs.push(r);
+    }
+    Ok(runs)
+}
+
+/// A run's load point as a name: `rate_4`, `rate_inf_conc_64`; None when the record says neither.
+fn load_point(o: &Map<String, Value>) -> Option<String> {
+    let rate = match o.get("request_rate") {
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("inf") => Some("rate_inf".to_owned()),
+        Some(v) => num(v).map(|r| run_label("rate", Some(r), "")),
+        None => None,
+    };
+    let conc = o
+        .get("max_concurrency")
+        .and_then(num)
+        .map(|c| run_label("conc", Some(c), ""));
+    match (rate, conc) {
+        (Some(r), Some(c)) => Some(format!("{r}_{c}")),
+        (r, c) => r.or(c),
     }
 }
 
 fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
     let o = &obj.map;
-    p.tool.get_or_insert_with(|| "vllm bench serve".into());
-    let mut r = Run {
-        name: o.get("label").and_then(Value::as_str).unwrap_or_default().to_string(),
-        ..Default::default()
-    };
+    // SGLang's own bench_serving writes the same key scheme plus a few keys vLLM's does not.
+    let sglang = [
+        "total_output_tokens_retokenized",
+        "sharegpt_output_len",
+        "random_range_ratio",
+    ]
+    .iter()
+    .any(|k| o.contains_key(*k));
+    p.tool.get_or_insert_with(|| {
+        if sglang {
+            "sglang bench_serving"
+        } else {
+            "vllm bench serve"
+        }
+        .into()
+    });
+    let mut r = Run::named(o.get("label").and_then(Value::as_str).unwrap_or_default());
     for (k, v) in o {
         if let Some(rest) = k.strip_suffix("_ms") {
             if let Some((stat, metric)) = rest.split_once('_') {
@@ -234,14 +344,24 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
         ("request_throughput", "request_throughput_rps"),
         ("output_throughput", "output_tokens_per_s"),
         ("total_token_throughput", "total_tokens_per_s"),
-        ("request_goodput", "goodput_rps"),
-        ("request_goodput:", "goodput_rps"),
+        ("total_throughput", "total_tokens_per_s"),
+        ("request_goodput", "tool_goodput_rps"),
+        ("request_goodput:", "tool_goodput_rps"),
         ("duration", "duration_s"),
         ("max_concurrency", "max_concurrency"),
     ];
     for (src, dst) in map {
         if let Some(x) = o.get(src).and_then(num) {
             r.set(dst, x);
+        }
+    }
+    // Older SGLang results give completed and duration but no request throughput: it is their
+    // quotient, as both tools define it.
+    if r.get("request_throughput_rps").is_none() {
+        if let (Some(c), Some(d)) = (r.get("completed"), r.get("duration_s")) {
+            if d > 0.0 {
+                r.set("request_throughput_rps", c / d);
+            }
         }
     }
     let errors = obj.errors.as_deref();
@@ -288,51 +408,63 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
         }
         exact(&mut r, "itl", xs);
     }
+    r.requests = requests(obj);
+    r.latency_rebuilt = obj.itls.is_some();
     r
 }
 
-fn exact(r: &mut Run, metric: &str, mut xs: Vec<f64>) {
-    xs.retain(|x| x.is_finite());
-    if xs.is_empty() {
-        return;
-    }
-    // Order statistics by selection instead of a full sort. `total_cmp` is a total order, so the
-    // k-th element is the same value a sort would put at k. The ranks only grow with q, so each
-    // selection works on the part above the previous one: `xs[..base]` holds the `base` smallest.
-    let last = xs.len() - 1;
-    let mut base = 0;
-    for (name, q) in [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)] {
-        let pos = q * last as f64;
-        let lo = pos.floor() as usize;
-        let Some(rest) = xs.get_mut(base..) else { continue };
-        let Some(k) = lo.checked_sub(base).filter(|k| *k < rest.len()) else {
-            continue;
-        };
-        let (_, a, above) = rest.select_nth_unstable_by(k, f64::total_cmp);
-        let a = *a;
-        // The next order statistic (rank lo + 1) is the smallest element above.
-        let b = if lo >= last {
-            a
-        } else {
-            match above
-                .iter()
+/// Per-request figures from the `--save-detailed` arrays. The file keeps each request's TTFT and
+/// its inter-token gaps but not its latency, so the end-to-end latency is rebuilt as TTFT + the sum of
+/// the gaps (the time after the last token is not in it) and TPOT as that sum over
+/// `output tokens − 1`, as vLLM computes TPOT.
+fn requests(obj: &Obj) -> Vec<RequestSample> {
+    let Some(ttfts) = &obj.ttfts else {
+        return Vec::new();
+    };
+    let errors = obj.errors.as_deref();
+    let itl_sums: Option<Vec<(f64, usize)>> = obj.itls.as_ref().map(|t| {
+        let mut start = 0;
+        t.ends
+            .iter()
+            .map(|&end| {
+                let gaps = t.values.get(start..end).unwrap_or_default();
+                start = end;
+                (gaps.iter().sum::<f64>(), gaps.len())
+            })
+            .collect()
+    });
+    ttfts
+        .iter()
+        .enumerate()
+        .map(|(i, &ttft)| {
+            let failed = errors.and_then(|e| e.get(i)).copied().unwrap_or(false);
+            let ttft_ms = (ttft.is_finite() && ttft >= 0.0).then_some(ttft * 1000.0);
+            let gaps = itl_sums.as_ref().and_then(|s| s.get(i)).copied();
+            let e2e_ms = match (ttft_ms, gaps) {
+                (Some(t), Some((sum, _))) if sum.is_finite() => Some(t + sum * 1000.0),
+                _ => None,
+            };
+            let tokens = obj
+                .output_lens
+                .as_ref()
+                .and_then(|l| l.get(i))
                 .copied()
-                .reduce(|m, x| if x.total_cmp(&m).is_lt() { x } else { m })
-            {
-                Some(b) => b,
-                None => continue,
+                .filter(|n| n.is_finite())
+                // Without output_lens, every streamed chunk after the first is one token.
+                .or_else(|| gaps.map(|(_, n)| (n + 1) as f64));
+            let tpot_ms = match (gaps, tokens) {
+                (Some((sum, _)), Some(n)) if n > 1.0 => Some(sum * 1000.0 / (n - 1.0)),
+                (Some(_), Some(_)) => Some(0.0),
+                _ => None,
+            };
+            RequestSample {
+                ok: !failed && ttft_ms.is_some(),
+                ttft_ms,
+                tpot_ms,
+                e2e_ms,
             }
-        };
-        base = lo;
-        r.set(format!("{metric}_{name}_ms"), a + (b - a) * (pos - lo as f64));
-    }
-}
-
-/// `Mean TTFT (ms)`, `P99 ITL (ms)`, … → key suffix.
-pub(crate) fn label_latency(label: &str) -> Option<String> {
-    let l = label.strip_suffix("(ms)")?.trim();
-    let (stat, metric) = l.split_once(' ')?;
-    latency_key(metric.trim(), stat)
+        })
+        .collect()
 }
 
 fn table_row(o: &Map<String, Value>) -> Run {
@@ -411,465 +543,9 @@ fn llmperf(o: &Map<String, Value>) -> Run {
     r
 }
 
-// ---------------------------------------------------------------------------------------------
-// Reading the JSON document.
-//
-// A `--save-detailed` result is mostly per-request arrays (`ttfts`, `itls`, `errors`, `input_lens`,
-// `output_lens`, `generated_texts`). Building a `serde_json::Value` for them (one enum per number,
-// one `Vec` per request's ITLs) and dropping it again was most of the parse time, so the top-level
-// object is read in one pass into [`Obj`]: the three arrays that are used become flat typed vectors,
-// every other top-level array is checked and skipped, and everything else is a `Value` as before.
-// Numbers are read with `deserialize_any` everywhere, so the input is validated exactly as a
-// `Value` parse would (an out-of-range number is still an error). Anything this reader does not
-// take (not an object; serde_json's private raw-value token) falls back to a `Value` parse, which
-// [`Obj::from_map`] converts to the same shape.
-
-enum Doc {
-    Object(Obj),
-    Other(Value),
-}
-
-fn read_doc(s: &str) -> Result<Doc, serde_json::Error> {
-    if let Ok(o) = serde_json::from_str::<Obj>(s) {
-        return Ok(Doc::Object(o));
-    }
-    Ok(match serde_json::from_str::<Value>(s)? {
-        Value::Object(m) => Doc::Object(Obj::from_map(m)),
-        v => Doc::Other(v),
-    })
-}
-
-/// A top-level JSON object.
-#[derive(Debug, Default, PartialEq)]
-struct Obj {
-    /// Every member (a later duplicate key replaces an earlier one, as in `Value`); array values are
-    /// stored as `[]`: nothing reads a top-level array except the three below.
-    map: Map<String, Value>,
-    /// `ttfts` when it is an array: one entry per request, NaN where the element is not a number.
-    ttfts: Option<Vec<f64>>,
-    /// `itls` when it is an array.
-    itls: Option<Itls>,
-    /// `errors` when it is an array: per request, whether the element is a non-empty string.
-    errors: Option<Vec<bool>>,
-}
-
-/// The numbers of every request's ITL array, flattened; request `i`'s are `values[ends[i-1]..ends[i]]`
-/// (a request whose element is not an array has none).
-#[derive(Debug, Default, PartialEq)]
-struct Itls {
-    values: Vec<f64>,
-    ends: Vec<usize>,
-}
-
-impl Obj {
-    /// The same shape from an already parsed `Value` object (the fallback path).
-    fn from_map(mut map: Map<String, Value>) -> Obj {
-        let mut o = Obj::default();
-        for (k, v) in map.iter_mut() {
-            let Value::Array(items) = v else { continue };
-            let items = std::mem::take(items);
-            match k.as_str() {
-                "ttfts" => o.ttfts = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
-                "itls" => {
-                    let mut t = Itls::default();
-                    for x in &items {
-                        t.values
-                            .extend(x.as_array().into_iter().flatten().filter_map(Value::as_f64));
-                        t.ends.push(t.values.len());
-                    }
-                    o.itls = Some(t);
-                }
-                "errors" => {
-                    o.errors = Some(
-                        items
-                            .iter()
-                            .map(|x| x.as_str().is_some_and(|s| !s.is_empty()))
-                            .collect(),
-                    )
-                }
-                _ => {}
-            }
-        }
-        o.map = map;
-        o
-    }
-}
-
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
-
-impl<'de> serde::Deserialize<'de> for Obj {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Obj, D::Error> {
-        d.deserialize_any(ObjVisitor)
-    }
-}
-
-struct ObjVisitor;
-
-impl<'de> Visitor<'de> for ObjVisitor {
-    type Value = Obj;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Obj, A::Error> {
-        let mut o = Obj::default();
-        let mut first = true;
-        while let Some(k) = m.next_key::<String>()? {
-            if first && k == RAW_VALUE_TOKEN {
-                return Err(de::Error::custom("raw value token: read as a Value"));
-            }
-            first = false;
-            let v = match k.as_str() {
-                "ttfts" => match m.next_value::<Member<Ttfts>>()? {
-                    Member::Array(Ttfts(t)) => {
-                        o.ttfts = Some(t);
-                        Value::Array(Vec::new())
-                    }
-                    Member::Other(v) => {
-                        o.ttfts = None;
-                        v
-                    }
-                },
-                "itls" => match m.next_value::<Member<Itls>>()? {
-                    Member::Array(t) => {
-                        o.itls = Some(t);
-                        Value::Array(Vec::new())
-                    }
-                    Member::Other(v) => {
-                        o.itls = None;
-                        v
-                    }
-                },
-                "errors" => match m.next_value::<Member<Errors>>()? {
-                    Member::Array(Errors(e)) => {
-                        o.errors = Some(e);
-                        Value::Array(Vec::new())
-                    }
-                    Member::Other(v) => {
-                        o.errors = None;
-                        v
-                    }
-                },
-                _ => match m.next_value::<Member<Skipped>>()? {
-                    Member::Array(Skipped) => Value::Array(Vec::new()),
-                    Member::Other(v) => v,
-                },
-            };
-            o.map.insert(k, v);
-        }
-        Ok(o)
-    }
-}
-
-/// Builds `T` from an array's elements.
-trait FromSeq<'de>: Sized {
-    fn from_seq<A: SeqAccess<'de>>(seq: A) -> Result<Self, A::Error>;
-}
-
-/// A top-level member: an array read as `T`, or any other value as a `Value`.
-enum Member<T> {
-    Array(T),
-    Other(Value),
-}
-
-impl<'de, T: FromSeq<'de>> serde::Deserialize<'de> for Member<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(MemberVisitor(std::marker::PhantomData))
-    }
-}
-
-struct MemberVisitor<T>(std::marker::PhantomData<T>);
-
-impl<'de, T: FromSeq<'de>> Visitor<'de> for MemberVisitor<T> {
-    type Value = Member<T>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        T::from_seq(seq).map(Member::Array)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
-        serde::Deserialize::deserialize(de::value::MapAccessDeserializer::new(m)).map(Member::Other)
-    }
-    // The scalars as serde_json's own `Value` visitor builds them.
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(Member::Other(Value::Bool(v)))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Member::Other(Value::Number(v.into())))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Member::Other(Value::Number(v.into())))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Member::Other(
-            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
-        ))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Member::Other(Value::String(v.to_owned())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Member::Other(Value::String(v)))
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Member::Other(Value::Null))
-    }
-    fn visit_none<E>(self) -> Result<Self::Value, E> {
-        Ok(Member::Other(Value::Null))
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        serde::Deserialize::deserialize(d).map(Member::Other)
-    }
-}
-
-/// Any value, checked and dropped.
-struct Ignored;
-
-impl<'de> serde::Deserialize<'de> for Ignored {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumberOrIgnored).map(|_| Ignored)
-    }
-}
-
-/// Any value; a number as `f64`, anything else (checked, then dropped) as NaN.
-struct NumberOrIgnored;
-
-struct Num(f64);
-
-impl<'de> serde::Deserialize<'de> for Num {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumberOrIgnored).map(Num)
-    }
-}
-
-impl<'de> Visitor<'de> for NumberOrIgnored {
-    type Value = f64;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<f64, E> {
-        Ok(v as f64)
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<f64, E> {
-        Ok(v as f64)
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<f64, E> {
-        Ok(v)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<f64, E> {
-        Ok(f64::NAN)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<f64, E> {
-        Ok(f64::NAN)
-    }
-    fn visit_unit<E>(self) -> Result<f64, E> {
-        Ok(f64::NAN)
-    }
-    fn visit_none<E>(self) -> Result<f64, E> {
-        Ok(f64::NAN)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
-        <Ignored as serde::Deserialize>::deserialize(d).map(|_| f64::NAN)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<f64, A::Error> {
-        while seq.next_element::<Ignored>()?.is_some() {}
-        Ok(f64::NAN)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<f64, A::Error> {
-        while m.next_key::<Ignored>()?.is_some() {
-            m.next_value::<Ignored>()?;
-        }
-        Ok(f64::NAN)
-    }
-}
-
-/// A top-level array nothing reads.
-struct Skipped;
-
-impl<'de> FromSeq<'de> for Skipped {
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        while seq.next_element::<Ignored>()?.is_some() {}
-        Ok(Skipped)
-    }
-}
-
-struct Ttfts(Vec<f64>);
-
-impl<'de> FromSeq<'de> for Ttfts {
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut v = Vec::new();
-        while let Some(Num(x)) = seq.next_element()? {
-            v.push(x);
-        }
-        Ok(Ttfts(v))
-    }
-}
-
-impl<'de> FromSeq<'de> for Itls {
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut t = Itls::default();
-        while seq.next_element_seed(ItlRow(&mut t.values))?.is_some() {
-            t.ends.push(t.values.len());
-        }
-        Ok(t)
-    }
-}
-
-/// One request's ITL array: its numbers are appended to the shared vector.
-struct ItlRow<'v>(&'v mut Vec<f64>);
-
-impl<'de> DeserializeSeed<'de> for ItlRow<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ItlRow<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(Num(x)) = seq.next_element()? {
-            // JSON numbers are never NaN: NaN marks a non-number, which `as_f64` would skip.
-            if !x.is_nan() {
-                self.0.push(x);
-            }
-        }
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<(), A::Error> {
-        NumberOrIgnored.visit_map(m).map(|_| ())
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_none<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        <Ignored as serde::Deserialize>::deserialize(d).map(|_| ())
-    }
-}
-
-struct Errors(Vec<bool>);
-
-impl<'de> FromSeq<'de> for Errors {
-    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut v = Vec::new();
-        while let Some(Failed(f)) = seq.next_element()? {
-            v.push(f);
-        }
-        Ok(Errors(v))
-    }
-}
-
-/// An `errors` element: true for a non-empty string.
-struct Failed(bool);
-
-impl<'de> serde::Deserialize<'de> for Failed {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = bool;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<bool, E> {
-                Ok(!v.is_empty())
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_unit<E>(self) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_none<E>(self) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-                <Ignored as serde::Deserialize>::deserialize(d).map(|_| false)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
-                NumberOrIgnored.visit_seq(seq).map(|_| false)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<bool, A::Error> {
-                NumberOrIgnored.visit_map(m).map(|_| false)
-            }
-        }
-        d.deserialize_any(V).map(Failed)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The one-pass reader gives what a `Value` parse converted by `Obj::from_map` gives.
-    #[test]
-    fn typed_reader_matches_value_parse() {
-        let inputs = [
-            r#"{"completed": 3, "ttfts": [0.1, 2, -3, "x", null, [1], {"a": 1}], "errors": ["", "boom", 5, null, [], {}, "e"]}"#,
-            r#"{"itls": [[0.01, 0.02], 7, [], [1, "a", [2], {"b": 3}, 4e-3], "s", null, {"k": [1]}], "ttfts": 5}"#,
-            r#"{"ttfts": [1, 2], "ttfts": "again", "itls": "no", "itls": [[1]], "errors": {"a": 1}}"#,
-            r#"{"input_lens": [1, 2, 3], "generated_texts": ["a\"b", "\u00e9"], "x": {"nested": [1, [2, {"y": null}]]}}"#,
-            r#"{"a": true, "b": false, "c": null, "d": -12, "e": 18446744073709551615, "f": 1.5e300, "g": "t"}"#,
-            r#"{}"#,
-        ];
-        for s in inputs {
-            let typed: Obj = serde_json::from_str(s).unwrap();
-            let Value::Object(m) = serde_json::from_str::<Value>(s).unwrap() else {
-                panic!("not an object: {s}")
-            };
-            let via_value = Obj::from_map(m);
-            // NaN != NaN: compare the bit patterns of the typed arrays.
-            let bits = |o: &Obj| {
-                o.ttfts
-                    .as_ref()
-                    .map(|t| t.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
-            };
-            assert_eq!(bits(&typed), bits(&via_value), "{s}");
-            assert_eq!(typed.map, via_value.map, "{s}");
-            assert_eq!(typed.itls, via_value.itls, "{s}");
-            assert_eq!(typed.errors, via_value.errors, "{s}");
-        }
-        // Invalid input is rejected by both, including a number out of range in a skipped array.
-        for s in [
-            r#"{"input_lens": [1e999]}"#,
-            r#"{"ttfts": [1,]}"#,
-            r#"{"a": 1"#,
-            r#"[1, 2]"#,
-        ] {
-            assert!(serde_json::from_str::<Obj>(s).is_err(), "{s}");
-        }
-        assert!(read_doc(r#"{"input_lens": [1e999]}"#).is_err());
-        assert!(matches!(read_doc("[1, 2]"), Ok(Doc::Other(Value::Array(_)))));
-    }
 
     #[test]
     fn exact_quantiles_match_a_sort() {

@@ -1,9 +1,9 @@
-//! Text forms of serving-benchmark results: the vLLM console `Serving Benchmark Result` block and
+//! Text forms of serving-benchmark results: the vLLM / SGLang console `Serving Benchmark Result` block and
 //! GenAI-Perf CSV exports (`analyze`: one row per config, columns `<stat> <Metric> (<unit>)`;
 //! `profile`: `Metric,avg,min,max,p99,…` rows plus a `Metric,Value` table). Keys as in
 //! `bench_serving`.
 
-use super::bench_serving::{label_latency, latency_key, Run};
+use super::bench_run::{label_latency, latency_key, Run};
 use super::{text, ParseError, Parsed};
 
 pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Run, ParseError> {
@@ -43,7 +43,7 @@ pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Run, ParseError> {
             "Failed requests" => "failed",
             "Benchmark duration (s)" => "duration_s",
             "Request throughput (req/s)" => "request_throughput_rps",
-            "Request goodput (req/s)" => "goodput_rps",
+            "Request goodput (req/s)" => "tool_goodput_rps",
             "Output token throughput (tok/s)" => "output_tokens_per_s",
             "Total Token throughput (tok/s)" | "Total throughput (tok/s)" | "Total token throughput (tok/s)" => {
                 "total_tokens_per_s"

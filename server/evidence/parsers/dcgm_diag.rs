@@ -5,6 +5,7 @@
 //! wins), Warn if Warn, Skip if every result is Skip (or a Pass/Skip mix: not every GPU ran it), else
 //! Pass. `dcgm.diag.passed` is true only when at least one test ran and EVERY test passed: a Skip or a
 //! Warn is not a pass, and a table that was cut short (no closing border) is not a pass either.
+//! A result table printed twice is folded: each test once, with its worst result.
 //! `dcgm.diag.level` is not printed by dcgmi; it is inferred from the categories that ran
 //! (Deployment only → 1, Integration/Hardware → 2, Stress → 3, memtest/pulse tests → 4), and
 //! `dcgm.diag.level_inferred` says so. `dcgm.diag.warnings` counts Warning blocks.
@@ -55,8 +56,47 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     let looks_json = s.contains("\"DCGM GPU Diagnostic\"")
         || s.contains("\"DCGM Diagnostic\"")
         || (trimmed.starts_with('{') && !s.contains("| Diagnostic"));
-    let d = if looks_json { parse_json(s)? } else { parse_text(s)? };
-    Ok(finish(d))
+    let mut d = if looks_json { parse_json(s)? } else { parse_text(s)? };
+    let repeats = dedupe(&mut d);
+    let mut p = finish(d);
+    if repeats > 0 {
+        p.warn(format!(
+            "{repeats} test result(s) listed more than once (the table printed twice?): each test is counted once, with its worst result"
+        ));
+    }
+    Ok(p)
+}
+
+/// A table printed twice (a wrapper that echoes dcgmi's output, two pastes) lists every test twice:
+/// keep each (category, test) once with its worst result, and each warning once. Returns how many
+/// repeated results were folded.
+fn dedupe(d: &mut Diag) -> usize {
+    let mut kept: Vec<Test> = Vec::with_capacity(d.tests.len());
+    let mut repeats = 0;
+    for t in std::mem::take(&mut d.tests) {
+        match kept
+            .iter_mut()
+            .find(|k| k.name == t.name && k.category.eq_ignore_ascii_case(&t.category))
+        {
+            Some(k) => {
+                repeats += 1;
+                k.status = k.status.max(t.status);
+            }
+            None => kept.push(t),
+        }
+    }
+    d.tests = kept;
+    if repeats > 0 {
+        let mut seen: Vec<String> = Vec::with_capacity(d.warnings.len());
+        d.warnings.retain(|w| {
+            let new = !seen.contains(w);
+            if new {
+                seen.push(w.clone());
+            }
+            new
+        });
+    }
+    repeats
 }
 
 fn finish(d: Diag) -> Parsed {

@@ -1,10 +1,18 @@
 //! `kind=auto`: recognise a format from content. Checks go from the most to the least specific
-//! marker; `None` when nothing matches (the caller stores the file as `log` or asks the user).
+//! marker; `None` when no text format matches (the caller stores the file as `log`). JSON always
+//! gets a kind: JSON no reader knows goes to bench-serving, whose error lists what is read.
+//! Launcher prefixes are stripped first, so a tagged nccl-tests log is still nccl-tests.
 
 use super::EvidenceKind as K;
 
 pub(crate) fn detect(bytes: &[u8]) -> Option<K> {
     let s = std::str::from_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)).ok()?;
+    // Output captured through a launcher is recognised by what it holds, not by its prefixes.
+    let stripped = super::launcher::strip(s);
+    detect_text(&stripped.text)
+}
+
+fn detect_text(s: &str) -> Option<K> {
     let t = s.trim_start();
     if s.contains("\"DCGM GPU Diagnostic\"") || s.contains("\"DCGM Diagnostic\"") {
         return Some(K::DcgmDiag);
@@ -12,8 +20,14 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<K> {
     if t.starts_with('{') || t.starts_with('[') {
         return detect_json(t);
     }
-    if s.contains("<nvidia_smi_log") {
+    if s.contains("<nvidia_smi_log") || super::nvidia_smi_text::is_q_text(s) {
         return Some(K::NvidiaSmiQuery);
+    }
+    if super::nvidia_smi_text::is_table(s) {
+        return Some(K::NvidiaSmiQuery);
+    }
+    if s.contains("# TYPE DCGM_FI_") || s.lines().take(2000).any(|l| l.trim_start().starts_with("DCGM_FI_")) {
+        return Some(K::DcgmExporter);
     }
     if s.contains("Serving Benchmark Result") {
         return Some(K::BenchServing);
@@ -93,21 +107,18 @@ fn detect_json(t: &str) -> Option<K> {
             // JSON Lines: judge by the first record
             let first = t.lines().next()?;
             let v: Value = serde_json::from_str(first).ok()?;
-            return match json_kind(&v)? {
-                K::BenchServing => Some(K::BenchServing),
-                _ => None,
-            };
+            // Only bench-serving has a JSON Lines form; any other first record fails there with
+            // the list of formats read.
+            return v.is_object().then_some(K::BenchServing);
         }
     };
     json_kind(&v)
 }
 
 fn json_kind(v: &serde_json::Value) -> Option<K> {
-    if let Some(a) = v.as_array() {
-        return a
-            .iter()
-            .any(|r| r.get("Test name").is_some())
-            .then_some(K::BenchServing);
+    // Arrays: the vLLM nightly table, or JSON nothing reads (see the end of this function).
+    if v.is_array() {
+        return Some(K::BenchServing);
     }
     let o = v.as_object()?;
     if o.contains_key("DCGM GPU Diagnostic") || o.contains_key("DCGM Diagnostic") {
@@ -127,8 +138,13 @@ fn json_kind(v: &serde_json::Value) -> Option<K> {
         || o.keys()
             .any(|k| k.ends_with("_ttft_ms") || k.starts_with("results_ttft_s"))
         || o.get("serving").is_some_and(|c| c.is_object())
+        || super::bench_guidellm::is_report(o)
+        || super::bench_stats_json::is_summary(o)
+        || super::bench_stats_json::is_record(o)
     {
         return Some(K::BenchServing);
     }
-    None
+    // JSON that matches no kind goes to the bench-serving reader too: its error lists every JSON
+    // format rentcheck reads, so the upload is `failed` with a reason instead of a `log` with nothing.
+    Some(K::BenchServing)
 }

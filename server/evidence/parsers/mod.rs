@@ -1,6 +1,6 @@
 //! Pure evidence parsers: raw tool output (bytes) in, metric keys + warnings out.
 //!
-//! The contract (kinds, keys, rules) is `docs/metrics.md` in the shared docs. Every parser here is a
+//! The contract (kinds, keys, rules) is `docs/evidence.md`. Every parser here is a
 //! pure function, never panics on any input (they are fuzzed, see `fuzz/`), and reports failures as a
 //! [`ParseError`] naming the line (and column where it helps). Partial success is `Ok` with warnings.
 //!
@@ -8,35 +8,53 @@
 //! * per-model vLLM keys: `serving.by_model.<model_name>.<suffix>` (e.g.
 //!   `serving.by_model.facebook/opt-125m.ttft_p95_ms`). The model name is kept verbatim (it may contain
 //!   `/` and `.`); the suffix never contains a dot, so split at the LAST `.` to recover it.
-//! * multi-run benchmark inputs (JSON Lines, nightly tables, GenAI-Perf configs):
-//!   `serving.by_run.<run name>.<suffix>`; the un-suffixed keys come from the run with the highest
-//!   request throughput (a warning says which).
+//! * multi-run benchmark inputs (JSON Lines, nightly tables, GenAI-Perf configs, GuideLLM sweeps):
+//!   `serving.by_run.<run name>.<suffix>`, a sweep's runs named by their load point
+//!   (`constant_4_5rps`, `rate_8`); the un-suffixed keys come from the run with the highest request
+//!   throughput (a warning says which).
+//!
+//! Imports go one way: `mod.rs` dispatches to the format modules; helpers shared by several formats
+//! live in their own modules (`bench_run`, `nvidia_smi_gpu`, `text`, `prometheus`, `slo`) that import
+//! no format module.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+mod bench_guidellm;
+mod bench_json_reader;
+mod bench_run;
 mod bench_serving;
 mod bench_serving_text;
+mod bench_stats_json;
 mod checkpoint_restore;
 mod dcgm_diag;
 mod dcgm_discovery;
+mod dcgm_exporter;
 mod detect;
 mod generic_metrics;
+pub mod launcher;
+pub mod nccl_expected;
 mod nccl_tests;
+mod nvidia_smi_gpu;
 mod nvidia_smi_list;
 mod nvidia_smi_query;
+mod nvidia_smi_text;
 mod nvidia_smi_topo;
 mod probe;
 pub mod prometheus;
+pub mod slo;
 mod text;
 mod vllm_log;
 pub mod vllm_metrics;
 
+pub use launcher::{strip as strip_launcher_prefixes, Launcher, Stripped};
+pub use nccl_expected::{expected_busbw, pct_of_expected, ExpectedBusbw, Nics};
+pub use slo::{attainment, histogram_share_at_or_below, Attainment, RequestSample, SloTargets};
 pub use vllm_metrics::histogram_quantile;
 
 /// Bump when any parser's output changes, so stored evidence can be re-parsed.
-pub const PARSER_VERSION: &str = "1";
+pub const PARSER_VERSION: &str = "2";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -46,6 +64,7 @@ pub enum EvidenceKind {
     NvidiaSmiQuery,
     DcgmDiscovery,
     DcgmDiag,
+    DcgmExporter,
     VllmMetrics,
     VllmLog,
     BenchServing,
@@ -57,12 +76,13 @@ pub enum EvidenceKind {
 }
 
 impl EvidenceKind {
-    pub const ALL: [EvidenceKind; 13] = [
+    pub const ALL: [EvidenceKind; 14] = [
         EvidenceKind::NvidiaSmiList,
         EvidenceKind::NvidiaSmiTopo,
         EvidenceKind::NvidiaSmiQuery,
         EvidenceKind::DcgmDiscovery,
         EvidenceKind::DcgmDiag,
+        EvidenceKind::DcgmExporter,
         EvidenceKind::VllmMetrics,
         EvidenceKind::VllmLog,
         EvidenceKind::BenchServing,
@@ -80,6 +100,7 @@ impl EvidenceKind {
             EvidenceKind::NvidiaSmiQuery => "nvidia-smi-query",
             EvidenceKind::DcgmDiscovery => "dcgm-discovery",
             EvidenceKind::DcgmDiag => "dcgm-diag",
+            EvidenceKind::DcgmExporter => "dcgm-exporter",
             EvidenceKind::VllmMetrics => "vllm-metrics",
             EvidenceKind::VllmLog => "vllm-log",
             EvidenceKind::BenchServing => "bench-serving",
@@ -89,6 +110,12 @@ impl EvidenceKind {
             EvidenceKind::Metrics => "metrics",
             EvidenceKind::Log => "log",
         }
+    }
+
+    /// Kinds whose `phase=after` upload is computed from the difference to its `phase=before` one
+    /// (Prometheus scrapes: counters since the process started).
+    pub fn has_window(&self) -> bool {
+        matches!(self, EvidenceKind::VllmMetrics | EvidenceKind::DcgmExporter)
     }
 }
 
@@ -220,38 +247,111 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Recognise the kind of an upload from its content (`kind=auto`). `None` when unrecognised.
+/// Recognise the kind of an upload from its content (`kind=auto`). `None` for text nothing
+/// recognises (the caller stores it as `log`); JSON that matches no kind is `BenchServing`, whose
+/// reader then fails with the list of JSON formats read.
 pub fn detect_kind(bytes: &[u8]) -> Option<EvidenceKind> {
     detect::detect(bytes)
 }
 
 /// Parse `bytes` as evidence of `kind`.
 pub fn parse(kind: EvidenceKind, bytes: &[u8]) -> Result<Parsed, ParseError> {
-    match kind {
+    parse_with(kind, bytes, &SloTargets::default())
+}
+
+/// Parse `bytes` as evidence of `kind`, judging serving latencies against the brief's `targets`
+/// (`serving.slo_attainment`, `serving.goodput_rps`; other kinds ignore them). Launcher line
+/// prefixes (`mpirun --tag-output`, `srun -l`, Ray, `kubectl logs --prefix`) are stripped first, with
+/// a warning; errors and `line N:` warnings still name lines of the input as uploaded.
+pub fn parse_with(kind: EvidenceKind, bytes: &[u8], targets: &SloTargets) -> Result<Parsed, ParseError> {
+    if kind == EvidenceKind::Log {
+        return Ok(Parsed::default());
+    }
+    let s = text::decode(bytes)?;
+    let stripped = launcher::strip(s);
+    let t: &str = &stripped.text;
+    let result = match kind {
         EvidenceKind::Log => Ok(Parsed::default()),
-        EvidenceKind::NvidiaSmiList => nvidia_smi_list::parse(text::decode(bytes)?),
-        EvidenceKind::NvidiaSmiTopo => nvidia_smi_topo::parse(text::decode(bytes)?),
-        EvidenceKind::NvidiaSmiQuery => nvidia_smi_query::parse(text::decode(bytes)?),
-        EvidenceKind::DcgmDiscovery => dcgm_discovery::parse(text::decode(bytes)?),
-        EvidenceKind::DcgmDiag => dcgm_diag::parse(text::decode(bytes)?),
-        EvidenceKind::VllmMetrics => vllm_metrics::parse(text::decode(bytes)?),
-        EvidenceKind::VllmLog => vllm_log::parse(text::decode(bytes)?),
-        EvidenceKind::BenchServing => bench_serving::parse(text::decode(bytes)?),
-        EvidenceKind::NcclTests => nccl_tests::parse(text::decode(bytes)?),
-        EvidenceKind::CheckpointRestore => checkpoint_restore::parse(text::decode(bytes)?),
-        EvidenceKind::Probe => probe::parse(text::decode(bytes)?),
-        EvidenceKind::Metrics => generic_metrics::parse(text::decode(bytes)?),
+        EvidenceKind::NvidiaSmiList => nvidia_smi_list::parse(t),
+        EvidenceKind::NvidiaSmiTopo => nvidia_smi_topo::parse(t),
+        EvidenceKind::NvidiaSmiQuery => nvidia_smi_query::parse(t),
+        EvidenceKind::DcgmDiscovery => dcgm_discovery::parse(t),
+        EvidenceKind::DcgmDiag => dcgm_diag::parse(t),
+        EvidenceKind::DcgmExporter => dcgm_exporter::parse(t),
+        EvidenceKind::VllmMetrics => vllm_metrics::parse(t, targets),
+        EvidenceKind::VllmLog => vllm_log::parse(t),
+        EvidenceKind::BenchServing => bench_serving::parse(t, targets),
+        EvidenceKind::NcclTests => nccl_tests::parse(t),
+        EvidenceKind::CheckpointRestore => checkpoint_restore::parse(t),
+        EvidenceKind::Probe => probe::parse(t),
+        EvidenceKind::Metrics => generic_metrics::parse(t),
+    };
+    with_launcher(result, &stripped)
+}
+
+/// Puts the launcher's warnings first, and maps line numbers back to the input when lines of other
+/// sources were dropped.
+fn with_launcher(result: Result<Parsed, ParseError>, stripped: &Stripped<'_>) -> Result<Parsed, ParseError> {
+    if stripped.launchers.is_empty() {
+        return result;
+    }
+    match result {
+        Ok(mut p) => {
+            let mut warnings = stripped.warnings.clone();
+            for w in p.warnings.drain(..) {
+                warnings.push(remap_line(&w, stripped));
+            }
+            p.warnings = warnings;
+            Ok(p)
+        }
+        Err(mut e) => {
+            e.line = e.line.map(|l| stripped.original_line(l));
+            Err(e)
+        }
     }
 }
 
-/// vLLM before/after window (metrics.md): metrics of `after` computed from the difference to
-/// `before` (quantiles from bucket deltas, totals from counter deltas, gauges as of `after`). A
-/// counter that went down means the server restarted: warn and use `after` alone.
-pub fn parse_vllm_window(before: &[u8], after: &[u8]) -> Result<Parsed, ParseError> {
+/// `line 12: …` → `line 17: …` when the stripped text's line 12 was the input's line 17.
+fn remap_line(w: &str, stripped: &Stripped<'_>) -> String {
+    let Some(rest) = w.strip_prefix("line ") else {
+        return w.to_owned();
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    match rest.get(..digits).and_then(|d| d.parse::<usize>().ok()) {
+        Some(n) => format!(
+            "line {}{}",
+            stripped.original_line(n),
+            rest.get(digits..).unwrap_or_default()
+        ),
+        None => w.to_owned(),
+    }
+}
+
+/// A before/after window of a Prometheus kind (vLLM `/metrics`, dcgm-exporter): the `after`
+/// scrape's metrics from the difference to `before` (quantiles from bucket deltas, totals from
+/// counter deltas, gauges as of `after`). A counter that went down means the process restarted:
+/// warn and use `after` alone. Other kinds parse `after` alone.
+pub fn parse_window(
+    kind: EvidenceKind,
+    before: &[u8],
+    after: &[u8],
+    targets: &SloTargets,
+) -> Result<Parsed, ParseError> {
+    if !kind.has_window() {
+        return parse_with(kind, after, targets);
+    }
     let before = text::decode(before).map_err(|e| ParseError {
         message: format!("`before` scrape: {}", e.message),
         ..e
     })?;
     let after = text::decode(after)?;
-    vllm_metrics::parse_window(before, after)
+    match kind {
+        EvidenceKind::DcgmExporter => dcgm_exporter::parse_window(before, after),
+        _ => vllm_metrics::parse_window(before, after, targets),
+    }
+}
+
+/// [`parse_window`] for vLLM `/metrics` without targets.
+pub fn parse_vllm_window(before: &[u8], after: &[u8]) -> Result<Parsed, ParseError> {
+    parse_window(EvidenceKind::VllmMetrics, before, after, &SloTargets::default())
 }

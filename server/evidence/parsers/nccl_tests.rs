@@ -5,33 +5,83 @@
 //! * `nccl.busbw_peak_gbps`: the largest OUT-OF-PLACE busbw over all sizes (headline);
 //!   `nccl.busbw_at_max_size_gbps`: out-of-place busbw at the largest size; `nccl.busbw_avg_gbps`:
 //!   the tool's `Avg bus bandwidth` line (average over all sizes).
-//! * `nccl.wrong`: rows with `#wrong` > 0 (out-of-place or in-place; `N/A` = not checked). For the
-//!   old float `error` column, a row counts when the error exceeds nccl-tests' own tolerance for the
-//!   data type (`DeltaMaxValue`: float 1e-5, half/bf16 5e-2, double 1e-12, integers 0): small
-//!   rounding errors such as `7e-07` on a float sum are what a healthy run prints, not corruption.
-//! * `nccl.world_size`: the number of `Rank n …` lines (the a3mega paste lost some `#`s: accepted).
+//! * `nccl.wrong`: rows whose data check failed. nccl-tests ≥ 2.10 prints a `#wrong` count of wrong
+//!   elements: any is corruption (`N/A` = not checked). Older builds print the largest absolute
+//!   error as a float instead, and count a check as failed only above their own tolerance for the
+//!   data type (`DeltaMaxValue`: half and bfloat16 1e-2, float 1e-5, double 1e-12, integers 0)
+//!   times (ranks − 1), since each rank adds its rounding; the same rule is applied here, so
+//!   `7e-07` on a 32-rank float sum is what a healthy run prints. The `Out of bounds values : N
+//!   OK|FAILED` line is the tool's own verdict and wins: OK with rows over the threshold is 0 rows
+//!   (a warning names them); FAILED with no row over it is counted as one row.
+//! * `nccl.world_size`: the number of `Rank n …` lines (the a3mega paste lost some `#`s: accepted);
+//!   `nccl.nodes`: their distinct hosts; `nccl.gpu_model`: the GPU they name.
+//! * `nccl.expected_busbw_gbps` / `nccl.busbw_pct_of_expected`: the expected figure for that GPU,
+//!   rank count and node count from `nccl_expected` (NIC count from `NCCL INFO NET/…` lines when
+//!   NCCL_DEBUG=INFO printed them, else the platform's usual NICs, with a warning).
 //! * A run that failed before the table (`Test CUDA failure …`, `Test NCCL failure …`) is NOT a parse
 //!   error: it is valid evidence of a failed test. It yields `nccl.run_failed = true`, the failure
 //!   lines as warnings and no busbw keys (so busbw criteria are `missing`, and a card can also require
 //!   `nccl.run_failed == false`). A file with neither a table nor a failure line is an error.
 
+use super::nccl_expected::{self, Nics};
 use super::{ParseError, Parsed};
+
+/// One `#  Rank  3 Group  0 Pid 1234 on host device  3 [0000:1f:00] NVIDIA H100 80GB HBM3` line.
+struct RankLine {
+    rank: usize,
+    host: String,
+    gpu: String,
+}
+
+fn rank_line(rest: &str) -> Option<RankLine> {
+    let rank = rest.split_whitespace().next()?.parse().ok()?;
+    let host = rest
+        .split_once(" on ")
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .unwrap_or_default()
+        .to_owned();
+    let gpu = rest
+        .split_once("] ")
+        .map(|(_, g)| g.trim().to_owned())
+        .unwrap_or_default();
+    Some(RankLine { rank, host, gpu })
+}
+
+/// NICs NCCL says it uses, from `NCCL_DEBUG=INFO` lines: `NET/IB : Using [0]mlx5_0:1/IB [1]…` or
+/// AWS's `NET/OFI Selected Provider is efa (found 4 nics)`.
+fn nic_count(line: &str) -> Option<(u32, Option<f64>)> {
+    if let Some(rest) = line.split("NET/IB : Using ").nth(1) {
+        let n = rest.split_whitespace().filter(|t| t.starts_with('[')).count();
+        return u32::try_from(n).ok().filter(|n| *n > 0).map(|n| (n, None));
+    }
+    if let Some(rest) = line.split("(found ").nth(1) {
+        let n: u32 = rest.split_whitespace().next()?.parse().ok()?;
+        // EFA adapters run at 100 Gb/s each.
+        let speed = line.contains("efa").then_some(100.0);
+        return Some((n, speed));
+    }
+    None
+}
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nccl-tests".into()),
         ..Default::default()
     };
-    let mut ranks: Vec<usize> = Vec::new();
+    let mut ranks: Vec<RankLine> = Vec::new();
+    let mut banner_ranks: Option<usize> = None;
+    let mut nics: Option<(u32, Option<f64>)> = None;
     let mut cols: Option<Vec<String>> = None;
     let mut rows = 0usize;
     let mut peak: Option<f64> = None;
     let mut peak_alg: Option<f64> = None;
     let mut at_max: Option<(f64, f64)> = None; // (size, busbw)
-    let mut wrong = 0usize;
+                                               // (line, size, float error) of old-layout checks, judged once the rank count is known.
+    let mut float_errors: Vec<(usize, f64, f64, String)> = Vec::new();
+    let mut wrong_rows: Vec<(usize, f64)> = Vec::new();
     let mut avg: Option<f64> = None;
     let mut failures: Vec<String> = Vec::new();
-    let mut oob: Option<f64> = None;
+    let mut oob: Option<(f64, bool)> = None;
     let mut banner = false;
     for (i, raw) in s.lines().enumerate() {
         let ln = i + 1;
@@ -39,6 +89,16 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         let body = t.trim_start_matches('#').trim();
         if body.starts_with("nThread ") {
             banner = true;
+            // Ranks in one process: nThread × nGpus (MPI multiplies it by the process count).
+            let field = |name: &str| {
+                body.split_whitespace()
+                    .skip_while(|w| *w != name)
+                    .nth(1)
+                    .and_then(|v| v.parse::<usize>().ok())
+            };
+            if let (Some(th), Some(g)) = (field("nThread"), field("nGpus")) {
+                banner_ranks = Some(th * g);
+            }
             continue;
         }
         if let Some(v) = body.strip_prefix("NCCL version ") {
@@ -51,10 +111,23 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
                 .get_or_insert_with(|| v.split_whitespace().next().unwrap_or_default().to_string());
             continue;
         }
+        if let Some(c) = body.strip_prefix("Collective test starting: ") {
+            p.text(
+                "nccl.collective",
+                c.trim().trim_end_matches("_perf_mpi").trim_end_matches("_perf"),
+            );
+            continue;
+        }
+        if t.contains("NCCL INFO") {
+            if let Some(n) = nic_count(t) {
+                nics.get_or_insert(n);
+            }
+            continue;
+        }
         if let Some(rest) = body.strip_prefix("Rank ") {
             if rest.contains(" Pid ") || rest.contains(" device ") {
-                if let Some(r) = rest.split_whitespace().next().and_then(|x| x.parse::<usize>().ok()) {
-                    if !ranks.contains(&r) {
+                if let Some(r) = rank_line(rest) {
+                    if !ranks.iter().any(|x| x.rank == r.rank) {
                         ranks.push(r);
                     }
                 }
@@ -70,11 +143,11 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             continue;
         }
         if let Some(rest) = body.strip_prefix("Out of bounds values") {
-            oob = rest
-                .trim_start_matches([' ', ':'])
-                .split_whitespace()
-                .next()
-                .and_then(|x| x.parse().ok());
+            let mut words = rest.trim_start_matches([' ', ':']).split_whitespace();
+            if let Some(n) = words.next().and_then(|x| x.parse::<f64>().ok()) {
+                let failed = words.next().is_some_and(|w| w.eq_ignore_ascii_case("FAILED"));
+                oob = Some((n, failed || n > 0.0));
+            }
             continue;
         }
         if t.starts_with('#') {
@@ -122,6 +195,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             at_max = Some((size, bw));
         }
         let mut bad = false;
+        let mut worst_error: Option<f64> = None;
         for nth in 0..2 {
             if let Some(w) = get(idx("#wrong", nth)) {
                 if w != "N/A" && w.parse::<f64>() != Ok(0.0) {
@@ -129,18 +203,56 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
                 }
             }
             if let Some(e) = get(idx("error", nth)) {
-                if e != "N/A" && e.parse::<f64>().map_or(true, |x| x.is_nan() || x > tolerance(dtype)) {
-                    bad = true;
+                if e != "N/A" {
+                    match e.parse::<f64>() {
+                        Ok(x) if !x.is_nan() => worst_error = Some(worst_error.map_or(x, |w: f64| w.max(x))),
+                        _ => bad = true,
+                    }
                 }
             }
         }
         if bad {
-            wrong += 1;
-            p.warn(format!("line {ln}: data check failed (#wrong / error) at size {size}"));
+            wrong_rows.push((ln, size));
+        } else if let Some(e) = worst_error {
+            float_errors.push((ln, size, e, dtype.to_owned()));
         }
     }
-    if !ranks.is_empty() {
-        p.count("nccl.world_size", ranks.len() as f64);
+    let world = (!ranks.is_empty()).then_some(ranks.len()).or(banner_ranks);
+    // The old float column, judged against the tool's own tolerance × (ranks − 1).
+    let factor = world.map_or(1.0, |w| w.saturating_sub(1).max(1) as f64);
+    let mut judged_without_ranks = false;
+    for (ln, size, e, dtype) in &float_errors {
+        if *e > tolerance(dtype) * factor {
+            wrong_rows.push((*ln, *size));
+            judged_without_ranks |= world.is_none();
+        }
+    }
+    wrong_rows.sort_by_key(|(ln, _)| *ln);
+    if judged_without_ranks {
+        p.warn("the rank count is not in the output: error values were judged against the tolerance of two ranks");
+    }
+    let mut wrong = wrong_rows.len();
+    match oob {
+        Some((_, false)) if wrong > 0 => {
+            p.warn(format!(
+                "{wrong} row(s) over the data-check threshold, but the tool's own `Out of bounds values` verdict is OK: counted as 0"
+            ));
+            wrong = 0;
+        }
+        Some((n, true)) if wrong == 0 => {
+            p.warn(format!(
+                "the tool reports {n} out-of-bounds value(s) but no row shows them: counted as one wrong row"
+            ));
+            wrong = 1;
+        }
+        _ => {
+            for (ln, size) in &wrong_rows {
+                p.warn(format!("line {ln}: data check failed (#wrong / error) at size {size}"));
+            }
+        }
+    }
+    if let Some(w) = world {
+        p.count("nccl.world_size", w as f64);
     }
     if !failures.is_empty() {
         p.boolean("nccl.run_failed", true);
@@ -182,7 +294,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         }
         None => p.warn("no `Avg bus bandwidth` line (output cut short?)"),
     }
-    if let Some(o) = oob {
+    if let Some((o, _)) = oob {
         p.count("nccl.out_of_bounds", o);
     }
     p.count("nccl.wrong", wrong as f64);
@@ -190,13 +302,70 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     if ranks.is_empty() {
         p.warn("no `Rank n … device …` lines: world size unknown");
     }
+    if let Some(x) = peak {
+        expected(&mut p, &ranks, nics, x);
+    }
     Ok(p)
 }
 
+/// `nccl.gpu_model`, `nccl.nodes`, and the expected figure for that allocation.
+fn expected(p: &mut Parsed, ranks: &[RankLine], nics: Option<(u32, Option<f64>)>, peak: f64) {
+    let Some(gpu) = most_common(ranks.iter().map(|r| r.gpu.as_str()).filter(|g| !g.is_empty())) else {
+        return;
+    };
+    let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let nodes = u32::try_from(hosts.len().max(1)).unwrap_or(1);
+    let gpus = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
+    p.text("nccl.gpu_model", gpu);
+    p.count("nccl.nodes", f64::from(nodes));
+    let row_nics = nccl_expected::fabric_for(gpu).and_then(|r| r.default_nics);
+    let nics = nics.and_then(|(count, speed)| {
+        Some(Nics {
+            count,
+            gbps: speed.or(row_nics.map(|n| n.gbps))?,
+        })
+    });
+    let Some(e) = nccl_expected::expected_busbw(gpu, gpus, nodes, nics) else {
+        if gpus > 1 {
+            p.warn(format!(
+                "no expected bus bandwidth for {gpu:?} in the table (data/nccl_expected_busbw.csv): no percentage"
+            ));
+        }
+        return;
+    };
+    if e.nics_assumed {
+        if let Some(n) = e.nics {
+            p.warn(format!(
+                "the NICs are not in the output (run with NCCL_DEBUG=INFO to print them): the expected figure assumes {} × {} Gb/s per node",
+                n.count, n.gbps
+            ));
+        }
+    }
+    p.nonneg("nccl.expected_busbw_gbps", e.gbps);
+    if let Some(pct) = nccl_expected::pct_of_expected(peak, &e) {
+        p.nonneg("nccl.busbw_pct_of_expected", pct);
+    }
+    p.text("nccl.expected_basis", e.basis);
+}
+
+fn most_common<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for n in names {
+        match counts.iter_mut().find(|(x, _)| *x == n) {
+            Some(c) => c.1 += 1,
+            None => counts.push((n, 1)),
+        }
+    }
+    counts.into_iter().max_by_key(|(_, c)| *c).map(|(n, _)| n)
+}
+
+/// nccl-tests' `DeltaMaxValue` in the builds that print the float `error` column.
 fn tolerance(dtype: &str) -> f64 {
     match dtype {
         "float" | "float32" => 1e-5,
-        "half" | "float16" | "bfloat16" | "fp8_e4m3" | "fp8_e5m2" => 5e-2,
+        "half" | "float16" | "bfloat16" | "bf16" => 1e-2,
         "double" | "float64" => 1e-12,
         _ => 0.0,
     }

@@ -1,33 +1,27 @@
-//! `nvidia-smi -q -x` XML (DTD v10–v13) and `nvidia-smi --query-gpu=… --format=csv[,nounits]`.
+//! `nvidia-smi -q -x` XML (DTD v10–v13) and `nvidia-smi --query-gpu=… --format=csv[,nounits]`; the
+//! plain `nvidia-smi -q` text and the default `nvidia-smi` table are read by `nvidia_smi_text`.
 //!
 //! Fields are looked up by path with fallbacks; unknown elements are ignored. Per-GPU values are
 //! folded into box-level keys: `gpu.memory_total_mib` is the SMALLEST card's total (conservative for a
 //! "≥" criterion; a warning when cards differ), `gpu.memory_used_mib_max` the largest used,
 //! `gpu.ecc_errors_uncorrected` the sum over GPUs of the aggregate (lifetime) uncorrectable ECC
-//! counters (`gpu.ecc_errors_uncorrected_volatile`: since boot). ECC counters that are all `N/A`
-//! (consumer cards, ECC off) leave the key absent with a warning.
+//! counters (`gpu.ecc_errors_uncorrected_volatile`: since boot); when the input has only the volatile
+//! counters (the table's `Volatile Uncorr. ECC` column, a CSV that queried only those) the key is
+//! their sum, with a warning naming them. ECC counters that are all `N/A` (consumer cards, ECC off)
+//! leave the key absent with a warning.
 
-use super::{text, ParseError, Parsed};
+use super::nvidia_smi_gpu::{finish, is_na, Gpu};
+use super::{nvidia_smi_text, text, ParseError, Parsed};
 use quick_xml::events::Event;
 use quick_xml::Reader;
-
-#[derive(Default)]
-struct Gpu {
-    name: Option<String>,
-    uuid: Option<String>,
-    mem_total: Option<f64>,
-    mem_used: Option<f64>,
-    ecc_agg: Option<f64>,
-    ecc_vol: Option<f64>,
-    mig_devices: usize,
-    mig_mode: Option<String>,
-    /// `memory.reserved` + `memory.free` (CSV), to derive a total when it was not queried
-    mem_other: Option<f64>,
-}
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     if s.contains("<nvidia_smi_log") {
         parse_xml(s)
+    } else if nvidia_smi_text::is_q_text(s) {
+        nvidia_smi_text::parse_q(s)
+    } else if nvidia_smi_text::is_table(s) {
+        nvidia_smi_text::parse_table(s)
     } else {
         parse_csv(s)
     }
@@ -162,14 +156,6 @@ fn parse_xml(s: &str) -> Result<Parsed, ParseError> {
     Ok(p)
 }
 
-fn is_na(v: &str) -> bool {
-    let v = v.trim().trim_start_matches('[').trim_end_matches(']');
-    v.is_empty()
-        || v.eq_ignore_ascii_case("N/A")
-        || v.starts_with("Not Supported")
-        || v.starts_with("Requested functionality")
-}
-
 fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
     match path {
         ["product_name"] => g.name = Some(v.to_string()),
@@ -195,46 +181,6 @@ fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
             }
         }
         _ => {}
-    }
-}
-
-fn finish(p: &mut Parsed, gpus: &[Gpu]) {
-    p.count("gpu.count", gpus.len() as f64);
-    p.list(
-        "gpu.models",
-        gpus.iter()
-            .map(|g| g.name.clone().unwrap_or_else(|| "unknown".into()))
-            .collect(),
-    );
-    let uuids: Vec<String> = gpus.iter().filter_map(|g| g.uuid.clone()).collect();
-    if !uuids.is_empty() {
-        p.list("gpu.uuids", uuids);
-    }
-    let totals: Vec<f64> = gpus.iter().filter_map(|g| g.mem_total).collect();
-    if let Some(min) = totals.iter().copied().reduce(f64::min) {
-        let max = totals.iter().copied().fold(min, f64::max);
-        if max != min {
-            p.warn(format!(
-                "GPUs differ in memory: {min} … {max} MiB; reporting the smallest"
-            ));
-        }
-        p.count("gpu.memory_total_mib", min);
-    } else {
-        p.warn("no memory.total / fb_memory_usage/total value");
-    }
-    if let Some(max) = gpus.iter().filter_map(|g| g.mem_used).reduce(f64::max) {
-        p.count("gpu.memory_used_mib_max", max);
-    }
-    let agg: Vec<f64> = gpus.iter().filter_map(|g| g.ecc_agg).collect();
-    let vol: Vec<f64> = gpus.iter().filter_map(|g| g.ecc_vol).collect();
-    if !agg.is_empty() {
-        p.count("gpu.ecc_errors_uncorrected", agg.iter().sum());
-    }
-    if !vol.is_empty() {
-        p.count("gpu.ecc_errors_uncorrected_volatile", vol.iter().sum());
-    }
-    if agg.is_empty() && vol.is_empty() {
-        p.warn("uncorrectable ECC counters not reported (N/A: ECC disabled or unsupported, or not queried)");
     }
 }
 

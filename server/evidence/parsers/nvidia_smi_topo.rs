@@ -6,7 +6,8 @@
 //! splitting glued tokens into known link values. NIC rows/columns, affinity columns and the legend are
 //! ignored. Ordering best→worst: X < NV# (more links = better) < PIX < PXB < PHB < NODE < SYS (old
 //! drivers' `SOC` = SYS). `topo.worst_link` is the worst off-diagonal GPU pair, printed as the tool
-//! prints it (`NV12`, `PIX`, …); with a single GPU it is `X`, `topo.nvlink_all_pairs` is false and
+//! prints it (`NV12`, `PIX`, …); a single GPU has no pair, so `topo.worst_link` is absent (a
+//! topology criterion is then `missing`, not passed by `X`), `topo.nvlink_all_pairs` is false and
 //! `topo.min_nvlinks` 0. Unequal NV# counts are flagged (`topo.nvlink_uniform` = false + warning),
 //! never "fixed". A GPU row that cannot be read, or missing rows, is an error naming the line.
 
@@ -234,7 +235,9 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         ));
     }
     p.count("topo.gpu_count", n as f64);
-    p.text("topo.worst_link", worst.label());
+    if n >= 2 {
+        p.text("topo.worst_link", worst.label());
+    }
     p.boolean("topo.nvlink_all_pairs", all_nv);
     p.count("topo.min_nvlinks", if all_nv { min_nv as f64 } else { 0.0 });
     if !nv_counts.is_empty() {

@@ -1,0 +1,282 @@
+//! NVIDIA dcgm-exporter `/metrics` (Prometheus text, `DCGM_FI_*` series with one `gpu` label per
+//! GPU) → `gpu.*` figures: one scrape, or a before/after window like vLLM's.
+//!
+//! * `gpu.util_pct_avg` / `gpu.util_pct_max`: mean and max over GPUs of `DCGM_FI_DEV_GPU_UTIL` (%),
+//!   else `DCGM_FI_PROF_GR_ENGINE_ACTIVE` × 100; `gpu.util_source` names the series used.
+//! * `gpu.memory_used_mib_max` (`DCGM_FI_DEV_FB_USED`, MiB; MIG instances of one GPU are summed),
+//!   `gpu.power_w_max` (`DCGM_FI_DEV_POWER_USAGE`), `gpu.temp_c_max` (`DCGM_FI_DEV_GPU_TEMP`),
+//!   `gpu.nvlink_bandwidth_gbps_max` (`DCGM_FI_PROF_NVLINK_TX_BYTES` + `_RX_BYTES`, bytes/s).
+//! * `gpu.xid_errors`: distinct non-zero `DCGM_FI_DEV_XID_ERRORS` codes (the gauge holds a GPU's last
+//!   XID), listed in `gpu.xid_codes`; in a window only codes that appeared since the `before` scrape.
+//! * `gpu.ecc_errors_uncorrected`: `DCGM_FI_DEV_ECC_DBE_AGG_TOTAL` summed, else the volatile
+//!   `DCGM_FI_DEV_ECC_DBE_VOL_TOTAL` with a warning (the exporter's default counter list exports
+//!   neither; they are absent then).
+//! * `gpu.models` (`modelName` label), `gpu.driver_version`, `dcgm_exporter.gpus`.
+//! * Window: gauges as of the `after` scrape, counters (ECC totals, `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`
+//!   → `gpu.energy_joules`) as the difference. A counter that went down means the exporter or driver
+//!   restarted: warn and use the `after` values alone.
+
+use super::prometheus::{self, Exposition, Sample};
+use super::{ParseError, Parsed};
+use std::collections::BTreeMap;
+
+/// The values of one GPU's series of one name (several for MIG instances), with each `GPU_I_ID`.
+type GpuValues = Vec<(Option<String>, f64)>;
+
+/// Per-GPU values of one scrape: series name → GPU key → values.
+#[derive(Default)]
+struct Scrape<'a> {
+    series: BTreeMap<&'a str, BTreeMap<String, GpuValues>>,
+    models: Vec<String>,
+    driver: Option<String>,
+    counters: Vec<&'a str>,
+}
+
+fn gpu_key(s: &Sample<'_>) -> String {
+    s.label("gpu")
+        .or_else(|| s.label("UUID"))
+        .or_else(|| s.label("device"))
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
+    let mut out = Scrape::default();
+    for s in &e.samples {
+        if !s.name.starts_with("DCGM_FI_") {
+            continue;
+        }
+        if !s.value.is_finite() {
+            p.warn(format!("line {}: {} is {}; ignored", s.line, s.name, s.value));
+            continue;
+        }
+        if let Some(m) = s.label("modelName") {
+            if !out.models.iter().any(|x| x == m) {
+                out.models.push(m.to_owned());
+            }
+        }
+        if out.driver.is_none() {
+            out.driver = s.label("DCGM_FI_DRIVER_VERSION").map(str::to_owned);
+        }
+        if e.types.get(s.name).is_some_and(|t| *t == "counter") && !out.counters.contains(&s.name) {
+            out.counters.push(s.name);
+        }
+        out.series
+            .entry(s.name)
+            .or_default()
+            .entry(gpu_key(s))
+            .or_default()
+            .push((s.label("GPU_I_ID").map(str::to_owned), s.value));
+    }
+    out
+}
+
+/// One value per GPU: `sum_instances` adds MIG instances (memory), otherwise the series of one GPU
+/// are averaged (utilisation of its instances) or their maximum taken (`max`).
+fn per_gpu(scrape: &Scrape<'_>, name: &str, fold: Fold) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for (gpu, vals) in scrape.series.get(name).into_iter().flatten() {
+        if vals.is_empty() {
+            continue;
+        }
+        let v = match fold {
+            Fold::Max => vals.iter().map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max),
+            Fold::Mean => vals.iter().map(|(_, v)| *v).sum::<f64>() / vals.len() as f64,
+            Fold::SumInstances => {
+                // The device-level series has no GPU_I_ID; with instances present, add theirs.
+                let inst: Vec<f64> = vals.iter().filter(|(i, _)| i.is_some()).map(|(_, v)| *v).collect();
+                if inst.is_empty() {
+                    vals.iter().map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max)
+                } else {
+                    inst.iter().sum()
+                }
+            }
+        };
+        out.insert(gpu.clone(), v);
+    }
+    out
+}
+
+#[derive(Clone, Copy)]
+enum Fold {
+    Max,
+    Mean,
+    SumInstances,
+}
+
+fn max_of(m: &BTreeMap<String, f64>) -> Option<f64> {
+    m.values().copied().reduce(f64::max)
+}
+
+pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
+    let e = prometheus::parse(s)?;
+    let mut p = Parsed {
+        tool: Some("dcgm-exporter".into()),
+        ..Default::default()
+    };
+    let after = collect(&e, &mut p);
+    figures(&mut p, &after, None);
+    for w in e.warnings {
+        p.warn(w);
+    }
+    Ok(p)
+}
+
+pub(crate) fn parse_window(before: &str, after: &str) -> Result<Parsed, ParseError> {
+    let a = prometheus::parse(after)?;
+    let mut p = Parsed {
+        tool: Some("dcgm-exporter".into()),
+        ..Default::default()
+    };
+    let after_scrape = collect(&a, &mut p);
+    match prometheus::parse(before) {
+        Ok(b) => {
+            let mut scratch = Parsed::default();
+            let before_scrape = collect(&b, &mut scratch);
+            figures(&mut p, &after_scrape, Some(&before_scrape));
+        }
+        Err(err) => {
+            p.warn(format!(
+                "`before` scrape unreadable ({err}); counters are cumulative since the exporter started"
+            ));
+            figures(&mut p, &after_scrape, None);
+        }
+    }
+    for w in a.warnings {
+        p.warn(w);
+    }
+    Ok(p)
+}
+
+fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
+    if a.series.is_empty() {
+        p.warn("no DCGM_FI_ series in this scrape (is this a dcgm-exporter /metrics endpoint?)");
+        return;
+    }
+    let gpus: Vec<&String> = {
+        let mut g: Vec<&String> = a.series.values().flat_map(|m| m.keys()).collect();
+        g.sort();
+        g.dedup();
+        g
+    };
+    p.count("dcgm_exporter.gpus", gpus.len() as f64);
+    if !a.models.is_empty() {
+        p.list("gpu.models", a.models.clone());
+    }
+    if let Some(d) = &a.driver {
+        p.text("gpu.driver_version", d.clone());
+    }
+
+    // Utilisation: the classic gauge, else the profiling engine-active ratio.
+    let (util, source) = match per_gpu(a, "DCGM_FI_DEV_GPU_UTIL", Fold::Mean) {
+        u if !u.is_empty() => (u, "DCGM_FI_DEV_GPU_UTIL"),
+        _ => (
+            per_gpu(a, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", Fold::Mean)
+                .into_iter()
+                .map(|(g, v)| (g, v * 100.0))
+                .collect(),
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        ),
+    };
+    if util.is_empty() {
+        p.warn("no utilisation series (DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE)");
+    } else {
+        let avg = util.values().sum::<f64>() / util.len() as f64;
+        p.nonneg("gpu.util_pct_avg", avg);
+        if let Some(m) = max_of(&util) {
+            p.nonneg("gpu.util_pct_max", m);
+        }
+        p.text("gpu.util_source", source);
+    }
+    let gauges: [(&str, &str, Fold); 3] = [
+        ("DCGM_FI_DEV_FB_USED", "gpu.memory_used_mib_max", Fold::SumInstances),
+        ("DCGM_FI_DEV_POWER_USAGE", "gpu.power_w_max", Fold::Max),
+        ("DCGM_FI_DEV_GPU_TEMP", "gpu.temp_c_max", Fold::Max),
+    ];
+    for (series, key, fold) in gauges {
+        if let Some(m) = max_of(&per_gpu(a, series, fold)) {
+            p.nonneg(key, m);
+        }
+    }
+    let tx = per_gpu(a, "DCGM_FI_PROF_NVLINK_TX_BYTES", Fold::Max);
+    let rx = per_gpu(a, "DCGM_FI_PROF_NVLINK_RX_BYTES", Fold::Max);
+    if !tx.is_empty() || !rx.is_empty() {
+        let both = gpus
+            .iter()
+            .map(|g| tx.get(*g).copied().unwrap_or(0.0) + rx.get(*g).copied().unwrap_or(0.0))
+            .fold(0.0, f64::max);
+        p.nonneg("gpu.nvlink_bandwidth_gbps_max", both / 1e9);
+    }
+
+    // XIDs: the last code per GPU; in a window, only codes that are new since `before`.
+    let xid_after = per_gpu(a, "DCGM_FI_DEV_XID_ERRORS", Fold::Max);
+    if !xid_after.is_empty() {
+        let xid_before = before.map(|b| per_gpu(b, "DCGM_FI_DEV_XID_ERRORS", Fold::Max));
+        let mut codes: Vec<String> = Vec::new();
+        for (gpu, code) in &xid_after {
+            let old = xid_before.as_ref().and_then(|b| b.get(gpu)).copied();
+            if *code != 0.0 && old != Some(*code) {
+                let c = format!("{code}");
+                if !codes.contains(&c) {
+                    codes.push(c);
+                }
+            }
+        }
+        p.count("gpu.xid_errors", codes.len() as f64);
+        p.list("gpu.xid_codes", codes);
+    }
+
+    // Counters: in a window, the difference; a counter that went down means a restart.
+    let restarted = before.and_then(|b| {
+        a.counters.iter().find(|c| {
+            let now = per_gpu(a, c, Fold::Max);
+            let then = per_gpu(b, c, Fold::Max);
+            now.iter().any(|(g, v)| then.get(g).is_some_and(|t| v < t))
+        })
+    });
+    if let Some(c) = restarted {
+        p.warn(format!(
+            "counter {c} went down between the scrapes: the exporter or driver restarted; counters are the `after` values alone"
+        ));
+    }
+    let window = before.filter(|_| restarted.is_none());
+    let counter = |series: &str| -> Option<f64> {
+        let now = per_gpu(a, series, Fold::Max);
+        if now.is_empty() {
+            return None;
+        }
+        let then = window.map(|b| per_gpu(b, series, Fold::Max));
+        Some(
+            now.iter()
+                .map(|(g, v)| v - then.as_ref().and_then(|t| t.get(g)).copied().unwrap_or(0.0))
+                .sum(),
+        )
+    };
+    if let Some(n) = counter("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL") {
+        p.count("gpu.ecc_errors_uncorrected", n);
+    } else if let Some(n) = counter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL") {
+        p.count("gpu.ecc_errors_uncorrected", n);
+        p.warn(
+            "gpu.ecc_errors_uncorrected is from the volatile counter DCGM_FI_DEV_ECC_DBE_VOL_TOTAL \
+             (since the last driver load): the aggregate one is not exported",
+        );
+    } else {
+        // dcgm-exporter's default counter list leaves the ECC fields out; say so rather than
+        // let a missing figure read as "no errors".
+        p.warn(
+            "no ECC counters exported (DCGM_FI_DEV_ECC_DBE_AGG_TOTAL / _VOL_TOTAL): \
+             gpu.ecc_errors_uncorrected unknown; add them to the exporter's counter list",
+        );
+    }
+    if let Some(n) = counter("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS") {
+        p.count("gpu.uncorrectable_remapped_rows", n);
+    }
+    if window.is_some() {
+        if let Some(mj) = counter("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") {
+            p.nonneg("gpu.energy_joules", mj / 1000.0);
+        }
+    }
+    if before.is_some() {
+        p.boolean("dcgm_exporter.window", window.is_some());
+    }
+}

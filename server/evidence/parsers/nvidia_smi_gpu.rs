@@ -1,0 +1,74 @@
+//! One GPU as `nvidia-smi` reports it, whatever the output format, and the box-level keys folded
+//! from all of them. Shared by the XML / CSV reader (`nvidia_smi_query`) and the text readers
+//! (`nvidia_smi_text`).
+
+use super::Parsed;
+
+#[derive(Default)]
+pub(crate) struct Gpu {
+    pub(crate) name: Option<String>,
+    pub(crate) uuid: Option<String>,
+    pub(crate) mem_total: Option<f64>,
+    pub(crate) mem_used: Option<f64>,
+    pub(crate) ecc_agg: Option<f64>,
+    pub(crate) ecc_vol: Option<f64>,
+    pub(crate) mig_devices: usize,
+    pub(crate) mig_mode: Option<String>,
+    /// `memory.reserved` + `memory.free` (CSV), to derive a total when it was not queried
+    pub(crate) mem_other: Option<f64>,
+}
+
+pub(crate) fn is_na(v: &str) -> bool {
+    let v = v.trim().trim_start_matches('[').trim_end_matches(']');
+    v.is_empty()
+        || v.eq_ignore_ascii_case("N/A")
+        || v.starts_with("Not Supported")
+        || v.starts_with("Requested functionality")
+}
+
+pub(crate) fn finish(p: &mut Parsed, gpus: &[Gpu]) {
+    p.count("gpu.count", gpus.len() as f64);
+    p.list(
+        "gpu.models",
+        gpus.iter()
+            .map(|g| g.name.clone().unwrap_or_else(|| "unknown".into()))
+            .collect(),
+    );
+    let uuids: Vec<String> = gpus.iter().filter_map(|g| g.uuid.clone()).collect();
+    if !uuids.is_empty() {
+        p.list("gpu.uuids", uuids);
+    }
+    let totals: Vec<f64> = gpus.iter().filter_map(|g| g.mem_total).collect();
+    if let Some(min) = totals.iter().copied().reduce(f64::min) {
+        let max = totals.iter().copied().fold(min, f64::max);
+        if max != min {
+            p.warn(format!(
+                "GPUs differ in memory: {min} … {max} MiB; reporting the smallest"
+            ));
+        }
+        p.count("gpu.memory_total_mib", min);
+    } else {
+        p.warn("no memory.total / fb_memory_usage/total value");
+    }
+    if let Some(max) = gpus.iter().filter_map(|g| g.mem_used).reduce(f64::max) {
+        p.count("gpu.memory_used_mib_max", max);
+    }
+    let agg: Vec<f64> = gpus.iter().filter_map(|g| g.ecc_agg).collect();
+    let vol: Vec<f64> = gpus.iter().filter_map(|g| g.ecc_vol).collect();
+    if !agg.is_empty() {
+        p.count("gpu.ecc_errors_uncorrected", agg.iter().sum());
+    } else if !vol.is_empty() {
+        // Volatile counters reset with the driver: fewer errors than the card has had, never more.
+        p.count("gpu.ecc_errors_uncorrected", vol.iter().sum());
+        p.warn(
+            "gpu.ecc_errors_uncorrected is from the volatile uncorrectable ECC counters (since the last \
+             driver load): the aggregate counters were not in the input",
+        );
+    }
+    if !vol.is_empty() {
+        p.count("gpu.ecc_errors_uncorrected_volatile", vol.iter().sum());
+    }
+    if agg.is_empty() && vol.is_empty() {
+        p.warn("uncorrectable ECC counters not reported (N/A: ECC disabled or unsupported, or not queried)");
+    }
+}

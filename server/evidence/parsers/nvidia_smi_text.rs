@@ -1,0 +1,277 @@
+//! The two `nvidia-smi` outputs people paste most: the default table and the plain `nvidia-smi -q`
+//! text. Both fold into the same box-level keys as the XML (see `nvidia_smi_gpu`).
+//!
+//! * Table (old layout before driver 530, new layout after): the banner gives the driver and CUDA
+//!   versions; each GPU is a group of rows between `+---+` borders whose three `|`-separated cells
+//!   are read by position in the group: the first row gives index, name and the `Volatile Uncorr. ECC`
+//!   count, the second `used / total` memory. The processes and MIG tables after it are not read.
+//!   Names the table cut short (`NVIDIA A100-SXM...`) are kept as printed.
+//! * `-q` text: `Key : Value` lines under section headers, nested by four-space indentation; a
+//!   `GPU 00000000:06:00.0` line starts each GPU. ECC counters are summed as in the XML: every
+//!   `Uncorrectable` counter under `ECC Errors > Volatile` / `Aggregate`, or `Double Bit > Total` in
+//!   older drivers.
+
+use super::nvidia_smi_gpu::{finish, is_na, Gpu};
+use super::{text, ParseError, Parsed};
+
+/// The `-q` banner, or its `Attached GPUs` line with a `GPU <bus id>` header (a banner cut off).
+pub(crate) fn is_q_text(s: &str) -> bool {
+    s.contains("NVSMI LOG") || (s.contains("Attached GPUs") && s.lines().any(|l| l.trim_end().starts_with("GPU 0000")))
+}
+
+/// The default table's banner.
+pub(crate) fn is_table(s: &str) -> bool {
+    s.lines()
+        .any(|l| l.contains("NVIDIA-SMI ") && l.contains("Driver Version"))
+}
+
+/// The value after `label` on a banner line: `Driver Version: 550.90.07      CUDA …`.
+fn banner_value<'a>(line: &'a str, label: &str) -> Option<&'a str> {
+    let rest = line.split_once(label)?.1.trim_start_matches(':').trim_start();
+    rest.split_whitespace().next().filter(|v| !v.is_empty() && *v != "|")
+}
+
+/// `1MiB /  11264MiB` → (1, 11264).
+fn memory_cell(cell: &str) -> Option<(f64, f64)> {
+    let (used, total) = cell.split_once('/')?;
+    Some((text::lenient_number(used)?, text::lenient_number(total)?))
+}
+
+pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
+    let mut p = Parsed {
+        tool: Some("nvidia-smi".into()),
+        ..Default::default()
+    };
+    let mut driver = None;
+    let mut cuda = None;
+    let mut gpus: Vec<Gpu> = Vec::new();
+    // Position of the current row in its GPU group (0 = the row with the index), None outside one.
+    let mut row_in_group: Option<usize> = None;
+    let mut header_line = None;
+    // Between the GPU table's `====` rule and the processes (or MIG) table.
+    let mut in_gpu_table = false;
+    let mut past_gpu_table = false;
+    for (i, raw) in s.lines().enumerate() {
+        let line = raw.trim();
+        if line.contains("NVIDIA-SMI ") {
+            header_line = Some(i + 1);
+            p.tool_version = line
+                .split("NVIDIA-SMI ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .map(str::to_owned);
+            driver = banner_value(line, "Driver Version").map(str::to_owned);
+            cuda = banner_value(line, "CUDA Version").map(str::to_owned);
+            continue;
+        }
+        if line.starts_with("|=") {
+            // The `====` rule under the column headers; the processes table has its own.
+            if header_line.is_some() && !past_gpu_table {
+                in_gpu_table = true;
+            }
+            row_in_group = Some(0);
+            continue;
+        }
+        if line.starts_with('+') {
+            row_in_group = Some(0);
+            continue;
+        }
+        if line.contains("Processes:") || line.contains("MIG devices:") {
+            in_gpu_table = false;
+            past_gpu_table = true;
+            row_in_group = None;
+            continue;
+        }
+        if !in_gpu_table || !line.starts_with('|') {
+            if line.is_empty() {
+                row_in_group = None;
+            }
+            continue;
+        }
+        let Some(pos) = row_in_group else { continue };
+        let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
+        if cells.len() < 3 {
+            continue;
+        }
+        match pos {
+            0 => {
+                // `   0  NVIDIA GeForce RTX 2080 Ti     On  `
+                let mut toks = cells[0].split_whitespace();
+                let Some(index) = toks.next().filter(|t| t.bytes().all(|b| b.is_ascii_digit())) else {
+                    continue;
+                };
+                let words: Vec<&str> = toks.collect();
+                // The last word is the persistence mode (On / Off).
+                let name = match words.split_last() {
+                    Some((last, rest)) if matches!(*last, "On" | "Off") => rest.join(" "),
+                    _ => words.join(" "),
+                };
+                let mut g = Gpu {
+                    name: (!name.is_empty()).then_some(name),
+                    ..Default::default()
+                };
+                let ecc = cells[2].trim();
+                if !is_na(ecc) && ecc != "Off" {
+                    g.ecc_vol = text::lenient_number(ecc);
+                }
+                if index.parse::<usize>().ok() != Some(gpus.len()) {
+                    p.warn(format!("line {}: GPU {index} out of order", i + 1));
+                }
+                gpus.push(g);
+            }
+            1 => {
+                if let (Some(g), Some((used, total))) = (gpus.last_mut(), memory_cell(cells[1])) {
+                    g.mem_used = Some(used);
+                    g.mem_total = Some(total);
+                }
+            }
+            _ => {}
+        }
+        row_in_group = Some(pos + 1);
+    }
+    let Some(hl) = header_line else {
+        return Err(ParseError::at(1, "no `NVIDIA-SMI … Driver Version` banner"));
+    };
+    if gpus.is_empty() {
+        return Err(ParseError::at(
+            hl,
+            "nvidia-smi table without a GPU row (the driver failed, or the paste was cut short)",
+        ));
+    }
+    if let Some(d) = driver {
+        p.text("gpu.driver_version", d);
+    }
+    if let Some(c) = cuda.filter(|c| !is_na(c)) {
+        p.text("gpu.cuda_version", c);
+    }
+    if gpus
+        .iter()
+        .any(|g| g.name.as_deref().is_some_and(|n| n.ends_with("...")))
+    {
+        p.warn("the table cut a GPU name short; `nvidia-smi -L` prints it whole");
+    }
+    finish(&mut p, &gpus);
+    Ok(p)
+}
+
+/// Indentation depth of a `-q` line: four spaces (or one tab) per level.
+fn depth(line: &str) -> usize {
+    let mut cols = 0;
+    for c in line.chars() {
+        match c {
+            ' ' => cols += 1,
+            '\t' => cols += 4,
+            _ => break,
+        }
+    }
+    cols / 4
+}
+
+pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
+    let mut p = Parsed {
+        tool: Some("nvidia-smi".into()),
+        ..Default::default()
+    };
+    let mut driver = None;
+    let mut cuda = None;
+    let mut attached = None;
+    let mut gpus: Vec<Gpu> = Vec::new();
+    // Section headers above the current line, by depth (index 0 is the `GPU …` line itself).
+    let mut sections: Vec<String> = Vec::new();
+    for raw in s.lines() {
+        let line = raw.trim_end();
+        let t = line.trim_start();
+        if t.is_empty() || t.starts_with("====") {
+            continue;
+        }
+        let d = depth(line);
+        if d == 0 {
+            if let Some(rest) = t.strip_prefix("GPU ") {
+                if rest.contains(':') && !rest.contains(" : ") {
+                    gpus.push(Gpu::default());
+                    sections.clear();
+                    continue;
+                }
+            }
+            if let Some((k, v)) = t.split_once(" : ") {
+                match k.trim() {
+                    "Driver Version" => driver = Some(v.trim().to_owned()),
+                    "CUDA Version" => cuda = Some(v.trim().to_owned()),
+                    "Attached GPUs" => attached = text::lenient_number(v),
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        let Some(g) = gpus.last_mut() else { continue };
+        sections.truncate(d.saturating_sub(1));
+        match t.split_once(':') {
+            Some((k, v)) if !v.trim().is_empty() || t.ends_with(": ") => {
+                let path: Vec<&str> = sections.iter().map(String::as_str).chain([k.trim()]).collect();
+                field(g, &path, v.trim());
+            }
+            _ => {
+                while sections.len() < d - 1 {
+                    sections.push(String::new());
+                }
+                sections.push(t.trim_end_matches(':').trim().to_owned());
+            }
+        }
+    }
+    if gpus.is_empty() {
+        return Err(ParseError::at(
+            text::last_line(s),
+            "nvidia-smi -q text without a `GPU <bus id>` section",
+        ));
+    }
+    if let Some(a) = attached {
+        p.count("gpu.attached_gpus", a);
+        if a as usize != gpus.len() {
+            p.warn(format!(
+                "Attached GPUs says {a} but the text has {} GPU section(s)",
+                gpus.len()
+            ));
+        }
+    }
+    if let Some(d) = driver {
+        p.text("gpu.driver_version", d.clone());
+        p.tool_version = Some(d);
+    }
+    if let Some(c) = cuda.filter(|c| !is_na(c) && c != "Not Found") {
+        p.text("gpu.cuda_version", c);
+    }
+    if gpus.iter().any(|g| g.mig_mode.is_some()) {
+        let mig = gpus.iter().filter(|g| g.mig_mode.as_deref() == Some("Enabled")).count();
+        p.count("gpu.mig_enabled_gpus", mig as f64);
+    }
+    finish(&mut p, &gpus);
+    Ok(p)
+}
+
+fn field(g: &mut Gpu, path: &[&str], v: &str) {
+    match path {
+        ["Product Name"] => g.name = Some(v.to_owned()),
+        ["GPU UUID"] => g.uuid = Some(v.to_owned()),
+        ["FB Memory Usage", "Total"] => g.mem_total = text::lenient_number(v),
+        ["FB Memory Usage", "Used"] => g.mem_used = text::lenient_number(v),
+        ["MIG Mode", "Current"] if !is_na(v) => g.mig_mode = Some(v.to_owned()),
+        ["ECC Errors", scope @ ("Volatile" | "Aggregate"), rest @ ..] => {
+            let leaf = rest.last().copied().unwrap_or_default();
+            // Ampere and later: `SRAM Uncorrectable Parity`, `SRAM Uncorrectable SEC-DED`,
+            // `DRAM Uncorrectable` (or `SRAM Uncorrectable`); before: `Double Bit > Total`.
+            let counts = leaf.contains("Uncorrectable") || rest == ["Double Bit", "Total"];
+            if !counts || is_na(v) {
+                return;
+            }
+            if let Some(n) = text::lenient_number(v) {
+                let slot = if *scope == "Aggregate" {
+                    &mut g.ecc_agg
+                } else {
+                    &mut g.ecc_vol
+                };
+                *slot = Some(slot.unwrap_or(0.0) + n);
+            }
+        }
+        _ => {}
+    }
+}
