@@ -5,6 +5,9 @@
 
 use rust_decimal::{Decimal, RoundingStrategy};
 
+/// Hours in an average month (365 × 24 ÷ 12): what "a month" means in every monthly cost.
+pub const HOURS_PER_MONTH: Decimal = Decimal::from_parts(730, 0, 0, false, 0);
+
 /// `15184` → "15,184.00"; `0.008591` → "0.0086"; `0.25` → "0.25"; `0` → "0.00".
 pub fn amount(d: Decimal) -> String {
     let negative = d.is_sign_negative() && !d.is_zero();
@@ -65,6 +68,35 @@ pub fn count(n: i64) -> String {
     }
 }
 
+/// A measured figure (requests/s, tokens/s) as people read it: thousands grouped, one decimal below
+/// 100, two significant digits below 1, no trailing ".0": 1250.4 → "1,250"; 12.0 → "12";
+/// 12.46 → "12.5"; 0.834 → "0.83".
+pub fn figure(x: f64) -> String {
+    if !x.is_finite() {
+        return "—".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 {
+        return count(x.round() as i64);
+    }
+    let text = if a >= 1.0 || a == 0.0 {
+        format!("{x:.1}")
+    } else {
+        let places = (-a.log10().floor()) as usize + 1;
+        format!("{x:.places$}")
+    };
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
+}
+
+/// A share (0–1) as a percentage with one decimal: 0.992 → "99.2 %"; 1.0 → "100 %".
+pub fn percent(share: f64) -> String {
+    format!("{} %", figure((share * 1000.0).round() / 10.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +137,17 @@ mod tests {
         assert_eq!(count(1_200_000), "1,200,000");
         assert_eq!(count(999), "999");
         assert_eq!(count(-1000), "-1,000");
+    }
+
+    #[test]
+    fn measured_figures_and_shares_read_plainly() {
+        assert_eq!(figure(1250.4), "1,250");
+        assert_eq!(figure(12.0), "12");
+        assert_eq!(figure(12.46), "12.5");
+        assert_eq!(figure(0.834), "0.83");
+        assert_eq!(figure(0.0), "0");
+        assert_eq!(percent(0.992), "99.2 %");
+        assert_eq!(percent(1.0), "100 %");
+        assert_eq!(percent(0.71), "71 %");
     }
 }

@@ -32,8 +32,7 @@ pub const BILLINGS: [&str; 4] = ["on-demand", "spot", "reserved", "serverless"];
 pub const MAX_ROWS: usize = 10_000;
 /// Errors reported before reading stops.
 const MAX_ERRORS: usize = 50;
-/// Hours in an average month (365 × 24 ÷ 12), for prices per month.
-pub const HOURS_PER_MONTH: Decimal = Decimal::from_parts(730, 0, 0, false, 0);
+use crate::money::HOURS_PER_MONTH;
 
 /// One checked row of a sheet.
 #[derive(Debug, Clone, PartialEq, Serialize)]

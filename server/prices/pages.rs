@@ -40,6 +40,8 @@ pub fn routes() -> Router<AppState> {
 
 /// A price as the page shows it.
 struct PriceLine {
+    /// The stored row's id (the anchor a review links to); empty in a preview.
+    id: String,
     provider: String,
     gpu: String,
     gpu_count: i32,
@@ -54,6 +56,7 @@ struct PriceLine {
 impl PriceLine {
     fn new(r: &PriceRow) -> Self {
         Self {
+            id: String::new(),
             provider: r.provider.clone(),
             gpu: r.gpu.clone(),
             gpu_count: r.gpu_count,
@@ -96,7 +99,13 @@ async fn page(state: &AppState, user: &PageUser) -> PageResult<PricesPage> {
     let sheets = repo::sheets(&state.pool, 20).await?;
     Ok(PricesPage {
         ctx: user.into(),
-        current: current.iter().map(|p| PriceLine::new(&p.row)).collect(),
+        current: current
+            .iter()
+            .map(|p| PriceLine {
+                id: p.id.to_string(),
+                ..PriceLine::new(&p.row)
+            })
+            .collect(),
         sheets: sheets
             .into_iter()
             .map(|s| {

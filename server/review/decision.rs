@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::money::MoneyFacts;
+use crate::money::with_currency;
+
 /// The thresholds of decision.md, in one place.
 ///
 /// `saturated` = any of: `serving.preemptions_total` > 0 in the load window;
@@ -126,6 +129,10 @@ pub struct DecisionInputs {
     /// criterion names them (`dcgm.diag.passed`, `checkpoint.restore_ok`, saturation signals).
     pub metrics: BTreeMap<String, MetricFact>,
     pub ledger: Option<LedgerFacts>,
+    /// Money per unit of work at the SLO (rate and the price rows it came from, load points, cost
+    /// per million output tokens); absent while neither a rate nor a load test is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub money: Option<MoneyFacts>,
 }
 
 /// A fact behind a reason, with where to look.
@@ -137,9 +144,35 @@ pub struct Fact {
     pub link: Option<String>,
 }
 
+/// A rule of docs/decision.md: 1 to 9, and 6b (a managed model API is cheaper at the SLO). JSON
+/// writes the numbered rules as numbers and 6b as the string "6b".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Numbered(u8),
+    ApiCheaper,
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rule::Numbered(n) => write!(f, "{n}"),
+            Rule::ApiCheaper => f.write_str("6b"),
+        }
+    }
+}
+
+impl Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Rule::Numbered(n) => s.serialize_u8(*n),
+            Rule::ApiCheaper => s.serialize_str("6b"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Reason {
-    pub rule: u8,
+    pub rule: Rule,
     pub decision: Verdict,
     pub says: String,
     pub facts: Vec<Fact>,
@@ -260,7 +293,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     // 1. A managed model API is the better abstraction.
     if brief.only_needs_model_output && !brief.needs_host_control && brief.data_boundary == "shared-ok" {
         reasons.push(Reason {
-            rule: 1,
+            rule: Rule::Numbered(1),
             decision: Verdict::Stop,
             says: "The workload only needs model output, needs no host-level control and may share \
                    infrastructure: a managed model API is the better abstraction than a rented GPU."
@@ -287,7 +320,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     }
     if !env_facts.is_empty() {
         reasons.push(Reason {
-            rule: 2,
+            rule: Rule::Numbered(2),
             decision: Verdict::Stop,
             says: "The environment or its recovery failed: fix or replace the allocation before any commitment.".into(),
             facts: env_facts,
@@ -313,7 +346,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
                 )
             }));
             reasons.push(Reason {
-                rule: 3,
+                rule: Rule::Numbered(3),
                 decision: Verdict::Stop,
                 says: "Each completed job costs more than the brief's ceiling.".into(),
                 facts,
@@ -338,7 +371,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
             facts.push(fact("worst miss ratio", format!("{worst:.2}"), None));
             facts.push(fact("suggested units", units, None));
             reasons.push(Reason {
-                rule: 4,
+                rule: Rule::Numbered(4),
                 decision: Verdict::Scale,
                 says: format!(
                     "A load target was missed while the server was saturated: add capacity \
@@ -349,7 +382,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
             });
         } else {
             reasons.push(Reason {
-                rule: 5,
+                rule: Rule::Numbered(5),
                 decision: Verdict::Stop,
                 says: "A load target was missed while the server was not saturated: more units will not fix it.".into(),
                 facts,
@@ -364,7 +397,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
             .map(|(stage, keys)| fact(&format!("stage {stage}"), keys.join(", "), None))
             .collect();
         reasons.push(Reason {
-            rule: 6,
+            rule: Rule::Numbered(6),
             decision: Verdict::Expand,
             says: "Keep the short allocation until these are measured; no reservation before acceptance.".into(),
             facts,
@@ -372,6 +405,10 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     }
 
     if accepted {
+        // 6b. A managed model API is cheaper for this output than the trial at its SLO.
+        if let Some(reason) = api_cheaper(brief, inputs.money.as_ref()) {
+            reasons.push(reason);
+        }
         // 7. Dedicated host needed.
         if brief.needs_host_control || brief.data_boundary == "dedicated-host" {
             let mut facts = Vec::new();
@@ -382,7 +419,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
                 facts.push(fact("data_boundary", "dedicated-host", None));
             }
             reasons.push(Reason {
-                rule: 7,
+                rule: Rule::Numbered(7),
                 decision: Verdict::Dedicate,
                 says: "Accepted, and the brief requires host-level control or a dedicated host.".into(),
                 facts,
@@ -391,7 +428,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         // 8 and 9. Reserve when busy enough, else stay pay-as-you-go.
         match utilization {
             Some(u) if u >= limits::RESERVE_UTILIZATION => reasons.push(Reason {
-                rule: 8,
+                rule: Rule::Numbered(8),
                 decision: Verdict::Reserve,
                 says: format!("Accepted and busy: utilization {u} is at least 0.60 over the billed period."),
                 facts: vec![fact("utilization", u, Some("ledger:utilization".into()))],
@@ -399,7 +436,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
             _ => {
                 let batch = matches!(brief.workload_kind.as_str(), "batch-inference" | "media");
                 reasons.push(Reason {
-                    rule: 9,
+                    rule: Rule::Numbered(9),
                     decision: Verdict::Expand,
                     says: if batch {
                         "Accepted, but not busy enough to reserve: stay pay-as-you-go and prefer \
@@ -422,7 +459,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         // Not accepted, yet no rule above names why (e.g. a failed stage-5 criterion other than
         // cost): nothing may be committed, so the short allocation stays.
         reasons.push(Reason {
-            rule: 9,
+            rule: Rule::Numbered(9),
             decision: Verdict::Expand,
             says: "Not accepted: a required criterion failed; stay pay-as-you-go until it passes.".into(),
             facts: required()
@@ -442,6 +479,64 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         suggested_units,
         inputs_digest: inputs_digest(inputs),
     }
+}
+
+/// Rule 6b: the brief names a managed API's price per million output tokens, may leave the host
+/// (no host-level control, boundary not dedicated-host), and a million output tokens at the SLO cost
+/// more on this trial than on the API.
+fn api_cheaper(brief: &BriefFacts, money: Option<&MoneyFacts>) -> Option<Reason> {
+    let m = money?;
+    let api = m.api_price_per_million_tokens?;
+    let ours = m.cost_per_million_output_tokens_at_slo?;
+    if brief.needs_host_control || brief.data_boundary == "dedicated-host" || ours <= api {
+        return None;
+    }
+    let currency = &brief.currency;
+    let mut facts = vec![
+        fact(
+            "cost per million output tokens at the SLO",
+            with_currency(ours, currency),
+            m.operating_point
+                .as_ref()
+                .map(|p| format!("evidence:{}", p.evidence_id)),
+        ),
+        fact(
+            "managed API price per million output tokens",
+            with_currency(api, currency),
+            None,
+        ),
+    ];
+    if let Some(p) = &m.operating_point {
+        facts.push(fact(
+            "traffic it assumes",
+            format!(
+                "{:.1} requests/s, {:.0} output tokens/s, {:.1} % of requests inside every target",
+                p.rate_rps,
+                p.output_tokens_per_s.unwrap_or(0.0),
+                m.slo_attainment.unwrap_or(0.0) * 100.0
+            ),
+            Some(format!("evidence:{}", p.evidence_id)),
+        ));
+    }
+    if let Some(hourly) = m.cost_per_hour {
+        facts.push(fact(
+            "accelerator cost per hour",
+            with_currency(hourly, currency),
+            m.rate_link(),
+        ));
+    }
+    Some(Reason {
+        rule: Rule::ApiCheaper,
+        decision: Verdict::Stop,
+        says: format!(
+            "A managed model API is cheaper for this output: a million output tokens cost {} here at the \
+             SLO against {} on the API. Setting needs_host_control or a dedicated-host data boundary \
+             (if the workload truly needs them), a lower rate or more throughput per GPU would change this.",
+            with_currency(ours, currency),
+            with_currency(api, currency)
+        ),
+        facts,
+    })
 }
 
 /// SHA-256 over the canonical JSON of everything the decision reads (maps are ordered, so the same

@@ -63,6 +63,7 @@ fn base() -> DecisionInputs {
             idle_hours: Some(dec("20")),
             totals: BTreeMap::from([("accelerator".into(), dec("700")), ("host".into(), dec("100"))]),
         }),
+        money: None,
     }
 }
 
@@ -76,8 +77,13 @@ fn metric(inputs: &mut DecisionInputs, key: &str, value: Value) {
     );
 }
 
-fn rules(d: &Decision) -> Vec<u8> {
-    d.reasons.iter().map(|r| r.rule).collect()
+/// The rules that matched, as decision.md names them ("3", "6b").
+fn rules(d: &Decision) -> Vec<String> {
+    d.reasons.iter().map(|r| r.rule.to_string()).collect()
+}
+
+fn named(numbers: &[u8]) -> Vec<String> {
+    numbers.iter().map(u8::to_string).collect()
 }
 
 #[test]
@@ -188,7 +194,7 @@ fn each_rule_alone() {
         change(&mut inputs);
         let d = decide(&inputs);
         assert_eq!(d.decision, verdict, "{name}: {:#?}", d.reasons);
-        assert_eq!(rules(&d), expected_rules, "{name}");
+        assert_eq!(rules(&d), named(&expected_rules), "{name}");
     }
 }
 
@@ -204,7 +210,7 @@ fn rule_order_when_several_match() {
     assert_eq!(d.decision, Verdict::Stop);
     assert_eq!(
         rules(&d),
-        [1, 2, 3, 6],
+        named(&[1, 2, 3, 6]),
         "every matching rule is listed, the first decides"
     );
     assert!(!d.accepted);
@@ -305,7 +311,7 @@ fn undefined_cost_and_utilization() {
     let d = decide(&inputs);
     assert_eq!(d.utilization, None);
     assert_eq!(d.decision, Verdict::Expand, "accepted, utilization unknown → expand");
-    assert_eq!(rules(&d), [9]);
+    assert_eq!(rules(&d), named(&[9]));
     assert!(d.reasons[0].facts.iter().any(|f| f.value == "unknown"));
 
     let mut inputs = base();
@@ -326,7 +332,7 @@ fn a_multi_gpu_brief_without_nccl_evidence_is_expand() {
         .push(crit("topo.worst_link", "eq", json!("NV18"), 1, Status::Missing, None));
     let d = decide(&inputs);
     assert_eq!(d.decision, Verdict::Expand);
-    assert_eq!(rules(&d), [6]);
+    assert_eq!(rules(&d), named(&[6]));
     assert_eq!(d.missing[&1], ["nccl.busbw_peak_gbps", "topo.worst_link"]);
 }
 
@@ -364,4 +370,97 @@ fn the_digest_changes_when_and_only_when_an_input_changes() {
         change(&mut b);
         assert!(seen.insert(inputs_digest(&b)), "every input change gives a new digest");
     }
+}
+
+/// The base brief with money figures: a million output tokens cost 1.7361 USD at the SLO on this
+/// trial, and the brief names a managed API's price.
+fn with_money(api_price: &str) -> DecisionInputs {
+    use super::super::money::{money_facts, LoadPoint, MoneyInputs, Rate, RateSource};
+    let point = LoadPoint {
+        run: String::new(),
+        evidence_id: Uuid::from_u128(11),
+        rate_rps: 10.0,
+        output_tokens_per_s: Some(1000.0),
+        attainment: Some(0.8),
+    };
+    let mut inputs = base();
+    inputs.money = Some(money_facts(&MoneyInputs {
+        rate: Some(Rate {
+            per_gpu_hour: dec("2.50"),
+            gpus_billed: 2,
+            source: RateSource::Trial,
+            description: "the trial's rate".into(),
+        }),
+        currency: "USD".into(),
+        points: vec![point.clone()],
+        newest: Some(point),
+        attainment_target: 0.95,
+        api_price_per_million_tokens: Some(dec(api_price)),
+        ..MoneyInputs::default()
+    }));
+    inputs
+}
+
+#[test]
+fn rule_6b_stops_when_the_api_is_cheaper_at_the_slo() {
+    let d = decide(&with_money("1.50"));
+    assert_eq!(d.decision, Verdict::Stop);
+    assert_eq!(rules(&d), ["6b", "8"]);
+    let reason = &d.reasons[0];
+    assert!(
+        reason.says.contains("1.74 USD") && reason.says.contains("1.50 USD"),
+        "{}",
+        reason.says
+    );
+    assert!(reason
+        .facts
+        .iter()
+        .any(|f| f.label == "traffic it assumes" && f.value.contains("10.0 requests/s")));
+    assert_eq!(
+        serde_json::to_value(reason).unwrap()["rule"],
+        json!("6b"),
+        "the API names the rule as decision.md does"
+    );
+    assert_eq!(serde_json::to_value(&d.reasons[1]).unwrap()["rule"], json!(8));
+}
+
+#[test]
+fn rule_6b_does_not_fire_when_the_trial_is_cheaper_or_must_keep_its_host() {
+    let d = decide(&with_money("2.00"));
+    assert_eq!(rules(&d), ["8"], "1.74 at the SLO is below 2.00");
+
+    let mut host = with_money("1.50");
+    host.brief.needs_host_control = true;
+    assert_eq!(rules(&decide(&host)), ["7", "8"]);
+
+    let mut boundary = with_money("1.50");
+    boundary.brief.data_boundary = "dedicated-host".into();
+    assert_eq!(decide(&boundary).decision, Verdict::Dedicate);
+
+    let mut not_accepted = with_money("1.50");
+    not_accepted.criteria[3] = crit("probe.drain_restart", "eq", json!(true), 4, Status::Missing, None);
+    assert_eq!(
+        rules(&decide(&not_accepted)),
+        ["6"],
+        "no money verdict before acceptance"
+    );
+
+    let mut unknown = with_money("1.50");
+    unknown.money.as_mut().unwrap().cost_per_million_output_tokens_at_slo = None;
+    assert_eq!(rules(&decide(&unknown)), ["8"], "no figure at the SLO, no break-even");
+}
+
+#[test]
+fn the_digest_pins_the_money_figures_and_leaves_old_inputs_alone() {
+    let plain = base();
+    let with = with_money("1.50");
+    assert_ne!(inputs_digest(&plain), inputs_digest(&with));
+    let json = serde_json::to_value(&plain).unwrap();
+    assert!(
+        json.get("money").is_none(),
+        "without money figures the inputs read as before"
+    );
+    let mut other_rate = with_money("1.50");
+    other_rate.money.as_mut().unwrap().cost_per_hour = Some(dec("5.01"));
+    assert_ne!(inputs_digest(&with), inputs_digest(&other_rate));
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use rust_decimal::Decimal;
 
 use super::{
-    decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts, Status},
+    decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts, MetricFact, Status},
+    money::{self, money_facts, LoadPoint, MoneyFacts, MoneyInputs, Rate, RateSource},
     repo,
 };
 use crate::{
@@ -18,6 +19,10 @@ use crate::{
     briefs::model::Brief,
     error::AppError,
     ledger::{self, model::LedgerSummary},
+    prices::{
+        model::{cheapest, quote, Quote, StoredPrice},
+        service as prices,
+    },
     sizing::Sizing,
     state::AppState,
     trials::{
@@ -35,6 +40,18 @@ pub const RULE_METRICS: [&str; 6] = [
     "serving.queue_time_p95_ms",
     "serving.e2e_p95_ms",
 ];
+
+/// Histogram estimates of each target's share, read for the money figures when no load test has
+/// per-request data (not decision inputs on their own).
+const ESTIMATE_METRICS: [&str; 4] = [
+    "serving.slo_attainment_estimated",
+    "serving.slo_attainment_ttft",
+    "serving.slo_attainment_itl",
+    "serving.slo_attainment_e2e",
+];
+
+/// Load tests read per trial for its load points: the newest ones; a sweep is usually one file.
+const LOAD_TESTS_READ: i64 = 50;
 
 /// Everything the review page shows of one trial besides its decision.
 #[derive(Clone)]
@@ -56,23 +73,26 @@ pub struct ReviewContext {
 /// Gathers what the decision reads for every trial of `brief`, in trial order.
 pub async fn gather(state: &AppState, brief: &Brief) -> Result<Vec<ReviewContext>, AppError> {
     let sizing = brief.fields.sizing();
-    let (trials, card) = tokio::try_join!(trials::list(state, brief.id), async {
-        Ok(cards::current_card(&state.pool, brief).await?)
-    })?;
+    let (trials, card, current_prices) = tokio::try_join!(
+        trials::list(state, brief.id),
+        async { Ok(cards::current_card(&state.pool, brief).await?) },
+        prices::current(state),
+    )?;
     let mut out = Vec::with_capacity(trials.len());
     for trial in trials {
-        out.push(gather_trial(state, brief, &sizing, &card, trial).await?);
+        out.push(gather_trial(state, brief, &sizing, &card, &current_prices, trial).await?);
     }
     Ok(out)
 }
 
 /// What the decision reads for one trial: its allocation, its card evaluation, its newest rule
-/// metrics and its ledger.
+/// metrics, its ledger and its money per unit of work.
 pub async fn gather_trial(
     state: &AppState,
     brief: &Brief,
     sizing: &Sizing,
     card: &Card,
+    current_prices: &[StoredPrice],
     trial: Trial,
 ) -> Result<ReviewContext, AppError> {
     let allocation = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, sizing);
@@ -80,17 +100,36 @@ pub async fn gather_trial(
         Some(a) => (a.gpu.model.clone(), a.sized_count(sizing), a.count),
         None => (String::new(), 1, 1),
     };
-    let keys: Vec<String> = RULE_METRICS.iter().map(|k| (*k).to_owned()).collect();
+    let keys: Vec<String> = RULE_METRICS
+        .iter()
+        .chain(&ESTIMATE_METRICS)
+        .map(|k| (*k).to_owned())
+        .collect();
     // Independent reads side by side. The ledger summary is read once: the card's derived
     // `ledger.cost_per_job` and the decision's ledger facts share it.
-    let (summary, metrics) = tokio::try_join!(
+    let (summary, mut metrics, load_tests) = tokio::try_join!(
         ledger::service::summary(state, trial.id, &brief.fields.currency),
         async { Ok(repo::newest_metrics(&state.pool, trial.id, &keys).await?) },
+        async { Ok(repo::load_tests(&state.pool, trial.id, LOAD_TESTS_READ).await?) },
     )?;
+    let estimates: BTreeMap<String, MetricFact> = ESTIMATE_METRICS
+        .iter()
+        .filter_map(|k| metrics.remove_entry(*k))
+        .collect();
     let derived = cards::derived_figures_from(brief, &summary);
     let card = cards::evaluate_for_trial(&state.pool, brief, card, trial.id, allocation.as_ref(), &derived).await?;
     let criteria = outcomes(card.evaluation);
     let (ledger, ledger_rate) = ledger_facts(&summary);
+    let money = trial_money(
+        brief,
+        &trial,
+        allocation.as_ref(),
+        &criteria,
+        current_prices,
+        ledger_rate,
+        &load_tests,
+        &estimates,
+    );
     let inputs = DecisionInputs {
         brief: BriefFacts {
             workload_kind: brief.fields.workload_kind.as_str().to_owned(),
@@ -105,6 +144,7 @@ pub async fn gather_trial(
         criteria,
         metrics,
         ledger,
+        money,
     };
     Ok(ReviewContext {
         inputs,
@@ -115,6 +155,135 @@ pub async fn gather_trial(
         ledger_rate,
         stale: card.stale,
     })
+}
+
+/// The rate an hour of the trial's allocation costs at, most specific first: the trial's own rate;
+/// a current price row of its provider, GPU and billing (region too when it names one); the
+/// ledger's average billed rate; the cheapest current row of its GPU from any provider. Every
+/// amount is in the brief's currency: a row in another currency is never used.
+fn trial_rate(
+    brief_currency: &str,
+    trial: &Trial,
+    allocation: Option<&Allocation>,
+    current_prices: &[StoredPrice],
+    ledger_rate: Option<Decimal>,
+) -> Option<Rate> {
+    let count = allocation.map_or(1, |a| a.count);
+    if let Some(rate) = trial
+        .fields
+        .rate_per_gpu_hour
+        .filter(|_| trial.fields.currency == brief_currency)
+    {
+        return Some(Rate {
+            per_gpu_hour: rate,
+            gpus_billed: count,
+            source: RateSource::Trial,
+            description: "the trial's own rate".into(),
+        });
+    }
+    let gpu = allocation.map(|a| a.gpu.model.as_str())?;
+    let provider = trial.fields.provider.trim();
+    let offered = current_prices
+        .iter()
+        .filter(|p| {
+            !provider.is_empty()
+                && p.row.provider.eq_ignore_ascii_case(provider)
+                && p.row.gpu == gpu
+                && p.row.billing == trial.fields.billing.as_str()
+                && p.row.currency == brief_currency
+                && trial
+                    .fields
+                    .region
+                    .as_deref()
+                    .is_none_or(|r| r.trim().is_empty() || p.row.region.eq_ignore_ascii_case(r.trim()))
+        })
+        .map(|p| quote(p, count))
+        .min_by(|a, b| a.per_hour.cmp(&b.per_hour));
+    if let Some(q) = offered {
+        return Some(Rate {
+            per_gpu_hour: q.rate_per_gpu_hour,
+            gpus_billed: q.gpus_billed,
+            source: RateSource::PriceRow { price_id: q.price_id },
+            description: quote_description(&q, "price"),
+        });
+    }
+    if let Some(rate) = ledger_rate {
+        return Some(Rate {
+            per_gpu_hour: rate,
+            gpus_billed: count,
+            source: RateSource::Ledger,
+            description: "the ledger's average billed rate".into(),
+        });
+    }
+    cheapest(current_prices, gpu, count, brief_currency).map(|q| Rate {
+        per_gpu_hour: q.rate_per_gpu_hour,
+        gpus_billed: q.gpus_billed,
+        source: RateSource::CheapestOffer { price_id: q.price_id },
+        description: quote_description(&q, "cheapest current offer"),
+    })
+}
+
+/// "Lambda's on-demand price of 2026-11-01 (lambda.ai/pricing), 8 GPUs billed".
+fn quote_description(q: &Quote, what: &str) -> String {
+    let mut text = format!("{}'s {} {what} of {}", q.provider, q.billing, q.valid_from);
+    if !q.source.is_empty() {
+        text.push_str(&format!(" ({})", q.source));
+    }
+    text.push_str(&format!(", {} GPUs billed", q.gpus_billed));
+    text
+}
+
+/// The trial's money per unit of work (trials.md): its rate, its load points, the card's
+/// attainment target and the brief's expected peak and API price. `None` while neither a rate nor
+/// a load test is known.
+#[allow(clippy::too_many_arguments)]
+fn trial_money(
+    brief: &Brief,
+    trial: &Trial,
+    allocation: Option<&Allocation>,
+    criteria: &[CriterionOutcome],
+    current_prices: &[StoredPrice],
+    ledger_rate: Option<Decimal>,
+    load_tests: &[(uuid::Uuid, serde_json::Map<String, serde_json::Value>)],
+    estimates: &BTreeMap<String, MetricFact>,
+) -> Option<MoneyFacts> {
+    let currency = &brief.fields.currency;
+    let rate = trial_rate(currency, trial, allocation, current_prices, ledger_rate);
+    let points: Vec<LoadPoint> = load_tests
+        .iter()
+        .flat_map(|(id, metrics)| money::load_points(*id, metrics))
+        .collect();
+    let newest = load_tests
+        .iter()
+        .find_map(|(id, metrics)| money::headline(*id, metrics));
+    if rate.is_none() && newest.is_none() && points.is_empty() {
+        return None;
+    }
+    // Histogram shares count only when they come with the flag that says they are estimates.
+    let estimated_shares = match estimates.get("serving.slo_attainment_estimated") {
+        Some(flag) if flag.value == serde_json::Value::Bool(true) => estimates
+            .iter()
+            .filter(|(k, m)| k.as_str() != "serving.slo_attainment_estimated" && m.evidence_id == flag.evidence_id)
+            .filter_map(|(_, m)| m.value.as_f64())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let attainment_target = criteria
+        .iter()
+        .find(|c| c.key == "serving.slo_attainment" && matches!(c.op.as_str(), "ge" | "gt"))
+        .and_then(|c| c.threshold.as_f64())
+        .filter(|t| (0.0..=1.0).contains(t))
+        .unwrap_or(money::DEFAULT_ATTAINMENT_TARGET);
+    Some(money_facts(&MoneyInputs {
+        rate,
+        currency: currency.clone(),
+        points,
+        newest,
+        estimated_shares,
+        attainment_target,
+        expected_peak_rps: brief.fields.expected_peak_rps,
+        api_price_per_million_tokens: brief.fields.api_price_per_million_tokens,
+    }))
 }
 
 /// The evaluated criteria as the decision reads them.

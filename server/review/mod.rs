@@ -5,6 +5,8 @@ pub mod comparison;
 pub mod decision;
 pub mod gather;
 pub mod model;
+pub mod money;
+pub mod money_view;
 pub mod pages;
 pub mod repo;
 pub mod service;

@@ -8,8 +8,7 @@ use serde_json::Value;
 
 use crate::validation::FieldError;
 
-/// Hours in an average month (365 × 24 / 12), for the expected monthly cost.
-pub const HOURS_PER_MONTH: Decimal = Decimal::from_parts(730, 0, 0, false, 0);
+use crate::money::HOURS_PER_MONTH;
 
 pub const BILLING_MODELS: [&str; 4] = ["on-demand", "reserved", "spot", "dedicated"];
 

@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::{
     decision::{Reason, Status},
     model::monthly_cost,
+    money_view::{money_section, MoneySection},
     repo,
     service::{self, needs_reservation, reservation_defaults, Review, VerdictRequest},
 };
@@ -55,7 +56,7 @@ struct FactView {
 }
 
 struct ReasonView {
-    rule: u8,
+    rule: String,
     decision: &'static str,
     says: String,
     facts: Vec<FactView>,
@@ -142,6 +143,7 @@ struct ReviewPage {
     comparison_rows: Vec<ComparisonRow>,
     trial_costs: Vec<TrialCostBar>,
     trial_costs_height: f64,
+    money: MoneySection,
 }
 
 impl ReviewPage {
@@ -163,7 +165,7 @@ fn href(link: &Option<String>, brief_id: &str) -> Option<String> {
 
 fn reason_view(r: &Reason, brief_id: &str) -> ReasonView {
     ReasonView {
-        rule: r.rule,
+        rule: r.rule.to_string(),
         decision: r.decision.as_str(),
         says: r.says.clone(),
         facts: r
@@ -565,6 +567,7 @@ fn page(
         error,
         brief_id,
         trial_costs_height: trial_costs.len() as f64 * ROW + 10.0,
+        money: money_section(r),
         several_trials: r.trials.len() > 1,
         trial_name: r.context.trial.fields.name.clone(),
         recommended: r
@@ -688,6 +691,9 @@ struct DecisionRecord<'a> {
     reasons: Vec<ReasonView>,
     approval: Option<ApprovalView>,
     sizing_rows: Vec<String>,
+    money: MoneySection,
+    /// `| --- | --- |` for the money table: one column per trial after the figure's name.
+    money_rule: String,
 }
 
 async fn record_md(
@@ -743,6 +749,8 @@ async fn record_md(
                 )
             })
             .collect(),
+        money: money_section(&r),
+        money_rule: "| --- ".repeat(r.trials.len() + 1) + "|",
         r: &r,
     };
     let body = record.render()?;

@@ -55,7 +55,12 @@ impl TrialReview {
             position: self.context.trial.position,
             accepted: self.decision.accepted,
             cost_per_job: self.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
-            cost_per_million_at_slo: None,
+            cost_per_million_at_slo: self
+                .context
+                .inputs
+                .money
+                .as_ref()
+                .and_then(|m| m.cost_per_million_output_tokens_at_slo),
             gpus: self.context.inputs.brief.current_units,
             failing_required: required().filter(|c| c.status == Status::Fail).count(),
             missing_required: required().filter(|c| c.status == Status::Missing).count(),
@@ -187,6 +192,7 @@ pub async fn review_for(state: &AppState, brief: Brief) -> Result<Review, AppErr
 fn trial_json(t: &TrialReview) -> Value {
     let (passed, required) = t.criteria_passed();
     let ledger = t.context.inputs.ledger.as_ref();
+    let money = t.context.inputs.money.as_ref();
     json!({
         "trial": t.context.trial.id,
         "name": t.context.trial.fields.name,
@@ -201,11 +207,17 @@ fn trial_json(t: &TrialReview) -> Value {
         "inputs_digest": t.decision.inputs_digest,
         "cost_per_job": ledger.and_then(|l| l.cost_per_job),
         "utilization": t.decision.utilization,
-        "slo_attainment": Value::Null,
-        "goodput_rps": Value::Null,
-        "cost_per_million_output_tokens": Value::Null,
-        "capacity_at_slo_rps": Value::Null,
-        "monthly_cost": Value::Null,
+        "slo_attainment": money.and_then(|m| m.slo_attainment),
+        "slo_attainment_estimated": money.is_some_and(|m| m.slo_attainment_estimated),
+        "goodput_rps": money.and_then(|m| m.goodput_rps),
+        "cost_per_hour": money.and_then(|m| m.cost_per_hour),
+        "cost_per_million_output_tokens": money.and_then(|m| m.cost_per_million_output_tokens),
+        "cost_per_million_output_tokens_at_slo": money.and_then(|m| m.cost_per_million_output_tokens_at_slo),
+        "capacity_at_slo_rps": money.and_then(|m| m.capacity_at_slo_rps),
+        "replicas_for_peak": money.and_then(|m| m.replicas_for_peak),
+        "monthly_cost": money.and_then(|m| m.monthly_cost),
+        "api_is_cheaper": money.and_then(|m| m.api_is_cheaper),
+        "money": money,
         "criteria_passed": passed,
         "criteria_required": required,
         "criteria": t.context.inputs.criteria,

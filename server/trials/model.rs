@@ -198,6 +198,16 @@ pub fn validate(input: &Input<'_>, defaults: &TrialDefaults) -> Result<TrialFiel
     if let Some(cur) = &currency {
         if cur.len() != 3 || !cur.chars().all(|ch| ch.is_ascii_alphabetic()) {
             c.fail("currency", "must be a three-letter ISO 4217 code such as USD");
+        } else if *cur != defaults.currency {
+            // One currency per brief: a rate in another one is refused, never converted silently.
+            c.fail(
+                "currency",
+                format!(
+                    "is {cur}, but this brief's money is in {brief}; give the rate in {brief} (convert it at \
+                     the rate you pay) so costs stay comparable",
+                    brief = defaults.currency
+                ),
+            );
         }
     }
     let allocation_boundary = c.text("allocation_boundary", MAX_NAME);
@@ -381,6 +391,22 @@ mod tests {
             ["gpu", "gpu_count", "billing", "rate_per_gpu_hour", "started_at"]
         );
         assert!(errors[3].message.contains("no currency sign"), "{errors:?}");
+    }
+
+    #[test]
+    fn a_rate_in_another_currency_is_refused_not_mixed() {
+        let form = HashMap::from([
+            ("rate_per_gpu_hour".to_owned(), "2.10".to_owned()),
+            ("currency".to_owned(), "eur".to_owned()),
+        ]);
+        let errors = validate(&Input::Form(&form), &defaults()).unwrap_err();
+        assert_eq!(errors[0].field, "currency");
+        assert!(
+            errors[0].message.contains("EUR") && errors[0].message.contains("USD"),
+            "{errors:?}"
+        );
+        let same = HashMap::from([("currency".to_owned(), "usd".to_owned())]);
+        assert_eq!(validate(&Input::Form(&same), &defaults()).unwrap().currency, "USD");
     }
 
     #[test]

@@ -86,5 +86,51 @@ async fn an_engineer_adds_a_second_trial_sends_evidence_to_it_and_the_review_com
         "neither trial is accepted yet: {comparison}"
     );
     b.shot("review-two-trials").await;
+
+    // With a sweep on each trial, the money section says what a million tokens cost at the SLO
+    // and draws both sweeps against the target line.
+    let first = listed["items"][0]["id"].as_str().unwrap().to_owned();
+    for (trial, runs) in [
+        (&first, [(6.0, 900.0, 0), (12.0, 1800.0, 0), (24.0, 3400.0, 9)]),
+        (&second, [(3.0, 450.0, 0), (6.0, 880.0, 1), (9.0, 1250.0, 6)]),
+    ] {
+        let sweep: Vec<String> = runs
+            .iter()
+            .map(|(rate, tokens, misses)| {
+                crate::money_at_slo::run(&format!("rate{rate}"), *rate, *tokens, *misses).to_string()
+            })
+            .collect();
+        let res = app
+            .post_raw_evidence(
+                &brief,
+                &format!("kind=bench-serving&stage=3&trial={trial}"),
+                "application/json",
+                sweep.join("\n").into_bytes(),
+            )
+            .await;
+        assert_eq!(res.status(), 201);
+    }
+    b.client.refresh().await.unwrap();
+    let money = b.text("#money").await;
+    assert!(
+        money.contains("At 12 requests/s the 8 × H200 SXM trial (Trial 1) keeps 100 % of requests inside every target"),
+        "{money}"
+    );
+    assert!(money.contains("Cloud B 4 × H100"), "{money}");
+    assert!(b
+        .text("#attainment-chart")
+        .await
+        .contains("keeps the target up to 6 requests/s"));
+    b.client
+        .execute("document.getElementById('money').scrollIntoView()", vec![])
+        .await
+        .unwrap();
+    b.shot("review-money-1366").await;
+    b.client.set_window_size(390, 1600).await.unwrap();
+    b.client
+        .execute("document.getElementById('money').scrollIntoView()", vec![])
+        .await
+        .unwrap();
+    b.shot("review-money-390").await;
     b.close().await;
 }

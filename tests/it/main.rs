@@ -30,6 +30,7 @@ mod hostile_input;
 mod ledger;
 mod ledger_api;
 mod ledger_pages;
+mod money_at_slo;
 mod openapi;
 mod parsers;
 mod parsers_conformance;

@@ -665,7 +665,11 @@ fn vllm_metrics_attainment_is_a_per_target_estimate() {
         Some(&MetricValue::Bool(true)),
         "marked as an estimate"
     );
-    assert!(p.warnings.is_empty(), "an estimate is not a failure to read: {:?}", p.warnings);
+    assert!(
+        p.warnings.is_empty(),
+        "an estimate is not a failure to read: {:?}",
+        p.warnings
+    );
     // no joint figure: that needs per-request data
     assert!(!p.metrics.contains_key("serving.slo_attainment"));
     assert!(!p.metrics.contains_key("serving.goodput_rps"));

@@ -1,0 +1,337 @@
+//! Money per unit of work at the SLO, per trial: the share of requests inside every target and the
+//! goodput from per-request data, what a million output tokens cost overall and at the SLO, the
+//! capacity of one replica from a sweep, replicas and a monthly cost for the expected peak, the
+//! break-even against a managed API, and a review pinned to the price rows it used (a new sheet
+//! makes an approval stale). Every expected figure is worked out here by hand.
+
+use crate::common;
+
+use common::{bearer_client, fixture, spawn_app, TestApp};
+use rentcheck::auth::Role;
+use rust_decimal::{prelude::FromPrimitive, Decimal, RoundingStrategy};
+use serde_json::{json, Value};
+
+const SHEET_HEADER: &str = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n";
+
+async fn review(app: &TestApp, brief: &str) -> Value {
+    let res = app.get(&format!("/api/v1/briefs/{brief}/review")).await;
+    assert_eq!(res.status(), 200);
+    res.json().await.unwrap()
+}
+
+async fn first_trial(app: &TestApp, brief: &str) -> Value {
+    let v: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    v["items"][0].clone()
+}
+
+/// Sets fields of a trial through the API (the whole trial goes back, as a form would).
+async fn edit_trial(app: &TestApp, trial: &Value, changes: Value) {
+    let mut body = trial.clone();
+    common::merge(&mut body, changes);
+    let res = app
+        .put_json(&format!("/api/v1/trials/{}", trial["id"].as_str().unwrap()), &body)
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+}
+
+async fn upload(app: &TestApp, brief: &str, bytes: Vec<u8>) -> Value {
+    let res = app
+        .post_raw_evidence(brief, "kind=bench-serving&stage=3", "application/json", bytes)
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    res.json().await.unwrap()
+}
+
+fn decimal(v: &Value) -> Decimal {
+    v.as_str()
+        .unwrap_or_else(|| panic!("{v} is not a decimal string"))
+        .parse()
+        .unwrap()
+}
+
+fn round4(d: Decimal) -> Decimal {
+    d.round_dp_with_strategy(4, RoundingStrategy::MidpointAwayFromZero)
+}
+
+/// One run of `vllm bench serve --save-detailed` at `rate` requests/s: 20 requests of 3 output
+/// tokens, 20 ms between tokens (TPOT 20 ms, inside the 50 ms target); `misses` of them wait
+/// 900 ms for their first token (over the 500 ms TTFT target), the others 100 ms.
+pub(crate) fn run(label: &str, rate: f64, output_tokens_per_s: f64, misses: usize) -> Value {
+    let ttfts: Vec<f64> = (0..20).map(|i| if i < misses { 0.9 } else { 0.1 }).collect();
+    json!({
+        "label": label, "backend": "vllm", "duration": 20.0 / rate, "completed": 20, "failed": 0,
+        "request_throughput": rate, "output_throughput": output_tokens_per_s,
+        "ttfts": ttfts, "itls": vec![vec![0.02, 0.02]; 20], "output_lens": vec![3; 20], "errors": vec![""; 20],
+    })
+}
+
+/// A real `vllm bench serve --save-detailed` file (200 requests, Llama 3.3 70B on 8 × A100): the
+/// share inside every target and the goodput are recomputed here from the file's own arrays, and
+/// the cost per million output tokens from its output throughput and the trial's rate.
+#[tokio::test]
+async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens() {
+    let app = spawn_app().await;
+    let brief = app
+        .create_brief(json!({
+            "targets": { "ttft_p95_ms": 400, "itl_p95_ms": 40, "e2e_p95_ms": 8000, "error_rate": 0.01 },
+            "trial_gpu": "A100 80GB SXM", "trial_gpu_count": 8,
+        }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = review(&app, &brief).await;
+    assert_eq!(
+        before["trials"][0]["slo_attainment"],
+        Value::Null,
+        "nothing measured yet"
+    );
+    assert_eq!(before["trials"][0]["cost_per_million_output_tokens"], Value::Null);
+    let trial = first_trial(&app, &brief).await;
+    edit_trial(&app, &trial, json!({ "rate_per_gpu_hour": "1.50" })).await;
+
+    let bytes = fixture("bench-serving/vllm-benchmark-serving-llama3.3-70b-tp8-8xa100-qps-inf.json");
+    let file: Value = serde_json::from_slice(&bytes).unwrap();
+    let evidence = upload(&app, &brief, bytes).await;
+
+    // By hand, as vLLM's --goodput judges a request: TTFT ≤ 400 ms, (latency − TTFT) ÷ (output
+    // tokens − 1) ≤ 40 ms, latency ≤ 8 s, where the file's latency is TTFT + the token gaps; an
+    // errored request is a miss.
+    let arr = |k: &str| file[k].as_array().unwrap().clone();
+    let (ttfts, itls, outs, errors) = (arr("ttfts"), arr("itls"), arr("output_lens"), arr("errors"));
+    let met = (0..ttfts.len())
+        .filter(|&i| {
+            let ttft = ttfts[i].as_f64().unwrap() * 1000.0;
+            let gaps: f64 = itls[i]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .sum::<f64>()
+                * 1000.0;
+            let n = outs[i].as_f64().unwrap();
+            let tpot = if n > 1.0 { gaps / (n - 1.0) } else { 0.0 };
+            errors[i].as_str().unwrap_or_default().is_empty() && ttft <= 400.0 && tpot <= 40.0 && ttft + gaps <= 8000.0
+        })
+        .count();
+    let attainment = met as f64 / ttfts.len() as f64;
+    let request_rps = file["request_throughput"].as_f64().unwrap();
+    let tokens_per_s = file["output_throughput"].as_f64().unwrap();
+
+    let r = review(&app, &brief).await;
+    let t = &r["trials"][0];
+    assert!(
+        (t["slo_attainment"].as_f64().unwrap() - attainment).abs() < 1e-12,
+        "{t}"
+    );
+    assert_eq!(t["slo_attainment_estimated"], false, "per-request data is no estimate");
+    assert!((t["goodput_rps"].as_f64().unwrap() - attainment * request_rps).abs() < 1e-9);
+    // 8 GPUs × 1.50 = 12.00 an hour; a million tokens cost 12 ÷ (tokens/s × 3600) × 10^6, and at
+    // the SLO only the tokens of requests inside every target count.
+    assert_eq!(decimal(&t["cost_per_hour"]), Decimal::new(1200, 2));
+    let hourly = Decimal::from(12) * Decimal::from(1_000_000);
+    let per_second = |x: f64| Decimal::from_f64(x).unwrap() * Decimal::from(3600);
+    assert_eq!(
+        decimal(&t["cost_per_million_output_tokens"]),
+        round4(hourly / per_second(tokens_per_s))
+    );
+    assert_eq!(
+        decimal(&t["cost_per_million_output_tokens_at_slo"]),
+        round4(hourly / per_second(tokens_per_s * attainment))
+    );
+    assert!(
+        decimal(&t["cost_per_million_output_tokens_at_slo"]) > decimal(&t["cost_per_million_output_tokens"]),
+        "requests outside the targets make the useful tokens dearer"
+    );
+    // Every figure says where it came from.
+    assert_eq!(t["money"]["operating_point"]["evidence_id"], evidence["id"]);
+    assert_eq!(t["money"]["rate"]["source"]["from"], "trial");
+    // One run below the 95 % target: no capacity at the SLO, so no replicas either.
+    assert!(attainment < 0.95, "{attainment}");
+    assert_eq!(t["capacity_at_slo_rps"], Value::Null);
+    assert_eq!(t["monthly_cost"], Value::Null);
+}
+
+/// A sweep (several load points) gives the capacity of one replica at the SLO; with the brief's
+/// expected peak that is a replica count and a monthly cost, and the API's price is compared at
+/// the SLO.
+#[tokio::test]
+async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even() {
+    let app = spawn_app().await;
+    let brief = app
+        .create_brief(json!({
+            "trial_gpu": "H100 SXM", "trial_gpu_count": 2,
+            "expected_peak_rps": 20, "api_price_per_million_tokens": "1.00",
+        }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let trial = first_trial(&app, &brief).await;
+    edit_trial(&app, &trial, json!({ "rate_per_gpu_hour": "2.00" })).await;
+    // 4 requests/s: 20 of 20 inside the targets; 8: 19 of 20 (95 %); 15.5: 12 of 20 (60 %).
+    let sweep = [
+        run("conc4", 4.0, 400.0, 0),
+        run("conc8", 8.0, 800.0, 1),
+        run("conc16", 15.5, 1550.0, 8),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect::<Vec<_>>()
+    .join("\n");
+    let evidence = upload(&app, &brief, sweep.into_bytes()).await;
+    assert_ne!(evidence["parse_status"], "failed", "{evidence}");
+
+    let r = review(&app, &brief).await;
+    let t = &r["trials"][0];
+    let points = t["money"]["load_points"].as_array().unwrap();
+    assert_eq!(points.len(), 3, "one load point per run: {points:?}");
+    // The highest rate that kept 95 % inside every target is 8 requests/s.
+    assert_eq!(t["capacity_at_slo_rps"], 8.0);
+    assert_eq!(t["slo_attainment"], 0.95);
+    assert!(
+        (t["goodput_rps"].as_f64().unwrap() - 7.6).abs() < 1e-9,
+        "95 % of 8 requests/s"
+    );
+    // 2 GPUs × 2.00 = 4.00 an hour. At 8 requests/s, 800 tokens/s of which 95 % count:
+    // 4 × 10^6 ÷ (760 × 3600) = 1.4620 per million at the SLO. Overall, at the file's headline
+    // (its highest-throughput run, 1,550 tokens/s): 4 × 10^6 ÷ (1,550 × 3600) = 0.7168.
+    assert_eq!(
+        decimal(&t["cost_per_million_output_tokens_at_slo"]),
+        Decimal::new(14620, 4)
+    );
+    assert_eq!(decimal(&t["cost_per_million_output_tokens"]), Decimal::new(7168, 4));
+    // 20 requests/s at 8 per replica: 3 replicas × 4.00 an hour × 730 hours = 8,760.00 a month.
+    assert_eq!(t["replicas_for_peak"], 3);
+    assert_eq!(decimal(&t["monthly_cost"]), Decimal::from(8760));
+    // The API's 1.00 per million is below 1.46: cheaper (rule 6b decides only once accepted).
+    assert_eq!(t["api_is_cheaper"], true);
+    assert!(!r["accepted"].as_bool().unwrap());
+    assert!(r["reasons"].as_array().unwrap().iter().all(|x| x["rule"] != "6b"));
+
+    // The page says it in sentences and draws the sweep against the target line.
+    let person = app.login(Role::Engineer).await;
+    let html = person
+        .get(app.url(&format!("/briefs/{brief}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("At 8 requests/s the 2 × H100 SXM trial (Trial 1) keeps 95 % of requests inside every target; a million output tokens cost 1.46 USD there."),
+        "{html}"
+    );
+    assert!(html.contains("the expected peak of 20 requests/s needs 3 replicas, 8,760.00 USD a month"));
+    assert!(html.contains("A managed API at 1.00 USD per million output tokens is cheaper"));
+    assert!(html.contains("id=\"attainment-chart\""));
+    assert!(html.contains("Trial 1 — keeps the target up to 8 requests/s"));
+    // The decision record carries the same figures, each with where it came from.
+    let record = app
+        .get(&format!("/briefs/{brief}/decision.md"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        record.contains(&format!(
+            "| Capacity of one replica at the SLO | 8 requests/s (/evidence/{}) |",
+            evidence["id"].as_str().unwrap()
+        )),
+        "{record}"
+    );
+}
+
+/// A trial with no rate of its own is priced from its provider's current price row; the review
+/// pins that row, so a newer sheet changes the figures and makes an approval stale.
+#[tokio::test]
+async fn a_review_priced_from_a_sheet_goes_stale_when_a_new_sheet_arrives() {
+    let app = spawn_app().await;
+    let brief = app
+        .create_brief(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 2 }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let trial = first_trial(&app, &brief).await;
+    edit_trial(
+        &app,
+        &trial,
+        json!({ "provider": "Cloud B", "rate_per_gpu_hour": null }),
+    )
+    .await;
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let import = |sheet: String| {
+        let manager = manager.clone();
+        let url = app.url("/api/v1/prices");
+        async move {
+            let res = manager
+                .post(url)
+                .header("content-type", "text/csv")
+                .body(sheet)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+        }
+    };
+    import(format!(
+        "{SHEET_HEADER}Cloud B,H100 SXM,1,on-demand,2.49,USD,,2026-11-01,quote 7\n\
+         Cloud B,H100 SXM,1,on-demand,2.10,EUR,eu-west,2026-11-01,quote 7 in euros\n\
+         Cloud A,H100 SXM,8,on-demand,1.99,USD,,2026-11-01,a.example\n"
+    ))
+    .await;
+    upload(&app, &brief, run("conc8", 8.0, 800.0, 1).to_string().into_bytes()).await;
+
+    let r = review(&app, &brief).await;
+    let money = &r["trials"][0]["money"];
+    // Cloud B's USD row, not its EUR row and not Cloud A's cheaper 8-GPU nodes: 2 × 2.49 = 4.98.
+    assert_eq!(money["rate"]["source"]["from"], "price_row");
+    assert_eq!(decimal(&money["cost_per_hour"]), Decimal::new(498, 2));
+    let row_id = money["rate"]["source"]["price_id"].as_str().unwrap().to_owned();
+    let prices: Value = app.get("/api/v1/prices").await.json().await.unwrap();
+    let row = prices["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == row_id.as_str())
+        .expect("the pinned row is a current price")
+        .clone();
+    assert_eq!(
+        (row["provider"].as_str(), row["currency"].as_str()),
+        (Some("Cloud B"), Some("USD"))
+    );
+
+    let digest = r["inputs_digest"].as_str().unwrap().to_owned();
+    let res = manager
+        .post(app.url(&format!("/api/v1/briefs/{brief}/approvals")))
+        .json(&json!({ "verdict": "approve", "inputs_digest": digest }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    assert_eq!(review(&app, &brief).await["approval"]["stale"], false);
+
+    // Cloud B's price drops in a newer sheet: new figures, a stale approval naming what moved.
+    import(format!(
+        "{SHEET_HEADER}Cloud B,H100 SXM,1,on-demand,2.19,USD,,2026-11-15,quote 8\n"
+    ))
+    .await;
+    let r = review(&app, &brief).await;
+    assert_eq!(decimal(&r["trials"][0]["cost_per_hour"]), Decimal::new(438, 2));
+    assert_ne!(r["inputs_digest"], json!(digest));
+    assert_eq!(r["approval"]["stale"], true);
+    assert!(
+        r["approval"]["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "money.rate"),
+        "{}",
+        r["approval"]["changed"]
+    );
+}
