@@ -660,7 +660,11 @@ fn vllm_metrics_attainment_is_a_per_target_estimate() {
     // The one TTFT observation lies in the (0.25 s, 0.5 s] bucket; 400 ms is 0.6 of the way
     // through it, so linear interpolation puts 0.6 of the bucket at or below the target.
     close(&p, "serving.slo_attainment_ttft", (0.4 - 0.25) / (0.5 - 0.25));
-    assert!(warned(&p, "estimate from histogram buckets"));
+    assert!(warned(
+        &p,
+        "serving.slo_attainment_ttft (≤ 400 ms) estimated from histogram buckets"
+    ));
+    assert_eq!(p.warnings.iter().filter(|w| w.contains("histogram buckets")).count(), 1);
     // no joint figure: that needs per-request data
     assert!(!p.metrics.contains_key("serving.slo_attainment"));
     assert!(!p.metrics.contains_key("serving.goodput_rps"));

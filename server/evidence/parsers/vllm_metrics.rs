@@ -276,6 +276,7 @@ fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
         m
     };
 
+    let mut estimated: Vec<String> = Vec::new();
     for (stem, fams) in LATENCIES {
         let Some((fam, per_model)) = fams.iter().find_map(|f| hist.get(f).map(|h| (*f, h))) else {
             continue;
@@ -292,12 +293,19 @@ fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
             .copied()
             .collect();
         quantiles(&mut p, &format!("serving.{stem}"), fam, &merged);
-        estimate_attainment(&mut p, stem, targets, &merged);
+        estimate_attainment(&mut p, stem, targets, &merged, &mut estimated);
         for m in &models {
             if let Some(b) = per_model.get(m) {
                 quantiles(&mut p, &format!("serving.by_model.{m}.{stem}"), fam, b);
             }
         }
+    }
+    if !estimated.is_empty() {
+        p.warn(format!(
+            "{} estimated from histogram buckets (the share of observations at or below each target); \
+             the joint attainment over all targets needs per-request data (a bench-serving result)",
+            estimated.join(", ")
+        ));
     }
     if !hist.contains_key("vllm:time_to_first_token_seconds") {
         p.warn("no vllm:time_to_first_token_seconds histogram");
@@ -416,7 +424,15 @@ fn quantiles(p: &mut Parsed, prefix: &str, fam: &str, b: &[(f64, f64)]) {
 /// Per-target SLO attainment estimated from one histogram: the share of observations at or below the
 /// brief's target. Only one target at a time (no request can be followed across histograms), and the
 /// ITL histogram holds every inter-token gap, not each request's mean, so the figure is an estimate.
-fn estimate_attainment(p: &mut Parsed, stem: &str, targets: &SloTargets, buckets: &[(f64, f64)]) {
+/// One target's share from its histogram, as `serving.slo_attainment_<key>`; the key is added to
+/// `estimated` so that one warning names them all.
+fn estimate_attainment(
+    p: &mut Parsed,
+    stem: &str,
+    targets: &SloTargets,
+    buckets: &[(f64, f64)],
+    estimated: &mut Vec<String>,
+) {
     let (target, key) = match stem {
         "ttft" => (targets.ttft_ms, "ttft"),
         "itl" => (targets.tpot_ms, "itl"),
@@ -427,10 +443,8 @@ fn estimate_attainment(p: &mut Parsed, stem: &str, targets: &SloTargets, buckets
         return;
     };
     if let Some(share) = histogram_share_at_or_below(ms / 1000.0, buckets) {
-        p.nonneg(&format!("serving.slo_attainment_{key}"), share);
-        p.warn(format!(
-            "serving.slo_attainment_{key} is an estimate from histogram buckets (share of observations at or \
-             below {ms} ms); the joint attainment over all targets needs per-request data"
-        ));
+        let k = format!("serving.slo_attainment_{key}");
+        p.nonneg(&k, share);
+        estimated.push(format!("{k} (≤ {ms} ms)"));
     }
 }
