@@ -238,8 +238,15 @@ pub fn known_key(key: &str) -> Option<KnownKey> {
         "serving.gpu_memory_utilization" => ev(Number, "fraction"),
         "serving.request_throughput_rps" => ev(Number, "req/s"),
         "serving.output_tokens_per_s" => ev(Number, "tok/s"),
-        "serving.error_rate" => ev(Number, "fraction"),
-        "nccl.busbw_peak_gbps" | "nccl.busbw_avg_gbps" => ev(Number, "GB/s"),
+        "serving.error_rate"
+        | "serving.slo_attainment"
+        | "serving.slo_attainment_ttft"
+        | "serving.slo_attainment_itl"
+        | "serving.slo_attainment_e2e" => ev(Number, "fraction"),
+        "serving.goodput_rps" => ev(Number, "req/s"),
+        "nccl.busbw_peak_gbps" | "nccl.busbw_avg_gbps" | "nccl.expected_busbw_gbps" => ev(Number, "GB/s"),
+        "nccl.busbw_pct_of_expected" | "gpu.util_pct_avg" => ev(Number, "%"),
+        "gpu.xid_errors" => ev(Number, "count"),
         "checkpoint.restore_seconds" => ev(Number, "s"),
         COST_PER_JOB => KnownKey {
             kind: Number,

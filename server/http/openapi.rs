@@ -457,8 +457,11 @@ pub fn document() -> OpenApi {
     let review = op(
         "getReview",
         "review",
-        "The computed decision (expand, reserve, dedicate, scale, stop) with reasons, missing criteria, \
-         inputs_digest, criteria statuses and the latest approval",
+        "The computed decision (expand, reserve, dedicate, scale, stop) with reasons (`rule` a number, or \
+         \"6b\"), missing criteria, inputs_digest, criteria statuses and the latest approval; `trials[]` \
+         has each trial's decision and money at the SLO (slo_attainment, goodput_rps, cost_per_hour, \
+         cost_per_million_output_tokens[_at_slo], capacity_at_slo_rps, replicas_for_peak, monthly_cost, \
+         api_is_cheaper, money), plus recommended_trial and closest_trial",
     )
     .parameter(brief_id())
     .response("200", ok_json("the review", obj("review")))
