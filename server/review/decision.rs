@@ -135,6 +135,55 @@ pub struct DecisionInputs {
     pub money: Option<MoneyFacts>,
 }
 
+/// Where a utilization figure comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum UtilizationSource {
+    /// (billed − idle) ÷ billed accelerator hours, from the ledger.
+    Ledger,
+    /// The mean GPU utilization dcgm-exporter measured (`gpu.util_pct_avg` ÷ 100), used when the
+    /// ledger has no idle figure.
+    DcgmExporter {
+        evidence_id: Uuid,
+    },
+    Unknown,
+}
+
+impl UtilizationSource {
+    fn describe(&self) -> &'static str {
+        match self {
+            UtilizationSource::Ledger => "over the billed period (the ledger's idle hours)",
+            UtilizationSource::DcgmExporter { .. } => {
+                "as the GPUs' mean utilization measured by dcgm-exporter (the ledger has no idle figure)"
+            }
+            UtilizationSource::Unknown => "",
+        }
+    }
+
+    fn link(&self) -> Option<String> {
+        match self {
+            UtilizationSource::Ledger | UtilizationSource::Unknown => Some("ledger:utilization".into()),
+            UtilizationSource::DcgmExporter { evidence_id } => Some(format!("evidence:{evidence_id}")),
+        }
+    }
+}
+
+/// The ledger's utilization; without an idle figure there, dcgm-exporter's mean GPU utilization.
+fn utilization(inputs: &DecisionInputs) -> (Option<Decimal>, UtilizationSource) {
+    if let Some(u) = inputs.ledger.as_ref().and_then(LedgerFacts::utilization) {
+        return (Some(u), UtilizationSource::Ledger);
+    }
+    let measured = inputs.metrics.get("gpu.util_pct_avg").and_then(|m| {
+        let pct = number(&m.value).filter(|p| (0.0..=100.0).contains(p))?;
+        let share = Decimal::from_f64_retain(pct / 100.0)?.round_dp(4);
+        Some((share, m.evidence_id))
+    });
+    match measured {
+        Some((u, evidence_id)) => (Some(u), UtilizationSource::DcgmExporter { evidence_id }),
+        None => (None, UtilizationSource::Unknown),
+    }
+}
+
 /// A fact behind a reason, with where to look.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fact {
@@ -186,6 +235,8 @@ pub struct Decision {
     /// Required criteria without evidence, by stage.
     pub missing: BTreeMap<u8, Vec<String>>,
     pub utilization: Option<Decimal>,
+    /// Where the utilization came from: the ledger's idle hours, else the GPUs' own busy share.
+    pub utilization_source: UtilizationSource,
     pub saturated: bool,
     /// For rule 4: the suggested unit count.
     pub suggested_units: Option<u32>,
@@ -284,7 +335,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     for c in required().filter(|c| c.status == Status::Missing) {
         missing.entry(c.stage).or_default().push(c.key.clone());
     }
-    let utilization = inputs.ledger.as_ref().and_then(LedgerFacts::utilization);
+    let (utilization, utilization_source) = utilization(inputs);
     let signals = saturation_signals(&inputs.metrics);
     let saturated = !signals.is_empty();
     let mut reasons = Vec::new();
@@ -430,8 +481,11 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
             Some(u) if u >= limits::RESERVE_UTILIZATION => reasons.push(Reason {
                 rule: Rule::Numbered(8),
                 decision: Verdict::Reserve,
-                says: format!("Accepted and busy: utilization {u} is at least 0.60 over the billed period."),
-                facts: vec![fact("utilization", u, Some("ledger:utilization".into()))],
+                says: format!(
+                    "Accepted and busy: utilization {u} is at least 0.60 {}.",
+                    utilization_source.describe()
+                ),
+                facts: vec![fact("utilization", u, utilization_source.link())],
             }),
             _ => {
                 let batch = matches!(brief.workload_kind.as_str(), "batch-inference" | "media");
@@ -448,7 +502,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
                     facts: vec![fact(
                         "utilization",
                         utilization.map(|u| u.to_string()).unwrap_or_else(|| "unknown".into()),
-                        Some("ledger:utilization".into()),
+                        utilization_source.link(),
                     )],
                 });
             }
@@ -475,6 +529,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         reasons,
         missing,
         utilization,
+        utilization_source,
         saturated,
         suggested_units,
         inputs_digest: inputs_digest(inputs),

@@ -464,3 +464,31 @@ fn the_digest_pins_the_money_figures_and_leaves_old_inputs_alone() {
     other_rate.money.as_mut().unwrap().cost_per_hour = Some(dec("5.01"));
     assert_ne!(inputs_digest(&with), inputs_digest(&other_rate));
 }
+
+#[test]
+fn without_idle_hours_the_gpus_measured_utilization_decides_and_says_so() {
+    let mut inputs = base();
+    inputs.ledger.as_mut().unwrap().idle_hours = None;
+    metric(&mut inputs, "gpu.util_pct_avg", json!(72.5));
+    let d = decide(&inputs);
+    assert_eq!(d.utilization, Some(dec("0.725")));
+    assert_eq!(d.decision, Verdict::Reserve, "72.5 % busy ≥ 0.60");
+    assert!(d.reasons[0].says.contains("dcgm-exporter"), "{}", d.reasons[0].says);
+    assert_eq!(
+        d.reasons[0].facts[0].link.as_deref(),
+        Some(format!("evidence:{}", Uuid::from_u128(7)).as_str())
+    );
+    assert_eq!(
+        d.utilization_source,
+        UtilizationSource::DcgmExporter {
+            evidence_id: Uuid::from_u128(7)
+        }
+    );
+
+    // The ledger's idle hours win when it has them: 80 % busy there, whatever the GPUs reported.
+    let mut inputs = base();
+    metric(&mut inputs, "gpu.util_pct_avg", json!(10));
+    let d = decide(&inputs);
+    assert_eq!(d.utilization, Some(dec("0.8")));
+    assert_eq!(d.utilization_source, UtilizationSource::Ledger);
+}

@@ -32,14 +32,21 @@ use crate::{
 };
 
 /// Metrics read by rules that apply whether or not the card names them.
-pub const RULE_METRICS: [&str; 6] = [
+/// (`gpu.util_pct_avg`, dcgm-exporter's mean GPU utilization, is the utilization when the ledger
+/// has no idle figure.)
+pub const RULE_METRICS: [&str; 7] = [
     "dcgm.diag.passed",
     "checkpoint.restore_ok",
     "serving.preemptions_total",
     "serving.kv_cache_usage_max_pct",
     "serving.queue_time_p95_ms",
     "serving.e2e_p95_ms",
+    "gpu.util_pct_avg",
 ];
+
+/// Shown beside a criterion, not read by the rules: what share of the expected bus bandwidth for
+/// this topology the NCCL run reached.
+const SHOWN_METRICS: [&str; 2] = ["nccl.busbw_pct_of_expected", "nccl.expected_busbw_gbps"];
 
 /// Histogram estimates of each target's share, read for the money figures when no load test has
 /// per-request data (not decision inputs on their own).
@@ -68,6 +75,9 @@ pub struct ReviewContext {
     pub ledger_rate: Option<Decimal>,
     /// Criteria of a saved card set for another allocation than this trial's.
     pub stale: Vec<StaleCriterion>,
+    /// Figures shown beside criteria that no rule reads (the NCCL run's share of what the topology
+    /// should reach).
+    pub shown: BTreeMap<String, MetricFact>,
 }
 
 /// Gathers what the decision reads for every trial of `brief`, in trial order.
@@ -103,6 +113,7 @@ pub async fn gather_trial(
     let keys: Vec<String> = RULE_METRICS
         .iter()
         .chain(&ESTIMATE_METRICS)
+        .chain(&SHOWN_METRICS)
         .map(|k| (*k).to_owned())
         .collect();
     // Independent reads side by side. The ledger summary is read once: the card's derived
@@ -116,6 +127,7 @@ pub async fn gather_trial(
         .iter()
         .filter_map(|k| metrics.remove_entry(*k))
         .collect();
+    let shown: BTreeMap<String, MetricFact> = SHOWN_METRICS.iter().filter_map(|k| metrics.remove_entry(*k)).collect();
     let derived = cards::derived_figures_from(brief, &summary);
     let card = cards::evaluate_for_trial(&state.pool, brief, card, trial.id, allocation.as_ref(), &derived).await?;
     let criteria = outcomes(card.evaluation);
@@ -154,6 +166,7 @@ pub async fn gather_trial(
         trial_gpu,
         ledger_rate,
         stale: card.stale,
+        shown,
     })
 }
 

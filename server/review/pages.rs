@@ -196,6 +196,20 @@ fn show_value(v: &serde_json::Value) -> String {
     }
 }
 
+/// Beside the NCCL bus bandwidth: "84 % of what this topology should do (expected 476 GB/s)".
+fn nccl_share(r: &Review, key: &str) -> Option<String> {
+    if !key.starts_with("nccl.busbw_") {
+        return None;
+    }
+    let shown = &r.context.shown;
+    let pct = shown.get("nccl.busbw_pct_of_expected")?.value.as_f64()?;
+    let mut text = format!("{} % of what this topology should do", money::figure(pct));
+    if let Some(expected) = shown.get("nccl.expected_busbw_gbps").and_then(|m| m.value.as_f64()) {
+        text.push_str(&format!(", expected {} GB/s", money::figure(expected)));
+    }
+    Some(text)
+}
+
 fn stages(r: &Review) -> Vec<StageView> {
     (1..=5u8)
         .map(|n| {
@@ -208,7 +222,11 @@ fn stages(r: &Review) -> Vec<StageView> {
                 .map(|c| CriterionView {
                     key: c.key.clone(),
                     rule: format!("{} {}", c.op, show_value(&c.threshold)),
-                    value: c.value.as_ref().map(show_value).unwrap_or_else(|| "—".into()),
+                    value: match (c.value.as_ref(), nccl_share(r, &c.key)) {
+                        (Some(v), Some(share)) => format!("{} ({share})", show_value(v)),
+                        (Some(v), None) => show_value(v),
+                        (None, _) => "—".into(),
+                    },
                     status: status_str(c.status),
                     href: c.evidence_id.map(|id| format!("/evidence/{id}")),
                     required: c.required,

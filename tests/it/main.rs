@@ -40,5 +40,6 @@ mod prices;
 mod private_cluster;
 mod resilience;
 mod review_api;
+mod review_hardware;
 mod trials_api;
 mod trials_migration;

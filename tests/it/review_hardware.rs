@@ -1,0 +1,78 @@
+//! What the hardware measured, in the review: the NCCL run's share of what the allocation's
+//! topology should reach beside its bus bandwidth, and dcgm-exporter's GPU utilization standing in
+//! for the ledger's idle hours (the review says which it used).
+
+use crate::common;
+
+use common::{fixture, spawn_app};
+use rentcheck::auth::Role;
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn the_review_shows_the_nccl_share_and_uses_measured_utilization_without_idle_hours() {
+    let app = spawn_app().await;
+    let brief = app
+        .create_brief(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 8 }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let upload = |rel: &'static str, kind: &'static str, stage: u8| {
+        let app = &app;
+        let brief = brief.clone();
+        async move {
+            let res = app
+                .post_raw_evidence(
+                    &brief,
+                    &format!("kind={kind}&stage={stage}"),
+                    "text/plain",
+                    fixture(rel),
+                )
+                .await;
+            assert_eq!(res.status(), 201);
+            res.json::<Value>().await.unwrap()
+        }
+    };
+    // A real 8 × H100 all_reduce run: 473.6 GB/s of the 476 GB/s such a node should reach.
+    upload(
+        "nccl-tests/h100-x8-all_reduce_perf-nvls-nccl-tests-290.txt",
+        "nccl-tests",
+        1,
+    )
+    .await;
+    let scrape = upload(
+        "dcgm-exporter/kops-l4-idle-scrape-dcgm-exporter-driver580.txt",
+        "dcgm-exporter",
+        3,
+    )
+    .await;
+    let util_pct = scrape["metrics"]["gpu.util_pct_avg"].as_f64().unwrap();
+
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    // No ledger at all, so no idle hours: the GPUs' own busy share is the utilization.
+    assert_eq!(review["utilization_source"]["from"], "dcgm_exporter");
+    assert_eq!(review["utilization_source"]["evidence_id"], scrape["id"]);
+    let utilization: f64 = review["utilization"].as_str().unwrap().parse().unwrap();
+    assert!(
+        (utilization - util_pct / 100.0).abs() < 1e-4,
+        "{utilization} vs {util_pct} %"
+    );
+
+    let person = app.login(Role::Engineer).await;
+    let html = person
+        .get(app.url(&format!("/briefs/{brief}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    // 473.6 ÷ 476 = 99.5 %.
+    assert!(
+        html.contains("99.5 % of what this topology should do, expected 476 GB/s"),
+        "the review shows the share beside the bus bandwidth"
+    );
+}
