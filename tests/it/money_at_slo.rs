@@ -77,14 +77,11 @@ pub(crate) fn run(label: &str, rate: f64, output_tokens_per_s: f64, misses: usiz
 async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens() {
     let app = spawn_app().await;
     let brief = app
-        .create_brief(json!({
+        .brief_id_with(json!({
             "targets": { "ttft_p95_ms": 400, "itl_p95_ms": 40, "e2e_p95_ms": 8000, "error_rate": 0.01 },
             "trial_gpu": "A100 80GB SXM", "trial_gpu_count": 8,
         }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .await;
     let before = review(&app, &brief).await;
     assert_eq!(
         before["trials"][0]["slo_attainment"],
@@ -102,24 +99,12 @@ async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens()
     // By hand, as vLLM's --goodput judges a request: TTFT ≤ 400 ms, (latency − TTFT) ÷ (output
     // tokens − 1) ≤ 40 ms, latency ≤ 8 s, where the file's latency is TTFT + the token gaps; an
     // errored request is a miss.
-    let arr = |k: &str| file[k].as_array().unwrap().clone();
-    let (ttfts, itls, outs, errors) = (arr("ttfts"), arr("itls"), arr("output_lens"), arr("errors"));
-    let met = (0..ttfts.len())
-        .filter(|&i| {
-            let ttft = ttfts[i].as_f64().unwrap() * 1000.0;
-            let gaps: f64 = itls[i]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap())
-                .sum::<f64>()
-                * 1000.0;
-            let n = outs[i].as_f64().unwrap();
-            let tpot = if n > 1.0 { gaps / (n - 1.0) } else { 0.0 };
-            errors[i].as_str().unwrap_or_default().is_empty() && ttft <= 400.0 && tpot <= 40.0 && ttft + gaps <= 8000.0
-        })
+    let requests = common::vllm_requests(&file);
+    let met = requests
+        .iter()
+        .filter(|r| r.ok && r.ttft_ms <= 400.0 && r.tpot_ms <= 40.0 && r.e2e_ms <= 8000.0)
         .count();
-    let attainment = met as f64 / ttfts.len() as f64;
+    let attainment = met as f64 / requests.len() as f64;
     let request_rps = file["request_throughput"].as_f64().unwrap();
     let tokens_per_s = file["output_throughput"].as_f64().unwrap();
 
@@ -164,14 +149,11 @@ async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens()
 async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even() {
     let app = spawn_app().await;
     let brief = app
-        .create_brief(json!({
+        .brief_id_with(json!({
             "trial_gpu": "H100 SXM", "trial_gpu_count": 2,
             "expected_peak_rps": 20, "api_price_per_million_tokens": "1.00",
         }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .await;
     let trial = first_trial(&app, &brief).await;
     edit_trial(&app, &trial, json!({ "rate_per_gpu_hour": "2.00" })).await;
     // 4 requests/s: 20 of 20 inside the targets; 8: 19 of 20 (95 %); 15.5: 12 of 20 (60 %).
@@ -252,11 +234,8 @@ async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even()
 async fn a_review_priced_from_a_sheet_goes_stale_when_a_new_sheet_arrives() {
     let app = spawn_app().await;
     let brief = app
-        .create_brief(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 2 }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .brief_id_with(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 2 }))
+        .await;
     let trial = first_trial(&app, &brief).await;
     edit_trial(
         &app,

@@ -67,31 +67,21 @@ fn slo_attainment_from_real_per_request_data() {
     let rel = "bench-serving/vllm-benchmark-serving-llama3.3-70b-tp8-8xa100-qps-inf.json";
     let bytes = fixture(rel);
     let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-    let arr = |k: &str| v[k].as_array().unwrap().clone();
-    let (ttfts, itls, outs, errors) = (arr("ttfts"), arr("itls"), arr("output_lens"), arr("errors"));
     let (t_ttft, t_tpot, t_e2e) = (400.0, 40.0, 8000.0);
     let (mut met, mut ttft_ok, mut tpot_ok, mut e2e_ok) = (0, 0, 0, 0);
-    for i in 0..ttfts.len() {
-        let ok = errors[i].as_str().unwrap_or_default().is_empty();
-        let ttft = ttfts[i].as_f64().unwrap() * 1000.0;
-        let gaps: f64 = itls[i]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .sum::<f64>()
-            * 1000.0;
-        let n = outs[i].as_f64().unwrap();
-        // The file keeps no per-request latency: it is TTFT + the inter-token gaps.
-        let e2e = ttft + gaps;
-        let tpot = if n > 1.0 { gaps / (n - 1.0) } else { 0.0 };
-        let (a, b, c) = (ok && ttft <= t_ttft, ok && tpot <= t_tpot, ok && e2e <= t_e2e);
+    let requests = crate::common::vllm_requests(&v);
+    for r in &requests {
+        let (a, b, c) = (
+            r.ok && r.ttft_ms <= t_ttft,
+            r.ok && r.tpot_ms <= t_tpot,
+            r.ok && r.e2e_ms <= t_e2e,
+        );
         ttft_ok += a as usize;
         tpot_ok += b as usize;
         e2e_ok += c as usize;
         met += (a && b && c) as usize;
     }
-    let total = ttfts.len() as f64;
+    let total = requests.len() as f64;
     assert_eq!(total, 200.0);
     // the targets were picked so that every one of them bites
     assert!(
@@ -111,7 +101,7 @@ fn slo_attainment_from_real_per_request_data() {
 
     // Percentiles the tool did not print come from the per-request data (linear between ranks,
     // as numpy does): p95 of the 200 TTFTs.
-    let mut sorted: Vec<f64> = ttfts.iter().map(|x| x.as_f64().unwrap() * 1000.0).collect();
+    let mut sorted: Vec<f64> = requests.iter().map(|r| r.ttft_ms).collect();
     sorted.sort_by(f64::total_cmp);
     let rank = 0.95 * (sorted.len() - 1) as f64;
     let (lo, frac) = (rank.floor() as usize, rank - rank.floor());

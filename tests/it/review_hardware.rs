@@ -12,11 +12,8 @@ use serde_json::{json, Value};
 async fn the_review_shows_the_nccl_share_and_uses_measured_utilization_without_idle_hours() {
     let app = spawn_app().await;
     let brief = app
-        .create_brief(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 8 }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .brief_id_with(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 8 }))
+        .await;
     let upload = |rel: &'static str, kind: &'static str, stage: u8| {
         let app = &app;
         let brief = brief.clone();

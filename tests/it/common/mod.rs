@@ -437,3 +437,44 @@ impl TestApp {
             .unwrap()
     }
 }
+
+/// One request of a `vllm bench serve --save-detailed` file, worked out by hand the way vLLM's
+/// `--goodput` judges it: TTFT, TPOT = the inter-token gaps ÷ (output tokens − 1), and end-to-end
+/// latency = TTFT + the gaps (the file keeps no per-request latency); an errored request is not ok.
+pub struct HandRequest {
+    pub ok: bool,
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub e2e_ms: f64,
+}
+
+pub fn vllm_requests(file: &Value) -> Vec<HandRequest> {
+    let arr = |k: &str| file[k].as_array().unwrap().clone();
+    let (ttfts, itls, outs, errors) = (arr("ttfts"), arr("itls"), arr("output_lens"), arr("errors"));
+    (0..ttfts.len())
+        .map(|i| {
+            let ttft_ms = ttfts[i].as_f64().unwrap() * 1000.0;
+            let gaps: f64 = itls[i]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .sum::<f64>()
+                * 1000.0;
+            let n = outs[i].as_f64().unwrap();
+            HandRequest {
+                ok: errors[i].as_str().unwrap_or_default().is_empty(),
+                ttft_ms,
+                tpot_ms: if n > 1.0 { gaps / (n - 1.0) } else { 0.0 },
+                e2e_ms: ttft_ms + gaps,
+            }
+        })
+        .collect()
+}
+
+impl TestApp {
+    /// Creates a valid brief with `overrides` and returns its id.
+    pub async fn brief_id_with(&self, overrides: Value) -> String {
+        self.create_brief(overrides).await["id"].as_str().unwrap().to_owned()
+    }
+}
