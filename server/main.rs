@@ -269,7 +269,11 @@ async fn mint_token(
     ttl: String,
     name: Option<String>,
 ) -> anyhow::Result<()> {
-    let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db.data_dir)?;
+    let keys = TokenKeys::load(
+        tokens.jwt_secret.as_ref(),
+        tokens.jwt_secret_file.as_deref(),
+        &db.data_dir,
+    )?;
     let ttl = token::parse_ttl(&ttl).map_err(|m| anyhow::anyhow!("--ttl: {m}"))?;
     with_database(&db, "token mint", |pool| async move {
         let email = users::normalize_email(&email).map_err(|m| anyhow::anyhow!("--email {m}"))?;
@@ -360,7 +364,11 @@ async fn run_demo(
     public_url: Option<String>,
 ) -> anyhow::Result<()> {
     let public_url = config::public_url(public_url.as_deref(), addr)?;
-    let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db.data_dir)?;
+    let keys = TokenKeys::load(
+        tokens.jwt_secret.as_ref(),
+        tokens.jwt_secret_file.as_deref(),
+        &db.data_dir,
+    )?;
     with_database(&db, "demo", |pool| async move {
         let state = AppState::new(pool, AppConfig::default(), keys);
         let outcome = rentcheck::demo::load(&state).await.map_err(describe)?;
@@ -394,7 +402,11 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
     let listener = tokio::net::TcpListener::bind(serve.addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", serve.addr))?;
-    let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db_config.data_dir)?;
+    let keys = TokenKeys::load(
+        tokens.jwt_secret.as_ref(),
+        tokens.jwt_secret_file.as_deref(),
+        &db_config.data_dir,
+    )?;
     // A wrong evidence-store setting stops the start, before the database is touched.
     let evidence_store = EvidenceStore::from_setting(serve.evidence_store.as_deref())?;
     tracing::info!(store = evidence_store.describe(), "raw evidence is kept in");

@@ -145,6 +145,7 @@ pub async fn save_revision(
     criteria: &[Criterion],
     who: &Principal,
 ) -> ApiResult<repo::CardRevision> {
+    crate::auth::teams::may_edit_brief(&state.pool, who, brief.id).await?;
     let before = current_card(&state.pool, brief).await?;
     let mut tx = state.pool.begin().await?;
     let saved = repo::append(&mut tx, brief.id, criteria, &who.label())

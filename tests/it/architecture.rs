@@ -37,7 +37,7 @@ const GROUND: [&str; 9] = [
     "ledger::model",
     "ledger::csv",
 ];
-const CORE: [&str; 14] = [
+const CORE: [&str; 16] = [
     "error",
     "state",
     "config",
@@ -52,6 +52,8 @@ const CORE: [&str; 14] = [
     "auth::session",
     "auth::token",
     "auth::users",
+    "auth::teams",
+    "auth::lockout",
 ];
 /// Domains, lowest first: one may use the `service` or `model` of a lower one only.
 const DOMAINS: [(&str, u8); 8] = [
@@ -66,7 +68,7 @@ const DOMAINS: [(&str, u8); 8] = [
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 11] = [
+const LAYERS: [(&str, u8); 12] = [
     ("repo", 1),
     ("service", 2),
     ("readiness", 2),
@@ -76,6 +78,7 @@ const LAYERS: [(&str, u8); 11] = [
     ("steps", 2),
     ("api", 3),
     ("pages", 3),
+    ("admin", 3),
     ("upload", 3),
     ("summary", 0),
 ];

@@ -140,8 +140,23 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
     app
 }
 
+/// The person behind a test's person token (a person token acts as its person): made on first use.
+pub async fn person(pool: &PgPool, email: &str, role: Role) -> uuid::Uuid {
+    match users::by_email(pool, email).await.unwrap() {
+        Some(u) => u.id,
+        None => {
+            users::add(pool, email, role, Some(PASSWORD.to_owned()))
+                .await
+                .unwrap()
+                .0
+                .id
+        }
+    }
+}
+
 /// An engineer's bearer token, minted straight into `pool` with `keys`.
 pub async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
+    let user = person(pool, "engineer@example.com", Role::Engineer).await;
     token::mint(
         pool,
         keys,
@@ -152,7 +167,7 @@ pub async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
             brief: None,
             trial: None,
             ttl: chrono::Duration::hours(1),
-            created_by: None,
+            created_by: Some(user),
         },
     )
     .await
@@ -239,9 +254,14 @@ impl TestApp {
         .0
     }
 
-    /// A bearer token the way `rentcheck token mint` makes one.
+    /// A bearer token the way `rentcheck token mint` makes one: a person token for the person
+    /// `{role}@example.com` (made on first use), an agent token minted by nobody in particular.
     pub async fn token(&self, role: Role, brief: Option<uuid::Uuid>) -> String {
         let subject = format!("{}@example.com", role.as_str());
+        let created_by = match role {
+            Role::Agent => None,
+            _ => Some(person(&self.pool, &subject, role).await),
+        };
         let (signed, _) = token::mint(
             &self.pool,
             &self.keys,
@@ -252,7 +272,7 @@ impl TestApp {
                 brief,
                 trial: None,
                 ttl: chrono::Duration::days(1),
-                created_by: None,
+                created_by,
             },
         )
         .await
