@@ -10,7 +10,7 @@ use serde_json::json;
 async fn adding_a_line_through_the_form_changes_the_summary() {
     let app = spawn_app().await;
     let id = app.create_brief(json!({})).await["id"].as_str().unwrap().to_owned();
-    let person = app.login(Role::Engineer).await;
+    let person = app.login_owner().await;
     let page_url = app.url(&format!("/briefs/{id}"));
 
     let page = person.client.get(&page_url).send().await.unwrap().text().await.unwrap();

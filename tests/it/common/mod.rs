@@ -48,6 +48,10 @@ pub struct TestApp {
 /// The password every test user gets.
 pub const PASSWORD: &str = "correct horse battery staple";
 
+/// The engineer behind `TestApp::client`'s token, and so the owner of every brief `create_brief`
+/// makes: the person who may edit those briefs from a browser (`TestApp::login_owner`).
+pub const OWNER_EMAIL: &str = "engineer@example.com";
+
 /// Creates a fresh database, migrates it, and serves the app on 127.0.0.1:0.
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(AppConfig::default()).await
@@ -156,13 +160,13 @@ pub async fn person(pool: &PgPool, email: &str, role: Role) -> uuid::Uuid {
 
 /// An engineer's bearer token, minted straight into `pool` with `keys`.
 pub async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
-    let user = person(pool, "engineer@example.com", Role::Engineer).await;
+    let user = person(pool, OWNER_EMAIL, Role::Engineer).await;
     token::mint(
         pool,
         keys,
         NewToken {
             name: "test engineer".into(),
-            subject: "engineer@example.com".into(),
+            subject: OWNER_EMAIL.into(),
             role: Role::Engineer,
             brief: None,
             trial: None,
@@ -278,6 +282,11 @@ impl TestApp {
         .await
         .unwrap();
         signed
+    }
+
+    /// Signs in the owner of the briefs `create_brief` makes (the engineer behind `client`).
+    pub async fn login_owner(&self) -> Person {
+        self.login_as(OWNER_EMAIL, PASSWORD).await.expect("the owner signs in")
     }
 
     /// Signs a new user of `role` in through the login form.
