@@ -3,7 +3,6 @@
 use crate::common;
 
 use common::{spawn_app, Person, TestApp};
-use rentcheck::auth::Role;
 use serde_json::json;
 
 async fn post_form(app: &TestApp, person: &Person, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {

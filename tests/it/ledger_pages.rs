@@ -3,7 +3,6 @@
 use crate::common;
 
 use common::spawn_app;
-use rentcheck::auth::Role;
 use serde_json::json;
 
 #[tokio::test]
