@@ -178,6 +178,7 @@ async fn replace(
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
     caller.require_person(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &caller, id).await?;
     let Value::Object(map) = &body else {
         return Err(AppError::BadRequest(
             "the body must be a JSON object { criteria: [...] }".into(),

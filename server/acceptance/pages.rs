@@ -456,6 +456,7 @@ async fn save(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let brief = load_brief(&state, id).await?;
     let mut rows = rows_from_form(&values);
     match criteria_from_rows(&mut rows) {

@@ -36,5 +36,7 @@ mod parsers_conformance;
 mod private_cluster;
 mod resilience;
 mod review_api;
+mod security;
+mod teams;
 mod trials_api;
 mod trials_migration;
