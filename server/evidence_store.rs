@@ -8,7 +8,7 @@
 use std::{ops::Range, sync::Arc};
 
 use bytes::Bytes;
-use object_store::{aws::AmazonS3Builder, local::LocalFileSystem, path::Path, ObjectStore, PutPayload};
+use object_store::{aws::AmazonS3Builder, local::LocalFileSystem, path::Path, ObjectStore, ObjectStoreExt, PutPayload};
 
 use crate::error::AppError;
 
