@@ -850,7 +850,10 @@ fn add_common_responses(operation: &mut utoipa::openapi::path::Operation) {
         ),
         (
             "403",
-            problem_response("the token's role or brief scope does not allow this, or a cross-site request"),
+            problem_response(
+                "the token's role or brief scope does not allow this, the brief is neither yours nor your \
+                 team's, or a cross-site request",
+            ),
         ),
         (
             "503",
