@@ -149,8 +149,9 @@ impl Principal {
     }
 
     /// The role and scope half of sending evidence or ledger lines to a brief: an agent token for
-    /// that brief, or an engineer+. Ownership is the other half: `teams::may_send_to_brief`.
-    pub fn may_send_to_brief(&self, brief: Uuid) -> Result<(), AppError> {
+    /// that brief, or an engineer+. Private on purpose: routes call `teams::may_send_to_brief`,
+    /// which adds ownership, so no new route can skip it by calling this half alone.
+    fn may_send_to_brief(&self, brief: Uuid) -> Result<(), AppError> {
         if self.role() != Role::Agent {
             self.require_person(Role::Engineer)?;
         }
