@@ -627,7 +627,8 @@ fn no_template_has_inline_script_or_style_so_the_policy_needs_no_exception() {
     walk(std::path::Path::new("server"), &mut files);
     assert!(files.len() > 20);
     for (path, text) in files {
-        let lower = text.to_lowercase();
+        // Unit tests may hold hostile markup as data; what ships is the code above them.
+        let shipped = text.split("#[cfg(test)]").next().unwrap_or("").to_lowercase();
         for forbidden in [
             "<script",
             "<style",
@@ -637,10 +638,10 @@ fn no_template_has_inline_script_or_style_so_the_policy_needs_no_exception() {
             " onerror=\"",
             "javascript:void",
         ] {
-            let allowed_in_tests = path.ends_with(".rs") && forbidden != "<style" && lower.contains("#[cfg(test)]");
-            if lower.contains(forbidden) && !allowed_in_tests {
-                panic!("{path} has {forbidden}: the Content-Security-Policy would block it");
-            }
+            assert!(
+                !shipped.contains(forbidden),
+                "{path} has {forbidden}: the Content-Security-Policy would block it"
+            );
         }
     }
 }
