@@ -67,6 +67,10 @@ async fn main() -> anyhow::Result<()> {
 
 async fn run(pool: PgPool) -> anyhow::Result<()> {
     let keys = TokenKeys::from_secret(b"bench-secret-bench-secret-bench-secret");
+    // A person token acts as its person: the bench makes one.
+    let (person, _) = rentcheck::auth::users::add(&pool, "bench@example.com", Role::Engineer, None)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let (signed, _) = token::mint(
         &pool,
         &keys,
@@ -77,7 +81,7 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
             brief: None,
             trial: None,
             ttl: chrono::Duration::days(1),
-            created_by: None,
+            created_by: Some(person.id),
         },
     )
     .await?;

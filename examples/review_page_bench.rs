@@ -157,7 +157,7 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
     let (manager, _) = users::add(&pool, "bench-manager@example.com", Role::Manager, None)
         .await
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let cookie = session::create(&pool, manager.id).await?;
+    let cookie = session::create(&pool, manager.id, Default::default()).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     rentcheck::evidence::compactor::spawn(pool.clone(), state.metrics.clone());

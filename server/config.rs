@@ -9,7 +9,7 @@ use std::{
 
 use clap::Args;
 
-use crate::secrets::Secret;
+use crate::{auth::session::SessionLimits, secrets::Secret};
 
 /// Settings shared by every subcommand that touches the database.
 #[derive(Debug, Clone, Args)]
@@ -62,15 +62,36 @@ pub struct ServeConfig {
     /// store and the row keeps the object's name (docs/operations.md).
     #[arg(long, env = "RENTCHECK_EVIDENCE_STORE")]
     pub evidence_store: Option<String>,
+
+    /// Minutes without a request after which a browser session ends (ASVS level 2: 30).
+    #[arg(long, env = "RENTCHECK_SESSION_IDLE_MINUTES", default_value_t = 30,
+          value_parser = clap::value_parser!(i64).range(1..=24 * 60))]
+    pub session_idle_minutes: i64,
+
+    /// Hours after sign-in at which a browser session ends whatever happens (ASVS level 2: 12).
+    #[arg(long, env = "RENTCHECK_SESSION_MAX_HOURS", default_value_t = 12,
+          value_parser = clap::value_parser!(i64).range(1..=24 * 30))]
+    pub session_max_hours: i64,
+
+    /// Reverse proxies whose `X-Forwarded-For` names the client (comma-separated addresses), for
+    /// the sign-in limits and the first-run page. Unset: the peer address is the client, and a
+    /// forwarded request is never taken as coming from this machine.
+    #[arg(long, env = "RENTCHECK_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 /// The token signing secret, shared by `serve` and `token mint`.
 #[derive(Debug, Clone, Args)]
 pub struct TokenConfig {
     /// HS256 secret for bearer tokens (32+ characters). When unset, one is generated on first
-    /// start and kept in `<data dir>/jwt-secret` with mode 0600.
+    /// start and kept in `<data dir>/jwt-secret` with mode 0600. Prefer the variable or
+    /// --jwt-secret-file: a command line is visible to every user of the machine (`ps`).
     #[arg(long, env = "RENTCHECK_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<Secret>,
+
+    /// A file holding the HS256 secret (mode 0600 or stricter), instead of --jwt-secret.
+    #[arg(long, env = "RENTCHECK_JWT_SECRET_FILE", conflicts_with = "jwt_secret")]
+    pub jwt_secret_file: Option<PathBuf>,
 }
 
 /// What handlers need from the configuration at run time.
@@ -82,6 +103,10 @@ pub struct AppConfig {
     /// The server's address as people and agents use it, without a trailing slash
     /// (`RENTCHECK_PUBLIC_URL`).
     pub public_url: String,
+    /// Session idle and absolute limits.
+    pub sessions: SessionLimits,
+    /// Proxies whose `X-Forwarded-For` is believed (`RENTCHECK_TRUSTED_PROXIES`).
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 impl Default for AppConfig {
@@ -91,6 +116,8 @@ impl Default for AppConfig {
             request_timeout_secs: 30,
             secure_cookies: false,
             public_url: "http://127.0.0.1:8080".to_owned(),
+            sessions: SessionLimits::default(),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -105,6 +132,11 @@ impl TryFrom<&ServeConfig> for AppConfig {
             request_timeout_secs: c.request_timeout_secs,
             secure_cookies: c.secure_cookies,
             public_url: public_url(c.public_url.as_deref(), c.addr)?,
+            sessions: SessionLimits {
+                idle: chrono::Duration::minutes(c.session_idle_minutes),
+                absolute: chrono::Duration::hours(c.session_max_hours),
+            },
+            trusted_proxies: c.trusted_proxies.clone(),
         })
     }
 }

@@ -174,7 +174,17 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
         };
         let key = format!("demo-{}-{}", item.stage, item.file);
         let key = if trial == first { key } else { format!("{key}-trial2") };
-        match evidence::ingest(state, DEMO_BRIEF_ID, trial, Some(key), upload, Some("rentcheck demo")).await? {
+        match evidence::ingest(
+            state,
+            DEMO_BRIEF_ID,
+            trial,
+            Some(key),
+            "system:demo",
+            upload,
+            Some("rentcheck demo"),
+        )
+        .await?
+        {
             Ingested::Created(_) => sent += 1,
             Ingested::Replayed(_) => replayed += 1,
         }

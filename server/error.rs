@@ -108,7 +108,8 @@ impl AppError {
 
     pub(crate) fn log(&self) {
         if let AppError::Internal(e) = self {
-            tracing::error!(error = ?e, "request failed");
+            // The cause chain on one line: `{:?}` would add anyhow's backtrace (90 lines per 500).
+            tracing::error!(error = %format_args!("{e:#}"), "request failed");
         }
     }
 }

@@ -8,7 +8,7 @@
 use std::{ops::Range, sync::Arc};
 
 use bytes::Bytes;
-use object_store::{aws::AmazonS3Builder, local::LocalFileSystem, path::Path, ObjectStore, PutPayload};
+use object_store::{aws::AmazonS3Builder, local::LocalFileSystem, path::Path, ObjectStore, ObjectStoreExt, PutPayload};
 
 use crate::error::AppError;
 
@@ -49,6 +49,20 @@ impl EvidenceStore {
                 "RENTCHECK_EVIDENCE_STORE: a file:// store needs an absolute path, got {url:?}"
             );
             std::fs::create_dir_all(dir)?;
+            // Objects are written with the process's umask; a private directory keeps them
+            // private whatever it is (evidence may hold hostnames, serials, prompts).
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))?;
+                    tracing::warn!(
+                        dir,
+                        "the evidence store was readable by others ({mode:04o}); it is now {:04o}",
+                        mode & 0o700
+                    );
+                }
+            }
             Arc::new(LocalFileSystem::new_with_prefix(dir)?)
         } else {
             anyhow::bail!("RENTCHECK_EVIDENCE_STORE must be s3://bucket/prefix or file:///dir, got {url:?}");
@@ -158,6 +172,21 @@ mod tests {
         assert!(matches!(s3, EvidenceStore::Objects { .. }));
         for bad in ["ftp://x", "s3://", "file://relative/dir", "/just/a/path"] {
             assert!(EvidenceStore::from_setting(Some(bad)).is_err(), "{bad} must be refused");
+        }
+    }
+
+    #[test]
+    fn a_file_store_directory_is_private_whatever_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = tempfile::tempdir().unwrap();
+        let fresh = parent.path().join("objects");
+        let open = parent.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for dir in [fresh, open] {
+            EvidenceStore::from_setting(Some(&format!("file://{}", dir.display()))).unwrap();
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode & 0o077, 0, "{} is {mode:04o}", dir.display());
         }
     }
 }

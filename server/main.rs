@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use rentcheck::{
     audit,
     auth::{
-        password,
+        password, teams,
         token::{self, NewToken},
         users, Role,
     },
@@ -67,6 +67,20 @@ enum Command {
         #[arg(long, env = "RENTCHECK_PUBLIC_URL")]
         public_url: Option<String>,
     },
+    /// Teams: a brief shared with a team may be edited by its members.
+    Team {
+        #[command(subcommand)]
+        action: TeamAction,
+    },
+    /// Assign a brief's owner (briefs from before ownership have none; every engineer may edit them).
+    BriefOwner {
+        /// The brief's id.
+        brief: uuid::Uuid,
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        db: DbConfig,
+    },
     /// Mint and revoke bearer tokens.
     Token {
         #[command(subcommand)]
@@ -88,6 +102,87 @@ enum UserAction {
         role: String,
         #[arg(long)]
         password_stdin: bool,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Disable a person: their sessions end and their tokens are refused at once.
+    Disable {
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Enable a disabled person again.
+    Enable {
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Change a person's role; their tokens of a higher role are refused from then on.
+    SetRole {
+        #[arg(long)]
+        email: String,
+        /// engineer, manager or admin
+        #[arg(long)]
+        role: String,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Set a person's password (from stdin with --password-stdin, else generated and printed once);
+    /// their sessions end.
+    SetPassword {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        password_stdin: bool,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+}
+
+#[derive(Subcommand)]
+enum TeamAction {
+    /// Make a team.
+    Add {
+        name: String,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Every team and its members.
+    List {
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Add a person to a team.
+    AddMember {
+        team: String,
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Remove a person from a team.
+    RemoveMember {
+        team: String,
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Share a brief with a team: its members may edit it.
+    Share {
+        team: String,
+        #[arg(long)]
+        brief: uuid::Uuid,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Stop sharing a brief with a team.
+    Unshare {
+        team: String,
+        #[arg(long)]
+        brief: uuid::Uuid,
         #[command(flatten)]
         db: DbConfig,
     },
@@ -154,6 +249,9 @@ async fn main() -> ExitCode {
                     db,
                 },
         } => add_user(db, email, role, password_stdin).await,
+        Command::User { action } => user_lifecycle(action).await,
+        Command::Team { action } => team(action).await,
+        Command::BriefOwner { brief, email, db } => brief_owner(db, brief, email).await,
         Command::Token {
             action:
                 TokenAction::Mint {
@@ -250,6 +348,235 @@ async fn add_user(db: DbConfig, email: String, role: String, password_stdin: boo
     .await
 }
 
+/// A password from stdin (checked), or `None` to generate one.
+fn password_from_stdin(password_stdin: bool) -> anyhow::Result<Option<String>> {
+    if !password_stdin {
+        return Ok(None);
+    }
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text)?;
+    let text = text.trim_end_matches(['\n', '\r']).to_owned();
+    users::check_new_password(&text).map_err(describe)?;
+    Ok(Some(text))
+}
+
+async fn person(pool: &sqlx::PgPool, email: &str) -> anyhow::Result<users::UserRow> {
+    let email = users::normalize_email(email).map_err(|m| anyhow::anyhow!("--email {m}"))?;
+    users::by_email(pool, &email)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no user {email}"))
+}
+
+async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
+    let (db, email, change, verb) = match action {
+        UserAction::Add { .. } => unreachable!("handled before"),
+        UserAction::SetPassword {
+            email,
+            password_stdin,
+            db,
+        } => {
+            let given = password_from_stdin(password_stdin)?;
+            return with_database(&db, "user set-password", |pool| async move {
+                let user = person(&pool, &email).await?;
+                let password = given
+                    .clone()
+                    .unwrap_or_else(|| rentcheck::secrets::random_token()[..24].to_owned());
+                users::replace_password(&pool, user.id, password.clone(), None)
+                    .await
+                    .map_err(describe)?;
+                audit::record(&pool, "cli", "user.password", &user.email, json!({ "by": "cli" })).await?;
+                Ok(match given {
+                    Some(_) => format!("new password set for {}; their sessions ended", user.email),
+                    None => format!(
+                        "new password set for {}; their sessions ended\npassword (shown once): {password}",
+                        user.email
+                    ),
+                })
+            })
+            .await;
+        }
+        UserAction::Disable { email, db } => (
+            db,
+            email,
+            users::Change {
+                role: None,
+                disabled: Some(true),
+            },
+            "disabled",
+        ),
+        UserAction::Enable { email, db } => (
+            db,
+            email,
+            users::Change {
+                role: None,
+                disabled: Some(false),
+            },
+            "enabled",
+        ),
+        UserAction::SetRole { email, role, db } => {
+            let role = users::person_role(&role).map_err(|m| anyhow::anyhow!("--role {m}"))?;
+            (
+                db,
+                email,
+                users::Change {
+                    role: Some(role),
+                    disabled: None,
+                },
+                "changed",
+            )
+        }
+    };
+    with_database(&db, "user change", |pool| async move {
+        let user = person(&pool, &email).await?;
+        let changed = users::change(&pool, user.id, change)
+            .await
+            .map_err(describe)?
+            .ok_or_else(|| anyhow::anyhow!("no user {email}"))?;
+        audit::record(
+            &pool,
+            "cli",
+            "user.change",
+            &changed.email,
+            json!({ "role": change.role.map(|r| r.as_str()), "disabled": change.disabled }),
+        )
+        .await?;
+        Ok(format!(
+            "{verb} {} ({}{})",
+            changed.email,
+            changed.role,
+            if changed.disabled_at.is_some() {
+                ", disabled"
+            } else {
+                ""
+            }
+        ))
+    })
+    .await
+}
+
+async fn team(action: TeamAction) -> anyhow::Result<()> {
+    match action {
+        TeamAction::Add { name, db } => {
+            with_database(&db, "team add", |pool| async move {
+                let team = teams::create_team(&pool, &name).await.map_err(describe)?;
+                audit::record(
+                    &pool,
+                    "cli",
+                    "team.add",
+                    &format!("team:{}", team.id),
+                    json!({ "name": team.name }),
+                )
+                .await?;
+                Ok(format!("team {} ({})", team.name, team.id))
+            })
+            .await
+        }
+        TeamAction::List { db } => {
+            with_database(&db, "team list", |pool| async move {
+                let all = teams::list_teams(&pool).await?;
+                if all.is_empty() {
+                    return Ok("no teams; make one with `rentcheck team add NAME`".to_owned());
+                }
+                Ok(all
+                    .iter()
+                    .map(|t| format!("{}: {}", t.name, t.members.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+            })
+            .await
+        }
+        TeamAction::AddMember { team, email, db } => member(db, team, email, true).await,
+        TeamAction::RemoveMember { team, email, db } => member(db, team, email, false).await,
+        TeamAction::Share { team, brief, db } => {
+            with_database(&db, "team share", |pool| async move {
+                let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
+                teams::share(&pool, brief, team.id).await.map_err(describe)?;
+                audit::record(
+                    &pool,
+                    "cli",
+                    "brief.share",
+                    &format!("brief:{brief}"),
+                    json!({ "team": team.name }),
+                )
+                .await?;
+                Ok(format!("brief {brief} is shared with {}", team.name))
+            })
+            .await
+        }
+        TeamAction::Unshare { team, brief, db } => {
+            with_database(&db, "team unshare", |pool| async move {
+                let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
+                anyhow::ensure!(
+                    teams::unshare(&pool, brief, team.id).await?,
+                    "brief {brief} is not shared with {}",
+                    team.name
+                );
+                audit::record(
+                    &pool,
+                    "cli",
+                    "brief.unshare",
+                    &format!("brief:{brief}"),
+                    json!({ "team": team.name }),
+                )
+                .await?;
+                Ok(format!("brief {brief} is no longer shared with {}", team.name))
+            })
+            .await
+        }
+    }
+}
+
+async fn member(db: DbConfig, team: String, email: String, add: bool) -> anyhow::Result<()> {
+    with_database(&db, "team member", |pool| async move {
+        let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
+        let user = person(&pool, &email).await?;
+        let changed = if add {
+            teams::add_member(&pool, team.id, user.id).await?
+        } else {
+            teams::remove_member(&pool, team.id, user.id).await?
+        };
+        let action = if add { "team.member.add" } else { "team.member.remove" };
+        if changed {
+            audit::record(
+                &pool,
+                "cli",
+                action,
+                &format!("team:{}", team.id),
+                json!({ "email": user.email }),
+            )
+            .await?;
+        }
+        Ok(match (add, changed) {
+            (true, true) => format!("{} is now in {}", user.email, team.name),
+            (true, false) => format!("{} was already in {}", user.email, team.name),
+            (false, true) => format!("{} is no longer in {}", user.email, team.name),
+            (false, false) => format!("{} was not in {}", user.email, team.name),
+        })
+    })
+    .await
+}
+
+async fn brief_owner(db: DbConfig, brief: uuid::Uuid, email: String) -> anyhow::Result<()> {
+    with_database(&db, "brief-owner", |pool| async move {
+        let user = person(&pool, &email).await?;
+        anyhow::ensure!(
+            rentcheck::briefs::service::exists(&pool, brief).await?,
+            "no brief {brief}"
+        );
+        teams::set_owner(&pool, brief, user.id).await?;
+        audit::record(
+            &pool,
+            "cli",
+            "brief.owner",
+            &format!("brief:{brief}"),
+            json!({ "owner": user.email }),
+        )
+        .await?;
+        Ok(format!("brief {brief} now belongs to {}", user.email))
+    })
+    .await
+}
+
 fn describe(e: rentcheck::error::AppError) -> anyhow::Error {
     match e {
         rentcheck::error::AppError::Validation(errors) => anyhow::anyhow!(errors
@@ -270,7 +597,11 @@ async fn mint_token(
     ttl: String,
     name: Option<String>,
 ) -> anyhow::Result<()> {
-    let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db.data_dir)?;
+    let keys = TokenKeys::load(
+        tokens.jwt_secret.as_ref(),
+        tokens.jwt_secret_file.as_deref(),
+        &db.data_dir,
+    )?;
     let ttl = token::parse_ttl(&ttl).map_err(|m| anyhow::anyhow!("--ttl: {m}"))?;
     with_database(&db, "token mint", |pool| async move {
         let email = users::normalize_email(&email).map_err(|m| anyhow::anyhow!("--email {m}"))?;
@@ -361,7 +692,11 @@ async fn run_demo(
     public_url: Option<String>,
 ) -> anyhow::Result<()> {
     let public_url = config::public_url(public_url.as_deref(), addr)?;
-    let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db.data_dir)?;
+    let keys = TokenKeys::load(
+        tokens.jwt_secret.as_ref(),
+        tokens.jwt_secret_file.as_deref(),
+        &db.data_dir,
+    )?;
     with_database(&db, "demo", |pool| async move {
         let state = AppState::new(pool, AppConfig::default(), keys);
         let outcome = rentcheck::demo::load(&state).await.map_err(describe)?;
@@ -395,7 +730,11 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
     let listener = tokio::net::TcpListener::bind(serve.addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", serve.addr))?;
-    let keys = TokenKeys::load(tokens.jwt_secret.as_ref(), &db_config.data_dir)?;
+    let keys = TokenKeys::load(
+        tokens.jwt_secret.as_ref(),
+        tokens.jwt_secret_file.as_deref(),
+        &db_config.data_dir,
+    )?;
     // A wrong evidence-store setting stops the start, before the database is touched.
     let evidence_store = EvidenceStore::from_setting(serve.evidence_store.as_deref())?;
     tracing::info!(store = evidence_store.describe(), "raw evidence is kept in");

@@ -39,10 +39,29 @@ pub fn create_private_file_once(path: &std::path::Path, contents: &str) -> anyho
     match linked {
         Ok(()) => Ok(contents.to_owned()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))
+            read_private_file(path).map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))
         }
         Err(e) => Err(anyhow::anyhow!("writing {}: {e}", path.display())),
     }
+}
+
+/// Reads a file holding a secret, refusing one that others on the machine can read or write:
+/// a secret others could have read is no longer one (and using it silently hides that).
+pub fn read_private_file(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} has mode {mode:04o}, so other users of this machine may read it; \
+                 run `chmod 600 {}` and, if anyone else could have read it, replace the secret",
+                path.display(),
+                path.display()
+            ),
+        ));
+    }
+    std::fs::read_to_string(path)
 }
 
 /// SHA-256 of a secret, for storing lookup keys instead of the secret itself.
@@ -106,9 +125,10 @@ impl TokenKeys {
         }
     }
 
-    /// `RENTCHECK_JWT_SECRET` when given; otherwise the secret kept in `<data dir>/jwt-secret`
-    /// (mode 0600), generated on first start.
-    pub fn load(configured: Option<&Secret>, data_dir: &Path) -> anyhow::Result<Self> {
+    /// `RENTCHECK_JWT_SECRET` when given; else the file `RENTCHECK_JWT_SECRET_FILE` names;
+    /// otherwise the secret kept in `<data dir>/jwt-secret` (mode 0600), generated on first start.
+    /// A secret file others may read is refused.
+    pub fn load(configured: Option<&Secret>, file: Option<&Path>, data_dir: &Path) -> anyhow::Result<Self> {
         if let Some(secret) = configured {
             anyhow::ensure!(
                 secret.expose().len() >= MIN_SECRET_LEN,
@@ -116,9 +136,20 @@ impl TokenKeys {
             );
             return Ok(Self::from_secret(secret.expose().as_bytes()));
         }
+        if let Some(file) = file {
+            let secret = read_private_file(file)
+                .map_err(|e| anyhow::anyhow!("RENTCHECK_JWT_SECRET_FILE: {}: {e}", file.display()))?;
+            let secret = secret.trim();
+            anyhow::ensure!(
+                secret.len() >= MIN_SECRET_LEN,
+                "{} must hold at least {MIN_SECRET_LEN} characters",
+                file.display()
+            );
+            return Ok(Self::from_secret(secret.as_bytes()));
+        }
         std::fs::create_dir_all(data_dir)?;
         let path = data_dir.join("jwt-secret");
-        let secret = match std::fs::read_to_string(&path) {
+        let secret = match read_private_file(&path) {
             Ok(s) => s.trim().to_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 // Created once: two first starts must not each keep a different secret.
@@ -126,6 +157,7 @@ impl TokenKeys {
                 tracing::info!(path = %path.display(), "generated a token signing secret");
                 s.trim().to_owned()
             }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(anyhow::anyhow!("{e}")),
             Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
         };
         anyhow::ensure!(secret.len() >= MIN_SECRET_LEN, "{} is too short", path.display());
@@ -150,5 +182,21 @@ mod tests {
             1,
             "no temporary file is left"
         );
+    }
+
+    #[test]
+    fn a_secret_file_others_may_read_is_refused_not_used_silently() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jwt-secret");
+        std::fs::write(&path, "x".repeat(64)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = TokenKeys::load(None, None, dir.path()).unwrap_err().to_string();
+        assert!(err.contains("mode 0644") && err.contains("chmod 600"), "{err}");
+        let err = TokenKeys::load(None, Some(&path), dir.path()).unwrap_err().to_string();
+        assert!(err.contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(TokenKeys::load(None, None, dir.path()).is_ok());
+        assert!(TokenKeys::load(None, Some(&path), dir.path()).is_ok());
     }
 }

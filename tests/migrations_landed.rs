@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 14] = [
+const LANDED: [(&str, &str); 15] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -63,6 +63,10 @@ const LANDED: [(&str, &str); 14] = [
     (
         "20261130200001_brief_architecture.sql",
         "babb1e56704d953b5cf26997dde6d5f8947645f9cae70016efadefdcf730c962985261590f8eb4bec2e2e10f17070659",
+    ),
+    (
+        "20261130500001_teams_and_trust.sql",
+        "e47657763a887de10b66212f8ef3fdd3dc5a23083e985fd9a4018d5b6973a2fd065158264a3aa6a2774cdbacdcd7d0ae",
     ),
 ];
 

@@ -145,6 +145,7 @@ pub async fn save_revision(
     criteria: &[Criterion],
     who: &Principal,
 ) -> ApiResult<repo::CardRevision> {
+    crate::auth::teams::may_edit_brief(&state.pool, who, brief.id).await?;
     let before = current_card(&state.pool, brief).await?;
     let mut tx = state.pool.begin().await?;
     let saved = repo::append(&mut tx, brief.id, criteria, &who.label())
@@ -177,6 +178,7 @@ async fn replace(
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
     caller.require_person(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &caller, id).await?;
     let Value::Object(map) = &body else {
         return Err(AppError::BadRequest(
             "the body must be a JSON object { criteria: [...] }".into(),

@@ -336,6 +336,7 @@ async fn editor_page(state: &AppState, user: &PageUser, brief: &Brief) -> PageRe
 
 async fn editor(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let brief = load_brief(&state, id).await?;
     render(&editor_page(&state, &user, &brief).await?)
 }
@@ -455,6 +456,7 @@ async fn save(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let brief = load_brief(&state, id).await?;
     let mut rows = rows_from_form(&values);
     match criteria_from_rows(&mut rows) {
@@ -567,6 +569,7 @@ async fn confirm(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     load_brief(&state, id).await?;
     let item = values.get("item").map(String::as_str).unwrap_or("");
     if !readiness::is_item(item) {

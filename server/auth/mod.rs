@@ -1,9 +1,13 @@
 //! Who is asking: people with a server-side session, machines with a bearer token (JWT), and what
 //! each role may do. See ../shared/docs/api.md ("Auth").
 
+pub mod admin;
+pub mod api;
+pub mod lockout;
 pub mod pages;
 pub mod password;
 pub mod session;
+pub mod teams;
 pub mod token;
 pub mod users;
 
@@ -51,13 +55,15 @@ impl std::str::FromStr for Role {
 pub enum Principal {
     /// A person signed in through the browser.
     User { id: Uuid, email: String, role: Role },
-    /// A bearer token; `brief` limits it to one brief, `trial` to one trial of it.
+    /// A bearer token; `brief` limits it to one brief, `trial` to one trial of it. `user` is the
+    /// person it was minted by or for (a person token acts as them; none for old agent tokens).
     Token {
         jti: Uuid,
         subject: String,
         role: Role,
         brief: Option<Uuid>,
         trial: Option<Uuid>,
+        user: Option<Uuid>,
     },
 }
 
@@ -73,6 +79,33 @@ impl Principal {
         match self {
             Principal::User { email, .. } => email.clone(),
             Principal::Token { jti, subject, .. } => format!("token:{jti} ({subject})"),
+        }
+    }
+
+    /// The person behind the caller: the signed-in user, or whoever a token was minted for.
+    pub fn user_id(&self) -> Option<Uuid> {
+        match self {
+            Principal::User { id, .. } => Some(*id),
+            Principal::Token { user, .. } => *user,
+        }
+    }
+
+    /// Whose `Idempotency-Key`s these are: one token, or one person's sessions. Keys of one caller
+    /// never answer another's request.
+    pub fn idempotency_scope(&self) -> String {
+        match self {
+            Principal::User { id, .. } => format!("user:{id}"),
+            Principal::Token { jti, .. } => format!("token:{jti}"),
+        }
+    }
+
+    /// Refuses a token limited to one brief: it may not create briefs or act outside that brief.
+    pub fn require_unscoped(&self) -> Result<(), AppError> {
+        match self.brief_scope() {
+            Some(_) => Err(AppError::Forbidden(
+                "this token is limited to one brief and cannot act outside it".into(),
+            )),
+            None => Ok(()),
         }
     }
 
@@ -115,15 +148,17 @@ impl Principal {
         self.check_scope(brief)
     }
 
-    /// Sending evidence or ledger lines to a brief: an agent token for that brief, or an engineer+.
-    pub fn may_send_to_brief(&self, brief: Uuid) -> Result<(), AppError> {
+    /// The role and scope half of sending evidence or ledger lines to a brief: an agent token for
+    /// that brief, or an engineer+. Private on purpose: routes call `teams::may_send_to_brief`,
+    /// which adds ownership, so no new route can skip it by calling this half alone.
+    fn may_send_to_brief(&self, brief: Uuid) -> Result<(), AppError> {
         if self.role() != Role::Agent {
             self.require_person(Role::Engineer)?;
         }
         self.check_scope(brief)
     }
 
-    fn check_scope(&self, brief: Uuid) -> Result<(), AppError> {
+    pub(crate) fn check_scope(&self, brief: Uuid) -> Result<(), AppError> {
         match self.brief_scope() {
             Some(scope) if scope != brief => Err(AppError::Forbidden("this token is scoped to another brief".into())),
             _ => Ok(()),
@@ -142,6 +177,7 @@ mod tests {
             role,
             brief,
             trial: None,
+            user: None,
         }
     }
 

@@ -17,7 +17,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{
-    password, session,
+    lockout::{self, Admission},
+    password, session, teams,
     token::{self, NewToken, TokenRow},
     users, Role,
 };
@@ -29,7 +30,7 @@ use crate::{
     state::AppState,
     trials::service as trials,
     web::{
-        auth::{csrf_failure, CsrfForm, PageUser, CSRF_FIELD},
+        auth::{client_ip, csrf_failure, from_this_machine, CsrfForm, PageUser, CSRF_FIELD},
         extract::{ApiQuery, HtmlForm, Path},
         page::{render, PageContext, PageError, PageResult},
     },
@@ -42,21 +43,30 @@ pub fn routes() -> Router<AppState> {
         .route("/setup", get(setup_form).post(setup))
         .route("/briefs/{id}/tokens", get(tokens_page).post(mint_token))
         .route("/briefs/{id}/tokens/{jti}/revoke", post(revoke_token))
-        .route("/admin/users", get(users_page).post(add_user))
+        .merge(super::admin::routes())
 }
 
-/// Failed sign-ins for one email within the window lock it for the rest of the window.
-pub const LOGIN_FAILURE_LIMIT: i64 = 5;
-pub const LOGIN_FAILURE_WINDOW_MINUTES: i32 = 15;
 /// Pre-session CSRF for the login and setup forms: a random value in a cookie and in the form.
 const LOGIN_CSRF_COOKIE: &str = "rentcheck_login_csrf";
 
-/// Only local paths: `/briefs/x`, never `//evil.example` or `https://…`.
-fn safe_next(next: Option<&str>) -> String {
+/// Only local paths: `/briefs/x`, never `//evil.example`, `/\evil.example` or `https://…`. No
+/// whitespace or control character anywhere: browsers drop tabs and newlines from URLs, so
+/// `/<TAB>/evil.example` becomes `//evil.example`; and a control character cannot be a header.
+pub fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        Some(n) if is_local_path(n) => n.to_owned(),
         _ => "/".to_owned(),
     }
+}
+
+fn is_local_path(n: &str) -> bool {
+    let bytes = n.as_bytes();
+    bytes.first() == Some(&b'/')
+        && !matches!(bytes.get(1), Some(b'/' | b'\\'))
+        && n.len() <= 2048
+        && !n.chars().any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+        && n.parse::<axum::http::Uri>()
+            .is_ok_and(|u| u.scheme().is_none() && u.authority().is_none())
 }
 
 #[derive(Template)]
@@ -110,6 +120,7 @@ fn pre_session_csrf_ok(headers: &HeaderMap, form: &HashMap<String, String>) -> b
 
 async fn login(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     HtmlForm(form): HtmlForm<HashMap<String, String>>,
 ) -> PageResult<Response> {
@@ -120,29 +131,57 @@ async fn login(
     let raw_email = form.get("email").cloned().unwrap_or_default();
     let email = raw_email.trim().to_lowercase();
     let password = form.get("password").cloned().unwrap_or_default();
+    let client = client_ip(&headers, peer.ip(), &state.config.trusted_proxies).to_string();
 
-    // The same answers whether or not the email exists: no user enumeration.
-    let failures = audit::recent_login_failures(&state.pool, &email, LOGIN_FAILURE_WINDOW_MINUTES).await?;
-    if failures >= LOGIN_FAILURE_LIMIT {
-        audit::record(&state.pool, &email, "login.locked", &email, json!({})).await?;
-        let mut r = login_page(
-            &state,
-            raw_email,
-            next,
-            format!("Too many failed sign-ins. Try again in {LOGIN_FAILURE_WINDOW_MINUTES} minutes."),
-        )
-        .await?;
-        *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-        return Ok(r);
-    }
+    // The attempt is counted before the password is checked (see `lockout`), and the answers are
+    // the same whether or not the email exists: no user enumeration.
+    let attempt = match lockout::admit(&state.pool, &email, &client).await? {
+        Admission::Go(attempt) => attempt,
+        Admission::Locked => {
+            audit::record(&state.pool, &email, "login.locked", &email, json!({ "client": client })).await?;
+            let mut r = login_page(
+                &state,
+                raw_email,
+                next,
+                format!(
+                    "Too many failed sign-ins from here. Try again in {} minutes.",
+                    lockout::WINDOW_MINUTES
+                ),
+            )
+            .await?;
+            *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+            return Ok(r);
+        }
+    };
     let user = users::by_email(&state.pool, &email).await?;
     let ok = password::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await?;
+    lockout::settle(&state.pool, attempt, ok).await?;
     let Some(user) = user.filter(|_| ok) else {
-        audit::record(&state.pool, &email, "login.failed", &email, json!({})).await?;
+        audit::record(&state.pool, &email, "login.failed", &email, json!({ "client": client })).await?;
         let mut r = login_page(&state, raw_email, next, "Email or password is incorrect.".into()).await?;
         *r.status_mut() = StatusCode::UNAUTHORIZED;
         return Ok(r);
     };
+    if user.disabled_at.is_some() {
+        // Said only to someone who knows the password: it tells them whom to ask.
+        audit::record(
+            &state.pool,
+            &email,
+            "login.disabled",
+            &email,
+            json!({ "client": client }),
+        )
+        .await?;
+        let mut r = login_page(
+            &state,
+            raw_email,
+            next,
+            "This account is disabled. Ask an admin to enable it.".into(),
+        )
+        .await?;
+        *r.status_mut() = StatusCode::FORBIDDEN;
+        return Ok(r);
+    }
     start_session(&state, &headers, &user, next).await
 }
 
@@ -156,13 +195,13 @@ async fn start_session(
     if let Some(old) = session::read_cookie(headers, session::COOKIE) {
         session::delete(&state.pool, &old).await?;
     }
-    let id = session::create(&state.pool, user.id).await?;
+    let id = session::create(&state.pool, user.id, state.config.sessions).await?;
     audit::record(&state.pool, &user.email, "login.ok", &user.email, json!({})).await?;
     let secure = state.config.secure_cookies;
     let mut response = Redirect::to(&next).into_response();
     let headers = response.headers_mut();
     for cookie in [
-        session::set_cookie(session::COOKIE, &id, session::ABSOLUTE_TIMEOUT, secure),
+        session::set_cookie(session::COOKIE, &id, state.config.sessions.absolute, secure),
         session::clear_cookie(LOGIN_CSRF_COOKIE, secure),
     ] {
         if let Ok(v) = cookie.parse() {
@@ -197,12 +236,13 @@ struct SetupPage {
     errors: Vec<String>,
 }
 
-/// The first-run page exists only while there is no user, and only for this machine.
-async fn setup_allowed(state: &AppState, peer: SocketAddr) -> PageResult<()> {
+/// The first-run page exists only while there is no user, and only for a browser on this machine
+/// (`from_this_machine`: not through a proxy, not under another site's name).
+async fn setup_allowed(state: &AppState, peer: SocketAddr, headers: &HeaderMap) -> PageResult<()> {
     if users::count(&state.pool).await? > 0 {
         return Err(PageError(AppError::NotFound("page")));
     }
-    if !peer.ip().is_loopback() {
+    if !from_this_machine(headers, peer.ip(), &state.config.public_url) {
         return Err(PageError(AppError::Forbidden(
             "First-run setup is only open from the machine rentcheck runs on. \
              Or create the first admin with `rentcheck user add --email you@example.com --role admin`."
@@ -224,8 +264,12 @@ async fn setup_page(state: &AppState, email: String, errors: Vec<String>) -> Pag
     Ok(response)
 }
 
-async fn setup_form(State(state): State<AppState>, ConnectInfo(peer): ConnectInfo<SocketAddr>) -> PageResult<Response> {
-    setup_allowed(&state, peer).await?;
+async fn setup_form(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> PageResult<Response> {
+    setup_allowed(&state, peer, &headers).await?;
     setup_page(&state, String::new(), Vec::new()).await
 }
 
@@ -235,7 +279,7 @@ async fn setup(
     headers: HeaderMap,
     HtmlForm(form): HtmlForm<HashMap<String, String>>,
 ) -> PageResult<Response> {
-    setup_allowed(&state, peer).await?;
+    setup_allowed(&state, peer, &headers).await?;
     if !pre_session_csrf_ok(&headers, &form) {
         return Ok(csrf_failure());
     }
@@ -336,7 +380,7 @@ async fn tokens_view(
     base_url: &str,
     error: String,
 ) -> PageResult<Response> {
-    user.require(Role::Engineer)?;
+    teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
     let brief = briefs::load(&state.pool, brief_id).await?;
     let trials = trials::names(state, brief_id).await?;
     let tokens = token::list_for_brief(&state.pool, brief_id).await?;
@@ -376,7 +420,7 @@ async fn mint_token(
     Path(id): Path<Uuid>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
-    user.require(Role::Engineer)?;
+    teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let base = state.config.public_url.clone();
     briefs::load(&state.pool, id).await?;
     let trial = match form.get("trial").map(|t| t.trim()).filter(|t| !t.is_empty()) {
@@ -442,7 +486,7 @@ async fn revoke_token(
     Path((brief_id, jti)): Path<(Uuid, Uuid)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
-    user.require(Role::Engineer)?;
+    teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
     let row = token::get(&state.pool, jti)
         .await?
         .filter(|t| t.brief_id == Some(brief_id))
@@ -458,87 +502,4 @@ async fn revoke_token(
         .await?;
     }
     Ok(Redirect::to(&format!("/briefs/{brief_id}/tokens")).into_response())
-}
-
-struct UserLine {
-    email: String,
-    role: String,
-    created: String,
-}
-
-#[derive(Template)]
-#[template(path = "auth/users.html")]
-struct UsersPage {
-    ctx: PageContext,
-    users: Vec<UserLine>,
-    created: Option<(String, String)>,
-    error: String,
-}
-
-async fn users_view(
-    state: &AppState,
-    user: &PageUser,
-    created: Option<(String, String)>,
-    error: String,
-) -> PageResult<Response> {
-    user.require(Role::Admin)?;
-    let users = users::list(&state.pool)
-        .await?
-        .into_iter()
-        .map(|u| UserLine {
-            email: u.email,
-            role: u.role,
-            created: u.created_at.format("%Y-%m-%d").to_string(),
-        })
-        .collect();
-    render(&UsersPage {
-        ctx: user.into(),
-        users,
-        created,
-        error,
-    })
-}
-
-async fn users_page(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
-    users_view(&state, &user, None, String::new()).await
-}
-
-async fn add_user(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
-    user.require(Role::Admin)?;
-    let email = form.get("email").cloned().unwrap_or_default();
-    let role = match users::person_role(form.get("role").map(String::as_str).unwrap_or("")) {
-        Ok(role) => role,
-        Err(m) => return users_view(&state, &user, None, format!("role {m}")).await,
-    };
-    match users::add(&state.pool, &email, role, None).await {
-        Ok((created, password)) => {
-            audit::record(
-                &state.pool,
-                &user.0.email,
-                "user.add",
-                &created.email,
-                json!({ "role": role.as_str() }),
-            )
-            .await?;
-            let mut r = users_view(
-                &state,
-                &user,
-                Some((created.email, password.unwrap_or_default())),
-                String::new(),
-            )
-            .await?;
-            r.headers_mut()
-                .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
-            Ok(r)
-        }
-        Err(AppError::Validation(errors)) => {
-            let message = errors
-                .into_iter()
-                .map(|e| format!("{} {}", e.field, e.message))
-                .collect::<Vec<_>>();
-            users_view(&state, &user, None, message.join("; ")).await
-        }
-        Err(AppError::Conflict(m)) => users_view(&state, &user, None, m).await,
-        Err(e) => Err(PageError(e)),
-    }
 }

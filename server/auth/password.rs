@@ -50,3 +50,5 @@ pub fn warm_up() {
 }
 
 pub const MIN_PASSWORD_LEN: usize = 12;
+/// Argon2 hashes any length, but a megabyte-long "password" is only a way to burn CPU.
+pub const MAX_PASSWORD_LEN: usize = 256;

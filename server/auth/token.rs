@@ -63,6 +63,11 @@ pub async fn mint(db: impl PgExecutor<'_>, keys: &TokenKeys, new: NewToken) -> a
         new.trial.is_none() || new.brief.is_some(),
         "a trial token needs its brief"
     );
+    // A person token acts as its person, checked on every request: it must name them.
+    anyhow::ensure!(
+        new.role == Role::Agent || new.created_by.is_some(),
+        "a person token needs its person"
+    );
     let jti = Uuid::now_v7();
     let now = Utc::now();
     let expires = now + new.ttl;
@@ -111,6 +116,10 @@ struct TokenState {
     trial_id: Option<Uuid>,
     expires_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
+    created_by: Option<Uuid>,
+    /// The person's role and disabled mark now, when the token has a person.
+    user_role: Option<String>,
+    user_disabled: Option<bool>,
 }
 
 fn invalid(why: &str) -> AppError {
@@ -118,7 +127,9 @@ fn invalid(why: &str) -> AppError {
 }
 
 /// Verifies signature, algorithm, `exp` and `nbf`, then the `jti` row (exists, not revoked, not
-/// expired, same role and scope as signed).
+/// expired, same role and scope as signed), then its person: a person token needs its person,
+/// not disabled and with a role at least the token's (a lowered role refuses the token at once);
+/// an agent token minted by a person who is now disabled is refused too.
 pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Result<Principal, AppError> {
     let mut validation = Validation::new(Algorithm::HS256);
     validation.leeway = 5;
@@ -144,7 +155,9 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
              WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
          ) \
-         SELECT role, brief_id, trial_id, expires_at, revoked_at FROM api_tokens WHERE jti = $1",
+         SELECT t.role, t.brief_id, t.trial_id, t.expires_at, t.revoked_at, t.created_by, \
+                u.role AS \"user_role?\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
+         FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by WHERE t.jti = $1",
         claims.jti,
     )
     .fetch_optional(pool)
@@ -155,6 +168,9 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
         trial_id: trial,
         expires_at,
         revoked_at,
+        created_by,
+        user_role,
+        user_disabled,
     }) = row
     else {
         return Err(invalid("unknown token"));
@@ -168,12 +184,29 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
     if role != claims.role.as_str() || brief != claims.brief || trial != claims.trial {
         return Err(invalid("claims do not match the token record"));
     }
+    if user_disabled == Some(true) {
+        return Err(invalid("its person's account is disabled"));
+    }
+    if claims.role != Role::Agent {
+        // A person token acts as its person: it needs one, and never more than their role now.
+        let Some(current) = user_role.and_then(|r| r.parse::<Role>().ok()) else {
+            return Err(invalid("its person's account no longer exists"));
+        };
+        if claims.role > current {
+            return Err(invalid(&format!(
+                "its person's role is now {}, lower than the token's {}",
+                current.as_str(),
+                claims.role.as_str()
+            )));
+        }
+    }
     Ok(Principal::Token {
         jti: claims.jti,
         subject: claims.sub,
         role: claims.role,
         brief: claims.brief,
         trial: claims.trial,
+        user: created_by,
     })
 }
 

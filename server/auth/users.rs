@@ -13,6 +13,7 @@ pub struct UserRow {
     pub role: String,
     pub password_hash: String,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    pub disabled_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl UserRow {
@@ -64,17 +65,12 @@ pub async fn add(
             (p.clone(), Some(p))
         }
     };
-    if password.chars().count() < password::MIN_PASSWORD_LEN {
-        return Err(AppError::Validation(vec![FieldError::new(
-            "password",
-            format!("must be at least {} characters", password::MIN_PASSWORD_LEN),
-        )]));
-    }
+    check_new_password(&password)?;
     let hash = password::hash(password).await?;
     let row = sqlx::query_as!(
         UserRow,
         "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, $3, $4) \
-         RETURNING id, email, role, password_hash, created_at",
+         RETURNING id, email, role, password_hash, created_at, disabled_at",
         Uuid::now_v7(),
         &email,
         role.as_str(),
@@ -94,7 +90,7 @@ pub async fn add(
 pub async fn by_email(db: impl PgExecutor<'_>, email: &str) -> Result<Option<UserRow>, sqlx::Error> {
     sqlx::query_as!(
         UserRow,
-        "SELECT id, email, role, password_hash, created_at FROM users WHERE email = $1",
+        "SELECT id, email, role, password_hash, created_at, disabled_at FROM users WHERE email = $1",
         email,
     )
     .fetch_optional(db)
@@ -110,10 +106,113 @@ pub async fn count(db: impl PgExecutor<'_>) -> Result<i64, sqlx::Error> {
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<UserRow>, sqlx::Error> {
     sqlx::query_as!(
         UserRow,
-        "SELECT id, email, role, password_hash, created_at FROM users ORDER BY email"
+        "SELECT id, email, role, password_hash, created_at, disabled_at FROM users ORDER BY email"
     )
     .fetch_all(db)
     .await
+}
+
+pub async fn by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<UserRow>, sqlx::Error> {
+    sqlx::query_as!(
+        UserRow,
+        "SELECT id, email, role, password_hash, created_at, disabled_at FROM users WHERE id = $1",
+        id,
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// What an admin may change about a person (`PUT /api/v1/users/{uid}`, the users page, the CLI).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Change {
+    pub role: Option<Role>,
+    pub disabled: Option<bool>,
+}
+
+/// Changes a person's role and/or disabled mark in one transaction. Disabling ends their sessions
+/// (their tokens are refused by `token::authenticate` from the same moment); a role change takes
+/// effect on their next request. The last enabled admin can be neither disabled nor demoted (409):
+/// nobody could manage users after that. `None` when there is no such person.
+pub async fn change(pool: &PgPool, id: Uuid, change: Change) -> Result<Option<UserRow>, AppError> {
+    if change.role == Some(Role::Agent) {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "role",
+            "must be one of: engineer, manager, admin",
+        )]));
+    }
+    let mut tx = pool.begin().await?;
+    // Serializes admin changes, so two admins demoting each other cannot leave none.
+    sqlx::query!("SELECT pg_advisory_xact_lock(hashtext('rentcheck.users.admins'))")
+        .execute(&mut *tx)
+        .await?;
+    let Some(current) = by_id(&mut *tx, id).await? else {
+        return Ok(None);
+    };
+    let was_active_admin = current.role() == Role::Admin && current.disabled_at.is_none();
+    let stays_active_admin = change.role.unwrap_or(current.role()) == Role::Admin
+        && !change.disabled.unwrap_or(current.disabled_at.is_some());
+    if was_active_admin && !stays_active_admin {
+        let admins = sqlx::query_scalar!(
+            r#"SELECT count(*) AS "count!" FROM users WHERE role = 'admin' AND disabled_at IS NULL"#
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        if admins <= 1 {
+            return Err(AppError::Conflict(format!(
+                "{} is the last enabled admin; make another admin first",
+                current.email
+            )));
+        }
+    }
+    let row = sqlx::query_as!(
+        UserRow,
+        "UPDATE users SET role = COALESCE($2, role), \
+             disabled_at = CASE WHEN $3::boolean IS NULL THEN disabled_at \
+                                WHEN $3 THEN COALESCE(disabled_at, now()) ELSE NULL END \
+         WHERE id = $1 RETURNING id, email, role, password_hash, created_at, disabled_at",
+        id,
+        change.role.map(|r| r.as_str()),
+        change.disabled,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if row.disabled_at.is_some() {
+        super::session::delete_for_user(&mut *tx, id, None).await?;
+    }
+    tx.commit().await?;
+    Ok(Some(row))
+}
+
+/// Checks a new password's length; the field-level message otherwise.
+pub fn check_new_password(password: &str) -> Result<(), AppError> {
+    let n = password.chars().count();
+    if !(password::MIN_PASSWORD_LEN..=password::MAX_PASSWORD_LEN).contains(&n) {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "password",
+            format!(
+                "must be {} to {} characters",
+                password::MIN_PASSWORD_LEN,
+                password::MAX_PASSWORD_LEN
+            ),
+        )]));
+    }
+    Ok(())
+}
+
+/// Sets a new password and ends the person's sessions but `keep` (the one that changed it).
+pub async fn replace_password(
+    pool: &PgPool,
+    id: Uuid,
+    new_password: String,
+    keep: Option<&str>,
+) -> Result<(), AppError> {
+    check_new_password(&new_password)?;
+    let hash = password::hash(new_password).await?;
+    let mut tx = pool.begin().await?;
+    set_password(&mut *tx, id, &hash).await?;
+    super::session::delete_for_user(&mut *tx, id, keep).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 pub async fn set_password(db: impl PgExecutor<'_>, id: Uuid, password_hash: &str) -> Result<(), sqlx::Error> {

@@ -69,8 +69,9 @@ async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
+    caller.require_unscoped()?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = service::create(&state.pool, &fields).await?;
+    let brief = service::create_owned(&state.pool, &fields, &caller).await?;
     let location = format!("/api/v1/briefs/{}", brief.id);
     Ok((
         StatusCode::CREATED,
@@ -82,7 +83,11 @@ async fn create(
 
 async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<Value>> {
     caller.require_person(Role::Engineer)?;
-    let briefs = service::list(&state.pool, 500).await?;
+    // A token limited to one brief sees that brief alone.
+    let briefs = match caller.brief_scope() {
+        Some(scope) => vec![service::load(&state.pool, scope).await?],
+        None => service::list(&state.pool, 500).await?,
+    };
     let items: Vec<BriefView<'_>> = briefs.iter().map(BriefView::new).collect();
     Ok(Json(serde_json::json!({ "items": items })))
 }
@@ -105,7 +110,7 @@ async fn replace(
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = service::replace(&state.pool, id, &fields).await?;
+    let brief = service::replace_checked(&state.pool, id, &fields, &caller).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 

@@ -168,7 +168,7 @@ async fn create(State(state): State<AppState>, CsrfForm(user, values): CsrfForm)
     let page = BriefFormPage::new(&user, "New workload brief", "/briefs/new".into(), values);
     match check_form(page) {
         Ok(fields) => {
-            let brief = service::create(&state.pool, &fields).await?;
+            let brief = service::create_owned(&state.pool, &fields, &user.principal()).await?;
             Ok(Redirect::to(&format!("/briefs/{}", brief.id)).into_response())
         }
         Err(page) => form_answer(&page),
@@ -181,6 +181,7 @@ async fn load(state: &AppState, id: uuid::Uuid) -> PageResult<Brief> {
 
 async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let brief = load(&state, id).await?;
     render(&BriefFormPage::new(
         &user,
@@ -196,10 +197,11 @@ async fn update(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let page = BriefFormPage::new(&user, "Edit brief", format!("/briefs/{id}/edit"), values);
     match check_form(page) {
         Ok(fields) => {
-            service::replace(&state.pool, id, &fields).await?;
+            service::replace_checked(&state.pool, id, &fields, &user.principal()).await?;
             Ok(Redirect::to(&format!("/briefs/{id}")).into_response())
         }
         Err(page) => form_answer(&page),

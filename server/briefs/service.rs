@@ -6,7 +6,11 @@ use super::{
     model::{Brief, BriefFields},
     repo,
 };
-use crate::error::AppError;
+use crate::{
+    audit,
+    auth::{teams, Principal},
+    error::AppError,
+};
 
 /// The brief, or 404 "brief not found".
 pub async fn load(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<Brief, AppError> {
@@ -25,6 +29,64 @@ pub async fn list(db: impl sqlx::PgExecutor<'_>, limit: i64) -> Result<Vec<Brief
 
 pub async fn create(db: impl sqlx::PgExecutor<'_>, fields: &BriefFields) -> Result<Brief, AppError> {
     Ok(repo::insert(db, fields).await?)
+}
+
+/// Creates a brief owned by the person behind `actor` (a token limited to one brief may not
+/// create any), records it in the audit log, all in one transaction.
+pub async fn create_owned(pool: &sqlx::PgPool, fields: &BriefFields, actor: &Principal) -> Result<Brief, AppError> {
+    actor.require_unscoped()?;
+    let mut tx = pool.begin().await?;
+    let brief = repo::insert(&mut *tx, fields).await?;
+    if let Some(user) = actor.user_id() {
+        teams::set_owner(&mut *tx, brief.id, user).await?;
+    }
+    audit::record(
+        &mut *tx,
+        &actor.label(),
+        "brief.create",
+        &format!("brief:{}", brief.id),
+        serde_json::json!({ "name": brief.fields.name }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(brief)
+}
+
+/// Replaces a brief's fields if `actor` may edit it (`teams::may_edit_brief`), and records which
+/// fields changed in the audit log, in one transaction. 403 or 404 otherwise.
+pub async fn replace_checked(
+    pool: &sqlx::PgPool,
+    id: Uuid,
+    fields: &BriefFields,
+    actor: &Principal,
+) -> Result<Brief, AppError> {
+    teams::may_edit_brief(pool, actor, id).await?;
+    let mut tx = pool.begin().await?;
+    repo::lock(&mut *tx, id).await?;
+    let before = repo::get(&mut *tx, id).await?.ok_or(AppError::NotFound("brief"))?;
+    let after = repo::update(&mut *tx, id, fields)
+        .await?
+        .ok_or(AppError::NotFound("brief"))?;
+    let (old, new) = (
+        serde_json::to_value(&before.fields).unwrap_or_default(),
+        serde_json::to_value(&after.fields).unwrap_or_default(),
+    );
+    let changed: Vec<&String> = match (&old, &new) {
+        (serde_json::Value::Object(o), serde_json::Value::Object(n)) => {
+            n.iter().filter(|(k, v)| o.get(*k) != Some(v)).map(|(k, _)| k).collect()
+        }
+        _ => Vec::new(),
+    };
+    audit::record(
+        &mut *tx,
+        &actor.label(),
+        "brief.update",
+        &format!("brief:{id}"),
+        serde_json::json!({ "fields": changed }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(after)
 }
 
 /// Creates a brief with a fixed id unless one exists; `None` when it did (the demo's brief).

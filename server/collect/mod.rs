@@ -32,9 +32,19 @@ pub struct CollectArgs {
     /// The rentcheck server, e.g. http://rentcheck.internal:8080
     #[arg(long, env = "RENTCHECK_SERVER")]
     pub server: String,
-    /// An agent token for the brief (prefer the RENTCHECK_TOKEN environment variable: a flag shows in `ps`).
-    #[arg(long, env = "RENTCHECK_TOKEN", hide_env_values = true)]
-    pub token: Secret,
+    /// An agent token for the brief (prefer the RENTCHECK_TOKEN environment variable or
+    /// --token-file: a flag shows in `ps`).
+    #[arg(
+        long,
+        env = "RENTCHECK_TOKEN",
+        hide_env_values = true,
+        required_unless_present = "token_file",
+        conflicts_with = "token_file"
+    )]
+    pub token: Option<Secret>,
+    /// A file holding the agent token (mode 0600 or stricter), instead of --token.
+    #[arg(long, env = "RENTCHECK_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
     /// The brief the evidence belongs to.
     #[arg(long)]
     pub brief: Uuid,
@@ -407,11 +417,20 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
         max_attempts: args.attempts,
         ..RetryPolicy::default()
     };
+    let token = match (&args.token, &args.token_file) {
+        (Some(token), _) => token.clone(),
+        (None, Some(file)) => Secret::new(
+            crate::secrets::read_private_file(file)
+                .map_err(|e| usage(format!("--token-file {}: {e}", file.display())))?
+                .trim(),
+        ),
+        (None, None) => return Err(usage("give the agent token in RENTCHECK_TOKEN or --token-file")),
+    };
     let client = Client::new(
         &server,
         args.brief,
         args.trial,
-        args.token.clone(),
+        token,
         Duration::from_secs(args.http_timeout),
         policy,
     )

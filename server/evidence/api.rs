@@ -20,6 +20,7 @@ use super::{
     upload::{self, REPLAYED},
 };
 use crate::{
+    auth::teams,
     error::{ApiResult, AppError},
     state::AppState,
     trials::service as trials,
@@ -133,7 +134,7 @@ async fn upload(
     Path(brief_id): Path<Uuid>,
     req: Request,
 ) -> ApiResult<Response> {
-    caller.may_send_to_brief(brief_id)?;
+    teams::may_send_to_brief(&state.pool, &caller, brief_id).await?;
     let key = upload::idempotency_key(req.headers())?;
     // A missing brief is answered before the body is read.
     let trials = trials::for_upload(&state, brief_id).await?;
@@ -141,7 +142,17 @@ async fn upload(
     // Which trial: the one named, else the token's, else the brief's only one (422 naming them).
     let trial = trials::choose(&state, &trials, upload.trial, caller.trial_scope()).await?;
     Ok(
-        match service::ingest(&state, brief_id, trial, key, upload, Some(&caller.label())).await? {
+        match service::ingest(
+            &state,
+            brief_id,
+            trial,
+            key,
+            &caller.idempotency_scope(),
+            upload,
+            Some(&caller.label()),
+        )
+        .await?
+        {
             Ingested::Created(body) => {
                 let location = body["links"]["self"].as_str().unwrap_or_default().to_owned();
                 (StatusCode::CREATED, [(header::LOCATION, location)], Json(body)).into_response()

@@ -87,6 +87,12 @@ fn parse_labels(v: &Value) -> Result<Map<String, Value>, FieldError> {
     }
     for (k, v) in map {
         let ok = k.len() <= MAX_LABEL_LEN && !k.is_empty() && matches!(v, Value::String(s) if s.len() <= MAX_LABEL_LEN);
+        // Names and values are shown on pages and kept as jsonb, which cannot hold NUL.
+        let control =
+            k.chars().any(char::is_control) || matches!(v, Value::String(s) if s.chars().any(char::is_control));
+        if control {
+            return Err(bad("labels may not contain control characters such as NUL"));
+        }
         if !ok {
             return Err(bad(
                 "each label is a non-empty name with a string value of at most 256 bytes",
@@ -280,9 +286,10 @@ impl Upload {
                 collected_at,
                 labels,
                 content_type,
+                // Control characters (NUL above all) cannot be stored or shown; drop them.
                 filename: filename
-                    .filter(|f| !f.is_empty())
-                    .map(|f| f.chars().take(255).collect()),
+                    .map(|f| f.chars().filter(|c| !c.is_control()).take(255).collect::<String>())
+                    .filter(|f| !f.is_empty()),
                 raw,
             }),
             _ => Err(errors),
@@ -383,7 +390,47 @@ pub struct Outcome {
 
 /// Parses `raw` as `kind` (pure; may take a few ms per MB, so large inputs run off the async thread),
 /// judging serving latencies against the brief's `targets`.
+/// NUL characters in what the parsers read out (metric keys and values, warnings, the tool's name)
+/// become U+FFFD: PostgreSQL text and jsonb cannot hold them, and a tool's output is no reason for
+/// a 500. The raw bytes keep them.
 pub fn analyse(
+    kind: EvidenceKind,
+    raw: &[u8],
+    window: Window<'_>,
+    kind_warning: Option<String>,
+    targets: &SloTargets,
+) -> Outcome {
+    let mut outcome = analyse_as_parsed(kind, raw, window, kind_warning, targets);
+    let text = |s: &mut String| {
+        if s.contains('\0') {
+            *s = s.replace('\0', "\u{FFFD}");
+        }
+    };
+    fn value(v: &mut Value, text: &dyn Fn(&mut String)) {
+        match v {
+            Value::String(s) => text(s),
+            Value::Array(items) => items.iter_mut().for_each(|i| value(i, text)),
+            Value::Object(map) => {
+                if map.keys().any(|k| k.contains('\0')) {
+                    *map = std::mem::take(map)
+                        .into_iter()
+                        .map(|(k, v)| (k.replace('\0', "\u{FFFD}"), v))
+                        .collect();
+                }
+                map.values_mut().for_each(|i| value(i, text));
+            }
+            _ => {}
+        }
+    }
+    value(&mut outcome.metrics, &text);
+    outcome.warnings.iter_mut().for_each(text);
+    outcome.error.iter_mut().for_each(text);
+    outcome.tool.iter_mut().for_each(text);
+    outcome.tool_version.iter_mut().for_each(text);
+    outcome
+}
+
+fn analyse_as_parsed(
     kind: EvidenceKind,
     raw: &[u8],
     window: Window<'_>,

@@ -244,16 +244,23 @@ pub struct StoredResponse {
     pub response_body: Json<Value>,
 }
 
+/// The stored answer for `caller`'s `key`, unless it is older than a day (keys expire; see the
+/// migration `teams_and_trust`). Another caller's key of the same text is another key. Keys of
+/// rentcheck itself (`system:…`, the demo loader) never expire: a demo loaded again a week later
+/// still finds its evidence there.
 pub async fn find_idempotent(
     db: impl PgExecutor<'_>,
     brief_id: Uuid,
+    caller: &str,
     key: &str,
 ) -> Result<Option<StoredResponse>, sqlx::Error> {
     sqlx::query_as!(
         StoredResponse,
         r#"SELECT request_sha256, response_status, response_body AS "response_body: Json<Value>"
-           FROM idempotency_keys WHERE brief_id = $1 AND key = $2"#,
+           FROM idempotency_keys WHERE brief_id = $1 AND caller = $2 AND key = $3
+             AND (created_at > now() - interval '24 hours' OR caller LIKE 'system:%')"#,
         brief_id,
+        caller,
         key,
     )
     .fetch_optional(db)
@@ -263,9 +270,11 @@ pub async fn find_idempotent(
 /// Claims `key` for this request. `false` when another request holds it: a concurrent one in another
 /// open transaction makes this statement wait until that one commits (then `false`) or rolls back
 /// (then `true`), so two requests with one key can never both insert evidence.
+#[allow(clippy::too_many_arguments)]
 pub async fn claim_idempotency_key(
     db: impl PgExecutor<'_>,
     brief_id: Uuid,
+    caller: &str,
     key: &str,
     request_sha256: &str,
     status: i16,
@@ -273,8 +282,11 @@ pub async fn claim_idempotency_key(
     evidence_id: Uuid,
 ) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query_scalar!(
-        "INSERT INTO idempotency_keys (brief_id, key, request_sha256, response_status, response_body, evidence_id) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO NOTHING \
+        "INSERT INTO idempotency_keys (brief_id, key, request_sha256, response_status, response_body, evidence_id, caller) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO UPDATE \
+         SET request_sha256 = EXCLUDED.request_sha256, response_status = EXCLUDED.response_status, \
+             response_body = EXCLUDED.response_body, evidence_id = EXCLUDED.evidence_id, created_at = now() \
+         WHERE idempotency_keys.created_at <= now() - interval '24 hours' AND idempotency_keys.caller NOT LIKE 'system:%' \
          RETURNING 1 AS one",
         brief_id,
         key,
@@ -282,6 +294,7 @@ pub async fn claim_idempotency_key(
         status,
         body,
         evidence_id,
+        caller,
     )
     .fetch_optional(db)
     .await?;

@@ -51,19 +51,22 @@ fn fk_to_not_found(e: sqlx::Error) -> AppError {
     }
 }
 
-/// Parses, then commits. `uploaded_by` names the caller for the record.
+/// Parses, then commits. `uploaded_by` names the caller for the record; `key_scope` is whose
+/// `Idempotency-Key` this is (`Principal::idempotency_scope`): keys are per caller and expire.
+#[allow(clippy::too_many_arguments)]
 pub async fn ingest(
     state: &AppState,
     brief_id: Uuid,
     trial_id: Uuid,
     key: Option<String>,
+    key_scope: &str,
     upload: Upload,
     uploaded_by: Option<&str>,
 ) -> Result<Ingested, AppError> {
     let fingerprint = upload.fingerprint();
     // A retry of a finished request is answered without parsing again.
     if let Some(key) = &key {
-        if let Some(stored) = repo::find_idempotent(&state.pool, brief_id, key).await? {
+        if let Some(stored) = repo::find_idempotent(&state.pool, brief_id, key_scope, key).await? {
             return replay(stored, &fingerprint);
         }
     }
@@ -156,13 +159,13 @@ pub async fn ingest(
     if let Some(key) = &key {
         // The key's row and the evidence commit together, so a replay always finds the evidence.
         let mut tx = state.pool.begin().await?;
-        let claimed = repo::claim_idempotency_key(&mut *tx, brief_id, key, &fingerprint, 201, &body, id)
+        let claimed = repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, &fingerprint, 201, &body, id)
             .await
             .map_err(fk_to_not_found)?;
         if !claimed {
             // Another request with this key committed while we parsed: answer as it did.
             tx.rollback().await?;
-            let stored = repo::find_idempotent(&state.pool, brief_id, key)
+            let stored = repo::find_idempotent(&state.pool, brief_id, key_scope, key)
                 .await?
                 .ok_or_else(|| AppError::Internal(anyhow::anyhow!("idempotency row vanished")))?;
             return replay(stored, &fingerprint);

@@ -16,7 +16,7 @@ use crate::state::AppState;
 /// so unknown URLs cannot blow up the label set).
 pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let start = Instant::now();
-    let method = req.method().as_str().to_owned();
+    let method = method_label(req.method()).to_owned();
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -27,6 +27,22 @@ pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> R
         .metrics
         .observe_request(&method, &route, response.status(), start.elapsed().as_secs_f64());
     response
+}
+
+/// The standard methods by name, anything else as `other`: a method is any token a client
+/// invents, and each new label value is a new series kept for the life of the process.
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
 }
 
 pub async fn endpoint(State(state): State<AppState>) -> Response {

@@ -235,7 +235,10 @@ pub fn document() -> OpenApi {
             .name("Idempotency-Key")
             .parameter_in(ParameterIn::Header)
             .required(Required::False)
-            .description(Some("a retry with the same key and body returns the first answer"))
+            .description(Some(
+                "a retry with the same key and body returns the first answer; keys belong to the caller \
+                 (one token, or one person) and expire after 24 hours",
+            ))
             .schema(Some(
                 ObjectBuilder::new()
                     .schema_type(Type::String)
@@ -530,7 +533,33 @@ pub fn document() -> OpenApi {
         "201",
         ok_json("stored; lines_added and the summary", obj(ledger_summary)),
     )
+    .parameter(
+        ParameterBuilder::new()
+            .name("Idempotency-Key")
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "a retry with the same key and request stores nothing again and answers 200 with \
+                 Idempotent-Replayed: true; keys belong to the caller and expire after 24 hours",
+            ))
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(255))
+                    .pattern(Some("^[!-~]+$")),
+            ))
+            .build(),
+    )
+    .response(
+        "200",
+        ok_json(
+            "a replay of an earlier request with this Idempotency-Key",
+            obj(ledger_summary),
+        ),
+    )
     .response("404", problem_response("no such brief"))
+    .response("409", problem_response("Idempotency-Key reused with another request"))
     .response("413", problem_response("too large"))
     .response(
         "422",
@@ -685,9 +714,92 @@ pub fn document() -> OpenApi {
         problem_response("bad cells, each named by line and column; nothing stored"),
     );
 
+    // People: admins change roles, disable accounts and set passwords; a person sets their own.
+    let uid = || path_param("uid", "the person's id");
+    let user = || {
+        obj("a person (never their password)")
+            .property("id", typed(Type::String, "uuid"))
+            .property("email", typed(Type::String, "lower-case"))
+            .property("role", typed(Type::String, "engineer, manager or admin"))
+            .property(
+                "disabled",
+                typed(
+                    Type::Boolean,
+                    "a disabled person cannot sign in; their tokens are refused",
+                ),
+            )
+            .property("disabled_at", typed(Type::String, "RFC 3339, or null"))
+            .property("created_at", typed(Type::String, "RFC 3339"))
+    };
+    let list_users = op("listUsers", "users", "Every person, by email (admins)")
+        .response("200", ok_json("{ items: [user] }", obj("users")));
+    let show_user = op("getUser", "users", "One person (admins, or the person themselves)")
+        .parameter(uid())
+        .response("200", ok_json("the person", user()))
+        .response("404", problem_response("no such person"));
+    let change_user = op(
+        "replaceUser",
+        "users",
+        "Change a person's role and/or disabled mark (admins). Disabling ends their sessions and refuses their tokens at once; a lower role refuses their tokens of a higher one",
+    )
+    .parameter(uid())
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(
+                "application/json",
+                json_content(
+                    obj("what changes; at least one")
+                        .property("role", typed(Type::String, "engineer, manager or admin"))
+                        .property("disabled", typed(Type::Boolean, "true disables, false enables")),
+                ),
+            )
+            .build(),
+    ))
+    .response("200", ok_json("the person as now", user()))
+    .response("404", problem_response("no such person"))
+    .response("409", problem_response("it would leave no enabled admin"))
+    .response("422", problem_response("an unknown role, or nothing to change"));
+    let set_password = op(
+        "setUserPassword",
+        "users",
+        "Set a person's password: admins for anyone, a person for themselves with the current one. Their sessions end",
+    )
+    .parameter(uid())
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(
+                "application/json",
+                json_content(
+                    obj("the new password")
+                        .property("password", typed(Type::String, "12 to 256 characters"))
+                        .property(
+                            "current_password",
+                            typed(Type::String, "required when changing your own"),
+                        )
+                        .required("password"),
+                ),
+            )
+            .build(),
+    ))
+    .response("204", ResponseBuilder::new().description("changed").build())
+    .response("404", problem_response("no such person"))
+    .response(
+        "422",
+        problem_response("too short or long, or a wrong current_password"),
+    );
+
     let paths = PathsBuilder::new()
         .path("/api/v1/prices", PathItem::new(HttpMethod::Get, list_prices))
         .path("/api/v1/prices", PathItem::new(HttpMethod::Post, import_prices))
+        .path("/api/v1/users", PathItem::new(HttpMethod::Get, list_users))
+        .path("/api/v1/users/{uid}", PathItem::new(HttpMethod::Get, show_user))
+        .path("/api/v1/users/{uid}", PathItem::new(HttpMethod::Put, change_user))
+        .path(
+            "/api/v1/users/{uid}/password",
+            PathItem::new(HttpMethod::Post, set_password),
+        )
         .path(
             "/api/v1/briefs/{id}/trials",
             PathItem::new(HttpMethod::Get, list_trials),
@@ -784,7 +896,10 @@ fn add_common_responses(operation: &mut utoipa::openapi::path::Operation) {
         ),
         (
             "403",
-            problem_response("the token's role or brief scope does not allow this, or a cross-site request"),
+            problem_response(
+                "the token's role or brief scope does not allow this, the brief is neither yours nor your \
+                 team's, or a cross-site request",
+            ),
         ),
         (
             "503",

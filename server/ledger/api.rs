@@ -20,9 +20,10 @@ use super::{
     csv::{self, ChannelReader, MAX_IMPORT_LINES},
     model::{validate_line, validate_outputs, LedgerLine, LedgerSummary, LineInput, Outputs, OutputsPatch},
     repo::StoredLine,
-    service::{self, brief_currency, read_target, store, summary, Target},
+    service::{self, brief_currency, read_target, store_once, summary, LedgerKey, StoreOutcome, Target},
 };
 use crate::{
+    auth::teams,
     error::{ApiResult, AppError},
     state::AppState,
     validation::FieldError,
@@ -88,7 +89,8 @@ async fn post(
     ApiQuery(q): ApiQuery<TrialQuery>,
     req: Request,
 ) -> ApiResult<Response> {
-    caller.may_send_to_brief(id)?;
+    teams::may_send_to_brief(&state.pool, &caller, id).await?;
+    let key = idempotency_key(req.headers())?.map(str::to_owned);
     let currency = brief_currency(&state, id).await?;
     let ct = crate::web::extract::content_type(&req);
     let (lines, outputs, source, named) = if ct.starts_with("text/csv") || ct.starts_with("application/csv") {
@@ -103,22 +105,75 @@ async fn post(
         named,
         token_trial: caller.trial_scope(),
     };
-    let stored = store(&state, id, target, &caller.label(), source, &lines, outputs.as_ref()).await?;
+    let scope = caller.idempotency_scope();
+    let key = key.as_deref().map(|key| LedgerKey {
+        caller: &scope,
+        fingerprint: fingerprint(&lines, outputs.as_ref(), named),
+        key,
+    });
+    let outcome = store_once(
+        &state,
+        id,
+        target,
+        &caller.label(),
+        source,
+        &lines,
+        outputs.as_ref(),
+        key.as_ref(),
+    )
+    .await?;
+    let (stored, replayed) = match outcome {
+        StoreOutcome::Stored(s) => (s, false),
+        StoreOutcome::Replayed { added, trial } => (service::Stored { added, trial }, true),
+    };
     let trial = match stored.trial {
         Some(t) => t,
         None => read_target(&state, id, target).await.unwrap_or_default(),
     };
     let summary = summary(&state, trial, &currency).await?;
+    let answer = Json(PostAnswer {
+        lines_added: stored.added,
+        trial: Some(trial),
+        summary,
+    });
+    if replayed {
+        // As evidence answers a retry: 200, marked; the summary is the trial's as it is now.
+        return Ok((StatusCode::OK, [(IDEMPOTENT_REPLAYED, "true")], answer).into_response());
+    }
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/v1/briefs/{id}/ledger?trial={trial}"))],
-        Json(PostAnswer {
-            lines_added: stored.added,
-            trial: Some(trial),
-            summary,
-        }),
+        answer,
     )
         .into_response())
+}
+
+const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+/// The `Idempotency-Key` header: 1–255 visible ASCII characters, or 400.
+fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, AppError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(k) if !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()) => Ok(Some(k)),
+        _ => Err(AppError::BadRequest(
+            "Idempotency-Key must be 1–255 visible ASCII characters".into(),
+        )),
+    }
+}
+
+/// What makes two posts the same request: their checked lines, outputs and trial.
+fn fingerprint(lines: &[LedgerLine], outputs: Option<&OutputsPatch>, trial: Option<Uuid>) -> String {
+    use sha2::Digest;
+    let text = format!(
+        "{}\n{outputs:?}\n{trial:?}",
+        serde_json::to_string(lines).unwrap_or_default()
+    );
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn check_json(body: LedgerPost, currency: &str) -> Result<(Vec<LedgerLine>, Option<OutputsPatch>), Vec<FieldError>> {

@@ -39,8 +39,87 @@ pub enum CsvError {
     TooManyLines,
 }
 
+/// Longest line (bytes between newlines) an import may have. A ledger line is a few hundred bytes;
+/// without a cap, one endless "line" (80 KB of gzip inflates to 64 MiB of NULs) is held whole by
+/// the CSV reader, then copied into the header and its error message.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// A `Read` that stops with an error at a line longer than `MAX_LINE_BYTES` or at a NUL byte (no
+/// text column may hold one; PostgreSQL refuses them), so the parser never holds more than one
+/// short line of a hostile body.
+struct Guarded<R> {
+    inner: R,
+    line: u64,
+    since_newline: usize,
+}
+
+impl<R: Read> Read for Guarded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in &buf[..n] {
+            match b {
+                b'\n' => {
+                    self.line += 1;
+                    self.since_newline = 0;
+                }
+                0 => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("line {} holds a NUL byte; a ledger CSV is text", self.line),
+                    ))
+                }
+                _ => {
+                    self.since_newline += 1;
+                    if self.since_newline > MAX_LINE_BYTES {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!("line {} is longer than {MAX_LINE_BYTES} bytes", self.line),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// A header cell as an error quotes it: at most 40 characters.
+fn shown(cell: &str) -> String {
+    match cell.char_indices().nth(40) {
+        None => format!("{cell:?}"),
+        Some((cut, _)) => format!("{:?}…", &cell[..cut]),
+    }
+}
+
+/// Cells a spreadsheet would run as a formula start with one of these (OWASP "CSV injection").
+const FORMULA_START: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// Exported text cells that a spreadsheet would take for a formula get a leading `'`, which
+/// spreadsheets show as text. Cells that already start with quotes before such a character get one
+/// more, so [`unescape_cell`] gives back exactly what was stored.
+fn escape_cell(cell: &str) -> std::borrow::Cow<'_, str> {
+    if cell.trim_start_matches('\'').starts_with(FORMULA_START) {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
+}
+
+/// Undoes [`escape_cell`] on import, so an exported ledger imports to the same lines.
+fn unescape_cell(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if rest.trim_start_matches('\'').starts_with(FORMULA_START) => rest,
+        _ => cell,
+    }
+}
+
 /// Parses and validates a whole CSV. All or nothing: any error and no line is returned.
 pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvError> {
+    let reader = Guarded {
+        inner: reader,
+        line: 1,
+        since_newline: 0,
+    };
     let mut rdr = ::csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
@@ -67,7 +146,7 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvEr
         || got.len() != columns
     {
         let detail = match got.iter().zip(CSV_COLUMNS).position(|(g, want)| *g != want) {
-            Some(i) => format!("column {} is {:?}, expected {:?}", i + 1, got[i], CSV_COLUMNS[i]),
+            Some(i) => format!("column {} is {}, expected {:?}", i + 1, shown(got[i]), CSV_COLUMNS[i]),
             None => format!(
                 "expected {} or {} columns, found {}",
                 CSV_COLUMNS.len(),
@@ -107,10 +186,10 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvEr
                 format!("expected {columns} fields, found {}", record.len()),
             ));
         } else {
-            let cells: [&str; 9] = std::array::from_fn(|i| record.get(i).unwrap_or(""));
+            let cells: [&str; 9] = std::array::from_fn(|i| unescape_cell(record.get(i).unwrap_or("")));
             let mut input = LineInput::from_cells(cells);
             if with_trial {
-                input.trial = record.get(CSV_COLUMNS.len()).map(str::to_owned);
+                input.trial = record.get(CSV_COLUMNS.len()).map(|t| unescape_cell(t).to_owned());
             }
             match validate_line(&input, currency) {
                 Ok(l) if errors.is_empty() => lines.push(l),
@@ -149,15 +228,15 @@ pub fn write<W: std::io::Write>(out: W, lines: &[LedgerLine]) -> Result<W, ::csv
     for l in lines {
         w.write_record([
             l.category.as_str(),
-            &l.resource,
-            &l.description,
+            &escape_cell(&l.resource),
+            &escape_cell(&l.description),
             &time(l.starts_at),
             &time(l.ends_at),
             &l.gpus.map(|g| g.to_string()).unwrap_or_default(),
             &l.rate_per_gpu_hour.map(|r| r.to_string()).unwrap_or_default(),
             &l.amount.to_string(),
             &l.currency,
-            l.trial.as_deref().unwrap_or(""),
+            &escape_cell(l.trial.as_deref().unwrap_or("")),
         ])?;
     }
     w.flush()?;
@@ -191,5 +270,109 @@ impl Read for ChannelReader {
         let n = buf.len().min(self.current.len());
         buf[..n].copy_from_slice(&self.current.split_to(n));
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(resource: &str, description: &str) -> LedgerLine {
+        LedgerLine {
+            category: crate::ledger::model::Category::Host,
+            resource: resource.into(),
+            description: description.into(),
+            starts_at: None,
+            ends_at: None,
+            gpus: None,
+            rate_per_gpu_hour: None,
+            amount: "12.50".parse().unwrap(),
+            currency: "USD".into(),
+            trial: Some("@trial".into()),
+        }
+    }
+
+    #[test]
+    fn exported_cells_never_start_a_formula_and_import_back_unchanged() {
+        let lines = vec![
+            line("=HYPERLINK(\"http://evil.example\")", "+1+1"),
+            line("-2+3", "@SUM(A1:A9)"),
+            line("'=already quoted", "plain text"),
+            line("node-1", "=cmd|' /C calc'!A0"),
+        ];
+        let out = String::from_utf8(write(Vec::new(), &lines).unwrap()).unwrap();
+        for row in out.lines().skip(1) {
+            for cell in row.split(',') {
+                let cell = cell.trim_start_matches('"');
+                assert!(
+                    !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                    "a cell a spreadsheet would run: {cell:?} in {row:?}"
+                );
+            }
+        }
+        assert!(out.contains("'=HYPERLINK"), "{out}");
+        // The export imports to exactly the lines it was made from (the trial cell too).
+        let back = parse(out.as_bytes(), "USD").unwrap();
+        assert_eq!(back, lines);
+    }
+
+    /// Counts what the parser pulled from its reader.
+    struct Counting<R> {
+        inner: R,
+        read: std::rc::Rc<std::cell::Cell<usize>>,
+    }
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read.set(self.read.get() + n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn an_endless_line_or_a_nul_stops_the_parser_early_with_a_short_message() {
+        for (body, says) in [
+            (vec![b'a'; 32 * 1024 * 1024], "longer than 65536 bytes"),
+            (vec![0u8; 32 * 1024 * 1024], "NUL byte"),
+        ] {
+            let read = std::rc::Rc::new(std::cell::Cell::new(0));
+            let reader = Counting {
+                inner: std::io::Cursor::new(body),
+                read: read.clone(),
+            };
+            let Err(CsvError::Invalid(errors)) = parse(reader, "USD") else {
+                panic!("refused")
+            };
+            let message = format!("{errors:?}");
+            assert!(message.contains(says), "{message}");
+            assert!(
+                message.len() < 1000,
+                "a short message, not the cell: {} bytes",
+                message.len()
+            );
+            assert!(
+                read.get() <= MAX_LINE_BYTES + 64 * 1024,
+                "stopped after {} bytes of 32 MiB",
+                read.get()
+            );
+        }
+        // A long header cell is quoted short in the message.
+        let header = format!("{},resource\n", "x".repeat(10_000));
+        let Err(CsvError::Invalid(errors)) = parse(header.as_bytes(), "USD") else {
+            panic!("refused")
+        };
+        assert!(format!("{errors:?}").len() < 1000);
+    }
+
+    #[test]
+    fn a_nul_in_a_cell_is_a_field_error() {
+        let lines = vec![line("node-1", "ok")];
+        let out = String::from_utf8(write(Vec::new(), &lines).unwrap()).unwrap();
+        let with_nul = out.replace("ok", "o\u{0}k");
+        let Err(CsvError::Invalid(errors)) = parse(with_nul.as_bytes(), "USD") else {
+            panic!("refused")
+        };
+        assert!(format!("{errors:?}").contains("NUL"), "{errors:?}");
     }
 }

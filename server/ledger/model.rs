@@ -159,6 +159,16 @@ fn loose<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     }
 }
 
+/// A cell as an error message quotes it: at most 40 characters, so a megabyte cell cannot make a
+/// megabyte message (nor, repeated per error, many).
+fn shown(raw: &str) -> String {
+    const MAX: usize = 40;
+    match raw.char_indices().nth(MAX) {
+        None => format!("{raw:?}"),
+        Some((cut, _)) => format!("{:?}…", &raw[..cut]),
+    }
+}
+
 fn non_empty(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
@@ -166,18 +176,21 @@ fn non_empty(v: &Option<String>) -> Option<&str> {
 fn parse_money(field: &'static str, raw: &str, errors: &mut Vec<FieldError>) -> Option<Decimal> {
     match Decimal::from_str_exact(raw) {
         Ok(d) if d.is_sign_negative() && !d.is_zero() => {
-            errors.push(FieldError::new(field, format!("must not be negative (got {raw})")));
+            errors.push(FieldError::new(
+                field,
+                format!("must not be negative (got {})", shown(raw)),
+            ));
             None
         }
         Ok(d) if d >= money_cap() => {
-            errors.push(FieldError::new(field, format!("is too large (got {raw})")));
+            errors.push(FieldError::new(field, format!("is too large (got {})", shown(raw))));
             None
         }
         Ok(d) => Some(d.normalize()),
         Err(_) => {
             errors.push(FieldError::new(
                 field,
-                format!("must be a decimal number such as 12.50 (got {raw:?})"),
+                format!("must be a decimal number such as 12.50 (got {})", shown(raw)),
             ));
             None
         }
@@ -196,7 +209,10 @@ fn parse_time(field: &'static str, raw: &str, errors: &mut Vec<FieldError>) -> O
         Err(e) => {
             errors.push(FieldError::new(
                 field,
-                format!("must be an RFC 3339 time such as 2026-11-01T01:30:00-04:00 (got {raw:?}: {e})"),
+                format!(
+                    "must be an RFC 3339 time such as 2026-11-01T01:30:00-04:00 (got {}: {e})",
+                    shown(raw)
+                ),
             ));
             None
         }
@@ -206,6 +222,27 @@ fn parse_time(field: &'static str, raw: &str, errors: &mut Vec<FieldError>) -> O
 /// Checks one line against the brief's currency. Field names in errors are the column names.
 pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLine, Vec<FieldError>> {
     let mut errors = Vec::new();
+    // PostgreSQL text cannot hold NUL: refuse it at the field rather than fail the insert (a 500).
+    let fields = [
+        ("category", &input.category),
+        ("resource", &input.resource),
+        ("description", &input.description),
+        ("starts_at", &input.starts_at),
+        ("ends_at", &input.ends_at),
+        ("gpus", &input.gpus),
+        ("rate_per_gpu_hour", &input.rate_per_gpu_hour),
+        ("amount", &input.amount),
+        ("currency", &input.currency),
+        ("trial", &input.trial),
+    ];
+    for (field, value) in fields {
+        if value.as_deref().is_some_and(|v| v.contains('\0')) {
+            errors.push(FieldError::new(field, "must not contain a NUL (\\0) character"));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
     let category = match non_empty(&input.category) {
         None => {
             errors.push(FieldError::new("category", "is required"));
@@ -216,7 +253,10 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
             Err(()) => {
                 errors.push(FieldError::new(
                     "category",
-                    format!("must be one of accelerator, host, storage, network, support, license (got {raw:?})"),
+                    format!(
+                        "must be one of accelerator, host, storage, network, support, license (got {})",
+                        shown(raw)
+                    ),
                 ));
                 None
             }
@@ -260,7 +300,7 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
         _ => {
             errors.push(FieldError::new(
                 "gpus",
-                format!("must be a whole number from 1 to {MAX_GPUS} (got {raw:?})"),
+                format!("must be a whole number from 1 to {MAX_GPUS} (got {})", shown(raw)),
             ));
             None
         }
@@ -273,7 +313,10 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
         Some(c) => {
             errors.push(FieldError::new(
                 "currency",
-                format!("{c} is not this brief's currency {brief_currency}; a brief's ledger has one currency"),
+                format!(
+                    "{} is not this brief's currency {brief_currency}; a brief's ledger has one currency",
+                    shown(c)
+                ),
             ));
             brief_currency.to_owned()
         }
@@ -394,7 +437,7 @@ pub fn validate_outputs(raw: &BTreeMap<String, Option<String>>) -> Result<Output
             _ => {
                 errors.push(FieldError::new(
                     key.clone(),
-                    format!("must be a whole number ≥ 0 (got {v:?})"),
+                    format!("must be a whole number ≥ 0 (got {})", shown(v)),
                 ));
                 None
             }

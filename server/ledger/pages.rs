@@ -19,7 +19,7 @@ use super::{
     service::{brief_currency, store, summary, Target},
 };
 use crate::{
-    auth::Role,
+    auth::{teams, Role},
     error::AppError,
     state::AppState,
     web::{
@@ -194,6 +194,7 @@ async fn add_line(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    teams::may_send_to_brief(&state.pool, &user.principal(), id).await?;
     let currency = brief_currency(&state, id).await?;
     let get = |k: &str| values.get(k).cloned();
     let input = LineInput {
@@ -220,6 +221,7 @@ async fn set_outputs(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    teams::may_send_to_brief(&state.pool, &user.principal(), id).await?;
     brief_currency(&state, id).await?;
     let target = form_target(&values);
     let raw: BTreeMap<String, Option<String>> = values
@@ -238,6 +240,7 @@ async fn import(
     CsrfForm(user, mut values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    teams::may_send_to_brief(&state.pool, &user.principal(), id).await?;
     let currency = brief_currency(&state, id).await?;
     let target = form_target(&values);
     let text = values.remove("csv").unwrap_or_default();

@@ -360,3 +360,48 @@ pub async fn brief_has_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<
     .fetch_one(db)
     .await
 }
+
+/// The first answer to a caller's `Idempotency-Key` on this brief, if it is less than a day old:
+/// (fingerprint of the request, the answer's body).
+pub async fn find_idempotent(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    caller: &str,
+    key: &str,
+) -> Result<Option<(String, serde_json::Value)>, sqlx::Error> {
+    let row = sqlx::query!(
+        "SELECT request_sha256, response_body FROM ledger_idempotency_keys \
+         WHERE brief_id = $1 AND caller = $2 AND key = $3 AND created_at > now() - interval '24 hours'",
+        brief_id,
+        caller,
+        key,
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|r| (r.request_sha256, r.response_body)))
+}
+
+/// Records the answer to a caller's key (replacing an expired one), in the import's transaction.
+pub async fn save_idempotent(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    caller: &str,
+    key: &str,
+    request_sha256: &str,
+    body: &serde_json::Value,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO ledger_idempotency_keys (brief_id, caller, key, request_sha256, response_status, response_body) \
+         VALUES ($1, $2, $3, $4, 201, $5) \
+         ON CONFLICT (brief_id, caller, key) DO UPDATE SET request_sha256 = EXCLUDED.request_sha256, \
+             response_body = EXCLUDED.response_body, created_at = now()",
+        brief_id,
+        caller,
+        key,
+        request_sha256,
+        body,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -48,6 +48,20 @@ pub struct Stored {
     pub trial: Option<Uuid>,
 }
 
+/// A caller's `Idempotency-Key` on a ledger post, with the request's fingerprint.
+pub struct LedgerKey<'a> {
+    /// Whose key: `Principal::idempotency_scope`.
+    pub caller: &'a str,
+    pub key: &'a str,
+    pub fingerprint: String,
+}
+
+/// What a post with a key came to: stored now, or the first answer's `{ lines_added, trial }`.
+pub enum StoreOutcome {
+    Stored(Stored),
+    Replayed { added: u64, trial: Option<Uuid> },
+}
+
 /// Stores lines and an outputs update in one transaction with its audit row. All or nothing. Each
 /// line goes to the trial it names (id or name), else to the request's trial.
 pub async fn store(
@@ -59,6 +73,26 @@ pub async fn store(
     lines: &[LedgerLine],
     outputs: Option<&OutputsPatch>,
 ) -> Result<Stored, AppError> {
+    match store_once(state, brief_id, target, actor, source, lines, outputs, None).await? {
+        StoreOutcome::Stored(s) => Ok(s),
+        StoreOutcome::Replayed { added, trial } => Ok(Stored { added, trial }),
+    }
+}
+
+/// [`store`], once per key: a retry with the same caller, key and request is answered from the
+/// first (nothing stored again); the same key with another request is 409. The key is checked and
+/// written under the brief's row lock, so two requests racing with one key store once.
+#[allow(clippy::too_many_arguments)]
+pub async fn store_once(
+    state: &AppState,
+    brief_id: Uuid,
+    target: Target,
+    actor: &str,
+    source: &str,
+    lines: &[LedgerLine],
+    outputs: Option<&OutputsPatch>,
+    key: Option<&LedgerKey<'_>>,
+) -> Result<StoreOutcome, AppError> {
     let trials = trials::names(state, brief_id).await?;
     let needs_default = outputs.is_some() || lines.iter().any(|l| l.trial.is_none()) || lines.is_empty();
     let default = if needs_default {
@@ -104,6 +138,20 @@ pub async fn store(
     if !repo::lock_brief(&mut *tx, brief_id).await? {
         return Err(AppError::NotFound("brief"));
     }
+    if let Some(k) = key {
+        if let Some((fingerprint, first)) = repo::find_idempotent(&mut *tx, brief_id, k.caller, k.key).await? {
+            tx.rollback().await?;
+            if fingerprint != k.fingerprint {
+                return Err(AppError::Conflict(
+                    "this Idempotency-Key was already used with a different request body".into(),
+                ));
+            }
+            return Ok(StoreOutcome::Replayed {
+                added: first["lines_added"].as_u64().unwrap_or(0),
+                trial: first["trial"].as_str().and_then(|t| Uuid::parse_str(t).ok()),
+            });
+        }
+    }
     let import_id = Uuid::now_v7();
     let added = repo::insert_lines(&mut tx, brief_id, import_id, &line_trials, lines).await?;
     for trial in &used {
@@ -138,8 +186,12 @@ pub async fn store(
         }),
     )
     .await?;
+    if let Some(k) = key {
+        let first = json!({ "lines_added": added, "trial": default });
+        repo::save_idempotent(&mut *tx, brief_id, k.caller, k.key, &k.fingerprint, &first).await?;
+    }
     tx.commit().await?;
-    Ok(Stored { added, trial: default })
+    Ok(StoreOutcome::Stored(Stored { added, trial: default }))
 }
 
 /// A trial named by its id or its name.

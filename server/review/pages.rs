@@ -696,6 +696,38 @@ async fn audit_page(State(state): State<AppState>, user: PageUser, Path(id): Pat
     })
 }
 
+/// Filters for `decision.md`, a Markdown file askama does not escape: whatever a person or an agent
+/// typed (brief and trial names, comments, values) is escaped so it stays text there, and in any
+/// HTML a Markdown viewer makes of it.
+mod filters {
+    /// Backslash-escapes the characters Markdown (and inline HTML) act on; line breaks become
+    /// spaces, so a value cannot start a heading or end a table row.
+    pub fn md<T: std::fmt::Display>(value: T, _: &dyn askama::Values) -> askama::Result<String> {
+        let text = value.to_string();
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            match c {
+                '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '!' | '&' | '~' | '#' | '(' | ')' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c if c.is_control() => out.push(' '),
+                c => out.push(c),
+            }
+        }
+        Ok(out)
+    }
+
+    /// For inside a code span, where backslashes do not escape: no backticks, no line breaks.
+    pub fn code<T: std::fmt::Display>(value: T, _: &dyn askama::Values) -> askama::Result<String> {
+        Ok(value
+            .to_string()
+            .chars()
+            .map(|c| if c == '`' || c.is_control() { '\'' } else { c })
+            .collect())
+    }
+}
+
 #[derive(Template)]
 #[template(path = "review/decision.md")]
 struct DecisionRecord<'a> {

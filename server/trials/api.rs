@@ -16,7 +16,7 @@ use super::{
     service,
 };
 use crate::{
-    auth::Role,
+    auth::{teams, Role},
     briefs::service as briefs,
     error::{ApiResult, AppError},
     sizing::Sizing,
@@ -109,7 +109,7 @@ async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
-    caller.may_read_brief(brief_id)?;
+    teams::may_edit_brief(&state.pool, &caller, brief_id).await?;
     let trial = service::create(&state, brief_id, &object(&body)?, &caller.label()).await?;
     let sizing = briefs::load(&state.pool, brief_id).await?.fields.sizing();
     Ok((
@@ -140,6 +140,7 @@ async fn replace(
     caller.require_person(Role::Engineer)?;
     let current = service::load(&state, id).await?;
     caller.may_read_brief(current.brief_id)?;
+    teams::may_edit_brief(&state.pool, &caller, current.brief_id).await?;
     let trial = service::replace(&state, id, &object(&body)?, &caller.label()).await?;
     let sizing = briefs::load(&state.pool, trial.brief_id).await?.fields.sizing();
     Ok(Json(TrialView::new(&trial, &sizing)).into_response())

@@ -19,7 +19,7 @@ use super::{
     service,
 };
 use crate::{
-    auth::Role,
+    auth::{teams, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
     prices::service as prices,
@@ -154,6 +154,7 @@ async fn new_form(
     ApiQuery(q): ApiQuery<NewQuery>,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
     let brief = briefs::load(&state.pool, brief_id).await?;
     let trials = service::list(&state, brief_id).await?;
     let defaults = service::defaults_for(&brief, &trials);
@@ -232,6 +233,7 @@ async fn create(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
+    teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
     match service::create(&state, brief_id, &Input::Form(&values), &user.0.email).await {
         Ok(trial) => Ok(Redirect::to(&format!("/briefs/{brief_id}?added={}#trials", trial.id)).into_response()),
         Err(e) => {
@@ -270,6 +272,7 @@ async fn edit_page(state: &AppState, user: &PageUser, trial: &Trial) -> PageResu
 async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let trial = service::load(&state, id).await?;
+    teams::may_edit_brief(&state.pool, &user.principal(), trial.brief_id).await?;
     render(&edit_page(&state, &user, &trial).await?)
 }
 
@@ -280,6 +283,7 @@ async fn update(
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let current = service::load(&state, id).await?;
+    teams::may_edit_brief(&state.pool, &user.principal(), current.brief_id).await?;
     match service::replace(&state, id, &Input::Form(&values), &user.0.email).await {
         Ok(trial) => Ok(Redirect::to(&format!("/briefs/{}?saved={}#trials", trial.brief_id, trial.id)).into_response()),
         Err(e) => {
@@ -293,6 +297,7 @@ async fn update(
 async fn end(State(state): State<AppState>, Path(id): Path<Uuid>, CsrfForm(user, _): CsrfForm) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let current = service::load(&state, id).await?;
+    teams::may_edit_brief(&state.pool, &user.principal(), current.brief_id).await?;
     let mut values = form_values(&current);
     values.insert("status".into(), "ended".into());
     values.remove("started_at");

@@ -1,11 +1,11 @@
 //! Extractors that say who is asking (a bearer token, a signed-in person, a CSRF-checked form), and
 //! the Origin check on unsafe methods.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, net::IpAddr};
 
 use axum::{
     extract::{FromRequest, FromRequestParts, Request},
-    http::{header, request::Parts, Method, StatusCode},
+    http::{header, request::Parts, HeaderMap, Method, StatusCode},
     middleware::Next,
     response::{IntoResponse, Redirect, Response},
 };
@@ -42,7 +42,7 @@ impl FromRequestParts<AppState> for ApiCaller {
                 .map(ApiCaller);
         }
         if let Some(cookie) = session::read_cookie(&parts.headers, session::COOKIE) {
-            if let Some(user) = session::lookup(&state.pool, &cookie).await? {
+            if let Some(user) = session::lookup(&state.pool, &cookie, state.config.sessions).await? {
                 // A session cookie rides along on cross-site requests; only reads are allowed with it.
                 if parts.method != Method::GET && parts.method != Method::HEAD {
                     return Err(AppError::Forbidden(
@@ -103,7 +103,7 @@ impl FromRequestParts<AppState> for PageUser {
         let Some(cookie) = session::read_cookie(&parts.headers, session::COOKIE) else {
             return Err(PageUserRejection::Login(LoginRedirect(next)));
         };
-        match session::lookup(&state.pool, &cookie).await {
+        match session::lookup(&state.pool, &cookie, state.config.sessions).await {
             Ok(Some(user)) => Ok(PageUser(user)),
             Ok(None) => Err(PageUserRejection::Login(LoginRedirect(next))),
             Err(e) => Err(PageUserRejection::Error(PageError::from(e))),
@@ -209,6 +209,54 @@ async fn multipart_values(req: Request, state: &AppState) -> Result<HashMap<Stri
         }
     }
     Ok(values)
+}
+
+/// The client's address: the peer, or behind a proxy named in `RENTCHECK_TRUSTED_PROXIES` the last
+/// address in `X-Forwarded-For` (the one that proxy saw; earlier entries are the client's to forge).
+pub fn client_ip(headers: &HeaderMap, peer: IpAddr, trusted_proxies: &[IpAddr]) -> IpAddr {
+    if !trusted_proxies.contains(&peer) {
+        return peer;
+    }
+    headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|a| a.trim().parse::<IpAddr>().ok())
+        .next_back()
+        .unwrap_or(peer)
+}
+
+/// Whether a request came from a browser on this machine itself: a loopback peer that is no
+/// proxy (no forwarding headers), addressed by a loopback `Host` or the configured public host.
+/// A same-host reverse proxy makes every visitor loopback, and DNS rebinding makes a remote
+/// page's requests loopback with a foreign `Host`; both are refused.
+pub fn from_this_machine(headers: &HeaderMap, peer: IpAddr, public_url: &str) -> bool {
+    let forwarded = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip"]
+        .iter()
+        .any(|h| headers.contains_key(*h));
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let host_name = host_without_port(host).to_ascii_lowercase();
+    let public_host = public_url
+        .split_once("://")
+        .map(|(_, rest)| rest.split('/').next().unwrap_or(""))
+        .map(host_without_port)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let loopback_name = host_name == "localhost"
+        || host_name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    peer.is_loopback() && !forwarded && !host_name.is_empty() && (loopback_name || host_name == public_host)
+}
+
+fn host_without_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_once(']').map(|(h, _)| &host[..h.len() + 1]).unwrap_or(host);
+    }
+    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
 }
 
 pub fn csrf_failure() -> Response {

@@ -38,7 +38,7 @@ const GROUND: [&str; 10] = [
     "ledger::model",
     "ledger::csv",
 ];
-const CORE: [&str; 14] = [
+const CORE: [&str; 16] = [
     "error",
     "state",
     "config",
@@ -53,6 +53,8 @@ const CORE: [&str; 14] = [
     "auth::session",
     "auth::token",
     "auth::users",
+    "auth::teams",
+    "auth::lockout",
 ];
 /// Domains, lowest first: one may use the `service` or `model` of a lower one only.
 const DOMAINS: [(&str, u8); 9] = [
@@ -68,7 +70,7 @@ const DOMAINS: [(&str, u8); 9] = [
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 12] = [
+const LAYERS: [(&str, u8); 13] = [
     ("repo", 1),
     ("service", 2),
     ("readiness", 2),
@@ -79,6 +81,7 @@ const LAYERS: [(&str, u8); 12] = [
     ("api", 3),
     ("pages", 3),
     ("money_view", 3),
+    ("admin", 3),
     ("upload", 3),
     ("summary", 0),
 ];

@@ -48,3 +48,62 @@ async fn log_in_create_mint_log_out_and_be_asked_to_log_in_again() {
     assert_eq!(b.path().await, "/login");
     b.close().await;
 }
+
+/// Issue 24, finding 4: Chromium drops the tab from `/<TAB>/evil.example/phish`, which made the
+/// redirect after sign-in `//evil.example/phish`. The browser must stay on rentcheck.
+#[tokio::test]
+async fn a_tab_in_next_does_not_send_chromium_off_site_after_sign_in() {
+    let app = spawn_app().await;
+    let email = app.user(Role::Engineer).await;
+    let b = browser::launch().await;
+    b.client
+        .goto(&app.url("/login?next=%2F%09%2Fevil.example%2Fphish"))
+        .await
+        .unwrap();
+    b.fill("email", &email).await;
+    b.fill("password", PASSWORD).await;
+    b.click("form.stack button[type='submit']").await;
+    let url = b.client.current_url().await.unwrap();
+    assert_eq!(url.host_str(), Some("127.0.0.1"), "the browser left rentcheck: {url}");
+    assert_eq!(url.path(), "/");
+    b.close().await;
+}
+
+/// An admin disables a person from the users page, and a person signs out everywhere from their
+/// account page, in a real browser.
+#[tokio::test]
+async fn an_admin_disables_a_person_and_a_person_signs_out_everywhere() {
+    let app = spawn_app().await;
+    let admin = app.user(Role::Admin).await;
+    let person = app.user(Role::Engineer).await;
+    let other_session = app.login_as(&person, PASSWORD).await.unwrap();
+    let b = browser::launch().await;
+    b.login(&app.base, &admin, PASSWORD).await;
+    b.client.goto(&app.url("/admin/users")).await.unwrap();
+    b.shot("admin-users").await;
+    let id = rentcheck::auth::users::by_email(&app.pool, &person)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    b.click(&format!("form[action='/admin/users/{id}/disable'] button"))
+        .await;
+    assert_eq!(b.path().await, "/admin/users");
+    assert!(b
+        .text(&format!("form[action='/admin/users/{id}/enable'] button"))
+        .await
+        .contains("Enable"));
+    assert_eq!(
+        other_session.get(app.url("/")).await.status(),
+        303,
+        "their session ended"
+    );
+
+    b.client.goto(&app.url("/account")).await.unwrap();
+    b.shot("account").await;
+    b.click("form[action='/account/sign-out-everywhere'] button").await;
+    assert_eq!(b.path().await, "/login");
+    b.client.goto(&app.url("/")).await.unwrap();
+    assert_eq!(b.path().await, "/login", "signed out");
+    b.close().await;
+}

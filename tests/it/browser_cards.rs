@@ -5,7 +5,6 @@ use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 use fantoccini::Locator;
-use rentcheck::auth::Role;
 use serde_json::json;
 
 #[tokio::test]
@@ -22,8 +21,8 @@ async fn edit_a_threshold_save_and_see_the_new_revision_and_status() {
     assert_eq!(res.status(), 201);
 
     let b = browser::launch().await;
-    let email = app.user(Role::Engineer).await;
-    b.login(&app.base, &email, PASSWORD).await;
+    // The brief's owner: the engineer behind the API token that created it.
+    b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
     b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();
     let ttft_row = "#card tr[data-key='serving.ttft_p95_ms']";
     assert_eq!(

@@ -4,7 +4,6 @@
 use crate::common;
 
 use common::{bearer_client, browser, spawn_app, PASSWORD};
-use rentcheck::auth::Role;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -17,9 +16,9 @@ async fn an_engineer_adds_a_second_trial_sends_evidence_to_it_and_the_review_com
         .as_str()
         .unwrap()
         .to_owned();
-    let engineer = app.user(Role::Engineer).await;
+    // The brief's owner: the engineer behind the API token that created it.
     let b = browser::launch().await;
-    b.login(&app.base, &engineer, PASSWORD).await;
+    b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
 
     // The brief page lists its one trial and offers another.
     b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();

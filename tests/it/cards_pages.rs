@@ -3,7 +3,6 @@
 use crate::common;
 
 use common::{spawn_app, Person, TestApp};
-use rentcheck::auth::Role;
 use serde_json::json;
 
 async fn post_form(app: &TestApp, person: &Person, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
@@ -30,7 +29,7 @@ async fn the_brief_page_shows_the_staged_timeline_lint_and_checklist() {
         .as_str()
         .unwrap()
         .to_owned();
-    let person = app.login(Role::Engineer).await;
+    let person = app.login_owner().await;
     let html = person
         .get(app.url(&format!("/briefs/{brief}")))
         .await
@@ -119,7 +118,7 @@ async fn the_brief_page_shows_the_staged_timeline_lint_and_checklist() {
 async fn the_editor_saves_revisions_and_re_renders_errors() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    let person = app.login(Role::Engineer).await;
+    let person = app.login_owner().await;
     let path = format!("/briefs/{brief}/card");
     let html = person.get(app.url(&path)).await.text().await.unwrap();
     assert!(html.contains("Default card"));

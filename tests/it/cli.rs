@@ -273,3 +273,116 @@ async fn serve_keeps_raw_evidence_where_rentcheck_evidence_store_says() {
         .join(rentcheck::evidence::model::sha256_hex(&bytes));
     assert_eq!(std::fs::read(object).unwrap(), bytes);
 }
+
+#[tokio::test]
+async fn user_lifecycle_and_team_commands() {
+    let app = spawn_app().await;
+    let email = app.user(rentcheck::auth::Role::Manager).await;
+    let out = rentcheck(&app, &["token", "mint", "--email", &email], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = stdout(&out);
+    let client = bearer_client(&token);
+    let briefs = app.url("/api/v1/briefs");
+    assert_eq!(client.get(&briefs).send().await.unwrap().status(), 200);
+
+    let out = rentcheck(&app, &["user", "disable", "--email", &email], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("disabled"));
+    assert_eq!(
+        client.get(&briefs).send().await.unwrap().status(),
+        401,
+        "refused at once"
+    );
+    assert!(rentcheck(&app, &["user", "enable", "--email", &email], None)
+        .status
+        .success());
+    assert_eq!(client.get(&briefs).send().await.unwrap().status(), 200);
+    let out = rentcheck(
+        &app,
+        &["user", "set-role", "--email", &email, "--role", "engineer"],
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        client.get(&briefs).send().await.unwrap().status(),
+        401,
+        "a manager token of an engineer"
+    );
+    let out = rentcheck(&app, &["user", "set-role", "--email", &email, "--role", "agent"], None);
+    assert!(!out.status.success());
+
+    let out = rentcheck(
+        &app,
+        &["user", "set-password", "--email", &email, "--password-stdin"],
+        Some("a new long password\n"),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(app.login_as(&email, "a new long password").await.is_some());
+    let out = rentcheck(&app, &["user", "set-password", "--email", &email], None);
+    assert!(stdout(&out).contains("password (shown once)"));
+    assert!(
+        !rentcheck(&app, &["user", "disable", "--email", "nobody@example.com"], None)
+            .status
+            .success()
+    );
+
+    // Teams: a member of a team a brief is shared with may edit it.
+    let brief = app.brief_id().await;
+    assert!(rentcheck(&app, &["team", "add", "serving"], None).status.success());
+    let out = rentcheck(&app, &["team", "add-member", "serving", "--email", &email], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let engineer_token = stdout(&rentcheck(&app, &["token", "mint", "--email", &email], None));
+    let put = || {
+        bearer_client(&engineer_token)
+            .put(app.url(&format!("/api/v1/briefs/{brief}")))
+            .json(&common::valid_brief())
+            .send()
+    };
+    assert_eq!(put().await.unwrap().status(), 403);
+    assert!(rentcheck(&app, &["team", "share", "serving", "--brief", &brief], None)
+        .status
+        .success());
+    assert_eq!(put().await.unwrap().status(), 200);
+    let listed = stdout(&rentcheck(&app, &["team", "list"], None));
+    assert!(listed.contains("serving") && listed.contains(&email), "{listed}");
+    assert!(
+        rentcheck(&app, &["team", "unshare", "serving", "--brief", &brief], None)
+            .status
+            .success()
+    );
+    assert_eq!(put().await.unwrap().status(), 403);
+    let out = rentcheck(&app, &["brief-owner", &brief, "--email", &email], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(put().await.unwrap().status(), 200, "now its owner");
+}
+
+#[tokio::test]
+async fn collect_reads_its_token_from_a_private_file_only() {
+    let app = spawn_app().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "not-a-real-token\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = file.display().to_string();
+    let brief = uuid::Uuid::now_v7().to_string();
+    let out = rentcheck(
+        &app,
+        &[
+            "collect",
+            "--server",
+            &app.base,
+            "--brief",
+            &brief,
+            "--token-file",
+            &path,
+        ],
+        None,
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("chmod 600"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

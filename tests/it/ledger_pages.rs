@@ -3,14 +3,13 @@
 use crate::common;
 
 use common::spawn_app;
-use rentcheck::auth::Role;
 use serde_json::json;
 
 #[tokio::test]
 async fn adding_a_line_through_the_form_changes_the_summary() {
     let app = spawn_app().await;
     let id = app.create_brief(json!({})).await["id"].as_str().unwrap().to_owned();
-    let person = app.login(Role::Engineer).await;
+    let person = app.login_owner().await;
     let page_url = app.url(&format!("/briefs/{id}"));
 
     let page = person.client.get(&page_url).send().await.unwrap().text().await.unwrap();

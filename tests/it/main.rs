@@ -41,5 +41,7 @@ mod private_cluster;
 mod resilience;
 mod review_api;
 mod review_hardware;
+mod security;
+mod teams;
 mod trials_api;
 mod trials_migration;

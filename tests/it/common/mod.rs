@@ -48,6 +48,10 @@ pub struct TestApp {
 /// The password every test user gets.
 pub const PASSWORD: &str = "correct horse battery staple";
 
+/// The engineer behind `TestApp::client`'s token, and so the owner of every brief `create_brief`
+/// makes: the person who may edit those briefs from a browser (`TestApp::login_owner`).
+pub const OWNER_EMAIL: &str = "engineer@example.com";
+
 /// Creates a fresh database, migrates it, and serves the app on 127.0.0.1:0.
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(AppConfig::default()).await
@@ -140,19 +144,34 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
     app
 }
 
+/// The person behind a test's person token (a person token acts as its person): made on first use.
+pub async fn person(pool: &PgPool, email: &str, role: Role) -> uuid::Uuid {
+    match users::by_email(pool, email).await.unwrap() {
+        Some(u) => u.id,
+        None => {
+            users::add(pool, email, role, Some(PASSWORD.to_owned()))
+                .await
+                .unwrap()
+                .0
+                .id
+        }
+    }
+}
+
 /// An engineer's bearer token, minted straight into `pool` with `keys`.
 pub async fn engineer_token(pool: &PgPool, keys: &TokenKeys) -> String {
+    let user = person(pool, OWNER_EMAIL, Role::Engineer).await;
     token::mint(
         pool,
         keys,
         NewToken {
             name: "test engineer".into(),
-            subject: "engineer@example.com".into(),
+            subject: OWNER_EMAIL.into(),
             role: Role::Engineer,
             brief: None,
             trial: None,
             ttl: chrono::Duration::hours(1),
-            created_by: None,
+            created_by: Some(user),
         },
     )
     .await
@@ -239,9 +258,14 @@ impl TestApp {
         .0
     }
 
-    /// A bearer token the way `rentcheck token mint` makes one.
+    /// A bearer token the way `rentcheck token mint` makes one: a person token for the person
+    /// `{role}@example.com` (made on first use), an agent token minted by nobody in particular.
     pub async fn token(&self, role: Role, brief: Option<uuid::Uuid>) -> String {
         let subject = format!("{}@example.com", role.as_str());
+        let created_by = match role {
+            Role::Agent => None,
+            _ => Some(person(&self.pool, &subject, role).await),
+        };
         let (signed, _) = token::mint(
             &self.pool,
             &self.keys,
@@ -252,12 +276,17 @@ impl TestApp {
                 brief,
                 trial: None,
                 ttl: chrono::Duration::days(1),
-                created_by: None,
+                created_by,
             },
         )
         .await
         .unwrap();
         signed
+    }
+
+    /// Signs in the owner of the briefs `create_brief` makes (the engineer behind `client`).
+    pub async fn login_owner(&self) -> Person {
+        self.login_as(OWNER_EMAIL, PASSWORD).await.expect("the owner signs in")
     }
 
     /// Signs a new user of `role` in through the login form.

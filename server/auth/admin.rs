@@ -1,0 +1,559 @@
+//! Pages for people and teams: the admin's users and teams page (add, change role, disable or
+//! enable, reset a password, make teams and their members), a brief's sharing page (its owner and
+//! teams), and a person's own account page (change password, sign out everywhere).
+
+use askama::Template;
+use axum::{
+    extract::State,
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Redirect, Response},
+    routing::{get, post},
+    Router,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{
+    password, session,
+    teams::{self, Team},
+    users::{self, Change},
+    Role,
+};
+use crate::{
+    audit,
+    briefs::service as briefs,
+    error::AppError,
+    state::AppState,
+    web::{
+        auth::{CsrfForm, PageUser},
+        extract::Path,
+        page::{render, PageContext, PageError, PageResult},
+    },
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/admin/users", get(users_page).post(add_user))
+        .route("/admin/users/{uid}/role", post(set_role))
+        .route("/admin/users/{uid}/disable", post(disable))
+        .route("/admin/users/{uid}/enable", post(enable))
+        .route("/admin/users/{uid}/password", post(reset_password))
+        .route("/admin/teams", post(add_team))
+        .route("/admin/teams/{tid}/members", post(add_member))
+        .route("/admin/teams/{tid}/members/{uid}/remove", post(remove_member))
+        .route("/briefs/{id}/sharing", get(sharing_page))
+        .route("/briefs/{id}/sharing/teams", post(share))
+        .route("/briefs/{id}/sharing/teams/{tid}/remove", post(unshare))
+        .route("/briefs/{id}/sharing/owner", post(set_owner))
+        .route("/account", get(account_page))
+        .route("/account/password", post(change_password))
+        .route("/account/sign-out-everywhere", post(sign_out_everywhere))
+}
+
+fn no_store(mut r: Response) -> Response {
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+struct UserLine {
+    id: String,
+    email: String,
+    role: String,
+    disabled: bool,
+    created: String,
+}
+
+#[derive(Template)]
+#[template(path = "auth/users.html")]
+struct UsersPage {
+    ctx: PageContext,
+    users: Vec<UserLine>,
+    teams: Vec<Team>,
+    unowned: Vec<(Uuid, String)>,
+    /// A password to show once: (email, password, "Created" or "New password for").
+    shown: Option<(String, String, &'static str)>,
+    error: String,
+}
+
+async fn users_view(
+    state: &AppState,
+    user: &PageUser,
+    shown: Option<(String, String, &'static str)>,
+    error: String,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let users = users::list(&state.pool)
+        .await?
+        .into_iter()
+        .map(|u| UserLine {
+            id: u.id.to_string(),
+            email: u.email,
+            role: u.role,
+            disabled: u.disabled_at.is_some(),
+            created: u.created_at.format("%Y-%m-%d").to_string(),
+        })
+        .collect();
+    render(&UsersPage {
+        ctx: user.into(),
+        users,
+        teams: teams::list_teams(&state.pool).await?,
+        unowned: teams::unowned_briefs(&state.pool).await?,
+        shown,
+        error,
+    })
+}
+
+/// The page again with a message, answered 422 (or 409 for a conflict) so tools see the refusal.
+async fn users_refused(state: &AppState, user: &PageUser, e: AppError) -> PageResult<Response> {
+    let (status, message) = match e {
+        AppError::Validation(errors) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            errors
+                .iter()
+                .map(|e| format!("{} {}", e.field, e.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        AppError::Conflict(m) => (StatusCode::CONFLICT, m),
+        AppError::NotFound(what) => (StatusCode::NOT_FOUND, format!("no such {what}")),
+        other => return Err(PageError(other)),
+    };
+    let mut r = users_view(state, user, None, message).await?;
+    *r.status_mut() = status;
+    Ok(r)
+}
+
+async fn users_page(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
+    users_view(&state, &user, None, String::new()).await
+}
+
+async fn add_user(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let email = form.get("email").cloned().unwrap_or_default();
+    let role = match users::person_role(form.get("role").map(String::as_str).unwrap_or("")) {
+        Ok(role) => role,
+        Err(m) => {
+            return users_refused(
+                &state,
+                &user,
+                AppError::Validation(vec![crate::validation::FieldError::new("role", m)]),
+            )
+            .await
+        }
+    };
+    match users::add(&state.pool, &email, role, None).await {
+        Ok((created, password)) => {
+            audit::record(
+                &state.pool,
+                &user.0.email,
+                "user.add",
+                &created.email,
+                json!({ "role": role.as_str() }),
+            )
+            .await?;
+            let shown = Some((created.email, password.unwrap_or_default(), "Created"));
+            Ok(no_store(users_view(&state, &user, shown, String::new()).await?))
+        }
+        Err(e) => users_refused(&state, &user, e).await,
+    }
+}
+
+/// Applies an admin's change to a person and records it.
+async fn apply_change(
+    state: &AppState,
+    admin: &PageUser,
+    uid: Uuid,
+    change: Change,
+    action: &str,
+) -> PageResult<Response> {
+    admin.require(Role::Admin)?;
+    match users::change(&state.pool, uid, change).await {
+        Ok(Some(changed)) => {
+            audit::record(
+                &state.pool,
+                &admin.0.email,
+                action,
+                &changed.email,
+                json!({ "role": change.role.map(|r| r.as_str()), "disabled": change.disabled }),
+            )
+            .await?;
+            Ok(Redirect::to("/admin/users").into_response())
+        }
+        Ok(None) => users_refused(state, admin, AppError::NotFound("user")).await,
+        Err(e) => users_refused(state, admin, e).await,
+    }
+}
+
+async fn set_role(
+    State(state): State<AppState>,
+    Path(uid): Path<Uuid>,
+    CsrfForm(user, form): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let role = match users::person_role(form.get("role").map(String::as_str).unwrap_or("")) {
+        Ok(r) => r,
+        Err(m) => {
+            return users_refused(
+                &state,
+                &user,
+                AppError::Validation(vec![crate::validation::FieldError::new("role", m)]),
+            )
+            .await
+        }
+    };
+    let change = Change {
+        role: Some(role),
+        disabled: None,
+    };
+    apply_change(&state, &user, uid, change, "user.role").await
+}
+
+async fn disable(
+    State(state): State<AppState>,
+    Path(uid): Path<Uuid>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    let change = Change {
+        role: None,
+        disabled: Some(true),
+    };
+    apply_change(&state, &user, uid, change, "user.disable").await
+}
+
+async fn enable(
+    State(state): State<AppState>,
+    Path(uid): Path<Uuid>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    let change = Change {
+        role: None,
+        disabled: Some(false),
+    };
+    apply_change(&state, &user, uid, change, "user.enable").await
+}
+
+/// A new generated password, shown once to the admin; the person's sessions end.
+async fn reset_password(
+    State(state): State<AppState>,
+    Path(uid): Path<Uuid>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let Some(target) = users::by_id(&state.pool, uid).await? else {
+        return users_refused(&state, &user, AppError::NotFound("user")).await;
+    };
+    let password = crate::secrets::random_token()[..24].to_owned();
+    users::replace_password(&state.pool, uid, password.clone(), None).await?;
+    audit::record(
+        &state.pool,
+        &user.0.email,
+        "user.password",
+        &target.email,
+        json!({ "by": "admin" }),
+    )
+    .await?;
+    let shown = Some((target.email, password, "New password for"));
+    Ok(no_store(users_view(&state, &user, shown, String::new()).await?))
+}
+
+async fn add_team(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    match teams::create_team(&state.pool, form.get("name").map(String::as_str).unwrap_or("")).await {
+        Ok(team) => {
+            audit::record(
+                &state.pool,
+                &user.0.email,
+                "team.add",
+                &format!("team:{}", team.id),
+                json!({ "name": team.name }),
+            )
+            .await?;
+            Ok(Redirect::to("/admin/users").into_response())
+        }
+        Err(e) => users_refused(&state, &user, e).await,
+    }
+}
+
+async fn add_member(
+    State(state): State<AppState>,
+    Path(tid): Path<Uuid>,
+    CsrfForm(user, form): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let team = match teams::team_by_id(&state.pool, tid).await {
+        Ok(t) => t,
+        Err(e) => return users_refused(&state, &user, e).await,
+    };
+    let email = users::normalize_email(form.get("email").map(String::as_str).unwrap_or("")).unwrap_or_default();
+    let Some(member) = users::by_email(&state.pool, &email).await? else {
+        return users_refused(&state, &user, AppError::NotFound("user")).await;
+    };
+    if teams::add_member(&state.pool, team.id, member.id).await? {
+        audit::record(
+            &state.pool,
+            &user.0.email,
+            "team.member.add",
+            &format!("team:{}", team.id),
+            json!({ "email": member.email }),
+        )
+        .await?;
+    }
+    Ok(Redirect::to("/admin/users").into_response())
+}
+
+async fn remove_member(
+    State(state): State<AppState>,
+    Path((tid, uid)): Path<(Uuid, Uuid)>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    if teams::remove_member(&state.pool, tid, uid).await? {
+        let email = users::by_id(&state.pool, uid)
+            .await?
+            .map(|u| u.email)
+            .unwrap_or_default();
+        audit::record(
+            &state.pool,
+            &user.0.email,
+            "team.member.remove",
+            &format!("team:{tid}"),
+            json!({ "email": email }),
+        )
+        .await?;
+    }
+    Ok(Redirect::to("/admin/users").into_response())
+}
+
+#[derive(Template)]
+#[template(path = "auth/sharing.html")]
+struct SharingPage {
+    ctx: PageContext,
+    brief_id: String,
+    brief_name: String,
+    owner: String,
+    shared: Vec<teams::TeamRef>,
+    /// Teams it is not shared with yet.
+    others: Vec<teams::TeamRef>,
+    may_edit: bool,
+    is_admin: bool,
+    error: String,
+}
+
+async fn sharing_view(state: &AppState, user: &PageUser, id: Uuid, error: String) -> PageResult<Response> {
+    let brief = briefs::load(&state.pool, id).await?;
+    let access = teams::brief_access(&state.pool, id).await?;
+    let all = teams::list_teams(&state.pool).await?;
+    let others = all
+        .into_iter()
+        .filter(|t| !access.teams.iter().any(|s| s.id == t.id))
+        .map(|t| teams::TeamRef { id: t.id, name: t.name })
+        .collect();
+    let may_edit = teams::can_edit_brief(&state.pool, &user.principal(), id).await?;
+    render(&SharingPage {
+        ctx: user.into(),
+        brief_id: id.to_string(),
+        brief_name: brief.fields.name,
+        owner: access
+            .owner_email
+            .clone()
+            .unwrap_or_else(|| "nobody yet (every engineer may edit it)".into()),
+        shared: access.teams,
+        others,
+        may_edit,
+        is_admin: user.0.role == Role::Admin,
+        error,
+    })
+}
+
+async fn sharing_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+    user.require(Role::Engineer)?;
+    sharing_view(&state, &user, id, String::new()).await
+}
+
+async fn share(
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    CsrfForm(user, form): CsrfForm,
+) -> PageResult<Response> {
+    teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    let Some(team) = form.get("team").and_then(|t| Uuid::parse_str(t.trim()).ok()) else {
+        let mut r = sharing_view(&state, &user, id, "Pick a team.".into()).await?;
+        *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+        return Ok(r);
+    };
+    let team = teams::team_by_id(&state.pool, team).await?;
+    teams::share(&state.pool, id, team.id).await?;
+    audit::record(
+        &state.pool,
+        &user.0.email,
+        "brief.share",
+        &format!("brief:{id}"),
+        json!({ "team": team.name }),
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/briefs/{id}/sharing")).into_response())
+}
+
+async fn unshare(
+    State(state): State<AppState>,
+    Path((id, tid)): Path<(Uuid, Uuid)>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    if teams::unshare(&state.pool, id, tid).await? {
+        audit::record(
+            &state.pool,
+            &user.0.email,
+            "brief.unshare",
+            &format!("brief:{id}"),
+            json!({ "team": tid }),
+        )
+        .await?;
+    }
+    Ok(Redirect::to(&format!("/briefs/{id}/sharing")).into_response())
+}
+
+/// Admins assign a brief's owner (briefs from before ownership have none).
+async fn set_owner(
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    CsrfForm(user, form): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    briefs::load(&state.pool, id).await?;
+    let email = users::normalize_email(form.get("email").map(String::as_str).unwrap_or("")).unwrap_or_default();
+    let Some(owner) = users::by_email(&state.pool, &email).await? else {
+        let mut r = sharing_view(&state, &user, id, format!("There is no user {email}.")).await?;
+        *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+        return Ok(r);
+    };
+    teams::set_owner(&state.pool, id, owner.id).await?;
+    audit::record(
+        &state.pool,
+        &user.0.email,
+        "brief.owner",
+        &format!("brief:{id}"),
+        json!({ "owner": owner.email }),
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/briefs/{id}/sharing")).into_response())
+}
+
+#[derive(Template)]
+#[template(path = "auth/account.html")]
+struct AccountPage {
+    ctx: PageContext,
+    email: String,
+    teams: Vec<String>,
+    message: String,
+    error: String,
+    idle_minutes: i64,
+    max_hours: i64,
+}
+
+async fn account_view(state: &AppState, user: &PageUser, message: String, error: String) -> PageResult<Response> {
+    let teams = teams::list_teams(&state.pool)
+        .await?
+        .into_iter()
+        .filter(|t| t.members.contains(&user.0.email))
+        .map(|t| t.name)
+        .collect();
+    render(&AccountPage {
+        ctx: user.into(),
+        email: user.0.email.clone(),
+        teams,
+        message,
+        error,
+        idle_minutes: state.config.sessions.idle.num_minutes(),
+        max_hours: state.config.sessions.absolute.num_hours(),
+    })
+}
+
+async fn account_page(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
+    account_view(&state, &user, String::new(), String::new()).await
+}
+
+/// A person changes their own password: the current one first; their other sessions end.
+async fn change_password(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    CsrfForm(user, form): CsrfForm,
+) -> PageResult<Response> {
+    let current = form.get("current_password").cloned().unwrap_or_default();
+    let new = form.get("new_password").cloned().unwrap_or_default();
+    let refuse = |status: StatusCode, error: String| {
+        let state = state.clone();
+        let user = user.clone();
+        async move {
+            let mut r = account_view(&state, &user, String::new(), error).await?;
+            *r.status_mut() = status;
+            PageResult::Ok(r)
+        }
+    };
+    let row = users::by_id(&state.pool, user.0.id)
+        .await?
+        .ok_or(AppError::NotFound("user"))?;
+    if !password::verify(current, Some(row.password_hash)).await? {
+        audit::record(
+            &state.pool,
+            &user.0.email,
+            "user.password.refused",
+            &user.0.email,
+            json!({}),
+        )
+        .await?;
+        return refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "current_password is not your password".into(),
+        )
+        .await;
+    }
+    let keep = session::read_cookie(&headers, session::COOKIE);
+    match users::replace_password(&state.pool, user.0.id, new, keep.as_deref()).await {
+        Ok(()) => {
+            audit::record(
+                &state.pool,
+                &user.0.email,
+                "user.password",
+                &user.0.email,
+                json!({ "by": "self" }),
+            )
+            .await?;
+            account_view(
+                &state,
+                &user,
+                "Password changed; your other sessions have ended.".into(),
+                String::new(),
+            )
+            .await
+        }
+        Err(AppError::Validation(errors)) => {
+            let message = errors
+                .iter()
+                .map(|e| format!("new_password {}", e.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            refuse(StatusCode::UNPROCESSABLE_ENTITY, message).await
+        }
+        Err(e) => Err(PageError(e)),
+    }
+}
+
+/// Ends every session of this person, this one included.
+async fn sign_out_everywhere(State(state): State<AppState>, CsrfForm(user, _): CsrfForm) -> PageResult<Response> {
+    let ended = session::delete_for_user(&state.pool, user.0.id, None).await?;
+    audit::record(
+        &state.pool,
+        &user.0.email,
+        "logout.everywhere",
+        &user.0.email,
+        json!({ "sessions": ended }),
+    )
+    .await?;
+    let mut response = Redirect::to("/login").into_response();
+    if let Ok(v) = session::clear_cookie(session::COOKIE, state.config.secure_cookies).parse() {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
+    Ok(response)
+}
