@@ -194,7 +194,11 @@ async fn a_manager_imports_a_sheet_on_the_page_and_an_engineer_starts_a_trial_fr
     assert!(b.text("#notice").await.contains("Imported 1 prices"));
     assert!(b.text("#current").await.contains("Cloud B"));
 
-    // The brief page's sizing shows it, and a trial can start from it.
+    b.close().await;
+
+    // The brief's owner sees it in the brief page's sizing, and starts a trial from it.
+    let b = browser::launch().await;
+    b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
     b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();
     let sizing = b.text("#sizing").await;
     assert!(sizing.contains("9.96 USD/h"), "4 × 2.49: {sizing}");
