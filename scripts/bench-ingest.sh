@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Evidence ingest load test (docs/perf.md, ../shared/docs/perf.md).
+# Evidence ingest load test (targets and figures: docs/benchmarks.md).
 #
 #   scripts/bench-ingest.sh                  # 3 rounds, 20 s per run
 #   DURATION=10 ROUNDS=5 scripts/bench-ingest.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rentcheck ingest beside the MLflow tracking server's log-batch, on the same PostgreSQL, in
-# alternating rounds (../shared/docs/perf.md: rentcheck ≥ 20 × MLflow's rate).
+# alternating rounds (the target: rentcheck ingests at least 20 × MLflow's rate; figures in docs/benchmarks.md).
 #
 #   python3 -m venv /tmp/mlflow-venv && /tmp/mlflow-venv/bin/pip install mlflow psycopg2-binary
 #   MLFLOW=/tmp/mlflow-venv/bin/mlflow scripts/bench-mlflow.sh

@@ -1,6 +1,6 @@
 //! Acceptance cards: criteria, their validation and the diff of two revisions. Pure: no I/O.
 //!
-//! A criterion names a metric key (../shared/docs/metrics.md), an operator, a threshold, a unit,
+//! A criterion names a metric key (docs/evidence.md lists every key a parser writes), an operator, a threshold, a unit,
 //! the stage whose evidence it reads (1 smoke … 5 review) and whether it is required.
 
 use std::collections::HashSet;
