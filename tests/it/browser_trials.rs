@@ -131,5 +131,18 @@ async fn an_engineer_adds_a_second_trial_sends_evidence_to_it_and_the_review_com
         .await
         .unwrap();
     b.shot("review-money-390").await;
+    // At phone width the page does not scroll sideways (wide tables scroll inside their frame).
+    let overflow = b
+        .client
+        .execute(
+            "const d = document.documentElement; return d.scrollWidth - d.clientWidth",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        overflow.as_i64().unwrap() <= 0,
+        "the review is {overflow} px wider than a 390 px phone"
+    );
     b.close().await;
 }
