@@ -27,6 +27,7 @@ mod evidence_object_store;
 mod evidence_pages;
 mod first_run;
 mod hostile_input;
+mod kv_capacity;
 mod ledger;
 mod ledger_api;
 mod ledger_pages;
