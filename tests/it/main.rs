@@ -22,6 +22,7 @@ mod cli;
 mod collect;
 mod demo;
 mod evidence_api;
+mod evidence_batch;
 mod evidence_metrics_compaction;
 mod evidence_object_store;
 mod evidence_pages;
