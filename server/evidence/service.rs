@@ -2,6 +2,8 @@
 //! evidence row, and the `Idempotency-Key` row with the answer, in one transaction), and read
 //! evidence back. Answers are domain values; `api.rs` turns them into HTTP.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -96,23 +98,31 @@ impl Prepared {
     }
 }
 
-/// Resolves the kind, reads the window's `before` when the kind has one, and parses (large inputs
-/// on the blocking pool). Serving evidence is judged against the brief's latency targets, read
-/// once into `targets` on first need.
+/// The `before` scrapes met earlier in one batch, by trial, kind and window id: an `after` in the
+/// same batch pairs with them, as it would with a stored one.
+type BatchBefores = HashMap<(Uuid, &'static str, String), bytes::Bytes>;
+
+/// Resolves the kind, reads the window's `before` when the kind has one (from `befores`, else
+/// the newest stored one), and parses (large inputs on the blocking pool). Serving evidence is
+/// judged against the brief's latency targets, read once into `targets` on first need.
 async fn prepare(
     state: &AppState,
     brief_id: Uuid,
     trial_id: Uuid,
     upload: Upload,
     targets: &mut Option<SloTargets>,
+    befores: &BatchBefores,
 ) -> Result<Prepared, AppError> {
     let fingerprint = upload.fingerprint();
     let (kind, kind_warning) = resolve_kind(upload.kind, &upload.raw);
     let window = match upload.window_after() {
         Some(w) if kind.has_window() => {
-            let before = match repo::window_before(&state.pool, trial_id, kind.as_str(), w).await? {
-                Some(stored) => Some(state.evidence_store.load(stored).await?),
-                None => None,
+            let before = match befores.get(&(trial_id, kind.as_str(), w.to_owned())) {
+                Some(bytes) => Some(bytes.to_vec()),
+                None => match repo::window_before(&state.pool, trial_id, kind.as_str(), w).await? {
+                    Some(stored) => Some(state.evidence_store.load(stored).await?),
+                    None => None,
+                },
             };
             Some((w.to_owned(), before))
         }
@@ -198,7 +208,7 @@ pub async fn ingest(
             return replay(stored, &upload.fingerprint());
         }
     }
-    let p = prepare(state, brief_id, trial_id, upload, &mut None).await?;
+    let p = prepare(state, brief_id, trial_id, upload, &mut None, &HashMap::new()).await?;
 
     // With an object store the bytes are written first: a row that commits always has its bytes.
     let raw_object = state.evidence_store.put(&p.sha256, &p.upload.raw).await?;
@@ -263,7 +273,8 @@ pub async fn ingest_batch(
     let mut answers: Vec<Option<Result<Ingested, AppError>>> = Vec::with_capacity(items.len());
     let mut pending: Vec<(usize, Uuid, Option<String>, Prepared)> = Vec::new();
     let mut targets = None;
-    let mut keys_seen = std::collections::HashMap::new();
+    let mut keys_seen = HashMap::new();
+    let mut befores = BatchBefores::new();
     for (i, item) in items.into_iter().enumerate() {
         let (trial_id, upload) = match item.decoded {
             Ok(d) => d,
@@ -287,8 +298,11 @@ pub async fn ingest_batch(
                 continue;
             }
         }
-        match prepare(state, brief_id, trial_id, upload, &mut targets).await {
+        match prepare(state, brief_id, trial_id, upload, &mut targets, &befores).await {
             Ok(p) => {
+                if let Some(w) = p.upload.window_before().filter(|_| p.kind.has_window()) {
+                    befores.insert((trial_id, p.kind.as_str(), w.to_owned()), p.upload.raw.clone());
+                }
                 answers.push(None);
                 pending.push((i, trial_id, item.key, p));
             }

@@ -183,3 +183,33 @@ async fn a_batch_needs_a_caller_who_may_send_to_the_brief() {
     assert_eq!(res.status(), 207);
     assert_eq!(app.count("evidence").await, 1);
 }
+
+#[tokio::test]
+async fn a_window_sent_whole_in_one_batch_pairs_its_after_with_its_before() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let text = |f: &str| String::from_utf8(fixture(f)).unwrap();
+    let body = json!({ "items": [
+        { "kind": "vllm-metrics", "stage": 3, "labels": { "window": "w1", "phase": "before" },
+          "content": text("vllm-metrics/window-before.txt") },
+        { "kind": "vllm-metrics", "stage": 3, "labels": { "window": "w1", "phase": "after" },
+          "content": text("vllm-metrics/window-after.txt") },
+    ]});
+    let answer: Value = app
+        .post_json(&format!("/api/v1/briefs/{id}/evidence/batch"), &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let after: Value = app
+        .get(answer["items"][1]["links"]["self"].as_str().unwrap())
+        .await
+        .json()
+        .await
+        .unwrap();
+    // The same figures as when the two scrapes are sent one by one (evidence_api.rs): the window's
+    // own requests, not the server's totals since it started.
+    assert_eq!(after["metrics"]["serving.window"], true, "{after}");
+    assert_eq!(after["metrics"]["serving.requests_total"], 20.0);
+    assert_eq!(after["metrics"]["serving.ttft_p50_ms"], 750.0);
+}
