@@ -1,9 +1,12 @@
-//! Posting evidence to the server: one raw-body POST per item, an `Idempotency-Key` on each, and
-//! retries with capped exponential backoff and full jitter on connection errors, 429 and 503.
-//! Any other answer is final: a 4xx is never retried.
+//! Posting evidence to the server: every item of a run in one batch request
+//! (`POST …/evidence/batch`, base64 content, an `idempotency_key` each), or one raw-body POST per
+//! item with an `Idempotency-Key` header against a server without the batch route; retries with
+//! capped exponential backoff and full jitter on connection errors, 429 and 503. Any other answer
+//! is final: a 4xx is never retried.
 
 use std::time::Duration;
 
+use base64::Engine;
 use chrono::{DateTime, Utc};
 use reqwest::{header, StatusCode};
 use serde_json::Value;
@@ -101,9 +104,24 @@ pub struct Item<'a> {
     pub idempotency_key: &'a str,
 }
 
+/// Items per batch request, and the raw bytes one request carries at most (base64 and JSON add
+/// about a third on the way; the server takes 16 MiB).
+pub const BATCH_ITEMS: usize = 500;
+pub const BATCH_RAW_BYTES: usize = 10 * 1024 * 1024;
+
+/// What a batch request came to.
+pub enum BatchSent {
+    /// One answer per item, in order.
+    Answered(Vec<Result<Accepted, Refused>>),
+    /// The server has no batch route (an older rentcheck): send the items one by one.
+    NoBatchRoute,
+}
+
 pub struct Client {
     http: reqwest::Client,
     endpoint: String,
+    batch_endpoint: String,
+    trial: Option<Uuid>,
     token: Secret,
     policy: RetryPolicy,
 }
@@ -124,6 +142,8 @@ impl Client {
             .build()?;
         Ok(Self {
             http,
+            batch_endpoint: format!("{}/api/v1/briefs/{brief}/evidence/batch", server.trim_end_matches('/')),
+            trial,
             endpoint: match trial {
                 Some(t) => format!(
                     "{}/api/v1/briefs/{brief}/evidence?trial={t}",
@@ -141,13 +161,7 @@ impl Client {
         &self.http
     }
 
-    /// POSTs the item as a raw body with `?kind=&stage=&label.<name>=…`, retrying as the policy says.
-    pub async fn post(&self, item: &Item<'_>) -> Result<Accepted, Refused> {
-        let mut query: Vec<(String, String)> = vec![
-            ("kind".into(), item.kind.into()),
-            ("stage".into(), item.stage.to_string()),
-        ];
-        query.extend(item.labels.iter().map(|(k, v)| (format!("label.{k}"), v.clone())));
+    fn authorization(&self) -> Result<header::HeaderValue, Refused> {
         let mut auth =
             header::HeaderValue::from_str(&format!("Bearer {}", self.token.expose())).map_err(|_| Refused {
                 status: None,
@@ -155,21 +169,16 @@ impl Client {
                 attempts: 0,
             })?;
         auth.set_sensitive(true);
+        Ok(auth)
+    }
 
+    /// Sends the request `build` makes until an answer is final (anything but 429 and 503), or
+    /// the policy's attempts are spent; returns that answer and the attempts it took.
+    async fn send(&self, build: impl Fn() -> reqwest::RequestBuilder) -> Result<(reqwest::Response, u32), Refused> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let sent = self
-                .http
-                .post(&self.endpoint)
-                .query(&query)
-                .header(header::AUTHORIZATION, auth.clone())
-                .header(header::CONTENT_TYPE, item.content_type)
-                .header("idempotency-key", item.idempotency_key)
-                .body(item.body.clone())
-                .send()
-                .await;
-            let (retry_after, why) = match sent {
+            let (retry_after, why) = match build().send().await {
                 Err(e) => (None, describe(&e)),
                 Ok(res) => {
                     let status = res.status();
@@ -181,7 +190,7 @@ impl Client {
                             .and_then(|v| parse_retry_after(v, Utc::now()));
                         (ra, format!("server answered {status}"))
                     } else {
-                        return answer(res, attempt).await;
+                        return Ok((res, attempt));
                     }
                 }
             };
@@ -206,6 +215,125 @@ impl Client {
             tokio::time::sleep(wait).await;
         }
     }
+
+    /// POSTs the item as a raw body with `?kind=&stage=&label.<name>=…`, retrying as the policy says.
+    pub async fn post(&self, item: &Item<'_>) -> Result<Accepted, Refused> {
+        let mut query: Vec<(String, String)> = vec![
+            ("kind".into(), item.kind.into()),
+            ("stage".into(), item.stage.to_string()),
+        ];
+        query.extend(item.labels.iter().map(|(k, v)| (format!("label.{k}"), v.clone())));
+        let auth = self.authorization()?;
+        let (res, attempts) = self
+            .send(|| {
+                self.http
+                    .post(&self.endpoint)
+                    .query(&query)
+                    .header(header::AUTHORIZATION, auth.clone())
+                    .header(header::CONTENT_TYPE, item.content_type)
+                    .header("idempotency-key", item.idempotency_key)
+                    .body(item.body.clone())
+            })
+            .await?;
+        answer(res, attempts).await
+    }
+
+    /// POSTs `items` (at most [`BATCH_ITEMS`]) as one batch, retrying the whole request as the
+    /// policy says (each item's key makes that safe). `Err` when the request as a whole was
+    /// refused: every item shares that answer.
+    pub async fn post_batch(&self, items: &[Item<'_>]) -> Result<BatchSent, Refused> {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let body = serde_json::json!({
+            "items": items.iter().map(|i| {
+                let mut v = serde_json::json!({
+                    "kind": i.kind,
+                    "stage": i.stage,
+                    "labels": i.labels.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<String, Value>>(),
+                    "content_base64": b64.encode(&i.body),
+                    "content_type": i.content_type,
+                    "idempotency_key": i.idempotency_key,
+                });
+                // No collected_at: the server stamps arrival, as for one post, so a re-run in the
+                // key's window is the same request and replays.
+                if let Some(t) = self.trial {
+                    v["trial"] = Value::String(t.to_string());
+                }
+                v
+            }).collect::<Vec<_>>(),
+        });
+        let body = serde_json::to_vec(&body).map_err(|e| Refused {
+            status: None,
+            reason: format!("could not encode the batch: {e}"),
+            attempts: 0,
+        })?;
+        let auth = self.authorization()?;
+        let (res, attempts) = self
+            .send(|| {
+                self.http
+                    .post(&self.batch_endpoint)
+                    .header(header::AUTHORIZATION, auth.clone())
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(body.clone())
+            })
+            .await?;
+        let status = res.status();
+        if status != StatusCode::MULTI_STATUS {
+            // An older server: no such route (its 404 does not name the brief) or no POST on it.
+            let refused = answer(res, attempts).await.err();
+            return match refused {
+                Some(r) if r.status == Some(StatusCode::METHOD_NOT_ALLOWED) => Ok(BatchSent::NoBatchRoute),
+                Some(r) if r.status == Some(StatusCode::NOT_FOUND) && !r.reason.contains("brief not found") => {
+                    Ok(BatchSent::NoBatchRoute)
+                }
+                Some(r) => Err(r),
+                None => Err(Refused {
+                    status: Some(status),
+                    reason: format!("{status}: the server did not answer the batch item by item"),
+                    attempts,
+                }),
+            };
+        }
+        let answer: Value = res.json().await.map_err(|e| Refused {
+            status: Some(status),
+            reason: format!("unreadable batch answer: {e}"),
+            attempts,
+        })?;
+        let answers = answer["items"].as_array().cloned().unwrap_or_default();
+        Ok(BatchSent::Answered(
+            (0..items.len()).map(|i| batch_item(answers.get(i), attempts)).collect(),
+        ))
+    }
+}
+
+/// One item's entry of a batch answer.
+fn batch_item(entry: Option<&Value>, attempts: u32) -> Result<Accepted, Refused> {
+    let Some(e) = entry else {
+        return Err(Refused {
+            status: None,
+            reason: "the server's answer left this item out".into(),
+            attempts,
+        });
+    };
+    let status = e["status"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok())
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if status.is_success() {
+        return Ok(Accepted {
+            id: e["id"].as_str().and_then(|s| s.parse().ok()),
+            replayed: status == StatusCode::OK,
+            parse_status: e["parse_status"].as_str().unwrap_or("unknown").to_owned(),
+            parse_error: e["parse_error"].as_str().map(str::to_owned),
+            warnings: e["warnings"].as_u64().unwrap_or(0) as usize,
+            attempts,
+        });
+    }
+    Err(Refused {
+        status: Some(status),
+        reason: problem_reason(status, &e["problem"], ""),
+        attempts,
+    })
 }
 
 /// A reqwest error as a person wants it: what happened at the bottom (refused, reset, timed out).
@@ -223,6 +351,28 @@ fn describe(e: &reqwest::Error) -> String {
         "request failed"
     };
     format!("{what}: {innermost}")
+}
+
+/// "403 Forbidden: detail; field message" from a problem document (or the first of `text`).
+fn problem_reason(status: StatusCode, problem: &Value, text: &str) -> String {
+    let detail = problem["detail"]
+        .as_str()
+        .or_else(|| problem["title"].as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| text.chars().take(200).collect());
+    let mut reason = format!("{status}");
+    if !detail.trim().is_empty() {
+        reason.push_str(": ");
+        reason.push_str(detail.trim());
+    }
+    if let Some(errors) = problem["errors"].as_array() {
+        for e in errors {
+            if let (Some(f), Some(m)) = (e["field"].as_str(), e["message"].as_str()) {
+                reason.push_str(&format!("; {f} {m}"));
+            }
+        }
+    }
+    reason
 }
 
 /// Reads a final answer: 2xx is accepted, anything else refused with the problem's detail.
@@ -244,23 +394,7 @@ async fn answer(res: reqwest::Response, attempts: u32) -> Result<Accepted, Refus
             attempts,
         });
     }
-    let detail = body["detail"]
-        .as_str()
-        .or_else(|| body["title"].as_str())
-        .map(str::to_owned)
-        .unwrap_or_else(|| text.chars().take(200).collect());
-    let mut reason = format!("{status}");
-    if !detail.trim().is_empty() {
-        reason.push_str(": ");
-        reason.push_str(detail.trim());
-    }
-    if let Some(errors) = body["errors"].as_array() {
-        for e in errors {
-            if let (Some(f), Some(m)) = (e["field"].as_str(), e["message"].as_str()) {
-                reason.push_str(&format!("; {f} {m}"));
-            }
-        }
-    }
+    let reason = problem_reason(status, &body, &text);
     Err(Refused {
         status: Some(status),
         reason,

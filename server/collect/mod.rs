@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use self::{
-    client::{Client, Item, Refused, RetryPolicy},
+    client::{Accepted, BatchSent, Client, Item, Refused, RetryPolicy, BATCH_ITEMS, BATCH_RAW_BYTES},
     steps::{Gathered, Source, Step},
     summary::{Outcome, Summary},
 };
@@ -445,37 +445,32 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
         eprintln!("scrape window id: {w} ({seconds} s between the two scrapes)");
     }
 
-    let mut summary = Summary::default();
-    let mut stopped: Option<String> = None;
+    // Every step's output is gathered first, then sent in one batch request (one per 500 items
+    // or 10 MiB); the rows keep the steps' order.
+    let mut rows: Vec<Planned> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
     let n = steps.len();
     for (i, step) in steps.iter().enumerate() {
         let name = step.source.describe();
         if let Source::Wait { seconds } = step.source {
-            // Not a row of the summary; and no point waiting once the server has refused the run.
-            if stopped.is_none() {
-                eprintln!(
-                    "[{}/{n}] waiting {seconds} s: run the load now (the window ends at the next scrape)",
-                    i + 1
-                );
-                gather(step, &client, timeout).await;
-            }
-            continue;
-        }
-        if let Some(why) = &stopped {
-            eprintln!("[{}/{n}] {name}: not sent ({why})", i + 1);
-            summary.push(&name, &step.kind, Outcome::Failed, format!("not sent: {why}"));
+            // Not a row of the summary.
+            eprintln!(
+                "[{}/{n}] waiting {seconds} s: run the load now (the window ends at the next scrape)",
+                i + 1
+            );
+            gather(step, &client, timeout).await;
             continue;
         }
         eprintln!("[{}/{n}] {name} ({}) ...", i + 1, step.kind);
         let (body, content_type, notes) = match gather(step, &client, timeout).await {
             Gathered::Skipped(why) => {
                 eprintln!("      skipped: {why}");
-                summary.push(&name, &step.kind, Outcome::Skipped, why);
+                rows.push(Planned::Done(name, step.kind.clone(), Outcome::Skipped, why));
                 continue;
             }
             Gathered::Failed(why) => {
                 eprintln!("      failed: {why}");
-                summary.push(&name, &step.kind, Outcome::Failed, why);
+                rows.push(Planned::Done(name, step.kind.clone(), Outcome::Failed, why));
                 continue;
             }
             Gathered::Content {
@@ -487,6 +482,7 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
         for note in &notes {
             eprintln!("      note: {} {note}", name);
         }
+        eprintln!("      gathered {} bytes", body.len());
         // A `--scrape` page is whatever the endpoint serves: name its kind here when it is known
         // (the summary shows it), else let the server decide.
         let kind = match &step.source {
@@ -507,53 +503,27 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
             content: &body,
             window: &window,
         });
-        let size = body.len();
-        let posted = client
-            .post(&Item {
-                kind,
-                stage: args.stage,
-                labels: &labels,
-                content_type,
-                body,
-                idempotency_key: &key,
-            })
-            .await;
-        let note_text = if notes.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", notes.join("; "))
-        };
-        match posted {
-            Ok(a) => {
-                let outcome = if a.replayed { Outcome::Replayed } else { Outcome::Sent };
-                let id = a.id.map(|u| u.to_string()).unwrap_or_else(|| "(no id)".into());
-                let mut detail = format!("{id} (parse {}", a.parse_status);
-                if let Some(e) = &a.parse_error {
-                    detail.push_str(&format!(": {e}"));
-                }
-                if a.warnings > 0 {
-                    detail.push_str(&format!(", {} warnings", a.warnings));
-                }
-                detail.push(')');
-                detail.push_str(&note_text);
-                eprintln!(
-                    "      {} {size} bytes as {id}, parse {}{}",
-                    outcome.as_str(),
-                    a.parse_status,
-                    if a.attempts > 1 {
-                        format!(" (after {} attempts)", a.attempts)
-                    } else {
-                        String::new()
-                    }
-                );
-                summary.push(&name, kind, outcome, detail);
-            }
-            Err(refused) => {
-                eprintln!("      failed: {}", refused.reason);
-                if refused.stops_the_run() {
-                    stopped = Some(stop_reason(&refused));
-                }
-                summary.push(&name, kind, Outcome::Failed, format!("{}{note_text}", refused.reason));
+        rows.push(Planned::Sending(pending.len()));
+        pending.push(Pending {
+            name,
+            kind: kind.to_owned(),
+            labels,
+            content_type,
+            body,
+            key,
+            notes,
+        });
+    }
+
+    let answers = send_all(&client, &pending, args.stage).await;
+    let mut summary = Summary::default();
+    for row in rows {
+        match row {
+            Planned::Done(name, kind, outcome, detail) => summary.push(&name, &kind, outcome, detail),
+            Planned::Sending(i) => {
+                let (p, answer) = (&pending[i], &answers[i]);
+                let (outcome, detail) = sent_row(p, answer);
+                summary.push(&p.name, &p.kind, outcome, detail);
             }
         }
     }
@@ -577,6 +547,132 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
         Ok(Exit::NothingToSend)
     } else {
         Ok(Exit::Sent)
+    }
+}
+
+/// A summary row as the run plans it: finished while gathering, or waiting for the server.
+enum Planned {
+    Done(String, String, Outcome, String),
+    Sending(usize),
+}
+
+/// A step's output, gathered and waiting to be sent.
+struct Pending {
+    name: String,
+    kind: String,
+    labels: Vec<(String, String)>,
+    content_type: &'static str,
+    body: Vec<u8>,
+    key: String,
+    notes: Vec<String>,
+}
+
+impl Pending {
+    fn item(&self, stage: u8) -> Item<'_> {
+        Item {
+            kind: &self.kind,
+            stage,
+            labels: &self.labels,
+            content_type: self.content_type,
+            body: self.body.clone(),
+            idempotency_key: &self.key,
+        }
+    }
+}
+
+/// Sends every pending item: in batches, or one by one to a server without the batch route. A
+/// refusal that would meet every other item too (401, 403, 404) stops the run: the rest are not
+/// sent.
+async fn send_all(client: &Client, pending: &[Pending], stage: u8) -> Vec<Result<Accepted, Refused>> {
+    let mut answers: Vec<Result<Accepted, Refused>> = Vec::with_capacity(pending.len());
+    let mut one_by_one = false;
+    let mut start = 0;
+    while start < pending.len() {
+        if let Some(stop) = answers
+            .iter()
+            .find_map(|a| a.as_ref().err().filter(|r| r.stops_the_run()))
+        {
+            let not_sent = Refused {
+                status: None,
+                reason: format!("not sent: {}", stop_reason(stop)),
+                attempts: 0,
+            };
+            answers.extend((start..pending.len()).map(|_| Err(not_sent.clone())));
+            break;
+        }
+        if one_by_one {
+            let p = &pending[start];
+            answers.push(client.post(&p.item(stage)).await);
+            start += 1;
+            continue;
+        }
+        let mut end = start;
+        let mut bytes = 0;
+        while end < pending.len()
+            && end - start < BATCH_ITEMS
+            && (end == start || bytes + pending[end].body.len() <= BATCH_RAW_BYTES)
+        {
+            bytes += pending[end].body.len();
+            end += 1;
+        }
+        let items: Vec<Item<'_>> = pending[start..end].iter().map(|p| p.item(stage)).collect();
+        eprintln!(
+            "sending {} item{} in one request ...",
+            items.len(),
+            if items.len() == 1 { "" } else { "s" }
+        );
+        match client.post_batch(&items).await {
+            Ok(BatchSent::Answered(a)) => answers.extend(a),
+            Ok(BatchSent::NoBatchRoute) => {
+                eprintln!("      the server has no batch route: sending one by one");
+                one_by_one = true;
+                continue;
+            }
+            Err(refused) => answers.extend((start..end).map(|_| Err(refused.clone()))),
+        }
+        start = end;
+    }
+    answers
+}
+
+/// The summary row of a sent item, and its progress line.
+fn sent_row(p: &Pending, answer: &Result<Accepted, Refused>) -> (Outcome, String) {
+    let note_text = if p.notes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", p.notes.join("; "))
+    };
+    match answer {
+        Ok(a) => {
+            let outcome = if a.replayed { Outcome::Replayed } else { Outcome::Sent };
+            let id = a.id.map(|u| u.to_string()).unwrap_or_else(|| "(no id)".into());
+            let mut detail = format!("{id} (parse {}", a.parse_status);
+            if let Some(e) = &a.parse_error {
+                detail.push_str(&format!(": {e}"));
+            }
+            if a.warnings > 0 {
+                detail.push_str(&format!(", {} warnings", a.warnings));
+            }
+            detail.push(')');
+            detail.push_str(&note_text);
+            eprintln!(
+                "      {}: {} {} bytes as {id}, parse {}{}",
+                p.name,
+                outcome.as_str(),
+                p.body.len(),
+                a.parse_status,
+                if a.attempts > 1 {
+                    format!(" (after {} attempts)", a.attempts)
+                } else {
+                    String::new()
+                }
+            );
+            (outcome, detail)
+        }
+        Err(refused) => {
+            eprintln!("      {}: failed: {}", p.name, refused.reason);
+            (Outcome::Failed, format!("{}{note_text}", refused.reason))
+        }
     }
 }
 

@@ -223,6 +223,7 @@ async fn upload_batch(
                     "id": b["id"],
                     "parse_status": b["parse_status"],
                     "parse_error": b["parse_error"],
+                    "warnings": b["warnings"].as_array().map_or(0, Vec::len),
                     "links": { "self": b["links"]["self"] },
                 })
             }

@@ -143,11 +143,17 @@ struct Proxy {
     upstream: String,
     posts: Arc<AtomicUsize>,
     unavailable_first: usize,
+    /// Answers the batch route 404, as a rentcheck from before it existed would.
+    without_batch: bool,
     http: reqwest::Client,
 }
 
 /// Counts POSTs; answers the first `unavailable_first` with 503 and `Retry-After: 0`, forwards the rest.
 async fn forward(State(p): State<Proxy>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    if p.without_batch && uri.path().ends_with("/evidence/batch") {
+        p.posts.fetch_add(1, Ordering::SeqCst);
+        return (StatusCode::NOT_FOUND, [("content-type", "text/plain")], "Not Found").into_response();
+    }
     if method == Method::POST && p.posts.fetch_add(1, Ordering::SeqCst) < p.unavailable_first {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -176,11 +182,16 @@ async fn forward(State(p): State<Proxy>, method: Method, uri: Uri, headers: Head
 }
 
 async fn proxy(app: &TestApp, unavailable_first: usize) -> (String, Arc<AtomicUsize>) {
+    proxy_with(app, unavailable_first, false).await
+}
+
+async fn proxy_with(app: &TestApp, unavailable_first: usize, without_batch: bool) -> (String, Arc<AtomicUsize>) {
     let posts = Arc::new(AtomicUsize::new(0));
     let state = Proxy {
         upstream: app.base.clone(),
         posts: posts.clone(),
         unavailable_first,
+        without_batch,
         http: reqwest::Client::new(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -327,6 +338,34 @@ async fn a_server_that_answers_503_twice_gets_the_upload_once() {
 }
 
 #[tokio::test]
+async fn every_step_goes_in_one_request_or_one_by_one_to_a_server_without_the_batch_route() {
+    let app = spawn_app().await;
+    let (brief, token) = agent(&app).await;
+    let tools = fake_tools(true);
+    let (batching, posts) = proxy(&app, 0).await;
+    let out = collect(tools.path(), &token, &["--server", &batching, "--brief", &brief]).await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("5 sent, 0 replayed, 0 skipped, 0 failed"), "{stdout}");
+    assert_eq!(posts.load(Ordering::SeqCst), 1, "five steps, one request");
+    assert_eq!(app.count("evidence").await, 5);
+
+    let (other, other_token) = agent(&app).await;
+    let (older, posts) = proxy_with(&app, 0, true).await;
+    let out = collect(tools.path(), &other_token, &["--server", &older, "--brief", &other]).await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("no batch route"), "{stderr}");
+    assert!(stdout.contains("5 sent, 0 replayed, 0 skipped, 0 failed"), "{stdout}");
+    assert_eq!(
+        posts.load(Ordering::SeqCst),
+        6,
+        "the refused batch, then one post per step"
+    );
+    assert_eq!(evidence(&app, &other).await.len(), 5);
+}
+
+#[tokio::test]
 async fn a_forbidden_upload_stops_the_run_without_retrying() {
     let app = spawn_app().await;
     let (_own_brief, token) = agent(&app).await;
@@ -342,8 +381,9 @@ async fn a_forbidden_upload_stops_the_run_without_retrying() {
         "one request, no retry, nothing after it"
     );
     assert_eq!(app.count("evidence").await, 0);
+    // Every item went in that one batch request, and every row says why it was refused.
     assert!(row(&stdout, "nvidia-smi -L").contains("403"), "{stdout}");
-    assert!(row(&stdout, "dcgmi diag -r 1 -j").contains("not sent"), "{stdout}");
+    assert!(row(&stdout, "dcgmi diag -r 1 -j").contains("403"), "{stdout}");
     assert!(stdout.contains("0 sent, 0 replayed, 0 skipped, 5 failed"), "{stdout}");
     assert!(!stderr.contains("retrying"), "{stderr}");
 }
