@@ -10,3 +10,4 @@ pub mod money_view;
 pub mod pages;
 pub mod repo;
 pub mod service;
+pub mod summaries;

@@ -186,3 +186,133 @@ pub async fn audit_for_brief(
     .fetch_all(db)
     .await
 }
+
+/// A brief's review summary as stored (`review_summaries`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    pub brief_id: Uuid,
+    pub trial_id: Option<Uuid>,
+    pub decision: String,
+    pub accepted: bool,
+    pub cost_per_job: Option<Decimal>,
+    pub criteria_passed: i32,
+    pub criteria_required: i32,
+    pub failing: bool,
+    pub evidence_count: i64,
+    pub last_evidence_at: Option<DateTime<Utc>>,
+    pub approval_verdict: Option<String>,
+    pub approval_decision: Option<String>,
+    pub state: String,
+    pub trials: Json<Value>,
+}
+
+/// How many evidence items a brief has, and when the newest arrived.
+pub async fn evidence_stats(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+) -> Result<(i64, Option<DateTime<Utc>>), sqlx::Error> {
+    let r = sqlx::query!(
+        r#"SELECT count(*) AS "count!", max(received_at) AS newest FROM evidence WHERE brief_id = $1"#,
+        brief_id
+    )
+    .fetch_one(db)
+    .await?;
+    Ok((r.count, r.newest))
+}
+
+/// Takes up to `limit` dirty marks (oldest first) no other refresher holds. The marks stay locked,
+/// and deleted, until the caller's transaction commits: a write to one of those briefs meanwhile
+/// waits for it and marks the brief again after.
+pub async fn take_dirty(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "DELETE FROM review_summaries_dirty WHERE brief_id IN \
+           (SELECT brief_id FROM review_summaries_dirty ORDER BY since LIMIT $1 FOR UPDATE SKIP LOCKED) \
+         RETURNING brief_id",
+        limit
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Takes the dirty marks of `ids` no other refresher holds (see [`take_dirty`]).
+pub async fn take_dirty_of(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "DELETE FROM review_summaries_dirty WHERE brief_id IN \
+           (SELECT brief_id FROM review_summaries_dirty WHERE brief_id = ANY($1) FOR UPDATE SKIP LOCKED) \
+         RETURNING brief_id",
+        ids
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Of `ids`, those without a current summary: marked dirty, or never summarised.
+pub async fn not_current(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT id AS "id!" FROM unnest($1::uuid[]) AS ids(id)
+           WHERE EXISTS (SELECT 1 FROM review_summaries_dirty d WHERE d.brief_id = ids.id)
+              OR NOT EXISTS (SELECT 1 FROM review_summaries s WHERE s.brief_id = ids.id)"#,
+        ids
+    )
+    .fetch_all(db)
+    .await
+}
+
+pub async fn upsert_summary(db: impl PgExecutor<'_>, s: &SummaryRow) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO review_summaries (brief_id, trial_id, decision, accepted, cost_per_job, criteria_passed, \
+           criteria_required, failing, evidence_count, last_evidence_at, approval_verdict, approval_decision, state, \
+           trials, computed_at) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() \
+         WHERE EXISTS (SELECT 1 FROM briefs WHERE id = $1) \
+         ON CONFLICT (brief_id) DO UPDATE SET trial_id = EXCLUDED.trial_id, decision = EXCLUDED.decision, \
+           accepted = EXCLUDED.accepted, cost_per_job = EXCLUDED.cost_per_job, \
+           criteria_passed = EXCLUDED.criteria_passed, criteria_required = EXCLUDED.criteria_required, \
+           failing = EXCLUDED.failing, evidence_count = EXCLUDED.evidence_count, \
+           last_evidence_at = EXCLUDED.last_evidence_at, approval_verdict = EXCLUDED.approval_verdict, \
+           approval_decision = EXCLUDED.approval_decision, state = EXCLUDED.state, trials = EXCLUDED.trials, \
+           computed_at = now()",
+        s.brief_id,
+        s.trial_id,
+        s.decision,
+        s.accepted,
+        s.cost_per_job,
+        s.criteria_passed,
+        s.criteria_required,
+        s.failing,
+        s.evidence_count,
+        s.last_evidence_at,
+        s.approval_verdict,
+        s.approval_decision,
+        s.state,
+        s.trials as _,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// The stored summaries of `ids` (in no particular order).
+pub async fn summaries(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<SummaryRow>, sqlx::Error> {
+    sqlx::query_as!(
+        SummaryRow,
+        r#"SELECT brief_id, trial_id, decision, accepted, cost_per_job, criteria_passed, criteria_required, failing,
+             evidence_count, last_evidence_at, approval_verdict, approval_decision, state,
+             trials AS "trials: Json<Value>"
+           FROM review_summaries WHERE brief_id = ANY($1)"#,
+        ids
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Marks every brief dirty: after an upgrade the rules that computed the stored summaries may
+/// have changed.
+pub async fn mark_all_dirty(db: impl PgExecutor<'_>) -> Result<u64, sqlx::Error> {
+    Ok(
+        sqlx::query!("INSERT INTO review_summaries_dirty (brief_id) SELECT id FROM briefs ON CONFLICT DO NOTHING")
+            .execute(db)
+            .await?
+            .rows_affected(),
+    )
+}

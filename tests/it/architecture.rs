@@ -70,9 +70,10 @@ const DOMAINS: [(&str, u8); 9] = [
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 13] = [
+const LAYERS: [(&str, u8); 14] = [
     ("repo", 1),
     ("service", 2),
+    ("summaries", 2),
     ("readiness", 2),
     ("compactor", 2),
     ("gather", 2),

@@ -43,6 +43,7 @@ mod private_cluster;
 mod resilience;
 mod review_api;
 mod review_hardware;
+mod review_summaries;
 mod security;
 mod teams;
 mod trials_api;
