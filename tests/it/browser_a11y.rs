@@ -226,8 +226,20 @@ async fn brief_form_with_errors(b: &Browser, base: &str, problems: &mut Vec<Stri
     for v in axe_violations(b).await {
         problems.push(format!("brief form with errors: {v}"));
     }
-    if std::env::var("RENTCHECK_SCREENSHOT_DIR").is_ok() {
+    let shots = std::env::var("RENTCHECK_SCREENSHOT_DIR").is_ok();
+    if shots {
         b.shot("brief-form-errors-1366").await;
+    }
+    // The messages under the fields wrap on a phone too (the page re-rendered, not re-requested).
+    b.client.set_window_size(390, 844).await.unwrap();
+    let (document, viewport, sticking_out) = widths(b).await;
+    if document > viewport {
+        problems.push(format!(
+            "brief form with errors is {document} px wide on a {viewport} px phone: {sticking_out}"
+        ));
+    }
+    if shots {
+        b.shot("brief-form-errors-390").await;
     }
 }
 
