@@ -107,6 +107,27 @@ async fn structure_problems(b: &Browser) -> Vec<String> {
                  'a[href], button, input:not([type=hidden]), select, textarea, [tabindex]:not([tabindex="-1"])');
                const skip = first && first.matches("a.skip-link[href='#main']");
                if (!skip) p.push('the first focusable element is not the skip link to #main');
+               // Input borders against what is behind them, 3:1 (WCAG 1.4.11): axe leaves non-text
+               // contrast out, and the issue found 1.8:1.
+               const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+               const lum = ([r, g, b]) => [r, g, b].map(v => v / 255)
+                 .map(v => v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4))
+                 .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+               const behind = e => {
+                 for (let a = e.parentElement; a; a = a.parentElement) {
+                   const c = rgb(getComputedStyle(a).backgroundColor);
+                   if (c.length === 3 || c[3] > 0) return c.slice(0, 3);
+                 }
+                 return [255, 255, 255];
+               };
+               for (const e of document.querySelectorAll(
+                   'input[type=text], input[type=email], input[type=password], input:not([type]), select, textarea')) {
+                 const st = getComputedStyle(e);
+                 if (e.offsetParent === null || st.borderTopStyle === 'none') continue;
+                 const [l1, l2] = [lum(rgb(st.borderTopColor)), lum(behind(e))].sort((x, y) => y - x);
+                 const ratio = (l1 + 0.05) / (l2 + 0.05);
+                 if (ratio < 3) { p.push('input border contrast ' + ratio.toFixed(2) + ':1 on ' + (e.name || e.tagName)); break; }
+               }
                return p;"#,
             vec![],
         )
