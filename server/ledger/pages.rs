@@ -50,7 +50,6 @@ pub struct Bar {
     pub label: &'static str,
     pub amount: String,
     pub width: u32,
-    pub y: u32,
 }
 
 /// One line as the page shows it.
@@ -80,7 +79,6 @@ pub struct LedgerSection {
     pub retries: i64,
     pub utilization: Option<String>,
     pub bars: Vec<Bar>,
-    pub chart_height: u32,
     pub lines: Vec<LineView>,
     pub lines_total: i64,
     pub outputs: Outputs,
@@ -88,7 +86,6 @@ pub struct LedgerSection {
 }
 
 const BAR_MAX: u32 = 300;
-const BAR_ROW: u32 = 28;
 
 /// Money for people: two decimals (half away from zero), more when the figure is smaller than a cent.
 fn money(d: Decimal) -> String {
@@ -134,8 +131,7 @@ pub async fn section(
     let max = Category::ALL.iter().map(|c| s.totals.get(*c)).max().unwrap_or_default();
     let bars = Category::ALL
         .iter()
-        .enumerate()
-        .map(|(i, c)| {
+        .map(|c| {
             let amount = s.totals.get(*c);
             let width = if max.is_zero() {
                 0
@@ -146,7 +142,6 @@ pub async fn section(
                 label: c.as_str(),
                 amount: money(amount),
                 width,
-                y: i as u32 * BAR_ROW,
             }
         })
         .collect();
@@ -165,7 +160,6 @@ pub async fn section(
         retries: s.diagnostics.retries,
         utilization: utilization(&s).map(|u| format!("{} %", (u * Decimal::from(100)).round_dp(1))),
         bars,
-        chart_height: Category::ALL.len() as u32 * BAR_ROW,
         lines: lines.iter().map(line_view).collect(),
         lines_total,
         outputs,

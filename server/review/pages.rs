@@ -86,7 +86,6 @@ struct LatencyBar {
     threshold: f64,
     value_width: f64,
     threshold_x: f64,
-    y: f64,
     pass: bool,
 }
 
@@ -94,7 +93,6 @@ struct CostBar {
     label: String,
     amount: String,
     width: f64,
-    y: f64,
 }
 
 struct ApprovalView {
@@ -120,9 +118,7 @@ struct ReviewPage {
     stages: Vec<StageView>,
     missing: Vec<(String, String)>,
     latency: Vec<LatencyBar>,
-    latency_height: f64,
     costs: Vec<CostBar>,
-    cost_height: f64,
     cost_per_job: String,
     approval: Option<ApprovalView>,
     may_decide: bool,
@@ -143,7 +139,6 @@ struct ReviewPage {
     trial_columns: Vec<TrialColumn>,
     comparison_rows: Vec<ComparisonRow>,
     trial_costs: Vec<TrialCostBar>,
-    trial_costs_height: f64,
     money: MoneySection,
     /// The decided trial's predicted KV-cache capacity beside vLLM's logged one.
     kv: Option<TrialKv>,
@@ -256,7 +251,6 @@ fn stages(r: &Review) -> Vec<StageView> {
 }
 
 const CHART_WIDTH: f64 = 420.0;
-const ROW: f64 = 28.0;
 
 fn latency_bars(r: &Review) -> Vec<LatencyBar> {
     let rows: Vec<(String, f64, f64, bool)> = r
@@ -279,16 +273,14 @@ fn latency_bars(r: &Review) -> Vec<LatencyBar> {
     // Each row on its own scale (milliseconds differ by orders of magnitude between metrics): the
     // threshold sits at the same place in every row, so a bar past the line is a miss at a glance.
     rows.into_iter()
-        .enumerate()
-        .map(|(i, (label, value, threshold, pass))| {
+        .map(|(label, value, threshold, pass)| {
             let max = value.max(threshold).max(f64::MIN_POSITIVE) * 1.25;
             LatencyBar {
                 label,
                 value,
                 threshold,
                 value_width: (value / max * CHART_WIDTH).max(1.0),
-                threshold_x: 150.0 + threshold / max * CHART_WIDTH,
-                y: i as f64 * ROW,
+                threshold_x: threshold / max * CHART_WIDTH,
                 pass,
             }
         })
@@ -303,8 +295,7 @@ fn cost_bars(r: &Review) -> Vec<CostBar> {
     ledger
         .totals
         .iter()
-        .enumerate()
-        .map(|(i, (label, amount))| CostBar {
+        .map(|(label, amount)| CostBar {
             label: label.clone(),
             amount: format!("{amount} {}", r.context.inputs.brief.currency),
             width: if max > Decimal::ZERO {
@@ -316,7 +307,6 @@ fn cost_bars(r: &Review) -> Vec<CostBar> {
             } else {
                 0.0
             },
-            y: i as f64 * ROW,
         })
         .collect()
 }
@@ -390,7 +380,6 @@ struct TrialCostBar {
     label: String,
     amount: String,
     width: f64,
-    y: f64,
     recommended: bool,
 }
 
@@ -511,8 +500,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
     let max = costs.iter().map(|(_, c)| *c).max().unwrap_or_default();
     let bars = costs
         .iter()
-        .enumerate()
-        .map(|(row, (i, c))| {
+        .map(|(i, c)| {
             let t = &r.trials[*i];
             TrialCostBar {
                 label: t.context.trial.fields.name.clone(),
@@ -522,7 +510,6 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                 } else {
                     (*c / max * Decimal::from(400)).round_dp(1).to_f64().unwrap_or(0.0)
                 },
-                y: row as f64 * ROW,
                 recommended: r.recommendation.recommended == Some(t.context.trial.id),
             }
         })
@@ -570,9 +557,7 @@ fn page(
                 )
             })
             .collect(),
-        latency_height: latency.len() as f64 * ROW + 10.0,
         latency,
-        cost_height: costs.len() as f64 * ROW + 10.0,
         costs,
         cost_per_job: match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
             Some(Some(c)) => format!("{c} {}", r.context.inputs.brief.currency),
@@ -587,7 +572,6 @@ fn page(
         digest: r.decision.inputs_digest.clone(),
         error,
         brief_id,
-        trial_costs_height: trial_costs.len() as f64 * ROW + 10.0,
         money: money_section(r),
         kv: r.context.kv.clone(),
         several_trials: r.trials.len() > 1,

@@ -19,7 +19,7 @@ async fn adding_a_line_through_the_form_changes_the_summary() {
         "cost per job is undefined at first"
     );
     assert!(page.contains("No ledger lines yet."));
-    assert!(page.contains("<svg class=\"cost-chart\""));
+    assert!(page.contains("class=\"bars cost-chart\""));
 
     // An accelerator line priced by rate: 2 h × 4 GPUs × 2.50 = 20.00.
     let res = person

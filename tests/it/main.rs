@@ -11,6 +11,7 @@ mod auth_pages;
 mod backup_restore;
 mod briefs_api;
 mod briefs_model_config;
+mod browser_a11y;
 mod browser_auth;
 mod browser_briefs;
 mod browser_cards;

@@ -51,6 +51,8 @@ pub async fn launch() -> Browser {
                 "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 "--disable-quic", "--window-size=1280,2400",
+                // Overlay scrollbars, as on phones: the page is as wide as the window.
+                "--hide-scrollbars",
                 format!("--user-data-dir={}", profile.path().display()),
             ]
         }
