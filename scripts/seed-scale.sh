@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Writes the data set of a team at scale into a migrated rentcheck database, through SQL, in
+# minutes: by default 10,000 briefs, 30,000 trials, 2,000,000 evidence items (~2 KB each) and
+# 1,000,000 ledger lines, as docs/benchmarks.md measures the pages on.
+#
+#   DATABASE_URL=postgres://postgres@127.0.0.1:5432/rentcheck_scale scripts/seed-scale.sh
+#   BRIEFS=100 scripts/seed-scale.sh          # a small copy of the same shape
+#
+# The database must exist and be migrated (`rentcheck migrate`). Every row is what the app itself
+# would have written: evidence rows go through the evidence triggers (the metrics queue, the review
+# summary marks) and the queue is compacted with the app's own function; ledger lines of one
+# resource never overlap, so the stored merge (`ledger_accelerator_merged`) is their plain sum, as
+# the app's merge computes it. Ids are derived from the row numbers (md5), so a second run with the
+# same numbers fails on the first duplicate instead of doubling the data.
+#
+# Shape: each brief one of five catalogue models (8B, 70B, 32B, 72B, Mixtral), three trials (H100,
+# A100, H200 offers), and per trial evidence across the stages (stage 3 serving figures that pass or
+# miss the brief's targets, a DCGM diagnostic that fails on one brief in 17) and consecutive hourly
+# accelerator lines with accepted outputs. About one brief in 40 has no evidence yet.
+set -euo pipefail
+
+: "${DATABASE_URL:?set DATABASE_URL to a migrated rentcheck database}"
+BRIEFS=${BRIEFS:-10000}
+TRIALS=${TRIALS:-3}
+EVIDENCE=${EVIDENCE:-$((BRIEFS * 200))}
+LEDGER=${LEDGER:-$((BRIEFS * 100))}
+CHUNK=${CHUNK:-500}
+[ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 3 ] || { echo "TRIALS must be 1 to 3" >&2; exit 2; }
+PER_TRIAL_EVIDENCE=$(( EVIDENCE / (BRIEFS * TRIALS) ))
+PER_TRIAL_LEDGER=$(( LEDGER / (BRIEFS * TRIALS) ))
+[ "$PER_TRIAL_EVIDENCE" -ge 4 ] || { echo "EVIDENCE too small: at least 4 items per trial" >&2; exit 2; }
+[ "$PER_TRIAL_LEDGER" -ge 1 ] || { echo "LEDGER too small: at least 1 line per trial" >&2; exit 2; }
+
+psql() { command psql -q -X -v ON_ERROR_STOP=1 "$DATABASE_URL" "$@"; }
+
+echo "seeding $BRIEFS briefs × $TRIALS trials, $PER_TRIAL_EVIDENCE evidence items and $PER_TRIAL_LEDGER ledger lines per trial"
+start=$(date +%s)
+for ((lo = 1; lo <= BRIEFS; lo += CHUNK)); do
+    hi=$(( lo + CHUNK - 1 < BRIEFS ? lo + CHUNK - 1 : BRIEFS ))
+    psql -v lo="$lo" -v hi="$hi" -v trials="$TRIALS" -v ne="$PER_TRIAL_EVIDENCE" -v nl="$PER_TRIAL_LEDGER" <<'SQL'
+BEGIN;
+CREATE TEMP TABLE seed_briefs ON COMMIT DROP AS
+SELECT g, md5('seed-brief-' || g)::uuid AS id,
+       (ARRAY['meta-llama/Llama-3.1-8B-Instruct', 'meta-llama/Llama-3.1-70B-Instruct', 'Qwen/Qwen2.5-32B-Instruct',
+              'Qwen/Qwen2.5-72B-Instruct', 'mistralai/Mixtral-8x7B-Instruct-v0.1'])[1 + g % 5] AS model,
+       (ARRAY[8.03, 70.55, 32.76, 72.71, 46.70])[1 + g % 5] AS params,
+       (ARRAY[1, 4, 2, 4, 2])[1 + g % 5] AS gpus
+FROM generate_series(:lo, :hi) AS g;
+
+INSERT INTO briefs (id, name, owner, workload_kind, model_name, catalog_model, params_b, precision, context_length,
+                    concurrency, targets, data_boundary, persist, max_cost_per_job, currency, cost_unit,
+                    allocation_boundary, created_at, updated_at)
+SELECT id,
+       format('%s %s', (ARRAY['Support chat', 'Search rerank', 'Summariser', 'Coding agent', 'Batch scoring'])[1 + (g / 5) % 5],
+              lpad(g::text, 5, '0')),
+       format('team-%s@example.com', g % 40), 'realtime-inference', model, model, params, 'bf16', 8192, 16,
+       '{"ttft_p95_ms": 500, "itl_p95_ms": 50, "error_rate": 0.01}', 'private-network', '{weights}', 0.004, 'USD',
+       'request', 'vm', now() - make_interval(mins => g), now() - make_interval(mins => g)
+FROM seed_briefs;
+
+INSERT INTO trials (id, brief_id, position, name, provider, gpu, gpu_count, billing, rate_per_gpu_hour, currency,
+                    allocation_boundary, status, started_at)
+SELECT md5('seed-trial-' || b.g || '-' || t)::uuid, b.id, t,
+       (ARRAY['H100 on Cloud A', 'A100 on Cloud B', 'H200 on Cloud C'])[t],
+       (ARRAY['Cloud A', 'Cloud B', 'Cloud C'])[t], (ARRAY['H100 SXM', 'A100 80GB SXM', 'H200 SXM'])[t], b.gpus,
+       'on-demand', (ARRAY[2.99, 1.89, 3.79])[t], 'USD', 'vm', 'running', now() - interval '30 days'
+FROM seed_briefs b CROSS JOIN generate_series(1, :trials) AS t;
+
+-- Evidence: one brief in 40 has none yet. Stage by item: 1 a DCGM diagnostic, 2 NCCL bandwidth,
+-- 3 serving figures, 4 a checkpoint restore; each item's bytes are its JSON padded to ~2 KB.
+INSERT INTO evidence (id, brief_id, trial_id, kind, stage, content_type, raw, sha256, size_bytes, metrics,
+                      parse_status, parser_version, labels, collected_at, received_at, uploaded_by)
+SELECT id, brief_id, trial_id, 'metrics', stage, 'application/json', raw, encode(sha256(raw), 'hex'),
+       octet_length(raw), metrics, 'ok', 'seed', '{}', at, at, 'seed-scale'
+FROM (
+    SELECT md5('seed-evidence-' || b.g || '-' || t || '-' || k)::uuid AS id, b.id AS brief_id,
+           md5('seed-trial-' || b.g || '-' || t)::uuid AS trial_id, 1 + k % 4 AS stage, m.metrics,
+           convert_to(rpad(jsonb_build_object('data', jsonb_build_object('metrics', m.metrics))::text, 2000), 'UTF8') AS raw,
+           now() - interval '20 days' + make_interval(mins => k * 10) AS at
+    FROM seed_briefs b
+    CROSS JOIN generate_series(1, :trials) AS t
+    CROSS JOIN generate_series(1, :ne) AS k
+    CROSS JOIN LATERAL (SELECT CASE 1 + k % 4
+        WHEN 1 THEN jsonb_build_object('dcgm.diag.passed', b.g % 17 <> 0)
+        WHEN 2 THEN jsonb_build_object('nccl.busbw_gbps', 120 + (b.g * 7 + k) % 200)
+        WHEN 3 THEN jsonb_build_object('serving.ttft_p95_ms', 250 + (b.g * 13 + t * 7 + k) % 400,
+                                       'serving.itl_p95_ms', 15 + (b.g + k) % 50,
+                                       'serving.error_rate', ((b.g + k) % 20) / 1000.0,
+                                       'serving.throughput_rps', 5 + (b.g + t + k) % 40)
+        ELSE jsonb_build_object('checkpoint.restore_ok', true, 'checkpoint.restore_seconds', 60 + (b.g + k) % 300)
+        END AS metrics) AS m
+    WHERE b.g % 40 <> 0
+) AS e;
+
+-- Ledger: consecutive hourly accelerator lines per trial (one resource, never overlapping), the
+-- outputs they produced, and the merge the app keeps of them.
+INSERT INTO ledger_lines (id, brief_id, trial_id, import_id, category, resource, description, starts_at, ends_at,
+                          gpus, rate_per_gpu_hour, amount, currency)
+SELECT md5('seed-line-' || b.g || '-' || t || '-' || k)::uuid, b.id, md5('seed-trial-' || b.g || '-' || t)::uuid,
+       md5('seed-import-' || b.g || '-' || t)::uuid, 'accelerator', 'node-1', 'seeded hour',
+       date_trunc('hour', now()) - make_interval(hours => :nl + 1 - k),
+       date_trunc('hour', now()) - make_interval(hours => :nl - k),
+       b.gpus, (ARRAY[2.99, 1.89, 3.79])[t], b.gpus * (ARRAY[2.99, 1.89, 3.79])[t], 'USD'
+FROM seed_briefs b CROSS JOIN generate_series(1, :trials) AS t CROSS JOIN generate_series(1, :nl) AS k;
+
+INSERT INTO ledger_accelerator_merged (brief_id, trial_id, resource, gpu_micros, cost, lines)
+SELECT brief_id, trial_id, resource, sum(gpus::numeric * 3600000000), sum(amount), count(*)
+FROM ledger_lines WHERE brief_id IN (SELECT id FROM seed_briefs) GROUP BY brief_id, trial_id, resource;
+
+INSERT INTO ledger_outputs (brief_id, trial_id, accepted, rejected, retries, failed_jobs)
+SELECT b.id, md5('seed-trial-' || b.g || '-' || t)::uuid, 200000 + (b.g * 31 + t) % 500000, (b.g + t) % 900, 0, 0
+FROM seed_briefs b CROSS JOIN generate_series(1, :trials) AS t;
+COMMIT;
+
+-- The metrics queue, moved as the compactor would.
+DO $$ BEGIN
+    WHILE evidence_metrics_compact(100000) > 0 LOOP NULL; END LOOP;
+END $$;
+SQL
+    echo "  briefs $lo–$hi written ($(( $(date +%s) - start )) s)"
+done
+psql -c "VACUUM ANALYZE" 
+psql -At -c "SELECT format('briefs %s, trials %s, evidence %s, ledger lines %s, database %s',
+    (SELECT count(*) FROM briefs), (SELECT count(*) FROM trials), (SELECT count(*) FROM evidence),
+    (SELECT count(*) FROM ledger_lines), pg_size_pretty(pg_database_size(current_database())))"
+echo "done in $(( $(date +%s) - start )) s; the review summaries are marked dirty and fill in as the server runs"
