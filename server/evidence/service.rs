@@ -10,7 +10,7 @@ use super::{
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
-use crate::{briefs::service as briefs, error::AppError, state::AppState};
+use crate::{briefs::service as briefs, error::AppError, outbox, state::AppState};
 
 /// Inputs at least this large are parsed on the blocking pool, off the async workers.
 const PARSE_INLINE_MAX: usize = 256 * 1024;
@@ -132,6 +132,34 @@ pub async fn ingest(
         },
     });
 
+    // A parse failure is told to webhooks (`evidence.failed`), in the transaction of the row.
+    let brief_name = if outcome.status.as_str() == "failed" {
+        Some(briefs::load(&state.pool, brief_id).await?.fields.name)
+    } else {
+        None
+    };
+    let failure = brief_name.as_deref().map(|name| outbox::Event {
+        kind: outbox::EVIDENCE_FAILED,
+        brief_id,
+        brief_name: name,
+        trial_id: Some(trial_id),
+        old: Value::Null,
+        new: json!({
+            "evidence": id,
+            "kind": kind.as_str(),
+            "stage": upload.stage,
+            "parse_status": "failed",
+            "parse_error": outcome.error,
+            "uploaded_by": uploaded_by,
+        }),
+        text: format!(
+            "Evidence {} (stage {}) on brief {name} could not be read: {}",
+            kind.as_str(),
+            upload.stage,
+            outcome.error.as_deref().unwrap_or("unknown error"),
+        ),
+    });
+
     // With an object store the bytes are written first: a row that commits always has its bytes.
     let raw_object = state.evidence_store.put(&sha256, &upload.raw).await?;
     let new_evidence = repo::NewEvidence {
@@ -171,6 +199,14 @@ pub async fn ingest(
             return replay(stored, &fingerprint);
         }
         repo::insert(&mut *tx, &new_evidence).await.map_err(fk_to_not_found)?;
+        if let Some(event) = &failure {
+            outbox::enqueue(&mut *tx, &state.config.public_url, event).await?;
+        }
+        tx.commit().await?;
+    } else if let Some(event) = &failure {
+        let mut tx = state.pool.begin().await?;
+        repo::insert(&mut *tx, &new_evidence).await.map_err(fk_to_not_found)?;
+        outbox::enqueue(&mut *tx, &state.config.public_url, event).await?;
         tx.commit().await?;
     } else {
         // Without a key the evidence row is the only write: one autocommitted statement.
