@@ -45,3 +45,4 @@ mod security;
 mod teams;
 mod trials_api;
 mod trials_migration;
+mod webhooks;
