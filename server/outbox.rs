@@ -8,12 +8,7 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 /// The kinds of event a webhook may listen to.
-pub const EVENTS: [&str; 4] = [
-    DECISION_CHANGED,
-    APPROVAL_RECORDED,
-    APPROVAL_STALE,
-    EVIDENCE_FAILED,
-];
+pub const EVENTS: [&str; 4] = [DECISION_CHANGED, APPROVAL_RECORDED, APPROVAL_STALE, EVIDENCE_FAILED];
 pub const DECISION_CHANGED: &str = "decision.changed";
 pub const APPROVAL_RECORDED: &str = "approval.recorded";
 pub const APPROVAL_STALE: &str = "approval.stale";
@@ -100,6 +95,9 @@ mod tests {
         assert_eq!(p["event"], "approval.recorded");
         assert_eq!(p["brief"]["name"], "chat <prod>");
         assert_eq!(p["link"], format!("https://rc.example/briefs/{brief}/review"));
-        assert!(p["text"].as_str().unwrap().starts_with("Approved chat &lt;prod&gt; <https://rc.example/briefs/"));
+        assert!(p["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Approved chat &lt;prod&gt; <https://rc.example/briefs/"));
     }
 }

@@ -814,7 +814,10 @@ pub fn document() -> OpenApi {
                         )
                         .property(
                             "secret",
-                            typed(Type::String, "16 to 512 characters; left out, one is generated and answered once"),
+                            typed(
+                                Type::String,
+                                "16 to 512 characters; left out, one is generated and answered once",
+                            ),
                         )
                         .required("url")
                         .required("events"),
@@ -822,25 +825,38 @@ pub fn document() -> OpenApi {
             )
             .build(),
     ))
-    .response("201", ok_json("the webhook (with `secret` only when generated)", obj("webhook")))
-    .response("422", problem_response("a bad URL (not https://), unknown events or a short secret"));
+    .response(
+        "201",
+        ok_json("the webhook (with `secret` only when generated)", obj("webhook")),
+    )
+    .response(
+        "422",
+        problem_response("a bad URL (not https://), unknown events or a short secret"),
+    );
     let list_webhooks = op(
         "listWebhooks",
         "webhooks",
         "Every webhook with its newest deliveries and each delivery's attempts (admins); never a secret",
     )
     .response("200", ok_json("{ items: [webhook] }", obj("webhooks")));
-    let delete_webhook = op("deleteWebhook", "webhooks", "Remove a webhook and its deliveries (admins)")
-        .parameter(path_param("wid", "the webhook's id"))
-        .response("204", ResponseBuilder::new().description("removed").build())
-        .response("404", problem_response("no such webhook"));
+    let delete_webhook = op(
+        "deleteWebhook",
+        "webhooks",
+        "Remove a webhook and its deliveries (admins)",
+    )
+    .parameter(path_param("wid", "the webhook's id"))
+    .response("204", ResponseBuilder::new().description("removed").build())
+    .response("404", problem_response("no such webhook"));
 
     let paths = PathsBuilder::new()
         .path("/api/v1/prices", PathItem::new(HttpMethod::Get, list_prices))
         .path("/api/v1/prices", PathItem::new(HttpMethod::Post, import_prices))
         .path("/api/v1/webhooks", PathItem::new(HttpMethod::Get, list_webhooks))
         .path("/api/v1/webhooks", PathItem::new(HttpMethod::Post, create_webhook))
-        .path("/api/v1/webhooks/{wid}", PathItem::new(HttpMethod::Delete, delete_webhook))
+        .path(
+            "/api/v1/webhooks/{wid}",
+            PathItem::new(HttpMethod::Delete, delete_webhook),
+        )
         .path("/api/v1/users", PathItem::new(HttpMethod::Get, list_users))
         .path("/api/v1/users/{uid}", PathItem::new(HttpMethod::Get, show_user))
         .path("/api/v1/users/{uid}", PathItem::new(HttpMethod::Put, change_user))

@@ -64,7 +64,9 @@ async fn remove(
 /// setting the route answers 404, so the figures are never public by accident.
 async fn gauges(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     let Some(expected) = state.config.metrics_token.as_ref() else {
-        return Err(AppError::NotFound("route (set RENTCHECK_METRICS_TOKEN to serve /metrics/briefs)"));
+        return Err(AppError::NotFound(
+            "route (set RENTCHECK_METRICS_TOKEN to serve /metrics/briefs)",
+        ));
     };
     let given = headers
         .get(header::AUTHORIZATION)
@@ -72,7 +74,8 @@ async fn gauges(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     if !bool::from(given.as_bytes().ct_eq(expected.expose().as_bytes())) {
-        let mut r = AppError::Unauthorized("send Authorization: Bearer <RENTCHECK_METRICS_TOKEN>".into()).into_response();
+        let mut r =
+            AppError::Unauthorized("send Authorization: Bearer <RENTCHECK_METRICS_TOKEN>".into()).into_response();
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
         return Ok(r);

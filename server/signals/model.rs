@@ -210,7 +210,11 @@ mod tests {
 
     #[test]
     fn every_bad_field_is_reported_at_once() {
-        let e = validate(&json!({ "url": "ftp://x", "events": ["nope"], "secret": "short" }), true).unwrap_err();
+        let e = validate(
+            &json!({ "url": "ftp://x", "events": ["nope"], "secret": "short" }),
+            true,
+        )
+        .unwrap_err();
         let fields: Vec<_> = e.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["url", "events", "secret"]);
         let e = validate(&json!({ "url": "https://u:p@x.example/", "events": [] }), false).unwrap_err();

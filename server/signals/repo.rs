@@ -314,10 +314,7 @@ pub async fn store_snapshot(
 }
 
 /// The newest evidence received per trial of a brief (`evidence_trial_received_idx`).
-pub async fn last_evidence(
-    db: impl PgExecutor<'_>,
-    brief_id: Uuid,
-) -> Result<Vec<(Uuid, DateTime<Utc>)>, sqlx::Error> {
+pub async fn last_evidence(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<(Uuid, DateTime<Utc>)>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT trial_id, max(received_at) AS "at!" FROM evidence WHERE brief_id = $1 GROUP BY trial_id"#,
         brief_id,

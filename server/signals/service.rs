@@ -233,7 +233,11 @@ pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
                         }),
                         text: format!(
                             "Brief {name}: the {} of {} by {} is stale, its inputs changed ({})",
-                            if approval.row.verdict == "approve" { "approval" } else { "rejection" },
+                            if approval.row.verdict == "approve" {
+                                "approval"
+                            } else {
+                                "rejection"
+                            },
                             approval.row.decision,
                             approval.row.decided_by,
                             if approval.changed.is_empty() {
@@ -282,16 +286,40 @@ pub async fn refresh_changed(state: &AppState, limit: i64) -> Result<usize, AppE
 /// Names and help of the per-brief gauges (docs/operations.md). Labels are ids, and `decision`
 /// one of the five verdicts: never free text, so the series count is bounded by the briefs'.
 pub const GAUGES: [(&str, &str); 10] = [
-    ("rentcheck_brief_decision", "The brief-level decision: 1 on the series of the current one"),
-    ("rentcheck_brief_approval_stale", "1 when the brief's newest approval or rejection is stale"),
-    ("rentcheck_trial_decision", "A trial's decision: 1 on the series of the current one"),
-    ("rentcheck_trial_recommended", "1 for the trial the brief-level decision is taken from"),
-    ("rentcheck_trial_accepted", "1 when the trial passes its acceptance criteria"),
-    ("rentcheck_trial_cost_per_job", "Ledger cost per completed job, in the ledger's currency"),
-    ("rentcheck_trial_utilization_ratio", "Utilization the decision read, 0 to 1"),
+    (
+        "rentcheck_brief_decision",
+        "The brief-level decision: 1 on the series of the current one",
+    ),
+    (
+        "rentcheck_brief_approval_stale",
+        "1 when the brief's newest approval or rejection is stale",
+    ),
+    (
+        "rentcheck_trial_decision",
+        "A trial's decision: 1 on the series of the current one",
+    ),
+    (
+        "rentcheck_trial_recommended",
+        "1 for the trial the brief-level decision is taken from",
+    ),
+    (
+        "rentcheck_trial_accepted",
+        "1 when the trial passes its acceptance criteria",
+    ),
+    (
+        "rentcheck_trial_cost_per_job",
+        "Ledger cost per completed job, in the ledger's currency",
+    ),
+    (
+        "rentcheck_trial_utilization_ratio",
+        "Utilization the decision read, 0 to 1",
+    ),
     ("rentcheck_trial_criteria_passing", "Required criteria passing"),
     ("rentcheck_trial_criteria_required", "Required criteria that apply"),
-    ("rentcheck_trial_days_since_evidence", "Days since the trial's newest evidence arrived"),
+    (
+        "rentcheck_trial_days_since_evidence",
+        "Days since the trial's newest evidence arrived",
+    ),
 ];
 
 /// The gauges in Prometheus' text format, from the signal snapshot alone: one query, no review

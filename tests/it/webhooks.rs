@@ -147,7 +147,10 @@ async fn wait_for_sql(pool: &PgPool, what: &str, sql: &str, want: i64) {
         if n == want {
             return;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what} (last {n}, want {want})");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what} (last {n}, want {want})"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -187,7 +190,9 @@ async fn reject(app: &TestApp, manager: &reqwest::Client, brief: &str) -> reqwes
 async fn failed_upload(app: &TestApp, base: &str, brief: &str) {
     let res = app
         .client
-        .post(format!("{base}/api/v1/briefs/{brief}/evidence?kind=nvidia-smi-list&stage=1"))
+        .post(format!(
+            "{base}/api/v1/briefs/{brief}/evidence?kind=nvidia-smi-list&stage=1"
+        ))
         .header("content-type", "text/plain")
         .body(fixture("nvidia-smi-list/driver-failure.txt"))
         .send()
@@ -391,7 +396,11 @@ async fn the_outbox_is_written_with_the_approval_or_not_at_all() {
     let res = reject(&app, &manager, &brief).await;
     assert_eq!(res.status(), 500);
     assert_eq!(app.count("approvals").await, 0);
-    assert_eq!(app.count("webhook_events").await, 0, "no event for an approval that never was");
+    assert_eq!(
+        app.count("webhook_events").await,
+        0,
+        "no event for an approval that never was"
+    );
     assert_eq!(app.count("webhook_deliveries").await, 0);
 
     sqlx::raw_sql("DROP TRIGGER refuse_approvals ON approvals")
@@ -438,7 +447,10 @@ async fn two_servers_on_one_database_deliver_each_event_once() {
     let event = got[0].json();
     assert_eq!(event["event"], "evidence.failed");
     assert_eq!(event["new"]["parse_status"], "failed");
-    assert!(event["new"]["parse_error"].as_str().unwrap().contains("NVIDIA-SMI has failed"));
+    assert!(event["new"]["parse_error"]
+        .as_str()
+        .unwrap()
+        .contains("NVIDIA-SMI has failed"));
     assert!(got.iter().all(|r| verify(r, SECRET)));
     wait_for_sql(
         &app.pool,
@@ -454,9 +466,7 @@ async fn a_delivery_in_flight_when_the_database_goes_away_is_not_lost() {
     let app = spawn_app_with(fast()).await;
     let (_, options) = (
         (),
-        app.database_url
-            .parse::<sqlx::postgres::PgConnectOptions>()
-            .unwrap(),
+        app.database_url.parse::<sqlx::postgres::PgConnectOptions>().unwrap(),
     );
     let link = FlakyLink::start((options.get_host().to_owned(), options.get_port())).await;
     let through_link = PgPoolOptions::new()
@@ -511,7 +521,11 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
 
     let url = app.url("/metrics/briefs");
     assert_eq!(app.anon.get(&url).send().await.unwrap().status(), 401);
-    assert_eq!(app.client.get(&url).send().await.unwrap().status(), 401, "a person's token is not the scrape token");
+    assert_eq!(
+        app.client.get(&url).send().await.unwrap().status(),
+        401,
+        "a person's token is not the scrape token"
+    );
     let scrape = || async {
         let res = app.anon.get(&url).bearer_auth(METRICS_TOKEN).send().await.unwrap();
         assert_eq!(res.status(), 200);
@@ -577,7 +591,13 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
 
     // Without RENTCHECK_METRICS_TOKEN the route is off.
     let off = spawn_app_with(AppConfig::default()).await;
-    let res = off.anon.get(off.url("/metrics/briefs")).bearer_auth("").send().await.unwrap();
+    let res = off
+        .anon
+        .get(off.url("/metrics/briefs"))
+        .bearer_auth("")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 404);
 }
 
@@ -645,7 +665,10 @@ fn the_grafana_dashboard_reads_only_gauges_that_exist() {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            assert!(known.contains(&name.as_str()), "{name} (in `{e}`) is no gauge of /metrics/briefs");
+            assert!(
+                known.contains(&name.as_str()),
+                "{name} (in `{e}`) is no gauge of /metrics/briefs"
+            );
             used.insert(name);
         }
     }
