@@ -263,6 +263,75 @@ async fn only_admins_manage_webhooks_and_only_https_urls_unless_allowed() {
 }
 
 #[tokio::test]
+async fn admins_add_and_remove_webhooks_on_their_page_with_the_csrf_token() {
+    let app = spawn_app_with(AppConfig::default()).await;
+    let admin = app.login(Role::Admin).await;
+    let page = admin.get(app.url("/admin/webhooks")).await;
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Add a webhook"));
+    let engineer = app.login(Role::Engineer).await;
+    assert_eq!(engineer.get(app.url("/admin/webhooks")).await.status(), 403);
+
+    let add = |fields: Vec<(&str, &str)>| admin.client.post(app.url("/admin/webhooks")).form(&fields).send();
+    let res = add(vec![
+        ("url", "https://hooks.example/a"),
+        ("event.approval.recorded", "on"),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 403, "no CSRF token, no webhook");
+    assert_eq!(app.count("webhooks").await, 0);
+
+    let res = add(vec![
+        ("csrf_token", admin.csrf.as_str()),
+        ("url", "http://hooks.example/a"),
+        ("event.approval.recorded", "on"),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 422);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("url must be an https:// URL"), "{page}");
+    assert!(
+        page.contains("value=\"http://hooks.example/a\""),
+        "the form keeps what was typed"
+    );
+
+    let res = add(vec![
+        ("csrf_token", admin.csrf.as_str()),
+        ("url", "https://hooks.example/a"),
+        ("event.approval.recorded", "on"),
+        ("event.decision.changed", "on"),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 200);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("shown this once"), "a generated secret is shown once");
+    let events: Vec<String> = sqlx::query_scalar("SELECT unnest(events) FROM webhooks")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(events, ["decision.changed", "approval.recorded"]);
+    let again = admin.get(app.url("/admin/webhooks")).await.text().await.unwrap();
+    assert!(again.contains("https://hooks.example/a") && !again.contains("shown this once"));
+
+    let id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM webhooks")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let res = admin
+        .client
+        .post(app.url(&format!("/admin/webhooks/{id}/delete")))
+        .form(&[("csrf_token", admin.csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(app.count("webhooks").await, 0);
+}
+
+#[tokio::test]
 async fn an_approval_reaches_a_receiver_signed_and_retried_and_every_attempt_is_kept() {
     let app = spawn_app_with(fast()).await;
     start_worker(app.pool.clone(), &app, fast());
