@@ -64,9 +64,8 @@ async fn remove(
 /// setting the route answers 404, so the figures are never public by accident.
 async fn gauges(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     let Some(expected) = state.config.metrics_token.as_ref() else {
-        return Err(AppError::NotFound(
-            "route (set RENTCHECK_METRICS_TOKEN to serve /metrics/briefs)",
-        ));
+        // As an unknown URL: an unconfigured server does not advertise the route.
+        return Err(AppError::NotFound("route"));
     };
     let given = headers
         .get(header::AUTHORIZATION)
