@@ -139,6 +139,11 @@ async fn deliver(state: &AppState, client: &reqwest::Client, settings: &WebhookS
             }
         }
     };
+    state.metrics.observe_webhook_attempt(match next_state {
+        "delivered" => "delivered",
+        "pending" => "retrying",
+        _ => "gave_up",
+    });
     if next_state != "delivered" {
         tracing::info!(delivery = %c.id, event = %c.event, attempt = attempts, outcome = ?outcome.error(), next_state,
             "a webhook delivery attempt failed");

@@ -48,6 +48,21 @@ fn start_worker(pool: PgPool, app: &TestApp, config: AppConfig) {
     signals::worker::spawn(AppState::new(pool, config, app.keys.clone()));
 }
 
+/// A second server over the app's database with the worker beside it, sharing its state, as
+/// `rentcheck serve` runs them: its `/metrics` counts the worker's attempts. Answers its base URL.
+async fn serve_with_worker(app: &TestApp, config: AppConfig) -> String {
+    let state = AppState::new(app.pool.clone(), config, app.keys.clone());
+    signals::worker::spawn(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(rentcheck::http::serve(
+        listener,
+        rentcheck::http::app(state),
+        std::future::pending(),
+    ));
+    base
+}
+
 /// One POST a receiver got.
 #[derive(Debug, Clone)]
 struct Received {
@@ -334,7 +349,7 @@ async fn admins_add_and_remove_webhooks_on_their_page_with_the_csrf_token() {
 #[tokio::test]
 async fn an_approval_reaches_a_receiver_signed_and_retried_and_every_attempt_is_kept() {
     let app = spawn_app_with(fast()).await;
-    start_worker(app.pool.clone(), &app, fast());
+    let worker = serve_with_worker(&app, fast()).await;
     let (hook, got) = receiver(1, Duration::ZERO).await;
     subscribe(&app, &hook, &["approval.recorded"]).await;
     let brief = app
@@ -391,6 +406,25 @@ async fn an_approval_reaches_a_receiver_signed_and_retried_and_every_attempt_is_
     let page = person.get(app.url("/admin/webhooks")).await.text().await.unwrap();
     assert!(page.contains("answered 503") && page.contains("answered 200"), "{page}");
     assert!(!page.contains(SECRET));
+
+    // The server's own metrics count the worker's attempts, for alerting on deliveries given up.
+    let metrics = app
+        .anon
+        .get(format!("{worker}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("rentcheck_webhook_attempts_total{result=\"retrying\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("rentcheck_webhook_attempts_total{result=\"delivered\"} 1"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
