@@ -1,87 +1,50 @@
--- A review summary per brief, kept current for the dashboard and lists: the decision, cost per
--- completed job, required criteria passing, approval state and evidence counts, so a list of
--- briefs never computes a full review per row.
---
--- Every write that can change a review marks its brief dirty in the same transaction (the
--- triggers below); `review::summaries` recomputes dirty briefs in the background and, for the
--- briefs a reader is about to show, before it reads (readers never wait for the background task).
--- A price import can change every brief's money figures, so it marks every brief.
-
-CREATE TABLE review_summaries (
-    brief_id          uuid PRIMARY KEY REFERENCES briefs (id) ON DELETE CASCADE,
-    -- The trial the brief-level decision is taken from.
-    trial_id          uuid,
-    decision          text NOT NULL,
-    accepted          boolean NOT NULL,
-    cost_per_job      numeric,
-    criteria_passed   integer NOT NULL,
-    criteria_required integer NOT NULL,
-    -- A required criterion fails.
-    failing           boolean NOT NULL,
-    evidence_count    bigint NOT NULL,
-    last_evidence_at  timestamptz,
-    approval_verdict  text,
-    approval_decision text,
+-- Each brief's signal snapshot (`brief_signals`, the signals migration) becomes its review summary
+-- too: what the dashboard and lists show and filter on (cost per completed job, required criteria
+-- passing, a failing required criterion, evidence count, approval state), so a list never computes
+-- a full review per row. `signals::service::refresh` writes all of it from one review.
+ALTER TABLE brief_signals
+    ADD COLUMN cost_per_job      numeric,
+    ADD COLUMN criteria_passed   integer NOT NULL DEFAULT 0,
+    ADD COLUMN criteria_required integer NOT NULL DEFAULT 0,
+    ADD COLUMN failing           boolean NOT NULL DEFAULT false,
+    ADD COLUMN evidence_count    bigint NOT NULL DEFAULT 0,
+    ADD COLUMN last_evidence_at  timestamptz,
+    ADD COLUMN approval_verdict  text,
+    ADD COLUMN approval_decision text,
     -- awaiting-evidence | needs-approval | stale | approved | rejected
-    state             text NOT NULL CHECK (state IN ('awaiting-evidence', 'needs-approval', 'stale', 'approved', 'rejected')),
-    -- Per trial: { trial, name, decision, accepted, cost_per_job, criteria_passed, criteria_required }.
-    trials            jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(trials) = 'array'),
-    computed_at       timestamptz NOT NULL DEFAULT now()
-);
+    ADD COLUMN state             text NOT NULL DEFAULT 'awaiting-evidence'
+        CHECK (state IN ('awaiting-evidence', 'needs-approval', 'stale', 'approved', 'rejected'));
+CREATE INDEX brief_signals_state_idx ON brief_signals (state);
+CREATE INDEX brief_signals_failing_idx ON brief_signals (brief_id) WHERE failing;
 
-CREATE INDEX review_summaries_state_idx ON review_summaries (state);
-CREATE INDEX review_summaries_failing_idx ON review_summaries (brief_id) WHERE failing;
+-- The change marks become a queue: one row per write, no unique key. With a unique mark, a write
+-- whose trigger found a mark already there (and so wrote nothing) could commit after the watcher
+-- had taken that mark and read the brief: the change went unseen. A queued row of a transaction
+-- still open is invisible to the watcher's take and stays for the next round; and a write never
+-- waits on a mark another transaction holds.
+ALTER TABLE brief_signals_dirty DROP CONSTRAINT brief_signals_dirty_pkey;
+CREATE INDEX brief_signals_dirty_brief_idx ON brief_signals_dirty (brief_id);
+CREATE INDEX brief_signals_dirty_marked_idx ON brief_signals_dirty (marked_at);
 
-CREATE TABLE review_summaries_dirty (
-    brief_id uuid PRIMARY KEY REFERENCES briefs (id) ON DELETE CASCADE,
-    since    timestamptz NOT NULL DEFAULT now()
-);
-
--- Rows of tables keyed by brief_id. ON CONFLICT DO NOTHING takes no row lock on an existing mark,
--- so concurrent uploads to one brief do not queue behind each other here.
-CREATE FUNCTION review_summary_mark() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION mark_brief_signals_dirty() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'DELETE' THEN
-        -- A brief being deleted cascades here; its mark would have nothing to point at.
-        INSERT INTO review_summaries_dirty (brief_id)
-        SELECT OLD.brief_id WHERE EXISTS (SELECT 1 FROM briefs WHERE id = OLD.brief_id)
-        ON CONFLICT DO NOTHING;
-        RETURN OLD;
+    IF TG_TABLE_NAME = 'briefs' THEN
+        INSERT INTO brief_signals_dirty (brief_id) VALUES (NEW.id);
+    ELSE
+        INSERT INTO brief_signals_dirty (brief_id) VALUES (NEW.brief_id);
     END IF;
-    INSERT INTO review_summaries_dirty (brief_id) VALUES (NEW.brief_id) ON CONFLICT DO NOTHING;
-    RETURN NEW;
-END $$;
-
-CREATE FUNCTION review_summary_mark_brief() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO review_summaries_dirty (brief_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
-    RETURN NEW;
-END $$;
-
-CREATE FUNCTION review_summary_mark_all() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO review_summaries_dirty (brief_id) SELECT id FROM briefs ON CONFLICT DO NOTHING;
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER review_summary_brief AFTER INSERT OR UPDATE ON briefs
-    FOR EACH ROW EXECUTE FUNCTION review_summary_mark_brief();
-CREATE TRIGGER review_summary_trials AFTER INSERT OR UPDATE OR DELETE ON trials
-    FOR EACH ROW EXECUTE FUNCTION review_summary_mark();
-CREATE TRIGGER review_summary_evidence AFTER INSERT OR UPDATE OR DELETE ON evidence
-    FOR EACH ROW EXECUTE FUNCTION review_summary_mark();
-CREATE TRIGGER review_summary_ledger_lines AFTER INSERT OR UPDATE OR DELETE ON ledger_lines
-    FOR EACH ROW EXECUTE FUNCTION review_summary_mark();
-CREATE TRIGGER review_summary_ledger_outputs AFTER INSERT OR UPDATE OR DELETE ON ledger_outputs
-    FOR EACH ROW EXECUTE FUNCTION review_summary_mark();
-CREATE TRIGGER review_summary_cards AFTER INSERT OR UPDATE OR DELETE ON card_revisions
-    FOR EACH ROW EXECUTE FUNCTION review_summary_mark();
-CREATE TRIGGER review_summary_approvals AFTER INSERT OR UPDATE OR DELETE ON approvals
-    FOR EACH ROW EXECUTE FUNCTION review_summary_mark();
-CREATE TRIGGER review_summary_readiness AFTER INSERT OR UPDATE OR DELETE ON readiness_confirmations
-    FOR EACH ROW EXECUTE FUNCTION review_summary_mark();
-CREATE TRIGGER review_summary_prices AFTER INSERT ON prices
-    FOR EACH STATEMENT EXECUTE FUNCTION review_summary_mark_all();
+CREATE OR REPLACE FUNCTION mark_all_brief_signals_dirty() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO brief_signals_dirty (brief_id) SELECT id FROM briefs;
+    RETURN NULL;
+END $$;
 
--- Every brief that exists now starts dirty.
-INSERT INTO review_summaries_dirty (brief_id) SELECT id FROM briefs;
+-- Confirmed readiness items are read by the review too.
+CREATE TRIGGER readiness_confirmations_signals AFTER INSERT ON readiness_confirmations
+    FOR EACH ROW EXECUTE FUNCTION mark_brief_signals_dirty();
+
+-- Every snapshot is made again, with the new columns.
+INSERT INTO brief_signals_dirty (brief_id) SELECT id FROM briefs;

@@ -78,6 +78,15 @@ pub struct ServeConfig {
     /// forwarded request is never taken as coming from this machine.
     #[arg(long, env = "RENTCHECK_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<IpAddr>,
+
+    /// Allow `http://` webhook URLs (tests, private networks); otherwise only `https://`.
+    #[arg(long, env = "RENTCHECK_WEBHOOK_ALLOW_HTTP", default_value_t = false)]
+    pub webhook_allow_http: bool,
+
+    /// The bearer token a Prometheus scrape of `/metrics/briefs` must send. Unset: that endpoint
+    /// answers 404, so per-brief figures are never served to anyone by default.
+    #[arg(long, env = "RENTCHECK_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<Secret>,
 }
 
 /// The token signing secret, shared by `serve` and `token mint`.
@@ -107,6 +116,42 @@ pub struct AppConfig {
     pub sessions: SessionLimits,
     /// Proxies whose `X-Forwarded-For` is believed (`RENTCHECK_TRUSTED_PROXIES`).
     pub trusted_proxies: Vec<IpAddr>,
+    /// Webhook delivery: which URLs, how long, how often retried.
+    pub webhooks: WebhookSettings,
+    /// The bearer token of `/metrics/briefs` (`RENTCHECK_METRICS_TOKEN`); none: the route is off.
+    pub metrics_token: Option<Secret>,
+}
+
+/// How webhooks are delivered. The timings are settings so tests can run a day of retries in
+/// seconds; the defaults are the documented ones (docs/operations.md).
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// Accept `http://` URLs (`RENTCHECK_WEBHOOK_ALLOW_HTTP`).
+    pub allow_http: bool,
+    /// How long one POST may take.
+    pub timeout: std::time::Duration,
+    /// The wait before the first retry; each later one waits twice as long as the one before.
+    pub retry_base: std::time::Duration,
+    /// The longest wait between two attempts.
+    pub retry_max: std::time::Duration,
+    /// After this long since the event, a delivery that still fails is given up and marked failed.
+    pub give_up_after: std::time::Duration,
+    /// How often an idle worker looks for due deliveries and changed briefs.
+    pub poll: std::time::Duration,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        use std::time::Duration;
+        Self {
+            allow_http: false,
+            timeout: Duration::from_secs(10),
+            retry_base: Duration::from_secs(30),
+            retry_max: Duration::from_secs(60 * 60),
+            give_up_after: Duration::from_secs(24 * 60 * 60),
+            poll: Duration::from_secs(2),
+        }
+    }
 }
 
 impl Default for AppConfig {
@@ -118,6 +163,8 @@ impl Default for AppConfig {
             public_url: "http://127.0.0.1:8080".to_owned(),
             sessions: SessionLimits::default(),
             trusted_proxies: Vec::new(),
+            webhooks: WebhookSettings::default(),
+            metrics_token: None,
         }
     }
 }
@@ -137,6 +184,11 @@ impl TryFrom<&ServeConfig> for AppConfig {
                 absolute: chrono::Duration::hours(c.session_max_hours),
             },
             trusted_proxies: c.trusted_proxies.clone(),
+            webhooks: WebhookSettings {
+                allow_http: c.webhook_allow_http,
+                ..WebhookSettings::default()
+            },
+            metrics_token: c.metrics_token.clone(),
         })
     }
 }

@@ -15,7 +15,7 @@ use rentcheck::{
     db::{self, Database},
     evidence,
     evidence_store::EvidenceStore,
-    http, review,
+    http,
     secrets::TokenKeys,
     state::AppState,
     telemetry,
@@ -754,10 +754,11 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         tracing::info!(%addr, "rentcheck is serving at {}", app_config.public_url);
         let state = AppState::new(database.pool.clone(), app_config, keys).with_evidence_store(evidence_store);
         let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
-        let summaries = review::summaries::spawn(state.clone());
+        // Webhook deliveries and the per-brief signal snapshot.
+        let signals = rentcheck::signals::worker::spawn(state.clone());
         let served = http::serve(listener, http::app(state), http::shutdown_signal()).await;
         compactor.abort();
-        summaries.abort();
+        signals.abort();
         served?;
         anyhow::Ok(())
     }

@@ -55,6 +55,7 @@ pub struct Metrics {
     pool: IntGaugeVec,
     compacted: IntCounter,
     compaction_failures: IntCounter,
+    webhook_attempts: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -125,6 +126,17 @@ impl Metrics {
             "Compaction batches that failed (database away, conflicts); their uploads stay queued",
         )
         .expect("valid metric");
+        let webhook_attempts = IntCounterVec::new(
+            Opts::new(
+                "webhook_attempts_total",
+                "Webhook delivery attempts, by what became of the delivery: delivered, retrying, gave_up",
+            ),
+            &["result"],
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(webhook_attempts.clone()))
+            .expect("registered once");
         for c in [&compacted, &compaction_failures] {
             registry.register(Box::new(c.clone())).expect("registered once");
         }
@@ -143,7 +155,14 @@ impl Metrics {
             pool,
             compacted,
             compaction_failures,
+            webhook_attempts,
         }
+    }
+
+    /// One webhook attempt, by what became of its delivery (`delivered`, `retrying`, `gave_up`):
+    /// alert on `gave_up` growing.
+    pub fn observe_webhook_attempt(&self, result: &'static str) {
+        self.webhook_attempts.with_label_values(&[result]).inc();
     }
 
     /// One compaction batch: how many uploads it folded, or that it failed.

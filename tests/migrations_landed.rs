@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 15] = [
+const LANDED: [(&str, &str); 16] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -67,6 +67,10 @@ const LANDED: [(&str, &str); 15] = [
     (
         "20261130500001_teams_and_trust.sql",
         "e47657763a887de10b66212f8ef3fdd3dc5a23083e985fd9a4018d5b6973a2fd065158264a3aa6a2774cdbacdcd7d0ae",
+    ),
+    (
+        "20261201100000_signals_out.sql",
+        "818de17dcff0f4f9d76c5e85a2239461d4cdcf119c965acab4ca39eddbb435ae7f7d3f34a57611d6d05c8b79e0bb2d38",
     ),
 ];
 

@@ -12,7 +12,7 @@ use super::{
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
-use crate::{briefs::service as briefs, error::AppError, state::AppState};
+use crate::{briefs::service as briefs, error::AppError, outbox, state::AppState};
 
 /// Inputs at least this large are parsed on the blocking pool, off the async workers.
 const PARSE_INLINE_MAX: usize = 256 * 1024;
@@ -101,6 +101,43 @@ impl Prepared {
 /// The `before` scrapes met earlier in one batch, by trial, kind and window id: an `after` in the
 /// same batch pairs with them, as it would with a stored one.
 type BatchBefores = HashMap<(Uuid, &'static str, String), bytes::Bytes>;
+
+impl Prepared {
+    fn failed(&self) -> bool {
+        self.outcome.status.as_str() == "failed"
+    }
+
+    /// The `evidence.failed` event of an item that could not be read.
+    fn failure_event<'a>(
+        &self,
+        brief_id: Uuid,
+        trial_id: Uuid,
+        brief_name: &'a str,
+        uploaded_by: Option<&str>,
+    ) -> outbox::Event<'a> {
+        outbox::Event {
+            kind: outbox::EVIDENCE_FAILED,
+            brief_id,
+            brief_name,
+            trial_id: Some(trial_id),
+            old: Value::Null,
+            new: json!({
+                "evidence": self.id,
+                "kind": self.kind.as_str(),
+                "stage": self.upload.stage,
+                "parse_status": "failed",
+                "parse_error": self.outcome.error,
+                "uploaded_by": uploaded_by,
+            }),
+            text: format!(
+                "Evidence {} (stage {}) on brief {brief_name} could not be read: {}",
+                self.kind.as_str(),
+                self.upload.stage,
+                self.outcome.error.as_deref().unwrap_or("unknown error"),
+            ),
+        }
+    }
+}
 
 /// Resolves the kind, reads the window's `before` when the kind has one (from `befores`, else
 /// the newest stored one), and parses (large inputs on the blocking pool). Serving evidence is
@@ -210,6 +247,16 @@ pub async fn ingest(
     }
     let p = prepare(state, brief_id, trial_id, upload, &mut None, &HashMap::new()).await?;
 
+    // A parse failure is told to webhooks (`evidence.failed`), in the transaction of the row.
+    let brief_name = if p.failed() {
+        Some(briefs::load(&state.pool, brief_id).await?.fields.name)
+    } else {
+        None
+    };
+    let failure = brief_name
+        .as_deref()
+        .map(|name| p.failure_event(brief_id, trial_id, name, uploaded_by));
+
     // With an object store the bytes are written first: a row that commits always has its bytes.
     let raw_object = state.evidence_store.put(&p.sha256, &p.upload.raw).await?;
     let new_evidence = p.row(brief_id, trial_id, raw_object.as_deref(), uploaded_by);
@@ -226,6 +273,14 @@ pub async fn ingest(
             return replay_stored(state, brief_id, key_scope, key, &p.fingerprint).await;
         }
         repo::insert(&mut *tx, &new_evidence).await.map_err(fk_to_not_found)?;
+        if let Some(event) = &failure {
+            outbox::enqueue(&mut *tx, &state.config.public_url, event).await?;
+        }
+        tx.commit().await?;
+    } else if let Some(event) = &failure {
+        let mut tx = state.pool.begin().await?;
+        repo::insert(&mut *tx, &new_evidence).await.map_err(fk_to_not_found)?;
+        outbox::enqueue(&mut *tx, &state.config.public_url, event).await?;
         tx.commit().await?;
     } else {
         // Without a key the evidence row is the only write: one autocommitted statement.
@@ -316,6 +371,11 @@ pub async fn ingest_batch(
     for (_, _, _, p) in &pending {
         objects.push(state.evidence_store.put(&p.sha256, &p.upload.raw).await?);
     }
+    let brief_name = if pending.iter().any(|(_, _, _, p)| p.failed()) {
+        Some(briefs::load(&state.pool, brief_id).await?.fields.name)
+    } else {
+        None
+    };
     let mut raced = Vec::new();
     let mut tx = state.pool.begin().await?;
     for ((i, trial_id, key, p), object) in pending.iter().zip(&objects) {
@@ -333,6 +393,10 @@ pub async fn ingest_batch(
         repo::insert(&mut *tx, &p.row(brief_id, *trial_id, object.as_deref(), uploaded_by))
             .await
             .map_err(fk_to_not_found)?;
+        if let (true, Some(name)) = (p.failed(), brief_name.as_deref()) {
+            let event = p.failure_event(brief_id, *trial_id, name, uploaded_by);
+            outbox::enqueue(&mut *tx, &state.config.public_url, &event).await?;
+        }
     }
     tx.commit().await?;
     for (i, _, key, p) in pending {

@@ -824,9 +824,73 @@ pub fn document() -> OpenApi {
         problem_response("too short or long, or a wrong current_password"),
     );
 
+    let create_webhook = op(
+        "createWebhook",
+        "webhooks",
+        "Subscribe a URL to events (admins). Each event is POSTed as JSON signed with HMAC-SHA256 \
+         (X-Rentcheck-Signature: sha256=hex of HMAC(secret, \"{X-Rentcheck-Timestamp}.{body}\")), retried with \
+         backoff for a day; only https:// URLs unless RENTCHECK_WEBHOOK_ALLOW_HTTP=true",
+    )
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(
+                "application/json",
+                json_content(
+                    obj("the subscription")
+                        .property("url", typed(Type::String, "https:// URL the events are POSTed to"))
+                        .property(
+                            "events",
+                            ArrayBuilder::new().items(RefOr::T(typed(
+                                Type::String,
+                                "decision.changed, approval.recorded, approval.stale or evidence.failed",
+                            ))),
+                        )
+                        .property(
+                            "secret",
+                            typed(
+                                Type::String,
+                                "16 to 512 characters; left out, one is generated and answered once",
+                            ),
+                        )
+                        .required("url")
+                        .required("events"),
+                ),
+            )
+            .build(),
+    ))
+    .response(
+        "201",
+        ok_json("the webhook (with `secret` only when generated)", obj("webhook")),
+    )
+    .response(
+        "422",
+        problem_response("a bad URL (not https://), unknown events or a short secret"),
+    );
+    let list_webhooks = op(
+        "listWebhooks",
+        "webhooks",
+        "Every webhook with its newest deliveries and each delivery's attempts (admins); never a secret",
+    )
+    .response("200", ok_json("{ items: [webhook] }", obj("webhooks")));
+    let delete_webhook = op(
+        "deleteWebhook",
+        "webhooks",
+        "Remove a webhook and its deliveries (admins)",
+    )
+    .parameter(path_param("wid", "the webhook's id"))
+    .response("204", ResponseBuilder::new().description("removed").build())
+    .response("404", problem_response("no such webhook"));
+
     let paths = PathsBuilder::new()
         .path("/api/v1/prices", PathItem::new(HttpMethod::Get, list_prices))
         .path("/api/v1/prices", PathItem::new(HttpMethod::Post, import_prices))
+        .path("/api/v1/webhooks", PathItem::new(HttpMethod::Get, list_webhooks))
+        .path("/api/v1/webhooks", PathItem::new(HttpMethod::Post, create_webhook))
+        .path(
+            "/api/v1/webhooks/{wid}",
+            PathItem::new(HttpMethod::Delete, delete_webhook),
+        )
         .path("/api/v1/users", PathItem::new(HttpMethod::Get, list_users))
         .path("/api/v1/users/{uid}", PathItem::new(HttpMethod::Get, show_user))
         .path("/api/v1/users/{uid}", PathItem::new(HttpMethod::Put, change_user))

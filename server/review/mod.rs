@@ -10,4 +10,3 @@ pub mod money_view;
 pub mod pages;
 pub mod repo;
 pub mod service;
-pub mod summaries;

@@ -19,7 +19,7 @@ use crate::{
     auth::{Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
-    money,
+    money, outbox,
     state::AppState,
     validation::FieldError,
 };
@@ -401,6 +401,36 @@ pub async fn record_verdict(
             "comment": comment,
             "reservation": reservation,
         }),
+    )
+    .await?;
+    let trial_name = &trial.context.trial.fields.name;
+    outbox::enqueue(
+        &mut *tx,
+        &state.config.public_url,
+        &outbox::Event {
+            kind: outbox::APPROVAL_RECORDED,
+            brief_id,
+            brief_name: &current.brief.fields.name,
+            trial_id: Some(trial_id),
+            old: current.approval.as_ref().map_or(Value::Null, |a| {
+                json!({ "verdict": a.row.verdict, "decision": a.row.decision, "trial": a.row.trial_id, "stale": a.stale })
+            }),
+            new: json!({
+                "verdict": request.verdict,
+                "decision": decision,
+                "trial": trial_id,
+                "decided_by": actor.label(),
+                "comment": comment,
+                "inputs_digest": current.decision.inputs_digest,
+            }),
+            text: format!(
+                "{} {} {} on brief {} (trial {trial_name})",
+                actor.label(),
+                if request.verdict == "approve" { "approved" } else { "rejected" },
+                decision.as_str(),
+                current.brief.fields.name,
+            ),
+        },
     )
     .await?;
     tx.commit().await?;

@@ -38,8 +38,9 @@ const GROUND: [&str; 10] = [
     "ledger::model",
     "ledger::csv",
 ];
-const CORE: [&str; 16] = [
+const CORE: [&str; 17] = [
     "error",
+    "outbox",
     "state",
     "config",
     "db",
@@ -57,7 +58,7 @@ const CORE: [&str; 16] = [
     "auth::lockout",
 ];
 /// Domains, lowest first: one may use the `service` or `model` of a lower one only.
-const DOMAINS: [(&str, u8); 9] = [
+const DOMAINS: [(&str, u8); 10] = [
     ("briefs", 0),
     ("prices", 0),
     ("collect", 0),
@@ -67,13 +68,13 @@ const DOMAINS: [(&str, u8); 9] = [
     ("ledger", 2),
     ("acceptance", 3),
     ("review", 4),
+    ("signals", 5),
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
 const LAYERS: [(&str, u8); 14] = [
     ("repo", 1),
     ("service", 2),
-    ("summaries", 2),
     ("readiness", 2),
     ("compactor", 2),
     ("gather", 2),
@@ -84,6 +85,7 @@ const LAYERS: [(&str, u8); 14] = [
     ("money_view", 3),
     ("admin", 3),
     ("upload", 3),
+    ("worker", 2),
     ("summary", 0),
 ];
 

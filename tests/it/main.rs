@@ -49,3 +49,4 @@ mod security;
 mod teams;
 mod trials_api;
 mod trials_migration;
+mod webhooks;

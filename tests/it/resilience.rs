@@ -170,14 +170,14 @@ async fn two_instances_on_one_database_migrate_together_and_store_each_upload_on
 
 /// A TCP proxy in front of PostgreSQL that can drop every connection and refuse new ones: the
 /// network to the database going away, and coming back.
-struct FlakyLink {
-    addr: SocketAddr,
+pub(crate) struct FlakyLink {
+    pub(crate) addr: SocketAddr,
     up: Arc<AtomicBool>,
     connections: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 impl FlakyLink {
-    async fn start(upstream: (String, u16)) -> Self {
+    pub(crate) async fn start(upstream: (String, u16)) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let up = Arc::new(AtomicBool::new(true));
@@ -204,14 +204,14 @@ impl FlakyLink {
         Self { addr, up, connections }
     }
 
-    fn cut(&self) {
+    pub(crate) fn cut(&self) {
         self.up.store(false, Ordering::SeqCst);
         for pipe in self.connections.lock().unwrap().drain(..) {
             pipe.abort();
         }
     }
 
-    fn restore(&self) {
+    pub(crate) fn restore(&self) {
         self.up.store(true, Ordering::SeqCst);
     }
 }

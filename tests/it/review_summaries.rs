@@ -1,13 +1,18 @@
-//! Review summaries (`review_summaries`): kept current by every write that can change a review,
-//! equal to the full review the API computes, recomputed in the background and, for what a reader
-//! is about to show, before it reads.
+//! Review summaries (each brief's signal snapshot, `brief_signals`): kept current by every write
+//! that can change a review, equal to the full review the API computes, remade by the watcher in
+//! the background and, for what a reader is about to show, before it reads.
 
 use std::time::Duration;
 
 use crate::common;
 
 use common::{bearer_client, fixture, spawn_app, TestApp};
-use rentcheck::{auth::Role, config::AppConfig, review::summaries, state::AppState};
+use rentcheck::{
+    auth::Role,
+    config::AppConfig,
+    signals::{repo::SummaryRow, service as signals},
+    state::AppState,
+};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -16,9 +21,9 @@ fn state(app: &TestApp) -> AppState {
 }
 
 /// The summary of `id` as a reader gets it, beside the full review of the API.
-async fn summary_and_review(app: &TestApp, id: &str) -> (rentcheck::review::repo::SummaryRow, Value) {
+async fn summary_and_review(app: &TestApp, id: &str) -> (SummaryRow, Value) {
     let uuid: Uuid = id.parse().unwrap();
-    let rows = summaries::current(&state(app), &[uuid]).await.unwrap();
+    let rows = signals::current(&state(app), &[uuid]).await.unwrap();
     let review: Value = app
         .get(&format!("/api/v1/briefs/{id}/review"))
         .await
@@ -29,7 +34,7 @@ async fn summary_and_review(app: &TestApp, id: &str) -> (rentcheck::review::repo
 }
 
 /// The summary says what the full review says.
-fn assert_same(s: &rentcheck::review::repo::SummaryRow, r: &Value) {
+fn assert_same(s: &SummaryRow, r: &Value) {
     assert_eq!(s.decision, r["decision"].as_str().unwrap(), "{r}");
     assert_eq!(s.accepted, r["accepted"].as_bool().unwrap());
     let chosen = r["trials"]
@@ -38,18 +43,21 @@ fn assert_same(s: &rentcheck::review::repo::SummaryRow, r: &Value) {
         .iter()
         .find(|t| t["decision"] == r["decision"] && t["accepted"] == r["accepted"])
         .unwrap();
-    assert_eq!(s.criteria_passed as u64, chosen["criteria_passed"].as_u64().unwrap());
     assert_eq!(
-        s.criteria_required as u64,
+        s.summary.criteria_passed as u64,
+        chosen["criteria_passed"].as_u64().unwrap()
+    );
+    assert_eq!(
+        s.summary.criteria_required as u64,
         chosen["criteria_required"].as_u64().unwrap()
     );
     assert_eq!(
-        s.cost_per_job.map(|c| c.normalize().to_string()),
+        s.summary.cost_per_job.map(|c| c.normalize().to_string()),
         chosen["cost_per_job"]
             .as_str()
             .map(|c| c.parse::<rust_decimal::Decimal>().unwrap().normalize().to_string()),
     );
-    match (&r["approval"], s.state.as_str()) {
+    match (&r["approval"], s.summary.state.as_str()) {
         (Value::Null, "awaiting-evidence" | "needs-approval") => {}
         (a, "stale") => assert_eq!(a["stale"], true),
         (a, "approved") => assert_eq!(a["verdict"], "approve"),
@@ -65,8 +73,8 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
 
     let (s, r) = summary_and_review(&app, &id).await;
     assert_same(&s, &r);
-    assert_eq!(s.state, "awaiting-evidence");
-    assert_eq!(s.evidence_count, 0);
+    assert_eq!(s.summary.state, "awaiting-evidence");
+    assert_eq!(s.summary.evidence_count, 0);
 
     // A failing GPU health check: a required criterion fails.
     let res = app
@@ -80,9 +88,12 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
     assert_eq!(res.status(), 201);
     let (s, r) = summary_and_review(&app, &id).await;
     assert_same(&s, &r);
-    assert_eq!((s.state.as_str(), s.evidence_count), ("needs-approval", 1));
-    assert!(s.failing, "the diagnostic failed");
-    assert!(s.last_evidence_at.is_some());
+    assert_eq!(
+        (s.summary.state.as_str(), s.summary.evidence_count),
+        ("needs-approval", 1)
+    );
+    assert!(s.summary.failing, "the diagnostic failed");
+    assert!(s.summary.last_evidence_at.is_some());
 
     // Ledger lines and outputs: a cost per completed job.
     let csv = "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\n\
@@ -105,7 +116,7 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
     assert_eq!(res.status(), 201);
     let (s, r) = summary_and_review(&app, &id).await;
     assert_same(&s, &r);
-    assert!(s.cost_per_job.is_some(), "200 USD over 1,000 jobs");
+    assert!(s.summary.cost_per_job.is_some(), "200 USD over 1,000 jobs");
 
     // A manager's verdict, then new evidence that makes it stale.
     let manager = bearer_client(&app.token(Role::Manager, None).await);
@@ -119,7 +130,7 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
     assert_eq!(res.status(), 201);
     let (s, r) = summary_and_review(&app, &id).await;
     assert_same(&s, &r);
-    assert_eq!(s.state, "rejected");
+    assert_eq!(s.summary.state, "rejected");
     let res = app
         .post_json(
             &format!("/api/v1/briefs/{id}/evidence"),
@@ -129,13 +140,11 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
     assert_eq!(res.status(), 201);
     let (s, r) = summary_and_review(&app, &id).await;
     assert_same(&s, &r);
-    assert_eq!((s.state.as_str(), s.evidence_count), ("stale", 2));
+    assert_eq!((s.summary.state.as_str(), s.summary.evidence_count), ("stale", 2));
 
     // A price import can change every brief's money: every brief is marked.
     let other = app.brief_id().await;
-    summaries::current(&state(&app), &[other.parse().unwrap()])
-        .await
-        .unwrap();
+    signals::current(&state(&app), &[other.parse().unwrap()]).await.unwrap();
     let sheet = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
                  Cloud A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,https://a.example/pricing\n";
     let res = manager
@@ -146,15 +155,12 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
         .await
         .unwrap();
     assert_eq!(res.status(), 201);
-    let marked: i64 = sqlx::query_scalar("SELECT count(*) FROM review_summaries_dirty WHERE brief_id = ANY($1)")
+    let marked: i64 = sqlx::query_scalar("SELECT count(*) FROM brief_signals_dirty WHERE brief_id = ANY($1)")
         .bind(vec![id.parse::<Uuid>().unwrap(), other.parse::<Uuid>().unwrap()])
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert!(
-        marked >= 1,
-        "the price import marked the briefs (the refresher may already have taken one)"
-    );
+    assert_eq!(marked, 2, "the price import queued a mark for each brief");
     for b in [&id, &other] {
         let (s, r) = summary_and_review(&app, b).await;
         assert_same(&s, &r);
@@ -162,28 +168,27 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
 }
 
 #[tokio::test]
-async fn the_background_refresher_leaves_nothing_dirty_and_a_deleted_brief_leaves_nothing() {
+async fn the_watcher_summarises_every_brief_without_a_reader_asking() {
     let app = spawn_app().await;
     let mut ids = Vec::new();
     for _ in 0..5 {
         ids.push(app.brief_id().await);
     }
-    let dirty = || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM review_summaries_dirty")
+    rentcheck::signals::worker::spawn(state(&app));
+    let stored = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM brief_signals")
             .fetch_one(&app.pool)
             .await
             .unwrap()
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while dirty().await > 0 {
-        assert!(std::time::Instant::now() < deadline, "the refresher did not catch up");
+    while stored().await < 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watcher did not summarise every brief"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM review_summaries")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(stored, 5, "one summary per brief, computed without any reader asking");
     for id in &ids {
         let (s, r) = summary_and_review(&app, id).await;
         assert_same(&s, &r);

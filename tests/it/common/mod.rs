@@ -86,10 +86,8 @@ pub async fn serve_app_with_store(pool: PgPool, config: AppConfig, keys: TokenKe
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let state = AppState::new(pool.clone(), config, keys).with_evidence_store(store);
-    // As `rentcheck serve` does: the evidence-metrics compactor and the review-summary refresher
-    // run beside the server.
+    // As `rentcheck serve` does: the evidence-metrics compactor runs beside the server.
     rentcheck::evidence::compactor::spawn(pool, state.metrics.clone());
-    rentcheck::review::summaries::spawn(state.clone());
     let router = http::app(state);
     tokio::spawn(http::serve(listener, router, std::future::pending()));
     base

@@ -1,0 +1,257 @@
+//! Webhooks without I/O: what a valid subscription is, how a body is signed, when the next attempt
+//! is due, and which events a changed review gives.
+
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+
+use crate::{outbox::EVENTS, validation::FieldError};
+
+/// The signature header: `sha256=` and the hex HMAC-SHA256 of `"{timestamp}.{body}"`.
+pub const SIGNATURE_HEADER: &str = "x-rentcheck-signature";
+/// Unix seconds when the attempt was signed; part of what is signed, so a replay can be refused.
+pub const TIMESTAMP_HEADER: &str = "x-rentcheck-timestamp";
+pub const EVENT_HEADER: &str = "x-rentcheck-event";
+/// The delivery's id: the same on every retry of one event to one webhook.
+pub const DELIVERY_HEADER: &str = "x-rentcheck-delivery";
+
+/// A generated secret is 32 random bytes as hex; a given one must be at least this long.
+pub const MIN_SECRET_CHARS: usize = 16;
+
+/// A subscription as validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewWebhook {
+    pub url: String,
+    pub events: Vec<String>,
+    /// None: generate one (and show it once).
+    pub secret: Option<String>,
+}
+
+/// Checks a subscription, reporting every bad field at once. Only `https://` URLs unless
+/// `allow_http`; a URL with credentials in it is refused (they would show on the admin page).
+pub fn validate(body: &Value, allow_http: bool) -> Result<NewWebhook, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let url = match body.get("url") {
+        Some(Value::String(u)) => match reqwest::Url::parse(u.trim()) {
+            Ok(parsed) => {
+                let scheme_ok = parsed.scheme() == "https" || (allow_http && parsed.scheme() == "http");
+                if !scheme_ok {
+                    errors.push(FieldError::new(
+                        "url",
+                        if allow_http {
+                            "must be an https:// or http:// URL"
+                        } else {
+                            "must be an https:// URL (http:// only with RENTCHECK_WEBHOOK_ALLOW_HTTP=true)"
+                        },
+                    ));
+                } else if parsed.host_str().is_none_or(str::is_empty) {
+                    errors.push(FieldError::new("url", "must name a host"));
+                } else if !parsed.username().is_empty() || parsed.password().is_some() {
+                    errors.push(FieldError::new("url", "must not carry a user name or password"));
+                } else if u.len() > 2048 {
+                    errors.push(FieldError::new("url", "must be at most 2048 characters"));
+                }
+                parsed.to_string()
+            }
+            Err(e) => {
+                errors.push(FieldError::new("url", format!("is not a URL: {e}")));
+                String::new()
+            }
+        },
+        None | Some(Value::Null) => {
+            errors.push(FieldError::new("url", "is required"));
+            String::new()
+        }
+        Some(_) => {
+            errors.push(FieldError::new("url", "must be a string"));
+            String::new()
+        }
+    };
+    let mut events = Vec::new();
+    match body.get("events") {
+        Some(Value::Array(list)) if !list.is_empty() => {
+            for e in list {
+                match e.as_str() {
+                    Some(name) if EVENTS.contains(&name) => {
+                        if !events.iter().any(|x| x == name) {
+                            events.push(name.to_owned());
+                        }
+                    }
+                    _ => {
+                        errors.push(FieldError::new(
+                            "events",
+                            format!("each must be one of: {}", EVENTS.join(", ")),
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+        _ => errors.push(FieldError::new(
+            "events",
+            format!("must be a non-empty list of: {}", EVENTS.join(", ")),
+        )),
+    }
+    let secret = match body.get("secret") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.chars().count() >= MIN_SECRET_CHARS && s.len() <= 512 => Some(s.clone()),
+        Some(Value::String(_)) => {
+            errors.push(FieldError::new(
+                "secret",
+                format!("must be {MIN_SECRET_CHARS} to 512 characters (leave it out to have one generated)"),
+            ));
+            None
+        }
+        Some(_) => {
+            errors.push(FieldError::new("secret", "must be a string"));
+            None
+        }
+    };
+    if errors.is_empty() {
+        Ok(NewWebhook { url, events, secret })
+    } else {
+        Err(errors)
+    }
+}
+
+/// `sha256=<hex HMAC-SHA256(secret, "{timestamp}.{body}")>`: the value of `X-Rentcheck-Signature`.
+pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
+    // HMAC takes a key of any length, so this cannot fail.
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC accepts any key length");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// The wait before attempt `attempts + 1`, after `attempts` failed ones: `base`, then twice as long
+/// each time, at most `max`.
+pub fn backoff(attempts: u32, base: Duration, max: Duration) -> Duration {
+    let doublings = attempts.saturating_sub(1).min(30);
+    base.saturating_mul(1u32 << doublings).min(max)
+}
+
+/// What became of one attempt, as the delivery keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptOutcome {
+    /// A 2xx answer.
+    Delivered(u16),
+    /// Another answer (a redirect included: redirects are not followed).
+    Refused(u16),
+    /// No answer: refused connection, timeout, TLS failure.
+    Unreachable(String),
+}
+
+impl AttemptOutcome {
+    pub fn status_code(&self) -> Option<i32> {
+        match self {
+            Self::Delivered(c) | Self::Refused(c) => Some(i32::from(*c)),
+            Self::Unreachable(_) => None,
+        }
+    }
+
+    pub fn error(&self) -> Option<String> {
+        match self {
+            Self::Delivered(_) => None,
+            Self::Refused(c) => Some(format!("answered {c}")),
+            Self::Unreachable(e) => Some(e.clone()),
+        }
+    }
+}
+
+/// One trial's standing as the signal snapshot keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialSignal {
+    pub trial_id: uuid::Uuid,
+    pub name: String,
+    pub decision: String,
+    pub accepted: bool,
+}
+
+/// The trials whose decision or acceptance moved between two snapshots, as (before, after). A trial
+/// new in `after` has no before and gives no event: its first decision is its baseline.
+pub fn changed_trials<'a>(
+    before: &'a [TrialSignal],
+    after: &'a [TrialSignal],
+) -> Vec<(&'a TrialSignal, &'a TrialSignal)> {
+    after
+        .iter()
+        .filter_map(|a| {
+            before
+                .iter()
+                .find(|b| b.trial_id == a.trial_id)
+                .filter(|b| b.decision != a.decision || b.accepted != a.accepted)
+                .map(|b| (b, a))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_https_urls_unless_http_is_allowed() {
+        let body = json!({ "url": "http://hooks.example/x", "events": ["approval.recorded"] });
+        let e = validate(&body, false).unwrap_err();
+        assert_eq!(e[0].field, "url");
+        assert!(e[0].message.contains("https://"), "{}", e[0].message);
+        assert!(validate(&body, true).is_ok());
+        let ok = validate(
+            &json!({ "url": "https://hooks.example/x", "events": ["decision.changed"], "secret": "0123456789abcdef" }),
+            false,
+        )
+        .unwrap();
+        assert_eq!(ok.secret.as_deref(), Some("0123456789abcdef"));
+    }
+
+    #[test]
+    fn every_bad_field_is_reported_at_once() {
+        let e = validate(
+            &json!({ "url": "ftp://x", "events": ["nope"], "secret": "short" }),
+            true,
+        )
+        .unwrap_err();
+        let fields: Vec<_> = e.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["url", "events", "secret"]);
+        let e = validate(&json!({ "url": "https://u:p@x.example/", "events": [] }), false).unwrap_err();
+        assert_eq!(e.len(), 2);
+    }
+
+    #[test]
+    fn the_signature_covers_timestamp_and_body() {
+        // Checked against `printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac secret`.
+        assert_eq!(
+            sign(b"secret", 1_700_000_000, br#"{"a":1}"#),
+            "sha256=49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686"
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let s = Duration::from_secs;
+        assert_eq!(backoff(1, s(30), s(3600)), s(30));
+        assert_eq!(backoff(2, s(30), s(3600)), s(60));
+        assert_eq!(backoff(5, s(30), s(3600)), s(480));
+        assert_eq!(backoff(40, s(30), s(3600)), s(3600));
+    }
+
+    #[test]
+    fn a_moved_decision_is_a_change_and_a_new_trial_is_not() {
+        let t = |id: u128, d: &str, a: bool| TrialSignal {
+            trial_id: uuid::Uuid::from_u128(id),
+            name: format!("t{id}"),
+            decision: d.into(),
+            accepted: a,
+        };
+        let before = [t(1, "expand", false), t(2, "stop", false)];
+        let after = [t(1, "reserve", true), t(2, "stop", false), t(3, "stop", false)];
+        let changed = changed_trials(&before, &after);
+        assert_eq!(changed.len(), 1);
+        assert_eq!(changed[0].0.decision, "expand");
+        assert_eq!(changed[0].1.decision, "reserve");
+    }
+}
