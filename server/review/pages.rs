@@ -15,8 +15,9 @@ use rust_decimal::{prelude::ToPrimitive, Decimal};
 use uuid::Uuid;
 
 use super::{
-    decision::{Reason, Status},
-    model::monthly_cost,
+    decision::{Reason, Status, Verdict},
+    decision_view::{self, BriefLine, MoneyFigure},
+    model::{monthly_cost, parse_reservation, total_commitment, Reservation},
     money_view::{money_section, MoneySection},
     repo,
     service::{self, needs_reservation, reservation_defaults, Review, VerdictRequest},
@@ -26,9 +27,10 @@ use crate::{
     error::AppError,
     money,
     state::AppState,
+    validation::FieldError,
     web::{
         auth::{ApiCaller, CsrfForm, PageUser},
-        extract::Path,
+        extract::{ApiQuery, Path},
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -59,11 +61,15 @@ struct ReasonView {
     rule: String,
     decision: &'static str,
     says: String,
+    /// The reason in plain words (decision_view::reason_sentence).
+    sentence: String,
     facts: Vec<FactView>,
 }
 
 struct CriterionView {
     key: String,
+    /// What the key measures, in words ("The time to the first token (95th percentile)").
+    name: String,
     rule: String,
     value: String,
     status: &'static str,
@@ -97,6 +103,8 @@ struct CostBar {
 }
 
 struct ApprovalView {
+    /// "approved" or "rejected".
+    done: &'static str,
     verdict: String,
     decision: String,
     by: String,
@@ -114,6 +122,24 @@ struct ReviewPage {
     brief_id: String,
     brief_name: String,
     decision: &'static str,
+    /// What approving does, as a short imperative ("reserve 8 × H200 SXM for 12 months").
+    action: String,
+    /// The deciding reason in one plain sentence, and its rule number.
+    why: String,
+    deciding_rule: String,
+    brief_lines: Vec<BriefLine>,
+    figures: Vec<MoneyFigure>,
+    /// After a verdict was recorded (post/redirect/get): what was recorded, shown at the top.
+    flash: Option<String>,
+    /// A bad verdict: each field's message, and what is wrong overall (shown at the top).
+    field_errors: BTreeMap<String, String>,
+    problem: String,
+    comment: String,
+    /// "20,440 USD a month", and the whole term: "245,280 USD over 12 months".
+    monthly_total: String,
+    currency: String,
+    /// The verb static/review.js puts before "N × GPU for M months" on the approve button.
+    approve_verb: &'static str,
     accepted: bool,
     reasons: Vec<ReasonView>,
     stages: Vec<StageView>,
@@ -129,7 +155,6 @@ struct ReviewPage {
     reservation: BTreeMap<String, String>,
     monthly_preview: String,
     digest: String,
-    error: String,
     several_trials: bool,
     /// The trial the brief-level decision above is taken from.
     trial_name: String,
@@ -150,6 +175,39 @@ impl ReviewPage {
     fn reserved(&self, field: &str) -> &str {
         self.reservation.get(field).map(String::as_str).unwrap_or("")
     }
+
+    /// The message for a form field (`reservation.count`, `comment`, `trial`), empty when fine.
+    fn error_for(&self, field: &str) -> &str {
+        self.field_errors.get(field).map(String::as_str).unwrap_or("")
+    }
+
+    fn reservation_error(&self, field: &str) -> &str {
+        self.error_for(&format!("reservation.{field}"))
+    }
+
+    /// What the phone's keyboard should offer for a reservation field.
+    fn input_mode(&self, field: &str) -> &'static str {
+        match field {
+            "count" | "term_months" => "numeric",
+            "rate_per_gpu_hour" => "decimal",
+            _ => "text",
+        }
+    }
+
+    /// The element id of a form field: `reservation.count` → `reservation-count`.
+    fn field_id(&self, field: &str) -> String {
+        field.replace('.', "-")
+    }
+}
+
+/// What a re-rendered approval form keeps: the values typed and what was wrong with them.
+#[derive(Default)]
+struct FormState {
+    reservation: Option<BTreeMap<String, String>>,
+    trial: Option<Uuid>,
+    comment: String,
+    field_errors: BTreeMap<String, String>,
+    problem: String,
 }
 
 fn href(link: &Option<String>, brief_id: &str) -> Option<String> {
@@ -163,18 +221,29 @@ fn href(link: &Option<String>, brief_id: &str) -> Option<String> {
     })
 }
 
-fn reason_view(r: &Reason, brief_id: &str) -> ReasonView {
+fn reason_view(reason: &Reason, r: &Review) -> ReasonView {
+    let brief_id = r.brief.id.to_string();
+    let t = &r.trials[r.chosen];
     ReasonView {
-        rule: r.rule.to_string(),
-        decision: r.decision.as_str(),
-        says: r.says.clone(),
-        facts: r
+        rule: reason.rule.to_string(),
+        decision: reason.decision.as_str(),
+        says: reason.says.clone(),
+        sentence: decision_view::reason_sentence(
+            reason,
+            t,
+            &r.brief.fields.currency,
+            r.brief.fields.cost_unit.as_str(),
+        ),
+        facts: reason
             .facts
             .iter()
-            .map(|f| FactView {
-                label: f.label.clone(),
-                value: f.value.clone(),
-                href: href(&f.link, brief_id),
+            .map(|f| {
+                let plain = decision_view::plain_fact(f);
+                FactView {
+                    label: plain.label,
+                    value: plain.value,
+                    href: href(&plain.link, &brief_id),
+                }
             })
             .collect(),
     }
@@ -189,11 +258,9 @@ fn status_str(s: Status) -> &'static str {
     }
 }
 
-fn show_value(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// A measured value with its key's unit, as every page shows it.
+fn shown(key: &str, v: &serde_json::Value) -> String {
+    money::measured(v, decision_view::unit_of(key))
 }
 
 /// Beside the NCCL bus bandwidth: "84 % of what this topology should do (expected 476 GB/s)".
@@ -221,10 +288,11 @@ fn stages(r: &Review) -> Vec<StageView> {
                 .filter(|c| c.stage == n)
                 .map(|c| CriterionView {
                     key: c.key.clone(),
-                    rule: format!("{} {}", c.op, show_value(&c.threshold)),
+                    name: decision_view::capitalized(&decision_view::criterion_name(&c.key)),
+                    rule: money::threshold(&c.op, &c.threshold, decision_view::unit_of(&c.key)),
                     value: match (c.value.as_ref(), nccl_share(r, &c.key)) {
-                        (Some(v), Some(share)) => format!("{} ({share})", show_value(v)),
-                        (Some(v), None) => show_value(v),
+                        (Some(v), Some(share)) => format!("{} ({share})", shown(&c.key, v)),
+                        (Some(v), None) => shown(&c.key, v),
                         (None, _) => "—".into(),
                     },
                     status: status_str(c.status),
@@ -303,7 +371,7 @@ fn cost_bars(r: &Review) -> Vec<CostBar> {
         .enumerate()
         .map(|(i, (label, amount))| CostBar {
             label: label.clone(),
-            amount: format!("{amount} {}", r.context.inputs.brief.currency),
+            amount: money::with_currency(*amount, &r.context.inputs.brief.currency),
             width: if max > Decimal::ZERO {
                 (amount / max * Decimal::from(380))
                     .round_dp(1)
@@ -320,28 +388,44 @@ fn cost_bars(r: &Review) -> Vec<CostBar> {
 
 fn approval_view(r: &Review) -> Option<ApprovalView> {
     let a = r.approval.as_ref()?;
+    let currency = &r.context.inputs.brief.currency;
     Some(ApprovalView {
+        done: if a.row.verdict == "approve" { "approved" } else { "rejected" },
         verdict: a.row.verdict.clone(),
         decision: a.row.decision.clone(),
         by: a.row.decided_by.clone(),
         at: a.row.decided_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         comment: a.row.comment.clone(),
         stale: a.stale,
-        changed: a.changed.join(", "),
-        reservation: a.row.reservation_gpu.as_ref().map(|gpu| {
+        changed: decision_view::changed_in_words(&a.changed, r),
+        reservation: recorded_reservation(r).map(|res| {
             format!(
-                "{} × {gpu}, {}, {} months from {}, expected {} {} a month",
-                a.row.reservation_count.unwrap_or(0),
-                a.row.reservation_billing.clone().unwrap_or_default(),
-                a.row.reservation_term_months.unwrap_or(0),
-                a.row.reservation_start.map(|d| d.to_string()).unwrap_or_default(),
-                a.row
-                    .reservation_monthly_cost
-                    .map(|c| c.to_string())
-                    .unwrap_or_default(),
-                r.context.inputs.brief.currency,
+                "{} × {}, {}, {} months from {}, at {} per GPU-hour: {} a month, {} in all",
+                res.count,
+                res.gpu,
+                res.billing,
+                res.term_months,
+                res.start,
+                money::with_currency(res.rate_per_gpu_hour, currency),
+                money::sum_with_currency(res.monthly_cost, currency),
+                money::sum_with_currency(res.monthly_cost * Decimal::from(res.term_months), currency),
             )
         }),
+    })
+}
+
+/// The reservation the latest approval recorded, if it recorded one.
+fn recorded_reservation(r: &Review) -> Option<Reservation> {
+    let row = &r.approval.as_ref()?.row;
+    Some(Reservation {
+        provider: row.reservation_provider.clone(),
+        gpu: row.reservation_gpu.clone()?,
+        count: u32::try_from(row.reservation_count?).ok()?,
+        billing: row.reservation_billing.clone().unwrap_or_default(),
+        term_months: u32::try_from(row.reservation_term_months?).ok()?,
+        start: row.reservation_start?,
+        rate_per_gpu_hour: row.reservation_rate_per_gpu_hour.unwrap_or_default(),
+        monthly_cost: row.reservation_monthly_cost?,
     })
 }
 
@@ -438,7 +522,8 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                 utilization: t
                     .decision
                     .utilization
-                    .map(|u| format!("{} %", (u * Decimal::from(100)).round_dp(0)))
+                    .and_then(|u| u.to_f64())
+                    .map(money::percent)
                     .unwrap_or_else(|| "unknown".into()),
                 changes: t
                     .changes
@@ -466,7 +551,10 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
     let rows = keys
         .into_iter()
         .map(|(key, stage)| ComparisonRow {
-            label: format!("Stage {stage} · {key}"),
+            label: format!(
+                "Stage {stage} · {}",
+                decision_view::capitalized(&decision_view::criterion_name(&key))
+            ),
             key: format!("{key}@{stage}"),
             cells: r
                 .trials
@@ -480,7 +568,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                         .find(|c| c.key == key && c.stage == stage)
                     {
                         Some(c) => ComparisonCell {
-                            value: c.value.as_ref().map(show_value).unwrap_or_else(|| "—".into()),
+                            value: c.value.as_ref().map(|v| shown(&key, v)).unwrap_or_else(|| "—".into()),
                             status: status_str(c.status),
                         },
                         None => ComparisonCell {
@@ -527,25 +615,105 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
     (columns, rows, bars)
 }
 
-fn page(
-    r: &Review,
-    user: &PageUser,
-    error: String,
-    reservation: Option<BTreeMap<String, String>>,
-    selected: Option<Uuid>,
-) -> ReviewPage {
+/// The line that confirms a verdict just recorded, shown at the top after the redirect.
+fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
+    let a = r.approval.as_ref()?;
+    if decided? != a.row.id.to_string() {
+        return None;
+    }
+    let at = a.row.decided_at.format("%Y-%m-%d %H:%M UTC");
+    let currency = &r.brief.fields.currency;
+    let trial = a
+        .row
+        .trial_id
+        .and_then(|id| r.trial(id))
+        .unwrap_or(&r.trials[r.chosen]);
+    let recorded = recorded_reservation(r);
+    Some(if a.row.verdict == "approve" {
+        let mut text = format!(
+            "Approved by {} at {at}: {}",
+            a.row.decided_by,
+            decision_view::action(trial.decision.decision, trial, recorded.as_ref())
+        );
+        if let Some(res) = &recorded {
+            text.push_str(&format!(
+                ", {} a month, {} in all",
+                money::sum_with_currency(res.monthly_cost, currency),
+                money::sum_with_currency(res.monthly_cost * Decimal::from(res.term_months), currency)
+            ));
+        }
+        text.push('.');
+        text
+    } else {
+        format!(
+            "Rejected by {} at {at}: {} was not approved. “{}”",
+            a.row.decided_by, a.row.decision, a.row.comment
+        )
+    })
+}
+
+/// The form's monthly figure and the whole term, from the same parse and arithmetic the
+/// approval records (`parse_reservation`, `monthly_cost`), so the preview and the record agree
+/// for the same inputs. static/review.js recomputes both as the manager types.
+fn preview(reservation: &BTreeMap<String, String>, currency: &str) -> (String, String) {
+    match parse_reservation(reservation) {
+        Ok(res) => (
+            format!("{} a month", money::sum_with_currency(res.monthly_cost, currency)),
+            format!(
+                "{} over {} months",
+                money::sum_with_currency(
+                    total_commitment(res.count, res.rate_per_gpu_hour, res.term_months),
+                    currency
+                ),
+                res.term_months
+            ),
+        ),
+        Err(_) => match (
+            reservation
+                .get("count")
+                .and_then(|c| c.trim().parse::<u32>().ok())
+                .filter(|c| (1..=4096).contains(c)),
+            reservation
+                .get("rate_per_gpu_hour")
+                .and_then(|c| c.trim().parse::<Decimal>().ok()),
+        ) {
+            (Some(count), Some(rate)) => (
+                format!("{} a month", money::sum_with_currency(monthly_cost(count, rate), currency)),
+                String::new(),
+            ),
+            _ => (
+                "needs a count and a rate per GPU-hour".into(),
+                String::new(),
+            ),
+        },
+    }
+}
+
+fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> ReviewPage {
     let brief_id = r.brief.id.to_string();
-    let selected = selected.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
-    let reservation = reservation.unwrap_or_else(|| reservation_defaults(selected));
+    let selected = form.trial.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
+    let reservation = form.reservation.unwrap_or_else(|| reservation_defaults(selected));
+    let currency = &r.context.inputs.brief.currency;
     let (trial_columns, comparison_rows, trial_costs) = comparison(r);
-    let monthly_preview = match (
-        reservation.get("count").and_then(|c| c.parse::<u32>().ok()),
-        reservation
-            .get("rate_per_gpu_hour")
-            .and_then(|c| c.parse::<Decimal>().ok()),
-    ) {
-        (Some(count), Some(rate)) => money::with_currency(monthly_cost(count, rate), &r.context.inputs.brief.currency),
-        _ => "needs a rate per GPU-hour (no accelerator lines in the ledger yet)".into(),
+    let (monthly_preview, monthly_total) = preview(&reservation, currency);
+    // The commitment on the table: the approved reservation while it holds, else the form's.
+    let commitment = match &r.approval {
+        Some(a) if a.row.verdict == "approve" && !a.stale => recorded_reservation(r),
+        _ => None,
+    }
+    .or_else(|| {
+        needs_reservation(selected.decision.decision)
+            .then(|| parse_reservation(&reservation).ok())
+            .flatten()
+    });
+    let form_commitment = needs_reservation(selected.decision.decision)
+        .then(|| parse_reservation(&reservation).ok())
+        .flatten();
+    let chosen = &r.trials[r.chosen];
+    let top_commitment = if needs_reservation(chosen.decision.decision) {
+        commitment.as_ref()
+    } else {
+        None
     };
     let latency = latency_bars(r);
     let costs = cost_bars(r);
@@ -553,8 +721,37 @@ fn page(
         ctx: user.into(),
         brief_name: r.brief.fields.name.clone(),
         decision: r.decision.decision.as_str(),
+        action: decision_view::action(selected.decision.decision, selected, form_commitment.as_ref()),
+        why: r
+            .decision
+            .reasons
+            .first()
+            .map(|reason| {
+                decision_view::reason_sentence(
+                    reason,
+                    chosen,
+                    currency,
+                    r.brief.fields.cost_unit.as_str(),
+                )
+            })
+            .unwrap_or_default(),
+        deciding_rule: r.decision.reasons.first().map(|x| x.rule.to_string()).unwrap_or_default(),
+        brief_lines: decision_view::brief_lines(r),
+        figures: decision_view::money_figures(r, top_commitment),
+        flash: confirmation(r, decided),
+        field_errors: form.field_errors,
+        problem: form.problem,
+        comment: form.comment,
+        monthly_total,
+        currency: currency.clone(),
+        approve_verb: match selected.decision.decision {
+            Verdict::Reserve => "reserve",
+            Verdict::Dedicate => "dedicate",
+            Verdict::Scale => "scale to",
+            _ => "",
+        },
         accepted: r.decision.accepted,
-        reasons: r.decision.reasons.iter().map(|x| reason_view(x, &brief_id)).collect(),
+        reasons: r.decision.reasons.iter().map(|x| reason_view(x, r)).collect(),
         stages: stages(r),
         missing: r
             .decision
@@ -572,7 +769,7 @@ fn page(
         cost_height: costs.len() as f64 * ROW + 10.0,
         costs,
         cost_per_job: match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
-            Some(Some(c)) => format!("{c} {}", r.context.inputs.brief.currency),
+            Some(Some(c)) => money::with_currency(c, currency),
             Some(None) => "undefined — nothing accepted yet".into(),
             None => "no ledger yet".into(),
         },
@@ -582,7 +779,6 @@ fn page(
         reservation,
         monthly_preview,
         digest: r.decision.inputs_digest.clone(),
-        error,
         brief_id,
         trial_costs_height: trial_costs.len() as f64 * ROW + 10.0,
         money: money_section(r),
@@ -613,9 +809,35 @@ fn page(
     }
 }
 
-async fn review_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+/// `?decided=<approval id>`: the redirect after a verdict, so the page confirms it at the top.
+#[derive(serde::Deserialize)]
+struct ReviewQuery {
+    decided: Option<String>,
+}
+
+async fn review_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<ReviewQuery>,
+) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
-    render(&page(&r, &user, String::new(), None, None))
+    render(&page(&r, &user, FormState::default(), q.decided.as_deref()))
+}
+
+/// A field's message as the form shows it: the field's name is the label beside it.
+fn field_messages(errors: &[FieldError]) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for e in errors {
+        let message = decision_view::capitalized(&e.message);
+        out.entry(e.field.clone())
+            .and_modify(|m| {
+                m.push_str("; ");
+                m.push_str(&e.message);
+            })
+            .or_insert(message);
+    }
+    out
 }
 
 async fn verdict(
@@ -635,24 +857,45 @@ async fn verdict(
         trial,
         reservation: reservation.clone(),
     };
+    let comment = request.comment.clone();
     match service::record_verdict(&state, id, &user.principal(), request).await {
-        Ok(_) => Ok(Redirect::to(&format!("/briefs/{id}/review")).into_response()),
+        // Post/redirect/get: a reload shows the confirmation again and records nothing twice.
+        Ok(row) => Ok(Redirect::to(&format!("/briefs/{id}/review?decided={}", row.id)).into_response()),
         Err(AppError::Forbidden(m)) => Err(PageError(AppError::Forbidden(m))),
         Err(e @ (AppError::Validation(_) | AppError::Conflict(_))) => {
             let status = e.status();
-            let message = match &e {
-                AppError::Validation(errors) => errors
-                    .iter()
-                    .map(|f| format!("{} {}", f.field, f.message))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                other => other.to_string(),
+            let (field_errors, problem) = match &e {
+                AppError::Validation(errors) => {
+                    let fields = field_messages(errors);
+                    let problem = format!(
+                        "Nothing was recorded: {} to correct below.",
+                        if fields.len() == 1 {
+                            "one field".to_owned()
+                        } else {
+                            format!("{} fields", fields.len())
+                        }
+                    );
+                    (fields, problem)
+                }
+                _ => (
+                    BTreeMap::new(),
+                    "Nothing was recorded: the review changed since you loaded it (new evidence, ledger lines, \
+                     prices or a change to the card). This is the current review: read it and decide again."
+                        .to_owned(),
+                ),
             };
             let r = service::review(&state, id).await?;
             let selected = trial.and_then(|t| r.trial(t)).unwrap_or(&r.trials[r.chosen]);
             let mut merged = reservation_defaults(selected);
             merged.extend(reservation);
-            let mut response = render(&page(&r, &user, message, Some(merged), trial))?;
+            let form = FormState {
+                reservation: Some(merged),
+                trial,
+                comment,
+                field_errors,
+                problem,
+            };
+            let mut response = render(&page(&r, &user, form, None))?;
             *response.status_mut() = status;
             Ok(response)
         }
@@ -753,7 +996,6 @@ async fn record_md(
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
-    let brief_id = id.to_string();
     let name_of = |id: Uuid| r.trial(id).map(|t| t.context.trial.fields.name.clone());
     let record = DecisionRecord {
         recommended: r.recommendation.recommended.and_then(name_of),
@@ -783,7 +1025,7 @@ async fn record_md(
             .collect(),
         generated: chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         stages: stages(&r),
-        reasons: r.decision.reasons.iter().map(|x| reason_view(x, &brief_id)).collect(),
+        reasons: r.decision.reasons.iter().map(|x| reason_view(x, &r)).collect(),
         approval: approval_view(&r),
         sizing_rows: r
             .context
