@@ -91,7 +91,7 @@ fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
         (
             "Cost ceiling",
             match f.max_cost_per_job {
-                Some(c) => format!("{c} {} per {}", f.currency, f.cost_unit.as_str()),
+                Some(c) => format!("{} per {}", money::with_currency(c, &f.currency), f.cost_unit.as_str()),
                 None => "—".to_owned(),
             },
         ),

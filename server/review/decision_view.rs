@@ -132,9 +132,11 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
     let inputs = &t.context.inputs;
     let alloc = allocation(t);
     match reason.rule {
-        Rule::Numbered(1) => "The workload only needs the model's answers, needs no control of the server and may share \
+        Rule::Numbered(1) => {
+            "The workload only needs the model's answers, needs no control of the server and may share \
              infrastructure, so a managed model API is a better buy than a rented GPU."
-            .into(),
+                .into()
+        }
         Rule::Numbered(2) => {
             let mut problems: Vec<String> = failing(t, &[1, 2, 4]).map(failure).collect();
             for key in ["dcgm.diag.passed", "checkpoint.restore_ok"] {
@@ -177,18 +179,31 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             )
         }
         Rule::Numbered(6) => {
-            let names: Vec<String> = t.decision.missing.values().flatten().map(|k| criterion_name(k)).collect();
+            let names: Vec<String> = t
+                .decision
+                .missing
+                .values()
+                .flatten()
+                .map(|k| criterion_name(k))
+                .collect();
             format!(
                 "{} required {} still missing ({}): keep the short rental until {} measured; nothing is \
                  committed before the trial is accepted.",
                 names.len(),
-                if names.len() == 1 { "measurement is" } else { "measurements are" },
+                if names.len() == 1 {
+                    "measurement is"
+                } else {
+                    "measurements are"
+                },
                 joined(&names),
                 if names.len() == 1 { "it is" } else { "they are" }
             )
         }
         Rule::ApiCheaper => match inputs.money.as_ref().and_then(|m| {
-            Some((m.cost_per_million_output_tokens_at_slo?, m.api_price_per_million_tokens?))
+            Some((
+                m.cost_per_million_output_tokens_at_slo?,
+                m.api_price_per_million_tokens?,
+            ))
         }) {
             Some((ours, api)) => format!(
                 "A managed model API is cheaper: a million output tokens cost {} on the {alloc} server within \
@@ -264,9 +279,7 @@ pub fn fact_label(label: &str) -> String {
             )
         }
         _ if label == "utilization" => "Busy share of paid GPU hours".into(),
-        _ if known_key(key).is_some() => {
-            capitalized(&format!("{}{}", criterion_name(key), &label[key.len()..]))
-        }
+        _ if known_key(key).is_some() => capitalized(&format!("{}{}", criterion_name(key), &label[key.len()..])),
         _ => capitalized(&label.replace('_', " ")),
     }
 }
@@ -330,7 +343,9 @@ pub fn action(decision: Verdict, t: &TrialReview, commitment: Option<&Reservatio
             Some(c) => format!("scale to {} × {} for {} months", c.count, c.gpu, c.term_months),
             None => format!(
                 "scale to {} GPUs",
-                t.decision.suggested_units.unwrap_or(t.context.inputs.brief.current_units)
+                t.decision
+                    .suggested_units
+                    .unwrap_or(t.context.inputs.brief.current_units)
             ),
         },
         Verdict::Expand if t.decision.accepted => format!("keep {alloc}, paying by the hour"),
@@ -510,7 +525,10 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
             out.push(MoneyFigure {
                 id: "commitment",
                 label: format!("Total commitment over {} months", c.term_months),
-                value: money::sum_with_currency(total_commitment(c.count, c.rate_per_gpu_hour, c.term_months), currency),
+                value: money::sum_with_currency(
+                    total_commitment(c.count, c.rate_per_gpu_hour, c.term_months),
+                    currency,
+                ),
                 note: format!(
                     "{} × {} at {} per GPU-hour × 730 hours × {} months ({} a month)",
                     c.count,
@@ -714,7 +732,10 @@ mod tests {
             fact_value("cost per completed job", "0.0490068292682926829268292683 USD"),
             "0.049 USD"
         );
-        assert_eq!(fact_label("gpu.count ge 8.0"), "The number of GPUs the server shows (target ≥ 8)");
+        assert_eq!(
+            fact_label("gpu.count ge 8.0"),
+            "The number of GPUs the server shows (target ≥ 8)"
+        );
         assert_eq!(
             fact_label("serving.kv_cache_usage_max_pct ≥ 90"),
             "The fullest the KV cache got ≥ 90"

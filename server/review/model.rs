@@ -156,7 +156,10 @@ mod tests {
             "245280".parse::<Decimal>().unwrap()
         );
         // The case: 8 × 2.60 × 730 = 15,184.00 a month, whatever was previewed before.
-        assert_eq!(monthly_cost(8, "2.60".parse().unwrap()), "15184".parse::<Decimal>().unwrap());
+        assert_eq!(
+            monthly_cost(8, "2.60".parse().unwrap()),
+            "15184".parse::<Decimal>().unwrap()
+        );
     }
 
     #[test]

@@ -181,6 +181,10 @@ impl ReviewPage {
         self.field_errors.get(field).map(String::as_str).unwrap_or("")
     }
 
+    fn label_of<'a>(&self, field: &'a str) -> &'a str {
+        field_label(field)
+    }
+
     fn reservation_error(&self, field: &str) -> &str {
         self.error_for(&format!("reservation.{field}"))
     }
@@ -390,7 +394,11 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
     let a = r.approval.as_ref()?;
     let currency = &r.context.inputs.brief.currency;
     Some(ApprovalView {
-        done: if a.row.verdict == "approve" { "approved" } else { "rejected" },
+        done: if a.row.verdict == "approve" {
+            "approved"
+        } else {
+            "rejected"
+        },
         verdict: a.row.verdict.clone(),
         decision: a.row.decision.clone(),
         by: a.row.decided_by.clone(),
@@ -462,6 +470,8 @@ struct ComparisonCell {
 /// One row of the comparison: a criterion (key and stage) with each trial's value and status.
 struct ComparisonRow {
     key: String,
+    /// The metric key alone, shown small under its name.
+    metric: String,
     label: String,
     cells: Vec<ComparisonCell>,
 }
@@ -551,6 +561,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
     let rows = keys
         .into_iter()
         .map(|(key, stage)| ComparisonRow {
+            metric: key.clone(),
             label: format!(
                 "Stage {stage} · {}",
                 decision_view::capitalized(&decision_view::criterion_name(&key))
@@ -623,11 +634,7 @@ fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
     }
     let at = a.row.decided_at.format("%Y-%m-%d %H:%M UTC");
     let currency = &r.brief.fields.currency;
-    let trial = a
-        .row
-        .trial_id
-        .and_then(|id| r.trial(id))
-        .unwrap_or(&r.trials[r.chosen]);
+    let trial = a.row.trial_id.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
     let recorded = recorded_reservation(r);
     Some(if a.row.verdict == "approve" {
         let mut text = format!(
@@ -678,13 +685,13 @@ fn preview(reservation: &BTreeMap<String, String>, currency: &str) -> (String, S
                 .and_then(|c| c.trim().parse::<Decimal>().ok()),
         ) {
             (Some(count), Some(rate)) => (
-                format!("{} a month", money::sum_with_currency(monthly_cost(count, rate), currency)),
+                format!(
+                    "{} a month",
+                    money::sum_with_currency(monthly_cost(count, rate), currency)
+                ),
                 String::new(),
             ),
-            _ => (
-                "needs a count and a rate per GPU-hour".into(),
-                String::new(),
-            ),
+            _ => ("needs a count and a rate per GPU-hour".into(), String::new()),
         },
     }
 }
@@ -702,8 +709,13 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
         _ => None,
     }
     .or_else(|| {
+        // The form's values; while they do not parse, the defaults they started from.
         needs_reservation(selected.decision.decision)
-            .then(|| parse_reservation(&reservation).ok())
+            .then(|| {
+                parse_reservation(&reservation)
+                    .or_else(|_| parse_reservation(&reservation_defaults(selected)))
+                    .ok()
+            })
             .flatten()
     });
     let form_commitment = needs_reservation(selected.decision.decision)
@@ -726,16 +738,14 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             .decision
             .reasons
             .first()
-            .map(|reason| {
-                decision_view::reason_sentence(
-                    reason,
-                    chosen,
-                    currency,
-                    r.brief.fields.cost_unit.as_str(),
-                )
-            })
+            .map(|reason| decision_view::reason_sentence(reason, chosen, currency, r.brief.fields.cost_unit.as_str()))
             .unwrap_or_default(),
-        deciding_rule: r.decision.reasons.first().map(|x| x.rule.to_string()).unwrap_or_default(),
+        deciding_rule: r
+            .decision
+            .reasons
+            .first()
+            .map(|x| x.rule.to_string())
+            .unwrap_or_default(),
         brief_lines: decision_view::brief_lines(r),
         figures: decision_view::money_figures(r, top_commitment),
         flash: confirmation(r, decided),
@@ -796,9 +806,9 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
                     .missing
                     .values()
                     .flatten()
-                    .cloned()
+                    .map(|k| decision_view::criterion_name(k))
                     .collect::<Vec<_>>()
-                    .join(", "),
+                    .join("; "),
             )
         }),
         selected_trial: selected.context.trial.id.to_string(),
@@ -823,6 +833,22 @@ async fn review_page(
 ) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
     render(&page(&r, &user, FormState::default(), q.decided.as_deref()))
+}
+
+/// The label of an approval form field, for the list of problems at the top.
+fn field_label(field: &str) -> &str {
+    match field {
+        "reservation.gpu" => "GPU model",
+        "reservation.count" => "Count (GPUs)",
+        "reservation.billing" => "Billing model",
+        "reservation.term_months" => "Term (months)",
+        "reservation.start" => "Start",
+        "reservation.rate_per_gpu_hour" => "Rate per GPU-hour",
+        "comment" => "Comment",
+        "trial" => "Trial",
+        "verdict" => "Verdict",
+        other => other,
+    }
 }
 
 /// A field's message as the form shows it: the field's name is the label beside it.
@@ -961,6 +987,16 @@ mod filters {
         Ok(out)
     }
 
+    /// "Must be a date" → "must be a date", after a field's label and a colon.
+    pub fn lower_first<T: std::fmt::Display>(value: T, _: &dyn askama::Values) -> askama::Result<String> {
+        let text = value.to_string();
+        let mut chars = text.chars();
+        Ok(match chars.next() {
+            Some(first) => first.to_lowercase().chain(chars).collect(),
+            None => text,
+        })
+    }
+
     /// For inside a code span, where backslashes do not escape: no backticks, no line breaks.
     pub fn code<T: std::fmt::Display>(value: T, _: &dyn askama::Values) -> askama::Result<String> {
         Ok(value
@@ -987,6 +1023,47 @@ struct DecisionRecord<'a> {
     money: MoneySection,
     /// `| --- | --- |` for the money table: one column per trial after the figure's name.
     money_rule: String,
+    /// The deciding reason in one plain sentence.
+    why: String,
+    /// The ledger's figures as people read them: (figure, value).
+    ledger_rows: Vec<(String, String)>,
+    ceiling: String,
+    /// Weights, KV cache, overhead and total, in GiB with two decimals.
+    sizing_line: String,
+}
+
+/// The ledger table of the decision record, every amount through the money formatter.
+fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
+    let Some(l) = &r.context.inputs.ledger else {
+        return Vec::new();
+    };
+    let currency = &r.brief.fields.currency;
+    let mut rows: Vec<(String, String)> = l
+        .totals
+        .iter()
+        .map(|(k, v)| (k.clone(), money::with_currency(*v, currency)))
+        .collect();
+    rows.push(("total".into(), money::with_currency(l.total, currency)));
+    rows.push((
+        "accelerator GPU-hours".into(),
+        l.accelerator_hours.to_f64().map(money::figure).unwrap_or_default(),
+    ));
+    rows.push((
+        "cost per completed job".into(),
+        match l.cost_per_job {
+            Some(c) => money::with_currency(c, currency),
+            None => "undefined (nothing accepted)".into(),
+        },
+    ));
+    rows.push((
+        "utilization (busy share of paid GPU hours)".into(),
+        r.decision
+            .utilization
+            .and_then(|u| u.to_f64())
+            .map(money::percent)
+            .unwrap_or_else(|| "unknown".into()),
+    ));
+    rows
 }
 
 async fn record_md(
@@ -1043,6 +1120,35 @@ async fn record_md(
             .collect(),
         money: money_section(&r),
         money_rule: "| --- ".repeat(r.trials.len() + 1) + "|",
+        why: r
+            .decision
+            .reasons
+            .first()
+            .map(|reason| {
+                decision_view::reason_sentence(
+                    reason,
+                    &r.trials[r.chosen],
+                    &r.brief.fields.currency,
+                    r.brief.fields.cost_unit.as_str(),
+                )
+            })
+            .unwrap_or_default(),
+        ledger_rows: record_ledger_rows(&r),
+        ceiling: match r.brief.fields.max_cost_per_job {
+            Some(c) => format!(
+                "{} per {}",
+                money::with_currency(c, &r.brief.fields.currency),
+                r.brief.fields.cost_unit.as_str()
+            ),
+            None => "none".into(),
+        },
+        sizing_line: {
+            let z = &r.context.sizing;
+            format!(
+                "Weights {:.2} GiB, KV cache {:.2} GiB, overhead {:.2} GiB, total {:.2} GiB.",
+                z.weights_gib, z.kv_cache_gib, z.overhead_gib, z.total_gib
+            )
+        },
         r: &r,
     };
     let body = record.render()?;

@@ -54,10 +54,9 @@ fn raw_figures(text: &str) -> Vec<String> {
             found.push(word.to_string());
         }
         let next = words.get(i + 1).copied().unwrap_or("");
-        if digits(whole) && whole.len() >= 4 && (places.is_empty() || digits(places)) {
-            if ["USD", "EUR", "GBP"].iter().any(|c| next.starts_with(c)) {
-                found.push(format!("{word} {next}"));
-            }
+        let currency_next = ["USD", "EUR", "GBP"].iter().any(|c| next.starts_with(c));
+        if digits(whole) && whole.len() >= 4 && (places.is_empty() || digits(places)) && currency_next {
+            found.push(format!("{word} {next}"));
         }
         let operator = ["ge", "le", "gt", "lt", "eq", "ne"].contains(word);
         if operator && (next.starts_with(|c: char| c.is_ascii_digit()) || next == "true" || next == "false") {
@@ -71,7 +70,12 @@ fn raw_figures(text: &str) -> Vec<String> {
 fn raw_figures_are_found() {
     assert_eq!(
         raw_figures("costs 0.0490068292682926829268292683 USD, then 15184.000000 USD a month; gpu.count ge 8.0"),
-        ["0.0490068292682926829268292683", "15184.000000", "15184.000000 USD", "ge 8.0"]
+        [
+            "0.0490068292682926829268292683",
+            "15184.000000",
+            "15184.000000 USD",
+            "ge 8.0"
+        ]
     );
     assert!(raw_figures("0.0086 USD within 0.02 USD; 245,280 USD; ≥ 8; 2026-12-01").is_empty());
 }
@@ -111,7 +115,10 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     b.client.goto(&app.url(&review)).await.unwrap();
     b.shot("review-1366").await;
     assert_eq!(b.text("#decision .big").await.to_lowercase(), "reserve");
-    assert_eq!(b.text("h1").await, "Review: Support chat — Llama 3.1 70B on 8 × H200 (demo)");
+    assert_eq!(
+        b.text("h1").await,
+        "Review: Support chat — Llama 3.1 70B on 8 × H200 (demo)"
+    );
     let why = b.text("#why").await;
     assert!(
         why.contains("The 8 × H200 SXM trial met every target and the GPUs were busy 77.7 % of paid hours, so a reservation is cheaper than paying by the hour."),
@@ -119,9 +126,15 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     );
     let summary = b.text("#brief-summary").await;
     assert!(summary.contains("meta-llama/Llama-3.1-70B-Instruct"), "{summary}");
-    assert!(summary.contains("8 × H200 SXM at Cloud A, on-demand at 3.50 USD per GPU-hour"), "{summary}");
+    assert!(
+        summary.contains("8 × H200 SXM at Cloud A, on-demand at 3.50 USD per GPU-hour"),
+        "{summary}"
+    );
     let cost = b.text("#figure-cost-per-job").await;
-    assert!(cost.contains("0.0086 USD") && cost.contains("within the ceiling of 0.02 USD"), "{cost}");
+    assert!(
+        cost.contains("0.0086 USD") && cost.contains("within the ceiling of 0.02 USD"),
+        "{cost}"
+    );
     let commitment = b.text("#figure-commitment").await;
     assert!(
         commitment.contains("245,280 USD") && commitment.contains("20,440 USD a month"),
@@ -130,9 +143,19 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     let versus = b.text("#figure-reserved-vs-on-demand").await;
     assert!(versus.contains("on demand 245,280 USD"), "{versus}");
     let screen = viewport_height(&b).await;
-    for css in ["h1", "#decision", "#why", "#brief-summary", "#figure-cost-per-job", "#figure-commitment"] {
+    for css in [
+        "h1",
+        "#decision",
+        "#why",
+        "#brief-summary",
+        "#figure-cost-per-job",
+        "#figure-commitment",
+    ] {
         let at = bottom(&b, css).await;
-        assert!(at <= screen, "{css} ends at {at} px, below the first screen ({screen} px)");
+        assert!(
+            at <= screen,
+            "{css} ends at {at} px, below the first screen ({screen} px)"
+        );
     }
     let raw = raw_figures(&page_text(&b).await);
     assert!(raw.is_empty(), "raw figures on the review: {raw:?}");
@@ -147,12 +170,22 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     );
     assert_eq!(b.text("#monthly-cost").await, "20,440 USD a month", "8 × 3.50 × 730 h");
     assert_eq!(b.text("#term-cost").await, "245,280 USD over 12 months");
-    assert_eq!(b.text("#approve-button").await, "Approve: reserve 8 × H200 SXM for 12 months");
+    assert_eq!(
+        b.text("#approve-button").await,
+        "Approve: reserve 8 × H200 SXM for 12 months"
+    );
     b.fill("reservation.rate_per_gpu_hour", "2.60").await;
-    assert_eq!(b.text("#monthly-cost").await, "15,184 USD a month", "8 × 2.60 × 730 h, as typed");
+    assert_eq!(
+        b.text("#monthly-cost").await,
+        "15,184 USD a month",
+        "8 × 2.60 × 730 h, as typed"
+    );
     assert_eq!(b.text("#term-cost").await, "182,208 USD over 12 months");
     b.fill("reservation.term_months", "6").await;
-    assert_eq!(b.text("#approve-button").await, "Approve: reserve 8 × H200 SXM for 6 months");
+    assert_eq!(
+        b.text("#approve-button").await,
+        "Approve: reserve 8 × H200 SXM for 6 months"
+    );
     assert_eq!(b.text("#term-cost").await, "91,104 USD over 6 months");
     b.fill("comment", "Steady at 78 % utilization; reserve for half a year.")
         .await;
@@ -160,7 +193,14 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
 
     // Post/redirect/get: the confirmation is at the top and says what was recorded, the figure
     // the preview showed.
-    assert!(b.client.current_url().await.unwrap().query().unwrap_or("").starts_with("decided="));
+    assert!(b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .query()
+        .unwrap_or("")
+        .starts_with("decided="));
     let feedback = b.text("#verdict-feedback").await;
     assert!(
         feedback.starts_with(&format!("Approved by {manager} at "))
@@ -177,15 +217,18 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     assert!(b.text("#verdict-feedback").await.starts_with("Approved by"));
     // The first screen now shows the recorded commitment.
     assert!(b.text("#figure-commitment").await.contains("91,104 USD"));
-    let recorded: (i64, Option<rust_decimal::Decimal>) = sqlx::query_as(
-        "SELECT count(*), max(reservation_monthly_cost) FROM approvals WHERE brief_id = $1",
-    )
-    .bind(loaded.brief_id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let recorded: (i64, Option<rust_decimal::Decimal>) =
+        sqlx::query_as("SELECT count(*), max(reservation_monthly_cost) FROM approvals WHERE brief_id = $1")
+            .bind(loaded.brief_id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(recorded.0, 1, "a reload does not post again");
-    assert_eq!(recorded.1, Some("15184.00".parse().unwrap()), "the figure previewed is the figure recorded");
+    assert_eq!(
+        recorded.1,
+        Some("15184.00".parse().unwrap()),
+        "the figure previewed is the figure recorded"
+    );
 
     // A phone: the same first facts, no sideways scrolling.
     b.client.set_window_size(390, 844).await.unwrap();
@@ -199,7 +242,10 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
         )
         .await
         .unwrap();
-    assert!(overflow.as_i64().unwrap() <= 0, "the review is {overflow} px wider than a 390 px phone");
+    assert!(
+        overflow.as_i64().unwrap() <= 0,
+        "the review is {overflow} px wider than a 390 px phone"
+    );
     b.client.goto(&app.url("/")).await.unwrap();
     b.shot("dashboard").await;
     let row = b.text(".approval-cell").await;
@@ -234,7 +280,10 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
 
     // What is wrong is at the top, linked to each field, and at the field itself.
     let problem = b.text("#verdict-problem").await;
-    assert!(problem.contains("Nothing was recorded: 2 fields to correct below."), "{problem}");
+    assert!(
+        problem.contains("Nothing was recorded: 2 fields to correct below."),
+        "{problem}"
+    );
     assert!(bottom(&b, "#verdict-problem").await <= viewport_height(&b).await);
     assert_eq!(
         b.text("#reservation-start-error").await,
@@ -256,7 +305,10 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
                 .unwrap()
         }
     };
-    assert_eq!(attr("#reservation-start", "aria-invalid").await.as_deref(), Some("true"));
+    assert_eq!(
+        attr("#reservation-start", "aria-invalid").await.as_deref(),
+        Some("true")
+    );
     assert_eq!(
         attr("#reservation-start", "aria-describedby").await.as_deref(),
         Some("reservation-start-error")
@@ -312,10 +364,19 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
         ]
     };
     // A bad date: 422, the typed rate's figure is what the page now previews.
-    let res = manager.client.post(app.url(&review)).form(&form("soon")).send().await.unwrap();
+    let res = manager
+        .client
+        .post(app.url(&review))
+        .form(&form("soon"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 422);
     let page = res.text().await.unwrap();
-    assert!(page.contains("id=\"monthly-cost\" aria-live=\"polite\">15,184 USD a month<"), "preview of 8 × 2.60 × 730");
+    assert!(
+        page.contains("id=\"monthly-cost\" aria-live=\"polite\">15,184 USD a month<"),
+        "preview of 8 × 2.60 × 730"
+    );
     assert!(page.contains("aria-invalid=\"true\" aria-describedby=\"reservation-start-error\""));
     // Corrected: 303 to the review with the confirmation, and the same figure recorded.
     let res = manager
@@ -329,7 +390,10 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
     let location = res.headers()["location"].to_str().unwrap().to_owned();
     assert!(location.starts_with(&format!("{review}?decided=")), "{location}");
     let page = manager.get(app.url(&location)).await.text().await.unwrap();
-    assert!(page.contains("15,184 USD a month, 182,208 USD in all."), "the confirmation names the figure");
+    assert!(
+        page.contains("15,184 USD a month, 182,208 USD in all."),
+        "the confirmation names the figure"
+    );
     let monthly: Option<rust_decimal::Decimal> =
         sqlx::query_scalar("SELECT reservation_monthly_cost FROM approvals WHERE brief_id = $1")
             .bind(loaded.brief_id)
