@@ -322,6 +322,11 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
     assert_eq!(b.value("comment").await, "Reserve at the quoted 2.60");
     assert_eq!(b.text("#monthly-cost").await, "needs a count and a rate per GPU-hour");
     b.shot("review-invalid-1366").await;
+    b.client
+        .execute("document.getElementById('approval').scrollIntoView()", vec![])
+        .await
+        .unwrap();
+    b.shot("review-invalid-form-1366").await;
 
     // Corrected, it records what the preview says.
     b.fill("reservation.count", "8").await;
