@@ -327,6 +327,24 @@ fn stages(r: &Review) -> Vec<StageView> {
 const CHART_WIDTH: f64 = 420.0;
 const ROW: f64 = 28.0;
 
+/// A latency key as the chart's row label: "first token (p95)".
+fn latency_label(key: &str) -> String {
+    let short = key.trim_start_matches("serving.").trim_end_matches("_ms");
+    let Some((what, pct)) = short.rsplit_once('_') else {
+        return short.to_owned();
+    };
+    let what = match what {
+        "ttft" => "first token",
+        "itl" => "between tokens",
+        "e2e" => "whole request",
+        "queue_time" => "queue wait",
+        "prefill" => "prefill",
+        "decode" => "decode",
+        other => other,
+    };
+    format!("{what} ({pct})")
+}
+
 fn latency_bars(r: &Review) -> Vec<LatencyBar> {
     let rows: Vec<(String, f64, f64, bool)> = r
         .context
@@ -337,12 +355,7 @@ fn latency_bars(r: &Review) -> Vec<LatencyBar> {
         .filter_map(|c| {
             let v = c.value.as_ref()?.as_f64()?;
             let t = c.threshold.as_f64()?;
-            Some((
-                c.key.trim_start_matches("serving.").to_owned(),
-                v,
-                t,
-                c.status == Status::Pass,
-            ))
+            Some((latency_label(&c.key), v, t, c.status == Status::Pass))
         })
         .collect();
     // Each row on its own scale (milliseconds differ by orders of magnitude between metrics): the

@@ -159,6 +159,24 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     }
     let raw = raw_figures(&page_text(&b).await);
     assert!(raw.is_empty(), "raw figures on the review: {raw:?}");
+    // The whole page, for looking at (RENTCHECK_SCREENSHOT_DIR).
+    if std::env::var("RENTCHECK_SCREENSHOT_DIR").is_ok() {
+        for id in [
+            "trials-comparison",
+            "money",
+            "reasons",
+            "criteria",
+            "latency-chart",
+            "approval",
+        ] {
+            b.client
+                .execute(&format!("document.getElementById('{id}').scrollIntoView()"), vec![])
+                .await
+                .unwrap();
+            b.shot(&format!("review-part-{id}")).await;
+        }
+        b.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
+    }
 
     // The form's defaults and its live preview: it follows the rate typed.
     assert_eq!(b.value("reservation.gpu").await, "H200 SXM", "defaults from the sizing");

@@ -265,13 +265,31 @@ async fn the_review_page_says_why_in_words_confirms_a_rejection_and_explains_sta
             && why.contains("server: fix or replace it before committing to anything."),
         "{why}"
     );
-    let reasons = html.split("id=\"reasons\"").nth(1).unwrap().split("</section>").next().unwrap();
-    assert!(!reasons.contains("dcgm.diag.passed"), "no metric keys in the reasons: {reasons}");
+    let reasons = html
+        .split("id=\"reasons\"")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(
+        !reasons.contains("dcgm.diag.passed"),
+        "no metric keys in the reasons: {reasons}"
+    );
     assert!(!reasons.contains(" eq true"), "{reasons}");
-    let stale = html.split("id=\"stale\">").nth(1).expect("the verdict is stale").split("</p>").next().unwrap();
+    let stale = html
+        .split("id=\"stale\">")
+        .nth(1)
+        .expect("the verdict is stale")
+        .split("</p>")
+        .next()
+        .unwrap();
     assert!(
         stale.contains("new evidence for the GPU health check (DCGM diagnostic)"),
         "{stale}"
     );
-    assert!(!html.contains("id=\"verdict-feedback\""), "the confirmation shows only after the redirect");
+    assert!(
+        !html.contains("id=\"verdict-feedback\""),
+        "the confirmation shows only after the redirect"
+    );
 }
