@@ -186,8 +186,19 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 .flatten()
                 .map(|k| criterion_name(k))
                 .collect();
+            // A few are named; a long list stays below ("Still missing"), so the sentence stays one.
+            let which = if names.len() <= 3 {
+                joined(&names)
+            } else {
+                let stages: Vec<String> = t.decision.missing.keys().map(u8::to_string).collect();
+                format!(
+                    "in {} {}, listed below",
+                    if stages.len() == 1 { "stage" } else { "stages" },
+                    joined(&stages)
+                )
+            };
             format!(
-                "{} required {} still missing ({}): keep the short rental until {} measured; nothing is \
+                "{} required {} still missing ({which}): keep the short rental until {} measured; nothing is \
                  committed before the trial is accepted.",
                 names.len(),
                 if names.len() == 1 {
@@ -195,7 +206,6 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 } else {
                     "measurements are"
                 },
-                joined(&names),
                 if names.len() == 1 { "it is" } else { "they are" }
             )
         }

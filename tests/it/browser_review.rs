@@ -425,3 +425,41 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
             .unwrap();
     assert_eq!(monthly, Some("15184.00".parse().unwrap()));
 }
+
+#[tokio::test]
+async fn a_fresh_brief_review_says_what_is_missing_and_commits_nothing() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let manager = app.user(Role::Manager).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &manager, PASSWORD).await;
+    b.client.set_window_size(1366, 768).await.unwrap();
+    b.client.goto(&app.url(&format!("/briefs/{id}/review"))).await.unwrap();
+    b.shot("review-fresh-1366").await;
+    assert_eq!(b.text("#decision .big").await.to_lowercase(), "expand");
+    let why = b.text("#why").await;
+    assert!(
+        why.starts_with("17 required measurements are still missing (in stages 1, 2, 3, 4 and 5, listed below)")
+            && why.contains("keep the short rental until they are measured"),
+        "{why}"
+    );
+    assert!(!why.contains("serving."), "names, not metric keys: {why}");
+    assert!(b.text("#figure-cost-per-job").await.contains("not known yet"));
+    assert!(b.text("#figure-commitment").await.contains("nothing committed"));
+    let screen = viewport_height(&b).await;
+    for css in [
+        "#decision",
+        "#brief-summary",
+        "#figure-cost-per-job",
+        "#figure-commitment",
+    ] {
+        let at = bottom(&b, css).await;
+        assert!(
+            at <= screen,
+            "{css} ends at {at} px, below the first screen ({screen} px)"
+        );
+    }
+    let raw = raw_figures(&page_text(&b).await);
+    assert!(raw.is_empty(), "raw figures on the review: {raw:?}");
+    b.close().await;
+}
