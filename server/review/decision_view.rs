@@ -81,6 +81,16 @@ fn joined(items: &[String]) -> String {
     }
 }
 
+/// At most three items, then how many more (the reasons below list them all), so a sentence at
+/// the top stays one sentence: "a, b, c and 2 more".
+fn joined_few(items: &[String]) -> String {
+    const NAMED: usize = 3;
+    if items.len() <= NAMED + 1 {
+        return joined(items);
+    }
+    format!("{} and {} more", items[..NAMED].join(", "), items.len() - NAMED)
+}
+
 /// A failing criterion in words: "the GPU health check (DCGM diagnostic) failed", "the time to the
 /// first token (95th percentile) was 620 ms against a target of ≤ 500 ms".
 pub fn failure(c: &CriterionOutcome) -> String {
@@ -147,7 +157,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             }
             format!(
                 "{} on the {alloc} server: fix or replace it before committing to anything.",
-                capitalized(&joined(&problems))
+                capitalized(&joined_few(&problems))
             )
         }
         Rule::Numbered(3) => {
@@ -167,7 +177,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             let units = t.decision.suggested_units.unwrap_or(inputs.brief.current_units);
             format!(
                 "{} while the server was full, so add GPUs: {units} instead of {}.",
-                capitalized(&joined(&missed)),
+                capitalized(&joined_few(&missed)),
                 inputs.brief.current_units
             )
         }
@@ -175,7 +185,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             let missed: Vec<String> = failing(t, &[3]).map(failure).collect();
             format!(
                 "{} while the server was not full, so more GPUs would not help: the setup needs fixing.",
-                capitalized(&joined(&missed))
+                capitalized(&joined_few(&missed))
             )
         }
         Rule::Numbered(6) => {
@@ -267,7 +277,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             } else {
                 format!(
                     "{}: keep paying by the hour until it passes.",
-                    capitalized(&joined(&failed))
+                    capitalized(&joined_few(&failed))
                 )
             }
         }
@@ -766,5 +776,8 @@ mod tests {
     fn lists_join_with_and() {
         assert_eq!(joined(&["a".into()]), "a");
         assert_eq!(joined(&["a".into(), "b".into(), "c".into()]), "a, b and c");
+        let six: Vec<String> = ["a", "b", "c", "d", "e", "f"].map(String::from).to_vec();
+        assert_eq!(joined_few(&six), "a, b, c and 3 more");
+        assert_eq!(joined_few(&six[..4]), "a, b, c and d");
     }
 }
