@@ -16,7 +16,8 @@ use uuid::Uuid;
 
 use super::{
     decision::{Reason, Status, Verdict},
-    decision_view::{self, BriefLine, MoneyFigure},
+    decision_view,
+    first_screen::{self, BriefLine, MoneyFigure},
     model::{monthly_cost, parse_reservation, total_commitment, Reservation},
     money_view::{money_section, MoneySection},
     repo,
@@ -759,8 +760,8 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             .first()
             .map(|x| x.rule.to_string())
             .unwrap_or_default(),
-        brief_lines: decision_view::brief_lines(r),
-        figures: decision_view::money_figures(r, top_commitment),
+        brief_lines: first_screen::brief_lines(r),
+        figures: first_screen::money_figures(r, top_commitment),
         flash: confirmation(r, decided),
         field_errors: form.field_errors,
         problem: form.problem,

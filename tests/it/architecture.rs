@@ -70,7 +70,7 @@ const DOMAINS: [(&str, u8); 9] = [
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 14] = [
+const LAYERS: [(&str, u8); 15] = [
     ("repo", 1),
     ("service", 2),
     ("readiness", 2),
@@ -82,6 +82,7 @@ const LAYERS: [(&str, u8); 14] = [
     ("pages", 3),
     ("money_view", 3),
     ("decision_view", 3),
+    ("first_screen", 3),
     ("admin", 3),
     ("upload", 3),
     ("summary", 0),
