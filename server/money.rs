@@ -12,7 +12,7 @@ pub const HOURS_PER_MONTH: Decimal = Decimal::from_parts(730, 0, 0, false, 0);
 pub fn amount(d: Decimal) -> String {
     let negative = d.is_sign_negative() && !d.is_zero();
     let a = d.abs();
-    let places = if a.is_zero() || a >= Decimal::ONE {
+    let mut places = if a.is_zero() || a >= Decimal::ONE {
         2
     } else {
         // Two significant digits: as many places as it takes past the leading zeros.
@@ -23,7 +23,12 @@ pub fn amount(d: Decimal) -> String {
         places
     };
     let rounded = a.round_dp_with_strategy(places, RoundingStrategy::MidpointAwayFromZero);
-    let text = format!("{rounded:.prec$}", prec = places as usize);
+    let mut text = format!("{rounded:.prec$}", prec = places as usize);
+    // Past two places only significant digits stay: 0.02 reads "0.02", not "0.020".
+    while places > 2 && text.ends_with('0') {
+        text.pop();
+        places -= 1;
+    }
     let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
     let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
     for (i, ch) in whole.chars().enumerate() {
@@ -38,6 +43,61 @@ pub fn amount(d: Decimal) -> String {
 /// An amount with its currency: "15,184.00 USD".
 pub fn with_currency(d: Decimal, currency: &str) -> String {
     format!("{} {currency}", amount(d))
+}
+
+/// A sum in a sentence or a headline: as [`amount`], without the ".00" of a whole amount
+/// (15184.000000 → "15,184"; 14541.6 → "14,541.60"; 0.0086 stays "0.0086").
+pub fn sum(d: Decimal) -> String {
+    let text = amount(d);
+    match text.strip_suffix(".00") {
+        Some(whole) if !whole.is_empty() && whole != "-0" => whole.to_owned(),
+        _ => text,
+    }
+}
+
+/// A sum with its currency: "15,184 USD".
+pub fn sum_with_currency(d: Decimal, currency: &str) -> String {
+    format!("{} {currency}", sum(d))
+}
+
+/// The sign people read for a card operator (`ge` → "≥"); a sign passes through.
+pub fn op_symbol(op: &str) -> &str {
+    match op {
+        "lt" => "<",
+        "le" => "≤",
+        "gt" => ">",
+        "ge" => "≥",
+        "eq" => "=",
+        "ne" => "≠",
+        other => other,
+    }
+}
+
+/// A measured or threshold value with its unit, the same on every page: numbers through
+/// [`figure`], a `fraction` as a percentage (0.95 → "95 %"), `count` without a unit word,
+/// booleans as yes/no, lists joined. `unit` is a card unit ("ms", "GB/s", "fraction", "count", "").
+pub fn measured(value: &serde_json::Value, unit: &str) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Bool(true) => "yes".into(),
+        Value::Bool(false) => "no".into(),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if unit == "fraction" => percent(x),
+            Some(x) if unit.is_empty() || unit == "count" => figure(x),
+            Some(x) if unit == "%" => format!("{} %", figure(x)),
+            Some(x) => format!("{} {unit}", figure(x)),
+            None => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(|v| measured(v, "")).collect::<Vec<_>>().join(", "),
+        Value::Null => "—".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A threshold as every page shows it: "≥ 8", "≤ 500 ms", "≥ 95 %", "= yes".
+pub fn threshold(op: &str, value: &serde_json::Value, unit: &str) -> String {
+    format!("{} {}", op_symbol(op), measured(value, unit))
 }
 
 /// A decimal as a form field holds it: no separators, at least two decimal places, every
@@ -123,6 +183,35 @@ mod tests {
         assert_eq!(amount(d("0.5")), "0.50");
         assert_eq!(amount(d("0.000012")), "0.000012");
         assert_eq!(with_currency(d("0.01288"), "USD"), "0.013 USD");
+        assert_eq!(amount(d("0.02")), "0.02");
+        assert_eq!(amount(d("0.0100")), "0.01");
+        assert_eq!(amount(d("0.0996")), "0.10");
+    }
+
+    #[test]
+    fn sums_drop_the_cents_of_whole_amounts() {
+        assert_eq!(sum(d("15184.000000")), "15,184");
+        assert_eq!(sum_with_currency(d("15184.000000"), "USD"), "15,184 USD");
+        assert_eq!(sum(d("14541.6")), "14,541.60");
+        assert_eq!(sum(d("245280")), "245,280");
+        assert_eq!(sum(d("0.00859")), "0.0086");
+        assert_eq!(sum(d("0")), "0");
+        assert_eq!(sum(d("-1200")), "-1,200");
+    }
+
+    #[test]
+    fn thresholds_read_the_same_everywhere() {
+        use serde_json::json;
+        assert_eq!(threshold("ge", &json!(8.0), "count"), "≥ 8");
+        assert_eq!(threshold("ge", &json!(8), ""), "≥ 8");
+        assert_eq!(threshold("le", &json!(500), "ms"), "≤ 500 ms");
+        assert_eq!(threshold("ge", &json!(0.95), "fraction"), "≥ 95 %");
+        assert_eq!(threshold("le", &json!(0.01), "fraction"), "≤ 1 %");
+        assert_eq!(threshold("eq", &json!(true), ""), "= yes");
+        assert_eq!(threshold("ge", &json!(476), "GB/s"), "≥ 476 GB/s");
+        assert_eq!(threshold("lt", &json!(90), "%"), "< 90 %");
+        assert_eq!(measured(&json!(0.0049006829268), ""), "0.0049");
+        assert_eq!(measured(&json!(["A", "B"]), ""), "A, B");
     }
 
     #[test]

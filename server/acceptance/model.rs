@@ -129,14 +129,15 @@ pub struct Criterion {
 }
 
 impl Criterion {
-    /// `key op threshold unit`, for people.
+    /// `key ≥ threshold unit`, for people, as every page shows a threshold (`crate::money::threshold`:
+    /// "gpu.count ≥ 8", "serving.ttft_p95_ms ≤ 500 ms", "serving.slo_attainment ≥ 95 %").
     pub fn summary(&self) -> String {
-        let unit = if self.unit.is_empty() {
-            String::new()
-        } else {
-            format!(" {}", self.unit)
-        };
-        format!("{} {} {}{unit}", self.key, self.op.symbol(), self.threshold.display())
+        let threshold = serde_json::to_value(&self.threshold).unwrap_or(Value::Null);
+        format!(
+            "{} {}",
+            self.key,
+            crate::money::threshold(self.op.as_str(), &threshold, &self.unit)
+        )
     }
 }
 

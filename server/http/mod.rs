@@ -69,6 +69,7 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(metrics::endpoint))
         .route("/api/openapi.json", get(openapi::endpoint))
         .route("/static/app.css", get(stylesheet))
+        .route("/static/review.js", get(review_script))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(DEFAULT_BODY_LIMIT))
         // `Content-Encoding: gzip` bodies are inflated as they stream, so every body cap counts
@@ -249,6 +250,18 @@ async fn stylesheet() -> Response {
             (header::CACHE_CONTROL, "public, max-age=3600"),
         ],
         include_str!("../../static/app.css"),
+    )
+        .into_response()
+}
+
+/// The review page's live monthly preview (progressive enhancement: the form works without it).
+async fn review_script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../static/review.js"),
     )
         .into_response()
 }

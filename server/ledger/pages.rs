@@ -8,7 +8,7 @@ use axum::{
     routing::{get, post},
     Router,
 };
-use rust_decimal::{prelude::ToPrimitive, Decimal, RoundingStrategy};
+use rust_decimal::{prelude::ToPrimitive, Decimal};
 use uuid::Uuid;
 
 use super::{
@@ -87,14 +87,10 @@ pub struct LedgerSection {
 
 const BAR_MAX: u32 = 300;
 
-/// Money for people: two decimals (half away from zero), more when the figure is smaller than a cent.
+/// Money for people: the one formatter every page uses (thousands separators; two significant
+/// digits below one unit, so 0.00859 reads 0.0086, not 0.01).
 fn money(d: Decimal) -> String {
-    let two = d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero);
-    if two.is_zero() && !d.is_zero() {
-        d.round_dp(6).normalize().to_string()
-    } else {
-        format!("{two:.2}")
-    }
+    crate::money::amount(d)
 }
 
 fn line_view(s: &StoredLine) -> LineView {
@@ -109,8 +105,8 @@ fn line_view(s: &StoredLine) -> LineView {
             _ => "—".to_owned(),
         },
         gpus: l.gpus.map(|g| g.to_string()).unwrap_or_default(),
-        rate: l.rate_per_gpu_hour.map(|r| r.to_string()).unwrap_or_default(),
-        amount: l.amount.to_string(),
+        rate: l.rate_per_gpu_hour.map(money).unwrap_or_default(),
+        amount: money(l.amount),
     }
 }
 

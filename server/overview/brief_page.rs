@@ -71,15 +71,15 @@ fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
         ("Catalogue model", opt(&f.catalog_model)),
         ("Parameters", format!("{} B", f.params_b)),
         ("Precision", f.precision.as_str().to_owned()),
-        ("Context length", f.context_length.to_string()),
-        ("Concurrency", f.concurrency.to_string()),
+        ("Context length", money::count(f.context_length)),
+        ("Concurrency", money::count(f.concurrency)),
         ("Layers", arch(f.num_layers)),
         ("KV heads", arch(f.num_kv_heads)),
         ("Head dim", arch(f.head_dim)),
     ];
     for field in TARGET_FIELDS {
         if let Some(v) = f.targets.get(field) {
-            facts.push((target_label(field), v.to_string()));
+            facts.push((target_label(field), money::figure(v)));
         }
     }
     facts.extend([
@@ -99,7 +99,7 @@ fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
         (
             "Cost ceiling",
             match f.max_cost_per_job {
-                Some(c) => format!("{c} {} per {}", f.currency, f.cost_unit.as_str()),
+                Some(c) => format!("{} per {}", money::with_currency(c, &f.currency), f.cost_unit.as_str()),
                 None => "—".to_owned(),
             },
         ),

@@ -72,8 +72,9 @@ pub async fn dashboard(State(state): State<AppState>, user: PageUser) -> PageRes
             progress: format!("{passed}/{} required", required.len()),
             approval: match &review.approval {
                 None => "awaiting review".to_owned(),
-                Some(a) if a.stale => format!("{}d (stale)", a.row.verdict),
-                Some(a) => format!("{}d {}", a.row.verdict, a.row.decision),
+                // "rejected", never "reject" + "d".
+                Some(a) if a.stale => format!("{} (stale)", past_tense(&a.row.verdict)),
+                Some(a) => format!("{} {}", past_tense(&a.row.verdict), a.row.decision),
             },
         });
     }
@@ -81,4 +82,13 @@ pub async fn dashboard(State(state): State<AppState>, user: PageUser) -> PageRes
         ctx: (&user).into(),
         briefs: rows,
     })
+}
+
+/// A verdict as done: "approve" → "approved", "reject" → "rejected".
+fn past_tense(verdict: &str) -> &str {
+    match verdict {
+        "approve" => "approved",
+        "reject" => "rejected",
+        other => other,
+    }
 }

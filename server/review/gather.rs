@@ -87,6 +87,10 @@ pub struct ReviewContext {
     pub ledger_rate: Option<Decimal>,
     /// Criteria of a saved card set for another allocation than this trial's.
     pub stale: Vec<StaleCriterion>,
+    /// The cheapest current `reserved` price of the trial's GPU in the brief's currency (the
+    /// trial's provider first), for the review's "reserved against on demand". Not a decision
+    /// input: the page shows it, the rules never read it.
+    pub reserved_quote: Option<Quote>,
     /// Figures shown beside criteria that no rule reads (the NCCL run's share of what the topology
     /// should reach).
     pub shown: BTreeMap<String, MetricFact>,
@@ -181,6 +185,9 @@ pub async fn gather_trial(
         &load_tests,
         &estimates,
     );
+    let reserved_quote = allocation
+        .as_ref()
+        .and_then(|a| reserved_quote(current_prices, a, &trial.fields.provider, &brief.fields.currency));
     let inputs = DecisionInputs {
         brief: BriefFacts {
             workload_kind: brief.fields.workload_kind.as_str().to_owned(),
@@ -205,6 +212,7 @@ pub async fn gather_trial(
         trial_gpu,
         ledger_rate,
         stale: card.stale,
+        reserved_quote,
         shown,
         kv,
     })
@@ -235,6 +243,24 @@ pub async fn trial_kv_check(state: &AppState, brief: &Brief, trial: &Trial) -> R
     let keys: Vec<String> = KV_METRICS.iter().map(|k| (*k).to_owned()).collect();
     let logged = repo::newest_metrics(&state.pool, trial.id, &keys).await?;
     Ok(TrialKv::from_logged(brief, &a, &logged))
+}
+
+/// The cheapest current reserved offer for `allocation`'s GPU in `currency`, the trial's own
+/// provider's first.
+fn reserved_quote(current: &[StoredPrice], allocation: &Allocation, provider: &str, currency: &str) -> Option<Quote> {
+    let reserved = |same_provider: bool| {
+        current
+            .iter()
+            .filter(|p| {
+                p.row.billing == "reserved"
+                    && p.row.gpu == allocation.gpu.model
+                    && p.row.currency == currency
+                    && (!same_provider || p.row.provider.eq_ignore_ascii_case(provider.trim()))
+            })
+            .map(|p| quote(p, allocation.count))
+            .min_by(|a, b| a.rate_per_gpu_hour.cmp(&b.rate_per_gpu_hour))
+    };
+    reserved(true).or_else(|| reserved(false))
 }
 
 /// The rate an hour of the trial's allocation costs at, most specific first: the trial's own rate;

@@ -3,6 +3,8 @@
 pub mod api;
 pub mod comparison;
 pub mod decision;
+pub mod decision_view;
+pub mod first_screen;
 pub mod gather;
 pub mod model;
 pub mod money;

@@ -31,6 +31,12 @@ pub fn monthly_cost(count: u32, rate: Decimal) -> Decimal {
     (Decimal::from(count) * rate * HOURS_PER_MONTH).round_dp(2)
 }
 
+/// What a reservation commits to over its whole term: the monthly cost × the term in months
+/// (count × rate × 730 hours × months), from the same rounded monthly figure the approval records.
+pub fn total_commitment(count: u32, rate: Decimal, term_months: u32) -> Decimal {
+    monthly_cost(count, rate) * Decimal::from(term_months)
+}
+
 /// Reservation fields as strings (a form, or JSON values turned to text), over defaults.
 pub fn parse_reservation(fields: &BTreeMap<String, String>) -> Result<Reservation, Vec<FieldError>> {
     let mut errors = Vec::new();
@@ -139,6 +145,20 @@ mod tests {
         assert_eq!(
             monthly_cost(8, "2.49".parse().unwrap()),
             "14541.60".parse::<Decimal>().unwrap()
+        );
+    }
+
+    #[test]
+    fn the_commitment_is_the_recorded_monthly_figure_times_the_term() {
+        // 8 × 3.50 × 730 = 20,440.00 a month; 12 months: 245,280.00.
+        assert_eq!(
+            total_commitment(8, "3.50".parse().unwrap(), 12),
+            "245280".parse::<Decimal>().unwrap()
+        );
+        // The case: 8 × 2.60 × 730 = 15,184.00 a month, whatever was previewed before.
+        assert_eq!(
+            monthly_cost(8, "2.60".parse().unwrap()),
+            "15184".parse::<Decimal>().unwrap()
         );
     }
 

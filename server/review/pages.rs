@@ -15,9 +15,11 @@ use rust_decimal::{prelude::ToPrimitive, Decimal};
 use uuid::Uuid;
 
 use super::{
-    decision::{Reason, Status},
+    decision::{Reason, Status, Verdict},
+    decision_view,
+    first_screen::{self, BriefLine, MoneyFigure},
     gather::TrialKv,
-    model::monthly_cost,
+    model::{monthly_cost, parse_reservation, total_commitment, Reservation},
     money_view::{money_section, MoneySection},
     repo,
     service::{self, needs_reservation, reservation_defaults, Review, VerdictRequest},
@@ -27,9 +29,10 @@ use crate::{
     error::AppError,
     money,
     state::AppState,
+    validation::FieldError,
     web::{
         auth::{ApiCaller, CsrfForm, PageUser},
-        extract::Path,
+        extract::{ApiQuery, Path},
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -60,11 +63,15 @@ struct ReasonView {
     rule: String,
     decision: &'static str,
     says: String,
+    /// The reason in plain words (decision_view::reason_sentence).
+    sentence: String,
     facts: Vec<FactView>,
 }
 
 struct CriterionView {
     key: String,
+    /// What the key measures, in words ("The time to the first token (95th percentile)").
+    name: String,
     rule: String,
     value: String,
     status: &'static str,
@@ -96,6 +103,8 @@ struct CostBar {
 }
 
 struct ApprovalView {
+    /// "approved" or "rejected".
+    done: &'static str,
     verdict: String,
     decision: String,
     by: String,
@@ -113,6 +122,24 @@ struct ReviewPage {
     brief_id: String,
     brief_name: String,
     decision: &'static str,
+    /// What approving does, as a short imperative ("reserve 8 × H200 SXM for 12 months").
+    action: String,
+    /// The deciding reason in one plain sentence, and its rule number.
+    why: String,
+    deciding_rule: String,
+    brief_lines: Vec<BriefLine>,
+    figures: Vec<MoneyFigure>,
+    /// After a verdict was recorded (post/redirect/get): what was recorded, shown at the top.
+    flash: Option<String>,
+    /// A bad verdict: each field's message, and what is wrong overall (shown at the top).
+    field_errors: BTreeMap<String, String>,
+    problem: String,
+    comment: String,
+    /// "20,440 USD a month", and the whole term: "245,280 USD over 12 months".
+    monthly_total: String,
+    currency: String,
+    /// The verb static/review.js puts before "N × GPU for M months" on the approve button.
+    approve_verb: &'static str,
     accepted: bool,
     reasons: Vec<ReasonView>,
     stages: Vec<StageView>,
@@ -126,7 +153,6 @@ struct ReviewPage {
     reservation: BTreeMap<String, String>,
     monthly_preview: String,
     digest: String,
-    error: String,
     several_trials: bool,
     /// The trial the brief-level decision above is taken from.
     trial_name: String,
@@ -148,6 +174,43 @@ impl ReviewPage {
     fn reserved(&self, field: &str) -> &str {
         self.reservation.get(field).map(String::as_str).unwrap_or("")
     }
+
+    /// The message for a form field (`reservation.count`, `comment`, `trial`), empty when fine.
+    fn error_for(&self, field: &str) -> &str {
+        self.field_errors.get(field).map(String::as_str).unwrap_or("")
+    }
+
+    fn label_of<'a>(&self, field: &'a str) -> &'a str {
+        field_label(field)
+    }
+
+    fn reservation_error(&self, field: &str) -> &str {
+        self.error_for(&format!("reservation.{field}"))
+    }
+
+    /// What the phone's keyboard should offer for a reservation field.
+    fn input_mode(&self, field: &str) -> &'static str {
+        match field {
+            "count" | "term_months" => "numeric",
+            "rate_per_gpu_hour" => "decimal",
+            _ => "text",
+        }
+    }
+
+    /// The element id of a form field: `reservation.count` → `reservation-count`.
+    fn field_id(&self, field: &str) -> String {
+        field.replace('.', "-")
+    }
+}
+
+/// What a re-rendered approval form keeps: the values typed and what was wrong with them.
+#[derive(Default)]
+struct FormState {
+    reservation: Option<BTreeMap<String, String>>,
+    trial: Option<Uuid>,
+    comment: String,
+    field_errors: BTreeMap<String, String>,
+    problem: String,
 }
 
 fn href(link: &Option<String>, brief_id: &str) -> Option<String> {
@@ -161,18 +224,29 @@ fn href(link: &Option<String>, brief_id: &str) -> Option<String> {
     })
 }
 
-fn reason_view(r: &Reason, brief_id: &str) -> ReasonView {
+fn reason_view(reason: &Reason, r: &Review) -> ReasonView {
+    let brief_id = r.brief.id.to_string();
+    let t = &r.trials[r.chosen];
     ReasonView {
-        rule: r.rule.to_string(),
-        decision: r.decision.as_str(),
-        says: r.says.clone(),
-        facts: r
+        rule: reason.rule.to_string(),
+        decision: reason.decision.as_str(),
+        says: reason.says.clone(),
+        sentence: decision_view::reason_sentence(
+            reason,
+            t,
+            &r.brief.fields.currency,
+            r.brief.fields.cost_unit.as_str(),
+        ),
+        facts: reason
             .facts
             .iter()
-            .map(|f| FactView {
-                label: f.label.clone(),
-                value: f.value.clone(),
-                href: href(&f.link, brief_id),
+            .map(|f| {
+                let plain = decision_view::plain_fact(f);
+                FactView {
+                    label: plain.label,
+                    value: plain.value,
+                    href: href(&plain.link, &brief_id),
+                }
             })
             .collect(),
     }
@@ -187,11 +261,9 @@ fn status_str(s: Status) -> &'static str {
     }
 }
 
-fn show_value(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// A measured value with its key's unit, as every page shows it.
+fn shown(key: &str, v: &serde_json::Value) -> String {
+    money::measured(v, decision_view::unit_of(key))
 }
 
 /// Beside the NCCL bus bandwidth: "84 % of what this topology should do (expected 476 GB/s)".
@@ -219,10 +291,11 @@ fn stages(r: &Review) -> Vec<StageView> {
                 .filter(|c| c.stage == n)
                 .map(|c| CriterionView {
                     key: c.key.clone(),
-                    rule: format!("{} {}", c.op, show_value(&c.threshold)),
+                    name: decision_view::capitalized(&decision_view::criterion_name(&c.key)),
+                    rule: money::threshold(&c.op, &c.threshold, decision_view::unit_of(&c.key)),
                     value: match (c.value.as_ref(), nccl_share(r, &c.key)) {
-                        (Some(v), Some(share)) => format!("{} ({share})", show_value(v)),
-                        (Some(v), None) => show_value(v),
+                        (Some(v), Some(share)) => format!("{} ({share})", shown(&c.key, v)),
+                        (Some(v), None) => shown(&c.key, v),
                         (None, _) => "—".into(),
                     },
                     status: status_str(c.status),
@@ -252,6 +325,24 @@ fn stages(r: &Review) -> Vec<StageView> {
 
 const CHART_WIDTH: f64 = 420.0;
 
+/// A latency key as the chart's row label: "first token (p95)".
+fn latency_label(key: &str) -> String {
+    let short = key.trim_start_matches("serving.").trim_end_matches("_ms");
+    let Some((what, pct)) = short.rsplit_once('_') else {
+        return short.to_owned();
+    };
+    let what = match what {
+        "ttft" => "first token",
+        "itl" => "between tokens",
+        "e2e" => "whole request",
+        "queue_time" => "queue wait",
+        "prefill" => "prefill",
+        "decode" => "decode",
+        other => other,
+    };
+    format!("{what} ({pct})")
+}
+
 fn latency_bars(r: &Review) -> Vec<LatencyBar> {
     let rows: Vec<(String, f64, f64, bool)> = r
         .context
@@ -262,12 +353,7 @@ fn latency_bars(r: &Review) -> Vec<LatencyBar> {
         .filter_map(|c| {
             let v = c.value.as_ref()?.as_f64()?;
             let t = c.threshold.as_f64()?;
-            Some((
-                c.key.trim_start_matches("serving.").to_owned(),
-                v,
-                t,
-                c.status == Status::Pass,
-            ))
+            Some((latency_label(&c.key), v, t, c.status == Status::Pass))
         })
         .collect();
     // Each row on its own scale (milliseconds differ by orders of magnitude between metrics): the
@@ -297,7 +383,7 @@ fn cost_bars(r: &Review) -> Vec<CostBar> {
         .iter()
         .map(|(label, amount)| CostBar {
             label: label.clone(),
-            amount: format!("{amount} {}", r.context.inputs.brief.currency),
+            amount: money::with_currency(*amount, &r.context.inputs.brief.currency),
             width: if max > Decimal::ZERO {
                 (amount / max * Decimal::from(380))
                     .round_dp(1)
@@ -313,28 +399,48 @@ fn cost_bars(r: &Review) -> Vec<CostBar> {
 
 fn approval_view(r: &Review) -> Option<ApprovalView> {
     let a = r.approval.as_ref()?;
+    let currency = &r.context.inputs.brief.currency;
     Some(ApprovalView {
+        done: if a.row.verdict == "approve" {
+            "approved"
+        } else {
+            "rejected"
+        },
         verdict: a.row.verdict.clone(),
         decision: a.row.decision.clone(),
         by: a.row.decided_by.clone(),
         at: a.row.decided_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         comment: a.row.comment.clone(),
         stale: a.stale,
-        changed: a.changed.join(", "),
-        reservation: a.row.reservation_gpu.as_ref().map(|gpu| {
+        changed: decision_view::changed_in_words(&a.changed, r),
+        reservation: recorded_reservation(r).map(|res| {
             format!(
-                "{} × {gpu}, {}, {} months from {}, expected {} {} a month",
-                a.row.reservation_count.unwrap_or(0),
-                a.row.reservation_billing.clone().unwrap_or_default(),
-                a.row.reservation_term_months.unwrap_or(0),
-                a.row.reservation_start.map(|d| d.to_string()).unwrap_or_default(),
-                a.row
-                    .reservation_monthly_cost
-                    .map(|c| c.to_string())
-                    .unwrap_or_default(),
-                r.context.inputs.brief.currency,
+                "{} × {}, {}, {} months from {}, at {} per GPU-hour: {} a month, {} in all",
+                res.count,
+                res.gpu,
+                res.billing,
+                res.term_months,
+                res.start,
+                money::with_currency(res.rate_per_gpu_hour, currency),
+                money::sum_with_currency(res.monthly_cost, currency),
+                money::sum_with_currency(res.monthly_cost * Decimal::from(res.term_months), currency),
             )
         }),
+    })
+}
+
+/// The reservation the latest approval recorded, if it recorded one.
+fn recorded_reservation(r: &Review) -> Option<Reservation> {
+    let row = &r.approval.as_ref()?.row;
+    Some(Reservation {
+        provider: row.reservation_provider.clone(),
+        gpu: row.reservation_gpu.clone()?,
+        count: u32::try_from(row.reservation_count?).ok()?,
+        billing: row.reservation_billing.clone().unwrap_or_default(),
+        term_months: u32::try_from(row.reservation_term_months?).ok()?,
+        start: row.reservation_start?,
+        rate_per_gpu_hour: row.reservation_rate_per_gpu_hour.unwrap_or_default(),
+        monthly_cost: row.reservation_monthly_cost?,
     })
 }
 
@@ -371,6 +477,8 @@ struct ComparisonCell {
 /// One row of the comparison: a criterion (key and stage) with each trial's value and status.
 struct ComparisonRow {
     key: String,
+    /// The metric key alone, shown small under its name.
+    metric: String,
     label: String,
     cells: Vec<ComparisonCell>,
 }
@@ -430,7 +538,8 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                 utilization: t
                     .decision
                     .utilization
-                    .map(|u| format!("{} %", (u * Decimal::from(100)).round_dp(0)))
+                    .and_then(|u| u.to_f64())
+                    .map(money::percent)
                     .unwrap_or_else(|| "unknown".into()),
                 changes: t
                     .changes
@@ -458,7 +567,11 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
     let rows = keys
         .into_iter()
         .map(|(key, stage)| ComparisonRow {
-            label: format!("Stage {stage} · {key}"),
+            metric: key.clone(),
+            label: format!(
+                "Stage {stage} · {}",
+                decision_view::capitalized(&decision_view::criterion_name(&key))
+            ),
             key: format!("{key}@{stage}"),
             cells: r
                 .trials
@@ -472,7 +585,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                         .find(|c| c.key == key && c.stage == stage)
                     {
                         Some(c) => ComparisonCell {
-                            value: c.value.as_ref().map(show_value).unwrap_or_else(|| "—".into()),
+                            value: c.value.as_ref().map(|v| shown(&key, v)).unwrap_or_else(|| "—".into()),
                             status: status_str(c.status),
                         },
                         None => ComparisonCell {
@@ -517,25 +630,106 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
     (columns, rows, bars)
 }
 
-fn page(
-    r: &Review,
-    user: &PageUser,
-    error: String,
-    reservation: Option<BTreeMap<String, String>>,
-    selected: Option<Uuid>,
-) -> ReviewPage {
+/// The line that confirms a verdict just recorded, shown at the top after the redirect.
+fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
+    let a = r.approval.as_ref()?;
+    if decided? != a.row.id.to_string() {
+        return None;
+    }
+    let at = a.row.decided_at.format("%Y-%m-%d %H:%M UTC");
+    let currency = &r.brief.fields.currency;
+    let trial = a.row.trial_id.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
+    let recorded = recorded_reservation(r);
+    Some(if a.row.verdict == "approve" {
+        let mut text = format!(
+            "Approved by {} at {at}: {}",
+            a.row.decided_by,
+            decision_view::action(trial.decision.decision, trial, recorded.as_ref())
+        );
+        if let Some(res) = &recorded {
+            text.push_str(&format!(
+                ", {} a month, {} in all",
+                money::sum_with_currency(res.monthly_cost, currency),
+                money::sum_with_currency(res.monthly_cost * Decimal::from(res.term_months), currency)
+            ));
+        }
+        text.push('.');
+        text
+    } else {
+        format!(
+            "Rejected by {} at {at}: {} was not approved. “{}”",
+            a.row.decided_by, a.row.decision, a.row.comment
+        )
+    })
+}
+
+/// The form's monthly figure and the whole term, from the same parse and arithmetic the
+/// approval records (`parse_reservation`, `monthly_cost`), so the preview and the record agree
+/// for the same inputs. static/review.js recomputes both as the manager types.
+fn preview(reservation: &BTreeMap<String, String>, currency: &str) -> (String, String) {
+    match parse_reservation(reservation) {
+        Ok(res) => (
+            format!("{} a month", money::sum_with_currency(res.monthly_cost, currency)),
+            format!(
+                "{} over {} months",
+                money::sum_with_currency(
+                    total_commitment(res.count, res.rate_per_gpu_hour, res.term_months),
+                    currency
+                ),
+                res.term_months
+            ),
+        ),
+        Err(_) => match (
+            reservation
+                .get("count")
+                .and_then(|c| c.trim().parse::<u32>().ok())
+                .filter(|c| (1..=4096).contains(c)),
+            reservation
+                .get("rate_per_gpu_hour")
+                .and_then(|c| c.trim().parse::<Decimal>().ok()),
+        ) {
+            (Some(count), Some(rate)) => (
+                format!(
+                    "{} a month",
+                    money::sum_with_currency(monthly_cost(count, rate), currency)
+                ),
+                String::new(),
+            ),
+            _ => ("needs a count and a rate per GPU-hour".into(), String::new()),
+        },
+    }
+}
+
+fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> ReviewPage {
     let brief_id = r.brief.id.to_string();
-    let selected = selected.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
-    let reservation = reservation.unwrap_or_else(|| reservation_defaults(selected));
+    let selected = form.trial.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
+    let reservation = form.reservation.unwrap_or_else(|| reservation_defaults(selected));
+    let currency = &r.context.inputs.brief.currency;
     let (trial_columns, comparison_rows, trial_costs) = comparison(r);
-    let monthly_preview = match (
-        reservation.get("count").and_then(|c| c.parse::<u32>().ok()),
-        reservation
-            .get("rate_per_gpu_hour")
-            .and_then(|c| c.parse::<Decimal>().ok()),
-    ) {
-        (Some(count), Some(rate)) => money::with_currency(monthly_cost(count, rate), &r.context.inputs.brief.currency),
-        _ => "needs a rate per GPU-hour (no accelerator lines in the ledger yet)".into(),
+    let (monthly_preview, monthly_total) = preview(&reservation, currency);
+    // The commitment on the table: the approved reservation while it holds, else the form's.
+    let commitment = match &r.approval {
+        Some(a) if a.row.verdict == "approve" && !a.stale => recorded_reservation(r),
+        _ => None,
+    }
+    .or_else(|| {
+        // The form's values; while they do not parse, the defaults they started from.
+        needs_reservation(selected.decision.decision)
+            .then(|| {
+                parse_reservation(&reservation)
+                    .or_else(|_| parse_reservation(&reservation_defaults(selected)))
+                    .ok()
+            })
+            .flatten()
+    });
+    let form_commitment = needs_reservation(selected.decision.decision)
+        .then(|| parse_reservation(&reservation).ok())
+        .flatten();
+    let chosen = &r.trials[r.chosen];
+    let top_commitment = if needs_reservation(chosen.decision.decision) {
+        commitment.as_ref()
+    } else {
+        None
     };
     let latency = latency_bars(r);
     let costs = cost_bars(r);
@@ -543,8 +737,35 @@ fn page(
         ctx: user.into(),
         brief_name: r.brief.fields.name.clone(),
         decision: r.decision.decision.as_str(),
+        action: decision_view::action(selected.decision.decision, selected, form_commitment.as_ref()),
+        why: r
+            .decision
+            .reasons
+            .first()
+            .map(|reason| decision_view::reason_sentence(reason, chosen, currency, r.brief.fields.cost_unit.as_str()))
+            .unwrap_or_default(),
+        deciding_rule: r
+            .decision
+            .reasons
+            .first()
+            .map(|x| x.rule.to_string())
+            .unwrap_or_default(),
+        brief_lines: first_screen::brief_lines(r),
+        figures: first_screen::money_figures(r, top_commitment),
+        flash: confirmation(r, decided),
+        field_errors: form.field_errors,
+        problem: form.problem,
+        comment: form.comment,
+        monthly_total,
+        currency: currency.clone(),
+        approve_verb: match selected.decision.decision {
+            Verdict::Reserve => "reserve",
+            Verdict::Dedicate => "dedicate",
+            Verdict::Scale => "scale to",
+            _ => "",
+        },
         accepted: r.decision.accepted,
-        reasons: r.decision.reasons.iter().map(|x| reason_view(x, &brief_id)).collect(),
+        reasons: r.decision.reasons.iter().map(|x| reason_view(x, r)).collect(),
         stages: stages(r),
         missing: r
             .decision
@@ -560,7 +781,7 @@ fn page(
         latency,
         costs,
         cost_per_job: match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
-            Some(Some(c)) => format!("{c} {}", r.context.inputs.brief.currency),
+            Some(Some(c)) => money::with_currency(c, currency),
             Some(None) => "undefined — nothing accepted yet".into(),
             None => "no ledger yet".into(),
         },
@@ -570,7 +791,6 @@ fn page(
         reservation,
         monthly_preview,
         digest: r.decision.inputs_digest.clone(),
-        error,
         brief_id,
         money: money_section(r),
         kv: r.context.kv.clone(),
@@ -588,9 +808,9 @@ fn page(
                     .missing
                     .values()
                     .flatten()
-                    .cloned()
+                    .map(|k| decision_view::criterion_name(k))
                     .collect::<Vec<_>>()
-                    .join(", "),
+                    .join("; "),
             )
         }),
         selected_trial: selected.context.trial.id.to_string(),
@@ -601,9 +821,51 @@ fn page(
     }
 }
 
-async fn review_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+/// `?decided=<approval id>`: the redirect after a verdict, so the page confirms it at the top.
+#[derive(serde::Deserialize)]
+struct ReviewQuery {
+    decided: Option<String>,
+}
+
+async fn review_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<ReviewQuery>,
+) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
-    render(&page(&r, &user, String::new(), None, None))
+    render(&page(&r, &user, FormState::default(), q.decided.as_deref()))
+}
+
+/// The label of an approval form field, for the list of problems at the top.
+fn field_label(field: &str) -> &str {
+    match field {
+        "reservation.gpu" => "GPU model",
+        "reservation.count" => "Count (GPUs)",
+        "reservation.billing" => "Billing model",
+        "reservation.term_months" => "Term (months)",
+        "reservation.start" => "Start",
+        "reservation.rate_per_gpu_hour" => "Rate per GPU-hour",
+        "comment" => "Comment",
+        "trial" => "Trial",
+        "verdict" => "Verdict",
+        other => other,
+    }
+}
+
+/// A field's message as the form shows it: the field's name is the label beside it.
+fn field_messages(errors: &[FieldError]) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for e in errors {
+        let message = decision_view::capitalized(&e.message);
+        out.entry(e.field.clone())
+            .and_modify(|m| {
+                m.push_str("; ");
+                m.push_str(&e.message);
+            })
+            .or_insert(message);
+    }
+    out
 }
 
 async fn verdict(
@@ -623,24 +885,45 @@ async fn verdict(
         trial,
         reservation: reservation.clone(),
     };
+    let comment = request.comment.clone();
     match service::record_verdict(&state, id, &user.principal(), request).await {
-        Ok(_) => Ok(Redirect::to(&format!("/briefs/{id}/review")).into_response()),
+        // Post/redirect/get: a reload shows the confirmation again and records nothing twice.
+        Ok(row) => Ok(Redirect::to(&format!("/briefs/{id}/review?decided={}", row.id)).into_response()),
         Err(AppError::Forbidden(m)) => Err(PageError(AppError::Forbidden(m))),
         Err(e @ (AppError::Validation(_) | AppError::Conflict(_))) => {
             let status = e.status();
-            let message = match &e {
-                AppError::Validation(errors) => errors
-                    .iter()
-                    .map(|f| format!("{} {}", f.field, f.message))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                other => other.to_string(),
+            let (field_errors, problem) = match &e {
+                AppError::Validation(errors) => {
+                    let fields = field_messages(errors);
+                    let problem = format!(
+                        "Nothing was recorded: {} to correct below.",
+                        if fields.len() == 1 {
+                            "one field".to_owned()
+                        } else {
+                            format!("{} fields", fields.len())
+                        }
+                    );
+                    (fields, problem)
+                }
+                _ => (
+                    BTreeMap::new(),
+                    "Nothing was recorded: the review changed since you loaded it (new evidence, ledger lines, \
+                     prices or a change to the card). This is the current review: read it and decide again."
+                        .to_owned(),
+                ),
             };
             let r = service::review(&state, id).await?;
             let selected = trial.and_then(|t| r.trial(t)).unwrap_or(&r.trials[r.chosen]);
             let mut merged = reservation_defaults(selected);
             merged.extend(reservation);
-            let mut response = render(&page(&r, &user, message, Some(merged), trial))?;
+            let form = FormState {
+                reservation: Some(merged),
+                trial,
+                comment,
+                field_errors,
+                problem,
+            };
+            let mut response = render(&page(&r, &user, form, None))?;
             *response.status_mut() = status;
             Ok(response)
         }
@@ -706,6 +989,16 @@ mod filters {
         Ok(out)
     }
 
+    /// "Must be a date" → "must be a date", after a field's label and a colon.
+    pub fn lower_first<T: std::fmt::Display>(value: T, _: &dyn askama::Values) -> askama::Result<String> {
+        let text = value.to_string();
+        let mut chars = text.chars();
+        Ok(match chars.next() {
+            Some(first) => first.to_lowercase().chain(chars).collect(),
+            None => text,
+        })
+    }
+
     /// For inside a code span, where backslashes do not escape: no backticks, no line breaks.
     pub fn code<T: std::fmt::Display>(value: T, _: &dyn askama::Values) -> askama::Result<String> {
         Ok(value
@@ -732,6 +1025,47 @@ struct DecisionRecord<'a> {
     money: MoneySection,
     /// `| --- | --- |` for the money table: one column per trial after the figure's name.
     money_rule: String,
+    /// The deciding reason in one plain sentence.
+    why: String,
+    /// The ledger's figures as people read them: (figure, value).
+    ledger_rows: Vec<(String, String)>,
+    ceiling: String,
+    /// Weights, KV cache, overhead and total, in GiB with two decimals.
+    sizing_line: String,
+}
+
+/// The ledger table of the decision record, every amount through the money formatter.
+fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
+    let Some(l) = &r.context.inputs.ledger else {
+        return Vec::new();
+    };
+    let currency = &r.brief.fields.currency;
+    let mut rows: Vec<(String, String)> = l
+        .totals
+        .iter()
+        .map(|(k, v)| (k.clone(), money::with_currency(*v, currency)))
+        .collect();
+    rows.push(("total".into(), money::with_currency(l.total, currency)));
+    rows.push((
+        "accelerator GPU-hours".into(),
+        l.accelerator_hours.to_f64().map(money::figure).unwrap_or_default(),
+    ));
+    rows.push((
+        "cost per completed job".into(),
+        match l.cost_per_job {
+            Some(c) => money::with_currency(c, currency),
+            None => "undefined (nothing accepted)".into(),
+        },
+    ));
+    rows.push((
+        "utilization (busy share of paid GPU hours)".into(),
+        r.decision
+            .utilization
+            .and_then(|u| u.to_f64())
+            .map(money::percent)
+            .unwrap_or_else(|| "unknown".into()),
+    ));
+    rows
 }
 
 async fn record_md(
@@ -741,7 +1075,6 @@ async fn record_md(
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
-    let brief_id = id.to_string();
     let name_of = |id: Uuid| r.trial(id).map(|t| t.context.trial.fields.name.clone());
     let record = DecisionRecord {
         recommended: r.recommendation.recommended.and_then(name_of),
@@ -771,7 +1104,7 @@ async fn record_md(
             .collect(),
         generated: chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         stages: stages(&r),
-        reasons: r.decision.reasons.iter().map(|x| reason_view(x, &brief_id)).collect(),
+        reasons: r.decision.reasons.iter().map(|x| reason_view(x, &r)).collect(),
         approval: approval_view(&r),
         sizing_rows: r
             .context
@@ -789,6 +1122,35 @@ async fn record_md(
             .collect(),
         money: money_section(&r),
         money_rule: "| --- ".repeat(r.trials.len() + 1) + "|",
+        why: r
+            .decision
+            .reasons
+            .first()
+            .map(|reason| {
+                decision_view::reason_sentence(
+                    reason,
+                    &r.trials[r.chosen],
+                    &r.brief.fields.currency,
+                    r.brief.fields.cost_unit.as_str(),
+                )
+            })
+            .unwrap_or_default(),
+        ledger_rows: record_ledger_rows(&r),
+        ceiling: match r.brief.fields.max_cost_per_job {
+            Some(c) => format!(
+                "{} per {}",
+                money::with_currency(c, &r.brief.fields.currency),
+                r.brief.fields.cost_unit.as_str()
+            ),
+            None => "none".into(),
+        },
+        sizing_line: {
+            let z = &r.context.sizing;
+            format!(
+                "Weights {:.2} GiB, KV cache {:.2} GiB, overhead {:.2} GiB, total {:.2} GiB.",
+                z.weights_gib, z.kv_cache_gib, z.overhead_gib, z.total_gib
+            )
+        },
         r: &r,
     };
     let body = record.render()?;

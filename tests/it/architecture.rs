@@ -72,7 +72,7 @@ const DOMAINS: [(&str, u8); 10] = [
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 14] = [
+const LAYERS: [(&str, u8); 16] = [
     ("repo", 1),
     ("service", 2),
     ("readiness", 2),
@@ -83,6 +83,8 @@ const LAYERS: [(&str, u8); 14] = [
     ("api", 3),
     ("pages", 3),
     ("money_view", 3),
+    ("decision_view", 3),
+    ("first_screen", 3),
     ("admin", 3),
     ("upload", 3),
     ("worker", 2),

@@ -1,9 +1,84 @@
-//! A manager approves a `reserve` decision in headless Chromium; an engineer cannot.
+//! The review in headless Chromium, as a manager reads it: the decision, why and what it costs on
+//! the first screen; approving with the confirmation at the top; a bad approval that keeps what
+//! was typed; an engineer sees no form.
 
 use crate::common;
 
-use common::{browser, spawn_app, PASSWORD};
+use common::{browser, browser::Browser, spawn_app, PASSWORD};
 use rentcheck::{auth::Role, config::AppConfig, demo, state::AppState};
+
+/// The bottom edge (px from the top of the page) of the element `css`.
+async fn bottom(b: &Browser, css: &str) -> f64 {
+    b.client
+        .execute(
+            "const r = document.querySelector(arguments[0]).getBoundingClientRect(); return r.bottom + window.scrollY;",
+            vec![serde_json::json!(css)],
+        )
+        .await
+        .unwrap()
+        .as_f64()
+        .unwrap()
+}
+
+async fn viewport_height(b: &Browser) -> f64 {
+    b.client
+        .execute("return window.innerHeight", vec![])
+        .await
+        .unwrap()
+        .as_f64()
+        .unwrap()
+}
+
+/// The page's text as a person reads it.
+async fn page_text(b: &Browser) -> String {
+    b.client
+        .execute("return document.body.innerText", vec![])
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// What a manager should never have to read: a decimal with five or more places
+/// (`0.0490068292682926829268292683`, `15184.000000`), an amount of thousands without separators
+/// (`15184 USD`), or a card operator's code (`ge 8.0`, `eq true`).
+fn raw_figures(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for (i, word) in words.iter().enumerate() {
+        let number = word.trim_end_matches([',', '.', ';', ')', ':']);
+        let (whole, places) = number.split_once('.').unwrap_or((number, ""));
+        let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+        if digits(whole) && digits(places) && places.len() >= 5 {
+            found.push(word.to_string());
+        }
+        let next = words.get(i + 1).copied().unwrap_or("");
+        let currency_next = ["USD", "EUR", "GBP"].iter().any(|c| next.starts_with(c));
+        if digits(whole) && whole.len() >= 4 && (places.is_empty() || digits(places)) && currency_next {
+            found.push(format!("{word} {next}"));
+        }
+        let operator = ["ge", "le", "gt", "lt", "eq", "ne"].contains(word);
+        if operator && (next.starts_with(|c: char| c.is_ascii_digit()) || next == "true" || next == "false") {
+            found.push(format!("{word} {next}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn raw_figures_are_found() {
+    assert_eq!(
+        raw_figures("costs 0.0490068292682926829268292683 USD, then 15184.000000 USD a month; gpu.count ge 8.0"),
+        [
+            "0.0490068292682926829268292683",
+            "15184.000000",
+            "15184.000000 USD",
+            "ge 8.0"
+        ]
+    );
+    assert!(raw_figures("0.0086 USD within 0.02 USD; 245,280 USD; ≥ 8; 2026-12-01").is_empty());
+}
 
 #[tokio::test]
 async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
@@ -35,9 +110,75 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     let manager = app.user(Role::Manager).await;
     let b = browser::launch().await;
     b.login(&app.base, &manager, PASSWORD).await;
+    // A laptop: what is decided, why and what it costs are on the first screen.
+    b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url(&review)).await.unwrap();
+    b.shot("review-1366").await;
     assert_eq!(b.text("#decision .big").await.to_lowercase(), "reserve");
-    b.shot("review-reserve").await;
+    assert_eq!(
+        b.text("h1").await,
+        "Review: Support chat — Llama 3.1 70B on 8 × H200 (demo)"
+    );
+    let why = b.text("#why").await;
+    assert!(
+        why.contains("The 8 × H200 SXM trial met every target and the GPUs were busy 77.7 % of paid hours, so a reservation is cheaper than paying by the hour."),
+        "{why}"
+    );
+    let summary = b.text("#brief-summary").await;
+    assert!(summary.contains("meta-llama/Llama-3.1-70B-Instruct"), "{summary}");
+    assert!(
+        summary.contains("8 × H200 SXM at Cloud A, on-demand at 3.50 USD per GPU-hour"),
+        "{summary}"
+    );
+    let cost = b.text("#figure-cost-per-job").await;
+    assert!(
+        cost.contains("0.0086 USD") && cost.contains("within the ceiling of 0.02 USD"),
+        "{cost}"
+    );
+    let commitment = b.text("#figure-commitment").await;
+    assert!(
+        commitment.contains("245,280 USD") && commitment.contains("20,440 USD a month"),
+        "8 × 3.50 × 730 × 12: {commitment}"
+    );
+    let versus = b.text("#figure-reserved-vs-on-demand").await;
+    assert!(versus.contains("on demand 245,280 USD"), "{versus}");
+    let screen = viewport_height(&b).await;
+    for css in [
+        "h1",
+        "#decision",
+        "#why",
+        "#brief-summary",
+        "#figure-cost-per-job",
+        "#figure-commitment",
+    ] {
+        let at = bottom(&b, css).await;
+        assert!(
+            at <= screen,
+            "{css} ends at {at} px, below the first screen ({screen} px)"
+        );
+    }
+    let raw = raw_figures(&page_text(&b).await);
+    assert!(raw.is_empty(), "raw figures on the review: {raw:?}");
+    // The whole page, for looking at (RENTCHECK_SCREENSHOT_DIR).
+    if std::env::var("RENTCHECK_SCREENSHOT_DIR").is_ok() {
+        for id in [
+            "trials-comparison",
+            "money",
+            "reasons",
+            "criteria",
+            "latency-chart",
+            "approval",
+        ] {
+            b.client
+                .execute(&format!("document.getElementById('{id}').scrollIntoView()"), vec![])
+                .await
+                .unwrap();
+            b.shot(&format!("review-part-{id}")).await;
+        }
+        b.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
+    }
+
+    // The form's defaults and its live preview: it follows the rate typed.
     assert_eq!(b.value("reservation.gpu").await, "H200 SXM", "defaults from the sizing");
     assert_eq!(b.value("reservation.count").await, "8");
     assert_eq!(
@@ -45,13 +186,84 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
         "3.50",
         "defaults from the trial's rate (and the ledger's: 9408 / 2688 GPU-hours)"
     );
-    assert!(b.text("#monthly-cost").await.contains("20,440.00"), "8 × 3.50 × 730 h");
-    b.fill("comment", "Steady at 78 % utilization; reserve for a year.")
+    assert_eq!(b.text("#monthly-cost").await, "20,440 USD a month", "8 × 3.50 × 730 h");
+    assert_eq!(b.text("#term-cost").await, "245,280 USD over 12 months");
+    assert_eq!(
+        b.text("#approve-button").await,
+        "Approve: reserve 8 × H200 SXM for 12 months"
+    );
+    b.fill("reservation.rate_per_gpu_hour", "2.60").await;
+    assert_eq!(
+        b.text("#monthly-cost").await,
+        "15,184 USD a month",
+        "8 × 2.60 × 730 h, as typed"
+    );
+    assert_eq!(b.text("#term-cost").await, "182,208 USD over 12 months");
+    b.fill("reservation.term_months", "6").await;
+    assert_eq!(
+        b.text("#approve-button").await,
+        "Approve: reserve 8 × H200 SXM for 6 months"
+    );
+    assert_eq!(b.text("#term-cost").await, "91,104 USD over 6 months");
+    b.fill("comment", "Steady at 78 % utilization; reserve for half a year.")
         .await;
     b.click("button[value='approve']").await;
 
-    assert!(b.text(".approval-state").await.contains("approved"));
-    assert!(b.text("#approval").await.contains("8 × H200 SXM, reserved, 12 months"));
+    // Post/redirect/get: the confirmation is at the top and says what was recorded, the figure
+    // the preview showed.
+    assert!(b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .query()
+        .unwrap_or("")
+        .starts_with("decided="));
+    let feedback = b.text("#verdict-feedback").await;
+    assert!(
+        feedback.starts_with(&format!("Approved by {manager} at "))
+            && feedback.contains("reserve 8 × H200 SXM for 6 months, 15,184 USD a month, 91,104 USD in all."),
+        "{feedback}"
+    );
+    let at = bottom(&b, "#verdict-feedback").await;
+    assert!(at <= 300.0, "the confirmation ends {at} px down the page");
+    b.shot("review-approved-1366").await;
+    assert_eq!(b.text(".approval-state .badge").await, "approved");
+    assert!(b.text("#approval").await.contains("8 × H200 SXM, reserved, 6 months"));
+    // A reload shows the same page and records nothing again.
+    b.client.refresh().await.unwrap();
+    assert!(b.text("#verdict-feedback").await.starts_with("Approved by"));
+    // The first screen now shows the recorded commitment.
+    assert!(b.text("#figure-commitment").await.contains("91,104 USD"));
+    let recorded: (i64, Option<rust_decimal::Decimal>) =
+        sqlx::query_as("SELECT count(*), max(reservation_monthly_cost) FROM approvals WHERE brief_id = $1")
+            .bind(loaded.brief_id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(recorded.0, 1, "a reload does not post again");
+    assert_eq!(
+        recorded.1,
+        Some("15184.00".parse().unwrap()),
+        "the figure previewed is the figure recorded"
+    );
+
+    // A phone: the same first facts, no sideways scrolling.
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.client.goto(&app.url(&review)).await.unwrap();
+    b.shot("review-390").await;
+    let overflow = b
+        .client
+        .execute(
+            "const d = document.documentElement; return d.scrollWidth - d.clientWidth",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        overflow.as_i64().unwrap() <= 0,
+        "the review is {overflow} px wider than a 390 px phone"
+    );
     b.client.goto(&app.url("/")).await.unwrap();
     b.shot("dashboard").await;
     let row = b.text(".approval-cell").await;
@@ -65,4 +277,189 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
             .await
             .unwrap();
     assert_eq!(stored, ("approve".into(), "reserve".into(), Some(8)));
+}
+
+#[tokio::test]
+async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
+    let app = spawn_app().await;
+    let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
+    let loaded = demo::load(&state).await.unwrap();
+    let review = format!("/briefs/{}/review", loaded.brief_id);
+    let manager = app.user(Role::Manager).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &manager, PASSWORD).await;
+    b.client.set_window_size(1366, 768).await.unwrap();
+    b.client.goto(&app.url(&review)).await.unwrap();
+    b.fill("reservation.rate_per_gpu_hour", "2.60").await;
+    b.fill("reservation.start", "next week").await;
+    b.fill("reservation.count", "0").await;
+    b.fill("comment", "Reserve at the quoted 2.60").await;
+    b.click("button[value='approve']").await;
+
+    // What is wrong is at the top, linked to each field, and at the field itself.
+    let problem = b.text("#verdict-problem").await;
+    assert!(
+        problem.contains("Nothing was recorded: 2 fields to correct below."),
+        "{problem}"
+    );
+    assert!(bottom(&b, "#verdict-problem").await <= viewport_height(&b).await);
+    assert_eq!(
+        b.text("#reservation-start-error").await,
+        "Must be a date like 2026-12-01"
+    );
+    assert_eq!(
+        b.text("#reservation-count-error").await,
+        "Must be a whole number from 1 to 4096"
+    );
+    let attr = |css: &'static str, name: &'static str| {
+        let b = &b;
+        async move {
+            b.client
+                .find(fantoccini::Locator::Css(css))
+                .await
+                .unwrap()
+                .attr(name)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        attr("#reservation-start", "aria-invalid").await.as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        attr("#reservation-start", "aria-describedby").await.as_deref(),
+        Some("reservation-start-error")
+    );
+    assert_eq!(attr("#reservation-rate_per_gpu_hour", "aria-invalid").await, None);
+    // Everything typed is still there, and the preview computed by the server (no script has run
+    // on this page yet) follows it.
+    assert_eq!(b.value("reservation.start").await, "next week");
+    assert_eq!(b.value("reservation.count").await, "0");
+    assert_eq!(b.value("reservation.rate_per_gpu_hour").await, "2.60");
+    assert_eq!(b.value("comment").await, "Reserve at the quoted 2.60");
+    assert_eq!(b.text("#monthly-cost").await, "needs a count and a rate per GPU-hour");
+    b.shot("review-invalid-1366").await;
+    b.client
+        .execute("document.getElementById('approval').scrollIntoView()", vec![])
+        .await
+        .unwrap();
+    b.shot("review-invalid-form-1366").await;
+
+    // Corrected, it records what the preview says.
+    b.fill("reservation.count", "8").await;
+    b.fill("reservation.start", "2026-12-01").await;
+    assert_eq!(b.text("#monthly-cost").await, "15,184 USD a month");
+    b.click("button[value='approve']").await;
+    assert!(b.text("#verdict-feedback").await.contains("15,184 USD a month"));
+    b.close().await;
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM approvals WHERE brief_id = $1")
+        .bind(loaded.brief_id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() {
+    let app = spawn_app().await;
+    let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
+    let loaded = demo::load(&state).await.unwrap();
+    let review = format!("/briefs/{}/review", loaded.brief_id);
+    let manager = app.login(Role::Manager).await;
+    let html = manager.get(app.url(&review)).await.text().await.unwrap();
+    let digest = html
+        .split("name=\"inputs_digest\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    // No trial named: the recommended one (the demo's 8 × H200).
+    let form = |start: &'static str| {
+        vec![
+            ("csrf_token", manager.csrf.clone()),
+            ("inputs_digest", digest.clone()),
+            ("verdict", "approve".to_owned()),
+            ("reservation.rate_per_gpu_hour", "2.60".to_owned()),
+            ("reservation.start", start.to_owned()),
+            ("comment", "".to_owned()),
+        ]
+    };
+    // A bad date: 422, the typed rate's figure is what the page now previews.
+    let res = manager
+        .client
+        .post(app.url(&review))
+        .form(&form("soon"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let page = res.text().await.unwrap();
+    assert!(
+        page.contains("id=\"monthly-cost\" aria-live=\"polite\">15,184 USD a month<"),
+        "preview of 8 × 2.60 × 730"
+    );
+    assert!(page.contains("aria-invalid=\"true\" aria-describedby=\"reservation-start-error\""));
+    // Corrected: 303 to the review with the confirmation, and the same figure recorded.
+    let res = manager
+        .client
+        .post(app.url(&review))
+        .form(&form("2026-12-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let location = res.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with(&format!("{review}?decided=")), "{location}");
+    let page = manager.get(app.url(&location)).await.text().await.unwrap();
+    assert!(
+        page.contains("15,184 USD a month, 182,208 USD in all."),
+        "the confirmation names the figure"
+    );
+    let monthly: Option<rust_decimal::Decimal> =
+        sqlx::query_scalar("SELECT reservation_monthly_cost FROM approvals WHERE brief_id = $1")
+            .bind(loaded.brief_id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(monthly, Some("15184.00".parse().unwrap()));
+}
+
+#[tokio::test]
+async fn a_fresh_brief_review_says_what_is_missing_and_commits_nothing() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let manager = app.user(Role::Manager).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &manager, PASSWORD).await;
+    b.client.set_window_size(1366, 768).await.unwrap();
+    b.client.goto(&app.url(&format!("/briefs/{id}/review"))).await.unwrap();
+    b.shot("review-fresh-1366").await;
+    assert_eq!(b.text("#decision .big").await.to_lowercase(), "expand");
+    let why = b.text("#why").await;
+    assert!(
+        why.starts_with("17 required measurements are still missing (in stages 1, 2, 3, 4 and 5, listed below)")
+            && why.contains("keep the short rental until they are measured"),
+        "{why}"
+    );
+    assert!(!why.contains("serving."), "names, not metric keys: {why}");
+    assert!(b.text("#figure-cost-per-job").await.contains("not known yet"));
+    assert!(b.text("#figure-commitment").await.contains("nothing committed"));
+    let screen = viewport_height(&b).await;
+    for css in [
+        "#decision",
+        "#brief-summary",
+        "#figure-cost-per-job",
+        "#figure-commitment",
+    ] {
+        let at = bottom(&b, css).await;
+        assert!(
+            at <= screen,
+            "{css} ends at {at} px, below the first screen ({screen} px)"
+        );
+    }
+    let raw = raw_figures(&page_text(&b).await);
+    assert!(raw.is_empty(), "raw figures on the review: {raw:?}");
+    b.close().await;
 }

@@ -207,3 +207,89 @@ async fn review_and_audit_pages_render_for_people() {
     assert!(home.contains("data-decision="), "the dashboard shows decision badges");
     assert!(home.contains("awaiting review"));
 }
+
+#[tokio::test]
+async fn the_review_page_says_why_in_words_confirms_a_rejection_and_explains_staleness() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let review_path = format!("/briefs/{id}/review");
+    let manager = app.login(Role::Manager).await;
+    let html = manager.get(app.url(&review_path)).await.text().await.unwrap();
+    let digest = html
+        .split("name=\"inputs_digest\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    assert!(html.contains("<h1"), "the review has a heading");
+
+    // A rejection through the form: 303 to the review, which confirms it at the top.
+    let res = manager
+        .client
+        .post(app.url(&review_path))
+        .form(&[
+            ("csrf_token", manager.csrf.as_str()),
+            ("inputs_digest", digest.as_str()),
+            ("verdict", "reject"),
+            ("comment", "Wait for the health check"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let location = res.headers()["location"].to_str().unwrap().to_owned();
+    let html = manager.get(app.url(&location)).await.text().await.unwrap();
+    let feedback = html.split("id=\"verdict-feedback\"").nth(1).expect("a confirmation");
+    assert!(
+        feedback.contains("Rejected by") && feedback.contains("“Wait for the health check”"),
+        "{feedback}"
+    );
+    assert!(html.contains(">rejected</span>"), "the badge reads rejected");
+    assert!(!html.contains("rejectd"));
+
+    // A failed health check: the reason in words, and the verdict stale with what changed.
+    let res = app
+        .post_raw_evidence(
+            &id,
+            "kind=dcgm-diag&stage=1",
+            "application/json",
+            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let html = manager.get(app.url(&review_path)).await.text().await.unwrap();
+    assert!(html.contains("data-decision=\"stop\""));
+    let why = html.split("id=\"why\">").nth(1).unwrap().split("</p>").next().unwrap();
+    assert!(
+        why.starts_with("The GPU health check (DCGM diagnostic) failed on the ")
+            && why.contains("server: fix or replace it before committing to anything."),
+        "{why}"
+    );
+    let reasons = html
+        .split("id=\"reasons\"")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(
+        !reasons.contains("dcgm.diag.passed"),
+        "no metric keys in the reasons: {reasons}"
+    );
+    assert!(!reasons.contains(" eq true"), "{reasons}");
+    let stale = html
+        .split("id=\"stale\">")
+        .nth(1)
+        .expect("the verdict is stale")
+        .split("</p>")
+        .next()
+        .unwrap();
+    assert!(
+        stale.contains("new evidence for the GPU health check (DCGM diagnostic)"),
+        "{stale}"
+    );
+    assert!(
+        !html.contains("id=\"verdict-feedback\""),
+        "the confirmation shows only after the redirect"
+    );
+}

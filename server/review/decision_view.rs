@@ -1,0 +1,486 @@
+//! The review in plain words, for a manager who is not a GPU specialist (docs/decision.md "Words on
+//! the page"): the verdict's sentence of why, the reasons without metric keys or raw decimals, what
+//! approving does, and what changed since a stale approval. Built from the computed review;
+//! decides nothing. The brief's three lines and the money figures are `first_screen`.
+
+use rust_decimal::{prelude::ToPrimitive, Decimal};
+use serde_json::Value;
+
+use super::{
+    decision::{CriterionOutcome, Fact, Reason, Rule, Status, UtilizationSource, Verdict},
+    model::Reservation,
+    service::{Review, TrialReview},
+};
+use crate::{acceptance::model::known_key, money};
+
+/// The card unit of a metric key ("ms", "fraction", "count"; empty when unknown).
+pub fn unit_of(key: &str) -> &'static str {
+    known_key(key).map(|k| k.unit).unwrap_or("")
+}
+
+/// What a metric key measures, in words; an unknown key stays as written.
+pub fn criterion_name(key: &str) -> String {
+    let name = match key {
+        "dcgm.diag.passed" => "the GPU health check (DCGM diagnostic)",
+        "dcgm.diag.warnings" => "warnings of the GPU health check (DCGM diagnostic)",
+        "checkpoint.restore_ok" => "restoring from a checkpoint",
+        "checkpoint.restore_seconds" => "the time to restore from a checkpoint",
+        "serving.ttft_p50_ms" => "the time to the first token (median)",
+        "serving.ttft_p95_ms" => "the time to the first token (95th percentile)",
+        "serving.ttft_p99_ms" => "the time to the first token (99th percentile)",
+        "serving.itl_p95_ms" => "the time between tokens (95th percentile)",
+        "serving.e2e_p95_ms" => "the time of a whole request (95th percentile)",
+        "serving.e2e_p99_ms" => "the time of a whole request (99th percentile)",
+        "serving.queue_time_p95_ms" => "the time requests wait in the queue (95th percentile)",
+        "serving.error_rate" => "the share of requests that failed",
+        "serving.slo_attainment" => "the share of requests inside every target",
+        "serving.output_tokens_per_s" => "the output tokens per second",
+        "serving.request_throughput_rps" => "the requests served per second",
+        "serving.goodput_rps" => "the requests per second inside every target",
+        "serving.preemptions_total" => "requests pushed out of GPU memory",
+        "serving.kv_cache_usage_max_pct" => "the fullest the KV cache got",
+        "ledger.cost_per_job" => "the cost per completed job",
+        "nccl.busbw_peak_gbps" => "the GPU-to-GPU bandwidth (NCCL, peak)",
+        "nccl.busbw_avg_gbps" => "the GPU-to-GPU bandwidth (NCCL, average)",
+        "nccl.wrong" => "wrong results in the GPU-to-GPU test (NCCL)",
+        "gpu.count" => "the number of GPUs the server shows",
+        "gpu.models" => "the GPU models",
+        "gpu.memory_total_mib" => "the memory of each GPU",
+        "gpu.ecc_errors_uncorrected" => "uncorrected GPU memory errors",
+        "gpu.xid_errors" => "GPU driver errors (Xid)",
+        "gpu.util_pct_avg" => "the GPUs' average utilization",
+        "topo.worst_link" => "the slowest GPU-to-GPU link",
+        "topo.nvlink_all_pairs" => "NVLink between every pair of GPUs",
+        "manifest.lint_errors" => "problems in the Kubernetes manifest",
+        _ => {
+            return match key.strip_prefix("probe.") {
+                Some(probe) => format!("the probe “{}”", probe.replace('_', " ")),
+                None => key.to_owned(),
+            }
+        }
+    };
+    name.to_owned()
+}
+
+/// The first letter upper-case, for a phrase that starts a sentence.
+pub fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn joined(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// At most three items, then how many more (the reasons below list them all), so a sentence at
+/// the top stays one sentence: "a, b, c and 2 more".
+fn joined_few(items: &[String]) -> String {
+    const NAMED: usize = 3;
+    if items.len() <= NAMED + 1 {
+        return joined(items);
+    }
+    format!("{} and {} more", items[..NAMED].join(", "), items.len() - NAMED)
+}
+
+/// A failing criterion in words: "the GPU health check (DCGM diagnostic) failed", "the time to the
+/// first token (95th percentile) was 620 ms against a target of ≤ 500 ms".
+pub fn failure(c: &CriterionOutcome) -> String {
+    let name = criterion_name(&c.key);
+    let unit = unit_of(&c.key);
+    match &c.value {
+        Some(Value::Bool(false)) if c.threshold == Value::Bool(true) => format!("{name} failed"),
+        Some(v) => format!(
+            "{name} was {} against a target of {}",
+            money::measured(v, unit),
+            money::threshold(&c.op, &c.threshold, unit)
+        ),
+        None => format!("{name} has no value"),
+    }
+}
+
+/// The GPUs under test: "8 × H200 SXM".
+pub(super) fn allocation(t: &TrialReview) -> String {
+    t.context
+        .allocation
+        .as_ref()
+        .map(|a| a.label())
+        .unwrap_or_else(|| "trial's".into())
+}
+
+/// The busy share as a percentage ("78 %").
+fn busy(t: &TrialReview) -> Option<String> {
+    t.decision.utilization.and_then(|u| u.to_f64()).map(money::percent)
+}
+
+fn failing<'a>(t: &'a TrialReview, stages: &'a [u8]) -> impl Iterator<Item = &'a CriterionOutcome> + 'a {
+    t.context
+        .inputs
+        .criteria
+        .iter()
+        .filter(move |c| c.required && c.status == Status::Fail && stages.contains(&c.stage))
+}
+
+/// What one completed job is, in words ("request", "1,000 tokens").
+pub(super) fn job_word(unit: &str) -> &str {
+    match unit {
+        "1k-tokens" => "1,000 tokens",
+        other => other,
+    }
+}
+
+/// One reason of the decision in a plain sentence.
+pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_unit: &str) -> String {
+    let inputs = &t.context.inputs;
+    let alloc = allocation(t);
+    match reason.rule {
+        Rule::Numbered(1) => {
+            "The workload only needs the model's answers, needs no control of the server and may share \
+             infrastructure, so a managed model API is a better buy than a rented GPU."
+                .into()
+        }
+        Rule::Numbered(2) => {
+            let mut problems: Vec<String> = failing(t, &[1, 2, 4]).map(failure).collect();
+            for key in ["dcgm.diag.passed", "checkpoint.restore_ok"] {
+                let failed = inputs.metrics.get(key).is_some_and(|m| m.value == Value::Bool(false));
+                if failed && !failing(t, &[1, 2, 4]).any(|c| c.key == key) {
+                    problems.push(format!("{} failed", criterion_name(key)));
+                }
+            }
+            format!(
+                "{} on the {alloc} server: fix or replace it before committing to anything.",
+                capitalized(&joined_few(&problems))
+            )
+        }
+        Rule::Numbered(3) => {
+            let ledger = inputs.ledger.as_ref();
+            match (ledger.and_then(|l| l.cost_per_job), inputs.brief.max_cost_per_job) {
+                (Some(cost), Some(ceiling)) => format!(
+                    "Each completed {} costs {}, more than the ceiling of {}.",
+                    job_word(cost_unit),
+                    money::with_currency(cost, currency),
+                    money::with_currency(ceiling, currency)
+                ),
+                _ => "Each completed job costs more than the brief's ceiling.".into(),
+            }
+        }
+        Rule::Numbered(4) => {
+            let missed: Vec<String> = failing(t, &[3]).map(failure).collect();
+            let units = t.decision.suggested_units.unwrap_or(inputs.brief.current_units);
+            format!(
+                "{} while the server was full, so add GPUs: {units} instead of {}.",
+                capitalized(&joined_few(&missed)),
+                inputs.brief.current_units
+            )
+        }
+        Rule::Numbered(5) => {
+            let missed: Vec<String> = failing(t, &[3]).map(failure).collect();
+            format!(
+                "{} while the server was not full, so more GPUs would not help: the setup needs fixing.",
+                capitalized(&joined_few(&missed))
+            )
+        }
+        Rule::Numbered(6) => {
+            let names: Vec<String> = t
+                .decision
+                .missing
+                .values()
+                .flatten()
+                .map(|k| criterion_name(k))
+                .collect();
+            // A few are named; a long list stays below ("Still missing"), so the sentence stays one.
+            let which = if names.len() <= 3 {
+                joined(&names)
+            } else {
+                let stages: Vec<String> = t.decision.missing.keys().map(u8::to_string).collect();
+                format!(
+                    "in {} {}, listed below",
+                    if stages.len() == 1 { "stage" } else { "stages" },
+                    joined(&stages)
+                )
+            };
+            format!(
+                "{} required {} still missing ({which}): keep the short rental until {} measured; nothing is \
+                 committed before the trial is accepted.",
+                names.len(),
+                if names.len() == 1 {
+                    "measurement is"
+                } else {
+                    "measurements are"
+                },
+                if names.len() == 1 { "it is" } else { "they are" }
+            )
+        }
+        Rule::ApiCheaper => match inputs.money.as_ref().and_then(|m| {
+            Some((
+                m.cost_per_million_output_tokens_at_slo?,
+                m.api_price_per_million_tokens?,
+            ))
+        }) {
+            Some((ours, api)) => format!(
+                "A managed model API is cheaper: a million output tokens cost {} on the {alloc} server within \
+                 the targets, against {} on the API.",
+                money::with_currency(ours, currency),
+                money::with_currency(api, currency)
+            ),
+            None => "A managed model API is cheaper for this output.".into(),
+        },
+        Rule::Numbered(7) => format!(
+            "The {alloc} trial met every target and the workload needs {}, so rent a dedicated server.",
+            if inputs.brief.needs_host_control {
+                "control of the server itself"
+            } else {
+                "a server of its own for its data"
+            }
+        ),
+        Rule::Numbered(8) => match (&t.decision.utilization_source, busy(t)) {
+            (UtilizationSource::DcgmExporter { .. }, Some(pct)) => format!(
+                "The {alloc} trial met every target and the GPUs were busy {pct} of the time on average \
+                 (measured on the GPUs), so a reservation is cheaper than paying by the hour."
+            ),
+            (_, Some(pct)) => format!(
+                "The {alloc} trial met every target and the GPUs were busy {pct} of paid hours, so a \
+                 reservation is cheaper than paying by the hour."
+            ),
+            (_, None) => format!("The {alloc} trial met every target and the GPUs were busy enough to reserve."),
+        },
+        Rule::Numbered(9) if t.decision.accepted => {
+            let batch = matches!(inputs.brief.workload_kind.as_str(), "batch-inference" | "media");
+            let how = if batch {
+                ", preferably on interruptible capacity with a queue that resumes"
+            } else {
+                ""
+            };
+            match busy(t) {
+                Some(pct) => format!(
+                    "The {alloc} trial met every target, but the GPUs were busy only {pct} of paid hours (a \
+                     reservation pays from 60 %), so keep paying by the hour{how}."
+                ),
+                None => format!(
+                    "The {alloc} trial met every target, but how busy the GPUs were is not known (the ledger \
+                     has no idle hours), so keep paying by the hour{how}."
+                ),
+            }
+        }
+        _ => {
+            let failed: Vec<String> = failing(t, &[1, 2, 3, 4, 5]).map(failure).collect();
+            if failed.is_empty() {
+                "The trial is not accepted yet: keep paying by the hour until every required target passes.".into()
+            } else {
+                format!(
+                    "{}: keep paying by the hour until it passes.",
+                    capitalized(&joined_few(&failed))
+                )
+            }
+        }
+    }
+}
+
+/// A fact behind a reason, for people: a metric key becomes its name with the threshold in signs,
+/// a raw decimal a figure, a share a percentage.
+pub fn fact_label(label: &str) -> String {
+    let mut parts = label.splitn(3, ' ');
+    let key = parts.next().unwrap_or_default();
+    match (parts.next(), parts.next()) {
+        (Some(op), Some(threshold)) if ["lt", "le", "gt", "ge", "eq", "ne"].contains(&op) => {
+            let value: Value = serde_json::from_str(threshold).unwrap_or_else(|_| Value::String(threshold.into()));
+            format!(
+                "{} (target {})",
+                capitalized(&criterion_name(key)),
+                money::threshold(op, &value, unit_of(key))
+            )
+        }
+        _ if label == "utilization" => "Busy share of paid GPU hours".into(),
+        _ if known_key(key).is_some() => capitalized(&format!("{}{}", criterion_name(key), &label[key.len()..])),
+        _ => capitalized(&label.replace('_', " ")),
+    }
+}
+
+pub fn fact_value(label: &str, value: &str) -> String {
+    if label == "utilization" {
+        if let Ok(share) = value.parse::<Decimal>() {
+            return share.to_f64().map(money::percent).unwrap_or_else(|| value.to_owned());
+        }
+    }
+    let key = label.split(' ').next().unwrap_or_default();
+    if let Ok(v) = serde_json::from_str::<Value>(value) {
+        if !v.is_string() {
+            return money::measured(&v, unit_of(key));
+        }
+    }
+    // "0.0490068292682926829268292683 USD": an amount and its currency.
+    if let Some((number, currency)) = value.split_once(' ') {
+        let is_currency = currency.len() == 3 && currency.chars().all(|c| c.is_ascii_uppercase());
+        if let (Ok(d), true) = (number.parse::<Decimal>(), is_currency) {
+            return money::with_currency(d, currency);
+        }
+    }
+    value.to_owned()
+}
+
+pub struct PlainFact {
+    pub label: String,
+    pub value: String,
+    pub link: Option<String>,
+}
+
+pub fn plain_fact(f: &Fact) -> PlainFact {
+    // Rule 6 lists the missing keys of a stage.
+    if f.label.starts_with("stage ") {
+        return PlainFact {
+            label: capitalized(&f.label),
+            value: f.value.split(", ").map(criterion_name).collect::<Vec<_>>().join("; "),
+            link: f.link.clone(),
+        };
+    }
+    PlainFact {
+        label: fact_label(&f.label),
+        value: fact_value(&f.label, &f.value),
+        link: f.link.clone(),
+    }
+}
+
+/// What the verdict asks the manager to approve, as a short imperative: "reserve 8 × H200 SXM for
+/// 12 months". `commitment` is the reservation the form holds (or the recorded one).
+pub fn action(decision: Verdict, t: &TrialReview, commitment: Option<&Reservation>) -> String {
+    let alloc = allocation(t);
+    let held = |verb: &str| match commitment {
+        Some(c) => format!("{verb} {} × {} for {} months", c.count, c.gpu, c.term_months),
+        None => format!("{verb} {alloc}"),
+    };
+    match decision {
+        Verdict::Reserve => held("reserve"),
+        Verdict::Dedicate => held("dedicate"),
+        Verdict::Scale => match commitment {
+            Some(c) => format!("scale to {} × {} for {} months", c.count, c.gpu, c.term_months),
+            None => format!(
+                "scale to {} GPUs",
+                t.decision
+                    .suggested_units
+                    .unwrap_or(t.context.inputs.brief.current_units)
+            ),
+        },
+        Verdict::Expand if t.decision.accepted => format!("keep {alloc}, paying by the hour"),
+        Verdict::Expand => format!("keep testing on {alloc}, paying by the hour"),
+        Verdict::Stop => format!("stop renting {alloc}"),
+    }
+}
+
+/// What moved since a stale approval, in words: "the results against the card; new evidence for
+/// the time to the first token (95th percentile)".
+pub fn changed_in_words(changed: &[String], r: &Review) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for path in changed {
+        let (head, rest) = path.split_once('.').unwrap_or((path, ""));
+        let (trial, head, rest) = match uuid::Uuid::parse_str(head).ok().and_then(|id| r.trial(id)) {
+            Some(t) => {
+                let (h, rest) = rest.split_once('.').unwrap_or((rest, ""));
+                (Some(t.context.trial.fields.name.clone()), h, rest)
+            }
+            None => (None, head, rest),
+        };
+        let words = match head {
+            "criteria" => "the results against the acceptance card".to_owned(),
+            "ledger" => "the ledger (costs or completed jobs)".to_owned(),
+            "metrics" if !rest.is_empty() => format!("new evidence for {}", criterion_name(rest)),
+            "metrics" => "new evidence".to_owned(),
+            "money" => "prices or load tests".to_owned(),
+            "brief" if !rest.is_empty() => format!("the brief ({})", rest.replace('_', " ")),
+            "brief" => "the brief".to_owned(),
+            "" => "everything".to_owned(),
+            other => other.replace('_', " "),
+        };
+        let words = match trial {
+            Some(name) => format!("{words} of trial “{name}”"),
+            None => words,
+        };
+        if !out.contains(&words) {
+            out.push(words);
+        }
+    }
+    joined(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn outcome(key: &str, op: &str, threshold: Value, value: Value) -> CriterionOutcome {
+        CriterionOutcome {
+            key: key.into(),
+            op: op.into(),
+            threshold,
+            stage: 1,
+            required: true,
+            status: Status::Fail,
+            value: Some(value),
+            evidence_id: None,
+        }
+    }
+
+    #[test]
+    fn failures_read_as_words() {
+        assert_eq!(
+            failure(&outcome("dcgm.diag.passed", "eq", json!(true), json!(false))),
+            "the GPU health check (DCGM diagnostic) failed"
+        );
+        assert_eq!(
+            failure(&outcome("serving.ttft_p95_ms", "le", json!(500), json!(612.4))),
+            "the time to the first token (95th percentile) was 612 ms against a target of ≤ 500 ms"
+        );
+        assert_eq!(
+            failure(&outcome("serving.error_rate", "le", json!(0.01), json!(0.034))),
+            "the share of requests that failed was 3.4 % against a target of ≤ 1 %"
+        );
+    }
+
+    #[test]
+    fn facts_lose_their_keys_and_raw_decimals() {
+        assert_eq!(
+            fact_label("dcgm.diag.passed eq true"),
+            "The GPU health check (DCGM diagnostic) (target = yes)"
+        );
+        assert_eq!(fact_value("dcgm.diag.passed eq true", "false"), "no");
+        assert_eq!(fact_label("utilization"), "Busy share of paid GPU hours");
+        assert_eq!(fact_value("utilization", "0.7768"), "77.7 %");
+        assert_eq!(
+            fact_value("cost per completed job", "0.0490068292682926829268292683 USD"),
+            "0.049 USD"
+        );
+        assert_eq!(
+            fact_label("gpu.count ge 8.0"),
+            "The number of GPUs the server shows (target ≥ 8)"
+        );
+        assert_eq!(
+            fact_label("serving.kv_cache_usage_max_pct ≥ 90"),
+            "The fullest the KV cache got ≥ 90"
+        );
+        let missing = plain_fact(&Fact {
+            label: "stage 3".into(),
+            value: "serving.ttft_p95_ms, serving.error_rate".into(),
+            link: None,
+        });
+        assert_eq!(missing.label, "Stage 3");
+        assert_eq!(
+            missing.value,
+            "the time to the first token (95th percentile); the share of requests that failed"
+        );
+    }
+
+    #[test]
+    fn lists_join_with_and() {
+        assert_eq!(joined(&["a".into()]), "a");
+        assert_eq!(joined(&["a".into(), "b".into(), "c".into()]), "a, b and c");
+        let six: Vec<String> = ["a", "b", "c", "d", "e", "f"].map(String::from).to_vec();
+        assert_eq!(joined_few(&six), "a, b, c and 3 more");
+        assert_eq!(joined_few(&six[..4]), "a, b, c and d");
+    }
+}

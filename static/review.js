@@ -1,0 +1,82 @@
+// The review's approval form: the monthly and whole-term preview follows the count, rate and
+// term as they are typed, and the approve button says what it will record. Progressive
+// enhancement: without this script the server computes the same figures after a submit.
+//
+// The arithmetic mirrors the server's (server/review/model.rs): monthly = round(count × rate ×
+// 730, 2 places; rust_decimal's round_dp rounds a half to the even cent), whole term = monthly ×
+// months. Money is exact there, so
+// it is exact here too: amounts are BigInt hundred-thousandths of a cent, never floats.
+(function () {
+  "use strict";
+  var form = document.getElementById("approval-form");
+  if (!form) return;
+  var fieldset = form.querySelector("fieldset.reservation");
+  var monthly = document.getElementById("monthly-cost");
+  var term = document.getElementById("term-cost");
+  var button = document.getElementById("approve-button");
+  if (!fieldset || !monthly) return;
+  var currency = fieldset.getAttribute("data-currency") || "";
+  var HOURS_PER_MONTH = 730n;
+  var SCALE = 12; // decimal places kept before rounding to cents
+
+  function input(name) {
+    return form.querySelector("[name='reservation." + name + "']");
+  }
+
+  // "2.4875" → 2487500000000n (× 10^12); null when it is not a plain decimal.
+  function decimal(text) {
+    var m = /^\s*(\d{1,12})(?:\.(\d{1,12}))?\s*$/.exec(text);
+    if (!m) return null;
+    var frac = (m[2] || "").padEnd(SCALE, "0");
+    return BigInt(m[1]) * 10n ** BigInt(SCALE) + BigInt(frac);
+  }
+
+  function whole(text, max) {
+    var m = /^\s*(\d{1,6})\s*$/.exec(text);
+    if (!m) return null;
+    var n = Number(m[1]);
+    return n >= 1 && n <= max ? n : null;
+  }
+
+  // Cents from a value × 10^12, a half rounded to the even cent (as Decimal::round_dp).
+  function cents(scaled) {
+    var unit = 10n ** BigInt(SCALE - 2);
+    var q = scaled / unit;
+    var twice = (scaled % unit) * 2n;
+    if (twice > unit || (twice === unit && q % 2n === 1n)) q += 1n;
+    return q;
+  }
+
+  // 1518400n → "15,184"; 1454160n → "14,541.60" (as money::sum).
+  function sum(c) {
+    var units = (c / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    var rest = c % 100n;
+    return rest === 0n ? units : units + "." + rest.toString().padStart(2, "0");
+  }
+
+  function update() {
+    var count = whole(input("count").value, 4096);
+    var rate = decimal(input("rate_per_gpu_hour").value);
+    var months = whole(input("term_months").value, 60);
+    var gpu = input("gpu").value.trim();
+    if (count === null || rate === null) {
+      monthly.textContent = "needs a count and a rate per GPU-hour";
+      if (term) term.textContent = "";
+      return;
+    }
+    var perMonth = cents(BigInt(count) * rate * HOURS_PER_MONTH);
+    monthly.textContent = sum(perMonth) + " " + currency + " a month";
+    if (term) {
+      term.textContent = months === null ? "" : sum(perMonth * BigInt(months)) + " " + currency + " over " + months + " months";
+    }
+    if (button && months !== null && gpu) {
+      var verb = button.getAttribute("data-verb");
+      if (verb) button.textContent = "Approve: " + verb + " " + count + " × " + gpu + " for " + months + " months";
+    }
+  }
+
+  ["count", "rate_per_gpu_hour", "term_months", "gpu"].forEach(function (name) {
+    var el = input(name);
+    if (el) el.addEventListener("input", update);
+  });
+})();
