@@ -2,7 +2,7 @@
 //! and readiness. It composes the sections each domain's pages module exports.
 
 use askama::Template;
-use axum::{extract::State, response::Response};
+use axum::{extract::State, http::StatusCode, response::Response};
 
 use uuid::Uuid;
 
@@ -26,7 +26,7 @@ use crate::{
         service as trials,
     },
     web::{
-        auth::PageUser,
+        auth::{CsrfForm, PageUser},
         extract::{ApiQuery, Path},
         page::{render, PageContext, PageError, PageResult},
     },
@@ -171,11 +171,39 @@ pub async fn brief_page(
     Path(id): Path<Uuid>,
     ApiQuery(q): ApiQuery<BriefPageQuery>,
 ) -> PageResult<Response> {
+    render(&load_page(&state, &user, id, q).await?)
+}
+
+/// `POST /briefs/{id}/ledger/lines`, the brief page's "add a line" form. A line that does not
+/// validate shows this page again (422) with what was typed and a message at each bad field,
+/// rather than an error page that loses the input.
+pub async fn add_ledger_line(
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    CsrfForm(user, values): CsrfForm,
+) -> PageResult<Response> {
+    match ledger_pages::add_line(&state, id, &user, &values).await? {
+        Ok(stored) => Ok(stored),
+        Err(form) => {
+            let query = BriefPageQuery {
+                trial: form.trial(),
+                sizing: None,
+            };
+            let mut page = load_page(&state, &user, id, query).await?;
+            page.ledger.form = form;
+            let mut response = render(&page)?;
+            *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+            Ok(response)
+        }
+    }
+}
+
+async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuery) -> PageResult<BriefPage> {
     let brief = briefs::load(&state.pool, id).await?;
     let by_price = q.sizing.as_deref() == Some("price");
-    let sizing = prices::priced(&state, brief.fields.sizing(), &brief.fields.currency, by_price).await?;
+    let sizing = prices::priced(state, brief.fields.sizing(), &brief.fields.currency, by_price).await?;
     let facts = brief_facts(&brief.fields);
-    let all = trials::list(&state, id).await?;
+    let all = trials::list(state, id).await?;
     let trial = match q.trial {
         Some(t) => all.iter().find(|x| x.id == t).ok_or(AppError::NotFound("trial"))?,
         None => &all[0],
@@ -183,14 +211,14 @@ pub async fn brief_page(
     // The three sections are independent reads: run them side by side, so the page waits for the
     // slowest instead of the sum (it matters when ingest keeps the database busy).
     let (evidence, acceptance, ledger) = tokio::try_join!(
-        async { Ok::<_, PageError>(evidence_pages::brief_rows(&state, id, trial.id).await?) },
-        card_pages::brief_sections(&state, &brief, trial.id),
+        async { Ok::<_, PageError>(evidence_pages::brief_rows(state, id, trial.id).await?) },
+        card_pages::brief_sections(state, &brief, trial.id),
         async {
-            Ok(ledger_pages::section(&state, brief.id, (trial.id, &trial.fields.name), &brief.fields.currency).await?)
+            Ok(ledger_pages::section(state, brief.id, (trial.id, &trial.fields.name), &brief.fields.currency).await?)
         },
     )?;
-    render(&BriefPage {
-        ctx: (&user).into(),
+    Ok(BriefPage {
+        ctx: user.into(),
         trials: trial_rows(&all, &sizing, trial.id, &brief.fields.currency),
         trial_name: trial.fields.name.clone(),
         several_trials: all.len() > 1,
