@@ -14,6 +14,7 @@ mod briefs_model_config;
 mod browser_auth;
 mod browser_briefs;
 mod browser_cards;
+mod browser_engineer;
 mod browser_review;
 mod browser_trials;
 mod cards_api;
