@@ -68,6 +68,10 @@ const LANDED: [(&str, &str); 15] = [
         "20261130500001_teams_and_trust.sql",
         "e47657763a887de10b66212f8ef3fdd3dc5a23083e985fd9a4018d5b6973a2fd065158264a3aa6a2774cdbacdcd7d0ae",
     ),
+    (
+        "20261201130001_card_revision_allocation.sql",
+        "93761531b7672697f5fc0b639f3c7f7f267ff22525ddc54996e087ac7b8d5ae5d275a472e924d43a9d59ed889b0c0400",
+    ),
 ];
 
 #[test]

@@ -707,6 +707,9 @@ pub struct Card {
     pub criteria: Vec<Criterion>,
     pub created_by: Option<String>,
     pub created_at: Option<DateTime<Utc>>,
+    /// A saved card: the allocation under test (GPU model, count) its allocation-dependent
+    /// thresholds were generated for, when known.
+    pub allocation: Option<(String, i32)>,
 }
 
 /// Every metric key `known_key` names, `probe.<name>` aside: the keys "did you mean" suggests.

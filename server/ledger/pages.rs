@@ -288,8 +288,18 @@ pub async fn add_line(
                 errors: BTreeMap::new(),
             };
             for e in errors {
+                // The validator speaks to programs (RFC 3339); a person typed into a form that also
+                // takes `2026-11-20 09:00`, so say that instead.
+                let message = if matches!(e.field.as_str(), "starts_at" | "ends_at") && e.message.contains("RFC 3339") {
+                    format!(
+                        "is not a time we can read (got {:?}): type it as 2026-11-20 09:00 (UTC), or with an offset as 2026-11-20T09:00:00-05:00",
+                        values.get(&e.field).map(|v| v.trim()).unwrap_or("")
+                    )
+                } else {
+                    e.message
+                };
                 // One message per field: the first is the one to fix first.
-                form.errors.entry(e.field).or_insert(e.message);
+                form.errors.entry(e.field).or_insert(message);
             }
             return Ok(Err(form));
         }
