@@ -31,6 +31,7 @@ use crate::{
     trials::service as trials,
     web::{
         auth::{client_ip, csrf_failure, from_this_machine, CsrfForm, PageUser, CSRF_FIELD},
+        once,
         extract::{ApiQuery, HtmlForm, Path},
         page::{render, PageContext, PageError, PageResult},
     },
@@ -407,30 +408,9 @@ async fn tokens_view(
     })
 }
 
-/// The one-time cookie that carries a just-minted token from the mint (a POST answered with a
-/// redirect) to the page that shows it once. Post/redirect/get: refreshing that page shows the
-/// list again and mints nothing. The cookie is HttpOnly, scoped to the brief's tokens page, lives
-/// two minutes and is deleted by the page that reads it; the token never appears in a URL and
-/// rentcheck keeps no copy (only its `jti` row).
+/// The one-time cookie that carries a just-minted token from the mint to the page that shows it
+/// once (`web::once`: post/redirect/get, so a refresh mints nothing).
 const MINTED_COOKIE: &str = "rentcheck_minted";
-const MINTED_COOKIE_SECONDS: i64 = 120;
-
-fn minted_cookie(brief_id: Uuid, value: &str, max_age: i64, secure: bool) -> String {
-    format!(
-        "{MINTED_COOKIE}={value}; Path=/briefs/{brief_id}/tokens; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
-        if secure { "; Secure" } else { "" }
-    )
-}
-
-/// `{trial id or "any"}.{token}`: the token (a JWT: base64url and dots) is cookie-safe as it is.
-fn read_minted(headers: &HeaderMap) -> Option<Minted> {
-    let value = session::read_cookie(headers, MINTED_COOKIE)?;
-    let (trial, token) = value.split_once('.')?;
-    Some(Minted {
-        token: token.to_owned(),
-        trial: Uuid::parse_str(trial).ok(),
-    })
-}
 
 async fn tokens_page(
     State(state): State<AppState>,
@@ -440,18 +420,24 @@ async fn tokens_page(
 ) -> PageResult<Response> {
     // The address agents use (RENTCHECK_PUBLIC_URL), not the Host this browser happened to use.
     let base = state.config.public_url.clone();
-    let minted = read_minted(&headers);
+    let minted = once::read(&headers, MINTED_COOKIE).and_then(|f| {
+        Some(Minted {
+            token: once::field(&f, "token")?.to_owned(),
+            trial: once::field(&f, "trial").and_then(|t| Uuid::parse_str(t).ok()),
+        })
+    });
     let shown_once = minted.is_some();
-    let mut response = tokens_view(&state, &user, id, minted, &base, String::new()).await?;
-    if shown_once {
-        let headers = response.headers_mut();
-        // The token is on this page once; keep it out of caches and history, and forget the cookie.
-        headers.insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
-        if let Ok(v) = header::HeaderValue::from_str(&minted_cookie(id, "", 0, state.config.secure_cookies)) {
-            headers.append(header::SET_COOKIE, v);
-        }
-    }
-    Ok(response)
+    let response = tokens_view(&state, &user, id, minted, &base, String::new()).await?;
+    Ok(if shown_once {
+        once::shown(
+            response,
+            MINTED_COOKIE,
+            &format!("/briefs/{id}/tokens"),
+            state.config.secure_cookies,
+        )
+    } else {
+        response
+    })
 }
 
 pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
@@ -513,15 +499,14 @@ async fn mint_token(
         json!({ "jti": row.jti, "name": name, "role": "agent", "trial": trial, "expires_at": row.expires_at }),
     )
     .await?;
-    let carried = format!(
-        "{}.{signed}",
-        trial.map(|t| t.to_string()).unwrap_or_else(|| "any".to_owned())
-    );
-    let mut response = Redirect::to(&format!("/briefs/{id}/tokens#minted-token")).into_response();
-    let cookie = minted_cookie(id, &carried, MINTED_COOKIE_SECONDS, state.config.secure_cookies);
-    let cookie = header::HeaderValue::from_str(&cookie).map_err(|e| AppError::Internal(e.into()))?;
-    response.headers_mut().append(header::SET_COOKIE, cookie);
-    Ok(response)
+    let trial = trial.map(|t| t.to_string()).unwrap_or_default();
+    Ok(once::redirect(
+        MINTED_COOKIE,
+        &format!("/briefs/{id}/tokens"),
+        "#minted-token",
+        &[("token", &signed), ("trial", &trial)],
+        state.config.secure_cookies,
+    )?)
 }
 
 async fn revoke_token(

@@ -382,8 +382,8 @@ async fn only_admins_manage_users() {
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status(), 200);
-    let html = res.text().await.unwrap();
+    assert_eq!(res.status(), 303, "post/redirect/get");
+    let html = admin.get(app.url("/admin/users")).await.text().await.unwrap();
     assert!(html.contains("new@example.com"));
     let password = html
         .split("<pre class=\"raw\">")
