@@ -22,6 +22,7 @@ use crate::{
     money,
     review::{decision::Status, service as review_service},
     state::AppState,
+    trials::model::Allocation,
     web::{
         auth::PageUser,
         extract::ApiQuery,
@@ -41,7 +42,7 @@ struct BriefRow {
     model: String,
     workload: &'static str,
     precision: &'static str,
-    best_option: String,
+    under_test: String,
     created: String,
     decision: &'static str,
     cost_per_job: String,
@@ -245,12 +246,12 @@ async fn row_for(
     show: Show,
 ) -> Result<Option<BriefRow>, AppError> {
     let sizing = brief.fields.sizing();
-    let best_option = sizing
-        .options
-        .iter()
-        .find(|o| o.fits)
-        .map(|o| format!("{} × {}", o.count, o.gpu))
-        .unwrap_or_else(|| "no fit".to_owned());
+    // The first trial's allocation, as the brief page marks it: a suggestion is said to be one.
+    let under_test = match Allocation::resolve(brief.fields.trial_gpu.as_deref(), brief.fields.trial_gpu_count, &sizing) {
+        Some(a) if a.suggested => format!("{} (suggested)", a.label()),
+        Some(a) => a.label(),
+        None => "none fits".to_owned(),
+    };
     let (id, name, model, workload, precision, created, currency, unit) = (
         brief.id.to_string(),
         brief.fields.name.clone(),
@@ -288,7 +289,7 @@ async fn row_for(
         model,
         workload,
         precision,
-        best_option,
+        under_test,
         created,
         decision: review.decision.decision.as_str(),
         cost_per_job: review
