@@ -150,7 +150,11 @@ pub async fn save_revision(
     // The allocation the editor and the API show the card for (the first trial's): a threshold
     // left as generated for it follows the allocation when it changes (`criteria_for_trial`).
     let first = trials::pick(state, brief.id, None).await?;
-    let alloc = Allocation::resolve(first.fields.gpu.as_deref(), first.fields.gpu_count, &brief.fields.sizing());
+    let alloc = Allocation::resolve(
+        first.fields.gpu.as_deref(),
+        first.fields.gpu_count,
+        &brief.fields.sizing(),
+    );
     let alloc = alloc
         .as_ref()
         .map(|a| (a.gpu.model.as_str(), i32::try_from(a.count).unwrap_or(i32::MAX)));

@@ -858,7 +858,11 @@ mod tests {
         assert_eq!(did_you_mean("serving.ttft_p59_ms"), Some("serving.ttft_p95_ms"));
         assert_eq!(did_you_mean("gpu.cuont"), Some("gpu.count"));
         assert_eq!(did_you_mean("dcgm.diag.pased"), Some("dcgm.diag.passed"));
-        assert_eq!(did_you_mean("serving.ttft_p95_ms"), None, "known keys need no suggestion");
+        assert_eq!(
+            did_you_mean("serving.ttft_p95_ms"),
+            None,
+            "known keys need no suggestion"
+        );
         assert_eq!(did_you_mean("warehouse.temperature"), None, "nothing near");
     }
 
@@ -875,7 +879,11 @@ mod tests {
         assert_eq!(n("serving.slo_attainment", "95%"), (0.95, "fraction".into()));
         assert_eq!(n("gpu.memory_total_mib", "80 GiB"), (81920.0, "MiB".into()));
         assert_eq!(n("checkpoint.restore_seconds", "2 min"), (120.0, "s".into()));
-        assert_eq!(n("probe.latency", "60ms"), (60.0, "ms".into()), "a key without a unit keeps the typed one");
+        assert_eq!(
+            n("probe.latency", "60ms"),
+            (60.0, "ms".into()),
+            "a key without a unit keeps the typed one"
+        );
         assert_eq!(threshold_with_unit("serving.ttft_p95_ms", "60").unwrap(), None);
         assert_eq!(threshold_with_unit("dcgm.diag.passed", "true").unwrap(), None);
         let wrong = threshold_with_unit("serving.ttft_p95_ms", "60 GiB").unwrap_err();

@@ -465,7 +465,10 @@ fn criteria_from_rows(rows: &mut [EditorRow]) -> Option<(Vec<Criterion>, Vec<Str
         if row.id == "new" && !row.keep_key {
             if let Some(near) = did_you_mean(&row.key) {
                 row.suggestion = Some(near);
-                row.fail("key", format!("{} is not a metric key rentcheck knows. Did you mean {near}?", row.key));
+                row.fail(
+                    "key",
+                    format!("{} is not a metric key rentcheck knows. Did you mean {near}?", row.key),
+                );
             }
         }
         // `60ms`, `0.5 s`, `90 %`: the number in the key's own unit.

@@ -140,7 +140,11 @@ async fn users_page(State(state): State<AppState>, user: PageUser, headers: Head
             "Created" => "Created",
             _ => "New password for",
         };
-        Some((once::field(f, "email")?.to_owned(), once::field(f, "password")?.to_owned(), label))
+        Some((
+            once::field(f, "email")?.to_owned(),
+            once::field(f, "password")?.to_owned(),
+            label,
+        ))
     });
     let response = users_view(&state, &user, shown, String::new()).await?;
     Ok(if carried.is_some() {

@@ -31,8 +31,8 @@ use crate::{
     trials::service as trials,
     web::{
         auth::{client_ip, csrf_failure, from_this_machine, CsrfForm, PageUser, CSRF_FIELD},
-        once,
         extract::{ApiQuery, HtmlForm, Path},
+        once,
         page::{render, PageContext, PageError, PageResult},
     },
 };

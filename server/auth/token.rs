@@ -282,7 +282,10 @@ mod tests {
 }
 
 /// The names people gave tokens, by `jti`: pages show "node-1 harness" where they would show an id.
-pub async fn names(db: impl PgExecutor<'_>, jtis: &[Uuid]) -> Result<std::collections::HashMap<Uuid, String>, sqlx::Error> {
+pub async fn names(
+    db: impl PgExecutor<'_>,
+    jtis: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, String>, sqlx::Error> {
     if jtis.is_empty() {
         return Ok(Default::default());
     }

@@ -344,7 +344,11 @@ pub async fn list_filtered(
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<Brief>, sqlx::Error> {
-    let pattern = filter.search.as_deref().filter(|s| !s.trim().is_empty()).map(like_pattern);
+    let pattern = filter
+        .search
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .map(like_pattern);
     let (after_at, after_id) = after.unzip();
     let rows = sqlx::query_as!(
         BriefRow,

@@ -250,10 +250,15 @@ fn typed_time(raw: &str) -> Option<String> {
         .or_else(|| raw.strip_suffix('Z'))
         .unwrap_or(raw)
         .trim_end();
-    ["%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
-        .iter()
-        .find_map(|f| chrono::NaiveDateTime::parse_from_str(bare, f).ok())
-        .map(|t| t.and_utc().to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+    [
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+    ]
+    .iter()
+    .find_map(|f| chrono::NaiveDateTime::parse_from_str(bare, f).ok())
+    .map(|t| t.and_utc().to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
 }
 
 /// The symbols that name one currency only.

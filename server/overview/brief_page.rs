@@ -92,12 +92,7 @@ struct StageLine {
 /// Options shown in the summary; the rest are in the sizing table.
 const SUMMARY_OPTIONS: usize = 3;
 
-fn summary(
-    trial: &Trial,
-    sizing: &Sizing,
-    stages: &[card_pages::StageRow],
-    times: &[evidence::StageTimes],
-) -> Summary {
+fn summary(trial: &Trial, sizing: &Sizing, stages: &[card_pages::StageRow], times: &[evidence::StageTimes]) -> Summary {
     let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, sizing);
     let under_test = alloc.as_ref().map(|a| a.gpu.model.clone());
     let mut fitting: Vec<_> = sizing.options.iter().filter(|o| o.fits).collect();
@@ -139,7 +134,12 @@ fn summary(
                 let when = match times.iter().find(|t| t.stage == i16::from(s.stage)) {
                     None => "no evidence yet".to_owned(),
                     Some(t) if day(t.first) == day(t.last) => {
-                        format!("{} · {} upload{}", day(t.last), t.uploads, if t.uploads == 1 { "" } else { "s" })
+                        format!(
+                            "{} · {} upload{}",
+                            day(t.last),
+                            t.uploads,
+                            if t.uploads == 1 { "" } else { "s" }
+                        )
                     }
                     Some(t) => format!("{} → {} · {} uploads", day(t.first), day(t.last), t.uploads),
                 };

@@ -247,7 +247,8 @@ async fn row_for(
 ) -> Result<Option<BriefRow>, AppError> {
     let sizing = brief.fields.sizing();
     // The first trial's allocation, as the brief page marks it: a suggestion is said to be one.
-    let under_test = match Allocation::resolve(brief.fields.trial_gpu.as_deref(), brief.fields.trial_gpu_count, &sizing) {
+    let under_test = match Allocation::resolve(brief.fields.trial_gpu.as_deref(), brief.fields.trial_gpu_count, &sizing)
+    {
         Some(a) if a.suggested => format!("{} (suggested)", a.label()),
         Some(a) => a.label(),
         None => "none fits".to_owned(),

@@ -59,7 +59,9 @@ fn inlines(text: &str) -> Vec<Inline> {
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
         let marked = match c {
-            '`' => rest[1..].split_once('`').map(|(inner, after)| (Inline::Code(inner.to_owned()), after)),
+            '`' => rest[1..]
+                .split_once('`')
+                .map(|(inner, after)| (Inline::Code(inner.to_owned()), after)),
             '*' if rest.starts_with("**") => rest[2..]
                 .split_once("**")
                 .map(|(inner, after)| (Inline::Strong(inner.to_owned()), after)),
@@ -115,7 +117,9 @@ mod tests {
         }
         let brief = all.iter().find(|e| e.term == "Brief").unwrap();
         assert_eq!(brief.anchor, "brief");
-        assert!(matches!(&brief.definition[0], Inline::Text(t) if t.starts_with("(workload brief) — the written plan")));
+        assert!(
+            matches!(&brief.definition[0], Inline::Text(t) if t.starts_with("(workload brief) — the written plan"))
+        );
     }
 
     #[test]

@@ -39,7 +39,10 @@ async fn log_in_create_mint_log_out_and_be_asked_to_log_in_again() {
     let token = b.text("#token-value").await;
     assert_eq!(token.matches('.').count(), 2, "the token is shown: {token}");
     assert!(b.text(".tokens").await.contains("node-1"));
-    assert!(b.path().await.ends_with("/tokens"), "the mint answered with a redirect to the page");
+    assert!(
+        b.path().await.ends_with("/tokens"),
+        "the mint answered with a redirect to the page"
+    );
 
     // Refreshing the page that shows the token mints nothing and shows the token no more.
     b.client.refresh().await.unwrap();

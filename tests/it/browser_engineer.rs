@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{browser::Browser, browser, spawn_app, PASSWORD};
+use common::{browser, browser::Browser, spawn_app, PASSWORD};
 use fantoccini::Locator;
 use rentcheck::auth::Role;
 use serde_json::json;
@@ -15,7 +15,13 @@ async fn js_number(b: &Browser, script: &str) -> f64 {
 }
 
 async fn attr(b: &Browser, css: &str, name: &str) -> Option<String> {
-    b.client.find(Locator::Css(css)).await.unwrap().attr(name).await.unwrap()
+    b.client
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .attr(name)
+        .await
+        .unwrap()
 }
 
 /// Screenshots of the page at a laptop's and a phone's width, back to the laptop after.
@@ -47,20 +53,37 @@ async fn an_engineer_writes_a_brief_reads_its_card_on_the_first_screen_and_fixes
     assert!(brief_path.starts_with("/briefs/"), "{brief_path}");
 
     // The card's heading is on the first screen of a 1366 × 768 laptop.
-    let card_bottom = js_number(&b, "return document.querySelector('#card h2').getBoundingClientRect().bottom").await;
+    let card_bottom = js_number(
+        &b,
+        "return document.querySelector('#card h2').getBoundingClientRect().bottom",
+    )
+    .await;
     let screen = js_number(&b, "return window.innerHeight").await;
-    assert!(card_bottom <= screen, "the card's heading ends at {card_bottom} px of {screen}");
+    assert!(
+        card_bottom <= screen,
+        "the card's heading ends at {card_bottom} px of {screen}"
+    );
 
     // The allocation under test is marked, said to be a suggestion, and an NVIDIA GPU.
     let allocation = b.text("#allocation-under-test").await;
     let gpu = allocation.split(" × ").nth(1).unwrap_or_default();
     let spec = rentcheck::sizing::gpu_by_name(gpu).unwrap_or_else(|| panic!("a catalogue GPU: {allocation}"));
-    assert_eq!(spec.vendor, "NVIDIA", "the card's checks need nvidia-smi and DCGM: {allocation}");
+    assert_eq!(
+        spec.vendor, "NVIDIA",
+        "the card's checks need nvidia-smi and DCGM: {allocation}"
+    );
     assert!(b.text("#no-allocation-chosen").await.contains("No GPU is chosen"));
     assert!(b.text("#smallest-fits li.under-test").await.contains(gpu));
-    assert!(b.text("#card").await.contains(&allocation), "the card is evaluated for it");
+    assert!(
+        b.text("#card").await.contains(&allocation),
+        "the card is evaluated for it"
+    );
     assert!(b.text("#stage-dates").await.contains("no evidence yet"));
-    assert!(b.client.find(Locator::Css("#no-evidence a[href$='/tokens']")).await.is_ok());
+    assert!(b
+        .client
+        .find(Locator::Css("#no-evidence a[href$='/tokens']"))
+        .await
+        .is_ok());
     shots(&b, "brief").await;
 
     // A ledger line with a typo in its end time: the page comes back with everything typed and
@@ -83,9 +106,19 @@ async fn an_engineer_writes_a_brief_reads_its_card_on_the_first_screen_and_fixes
         attr(&b, "#line-ends_at", "aria-describedby").await.as_deref(),
         Some("line-ends_at-error")
     );
-    assert!(b.text("header.top").await.contains(&email), "signed in, not offered a login");
-    let field_top = js_number(&b, "return document.getElementById('line-ends_at').getBoundingClientRect().top").await;
-    assert!((0.0..screen).contains(&field_top), "the bad field is in view: {field_top}");
+    assert!(
+        b.text("header.top").await.contains(&email),
+        "signed in, not offered a login"
+    );
+    let field_top = js_number(
+        &b,
+        "return document.getElementById('line-ends_at').getBoundingClientRect().top",
+    )
+    .await;
+    assert!(
+        (0.0..screen).contains(&field_top),
+        "the bad field is in view: {field_top}"
+    );
     assert_eq!(app.count("ledger_lines").await, 0, "nothing was stored");
     shots(&b, "ledger-typo").await;
 
@@ -119,7 +152,10 @@ async fn the_card_editor_reads_60ms_and_suggests_the_key_that_was_meant() {
     )
     .await;
     assert_eq!(unlabelled, 0.0, "controls without a visible label");
-    assert!(b.text("#edit-stage-3 legend").await.contains("Representative load test"));
+    assert!(b
+        .text("#edit-stage-3 legend")
+        .await
+        .contains("Representative load test"));
 
     b.select("new.stage", "3").await;
     b.fill("new.key", "serving.queue_tiem_p95_ms").await;
@@ -128,7 +164,10 @@ async fn the_card_editor_reads_60ms_and_suggests_the_key_that_was_meant() {
     b.click("#save-card").await;
     assert!(b.text("#did-you-mean").await.contains("serving.queue_time_p95_ms"));
     assert_eq!(attr(&b, "#new-key", "aria-invalid").await.as_deref(), Some("true"));
-    assert_eq!(attr(&b, "#new-key", "aria-describedby").await.as_deref(), Some("new-key-error"));
+    assert_eq!(
+        attr(&b, "#new-key", "aria-describedby").await.as_deref(),
+        Some("new-key-error")
+    );
     assert_eq!(b.value("new.key").await, "serving.queue_tiem_p95_ms");
     assert_eq!(b.value("new.threshold").await, "60ms");
     assert_eq!(app.count("card_revisions").await, 0);
@@ -175,35 +214,64 @@ async fn the_dashboard_finds_filters_and_pages_briefs() {
     b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url("/")).await.unwrap();
-    let rows = b.client.find_all(Locator::Css("table.dashboard tbody tr")).await.unwrap();
+    let rows = b
+        .client
+        .find_all(Locator::Css("table.dashboard tbody tr"))
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 25, "one page");
     let first = b.text("table.dashboard tbody tr").await;
     assert!(first.contains("Needle search target"), "newest first: {first}");
-    assert!(first.contains("needs approval"), "it has evidence and no approval: {first}");
+    assert!(
+        first.contains("needs approval"),
+        "it has evidence and no approval: {first}"
+    );
     let other = b.text("table.dashboard tbody tr:nth-child(2)").await;
-    assert!(other.contains("awaiting evidence") && !other.contains("needs approval"), "{other}");
+    assert!(
+        other.contains("awaiting evidence") && !other.contains("needs approval"),
+        "{other}"
+    );
     shots(&b, "dashboard").await;
 
     b.click("#next-page").await;
-    let rows = b.client.find_all(Locator::Css("table.dashboard tbody tr")).await.unwrap();
+    let rows = b
+        .client
+        .find_all(Locator::Css("table.dashboard tbody tr"))
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 3, "28 briefs: 25 and 3");
     assert!(b.client.find(Locator::Css("#next-page")).await.is_err());
 
     b.client.goto(&app.url("/")).await.unwrap();
     b.fill("q", "needle").await;
     b.click(".dashboard-filter button[type='submit']").await;
-    let rows = b.client.find_all(Locator::Css("table.dashboard tbody tr")).await.unwrap();
+    let rows = b
+        .client
+        .find_all(Locator::Css("table.dashboard tbody tr"))
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(b.value("q").await, "needle", "the search stays in its box");
 
     b.client.goto(&app.url("/?show=needs-approval")).await.unwrap();
-    let rows = b.client.find_all(Locator::Css("table.dashboard tbody tr")).await.unwrap();
+    let rows = b
+        .client
+        .find_all(Locator::Css("table.dashboard tbody tr"))
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 1);
     assert!(b.text("table.dashboard").await.contains("Needle"));
     b.client.goto(&app.url("/?show=failing")).await.unwrap();
-    assert!(b.text("table.dashboard").await.contains("Needle"), "TTFT 620 ms fails the 500 ms target");
+    assert!(
+        b.text("table.dashboard").await.contains("Needle"),
+        "TTFT 620 ms fails the 500 ms target"
+    );
     b.client.goto(&app.url("/?show=awaiting-evidence")).await.unwrap();
-    let rows = b.client.find_all(Locator::Css("table.dashboard tbody tr")).await.unwrap();
+    let rows = b
+        .client
+        .find_all(Locator::Css("table.dashboard tbody tr"))
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 25);
     assert!(!b.text("table.dashboard").await.contains("Needle"));
     b.client.goto(&app.url("/?show=stale")).await.unwrap();

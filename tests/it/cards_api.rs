@@ -367,7 +367,12 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
             })
             .collect()
     };
-    let card: Value = app.get(&format!("/api/v1/briefs/{id}/card")).await.json().await.unwrap();
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{id}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(gpu_count(&card), json!(8.0));
 
     // Saved as generated, then the brief moves to 4 × H100: the card asks for 4.
@@ -378,9 +383,18 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
     common::merge(&mut body, json!({ "trial_gpu_count": 4 }));
     let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-    let card: Value = app.get(&format!("/api/v1/briefs/{id}/card")).await.json().await.unwrap();
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{id}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(card["revision"], 1);
-    assert_eq!(gpu_count(&card), json!(4.0), "the generated threshold follows the allocation");
+    assert_eq!(
+        gpu_count(&card),
+        json!(4.0),
+        "the generated threshold follows the allocation"
+    );
     assert_eq!(card["stale"], json!([]));
 
     // A typed threshold stays, and the card says it was set for another allocation.
@@ -397,7 +411,12 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
     common::merge(&mut body, json!({ "trial_gpu_count": 8 }));
     let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
     assert_eq!(res.status(), 200);
-    let card: Value = app.get(&format!("/api/v1/briefs/{id}/card")).await.json().await.unwrap();
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{id}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(gpu_count(&card), json!(3.0), "what the engineer typed is kept");
     let stale = card["stale"].as_array().unwrap();
     assert!(stale.iter().any(|s| s["key"] == "gpu.count"), "{stale:?}");

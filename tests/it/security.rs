@@ -270,7 +270,10 @@ async fn admins_disable_enable_and_change_roles_from_the_users_page() {
     assert_eq!(res.headers()["cache-control"], "no-store");
     assert!(res.text().await.unwrap().contains("New password for"));
     let again = admin.get(app.url("/admin/users")).await.text().await.unwrap();
-    assert!(!again.contains("New password for"), "shown once; a refresh resets nothing");
+    assert!(
+        !again.contains("New password for"),
+        "shown once; a refresh resets nothing"
+    );
     assert!(
         app.login_as(&person.email, PASSWORD).await.is_none(),
         "the old password is gone"
