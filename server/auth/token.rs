@@ -264,23 +264,6 @@ pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     Ok(ttl)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ttl_forms() {
-        assert_eq!(parse_ttl("30d"), Ok(Duration::days(30)));
-        assert_eq!(parse_ttl("12h"), Ok(Duration::hours(12)));
-        assert_eq!(parse_ttl("90m"), Ok(Duration::minutes(90)));
-        assert!(parse_ttl("0d").is_err());
-        assert!(parse_ttl("400d").is_err());
-        assert!(parse_ttl("soon").is_err());
-        assert!(parse_ttl("").is_err());
-        assert!(parse_ttl("5ü").is_err());
-    }
-}
-
 /// The names people gave tokens, by `jti`: pages show "node-1 harness" where they would show an id.
 pub async fn names(
     db: impl PgExecutor<'_>,
@@ -309,5 +292,22 @@ pub fn label_with_name(label: &str, names: &std::collections::HashMap<Uuid, Stri
             format!("token “{name}” {subject}").trim_end().to_owned()
         }
         None => label.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_forms() {
+        assert_eq!(parse_ttl("30d"), Ok(Duration::days(30)));
+        assert_eq!(parse_ttl("12h"), Ok(Duration::hours(12)));
+        assert_eq!(parse_ttl("90m"), Ok(Duration::minutes(90)));
+        assert!(parse_ttl("0d").is_err());
+        assert!(parse_ttl("400d").is_err());
+        assert!(parse_ttl("soon").is_err());
+        assert!(parse_ttl("").is_err());
+        assert!(parse_ttl("5ü").is_err());
     }
 }
