@@ -856,7 +856,10 @@ mod tests {
     #[test]
     fn a_mistyped_key_gets_the_nearest_known_one() {
         assert_eq!(did_you_mean("serving.ttft_p95ms"), Some("serving.ttft_p95_ms"));
-        assert_eq!(did_you_mean("serving.queue_tiem_p95_ms"), Some("serving.queue_time_p95_ms"));
+        assert_eq!(
+            did_you_mean("serving.queue_tiem_p95_ms"),
+            Some("serving.queue_time_p95_ms")
+        );
         assert_eq!(did_you_mean("gpu.cuont"), Some("gpu.count"));
         assert_eq!(did_you_mean("dcgm.diag.pased"), Some("dcgm.diag.passed"));
         assert_eq!(

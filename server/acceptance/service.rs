@@ -138,9 +138,14 @@ pub fn criteria_for_trial(
             }
         })
         .collect();
+    // A threshold typed for the allocation the card was saved with is not stale on that allocation.
+    let same_allocation = match (&card.allocation, alloc) {
+        (Some((gpu, count)), Some(a)) => *gpu == a.gpu.model && u32::try_from(*count).ok() == Some(a.count),
+        _ => false,
+    };
     let stale = criteria
         .iter()
-        .filter(|c| depends_on_allocation(&c.key))
+        .filter(|c| !same_allocation && depends_on_allocation(&c.key))
         .filter_map(|c| {
             let ours = derived.iter().find(|d| d.key == c.key && d.stage == c.stage)?;
             (ours.threshold != c.threshold).then(|| StaleCriterion {
