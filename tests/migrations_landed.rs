@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 16] = [
+const LANDED: [(&str, &str); 18] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -71,6 +71,14 @@ const LANDED: [(&str, &str); 16] = [
     (
         "20261201100000_signals_out.sql",
         "818de17dcff0f4f9d76c5e85a2239461d4cdcf119c965acab4ca39eddbb435ae7f7d3f34a57611d6d05c8b79e0bb2d38",
+    ),
+    (
+        "20261201130001_card_revision_allocation.sql",
+        "93761531b7672697f5fc0b639f3c7f7f267ff22525ddc54996e087ac7b8d5ae5d275a472e924d43a9d59ed889b0c0400",
+    ),
+    (
+        "20261201160000_review_summaries.sql",
+        "3d83b1d6bd5c673ffffaa1aa50f75fb907e70f6ab8c62626612dda845737bae7066db159d9766bfa0579775b1fd27617",
     ),
 ];
 

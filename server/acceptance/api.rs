@@ -147,8 +147,19 @@ pub async fn save_revision(
 ) -> ApiResult<repo::CardRevision> {
     crate::auth::teams::may_edit_brief(&state.pool, who, brief.id).await?;
     let before = current_card(&state.pool, brief).await?;
+    // The allocation the editor and the API show the card for (the first trial's): a threshold
+    // left as generated for it follows the allocation when it changes (`criteria_for_trial`).
+    let first = trials::pick(state, brief.id, None).await?;
+    let alloc = Allocation::resolve(
+        first.fields.gpu.as_deref(),
+        first.fields.gpu_count,
+        &brief.fields.sizing(),
+    );
+    let alloc = alloc
+        .as_ref()
+        .map(|a| (a.gpu.model.as_str(), i32::try_from(a.count).unwrap_or(i32::MAX)));
     let mut tx = state.pool.begin().await?;
-    let saved = repo::append(&mut tx, brief.id, criteria, &who.label())
+    let saved = repo::append(&mut tx, brief.id, criteria, &who.label(), alloc)
         .await?
         .ok_or(AppError::NotFound("brief"))?;
     let d = diff(&before.criteria, criteria);

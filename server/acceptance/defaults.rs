@@ -428,6 +428,7 @@ pub fn default_card_of(brief: &Brief) -> Card {
         criteria: default_card(&brief.fields, &brief.fields.sizing()),
         created_by: None,
         created_at: None,
+        allocation: None,
     }
 }
 

@@ -708,10 +708,193 @@ pub struct Card {
     pub criteria: Vec<Criterion>,
     pub created_by: Option<String>,
     pub created_at: Option<DateTime<Utc>>,
+    /// A saved card: the allocation under test (GPU model, count) its allocation-dependent
+    /// thresholds were generated for, when known.
+    pub allocation: Option<(String, i32)>,
+}
+
+/// Every metric key `known_key` names, `probe.<name>` aside: the keys "did you mean" suggests.
+/// A unit test checks each is known; add a key here when `known_key` learns one.
+pub const KNOWN_KEYS: [&str; 57] = [
+    "gpu.count",
+    "gpu.mig_count",
+    "topo.gpu_count",
+    "dcgm.gpu_count",
+    "nccl.world_size",
+    "nccl.wrong",
+    "gpu.ecc_errors_uncorrected",
+    "dcgm.diag.warnings",
+    "topo.min_nvlinks",
+    "dcgm.diag.level",
+    "gpu.models",
+    "gpu.uuids",
+    "dcgm.diag.failed_tests",
+    "dcgm.diag.skipped_tests",
+    "dcgm.diag.tests_run",
+    "topo.worst_link",
+    "topo.nvlink_all_pairs",
+    "dcgm.diag.passed",
+    "checkpoint.restore_ok",
+    "gpu.memory_total_mib",
+    "gpu.memory_used_mib_max",
+    "gpu.driver_version",
+    "gpu.cuda_version",
+    "serving.ttft_p50_ms",
+    "serving.ttft_p95_ms",
+    "serving.ttft_p99_ms",
+    "serving.itl_p95_ms",
+    "serving.e2e_p95_ms",
+    "serving.e2e_p99_ms",
+    "serving.queue_time_p95_ms",
+    "serving.prefill_p95_ms",
+    "serving.decode_p95_ms",
+    "serving.requests_total",
+    "serving.preemptions_total",
+    "serving.requests_waiting_max",
+    "serving.completed",
+    "serving.kv_cache_tokens",
+    "serving.max_concurrency",
+    "serving.kv_cache_usage_max_pct",
+    "serving.gpu_memory_utilization",
+    "serving.request_throughput_rps",
+    "serving.output_tokens_per_s",
+    "serving.error_rate",
+    "serving.slo_attainment",
+    "serving.slo_attainment_ttft",
+    "serving.slo_attainment_itl",
+    "serving.slo_attainment_e2e",
+    "serving.goodput_rps",
+    "nccl.busbw_peak_gbps",
+    "nccl.busbw_avg_gbps",
+    "nccl.expected_busbw_gbps",
+    "nccl.busbw_pct_of_expected",
+    "gpu.util_pct_avg",
+    "gpu.xid_errors",
+    "checkpoint.restore_seconds",
+    COST_PER_JOB,
+    LINT_ERRORS,
+];
+
+/// The known key a mistyped one most likely meant: the nearest by edit distance (a swap of two
+/// letters counts once), when it is near enough to be a typo (at most 2 edits, 3 on long keys).
+/// `None` for a known key or one with no near neighbour.
+pub fn did_you_mean(key: &str) -> Option<&'static str> {
+    if known_key(key).is_some() {
+        return None;
+    }
+    KNOWN_KEYS
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(key, k), *k))
+        .filter(|(d, k)| *d <= if k.len() > 16 { 3 } else { 2 })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// A unit and how many of the dimension's smallest unit it is: times in microseconds, shares in
+/// percent, memory in MiB. Other units convert only to themselves.
+fn unit_scale(unit: &str) -> Option<(&'static str, &'static str, f64)> {
+    let u = unit.trim().to_ascii_lowercase();
+    Some(match u.as_str() {
+        "us" | "µs" | "μs" | "microseconds" => ("time", "us", 1.0),
+        "ms" | "msec" | "millisecond" | "milliseconds" => ("time", "ms", 1e3),
+        "s" | "sec" | "secs" | "second" | "seconds" => ("time", "s", 1e6),
+        "min" | "mins" | "minute" | "minutes" => ("time", "min", 6e7),
+        "%" | "pct" | "percent" => ("share", "%", 1.0),
+        "fraction" => ("share", "fraction", 100.0),
+        "mib" => ("memory", "MiB", 1.0),
+        "gib" => ("memory", "GiB", 1024.0),
+        _ => return None,
+    })
+}
+
+/// A threshold typed with its unit, as people type it (`60ms`, `0.5 s`, `90 %`, `80 GiB`), in
+/// the key's own unit: `Ok(Some((threshold, unit)))`. `Ok(None)` when nothing follows the number
+/// (read it with `parse_threshold_text`). `Err` says which unit the key is measured in when the
+/// typed one cannot be converted. A key without a known unit keeps the number and the typed unit.
+pub fn threshold_with_unit(key: &str, raw: &str) -> Result<Option<(Threshold, String)>, String> {
+    let raw = raw.trim();
+    let split = raw
+        .char_indices()
+        .find(|(i, c)| !(c.is_ascii_digit() || *c == '.' || (*i == 0 && matches!(c, '-' | '+'))))
+        .map(|(i, _)| i)
+        .unwrap_or(raw.len());
+    let (number, typed_unit) = (raw[..split].trim(), raw[split..].trim());
+    let Ok(value) = number.parse::<f64>() else {
+        return Ok(None);
+    };
+    if typed_unit.is_empty() || !value.is_finite() {
+        return Ok(None);
+    }
+    let target = known_key(key).map(|k| k.unit).unwrap_or("");
+    if target.is_empty() {
+        return Ok(Some((Threshold::Number(value), typed_unit.to_owned())));
+    }
+    let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b) || a.eq_ignore_ascii_case(&format!("{b}s"));
+    if same(typed_unit, target) {
+        return Ok(Some((Threshold::Number(value), target.to_owned())));
+    }
+    match (unit_scale(typed_unit), unit_scale(target)) {
+        (Some((from_dim, _, from)), Some((to_dim, _, to))) if from_dim == to_dim => {
+            // Round off the binary noise of the scaling (0.07 s is 70 ms, not 70.00000000000001).
+            let converted = (value * from / to * 1e9).round() / 1e9;
+            Ok(Some((Threshold::Number(converted), target.to_owned())))
+        }
+        _ => Err(format!(
+            "{typed_unit} is not a unit of {key}, which is measured in {target}: type a number, or a number in {target}"
+        )),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_suggested_key_is_known() {
+        for key in KNOWN_KEYS {
+            assert!(known_key(key).is_some(), "{key}");
+        }
+    }
+
+    #[test]
+    fn a_mistyped_key_gets_the_nearest_known_one() {
+        assert_eq!(did_you_mean("serving.ttft_p95ms"), Some("serving.ttft_p95_ms"));
+        assert_eq!(
+            did_you_mean("serving.queue_tiem_p95_ms"),
+            Some("serving.queue_time_p95_ms")
+        );
+        assert_eq!(did_you_mean("gpu.cuont"), Some("gpu.count"));
+        assert_eq!(did_you_mean("dcgm.diag.pased"), Some("dcgm.diag.passed"));
+        assert_eq!(
+            did_you_mean("serving.ttft_p95_ms"),
+            None,
+            "known keys need no suggestion"
+        );
+        assert_eq!(did_you_mean("warehouse.temperature"), None, "nothing near");
+    }
+
+    #[test]
+    fn thresholds_typed_with_units_become_the_keys_unit() {
+        let n = |key: &str, raw: &str| match threshold_with_unit(key, raw) {
+            Ok(Some((Threshold::Number(n), unit))) => (n, unit),
+            other => panic!("{raw}: {other:?}"),
+        };
+        assert_eq!(n("serving.ttft_p95_ms", "60ms"), (60.0, "ms".into()));
+        assert_eq!(n("serving.ttft_p95_ms", "0.5 s"), (500.0, "ms".into()));
+        assert_eq!(n("serving.ttft_p95_ms", "0.07s"), (70.0, "ms".into()));
+        assert_eq!(n("serving.kv_cache_usage_max_pct", "90 %"), (90.0, "%".into()));
+        assert_eq!(n("serving.slo_attainment", "95%"), (0.95, "fraction".into()));
+        assert_eq!(n("gpu.memory_total_mib", "80 GiB"), (81920.0, "MiB".into()));
+        assert_eq!(n("checkpoint.restore_seconds", "2 min"), (120.0, "s".into()));
+        assert_eq!(
+            n("probe.latency", "60ms"),
+            (60.0, "ms".into()),
+            "a key without a unit keeps the typed one"
+        );
+        assert_eq!(threshold_with_unit("serving.ttft_p95_ms", "60").unwrap(), None);
+        assert_eq!(threshold_with_unit("dcgm.diag.passed", "true").unwrap(), None);
+        let wrong = threshold_with_unit("serving.ttft_p95_ms", "60 GiB").unwrap_err();
+        assert!(wrong.contains("measured in ms"), "{wrong}");
+    }
+
     use serde_json::json;
 
     use super::*;

@@ -17,7 +17,10 @@ use uuid::Uuid;
 use super::{
     api::{card_view, revision_view, save_revision, CardView},
     manifest_lint::{self, LintReport},
-    model::{self, format_number, parse_threshold_text, stage_name, Criterion, Op, Threshold, STAGES},
+    model::{
+        self, did_you_mean, format_number, parse_threshold_text, stage_name, threshold_with_unit, Criterion, Op,
+        Threshold, KNOWN_KEYS, STAGES,
+    },
     readiness::{self, ReadinessItem},
     repo, Status,
 };
@@ -29,7 +32,7 @@ use crate::{
     validation::FieldError,
     web::{
         auth::{CsrfForm, PageUser},
-        extract::Path,
+        extract::{ApiQuery, Path},
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -243,7 +246,29 @@ pub struct EditorRow {
     pub status_class: &'static str,
     pub value: String,
     pub evidence_id: Option<String>,
-    pub errors: Vec<String>,
+    /// (field, message): `key`, `op`, `threshold`, `unit`, `stage` or `row` for the whole line.
+    pub errors: Vec<(String, String)>,
+    /// A known key near a mistyped one ("did you mean …").
+    pub suggestion: Option<&'static str>,
+    /// The person keeps an unknown key as typed despite the suggestion.
+    pub keep_key: bool,
+}
+
+impl EditorRow {
+    /// The message at `field` ("" when none).
+    pub fn error(&self, field: &str) -> &str {
+        self.errors
+            .iter()
+            .find(|(f, _)| f == field)
+            .map(|(_, m)| m.as_str())
+            .unwrap_or("")
+    }
+
+    fn fail(&mut self, field: &str, message: impl Into<String>) {
+        if self.error(field).is_empty() {
+            self.errors.push((field.to_owned(), message.into()));
+        }
+    }
 }
 
 #[derive(Template)]
@@ -261,6 +286,17 @@ struct EditorPage {
     errors: Vec<String>,
     warnings: Vec<String>,
     revisions: Vec<(i32, String, String)>,
+    /// The revision just saved (after the redirect that follows a save).
+    saved: Option<i32>,
+    known_keys: &'static [&'static str],
+}
+
+impl EditorPage {
+    /// The rows of one stage, in card order.
+    fn rows_of(&self, stage: &u8) -> Vec<&EditorRow> {
+        let stage = stage.to_string();
+        self.rows.iter().filter(|r| r.stage == stage).collect()
+    }
 }
 
 fn blank_row() -> EditorRow {
@@ -278,6 +314,8 @@ fn blank_row() -> EditorRow {
         value: String::new(),
         evidence_id: None,
         errors: Vec::new(),
+        suggestion: None,
+        keep_key: false,
     }
 }
 
@@ -304,7 +342,7 @@ async fn editor_page(state: &AppState, user: &PageUser, brief: &Brief) -> PageRe
             status_class: status_class(c.status),
             value: c.value.as_ref().map(show_value).unwrap_or_else(|| "—".into()),
             evidence_id: c.evidence_id.map(|e| e.to_string()),
-            errors: Vec::new(),
+            ..blank_row()
         })
         .collect();
     let revisions = repo::revisions(&state.pool, brief.id)
@@ -331,14 +369,30 @@ async fn editor_page(state: &AppState, user: &PageUser, brief: &Brief) -> PageRe
         errors: Vec::new(),
         warnings: view.warnings,
         revisions,
+        saved: None,
+        known_keys: &KNOWN_KEYS,
     })
 }
 
-async fn editor(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+/// `?saved=N`: the redirect after a save says which revision it stored.
+#[derive(serde::Deserialize)]
+struct EditorQuery {
+    saved: Option<i32>,
+}
+
+async fn editor(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<EditorQuery>,
+) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let brief = load_brief(&state, id).await?;
-    render(&editor_page(&state, &user, &brief).await?)
+    let mut page = editor_page(&state, &user, &brief).await?;
+    // Only the revision in force: an old `?saved=` link says nothing once another save followed.
+    page.saved = q.saved.filter(|n| *n == page.revision && !page.is_default);
+    render(&page)
 }
 
 /// Reads the editor's rows (`c{i}.field` and `new.field`) back from the form.
@@ -384,13 +438,14 @@ fn rows_from_form(values: &HashMap<String, String>) -> Vec<EditorRow> {
             unit: get("new", "unit"),
             stage: get("new", "stage"),
             required: values.contains_key("new.required"),
+            keep_key: values.contains_key("new.keep_key"),
             ..blank_row()
         });
     }
     rows
 }
 
-/// Turns the rows into criteria; errors are attached to their rows.
+/// Turns the rows into criteria; errors are attached to their rows, at their fields.
 fn criteria_from_rows(rows: &mut [EditorRow]) -> Option<(Vec<Criterion>, Vec<String>)> {
     let mut criteria = Vec::new();
     let mut ok = true;
@@ -398,26 +453,47 @@ fn criteria_from_rows(rows: &mut [EditorRow]) -> Option<(Vec<Criterion>, Vec<Str
         let op = row.op.parse::<Op>();
         let stage = row.stage.parse::<u8>().ok().filter(|s| (1..=5).contains(s));
         if op.is_err() {
-            row.errors.push("op: must be one of lt, le, gt, ge, eq, ne".into());
+            row.fail("op", "must be one of lt, le, gt, ge, eq, ne");
         }
         if stage.is_none() {
-            row.errors.push("stage: must be 1 to 5".into());
+            row.fail("stage", "must be 1 to 5");
         }
         if row.threshold.is_empty() {
-            row.errors.push("threshold: is required".into());
+            row.fail("threshold", "is required");
         }
-        if let (Ok(op), Some(stage), false) = (op, stage, row.threshold.is_empty()) {
-            criteria.push(Criterion {
+        // A new key that is not known but near one that is, is most likely a typo: ask first.
+        if row.id == "new" && !row.keep_key {
+            if let Some(near) = did_you_mean(&row.key) {
+                row.suggestion = Some(near);
+                row.fail(
+                    "key",
+                    format!("{} is not a metric key rentcheck knows. Did you mean {near}?", row.key),
+                );
+            }
+        }
+        // `60ms`, `0.5 s`, `90 %`: the number in the key's own unit.
+        let threshold = match threshold_with_unit(&row.key, &row.threshold) {
+            Ok(Some((threshold, unit))) => {
+                row.unit = unit;
+                Some(threshold)
+            }
+            Ok(None) => Some(parse_threshold_text(&row.key, &row.threshold)),
+            Err(message) => {
+                row.fail("threshold", message);
+                None
+            }
+        };
+        match (op, stage, threshold, row.errors.is_empty()) {
+            (Ok(op), Some(stage), Some(threshold), true) => criteria.push(Criterion {
                 key: row.key.clone(),
                 op,
-                threshold: parse_threshold_text(&row.key, &row.threshold),
+                threshold,
                 unit: row.unit.clone(),
                 stage,
                 required: row.required,
                 why: Some(row.why.clone()).filter(|w| !w.is_empty()),
-            });
-        } else {
-            ok = false;
+            }),
+            _ => ok = false,
         }
     }
     if !ok {
@@ -427,7 +503,7 @@ fn criteria_from_rows(rows: &mut [EditorRow]) -> Option<(Vec<Criterion>, Vec<Str
         Ok(card) => Some((card.criteria, card.warnings)),
         Err(errors) => {
             for FieldError { field, message } in errors {
-                // "rows[i].name" → row i
+                // "rows[i].name" → row i, field name
                 let index = field
                     .strip_prefix("rows[")
                     .and_then(|r| r.split_once(']'))
@@ -437,10 +513,11 @@ fn criteria_from_rows(rows: &mut [EditorRow]) -> Option<(Vec<Criterion>, Vec<Str
                             .map(|n| (n, rest.trim_start_matches('.').to_owned()))
                     });
                 match index.and_then(|(n, name)| rows.get_mut(n).map(|r| (r, name))) {
-                    Some((row, name)) => row.errors.push(format!("{name}: {message}")),
+                    Some((row, name)) if !name.is_empty() => row.fail(&name, message),
+                    Some((row, _)) => row.fail("row", message),
                     None => {
                         if let Some(row) = rows.first_mut() {
-                            row.errors.push(message);
+                            row.fail("row", message);
                         }
                     }
                 }
@@ -490,7 +567,7 @@ async fn save(
                 .flat_map(|r| {
                     r.errors
                         .iter()
-                        .map(move |e| format!("{} (stage {}): {e}", r.key, r.stage))
+                        .map(move |(field, e)| format!("{} (stage {}), {field}: {e}", r.key, r.stage))
                 })
                 .collect();
             page.rows = rows;

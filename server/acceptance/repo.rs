@@ -15,6 +15,9 @@ pub struct CardRevision {
     pub criteria: Vec<Criterion>,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
+    /// The allocation under test its allocation-dependent thresholds were generated for (GPU model,
+    /// count); `None` for revisions saved before it was kept.
+    pub allocation: Option<(String, i32)>,
 }
 
 struct RevisionRow {
@@ -23,6 +26,8 @@ struct RevisionRow {
     criteria: Json<Vec<Criterion>>,
     created_by: String,
     created_at: DateTime<Utc>,
+    allocation_gpu: Option<String>,
+    allocation_count: Option<i32>,
 }
 
 impl From<RevisionRow> for CardRevision {
@@ -33,6 +38,7 @@ impl From<RevisionRow> for CardRevision {
             criteria: r.criteria.0,
             created_by: r.created_by,
             created_at: r.created_at,
+            allocation: r.allocation_gpu.zip(r.allocation_count),
         }
     }
 }
@@ -41,7 +47,8 @@ impl From<RevisionRow> for CardRevision {
 pub async fn current(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<CardRevision>, sqlx::Error> {
     let row = sqlx::query_as!(
         RevisionRow,
-        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at
+        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at,
+             allocation_gpu, allocation_count
            FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC LIMIT 1"#,
         brief,
     )
@@ -57,7 +64,8 @@ pub async fn revision(
 ) -> Result<Option<CardRevision>, sqlx::Error> {
     let row = sqlx::query_as!(
         RevisionRow,
-        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at
+        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at,
+             allocation_gpu, allocation_count
            FROM card_revisions WHERE brief_id = $1 AND revision = $2"#,
         brief,
         revision,
@@ -71,7 +79,8 @@ pub async fn revision(
 pub async fn revisions(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<CardRevision>, sqlx::Error> {
     let rows = sqlx::query_as!(
         RevisionRow,
-        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at
+        r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at,
+             allocation_gpu, allocation_count
            FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC"#,
         brief,
     )
@@ -87,6 +96,7 @@ pub async fn append(
     brief: Uuid,
     criteria: &[Criterion],
     by: &str,
+    allocation: Option<(&str, i32)>,
 ) -> Result<Option<CardRevision>, sqlx::Error> {
     let exists = sqlx::query_scalar!("SELECT id FROM briefs WHERE id = $1 FOR UPDATE", brief)
         .fetch_optional(&mut *conn)
@@ -96,14 +106,17 @@ pub async fn append(
     }
     let row = sqlx::query_as!(
         RevisionRow,
-        r#"INSERT INTO card_revisions (id, brief_id, revision, criteria, created_by)
-           SELECT $1, $2, COALESCE(MAX(revision), 0) + 1, $3, $4 FROM card_revisions WHERE brief_id = $2
-           RETURNING brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at"#,
+        r#"INSERT INTO card_revisions (id, brief_id, revision, criteria, created_by, allocation_gpu, allocation_count)
+           SELECT $1, $2, COALESCE(MAX(revision), 0) + 1, $3, $4, $5, $6 FROM card_revisions WHERE brief_id = $2
+           RETURNING brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at,
+             allocation_gpu, allocation_count"#,
         Uuid::now_v7(),
         brief,
         // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
         Json(criteria) as _,
         by,
+        allocation.map(|(gpu, _)| gpu),
+        allocation.map(|(_, count)| count),
     )
     .fetch_one(&mut *conn)
     .await?;

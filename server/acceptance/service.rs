@@ -30,6 +30,7 @@ pub async fn current_card(pool: &PgPool, brief: &Brief) -> Result<Card, sqlx::Er
             criteria: r.criteria,
             created_by: Some(r.created_by),
             created_at: Some(r.created_at),
+            allocation: r.allocation,
         },
         None => default_card_of(brief),
     })
@@ -98,9 +99,11 @@ pub struct TrialCard {
 }
 
 /// Which criteria apply to a trial: a default card is derived for the trial's allocation (its GPU
-/// count and NCCL floor); a saved card keeps its thresholds, and those that depend on the
-/// allocation and differ from what this allocation would get are reported stale. Collectives and
-/// links are `n/a` on a single GPU.
+/// count and NCCL floor). A saved card keeps its thresholds, except the allocation-dependent ones
+/// the person left as generated for the allocation it was saved with: those follow this trial's
+/// allocation (after the brief's GPU under test changes, the card does not keep the old one).
+/// Allocation-dependent thresholds the person typed, and differing from what this allocation would
+/// get, are kept and reported stale. Collectives and links are `n/a` on a single GPU.
 pub fn criteria_for_trial(
     brief: &Brief,
     card: &Card,
@@ -110,10 +113,39 @@ pub fn criteria_for_trial(
     if card.is_default {
         return (derived, Vec::new());
     }
-    let stale = card
+    let generated_at_save = card
+        .allocation
+        .as_ref()
+        .and_then(|(gpu, count)| Some((crate::sizing::gpu_by_name(gpu)?, u32::try_from(*count).ok()?)))
+        .map(|saved| default_card_for(&brief.fields, Some(saved)));
+    let same = |a: &Criterion, b: &Criterion| a.key == b.key && a.stage == b.stage;
+    let criteria: Vec<Criterion> = card
         .criteria
         .iter()
-        .filter(|c| depends_on_allocation(&c.key))
+        .map(|c| {
+            let ours = derived.iter().find(|d| same(d, c));
+            let untouched = generated_at_save
+                .as_ref()
+                .and_then(|g| g.iter().find(|d| same(d, c)))
+                .is_some_and(|g| g.threshold == c.threshold);
+            match ours {
+                Some(ours) if depends_on_allocation(&c.key) && untouched => Criterion {
+                    threshold: ours.threshold.clone(),
+                    why: ours.why.clone(),
+                    ..c.clone()
+                },
+                _ => c.clone(),
+            }
+        })
+        .collect();
+    // A threshold typed for the allocation the card was saved with is not stale on that allocation.
+    let same_allocation = match (&card.allocation, alloc) {
+        (Some((gpu, count)), Some(a)) => *gpu == a.gpu.model && u32::try_from(*count).ok() == Some(a.count),
+        _ => false,
+    };
+    let stale = criteria
+        .iter()
+        .filter(|c| !same_allocation && depends_on_allocation(&c.key))
         .filter_map(|c| {
             let ours = derived.iter().find(|d| d.key == c.key && d.stage == c.stage)?;
             (ours.threshold != c.threshold).then(|| StaleCriterion {
@@ -124,7 +156,7 @@ pub fn criteria_for_trial(
             })
         })
         .collect();
-    (card.criteria.clone(), stale)
+    (criteria, stale)
 }
 
 /// Evaluates the card for one trial with the caller's derived figures.

@@ -5,7 +5,7 @@
 use askama::Template;
 use axum::{
     extract::State,
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Redirect, Response},
     routing::{get, post},
     Router,
@@ -27,6 +27,7 @@ use crate::{
     web::{
         auth::{CsrfForm, PageUser},
         extract::Path,
+        once,
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -48,12 +49,6 @@ pub fn routes() -> Router<AppState> {
         .route("/account", get(account_page))
         .route("/account/password", post(change_password))
         .route("/account/sign-out-everywhere", post(sign_out_everywhere))
-}
-
-fn no_store(mut r: Response) -> Response {
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
 }
 
 struct UserLine {
@@ -124,8 +119,39 @@ async fn users_refused(state: &AppState, user: &PageUser, e: AppError) -> PageRe
     Ok(r)
 }
 
-async fn users_page(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
-    users_view(&state, &user, None, String::new()).await
+/// Carries a generated password from the POST that made it to the users page, shown once there
+/// (`web::once`: post/redirect/get, so a refresh resets nothing).
+const PASSWORD_COOKIE: &str = "rentcheck_password";
+
+fn show_password_once(state: &AppState, email: &str, password: &str, label: &str) -> PageResult<Response> {
+    Ok(once::redirect(
+        PASSWORD_COOKIE,
+        "/admin/users",
+        "",
+        &[("email", email), ("password", password), ("label", label)],
+        state.config.secure_cookies,
+    )?)
+}
+
+async fn users_page(State(state): State<AppState>, user: PageUser, headers: HeaderMap) -> PageResult<Response> {
+    let carried = once::read(&headers, PASSWORD_COOKIE);
+    let shown = carried.as_ref().and_then(|f| {
+        let label = match once::field(f, "label")? {
+            "Created" => "Created",
+            _ => "New password for",
+        };
+        Some((
+            once::field(f, "email")?.to_owned(),
+            once::field(f, "password")?.to_owned(),
+            label,
+        ))
+    });
+    let response = users_view(&state, &user, shown, String::new()).await?;
+    Ok(if carried.is_some() {
+        once::shown(response, PASSWORD_COOKIE, "/admin/users", state.config.secure_cookies)
+    } else {
+        response
+    })
 }
 
 async fn add_user(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
@@ -152,8 +178,7 @@ async fn add_user(State(state): State<AppState>, CsrfForm(user, form): CsrfForm)
                 json!({ "role": role.as_str() }),
             )
             .await?;
-            let shown = Some((created.email, password.unwrap_or_default(), "Created"));
-            Ok(no_store(users_view(&state, &user, shown, String::new()).await?))
+            show_password_once(&state, &created.email, &password.unwrap_or_default(), "Created")
         }
         Err(e) => users_refused(&state, &user, e).await,
     }
@@ -253,8 +278,7 @@ async fn reset_password(
         json!({ "by": "admin" }),
     )
     .await?;
-    let shown = Some((target.email, password, "New password for"));
-    Ok(no_store(users_view(&state, &user, shown, String::new()).await?))
+    show_password_once(&state, &target.email, &password, "New password for")
 }
 
 async fn add_team(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {

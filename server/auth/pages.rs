@@ -32,6 +32,7 @@ use crate::{
     web::{
         auth::{client_ip, csrf_failure, from_this_machine, CsrfForm, PageUser, CSRF_FIELD},
         extract::{ApiQuery, HtmlForm, Path},
+        once,
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -407,10 +408,36 @@ async fn tokens_view(
     })
 }
 
-async fn tokens_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+/// The one-time cookie that carries a just-minted token from the mint to the page that shows it
+/// once (`web::once`: post/redirect/get, so a refresh mints nothing).
+const MINTED_COOKIE: &str = "rentcheck_minted";
+
+async fn tokens_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<Uuid>,
+    headers: HeaderMap,
+) -> PageResult<Response> {
     // The address agents use (RENTCHECK_PUBLIC_URL), not the Host this browser happened to use.
     let base = state.config.public_url.clone();
-    tokens_view(&state, &user, id, None, &base, String::new()).await
+    let minted = once::read(&headers, MINTED_COOKIE).and_then(|f| {
+        Some(Minted {
+            token: once::field(&f, "token")?.to_owned(),
+            trial: once::field(&f, "trial").and_then(|t| Uuid::parse_str(t).ok()),
+        })
+    });
+    let shown_once = minted.is_some();
+    let response = tokens_view(&state, &user, id, minted, &base, String::new()).await?;
+    Ok(if shown_once {
+        once::shown(
+            response,
+            MINTED_COOKIE,
+            &format!("/briefs/{id}/tokens"),
+            state.config.secure_cookies,
+        )
+    } else {
+        response
+    })
 }
 
 pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
@@ -472,13 +499,14 @@ async fn mint_token(
         json!({ "jti": row.jti, "name": name, "role": "agent", "trial": trial, "expires_at": row.expires_at }),
     )
     .await?;
-    let minted = Minted { token: signed, trial };
-    let mut response = tokens_view(&state, &user, id, Some(minted), &base, String::new()).await?;
-    // The token is on this page once; keep it out of caches and history.
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
-    Ok(response)
+    let trial = trial.map(|t| t.to_string()).unwrap_or_default();
+    Ok(once::redirect(
+        MINTED_COOKIE,
+        &format!("/briefs/{id}/tokens"),
+        "#minted-token",
+        &[("token", &signed), ("trial", &trial)],
+        state.config.secure_cookies,
+    )?)
 }
 
 async fn revoke_token(

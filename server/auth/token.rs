@@ -264,6 +264,37 @@ pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     Ok(ttl)
 }
 
+/// The names people gave tokens, by `jti`: pages show "node-1 harness" where they would show an id.
+pub async fn names(
+    db: impl PgExecutor<'_>,
+    jtis: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, String>, sqlx::Error> {
+    if jtis.is_empty() {
+        return Ok(Default::default());
+    }
+    let rows = sqlx::query!("SELECT jti, name FROM api_tokens WHERE jti = ANY($1)", jtis)
+        .fetch_all(db)
+        .await?;
+    Ok(rows.into_iter().map(|r| (r.jti, r.name)).collect())
+}
+
+/// The token id in an uploader label (`token:<jti> (<subject>)`, as `Principal::label` writes it).
+pub fn jti_in_label(label: &str) -> Option<Uuid> {
+    let rest = label.strip_prefix("token:")?;
+    Uuid::parse_str(rest.split(' ').next()?).ok()
+}
+
+/// An uploader label for people: a token by the name it was given (`token “node-1” (subject)`).
+pub fn label_with_name(label: &str, names: &std::collections::HashMap<Uuid, String>) -> String {
+    match jti_in_label(label).and_then(|jti| names.get(&jti)) {
+        Some(name) => {
+            let subject = label.split_once(' ').map(|(_, s)| s).unwrap_or("");
+            format!("token “{name}” {subject}").trim_end().to_owned()
+        }
+        None => label.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -315,3 +315,68 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> Result<bool, sqlx::Error
             .is_some(),
     )
 }
+
+/// What the dashboard narrows briefs by in SQL, before any review is computed.
+#[derive(Debug, Clone, Default)]
+pub struct BriefFilter {
+    /// Words in the name, model name or catalogue model (case-insensitive, as typed).
+    pub search: Option<String>,
+    /// Only briefs with (true) or without (false) any evidence.
+    pub has_evidence: Option<bool>,
+    /// Only briefs with (true) or without (false) any approval or rejection.
+    pub has_approval: Option<bool>,
+}
+
+/// `%`, `_` and `\` typed in a search are literal characters, not LIKE patterns.
+fn like_pattern(search: &str) -> String {
+    let escaped = search
+        .trim()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+/// Briefs newest first after the keyset cursor `after` (created_at, id), narrowed by `filter`.
+pub async fn list_filtered(
+    db: impl PgExecutor<'_>,
+    filter: &BriefFilter,
+    after: Option<(DateTime<Utc>, Uuid)>,
+    limit: i64,
+) -> Result<Vec<Brief>, sqlx::Error> {
+    let pattern = filter
+        .search
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .map(like_pattern);
+    let (after_at, after_id) = after.unzip();
+    let rows = sqlx::query_as!(
+        BriefRow,
+        r#"SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
+             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
+             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
+             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
+             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
+             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
+             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
+             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
+             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
+             b.api_price_per_million_tokens, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
+             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
+           FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
+           WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)
+             AND ($2::bool IS NULL OR EXISTS (SELECT 1 FROM evidence e WHERE e.brief_id = b.id) = $2)
+             AND ($3::bool IS NULL OR EXISTS (SELECT 1 FROM approvals a WHERE a.brief_id = b.id) = $3)
+             AND ($4::timestamptz IS NULL OR (b.created_at, b.id) < ($4, $5))
+           ORDER BY b.created_at DESC, b.id DESC LIMIT $6"#,
+        pattern,
+        filter.has_evidence,
+        filter.has_approval,
+        after_at,
+        after_id,
+        limit,
+    )
+    .fetch_all(db)
+    .await?;
+    rows.into_iter().map(Brief::try_from).collect()
+}

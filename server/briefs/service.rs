@@ -111,3 +111,15 @@ pub async fn lock(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<(), AppErro
         Err(AppError::NotFound("brief"))
     }
 }
+
+pub use super::repo::BriefFilter;
+
+/// Briefs newest first after a keyset cursor (created_at, id), narrowed by `filter` (the dashboard).
+pub async fn list_filtered(
+    db: impl sqlx::PgExecutor<'_>,
+    filter: &BriefFilter,
+    after: Option<(chrono::DateTime<chrono::Utc>, uuid::Uuid)>,
+    limit: i64,
+) -> Result<Vec<Brief>, AppError> {
+    Ok(repo::list_filtered(db, filter, after, limit).await?)
+}

@@ -12,16 +12,17 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{
-    model::human_size,
+    model::{decode_cursor, human_size},
     repo::{self, EvidenceRow},
 };
 use crate::{
+    auth::token,
     error::AppError,
     state::AppState,
     web::{
         auth::PageUser,
-        extract::Path,
-        page::{PageContext, PageResult},
+        extract::{ApiQuery, Path},
+        page::{render, PageContext, PageResult},
     },
 };
 
@@ -31,7 +32,9 @@ const PREVIEW_BYTES: i32 = 256 * 1024;
 pub const BRIEF_PAGE_ROWS: i64 = 50;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/evidence/{id}", get(show))
+    Router::new()
+        .route("/evidence/{id}", get(show))
+        .route("/briefs/{id}/evidence", get(list_page))
 }
 
 /// One row of the evidence list on the brief page, display-ready.
@@ -75,10 +78,74 @@ impl From<&EvidenceRow> for EvidenceListRow {
     }
 }
 
+/// List rows with each token uploader by the name it was given (one query for the lot).
+async fn list_rows(state: &AppState, rows: &[EvidenceRow]) -> Result<Vec<EvidenceListRow>, AppError> {
+    let jtis: Vec<Uuid> = rows
+        .iter()
+        .filter_map(|r| r.uploaded_by.as_deref().and_then(token::jti_in_label))
+        .collect();
+    let names = token::names(&state.pool, &jtis).await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let mut row = EvidenceListRow::from(r);
+            if let Some(by) = &r.uploaded_by {
+                row.who = token::label_with_name(by, &names);
+            }
+            row
+        })
+        .collect())
+}
+
 /// The newest evidence of one trial of a brief, for the brief page.
 pub async fn brief_rows(state: &AppState, brief_id: Uuid, trial: Uuid) -> Result<Vec<EvidenceListRow>, AppError> {
     let rows = repo::list_for_brief(&state.pool, brief_id, Some(trial), None, BRIEF_PAGE_ROWS).await?;
-    Ok(rows.iter().map(EvidenceListRow::from).collect())
+    list_rows(state, &rows).await
+}
+
+/// Rows on one page of `/briefs/{id}/evidence`.
+const LIST_PAGE_ROWS: i64 = 100;
+
+#[derive(Template)]
+#[template(path = "evidence/all.html")]
+struct EvidenceListPage {
+    ctx: PageContext,
+    brief_id: String,
+    brief_name: String,
+    rows: Vec<EvidenceListRow>,
+    first_page: bool,
+    next_cursor: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ListQuery {
+    cursor: Option<String>,
+}
+
+/// `/briefs/{id}/evidence`: every upload of a brief (all trials), newest first, a page at a time —
+/// the page a person follows, where the API answers the same list as JSON.
+async fn list_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<Uuid>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> PageResult<Response> {
+    let brief = crate::briefs::service::load(&state.pool, id).await?;
+    let after = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(decode_cursor(c).ok_or_else(|| {
+            AppError::BadRequest("This page link is damaged: start again from the newest evidence.".into())
+        })?),
+    };
+    let (rows, next_cursor) = super::service::list_page(&state, id, None, after, LIST_PAGE_ROWS).await?;
+    render(&EvidenceListPage {
+        ctx: (&user).into(),
+        brief_id: id.to_string(),
+        brief_name: brief.fields.name,
+        rows: list_rows(&state, &rows).await?,
+        first_page: after.is_none(),
+        next_cursor,
+    })
 }
 
 /// Raw bytes as the page shows them.

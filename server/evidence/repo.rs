@@ -300,3 +300,43 @@ pub async fn claim_idempotency_key(
     .await?;
     Ok(inserted.is_some())
 }
+
+/// One stage of a trial's evidence: how many uploads, and when the first and newest were taken.
+#[derive(Debug, Clone)]
+pub struct StageTimes {
+    pub stage: i16,
+    pub uploads: i64,
+    pub first: DateTime<Utc>,
+    pub last: DateTime<Utc>,
+}
+
+/// The brief page's timeline: per stage of one trial, the uploads and their collection times.
+pub async fn stage_times(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Vec<StageTimes>, sqlx::Error> {
+    sqlx::query_as!(
+        StageTimes,
+        r#"SELECT stage, count(*) AS "uploads!", min(collected_at) AS "first!", max(collected_at) AS "last!"
+           FROM evidence WHERE trial_id = $1 GROUP BY stage ORDER BY stage"#,
+        trial_id,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// The newest upload of each brief in `briefs`: when it arrived and who sent it.
+pub struct LatestUpload {
+    pub brief_id: Uuid,
+    pub received_at: DateTime<Utc>,
+    pub uploaded_by: Option<String>,
+}
+
+/// The newest upload of each of `briefs` (one index probe per brief).
+pub async fn latest_per_brief(db: impl PgExecutor<'_>, briefs: &[Uuid]) -> Result<Vec<LatestUpload>, sqlx::Error> {
+    sqlx::query_as!(
+        LatestUpload,
+        "SELECT DISTINCT ON (brief_id) brief_id, received_at, uploaded_by FROM evidence \
+         WHERE brief_id = ANY($1) ORDER BY brief_id, received_at DESC, id DESC",
+        briefs,
+    )
+    .fetch_all(db)
+    .await
+}

@@ -476,3 +476,35 @@ pub async fn raw(state: &AppState, id: Uuid) -> Result<RawEvidence, AppError> {
         bytes,
     })
 }
+
+pub use super::repo::StageTimes;
+
+/// Per stage of one trial: how many uploads, and when the first and newest were taken.
+pub async fn stage_times(state: &AppState, trial: Uuid) -> Result<Vec<StageTimes>, AppError> {
+    Ok(repo::stage_times(&state.pool, trial).await?)
+}
+
+/// The newest upload of each brief, its sender named as people named their tokens: brief id →
+/// (when it arrived, who sent it).
+pub async fn latest_per_brief(
+    state: &AppState,
+    brief_ids: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, (chrono::DateTime<chrono::Utc>, String)>, AppError> {
+    let rows = repo::latest_per_brief(&state.pool, brief_ids).await?;
+    let jtis: Vec<Uuid> = rows
+        .iter()
+        .filter_map(|r| r.uploaded_by.as_deref().and_then(crate::auth::token::jti_in_label))
+        .collect();
+    let names = crate::auth::token::names(&state.pool, &jtis).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let by = r
+                .uploaded_by
+                .as_deref()
+                .map(|b| crate::auth::token::label_with_name(b, &names))
+                .unwrap_or_else(|| "—".to_owned());
+            (r.brief_id, (r.received_at, by))
+        })
+        .collect())
+}

@@ -76,6 +76,10 @@ pub fn app(state: AppState) -> Router {
         // inflated bytes (a zip bomb meets 413); other encodings are answered 415.
         .layer(RequestDecompressionLayer::new())
         .layer(middleware::from_fn(web::auth::check_origin))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            web::page::error_pages_know_who,
+        ))
         // Outermost last: sensitive headers → request id → trace → propagate id.
         .layer(middleware::from_fn(web::request_id::scope_request_id))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))

@@ -219,6 +219,94 @@ fn parse_time(field: &'static str, raw: &str, errors: &mut Vec<FieldError>) -> O
     }
 }
 
+/// A line typed by a person into the brief page's form, read the way they meant it: a time without
+/// an offset (`2026-11-20 09:00`, seconds optional, `T` or a space, a trailing `UTC`) is UTC, and
+/// money may carry the brief's own currency (`$2.99` when it is USD, `2.99 EUR`, `€2.99`) and
+/// thousands separators (`1,234.50`). Anything else is left as typed, for `validate_line` to
+/// report. The API and CSV imports stay strict: a program should send RFC 3339 and plain decimals.
+pub fn as_people_type_it(mut input: LineInput, currency: &str) -> LineInput {
+    for time in [&mut input.starts_at, &mut input.ends_at] {
+        if let Some(t) = time.as_deref().and_then(typed_time) {
+            *time = Some(t);
+        }
+    }
+    for money in [&mut input.amount, &mut input.rate_per_gpu_hour] {
+        if let Some(m) = money.as_deref().and_then(|m| typed_money(m, currency)) {
+            *money = Some(m);
+        }
+    }
+    input
+}
+
+/// `2026-11-20 09:00` (or with seconds, or `T`, or a trailing `UTC`) as RFC 3339 in UTC; `None`
+/// when it is RFC 3339 already or not a time.
+fn typed_time(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    if DateTime::parse_from_rfc3339(raw).is_ok() {
+        return None;
+    }
+    let bare = raw
+        .strip_suffix("UTC")
+        .or_else(|| raw.strip_suffix('Z'))
+        .unwrap_or(raw)
+        .trim_end();
+    [
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+    ]
+    .iter()
+    .find_map(|f| chrono::NaiveDateTime::parse_from_str(bare, f).ok())
+    .map(|t| t.and_utc().to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+}
+
+/// The symbols that name one currency only.
+const CURRENCY_SYMBOLS: [(&str, &str); 4] = [("$", "USD"), ("€", "EUR"), ("£", "GBP"), ("¥", "JPY")];
+
+/// `$2.99`, `2.99 USD`, `USD 2.99`, `1,234.50` as a plain decimal when the mark is the brief's
+/// currency; `None` when there is nothing to take off.
+fn typed_money(raw: &str, currency: &str) -> Option<String> {
+    let mut text = raw.trim().to_owned();
+    let mut changed = false;
+    let upper = text.to_ascii_uppercase();
+    let code = currency.to_ascii_uppercase();
+    if let Some(rest) = upper.strip_prefix(&code).or_else(|| upper.strip_suffix(&code)) {
+        // The code is ASCII, so the upper-cased text has the same byte offsets.
+        let start = if upper.starts_with(&code) { code.len() } else { 0 };
+        text = text[start..start + rest.len()].trim().to_owned();
+        changed = true;
+    }
+    for (symbol, symbol_code) in CURRENCY_SYMBOLS {
+        if symbol_code == code {
+            if let Some(rest) = text.strip_prefix(symbol).or_else(|| text.strip_suffix(symbol)) {
+                text = rest.trim().to_owned();
+                changed = true;
+            }
+        }
+    }
+    // Commas only as thousands separators (1,234 or 12,345.67): a comma elsewhere may be a decimal
+    // comma, which is ambiguous, so it is left for the validator to refuse.
+    let (whole, fraction) = match text.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (text.as_str(), None),
+    };
+    let groups: Vec<&str> = whole.split(',').collect();
+    let thousands = groups.len() > 1
+        && (1..=3).contains(&groups[0].len())
+        && groups[1..].iter().all(|g| g.len() == 3)
+        && groups.iter().all(|g| g.chars().all(|c| c.is_ascii_digit()));
+    if thousands {
+        let joined = groups.concat();
+        text = match fraction {
+            Some(f) => format!("{joined}.{f}"),
+            None => joined,
+        };
+        changed = true;
+    }
+    changed.then_some(text)
+}
+
 /// Checks one line against the brief's currency. Field names in errors are the column names.
 pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLine, Vec<FieldError>> {
     let mut errors = Vec::new();
@@ -737,4 +825,45 @@ pub fn utilization(summary: &LedgerSummary) -> Option<Decimal> {
         return None;
     }
     Some(((summary.accelerator_hours - idle) / summary.accelerator_hours).normalize())
+}
+
+#[cfg(test)]
+mod typed_by_people {
+    use super::*;
+
+    #[test]
+    fn times_without_an_offset_are_utc_and_money_may_carry_its_currency() {
+        let typed = as_people_type_it(
+            LineInput {
+                starts_at: Some("2026-11-20 09:00".into()),
+                ends_at: Some("2026-11-20T10:30:15 UTC".into()),
+                amount: Some("$2.99".into()),
+                rate_per_gpu_hour: Some("1,234.50 usd".into()),
+                ..Default::default()
+            },
+            "USD",
+        );
+        assert_eq!(typed.starts_at.as_deref(), Some("2026-11-20T09:00:00Z"));
+        assert_eq!(typed.ends_at.as_deref(), Some("2026-11-20T10:30:15Z"));
+        assert_eq!(typed.amount.as_deref(), Some("2.99"));
+        assert_eq!(typed.rate_per_gpu_hour.as_deref(), Some("1234.50"));
+    }
+
+    #[test]
+    fn another_currency_a_decimal_comma_and_a_day_first_date_stay_as_typed() {
+        let typed = as_people_type_it(
+            LineInput {
+                category: Some("host".into()),
+                amount: Some("€2.99".into()),
+                rate_per_gpu_hour: Some("2,99".into()),
+                starts_at: Some("20/11/2026 09:00".into()),
+                ..Default::default()
+            },
+            "USD",
+        );
+        assert_eq!(typed.amount.as_deref(), Some("€2.99"));
+        assert_eq!(typed.rate_per_gpu_hour.as_deref(), Some("2,99"));
+        assert_eq!(typed.starts_at.as_deref(), Some("20/11/2026 09:00"));
+        assert!(validate_line(&typed, "USD").is_err());
+    }
 }

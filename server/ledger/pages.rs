@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::{
     api::csv_response,
     csv,
-    model::{utilization, validate_line, validate_outputs, Category, LineInput, Outputs},
+    model::{as_people_type_it, utilization, validate_line, validate_outputs, Category, LineInput, Outputs},
     repo::{self, StoredLine},
     service::{brief_currency, store, summary, Target},
 };
@@ -36,7 +36,6 @@ const MAX_PASTE_BYTES: usize = 16 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/briefs/{id}/ledger/lines", post(add_line))
         .route("/briefs/{id}/ledger/outputs", post(set_outputs))
         .route(
             "/briefs/{id}/ledger/import",
@@ -83,6 +82,73 @@ pub struct LedgerSection {
     pub lines_total: i64,
     pub outputs: Outputs,
     pub categories: Vec<&'static str>,
+    /// The "add a line" form: empty, or as the person typed it with a message at each bad field.
+    pub form: LineForm,
+}
+
+/// The "add a line" form as typed, and a message per field it was refused for.
+#[derive(Debug, Default)]
+pub struct LineForm {
+    values: std::collections::HashMap<String, String>,
+    errors: BTreeMap<String, String>,
+}
+
+/// The form's fields and how the page names them (in the messages above the form).
+pub const LINE_FORM_FIELDS: [(&str, &str); 9] = [
+    ("category", "Category"),
+    ("resource", "Resource"),
+    ("description", "Description"),
+    ("starts_at", "Starts at"),
+    ("ends_at", "Ends at"),
+    ("gpus", "GPUs"),
+    ("rate_per_gpu_hour", "Rate per GPU-hour"),
+    ("amount", "Amount"),
+    ("currency", "Currency"),
+];
+
+impl LineForm {
+    /// What the person typed in `field` ("" when nothing).
+    pub fn value(&self, field: &str) -> &str {
+        self.values.get(field).map(String::as_str).unwrap_or("")
+    }
+
+    /// The message for `field` ("" when it is fine).
+    pub fn error(&self, field: &str) -> &str {
+        self.errors.get(field).map(String::as_str).unwrap_or("")
+    }
+
+    pub fn is_invalid(&self) -> bool {
+        !self.errors.is_empty()
+    }
+
+    /// Every message with the label of its field, for the summary above the form.
+    pub fn messages(&self) -> Vec<String> {
+        self.errors
+            .iter()
+            .map(|(field, message)| {
+                let label = LINE_FORM_FIELDS
+                    .iter()
+                    .find(|(f, _)| f == field)
+                    .map(|(_, l)| *l)
+                    .unwrap_or(field.as_str());
+                format!("{label}: {message}")
+            })
+            .collect()
+    }
+
+    /// The first field with a message: the one the page focuses.
+    pub fn first_invalid(&self) -> &str {
+        LINE_FORM_FIELDS
+            .iter()
+            .map(|(f, _)| *f)
+            .find(|f| self.errors.contains_key(*f))
+            .unwrap_or("")
+    }
+
+    /// The trial the form was for.
+    pub fn trial(&self) -> Option<Uuid> {
+        self.values.get("trial").and_then(|t| Uuid::parse_str(t.trim()).ok())
+    }
 }
 
 const BAR_MAX: u32 = 300;
@@ -160,6 +226,7 @@ pub async fn section(
         lines_total,
         outputs,
         categories: Category::ALL.iter().map(|c| c.as_str()).collect(),
+        form: LineForm::default(),
     })
 }
 
@@ -178,14 +245,18 @@ fn form_target(values: &std::collections::HashMap<String, String>) -> Target {
     }
 }
 
-async fn add_line(
-    State(state): State<AppState>,
-    Path(id): Path<Uuid>,
-    CsrfForm(user, values): CsrfForm,
-) -> PageResult<Response> {
+/// `POST /briefs/{id}/ledger/lines` from the brief page's form: stores the line and answers the
+/// redirect back, or hands back the form as typed with a message at each bad field, for the brief
+/// page (which owns the route, as it is the page re-rendered) to show again.
+pub async fn add_line(
+    state: &AppState,
+    id: Uuid,
+    user: &PageUser,
+    values: &std::collections::HashMap<String, String>,
+) -> PageResult<Result<Response, LineForm>> {
     user.require(Role::Engineer)?;
     teams::may_send_to_brief(&state.pool, &user.principal(), id).await?;
-    let currency = brief_currency(&state, id).await?;
+    let currency = brief_currency(state, id).await?;
     let get = |k: &str| values.get(k).cloned();
     let input = LineInput {
         category: get("category"),
@@ -199,10 +270,33 @@ async fn add_line(
         currency: get("currency"),
         trial: None,
     };
-    let line = validate_line(&input, &currency).map_err(AppError::Validation)?;
-    let target = form_target(&values);
-    store(&state, id, target, &user.0.email, "form", &[line], None).await?;
-    Ok(back(id, target.named))
+    let line = match validate_line(&as_people_type_it(input, &currency), &currency) {
+        Ok(line) => line,
+        Err(errors) => {
+            let mut form = LineForm {
+                values: values.clone(),
+                errors: BTreeMap::new(),
+            };
+            for e in errors {
+                // The validator speaks to programs (RFC 3339); a person typed into a form that also
+                // takes `2026-11-20 09:00`, so say that instead.
+                let message = if matches!(e.field.as_str(), "starts_at" | "ends_at") && e.message.contains("RFC 3339") {
+                    format!(
+                        "is not a time we can read (got {:?}): type it as 2026-11-20 09:00 (UTC), or with an offset as 2026-11-20T09:00:00-05:00",
+                        values.get(&e.field).map(|v| v.trim()).unwrap_or("")
+                    )
+                } else {
+                    e.message
+                };
+                // One message per field: the first is the one to fix first.
+                form.errors.entry(e.field).or_insert(message);
+            }
+            return Ok(Err(form));
+        }
+    };
+    let target = form_target(values);
+    store(state, id, target, &user.0.email, "form", &[line], None).await?;
+    Ok(Ok(back(id, target.named)))
 }
 
 async fn set_outputs(

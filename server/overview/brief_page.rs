@@ -2,7 +2,7 @@
 //! and readiness. It composes the sections each domain's pages module exports.
 
 use askama::Template;
-use axum::{extract::State, response::Response};
+use axum::{extract::State, http::StatusCode, response::Response};
 
 use uuid::Uuid;
 
@@ -15,7 +15,10 @@ use crate::{
         service as briefs,
     },
     error::AppError,
-    evidence::pages::{self as evidence_pages, EvidenceListRow},
+    evidence::{
+        pages::{self as evidence_pages, EvidenceListRow},
+        service as evidence,
+    },
     ledger::pages as ledger_pages,
     money,
     prices::service as prices,
@@ -27,7 +30,7 @@ use crate::{
         service as trials,
     },
     web::{
-        auth::PageUser,
+        auth::{CsrfForm, PageUser},
         extract::{ApiQuery, Path},
         page::{render, PageContext, PageError, PageResult},
     },
@@ -52,6 +55,107 @@ struct BriefPage {
     ledger: ledger_pages::LedgerSection,
     /// The selected trial's predicted KV-cache capacity beside vLLM's logged one.
     kv: Option<TrialKv>,
+    summary: Summary,
+}
+
+/// The top of the brief page: what is tested on which allocation, the smallest options that fit
+/// (the whole sizing table is further down), and the stages with their dates.
+struct Summary {
+    trial_id: String,
+    trial_name: String,
+    /// "8 × H200 SXM", or `None` when nothing can be tested (no GPU named and nothing fits).
+    allocation: Option<String>,
+    /// The trial names no GPU: the allocation is the sizing's suggestion, not a choice.
+    suggested: bool,
+    under_sized: bool,
+    options: Vec<OptionLine>,
+    fitting: usize,
+    total: usize,
+    stages: Vec<StageLine>,
+}
+
+/// One of the smallest fitting options.
+struct OptionLine {
+    label: String,
+    memory: String,
+    headroom: String,
+    price: Option<String>,
+    under_test: bool,
+}
+
+/// One stage of the timeline at the top: its status and when its evidence was taken.
+struct StageLine {
+    stage: u8,
+    name: &'static str,
+    status: &'static str,
+    status_class: &'static str,
+    when: String,
+}
+
+/// Options shown in the summary; the rest are in the sizing table.
+const SUMMARY_OPTIONS: usize = 3;
+
+fn summary(trial: &Trial, sizing: &Sizing, stages: &[card_pages::StageRow], times: &[evidence::StageTimes]) -> Summary {
+    let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, sizing);
+    let under_test = alloc.as_ref().map(|a| a.gpu.model.clone());
+    let mut fitting: Vec<_> = sizing.options.iter().filter(|o| o.fits).collect();
+    // Smallest first: the memory rented, as the sizing table orders it by default.
+    fitting.sort_by(|a, b| (a.memory_gib * f64::from(a.count)).total_cmp(&(b.memory_gib * f64::from(b.count))));
+    let mut shown: Vec<_> = fitting.iter().take(SUMMARY_OPTIONS).copied().collect();
+    if let Some(gpu) = &under_test {
+        if !shown.iter().any(|o| &o.gpu == gpu) {
+            if let Some(o) = sizing.options.iter().find(|o| &o.gpu == gpu) {
+                shown.push(o);
+            }
+        }
+    }
+    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d").to_string();
+    Summary {
+        trial_id: trial.id.to_string(),
+        trial_name: trial.fields.name.clone(),
+        allocation: alloc.as_ref().map(Allocation::label),
+        suggested: alloc.as_ref().is_some_and(|a| a.suggested),
+        under_sized: alloc.as_ref().is_some_and(|a| a.under_sized),
+        options: shown
+            .into_iter()
+            .map(|o| OptionLine {
+                label: format!("{} × {}", o.count, o.gpu),
+                memory: format!("{:.0} GiB each", o.memory_gib),
+                headroom: format!("{:.0} % headroom", o.headroom_pct),
+                price: o
+                    .price
+                    .as_ref()
+                    .map(|p| format!("{} {}/h · {}", money::amount(p.per_hour), p.currency, p.provider)),
+                under_test: under_test.as_deref() == Some(o.gpu.as_str()),
+            })
+            .collect(),
+        fitting: fitting.len(),
+        total: sizing.options.len(),
+        stages: stages
+            .iter()
+            .map(|s| {
+                let when = match times.iter().find(|t| t.stage == i16::from(s.stage)) {
+                    None => "no evidence yet".to_owned(),
+                    Some(t) if day(t.first) == day(t.last) => {
+                        format!(
+                            "{} · {} upload{}",
+                            day(t.last),
+                            t.uploads,
+                            if t.uploads == 1 { "" } else { "s" }
+                        )
+                    }
+                    Some(t) => format!("{} → {} · {} uploads", day(t.first), day(t.last), t.uploads),
+                };
+                StageLine {
+                    stage: s.stage,
+                    name: s.name,
+                    status: s.status,
+                    status_class: s.status_class,
+                    when,
+                }
+            })
+            .collect(),
+    }
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
@@ -179,27 +283,58 @@ pub async fn brief_page(
     Path(id): Path<Uuid>,
     ApiQuery(q): ApiQuery<BriefPageQuery>,
 ) -> PageResult<Response> {
+    render(&load_page(&state, &user, id, q).await?)
+}
+
+/// `POST /briefs/{id}/ledger/lines`, the brief page's "add a line" form. A line that does not
+/// validate shows this page again (422) with what was typed and a message at each bad field,
+/// rather than an error page that loses the input.
+pub async fn add_ledger_line(
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    CsrfForm(user, values): CsrfForm,
+) -> PageResult<Response> {
+    match ledger_pages::add_line(&state, id, &user, &values).await? {
+        Ok(stored) => Ok(stored),
+        Err(form) => {
+            let query = BriefPageQuery {
+                trial: form.trial(),
+                sizing: None,
+            };
+            let mut page = load_page(&state, &user, id, query).await?;
+            page.ledger.form = form;
+            let mut response = render(&page)?;
+            *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+            Ok(response)
+        }
+    }
+}
+
+async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuery) -> PageResult<BriefPage> {
     let brief = briefs::load(&state.pool, id).await?;
     let by_price = q.sizing.as_deref() == Some("price");
-    let sizing = prices::priced(&state, brief.fields.sizing(), &brief.fields.currency, by_price).await?;
+    let sizing = prices::priced(state, brief.fields.sizing(), &brief.fields.currency, by_price).await?;
     let facts = brief_facts(&brief.fields);
-    let all = trials::list(&state, id).await?;
+    let all = trials::list(state, id).await?;
     let trial = match q.trial {
         Some(t) => all.iter().find(|x| x.id == t).ok_or(AppError::NotFound("trial"))?,
         None => &all[0],
     };
     // The three sections are independent reads: run them side by side, so the page waits for the
     // slowest instead of the sum (it matters when ingest keeps the database busy).
-    let (evidence, acceptance, ledger, kv) = tokio::try_join!(
-        async { Ok::<_, PageError>(evidence_pages::brief_rows(&state, id, trial.id).await?) },
-        card_pages::brief_sections(&state, &brief, trial.id),
+    let (evidence, acceptance, ledger, times, kv) = tokio::try_join!(
+        async { Ok::<_, PageError>(evidence_pages::brief_rows(state, id, trial.id).await?) },
+        card_pages::brief_sections(state, &brief, trial.id),
         async {
-            Ok(ledger_pages::section(&state, brief.id, (trial.id, &trial.fields.name), &brief.fields.currency).await?)
+            Ok(ledger_pages::section(state, brief.id, (trial.id, &trial.fields.name), &brief.fields.currency).await?)
         },
-        async { Ok(review_gather::trial_kv_check(&state, &brief, trial).await?) },
+        async { Ok(evidence::stage_times(state, trial.id).await?) },
+        async { Ok(review_gather::trial_kv_check(state, &brief, trial).await?) },
     )?;
-    render(&BriefPage {
-        ctx: (&user).into(),
+    let summary = summary(trial, &sizing, &acceptance.stages, &times);
+    Ok(BriefPage {
+        summary,
+        ctx: user.into(),
         trials: trial_rows(&all, &sizing, trial.id, &brief.fields.currency),
         trial_name: trial.fields.name.clone(),
         several_trials: all.len() > 1,

@@ -3,8 +3,12 @@
 
 pub mod brief_page;
 pub mod dashboard;
+pub mod glossary;
 
-use axum::{routing::get, Router};
+use axum::{
+    routing::{get, post},
+    Router,
+};
 
 use crate::state::AppState;
 
@@ -12,4 +16,6 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(dashboard::dashboard))
         .route("/briefs/{id}", get(brief_page::brief_page))
+        .route("/briefs/{id}/ledger/lines", post(brief_page::add_ledger_line))
+        .route("/glossary", get(glossary::glossary))
 }

@@ -278,6 +278,8 @@ pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
     Ok(())
 }
 
+pub use super::repo::{BriefSummary, SummaryRow};
+
 /// What lists show of a computed review: the decided trial's cost per completed job and required
 /// criteria, whether one of those fails, the evidence, and where the approval stands.
 pub fn summarize(r: &Review, evidence_count: i64, last_evidence_at: Option<DateTime<Utc>>) -> repo::BriefSummary {

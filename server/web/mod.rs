@@ -3,5 +3,6 @@
 
 pub mod auth;
 pub mod extract;
+pub mod once;
 pub mod page;
 pub mod request_id;

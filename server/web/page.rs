@@ -3,11 +3,17 @@
 
 use askama::Template;
 use axum::{
+    extract::{Request, State},
     http::{header, HeaderValue, StatusCode},
+    middleware::Next,
     response::{Html, IntoResponse, Response},
 };
 
-use crate::error::AppError;
+use crate::{
+    auth::{session, Role},
+    error::AppError,
+    state::AppState,
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct PageContext {
@@ -44,7 +50,7 @@ impl<E: Into<AppError>> From<E> for PageError {
     }
 }
 
-#[derive(Template)]
+#[derive(Template, Clone)]
 #[template(path = "error.html")]
 struct ErrorPage {
     ctx: PageContext,
@@ -75,6 +81,8 @@ impl IntoResponse for PageError {
             .render()
             .unwrap_or_else(|_| format!("{} {}", page.status, page.title));
         let mut response = (status, Html(body)).into_response();
+        // `error_pages_know_who` renders it again for a signed-in person.
+        response.extensions_mut().insert(page);
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response
                 .headers_mut()
@@ -85,3 +93,34 @@ impl IntoResponse for PageError {
 }
 
 pub type PageResult<T> = Result<T, PageError>;
+
+/// Error pages are rendered where the error happens, often before (or without) the handler knowing
+/// who is asking. This middleware renders an error page again with the signed-in person's header
+/// (name, role, "Log out"), so nobody signed in is offered "Log in". It costs a session lookup on
+/// error pages only.
+pub async fn error_pages_know_who(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let cookie = session::read_cookie(request.headers(), session::COOKIE);
+    let mut response = next.run(request).await;
+    let (Some(cookie), Some(page)) = (cookie, response.extensions_mut().remove::<ErrorPage>()) else {
+        return response;
+    };
+    let user = match session::lookup(&state.pool, &cookie, state.config.sessions).await {
+        Ok(Some(user)) => user,
+        // Signed out, or the database is what failed: the anonymous page already rendered stands.
+        _ => return response,
+    };
+    let page = ErrorPage {
+        ctx: PageContext {
+            email: Some(user.email),
+            role: user.role.as_str(),
+            csrf: user.csrf_token,
+            is_admin: user.role == Role::Admin,
+        },
+        ..page
+    };
+    if let Ok(body) = page.render() {
+        let (parts, _) = response.into_parts();
+        response = Response::from_parts(parts, body.into());
+    }
+    response
+}

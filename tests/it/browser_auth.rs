@@ -39,6 +39,31 @@ async fn log_in_create_mint_log_out_and_be_asked_to_log_in_again() {
     let token = b.text("#token-value").await;
     assert_eq!(token.matches('.').count(), 2, "the token is shown: {token}");
     assert!(b.text(".tokens").await.contains("node-1"));
+    assert!(
+        b.path().await.ends_with("/tokens"),
+        "the mint answered with a redirect to the page"
+    );
+
+    // Refreshing the page that shows the token mints nothing and shows the token no more.
+    b.client.refresh().await.unwrap();
+    assert!(b.text(".tokens").await.contains("node-1"));
+    let html = b.client.source().await.unwrap();
+    assert!(!html.contains(&token), "the token is shown once");
+    let minted: i64 = sqlx::query_scalar("SELECT count(*) FROM api_tokens WHERE name = 'node-1'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(minted, 1, "a refresh does not mint another token");
+
+    // An error page knows who is signed in: their name and "Log out", not "Log in".
+    b.client
+        .goto(&app.url("/briefs/00000000-0000-7000-8000-000000000000"))
+        .await
+        .unwrap();
+    let header = b.text("header.top").await;
+    assert!(header.contains(&email), "{header}");
+    assert!(header.contains("Log out") && !header.contains("Log in"), "{header}");
+    assert!(b.text("main").await.contains("404"));
 
     b.click("header.top button.link").await;
     assert_eq!(b.path().await, "/login");

@@ -44,7 +44,7 @@ async fn edit_a_threshold_save_and_see_the_new_revision_and_status() {
     let input = b
         .client
         .find(Locator::Css(
-            "tr[data-key='serving.ttft_p95_ms'] input[name$='.threshold']",
+            ".criterion-edit[data-key='serving.ttft_p95_ms'] input[name$='.threshold']",
         ))
         .await
         .unwrap();
@@ -54,7 +54,8 @@ async fn edit_a_threshold_save_and_see_the_new_revision_and_status() {
 
     assert_eq!(b.path().await, format!("/briefs/{brief}/card"));
     assert_eq!(b.text("#card-revision").await, "Revision 1.");
-    let status = b.text("tr[data-key='serving.ttft_p95_ms'] .badge").await;
+    assert!(b.text("#card-saved").await.contains("Saved as revision 1"));
+    let status = b.text(".criterion-edit[data-key='serving.ttft_p95_ms'] .badge").await;
     assert_eq!(status, "pass");
     assert!(b.text("#revisions").await.contains("Revision 1"));
 

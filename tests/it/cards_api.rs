@@ -330,3 +330,94 @@ async fn the_manifest_lint_feeds_the_card() {
         (&json!("fail"), &json!(2), &json!("derived"))
     );
 }
+
+/// Issue 20: after the brief's GPU under test changes, a saved card does not keep the old
+/// allocation. A threshold left as generated (gpu.count for 8 × H100) follows the new allocation;
+/// one the engineer typed stays and is reported stale.
+#[tokio::test]
+async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_typed() {
+    let app = spawn_app().await;
+    let mut body = common::valid_brief();
+    common::merge(&mut body, json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 8 }));
+    let brief = app.create_brief(body.clone()).await;
+    let id = brief["id"].as_str().unwrap().to_owned();
+    let gpu_count = |card: &Value| {
+        card["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["key"] == "gpu.count")
+            .map(|c| c["threshold"].clone())
+            .unwrap()
+    };
+    // The card as the API takes it back: the criteria's own fields, without their evaluation.
+    let own = |card: &Value| -> Value {
+        card["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let mut out = serde_json::Map::new();
+                for f in ["key", "op", "threshold", "unit", "stage", "required", "why"] {
+                    if let Some(v) = c.get(f).filter(|v| !v.is_null()) {
+                        out.insert(f.to_owned(), v.clone());
+                    }
+                }
+                Value::Object(out)
+            })
+            .collect()
+    };
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{id}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(gpu_count(&card), json!(8.0));
+
+    // Saved as generated, then the brief moves to 4 × H100: the card asks for 4.
+    let res = app
+        .put_json(&format!("/api/v1/briefs/{id}/card"), &json!({ "criteria": own(&card) }))
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    common::merge(&mut body, json!({ "trial_gpu_count": 4 }));
+    let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{id}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["revision"], 1);
+    assert_eq!(
+        gpu_count(&card),
+        json!(4.0),
+        "the generated threshold follows the allocation"
+    );
+    assert_eq!(card["stale"], json!([]));
+
+    // A typed threshold stays, and the card says it was set for another allocation.
+    let mut criteria = own(&card);
+    for c in criteria.as_array_mut().unwrap() {
+        if c["key"] == "gpu.count" {
+            c["threshold"] = json!(3);
+        }
+    }
+    let res = app
+        .put_json(&format!("/api/v1/briefs/{id}/card"), &json!({ "criteria": criteria }))
+        .await;
+    assert_eq!(res.status(), 200);
+    common::merge(&mut body, json!({ "trial_gpu_count": 8 }));
+    let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
+    assert_eq!(res.status(), 200);
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{id}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(gpu_count(&card), json!(3.0), "what the engineer typed is kept");
+    let stale = card["stale"].as_array().unwrap();
+    assert!(stale.iter().any(|s| s["key"] == "gpu.count"), "{stale:?}");
+}

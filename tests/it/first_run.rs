@@ -254,17 +254,15 @@ async fn readme_steps_one_and_two_started_together_on_an_empty_machine_both_work
     let tokens_page = format!("{base}/briefs/{brief}/tokens");
     let page = person.get(&tokens_page).send().await.unwrap().text().await.unwrap();
     let csrf = input_value(&page, "csrf_token").unwrap();
-    let minted = unescape(
-        &person
-            .post(&tokens_page)
-            .form(&[("csrf_token", csrf.as_str()), ("name", "gpu-node-1"), ("ttl", "1d")])
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    );
+    // The mint answers a redirect (post/redirect/get); the page it leads to shows the token once.
+    let res = person
+        .post(&tokens_page)
+        .form(&[("csrf_token", csrf.as_str()), ("name", "gpu-node-1"), ("ttl", "1d")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let minted = unescape(&person.get(&tokens_page).send().await.unwrap().text().await.unwrap());
     let start = minted.find("id=\"token-value\">").unwrap() + "id=\"token-value\">".len();
     let token = &minted[start..start + minted[start..].find('<').unwrap()];
     let curl_url = minted
@@ -614,14 +612,18 @@ async fn printed_and_displayed_urls_use_rentcheck_public_url_and_never_an_unspec
     // The token page shows agents the public address, whatever Host this browser used.
     let person = app.login_as(&email, &password).await.unwrap();
     let brief = url.trim_end_matches("/review").rsplit('/').next().unwrap().to_owned();
+    let res = person
+        .client
+        .post(app.url(&format!("/briefs/{brief}/tokens")))
+        .form(&[("csrf_token", person.csrf.as_str()), ("name", "node"), ("ttl", "1d")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303, "post/redirect/get");
     let minted = unescape(
         &person
-            .client
-            .post(app.url(&format!("/briefs/{brief}/tokens")))
-            .form(&[("csrf_token", person.csrf.as_str()), ("name", "node"), ("ttl", "1d")])
-            .send()
+            .get(app.url(&format!("/briefs/{brief}/tokens")))
             .await
-            .unwrap()
             .text()
             .await
             .unwrap(),

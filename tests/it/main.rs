@@ -15,6 +15,7 @@ mod browser_a11y;
 mod browser_auth;
 mod browser_briefs;
 mod browser_cards;
+mod browser_engineer;
 mod browser_review;
 mod browser_trials;
 mod cards_api;

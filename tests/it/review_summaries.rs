@@ -10,7 +10,7 @@ use common::{bearer_client, fixture, spawn_app, TestApp};
 use rentcheck::{
     auth::Role,
     config::AppConfig,
-    signals::{repo::SummaryRow, service as signals},
+    signals::service::{self as signals, SummaryRow},
     state::AppState,
 };
 use serde_json::{json, Value};

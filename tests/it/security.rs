@@ -263,9 +263,17 @@ async fn admins_disable_enable_and_change_roles_from_the_users_page() {
     assert_eq!(res.status(), 303);
     assert_eq!(users::by_id(&app.pool, id).await.unwrap().unwrap().role, "manager");
     let res = post(format!("/admin/users/{id}/password"), vec![]).await.unwrap();
-    assert_eq!(res.status(), 200);
+    // Post/redirect/get: the new password is shown once, on the page the redirect leads to.
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], "/admin/users");
+    let res = admin.get(app.url("/admin/users")).await;
     assert_eq!(res.headers()["cache-control"], "no-store");
     assert!(res.text().await.unwrap().contains("New password for"));
+    let again = admin.get(app.url("/admin/users")).await.text().await.unwrap();
+    assert!(
+        !again.contains("New password for"),
+        "shown once; a refresh resets nothing"
+    );
     assert!(
         app.login_as(&person.email, PASSWORD).await.is_none(),
         "the old password is gone"

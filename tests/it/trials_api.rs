@@ -390,13 +390,19 @@ async fn a_saved_card_is_stale_on_a_trial_of_another_allocation_and_collectives_
             .clone()
     };
     assert_eq!(gpu_count(&card), json!(8.0));
-    // Save the default card as it is: its thresholds are now the card's, set for 8 × H200.
+    // Save the card with the GPU count typed (6, where 8 × H200 generated 8): it is the card's now.
+    // Every other threshold is saved as generated for 8 × H200.
     let criteria: Vec<Value> = card["criteria"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| {
-            json!({ "key": c["key"], "op": c["op"], "threshold": c["threshold"], "unit": c["unit"],
+            let threshold = if c["key"] == "gpu.count" {
+                json!(6)
+            } else {
+                c["threshold"].clone()
+            };
+            json!({ "key": c["key"], "op": c["op"], "threshold": threshold, "unit": c["unit"],
                     "stage": c["stage"], "required": c["required"] })
         })
         .collect();
@@ -410,7 +416,8 @@ async fn a_saved_card_is_stale_on_a_trial_of_another_allocation_and_collectives_
     let saved: Value = res.json().await.unwrap();
     assert_eq!(saved["stale"], json!([]), "not stale on the allocation it was set for");
 
-    // The first trial moves to 2 × H100: the saved GPU count no longer fits it, and the card says so.
+    // The first trial moves to 2 × H100. The typed GPU count no longer fits it, and the card says
+    // so; thresholds left as generated follow the new allocation (issue 20) and are not stale.
     let first = trials(&app, &brief).await[0].clone();
     let mut changed = first.clone();
     changed["gpu"] = json!("H100 SXM");
@@ -433,8 +440,9 @@ async fn a_saved_card_is_stale_on_a_trial_of_another_allocation_and_collectives_
         .expect("gpu.count is stale");
     assert_eq!(
         (gpu["saved"].clone(), gpu["for_this_trial"].clone()),
-        (json!(8.0), json!(2.0))
+        (json!(6.0), json!(2.0))
     );
+    assert_eq!(stale.len(), 1, "only the typed threshold is stale: {stale:?}");
     assert_eq!(card["trial"]["allocation"], "2 × H100 SXM");
 
     // A one-GPU trial: collectives and links do not apply to it.
