@@ -127,21 +127,35 @@ struct Problem<'a> {
     request_id: Option<String>,
 }
 
-impl IntoResponse for AppError {
-    fn into_response(self) -> Response {
+impl AppError {
+    /// The RFC 9457 problem document of this error, as a JSON value (a batch answers one per
+    /// refused item). Logs an internal error's cause, as a response would.
+    pub fn problem(&self) -> serde_json::Value {
         self.log();
+        serde_json::to_value(self.problem_document()).unwrap_or_default()
+    }
+
+    fn problem_document(&self) -> Problem<'_> {
         let status = self.status();
-        let problem = Problem {
+        Problem {
             kind: format!("/docs/problems#{}", self.slug()),
             title: status.canonical_reason().unwrap_or("Error"),
             status: status.as_u16(),
             detail: self.public_detail(),
-            errors: match &self {
+            errors: match self {
                 AppError::Validation(errors) => Some(errors),
                 _ => None,
             },
             request_id: current_request_id(),
-        };
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        self.log();
+        let status = self.status();
+        let problem = self.problem_document();
         let body = serde_json::to_vec(&problem).unwrap_or_default();
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();

@@ -61,7 +61,59 @@ struct BriefFormPage {
     catalog_models: Choices,
     gpus: Choices,
     target_fields: Vec<(String, &'static str)>,
+    arch_fields: &'static [(&'static str, &'static str, &'static str)],
 }
+
+/// The architecture fields of the form, with what each means to someone reading config.json.
+const ARCH_FIELDS: [(&str, &str, &str); 11] = [
+    (
+        "num_attention_heads",
+        "Attention heads",
+        "num_attention_heads: query heads; tensor parallel must divide them",
+    ),
+    (
+        "kv_lora_rank",
+        "Latent KV rank (MLA)",
+        "kv_lora_rank, for multi-head latent attention (DeepSeek-style)",
+    ),
+    (
+        "qk_rope_head_dim",
+        "Rotary head dim (MLA)",
+        "qk_rope_head_dim, with the latent rank",
+    ),
+    (
+        "sliding_window",
+        "Sliding window (tokens)",
+        "sliding_window: local layers cache at most this many tokens",
+    ),
+    (
+        "sliding_window_layers",
+        "Sliding-window layers",
+        "How many layers use the window (or give layer types)",
+    ),
+    (
+        "layer_types",
+        "Layer types",
+        "Comma-separated, one per layer: sliding_attention, full_attention, chunked_attention",
+    ),
+    (
+        "attention_chunk_size",
+        "Attention chunk (tokens)",
+        "attention_chunk_size, for chunked local attention (Llama 4)",
+    ),
+    (
+        "chunked_layers",
+        "Chunked layers",
+        "How many layers use chunked attention",
+    ),
+    ("num_experts", "Experts", "Routed experts per MoE layer"),
+    ("experts_per_token", "Experts per token", "Experts each token uses"),
+    (
+        "active_params_b",
+        "Active parameters (billions)",
+        "Parameters one token uses, for MoE decode speed",
+    ),
+];
 
 impl BriefFormPage {
     fn new(user: &PageUser, heading: &str, action: String, values: HashMap<String, String>) -> Self {
@@ -94,6 +146,7 @@ impl BriefFormPage {
                 .iter()
                 .map(|f| (format!("targets.{f}"), target_label(f)))
                 .collect(),
+            arch_fields: &ARCH_FIELDS,
         }
     }
 
@@ -102,7 +155,24 @@ impl BriefFormPage {
     }
 
     fn error(&self, field: &str) -> &str {
-        self.errors.get(field).map(String::as_str).unwrap_or("")
+        match self.errors.get(field) {
+            Some(e) => e,
+            None if field == "model_config" && !self.config_errors().is_empty() => "has problems, listed below",
+            None => "",
+        }
+    }
+
+    /// Problems inside the pasted config.json (`model_config.text_config.x`): no input of
+    /// their own, so they are listed under it.
+    fn config_errors(&self) -> Vec<(&str, &str)> {
+        let mut out: Vec<(&str, &str)> = self
+            .errors
+            .iter()
+            .filter(|(f, _)| f.starts_with("model_config."))
+            .map(|(f, m)| (f.as_str(), m.as_str()))
+            .collect();
+        out.sort();
+        out
     }
 
     fn is(&self, field: &str, choice: &str) -> bool {

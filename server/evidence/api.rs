@@ -5,7 +5,7 @@ use axum::{
     extract::{DefaultBodyLimit, Request, State},
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
-    routing::get,
+    routing::{get, post},
     Json, Router,
 };
 use chrono::{DateTime, Utc};
@@ -40,6 +40,11 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/briefs/{id}/evidence",
             // The upload enforces RENTCHECK_MAX_UPLOAD itself while the body streams.
             get(list).post(upload).layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/api/v1/briefs/{id}/evidence/batch",
+            // The batch reads its body under its own cap while it streams.
+            post(upload_batch).layer(DefaultBodyLimit::disable()),
         )
         .route("/api/v1/evidence/{id}", get(show))
         .route("/api/v1/evidence/{id}/raw", get(raw))
@@ -165,6 +170,70 @@ async fn upload(
             }
         },
     )
+}
+
+/// `POST /briefs/{id}/evidence/batch`: each item stored or refused on its own, the same rules as
+/// one upload; the answer is 207 with one entry per item, in order.
+async fn upload_batch(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(brief_id): Path<Uuid>,
+    req: Request,
+) -> ApiResult<Response> {
+    teams::may_send_to_brief(&state.pool, &caller, brief_id).await?;
+    let mut trials = trials::for_upload(&state, brief_id).await?;
+    let entries = upload::decode_batch(req, state.config.max_upload).await?;
+    let mut items = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let decoded = match entry.upload {
+            Ok(upload) => match trials::choose(&state, &trials, upload.trial, caller.trial_scope()).await {
+                Ok(trial) => {
+                    // Started by its first item; the others need not start it again.
+                    if let Some(t) = trials.iter_mut().find(|t| t.id == trial) {
+                        t.planned = false;
+                    }
+                    Ok((trial, upload))
+                }
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        items.push(service::BatchItem {
+            decoded,
+            key: entry.key,
+        });
+    }
+    let answers = service::ingest_batch(
+        &state,
+        brief_id,
+        items,
+        &caller.idempotency_scope(),
+        Some(&caller.label()),
+    )
+    .await?;
+    let items: Vec<Value> = answers
+        .iter()
+        .enumerate()
+        .map(|(index, a)| match a {
+            Ok(ingested) => {
+                let b = ingested.body();
+                serde_json::json!({
+                    "index": index,
+                    "status": if matches!(ingested, Ingested::Created(_)) { 201 } else { 200 },
+                    "id": b["id"],
+                    "parse_status": b["parse_status"],
+                    "parse_error": b["parse_error"],
+                    "links": { "self": b["links"]["self"] },
+                })
+            }
+            Err(e) => serde_json::json!({
+                "index": index,
+                "status": e.status().as_u16(),
+                "problem": e.problem(),
+            }),
+        })
+        .collect();
+    Ok((StatusCode::MULTI_STATUS, Json(serde_json::json!({ "items": items }))).into_response())
 }
 
 #[derive(Deserialize)]

@@ -320,8 +320,17 @@ impl Upload {
 
     /// `Some(window id)` when this is the `after` scrape of a window (vLLM or dcgm-exporter).
     pub fn window_after(&self) -> Option<&str> {
+        self.window_phase("after")
+    }
+
+    /// `Some(window id)` when this is the `before` scrape of a window.
+    pub fn window_before(&self) -> Option<&str> {
+        self.window_phase("before")
+    }
+
+    fn window_phase(&self, phase: &str) -> Option<&str> {
         match (self.labels.get("window"), self.labels.get("phase")) {
-            (Some(Value::String(w)), Some(Value::String(p))) if p == "after" => Some(w),
+            (Some(Value::String(w)), Some(Value::String(p))) if p == phase => Some(w),
             _ => None,
         }
     }

@@ -2,6 +2,8 @@
 //! evidence row, and the `Idempotency-Key` row with the answer, in one transaction), and read
 //! evidence back. Answers are domain values; `api.rs` turns them into HTTP.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -51,45 +53,91 @@ fn fk_to_not_found(e: sqlx::Error) -> AppError {
     }
 }
 
-/// Parses, then commits. `uploaded_by` names the caller for the record; `key_scope` is whose
-/// `Idempotency-Key` this is (`Principal::idempotency_scope`): keys are per caller and expire.
-#[allow(clippy::too_many_arguments)]
-pub async fn ingest(
+/// An upload parsed, with the answer it will get, ready to store.
+struct Prepared {
+    id: Uuid,
+    kind: EvidenceKind,
+    upload: Upload,
+    outcome: Outcome,
+    sha256: String,
+    fingerprint: String,
+    labels: Value,
+    body: Value,
+}
+
+impl Prepared {
+    fn row<'a>(
+        &'a self,
+        brief_id: Uuid,
+        trial_id: Uuid,
+        raw_object: Option<&'a str>,
+        uploaded_by: Option<&'a str>,
+    ) -> repo::NewEvidence<'a> {
+        repo::NewEvidence {
+            id: self.id,
+            brief_id,
+            trial_id,
+            kind: self.kind.as_str(),
+            stage: self.upload.stage,
+            content_type: &self.upload.content_type,
+            filename: self.upload.filename.as_deref(),
+            raw: &self.upload.raw,
+            raw_object,
+            sha256: &self.sha256,
+            metrics: &self.outcome.metrics,
+            warnings: &self.outcome.warnings,
+            parse_status: self.outcome.status.as_str(),
+            parse_error: self.outcome.error.as_deref(),
+            tool: self.outcome.tool.as_deref(),
+            tool_version: self.outcome.tool_version.as_deref(),
+            parser_version: PARSER_VERSION,
+            labels: &self.labels,
+            collected_at: self.upload.collected_at,
+            uploaded_by,
+        }
+    }
+}
+
+/// The `before` scrapes met earlier in one batch, by trial, kind and window id: an `after` in the
+/// same batch pairs with them, as it would with a stored one.
+type BatchBefores = HashMap<(Uuid, &'static str, String), bytes::Bytes>;
+
+/// Resolves the kind, reads the window's `before` when the kind has one (from `befores`, else
+/// the newest stored one), and parses (large inputs on the blocking pool). Serving evidence is
+/// judged against the brief's latency targets, read once into `targets` on first need.
+async fn prepare(
     state: &AppState,
     brief_id: Uuid,
     trial_id: Uuid,
-    key: Option<String>,
-    key_scope: &str,
     upload: Upload,
-    uploaded_by: Option<&str>,
-) -> Result<Ingested, AppError> {
+    targets: &mut Option<SloTargets>,
+    befores: &BatchBefores,
+) -> Result<Prepared, AppError> {
     let fingerprint = upload.fingerprint();
-    // A retry of a finished request is answered without parsing again.
-    if let Some(key) = &key {
-        if let Some(stored) = repo::find_idempotent(&state.pool, brief_id, key_scope, key).await? {
-            return replay(stored, &fingerprint);
-        }
-    }
-
     let (kind, kind_warning) = resolve_kind(upload.kind, &upload.raw);
     let window = match upload.window_after() {
         Some(w) if kind.has_window() => {
-            let before = match repo::window_before(&state.pool, trial_id, kind.as_str(), w).await? {
-                Some(stored) => Some(state.evidence_store.load(stored).await?),
-                None => None,
+            let before = match befores.get(&(trial_id, kind.as_str(), w.to_owned())) {
+                Some(bytes) => Some(bytes.to_vec()),
+                None => match repo::window_before(&state.pool, trial_id, kind.as_str(), w).await? {
+                    Some(stored) => Some(state.evidence_store.load(stored).await?),
+                    None => None,
+                },
             };
             Some((w.to_owned(), before))
         }
         _ => None,
     };
-    // Serving evidence is judged against the brief's latency targets (SLO attainment).
     let targets = if matches!(kind, EvidenceKind::BenchServing | EvidenceKind::VllmMetrics) {
-        let t = briefs::load(&state.pool, brief_id).await?.fields.targets;
-        SloTargets {
-            ttft_ms: t.ttft_p95_ms,
-            tpot_ms: t.itl_p95_ms,
-            e2e_ms: t.e2e_p95_ms,
+        if targets.is_none() {
+            let t = briefs::load(&state.pool, brief_id).await?.fields.targets;
+            *targets = Some(SloTargets {
+                ttft_ms: t.ttft_p95_ms,
+                tpot_ms: t.itl_p95_ms,
+                e2e_ms: t.e2e_p95_ms,
+            });
         }
+        targets.unwrap_or_default()
     } else {
         SloTargets::default()
     };
@@ -112,7 +160,6 @@ pub async fn ingest(
 
     let id = Uuid::now_v7();
     let sha256 = sha256_hex(&upload.raw);
-    let labels = Value::Object(upload.labels.clone());
     let body = json!({
         "id": id,
         "brief_id": brief_id,
@@ -131,44 +178,52 @@ pub async fn ingest(
             "page": format!("/evidence/{id}"),
         },
     });
+    Ok(Prepared {
+        id,
+        kind,
+        labels: Value::Object(upload.labels.clone()),
+        upload,
+        outcome,
+        sha256,
+        fingerprint,
+        body,
+    })
+}
+
+/// Parses, then commits. `uploaded_by` names the caller for the record; `key_scope` is whose
+/// `Idempotency-Key` this is (`Principal::idempotency_scope`): keys are per caller and expire.
+#[allow(clippy::too_many_arguments)]
+pub async fn ingest(
+    state: &AppState,
+    brief_id: Uuid,
+    trial_id: Uuid,
+    key: Option<String>,
+    key_scope: &str,
+    upload: Upload,
+    uploaded_by: Option<&str>,
+) -> Result<Ingested, AppError> {
+    // A retry of a finished request is answered without parsing again.
+    if let Some(key) = &key {
+        if let Some(stored) = repo::find_idempotent(&state.pool, brief_id, key_scope, key).await? {
+            return replay(stored, &upload.fingerprint());
+        }
+    }
+    let p = prepare(state, brief_id, trial_id, upload, &mut None, &HashMap::new()).await?;
 
     // With an object store the bytes are written first: a row that commits always has its bytes.
-    let raw_object = state.evidence_store.put(&sha256, &upload.raw).await?;
-    let new_evidence = repo::NewEvidence {
-        id,
-        brief_id,
-        trial_id,
-        kind: kind.as_str(),
-        stage: upload.stage,
-        content_type: &upload.content_type,
-        filename: upload.filename.as_deref(),
-        raw: &upload.raw,
-        raw_object: raw_object.as_deref(),
-        sha256: &sha256,
-        metrics: &outcome.metrics,
-        warnings: &outcome.warnings,
-        parse_status: outcome.status.as_str(),
-        parse_error: outcome.error.as_deref(),
-        tool: outcome.tool.as_deref(),
-        tool_version: outcome.tool_version.as_deref(),
-        parser_version: PARSER_VERSION,
-        labels: &labels,
-        collected_at: upload.collected_at,
-        uploaded_by,
-    };
+    let raw_object = state.evidence_store.put(&p.sha256, &p.upload.raw).await?;
+    let new_evidence = p.row(brief_id, trial_id, raw_object.as_deref(), uploaded_by);
     if let Some(key) = &key {
         // The key's row and the evidence commit together, so a replay always finds the evidence.
         let mut tx = state.pool.begin().await?;
-        let claimed = repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, &fingerprint, 201, &body, id)
-            .await
-            .map_err(fk_to_not_found)?;
+        let claimed =
+            repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, &p.fingerprint, 201, &p.body, p.id)
+                .await
+                .map_err(fk_to_not_found)?;
         if !claimed {
             // Another request with this key committed while we parsed: answer as it did.
             tx.rollback().await?;
-            let stored = repo::find_idempotent(&state.pool, brief_id, key_scope, key)
-                .await?
-                .ok_or_else(|| AppError::Internal(anyhow::anyhow!("idempotency row vanished")))?;
-            return replay(stored, &fingerprint);
+            return replay_stored(state, brief_id, key_scope, key, &p.fingerprint).await;
         }
         repo::insert(&mut *tx, &new_evidence).await.map_err(fk_to_not_found)?;
         tx.commit().await?;
@@ -180,8 +235,127 @@ pub async fn ingest(
     }
     state
         .metrics
-        .observe_ingest(kind.as_str(), outcome.status.as_str(), upload.raw.len());
-    Ok(Ingested::Created(body))
+        .observe_ingest(p.kind.as_str(), p.outcome.status.as_str(), p.upload.raw.len());
+    Ok(Ingested::Created(p.body))
+}
+
+/// The stored answer of a key another request claimed first.
+async fn replay_stored(
+    state: &AppState,
+    brief_id: Uuid,
+    key_scope: &str,
+    key: &str,
+    fingerprint: &str,
+) -> Result<Ingested, AppError> {
+    let stored = repo::find_idempotent(&state.pool, brief_id, key_scope, key)
+        .await?
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("idempotency row vanished")))?;
+    replay(stored, fingerprint)
+}
+
+/// One item of a batch, decoded by the API: its upload and trial, or why it was refused.
+pub struct BatchItem {
+    pub decoded: Result<(Uuid, Upload), AppError>,
+    pub key: Option<String>,
+}
+
+/// Uploads several items at once (`POST /briefs/{id}/evidence/batch`): each is checked, replayed
+/// or parsed on its own, the same rules as one upload, then every new item commits in one
+/// transaction, with its `idempotency_key`. A refused item does not stop the others; a database
+/// or object store that fails stops the whole batch, and nothing of it is stored.
+pub async fn ingest_batch(
+    state: &AppState,
+    brief_id: Uuid,
+    items: Vec<BatchItem>,
+    key_scope: &str,
+    uploaded_by: Option<&str>,
+) -> Result<Vec<Result<Ingested, AppError>>, AppError> {
+    let mut answers: Vec<Option<Result<Ingested, AppError>>> = Vec::with_capacity(items.len());
+    let mut pending: Vec<(usize, Uuid, Option<String>, Prepared)> = Vec::new();
+    let mut targets = None;
+    let mut keys_seen = HashMap::new();
+    let mut befores = BatchBefores::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let (trial_id, upload) = match item.decoded {
+            Ok(d) => d,
+            Err(e) => {
+                answers.push(Some(Err(e)));
+                continue;
+            }
+        };
+        if let Some(key) = &item.key {
+            if let Some(first) = keys_seen.insert(key.clone(), i) {
+                answers.push(Some(Err(AppError::Validation(vec![
+                    crate::validation::FieldError::new(
+                        "idempotency_key",
+                        format!("is also the key of item {first} of this batch"),
+                    ),
+                ]))));
+                continue;
+            }
+            if let Some(stored) = repo::find_idempotent(&state.pool, brief_id, key_scope, key).await? {
+                answers.push(Some(replay(stored, &upload.fingerprint())));
+                continue;
+            }
+        }
+        match prepare(state, brief_id, trial_id, upload, &mut targets, &befores).await {
+            Ok(p) => {
+                if let Some(w) = p.upload.window_before().filter(|_| p.kind.has_window()) {
+                    befores.insert((trial_id, p.kind.as_str(), w.to_owned()), p.upload.raw.clone());
+                }
+                answers.push(None);
+                pending.push((i, trial_id, item.key, p));
+            }
+            Err(e @ (AppError::DatabaseUnavailable | AppError::StorageUnavailable)) => return Err(e),
+            Err(e) => answers.push(Some(Err(e))),
+        }
+    }
+
+    // Bytes first, as for one upload: a row that commits always has its bytes.
+    let mut objects = Vec::with_capacity(pending.len());
+    for (_, _, _, p) in &pending {
+        objects.push(state.evidence_store.put(&p.sha256, &p.upload.raw).await?);
+    }
+    let mut raced = Vec::new();
+    let mut tx = state.pool.begin().await?;
+    for ((i, trial_id, key, p), object) in pending.iter().zip(&objects) {
+        if let Some(key) = key {
+            let claimed =
+                repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, &p.fingerprint, 201, &p.body, p.id)
+                    .await
+                    .map_err(fk_to_not_found)?;
+            if !claimed {
+                // Another request committed this key while we parsed: answered as it was, below.
+                raced.push(*i);
+                continue;
+            }
+        }
+        repo::insert(&mut *tx, &p.row(brief_id, *trial_id, object.as_deref(), uploaded_by))
+            .await
+            .map_err(fk_to_not_found)?;
+    }
+    tx.commit().await?;
+    for (i, _, key, p) in pending {
+        answers[i] = Some(if raced.contains(&i) {
+            replay_stored(
+                state,
+                brief_id,
+                key_scope,
+                key.as_deref().unwrap_or_default(),
+                &p.fingerprint,
+            )
+            .await
+        } else {
+            state
+                .metrics
+                .observe_ingest(p.kind.as_str(), p.outcome.status.as_str(), p.upload.raw.len());
+            Ok(Ingested::Created(p.body))
+        });
+    }
+    Ok(answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(AppError::Internal(anyhow::anyhow!("batch item left unanswered")))))
+        .collect())
 }
 
 /// 404 unless the brief exists. A caller whose token is scoped to the brief has proved it already

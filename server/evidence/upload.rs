@@ -22,18 +22,96 @@ use crate::{
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
+/// Items in one batch, and the bytes of its whole body.
+pub const BATCH_MAX_ITEMS: usize = 500;
+pub const BATCH_MAX_BYTES: usize = 16 * 1024 * 1024;
+
+fn valid_key(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 255 && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// The `Idempotency-Key` header: 1–255 visible ASCII characters, or absent.
 pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     let Some(v) = headers.get(IDEMPOTENCY_KEY) else {
         return Ok(None);
     };
     match v.to_str() {
-        Ok(s) if !s.is_empty() && s.len() <= 255 && s.bytes().all(|b| b.is_ascii_graphic()) => Ok(Some(s.to_owned())),
+        Ok(s) if valid_key(s) => Ok(Some(s.to_owned())),
         _ => Err(AppError::Validation(vec![FieldError::new(
             "Idempotency-Key",
             "must be 1 to 255 visible ASCII characters",
         )])),
     }
+}
+
+/// One item of a batch: its upload (an envelope, as for one upload) or why it is refused, and
+/// its `idempotency_key`.
+pub struct BatchEntry {
+    pub upload: Result<Upload, AppError>,
+    pub key: Option<String>,
+}
+
+/// Decodes `{ "items": [ envelope, … ] }` read under [`BATCH_MAX_BYTES`]: 1 to
+/// [`BATCH_MAX_ITEMS`] items, each refused on its own when it is not a valid envelope or its raw
+/// content is over `max_item` bytes.
+pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchEntry>> {
+    let (parts, body) = req.into_parts();
+    let ct = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if !is_json(&ct) {
+        return Err(AppError::UnsupportedMediaType(
+            "a batch is a JSON document: { \"items\": [ … ] } with Content-Type application/json".into(),
+        ));
+    }
+    let raw = read_capped(body, &parts.headers, BATCH_MAX_BYTES).await?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
+    let items = match v.get("items").and_then(Value::as_array) {
+        Some(items) if (1..=BATCH_MAX_ITEMS).contains(&items.len()) => items,
+        Some(items) if items.len() > BATCH_MAX_ITEMS => {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "items",
+                format!("holds {} items; send at most {BATCH_MAX_ITEMS} per batch", items.len()),
+            )]))
+        }
+        _ => {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "items",
+                format!("must be an array of 1 to {BATCH_MAX_ITEMS} evidence items"),
+            )]))
+        }
+    };
+    Ok(items
+        .iter()
+        .map(|item| {
+            let key = match item.get("idempotency_key") {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) if valid_key(s) => Ok(Some(s.clone())),
+                Some(_) => Err(AppError::Validation(vec![FieldError::new(
+                    "idempotency_key",
+                    "must be 1 to 255 visible ASCII characters",
+                )])),
+            };
+            let upload = Upload::from_envelope(item).map_err(AppError::Validation).and_then(|u| {
+                if u.raw.len() > max_item {
+                    Err(AppError::PayloadTooLarge(max_item))
+                } else {
+                    Ok(u)
+                }
+            });
+            match key {
+                Ok(key) => BatchEntry { upload, key },
+                Err(e) => BatchEntry {
+                    upload: Err(e),
+                    key: None,
+                },
+            }
+        })
+        .collect())
 }
 
 /// Reads the whole body, failing with 413 as soon as it passes `max` bytes: at once when

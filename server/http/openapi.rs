@@ -158,6 +158,10 @@ fn components() -> utoipa::openapi::Components {
             typed(Type::String, "content type of content_base64's bytes"),
         )
         .property("data", obj("the tool output as a JSON object"))
+        .property(
+            "idempotency_key",
+            typed(Type::String, "batch items only: this item's Idempotency-Key"),
+        )
         .required("kind")
         .required("stage");
     let multipart = obj(
@@ -281,6 +285,36 @@ pub fn document() -> OpenApi {
         problem_response("not JSON, multipart, or a raw body with ?kind=&stage="),
     )
     .response("422", problem_response("invalid fields"));
+    let upload_batch = op(
+        "uploadEvidenceBatch",
+        "evidence",
+        "Upload up to 500 evidence items in one request (16 MiB): each stored or refused on its own, new items committed together",
+    )
+    .parameter(brief_id())
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(
+                "application/json",
+                json_content(
+                    obj("{ items: [envelope + idempotency_key?] }")
+                        .property("items", ArrayBuilder::new().items(component("EvidenceEnvelope")).max_items(Some(500))),
+                ),
+            )
+            .build(),
+    ))
+    .response(
+        "207",
+        ok_json(
+            "one answer per item, in order: { items: [{ index, status (201 stored, 200 replayed, 4xx refused), id?, parse_status?, parse_error?, links?, problem? }] }",
+            obj("batch answer"),
+        ),
+    )
+    .response("400", problem_response("malformed JSON"))
+    .response("404", problem_response("no such brief"))
+    .response("413", problem_response("larger than 16 MiB"))
+    .response("415", problem_response("not JSON"))
+    .response("422", problem_response("items missing, empty or more than 500"));
     let list_evidence = op(
         "listEvidence",
         "evidence",
@@ -830,6 +864,10 @@ pub fn document() -> OpenApi {
             PathItem::new(HttpMethod::Get, list_evidence),
         )
         .path("/api/v1/briefs/{id}/evidence", PathItem::new(HttpMethod::Post, upload))
+        .path(
+            "/api/v1/briefs/{id}/evidence/batch",
+            PathItem::new(HttpMethod::Post, upload_batch),
+        )
         .path("/api/v1/evidence/{id}", PathItem::new(HttpMethod::Get, show_evidence))
         .path(
             "/api/v1/evidence/{id}/raw",

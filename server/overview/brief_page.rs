@@ -19,6 +19,7 @@ use crate::{
     ledger::pages as ledger_pages,
     money,
     prices::service as prices,
+    review::gather::{self as review_gather, TrialKv},
     sizing::Sizing,
     state::AppState,
     trials::{
@@ -49,11 +50,18 @@ struct BriefPage {
     evidence: Vec<EvidenceListRow>,
     acceptance: card_pages::BriefSections,
     ledger: ledger_pages::LedgerSection,
+    /// The selected trial's predicted KV-cache capacity beside vLLM's logged one.
+    kv: Option<TrialKv>,
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".to_owned());
-    let arch = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_else(|| "from catalogue".to_owned());
+    let given_by = match (&f.model_config, &f.catalog_model) {
+        (Some(_), _) => "from config.json",
+        (None, Some(_)) => "from catalogue",
+        (None, None) => "—",
+    };
+    let arch = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_else(|| given_by.to_owned());
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
     let mut facts = vec![
         ("Owner", f.owner.clone()),
@@ -182,12 +190,13 @@ pub async fn brief_page(
     };
     // The three sections are independent reads: run them side by side, so the page waits for the
     // slowest instead of the sum (it matters when ingest keeps the database busy).
-    let (evidence, acceptance, ledger) = tokio::try_join!(
+    let (evidence, acceptance, ledger, kv) = tokio::try_join!(
         async { Ok::<_, PageError>(evidence_pages::brief_rows(&state, id, trial.id).await?) },
         card_pages::brief_sections(&state, &brief, trial.id),
         async {
             Ok(ledger_pages::section(&state, brief.id, (trial.id, &trial.fields.name), &brief.fields.currency).await?)
         },
+        async { Ok(review_gather::trial_kv_check(&state, &brief, trial).await?) },
     )?;
     render(&BriefPage {
         ctx: (&user).into(),
@@ -202,5 +211,6 @@ pub async fn brief_page(
         evidence,
         acceptance,
         ledger,
+        kv,
     })
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
+use uuid::Uuid;
 
 use super::{
     decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts, MetricFact, Status},
@@ -23,7 +24,10 @@ use crate::{
         model::{cheapest, quote, Quote, StoredPrice},
         service as prices,
     },
-    sizing::Sizing,
+    sizing::{
+        kv_check::{kv_check, KvCheck, KvMeasured},
+        Sizing,
+    },
     state::AppState,
     trials::{
         model::{Allocation, Trial},
@@ -47,6 +51,14 @@ pub const RULE_METRICS: [&str; 7] = [
 /// Shown beside a criterion, not read by the rules: what share of the expected bus bandwidth for
 /// this topology the NCCL run reached.
 const SHOWN_METRICS: [&str; 2] = ["nccl.busbw_pct_of_expected", "nccl.expected_busbw_gbps"];
+
+/// vLLM's start-up log about its KV cache: shown beside the predicted capacity.
+const KV_METRICS: [&str; 4] = [
+    "serving.kv_cache_tokens",
+    "serving.max_concurrency",
+    "serving.max_concurrency_tokens_per_request",
+    "serving.gpu_memory_utilization",
+];
 
 /// Histogram estimates of each target's share, read for the money figures when no load test has
 /// per-request data (not decision inputs on their own).
@@ -78,6 +90,28 @@ pub struct ReviewContext {
     /// Figures shown beside criteria that no rule reads (the NCCL run's share of what the topology
     /// should reach).
     pub shown: BTreeMap<String, MetricFact>,
+    /// Predicted KV-cache capacity of the allocation beside the one vLLM logged.
+    pub kv: Option<TrialKv>,
+}
+
+/// A trial's KV-cache check and the vLLM log it measured from.
+#[derive(Clone)]
+pub struct TrialKv {
+    pub check: KvCheck,
+    pub evidence_id: Option<Uuid>,
+}
+
+impl TrialKv {
+    fn from_logged(brief: &Brief, allocation: &Allocation, logged: &BTreeMap<String, MetricFact>) -> Option<Self> {
+        let check = kv_check(
+            &brief.fields.sizing_input(),
+            allocation.gpu,
+            allocation.count,
+            &kv_measured(logged),
+        )?;
+        let evidence_id = KV_METRICS.iter().find_map(|k| logged.get(*k)).map(|m| m.evidence_id);
+        Some(Self { check, evidence_id })
+    }
 }
 
 /// Gathers what the decision reads for every trial of `brief`, in trial order.
@@ -114,6 +148,7 @@ pub async fn gather_trial(
         .iter()
         .chain(&ESTIMATE_METRICS)
         .chain(&SHOWN_METRICS)
+        .chain(&KV_METRICS)
         .map(|k| (*k).to_owned())
         .collect();
     // Independent reads side by side. The ledger summary is read once: the card's derived
@@ -128,6 +163,10 @@ pub async fn gather_trial(
         .filter_map(|k| metrics.remove_entry(*k))
         .collect();
     let shown: BTreeMap<String, MetricFact> = SHOWN_METRICS.iter().filter_map(|k| metrics.remove_entry(*k)).collect();
+    let kv_logged: BTreeMap<String, MetricFact> = KV_METRICS.iter().filter_map(|k| metrics.remove_entry(*k)).collect();
+    let kv = allocation
+        .as_ref()
+        .and_then(|a| TrialKv::from_logged(brief, a, &kv_logged));
     let derived = cards::derived_figures_from(brief, &summary);
     let card = cards::evaluate_for_trial(&state.pool, brief, card, trial.id, allocation.as_ref(), &derived).await?;
     let criteria = outcomes(card.evaluation);
@@ -167,7 +206,35 @@ pub async fn gather_trial(
         ledger_rate,
         stale: card.stale,
         shown,
+        kv,
     })
+}
+
+/// The KV-cache figures of a vLLM start-up log, from the trial's newest metrics.
+pub fn kv_measured(metrics: &BTreeMap<String, MetricFact>) -> KvMeasured {
+    let num = |k: &str| {
+        metrics
+            .get(k)
+            .and_then(|m| m.value.as_f64())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    KvMeasured {
+        tokens: num("serving.kv_cache_tokens").map(|v| v as u64),
+        max_concurrency: num("serving.max_concurrency"),
+        tokens_per_request: num("serving.max_concurrency_tokens_per_request").map(|v| v as u64),
+        gpu_memory_utilization: num("serving.gpu_memory_utilization"),
+    }
+}
+
+/// The KV-cache check of one trial of `brief` (the brief page shows it without a whole review).
+pub async fn trial_kv_check(state: &AppState, brief: &Brief, trial: &Trial) -> Result<Option<TrialKv>, AppError> {
+    let sizing = brief.fields.sizing();
+    let Some(a) = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing) else {
+        return Ok(None);
+    };
+    let keys: Vec<String> = KV_METRICS.iter().map(|k| (*k).to_owned()).collect();
+    let logged = repo::newest_metrics(&state.pool, trial.id, &keys).await?;
+    Ok(TrialKv::from_logged(brief, &a, &logged))
 }
 
 /// The rate an hour of the trial's allocation costs at, most specific first: the trial's own rate;

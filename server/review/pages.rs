@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::{
     decision::{Reason, Status},
+    gather::TrialKv,
     model::monthly_cost,
     money_view::{money_section, MoneySection},
     repo,
@@ -144,6 +145,8 @@ struct ReviewPage {
     trial_costs: Vec<TrialCostBar>,
     trial_costs_height: f64,
     money: MoneySection,
+    /// The decided trial's predicted KV-cache capacity beside vLLM's logged one.
+    kv: Option<TrialKv>,
 }
 
 impl ReviewPage {
@@ -586,6 +589,7 @@ fn page(
         brief_id,
         trial_costs_height: trial_costs.len() as f64 * ROW + 10.0,
         money: money_section(r),
+        kv: r.context.kv.clone(),
         several_trials: r.trials.len() > 1,
         trial_name: r.context.trial.fields.name.clone(),
         recommended: r

@@ -219,6 +219,7 @@ fn trial_json(t: &TrialReview) -> Value {
         "monthly_cost": money.and_then(|m| m.monthly_cost),
         "api_is_cheaper": money.and_then(|m| m.api_is_cheaper),
         "money": money,
+        "kv_capacity": t.context.kv.as_ref().map(|k| &k.check),
         "criteria_passed": passed,
         "criteria_required": required,
         "criteria": t.context.inputs.criteria,

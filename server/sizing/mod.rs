@@ -89,6 +89,7 @@ pub mod architecture;
 mod catalog;
 #[cfg(test)]
 mod config_examples;
+pub mod kv_check;
 mod memory;
 pub mod model_config;
 mod options;
@@ -230,6 +231,13 @@ pub struct Sizing {
     pub architecture_notes: Vec<String>,
     pub options: Vec<SizingOption>,
     pub billing_advice: String,
+}
+
+impl Sizing {
+    /// `kv_bytes_per_token` as pages print it ("163,840").
+    pub fn kv_bytes_per_token_text(&self) -> String {
+        crate::money::count(i64::try_from(self.kv_bytes_per_token).unwrap_or(i64::MAX))
+    }
 }
 
 /// One catalogue GPU at the count it needs.

@@ -1,0 +1,212 @@
+//! Predicted KV-cache capacity beside the one vLLM logged at start-up for a trial
+//! (`serving.kv_cache_tokens`, `serving.max_concurrency`), and whether the measured one holds
+//! what the brief needs: `concurrency` sequences of `context_length` tokens.
+
+use serde::Serialize;
+
+use super::{kv_capacity, GpuSpec, KvCapacity, SizingInput};
+
+/// vLLM's default `gpu_memory_utilization`, used when the log does not name one.
+pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
+
+/// What vLLM's start-up log said about the KV cache (each figure when the log had its line).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct KvMeasured {
+    pub tokens: Option<u64>,
+    pub max_concurrency: Option<f64>,
+    /// The request length `max_concurrency` was computed for (vLLM's `max_model_len`).
+    pub tokens_per_request: Option<u64>,
+    pub gpu_memory_utilization: Option<f64>,
+}
+
+impl KvMeasured {
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_none() && self.max_concurrency.is_none()
+    }
+}
+
+/// The comparison for one allocation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KvCheck {
+    pub gpu: String,
+    pub count: u32,
+    /// The utilisation the prediction used: the logged one, else vLLM's default.
+    pub gpu_memory_utilization: f64,
+    pub predicted_tokens: u64,
+    pub predicted_max_concurrency: f64,
+    pub measured_tokens: Option<u64>,
+    pub measured_max_concurrency: Option<f64>,
+    pub measured_tokens_per_request: Option<u64>,
+    /// measured ÷ predicted tokens, when both exist.
+    pub ratio: Option<f64>,
+    /// The brief's concurrency × context length.
+    pub needed_tokens: u64,
+    pub needed_concurrency: u64,
+    /// Plain sentences about a measured capacity below what the brief needs (empty when it
+    /// holds, or nothing was measured).
+    pub findings: Vec<String>,
+}
+
+impl KvCheck {
+    pub fn short(&self) -> bool {
+        !self.findings.is_empty()
+    }
+
+    // Figures as the pages print them.
+    pub fn predicted_tokens_text(&self) -> String {
+        thousands(self.predicted_tokens)
+    }
+    pub fn predicted_concurrency_text(&self) -> String {
+        format!("{:.1}", self.predicted_max_concurrency)
+    }
+    pub fn measured_tokens_text(&self) -> String {
+        self.measured_tokens.map(thousands).unwrap_or_else(|| "—".into())
+    }
+    pub fn measured_concurrency_text(&self) -> String {
+        self.measured_max_concurrency
+            .map(|c| format!("{c:.1}"))
+            .unwrap_or_else(|| "—".into())
+    }
+    pub fn needed_tokens_text(&self) -> String {
+        thousands(self.needed_tokens)
+    }
+    /// "0.52 × the prediction", or empty without a measurement.
+    pub fn ratio_text(&self) -> String {
+        self.ratio.map(|r| format!("{r:.2} ×")).unwrap_or_default()
+    }
+    pub fn utilisation_text(&self) -> String {
+        format!("{:.2}", self.gpu_memory_utilization)
+    }
+}
+
+fn thousands(n: u64) -> String {
+    crate::money::count(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// The check for `count` × `gpu`; `None` when the sizing predicts no KV cache for it (no layout
+/// loads, or the workload caches nothing).
+pub fn kv_check(input: &SizingInput, gpu: &GpuSpec, count: u32, measured: &KvMeasured) -> Option<KvCheck> {
+    let utilisation = measured
+        .gpu_memory_utilization
+        .filter(|u| *u > 0.0 && *u <= 1.0)
+        .unwrap_or(DEFAULT_GPU_MEMORY_UTILIZATION);
+    let KvCapacity {
+        tokens,
+        max_concurrency,
+    } = kv_capacity(input, gpu, count, utilisation)?;
+    let needed_concurrency = input.concurrency.max(1);
+    let needed_tokens = needed_concurrency * input.context_length;
+    let mut findings = Vec::new();
+    if let Some(len) = measured.tokens_per_request.filter(|l| *l < input.context_length) {
+        findings.push(format!(
+            "The server was started for requests of at most {} tokens; the brief needs {}.",
+            thousands(len),
+            thousands(input.context_length)
+        ));
+    }
+    // vLLM's own concurrency figure is the truer one (it knows its block layout); the token count
+    // is the fallback when the log had no concurrency line.
+    match (measured.max_concurrency, measured.tokens) {
+        (Some(c), _) if c < needed_concurrency as f64 => findings.push(format!(
+            "vLLM can keep {c:.2} sequences of full length in its KV cache; the brief needs {needed_concurrency} at once, so requests will queue or be preempted."
+        )),
+        (None, Some(t)) if t < needed_tokens => findings.push(format!(
+            "vLLM's KV cache holds {} tokens; the brief needs {} ({needed_concurrency} sequences × {} tokens), so requests will queue or be preempted.",
+            thousands(t),
+            thousands(needed_tokens),
+            thousands(input.context_length)
+        )),
+        _ => {}
+    }
+    Some(KvCheck {
+        gpu: gpu.model.clone(),
+        count,
+        gpu_memory_utilization: utilisation,
+        predicted_tokens: tokens,
+        predicted_max_concurrency: max_concurrency,
+        measured_tokens: measured.tokens,
+        measured_max_concurrency: measured.max_concurrency,
+        measured_tokens_per_request: measured.tokens_per_request,
+        ratio: measured
+            .tokens
+            .filter(|_| tokens > 0)
+            .map(|m| (m as f64 / tokens as f64 * 100.0).round() / 100.0),
+        needed_tokens,
+        needed_concurrency,
+        findings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sizing::{gpu_by_name, model_by_hf_id, Precision, WorkloadKind};
+
+    fn llama70b(concurrency: u64) -> SizingInput {
+        let m = model_by_hf_id("meta-llama/Llama-3.1-70B-Instruct").expect("catalogue row");
+        SizingInput::from_catalog(WorkloadKind::RealtimeInference, Precision::Bf16, m, 8192, concurrency)
+    }
+
+    #[test]
+    fn a_measured_capacity_below_the_need_is_a_finding_and_the_ratio_compares_with_the_prediction() {
+        let h100 = gpu_by_name("H100 SXM").unwrap();
+        let input = llama70b(64);
+        let predicted = kv_capacity(&input, h100, 4, 0.9).unwrap();
+        let measured = KvMeasured {
+            tokens: Some(predicted.tokens / 2),
+            max_concurrency: Some(20.5),
+            tokens_per_request: Some(8192),
+            gpu_memory_utilization: None,
+        };
+        let check = kv_check(&input, h100, 4, &measured).unwrap();
+        assert_eq!(check.predicted_tokens, predicted.tokens);
+        assert_eq!(check.ratio, Some(0.5));
+        assert_eq!(check.needed_tokens, 64 * 8192);
+        assert!(check.short());
+        assert!(check.findings[0].contains("20.50 sequences"), "{:?}", check.findings);
+        assert!(check.findings[0].contains("needs 64"));
+    }
+
+    #[test]
+    fn enough_capacity_has_no_finding_and_the_logged_utilisation_drives_the_prediction() {
+        let h100 = gpu_by_name("H100 SXM").unwrap();
+        let input = llama70b(4);
+        let measured = KvMeasured {
+            tokens: Some(900_000),
+            max_concurrency: Some(109.8),
+            tokens_per_request: Some(8192),
+            gpu_memory_utilization: Some(0.95),
+        };
+        let check = kv_check(&input, h100, 4, &measured).unwrap();
+        assert!(!check.short(), "{:?}", check.findings);
+        assert_eq!(check.gpu_memory_utilization, 0.95);
+        assert_eq!(
+            check.predicted_tokens,
+            kv_capacity(&input, h100, 4, 0.95).unwrap().tokens
+        );
+    }
+
+    #[test]
+    fn a_shorter_max_model_len_and_a_token_count_alone_are_findings() {
+        let h100 = gpu_by_name("H100 SXM").unwrap();
+        let input = llama70b(16);
+        let measured = KvMeasured {
+            tokens: Some(100_000),
+            max_concurrency: None,
+            tokens_per_request: Some(4096),
+            gpu_memory_utilization: None,
+        };
+        let check = kv_check(&input, h100, 4, &measured).unwrap();
+        assert_eq!(check.findings.len(), 2, "{:?}", check.findings);
+        assert!(check.findings[0].contains("at most 4,096 tokens"));
+        assert!(check.findings[1].contains("holds 100,000 tokens; the brief needs 131,072"));
+    }
+
+    #[test]
+    fn nothing_measured_is_a_prediction_without_findings() {
+        let h100 = gpu_by_name("H100 SXM").unwrap();
+        let check = kv_check(&llama70b(8), h100, 4, &KvMeasured::default()).unwrap();
+        assert!(check.measured_tokens.is_none() && check.ratio.is_none() && !check.short());
+        assert!(check.predicted_tokens > 0);
+    }
+}
