@@ -19,7 +19,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures_core::Stream;
 use object_store::{prefix::PrefixStore, ObjectStore};
 use rentcheck::evidence_store::EvidenceStore;
 
