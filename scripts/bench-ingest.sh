@@ -115,3 +115,8 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 echo "server memory at end: $(hwm)"
 echo "evidence rows: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence')"
+# What a non-2xx answer was, from the server's own log (RUST_LOG=warn keeps only warnings and errors).
+if grep -qE 'WARN|ERROR' "$WORK/server.log"; then
+    echo "server warnings and errors: $(grep -cE 'WARN|ERROR' "$WORK/server.log"); the first three:"
+    grep -E 'WARN|ERROR' "$WORK/server.log" | head -n 3 | cut -c 1-400
+fi
