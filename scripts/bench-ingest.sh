@@ -3,6 +3,7 @@
 #
 #   scripts/bench-ingest.sh                  # 3 rounds, 20 s per run
 #   DURATION=10 ROUNDS=5 scripts/bench-ingest.sh
+#   STORE=s3 BIN=target/release/rentcheck scripts/bench-ingest.sh   # raw bytes in moto's S3
 #
 # Builds the release binary, creates a fresh database on $PGBASE (dropped at the end) with a brief
 # and an agent token (scripts/lib/server-under-test.sh), starts the server on 127.0.0.1, then for
@@ -21,7 +22,14 @@ PORT=${PORT:-18089}
 THREADS=${THREADS:-2}
 # shellcheck source=lib/server-under-test.sh
 source "$(dirname "$0")/lib/server-under-test.sh"
+# shellcheck source=lib/moto.sh
+source "$(dirname "$0")/lib/moto.sh"
 sut_setup
+# STORE=s3: raw bytes in an S3 bucket (moto's S3-protocol server on loopback) instead of PostgreSQL.
+if [ "${STORE:-postgres}" = s3 ]; then
+    moto_start
+    echo "== raw evidence in $RENTCHECK_EVIDENCE_STORE at $AWS_ENDPOINT (moto)"
+fi
 
 # Bodies: 2 KB metrics envelope; ~200 KB vLLM scrape built from the fixture (distinct model names).
 python3 - "$WORK" "$ROOT/tests/fixtures/vllm-metrics/v1-two-models-two-engines-empty-e2e.txt" <<'PY'
@@ -107,3 +115,8 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 echo "server memory at end: $(hwm)"
 echo "evidence rows: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence')"
+# What a non-2xx answer was, from the server's own log (RUST_LOG=warn keeps only warnings and errors).
+if grep -qE 'WARN|ERROR' "$WORK/server.log"; then
+    echo "server warnings and errors: $(grep -cE 'WARN|ERROR' "$WORK/server.log"); the first three:"
+    grep -E 'WARN|ERROR' "$WORK/server.log" | head -n 3 | cut -c 1-400
+fi

@@ -737,6 +737,8 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
     )?;
     // A wrong evidence-store setting stops the start, before the database is touched.
     let evidence_store = EvidenceStore::from_setting(serve.evidence_store.as_deref())?;
+    // Wrong credentials or a missing bucket stop the start too, instead of failing every upload.
+    evidence_store.check().await?;
     tracing::info!(store = evidence_store.describe(), "raw evidence is kept in");
     let app_config = AppConfig::try_from(&serve)?;
     let database = Database::open(&db_config, db::SERVE).await?;

@@ -2,8 +2,8 @@
 # token for it, an engineer token and a signed-in engineer's session cookie, and the release server.
 # Source it, then call `sut_setup`; `sut_cleanup` runs on exit. Reads PGBASE, PORT, and OWN_POSTGRES:
 # 1 runs a PostgreSQL cluster of the script's own instead (scripts/lib/own-postgres.sh; PG_SETTINGS
-# tunes it). Sets BIN, WORK, DATABASE_URL, BRIEF, TOKEN (agent), READ_TOKEN (engineer), SESSION
-# (cookie value), SERVER_PID.
+# tunes it). BIN: a rentcheck binary to use instead of building the release one. Sets BIN, WORK,
+# DATABASE_URL, BRIEF, TOKEN (agent), READ_TOKEN (engineer), SESSION (cookie value), SERVER_PID.
 
 PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -18,6 +18,7 @@ fi
 
 sut_cleanup() {
     sut_stop_server
+    if declare -F moto_stop >/dev/null; then moto_stop; fi
     if [ "$OWN_POSTGRES" = 1 ]; then
         own_pg_stop immediate 2>/dev/null || true
     else
@@ -39,9 +40,11 @@ sut_setup() {
         command -v "$tool" >/dev/null || { echo "needs $tool (apt-get install wrk postgresql-client python3 curl)" >&2; exit 2; }
     done
     trap sut_cleanup EXIT INT TERM
-    echo "== build (release)"
-    (cd "$ROOT" && cargo build --release --quiet --bin rentcheck)
-    BIN="$ROOT/target/release/rentcheck"
+    if [ -z "${BIN:-}" ]; then
+        echo "== build (release)"
+        (cd "$ROOT" && cargo build --release --quiet --bin rentcheck)
+        BIN="$ROOT/target/release/rentcheck"
+    fi
 
     if [ "$OWN_POSTGRES" = 1 ]; then
         echo "== PostgreSQL of its own on 127.0.0.1:$PG_PORT${PG_SETTINGS:+ with $PG_SETTINGS}"
@@ -65,6 +68,9 @@ INSERT INTO briefs (id, name, owner, workload_kind, model_name, params_b, precis
                     concurrency, data_boundary, allocation_boundary)
 VALUES ('$BRIEF', 'load test', 'load@example.com', 'realtime-inference',
         'meta-llama/Llama-3.1-8B-Instruct', 8, 'bf16', 8192, 64, 'shared-ok', 'vm');
+-- Every brief has a first trial (the API makes it with the brief); evidence lands in it.
+INSERT INTO trials (id, brief_id, position, name, allocation_boundary)
+VALUES (gen_random_uuid(), '$BRIEF', 1, 'Trial 1', 'vm');
 SQL
     PASSWORD="load-test-password-$$"
     echo "$PASSWORD" | "$BIN" user add --email load@example.com --role engineer --password-stdin >/dev/null

@@ -9,7 +9,7 @@ use axum::{
     extract::{FromRequest, Multipart, Request},
     http::{header, HeaderMap, HeaderName},
 };
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 
@@ -124,11 +124,23 @@ pub async fn read_capped(body: Body, headers: &HeaderMap, max: usize) -> ApiResu
     if declared.is_some_and(|n| n > max as u64) {
         return Err(AppError::PayloadTooLarge(max));
     }
-    match Limited::new(body, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(AppError::PayloadTooLarge(max)),
-        Err(e) => Err(AppError::BadRequest(format!("could not read the request body: {e}"))),
+    // Each frame is copied into one buffer as it arrives and then dropped, so the body is in memory
+    // once. (`collect().to_bytes()` keeps every frame until it copies them all into one buffer: two
+    // copies of a 16 MiB upload at its peak.) With a declared length the buffer is allocated once.
+    let mut buffer = BytesMut::with_capacity(declared.map_or(0, |n| n as usize));
+    let mut body = Limited::new(body, max);
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    buffer.extend_from_slice(&data);
+                }
+            }
+            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return Err(AppError::PayloadTooLarge(max)),
+            Err(e) => return Err(AppError::BadRequest(format!("could not read the request body: {e}"))),
+        }
     }
+    Ok(buffer.freeze())
 }
 
 enum Form {

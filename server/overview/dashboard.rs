@@ -202,10 +202,8 @@ pub async fn dashboard(
         let batch = briefs::list_filtered(&state.pool, &filter, cursor, PAGE as i64 + 1).await?;
         let exhausted = batch.len() <= PAGE;
         let ids: Vec<Uuid> = batch.iter().map(|b| b.id).collect();
-        let (latest, summaries) = tokio::try_join!(
-            evidence::latest_per_brief(&state, &ids),
-            signals::current(&state, &ids),
-        )?;
+        let (latest, summaries) =
+            tokio::try_join!(evidence::latest_per_brief(&state, &ids), signals::current(&state, &ids),)?;
         for brief in batch.into_iter().take(PAGE) {
             if rows.len() == PAGE || (show.needs_review() && reviewed == MAX_SCANNED) {
                 scan_cut = rows.len() < PAGE;

@@ -293,3 +293,94 @@ async fn while_the_database_is_unreachable_the_api_answers_503_and_recovers_by_i
         .unwrap();
     assert_eq!(stored, 2, "the upload before the outage and the retried one, once");
 }
+
+/// Two instances on one database and one S3 bucket (a real S3-protocol server, `common::s3`), each
+/// with its own client, as two deployments would be: uploads go to either, retries go to both,
+/// and every item is stored once (one row; one object per distinct content) and downloads
+/// byte-exact from either instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_on_one_bucket_store_each_item_once_and_serve_it_from_either() {
+    let s3 = common::s3::server();
+    let prefix = format!("two-instances-{}", uuid::Uuid::new_v4().simple());
+    let (_database, pool) = common::migrated_database(5).await;
+    let keys = TokenKeys::from_secret(b"two instances share one signing secret and one bucket");
+    let bases = [
+        common::serve_app_with_store(pool.clone(), AppConfig::default(), keys.clone(), s3.store(&prefix)).await,
+        common::serve_app_with_store(pool.clone(), AppConfig::default(), keys.clone(), s3.store(&prefix)).await,
+    ];
+    let client = common::bearer_client(&common::engineer_token(&pool, &keys).await);
+    let brief = create_brief(&client, &bases[0]).await;
+
+    // 16 distinct logs, each sent at once to A and to B with one Idempotency-Key (a harness
+    // retrying through a load balancer); and one more log sent 8 times without a key, alternating:
+    // 8 items whose bytes are one object.
+    let log = |n: usize| format!("run {n}\nstep 1 ok\nstep 2 ok\n").into_bytes();
+    let mut requests: Vec<JoinHandle<(Option<usize>, u16, String)>> = Vec::new();
+    for n in 0..16 {
+        for base in &bases {
+            let request = client
+                .post(format!("{base}/api/v1/briefs/{brief}/evidence?kind=log&stage=1"))
+                .header("Idempotency-Key", format!("log-{n}"))
+                .header("content-type", "text/plain")
+                .body(log(n));
+            requests.push(tokio::spawn(async move {
+                let response = request.send().await.unwrap();
+                let status = response.status().as_u16();
+                let body: Value = response.json().await.unwrap();
+                (Some(n), status, body["id"].as_str().unwrap_or_default().to_owned())
+            }));
+        }
+    }
+    for m in 0..8 {
+        let request = client
+            .post(format!(
+                "{}/api/v1/briefs/{brief}/evidence?kind=log&stage=1",
+                bases[m % 2]
+            ))
+            .header("content-type", "text/plain")
+            .body(log(1000));
+        requests.push(tokio::spawn(async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            (None, status, body["id"].as_str().unwrap_or_default().to_owned())
+        }));
+    }
+    let mut ids = std::collections::BTreeMap::<String, Vec<u8>>::new();
+    let mut keyed = std::collections::BTreeMap::<usize, std::collections::BTreeSet<String>>::new();
+    for request in requests {
+        let (key, status, id) = request.await.unwrap();
+        assert!(
+            status == 201 || (key.is_some() && status == 200),
+            "{key:?} answered {status}"
+        );
+        if let Some(n) = key {
+            keyed.entry(n).or_default().insert(id.clone());
+        }
+        ids.insert(id, log(key.unwrap_or(1000)));
+    }
+    assert!(
+        keyed.values().all(|ids| ids.len() == 1),
+        "both sends of a key name one item: {keyed:?}"
+    );
+    assert_eq!(ids.len(), 16 + 8);
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM evidence")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 16 + 8, "each keyed log once, and the 8 unkeyed sends");
+    let objects = s3.object_names(&prefix).await;
+    assert_eq!(objects.len(), 16 + 1, "one object per distinct content");
+
+    for (id, bytes) in &ids {
+        for base in &bases {
+            let response = client
+                .get(format!("{base}/api/v1/evidence/{id}/raw"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            assert_eq!(&response.bytes().await.unwrap()[..], &bytes[..], "{id} from {base}");
+        }
+    }
+}

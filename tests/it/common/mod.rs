@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod s3;
 
 use std::str::FromStr;
 
