@@ -118,15 +118,23 @@ fn summary(trial: &Trial, sizing: &Sizing, stages: &[card_pages::StageRow], time
         under_sized: alloc.as_ref().is_some_and(|a| a.under_sized),
         options: shown
             .into_iter()
-            .map(|o| OptionLine {
-                label: format!("{} × {}", o.count, o.gpu),
-                memory: format!("{:.0} GiB each", o.memory_gib),
-                headroom: format!("{:.0} % headroom", o.headroom_pct),
-                price: o
-                    .price
-                    .as_ref()
-                    .map(|p| format!("{} {}/h · {}", money::amount(p.per_hour), p.currency, p.provider)),
-                under_test: under_test.as_deref() == Some(o.gpu.as_str()),
+            .map(|o| {
+                let tested = alloc.as_ref().filter(|a| a.gpu.model == o.gpu);
+                OptionLine {
+                    // The option under test shows the trial's own count, which may differ from the
+                    // smallest count that fits.
+                    label: format!("{} × {}", tested.map_or(o.count, |a| a.count), o.gpu),
+                    memory: format!("{:.0} GiB each", o.memory_gib),
+                    headroom: match tested {
+                        Some(a) if a.count != o.count => format!("the sizing needs {}", o.count),
+                        _ => format!("{:.0} % headroom", o.headroom_pct),
+                    },
+                    price: o
+                        .price
+                        .as_ref()
+                        .map(|p| format!("{} {}/h · {}", money::amount(p.per_hour), p.currency, p.provider)),
+                    under_test: tested.is_some(),
+                }
             })
             .collect(),
         fitting: fitting.len(),

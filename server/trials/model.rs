@@ -119,15 +119,19 @@ fn option_for<'a>(sizing: &'a Sizing, gpu: &str) -> Option<&'a SizingOption> {
     sizing.options.iter().find(|o| o.gpu == gpu)
 }
 
-/// The option a trial without a GPU tests: the first fitting NVIDIA option (the card's tools, DCGM
-/// and nvidia-smi, test NVIDIA GPUs only), else the first fitting option, else the first option.
+/// The option a trial without a GPU tests: the first fitting NVIDIA data-centre option (the card's
+/// tools, DCGM and nvidia-smi, test NVIDIA GPUs, and DCGM's diagnostics data-centre ones: a
+/// GeForce card is what people rent for a model, not what the card can check), else the first
+/// fitting NVIDIA option, else the first fitting option, else the first option.
 pub fn suggested_option(sizing: &Sizing) -> Option<&SizingOption> {
     let nvidia = |o: &&SizingOption| sizing::gpu_by_name(&o.gpu).is_some_and(|g| g.vendor == "NVIDIA");
-    sizing
-        .options
-        .iter()
-        .filter(|o| o.fits)
-        .find(nvidia)
+    let data_centre = |o: &&SizingOption| {
+        sizing::gpu_by_name(&o.gpu).is_some_and(|g| g.vendor == "NVIDIA" && !g.form_factor.contains("consumer"))
+    };
+    let fitting = || sizing.options.iter().filter(|o| o.fits);
+    fitting()
+        .find(data_centre)
+        .or_else(|| fitting().find(nvidia))
         .or_else(|| sizing.options.iter().find(|o| o.fits))
         .or(sizing.options.first())
 }
@@ -457,6 +461,11 @@ mod tests {
         let a = Allocation::resolve(None, None, &brief_sizing).unwrap();
         assert!(a.suggested);
         assert_eq!(a.gpu.vendor, "NVIDIA");
+        assert!(
+            !a.gpu.form_factor.contains("consumer"),
+            "a data-centre GPU DCGM can check, not a GeForce card: {}",
+            a.label()
+        );
         assert!(!a.under_sized);
         let small = Allocation::resolve(Some("L4"), Some(1), &brief_sizing).unwrap();
         assert!(!small.suggested);
