@@ -640,11 +640,12 @@ mod tests {
     }
 
     #[test]
-    fn without_a_trial_gpu_the_first_fitting_option_is_tested() {
+    fn without_a_trial_gpu_the_suggested_option_is_tested() {
         let f = brief(with(base(), json!({ "workload_kind": "realtime-inference" })));
         let sizing = f.sizing();
         let (gpu, count) = trial_allocation(&f, &sizing).unwrap();
-        let first = sizing.options.iter().find(|o| o.fits).unwrap();
-        assert_eq!((gpu.model.as_str(), count), (first.gpu.as_str(), first.count));
+        let suggested = crate::trials::model::suggested_option(&sizing).unwrap();
+        assert!(suggested.fits);
+        assert_eq!((gpu.model.as_str(), count), (suggested.gpu.as_str(), suggested.count));
     }
 }
