@@ -17,6 +17,7 @@ set -euo pipefail
 BRIEFS=${BRIEFS:-10000}
 REQUESTS=${REQUESTS:-200}
 DURATION=${DURATION:-15}
+WAIT=${WAIT:-900}
 PORT=${PORT:-18090}
 PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,10 +59,11 @@ TOKEN=$("$BIN" token mint --email pages@example.com --role manager --ttl 2h 2>/d
 "$BIN" serve >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-echo "== waiting for the review summaries (the refresher recomputes every brief after a start)"
+echo "== waiting (at most $WAIT s) for the review summaries: the watcher remakes every brief's after a start"
 start=$(date +%s)
-while [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM review_summaries_dirty")" -gt 0 ]; do sleep 2; done
-echo "   current after $(( $(date +%s) - start )) s"
+summaries() { psql -q -At "$DATABASE_URL" -c "SELECT (SELECT count(*) FROM brief_signals) || ' of ' || (SELECT count(*) FROM briefs) || ' made, ' || (SELECT count(DISTINCT brief_id) FROM brief_signals_dirty) || ' briefs queued'"; }
+while [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM brief_signals_dirty")" -gt 0 ] && [ $(( $(date +%s) - start )) -lt "$WAIT" ]; do sleep 5; done
+echo "   after $(( $(date +%s) - start )) s: $(summaries) (a page remakes any it shows that are still queued)"
 
 jar="$WORK/cookies.txt"
 csrf=$(curl -fsS -c "$jar" "http://127.0.0.1:$PORT/login" | sed -n 's/.*name="csrf_token" value="\([^"]*\)".*/\1/p' | head -n 1)
@@ -124,5 +126,6 @@ cat >"$WORK/read.sql" <<SQL
 SELECT * FROM briefs WHERE id = md5('seed-brief-' || :k)::uuid;
 SQL
 pgbench -n -f "$WORK/read.sql" -c 16 -j 2 -T "$DURATION" "$DATABASE_URL" 2>/dev/null | awk '/^tps/ {print "   " $0}'
+echo "== summaries at the end: $(summaries)"
 echo "== server memory"
 awk '/^VmHWM|^VmRSS/ {printf "   %s %s %s\n", $1, $2, $3}' "/proc/$SERVER_PID/status"
