@@ -11,7 +11,8 @@
 #   1. `wrk`: 2 KB JSON `metrics` evidence, 64 connections, $DURATION s;
 #   2. pgbench: a durable single-row insert of a similar row (uuid, brief, 2 KB bytea + jsonb,
 #      timestamps) at 64 clients, $DURATION s, in the same database;
-#   3. `wrk`: a ~200 KB vLLM /metrics scrape (raw body, ?kind=vllm-metrics), 16 connections.
+#   3. `wrk`: a ~200 KB vLLM /metrics scrape (raw body, ?kind=vllm-metrics), 16 connections;
+#   4. `wrk`: batches of 100 of the 2 KB envelopes (`evidence/batch`), 16 connections.
 # It prints requests/s, p50/p99, errors (non-2xx and socket errors) and the server's VmHWM at start
 # and end. Everything it starts is stopped on exit; every run is bounded by $DURATION.
 set -euo pipefail
@@ -42,6 +43,8 @@ while len(json.dumps({"kind": "metrics", "stage": 3, "data": {"metrics": metrics
     i += 1
 body = json.dumps({"kind": "metrics", "stage": 3, "data": {"metrics": metrics}})
 open(f"{work}/metrics.json", "w").write(body)
+# A batch: 100 such envelopes in one request (`evidence/batch`).
+open(f"{work}/batch.json", "w").write(json.dumps({"items": [json.loads(body)] * 100}))
 src = open(fixture).read().splitlines()
 out, copy = [], 0
 size = lambda: sum(len(l) + 1 for l in out)
@@ -100,6 +103,9 @@ settle() {
 URL2="$URL?kind=vllm-metrics&stage=3"
 check "$WORK/metrics.json" application/json "$URL"
 check "$WORK/scrape.txt" text/plain "$URL2"
+code=$(curl -s -o "$WORK/first.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN" \
+    -H "Content-Type: application/json" --data-binary "@$WORK/batch.json" "$URL/batch")
+[ "$code" = 207 ] || { echo "first batch answered $code: $(head -c 300 "$WORK/first.json")" >&2; exit 1; }
 echo "server memory at start: $(hwm)"
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS"
@@ -112,6 +118,9 @@ for round in $(seq 1 "$ROUNDS"); do
     settle
     wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/scrape.txt" text/plain)" "$URL2" >"$WORK/wrk2.txt"
     echo "   ~200 KB vLLM /metrics scrape, 16 connections: $(summary <"$WORK/wrk2.txt")"
+    settle
+    wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/batch.json" application/json)" "$URL/batch" >"$WORK/wrk3.txt"
+    echo "   batch of 100 × 2 KB items, 16 connections: $(summary <"$WORK/wrk3.txt") (items/s = 100 × req/s)"
 done
 echo "server memory at end: $(hwm)"
 echo "evidence rows: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence')"
