@@ -95,6 +95,77 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
     Ok(())
 }
 
+/// Several rows in one statement (a batch): the same columns as [`insert`], one array each.
+pub async fn insert_many(db: impl PgExecutor<'_>, rows: &[NewEvidence<'_>]) -> Result<(), sqlx::Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let col = |f: &dyn Fn(&NewEvidence<'_>) -> Option<String>| rows.iter().map(f).collect::<Vec<Option<String>>>();
+    let ids: Vec<Uuid> = rows.iter().map(|e| e.id).collect();
+    let briefs: Vec<Uuid> = rows.iter().map(|e| e.brief_id).collect();
+    let trials: Vec<Uuid> = rows.iter().map(|e| e.trial_id).collect();
+    let kinds = col(&|e| Some(e.kind.to_owned()));
+    let stages: Vec<i16> = rows.iter().map(|e| e.stage).collect();
+    let content_types = col(&|e| Some(e.content_type.to_owned()));
+    let filenames = col(&|e| e.filename.map(str::to_owned));
+    // Bytes kept in the row only when they did not go to the object store.
+    let raws: Vec<Option<Vec<u8>>> = rows
+        .iter()
+        .map(|e| e.raw_object.is_none().then(|| e.raw.to_vec()))
+        .collect();
+    let shas = col(&|e| Some(e.sha256.to_owned()));
+    let sizes: Vec<i64> = rows.iter().map(|e| e.raw.len() as i64).collect();
+    let metrics: Vec<Value> = rows.iter().map(|e| e.metrics.clone()).collect();
+    let warnings: Vec<Value> = rows.iter().map(|e| Value::from(e.warnings.to_vec())).collect();
+    let statuses = col(&|e| Some(e.parse_status.to_owned()));
+    let errors = col(&|e| e.parse_error.map(str::to_owned));
+    let tools = col(&|e| e.tool.map(str::to_owned));
+    let versions = col(&|e| e.tool_version.map(str::to_owned));
+    let parsers = col(&|e| Some(e.parser_version.to_owned()));
+    let labels: Vec<Value> = rows.iter().map(|e| e.labels.clone()).collect();
+    let collected: Vec<Option<DateTime<Utc>>> = rows.iter().map(|e| e.collected_at).collect();
+    let uploaded_by = col(&|e| e.uploaded_by.map(str::to_owned));
+    let objects = col(&|e| e.raw_object.map(str::to_owned));
+    sqlx::query!(
+        "INSERT INTO evidence (id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, \
+         warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
+         raw_object, trial_id) \
+         SELECT id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, warnings, \
+           parse_status, parse_error, tool, tool_version, parser_version, labels, coalesce(collected_at, now()), \
+           uploaded_by, raw_object, trial_id \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::int2[], $5::text[], $6::text[], $7::bytea[], \
+           $8::text[], $9::int8[], $10::jsonb[], $11::jsonb[], $12::text[], $13::text[], $14::text[], $15::text[], \
+           $16::text[], $17::jsonb[], $18::timestamptz[], $19::text[], $20::text[], $21::uuid[]) \
+           AS r(id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, warnings, \
+           parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
+           raw_object, trial_id)",
+        &ids,
+        &briefs,
+        &kinds as &[Option<String>],
+        &stages,
+        &content_types as &[Option<String>],
+        &filenames as &[Option<String>],
+        &raws as &[Option<Vec<u8>>],
+        &shas as &[Option<String>],
+        &sizes,
+        &metrics,
+        &warnings,
+        &statuses as &[Option<String>],
+        &errors as &[Option<String>],
+        &tools as &[Option<String>],
+        &versions as &[Option<String>],
+        &parsers as &[Option<String>],
+        &labels,
+        &collected as &[Option<DateTime<Utc>>],
+        &uploaded_by as &[Option<String>],
+        &objects as &[Option<String>],
+        &trials,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 pub async fn brief_exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT EXISTS (SELECT 1 FROM briefs WHERE id = $1) AS "exists!""#,

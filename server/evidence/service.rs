@@ -377,6 +377,7 @@ pub async fn ingest_batch(
         None
     };
     let mut raced = Vec::new();
+    let mut rows = Vec::with_capacity(pending.len());
     let mut tx = state.pool.begin().await?;
     for ((i, trial_id, key, p), object) in pending.iter().zip(&objects) {
         if let Some(key) = key {
@@ -390,14 +391,14 @@ pub async fn ingest_batch(
                 continue;
             }
         }
-        repo::insert(&mut *tx, &p.row(brief_id, *trial_id, object.as_deref(), uploaded_by))
-            .await
-            .map_err(fk_to_not_found)?;
+        rows.push(p.row(brief_id, *trial_id, object.as_deref(), uploaded_by));
         if let (true, Some(name)) = (p.failed(), brief_name.as_deref()) {
             let event = p.failure_event(brief_id, *trial_id, name, uploaded_by);
             outbox::enqueue(&mut *tx, &state.config.public_url, &event).await?;
         }
     }
+    // Every new row in one statement.
+    repo::insert_many(&mut *tx, &rows).await.map_err(fk_to_not_found)?;
     tx.commit().await?;
     for (i, _, key, p) in pending {
         answers[i] = Some(if raced.contains(&i) {
