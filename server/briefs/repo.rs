@@ -281,28 +281,9 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sql
     row.map(Brief::try_from).transpose()
 }
 
-/// Newest first.
+/// Newest first: the unfiltered first page of [`list_filtered`].
 pub async fn list(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Brief>, sqlx::Error> {
-    let rows = sqlx::query_as!(
-        BriefRow,
-        r#"SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
-             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
-             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
-             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
-             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
-             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
-             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
-             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
-             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
-           FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
-           ORDER BY b.created_at DESC, b.id DESC LIMIT $1"#,
-        limit,
-    )
-    .fetch_all(db)
-    .await?;
-    rows.into_iter().map(Brief::try_from).collect()
+    list_filtered(db, &BriefFilter::default(), None, limit).await
 }
 
 /// Locks the brief's row for the rest of the transaction (changes that must not interleave, such as

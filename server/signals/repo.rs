@@ -349,16 +349,6 @@ pub async fn summaries(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<Summ
         .collect())
 }
 
-/// How many evidence items a brief has.
-pub async fn evidence_count(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar!(
-        r#"SELECT count(*) AS "count!" FROM evidence WHERE brief_id = $1"#,
-        brief_id
-    )
-    .fetch_one(db)
-    .await
-}
-
 pub struct NewTrialSnapshot {
     pub trial_id: Uuid,
     pub decision: String,
@@ -429,14 +419,19 @@ pub async fn store_snapshot(
 }
 
 /// The newest evidence received per trial of a brief (`evidence_trial_received_idx`).
-pub async fn last_evidence(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<(Uuid, DateTime<Utc>)>, sqlx::Error> {
+/// With each trial's evidence count (one read serves the gauges and the brief's summary).
+pub async fn last_evidence(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+) -> Result<Vec<(Uuid, DateTime<Utc>, i64)>, sqlx::Error> {
     let rows = sqlx::query!(
-        r#"SELECT trial_id, max(received_at) AS "at!" FROM evidence WHERE brief_id = $1 GROUP BY trial_id"#,
+        r#"SELECT trial_id, max(received_at) AS "at!", count(*) AS "count!" FROM evidence
+           WHERE brief_id = $1 GROUP BY trial_id"#,
         brief_id,
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.trial_id, r.at)).collect())
+    Ok(rows.into_iter().map(|r| (r.trial_id, r.at, r.count)).collect())
 }
 
 /// Every trial's snapshot with its brief's, for `/metrics/briefs`.

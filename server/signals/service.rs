@@ -136,11 +136,9 @@ pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
         Err(AppError::NotFound(_)) => return Ok(()),
         other => other?,
     };
-    let (last_evidence, evidence_count) = tokio::try_join!(
-        repo::last_evidence(&state.pool, brief_id),
-        repo::evidence_count(&state.pool, brief_id)
-    )?;
-    let summary = summarize(&r, evidence_count, last_evidence.iter().map(|(_, at)| *at).max());
+    let last_evidence = repo::last_evidence(&state.pool, brief_id).await?;
+    let evidence_count = last_evidence.iter().map(|(_, _, n)| n).sum();
+    let summary = summarize(&r, evidence_count, last_evidence.iter().map(|(_, at, _)| *at).max());
     let trials: Vec<repo::NewTrialSnapshot> = r
         .trials
         .iter()
@@ -156,8 +154,8 @@ pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
                 criteria_required: i32::try_from(required).unwrap_or(i32::MAX),
                 last_evidence_at: last_evidence
                     .iter()
-                    .find(|(id, _)| *id == t.context.trial.id)
-                    .map(|(_, at)| *at),
+                    .find(|(id, _, _)| *id == t.context.trial.id)
+                    .map(|(_, at, _)| *at),
             }
         })
         .collect();
