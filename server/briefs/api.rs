@@ -4,16 +4,15 @@ use axum::{
     extract::State,
     http::{header, StatusCode},
     response::{IntoResponse, Response},
-    routing::get,
+    routing::{get, post},
     Json, Router,
 };
-use serde::Serialize;
 use serde_json::Value;
 
 use uuid::Uuid;
 
 use super::{
-    model::{validate, Brief, BriefInput},
+    model::{validate, BriefInput, BriefView},
     service,
 };
 use crate::{
@@ -30,28 +29,9 @@ use crate::{
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/briefs", get(list).post(create))
+        .route("/api/v1/briefs", post(create))
         .route("/api/v1/briefs/{id}", get(show).put(replace))
         .route("/api/v1/briefs/{id}/sizing", get(sizing))
-}
-
-/// A brief as the API returns it: its fields, the computed sizing and its status.
-#[derive(Serialize)]
-pub struct BriefView<'a> {
-    #[serde(flatten)]
-    pub brief: &'a Brief,
-    pub sizing: Sizing,
-    pub status: &'static str,
-}
-
-impl<'a> BriefView<'a> {
-    pub fn new(brief: &'a Brief) -> Self {
-        Self {
-            brief,
-            sizing: brief.fields.sizing(),
-            status: "draft",
-        }
-    }
 }
 
 fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
@@ -79,17 +59,6 @@ async fn create(
         Json(BriefView::new(&brief)),
     )
         .into_response())
-}
-
-async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<Value>> {
-    caller.require_person(Role::Engineer)?;
-    // A token limited to one brief sees that brief alone.
-    let briefs = match caller.brief_scope() {
-        Some(scope) => vec![service::load(&state.pool, scope).await?],
-        None => service::list(&state.pool, 500).await?,
-    };
-    let items: Vec<BriefView<'_>> = briefs.iter().map(BriefView::new).collect();
-    Ok(Json(serde_json::json!({ "items": items })))
 }
 
 async fn show(

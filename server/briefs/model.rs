@@ -860,3 +860,22 @@ mod tests {
         );
     }
 }
+
+/// A brief as the API returns it: its fields, the computed sizing and its status.
+#[derive(Serialize)]
+pub struct BriefView<'a> {
+    #[serde(flatten)]
+    pub brief: &'a Brief,
+    pub sizing: Sizing,
+    pub status: &'static str,
+}
+
+impl<'a> BriefView<'a> {
+    pub fn new(brief: &'a Brief) -> Self {
+        Self {
+            brief,
+            sizing: brief.fields.sizing(),
+            status: "draft",
+        }
+    }
+}

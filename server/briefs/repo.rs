@@ -297,7 +297,12 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> Result<bool, sqlx::Error
     )
 }
 
-/// What the dashboard narrows briefs by in SQL, before any review is computed.
+/// What lists (the dashboard, `GET /api/v1/briefs`) narrow briefs by in SQL.
+///
+/// `states` and `failing` read each brief's review summary (the `brief_signals` row the signals
+/// watcher keeps). A brief whose summary is not current (changes still queued, or never made)
+/// stays a candidate whatever its stored summary says: the caller remakes its summary and checks
+/// again, so a list never answers from a summary older than the last committed change.
 #[derive(Debug, Clone, Default)]
 pub struct BriefFilter {
     /// Words in the name, model name or catalogue model (case-insensitive, as typed).
@@ -306,6 +311,24 @@ pub struct BriefFilter {
     pub has_evidence: Option<bool>,
     /// Only briefs with (true) or without (false) any approval or rejection.
     pub has_approval: Option<bool>,
+    /// Only briefs owned by this account.
+    pub owner: Option<Uuid>,
+    /// Only briefs shared with this team.
+    pub team: Option<Uuid>,
+    /// Only briefs whose summary state is one of these (`awaiting-evidence`, `needs-approval`,
+    /// `stale`, `approved`, `rejected`).
+    pub states: Option<Vec<String>>,
+    /// Only briefs whose summary has (true) or has not (false) a failing required criterion.
+    pub failing: Option<bool>,
+    /// Only this brief (a token limited to one brief).
+    pub only: Option<Uuid>,
+}
+
+impl BriefFilter {
+    /// Whether the filter reads review summaries (and so its candidates must be checked again).
+    pub fn reads_summaries(&self) -> bool {
+        self.states.is_some() || self.failing.is_some()
+    }
 }
 
 /// `%`, `_` and `\` typed in a search are literal characters, not LIKE patterns.
@@ -349,6 +372,15 @@ pub async fn list_filtered(
              AND ($2::bool IS NULL OR EXISTS (SELECT 1 FROM evidence e WHERE e.brief_id = b.id) = $2)
              AND ($3::bool IS NULL OR EXISTS (SELECT 1 FROM approvals a WHERE a.brief_id = b.id) = $3)
              AND ($4::timestamptz IS NULL OR (b.created_at, b.id) < ($4, $5))
+             AND ($7::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_owners o WHERE o.brief_id = b.id AND o.user_id = $7))
+             AND ($8::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_teams bt WHERE bt.brief_id = b.id AND bt.team_id = $8))
+             AND (($9::text[] IS NULL AND $10::bool IS NULL)
+                  OR EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = b.id
+                               AND ($9::text[] IS NULL OR s.state = ANY($9))
+                               AND ($10::bool IS NULL OR s.failing = $10))
+                  OR EXISTS (SELECT 1 FROM brief_signals_dirty d WHERE d.brief_id = b.id)
+                  OR NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = b.id))
+             AND ($11::uuid IS NULL OR b.id = $11)
            ORDER BY b.created_at DESC, b.id DESC LIMIT $6"#,
         pattern,
         filter.has_evidence,
@@ -356,6 +388,11 @@ pub async fn list_filtered(
         after_at,
         after_id,
         limit,
+        filter.owner,
+        filter.team,
+        filter.states.as_deref(),
+        filter.failing,
+        filter.only,
     )
     .fetch_all(db)
     .await?;

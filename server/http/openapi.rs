@@ -378,12 +378,55 @@ pub fn document() -> OpenApi {
         .response("400", problem_response("malformed JSON"))
         .response("415", problem_response("not JSON"))
         .response("422", problem_response("invalid fields"));
-    let list_briefs = op("listBriefs", "briefs", "Briefs, newest first").response(
+    let list_briefs = op(
+        "listBriefs",
+        "briefs",
+        "Briefs, newest first, cursor-paginated and filtered; each with its review summary",
+    )
+    .parameter(query_param(
+        "q",
+        Type::String,
+        "words in the name, model name or catalogue model",
+    ))
+    .parameter(query_param(
+        "state",
+        Type::String,
+        "summary states, comma-separated: awaiting-evidence, needs-approval, stale, approved, rejected",
+    ))
+    .parameter(query_param("owner", Type::String, "me, an account id or an email"))
+    .parameter(query_param("team", Type::String, "a team's id or name"))
+    .parameter(query_param(
+        "needs_approval",
+        Type::Boolean,
+        "true: awaiting a manager (needs-approval or stale)",
+    ))
+    .parameter(query_param("stale", Type::Boolean, "true: the newest verdict is stale"))
+    .parameter(query_param(
+        "failing",
+        Type::Boolean,
+        "true: a required criterion fails",
+    ))
+    .parameter(query_param("cursor", Type::String, "next_cursor of the previous page"))
+    .parameter(query_param(
+        "limit",
+        Type::Integer,
+        "briefs per page, 1 to 200 (default 50)",
+    ))
+    .response(
         "200",
         ok_json(
-            "{ items: [brief] }",
-            obj("briefs").property("items", ArrayBuilder::new().items(component("Brief"))),
+            "{ items: [brief with summary], next_cursor }",
+            obj("briefs")
+                .property("items", ArrayBuilder::new().items(component("Brief")))
+                .property(
+                    "next_cursor",
+                    typed(Type::String, "where the next page starts; null on the last"),
+                ),
         ),
+    )
+    .response(
+        "422",
+        problem_response("an unknown state, owner or team, or a damaged cursor"),
     );
     let show_brief = op("getBrief", "briefs", "One brief with sizing and status")
         .parameter(brief_id())

@@ -3,13 +3,11 @@
 //! criterion, or that await evidence; each row with its computed decision, cost per completed
 //! job, acceptance progress, approval and newest evidence (its token by the name it was given).
 //!
-//! No row computes a review: each brief's summary (decision, cost per job, criteria, approval
-//! state) is kept current by the signals watcher, and `signals::service::current` remakes, before
-//! the page reads them, the few whose changes it has not taken yet. Search and "awaiting evidence"
-//! are answered by SQL alone. The other filters read the summaries: SQL first narrows to the
-//! briefs that can match (with evidence; with an approval), then summaries are read a batch at a
-//! time until the page is full, at most `MAX_SCANNED` per request; the "next" link continues where
-//! the scan stopped.
+//! Also narrowed to the signed-in person's briefs (`owner=me`) or a team's (`team=<name>`).
+//!
+//! No row computes a review: the list (`overview::brief_list`, shared with `GET /api/v1/briefs`)
+//! reads each brief's review summary, kept current by the signals watcher and remade before the
+//! page reads it when changes are still queued.
 
 use askama::Template;
 use axum::{extract::State, response::Response};
@@ -18,11 +16,13 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::{
-    briefs::{model::Brief, service as briefs, service::BriefFilter},
+    auth::teams,
+    briefs::{model::Brief, service::BriefFilter},
     error::AppError,
     evidence::service as evidence,
     money,
-    signals::service::{self as signals, SummaryRow},
+    overview::brief_list::{self, decode_cursor, encode_cursor},
+    signals::service::SummaryRow,
     state::AppState,
     trials::model::Allocation,
     web::{
@@ -34,8 +34,6 @@ use crate::{
 
 /// Rows on one page.
 const PAGE: usize = 25;
-/// Briefs one request may look through when a filter needs their summaries (twenty pages' worth).
-const MAX_SCANNED: usize = 20 * PAGE;
 
 /// One row of the dashboard.
 struct BriefRow {
@@ -107,18 +105,15 @@ impl Show {
         }
     }
 
-    /// What SQL can narrow before any review is computed.
-    fn narrowing(self) -> (Option<bool>, Option<bool>) {
+    /// The part of the list filter this choice sets.
+    fn narrow(self, filter: &mut BriefFilter) {
         match self {
-            Show::All => (None, None),
-            Show::NeedsApproval | Show::Failing => (Some(true), None),
-            Show::Stale => (Some(true), Some(true)),
-            Show::AwaitingEvidence => (Some(false), None),
+            Show::All => {}
+            Show::NeedsApproval => filter.states = Some(vec!["needs-approval".into(), "stale".into()]),
+            Show::Stale => filter.states = Some(vec!["stale".into()]),
+            Show::Failing => filter.failing = Some(true),
+            Show::AwaitingEvidence => filter.has_evidence = Some(false),
         }
-    }
-
-    fn needs_review(self) -> bool {
-        matches!(self, Show::NeedsApproval | Show::Stale | Show::Failing)
     }
 }
 
@@ -133,35 +128,52 @@ struct DashboardPage {
     first_page: bool,
     next_href: Option<String>,
     first_href: String,
-    /// The scan stopped at `MAX_SCANNED` before the page was full.
+    /// The quick filters: label, link (keeping the search, owner and team), current.
+    quick: Vec<(&'static str, String, bool)>,
+    /// Only the signed-in person's briefs.
+    mine: bool,
+    /// Every team's name, for the team filter.
+    teams: Vec<String>,
+    /// The chosen team's name, or empty.
+    team: String,
+    /// The scan stopped at its limit before the page was full.
     scan_cut: bool,
-    reviewed: usize,
 }
 
 #[derive(Deserialize, Default)]
 pub struct DashboardQuery {
     q: Option<String>,
     show: Option<String>,
-    /// The keyset cursor: `<created_at in microseconds>.<brief id>` of the last brief scanned
-    /// (written where the "next" link is made).
+    /// `me`: only the briefs the signed-in person owns.
+    owner: Option<String>,
+    /// A team's name: only the briefs shared with it.
+    team: Option<String>,
+    /// The keyset cursor of `brief_list` (written where the "next" link is made).
     after: Option<String>,
 }
 
-fn decode_cursor(s: &str) -> Option<(DateTime<Utc>, Uuid)> {
-    let (micros, id) = s.split_once('.')?;
-    Some((
-        DateTime::from_timestamp_micros(micros.parse().ok()?)?,
-        Uuid::parse_str(id).ok()?,
-    ))
+/// What the links of a view keep: the search and every filter.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    search: &'a str,
+    show: Show,
+    mine: bool,
+    team: &'a str,
 }
 
-fn href(search: &str, show: Show, after: Option<&str>) -> String {
+fn href(view: &View<'_>, after: Option<&str>) -> String {
     let mut pairs: Vec<(&str, &str)> = Vec::new();
-    if !search.is_empty() {
-        pairs.push(("q", search));
+    if !view.search.is_empty() {
+        pairs.push(("q", view.search));
     }
-    if show != Show::All {
-        pairs.push(("show", show.as_str()));
+    if view.show != Show::All {
+        pairs.push(("show", view.show.as_str()));
+    }
+    if view.mine {
+        pairs.push(("owner", "me"));
+    }
+    if !view.team.is_empty() {
+        pairs.push(("team", view.team));
     }
     if let Some(a) = after {
         pairs.push(("after", a));
@@ -185,70 +197,75 @@ pub async fn dashboard(
             AppError::BadRequest("This page link is damaged: start again from the first page.".into())
         })?),
     };
-    let (has_evidence, has_approval) = show.narrowing();
-    let filter = BriefFilter {
-        search: Some(search.clone()).filter(|s| !s.is_empty()),
-        has_evidence,
-        has_approval,
+    let mine = match q.owner.as_deref().unwrap_or("") {
+        "" => false,
+        "me" => true,
+        other => {
+            return Err(AppError::BadRequest(format!(
+                "There is no owner choice called {other:?}: use owner=me, or leave it out for everyone's briefs."
+            ))
+            .into())
+        }
     };
-
-    let mut rows = Vec::new();
-    let mut cursor = after;
-    let mut more = false;
-    let mut reviewed = 0;
-    let mut scan_cut = false;
-    'scan: loop {
-        // One extra row says whether anything follows.
-        let batch = briefs::list_filtered(&state.pool, &filter, cursor, PAGE as i64 + 1).await?;
-        let exhausted = batch.len() <= PAGE;
-        let ids: Vec<Uuid> = batch.iter().map(|b| b.id).collect();
-        let (latest, summaries) =
-            tokio::try_join!(evidence::latest_per_brief(&state, &ids), signals::current(&state, &ids),)?;
-        for brief in batch.into_iter().take(PAGE) {
-            if rows.len() == PAGE || (show.needs_review() && reviewed == MAX_SCANNED) {
-                scan_cut = rows.len() < PAGE;
-                more = true;
-                break 'scan;
-            }
-            let next_cursor = (brief.created_at, brief.id);
-            let last = latest.get(&brief.id).cloned();
-            reviewed += 1;
-            let summary = summaries.iter().find(|s| s.brief_id == brief.id);
-            if let Some(row) = summary.and_then(|s| row_for(brief, s, last, show)) {
-                rows.push(row);
-            }
-            cursor = Some(next_cursor);
-        }
-        if exhausted {
-            break;
-        }
-        if rows.len() == PAGE {
-            more = true;
-            break;
-        }
-    }
-    let next_after = cursor.map(|(at, id)| format!("{}.{id}", at.timestamp_micros()));
+    let teams = teams::list_teams(&state.pool).await?;
+    let team_name = q.team.as_deref().unwrap_or("").trim().to_owned();
+    let team = match team_name.as_str() {
+        "" => None,
+        name => Some(
+            teams
+                .iter()
+                .find(|t| t.name == name)
+                .map(|t| t.id)
+                .ok_or_else(|| AppError::BadRequest(format!("There is no team called {name:?}.")))?,
+        ),
+    };
+    let mut filter = BriefFilter {
+        search: Some(search.clone()).filter(|s| !s.is_empty()),
+        owner: mine.then_some(user.0.id),
+        team,
+        ..BriefFilter::default()
+    };
+    show.narrow(&mut filter);
+    let page = brief_list::page(&state, &filter, after, PAGE).await?;
+    let ids: Vec<Uuid> = page.items.iter().map(|l| l.brief.id).collect();
+    let latest = evidence::latest_per_brief(&state, &ids).await?;
+    let rows = page
+        .items
+        .into_iter()
+        .map(|l| {
+            let last = latest.get(&l.brief.id).cloned();
+            row_for(l.brief, &l.summary, last)
+        })
+        .collect();
+    let next_after = page.next.map(encode_cursor);
+    let view = View {
+        search: &search,
+        show,
+        mine,
+        team: &team_name,
+    };
     render(&DashboardPage {
         ctx: (&user).into(),
         briefs: rows,
         first_page: after.is_none(),
-        next_href: more.then(|| href(&search, show, next_after.as_deref())),
-        first_href: href(&search, show, None),
+        next_href: next_after.as_deref().map(|a| href(&view, Some(a))),
+        first_href: href(&view, None),
+        quick: Show::ALL
+            .iter()
+            .map(|&s| (s.label(), href(&View { show: s, ..view }, None), s == show))
+            .collect(),
+        mine,
+        teams: teams.into_iter().map(|t| t.name).collect(),
+        team: team_name.clone(),
         shows: Show::ALL.iter().map(|s| (s.as_str(), s.label())).collect(),
         show: show.as_str(),
         search,
-        scan_cut,
-        reviewed,
+        scan_cut: page.scan_cut,
     })
 }
 
-/// The row of one brief from its summary, or `None` when the filter's condition does not hold.
-fn row_for(
-    brief: Brief,
-    summary: &SummaryRow,
-    last_evidence: Option<(DateTime<Utc>, String)>,
-    show: Show,
-) -> Option<BriefRow> {
+/// The row of one brief from its summary.
+fn row_for(brief: Brief, summary: &SummaryRow, last_evidence: Option<(DateTime<Utc>, String)>) -> BriefRow {
     let sizing = brief.fields.sizing();
     // The first trial's allocation, as the brief page marks it: a suggestion is said to be one.
     let under_test = match Allocation::resolve(brief.fields.trial_gpu.as_deref(), brief.fields.trial_gpu_count, &sizing)
@@ -259,15 +276,6 @@ fn row_for(
     };
     let s = &summary.summary;
     let approval_state = s.state.as_str();
-    let keep = match show {
-        Show::All | Show::AwaitingEvidence => true,
-        Show::NeedsApproval => approval_state == "needs-approval" || approval_state == "stale",
-        Show::Stale => approval_state == "stale",
-        Show::Failing => s.failing,
-    };
-    if !keep {
-        return None;
-    }
     let decided = s.approval_decision.as_deref().unwrap_or_default();
     let approval = match approval_state {
         "awaiting-evidence" => "awaiting evidence".to_owned(),
@@ -277,7 +285,7 @@ fn row_for(
         "approved" => format!("approved {decided}"),
         _ => format!("rejected {decided}"),
     };
-    Some(BriefRow {
+    BriefRow {
         id: brief.id.to_string(),
         name: brief.fields.name.clone(),
         model: brief.fields.model_name.clone(),
@@ -309,7 +317,7 @@ fn row_for(
             Some((at, by)) => format!("{} · {by}", at.format("%Y-%m-%d")),
             None => "none yet".to_owned(),
         },
-    })
+    }
 }
 
 #[cfg(test)]
@@ -317,19 +325,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn links_keep_the_search_and_filter_and_the_cursor_reads_back() {
-        assert_eq!(href("", Show::All, None), "/");
+    fn links_keep_the_search_and_every_filter() {
+        let all = View {
+            search: "",
+            show: Show::All,
+            mine: false,
+            team: "",
+        };
+        assert_eq!(href(&all, None), "/");
+        let narrowed = View {
+            search: "llama 70b",
+            show: Show::Stale,
+            mine: true,
+            team: "Inference & serving",
+        };
         assert_eq!(
-            href("llama 70b", Show::Stale, Some("1.x")),
-            "/?q=llama+70b&show=stale&after=1.x"
+            href(&narrowed, Some("1.x")),
+            "/?q=llama+70b&show=stale&owner=me&team=Inference+%26+serving&after=1.x"
         );
-        let id = Uuid::now_v7();
-        let at = DateTime::from_timestamp_micros(1_764_000_000_123_456).unwrap();
-        assert_eq!(
-            decode_cursor(&format!("{}.{id}", at.timestamp_micros())),
-            Some((at, id))
-        );
-        assert_eq!(decode_cursor("nonsense"), None);
         assert!(Show::parse(Some("bogus")).is_err());
     }
 }

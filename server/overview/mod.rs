@@ -1,7 +1,9 @@
 //! Pages that show every domain at once: the dashboard and the brief page. They sit above the
 //! domains and read them through their services (and the page sections their `pages` export).
 
+pub mod brief_list;
 pub mod brief_page;
+pub mod briefs_api;
 pub mod dashboard;
 pub mod glossary;
 
@@ -15,6 +17,7 @@ use crate::state::AppState;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(dashboard::dashboard))
+        .route("/api/v1/briefs", get(briefs_api::list))
         .route("/briefs/{id}", get(brief_page::brief_page))
         .route("/briefs/{id}/ledger/lines", post(brief_page::add_ledger_line))
         .route("/glossary", get(glossary::glossary))

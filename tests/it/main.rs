@@ -9,6 +9,7 @@ mod architecture;
 mod auth_api;
 mod auth_pages;
 mod backup_restore;
+mod brief_list;
 mod briefs_api;
 mod briefs_model_config;
 mod browser_a11y;

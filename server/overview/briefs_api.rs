@@ -1,0 +1,225 @@
+//! `GET /api/v1/briefs`: the briefs list of the API, paged by cursor and filtered like the
+//! dashboard (the same `brief_list`), each brief with its sizing and its review summary.
+
+use std::collections::BTreeSet;
+
+use axum::{extract::State, Json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::{
+    auth::{teams, users, Role},
+    briefs::{model::BriefView, service::BriefFilter},
+    error::{ApiResult, AppError},
+    overview::brief_list::{self, decode_cursor, encode_cursor, STATES},
+    signals::service::SummaryRow,
+    state::AppState,
+    validation::FieldError,
+    web::{auth::ApiCaller, extract::ApiQuery},
+};
+
+/// Briefs on a page unless `limit` says otherwise, and the most one page may hold.
+const DEFAULT_LIMIT: usize = 50;
+const MAX_LIMIT: usize = 200;
+
+#[derive(Deserialize, Default)]
+pub struct ListParams {
+    /// Words in the name, model name or catalogue model.
+    q: Option<String>,
+    /// Summary states, comma-separated.
+    state: Option<String>,
+    /// `me`, an account id or an email.
+    owner: Option<String>,
+    /// A team's id or name.
+    team: Option<String>,
+    needs_approval: Option<bool>,
+    stale: Option<bool>,
+    failing: Option<bool>,
+    cursor: Option<String>,
+    limit: Option<usize>,
+}
+
+/// What a list shows of a brief's review.
+#[derive(Serialize)]
+struct SummaryView<'a> {
+    decision: &'a str,
+    /// awaiting-evidence | needs-approval | stale | approved | rejected
+    state: &'a str,
+    /// The trial the decision is taken from.
+    trial_id: Uuid,
+    accepted: bool,
+    #[serde(with = "rust_decimal::serde::str_option")]
+    cost_per_job: Option<rust_decimal::Decimal>,
+    criteria_passed: i32,
+    criteria_required: i32,
+    failing: bool,
+    evidence_count: i64,
+    last_evidence_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl<'a> From<&'a SummaryRow> for SummaryView<'a> {
+    fn from(r: &'a SummaryRow) -> Self {
+        let s = &r.summary;
+        Self {
+            decision: &r.decision,
+            state: &s.state,
+            trial_id: r.trial_id,
+            accepted: r.accepted,
+            cost_per_job: s.cost_per_job,
+            criteria_passed: s.criteria_passed,
+            criteria_required: s.criteria_required,
+            failing: s.failing,
+            evidence_count: s.evidence_count,
+            last_evidence_at: s.last_evidence_at,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Item<'a> {
+    #[serde(flatten)]
+    brief: BriefView<'a>,
+    summary: SummaryView<'a>,
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> AppError {
+    AppError::Validation(vec![FieldError::new(field, message)])
+}
+
+/// The summary states the state, needs_approval and stale parameters leave, or `None` for all.
+fn states(p: &ListParams) -> Result<Option<Vec<String>>, AppError> {
+    let mut allowed: Option<BTreeSet<&str>> = None;
+    let mut narrow = |set: BTreeSet<&'static str>| {
+        allowed = Some(match allowed.take() {
+            None => set,
+            Some(a) => a.intersection(&set).copied().collect(),
+        });
+    };
+    if let Some(raw) = p.state.as_deref().filter(|s| !s.trim().is_empty()) {
+        let mut set = BTreeSet::new();
+        for s in raw.split(',').map(str::trim) {
+            let known = STATES
+                .iter()
+                .find(|k| **k == s)
+                .ok_or_else(|| invalid("state", format!("{s:?} is not a state: use {}", STATES.join(", "))))?;
+            set.insert(*known);
+        }
+        narrow(set);
+    }
+    let waiting: BTreeSet<&str> = ["needs-approval", "stale"].into();
+    match p.needs_approval {
+        Some(true) => narrow(waiting.clone()),
+        Some(false) => narrow(STATES.iter().copied().filter(|s| !waiting.contains(s)).collect()),
+        None => {}
+    }
+    match p.stale {
+        Some(true) => narrow(["stale"].into()),
+        Some(false) => narrow(STATES.iter().copied().filter(|s| *s != "stale").collect()),
+        None => {}
+    }
+    Ok(allowed.map(|set| set.into_iter().map(str::to_owned).collect()))
+}
+
+async fn owner(state: &AppState, caller: &crate::auth::Principal, raw: &str) -> Result<Uuid, AppError> {
+    let raw = raw.trim();
+    if raw == "me" {
+        return caller
+            .user_id()
+            .ok_or_else(|| invalid("owner", "owner=me needs a person's token or session"));
+    }
+    if let Ok(id) = Uuid::parse_str(raw) {
+        return Ok(id);
+    }
+    users::by_email(&state.pool, raw)
+        .await?
+        .map(|u| u.id)
+        .ok_or_else(|| invalid("owner", format!("no account has the email {raw:?}")))
+}
+
+async fn team(state: &AppState, raw: &str) -> Result<Uuid, AppError> {
+    let found = match Uuid::parse_str(raw.trim()) {
+        Ok(id) => teams::team_by_id(&state.pool, id).await,
+        Err(_) => teams::team_by_name(&state.pool, raw).await,
+    };
+    match found {
+        Ok(t) => Ok(t.id),
+        Err(AppError::NotFound(_)) => Err(invalid("team", format!("there is no team {:?}", raw.trim()))),
+        Err(e) => Err(e),
+    }
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    ApiQuery(p): ApiQuery<ListParams>,
+) -> ApiResult<Json<Value>> {
+    caller.require_person(Role::Engineer)?;
+    let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(invalid("limit", format!("must be 1 to {MAX_LIMIT}")));
+    }
+    let after = match p.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(decode_cursor(c).ok_or_else(|| invalid("cursor", "is not a next_cursor this API wrote"))?),
+    };
+    let mut filter = BriefFilter {
+        search: p.q.clone().filter(|s| !s.trim().is_empty()),
+        states: states(&p)?,
+        failing: p.failing,
+        ..BriefFilter::default()
+    };
+    if let Some(raw) = p.owner.as_deref().filter(|s| !s.trim().is_empty()) {
+        filter.owner = Some(owner(&state, &caller, raw).await?);
+    }
+    if let Some(raw) = p.team.as_deref().filter(|s| !s.trim().is_empty()) {
+        filter.team = Some(team(&state, raw).await?);
+    }
+    // A token limited to one brief sees that brief alone, when it meets the filter.
+    filter.only = caller.brief_scope();
+    let page = brief_list::page(&state, &filter, after, limit).await?;
+    let items: Vec<Item<'_>> = page
+        .items
+        .iter()
+        .map(|l| Item {
+            brief: BriefView::new(&l.brief),
+            summary: (&l.summary).into(),
+        })
+        .collect();
+    Ok(Json(serde_json::json!({
+        "items": items,
+        "next_cursor": page.next.map(encode_cursor),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(state: Option<&str>, needs_approval: Option<bool>, stale: Option<bool>) -> ListParams {
+        ListParams {
+            state: state.map(str::to_owned),
+            needs_approval,
+            stale,
+            ..ListParams::default()
+        }
+    }
+
+    #[test]
+    fn state_needs_approval_and_stale_narrow_together() {
+        assert_eq!(states(&params(None, None, None)).unwrap(), None);
+        assert_eq!(
+            states(&params(None, Some(true), None)).unwrap(),
+            Some(vec!["needs-approval".to_owned(), "stale".to_owned()])
+        );
+        assert_eq!(
+            states(&params(Some("approved, stale"), Some(true), None)).unwrap(),
+            Some(vec!["stale".to_owned()])
+        );
+        assert_eq!(
+            states(&params(None, Some(true), Some(false))).unwrap(),
+            Some(vec!["needs-approval".to_owned()])
+        );
+        assert!(states(&params(Some("pending"), None, None)).is_err());
+    }
+}

@@ -1,0 +1,239 @@
+//! The briefs list (`GET /api/v1/briefs` and the dashboard): every brief a page at a time by
+//! cursor, filtered by summary state, owner, team, needs-approval, stale and failing, found by name
+//! or model, and never answering from a summary older than the last committed write.
+
+use std::collections::BTreeSet;
+
+use crate::common;
+
+use common::{bearer_client, fixture, spawn_app, TestApp};
+use rentcheck::auth::{
+    teams,
+    token::{self, NewToken},
+    Role,
+};
+use serde_json::{json, Value};
+
+/// The names listed at `query`, in order, with the next cursor.
+async fn names(app: &TestApp, client: &reqwest::Client, query: &str) -> (Vec<String>, Option<String>) {
+    let res = client
+        .get(app.url(&format!("/api/v1/briefs{query}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{query}");
+    let body: Value = res.json().await.unwrap();
+    let names = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap().to_owned())
+        .collect();
+    (names, body["next_cursor"].as_str().map(str::to_owned))
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+async fn the_api_lists_every_brief_a_page_at_a_time_by_cursor() {
+    let app = spawn_app().await;
+    for i in 0..7 {
+        app.create_brief(json!({ "name": format!("Brief {i}") })).await;
+    }
+    let mut seen = Vec::new();
+    let mut query = "?limit=3".to_owned();
+    let mut pages = 0;
+    loop {
+        let (page, next) = names(&app, &app.client, &query).await;
+        pages += 1;
+        seen.extend(page);
+        match next {
+            Some(c) => query = format!("?limit=3&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3, "7 briefs in pages of 3");
+    let expected: Vec<String> = (0..7).rev().map(|i| format!("Brief {i}")).collect();
+    assert_eq!(seen, expected, "newest first, each brief once");
+
+    // Each item carries its summary.
+    let body: Value = app.get("/api/v1/briefs?limit=1").await.json().await.unwrap();
+    let summary = &body["items"][0]["summary"];
+    assert_eq!(summary["state"], "awaiting-evidence", "{body}");
+    assert_eq!(summary["evidence_count"], 0);
+    assert!(body["items"][0]["sizing"].is_object());
+
+    for bad in [
+        "?limit=0",
+        "?limit=201",
+        "?cursor=garbage",
+        "?state=pending",
+        "?stale=perhaps",
+    ] {
+        let res = app.get(&format!("/api/v1/briefs{bad}")).await;
+        assert!(
+            res.status() == 400 || res.status() == 422,
+            "{bad} answered {}",
+            res.status()
+        );
+        assert_eq!(res.headers()["content-type"], "application/problem+json", "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
+    let app = spawn_app().await;
+    let failing = app.create_brief(json!({ "name": "Failing node" })).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.create_brief(json!({ "name": "Waiting for evidence" })).await;
+    let decided = app
+        .create_brief(json!({ "name": "Decided then stale", "model_name": "Qwen2.5 72B" }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // A failed GPU diagnostic: asked right after the upload, the list already knows (the summary
+    // is remade as the list reads it, not when the watcher comes by).
+    let res = app
+        .post_raw_evidence(
+            &failing,
+            "kind=dcgm-diag&stage=1",
+            "application/json",
+            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    assert_eq!(names(&app, &app.client, "?failing=true").await.0, vec!["Failing node"]);
+    assert_eq!(
+        names(&app, &app.client, "?state=awaiting-evidence").await.0,
+        vec!["Decided then stale", "Waiting for evidence"]
+    );
+
+    // Evidence, a rejection, then newer evidence: stale.
+    let metrics = json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 300 } } });
+    let res = app
+        .post_json(&format!("/api/v1/briefs/{decided}/evidence"), &metrics)
+        .await;
+    assert_eq!(res.status(), 201);
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{decided}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let res = manager
+        .post(app.url(&format!("/api/v1/briefs/{decided}/approvals")))
+        .json(&json!({ "verdict": "reject", "comment": "Too slow.", "inputs_digest": review["inputs_digest"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert_eq!(
+        names(&app, &manager, "?state=rejected").await.0,
+        vec!["Decided then stale"]
+    );
+    assert!(names(&app, &manager, "?stale=true").await.0.is_empty());
+    let res = app
+        .post_json(&format!("/api/v1/briefs/{decided}/evidence"), &metrics)
+        .await;
+    assert_eq!(res.status(), 201);
+    assert_eq!(names(&app, &manager, "?stale=true").await.0, vec!["Decided then stale"]);
+    assert_eq!(
+        names(&app, &manager, "?needs_approval=true").await.0,
+        vec!["Decided then stale", "Failing node"]
+    );
+    assert_eq!(
+        names(&app, &manager, "?needs_approval=true&stale=false").await.0,
+        vec!["Failing node"]
+    );
+    assert_eq!(names(&app, &manager, "?q=qwen").await.0, vec!["Decided then stale"]);
+    assert_eq!(
+        names(&app, &manager, "?q=qwen&failing=true").await.0,
+        Vec::<String>::new()
+    );
+
+    // Owner and team: another engineer's brief, shared with a team.
+    let other_email = app.user(Role::Engineer).await;
+    let other_id = common::person(&app.pool, &other_email, Role::Engineer).await;
+    let (other_token, _) = token::mint(
+        &app.pool,
+        &app.keys,
+        NewToken {
+            name: "list test".into(),
+            subject: other_email.clone(),
+            role: Role::Engineer,
+            brief: None,
+            trial: None,
+            ttl: chrono::Duration::hours(1),
+            created_by: Some(other_id),
+        },
+    )
+    .await
+    .unwrap();
+    let other = bearer_client(&other_token);
+    let res = other
+        .post(app.url("/api/v1/briefs"))
+        .json(&{
+            let mut b = common::valid_brief();
+            b["name"] = json!("Someone else's");
+            b
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let theirs: Value = res.json().await.unwrap();
+    let team = teams::create_team(&app.pool, "Serving").await.unwrap();
+    teams::share(&app.pool, theirs["id"].as_str().unwrap().parse().unwrap(), team.id)
+        .await
+        .unwrap();
+
+    let mine: BTreeSet<String> = names(&app, &app.client, "?owner=me").await.0.into_iter().collect();
+    assert_eq!(
+        mine,
+        set(&["Failing node", "Waiting for evidence", "Decided then stale"])
+    );
+    assert_eq!(names(&app, &other, "?owner=me").await.0, vec!["Someone else's"]);
+    assert_eq!(
+        names(&app, &manager, &format!("?owner={other_email}")).await.0,
+        vec!["Someone else's"]
+    );
+    assert_eq!(names(&app, &manager, "?team=Serving").await.0, vec!["Someone else's"]);
+    assert_eq!(
+        names(&app, &manager, &format!("?team={}", team.id)).await.0,
+        vec!["Someone else's"]
+    );
+    let res = manager.get(app.url("/api/v1/briefs?team=Nobody")).send().await.unwrap();
+    assert_eq!(res.status(), 422);
+    let res = manager
+        .get(app.url("/api/v1/briefs?owner=nobody@example.com"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+
+    // A token limited to one brief lists that brief alone, and only when it meets the filter.
+    let scoped = bearer_client(&app.token(Role::Engineer, Some(failing.parse().unwrap())).await);
+    assert_eq!(names(&app, &scoped, "").await.0, vec!["Failing node"]);
+    assert!(names(&app, &scoped, "?state=awaiting-evidence").await.0.is_empty());
+
+    // The dashboard shows the same views.
+    let owner = app.login_owner().await;
+    let page = owner.get(app.url("/?owner=me")).await.text().await.unwrap();
+    assert!(
+        page.contains("Failing node") && !page.contains("Someone else"),
+        "{page}"
+    );
+    let page = owner.get(app.url("/?team=Serving")).await.text().await.unwrap();
+    assert!(page.contains("Someone else") && !page.contains("Failing node"));
+    let page = owner.get(app.url("/?show=stale")).await.text().await.unwrap();
+    assert!(page.contains("Decided then stale") && !page.contains("Failing node"));
+    let res = owner.get(app.url("/?team=Nobody")).await;
+    assert_eq!(res.status(), 400);
+}
