@@ -28,4 +28,5 @@ pub mod state;
 pub mod telemetry;
 pub mod trials;
 pub mod validation;
+pub mod versioned_cache;
 pub mod web;

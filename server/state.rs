@@ -4,7 +4,14 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
-use crate::{config::AppConfig, evidence_store::EvidenceStore, secrets::TokenKeys, telemetry::Metrics};
+use crate::{
+    config::AppConfig, evidence_store::EvidenceStore, secrets::TokenKeys, telemetry::Metrics,
+    versioned_cache::VersionedCache,
+};
+
+/// Review answers kept per process: at most this many briefs and bytes (`review::service::review_body`).
+const REVIEW_CACHE_ENTRIES: usize = 4096;
+const REVIEW_CACHE_BYTES: usize = 32 << 20;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -15,6 +22,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Where raw evidence bytes are kept (`RENTCHECK_EVIDENCE_STORE`; the database by default).
     pub evidence_store: EvidenceStore,
+    /// Review JSON already computed, by brief and the count of its committed changes.
+    pub review_cache: Arc<VersionedCache>,
 }
 
 impl AppState {
@@ -26,6 +35,7 @@ impl AppState {
             keys,
             metrics: Arc::new(Metrics::new()),
             evidence_store: EvidenceStore::Database,
+            review_cache: Arc::new(VersionedCache::new(REVIEW_CACHE_ENTRIES, REVIEW_CACHE_BYTES)),
         }
     }
 

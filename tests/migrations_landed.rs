@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 18] = [
+const LANDED: [(&str, &str); 20] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -79,6 +79,14 @@ const LANDED: [(&str, &str); 18] = [
     (
         "20261201160000_review_summaries.sql",
         "3d83b1d6bd5c673ffffaa1aa50f75fb907e70f6ab8c62626612dda845737bae7066db159d9766bfa0579775b1fd27617",
+    ),
+    (
+        "20261201170000_brief_changes_taken.sql",
+        "5109c5e25ecd34e99dbb95a6492a19fadb1e5b195a8c252148c10b814c5b0bdcd120c63777541452c463db894552c434",
+    ),
+    (
+        "20261201180000_statement_level_evidence_triggers.sql",
+        "9de12602ade2a9656b4a9b247534c2e1a39b790aaeea4af64eb5cc083897e236dd34f3f64a0336469308d2c102383ff1",
     ),
 ];
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use axum::{
     extract::State,
-    http::StatusCode,
+    http::{header, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
     Json, Router,
@@ -34,10 +34,10 @@ async fn review(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(id): Path<Uuid>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
-    let r = service::review(&state, id).await?;
-    Ok(Json(service::review_json(&r)))
+    let body = service::review_body(&state, id).await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 fn text(body: &Value, field: &str) -> Result<String, AppError> {

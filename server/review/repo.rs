@@ -186,3 +186,16 @@ pub async fn audit_for_brief(
     .fetch_all(db)
     .await
 }
+
+/// How many committed writes could have changed the brief's review: changes taken off the change
+/// queue plus those still on it (the `brief_changes_taken` migration). One statement, so one
+/// snapshot: a write that commits moves it by at least one, and nothing else moves it back.
+pub async fn change_count(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT COALESCE((SELECT taken FROM brief_changes_taken WHERE brief_id = $1), 0)
+                + (SELECT count(*) FROM brief_signals_dirty WHERE brief_id = $1) AS "count!""#,
+        brief_id
+    )
+    .fetch_one(db)
+    .await
+}

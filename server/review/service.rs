@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -126,6 +127,20 @@ pub async fn load_brief(state: &AppState, id: Uuid) -> Result<Brief, AppError> {
 
 pub async fn review(state: &AppState, id: Uuid) -> Result<Review, AppError> {
     review_for(state, load_brief(state, id).await?).await
+}
+
+/// The review JSON of a brief, as the API sends it: computed, or the bytes computed before while
+/// no write that can change it has committed since (and it is still the same UTC day). The count
+/// is read before the review is computed, so what is kept under a count is never older than it.
+pub async fn review_body(state: &AppState, id: Uuid) -> Result<Bytes, AppError> {
+    let version = (repo::change_count(&state.pool, id).await?, Utc::now().date_naive());
+    if let Some(body) = state.review_cache.get(id, version) {
+        return Ok(body);
+    }
+    let r = review(state, id).await?;
+    let body = Bytes::from(serde_json::to_vec(&review_json(&r)).map_err(|e| AppError::Internal(e.into()))?);
+    state.review_cache.put(id, version, body.clone());
+    Ok(body)
 }
 
 /// The review of a brief already loaded.

@@ -192,11 +192,16 @@ pub async fn record_attempt(
 pub async fn claim_dirty(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Uuid>, sqlx::Error> {
     // Every queued mark of up to `limit` briefs, oldest first; marks of transactions still open
     // are not seen and stay for the next round.
+    // The count of taken changes moves in the same statement (see `brief_changes_taken`).
     sqlx::query_scalar!(
         r#"WITH taken AS (
              DELETE FROM brief_signals_dirty WHERE brief_id IN (
                  SELECT brief_id FROM brief_signals_dirty ORDER BY marked_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-             RETURNING brief_id)
+             RETURNING brief_id),
+           counted AS (
+             INSERT INTO brief_changes_taken (brief_id, taken)
+             SELECT brief_id, count(*) FROM taken GROUP BY brief_id ORDER BY brief_id
+             ON CONFLICT (brief_id) DO UPDATE SET taken = brief_changes_taken.taken + EXCLUDED.taken)
            SELECT DISTINCT brief_id AS "brief_id!" FROM taken"#,
         limit,
     )
@@ -206,12 +211,19 @@ pub async fn claim_dirty(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Uuid
 
 /// Takes the queued marks of `ids` (a reader about to show them refreshes them itself).
 pub async fn claim_dirty_of(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<u64, sqlx::Error> {
-    Ok(
-        sqlx::query!("DELETE FROM brief_signals_dirty WHERE brief_id = ANY($1)", ids)
-            .execute(db)
-            .await?
-            .rows_affected(),
+    Ok(sqlx::query!(
+        "WITH taken AS (DELETE FROM brief_signals_dirty WHERE brief_id = ANY($1) RETURNING brief_id),
+                  counted AS (
+                    INSERT INTO brief_changes_taken (brief_id, taken)
+                    SELECT brief_id, count(*) FROM taken GROUP BY brief_id ORDER BY brief_id
+                    ON CONFLICT (brief_id) DO UPDATE SET taken = brief_changes_taken.taken + EXCLUDED.taken)
+             SELECT count(*) FROM taken",
+        ids
     )
+    .fetch_one(db)
+    .await?
+    .count
+    .unwrap_or(0) as u64)
 }
 
 /// Of `ids`, those whose snapshot is not current: changes queued, or never made.

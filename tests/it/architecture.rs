@@ -38,8 +38,9 @@ const GROUND: [&str; 10] = [
     "ledger::model",
     "ledger::csv",
 ];
-const CORE: [&str; 17] = [
+const CORE: [&str; 18] = [
     "error",
+    "versioned_cache",
     "outbox",
     "state",
     "config",

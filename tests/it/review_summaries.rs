@@ -194,3 +194,144 @@ async fn the_watcher_summarises_every_brief_without_a_reader_asking() {
         assert_same(&s, &r);
     }
 }
+
+/// The review JSON as the API answers it, and as computed afresh (a state with an empty cache).
+async fn served_and_fresh(app: &TestApp, id: &str) -> (Value, Value) {
+    let res = app.get(&format!("/api/v1/briefs/{id}/review")).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "application/json");
+    let served: Value = res.json().await.unwrap();
+    let fresh = rentcheck::review::service::review(&state(app), id.parse().unwrap())
+        .await
+        .unwrap();
+    (served, rentcheck::review::service::review_json(&fresh))
+}
+
+#[tokio::test]
+async fn the_review_api_answers_from_its_cache_only_until_a_write_commits() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    assert_eq!(served, fresh);
+
+    // The answer is kept: a row written behind the change queue's back (its trigger off) is not
+    // seen, because nothing said the brief changed.
+    // (A first upload also marks the trial running: its trigger goes off too.)
+    for off in [
+        "ALTER TABLE evidence DISABLE TRIGGER evidence_signals",
+        "ALTER TABLE trials DISABLE TRIGGER trials_signals",
+    ] {
+        sqlx::query(off).execute(&app.pool).await.unwrap();
+    }
+    let res = app
+        .post_json(
+            &format!("/api/v1/briefs/{id}/evidence"),
+            &json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 300 } } }),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    for on in [
+        "ALTER TABLE evidence ENABLE TRIGGER evidence_signals",
+        "ALTER TABLE trials ENABLE TRIGGER trials_signals",
+    ] {
+        sqlx::query(on).execute(&app.pool).await.unwrap();
+    }
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    let passing = |r: &Value| r["trials"][0]["criteria_passed"].as_u64().unwrap();
+    assert_eq!(
+        (passing(&served), passing(&fresh)),
+        (0, 1),
+        "the kept answer was served; a fresh one counts the new TTFT"
+    );
+
+    // Every write that can change a review is seen at once: evidence, ledger lines and outputs,
+    // the card, the trial, a verdict, a price sheet, a readiness confirmation.
+    let res = app
+        .post_raw_evidence(
+            &id,
+            "kind=dcgm-diag&stage=1",
+            "application/json",
+            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    assert_eq!(served, fresh, "after evidence");
+
+    let csv = "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\n\
+               accelerator,r1,run,2026-03-01T00:00:00Z,2026-03-01T10:00:00Z,8,2.50,,USD\n";
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/briefs/{id}/ledger")))
+        .header("content-type", "text/csv")
+        .body(csv)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    assert_eq!(served, fresh, "after ledger lines");
+    let res = app
+        .post_json(
+            &format!("/api/v1/briefs/{id}/ledger"),
+            &json!({ "outputs": { "accepted": 1000 } }),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    assert_eq!(served, fresh, "after outputs");
+    let before_card = served.clone();
+
+    let res = app
+        .put_json(
+            &format!("/api/v1/briefs/{id}/card"),
+            &json!({ "criteria": [ { "key": "serving.ttft_p95_ms", "op": "le", "threshold": 100, "unit": "ms", "stage": 3, "required": true } ] }),
+        )
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    assert_eq!(served, fresh, "after a card revision");
+    assert_ne!(served, before_card);
+
+    let trials: Value = app
+        .get(&format!("/api/v1/briefs/{id}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mut trial = trials["items"][0].clone();
+    trial["rate_per_gpu_hour"] = json!("9.99");
+    let res = app
+        .put_json(&format!("/api/v1/trials/{}", trial["id"].as_str().unwrap()), &trial)
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    assert_eq!(served, fresh, "after a trial edit");
+
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let res = manager
+        .post(app.url(&format!("/api/v1/briefs/{id}/approvals")))
+        .json(
+            &json!({ "verdict": "reject", "comment": "Fix the node first.", "inputs_digest": served["inputs_digest"] }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    assert_eq!(served, fresh, "after a verdict");
+    assert_eq!(served["approval"]["verdict"], "reject");
+
+    let sheet = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
+                 Cloud A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,https://a.example/pricing\n";
+    let res = manager
+        .post(app.url("/api/v1/prices"))
+        .header("content-type", "text/csv")
+        .body(sheet)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let (served, fresh) = served_and_fresh(&app, &id).await;
+    assert_eq!(served, fresh, "after a price sheet");
+}
