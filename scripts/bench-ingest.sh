@@ -12,7 +12,9 @@
 #   2. pgbench: a durable single-row insert of a similar row (uuid, brief, 2 KB bytea + jsonb,
 #      timestamps) at 64 clients, $DURATION s, in the same database;
 #   3. `wrk`: a ~200 KB vLLM /metrics scrape (raw body, ?kind=vllm-metrics), 16 connections;
-#   4. `wrk`: batches of 100 of the 2 KB envelopes (`evidence/batch`), 16 connections.
+#   4. `wrk`: batches of 100 of the 2 KB envelopes (`evidence/batch`), 16 connections;
+#   5. pgbench: the same 100 rows in one INSERT per transaction, into the bare table of 2. and
+#      into `evidence` itself (with its indexes and triggers), 16 clients each.
 # It prints requests/s, p50/p99, errors (non-2xx and socket errors) and the server's VmHWM at start
 # and end. Everything it starts is stopped on exit; every run is bounded by $DURATION.
 set -euo pipefail
@@ -106,6 +108,22 @@ check "$WORK/scrape.txt" text/plain "$URL2"
 code=$(curl -s -o "$WORK/first.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN" \
     -H "Content-Type: application/json" --data-binary "@$WORK/batch.json" "$URL/batch")
 [ "$code" = 207 ] || { echo "first batch answered $code: $(head -c 300 "$WORK/first.json")" >&2; exit 1; }
+# pgbench's side of the batch: the same 100 rows of ~2 KB in one INSERT per transaction, into the
+# bare table above and into `evidence` itself (its indexes and statement triggers: the metrics
+# queue and the review-summary marks), 16 clients.
+TRIAL=$(psql -At "$DATABASE_URL" -c "SELECT trial_id FROM evidence WHERE brief_id = '$BRIEF' LIMIT 1")
+cat >"$WORK/insert-batch.sql" <<SQL
+INSERT INTO bench_rows (brief_id, kind, stage, raw, sha256, metrics)
+SELECT '$BRIEF', 'metrics', 3, convert_to('$METRICS_SQL', 'UTF8'), md5(random()::text), '$METRICS_SQL'::jsonb
+FROM generate_series(1, 100);
+SQL
+cat >"$WORK/insert-evidence-batch.sql" <<SQL
+INSERT INTO evidence (id, brief_id, trial_id, kind, stage, content_type, raw, sha256, size_bytes, metrics,
+                      parse_status, parser_version, labels, collected_at, received_at, uploaded_by)
+SELECT gen_random_uuid(), '$BRIEF', '$TRIAL', 'metrics', 3, 'application/json', convert_to('$METRICS_SQL', 'UTF8'),
+       md5(random()::text), 2048, '$METRICS_SQL'::jsonb, 'ok', 'pgbench', '{}', now(), now(), 'pgbench'
+FROM generate_series(1, 100);
+SQL
 echo "server memory at start: $(hwm)"
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS"
@@ -121,6 +139,12 @@ for round in $(seq 1 "$ROUNDS"); do
     settle
     wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/batch.json" application/json)" "$URL/batch" >"$WORK/wrk3.txt"
     echo "   batch of 100 × 2 KB items, 16 connections: $(summary <"$WORK/wrk3.txt") (items/s = 100 × req/s)"
+    settle
+    pgbench -n -c16 -j"$THREADS" -T"$DURATION" -f "$WORK/insert-batch.sql" "$DATABASE_URL" >"$WORK/pgbench2.txt" 2>&1
+    echo "   pgbench 100-row insert into a bare table, 16 clients: $(grep -E '^tps =' "$WORK/pgbench2.txt" | awk '{print $3}') tx/s (rows/s = 100 × tx/s)"
+    settle
+    pgbench -n -c16 -j"$THREADS" -T"$DURATION" -f "$WORK/insert-evidence-batch.sql" "$DATABASE_URL" >"$WORK/pgbench3.txt" 2>&1
+    echo "   pgbench 100-row insert into evidence (indexes, triggers), 16 clients: $(grep -E '^tps =' "$WORK/pgbench3.txt" | awk '{print $3}') tx/s"
 done
 echo "server memory at end: $(hwm)"
 echo "evidence rows: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence')"

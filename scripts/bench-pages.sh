@@ -8,10 +8,12 @@
 # scripts/seed-scale.sh unless it already holds that many briefs, starts the server, waits until the
 # review summaries are current, then for each page sends $REQUESTS requests from 4 concurrent
 # clients after 20 warm-ups, as a signed-in manager, and prints p50 / p95 / max:
-#   the dashboard (`/`), its second page, a search, a filter, one brief page, its review (HTML) and
-#   the review JSON. Then `wrk` on the review JSON at 16 connections for $DURATION s (requests/s,
-#   p50, p99) beside pgbench's primary-key read of one brief on the same database, and the
-#   server's VmHWM. BIN=<a rentcheck binary> skips the build (a smoke run with a debug build).
+#   the dashboard (`/`), its second page, a search, the needs-approval, stale, failing and team
+#   filters, the API list (plain, stale, owner + search), one brief page, its review (HTML) and the
+#   review JSON. Then `wrk` on the review JSON at 16 connections for $DURATION s (requests/s, p50,
+#   p99), on one brief and on 1,000 briefs in turn (cold, then warm), beside pgbench's primary-key
+#   read of one brief on the same database; the plans of the list statement for each filter
+#   (EXPLAIN ANALYZE); the server's VmHWM. BIN=<a rentcheck binary> skips the build (a smoke run with a debug build).
 set -euo pipefail
 
 BRIEFS=${BRIEFS:-10000}
@@ -76,10 +78,26 @@ echo "== pages: $REQUESTS requests each, 4 clients, after 20 warm-ups (ms)"
 python3 - "$PORT" "$SESSION" "$TOKEN" "$BRIEF" "$REQUESTS" <<'PY'
 import http.client, statistics, sys, threading, time
 port, session, token, brief, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+# The dashboard's second page: the "next" link the first page wrote.
+import re
+c = http.client.HTTPConnection("127.0.0.1", int(port))
+c.request("GET", "/", headers={"Cookie": f"rentcheck_session={session}"})
+first = c.getresponse().read().decode()
+found = re.search(r'href="(/\?after=[^"]+)"', first)
+if not found:
+    raise SystemExit("the dashboard's first page has no next link")
+page2 = found.group(1).replace("&amp;", "&")
 pages = [
     ("dashboard", "/", "cookie"),
     ("dashboard, search", "/?q=Summariser", "cookie"),
     ("dashboard, needs approval", "/?show=needs-approval", "cookie"),
+    ("dashboard, stale", "/?show=stale", "cookie"),
+    ("dashboard, failing", "/?show=failing", "cookie"),
+    ("dashboard, team", "/?team=Serving", "cookie"),
+    ("dashboard, page 2", page2, "cookie"),
+    ("API list", "/api/v1/briefs", "bearer"),
+    ("API list, stale", "/api/v1/briefs?stale=true&limit=50", "bearer"),
+    ("API list, owner, search", "/api/v1/briefs?owner=team-7@example.com&q=Summariser", "bearer"),
     ("brief page", f"/briefs/{brief}", "cookie"),
     ("review (HTML)", f"/briefs/{brief}/review", "cookie"),
     ("review (JSON)", f"/api/v1/briefs/{brief}/review", "bearer"),
@@ -117,9 +135,27 @@ for name, path, auth in pages:
     print(f"   {name:<28} {statistics.median(times):7.1f} {times[int(len(times) * 0.95) - 1]:7.1f} {times[-1]:7.1f}")
 PY
 
-echo "== review JSON under wrk: 16 connections, $DURATION s"
+wrk_summary() { awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$0} END {printf "   %s req/s, p50 %s, p99 %s %s\n", rps, p50, p99, bad}'; }
+echo "== review JSON under wrk: 16 connections, $DURATION s, one brief"
 wrk -t2 -c16 -d"${DURATION}s" --latency -H "Authorization: Bearer $TOKEN" \
-    "http://127.0.0.1:$PORT/api/v1/briefs/$BRIEF/review" | awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} END {printf "   %s req/s, p50 %s, p99 %s\n", rps, p50, p99}'
+    "http://127.0.0.1:$PORT/api/v1/briefs/$BRIEF/review" | wrk_summary
+# The same over 1,000 different briefs in turn: each review is computed once, then served from
+# the cache until its brief changes (a cold start first, then warm).
+psql -q -At "$DATABASE_URL" -c "SELECT id FROM briefs ORDER BY created_at DESC LIMIT 1000" >"$WORK/briefs.txt"
+cat >"$WORK/rotate.lua" <<'LUA'
+local ids = {}
+for line in io.lines(os.getenv("BRIEFS_FILE")) do ids[#ids + 1] = line end
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format("GET", "/api/v1/briefs/" .. ids[(n % #ids) + 1] .. "/review")
+end
+LUA
+for round in cold warm; do
+    echo "== review JSON under wrk: 16 connections, $DURATION s, 1,000 briefs in turn ($round)"
+    BRIEFS_FILE="$WORK/briefs.txt" wrk -t2 -c16 -d"${DURATION}s" --latency -s "$WORK/rotate.lua" \
+        -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT" | wrk_summary
+done
 echo "== beside it, PostgreSQL's own primary-key read of one brief (pgbench, 16 clients, $DURATION s)"
 cat >"$WORK/read.sql" <<SQL
 \set k random(1, $BRIEFS)
@@ -127,5 +163,27 @@ SELECT * FROM briefs WHERE id = md5('seed-brief-' || :k)::uuid;
 SQL
 pgbench -n -f "$WORK/read.sql" -c 16 -j 2 -T "$DURATION" "$DATABASE_URL" 2>/dev/null | awk '/^tps/ {print "   " $0}'
 echo "== summaries at the end: $(summaries)"
+echo "== the list statement's plans (EXPLAIN ANALYZE, first page of 51 rows; the app's statement, server/briefs/repo.rs list_filtered)"
+python3 - "$ROOT/server/briefs/repo.rs" >"$WORK/list.sql" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+fn = src[src.index("pub async fn list_filtered"):]
+sql = re.search(r'r#"(SELECT .*?)"#', fn, re.S).group(1)
+sql = re.sub(r' AS "[^"]*"', "", sql)  # sqlx's column annotations
+print("PREPARE list_filtered(text, bool, timestamptz, uuid, bigint, uuid, uuid, text[], bool, uuid) AS " + sql + ";")
+PY
+team=$(psql -q -At "$DATABASE_URL" -c "SELECT id FROM teams WHERE name = 'Serving'")
+owner=$(psql -q -At "$DATABASE_URL" -c "SELECT id FROM users WHERE email = 'team-7@example.com'")
+explain() {
+    echo "-- $1"
+    { cat "$WORK/list.sql"; echo "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) EXECUTE list_filtered($2);"; } |
+        psql -q -At "$DATABASE_URL" | sed 's/^/   /'
+}
+explain "every brief" "NULL, NULL, NULL, NULL, 51, NULL, NULL, NULL, NULL, NULL"
+explain "search 'Summariser'" "'%Summariser%', NULL, NULL, NULL, 51, NULL, NULL, NULL, NULL, NULL"
+explain "state stale" "NULL, NULL, NULL, NULL, 51, NULL, NULL, '{stale}', NULL, NULL"
+explain "failing" "NULL, NULL, NULL, NULL, 51, NULL, NULL, NULL, true, NULL"
+explain "team Serving" "NULL, NULL, NULL, NULL, 51, NULL, '$team', NULL, NULL, NULL"
+explain "owner team-7, search 'Summariser'" "'%Summariser%', NULL, NULL, NULL, 51, '$owner', NULL, NULL, NULL, NULL"
 echo "== server memory"
 awk '/^VmHWM|^VmRSS/ {printf "   %s %s %s\n", $1, $2, $3}' "/proc/$SERVER_PID/status"

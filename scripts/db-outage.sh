@@ -3,13 +3,17 @@
 #
 #   scripts/db-outage.sh                 # 40 s of load, PostgreSQL stopped from t=10 s to t=20 s
 #   LOAD=60 DOWN_AT=15 DOWN_FOR=20 WORKERS=32 scripts/db-outage.sh
+#   MODE=batch BATCH=100 scripts/db-outage.sh   # the same with batches (evidence/batch)
 #
 # Starts a PostgreSQL cluster of its own (initdb in a temporary directory, so stopping it harms no
 # one), the release server on it, and $WORKERS harness threads that each post small metrics uploads
 # one after another. Every upload carries an Idempotency-Key and a label with that key; a harness
 # retries an upload (same key, same body) on 503, on a connection error and on a timeout, after
 # Retry-After, until it is acknowledged (201, or 200 for a replay). Meanwhile the script stops
-# PostgreSQL (`pg_ctl stop -m fast`), waits, and starts it again. Afterwards it prints:
+# PostgreSQL (`pg_ctl stop -m fast`), waits, and starts it again. With MODE=batch each harness
+# posts $BATCH uploads at a time to `evidence/batch`, each item with its own idempotency_key; a
+# whole-batch 503 or connection error sends the batch again, and an item answered with anything but
+# 200/201 is sent again in the harness's next batch. Afterwards it prints:
 #   requests by answer, the slowest answer while the database was down, acknowledged uploads,
 #   stored uploads (distinct keys in the database), duplicated keys (stored more than once),
 #   lost uploads (acknowledged but not stored), and whether the server recovered by itself.
@@ -20,6 +24,9 @@ LOAD=${LOAD:-40}
 DOWN_AT=${DOWN_AT:-10}
 DOWN_FOR=${DOWN_FOR:-10}
 WORKERS=${WORKERS:-16}
+MODE=${MODE:-single}
+BATCH=${BATCH:-100}
+case "$MODE" in single|batch) ;; *) echo "MODE is single or batch" >&2; exit 2 ;; esac
 PORT=${PORT:-18093}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/rentcheck-outage.XXXXXX)
@@ -68,7 +75,7 @@ TOKEN=$("$BIN" token mint --email drill@example.com --brief "$BRIEF" --role agen
 SERVER_PID=$!
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 
-echo "== load: $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=${DOWN_AT}s for ${DOWN_FOR}s"
+echo "== load ($MODE): $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=${DOWN_AT}s for ${DOWN_FOR}s"
 (
     sleep "$DOWN_AT"
     echo "   t=${DOWN_AT}s: pg_ctl stop -m fast"
@@ -79,10 +86,10 @@ echo "== load: $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=${DOWN_AT
 ) &
 OUTAGE_PID=$!
 
-python3 - "$PORT" "$BRIEF" "$TOKEN" "$LOAD" "$WORKERS" "$DOWN_AT" "$DOWN_FOR" "$WORK/acked.txt" <<'PY'
+python3 - "$PORT" "$BRIEF" "$TOKEN" "$LOAD" "$WORKERS" "$DOWN_AT" "$DOWN_FOR" "$WORK/acked.txt" "$MODE" "$BATCH" <<'PY'
 import http.client, json, sys, threading, time, collections
-port, brief, token, load, workers, down_at, down_for, acked_path = sys.argv[1:]
-load, workers, down_at, down_for = float(load), int(workers), float(down_at), float(down_for)
+port, brief, token, load, workers, down_at, down_for, acked_path, mode, batch = sys.argv[1:]
+load, workers, down_at, down_for, batch = float(load), int(workers), float(down_at), float(down_for), int(batch)
 path = f"/api/v1/briefs/{brief}/evidence"
 start = time.monotonic()
 stop_new_at = start + load
@@ -140,7 +147,66 @@ def worker(w):
             print(f"unexpected {status}: {data[:200]!r}", file=sys.stderr)
             break
 
-threads = [threading.Thread(target=worker, args=(w,)) for w in range(workers)]
+def batch_worker(w):
+    """Sends $BATCH items at a time; items not yet acknowledged go out again in the next batch."""
+    global slowest_down, slowest_up
+    conn = None
+    n = 0
+    pending = []  # (key, item) not yet acknowledged
+    while time.monotonic() < stop_new_at or pending:
+        if time.monotonic() > give_up_at:
+            with lock: answers["gave up"] += len(pending)
+            break
+        while len(pending) < batch and time.monotonic() < stop_new_at:
+            key = f"w{w}-{n}"
+            n += 1
+            pending.append((key, {"kind": "metrics", "stage": 3, "labels": {"upload_key": key},
+                                  "idempotency_key": key,
+                                  "data": {"metrics": {"drill.worker": w, "drill.sequence": n}}}))
+        body = json.dumps({"items": [item for _, item in pending]})
+        sent = time.monotonic()
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+            conn.request("POST", path + "/batch", body=body, headers={
+                "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            r = conn.getresponse()
+            data = r.read()
+            status, retry_after = r.status, r.getheader("Retry-After")
+        except Exception as e:
+            if conn is not None:
+                conn.close()
+            conn = None
+            with lock: answers[type(e).__name__] += 1
+            time.sleep(0.5)
+            continue
+        took = time.monotonic() - sent
+        t = sent - start
+        with lock:
+            answers[f"batch {status}"] += 1
+            if down_at - 1 <= t <= down_at + down_for + 1:
+                slowest_down = max(slowest_down, took)
+            else:
+                slowest_up = max(slowest_up, took)
+        if status == 503:
+            time.sleep(float(retry_after or 1) / 5)
+            continue
+        if status != 207:
+            print(f"unexpected {status}: {data[:200]!r}", file=sys.stderr)
+            time.sleep(0.5)
+            continue
+        still = []
+        for (key, item), answer in zip(pending, json.loads(data)["items"]):
+            with lock:
+                answers[f"item {answer['status']}"] += 1
+                if answer["status"] in (200, 201):
+                    acked[key] = answer["id"]
+                else:
+                    still.append((key, item))
+        pending = still
+
+target = batch_worker if mode == "batch" else worker
+threads = [threading.Thread(target=target, args=(w,)) for w in range(workers)]
 for t in threads: t.start()
 for t in threads: t.join()
 print("   answers: " + ", ".join(f"{k} × {v}" for k, v in sorted(answers.items())))

@@ -16,7 +16,9 @@
 # Shape: each brief one of five catalogue models (8B, 70B, 32B, 72B, Mixtral), three trials (H100,
 # A100, H200 offers), and per trial evidence across the stages (stage 3 serving figures that pass or
 # miss the brief's targets, a DCGM diagnostic that fails on one brief in 17) and consecutive hourly
-# accelerator lines with accepted outputs. About one brief in 40 has no evidence yet.
+# accelerator lines with accepted outputs. About one brief in 40 has no evidence yet. The 40 owners
+# are engineer accounts in four teams (Serving, Search, Agents, Batch) that their briefs are shared
+# with, and one brief in ten has an approval that is now stale.
 set -euo pipefail
 
 : "${DATABASE_URL:?set DATABASE_URL to a migrated rentcheck database}"
@@ -26,8 +28,10 @@ EVIDENCE=${EVIDENCE:-$((BRIEFS * 200))}
 LEDGER=${LEDGER:-$((BRIEFS * 100))}
 CHUNK=${CHUNK:-500}
 [ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 3 ] || { echo "TRIALS must be 1 to 3" >&2; exit 2; }
-PER_TRIAL_EVIDENCE=$(( EVIDENCE / (BRIEFS * TRIALS) ))
-PER_TRIAL_LEDGER=$(( LEDGER / (BRIEFS * TRIALS) ))
+# One brief in 40 has no evidence: the others carry the whole count (rounded up).
+WITH_EVIDENCE=$(( BRIEFS - BRIEFS / 40 ))
+PER_TRIAL_EVIDENCE=$(( (EVIDENCE + WITH_EVIDENCE * TRIALS - 1) / (WITH_EVIDENCE * TRIALS) ))
+PER_TRIAL_LEDGER=$(( (LEDGER + BRIEFS * TRIALS - 1) / (BRIEFS * TRIALS) ))
 [ "$PER_TRIAL_EVIDENCE" -ge 4 ] || { echo "EVIDENCE too small: at least 4 items per trial" >&2; exit 2; }
 [ "$PER_TRIAL_LEDGER" -ge 1 ] || { echo "LEDGER too small: at least 1 line per trial" >&2; exit 2; }
 
@@ -119,6 +123,33 @@ END $$;
 SQL
     echo "  briefs $lo–$hi written ($(( $(date +%s) - start )) s)"
 done
+# People and teams: the 40 owners as engineer accounts (no password: they never sign in), four
+# teams of ten, each brief owned by its owner's account and shared with the owner's team; one brief
+# in ten approved on inputs that have since changed (its summary says stale).
+psql <<'SQL'
+BEGIN;
+INSERT INTO users (id, email, role, password_hash)
+SELECT md5('seed-user-' || g)::uuid, format('team-%s@example.com', g), 'engineer', '!'
+FROM generate_series(0, 39) AS g ON CONFLICT DO NOTHING;
+INSERT INTO teams (id, name)
+SELECT md5('seed-team-' || i)::uuid, (ARRAY['Serving', 'Search', 'Agents', 'Batch'])[i]
+FROM generate_series(1, 4) AS i ON CONFLICT DO NOTHING;
+INSERT INTO team_members (team_id, user_id)
+SELECT md5('seed-team-' || (1 + g % 4))::uuid, md5('seed-user-' || g)::uuid
+FROM generate_series(0, 39) AS g ON CONFLICT DO NOTHING;
+INSERT INTO brief_owners (brief_id, user_id)
+SELECT b.id, u.id FROM briefs b JOIN users u ON u.email = b.owner ON CONFLICT DO NOTHING;
+INSERT INTO brief_teams (brief_id, team_id)
+SELECT o.brief_id, m.team_id FROM brief_owners o JOIN team_members m ON m.user_id = o.user_id
+ON CONFLICT DO NOTHING;
+INSERT INTO approvals (id, brief_id, verdict, decision, inputs_digest, comment, decided_by, decided_at, inputs)
+SELECT md5('seed-approval-' || b.id)::uuid, b.id, 'approve', 'expand', 'seeded-before-the-latest-evidence',
+       'Seeded approval', 'manager@example.com', now() - interval '10 days', '{}'
+FROM (SELECT id, row_number() OVER (ORDER BY created_at) AS n FROM briefs) AS b
+WHERE b.n % 10 = 0 ON CONFLICT DO NOTHING;
+COMMIT;
+SQL
+
 # Every row written queued a change for its brief (as the app's writes do); one per brief says the
 # same and spares the watcher millions of rows.
 psql -c "DELETE FROM brief_signals_dirty" -c "INSERT INTO brief_signals_dirty (brief_id) SELECT id FROM briefs"

@@ -138,6 +138,10 @@ pub struct WebhookSettings {
     pub give_up_after: std::time::Duration,
     /// How often an idle worker looks for due deliveries and changed briefs.
     pub poll: std::time::Duration,
+    /// How long a brief's oldest queued change waits before the worker remakes its summary, so a
+    /// burst of uploads to one brief costs one remake rather than one per upload. Readers never
+    /// wait for it: a page or API call remakes a brief with queued changes itself.
+    pub settle: std::time::Duration,
 }
 
 impl Default for WebhookSettings {
@@ -150,6 +154,7 @@ impl Default for WebhookSettings {
             retry_max: Duration::from_secs(60 * 60),
             give_up_after: Duration::from_secs(24 * 60 * 60),
             poll: Duration::from_secs(2),
+            settle: Duration::from_millis(500),
         }
     }
 }

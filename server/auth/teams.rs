@@ -195,6 +195,13 @@ pub async fn team_by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<TeamRef, Ap
         .ok_or(AppError::NotFound("team"))
 }
 
+/// Every team's id and name, by name (for pickers, where members are not shown).
+pub async fn team_names(db: impl PgExecutor<'_>) -> Result<Vec<TeamRef>, sqlx::Error> {
+    sqlx::query_as!(TeamRef, "SELECT id, name FROM teams ORDER BY name")
+        .fetch_all(db)
+        .await
+}
+
 /// Every team with its members, by name.
 pub async fn list_teams(db: impl PgExecutor<'_>) -> Result<Vec<Team>, sqlx::Error> {
     sqlx::query_as!(

@@ -309,8 +309,6 @@ pub struct BriefFilter {
     pub search: Option<String>,
     /// Only briefs with (true) or without (false) any evidence.
     pub has_evidence: Option<bool>,
-    /// Only briefs with (true) or without (false) any approval or rejection.
-    pub has_approval: Option<bool>,
     /// Only briefs owned by this account.
     pub owner: Option<Uuid>,
     /// Only briefs shared with this team.
@@ -370,21 +368,19 @@ pub async fn list_filtered(
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
            WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)
              AND ($2::bool IS NULL OR EXISTS (SELECT 1 FROM evidence e WHERE e.brief_id = b.id) = $2)
-             AND ($3::bool IS NULL OR EXISTS (SELECT 1 FROM approvals a WHERE a.brief_id = b.id) = $3)
-             AND ($4::timestamptz IS NULL OR (b.created_at, b.id) < ($4, $5))
-             AND ($7::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_owners o WHERE o.brief_id = b.id AND o.user_id = $7))
-             AND ($8::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_teams bt WHERE bt.brief_id = b.id AND bt.team_id = $8))
-             AND (($9::text[] IS NULL AND $10::bool IS NULL)
+             AND ($3::timestamptz IS NULL OR (b.created_at, b.id) < ($3, $4))
+             AND ($6::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_owners o WHERE o.brief_id = b.id AND o.user_id = $6))
+             AND ($7::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_teams bt WHERE bt.brief_id = b.id AND bt.team_id = $7))
+             AND (($8::text[] IS NULL AND $9::bool IS NULL)
                   OR EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = b.id
-                               AND ($9::text[] IS NULL OR s.state = ANY($9))
-                               AND ($10::bool IS NULL OR s.failing = $10))
+                               AND ($8::text[] IS NULL OR s.state = ANY($8))
+                               AND ($9::bool IS NULL OR s.failing = $9))
                   OR EXISTS (SELECT 1 FROM brief_signals_dirty d WHERE d.brief_id = b.id)
                   OR NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = b.id))
-             AND ($11::uuid IS NULL OR b.id = $11)
-           ORDER BY b.created_at DESC, b.id DESC LIMIT $6"#,
+             AND ($10::uuid IS NULL OR b.id = $10)
+           ORDER BY b.created_at DESC, b.id DESC LIMIT $5"#,
         pattern,
         filter.has_evidence,
-        filter.has_approval,
         after_at,
         after_id,
         limit,

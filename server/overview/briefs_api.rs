@@ -129,7 +129,11 @@ async fn owner(state: &AppState, caller: &crate::auth::Principal, raw: &str) -> 
             .ok_or_else(|| invalid("owner", "owner=me needs a person's token or session"));
     }
     if let Ok(id) = Uuid::parse_str(raw) {
-        return Ok(id);
+        // An unknown id is refused like an unknown email, rather than answering an empty list.
+        return users::by_id(&state.pool, id)
+            .await?
+            .map(|u| u.id)
+            .ok_or_else(|| invalid("owner", format!("no account has the id {id}")));
     }
     users::by_email(&state.pool, raw)
         .await?

@@ -207,7 +207,7 @@ pub async fn dashboard(
             .into())
         }
     };
-    let teams = teams::list_teams(&state.pool).await?;
+    let teams = teams::team_names(&state.pool).await?;
     let team_name = q.team.as_deref().unwrap_or("").trim().to_owned();
     let team = match team_name.as_str() {
         "" => None,

@@ -189,14 +189,20 @@ pub async fn record_attempt(
 
 /// Takes up to `limit` briefs marked changed, removing their marks. A write after this marks the
 /// brief again, so nothing that lands while its review is computed is missed.
-pub async fn claim_dirty(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Uuid>, sqlx::Error> {
-    // Every queued mark of up to `limit` briefs, oldest first; marks of transactions still open
-    // are not seen and stay for the next round.
+pub async fn claim_dirty(
+    db: impl PgExecutor<'_>,
+    limit: i64,
+    settle: std::time::Duration,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    // Every queued mark of up to `limit` briefs whose oldest mark has waited `settle`, oldest
+    // first; marks of transactions still open are not seen and stay for the next round.
     // The count of taken changes moves in the same statement (see `brief_changes_taken`).
     sqlx::query_scalar!(
         r#"WITH taken AS (
              DELETE FROM brief_signals_dirty WHERE brief_id IN (
-                 SELECT brief_id FROM brief_signals_dirty ORDER BY marked_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+                 SELECT brief_id FROM brief_signals_dirty
+                 WHERE marked_at <= now() - make_interval(secs => $2)
+                 ORDER BY marked_at LIMIT $1 FOR UPDATE SKIP LOCKED)
              RETURNING brief_id),
            counted AS (
              INSERT INTO brief_changes_taken (brief_id, taken)
@@ -204,6 +210,7 @@ pub async fn claim_dirty(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Uuid
              ON CONFLICT (brief_id) DO UPDATE SET taken = brief_changes_taken.taken + EXCLUDED.taken)
            SELECT DISTINCT brief_id AS "brief_id!" FROM taken"#,
         limit,
+        settle.as_secs_f64(),
     )
     .fetch_all(db)
     .await

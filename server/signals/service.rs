@@ -324,10 +324,10 @@ pub async fn current(state: &AppState, ids: &[Uuid]) -> Result<Vec<repo::Summary
     Ok(rows)
 }
 
-/// Refreshes up to `limit` briefs marked changed; answers how many it took. A brief whose refresh
-/// fails is marked again, for the next round.
-pub async fn refresh_changed(state: &AppState, limit: i64) -> Result<usize, AppError> {
-    let ids = repo::claim_dirty(&state.pool, limit).await?;
+/// Refreshes up to `limit` briefs marked changed at least `settle` ago; answers how many it took.
+/// A brief whose refresh fails is marked again, for the next round.
+pub async fn refresh_changed(state: &AppState, limit: i64, settle: std::time::Duration) -> Result<usize, AppError> {
+    let ids = repo::claim_dirty(&state.pool, limit, settle).await?;
     for &id in &ids {
         if let Err(e) = refresh(state, id).await {
             tracing::warn!(brief = %id, error = %e, "refreshing a brief's signals failed; will try again");

@@ -37,7 +37,7 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
         }
         loop {
             let mut busy = false;
-            match service::refresh_changed(&state, BRIEFS_PER_ROUND).await {
+            match service::refresh_changed(&state, BRIEFS_PER_ROUND, settings.settle).await {
                 Ok(n) => busy |= n > 0,
                 Err(e) => tracing::warn!(error = %e, "refreshing brief signals failed"),
             }

@@ -217,6 +217,13 @@ async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
         .await
         .unwrap();
     assert_eq!(res.status(), 422);
+    // An id no account has is refused the same way as an unknown email.
+    let res = manager
+        .get(app.url(&format!("/api/v1/briefs?owner={}", uuid::Uuid::new_v4())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
 
     // A token limited to one brief lists that brief alone, and only when it meets the filter.
     let scoped = bearer_client(&app.token(Role::Engineer, Some(failing.parse().unwrap())).await);

@@ -37,6 +37,7 @@ fn fast() -> AppConfig {
             retry_max: Duration::from_secs(1),
             give_up_after: Duration::from_secs(120),
             poll: Duration::from_millis(50),
+            settle: Duration::from_millis(50),
         },
         metrics_token: Some(Secret::new(METRICS_TOKEN)),
         ..AppConfig::default()
