@@ -120,9 +120,10 @@ SQL
 cat >"$WORK/insert-evidence-batch.sql" <<SQL
 INSERT INTO evidence (id, brief_id, trial_id, kind, stage, content_type, raw, sha256, size_bytes, metrics,
                       parse_status, parser_version, labels, collected_at, received_at, uploaded_by)
-SELECT gen_random_uuid(), '$BRIEF', '$TRIAL', 'metrics', 3, 'application/json', convert_to('$METRICS_SQL', 'UTF8'),
-       md5(random()::text), 2048, '$METRICS_SQL'::jsonb, 'ok', 'pgbench', '{}', now(), now(), 'pgbench'
-FROM generate_series(1, 100);
+SELECT gen_random_uuid(), '$BRIEF', '$TRIAL', 'metrics', 3, 'application/json', r.raw,
+       encode(sha256(r.raw || convert_to(g::text || random()::text, 'UTF8')), 'hex'), octet_length(r.raw),
+       '$METRICS_SQL'::jsonb, 'ok', 'pgbench', '{}', now(), now(), 'pgbench'
+FROM (SELECT convert_to('$METRICS_SQL', 'UTF8') AS raw) AS r, generate_series(1, 100) AS g;
 SQL
 echo "server memory at start: $(hwm)"
 for round in $(seq 1 "$ROUNDS"); do

@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 20] = [
+const LANDED: [(&str, &str); 21] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -87,6 +87,10 @@ const LANDED: [(&str, &str); 20] = [
     (
         "20261201180000_statement_level_evidence_triggers.sql",
         "9de12602ade2a9656b4a9b247534c2e1a39b790aaeea4af64eb5cc083897e236dd34f3f64a0336469308d2c102383ff1",
+    ),
+    (
+        "20261201190000_evidence_lz4_compression.sql",
+        "64802b5cd7a4143173da4c62eb745f0af4738ddea5492f5eaf6af747e70cd95b011ec12af87343d3953541c5c71612ef",
     ),
 ];
 
