@@ -62,6 +62,11 @@ TOKEN=$("$BIN" token mint --email pages@example.com --role manager --ttl 2h 2>/d
 SERVER_PID=$!
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 echo "== waiting (at most $WAIT s) for the review summaries: the watcher remakes every brief's after a start"
+# The watcher queues every brief once when it starts, just after /readyz answers: wait for that.
+for _ in $(seq 1 50); do
+    [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM brief_signals_dirty")" -gt 0 ] && break
+    sleep 0.1
+done
 start=$(date +%s)
 summaries() { psql -q -At "$DATABASE_URL" -c "SELECT (SELECT count(*) FROM brief_signals) || ' of ' || (SELECT count(*) FROM briefs) || ' made, ' || (SELECT count(DISTINCT brief_id) FROM brief_signals_dirty) || ' briefs queued'"; }
 while [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM brief_signals_dirty")" -gt 0 ] && [ $(( $(date +%s) - start )) -lt "$WAIT" ]; do sleep 5; done
@@ -90,6 +95,7 @@ page2 = found.group(1).replace("&amp;", "&")
 pages = [
     ("dashboard", "/", "cookie"),
     ("dashboard, search", "/?q=Summariser", "cookie"),
+    ("dashboard, rare search", "/?q=00042", "cookie"),
     ("dashboard, needs approval", "/?show=needs-approval", "cookie"),
     ("dashboard, stale", "/?show=stale", "cookie"),
     ("dashboard, failing", "/?show=failing", "cookie"),
@@ -181,6 +187,7 @@ explain() {
 }
 explain "every brief" "NULL, NULL, NULL, NULL, 51, NULL, NULL, NULL, NULL, NULL"
 explain "search 'Summariser'" "'%Summariser%', NULL, NULL, NULL, 51, NULL, NULL, NULL, NULL, NULL"
+explain "search '00042' (one brief)" "'%00042%', NULL, NULL, NULL, 51, NULL, NULL, NULL, NULL, NULL"
 explain "state stale" "NULL, NULL, NULL, NULL, 51, NULL, NULL, '{stale}', NULL, NULL"
 explain "failing" "NULL, NULL, NULL, NULL, 51, NULL, NULL, NULL, true, NULL"
 explain "team Serving" "NULL, NULL, NULL, NULL, 51, NULL, '$team', NULL, NULL, NULL"

@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 21] = [
+const LANDED: [(&str, &str); 22] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -91,6 +91,10 @@ const LANDED: [(&str, &str); 21] = [
     (
         "20261201190000_evidence_lz4_compression.sql",
         "64802b5cd7a4143173da4c62eb745f0af4738ddea5492f5eaf6af747e70cd95b011ec12af87343d3953541c5c71612ef",
+    ),
+    (
+        "20261201200000_briefs_search_trigram.sql",
+        "5bc1449c73556ab6555e38d75a965e854bdd6e66b828bd61d36be08e666a8b48fcf4f0f4819ea9381af5652cb26f634b",
     ),
 ];
 
