@@ -34,32 +34,8 @@ if [ "${STORE:-postgres}" = s3 ]; then
     echo "== raw evidence in $RENTCHECK_EVIDENCE_STORE at $AWS_ENDPOINT (moto)"
 fi
 
-# Bodies: 2 KB metrics envelope; ~200 KB vLLM scrape built from the fixture (distinct model names).
-python3 - "$WORK" "$ROOT/tests/fixtures/vllm-metrics/v1-two-models-two-engines-empty-e2e.txt" <<'PY'
-import json, sys
-work, fixture = sys.argv[1], sys.argv[2]
-metrics = {}
-i = 0
-while len(json.dumps({"kind": "metrics", "stage": 3, "data": {"metrics": metrics}})) < 2048 - 40:
-    metrics[f"bench.metric_{i:03d}_value"] = round(1000.0 / (i + 1), 6)
-    i += 1
-body = json.dumps({"kind": "metrics", "stage": 3, "data": {"metrics": metrics}})
-open(f"{work}/metrics.json", "w").write(body)
-# A batch: 100 such envelopes in one request (`evidence/batch`).
-open(f"{work}/batch.json", "w").write(json.dumps({"items": [json.loads(body)] * 100}))
-src = open(fixture).read().splitlines()
-out, copy = [], 0
-size = lambda: sum(len(l) + 1 for l in out)
-headers = [l for l in src if l.startswith("#")]
-samples = [l for l in src if l and not l.startswith("#")]
-out.extend(headers)
-while size() < 200 * 1024:
-    for l in samples:
-        out.append(l.replace('model_name="', f'model_name="m{copy}-', 1))
-    copy += 1
-open(f"{work}/scrape.txt", "w").write("\n".join(out) + "\n")
-print(f"bodies: metrics envelope {len(body)} B, vLLM scrape {size()} B")
-PY
+# Bodies: 2 KB metrics envelope, a batch of 100, a ~200 KB vLLM scrape built from the fixture.
+python3 "$ROOT/scripts/lib/ingest-bodies.py" "$WORK" "$ROOT/tests/fixtures/vllm-metrics/v1-two-models-two-engines-empty-e2e.txt"
 
 echo "== server on 127.0.0.1:$PORT"
 sut_start_server

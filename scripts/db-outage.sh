@@ -104,8 +104,32 @@ acked = {}
 slowest_down = 0.0
 slowest_up = 0.0
 
-def worker(w):
+def send(conn, url, body, headers):
+    """POSTs once: (conn, status, Retry-After, body), or (None, None, None, None) after counting a
+    connection error (refused, reset, timeout) and waiting half a second."""
     global slowest_down, slowest_up
+    sent = time.monotonic()
+    try:
+        if conn is None:
+            conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+        conn.request("POST", url, body=body, headers=headers)
+        r = conn.getresponse()
+        data = r.read()
+    except Exception as e:
+        if conn is not None:
+            conn.close()
+        with lock: answers[type(e).__name__] += 1
+        time.sleep(0.5)
+        return None, None, None, None
+    took, t = time.monotonic() - sent, sent - start
+    with lock:
+        if down_at - 1 <= t <= down_at + down_for + 1:
+            slowest_down = max(slowest_down, took)
+        else:
+            slowest_up = max(slowest_up, took)
+    return conn, r.status, r.getheader("Retry-After"), data
+
+def worker(w):
     conn = None
     n = 0
     while time.monotonic() < stop_new_at:
@@ -117,31 +141,12 @@ def worker(w):
             if time.monotonic() > give_up_at:
                 with lock: answers["gave up"] += 1
                 break
-            sent = time.monotonic()
-            try:
-                if conn is None:
-                    conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=15)
-                conn.request("POST", path, body=body, headers={
-                    "Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                    "Idempotency-Key": key})
-                r = conn.getresponse()
-                data = r.read()
-                status, retry_after = r.status, r.getheader("Retry-After")
-            except Exception as e:  # connection refused, reset, timeout
-                if conn is not None:
-                    conn.close()
-                conn = None
-                with lock: answers[type(e).__name__] += 1
-                time.sleep(0.5)
+            conn, status, retry_after, data = send(conn, path, body, {
+                "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                "Idempotency-Key": key})
+            if status is None:
                 continue
-            took = time.monotonic() - sent
-            t = sent - start
-            with lock:
-                answers[str(status)] += 1
-                if down_at - 1 <= t <= down_at + down_for + 1:
-                    slowest_down = max(slowest_down, took)
-                else:
-                    slowest_up = max(slowest_up, took)
+            with lock: answers[str(status)] += 1
             if status in (200, 201):
                 with lock: acked[key] = json.loads(data)["id"]
                 break
@@ -153,7 +158,6 @@ def worker(w):
 
 def batch_worker(w):
     """Sends $BATCH items at a time; items not yet acknowledged go out again in the next batch."""
-    global slowest_down, slowest_up
     conn = None
     n = 0
     pending = []  # (key, item) not yet acknowledged
@@ -168,30 +172,11 @@ def batch_worker(w):
                                   "idempotency_key": key,
                                   "data": {"metrics": {"drill.worker": w, "drill.sequence": n}}}))
         body = json.dumps({"items": [item for _, item in pending]})
-        sent = time.monotonic()
-        try:
-            if conn is None:
-                conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
-            conn.request("POST", path + "/batch", body=body, headers={
-                "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-            r = conn.getresponse()
-            data = r.read()
-            status, retry_after = r.status, r.getheader("Retry-After")
-        except Exception as e:
-            if conn is not None:
-                conn.close()
-            conn = None
-            with lock: answers[type(e).__name__] += 1
-            time.sleep(0.5)
+        conn, status, retry_after, data = send(conn, path + "/batch", body, {
+            "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        if status is None:
             continue
-        took = time.monotonic() - sent
-        t = sent - start
-        with lock:
-            answers[f"batch {status}"] += 1
-            if down_at - 1 <= t <= down_at + down_for + 1:
-                slowest_down = max(slowest_down, took)
-            else:
-                slowest_up = max(slowest_up, took)
+        with lock: answers[f"batch {status}"] += 1
         if status == 503:
             time.sleep(float(retry_after or 1) / 5)
             continue

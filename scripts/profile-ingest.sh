@@ -27,17 +27,7 @@ command -v perf >/dev/null || { echo "needs perf (apt-get install linux-perf)" >
 source "$(dirname "$0")/lib/server-under-test.sh"
 sut_setup
 
-python3 - "$WORK" <<'PY'
-import json, sys
-work = sys.argv[1]
-metrics, i = {}, 0
-while len(json.dumps({"kind": "metrics", "stage": 3, "data": {"metrics": metrics}})) < 2048 - 40:
-    metrics[f"bench.metric_{i:03d}_value"] = round(1000.0 / (i + 1), 6)
-    i += 1
-body = json.dumps({"kind": "metrics", "stage": 3, "data": {"metrics": metrics}})
-open(f"{work}/metrics.json", "w").write(body)
-open(f"{work}/batch.json", "w").write(json.dumps({"items": [json.loads(body)] * 100}))
-PY
+python3 "$ROOT/scripts/lib/ingest-bodies.py" "$WORK" >/dev/null
 sut_start_server
 URL="http://127.0.0.1:$PORT/api/v1/briefs/$BRIEF/evidence"
 if [ "$MODE" = batch ]; then BODY="$WORK/batch.json"; URL="$URL/batch"; else BODY="$WORK/metrics.json"; fi
