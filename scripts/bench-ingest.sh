@@ -50,25 +50,8 @@ check() { # one request first, so a setup error is not mistaken for load
 }
 summary() { sut_wrk_summary; }
 
-# pgbench's side of the ratio: a similar row (uuid, brief, 2 KB bytea + jsonb, timestamps) in a table
-# of its own, one durable single-row INSERT per transaction.
-psql -q -v ON_ERROR_STOP=1 "$DATABASE_URL" >/dev/null <<'SQL'
-CREATE TABLE bench_rows (
-    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    brief_id uuid NOT NULL,
-    kind text NOT NULL,
-    stage smallint NOT NULL,
-    raw bytea NOT NULL,
-    sha256 text NOT NULL,
-    metrics jsonb NOT NULL,
-    received_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX bench_rows_brief_idx ON bench_rows (brief_id, received_at DESC, id DESC);
-SQL
-METRICS_SQL=$(python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['data']['metrics']).replace(\"'\", \"''\"))" "$WORK/metrics.json")
-cat >"$WORK/insert.sql" <<SQL
-INSERT INTO bench_rows (brief_id, kind, stage, raw, sha256, metrics) VALUES ('$BRIEF', 'metrics', 3, convert_to('$METRICS_SQL', 'UTF8'), md5(random()::text), '$METRICS_SQL'::jsonb);
-SQL
+# pgbench's side of the ratios ($WORK/insert.sql, insert-batch.sql, insert-evidence-batch.sql).
+sut_pgbench_scripts
 
 # The compactor finishes the previous run's backlog before the next measurement starts.
 settle() {
@@ -84,23 +67,6 @@ check "$WORK/scrape.txt" text/plain "$URL2"
 code=$(curl -s -o "$WORK/first.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN" \
     -H "Content-Type: application/json" --data-binary "@$WORK/batch.json" "$URL/batch")
 [ "$code" = 207 ] || { echo "first batch answered $code: $(head -c 300 "$WORK/first.json")" >&2; exit 1; }
-# pgbench's side of the batch: the same 100 rows of ~2 KB in one INSERT per transaction, into the
-# bare table above and into `evidence` itself (its indexes and statement triggers: the metrics
-# queue and the review-summary marks), 16 clients.
-TRIAL=$(psql -At "$DATABASE_URL" -c "SELECT trial_id FROM evidence WHERE brief_id = '$BRIEF' LIMIT 1")
-cat >"$WORK/insert-batch.sql" <<SQL
-INSERT INTO bench_rows (brief_id, kind, stage, raw, sha256, metrics)
-SELECT '$BRIEF', 'metrics', 3, convert_to('$METRICS_SQL', 'UTF8'), md5(random()::text), '$METRICS_SQL'::jsonb
-FROM generate_series(1, 100);
-SQL
-cat >"$WORK/insert-evidence-batch.sql" <<SQL
-INSERT INTO evidence (id, brief_id, trial_id, kind, stage, content_type, raw, sha256, size_bytes, metrics,
-                      parse_status, parser_version, labels, collected_at, received_at, uploaded_by)
-SELECT gen_random_uuid(), '$BRIEF', '$TRIAL', 'metrics', 3, 'application/json', r.raw,
-       encode(sha256(r.raw || convert_to(g::text || random()::text, 'UTF8')), 'hex'), octet_length(r.raw),
-       '$METRICS_SQL'::jsonb, 'ok', 'pgbench', '{}', now(), now(), 'pgbench'
-FROM (SELECT convert_to('$METRICS_SQL', 'UTF8') AS raw) AS r, generate_series(1, 100) AS g;
-SQL
 echo "server memory at start: $(hwm)"
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS"

@@ -66,13 +66,6 @@ psql -q -At "$DATABASE_URL" -c "SELECT format('   %s statements, %s ms of execut
     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
 
 echo "== beside it: pgbench's durable single-row insert of a similar row, $CONNECTIONS clients, $DURATION s"
-psql -q "$DATABASE_URL" -c "CREATE TABLE bench_rows (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), brief_id uuid NOT NULL,
-    kind text NOT NULL, stage smallint NOT NULL, raw bytea NOT NULL, sha256 text NOT NULL, metrics jsonb NOT NULL,
-    received_at timestamptz NOT NULL DEFAULT now());
-    CREATE INDEX bench_rows_brief_idx ON bench_rows (brief_id, received_at DESC, id DESC)"
-METRICS_SQL=$(python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['data']['metrics']).replace(\"'\", \"''\"))" "$WORK/metrics.json")
-cat >"$WORK/insert.sql" <<SQL
-INSERT INTO bench_rows (brief_id, kind, stage, raw, sha256, metrics) VALUES ('$BRIEF', 'metrics', 3, convert_to('$METRICS_SQL', 'UTF8'), md5(random()::text), '$METRICS_SQL'::jsonb);
-SQL
+sut_pgbench_scripts
 pgbench -n -c"$CONNECTIONS" -j"$THREADS" -T"$DURATION" -f "$WORK/insert.sql" "$DATABASE_URL" 2>&1 |
     awk '/^tps =/ {printf "   %s tx/s\n", $3}'

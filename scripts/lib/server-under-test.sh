@@ -1,4 +1,4 @@
-# Shared by the load scripts (bench-ingest.sh, soak.sh): a fresh database with one brief, an agent
+# Shared by the load scripts (bench-ingest.sh, soak.sh, profile-ingest.sh): a fresh database with one brief, an agent
 # token for it, an engineer token and a signed-in engineer's session cookie, and the release server.
 # Source it, then call `sut_setup`; `sut_cleanup` runs on exit. Reads PGBASE, PORT, and OWN_POSTGRES:
 # 1 runs a PostgreSQL cluster of the script's own instead (scripts/lib/own-postgres.sh; PG_SETTINGS
@@ -123,4 +123,45 @@ sut_wrk_summary() {
         /Socket errors/ {sock=$0}
         /requests in/ {total=$1}
         END {printf "requests %s, %s req/s, p50 %s, p99 %s, non-2xx %s, %s\n", total, rps, p50, p99, (non2xx==""?0:non2xx), (sock==""?"no socket errors":sock)}'
+}
+
+# pgbench's side of the ratios. A table of its own, bench_rows, for a row like an upload (uuid, brief,
+# the 2 KB envelope's metrics as bytea and as jsonb, a hash, an index on (brief, time)), and three
+# pgbench scripts in $WORK: insert.sql, one durable single-row INSERT per transaction;
+# insert-batch.sql, the same 100 rows in one INSERT; insert-evidence-batch.sql, those 100 rows into
+# `evidence` itself (its indexes and statement triggers: the metrics queue and the summary marks).
+# Needs $WORK/metrics.json (scripts/lib/ingest-bodies.py).
+sut_pgbench_scripts() {
+    local metrics_sql trial
+    psql -q -v ON_ERROR_STOP=1 "$DATABASE_URL" >/dev/null <<'SQL'
+CREATE TABLE bench_rows (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    brief_id uuid NOT NULL,
+    kind text NOT NULL,
+    stage smallint NOT NULL,
+    raw bytea NOT NULL,
+    sha256 text NOT NULL,
+    metrics jsonb NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX bench_rows_brief_idx ON bench_rows (brief_id, received_at DESC, id DESC);
+SQL
+    metrics_sql=$(python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['data']['metrics']).replace(\"'\", \"''\"))" "$WORK/metrics.json")
+    trial=$(psql -At "$DATABASE_URL" -c "SELECT id FROM trials WHERE brief_id = '$BRIEF' AND position = 1")
+    cat >"$WORK/insert.sql" <<SQL
+INSERT INTO bench_rows (brief_id, kind, stage, raw, sha256, metrics) VALUES ('$BRIEF', 'metrics', 3, convert_to('$metrics_sql', 'UTF8'), md5(random()::text), '$metrics_sql'::jsonb);
+SQL
+    cat >"$WORK/insert-batch.sql" <<SQL
+INSERT INTO bench_rows (brief_id, kind, stage, raw, sha256, metrics)
+SELECT '$BRIEF', 'metrics', 3, convert_to('$metrics_sql', 'UTF8'), md5(random()::text), '$metrics_sql'::jsonb
+FROM generate_series(1, 100);
+SQL
+    cat >"$WORK/insert-evidence-batch.sql" <<SQL
+INSERT INTO evidence (id, brief_id, trial_id, kind, stage, content_type, raw, sha256, size_bytes, metrics,
+                      parse_status, parser_version, labels, collected_at, received_at, uploaded_by)
+SELECT gen_random_uuid(), '$BRIEF', '$trial', 'metrics', 3, 'application/json', r.raw,
+       encode(sha256(r.raw || convert_to(g::text || random()::text, 'UTF8')), 'hex'), octet_length(r.raw),
+       '$metrics_sql'::jsonb, 'ok', 'pgbench', '{}', now(), now(), 'pgbench'
+FROM (SELECT convert_to('$metrics_sql', 'UTF8') AS raw) AS r, generate_series(1, 100) AS g;
+SQL
 }
