@@ -4,6 +4,7 @@
 #   scripts/db-outage.sh                 # 40 s of load, PostgreSQL stopped from t=10 s to t=20 s
 #   LOAD=60 DOWN_AT=15 DOWN_FOR=20 WORKERS=32 scripts/db-outage.sh
 #   MODE=batch BATCH=100 scripts/db-outage.sh   # the same with batches (evidence/batch)
+#   BIN=target/release/rentcheck scripts/db-outage.sh   # without building first
 #
 # Starts a PostgreSQL cluster of its own (initdb in a temporary directory, so stopping it harms no
 # one), the release server on it, and $WORKERS harness threads that each post small metrics uploads
@@ -29,55 +30,13 @@ MODE=${MODE:-single}
 BATCH=${BATCH:-100}
 case "$MODE" in single|batch) ;; *) echo "MODE is single or batch" >&2; exit 2 ;; esac
 PORT=${PORT:-18093}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d /tmp/rentcheck-outage.XXXXXX)
-# shellcheck source=lib/own-postgres.sh
-source "$(dirname "$0")/lib/own-postgres.sh"
-SERVER_PID=""
-
-for tool in python3 curl; do
-    command -v "$tool" >/dev/null || { echo "db-outage: needs $tool" >&2; exit 2; }
-done
-
-cleanup() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
-    own_pg_stop immediate 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
-
-echo "== build (release)"
-(cd "$ROOT" && cargo build --release --quiet --bin rentcheck)
-BIN="$ROOT/target/release/rentcheck"
-
-echo "== PostgreSQL of its own on 127.0.0.1:$PG_PORT"
-own_pg_init
-own_pg_start
-
-export DATABASE_URL="$PGBASE/postgres"
-export RENTCHECK_DATA_DIR="$WORK/data" RENTCHECK_ADDR="127.0.0.1:$PORT" RUST_LOG=${RUST_LOG:-warn}
-export RENTCHECK_JWT_SECRET
-RENTCHECK_JWT_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n/+=' | head -c 48)
-"$BIN" migrate >/dev/null
-BRIEF=$(cat /proc/sys/kernel/random/uuid)
-"$PG_BIN/psql" -q -v ON_ERROR_STOP=1 "$DATABASE_URL" >/dev/null <<SQL
-INSERT INTO briefs (id, name, owner, workload_kind, model_name, params_b, precision, context_length,
-                    concurrency, data_boundary, allocation_boundary)
-VALUES ('$BRIEF', 'outage drill', 'drill@example.com', 'realtime-inference',
-        'meta-llama/Llama-3.1-8B-Instruct', 8, 'bf16', 8192, 64, 'shared-ok', 'vm');
--- Every brief has a first trial (the API makes it with the brief); evidence lands in it.
-INSERT INTO trials (id, brief_id, position, name, allocation_boundary)
-VALUES (gen_random_uuid(), '$BRIEF', 1, 'Trial 1', 'vm');
-SQL
-"$BIN" user add --email drill@example.com --role engineer >/dev/null
-TOKEN=$("$BIN" token mint --email drill@example.com --brief "$BRIEF" --role agent --ttl 2h 2>/dev/null | tail -n 1)
-
-"$BIN" serve >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+# The shared set-up of the load scripts, on a PostgreSQL cluster of the drill's own (so stopping it
+# harms nothing else): the release server, a brief with its first trial, an agent token.
+OWN_POSTGRES=1
+# shellcheck source=lib/server-under-test.sh
+source "$(dirname "$0")/lib/server-under-test.sh"
+sut_setup
+sut_start_server
 
 echo "== load ($MODE): $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=${DOWN_AT}s for ${DOWN_FOR}s"
 (
