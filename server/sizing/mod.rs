@@ -95,6 +95,7 @@ pub mod model_config;
 mod options;
 pub mod parallelism;
 pub mod precision;
+pub mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -106,6 +107,7 @@ use serde::{Deserialize, Serialize};
 
 pub use architecture::{resolve, Architecture, ArchitectureFields, ArchitectureRequest, Problem, Resolved};
 pub use catalog::{gpu_by_name, gpus, model_by_hf_id, models, Attention, GpuSpec, ModelSpec, WeightFormat};
+pub use state::{StateKind, StateLayers};
 
 /// What the rented capacity will run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +181,34 @@ impl FromStr for Precision {
     }
 }
 
+/// The KV cache's element type (vLLM `--kv-cache-dtype`): `auto` keeps the model's 16-bit
+/// activation type whatever the weight precision (fp32 for fp32 models); `fp8` halves it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvCacheDtype {
+    #[default]
+    Auto,
+    Fp8,
+}
+
+impl KvCacheDtype {
+    pub const ALL: [Self; 2] = [Self::Auto, Self::Fp8];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Fp8 => "fp8",
+        }
+    }
+}
+
+impl FromStr for KvCacheDtype {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s).ok_or(())
+    }
+}
+
 /// A validated sizing request (ranges checked by the caller).
 #[derive(Debug, Clone)]
 pub struct SizingInput {
@@ -194,6 +224,10 @@ pub struct SizingInput {
     pub architecture: Architecture,
     /// What resolving it noted; the start of `Sizing::architecture_notes`.
     pub architecture_notes: Vec<String>,
+    /// The KV cache's element type (the brief's `kv_cache_dtype`).
+    pub kv_cache_dtype: KvCacheDtype,
+    /// Multi-token-prediction layers serve speculative decoding: their KV counts.
+    pub speculative_decoding: bool,
 }
 
 impl SizingInput {
@@ -213,7 +247,16 @@ impl SizingInput {
             concurrency,
             architecture: Architecture::from_catalog(model),
             architecture_notes: Vec::new(),
+            kv_cache_dtype: KvCacheDtype::Auto,
+            speculative_decoding: false,
         }
+    }
+
+    /// Parameters resident on the GPUs (units): `params_b`, or the config's count where they
+    /// disagree by more than 5 %, plus the multi-token-prediction layers the checkpoint ships.
+    pub fn resident_params(&self) -> f64 {
+        let a = &self.architecture;
+        a.config_params.unwrap_or(self.params_b * 1e9) + a.mtp_params
     }
 }
 
@@ -221,11 +264,18 @@ impl SizingInput {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sizing {
     pub weights_gib: f64,
+    /// KV cache of the attention layers: grows with every token of every sequence.
     pub kv_cache_gib: f64,
+    /// The constant state of a hybrid model's state layers (Gated DeltaNet, Mamba-2), for all
+    /// `concurrency` sequences: independent of the context. 0 for other models.
+    pub state_gib: f64,
     pub overhead_gib: f64,
     pub total_gib: f64,
     /// One sequence's KV cache at the brief's context, per token (windows applied).
     pub kv_bytes_per_token: u64,
+    /// How many sequences `state_gib` is for (the brief's concurrency).
+    #[serde(skip)]
+    pub state_sequences: u64,
     /// What was read from config.json, what disagreed, and how the architecture shapes the
     /// sizing; empty for a plain model.
     pub architecture_notes: Vec<String>,
@@ -234,6 +284,17 @@ pub struct Sizing {
 }
 
 impl Sizing {
+    /// The state line as pages print it ("0.96 GiB for 16 sequences, independent of context").
+    pub fn state_text(&self) -> String {
+        let seqs = self.state_sequences.max(1);
+        format!(
+            "{:.2} GiB for {} sequence{}, independent of context",
+            self.state_gib,
+            crate::money::count(i64::try_from(seqs).unwrap_or(i64::MAX)),
+            if seqs == 1 { "" } else { "s" }
+        )
+    }
+
     /// `kv_bytes_per_token` as pages print it ("163,840").
     pub fn kv_bytes_per_token_text(&self) -> String {
         crate::money::count(i64::try_from(self.kv_bytes_per_token).unwrap_or(i64::MAX))
@@ -355,13 +416,24 @@ pub fn size(input: &SizingInput) -> Sizing {
     opts.sort_by(|a, b| options::order((&a.0, a.1), (&b.0, b.1)));
     let overhead = opts.first().map_or(0.0, |(o, g)| options::overhead_gib(g, o.count));
     let weights = fp.weights / catalog::GIB;
-    let kv = fp.dynamic / catalog::GIB;
+    let (kv, state) = match fp.split {
+        memory::Split::KvHeads {
+            per_seq,
+            state_per_seq,
+            seqs,
+            ..
+        } => (per_seq * seqs as f64, state_per_seq * seqs as f64),
+        memory::Split::DataParallel { .. } => (fp.dynamic, 0.0),
+    };
+    let (kv, state) = (kv / catalog::GIB, state / catalog::GIB);
     Sizing {
         weights_gib: round2(weights),
         kv_cache_gib: round2(kv),
+        state_gib: round2(state),
         overhead_gib: round2(overhead),
-        total_gib: round2(weights + kv + overhead),
+        total_gib: round2(weights + kv + state + overhead),
         kv_bytes_per_token: kv_bytes_per_token(input, &fp),
+        state_sequences: input.concurrency,
         architecture_notes: architecture_notes(input, &fp),
         options: opts.into_iter().map(|(o, _)| o).collect(),
         billing_advice: billing_advice(input.workload_kind).to_string(),
@@ -379,20 +451,24 @@ fn kv_bytes_per_token(input: &SizingInput, fp: &memory::Footprint) -> u64 {
 fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String> {
     let mut notes = input.architecture_notes.clone();
     let a = &input.architecture;
-    let memory::Split::KvHeads { per_seq, .. } = fp.split else {
+    let memory::Split::KvHeads {
+        per_seq, state_per_seq, ..
+    } = fp.split
+    else {
         return notes;
     };
-    if per_seq <= 0.0 {
+    if per_seq <= 0.0 && state_per_seq <= 0.0 {
         return notes;
     }
     let ctx = memory::kv_tokens(input.context_length);
+    let kv_layers = a.kv_layers(input.speculative_decoding);
     let windows: Vec<String> = [("a sliding window", a.sliding), ("chunked attention", a.chunked)]
         .into_iter()
         .filter_map(|(kind, w)| w.filter(|w| memory::kv_tokens(w.tokens) < ctx).map(|w| (kind, w)))
         .map(|(kind, w)| {
             format!(
-                "{} of {} layers keep only {} tokens ({kind})",
-                w.layers, a.num_layers, w.tokens
+                "{} of {kv_layers} attention layers keep only {} tokens ({kind})",
+                w.layers, w.tokens
             )
         })
         .collect();
@@ -412,6 +488,43 @@ fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String
             per_seq / catalog::GIB,
             full_seq / catalog::GIB
         ));
+    }
+    if let Some(s) = a.state {
+        let as_attention = memory::kv_bytes_per_layer_token(input) * f64::from(s.layers) * ctx as f64;
+        notes.push(format!(
+            "{} of {} layers are {} layers: each keeps a constant {:.2} MiB per sequence whatever its length ({:.2} GiB for {} sequences, independent of context), where attention would cache {:.2} GiB per {ctx}-token sequence; only the {} attention layers grow with tokens",
+            s.layers,
+            a.num_layers,
+            s.kind.label(),
+            s.bytes_per_layer(memory::activation_bytes(input.precision)) / catalog::MIB,
+            state_per_seq * input.concurrency as f64 / catalog::GIB,
+            input.concurrency,
+            as_attention / catalog::GIB,
+            a.attention_layers
+        ));
+    }
+    if a.mtp_layers > 0 {
+        notes.push(if input.speculative_decoding {
+            format!(
+                "speculative decoding: the {} multi-token-prediction layer(s) cache every token like attention layers ({kv_layers} KV layers)",
+                a.mtp_layers
+            )
+        } else {
+            format!(
+                "the {} multi-token-prediction layer(s) are in the weights; their KV cache counts only with speculative_decoding",
+                a.mtp_layers
+            )
+        });
+    }
+    match input.kv_cache_dtype {
+        KvCacheDtype::Fp8 => notes.push(
+            "KV cache in fp8 (kv_cache_dtype fp8): 1 byte per element, half of 16-bit; the state layers keep their own dtype".into(),
+        ),
+        KvCacheDtype::Auto if matches!(input.precision, Precision::Fp8 | Precision::Int8 | Precision::Int4) => notes.push(format!(
+            "the KV cache stays 16-bit although the weights are {} (kv_cache_dtype auto, as vLLM does); kv_cache_dtype fp8 would halve it",
+            input.precision.as_str()
+        )),
+        KvCacheDtype::Auto => {}
     }
     if let Some(m) = a.mla {
         notes.push(format!(
@@ -433,8 +546,8 @@ fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String
     notes
 }
 
-/// Predicted KV-cache capacity of `count` × `gpu` for the brief: the tokens (at the brief's
-/// mix of window and full layers) and the sequences of its context that fit.
+/// Predicted KV-cache capacity of `count` × `gpu` for the brief: the tokens vLLM would log and
+/// the sequences of the brief's context that fit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct KvCapacity {
     pub tokens: u64,
@@ -443,29 +556,44 @@ pub struct KvCapacity {
 
 /// What vLLM would report as "GPU KV cache size" and "Maximum concurrency" for this brief on
 /// `count` × `gpu` at `gpu_memory_utilization` (0.9 unless the run set another), with the
-/// engine's default layout: the memory left after weights and the reserve on each GPU, times
-/// the GPUs that hold distinct KV. `None` when no layout loads or nothing is cached.
+/// engine's default layout. Each device has the driver's memory × utilisation, less its share of
+/// the weights and the reserve, for the cache. Sequences of the brief's context that fit: that
+/// memory over what one sequence takes on a device (its KV share at the context, windows
+/// applied, and its state share). Tokens: the memory left for attention KV once those sequences
+/// hold their state, over the bytes a token adds to every KV layer on a device — vLLM's figure,
+/// which counts a token in every attention layer, windows or not. `None` when no layout loads or
+/// nothing is cached.
 pub fn kv_capacity(input: &SizingInput, gpu: &GpuSpec, count: u32, utilisation: f64) -> Option<KvCapacity> {
     let fp = memory::footprint(input);
-    let memory::Split::KvHeads { shards, per_seq, .. } = fp.split else {
+    let memory::Split::KvHeads {
+        shards,
+        per_seq,
+        state_per_seq,
+        ..
+    } = fp.split
+    else {
         return None;
     };
     let placement = options::Placement {
         utilisation,
         ..options::default_placement(&fp, gpu, count)?
     };
-    let per_token = memory::kv_bytes_per_token(input);
+    let per_token = memory::kv_bytes_per_token_full(input);
     if per_seq <= 0.0 || per_token <= 0.0 {
         return None;
     }
     let (weights, _) = options::per_card_at(&fp, gpu, &placement);
     let free_per_card = (utilisation * gpu.memory_bytes() - weights - options::reserve_bytes(gpu)).max(0.0);
-    let dpc = f64::from(gpu.devices_per_card);
-    // KV is split over min(TP, KV heads) ranks and the pipeline stages; the rest replicate it.
-    let distinct = f64::from(placement.layout.tp.min(shards.max(1))) * f64::from(placement.layout.pp);
-    let capacity = free_per_card / dpc * distinct;
+    let free = free_per_card / f64::from(gpu.devices_per_card);
+    let (tp, pp) = (f64::from(placement.layout.tp), f64::from(placement.layout.pp));
+    // KV is split over min(TP, KV heads) ranks and the pipeline stages (the rest replicate it);
+    // the state over every TP rank, whose degree divides its heads, and the stages.
+    let kv_ways = f64::from(placement.layout.tp.min(shards.max(1))) * pp;
+    let seq_bytes = per_seq / kv_ways + state_per_seq / (tp * pp);
+    let max_concurrency = free / seq_bytes;
+    let kv_free = free - max_concurrency * state_per_seq / (tp * pp);
     Some(KvCapacity {
-        tokens: (capacity / per_token).floor() as u64,
-        max_concurrency: round2(capacity / per_seq),
+        tokens: (kv_free / (per_token / kv_ways)).floor() as u64,
+        max_concurrency: round2(max_concurrency),
     })
 }
