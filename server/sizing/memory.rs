@@ -299,7 +299,7 @@ pub fn footprint(input: &SizingInput) -> Footprint {
             let (shared, expert) = weight_bytes(input, bytes_per_param(input.precision));
             let (per_seq, shards) = kv_per_sequence(input);
             // Media (diffusion, ASR, TTS …) has no KV cache unless it is a described language model.
-            let cached = !(input.workload_kind == WorkloadKind::Media && !a.language_model);
+            let cached = input.workload_kind != WorkloadKind::Media || a.language_model;
             let per_seq = if cached { per_seq } else { 0.0 };
             let state_per_seq = if cached { state_per_sequence(input) } else { 0.0 };
             let moe = a.moe_with_params().map(|(m, _)| m);

@@ -89,6 +89,8 @@ pub mod architecture;
 mod catalog;
 #[cfg(test)]
 mod config_examples;
+#[cfg(test)]
+mod hybrid_examples;
 pub mod kv_check;
 mod memory;
 pub mod model_config;

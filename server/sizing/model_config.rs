@@ -867,9 +867,7 @@ fn count_params(
         main += match mixer {
             Mixer::Attention => attention,
             Mixer::Gdn | Mixer::Mamba => {
-                if out.state.is_none() {
-                    return None;
-                }
+                out.state?;
                 state
             }
             Mixer::None => 0.0,

@@ -77,10 +77,11 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
     let (m, g) = raw_csvs();
     let parsed_models = parse_models(m).unwrap();
     let parsed_gpus = parse_gpus(g).unwrap();
-    assert_eq!(parsed_models.len(), 22);
+    assert_eq!(parsed_models.len(), 30);
     assert_eq!(parsed_gpus.len(), 25);
     for m in &parsed_models {
-        let full = 2 * u64::from(m.num_layers) * u64::from(m.num_kv_heads) * u64::from(m.head_dim) * 2;
+        // Only the attention layers hold KV (a hybrid's state layers keep a constant state).
+        let full = 2 * u64::from(m.kv_layers()) * u64::from(m.num_kv_heads) * u64::from(m.head_dim) * 2;
         match m.attention {
             Attention::Gqa | Attention::Mha => {
                 assert_eq!(m.kv_bytes_per_token_bf16, full, "{}", m.hf_id)
@@ -89,8 +90,9 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
             Attention::Mla => {
                 let latent = u64::from(m.kv_lora_rank + m.qk_rope_head_dim);
                 assert_eq!(latent, 576);
-                assert_eq!(m.kv_bytes_per_token_bf16, latent * u64::from(m.num_layers) * 2);
-                assert!(m.kv_bytes_per_token_bf16 < full / 50);
+                assert_eq!(m.kv_bytes_per_token_bf16, latent * u64::from(m.kv_layers()) * 2);
+                // (Kimi K2 has half the heads of DeepSeek-V3: 28× rather than 57×.)
+                assert!(m.kv_bytes_per_token_bf16 < full / 25);
             }
         }
         if m.is_moe() {
@@ -112,6 +114,22 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
     assert_eq!(gpus(), &parsed_gpus[..]);
     assert!(parse_models("hf_id,name\nx,y\n").is_err());
     assert!(parse_gpus("vendor,model\n").is_err());
+}
+
+#[test]
+fn every_gpu_row_names_the_source_of_its_driver_memory() {
+    let readme = include_str!("../../data/README.md");
+    for g in gpus() {
+        let mib = g
+            .memory_total_mib
+            .map_or_else(|| "—".to_owned(), |m| crate::money::count(m as i64));
+        let row = format!("| {} | {mib} | ", g.model);
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with(&row))
+            .unwrap_or_else(|| panic!("data/README.md has no source row `{row}`"));
+        assert!(line.len() > row.len() + 20, "{line}");
+    }
 }
 
 #[test]
