@@ -691,6 +691,8 @@ mod tests {
         let brief = validate(&BriefInput::Form(&values)).unwrap();
         let input = brief.sizing_input();
         assert_eq!(input.architecture.num_layers, 40);
+        // A plain model attends on every layer the brief says it has.
+        assert_eq!(input.architecture.attention_layers, 40);
         assert_eq!(input.architecture.num_kv_heads, 8);
         assert!(
             input.architecture_notes[0].contains("num_layers 40 as given"),

@@ -589,8 +589,10 @@ fn resolve_state(
         return (attention.min(num_layers), r.config.state);
     }
     match r.req.catalog {
-        Some(m) => (m.kv_layers().min(num_layers), cat_state),
-        None => (num_layers, None),
+        // A hybrid row names its attention layers; a plain one attends on every layer, as many
+        // as the brief says it has.
+        Some(m) if m.attention_layers > 0 => (m.attention_layers.min(num_layers), cat_state),
+        _ => (num_layers, None),
     }
 }
 

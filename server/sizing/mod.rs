@@ -3,17 +3,19 @@
 //! catalogues are `data/*.csv` (see `data/README.md` for every row's source).
 //!
 //! # Units
-//! Everything is computed in bytes. The catalogue's GPU memory is the vendor datasheet figure in
-//! decimal **GB** (10^9 bytes, `GpuSpec::memory_gb`); all outputs are in **GiB** (2^30 bytes),
-//! so an 80 GB card reports `memory_gib = 74.51`. (HBM parts physically carry about the
-//! datasheet number in GiB, so treating it as GB is conservative by ~7 %; the authoritative
-//! figure is `nvidia-smi` / the engine's start-up log on the rented machine.)
+//! Everything is computed in bytes. A GPU's memory is what its driver reports
+//! (`GpuSpec::memory_total_mib`, from real `nvidia-smi` output: 81,559 MiB for an H100 SXM), the
+//! figure vLLM's `gpu_memory_utilization` multiplies; the datasheet's decimal GB
+//! (`GpuSpec::memory_gb`) only where no driver figure is known. All outputs are in **GiB**
+//! (2^30 bytes): an H100 SXM reports `memory_gib = 79.65`.
 //!
 //! # The architecture
 //! [`architecture::resolve`] combines what the brief states (explicit fields win), its
 //! `model_config` (the model's Hugging Face config.json, read by [`model_config`]) and its
 //! catalogue row. Disagreements and what the reader could not place are returned as notes and
-//! end in `architecture_notes`; a layout it cannot place is sized as full attention.
+//! end in `architecture_notes`; a layout it cannot place is sized as full attention and named.
+//! Hybrid models ([`state`]) have attention layers, which hold the KV cache, and state layers
+//! (Gated DeltaNet, Mamba-2), which keep a constant state per sequence.
 //!
 //! # Rules
 //! * **Weights** (inference, media): fp32 4 B/param, bf16/fp16 2, fp8/int8 1, int4 = GPTQ/AWQ
@@ -22,16 +24,26 @@
 //!   `lm_head` unquantised and published fp8/MXFP4 checkpoints keep both in BF16. MoE: all
 //!   (total) parameters are resident. MXFP4 checkpoints (gpt-oss): the expert MLPs stay MXFP4
 //!   (4.25 bits, OCP microscaling) at every precision except fp32, the rest at the precision.
-//! * **KV cache** per layer and token: `2 × kv_heads × head_dim` elements, or for multi-head
+//!   Weights count `params_b`, or the config's own count when they disagree by more than 5 %
+//!   (multimodal configs excepted when `params_b` is the larger: the encoders), plus the
+//!   multi-token-prediction layers the checkpoint ships (`num_nextn_predict_layers`,
+//!   `mtp_num_hidden_layers`) unless `params_b` already holds them. Experts are counted on the
+//!   layers that have them only, 3 matrices per gated expert, 2 per `relu2` one.
+//! * **KV cache** per KV layer and token: `2 × kv_heads × head_dim` elements, or for multi-head
 //!   latent attention (DeepSeek-V2/V3) `kv_lora_rank + qk_rope_head_dim` (512 + 64 = 576; the
 //!   DeepSeek-V2 paper's `(d_c + d_h^R)·l`), whatever the head count. Elements are the
 //!   activation dtype — 2 bytes, 4 for fp32 — at every weight precision (vLLM's default
-//!   `kv_cache_dtype=auto`; fp8 KV is an opt-in the brief does not express). Each sequence is
-//!   rounded up to 16-token blocks (vLLM `DEFAULT_BLOCK_SIZE`). Sliding-window layers (Gemma 2/3,
-//!   gpt-oss, Mistral v0.1) keep `min(context, window)` tokens, chunked-attention layers
-//!   (Llama 4) `min(context, chunk)`, the rest every token (vLLM `SlidingWindowSpec`,
-//!   `ChunkedLocalAttentionSpec`). `kv_bytes_per_token` is one sequence's cache at the brief's
-//!   context divided by its tokens, so windows count.
+//!   `kv_cache_dtype=auto`), 1 byte when the brief sets `kv_cache_dtype` fp8. The KV layers are
+//!   the attention layers (not a hybrid's state layers), plus the multi-token-prediction layers
+//!   when the brief sets `speculative_decoding`. Each sequence is rounded up to 16-token blocks
+//!   (vLLM `DEFAULT_BLOCK_SIZE`). Sliding-window layers (Gemma 2/3, gpt-oss, Mistral v0.1) keep
+//!   `min(context, window)` tokens, chunked-attention layers (Llama 4) `min(context, chunk)`,
+//!   the rest every token (vLLM `SlidingWindowSpec`, `ChunkedLocalAttentionSpec`).
+//!   `kv_bytes_per_token` is one sequence's cache at the brief's context divided by its tokens,
+//!   so windows count.
+//! * **State** (`state_gib`): each state layer keeps a constant state per sequence whatever its
+//!   length ([`state`]: recurrent/SSM state in its own dtype plus the convolution state), times
+//!   `concurrency`. It splits over every tensor-parallel rank and the pipeline stages.
 //! * **Training** (full, mixed-precision AdamW): `weights_gib` = 18 B/param (weights + fp32
 //!   gradients + Adam states; Hugging Face "Model training anatomy"), sharded ZeRO-3/FSDP over
 //!   the GPUs; `kv_cache_gib` = activations with selective recomputation, `34·s·h` bytes per
@@ -50,7 +62,8 @@
 //!   graphs and context. Counts 1, 2, 4, 8, then whole 8-GPU nodes up to 64; the smallest that
 //!   fits, else the largest tried (64) with `fits = false`.
 //! * **Layouts that load** ([`parallelism`]): the tensor-parallel degree divides the attention
-//!   heads and divides, or is a multiple of, the KV heads (vLLM `QKVParallelLinear`), stays
+//!   heads and divides, or is a multiple of, the KV heads (vLLM `QKVParallelLinear`), divides a
+//!   hybrid's state heads (Gated DeltaNet key and value heads; Mamba-2 heads and groups), stays
 //!   inside a node, and the rest of the count is pipeline stages — Phi-4's 10 KV heads run 8
 //!   GPUs as TP 2 × PP 4. KV per GPU stops shrinking once TP exceeds the KV heads (replicated);
 //!   pipeline stages still divide it; an MLA latent is whole on every TP rank. Each option
@@ -65,14 +78,14 @@
 //!   below 8.9; int8 from 7.5. An option the GPU cannot run is `fits = false` and its
 //!   `load_note` says what it would take (the other precision and its count).
 //! * **headroom_pct** = `(usable − need) / usable × 100` per GPU, usable = 0.9 × memory.
-//! * **Order**: fitting options by memory rented (count × datasheet GB), then count, then name;
+//! * **Order**: fitting options by memory rented (count × memory per GPU), then count, then name;
 //!   then non-fitting ones, largest (least negative) headroom first.
 //! * **interconnect_note**: `None` for one card (except MI250X, whose card is two GCDs); else
 //!   the split (TP × PP, FSDP or data-parallel attention), the fabric it uses (NVLink /
 //!   Infinity Fabric / optional bridge) or a PCIe-only warning, why TP is lower than the GPUs
 //!   in a node, and for more than one node the InfiniBand-or-RoCE requirement.
 //! * **overhead_gib** = count × (reserve + the 10 % utilisation margin) of the first option;
-//!   `total_gib = weights + kv + overhead`. KV is reported unreplicated.
+//!   `total_gib = weights + kv + state + overhead`. KV is reported unreplicated.
 //! * **decode_tokens_per_s_max**: aggregate over all `concurrency` sequences, a ceiling with MBU
 //!   1.0: `concurrency × bandwidth / bytes each GPU reads per step`, where those bytes are its
 //!   weight shard plus its KV shard at the full context. MoE weights read per step = shared
@@ -81,9 +94,10 @@
 //!
 //! # For pages
 //! What a pasted config.json gave: [`model_config::read`] (or the first of
-//! `Sizing::architecture_notes`). Predicted KV capacity beside vLLM's logged one
-//! (`serving.kv_cache_tokens`, `serving.max_concurrency`): [`kv_capacity`] for the trial's GPU,
-//! count and `gpu_memory_utilization`.
+//! `Sizing::architecture_notes`). The state line: [`Sizing::state_text`]. Predicted KV capacity
+//! beside vLLM's logged one (`serving.kv_cache_tokens`, `serving.max_concurrency`):
+//! [`kv_capacity`] for the trial's GPU, count and `gpu_memory_utilization` — within 3 % of the
+//! real vLLM 0.10.1 log in `tests/fixtures/vllm-log`.
 
 pub mod architecture;
 mod catalog;
