@@ -430,6 +430,20 @@ fn unknown_layouts_are_named_not_guessed() {
         r.notes
     );
     assert_eq!((r.attention_layers, r.state), (Some(8), None));
+    // Linear-attention dimensions without a rule for which layers use them: named.
+    let c = config(
+        r#"{"model_type": "somehybrid", "num_hidden_layers": 8, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "hidden_size": 1024, "linear_num_value_heads": 16,
+            "linear_conv_kernel_dim": 4}"#,
+    );
+    let r = model_config::read(&c).unwrap();
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("neither layer_types nor full_attention_interval")),
+        "{:?}",
+        r.notes
+    );
     // A pattern letter the reader does not know: named, every layer at full attention.
     let c = config(
         r#"{"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 8,
@@ -528,4 +542,110 @@ fn explicit_fields_win_over_config_and_contradictions_are_noted() {
     });
     let fields: Vec<&str> = r.problems.iter().map(|p| p.field.as_str()).collect();
     assert_eq!(fields, ["layer_types", "sliding_window", "experts_per_token"]);
+}
+
+#[test]
+fn hybrid_layouts_are_read_from_every_spelling() {
+    // Qwen3-Next style: no layer_types, every 4th layer attends (full_attention_interval).
+    let c = config(
+        r#"{"model_type": "qwen3_next", "num_hidden_layers": 8, "num_attention_heads": 16,
+            "num_key_value_heads": 2, "head_dim": 256, "hidden_size": 2048,
+            "full_attention_interval": 4, "linear_num_value_heads": 32, "linear_num_key_heads": 16,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4}"#,
+    );
+    let r = model_config::read(&c).unwrap();
+    assert_eq!(r.attention_layers, Some(2));
+    let s = r.state.unwrap();
+    assert_eq!((s.kind, s.layers, s.ssm_bytes), (StateKind::Gdn, 6, Some(4.0)));
+    // The same without the interval: Qwen3-Next's default of 4 applies, and is said.
+    let c = config(
+        r#"{"model_type": "qwen3_next", "num_hidden_layers": 8, "num_attention_heads": 16,
+            "num_key_value_heads": 2, "head_dim": 256, "hidden_size": 2048,
+            "linear_num_value_heads": 32, "linear_num_key_heads": 16,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4}"#,
+    );
+    let r = model_config::read(&c).unwrap();
+    assert_eq!((r.attention_layers, r.state.map(|s| s.layers)), (Some(2), Some(6)));
+    assert!(
+        r.notes.iter().any(|n| n.contains("full_attention_interval 4")),
+        "{:?}",
+        r.notes
+    );
+    // Granite-H style: layer_types of mamba and attention; Mamba heads from expand × hidden.
+    let c = config(
+        r#"{"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+            "hidden_size": 1024, "layer_types": ["mamba", "mamba", "attention", "mamba"],
+            "mamba_expand": 2, "mamba_d_head": 64, "mamba_n_groups": 1, "mamba_d_state": 128,
+            "mamba_d_conv": 4}"#,
+    );
+    let r = model_config::read(&c).unwrap();
+    assert_eq!(r.attention_layers, Some(1));
+    let s = r.state.unwrap();
+    // 2 × 1024 / 64 = 32 heads; no dtype named: the model's.
+    assert_eq!(
+        (s.kind, s.layers, s.heads, s.groups, s.ssm_bytes),
+        (StateKind::Mamba2, 3, 32, 1, None)
+    );
+    // One group is kept whole on every rank: the heads bound tensor parallelism.
+    assert!(s.tp_valid(8) && !s.tp_valid(64));
+    // layers_block_type (Jamba / Zamba spelling).
+    let c = config(
+        r#"{"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8,
+            "hidden_size": 1024, "layers_block_type": ["mamba", "attention"],
+            "mamba_num_heads": 32, "mamba_head_dim": 64, "n_groups": 8, "ssm_state_size": 64,
+            "conv_kernel": 4, "mamba_ssm_cache_dtype": "float32"}"#,
+    );
+    let r = model_config::read(&c).unwrap();
+    assert_eq!(
+        (r.attention_layers, r.state.map(|s| (s.layers, s.ssm_bytes))),
+        (Some(1), Some((1, Some(4.0))))
+    );
+}
+
+#[test]
+fn a_briefs_own_layer_types_may_name_state_layers_when_their_sizes_are_known() {
+    let nemotron = config(include_str!(
+        "../../tests/fixtures/model-configs/NVIDIA-Nemotron-3-Nano-30B-A3B.json"
+    ));
+    // Without a config the state has no size: refused on the field, not sized as attention.
+    let types: Vec<String> = ["mamba", "full_attention"].iter().map(|t| (*t).to_owned()).collect();
+    let fields = ArchitectureFields {
+        layer_types: Some(types),
+        ..ArchitectureFields::default()
+    };
+    let bare = resolve(&ArchitectureRequest {
+        params_b: 1.0,
+        precision: Precision::Bf16,
+        num_layers: Some(2),
+        num_kv_heads: Some(2),
+        head_dim: Some(128),
+        fields: &fields,
+        model_config: None,
+        catalog: None,
+    });
+    assert_eq!(bare.problems.len(), 1, "{:?}", bare.problems);
+    assert_eq!(bare.problems[0].field, "layer_types");
+    assert!(bare.problems[0].message.contains("give model_config"));
+    // With the config: the brief's list decides how many layers keep the state (here 39 Mamba
+    // and 13 attention instead of the pattern's 23 and 6), the config sizes each state layer.
+    let types: Vec<String> = (0..52)
+        .map(|i| if i % 4 == 3 { "full_attention" } else { "mamba" }.to_owned())
+        .collect();
+    let fields = ArchitectureFields {
+        layer_types: Some(types),
+        ..ArchitectureFields::default()
+    };
+    let r = resolve(&ArchitectureRequest {
+        params_b: 31.6,
+        precision: Precision::Bf16,
+        num_layers: None,
+        num_kv_heads: None,
+        head_dim: None,
+        fields: &fields,
+        model_config: Some(&nemotron),
+        catalog: None,
+    });
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(r.architecture.attention_layers, 13);
+    assert_eq!(r.architecture.state.map(|s| s.layers), Some(39));
 }

@@ -537,10 +537,17 @@ fn read_layout(r: &mut Reader<'_>, out: &mut ConfigReading) -> Option<Layout> {
             .collect();
         return Some(Layout { mixers, ffn: None });
     }
+    let linear = r.get("linear_num_value_heads").is_some() || r.get("linear_conv_kernel_dim").is_some();
     let interval = if r.get("full_attention_interval").is_some() {
         r.whole("full_attention_interval", 1, MAX_LAYERS)
-    } else if r.get("linear_num_value_heads").is_some() {
-        r.default("full_attention_interval")
+    } else if linear {
+        let default = r.default("full_attention_interval");
+        if default.is_none() {
+            out.notes.push(
+                "config.json has linear-attention dimensions but says neither layer_types nor full_attention_interval: every layer is sized at full attention (an upper bound); give layer_types".into(),
+            );
+        }
+        default
     } else {
         None
     }?;
