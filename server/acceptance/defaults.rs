@@ -340,7 +340,8 @@ pub fn default_card_for(brief: &BriefFields, alloc: Option<(&'static GpuSpec, u3
     }
     if trains {
         if let Some((gpu, _)) = alloc {
-            let mib = gpu.memory_gb * 1e9 / 1_048_576.0 * TRAINING_MEMORY_SHARE;
+            // The GPU's memory as its driver reports it (what `memory.used` is measured against).
+            let mib = gpu.memory_bytes() / 1_048_576.0 * TRAINING_MEMORY_SHARE;
             b.add(
                 3,
                 "gpu.memory_used_mib_max",

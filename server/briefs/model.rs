@@ -18,8 +18,8 @@ use uuid::Uuid;
 
 use crate::{
     sizing::{
-        self, architecture::ARCHITECTURE_FIELDS, model_config, ArchitectureFields, ArchitectureRequest, ModelSpec,
-        Precision, Resolved, Sizing, SizingInput, WorkloadKind,
+        self, architecture::ARCHITECTURE_FIELDS, model_config, ArchitectureFields, ArchitectureRequest, KvCacheDtype,
+        ModelSpec, Precision, Resolved, Sizing, SizingInput, WorkloadKind,
     },
     text_enum,
     validation::{FieldError, FieldReader as Checker, Input, Raw},
@@ -197,6 +197,8 @@ impl BriefFields {
             concurrency: self.concurrency.unsigned_abs(),
             architecture: resolved.architecture,
             architecture_notes: notes,
+            kv_cache_dtype: self.architecture.kv_cache_dtype,
+            speculative_decoding: self.architecture.speculative_decoding,
         }
     }
 
@@ -272,6 +274,10 @@ impl BriefFields {
         arch("num_experts", a.num_experts.map(|v| v.to_string()));
         arch("experts_per_token", a.experts_per_token.map(|v| v.to_string()));
         arch("active_params_b", a.active_params_b.map(|v| v.to_string()));
+        arch("kv_cache_dtype", Some(a.kv_cache_dtype.as_str().to_owned()));
+        if a.speculative_decoding {
+            m.insert("speculative_decoding".into(), "on".into());
+        }
         if self.needs_host_control {
             m.insert("needs_host_control".into(), "on".into());
         }
@@ -466,6 +472,14 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
         num_experts: c.positive_u32("num_experts", model_config::MAX_EXPERTS as i64),
         experts_per_token: c.positive_u32("experts_per_token", model_config::MAX_EXPERTS as i64),
         active_params_b: c.positive_number("active_params_b", MAX_PARAMS_B),
+        kv_cache_dtype: c
+            .choice(
+                "kv_cache_dtype",
+                &names(&KvCacheDtype::ALL, KvCacheDtype::as_str),
+                false,
+            )
+            .unwrap_or_default(),
+        speculative_decoding: c.read("speculative_decoding", Raw::boolean).unwrap_or(false),
     };
     // The architecture as the brief, its config.json and its catalogue row give it: what that
     // refuses is named on its field (one error per field).
@@ -677,6 +691,8 @@ mod tests {
         let brief = validate(&BriefInput::Form(&values)).unwrap();
         let input = brief.sizing_input();
         assert_eq!(input.architecture.num_layers, 40);
+        // A plain model attends on every layer the brief says it has.
+        assert_eq!(input.architecture.attention_layers, 40);
         assert_eq!(input.architecture.num_kv_heads, 8);
         assert!(
             input.architecture_notes[0].contains("num_layers 40 as given"),

@@ -22,7 +22,7 @@ use super::{
 };
 use crate::{
     auth::Role,
-    sizing::{self, Precision, Sizing, WorkloadKind},
+    sizing::{self, KvCacheDtype, Precision, Sizing, WorkloadKind},
     state::AppState,
     web::{
         auth::{CsrfForm, PageUser},
@@ -55,6 +55,7 @@ struct BriefFormPage {
     sizing: Option<Sizing>,
     workload_kinds: Choices,
     precisions: Choices,
+    kv_cache_dtypes: Choices,
     data_boundaries: Choices,
     allocation_boundaries: Choices,
     cost_units: Choices,
@@ -94,7 +95,7 @@ const ARCH_FIELDS: [(&str, &str, &str); 11] = [
     (
         "layer_types",
         "Layer types",
-        "Comma-separated, one per layer: sliding_attention, full_attention, chunked_attention",
+        "Comma-separated, one per layer: full_attention, sliding_attention, chunked_attention, or linear_attention / mamba for a hybrid's state layers (their sizes come from the config)",
     ),
     (
         "attention_chunk_size",
@@ -126,6 +127,16 @@ impl BriefFormPage {
             sizing: None,
             workload_kinds: plain(WorkloadKind::ALL.iter().map(|k| k.as_str())),
             precisions: plain(Precision::ALL.iter().map(|p| p.as_str())),
+            kv_cache_dtypes: vec![
+                (
+                    KvCacheDtype::Auto.as_str().to_owned(),
+                    "auto — 16-bit, whatever the weight precision".to_owned(),
+                ),
+                (
+                    KvCacheDtype::Fp8.as_str().to_owned(),
+                    "fp8 — half the memory per token".to_owned(),
+                ),
+            ],
             data_boundaries: plain(DataBoundary::ALL.iter().map(|d| d.as_str())),
             allocation_boundaries: plain(AllocationBoundary::ALL.iter().map(|a| a.as_str())),
             cost_units: plain(CostUnit::ALL.iter().map(|c| c.as_str())),
@@ -188,6 +199,7 @@ fn default_values() -> HashMap<String, String> {
     HashMap::from([
         ("workload_kind".to_owned(), "realtime-inference".to_owned()),
         ("precision".to_owned(), "bf16".to_owned()),
+        ("kv_cache_dtype".to_owned(), "auto".to_owned()),
         ("data_boundary".to_owned(), "shared-ok".to_owned()),
         ("allocation_boundary".to_owned(), "vm".to_owned()),
         ("currency".to_owned(), "USD".to_owned()),

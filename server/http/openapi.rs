@@ -116,7 +116,9 @@ fn components() -> utoipa::openapi::Components {
          precision, context_length, concurrency, targets, data_boundary, allocation_boundary, …); \
          `model_config` (the model's config.json object) and the architecture fields num_attention_heads, \
          kv_lora_rank, qk_rope_head_dim, sliding_window, sliding_window_layers, layer_types, \
-         attention_chunk_size, chunked_layers, num_experts, experts_per_token, active_params_b; \
+         attention_chunk_size, chunked_layers, num_experts, experts_per_token, active_params_b; the serving \
+         settings kv_cache_dtype (auto | fp8, default auto = 16-bit KV whatever the weight precision) and \
+         speculative_decoding (bool, default false: multi-token-prediction layers' KV counts only when true); \
          expected_peak_rps and api_price_per_million_tokens (decimal string); answers add `id`, `sizing` \
          and `status`.",
     );
@@ -461,9 +463,12 @@ pub fn document() -> OpenApi {
     .response(
         "200",
         ok_json(
-            "weights_gib, kv_cache_gib, overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
-                 options (gpu, memory_gib, count, fits, headroom_pct, decode_tokens_per_s_max, interconnect_note, \
-                 tensor_parallel, pipeline_parallel, load_note), billing_advice",
+            "weights_gib, kv_cache_gib (the attention layers' KV, growing with tokens), state_gib (a hybrid \
+                 model's constant per-sequence state of its Gated DeltaNet / Mamba-2 layers, for all sequences; \
+                 0 otherwise), overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
+                 options (gpu, memory_gib (the driver's memory.total), count, fits, headroom_pct, \
+                 decode_tokens_per_s_max, interconnect_note, tensor_parallel, pipeline_parallel, load_note), \
+                 billing_advice",
             obj("sizing"),
         ),
     )

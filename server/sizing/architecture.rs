@@ -10,8 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::catalog::{Attention, ModelSpec, WeightFormat};
-use super::model_config::{self, ConfigReading, LayerWindow, CHUNKED_ATTENTION, LAYER_TYPES, SLIDING_ATTENTION};
-use super::Precision;
+use super::model_config::{
+    self, is_state_layer, ConfigReading, LayerWindow, CHUNKED_ATTENTION, LAYER_TYPES, SLIDING_ATTENTION,
+};
+use super::state::{StateKind, StateLayers};
+use super::{KvCacheDtype, Precision};
 
 /// The architecture fields a brief may state (api.md names), each optional: they change the
 /// memory formula for models the catalogue does not know.
@@ -27,7 +30,8 @@ pub struct ArchitectureFields {
     pub sliding_window: Option<u64>,
     /// How many layers use the sliding window.
     pub sliding_window_layers: Option<u32>,
-    /// One entry per layer: full_attention, sliding_attention or chunked_attention.
+    /// One entry per layer: full_attention, sliding_attention, chunked_attention, or a state
+    /// layer (linear_attention, mamba) whose dimensions come from the config.
     pub layer_types: Option<Vec<String>>,
     /// Tokens per chunk of chunked local attention (Llama 4).
     pub attention_chunk_size: Option<u64>,
@@ -37,10 +41,17 @@ pub struct ArchitectureFields {
     pub experts_per_token: Option<u32>,
     /// Parameters each token uses, billions (MoE).
     pub active_params_b: Option<f64>,
+    /// The KV cache's element type (vLLM `--kv-cache-dtype`): `auto` keeps 16-bit KV whatever the
+    /// weight precision, `fp8` halves it. Not an architecture fact, but it changes the same
+    /// formula, so it is kept beside them.
+    pub kv_cache_dtype: KvCacheDtype,
+    /// Serving with speculative decoding from the model's multi-token-prediction layers: their
+    /// KV cache counts only then (their weights always do).
+    pub speculative_decoding: bool,
 }
 
 /// The field names of [`ArchitectureFields`], as the API spells them.
-pub const ARCHITECTURE_FIELDS: [&str; 11] = [
+pub const ARCHITECTURE_FIELDS: [&str; 13] = [
     "num_attention_heads",
     "kv_lora_rank",
     "qk_rope_head_dim",
@@ -52,6 +63,8 @@ pub const ARCHITECTURE_FIELDS: [&str; 11] = [
     "num_experts",
     "experts_per_token",
     "active_params_b",
+    "kv_cache_dtype",
+    "speculative_decoding",
 ];
 
 /// Mixture of experts: routed experts per MoE layer, how many each token uses, and the
@@ -87,6 +100,19 @@ pub struct Architecture {
     pub sliding: Option<LayerWindow>,
     pub chunked: Option<LayerWindow>,
     pub moe: Option<Moe>,
+    /// Layers that hold a KV cache (attention, windowed or not); the others of a hybrid model keep
+    /// a constant state ([`Architecture::state`]) or are feed-forward only.
+    pub attention_layers: u32,
+    /// The constant-state layers of a hybrid model (Gated DeltaNet, Mamba-2).
+    pub state: Option<StateLayers>,
+    /// Multi-token-prediction layers: full-attention layers whose KV counts with speculative
+    /// decoding.
+    pub mtp_layers: u32,
+    /// Their parameters (units), added to the weights; 0 when unknown or already in `params_b`.
+    pub mtp_params: f64,
+    /// The config's parameter count when `params_b` disagrees with it by more than 5 %: the
+    /// weights use it instead.
+    pub config_params: Option<f64>,
     /// Expert MLPs published in MXFP4 (gpt-oss).
     pub mxfp4_experts: bool,
     /// The published weights are fp8.
@@ -112,6 +138,11 @@ impl Architecture {
             sliding: None,
             chunked: None,
             moe: None,
+            attention_layers: num_layers,
+            state: None,
+            mtp_layers: 0,
+            mtp_params: 0.0,
+            config_params: None,
             mxfp4_experts: false,
             fp8_checkpoint: false,
             language_model: false,
@@ -141,6 +172,11 @@ impl Architecture {
                 experts_per_token: m.experts_per_token,
                 expert_params: (m.expert_params_b > 0.0).then_some(m.expert_params_b * 1e9),
             }),
+            attention_layers: m.kv_layers(),
+            state: m.state_layers(),
+            mtp_layers: m.mtp_layers,
+            mtp_params: m.mtp_params_b * 1e9,
+            config_params: None,
             mxfp4_experts: m.weight_format == WeightFormat::Mxfp4Moe,
             fp8_checkpoint: m.weight_format == WeightFormat::Fp8,
             language_model: true,
@@ -161,6 +197,12 @@ impl Architecture {
             }
             _ => 0.0,
         }
+    }
+
+    /// Layers whose KV grows with the context: the attention layers, and the multi-token-
+    /// prediction layers when speculative decoding runs them.
+    pub fn kv_layers(&self, speculative_decoding: bool) -> u32 {
+        self.attention_layers + if speculative_decoding { self.mtp_layers } else { 0 }
     }
 
     /// Elements one token adds to the cache of one layer: the MLA latent, or K and V of every
@@ -360,8 +402,11 @@ pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
     }
 
     let mla = resolve_mla(&mut r);
-    let (sliding, chunked) = resolve_windows(&mut r, num_layers);
+    let typed = typed_layers(&mut r, num_layers);
+    let (attention_layers, state) = resolve_state(&mut r, num_layers, typed, config_ok);
+    let (sliding, chunked) = resolve_windows(&mut r, attention_layers, typed);
     let moe = resolve_moe(&mut r);
+    let (mtp_layers, mtp_params, config_params) = resolve_params(&mut r, config_ok);
 
     let quant = c.quant_method.clone();
     let fp8_checkpoint = matches!(quant.as_deref(), Some("fp8" | "fbgemm_fp8"))
@@ -397,6 +442,11 @@ pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
             sliding,
             chunked,
             moe,
+            attention_layers,
+            state,
+            mtp_layers,
+            mtp_params,
+            config_params,
             mxfp4_experts,
             fp8_checkpoint,
             language_model: cat.is_some() || config_ok,
@@ -443,31 +493,119 @@ fn resolve_mla(r: &mut Resolver<'_>) -> Option<Mla> {
     }
 }
 
+/// What the brief's own `layer_types` list says: windowed and state layers per kind.
+#[derive(Debug, Clone, Copy, Default)]
+struct TypedLayers {
+    sliding: u32,
+    chunked: u32,
+    /// Layers that hold a KV cache (every attention kind).
+    attention: u32,
+    gdn: u32,
+    mamba: u32,
+}
+
+/// The brief's `layer_types`, checked: one known name per layer.
+fn typed_layers(r: &mut Resolver<'_>, num_layers: u32) -> Option<TypedLayers> {
+    let types = r.req.fields.layer_types.as_ref()?;
+    if let Some(bad) = types.iter().find(|t| !LAYER_TYPES.contains(&t.as_str())) {
+        r.problem(
+            "layer_types",
+            format!("has {bad:?}: each entry must be one of {}", LAYER_TYPES.join(", ")),
+        );
+        return None;
+    }
+    if types.len() != num_layers as usize {
+        r.problem(
+            "layer_types",
+            format!(
+                "has {} entries for {num_layers} layers: give one per layer",
+                types.len()
+            ),
+        );
+        return None;
+    }
+    let count = |name: &str| types.iter().filter(|t| t.as_str() == name).count() as u32;
+    let gdn = count(model_config::LINEAR_ATTENTION);
+    let mamba = count(model_config::MAMBA);
+    Some(TypedLayers {
+        sliding: count(SLIDING_ATTENTION),
+        chunked: count(CHUNKED_ATTENTION),
+        attention: types.iter().filter(|t| !is_state_layer(t)).count() as u32,
+        gdn,
+        mamba,
+    })
+}
+
+/// Which layers hold a KV cache and which keep a constant state: the brief's `layer_types`,
+/// else config.json, else the catalogue. A state layer's dimensions come from config.json or the
+/// catalogue row; without them the brief is refused on `layer_types`.
+fn resolve_state(
+    r: &mut Resolver<'_>,
+    num_layers: u32,
+    typed: Option<TypedLayers>,
+    config_ok: bool,
+) -> (u32, Option<StateLayers>) {
+    let cat_state = r.req.catalog.and_then(ModelSpec::state_layers);
+    let known = r.config.state.or(cat_state);
+    if let Some(t) = typed {
+        if t.gdn == 0 && t.mamba == 0 {
+            if known.is_some() {
+                r.notes.push(format!(
+                    "layer_types as given has no state layers: all {num_layers} layers are sized as attention, though the model's description has {} state layers",
+                    known.map_or(0, |s| s.layers)
+                ));
+            }
+            return (t.attention, None);
+        }
+        if t.gdn > 0 && t.mamba > 0 {
+            r.problem(
+                "layer_types",
+                "mixes linear_attention and mamba layers, which the sizing does not size together",
+            );
+            return (num_layers, None);
+        }
+        let (kind, layers) = if t.gdn > 0 {
+            (StateKind::Gdn, t.gdn)
+        } else {
+            (StateKind::Mamba2, t.mamba)
+        };
+        return match known.filter(|s| s.kind == kind) {
+            Some(s) => (t.attention, Some(StateLayers { layers, ..s })),
+            None => {
+                r.problem(
+                    "layer_types",
+                    format!(
+                        "lists {layers} {} layers, whose state is sized from the model's config.json: give model_config",
+                        if kind == StateKind::Gdn { "linear_attention" } else { "mamba" }
+                    ),
+                );
+                (t.attention, None)
+            }
+        };
+    }
+    if config_ok {
+        // A config that names no hybrid layout attends on every layer.
+        let attention = r.config.attention_layers.unwrap_or(num_layers);
+        return (attention.min(num_layers), r.config.state);
+    }
+    match r.req.catalog {
+        // A hybrid row names its attention layers; a plain one attends on every layer, as many
+        // as the brief says it has.
+        Some(m) if m.attention_layers > 0 => (m.attention_layers.min(num_layers), cat_state),
+        _ => (num_layers, None),
+    }
+}
+
 /// Sliding-window and chunked layers: explicit counts, else explicit `layer_types`, else
-/// config.json, else the catalogue.
-fn resolve_windows(r: &mut Resolver<'_>, num_layers: u32) -> (Option<LayerWindow>, Option<LayerWindow>) {
+/// config.json, else the catalogue; at most the attention layers.
+fn resolve_windows(
+    r: &mut Resolver<'_>,
+    attention_layers: u32,
+    typed: Option<TypedLayers>,
+) -> (Option<LayerWindow>, Option<LayerWindow>) {
     let f = r.req.fields;
     let cat = r.req.catalog;
-    let mut typed: Option<(u32, u32)> = None;
-    if let Some(types) = &f.layer_types {
-        if let Some(bad) = types.iter().find(|t| !LAYER_TYPES.contains(&t.as_str())) {
-            r.problem(
-                "layer_types",
-                format!("has {bad:?}: each entry must be one of {}", LAYER_TYPES.join(", ")),
-            );
-        } else if types.len() != num_layers as usize {
-            r.problem(
-                "layer_types",
-                format!(
-                    "has {} entries for {num_layers} layers: give one per layer",
-                    types.len()
-                ),
-            );
-        } else {
-            let count = |name: &str| types.iter().filter(|t| t.as_str() == name).count() as u32;
-            typed = Some((count(SLIDING_ATTENTION), count(CHUNKED_ATTENTION)));
-        }
-    }
+    let typed = typed.map(|t| (t.sliding, t.chunked));
     let sliding_kind = WindowKind {
         tokens_field: "sliding_window",
         layers_field: "sliding_window_layers",
@@ -499,9 +637,9 @@ fn resolve_windows(r: &mut Resolver<'_>, num_layers: u32) -> (Option<LayerWindow
     let sliding = one_window(r, sliding_kind);
     let chunked = one_window(r, chunked_kind);
     let windowed = sliding.map_or(0, |w| w.layers) + chunked.map_or(0, |w| w.layers);
-    if windowed > num_layers {
+    if windowed > attention_layers {
         let explicit = f.sliding_window_layers.is_some() || f.chunked_layers.is_some();
-        let msg = format!("{windowed} windowed layers are more than the model's {num_layers}");
+        let msg = format!("{windowed} windowed layers are more than the model's {attention_layers} attention layers");
         if explicit {
             let field = if f.sliding_window_layers.is_some() {
                 "sliding_window_layers"
@@ -660,6 +798,72 @@ fn resolve_moe(r: &mut Resolver<'_>) -> Option<Moe> {
     })
 }
 
+/// Multi-token-prediction layers, what of their parameters the weights add, and the config's
+/// parameter count when `params_b` disagrees with it by more than 5 % (sizing.md "MoE
+/// parameters"). A `params_b` within 5 % of the model without its MTP layers gets them added; one
+/// within 5 % of the model with them already has them.
+fn resolve_params(r: &mut Resolver<'_>, config_ok: bool) -> (u32, f64, Option<f64>) {
+    let given_b = r.req.params_b;
+    let given = given_b * 1e9;
+    let Some(count) = r.config.params.filter(|_| config_ok) else {
+        return match r.req.catalog {
+            Some(m) if !config_ok => (m.mtp_layers, m.mtp_params_b * 1e9, None),
+            _ => {
+                let layers = r.config.mtp_layers.unwrap_or(0);
+                if layers > 0 {
+                    r.notes.push(format!(
+                        "config.json has {layers} multi-token-prediction layer(s) but not every shape their parameters are counted from: their weights are left out"
+                    ));
+                }
+                (layers, 0.0, None)
+            }
+        };
+    };
+    let layers = r.config.mtp_layers.unwrap_or(0);
+    let close = |a: f64, b: f64| b > 0.0 && (a / b - 1.0).abs() <= 0.05;
+    let billions = |x: f64| format!("{:.2}B", x / 1e9);
+    let mtp_note = |mtp: f64| {
+        format!(
+            "{layers} multi-token-prediction layer(s) add {} parameters to the weights (they ship in the checkpoint)",
+            billions(mtp)
+        )
+    };
+    if close(given, count.main) {
+        if layers > 0 {
+            r.notes.push(mtp_note(count.mtp));
+        }
+        return (layers, count.mtp, None);
+    }
+    if count.mtp > 0.0 && close(given, count.main + count.mtp) {
+        r.notes.push(format!(
+            "params_b {given_b} includes the {} parameters of the {layers} multi-token-prediction layer(s) config.json describes",
+            billions(count.mtp)
+        ));
+        return (layers, 0.0, None);
+    }
+    if r.config.multimodal && given > count.main {
+        r.notes.push(format!(
+            "params_b {given_b} is {} more than the language model config.json describes ({}): the difference is taken as its vision or audio encoder",
+            billions(given - count.main),
+            billions(count.main)
+        ));
+        if layers > 0 {
+            r.notes.push(mtp_note(count.mtp));
+        }
+        return (layers, count.mtp, None);
+    }
+    r.notes.push(format!(
+        "params_b {given_b} disagrees by more than 5 % with the {} parameters config.json's shapes give{}: the config's count is used for the weights",
+        billions(count.main),
+        if layers > 0 {
+            format!(" (and {} in its multi-token-prediction layers)", billions(count.mtp))
+        } else {
+            String::new()
+        }
+    ));
+    (layers, count.mtp, Some(count.main))
+}
+
 fn quantisation_notes(r: &mut Resolver<'_>, quant: Option<&str>, fp8_checkpoint: bool) {
     let p = r.req.precision;
     if fp8_checkpoint && matches!(p, Precision::Bf16 | Precision::Fp16 | Precision::Fp32) {
@@ -724,11 +928,24 @@ fn summary(c: &ConfigReading) -> String {
             w.tokens, w.layers
         ));
     }
+    if let (Some(state), Some(attention)) = (c.state, c.attention_layers) {
+        s.push_str(&format!(
+            ", {attention} attention layers and {} {} layers keeping a constant state",
+            state.layers,
+            state.kind.label()
+        ));
+    }
     if let Some((e, k)) = c.moe {
         s.push_str(&format!(", {e} experts with {k} per token"));
-        if let Some(p) = c.expert_params {
-            s.push_str(&format!(" ({:.2}B expert parameters)", p / 1e9));
+        if let (Some(p), Some(layers), Some(m)) = (c.expert_params, c.moe_layers, c.expert_matrices) {
+            s.push_str(&format!(
+                " on {layers} layers ({:.2}B expert parameters, {m} matrices each)",
+                p / 1e9
+            ));
         }
+    }
+    if let Some(n) = c.mtp_layers {
+        s.push_str(&format!(", {n} multi-token-prediction layer(s)"));
     }
     if let Some(v) = c.vocab_size {
         s.push_str(&format!(", vocabulary {v}"));

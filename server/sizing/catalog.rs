@@ -7,10 +7,14 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::state::{StateKind, StateLayers};
+
 /// Bytes in a datasheet "GB" (decimal, 10^9).
 pub const GB: f64 = 1e9;
 /// Bytes in a GiB (binary, 2^30).
 pub const GIB: f64 = 1_073_741_824.0;
+/// Bytes in a MiB (binary, 2^20): the unit `nvidia-smi` reports memory in.
+pub const MIB: f64 = 1_048_576.0;
 /// FP8 W8A8 (activations in fp8 too) needs this NVIDIA compute capability: Ada, Hopper, Blackwell.
 pub const FP8_W8A8_MIN_CC: f64 = 8.9;
 
@@ -81,6 +85,26 @@ pub struct ModelSpec {
     pub experts_per_token: u32,
     /// Parameters in routed expert MLPs, billions (0 = dense). The rest are shared by all tokens.
     pub expert_params_b: f64,
+    /// Layers that hold a KV cache; 0 = every layer (a hybrid's state and MoE-only layers do not).
+    pub attention_layers: u32,
+    /// The constant-state layers of a hybrid model: `none`, `gdn` (Gated DeltaNet) or `mamba2`.
+    pub state_kind: StateKind,
+    pub state_layers: u32,
+    /// Gated DeltaNet value heads / Mamba-2 heads.
+    pub state_heads: u32,
+    /// Gated DeltaNet key heads / Mamba-2 groups.
+    pub state_groups: u32,
+    /// Gated DeltaNet key head dim / Mamba-2 head dim.
+    pub state_head_dim: u32,
+    /// Gated DeltaNet value head dim / Mamba-2 `d_state`.
+    pub state_size: u32,
+    pub conv_kernel: u32,
+    /// Bytes per element of the recurrent / SSM state (4 = float32); 0 = the model's dtype.
+    pub ssm_state_bytes: u32,
+    /// Multi-token-prediction layers (KV only with speculative decoding).
+    pub mtp_layers: u32,
+    /// Their parameters, billions (not in `params_b`, which is the model card's count).
+    pub mtp_params_b: f64,
     pub weight_format: WeightFormat,
     pub source: String,
 }
@@ -89,6 +113,29 @@ impl ModelSpec {
     /// True for mixture-of-experts rows.
     pub fn is_moe(&self) -> bool {
         self.num_experts > 0 && self.experts_per_token > 0 && self.expert_params_b > 0.0
+    }
+
+    /// Layers that hold a KV cache.
+    pub fn kv_layers(&self) -> u32 {
+        if self.attention_layers == 0 {
+            self.num_layers
+        } else {
+            self.attention_layers
+        }
+    }
+
+    /// The row's constant-state layers, if it is a hybrid.
+    pub fn state_layers(&self) -> Option<StateLayers> {
+        (self.state_kind != StateKind::None && self.state_layers > 0).then_some(StateLayers {
+            kind: self.state_kind,
+            layers: self.state_layers,
+            heads: self.state_heads,
+            groups: self.state_groups,
+            head_dim: self.state_head_dim,
+            state_size: self.state_size,
+            conv_kernel: self.conv_kernel,
+            ssm_bytes: (self.ssm_state_bytes > 0).then_some(f64::from(self.ssm_state_bytes)),
+        })
     }
 
     /// Parameters in the input embedding and the output head (once when tied), in units.
@@ -109,9 +156,14 @@ pub struct GpuSpec {
     /// Catalogue name, e.g. "H100 SXM" — the name `gpu_by_name` and `SizingOption::gpu` use.
     pub model: String,
     pub form_factor: String,
-    /// Memory as printed on the datasheet, in decimal GB (10^9 bytes): 80, 141, 192 …
+    /// Memory as printed on the datasheet, in decimal GB (10^9 bytes): 80, 141, 192 … (labels only).
     pub memory_gb: f64,
-    /// The same memory in GiB (`memory_gb × 10^9 / 2^30`, e.g. 80 GB = 74.51 GiB). Filled in at load.
+    /// Memory per GPU as the driver reports it (`nvidia-smi` `memory.total`, MiB): 81,559 for an
+    /// H100 SXM, 81,920 for an A100 80GB. What vLLM's `gpu_memory_utilization` multiplies, so the
+    /// serving budget starts here. `None` where no real driver output was found (the datasheet
+    /// figure is used instead, and `data/README.md` says so).
+    pub memory_total_mib: Option<f64>,
+    /// The memory the sizing uses, in GiB (81,559 MiB = 79.65 GiB). Filled in at load.
     #[serde(default)]
     pub memory_gib: f64,
     pub memory_type: String,
@@ -140,9 +192,13 @@ pub struct GpuSpec {
 }
 
 impl GpuSpec {
-    /// Datasheet memory in bytes (decimal GB × 10^9).
+    /// Memory per card in bytes: the driver's `memory.total` (MiB × 2^20), else the datasheet
+    /// GB × 10^9 when no driver figure is known.
     pub fn memory_bytes(&self) -> f64 {
-        self.memory_gb * GB
+        match self.memory_total_mib {
+            Some(mib) => mib * MIB,
+            None => self.memory_gb * GB,
+        }
     }
 
     /// True for NVIDIA rows (the ones with a CUDA compute capability).
@@ -192,7 +248,18 @@ pub(crate) fn parse_models(text: &str) -> Result<Vec<ModelSpec>, String> {
             && m.num_attention_heads > 0
             && m.expert_params_b < m.params_b
             && m.experts_per_token <= m.num_experts
-            && (m.weight_format != WeightFormat::Mxfp4Moe || m.is_moe());
+            && (m.weight_format != WeightFormat::Mxfp4Moe || m.is_moe())
+            && m.kv_layers() <= m.num_layers
+            && m.kv_layers() + m.state_layers <= m.num_layers
+            && m.sliding_layers + m.chunked_layers <= m.kv_layers()
+            && (m.state_kind == StateKind::None) == (m.state_layers == 0)
+            && (m.state_kind == StateKind::None
+                || m.state_heads > 0
+                    && m.state_groups > 0
+                    && m.state_head_dim > 0
+                    && m.state_size > 0
+                    && m.conv_kernel > 1)
+            && (m.mtp_layers == 0) == (m.mtp_params_b == 0.0);
         if !ok {
             return Err(format!("model_catalog.csv: inconsistent row {}", m.hf_id));
         }
@@ -208,7 +275,13 @@ pub(crate) fn parse_gpus(text: &str) -> Result<Vec<GpuSpec>, String> {
         let fp8_consistent = !nvidia
             || g.compute_capability
                 .is_some_and(|cc| g.supports_fp8 == (cc >= FP8_W8A8_MIN_CC));
+        // The driver reports a little more than the datasheet's decimal GB (80 GB → 81,559 MiB =
+        // 85.5e9 bytes); a figure far from it is a typo, not a measurement.
+        let driver_plausible = g
+            .memory_total_mib
+            .is_none_or(|mib| (0.95..=1.10).contains(&(mib * MIB / (g.memory_gb * GB))));
         if g.memory_gb <= 0.0
+            || !driver_plausible
             || g.memory_bandwidth_gbs <= 0.0
             || g.gpus_per_node == 0
             || g.devices_per_card == 0

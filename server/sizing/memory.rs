@@ -1,7 +1,7 @@
 //! Memory footprint of one workload, independent of the GPU: weights, KV cache or activations,
 //! and what one decode step reads. All quantities here are bytes; GiB only at the output edge.
 
-use super::{Precision, SizingInput, WorkloadKind};
+use super::{KvCacheDtype, Precision, SizingInput, WorkloadKind};
 
 /// INT4 GPTQ/AWQ with group size 128: 4 bits + (16-bit scale + 4-bit zero) / 128 = 4.15625 bits.
 pub const INT4_G128_BYTES: f64 = (4.0 + 20.0 / 128.0) / 8.0;
@@ -28,13 +28,22 @@ pub fn bytes_per_param(p: Precision) -> f64 {
     }
 }
 
-/// KV-cache bytes per element: the activation dtype (vLLM `kv_cache_dtype=auto`), i.e. 4 for
-/// fp32 and 2 for every other precision — weight quantisation does not shrink the KV cache.
-pub fn kv_bytes_per_elem(p: Precision) -> f64 {
+/// Bytes of one activation element: 4 for fp32 models, 2 for every other precision (weight
+/// quantisation does not narrow the activations).
+pub fn activation_bytes(p: Precision) -> f64 {
     if p == Precision::Fp32 {
         4.0
     } else {
         2.0
+    }
+}
+
+/// KV-cache bytes per element: the activation dtype under vLLM's `kv_cache_dtype=auto` (4 for
+/// fp32, 2 otherwise — an fp8 or int4 weight precision never implies fp8 KV), 1 with `fp8`.
+pub fn kv_bytes_per_elem(p: Precision, kv: KvCacheDtype) -> f64 {
+    match kv {
+        KvCacheDtype::Auto => activation_bytes(p),
+        KvCacheDtype::Fp8 => 1.0,
     }
 }
 
@@ -48,17 +57,26 @@ pub enum Split {
     /// KV cache: split by KV head across tensor-parallel ranks, at most `shards` ways (KV heads;
     /// 1 for MLA, whose latent every rank keeps whole), and by layer across pipeline stages;
     /// `per_seq` bytes for each of `seqs` sequences (data-parallel attention splits by sequence).
-    KvHeads { shards: u32, per_seq: f64, seqs: u64 },
+    /// A hybrid's constant state, `state_per_seq` bytes a sequence, splits by head over every
+    /// tensor-parallel rank (a valid degree divides its heads) and by layer over the stages.
+    KvHeads {
+        shards: u32,
+        per_seq: f64,
+        state_per_seq: f64,
+        seqs: u64,
+    },
     /// Activations: each device holds the sequences of its own micro-batch (data parallel).
     DataParallel { per_seq: f64, seqs: u64 },
 }
 
 /// Heads and layers: which tensor/pipeline layouts can load the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shape {
     pub heads: Option<u32>,
     pub kv_heads: u32,
     pub layers: u32,
+    /// The state layers, whose heads a tensor-parallel degree must divide too.
+    pub state: Option<super::StateLayers>,
 }
 
 /// An MLA mixture of experts can run attention data-parallel: every GPU holds the shared
@@ -122,7 +140,7 @@ struct Parts {
 }
 
 fn parts(input: &SizingInput) -> Parts {
-    let total = input.params_b * 1e9;
+    let total = input.resident_params();
     let a = &input.architecture;
     let expert = a.moe_with_params().map_or(0.0, |(_, p)| p.clamp(0.0, total));
     let embed = a.embedding_params().min(total - expert).max(0.0);
@@ -181,14 +199,35 @@ pub fn kv_tokens(context: u64) -> u64 {
     context.div_ceil(KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
 }
 
+/// Bytes one token adds to one attention layer's cache (the MLA latent, or K and V).
+pub fn kv_bytes_per_layer_token(input: &SizingInput) -> f64 {
+    input.architecture.kv_elements_per_layer_token() * kv_bytes_per_elem(input.precision, input.kv_cache_dtype)
+}
+
+/// Bytes one token adds to every KV-holding layer at once, windows not applied: what vLLM's
+/// "GPU KV cache size: N tokens" divides its cache memory by.
+pub fn kv_bytes_per_token_full(input: &SizingInput) -> f64 {
+    kv_bytes_per_layer_token(input) * f64::from(input.architecture.kv_layers(input.speculative_decoding))
+}
+
+/// The constant state ONE sequence keeps in the state layers of a hybrid model, whatever its
+/// length; 0 for models that attend on every layer.
+pub fn state_per_sequence(input: &SizingInput) -> f64 {
+    input
+        .architecture
+        .state
+        .map_or(0.0, |s| s.bytes_per_sequence(activation_bytes(input.precision)))
+}
+
 /// KV-cache bytes of ONE sequence at `input.context_length`, and the number of ways TP can
-/// shard it. Sliding-window and chunked layers keep at most their window of tokens.
+/// shard it. Only attention layers (and multi-token-prediction layers under speculative
+/// decoding) cache tokens; sliding-window and chunked layers keep at most their window.
 pub fn kv_per_sequence(input: &SizingInput) -> (f64, u32) {
     let a = &input.architecture;
-    let per_layer_token = a.kv_elements_per_layer_token() * kv_bytes_per_elem(input.precision);
+    let per_layer_token = kv_bytes_per_layer_token(input);
     let shards = if a.mla.is_some() { 1 } else { a.num_kv_heads };
     let ctx = kv_tokens(input.context_length) as f64;
-    let mut layers_left = a.num_layers;
+    let mut layers_left = a.kv_layers(input.speculative_decoding);
     let mut layer_tokens = 0.0;
     for w in [a.sliding, a.chunked].into_iter().flatten() {
         let layers = w.layers.min(layers_left);
@@ -219,13 +258,14 @@ pub fn footprint(input: &SizingInput) -> Footprint {
         heads: a.num_attention_heads,
         kv_heads: a.num_kv_heads,
         layers: a.num_layers,
+        state: a.state,
     };
     match input.workload_kind {
         WorkloadKind::Training => {
             // Selective recomputation (Korthikanti et al.): 34·s·b·h bytes per layer, 16-bit.
             let per_seq = 34.0 * s * hidden(input) * layers + logits_bytes(input);
             Footprint {
-                weights: TRAIN_BYTES_PER_PARAM * input.params_b * 1e9,
+                weights: TRAIN_BYTES_PER_PARAM * input.resident_params(),
                 dynamic: per_seq * conc as f64,
                 split: Split::DataParallel { per_seq, seqs: conc },
                 decode: None,
@@ -259,18 +299,17 @@ pub fn footprint(input: &SizingInput) -> Footprint {
             let (shared, expert) = weight_bytes(input, bytes_per_param(input.precision));
             let (per_seq, shards) = kv_per_sequence(input);
             // Media (diffusion, ASR, TTS …) has no KV cache unless it is a described language model.
-            let per_seq = if input.workload_kind == WorkloadKind::Media && !a.language_model {
-                0.0
-            } else {
-                per_seq
-            };
+            let cached = input.workload_kind != WorkloadKind::Media || a.language_model;
+            let per_seq = if cached { per_seq } else { 0.0 };
+            let state_per_seq = if cached { state_per_sequence(input) } else { 0.0 };
             let moe = a.moe_with_params().map(|(m, _)| m);
             Footprint {
                 weights: shared + expert,
-                dynamic: per_seq * conc as f64,
+                dynamic: (per_seq + state_per_seq) * conc as f64,
                 split: Split::KvHeads {
                     shards,
                     per_seq,
+                    state_per_seq,
                     seqs: conc,
                 },
                 decode: Some(Decode {

@@ -3,17 +3,19 @@
 //! catalogues are `data/*.csv` (see `data/README.md` for every row's source).
 //!
 //! # Units
-//! Everything is computed in bytes. The catalogue's GPU memory is the vendor datasheet figure in
-//! decimal **GB** (10^9 bytes, `GpuSpec::memory_gb`); all outputs are in **GiB** (2^30 bytes),
-//! so an 80 GB card reports `memory_gib = 74.51`. (HBM parts physically carry about the
-//! datasheet number in GiB, so treating it as GB is conservative by ~7 %; the authoritative
-//! figure is `nvidia-smi` / the engine's start-up log on the rented machine.)
+//! Everything is computed in bytes. A GPU's memory is what its driver reports
+//! (`GpuSpec::memory_total_mib`, from real `nvidia-smi` output: 81,559 MiB for an H100 SXM), the
+//! figure vLLM's `gpu_memory_utilization` multiplies; the datasheet's decimal GB
+//! (`GpuSpec::memory_gb`) only where no driver figure is known. All outputs are in **GiB**
+//! (2^30 bytes): an H100 SXM reports `memory_gib = 79.65`.
 //!
 //! # The architecture
 //! [`architecture::resolve`] combines what the brief states (explicit fields win), its
 //! `model_config` (the model's Hugging Face config.json, read by [`model_config`]) and its
 //! catalogue row. Disagreements and what the reader could not place are returned as notes and
-//! end in `architecture_notes`; a layout it cannot place is sized as full attention.
+//! end in `architecture_notes`; a layout it cannot place is sized as full attention and named.
+//! Hybrid models ([`state`]) have attention layers, which hold the KV cache, and state layers
+//! (Gated DeltaNet, Mamba-2), which keep a constant state per sequence.
 //!
 //! # Rules
 //! * **Weights** (inference, media): fp32 4 B/param, bf16/fp16 2, fp8/int8 1, int4 = GPTQ/AWQ
@@ -22,16 +24,26 @@
 //!   `lm_head` unquantised and published fp8/MXFP4 checkpoints keep both in BF16. MoE: all
 //!   (total) parameters are resident. MXFP4 checkpoints (gpt-oss): the expert MLPs stay MXFP4
 //!   (4.25 bits, OCP microscaling) at every precision except fp32, the rest at the precision.
-//! * **KV cache** per layer and token: `2 × kv_heads × head_dim` elements, or for multi-head
+//!   Weights count `params_b`, or the config's own count when they disagree by more than 5 %
+//!   (multimodal configs excepted when `params_b` is the larger: the encoders), plus the
+//!   multi-token-prediction layers the checkpoint ships (`num_nextn_predict_layers`,
+//!   `mtp_num_hidden_layers`) unless `params_b` already holds them. Experts are counted on the
+//!   layers that have them only, 3 matrices per gated expert, 2 per `relu2` one.
+//! * **KV cache** per KV layer and token: `2 × kv_heads × head_dim` elements, or for multi-head
 //!   latent attention (DeepSeek-V2/V3) `kv_lora_rank + qk_rope_head_dim` (512 + 64 = 576; the
 //!   DeepSeek-V2 paper's `(d_c + d_h^R)·l`), whatever the head count. Elements are the
 //!   activation dtype — 2 bytes, 4 for fp32 — at every weight precision (vLLM's default
-//!   `kv_cache_dtype=auto`; fp8 KV is an opt-in the brief does not express). Each sequence is
-//!   rounded up to 16-token blocks (vLLM `DEFAULT_BLOCK_SIZE`). Sliding-window layers (Gemma 2/3,
-//!   gpt-oss, Mistral v0.1) keep `min(context, window)` tokens, chunked-attention layers
-//!   (Llama 4) `min(context, chunk)`, the rest every token (vLLM `SlidingWindowSpec`,
-//!   `ChunkedLocalAttentionSpec`). `kv_bytes_per_token` is one sequence's cache at the brief's
-//!   context divided by its tokens, so windows count.
+//!   `kv_cache_dtype=auto`), 1 byte when the brief sets `kv_cache_dtype` fp8. The KV layers are
+//!   the attention layers (not a hybrid's state layers), plus the multi-token-prediction layers
+//!   when the brief sets `speculative_decoding`. Each sequence is rounded up to 16-token blocks
+//!   (vLLM `DEFAULT_BLOCK_SIZE`). Sliding-window layers (Gemma 2/3, gpt-oss, Mistral v0.1) keep
+//!   `min(context, window)` tokens, chunked-attention layers (Llama 4) `min(context, chunk)`,
+//!   the rest every token (vLLM `SlidingWindowSpec`, `ChunkedLocalAttentionSpec`).
+//!   `kv_bytes_per_token` is one sequence's cache at the brief's context divided by its tokens,
+//!   so windows count.
+//! * **State** (`state_gib`): each state layer keeps a constant state per sequence whatever its
+//!   length ([`state`]: recurrent/SSM state in its own dtype plus the convolution state), times
+//!   `concurrency`. It splits over every tensor-parallel rank and the pipeline stages.
 //! * **Training** (full, mixed-precision AdamW): `weights_gib` = 18 B/param (weights + fp32
 //!   gradients + Adam states; Hugging Face "Model training anatomy"), sharded ZeRO-3/FSDP over
 //!   the GPUs; `kv_cache_gib` = activations with selective recomputation, `34·s·h` bytes per
@@ -50,7 +62,8 @@
 //!   graphs and context. Counts 1, 2, 4, 8, then whole 8-GPU nodes up to 64; the smallest that
 //!   fits, else the largest tried (64) with `fits = false`.
 //! * **Layouts that load** ([`parallelism`]): the tensor-parallel degree divides the attention
-//!   heads and divides, or is a multiple of, the KV heads (vLLM `QKVParallelLinear`), stays
+//!   heads and divides, or is a multiple of, the KV heads (vLLM `QKVParallelLinear`), divides a
+//!   hybrid's state heads (Gated DeltaNet key and value heads; Mamba-2 heads and groups), stays
 //!   inside a node, and the rest of the count is pipeline stages — Phi-4's 10 KV heads run 8
 //!   GPUs as TP 2 × PP 4. KV per GPU stops shrinking once TP exceeds the KV heads (replicated);
 //!   pipeline stages still divide it; an MLA latent is whole on every TP rank. Each option
@@ -65,14 +78,14 @@
 //!   below 8.9; int8 from 7.5. An option the GPU cannot run is `fits = false` and its
 //!   `load_note` says what it would take (the other precision and its count).
 //! * **headroom_pct** = `(usable − need) / usable × 100` per GPU, usable = 0.9 × memory.
-//! * **Order**: fitting options by memory rented (count × datasheet GB), then count, then name;
+//! * **Order**: fitting options by memory rented (count × memory per GPU), then count, then name;
 //!   then non-fitting ones, largest (least negative) headroom first.
 //! * **interconnect_note**: `None` for one card (except MI250X, whose card is two GCDs); else
 //!   the split (TP × PP, FSDP or data-parallel attention), the fabric it uses (NVLink /
 //!   Infinity Fabric / optional bridge) or a PCIe-only warning, why TP is lower than the GPUs
 //!   in a node, and for more than one node the InfiniBand-or-RoCE requirement.
 //! * **overhead_gib** = count × (reserve + the 10 % utilisation margin) of the first option;
-//!   `total_gib = weights + kv + overhead`. KV is reported unreplicated.
+//!   `total_gib = weights + kv + state + overhead`. KV is reported unreplicated.
 //! * **decode_tokens_per_s_max**: aggregate over all `concurrency` sequences, a ceiling with MBU
 //!   1.0: `concurrency × bandwidth / bytes each GPU reads per step`, where those bytes are its
 //!   weight shard plus its KV shard at the full context. MoE weights read per step = shared
@@ -81,20 +94,24 @@
 //!
 //! # For pages
 //! What a pasted config.json gave: [`model_config::read`] (or the first of
-//! `Sizing::architecture_notes`). Predicted KV capacity beside vLLM's logged one
-//! (`serving.kv_cache_tokens`, `serving.max_concurrency`): [`kv_capacity`] for the trial's GPU,
-//! count and `gpu_memory_utilization`.
+//! `Sizing::architecture_notes`). The state line: [`Sizing::state_text`]. Predicted KV capacity
+//! beside vLLM's logged one (`serving.kv_cache_tokens`, `serving.max_concurrency`):
+//! [`kv_capacity`] for the trial's GPU, count and `gpu_memory_utilization` — within 3 % of the
+//! real vLLM 0.10.1 log in `tests/fixtures/vllm-log`.
 
 pub mod architecture;
 mod catalog;
 #[cfg(test)]
 mod config_examples;
+#[cfg(test)]
+mod hybrid_examples;
 pub mod kv_check;
 mod memory;
 pub mod model_config;
 mod options;
 pub mod parallelism;
 pub mod precision;
+pub mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -106,6 +123,7 @@ use serde::{Deserialize, Serialize};
 
 pub use architecture::{resolve, Architecture, ArchitectureFields, ArchitectureRequest, Problem, Resolved};
 pub use catalog::{gpu_by_name, gpus, model_by_hf_id, models, Attention, GpuSpec, ModelSpec, WeightFormat};
+pub use state::{StateKind, StateLayers};
 
 /// What the rented capacity will run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +197,34 @@ impl FromStr for Precision {
     }
 }
 
+/// The KV cache's element type (vLLM `--kv-cache-dtype`): `auto` keeps the model's 16-bit
+/// activation type whatever the weight precision (fp32 for fp32 models); `fp8` halves it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvCacheDtype {
+    #[default]
+    Auto,
+    Fp8,
+}
+
+impl KvCacheDtype {
+    pub const ALL: [Self; 2] = [Self::Auto, Self::Fp8];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Fp8 => "fp8",
+        }
+    }
+}
+
+impl FromStr for KvCacheDtype {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s).ok_or(())
+    }
+}
+
 /// A validated sizing request (ranges checked by the caller).
 #[derive(Debug, Clone)]
 pub struct SizingInput {
@@ -194,6 +240,10 @@ pub struct SizingInput {
     pub architecture: Architecture,
     /// What resolving it noted; the start of `Sizing::architecture_notes`.
     pub architecture_notes: Vec<String>,
+    /// The KV cache's element type (the brief's `kv_cache_dtype`).
+    pub kv_cache_dtype: KvCacheDtype,
+    /// Multi-token-prediction layers serve speculative decoding: their KV counts.
+    pub speculative_decoding: bool,
 }
 
 impl SizingInput {
@@ -213,7 +263,16 @@ impl SizingInput {
             concurrency,
             architecture: Architecture::from_catalog(model),
             architecture_notes: Vec::new(),
+            kv_cache_dtype: KvCacheDtype::Auto,
+            speculative_decoding: false,
         }
+    }
+
+    /// Parameters resident on the GPUs (units): `params_b`, or the config's count where they
+    /// disagree by more than 5 %, plus the multi-token-prediction layers the checkpoint ships.
+    pub fn resident_params(&self) -> f64 {
+        let a = &self.architecture;
+        a.config_params.unwrap_or(self.params_b * 1e9) + a.mtp_params
     }
 }
 
@@ -221,11 +280,18 @@ impl SizingInput {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sizing {
     pub weights_gib: f64,
+    /// KV cache of the attention layers: grows with every token of every sequence.
     pub kv_cache_gib: f64,
+    /// The constant state of a hybrid model's state layers (Gated DeltaNet, Mamba-2), for all
+    /// `concurrency` sequences: independent of the context. 0 for other models.
+    pub state_gib: f64,
     pub overhead_gib: f64,
     pub total_gib: f64,
     /// One sequence's KV cache at the brief's context, per token (windows applied).
     pub kv_bytes_per_token: u64,
+    /// How many sequences `state_gib` is for (the brief's concurrency).
+    #[serde(skip)]
+    pub state_sequences: u64,
     /// What was read from config.json, what disagreed, and how the architecture shapes the
     /// sizing; empty for a plain model.
     pub architecture_notes: Vec<String>,
@@ -234,6 +300,17 @@ pub struct Sizing {
 }
 
 impl Sizing {
+    /// The state line as pages print it ("0.96 GiB for 16 sequences, independent of context").
+    pub fn state_text(&self) -> String {
+        let seqs = self.state_sequences.max(1);
+        format!(
+            "{:.2} GiB for {} sequence{}, independent of context",
+            self.state_gib,
+            crate::money::count(i64::try_from(seqs).unwrap_or(i64::MAX)),
+            if seqs == 1 { "" } else { "s" }
+        )
+    }
+
     /// `kv_bytes_per_token` as pages print it ("163,840").
     pub fn kv_bytes_per_token_text(&self) -> String {
         crate::money::count(i64::try_from(self.kv_bytes_per_token).unwrap_or(i64::MAX))
@@ -355,13 +432,24 @@ pub fn size(input: &SizingInput) -> Sizing {
     opts.sort_by(|a, b| options::order((&a.0, a.1), (&b.0, b.1)));
     let overhead = opts.first().map_or(0.0, |(o, g)| options::overhead_gib(g, o.count));
     let weights = fp.weights / catalog::GIB;
-    let kv = fp.dynamic / catalog::GIB;
+    let (kv, state) = match fp.split {
+        memory::Split::KvHeads {
+            per_seq,
+            state_per_seq,
+            seqs,
+            ..
+        } => (per_seq * seqs as f64, state_per_seq * seqs as f64),
+        memory::Split::DataParallel { .. } => (fp.dynamic, 0.0),
+    };
+    let (kv, state) = (kv / catalog::GIB, state / catalog::GIB);
     Sizing {
         weights_gib: round2(weights),
         kv_cache_gib: round2(kv),
+        state_gib: round2(state),
         overhead_gib: round2(overhead),
-        total_gib: round2(weights + kv + overhead),
+        total_gib: round2(weights + kv + state + overhead),
         kv_bytes_per_token: kv_bytes_per_token(input, &fp),
+        state_sequences: input.concurrency,
         architecture_notes: architecture_notes(input, &fp),
         options: opts.into_iter().map(|(o, _)| o).collect(),
         billing_advice: billing_advice(input.workload_kind).to_string(),
@@ -379,20 +467,24 @@ fn kv_bytes_per_token(input: &SizingInput, fp: &memory::Footprint) -> u64 {
 fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String> {
     let mut notes = input.architecture_notes.clone();
     let a = &input.architecture;
-    let memory::Split::KvHeads { per_seq, .. } = fp.split else {
+    let memory::Split::KvHeads {
+        per_seq, state_per_seq, ..
+    } = fp.split
+    else {
         return notes;
     };
-    if per_seq <= 0.0 {
+    if per_seq <= 0.0 && state_per_seq <= 0.0 {
         return notes;
     }
     let ctx = memory::kv_tokens(input.context_length);
+    let kv_layers = a.kv_layers(input.speculative_decoding);
     let windows: Vec<String> = [("a sliding window", a.sliding), ("chunked attention", a.chunked)]
         .into_iter()
         .filter_map(|(kind, w)| w.filter(|w| memory::kv_tokens(w.tokens) < ctx).map(|w| (kind, w)))
         .map(|(kind, w)| {
             format!(
-                "{} of {} layers keep only {} tokens ({kind})",
-                w.layers, a.num_layers, w.tokens
+                "{} of {kv_layers} attention layers keep only {} tokens ({kind})",
+                w.layers, w.tokens
             )
         })
         .collect();
@@ -412,6 +504,43 @@ fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String
             per_seq / catalog::GIB,
             full_seq / catalog::GIB
         ));
+    }
+    if let Some(s) = a.state {
+        let as_attention = memory::kv_bytes_per_layer_token(input) * f64::from(s.layers) * ctx as f64;
+        notes.push(format!(
+            "{} of {} layers are {} layers: each keeps a constant {:.2} MiB per sequence whatever its length ({:.2} GiB for {} sequences, independent of context), where attention would cache {:.2} GiB per {ctx}-token sequence; only the {} attention layers grow with tokens",
+            s.layers,
+            a.num_layers,
+            s.kind.label(),
+            s.bytes_per_layer(memory::activation_bytes(input.precision)) / catalog::MIB,
+            state_per_seq * input.concurrency as f64 / catalog::GIB,
+            input.concurrency,
+            as_attention / catalog::GIB,
+            a.attention_layers
+        ));
+    }
+    if a.mtp_layers > 0 {
+        notes.push(if input.speculative_decoding {
+            format!(
+                "speculative decoding: the {} multi-token-prediction layer(s) cache every token like attention layers ({kv_layers} KV layers)",
+                a.mtp_layers
+            )
+        } else {
+            format!(
+                "the {} multi-token-prediction layer(s) are in the weights; their KV cache counts only with speculative_decoding",
+                a.mtp_layers
+            )
+        });
+    }
+    match input.kv_cache_dtype {
+        KvCacheDtype::Fp8 => notes.push(
+            "KV cache in fp8 (kv_cache_dtype fp8): 1 byte per element, half of 16-bit; the state layers keep their own dtype".into(),
+        ),
+        KvCacheDtype::Auto if matches!(input.precision, Precision::Fp8 | Precision::Int8 | Precision::Int4) => notes.push(format!(
+            "the KV cache stays 16-bit although the weights are {} (kv_cache_dtype auto, as vLLM does); kv_cache_dtype fp8 would halve it",
+            input.precision.as_str()
+        )),
+        KvCacheDtype::Auto => {}
     }
     if let Some(m) = a.mla {
         notes.push(format!(
@@ -433,8 +562,8 @@ fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String
     notes
 }
 
-/// Predicted KV-cache capacity of `count` × `gpu` for the brief: the tokens (at the brief's
-/// mix of window and full layers) and the sequences of its context that fit.
+/// Predicted KV-cache capacity of `count` × `gpu` for the brief: the tokens vLLM would log and
+/// the sequences of the brief's context that fit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct KvCapacity {
     pub tokens: u64,
@@ -443,29 +572,44 @@ pub struct KvCapacity {
 
 /// What vLLM would report as "GPU KV cache size" and "Maximum concurrency" for this brief on
 /// `count` × `gpu` at `gpu_memory_utilization` (0.9 unless the run set another), with the
-/// engine's default layout: the memory left after weights and the reserve on each GPU, times
-/// the GPUs that hold distinct KV. `None` when no layout loads or nothing is cached.
+/// engine's default layout. Each device has the driver's memory × utilisation, less its share of
+/// the weights and the reserve, for the cache. Sequences of the brief's context that fit: that
+/// memory over what one sequence takes on a device (its KV share at the context, windows
+/// applied, and its state share). Tokens: the memory left for attention KV once those sequences
+/// hold their state, over the bytes a token adds to every KV layer on a device — vLLM's figure,
+/// which counts a token in every attention layer, windows or not. `None` when no layout loads or
+/// nothing is cached.
 pub fn kv_capacity(input: &SizingInput, gpu: &GpuSpec, count: u32, utilisation: f64) -> Option<KvCapacity> {
     let fp = memory::footprint(input);
-    let memory::Split::KvHeads { shards, per_seq, .. } = fp.split else {
+    let memory::Split::KvHeads {
+        shards,
+        per_seq,
+        state_per_seq,
+        ..
+    } = fp.split
+    else {
         return None;
     };
     let placement = options::Placement {
         utilisation,
         ..options::default_placement(&fp, gpu, count)?
     };
-    let per_token = memory::kv_bytes_per_token(input);
+    let per_token = memory::kv_bytes_per_token_full(input);
     if per_seq <= 0.0 || per_token <= 0.0 {
         return None;
     }
     let (weights, _) = options::per_card_at(&fp, gpu, &placement);
     let free_per_card = (utilisation * gpu.memory_bytes() - weights - options::reserve_bytes(gpu)).max(0.0);
-    let dpc = f64::from(gpu.devices_per_card);
-    // KV is split over min(TP, KV heads) ranks and the pipeline stages; the rest replicate it.
-    let distinct = f64::from(placement.layout.tp.min(shards.max(1))) * f64::from(placement.layout.pp);
-    let capacity = free_per_card / dpc * distinct;
+    let free = free_per_card / f64::from(gpu.devices_per_card);
+    let (tp, pp) = (f64::from(placement.layout.tp), f64::from(placement.layout.pp));
+    // KV is split over min(TP, KV heads) ranks and the pipeline stages (the rest replicate it);
+    // the state over every TP rank, whose degree divides its heads, and the stages.
+    let kv_ways = f64::from(placement.layout.tp.min(shards.max(1))) * pp;
+    let seq_bytes = per_seq / kv_ways + state_per_seq / (tp * pp);
+    let max_concurrency = free / seq_bytes;
+    let kv_free = free - max_concurrency * state_per_seq / (tp * pp);
     Some(KvCapacity {
-        tokens: (capacity / per_token).floor() as u64,
-        max_concurrency: round2(capacity / per_seq),
+        tokens: (kv_free / (per_token / kv_ways)).floor() as u64,
+        max_concurrency: round2(max_concurrency),
     })
 }

@@ -1,5 +1,14 @@
 //! Reads a Hugging Face `config.json` into the facts the memory formula needs.
 //!
+//! Hybrid models name which layers attend and which keep a constant state: `layer_types`
+//! (`linear_attention`, `mamba`), `full_attention_interval` (Qwen3-Next, Qwen3.5: every n-th layer
+//! attends), `hybrid_override_pattern` (Nemotron-H: `M` Mamba-2, `*` attention, `E` mixture of
+//! experts, `-` MLP) and `layers_block_type` (`mamba` / `attention`). Only the attention layers
+//! hold a KV cache; the state layers' dimensions are read for [`StateLayers`]. The shapes also
+//! give a parameter count ([`ParamCount`]): experts only on the layers that have them, two
+//! matrices for non-gated (`relu2`) experts and three for gated ones, multi-token-prediction
+//! layers (`num_nextn_predict_layers`, `mtp_num_hidden_layers`) apart.
+//!
 //! Multimodal configs nest the language model under `text_config` (Gemma 3, Llama 4),
 //! `language_config` or `llm_config`; a key is looked up there first, then at the top level
 //! (where `quantization_config` and `architectures` live). Values of the wrong type or out of
@@ -17,17 +26,19 @@
 
 use serde_json::{Map, Value};
 
+use super::state::{StateKind, StateLayers};
+
 /// Keys under which multimodal configs nest their language model.
 pub const LANGUAGE_MODEL_KEYS: [&str; 3] = ["text_config", "language_config", "llm_config"];
 
-/// Keys of cache layouts this reader does not model (state-space layers, KV shared across
-/// layers, linear attention), with what they are.
-const UNMODELLED: [(&str, &str); 6] = [
-    ("hybrid_override_pattern", "a hybrid Mamba/attention layer pattern"),
-    ("attn_layer_period", "attention on only some layers (Jamba-style)"),
-    ("layers_block_type", "a per-layer block type (hybrid model)"),
+/// Keys of cache layouts this reader does not model (Jamba's Mamba-1 layers, KV shared across
+/// layers, a sparse-attention indexer), with what they are.
+const UNMODELLED: [(&str, &str); 3] = [
+    (
+        "attn_layer_period",
+        "attention on only some layers with Mamba-1 between (Jamba-style)",
+    ),
     ("num_kv_shared_layers", "KV caches shared across layers"),
-    ("linear_conv_kernel_dim", "linear-attention layers"),
     ("index_topk", "a sparse-attention indexer with its own small cache"),
 ];
 
@@ -35,7 +46,25 @@ const UNMODELLED: [(&str, &str); 6] = [
 pub const FULL_ATTENTION: &str = "full_attention";
 pub const SLIDING_ATTENTION: &str = "sliding_attention";
 pub const CHUNKED_ATTENTION: &str = "chunked_attention";
-pub const LAYER_TYPES: [&str; 3] = [FULL_ATTENTION, SLIDING_ATTENTION, CHUNKED_ATTENTION];
+/// Granite-H and other hybrids spell full attention this way.
+pub const ATTENTION: &str = "attention";
+/// Gated DeltaNet (Qwen3-Next, Qwen3.5): a constant state per sequence.
+pub const LINEAR_ATTENTION: &str = "linear_attention";
+/// Mamba-2: a constant state per sequence.
+pub const MAMBA: &str = "mamba";
+pub const LAYER_TYPES: [&str; 6] = [
+    FULL_ATTENTION,
+    SLIDING_ATTENTION,
+    CHUNKED_ATTENTION,
+    ATTENTION,
+    LINEAR_ATTENTION,
+    MAMBA,
+];
+
+/// Whether a `layer_types` entry keeps a state rather than a KV cache.
+pub fn is_state_layer(name: &str) -> bool {
+    matches!(name, LINEAR_ATTENTION | MAMBA)
+}
 
 /// Bounds: generous for any released model, tight enough that the arithmetic stays finite.
 pub const MAX_LAYERS: u64 = 1_000;
@@ -53,6 +82,14 @@ pub struct LayerWindow {
     pub tokens: u64,
     /// How many layers.
     pub layers: u32,
+}
+
+/// Parameters the config's shapes give, in units: the model itself and its multi-token-prediction
+/// layers (which ship in the checkpoint beside it).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ParamCount {
+    pub main: f64,
+    pub mtp: f64,
 }
 
 /// The facts read from one config.json; `None` where the config does not say.
@@ -77,6 +114,21 @@ pub struct ConfigReading {
     pub moe: Option<(u32, u32)>,
     /// Parameters in routed experts (units), from the shapes.
     pub expert_params: Option<f64>,
+    /// Layers whose routed experts were counted.
+    pub moe_layers: Option<u32>,
+    /// Matrices per expert: 3 for gated activations (SwiGLU), 2 for non-gated ones (`relu2`).
+    pub expert_matrices: Option<u32>,
+    /// Layers holding a KV cache, when the config names a hybrid layout (else every layer).
+    pub attention_layers: Option<u32>,
+    /// The constant-state layers of a hybrid model.
+    pub state: Option<StateLayers>,
+    /// Multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_num_hidden_layers`).
+    pub mtp_layers: Option<u32>,
+    /// Parameters from the shapes, when every shape the count needs is given.
+    pub params: Option<ParamCount>,
+    /// The config describes encoders beside the language model (`vision_config`, `audio_config`),
+    /// which its parameter count leaves out.
+    pub multimodal: bool,
     /// `quantization_config.quant_method`, lower-cased.
     pub quant_method: Option<String>,
     /// What could not be read or placed, and defaults that were applied.
@@ -110,6 +162,10 @@ fn model_type_default(model_type: &str, key: &str) -> Option<u64> {
         ("llama4" | "llama4_text", "no_rope_layer_interval") => 4,
         // transformers `DeepseekV2Config` / `DeepseekV3Config`.
         ("deepseek_v2" | "deepseek_v3", "qk_rope_head_dim") => 64,
+        // transformers `Qwen3NextConfig` / `Qwen3_5TextConfig`: every 4th layer attends.
+        ("qwen3_next" | "qwen3_5" | "qwen3_5_text" | "qwen3_5_moe" | "qwen3_5_moe_text", "full_attention_interval") => {
+            4
+        }
         _ => return None,
     };
     Some(v)
@@ -323,8 +379,20 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
             _ => None,
         });
 
-    read_moe(&mut r, &mut out);
+    let layout = read_layout(&mut r, &mut out);
+    let moe_layers = read_moe(&mut r, &mut out, layout.as_ref());
     read_windows(&mut r, &mut out, &model_type);
+    read_state(&mut r, &mut out, layout.as_ref());
+    out.mtp_layers = ["num_nextn_predict_layers", "mtp_num_hidden_layers", "mtp_num_layers"]
+        .into_iter()
+        .find(|k| r.get(k).is_some())
+        .and_then(|k| r.whole(k, 0, MAX_LAYERS))
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 0);
+    out.params = count_params(&mut r, &out, layout.as_ref(), moe_layers.as_deref());
+    out.multimodal = ["vision_config", "audio_config", "vision_tower"]
+        .into_iter()
+        .any(|k| config.get(k).is_some_and(|v| !v.is_null()));
 
     // The published weights' format (fp8 checkpoints, MXFP4 experts, AWQ/GPTQ …).
     if let Some((Value::Object(q), _)) = r.get("quantization_config") {
@@ -360,8 +428,261 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
     }
 }
 
-/// Routed experts, experts per token and the expert parameter count from the shapes.
-fn read_moe(r: &mut Reader<'_>, out: &mut ConfigReading) {
+/// What mixes tokens in one layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mixer {
+    Attention,
+    Gdn,
+    Mamba,
+    /// A feed-forward-only layer of a hybrid pattern (Nemotron-H `E` and `-`).
+    None,
+}
+
+/// The feed-forward block of one layer, where a hybrid pattern says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ffn {
+    Dense,
+    Moe,
+    None,
+}
+
+/// A hybrid model's per-layer layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub mixers: Vec<Mixer>,
+    /// Nemotron-H's pattern names the feed-forward block of each layer too.
+    pub ffn: Option<Vec<Ffn>>,
+}
+
+impl Layout {
+    fn count(&self, m: Mixer) -> u32 {
+        self.mixers.iter().filter(|x| **x == m).count() as u32
+    }
+}
+
+/// The hybrid layout, if the config names one (`None` for a model that attends on every layer).
+fn read_layout(r: &mut Reader<'_>, out: &mut ConfigReading) -> Option<Layout> {
+    let layers = out.num_layers? as usize;
+    let mismatch = |out: &mut ConfigReading, key: &str, n: usize| {
+        out.notes.push(format!(
+            "config.json's {key} has {n} entries for {layers} layers: it contradicts itself, so every layer is sized at full attention (an upper bound)"
+        ));
+    };
+    if let Some((v, path)) = r.get("hybrid_override_pattern") {
+        let Some(pattern) = v.as_str() else {
+            r.fail(path, "must be a string of layer letters (M, *, E, -)");
+            return None;
+        };
+        if pattern.chars().count() != layers {
+            mismatch(out, "hybrid_override_pattern", pattern.chars().count());
+            return None;
+        }
+        let mut mixers = Vec::with_capacity(layers);
+        let mut ffn = Vec::with_capacity(layers);
+        for c in pattern.chars() {
+            let (m, f) = match c {
+                'M' => (Mixer::Mamba, Ffn::None),
+                '*' => (Mixer::Attention, Ffn::None),
+                'E' => (Mixer::None, Ffn::Moe),
+                '-' => (Mixer::None, Ffn::Dense),
+                other => {
+                    out.notes.push(format!(
+                        "config.json's hybrid_override_pattern has the layer letter {other:?}, which this reader does not know (M Mamba-2, * attention, E experts, - MLP): every layer is sized at full attention (an upper bound)"
+                    ));
+                    return None;
+                }
+            };
+            mixers.push(m);
+            ffn.push(f);
+        }
+        return Some(Layout { mixers, ffn: Some(ffn) });
+    }
+    let named = |r: &mut Reader<'_>, key: &str| -> Option<Vec<String>> {
+        r.get(key).is_some().then(|| r.strings(key)).flatten()
+    };
+    if let Some(types) = named(r, "layers_block_type") {
+        if types.len() != layers {
+            mismatch(out, "layers_block_type", types.len());
+            return None;
+        }
+        let mut mixers = Vec::with_capacity(layers);
+        for t in &types {
+            mixers.push(match t.as_str() {
+                "attention" => Mixer::Attention,
+                "mamba" => Mixer::Mamba,
+                other => {
+                    out.notes.push(format!(
+                        "config.json's layers_block_type has {other:?} layers, which this reader does not model: every layer is sized at full attention (an upper bound)"
+                    ));
+                    return None;
+                }
+            });
+        }
+        return Some(Layout { mixers, ffn: None });
+    }
+    if let Some((Value::Array(types), _)) = r.get("layer_types") {
+        // Windows and unknown names are read (and noted) by `read_windows`; here only whether
+        // some layers keep a state.
+        let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+        if names.len() != layers || !names.iter().any(|t| is_state_layer(t)) {
+            return None;
+        }
+        let mixers = names
+            .iter()
+            .map(|t| match *t {
+                LINEAR_ATTENTION => Mixer::Gdn,
+                MAMBA => Mixer::Mamba,
+                _ => Mixer::Attention,
+            })
+            .collect();
+        return Some(Layout { mixers, ffn: None });
+    }
+    let linear = r.get("linear_num_value_heads").is_some() || r.get("linear_conv_kernel_dim").is_some();
+    let interval = if r.get("full_attention_interval").is_some() {
+        r.whole("full_attention_interval", 1, MAX_LAYERS)
+    } else if linear {
+        let default = r.default("full_attention_interval");
+        if default.is_none() {
+            out.notes.push(
+                "config.json has linear-attention dimensions but says neither layer_types nor full_attention_interval: every layer is sized at full attention (an upper bound); give layer_types".into(),
+            );
+        }
+        default
+    } else {
+        None
+    }?;
+    // transformers Qwen3Next / Qwen3.5: layer i attends when (i + 1) is a multiple of the interval.
+    let mixers = (0..layers as u64)
+        .map(|i| {
+            if (i + 1).is_multiple_of(interval) {
+                Mixer::Attention
+            } else {
+                Mixer::Gdn
+            }
+        })
+        .collect();
+    Some(Layout { mixers, ffn: None })
+}
+
+/// An element type named in a config (`float32`, `bfloat16` …) in bytes; `None` for `auto`.
+fn dtype_bytes(name: &str) -> Result<Option<f64>, ()> {
+    match name.to_ascii_lowercase().trim_start_matches("torch.") {
+        "float32" | "fp32" | "float" => Ok(Some(4.0)),
+        "bfloat16" | "bf16" | "float16" | "fp16" | "half" => Ok(Some(2.0)),
+        "auto" => Ok(None),
+        _ => Err(()),
+    }
+}
+
+/// The first of `keys` the config has, as a positive whole number.
+fn first_positive(r: &mut Reader<'_>, keys: &[&str], max: u64) -> Option<u32> {
+    let key = keys.iter().find(|k| r.get(k).is_some())?;
+    r.positive(key, max)
+}
+
+/// The state layers' dimensions, and how many layers attend.
+fn read_state(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layout>) {
+    let Some(layout) = layout else { return };
+    let gdn = layout.count(Mixer::Gdn);
+    let mamba = layout.count(Mixer::Mamba);
+    let attention = layout.count(Mixer::Attention);
+    let layers = out.num_layers.unwrap_or(0);
+    if gdn > 0 && mamba > 0 {
+        out.notes.push(format!(
+            "config.json mixes {gdn} Gated DeltaNet and {mamba} Mamba layers, which this reader does not size together: every layer is sized at full attention (an upper bound)"
+        ));
+        return;
+    }
+    if gdn == 0 && mamba == 0 {
+        out.attention_layers = Some(attention);
+        return;
+    }
+    let (kind, count) = if gdn > 0 {
+        (StateKind::Gdn, gdn)
+    } else {
+        (StateKind::Mamba2, mamba)
+    };
+    let dims = match kind {
+        StateKind::Gdn => {
+            let heads = first_positive(r, &["linear_num_value_heads"], MAX_HEADS);
+            let groups = first_positive(r, &["linear_num_key_heads"], MAX_HEADS);
+            let head_dim = first_positive(r, &["linear_key_head_dim"], MAX_HEAD_DIM);
+            let size = first_positive(r, &["linear_value_head_dim"], MAX_HEAD_DIM);
+            let conv = first_positive(r, &["linear_conv_kernel_dim"], 64);
+            heads.zip(groups).zip(head_dim).zip(size).zip(conv)
+        }
+        StateKind::Mamba2 | StateKind::None => {
+            let head_dim = first_positive(r, &["mamba_head_dim", "mamba_d_head", "mamba_headdim"], MAX_HEAD_DIM);
+            let heads =
+                first_positive(r, &["mamba_num_heads", "mamba_n_heads", "n_mamba_heads"], MAX_WIDTH).or_else(|| {
+                    // Mamba-2's inner width is `expand × hidden_size`, cut into heads of `head_dim`.
+                    let expand = first_positive(r, &["expand", "mamba_expand"], 64)?;
+                    let inner = expand.checked_mul(out.hidden_size?)?;
+                    head_dim.filter(|d| inner.is_multiple_of(*d)).map(|d| inner / d)
+                });
+            let groups = first_positive(r, &["n_groups", "mamba_n_groups", "mamba_ngroups"], MAX_HEADS);
+            let size = first_positive(r, &["ssm_state_size", "mamba_d_state", "state_size"], MAX_WIDTH);
+            let conv = first_positive(r, &["conv_kernel", "mamba_d_conv", "mamba_conv_kernel"], 64);
+            heads.zip(groups).zip(head_dim).zip(size).zip(conv)
+        }
+    };
+    let Some(((((heads, groups), head_dim), state_size), conv_kernel)) = dims else {
+        let what = match kind {
+            StateKind::Gdn => "linear_num_value_heads, linear_num_key_heads, linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim",
+            _ => "mamba_num_heads, mamba_head_dim, n_groups, ssm_state_size, conv_kernel",
+        };
+        out.notes.push(format!(
+            "config.json has {count} {} layers but not all of their state dimensions ({what}): they are sized as full-attention layers (an upper bound) until it gives them",
+            kind.label()
+        ));
+        out.attention_layers = Some(layers);
+        return;
+    };
+    // The recurrent state's own dtype: Gated DeltaNet keeps it in float32 unless the config
+    // says otherwise; Mamba-2 in the model's dtype unless the config names one.
+    let ssm_key = ["mamba_ssm_cache_dtype", "mamba_ssm_dtype"]
+        .into_iter()
+        .find(|k| r.get(k).is_some());
+    let named = match ssm_key {
+        Some(key) => match r.text(key) {
+            Some(t) => match dtype_bytes(&t) {
+                Ok(b) => b,
+                Err(()) => {
+                    out.notes.push(format!(
+                        "config.json's {key} {t:?} is not a dtype this reader knows: the state is sized in float32 (an upper bound)"
+                    ));
+                    Some(4.0)
+                }
+            },
+            None => None,
+        },
+        None => None,
+    };
+    let ssm_bytes = match kind {
+        StateKind::Gdn => named.or(Some(4.0)),
+        _ => named,
+    };
+    out.attention_layers = Some(attention);
+    out.state = Some(StateLayers {
+        kind,
+        layers: count,
+        heads,
+        groups,
+        head_dim,
+        state_size,
+        conv_kernel,
+        ssm_bytes,
+    });
+}
+
+/// Whether an activation makes a non-gated MLP (two matrices, not three).
+fn non_gated(act: &str) -> bool {
+    matches!(act, "relu2" | "squared_relu" | "relu_squared")
+}
+
+/// Routed experts, experts per token and the expert parameter count from the shapes; returns
+/// which layers carry experts.
+fn read_moe(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layout>) -> Option<Vec<bool>> {
     let experts = ["num_local_experts", "num_experts", "n_routed_experts"]
         .into_iter()
         .find(|k| r.get(k).is_some())
@@ -383,40 +704,199 @@ fn read_moe(r: &mut Reader<'_>, out: &mut ConfigReading) {
                 "config.json names routed experts but not how many each token uses: decode is bounded as if the model were dense".into(),
             );
         }
-        return;
+        return None;
     };
     if k > e {
         out.notes.push(format!(
             "config.json says each token uses {k} of {e} experts, which cannot be: the model is treated as dense"
         ));
         out.intermediate_size = dense_width;
-        return;
+        return None;
     }
     out.moe = Some((e, k));
     let width = moe_width.or(dense_width);
     out.intermediate_size = width;
-    let Some(layers) = out.num_layers else { return };
-    // Which layers carry experts: DeepSeek replaces the first k dense layers, Llama 4
-    // interleaves every n-th layer, Qwen MoE every `decoder_sparse_step`-th minus `mlp_only_layers`.
-    let moe_layers = if let Some(dense) = r.whole("first_k_dense_replace", 0, MAX_LAYERS) {
-        if r.whole("moe_layer_freq", 1, MAX_LAYERS).unwrap_or(1) > 1 {
-            out.notes.push("config.json has moe_layer_freq above 1: expert parameters counted on every layer after the dense ones (an upper bound)".into());
-        }
-        u64::from(layers).saturating_sub(dense)
+    let layers = u64::from(out.num_layers?);
+    // Which layers carry experts: a hybrid pattern names them (Nemotron-H `E`); DeepSeek replaces
+    // the first k layers with dense ones and then has experts every `moe_layer_freq`-th layer;
+    // Llama 4 interleaves every n-th layer; Qwen every `decoder_sparse_step`-th minus
+    // `mlp_only_layers`.
+    let flags: Vec<bool> = if let Some(ffn) = layout.and_then(|l| l.ffn.as_ref()) {
+        ffn.iter().map(|f| *f == Ffn::Moe).collect()
+    } else if let Some(dense) = r.whole("first_k_dense_replace", 0, MAX_LAYERS) {
+        let freq = r.whole("moe_layer_freq", 1, MAX_LAYERS).unwrap_or(1);
+        (0..layers).map(|i| i >= dense && i.is_multiple_of(freq)).collect()
     } else if let Some(step) = r.whole("interleave_moe_layer_step", 1, MAX_LAYERS) {
-        u64::from(layers) / step
+        (0..layers).map(|i| (i + 1).is_multiple_of(step)).collect()
     } else if let Some(step) = r.whole("decoder_sparse_step", 1, MAX_LAYERS) {
         let dense_only = r.numbers("mlp_only_layers").unwrap_or_default();
-        (0..u64::from(layers))
-            .filter(|i| (i + 1) % step == 0 && !dense_only.contains(i))
-            .count() as u64
+        (0..layers)
+            .map(|i| (i + 1).is_multiple_of(step) && !dense_only.contains(&i))
+            .collect()
     } else {
-        u64::from(layers)
+        vec![true; layers as usize]
     };
+    let moe_layers = flags.iter().filter(|f| **f).count() as u32;
+    // Gate, up and down projections of a gated (SwiGLU) expert; up and down of a non-gated one.
+    let act = ["mlp_hidden_act", "hidden_act", "hidden_activation"]
+        .into_iter()
+        .find(|k| r.get(k).is_some())
+        .and_then(|k| r.text(k))
+        .unwrap_or_default();
+    let matrices: u32 = if non_gated(&act) { 2 } else { 3 };
+    out.moe_layers = Some(moe_layers);
+    out.expert_matrices = Some(matrices);
     if let (Some(h), Some(w)) = (out.hidden_size, width) {
-        // Gate, up and down projections of a SwiGLU expert.
-        out.expert_params = Some(moe_layers as f64 * f64::from(e) * 3.0 * f64::from(h) * f64::from(w));
+        out.expert_params =
+            Some(f64::from(moe_layers) * f64::from(e) * f64::from(matrices) * f64::from(h) * f64::from(w));
     }
+    Some(flags)
+}
+
+/// The parameters the shapes give: embeddings, every layer's mixer (attention, latent attention,
+/// Gated DeltaNet, Mamba-2) and feed-forward block (dense or experts with shared experts and
+/// router), and the multi-token-prediction layers apart. `None` when a shape it needs is missing.
+fn count_params(
+    r: &mut Reader<'_>,
+    out: &ConfigReading,
+    layout: Option<&Layout>,
+    moe: Option<&[bool]>,
+) -> Option<ParamCount> {
+    let h = f64::from(out.hidden_size?);
+    let vocab = f64::from(out.vocab_size?);
+    let layers = out.num_layers? as usize;
+    let heads = f64::from(out.num_attention_heads?);
+    let kv = f64::from(out.num_kv_heads?);
+    let hd = f64::from(out.head_dim?);
+    let act = ["mlp_hidden_act", "hidden_act", "hidden_activation"]
+        .into_iter()
+        .find(|k| r.get(k).is_some())
+        .and_then(|k| r.text(k))
+        .unwrap_or_default();
+    let m = if non_gated(&act) { 2.0 } else { 3.0 };
+    let embed = vocab
+        * h
+        * if out.tie_word_embeddings.unwrap_or(false) {
+            1.0
+        } else {
+            2.0
+        };
+
+    let attention = match out.mla {
+        Some((rank, rope)) => {
+            let nope = f64::from(r.positive("qk_nope_head_dim", MAX_HEAD_DIM)?);
+            let v = f64::from(r.positive("v_head_dim", MAX_HEAD_DIM).unwrap_or(out.head_dim?));
+            let q_dim = heads * (nope + f64::from(rope));
+            let q = match r.positive("q_lora_rank", MAX_WIDTH) {
+                Some(q_lora) => h * f64::from(q_lora) + f64::from(q_lora) * q_dim,
+                None => h * q_dim,
+            };
+            q + h * f64::from(rank + rope) + f64::from(rank) * heads * (nope + v) + heads * v * h
+        }
+        None => {
+            // Qwen3-Next / Qwen3.5 gate the attention output with a second query-sized projection.
+            let gate = if r.get("attn_output_gate").is_some() && r.boolean("attn_output_gate") == Some(true)
+                || matches!(out.model_type.as_deref(), Some("qwen3_next"))
+            {
+                2.0
+            } else {
+                1.0
+            };
+            gate * h * heads * hd + 2.0 * h * kv * hd + heads * hd * h
+        }
+    };
+    let state = out.state.map_or(0.0, |s| {
+        let (heads, groups, head_dim, size, k) = (
+            f64::from(s.heads),
+            f64::from(s.groups),
+            f64::from(s.head_dim),
+            f64::from(s.state_size),
+            f64::from(s.conv_kernel),
+        );
+        match s.kind {
+            StateKind::Gdn => {
+                let qkv = 2.0 * groups * head_dim + heads * size;
+                // in_proj_qkvz (q, k, v and the output gate z), in_proj_ba, conv, out_proj.
+                h * (qkv + heads * size) + h * 2.0 * heads + qkv * k + heads * size * h
+            }
+            _ => {
+                let inner = heads * head_dim;
+                // in_proj (z, x, B, C, dt), conv, out_proj.
+                h * (2.0 * inner + 2.0 * groups * size + heads) + (inner + 2.0 * groups * size) * k + inner * h
+            }
+        }
+    });
+    let llama4 = matches!(out.model_type.as_deref(), Some("llama4" | "llama4_text"));
+    let intermediate = r.positive("intermediate_size", MAX_WIDTH).map(f64::from);
+    // Llama 4 names its dense layers' width apart (`intermediate_size_mlp`).
+    let dense_width = if llama4 {
+        r.positive("intermediate_size_mlp", MAX_WIDTH)
+            .map(f64::from)
+            .or(intermediate)
+    } else {
+        intermediate
+    };
+    let experts = out.moe.map(|(e, _)| f64::from(e));
+    let moe_width = r
+        .positive("moe_intermediate_size", MAX_WIDTH)
+        .map(f64::from)
+        .or(intermediate);
+    // Shared experts: DeepSeek-style `n_shared_experts` of the expert width (Nemotron-H names its
+    // own width), Qwen's one shared expert of `shared_expert_intermediate_size`, Llama 4's one
+    // shared expert as wide as a routed one.
+    let shared = if llama4 {
+        moe_width.map_or(0.0, |w| m * h * w)
+    } else if let Some(w) = r.positive("shared_expert_intermediate_size", MAX_WIDTH) {
+        m * h * f64::from(w) + h
+    } else {
+        let n = r.whole("n_shared_experts", 0, MAX_EXPERTS).unwrap_or(0) as f64;
+        let w = r
+            .positive("moe_shared_expert_intermediate_size", MAX_WIDTH)
+            .map(f64::from)
+            .or(moe_width)
+            .unwrap_or(0.0);
+        if r.get("moe_shared_expert_intermediate_size").is_some() {
+            // Nemotron-H: the width is that of all shared experts together.
+            m * h * w * n.min(1.0)
+        } else {
+            m * h * w * n
+        }
+    };
+    let moe_block = match (experts, moe_width) {
+        (Some(e), Some(w)) => Some(e * m * h * w + shared + e * h),
+        _ => None,
+    };
+    let dense_block = dense_width.map(|w| m * h * w);
+
+    let mut main = embed;
+    for i in 0..layers {
+        let mixer = layout.map_or(Mixer::Attention, |l| l.mixers[i]);
+        main += match mixer {
+            Mixer::Attention => attention,
+            Mixer::Gdn | Mixer::Mamba => {
+                out.state?;
+                state
+            }
+            Mixer::None => 0.0,
+        };
+        let ffn = match layout.and_then(|l| l.ffn.as_ref()) {
+            Some(ffn) => ffn[i],
+            None if moe.is_some_and(|f| f[i]) => Ffn::Moe,
+            None => Ffn::Dense,
+        };
+        main += match ffn {
+            Ffn::Moe => moe_block?,
+            Ffn::Dense => dense_block?,
+            Ffn::None => 0.0,
+        };
+    }
+    // A multi-token-prediction layer: one full decoder layer (its attention and its experts or
+    // MLP) and the projection of [embedding; hidden] back to the hidden width.
+    let mtp_layer = attention + moe_block.or(dense_block)? + 2.0 * h * h;
+    Some(ParamCount {
+        main,
+        mtp: f64::from(out.mtp_layers.unwrap_or(0)) * mtp_layer,
+    })
 }
 
 /// Which layers keep only a sliding window or a chunk of the tokens.

@@ -48,8 +48,7 @@ pub fn default_placement(fp: &Footprint, gpu: &GpuSpec, count: u32) -> Option<Pl
         Split::KvHeads { .. } => parallelism::layout(
             count * dpc,
             count.min(gpu.gpus_per_node) * dpc,
-            fp.shape.heads,
-            fp.shape.kv_heads,
+            &parallelism::Heads::of(&fp.shape),
             fp.shape.layers,
         )?,
         Split::DataParallel { .. } => Layout { tp: 1, pp: 1 },
@@ -84,14 +83,31 @@ pub fn per_card_at(fp: &Footprint, gpu: &GpuSpec, p: &Placement) -> (f64, f64) {
     let devices = p.count * dpc;
     let d = f64::from(devices);
     let (weights, kv) = match (fp.split, fp.dp_attention.filter(|_| p.dp_attention)) {
-        (Split::KvHeads { per_seq, seqs, .. }, Some(dp)) => (
+        (
+            Split::KvHeads {
+                per_seq,
+                state_per_seq,
+                seqs,
+                ..
+            },
+            Some(dp),
+        ) => (
             dp.shared_bytes + dp.expert_bytes / d,
-            per_seq * seqs.div_ceil(u64::from(devices)) as f64,
+            (per_seq + state_per_seq) * seqs.div_ceil(u64::from(devices)) as f64,
         ),
-        (Split::KvHeads { shards, .. }, None) => (
-            fp.weights / d,
-            fp.dynamic / (f64::from(p.layout.tp.min(shards.max(1))) * f64::from(p.layout.pp)),
-        ),
+        (
+            Split::KvHeads {
+                shards,
+                per_seq,
+                state_per_seq,
+                seqs,
+            },
+            None,
+        ) => {
+            let (tp, pp) = (f64::from(p.layout.tp), f64::from(p.layout.pp));
+            let kv = per_seq / (f64::from(p.layout.tp.min(shards.max(1))) * pp);
+            (fp.weights / d, (kv + state_per_seq / (tp * pp)) * seqs as f64)
+        }
         (Split::DataParallel { per_seq, seqs }, _) => {
             (fp.weights / d, per_seq * seqs.div_ceil(u64::from(devices)) as f64)
         }
@@ -198,14 +214,21 @@ pub fn interconnect_note(fp: &Footprint, gpu: &GpuSpec, p: &Placement) -> Option
             ));
         }
         if matches!(fp.split, Split::KvHeads { .. }) && !p.dp_attention && p.layout.tp < in_node * dpc {
-            let degrees = parallelism::valid_degrees(fp.shape.heads, fp.shape.kv_heads, in_node * dpc);
-            let heads = fp
-                .shape
-                .heads
-                .map_or_else(String::new, |h| format!("{h} attention heads and "));
+            let degrees = parallelism::valid_degrees(&parallelism::Heads::of(&fp.shape), in_node * dpc);
+            let mut heads: Vec<String> = Vec::new();
+            if let Some(h) = fp.shape.heads {
+                heads.push(format!("{h} attention heads"));
+            }
+            heads.push(format!("{} KV heads", fp.shape.kv_heads));
+            if let Some(s) = fp.shape.state {
+                heads.push(s.heads_text());
+            }
+            let heads = match heads.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+                _ => heads.join(""),
+            };
             parts.push(format!(
-                "{heads}{} KV heads allow tensor parallel {} only, so the other factor is pipeline stages",
-                fp.shape.kv_heads,
+                "{heads} allow tensor parallel {} only, so the other factor is pipeline stages",
                 join_numbers(&degrees)
             ));
         }
@@ -333,10 +356,10 @@ pub fn option_for(fp: &Footprint, gpu: &GpuSpec) -> SizingOption {
     }
 }
 
-/// Fitting options first, by memory rented (count × datasheet memory) ascending, then count,
+/// Fitting options first, by memory rented (count × memory per card) ascending, then count,
 /// then name; then the rest, closest to fitting (largest headroom) first, then name.
 pub fn order(a: (&SizingOption, &GpuSpec), b: (&SizingOption, &GpuSpec)) -> Ordering {
-    let rented = |(o, g): (&SizingOption, &GpuSpec)| f64::from(o.count) * g.memory_gb;
+    let rented = |(o, g): (&SizingOption, &GpuSpec)| f64::from(o.count) * g.memory_bytes();
     let (a_opt, b_opt) = (a.0, b.0);
     b_opt.fits.cmp(&a_opt.fits).then_with(|| {
         if a_opt.fits {

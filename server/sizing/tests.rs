@@ -20,6 +20,8 @@ pub(super) fn option<'a>(s: &'a Sizing, gpu: &str) -> &'a SizingOption {
 }
 
 pub(super) const RT: WorkloadKind = WorkloadKind::RealtimeInference;
+/// Bytes in a MiB, the unit the driver reports GPU memory in.
+pub(super) const MIB: f64 = 1_048_576.0;
 
 /// Checks that every option the engine calls fitting can load — a valid tensor-parallel
 /// degree, TP × PP = the devices (data-parallel attention: TP 1 × PP 1), a precision the GPU
@@ -32,7 +34,8 @@ pub(super) fn fitting_options_load(input: &SizingInput, s: &Sizing) -> usize {
         fitting += 1;
         let g = gpu_by_name(&o.gpu).unwrap();
         assert!(
-            parallelism::tp_valid(o.tensor_parallel, a.num_attention_heads, a.num_kv_heads),
+            parallelism::tp_valid(o.tensor_parallel, a.num_attention_heads, a.num_kv_heads)
+                && a.state.is_none_or(|s| s.tp_valid(o.tensor_parallel)),
             "{} TP {}",
             o.gpu,
             o.tensor_parallel
@@ -74,10 +77,11 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
     let (m, g) = raw_csvs();
     let parsed_models = parse_models(m).unwrap();
     let parsed_gpus = parse_gpus(g).unwrap();
-    assert_eq!(parsed_models.len(), 22);
+    assert_eq!(parsed_models.len(), 30);
     assert_eq!(parsed_gpus.len(), 25);
     for m in &parsed_models {
-        let full = 2 * u64::from(m.num_layers) * u64::from(m.num_kv_heads) * u64::from(m.head_dim) * 2;
+        // Only the attention layers hold KV (a hybrid's state layers keep a constant state).
+        let full = 2 * u64::from(m.kv_layers()) * u64::from(m.num_kv_heads) * u64::from(m.head_dim) * 2;
         match m.attention {
             Attention::Gqa | Attention::Mha => {
                 assert_eq!(m.kv_bytes_per_token_bf16, full, "{}", m.hf_id)
@@ -86,8 +90,9 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
             Attention::Mla => {
                 let latent = u64::from(m.kv_lora_rank + m.qk_rope_head_dim);
                 assert_eq!(latent, 576);
-                assert_eq!(m.kv_bytes_per_token_bf16, latent * u64::from(m.num_layers) * 2);
-                assert!(m.kv_bytes_per_token_bf16 < full / 50);
+                assert_eq!(m.kv_bytes_per_token_bf16, latent * u64::from(m.kv_layers()) * 2);
+                // (Kimi K2 has half the heads of DeepSeek-V3: 28× rather than 57×.)
+                assert!(m.kv_bytes_per_token_bf16 < full / 25);
             }
         }
         if m.is_moe() {
@@ -112,6 +117,22 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
 }
 
 #[test]
+fn every_gpu_row_names_the_source_of_its_driver_memory() {
+    let readme = include_str!("../../data/README.md");
+    for g in gpus() {
+        let mib = g
+            .memory_total_mib
+            .map_or_else(|| "—".to_owned(), |m| crate::money::count(m as i64));
+        let row = format!("| {} | {mib} | ", g.model);
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with(&row))
+            .unwrap_or_else(|| panic!("data/README.md has no source row `{row}`"));
+        assert!(line.len() > row.len() + 20, "{line}");
+    }
+}
+
+#[test]
 fn lookups_are_case_insensitive_and_memory_is_converted() {
     assert_eq!(
         model_by_hf_id("META-LLAMA/llama-3.1-70b-instruct").unwrap().num_layers,
@@ -119,9 +140,16 @@ fn lookups_are_case_insensitive_and_memory_is_converted() {
     );
     assert!(model_by_hf_id("nope/nope").is_none());
     let h100 = gpu_by_name("h100 sxm").unwrap();
-    // 80 GB = 80e9 / 2^30 = 74.5058 GiB.
-    close(h100.memory_gib, 74.5058, 1e-3);
+    // The driver reports 81,559 MiB = 79.65 GiB (the datasheet's "80 GB" read as 80e9 bytes
+    // would be 74.51 GiB, 6.5 % short of what vLLM's utilisation multiplies).
+    close(h100.memory_gib, 81_559.0 / 1024.0, 1e-9);
+    assert_eq!(h100.memory_bytes(), 81_559.0 * MIB);
     assert_eq!(h100.memory_gb, 80.0);
+    // A100 80GB: 81,920 MiB = 80 GiB exactly.
+    assert_eq!(gpu_by_name("A100 80GB SXM").unwrap().memory_gib, 80.0);
+    // Without a driver figure the datasheet's decimal GB is used.
+    let mi325x = gpu_by_name("Instinct MI325X").unwrap();
+    assert_eq!((mi325x.memory_total_mib, mi325x.memory_bytes()), (None, 256e9));
     assert!(gpu_by_name("H100").is_none());
 }
 
@@ -144,7 +172,7 @@ fn enums_round_trip_strings_and_serde() {
 fn options_are_ordered_and_counts_are_tp_friendly() {
     let s = size(&input(RT, Precision::Bf16, "Qwen/Qwen2.5-72B-Instruct", 32768, 8));
     assert_eq!(s.options.len(), gpus().len());
-    let rented = |o: &SizingOption| f64::from(o.count) * gpu_by_name(&o.gpu).unwrap().memory_gb;
+    let rented = |o: &SizingOption| f64::from(o.count) * gpu_by_name(&o.gpu).unwrap().memory_bytes();
     let fitting: Vec<_> = s.options.iter().take_while(|o| o.fits).collect();
     assert!(!fitting.is_empty());
     assert!(s.options[fitting.len()..].iter().all(|o| !o.fits));
@@ -261,10 +289,12 @@ fn json_has_exactly_the_contract_fields() {
             "kv_cache_gib",
             "options",
             "overhead_gib",
+            "state_gib",
             "total_gib",
             "weights_gib"
         ]
     );
+    assert_eq!(v["state_gib"], 0.0, "no state layers in a plain transformer");
     let mut okeys: Vec<_> = v["options"][0].as_object().unwrap().keys().cloned().collect();
     okeys.sort();
     assert_eq!(
@@ -306,6 +336,8 @@ fn extreme_validated_inputs_stay_finite() {
                         concurrency: conc,
                         architecture,
                         architecture_notes: Vec::new(),
+                        kv_cache_dtype: KvCacheDtype::Auto,
+                        speculative_decoding: false,
                     });
                     let all = [s.weights_gib, s.kv_cache_gib, s.overhead_gib, s.total_gib];
                     assert!(all.iter().all(|x| x.is_finite() && *x >= 0.0), "{s:?}");

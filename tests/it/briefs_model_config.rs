@@ -195,3 +195,141 @@ async fn bad_model_configs_are_422_on_the_field_and_nothing_is_stored() {
     assert_eq!(errors[0].0, "experts_per_token", "{errors:?}");
     assert_eq!(app.count("briefs").await, 0, "nothing is stored");
 }
+
+/// `kv_cache_dtype` and `speculative_decoding` are brief fields (JSON in and out, defaults auto and
+/// false); a hybrid model's constant state is its own figure in the sizing and its own line on the
+/// brief page and the form.
+#[tokio::test]
+async fn serving_settings_and_a_hybrids_state_through_the_api_and_the_pages() {
+    let app = spawn_app().await;
+    let created = app.create_brief(json!({})).await;
+    assert_eq!(created["kv_cache_dtype"], "auto", "16-bit KV unless asked");
+    assert_eq!(created["speculative_decoding"], false);
+    assert_eq!(created["sizing"]["state_gib"], 0.0);
+
+    // Qwen3.5-35B-A3B from the catalogue: 10 attention layers (2 KV heads × 256) and 30 Gated
+    // DeltaNet layers, one multi-token-prediction layer.
+    let mut body = valid_brief();
+    let map = body.as_object_mut().unwrap();
+    for k in ["num_layers", "num_kv_heads", "head_dim", "params_b"] {
+        map.remove(k);
+    }
+    merge(
+        &mut body,
+        json!({
+            "name": "Qwen3.5 agents",
+            "model_name": "Qwen/Qwen3.5-35B-A3B",
+            "catalog_model": "Qwen/Qwen3.5-35B-A3B",
+            "context_length": 65536,
+            "concurrency": 16,
+            "kv_cache_dtype": "fp8",
+            "speculative_decoding": true,
+        }),
+    );
+    let res = app.post_json("/api/v1/briefs", &body).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let created: Value = res.json().await.unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (&created["kv_cache_dtype"], &created["speculative_decoding"]),
+        (&json!("fp8"), &json!(true))
+    );
+    let sizing = &created["sizing"];
+    // fp8 KV over 11 KV layers (10 attention + the MTP layer): 2 × 11 × 2 × 256 × 1 B per token.
+    assert_eq!(sizing["kv_bytes_per_token"], 2 * 11 * 2 * 256);
+    // State: 30 layers × (32 × 128 × 128 × 4 B + 3 × (2 × 16 × 128 + 32 × 128) × 2 B) × 16
+    // sequences = 0.96 GiB, whatever the context.
+    let state = 30.0 * (32.0 * 128.0 * 128.0 * 4.0 + 3.0 * 8192.0 * 2.0) * 16.0 / GIB;
+    assert!(
+        (sizing["state_gib"].as_f64().unwrap() - state).abs() < 0.005,
+        "{sizing}"
+    );
+    let kv = 16.0 * 2.0 * 11.0 * 2.0 * 256.0 * 65536.0 / GIB;
+    assert!((sizing["kv_cache_gib"].as_f64().unwrap() - kv).abs() < 0.005);
+
+    // Round trip: the settings come back and a PUT without them resets them to the defaults.
+    let fetched: Value = app.get(&format!("/api/v1/briefs/{id}")).await.json().await.unwrap();
+    assert_eq!(fetched["kv_cache_dtype"], "fp8");
+    let mut back = fetched.clone();
+    let map = back.as_object_mut().unwrap();
+    map.remove("kv_cache_dtype");
+    map.remove("speculative_decoding");
+    let updated: Value = app
+        .put_json(&format!("/api/v1/briefs/{id}"), &back)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&updated["kv_cache_dtype"], &updated["speculative_decoding"]),
+        (&json!("auto"), &json!(false))
+    );
+    assert_eq!(updated["sizing"]["kv_bytes_per_token"], 2 * 10 * 2 * 256 * 2);
+
+    // The brief page says what each figure is: the state has its own line.
+    let owner = app.login_owner().await;
+    let page = owner.get(app.url(&format!("/briefs/{id}"))).await.text().await.unwrap();
+    let line = &page[page.find("id=\"sizing-state\"").expect("a state line")..];
+    assert!(
+        line[..line.find("</div>").unwrap()].contains("0.96 GiB for 16 sequences, independent of context"),
+        "{line}"
+    );
+    assert!(page.contains("30 of 40 layers are Gated DeltaNet (linear attention) layers"));
+
+    // Bad values are refused on their field.
+    let mut bad = valid_brief();
+    merge(
+        &mut bad,
+        json!({ "kv_cache_dtype": "int4", "speculative_decoding": "sometimes" }),
+    );
+    let fields = problem_fields(app.post_json("/api/v1/briefs", &bad).await).await;
+    let named: Vec<&str> = fields.iter().map(|(f, _)| f.as_str()).collect();
+    assert!(
+        named.contains(&"kv_cache_dtype") && named.contains(&"speculative_decoding"),
+        "{fields:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_form_offers_the_serving_settings_and_previews_the_state_line() {
+    let app = spawn_app().await;
+    let person = app.login(rentcheck::auth::Role::Engineer).await;
+    let form = person.get(app.url("/briefs/new")).await.text().await.unwrap();
+    assert!(form.contains("name=\"kv_cache_dtype\"") && form.contains("name=\"speculative_decoding\""));
+    let fields = [
+        ("csrf_token", person.csrf.as_str()),
+        ("name", "Nemotron preview"),
+        ("owner", "infra@example.com"),
+        ("workload_kind", "realtime-inference"),
+        ("catalog_model", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
+        ("precision", "bf16"),
+        ("context_length", "131072"),
+        ("concurrency", "8"),
+        ("kv_cache_dtype", "fp8"),
+        ("data_boundary", "shared-ok"),
+        ("allocation_boundary", "vm"),
+        ("cost_unit", "request"),
+        ("currency", "USD"),
+        ("intent", "preview"),
+    ];
+    let mut multipart = reqwest::multipart::Form::new();
+    for (k, v) in fields {
+        multipart = multipart.text(k, v.to_owned());
+    }
+    let res = person
+        .client
+        .post(app.url("/briefs/new"))
+        .multipart(multipart)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let html = res.text().await.unwrap();
+    // 23 Mamba-2 layers × (64 × 64 × 128 × 4 B + 3 × (4096 + 2048) × 2 B) × 8 sequences.
+    let state = 23.0 * (64.0 * 64.0 * 128.0 * 4.0 + 3.0 * 6144.0 * 2.0) * 8.0 / GIB;
+    assert!(
+        html.contains(&format!("{state:.2} GiB for 8 sequences, independent of context")),
+        "the preview has the state line"
+    );
+    assert!(html.contains("<option value=\"fp8\" selected"), "the choice is kept");
+}

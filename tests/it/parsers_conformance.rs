@@ -251,6 +251,15 @@ fn table() -> Vec<(&'static str, Expect)> {
             ]),
         ),
         (
+            "vllm-log/v0.10.1-gpt-oss-120b-tp4-4x-a100-80gb-gmu0.8.log",
+            Ok(vec![
+                ("serving.kv_cache_tokens", N(2_640_144.0)),
+                ("serving.max_concurrency", N(284.25)),
+                ("serving.max_concurrency_tokens_per_request", N(16_384.0)),
+                ("serving.gpu_memory_utilization", N(0.8)),
+            ]),
+        ),
+        (
             "vllm-metrics/datadog-fixture-vllm-v0.5-opt-125m-original-capture.txt",
             Ok(vec![
                 ("serving.ttft_p50_ms", N(375.0)),
@@ -785,15 +794,10 @@ fn every_fixture_has_provenance_and_every_real_one_has_expectations() {
     // The real samples this repository keeps (a lost folder must not pass quietly).
     assert!(real >= 50, "only {real} real or adapted fixtures found");
     for kind in EvidenceKind::ALL {
-        // The project's own formats are synthetic by nature; no public vLLM startup log with the
-        // lines the parser reads has been found yet (see tests/fixtures/vllm-log/PROVENANCE.md).
+        // The project's own formats are synthetic by nature.
         if matches!(
             kind,
-            EvidenceKind::Log
-                | EvidenceKind::Metrics
-                | EvidenceKind::Probe
-                | EvidenceKind::CheckpointRestore
-                | EvidenceKind::VllmLog
+            EvidenceKind::Log | EvidenceKind::Metrics | EvidenceKind::Probe | EvidenceKind::CheckpointRestore
         ) {
             continue;
         }
