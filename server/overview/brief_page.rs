@@ -132,7 +132,7 @@ fn summary(trial: &Trial, sizing: &Sizing, stages: &[card_pages::StageRow], time
                     price: o
                         .price
                         .as_ref()
-                        .map(|p| format!("{} {}/h · {}", money::amount(p.per_hour), p.currency, p.provider)),
+                        .map(|p| format!("{} {}/h {} · {}", money::amount(p.per_hour), p.currency, p.billing, p.provider)),
                     under_test: tested.is_some(),
                 }
             })
