@@ -534,6 +534,9 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
     hosts.sort();
     hosts.truncate(MAX_QUOTED);
     out.counted_as_host = hosts;
+    for n in &mut out.not_added {
+        n.sum = n.sum.normalize();
+    }
     Ok(out)
 }
 
@@ -770,9 +773,9 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
         assert_eq!(
             listed,
             [
-                ("Tax", "not usage", "account", "1.00".into()),
-                ("Credit", "not usage", "trial", "-3.00".into()),
-                ("Usage", "refund", "trial", "-1.50".into()),
+                ("Tax", "not usage", "account", "1".into()),
+                ("Credit", "not usage", "trial", "-3".into()),
+                ("Usage", "refund", "trial", "-1.5".into()),
             ]
         );
         assert_eq!((got.rows_read, got.rows_selected), (10, 8));
