@@ -112,7 +112,10 @@ async fn post(
         Some(other) => {
             return Err(AppError::Validation(vec![FieldError::new(
                 "format",
-                format!("{} is not a ledger format; use csv (the ledger's own) or focus (a FinOps FOCUS export)", csv::shown(other)),
+                format!(
+                    "{} is not a ledger format; use csv (the ledger's own) or focus (a FinOps FOCUS export)",
+                    csv::shown(other)
+                ),
             )]))
         }
     }
@@ -319,7 +322,10 @@ async fn post_focus(state: &AppState, caller: &Principal, id: Uuid, q: PostQuery
     };
     Ok((
         status,
-        [(header::LOCATION, format!("/api/v1/briefs/{id}/ledger?trial={}", answer.trial))],
+        [(
+            header::LOCATION,
+            format!("/api/v1/briefs/{id}/ledger?trial={}", answer.trial),
+        )],
         Json(answer),
     )
         .into_response())

@@ -78,7 +78,8 @@ impl GpusPerResource {
         if raw.is_empty() {
             return Ok(Self::Unknown);
         }
-        let count = |s: &str| match s.trim().parse::<i32>() {
+        let count = |s: &str| {
+            match s.trim().parse::<i32>() {
             Ok(n) if (1..=MAX_GPUS).contains(&n) => Ok(n),
             _ => Err(FieldError::new(
                 "gpus_per_resource",
@@ -87,6 +88,7 @@ impl GpusPerResource {
                     shown(s.trim())
                 ),
             )),
+        }
         };
         if !raw.contains('=') {
             return count(raw).map(Self::All);
@@ -213,11 +215,20 @@ pub fn parse_time(raw: &str) -> Option<DateTime<Utc>> {
         .or_else(|| raw.strip_suffix('Z'))
         .unwrap_or(raw)
         .trim_end();
-    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"]
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(bare, f).ok())
-        .or_else(|| NaiveDate::parse_from_str(bare, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)))
-        .map(|t| t.and_utc())
+    [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ]
+    .iter()
+    .find_map(|f| NaiveDateTime::parse_from_str(bare, f).ok())
+    .or_else(|| {
+        NaiveDate::parse_from_str(bare, "%Y-%m-%d")
+            .ok()
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+    })
+    .map(|t| t.and_utc())
 }
 
 /// A FOCUS money cell: a decimal, or scientific notation as some exports write small amounts.
@@ -310,9 +321,16 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
         .filter(|(_, h)| h.to_ascii_lowercase().ends_with("instancetype"))
         .map(|(i, _)| i)
         .collect();
-    c_instance.extend(["SkuPriceDetails", "ResourceType", "SkuMeter", "ChargeDescription"].iter().filter_map(|c| find(c)));
+    c_instance.extend(
+        ["SkuPriceDetails", "ResourceType", "SkuMeter", "ChargeDescription"]
+            .iter()
+            .filter_map(|c| find(c)),
+    );
     let at = |line: u64, column: usize, message: String| {
-        FieldError::new(format!("line {line}, column {} ({})", column + 1, header[column]), message)
+        FieldError::new(
+            format!("line {line}, column {} ({})", column + 1, header[column]),
+            message,
+        )
     };
 
     let mut out = FocusImport::default();
@@ -378,11 +396,9 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                         of: &'static str,
                         sum: Decimal,
                         currency: &str| {
-                let group = match out
-                    .not_added
-                    .iter_mut()
-                    .position(|g| g.charge_category == category && g.reason == reason && g.of == of && g.currency == currency)
-                {
+                let group = match out.not_added.iter_mut().position(|g| {
+                    g.charge_category == category && g.reason == reason && g.of == of && g.currency == currency
+                }) {
                     Some(i) => &mut out.not_added[i],
                     None => {
                         out.not_added.push(NotAdded {
@@ -762,7 +778,10 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
         assert_eq!(got.counted_as_host, ["i-cpu"]);
         let start = &got.lines[0].line;
         assert_eq!(
-            (start.starts_at.unwrap().to_rfc3339(), start.ends_at.unwrap().to_rfc3339()),
+            (
+                start.starts_at.unwrap().to_rfc3339(),
+                start.ends_at.unwrap().to_rfc3339()
+            ),
             ("2024-09-01T00:00:00+00:00".into(), "2024-09-01T01:00:00+00:00".into())
         );
         let listed: Vec<(&str, &str, &str, String)> = got
@@ -812,7 +831,8 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
     #[test]
     fn columns_are_found_by_name_and_a_file_without_the_trial_is_refused() {
         // Another order, lower-case names, no Tags and no PricingUnit.
-        let text = "resourceid,servicecategory,chargeperiodend,chargeperiodstart,billingcurrency,chargecategory,billedcost\n\
+        let text =
+            "resourceid,servicecategory,chargeperiodend,chargeperiodstart,billingcurrency,chargecategory,billedcost\n\
                     i-1,Compute,2024-09-01T01:00:00Z,2024-09-01T00:00:00Z,USD,Usage,3.5\n";
         let mut selection = trial();
         selection.resources = Selection::resources_from(Some("i-1"));
@@ -840,8 +860,17 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
     fn a_re_import_has_the_same_identities() {
         let t = |s: &str| parse_time(s).unwrap();
         let a = identity("i-1", t("2024-09-01 00:00:00"), t("2024-09-01 01:00:00"), "x");
-        assert_eq!(a, identity("i-1", t("2024-09-01T00:00:00Z"), t("2024-09-01T01:00:00+00:00"), "x"));
-        assert_ne!(a, identity("i-1", t("2024-09-01 00:00:00"), t("2024-09-01 01:00:00"), "y"));
-        assert_ne!(a, identity("i-2", t("2024-09-01 00:00:00"), t("2024-09-01 01:00:00"), "x"));
+        assert_eq!(
+            a,
+            identity("i-1", t("2024-09-01T00:00:00Z"), t("2024-09-01T01:00:00+00:00"), "x")
+        );
+        assert_ne!(
+            a,
+            identity("i-1", t("2024-09-01 00:00:00"), t("2024-09-01 01:00:00"), "y")
+        );
+        assert_ne!(
+            a,
+            identity("i-2", t("2024-09-01 00:00:00"), t("2024-09-01 01:00:00"), "x")
+        );
     }
 }

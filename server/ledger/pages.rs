@@ -369,8 +369,8 @@ async fn import(
     let target = form_target(&values);
     let text = values.remove("csv").unwrap_or_default();
     if values.get("format").map(|f| f.trim()) == Some("focus") {
-        let gpus =
-            GpusPerResource::parse(values.get("gpus_per_resource").map(String::as_str)).map_err(|e| AppError::Validation(vec![e]))?;
+        let gpus = GpusPerResource::parse(values.get("gpus_per_resource").map(String::as_str))
+            .map_err(|e| AppError::Validation(vec![e]))?;
         let (stored, import) = import_focus(
             &state,
             id,

@@ -236,10 +236,11 @@ pub async fn store_focus(
     }
     let import_id = Uuid::now_v7();
     let identities: Vec<Vec<u8>> = import.lines.iter().map(|l| l.identity.to_vec()).collect();
-    let new: std::collections::HashSet<Vec<u8>> = repo::claim_focus_rows(&mut tx, brief_id, trial, import_id, &identities)
-        .await?
-        .into_iter()
-        .collect();
+    let new: std::collections::HashSet<Vec<u8>> =
+        repo::claim_focus_rows(&mut tx, brief_id, trial, import_id, &identities)
+            .await?
+            .into_iter()
+            .collect();
     let fresh: Vec<LedgerLine> = import
         .lines
         .iter()

@@ -23,7 +23,11 @@ pub enum Format {
 impl Format {
     /// `format=` (absent or `sheet`, or `skypilot`), with the catalogue's `provider=` and optional
     /// `valid_from=` (default: today, UTC).
-    pub fn from_params(format: Option<&str>, provider: Option<&str>, valid_from: Option<&str>) -> Result<Self, AppError> {
+    pub fn from_params(
+        format: Option<&str>,
+        provider: Option<&str>,
+        valid_from: Option<&str>,
+    ) -> Result<Self, AppError> {
         match format.map(str::trim).unwrap_or("") {
             "" | "sheet" | "csv" => Ok(Format::Sheet),
             "skypilot" => {
@@ -40,7 +44,9 @@ impl Format {
             }
             other => Err(AppError::Validation(vec![FieldError::new(
                 "format",
-                format!("{other:?} is not a price format; use sheet (rentcheck's CSV) or skypilot (a SkyPilot vms.csv)"),
+                format!(
+                    "{other:?} is not a price format; use sheet (rentcheck's CSV) or skypilot (a SkyPilot vms.csv)"
+                ),
             )])),
         }
     }

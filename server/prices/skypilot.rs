@@ -63,7 +63,11 @@ pub fn table() -> &'static [AcceleratorName] {
 /// table does not name the accelerator.
 pub fn gpu_for(accelerator: &str, instance_type: &str) -> Option<&'static str> {
     let instance = instance_type.to_ascii_lowercase();
-    let named = || table().iter().filter(|a| a.accelerator.eq_ignore_ascii_case(accelerator.trim()));
+    let named = || {
+        table()
+            .iter()
+            .filter(|a| a.accelerator.eq_ignore_ascii_case(accelerator.trim()))
+    };
     named()
         .find(|a| {
             !a.instance_type_contains.is_empty() && instance.contains(&a.instance_type_contains.to_ascii_lowercase())
@@ -399,7 +403,11 @@ mod tests {
                 a.accelerator,
                 a.gpu
             );
-            assert!(a.source.len() > 20, "{}: cite where the mapping comes from", a.accelerator);
+            assert!(
+                a.source.len() > 20,
+                "{}: cite where the mapping comes from",
+                a.accelerator
+            );
         }
         // Names are matched whole, never guessed: a 16 GB V100 is not the catalogue's 32 GB one.
         assert_eq!(gpu_for("V100", "p3.2xlarge"), None);
@@ -480,7 +488,9 @@ mod tests {
                 "line 3, column 5 (SpotPrice)",
             ]
         );
-        let header = parse_catalogue(b"InstanceType,Price\nx,1\n", "AWS", day()).unwrap_err().0;
+        let header = parse_catalogue(b"InstanceType,Price\nx,1\n", "AWS", day())
+            .unwrap_err()
+            .0;
         assert!(header[0].message.contains("AcceleratorName"), "{header:?}");
         let provider = parse_catalogue(text.as_bytes(), " ", day()).unwrap_err().0;
         assert_eq!(provider[0].field, "provider");

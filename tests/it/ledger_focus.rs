@@ -138,13 +138,62 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     assert_eq!(
         lines,
         [
-            line("i-006flle71l19b488a", "accelerator", "2024-09-27T15:00:00Z", "2024-09-27T16:00:00Z", json!(1), "2"),
-            line("i-02619lael51119a85", "accelerator", "2024-09-13T20:00:00Z", "2024-09-13T21:00:00Z", json!(1), "1"),
-            line("i-0834le5b437l856a8", "accelerator", "2024-09-22T17:00:00Z", "2024-09-22T18:00:00Z", json!(1), "2"),
-            line("i-09ba12e1l5743720b", "accelerator", "2024-09-21T01:00:00Z", "2024-09-21T02:00:00Z", json!(1), "0"),
-            line("i-0b3b3095474a3772a", "host", "2024-09-24T02:00:00Z", "2024-09-24T03:00:00Z", Value::Null, "1"),
-            line("i-0l6bb5al993lfa983", "accelerator", "2024-09-24T21:00:00Z", "2024-09-24T22:00:00Z", json!(1), "2"),
-            line(VOLUME, "storage", "2024-09-24T21:00:00Z", "2024-09-24T22:00:00Z", Value::Null, "0"),
+            line(
+                "i-006flle71l19b488a",
+                "accelerator",
+                "2024-09-27T15:00:00Z",
+                "2024-09-27T16:00:00Z",
+                json!(1),
+                "2"
+            ),
+            line(
+                "i-02619lael51119a85",
+                "accelerator",
+                "2024-09-13T20:00:00Z",
+                "2024-09-13T21:00:00Z",
+                json!(1),
+                "1"
+            ),
+            line(
+                "i-0834le5b437l856a8",
+                "accelerator",
+                "2024-09-22T17:00:00Z",
+                "2024-09-22T18:00:00Z",
+                json!(1),
+                "2"
+            ),
+            line(
+                "i-09ba12e1l5743720b",
+                "accelerator",
+                "2024-09-21T01:00:00Z",
+                "2024-09-21T02:00:00Z",
+                json!(1),
+                "0"
+            ),
+            line(
+                "i-0b3b3095474a3772a",
+                "host",
+                "2024-09-24T02:00:00Z",
+                "2024-09-24T03:00:00Z",
+                Value::Null,
+                "1"
+            ),
+            line(
+                "i-0l6bb5al993lfa983",
+                "accelerator",
+                "2024-09-24T21:00:00Z",
+                "2024-09-24T22:00:00Z",
+                json!(1),
+                "2"
+            ),
+            line(
+                VOLUME,
+                "storage",
+                "2024-09-24T21:00:00Z",
+                "2024-09-24T22:00:00Z",
+                Value::Null,
+                "0"
+            ),
         ]
     );
     // Accelerator 2 + 0 + 2 + 1 + 2 = 7 for 5 GPU-hours; host 1; storage 0; total 8.
@@ -223,7 +272,13 @@ async fn a_focus_export_is_refused_without_its_trial_and_imports_from_the_page()
     assert_eq!(problem["errors"][0]["field"], "resources");
     let res = post(&app, &brief, "format=focus&trial=not-a-uuid", export()).await;
     assert_eq!(res.status(), 400);
-    let res = post(&app, &brief, &format!("format=focus&trial={trial}&gpus_per_resource=many"), export()).await;
+    let res = post(
+        &app,
+        &brief,
+        &format!("format=focus&trial={trial}&gpus_per_resource=many"),
+        export(),
+    )
+    .await;
     assert_eq!(res.status(), 422);
     assert_eq!(app.count("ledger_lines").await, 0);
 
@@ -245,10 +300,21 @@ async fn a_focus_export_is_refused_without_its_trial_and_imports_from_the_page()
         .unwrap();
     assert_eq!(res.status(), 200);
     let page = res.text().await.unwrap();
-    assert!(page.contains("Added 6 ledger lines to the trial."), "five g5 hours and the tagged g3");
-    let not_added = &page[page.find("id=\"not-added\"").expect("the credit and the tax are listed")..];
-    assert!(not_added.contains("Credit") && not_added.contains("-3.00 USD"), "{not_added}");
-    assert!(not_added.contains("Tax") && not_added.contains("0.35 USD"), "{not_added}");
+    assert!(
+        page.contains("Added 6 ledger lines to the trial."),
+        "five g5 hours and the tagged g3"
+    );
+    let not_added = &page[page
+        .find("id=\"not-added\"")
+        .expect("the credit and the tax are listed")..];
+    assert!(
+        not_added.contains("Credit") && not_added.contains("-3.00 USD"),
+        "{not_added}"
+    );
+    assert!(
+        not_added.contains("Tax") && not_added.contains("0.35 USD"),
+        "{not_added}"
+    );
     // "1" GPU for every selected resource: the tagged g3 is accelerator time too.
     assert!(!page.contains("id=\"counted-as-host\""));
     assert_eq!(app.count("ledger_lines").await, 6);

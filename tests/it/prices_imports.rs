@@ -44,7 +44,13 @@ fn offers(prices: &Value) -> Vec<(String, i64, String, String, String, String)> 
     rows
 }
 
-fn row(gpu: &str, billing: &str, region: &str, rate: &str, instance: &str) -> (String, i64, String, String, String, String) {
+fn row(
+    gpu: &str,
+    billing: &str,
+    region: &str,
+    rate: &str,
+    instance: &str,
+) -> (String, i64, String, String, String, String) {
     (
         gpu.into(),
         8,
@@ -164,10 +170,31 @@ async fn a_malformed_catalogue_stores_nothing_and_another_column_order_reads_the
     let body: Value = res.json().await.unwrap();
     let mut want = vec![
         // gpu_8x_a100: 10.32 ÷ 8.
-        ("A100 40GB SXM".to_owned(), 8, "on-demand".to_owned(), "us-east-1".to_owned(), "1.29".to_owned(), "skypilot:gpu_8x_a100".to_owned()),
+        (
+            "A100 40GB SXM".to_owned(),
+            8,
+            "on-demand".to_owned(),
+            "us-east-1".to_owned(),
+            "1.29".to_owned(),
+            "skypilot:gpu_8x_a100".to_owned(),
+        ),
         // Two regions are two offers: nothing folds.
-        ("RTX A6000".into(), 1, "on-demand".into(), "us-east-1".into(), "0.8".into(), "skypilot:gpu_1x_a6000".into()),
-        ("RTX A6000".into(), 1, "on-demand".into(), "us-west-1".into(), "0.8".into(), "skypilot:gpu_1x_a6000".into()),
+        (
+            "RTX A6000".into(),
+            1,
+            "on-demand".into(),
+            "us-east-1".into(),
+            "0.8".into(),
+            "skypilot:gpu_1x_a6000".into(),
+        ),
+        (
+            "RTX A6000".into(),
+            1,
+            "on-demand".into(),
+            "us-west-1".into(),
+            "0.8".into(),
+            "skypilot:gpu_1x_a6000".into(),
+        ),
     ];
     want.sort();
     assert_eq!(offers(&body["prices"]), want);
@@ -198,7 +225,10 @@ async fn the_sizing_prices_from_the_catalogue_and_names_spot() {
     // the cheapest; 20.9934 × 730 h = 15,325.182 → 15,325.18 a month.
     assert_eq!(h100["provider"], "AWS");
     assert_eq!(h100["price_billing"], "spot");
-    assert_eq!(h100["price_per_hour"].as_str().unwrap().parse::<f64>().unwrap(), 20.9934);
+    assert_eq!(
+        h100["price_per_hour"].as_str().unwrap().parse::<f64>().unwrap(),
+        20.9934
+    );
     assert_eq!(h100["price_per_month"], "15325.18");
 
     // The brief page says "spot" beside that price.
@@ -251,7 +281,10 @@ async fn a_manager_previews_a_catalogue_on_the_page_then_confirms_it() {
         .unwrap();
     assert_eq!(preview.status(), 200);
     let html = preview.text().await.unwrap();
-    assert!(html.contains("Check these 15 rows"), "the rows are shown before anything is stored");
+    assert!(
+        html.contains("Check these 15 rows"),
+        "the rows are shown before anything is stored"
+    );
     let skipped = &html[html.find("id=\"skipped\"").expect("what the catalogue leaves out")..];
     assert!(skipped.contains("an accelerator the GPU catalogue does not name"));
     assert!(skipped.contains("p3.2xlarge"));
