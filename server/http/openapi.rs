@@ -590,7 +590,7 @@ pub fn document() -> OpenApi {
         "Add ledger lines and/or output counts: JSON { lines, outputs } or text/csv with the header \
          category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency (all or nothing); \
          with ?format=focus a FinOps FOCUS 1.x cost-and-usage CSV (AWS, Azure, GCP, OCI exports): the trial's rows \
-         (ResourceId in resources=, or Tags carrying rentcheck-trial: <trial id or name>) become lines, Usage rows \
+         (ResourceId in resources=, or Tags carrying rentcheck-trial: <trial id>) become lines, Usage rows \
          only; Purchase, Tax, Credit and Adjustment rows and refunds are listed in not_added with their sums, never \
          added; re-importing an export adds nothing (rows keyed by resource, charge period and charge description). \
          Answers { format, trial, lines_added, rows_already_imported, rows_read, rows_selected, rows_combined, \

@@ -348,7 +348,7 @@ where
     Fut: std::future::Future<Output = Result<FocusImport, AppError>>,
 {
     let currency = brief_currency(state, id).await?;
-    let (trial, trial_name) = service::focus_trial(state, id, target).await?;
+    let trial = read_target(state, id, target).await?;
     let catalogue = prices::catalogue_instance_gpus(state)
         .await?
         .into_iter()
@@ -356,7 +356,6 @@ where
         .collect();
     let selection = Selection {
         trial_id: trial,
-        trial_name,
         resources: Selection::resources_from(resources),
         gpus,
         catalogue,

@@ -3,9 +3,10 @@
 //! ledger CSV, under the same caps, with errors named by line and column.
 //!
 //! - **Which rows.** The trial's rows are those whose `ResourceId` the request lists
-//!   (`resources=`) or whose `Tags` carry `rentcheck-trial: <the trial's id or name>` (a provider
-//!   prefix such as `user:` is allowed); both select together. Other resources' rows are not read
-//!   further: an account's export holds other teams' spend.
+//!   (`resources=`) or whose `Tags` carry `rentcheck-trial: <the trial's id>` (a provider
+//!   prefix such as `user:` is allowed); both select together. Only the id: a trial's name ("Trial 1")
+//!   is the same in many briefs, and an account's export holds every team's spend, whose other
+//!   rows are not read further.
 //! - **Usage only.** Selected `Usage` rows become lines. `Purchase`, `Tax`, `Credit` and
 //!   `Adjustment` rows, and negative usage rows (refunds), are never added: they are listed with
 //!   their sums, and so are non-usage rows that name no resource at all (account-wide taxes and
@@ -119,7 +120,6 @@ impl GpusPerResource {
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     pub trial_id: Uuid,
-    pub trial_name: String,
     /// `resources=`: the trial's resource ids.
     pub resources: HashSet<String>,
     pub gpus: GpusPerResource,
@@ -148,10 +148,7 @@ impl Selection {
         let id = self.trial_id.to_string();
         map.iter().any(|(key, value)| {
             let key_names_it = key == TRIAL_TAG || key.rsplit_once(':').is_some_and(|(_, k)| k == TRIAL_TAG);
-            key_names_it
-                && value.as_str().map(str::trim).is_some_and(|v| {
-                    v.eq_ignore_ascii_case(&id) || (!self.trial_name.is_empty() && v == self.trial_name.trim())
-                })
+            key_names_it && value.as_str().is_some_and(|v| v.trim().eq_ignore_ascii_case(&id))
         })
     }
 }
@@ -688,7 +685,6 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
     fn trial() -> Selection {
         Selection {
             trial_id: Uuid::from_u128(7),
-            trial_name: "Trial 1".into(),
             ..Selection::default()
         }
     }
@@ -726,8 +722,9 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
 
     #[test]
     fn the_trials_rows_become_lines_and_the_rest_is_listed() {
-        let tag = r#""{""rentcheck-trial"": ""Trial 1"", ""team"": ""ml""}""#;
-        let other = r#""{""rentcheck-trial"": ""Trial 2""}""#;
+        // Tagged with the trial's id (Uuid::from_u128(7)); a name is not enough.
+        let tag = r#""{""user:rentcheck-trial"": ""00000000-0000-0000-0000-000000000007"", ""team"": ""ml""}""#;
+        let other = r#""{""rentcheck-trial"": ""Trial 1""}""#;
         let text = format!(
             "{HEADER}\
 10.00,9.00,USD,Usage,$1.25 per p4d.24xlarge Instance Hour,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-gpu,Compute,NULL\n\

@@ -204,19 +204,6 @@ pub struct FocusStored {
     pub already_imported: u64,
 }
 
-/// The trial a FOCUS import is for, with its name (its tag may name either), before the file is
-/// read: the one the request names, else its token's, else the brief's only one.
-pub async fn focus_trial(state: &AppState, brief_id: Uuid, target: Target) -> Result<(Uuid, String), AppError> {
-    let trials = trials::names(state, brief_id).await?;
-    let id = trials::resolve(&trials, target.named, target.token_trial)?;
-    let name = trials
-        .into_iter()
-        .find(|(t, _)| *t == id)
-        .map(|(_, n)| n)
-        .unwrap_or_default();
-    Ok((id, name))
-}
-
 /// Stores a FOCUS export's lines on `trial` in one transaction with its audit row: each row's
 /// identity is claimed first, and only the rows no earlier import brought become lines, so
 /// re-importing an export adds nothing.

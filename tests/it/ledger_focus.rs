@@ -20,17 +20,17 @@ const G5: [(&str, u64); 5] = [
 const VOLUME: &str = "vom-088a1a2l190805f6e";
 const ORACLE: &str = "ocid6.instance.oc6.us-sanjose-6.anzwuljr9lro61icgqjlyydpuzgh9encxeyng169fjkcviotrl6fkqyhstnq";
 
-/// The excerpt as the test sends it. The sample has no tax row and no rentcheck tag, so two changes
-/// are made here, in the open: the `g3.4xlarge` row (line 4) gets the tag `rentcheck-trial: Trial 1`
-/// (the trial's name), and a tax row is appended, made from the account's credit row (line 7) with
-/// `Tax` for `Credit` and 0.35 for its costs.
-fn export() -> String {
+/// The excerpt as the test sends it for `trial`. The sample has no tax row and no rentcheck tag, so
+/// two changes are made here, in the open: the `g3.4xlarge` row (line 4) gets the tag
+/// `rentcheck-trial: <trial id>`, and a tax row is appended, made from the account's credit row
+/// (line 7) with `Tax` for `Credit` and 0.35 for its costs.
+fn export(trial: &str) -> String {
     let text = String::from_utf8(fixture("focus/focus-1.0-sample-excerpt.csv")).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     assert!(lines[3].contains("g3.4xlarge"), "{}", lines[3]);
     lines[3] = lines[3].replacen(
         r#""{""application"": ""BrightPathMatrix"","#,
-        r#""{""rentcheck-trial"": ""Trial 1"", ""application"": ""BrightPathMatrix"","#,
+        &format!(r#""{{""rentcheck-trial"": ""{trial}"", ""application"": ""BrightPathMatrix"","#),
         1,
     );
     assert!(lines[3].contains("rentcheck-trial"));
@@ -85,7 +85,7 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     let brief = app.brief_id().await;
     let trial = first_trial(&app, &brief).await;
 
-    let res = post(&app, &brief, &query(&trial), export()).await;
+    let res = post(&app, &brief, &query(&trial), export(&trial)).await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["trial"], trial.as_str());
@@ -204,7 +204,7 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     assert_eq!(s["total"], "8");
 
     // The same export again adds nothing: every row's identity is already the trial's.
-    let res = post(&app, &brief, &query(&trial), export()).await;
+    let res = post(&app, &brief, &query(&trial), export(&trial)).await;
     assert_eq!(res.status(), 200);
     let again: Value = res.json().await.unwrap();
     assert_eq!(again["lines_added"], 0);
@@ -214,7 +214,7 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
 
     // The same bill in euros is refused at its first line of the trial (the volume, line 3), the
     // brief being in dollars; nothing is stored.
-    let euros = export().replace(r#""USD""#, r#""EUR""#);
+    let euros = export(&trial).replace(r#""USD""#, r#""EUR""#);
     let res = post(&app, &brief, &query(&trial), euros).await;
     assert_eq!(res.status(), 422);
     let problem: Value = res.json().await.unwrap();
@@ -250,7 +250,7 @@ async fn a_focus_export_is_refused_without_its_trial_and_imports_from_the_page()
     let brief = app.brief_id().await;
     let trial = first_trial(&app, &brief).await;
 
-    // No listed resource and no tag of this trial (the g3's tag names "Trial 1").
+    // No listed resource and no tag of this trial (the g3's tag names the first trial).
     let second: Value = app
         .post_json(
             &format!("/api/v1/briefs/{brief}/trials"),
@@ -264,19 +264,19 @@ async fn a_focus_export_is_refused_without_its_trial_and_imports_from_the_page()
         &app,
         &brief,
         &format!("format=focus&trial={}", second["id"].as_str().unwrap()),
-        export(),
+        export(&trial),
     )
     .await;
     assert_eq!(res.status(), 422);
     let problem: Value = res.json().await.unwrap();
     assert_eq!(problem["errors"][0]["field"], "resources");
-    let res = post(&app, &brief, "format=focus&trial=not-a-uuid", export()).await;
+    let res = post(&app, &brief, "format=focus&trial=not-a-uuid", export(&trial)).await;
     assert_eq!(res.status(), 400);
     let res = post(
         &app,
         &brief,
         &format!("format=focus&trial={trial}&gpus_per_resource=many"),
-        export(),
+        export(&trial),
     )
     .await;
     assert_eq!(res.status(), 422);
@@ -291,7 +291,7 @@ async fn a_focus_export_is_refused_without_its_trial_and_imports_from_the_page()
             ("csrf_token", person.csrf.as_str()),
             ("trial", trial.as_str()),
             ("format", "focus"),
-            ("csv", export().as_str()),
+            ("csv", export(&trial).as_str()),
             ("resources", &G5.iter().map(|(r, _)| *r).collect::<Vec<_>>().join("\n")),
             ("gpus_per_resource", "1"),
         ])
