@@ -18,7 +18,7 @@ use super::{
     model::{PriceRow, COLUMNS},
     repo,
     service::{self, Format},
-    skypilot::CatalogueImport,
+    skypilot::{self, CatalogueImport},
 };
 use crate::{
     auth::Role,
@@ -107,7 +107,8 @@ impl PricesPage {
             .iter()
             .map(|s| {
                 let mut examples = s.instance_types.join(", ");
-                if s.rows > s.instance_types.len() as u64 && !examples.is_empty() {
+                // Only the first few instance types are kept: say when there may be more.
+                if s.instance_types.len() >= skypilot::MAX_EXAMPLES {
                     examples.push_str(", …");
                 }
                 (

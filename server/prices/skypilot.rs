@@ -35,7 +35,7 @@ pub const RATE_DECIMALS: u32 = 6;
 /// Errors reported before reading stops.
 const MAX_ERRORS: usize = 50;
 /// Instance types and lines quoted per skipped group.
-const MAX_EXAMPLES: usize = 10;
+pub const MAX_EXAMPLES: usize = 10;
 
 /// One row of `data/skypilot_accelerators.csv`: a SkyPilot accelerator name (and, optionally, a
 /// piece of the instance type that tells two form factors apart) and the GPU catalogue's model.
