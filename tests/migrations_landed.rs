@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 22] = [
+const LANDED: [(&str, &str); 24] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -95,6 +95,14 @@ const LANDED: [(&str, &str); 22] = [
     (
         "20261201200000_briefs_search_trigram.sql",
         "5bc1449c73556ab6555e38d75a965e854bdd6e66b828bd61d36be08e666a8b48fcf4f0f4819ea9381af5652cb26f634b",
+    ),
+    (
+        "20261202160001_price_rows_per_billing.sql",
+        "fa791d93879853ff4e3363c38009b7726cf25eecce52e3220148160d1b91318d5227db6ace5946ab61a92dbd15ae2c09",
+    ),
+    (
+        "20261202160002_ledger_focus_rows.sql",
+        "aaafaeaa7a8aac4efe0061acc74d65567998d8a9a5884045b05d1d26aa917510c4f9c3b094ab43d51a1217fdba623b58",
     ),
 ];
 

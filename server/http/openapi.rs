@@ -593,9 +593,33 @@ pub fn document() -> OpenApi {
         "postLedger",
         "ledger",
         "Add ledger lines and/or output counts: JSON { lines, outputs } or text/csv with the header \
-         category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency (all or nothing)",
+         category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency (all or nothing); \
+         with ?format=focus a FinOps FOCUS 1.x cost-and-usage CSV (AWS, Azure, GCP, OCI exports): the trial's rows \
+         (ResourceId in resources=, or Tags carrying rentcheck-trial: <trial id>) become lines, Usage rows \
+         only; Purchase, Tax, Credit and Adjustment rows and refunds are listed in not_added with their sums, never \
+         added; re-importing an export adds nothing (rows keyed by resource, charge period and charge description). \
+         Answers { format, trial, lines_added, rows_already_imported, rows_read, rows_selected, rows_combined, \
+         not_added: [{ charge_category, reason, of, rows, sum, currency, lines }], counted_as_host, ...summary }: \
+         201 when lines were added, 200 when none were new",
     )
     .parameter(brief_id())
+    .parameter(query_param(
+        "format",
+        Type::String,
+        "csv (default: the ledger's own CSV, or JSON) or focus (a FinOps FOCUS export, text/csv, streamed)",
+    ))
+    .parameter(query_param(
+        "resources",
+        Type::String,
+        "focus: the trial's resource ids (FOCUS ResourceId), separated by commas; rows tagged \
+         rentcheck-trial: <trial> are the trial's too",
+    ))
+    .parameter(query_param(
+        "gpus_per_resource",
+        Type::String,
+        "focus: GPUs of every selected resource (8) or per resource (RESOURCE=8,RESOURCE=4); without it, an \
+         instance type an imported SkyPilot catalogue prices gives the count",
+    ))
     .request_body(Some(
         RequestBodyBuilder::new()
             .required(Some(Required::True))
@@ -780,15 +804,43 @@ pub fn document() -> OpenApi {
         "importPrices",
         "prices",
         "Import a price sheet: text/csv with the header \
-         provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source (all or nothing)",
+         provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source (all or nothing); \
+         with ?format=skypilot&provider=NAME a SkyPilot catalogue vms.csv (columns found by name: InstanceType, \
+         AcceleratorName, AcceleratorCount, Price, SpotPrice, Region, AvailabilityZone): an on-demand row from Price and \
+         a spot row from SpotPrice per instance with GPUs the catalogue knows, per GPU-hour, in USD, the lowest price \
+         per offer (provider, GPU, count, region, billing) kept, source skypilot:<InstanceType>; CPU-only rows, unknown \
+         accelerators, fractions of a GPU and rows without a price are listed in skipped",
     )
+    .parameter(query_param(
+        "format",
+        Type::String,
+        "sheet (default) or skypilot",
+    ))
+    .parameter(query_param(
+        "provider",
+        Type::String,
+        "skypilot: the provider whose catalogue this is (required)",
+    ))
+    .parameter(query_param(
+        "valid_from",
+        Type::String,
+        "skypilot: the date the catalogue's prices are valid from, YYYY-MM-DD (default: today, UTC)",
+    ))
     .request_body(Some(
         RequestBodyBuilder::new()
             .required(Some(Required::True))
             .content("text/csv", json_content(typed(Type::String, "the sheet")))
             .build(),
     ))
-    .response("201", ok_json("{ sheet_id, rows, prices }", obj("imported sheet")))
+    .response(
+        "201",
+        ok_json(
+            "{ sheet_id, rows, prices }; a catalogue adds catalogue_rows and skipped: [{ reason, says, accelerator, \
+             rows, instance_types, lines }]",
+            obj("imported sheet"),
+        ),
+    )
+    .response("413", problem_response("larger than 4 MiB (a sheet) or 32 MiB (a catalogue)"))
     .response("403", problem_response("not a manager or admin"))
     .response("415", problem_response("not text/csv"))
     .response(

@@ -1,4 +1,5 @@
-//! JSON API for the ledger: `/api/v1/briefs/{id}/ledger` (and `.csv`).
+//! JSON API for the ledger: `/api/v1/briefs/{id}/ledger` (and `.csv`), and FOCUS billing exports
+//! (`?format=focus`).
 
 use std::collections::BTreeMap;
 
@@ -17,14 +18,16 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::{
-    csv::{self, ChannelReader, MAX_IMPORT_LINES},
+    csv::{self, ChannelReader, CsvError, MAX_IMPORT_LINES},
+    focus::{self, FocusImport, GpusPerResource, NotAdded, Selection},
     model::{validate_line, validate_outputs, LedgerLine, LedgerSummary, LineInput, Outputs, OutputsPatch},
     repo::StoredLine,
-    service::{self, brief_currency, read_target, store_once, summary, LedgerKey, StoreOutcome, Target},
+    service::{self, brief_currency, read_target, store_once, summary, FocusStored, LedgerKey, StoreOutcome, Target},
 };
 use crate::{
-    auth::teams,
+    auth::{teams, Principal},
     error::{ApiResult, AppError},
+    prices::service as prices,
     state::AppState,
     validation::FieldError,
     web::{
@@ -80,16 +83,42 @@ struct TrialQuery {
     trial: Option<Uuid>,
 }
 
+/// The query of `POST …/ledger`.
+#[derive(Deserialize)]
+struct PostQuery {
+    trial: Option<Uuid>,
+    /// `csv` (default: the ledger's own CSV, or JSON) or `focus` (a FinOps FOCUS export).
+    format: Option<String>,
+    /// FOCUS: the trial's resource ids, separated by commas.
+    resources: Option<String>,
+    /// FOCUS: one GPU count for every selected resource, or `RESOURCE=N,…`.
+    gpus_per_resource: Option<String>,
+}
+
 /// `POST /api/v1/briefs/{id}/ledger[?trial=]`: JSON `{ trial?, lines, outputs }` or a `text/csv`
-/// import (optional last column `trial`) → 201 with the summary of the request's trial.
+/// import (optional last column `trial`) → 201 with the summary of the request's trial; with
+/// `?format=focus`, a FOCUS export (see [`post_focus`]).
 async fn post(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(id): Path<Uuid>,
-    ApiQuery(q): ApiQuery<TrialQuery>,
+    ApiQuery(q): ApiQuery<PostQuery>,
     req: Request,
 ) -> ApiResult<Response> {
     teams::may_send_to_brief(&state.pool, &caller, id).await?;
+    match q.format.as_deref().map(str::trim) {
+        None | Some("" | "csv" | "json") => {}
+        Some("focus") => return post_focus(&state, &caller, id, q, req).await,
+        Some(other) => {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "format",
+                format!(
+                    "{} is not a ledger format; use csv (the ledger's own) or focus (a FinOps FOCUS export)",
+                    csv::shown(other)
+                ),
+            )]))
+        }
+    }
     let key = idempotency_key(req.headers())?.map(str::to_owned);
     let currency = brief_currency(&state, id).await?;
     let ct = crate::web::extract::content_type(&req);
@@ -233,6 +262,136 @@ fn check_json(body: LedgerPost, currency: &str) -> Result<(Vec<LedgerLine>, Opti
 /// Streams a CSV body into the parser on a blocking thread, chunk by chunk, refusing it (413) as soon
 /// as it passes `MAX_CSV_BYTES`: the rest is never read. Nothing is stored here.
 async fn import_csv(req: Request, currency: &str) -> Result<Vec<LedgerLine>, AppError> {
+    let currency = currency.to_owned();
+    stream_csv(req, move |reader| csv::parse(reader, &currency)).await
+}
+
+/// What a FOCUS import answers: what it added, what it left out and why, and the trial's summary.
+#[derive(Serialize)]
+struct FocusAnswer {
+    format: &'static str,
+    trial: Uuid,
+    lines_added: u64,
+    /// Lines of this export an earlier import already added (re-importing adds nothing).
+    rows_already_imported: u64,
+    rows_read: u64,
+    rows_selected: u64,
+    /// Rows of one identity (resource, charge period, description) added into one line.
+    rows_combined: u64,
+    /// Purchases, taxes, credits, adjustments and refunds: listed with their sums, never added.
+    not_added: Vec<NotAdded>,
+    /// Compute resources whose GPU count is unknown (give `gpus_per_resource`, or import the
+    /// offer catalogue that prices their instance type): their lines are host lines.
+    counted_as_host: Vec<String>,
+    #[serde(flatten)]
+    summary: LedgerSummary,
+}
+
+/// `POST /api/v1/briefs/{id}/ledger?format=focus&trial=TID[&resources=…][&gpus_per_resource=…]`:
+/// a FinOps FOCUS cost-and-usage CSV, streamed like a ledger CSV (same caps, errors by line and
+/// column). The trial's rows (listed resources, or tagged `rentcheck-trial`) become lines; 201 when
+/// it added lines, 200 when every row was imported before.
+async fn post_focus(state: &AppState, caller: &Principal, id: Uuid, q: PostQuery, req: Request) -> ApiResult<Response> {
+    let currency = brief_currency(state, id).await?;
+    let ct = crate::web::extract::content_type(&req);
+    if !(ct.starts_with("text/csv") || ct.starts_with("application/csv")) {
+        return Err(AppError::UnsupportedMediaType(
+            "send the FOCUS export as text/csv (gzip it with Content-Encoding: gzip if it is large)".into(),
+        ));
+    }
+    let gpus = GpusPerResource::parse(q.gpus_per_resource.as_deref()).map_err(|e| AppError::Validation(vec![e]))?;
+    let target = Target {
+        named: q.trial,
+        token_trial: caller.trial_scope(),
+    };
+    let (stored, import) = import_focus(
+        state,
+        id,
+        target,
+        &caller.label(),
+        q.resources.as_deref(),
+        gpus,
+        |selection, currency| stream_csv(req, move |reader| focus::parse(reader, &currency, &selection)),
+    )
+    .await?;
+    let answer = focus_answer(state, &currency, stored, import).await?;
+    let status = if answer.lines_added > 0 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        [(
+            header::LOCATION,
+            format!("/api/v1/briefs/{id}/ledger?trial={}", answer.trial),
+        )],
+        Json(answer),
+    )
+        .into_response())
+}
+
+/// Reads a FOCUS export for the brief's trial (`read` gets the selection and the brief's currency
+/// and parses the file) and stores its lines: the API streams the body, the page parses a pasted
+/// text. Returns what was stored and what was read.
+pub(crate) async fn import_focus<F, Fut>(
+    state: &AppState,
+    id: Uuid,
+    target: Target,
+    actor: &str,
+    resources: Option<&str>,
+    gpus: GpusPerResource,
+    read: F,
+) -> Result<(FocusStored, FocusImport), AppError>
+where
+    F: FnOnce(Selection, String) -> Fut,
+    Fut: std::future::Future<Output = Result<FocusImport, AppError>>,
+{
+    let currency = brief_currency(state, id).await?;
+    let trial = read_target(state, id, target).await?;
+    let catalogue = prices::catalogue_instance_gpus(state)
+        .await?
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect();
+    let selection = Selection {
+        trial_id: trial,
+        resources: Selection::resources_from(resources),
+        gpus,
+        catalogue,
+    };
+    let import = read(selection, currency).await?;
+    let stored = service::store_focus(state, id, trial, target.token_trial, actor, &import).await?;
+    Ok((stored, import))
+}
+
+async fn focus_answer(
+    state: &AppState,
+    currency: &str,
+    stored: FocusStored,
+    import: FocusImport,
+) -> Result<FocusAnswer, AppError> {
+    Ok(FocusAnswer {
+        format: "focus",
+        trial: stored.trial,
+        lines_added: stored.added,
+        rows_already_imported: stored.already_imported,
+        rows_read: import.rows_read,
+        rows_selected: import.rows_selected,
+        rows_combined: import.rows_combined,
+        not_added: import.not_added,
+        counted_as_host: import.counted_as_host,
+        summary: summary(state, stored.trial, currency).await?,
+    })
+}
+
+/// Streams a CSV body into `parse` on a blocking thread, chunk by chunk, refusing it (413) as soon
+/// as it passes `MAX_CSV_BYTES`: the rest is never read. Nothing is stored here.
+async fn stream_csv<T, P>(req: Request, parse: P) -> Result<T, AppError>
+where
+    T: Send + 'static,
+    P: FnOnce(ChannelReader) -> Result<T, CsvError> + Send + 'static,
+{
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -242,8 +401,7 @@ async fn import_csv(req: Request, currency: &str) -> Result<Vec<LedgerLine>, App
         return Err(AppError::PayloadTooLarge(MAX_CSV_BYTES));
     }
     let (tx, rx) = mpsc::channel::<bytes::Bytes>(16);
-    let currency = currency.to_owned();
-    let parser = tokio::task::spawn_blocking(move || csv::parse(ChannelReader::new(rx), &currency));
+    let parser = tokio::task::spawn_blocking(move || parse(ChannelReader::new(rx)));
     let mut body: Body = req.into_body();
     let mut read = 0usize;
     while let Some(frame) = body.frame().await {

@@ -83,8 +83,18 @@ impl<R: Read> Read for Guarded<R> {
     }
 }
 
+/// `reader` behind the same guard a ledger CSV is read through (no NUL, no line longer than
+/// `MAX_LINE_BYTES`), for the other CSV formats the ledger imports.
+pub(super) fn guarded<R: Read>(reader: R) -> impl Read {
+    Guarded {
+        inner: reader,
+        line: 1,
+        since_newline: 0,
+    }
+}
+
 /// A header cell as an error quotes it: at most 40 characters.
-fn shown(cell: &str) -> String {
+pub(super) fn shown(cell: &str) -> String {
     match cell.char_indices().nth(40) {
         None => format!("{cell:?}"),
         Some((cut, _)) => format!("{:?}…", &cell[..cut]),

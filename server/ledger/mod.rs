@@ -42,6 +42,7 @@
 
 pub mod api;
 pub mod csv;
+pub mod focus;
 pub mod model;
 pub mod pages;
 pub mod repo;

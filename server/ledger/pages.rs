@@ -1,7 +1,9 @@
-//! The ledger section of the brief page and its forms: add a line, set outputs, import CSV, export.
+//! The ledger section of the brief page and its forms: add a line, set outputs, import a ledger CSV
+//! or a FinOps FOCUS export (whose result page lists what it left out), export.
 
 use std::collections::BTreeMap;
 
+use askama::Template;
 use axum::{
     extract::{DefaultBodyLimit, State},
     response::{IntoResponse, Redirect, Response},
@@ -12,8 +14,9 @@ use rust_decimal::{prelude::ToPrimitive, Decimal};
 use uuid::Uuid;
 
 use super::{
-    api::csv_response,
+    api::{csv_response, import_focus},
     csv,
+    focus::{self, GpusPerResource, NotAdded},
     model::{as_people_type_it, utilization, validate_line, validate_outputs, Category, LineInput, Outputs},
     repo::{self, StoredLine},
     service::{brief_currency, store, summary, Target},
@@ -25,7 +28,7 @@ use crate::{
     web::{
         auth::{CsrfForm, PageUser},
         extract::Path,
-        page::PageResult,
+        page::{render, PageContext, PageResult},
     },
 };
 
@@ -318,6 +321,43 @@ async fn set_outputs(
     Ok(back(id, target.named))
 }
 
+/// What a FOCUS import did, for people: what was added, what was left out and why.
+#[derive(Template)]
+#[template(path = "ledger/focus_result.html")]
+struct FocusResultPage {
+    ctx: PageContext,
+    brief_id: String,
+    trial_id: String,
+    lines_added: u64,
+    rows_read: u64,
+    rows_selected: u64,
+    rows_already_imported: u64,
+    rows_combined: u64,
+    /// (charge category, why, whose, rows, sum with currency, first lines).
+    not_added: Vec<(String, String, String, u64, String, String)>,
+    counted_as_host: Vec<String>,
+    total: String,
+    cost_per_job: Option<String>,
+    currency: String,
+}
+
+fn not_added_row(n: &NotAdded) -> (String, String, String, u64, String, String) {
+    (
+        n.charge_category.clone(),
+        match n.reason {
+            "refund" => "a negative usage row (a refund)".to_owned(),
+            _ => "not usage".to_owned(),
+        },
+        match n.of {
+            "account" => "the account (no resource named)".to_owned(),
+            _ => "this trial's resources".to_owned(),
+        },
+        n.rows,
+        format!("{} {}", money(n.sum), n.currency),
+        n.lines.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+    )
+}
+
 async fn import(
     State(state): State<AppState>,
     Path(id): Path<Uuid>,
@@ -328,6 +368,41 @@ async fn import(
     let currency = brief_currency(&state, id).await?;
     let target = form_target(&values);
     let text = values.remove("csv").unwrap_or_default();
+    if values.get("format").map(|f| f.trim()) == Some("focus") {
+        let gpus = GpusPerResource::parse(values.get("gpus_per_resource").map(String::as_str))
+            .map_err(|e| AppError::Validation(vec![e]))?;
+        let (stored, import) = import_focus(
+            &state,
+            id,
+            target,
+            &user.0.email,
+            values.get("resources").map(String::as_str),
+            gpus,
+            |selection, currency| async move {
+                tokio::task::spawn_blocking(move || focus::parse(text.as_bytes(), &currency, &selection))
+                    .await
+                    .map_err(|e| AppError::Internal(anyhow::Error::new(e)))?
+                    .map_err(AppError::from)
+            },
+        )
+        .await?;
+        let s = summary(&state, stored.trial, &currency).await?;
+        return render(&FocusResultPage {
+            ctx: (&user).into(),
+            brief_id: id.to_string(),
+            trial_id: stored.trial.to_string(),
+            lines_added: stored.added,
+            rows_read: import.rows_read,
+            rows_selected: import.rows_selected,
+            rows_already_imported: stored.already_imported,
+            rows_combined: import.rows_combined,
+            not_added: import.not_added.iter().map(not_added_row).collect(),
+            counted_as_host: import.counted_as_host,
+            total: money(s.total),
+            cost_per_job: s.cost_per_job.map(money),
+            currency: s.currency,
+        });
+    }
     let lines = tokio::task::spawn_blocking(move || csv::parse(text.as_bytes(), &currency))
         .await
         .map_err(|e| AppError::Internal(anyhow::Error::new(e)))?

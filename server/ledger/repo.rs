@@ -405,3 +405,26 @@ pub async fn save_idempotent(
     .await?;
     Ok(())
 }
+
+/// Records the FOCUS rows an import brings for one trial (their identities) and answers the ones
+/// that were new: a row imported before adds nothing. Run it in the import's transaction, after
+/// `lock_brief`.
+pub async fn claim_focus_rows(
+    conn: &mut PgConnection,
+    brief_id: Uuid,
+    trial_id: Uuid,
+    import_id: Uuid,
+    identities: &[Vec<u8>],
+) -> Result<Vec<Vec<u8>>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "INSERT INTO ledger_focus_rows (trial_id, brief_id, identity, import_id) \
+         SELECT $1, $2, t.identity, $3 FROM UNNEST($4::bytea[]) AS t(identity) \
+         ON CONFLICT (trial_id, identity) DO NOTHING RETURNING identity",
+        trial_id,
+        brief_id,
+        import_id,
+        identities,
+    )
+    .fetch_all(&mut *conn)
+    .await
+}

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::{
     csv::{self, CsvError, MAX_IMPORT_LINES},
+    focus::FocusImport,
     model::{Category, LedgerLine, LedgerSummary, Outputs, OutputsPatch},
     repo::{self, StoredLine},
 };
@@ -192,6 +193,83 @@ pub async fn store_once(
     }
     tx.commit().await?;
     Ok(StoreOutcome::Stored(Stored { added, trial: default }))
+}
+
+/// What a FOCUS import stored on its trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FocusStored {
+    pub trial: Uuid,
+    pub added: u64,
+    /// Lines of the export that an earlier import already added (nothing added again).
+    pub already_imported: u64,
+}
+
+/// Stores a FOCUS export's lines on `trial` in one transaction with its audit row: each row's
+/// identity is claimed first, and only the rows no earlier import brought become lines, so
+/// re-importing an export adds nothing.
+pub async fn store_focus(
+    state: &AppState,
+    brief_id: Uuid,
+    trial: Uuid,
+    token_trial: Option<Uuid>,
+    actor: &str,
+    import: &FocusImport,
+) -> Result<FocusStored, AppError> {
+    // A trial token may only write to its own trial; the first line starts a planned trial.
+    trials::place(state, brief_id, Some(trial), token_trial).await?;
+    let mut tx = state.pool.begin().await?;
+    if !repo::lock_brief(&mut *tx, brief_id).await? {
+        return Err(AppError::NotFound("brief"));
+    }
+    let import_id = Uuid::now_v7();
+    let identities: Vec<Vec<u8>> = import.lines.iter().map(|l| l.identity.to_vec()).collect();
+    let new: std::collections::HashSet<Vec<u8>> =
+        repo::claim_focus_rows(&mut tx, brief_id, trial, import_id, &identities)
+            .await?
+            .into_iter()
+            .collect();
+    let fresh: Vec<LedgerLine> = import
+        .lines
+        .iter()
+        .filter(|l| new.contains(l.identity.as_slice()))
+        .map(|l| l.line.clone())
+        .collect();
+    let added = repo::insert_lines(&mut tx, brief_id, import_id, &vec![trial; fresh.len()], &fresh).await?;
+    let mut touched: Vec<&str> = fresh
+        .iter()
+        .filter(|l| l.category == Category::Accelerator)
+        .map(|l| l.resource.as_str())
+        .collect();
+    touched.sort_unstable();
+    touched.dedup();
+    repo::remerge(&mut tx, brief_id, trial, &touched).await?;
+    let already_imported = (import.lines.len() - fresh.len()) as u64;
+    audit::record(
+        &mut *tx,
+        actor,
+        "ledger.import",
+        &format!("brief:{brief_id}"),
+        json!({
+            "import_id": import_id,
+            "source": "focus",
+            "lines": added,
+            "trials": [trial],
+            "rows_read": import.rows_read,
+            "rows_selected": import.rows_selected,
+            "already_imported": already_imported,
+            "not_added": import.not_added.iter().map(|n| json!({
+                "charge_category": n.charge_category, "reason": n.reason, "of": n.of,
+                "rows": n.rows, "sum": n.sum.to_string(), "currency": n.currency,
+            })).collect::<Vec<_>>(),
+        }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(FocusStored {
+        trial,
+        added,
+        already_imported,
+    })
 }
 
 /// A trial named by its id or its name.

@@ -129,10 +129,15 @@ fn summary(trial: &Trial, sizing: &Sizing, stages: &[card_pages::StageRow], time
                         Some(a) if a.count != o.count => format!("the sizing needs {}", o.count),
                         _ => format!("{:.0} % headroom", o.headroom_pct),
                     },
-                    price: o
-                        .price
-                        .as_ref()
-                        .map(|p| format!("{} {}/h · {}", money::amount(p.per_hour), p.currency, p.provider)),
+                    price: o.price.as_ref().map(|p| {
+                        format!(
+                            "{} {}/h {} · {}",
+                            money::amount(p.per_hour),
+                            p.currency,
+                            p.billing,
+                            p.provider
+                        )
+                    }),
                     under_test: tested.is_some(),
                 }
             })

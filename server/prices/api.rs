@@ -1,5 +1,6 @@
-//! JSON API for price sheets: `POST /api/v1/prices` (a CSV sheet; managers and admins) and
-//! `GET /api/v1/prices` (the current prices, or every row with `?all=true`).
+//! JSON API for price sheets: `POST /api/v1/prices` (a CSV sheet, or `?format=skypilot&provider=`
+//! a SkyPilot catalogue; managers and admins) and `GET /api/v1/prices` (the current prices, or
+//! every row with `?all=true`).
 
 use axum::{
     body::Bytes,
@@ -12,7 +13,11 @@ use axum::{
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{model::MAX_ROWS, repo, service};
+use super::{
+    model::MAX_ROWS,
+    repo,
+    service::{self, Format},
+};
 use crate::{
     auth::Role,
     error::{ApiResult, AppError},
@@ -25,12 +30,25 @@ use crate::{
 
 /// A sheet of `MAX_ROWS` rows of a few hundred bytes fits well inside this.
 const MAX_SHEET_BYTES: usize = 4 * 1024 * 1024;
+/// A SkyPilot catalogue lists every instance type of a cloud in every zone (AWS's `vms.csv` is
+/// about 2.5 MB); most rows are skipped, so the file may be larger than a sheet.
+pub const MAX_CATALOGUE_BYTES: usize = 32 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route(
         "/api/v1/prices",
-        get(list).post(import).layer(DefaultBodyLimit::max(MAX_SHEET_BYTES)),
+        get(list).post(import).layer(DefaultBodyLimit::max(MAX_CATALOGUE_BYTES)),
     )
+}
+
+#[derive(Deserialize)]
+struct ImportQuery {
+    /// `sheet` (default) or `skypilot`.
+    format: Option<String>,
+    /// The provider whose SkyPilot catalogue this is.
+    provider: Option<String>,
+    /// The date a catalogue's prices are valid from (default: today).
+    valid_from: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -55,24 +73,56 @@ async fn list(
 }
 
 /// `text/csv` with the header `provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,
-/// valid_from,source`; all or nothing, every bad cell named by line and column.
-async fn import(State(state): State<AppState>, ApiCaller(caller): ApiCaller, req: Request) -> ApiResult<Response> {
+/// valid_from,source`, or with `?format=skypilot&provider=NAME` a SkyPilot `vms.csv`; all or
+/// nothing, every bad cell named by line and column. A catalogue's answer also lists the rows it
+/// skipped (CPU-only instances, unknown accelerators, fractions of a GPU, rows without a price).
+async fn import(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    ApiQuery(q): ApiQuery<ImportQuery>,
+    req: Request,
+) -> ApiResult<Response> {
     caller.require_person(Role::Manager)?;
+    let format = Format::from_params(q.format.as_deref(), q.provider.as_deref(), q.valid_from.as_deref())?;
     let ct = content_type(&req);
     if !(ct.starts_with("text/csv") || ct.starts_with("application/csv")) {
-        return Err(AppError::UnsupportedMediaType(
-            "send the price sheet as text/csv".into(),
-        ));
+        return Err(AppError::UnsupportedMediaType(match format {
+            Format::Sheet => "send the price sheet as text/csv".into(),
+            Format::Skypilot { .. } => "send the SkyPilot vms.csv as text/csv".into(),
+        }));
     }
+    let cap = match format {
+        Format::Sheet => MAX_SHEET_BYTES,
+        Format::Skypilot { .. } => MAX_CATALOGUE_BYTES,
+    };
     #[allow(clippy::disallowed_types)]
     let body = Bytes::from_request(req, &state)
         .await
-        .map_err(|_| AppError::PayloadTooLarge(MAX_SHEET_BYTES))?;
-    let (sheet, rows) = service::import(&state, &body, None, &caller.label()).await?;
+        .map_err(|_| AppError::PayloadTooLarge(cap))?;
+    if body.len() > cap {
+        return Err(AppError::PayloadTooLarge(cap));
+    }
+    let (sheet, checked) = service::import_as(&state, &body, &format, None, &caller.label()).await?;
+    let mut answer = json!({ "sheet_id": sheet, "rows": checked.rows.len(), "prices": checked.rows });
+    if let Format::Skypilot { .. } = format {
+        answer["catalogue_rows"] = json!(checked.rows_read);
+        answer["skipped"] = json!(checked
+            .skipped
+            .iter()
+            .map(|s| json!({
+                "reason": s.reason,
+                "says": s.reason.says(),
+                "accelerator": s.accelerator,
+                "rows": s.rows,
+                "instance_types": s.instance_types,
+                "lines": s.lines,
+            }))
+            .collect::<Vec<_>>());
+    }
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, "/api/v1/prices".to_owned())],
-        Json(json!({ "sheet_id": sheet, "rows": rows.len(), "prices": rows })),
+        Json(answer),
     )
         .into_response())
 }

@@ -6,3 +6,4 @@ pub mod model;
 pub mod pages;
 pub mod repo;
 pub mod service;
+pub mod skypilot;

@@ -290,6 +290,7 @@ pub fn price_options(sizing: &mut Sizing, current: &[StoredPrice], currency: &st
             per_hour: q.per_hour,
             per_month: q.per_month,
             provider: q.provider,
+            billing: q.billing,
             currency: q.currency,
             price_id: q.price_id,
             gpus_billed: q.gpus_billed,

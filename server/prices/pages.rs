@@ -1,5 +1,6 @@
 //! `/prices`: the current price of each offer with its source and date, the sheets imported, and
-//! the import (paste or choose a CSV file, see every row checked, then confirm; all or nothing).
+//! the import (paste or choose a price sheet or a SkyPilot catalogue `vms.csv`, see every row
+//! checked — and, for a catalogue, what it leaves out — then confirm; all or nothing).
 
 use std::collections::HashMap;
 
@@ -15,7 +16,9 @@ use serde::Deserialize;
 
 use super::{
     model::{PriceRow, COLUMNS},
-    repo, service,
+    repo,
+    service::{self, Format},
+    skypilot::{self, CatalogueImport},
 };
 use crate::{
     auth::Role,
@@ -84,9 +87,60 @@ struct PricesPage {
     columns: String,
     /// The CSV being previewed (kept in the confirm form) and what the check said.
     csv: String,
+    /// `sheet` or `skypilot`, and a catalogue's provider and date (kept in the confirm form).
+    format: String,
+    provider: String,
+    valid_from: String,
     preview: Vec<PriceLine>,
+    /// A catalogue's skipped rows: (what they are, accelerator, rows, examples).
+    skipped: Vec<(String, String, u64, String)>,
     errors: Vec<(String, String)>,
     notice: String,
+}
+
+impl PricesPage {
+    /// Shows what a check found: the rows it would add and what a catalogue leaves out.
+    fn show(&mut self, checked: &CatalogueImport) {
+        self.preview = checked.rows.iter().map(PriceLine::new).collect();
+        self.skipped = checked
+            .skipped
+            .iter()
+            .map(|s| {
+                let mut examples = s.instance_types.join(", ");
+                // Only the first few instance types are kept: say when there may be more.
+                if s.instance_types.len() >= skypilot::MAX_EXAMPLES {
+                    examples.push_str(", …");
+                }
+                (
+                    s.reason.says().to_owned(),
+                    if s.accelerator.is_empty() {
+                        "—".to_owned()
+                    } else {
+                        s.accelerator.clone()
+                    },
+                    s.rows,
+                    examples,
+                )
+            })
+            .collect();
+    }
+
+    /// Keeps what the person chose, so a re-rendered form shows it again.
+    fn keep(&mut self, csv: String, values: &HashMap<String, String>) {
+        self.csv = csv;
+        self.format = values.get("format").cloned().unwrap_or_else(|| "sheet".into());
+        self.provider = values.get("provider").cloned().unwrap_or_default();
+        self.valid_from = values.get("valid_from").cloned().unwrap_or_default();
+    }
+}
+
+/// The format a form names.
+fn form_format(values: &HashMap<String, String>) -> Result<Format, AppError> {
+    Format::from_params(
+        values.get("format").map(String::as_str),
+        values.get("provider").map(String::as_str),
+        values.get("valid_from").map(String::as_str),
+    )
 }
 
 #[derive(Deserialize)]
@@ -120,7 +174,11 @@ async fn page(state: &AppState, user: &PageUser) -> PageResult<PricesPage> {
         may_import: user.0.role >= Role::Manager,
         columns: COLUMNS.join(","),
         csv: String::new(),
+        format: "sheet".into(),
+        provider: String::new(),
+        valid_from: String::new(),
         preview: Vec::new(),
+        skipped: Vec::new(),
         errors: Vec::new(),
         notice: String::new(),
     })
@@ -138,19 +196,30 @@ async fn index(
     render(&p)
 }
 
-/// Checks the pasted or chosen sheet and shows every row (or every bad cell) before anything is stored.
+/// Checks the pasted or chosen sheet or catalogue and shows every row (or every bad cell) before
+/// anything is stored.
 async fn preview(State(state): State<AppState>, CsrfForm(user, values): CsrfForm) -> PageResult<Response> {
     user.require(Role::Manager)?;
     let csv = values.get("csv").cloned().unwrap_or_default();
     let mut p = page(&state, &user).await?;
-    match service::check(csv.as_bytes()) {
-        Ok(rows) => p.preview = rows.iter().map(PriceLine::new).collect(),
+    match form_format(&values).and_then(|format| {
+        let checked = service::check_as(csv.as_bytes(), &format)?;
+        Ok((format, checked))
+    }) {
+        Ok((format, checked)) => {
+            p.show(&checked);
+            p.keep(csv, &values);
+            if let Format::Skypilot { valid_from, .. } = format {
+                // The confirm stores what was previewed, even after midnight.
+                p.valid_from = valid_from.to_string();
+            }
+        }
         Err(AppError::Validation(errors)) => {
             p.errors = errors.into_iter().map(|e| (e.field, e.message)).collect();
+            p.keep(csv, &values);
         }
         Err(e) => return Err(e.into()),
     }
-    p.csv = csv;
     let failed = !p.errors.is_empty();
     let mut response = render(&p)?;
     if failed {
@@ -159,24 +228,30 @@ async fn preview(State(state): State<AppState>, CsrfForm(user, values): CsrfForm
     Ok(response)
 }
 
-/// Stores the previewed sheet (checked again: nothing is trusted from the form).
+/// Stores the previewed sheet or catalogue (checked again: nothing is trusted from the form).
 async fn confirm(State(state): State<AppState>, CsrfForm(user, values): CsrfForm) -> PageResult<Response> {
     user.require(Role::Manager)?;
     let csv = values.get("csv").cloned().unwrap_or_default();
     let values: HashMap<String, String> = values;
-    match service::import(
-        &state,
-        csv.as_bytes(),
-        values.get("filename").map(String::as_str),
-        &user.0.email,
-    )
-    .await
-    {
-        Ok((_, rows)) => Ok(Redirect::to(&format!("/prices?imported={}", rows.len())).into_response()),
+    let stored = match form_format(&values) {
+        Ok(format) => {
+            service::import_as(
+                &state,
+                csv.as_bytes(),
+                &format,
+                values.get("filename").map(String::as_str),
+                &user.0.email,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match stored {
+        Ok((_, checked)) => Ok(Redirect::to(&format!("/prices?imported={}", checked.rows.len())).into_response()),
         Err(AppError::Validation(errors)) => {
             let mut p = page(&state, &user).await?;
             p.errors = errors.into_iter().map(|e| (e.field, e.message)).collect();
-            p.csv = csv;
+            p.keep(csv, &values);
             let mut response = render(&p)?;
             *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
             Ok(response)

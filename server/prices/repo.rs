@@ -157,3 +157,15 @@ pub async fn sheets(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Sheet>, s
     .fetch_all(db)
     .await
 }
+
+/// The GPUs per instance of every instance type an imported SkyPilot catalogue priced (its rows'
+/// `source` is `skypilot:<InstanceType>`), for reading GPU counts off a bill.
+pub async fn catalogue_instance_gpus(db: impl PgExecutor<'_>) -> Result<Vec<(String, i32)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT DISTINCT substr(source, 10) AS "instance_type!", gpu_count FROM prices
+           WHERE source LIKE 'skypilot:%' ORDER BY 1, 2"#,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.instance_type, r.gpu_count)).collect())
+}

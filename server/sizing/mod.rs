@@ -350,6 +350,10 @@ pub struct OptionPrice {
     #[serde(rename = "price_per_month", with = "rust_decimal::serde::str")]
     pub per_month: rust_decimal::Decimal,
     pub provider: String,
+    /// The offer's billing (on-demand, spot, reserved, serverless): pages name it beside the price,
+    /// so a spot price is never read as the on-demand one.
+    #[serde(rename = "price_billing")]
+    pub billing: String,
     pub currency: String,
     /// The price row it comes from.
     pub price_id: uuid::Uuid,

@@ -1,0 +1,873 @@
+//! FinOps FOCUS 1.x cost-and-usage exports (what AWS, Azure, Google Cloud and Oracle write) read as
+//! one trial's ledger lines. No I/O: the API streams the body into [`parse`] the way it streams a
+//! ledger CSV, under the same caps, with errors named by line and column.
+//!
+//! - **Which rows.** The trial's rows are those whose `ResourceId` the request lists
+//!   (`resources=`) or whose `Tags` carry `rentcheck-trial: <the trial's id>` (a provider
+//!   prefix such as `user:` is allowed); both select together. Only the id: a trial's name ("Trial 1")
+//!   is the same in many briefs, and an account's export holds every team's spend, whose other
+//!   rows are not read further.
+//! - **Usage only.** Selected `Usage` rows become lines. `Purchase`, `Tax`, `Credit` and
+//!   `Adjustment` rows, and negative usage rows (refunds), are never added: they are listed with
+//!   their sums, and so are non-usage rows that name no resource at all (account-wide taxes and
+//!   credits), which may concern the trial.
+//! - **The line.** `starts_at`/`ends_at` from `ChargePeriodStart`/`ChargePeriodEnd` (a date-time
+//!   without an offset is UTC, FOCUS's rule); `amount` from `EffectiveCost` whenever it has a value
+//!   (0 included), else `BilledCost`; `BillingCurrency` must be the brief's; `resource` =
+//!   `ResourceId`; `description` = `ChargeDescription`. Category from `ServiceCategory`: Storage →
+//!   storage, Networking → network, Support → support, Compute → accelerator when the resource has
+//!   GPUs and the row is priced by time, anything else → host. A Compute row of a GPU resource that
+//!   is priced by the GB (data transfer) is a host line: the ledger counts an hour of a resource's
+//!   accelerator time once, so such a row would otherwise vanish into the instance-hour's line.
+//! - **GPUs.** From `gpus_per_resource` (one number for every selected resource, or
+//!   `RESOURCE=N,…`), else from an instance type the imported offer catalogue prices, read from
+//!   the row (an `…InstanceType` column, `SkuPriceDetails`, `ResourceType` or the charge
+//!   description). A Compute resource whose GPUs stay unknown is listed: its lines are host lines.
+//! - **Identity.** A row is its resource, charge period and charge description (the SHA-256 of
+//!   them, kept per trial by the database): re-importing an export adds nothing. Rows of one file
+//!   with the same identity are added together into one line.
+//!
+//! Columns are found by name, never by position; FOCUS's `NULL` cells are empty.
+
+use std::{
+    collections::{HashMap, HashSet},
+    io::Read,
+};
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, SubsecRound, Utc};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::{
+    csv::{guarded, shown, CsvError, MAX_ERRORS, MAX_IMPORT_LINES},
+    model::{validate_line, Category, LedgerLine, LineInput, MAX_GPUS},
+};
+use crate::validation::FieldError;
+
+/// The tag that puts a row on a trial.
+pub const TRIAL_TAG: &str = "rentcheck-trial";
+/// Columns every export must have.
+const REQUIRED: [&str; 6] = [
+    "ChargeCategory",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+    "BillingCurrency",
+    "ResourceId",
+    "ServiceCategory",
+];
+/// Lines quoted per listed group, resources listed as host.
+const MAX_QUOTED: usize = 20;
+
+/// GPUs per selected resource, as the request gives them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum GpusPerResource {
+    /// Not given: the offer catalogue's instance types say.
+    #[default]
+    Unknown,
+    /// One number for every selected resource.
+    All(i32),
+    /// `RESOURCE=N,…`.
+    Each(HashMap<String, i32>),
+}
+
+impl GpusPerResource {
+    /// `8`, or `i-0abc=8,i-0def=4`; an error names `gpus_per_resource`.
+    pub fn parse(raw: Option<&str>) -> Result<Self, FieldError> {
+        let raw = raw.map(str::trim).unwrap_or("");
+        if raw.is_empty() {
+            return Ok(Self::Unknown);
+        }
+        let count = |s: &str| {
+            match s.trim().parse::<i32>() {
+            Ok(n) if (1..=MAX_GPUS).contains(&n) => Ok(n),
+            _ => Err(FieldError::new(
+                "gpus_per_resource",
+                format!(
+                    "{} is not a GPU count: give one number (8) for every resource, or RESOURCE=N pairs separated by commas",
+                    shown(s.trim())
+                ),
+            )),
+        }
+        };
+        if !raw.contains('=') {
+            return count(raw).map(Self::All);
+        }
+        let mut each = HashMap::new();
+        for pair in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((resource, n)) = pair.rsplit_once('=') else {
+                return Err(FieldError::new(
+                    "gpus_per_resource",
+                    format!("{} is not RESOURCE=N", shown(pair)),
+                ));
+            };
+            each.insert(resource.trim().to_owned(), count(n)?);
+        }
+        Ok(Self::Each(each))
+    }
+
+    fn of(&self, resource: &str) -> Option<i32> {
+        match self {
+            Self::Unknown => None,
+            Self::All(n) => Some(*n),
+            Self::Each(m) => m.get(resource).copied(),
+        }
+    }
+}
+
+/// What the request selects and knows about the trial's resources.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub trial_id: Uuid,
+    /// `resources=`: the trial's resource ids.
+    pub resources: HashSet<String>,
+    pub gpus: GpusPerResource,
+    /// Instance type (lower case) → GPUs per instance, from the imported offer catalogue.
+    pub catalogue: HashMap<String, i32>,
+}
+
+impl Selection {
+    /// `resources=` as the request gives it: ids separated by commas (or new lines on the form).
+    pub fn resources_from(raw: Option<&str>) -> HashSet<String> {
+        raw.unwrap_or("")
+            .split([',', '\n', '\r'])
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn tagged(&self, tags: &str) -> bool {
+        if !tags.contains(TRIAL_TAG) {
+            return false;
+        }
+        let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(tags) else {
+            return false;
+        };
+        let id = self.trial_id.to_string();
+        map.iter().any(|(key, value)| {
+            let key_names_it = key == TRIAL_TAG || key.rsplit_once(':').is_some_and(|(_, k)| k == TRIAL_TAG);
+            key_names_it && value.as_str().is_some_and(|v| v.trim().eq_ignore_ascii_case(&id))
+        })
+    }
+}
+
+/// Rows left out of the ledger, by charge category and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotAdded {
+    /// FOCUS's `ChargeCategory` (Purchase, Tax, Credit, Adjustment, or Usage for refunds).
+    pub charge_category: String,
+    /// `not usage` or `refund` (a negative usage row).
+    pub reason: &'static str,
+    /// `trial`: rows of the trial's resources or tag; `account`: rows naming no resource.
+    pub of: &'static str,
+    pub rows: u64,
+    /// The rows' costs (`EffectiveCost`, else `BilledCost`) added up.
+    #[serde(with = "rust_decimal::serde::str")]
+    pub sum: Decimal,
+    pub currency: String,
+    /// The first lines of the file they are on (line 1 is the header).
+    pub lines: Vec<u64>,
+}
+
+/// A ledger line from the export, with the identity that keeps a re-import from adding it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FocusLine {
+    pub line: LedgerLine,
+    /// SHA-256 of resource, charge period start and end (RFC 3339, UTC) and charge description.
+    pub identity: [u8; 32],
+    /// The first line of the file it comes from.
+    pub file_line: u64,
+}
+
+/// An export read for one trial.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FocusImport {
+    pub lines: Vec<FocusLine>,
+    pub not_added: Vec<NotAdded>,
+    /// Compute resources whose GPU count is unknown: their lines are host lines.
+    pub counted_as_host: Vec<String>,
+    /// Rows read (without the header), and the trial's among them.
+    pub rows_read: u64,
+    pub rows_selected: u64,
+    /// Rows added into an earlier row of the file with the same identity.
+    pub rows_combined: u64,
+}
+
+/// A FOCUS date-time: RFC 3339, or without an offset (UTC), `T` or a space, optional fraction, a
+/// trailing `Z` or ` UTC`; a bare date is midnight UTC.
+pub fn parse_time(raw: &str) -> Option<DateTime<Utc>> {
+    let raw = raw.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(raw) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for f in ["%Y-%m-%d %H:%M:%S%.f%:z", "%Y-%m-%d %H:%M:%S%.f%z"] {
+        if let Ok(t) = DateTime::parse_from_str(raw, f) {
+            return Some(t.with_timezone(&Utc));
+        }
+    }
+    let bare = raw
+        .strip_suffix("UTC")
+        .or_else(|| raw.strip_suffix('Z'))
+        .unwrap_or(raw)
+        .trim_end();
+    [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ]
+    .iter()
+    .find_map(|f| NaiveDateTime::parse_from_str(bare, f).ok())
+    .or_else(|| {
+        NaiveDate::parse_from_str(bare, "%Y-%m-%d")
+            .ok()
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+    })
+    .map(|t| t.and_utc())
+}
+
+/// A FOCUS money cell: a decimal, or scientific notation as some exports write small amounts.
+fn parse_cost(raw: &str) -> Option<Decimal> {
+    Decimal::from_str_exact(raw)
+        .or_else(|_| Decimal::from_scientific(raw))
+        .ok()
+}
+
+/// Whether a pricing unit is time (an instance-hour), so the row is the allocation's time.
+fn priced_by_time(unit: &str) -> bool {
+    let unit = unit.trim().to_ascii_lowercase();
+    let unit = unit.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' ');
+    matches!(
+        unit,
+        "hours" | "hour" | "hrs" | "hr" | "h" | "seconds" | "second" | "secs" | "minutes" | "minute"
+    )
+}
+
+fn identity(resource: &str, start: DateTime<Utc>, end: DateTime<Utc>, description: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [
+        resource,
+        &start.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        &end.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        description,
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    h.finalize().into()
+}
+
+/// Reads an export for the trial `selection` names, in the brief's `currency`. All or nothing:
+/// any malformed row of the trial refuses the file, each bad cell named by line and column.
+pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result<FocusImport, CsvError> {
+    let mut rdr = ::csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .trim(::csv::Trim::All)
+        .from_reader(guarded(reader));
+    let header: Vec<String> = match rdr.headers() {
+        Ok(h) => h.iter().map(str::to_owned).collect(),
+        Err(e) => {
+            return Err(CsvError::Invalid(vec![FieldError::new(
+                "line 1",
+                format!("could not read the header: {e}"),
+            )]))
+        }
+    };
+    let find = |name: &str| header.iter().position(|h| h.eq_ignore_ascii_case(name));
+    let mut missing: Vec<&str> = REQUIRED.iter().copied().filter(|c| find(c).is_none()).collect();
+    let c_effective = find("EffectiveCost");
+    let c_billed = find("BilledCost");
+    if c_effective.is_none() && c_billed.is_none() {
+        missing.push("EffectiveCost (or BilledCost)");
+    }
+    let c_tags = find("Tags");
+    if !missing.is_empty() {
+        return Err(CsvError::Invalid(vec![FieldError::new(
+            "line 1",
+            format!(
+                "a FOCUS cost-and-usage export names the columns {}; this header lacks {} (is it a FOCUS export?)",
+                REQUIRED.join(", "),
+                missing.join(", ")
+            ),
+        )]));
+    }
+    if selection.resources.is_empty() && c_tags.is_none() {
+        return Err(CsvError::Invalid(vec![FieldError::new(
+            "resources",
+            format!("this export has no Tags column: list the trial's resources (resources=ID,ID…), or export with Tags carrying {TRIAL_TAG}"),
+        )]));
+    }
+    let column = |name: &str| find(name).expect("checked above");
+    let (c_category, c_start, c_end, c_currency, c_resource, c_service) = (
+        column("ChargeCategory"),
+        column("ChargePeriodStart"),
+        column("ChargePeriodEnd"),
+        column("BillingCurrency"),
+        column("ResourceId"),
+        column("ServiceCategory"),
+    );
+    let c_description = find("ChargeDescription");
+    let c_unit = find("PricingUnit").or_else(|| find("ConsumedUnit"));
+    // Where an instance type may be written, most specific first.
+    let mut c_instance: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.to_ascii_lowercase().ends_with("instancetype"))
+        .map(|(i, _)| i)
+        .collect();
+    c_instance.extend(
+        ["SkuPriceDetails", "ResourceType", "SkuMeter", "ChargeDescription"]
+            .iter()
+            .filter_map(|c| find(c)),
+    );
+    let at = |line: u64, column: usize, message: String| {
+        FieldError::new(
+            format!("line {line}, column {} ({})", column + 1, header[column]),
+            message,
+        )
+    };
+
+    let mut out = FocusImport::default();
+    let mut errors: Vec<FieldError> = Vec::new();
+    let mut by_identity: HashMap<[u8; 32], usize> = HashMap::new();
+    // What each line is (parallel to `out.lines`), and the GPUs a resource is known to have.
+    let mut kinds: Vec<RowKind> = Vec::new();
+    let mut resource_gpus: HashMap<String, i32> = HashMap::new();
+    let mut record = ::csv::StringRecord::new();
+    loop {
+        match rdr.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                let line = e.position().map(|p| p.line()).unwrap_or(0);
+                errors.push(FieldError::new(format!("line {line}"), format!("unreadable CSV: {e}")));
+                break;
+            }
+        }
+        let line = record.position().map(|p| p.line()).unwrap_or(0);
+        if record.len() == 1 && record.get(0) == Some("") {
+            continue;
+        }
+        out.rows_read += 1;
+        if record.len() != header.len() {
+            errors.push(FieldError::new(
+                format!("line {line}"),
+                format!("expected {} fields, found {}", header.len(), record.len()),
+            ));
+        } else {
+            // FOCUS writes a missing value as NULL.
+            let cell = |c: usize| match record.get(c).unwrap_or("") {
+                "NULL" => "",
+                v => v,
+            };
+            let resource = cell(c_resource);
+            let charge = cell(c_category);
+            let selected = (!resource.is_empty() && selection.resources.contains(resource))
+                || c_tags.is_some_and(|c| selection.tagged(cell(c)));
+            let cost = |errors: &mut Vec<FieldError>| -> Option<Decimal> {
+                let (c, raw) = match c_effective.map(|c| (c, cell(c))).filter(|(_, v)| !v.is_empty()) {
+                    Some(found) => found,
+                    None => match c_billed.map(|c| (c, cell(c))).filter(|(_, v)| !v.is_empty()) {
+                        Some(found) => found,
+                        None => {
+                            errors.push(FieldError::new(
+                                format!("line {line}"),
+                                "has neither an EffectiveCost nor a BilledCost",
+                            ));
+                            return None;
+                        }
+                    },
+                };
+                let parsed = parse_cost(raw);
+                if parsed.is_none() {
+                    errors.push(at(line, c, format!("must be a decimal amount (got {})", shown(raw))));
+                }
+                parsed
+            };
+            let note = |out: &mut FocusImport,
+                        category: &str,
+                        reason: &'static str,
+                        of: &'static str,
+                        sum: Decimal,
+                        currency: &str| {
+                let group = match out.not_added.iter_mut().position(|g| {
+                    g.charge_category == category && g.reason == reason && g.of == of && g.currency == currency
+                }) {
+                    Some(i) => &mut out.not_added[i],
+                    None => {
+                        out.not_added.push(NotAdded {
+                            charge_category: category.to_owned(),
+                            reason,
+                            of,
+                            rows: 0,
+                            sum: Decimal::ZERO,
+                            currency: currency.to_owned(),
+                            lines: Vec::new(),
+                        });
+                        out.not_added.last_mut().expect("just pushed")
+                    }
+                };
+                group.rows += 1;
+                group.sum += sum;
+                if group.lines.len() < MAX_QUOTED {
+                    group.lines.push(line);
+                }
+            };
+            if !selected {
+                // Account-wide charges (taxes, credits) name no resource; the trial may owe a share.
+                if resource.is_empty() && !charge.is_empty() && !charge.eq_ignore_ascii_case("Usage") {
+                    let mut ignored = Vec::new();
+                    if let Some(sum) = cost(&mut ignored) {
+                        let currency = cell(c_currency).to_ascii_uppercase();
+                        note(&mut out, charge, "not usage", "account", sum, &currency);
+                    }
+                }
+            } else {
+                out.rows_selected += 1;
+                let mut row_errors = Vec::new();
+                let charge = match charge.to_ascii_lowercase().as_str() {
+                    "usage" => "Usage",
+                    "purchase" => "Purchase",
+                    "tax" => "Tax",
+                    "credit" => "Credit",
+                    "adjustment" => "Adjustment",
+                    _ => {
+                        row_errors.push(at(
+                            line,
+                            c_category,
+                            format!(
+                                "must be Usage, Purchase, Tax, Credit or Adjustment (got {})",
+                                shown(charge)
+                            ),
+                        ));
+                        ""
+                    }
+                };
+                let amount = cost(&mut row_errors);
+                let row_currency = cell(c_currency);
+                if !row_currency.eq_ignore_ascii_case(currency) {
+                    row_errors.push(at(
+                        line,
+                        c_currency,
+                        format!(
+                            "{} is not this brief's currency {currency}; a brief's ledger has one currency (rentcheck converts nothing)",
+                            shown(row_currency)
+                        ),
+                    ));
+                }
+                match (charge, amount) {
+                    _ if !row_errors.is_empty() => errors.append(&mut row_errors),
+                    ("Usage", Some(a)) if a.is_sign_negative() && !a.is_zero() => {
+                        note(&mut out, "Usage", "refund", "trial", a, currency)
+                    }
+                    ("Usage", Some(amount)) => {
+                        if let Some((l, kind)) = usage_line(
+                            &record,
+                            line,
+                            resource,
+                            amount,
+                            currency,
+                            selection,
+                            &Columns {
+                                start: c_start,
+                                end: c_end,
+                                service: c_service,
+                                description: c_description,
+                                unit: c_unit,
+                                instance: &c_instance,
+                            },
+                            &at,
+                            &mut errors,
+                        ) {
+                            if let (RowKind::ComputeTime, Some(g)) = (kind, l.line.gpus) {
+                                resource_gpus.entry(l.line.resource.clone()).or_insert(g);
+                            }
+                            match by_identity.get(&l.identity) {
+                                Some(&i) => {
+                                    out.lines[i].line.amount += l.line.amount;
+                                    out.rows_combined += 1;
+                                }
+                                None => {
+                                    by_identity.insert(l.identity, out.lines.len());
+                                    out.lines.push(l);
+                                    kinds.push(kind);
+                                }
+                            }
+                        }
+                    }
+                    (other, Some(a)) => note(&mut out, other, "not usage", "trial", a, currency),
+                    (_, None) => {}
+                }
+            }
+        }
+        if out.lines.len() > MAX_IMPORT_LINES {
+            return Err(CsvError::TooManyLines);
+        }
+        if errors.len() >= MAX_ERRORS {
+            errors.truncate(MAX_ERRORS);
+            errors.push(FieldError::new("file", format!("stopped after {MAX_ERRORS} errors")));
+            break;
+        }
+    }
+    if !errors.is_empty() {
+        return Err(CsvError::Invalid(errors));
+    }
+    if out.rows_selected == 0 {
+        return Err(CsvError::Invalid(vec![FieldError::new(
+            "resources",
+            format!(
+                "no row of this export is the trial's: none names a listed resource{}",
+                if c_tags.is_some() {
+                    format!(" or carries the tag {TRIAL_TAG}: {}", selection.trial_id)
+                } else {
+                    String::new()
+                }
+            ),
+        )]));
+    }
+    // A resource has GPUs when any of its rows says so (the request, or an instance type the
+    // catalogue prices): its other hours of compute are accelerator time too.
+    let mut hosts: Vec<String> = Vec::new();
+    for (l, kind) in out.lines.iter_mut().zip(&kinds) {
+        if *kind != RowKind::ComputeTime || l.line.category != Category::Host {
+            continue;
+        }
+        match resource_gpus.get(&l.line.resource) {
+            Some(&g) => {
+                l.line.category = Category::Accelerator;
+                l.line.gpus = Some(g);
+            }
+            None if !hosts.contains(&l.line.resource) => hosts.push(l.line.resource.clone()),
+            None => {}
+        }
+    }
+    hosts.sort();
+    hosts.truncate(MAX_QUOTED);
+    out.counted_as_host = hosts;
+    for n in &mut out.not_added {
+        n.sum = n.sum.normalize();
+    }
+    Ok(out)
+}
+
+/// What a usage row is, for the category its resource's other rows may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowKind {
+    /// Compute priced by time (an instance-hour): accelerator time once the resource has GPUs.
+    ComputeTime,
+    Other,
+}
+
+/// Where the columns a line is made of are.
+struct Columns<'a> {
+    start: usize,
+    end: usize,
+    service: usize,
+    description: Option<usize>,
+    unit: Option<usize>,
+    instance: &'a [usize],
+}
+
+/// One usage row as a ledger line, checked by the ledger's own rules; errors are named by the
+/// export's columns.
+#[allow(clippy::too_many_arguments)]
+fn usage_line(
+    record: &::csv::StringRecord,
+    line: u64,
+    resource: &str,
+    amount: Decimal,
+    currency: &str,
+    selection: &Selection,
+    c: &Columns<'_>,
+    at: &dyn Fn(u64, usize, String) -> FieldError,
+    errors: &mut Vec<FieldError>,
+) -> Option<(FocusLine, RowKind)> {
+    let cell = |i: usize| match record.get(i).unwrap_or("") {
+        "NULL" => "",
+        v => v,
+    };
+    let mut row_errors = Vec::new();
+    let mut time = |i: usize| {
+        let raw = cell(i);
+        let t = parse_time(raw).map(|t| t.trunc_subsecs(6));
+        if t.is_none() {
+            row_errors.push(at(
+                line,
+                i,
+                format!("must be a date-time such as 2024-09-01T00:00:00Z (got {})", shown(raw)),
+            ));
+        }
+        t
+    };
+    let (start, end) = (time(c.start), time(c.end));
+    let description = c.description.map(cell).unwrap_or("").trim().to_owned();
+    let service = cell(c.service);
+    let by_time = c.unit.is_none_or(|u| cell(u).is_empty() || priced_by_time(cell(u)));
+    let gpus = selection.gpus.of(resource).or_else(|| {
+        c.instance.iter().find_map(|&i| {
+            cell(i)
+                .split(|ch: char| !(ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-')))
+                .find_map(|token| selection.catalogue.get(&token.to_ascii_lowercase()).copied())
+        })
+    });
+    let compute = service.eq_ignore_ascii_case("compute");
+    let kind = if compute && by_time && !resource.is_empty() {
+        RowKind::ComputeTime
+    } else {
+        RowKind::Other
+    };
+    let category = match service.to_ascii_lowercase().as_str() {
+        "compute" if gpus.is_some() && kind == RowKind::ComputeTime => Category::Accelerator,
+        "compute" => Category::Host,
+        "storage" => Category::Storage,
+        "networking" | "network" => Category::Network,
+        "support" => Category::Support,
+        _ => Category::Host,
+    };
+    if !row_errors.is_empty() {
+        errors.append(&mut row_errors);
+        return None;
+    }
+    let (start, end) = (start?, end?);
+    let stamp = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+    let input = LineInput {
+        category: Some(category.as_str().to_owned()),
+        resource: Some(resource.to_owned()),
+        description: Some(description.clone()),
+        starts_at: Some(stamp(start)),
+        ends_at: Some(stamp(end)),
+        gpus: (category == Category::Accelerator).then(|| gpus.unwrap_or_default().to_string()),
+        rate_per_gpu_hour: None,
+        amount: Some(amount.normalize().to_string()),
+        currency: Some(currency.to_owned()),
+        trial: None,
+    };
+    match validate_line(&input, currency) {
+        Ok(l) => Some((
+            FocusLine {
+                identity: identity(resource, start, end, &description),
+                line: l,
+                file_line: line,
+            },
+            kind,
+        )),
+        Err(es) => {
+            errors.extend(es.into_iter().map(|e| {
+                let column = match e.field.as_str() {
+                    "resource" => Some("ResourceId"),
+                    "description" => Some("ChargeDescription"),
+                    "starts_at" => Some("ChargePeriodStart"),
+                    "ends_at" => Some("ChargePeriodEnd"),
+                    "amount" => Some("EffectiveCost"),
+                    "currency" => Some("BillingCurrency"),
+                    _ => None,
+                };
+                match column {
+                    Some(name) => FieldError::new(format!("line {line} ({name})"), e.message),
+                    None => FieldError::new(format!("line {line}"), format!("{}: {}", e.field, e.message)),
+                }
+            }));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "BilledCost,EffectiveCost,BillingCurrency,ChargeCategory,ChargeDescription,\
+ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n";
+
+    fn trial() -> Selection {
+        Selection {
+            trial_id: Uuid::from_u128(7),
+            ..Selection::default()
+        }
+    }
+
+    #[test]
+    fn times_without_an_offset_are_utc() {
+        let t = |s: &str| parse_time(s).map(|t| t.to_rfc3339());
+        let nine = Some("2024-09-18T22:00:00+00:00".to_owned());
+        assert_eq!(t("2024-09-18 22:00:00"), nine);
+        assert_eq!(t("2024-09-18T22:00:00Z"), nine);
+        assert_eq!(t("2024-09-18T22:00:00.000Z"), nine);
+        assert_eq!(t("2024-09-18 22:00:00 UTC"), nine);
+        assert_eq!(t("2024-09-19T00:00:00+02:00"), nine);
+        assert_eq!(t("2024-09-19 00:00:00+02:00"), nine);
+        assert_eq!(t("2024-09-18").as_deref(), Some("2024-09-18T00:00:00+00:00"));
+        assert_eq!(t("18/09/2024 22:00"), None);
+    }
+
+    #[test]
+    fn gpus_per_resource_is_one_number_or_pairs() {
+        assert_eq!(GpusPerResource::parse(None).unwrap(), GpusPerResource::Unknown);
+        assert_eq!(GpusPerResource::parse(Some(" 8 ")).unwrap(), GpusPerResource::All(8));
+        let each = GpusPerResource::parse(Some("i-1=8, arn:aws:x=y:i-2=4")).unwrap();
+        assert_eq!(each.of("i-1"), Some(8));
+        assert_eq!(each.of("arn:aws:x=y:i-2"), Some(4), "the last = splits");
+        assert_eq!(each.of("i-3"), None);
+        for bad in ["0", "eight", "i-1=", "i-1=2.5"] {
+            assert_eq!(
+                GpusPerResource::parse(Some(bad)).unwrap_err().field,
+                "gpus_per_resource",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_trials_rows_become_lines_and_the_rest_is_listed() {
+        // Tagged with the trial's id (Uuid::from_u128(7)); a name is not enough.
+        let tag = r#""{""user:rentcheck-trial"": ""00000000-0000-0000-0000-000000000007"", ""team"": ""ml""}""#;
+        let other = r#""{""rentcheck-trial"": ""Trial 1""}""#;
+        let text = format!(
+            "{HEADER}\
+10.00,9.00,USD,Usage,$1.25 per p4d.24xlarge Instance Hour,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-gpu,Compute,NULL\n\
+0.50,0.50,USD,Usage,$0.09 per GB data transfer out,2024-09-01 00:00:00,2024-09-01 01:00:00,GB,i-gpu,Compute,NULL\n\
+2.00,NULL,USD,Usage,$0.10 per GB-month gp3,2024-09-01 00:00:00,2024-09-02 00:00:00,GB-Mo,vol-1,Storage,{tag}\n\
+4.00,0,USD,Usage,covered by a savings plan,2024-09-01 01:00:00,2024-09-01 02:00:00,Hours,i-gpu,Compute,NULL\n\
+0.10,0.10,USD,Usage,$0.096 per On Demand Linux m5.large Instance Hour,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-cpu,Compute,NULL\n\
+1.00,1.00,USD,Tax,VAT,2024-09-01 00:00:00,2024-10-01 00:00:00,NULL,NULL,NULL,NULL\n\
+-3.00,-3.00,USD,Credit,Promotional credit,2024-09-01 00:00:00,2024-09-01 01:00:00,NULL,i-gpu,Compute,NULL\n\
+-1.50,-1.50,USD,Usage,refund,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-gpu,Compute,NULL\n\
+99.00,99.00,EUR,Usage,someone else's,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-other,Compute,{other}\n\
+10.00,9.00,USD,Usage,$1.25 per p4d.24xlarge Instance Hour,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-gpu,Compute,NULL\n"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some("i-gpu,\ni-cpu"));
+        selection.catalogue.insert("p4d.24xlarge".into(), 8);
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        let lines: Vec<(Category, &str, Option<i32>, String, u64)> = got
+            .lines
+            .iter()
+            .map(|l| {
+                (
+                    l.line.category,
+                    l.line.resource.as_str(),
+                    l.line.gpus,
+                    l.line.amount.to_string(),
+                    l.file_line,
+                )
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                // EffectiveCost wins; the same row again at line 11 is added into it (9 + 9).
+                (Category::Accelerator, "i-gpu", Some(8), "18".into(), 2),
+                // Data transfer of the GPU instance is priced by the GB: a host line.
+                (Category::Host, "i-gpu", None, "0.5".into(), 3),
+                // Selected by its tag; EffectiveCost NULL → BilledCost.
+                (Category::Storage, "vol-1", None, "2".into(), 4),
+                // An EffectiveCost of 0 counts; the row names no instance type, but its resource has
+                // 8 GPUs (line 2), so its hour is accelerator time.
+                (Category::Accelerator, "i-gpu", Some(8), "0".into(), 5),
+                // An instance type the catalogue does not price: its GPUs are unknown.
+                (Category::Host, "i-cpu", None, "0.1".into(), 6),
+            ]
+        );
+        assert_eq!(got.rows_combined, 1);
+        assert_eq!(got.counted_as_host, ["i-cpu"]);
+        let start = &got.lines[0].line;
+        assert_eq!(
+            (
+                start.starts_at.unwrap().to_rfc3339(),
+                start.ends_at.unwrap().to_rfc3339()
+            ),
+            ("2024-09-01T00:00:00+00:00".into(), "2024-09-01T01:00:00+00:00".into())
+        );
+        let listed: Vec<(&str, &str, &str, String)> = got
+            .not_added
+            .iter()
+            .map(|n| (n.charge_category.as_str(), n.reason, n.of, n.sum.to_string()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("Tax", "not usage", "account", "1".into()),
+                ("Credit", "not usage", "trial", "-3".into()),
+                ("Usage", "refund", "trial", "-1.5".into()),
+            ]
+        );
+        assert_eq!((got.rows_read, got.rows_selected), (10, 8));
+    }
+
+    #[test]
+    fn another_currency_or_a_bad_cell_of_the_trial_refuses_the_file_by_line_and_column() {
+        let text = format!(
+            "{HEADER}\
+1.00,1.00,EUR,Usage,x,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-1,Compute,NULL\n\
+1.00,one,USD,Usage,x,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-1,Compute,NULL\n\
+1.00,1.00,USD,Usage,x,yesterday,2024-09-01 01:00:00,Hours,i-1,Compute,NULL\n\
+1.00,1.00,USD,Refund,x,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-1,Compute,NULL\n\
+1.00,1.00,GBP,Usage,not ours,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-9,Compute,NULL\n"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some("i-1"));
+        let Err(CsvError::Invalid(errors)) = parse(text.as_bytes(), "USD", &selection) else {
+            panic!("refused")
+        };
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "line 2, column 3 (BillingCurrency)",
+                "line 3, column 2 (EffectiveCost)",
+                "line 4, column 6 (ChargePeriodStart)",
+                "line 5, column 4 (ChargeCategory)",
+            ]
+        );
+        assert!(errors[0].message.contains("EUR"), "{:?}", errors[0]);
+    }
+
+    #[test]
+    fn columns_are_found_by_name_and_a_file_without_the_trial_is_refused() {
+        // Another order, lower-case names, no Tags and no PricingUnit.
+        let text =
+            "resourceid,servicecategory,chargeperiodend,chargeperiodstart,billingcurrency,chargecategory,billedcost\n\
+                    i-1,Compute,2024-09-01T01:00:00Z,2024-09-01T00:00:00Z,USD,Usage,3.5\n";
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some("i-1"));
+        selection.gpus = GpusPerResource::All(2);
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        assert_eq!(got.lines[0].line.category, Category::Accelerator);
+        assert_eq!(got.lines[0].line.gpus, Some(2));
+        selection.resources = Selection::resources_from(Some("i-2"));
+        let Err(CsvError::Invalid(e)) = parse(text.as_bytes(), "USD", &selection) else {
+            panic!("no row of the trial")
+        };
+        assert_eq!(e[0].field, "resources");
+        selection.resources.clear();
+        let Err(CsvError::Invalid(e)) = parse(text.as_bytes(), "USD", &selection) else {
+            panic!("no Tags column and no resources")
+        };
+        assert!(e[0].message.contains("no Tags column"), "{e:?}");
+        let Err(CsvError::Invalid(e)) = parse(&b"InstanceType,Price\nx,1\n"[..], "USD", &trial()) else {
+            panic!("not FOCUS")
+        };
+        assert!(e[0].message.contains("ChargePeriodStart"), "{e:?}");
+    }
+
+    #[test]
+    fn a_re_import_has_the_same_identities() {
+        let t = |s: &str| parse_time(s).unwrap();
+        let a = identity("i-1", t("2024-09-01 00:00:00"), t("2024-09-01 01:00:00"), "x");
+        assert_eq!(
+            a,
+            identity("i-1", t("2024-09-01T00:00:00Z"), t("2024-09-01T01:00:00+00:00"), "x")
+        );
+        assert_ne!(
+            a,
+            identity("i-1", t("2024-09-01 00:00:00"), t("2024-09-01 01:00:00"), "y")
+        );
+        assert_ne!(
+            a,
+            identity("i-2", t("2024-09-01 00:00:00"), t("2024-09-01 01:00:00"), "x")
+        );
+    }
+}

@@ -1,0 +1,331 @@
+//! Prices from where they already live: real excerpts of SkyPilot's offer catalogues imported with
+//! `format=skypilot` (per-GPU rates from instance prices, spot rows, zones and instance types of one
+//! offer folded to the lowest price, unknown accelerators and CPU-only rows listed), previewed and
+//! confirmed on `/prices`, and used by the sizing like any other row, billing named.
+
+use crate::common;
+
+use common::{bearer_client, fixture, spawn_app, TestApp};
+use rentcheck::auth::Role;
+use serde_json::Value;
+
+fn aws() -> String {
+    String::from_utf8(fixture("skypilot-catalog/aws-vms-v5-excerpt.csv")).unwrap()
+}
+
+async fn import(app: &TestApp, query: &str, body: String) -> reqwest::Response {
+    bearer_client(&app.token(Role::Manager, None).await)
+        .post(app.url(&format!("/api/v1/prices?{query}")))
+        .header("content-type", "text/csv")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// (gpu, GPUs per instance, billing, region, rate per GPU-hour, source) of each row.
+fn offers(prices: &Value) -> Vec<(String, i64, String, String, String, String)> {
+    let mut rows: Vec<_> = prices
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["gpu"].as_str().unwrap().to_owned(),
+                p["gpu_count"].as_i64().unwrap(),
+                p["billing"].as_str().unwrap().to_owned(),
+                p["region"].as_str().unwrap().to_owned(),
+                p["rate_per_gpu_hour"].as_str().unwrap().to_owned(),
+                p["source"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn row(
+    gpu: &str,
+    billing: &str,
+    region: &str,
+    rate: &str,
+    instance: &str,
+) -> (String, i64, String, String, String, String) {
+    (
+        gpu.into(),
+        8,
+        billing.into(),
+        region.into(),
+        rate.into(),
+        format!("skypilot:{instance}"),
+    )
+}
+
+#[tokio::test]
+async fn a_real_aws_catalogue_becomes_per_gpu_prices_zones_folded_and_unknown_names_listed() {
+    let app = spawn_app().await;
+    let res = import(&app, "format=skypilot&provider=AWS&valid_from=2026-11-01", aws()).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["catalogue_rows"], 36, "every row but the header was read");
+    // Worked by hand from the excerpt: instance price ÷ 8 GPUs, the lowest of an offer's zones (and
+    // instance types) kept, rounded to the table's 6 decimal places.
+    let mut want = vec![
+        // p3dn.24xlarge, two zones of us-east-1: 31.212 ÷ 8; spot min(3.9001, 3.2632) ÷ 8.
+        row("V100 32GB SXM2", "on-demand", "us-east-1", "3.9015", "p3dn.24xlarge"),
+        row("V100 32GB SXM2", "spot", "us-east-1", "0.4079", "p3dn.24xlarge"),
+        // p4d.24xlarge: three zones of ap-south-1 without a spot price, 39.32 ÷ 8.
+        row("A100 40GB SXM", "on-demand", "ap-south-1", "4.915", "p4d.24xlarge"),
+        // us-east-1: 32.7726 ÷ 8; spot min(6.7915, 9.6107, 5.2117) ÷ 8 = 0.6514625 → 0.651463.
+        row("A100 40GB SXM", "on-demand", "us-east-1", "4.096575", "p4d.24xlarge"),
+        row("A100 40GB SXM", "spot", "us-east-1", "0.651463", "p4d.24xlarge"),
+        // p4de.24xlarge, eight rows of six zones: 40.96575 ÷ 8 = 5.12071875; spot 5.8394 ÷ 8.
+        row("A100 80GB SXM", "on-demand", "us-east-1", "5.120719", "p4de.24xlarge"),
+        row("A100 80GB SXM", "spot", "us-east-1", "0.729925", "p4de.24xlarge"),
+        // p5.48xlarge, six zones: 98.32 ÷ 8; spot 20.9934 (use1-az3) ÷ 8.
+        row("H100 SXM", "on-demand", "us-east-1", "12.29", "p5.48xlarge"),
+        row("H100 SXM", "spot", "us-east-1", "2.624175", "p5.48xlarge"),
+        // p5e has no on-demand price: spot rows only.
+        row("H200 SXM", "spot", "us-east-2", "1.808288", "p5e.48xlarge"),
+        row("H200 SXM", "spot", "us-west-2", "1.9707", "p5e.48xlarge"),
+        // p5en in ap-south-1: 101.76 ÷ 8; spot 12.1188 ÷ 8.
+        row("H200 SXM", "on-demand", "ap-south-1", "12.72", "p5en.48xlarge"),
+        row("H200 SXM", "spot", "ap-south-1", "1.51485", "p5en.48xlarge"),
+        // ap-southeast-3 has both: p5en's spot 11.7024 ÷ 8 beats p5e's 14.925 ÷ 8 = 1.865625.
+        row("H200 SXM", "on-demand", "ap-southeast-3", "14.628", "p5en.48xlarge"),
+        row("H200 SXM", "spot", "ap-southeast-3", "1.4628", "p5en.48xlarge"),
+    ];
+    want.sort();
+    assert_eq!(offers(&body["prices"]), want);
+    assert_eq!(body["rows"], 15);
+    assert!(body["prices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["provider"] == "AWS" && p["currency"] == "USD" && p["valid_from"] == "2026-11-01"));
+
+    // Left out, and said so: CPU-only instances, the 16 GB V100 the GPU catalogue does not have,
+    // and the p5e rows with neither price.
+    let skipped: Vec<(String, String, i64, Value)> = body["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["reason"].as_str().unwrap().to_owned(),
+                s["accelerator"].as_str().unwrap().to_owned(),
+                s["rows"].as_i64().unwrap(),
+                s["instance_types"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("cpu-only".into(), "".into(), 2, serde_json::json!(["a1.large"])),
+            (
+                "unknown-accelerator".into(),
+                "V100".into(),
+                2,
+                serde_json::json!(["p3.2xlarge"])
+            ),
+            ("no-price".into(), "H200".into(), 3, serde_json::json!(["p5e.48xlarge"])),
+        ]
+    );
+    assert_eq!(body["skipped"][1]["lines"], serde_json::json!([4, 5]));
+
+    // They are current prices like a sheet's.
+    let current: Value = app.get("/api/v1/prices").await.json().await.unwrap();
+    assert_eq!(offers(&current["items"]), want);
+}
+
+#[tokio::test]
+async fn a_malformed_catalogue_stores_nothing_and_another_column_order_reads_the_same() {
+    let app = spawn_app().await;
+    // One price cell spoilt: the whole file is refused, the cell named by line and column.
+    let spoilt = aws().replacen(",98.32,20.993400,", ",98.32 USD,20.993400,", 1);
+    let res = import(&app, "format=skypilot&provider=AWS", spoilt).await;
+    assert_eq!(res.status(), 422);
+    let problem: Value = res.json().await.unwrap();
+    assert_eq!(problem["errors"][0]["field"], "line 24, column 7 (Price)");
+    assert_eq!(app.count("prices").await, 0, "all or nothing");
+
+    let res = import(&app, "format=skypilot", aws()).await;
+    assert_eq!(res.status(), 422, "a catalogue names its provider");
+    let res = import(&app, "format=azure&provider=AWS", aws()).await;
+    assert_eq!(res.status(), 422);
+    let engineer = bearer_client(&app.token(Role::Engineer, None).await)
+        .post(app.url("/api/v1/prices?format=skypilot&provider=AWS"))
+        .header("content-type", "text/csv")
+        .body(aws())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(engineer.status(), 403, "managers and admins import prices");
+
+    // Lambda's catalogue: Price before Region, GpuInfo after it, no AvailabilityZone column.
+    let lambda = String::from_utf8(fixture("skypilot-catalog/lambda-vms-v5-excerpt.csv")).unwrap();
+    let res = import(&app, "format=skypilot&provider=Lambda&valid_from=2026-11-01", lambda).await;
+    assert_eq!(res.status(), 201);
+    let body: Value = res.json().await.unwrap();
+    let mut want = vec![
+        // gpu_8x_a100: 10.32 ÷ 8.
+        (
+            "A100 40GB SXM".to_owned(),
+            8,
+            "on-demand".to_owned(),
+            "us-east-1".to_owned(),
+            "1.29".to_owned(),
+            "skypilot:gpu_8x_a100".to_owned(),
+        ),
+        // Two regions are two offers: nothing folds.
+        (
+            "RTX A6000".into(),
+            1,
+            "on-demand".into(),
+            "us-east-1".into(),
+            "0.8".into(),
+            "skypilot:gpu_1x_a6000".into(),
+        ),
+        (
+            "RTX A6000".into(),
+            1,
+            "on-demand".into(),
+            "us-west-1".into(),
+            "0.8".into(),
+            "skypilot:gpu_1x_a6000".into(),
+        ),
+    ];
+    want.sort();
+    assert_eq!(offers(&body["prices"]), want);
+    assert_eq!(body["skipped"][1]["accelerator"], "V100");
+}
+
+#[tokio::test]
+async fn the_sizing_prices_from_the_catalogue_and_names_spot() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let res = import(&app, "format=skypilot&provider=AWS&valid_from=2026-11-01", aws()).await;
+    assert_eq!(res.status(), 201);
+    let sizing: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/sizing"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let h100 = sizing["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["gpu"] == "H100 SXM")
+        .unwrap()
+        .clone();
+    assert_eq!(h100["count"], 4);
+    // 4 GPUs rent one 8-GPU p5.48xlarge: on demand 98.32 an hour, on spot 8 × 2.624175 = 20.9934,
+    // the cheapest; 20.9934 × 730 h = 15,325.182 → 15,325.18 a month.
+    assert_eq!(h100["provider"], "AWS");
+    assert_eq!(h100["price_billing"], "spot");
+    assert_eq!(
+        h100["price_per_hour"].as_str().unwrap().parse::<f64>().unwrap(),
+        20.9934
+    );
+    assert_eq!(h100["price_per_month"], "15325.18");
+
+    // The brief page says "spot" beside that price.
+    let owner = app.login_owner().await;
+    let page = owner
+        .client
+        .get(app.url(&format!("/briefs/{brief}")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("20.99 USD/h</span> <span class=\"billing\">spot</span>"),
+        "the sizing names the billing of its price"
+    );
+
+    // A trial started from that row is a spot trial at the catalogue's rate.
+    let price_id = h100["price_id"].as_str().unwrap();
+    let form = owner
+        .client
+        .get(app.url(&format!("/briefs/{brief}/trials/new?price={price_id}&count=4")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(form.contains("value=\"2.624175\""), "the rate per GPU-hour");
+    assert!(form.contains("skypilot:p5.48xlarge"), "the source in the notes");
+    assert!(form.contains("<option value=\"spot\" selected"), "billing spot");
+}
+
+#[tokio::test]
+async fn a_manager_previews_a_catalogue_on_the_page_then_confirms_it() {
+    let app = spawn_app().await;
+    let manager = app.login(Role::Manager).await;
+    let preview = manager
+        .client
+        .post(app.url("/prices/preview"))
+        .form(&[
+            ("csrf_token", manager.csrf.as_str()),
+            ("format", "skypilot"),
+            ("provider", "AWS"),
+            ("csv", aws().as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preview.status(), 200);
+    let html = preview.text().await.unwrap();
+    assert!(
+        html.contains("Check these 15 rows"),
+        "the rows are shown before anything is stored"
+    );
+    let skipped = &html[html.find("id=\"skipped\"").expect("what the catalogue leaves out")..];
+    assert!(skipped.contains("an accelerator the GPU catalogue does not name"));
+    assert!(skipped.contains("p3.2xlarge"));
+    assert_eq!(app.count("prices").await, 0, "a preview stores nothing");
+
+    // The file rides along in the confirm form, escaped as HTML.
+    let csv = common::input_value(&html, "csv")
+        .expect("the file is kept for the confirm")
+        .replace("&quot;", "\"")
+        .replace("&#34;", "\"")
+        .replace("&#x27;", "'")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    assert!(csv == aws(), "the confirm form carries the file as it was chosen");
+    let valid_from = common::input_value(&html, "valid_from").unwrap();
+    let res = manager
+        .client
+        .post(app.url("/prices"))
+        .form(&[
+            ("csrf_token", manager.csrf.as_str()),
+            ("format", "skypilot"),
+            ("provider", "AWS"),
+            ("valid_from", valid_from.as_str()),
+            ("csv", csv.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(app.count("prices").await, 15);
+    let page = manager
+        .client
+        .get(app.url("/prices?imported=15"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Imported 15 prices"));
+    assert!(page.contains("skypilot:p5en.48xlarge"));
+}
