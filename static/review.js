@@ -1,6 +1,7 @@
-// The review's approval form: the monthly and whole-term preview follows the count, rate and
-// term as they are typed, and the approve button says what it will record. Progressive
-// enhancement: without this script the server computes the same figures after a submit.
+// The review's approval form: the GPUs, billing and rate are what the review computed (read-only
+// fields); the whole-term preview follows the term as it is typed, and the approve button says what
+// it will record. Progressive enhancement: without this script the server computes the same
+// figures after a submit.
 //
 // The arithmetic mirrors the server's (server/review/model.rs): monthly = round(count × rate ×
 // 730, 2 places; rust_decimal's round_dp rounds a half to the even cent), whole term = monthly ×

@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 22] = [
+const LANDED: [(&str, &str); 23] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -95,6 +95,10 @@ const LANDED: [(&str, &str); 22] = [
     (
         "20261201200000_briefs_search_trigram.sql",
         "5bc1449c73556ab6555e38d75a965e854bdd6e66b828bd61d36be08e666a8b48fcf4f0f4819ea9381af5652cb26f634b",
+    ),
+    (
+        "20261202100000_decision_truth.sql",
+        "e99fb0aeef86f1a818ec86905f3304d187fd6a1c23fddbeb21c6a4ef29ba5b940e0505c079860928cd47555020cf48d0",
     ),
 ];
 
