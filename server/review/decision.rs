@@ -542,16 +542,19 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
                             rates.and_then(|r| r.reserved_price_id).map(|id| format!("price:{id}")),
                         ));
                         format!(
-                            "Accepted and busy: utilization {u} {} is at least the reservation break-even {break_even} \
-                             + 0.05, so reserving saves {} a month.",
+                            "Accepted and busy: utilization {} {} is at least the reservation break-even {} + \
+                             0.05, so reserving saves {} a month.",
+                            u.normalize(),
                             utilization_source.describe(),
+                            break_even.normalize(),
                             with_currency(saving, &brief.currency)
                         )
                     }
                     _ => format!(
-                        "Accepted and busy: utilization {u} {} is at least 0.65 (the break-even 0.60 used when no \
+                        "Accepted and busy: utilization {} {} is at least 0.65 (the break-even 0.60 used when no \
                          reserved price of the offer is known, + 0.05). No reserved price is known, so no saving \
                          is claimed: ask the provider for one or import it on the Prices page.",
+                        u.normalize(),
                         utilization_source.describe()
                     ),
                 };
@@ -567,7 +570,10 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
                 let why = if spot {
                     "the trial is billed as spot capacity, which is not reserved".to_owned()
                 } else {
-                    format!("not busy enough to reserve (or utilization unknown): a reservation pays from {threshold}")
+                    format!(
+                        "not busy enough to reserve (or utilization unknown): a reservation pays from {}",
+                        threshold.normalize()
+                    )
                 };
                 reasons.push(Reason {
                     rule: Rule::Numbered(9),
@@ -630,7 +636,8 @@ fn break_even_fact(break_even: Decimal, known: bool, money: Option<&MoneyFacts>)
         (true, Some(r)) => fact(
             "reservation break-even",
             format!(
-                "{break_even} (reserved {} ÷ on demand {} per GPU-hour)",
+                "{} (reserved {} ÷ on demand {} per GPU-hour)",
+                break_even.normalize(),
                 r.reserved_rate.map(|x| x.to_string()).unwrap_or_default(),
                 r.on_demand_rate.map(|x| x.to_string()).unwrap_or_default()
             ),
@@ -638,7 +645,7 @@ fn break_even_fact(break_even: Decimal, known: bool, money: Option<&MoneyFacts>)
         ),
         _ => fact(
             "reservation break-even",
-            format!("{break_even} (no reserved price of the offer is known)"),
+            format!("{} (no reserved price of the offer is known)", break_even.normalize()),
             None,
         ),
     }
