@@ -42,6 +42,7 @@ mod parsers;
 mod parsers_conformance;
 mod parsers_formats;
 mod parsers_ingest;
+mod parsers_load_points;
 mod prices;
 mod private_cluster;
 mod resilience;

@@ -107,6 +107,18 @@ pub fn attainment(requests: &[RequestSample], targets: &SloTargets) -> Option<At
     if set.is_empty() || requests.is_empty() {
         return None;
     }
+    // Nothing completed: every request sent is a miss, whatever the format records.
+    if !requests.iter().any(|r| r.ok) {
+        return Some(Attainment {
+            met: 0,
+            total: requests.len(),
+            fraction: 0.0,
+            per_target: set.iter().map(|(t, _)| (t.suffix(), 0.0)).collect(),
+            not_judged: Vec::new(),
+            good_output_tokens: Some(0.0),
+            good_input_tokens: Some(0.0),
+        });
+    }
     // A target no successful request has a figure for cannot be judged: leave it out (and say so)
     // rather than fail every request on it.
     let (judged, not_judged): (Vec<_>, Vec<_>) = set
