@@ -396,14 +396,24 @@ pub fn plain_fact(f: &Fact) -> PlainFact {
 pub fn action(decision: Verdict, t: &TrialReview, commitment: Option<&Reservation>) -> String {
     let alloc = allocation(t);
     let held = |verb: &str| match commitment {
-        Some(c) => format!("{verb} {} × {} for {} months", c.gpus, c.gpu, c.term_months),
+        Some(c) => format!(
+            "{verb} {} × {} for {}",
+            c.gpus,
+            c.gpu,
+            super::model::months(c.term_months)
+        ),
         None => format!("{verb} {alloc}"),
     };
     match decision {
         Verdict::Reserve => held("reserve"),
         Verdict::Dedicate => held("dedicate"),
         Verdict::Scale => match commitment {
-            Some(c) => format!("scale to {} × {} for {} months", c.gpus, c.gpu, c.term_months),
+            Some(c) => format!(
+                "scale to {} × {} for {}",
+                c.gpus,
+                c.gpu,
+                super::model::months(c.term_months)
+            ),
             None => format!(
                 "scale to {} replicas of {alloc}",
                 t.decision.suggested_replicas.unwrap_or(1)

@@ -9,7 +9,7 @@ use rust_decimal::{prelude::ToPrimitive, Decimal};
 use super::{
     decision::Verdict,
     decision_view::{allocation, job_word},
-    model::{monthly_cost, Reservation},
+    model::{monthly_cost, months, Reservation},
     service::{Review, TrialReview},
 };
 use crate::money;
@@ -229,10 +229,10 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
     match commitment {
         Some(c) => out.push(MoneyFigure {
             id: "commitment",
-            label: format!("Total commitment over {} months", c.term_months),
+            label: format!("Total commitment over {}", months(c.term_months)),
             value: money::sum_with_currency(c.total(), currency),
             note: format!(
-                "{} × {} ({} {} of {} GPUs), {} at {} per GPU-hour × 730 hours × {} months ({} a month); {}",
+                "{} × {} ({} {} of {} GPUs), {} at {} per GPU-hour × 730 h{}{}",
                 c.gpus,
                 c.gpu,
                 c.replicas,
@@ -240,9 +240,20 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
                 c.gpus_per_node,
                 c.billing,
                 money::with_currency(c.rate_per_gpu_hour, currency),
-                c.term_months,
-                money::sum_with_currency(c.monthly_cost, currency),
-                c.note
+                if c.term_months == 1 {
+                    String::new()
+                } else {
+                    format!(
+                        " × {} ({} a month)",
+                        months(c.term_months),
+                        money::sum_with_currency(c.monthly_cost, currency)
+                    )
+                },
+                if c.billing == "reserved" {
+                    ""
+                } else {
+                    "; the trial's own rate: no reserved price is current"
+                }
             ),
             tone: "",
         }),
@@ -318,8 +329,7 @@ fn reserved_against_on_demand(t: &TrialReview, commitment: Option<&Reservation>,
                     money::sum_with_currency(od_month, currency)
                 ),
                 note: format!(
-                    "reserving pays when the GPUs are busy more than {} of the time (reserved {} ÷ on demand {} per \
-                     GPU-hour), with 5 points to spare; {busy_text}",
+                    "reserving pays above {} busy (reserved {} ÷ on demand {} per GPU-hour) + 5 points; {busy_text}",
                     pct(break_even),
                     money::with_currency(rr, currency),
                     money::with_currency(od, currency)
@@ -330,14 +340,8 @@ fn reserved_against_on_demand(t: &TrialReview, commitment: Option<&Reservation>,
         (Some(n), Some(od), None) => MoneyFigure {
             id: "reserved-vs-on-demand",
             label,
-            value: format!(
-                "on demand: {} a month",
-                money::sum_with_currency(monthly_cost(n, od), currency)
-            ),
-            note: format!(
-                "no reserved price is known for this offer, so no saving is claimed: ask {provider} for one, or \
-                 import one on the Prices page"
-            ),
+            value: format!("{} on demand", money::sum_with_currency(monthly_cost(n, od), currency)),
+            note: format!("no reserved price is known, so no saving is claimed: ask {provider} for one"),
             tone: "",
         },
         (Some(n), None, Some(rr)) => MoneyFigure {

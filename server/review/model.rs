@@ -38,6 +38,15 @@ pub struct Reservation {
     pub note: String,
 }
 
+/// "1 month", "12 months".
+pub fn months(n: u32) -> String {
+    if n == 1 {
+        "1 month".into()
+    } else {
+        format!("{n} months")
+    }
+}
+
 impl Reservation {
     /// The whole term: the monthly cost × the months.
     pub fn total(&self) -> Decimal {
@@ -149,11 +158,15 @@ pub fn apply_choices(r: &mut Reservation, fields: &BTreeMap<String, String>) -> 
             )),
         }
     }
-    if let Some(d) = get("start_date").or_else(|| get("start")) {
+    // The API names it start_date, the form start: the message goes to the field that was sent.
+    let start = get("start_date")
+        .map(|d| ("start_date", d))
+        .or_else(|| get("start").map(|d| ("start", d)));
+    if let Some((field, d)) = start {
         match NaiveDate::parse_from_str(d, "%Y-%m-%d") {
             Ok(d) => r.start_date = d,
             Err(_) => errors.push(FieldError::new(
-                "reservation.start_date",
+                format!("reservation.{field}"),
                 "must be a date like 2026-12-01",
             )),
         }

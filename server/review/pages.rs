@@ -433,14 +433,14 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
         changed: decision_view::changed_in_words(&a.changed, r),
         reservation: recorded_reservation(r).map(|res| {
             format!(
-                "{} × {} ({} {} of {} GPUs), {}, {} months from {}, at {} per GPU-hour: {} a month, {} in all",
+                "{} × {} ({} {} of {} GPUs), {}, {} from {}, at {} per GPU-hour: {} a month, {} in all",
                 res.gpus,
                 res.gpu,
                 res.replicas,
                 if res.replicas == 1 { "replica" } else { "replicas" },
                 res.gpus_per_node,
                 res.billing,
-                res.term_months,
+                super::model::months(res.term_months),
                 res.start_date,
                 money::with_currency(res.rate_per_gpu_hour, currency),
                 money::sum_with_currency(res.monthly_cost, currency),
@@ -719,9 +719,9 @@ fn preview(reservation: Option<&Reservation>, currency: &str) -> (String, String
         Some(res) => (
             format!("{} a month", money::sum_with_currency(res.monthly_cost, currency)),
             format!(
-                "{} over {} months",
+                "{} over {}",
                 money::sum_with_currency(res.total(), currency),
-                res.term_months
+                super::model::months(res.term_months)
             ),
         ),
         None => ("needs a rate per GPU-hour".into(), String::new()),
@@ -940,7 +940,7 @@ fn field_label(field: &str) -> &str {
         "reservation.count" => "Count (GPUs)",
         "reservation.billing" => "Billing model",
         "reservation.term_months" => "Term (months)",
-        "reservation.start" => "Start",
+        "reservation.start" | "reservation.start_date" => "Start",
         "reservation.rate_per_gpu_hour" => "Rate per GPU-hour",
         "comment" => "Comment",
         "trial" => "Trial",
