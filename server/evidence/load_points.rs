@@ -170,7 +170,7 @@ fn point(evidence_id: Uuid, run: &str, metrics: BTreeMap<String, Value>) -> Opti
     };
     // A run that measured nothing a card or the money reads is no load point.
     let measured = metrics.keys().any(|k| is_load_test_key(k));
-    measured.then(|| LoadPoint { metrics, ..p })
+    measured.then_some(LoadPoint { metrics, ..p })
 }
 
 /// The operating point: which point, and whether it met the target (else it is the fallback).
