@@ -300,7 +300,7 @@ mod tests {
         assert_eq!(
             fields,
             [
-                "reservation.start_date",
+                "reservation.start",
                 "reservation.count",
                 "reservation.rate_per_gpu_hour"
             ]

@@ -231,7 +231,13 @@ mod tests {
         let check = kv_check(&input, h100, 4, &measured).unwrap();
         assert_eq!(check.findings.len(), 2, "{:?}", check.findings);
         assert!(check.findings[0].contains("at most 4,096 tokens"));
-        assert!(check.findings[1].contains("holds 100,000 tokens; the brief needs 131,072"));
+        // 100,000 ÷ 8,192 = 12.21 sequences of the brief's context, for 16 needed.
+        assert!(
+            check.findings[1].contains("holds 100,000 tokens: 12.21 sequences of the brief's 8,192 tokens"),
+            "{:?}",
+            check.findings
+        );
+        assert!(check.findings[1].contains("needs 16 at once (131,072 tokens)"));
     }
 
     #[test]
