@@ -42,6 +42,18 @@ pub fn verdict_meaning(decision: Verdict) -> &'static str {
     }
 }
 
+/// [`verdict_meaning`] of a decision written as text ("expand"); empty for anything else.
+pub fn meaning(decision: &str) -> &'static str {
+    match decision {
+        "expand" => verdict_meaning(Verdict::Expand),
+        "reserve" => verdict_meaning(Verdict::Reserve),
+        "dedicate" => verdict_meaning(Verdict::Dedicate),
+        "scale" => verdict_meaning(Verdict::Scale),
+        "stop" => verdict_meaning(Verdict::Stop),
+        _ => "",
+    }
+}
+
 /// The brief in three lines: the model, the workload with its targets and ceiling, and the
 /// allocation under test with its one price, billing named.
 pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
