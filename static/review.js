@@ -1,6 +1,7 @@
-// The review's approval form: the monthly and whole-term preview follows the count, rate and
-// term as they are typed, and the approve button says what it will record. Progressive
-// enhancement: without this script the server computes the same figures after a submit.
+// The review's approval form: the GPUs, billing and rate are what the review computed (read-only
+// fields); the whole-term preview follows the term as it is typed, and the approve button says what
+// it will record. Progressive enhancement: without this script the server computes the same
+// figures after a submit.
 //
 // The arithmetic mirrors the server's (server/review/model.rs): monthly = round(count × rate ×
 // 730, 2 places; rust_decimal's round_dp rounds a half to the even cent), whole term = monthly ×
@@ -54,6 +55,11 @@
     return rest === 0n ? units : units + "." + rest.toString().padStart(2, "0");
   }
 
+  // "1 month", "12 months" (as model::months).
+  function spell(n) {
+    return n === 1 ? "1 month" : n + " months";
+  }
+
   function update() {
     var count = whole(input("count").value, 4096);
     var rate = decimal(input("rate_per_gpu_hour").value);
@@ -67,11 +73,11 @@
     var perMonth = cents(BigInt(count) * rate * HOURS_PER_MONTH);
     monthly.textContent = sum(perMonth) + " " + currency + " a month";
     if (term) {
-      term.textContent = months === null ? "" : sum(perMonth * BigInt(months)) + " " + currency + " over " + months + " months";
+      term.textContent = months === null ? "" : sum(perMonth * BigInt(months)) + " " + currency + " over " + spell(months);
     }
     if (button && months !== null && gpu) {
       var verb = button.getAttribute("data-verb");
-      if (verb) button.textContent = "Approve: " + verb + " " + count + " × " + gpu + " for " + months + " months";
+      if (verb) button.textContent = "Approve: " + verb + " " + count + " × " + gpu + " for " + spell(months);
     }
   }
 

@@ -3,6 +3,11 @@
 //! * A criterion reads the newest metric with its key **among evidence of its own stage**
 //!   (newest by `collected_at`, ties by `received_at`, then by id — ids are UUIDv7, so upload order).
 //!   A stage-3 latency is never satisfied by a stage-1 smoke figure.
+//! * Except the serving figures a load test measures (latency quantiles, throughput, error rate,
+//!   attainment): at stage 3 they come from the trial's **operating point** (`evidence::load_points`),
+//!   whatever order its load points arrived in. A figure the operating point lacks may come from
+//!   evidence that is no load test (a `/metrics` scrape), never from another load point. When no
+//!   request of the operating point completed, such a criterion fails: "no request completed".
 //! * Derived keys (`ledger.cost_per_job`, `manifest.lint_errors`) ignore the evidence and the stage:
 //!   their value comes from the `derived` map the caller computed.
 //! * No value → `missing`. A value of the wrong type → `fail` with a reason, never `missing`.
@@ -20,6 +25,16 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::model::{is_derived, link_rank, stage_name, Criterion, Threshold, STAGES};
+use crate::evidence::load_points::{is_load_test_key, LoadPoint, NOTHING_COMPLETED};
+
+/// The load test a trial's stage-3 serving criteria read.
+#[derive(Debug, Clone, Copy)]
+pub struct OperatingLoad<'a> {
+    /// The operating point.
+    pub point: &'a LoadPoint,
+    /// Every load-test upload of the trial: their figures count only through the operating point.
+    pub load_tests: &'a [Uuid],
+}
 
 /// One metric value as evidence gave it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -205,15 +220,53 @@ fn missing_hint(c: &Criterion) -> String {
 
 /// Evaluates one criterion.
 pub fn evaluate_one(c: &Criterion, snapshot: &MetricsSnapshot, derived: &HashMap<String, Value>) -> EvaluatedCriterion {
+    evaluate_one_at(c, snapshot, derived, None)
+}
+
+/// Evaluates one criterion; stage-3 load-test figures from `load`'s operating point.
+pub fn evaluate_one_at(
+    c: &Criterion,
+    snapshot: &MetricsSnapshot,
+    derived: &HashMap<String, Value>,
+    load: Option<&OperatingLoad<'_>>,
+) -> EvaluatedCriterion {
+    let from_snapshot = |o: &Observation| (Some(o.value.clone()), Some(o.evidence_id), "evidence");
+    let load_test = load.filter(|_| c.stage == 3 && is_load_test_key(&c.key));
     let (value, evidence_id, source) = if is_derived(&c.key) {
         (derived.get(&c.key).cloned(), None, "derived")
+    } else if let Some(l) = load_test {
+        match l.point.metrics.get(&c.key) {
+            Some(v) => (Some(v.clone()), Some(l.point.evidence_id), "evidence"),
+            None if l.point.nothing_completed() => {
+                return EvaluatedCriterion {
+                    criterion: c.clone(),
+                    status: Status::Fail,
+                    value: None,
+                    evidence_id: Some(l.point.evidence_id),
+                    reason: Some(NOTHING_COMPLETED.into()),
+                    source: "evidence",
+                };
+            }
+            // Another figure of the same key counts only when it is not a load test's.
+            None => match snapshot.get(&c.key, c.stage) {
+                Some(o) if !l.load_tests.contains(&o.evidence_id) => from_snapshot(o),
+                _ => (None, None, "evidence"),
+            },
+        }
     } else {
         match snapshot.get(&c.key, c.stage) {
-            Some(o) => (Some(o.value.clone()), Some(o.evidence_id), "evidence"),
+            Some(o) => from_snapshot(o),
             None => (None, None, "evidence"),
         }
     };
     let (status, reason) = match &value {
+        None | Some(Value::Null) if load_test.is_some() => (
+            Status::Missing,
+            Some(format!(
+                "{}; the operating point's load test does not give it",
+                missing_hint(c)
+            )),
+        ),
         None | Some(Value::Null) => (Status::Missing, Some(missing_hint(c))),
         Some(v) => match compare(c, v) {
             Ok(true) => (Status::Pass, None),
@@ -248,10 +301,21 @@ pub fn evaluate_with(
     derived: &HashMap<String, Value>,
     not_applicable: &dyn Fn(&Criterion) -> bool,
 ) -> CardEvaluation {
+    evaluate_at(criteria, snapshot, derived, None, not_applicable)
+}
+
+/// [`evaluate_with`], the stage-3 load-test figures read from `load`'s operating point.
+pub fn evaluate_at(
+    criteria: &[Criterion],
+    snapshot: &MetricsSnapshot,
+    derived: &HashMap<String, Value>,
+    load: Option<&OperatingLoad<'_>>,
+    not_applicable: &dyn Fn(&Criterion) -> bool,
+) -> CardEvaluation {
     let criteria: Vec<EvaluatedCriterion> = criteria
         .iter()
         .map(|c| {
-            let mut e = evaluate_one(c, snapshot, derived);
+            let mut e = evaluate_one_at(c, snapshot, derived, load);
             if not_applicable(c) {
                 e.status = Status::NotApplicable;
             }

@@ -11,16 +11,22 @@ use uuid::Uuid;
 
 use super::{
     defaults::{default_card_for, default_card_of, depends_on_allocation, needs_several_gpus},
-    evaluate::{evaluate_with, CardEvaluation, MetricsSnapshot},
+    evaluate::{compare, evaluate_at, CardEvaluation, MetricsSnapshot, OperatingLoad},
     manifest_lint,
     model::{self, Card, Criterion, Threshold},
     repo,
 };
 use crate::{
     briefs::model::Brief,
+    evidence::load_points::{
+        is_load_test_key, load_points, operating_point, LoadPoint, Operating, DEFAULT_ATTAINMENT_TARGET,
+    },
     ledger::{model::LedgerSummary, service as ledger},
     trials::model::Allocation,
 };
+
+/// Load tests read per trial for its load points: the newest ones; a sweep is usually one file.
+const LOAD_TESTS_READ: i64 = 50;
 
 pub async fn current_card(pool: &PgPool, brief: &Brief) -> Result<Card, sqlx::Error> {
     Ok(match repo::current(pool, brief.id).await? {
@@ -96,6 +102,56 @@ pub struct TrialCard {
     pub criteria: Vec<Criterion>,
     pub evaluation: CardEvaluation,
     pub stale: Vec<StaleCriterion>,
+    /// The trial's load points and the one its stage-3 serving criteria were judged at.
+    pub load: TrialLoad,
+}
+
+/// A trial's load points and its operating point (docs/trials.md, "Load points").
+#[derive(Debug, Clone, Default)]
+pub struct TrialLoad {
+    pub points: Vec<LoadPoint>,
+    pub operating: Option<Operating>,
+    /// The card's attainment target (`serving.slo_attainment` ≥ …), else the default 95 %.
+    pub attainment_target: f64,
+}
+
+impl TrialLoad {
+    pub fn operating_point(&self) -> Option<&LoadPoint> {
+        self.points.get(self.operating?.index)
+    }
+
+    /// The trial's load points and its operating point for `criteria`: the attainment target and
+    /// the required stage-3 latency criteria decide which point qualifies.
+    pub fn choose(points: Vec<LoadPoint>, criteria: &[Criterion]) -> Self {
+        let attainment_target = attainment_target(criteria);
+        let latency: Vec<&Criterion> = criteria
+            .iter()
+            .filter(|c| c.required && c.stage == 3 && c.key.ends_with("_ms") && is_load_test_key(&c.key))
+            .collect();
+        let passes = |p: &LoadPoint| {
+            latency
+                .iter()
+                .all(|c| p.metrics.get(&c.key).is_none_or(|v| compare(c, v).unwrap_or(false)))
+        };
+        let operating = operating_point(&points, attainment_target, &passes);
+        Self {
+            points,
+            operating,
+            attainment_target,
+        }
+    }
+}
+
+/// The card's attainment target (`serving.slo_attainment` ≥ or > a share), else 95 %.
+pub fn attainment_target(criteria: &[Criterion]) -> f64 {
+    criteria
+        .iter()
+        .filter(|c| c.key == "serving.slo_attainment" && matches!(c.op.as_str(), "ge" | "gt"))
+        .find_map(|c| match c.threshold {
+            Threshold::Number(t) if (0.0..=1.0).contains(&t) => Some(t),
+            _ => None,
+        })
+        .unwrap_or(DEFAULT_ATTAINMENT_TARGET)
 }
 
 /// Which criteria apply to a trial: a default card is derived for the trial's allocation (its GPU
@@ -169,13 +225,26 @@ pub async fn evaluate_for_trial(
     derived: &HashMap<String, Value>,
 ) -> Result<TrialCard, sqlx::Error> {
     let (criteria, stale) = criteria_for_trial(brief, card, alloc);
-    let snap = snapshot(pool, trial, &criteria).await?;
+    let (snap, tests) = tokio::try_join!(
+        snapshot(pool, trial, &criteria),
+        repo::load_tests(pool, trial, LOAD_TESTS_READ),
+    )?;
+    let ids: Vec<Uuid> = tests.iter().map(|(id, _)| *id).collect();
+    let points = tests.iter().flat_map(|(id, m)| load_points(*id, m)).collect();
+    let load = TrialLoad::choose(points, &criteria);
+    let operating = load.operating_point().map(|point| OperatingLoad {
+        point,
+        load_tests: &ids,
+    });
     let single_gpu = alloc.is_some_and(|a| a.count * a.gpu.devices_per_card <= 1);
-    let evaluation = evaluate_with(&criteria, &snap, derived, &|c| single_gpu && needs_several_gpus(&c.key));
+    let evaluation = evaluate_at(&criteria, &snap, derived, operating.as_ref(), &|c| {
+        single_gpu && needs_several_gpus(&c.key)
+    });
     Ok(TrialCard {
         criteria,
         evaluation,
         stale,
+        load,
     })
 }
 

@@ -51,6 +51,8 @@ pub const MAX_MODEL_CONFIG_BYTES: usize = 256 * 1024;
 pub const MAX_PEAK_RPS: f64 = 1e9;
 /// Money fields: at most this much, with at most six decimal places.
 pub const MAX_MONEY: i64 = 1_000_000_000;
+/// Headroom above the expected peak, percent.
+pub const MAX_HEADROOM_PCT: f64 = 1000.0;
 
 /// Latency and throughput targets; each is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -136,9 +138,17 @@ pub struct BriefFields {
     pub k8s_manifest: Option<String>,
     /// Expected peak traffic, requests per second (trials: replicas needed at the SLO).
     pub expected_peak_rps: Option<f64>,
-    /// A managed model API's price per million tokens, for the break-even (trials).
+    /// A managed model API's price per million tokens, for the break-even (trials). The older
+    /// single price: the output price, with input free.
     #[serde(with = "rust_decimal::serde::str_option")]
     pub api_price_per_million_tokens: Option<Decimal>,
+    /// Spare capacity on top of the expected peak, percent (replicas at the SLO; default 0).
+    pub headroom_pct: Option<f64>,
+    /// A managed model API's prices per million input and per million output tokens.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    pub api_price_input_per_million: Option<Decimal>,
+    #[serde(with = "rust_decimal::serde::str_option")]
+    pub api_price_output_per_million: Option<Decimal>,
 }
 
 /// A stored brief.
@@ -258,6 +268,22 @@ impl BriefFields {
                     .map(|d| d.to_string())
                     .unwrap_or_default(),
             ),
+            (
+                "headroom_pct".to_owned(),
+                self.headroom_pct.map(|v| v.to_string()).unwrap_or_default(),
+            ),
+            (
+                "api_price_input_per_million".to_owned(),
+                self.api_price_input_per_million
+                    .map(|d| d.to_string())
+                    .unwrap_or_default(),
+            ),
+            (
+                "api_price_output_per_million".to_owned(),
+                self.api_price_output_per_million
+                    .map(|d| d.to_string())
+                    .unwrap_or_default(),
+            ),
         ]);
         let a = &self.architecture;
         let mut arch = |field: &str, v: Option<String>| {
@@ -299,7 +325,7 @@ pub type BriefInput<'a> = Input<'a>;
 /// Fields the API returns that a client may send back unchanged in a PUT; they are ignored.
 const READ_ONLY_FIELDS: [&str; 5] = ["id", "sizing", "status", "created_at", "updated_at"];
 
-const BRIEF_FIELDS: [&str; 31] = [
+const BRIEF_FIELDS: [&str; 34] = [
     "name",
     "owner",
     "workload_kind",
@@ -330,6 +356,9 @@ const BRIEF_FIELDS: [&str; 31] = [
     "model_config",
     "expected_peak_rps",
     "api_price_per_million_tokens",
+    "headroom_pct",
+    "api_price_input_per_million",
+    "api_price_output_per_million",
     // Form-only: which submit button was pressed.
     "intent",
 ];
@@ -561,6 +590,19 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
     let k8s_manifest = c.text("k8s_manifest", MAX_MANIFEST);
     let expected_peak_rps = c.positive_number("expected_peak_rps", MAX_PEAK_RPS);
     let api_price_per_million_tokens = c.money("api_price_per_million_tokens", MAX_MONEY);
+    let headroom_pct = c.read("headroom_pct", Raw::number).and_then(|v| {
+        if (0.0..=MAX_HEADROOM_PCT).contains(&v) {
+            Some(v)
+        } else {
+            c.fail(
+                "headroom_pct",
+                format!("must be a percentage from 0 to {MAX_HEADROOM_PCT}"),
+            );
+            None
+        }
+    });
+    let api_price_input_per_million = c.money("api_price_input_per_million", MAX_MONEY);
+    let api_price_output_per_million = c.money("api_price_output_per_million", MAX_MONEY);
 
     if !c.errors.is_empty() {
         return Err(c.errors);
@@ -624,6 +666,9 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
         k8s_manifest,
         expected_peak_rps,
         api_price_per_million_tokens,
+        headroom_pct,
+        api_price_input_per_million,
+        api_price_output_per_million,
     })
 }
 

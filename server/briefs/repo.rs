@@ -42,6 +42,9 @@ struct BriefRow {
     architecture: Json<ArchitectureFields>,
     expected_peak_rps: Option<f64>,
     api_price_per_million_tokens: Option<Decimal>,
+    headroom_pct: Option<f64>,
+    api_price_input_per_million: Option<Decimal>,
+    api_price_output_per_million: Option<Decimal>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -89,6 +92,9 @@ impl TryFrom<BriefRow> for Brief {
                 architecture: r.architecture.0,
                 expected_peak_rps: r.expected_peak_rps,
                 api_price_per_million_tokens: r.api_price_per_million_tokens.map(|d| d.normalize()),
+                headroom_pct: r.headroom_pct,
+                api_price_input_per_million: r.api_price_input_per_million.map(|d| d.normalize()),
+                api_price_output_per_million: r.api_price_output_per_million.map(|d| d.normalize()),
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -116,15 +122,16 @@ pub async fn insert_with_id(
                precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
                needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
                currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
-               api_price_per_million_tokens)
+               api_price_per_million_tokens, headroom_pct, api_price_input_per_million, api_price_output_per_million)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-               $21, $22, $23, $24, $25, $28, $30, $31, $32, $33)
+               $21, $22, $23, $24, $25, $28, $30, $31, $32, $33, $34, $35, $36)
              ON CONFLICT (id) DO NOTHING
              RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
              precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
              needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
              currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
-               api_price_per_million_tokens, created_at, updated_at
+               api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
+               api_price_output_per_million, created_at, updated_at
            ), t AS (
              INSERT INTO trials (id, brief_id, position, name, gpu, gpu_count, currency, allocation_boundary)
              SELECT $29, b.id, 1, 'Trial 1', $26, $27, b.currency, b.allocation_boundary FROM b
@@ -139,7 +146,8 @@ pub async fn insert_with_id(
              b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
              b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
              b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
+             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
+             b.api_price_output_per_million, t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM b JOIN t ON t.brief_id = b.id"#,
         id,
@@ -177,6 +185,9 @@ pub async fn insert_with_id(
         Json(&fields.architecture) as _,
         fields.expected_peak_rps,
         fields.api_price_per_million_tokens,
+        fields.headroom_pct,
+        fields.api_price_input_per_million,
+        fields.api_price_output_per_million,
     )
     .fetch_optional(db)
     .await?;
@@ -195,13 +206,15 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
                needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20,
                fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24,
                allocation_boundary = $25, k8s_manifest = $28, model_config = $29, architecture = $30,
-               expected_peak_rps = $31, api_price_per_million_tokens = $32, updated_at = now()
+               expected_peak_rps = $31, api_price_per_million_tokens = $32, headroom_pct = $33,
+               api_price_input_per_million = $34, api_price_output_per_million = $35, updated_at = now()
              WHERE id = $1
              RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
              precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
              needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
              currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
-               api_price_per_million_tokens, created_at, updated_at
+               api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
+               api_price_output_per_million, created_at, updated_at
            ), t AS (
              UPDATE trials SET gpu = $26, gpu_count = $27, updated_at = now()
              FROM b WHERE trials.brief_id = b.id AND trials.position = 1
@@ -216,7 +229,8 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
              b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
              b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
              b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
+             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
+             b.api_price_output_per_million, t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM b LEFT JOIN t ON t.brief_id = b.id"#,
         id,
@@ -253,6 +267,9 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
         Json(&fields.architecture) as _,
         fields.expected_peak_rps,
         fields.api_price_per_million_tokens,
+        fields.headroom_pct,
+        fields.api_price_input_per_million,
+        fields.api_price_output_per_million,
     )
     .fetch_optional(db)
     .await?;
@@ -271,7 +288,8 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sql
              b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
              b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
              b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
+             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
+             b.api_price_output_per_million, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1 WHERE b.id = $1"#,
         id,
@@ -370,7 +388,8 @@ pub async fn list_filtered(
              b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
              b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
              b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
+             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
+             b.api_price_output_per_million, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
              LEFT JOIN brief_signals s ON s.brief_id = b.id

@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod compactor;
+pub mod load_points;
 pub mod model;
 pub mod pages;
 pub mod parsers;

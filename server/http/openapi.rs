@@ -119,8 +119,9 @@ fn components() -> utoipa::openapi::Components {
          attention_chunk_size, chunked_layers, num_experts, experts_per_token, active_params_b; the serving \
          settings kv_cache_dtype (auto | fp8, default auto = 16-bit KV whatever the weight precision) and \
          speculative_decoding (bool, default false: multi-token-prediction layers' KV counts only when true); \
-         expected_peak_rps and api_price_per_million_tokens (decimal string); answers add `id`, `sizing` \
-         and `status`.",
+         expected_peak_rps, headroom_pct (percent above the peak, default 0), api_price_input_per_million and \
+         api_price_output_per_million (decimal strings; the older api_price_per_million_tokens is the output \
+         price with input free); answers add `id`, `sizing` and `status`.",
     );
     let envelope = obj("JSON envelope for an evidence upload: exactly one of content, content_base64 or data")
         .property(
@@ -452,7 +453,9 @@ pub fn document() -> OpenApi {
     let sizing = op(
         "getBriefSizing",
         "briefs",
-        "The per-GPU sizing table of a brief, each option with its cheapest current price when a sheet has one",
+        "The per-GPU sizing table of a brief, each option with its cheapest current price in the brief's currency \
+         when a sheet has one (price_per_hour, price_per_month, provider, currency, price_id, gpus_billed and \
+         billing: a spot price always says spot)",
     )
     .parameter(brief_id())
     .parameter(query_param(
@@ -543,48 +546,69 @@ pub fn document() -> OpenApi {
         "getReview",
         "review",
         "The computed decision (expand, reserve, dedicate, scale, stop) with reasons (`rule` a number, or \
-         \"6b\"), missing criteria, inputs_digest, criteria statuses and the latest approval; `trials[]` \
-         has each trial's decision and money at the SLO (slo_attainment, goodput_rps, cost_per_hour, \
-         cost_per_million_output_tokens[_at_slo], capacity_at_slo_rps, replicas_for_peak, monthly_cost, \
-         api_is_cheaper, money), plus recommended_trial and closest_trial",
+         \"6b\" / \"6c\"), missing criteria, inputs_digest, criteria statuses and the latest approval; \
+         `trials[]` has each trial's decision and money at the SLO, all read at its operating point \
+         (operating_point: { evidence_id, run, offered_rps, achieved_rps, slo_attainment, goodput_rps, \
+         qualified, described } | null; slo_attainment = good ÷ sent, goodput_rps = good ÷ duration, \
+         cost_per_hour, price (its one price, billing named), cost_per_million_output_tokens[_at_slo] (at the \
+         SLO: good requests' tokens only), capacity_at_slo_rps, replicas, monthly_cost, break_even, \
+         api_is_cheaper, money), reservation (what approving it would record: { trial, provider, gpu, \
+         gpus_per_node, replicas, gpus, billing, rate_per_gpu_hour, currency, term_months, monthly_cost, \
+         start_date, note } | null), gpu_mismatch and other_currency_prices; plus recommended_trial (never a \
+         stopped trial; the cheapest per unit of work) and closest_trial",
     )
     .parameter(brief_id())
     .response("200", ok_json("the review", obj("review")))
     .response("404", problem_response("no such brief"));
-    let approve = op("recordApproval", "review", "A manager approves or rejects the current decision")
-        .parameter(brief_id())
-        .request_body(Some(
-            RequestBodyBuilder::new()
-                .required(Some(Required::True))
-                .content(
-                    "application/json",
-                    json_content(
-                        obj("{ verdict: approve | reject, comment, inputs_digest, trial?, reservation? }")
-                            .property("verdict", typed(Type::String, "approve or reject"))
-                            .property(
-                                "trial",
-                                typed(
-                                    Type::String,
-                                    "the trial decided on (default: the recommended one); another needs a comment",
-                                ),
-                            )
-                            .property("comment", typed(Type::String, "required to reject"))
-                            .property("inputs_digest", typed(Type::String, "the digest of the review decided on"))
-                            .property(
-                                "reservation",
-                                obj("gpu, count, billing, term_months, start, rate_per_gpu_hour; defaults from sizing and ledger"),
-                            )
-                            .required("verdict")
-                            .required("inputs_digest"),
-                    ),
-                )
-                .build(),
-        ))
-        .response("201", ok_json("recorded", obj("approval")))
-        .response("403", problem_response("not a manager"))
-        .response("404", problem_response("no such brief"))
-        .response("409", problem_response("inputs_digest is no longer current"))
-        .response("422", problem_response("invalid fields, e.g. a rejection without a comment"));
+    let approve = op(
+        "recordApproval",
+        "review",
+        "A manager approves or rejects the current decision",
+    )
+    .parameter(brief_id())
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(
+                "application/json",
+                json_content(
+                    obj("{ verdict: approve | reject, comment, inputs_digest, trial?, reservation? }")
+                        .property("verdict", typed(Type::String, "approve or reject"))
+                        .property(
+                            "trial",
+                            typed(
+                                Type::String,
+                                "the trial decided on (default: the recommended one); another needs a comment",
+                            ),
+                        )
+                        .property("comment", typed(Type::String, "required to reject"))
+                        .property(
+                            "inputs_digest",
+                            typed(Type::String, "the digest of the review decided on"),
+                        )
+                        .property(
+                            "reservation",
+                            obj(
+                                "the manager's choices on the computed reservation: term_months (1–60) and \
+                                     start_date (YYYY-MM-DD); any other field sent must equal the review's \
+                                     trials[].reservation, which the approval records exactly (its answer's \
+                                     `reservation`)",
+                            ),
+                        )
+                        .required("verdict")
+                        .required("inputs_digest"),
+                ),
+            )
+            .build(),
+    ))
+    .response("201", ok_json("recorded", obj("approval")))
+    .response("403", problem_response("not a manager"))
+    .response("404", problem_response("no such brief"))
+    .response("409", problem_response("inputs_digest is no longer current"))
+    .response(
+        "422",
+        problem_response("invalid fields, e.g. a rejection without a comment"),
+    );
 
     let ledger_summary = "{ currency, accelerator_hours, totals: { accelerator, host, storage, network, support, \
         license }, total, accepted_outputs, cost_per_job, diagnostics: { idle_hours, failed_jobs, rejected_outputs, \
@@ -791,8 +815,9 @@ pub fn document() -> OpenApi {
     let list_prices = op(
         "listPrices",
         "prices",
-        "The current price of each offer (the newest row per provider, GPU, count, billing and region); \
-         ?all=true: every row ever imported",
+        "The current price of each offer (the newest row per provider, GPU, count, billing, region and \
+         currency: a row in one currency never hides the same offer's row in another); ?all=true: every row \
+         ever imported",
     )
     .parameter(query_param(
         "all",

@@ -21,7 +21,7 @@ use crate::{
     },
     ledger::pages as ledger_pages,
     money,
-    prices::service as prices,
+    prices::{model::AllocationPrice, service as prices},
     review::gather::{self as review_gather, TrialKv},
     sizing::Sizing,
     state::AppState,
@@ -95,7 +95,23 @@ struct StageLine {
 /// Options shown in the summary; the rest are in the sizing table.
 const SUMMARY_OPTIONS: usize = 3;
 
-fn summary(trial: &Trial, sizing: &Sizing, stages: &[card_pages::StageRow], times: &[evidence::StageTimes]) -> Summary {
+/// A price as every page shows it: "20.80 USD/h, spot · Cloud A" — billing always named.
+fn price_text(per_hour: rust_decimal::Decimal, currency: &str, billing: &str, provider: &str) -> String {
+    let mut text = format!("{} {currency}/h, {billing}", money::amount(per_hour));
+    if !provider.is_empty() {
+        text.push_str(&format!(" · {provider}"));
+    }
+    text
+}
+
+fn summary(
+    trial: &Trial,
+    sizing: &Sizing,
+    stages: &[card_pages::StageRow],
+    times: &[evidence::StageTimes],
+    price: Option<&AllocationPrice>,
+    currency: &str,
+) -> Summary {
     let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, sizing);
     let under_test = alloc.as_ref().map(|a| a.gpu.model.clone());
     let mut fitting: Vec<_> = sizing.options.iter().filter(|o| o.fits).collect();
@@ -129,15 +145,17 @@ fn summary(trial: &Trial, sizing: &Sizing, stages: &[card_pages::StageRow], time
                         Some(a) if a.count != o.count => format!("the sizing needs {}", o.count),
                         _ => format!("{:.0} % headroom", o.headroom_pct),
                     },
-                    price: o.price.as_ref().map(|p| {
-                        format!(
-                            "{} {}/h {} · {}",
-                            money::amount(p.per_hour),
-                            p.currency,
-                            p.billing,
-                            p.provider
-                        )
-                    }),
+                    // The option under test shows the trial's own price, the one the review uses;
+                    // the others their cheapest offer.
+                    price: match (tested, price) {
+                        (Some(_), Some(p)) => {
+                            Some(price_text(p.per_hour, currency, &p.billing, &p.provider) + " (the trial's price)")
+                        }
+                        _ => o
+                            .price
+                            .as_ref()
+                            .map(|p| price_text(p.per_hour, &p.currency, &p.billing, &p.provider)),
+                    },
                     under_test: tested.is_some(),
                 }
             })
@@ -248,10 +266,17 @@ struct TrialRow {
     selected: bool,
 }
 
-fn trial_rows(trials: &[Trial], sizing: &Sizing, selected: Uuid, currency: &str) -> Vec<TrialRow> {
+fn trial_rows(
+    trials: &[Trial],
+    prices: &[Option<AllocationPrice>],
+    sizing: &Sizing,
+    selected: Uuid,
+    currency: &str,
+) -> Vec<TrialRow> {
     trials
         .iter()
-        .map(|t| {
+        .zip(prices)
+        .map(|(t, price)| {
             let alloc = Allocation::resolve(t.fields.gpu.as_deref(), t.fields.gpu_count, sizing);
             TrialRow {
                 id: t.id.to_string(),
@@ -265,11 +290,20 @@ fn trial_rows(trials: &[Trial], sizing: &Sizing, selected: Uuid, currency: &str)
                 suggested: alloc.as_ref().is_some_and(|a| a.suggested),
                 under_sized: alloc.as_ref().is_some_and(|a| a.under_sized),
                 billing: t.fields.billing.as_str(),
-                rate: t
-                    .fields
-                    .rate_per_gpu_hour
-                    .map(|r| format!("{} {} per GPU-hour", money::amount(r), t.fields.currency.as_str()))
-                    .unwrap_or_else(|| format!("— ({currency})")),
+                // The trial's one price (the review's), billing named.
+                rate: match price {
+                    Some(p) => format!(
+                        "{} {currency} per GPU-hour, {}{}",
+                        money::amount(p.per_gpu_hour),
+                        p.billing,
+                        if p.provider.is_empty() || p.provider == t.fields.provider {
+                            String::new()
+                        } else {
+                            format!(" ({})", p.provider)
+                        }
+                    ),
+                    None => format!("— ({currency})"),
+                },
                 status: t.fields.status.as_str(),
                 rerun_of: t
                     .fields
@@ -335,7 +369,7 @@ async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuer
     };
     // The three sections are independent reads: run them side by side, so the page waits for the
     // slowest instead of the sum (it matters when ingest keeps the database busy).
-    let (evidence, acceptance, ledger, times, kv) = tokio::try_join!(
+    let (evidence, acceptance, ledger, times, kv, price) = tokio::try_join!(
         async { Ok::<_, PageError>(evidence_pages::brief_rows(state, id, trial.id).await?) },
         card_pages::brief_sections(state, &brief, trial.id),
         async {
@@ -343,12 +377,46 @@ async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuer
         },
         async { Ok(evidence::stage_times(state, trial.id).await?) },
         async { Ok(review_gather::trial_kv_check(state, &brief, trial).await?) },
+        async { Ok(review_gather::trial_price(state, &brief, trial).await?) },
     )?;
-    let summary = summary(trial, &sizing, &acceptance.stages, &times);
+    // Every trial's one price, as the review shows it.
+    let mut prices = Vec::with_capacity(all.len());
+    for t in &all {
+        prices.push(if t.id == trial.id {
+            price.clone()
+        } else {
+            review_gather::trial_price(state, &brief, t).await?
+        });
+    }
+    // An option marked "fits" never contradicts the KV box below: when the measured KV cache of
+    // the allocation under test is short at the brief's context, that option does not fit.
+    let mut sizing = sizing;
+    if let Some(check) = kv.as_ref().map(|k| &k.check).filter(|c| c.short()) {
+        for o in sizing
+            .options
+            .iter_mut()
+            .filter(|o| o.gpu == check.gpu && o.count <= check.count && o.fits)
+        {
+            o.fits = false;
+            o.load_note = Some(
+                "fits on paper, but the measured KV cache of the trial is short at the brief's context (see the KV \
+                 cache box)"
+                    .into(),
+            );
+        }
+    }
+    let summary = summary(
+        trial,
+        &sizing,
+        &acceptance.stages,
+        &times,
+        price.as_ref(),
+        &brief.fields.currency,
+    );
     Ok(BriefPage {
         summary,
         ctx: user.into(),
-        trials: trial_rows(&all, &sizing, trial.id, &brief.fields.currency),
+        trials: trial_rows(&all, &prices, &sizing, trial.id, &brief.fields.currency),
         trial_name: trial.fields.name.clone(),
         several_trials: all.len() > 1,
         brief_id: brief.id.to_string(),

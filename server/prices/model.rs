@@ -1,9 +1,15 @@
 //! Price sheets: the CSV a person imports, its rows checked one by one (all or nothing), and the
-//! cheapest current offer for an allocation. No I/O.
+//! price of an allocation. No I/O.
 //!
 //! A row says what one provider charges per GPU-hour for instances of `gpu_count` GPUs. An
 //! allocation of N GPUs rents ⌈N ÷ gpu_count⌉ such instances, so it pays for that many times
 //! `gpu_count` GPUs (a 2-GPU allocation on 8-GPU nodes pays for 8).
+//!
+//! Rows are keyed with their currency: the newest row per (provider, GPU, count, billing, region,
+//! currency) is current, and an amount is only ever compared with amounts in the same currency
+//! (there is no conversion rate to trust). [`allocation_price`] is the one price of an allocation
+//! that every page shows — the sizing table, the brief page, the trial and the review — with its
+//! billing always named.
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
@@ -283,19 +289,299 @@ pub fn cheapest(current: &[StoredPrice], gpu: &str, count: u32, currency: &str) 
         })
 }
 
-/// Puts each option's cheapest current price (in `currency`) beside it.
+/// Puts each option's price (in `currency`) beside it: [`allocation_price`] of the bare allocation,
+/// i.e. its cheapest current offer, billing named.
 pub fn price_options(sizing: &mut Sizing, current: &[StoredPrice], currency: &str) {
     for option in &mut sizing.options {
-        option.price = cheapest(current, &option.gpu, option.count, currency).map(|q| OptionPrice {
-            per_hour: q.per_hour,
-            per_month: q.per_month,
-            provider: q.provider,
-            billing: q.billing,
-            currency: q.currency,
-            price_id: q.price_id,
-            gpus_billed: q.gpus_billed,
+        let offer = Offer::bare(&option.gpu, option.count, currency);
+        option.price = allocation_price(current, &offer).and_then(|p| {
+            Some(OptionPrice {
+                per_hour: p.per_hour,
+                per_month: p.per_month,
+                provider: p.provider,
+                currency: currency.to_owned(),
+                price_id: p.source.price_id()?,
+                gpus_billed: p.gpus_billed,
+                billing: p.billing,
+            })
         });
     }
+}
+
+/// Where an allocation's price comes from, most specific first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum PriceSource {
+    /// The trial's own `rate_per_gpu_hour`.
+    Trial,
+    /// A current price row of the trial's provider, GPU and billing.
+    PriceRow { price_id: Uuid },
+    /// What the ledger billed on average per GPU-hour.
+    Ledger,
+    /// The cheapest current row of the GPU from any provider, any billing (named).
+    CheapestOffer { price_id: Uuid },
+}
+
+impl PriceSource {
+    pub fn price_id(&self) -> Option<Uuid> {
+        match self {
+            PriceSource::PriceRow { price_id } | PriceSource::CheapestOffer { price_id } => Some(*price_id),
+            PriceSource::Trial | PriceSource::Ledger => None,
+        }
+    }
+}
+
+/// What an allocation costs, with its billing and where the figure comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AllocationPrice {
+    #[serde(with = "rust_decimal::serde::str")]
+    pub per_gpu_hour: Decimal,
+    /// GPUs paid for: whole instances of the offer's size.
+    pub gpus_billed: u32,
+    #[serde(with = "rust_decimal::serde::str")]
+    pub per_hour: Decimal,
+    /// 730 hours of it.
+    #[serde(with = "rust_decimal::serde::str")]
+    pub per_month: Decimal,
+    /// `on-demand`, `spot`, `reserved`, `serverless`: always named.
+    pub billing: String,
+    /// Empty when the figure is the trial's own or the ledger's and the trial names no provider.
+    pub provider: String,
+    pub region: String,
+    pub source: PriceSource,
+    /// Where it comes from, in words ("Lambda's on-demand price of 2026-11-01 (lambda.ai), 8 GPUs
+    /// billed").
+    pub description: String,
+}
+
+impl AllocationPrice {
+    /// "20.80 USD an hour (spot, Cloud A)": the figure and its billing, as every page shows it.
+    pub fn per_hour_text(&self, currency: &str) -> String {
+        let mut who = self.billing.clone();
+        if !self.provider.is_empty() {
+            who.push_str(&format!(", {}", self.provider));
+        }
+        format!(
+            "{} an hour ({who})",
+            crate::money::with_currency(self.per_hour, currency)
+        )
+    }
+}
+
+/// What is rented: a GPU and a count in the brief's currency, and — for a trial — its provider,
+/// billing, region, own rate and what its ledger billed.
+#[derive(Debug, Clone, Copy)]
+pub struct Offer<'a> {
+    pub gpu: &'a str,
+    pub count: u32,
+    pub currency: &'a str,
+    pub provider: &'a str,
+    pub billing: Option<&'a str>,
+    pub region: Option<&'a str>,
+    /// The trial's own rate per GPU-hour (already in `currency`).
+    pub own_rate: Option<Decimal>,
+    /// The ledger's average billed rate per GPU-hour.
+    pub ledger_rate: Option<Decimal>,
+}
+
+impl<'a> Offer<'a> {
+    /// An allocation no trial names yet (a sizing option).
+    pub fn bare(gpu: &'a str, count: u32, currency: &'a str) -> Self {
+        Offer {
+            gpu,
+            count,
+            currency,
+            provider: "",
+            billing: None,
+            region: None,
+            own_rate: None,
+            ledger_rate: None,
+        }
+    }
+
+    fn region_matches(&self, p: &StoredPrice) -> bool {
+        self.region
+            .is_none_or(|r| r.trim().is_empty() || p.row.region.eq_ignore_ascii_case(r.trim()))
+    }
+
+    fn provider_matches(&self, p: &StoredPrice) -> bool {
+        !self.provider.trim().is_empty() && p.row.provider.eq_ignore_ascii_case(self.provider.trim())
+    }
+}
+
+fn whole(d: Decimal) -> Decimal {
+    let mut d = d;
+    if d.scale() < 2 {
+        d.rescale(2);
+    }
+    d
+}
+
+fn priced(per_gpu_hour: Decimal, gpus_billed: u32) -> (Decimal, Decimal) {
+    let per_hour = whole(per_gpu_hour * Decimal::from(gpus_billed));
+    (per_hour, (per_hour * HOURS_PER_MONTH).round_dp(2))
+}
+
+/// "Lambda's on-demand price of 2026-11-01 (lambda.ai/pricing), 8 GPUs billed".
+fn quote_description(q: &Quote, what: &str) -> String {
+    let mut text = format!("{}'s {} {what} of {}", q.provider, q.billing, q.valid_from);
+    if !q.source.is_empty() {
+        text.push_str(&format!(" ({})", q.source));
+    }
+    text.push_str(&format!(", {} GPUs billed", q.gpus_billed));
+    text
+}
+
+fn from_quote(q: Quote, source: PriceSource, what: &str) -> AllocationPrice {
+    AllocationPrice {
+        description: quote_description(&q, what),
+        per_gpu_hour: q.rate_per_gpu_hour,
+        gpus_billed: q.gpus_billed,
+        per_hour: q.per_hour,
+        per_month: q.per_month,
+        billing: q.billing,
+        provider: q.provider,
+        region: q.region,
+        source,
+    }
+}
+
+/// The one price of an allocation, most specific first: the trial's own rate; a current row of
+/// its provider, GPU and billing (region too when it names one); what its ledger billed on
+/// average; the cheapest current row of its GPU from any provider and billing (named). Every
+/// amount is in the offer's currency: a row in another currency never prices it.
+pub fn allocation_price(current: &[StoredPrice], offer: &Offer<'_>) -> Option<AllocationPrice> {
+    let billing = offer.billing.unwrap_or("on-demand");
+    let own = |rate: Decimal, source: PriceSource, description: &str| {
+        let (per_hour, per_month) = priced(rate, offer.count);
+        AllocationPrice {
+            per_gpu_hour: rate,
+            gpus_billed: offer.count,
+            per_hour,
+            per_month,
+            billing: billing.to_owned(),
+            provider: offer.provider.trim().to_owned(),
+            region: offer.region.unwrap_or_default().trim().to_owned(),
+            source,
+            description: description.to_owned(),
+        }
+    };
+    if let Some(rate) = offer.own_rate {
+        return Some(own(rate, PriceSource::Trial, "the trial's own rate"));
+    }
+    if let Some(trial_billing) = offer.billing {
+        let row = current
+            .iter()
+            .filter(|p| {
+                offer.provider_matches(p)
+                    && p.row.gpu == offer.gpu
+                    && p.row.billing == trial_billing
+                    && p.row.currency == offer.currency
+                    && offer.region_matches(p)
+            })
+            .map(|p| quote(p, offer.count))
+            .min_by(|a, b| a.per_hour.cmp(&b.per_hour));
+        if let Some(q) = row {
+            let id = q.price_id;
+            return Some(from_quote(q, PriceSource::PriceRow { price_id: id }, "price"));
+        }
+        if let Some(rate) = offer.ledger_rate {
+            return Some(own(rate, PriceSource::Ledger, "the ledger's average billed rate"));
+        }
+    }
+    cheapest(current, offer.gpu, offer.count, offer.currency).map(|q| {
+        let id = q.price_id;
+        from_quote(
+            q,
+            PriceSource::CheapestOffer { price_id: id },
+            "price, the cheapest current offer",
+        )
+    })
+}
+
+/// The reserved and on-demand prices of the offer a trial is priced on (same provider, GPU, GPUs
+/// per node, region and currency), for the reservation break-even and the reservation itself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReservedOffer {
+    /// The current `reserved` row of the offer, as a quote for the allocation.
+    pub reserved: Option<Quote>,
+    /// The on-demand rate per GPU-hour of the same offer: its row, else the trial's own rate when
+    /// the trial is billed on demand.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    pub on_demand_rate: Option<Decimal>,
+    pub on_demand_price_id: Option<Uuid>,
+}
+
+impl ReservedOffer {
+    /// Reserved rate ÷ on-demand rate: the busy share below which paying by the hour is cheaper.
+    pub fn break_even(&self) -> Option<Decimal> {
+        let reserved = self.reserved.as_ref()?.rate_per_gpu_hour;
+        let on_demand = self.on_demand_rate.filter(|r| *r > Decimal::ZERO)?;
+        Some((reserved / on_demand).round_dp(4))
+    }
+}
+
+/// The reserved and on-demand rows of the offer `price` came from (a row of the trial's provider),
+/// else of the trial's provider, GPU, region and currency, the node size nearest the allocation.
+pub fn reserved_offer(current: &[StoredPrice], offer: &Offer<'_>, price: Option<&AllocationPrice>) -> ReservedOffer {
+    let node = price
+        .and_then(|p| p.source.price_id())
+        .and_then(|id| current.iter().find(|p| p.id == id))
+        .filter(|p| offer.provider_matches(p));
+    let same = |p: &&StoredPrice, billing: &str| {
+        p.row.billing == billing
+            && p.row.gpu == offer.gpu
+            && p.row.currency == offer.currency
+            && match node {
+                Some(n) => {
+                    p.row.provider == n.row.provider
+                        && p.row.gpu_count == n.row.gpu_count
+                        && p.row.region.eq_ignore_ascii_case(&n.row.region)
+                }
+                None => offer.provider_matches(p) && offer.region_matches(p),
+            }
+    };
+    // Without a row to match, the node size that fits the allocation best: the same count, then
+    // the smallest that holds it, then the largest.
+    let fit = |p: &StoredPrice| {
+        let size = p.row.gpu_count.max(1) as u32;
+        (size != offer.count, size < offer.count, size.abs_diff(offer.count))
+    };
+    let pick = |billing: &str| {
+        current.iter().filter(|p| same(p, billing)).min_by(|a, b| {
+            fit(a)
+                .cmp(&fit(b))
+                .then(a.row.rate_per_gpu_hour.cmp(&b.row.rate_per_gpu_hour))
+        })
+    };
+    let on_demand_row = pick("on-demand");
+    let (on_demand_rate, on_demand_price_id) = match on_demand_row {
+        Some(p) => (Some(p.row.rate_per_gpu_hour), Some(p.id)),
+        None if offer.billing == Some("on-demand") => (offer.own_rate, None),
+        None => (None, None),
+    };
+    ReservedOffer {
+        reserved: pick("reserved").map(|p| quote(p, offer.count)),
+        on_demand_rate,
+        on_demand_price_id,
+    }
+}
+
+/// Current rows of `gpu` in other currencies than `currency`: listed beside the prices, never
+/// used for them.
+pub fn other_currency_rows<'a>(current: &'a [StoredPrice], gpu: &str, currency: &str) -> Vec<&'a StoredPrice> {
+    let mut rows: Vec<&StoredPrice> = current
+        .iter()
+        .filter(|p| p.row.gpu == gpu && p.row.currency != currency)
+        .collect();
+    rows.sort_by(|a, b| {
+        (&a.row.currency, &a.row.provider, a.row.rate_per_gpu_hour).cmp(&(
+            &b.row.currency,
+            &b.row.provider,
+            b.row.rate_per_gpu_hour,
+        ))
+    });
+    rows
 }
 
 /// Orders fitting options by their price per hour (priced ones first, cheapest first), keeping the

@@ -97,15 +97,16 @@ pub async fn insert_sheet(
     Ok(sheet)
 }
 
-/// The current row of every offer: per (provider, gpu, gpu_count, billing, region), the newest
-/// `valid_from` on or before `today`, ties to the later import.
+/// The current row of every offer: per (provider, gpu, gpu_count, billing, region, currency), the
+/// newest `valid_from` on or before `today`, ties to the later import. The currency is part of the
+/// key: a row in euros never hides the same offer's row in dollars.
 pub async fn current(db: impl PgExecutor<'_>, today: NaiveDate) -> Result<Vec<StoredPrice>, sqlx::Error> {
     let rows = sqlx::query_as!(
         Row,
-        "SELECT DISTINCT ON (provider, gpu, gpu_count, billing, region) id, sheet_id, line, provider, gpu, \
-         gpu_count, billing, rate_per_gpu_hour, currency, region, valid_from, source \
+        "SELECT DISTINCT ON (provider, gpu, gpu_count, billing, region, currency) id, sheet_id, line, provider, \
+         gpu, gpu_count, billing, rate_per_gpu_hour, currency, region, valid_from, source \
          FROM prices WHERE valid_from <= $1 \
-         ORDER BY provider, gpu, gpu_count, billing, region, valid_from DESC, id DESC",
+         ORDER BY provider, gpu, gpu_count, billing, region, currency, valid_from DESC, id DESC",
         today,
     )
     .fetch_all(db)

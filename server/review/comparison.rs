@@ -1,5 +1,5 @@
 //! Across trials (decision.md "Across trials"): which trial to recommend, which is closest when none
-//! is accepted, what a re-run changed, and one digest over every trial. Pure: no I/O.
+//! can be, what a re-run changed, and one digest over every trial. Pure: no I/O.
 
 use std::cmp::Ordering;
 
@@ -8,7 +8,10 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::decision::{CriterionOutcome, Status};
+use super::{
+    decision::{CriterionOutcome, Status, Verdict},
+    money::MoneyFacts,
+};
 
 /// What the comparison reads of one trial.
 #[derive(Debug, Clone)]
@@ -16,9 +19,14 @@ pub struct TrialStanding {
     pub trial_id: Uuid,
     pub position: i32,
     pub accepted: bool,
-    pub cost_per_job: Option<Decimal>,
+    /// The trial's own decision: only reserve, dedicate or expand can be recommended.
+    pub decision: Verdict,
+    /// The monthly cost of carrying the brief's expected peak at the SLO, when known.
+    pub monthly_cost: Option<Decimal>,
     /// Cost per million output tokens at the SLO, when it is known.
     pub cost_per_million_at_slo: Option<Decimal>,
+    pub cost_per_job: Option<Decimal>,
+    /// GPUs it would take (for the peak when known, else the allocation's).
     pub gpus: u32,
     /// Required criteria that fail.
     pub failing_required: usize,
@@ -26,13 +34,19 @@ pub struct TrialStanding {
     pub missing_required: usize,
 }
 
-/// The recommended trial, or (when no trial is accepted) the closest one.
+/// The recommended trial, or (when none can be recommended) the closest one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Recommendation {
     pub recommended: Option<Uuid>,
-    /// With none accepted: the trial with the fewest failing required criteria (then fewest
+    /// With none recommendable: the trial with the fewest failing required criteria (then fewest
     /// missing), so the page can say what it lacks.
     pub closest: Option<Uuid>,
+}
+
+/// A trial can be recommended only when it is accepted and its own decision keeps or commits to
+/// it: a trial stopped by any rule (3, 6b, 6c …) never is, however cheap.
+pub fn recommendable(t: &TrialStanding) -> bool {
+    t.accepted && matches!(t.decision, Verdict::Reserve | Verdict::Dedicate | Verdict::Expand)
 }
 
 /// Lower is better; an unknown figure sorts after every known one.
@@ -45,15 +59,18 @@ fn by_known(a: Option<Decimal>, b: Option<Decimal>) -> Ordering {
     }
 }
 
-/// Among accepted trials, the lowest cost per job; ties go to the lower cost per million output
-/// tokens at the SLO, then to fewer GPUs, then to the earlier trial.
+/// Among recommendable trials, the cheapest per unit of work the brief asks for: the lowest monthly
+/// cost of carrying the expected peak at the SLO; else the lowest cost per million output tokens
+/// at the SLO; else the lowest cost per job; ties go to fewer GPUs, then to the earlier trial. A
+/// cheaper hourly rate never wins by itself.
 pub fn recommend(trials: &[TrialStanding]) -> Recommendation {
     let recommended = trials
         .iter()
-        .filter(|t| t.accepted)
+        .filter(|t| recommendable(t))
         .min_by(|a, b| {
-            by_known(a.cost_per_job, b.cost_per_job)
+            by_known(a.monthly_cost, b.monthly_cost)
                 .then_with(|| by_known(a.cost_per_million_at_slo, b.cost_per_million_at_slo))
+                .then_with(|| by_known(a.cost_per_job, b.cost_per_job))
                 .then_with(|| a.gpus.cmp(&b.gpus))
                 .then_with(|| a.position.cmp(&b.position))
         })
@@ -73,10 +90,25 @@ pub fn recommend(trials: &[TrialStanding]) -> Recommendation {
     Recommendation { recommended, closest }
 }
 
-/// One criterion between a trial and the trial it re-runs.
+/// A re-run's change is "same" within this share of the earlier value…
+pub const SAME_WITHIN_SHARE: f64 = 0.02;
+/// …and, for a latency, within this many milliseconds.
+pub const SAME_WITHIN_MS: f64 = 1.0;
+
+/// Whether `before` → `after` moved enough to call it better or worse: beyond 2 % of the earlier
+/// value, and beyond 1 ms for a latency.
+pub fn moved(key: &str, before: f64, after: f64) -> bool {
+    let delta = (after - before).abs();
+    let beyond_share = delta > SAME_WITHIN_SHARE * before.abs();
+    let beyond_ms = !key.ends_with("_ms") || delta > SAME_WITHIN_MS;
+    beyond_share && beyond_ms
+}
+
+/// One criterion (or, at stage 0, one money figure) between a trial and the trial it re-runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {
     pub key: String,
+    /// The criterion's stage; 0 for the capacity and money rows.
     pub stage: u8,
     pub before: Option<Value>,
     pub after: Option<Value>,
@@ -86,7 +118,8 @@ pub struct Change {
 
 /// What got better or worse since the trial this one re-runs, criterion by criterion. A status
 /// change decides (fail → pass is better); with the same status, a number moves in the direction
-/// the criterion's operator prefers (`lt`/`le`: lower is better; `gt`/`ge`: higher is better).
+/// the criterion's operator prefers (`lt`/`le`: lower is better; `gt`/`ge`: higher is better),
+/// and only beyond 2 % (and 1 ms for a latency): a smaller move is "same".
 pub fn rerun_changes(before: &[CriterionOutcome], after: &[CriterionOutcome]) -> Vec<Change> {
     let rank = |s: Status| match s {
         Status::Fail => 0,
@@ -107,7 +140,7 @@ pub fn rerun_changes(before: &[CriterionOutcome], after: &[CriterionOutcome]) ->
                         Ordering::Greater => "better",
                         Ordering::Less => "worse",
                         Ordering::Equal => match (b.as_f64(), a.as_f64()) {
-                            (Some(b), Some(a)) if a == b => "same",
+                            (Some(b), Some(a)) if !moved(&now.key, b, a) => "same",
                             (Some(b), Some(a)) => {
                                 let higher_is_better = matches!(now.op.as_str(), "gt" | "ge");
                                 let lower_is_better = matches!(now.op.as_str(), "lt" | "le");
@@ -132,6 +165,50 @@ pub fn rerun_changes(before: &[CriterionOutcome], after: &[CriterionOutcome]) ->
                 after: now.value.clone(),
                 verdict,
             }
+        })
+        .collect()
+}
+
+/// The capacity and money rows of a re-run's comparison: capacity at the SLO (higher is better),
+/// cost per million output tokens at the SLO and the monthly cost at the peak (lower is better),
+/// with the same 2 % rule.
+pub fn money_changes(before: Option<&MoneyFacts>, after: Option<&MoneyFacts>) -> Vec<Change> {
+    use rust_decimal::prelude::ToPrimitive;
+    let dec = |d: Option<Decimal>| d.and_then(|d| d.to_f64());
+    let rows: [(&str, bool, Option<f64>, Option<f64>); 3] = [
+        (
+            "capacity_at_slo_rps",
+            true,
+            before.and_then(|m| m.capacity_at_slo_rps),
+            after.and_then(|m| m.capacity_at_slo_rps),
+        ),
+        (
+            "cost_per_million_output_tokens_at_slo",
+            false,
+            dec(before.and_then(|m| m.cost_per_million_output_tokens_at_slo)),
+            dec(after.and_then(|m| m.cost_per_million_output_tokens_at_slo)),
+        ),
+        (
+            "monthly_cost",
+            false,
+            dec(before.and_then(|m| m.monthly_cost)),
+            dec(after.and_then(|m| m.monthly_cost)),
+        ),
+    ];
+    rows.into_iter()
+        .map(|(key, higher_is_better, b, a)| Change {
+            key: key.to_owned(),
+            stage: 0,
+            before: b.map(Value::from),
+            after: a.map(Value::from),
+            verdict: match (b, a) {
+                (None, None) => "same",
+                (None, Some(_)) => "new",
+                (Some(_), None) => "gone",
+                (Some(b), Some(a)) if !moved(key, b, a) => "same",
+                (Some(b), Some(a)) if (a > b) == higher_is_better => "better",
+                _ => "worse",
+            },
         })
         .collect()
 }
@@ -165,12 +242,43 @@ mod tests {
             trial_id: Uuid::from_u128(position as u128),
             position,
             accepted,
-            cost_per_job: cost.map(|c| Decimal::new(c, 4)),
+            decision: if accepted { Verdict::Reserve } else { Verdict::Expand },
+            monthly_cost: None,
             cost_per_million_at_slo: None,
+            cost_per_job: cost.map(|c| Decimal::new(c, 4)),
             gpus,
             failing_required: 0,
             missing_required: 0,
         }
+    }
+
+    #[test]
+    fn a_stopped_trial_is_never_recommended_however_cheap() {
+        let mut cheap = standing(1, true, Some(10), 1);
+        cheap.decision = Verdict::Stop;
+        let dear = standing(2, true, Some(90), 8);
+        let r = recommend(&[cheap, dear.clone()]);
+        assert_eq!(r.recommended, Some(dear.trial_id));
+    }
+
+    #[test]
+    fn the_monthly_cost_at_the_peak_decides_before_the_cost_per_job() {
+        let mut a = standing(1, true, Some(10), 2);
+        a.monthly_cost = Some(Decimal::from(12_000));
+        let mut b = standing(2, true, Some(90), 8);
+        b.monthly_cost = Some(Decimal::from(9_000));
+        assert_eq!(recommend(&[a, b.clone()]).recommended, Some(b.trial_id));
+    }
+
+    #[test]
+    fn a_rerun_calls_small_moves_the_same() {
+        assert!(!moved("serving.ttft_p95_ms", 100.0, 101.5), "1.5 % is the same");
+        assert!(
+            !moved("serving.itl_p95_ms", 20.0, 20.9),
+            "0.9 ms is the same though 4.5 %"
+        );
+        assert!(moved("serving.ttft_p95_ms", 100.0, 103.0));
+        assert!(moved("capacity_at_slo_rps", 8.0, 8.4), "5 %");
     }
 
     #[test]
@@ -238,6 +346,7 @@ mod tests {
             status,
             value,
             evidence_id: None,
+            reason: None,
         }
     }
 
@@ -256,6 +365,9 @@ mod tests {
         ];
         let verdicts: Vec<&str> = rerun_changes(&before, &after).iter().map(|c| c.verdict).collect();
         assert_eq!(verdicts, ["worse", "better", "same", "same"]);
+        // 180 → 182 ms is within 2 %: the same.
+        let close = [outcome("serving.ttft_p95_ms", "le", Status::Pass, Some(json!(182.0)))];
+        assert_eq!(rerun_changes(&before, &close)[0].verdict, "same");
     }
 
     #[test]

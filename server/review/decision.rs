@@ -26,8 +26,11 @@ pub mod limits {
     pub const QUEUE_SHARE_SATURATED: f64 = 0.20;
     /// Preemptions above this count in the load window mean KV pressure.
     pub const PREEMPTIONS_SATURATED_ABOVE: f64 = 0.0;
-    /// Utilization at or above which a reservation pays (rule 8).
-    pub const RESERVE_UTILIZATION: Decimal = Decimal::from_parts(60, 0, 0, false, 2);
+    /// The reservation break-even when no reserved price of the offer is known (rule 8): then the
+    /// reason says the reserved price is missing and no saving is claimed.
+    pub const DEFAULT_BREAK_EVEN: Decimal = Decimal::from_parts(60, 0, 0, false, 2);
+    /// Rule 8 reserves from the break-even plus this margin of utilization.
+    pub const BREAK_EVEN_MARGIN: Decimal = Decimal::from_parts(5, 0, 0, false, 2);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -74,6 +77,9 @@ pub struct CriterionOutcome {
     pub status: Status,
     pub value: Option<Value>,
     pub evidence_id: Option<Uuid>,
+    /// Why a failing criterion fails when its value does not say it ("no request completed").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The newest value of a metric and the evidence it came from.
@@ -96,6 +102,8 @@ pub struct BriefFacts {
     pub sized_count: u32,
     /// GPUs in the allocation under test.
     pub current_units: u32,
+    /// How the trial is billed (`on-demand`, `spot`, `reserved`, `serverless`).
+    pub trial_billing: String,
 }
 
 /// The ledger figures the rules read.
@@ -193,12 +201,14 @@ pub struct Fact {
     pub link: Option<String>,
 }
 
-/// A rule of docs/decision.md: 1 to 9, and 6b (a managed model API is cheaper at the SLO). JSON
-/// writes the numbered rules as numbers and 6b as the string "6b".
+/// A rule of docs/decision.md: 1 to 9, 6b (a managed model API is cheaper per good request) and
+/// 6c (interruptible capacity for real-time serving). JSON writes the numbered rules as numbers and
+/// the lettered ones as strings ("6b", "6c").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     Numbered(u8),
     ApiCheaper,
+    SpotForRealtime,
 }
 
 impl std::fmt::Display for Rule {
@@ -206,6 +216,7 @@ impl std::fmt::Display for Rule {
         match self {
             Rule::Numbered(n) => write!(f, "{n}"),
             Rule::ApiCheaper => f.write_str("6b"),
+            Rule::SpotForRealtime => f.write_str("6c"),
         }
     }
 }
@@ -215,6 +226,7 @@ impl Serialize for Rule {
         match self {
             Rule::Numbered(n) => s.serialize_u8(*n),
             Rule::ApiCheaper => s.serialize_str("6b"),
+            Rule::SpotForRealtime => s.serialize_str("6c"),
         }
     }
 }
@@ -238,8 +250,12 @@ pub struct Decision {
     /// Where the utilization came from: the ledger's idle hours, else the GPUs' own busy share.
     pub utilization_source: UtilizationSource,
     pub saturated: bool,
-    /// For rule 4: the suggested unit count.
-    pub suggested_units: Option<u32>,
+    /// For rule 4: the suggested count of replicas of the trial's allocation.
+    pub suggested_replicas: Option<u32>,
+    /// The reservation break-even rule 8 used: the offer's reserved ÷ on-demand rate, else 0.60.
+    pub break_even: Decimal,
+    /// Whether the break-even came from the offer's reserved and on-demand prices.
+    pub break_even_known: bool,
     pub inputs_digest: String,
 }
 
@@ -256,6 +272,7 @@ fn criterion_fact(c: &CriterionOutcome) -> Fact {
         .value
         .as_ref()
         .map(Value::to_string)
+        .or_else(|| c.reason.clone())
         .unwrap_or_else(|| "no value".into());
     fact(
         &format!("{} {} {}", c.key, c.op, c.threshold),
@@ -339,7 +356,10 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     let signals = saturation_signals(&inputs.metrics);
     let saturated = !signals.is_empty();
     let mut reasons = Vec::new();
-    let mut suggested_units = None;
+    let mut suggested_replicas = None;
+    let rates = inputs.money.as_ref().map(|m| &m.reservation_rates);
+    let known_break_even = rates.and_then(|r| r.break_even());
+    let break_even = known_break_even.unwrap_or(limits::DEFAULT_BREAK_EVEN);
 
     // 1. A managed model API is the better abstraction.
     if brief.only_needs_model_output && !brief.needs_host_control && brief.data_boundary == "shared-ok" {
@@ -409,25 +429,41 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     let load_failures: Vec<&CriterionOutcome> = required()
         .filter(|c| c.stage == 3 && c.status == Status::Fail)
         .collect();
+    let nothing_completed = load_failures
+        .iter()
+        .any(|c| c.reason.as_deref() == Some(crate::evidence::load_points::NOTHING_COMPLETED));
     if !load_failures.is_empty() {
         let mut facts: Vec<Fact> = load_failures.iter().map(|c| criterion_fact(c)).collect();
-        if saturated {
+        if nothing_completed {
+            reasons.push(Reason {
+                rule: Rule::Numbered(5),
+                decision: Verdict::Stop,
+                says: "No request of the load test completed (every request failed): there is no latency \
+                       to judge, and more units will not fix a server that answers nothing."
+                    .into(),
+                facts,
+            });
+        } else if saturated {
             let worst = load_failures
                 .iter()
                 .filter_map(|c| miss_ratio(c))
                 .fold(1.0_f64, f64::max);
-            let units = ((f64::from(brief.current_units.max(1)) * worst).ceil() as u32).max(brief.sized_count);
-            suggested_units = Some(units);
+            // Replicas of the trial's allocation (one today), never fewer than the sizing's GPUs need.
+            let per_replica = brief.current_units.max(1);
+            let sized = brief.sized_count.div_ceil(per_replica).max(1);
+            let replicas = (worst.ceil() as u32).max(sized);
+            suggested_replicas = Some(replicas);
             facts.extend(signals.iter().cloned());
             facts.push(fact("worst miss ratio", format!("{worst:.2}"), None));
-            facts.push(fact("suggested units", units, None));
+            facts.push(fact("suggested replicas", replicas, None));
             reasons.push(Reason {
                 rule: Rule::Numbered(4),
                 decision: Verdict::Scale,
                 says: format!(
-                    "A load target was missed while the server was saturated: add capacity \
-                     (suggested {units} units, from {} × the worst miss ratio; never below the sizing's {}).",
-                    brief.current_units, brief.sized_count
+                    "A load target was missed while the server was saturated: add capacity (suggested \
+                     {replicas} replicas of {per_replica} GPUs, from 1 replica × the worst miss ratio; never \
+                     below the sizing's {} GPUs).",
+                    brief.sized_count
                 ),
                 facts,
             });
@@ -456,9 +492,24 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     }
 
     if accepted {
-        // 6b. A managed model API is cheaper for this output than the trial at its SLO.
+        // 6b. A managed model API is cheaper per good request than the trial.
         if let Some(reason) = api_cheaper(brief, inputs.money.as_ref()) {
             reasons.push(reason);
+        }
+        // 6c. Interruptible capacity for real-time serving.
+        if brief.trial_billing == "spot" && brief.workload_kind == "realtime-inference" {
+            reasons.push(Reason {
+                rule: Rule::SpotForRealtime,
+                decision: Verdict::Stop,
+                says: "The trial runs on interruptible (spot) capacity, which can be reclaimed mid-request and \
+                       carries no availability promise: test the same allocation on demand or reserved; spot \
+                       suits batch work with checkpoints."
+                    .into(),
+                facts: vec![
+                    fact("billing", "spot", None),
+                    fact("workload_kind", &brief.workload_kind, None),
+                ],
+            });
         }
         // 7. Dedicated host needed.
         if brief.needs_host_control || brief.data_boundary == "dedicated-host" {
@@ -476,34 +527,73 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
                 facts,
             });
         }
-        // 8 and 9. Reserve when busy enough, else stay pay-as-you-go.
+        // 8 and 9. Reserve when busy enough past the offer's break-even, else stay pay-as-you-go.
+        let threshold = break_even + limits::BREAK_EVEN_MARGIN;
+        let spot = brief.trial_billing == "spot";
+        let break_even_fact = break_even_fact(break_even, known_break_even.is_some(), inputs.money.as_ref());
         match utilization {
-            Some(u) if u >= limits::RESERVE_UTILIZATION => reasons.push(Reason {
-                rule: Rule::Numbered(8),
-                decision: Verdict::Reserve,
-                says: format!(
-                    "Accepted and busy: utilization {u} is at least 0.60 {}.",
-                    utilization_source.describe()
-                ),
-                facts: vec![fact("utilization", u, utilization_source.link())],
-            }),
+            Some(u) if u >= threshold && !spot => {
+                let mut facts = vec![fact("utilization", u, utilization_source.link()), break_even_fact];
+                let says = match reservation_saving(inputs.money.as_ref(), u) {
+                    Some(saving) if known_break_even.is_some() => {
+                        facts.push(fact(
+                            "saving per month",
+                            with_currency(saving, &brief.currency),
+                            rates.and_then(|r| r.reserved_price_id).map(|id| format!("price:{id}")),
+                        ));
+                        format!(
+                            "Accepted and busy: utilization {} {} is at least the reservation break-even {} + \
+                             0.05, so reserving saves {} a month.",
+                            u.normalize(),
+                            utilization_source.describe(),
+                            break_even.normalize(),
+                            with_currency(saving, &brief.currency)
+                        )
+                    }
+                    _ => format!(
+                        "Accepted and busy: utilization {} {} is at least 0.65 (the break-even 0.60 used when no \
+                         reserved price of the offer is known, + 0.05). No reserved price is known, so no saving \
+                         is claimed: ask the provider for one or import it on the Prices page.",
+                        u.normalize(),
+                        utilization_source.describe()
+                    ),
+                };
+                reasons.push(Reason {
+                    rule: Rule::Numbered(8),
+                    decision: Verdict::Reserve,
+                    says,
+                    facts,
+                });
+            }
             _ => {
                 let batch = matches!(brief.workload_kind.as_str(), "batch-inference" | "media");
+                let why = if spot {
+                    "the trial is billed as spot capacity, which is not reserved".to_owned()
+                } else {
+                    format!(
+                        "not busy enough to reserve (or utilization unknown): a reservation pays from {}",
+                        threshold.normalize()
+                    )
+                };
                 reasons.push(Reason {
                     rule: Rule::Numbered(9),
                     decision: Verdict::Expand,
                     says: if batch {
-                        "Accepted, but not busy enough to reserve: stay pay-as-you-go and prefer \
-                         interruptible capacity with a resumable queue."
-                            .into()
+                        format!(
+                            "Accepted, but {why}: stay pay-as-you-go and prefer interruptible capacity with a \
+                             resumable queue."
+                        )
                     } else {
-                        "Accepted, but not busy enough to reserve (or utilization unknown): stay pay-as-you-go.".into()
+                        format!("Accepted, but {why}: stay pay-as-you-go.")
                     },
-                    facts: vec![fact(
-                        "utilization",
-                        utilization.map(|u| u.to_string()).unwrap_or_else(|| "unknown".into()),
-                        utilization_source.link(),
-                    )],
+                    facts: vec![
+                        fact(
+                            "utilization",
+                            utilization.map(|u| u.to_string()).unwrap_or_else(|| "unknown".into()),
+                            utilization_source.link(),
+                        ),
+                        break_even_fact,
+                    ],
                 });
             }
         }
@@ -531,64 +621,127 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         utilization,
         utilization_source,
         saturated,
-        suggested_units,
+        suggested_replicas,
+        break_even,
+        break_even_known: known_break_even.is_some(),
         inputs_digest: inputs_digest(inputs),
     }
 }
 
-/// Rule 6b: the brief names a managed API's price per million output tokens, may leave the host
-/// (no host-level control, boundary not dedicated-host), and a million output tokens at the SLO cost
-/// more on this trial than on the API.
+/// The break-even as a fact: the offer's reserved ÷ on-demand rate, or 0.60 with the reserved
+/// price missing.
+fn break_even_fact(break_even: Decimal, known: bool, money: Option<&MoneyFacts>) -> Fact {
+    let rates = money.map(|m| &m.reservation_rates);
+    match (known, rates) {
+        (true, Some(r)) => fact(
+            "reservation break-even",
+            format!(
+                "{} (reserved {} ÷ on demand {} per GPU-hour)",
+                break_even.normalize(),
+                r.reserved_rate.map(|x| x.to_string()).unwrap_or_default(),
+                r.on_demand_rate.map(|x| x.to_string()).unwrap_or_default()
+            ),
+            r.reserved_price_id.map(|id| format!("price:{id}")),
+        ),
+        _ => fact(
+            "reservation break-even",
+            format!("{} (no reserved price of the offer is known)", break_even.normalize()),
+            None,
+        ),
+    }
+}
+
+/// What reserving saves a month against paying by the hour only for the busy share `u`, for the
+/// GPUs the reservation would rent (replicas for the peak, else one, × whole nodes):
+/// (on-demand rate × u − reserved rate) × GPUs × 730.
+pub fn reservation_saving(money: Option<&MoneyFacts>, u: Decimal) -> Option<Decimal> {
+    let m = money?;
+    let r = &m.reservation_rates;
+    let (reserved, on_demand) = (r.reserved_rate?, r.on_demand_rate?);
+    let per_node = r.reserved_gpus_billed.or(m.rate.as_ref().map(|x| x.gpus_billed))?;
+    let gpus = Decimal::from(m.replicas_for_peak.unwrap_or(1) * per_node);
+    Some(((on_demand * u - reserved) * gpus * crate::money::HOURS_PER_MONTH).round_dp(2))
+}
+
+/// Rule 6b: the brief gives a managed API's prices, may leave the host (no host-level control,
+/// boundary not dedicated-host), and a good request costs more on this trial than on the API.
 fn api_cheaper(brief: &BriefFacts, money: Option<&MoneyFacts>) -> Option<Reason> {
     let m = money?;
-    let api = m.api_price_per_million_tokens?;
-    let ours = m.cost_per_million_output_tokens_at_slo?;
-    if brief.needs_host_control || brief.data_boundary == "dedicated-host" || ours <= api {
+    let api = m.api.as_ref().filter(|a| a.api_is_cheaper)?;
+    if brief.needs_host_control || brief.data_boundary == "dedicated-host" {
         return None;
     }
     let currency = &brief.currency;
+    let at = m
+        .operating_point
+        .as_ref()
+        .map(|p| format!("evidence:{}", p.evidence_id));
+    let busy = match api.utilization {
+        Some(u) => format!("at the ledger's measured utilization of {u} (idle hours are paid too)"),
+        None => "if kept busy all the time (the ledger has no idle figure)".to_owned(),
+    };
     let mut facts = vec![
         fact(
-            "cost per million output tokens at the SLO",
-            with_currency(ours, currency),
-            m.operating_point
-                .as_ref()
-                .map(|p| format!("evidence:{}", p.evidence_id)),
+            "cost per good request here",
+            with_currency(api.our_cost_per_good_request, currency),
+            at.clone(),
         ),
         fact(
-            "managed API price per million output tokens",
-            with_currency(api, currency),
+            "cost per good request on the API",
+            with_currency(api.api_cost_per_request, currency),
             None,
         ),
-    ];
-    if let Some(p) = &m.operating_point {
-        facts.push(fact(
-            "traffic it assumes",
+        fact(
+            "cost per million output tokens here",
+            with_currency(api.our_cost_per_million_output_tokens, currency),
+            at.clone(),
+        ),
+        fact(
+            "cost per million output tokens on the API",
+            with_currency(api.api_cost_per_million_output_tokens, currency),
+            None,
+        ),
+        fact(
+            "API prices per million tokens",
+            if api.output_price_only {
+                format!(
+                    "output {} (output price only: input counted free)",
+                    with_currency(api.output_price_per_million, currency)
+                )
+            } else {
+                format!(
+                    "input {}, output {}",
+                    with_currency(api.input_price_per_million, currency),
+                    with_currency(api.output_price_per_million, currency)
+                )
+            },
+            None,
+        ),
+        fact(
+            "a good request's tokens",
             format!(
-                "{:.1} requests/s, {:.0} output tokens/s, {:.1} % of requests inside every target",
-                p.rate_rps,
-                p.output_tokens_per_s.unwrap_or(0.0),
-                m.slo_attainment.unwrap_or(0.0) * 100.0
+                "{:.0} in, {:.0} out on average",
+                api.mean_input_tokens, api.mean_output_tokens
             ),
-            Some(format!("evidence:{}", p.evidence_id)),
-        ));
-    }
-    if let Some(hourly) = m.cost_per_hour {
-        facts.push(fact(
-            "accelerator cost per hour",
-            with_currency(hourly, currency),
-            m.rate_link(),
-        ));
+            at.clone(),
+        ),
+        fact("utilization assumed", &busy, Some("ledger:utilization".into())),
+    ];
+    if let Some(g) = m.goodput_rps {
+        facts.push(fact("goodput", format!("{g:.2} good requests/s"), at));
     }
     Some(Reason {
         rule: Rule::ApiCheaper,
         decision: Verdict::Stop,
         says: format!(
-            "A managed model API is cheaper for this output: a million output tokens cost {} here at the \
-             SLO against {} on the API. Setting needs_host_control or a dedicated-host data boundary \
-             (if the workload truly needs them), a lower rate or more throughput per GPU would change this.",
-            with_currency(ours, currency),
-            with_currency(api, currency)
+            "A managed model API is cheaper for this traffic: a good request costs {} here {busy}, against {} on \
+             the API ({} against {} per million output tokens). The brief's fields that would change this: \
+             needs_host_control or a dedicated-host data_boundary (if the workload truly needs them), the API's \
+             prices, or a lower rate or more good requests per second on the trial.",
+            with_currency(api.our_cost_per_good_request, currency),
+            with_currency(api.api_cost_per_request, currency),
+            with_currency(api.our_cost_per_million_output_tokens, currency),
+            with_currency(api.api_cost_per_million_output_tokens, currency),
         ),
         facts,
     })

@@ -22,6 +22,7 @@ fn crit(key: &str, op: &str, threshold: Value, stage: u8, status: Status, value:
         status,
         value,
         evidence_id: Some(Uuid::nil()),
+        reason: None,
     }
 }
 
@@ -41,6 +42,7 @@ fn base() -> DecisionInputs {
             currency: "USD".into(),
             sized_count: 2,
             current_units: 2,
+            trial_billing: "on-demand".into(),
         },
         criteria: vec![
             pass("dcgm.diag.passed", 1),
@@ -219,14 +221,24 @@ fn rule_order_when_several_match() {
 
 #[test]
 fn boundaries() {
-    // Utilization exactly 0.60 reserves; just under does not.
+    // No reserved price known: the break-even is 0.60, so utilization exactly 0.65 reserves and
+    // just under does not (the reason says the reserved price is missing and claims no saving).
+    let mut inputs = base();
+    inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("35"));
+    let d = decide(&inputs);
+    assert_eq!(d.utilization, Some(dec("0.65")));
+    assert_eq!(d.decision, Verdict::Reserve);
+    assert!(!d.break_even_known);
+    assert!(d.reasons[0].says.contains("no saving"), "{}", d.reasons[0].says);
+    inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("35.01"));
+    assert_eq!(decide(&inputs).decision, Verdict::Expand);
     let mut inputs = base();
     inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("40"));
-    let d = decide(&inputs);
-    assert_eq!(d.utilization, Some(dec("0.6")));
-    assert_eq!(d.decision, Verdict::Reserve);
-    inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("40.01"));
-    assert_eq!(decide(&inputs).decision, Verdict::Expand);
+    assert_eq!(
+        decide(&inputs).decision,
+        Verdict::Expand,
+        "0.60 is the break-even itself, not past it"
+    );
 
     // Cost exactly at the ceiling is not above it.
     let mut inputs = base();
@@ -291,14 +303,15 @@ fn scale_suggests_units_from_the_worst_miss_never_below_sizing() {
     metric(&mut inputs, "serving.preemptions_total", json!(3));
     let d = decide(&inputs);
     assert_eq!(d.decision, Verdict::Scale);
-    // Worst miss: throughput 3000 / 1000 = 3.0 (latency 1250 / 500 = 2.5) → ceil(2 × 3.0) = 6.
-    assert_eq!(d.suggested_units, Some(6));
+    // Worst miss: throughput 3000 / 1000 = 3.0 (latency 1250 / 500 = 2.5) → ceil(1 replica × 3.0)
+    // = 3 replicas of the 2-GPU allocation.
+    assert_eq!(d.suggested_replicas, Some(3));
 
-    inputs.brief.sized_count = 8;
+    inputs.brief.sized_count = 10;
     assert_eq!(
-        decide(&inputs).suggested_units,
-        Some(8),
-        "never below the sizing's count"
+        decide(&inputs).suggested_replicas,
+        Some(5),
+        "never below the sizing's count: 10 GPUs are 5 replicas of 2"
     );
 }
 
@@ -372,50 +385,75 @@ fn the_digest_changes_when_and_only_when_an_input_changes() {
     }
 }
 
-/// The base brief with money figures: a million output tokens cost 1.7361 USD at the SLO on this
-/// trial, and the brief names a managed API's price.
+/// The base brief with money figures: 2 GPUs at 2.50 an hour, a load point of 100 requests over
+/// 10 s, 80 of them good with 100 output tokens each (goodput 8 req/s), and a managed API that
+/// charges `api_price` per million output tokens (its older single price).
 fn with_money(api_price: &str) -> DecisionInputs {
-    use super::super::money::{money_facts, LoadPoint, MoneyInputs, Rate, RateSource};
-    let point = LoadPoint {
-        run: String::new(),
-        evidence_id: Uuid::from_u128(11),
-        rate_rps: 10.0,
-        output_tokens_per_s: Some(1000.0),
-        attainment: Some(0.8),
-    };
+    use super::super::money::{money_facts, ApiPrices, MoneyInputs, Rate, RateSource};
+    use crate::evidence::load_points::{load_points, Operating};
+    let metrics = json!({
+        "serving.offered_rps": 10.0,
+        "serving.request_throughput_rps": 10.0,
+        "serving.duration_s": 10.0,
+        "serving.completed": 100.0,
+        "serving.failed": 0.0,
+        "serving.output_tokens_per_s": 1000.0,
+        "serving.slo_attainment": 0.8,
+        "serving.goodput_rps": 8.0,
+        "serving.good_output_tokens_per_s": 800.0,
+        "serving.good_mean_output_tokens": 100.0,
+    });
+    let points = load_points(Uuid::from_u128(11), metrics.as_object().unwrap());
     let mut inputs = base();
     inputs.money = Some(money_facts(&MoneyInputs {
         rate: Some(Rate {
             per_gpu_hour: dec("2.50"),
             gpus_billed: 2,
+            billing: "on-demand".into(),
+            provider: String::new(),
             source: RateSource::Trial,
             description: "the trial's rate".into(),
         }),
         currency: "USD".into(),
-        points: vec![point.clone()],
-        newest: Some(point),
+        points,
+        operating: Some(Operating {
+            index: 0,
+            qualified: false,
+        }),
         attainment_target: 0.95,
-        api_price_per_million_tokens: Some(dec(api_price)),
+        api: Some(ApiPrices {
+            input_per_million: Decimal::ZERO,
+            output_per_million: dec(api_price),
+            output_price_only: true,
+        }),
         ..MoneyInputs::default()
     }));
     inputs
 }
 
 #[test]
-fn rule_6b_stops_when_the_api_is_cheaper_at_the_slo() {
+fn rule_6b_stops_when_a_good_request_costs_more_here_than_on_the_api() {
+    // Here: 5.00 an hour ÷ (8 good requests/s × 3600) = 0.000174 a good request, 1.7361 per million
+    // output tokens (100 a request); the API: 100 × 1.50 ÷ 10^6 = 0.00015 a request.
     let d = decide(&with_money("1.50"));
     assert_eq!(d.decision, Verdict::Stop);
     assert_eq!(rules(&d), ["6b", "8"]);
     let reason = &d.reasons[0];
     assert!(
-        reason.says.contains("1.74 USD") && reason.says.contains("1.50 USD"),
+        reason.says.contains("0.00017 USD") && reason.says.contains("0.00015 USD"),
         "{}",
         reason.says
     );
+    assert!(
+        reason.says.contains("1.74 USD") && reason.says.contains("1.50 USD"),
+        "both per million output tokens: {}",
+        reason.says
+    );
+    assert!(reason.says.contains("if kept busy all the time"), "{}", reason.says);
     assert!(reason
         .facts
         .iter()
-        .any(|f| f.label == "traffic it assumes" && f.value.contains("10.0 requests/s")));
+        .any(|f| f.label == "API prices per million tokens" && f.value.contains("output price only")));
     assert_eq!(
         serde_json::to_value(reason).unwrap()["rule"],
         json!("6b"),
@@ -427,7 +465,7 @@ fn rule_6b_stops_when_the_api_is_cheaper_at_the_slo() {
 #[test]
 fn rule_6b_does_not_fire_when_the_trial_is_cheaper_or_must_keep_its_host() {
     let d = decide(&with_money("2.00"));
-    assert_eq!(rules(&d), ["8"], "1.74 at the SLO is below 2.00");
+    assert_eq!(rules(&d), ["8"], "0.000174 a good request is below the API's 0.0002");
 
     let mut host = with_money("1.50");
     host.brief.needs_host_control = true;
@@ -446,8 +484,64 @@ fn rule_6b_does_not_fire_when_the_trial_is_cheaper_or_must_keep_its_host() {
     );
 
     let mut unknown = with_money("1.50");
-    unknown.money.as_mut().unwrap().cost_per_million_output_tokens_at_slo = None;
-    assert_eq!(rules(&decide(&unknown)), ["8"], "no figure at the SLO, no break-even");
+    unknown.money.as_mut().unwrap().api = None;
+    assert_eq!(rules(&decide(&unknown)), ["8"], "no goodput, no break-even");
+}
+
+#[test]
+fn rule_6c_stops_spot_capacity_for_real_time_serving_only() {
+    let mut spot = base();
+    spot.brief.trial_billing = "spot".into();
+    let d = decide(&spot);
+    assert_eq!(d.decision, Verdict::Stop);
+    assert_eq!(rules(&d), ["6c", "9"], "spot is never reserved: rule 8 does not match");
+    assert_eq!(serde_json::to_value(&d.reasons[0]).unwrap()["rule"], json!("6c"));
+    assert!(d.reasons[0].says.contains("reclaimed mid-request"));
+    let mut batch = spot.clone();
+    batch.brief.workload_kind = "batch-inference".into();
+    let d = decide(&batch);
+    assert_eq!(d.decision, Verdict::Expand, "spot suits batch work");
+    assert!(d.reasons[0].says.contains("interruptible"));
+}
+
+#[test]
+fn rule_8_reads_the_offers_break_even_plus_five_points() {
+    use super::super::money::ReservationRates;
+    // Reserved 2.10 ÷ on demand 3.50 = 0.60: reserve from 0.65. Reserved 3.15 ÷ 3.50 = 0.90: from
+    // 0.95. The base trial is busy 80 %.
+    let with_rates = |reserved: &str| {
+        let mut i = with_money("9.00");
+        i.money.as_mut().unwrap().reservation_rates = ReservationRates {
+            reserved_rate: Some(dec(reserved)),
+            reserved_gpus_billed: Some(2),
+            on_demand_rate: Some(dec("3.50")),
+            ..ReservationRates::default()
+        };
+        i
+    };
+    let d = decide(&with_rates("2.10"));
+    assert_eq!(
+        (d.decision, d.break_even, d.break_even_known),
+        (Verdict::Reserve, dec("0.6"), true)
+    );
+    // Saving: (3.50 × 0.8 − 2.10) × 2 GPUs × 730 = 1,022.00 a month.
+    assert!(d.reasons[0].says.contains("1,022.00 USD"), "{}", d.reasons[0].says);
+    let d = decide(&with_rates("3.15"));
+    assert_eq!((d.decision, d.break_even), (Verdict::Expand, dec("0.9")));
+    assert!(d.reasons[0].says.contains("0.95"), "{}", d.reasons[0].says);
+}
+
+#[test]
+fn a_load_test_where_nothing_completed_stops_and_says_so() {
+    let mut inputs = base();
+    inputs.criteria[2] = CriterionOutcome {
+        reason: Some(crate::evidence::load_points::NOTHING_COMPLETED.into()),
+        ..crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Fail, None)
+    };
+    let d = decide(&inputs);
+    assert_eq!((d.decision, rules(&d)), (Verdict::Stop, named(&[5])));
+    assert!(d.reasons[0].says.contains("No request of the load test completed"));
+    assert_eq!(d.reasons[0].facts[0].value, "no request completed");
 }
 
 #[test]
@@ -462,6 +556,9 @@ fn the_digest_pins_the_money_figures_and_leaves_old_inputs_alone() {
     );
     let mut other_rate = with_money("1.50");
     other_rate.money.as_mut().unwrap().cost_per_hour = Some(dec("5.01"));
+    let mut other_billing = base();
+    other_billing.brief.trial_billing = "reserved".into();
+    assert_ne!(inputs_digest(&base()), inputs_digest(&other_billing));
     assert_ne!(inputs_digest(&with), inputs_digest(&other_rate));
 }
 
@@ -472,7 +569,7 @@ fn without_idle_hours_the_gpus_measured_utilization_decides_and_says_so() {
     metric(&mut inputs, "gpu.util_pct_avg", json!(72.5));
     let d = decide(&inputs);
     assert_eq!(d.utilization, Some(dec("0.725")));
-    assert_eq!(d.decision, Verdict::Reserve, "72.5 % busy ≥ 0.60");
+    assert_eq!(d.decision, Verdict::Reserve, "72.5 % busy ≥ 0.60 + 0.05");
     assert!(d.reasons[0].says.contains("dcgm-exporter"), "{}", d.reasons[0].says);
     assert_eq!(
         d.reasons[0].facts[0].link.as_deref(),

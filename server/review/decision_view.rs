@@ -120,6 +120,11 @@ fn busy(t: &TrialReview) -> Option<String> {
     t.decision.utilization.and_then(|u| u.to_f64()).map(money::percent)
 }
 
+/// A share (0–1) as a percentage.
+fn share(d: Decimal) -> String {
+    d.to_f64().map(money::percent).unwrap_or_default()
+}
+
 fn failing<'a>(t: &'a TrialReview, stages: &'a [u8]) -> impl Iterator<Item = &'a CriterionOutcome> + 'a {
     t.context
         .inputs
@@ -173,11 +178,20 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
         }
         Rule::Numbered(4) => {
             let missed: Vec<String> = failing(t, &[3]).map(failure).collect();
-            let units = t.decision.suggested_units.unwrap_or(inputs.brief.current_units);
+            let replicas = t.decision.suggested_replicas.unwrap_or(1);
             format!(
-                "{} while the server was full, so add GPUs: {units} instead of {}.",
+                "{} while the server was full, so add capacity: {replicas} replicas of the {alloc} allocation \
+                 instead of 1.",
                 capitalized(&joined_few(&missed)),
-                inputs.brief.current_units
+            )
+        }
+        Rule::Numbered(5)
+            if failing(t, &[3])
+                .any(|c| c.reason.as_deref() == Some(crate::evidence::load_points::NOTHING_COMPLETED)) =>
+        {
+            format!(
+                "No request of the load test on the {alloc} server completed — every request failed — so there is \
+                 no latency to judge and more GPUs would not help: the setup needs fixing."
             )
         }
         Rule::Numbered(5) => {
@@ -218,20 +232,29 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 if names.len() == 1 { "it is" } else { "they are" }
             )
         }
-        Rule::ApiCheaper => match inputs.money.as_ref().and_then(|m| {
-            Some((
-                m.cost_per_million_output_tokens_at_slo?,
-                m.api_price_per_million_tokens?,
-            ))
-        }) {
-            Some((ours, api)) => format!(
-                "A managed model API is cheaper: a million output tokens cost {} on the {alloc} server within \
-                 the targets, against {} on the API.",
-                money::with_currency(ours, currency),
-                money::with_currency(api, currency)
+        Rule::ApiCheaper => match inputs.money.as_ref().and_then(|m| m.api.as_ref()) {
+            Some(api) => format!(
+                "A managed model API is cheaper: a good request costs {} on the {alloc} server{}, against {} on \
+                 the API{}.",
+                money::with_currency(api.our_cost_per_good_request, currency),
+                if api.utilization.is_some() {
+                    " at its measured utilization"
+                } else {
+                    " if kept busy all the time"
+                },
+                money::with_currency(api.api_cost_per_request, currency),
+                if api.output_price_only {
+                    " (its output price only: input counted free)"
+                } else {
+                    ""
+                }
             ),
-            None => "A managed model API is cheaper for this output.".into(),
+            None => "A managed model API is cheaper for this traffic.".into(),
         },
+        Rule::SpotForRealtime => format!(
+            "The {alloc} trial met every target, but on spot capacity, which the provider can take back in the \
+             middle of a request: a chat service needs the same allocation on demand or reserved."
+        ),
         Rule::Numbered(7) => format!(
             "The {alloc} trial met every target and the workload needs {}, so rent a dedicated server.",
             if inputs.brief.needs_host_control {
@@ -240,17 +263,31 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 "a server of its own for its data"
             }
         ),
-        Rule::Numbered(8) => match (&t.decision.utilization_source, busy(t)) {
-            (UtilizationSource::DcgmExporter { .. }, Some(pct)) => format!(
-                "The {alloc} trial met every target and the GPUs were busy {pct} of the time on average \
-                 (measured on the GPUs), so a reservation is cheaper than paying by the hour."
-            ),
-            (_, Some(pct)) => format!(
-                "The {alloc} trial met every target and the GPUs were busy {pct} of paid hours, so a \
-                 reservation is cheaper than paying by the hour."
-            ),
-            (_, None) => format!("The {alloc} trial met every target and the GPUs were busy enough to reserve."),
-        },
+        Rule::Numbered(8) => {
+            let busy_text = match (&t.decision.utilization_source, busy(t)) {
+                (UtilizationSource::DcgmExporter { .. }, Some(pct)) => {
+                    format!("the GPUs were busy {pct} of the time on average (measured on the GPUs)")
+                }
+                (_, Some(pct)) => format!("the GPUs were busy {pct} of paid hours"),
+                (_, None) => "the GPUs were busy enough".into(),
+            };
+            let saving = t
+                .decision
+                .utilization
+                .and_then(|u| super::decision::reservation_saving(inputs.money.as_ref(), u));
+            match saving {
+                Some(saving) if t.decision.break_even_known => format!(
+                    "The {alloc} trial met every target and {busy_text}, past the {} at which its reserved price \
+                     pays, so a reservation is cheaper than paying by the hour: it saves {} a month.",
+                    share(t.decision.break_even),
+                    money::sum_with_currency(saving, currency)
+                ),
+                _ => format!(
+                    "The {alloc} trial met every target and {busy_text}, enough to reserve; but no reserved price \
+                     of this offer is known, so no saving is claimed: ask the provider for one before committing."
+                ),
+            }
+        }
         Rule::Numbered(9) if t.decision.accepted => {
             let batch = matches!(inputs.brief.workload_kind.as_str(), "batch-inference" | "media");
             let how = if batch {
@@ -258,10 +295,17 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             } else {
                 ""
             };
+            let from = share(t.decision.break_even + super::decision::limits::BREAK_EVEN_MARGIN);
+            if inputs.brief.trial_billing == "spot" {
+                return format!(
+                    "The {alloc} trial met every target on spot capacity, which is not reserved: keep testing, pay \
+                     as you go{how}."
+                );
+            }
             match busy(t) {
                 Some(pct) => format!(
                     "The {alloc} trial met every target, but the GPUs were busy only {pct} of paid hours (a \
-                     reservation pays from 60 %), so keep paying by the hour{how}."
+                     reservation pays from {from}), so keep paying by the hour{how}."
                 ),
                 None => format!(
                     "The {alloc} trial met every target, but how busy the GPUs were is not known (the ledger \
@@ -348,23 +392,31 @@ pub fn plain_fact(f: &Fact) -> PlainFact {
 }
 
 /// What the verdict asks the manager to approve, as a short imperative: "reserve 8 × H200 SXM for
-/// 12 months". `commitment` is the reservation the form holds (or the recorded one).
+/// 12 months". `commitment` is the reservation the approval would record (or the recorded one).
 pub fn action(decision: Verdict, t: &TrialReview, commitment: Option<&Reservation>) -> String {
     let alloc = allocation(t);
     let held = |verb: &str| match commitment {
-        Some(c) => format!("{verb} {} × {} for {} months", c.count, c.gpu, c.term_months),
+        Some(c) => format!(
+            "{verb} {} × {} for {}",
+            c.gpus,
+            c.gpu,
+            super::model::months(c.term_months)
+        ),
         None => format!("{verb} {alloc}"),
     };
     match decision {
         Verdict::Reserve => held("reserve"),
         Verdict::Dedicate => held("dedicate"),
         Verdict::Scale => match commitment {
-            Some(c) => format!("scale to {} × {} for {} months", c.count, c.gpu, c.term_months),
+            Some(c) => format!(
+                "scale to {} × {} for {}",
+                c.gpus,
+                c.gpu,
+                super::model::months(c.term_months)
+            ),
             None => format!(
-                "scale to {} GPUs",
-                t.decision
-                    .suggested_units
-                    .unwrap_or(t.context.inputs.brief.current_units)
+                "scale to {} replicas of {alloc}",
+                t.decision.suggested_replicas.unwrap_or(1)
             ),
         },
         Verdict::Expand if t.decision.accepted => format!("keep {alloc}, paying by the hour"),
@@ -423,6 +475,7 @@ mod tests {
             status: Status::Fail,
             value: Some(value),
             evidence_id: None,
+            reason: None,
         }
     }
 

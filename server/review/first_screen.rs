@@ -1,12 +1,15 @@
-//! The first screen of the review besides the verdict: the brief in three lines and the money
-//! (cost per job against the ceiling, the whole commitment over the term, reserved against on
-//! demand for the same GPU-hours). Built from the computed review; decides nothing.
+//! The first screen of the review besides the verdict: the brief in three lines, where the load
+//! figures were judged, the approval state, and the money (cost per job against the ceiling, the
+//! whole commitment of the reservation the review computed, reserved against on demand for the
+//! nodes actually rented). Built from the computed review — every amount comes from the same
+//! figures the review's JSON and the stored reservation carry; decides nothing.
 
 use rust_decimal::{prelude::ToPrimitive, Decimal};
 
 use super::{
+    decision::Verdict,
     decision_view::{allocation, job_word},
-    model::{monthly_cost, total_commitment, Reservation},
+    model::{monthly_cost, months, Reservation},
     service::{Review, TrialReview},
 };
 use crate::money;
@@ -28,8 +31,31 @@ fn workload_words(kind: &str) -> &str {
     }
 }
 
+/// What a verdict means for a manager, said wherever its badge appears.
+pub fn verdict_meaning(decision: Verdict) -> &'static str {
+    match decision {
+        Verdict::Expand => "keep testing, pay as you go",
+        Verdict::Reserve => "commit to this allocation for a term at a lower rate",
+        Verdict::Dedicate => "rent a dedicated server for this workload",
+        Verdict::Scale => "add replicas: the targets need more capacity",
+        Verdict::Stop => "stop renting this allocation",
+    }
+}
+
+/// [`verdict_meaning`] of a decision written as text ("expand"); empty for anything else.
+pub fn meaning(decision: &str) -> &'static str {
+    match decision {
+        "expand" => verdict_meaning(Verdict::Expand),
+        "reserve" => verdict_meaning(Verdict::Reserve),
+        "dedicate" => verdict_meaning(Verdict::Dedicate),
+        "scale" => verdict_meaning(Verdict::Scale),
+        "stop" => verdict_meaning(Verdict::Stop),
+        _ => "",
+    }
+}
+
 /// The brief in three lines: the model, the workload with its targets and ceiling, and the
-/// allocation under test.
+/// allocation under test with its one price, billing named.
 pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
     let f = &r.brief.fields;
     let t = &r.trials[r.chosen];
@@ -66,6 +92,13 @@ pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
     if !targets.is_empty() {
         workload.push_str(&format!("; targets: {}", targets.join(", ")));
     }
+    if let Some(peak) = f.expected_peak_rps {
+        workload.push_str(&format!(
+            "; expected peak {} requests/s with {} % headroom",
+            money::figure(peak),
+            money::figure(f.headroom_pct.unwrap_or(0.0))
+        ));
+    }
     if let Some(ceiling) = f.max_cost_per_job {
         workload.push_str(&format!(
             "; at most {} per {}",
@@ -78,14 +111,13 @@ pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
     if !trial.provider.is_empty() {
         under_test.push_str(&format!(" at {}", trial.provider));
     }
-    let rate = trial.rate_per_gpu_hour.or(t.context.ledger_rate);
-    match rate {
-        Some(rate) => under_test.push_str(&format!(
+    match &t.context.price {
+        Some(p) => under_test.push_str(&format!(
             ", {} at {} per GPU-hour",
-            trial.billing.as_str(),
-            money::with_currency(rate, &f.currency)
+            p.billing,
+            money::with_currency(p.per_gpu_hour, &f.currency)
         )),
-        None => under_test.push_str(&format!(", {}", trial.billing.as_str())),
+        None => under_test.push_str(&format!(", {}, no price known yet", trial.billing.as_str())),
     }
     under_test.push_str(&format!(" (trial “{}”)", trial.name));
     if let Some(a) = &t.context.allocation {
@@ -112,6 +144,46 @@ pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
     ]
 }
 
+/// Where the trial's load figures were judged: "Load figures judged at 8 req/s of the 4–16 req/s
+/// sweep (3 load points)", and whether that point met the target.
+pub fn operating_line(t: &TrialReview) -> Option<String> {
+    let p = t.context.inputs.money.as_ref()?.operating_point.as_ref()?;
+    let mut text = format!("Load figures {}", p.described);
+    if !p.qualified {
+        text.push_str(": no load point met the targets, so the lowest load is judged");
+    }
+    text.push('.');
+    Some(text)
+}
+
+/// The approval next to the verdict: who approved what and when, and whether it went stale.
+pub fn approval_line(r: &Review, changed: &str) -> String {
+    match &r.approval {
+        None => "Not approved yet.".into(),
+        Some(a) => {
+            let done = if a.row.verdict == "approve" {
+                "Approved"
+            } else {
+                "Rejected"
+            };
+            let mut text = format!(
+                "{done} ({}) by {} on {}",
+                a.row.decision,
+                a.row.decided_by,
+                a.row.decided_at.format("%Y-%m-%d %H:%M UTC")
+            );
+            if a.stale {
+                text.push_str(&format!(
+                    " — stale: since then {changed} changed, so it no longer holds; decide again."
+                ));
+            } else {
+                text.push('.');
+            }
+            text
+        }
+    }
+}
+
 /// One money figure at the top of the review.
 pub struct MoneyFigure {
     pub id: &'static str,
@@ -122,19 +194,9 @@ pub struct MoneyFigure {
     pub tone: &'static str,
 }
 
-/// The rate the same GPUs cost on demand: the trial's own when it is billed on demand, else what
-/// the ledger billed on average.
-fn on_demand_rate(t: &TrialReview) -> Option<Decimal> {
-    let trial = &t.context.trial.fields;
-    match trial.rate_per_gpu_hour {
-        Some(rate) if trial.billing.as_str() == "on-demand" => Some(rate),
-        _ => t.context.ledger_rate,
-    }
-}
-
-/// The three money figures: cost per job against the ceiling, the whole commitment, and reserved
-/// against on demand for the same GPU-hours. `commitment` is the reservation on the table (the
-/// form's values, or the approved reservation).
+/// The three money figures: cost per job against the ceiling, the commitment (the reservation the
+/// review computed, or the one an approval recorded), and reserved against on demand for the
+/// nodes that reservation rents. `commitment` is the reservation on the table.
 pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyFigure> {
     let t = &r.trials[r.chosen];
     let currency = &r.brief.fields.currency;
@@ -176,132 +238,139 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
             tone: "",
         },
     });
-    let on_demand = on_demand_rate(t);
     match commitment {
-        Some(c) => {
-            out.push(MoneyFigure {
-                id: "commitment",
-                label: format!("Total commitment over {} months", c.term_months),
-                value: money::sum_with_currency(
-                    total_commitment(c.count, c.rate_per_gpu_hour, c.term_months),
-                    currency,
-                ),
-                note: format!(
-                    "{} × {} at {} per GPU-hour × 730 hours × {} months ({} a month)",
-                    c.count,
-                    c.gpu,
-                    money::with_currency(c.rate_per_gpu_hour, currency),
-                    c.term_months,
-                    money::sum_with_currency(monthly_cost(c.count, c.rate_per_gpu_hour), currency)
-                ),
-                tone: "",
-            });
-            let reserved = if c.billing == "reserved" {
-                Some((c.rate_per_gpu_hour, "the reservation's rate".to_owned()))
-            } else {
-                t.context
-                    .reserved_quote
-                    .as_ref()
-                    .map(|q| (q.rate_per_gpu_hour, format!("{}'s reserved price", q.provider)))
-            };
-            out.push(compare(on_demand, reserved, c.count, c.term_months, currency, t));
-        }
+        Some(c) => out.push(MoneyFigure {
+            id: "commitment",
+            label: format!("Total commitment over {}", months(c.term_months)),
+            value: money::sum_with_currency(c.total(), currency),
+            note: format!(
+                "{} × {} ({} {} of {} GPUs), {} at {} per GPU-hour × 730 h{}{}",
+                c.gpus,
+                c.gpu,
+                c.replicas,
+                if c.replicas == 1 { "replica" } else { "replicas" },
+                c.gpus_per_node,
+                c.billing,
+                money::with_currency(c.rate_per_gpu_hour, currency),
+                if c.term_months == 1 {
+                    String::new()
+                } else {
+                    format!(
+                        " × {} ({} a month)",
+                        months(c.term_months),
+                        money::sum_with_currency(c.monthly_cost, currency)
+                    )
+                },
+                if c.billing == "reserved" {
+                    ""
+                } else {
+                    "; the trial's own rate: no reserved price is current"
+                }
+            ),
+            tone: "",
+        }),
         None => {
-            let count = t.context.inputs.brief.current_units;
+            let reason = t.reservation.as_ref().and_then(|r| r.as_ref().err());
             out.push(MoneyFigure {
                 id: "commitment",
                 label: "Commitment".into(),
                 value: "nothing committed".into(),
-                note: match on_demand {
-                    Some(rate) => format!(
-                        "paying by the hour: {} a month for {count} GPUs at {} per GPU-hour",
-                        money::sum_with_currency(monthly_cost(count, rate), currency),
-                        money::with_currency(rate, currency)
+                note: match (&t.context.price, reason) {
+                    (_, Some(why)) => format!("nothing can be reserved yet: {why}"),
+                    (Some(p), None) => format!(
+                        "paying by the hour: {} a month for {} GPUs at {} per GPU-hour ({})",
+                        money::sum_with_currency(p.per_month, currency),
+                        p.gpus_billed,
+                        money::with_currency(p.per_gpu_hour, currency),
+                        p.billing
                     ),
-                    None => "paying by the hour; no rate known yet".into(),
+                    (None, None) => "paying by the hour; no price known yet".into(),
                 },
                 tone: "",
             });
-            let reserved = t
-                .context
-                .reserved_quote
-                .as_ref()
-                .map(|q| (q.rate_per_gpu_hour, format!("{}'s reserved price", q.provider)));
-            out.push(compare(on_demand, reserved, count, 12, currency, t));
         }
     }
+    out.push(reserved_against_on_demand(t, commitment, currency));
     out
 }
 
-/// Reserved against on demand for `count` GPUs over `months` months of 730 hours.
-fn compare(
-    on_demand: Option<Decimal>,
-    reserved: Option<(Decimal, String)>,
-    count: u32,
-    months: u32,
-    currency: &str,
-    t: &TrialReview,
-) -> MoneyFigure {
-    let label = format!("Reserved against on demand, {count} GPUs for {months} months");
+/// Reserved against on demand for the nodes actually rented (the reservation's GPUs: replicas ×
+/// whole nodes of the offer), from the same offer rows rule 8's break-even reads.
+fn reserved_against_on_demand(t: &TrialReview, commitment: Option<&Reservation>, currency: &str) -> MoneyFigure {
+    let money = t.context.inputs.money.as_ref();
+    let rates = money.map(|m| &m.reservation_rates);
+    let gpus = commitment.map(|c| c.gpus).or_else(|| {
+        let m = money?;
+        let per_node = m
+            .reservation_rates
+            .reserved_gpus_billed
+            .or(m.rate.as_ref().map(|r| r.gpus_billed))?;
+        Some(m.replicas_for_peak.unwrap_or(1) * per_node)
+    });
     let provider = if t.context.trial.fields.provider.is_empty() {
         "the provider".to_owned()
     } else {
         t.context.trial.fields.provider.clone()
     };
-    match (on_demand, reserved) {
-        (Some(od), Some((rr, source))) => {
-            let od_total = total_commitment(count, od, months);
-            let rr_total = total_commitment(count, rr, months);
-            let saving = od_total - rr_total;
-            let (value, tone) = if saving > Decimal::ZERO {
-                let pct = (saving / od_total).to_f64().map(money::percent).unwrap_or_default();
-                (
-                    format!("reserving saves {} ({pct})", money::sum_with_currency(saving, currency)),
-                    "ok",
-                )
-            } else if saving.is_zero() {
-                ("no saving: the same rate".to_owned(), "")
-            } else {
-                (
-                    format!("reserving costs {} more", money::sum_with_currency(-saving, currency)),
-                    "bad",
-                )
+    let label = match gpus {
+        Some(n) => format!("Reserved against on demand, {n} GPUs a month"),
+        None => "Reserved against on demand".into(),
+    };
+    let (on_demand, reserved) = (
+        rates.and_then(|r| r.on_demand_rate),
+        rates.and_then(|r| r.reserved_rate),
+    );
+    match (gpus, on_demand, reserved) {
+        (Some(n), Some(od), Some(rr)) => {
+            let od_month = monthly_cost(n, od);
+            let rr_month = monthly_cost(n, rr);
+            let break_even = t.decision.break_even;
+            let busy = t.decision.utilization;
+            let pays = busy.is_some_and(|u| u >= break_even + super::decision::limits::BREAK_EVEN_MARGIN);
+            let pct = |d: Decimal| d.to_f64().map(money::percent).unwrap_or_default();
+            let busy_text = match busy {
+                Some(u) => format!("the trial was busy {}", pct(u)),
+                None => "how busy the trial is, is not known".into(),
             };
-            let mut note = format!(
-                "on demand {} at {} per GPU-hour; reserved {} at {} ({source})",
-                money::sum_with_currency(od_total, currency),
-                money::with_currency(od, currency),
-                money::sum_with_currency(rr_total, currency),
-                money::with_currency(rr, currency)
-            );
-            if saving.is_zero() {
-                note.push_str(&format!(
-                    "; ask {provider} for a reserved price, or import one on the Prices page"
-                ));
-            }
             MoneyFigure {
                 id: "reserved-vs-on-demand",
                 label,
-                value,
-                note,
-                tone,
+                value: format!(
+                    "reserved {} against {} on demand",
+                    money::sum_with_currency(rr_month, currency),
+                    money::sum_with_currency(od_month, currency)
+                ),
+                note: format!(
+                    "reserving pays above {} busy (reserved {} ÷ on demand {} per GPU-hour) + 5 points; {busy_text}",
+                    pct(break_even),
+                    money::with_currency(rr, currency),
+                    money::with_currency(od, currency)
+                ),
+                tone: if pays { "ok" } else { "" },
             }
         }
-        (Some(od), None) => MoneyFigure {
+        (Some(n), Some(od), None) => MoneyFigure {
+            id: "reserved-vs-on-demand",
+            label,
+            value: format!("{} on demand", money::sum_with_currency(monthly_cost(n, od), currency)),
+            note: format!("no reserved price is known, so no saving is claimed: ask {provider} for one"),
+            tone: "",
+        },
+        (Some(n), None, Some(rr)) => MoneyFigure {
             id: "reserved-vs-on-demand",
             label,
             value: format!(
-                "on demand: {}",
-                money::sum_with_currency(total_commitment(count, od, months), currency)
+                "reserved: {} a month",
+                money::sum_with_currency(monthly_cost(n, rr), currency)
             ),
-            note: format!("no reserved price known: ask {provider} for one, or import one on the Prices page"),
+            note: format!("no on-demand price of the same offer is known: ask {provider} for one"),
             tone: "",
         },
-        (None, _) => MoneyFigure {
+        _ => MoneyFigure {
             id: "reserved-vs-on-demand",
             label,
             value: "not known yet".into(),
-            note: "needs the trial's rate per GPU-hour or ledger lines".into(),
+            note: "needs the offer's on-demand and reserved prices (the trial's rate, or a price sheet)".into(),
             tone: "",
         },
     }

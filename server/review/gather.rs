@@ -1,5 +1,6 @@
-//! Collects what the decision reads for one brief: the brief, its sizing, the evaluated card, the
-//! newest metrics and the ledger. A handful of indexed queries; never every evidence row.
+//! Collects what the decision reads for one brief: the brief, its sizing, the evaluated card (with
+//! each trial's load points and operating point), the newest metrics, the ledger and the prices.
+//! A handful of indexed queries; never every evidence row.
 
 use std::collections::BTreeMap;
 
@@ -8,20 +9,22 @@ use uuid::Uuid;
 
 use super::{
     decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts, MetricFact, Status},
-    money::{self, money_facts, LoadPoint, MoneyFacts, MoneyInputs, Rate, RateSource},
+    money::{money_facts, ApiPrices, MoneyFacts, MoneyInputs, Rate, RateSource, ReservationRates},
     repo,
 };
 use crate::{
     acceptance::{
         evaluate::{CardEvaluation, Status as EvalStatus},
         model::Card,
-        service::{self as cards, StaleCriterion},
+        service::{self as cards, StaleCriterion, TrialLoad},
     },
     briefs::model::Brief,
     error::AppError,
     ledger::{self, model::LedgerSummary},
     prices::{
-        model::{cheapest, quote, Quote, StoredPrice},
+        model::{
+            allocation_price, other_currency_rows, reserved_offer, AllocationPrice, Offer, PriceSource, StoredPrice,
+        },
         service as prices,
     },
     sizing::{
@@ -60,8 +63,8 @@ const KV_METRICS: [&str; 4] = [
     "serving.gpu_memory_utilization",
 ];
 
-/// Histogram estimates of each target's share, read for the money figures when no load test has
-/// per-request data (not decision inputs on their own).
+/// Histogram estimates of each target's share, read for the money figures when the operating
+/// point has no per-request data (not decision inputs on their own).
 const ESTIMATE_METRICS: [&str; 4] = [
     "serving.slo_attainment_estimated",
     "serving.slo_attainment_ttft",
@@ -69,8 +72,8 @@ const ESTIMATE_METRICS: [&str; 4] = [
     "serving.slo_attainment_e2e",
 ];
 
-/// Load tests read per trial for its load points: the newest ones; a sweep is usually one file.
-const LOAD_TESTS_READ: i64 = 50;
+/// The GPU model the evidence names (nvidia-smi -L, dcgmi discovery): checked against the trial's.
+const GPU_MODELS: &str = "gpu.models";
 
 /// Everything the review page shows of one trial besides its decision.
 #[derive(Clone)]
@@ -85,17 +88,19 @@ pub struct ReviewContext {
     pub trial_gpu: String,
     /// The average billed rate per GPU-hour, when the ledger has accelerator lines.
     pub ledger_rate: Option<Decimal>,
+    /// The trial's one price (the same every page shows), billing named.
+    pub price: Option<AllocationPrice>,
     /// Criteria of a saved card set for another allocation than this trial's.
     pub stale: Vec<StaleCriterion>,
-    /// The cheapest current `reserved` price of the trial's GPU in the brief's currency (the
-    /// trial's provider first), for the review's "reserved against on demand". Not a decision
-    /// input: the page shows it, the rules never read it.
-    pub reserved_quote: Option<Quote>,
     /// Figures shown beside criteria that no rule reads (the NCCL run's share of what the topology
     /// should reach).
     pub shown: BTreeMap<String, MetricFact>,
     /// Predicted KV-cache capacity of the allocation beside the one vLLM logged.
     pub kv: Option<TrialKv>,
+    /// Current price rows of the trial's GPU in other currencies: listed, never used.
+    pub other_currency: Vec<StoredPrice>,
+    /// Evidence that names another GPU model than the trial's: (evidence, what it names).
+    pub gpu_mismatch: Option<(Uuid, String)>,
 }
 
 /// A trial's KV-cache check and the vLLM log it measured from.
@@ -133,8 +138,8 @@ pub async fn gather(state: &AppState, brief: &Brief) -> Result<Vec<ReviewContext
     Ok(out)
 }
 
-/// What the decision reads for one trial: its allocation, its card evaluation, its newest rule
-/// metrics, its ledger and its money per unit of work.
+/// What the decision reads for one trial: its allocation, its card evaluation (and operating
+/// point), its newest rule metrics, its ledger and its money per unit of work.
 pub async fn gather_trial(
     state: &AppState,
     brief: &Brief,
@@ -153,14 +158,14 @@ pub async fn gather_trial(
         .chain(&ESTIMATE_METRICS)
         .chain(&SHOWN_METRICS)
         .chain(&KV_METRICS)
+        .chain(std::iter::once(&GPU_MODELS))
         .map(|k| (*k).to_owned())
         .collect();
     // Independent reads side by side. The ledger summary is read once: the card's derived
     // `ledger.cost_per_job` and the decision's ledger facts share it.
-    let (summary, mut metrics, load_tests) = tokio::try_join!(
+    let (summary, mut metrics) = tokio::try_join!(
         ledger::service::summary(state, trial.id, &brief.fields.currency),
         async { Ok(repo::newest_metrics(&state.pool, trial.id, &keys).await?) },
-        async { Ok(repo::load_tests(&state.pool, trial.id, LOAD_TESTS_READ).await?) },
     )?;
     let estimates: BTreeMap<String, MetricFact> = ESTIMATE_METRICS
         .iter()
@@ -168,26 +173,49 @@ pub async fn gather_trial(
         .collect();
     let shown: BTreeMap<String, MetricFact> = SHOWN_METRICS.iter().filter_map(|k| metrics.remove_entry(*k)).collect();
     let kv_logged: BTreeMap<String, MetricFact> = KV_METRICS.iter().filter_map(|k| metrics.remove_entry(*k)).collect();
+    let gpu_mismatch = metrics
+        .remove(GPU_MODELS)
+        .and_then(|m| gpu_mismatch(&trial_gpu, &m.value).map(|named| (m.evidence_id, named)));
     let kv = allocation
         .as_ref()
         .and_then(|a| TrialKv::from_logged(brief, a, &kv_logged));
     let derived = cards::derived_figures_from(brief, &summary);
     let card = cards::evaluate_for_trial(&state.pool, brief, card, trial.id, allocation.as_ref(), &derived).await?;
+    // The saturation check reads the operating point's end-to-end latency like the card does.
+    if let Some(p) = card.load.operating_point() {
+        if let Some(v) = p.metrics.get("serving.e2e_p95_ms") {
+            metrics.insert(
+                "serving.e2e_p95_ms".into(),
+                MetricFact {
+                    value: v.clone(),
+                    evidence_id: p.evidence_id,
+                },
+            );
+        }
+    }
     let criteria = outcomes(card.evaluation);
     let (ledger, ledger_rate) = ledger_facts(&summary);
+    let price = allocation
+        .as_ref()
+        .and_then(|a| price_of(current_prices, brief, &trial, a, ledger_rate));
     let money = trial_money(
         brief,
         &trial,
         allocation.as_ref(),
-        &criteria,
+        price.as_ref(),
         current_prices,
-        ledger_rate,
-        &load_tests,
+        card.load,
         &estimates,
+        ledger.as_ref().and_then(LedgerFacts::utilization),
     );
-    let reserved_quote = allocation
-        .as_ref()
-        .and_then(|a| reserved_quote(current_prices, a, &trial.fields.provider, &brief.fields.currency));
+    let other_currency = if trial_gpu.is_empty() {
+        Vec::new()
+    } else {
+        other_currency_rows(current_prices, &trial_gpu, &brief.fields.currency)
+            .into_iter()
+            .cloned()
+            .collect()
+    };
     let inputs = DecisionInputs {
         brief: BriefFacts {
             workload_kind: brief.fields.workload_kind.as_str().to_owned(),
@@ -198,6 +226,7 @@ pub async fn gather_trial(
             currency: brief.fields.currency.clone(),
             sized_count,
             current_units,
+            trial_billing: trial.fields.billing.as_str().to_owned(),
         },
         criteria,
         metrics,
@@ -211,10 +240,12 @@ pub async fn gather_trial(
         allocation,
         trial_gpu,
         ledger_rate,
+        price,
         stale: card.stale,
-        reserved_quote,
         shown,
         kv,
+        other_currency,
+        gpu_mismatch,
     })
 }
 
@@ -245,124 +276,135 @@ pub async fn trial_kv_check(state: &AppState, brief: &Brief, trial: &Trial) -> R
     Ok(TrialKv::from_logged(brief, &a, &logged))
 }
 
-/// The cheapest current reserved offer for `allocation`'s GPU in `currency`, the trial's own
-/// provider's first.
-fn reserved_quote(current: &[StoredPrice], allocation: &Allocation, provider: &str, currency: &str) -> Option<Quote> {
-    let reserved = |same_provider: bool| {
-        current
-            .iter()
-            .filter(|p| {
-                p.row.billing == "reserved"
-                    && p.row.gpu == allocation.gpu.model
-                    && p.row.currency == currency
-                    && (!same_provider || p.row.provider.eq_ignore_ascii_case(provider.trim()))
-            })
-            .map(|p| quote(p, allocation.count))
-            .min_by(|a, b| a.rate_per_gpu_hour.cmp(&b.rate_per_gpu_hour))
+/// The price of one trial of `brief` as the review shows it (the brief page and the trial page
+/// show the same figure): its own rate, its provider's row, its ledger's billed rate, else the
+/// cheapest offer of its GPU, billing named.
+pub async fn trial_price(state: &AppState, brief: &Brief, trial: &Trial) -> Result<Option<AllocationPrice>, AppError> {
+    let sizing = brief.fields.sizing();
+    let Some(a) = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing) else {
+        return Ok(None);
     };
-    reserved(true).or_else(|| reserved(false))
+    let (current, summary) = tokio::try_join!(
+        prices::current(state),
+        ledger::service::summary(state, trial.id, &brief.fields.currency),
+    )?;
+    let (_, ledger_rate) = ledger_facts(&summary);
+    Ok(price_of(&current, brief, trial, &a, ledger_rate))
 }
 
-/// The rate an hour of the trial's allocation costs at, most specific first: the trial's own rate;
-/// a current price row of its provider, GPU and billing (region too when it names one); the
-/// ledger's average billed rate; the cheapest current row of its GPU from any provider. Every
-/// amount is in the brief's currency: a row in another currency is never used.
-fn trial_rate(
-    brief_currency: &str,
+/// What `trial` rents, as the prices see it: its GPU and count, provider, billing, region, own
+/// rate (when in the brief's currency) and what its ledger billed.
+fn offer_of<'a>(brief: &'a Brief, trial: &'a Trial, a: &'a Allocation, ledger_rate: Option<Decimal>) -> Offer<'a> {
+    let currency = brief.fields.currency.as_str();
+    Offer {
+        gpu: &a.gpu.model,
+        count: a.count,
+        currency,
+        provider: &trial.fields.provider,
+        billing: Some(trial.fields.billing.as_str()),
+        region: trial.fields.region.as_deref(),
+        own_rate: trial
+            .fields
+            .rate_per_gpu_hour
+            .filter(|_| trial.fields.currency == currency),
+        ledger_rate,
+    }
+}
+
+/// The one price of a trial's allocation (`prices::model::allocation_price`).
+fn price_of(
+    current: &[StoredPrice],
+    brief: &Brief,
     trial: &Trial,
-    allocation: Option<&Allocation>,
-    current_prices: &[StoredPrice],
+    a: &Allocation,
     ledger_rate: Option<Decimal>,
-) -> Option<Rate> {
-    let count = allocation.map_or(1, |a| a.count);
-    if let Some(rate) = trial
-        .fields
-        .rate_per_gpu_hour
-        .filter(|_| trial.fields.currency == brief_currency)
-    {
-        return Some(Rate {
-            per_gpu_hour: rate,
-            gpus_billed: count,
-            source: RateSource::Trial,
-            description: "the trial's own rate".into(),
-        });
-    }
-    let gpu = allocation.map(|a| a.gpu.model.as_str())?;
-    let provider = trial.fields.provider.trim();
-    let offered = current_prices
-        .iter()
-        .filter(|p| {
-            !provider.is_empty()
-                && p.row.provider.eq_ignore_ascii_case(provider)
-                && p.row.gpu == gpu
-                && p.row.billing == trial.fields.billing.as_str()
-                && p.row.currency == brief_currency
-                && trial
-                    .fields
-                    .region
-                    .as_deref()
-                    .is_none_or(|r| r.trim().is_empty() || p.row.region.eq_ignore_ascii_case(r.trim()))
-        })
-        .map(|p| quote(p, count))
-        .min_by(|a, b| a.per_hour.cmp(&b.per_hour));
-    if let Some(q) = offered {
-        return Some(Rate {
-            per_gpu_hour: q.rate_per_gpu_hour,
-            gpus_billed: q.gpus_billed,
-            source: RateSource::PriceRow { price_id: q.price_id },
-            description: quote_description(&q, "price"),
-        });
-    }
-    if let Some(rate) = ledger_rate {
-        return Some(Rate {
-            per_gpu_hour: rate,
-            gpus_billed: count,
-            source: RateSource::Ledger,
-            description: "the ledger's average billed rate".into(),
-        });
-    }
-    cheapest(current_prices, gpu, count, brief_currency).map(|q| Rate {
-        per_gpu_hour: q.rate_per_gpu_hour,
-        gpus_billed: q.gpus_billed,
-        source: RateSource::CheapestOffer { price_id: q.price_id },
-        description: quote_description(&q, "cheapest current offer"),
-    })
+) -> Option<AllocationPrice> {
+    allocation_price(current, &offer_of(brief, trial, a, ledger_rate))
 }
 
-/// "Lambda's on-demand price of 2026-11-01 (lambda.ai/pricing), 8 GPUs billed".
-fn quote_description(q: &Quote, what: &str) -> String {
-    let mut text = format!("{}'s {} {what} of {}", q.provider, q.billing, q.valid_from);
-    if !q.source.is_empty() {
-        text.push_str(&format!(" ({})", q.source));
-    }
-    text.push_str(&format!(", {} GPUs billed", q.gpus_billed));
-    text
+/// The evidence names a GPU model of another family than the trial's: what it names. A model
+/// name with no catalogue family in it (a name this catalogue does not know) is not flagged.
+fn gpu_mismatch(trial_gpu: &str, models: &serde_json::Value) -> Option<String> {
+    let family = |name: &str| -> Option<String> {
+        let tokens: Vec<String> = name
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|t| !t.is_empty())
+            .map(str::to_ascii_uppercase)
+            .collect();
+        crate::sizing::gpus()
+            .iter()
+            .filter_map(|g| g.model.split_whitespace().next())
+            .map(str::to_ascii_uppercase)
+            .filter(|f| f.chars().any(|c| c.is_ascii_digit()))
+            .find(|f| tokens.contains(f))
+    };
+    let ours = family(trial_gpu)?;
+    let names: Vec<&str> = match models {
+        serde_json::Value::Array(items) => items.iter().filter_map(|v| v.as_str()).collect(),
+        serde_json::Value::String(s) => vec![s.as_str()],
+        _ => Vec::new(),
+    };
+    names
+        .into_iter()
+        .find(|n| family(n).is_some_and(|f| f != ours))
+        .map(str::to_owned)
 }
 
-/// The trial's money per unit of work (trials.md): its rate, its load points, the card's
-/// attainment target and the brief's expected peak and API price. `None` while neither a rate nor
-/// a load test is known.
+/// A trial's price as the money figures carry it.
+fn rate_of(p: &AllocationPrice) -> Rate {
+    Rate {
+        per_gpu_hour: p.per_gpu_hour,
+        gpus_billed: p.gpus_billed,
+        billing: p.billing.clone(),
+        provider: p.provider.clone(),
+        source: match &p.source {
+            PriceSource::Trial => RateSource::Trial,
+            PriceSource::PriceRow { price_id } => RateSource::PriceRow { price_id: *price_id },
+            PriceSource::Ledger => RateSource::Ledger,
+            PriceSource::CheapestOffer { price_id } => RateSource::CheapestOffer { price_id: *price_id },
+        },
+        description: p.description.clone(),
+    }
+}
+
+/// The brief's API prices: input and output per million tokens, else the older single price as
+/// the output price with input free.
+fn api_prices(brief: &Brief) -> Option<ApiPrices> {
+    let f = &brief.fields;
+    match (f.api_price_input_per_million, f.api_price_output_per_million) {
+        (input, Some(output)) => Some(ApiPrices {
+            input_per_million: input.unwrap_or_default(),
+            output_per_million: output,
+            output_price_only: false,
+        }),
+        (Some(input), None) => f.api_price_per_million_tokens.map(|output| ApiPrices {
+            input_per_million: input,
+            output_per_million: output,
+            output_price_only: false,
+        }),
+        (None, None) => f.api_price_per_million_tokens.map(|output| ApiPrices {
+            input_per_million: Decimal::ZERO,
+            output_per_million: output,
+            output_price_only: true,
+        }),
+    }
+}
+
+/// The trial's money per unit of work (trials.md): its price, its load points and operating
+/// point, the card's attainment target, the brief's expected peak, headroom and API prices, and
+/// the offer's reserved and on-demand rates. `None` while neither a price nor a load test is known.
 #[allow(clippy::too_many_arguments)]
 fn trial_money(
     brief: &Brief,
     trial: &Trial,
     allocation: Option<&Allocation>,
-    criteria: &[CriterionOutcome],
+    price: Option<&AllocationPrice>,
     current_prices: &[StoredPrice],
-    ledger_rate: Option<Decimal>,
-    load_tests: &[(uuid::Uuid, serde_json::Map<String, serde_json::Value>)],
+    load: TrialLoad,
     estimates: &BTreeMap<String, MetricFact>,
+    ledger_utilization: Option<Decimal>,
 ) -> Option<MoneyFacts> {
-    let currency = &brief.fields.currency;
-    let rate = trial_rate(currency, trial, allocation, current_prices, ledger_rate);
-    let points: Vec<LoadPoint> = load_tests
-        .iter()
-        .flat_map(|(id, metrics)| money::load_points(*id, metrics))
-        .collect();
-    let newest = load_tests
-        .iter()
-        .find_map(|(id, metrics)| money::headline(*id, metrics));
-    if rate.is_none() && newest.is_none() && points.is_empty() {
+    if price.is_none() && load.points.is_empty() {
         return None;
     }
     // Histogram shares count only when they come with the flag that says they are estimates.
@@ -374,21 +416,38 @@ fn trial_money(
             .collect(),
         _ => Vec::new(),
     };
-    let attainment_target = criteria
-        .iter()
-        .find(|c| c.key == "serving.slo_attainment" && matches!(c.op.as_str(), "ge" | "gt"))
-        .and_then(|c| c.threshold.as_f64())
-        .filter(|t| (0.0..=1.0).contains(t))
-        .unwrap_or(money::DEFAULT_ATTAINMENT_TARGET);
+    let reservation_rates = allocation
+        .map(|a| {
+            let offer = offer_of(brief, trial, a, None);
+            let r = reserved_offer(current_prices, &offer, price);
+            ReservationRates {
+                reserved_rate: r.reserved.as_ref().map(|q| q.rate_per_gpu_hour),
+                reserved_price_id: r.reserved.as_ref().map(|q| q.price_id),
+                reserved_gpus_billed: r.reserved.as_ref().map(|q| q.gpus_billed),
+                reserved_description: r.reserved.as_ref().map(|q| {
+                    let mut text = format!("{}'s reserved price of {}", q.provider, q.valid_from);
+                    if !q.source.is_empty() {
+                        text.push_str(&format!(" ({})", q.source));
+                    }
+                    text
+                }),
+                on_demand_rate: r.on_demand_rate,
+                on_demand_price_id: r.on_demand_price_id,
+            }
+        })
+        .unwrap_or_default();
     Some(money_facts(&MoneyInputs {
-        rate,
-        currency: currency.clone(),
-        points,
-        newest,
+        rate: price.map(rate_of),
+        currency: brief.fields.currency.clone(),
+        points: load.points,
+        operating: load.operating,
         estimated_shares,
-        attainment_target,
+        attainment_target: load.attainment_target,
         expected_peak_rps: brief.fields.expected_peak_rps,
-        api_price_per_million_tokens: brief.fields.api_price_per_million_tokens,
+        headroom_pct: brief.fields.headroom_pct.unwrap_or(0.0),
+        api: api_prices(brief),
+        ledger_utilization,
+        reservation_rates,
     }))
 }
 
@@ -403,6 +462,9 @@ fn outcomes(evaluation: CardEvaluation) -> Vec<CriterionOutcome> {
             threshold: serde_json::to_value(&e.criterion.threshold).unwrap_or(serde_json::Value::Null),
             stage: e.criterion.stage,
             required: e.criterion.required,
+            // Only a failure's reason is an input (a wrong type, no request completed); a missing
+            // criterion's hint is not.
+            reason: e.reason.filter(|_| e.status == EvalStatus::Fail && e.value.is_none()),
             status: match e.status {
                 EvalStatus::Pass => Status::Pass,
                 EvalStatus::Fail => Status::Fail,
@@ -443,4 +505,24 @@ fn ledger_facts(s: &LedgerSummary) -> (Option<LedgerFacts>, Option<Decimal>) {
         }),
         rate,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::gpu_mismatch;
+
+    #[test]
+    fn evidence_naming_another_gpu_family_is_flagged() {
+        let smi = json!(["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"]);
+        assert_eq!(gpu_mismatch("H200 SXM", &smi).as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(gpu_mismatch("H100 SXM", &smi), None);
+        assert_eq!(gpu_mismatch("A100 80GB SXM", &json!(["NVIDIA A100-SXM4-80GB"])), None);
+        assert_eq!(
+            gpu_mismatch("H100 SXM", &json!(["Some Future GPU"])),
+            None,
+            "unknown: not flagged"
+        );
+    }
 }

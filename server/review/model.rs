@@ -4,26 +4,129 @@ use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use uuid::Uuid;
 
-use crate::validation::FieldError;
+use super::{decision::Verdict, money::MoneyFacts};
+use crate::{money::HOURS_PER_MONTH, validation::FieldError};
 
-use crate::money::HOURS_PER_MONTH;
-
-pub const BILLING_MODELS: [&str; 4] = ["on-demand", "reserved", "spot", "dedicated"];
-
-/// What approving reserve, dedicate or scale commits to.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// What approving reserve, dedicate or scale commits to: computed by [`reservation`] from the
+/// review, the one function the review's first screen, the approval form, the stored approval and
+/// the decision record all show (docs/decision.md, "Approval").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reservation {
-    /// Who rents it: the reserved trial's provider.
+    pub trial: Uuid,
+    /// Who rents it: the trial's provider (absent when it names none).
     pub provider: Option<String>,
     pub gpu: String,
-    pub count: u32,
+    /// GPUs per node rented: whole nodes of the offer's size.
+    pub gpus_per_node: u32,
+    pub replicas: u32,
+    /// replicas × GPUs per node.
+    pub gpus: u32,
     pub billing: String,
-    pub term_months: u32,
-    pub start: NaiveDate,
+    #[serde(with = "rust_decimal::serde::str")]
     pub rate_per_gpu_hour: Decimal,
+    pub currency: String,
+    pub term_months: u32,
+    /// GPUs × rate × 730 hours.
+    #[serde(with = "rust_decimal::serde::str")]
     pub monthly_cost: Decimal,
+    pub start_date: NaiveDate,
+    /// Where the rate comes from, and what is missing ("no reserved price is current …").
+    pub note: String,
+}
+
+/// "1 month", "12 months".
+pub fn months(n: u32) -> String {
+    if n == 1 {
+        "1 month".into()
+    } else {
+        format!("{n} months")
+    }
+}
+
+impl Reservation {
+    /// The whole term: the monthly cost × the months.
+    pub fn total(&self) -> Decimal {
+        self.monthly_cost * Decimal::from(self.term_months)
+    }
+}
+
+/// What a trial's reservation is computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct ReservationBasis<'a> {
+    pub trial: Uuid,
+    pub provider: &'a str,
+    pub gpu: &'a str,
+    pub currency: &'a str,
+    pub decision: Verdict,
+    /// Rule 4's replicas, for a scale.
+    pub suggested_replicas: Option<u32>,
+    pub money: Option<&'a MoneyFacts>,
+    pub start_date: NaiveDate,
+}
+
+/// Why a trial has no reservation to approve.
+pub const NO_RATE: &str = "no rate is known for this trial: give its rate per GPU-hour, or import a price sheet \
+with its provider's price";
+
+/// The reservation approving `b.decision` would record: the replicas the review computed (rule 4's
+/// for a scale; for the brief's expected peak otherwise; 1 without one), whole nodes of the offer,
+/// billing `reserved` at the offer's reserved price row when one is current, else the trial's own
+/// billing and rate (the note says so), monthly = GPUs × rate × 730. `Err` without any rate.
+pub fn reservation(b: &ReservationBasis<'_>) -> Result<Reservation, &'static str> {
+    let money = b.money.ok_or(NO_RATE)?;
+    let replicas = match b.decision {
+        Verdict::Scale => b.suggested_replicas.unwrap_or(1),
+        _ => money.replicas_for_peak.unwrap_or(1),
+    }
+    .max(1);
+    let provider = (!b.provider.trim().is_empty()).then(|| b.provider.trim().to_owned());
+    let who = provider.clone().unwrap_or_else(|| "the provider".into());
+    let rates = &money.reservation_rates;
+    let (billing, rate, per_node, note) = match (rates.reserved_rate, rates.reserved_gpus_billed, &money.rate) {
+        (Some(rate), Some(per_node), _) => (
+            "reserved".to_owned(),
+            rate,
+            per_node,
+            format!(
+                "at {}",
+                rates
+                    .reserved_description
+                    .clone()
+                    .unwrap_or_else(|| format!("{who}'s reserved price"))
+            ),
+        ),
+        (_, _, Some(r)) => (
+            r.billing.clone(),
+            r.per_gpu_hour,
+            r.gpus_billed,
+            format!(
+                "no reserved price is current for this offer, so this keeps the trial's own {} billing and rate \
+                 ({}); ask {who} for a reserved price, or import one on the Prices page",
+                r.billing, r.description
+            ),
+        ),
+        _ => return Err(NO_RATE),
+    };
+    let gpus = replicas * per_node.max(1);
+    Ok(Reservation {
+        trial: b.trial,
+        provider,
+        gpu: b.gpu.to_owned(),
+        gpus_per_node: per_node.max(1),
+        replicas,
+        gpus,
+        term_months: if billing == "reserved" { 12 } else { 1 },
+        billing,
+        monthly_cost: monthly_cost(gpus, rate),
+        rate_per_gpu_hour: rate,
+        currency: b.currency.to_owned(),
+        start_date: b.start_date,
+        note,
+    })
 }
 
 /// The expected monthly accelerator cost of `count` GPUs at `rate` per GPU-hour.
@@ -37,76 +140,69 @@ pub fn total_commitment(count: u32, rate: Decimal, term_months: u32) -> Decimal 
     monthly_cost(count, rate) * Decimal::from(term_months)
 }
 
-/// Reservation fields as strings (a form, or JSON values turned to text), over defaults.
-pub fn parse_reservation(fields: &BTreeMap<String, String>) -> Result<Reservation, Vec<FieldError>> {
+/// The longest term a manager may choose.
+pub const MAX_TERM_MONTHS: u32 = 60;
+
+/// A manager's choices on a computed reservation: its term and start date. Every other field is
+/// what the review computed; a field sent with another value is refused at that field (change the
+/// trial, the prices or the brief instead), so the approval records exactly the review's figures.
+pub fn apply_choices(r: &mut Reservation, fields: &BTreeMap<String, String>) -> Result<(), Vec<FieldError>> {
     let mut errors = Vec::new();
     let get = |k: &str| fields.get(k).map(|s| s.trim()).filter(|s| !s.is_empty());
-    let gpu = match get("gpu") {
-        Some(g) => crate::sizing::gpu_by_name(g)
-            .map(|s| s.model.clone())
-            .unwrap_or_else(|| {
-                errors.push(FieldError::new("reservation.gpu", "is not in the GPU catalogue"));
-                String::new()
-            }),
-        None => {
-            errors.push(FieldError::new("reservation.gpu", "is required"));
-            String::new()
+    if let Some(t) = get("term_months") {
+        match t.parse::<u32>() {
+            Ok(n) if (1..=MAX_TERM_MONTHS).contains(&n) => r.term_months = n,
+            _ => errors.push(FieldError::new(
+                "reservation.term_months",
+                format!("must be a whole number from 1 to {MAX_TERM_MONTHS}"),
+            )),
         }
-    };
-    let mut positive = |k: &str, max: u32| -> u32 {
-        match get(k).map(str::parse::<u32>) {
-            Some(Ok(n)) if n > 0 && n <= max => n,
-            _ => {
-                errors.push(FieldError::new(
-                    format!("reservation.{k}"),
-                    format!("must be a whole number from 1 to {max}"),
-                ));
-                0
-            }
-        }
-    };
-    let count = positive("count", 4096);
-    let term_months = positive("term_months", 60);
-    let billing = match get("billing") {
-        Some(b) if BILLING_MODELS.contains(&b) => b.to_owned(),
-        _ => {
-            errors.push(FieldError::new(
-                "reservation.billing",
-                format!("must be one of: {}", BILLING_MODELS.join(", ")),
-            ));
-            String::new()
-        }
-    };
-    let start = match get("start").map(|s| NaiveDate::parse_from_str(s, "%Y-%m-%d")) {
-        Some(Ok(d)) => d,
-        _ => {
-            errors.push(FieldError::new("reservation.start", "must be a date like 2026-12-01"));
-            NaiveDate::MIN
-        }
-    };
-    let rate = match get("rate_per_gpu_hour").map(str::parse::<Decimal>) {
-        Some(Ok(r)) if !r.is_sign_negative() && r < Decimal::from(100_000) => r,
-        _ => {
-            errors.push(FieldError::new(
-                "reservation.rate_per_gpu_hour",
-                "must be a decimal such as 2.49",
-            ));
-            Decimal::ZERO
-        }
-    };
-    if !errors.is_empty() {
-        return Err(errors);
     }
-    Ok(Reservation {
-        provider: get("provider").map(str::to_owned),
-        monthly_cost: monthly_cost(count, rate),
-        gpu,
-        count,
-        billing,
-        term_months,
-        start,
-        rate_per_gpu_hour: rate,
-    })
+    // The API names it start_date, the form start: the message goes to the field that was sent.
+    let start = get("start_date")
+        .map(|d| ("start_date", d))
+        .or_else(|| get("start").map(|d| ("start", d)));
+    if let Some((field, d)) = start {
+        match NaiveDate::parse_from_str(d, "%Y-%m-%d") {
+            Ok(d) => r.start_date = d,
+            Err(_) => errors.push(FieldError::new(
+                format!("reservation.{field}"),
+                "must be a date like 2026-12-01",
+            )),
+        }
+    }
+    let fixed: [(&str, String); 9] = [
+        ("gpu", r.gpu.clone()),
+        ("count", r.gpus.to_string()),
+        ("gpus", r.gpus.to_string()),
+        ("replicas", r.replicas.to_string()),
+        ("gpus_per_node", r.gpus_per_node.to_string()),
+        ("billing", r.billing.clone()),
+        ("rate_per_gpu_hour", r.rate_per_gpu_hour.normalize().to_string()),
+        ("currency", r.currency.clone()),
+        ("monthly_cost", r.monthly_cost.normalize().to_string()),
+    ];
+    for (k, computed) in fixed {
+        let Some(sent) = get(k) else { continue };
+        let same = match (sent.parse::<Decimal>(), computed.parse::<Decimal>()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => sent.eq_ignore_ascii_case(&computed),
+        };
+        if !same {
+            errors.push(FieldError::new(
+                format!("reservation.{k}"),
+                format!(
+                    "is what the review computed ({computed}); an approval records the review's reservation, so \
+                     change the trial, its prices or the brief instead"
+                ),
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// The top-level inputs (and, one level down, the fields) that differ between two snapshots of
@@ -162,34 +258,52 @@ mod tests {
         );
     }
 
+    fn computed() -> Reservation {
+        Reservation {
+            trial: Uuid::nil(),
+            provider: Some("Cloud A".into()),
+            gpu: "H100 SXM".into(),
+            gpus_per_node: 8,
+            replicas: 3,
+            gpus: 24,
+            billing: "reserved".into(),
+            rate_per_gpu_hour: "2.10".parse().unwrap(),
+            currency: "USD".into(),
+            term_months: 12,
+            monthly_cost: monthly_cost(24, "2.10".parse().unwrap()),
+            start_date: NaiveDate::from_ymd_opt(2026, 12, 3).unwrap(),
+            note: String::new(),
+        }
+    }
+
     #[test]
-    fn reservation_fields_are_checked() {
-        let ok: BTreeMap<String, String> = [
-            ("gpu", "h100 sxm"),
-            ("count", "8"),
-            ("billing", "reserved"),
-            ("term_months", "12"),
-            ("start", "2026-12-01"),
-            ("rate_per_gpu_hour", "2.10"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-        let r = parse_reservation(&ok).unwrap();
-        assert_eq!(r.gpu, "H100 SXM");
-        assert_eq!(r.monthly_cost, "12264.00".parse::<Decimal>().unwrap());
-        let mut bad = ok.clone();
-        bad.insert("count".into(), "0".into());
-        bad.insert("billing".into(), "forever".into());
-        bad.insert("start".into(), "soon".into());
-        let fields: Vec<String> = parse_reservation(&bad)
+    fn a_manager_chooses_the_term_and_start_but_never_the_figures() {
+        let mut r = computed();
+        // 24 × 2.10 × 730 = 36,792.00 a month.
+        assert_eq!(r.monthly_cost, "36792".parse::<Decimal>().unwrap());
+        let choices: BTreeMap<String, String> = [("term_months", "6"), ("start_date", "2027-01-01"), ("count", "24")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        apply_choices(&mut r, &choices).unwrap();
+        assert_eq!((r.term_months, r.start_date.to_string()), (6, "2027-01-01".into()));
+        assert_eq!(r.total(), "220752".parse::<Decimal>().unwrap());
+        let bad: BTreeMap<String, String> = [("rate_per_gpu_hour", "1.00"), ("count", "8"), ("start", "soon")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let fields: Vec<String> = apply_choices(&mut computed(), &bad)
             .unwrap_err()
             .into_iter()
             .map(|e| e.field)
             .collect();
         assert_eq!(
             fields,
-            ["reservation.count", "reservation.billing", "reservation.start"]
+            [
+                "reservation.start",
+                "reservation.count",
+                "reservation.rate_per_gpu_hour"
+            ]
         );
     }
 

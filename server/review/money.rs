@@ -1,23 +1,22 @@
-//! Money per unit of work at the SLO, per trial (trials.md "Money per unit of work"): what an hour of
-//! the trial's allocation costs, what a million output tokens cost (overall, and counting only the
-//! share of requests that met every target), how much traffic one replica carries at the SLO, what
-//! serving the brief's expected peak would cost a month, and whether a managed model API would be
-//! cheaper. Pure: exact decimals for money; measured rates and shares come in as the tools print them.
-
-use std::collections::BTreeSet;
+//! Money per unit of work at the SLO, per trial (docs/trials.md "Figures"): what an hour of the
+//! trial's allocation costs, what a million output tokens cost (all of them, and only those of
+//! good requests), how much traffic one replica carries at the SLO, what serving the brief's peak
+//! would cost a month, the offer's reserved and on-demand rates (the reservation break-even), and
+//! whether a managed model API would be cheaper per good request. Every figure is read at the
+//! trial's operating point (`evidence::load_points`), whatever order its load points arrived in.
+//! Pure: exact decimals for money; measured rates and shares come in as the tools print them.
 
 use rust_decimal::{prelude::FromPrimitive, Decimal, RoundingStrategy};
 use serde::Serialize;
-use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::money::HOURS_PER_MONTH;
+use crate::{
+    evidence::load_points::{describe, LoadPoint, Operating},
+    money::HOURS_PER_MONTH,
+};
 
-/// The attainment a load point needs to count towards capacity when the card sets none: the brief's
-/// targets are p95 figures, so 95 % of requests within every target.
-pub const DEFAULT_ATTAINMENT_TARGET: f64 = 0.95;
-
-/// Where the hourly rate comes from, most specific first.
+/// Where the hourly rate comes from, most specific first (`prices::model::allocation_price`, the
+/// one price of an allocation every page shows).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "from", rename_all = "snake_case")]
 pub enum RateSource {
@@ -27,80 +26,55 @@ pub enum RateSource {
     PriceRow { price_id: Uuid },
     /// What the ledger billed on average per GPU-hour.
     Ledger,
-    /// The cheapest current price row of the trial's GPU, any provider (the trial names no rate,
-    /// no provider row matches and nothing is billed yet).
+    /// The cheapest current price row of the trial's GPU, any provider and billing (named).
     CheapestOffer { price_id: Uuid },
 }
 
 /// What an hour of the allocation costs: a rate per GPU-hour times the GPUs paid for (a price row
-/// for 8-GPU nodes bills 8 for a 2-GPU trial).
+/// for 8-GPU nodes bills 8 for a 2-GPU trial), its billing always named.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Rate {
     pub per_gpu_hour: Decimal,
     pub gpus_billed: u32,
+    /// `on-demand`, `spot`, `reserved` or `serverless`.
+    pub billing: String,
+    pub provider: String,
     pub source: RateSource,
     /// Where it comes from, in words ("Lambda's on-demand price of 2026-11-01 (lambda.ai)").
     pub description: String,
 }
 
-/// One load point: a run of a load test at some request rate and how many requests met the targets.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LoadPoint {
-    /// The run's name in a file of several (a sweep), else empty.
-    pub run: String,
-    pub evidence_id: Uuid,
-    /// Requests per second the run achieved.
-    pub rate_rps: f64,
-    pub output_tokens_per_s: Option<f64>,
-    /// Share of requests that met every target at once (0–1), when the run has per-request data.
-    pub attainment: Option<f64>,
+/// The reserved and on-demand rates of the offer the trial is priced on (same provider, GPU, GPUs
+/// per node, region and currency), from the current price sheets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReservationRates {
+    pub reserved_rate: Option<Decimal>,
+    pub reserved_price_id: Option<Uuid>,
+    /// GPUs a reserved allocation pays for: whole nodes of the reserved row's size.
+    pub reserved_gpus_billed: Option<u32>,
+    /// "Cloud A's reserved price of 2026-11-01 (quote 9)".
+    pub reserved_description: Option<String>,
+    pub on_demand_rate: Option<Decimal>,
+    pub on_demand_price_id: Option<Uuid>,
 }
 
-/// The load points of one load-test upload, read from its `serving.*` metrics: one per run of a
-/// file with several (`serving.by_run.<run>.*`), else the file's own figures. A run without a
-/// request rate is no load point.
-pub fn load_points(evidence_id: Uuid, metrics: &Map<String, Value>) -> Vec<LoadPoint> {
-    let num = |k: &str| {
-        metrics
-            .get(k)
-            .and_then(Value::as_f64)
-            .filter(|x| x.is_finite() && *x >= 0.0)
-    };
-    // Run names carry no dots (the parser replaces them), so the suffix is what follows the last.
-    let runs: BTreeSet<&str> = metrics
-        .keys()
-        .filter_map(|k| k.strip_prefix("serving.by_run.")?.rsplit_once('.').map(|(run, _)| run))
-        .collect();
-    let point = |run: &str, prefix: &str| {
-        Some(LoadPoint {
-            run: run.to_owned(),
-            evidence_id,
-            rate_rps: num(&format!("{prefix}.request_throughput_rps"))?,
-            output_tokens_per_s: num(&format!("{prefix}.output_tokens_per_s")),
-            attainment: num(&format!("{prefix}.slo_attainment")).filter(|a| *a <= 1.0),
-        })
-    };
-    if runs.is_empty() {
-        point("", "serving").into_iter().collect()
-    } else {
-        runs.iter()
-            .filter_map(|run| point(run, &format!("serving.by_run.{run}")))
-            .collect()
+impl ReservationRates {
+    /// Reserved rate ÷ on-demand rate of the same offer: below that busy share, paying by the
+    /// hour and releasing idle GPUs is cheaper. `None` without both rates.
+    pub fn break_even(&self) -> Option<Decimal> {
+        let reserved = self.reserved_rate?;
+        let on_demand = self.on_demand_rate.filter(|r| *r > Decimal::ZERO)?;
+        Some((reserved / on_demand).round_dp(4))
     }
 }
 
-/// The headline figures of a load test (its un-suffixed keys: the run with the highest request
-/// throughput when it has several).
-pub fn headline(evidence_id: Uuid, metrics: &Map<String, Value>) -> Option<LoadPoint> {
-    let mut only = metrics.clone();
-    only.retain(|k, _| !k.starts_with("serving.by_run."));
-    let mut p = load_points(evidence_id, &only).pop()?;
-    p.run = metrics
-        .get("serving.run")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    Some(p)
+/// A managed model API's prices per million tokens (the brief's fields).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ApiPrices {
+    pub input_per_million: Decimal,
+    pub output_per_million: Decimal,
+    /// Only the older single price was given: the output price, with input free.
+    pub output_price_only: bool,
 }
 
 /// What the money figures are computed from.
@@ -109,18 +83,60 @@ pub struct MoneyInputs {
     pub rate: Option<Rate>,
     /// The brief's currency: every amount here is in it.
     pub currency: String,
-    /// Every load point of the trial's load tests, newest upload first.
+    /// Every load point of the trial's load tests.
     pub points: Vec<LoadPoint>,
-    /// The newest load test's headline figures.
-    pub newest: Option<LoadPoint>,
+    /// The operating point among them (the card's evaluation chose it).
+    pub operating: Option<Operating>,
     /// Each target's share from a metrics histogram (`serving.slo_attainment_<target>` with
-    /// `serving.slo_attainment_estimated`), for when no load point has per-request data.
+    /// `serving.slo_attainment_estimated`), for when the operating point has no per-request data.
     pub estimated_shares: Vec<f64>,
-    /// The card's attainment target, else [`DEFAULT_ATTAINMENT_TARGET`].
+    /// The card's attainment target, else the default 95 %.
     pub attainment_target: f64,
     pub expected_peak_rps: Option<f64>,
-    /// A managed model API's price per million output tokens (the brief's field).
-    pub api_price_per_million_tokens: Option<Decimal>,
+    /// Spare capacity above the peak, percent (default 0).
+    pub headroom_pct: f64,
+    pub api: Option<ApiPrices>,
+    /// The ledger's measured utilization (idle hours are paid too), for the API break-even.
+    pub ledger_utilization: Option<Decimal>,
+    pub reservation_rates: ReservationRates,
+}
+
+/// The operating point as the review shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OperatingPointFacts {
+    pub evidence_id: Uuid,
+    /// The run's name in a sweep file, else empty.
+    pub run: String,
+    pub offered_rps: Option<f64>,
+    pub concurrency: Option<f64>,
+    pub achieved_rps: Option<f64>,
+    pub slo_attainment: Option<f64>,
+    pub goodput_rps: Option<f64>,
+    pub output_tokens_per_s: Option<f64>,
+    /// It reached the attainment target with its latency criteria passing; else it is the point
+    /// with the lowest offered rate (no point qualified).
+    pub qualified: bool,
+    /// "judged at 8 req/s of the 4–16 req/s sweep (3 load points)".
+    pub described: String,
+}
+
+/// Rule 6b's comparison: the same good request on this trial and on a managed API.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApiBreakEven {
+    pub input_price_per_million: Decimal,
+    pub output_price_per_million: Decimal,
+    pub output_price_only: bool,
+    /// Mean prompt and output tokens of a good request at the operating point.
+    pub mean_input_tokens: f64,
+    pub mean_output_tokens: f64,
+    pub api_cost_per_request: Decimal,
+    pub api_cost_per_million_output_tokens: Decimal,
+    pub our_cost_per_good_request: Decimal,
+    pub our_cost_per_million_output_tokens: Decimal,
+    /// The ledger's utilization the self-hosted cost was divided by; `None`: at full use ("if
+    /// kept busy all the time").
+    pub utilization: Option<Decimal>,
+    pub api_is_cheaper: bool,
 }
 
 /// The money figures of one trial; each is absent while what it needs is not measured.
@@ -129,31 +145,33 @@ pub struct MoneyFacts {
     pub currency: String,
     pub rate: Option<Rate>,
     pub cost_per_hour: Option<Decimal>,
-    /// The load point the figures at the SLO describe: the highest rate that kept the attainment
-    /// target (a sweep), else the newest load test's headline run.
-    pub operating_point: Option<LoadPoint>,
+    /// The load point every figure at the SLO (and the card's stage 3) is read at.
+    pub operating_point: Option<OperatingPointFacts>,
     pub slo_attainment: Option<f64>,
     /// The attainment is an estimate from histograms: the lowest share of any single target, an
-    /// upper bound of the share that met all of them at once.
+    /// upper bound of the share that met all of them at once ("at most").
     pub slo_attainment_estimated: bool,
+    /// Good requests ÷ the operating point's duration.
     pub goodput_rps: Option<f64>,
-    /// The newest load test's headline run (the overall cost per million tokens is at its throughput).
-    pub headline: Option<LoadPoint>,
-    /// At the newest load test's headline throughput, counting every output token.
+    /// At the operating point, counting every completed request's output tokens.
     pub cost_per_million_output_tokens: Option<Decimal>,
-    /// At the operating point, counting only tokens of requests that met every target.
+    /// At the operating point, counting only the output tokens of good requests.
     pub cost_per_million_output_tokens_at_slo: Option<Decimal>,
-    /// The highest measured request rate whose attainment reached the target.
+    /// What one replica carries at the SLO: the operating point's offered rate when the server
+    /// kept up with it, else its achieved throughput; absent when no point met the target.
     pub capacity_at_slo_rps: Option<f64>,
     pub attainment_target: f64,
     pub load_points: Vec<LoadPoint>,
-    /// Replicas of this allocation for the brief's expected peak, and what they cost a month.
+    /// Replicas of this allocation for the brief's expected peak (with its headroom), and what
+    /// they cost a month: replicas × GPUs per node × rate × 730.
     pub expected_peak_rps: Option<f64>,
+    pub headroom_pct: f64,
     pub replicas_for_peak: Option<u32>,
     pub monthly_cost: Option<Decimal>,
-    /// The API's price per million tokens and whether it is cheaper than this trial at the SLO.
-    pub api_price_per_million_tokens: Option<Decimal>,
+    /// Rule 6b's comparison, when the brief gives an API price and the trial's goodput is known.
+    pub api: Option<ApiBreakEven>,
     pub api_is_cheaper: Option<bool>,
+    pub reservation_rates: ReservationRates,
 }
 
 impl MoneyFacts {
@@ -170,10 +188,24 @@ impl MoneyFacts {
 
     /// The price rows the figures used (pinned by the review's digest).
     pub fn price_ids(&self) -> Vec<Uuid> {
-        match self.rate.as_ref().map(|r| &r.source) {
-            Some(RateSource::PriceRow { price_id } | RateSource::CheapestOffer { price_id }) => vec![*price_id],
-            _ => Vec::new(),
+        let mut ids = Vec::new();
+        if let Some(RateSource::PriceRow { price_id } | RateSource::CheapestOffer { price_id }) =
+            self.rate.as_ref().map(|r| &r.source)
+        {
+            ids.push(*price_id);
         }
+        ids.extend(self.reservation_rates.reserved_price_id);
+        ids.extend(self.reservation_rates.on_demand_price_id);
+        ids.dedup();
+        ids
+    }
+
+    /// The operating point's own load point.
+    pub fn operating_load_point(&self) -> Option<&LoadPoint> {
+        let op = self.operating_point.as_ref()?;
+        self.load_points
+            .iter()
+            .find(|p| p.evidence_id == op.evidence_id && p.run == op.run)
     }
 }
 
@@ -187,6 +219,17 @@ fn round4(d: Decimal) -> Decimal {
         .normalize()
 }
 
+/// Eight decimal places: a price per request.
+fn round8(d: Decimal) -> Decimal {
+    d.round_dp_with_strategy(8, RoundingStrategy::MidpointAwayFromZero)
+        .normalize()
+}
+
+/// `ceil(x)` that does not turn 3.0000000000000004 into 4.
+fn ceil_count(x: f64) -> u32 {
+    ((x - 1e-9).ceil().max(1.0)) as u32
+}
+
 pub fn money_facts(m: &MoneyInputs) -> MoneyFacts {
     let cost_per_hour = m.rate.as_ref().map(|r| r.per_gpu_hour * Decimal::from(r.gpus_billed));
     let per_million = |tokens_per_s: f64| -> Option<Decimal> {
@@ -194,70 +237,141 @@ pub fn money_facts(m: &MoneyInputs) -> MoneyFacts {
         let tokens_per_hour = decimal(tokens_per_s)? * Decimal::from(3600);
         Some(round4(hourly * Decimal::from(1_000_000) / tokens_per_hour))
     };
-    // The highest rate that kept the target; among equal rates the newest upload (listed first).
-    let capacity_point = m
-        .points
-        .iter()
-        .filter(|p| p.attainment.is_some_and(|a| a >= m.attainment_target))
-        .fold(None::<&LoadPoint>, |best, p| match best {
-            Some(b) if b.rate_rps >= p.rate_rps => Some(b),
-            _ => Some(p),
-        });
-    let operating = capacity_point.or(m.newest.as_ref()).cloned();
+    let operating = m.operating.and_then(|o| m.points.get(o.index).map(|p| (o, p)));
     let estimated = m
         .estimated_shares
         .iter()
         .copied()
         .filter(|a| a.is_finite() && (0.0..=1.0).contains(a))
         .reduce(f64::min);
-    let (attainment, attainment_estimated) = match (operating.as_ref().and_then(|p| p.attainment), estimated) {
+    let (attainment, attainment_estimated) = match (operating.and_then(|(_, p)| p.attainment), estimated) {
         (Some(a), _) => (Some(a), false),
-        (None, Some(e)) if operating.is_some() => (Some(e), true),
+        (None, Some(e)) if operating.is_some_and(|(_, p)| !p.nothing_completed()) => (Some(e), true),
+        (None, _) if operating.is_some_and(|(_, p)| p.nothing_completed()) => (Some(0.0), false),
         _ => (None, false),
     };
-    let cost_at_slo = match (operating.as_ref().and_then(|p| p.output_tokens_per_s), attainment) {
-        (Some(t), Some(a)) if a > 0.0 => per_million(t * a),
-        _ => None,
+    // Good requests per completed one: what scales "all completed" figures to "good only" when
+    // the point has no per-request tokens (sent ÷ completed × attainment).
+    let good_share_of_completed = |p: &LoadPoint, a: f64| match (p.sent(), p.completed) {
+        (Some(sent), Some(done)) if done > 0.0 => a * sent / done,
+        _ => a,
     };
-    let capacity = capacity_point.map(|p| p.rate_rps);
+    let goodput = operating.and_then(|(_, p)| {
+        let a = attainment?;
+        match (p.goodput_rps, attainment_estimated) {
+            (Some(g), false) => Some(g),
+            _ => Some(good_share_of_completed(p, a) * p.achieved_rps?),
+        }
+    });
+    let good_tokens_per_s = operating.and_then(|(_, p)| {
+        let a = attainment?;
+        match (p.good_output_tokens_per_s, attainment_estimated) {
+            (Some(t), false) => Some(t),
+            _ => Some(good_share_of_completed(p, a) * p.output_tokens_per_s?),
+        }
+    });
+    let capacity = operating
+        .filter(|(o, p)| o.qualified && p.attainment.is_some())
+        .and_then(|(_, p)| p.capacity_rps())
+        .filter(|c| *c > 0.0);
     let replicas = match (m.expected_peak_rps, capacity) {
-        (Some(peak), Some(cap)) if peak > 0.0 && cap > 0.0 => Some((peak / cap).ceil() as u32),
+        (Some(peak), Some(cap)) if peak > 0.0 => Some(ceil_count(peak * (1.0 + m.headroom_pct / 100.0) / cap)),
         _ => None,
     };
-    let monthly = match (replicas, cost_per_hour) {
-        (Some(n), Some(hourly)) => Some((Decimal::from(n) * hourly * HOURS_PER_MONTH).round_dp(2)),
+    let monthly = match (replicas, &m.rate) {
+        (Some(n), Some(r)) => {
+            Some((Decimal::from(n) * Decimal::from(r.gpus_billed) * r.per_gpu_hour * HOURS_PER_MONTH).round_dp(2))
+        }
+        _ => None,
+    };
+    let api = match (m.api, operating, goodput, cost_per_hour) {
+        (Some(api), Some((_, p)), Some(g), Some(hourly)) if g > 0.0 => {
+            api_break_even(api, p, g, hourly, m.ledger_utilization)
+        }
         _ => None,
     };
     MoneyFacts {
         currency: m.currency.clone(),
         rate: m.rate.clone(),
         cost_per_hour,
+        operating_point: operating.map(|(o, p)| OperatingPointFacts {
+            evidence_id: p.evidence_id,
+            run: p.run.clone(),
+            offered_rps: p.offered_rps,
+            concurrency: p.concurrency,
+            achieved_rps: p.achieved_rps,
+            slo_attainment: attainment,
+            goodput_rps: goodput,
+            output_tokens_per_s: p.output_tokens_per_s,
+            qualified: o.qualified,
+            described: describe(&m.points, o),
+        }),
         slo_attainment: attainment,
         slo_attainment_estimated: attainment_estimated,
-        goodput_rps: match (attainment, operating.as_ref()) {
-            (Some(a), Some(p)) => Some(a * p.rate_rps),
-            _ => None,
-        },
-        operating_point: operating,
-        cost_per_million_output_tokens: m
-            .newest
-            .as_ref()
-            .and_then(|p| p.output_tokens_per_s)
-            .and_then(per_million),
-        headline: m.newest.clone(),
-        cost_per_million_output_tokens_at_slo: cost_at_slo,
+        goodput_rps: goodput,
+        cost_per_million_output_tokens: operating.and_then(|(_, p)| p.output_tokens_per_s).and_then(per_million),
+        cost_per_million_output_tokens_at_slo: good_tokens_per_s.and_then(per_million),
         capacity_at_slo_rps: capacity,
         attainment_target: m.attainment_target,
         load_points: m.points.clone(),
         expected_peak_rps: m.expected_peak_rps,
+        headroom_pct: m.headroom_pct,
         replicas_for_peak: replicas,
         monthly_cost: monthly,
-        api_price_per_million_tokens: m.api_price_per_million_tokens,
-        api_is_cheaper: match (m.api_price_per_million_tokens, cost_at_slo) {
-            (Some(api), Some(ours)) => Some(ours > api),
-            _ => None,
-        },
+        api_is_cheaper: api.as_ref().map(|a| a.api_is_cheaper),
+        api,
+        reservation_rates: m.reservation_rates.clone(),
     }
+}
+
+/// Rule 6b's figures: the API's cost of a good request (mean prompt tokens × input price + mean
+/// output tokens × output price) against the trial's (node cost per hour ÷ good requests per
+/// hour, divided by the ledger's utilization when it is measured). `None` when the mean tokens a
+/// non-zero price needs are not known.
+fn api_break_even(
+    api: ApiPrices,
+    p: &LoadPoint,
+    goodput_rps: f64,
+    cost_per_hour: Decimal,
+    utilization: Option<Decimal>,
+) -> Option<ApiBreakEven> {
+    let mean_output = p
+        .number("serving.good_mean_output_tokens")
+        .or_else(|| p.number("serving.mean_output_tokens"))
+        .or_else(|| Some(p.output_tokens_per_s? / p.achieved_rps.filter(|r| *r > 0.0)?))
+        .filter(|n| *n > 0.0)?;
+    let mean_input = match p
+        .number("serving.good_mean_input_tokens")
+        .or_else(|| p.number("serving.mean_input_tokens"))
+    {
+        Some(n) => n,
+        None if api.input_per_million.is_zero() => 0.0,
+        None => return None,
+    };
+    let million = Decimal::from(1_000_000);
+    let tokens = |n: f64| Decimal::from_f64(n).unwrap_or_default();
+    let api_per_request =
+        (tokens(mean_input) * api.input_per_million + tokens(mean_output) * api.output_per_million) / million;
+    let utilization = utilization.filter(|u| *u > Decimal::ZERO && *u <= Decimal::ONE);
+    let good_per_hour = decimal(goodput_rps)? * Decimal::from(3600);
+    let mut ours = cost_per_hour / good_per_hour;
+    if let Some(u) = utilization {
+        ours /= u;
+    }
+    let per_million_output = |per_request: Decimal| round4(per_request / tokens(mean_output) * million);
+    Some(ApiBreakEven {
+        input_price_per_million: api.input_per_million,
+        output_price_per_million: api.output_per_million,
+        output_price_only: api.output_price_only,
+        mean_input_tokens: mean_input,
+        mean_output_tokens: mean_output,
+        api_cost_per_request: round8(api_per_request),
+        api_cost_per_million_output_tokens: per_million_output(api_per_request),
+        our_cost_per_good_request: round8(ours),
+        our_cost_per_million_output_tokens: per_million_output(ours),
+        utilization,
+        api_is_cheaper: ours > api_per_request,
+    })
 }
 
 #[cfg(test)]
@@ -265,182 +379,127 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::evidence::load_points::load_points;
 
     fn d(s: &str) -> Decimal {
         s.parse().unwrap()
     }
 
-    fn point(rate: f64, attainment: Option<f64>) -> LoadPoint {
-        LoadPoint {
-            run: format!("constant_{rate}rps"),
-            evidence_id: Uuid::nil(),
-            rate_rps: rate,
-            output_tokens_per_s: Some(rate * 100.0),
-            attainment,
-        }
+    /// A load point as the parser stores it: `sent` requests over `duration` seconds at `offered`
+    /// requests/s, `good` of them inside every target, 100 output tokens each.
+    fn point(offered: f64, duration: f64, completed: f64, failed: f64, good: f64) -> LoadPoint {
+        let metrics = json!({
+            "serving.offered_rps": offered,
+            "serving.duration_s": duration,
+            "serving.completed": completed,
+            "serving.failed": failed,
+            "serving.request_throughput_rps": completed / duration,
+            "serving.output_tokens_per_s": completed * 100.0 / duration,
+            "serving.slo_attainment": good / (completed + failed),
+            "serving.goodput_rps": good / duration,
+            "serving.good_output_tokens_per_s": good * 100.0 / duration,
+            "serving.good_mean_input_tokens": 400.0,
+            "serving.good_mean_output_tokens": 100.0,
+        });
+        load_points(Uuid::nil(), json!(metrics).as_object().unwrap()).remove(0)
     }
 
-    /// 2 GPUs at 2.50 an hour each; the newest load test ran at 10 requests/s, 1,000 output
-    /// tokens/s, with 80 % of requests inside every target.
-    fn inputs() -> MoneyInputs {
-        let newest = LoadPoint {
-            output_tokens_per_s: Some(1000.0),
-            ..point(10.0, Some(0.8))
-        };
+    fn inputs(points: Vec<LoadPoint>, index: usize, qualified: bool) -> MoneyInputs {
         MoneyInputs {
             rate: Some(Rate {
                 per_gpu_hour: d("2.50"),
                 gpus_billed: 2,
+                billing: "on-demand".into(),
+                provider: String::new(),
                 source: RateSource::Trial,
                 description: "the trial's rate".into(),
             }),
             currency: "USD".into(),
-            points: vec![newest.clone()],
-            newest: Some(newest),
-            attainment_target: DEFAULT_ATTAINMENT_TARGET,
+            points,
+            operating: Some(Operating { index, qualified }),
+            attainment_target: 0.95,
             ..MoneyInputs::default()
         }
     }
 
     #[test]
-    fn a_million_tokens_overall_and_at_the_slo_by_hand() {
-        let f = money_facts(&inputs());
-        // 2 GPUs × 2.50 = 5.00 an hour; 1,000 tokens/s = 3.6 M tokens an hour: 5.00 ÷ 3.6 = 1.3889
-        // per million. At the SLO only the 80 % of requests inside every target count:
-        // 5.00 ÷ 2.88 = 1.7361.
-        assert_eq!(f.cost_per_hour, Some(d("5.00")));
-        assert_eq!(f.cost_per_million_output_tokens, Some(d("1.3889")));
-        assert_eq!(f.cost_per_million_output_tokens_at_slo, Some(d("1.7361")));
-        // Goodput: 80 % of 10 requests/s.
-        assert!((f.goodput_rps.unwrap() - 8.0).abs() < 1e-9);
-        assert_eq!(f.capacity_at_slo_rps, None, "80 % is below the 95 % target");
-        assert!(!f.slo_attainment_estimated);
+    fn goodput_counts_a_failed_request_once_and_cost_at_the_slo_counts_good_tokens() {
+        // 100 requests over 10 s: 90 completed, 10 failed, 68 good. vLLM's goodput: 68 ÷ 10 = 6.8
+        // requests/s (attainment × throughput would count the failures twice: 0.68 × 9 = 6.12).
+        let f = money_facts(&inputs(vec![point(10.0, 10.0, 90.0, 10.0, 68.0)], 0, false));
+        assert!((f.goodput_rps.unwrap() - 6.8).abs() < 1e-12);
+        assert_eq!(f.slo_attainment, Some(0.68));
+        // 2 × 2.50 = 5.00 an hour. All tokens: 900 a second → 5 ÷ 3.24 M = 1.5432 per million.
+        // Good tokens: 680 a second → 5 ÷ 2.448 M = 2.0425 per million.
+        assert_eq!(f.cost_per_million_output_tokens, Some(d("1.5432")));
+        assert_eq!(f.cost_per_million_output_tokens_at_slo, Some(d("2.0425")));
+        assert_eq!(f.capacity_at_slo_rps, None, "68 % is below the 95 % target");
     }
 
     #[test]
-    fn a_price_row_for_bigger_nodes_bills_every_gpu_of_the_node() {
-        let mut m = inputs();
-        m.rate = Some(Rate {
-            per_gpu_hour: d("2.50"),
-            gpus_billed: 8,
-            source: RateSource::PriceRow { price_id: Uuid::nil() },
-            description: "Lambda's on-demand price for 8-GPU nodes".into(),
-        });
+    fn capacity_is_the_offered_rate_when_the_server_kept_up_and_replicas_carry_the_headroom() {
+        let mut m = inputs(vec![point(8.0, 10.0, 78.0, 0.0, 78.0)], 0, true);
+        m.expected_peak_rps = Some(20.0);
         let f = money_facts(&m);
-        assert_eq!(f.cost_per_hour, Some(d("20.00")));
-        assert_eq!(f.price_ids(), [Uuid::nil()]);
-        assert_eq!(f.rate_link(), Some(format!("price:{}", Uuid::nil())));
+        // 7.8 of 8 offered is within 5 %: the capacity is 8 req/s; 20 ÷ 8 → 3 replicas;
+        // 3 × 2 GPUs × 2.50 × 730 = 10,950.00 a month.
+        assert_eq!(f.capacity_at_slo_rps, Some(8.0));
+        assert_eq!(f.replicas_for_peak, Some(3));
+        assert_eq!(f.monthly_cost, Some(d("10950")));
+        // 25 % headroom: 20 × 1.25 ÷ 8 = 3.125 → 4 replicas.
+        m.headroom_pct = 25.0;
+        assert_eq!(money_facts(&m).replicas_for_peak, Some(4));
+        // The server fell behind (7 of 8): its capacity is what it achieved.
+        let m = inputs(vec![point(8.0, 10.0, 70.0, 0.0, 70.0)], 0, true);
+        assert_eq!(money_facts(&m).capacity_at_slo_rps, Some(7.0));
     }
 
     #[test]
-    fn without_a_rate_or_tokens_there_is_no_price_per_token() {
-        let mut m = inputs();
-        m.rate = None;
-        assert_eq!(money_facts(&m).cost_per_million_output_tokens, None);
-        let mut m = inputs();
-        m.newest.as_mut().unwrap().output_tokens_per_s = None;
-        m.points.clear();
-        assert_eq!(money_facts(&m).cost_per_million_output_tokens_at_slo, None);
-        let mut m = inputs();
-        m.newest.as_mut().unwrap().attainment = None;
-        m.points.clear();
-        let f = money_facts(&m);
-        assert!(f.cost_per_million_output_tokens.is_some());
-        assert_eq!(
-            f.cost_per_million_output_tokens_at_slo, None,
-            "no attainment, no figure at the SLO"
-        );
-        assert_eq!(f.goodput_rps, None);
-    }
-
-    #[test]
-    fn histogram_shares_give_a_marked_estimate_bounded_by_the_worst_target() {
-        let mut m = inputs();
-        m.newest.as_mut().unwrap().attainment = None;
-        m.points.clear();
+    fn histogram_shares_give_an_upper_bound_marked_as_an_estimate() {
+        let mut p = point(4.0, 10.0, 40.0, 0.0, 40.0);
+        p.attainment = None;
+        p.goodput_rps = None;
+        p.good_output_tokens_per_s = None;
+        let mut m = inputs(vec![p], 0, false);
         m.estimated_shares = vec![0.97, 0.9, 0.99];
         let f = money_facts(&m);
         assert_eq!(f.slo_attainment, Some(0.9));
         assert!(f.slo_attainment_estimated);
-        assert!((f.goodput_rps.unwrap() - 9.0).abs() < 1e-9);
-        // Per-request data wins over the estimate.
-        let mut m = inputs();
-        m.estimated_shares = vec![0.5];
-        assert_eq!(money_facts(&m).slo_attainment, Some(0.8));
+        assert!((f.goodput_rps.unwrap() - 3.6).abs() < 1e-9, "at most 90 % of 4 req/s");
+        assert_eq!(f.capacity_at_slo_rps, None, "an estimate never sizes replicas");
     }
 
     #[test]
-    fn capacity_is_the_highest_rate_that_kept_the_slo_and_replicas_follow() {
-        let mut m = inputs();
-        m.points = vec![
-            point(4.0, Some(1.0)),
-            point(8.0, Some(0.99)),
-            point(12.0, Some(0.96)),
-            point(16.0, Some(0.71)),
-            point(20.0, None),
-        ];
-        m.expected_peak_rps = Some(30.0);
-        let f = money_facts(&m);
-        assert_eq!(f.capacity_at_slo_rps, Some(12.0), "16 requests/s kept only 71 %");
-        // The figures at the SLO are those of the 12 requests/s run: 1,200 tokens/s, 96 % inside.
-        assert_eq!(f.operating_point.as_ref().unwrap().rate_rps, 12.0);
-        assert_eq!(f.slo_attainment, Some(0.96));
-        // 5.00 ÷ (1,200 × 0.96 × 3600 ÷ 10^6) = 5.00 ÷ 4.1472 = 1.2056.
-        assert_eq!(f.cost_per_million_output_tokens_at_slo, Some(d("1.2056")));
-        // 30 requests/s at 12 per replica: 3 replicas × 5.00 an hour × 730 h = 10,950.00 a month.
-        assert_eq!(f.replicas_for_peak, Some(3));
-        assert_eq!(f.monthly_cost, Some(d("10950")));
-        m.attainment_target = 0.99;
-        assert_eq!(money_facts(&m).capacity_at_slo_rps, Some(8.0), "a stricter target");
-        m.points = vec![point(4.0, Some(0.5))];
-        let f = money_facts(&m);
-        assert_eq!(f.capacity_at_slo_rps, None, "no load point kept the SLO");
-        assert_eq!(f.replicas_for_peak, None);
-        assert_eq!(f.operating_point, m.newest, "without a capacity point, the newest test");
-    }
-
-    #[test]
-    fn the_api_break_even_compares_prices_at_the_slo() {
-        let mut m = inputs();
-        m.api_price_per_million_tokens = Some(d("1.50"));
-        assert_eq!(money_facts(&m).api_is_cheaper, Some(true), "1.7361 at the SLO > 1.50");
-        m.api_price_per_million_tokens = Some(d("2.00"));
-        assert_eq!(money_facts(&m).api_is_cheaper, Some(false));
-        m.newest.as_mut().unwrap().attainment = None;
-        m.points.clear();
-        assert_eq!(
-            money_facts(&m).api_is_cheaper,
-            None,
-            "unknown without the figure at the SLO"
-        );
-    }
-
-    #[test]
-    fn load_points_come_from_every_run_of_a_sweep_or_the_file_itself() {
-        let id = Uuid::from_u128(3);
-        let sweep = json!({
-            "serving.request_throughput_rps": 15.9,
-            "serving.run": "constant_16rps",
-            "serving.by_run.constant_4rps.request_throughput_rps": 4.0,
-            "serving.by_run.constant_4rps.slo_attainment": 1.0,
-            "serving.by_run.constant_4rps.output_tokens_per_s": 410.0,
-            "serving.by_run.constant_16rps.request_throughput_rps": 15.9,
-            "serving.by_run.constant_16rps.slo_attainment": 0.62,
-            "serving.by_run.no_rate.slo_attainment": 0.5,
+    fn the_api_break_even_is_per_good_request_with_input_and_output_prices() {
+        // 100 requests over 10 s, 90 good: goodput 9 req/s. 5.00 an hour ÷ (9 × 3600) =
+        // 0.00015432 per good request. The API: 400 × 0.25 + 100 × 1.00 per million = 0.0002.
+        let mut m = inputs(vec![point(10.0, 10.0, 100.0, 0.0, 90.0)], 0, false);
+        m.api = Some(ApiPrices {
+            input_per_million: d("0.25"),
+            output_per_million: d("1.00"),
+            output_price_only: false,
         });
-        let points = load_points(id, sweep.as_object().unwrap());
-        let runs: Vec<(&str, f64)> = points.iter().map(|p| (p.run.as_str(), p.rate_rps)).collect();
-        assert_eq!(
-            runs,
-            [("constant_16rps", 15.9), ("constant_4rps", 4.0)],
-            "a run without a rate is no point"
-        );
-        assert_eq!(points[1].output_tokens_per_s, Some(410.0));
-        let head = headline(id, sweep.as_object().unwrap()).unwrap();
-        assert_eq!((head.run.as_str(), head.rate_rps), ("constant_16rps", 15.9));
-        let single = json!({ "serving.request_throughput_rps": 7.5, "serving.slo_attainment": 0.99 });
-        let points = load_points(id, single.as_object().unwrap());
-        assert_eq!(points.len(), 1);
-        assert_eq!(points[0].attainment, Some(0.99));
+        let api = money_facts(&m).api.unwrap();
+        assert_eq!(api.api_cost_per_request, d("0.0002"));
+        assert_eq!(api.our_cost_per_good_request, d("0.00015432"));
+        assert_eq!(api.api_cost_per_million_output_tokens, d("2"));
+        assert!(!api.api_is_cheaper);
+        assert_eq!(api.utilization, None, "if kept busy all the time");
+        // Busy half the paid time: every good request carries its idle hour too → 0.00030864.
+        m.ledger_utilization = Some(d("0.5"));
+        let api = money_facts(&m).api.unwrap();
+        assert_eq!(api.our_cost_per_good_request, d("0.00030864"));
+        assert!(api.api_is_cheaper);
+    }
+
+    #[test]
+    fn the_break_even_is_the_offers_reserved_rate_over_its_on_demand_rate() {
+        let rates = ReservationRates {
+            reserved_rate: Some(d("2.10")),
+            on_demand_rate: Some(d("3.50")),
+            ..ReservationRates::default()
+        };
+        assert_eq!(rates.break_even(), Some(d("0.6")));
+        assert_eq!(ReservationRates::default().break_even(), None);
     }
 }

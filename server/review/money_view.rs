@@ -4,10 +4,13 @@
 //! came from, and a chart of attainment against request rate with the target line.
 
 use super::{
-    money::{LoadPoint, MoneyFacts, RateSource},
+    money::{MoneyFacts, RateSource},
     service::{Review, TrialReview},
 };
-use crate::money::{figure, percent, with_currency};
+use crate::{
+    evidence::load_points::LoadPoint,
+    money::{figure, percent, sum_with_currency, with_currency},
+};
 
 /// One figure of one trial, with where it came from.
 pub struct MoneyCell {
@@ -62,10 +65,17 @@ pub struct MoneySection {
     pub chart: Option<AttainmentChart>,
     /// The brief gives a managed API's price (rule 6b).
     pub api_price: Option<String>,
+    /// Current prices of the trials' GPUs in other currencies: listed, never used.
+    pub other_currency: Vec<String>,
 }
 
-fn evidence_href(p: &LoadPoint) -> Option<String> {
-    Some(format!("/evidence/{}", p.evidence_id))
+fn evidence_href(id: uuid::Uuid) -> Option<String> {
+    Some(format!("/evidence/{id}"))
+}
+
+/// The load a point was run at, for a sentence: its offered rate, else what it achieved.
+fn rate_of(offered: Option<f64>, achieved: Option<f64>) -> Option<f64> {
+    offered.or(achieved)
 }
 
 fn rate_href(m: &MoneyFacts, brief_id: &str, trial_id: &str) -> Option<String> {
@@ -101,7 +111,20 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
         )];
     };
     let mut out = Vec::new();
+    if let Some(p) = &m.operating_point {
+        out.push(format!("{name}'s load figures are {}.", p.described));
+    }
     match (&m.operating_point, m.slo_attainment) {
+        (Some(p), Some(_))
+            if m.load_points
+                .iter()
+                .any(|q| q.evidence_id == p.evidence_id && q.run == p.run && q.nothing_completed()) =>
+        {
+            out.push(format!(
+                "No request of {name}'s load test completed (every request failed), so nothing was served within \
+                 the targets."
+            ))
+        }
         (Some(p), Some(a)) => {
             let share = if m.slo_attainment_estimated {
                 format!(
@@ -117,14 +140,14 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
                 .unwrap_or_default();
             out.push(format!(
                 "At {} requests/s the {allocation} trial ({name}) keeps {share}{cost}.",
-                figure(p.rate_rps)
+                figure(rate_of(p.offered_rps, p.achieved_rps).unwrap_or(0.0))
             ));
         }
         (Some(p), None) => out.push(format!(
-            "{name}'s newest load test ran at {} requests/s but has no per-request data, so the share of \
-             requests inside every target is unknown (vLLM's --save-detailed, GenAI-Perf's profile export or \
-             GuideLLM's report give it).",
-            figure(p.rate_rps)
+            "{name}'s load test ran at {} requests/s but has no per-request data, so the share of requests \
+             inside every target is unknown (vLLM's --save-detailed, GenAI-Perf's profile export or GuideLLM's \
+             report give it).",
+            figure(rate_of(p.offered_rps, p.achieved_rps).unwrap_or(0.0))
         )),
         (None, _) => out.push(format!(
             "{name} has no load test yet: upload a bench-serving result to see cost per million tokens at the SLO."
@@ -137,10 +160,15 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
         m.expected_peak_rps,
     ) {
         (Some(cap), Some(n), Some(monthly), Some(peak)) => out.push(format!(
-            "One replica carries {} requests/s within the targets; the expected peak of {} requests/s needs {n} \
+            "One replica carries {} requests/s within the targets; the expected peak of {} requests/s{} needs {n} \
              {}, {} a month.",
             figure(cap),
             figure(peak),
+            if m.headroom_pct > 0.0 {
+                format!(" with {} % headroom", figure(m.headroom_pct))
+            } else {
+                " (no headroom)".to_owned()
+            },
             if n == 1 { "replica" } else { "replicas" },
             with_currency(monthly, currency)
         )),
@@ -153,7 +181,7 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
                 ""
             }
         )),
-        (None, _, _, _) if m.load_points.iter().any(|p| p.attainment.is_some()) => out.push(format!(
+        (None, _, _, _) if m.operating_point.as_ref().is_some_and(|p| !p.qualified) => out.push(format!(
             "No load point kept {} of requests inside every target, so the capacity at the SLO is unknown; a \
              sweep at lower rates would find it.",
             percent(m.attainment_target)
@@ -166,18 +194,58 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
              with its provider's price."
         ));
     }
-    match (m.api_price_per_million_tokens, m.cost_per_million_output_tokens_at_slo) {
-        (Some(api), Some(ours)) if ours > api => out.push(format!(
-            "A managed API at {} per million output tokens is cheaper than this trial's {}.",
-            with_currency(api, currency),
-            with_currency(ours, currency)
-        )),
-        (Some(api), Some(ours)) => out.push(format!(
-            "This trial's {} per million output tokens beats the managed API's {}.",
-            with_currency(ours, currency),
-            with_currency(api, currency)
-        )),
-        _ => {}
+    if let Some(api) = &m.api {
+        let busy = match api.utilization {
+            Some(u) => format!(
+                "at the ledger's measured utilization of {}",
+                rust_decimal::prelude::ToPrimitive::to_f64(&u)
+                    .map(percent)
+                    .unwrap_or_default()
+            ),
+            None => "if kept busy all the time".to_owned(),
+        };
+        let prices = if api.output_price_only {
+            format!(
+                "{} per million output tokens (output price only)",
+                with_currency(api.output_price_per_million, currency)
+            )
+        } else {
+            format!(
+                "{} per million input and {} per million output tokens",
+                with_currency(api.input_price_per_million, currency),
+                with_currency(api.output_price_per_million, currency)
+            )
+        };
+        let ours = with_currency(api.our_cost_per_good_request, currency);
+        let theirs = with_currency(api.api_cost_per_request, currency);
+        out.push(if api.api_is_cheaper {
+            format!(
+                "A managed API at {prices} is cheaper: a good request costs {theirs} there against {ours} here \
+                 {busy} ({} against {} per million output tokens).",
+                with_currency(api.api_cost_per_million_output_tokens, currency),
+                with_currency(api.our_cost_per_million_output_tokens, currency)
+            )
+        } else {
+            format!(
+                "This trial beats a managed API at {prices}: a good request costs {ours} here {busy} against \
+                 {theirs} there ({} against {} per million output tokens).",
+                with_currency(api.our_cost_per_million_output_tokens, currency),
+                with_currency(api.api_cost_per_million_output_tokens, currency)
+            )
+        });
+    }
+    if let Some(Ok(res)) = &t.reservation {
+        out.push(format!(
+            "Approving would reserve {} × {} ({} {} of {} GPUs), {} at {} per GPU-hour: {} a month.",
+            res.gpus,
+            res.gpu,
+            res.replicas,
+            if res.replicas == 1 { "replica" } else { "replicas" },
+            res.gpus_per_node,
+            res.billing,
+            with_currency(res.rate_per_gpu_hour, currency),
+            sum_with_currency(res.monthly_cost, currency)
+        ));
     }
     out
 }
@@ -200,7 +268,7 @@ fn chart(r: &Review) -> Option<AttainmentChart> {
     }
     let max_rate = with_points
         .iter()
-        .flat_map(|(_, m)| m.load_points.iter().map(|p| p.rate_rps))
+        .flat_map(|(_, m)| m.load_points.iter().filter_map(|p| p.achieved_rps))
         .fold(0.0_f64, f64::max)
         .max(f64::MIN_POSITIVE);
     let x_max = nice_ceiling(max_rate * 1.1);
@@ -211,22 +279,28 @@ fn chart(r: &Review) -> Option<AttainmentChart> {
         .iter()
         .enumerate()
         .map(|(i, (t, m))| {
-            let mut pts: Vec<&LoadPoint> = m.load_points.iter().filter(|p| p.attainment.is_some()).collect();
-            pts.sort_by(|a, b| a.rate_rps.total_cmp(&b.rate_rps));
+            let mut pts: Vec<&LoadPoint> = m
+                .load_points
+                .iter()
+                .filter(|p| p.attainment.is_some() && p.achieved_rps.is_some())
+                .collect();
+            let rps = |p: &LoadPoint| p.achieved_rps.unwrap_or(0.0);
+            pts.sort_by(|a, b| rps(a).total_cmp(&rps(b)));
+            let operating = m.operating_load_point().filter(|_| m.capacity_at_slo_rps.is_some());
             let points: Vec<ChartPoint> = pts
                 .iter()
                 .map(|p| {
                     let a = p.attainment.unwrap_or(0.0);
                     ChartPoint {
-                        x: x(p.rate_rps),
+                        x: x(rps(p)),
                         y: y(a),
                         title: format!(
                             "{}: {} requests/s, {} inside every target",
                             t.context.trial.fields.name,
-                            figure(p.rate_rps),
+                            figure(rps(p)),
                             percent(a)
                         ),
-                        capacity: m.capacity_at_slo_rps == Some(p.rate_rps),
+                        capacity: operating == Some(*p),
                     }
                 })
                 .collect();
@@ -303,10 +377,11 @@ pub fn money_section(r: &Review) -> MoneySection {
     row("Cost per hour", &|t, m| match (&m.rate, m.cost_per_hour) {
         (Some(rate), Some(hourly)) => cell(
             format!(
-                "{} ({} GPUs × {}; {})",
+                "{} ({} GPUs × {}, {}; {})",
                 with_currency(hourly, currency),
                 rate.gpus_billed,
                 with_currency(rate.per_gpu_hour, currency),
+                rate.billing,
                 rate.description
             ),
             rate_href(m, &brief_id, &t.context.trial.id.to_string()),
@@ -314,50 +389,83 @@ pub fn money_section(r: &Review) -> MoneySection {
         _ => unknown("no rate yet"),
     });
     row(
-        "Requests inside every target",
+        "Operating point (where the load figures are read)",
+        &|_, m| match &m.operating_point {
+            Some(p) => cell(
+                format!(
+                    "{}{}",
+                    p.described,
+                    if p.qualified {
+                        ""
+                    } else {
+                        " — no load point met the targets"
+                    }
+                ),
+                evidence_href(p.evidence_id),
+            ),
+            None => unknown("no load test yet"),
+        },
+    );
+    row(
+        "Requests inside every target (good ÷ sent)",
         &|_, m| match (m.slo_attainment, &m.operating_point) {
             (Some(a), Some(p)) => cell(
                 format!(
-                    "{}{} at {} requests/s",
-                    if m.slo_attainment_estimated { "≤ " } else { "" },
-                    percent(a),
-                    figure(p.rate_rps)
+                    "{}{}",
+                    if m.slo_attainment_estimated { "at most " } else { "" },
+                    percent(a)
                 ),
-                evidence_href(p),
+                evidence_href(p.evidence_id),
             ),
             _ => unknown("needs per-request data"),
         },
     );
     row(
-        "Goodput (requests/s inside every target)",
+        "Goodput (good requests/s)",
         &|_, m| match (m.goodput_rps, &m.operating_point) {
-            (Some(g), Some(p)) => cell(figure(g), evidence_href(p)),
+            (Some(g), Some(p)) => cell(
+                format!(
+                    "{}{}",
+                    if m.slo_attainment_estimated { "at most " } else { "" },
+                    figure(g)
+                ),
+                evidence_href(p.evidence_id),
+            ),
             _ => unknown("—"),
         },
     );
     row(
         "Cost per million output tokens, all requests",
         &|_, m| match (m.cost_per_million_output_tokens, &m.rate) {
-            (Some(c), _) => cell(with_currency(c, currency), m.headline.as_ref().and_then(evidence_href)),
+            (Some(c), _) => cell(
+                with_currency(c, currency),
+                m.operating_point.as_ref().and_then(|p| evidence_href(p.evidence_id)),
+            ),
             (None, None) => unknown("no rate yet"),
             (None, Some(_)) => unknown("needs a load test with output tokens/s"),
         },
     );
-    row("Cost per million output tokens at the SLO", &|_, m| match (
-        m.cost_per_million_output_tokens_at_slo,
-        &m.operating_point,
-        &m.rate,
-    ) {
-        (Some(c), Some(p), _) => cell(with_currency(c, currency), evidence_href(p)),
-        (_, _, None) => unknown("no rate yet"),
-        _ => unknown("needs per-request data"),
-    });
+    row(
+        "Cost per million output tokens at the SLO (good requests' tokens)",
+        &|_, m| match (m.cost_per_million_output_tokens_at_slo, &m.operating_point, &m.rate) {
+            (Some(c), Some(p), _) => cell(
+                format!(
+                    "{}{}",
+                    if m.slo_attainment_estimated { "at least " } else { "" },
+                    with_currency(c, currency)
+                ),
+                evidence_href(p.evidence_id),
+            ),
+            (_, _, None) => unknown("no rate yet"),
+            _ => unknown("needs per-request data"),
+        },
+    );
     row(
         "Capacity of one replica at the SLO",
         &|_, m| match m.capacity_at_slo_rps {
             Some(cap) => cell(
                 format!("{} requests/s", figure(cap)),
-                m.operating_point.as_ref().and_then(evidence_href),
+                m.operating_point.as_ref().and_then(|p| evidence_href(p.evidence_id)),
             ),
             None => unknown("needs a sweep that keeps the target"),
         },
@@ -369,8 +477,9 @@ pub fn money_section(r: &Review) -> MoneySection {
     ) {
         (Some(n), Some(c), Some(peak)) => cell(
             format!(
-                "{n} for {} requests/s: {} a month",
+                "{n} for {} requests/s with {} % headroom: {} a month",
                 figure(peak),
+                figure(m.headroom_pct),
                 with_currency(c, currency)
             ),
             None,
@@ -378,23 +487,84 @@ pub fn money_section(r: &Review) -> MoneySection {
         (_, _, None) => unknown("the brief gives no expected peak"),
         _ => unknown("needs the capacity and a rate"),
     });
-    let api_price = r
-        .brief
-        .fields
-        .api_price_per_million_tokens
-        .map(|p| with_currency(p, currency));
+    row("Reservation if approved", &|t, _| match &t.reservation {
+        Some(Ok(res)) => cell(
+            format!(
+                "{} × {}, {} at {} per GPU-hour: {} a month",
+                res.gpus,
+                res.gpu,
+                res.billing,
+                with_currency(res.rate_per_gpu_hour, currency),
+                sum_with_currency(res.monthly_cost, currency)
+            ),
+            None,
+        ),
+        Some(Err(why)) => unknown(why),
+        None => unknown("nothing to reserve for this decision"),
+    });
+    let f = &r.brief.fields;
+    let api_price = match (
+        f.api_price_input_per_million,
+        f.api_price_output_per_million,
+        f.api_price_per_million_tokens,
+    ) {
+        (input, Some(output), _) => Some(format!(
+            "{} per million input tokens, {} per million output tokens",
+            with_currency(input.unwrap_or_default(), currency),
+            with_currency(output, currency)
+        )),
+        (Some(input), None, Some(output)) => Some(format!(
+            "{} per million input tokens, {} per million output tokens",
+            with_currency(input, currency),
+            with_currency(output, currency)
+        )),
+        (None, None, Some(output)) => Some(format!(
+            "{} per million output tokens (output price only)",
+            with_currency(output, currency)
+        )),
+        _ => None,
+    };
     if api_price.is_some() {
-        row(
-            "Managed API per million output tokens",
-            &|_, m| match (m.api_price_per_million_tokens, m.api_is_cheaper) {
-                (Some(api), Some(true)) => cell(format!("{} — cheaper", with_currency(api, currency)), None),
-                (Some(api), Some(false)) => cell(format!("{} — dearer", with_currency(api, currency)), None),
-                (Some(api), None) => cell(format!("{} — not comparable yet", with_currency(api, currency)), None),
-                _ => unknown("—"),
-            },
-        );
+        row("Managed API per good request", &|_, m| match &m.api {
+            Some(api) => cell(
+                format!(
+                    "{} there, {} here — the API is {}",
+                    with_currency(api.api_cost_per_request, currency),
+                    with_currency(api.our_cost_per_good_request, currency),
+                    if api.api_is_cheaper { "cheaper" } else { "dearer" }
+                ),
+                None,
+            ),
+            None => unknown("not comparable yet (needs goodput, tokens per request and a rate)"),
+        });
     }
+    let other_currency = r
+        .trials
+        .iter()
+        .flat_map(|t| t.context.other_currency.iter())
+        .map(|p| {
+            format!(
+                "{} {} × {}, {}{}: {} per GPU-hour — not in the brief's currency ({currency})",
+                p.row.provider,
+                p.row.gpu_count,
+                p.row.gpu,
+                p.row.billing,
+                if p.row.region.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", p.row.region)
+                },
+                with_currency(p.row.rate_per_gpu_hour, &p.row.currency)
+            )
+        })
+        .fold(Vec::<String>::new(), |mut acc, line| {
+            if !acc.contains(&line) {
+                acc.push(line);
+            }
+            acc
+        });
     MoneySection {
+        other_currency,
         summaries: r
             .trials
             .iter()

@@ -19,10 +19,10 @@ use super::{
     decision_view,
     first_screen::{self, BriefLine, MoneyFigure},
     gather::TrialKv,
-    model::{monthly_cost, parse_reservation, total_commitment, Reservation},
+    model::{apply_choices, Reservation},
     money_view::{money_section, MoneySection},
     repo,
-    service::{self, needs_reservation, reservation_defaults, Review, VerdictRequest},
+    service::{self, needs_reservation, Review, TrialReview, VerdictRequest},
 };
 use crate::{
     auth::Role,
@@ -122,6 +122,15 @@ struct ReviewPage {
     brief_id: String,
     brief_name: String,
     decision: &'static str,
+    /// What the verdict means for a manager ("keep testing, pay as you go").
+    decision_meaning: &'static str,
+    /// The approval next to the verdict: by whom, and whether it went stale and why.
+    approval_line: String,
+    approval_state: &'static str,
+    /// "Load figures judged at 8 req/s of the 4–16 req/s sweep (3 load points)."
+    operating_line: Option<String>,
+    /// Evidence naming another GPU model than the decided trial's.
+    gpu_mismatch: Option<(String, String)>,
     /// What approving does, as a short imperative ("reserve 8 × H200 SXM for 12 months").
     action: String,
     /// The deciding reason in one plain sentence, and its rule number.
@@ -140,6 +149,10 @@ struct ReviewPage {
     currency: String,
     /// The verb static/review.js puts before "N × GPU for M months" on the approve button.
     approve_verb: &'static str,
+    /// Where the reservation's figures come from ("no reserved price is current …").
+    reservation_note: String,
+    /// Why there is no reservation to approve (no rate known).
+    reservation_missing: String,
     accepted: bool,
     reasons: Vec<ReasonView>,
     stages: Vec<StageView>,
@@ -186,6 +199,11 @@ impl ReviewPage {
 
     fn reservation_error(&self, field: &str) -> &str {
         self.error_for(&format!("reservation.{field}"))
+    }
+
+    /// A reservation field the review computed (shown read-only): all but the term and the start.
+    fn fixed(&self, field: &str) -> bool {
+        !matches!(field, "term_months" | "start")
     }
 
     /// What the phone's keyboard should offer for a reservation field.
@@ -415,32 +433,49 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
         changed: decision_view::changed_in_words(&a.changed, r),
         reservation: recorded_reservation(r).map(|res| {
             format!(
-                "{} × {}, {}, {} months from {}, at {} per GPU-hour: {} a month, {} in all",
-                res.count,
+                "{} × {} ({} {} of {} GPUs), {}, {} from {}, at {} per GPU-hour: {} a month, {} in all",
+                res.gpus,
                 res.gpu,
+                res.replicas,
+                if res.replicas == 1 { "replica" } else { "replicas" },
+                res.gpus_per_node,
                 res.billing,
-                res.term_months,
-                res.start,
+                super::model::months(res.term_months),
+                res.start_date,
                 money::with_currency(res.rate_per_gpu_hour, currency),
                 money::sum_with_currency(res.monthly_cost, currency),
-                money::sum_with_currency(res.monthly_cost * Decimal::from(res.term_months), currency),
+                money::sum_with_currency(res.total(), currency),
             )
         }),
     })
 }
 
-/// The reservation the latest approval recorded, if it recorded one.
+/// The reservation the latest approval recorded, if it recorded one: the object it kept, else
+/// (approvals recorded before it was kept) what its columns say.
 fn recorded_reservation(r: &Review) -> Option<Reservation> {
     let row = &r.approval.as_ref()?.row;
+    if let Some(kept) = row
+        .reservation
+        .as_ref()
+        .and_then(|j| serde_json::from_value::<Reservation>(j.0.clone()).ok())
+    {
+        return Some(kept);
+    }
+    let gpus = u32::try_from(row.reservation_count?).ok()?;
     Some(Reservation {
+        trial: row.trial_id.unwrap_or(r.context.trial.id),
         provider: row.reservation_provider.clone(),
         gpu: row.reservation_gpu.clone()?,
-        count: u32::try_from(row.reservation_count?).ok()?,
+        gpus_per_node: gpus,
+        replicas: 1,
+        gpus,
         billing: row.reservation_billing.clone().unwrap_or_default(),
-        term_months: u32::try_from(row.reservation_term_months?).ok()?,
-        start: row.reservation_start?,
         rate_per_gpu_hour: row.reservation_rate_per_gpu_hour.unwrap_or_default(),
+        currency: r.brief.fields.currency.clone(),
+        term_months: u32::try_from(row.reservation_term_months?).ok()?,
         monthly_cost: row.reservation_monthly_cost?,
+        start_date: row.reservation_start?,
+        note: String::new(),
     })
 }
 
@@ -451,6 +486,8 @@ struct TrialColumn {
     allocation: String,
     provider: String,
     decision: &'static str,
+    /// What the decision means for a manager.
+    meaning: &'static str,
     accepted: bool,
     recommended: bool,
     closest: bool,
@@ -462,10 +499,20 @@ struct TrialColumn {
     rerun_of: Option<String>,
 }
 
-/// A criterion that moved since the trial a re-run re-runs.
+/// A criterion or money figure that moved since the trial a re-run re-runs.
 struct RerunChange {
     key: String,
     better: bool,
+}
+
+/// A re-run's money row in words.
+fn change_label(key: &str) -> String {
+    match key {
+        "capacity_at_slo_rps" => "capacity at the SLO".into(),
+        "cost_per_million_output_tokens_at_slo" => "cost per million output tokens at the SLO".into(),
+        "monthly_cost" => "monthly cost at the peak".into(),
+        other => decision_view::criterion_name(other),
+    }
 }
 
 /// One trial's value and status of a criterion.
@@ -526,6 +573,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                     trial.fields.provider.clone()
                 },
                 decision: t.decision.decision.as_str(),
+                meaning: first_screen::verdict_meaning(t.decision.decision),
                 accepted: t.decision.accepted,
                 recommended: r.recommendation.recommended == Some(trial.id),
                 closest: r.recommendation.closest == Some(trial.id),
@@ -546,7 +594,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                     .iter()
                     .filter(|c| matches!(c.verdict, "better" | "worse"))
                     .map(|c| RerunChange {
-                        key: c.key.clone(),
+                        key: change_label(&c.key),
                         better: c.verdict == "better",
                     })
                     .collect(),
@@ -650,7 +698,7 @@ fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
             text.push_str(&format!(
                 ", {} a month, {} in all",
                 money::sum_with_currency(res.monthly_cost, currency),
-                money::sum_with_currency(res.monthly_cost * Decimal::from(res.term_months), currency)
+                money::sum_with_currency(res.total(), currency)
             ));
         }
         text.push('.');
@@ -663,80 +711,107 @@ fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
     })
 }
 
-/// The form's monthly figure and the whole term, from the same parse and arithmetic the
-/// approval records (`parse_reservation`, `monthly_cost`), so the preview and the record agree
-/// for the same inputs. static/review.js recomputes both as the manager types.
-fn preview(reservation: &BTreeMap<String, String>, currency: &str) -> (String, String) {
-    match parse_reservation(reservation) {
-        Ok(res) => (
+/// The form's monthly figure and the whole term, from the reservation the approval records
+/// (computed by the review, with the manager's term and start applied). static/review.js
+/// recomputes the whole term as the manager types.
+fn preview(reservation: Option<&Reservation>, currency: &str) -> (String, String) {
+    match reservation {
+        Some(res) => (
             format!("{} a month", money::sum_with_currency(res.monthly_cost, currency)),
             format!(
-                "{} over {} months",
-                money::sum_with_currency(
-                    total_commitment(res.count, res.rate_per_gpu_hour, res.term_months),
-                    currency
-                ),
-                res.term_months
+                "{} over {}",
+                money::sum_with_currency(res.total(), currency),
+                super::model::months(res.term_months)
             ),
         ),
-        Err(_) => match (
-            reservation
-                .get("count")
-                .and_then(|c| c.trim().parse::<u32>().ok())
-                .filter(|c| (1..=4096).contains(c)),
-            reservation
-                .get("rate_per_gpu_hour")
-                .and_then(|c| c.trim().parse::<Decimal>().ok()),
-        ) {
-            (Some(count), Some(rate)) => (
-                format!(
-                    "{} a month",
-                    money::sum_with_currency(monthly_cost(count, rate), currency)
-                ),
-                String::new(),
-            ),
-            _ => ("needs a count and a rate per GPU-hour".into(), String::new()),
-        },
+        None => ("needs a rate per GPU-hour".into(), String::new()),
     }
+}
+
+/// A reservation as the form shows it: every field, the computed ones read-only.
+fn form_fields(res: &Reservation) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("gpu".to_owned(), res.gpu.clone()),
+        ("count".to_owned(), res.gpus.to_string()),
+        ("billing".to_owned(), res.billing.clone()),
+        ("term_months".to_owned(), res.term_months.to_string()),
+        ("start".to_owned(), res.start_date.to_string()),
+        ("rate_per_gpu_hour".to_owned(), money::plain(res.rate_per_gpu_hour)),
+    ])
+}
+
+/// The reservation the form holds for `t`: the computed one with the manager's choices (term,
+/// start) when they are valid.
+fn form_reservation(t: &TrialReview, typed: Option<&BTreeMap<String, String>>) -> Option<Reservation> {
+    let mut res = t.recorded_reservation()?.clone();
+    if let Some(typed) = typed {
+        let choices: BTreeMap<String, String> = typed
+            .iter()
+            .filter(|(k, _)| matches!(k.as_str(), "term_months" | "start" | "start_date"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut chosen = res.clone();
+        if apply_choices(&mut chosen, &choices).is_ok() {
+            res = chosen;
+        }
+    }
+    Some(res)
 }
 
 fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> ReviewPage {
     let brief_id = r.brief.id.to_string();
     let selected = form.trial.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
-    let reservation = form.reservation.unwrap_or_else(|| reservation_defaults(selected));
+    let form_commitment = form_reservation(selected, form.reservation.as_ref());
+    // The form shows what the manager typed (kept after an error), over the computed fields.
+    let mut reservation = form_commitment.as_ref().map(form_fields).unwrap_or_default();
+    if let Some(typed) = &form.reservation {
+        for (k, v) in typed {
+            if matches!(k.as_str(), "term_months" | "start") {
+                reservation.insert(k.clone(), v.clone());
+            }
+        }
+    }
     let currency = &r.context.inputs.brief.currency;
     let (trial_columns, comparison_rows, trial_costs) = comparison(r);
-    let (monthly_preview, monthly_total) = preview(&reservation, currency);
-    // The commitment on the table: the approved reservation while it holds, else the form's.
-    let commitment = match &r.approval {
+    let (monthly_preview, monthly_total) = preview(form_commitment.as_ref(), currency);
+    let chosen = &r.trials[r.chosen];
+    // The commitment on the first screen: the approved reservation while it holds, else the one
+    // approving the decided trial would record.
+    let recorded = match &r.approval {
         Some(a) if a.row.verdict == "approve" && !a.stale => recorded_reservation(r),
         _ => None,
-    }
-    .or_else(|| {
-        // The form's values; while they do not parse, the defaults they started from.
-        needs_reservation(selected.decision.decision)
-            .then(|| {
-                parse_reservation(&reservation)
-                    .or_else(|_| parse_reservation(&reservation_defaults(selected)))
-                    .ok()
-            })
-            .flatten()
-    });
-    let form_commitment = needs_reservation(selected.decision.decision)
-        .then(|| parse_reservation(&reservation).ok())
-        .flatten();
-    let chosen = &r.trials[r.chosen];
-    let top_commitment = if needs_reservation(chosen.decision.decision) {
-        commitment.as_ref()
-    } else {
-        None
     };
+    let computed = chosen.recorded_reservation().cloned();
+    let top_commitment = recorded.or(computed);
+    let approval = approval_view(r);
+    let changed = approval.as_ref().map(|a| a.changed.clone()).unwrap_or_default();
     let latency = latency_bars(r);
     let costs = cost_bars(r);
     ReviewPage {
         ctx: user.into(),
         brief_name: r.brief.fields.name.clone(),
         decision: r.decision.decision.as_str(),
+        decision_meaning: first_screen::verdict_meaning(r.decision.decision),
+        approval_line: first_screen::approval_line(r, &changed),
+        approval_state: match &r.approval {
+            None => "none",
+            Some(a) if a.stale => "stale",
+            Some(a) if a.row.verdict == "approve" => "approved",
+            Some(_) => "rejected",
+        },
+        operating_line: first_screen::operating_line(chosen),
+        gpu_mismatch: chosen
+            .context
+            .gpu_mismatch
+            .as_ref()
+            .map(|(id, named)| (id.to_string(), named.clone())),
+        reservation_note: form_commitment.as_ref().map(|c| c.note.clone()).unwrap_or_default(),
+        reservation_missing: selected
+            .reservation
+            .as_ref()
+            .and_then(|x| x.as_ref().err())
+            .map(|why| (*why).to_owned())
+            .unwrap_or_default(),
         action: decision_view::action(selected.decision.decision, selected, form_commitment.as_ref()),
         why: r
             .decision
@@ -751,7 +826,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             .map(|x| x.rule.to_string())
             .unwrap_or_default(),
         brief_lines: first_screen::brief_lines(r),
-        figures: first_screen::money_figures(r, top_commitment),
+        figures: first_screen::money_figures(r, top_commitment.as_ref()),
         flash: confirmation(r, decided),
         field_errors: form.field_errors,
         problem: form.problem,
@@ -785,7 +860,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             Some(None) => "undefined — nothing accepted yet".into(),
             None => "no ledger yet".into(),
         },
-        approval: approval_view(r),
+        approval,
         may_decide: user.0.role >= Role::Manager,
         needs_reservation: needs_reservation(selected.decision.decision),
         reservation,
@@ -801,24 +876,45 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             .recommended
             .and_then(|id| r.trial(id))
             .map(|t| t.context.trial.fields.name.clone()),
-        closest: r.recommendation.closest.and_then(|id| r.trial(id)).map(|t| {
-            (
-                t.context.trial.fields.name.clone(),
-                t.decision
-                    .missing
-                    .values()
-                    .flatten()
-                    .map(|k| decision_view::criterion_name(k))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        }),
+        closest: r
+            .recommendation
+            .closest
+            .and_then(|id| r.trial(id))
+            .map(|t| (t.context.trial.fields.name.clone(), lacks(t))),
         selected_trial: selected.context.trial.id.to_string(),
         selected_decision: selected.decision.decision.as_str(),
         trial_columns,
         comparison_rows,
         trial_costs,
     }
+}
+
+/// What a trial that cannot be recommended still lacks: its failing and missing required
+/// criteria, or the rule that stopped it.
+fn lacks(t: &TrialReview) -> String {
+    let mut out: Vec<String> = t
+        .context
+        .inputs
+        .criteria
+        .iter()
+        .filter(|c| {
+            c.required
+                && matches!(
+                    c.status,
+                    super::decision::Status::Fail | super::decision::Status::Missing
+                )
+        })
+        .map(|c| match c.status {
+            super::decision::Status::Fail => format!("a passing {}", decision_view::criterion_name(&c.key)),
+            _ => decision_view::criterion_name(&c.key),
+        })
+        .collect();
+    if out.is_empty() {
+        if let Some(reason) = t.decision.reasons.first().filter(|x| x.decision == Verdict::Stop) {
+            out.push(format!("a way past rule {} ({})", reason.rule, reason.says));
+        }
+    }
+    out.join("; ")
 }
 
 /// `?decided=<approval id>`: the redirect after a verdict, so the page confirms it at the top.
@@ -844,7 +940,7 @@ fn field_label(field: &str) -> &str {
         "reservation.count" => "Count (GPUs)",
         "reservation.billing" => "Billing model",
         "reservation.term_months" => "Term (months)",
-        "reservation.start" => "Start",
+        "reservation.start" | "reservation.start_date" => "Start",
         "reservation.rate_per_gpu_hour" => "Rate per GPU-hour",
         "comment" => "Comment",
         "trial" => "Trial",
@@ -913,11 +1009,8 @@ async fn verdict(
                 ),
             };
             let r = service::review(&state, id).await?;
-            let selected = trial.and_then(|t| r.trial(t)).unwrap_or(&r.trials[r.chosen]);
-            let mut merged = reservation_defaults(selected);
-            merged.extend(reservation);
             let form = FormState {
-                reservation: Some(merged),
+                reservation: Some(reservation),
                 trial,
                 comment,
                 field_errors,
@@ -1032,6 +1125,31 @@ struct DecisionRecord<'a> {
     ceiling: String,
     /// Weights, KV cache, overhead and total, in GiB with two decimals.
     sizing_line: String,
+    /// The reservation recorded (or that approving would record), field by field.
+    reservation_rows: Vec<(String, String)>,
+}
+
+/// A reservation as the decision record lists it, every amount through the money formatter.
+fn reservation_rows(res: &Reservation) -> Vec<(String, String)> {
+    let c = &res.currency;
+    vec![
+        ("trial".into(), res.trial.to_string()),
+        ("provider".into(), res.provider.clone().unwrap_or_else(|| "—".into())),
+        ("gpu".into(), res.gpu.clone()),
+        ("gpus_per_node".into(), res.gpus_per_node.to_string()),
+        ("replicas".into(), res.replicas.to_string()),
+        ("gpus".into(), res.gpus.to_string()),
+        ("billing".into(), res.billing.clone()),
+        (
+            "rate_per_gpu_hour".into(),
+            money::with_currency(res.rate_per_gpu_hour, c),
+        ),
+        ("term_months".into(), res.term_months.to_string()),
+        ("monthly_cost".into(), money::with_currency(res.monthly_cost, c)),
+        ("whole term".into(), money::with_currency(res.total(), c)),
+        ("start_date".into(), res.start_date.to_string()),
+        ("note".into(), res.note.clone()),
+    ]
 }
 
 /// The ledger table of the decision record, every amount through the money formatter.
@@ -1136,6 +1254,14 @@ async fn record_md(
             })
             .unwrap_or_default(),
         ledger_rows: record_ledger_rows(&r),
+        reservation_rows: match &r.approval {
+            Some(a) if a.row.verdict == "approve" => recorded_reservation(&r),
+            Some(_) => None,
+            None => r.trials[r.chosen].recorded_reservation().cloned(),
+        }
+        .as_ref()
+        .map(reservation_rows)
+        .unwrap_or_default(),
         ceiling: match r.brief.fields.max_cost_per_job {
             Some(c) => format!(
                 "{} per {}",

@@ -41,30 +41,6 @@ pub async fn newest_metrics(
         .collect())
 }
 
-/// A trial's newest load tests (stage 3, `bench-serving`, read), with only their `serving.*`
-/// metrics. Reads `evidence_trial_load_tests_idx`; `limit` bounds a trial with very many.
-pub async fn load_tests(
-    db: impl PgExecutor<'_>,
-    trial_id: Uuid,
-    limit: i64,
-) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
-    let rows = sqlx::query!(
-        r#"SELECT id,
-                  (SELECT COALESCE(jsonb_object_agg(m.key, m.value), '{}'::jsonb)
-                     FROM jsonb_each(metrics) AS m
-                    WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
-             FROM evidence
-            WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
-            ORDER BY received_at DESC, id DESC
-            LIMIT $2"#,
-        trial_id,
-        limit,
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.metrics.0)).collect())
-}
-
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ApprovalRow {
     pub id: Uuid,
@@ -85,6 +61,9 @@ pub struct ApprovalRow {
     pub reservation_monthly_cost: Option<Decimal>,
     pub reservation_provider: Option<String>,
     pub reservation_rate_per_gpu_hour: Option<Decimal>,
+    /// The whole reservation the review computed, exactly as `trials[].reservation` showed it
+    /// (absent on approvals recorded before it was kept, and on verdicts that reserve nothing).
+    pub reservation: Option<Json<Value>>,
     pub inputs: Json<Value>,
 }
 
@@ -106,12 +85,13 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         ApprovalRow,
         r#"INSERT INTO approvals (id, brief_id, verdict, decision, inputs_digest, comment, decided_by,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
-             reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+             reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour,
+             reservation)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
            RETURNING id, brief_id, trial_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
-             inputs AS "inputs: Json<Value>""#,
+             reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>""#,
         Uuid::now_v7(),
         a.brief_id,
         a.verdict,
@@ -120,15 +100,16 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         a.comment,
         a.decided_by,
         r.map(|r| r.gpu.as_str()),
-        r.map(|r| r.count as i32),
+        r.map(|r| r.gpus as i32),
         r.map(|r| r.billing.as_str()),
         r.map(|r| r.term_months as i32),
-        r.map(|r| r.start),
+        r.map(|r| r.start_date),
         r.map(|r| r.monthly_cost),
         a.inputs,
         a.trial_id,
         r.and_then(|r| r.provider.as_deref()),
         r.map(|r| r.rate_per_gpu_hour),
+        r.and_then(|r| serde_json::to_value(r).ok()),
     )
     .fetch_one(db)
     .await
@@ -141,7 +122,7 @@ pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<
         r#"SELECT id, brief_id, trial_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
-             inputs AS "inputs: Json<Value>"
+             reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = $1 ORDER BY decided_at DESC, id DESC LIMIT 1"#,
         brief_id,
     )
@@ -156,7 +137,7 @@ pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Re
         r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id, verdict, decision, inputs_digest, comment,
              decided_by, decided_at, reservation_gpu, reservation_count, reservation_billing,
              reservation_term_months, reservation_start, reservation_monthly_cost, reservation_provider,
-             reservation_rate_per_gpu_hour, inputs AS "inputs: Json<Value>"
+             reservation_rate_per_gpu_hour, reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = ANY($1)
            ORDER BY brief_id, decided_at DESC, id DESC"#,
         brief_ids,

@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{
-    comparison::{overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
+    comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
     gather::{gather, ReviewContext},
-    model::{changed_inputs, parse_reservation, Reservation},
+    model::{apply_choices, changed_inputs, reservation, Reservation, ReservationBasis},
     repo::{self, ApprovalRow},
 };
 use crate::{
@@ -20,7 +20,7 @@ use crate::{
     auth::{Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
-    money, outbox,
+    outbox,
     state::AppState,
     validation::FieldError,
 };
@@ -40,6 +40,9 @@ pub struct TrialReview {
     pub decision: Decision,
     /// For a re-run: what got better or worse since the trial it re-runs.
     pub changes: Vec<Change>,
+    /// What approving this trial's decision would record (reserve, dedicate, scale), computed by
+    /// the one reservation function; `Err` says why there is none (no rate known).
+    pub reservation: Option<Result<Reservation, &'static str>>,
 }
 
 impl TrialReview {
@@ -51,21 +54,26 @@ impl TrialReview {
                 .iter()
                 .filter(|c| c.required && c.status != Status::NotApplicable)
         };
+        let money = self.context.inputs.money.as_ref();
         TrialStanding {
             trial_id: self.context.trial.id,
             position: self.context.trial.position,
             accepted: self.decision.accepted,
+            decision: self.decision.decision,
+            monthly_cost: money.and_then(|m| m.monthly_cost),
+            cost_per_million_at_slo: money.and_then(|m| m.cost_per_million_output_tokens_at_slo),
             cost_per_job: self.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
-            cost_per_million_at_slo: self
-                .context
-                .inputs
-                .money
-                .as_ref()
-                .and_then(|m| m.cost_per_million_output_tokens_at_slo),
-            gpus: self.context.inputs.brief.current_units,
+            gpus: money
+                .and_then(|m| Some(m.replicas_for_peak? * m.rate.as_ref()?.gpus_billed))
+                .unwrap_or(self.context.inputs.brief.current_units),
             failing_required: required().filter(|c| c.status == Status::Fail).count(),
             missing_required: required().filter(|c| c.status == Status::Missing).count(),
         }
+    }
+
+    /// The reservation approving this trial would record, when its decision reserves something.
+    pub fn recorded_reservation(&self) -> Option<&Reservation> {
+        self.reservation.as_ref()?.as_ref().ok()
     }
 
     pub fn criteria_passed(&self) -> (usize, usize) {
@@ -84,7 +92,7 @@ impl TrialReview {
 }
 
 /// A brief's review: every trial decided on its own, the recommended one, and the brief-level
-/// decision (the recommended trial's, else the first trial's), which `context` and `decision`
+/// decision (the recommended trial's, else the closest trial's), which `context` and `decision`
 /// describe. `decision.inputs_digest` covers every trial: it is what an approval pins.
 pub struct Review {
     pub brief: Brief,
@@ -147,22 +155,43 @@ pub async fn review_body(state: &AppState, id: Uuid) -> Result<Bytes, AppError> 
 pub async fn review_for(state: &AppState, brief: Brief) -> Result<Review, AppError> {
     let id = brief.id;
     let contexts = gather(state, &brief).await?;
+    // Approving today reserves from tomorrow (UTC); the review's JSON is kept per UTC day.
+    let start_date = (Utc::now() + chrono::Duration::days(1)).date_naive();
+    let currency = brief.fields.currency.clone();
     let mut trials: Vec<TrialReview> = contexts
         .into_iter()
         .map(|context| {
             let decision = decide(&context.inputs);
+            let reservation = needs_reservation(decision.decision).then(|| {
+                reservation(&ReservationBasis {
+                    trial: context.trial.id,
+                    provider: &context.trial.fields.provider,
+                    gpu: &context.trial_gpu,
+                    currency: &currency,
+                    decision: decision.decision,
+                    suggested_replicas: decision.suggested_replicas,
+                    money: context.inputs.money.as_ref(),
+                    start_date,
+                })
+            });
             TrialReview {
                 context,
                 decision,
                 changes: Vec::new(),
+                reservation,
             }
         })
         .collect();
-    // A re-run says what changed since the trial it re-runs.
+    // A re-run says what changed since the trial it re-runs: each criterion, the capacity and the
+    // money.
     for i in 0..trials.len() {
         if let Some(of) = trials[i].context.trial.fields.rerun_of {
             if let Some(earlier) = trials.iter().find(|t| t.context.trial.id == of) {
-                let changes = rerun_changes(&earlier.context.inputs.criteria, &trials[i].context.inputs.criteria);
+                let mut changes = rerun_changes(&earlier.context.inputs.criteria, &trials[i].context.inputs.criteria);
+                changes.extend(money_changes(
+                    earlier.context.inputs.money.as_ref(),
+                    trials[i].context.inputs.money.as_ref(),
+                ));
                 trials[i].changes = changes;
             }
         }
@@ -170,6 +199,7 @@ pub async fn review_for(state: &AppState, brief: Brief) -> Result<Review, AppErr
     let recommendation = recommend(&trials.iter().map(TrialReview::standing).collect::<Vec<_>>());
     let chosen = recommendation
         .recommended
+        .or(recommendation.closest)
         .and_then(|r| trials.iter().position(|t| t.context.trial.id == r))
         .unwrap_or(0);
     let digests: Vec<(Uuid, String)> = trials
@@ -208,6 +238,7 @@ fn trial_json(t: &TrialReview) -> Value {
     let (passed, required) = t.criteria_passed();
     let ledger = t.context.inputs.ledger.as_ref();
     let money = t.context.inputs.money.as_ref();
+    let price = t.context.price.as_ref();
     json!({
         "trial": t.context.trial.id,
         "name": t.context.trial.fields.name,
@@ -215,6 +246,7 @@ fn trial_json(t: &TrialReview) -> Value {
         "allocation": t.context.allocation.as_ref().map(|a| json!({
             "gpu": a.gpu.model, "count": a.count, "suggested": a.suggested, "under_sized": a.under_sized,
         })),
+        "billing": t.context.trial.fields.billing.as_str(),
         "decision": t.decision.decision,
         "accepted": t.decision.accepted,
         "reasons": t.decision.reasons,
@@ -223,6 +255,9 @@ fn trial_json(t: &TrialReview) -> Value {
         "cost_per_job": ledger.and_then(|l| l.cost_per_job),
         "utilization": t.decision.utilization,
         "utilization_source": t.decision.utilization_source,
+        "break_even": t.decision.break_even,
+        "break_even_known": t.decision.break_even_known,
+        "price": price,
         "slo_attainment": money.and_then(|m| m.slo_attainment),
         "slo_attainment_estimated": money.is_some_and(|m| m.slo_attainment_estimated),
         "goodput_rps": money.and_then(|m| m.goodput_rps),
@@ -230,9 +265,26 @@ fn trial_json(t: &TrialReview) -> Value {
         "cost_per_million_output_tokens": money.and_then(|m| m.cost_per_million_output_tokens),
         "cost_per_million_output_tokens_at_slo": money.and_then(|m| m.cost_per_million_output_tokens_at_slo),
         "capacity_at_slo_rps": money.and_then(|m| m.capacity_at_slo_rps),
+        "replicas": money.and_then(|m| m.replicas_for_peak),
         "replicas_for_peak": money.and_then(|m| m.replicas_for_peak),
         "monthly_cost": money.and_then(|m| m.monthly_cost),
         "api_is_cheaper": money.and_then(|m| m.api_is_cheaper),
+        "operating_point": money.and_then(|m| m.operating_point.as_ref()).map(|p| json!({
+            "evidence_id": p.evidence_id,
+            "run": p.run,
+            "offered_rps": p.offered_rps,
+            "achieved_rps": p.achieved_rps,
+            "slo_attainment": p.slo_attainment,
+            "goodput_rps": p.goodput_rps,
+            "qualified": p.qualified,
+            "described": p.described,
+        })),
+        "reservation": t.recorded_reservation(),
+        "reservation_missing": t.reservation.as_ref().and_then(|r| r.as_ref().err()),
+        "gpu_mismatch": t.context.gpu_mismatch.as_ref().map(|(id, named)| json!({
+            "evidence_id": id, "named": named, "trial_gpu": t.context.trial_gpu,
+        })),
+        "other_currency_prices": t.context.other_currency,
         "money": money,
         "kv_capacity": t.context.kv.as_ref().map(|k| &k.check),
         "criteria_passed": passed,
@@ -261,7 +313,11 @@ pub fn review_json(r: &Review) -> Value {
         "utilization": r.decision.utilization,
         "utilization_source": r.decision.utilization_source,
         "saturated": r.decision.saturated,
-        "suggested_units": r.decision.suggested_units,
+        "suggested_replicas": r.decision.suggested_replicas,
+        "suggested_units": r
+            .decision
+            .suggested_replicas
+            .map(|n| n * r.context.inputs.brief.current_units.max(1)),
         "criteria": r.context.inputs.criteria,
         "ledger": r.context.inputs.ledger,
         "approval": r.approval,
@@ -275,38 +331,9 @@ pub struct VerdictRequest {
     pub inputs_digest: String,
     /// The trial the verdict names; absent: the recommended trial (else the first).
     pub trial: Option<Uuid>,
-    /// Reservation fields as text; missing ones take the defaults.
+    /// The manager's choices on the computed reservation (term, start date), as text; any other
+    /// field must equal what the review computed.
     pub reservation: BTreeMap<String, String>,
-}
-
-/// Reservation defaults for a trial: its GPU and provider, the decision's unit count, the billing
-/// the decision implies, and the trial's rate (else the ledger's average billed rate).
-pub fn reservation_defaults(t: &TrialReview) -> BTreeMap<String, String> {
-    let inputs = &t.context.inputs;
-    let count = t.decision.suggested_units.unwrap_or(inputs.brief.current_units);
-    let billing = match t.decision.decision {
-        Verdict::Reserve => "reserved",
-        Verdict::Dedicate => "dedicated",
-        _ => "on-demand",
-    };
-    let start = (Utc::now() + chrono::Duration::days(1)).date_naive();
-    let mut d = BTreeMap::from([
-        ("gpu".to_owned(), t.context.trial_gpu.clone()),
-        ("count".to_owned(), count.to_string()),
-        ("billing".to_owned(), billing.to_owned()),
-        (
-            "term_months".to_owned(),
-            if billing == "on-demand" { "1" } else { "12" }.to_owned(),
-        ),
-        ("start".to_owned(), start.to_string()),
-    ]);
-    if !t.context.trial.fields.provider.is_empty() {
-        d.insert("provider".to_owned(), t.context.trial.fields.provider.clone());
-    }
-    if let Some(rate) = t.context.trial.fields.rate_per_gpu_hour.or(t.context.ledger_rate) {
-        d.insert("rate_per_gpu_hour".to_owned(), money::plain(rate.round_dp(4)));
-    }
-    d
 }
 
 pub fn needs_reservation(decision: Verdict) -> bool {
@@ -380,12 +407,16 @@ pub async fn record_verdict(
         )]));
     }
     let decision = trial.decision.decision;
-    let reservation: Option<Reservation> = if request.verdict == "approve" && needs_reservation(decision) {
-        let mut fields = reservation_defaults(trial);
-        fields.extend(request.reservation.into_iter().filter(|(_, v)| !v.trim().is_empty()));
-        Some(parse_reservation(&fields).map_err(AppError::Validation)?)
-    } else {
-        None
+    let reservation: Option<Reservation> = match (&trial.reservation, request.verdict.as_str()) {
+        (Some(Ok(computed)), "approve") => {
+            let mut r = computed.clone();
+            apply_choices(&mut r, &request.reservation).map_err(AppError::Validation)?;
+            Some(r)
+        }
+        (Some(Err(why)), "approve") => {
+            return Err(AppError::Validation(vec![FieldError::new("reservation", *why)]));
+        }
+        _ => None,
     };
     let inputs = current.inputs_record();
     let row = repo::insert_approval(

@@ -1,6 +1,12 @@
 //! Predicted KV-cache capacity beside the one vLLM logged at start-up for a trial
 //! (`serving.kv_cache_tokens`, `serving.max_concurrency`), and whether the measured one holds
 //! what the brief needs: `concurrency` sequences of `context_length` tokens.
+//!
+//! The check is at the brief's context: the sequences the measured cache holds are its tokens ÷ the
+//! brief's `context_length`. vLLM's own "maximum concurrency for N tokens per request" is at its
+//! `max_model_len`, which may be another length than the brief's: it is shown, never compared. A
+//! finding fires only when the cache is short at the brief's context, or when the server was
+//! started for shorter requests than the brief's context.
 
 use serde::Serialize;
 
@@ -37,6 +43,10 @@ pub struct KvCheck {
     pub measured_tokens: Option<u64>,
     pub measured_max_concurrency: Option<f64>,
     pub measured_tokens_per_request: Option<u64>,
+    /// Sequences of the brief's context the measured cache holds: its tokens ÷ the context.
+    pub measured_sequences_at_context: Option<f64>,
+    /// The brief's context length, tokens.
+    pub context_length: u64,
     /// measured ÷ predicted tokens, when both exist.
     pub ratio: Option<f64>,
     /// The brief's concurrency × context length.
@@ -63,9 +73,20 @@ impl KvCheck {
         self.measured_tokens.map(thousands).unwrap_or_else(|| "—".into())
     }
     pub fn measured_concurrency_text(&self) -> String {
-        self.measured_max_concurrency
+        self.measured_sequences_at_context
             .map(|c| format!("{c:.1}"))
             .unwrap_or_else(|| "—".into())
+    }
+    /// vLLM's own figure at its own request length: "15.7 sequences of 40,960 tokens".
+    pub fn vllm_concurrency_text(&self) -> String {
+        match (self.measured_max_concurrency, self.measured_tokens_per_request) {
+            (Some(c), Some(len)) => format!("{c:.1} sequences of {} tokens (its max_model_len)", thousands(len)),
+            (Some(c), None) => format!("{c:.1} sequences of its own maximum length"),
+            _ => String::new(),
+        }
+    }
+    pub fn context_text(&self) -> String {
+        thousands(self.context_length)
     }
     pub fn needed_tokens_text(&self) -> String {
         thousands(self.needed_tokens)
@@ -104,19 +125,23 @@ pub fn kv_check(input: &SizingInput, gpu: &GpuSpec, count: u32, measured: &KvMea
             thousands(input.context_length)
         ));
     }
-    // vLLM's own concurrency figure is the truer one (it knows its block layout); the token count
-    // is the fallback when the log had no concurrency line.
-    match (measured.max_concurrency, measured.tokens) {
-        (Some(c), _) if c < needed_concurrency as f64 => findings.push(format!(
-            "vLLM can keep {c:.2} sequences of full length in its KV cache; the brief needs {needed_concurrency} at once, so requests will queue or be preempted."
-        )),
-        (None, Some(t)) if t < needed_tokens => findings.push(format!(
-            "vLLM's KV cache holds {} tokens; the brief needs {} ({needed_concurrency} sequences × {} tokens), so requests will queue or be preempted.",
-            thousands(t),
-            thousands(needed_tokens),
-            thousands(input.context_length)
-        )),
-        _ => {}
+    // The measured cache in tokens: the logged size, else vLLM's concurrency × its request length.
+    let tokens_measured = measured.tokens.or_else(|| {
+        let c = measured.max_concurrency.filter(|c| c.is_finite() && *c >= 0.0)?;
+        Some((c * measured.tokens_per_request? as f64).floor() as u64)
+    });
+    let context = input.context_length.max(1);
+    let sequences = tokens_measured.map(|t| t as f64 / context as f64);
+    if let (Some(t), Some(held)) = (tokens_measured, sequences) {
+        if t < needed_tokens {
+            findings.push(format!(
+                "vLLM's KV cache holds {} tokens: {held:.2} sequences of the brief's {} tokens, and the brief needs \
+                 {needed_concurrency} at once ({} tokens), so requests will queue or be preempted.",
+                thousands(t),
+                thousands(input.context_length),
+                thousands(needed_tokens)
+            ));
+        }
     }
     Some(KvCheck {
         gpu: gpu.model.clone(),
@@ -127,6 +152,8 @@ pub fn kv_check(input: &SizingInput, gpu: &GpuSpec, count: u32, measured: &KvMea
         measured_tokens: measured.tokens,
         measured_max_concurrency: measured.max_concurrency,
         measured_tokens_per_request: measured.tokens_per_request,
+        measured_sequences_at_context: sequences,
+        context_length: input.context_length,
         ratio: measured
             .tokens
             .filter(|_| tokens > 0)
@@ -163,7 +190,12 @@ mod tests {
         assert_eq!(check.ratio, Some(0.5));
         assert_eq!(check.needed_tokens, 64 * 8192);
         assert!(check.short());
-        assert!(check.findings[0].contains("20.50 sequences"), "{:?}", check.findings);
+        let held = (predicted.tokens / 2) as f64 / 8192.0;
+        assert!(
+            check.findings[0].contains(&format!("{held:.2} sequences of the brief's 8,192 tokens")),
+            "{:?}",
+            check.findings
+        );
         assert!(check.findings[0].contains("needs 64"));
     }
 
@@ -199,7 +231,30 @@ mod tests {
         let check = kv_check(&input, h100, 4, &measured).unwrap();
         assert_eq!(check.findings.len(), 2, "{:?}", check.findings);
         assert!(check.findings[0].contains("at most 4,096 tokens"));
-        assert!(check.findings[1].contains("holds 100,000 tokens; the brief needs 131,072"));
+        // 100,000 ÷ 8,192 = 12.21 sequences of the brief's context, for 16 needed.
+        assert!(
+            check.findings[1].contains("holds 100,000 tokens: 12.21 sequences of the brief's 8,192 tokens"),
+            "{:?}",
+            check.findings
+        );
+        assert!(check.findings[1].contains("needs 16 at once (131,072 tokens)"));
+    }
+
+    #[test]
+    fn vllms_concurrency_at_its_own_longer_length_raises_no_alarm_at_the_briefs_context() {
+        // The server was started for 32,768-token requests and logged 1.9× concurrency there; at the
+        // brief's 8,192 tokens its 62,000-token cache holds 7.57 sequences, more than the 4 needed.
+        let h100 = gpu_by_name("H100 SXM").unwrap();
+        let measured = KvMeasured {
+            tokens: Some(62_000),
+            max_concurrency: Some(1.89),
+            tokens_per_request: Some(32_768),
+            gpu_memory_utilization: None,
+        };
+        let check = kv_check(&llama70b(4), h100, 4, &measured).unwrap();
+        assert!(!check.short(), "{:?}", check.findings);
+        assert_eq!(check.measured_sequences_at_context, Some(62_000.0 / 8192.0));
+        assert!(check.vllm_concurrency_text().contains("32,768 tokens"));
     }
 
     #[test]

@@ -336,8 +336,9 @@ pub struct SizingOption {
     /// cannot run the brief's precision and what would; `None` when the defaults load it.
     pub load_note: Option<String>,
     /// The cheapest current price of this allocation from the imported price sheets, in the brief's
-    /// currency; filled by the prices module, absent when no sheet prices this GPU. Its fields
-    /// appear on the option itself (`price_per_hour`, `price_per_month`, `provider`, …).
+    /// currency, its billing named; filled by the prices module, absent when no sheet prices this
+    /// GPU. Its fields appear on the option itself (`price_per_hour`, `price_per_month`,
+    /// `provider`, `billing`, …).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub price: Option<OptionPrice>,
 }

@@ -26,11 +26,12 @@ enum Floor {
     Http,
 }
 
-const GROUND: [&str; 10] = [
+const GROUND: [&str; 11] = [
     "validation",
     "money",
     "sizing",
     "evidence::parsers",
+    "evidence::load_points",
     "review::decision",
     "review::comparison",
     "review::money",

@@ -333,3 +333,43 @@ async fn the_form_offers_the_serving_settings_and_previews_the_state_line() {
     );
     assert!(html.contains("<option value=\"fp8\" selected"), "the choice is kept");
 }
+
+/// The brief's traffic headroom and a managed API's input and output prices: kept as given,
+/// checked at the field, and the page's form offers them.
+#[tokio::test]
+async fn headroom_and_api_prices_per_token_kind_round_trip_and_are_checked() {
+    let app = spawn_app().await;
+    let mut body = gemma3_brief();
+    merge(
+        &mut body,
+        json!({ "headroom_pct": 20, "api_price_input_per_million": "0.15", "api_price_output_per_million": "0.60" }),
+    );
+    let res = app.post_json("/api/v1/briefs", &body).await;
+    assert_eq!(res.status(), 201);
+    let created: Value = res.json().await.unwrap();
+    assert_eq!(created["headroom_pct"], 20.0);
+    assert_eq!(created["api_price_input_per_million"], "0.15");
+    assert_eq!(created["api_price_output_per_million"], "0.6");
+    let mut bad = gemma3_brief();
+    merge(
+        &mut bad,
+        json!({ "headroom_pct": -5, "api_price_output_per_million": "$1" }),
+    );
+    let fields: Vec<String> = problem_fields(app.post_json("/api/v1/briefs", &bad).await)
+        .await
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect();
+    assert_eq!(fields, ["headroom_pct", "api_price_output_per_million"]);
+    let id = created["id"].as_str().unwrap();
+    let form = app
+        .login_owner()
+        .await
+        .get(app.url(&format!("/briefs/{id}/edit")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(form.contains("name=\"headroom_pct\" value=\"20\""), "the form keeps it");
+    assert!(form.contains("name=\"api_price_input_per_million\" value=\"0.15\""));
+}

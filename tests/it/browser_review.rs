@@ -1,6 +1,8 @@
-//! The review in headless Chromium, as a manager reads it: the decision, why and what it costs on
-//! the first screen; approving with the confirmation at the top; a bad approval that keeps what
-//! was typed; an engineer sees no form.
+//! The review in headless Chromium, as a manager reads it: the decision, why, its approval state and
+//! what it costs on the first screen — every amount there a figure of the review's JSON and of the
+//! reservation the approval stores; approving the computed reservation (the manager picks the term
+//! and start) with the confirmation at the top; a bad approval that keeps what was typed; an
+//! engineer sees no form.
 
 use crate::common;
 
@@ -80,8 +82,39 @@ fn raw_figures_are_found() {
     assert!(raw_figures("0.0086 USD within 0.02 USD; 245,280 USD; ≥ 8; 2026-12-01").is_empty());
 }
 
+/// Every amount with a currency in `text`: "20,440 USD", "0.0086 USD".
+fn amounts(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out = Vec::new();
+    for pair in words.windows(2) {
+        let number = pair[0].trim_start_matches(['(', '“']);
+        let currency = pair[1].trim_end_matches([',', '.', ';', ')', ':']);
+        let is_number = !number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == ',' || c == '.');
+        let is_currency = currency.len() == 3 && currency.chars().all(|c| c.is_ascii_uppercase());
+        if is_number && is_currency && number.starts_with(|c: char| c.is_ascii_digit()) {
+            out.push(format!("{number} {currency}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn amounts_are_found() {
+    assert_eq!(
+        amounts("costs 0.0086 USD, within 0.02 USD; (20,440 USD a month), 8 × H200"),
+        ["0.0086 USD", "0.02 USD", "20,440 USD"]
+    );
+}
+
+fn dec(v: &serde_json::Value) -> rust_decimal::Decimal {
+    v.as_str()
+        .unwrap_or_else(|| panic!("{v} is not a decimal string"))
+        .parse()
+        .unwrap()
+}
+
 #[tokio::test]
-async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
+async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_its_figures() {
     let app = spawn_app().await;
     let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
     let loaded = demo::load(&state).await.unwrap();
@@ -110,20 +143,28 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     let manager = app.user(Role::Manager).await;
     let b = browser::launch().await;
     b.login(&app.base, &manager, PASSWORD).await;
-    // A laptop: what is decided, why and what it costs are on the first screen.
+    // A laptop: what is decided, why, whether it is approved and what it costs are on the first
+    // screen.
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url(&review)).await.unwrap();
     b.shot("review-1366").await;
     assert_eq!(b.text("#decision .big").await.to_lowercase(), "reserve");
     assert_eq!(
+        b.text("#decision-meaning").await,
+        "commit to this allocation for a term at a lower rate"
+    );
+    assert_eq!(
         b.text("h1").await,
         "Review: Support chat — Llama 3.1 70B on 8 × H200 (demo)"
     );
     let why = b.text("#why").await;
+    // The demo imports no price sheet: no reserved price of the offer is known, so rule 8 reads the
+    // 0.60 break-even and claims no saving.
     assert!(
-        why.contains("The 8 × H200 SXM trial met every target and the GPUs were busy 77.7 % of paid hours, so a reservation is cheaper than paying by the hour."),
+        why.contains("The 8 × H200 SXM trial met every target and the GPUs were busy 77.7 % of paid hours, enough to reserve; but no reserved price of this offer is known, so no saving is claimed"),
         "{why}"
     );
+    assert_eq!(b.text("#approval-top").await, "Not approved yet.");
     let summary = b.text("#brief-summary").await;
     assert!(summary.contains("meta-llama/Llama-3.1-70B-Instruct"), "{summary}");
     assert!(
@@ -135,18 +176,23 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
         cost.contains("0.0086 USD") && cost.contains("within the ceiling of 0.02 USD"),
         "{cost}"
     );
+    // The reservation the review computed: the trial's own on-demand rate (said so), 8 × 3.50 × 730.
     let commitment = b.text("#figure-commitment").await;
     assert!(
-        commitment.contains("245,280 USD") && commitment.contains("20,440 USD a month"),
-        "8 × 3.50 × 730 × 12: {commitment}"
+        commitment.contains("20,440 USD") && commitment.contains("no reserved price is current"),
+        "{commitment}"
     );
     let versus = b.text("#figure-reserved-vs-on-demand").await;
-    assert!(versus.contains("on demand 245,280 USD"), "{versus}");
+    assert!(
+        versus.contains("no saving is claimed"),
+        "never a saving beside the same rate: {versus}"
+    );
     let screen = viewport_height(&b).await;
     for css in [
         "h1",
         "#decision",
         "#why",
+        "#approval-top",
         "#brief-summary",
         "#figure-cost-per-job",
         "#figure-commitment",
@@ -178,39 +224,29 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
         b.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
     }
 
-    // The form's defaults and its live preview: it follows the rate typed.
-    assert_eq!(b.value("reservation.gpu").await, "H200 SXM", "defaults from the sizing");
+    // The form holds the computed reservation: its figures read-only, the term and start the
+    // manager's; the preview follows the term.
+    assert_eq!(b.value("reservation.gpu").await, "H200 SXM");
     assert_eq!(b.value("reservation.count").await, "8");
-    assert_eq!(
-        b.value("reservation.rate_per_gpu_hour").await,
-        "3.50",
-        "defaults from the trial's rate (and the ledger's: 9408 / 2688 GPU-hours)"
-    );
+    assert_eq!(b.value("reservation.billing").await, "on-demand");
+    assert_eq!(b.value("reservation.rate_per_gpu_hour").await, "3.50");
+    assert_eq!(b.value("reservation.term_months").await, "1");
     assert_eq!(b.text("#monthly-cost").await, "20,440 USD a month", "8 × 3.50 × 730 h");
+    assert_eq!(b.text("#term-cost").await, "20,440 USD over 1 month");
+    b.fill("reservation.term_months", "12").await;
     assert_eq!(b.text("#term-cost").await, "245,280 USD over 12 months");
     assert_eq!(
         b.text("#approve-button").await,
         "Approve: reserve 8 × H200 SXM for 12 months"
     );
-    b.fill("reservation.rate_per_gpu_hour", "2.60").await;
-    assert_eq!(
-        b.text("#monthly-cost").await,
-        "15,184 USD a month",
-        "8 × 2.60 × 730 h, as typed"
-    );
-    assert_eq!(b.text("#term-cost").await, "182,208 USD over 12 months");
-    b.fill("reservation.term_months", "6").await;
-    assert_eq!(
-        b.text("#approve-button").await,
-        "Approve: reserve 8 × H200 SXM for 6 months"
-    );
-    assert_eq!(b.text("#term-cost").await, "91,104 USD over 6 months");
-    b.fill("comment", "Steady at 78 % utilization; reserve for half a year.")
-        .await;
+    b.fill(
+        "comment",
+        "Steady at 78 % utilization; a reserved price is being asked for.",
+    )
+    .await;
     b.click("button[value='approve']").await;
 
-    // Post/redirect/get: the confirmation is at the top and says what was recorded, the figure
-    // the preview showed.
+    // Post/redirect/get: the confirmation is at the top and says what was recorded.
     assert!(b
         .client
         .current_url()
@@ -222,30 +258,101 @@ async fn a_manager_approves_a_reserve_and_the_dashboard_shows_it() {
     let feedback = b.text("#verdict-feedback").await;
     assert!(
         feedback.starts_with(&format!("Approved by {manager} at "))
-            && feedback.contains("reserve 8 × H200 SXM for 6 months, 15,184 USD a month, 91,104 USD in all."),
+            && feedback.contains("reserve 8 × H200 SXM for 12 months, 20,440 USD a month, 245,280 USD in all."),
         "{feedback}"
     );
     let at = bottom(&b, "#verdict-feedback").await;
     assert!(at <= 300.0, "the confirmation ends {at} px down the page");
     b.shot("review-approved-1366").await;
     assert_eq!(b.text(".approval-state .badge").await, "approved");
-    assert!(b.text("#approval").await.contains("8 × H200 SXM, reserved, 6 months"));
+    assert!(b
+        .text("#approval")
+        .await
+        .contains("8 × H200 SXM (1 replica of 8 GPUs), on-demand, 12 months"));
+    assert!(b
+        .text("#approval-top")
+        .await
+        .starts_with(&format!("Approved (reserve) by {manager} on ")));
     // A reload shows the same page and records nothing again.
     b.client.refresh().await.unwrap();
     assert!(b.text("#verdict-feedback").await.starts_with("Approved by"));
-    // The first screen now shows the recorded commitment.
-    assert!(b.text("#figure-commitment").await.contains("91,104 USD"));
-    let recorded: (i64, Option<rust_decimal::Decimal>) =
-        sqlx::query_as("SELECT count(*), max(reservation_monthly_cost) FROM approvals WHERE brief_id = $1")
-            .bind(loaded.brief_id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
-    assert_eq!(recorded.0, 1, "a reload does not post again");
-    assert_eq!(
-        recorded.1,
-        Some("15184.00".parse().unwrap()),
-        "the figure previewed is the figure recorded"
+
+    // Every amount on the first screen is a figure of the review's JSON and the stored reservation.
+    let json: serde_json::Value = app
+        .get(&format!("/api/v1/briefs/{}/review", loaded.brief_id))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let stored: serde_json::Value = sqlx::query_scalar("SELECT reservation FROM approvals WHERE brief_id = $1")
+        .bind(loaded.brief_id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(json["approval"]["reservation"], stored);
+    let chosen = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["trial"] == json["trial"])
+        .unwrap();
+    let computed = &chosen["reservation"];
+    for field in [
+        "trial",
+        "gpu",
+        "gpus_per_node",
+        "replicas",
+        "gpus",
+        "billing",
+        "rate_per_gpu_hour",
+        "currency",
+        "monthly_cost",
+        "note",
+    ] {
+        assert_eq!(
+            stored[field], computed[field],
+            "{field}: the stored reservation is the computed one"
+        );
+    }
+    assert_eq!(stored["term_months"], 12, "the manager's term");
+    let currency = json["trials"][0]["money"]["currency"].as_str().unwrap().to_owned();
+    let monthly = dec(&stored["monthly_cost"]);
+    let on_demand = dec(&chosen["money"]["reservation_rates"]["on_demand_rate"])
+        * rust_decimal::Decimal::from(stored["gpus"].as_u64().unwrap())
+        * rust_decimal::Decimal::from(730);
+    let figures = [
+        dec(&json["ledger"]["cost_per_job"]),
+        dec(&json["approval"]["reservation"]["rate_per_gpu_hour"]),
+        monthly,
+        monthly * rust_decimal::Decimal::from(stored["term_months"].as_u64().unwrap()),
+        on_demand,
+        "0.02".parse().unwrap(), // the brief's ceiling
+    ];
+    let expected: Vec<String> = figures
+        .iter()
+        .flat_map(|d| {
+            [
+                rentcheck::money::with_currency(*d, &currency),
+                rentcheck::money::sum_with_currency(*d, &currency),
+            ]
+        })
+        .collect();
+    let mut first_screen = String::new();
+    for css in ["#decision", "#brief-summary", "#money-figures"] {
+        first_screen.push_str(&b.text(css).await);
+        first_screen.push('\n');
+    }
+    let shown = amounts(&first_screen);
+    assert!(shown.len() >= 5, "{first_screen}");
+    for amount in &shown {
+        assert!(
+            expected.contains(amount),
+            "{amount} on the first screen is no figure of the review or the reservation ({expected:?}):\n{first_screen}"
+        );
+    }
+    assert!(
+        shown.contains(&"245,280 USD".to_owned()),
+        "the recorded commitment: {first_screen}"
     );
 
     // A phone: the same first facts, no sideways scrolling.
@@ -290,10 +397,9 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
     b.login(&app.base, &manager, PASSWORD).await;
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url(&review)).await.unwrap();
-    b.fill("reservation.rate_per_gpu_hour", "2.60").await;
     b.fill("reservation.start", "next week").await;
-    b.fill("reservation.count", "0").await;
-    b.fill("comment", "Reserve at the quoted 2.60").await;
+    b.fill("reservation.term_months", "0").await;
+    b.fill("comment", "Reserve for the quarter").await;
     b.click("button[value='approve']").await;
 
     // What is wrong is at the top, linked to each field, and at the field itself.
@@ -308,8 +414,8 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
         "Must be a date like 2026-12-01"
     );
     assert_eq!(
-        b.text("#reservation-count-error").await,
-        "Must be a whole number from 1 to 4096"
+        b.text("#reservation-term_months-error").await,
+        "Must be a whole number from 1 to 60"
     );
     let attr = |css: &'static str, name: &'static str| {
         let b = &b;
@@ -332,13 +438,17 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
         Some("reservation-start-error")
     );
     assert_eq!(attr("#reservation-rate_per_gpu_hour", "aria-invalid").await, None);
-    // Everything typed is still there, and the preview computed by the server (no script has run
-    // on this page yet) follows it.
+    assert_eq!(
+        attr("#reservation-rate_per_gpu_hour", "readonly").await.as_deref(),
+        Some("true"),
+        "the rate is the review's"
+    );
+    // Everything typed is still there; the preview is the computed reservation's.
     assert_eq!(b.value("reservation.start").await, "next week");
-    assert_eq!(b.value("reservation.count").await, "0");
-    assert_eq!(b.value("reservation.rate_per_gpu_hour").await, "2.60");
-    assert_eq!(b.value("comment").await, "Reserve at the quoted 2.60");
-    assert_eq!(b.text("#monthly-cost").await, "needs a count and a rate per GPU-hour");
+    assert_eq!(b.value("reservation.term_months").await, "0");
+    assert_eq!(b.value("reservation.rate_per_gpu_hour").await, "3.50");
+    assert_eq!(b.value("comment").await, "Reserve for the quarter");
+    assert_eq!(b.text("#monthly-cost").await, "20,440 USD a month");
     b.shot("review-invalid-1366").await;
     b.client
         .execute("document.getElementById('approval').scrollIntoView()", vec![])
@@ -347,11 +457,14 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
     b.shot("review-invalid-form-1366").await;
 
     // Corrected, it records what the preview says.
-    b.fill("reservation.count", "8").await;
+    b.fill("reservation.term_months", "3").await;
     b.fill("reservation.start", "2026-12-01").await;
-    assert_eq!(b.text("#monthly-cost").await, "15,184 USD a month");
+    assert_eq!(b.text("#term-cost").await, "61,320 USD over 3 months");
     b.click("button[value='approve']").await;
-    assert!(b.text("#verdict-feedback").await.contains("15,184 USD a month"));
+    assert!(b
+        .text("#verdict-feedback")
+        .await
+        .contains("20,440 USD a month, 61,320 USD in all"));
     b.close().await;
     let n: i64 = sqlx::query_scalar("SELECT count(*) FROM approvals WHERE brief_id = $1")
         .bind(loaded.brief_id)
@@ -376,36 +489,52 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
         .unwrap()
         .to_owned();
     // No trial named: the recommended one (the demo's 8 × H200).
-    let form = |start: &'static str| {
+    let form = |rate: &'static str, start: &'static str| {
         vec![
             ("csrf_token", manager.csrf.clone()),
             ("inputs_digest", digest.clone()),
             ("verdict", "approve".to_owned()),
-            ("reservation.rate_per_gpu_hour", "2.60".to_owned()),
+            ("reservation.rate_per_gpu_hour", rate.to_owned()),
+            ("reservation.term_months", "12".to_owned()),
             ("reservation.start", start.to_owned()),
             ("comment", "".to_owned()),
         ]
     };
-    // A bad date: 422, the typed rate's figure is what the page now previews.
+    // A rate of the manager's own is refused at its field: the approval records the review's.
     let res = manager
         .client
         .post(app.url(&review))
-        .form(&form("soon"))
+        .form(&form("2.60", "2026-12-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("is what the review computed (3.5)"), "{page}");
+    // A bad date: 422, and the page previews the computed figure for the term typed.
+    let res = manager
+        .client
+        .post(app.url(&review))
+        .form(&form("3.50", "soon"))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), 422);
     let page = res.text().await.unwrap();
     assert!(
-        page.contains("id=\"monthly-cost\" aria-live=\"polite\">15,184 USD a month<"),
-        "preview of 8 × 2.60 × 730"
+        page.contains("id=\"monthly-cost\" aria-live=\"polite\">20,440 USD a month<"),
+        "preview of 8 × 3.50 × 730"
     );
-    assert!(page.contains("aria-invalid=\"true\" aria-describedby=\"reservation-start-error\""));
+    assert!(
+        page.contains("aria-invalid=\"true\" aria-describedby=\"reservation-start-error\""),
+        "{}",
+        &page[page.find("verdict-problem").unwrap_or(0)..]
+    );
     // Corrected: 303 to the review with the confirmation, and the same figure recorded.
     let res = manager
         .client
         .post(app.url(&review))
-        .form(&form("2026-12-01"))
+        .form(&form("3.50", "2026-12-01"))
         .send()
         .await
         .unwrap();
@@ -414,7 +543,7 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
     assert!(location.starts_with(&format!("{review}?decided=")), "{location}");
     let page = manager.get(app.url(&location)).await.text().await.unwrap();
     assert!(
-        page.contains("15,184 USD a month, 182,208 USD in all."),
+        page.contains("20,440 USD a month, 245,280 USD in all."),
         "the confirmation names the figure"
     );
     let monthly: Option<rust_decimal::Decimal> =
@@ -423,7 +552,7 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
             .fetch_one(&app.pool)
             .await
             .unwrap();
-    assert_eq!(monthly, Some("15184.00".parse().unwrap()));
+    assert_eq!(monthly, Some("20440.00".parse().unwrap()));
 }
 
 #[tokio::test]

@@ -81,7 +81,7 @@ async fn an_engineer_adds_a_second_trial_sends_evidence_to_it_and_the_review_com
         "the second trial's gpu.count is its own evidence: {row}"
     );
     assert!(
-        comparison.contains("no trial meets the card yet"),
+        comparison.contains("so none is recommended"),
         "neither trial is accepted yet: {comparison}"
     );
     b.shot("review-two-trials").await;

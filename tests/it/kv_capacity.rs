@@ -249,3 +249,96 @@ async fn a_config_json_file_sent_through_the_form_is_kept_and_sizes_the_brief() 
         "the textarea holds the config"
     );
 }
+
+/// vLLM logs its concurrency at its own `max_model_len` (here 31.48 sequences of 32,768 tokens).
+/// A brief at 8,192 tokens asks another question: the 1,031,408-token cache holds 1,031,408 ÷ 8,192
+/// = 125.9 sequences of the brief's context, more than the 48 it needs, so there is no alarm.
+#[tokio::test]
+async fn the_kv_check_is_at_the_briefs_context_not_at_vllms_own_request_length() {
+    let app = spawn_app().await;
+    let mut body = llama70b_tp4(48);
+    merge(&mut body, json!({ "context_length": 8192 }));
+    let id = app.brief_id_with(body).await;
+    let res = app
+        .post_raw_evidence(
+            &id,
+            "kind=vllm-log&stage=1",
+            "text/plain",
+            fixture("vllm-log/v1-llama70b-tp4-startup.log"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{id}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let kv = &review["trials"][0]["kv_capacity"];
+    assert_eq!(
+        kv["findings"],
+        json!([]),
+        "31.48 at 32,768 tokens is no shortage at 8,192: {kv}"
+    );
+    assert_eq!(kv["measured_sequences_at_context"], 1_031_408.0 / 8192.0);
+    assert_eq!(kv["context_length"], 8192);
+    let html = app
+        .login_owner()
+        .await
+        .get(app.url(&format!("/briefs/{id}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("The measured capacity holds what the brief needs."));
+    assert!(
+        html.contains("31.5 sequences of 32,768 tokens (its max_model_len)"),
+        "vLLM's own figure is shown at its own length"
+    );
+}
+
+/// When the measured KV cache of the allocation under test is short at the brief's context, the
+/// sizing table on the same page does not call that allocation "fits".
+#[tokio::test]
+async fn an_option_marked_fits_never_contradicts_the_kv_box_on_the_brief_page() {
+    let app = spawn_app().await;
+    // 36 sequences of 32,768 tokens on 8 × H100 SXM: the sizing says it fits; the logged cache
+    // holds 1,031,408 ÷ 32,768 = 31.5 of them.
+    let mut body = llama70b_tp4(36);
+    merge(&mut body, json!({ "trial_gpu_count": 8 }));
+    let id = app.brief_id_with(body).await;
+    let brief: Value = app.get(&format!("/api/v1/briefs/{id}")).await.json().await.unwrap();
+    let option = brief["sizing"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["gpu"] == "H100 SXM")
+        .unwrap()
+        .clone();
+    assert_eq!(option["fits"], true, "the prediction alone fits: {option}");
+    assert!(option["count"].as_u64().unwrap() <= 8);
+    let res = app
+        .post_raw_evidence(
+            &id,
+            "kind=vllm-log&stage=1",
+            "text/plain",
+            fixture("vllm-log/v1-llama70b-tp4-startup.log"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let html = app
+        .login_owner()
+        .await
+        .get(app.url(&format!("/briefs/{id}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let kv = &html[html.find("id=\"kv-capacity\"").unwrap()..];
+    assert!(kv[..kv.find("</section>").unwrap()].contains("short"));
+    let table = &html[html.find("class=\"sizing-table\"").unwrap()..];
+    let row = &table[table.find("<td>H100 SXM</td>").unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(!row.contains(">fits<"), "the row under test does not say fits: {row}");
+    assert!(row.contains("the measured KV cache of the trial is short"), "{row}");
+}

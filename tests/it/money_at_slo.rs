@@ -1,8 +1,8 @@
 //! Money per unit of work at the SLO, per trial: the share of requests inside every target and the
-//! goodput from per-request data, what a million output tokens cost overall and at the SLO, the
-//! capacity of one replica from a sweep, replicas and a monthly cost for the expected peak, the
-//! break-even against a managed API, and a review pinned to the price rows it used (a new sheet
-//! makes an approval stale). Every expected figure is worked out here by hand.
+//! goodput from per-request data, what a million output tokens cost overall and at the SLO (the
+//! good requests' tokens), the capacity of one replica from a sweep, replicas and a monthly cost for
+//! the expected peak, the break-even against a managed API, and a review pinned to the price rows
+//! it used (a new sheet makes an approval stale). Every expected figure is worked out here by hand.
 
 use crate::common;
 
@@ -100,13 +100,22 @@ async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens()
     // tokens − 1) ≤ 40 ms, latency ≤ 8 s, where the file's latency is TTFT + the token gaps; an
     // errored request is a miss.
     let requests = common::vllm_requests(&file);
-    let met = requests
-        .iter()
-        .filter(|r| r.ok && r.ttft_ms <= 400.0 && r.tpot_ms <= 40.0 && r.e2e_ms <= 8000.0)
-        .count();
+    let good: Vec<usize> = (0..requests.len())
+        .filter(|&i| {
+            let r = &requests[i];
+            r.ok && r.ttft_ms <= 400.0 && r.tpot_ms <= 40.0 && r.e2e_ms <= 8000.0
+        })
+        .collect();
+    let met = good.len();
     let attainment = met as f64 / requests.len() as f64;
-    let request_rps = file["request_throughput"].as_f64().unwrap();
+    let duration = file["duration"].as_f64().unwrap();
     let tokens_per_s = file["output_throughput"].as_f64().unwrap();
+    // The output tokens of the good requests only, over the run's duration.
+    let good_tokens_per_s = good
+        .iter()
+        .map(|&i| file["output_lens"][i].as_f64().unwrap())
+        .sum::<f64>()
+        / duration;
 
     let r = review(&app, &brief).await;
     let t = &r["trials"][0];
@@ -115,7 +124,8 @@ async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens()
         "{t}"
     );
     assert_eq!(t["slo_attainment_estimated"], false, "per-request data is no estimate");
-    assert!((t["goodput_rps"].as_f64().unwrap() - attainment * request_rps).abs() < 1e-9);
+    // vLLM's request_goodput: good requests ÷ the run's duration.
+    assert!((t["goodput_rps"].as_f64().unwrap() - met as f64 / duration).abs() < 1e-9);
     // 8 GPUs × 1.50 = 12.00 an hour; a million tokens cost 12 ÷ (tokens/s × 3600) × 10^6, and at
     // the SLO only the tokens of requests inside every target count.
     assert_eq!(decimal(&t["cost_per_hour"]), Decimal::new(1200, 2));
@@ -127,14 +137,14 @@ async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens()
     );
     assert_eq!(
         decimal(&t["cost_per_million_output_tokens_at_slo"]),
-        round4(hourly / per_second(tokens_per_s * attainment))
+        round4(hourly / per_second(good_tokens_per_s))
     );
     assert!(
         decimal(&t["cost_per_million_output_tokens_at_slo"]) > decimal(&t["cost_per_million_output_tokens"]),
         "requests outside the targets make the useful tokens dearer"
     );
     // Every figure says where it came from.
-    assert_eq!(t["money"]["operating_point"]["evidence_id"], evidence["id"]);
+    assert_eq!(t["operating_point"]["evidence_id"], evidence["id"]);
     assert_eq!(t["money"]["rate"]["source"]["from"], "trial");
     // One run below the 95 % target: no capacity at the SLO, so no replicas either.
     assert!(attainment < 0.95, "{attainment}");
@@ -143,56 +153,87 @@ async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens()
 }
 
 /// A sweep (several load points) gives the capacity of one replica at the SLO; with the brief's
-/// expected peak that is a replica count and a monthly cost, and the API's price is compared at
-/// the SLO.
+/// expected peak that is a replica count and a monthly cost, and the API's price is compared per
+/// good request. The points are the real run of tests/fixtures transformed (`common::vllm_points`).
 #[tokio::test]
 async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even() {
+    use common::vllm_points::{good, load_point, Load, TPOT_MS, TTFT_MS};
     let app = spawn_app().await;
     let brief = app
         .brief_id_with(json!({
             "trial_gpu": "H100 SXM", "trial_gpu_count": 2,
+            "targets": common::vllm_points::targets(),
             "expected_peak_rps": 20, "api_price_per_million_tokens": "1.00",
         }))
         .await;
     let trial = first_trial(&app, &brief).await;
     edit_trial(&app, &trial, json!({ "rate_per_gpu_hour": "2.00" })).await;
-    // 4 requests/s: 20 of 20 inside the targets; 8: 19 of 20 (95 %); 15.5: 12 of 20 (60 %).
-    let sweep = [
-        run("conc4", 4.0, 400.0, 0),
-        run("conc8", 8.0, 800.0, 1),
-        run("conc16", 15.5, 1550.0, 8),
-    ]
-    .iter()
-    .map(Value::to_string)
-    .collect::<Vec<_>>()
-    .join("\n");
+    // 4 requests/s over 50 s; 8 over 25.3 s with 20 ms more queueing; 16 over 18 s with 400 ms: 194,
+    // 194 and 0 of the 200 requests inside every target.
+    let points = [
+        load_point(Load::at(4.0, 50.0)),
+        load_point(Load::at(8.0, 25.3).queued(20.0)),
+        load_point(Load::at(16.0, 18.0).queued(400.0)),
+    ];
+    let sweep = points.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
     let evidence = upload(&app, &brief, sweep.into_bytes()).await;
     assert_ne!(evidence["parse_status"], "failed", "{evidence}");
 
     let r = review(&app, &brief).await;
     let t = &r["trials"][0];
-    let points = t["money"]["load_points"].as_array().unwrap();
-    assert_eq!(points.len(), 3, "one load point per run: {points:?}");
-    // The highest rate that kept 95 % inside every target is 8 requests/s.
+    let loaded = t["money"]["load_points"].as_array().unwrap();
+    assert_eq!(loaded.len(), 3, "one load point per run: {loaded:?}");
+    // The operating point: the highest throughput that kept 95 % inside every target, 8 requests/s
+    // offered and 7.9 achieved (within 5 %): one replica carries 8 requests/s.
     assert_eq!(t["capacity_at_slo_rps"], 8.0);
-    assert_eq!(t["slo_attainment"], 0.95);
-    assert!(
-        (t["goodput_rps"].as_f64().unwrap() - 7.6).abs() < 1e-9,
-        "95 % of 8 requests/s"
-    );
-    // 2 GPUs × 2.00 = 4.00 an hour. At 8 requests/s, 800 tokens/s of which 95 % count:
-    // 4 × 10^6 ÷ (760 × 3600) = 1.4620 per million at the SLO. Overall, at the file's headline
-    // (its highest-throughput run, 1,550 tokens/s): 4 × 10^6 ÷ (1,550 × 3600) = 0.7168.
+    let good_8 = good(&points[1], TTFT_MS, TPOT_MS);
+    assert_eq!(t["slo_attainment"], good_8.len() as f64 / 200.0);
+    assert!((t["goodput_rps"].as_f64().unwrap() - 194.0 / 25.3).abs() < 1e-9);
+    // 2 GPUs × 2.00 = 4.00 an hour. At the SLO, the good requests' output tokens over 25.3 s; all
+    // tokens at the same operating point: the run's output throughput.
+    let good_tokens_per_s = good_8.iter().map(|r| r.output_tokens).sum::<f64>() / 25.3;
+    let all_tokens_per_s = points[1]["output_throughput"].as_f64().unwrap();
+    let per_million = |tokens_per_s: f64| {
+        round4(Decimal::from(4_000_000) / (Decimal::from_f64(tokens_per_s).unwrap() * Decimal::from(3600)))
+    };
     assert_eq!(
         decimal(&t["cost_per_million_output_tokens_at_slo"]),
-        Decimal::new(14620, 4)
+        per_million(good_tokens_per_s)
     );
-    assert_eq!(decimal(&t["cost_per_million_output_tokens"]), Decimal::new(7168, 4));
-    // 20 requests/s at 8 per replica: 3 replicas × 4.00 an hour × 730 hours = 8,760.00 a month.
+    assert_eq!(
+        decimal(&t["cost_per_million_output_tokens"]),
+        per_million(all_tokens_per_s)
+    );
+    // 20 requests/s at 8 per replica: 3 replicas × 2 GPUs × 2.00 × 730 hours = 8,760.00 a month.
     assert_eq!(t["replicas_for_peak"], 3);
     assert_eq!(decimal(&t["monthly_cost"]), Decimal::from(8760));
-    // The API's 1.00 per million is below 1.46: cheaper (rule 6b decides only once accepted).
-    assert_eq!(t["api_is_cheaper"], true);
+    // The API's 1.00 per million output tokens (its output price only) against this trial's cost
+    // per good request: 4.00 ÷ (194 ÷ 25.3 × 3600) = 0.000145 here, 0.00022 there (the good
+    // requests' 218 output tokens on average).
+    let mean_out = good_8.iter().map(|r| r.output_tokens).sum::<f64>() / good_8.len() as f64;
+    let api = &t["money"]["api"];
+    let ours = 4.0 / (194.0 / 25.3 * 3600.0);
+    let theirs = mean_out / 1e6;
+    assert!(
+        (decimal(&api["our_cost_per_good_request"])
+            .to_string()
+            .parse::<f64>()
+            .unwrap()
+            - ours)
+            .abs()
+            < 1e-7
+    );
+    assert!(
+        (decimal(&api["api_cost_per_request"])
+            .to_string()
+            .parse::<f64>()
+            .unwrap()
+            - theirs)
+            .abs()
+            < 1e-7
+    );
+    assert_eq!(api["output_price_only"], true);
+    assert_eq!(t["api_is_cheaper"], ours > theirs);
     assert!(!r["accepted"].as_bool().unwrap());
     assert!(r["reasons"].as_array().unwrap().iter().all(|x| x["rule"] != "6b"));
 
@@ -204,12 +245,15 @@ async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even()
         .text()
         .await
         .unwrap();
+    let at_slo = rentcheck::money::with_currency(per_million(good_tokens_per_s), "USD");
     assert!(
-        html.contains("At 8 requests/s the 2 × H100 SXM trial (Trial 1) keeps 95 % of requests inside every target; a million output tokens cost 1.46 USD there."),
+        html.contains(&format!(
+            "At 8 requests/s the 2 × H100 SXM trial (Trial 1) keeps 97 % of requests inside every target; a million output tokens cost {at_slo} there."
+        )),
         "{html}"
     );
-    assert!(html.contains("the expected peak of 20 requests/s needs 3 replicas, 8,760.00 USD a month"));
-    assert!(html.contains("A managed API at 1.00 USD per million output tokens is cheaper"));
+    assert!(html.contains("the expected peak of 20 requests/s (no headroom) needs 3 replicas, 8,760.00 USD a month"));
+    assert!(html.contains("(output price only)"));
     assert!(html.contains("id=\"attainment-chart\""));
     assert!(html.contains("Trial 1 — keeps the target up to 8 requests/s"));
     // The decision record carries the same figures, each with where it came from.

@@ -95,8 +95,12 @@ fn slo_attainment_from_real_per_request_data() {
     close(&p, "serving.slo_attainment_ttft", ttft_ok as f64 / total);
     close(&p, "serving.slo_attainment_itl", tpot_ok as f64 / total);
     close(&p, "serving.slo_attainment_e2e", e2e_ok as f64 / total);
-    // goodput = attainment × the tool's request throughput
-    close(&p, "serving.goodput_rps", met as f64 / total * 8.398304797910107);
+    // goodput = good requests ÷ the run's duration (vLLM's request_goodput); nothing failed here, so
+    // it equals attainment × throughput
+    let duration = 23.81432977400027;
+    close(&p, "serving.goodput_rps", met as f64 / duration);
+    close(&p, "serving.good_requests", met as f64);
+    close(&p, "serving.duration_s", duration);
     assert!(warned(&p, "rebuilt as TTFT + the inter-token gaps"));
 
     // Percentiles the tool did not print come from the per-request data (linear between ranks,
@@ -166,7 +170,12 @@ fn guidellm_sweep_per_load_point_with_attainment() {
     close(&p, "serving.by_run.constant_4_5rps.slo_attainment_ttft", 3.0 / 5.0);
     close(&p, "serving.by_run.constant_4_5rps.slo_attainment_itl", 3.0 / 5.0);
     close(&p, "serving.by_run.constant_4_5rps.slo_attainment_e2e", 3.0 / 5.0);
-    close(&p, "serving.by_run.constant_4_5rps.goodput_rps", 0.2 * 4.1);
+    // Goodput counts the errored request once (as not good): 1 good request over the point's
+    // duration, which the report gives as 4 completed at 4.1 requests/s — 1 ÷ (4 ÷ 4.1) = 1.025,
+    // not attainment × throughput (0.2 × 4.1 = 0.82, which counts the failure twice).
+    close(&p, "serving.by_run.constant_4_5rps.good_requests", 1.0);
+    close(&p, "serving.by_run.constant_4_5rps.goodput_rps", 4.1 / 4.0);
+    close(&p, "serving.by_run.constant_4_5rps.offered_rps", 4.5);
     // the synchronous point's report kept 2 of its 36 requests: said, not hidden
     assert!(warned(&p, "kept 2 of 36 requests"));
 }

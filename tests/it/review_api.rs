@@ -205,6 +205,10 @@ async fn review_and_audit_pages_render_for_people() {
     assert_eq!(audit.status(), 200);
     let home = manager.get(app.url("/")).await.text().await.unwrap();
     assert!(home.contains("data-decision="), "the dashboard shows decision badges");
+    assert!(
+        home.contains("keep testing, pay as you go"),
+        "an expand badge says what it means for a manager"
+    );
     // Nothing was sent to this brief: it waits for evidence, not for a review (issue 20).
     assert!(
         home.contains("awaiting evidence") && !home.contains("needs approval"),

@@ -126,9 +126,12 @@ async fn a_database_with_the_demo_gets_its_first_trial_and_keeps_its_meaning() {
         })
         .collect();
     assert_eq!(differing, ["nccl.busbw_peak_gbps"]);
-    // The review reads money per unit of work since (the trial's rate and its load tests): a new
-    // input, named as such.
-    assert_eq!(review["approval"]["changed"], serde_json::json!(["criteria", "money"]));
+    // The review reads money per unit of work since (the trial's rate and its load tests) and the
+    // trial's billing (rules 6c and 8): new inputs, named as such.
+    assert_eq!(
+        review["approval"]["changed"],
+        serde_json::json!(["brief.trial_billing", "criteria", "money"])
+    );
     assert_eq!(review["trials"].as_array().unwrap().len(), 1);
     let brief_json: Value = client
         .get(format!("{base}/api/v1/briefs/{DEMO_BRIEF}"))

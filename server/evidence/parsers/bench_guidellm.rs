@@ -118,6 +118,27 @@ fn successful<'a>(m: &'a Map<String, Value>, name: &str) -> Option<&'a Map<Strin
 
 fn benchmark(b: &Map<String, Value>, i: usize, p: &mut Parsed) -> Run {
     let mut r = Run::named(name_of(b, i));
+    // The load asked for (a rate, or a number of streams) and how long the point ran.
+    if let Some(s) = strategy(b) {
+        if let Some(rate) = s.get("rate").and_then(num).filter(|x| x.is_finite() && *x > 0.0) {
+            r.set("offered_rps", rate);
+        }
+        if let Some(streams) = s.get("streams").or_else(|| s.get("max_concurrency")).and_then(num) {
+            r.set("max_concurrency", streams);
+        }
+    }
+    let seconds = |o: &Map<String, Value>| {
+        o.get("duration").and_then(num).or_else(|| {
+            let (start, end) = (o.get("start_time").and_then(num)?, o.get("end_time").and_then(num)?);
+            Some(end - start)
+        })
+    };
+    if let Some(d) = seconds(b)
+        .or_else(|| b.get("run_stats").and_then(Value::as_object).and_then(seconds))
+        .filter(|d| d.is_finite() && *d > 0.0)
+    {
+        r.set("duration_s", d);
+    }
     let empty = Map::new();
     let m = b.get("metrics").and_then(Value::as_object).unwrap_or(&empty);
     for (name, metric, scale) in LATENCIES {
@@ -178,6 +199,8 @@ fn benchmark(b: &Map<String, Value>, i: usize, p: &mut Parsed) -> Run {
                 ttft_ms: get(&[("time_to_first_token_ms", 1.0)]),
                 tpot_ms: get(&[("time_per_output_token_ms", 1.0)]),
                 e2e_ms: get(&[("request_latency_ms", 1.0), ("request_latency", 1000.0)]),
+                input_tokens: get(&[("prompt_tokens", 1.0)]),
+                output_tokens: get(&[("output_tokens", 1.0)]),
             });
         }
         let errored = list("errored").map_or(0, Vec::len);

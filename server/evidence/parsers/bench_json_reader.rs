@@ -45,6 +45,8 @@ pub(crate) struct Obj {
     pub(crate) errors: Option<Vec<bool>>,
     /// `output_lens` when it is an array (tokens per request; NaN where not a number).
     pub(crate) output_lens: Option<Vec<f64>>,
+    /// `input_lens` when it is an array (prompt tokens per request; NaN where not a number).
+    pub(crate) input_lens: Option<Vec<f64>>,
 }
 
 /// The numbers of every request's ITL array, flattened; request `i`'s are `values[ends[i-1]..ends[i]]`
@@ -68,6 +70,7 @@ impl Obj {
             match k.as_str() {
                 "ttfts" => o.ttfts = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
                 "output_lens" => o.output_lens = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
+                "input_lens" => o.input_lens = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
                 "itls" => {
                     let mut t = Itls::default();
                     for x in &items {
@@ -157,6 +160,16 @@ impl<'de> Visitor<'de> for ObjVisitor {
                     }
                     Member::Other(v) => {
                         o.output_lens = None;
+                        v
+                    }
+                },
+                "input_lens" => match m.next_value::<Member<Ttfts>>()? {
+                    Member::Array(Ttfts(t)) => {
+                        o.input_lens = Some(t);
+                        Value::Array(Vec::new())
+                    }
+                    Member::Other(v) => {
+                        o.input_lens = None;
                         v
                     }
                 },

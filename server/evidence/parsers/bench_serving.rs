@@ -11,16 +11,27 @@
 //! * GuideLLM `benchmarks.json`, one run per load point (`bench_guidellm`);
 //! * GenAI-Perf CSV exports (`bench_serving_text`).
 //!
+//! * a JSON array of such results (`vllm bench sweep`'s `summary.json`): a sweep, one load point per
+//!   element;
+//!
 //! Keys: `serving.<metric>_<stat>_ms` with metric ∈ ttft, tpot, itl, e2e and stat ∈ mean, p50
 //! (median), pNN as present (`p99.9` → `p99_9`); only percentiles the input contains are reported.
 //! Per-request arrays (`ttfts`, `itls`, `errors`) give EXACT ttft/itl p50/p95/p99 (numpy-linear, as
-//! vLLM computes them, successful requests only) and win over the summary. Also
+//! vLLM computes them, over the requests that completed: an entry of a failed request is dropped
+//! whatever the tool wrote there) and win over the summary. A run in which no request completed
+//! has no latency: the tools still write 0 for every statistic, so its `_ms` keys are left out (with
+//! a warning) while `serving.completed` = 0 and `serving.error_rate` = 1 are kept. Also
+//! `serving.duration_s`, `serving.offered_rps` (the request rate asked for, when finite),
+//! `serving.max_concurrency`, `serving.mean_input_tokens` / `serving.mean_output_tokens` (per
+//! completed request),
 //! `serving.request_throughput_rps`, `serving.output_tokens_per_s`, `serving.total_tokens_per_s`,
 //! `serving.completed`, `serving.failed`, `serving.error_rate` = failed / (completed + failed) when
 //! derivable, `serving.tool_goodput_rps` (the tool's own goodput, against the tool's `--goodput`
 //! flags, not the brief's). With per-request data and the brief's targets ([`SloTargets`]):
-//! `serving.slo_attainment`, `serving.goodput_rps` and one `serving.slo_attainment_<ttft|itl|e2e>`
-//! per target (see `slo`). Inputs with several runs: see the module docs of `parsers`
+//! `serving.slo_attainment` (good ÷ sent), `serving.good_requests`, `serving.goodput_rps` (good ÷
+//! the run's duration), `serving.good_output_tokens_per_s` and the good requests' mean prompt and
+//! output tokens (`serving.good_mean_input_tokens`, `serving.good_mean_output_tokens`) when the file
+//! records tokens per request, and one `serving.slo_attainment_<ttft|itl|e2e>` per target (see `slo`). Inputs with several runs: see the module docs of `parsers`
 //! (`serving.by_run.*`).
 
 use super::bench_json_reader::{read_doc, Doc, Obj};
@@ -76,21 +87,33 @@ pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError>
 }
 
 fn emit(p: &mut Parsed, mut runs: Vec<Run>, targets: &SloTargets) {
+    let several = runs.len() > 1;
     for r in runs.iter_mut() {
         if let (Some(c), Some(f)) = (r.get("completed"), r.get("failed")) {
             if c + f > 0.0 && c >= 0.0 && f >= 0.0 {
                 r.set("error_rate", f / (c + f));
             }
         }
+        if r.get("completed") == Some(0.0) {
+            nothing_completed(p, r, several);
+        }
     }
-    let several = runs.len() > 1;
     for r in runs.iter_mut() {
         attain(p, r, targets, several);
     }
     let put = |p: &mut Parsed, prefix: &str, r: &Run| {
         for (k, v) in &r.vals {
             let key = format!("{prefix}.{k}");
-            if ["completed", "failed", "incomplete", "max_concurrency", "slo_requests"].contains(&k.as_str()) {
+            if [
+                "completed",
+                "failed",
+                "incomplete",
+                "max_concurrency",
+                "slo_requests",
+                "good_requests",
+            ]
+            .contains(&k.as_str())
+            {
                 p.count(&key, *v);
             } else {
                 p.nonneg(&key, *v);
@@ -143,16 +166,37 @@ fn emit(p: &mut Parsed, mut runs: Vec<Run>, targets: &SloTargets) {
     }
 }
 
+/// "run \"rate_4\": " in a file of several runs, else nothing.
+fn which_run(r: &Run, several: bool) -> String {
+    if several {
+        format!("run {:?}: ", r.name)
+    } else {
+        String::new()
+    }
+}
+
+/// A run in which no request completed has no latency: the tools write 0.0 for every statistic,
+/// which would pass any target. Those keys are dropped (and said so); every request failed.
+fn nothing_completed(p: &mut Parsed, r: &mut Run, several: bool) {
+    let before = r.vals.len();
+    r.vals.retain(|(k, _)| !k.ends_with("_ms"));
+    r.set("error_rate", 1.0);
+    if before > r.vals.len() {
+        p.warn(format!(
+            "{}no request completed: the latency figures the tool wrote (0) are left out",
+            which_run(r, several)
+        ));
+    } else {
+        p.warn(format!("{}no request completed", which_run(r, several)));
+    }
+}
+
 /// SLO attainment of one run from its per-request figures (nothing without them or without targets).
 fn attain(p: &mut Parsed, r: &mut Run, targets: &SloTargets, several: bool) {
     let Some(a) = slo::attainment(&r.requests, targets) else {
         return;
     };
-    let which = if several {
-        format!("run {:?}: ", r.name)
-    } else {
-        String::new()
-    };
+    let which = which_run(r, several);
     if r.latency_rebuilt && (targets.tpot_ms.is_some() || targets.e2e_ms.is_some()) {
         p.warn(format!(
             "{which}per-request end-to-end latency and TPOT are rebuilt as TTFT + the inter-token gaps \
@@ -171,13 +215,38 @@ fn attain(p: &mut Parsed, r: &mut Run, targets: &SloTargets, several: bool) {
     }
     r.set("slo_attainment", a.fraction);
     r.set("slo_requests", a.total as f64);
+    r.set("good_requests", a.met as f64);
     for (t, share) in &a.per_target {
         r.set(format!("slo_attainment_{t}"), *share);
     }
-    match r.get("request_throughput_rps") {
-        Some(rps) => r.set("goodput_rps", a.fraction * rps),
+    if a.met > 0 {
+        if let Some(n) = a.good_input_tokens {
+            r.set("good_mean_input_tokens", n / a.met as f64);
+        }
+        if let Some(n) = a.good_output_tokens {
+            r.set("good_mean_output_tokens", n / a.met as f64);
+        }
+    }
+    // vLLM's request_goodput: good requests ÷ the run's duration. Without a duration, the one the
+    // request throughput implies (completed ÷ throughput).
+    let completed = r
+        .get("completed")
+        .unwrap_or_else(|| r.requests.iter().filter(|q| q.ok).count() as f64);
+    let duration = r.get("duration_s").filter(|d| *d > 0.0).or_else(|| {
+        r.get("request_throughput_rps")
+            .filter(|rps| *rps > 0.0 && completed > 0.0)
+            .map(|rps| completed / rps)
+    });
+    match duration {
+        Some(d) => {
+            r.set("goodput_rps", a.met as f64 / d);
+            if let Some(n) = a.good_output_tokens {
+                r.set("good_output_tokens_per_s", n / d);
+            }
+        }
+        None if a.met == 0 => r.set("goodput_rps", 0.0),
         None => p.warn(format!(
-            "{which}goodput needs the request throughput, which this file does not give"
+            "{which}goodput needs the run's duration or its request throughput, which this file does not give"
         )),
     }
 }
@@ -191,6 +260,9 @@ fn json_runs(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
         Doc::Other(Value::Array(rows)) if rows.iter().any(|r| r.get("Test name").is_some()) => {
             p.tool = Some("vllm nightly benchmark".into());
             Ok(rows.iter().filter_map(Value::as_object).map(table_row).collect())
+        }
+        Doc::Other(Value::Array(rows)) if rows.iter().any(|r| r.as_object().is_some_and(is_vllm_result)) => {
+            Ok(sweep(rows, p))
         }
         Doc::Object(Obj { map: o, .. }) if o.get("serving").is_some_and(Value::is_object) => {
             p.tool = Some("vllm nightly benchmark".into());
@@ -293,6 +365,29 @@ fn json_lines(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
     Ok(runs)
 }
 
+/// `vllm bench sweep`'s `summary.json`: a JSON array of `vllm bench serve` results, one load point
+/// each (named by its label, else its request rate and concurrency).
+fn sweep(rows: &[Value], p: &mut Parsed) -> Vec<Run> {
+    p.tool = Some("vllm bench sweep".into());
+    let mut runs = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let Some(o) = row.as_object().filter(|o| is_vllm_result(o)) else {
+            p.warn(format!(
+                "element {} of the sweep is not a vllm bench serve result; skipped",
+                i + 1
+            ));
+            continue;
+        };
+        let obj = Obj::from_map(o.clone());
+        let mut r = vllm_result(&obj, p);
+        if r.name.is_empty() {
+            r.name = load_point(o).unwrap_or_else(|| format!("run{}", i + 1));
+        }
+        runs.push(r);
+    }
+    runs
+}
+
 /// A run's load point as a name: `rate_4`, `rate_inf_conc_64`; None when the record says neither.
 fn load_point(o: &Map<String, Value>) -> Option<String> {
     let rate = match o.get("request_rate") {
@@ -353,6 +448,24 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
     for (src, dst) in map {
         if let Some(x) = o.get(src).and_then(num) {
             r.set(dst, x);
+        }
+    }
+    // The load asked for: a finite request rate (`inf` sends everything at once: no offered rate).
+    if let Some(rate) = o
+        .get("request_rate")
+        .and_then(num)
+        .filter(|r| r.is_finite() && *r > 0.0)
+    {
+        r.set("offered_rps", rate);
+    }
+    if let Some(c) = r.get("completed").filter(|c| *c > 0.0) {
+        for (src, dst) in [
+            ("total_input_tokens", "mean_input_tokens"),
+            ("total_output_tokens", "mean_output_tokens"),
+        ] {
+            if let Some(total) = o.get(src).and_then(num) {
+                r.set(dst, total / c);
+            }
         }
     }
     // Older SGLang results give completed and duration but no request throughput: it is their
@@ -444,17 +557,19 @@ fn requests(obj: &Obj) -> Vec<RequestSample> {
                 (Some(t), Some((sum, _))) if sum.is_finite() => Some(t + sum * 1000.0),
                 _ => None,
             };
-            let tokens = obj
+            let recorded = obj
                 .output_lens
                 .as_ref()
                 .and_then(|l| l.get(i))
                 .copied()
-                .filter(|n| n.is_finite())
-                // Without output_lens, every streamed chunk after the first is one token.
-                .or_else(|| gaps.map(|(_, n)| (n + 1) as f64));
+                .filter(|n| n.is_finite() && *n >= 0.0);
+            // Without output_lens, every streamed chunk after the first is one token.
+            let tokens = recorded.or_else(|| gaps.map(|(_, n)| (n + 1) as f64));
+            // vLLM: (latency − TTFT) ÷ (tokens − 1), 0 for a one-token answer; a completed request
+            // with no output token has no time per output token.
             let tpot_ms = match (gaps, tokens) {
                 (Some((sum, _)), Some(n)) if n > 1.0 => Some(sum * 1000.0 / (n - 1.0)),
-                (Some(_), Some(_)) => Some(0.0),
+                (Some(_), Some(n)) if n >= 1.0 => Some(0.0),
                 _ => None,
             };
             RequestSample {
@@ -462,6 +577,13 @@ fn requests(obj: &Obj) -> Vec<RequestSample> {
                 ttft_ms,
                 tpot_ms,
                 e2e_ms,
+                input_tokens: obj
+                    .input_lens
+                    .as_ref()
+                    .and_then(|l| l.get(i))
+                    .copied()
+                    .filter(|n| n.is_finite() && *n >= 0.0),
+                output_tokens: recorded,
             }
         })
         .collect()

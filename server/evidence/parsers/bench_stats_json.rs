@@ -205,6 +205,7 @@ pub(crate) fn records<'a>(recs: impl Iterator<Item = (usize, &'a Map<String, Val
             ttft_ms: record_ms(m, "time_to_first_token"),
             tpot_ms: record_ms(m, "inter_token_latency"),
             e2e_ms: record_ms(m, "request_latency"),
+            ..RequestSample::default()
         };
         if sample.ttft_ms.is_none() && sample.e2e_ms.is_none() {
             p.warn(format!(

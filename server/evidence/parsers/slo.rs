@@ -1,7 +1,10 @@
 //! SLO attainment: the share of requests that met every latency target of the brief at once, judged
 //! per request the way vLLM's `--goodput` judges it — time to first token, the request's mean time
 //! per output token, and its end-to-end latency, each at or below its target, for the targets the
-//! brief sets. A failed request is a miss. Goodput is attainment × request throughput.
+//! brief sets. A failed request is a miss. Attainment is good requests ÷ requests sent (completed +
+//! failed); goodput is good requests ÷ the run's duration, as vLLM's `request_goodput` counts it
+//! (a failed request is counted once: as a request that is not good). A completed request without
+//! output tokens has no time per output token: it cannot miss that target.
 //!
 //! From histograms (`/metrics`) no request can be followed through all three figures, so only one
 //! target at a time can be estimated: the share of observations at or below the target, read off the
@@ -68,6 +71,16 @@ pub struct RequestSample {
     /// `(e2e − ttft) / (output tokens − 1)`, 0 for a one-token answer (as vLLM computes it).
     pub tpot_ms: Option<f64>,
     pub e2e_ms: Option<f64>,
+    /// Prompt and output tokens of the request, when the format records them.
+    pub input_tokens: Option<f64>,
+    pub output_tokens: Option<f64>,
+}
+
+impl RequestSample {
+    /// Completed, but with no output token: there is no time per output token to judge.
+    fn no_output(&self) -> bool {
+        self.ok && self.tpot_ms.is_none() && self.output_tokens == Some(0.0)
+    }
 }
 
 /// What [`attainment`] found.
@@ -83,6 +96,9 @@ pub struct Attainment {
     pub per_target: Vec<(&'static str, f64)>,
     /// Targets the brief sets that no request's data can judge (the format does not record them).
     pub not_judged: Vec<&'static str>,
+    /// Output and prompt tokens of the good requests, when every good request records them.
+    pub good_output_tokens: Option<f64>,
+    pub good_input_tokens: Option<f64>,
 }
 
 /// Attainment of `requests` against `targets`; None when no target is set or there is no request.
@@ -90,6 +106,18 @@ pub fn attainment(requests: &[RequestSample], targets: &SloTargets) -> Option<At
     let set = targets.set();
     if set.is_empty() || requests.is_empty() {
         return None;
+    }
+    // Nothing completed: every request sent is a miss, whatever the format records.
+    if !requests.iter().any(|r| r.ok) {
+        return Some(Attainment {
+            met: 0,
+            total: requests.len(),
+            fraction: 0.0,
+            per_target: set.iter().map(|(t, _)| (t.suffix(), 0.0)).collect(),
+            not_judged: Vec::new(),
+            good_output_tokens: Some(0.0),
+            good_input_tokens: Some(0.0),
+        });
     }
     // A target no successful request has a figure for cannot be judged: leave it out (and say so)
     // rather than fail every request on it.
@@ -103,13 +131,23 @@ pub fn attainment(requests: &[RequestSample], targets: &SloTargets) -> Option<At
             fraction: f64::NAN,
             per_target: Vec::new(),
             not_judged: not_judged.iter().map(|(t, _)| t.suffix()).collect(),
+            good_output_tokens: None,
+            good_input_tokens: None,
         });
     }
-    let meets = |r: &RequestSample, t: Target, limit: f64| r.ok && t.of(r).is_some_and(|v| v <= limit);
-    let met = requests
+    let meets = |r: &RequestSample, t: Target, limit: f64| {
+        r.ok && (t.of(r).is_some_and(|v| v <= limit) || (t == Target::Tpot && r.no_output()))
+    };
+    let good: Vec<&RequestSample> = requests
         .iter()
         .filter(|r| judged.iter().all(|(t, limit)| meets(r, *t, *limit)))
-        .count();
+        .collect();
+    let met = good.len();
+    let tokens = |of: fn(&RequestSample) -> Option<f64>| -> Option<f64> {
+        good.iter()
+            .map(|r| of(r).filter(|n| n.is_finite() && *n >= 0.0))
+            .sum::<Option<f64>>()
+    };
     let total = requests.len();
     Some(Attainment {
         met,
@@ -123,6 +161,8 @@ pub fn attainment(requests: &[RequestSample], targets: &SloTargets) -> Option<At
             })
             .collect(),
         not_judged: not_judged.iter().map(|(t, _)| t.suffix()).collect(),
+        good_output_tokens: tokens(|r| r.output_tokens),
+        good_input_tokens: tokens(|r| r.input_tokens),
     })
 }
 
@@ -171,6 +211,8 @@ mod tests {
             ttft_ms: Some(ttft),
             tpot_ms: Some(tpot),
             e2e_ms: Some(e2e),
+            input_tokens: Some(100.0),
+            output_tokens: Some(10.0),
         }
     }
 
@@ -193,7 +235,33 @@ mod tests {
         assert_eq!(a.fraction, 0.4);
         // ttft: requests 1, 3, 5 meet (4 failed) = 3/5; tpot: 1, 2, 5 = 3/5; e2e: all but the failed = 4/5.
         assert_eq!(a.per_target, vec![("ttft", 0.6), ("itl", 0.6), ("e2e", 0.8)]);
+        // The two good requests' tokens: 2 × 10 output, 2 × 100 prompt.
+        assert_eq!((a.good_output_tokens, a.good_input_tokens), (Some(20.0), Some(200.0)));
         assert!(attainment(&rs, &SloTargets::default()).is_none());
+    }
+
+    #[test]
+    fn a_completed_request_without_output_tokens_cannot_miss_the_time_per_token() {
+        let empty = RequestSample {
+            ok: true,
+            ttft_ms: Some(50.0),
+            tpot_ms: None,
+            e2e_ms: Some(60.0),
+            input_tokens: Some(10.0),
+            output_tokens: Some(0.0),
+        };
+        let t = SloTargets {
+            ttft_ms: Some(100.0),
+            tpot_ms: Some(30.0),
+            e2e_ms: None,
+        };
+        let a = attainment(&[empty, req(true, 50.0, 40.0, 60.0)], &t).unwrap();
+        assert_eq!(
+            (a.met, a.total),
+            (1, 2),
+            "the empty answer is good; the slow one is not"
+        );
+        assert_eq!(a.good_output_tokens, Some(0.0));
     }
 
     #[test]
@@ -201,8 +269,7 @@ mod tests {
         let rs = [RequestSample {
             ok: true,
             ttft_ms: Some(50.0),
-            tpot_ms: None,
-            e2e_ms: None,
+            ..RequestSample::default()
         }];
         let t = SloTargets {
             ttft_ms: Some(100.0),

@@ -299,6 +299,19 @@ fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
             }
         }
     }
+    // The time-per-output-token target is judged per request: its estimate comes from the
+    // per-request histogram, never from the per-gap inter-token one.
+    if !LATENCIES.iter().any(|(stem, _)| *stem == "tpot") {
+        if let Some(per_model) = hist.get("vllm:request_time_per_output_token_seconds") {
+            let merged: Buckets = per_model
+                .values()
+                .filter(|b| b.iter().any(|(u, _)| *u == f64::INFINITY))
+                .flatten()
+                .copied()
+                .collect();
+            estimate_attainment(&mut p, "tpot", targets, &merged);
+        }
+    }
     if !hist.contains_key("vllm:time_to_first_token_seconds") {
         p.warn("no vllm:time_to_first_token_seconds histogram");
     }
@@ -414,12 +427,14 @@ fn quantiles(p: &mut Parsed, prefix: &str, fam: &str, b: &[(f64, f64)]) {
 }
 
 /// Per-target SLO attainment estimated from one histogram: the share of observations at or below the
-/// brief's target. Only one target at a time (no request can be followed across histograms), and the
-/// ITL histogram holds every inter-token gap, not each request's mean, so the figure is an estimate.
+/// brief's target, from the per-request histograms only (TTFT, the request's mean time per output
+/// token, end-to-end latency): the inter-token histogram holds every gap, not each request's mean,
+/// so it judges nothing. One target at a time (no request can be followed across histograms), so
+/// the joint share is at most the smallest of these.
 fn estimate_attainment(p: &mut Parsed, stem: &str, targets: &SloTargets, buckets: &[(f64, f64)]) {
     let (target, key) = match stem {
         "ttft" => (targets.ttft_ms, "ttft"),
-        "itl" => (targets.tpot_ms, "itl"),
+        "tpot" => (targets.tpot_ms, "itl"),
         "e2e" => (targets.e2e_ms, "e2e"),
         _ => return,
     };

@@ -3,6 +3,7 @@
 
 pub mod browser;
 pub mod s3;
+pub mod vllm_points;
 
 use std::str::FromStr;
 
