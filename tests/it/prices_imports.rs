@@ -243,7 +243,7 @@ async fn the_sizing_prices_from_the_catalogue_and_names_spot() {
         .await
         .unwrap();
     assert!(
-        page.contains("20.99 USD/h</span> <span class=\"billing\">spot</span>"),
+        page.contains("20.99 USD/h</span> <span class=\"badge billing\">spot</span>"),
         "the sizing names the billing of its price"
     );
 
