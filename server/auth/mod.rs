@@ -205,7 +205,10 @@ mod tests {
         assert!(agent.may_send_to_brief(a).is_ok());
         assert!(agent.may_send_to_brief(b).is_err(), "agent for A cannot send to B");
         assert!(agent.may_read_brief(a).is_err(), "agents only send");
-        assert!(agent.may_read_test_plan(a, Uuid::nil()).is_ok(), "collect --plan reads its plan");
+        assert!(
+            agent.may_read_test_plan(a, Uuid::nil()).is_ok(),
+            "collect --plan reads its plan"
+        );
         assert!(agent.may_read_test_plan(b, Uuid::nil()).is_err(), "not another brief's");
         let trial_agent = Principal::Token {
             jti: Uuid::nil(),
@@ -216,7 +219,10 @@ mod tests {
             user: None,
         };
         assert!(trial_agent.may_read_test_plan(a, b).is_ok());
-        assert!(trial_agent.may_read_test_plan(a, Uuid::nil()).is_err(), "not another trial's");
+        assert!(
+            trial_agent.may_read_test_plan(a, Uuid::nil()).is_err(),
+            "not another trial's"
+        );
         assert!(agent.require_person(Role::Engineer).is_err());
 
         let engineer = token(Role::Engineer, None);

@@ -765,7 +765,10 @@ pub fn document() -> OpenApi {
     .parameter(path_param("tid", "the trial's id"))
     .response("200", ok_json("the plan", obj("test plan")))
     .response("403", problem_response("a token scoped to another brief or trial"))
-    .response("404", problem_response("no such brief, or the trial is not the brief's"));
+    .response(
+        "404",
+        problem_response("no such brief, or the trial is not the brief's"),
+    );
     let test_plan_job = op(
         "getTestPlanJob",
         "trials",
@@ -780,7 +783,10 @@ pub fn document() -> OpenApi {
             .content("application/yaml", json_content(typed(Type::String, "YAML")))
             .build(),
     )
-    .response("404", problem_response("no such brief, or the trial is not the brief's"));
+    .response(
+        "404",
+        problem_response("no such brief, or the trial is not the brief's"),
+    );
     let get_ledger = get_ledger.parameter(trial_param());
     let ledger_summary_op = ledger_summary_op.parameter(trial_param());
     let post_ledger = post_ledger.parameter(trial_param());

@@ -250,7 +250,10 @@ pub fn predicted_capacity_rps(
     (c.is_finite() && c > 0.0).then(|| {
         (
             c,
-            format!("{basis}: about {} req/s at most; real servers reach roughly half", fmt_num(round_sig(c, 2))),
+            format!(
+                "{basis}: about {} req/s at most; real servers reach roughly half",
+                fmt_num(round_sig(c, 2))
+            ),
         )
     })
 }
@@ -306,7 +309,11 @@ pub fn sweep_rates(capacity: Option<f64>, peak: Option<f64>, target_rps: Option<
         }
         (None, None) => {
             for r in [0.5, 1.0, 2.0, 4.0, 8.0] {
-                rates.push((r, "a default step: neither the sizing nor the brief gives a rate".into(), false));
+                rates.push((
+                    r,
+                    "a default step: neither the sizing nor the brief gives a rate".into(),
+                    false,
+                ));
             }
         }
     }
@@ -348,10 +355,7 @@ fn model_name(brief: &BriefFields) -> String {
 }
 
 fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c))
-    {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c)) {
         s.to_owned()
     } else if s.contains("${") && !s.contains('"') && !s.contains('`') && !s.contains('\\') {
         // A variable inside: double quotes, so the shell expands it.
@@ -385,7 +389,8 @@ fn command(tool: &str, argv: &[&str], hint: &str) -> PlanCommand {
 const NVIDIA_SMI_HINT: &str = "nvidia-smi comes with the NVIDIA driver; in a container, request the GPUs and run under the NVIDIA Container Toolkit";
 const DCGMI_HINT: &str = "install NVIDIA DCGM (the datacenter-gpu-manager-4-cuda12 package from NVIDIA's CUDA repository, or datacenter-gpu-manager for DCGM 3) and start nv-hostengine";
 const NCCL_HINT: &str = "build nccl-tests (git clone https://github.com/NVIDIA/nccl-tests && make -C nccl-tests) and put nccl-tests/build on PATH";
-const MPI_HINT: &str = "install Open MPI (apt install openmpi-bin), build nccl-tests with MPI=1, and list the nodes in ${HOSTFILE}";
+const MPI_HINT: &str =
+    "install Open MPI (apt install openmpi-bin), build nccl-tests with MPI=1, and list the nodes in ${HOSTFILE}";
 const SRUN_HINT: &str = "run inside a Slurm allocation of the trial's nodes";
 const VLLM_HINT: &str = "pip install vllm (it brings `vllm bench serve`)";
 const GUIDELLM_HINT: &str = "pip install guidellm";
@@ -663,7 +668,10 @@ pub fn build(input: &PlanInput<'_>) -> TestPlan {
             let alloc_count = alloc.map(|a| a.count);
             let target_rps = brief.targets.request_throughput_rps;
             let rates = sweep_rates(capacity.as_ref().map(|c| c.0), brief.expected_peak_rps, target_rps);
-            let goodput_args: Vec<String> = goodput.iter().map(|g| format!("{}:{}", g.metric, fmt_num(g.ms))).collect();
+            let goodput_args: Vec<String> = goodput
+                .iter()
+                .map(|g| format!("{}:{}", g.metric, fmt_num(g.ms)))
+                .collect();
             for (rate, basis) in &rates {
                 let rate_s = fmt_num(*rate);
                 let key = format!("load-{rate_s}rps");
@@ -1096,4 +1104,252 @@ fn serve_hint(
         command: format!("{} 2>&1 | tee ${{VLLM_LOG}}", shell_line(&[], &argv)),
         why,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        acceptance::defaults::default_card_for,
+        briefs::model::{validate, BriefInput},
+    };
+
+    fn brief(extra: serde_json::Value) -> BriefFields {
+        let mut v = json!({
+            "name": "chat", "owner": "o", "model_name": "m", "model_revision": "abc123",
+            "params_b": 8, "precision": "bf16", "context_length": 8192, "concurrency": 16,
+            "num_layers": 32, "num_kv_heads": 8, "head_dim": 128, "num_attention_heads": 32,
+            "data_boundary": "shared-ok", "cost_unit": "request", "currency": "USD",
+            "allocation_boundary": "vm", "workload_kind": "realtime-inference",
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        let serde_json::Value::Object(map) = v else {
+            unreachable!()
+        };
+        validate(&BriefInput::Json(&map)).unwrap()
+    }
+
+    fn plan_of(b: &BriefFields, gpu: &str, count: i32) -> TestPlan {
+        let sizing = b.sizing();
+        let alloc = Allocation::resolve(Some(gpu), Some(count), &sizing).unwrap();
+        let criteria = default_card_for(b, Some((alloc.gpu, alloc.count)));
+        build(&PlanInput {
+            brief_id: Uuid::nil(),
+            brief: b,
+            sizing: &sizing,
+            trial_id: Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef),
+            trial_name: "Trial 1",
+            allocation: Some(&alloc),
+            criteria: &criteria,
+            card_revision: 0,
+        })
+    }
+
+    fn keys(plan: &TestPlan, stage: u8) -> Vec<&str> {
+        plan.stages
+            .iter()
+            .filter(|s| s.stage == stage)
+            .flat_map(|s| s.steps.iter().map(|x| x.key.as_str()))
+            .collect()
+    }
+
+    fn step<'a>(plan: &'a TestPlan, key: &str) -> &'a PlanStep {
+        plan.steps()
+            .find(|s| s.key == key)
+            .unwrap_or_else(|| panic!("no step {key}"))
+    }
+
+    /// The value after `flag` in `argv`.
+    fn flag<'a>(argv: &'a [String], flag: &str) -> &'a str {
+        let i = argv
+            .iter()
+            .position(|a| a == flag)
+            .unwrap_or_else(|| panic!("no {flag} in {argv:?}"));
+        &argv[i + 1]
+    }
+
+    #[test]
+    fn a_one_gpu_trial_runs_no_collectives_and_sweeps_around_its_capacity() {
+        let b = brief(json!({
+            "targets": { "ttft_p95_ms": 300, "itl_p95_ms": 40, "e2e_p95_ms": 6000 },
+            "expected_peak_rps": 3, "max_cost_per_job": "0.002",
+            "trial_gpu": "H100 SXM", "trial_gpu_count": 1
+        }));
+        let plan = plan_of(&b, "H100 SXM", 1);
+        assert_eq!(plan.trial.gpu_count, 1);
+        assert_eq!(
+            keys(&plan, 1),
+            ["1-nvidia-smi-list", "1-nvidia-smi-query", "1-dcgm-diag"],
+            "one GPU: no topology, no nccl-tests"
+        );
+        assert_eq!(
+            step(&plan, "1-dcgm-diag").commands[0].argv,
+            ["dcgmi", "diag", "-r", "2", "-j"]
+        );
+        assert_eq!(step(&plan, "1-nvidia-smi-query").commands[0].shell, "nvidia-smi -q -x");
+
+        // Lengths from the brief: (6000 − 300) ÷ 40 + 1 = 143 output tokens, the rest of the 8192 context.
+        let load = plan.load.as_ref().unwrap();
+        assert_eq!((load.input_tokens, load.output_tokens), (8192 - 143 - 81, 143));
+        let capacity = load.capacity_rps.unwrap();
+        assert!(capacity > 0.0);
+        let rates = &load.rates_rps;
+        assert!(rates.windows(2).all(|w| w[0] < w[1]), "ascending: {rates:?}");
+        assert!(
+            rates[0] <= 0.15 * capacity && *rates.last().unwrap() >= capacity,
+            "brackets {capacity}: {rates:?}"
+        );
+        if 3.0 <= PEAK_CEILING_SHARE * capacity {
+            assert!(rates.contains(&3.0), "the brief's peak is a point: {rates:?}");
+        }
+        let loads: Vec<&PlanStep> = plan.steps().filter(|s| s.runner == Runner::Load).collect();
+        assert_eq!(loads.len(), rates.len());
+        for s in &loads {
+            assert_eq!(s.stage, 3);
+            let vllm = &s.commands[0];
+            assert_eq!(
+                (vllm.tool.as_str(), &vllm.argv[..3]),
+                ("vllm", &["vllm", "bench", "serve"].map(String::from)[..])
+            );
+            let a = &vllm.argv;
+            let p = s.load.as_ref().unwrap();
+            assert_eq!(flag(a, "--random-input-len"), "7968");
+            assert_eq!(flag(a, "--random-output-len"), "143");
+            assert_eq!(flag(a, "--request-rate"), fmt_num(p.rate_rps));
+            assert_eq!(flag(a, "--num-prompts"), p.num_prompts.to_string());
+            assert_eq!(flag(a, "--percentile-metrics"), "ttft,tpot,itl,e2el");
+            assert_eq!(flag(a, "--metric-percentiles"), "50,95,99");
+            assert!(a.contains(&"--save-detailed".to_owned()) && a.contains(&"--save-result".to_owned()));
+            let g = a.iter().position(|x| x == "--goodput").unwrap();
+            assert_eq!(&a[g + 1..g + 4], ["ttft:300", "tpot:40", "e2el:6000"]);
+            assert_eq!(
+                s.commands.iter().map(|c| c.tool.as_str()).collect::<Vec<_>>(),
+                ["vllm", "guidellm", "rentcheck"]
+            );
+            assert!(s.scrapes.iter().any(|x| x.kind == "vllm-metrics" && x.required));
+            assert!(s.scrapes.iter().any(|x| x.kind == "dcgm-exporter" && !x.required));
+            assert!(s.window.as_deref().unwrap().ends_with(&s.key));
+            assert!(s.feeds.contains(&"serving.ttft_p95_ms".to_owned()));
+            assert!(s.feeds.contains(&"serving.kv_cache_usage_max_pct".to_owned()));
+        }
+        let serve = plan.serve.as_ref().unwrap();
+        assert!(serve.command.contains("--max-model-len 8192") && serve.command.contains("--tensor-parallel-size 1"));
+
+        let probes = step(&plan, "2-probes");
+        assert_eq!(probes.runner, Runner::File);
+        assert_eq!(probes.file.as_deref(), Some("${PROBES}/2-probes.json"));
+        assert_eq!(
+            probes.template.as_ref().unwrap()["checks"]["artifact_loaded"],
+            json!(true)
+        );
+        assert!(keys(&plan, 4).contains(&"4-checkpoint-restore"));
+        assert_eq!(step(&plan, "5-ledger").runner, Runner::Manual);
+
+        // Every criterion that applies is fed by a step of its stage.
+        for stage in &plan.stages {
+            assert!(stage.not_covered.is_empty(), "{:?}", stage.not_covered);
+            let fed: Vec<&String> = stage.steps.iter().flat_map(|s| s.feeds.iter()).collect();
+            for c in &stage.criteria {
+                let key = c.split_whitespace().next().unwrap();
+                assert!(
+                    fed.iter().any(|f| f.as_str() == key),
+                    "stage {}: {key} fed by no step",
+                    stage.stage
+                );
+            }
+            assert!(stage.steps.iter().all(|s| !s.why.is_empty() && !s.feeds.is_empty()));
+        }
+        let unique: std::collections::BTreeSet<&str> = plan.steps().map(|s| s.key.as_str()).collect();
+        assert_eq!(unique.len(), plan.steps().count(), "step keys are unique");
+    }
+
+    #[test]
+    fn an_eight_gpu_trial_checks_the_links_and_all_reduce_over_eight_gpus() {
+        let b = brief(json!({
+            "params_b": 70, "num_layers": 80, "num_attention_heads": 64, "context_length": 4096,
+            "targets": { "ttft_p95_ms": 500 },
+            "trial_gpu": "H100 SXM", "trial_gpu_count": 8
+        }));
+        let plan = plan_of(&b, "H100 SXM", 8);
+        assert_eq!(
+            keys(&plan, 1),
+            [
+                "1-nvidia-smi-list",
+                "1-nvidia-smi-topo",
+                "1-nvidia-smi-query",
+                "1-dcgm-diag",
+                "1-nccl-all-reduce"
+            ]
+        );
+        let nccl = step(&plan, "1-nccl-all-reduce");
+        assert_eq!(
+            nccl.commands[0].argv,
+            ["all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8"],
+            "one process drives the node's eight GPUs"
+        );
+        assert_eq!(nccl.feeds, ["nccl.busbw_peak_gbps", "nccl.wrong"]);
+        assert_eq!(step(&plan, "1-nvidia-smi-topo").feeds, ["topo.worst_link"]);
+        // No e2e target: the default output length, the rest of the context as input.
+        let load = plan.load.as_ref().unwrap();
+        assert_eq!((load.input_tokens, load.output_tokens), (4096 - 256 - 40, 256));
+        assert_eq!(
+            load.goodput,
+            [GoodputTarget {
+                metric: "ttft".into(),
+                ms: 500.0
+            }]
+        );
+        let tp = plan.serve.as_ref().unwrap();
+        assert!(tp.command.contains("--tensor-parallel-size"), "{}", tp.command);
+
+        // Two nodes of eight: one rank per GPU under a launcher, and NCCL names its NICs.
+        let wide = plan_of(&b, "H100 SXM", 16);
+        let nccl = step(&wide, "1-nccl-all-reduce");
+        let mpi = &nccl.commands[0];
+        assert_eq!(mpi.tool, "mpirun");
+        assert_eq!(flag(&mpi.argv, "-np"), "16");
+        assert_eq!(flag(&mpi.argv, "-N"), "8");
+        assert_eq!(flag(&mpi.argv, "-g"), "1");
+        assert!(mpi.argv.contains(&"NCCL_DEBUG=INFO".to_owned()));
+        assert_eq!(nccl.commands[1].tool, "srun");
+        assert!(wide.variables.iter().any(|v| v.name == HOSTFILE));
+    }
+
+    #[test]
+    fn diag_levels_follow_the_stage() {
+        assert_eq!([1, 2, 3, 4, 5].map(diag_level), [2, 2, 3, 3, 1]);
+    }
+
+    #[test]
+    fn the_sweep_keeps_the_briefs_own_rates_and_drops_near_duplicates() {
+        let r = sweep_rates(Some(10.0), Some(5.2), Some(20.0));
+        let rates: Vec<f64> = r.iter().map(|x| x.0).collect();
+        assert_eq!(rates, [1.0, 2.5, 5.2, 7.5, 10.0, 15.0, 20.0]);
+        assert!(r[2].1.contains("peak"), "5.2 replaces the 50 % point: {r:?}");
+        // A peak far above one replica's capacity is not offered to one replica.
+        assert!(!sweep_rates(Some(1.0), Some(100.0), None).iter().any(|x| x.0 == 100.0));
+        // Without a predicted capacity the peak anchors the sweep.
+        let r: Vec<f64> = sweep_rates(None, Some(4.0), None).iter().map(|x| x.0).collect();
+        assert_eq!(r, [1.0, 2.0, 4.0, 6.0, 8.0]);
+        assert_eq!(prompts_at(0.1), MIN_PROMPTS);
+        assert_eq!(prompts_at(2.0), 240);
+        assert_eq!(prompts_at(1000.0), MAX_PROMPTS);
+    }
+
+    #[test]
+    fn shell_lines_quote_what_the_shell_would_split() {
+        let argv = [
+            "curl".to_owned(),
+            "${DCGM_EXPORTER_URL}/metrics".to_owned(),
+            "a b".to_owned(),
+        ];
+        assert_eq!(
+            shell_line(&[("NCCL_DEBUG".into(), "INFO".into())], &argv),
+            "NCCL_DEBUG=INFO curl \"${DCGM_EXPORTER_URL}/metrics\" 'a b'"
+        );
+    }
 }

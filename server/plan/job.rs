@@ -93,7 +93,11 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
             }
         ));
         out.push_str("apiVersion: batch/v1\nkind: Job\nmetadata:\n");
-        out.push_str(&format!("  name: {}\n  namespace: {}\n", q(&name), q(settings.namespace)));
+        out.push_str(&format!(
+            "  name: {}\n  namespace: {}\n",
+            q(&name),
+            q(settings.namespace)
+        ));
         out.push_str("  labels:\n    app.kubernetes.io/name: rentcheck-collect\n");
         out.push_str(&format!("    rentcheck/trial: {}\n", q(&trial.id.to_string())));
         out.push_str("spec:\n  backoffLimit: 2\n  ttlSecondsAfterFinished: 86400\n");
