@@ -6,6 +6,7 @@
 //! The token comes from `--token` or `RENTCHECK_TOKEN` and is never printed or logged.
 
 pub mod client;
+pub mod loadgen;
 pub mod plan;
 pub mod steps;
 pub mod summary;
