@@ -100,7 +100,12 @@ impl LoadSpec {
             .split(',')
             .map(|p| p.trim().parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p)))
             .collect::<Option<Vec<f64>>>()
-            .ok_or_else(|| format!("--metric-percentiles {:?}: comma-separated numbers from 0 to 100", a.metric_percentiles))?;
+            .ok_or_else(|| {
+                format!(
+                    "--metric-percentiles {:?}: comma-separated numbers from 0 to 100",
+                    a.metric_percentiles
+                )
+            })?;
         Ok(Self {
             base_url: a.base_url.clone(),
             endpoint: a.endpoint.clone(),
@@ -185,10 +190,10 @@ pub fn arrivals(n: u32, rate: f64, seed: u64) -> Vec<f64> {
 /// Common short words: most tokenizers make one token of each (with its leading space).
 const WORDS: [&str; 64] = [
     "the", "of", "and", "to", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "as", "with", "his",
-    "they", "at", "be", "this", "have", "from", "or", "one", "had", "by", "word", "but", "not", "what", "all",
-    "were", "we", "when", "your", "can", "said", "there", "use", "an", "each", "which", "she", "do", "how",
-    "their", "if", "will", "up", "other", "about", "out", "many", "then", "them", "these", "so", "some", "her",
-    "would", "make", "like", "him",
+    "they", "at", "be", "this", "have", "from", "or", "one", "had", "by", "word", "but", "not", "what", "all", "were",
+    "we", "when", "your", "can", "said", "there", "use", "an", "each", "which", "she", "do", "how", "their", "if",
+    "will", "up", "other", "about", "out", "many", "then", "them", "these", "so", "some", "her", "would", "make",
+    "like", "him",
 ];
 
 fn prompt(rng: &mut StdRng, tokens: u32) -> String {
@@ -310,7 +315,8 @@ async fn one_request(
 
 /// Runs the load and returns the outputs (in request order) and the duration in seconds.
 pub async fn drive(spec: &LoadSpec) -> anyhow::Result<(Vec<RequestOutput>, f64)> {
-    let base = reqwest::Url::parse(&spec.base_url).map_err(|e| anyhow::anyhow!("--base-url {:?}: {e}", spec.base_url))?;
+    let base =
+        reqwest::Url::parse(&spec.base_url).map_err(|e| anyhow::anyhow!("--base-url {:?}: {e}", spec.base_url))?;
     anyhow::ensure!(
         matches!(base.scheme(), "http" | "https"),
         "--base-url must be http:// or https://"
@@ -446,7 +452,11 @@ pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) ->
     r.insert("endpoint_type".into(), json!("openai"));
     r.insert(
         "backend".into(),
-        json!(if is_chat(&spec.endpoint) { "openai-chat" } else { "openai" }),
+        json!(if is_chat(&spec.endpoint) {
+            "openai-chat"
+        } else {
+            "openai"
+        }),
     );
     r.insert("label".into(), Value::Null);
     r.insert("model_id".into(), json!(spec.model));
@@ -486,7 +496,10 @@ pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) ->
         json!(outputs.iter().map(|o| o.prompt_len).collect::<Vec<_>>()),
     );
     r.insert("output_lens".into(), json!(output_lens));
-    r.insert("ttfts".into(), json!(outputs.iter().map(|o| o.ttft).collect::<Vec<_>>()));
+    r.insert(
+        "ttfts".into(),
+        json!(outputs.iter().map(|o| o.ttft).collect::<Vec<_>>()),
+    );
     r.insert("itls".into(), json!(outputs.iter().map(|o| &o.itl).collect::<Vec<_>>()));
     r.insert(
         "latencies".into(),
@@ -560,13 +573,29 @@ pub fn console_summary(r: &Value) -> String {
     s.push_str(&format!("{:<40} {}\n", "Successful requests:", n("completed")));
     s.push_str(&format!("{:<40} {}\n", "Failed requests:", n("failed")));
     s.push_str(&format!("{:<40} {:.2}\n", "Benchmark duration (s):", n("duration")));
-    s.push_str(&format!("{:<40} {:.2}\n", "Request throughput (req/s):", n("request_throughput")));
+    s.push_str(&format!(
+        "{:<40} {:.2}\n",
+        "Request throughput (req/s):",
+        n("request_throughput")
+    ));
     if r["request_goodput"].is_number() {
-        s.push_str(&format!("{:<40} {:.2}\n", "Request goodput (req/s):", n("request_goodput")));
+        s.push_str(&format!(
+            "{:<40} {:.2}\n",
+            "Request goodput (req/s):",
+            n("request_goodput")
+        ));
     }
-    s.push_str(&format!("{:<40} {:.2}\n", "Output token throughput (tok/s):", n("output_throughput")));
+    s.push_str(&format!(
+        "{:<40} {:.2}\n",
+        "Output token throughput (tok/s):",
+        n("output_throughput")
+    ));
     for (m, label) in [("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2el", "E2EL")] {
-        s.push_str(&format!("{:<40} {:.2}\n", format!("Median {label} (ms):"), n(&format!("median_{m}_ms"))));
+        s.push_str(&format!(
+            "{:<40} {:.2}\n",
+            format!("Median {label} (ms):"),
+            n(&format!("median_{m}_ms"))
+        ));
     }
     s.push_str(&"=".repeat(50));
     s
@@ -601,7 +630,11 @@ pub async fn main(args: LoadgenArgs) -> std::process::ExitCode {
         eprintln!("rentcheck loadgen: {e}");
         return std::process::ExitCode::from(1);
     }
-    std::process::ExitCode::from(if result["completed"].as_u64().unwrap_or(0) > 0 { 0 } else { 1 })
+    std::process::ExitCode::from(if result["completed"].as_u64().unwrap_or(0) > 0 {
+        0
+    } else {
+        1
+    })
 }
 
 #[cfg(test)]
@@ -677,12 +710,19 @@ mod tests {
         );
         assert_eq!((r["completed"].as_u64(), r["failed"].as_u64()), (Some(2), Some(1)));
         assert_eq!(r["request_throughput"], json!(1.0), "completed ÷ duration");
-        assert_eq!(r["request_goodput"], json!(0.5), "only the first meets ttft ≤ 200 ms and tpot ≤ 30 ms");
+        assert_eq!(
+            r["request_goodput"],
+            json!(0.5),
+            "only the first meets ttft ≤ 200 ms and tpot ≤ 30 ms"
+        );
         assert_eq!(r["output_lens"], json!([4, 4, 0]));
         assert_eq!(r["total_output_tokens"], json!(8));
         // TPOT = (E2E − TTFT) ÷ (tokens − 1): 20 ms and 50 ms.
         assert!((r["mean_tpot_ms"].as_f64().unwrap() - 35.0).abs() < 1e-9);
-        assert!((r["median_e2el_ms"].as_f64().unwrap() - 305.0).abs() < 1e-9, "(160 + 450) ÷ 2");
+        assert!(
+            (r["median_e2el_ms"].as_f64().unwrap() - 305.0).abs() < 1e-9,
+            "(160 + 450) ÷ 2"
+        );
         // ITL per gap, over every gap of every completed request.
         assert!((r["p50_itl_ms"].as_f64().unwrap() - 35.0).abs() < 1e-9);
         assert_eq!(r["itls"].as_array().unwrap().len(), 3);
