@@ -329,6 +329,8 @@ pub async fn drive(spec: &LoadSpec) -> anyhow::Result<(Vec<RequestOutput>, f64)>
     let client = reqwest::Client::builder()
         .timeout(spec.request_timeout)
         .connect_timeout(Duration::from_secs(10))
+        // Each token is a small write: no Nagle delay on the request side either.
+        .tcp_nodelay(true)
         .user_agent(concat!("rentcheck-loadgen/", env!("CARGO_PKG_VERSION")))
         .build()?;
     // As vLLM's request functions do: a key for servers that want one, never printed.
