@@ -78,7 +78,7 @@ struct PlanPage {
 }
 
 fn duration(seconds: u64) -> String {
-    if seconds >= 3600 && seconds % 3600 == 0 {
+    if seconds >= 3600 && seconds.is_multiple_of(3600) {
         format!("{} h", seconds / 3600)
     } else if seconds >= 60 {
         format!("{} min", seconds.div_ceil(60))

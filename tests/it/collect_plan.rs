@@ -135,7 +135,7 @@ async fn fake_openai_server() -> (String, Arc<AtomicUsize>) {
             "/metrics",
             get(move || {
                 let n = scrapes.fetch_add(1, Ordering::SeqCst);
-                let file = if n % 2 == 0 {
+                let file = if n.is_multiple_of(2) {
                     "window-before.txt"
                 } else {
                     "window-after.txt"
