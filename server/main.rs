@@ -89,6 +89,9 @@ enum Command {
     /// Agent side: run nvidia-smi / dcgmi where present, scrape vLLM, and POST each output as
     /// evidence to a brief (idempotent, with retries). Prints a summary; fails when any step failed.
     Collect(Box<collect::CollectArgs>),
+    /// A load test of an OpenAI-compatible server, measured as `vllm bench serve` measures and
+    /// written as its `--save-result --save-detailed` JSON (for machines without vLLM).
+    Loadgen(Box<collect::loadgen::LoadgenArgs>),
 }
 
 #[derive(Subcommand)]
@@ -270,6 +273,7 @@ async fn main() -> ExitCode {
         } => revoke_token(db, jti).await,
         // collect has exit statuses of its own (docs/agents.md).
         Command::Collect(args) => return collect::main(*args).await,
+        Command::Loadgen(args) => return collect::loadgen::main(*args).await,
         Command::Demo {
             db,
             tokens,

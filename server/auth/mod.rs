@@ -150,6 +150,20 @@ impl Principal {
         self.check_scope(brief)
     }
 
+    /// Reading a trial's test plan: any person who may read the brief, and an agent token that may
+    /// send to it (`collect --plan` fetches the plan it runs) — within its brief and, when scoped to
+    /// one trial, that trial only. The plan holds commands and the brief's figures, never secrets.
+    pub fn may_read_test_plan(&self, brief: Uuid, trial: Uuid) -> Result<(), AppError> {
+        if self.role() != Role::Agent {
+            return self.may_read_brief(brief);
+        }
+        self.check_scope(brief)?;
+        match self.trial_scope() {
+            Some(t) if t != trial => Err(AppError::Forbidden("this token is scoped to another trial".into())),
+            _ => Ok(()),
+        }
+    }
+
     /// The role and scope half of sending evidence or ledger lines to a brief: an agent token for
     /// that brief, or an engineer+. Private on purpose: routes call `teams::may_send_to_brief`,
     /// which adds ownership, so no new route can skip it by calling this half alone.
@@ -191,6 +205,24 @@ mod tests {
         assert!(agent.may_send_to_brief(a).is_ok());
         assert!(agent.may_send_to_brief(b).is_err(), "agent for A cannot send to B");
         assert!(agent.may_read_brief(a).is_err(), "agents only send");
+        assert!(
+            agent.may_read_test_plan(a, Uuid::nil()).is_ok(),
+            "collect --plan reads its plan"
+        );
+        assert!(agent.may_read_test_plan(b, Uuid::nil()).is_err(), "not another brief's");
+        let trial_agent = Principal::Token {
+            jti: Uuid::nil(),
+            subject: "t".into(),
+            role: Role::Agent,
+            brief: Some(a),
+            trial: Some(b),
+            user: None,
+        };
+        assert!(trial_agent.may_read_test_plan(a, b).is_ok());
+        assert!(
+            trial_agent.may_read_test_plan(a, Uuid::nil()).is_err(),
+            "not another trial's"
+        );
         assert!(agent.require_person(Role::Engineer).is_err());
 
         let engineer = token(Role::Engineer, None);

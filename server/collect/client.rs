@@ -305,6 +305,32 @@ impl Client {
     }
 }
 
+impl Client {
+    /// GETs a JSON document from the server with the token, retrying as the policy says (the test
+    /// plan `collect --plan` runs). A non-2xx answer is refused with the problem's detail.
+    pub async fn get_json(&self, url: &str) -> Result<Value, Refused> {
+        let auth = self.authorization()?;
+        let (res, attempts) = self
+            .send(|| self.http.get(url).header(header::AUTHORIZATION, auth.clone()))
+            .await?;
+        let status = res.status();
+        let text = res.text().await.unwrap_or_default();
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if status.is_success() && body.is_object() {
+            return Ok(body);
+        }
+        Err(Refused {
+            status: Some(status),
+            reason: if status.is_success() {
+                format!("{status}: the answer is not a JSON object")
+            } else {
+                problem_reason(status, &body, &text)
+            },
+            attempts,
+        })
+    }
+}
+
 /// One item's entry of a batch answer.
 fn batch_item(entry: Option<&Value>, attempts: u32) -> Result<Accepted, Refused> {
     let Some(e) = entry else {

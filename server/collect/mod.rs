@@ -6,6 +6,9 @@
 //! The token comes from `--token` or `RENTCHECK_TOKEN` and is never printed or logged.
 
 pub mod client;
+pub mod loadgen;
+pub mod plan;
+pub mod plan_run;
 pub mod steps;
 pub mod summary;
 
@@ -51,9 +54,9 @@ pub struct CollectArgs {
     /// The trial of the brief (needed when the brief has several and the token is not scoped to one).
     #[arg(long)]
     pub trial: Option<Uuid>,
-    /// The stage (1–5) the evidence is for.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
-    pub stage: u8,
+    /// The stage (1–5) the evidence is for (default 1). With --plan: run only this stage's steps.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub stage: Option<u8>,
     /// A vLLM server to scrape (GET; `/metrics` is appended when the URL has no path).
     #[arg(long)]
     pub vllm_url: Option<String>,
@@ -95,6 +98,39 @@ pub struct CollectArgs {
     /// machine's; in Kubernetes set it to the node name so a re-run pod still replays).
     #[arg(long, env = "RENTCHECK_HOST")]
     pub host: Option<String>,
+    /// Run the trial's test plan: fetch it from the server and run each step whose tool is present,
+    /// in stage order, sending each output as it finishes (docs/agents.md). Needs --trial.
+    #[arg(
+        long,
+        requires = "trial",
+        conflicts_with_all = ["scrapes", "before", "after", "bench_json", "files", "no_tools", "window"]
+    )]
+    pub plan: bool,
+    /// With --plan: print what would run (the commands, with the tools found or missing) and send nothing.
+    #[arg(long, requires = "plan")]
+    pub dry_run: bool,
+    /// With --plan: NVIDIA dcgm-exporter, scraped around each load point (default http://127.0.0.1:9400).
+    #[arg(long, requires = "plan")]
+    pub dcgm_exporter_url: Option<String>,
+    /// With --plan: where load results are written (default ./rentcheck-plan-<trial>).
+    #[arg(long, requires = "plan")]
+    pub out: Option<PathBuf>,
+    /// With --plan: where the harness writes the probe and checkpoint files (default ./rentcheck-probes).
+    #[arg(long, requires = "plan")]
+    pub probes_dir: Option<PathBuf>,
+    /// With --plan: the vLLM server's start-up log (default ./vllm-server.log).
+    #[arg(long, requires = "plan")]
+    pub vllm_log: Option<PathBuf>,
+    /// With --plan: the nodes of a multi-node trial, for mpirun (default ./hostfile).
+    #[arg(long, requires = "plan")]
+    pub hostfile: Option<PathBuf>,
+    /// With --plan: the model name the server under test serves, when not the plan's.
+    #[arg(long, requires = "plan")]
+    pub model: Option<String>,
+    /// With --plan: at most this many requests per load point (a quick pass over the sweep; the
+    /// result records how many were sent).
+    #[arg(long, requires = "plan", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_prompts: Option<u32>,
 }
 
 /// `KIND=PATH`, KIND checked against the evidence kinds.
@@ -372,6 +408,10 @@ async fn gather(step: &Step, client: &Client, timeout: Duration) -> Gathered {
 
 /// Runs `rentcheck collect`: prints the summary and says how the run ended.
 pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
+    if args.plan {
+        return plan_run::run(&args).await;
+    }
+    let stage = args.stage.unwrap_or(1);
     let server = check_server(&args.server).map_err(usage)?;
     let scrape_seconds = if args.scrapes.is_empty() {
         if let Some(w) = &args.window {
@@ -495,7 +535,7 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
             host: &host,
             brief: args.brief,
             trial: args.trial,
-            stage: args.stage,
+            stage,
             kind,
             command: &name,
             labels: &labels,
@@ -515,7 +555,7 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
         });
     }
 
-    let answers = send_all(&client, &pending, args.stage).await;
+    let answers = send_all(&client, &pending, stage).await;
     let mut summary = Summary::default();
     for row in rows {
         match row {

@@ -124,8 +124,20 @@ pub fn content_type_for(kind: &str, body: &[u8]) -> &'static str {
 /// is (nvidia-smi and dcgmi explain a failure on one or the other). A non-zero exit or a timeout
 /// is noted, and whatever was printed is still posted: the server's parser decides what it is.
 pub async fn run_command(program: &Path, args: &[String], kind: &str, timeout: Duration) -> Gathered {
+    run_command_with_env(program, args, &[], kind, timeout).await
+}
+
+/// [`run_command`] with environment variables added (a test plan's `NCCL_DEBUG=INFO`).
+pub async fn run_command_with_env(
+    program: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    kind: &str,
+    timeout: Duration,
+) -> Gathered {
     let mut child = match tokio::process::Command::new(program)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

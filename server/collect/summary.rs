@@ -13,6 +13,8 @@ pub enum Outcome {
     Skipped,
     /// Something that should have been sent was not.
     Failed,
+    /// `collect --plan`: the server already holds this step's evidence (an earlier run sent it).
+    Held,
 }
 
 impl Outcome {
@@ -22,6 +24,7 @@ impl Outcome {
             Outcome::Replayed => "replayed",
             Outcome::Skipped => "skipped",
             Outcome::Failed => "failed",
+            Outcome::Held => "held",
         }
     }
 }
@@ -115,7 +118,11 @@ impl fmt::Display for Summary {
             self.count(Outcome::Replayed),
             self.count(Outcome::Skipped),
             self.count(Outcome::Failed)
-        )
+        )?;
+        match self.count(Outcome::Held) {
+            0 => Ok(()),
+            n => write!(f, ", {n} already held by the server"),
+        }
     }
 }
 

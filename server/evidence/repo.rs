@@ -415,3 +415,25 @@ pub async fn latest_per_brief(db: impl PgExecutor<'_>, briefs: &[Uuid]) -> Resul
     .fetch_all(db)
     .await
 }
+
+/// What a trial holds of a test plan's steps: per `plan_step` label, its uploads and the newest.
+pub struct HeldStep {
+    pub step: String,
+    pub evidence: Vec<Uuid>,
+    pub newest: DateTime<Utc>,
+}
+
+/// The test-plan steps a trial already holds evidence of (its `plan_step` labels), so a re-run of
+/// `collect --plan` skips them. Reads the trial's rows through `evidence_trial_received_idx`.
+pub async fn plan_steps_held(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Vec<HeldStep>, sqlx::Error> {
+    sqlx::query_as!(
+        HeldStep,
+        r#"SELECT labels ->> 'plan_step' AS "step!", array_agg(id ORDER BY received_at, id) AS "evidence!",
+                  max(received_at) AS "newest!"
+           FROM evidence WHERE trial_id = $1 AND labels ->> 'plan_step' IS NOT NULL
+           GROUP BY 1 ORDER BY 1"#,
+        trial_id,
+    )
+    .fetch_all(db)
+    .await
+}

@@ -485,6 +485,13 @@ pub async fn stage_times(state: &AppState, trial: Uuid) -> Result<Vec<StageTimes
     Ok(repo::stage_times(&state.pool, trial).await?)
 }
 
+pub use super::repo::HeldStep;
+
+/// The test-plan steps one trial already holds evidence of (uploads labelled `plan_step`).
+pub async fn plan_steps_held(state: &AppState, trial: Uuid) -> Result<Vec<HeldStep>, AppError> {
+    Ok(repo::plan_steps_held(&state.pool, trial).await?)
+}
+
 /// The newest upload of each brief, its sender named as people named their tokens: brief id →
 /// (when it arrived, who sent it).
 pub async fn latest_per_brief(

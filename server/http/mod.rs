@@ -32,7 +32,7 @@ use tower_http::{
 use crate::{
     acceptance, auth, briefs,
     error::AppError,
-    evidence, ledger, overview, prices, review, signals,
+    evidence, ledger, overview, plan, prices, review, signals,
     state::AppState,
     telemetry::REQUEST_ID_HEADER,
     trials,
@@ -64,6 +64,8 @@ pub fn app(state: AppState) -> Router {
         .merge(prices::pages::routes())
         .merge(trials::api::routes())
         .merge(trials::pages::routes())
+        .merge(plan::api::routes())
+        .merge(plan::pages::routes())
         .merge(signals::api::routes())
         .merge(signals::pages::routes())
         .route("/metrics", get(metrics::endpoint))

@@ -801,6 +801,45 @@ pub fn document() -> OpenApi {
     .response("200", ok_json("the trial", obj("trial")))
     .response("404", problem_response("no such trial"))
     .response("422", problem_response("invalid fields"));
+    let test_plan = op(
+        "getTestPlan",
+        "trials",
+        "The trial's test plan: per stage of the card, the steps that produce its criteria",
+    )
+    .description(Some(
+        "Each step has a stable `key`, its `runner` (command | load | file | manual), the evidence `kind` \
+         it posts, the criteria it `feeds`, `why` it is there, a `timeout_s`, its `commands` in order of \
+         preference (tool, argv with ${NAME} variables, shell line, install_hint), and `held` (the \
+         evidence the trial already has of it, from uploads labelled plan_step=<key>). Load steps add \
+         `load` (rate, prompts, lengths), `scrapes` and `window`. `rentcheck collect --plan` runs it; \
+         engineers, managers and an agent token of the brief (and trial) may read it.",
+    ))
+    .parameter(brief_id())
+    .parameter(path_param("tid", "the trial's id"))
+    .response("200", ok_json("the plan", obj("test plan")))
+    .response("403", problem_response("a token scoped to another brief or trial"))
+    .response(
+        "404",
+        problem_response("no such brief, or the trial is not the brief's"),
+    );
+    let test_plan_job = op(
+        "getTestPlanJob",
+        "trials",
+        "Kubernetes Jobs (YAML) that run the trial's test plan with `rentcheck collect --plan`, one per stage",
+    )
+    .parameter(brief_id())
+    .parameter(path_param("tid", "the trial's id"))
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("multi-document YAML")
+            .content("application/yaml", json_content(typed(Type::String, "YAML")))
+            .build(),
+    )
+    .response(
+        "404",
+        problem_response("no such brief, or the trial is not the brief's"),
+    );
     let get_ledger = get_ledger.parameter(trial_param());
     let ledger_summary_op = ledger_summary_op.parameter(trial_param());
     let post_ledger = post_ledger.parameter(trial_param());
@@ -1030,6 +1069,14 @@ pub fn document() -> OpenApi {
         .path(
             "/api/v1/briefs/{id}/trials",
             PathItem::new(HttpMethod::Post, create_trial),
+        )
+        .path(
+            "/api/v1/briefs/{id}/trials/{tid}/plan",
+            PathItem::new(HttpMethod::Get, test_plan),
+        )
+        .path(
+            "/api/v1/briefs/{id}/trials/{tid}/plan/job.yaml",
+            PathItem::new(HttpMethod::Get, test_plan_job),
         )
         .path("/api/v1/trials/{tid}", PathItem::new(HttpMethod::Get, show_trial))
         .path("/api/v1/trials/{tid}", PathItem::new(HttpMethod::Put, replace_trial))

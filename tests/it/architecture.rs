@@ -60,7 +60,7 @@ const CORE: [&str; 18] = [
     "auth::lockout",
 ];
 /// Domains, lowest first: one may use the `service` or `model` of a lower one only.
-const DOMAINS: [(&str, u8); 10] = [
+const DOMAINS: [(&str, u8); 11] = [
     ("briefs", 0),
     ("prices", 0),
     ("collect", 0),
@@ -70,11 +70,12 @@ const DOMAINS: [(&str, u8); 10] = [
     ("ledger", 2),
     ("acceptance", 3),
     ("review", 4),
+    ("plan", 4),
     ("signals", 5),
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 16] = [
+const LAYERS: [(&str, u8); 18] = [
     ("repo", 1),
     ("service", 2),
     ("readiness", 2),
@@ -82,6 +83,8 @@ const LAYERS: [(&str, u8); 16] = [
     ("gather", 2),
     ("client", 2),
     ("steps", 2),
+    ("plan_run", 2),
+    ("loadgen", 2),
     ("api", 3),
     ("pages", 3),
     ("money_view", 3),

@@ -23,6 +23,7 @@ mod cards_api;
 mod cards_pages;
 mod cli;
 mod collect;
+mod collect_plan;
 mod decision_truth;
 mod demo;
 mod evidence_api;

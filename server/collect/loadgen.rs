@@ -1,0 +1,757 @@
+//! The built-in load generator (`rentcheck loadgen`, and `collect --plan`'s load points when
+//! neither `vllm bench serve` nor `guidellm` is installed).
+//!
+//! It does what `vllm bench serve` does with its OpenAI backends, and measures as it measures
+//! (vLLM's `vllm/benchmarks/serve.py` and `lib/endpoint_request_func.py`):
+//! * open-loop arrivals: exponential gaps at the offered rate (a Poisson process, burstiness 1),
+//!   rescaled so the last arrival falls at `num_prompts ÷ rate`; each request is sent when it
+//!   arrives, whatever the earlier ones are doing;
+//! * each request streams (`stream: true`, `stream_options.include_usage`, `ignore_eos`);
+//!   **TTFT** = the first SSE chunk that carries `choices` − the send; **ITL** = the gap between
+//!   successive such chunks, per gap; **E2E** (`latency`) = the last such chunk − the send (the
+//!   usage chunk and `[DONE]` carry no token); output tokens = the usage chunk's
+//!   `completion_tokens` (without one, the chunks counted — vLLM counts with a tokenizer);
+//! * per completed request **TPOT** = (E2E − TTFT) ÷ (output tokens − 1) when it has more than one
+//!   token; `request_throughput` = completed ÷ duration (from the first arrival's schedule to the
+//!   last answer); `request_goodput` = requests that met every `--goodput` target (TTFT, TPOT — 0
+//!   for one-token answers — and E2E ≤ the target) ÷ duration; percentiles as numpy's linear ones,
+//!   std the population one.
+//!
+//! The result is the JSON `vllm bench serve --save-result --save-detailed` writes (the same keys,
+//! with the per-request arrays `input_lens`, `output_lens`, `ttfts`, `itls`, `latencies`,
+//! `start_times`, `errors`; `generated_texts` is left out to keep uploads small), so the same
+//! parser reads it. Prompts are words drawn at random (most tokenizers make one token of each);
+//! `input_lens` records what the server counted (`prompt_tokens`), as vLLM does.
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use chrono::Utc;
+use clap::Args;
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use serde_json::{json, Map, Value};
+
+/// The flags of `rentcheck loadgen`, named as `vllm bench serve` names them.
+#[derive(Clone, Debug, Args)]
+pub struct LoadgenArgs {
+    /// The OpenAI-compatible server.
+    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    pub base_url: String,
+    /// `/v1/completions`, or `/v1/chat/completions` for chat.
+    #[arg(long, default_value = "/v1/completions")]
+    pub endpoint: String,
+    /// The model name the server serves.
+    #[arg(long)]
+    pub model: String,
+    /// Prompt tokens per request (about: words drawn at random).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub input_len: u32,
+    /// Output tokens per request (`max_tokens`, with `ignore_eos`).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub output_len: u32,
+    /// Offered requests per second (Poisson arrivals); `inf` sends them all at once.
+    #[arg(long, default_value_t = f64::INFINITY)]
+    pub request_rate: f64,
+    /// Requests in all.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub num_prompts: u32,
+    /// SLO targets for goodput as KEY:MS pairs (ttft, tpot, e2el), e.g. `--goodput ttft:300 tpot:40`.
+    #[arg(long, num_args = 1..)]
+    pub goodput: Vec<String>,
+    /// Percentiles to report, comma-separated.
+    #[arg(long, default_value = "50,95,99")]
+    pub metric_percentiles: String,
+    /// Seed of the arrival times and prompts.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write the result JSON here (default: stdout).
+    #[arg(long)]
+    pub result_file: Option<PathBuf>,
+    /// Seconds one request may take.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout: u64,
+}
+
+/// One load run.
+#[derive(Clone, Debug)]
+pub struct LoadSpec {
+    pub base_url: String,
+    pub endpoint: String,
+    pub model: String,
+    pub input_len: u32,
+    pub output_len: u32,
+    pub request_rate: f64,
+    pub num_prompts: u32,
+    /// (`ttft` | `tpot` | `e2el`, milliseconds)
+    pub goodput: Vec<(String, f64)>,
+    pub percentiles: Vec<f64>,
+    pub seed: u64,
+    pub request_timeout: Duration,
+}
+
+impl LoadSpec {
+    pub fn from_args(a: &LoadgenArgs) -> Result<Self, String> {
+        let percentiles = a
+            .metric_percentiles
+            .split(',')
+            .map(|p| p.trim().parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p)))
+            .collect::<Option<Vec<f64>>>()
+            .ok_or_else(|| {
+                format!(
+                    "--metric-percentiles {:?}: comma-separated numbers from 0 to 100",
+                    a.metric_percentiles
+                )
+            })?;
+        Ok(Self {
+            base_url: a.base_url.clone(),
+            endpoint: a.endpoint.clone(),
+            model: a.model.clone(),
+            input_len: a.input_len,
+            output_len: a.output_len,
+            request_rate: a.request_rate,
+            num_prompts: a.num_prompts,
+            goodput: parse_goodput(&a.goodput)?,
+            percentiles,
+            seed: a.seed,
+            request_timeout: Duration::from_secs(a.request_timeout),
+        })
+    }
+}
+
+/// `KEY:MS` pairs as `vllm bench serve --goodput` takes them.
+pub fn parse_goodput(pairs: &[String]) -> Result<Vec<(String, f64)>, String> {
+    pairs
+        .iter()
+        .map(|p| {
+            let (k, v) = p
+                .split_once(':')
+                .ok_or_else(|| format!("--goodput {p:?}: expected KEY:MILLISECONDS"))?;
+            if !["ttft", "tpot", "e2el"].contains(&k) {
+                return Err(format!("--goodput {p:?}: the key is ttft, tpot or e2el"));
+            }
+            let ms: f64 = v
+                .parse()
+                .ok()
+                .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("--goodput {p:?}: the value is milliseconds, 0 or more"))?;
+            Ok((k.to_owned(), ms))
+        })
+        .collect()
+}
+
+/// What one request gave, as vLLM's `RequestFuncOutput` holds it (seconds).
+#[derive(Debug, Clone, Default)]
+pub struct RequestOutput {
+    pub success: bool,
+    pub ttft: f64,
+    pub itl: Vec<f64>,
+    pub latency: f64,
+    /// The usage chunk's `completion_tokens`.
+    pub output_tokens: Option<u64>,
+    /// Chunks that carried `choices`.
+    pub chunks: u64,
+    pub prompt_len: u64,
+    pub error: String,
+    /// Seconds from the run's start to the send.
+    pub start_time: f64,
+}
+
+/// Arrival offsets (seconds from the start) of `n` requests at `rate`: exponential gaps, the
+/// cumulative sum rescaled so the last is `n ÷ rate` (vLLM does this to steady the throughput across
+/// seeds); all zero for an infinite rate.
+pub fn arrivals(n: u32, rate: f64, seed: u64) -> Vec<f64> {
+    if !rate.is_finite() {
+        return vec![0.0; n as usize];
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut t = 0.0;
+    let mut out: Vec<f64> = (0..n)
+        .map(|_| {
+            let u: f64 = rng.gen::<f64>();
+            t += -(1.0 - u).ln() / rate;
+            t
+        })
+        .collect();
+    if let Some(&last) = out.last() {
+        if last > 0.0 {
+            let factor = f64::from(n) / rate / last;
+            for x in &mut out {
+                *x *= factor;
+            }
+        }
+    }
+    out
+}
+
+/// Common short words: most tokenizers make one token of each (with its leading space).
+const WORDS: [&str; 64] = [
+    "the", "of", "and", "to", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "as", "with", "his",
+    "they", "at", "be", "this", "have", "from", "or", "one", "had", "by", "word", "but", "not", "what", "all", "were",
+    "we", "when", "your", "can", "said", "there", "use", "an", "each", "which", "she", "do", "how", "their", "if",
+    "will", "up", "other", "about", "out", "many", "then", "them", "these", "so", "some", "her", "would", "make",
+    "like", "him",
+];
+
+fn prompt(rng: &mut StdRng, tokens: u32) -> String {
+    let mut s = String::with_capacity(tokens as usize * 5);
+    for i in 0..tokens {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
+    }
+    s
+}
+
+fn is_chat(endpoint: &str) -> bool {
+    endpoint.trim_end_matches('/').ends_with("chat/completions")
+}
+
+fn request_body(spec: &LoadSpec, prompt: String) -> Value {
+    if is_chat(&spec.endpoint) {
+        json!({
+            "model": spec.model,
+            "messages": [{ "role": "user", "content": prompt }],
+            "max_completion_tokens": spec.output_len,
+            "stream": true,
+            "stream_options": { "include_usage": true },
+            "ignore_eos": true,
+        })
+    } else {
+        json!({
+            "model": spec.model,
+            "prompt": prompt,
+            "repetition_penalty": 1.0,
+            "max_tokens": spec.output_len,
+            "stream": true,
+            "stream_options": { "include_usage": true },
+            "ignore_eos": true,
+        })
+    }
+}
+
+async fn one_request(
+    client: reqwest::Client,
+    url: String,
+    body: Value,
+    api_key: Option<String>,
+    prompt_len: u64,
+    run_start: Instant,
+) -> RequestOutput {
+    let mut out = RequestOutput {
+        prompt_len,
+        ..RequestOutput::default()
+    };
+    let st = Instant::now();
+    out.start_time = (st - run_start).as_secs_f64();
+    let mut req = client.post(&url).json(&body);
+    if let Some(k) = &api_key {
+        req = req.bearer_auth(k);
+    }
+    let res = match req.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            out.error = format!("request failed: {e}");
+            return out;
+        }
+    };
+    if !res.status().is_success() {
+        out.error = res.status().to_string();
+        return out;
+    }
+    let mut last = st;
+    let mut first = false;
+    let mut events = res.bytes_stream().eventsource();
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(e) => e,
+            Err(e) => {
+                out.error = format!("the stream broke: {e}");
+                break;
+            }
+        };
+        let ts = Instant::now();
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            break;
+        }
+        if data.is_empty() {
+            continue;
+        }
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                out.error = format!("a chunk is not JSON: {e}");
+                break;
+            }
+        };
+        if v["choices"].as_array().is_some_and(|c| !c.is_empty()) {
+            if first {
+                out.itl.push((ts - last).as_secs_f64());
+            } else {
+                first = true;
+                out.ttft = (ts - st).as_secs_f64();
+            }
+            last = ts;
+            out.chunks += 1;
+        } else if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
+            out.output_tokens = usage["completion_tokens"].as_u64();
+            if let Some(p) = usage["prompt_tokens"].as_u64() {
+                out.prompt_len = p;
+            }
+        }
+    }
+    if !first && out.error.is_empty() {
+        out.error = "Never received a valid chunk to calculate TTFT.".into();
+    }
+    out.success = first && out.error.is_empty();
+    out.latency = (last - st).as_secs_f64();
+    out
+}
+
+/// Runs the load and returns the outputs (in request order) and the duration in seconds.
+pub async fn drive(spec: &LoadSpec) -> anyhow::Result<(Vec<RequestOutput>, f64)> {
+    let base =
+        reqwest::Url::parse(&spec.base_url).map_err(|e| anyhow::anyhow!("--base-url {:?}: {e}", spec.base_url))?;
+    anyhow::ensure!(
+        matches!(base.scheme(), "http" | "https"),
+        "--base-url must be http:// or https://"
+    );
+    anyhow::ensure!(
+        spec.request_rate > 0.0 && !spec.request_rate.is_nan(),
+        "--request-rate must be above 0 (or inf)"
+    );
+    let url = format!("{}{}", spec.base_url.trim_end_matches('/'), spec.endpoint);
+    let client = reqwest::Client::builder()
+        .timeout(spec.request_timeout)
+        .connect_timeout(Duration::from_secs(10))
+        // Each token is a small write: no Nagle delay on the request side either.
+        .tcp_nodelay(true)
+        .user_agent(concat!("rentcheck-loadgen/", env!("CARGO_PKG_VERSION")))
+        .build()?;
+    // As vLLM's request functions do: a key for servers that want one, never printed.
+    let api_key = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty());
+    let times = arrivals(spec.num_prompts, spec.request_rate, spec.seed);
+    let mut rng = StdRng::seed_from_u64(spec.seed.wrapping_add(1));
+    let bodies: Vec<Value> = (0..spec.num_prompts)
+        .map(|_| request_body(spec, prompt(&mut rng, spec.input_len)))
+        .collect();
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(bodies.len());
+    for (body, at) in bodies.into_iter().zip(times) {
+        tokio::time::sleep_until((start + Duration::from_secs_f64(at)).into()).await;
+        tasks.push(tokio::spawn(one_request(
+            client.clone(),
+            url.clone(),
+            body,
+            api_key.clone(),
+            u64::from(spec.input_len),
+            start,
+        )));
+    }
+    let mut outputs = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        outputs.push(t.await.unwrap_or_else(|e| RequestOutput {
+            error: format!("the request's task failed: {e}"),
+            ..RequestOutput::default()
+        }));
+    }
+    Ok((outputs, start.elapsed().as_secs_f64()))
+}
+
+/// numpy's `percentile` (linear interpolation between closest ranks); 0 for no values, as vLLM's
+/// `np.percentile(xs or 0, p)` gives.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        1 => sorted[0],
+        n => {
+            let rank = p / 100.0 * (n - 1) as f64;
+            let lo = rank.floor() as usize;
+            let hi = rank.ceil() as usize;
+            sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
+        }
+    }
+}
+
+fn stats(values: &[f64], percentiles: &[f64]) -> (f64, f64, f64, Vec<(f64, f64)>) {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return (0.0, 0.0, 0.0, percentiles.iter().map(|p| (*p, 0.0)).collect());
+    }
+    let n = sorted.len() as f64;
+    let mean = sorted.iter().sum::<f64>() / n;
+    let std = (sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+    (
+        mean,
+        percentile(&sorted, 50.0),
+        std,
+        percentiles.iter().map(|p| (*p, percentile(&sorted, *p))).collect(),
+    )
+}
+
+/// `p95`, `p99.9`: as vLLM names a percentile in its keys.
+fn p_word(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{}", p as i64)
+    } else {
+        format!("{p}")
+    }
+}
+
+/// The `--save-result --save-detailed` JSON of a run, computed as vLLM's `calculate_metrics`.
+pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) -> Value {
+    let mut output_lens = Vec::with_capacity(outputs.len());
+    let (mut ttfts, mut tpots, mut all_tpots, mut itls, mut e2els) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut completed, mut total_input) = (0u64, 0u64);
+    for o in outputs {
+        if !o.success {
+            output_lens.push(0);
+            continue;
+        }
+        let out_len = o.output_tokens.filter(|n| *n > 0).unwrap_or(o.chunks);
+        output_lens.push(out_len);
+        total_input += o.prompt_len;
+        let mut tpot = 0.0;
+        if out_len > 1 {
+            tpot = (o.latency - o.ttft) / (out_len - 1) as f64;
+            tpots.push(tpot);
+        }
+        all_tpots.push(tpot);
+        itls.extend(o.itl.iter().copied());
+        ttfts.push(o.ttft);
+        e2els.push(o.latency);
+        completed += 1;
+    }
+    let good = if spec.goodput.is_empty() {
+        None
+    } else {
+        let mut good = 0u64;
+        for i in 0..ttfts.len() {
+            let ok = spec.goodput.iter().all(|(k, ms)| {
+                let v = match k.as_str() {
+                    "ttft" => ttfts[i],
+                    "tpot" => all_tpots[i],
+                    _ => e2els[i],
+                };
+                ms / 1000.0 >= v
+            });
+            good += u64::from(ok);
+        }
+        Some(good)
+    };
+    let total_output: u64 = output_lens.iter().sum();
+    let failed = outputs.len() as u64 - completed;
+    let dur = duration.max(f64::MIN_POSITIVE);
+    let (max_tps, max_conc) = peaks(outputs);
+    let mut r = Map::new();
+    r.insert("date".into(), json!(Utc::now().format("%Y%m%d-%H%M%S").to_string()));
+    r.insert("endpoint_type".into(), json!("openai"));
+    r.insert(
+        "backend".into(),
+        json!(if is_chat(&spec.endpoint) {
+            "openai-chat"
+        } else {
+            "openai"
+        }),
+    );
+    r.insert("label".into(), Value::Null);
+    r.insert("model_id".into(), json!(spec.model));
+    r.insert("tokenizer_id".into(), Value::Null);
+    r.insert("num_prompts".into(), json!(spec.num_prompts));
+    r.insert(
+        "request_rate".into(),
+        if spec.request_rate.is_finite() {
+            json!(spec.request_rate)
+        } else {
+            json!("inf")
+        },
+    );
+    r.insert("burstiness".into(), json!(1.0));
+    r.insert("max_concurrency".into(), Value::Null);
+    r.insert(
+        "generator".into(),
+        json!(concat!("rentcheck loadgen ", env!("CARGO_PKG_VERSION"))),
+    );
+    r.insert("duration".into(), json!(duration));
+    r.insert("completed".into(), json!(completed));
+    r.insert("failed".into(), json!(failed));
+    r.insert("total_input_tokens".into(), json!(total_input));
+    r.insert("total_output_tokens".into(), json!(total_output));
+    r.insert("request_throughput".into(), json!(completed as f64 / dur));
+    r.insert(
+        "request_goodput".into(),
+        good.map_or(Value::Null, |g| json!(g as f64 / dur)),
+    );
+    r.insert("output_throughput".into(), json!(total_output as f64 / dur));
+    r.insert(
+        "total_token_throughput".into(),
+        json!((total_input + total_output) as f64 / dur),
+    );
+    r.insert(
+        "input_lens".into(),
+        json!(outputs.iter().map(|o| o.prompt_len).collect::<Vec<_>>()),
+    );
+    r.insert("output_lens".into(), json!(output_lens));
+    r.insert(
+        "ttfts".into(),
+        json!(outputs.iter().map(|o| o.ttft).collect::<Vec<_>>()),
+    );
+    r.insert("itls".into(), json!(outputs.iter().map(|o| &o.itl).collect::<Vec<_>>()));
+    r.insert(
+        "latencies".into(),
+        json!(outputs.iter().map(|o| o.latency).collect::<Vec<_>>()),
+    );
+    r.insert(
+        "start_times".into(),
+        json!(outputs.iter().map(|o| o.start_time).collect::<Vec<_>>()),
+    );
+    r.insert(
+        "errors".into(),
+        json!(outputs.iter().map(|o| o.error.as_str()).collect::<Vec<_>>()),
+    );
+    r.insert("max_output_tokens_per_s".into(), json!(max_tps));
+    r.insert("max_concurrent_requests".into(), json!(max_conc));
+    for (name, values) in [("ttft", &ttfts), ("tpot", &tpots), ("itl", &itls), ("e2el", &e2els)] {
+        let (mean, median, std, pcts) = stats(values, &spec.percentiles);
+        r.insert(format!("mean_{name}_ms"), json!(mean * 1000.0));
+        r.insert(format!("median_{name}_ms"), json!(median * 1000.0));
+        r.insert(format!("std_{name}_ms"), json!(std * 1000.0));
+        for (p, v) in pcts {
+            r.insert(format!("p{}_{name}_ms", p_word(p)), json!(v * 1000.0));
+        }
+    }
+    Value::Object(r)
+}
+
+/// The busiest second's output tokens and the most requests in flight at once (vLLM's
+/// `max_output_tokens_per_s` and `max_concurrent_requests`), over completed requests.
+fn peaks(outputs: &[RequestOutput]) -> (f64, u64) {
+    let ok: Vec<&RequestOutput> = outputs.iter().filter(|o| o.success).collect();
+    let Some(min_start) = ok.iter().map(|o| o.start_time).min_by(f64::total_cmp) else {
+        return (0.0, 0);
+    };
+    let mut per_second: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+    let mut events: Vec<(f64, i32)> = Vec::new();
+    for o in &ok {
+        let mut t = o.start_time + o.ttft;
+        *per_second.entry((t - min_start) as i64).or_default() += 1;
+        for gap in &o.itl {
+            t += gap;
+            *per_second.entry((t - min_start) as i64).or_default() += 1;
+        }
+        events.push((o.start_time, 1));
+        events.push((o.start_time + o.latency, -1));
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut peak) = (0i64, 0i64);
+    for (_, d) in events {
+        now += i64::from(d);
+        peak = peak.max(now);
+    }
+    (
+        per_second.values().copied().max().unwrap_or(0) as f64,
+        u64::try_from(peak).unwrap_or(0),
+    )
+}
+
+/// One run: the result JSON.
+pub async fn run(spec: &LoadSpec) -> anyhow::Result<Value> {
+    let (outputs, duration) = drive(spec).await?;
+    let result = result_json(spec, &outputs, duration);
+    eprintln!("{}", console_summary(&result));
+    Ok(result)
+}
+
+/// The `Serving Benchmark Result` block vLLM prints, for people watching.
+pub fn console_summary(r: &Value) -> String {
+    let n = |k: &str| r[k].as_f64().unwrap_or(0.0);
+    let mut s = format!("{:=^50}\n", " Serving Benchmark Result ");
+    s.push_str(&format!("{:<40} {}\n", "Successful requests:", n("completed")));
+    s.push_str(&format!("{:<40} {}\n", "Failed requests:", n("failed")));
+    s.push_str(&format!("{:<40} {:.2}\n", "Benchmark duration (s):", n("duration")));
+    s.push_str(&format!(
+        "{:<40} {:.2}\n",
+        "Request throughput (req/s):",
+        n("request_throughput")
+    ));
+    if r["request_goodput"].is_number() {
+        s.push_str(&format!(
+            "{:<40} {:.2}\n",
+            "Request goodput (req/s):",
+            n("request_goodput")
+        ));
+    }
+    s.push_str(&format!(
+        "{:<40} {:.2}\n",
+        "Output token throughput (tok/s):",
+        n("output_throughput")
+    ));
+    for (m, label) in [("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2el", "E2EL")] {
+        s.push_str(&format!(
+            "{:<40} {:.2}\n",
+            format!("Median {label} (ms):"),
+            n(&format!("median_{m}_ms"))
+        ));
+    }
+    s.push_str(&"=".repeat(50));
+    s
+}
+
+/// `rentcheck loadgen`: runs, writes the result, and says how it went (0: at least one request
+/// completed; 1: none did or the run could not start; 2: bad flags).
+pub async fn main(args: LoadgenArgs) -> std::process::ExitCode {
+    let spec = match LoadSpec::from_args(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rentcheck loadgen: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let result = match run(&spec).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rentcheck loadgen: {e:#}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    let text = result.to_string();
+    let written = match &args.result_file {
+        Some(path) => std::fs::write(path, &text).map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => {
+            println!("{text}");
+            Ok(())
+        }
+    };
+    if let Err(e) = written {
+        eprintln!("rentcheck loadgen: {e}");
+        return std::process::ExitCode::from(1);
+    }
+    std::process::ExitCode::from(if result["completed"].as_u64().unwrap_or(0) > 0 {
+        0
+    } else {
+        1
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(goodput: Vec<(String, f64)>) -> LoadSpec {
+        LoadSpec {
+            base_url: "http://127.0.0.1:1".into(),
+            endpoint: "/v1/completions".into(),
+            model: "m".into(),
+            input_len: 8,
+            output_len: 4,
+            request_rate: 2.0,
+            num_prompts: 3,
+            goodput,
+            percentiles: vec![50.0, 95.0, 99.0],
+            seed: 0,
+            request_timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn ok(ttft: f64, gaps: &[f64], tokens: u64) -> RequestOutput {
+        RequestOutput {
+            success: true,
+            ttft,
+            itl: gaps.to_vec(),
+            latency: ttft + gaps.iter().sum::<f64>(),
+            output_tokens: Some(tokens),
+            chunks: gaps.len() as u64 + 1,
+            prompt_len: 8,
+            ..RequestOutput::default()
+        }
+    }
+
+    #[test]
+    fn arrivals_are_poisson_and_end_at_n_over_rate() {
+        let a = arrivals(1000, 50.0, 7);
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+        assert!((a[999] - 20.0).abs() < 1e-9, "rescaled to 1000 ÷ 50 s");
+        // Exponential gaps: their standard deviation is about their mean.
+        let gaps: Vec<f64> = std::iter::once(a[0]).chain(a.windows(2).map(|w| w[1] - w[0])).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+        assert!((sd / mean - 1.0).abs() < 0.15, "cv {}", sd / mean);
+        assert_eq!(arrivals(3, f64::INFINITY, 0), [0.0; 3]);
+    }
+
+    #[test]
+    fn percentiles_are_numpys_linear_ones() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&xs, 50.0), 2.5);
+        assert!((percentile(&xs, 95.0) - 3.85).abs() < 1e-12);
+        assert_eq!(percentile(&xs, 100.0), 4.0);
+        assert_eq!(percentile(&[], 99.0), 0.0);
+    }
+
+    #[test]
+    fn figures_follow_vllms_definitions() {
+        let outputs = vec![
+            ok(0.1, &[0.02, 0.02, 0.02], 4),
+            ok(0.3, &[0.05, 0.05, 0.05], 4),
+            RequestOutput {
+                error: "500 Internal Server Error".into(),
+                prompt_len: 8,
+                ..RequestOutput::default()
+            },
+        ];
+        let r = result_json(
+            &spec(vec![("ttft".into(), 200.0), ("tpot".into(), 30.0)]),
+            &outputs,
+            2.0,
+        );
+        assert_eq!((r["completed"].as_u64(), r["failed"].as_u64()), (Some(2), Some(1)));
+        assert_eq!(r["request_throughput"], json!(1.0), "completed ÷ duration");
+        assert_eq!(
+            r["request_goodput"],
+            json!(0.5),
+            "only the first meets ttft ≤ 200 ms and tpot ≤ 30 ms"
+        );
+        assert_eq!(r["output_lens"], json!([4, 4, 0]));
+        assert_eq!(r["total_output_tokens"], json!(8));
+        // TPOT = (E2E − TTFT) ÷ (tokens − 1): 20 ms and 50 ms.
+        assert!((r["mean_tpot_ms"].as_f64().unwrap() - 35.0).abs() < 1e-9);
+        assert!(
+            (r["median_e2el_ms"].as_f64().unwrap() - 305.0).abs() < 1e-9,
+            "(160 + 450) ÷ 2"
+        );
+        // ITL per gap, over every gap of every completed request.
+        assert!((r["p50_itl_ms"].as_f64().unwrap() - 35.0).abs() < 1e-9);
+        assert_eq!(r["itls"].as_array().unwrap().len(), 3);
+        assert_eq!(r["errors"][2], json!("500 Internal Server Error"));
+        assert_eq!(r["errors"][0], json!(""));
+        assert_eq!(r["max_concurrent_requests"], json!(2));
+        // The parser reads it as a vLLM result, per-request arrays included.
+        let text = r.to_string();
+        use crate::evidence::parsers::{parse, EvidenceKind, MetricValue};
+        let parsed = parse(EvidenceKind::BenchServing, text.as_bytes()).expect("read as a vLLM result");
+        let m = &parsed.metrics;
+        assert_eq!(m["serving.completed"], MetricValue::Number(2.0));
+        assert_eq!(m["serving.failed"], MetricValue::Number(1.0));
+        let MetricValue::Number(ttft_p50) = m["serving.ttft_p50_ms"] else {
+            panic!("no ttft p50: {m:?}")
+        };
+        assert!((ttft_p50 - 200.0).abs() < 1e-6, "the median of 100 and 300 ms");
+    }
+
+    #[test]
+    fn goodput_pairs_are_checked() {
+        assert_eq!(
+            parse_goodput(&["ttft:300".into(), "e2el:2000.5".into()]).unwrap(),
+            [("ttft".to_owned(), 300.0), ("e2el".to_owned(), 2000.5)]
+        );
+        assert!(parse_goodput(&["itl:30".into()]).is_err());
+        assert!(parse_goodput(&["ttft".into()]).is_err());
+        assert!(parse_goodput(&["ttft:-1".into()]).is_err());
+    }
+}

@@ -1,0 +1,651 @@
+//! `rentcheck collect --plan`: fetches the trial's test plan from the server and runs it, step by
+//! step in stage order — the first command of each step whose tool is on PATH, the probe and
+//! checkpoint files the harness wrote, the load sweep (with `vllm bench serve`, else `guidellm`,
+//! else the built-in generator, vLLM and dcgm-exporter scraped before and after each point) —
+//! and sends each step's output as soon as it has it, in one batch request per step.
+//!
+//! Every upload carries the labels `host` and `plan_step` (the step's key) and an idempotency key
+//! made of the trial, the step and the item, so a retried batch never doubles. A re-run skips the
+//! steps the server already holds (the plan says which: uploads labelled with their key), so it
+//! sends nothing twice and picks up where an earlier run stopped. To test the same allocation again
+//! from the start, add a re-run trial.
+
+use std::{path::Path, time::Duration};
+
+use sha2::{Digest, Sha256};
+
+use super::{
+    check_server,
+    client::{Accepted, BatchSent, Client, Item, Refused, RetryPolicy},
+    host_name,
+    loadgen::{self, LoadSpec},
+    plan::{substitute, PlanCommand, PlanStep, Runner, TestPlan, BUILT_IN_TOOL, PLAN_FORMAT, STEP_LABEL},
+    steps::{self, Gathered},
+    stop_reason,
+    summary::{Outcome, Summary},
+    usage, CollectArgs, Exit, Stop,
+};
+use crate::secrets::Secret;
+
+/// One thing a step sends.
+struct Output {
+    /// Unique in the step: what it is (`output`, `result`, `vllm-metrics before`).
+    name: String,
+    kind: String,
+    labels: Vec<(String, String)>,
+    content_type: &'static str,
+    body: Vec<u8>,
+}
+
+/// What running a step gave.
+enum StepResult {
+    Send(Vec<Output>, Vec<String>),
+    Skipped(String),
+    Failed(String),
+}
+
+/// `rcp1-` and the SHA-256 of the trial, the step and the item: the same on every run, so a batch
+/// sent twice creates nothing new, and a second run's different bytes for a step already sent are
+/// refused (409) rather than stored twice.
+pub fn step_item_key(trial: uuid::Uuid, step: &str, item: &str) -> String {
+    let mut h = Sha256::new();
+    for part in ["rentcheck-plan/1", &trial.to_string(), step, item] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    format!("rcp1-{}", hex::encode(h.finalize()))
+}
+
+fn token(args: &CollectArgs) -> Result<Secret, Stop> {
+    match (&args.token, &args.token_file) {
+        (Some(token), _) => Ok(token.clone()),
+        (None, Some(file)) => Ok(Secret::new(
+            crate::secrets::read_private_file(file)
+                .map_err(|e| usage(format!("--token-file {}: {e}", file.display())))?
+                .trim(),
+        )),
+        (None, None) => Err(usage(
+            "give the agent token in RENTCHECK_TOKEN or --token-file (mint one on the brief's Tokens page)",
+        )),
+    }
+}
+
+/// The `${NAME}` values: the flags, else the plan's defaults.
+fn variables(plan: &TestPlan, args: &CollectArgs) -> Vec<(String, String)> {
+    let flag = |name: &str| -> Option<String> {
+        match name {
+            "VLLM_URL" => args.vllm_url.clone(),
+            "DCGM_EXPORTER_URL" => args.dcgm_exporter_url.clone(),
+            "OUT" => args.out.as_ref().map(|p| p.display().to_string()),
+            "PROBES" => args.probes_dir.as_ref().map(|p| p.display().to_string()),
+            "VLLM_LOG" => args.vllm_log.as_ref().map(|p| p.display().to_string()),
+            "HOSTFILE" => args.hostfile.as_ref().map(|p| p.display().to_string()),
+            _ => None,
+        }
+    };
+    plan.variables
+        .iter()
+        .map(|v| {
+            let value = flag(&v.name).unwrap_or_else(|| v.default.clone());
+            let value = if v.name.ends_with("_URL") {
+                value.trim_end_matches('/').to_owned()
+            } else {
+                value
+            };
+            (v.name.clone(), value)
+        })
+        .collect()
+}
+
+/// The first of `commands` whose tool is present, with its path (`None` for the built-in).
+fn pick(commands: &[PlanCommand]) -> Option<(&PlanCommand, Option<std::path::PathBuf>)> {
+    commands.iter().find_map(|c| {
+        if c.tool == BUILT_IN_TOOL {
+            Some((c, None))
+        } else {
+            steps::find_on_path(&c.tool).map(|p| (c, Some(p)))
+        }
+    })
+}
+
+/// "dcgmi not found on PATH (install …)", for each command of a step.
+fn missing(commands: &[PlanCommand]) -> String {
+    commands
+        .iter()
+        .map(|c| format!("{} not found on PATH ({})", c.tool, c.install_hint))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `argv` with the value after `flag` replaced.
+fn set_flag(argv: &mut [String], flag: &str, value: &str) {
+    if let Some(i) = argv.iter().position(|a| a == flag) {
+        if let Some(v) = argv.get_mut(i + 1) {
+            *v = value.to_owned();
+        }
+    }
+}
+
+fn gathered(g: Gathered, name: &str, kind: &str) -> StepResult {
+    match g {
+        Gathered::Content {
+            body,
+            content_type,
+            notes,
+        } => StepResult::Send(
+            vec![Output {
+                name: name.to_owned(),
+                kind: kind.to_owned(),
+                labels: Vec::new(),
+                content_type,
+                body,
+            }],
+            notes,
+        ),
+        Gathered::Skipped(why) => StepResult::Skipped(why),
+        Gathered::Failed(why) => StepResult::Failed(why),
+    }
+}
+
+async fn command_step(step: &PlanStep, vars: &[(String, String)]) -> StepResult {
+    let Some((cmd, Some(path))) = pick(&step.commands) else {
+        return StepResult::Skipped(missing(&step.commands));
+    };
+    let argv: Vec<String> = cmd.argv.iter().skip(1).map(|a| substitute(a, vars)).collect();
+    let env: Vec<(String, String)> = cmd.env.iter().map(|(k, v)| (k.clone(), substitute(v, vars))).collect();
+    eprintln!("      $ {}", substitute(&cmd.shell, vars));
+    let g = steps::run_command_with_env(&path, &argv, &env, &step.kind, Duration::from_secs(step.timeout_s)).await;
+    gathered(g, "output", &step.kind)
+}
+
+async fn file_step(step: &PlanStep, vars: &[(String, String)]) -> StepResult {
+    let Some(file) = &step.file else {
+        return StepResult::Failed("the plan names no file for this step".into());
+    };
+    let path = substitute(file, vars);
+    if !Path::new(&path).is_file() {
+        let template = step
+            .template
+            .as_ref()
+            .map(|t| format!(", shaped like {t}"))
+            .unwrap_or_default();
+        return StepResult::Skipped(format!("no file at {path}: your harness writes it{template}"));
+    }
+    eprintln!("      reading {path}");
+    gathered(steps::read_file(Path::new(&path), &step.kind).await, "file", &step.kind)
+}
+
+async fn load_step(
+    step: &PlanStep,
+    plan: &TestPlan,
+    vars: &[(String, String)],
+    args: &CollectArgs,
+    client: &Client,
+) -> StepResult {
+    let Some(point) = &step.load else {
+        return StepResult::Failed("the plan gives no load point for this step".into());
+    };
+    let window = step.window.clone().unwrap_or_else(|| step.key.clone());
+    let mut outputs = Vec::new();
+    let mut notes = Vec::new();
+    let scrapes: Vec<(String, &str, bool)> = step
+        .scrapes
+        .iter()
+        .map(|s| (substitute(&s.url, vars), s.kind.as_str(), s.required))
+        .collect();
+    let mut reachable = Vec::new();
+    for (url, kind, required) in &scrapes {
+        match steps::scrape(client.http(), url).await {
+            Gathered::Content { body, content_type, .. } => {
+                reachable.push((url.clone(), *kind));
+                outputs.push(Output {
+                    name: format!("{kind} before"),
+                    kind: (*kind).to_owned(),
+                    labels: vec![("window".into(), window.clone()), ("phase".into(), "before".into())],
+                    content_type,
+                    body,
+                });
+            }
+            Gathered::Failed(why) | Gathered::Skipped(why) if *required => {
+                return StepResult::Skipped(format!(
+                    "the server under test does not answer ({why}): start it{} or pass --vllm-url",
+                    plan.serve
+                        .as_ref()
+                        .map(|s| format!(" ({})", s.command))
+                        .unwrap_or_default()
+                ));
+            }
+            Gathered::Failed(why) | Gathered::Skipped(why) => {
+                notes.push(format!("{kind} not scraped ({why}); its window figures are missing"));
+            }
+        }
+    }
+    let Some((cmd, path)) = pick(&step.commands) else {
+        return StepResult::Skipped(missing(&step.commands));
+    };
+    let output_file = substitute(cmd.output_file.as_deref().unwrap_or("${OUT}/result.json"), vars);
+    if let Some(dir) = Path::new(&output_file).parent() {
+        if let Err(e) = tokio::fs::create_dir_all(dir).await {
+            return StepResult::Failed(format!("cannot create {}: {e}", dir.display()));
+        }
+    }
+    // A result left by an earlier run must not be taken for this one's.
+    let _ = tokio::fs::remove_file(&output_file).await;
+    let model = args.model.clone().unwrap_or_else(|| plan.brief.model.clone());
+    let prompts = args.max_prompts.map_or(point.num_prompts, |m| m.min(point.num_prompts));
+    let body = match path {
+        None => {
+            eprintln!(
+                "      built-in load generator: {} req/s, {prompts} requests of {} + {} tokens",
+                point.rate_rps, point.input_tokens, point.output_tokens
+            );
+            let spec = LoadSpec {
+                base_url: substitute("${VLLM_URL}", vars),
+                endpoint: "/v1/completions".into(),
+                model,
+                input_len: point.input_tokens,
+                output_len: point.output_tokens,
+                request_rate: point.rate_rps,
+                num_prompts: prompts,
+                goodput: plan
+                    .load
+                    .as_ref()
+                    .map(|l| l.goodput.iter().map(|g| (g.metric.clone(), g.ms)).collect())
+                    .unwrap_or_default(),
+                percentiles: vec![50.0, 95.0, 99.0],
+                seed: 0,
+                request_timeout: Duration::from_secs(step.timeout_s),
+            };
+            let run = tokio::time::timeout(Duration::from_secs(step.timeout_s), loadgen::run(&spec)).await;
+            let result = match run {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => return StepResult::Failed(format!("the built-in load generator: {e:#}")),
+                Err(_) => return StepResult::Failed(format!("the load did not finish in {} s", step.timeout_s)),
+            };
+            let text = result.to_string().into_bytes();
+            if let Err(e) = tokio::fs::write(&output_file, &text).await {
+                notes.push(format!("the result was not kept at {output_file}: {e}"));
+            }
+            notes.push("measured by rentcheck's built-in load generator".into());
+            text
+        }
+        Some(path) => {
+            let mut argv: Vec<String> = cmd.argv.iter().map(|a| substitute(a, vars)).collect();
+            set_flag(&mut argv, "--model", &model);
+            set_flag(&mut argv, "--num-prompts", &prompts.to_string());
+            set_flag(&mut argv, "--max-requests", &prompts.to_string());
+            eprintln!("      $ {}", argv.join(" "));
+            let env: Vec<(String, String)> = cmd.env.iter().map(|(k, v)| (k.clone(), substitute(v, vars))).collect();
+            let g =
+                steps::run_command_with_env(&path, &argv[1..], &env, "log", Duration::from_secs(step.timeout_s)).await;
+            let (printed, run_notes) = match g {
+                Gathered::Content { body, notes, .. } => (body, notes),
+                Gathered::Failed(why) | Gathered::Skipped(why) => (Vec::new(), vec![why]),
+            };
+            match tokio::fs::read(&output_file).await {
+                Ok(b) if !b.is_empty() => {
+                    notes.extend(run_notes);
+                    b
+                }
+                _ => {
+                    let tail: String = String::from_utf8_lossy(&printed)
+                        .chars()
+                        .rev()
+                        .take(300)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect();
+                    return StepResult::Failed(format!(
+                        "{} wrote no result at {output_file}{}{}",
+                        cmd.tool,
+                        if run_notes.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", run_notes.join("; "))
+                        },
+                        if tail.trim().is_empty() {
+                            String::new()
+                        } else {
+                            format!("; it printed: …{}", tail.trim())
+                        }
+                    ));
+                }
+            }
+        }
+    };
+    outputs.push(Output {
+        name: "result".into(),
+        kind: step.kind.clone(),
+        labels: vec![("window".into(), window.clone())],
+        content_type: steps::content_type_for(&step.kind, &body),
+        body,
+    });
+    for (url, kind) in &reachable {
+        match steps::scrape(client.http(), url).await {
+            Gathered::Content { body, content_type, .. } => outputs.push(Output {
+                name: format!("{kind} after"),
+                kind: (*kind).to_owned(),
+                labels: vec![("window".into(), window.clone()), ("phase".into(), "after".into())],
+                content_type,
+                body,
+            }),
+            Gathered::Failed(why) | Gathered::Skipped(why) => {
+                notes.push(format!("{kind} not scraped after the load ({why})"))
+            }
+        }
+    }
+    StepResult::Send(outputs, notes)
+}
+
+/// Sends a step's outputs in one batch (one by one to a server without the batch route).
+async fn send(
+    client: &Client,
+    step: &PlanStep,
+    trial: uuid::Uuid,
+    host: &str,
+    outputs: &[Output],
+) -> Vec<Result<Accepted, Refused>> {
+    let keys: Vec<String> = outputs
+        .iter()
+        .map(|o| step_item_key(trial, &step.key, &o.name))
+        .collect();
+    let labels: Vec<Vec<(String, String)>> = outputs
+        .iter()
+        .map(|o| {
+            let mut l = vec![
+                ("host".to_owned(), host.to_owned()),
+                (STEP_LABEL.to_owned(), step.key.clone()),
+            ];
+            l.extend(o.labels.iter().cloned());
+            l
+        })
+        .collect();
+    let items: Vec<Item<'_>> = outputs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| Item {
+            kind: &o.kind,
+            stage: step.stage,
+            labels: &labels[i],
+            content_type: o.content_type,
+            body: o.body.clone(),
+            idempotency_key: &keys[i],
+        })
+        .collect();
+    match client.post_batch(&items).await {
+        Ok(BatchSent::Answered(a)) => a,
+        Ok(BatchSent::NoBatchRoute) => {
+            let mut answers = Vec::new();
+            for item in &items {
+                answers.push(client.post(item).await);
+            }
+            answers
+        }
+        Err(refused) => items.iter().map(|_| Err(refused.clone())).collect(),
+    }
+}
+
+/// The summary row of a sent step, and whether its refusal stops the run.
+fn sent_row(
+    outputs: &[Output],
+    answers: &[Result<Accepted, Refused>],
+    notes: &[String],
+) -> (Outcome, String, Option<String>) {
+    let mut parts = Vec::new();
+    let (mut sent, mut replayed, mut held, mut failed) = (0, 0, 0, 0);
+    let mut stop = None;
+    for (o, a) in outputs.iter().zip(answers) {
+        match a {
+            Ok(a) => {
+                if a.replayed {
+                    replayed += 1;
+                } else {
+                    sent += 1;
+                }
+                let id = a.id.map(|u| u.to_string()).unwrap_or_else(|| "(no id)".into());
+                parts.push(format!("{} {id} (parse {})", o.name, a.parse_status));
+            }
+            Err(r) if r.status == Some(reqwest::StatusCode::CONFLICT) => {
+                held += 1;
+                parts.push(format!("{}: already sent by an earlier run", o.name));
+            }
+            Err(r) => {
+                failed += 1;
+                if r.stops_the_run() {
+                    stop = Some(stop_reason(r));
+                }
+                parts.push(format!("{}: {}", o.name, r.reason));
+            }
+        }
+    }
+    let outcome = if failed > 0 {
+        Outcome::Failed
+    } else if sent > 0 {
+        Outcome::Sent
+    } else if replayed > 0 {
+        Outcome::Replayed
+    } else if held > 0 {
+        Outcome::Held
+    } else {
+        Outcome::Failed
+    };
+    let mut detail = parts.join("; ");
+    if !notes.is_empty() {
+        detail.push_str(&format!("; {}", notes.join("; ")));
+    }
+    (outcome, detail, stop)
+}
+
+fn dry_run(steps: &[&PlanStep], vars: &[(String, String)]) {
+    for s in steps {
+        println!("[stage {}] {} — {}", s.stage, s.key, s.title);
+        println!("    feeds: {}", s.feeds.join(", "));
+        if let Some(h) = &s.held {
+            println!(
+                "    held: the server has it ({} upload{}, newest {}): a run skips it",
+                h.evidence.len(),
+                if h.evidence.len() == 1 { "" } else { "s" },
+                h.received_at.format("%Y-%m-%d %H:%M UTC")
+            );
+        }
+        match s.runner {
+            Runner::Manual => println!("    by hand: {}", s.why),
+            Runner::File => println!("    reads {}", substitute(s.file.as_deref().unwrap_or_default(), vars)),
+            Runner::Command | Runner::Load => {
+                let chosen = pick(&s.commands).map(|(c, _)| c.tool.clone());
+                for c in &s.commands {
+                    let state = if Some(&c.tool) == chosen.as_ref() {
+                        "would run"
+                    } else if c.tool == BUILT_IN_TOOL || steps::find_on_path(&c.tool).is_some() {
+                        "present"
+                    } else {
+                        "missing"
+                    };
+                    println!("    {state:>9}: {}", substitute(&c.shell, vars));
+                }
+                if chosen.is_none() {
+                    println!("    skipped: {}", missing(&s.commands));
+                }
+                for sc in &s.scrapes {
+                    println!(
+                        "    scrapes {} before and after ({})",
+                        substitute(&sc.url, vars),
+                        sc.kind
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Runs `rentcheck collect --plan`.
+pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
+    let server = check_server(&args.server).map_err(usage)?;
+    let trial = args
+        .trial
+        .ok_or_else(|| usage("--plan needs --trial: the plan is the trial's"))?;
+    let host = args.host.clone().unwrap_or_else(host_name);
+    if host.is_empty() || host.len() > 200 || host.chars().any(|c| c.is_control()) {
+        return Err(usage("--host must be 1 to 200 printable characters"));
+    }
+    let policy = RetryPolicy {
+        max_attempts: args.attempts,
+        ..RetryPolicy::default()
+    };
+    let client = Client::new(
+        &server,
+        args.brief,
+        Some(trial),
+        token(args)?,
+        Duration::from_secs(args.http_timeout),
+        policy,
+    )
+    .map_err(|e| Stop {
+        exit: Exit::SomeFailed,
+        message: format!("{e:#}"),
+    })?;
+    let url = format!("{server}/api/v1/briefs/{}/trials/{trial}/plan", args.brief);
+    let plan: TestPlan = match client.get_json(&url).await {
+        Ok(v) => serde_json::from_value(v).map_err(|e| Stop {
+            exit: Exit::SomeFailed,
+            message: format!(
+                "the server's test plan could not be read ({e}): is rentcheck on this machine older than the server?"
+            ),
+        })?,
+        Err(r) => {
+            return Err(Stop {
+                exit: Exit::SomeFailed,
+                message: format!("could not fetch the test plan: {}", stop_reason(&r)),
+            })
+        }
+    };
+    if plan.format > PLAN_FORMAT {
+        eprintln!(
+            "note: the plan is format {}, this rentcheck reads format {PLAN_FORMAT}: steps it does not know may be missed",
+            plan.format
+        );
+    }
+    let vars = variables(&plan, args);
+    let steps: Vec<&PlanStep> = plan
+        .steps()
+        .filter(|s| args.stage.is_none_or(|n| s.stage == n))
+        .collect();
+    if steps.is_empty() {
+        return Err(Stop {
+            exit: Exit::NothingToSend,
+            message: match args.stage {
+                Some(n) => format!("the plan has no step at stage {n}"),
+                None => "the plan has no step: the card has no criteria".into(),
+            },
+        });
+    }
+    eprintln!(
+        "test plan of {} ({}) for the brief {}: {} step{}",
+        plan.trial.name,
+        plan.trial.gpu.as_ref().map_or("no allocation".to_owned(), |g| format!(
+            "{} × {g}",
+            plan.trial.gpu_count
+        )),
+        plan.brief.name,
+        steps.len(),
+        if steps.len() == 1 { "" } else { "s" }
+    );
+    if args.dry_run {
+        dry_run(&steps, &vars);
+        return Ok(Exit::Sent);
+    }
+    let mut summary = Summary::default();
+    let mut stopped: Option<String> = None;
+    let n = steps.len();
+    for (i, step) in steps.iter().enumerate() {
+        eprintln!("[{}/{n}] {} — {}", i + 1, step.key, step.title);
+        if let Some(why) = &stopped {
+            summary.push(&step.key, &step.kind, Outcome::Failed, format!("not sent: {why}"));
+            continue;
+        }
+        if let Some(h) = &step.held {
+            eprintln!("      held: the server has it");
+            summary.push(
+                &step.key,
+                &step.kind,
+                Outcome::Held,
+                format!(
+                    "the server holds it: {} (newest {})",
+                    h.evidence.first().map(|u| u.to_string()).unwrap_or_default(),
+                    h.received_at.format("%Y-%m-%d %H:%M UTC")
+                ),
+            );
+            continue;
+        }
+        let result = match step.runner {
+            Runner::Manual => StepResult::Skipped(format!("not run by collect: {}", step.why)),
+            Runner::Command => command_step(step, &vars).await,
+            Runner::File => file_step(step, &vars).await,
+            Runner::Load => load_step(step, &plan, &vars, args, &client).await,
+        };
+        match result {
+            StepResult::Skipped(why) => {
+                eprintln!("      skipped: {why}");
+                summary.push(&step.key, &step.kind, Outcome::Skipped, why);
+            }
+            StepResult::Failed(why) => {
+                eprintln!("      failed: {why}");
+                summary.push(&step.key, &step.kind, Outcome::Failed, why);
+            }
+            StepResult::Send(outputs, notes) => {
+                eprintln!(
+                    "      sending {} item{} ...",
+                    outputs.len(),
+                    if outputs.len() == 1 { "" } else { "s" }
+                );
+                let answers = send(&client, step, trial, &host, &outputs).await;
+                let (outcome, detail, stop) = sent_row(&outputs, &answers, &notes);
+                eprintln!("      {}: {detail}", outcome.as_str());
+                summary.push(&step.key, &step.kind, outcome, detail);
+                stopped = stop;
+            }
+        }
+    }
+    println!("{summary}");
+    let failed = summary.failed();
+    let delivered = summary.count(Outcome::Sent) + summary.count(Outcome::Replayed) + summary.count(Outcome::Held);
+    if failed > 0 {
+        eprintln!(
+            "rentcheck collect --plan: {failed} of {} steps failed",
+            summary.rows.len()
+        );
+        Ok(Exit::SomeFailed)
+    } else if delivered == 0 {
+        eprintln!("rentcheck collect --plan: nothing was sent: every step was skipped");
+        Ok(Exit::NothingToSend)
+    } else {
+        Ok(Exit::Sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_come_from_the_trial_the_step_and_the_item() {
+        let t = uuid::Uuid::nil();
+        let k = step_item_key(t, "1-dcgm-diag", "output");
+        assert_eq!(k, step_item_key(t, "1-dcgm-diag", "output"), "the same on every run");
+        assert!(k.starts_with("rcp1-") && k.len() == 69);
+        assert_ne!(k, step_item_key(t, "1-dcgm-diag", "result"));
+        assert_ne!(k, step_item_key(t, "3-dcgm-diag", "output"));
+        assert_ne!(k, step_item_key(uuid::Uuid::max(), "1-dcgm-diag", "output"));
+    }
+
+    #[test]
+    fn a_flag_value_is_replaced_in_place() {
+        let mut argv: Vec<String> = ["vllm", "--num-prompts", "240", "--model", "m"]
+            .map(String::from)
+            .to_vec();
+        set_flag(&mut argv, "--num-prompts", "10");
+        set_flag(&mut argv, "--max-requests", "10");
+        assert_eq!(argv, ["vllm", "--num-prompts", "10", "--model", "m"]);
+    }
+}

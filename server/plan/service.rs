@@ -1,0 +1,64 @@
+//! The test plan use cases: the plan of one trial, with the steps the trial already holds.
+
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
+use super::build::{build, PlanInput};
+use crate::{
+    acceptance::service as acceptance,
+    briefs::{model::Brief, service as briefs},
+    collect::plan::{Held, TestPlan},
+    error::AppError,
+    evidence::service as evidence,
+    state::AppState,
+    trials::{
+        model::{Allocation, Trial},
+        service as trials,
+    },
+};
+
+/// A trial's plan and what it was written from.
+pub struct TrialPlan {
+    pub brief: Brief,
+    pub trial: Trial,
+    pub plan: TestPlan,
+}
+
+/// The plan of trial `trial_id` of brief `brief_id` (404 when the trial is not the brief's), each
+/// step marked with the evidence the trial already holds of it.
+pub async fn plan_for(state: &AppState, brief_id: Uuid, trial_id: Uuid) -> Result<TrialPlan, AppError> {
+    let brief = briefs::load(&state.pool, brief_id).await?;
+    let trial = trials::pick(state, brief_id, Some(trial_id)).await?;
+    let sizing = brief.fields.sizing();
+    let allocation = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing);
+    let card = acceptance::current_card(&state.pool, &brief).await?;
+    let (criteria, _) = acceptance::criteria_for_trial(&brief, &card, allocation.as_ref());
+    let mut plan = build(&PlanInput {
+        brief_id,
+        brief: &brief.fields,
+        sizing: &sizing,
+        trial_id: trial.id,
+        trial_name: &trial.fields.name,
+        allocation: allocation.as_ref(),
+        criteria: &criteria,
+        card_revision: card.revision,
+    });
+    let held: HashMap<String, Held> = evidence::plan_steps_held(state, trial.id)
+        .await?
+        .into_iter()
+        .map(|h| {
+            (
+                h.step,
+                Held {
+                    evidence: h.evidence,
+                    received_at: h.newest,
+                },
+            )
+        })
+        .collect();
+    for step in plan.stages.iter_mut().flat_map(|s| s.steps.iter_mut()) {
+        step.held = held.get(&step.key).cloned();
+    }
+    Ok(TrialPlan { brief, trial, plan })
+}
