@@ -49,6 +49,7 @@ mod review_hardware;
 mod review_summaries;
 mod security;
 mod teams;
+mod test_script;
 mod trials_api;
 mod trials_migration;
 mod webhooks;
