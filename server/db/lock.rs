@@ -62,13 +62,14 @@ pub struct Holder {
 }
 
 impl Holder {
+    /// One `name value` line each; `since` comes last, so a file cut short while it is rewritten
+    /// lacks it (or its newline) and reads as nobody rather than with half a port or URL.
     fn to_text(&self) -> String {
         let mut text = format!(
-            "pid {}\ncommand {}\nstate {}\nsince {}\n",
+            "pid {}\ncommand {}\nstate {}\n",
             self.pid,
             self.command,
-            self.state.as_str(),
-            self.since
+            self.state.as_str()
         );
         if let Some(port) = self.port {
             text.push_str(&format!("port {port}\n"));
@@ -76,11 +77,15 @@ impl Holder {
         if let Some(url) = &self.url {
             text.push_str(&format!("url {url}\n"));
         }
+        text.push_str(&format!("since {}\n", self.since));
         text
     }
 
     /// `None` for a file being rewritten (empty or cut short) or not ours.
     fn parse(text: &str) -> Option<Self> {
+        if !text.ends_with('\n') {
+            return None;
+        }
         let field = |name: &str| {
             text.lines()
                 .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
@@ -280,7 +285,9 @@ mod tests {
         };
         assert_eq!(Holder::parse(&holder.to_text()), Some(holder.clone()));
         let text = holder.to_text();
-        assert_eq!(Holder::parse(&text[..text.len() / 2]), None);
+        for cut in 1..text.len() {
+            assert_eq!(Holder::parse(&text[..cut]), None, "cut at {cut}: {:?}", &text[..cut]);
+        }
         assert_eq!(Holder::parse(""), None);
     }
 
