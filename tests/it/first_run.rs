@@ -1110,3 +1110,74 @@ fn the_compose_file_validates_and_runs_the_app_healthy_writable_and_reachable() 
     let public = rentcheck::config::public_url(Some(str_of(&env, "RENTCHECK_PUBLIC_URL")), listen).unwrap();
     assert_eq!(public, format!("http://127.0.0.1:{}", listen.port()));
 }
+
+/// The Dockerfile's build stage, instructions joined as `dockerfile_runtime_stage` joins them.
+fn dockerfile_build_stage() -> Vec<String> {
+    let source = fs::read_to_string(Path::new(REPO).join("Dockerfile")).unwrap();
+    let mut instructions = Vec::new();
+    let mut current = String::new();
+    for line in source.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        current.push_str(line.trim_end().trim_end_matches('\\'));
+        current.push(' ');
+        if !line.trim_end().ends_with('\\') {
+            if !current.trim().is_empty() {
+                instructions.push(current.split_whitespace().collect::<Vec<_>>().join(" "));
+            }
+            current.clear();
+        }
+    }
+    let second_from = instructions
+        .iter()
+        .skip(1)
+        .position(|i| i.starts_with("FROM "))
+        .unwrap()
+        + 1;
+    instructions[..second_from].to_vec()
+}
+
+#[test]
+fn the_image_builds_its_dependencies_in_a_layer_that_only_the_manifest_and_lock_decide() {
+    let stage = dockerfile_build_stage();
+    let builds: Vec<usize> = (0..stage.len())
+        .filter(|&i| stage[i].starts_with("RUN ") && stage[i].contains("cargo build --release --locked"))
+        .collect();
+    assert_eq!(
+        builds.len(),
+        2,
+        "a build of the dependencies, then of rentcheck: {stage:#?}"
+    );
+    let whole_tree = stage.iter().position(|i| i == "COPY . .").expect("the tree is copied");
+    assert!(builds[0] < whole_tree && whole_tree < builds[1], "{stage:#?}");
+    // Before the first build only the manifest, the lock and cargo's settings come in.
+    for copy in stage[..builds[0]].iter().filter(|i| i.starts_with("COPY ")) {
+        let sources: Vec<&str> = copy.split_whitespace().skip(1).collect();
+        let sources = &sources[..sources.len() - 1];
+        assert!(
+            sources
+                .iter()
+                .all(|s| ["Cargo.toml", "Cargo.lock", ".cargo"].contains(s)),
+            "only what decides the dependencies: {copy}"
+        );
+    }
+    // The stubs stand in for every target the manifest names, and what they built is removed so
+    // the real sources are compiled.
+    let manifest = fs::read_to_string(Path::new(REPO).join("Cargo.toml")).unwrap();
+    let deps = &stage[builds[0]];
+    for path in manifest.lines().filter_map(|l| l.trim().strip_prefix("path = \"")) {
+        let path = path.trim_end_matches('"');
+        assert!(deps.contains(path), "a stub for {path}: {deps}");
+    }
+    assert!(deps.contains("target/release/.fingerprint/rentcheck-*"), "{deps}");
+}
+
+#[test]
+fn no_dependency_compiles_aws_lc_on_a_first_build() {
+    // aws-lc-sys compiles a C library for minutes; rustls runs on ring here (Cargo.toml says how).
+    let lock = fs::read_to_string(Path::new(REPO).join("Cargo.lock")).unwrap();
+    for heavy in ["aws-lc-sys", "aws-lc-rs"] {
+        assert!(
+            !lock.contains(&format!("name = \"{heavy}\"")),
+            "{heavy} is back in Cargo.lock: `cargo tree -i {heavy} -e features` says who asks for it"
+        );
+    }
+}

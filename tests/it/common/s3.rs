@@ -257,6 +257,7 @@ impl S3Server {
 
     fn admin_bucket(&self) -> object_store::aws::AmazonS3 {
         let (key, secret) = &self.admin;
+        rentcheck::evidence_store::install_tls_crypto();
         let mut builder = object_store::aws::AmazonS3Builder::new().with_bucket_name(&self.bucket);
         for (k, v) in self.vars(key, secret) {
             builder = builder.with_config(k.to_ascii_lowercase().parse().unwrap(), v);
