@@ -24,6 +24,7 @@ mod cards_pages;
 mod cli;
 mod collect;
 mod demo;
+mod docs;
 mod evidence_api;
 mod evidence_batch;
 mod evidence_metrics_compaction;
