@@ -109,13 +109,13 @@ async fn installed(pool: &PgPool) -> anyhow::Result<bool> {
     if !has_table {
         return Ok(false);
     }
-    Ok(sqlx::query_scalar!(
+    sqlx::query_scalar!(
         r#"SELECT EXISTS (SELECT 1 FROM _sqlx_migrations WHERE version = $1) AS "present!""#,
         first.version
     )
     .fetch_one(pool)
     .await
-    .context("reading _sqlx_migrations")?)
+    .context("reading _sqlx_migrations")
 }
 
 /// Tables, views and foreign tables in the database's own schemas (not the system's, not an
@@ -169,11 +169,11 @@ impl Database {
         Self::open_as(cfg, SERVE, Some(url)).await
     }
 
-    async fn open_as(cfg: &DbConfig, command: &str, url: Option<&str>) -> anyhow::Result<Self> {
-        let Some(url_setting) = &cfg.database_url else {
-            return Self::open_private(cfg, command, url).await;
+    /// `served_at`: the URL a server is opened at, for the lock (the private cluster only).
+    async fn open_as(cfg: &DbConfig, command: &str, served_at: Option<&str>) -> anyhow::Result<Self> {
+        let Some(url) = &cfg.database_url else {
+            return Self::open_private(cfg, command, served_at).await;
         };
-        let url = url_setting;
         check_scheme(url.expose())?;
         let options = PgConnectOptions::from_str(url.expose()).map_err(|e| {
             anyhow!(
@@ -189,7 +189,7 @@ impl Database {
         })
     }
 
-    async fn open_private(cfg: &DbConfig, command: &str, url: Option<&str>) -> anyhow::Result<Self> {
+    async fn open_private(cfg: &DbConfig, command: &str, served_at: Option<&str>) -> anyhow::Result<Self> {
         let bin_dir = postgres_binaries(cfg.pg_bin_dir.as_deref())?;
         let data_dir = &cfg.data_dir;
         fs::create_dir_all(data_dir).with_context(|| format!("creating data dir {}", data_dir.display()))?;
@@ -197,7 +197,7 @@ impl Database {
         warn_about_a_working_directory_cluster(&data_dir);
         match lock::acquire(&data_dir, command, LOCK_PATIENCE)? {
             Acquired::Owner(mut lock) => {
-                if let Some(url) = url {
+                if let Some(url) = served_at {
                     lock.set_url(url);
                 }
                 let cluster = PrivateCluster::start(&data_dir, bin_dir)?;
