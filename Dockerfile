@@ -3,6 +3,19 @@
 # `docker run -e DATABASE_URL=postgres://… -p 127.0.0.1:8080:8080 rentcheck`.
 FROM rust:1-bookworm AS build
 WORKDIR /src
+# The dependencies first, in a layer of their own that only Cargo.toml and Cargo.lock decide: a
+# change to the source or a doc rebuilds rentcheck alone, not the ~400 crates under it. Stub
+# sources stand in for the library, the binary and the bench the manifest names; their artifacts
+# are removed after, so the real sources (older by mtime than the stubs) are compiled for sure.
+COPY Cargo.toml Cargo.lock ./
+COPY .cargo .cargo
+RUN mkdir -p server benches \
+    && echo 'fn main() {}' > server/main.rs \
+    && touch server/lib.rs \
+    && echo 'fn main() {}' > benches/parsers.rs \
+    && cargo build --release --locked --bin rentcheck \
+    && rm -rf server benches target/release/rentcheck target/release/.fingerprint/rentcheck-* \
+        target/release/deps/rentcheck-* target/release/deps/librentcheck-*
 COPY . .
 RUN cargo build --release --locked --bin rentcheck
 

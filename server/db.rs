@@ -37,19 +37,121 @@ const LOCK_PATIENCE: Duration = Duration::from_secs(300);
 /// How long one connection attempt may take before the start gives up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Every migration, embedded in the binary.
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
 /// Runs the migrations. sqlx takes a PostgreSQL advisory lock around them, so two instances that
 /// start at the same moment apply each migration once.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    sqlx::migrate!("./migrations")
-        .run(pool)
-        .await
-        .context("applying database migrations")
+    MIGRATOR.run(pool).await.context("applying database migrations")
+}
+
+/// Whether rentcheck may install its schema beside tables that are not its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForeignTables {
+    /// Refuse, naming them (every command but `migrate --yes`).
+    Refuse,
+    /// Install anyway (`rentcheck migrate --yes`).
+    Accept,
+}
+
+/// [`migrate`], but a first install into a database that is not rentcheck's alone is refused
+/// unless `foreign` accepts it: one that already holds other tables (another application's), or
+/// PostgreSQL's shared `postgres` database even while empty. Once rentcheck's schema is there,
+/// later migrations run whatever else the database holds.
+pub async fn migrate_checked(pool: &PgPool, foreign: ForeignTables) -> anyhow::Result<()> {
+    if foreign == ForeignTables::Refuse && !installed(pool).await? {
+        let target = Target::of(&pool.connect_options());
+        if let Some(refusal) = refuse_to_install(&target, &foreign_tables(pool).await?) {
+            bail!(refusal);
+        }
+    }
+    migrate(pool).await
+}
+
+/// Why rentcheck will not install into `target`, given the tables it already holds; `None` when
+/// it is rentcheck's to take.
+fn refuse_to_install(target: &Target, others: &[String]) -> Option<String> {
+    let what = match others.len() {
+        0 if target.database == "postgres" => {
+            "is PostgreSQL's shared maintenance database, which other tools use too".to_owned()
+        }
+        0 => return None,
+        1 => format!("already holds a table rentcheck did not make: {}", others[0]),
+        n => format!(
+            "already holds {n} tables rentcheck did not make: {}",
+            name_some(others, 10)
+        ),
+    };
+    Some(format!(
+        "the database {} at {} {what}. Give rentcheck a database of its own \
+         (createdb -h {} -U {} rentcheck, then DATABASE_URL=postgres://…/rentcheck), \
+         or install it there anyway with `rentcheck migrate --yes`",
+        target.database, target.address, target.host, target.user,
+    ))
+}
+
+/// Whether rentcheck's first migration is recorded in this database (sqlx's `_sqlx_migrations` in
+/// the current schema).
+async fn installed(pool: &PgPool) -> anyhow::Result<bool> {
+    let has_table = sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+             SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relname = '_sqlx_migrations' AND n.nspname = current_schema()
+           ) AS "present!""#
+    )
+    .fetch_one(pool)
+    .await
+    .context("looking for rentcheck's migrations")?;
+    let Some(first) = MIGRATOR.iter().next() else {
+        return Ok(true);
+    };
+    if !has_table {
+        return Ok(false);
+    }
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM _sqlx_migrations WHERE version = $1) AS "present!""#,
+        first.version
+    )
+    .fetch_one(pool)
+    .await
+    .context("reading _sqlx_migrations")
+}
+
+/// Tables, views and foreign tables in the database's own schemas (not the system's, not an
+/// extension's), but sqlx's bookkeeping table: what a first install would land beside.
+async fn foreign_tables(pool: &PgPool) -> anyhow::Result<Vec<String>> {
+    sqlx::query_scalar!(
+        r#"SELECT CASE WHEN n.nspname = current_schema() THEN c.relname::text
+                       ELSE n.nspname || '.' || c.relname END AS "name!"
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+             AND n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema'
+             AND NOT (c.relname = '_sqlx_migrations' AND n.nspname = current_schema())
+             AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                             WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
+           ORDER BY 1"#
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing the database's tables")
+}
+
+/// `a, b, c and 4 more`: at most `shown` names.
+fn name_some(names: &[String], shown: usize) -> String {
+    if names.len() <= shown {
+        return names.join(", ");
+    }
+    format!("{} and {} more", names[..shown].join(", "), names.len() - shown)
 }
 
 /// A connected pool; with the private cluster, also the data-dir lock and the cluster when this
 /// process runs it.
 pub struct Database {
     pub pool: PgPool,
+    /// The URL of the running `rentcheck serve` whose private cluster this uses, as it wrote it
+    /// in the data-dir lock; `None` with `DATABASE_URL`, or when no server runs.
+    pub server_url: Option<String>,
     /// Set when this process holds the data-dir lock and so runs the cluster.
     owned: Option<(PrivateCluster, DataDirLock)>,
 }
@@ -58,9 +160,21 @@ impl Database {
     /// Connects to `DATABASE_URL`, or takes the data-dir lock as `command` and starts (or reuses)
     /// the private cluster, or uses the cluster of the `rentcheck serve` that holds the lock.
     pub async fn open(cfg: &DbConfig, command: &str) -> anyhow::Result<Self> {
+        Self::open_as(cfg, command, None).await
+    }
+
+    /// [`open`](Self::open) for `rentcheck serve`, which writes `url` (where people open it) into
+    /// the data-dir lock for the commands that find it.
+    pub async fn open_serving(cfg: &DbConfig, url: &str) -> anyhow::Result<Self> {
+        Self::open_as(cfg, SERVE, Some(url)).await
+    }
+
+    /// `served_at`: the URL a server is opened at, for the lock (the private cluster only).
+    async fn open_as(cfg: &DbConfig, command: &str, served_at: Option<&str>) -> anyhow::Result<Self> {
         let Some(url) = &cfg.database_url else {
-            return Self::open_private(cfg, command).await;
+            return Self::open_private(cfg, command, served_at).await;
         };
+        check_scheme(url.expose())?;
         let options = PgConnectOptions::from_str(url.expose()).map_err(|e| {
             anyhow!(
                 "DATABASE_URL is not a valid PostgreSQL URL ({}); expected postgres://USER:PASSWORD@HOST:PORT/DATABASE",
@@ -68,10 +182,14 @@ impl Database {
             )
         })?;
         let pool = connect(options, cfg.db_pool_size, &Advice::DatabaseUrl).await?;
-        Ok(Self { pool, owned: None })
+        Ok(Self {
+            pool,
+            server_url: None,
+            owned: None,
+        })
     }
 
-    async fn open_private(cfg: &DbConfig, command: &str) -> anyhow::Result<Self> {
+    async fn open_private(cfg: &DbConfig, command: &str, served_at: Option<&str>) -> anyhow::Result<Self> {
         let bin_dir = postgres_binaries(cfg.pg_bin_dir.as_deref())?;
         let data_dir = &cfg.data_dir;
         fs::create_dir_all(data_dir).with_context(|| format!("creating data dir {}", data_dir.display()))?;
@@ -79,12 +197,16 @@ impl Database {
         warn_about_a_working_directory_cluster(&data_dir);
         match lock::acquire(&data_dir, command, LOCK_PATIENCE)? {
             Acquired::Owner(mut lock) => {
+                if let Some(url) = served_at {
+                    lock.set_url(url);
+                }
                 let cluster = PrivateCluster::start(&data_dir, bin_dir)?;
                 lock.set_state(State::Ready, Some(cluster.port))?;
                 let advice = Advice::PrivateCluster(cluster.log_file());
                 match connect(cluster.connect_options(), cfg.db_pool_size, &advice).await {
                     Ok(pool) => Ok(Self {
                         pool,
+                        server_url: None,
                         owned: Some((cluster, lock)),
                     }),
                     Err(e) => {
@@ -103,7 +225,11 @@ impl Database {
                 let password = read_password(&data_dir)?;
                 let advice = Advice::PrivateCluster(data_dir.join("pg").join(SERVER_LOG));
                 let pool = connect(private_connect_options(port, &password), cfg.db_pool_size, &advice).await?;
-                Ok(Self { pool, owned: None })
+                Ok(Self {
+                    pool,
+                    server_url: server.url,
+                    owned: None,
+                })
             }
         }
     }
@@ -112,7 +238,7 @@ impl Database {
     /// data-dir lock (removing the lock file). A command that used a running server's cluster
     /// leaves it alone.
     pub async fn close(self) {
-        let Self { pool, owned } = self;
+        let Self { pool, owned, .. } = self;
         match owned {
             Some((cluster, mut lock)) => {
                 // Tell waiting commands not to use a cluster that is going away.
@@ -144,6 +270,24 @@ fn warn_about_a_working_directory_cluster(data_dir: &Path) {
     }
 }
 
+/// `DATABASE_URL` must name PostgreSQL: sqlx would read `mysql://…` as a PostgreSQL URL and fail
+/// later with a message about something else. Only the scheme is quoted, never the rest.
+fn check_scheme(url: &str) -> anyhow::Result<()> {
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    if matches!(scheme.to_ascii_lowercase().as_str(), "postgres" | "postgresql") {
+        return Ok(());
+    }
+    let given = if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c)) {
+        "a URL without a scheme".to_owned()
+    } else {
+        format!("a {scheme}:// URL")
+    };
+    bail!(
+        "DATABASE_URL is {given}, but rentcheck works only with PostgreSQL: give \
+         postgres://USER:PASSWORD@HOST:PORT/DATABASE, or unset DATABASE_URL and rentcheck runs its own PostgreSQL"
+    )
+}
+
 /// What to suggest when a connection fails, by where its settings came from.
 enum Advice {
     DatabaseUrl,
@@ -157,7 +301,8 @@ async fn connect(options: PgConnectOptions, pool_size: u32, advice: &Advice) -> 
     match tokio::time::timeout(CONNECT_TIMEOUT, options.connect()).await {
         Err(_) => bail!(target.failure(
             &format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()),
-            "Check the host, the port and any firewall in between",
+            "Check the host, the port (PostgreSQL usually listens on 5432; a program that is not \
+             PostgreSQL may never answer) and any firewall in between",
             advice
         )),
         Ok(Err(e)) => bail!(describe_connect_error(&target, &e, advice)),
@@ -177,6 +322,7 @@ async fn connect(options: PgConnectOptions, pool_size: u32, advice: &Advice) -> 
 /// Where a connection went: never the password.
 struct Target {
     address: String,
+    host: String,
     database: String,
     user: String,
 }
@@ -195,6 +341,7 @@ impl Target {
         let user = options.get_username().to_owned();
         Self {
             address,
+            host: options.get_host().to_owned(),
             // PostgreSQL's own default: the database named after the user.
             database: options.get_database().unwrap_or(&user).to_owned(),
             user,
@@ -222,6 +369,16 @@ impl Target {
 fn describe_connect_error(target: &Target, e: &sqlx::Error, advice: &Advice) -> String {
     use std::io::ErrorKind;
     let (cause, todo) = match e {
+        // A program that is not PostgreSQL answers the start-up message with something sqlx reads
+        // as a message header, then closes: sqlx says "expected to read 1414811696 bytes".
+        sqlx::Error::Io(io) if io.kind() == ErrorKind::UnexpectedEof => (
+            not_postgres(&io.to_string()),
+            "Check the port: PostgreSQL usually listens on 5432".to_owned(),
+        ),
+        sqlx::Error::Protocol(_) => (
+            not_postgres(""),
+            "Check the port: PostgreSQL usually listens on 5432".to_owned(),
+        ),
         sqlx::Error::Io(io) => {
             let todo = match io.kind() {
                 ErrorKind::ConnectionRefused => "Check that PostgreSQL runs there and listens on that address and port",
@@ -259,6 +416,21 @@ fn describe_connect_error(target: &Target, e: &sqlx::Error, advice: &Advice) -> 
         other => (cause_of(other), "Check the connection settings".to_owned()),
     };
     target.failure(&cause, &todo, advice)
+}
+
+/// Why a handshake broke off, from sqlx's "expected to read N bytes, got M bytes at EOF". sqlx
+/// first reads a 5-byte header (a type byte and a length that counts itself), then N = length + 1
+/// more: N - 1 is the four bytes after the first one that answered. `HTTP/1.1 400 …` gives "TTP/".
+fn not_postgres(eof: &str) -> String {
+    let wanted = eof
+        .strip_prefix("expected to read ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok());
+    match wanted {
+        Some(n) if n <= 5 => "the server closed the connection without answering PostgreSQL's handshake".to_owned(),
+        Some(n) if &(n - 1).to_be_bytes() == b"TTP/" => "an HTTP server answers there, not PostgreSQL".to_owned(),
+        _ => "what answers there is not PostgreSQL (it broke off PostgreSQL's handshake)".to_owned(),
+    }
 }
 
 /// An error's own message without the "error returned from database:"-style prefixes that sqlx
@@ -568,4 +740,69 @@ fn chown(path: &Path, user: &str) -> anyhow::Result<()> {
         bail!("chown {user} {} failed", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(database: &str) -> Target {
+        Target::of(
+            &PgConnectOptions::new()
+                .host("db.example")
+                .port(5433)
+                .username("app")
+                .database(database),
+        )
+    }
+
+    #[test]
+    fn an_install_is_refused_beside_other_tables_or_into_the_shared_postgres_database() {
+        assert_eq!(refuse_to_install(&target("rentcheck"), &[]), None);
+        let said = refuse_to_install(&target("postgres"), &[]).unwrap();
+        assert!(
+            said.starts_with("the database postgres at db.example:5433 is PostgreSQL's shared"),
+            "{said}"
+        );
+        assert!(said.contains("createdb -h db.example -U app rentcheck"), "{said}");
+        assert!(said.contains("rentcheck migrate --yes"), "{said}");
+        let said = refuse_to_install(&target("shop"), &["orders".into()]).unwrap();
+        assert!(said.contains("holds a table rentcheck did not make: orders."), "{said}");
+        let many: Vec<String> = (1..=12).map(|i| format!("t{i:02}")).collect();
+        let said = refuse_to_install(&target("shop"), &many).unwrap();
+        assert!(
+            said.contains("holds 12 tables rentcheck did not make: t01, t02"),
+            "{said}"
+        );
+        assert!(said.contains("t10 and 2 more."), "{said}");
+    }
+
+    #[test]
+    fn only_postgres_urls_are_taken_and_the_rest_of_the_url_is_never_quoted() {
+        assert!(check_scheme("postgres://u:p@h/db").is_ok());
+        assert!(check_scheme("postgresql://u:p@h/db").is_ok());
+        let said = check_scheme("mysql://root:hunter2@h/shop").unwrap_err().to_string();
+        assert!(
+            said.starts_with("DATABASE_URL is a mysql:// URL, but rentcheck works only with PostgreSQL"),
+            "{said}"
+        );
+        assert!(!said.contains("hunter2"), "{said}");
+        let said = check_scheme("h:5432/db").unwrap_err().to_string();
+        assert!(said.contains("a URL without a scheme"), "{said}");
+    }
+
+    #[test]
+    fn a_handshake_broken_off_says_what_answered() {
+        // `HTTP/1.1 400`: sqlx reads 'H' as the type and "TTP/" as the length.
+        let http = u32::from_be_bytes(*b"TTP/") + 1;
+        assert_eq!(
+            not_postgres(&format!("expected to read {http} bytes, got 0 bytes at EOF")),
+            "an HTTP server answers there, not PostgreSQL"
+        );
+        assert!(not_postgres("expected to read 5 bytes, got 0 bytes at EOF").contains("without answering"));
+        let ssh = u32::from_be_bytes(*b"SH-2") + 1;
+        assert!(
+            not_postgres(&format!("expected to read {ssh} bytes, got 3 bytes at EOF")).contains("is not PostgreSQL")
+        );
+    }
 }

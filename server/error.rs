@@ -24,6 +24,9 @@ pub enum AppError {
     NotFound(&'static str),
     #[error("{0}")]
     Conflict(String),
+    /// 422 for a request that is well formed but cannot be used, saying why (not a field's fault).
+    #[error("{0}")]
+    Unprocessable(String),
     #[error("the request body is larger than the limit of {0} bytes")]
     PayloadTooLarge(usize),
     /// 413 for a body over a limit other than bytes (e.g. lines in one import), saying which.
@@ -72,6 +75,7 @@ impl AppError {
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::Conflict(_) => StatusCode::CONFLICT,
+            AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::DatabaseUnavailable | AppError::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -87,6 +91,7 @@ impl AppError {
             AppError::Forbidden(_) => "forbidden",
             AppError::NotFound(_) => "not-found",
             AppError::Conflict(_) => "conflict",
+            AppError::Unprocessable(_) => "unprocessable",
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => "payload-too-large",
             AppError::UnsupportedMediaType(_) => "unsupported-media-type",
             AppError::DatabaseUnavailable => "database-unavailable",

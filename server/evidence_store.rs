@@ -211,6 +211,17 @@ fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Arc<dyn ObjectStore
     }
 }
 
+/// Makes ring the process's rustls crypto provider, once. object_store's reqwest is built with
+/// rustls but no bundled provider (Cargo.toml says why) and refuses to build a client without one.
+/// Public for tests that build S3 clients of their own.
+pub fn install_tls_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err only when a provider is already installed, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// sha256 of no bytes: the name of the empty object `check` writes.
 const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
@@ -218,6 +229,7 @@ const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495
 /// rentcheck's own bounds on retries first (the pairs may override them): the default retries for
 /// three minutes, far past the request timeout, so a store that is down would answer nothing.
 fn s3_builder(vars: impl IntoIterator<Item = (String, String)>) -> AmazonS3Builder {
+    install_tls_crypto();
     let retry = RetryConfig {
         backoff: BackoffConfig::default(),
         max_retries: 3,

@@ -12,7 +12,7 @@ use rentcheck::{
     },
     collect,
     config::{self, AppConfig, DbConfig, ServeConfig, TokenConfig},
-    db::{self, Database},
+    db::{self, Database, ForeignTables},
     evidence,
     evidence_store::EvidenceStore,
     http,
@@ -48,6 +48,10 @@ enum Command {
     Migrate {
         #[command(flatten)]
         db: DbConfig,
+        /// Install into a database that already holds tables rentcheck did not make (otherwise
+        /// refused, naming them).
+        #[arg(long)]
+        yes: bool,
     },
     /// Manage people's accounts.
     User {
@@ -240,9 +244,7 @@ async fn main() -> ExitCode {
     };
     let result = match command {
         Command::Serve { db, serve, tokens } => run_serve(db, serve, tokens).await,
-        Command::Migrate { db } => {
-            with_database(&db, "migrate", |_| async { Ok("migrations applied".to_owned()) }).await
-        }
+        Command::Migrate { db, yes } => migrate(db, yes).await,
         Command::User {
             action:
                 UserAction::Add {
@@ -317,12 +319,27 @@ where
 {
     let database = Database::open(db_config, command).await?;
     let outcome = async {
-        db::migrate(&database.pool).await?;
+        db::migrate_checked(&database.pool, ForeignTables::Refuse).await?;
         work(database.pool.clone()).await
     }
     .await;
     database.close().await;
     println!("{}", outcome?);
+    Ok(())
+}
+
+/// `rentcheck migrate [--yes]`.
+async fn migrate(db_config: DbConfig, yes: bool) -> anyhow::Result<()> {
+    let foreign = if yes {
+        ForeignTables::Accept
+    } else {
+        ForeignTables::Refuse
+    };
+    let database = Database::open(&db_config, "migrate").await?;
+    let outcome = db::migrate_checked(&database.pool, foreign).await;
+    database.close().await;
+    outcome?;
+    println!("migrations applied");
     Ok(())
 }
 
@@ -695,16 +712,31 @@ async fn run_demo(
     addr: std::net::SocketAddr,
     public_url: Option<String>,
 ) -> anyhow::Result<()> {
-    let public_url = config::public_url(public_url.as_deref(), addr)?;
+    // Checked before any work, even when the URL printed is the found server's.
+    let derived_url = config::public_url(public_url.as_deref(), addr)?;
     let keys = TokenKeys::load(
         tokens.jwt_secret.as_ref(),
         tokens.jwt_secret_file.as_deref(),
         &db.data_dir,
     )?;
-    with_database(&db, "demo", |pool| async move {
-        let state = AppState::new(pool, AppConfig::default(), keys);
+    let database = Database::open(&db, "demo").await?;
+    // The URL to open: RENTCHECK_PUBLIC_URL when given here; else that of the server whose cluster
+    // this used (its real address, whatever RENTCHECK_ADDR says here); else the derived default.
+    let public_url = match (&public_url, &database.server_url) {
+        (None, Some(found)) => found.clone(),
+        _ => derived_url,
+    };
+    if database.server_url.is_none() && db.database_url.is_none() {
+        eprintln!(
+            "rentcheck: no server runs on this data dir ({}); start one with `rentcheck serve` to open the URL below",
+            db.data_dir.display()
+        );
+    }
+    let outcome = async {
+        db::migrate_checked(&database.pool, ForeignTables::Refuse).await?;
+        let state = AppState::new(database.pool.clone(), AppConfig::default(), keys);
         let outcome = rentcheck::demo::load(&state).await.map_err(describe)?;
-        Ok(format!(
+        anyhow::Ok(format!(
             "demo brief {} ({}; evidence: {} sent, {} already there; ledger: {})\n\
              open   {public_url}/briefs/{}/review\n\
              login  {} / {}   (a manager; the password is new on every `rentcheck demo`)",
@@ -725,15 +757,21 @@ async fn run_demo(
             outcome.email,
             outcome.password,
         ))
-    })
-    .await
+    }
+    .await;
+    database.close().await;
+    println!("{}", outcome?);
+    Ok(())
 }
 
 async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig) -> anyhow::Result<()> {
     // Bind first so a taken port fails fast, before any database work.
     let listener = tokio::net::TcpListener::bind(serve.addr)
         .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", serve.addr))?;
+        .map_err(|e| http::listen_error(serve.addr, &e))?;
+    // With port 0 the system picks one: URLs name the port actually bound.
+    let mut serve = serve;
+    serve.addr = listener.local_addr()?;
     let keys = TokenKeys::load(
         tokens.jwt_secret.as_ref(),
         tokens.jwt_secret_file.as_deref(),
@@ -745,9 +783,9 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
     evidence_store.check().await?;
     tracing::info!(store = evidence_store.describe(), "raw evidence is kept in");
     let app_config = AppConfig::try_from(&serve)?;
-    let database = Database::open(&db_config, db::SERVE).await?;
+    let database = Database::open_serving(&db_config, &app_config.public_url).await?;
     let outcome = async {
-        db::migrate(&database.pool).await?;
+        db::migrate_checked(&database.pool, ForeignTables::Refuse).await?;
         password::warm_up();
         let addr = listener.local_addr()?;
         if serve.public_url.is_none() && !addr.ip().is_loopback() {

@@ -1,5 +1,7 @@
 # Raw evidence in an S3 bucket for the load scripts: `moto_start` runs moto's S3-protocol server
-# (PyPI `moto[server]`, installed when missing) on a free loopback port, creates a bucket and
+# (PyPI `moto[server]`: the Python that has it — RENTCHECK_TEST_PYTHON, the virtual environment
+# scripts/test.sh makes, or python3 — else installed into that virtual environment, since Debian's
+# python3 refuses `pip install` outside one) on a free loopback port, creates a bucket and
 # exports RENTCHECK_EVIDENCE_STORE and the AWS_* variables, so a server started afterwards keeps
 # raw bytes there. moto here runs without authentication (its default); the integration tests are
 # where signatures and the bucket policy are checked. `moto_stop` ends it. Needs WORK (a scratch
@@ -8,10 +10,20 @@
 MOTO_PID=""
 
 moto_start() {
-    python3 -c 'import moto.server' 2>/dev/null || python3 -m pip install --quiet 'moto[server]==5.2.1'
-    local port
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    python3 -m moto.server -H 127.0.0.1 -p "$port" >"$WORK/moto.log" 2>&1 &
+    local venv=${RENTCHECK_TEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rentcheck/test-venv}
+    local python="" candidate port
+    for candidate in "${RENTCHECK_TEST_PYTHON:-}" "$venv/bin/python3" "$(command -v python3 || true)"; do
+        if [ -n "$candidate" ] && "$candidate" -c 'import moto.server' 2>/dev/null; then
+            python=$candidate
+            break
+        fi
+    done
+    if [ -z "$python" ]; then
+        python3 -m venv "$venv" && "$venv/bin/python3" -m pip install --quiet 'moto[server]==5.2.1'
+        python=$venv/bin/python3
+    fi
+    port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "$python" -m moto.server -H 127.0.0.1 -p "$port" >"$WORK/moto.log" 2>&1 &
     MOTO_PID=$!
     for _ in $(seq 1 100); do
         curl -fsS -o /dev/null "http://127.0.0.1:$port/moto-api/" 2>/dev/null && break

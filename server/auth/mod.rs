@@ -1,7 +1,7 @@
 //! Who is asking: people with a server-side session, machines with a bearer token (JWT), and what
 //! each role may do: engineers write briefs, cards, trials and tokens; managers also approve and
 //! import prices; admins also manage people and teams; agent tokens only send evidence and ledger
-//! lines to one brief (README "Roles and tokens", docs/security.md).
+//! lines to one brief (docs/reference.md "Accounts, roles and tokens", docs/security.md).
 
 pub mod admin;
 pub mod api;

@@ -237,12 +237,28 @@ struct SetupPage {
     errors: Vec<String>,
 }
 
-/// The first-run page exists only while there is no user, and only for a browser on this machine
-/// (`from_this_machine`: not through a proxy, not under another site's name).
-async fn setup_allowed(state: &AppState, peer: SocketAddr, headers: &HeaderMap) -> PageResult<()> {
-    if users::count(&state.pool).await? > 0 {
-        return Err(PageError(AppError::NotFound("page")));
+#[derive(Template)]
+#[template(path = "auth/setup_done.html")]
+struct SetupDonePage {
+    ctx: PageContext,
+}
+
+/// Once an account exists the first-run page is closed: it says so and where to sign in (410
+/// Gone), whoever asks, and creates nothing. `None` while there is no account yet.
+async fn setup_closed(state: &AppState) -> PageResult<Option<Response>> {
+    if users::count(&state.pool).await? == 0 {
+        return Ok(None);
     }
+    let mut page = render(&SetupDonePage {
+        ctx: PageContext::anonymous(),
+    })?;
+    *page.status_mut() = StatusCode::GONE;
+    Ok(Some(page))
+}
+
+/// The first-run page is open only for a browser on this machine (`from_this_machine`: not
+/// through a proxy, not under another site's name).
+async fn setup_allowed(state: &AppState, peer: SocketAddr, headers: &HeaderMap) -> PageResult<()> {
     if !from_this_machine(headers, peer.ip(), &state.config.public_url) {
         return Err(PageError(AppError::Forbidden(
             "First-run setup is only open from the machine rentcheck runs on. \
@@ -270,6 +286,9 @@ async fn setup_form(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> PageResult<Response> {
+    if let Some(closed) = setup_closed(&state).await? {
+        return Ok(closed);
+    }
     setup_allowed(&state, peer, &headers).await?;
     setup_page(&state, String::new(), Vec::new()).await
 }
@@ -280,6 +299,9 @@ async fn setup(
     headers: HeaderMap,
     HtmlForm(form): HtmlForm<HashMap<String, String>>,
 ) -> PageResult<Response> {
+    if let Some(closed) = setup_closed(&state).await? {
+        return Ok(closed);
+    }
     setup_allowed(&state, peer, &headers).await?;
     if !pre_session_csrf_ok(&headers, &form) {
         return Ok(csrf_failure());
@@ -390,8 +412,12 @@ async fn tokens_view(
         (None, [first, _, ..]) => (format!("&trial={}", first.0), format!(" --trial {}", first.0)),
         _ => (String::new(), String::new()),
     };
+    // The tool's output goes to a file first and is posted only when the tool succeeded: piped
+    // straight into curl, a missing nvidia-smi would post nothing. The key makes a re-run within
+    // the hour a replay rather than a second item.
     let curl_example = format!(
-        "nvidia-smi -L | curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" --data-binary @- \\\n  \
+        "nvidia-smi -L > gpus.txt && curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" \\\n  \
+         -H \"Idempotency-Key: $(hostname)-gpus-$(date -u +%Y%m%d%H)\" --data-binary @gpus.txt \\\n  \
          \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1{trial_query}\"",
     );
     let collect_example = format!("rentcheck collect --server {base_url} --brief {brief_id}{trial_flag}");

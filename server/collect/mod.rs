@@ -37,13 +37,7 @@ pub struct CollectArgs {
     pub server: String,
     /// An agent token for the brief (prefer the RENTCHECK_TOKEN environment variable or
     /// --token-file: a flag shows in `ps`).
-    #[arg(
-        long,
-        env = "RENTCHECK_TOKEN",
-        hide_env_values = true,
-        required_unless_present = "token_file",
-        conflicts_with = "token_file"
-    )]
+    #[arg(long, env = "RENTCHECK_TOKEN", hide_env_values = true, conflicts_with = "token_file")]
     pub token: Option<Secret>,
     /// A file holding the agent token (mode 0600 or stricter), instead of --token.
     #[arg(long, env = "RENTCHECK_TOKEN_FILE")]
@@ -413,6 +407,22 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
     }
     let stage = args.stage.unwrap_or(1);
     let server = check_server(&args.server).map_err(usage)?;
+    let given = args.token.as_ref().filter(|t| !t.expose().trim().is_empty());
+    let token = match (given, &args.token_file) {
+        (Some(token), _) => token.clone(),
+        (None, Some(file)) => Secret::new(
+            crate::secrets::read_private_file(file)
+                .map_err(|e| usage(format!("--token-file {}: {e}", file.display())))?
+                .trim(),
+        ),
+        // Checked here rather than by clap, whose message would suggest the flag that `ps` shows.
+        (None, None) => {
+            return Err(usage(
+                "no agent token: set RENTCHECK_TOKEN to the token minted on the brief's Agent tokens page \
+                 (export RENTCHECK_TOKEN='…'), or give --token-file FILE",
+            ))
+        }
+    };
     let scrape_seconds = if args.scrapes.is_empty() {
         if let Some(w) = &args.window {
             check_window(w).map_err(usage)?;
@@ -456,15 +466,6 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
     let policy = RetryPolicy {
         max_attempts: args.attempts,
         ..RetryPolicy::default()
-    };
-    let token = match (&args.token, &args.token_file) {
-        (Some(token), _) => token.clone(),
-        (None, Some(file)) => Secret::new(
-            crate::secrets::read_private_file(file)
-                .map_err(|e| usage(format!("--token-file {}: {e}", file.display())))?
-                .trim(),
-        ),
-        (None, None) => return Err(usage("give the agent token in RENTCHECK_TOKEN or --token-file")),
     };
     let client = Client::new(
         &server,

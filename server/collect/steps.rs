@@ -246,6 +246,8 @@ pub async fn scrape(http: &reqwest::Client, url: &str) -> Gathered {
 /// Reads a file named on the command line.
 pub async fn read_file(path: &Path, kind: &str) -> Gathered {
     match tokio::fs::read(path).await {
+        // The server refuses empty evidence; say so here, naming the file.
+        Ok(body) if body.is_empty() => Gathered::Failed(format!("{} is empty", path.display())),
         Ok(body) => Gathered::Content {
             content_type: content_type_for(kind, &body),
             body,

@@ -3,7 +3,7 @@
 //! however it exits, so a crash leaves at most a stale file that the next start takes over; a clean
 //! stop removes the file. The file's text names the holder (pid, command, state, the cluster's port)
 //! so that whoever finds it held can say what holds it, and a command can use a running server's
-//! cluster instead of starting its own.
+//! cluster instead of starting its own (and print the URL that server is opened at).
 //!
 //! Who holds it: `rentcheck serve` for its whole life, or a command (`demo`, `user add`, …) while it
 //! runs the private cluster itself because no server does. Never two at once, so the cluster is
@@ -57,25 +57,35 @@ pub struct Holder {
     pub state: State,
     pub port: Option<u16>,
     pub since: String,
+    /// For `serve`: the URL people open it at, so a command can print that rather than a default.
+    pub url: Option<String>,
 }
 
 impl Holder {
+    /// One `name value` line each; `since` comes last, so a file cut short while it is rewritten
+    /// lacks it (or its newline) and reads as nobody rather than with half a port or URL.
     fn to_text(&self) -> String {
         let mut text = format!(
-            "pid {}\ncommand {}\nstate {}\nsince {}\n",
+            "pid {}\ncommand {}\nstate {}\n",
             self.pid,
             self.command,
-            self.state.as_str(),
-            self.since
+            self.state.as_str()
         );
         if let Some(port) = self.port {
             text.push_str(&format!("port {port}\n"));
         }
+        if let Some(url) = &self.url {
+            text.push_str(&format!("url {url}\n"));
+        }
+        text.push_str(&format!("since {}\n", self.since));
         text
     }
 
     /// `None` for a file being rewritten (empty or cut short) or not ours.
     fn parse(text: &str) -> Option<Self> {
+        if !text.ends_with('\n') {
+            return None;
+        }
         let field = |name: &str| {
             text.lines()
                 .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
@@ -92,6 +102,7 @@ impl Holder {
             },
             port: field("port").and_then(|p| p.parse().ok()),
             since: field("since")?.to_owned(),
+            url: field("url").map(str::to_owned),
         })
     }
 }
@@ -111,6 +122,11 @@ pub struct DataDirLock {
 }
 
 impl DataDirLock {
+    /// Records the URL this server is opened at (written with the next state).
+    pub fn set_url(&mut self, url: &str) {
+        self.holder.url = Some(url.to_owned());
+    }
+
     /// Records the cluster's state (and port once it answers) for whoever waits.
     pub fn set_state(&mut self, state: State, port: Option<u16>) -> anyhow::Result<()> {
         self.holder.state = state;
@@ -178,6 +194,7 @@ pub fn acquire(data_dir: &Path, command: &str, patience: Duration) -> anyhow::Re
                     state: State::Starting,
                     port: None,
                     since: chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                    url: None,
                 },
             };
             lock.write()?;
@@ -264,10 +281,13 @@ mod tests {
             state: State::Ready,
             port: Some(54321),
             since: "2026-11-30 16:00:00 UTC".into(),
+            url: Some("http://127.0.0.1:8123".into()),
         };
         assert_eq!(Holder::parse(&holder.to_text()), Some(holder.clone()));
         let text = holder.to_text();
-        assert_eq!(Holder::parse(&text[..text.len() / 2]), None);
+        for cut in 1..text.len() {
+            assert_eq!(Holder::parse(&text[..cut]), None, "cut at {cut}: {:?}", &text[..cut]);
+        }
         assert_eq!(Holder::parse(""), None);
     }
 
@@ -285,9 +305,13 @@ mod tests {
         assert!(started.elapsed() >= PATIENCE);
         assert!(err.contains("rentcheck serve (pid"), "{err}");
 
+        serve.set_url("http://127.0.0.1:8123");
         serve.set_state(State::Ready, Some(5999)).unwrap();
         match acquire(dir.path(), "demo", PATIENCE).unwrap() {
-            Acquired::Server(h) => assert_eq!((h.command.as_str(), h.port), (SERVE, Some(5999))),
+            Acquired::Server(h) => assert_eq!(
+                (h.command.as_str(), h.port, h.url.as_deref()),
+                (SERVE, Some(5999), Some("http://127.0.0.1:8123"))
+            ),
             other => panic!("{other:?}"),
         }
     }

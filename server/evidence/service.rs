@@ -139,6 +139,9 @@ impl Prepared {
     }
 }
 
+/// Why an upload without a byte of content is refused (422).
+pub const EMPTY_EVIDENCE: &str = "empty evidence: the command produced no output";
+
 /// Resolves the kind, reads the window's `before` when the kind has one (from `befores`, else
 /// the newest stored one), and parses (large inputs on the blocking pool). Serving evidence is
 /// judged against the brief's latency targets, read once into `targets` on first need.
@@ -150,6 +153,11 @@ async fn prepare(
     targets: &mut Option<SloTargets>,
     befores: &BatchBefores,
 ) -> Result<Prepared, AppError> {
+    // A pipe from a tool that is missing or failed (`nvidia-smi -L | curl …`) posts nothing:
+    // refused, so no empty "failed" item becomes the newest evidence.
+    if upload.raw.is_empty() {
+        return Err(AppError::Unprocessable(EMPTY_EVIDENCE.into()));
+    }
     let fingerprint = upload.fingerprint();
     let (kind, kind_warning) = resolve_kind(upload.kind, &upload.raw);
     let window = match upload.window_after() {

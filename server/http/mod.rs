@@ -138,6 +138,31 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// Why the listen address could not be bound, in one line that says what to do: most often the
+/// port is taken (another rentcheck, another server), and `RENTCHECK_ADDR` moves it.
+pub fn listen_error(addr: std::net::SocketAddr, e: &std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let next_port = std::net::SocketAddr::new(addr.ip(), addr.port().checked_add(1).unwrap_or(8080));
+    let (why, todo) = match e.kind() {
+        ErrorKind::AddrInUse => (
+            "another program already listens there (another rentcheck, perhaps)".to_owned(),
+            format!("Stop it, or listen on another port: RENTCHECK_ADDR={next_port}"),
+        ),
+        ErrorKind::PermissionDenied => (
+            "ports below 1024 need privileges this process does not have".to_owned(),
+            format!("Listen on a higher port: RENTCHECK_ADDR={}:8080", addr.ip()),
+        ),
+        ErrorKind::AddrNotAvailable => (
+            format!("this machine has no address {}", addr.ip()),
+            "Listen on one of its addresses: RENTCHECK_ADDR=127.0.0.1:8080 (this machine only) \
+             or RENTCHECK_ADDR=0.0.0.0:8080 (every address)"
+                .to_owned(),
+        ),
+        _ => (e.to_string(), "Choose another address with RENTCHECK_ADDR".to_owned()),
+    };
+    anyhow::anyhow!("cannot listen on {addr}: {why}. {todo}")
+}
+
 /// Serves until `shutdown` resolves, then lets in-flight requests finish.
 pub async fn serve(
     listener: TcpListener,

@@ -287,7 +287,10 @@ pub fn document() -> OpenApi {
         "415",
         problem_response("not JSON, multipart, or a raw body with ?kind=&stage="),
     )
-    .response("422", problem_response("invalid fields"));
+    .response(
+        "422",
+        problem_response("invalid fields, or no content (\"empty evidence: the command produced no output\")"),
+    );
     let upload_batch = op(
         "uploadEvidenceBatch",
         "evidence",

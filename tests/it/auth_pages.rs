@@ -458,9 +458,123 @@ async fn first_run_setup_creates_one_admin_then_closes() {
     let home = client.get(app.url("/")).send().await.unwrap();
     assert_eq!(home.status(), 200, "signed in as the new admin");
     assert!(home.text().await.unwrap().contains("root@example.com"));
-    assert_eq!(
-        client.get(app.url("/setup")).send().await.unwrap().status(),
-        404,
-        "closed once a user exists"
+    // Closed once a user exists: it says so and where to log in, to whoever asks, and a POST
+    // creates nothing.
+    let closed = client.get(app.url("/setup")).send().await.unwrap();
+    assert_eq!(closed.status(), 410, "closed once a user exists");
+    let page = closed.text().await.unwrap();
+    assert!(page.contains("already set up"), "{page}");
+    assert!(page.contains("href=\"/login\""), "it links to the login: {page}");
+    assert!(
+        !page.contains("name=\"password\""),
+        "no form to make another admin: {page}"
     );
+    let anon = cookie_client();
+    let res = anon
+        .post(app.url("/setup"))
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("email", "second@example.com"),
+            ("password", PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 410);
+    assert_eq!(app.count("users").await, 1, "nothing was created");
+}
+
+/// The page's HTML as text: askama escapes quotes and ampersands.
+fn unescape(html: &str) -> String {
+    html.replace("&#62;", ">")
+        .replace("&gt;", ">")
+        .replace("&#60;", "<")
+        .replace("&lt;", "<")
+        .replace("&#34;", "\"")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#38;", "&")
+        .replace("&amp;", "&")
+}
+
+#[tokio::test]
+async fn the_token_pages_curl_line_posts_only_when_the_tool_ran_and_a_repeat_is_a_replay() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let person = app.login_owner().await;
+    let page = format!("/briefs/{id}/tokens");
+    let res = person
+        .client
+        .post(app.url(&page))
+        .form(&[("csrf_token", person.csrf.as_str()), ("name", "node-1"), ("ttl", "1d")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let html = unescape(&person.get(app.url(&page)).await.text().await.unwrap());
+    let opening = "<pre class=\"raw\" id=\"curl-example\">";
+    let start = html.find(opening).expect("the curl example") + opening.len();
+    // The lines as shown, sent to this test's server rather than the default public URL.
+    let lines = html[start..start + html[start..].find("</pre>").unwrap()].replace("http://127.0.0.1:8080", &app.base);
+    assert!(lines.starts_with("export RENTCHECK_TOKEN='"), "{lines:?}");
+    assert!(lines.contains("-H \"Idempotency-Key: $(hostname)-gpus-"), "{lines}");
+    assert!(
+        html.contains("sends each output with an <code>Idempotency-Key</code>"),
+        "the collect line says it sends keys too"
+    );
+
+    // A machine without nvidia-smi: only the tools the line needs besides it.
+    let machine = tempfile::tempdir().unwrap();
+    let bin = machine.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for tool in ["curl", "hostname", "date"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{tool} is installed"));
+        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+    }
+    let run = |lines: String| {
+        let mut cmd = std::process::Command::new("/bin/bash");
+        cmd.args(["-c", &lines])
+            .env_clear()
+            .env("PATH", &bin)
+            .current_dir(machine.path());
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let out = run(lines.clone()).await.unwrap();
+    assert!(!out.status.success(), "the line fails where nvidia-smi is missing");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nvidia-smi: command not found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(app.count("evidence").await, 0, "and posts nothing");
+
+    // With nvidia-smi there, it posts its output once; run again within the hour, a replay.
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        format!(
+            "#!/bin/bash\n/bin/cat {}\n",
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/nvidia-smi-list/h200-x8.txt")
+                .display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for _ in 0..2 {
+        let out = run(lines.clone()).await.unwrap();
+        let answer = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{lines:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(answer.contains("\"parse_status\":\"ok\""), "{answer}");
+    }
+    assert_eq!(app.count("evidence").await, 1, "the repeat was a replay");
 }

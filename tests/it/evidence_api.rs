@@ -751,3 +751,85 @@ async fn metrics_endpoint_exposes_requests_ingest_and_pool() {
     has(r#"rentcheck_db_pool_connections{state="in_use"}"#);
     has(r#"rentcheck_db_pool_connections{state="idle"}"#);
 }
+
+/// What `nvidia-smi -L | curl … --data-binary @-` sends where nvidia-smi is missing: nothing. In
+/// every form the upload is refused with the reason, and nothing is stored (no row, no key, no
+/// "failed" item on the dashboard).
+#[tokio::test]
+async fn an_empty_upload_in_any_form_is_422_and_stores_nothing() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let path = format!("/api/v1/briefs/{brief}/evidence");
+    let said = "empty evidence: the command produced no output";
+    let assert_refused = |body: Value, form: &str| {
+        assert_eq!(body["status"], 422, "{form}: {body}");
+        assert_eq!(body["detail"], said, "{form}: {body}");
+    };
+
+    // A raw body, as the curl line sends it, with an Idempotency-Key.
+    let res = app
+        .client
+        .post(app.url(&format!("{path}?kind=nvidia-smi-list&stage=1")))
+        .header("content-type", "application/octet-stream")
+        .header("idempotency-key", "node-1-gpus-2026120112")
+        .body(Vec::<u8>::new())
+        .send()
+        .await
+        .unwrap();
+    assert_refused(problem(res, 422).await, "raw");
+    // Multipart with an empty file part.
+    let form = reqwest::multipart::Form::new()
+        .text("kind", "auto")
+        .text("stage", "1")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(Vec::new()).file_name("gpus.txt"),
+        );
+    let res = app.client.post(app.url(&path)).multipart(form).send().await.unwrap();
+    assert_refused(problem(res, 422).await, "multipart");
+    // A JSON envelope whose content is empty, as text and as base64.
+    for envelope in [
+        json!({ "kind": "nvidia-smi-list", "stage": 1, "content": "" }),
+        json!({ "kind": "log", "stage": 1, "content_base64": "" }),
+    ] {
+        assert_refused(problem(app.post_json(&path, &envelope).await, 422).await, "envelope");
+    }
+    // One empty item of a batch is refused on its own; the other is stored.
+    let batch = app
+        .post_json(
+            &format!("{path}/batch"),
+            &json!({ "items": [
+                { "kind": "nvidia-smi-list", "stage": 1, "content": "", "idempotency_key": "empty-1" },
+                { "kind": "nvidia-smi-list", "stage": 1,
+                  "content": String::from_utf8(fixture("nvidia-smi-list/h200-x8.txt")).unwrap() },
+            ] }),
+        )
+        .await;
+    assert_eq!(batch.status(), 207);
+    let answers: Value = batch.json().await.unwrap();
+    assert_eq!(answers["items"][0]["status"], 422, "{answers}");
+    assert_eq!(answers["items"][0]["problem"]["detail"], said, "{answers}");
+    assert_eq!(answers["items"][1]["status"], 201, "{answers}");
+
+    assert_eq!(
+        evidence_rows(&app).await,
+        1,
+        "only the batch's non-empty item is stored"
+    );
+    assert_eq!(
+        app.count("idempotency_keys").await,
+        0,
+        "no key is kept for a refused upload"
+    );
+    // The same key with real output is then a first upload, not a replay of the refusal.
+    let res = app
+        .client
+        .post(app.url(&format!("{path}?kind=nvidia-smi-list&stage=1")))
+        .header("content-type", "text/plain")
+        .header("idempotency-key", "node-1-gpus-2026120112")
+        .body(fixture("nvidia-smi-list/h200-x8.txt"))
+        .send()
+        .await
+        .unwrap();
+    created(res).await;
+}

@@ -576,6 +576,181 @@ async fn a_wrong_database_url_says_in_one_line_where_it_tried_why_it_failed_and_
 }
 
 #[tokio::test]
+async fn demo_prints_the_url_of_the_server_it_found_on_another_port_and_setup_then_points_to_the_login() {
+    let data = tempfile::tempdir().unwrap();
+    let with_data = |args: &[&str]| {
+        let mut cmd = rentcheck(args);
+        cmd.env("RENTCHECK_DATA_DIR", data.path());
+        cmd
+    };
+    // The server listens on a port of its own; the terminal the demo runs in knows nothing of it.
+    let port = free_port();
+    let mut server = Server::spawn(with_data(&["serve"]), port, data.path().join("serve.log"));
+    server.wait_ready().await;
+    let demo = output(with_data(&["demo"])).await;
+    assert!(demo.status.success(), "{}", text(&demo.stderr));
+    let (url, email, password) = demo_printout(&text(&demo.stdout));
+    assert!(
+        url.starts_with(&format!("http://127.0.0.1:{port}/briefs/")),
+        "the URL of the server found, on its port {port}: {url}"
+    );
+    let person = sign_in(&server.base, &email, &password).await;
+    assert_eq!(
+        person.get(&url).send().await.unwrap().status(),
+        200,
+        "the printed URL opens"
+    );
+
+    // The README's /setup, opened after the demo made an account: it says so and links the login.
+    let setup = reqwest::get(format!("{}/setup", server.base)).await.unwrap();
+    assert_eq!(setup.status(), 410);
+    let page = setup.text().await.unwrap();
+    assert!(page.contains("rentcheck is already set up"), "{page}");
+    assert!(page.contains("href=\"/login\""), "{page}");
+    server.stop();
+
+    // With no server running the demo runs the cluster itself and says that nothing serves it.
+    let alone = output(with_data(&["demo"])).await;
+    assert!(alone.status.success(), "{}", text(&alone.stderr));
+    assert!(
+        text(&alone.stderr).contains("no server runs on this data dir"),
+        "{}",
+        text(&alone.stderr)
+    );
+    let (url, ..) = demo_printout(&text(&alone.stdout));
+    assert!(url.starts_with("http://127.0.0.1:8080/briefs/"), "the default: {url}");
+}
+
+/// Asserts that `out` failed with one line on stderr holding every part, and returns it.
+fn one_line_failure(out: &Output, parts: &[&str]) -> String {
+    let said = text(&out.stderr);
+    assert!(!out.status.success(), "it failed: {said}");
+    assert_eq!(said.trim_end().lines().count(), 1, "one line: {said}");
+    for part in parts {
+        assert!(said.contains(part), "{part:?} in {said}");
+    }
+    said
+}
+
+#[tokio::test]
+async fn the_messages_a_newcomer_meets_are_one_line_and_say_what_to_do() {
+    // Another kind of database.
+    let mut cmd = rentcheck(&["migrate"]);
+    cmd.env("DATABASE_URL", "mysql://root:hunter2@127.0.0.1:3306/shop");
+    let said = one_line_failure(
+        &output(cmd).await,
+        &["DATABASE_URL is a mysql:// URL", "only with PostgreSQL", "postgres://"],
+    );
+    assert!(!said.contains("hunter2"), "never the password: {said}");
+
+    // A port where a web server answers (this test's own rentcheck).
+    let app = common::spawn_app().await;
+    let web = app.base.trim_start_matches("http://").to_owned();
+    let mut cmd = rentcheck(&["migrate"]);
+    cmd.env("DATABASE_URL", format!("postgres://alice:pw@{web}/shop"));
+    let said = one_line_failure(
+        &output(cmd).await,
+        &[&web, "an HTTP server answers there, not PostgreSQL", "5432"],
+    );
+    assert!(!said.contains("expected to read"), "{said}");
+
+    // The listen port is taken: the address, and how to choose another.
+    let taken: std::net::SocketAddr = web.parse().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = rentcheck(&["serve"]);
+    cmd.env("RENTCHECK_ADDR", taken.to_string())
+        .env("RENTCHECK_DATA_DIR", data.path());
+    one_line_failure(
+        &output(cmd).await,
+        &[
+            &format!("cannot listen on {taken}: another program already listens there"),
+            &format!("RENTCHECK_ADDR=127.0.0.1:{}", taken.port() + 1),
+        ],
+    );
+
+    // An agent without its token: the variable to set, not a flag that `ps` would show.
+    let mut cmd = rentcheck(&[
+        "collect",
+        "--server",
+        &app.base,
+        "--brief",
+        &uuid::Uuid::new_v4().to_string(),
+    ]);
+    cmd.env_remove("RENTCHECK_TOKEN").env_remove("RENTCHECK_TOKEN_FILE");
+    let out = output(cmd).await;
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let said = one_line_failure(&out, &["no agent token", "RENTCHECK_TOKEN", "Agent tokens page"]);
+    assert!(!said.contains("--token <"), "{said}");
+}
+
+#[tokio::test]
+async fn migrate_refuses_a_database_holding_other_tables_unless_told_yes() {
+    let (database, options) = common::create_database().await;
+    let url = format!("{}/{}", common::admin_url().rsplit_once('/').unwrap().0, database.0);
+    let shop = common::connect(&options, 1).await;
+    // Another application's tables, in the default schema and one of its own, and an extension's
+    // view, which is nobody's application.
+    sqlx::raw_sql(
+        "CREATE TABLE orders (id int); CREATE SCHEMA billing; CREATE TABLE billing.invoices (id int); \
+         INSERT INTO orders VALUES (1); CREATE EXTENSION pg_stat_statements;",
+    )
+    .execute(&shop)
+    .await
+    .unwrap();
+    let installed = |pool: sqlx::PgPool| async move {
+        sqlx::query_scalar::<_, bool>("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let with_url = |args: &[&str]| {
+        let mut cmd = rentcheck(args);
+        cmd.env("DATABASE_URL", &url);
+        cmd
+    };
+
+    let said = one_line_failure(
+        &output(with_url(&["migrate"])).await,
+        &[
+            &format!("the database {} at", database.0),
+            "already holds 2 tables rentcheck did not make: billing.invoices, orders.",
+            "rentcheck migrate --yes",
+        ],
+    );
+    assert!(
+        !said.contains("pg_stat_statements"),
+        "an extension's view is not a table of another application: {said}"
+    );
+    assert!(!installed(shop.clone()).await, "nothing was installed");
+    // Every command that would install refuses the same way.
+    one_line_failure(
+        &output(with_url(&[
+            "user",
+            "add",
+            "--email",
+            "a@example.com",
+            "--role",
+            "admin",
+        ]))
+        .await,
+        &["already holds 2 tables", "rentcheck migrate --yes"],
+    );
+
+    let yes = output(with_url(&["migrate", "--yes"])).await;
+    assert!(yes.status.success(), "{}", text(&yes.stderr));
+    assert!(installed(shop.clone()).await);
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM orders")
+        .fetch_one(&shop)
+        .await
+        .unwrap();
+    assert_eq!(kept, 1, "the other application's data is untouched");
+    // Installed once, it is rentcheck's database too: later runs need no --yes.
+    let again = output(with_url(&["migrate"])).await;
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    shop.close().await;
+}
+
+#[tokio::test]
 async fn printed_and_displayed_urls_use_rentcheck_public_url_and_never_an_unspecified_address() {
     let public = "https://rentcheck.example.com";
     let app = spawn_app_with(rentcheck::config::AppConfig {
@@ -934,4 +1109,75 @@ fn the_compose_file_validates_and_runs_the_app_healthy_writable_and_reachable() 
     );
     let public = rentcheck::config::public_url(Some(str_of(&env, "RENTCHECK_PUBLIC_URL")), listen).unwrap();
     assert_eq!(public, format!("http://127.0.0.1:{}", listen.port()));
+}
+
+/// The Dockerfile's build stage, instructions joined as `dockerfile_runtime_stage` joins them.
+fn dockerfile_build_stage() -> Vec<String> {
+    let source = fs::read_to_string(Path::new(REPO).join("Dockerfile")).unwrap();
+    let mut instructions = Vec::new();
+    let mut current = String::new();
+    for line in source.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        current.push_str(line.trim_end().trim_end_matches('\\'));
+        current.push(' ');
+        if !line.trim_end().ends_with('\\') {
+            if !current.trim().is_empty() {
+                instructions.push(current.split_whitespace().collect::<Vec<_>>().join(" "));
+            }
+            current.clear();
+        }
+    }
+    let second_from = instructions
+        .iter()
+        .skip(1)
+        .position(|i| i.starts_with("FROM "))
+        .unwrap()
+        + 1;
+    instructions[..second_from].to_vec()
+}
+
+#[test]
+fn the_image_builds_its_dependencies_in_a_layer_that_only_the_manifest_and_lock_decide() {
+    let stage = dockerfile_build_stage();
+    let builds: Vec<usize> = (0..stage.len())
+        .filter(|&i| stage[i].starts_with("RUN ") && stage[i].contains("cargo build --release --locked"))
+        .collect();
+    assert_eq!(
+        builds.len(),
+        2,
+        "a build of the dependencies, then of rentcheck: {stage:#?}"
+    );
+    let whole_tree = stage.iter().position(|i| i == "COPY . .").expect("the tree is copied");
+    assert!(builds[0] < whole_tree && whole_tree < builds[1], "{stage:#?}");
+    // Before the first build only the manifest, the lock and cargo's settings come in.
+    for copy in stage[..builds[0]].iter().filter(|i| i.starts_with("COPY ")) {
+        let sources: Vec<&str> = copy.split_whitespace().skip(1).collect();
+        let sources = &sources[..sources.len() - 1];
+        assert!(
+            sources
+                .iter()
+                .all(|s| ["Cargo.toml", "Cargo.lock", ".cargo"].contains(s)),
+            "only what decides the dependencies: {copy}"
+        );
+    }
+    // The stubs stand in for every target the manifest names, and what they built is removed so
+    // the real sources are compiled.
+    let manifest = fs::read_to_string(Path::new(REPO).join("Cargo.toml")).unwrap();
+    let deps = &stage[builds[0]];
+    for path in manifest.lines().filter_map(|l| l.trim().strip_prefix("path = \"")) {
+        let path = path.trim_end_matches('"');
+        assert!(deps.contains(path), "a stub for {path}: {deps}");
+    }
+    assert!(deps.contains("target/release/.fingerprint/rentcheck-*"), "{deps}");
+}
+
+#[test]
+fn no_dependency_compiles_aws_lc_on_a_first_build() {
+    // aws-lc-sys compiles a C library for minutes; rustls runs on ring here (Cargo.toml says how).
+    let lock = fs::read_to_string(Path::new(REPO).join("Cargo.lock")).unwrap();
+    for heavy in ["aws-lc-sys", "aws-lc-rs"] {
+        assert!(
+            !lock.contains(&format!("name = \"{heavy}\"")),
+            "{heavy} is back in Cargo.lock: `cargo tree -i {heavy} -e features` says who asks for it"
+        );
+    }
 }

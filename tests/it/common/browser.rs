@@ -16,22 +16,34 @@ pub struct Browser {
     _profile: tempfile::TempDir,
 }
 
-fn find_program(names: &[&str]) -> String {
+/// A program named by the environment variable `var`, else the first of `names` on `PATH`.
+/// `scripts/test.sh` installs Debian's `chromium` and `chromium-driver`; elsewhere set `CHROME`
+/// and `CHROMEDRIVER` to the browser and its matching driver.
+fn find_program(var: &str, names: &[&str]) -> std::path::PathBuf {
+    if let Some(given) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+        let given = std::path::PathBuf::from(given);
+        assert!(given.is_file(), "{var}={} is not a file", given.display());
+        return given;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
     for name in names {
-        for dir in ["/usr/bin", "/usr/local/bin", "/usr/lib/chromium"] {
-            let path = format!("{dir}/{name}");
-            if std::path::Path::new(&path).exists() {
-                return path;
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return candidate;
             }
         }
     }
-    panic!("none of {names:?} is installed; .ci/run installs Debian's chromium and chromium-driver");
+    panic!(
+        "the browser tests need {} on PATH (or {var}=/path/to/it); scripts/test.sh installs it",
+        names.join(" or ")
+    );
 }
 
 /// Starts chromedriver on a free port and opens a fresh headless Chromium session.
 pub async fn launch() -> Browser {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let driver = Command::new(find_program(&["chromedriver"]))
+    let driver = Command::new(find_program("CHROMEDRIVER", &["chromedriver"]))
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -46,7 +58,7 @@ pub async fn launch() -> Browser {
     let profile = tempfile::tempdir().unwrap();
     let caps = json!({
         "goog:chromeOptions": {
-            "binary": find_program(&["chromium", "chromium-browser"]),
+            "binary": find_program("CHROME", &["chromium", "chromium-browser", "google-chrome"]),
             "args": [
                 "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",

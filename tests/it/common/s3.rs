@@ -1,9 +1,10 @@
 //! A real S3-protocol server for the object-store tests: moto's server (Python, `moto[server]`).
 //!
-//! `.ci/run` starts one and exports `RENTCHECK_TEST_S3_ENDPOINT`; without that variable the first
-//! test that needs S3 starts one itself (`python3 -m moto.server`, once per test process, on a
-//! free port, stopped when the test process exits). When neither works the test fails and says how
-//! to install it: the S3 path is never skipped.
+//! With `RENTCHECK_TEST_S3_ENDPOINT` set the tests use that server; otherwise the first test that
+//! needs S3 starts moto itself (once per test process, on a free port, stopped when the test
+//! process exits) with the Python of [`python`]: `RENTCHECK_TEST_PYTHON`, else the virtual
+//! environment `scripts/test.sh` installs moto into, else `python3`. When none works the test
+//! fails and says how to install it: the S3 path is never skipped.
 //!
 //! moto checks SigV4 signatures and IAM policies once its "no authentication" window is spent, so
 //! the set-up opens a window of exactly [`SETUP_ACTIONS`] unsigned actions, creates a bucket, a
@@ -22,7 +23,31 @@ use std::{
 use object_store::{prefix::PrefixStore, ObjectStore};
 use rentcheck::evidence_store::EvidenceStore;
 
-const INSTALL: &str = "pip install 'moto[server]==5.2.1'";
+const INSTALL: &str = "scripts/test.sh installs it in a virtual environment; or point RENTCHECK_TEST_PYTHON \
+                       at a Python that has `moto[server]==5.2.1`";
+
+/// The Python that runs moto: `RENTCHECK_TEST_PYTHON`, else the virtual environment of
+/// `scripts/test.sh` (`RENTCHECK_TEST_VENV`, default `$XDG_CACHE_HOME/rentcheck/test-venv`, or
+/// `~/.cache/…`) when it exists, else `python3` from `PATH`.
+fn python() -> std::path::PathBuf {
+    if let Some(given) = std::env::var_os("RENTCHECK_TEST_PYTHON").filter(|v| !v.is_empty()) {
+        return given.into();
+    }
+    let venv = std::env::var_os("RENTCHECK_TEST_VENV")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+            Some(cache.join("rentcheck/test-venv"))
+        });
+    match venv.map(|v| v.join("bin/python3")) {
+        Some(python) if python.exists() => python,
+        _ => "python3".into(),
+    }
+}
 
 /// The unsigned requests the set-up makes: two users, each with a policy and a key, and the bucket.
 const SETUP_ACTIONS: u32 = 7;
@@ -70,14 +95,18 @@ fn start_moto() -> String {
                   threading.Thread(target=watch, daemon=True).start()\n\
                   from moto.server import main\n\
                   main(['-H', '127.0.0.1', '-p', sys.argv[1]])\n";
-    let mut child = Command::new("python3")
+    let python = python();
+    let mut child = Command::new(&python)
         .args(["-c", script, &port.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap_or_else(|e| {
-            panic!("the S3 tests need python3 with moto's server ({INSTALL}), or RENTCHECK_TEST_S3_ENDPOINT: {e}")
+            panic!(
+                "the S3 tests need moto's server ({INSTALL}), or RENTCHECK_TEST_S3_ENDPOINT; {}: {e}",
+                python.display()
+            )
         });
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -88,8 +117,9 @@ fn start_moto() -> String {
             let mut output = String::new();
             let _ = std::fs::File::open(&log).and_then(|mut f| f.read_to_string(&mut output));
             panic!(
-                "the S3 tests need moto's server: install it with `{INSTALL}` (or point \
-                 RENTCHECK_TEST_S3_ENDPOINT at a running one). python3 -m moto.server exited {status}:\n{output}"
+                "the S3 tests need moto's server: {INSTALL} (or point RENTCHECK_TEST_S3_ENDPOINT at a \
+                 running one). {} running moto.server exited {status}:\n{output}",
+                python.display()
             );
         }
         assert!(
@@ -227,6 +257,7 @@ impl S3Server {
 
     fn admin_bucket(&self) -> object_store::aws::AmazonS3 {
         let (key, secret) = &self.admin;
+        rentcheck::evidence_store::install_tls_crypto();
         let mut builder = object_store::aws::AmazonS3Builder::new().with_bucket_name(&self.bucket);
         for (k, v) in self.vars(key, secret) {
             builder = builder.with_config(k.to_ascii_lowercase().parse().unwrap(), v);

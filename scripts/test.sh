@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# The test command. It makes sure that what the test suite needs is on this machine, installing
+# what is missing, then runs the whole suite (`cargo test --locked`).
+#
+#   scripts/test.sh                   # set up what is missing, then cargo test --locked
+#   scripts/test.sh --test it demo    # the same, with these arguments for cargo test
+#   scripts/test.sh --check           # only say what is present and what would be installed
+#   scripts/test.sh --setup-only      # set up what is missing, run nothing
+#   scripts/test.sh --run CMD [ARG…]  # set up, then run CMD instead of cargo test (.ci/run does)
+#
+# What the suite needs, each part skipped when it is present:
+#   rust        cargo and rustc at least the rust-version of Cargo.toml; never installed here
+#               (https://rustup.rs says how).
+#   postgresql  PostgreSQL's programs: RENTCHECK_PG_BIN_DIR when set, else on PATH or in
+#               /usr/lib/postgresql/*/bin (Debian: postgresql).
+#   chromium    a browser and its WebDriver for the browser tests: CHROME and CHROMEDRIVER when
+#               set, else chromium and chromedriver on PATH (Debian: chromium, chromium-driver).
+#   curl        the token page's curl line is run as written (Debian: curl).
+#   moto        an S3-protocol server for the object-store tests: RENTCHECK_TEST_S3_ENDPOINT when
+#               set, else a Python that has moto's server (RENTCHECK_TEST_PYTHON, the virtual
+#               environment below, or python3), else `moto[server]` installed into the virtual
+#               environment RENTCHECK_TEST_VENV (default ~/.cache/rentcheck/test-venv): Debian's
+#               python3 refuses `pip install` outside one (Debian: python3, python3-venv).
+# Debian packages are installed with apt-get when this runs as root; as another user it prints the
+# one apt-get line to run as root and stops, having changed nothing. The virtual environment needs
+# no root and is made by whoever runs this.
+#
+# Before the tests: a PostgreSQL that lets the user postgres in without a password at
+# TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres); when none does and
+# TEST_DATABASE_URL is unset, a throwaway cluster of its own on a free port (trust, loopback only),
+# stopped when this script ends.
+set -euo pipefail
+cd "${0%/*}/.."
+
+MOTO='moto[server]==5.2.1'
+mode=test
+run=()
+case "${1:-}" in
+  --check) mode=check; shift ;;
+  --setup-only) mode=setup; shift ;;
+  --run) mode=run; shift; run=("$@"); set -- ;;
+esac
+[ "$mode" = run ] && [ ${#run[@]} -eq 0 ] && { echo "test.sh: --run needs a command" >&2; exit 2; }
+
+say() { echo "test.sh: $*"; }
+is_root() { [ "$(id -u)" = 0 ]; }
+venv=${RENTCHECK_TEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rentcheck/test-venv}
+
+# --- What is here ---------------------------------------------------------------------------------
+# Each `have_*` succeeds when its part is present and leaves where in `found`.
+found=
+
+have_rust() {
+  command -v cargo >/dev/null && command -v rustc >/dev/null || return 1
+  local need have
+  need=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' Cargo.toml)
+  have=$(rustc --version | sed -n 's/^rustc \([0-9]*\.[0-9]*\).*/\1/p')
+  found="rustc $have"
+  # Compared as major.minor numbers.
+  [ "${have%%.*}" -gt "${need%%.*}" ] || { [ "${have%%.*}" -eq "${need%%.*}" ] && [ "${have#*.}" -ge "${need#*.}" ]; }
+}
+
+pg_tools_in() { [ -x "$1/initdb" ] && [ -x "$1/pg_ctl" ] && [ -x "$1/psql" ] && [ -x "$1/createdb" ]; }
+have_postgresql() {
+  if [ -n "${RENTCHECK_PG_BIN_DIR:-}" ]; then
+    pg_tools_in "$RENTCHECK_PG_BIN_DIR" && found=$RENTCHECK_PG_BIN_DIR
+    return
+  fi
+  local initdb dir
+  if initdb=$(command -v initdb) && pg_tools_in "${initdb%/*}"; then
+    found=${initdb%/*}
+    return 0
+  fi
+  # Debian keeps them off PATH: the newest version's directory.
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V); do
+    pg_tools_in "$dir" && found=$dir
+  done
+  [ -n "$found" ]
+}
+
+have_chromium() {
+  local browser driver
+  browser=${CHROME:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}
+  driver=${CHROMEDRIVER:-$(command -v chromedriver || true)}
+  [ -n "$browser" ] && [ -x "$browser" ] && [ -n "$driver" ] && [ -x "$driver" ] && found="$browser, $driver"
+}
+
+have_curl() { found=$(command -v curl); }
+
+# The Python the tests start moto with: RENTCHECK_TEST_PYTHON, else the virtual environment, else
+# python3 — whichever first has moto's server.
+test_python=
+have_moto() {
+  if [ -n "${RENTCHECK_TEST_S3_ENDPOINT:-}" ]; then
+    found="the S3 server at $RENTCHECK_TEST_S3_ENDPOINT"
+    return 0
+  fi
+  local python
+  for python in "${RENTCHECK_TEST_PYTHON:-}" "$venv/bin/python3" "$(command -v python3 || true)"; do
+    if [ -n "$python" ] && [ -x "$python" ] && "$python" -c 'import moto.server' 2>/dev/null; then
+      test_python=$python
+      found="moto in $python"
+      return 0
+    fi
+  done
+  return 1
+}
+# Debian's python3 makes a virtual environment only with python3-venv (its ensurepip).
+have_venv_module() { command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null; }
+
+parts=(rust postgresql chromium curl moto)
+declare -A packages=(
+  [postgresql]="postgresql"
+  [chromium]="chromium chromium-driver"
+  [curl]="curl"
+)
+
+# --- Look, and say what is missing ---------------------------------------------------------------
+will=will
+[ "$mode" = check ] && will=would
+missing=()
+wanted=()
+for part in "${parts[@]}"; do
+  found=
+  if "have_$part"; then
+    say "$part: present ($found)"
+    continue
+  fi
+  missing+=("$part")
+  case "$part" in
+    rust)
+      say "rust: missing or too old (${found:-no cargo/rustc on PATH}); Cargo.toml asks for" \
+          "$(sed -n 's/^rust-version *= *"\(.*\)".*/\1/p' Cargo.toml) or newer"
+      ;;
+    moto)
+      if have_venv_module; then
+        say "moto: missing; $MOTO $will be installed into $venv"
+      else
+        wanted+=(python3 python3-venv)
+        say "moto: missing; needs python3 and python3-venv (Debian), then $MOTO $will be installed into $venv"
+      fi
+      ;;
+    *)
+      read -r -a pkgs <<<"${packages[$part]}"
+      wanted+=("${pkgs[@]}")
+      say "$part: missing (Debian: ${packages[$part]})"
+      ;;
+  esac
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  say "nothing to install"
+fi
+if [ "$mode" = check ]; then
+  [ ${#missing[@]} -eq 0 ]
+  exit
+fi
+
+if [[ " ${missing[*]} " == *" rust "* ]]; then
+  say "install Rust with rustup (https://rustup.rs), then run scripts/test.sh again" >&2
+  exit 1
+fi
+
+# --- Install what is missing -------------------------------------------------------------------
+if [ ${#wanted[@]} -gt 0 ]; then
+  if ! is_root || ! command -v apt-get >/dev/null; then
+    if command -v apt-get >/dev/null; then
+      say "as root (e.g. with sudo), install what is missing, then run scripts/test.sh again:" >&2
+    else
+      say "install these Debian packages' equivalents, then run scripts/test.sh again:" >&2
+    fi
+    echo "  apt-get install -y ${wanted[*]}" >&2
+    exit 1
+  fi
+  say "installing ${wanted[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${wanted[@]}" >/dev/null
+fi
+if [[ " ${missing[*]} " == *" moto "* ]]; then
+  say "installing $MOTO into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "$MOTO"
+fi
+# Everything must be there now.
+for part in "${missing[@]}"; do
+  found=
+  "have_$part" || { say "$part: still missing after installing it" >&2; exit 1; }
+  say "$part: installed ($found)"
+done
+[ "$mode" = setup ] && exit 0
+
+# --- Services ----------------------------------------------------------------------------------
+found=
+have_postgresql
+pg_bin=$found
+on_exit=()
+trap 'for stop in "${on_exit[@]}"; do eval "$stop"; done' EXIT
+
+admin_url=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+lets_postgres_in() { PGCONNECT_TIMEOUT=5 "$pg_bin/psql" -w -Atqc 'SELECT 1' -d "$1" >/dev/null 2>&1; }
+if lets_postgres_in "$admin_url"; then
+  say "PostgreSQL: $admin_url"
+elif [ -n "${TEST_DATABASE_URL:-}" ]; then
+  say "TEST_DATABASE_URL=$TEST_DATABASE_URL does not let its user in without a password" >&2
+  exit 1
+else
+  # None answers as the tests need: a throwaway cluster of our own (trust, loopback only).
+  port=
+  for candidate in $(seq 55432 55532); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
+  done
+  [ -n "$port" ] || { say "no free port for a test PostgreSQL in 55432-55532" >&2; exit 1; }
+  pg_dir=$(mktemp -d /tmp/rentcheck-test-pg.XXXXXX)
+  # PostgreSQL refuses to run as root: as root the cluster runs as postgres.
+  as_pg() { if is_root; then runuser -u postgres -- "$@"; else "$@"; fi; }
+  is_root && chown postgres "$pg_dir"
+  say "starting a throwaway PostgreSQL on port $port ($pg_dir)"
+  as_pg "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust --no-instructions >/dev/null
+  as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" -w -o \
+    "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=200" start >/dev/null
+  on_exit+=('as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast stop >/dev/null 2>&1; rm -rf "$pg_dir"')
+  export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres"
+fi
+# The tests start moto with this Python (tests/it/common/s3.rs).
+[ -n "$test_python" ] && export RENTCHECK_TEST_PYTHON=$test_python
+
+if [ "$mode" = run ]; then
+  "${run[@]}"
+else
+  cargo test --locked "$@"
+fi

@@ -1,0 +1,252 @@
+//! `scripts/test.sh`, the README's test command, on a pretend machine: a `PATH` of its own whose
+//! `apt-get`, `python3` and `id` are stand-ins that write down what they were asked and "install"
+//! by creating files. So the set-up runs as root and as another user, with parts missing and
+//! present, without root, network or changing this machine. (`.ci/run` runs the real thing.)
+
+use std::{
+    fs,
+    os::unix::fs::{symlink, PermissionsExt},
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+/// A pretend machine: stand-ins first on an otherwise bare `PATH`, a log of what they did.
+struct Machine {
+    dir: tempfile::TempDir,
+}
+
+fn write_program(path: &Path, text: &str) {
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+impl Machine {
+    fn bin(&self) -> PathBuf {
+        self.dir.path().join("bin")
+    }
+    fn pg_bin(&self) -> PathBuf {
+        self.dir.path().join("pg")
+    }
+    fn venv(&self) -> PathBuf {
+        self.dir.path().join("venv")
+    }
+    fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("calls.log")).unwrap_or_default()
+    }
+
+    /// Rust is there (the script never installs it); PostgreSQL, Chromium, curl and Python are not.
+    fn new() -> Self {
+        let machine = Self {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let (bin, pg, log) = (machine.bin(), machine.pg_bin(), machine.dir.path().join("calls.log"));
+        fs::create_dir_all(&bin).unwrap();
+        fs::create_dir_all(&pg).unwrap();
+        // The few ordinary tools the script uses, from this machine.
+        for tool in ["sed", "ls", "sort", "seq", "mktemp", "mkdir", "cp", "chmod"] {
+            let real = ["/usr/bin", "/bin"]
+                .iter()
+                .map(|d| Path::new(d).join(tool))
+                .find(|p| p.exists())
+                .unwrap_or_else(|| panic!("{tool} on this machine"));
+            symlink(real, bin.join(tool)).unwrap();
+        }
+        let log = log.display();
+        write_program(
+            &bin.join("id"),
+            "#!/bin/bash\n[ \"$1\" = -u ] && echo \"$PRETEND_UID\"\n",
+        );
+        write_program(&bin.join("cargo"), "#!/bin/bash\necho 'cargo 1.95.0'\n");
+        write_program(&bin.join("rustc"), "#!/bin/bash\necho 'rustc 1.95.0 (pretend)'\n");
+        // A virtual environment's python: pip "installs" moto by leaving a mark beside it.
+        let venv_python = machine.dir.path().join("venv-python");
+        write_program(
+            &venv_python,
+            &format!(
+                "#!/bin/bash\necho \"venv-python $*\" >> {log}\nroot=${{0%/bin/python3}}\n\
+                 case \"$1\" in\n  -c) [ -e \"$root/moto-installed\" ] ;;\n  \
+                 -m) [ \"$2\" = pip ] && : > \"$root/moto-installed\" ;;\n  *) exit 1 ;;\nesac\n"
+            ),
+        );
+        // What `apt-get install` puts where, for each package.
+        let installs = [
+            (
+                "postgresql",
+                ["initdb", "pg_ctl", "psql", "createdb"]
+                    .map(|t| format!("{}/{t}", pg.display()))
+                    .to_vec(),
+            ),
+            ("chromium", vec![format!("{}/chromium", bin.display())]),
+            ("chromium-driver", vec![format!("{}/chromedriver", bin.display())]),
+            ("curl", vec![format!("{}/curl", bin.display())]),
+            (
+                "python3-venv",
+                vec![format!("{}/venv-module", machine.dir.path().display())],
+            ),
+        ];
+        let mut apt = format!(
+            "#!/bin/bash\necho \"apt-get $*\" >> {log}\n[ \"$1\" = install ] || exit 0\nfor p in \"$@\"; do case \"$p\" in\n"
+        );
+        for (package, files) in installs {
+            apt.push_str(&format!("  {package})"));
+            for f in files {
+                apt.push_str(&format!(" printf '#!/bin/sh\\n' > {f}; chmod 755 {f};"));
+            }
+            apt.push_str(" ;;\n");
+        }
+        apt.push_str(&format!(
+            "  python3) printf '#!/bin/bash\\nexec {}/python3-stand-in \"$@\"\\n' > {}/python3; chmod 755 {}/python3 ;;\n",
+            machine.dir.path().display(),
+            bin.display(),
+            bin.display()
+        ));
+        apt.push_str("esac; done\n");
+        write_program(&bin.join("apt-get"), &apt);
+        // The system python3, once installed: makes a virtual environment when python3-venv is.
+        write_program(
+            &machine.dir.path().join("python3-stand-in"),
+            &format!(
+                "#!/bin/bash\necho \"python3 $*\" >> {log}\nmodule={dir}/venv-module\n\
+                 case \"$1\" in\n  -c) [[ \"$2\" == *moto* ]] && exit 1; [ -e \"$module\" ] ;;\n  \
+                 -m) [ \"$2\" = venv ] && [ -e \"$module\" ] && mkdir -p \"$3/bin\" && cp {venv_python} \"$3/bin/python3\" ;;\n  \
+                 *) exit 1 ;;\nesac\n",
+                dir = machine.dir.path().display(),
+                venv_python = venv_python.display(),
+            ),
+        );
+        machine
+    }
+
+    /// `scripts/test.sh ARGS` on this machine as the user `uid`.
+    fn run(&self, uid: u32, args: &[&str]) -> Output {
+        Command::new("/bin/bash")
+            .arg(Path::new(REPO).join("scripts/test.sh"))
+            .args(args)
+            .env_clear()
+            .env("PATH", self.bin())
+            .env("HOME", self.dir.path())
+            .env("PRETEND_UID", uid.to_string())
+            .env("RENTCHECK_PG_BIN_DIR", self.pg_bin())
+            .env("RENTCHECK_TEST_VENV", self.venv())
+            .output()
+            .unwrap()
+    }
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn as_another_user_it_says_exactly_what_to_install_and_stops_having_changed_nothing() {
+    let machine = Machine::new();
+    let out = machine.run(1000, &["--setup-only"]);
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("rust: present (rustc 1.95)"), "{text}");
+    assert!(
+        text.contains("chromium: missing (Debian: chromium chromium-driver)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("as root (e.g. with sudo), install what is missing"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  apt-get install -y postgresql chromium chromium-driver curl python3 python3-venv\n"),
+        "one line to copy: {text}"
+    );
+    assert_eq!(machine.log(), "", "nothing was run, nothing installed");
+    assert!(!machine.venv().exists());
+}
+
+#[test]
+fn as_root_it_installs_what_is_missing_once_and_a_second_run_installs_nothing() {
+    let machine = Machine::new();
+    // --check says what would happen and does none of it.
+    let out = machine.run(0, &["--check"]);
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(1), "something is missing: {text}");
+    assert!(text.contains("postgresql: missing (Debian: postgresql)"), "{text}");
+    assert!(text.contains("curl: missing (Debian: curl)"), "{text}");
+    assert!(
+        text.contains(
+            "moto: missing; needs python3 and python3-venv (Debian), then moto[server]==5.2.1 would be installed"
+        ),
+        "{text}"
+    );
+    assert_eq!(machine.log(), "", "--check installs nothing");
+
+    let first = machine.run(0, &["--setup-only"]);
+    let text = said(&first);
+    assert!(first.status.success(), "{text}");
+    let log = machine.log();
+    let installs: Vec<&str> = log.lines().filter(|l| l.starts_with("apt-get install")).collect();
+    assert_eq!(
+        installs,
+        ["apt-get install -y -qq postgresql chromium chromium-driver curl python3 python3-venv"],
+        "one apt-get for everything missing: {log}"
+    );
+    assert!(
+        log.contains(&format!("python3 -m venv {}", machine.venv().display())),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("-m pip install --quiet --disable-pip-version-check moto[server]==5.2.1")
+            .count(),
+        1,
+        "{log}"
+    );
+    for part in ["postgresql", "chromium", "curl", "moto"] {
+        assert!(text.contains(&format!("{part}: installed (")), "{part}: {text}");
+    }
+
+    // The second run finds everything and installs nothing.
+    let before = machine.log();
+    let second = machine.run(0, &["--setup-only"]);
+    let text = said(&second);
+    assert!(second.status.success(), "{text}");
+    for part in ["rust", "postgresql", "chromium", "curl", "moto"] {
+        assert!(text.contains(&format!("{part}: present (")), "{part}: {text}");
+    }
+    assert!(text.contains("nothing to install"), "{text}");
+    let since = machine.log()[before.len()..].to_owned();
+    assert!(!since.contains("apt-get"), "no apt-get: {since}");
+    assert!(!since.contains("pip install"), "no pip: {since}");
+    assert!(!since.contains("-m venv"), "no new virtual environment: {since}");
+    let check = machine.run(0, &["--check"]);
+    assert!(check.status.success(), "{}", said(&check));
+}
+
+#[test]
+fn without_rust_it_says_how_to_get_it_and_installs_nothing() {
+    let machine = Machine::new();
+    write_program(
+        &machine.bin().join("rustc"),
+        "#!/bin/bash\necho 'rustc 1.63.0 (Debian)'\n",
+    );
+    let out = machine.run(0, &["--setup-only"]);
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("rust: missing or too old (rustc 1.63)"), "{text}");
+    assert!(text.contains("https://rustup.rs"), "{text}");
+    assert_eq!(machine.log(), "", "{text}");
+}
+
+#[test]
+fn on_this_machine_every_part_is_present_so_the_suite_runs_without_installing() {
+    // What the suite itself needs, looked at here: the same check `scripts/test.sh` made before
+    // it started this test (or that `cargo test` relies on when run alone).
+    let out = Command::new(Path::new(REPO).join("scripts/test.sh"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("nothing to install"), "{}", said(&out));
+}
