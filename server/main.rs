@@ -754,6 +754,15 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
             );
         }
         tracing::info!(%addr, "rentcheck is serving at {}", app_config.public_url);
+        if users::count(&database.pool).await? == 0 {
+            // The first-run page needs this code: whoever reads this line started the server.
+            tracing::info!(
+                "no account yet: create the first admin from this machine at {}/setup?code={} \
+                 (this code changes at every start), or with `rentcheck user add --email you@example.com --role admin`",
+                app_config.public_url,
+                app_config.setup_code.expose()
+            );
+        }
         let state = AppState::new(database.pool.clone(), app_config, keys).with_evidence_store(evidence_store);
         let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
         // Webhook deliveries and the per-brief signal snapshot.
