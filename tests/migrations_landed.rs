@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 22] = [
+const LANDED: [(&str, &str); 24] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -95,6 +95,14 @@ const LANDED: [(&str, &str); 22] = [
     (
         "20261201200000_briefs_search_trigram.sql",
         "5bc1449c73556ab6555e38d75a965e854bdd6e66b828bd61d36be08e666a8b48fcf4f0f4819ea9381af5652cb26f634b",
+    ),
+    (
+        "20261202130001_sign_in_throttle.sql",
+        "7ede388128a99e0a0d966b5fa36176e8bbe075a4198442743e71a740fd4f2bc42eca29ded1cd44d3f509d547e6afc2e8",
+    ),
+    (
+        "20261202130002_audit_log_no_truncate.sql",
+        "fdff5641c64ae57d9c62728c03e03225f71379f8be1a7d43733d6c05be568a767ab98406cec9bc6556324b85fb9a804b",
     ),
 ];
 
