@@ -401,7 +401,7 @@ mod tests {
         assert!(row("3", "eur").is_ok());
         assert!(row("0.000001", "JPY").is_ok());
         for rate in [
-            "0", "0.00", "1e3", "1E3", "2.5e-1", "1_000", "+2.49", "-1", ".5", "5.", "1,000.00", "0x10",
+            "0", "0.00", "1e3", "1E3", "2.5e-1", "1_000", "+2.49", "-1", ".5", "5.", "\"1,000.00\"", "0x10",
         ] {
             let errors = row(rate, "USD").unwrap_err().0;
             assert_eq!(errors.len(), 1, "{rate}: {errors:?}");
