@@ -105,14 +105,15 @@ enum UserAction {
         #[command(flatten)]
         db: DbConfig,
     },
-    /// Disable a person: their sessions end and their tokens are refused at once.
+    /// Disable a person: their sessions end and their tokens (the agent tokens they minted too) are
+    /// revoked at once.
     Disable {
         #[arg(long)]
         email: String,
         #[command(flatten)]
         db: DbConfig,
     },
-    /// Enable a disabled person again.
+    /// Enable a disabled person again (their old tokens stay revoked; mint new ones).
     Enable {
         #[arg(long)]
         email: String,
@@ -130,7 +131,7 @@ enum UserAction {
         db: DbConfig,
     },
     /// Set a person's password (from stdin with --password-stdin, else generated and printed once);
-    /// their sessions end.
+    /// their sessions end and their tokens are revoked.
     SetPassword {
         #[arg(long)]
         email: String,
@@ -386,9 +387,13 @@ async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
                     .map_err(describe)?;
                 audit::record(&pool, "cli", "user.password", &user.email, json!({ "by": "cli" })).await?;
                 Ok(match given {
-                    Some(_) => format!("new password set for {}; their sessions ended", user.email),
+                    Some(_) => format!(
+                        "new password set for {}; their sessions ended and their tokens were revoked",
+                        user.email
+                    ),
                     None => format!(
-                        "new password set for {}; their sessions ended\npassword (shown once): {password}",
+                        "new password set for {}; their sessions ended and their tokens were revoked\n\
+                         password (shown once): {password}",
                         user.email
                     ),
                 })

@@ -712,7 +712,7 @@ async fn account_page(
 ) -> PageResult<Response> {
     let next = q
         .next
-        .map(|n| super::pages::safe_next(Some(&n)))
+        .map(|n| crate::web::auth::safe_next(Some(&n)))
         .filter(|n| n != "/account");
     account_view(&state, &user, String::new(), String::new(), next).await
 }

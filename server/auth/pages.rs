@@ -30,7 +30,7 @@ use crate::{
     state::AppState,
     trials::service as trials,
     web::{
-        auth::{client_ip, csrf_failure, from_this_machine, CsrfForm, PageUser, CSRF_FIELD},
+        auth::{client_ip, csrf_failure, from_this_machine, safe_next, CsrfForm, PageUser, CSRF_FIELD},
         extract::{ApiQuery, HtmlForm, Path},
         once,
         page::{render, PageContext, PageError, PageResult},
@@ -49,26 +49,6 @@ pub fn routes() -> Router<AppState> {
 
 /// Pre-session CSRF for the login and setup forms: a random value in a cookie and in the form.
 const LOGIN_CSRF_COOKIE: &str = "rentcheck_login_csrf";
-
-/// Only local paths: `/briefs/x`, never `//evil.example`, `/\evil.example` or `https://…`. No
-/// whitespace or control character anywhere: browsers drop tabs and newlines from URLs, so
-/// `/<TAB>/evil.example` becomes `//evil.example`; and a control character cannot be a header.
-pub fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n) if is_local_path(n) => n.to_owned(),
-        _ => "/".to_owned(),
-    }
-}
-
-fn is_local_path(n: &str) -> bool {
-    let bytes = n.as_bytes();
-    bytes.first() == Some(&b'/')
-        && !matches!(bytes.get(1), Some(b'/' | b'\\'))
-        && n.len() <= 2048
-        && !n.chars().any(|c| c.is_control() || c.is_whitespace() || c == '\\')
-        && n.parse::<axum::http::Uri>()
-            .is_ok_and(|u| u.scheme().is_none() && u.authority().is_none())
-}
 
 #[derive(Template)]
 #[template(path = "auth/login.html")]

@@ -127,6 +127,26 @@ pub fn brief_scoped_route(method: &Method, route: &str) -> bool {
         || (route == "/api/v1/briefs" && matches!(*method, Method::GET | Method::HEAD))
 }
 
+/// Only local paths: `/briefs/x`, never `//evil.example`, `/\evil.example` or `https://…`. No
+/// whitespace or control character anywhere: browsers drop tabs and newlines from URLs, so
+/// `/<TAB>/evil.example` becomes `//evil.example`; and a control character cannot be a header.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if is_local_path(n) => n.to_owned(),
+        _ => "/".to_owned(),
+    }
+}
+
+fn is_local_path(n: &str) -> bool {
+    let bytes = n.as_bytes();
+    bytes.first() == Some(&b'/')
+        && !matches!(bytes.get(1), Some(b'/' | b'\\'))
+        && n.len() <= 2048
+        && !n.chars().any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+        && n.parse::<axum::http::Uri>()
+            .is_ok_and(|u| u.scheme().is_none() && u.authority().is_none())
+}
+
 /// A signed-in person on a page. Without a session the browser is sent to the login page.
 #[derive(Debug, Clone)]
 pub struct PageUser(pub SessionUser);
