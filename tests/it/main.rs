@@ -48,6 +48,7 @@ mod review_api;
 mod review_hardware;
 mod review_summaries;
 mod security;
+mod security_review3;
 mod teams;
 mod trials_api;
 mod trials_migration;
