@@ -81,7 +81,7 @@ impl FromRequestParts<AppState> for ApiCaller {
 }
 
 /// A refused bearer token (forged, expired, revoked, its person disabled) goes to the audit log,
-/// once per client and reason in `audit::REFUSALS_WINDOW`: a flood of them writes a row now and
+/// once per client in `audit::REFUSALS_WINDOW`: a flood of them writes a row now and
 /// then, not a row each. Recording is best effort: the caller is answered 401 either way.
 async fn audit_refused_token(parts: &Parts, state: &AppState, error: &AppError) {
     let peer = parts
