@@ -83,6 +83,11 @@ pub struct ServeConfig {
     #[arg(long, env = "RENTCHECK_WEBHOOK_ALLOW_HTTP", default_value_t = false)]
     pub webhook_allow_http: bool,
 
+    /// Allow webhooks to loopback, link-local, private and unique-local addresses (a receiver
+    /// inside your network); otherwise a URL whose host is or resolves to one is refused.
+    #[arg(long, env = "RENTCHECK_WEBHOOK_ALLOW_PRIVATE", default_value_t = false)]
+    pub webhook_allow_private: bool,
+
     /// The bearer token a Prometheus scrape of `/metrics/briefs` must send. Unset: that endpoint
     /// answers 404, so per-brief figures are never served to anyone by default.
     #[arg(long, env = "RENTCHECK_METRICS_TOKEN", hide_env_values = true)]
@@ -103,6 +108,9 @@ pub struct TokenConfig {
     pub jwt_secret_file: Option<PathBuf>,
 }
 
+/// The shortest `RENTCHECK_METRICS_TOKEN` accepted: 32 characters, as the signing secret.
+pub const MIN_METRICS_TOKEN_CHARS: usize = 32;
+
 /// What handlers need from the configuration at run time.
 #[derive(Debug, Clone)]
 pub struct AppConfig {
@@ -120,6 +128,14 @@ pub struct AppConfig {
     pub webhooks: WebhookSettings,
     /// The bearer token of `/metrics/briefs` (`RENTCHECK_METRICS_TOKEN`); none: the route is off.
     pub metrics_token: Option<Secret>,
+    /// The code the first-run page asks for (`/setup?code=…`): new at every start, printed by
+    /// `rentcheck serve` while there is no account, so only whoever started the server has it.
+    pub setup_code: Secret,
+}
+
+/// A new first-run setup code: 96 random bits as hex.
+pub fn new_setup_code() -> Secret {
+    Secret::new(&crate::secrets::random_token()[..24])
 }
 
 /// How webhooks are delivered. The timings are settings so tests can run a day of retries in
@@ -128,6 +144,9 @@ pub struct AppConfig {
 pub struct WebhookSettings {
     /// Accept `http://` URLs (`RENTCHECK_WEBHOOK_ALLOW_HTTP`).
     pub allow_http: bool,
+    /// Send to loopback, link-local, private and unique-local addresses
+    /// (`RENTCHECK_WEBHOOK_ALLOW_PRIVATE`); otherwise only public ones.
+    pub allow_private: bool,
     /// How long one POST may take.
     pub timeout: std::time::Duration,
     /// The wait before the first retry; each later one waits twice as long as the one before.
@@ -149,6 +168,7 @@ impl Default for WebhookSettings {
         use std::time::Duration;
         Self {
             allow_http: false,
+            allow_private: false,
             timeout: Duration::from_secs(10),
             retry_base: Duration::from_secs(30),
             retry_max: Duration::from_secs(60 * 60),
@@ -170,6 +190,7 @@ impl Default for AppConfig {
             trusted_proxies: Vec::new(),
             webhooks: WebhookSettings::default(),
             metrics_token: None,
+            setup_code: new_setup_code(),
         }
     }
 }
@@ -177,8 +198,16 @@ impl Default for AppConfig {
 impl TryFrom<&ServeConfig> for AppConfig {
     type Error = anyhow::Error;
 
-    /// Fails on a `RENTCHECK_PUBLIC_URL` nobody could use.
+    /// Fails on a `RENTCHECK_PUBLIC_URL` nobody could use, and on a metrics token anyone could guess.
     fn try_from(c: &ServeConfig) -> anyhow::Result<Self> {
+        if let Some(token) = &c.metrics_token {
+            // An empty value used to match an empty `Authorization: Bearer ` and open the route.
+            anyhow::ensure!(
+                token.expose().trim().chars().count() >= MIN_METRICS_TOKEN_CHARS,
+                "RENTCHECK_METRICS_TOKEN must be at least {MIN_METRICS_TOKEN_CHARS} characters \
+                 (e.g. `openssl rand -hex 32`), or unset to keep /metrics/briefs off"
+            );
+        }
         Ok(Self {
             max_upload: c.max_upload,
             request_timeout_secs: c.request_timeout_secs,
@@ -191,9 +220,11 @@ impl TryFrom<&ServeConfig> for AppConfig {
             trusted_proxies: c.trusted_proxies.clone(),
             webhooks: WebhookSettings {
                 allow_http: c.webhook_allow_http,
+                allow_private: c.webhook_allow_private,
                 ..WebhookSettings::default()
             },
             metrics_token: c.metrics_token.clone(),
+            setup_code: new_setup_code(),
         })
     }
 }

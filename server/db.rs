@@ -192,7 +192,7 @@ impl Database {
     async fn open_private(cfg: &DbConfig, command: &str, served_at: Option<&str>) -> anyhow::Result<Self> {
         let bin_dir = postgres_binaries(cfg.pg_bin_dir.as_deref())?;
         let data_dir = &cfg.data_dir;
-        fs::create_dir_all(data_dir).with_context(|| format!("creating data dir {}", data_dir.display()))?;
+        crate::secrets::private_dir(data_dir)?;
         let data_dir = data_dir.canonicalize()?;
         warn_about_a_working_directory_cluster(&data_dir);
         match lock::acquire(&data_dir, command, LOCK_PATIENCE)? {
@@ -458,7 +458,7 @@ fn private_connect_options(port: u16, password: &Secret) -> PgConnectOptions {
 
 fn read_password(data_dir: &Path) -> anyhow::Result<Secret> {
     let file = data_dir.join("pg-password");
-    let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let text = crate::secrets::read_private_file(&file).with_context(|| format!("reading {}", file.display()))?;
     Ok(Secret::new(text.trim().to_owned()))
 }
 

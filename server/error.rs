@@ -34,6 +34,9 @@ pub enum AppError {
     TooLarge(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// 429: throttled (sign-in and password checks, `auth::lockout`).
+    #[error("{0}")]
+    TooManyRequests(String),
     #[error("the database is unavailable; try again shortly")]
     DatabaseUnavailable,
     #[error("the evidence store is unavailable; try again shortly")]
@@ -57,6 +60,11 @@ impl From<sqlx::Error> for AppError {
                 tracing::warn!(error = %e, "database unavailable");
                 AppError::DatabaseUnavailable
             }
+            // A NUL that got past the extractors (they refuse it at its field): PostgreSQL text
+            // cannot hold it (22021), nor jsonb its escape (22P05). Bad input, not a fault.
+            sqlx::Error::Database(ref db) if matches!(db.code().as_deref(), Some("22021" | "22P05")) => {
+                AppError::Validation(vec![FieldError::new("input", crate::validation::NUL_MESSAGE)])
+            }
             other => AppError::Internal(other.into()),
         }
     }
@@ -78,6 +86,7 @@ impl AppError {
             AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            AppError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::DatabaseUnavailable | AppError::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -94,6 +103,7 @@ impl AppError {
             AppError::Unprocessable(_) => "unprocessable",
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => "payload-too-large",
             AppError::UnsupportedMediaType(_) => "unsupported-media-type",
+            AppError::TooManyRequests(_) => "too-many-requests",
             AppError::DatabaseUnavailable => "database-unavailable",
             AppError::StorageUnavailable => "storage-unavailable",
             AppError::Internal(_) => "internal",

@@ -112,14 +112,15 @@ enum UserAction {
         #[command(flatten)]
         db: DbConfig,
     },
-    /// Disable a person: their sessions end and their tokens are refused at once.
+    /// Disable a person: their sessions end and their tokens (the agent tokens they minted too) are
+    /// revoked at once.
     Disable {
         #[arg(long)]
         email: String,
         #[command(flatten)]
         db: DbConfig,
     },
-    /// Enable a disabled person again.
+    /// Enable a disabled person again (their old tokens stay revoked; mint new ones).
     Enable {
         #[arg(long)]
         email: String,
@@ -137,7 +138,7 @@ enum UserAction {
         db: DbConfig,
     },
     /// Set a person's password (from stdin with --password-stdin, else generated and printed once);
-    /// their sessions end.
+    /// their sessions end and their tokens are revoked.
     SetPassword {
         #[arg(long)]
         email: String,
@@ -407,9 +408,13 @@ async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
                     .map_err(describe)?;
                 audit::record(&pool, "cli", "user.password", &user.email, json!({ "by": "cli" })).await?;
                 Ok(match given {
-                    Some(_) => format!("new password set for {}; their sessions ended", user.email),
+                    Some(_) => format!(
+                        "new password set for {}; their sessions ended and their tokens were revoked",
+                        user.email
+                    ),
                     None => format!(
-                        "new password set for {}; their sessions ended\npassword (shown once): {password}",
+                        "new password set for {}; their sessions ended and their tokens were revoked\n\
+                         password (shown once): {password}",
                         user.email
                     ),
                 })
@@ -796,6 +801,15 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
             );
         }
         tracing::info!(%addr, "rentcheck is serving at {}", app_config.public_url);
+        if users::count(&database.pool).await? == 0 {
+            // The first-run page needs this code: whoever reads this line started the server.
+            tracing::info!(
+                "no account yet: create the first admin from this machine at {}/setup?code={} \
+                 (this code changes at every start), or with `rentcheck user add --email you@example.com --role admin`",
+                app_config.public_url,
+                app_config.setup_code.expose()
+            );
+        }
         let state = AppState::new(database.pool.clone(), app_config, keys).with_evidence_store(evidence_store);
         let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
         // Webhook deliveries and the per-brief signal snapshot.

@@ -8,6 +8,37 @@ use rust_decimal::{Decimal, RoundingStrategy};
 /// Hours in an average month (365 × 24 ÷ 12): what "a month" means in every monthly cost.
 pub const HOURS_PER_MONTH: Decimal = Decimal::from_parts(730, 0, 0, false, 0);
 
+/// The currencies in circulation, by their ISO 4217 alphabetic code (ISO 4217 list one, 2025):
+/// the codes a price may be in. Funds, precious metals, the SDR and the testing codes (`XTS`,
+/// `XXX`) are left out: no GPU is rented in them.
+pub const ISO_4217: [&str; 157] = [
+    "AED", "AFN", "ALL", "AMD", "ANG", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT", "BGN", "BHD", "BIF",
+    "BMD", "BND", "BOB", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD", "CAD", "CDF", "CHF", "CLP", "CNY", "COP", "CRC",
+    "CUP", "CVE", "CZK", "DJF", "DKK", "DOP", "DZD", "EGP", "ERN", "ETB", "EUR", "FJD", "FKP", "GBP", "GEL", "GHS",
+    "GIP", "GMD", "GNF", "GTQ", "GYD", "HKD", "HNL", "HTG", "HUF", "IDR", "ILS", "INR", "IQD", "IRR", "ISK", "JMD",
+    "JOD", "JPY", "KES", "KGS", "KHR", "KMF", "KPW", "KRW", "KWD", "KYD", "KZT", "LAK", "LBP", "LKR", "LRD", "LSL",
+    "LYD", "MAD", "MDL", "MGA", "MKD", "MMK", "MNT", "MOP", "MRU", "MUR", "MVR", "MWK", "MXN", "MYR", "MZN", "NAD",
+    "NGN", "NIO", "NOK", "NPR", "NZD", "OMR", "PAB", "PEN", "PGK", "PHP", "PKR", "PLN", "PYG", "QAR", "RON", "RSD",
+    "RUB", "RWF", "SAR", "SBD", "SCR", "SDG", "SEK", "SGD", "SHP", "SLE", "SOS", "SRD", "SSP", "STN", "SVC", "SYP",
+    "SZL", "THB", "TJS", "TMT", "TND", "TOP", "TRY", "TTD", "TWD", "TZS", "UAH", "UGX", "USD", "UYU", "UZS", "VED",
+    "VES", "VND", "VUV", "WST", "XAF", "XCD", "XCG", "XOF", "XPF", "YER", "ZAR", "ZMW", "ZWG",
+];
+
+/// Whether `code` (upper case) is a currency in circulation ([`ISO_4217`]).
+pub fn is_currency(code: &str) -> bool {
+    ISO_4217.contains(&code)
+}
+
+/// A plain decimal as people write a price: digits, at most one `.` with digits on both sides.
+/// No exponent (`1e3`), sign, separator (`1_000`, `1,000`) or currency sign.
+pub fn is_plain_decimal(text: &str) -> bool {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, "0"));
+    !whole.is_empty()
+        && !frac.is_empty()
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && frac.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// `15184` → "15,184.00"; `0.008591` → "0.0086"; `0.25` → "0.25"; `0` → "0.00".
 pub fn amount(d: Decimal) -> String {
     let negative = d.is_sign_negative() && !d.is_zero();

@@ -13,9 +13,13 @@ pub fn random_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Writes a file only its owner can read (mode 0600).
+/// Writes a file only its owner can read (mode 0600, whatever the umask, and also when the file
+/// was there before with a looser mode).
 pub fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
-    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    use std::{
+        io::Write,
+        os::unix::fs::{OpenOptionsExt, PermissionsExt},
+    };
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -23,7 +27,66 @@ pub fn write_private_file(path: &Path, contents: &str) -> anyhow::Result<()> {
         .mode(0o600)
         .open(path)
         .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| anyhow::anyhow!("chmod 600 {}: {e}", path.display()))?;
     f.write_all(contents.as_bytes())?;
+    Ok(())
+}
+
+/// The user this process runs as (the owner of `/proc/self`), when it can be told.
+pub fn current_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+/// Refuses a secret file or the data dir that another user owns: they could read or replace
+/// what is in it whatever its mode.
+fn check_owner(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    match current_uid() {
+        Some(me) if meta.uid() != me => Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} belongs to user id {}, not to the user rentcheck runs as (id {me}): another user could read \
+                 or replace it; `chown` it to this user",
+                path.display(),
+                meta.uid()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Makes the data dir if it is missing, private to this user (0700, whatever the umask; parents
+/// are made as usual), and refuses one another user owns. An existing one with looser permissions
+/// is tightened: it holds the signing secret, the cluster's password and the cluster itself.
+/// Run as root it is 0711 instead: the private cluster then runs as `postgres`, which must pass
+/// through it to its own directory (it can list and read nothing in it).
+pub fn private_dir(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let wanted = if current_uid() == Some(0) { 0o711 } else { 0o700 };
+    if !path.exists() {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("creating {}: {e}", parent.display()))?;
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(path) {
+            Ok(()) => {}
+            // Two commands starting at once: the other made it.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(anyhow::anyhow!("creating data dir {}: {e}", path.display())),
+        }
+    }
+    let meta = std::fs::metadata(path).map_err(|e| anyhow::anyhow!("data dir {}: {e}", path.display()))?;
+    anyhow::ensure!(meta.is_dir(), "the data dir {} is not a directory", path.display());
+    check_owner(path, &meta).map_err(|e| anyhow::anyhow!("data dir: {e}"))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode != wanted {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(wanted))
+            .map_err(|e| anyhow::anyhow!("chmod {wanted:o} {}: {e}", path.display()))?;
+        if mode & !wanted != 0 {
+            tracing::warn!(dir = %path.display(), "the data dir was mode {mode:04o}; made it {wanted:04o}");
+        }
+    }
     Ok(())
 }
 
@@ -45,11 +108,14 @@ pub fn create_private_file_once(path: &std::path::Path, contents: &str) -> anyho
     }
 }
 
-/// Reads a file holding a secret, refusing one that others on the machine can read or write:
-/// a secret others could have read is no longer one (and using it silently hides that).
+/// Reads a file holding a secret, refusing one that others on the machine can read or write, or
+/// that another user owns: a secret others could have read or replaced is no longer one (and
+/// using it silently hides that).
 pub fn read_private_file(path: &Path) -> std::io::Result<String> {
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+    let meta = std::fs::metadata(path)?;
+    check_owner(path, &meta)?;
+    let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
@@ -147,7 +213,7 @@ impl TokenKeys {
             );
             return Ok(Self::from_secret(secret.as_bytes()));
         }
-        std::fs::create_dir_all(data_dir)?;
+        private_dir(data_dir)?;
         let path = data_dir.join("jwt-secret");
         let secret = match read_private_file(&path) {
             Ok(s) => s.trim().to_owned(),
@@ -182,6 +248,49 @@ mod tests {
             1,
             "no temporary file is left"
         );
+    }
+
+    #[test]
+    fn a_secret_file_or_data_dir_of_another_user_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jwt-secret");
+        write_private_file(&path, &"x".repeat(64)).unwrap();
+        assert!(read_private_file(&path).is_ok());
+        // Only root can give a file away; as anyone else, `chown` to another user fails.
+        let given_away = std::os::unix::fs::chown(&path, Some(65534), None).is_ok();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+        if given_away {
+            let err = read_private_file(&path).unwrap_err().to_string();
+            assert!(err.contains("belongs to user id 65534"), "{err}");
+            std::os::unix::fs::chown(&data, Some(65534), None).unwrap();
+            let err = private_dir(&data).unwrap_err().to_string();
+            assert!(err.contains("belongs to user id 65534"), "{err}");
+        } else {
+            assert_ne!(current_uid(), Some(0), "root gives files away");
+        }
+    }
+
+    #[test]
+    fn a_data_dir_is_made_and_kept_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("a/b/rentcheck");
+        private_dir(&data).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // Root's private cluster runs as `postgres`, which must pass through (but not read) it.
+        let private = if current_uid() == Some(0) { 0o711 } else { 0o700 };
+        assert_eq!(mode(&data), private);
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+        private_dir(&data).unwrap();
+        assert_eq!(mode(&data), private, "an open one is made private");
+        let secret = data.join("pg-password");
+        std::fs::write(&secret, "old").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o666)).unwrap();
+        write_private_file(&secret, "new").unwrap();
+        assert_eq!(mode(&secret), 0o600, "rewriting a file makes it private too");
     }
 
     #[test]

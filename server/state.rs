@@ -5,7 +5,7 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use crate::{
-    config::AppConfig, evidence_store::EvidenceStore, secrets::TokenKeys, telemetry::Metrics,
+    audit::RefusalLimiter, config::AppConfig, evidence_store::EvidenceStore, secrets::TokenKeys, telemetry::Metrics,
     versioned_cache::VersionedCache,
 };
 
@@ -24,6 +24,8 @@ pub struct AppState {
     pub evidence_store: EvidenceStore,
     /// Review JSON already computed, by brief and the count of its committed changes.
     pub review_cache: Arc<VersionedCache>,
+    /// Keeps a flood of refusals (throttled sign-ins, forged tokens) from flooding the audit log.
+    pub refusals: Arc<RefusalLimiter>,
 }
 
 impl AppState {
@@ -36,6 +38,7 @@ impl AppState {
             metrics: Arc::new(Metrics::new()),
             evidence_store: EvidenceStore::Database,
             review_cache: Arc::new(VersionedCache::new(REVIEW_CACHE_ENTRIES, REVIEW_CACHE_BYTES)),
+            refusals: Arc::new(RefusalLimiter::default()),
         }
     }
 

@@ -32,6 +32,11 @@ macro_rules! text_enum {
 /// The longest value a choice field (an enumeration) is read as.
 const CHOICE_MAX_LEN: usize = 200;
 
+/// What a text field holding NUL is told. PostgreSQL text cannot hold U+0000 and no person types
+/// one, so every JSON body, form and query string refuses it at its field (`web::extract`). Tool
+/// output is another matter: evidence keeps its raw bytes and replaces NUL in what it reads.
+pub const NUL_MESSAGE: &str = "must not contain a NUL character (U+0000)";
+
 /// A message about one input field (`field` as the API and the form name it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldError {

@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 25] = [
+const LANDED: [(&str, &str); 27] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -107,6 +107,14 @@ const LANDED: [(&str, &str); 25] = [
     (
         "20261202100000_decision_truth.sql",
         "e99fb0aeef86f1a818ec86905f3304d187fd6a1c23fddbeb21c6a4ef29ba5b940e0505c079860928cd47555020cf48d0",
+    ),
+    (
+        "20261202130001_sign_in_throttle.sql",
+        "7ede388128a99e0a0d966b5fa36176e8bbe075a4198442743e71a740fd4f2bc42eca29ded1cd44d3f509d547e6afc2e8",
+    ),
+    (
+        "20261202130002_audit_log_no_truncate.sql",
+        "fdff5641c64ae57d9c62728c03e03225f71379f8be1a7d43733d6c05be568a767ab98406cec9bc6556324b85fb9a804b",
     ),
 ];
 

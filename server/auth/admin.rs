@@ -1,10 +1,11 @@
 //! Pages for people and teams: the admin's users and teams page (add, change role, disable or
-//! enable, reset a password, make teams and their members), a brief's sharing page (its owner and
-//! teams), and a person's own account page (change password, sign out everywhere).
+//! enable, unlock, reset a password, a person's tokens, make teams and their members), a brief's
+//! sharing page (its owner and teams), and a person's own account page (change password, their
+//! sign-in activity and tokens, sign out everywhere).
 
 use askama::Template;
 use axum::{
-    extract::State,
+    extract::{ConnectInfo, State},
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Redirect, Response},
     routing::{get, post},
@@ -13,9 +14,12 @@ use axum::{
 use serde_json::json;
 use uuid::Uuid;
 
+use std::net::SocketAddr;
+
 use super::{
-    password, session,
+    lockout, session,
     teams::{self, Team},
+    token,
     users::{self, Change},
     Role,
 };
@@ -25,8 +29,8 @@ use crate::{
     error::AppError,
     state::AppState,
     web::{
-        auth::{CsrfForm, PageUser},
-        extract::Path,
+        auth::{client_ip, CsrfForm, PageUser},
+        extract::{ApiQuery, Path},
         once,
         page::{render, PageContext, PageError, PageResult},
     },
@@ -39,6 +43,9 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/users/{uid}/disable", post(disable))
         .route("/admin/users/{uid}/enable", post(enable))
         .route("/admin/users/{uid}/password", post(reset_password))
+        .route("/admin/users/{uid}/unlock", post(unlock))
+        .route("/admin/users/{uid}/tokens", get(person_tokens_page))
+        .route("/admin/users/{uid}/tokens/{jti}/revoke", post(admin_revoke_token))
         .route("/admin/teams", post(add_team))
         .route("/admin/teams/{tid}/members", post(add_member))
         .route("/admin/teams/{tid}/members/{uid}/remove", post(remove_member))
@@ -48,6 +55,7 @@ pub fn routes() -> Router<AppState> {
         .route("/briefs/{id}/sharing/owner", post(set_owner))
         .route("/account", get(account_page))
         .route("/account/password", post(change_password))
+        .route("/account/tokens/{jti}/revoke", post(own_revoke_token))
         .route("/account/sign-out-everywhere", post(sign_out_everywhere))
 }
 
@@ -56,6 +64,8 @@ struct UserLine {
     email: String,
     role: String,
     disabled: bool,
+    /// When sign-ins locked it (`lockout`), until an admin unlocks it.
+    locked: Option<String>,
     created: String,
 }
 
@@ -78,11 +88,14 @@ async fn users_view(
     error: String,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
+    let locked: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>> =
+        lockout::locked(&state.pool).await?.into_iter().collect();
     let users = users::list(&state.pool)
         .await?
         .into_iter()
         .map(|u| UserLine {
             id: u.id.to_string(),
+            locked: locked.get(&u.email).map(|at| when(*at)),
             email: u.email,
             role: u.role,
             disabled: u.disabled_at.is_some(),
@@ -269,16 +282,148 @@ async fn reset_password(
         return users_refused(&state, &user, AppError::NotFound("user")).await;
     };
     let password = crate::secrets::random_token()[..24].to_owned();
-    users::replace_password(&state.pool, uid, password.clone(), None).await?;
+    let replaced = users::replace_password(&state.pool, uid, password.clone(), None).await?;
     audit::record(
         &state.pool,
         &user.0.email,
         "user.password",
         &target.email,
-        json!({ "by": "admin" }),
+        json!({ "by": "admin", "sessions_ended": replaced.sessions_ended, "tokens_revoked": replaced.tokens_revoked }),
     )
     .await?;
     show_password_once(&state, &target.email, &password, "New password for")
+}
+
+/// Lifts the lock failed sign-ins put on an account, and clears its failures.
+async fn unlock(
+    State(state): State<AppState>,
+    Path(uid): Path<Uuid>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let Some(target) = users::by_id(&state.pool, uid).await? else {
+        return users_refused(&state, &user, AppError::NotFound("user")).await;
+    };
+    if lockout::unlock(&state.pool, &target.email).await? {
+        audit::record(&state.pool, &user.0.email, "login.unlock", &target.email, json!({})).await?;
+    }
+    Ok(Redirect::to("/admin/users").into_response())
+}
+
+fn when(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+/// A token as a person's token list shows it.
+struct PersonTokenLine {
+    jti: String,
+    name: String,
+    role: String,
+    /// (brief id, brief name) of a token limited to one brief.
+    brief: Option<(String, String)>,
+    created: String,
+    expires: String,
+    last_used: String,
+    state: &'static str,
+}
+
+async fn person_token_lines(state: &AppState, uid: Uuid) -> PageResult<Vec<PersonTokenLine>> {
+    let rows = token::list_for_user(&state.pool, uid).await?;
+    let mut lines = Vec::with_capacity(rows.len());
+    for t in rows {
+        let brief = match t.brief_id {
+            Some(id) => Some((
+                id.to_string(),
+                briefs::load(&state.pool, id)
+                    .await
+                    .map(|b| b.fields.name)
+                    .unwrap_or_else(|_| id.to_string()),
+            )),
+            None => None,
+        };
+        lines.push(PersonTokenLine {
+            jti: t.jti.to_string(),
+            name: t.name.clone(),
+            role: t.role.clone(),
+            brief,
+            created: when(t.created_at),
+            expires: when(t.expires_at),
+            last_used: t.last_used_at.map(when).unwrap_or_else(|| "never".into()),
+            state: token::state_of(&t),
+        });
+    }
+    Ok(lines)
+}
+
+#[derive(Template)]
+#[template(path = "auth/person_tokens.html")]
+struct PersonTokensPage {
+    ctx: PageContext,
+    /// Where each token's revoke form posts (`{revoke_base}/{jti}/revoke`).
+    revoke_base: String,
+    email: String,
+    tokens: Vec<PersonTokenLine>,
+}
+
+/// An admin's list of one person's tokens (their person tokens and the agent tokens they minted),
+/// each revocable: what offboarding looks at.
+async fn person_tokens_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(uid): Path<Uuid>,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    let target = users::by_id(&state.pool, uid)
+        .await?
+        .ok_or(AppError::NotFound("user"))?;
+    render(&PersonTokensPage {
+        ctx: (&user).into(),
+        revoke_base: format!("/admin/users/{uid}/tokens"),
+        email: target.email,
+        tokens: person_token_lines(&state, uid).await?,
+    })
+}
+
+/// Revokes one token of `owner`'s; 404 when it is not theirs.
+async fn revoke_persons_token(state: &AppState, actor: &PageUser, owner: Uuid, jti: Uuid) -> PageResult<()> {
+    let owner_email = users::by_id(&state.pool, owner)
+        .await?
+        .ok_or(AppError::NotFound("user"))?
+        .email;
+    let row = token::get(&state.pool, jti)
+        .await?
+        .filter(|t| t.created_by == Some(owner))
+        .ok_or(AppError::NotFound("token"))?;
+    if token::revoke(&state.pool, row.jti).await? {
+        audit::record(
+            &state.pool,
+            &actor.0.email,
+            "token.revoke",
+            &owner_email,
+            json!({ "jti": row.jti, "name": row.name, "brief": row.brief_id }),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn admin_revoke_token(
+    State(state): State<AppState>,
+    Path((uid, jti)): Path<(Uuid, Uuid)>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    user.require(Role::Admin)?;
+    revoke_persons_token(&state, &user, uid, jti).await?;
+    Ok(Redirect::to(&format!("/admin/users/{uid}/tokens")).into_response())
+}
+
+async fn own_revoke_token(
+    State(state): State<AppState>,
+    Path(jti): Path<Uuid>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
+    revoke_persons_token(&state, &user, user.0.id, jti).await?;
+    Ok(Redirect::to("/account#tokens").into_response())
 }
 
 async fn add_team(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
@@ -359,7 +504,10 @@ struct SharingPage {
     shared: Vec<teams::TeamRef>,
     /// Teams it is not shared with yet.
     others: Vec<teams::TeamRef>,
+    /// May change who it is shared with (`teams::may_change_sharing`).
     may_edit: bool,
+    /// No owner yet: only an admin changes its sharing.
+    unowned: bool,
     is_admin: bool,
     error: String,
 }
@@ -373,7 +521,12 @@ async fn sharing_view(state: &AppState, user: &PageUser, id: Uuid, error: String
         .filter(|t| !access.teams.iter().any(|s| s.id == t.id))
         .map(|t| teams::TeamRef { id: t.id, name: t.name })
         .collect();
-    let may_edit = teams::can_edit_brief(&state.pool, &user.principal(), id).await?;
+    let may_edit = match teams::may_change_sharing(&state.pool, &user.principal(), id).await {
+        Ok(()) => true,
+        Err(AppError::Forbidden(_)) => false,
+        Err(e) => return Err(e.into()),
+    };
+    let unowned = access.owner.is_none();
     render(&SharingPage {
         ctx: user.into(),
         brief_id: id.to_string(),
@@ -385,6 +538,7 @@ async fn sharing_view(state: &AppState, user: &PageUser, id: Uuid, error: String
         shared: access.teams,
         others,
         may_edit,
+        unowned,
         is_admin: user.0.role == Role::Admin,
         error,
     })
@@ -400,7 +554,7 @@ async fn share(
     Path(id): Path<Uuid>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
-    teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    teams::may_change_sharing(&state.pool, &user.principal(), id).await?;
     let Some(team) = form.get("team").and_then(|t| Uuid::parse_str(t.trim()).ok()) else {
         let mut r = sharing_view(&state, &user, id, "Pick a team.".into()).await?;
         *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
@@ -424,7 +578,7 @@ async fn unshare(
     Path((id, tid)): Path<(Uuid, Uuid)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
-    teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    teams::may_change_sharing(&state.pool, &user.principal(), id).await?;
     if teams::unshare(&state.pool, id, tid).await? {
         audit::record(
             &state.pool,
@@ -464,6 +618,30 @@ async fn set_owner(
     Ok(Redirect::to(&format!("/briefs/{id}/sharing")).into_response())
 }
 
+/// One line of an account's sign-in activity.
+struct ActivityLine {
+    at: String,
+    what: String,
+    client: String,
+}
+
+fn activity_line(e: &audit::AuditEntry) -> ActivityLine {
+    let detail = |k: &str| e.details.0.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+    let what = match e.action.as_str() {
+        "login.failed" => "a sign-in with a wrong password".to_owned(),
+        "login.refused" => "sign-ins refused while throttled".to_owned(),
+        "login.lock" => "the account was locked after too many failed sign-ins".to_owned(),
+        "login.unlock" => format!("the account was unlocked by {}", e.actor),
+        "user.password.refused" => "a wrong current password when changing the password".to_owned(),
+        other => other.to_owned(),
+    };
+    ActivityLine {
+        at: when(e.at),
+        what,
+        client: detail("client"),
+    }
+}
+
 #[derive(Template)]
 #[template(path = "auth/account.html")]
 struct AccountPage {
@@ -474,14 +652,37 @@ struct AccountPage {
     error: String,
     idle_minutes: i64,
     max_hours: i64,
+    /// When failed sign-ins locked the account (for browsers it never signed in with).
+    locked: Option<String>,
+    /// The newest failed, refused and locking sign-ins.
+    activity: Vec<ActivityLine>,
+    /// Where the sign-in was going, when it came here first to tell of failed sign-ins.
+    next: Option<String>,
+    tokens: Vec<PersonTokenLine>,
+    revoke_base: &'static str,
 }
 
-async fn account_view(state: &AppState, user: &PageUser, message: String, error: String) -> PageResult<Response> {
+async fn account_view(
+    state: &AppState,
+    user: &PageUser,
+    message: String,
+    error: String,
+    next: Option<String>,
+) -> PageResult<Response> {
     let teams = teams::list_teams(&state.pool)
         .await?
         .into_iter()
         .filter(|t| t.members.contains(&user.0.email))
         .map(|t| t.name)
+        .collect();
+    let locked = lockout::state(&state.pool, &user.0.email)
+        .await?
+        .and_then(|s| s.locked_at)
+        .map(when);
+    let activity = audit::sign_in_activity(&state.pool, &user.0.email, 10)
+        .await?
+        .iter()
+        .map(activity_line)
         .collect();
     render(&AccountPage {
         ctx: user.into(),
@@ -491,16 +692,36 @@ async fn account_view(state: &AppState, user: &PageUser, message: String, error:
         error,
         idle_minutes: state.config.sessions.idle.num_minutes(),
         max_hours: state.config.sessions.absolute.num_hours(),
+        locked,
+        activity,
+        next,
+        tokens: person_token_lines(state, user.0.id).await?,
+        revoke_base: "/account/tokens",
     })
 }
 
-async fn account_page(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
-    account_view(&state, &user, String::new(), String::new()).await
+#[derive(serde::Deserialize)]
+struct AccountQuery {
+    next: Option<String>,
 }
 
-/// A person changes their own password: the current one first; their other sessions end.
+async fn account_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    ApiQuery(q): ApiQuery<AccountQuery>,
+) -> PageResult<Response> {
+    let next = q
+        .next
+        .map(|n| crate::web::auth::safe_next(Some(&n)))
+        .filter(|n| n != "/account");
+    account_view(&state, &user, String::new(), String::new(), next).await
+}
+
+/// A person changes their own password: the current one first (throttled and audited as a
+/// sign-in is); their other sessions end and their tokens are revoked.
 async fn change_password(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
@@ -510,7 +731,7 @@ async fn change_password(
         let state = state.clone();
         let user = user.clone();
         async move {
-            let mut r = account_view(&state, &user, String::new(), error).await?;
+            let mut r = account_view(&state, &user, String::new(), error, None).await?;
             *r.status_mut() = status;
             PageResult::Ok(r)
         }
@@ -518,37 +739,41 @@ async fn change_password(
     let row = users::by_id(&state.pool, user.0.id)
         .await?
         .ok_or(AppError::NotFound("user"))?;
-    if !password::verify(current, Some(row.password_hash)).await? {
-        audit::record(
-            &state.pool,
-            &user.0.email,
-            "user.password.refused",
-            &user.0.email,
-            json!({}),
-        )
-        .await?;
-        return refuse(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "current_password is not your password".into(),
-        )
-        .await;
+    let client = client_ip(&headers, peer.ip(), &state.config.trusted_proxies).to_string();
+    match super::api::recheck_password(&state, &user.0.email, &row, &client, current).await {
+        Ok(()) => {}
+        Err(AppError::Validation(_)) => {
+            return refuse(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "current_password is not your password".into(),
+            )
+            .await
+        }
+        Err(AppError::TooManyRequests(message)) => return refuse(StatusCode::TOO_MANY_REQUESTS, message).await,
+        Err(e) => return Err(e.into()),
     }
     let keep = session::read_cookie(&headers, session::COOKIE);
     match users::replace_password(&state.pool, user.0.id, new, keep.as_deref()).await {
-        Ok(()) => {
+        Ok(replaced) => {
             audit::record(
                 &state.pool,
                 &user.0.email,
                 "user.password",
                 &user.0.email,
-                json!({ "by": "self" }),
+                json!({ "by": "self", "sessions_ended": replaced.sessions_ended, "tokens_revoked": replaced.tokens_revoked }),
             )
             .await?;
+            let tokens = match replaced.tokens_revoked {
+                0 => String::new(),
+                1 => " and your one token was revoked".into(),
+                n => format!(" and your {n} tokens were revoked"),
+            };
             account_view(
                 &state,
                 &user,
-                "Password changed; your other sessions have ended.".into(),
+                format!("Password changed; your other sessions have ended{tokens}."),
                 String::new(),
+                None,
             )
             .await
         }

@@ -1,14 +1,23 @@
-//! JSON API for people: `GET /api/v1/users`, `GET/PUT /api/v1/users/{uid}` (role, disabled;
-//! admins) and `POST /api/v1/users/{uid}/password` (admins, or a person for their own password
-//! with the current one).
+//! JSON API for people: `GET /api/v1/users`, `GET/PUT /api/v1/users/{uid}` (role, disabled,
+//! unlock; admins), `POST /api/v1/users/{uid}/password` (admins, or a person for their own password
+//! with the current one) and `GET /api/v1/users/{uid}/tokens`, `DELETE …/tokens/{jti}` (a person's
+//! tokens; admins, or the person).
 
-use axum::{extract::State, routing::get, routing::post, Json, Router};
+use std::net::SocketAddr;
+
+use axum::{
+    extract::{ConnectInfo, State},
+    http::{HeaderMap, StatusCode},
+    routing::{delete, get, post},
+    Json, Router,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
 use super::{
-    password,
+    lockout, password,
+    token::{self, TokenRow},
     users::{self, Change, UserRow},
     Principal, Role,
 };
@@ -18,7 +27,7 @@ use crate::{
     state::AppState,
     validation::FieldError,
     web::{
-        auth::ApiCaller,
+        auth::{client_ip, ApiCaller},
         extract::{ApiJson, Path},
     },
 };
@@ -28,6 +37,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/users", get(list))
         .route("/api/v1/users/{uid}", get(show).put(replace))
         .route("/api/v1/users/{uid}/password", post(set_password))
+        .route("/api/v1/users/{uid}/tokens", get(list_tokens))
+        .route("/api/v1/users/{uid}/tokens/{jti}", delete(revoke_token))
 }
 
 /// A person as the API shows them (never their hash).
@@ -38,19 +49,29 @@ pub struct UserView {
     role: String,
     disabled: bool,
     disabled_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Locked after too many failed sign-ins (`auth::lockout`), until an admin unlocks it.
+    locked: bool,
+    locked_at: Option<chrono::DateTime<chrono::Utc>>,
     created_at: chrono::DateTime<chrono::Utc>,
 }
 
-impl From<UserRow> for UserView {
-    fn from(u: UserRow) -> Self {
+impl UserView {
+    fn new(u: UserRow, locked_at: Option<chrono::DateTime<chrono::Utc>>) -> Self {
         Self {
             id: u.id,
             email: u.email,
             role: u.role,
             disabled: u.disabled_at.is_some(),
             disabled_at: u.disabled_at,
+            locked: locked_at.is_some(),
+            locked_at,
             created_at: u.created_at,
         }
+    }
+
+    async fn load(state: &AppState, u: UserRow) -> Result<Self, AppError> {
+        let locked_at = lockout::state(&state.pool, &u.email).await?.and_then(|s| s.locked_at);
+        Ok(Self::new(u, locked_at))
     }
 }
 
@@ -61,10 +82,15 @@ fn require_admin(caller: &Principal) -> Result<(), AppError> {
 
 async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<serde_json::Value>> {
     require_admin(&caller)?;
+    let locked: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>> =
+        lockout::locked(&state.pool).await?.into_iter().collect();
     let items: Vec<UserView> = users::list(&state.pool)
         .await?
         .into_iter()
-        .map(UserView::from)
+        .map(|u| {
+            let at = locked.get(&u.email).copied();
+            UserView::new(u, at)
+        })
         .collect();
     Ok(Json(json!({ "items": items })))
 }
@@ -83,7 +109,7 @@ async fn show(
     let user = users::by_id(&state.pool, uid)
         .await?
         .ok_or(AppError::NotFound("user"))?;
-    Ok(Json(user.into()))
+    Ok(Json(UserView::load(&state, user).await?))
 }
 
 #[derive(Deserialize)]
@@ -93,6 +119,9 @@ struct UserChange {
     role: Option<String>,
     #[serde(default)]
     disabled: Option<bool>,
+    /// `false` unlocks an account locked after failed sign-ins.
+    #[serde(default)]
+    locked: Option<bool>,
 }
 
 /// `PUT /api/v1/users/{uid}` `{ role?, disabled? }`: 200 with the person as now.
@@ -107,28 +136,44 @@ async fn replace(
         None => None,
         Some(r) => Some(users::person_role(r).map_err(|m| AppError::Validation(vec![FieldError::new("role", m)]))?),
     };
-    if role.is_none() && body.disabled.is_none() {
+    if body.locked == Some(true) {
         return Err(AppError::Validation(vec![FieldError::new(
-            "role",
-            "send role, disabled, or both",
+            "locked",
+            "may only be false (unlock): accounts are locked by failed sign-ins, not by hand; disable it instead",
         )]));
     }
-    let change = Change {
-        role,
-        disabled: body.disabled,
+    if role.is_none() && body.disabled.is_none() && body.locked.is_none() {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "role",
+            "send role, disabled or locked (false), or several",
+        )]));
+    }
+    let user = if role.is_some() || body.disabled.is_some() {
+        let change = Change {
+            role,
+            disabled: body.disabled,
+        };
+        let user = users::change(&state.pool, uid, change)
+            .await?
+            .ok_or(AppError::NotFound("user"))?;
+        audit::record(
+            &state.pool,
+            &caller.label(),
+            "user.change",
+            &user.email,
+            json!({ "role": role.map(|r| r.as_str()), "disabled": body.disabled }),
+        )
+        .await?;
+        user
+    } else {
+        users::by_id(&state.pool, uid)
+            .await?
+            .ok_or(AppError::NotFound("user"))?
     };
-    let user = users::change(&state.pool, uid, change)
-        .await?
-        .ok_or(AppError::NotFound("user"))?;
-    audit::record(
-        &state.pool,
-        &caller.label(),
-        "user.change",
-        &user.email,
-        json!({ "role": role.map(|r| r.as_str()), "disabled": body.disabled }),
-    )
-    .await?;
-    Ok(Json(user.into()))
+    if body.locked == Some(false) && lockout::unlock(&state.pool, &user.email).await? {
+        audit::record(&state.pool, &caller.label(), "login.unlock", &user.email, json!({})).await?;
+    }
+    Ok(Json(UserView::load(&state, user).await?))
 }
 
 #[derive(Deserialize)]
@@ -143,10 +188,12 @@ struct PasswordChange {
 /// a person sets their own and must give the current one. Their sessions end. 204.
 async fn set_password(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     ApiCaller(caller): ApiCaller,
     Path(uid): Path<Uuid>,
     ApiJson(body): ApiJson<PasswordChange>,
-) -> ApiResult<axum::http::StatusCode> {
+) -> ApiResult<StatusCode> {
     caller.require_person(Role::Engineer)?;
     caller.require_unscoped()?;
     let own = caller.user_id() == Some(uid);
@@ -157,22 +204,147 @@ async fn set_password(
         .await?
         .ok_or(AppError::NotFound("user"))?;
     if own {
+        // Whoever holds a session or token must still know the password, and may guess it no
+        // faster than at the sign-in form (`recheck_password`).
+        let client = client_ip(&headers, peer.ip(), &state.config.trusted_proxies).to_string();
         let current = body.current_password.unwrap_or_default();
-        if !password::verify(current, Some(user.password_hash.clone())).await? {
-            return Err(AppError::Validation(vec![FieldError::new(
-                "current_password",
-                "is not this person's password",
-            )]));
-        }
+        recheck_password(&state, &caller.label(), &user, &client, current).await?;
     }
-    users::replace_password(&state.pool, uid, body.password, None).await?;
+    let replaced = users::replace_password(&state.pool, uid, body.password, None).await?;
     audit::record(
         &state.pool,
         &caller.label(),
         "user.password",
         &user.email,
-        json!({ "by": if own { "self" } else { "admin" } }),
+        json!({
+            "by": if own { "self" } else { "admin" },
+            "sessions_ended": replaced.sessions_ended,
+            "tokens_revoked": replaced.tokens_revoked,
+        }),
     )
     .await?;
-    Ok(axum::http::StatusCode::NO_CONTENT)
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The current-password check before a person changes their own password (API and account page):
+/// the sign-in throttle (`lockout`, as a browser that never signed in) and the audit log, as at
+/// the sign-in form. 429 while throttled, 422 at `current_password` when wrong.
+pub async fn recheck_password(
+    state: &AppState,
+    actor: &str,
+    user: &UserRow,
+    client: &str,
+    current: String,
+) -> Result<(), AppError> {
+    let attempt = match lockout::admit(&state.pool, &user.email, client, None).await? {
+        lockout::Admission::Go(attempt) => attempt,
+        refused => {
+            audit::record_refusal(
+                &state.pool,
+                &state.refusals,
+                actor,
+                "user.password.refused",
+                &user.email,
+                client,
+                json!({ "reason": refused.reason() }),
+            )
+            .await?;
+            return Err(AppError::TooManyRequests(refused.message()));
+        }
+    };
+    let ok = password::verify(current, Some(user.password_hash.clone())).await?;
+    let settled = lockout::settle(&state.pool, attempt, ok, false).await?;
+    if ok {
+        return Ok(());
+    }
+    audit::record(
+        &state.pool,
+        actor,
+        "user.password.refused",
+        &user.email,
+        json!({ "reason": "wrong-current-password", "client": client }),
+    )
+    .await?;
+    if settled.locked_now {
+        audit::record(
+            &state.pool,
+            "rentcheck",
+            "login.lock",
+            &user.email,
+            json!({ "failures": lockout::LOCK_AFTER, "client": client }),
+        )
+        .await?;
+    }
+    Err(AppError::Validation(vec![FieldError::new(
+        "current_password",
+        "is not this person's password",
+    )]))
+}
+
+/// A token as a person's token list shows it.
+#[derive(Serialize)]
+struct TokenView {
+    #[serde(flatten)]
+    token: TokenRow,
+    /// active, expired or revoked
+    state: &'static str,
+}
+
+/// Admins see anyone's; a person sees their own.
+fn may_see_tokens(caller: &Principal, uid: Uuid) -> Result<(), AppError> {
+    caller.require_person(Role::Engineer)?;
+    caller.require_unscoped()?;
+    if caller.user_id() != Some(uid) {
+        require_admin(caller)?;
+    }
+    Ok(())
+}
+
+/// `GET /api/v1/users/{uid}/tokens`: every token minted by or for the person, newest first.
+async fn list_tokens(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(uid): Path<Uuid>,
+) -> ApiResult<Json<serde_json::Value>> {
+    may_see_tokens(&caller, uid)?;
+    users::by_id(&state.pool, uid)
+        .await?
+        .ok_or(AppError::NotFound("user"))?;
+    let items: Vec<TokenView> = token::list_for_user(&state.pool, uid)
+        .await?
+        .into_iter()
+        .map(|t| TokenView {
+            state: token::state_of(&t),
+            token: t,
+        })
+        .collect();
+    Ok(Json(json!({ "items": items })))
+}
+
+/// `DELETE /api/v1/users/{uid}/tokens/{jti}`: revokes one of the person's tokens. 204; 404 when it
+/// is not theirs.
+async fn revoke_token(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path((uid, jti)): Path<(Uuid, Uuid)>,
+) -> ApiResult<StatusCode> {
+    may_see_tokens(&caller, uid)?;
+    let user = users::by_id(&state.pool, uid)
+        .await?
+        .ok_or(AppError::NotFound("user"))?;
+    let row = token::get(&state.pool, jti)
+        .await?
+        .filter(|t| t.created_by == Some(uid))
+        .ok_or(AppError::NotFound("token"))?;
+    if token::revoke(&state.pool, row.jti).await? {
+        audit::record(
+            &state.pool,
+            &caller.label(),
+            "token.revoke",
+            &user.email,
+            json!({ "jti": row.jti, "name": row.name, "brief": row.brief_id }),
+        )
+        .await?;
+    }
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -30,7 +30,7 @@ use crate::{
     state::AppState,
     trials::service as trials,
     web::{
-        auth::{client_ip, csrf_failure, from_this_machine, CsrfForm, PageUser, CSRF_FIELD},
+        auth::{client_ip, csrf_failure, from_this_machine, safe_next, CsrfForm, PageUser, CSRF_FIELD},
         extract::{ApiQuery, HtmlForm, Path},
         once,
         page::{render, PageContext, PageError, PageResult},
@@ -49,26 +49,6 @@ pub fn routes() -> Router<AppState> {
 
 /// Pre-session CSRF for the login and setup forms: a random value in a cookie and in the form.
 const LOGIN_CSRF_COOKIE: &str = "rentcheck_login_csrf";
-
-/// Only local paths: `/briefs/x`, never `//evil.example`, `/\evil.example` or `https://…`. No
-/// whitespace or control character anywhere: browsers drop tabs and newlines from URLs, so
-/// `/<TAB>/evil.example` becomes `//evil.example`; and a control character cannot be a header.
-pub fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n) if is_local_path(n) => n.to_owned(),
-        _ => "/".to_owned(),
-    }
-}
-
-fn is_local_path(n: &str) -> bool {
-    let bytes = n.as_bytes();
-    bytes.first() == Some(&b'/')
-        && !matches!(bytes.get(1), Some(b'/' | b'\\'))
-        && n.len() <= 2048
-        && !n.chars().any(|c| c.is_control() || c.is_whitespace() || c == '\\')
-        && n.parse::<axum::http::Uri>()
-            .is_ok_and(|u| u.scheme().is_none() && u.authority().is_none())
-}
 
 #[derive(Template)]
 #[template(path = "auth/login.html")]
@@ -136,29 +116,47 @@ async fn login(
 
     // The attempt is counted before the password is checked (see `lockout`), and the answers are
     // the same whether or not the email exists: no user enumeration.
-    let attempt = match lockout::admit(&state.pool, &email, &client).await? {
+    let device = session::read_cookie(&headers, lockout::DEVICE_COOKIE);
+    let attempt = match lockout::admit(&state.pool, &email, &client, device.as_deref()).await? {
         Admission::Go(attempt) => attempt,
-        Admission::Locked => {
-            audit::record(&state.pool, &email, "login.locked", &email, json!({ "client": client })).await?;
-            let mut r = login_page(
-                &state,
-                raw_email,
-                next,
-                format!(
-                    "Too many failed sign-ins from here. Try again in {} minutes.",
-                    lockout::WINDOW_MINUTES
-                ),
+        refused => {
+            audit::record_refusal(
+                &state.pool,
+                &state.refusals,
+                &email,
+                "login.refused",
+                &email,
+                &client,
+                json!({ "reason": refused.reason() }),
             )
             .await?;
+            let mut r = login_page(&state, raw_email, next, refused.message()).await?;
             *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+            if let Admission::Wait(wait) = refused {
+                if let Ok(v) = (wait.as_secs() + 1).to_string().parse() {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+            }
             return Ok(r);
         }
     };
     let user = users::by_email(&state.pool, &email).await?;
     let ok = password::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await?;
-    lockout::settle(&state.pool, attempt, ok).await?;
+    // A browser that signed in is remembered for this account (not for a disabled one).
+    let remember = ok && user.as_ref().is_some_and(|u| u.disabled_at.is_none());
+    let settled = lockout::settle(&state.pool, attempt, ok, remember).await?;
     let Some(user) = user.filter(|_| ok) else {
         audit::record(&state.pool, &email, "login.failed", &email, json!({ "client": client })).await?;
+        if settled.locked_now {
+            audit::record(
+                &state.pool,
+                "rentcheck",
+                "login.lock",
+                &email,
+                json!({ "failures": lockout::LOCK_AFTER, "client": client }),
+            )
+            .await?;
+        }
         let mut r = login_page(&state, raw_email, next, "Email or password is incorrect.".into()).await?;
         *r.status_mut() = StatusCode::UNAUTHORIZED;
         return Ok(r);
@@ -183,7 +181,33 @@ async fn login(
         *r.status_mut() = StatusCode::FORBIDDEN;
         return Ok(r);
     }
-    start_session(&state, &headers, &user, next).await
+    // Failed sign-ins since the last one, or a lock, are told to the person on their account page
+    // first (where they can see when and from where), with a link on to where they were going.
+    let told = settled.failures_before > 0 || settled.locked_at.is_some();
+    let next = if told {
+        format!("/account?next={}#sign-in-activity", urlencode(&next))
+    } else {
+        next
+    };
+    let mut response = start_session(&state, &headers, &user, next).await?;
+    if let Some(cookie) = settled.device_cookie {
+        let value = format!(
+            "{}={cookie}; Path=/login; HttpOnly; SameSite=Strict; Max-Age={}{}",
+            lockout::DEVICE_COOKIE,
+            lockout::DEVICE_DAYS * 24 * 3600,
+            if state.config.secure_cookies { "; Secure" } else { "" }
+        );
+        if let Ok(v) = value.parse() {
+            response.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    Ok(response)
+}
+
+fn urlencode(s: &str) -> String {
+    serde_urlencoded::to_string([("", s)])
+        .map(|e| e.trim_start_matches('=').to_owned())
+        .unwrap_or_default()
 }
 
 /// Rotates the session: whatever session the browser had is ended, a new one begins.
@@ -233,6 +257,8 @@ async fn logout(
 struct SetupPage {
     ctx: PageContext,
     csrf: String,
+    /// The setup code from the link rentcheck printed, carried to the POST.
+    code: String,
     email: String,
     errors: Vec<String>,
 }
@@ -256,9 +282,13 @@ async fn setup_closed(state: &AppState) -> PageResult<Option<Response>> {
     Ok(Some(page))
 }
 
-/// The first-run page is open only for a browser on this machine (`from_this_machine`: not
-/// through a proxy, not under another site's name).
-async fn setup_allowed(state: &AppState, peer: SocketAddr, headers: &HeaderMap) -> PageResult<()> {
+/// The first-run page is open only for a browser on this machine (`from_this_machine`: a loopback
+/// peer, no forwarding header, not under another site's name), and only with the setup code
+/// `rentcheck serve` printed when it started. A reverse proxy on the same machine that adds no
+/// forwarding header (nginx's default `proxy_pass`) makes every visitor a loopback peer with a
+/// loopback `Host`; the code is what such a visitor cannot have: it was only ever shown to whoever
+/// started the server.
+async fn setup_allowed(state: &AppState, peer: SocketAddr, headers: &HeaderMap, code: Option<&str>) -> PageResult<()> {
     if !from_this_machine(headers, peer.ip(), &state.config.public_url) {
         return Err(PageError(AppError::Forbidden(
             "First-run setup is only open from the machine rentcheck runs on. \
@@ -266,14 +296,22 @@ async fn setup_allowed(state: &AppState, peer: SocketAddr, headers: &HeaderMap) 
                 .into(),
         )));
     }
+    if !code.is_some_and(|c| secrets::equal(c.trim(), state.config.setup_code.expose())) {
+        return Err(PageError(AppError::Forbidden(
+            "First-run setup needs the link `rentcheck serve` printed when it started (…/setup?code=…). \
+             Or create the first admin with `rentcheck user add --email you@example.com --role admin`."
+                .into(),
+        )));
+    }
     Ok(())
 }
 
-async fn setup_page(state: &AppState, email: String, errors: Vec<String>) -> PageResult<Response> {
+async fn setup_page(state: &AppState, code: String, email: String, errors: Vec<String>) -> PageResult<Response> {
     let csrf = secrets::random_token();
     let mut response = render(&SetupPage {
         ctx: PageContext::anonymous(),
         csrf: csrf.clone(),
+        code,
         email,
         errors,
     })?;
@@ -281,16 +319,22 @@ async fn setup_page(state: &AppState, email: String, errors: Vec<String>) -> Pag
     Ok(response)
 }
 
+#[derive(Deserialize)]
+struct SetupQuery {
+    code: Option<String>,
+}
+
 async fn setup_form(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
+    ApiQuery(q): ApiQuery<SetupQuery>,
 ) -> PageResult<Response> {
     if let Some(closed) = setup_closed(&state).await? {
         return Ok(closed);
     }
-    setup_allowed(&state, peer, &headers).await?;
-    setup_page(&state, String::new(), Vec::new()).await
+    setup_allowed(&state, peer, &headers, q.code.as_deref()).await?;
+    setup_page(&state, q.code.unwrap_or_default(), String::new(), Vec::new()).await
 }
 
 async fn setup(
@@ -302,14 +346,19 @@ async fn setup(
     if let Some(closed) = setup_closed(&state).await? {
         return Ok(closed);
     }
-    setup_allowed(&state, peer, &headers).await?;
+    let code = form.get("code").cloned().unwrap_or_default();
+    setup_allowed(&state, peer, &headers, Some(&code)).await?;
     if !pre_session_csrf_ok(&headers, &form) {
         return Ok(csrf_failure());
     }
     let email = form.get("email").cloned().unwrap_or_default();
     let password = form.get("password").cloned().unwrap_or_default();
-    match users::add(&state.pool, &email, Role::Admin, Some(password)).await {
-        Ok((user, _)) => {
+    // At most one first admin, however many forms are sent at once (`add_first_admin` locks).
+    match users::add_first_admin(&state.pool, &email, password).await {
+        Ok(None) => Err(PageError(AppError::Conflict(
+            "The first account was created a moment ago by another request; sign in instead.".into(),
+        ))),
+        Ok(Some(user)) => {
             audit::record(
                 &state.pool,
                 &user.email,
@@ -325,7 +374,7 @@ async fn setup(
                 .into_iter()
                 .map(|e| format!("{}: {}", e.field, e.message))
                 .collect();
-            let mut r = setup_page(&state, email, messages).await?;
+            let mut r = setup_page(&state, code, email, messages).await?;
             *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
             Ok(r)
         }

@@ -107,6 +107,25 @@ pub async fn may_edit_brief(db: impl PgExecutor<'_> + Copy, caller: &Principal, 
     )))
 }
 
+/// Sharing a brief with a team (or taking a team off it): whoever may edit the brief; but a brief
+/// with no owner (one from before ownership) only an admin, since sharing it takes it away from
+/// everyone else, its creator included, and nobody can tell who that was.
+pub async fn may_change_sharing(
+    db: impl PgExecutor<'_> + Copy,
+    caller: &Principal,
+    brief: Uuid,
+) -> Result<(), AppError> {
+    may_edit_brief(db, caller, brief).await?;
+    if caller.role() != Role::Admin && brief_access(db, brief).await?.owner.is_none() {
+        return Err(AppError::Forbidden(
+            "this brief has no owner yet (it is from before ownership): only an admin may share it, \
+             after assigning its owner"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Sending evidence or ledger lines: an agent token for the brief (and trial), or a person who
 /// may edit the brief.
 pub async fn may_send_to_brief(

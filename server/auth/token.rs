@@ -45,6 +45,8 @@ pub struct TokenRow {
     pub role: String,
     pub brief_id: Option<Uuid>,
     pub trial_id: Option<Uuid>,
+    /// The person it was minted by or for (none for an agent token minted by the CLI).
+    pub created_by: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
@@ -75,7 +77,7 @@ pub async fn mint(db: impl PgExecutor<'_>, keys: &TokenKeys, new: NewToken) -> a
         TokenRow,
         "INSERT INTO api_tokens (jti, name, subject, role, brief_id, created_by, expires_at, trial_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         RETURNING jti, name, subject, role, brief_id, trial_id, created_at, expires_at, last_used_at, revoked_at",
+         RETURNING jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at",
         jti,
         &new.name,
         &new.subject,
@@ -175,6 +177,10 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
     else {
         return Err(invalid("unknown token"));
     };
+    // Said first: it tells whoever holds the token why (disabling revoked it too).
+    if user_disabled == Some(true) {
+        return Err(invalid("its person's account is disabled"));
+    }
     if revoked_at.is_some() {
         return Err(invalid("revoked"));
     }
@@ -183,9 +189,6 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
     }
     if role != claims.role.as_str() || brief != claims.brief || trial != claims.trial {
         return Err(invalid("claims do not match the token record"));
-    }
-    if user_disabled == Some(true) {
-        return Err(invalid("its person's account is disabled"));
     }
     if claims.role != Role::Agent {
         // A person token acts as its person: it needs one, and never more than their role now.
@@ -224,7 +227,7 @@ pub async fn revoke(db: impl PgExecutor<'_>, jti: Uuid) -> Result<bool, sqlx::Er
 pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id, trial_id, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE jti = $1",
         jti,
     )
@@ -235,12 +238,48 @@ pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>,
 pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id, trial_id, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE brief_id = $1 ORDER BY created_at DESC",
         brief,
     )
     .fetch_all(db)
     .await
+}
+
+/// A token's state as lists show it: `active`, `expired` or `revoked`.
+pub fn state_of(t: &TokenRow) -> &'static str {
+    if t.revoked_at.is_some() {
+        "revoked"
+    } else if t.expires_at <= Utc::now() {
+        "expired"
+    } else {
+        "active"
+    }
+}
+
+/// Every token minted by or for a person (their person tokens and the agent tokens they minted),
+/// newest first: the list an admin reads when someone leaves.
+pub async fn list_for_user(db: impl PgExecutor<'_>, user: Uuid) -> Result<Vec<TokenRow>, sqlx::Error> {
+    sqlx::query_as!(
+        TokenRow,
+        "SELECT jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at \
+         FROM api_tokens WHERE created_by = $1 ORDER BY created_at DESC",
+        user,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Revokes every live token minted by or for a person (a new password, a disabled account); how
+/// many. A revoked token stays revoked: enabling the person again revives none.
+pub async fn revoke_all_for_user(db: impl PgExecutor<'_>, user: Uuid) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query!(
+        "UPDATE api_tokens SET revoked_at = now() WHERE created_by = $1 AND revoked_at IS NULL",
+        user,
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// `30d`, `12h`, `90m` or `3600s` → a duration of at most a year.

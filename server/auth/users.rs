@@ -67,24 +67,48 @@ pub async fn add(
     };
     check_new_password(&password)?;
     let hash = password::hash(password).await?;
-    let row = sqlx::query_as!(
+    let row = insert(pool, &email, role, &hash).await?;
+    Ok((row, generated))
+}
+
+async fn insert(db: impl PgExecutor<'_>, email: &str, role: Role, hash: &str) -> Result<UserRow, AppError> {
+    sqlx::query_as!(
         UserRow,
         "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, $3, $4) \
          RETURNING id, email, role, password_hash, created_at, disabled_at",
         Uuid::now_v7(),
-        &email,
+        email,
         role.as_str(),
         hash,
     )
-    .fetch_one(pool)
+    .fetch_one(db)
     .await
     .map_err(|e| match &e {
         sqlx::Error::Database(db) if db.constraint() == Some("users_email_key") => {
             AppError::Conflict(format!("a user with email {email} already exists"))
         }
         _ => AppError::from(e),
-    })?;
-    Ok((row, generated))
+    })
+}
+
+/// The first admin, from the first-run page: made only while there is no user at all, checked and
+/// made under one lock, so parallel first-run forms make one admin. `None` when a user exists by
+/// the time the lock is held.
+pub async fn add_first_admin(pool: &PgPool, email: &str, password: String) -> Result<Option<UserRow>, AppError> {
+    let email = normalize_email(email).map_err(|m| AppError::Validation(vec![FieldError::new("email", m)]))?;
+    check_new_password(&password)?;
+    // Hashed before the lock: it takes a while, and the lock should be held briefly.
+    let hash = password::hash(password).await?;
+    let mut tx = pool.begin().await?;
+    sqlx::query!("SELECT pg_advisory_xact_lock(hashtext('rentcheck.users.first'))")
+        .execute(&mut *tx)
+        .await?;
+    if count(&mut *tx).await? > 0 {
+        return Ok(None);
+    }
+    let row = insert(&mut *tx, &email, Role::Admin, &hash).await?;
+    tx.commit().await?;
+    Ok(Some(row))
 }
 
 pub async fn by_email(db: impl PgExecutor<'_>, email: &str) -> Result<Option<UserRow>, sqlx::Error> {
@@ -130,7 +154,8 @@ pub struct Change {
 }
 
 /// Changes a person's role and/or disabled mark in one transaction. Disabling ends their sessions
-/// (their tokens are refused by `token::authenticate` from the same moment); a role change takes
+/// and revokes their tokens (the agent tokens they minted too), so enabling them again revives
+/// nothing; `token::authenticate` refuses a disabled person's tokens besides. A role change takes
 /// effect on their next request. The last enabled admin can be neither disabled nor demoted (409):
 /// nobody could manage users after that. `None` when there is no such person.
 pub async fn change(pool: &PgPool, id: Uuid, change: Change) -> Result<Option<UserRow>, AppError> {
@@ -176,8 +201,10 @@ pub async fn change(pool: &PgPool, id: Uuid, change: Change) -> Result<Option<Us
     )
     .fetch_one(&mut *tx)
     .await?;
-    if row.disabled_at.is_some() {
+    if change.disabled == Some(true) {
+        // Offboarding: nothing of theirs comes back when they are enabled again.
         super::session::delete_for_user(&mut *tx, id, None).await?;
+        super::token::revoke_all_for_user(&mut *tx, id).await?;
     }
     tx.commit().await?;
     Ok(Some(row))
@@ -199,20 +226,32 @@ pub fn check_new_password(password: &str) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Sets a new password and ends the person's sessions but `keep` (the one that changed it).
+/// What a new password ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PasswordReplaced {
+    pub sessions_ended: u64,
+    pub tokens_revoked: u64,
+}
+
+/// Sets a new password, ends the person's sessions but `keep` (the one that changed it) and
+/// revokes every token minted by or for them: whoever knew the old password may have minted some.
 pub async fn replace_password(
     pool: &PgPool,
     id: Uuid,
     new_password: String,
     keep: Option<&str>,
-) -> Result<(), AppError> {
+) -> Result<PasswordReplaced, AppError> {
     check_new_password(&new_password)?;
     let hash = password::hash(new_password).await?;
     let mut tx = pool.begin().await?;
     set_password(&mut *tx, id, &hash).await?;
-    super::session::delete_for_user(&mut *tx, id, keep).await?;
+    let sessions_ended = super::session::delete_for_user(&mut *tx, id, keep).await?;
+    let tokens_revoked = super::token::revoke_all_for_user(&mut *tx, id).await?;
     tx.commit().await?;
-    Ok(())
+    Ok(PasswordReplaced {
+        sessions_ended,
+        tokens_revoked,
+    })
 }
 
 pub async fn set_password(db: impl PgExecutor<'_>, id: Uuid, password_hash: &str) -> Result<(), sqlx::Error> {

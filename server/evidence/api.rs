@@ -266,6 +266,12 @@ async fn list(
         )]));
     }
     service::require_brief(&state, brief_id, caller.brief_scope() == Some(brief_id)).await?;
+    // A trial of another brief is no trial of this one (its evidence is that brief's to show).
+    if let Some(trial) = q.trial {
+        if trials::load(&state, trial).await?.brief_id != brief_id {
+            return Err(AppError::NotFound("trial"));
+        }
+    }
     let (rows, next_cursor) = service::list_page(&state, brief_id, q.trial, after, limit).await?;
     let items: Vec<EvidenceSummary> = rows.iter().map(EvidenceSummary::from).collect();
     Ok(Json(serde_json::json!({ "items": items, "next_cursor": next_cursor })))

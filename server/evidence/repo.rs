@@ -205,22 +205,26 @@ pub async fn list_for_brief(
 ) -> Result<Vec<EvidenceRow>, sqlx::Error> {
     // Runtime query: the cursor and trial clauses are there or not (statements planned per call, so
     // each uses its own index: by brief, or by trial; see above).
-    let (owner, owner_id) = match trial {
-        Some(t) => ("trial_id", t),
-        None => ("brief_id", brief_id),
-    };
-    let cursor = if after.is_some() {
-        "AND (received_at, id) < ($3, $4)"
-    } else {
-        ""
-    };
+    // The brief is always in the filter: a trial of another brief lists nothing under this one.
+    let mut filter = "brief_id = $1".to_owned();
+    let mut next = 3;
+    if trial.is_some() {
+        filter.push_str(&format!(" AND trial_id = ${next}"));
+        next += 1;
+    }
+    if after.is_some() {
+        filter.push_str(&format!(" AND (received_at, id) < (${next}, ${})", next + 1));
+    }
     let sql = format!(
         "SELECT id, brief_id, trial_id, kind, stage, content_type, filename, sha256, size_bytes, metrics, \
          warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, \
-         received_at, uploaded_by FROM evidence WHERE {owner} = $1 {cursor} \
+         received_at, uploaded_by FROM evidence WHERE {filter} \
          ORDER BY received_at DESC, id DESC LIMIT $2"
     );
-    let mut query = sqlx::query_as(&sql).bind(owner_id).bind(limit);
+    let mut query = sqlx::query_as(&sql).bind(brief_id).bind(limit);
+    if let Some(t) = trial {
+        query = query.bind(t);
+    }
     if let Some((at, id)) = after {
         query = query.bind(at).bind(id);
     }

@@ -268,6 +268,9 @@ async fn security_headers(
     set(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     set(header::REFERRER_POLICY, "same-origin");
     set(HeaderName::from_static("cross-origin-opener-policy"), "same-origin");
+    // Pages and API answers carry a person's data (and pages a CSRF token): no shared cache, no
+    // back-button copy after sign-out. Answers that may be kept (the stylesheet, the script) say so.
+    set(header::CACHE_CONTROL, "no-store");
     if state.config.secure_cookies || state.config.public_url.starts_with("https://") {
         set(header::STRICT_TRANSPORT_SECURITY, "max-age=31536000; includeSubDomains");
     }

@@ -908,7 +908,10 @@ pub fn document() -> OpenApi {
         ),
     )
     .response("413", problem_response("larger than 4 MiB (a sheet) or 32 MiB (a catalogue)"))
-    .response("403", problem_response("not a manager or admin"))
+    .response(
+        "403",
+        problem_response("not a manager or admin, or a token limited to one brief"),
+    )
     .response("415", problem_response("not text/csv"))
     .response(
         "422",
@@ -930,6 +933,14 @@ pub fn document() -> OpenApi {
                 ),
             )
             .property("disabled_at", typed(Type::String, "RFC 3339, or null"))
+            .property(
+                "locked",
+                typed(
+                    Type::Boolean,
+                    "locked after too many failed sign-ins: browsers it never signed in with are refused until an admin unlocks it",
+                ),
+            )
+            .property("locked_at", typed(Type::String, "RFC 3339, or null"))
             .property("created_at", typed(Type::String, "RFC 3339"))
     };
     let list_users = op("listUsers", "users", "Every person, by email (admins)")
@@ -941,7 +952,7 @@ pub fn document() -> OpenApi {
     let change_user = op(
         "replaceUser",
         "users",
-        "Change a person's role and/or disabled mark (admins). Disabling ends their sessions and refuses their tokens at once; a lower role refuses their tokens of a higher one",
+        "Change a person's role and/or disabled mark, or unlock them (admins). Disabling ends their sessions and revokes their tokens at once (enabling again revives none); a lower role refuses their tokens of a higher one; locked: false lifts a sign-in lock",
     )
     .parameter(uid())
     .request_body(Some(
@@ -952,7 +963,8 @@ pub fn document() -> OpenApi {
                 json_content(
                     obj("what changes; at least one")
                         .property("role", typed(Type::String, "engineer, manager or admin"))
-                        .property("disabled", typed(Type::Boolean, "true disables, false enables")),
+                        .property("disabled", typed(Type::Boolean, "true disables, false enables"))
+                        .property("locked", typed(Type::Boolean, "false unlocks (only false)")),
                 ),
             )
             .build(),
@@ -964,7 +976,7 @@ pub fn document() -> OpenApi {
     let set_password = op(
         "setUserPassword",
         "users",
-        "Set a person's password: admins for anyone, a person for themselves with the current one. Their sessions end",
+        "Set a person's password: admins for anyone, a person for themselves with the current one (throttled as sign-ins are). Their sessions end and every token minted by or for them is revoked",
     )
     .parameter(uid())
     .request_body(Some(
@@ -989,14 +1001,43 @@ pub fn document() -> OpenApi {
     .response(
         "422",
         problem_response("too short or long, or a wrong current_password"),
+    )
+    .response(
+        "429",
+        problem_response("too many wrong current passwords lately: wait, or the account is locked"),
     );
+    let list_user_tokens = op(
+        "listUserTokens",
+        "users",
+        "Every token minted by or for a person, newest first: their own tokens and the agent tokens they minted (admins, or the person themselves)",
+    )
+    .parameter(uid())
+    .response(
+        "200",
+        ok_json(
+            "{ items: [token] }",
+            obj("tokens: jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at, state (active, expired or revoked)"),
+        ),
+    )
+    .response("404", problem_response("no such person"));
+    let revoke_user_token = op(
+        "revokeUserToken",
+        "users",
+        "Revoke one of a person's tokens: refused at once from then on (admins, or the person themselves)",
+    )
+    .parameter(uid())
+    .parameter(path_param("jti", "the token's id"))
+    .response("204", ResponseBuilder::new().description("revoked").build())
+    .response("404", problem_response("no such token of this person"));
 
     let create_webhook = op(
         "createWebhook",
         "webhooks",
         "Subscribe a URL to events (admins). Each event is POSTed as JSON signed with HMAC-SHA256 \
          (X-Rentcheck-Signature: sha256=hex of HMAC(secret, \"{X-Rentcheck-Timestamp}.{body}\")), retried with \
-         backoff for a day; only https:// URLs unless RENTCHECK_WEBHOOK_ALLOW_HTTP=true",
+         backoff for a day; only https:// URLs unless RENTCHECK_WEBHOOK_ALLOW_HTTP=true, and only to public \
+         addresses (a host that is or resolves to a loopback, link-local, private or unique-local one is refused) \
+         unless RENTCHECK_WEBHOOK_ALLOW_PRIVATE=true",
     )
     .request_body(Some(
         RequestBodyBuilder::new()
@@ -1064,6 +1105,14 @@ pub fn document() -> OpenApi {
         .path(
             "/api/v1/users/{uid}/password",
             PathItem::new(HttpMethod::Post, set_password),
+        )
+        .path(
+            "/api/v1/users/{uid}/tokens",
+            PathItem::new(HttpMethod::Get, list_user_tokens),
+        )
+        .path(
+            "/api/v1/users/{uid}/tokens/{jti}",
+            PathItem::new(HttpMethod::Delete, revoke_user_token),
         )
         .path(
             "/api/v1/briefs/{id}/trials",

@@ -64,6 +64,8 @@ async fn list(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<serde_json::Value>> {
     caller.require_person(Role::Engineer)?;
+    // Prices belong to no brief: a token limited to one brief reads its brief's money there.
+    caller.require_unscoped()?;
     let items = if q.all {
         repo::all(&state.pool, MAX_ROWS as i64 * 10).await?
     } else {
@@ -83,6 +85,8 @@ async fn import(
     req: Request,
 ) -> ApiResult<Response> {
     caller.require_person(Role::Manager)?;
+    // A sheet changes every brief's money: never through a token limited to one brief.
+    caller.require_unscoped()?;
     let format = Format::from_params(q.format.as_deref(), q.provider.as_deref(), q.valid_from.as_deref())?;
     let ct = content_type(&req);
     if !(ct.starts_with("text/csv") || ct.starts_with("application/csv")) {

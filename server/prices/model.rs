@@ -176,19 +176,32 @@ fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
         fail(3, "must be one of: on-demand, spot, reserved, serverless");
         String::new()
     };
+    // A plain decimal only: `1e3` or `1_000` parse as numbers but nobody writes a price that way,
+    // and a rate of 0 would make every allocation on that offer free.
     let rate = match cells[4].parse::<Decimal>() {
-        Ok(d) if !d.is_sign_negative() && d <= Decimal::from(1_000_000) && d.scale() <= 6 => d.normalize(),
+        Ok(d)
+            if crate::money::is_plain_decimal(cells[4])
+                && d > Decimal::ZERO
+                && d <= Decimal::from(1_000_000)
+                && d.scale() <= 6 =>
+        {
+            d.normalize()
+        }
         _ => {
             fail(
                 4,
-                "must be a decimal number such as 2.49 (no currency sign, at most 6 decimal places)",
+                "must be a price above 0 written as a plain decimal such as 2.49 \
+                 (no currency sign, exponent or separator, at most 6 decimal places)",
             );
             Decimal::ZERO
         }
     };
     let currency = cells[5].to_ascii_uppercase();
-    if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_alphabetic()) {
-        fail(5, "must be a three-letter ISO 4217 code such as USD");
+    if !crate::money::is_currency(&currency) {
+        fail(
+            5,
+            "must be the ISO 4217 code of a currency in circulation, such as USD or EUR",
+        );
     }
     let region = cells[6].to_owned();
     if region.chars().count() > 200 || !text(&region) {
@@ -662,6 +675,40 @@ mod tests {
         );
         assert!(parse_sheet(b"provider,gpu\nA,B\n").is_err(), "a wrong header");
         assert!(parse_sheet(HEADER.as_bytes()).is_err(), "no rows");
+    }
+
+    #[test]
+    fn a_rate_is_a_plain_decimal_above_zero_in_a_currency_in_circulation() {
+        let row = |rate: &str, currency: &str| {
+            parse_sheet(
+                format!("{HEADER}Cloud A,H100 SXM,8,on-demand,{rate},{currency},,2026-11-01,quote\n").as_bytes(),
+            )
+        };
+        assert!(row("2.49", "USD").is_ok());
+        assert!(row("3", "eur").is_ok());
+        assert!(row("0.000001", "JPY").is_ok());
+        for rate in [
+            "0",
+            "0.00",
+            "1e3",
+            "1E3",
+            "2.5e-1",
+            "1_000",
+            "+2.49",
+            "-1",
+            ".5",
+            "5.",
+            "\"1,000.00\"",
+            "0x10",
+        ] {
+            let errors = row(rate, "USD").unwrap_err().0;
+            assert_eq!(errors.len(), 1, "{rate}: {errors:?}");
+            assert_eq!(errors[0].field, "line 2, column 5 (rate_per_gpu_hour)", "{rate}");
+        }
+        for currency in ["QQQ", "XXX", "XTS", "XAU", "US", "USDT", "BTC"] {
+            let errors = row("2.49", currency).unwrap_err().0;
+            assert_eq!(errors[0].field, "line 2, column 6 (currency)", "{currency}");
+        }
     }
 
     #[test]

@@ -147,6 +147,34 @@ pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Re
 }
 
 /// Locks the brief row so two approvals of one brief are decided one after the other.
+/// The newest card revision of a brief that `person` saved (signed in as `email`, or through a
+/// token minted for them) since the brief's last approval: approving it would be approving their
+/// own change. `None` when they changed nothing since.
+pub async fn card_changed_by(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    email: &str,
+    person: Option<Uuid>,
+) -> Result<Option<i32>, sqlx::Error> {
+    // `created_by` is the saver's label: their email, or `token:<jti> (<subject>)`.
+    sqlx::query_scalar!(
+        r#"SELECT max(r.revision) FROM card_revisions r
+           WHERE r.brief_id = $1
+             AND r.created_at > COALESCE(
+                   (SELECT max(decided_at) FROM approvals WHERE brief_id = $1 AND verdict = 'approve'),
+                   '-infinity'::timestamptz)
+             AND (r.created_by = $2
+                  OR (r.created_by LIKE 'token:%' AND EXISTS (
+                        SELECT 1 FROM api_tokens t
+                        WHERE t.created_by = $3 AND r.created_by LIKE 'token:' || t.jti::text || ' %')))"#,
+        brief_id,
+        email,
+        person,
+    )
+    .fetch_one(db)
+    .await
+}
+
 pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
     let found = sqlx::query_scalar!("SELECT id FROM briefs WHERE id = $1 FOR UPDATE", brief_id)
         .fetch_optional(db)

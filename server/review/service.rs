@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     audit,
-    auth::{Principal, Role},
+    auth::{users, Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
     outbox,
@@ -397,6 +397,33 @@ pub async fn record_verdict(
             ),
         )]));
     };
+    if request.verdict == "approve" {
+        // "Accepted" means every required criterion passed; with none required, nothing was
+        // checked (a card made all optional), and approving it would record an acceptance test
+        // that tested nothing.
+        if trial.decision.accepted && trial.criteria_passed().1 == 0 {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "verdict",
+                "the card has no required criterion that applies, so this trial was accepted without any test: \
+                 mark at least one criterion required on the card before approving",
+            )]));
+        }
+        // Separation of duties: whoever changed the card since the last approval (its thresholds,
+        // which criteria count) does not also approve the result; another manager does.
+        let email = match actor {
+            Principal::User { email, .. } => Some(email.clone()),
+            Principal::Token { user: Some(u), .. } => users::by_id(&mut *tx, *u).await?.map(|u| u.email),
+            Principal::Token { .. } => None,
+        };
+        if let Some(revision) =
+            repo::card_changed_by(&mut *tx, brief_id, email.as_deref().unwrap_or(""), actor.user_id()).await?
+        {
+            return Err(AppError::Forbidden(format!(
+                "you changed this brief's card (revision {revision}) since its last approval, so another manager \
+                 must approve it; you may still reject it"
+            )));
+        }
+    }
     if request.verdict == "approve"
         && current.recommendation.recommended.is_some_and(|r| r != trial_id)
         && comment.is_empty()

@@ -63,7 +63,14 @@ async fn remove(
 /// `Authorization: Bearer $RENTCHECK_METRICS_TOKEN`, compared in constant time. Without that
 /// setting the route answers 404, so the figures are never public by accident.
 async fn gauges(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
-    let Some(expected) = state.config.metrics_token.as_ref() else {
+    // A token too short to be a secret (refused at start; `AppConfig` built in code may still
+    // hold one) keeps the route off rather than open.
+    let configured = state
+        .config
+        .metrics_token
+        .as_ref()
+        .filter(|t| t.expose().trim().chars().count() >= crate::config::MIN_METRICS_TOKEN_CHARS);
+    let Some(expected) = configured else {
         // As an unknown URL: an unconfigured server does not advertise the route.
         return Err(AppError::NotFound("route"));
     };

@@ -116,6 +116,109 @@ pub fn validate(body: &Value, allow_http: bool) -> Result<NewWebhook, Vec<FieldE
     }
 }
 
+/// What kind of non-public address `ip` is, or `None` for a public one. Webhooks go to public
+/// addresses only (unless `RENTCHECK_WEBHOOK_ALLOW_PRIVATE=true`): otherwise an admin, or whoever
+/// controls a webhook host's DNS, could make rentcheck POST to its own machine or its private
+/// network. IPv6 forms that carry an IPv4 address (mapped, compatible, NAT64, 6to4) are judged
+/// by that address.
+pub fn non_public(ip: std::net::IpAddr) -> Option<&'static str> {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => non_public_v4(v4),
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return non_public_v4(v4);
+            }
+            let embedded = |hi: u16, lo: u16| std::net::Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+            if v6.is_loopback() {
+                Some("loopback")
+            } else if v6.is_unspecified() {
+                Some("unspecified")
+            } else if s[..6] == [0; 6] {
+                // ::a.b.c.d, the old IPv4-compatible form.
+                non_public_v4(embedded(s[6], s[7]))
+            } else if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                non_public_v4(embedded(s[6], s[7]))
+            } else if s[0] == 0x2002 {
+                non_public_v4(embedded(s[1], s[2]))
+            } else if s[0] & 0xfe00 == 0xfc00 {
+                Some("unique-local")
+            } else if s[0] & 0xffc0 == 0xfe80 {
+                Some("link-local")
+            } else if s[0] & 0xffc0 == 0xfec0 {
+                Some("site-local")
+            } else if s[0] & 0xff00 == 0xff00 {
+                Some("multicast")
+            } else if s[0] == 0x0064 && s[1] == 0xff9b && s[2] == 0x0001 {
+                Some("private (local NAT64)")
+            } else if s[0] == 0x2001 && s[1] == 0x0db8 {
+                Some("documentation")
+            } else if s[0] == 0x2001 && s[1] == 0 {
+                Some("Teredo tunnel")
+            } else if s[..4] == [0x0100, 0, 0, 0] {
+                Some("discard-only")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn non_public_v4(ip: std::net::Ipv4Addr) -> Option<&'static str> {
+    let [a, b, c, _] = ip.octets();
+    if ip.is_loopback() {
+        Some("loopback")
+    } else if a == 0 {
+        // 0.0.0.0 reaches this machine on Linux.
+        Some("this-host (0.0.0.0/8)")
+    } else if ip.is_private() {
+        Some("private")
+    } else if ip.is_link_local() {
+        Some("link-local")
+    } else if a == 100 && (64..128).contains(&b) {
+        Some("shared (carrier-grade NAT)")
+    } else if a == 192 && b == 0 && c == 0 {
+        Some("IETF protocol assignment")
+    } else if ip.is_documentation() {
+        Some("documentation")
+    } else if a == 198 && (b == 18 || b == 19) {
+        Some("benchmarking")
+    } else if ip.is_multicast() {
+        Some("multicast")
+    } else if a >= 240 {
+        Some("reserved")
+    } else {
+        None
+    }
+}
+
+/// Why a webhook URL names a non-public host by itself (an IP address in any notation, which
+/// the URL parser has already turned into one, or a `localhost` name), or `None`. Names that
+/// resolve to one are caught when resolved (`service::create`, and at every delivery).
+pub fn address_refusal(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    // The parser writes an IP host in its one canonical form (`2130706433` → `127.0.0.1`).
+    let host = parsed.host_str()?;
+    if let Ok(ip) = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+    {
+        return non_public(ip).map(|kind| private_message(&ip.to_string(), kind));
+    }
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    (name == "localhost" || name.ends_with(".localhost")).then(|| private_message(&name, "loopback"))
+}
+
+/// The refusal of a webhook address that is not public.
+pub fn private_message(address: &str, kind: &str) -> String {
+    format!(
+        "must reach a public address; {address} is a {kind} address \
+         (set RENTCHECK_WEBHOOK_ALLOW_PRIVATE=true to send webhooks inside your network)"
+    )
+}
+
 /// `sha256=<hex HMAC-SHA256(secret, "{timestamp}.{body}")>`: the value of `X-Rentcheck-Signature`.
 pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
     // HMAC takes a key of any length, so this cannot fail.
@@ -219,6 +322,57 @@ mod tests {
         assert_eq!(fields, ["url", "events", "secret"]);
         let e = validate(&json!({ "url": "https://u:p@x.example/", "events": [] }), false).unwrap_err();
         assert_eq!(e.len(), 2);
+    }
+
+    #[test]
+    fn loopback_private_and_link_local_addresses_are_refused_in_every_notation() {
+        for url in [
+            "https://127.0.0.1/x",
+            "https://127.1/x",
+            "https://2130706433/x",
+            "https://0x7f000001/x",
+            "https://0x7f.0.0.1/x",
+            "https://0177.0.0.1/x",
+            "https://017700000001/x",
+            "https://0.0.0.0/x",
+            "https://0/x",
+            "https://[::1]/x",
+            "https://[::]/x",
+            "https://[::ffff:127.0.0.1]/x",
+            "https://[::ffff:7f00:1]/x",
+            "https://[::127.0.0.1]/x",
+            "https://[64:ff9b::a9fe:a9fe]/x",
+            "https://[2002:a00:1::]/x",
+            "https://10.1.2.3/x",
+            "https://172.16.0.1/x",
+            "https://192.168.1.1/x",
+            "https://3232235777/x",
+            "https://169.254.169.254/latest/meta-data/",
+            "https://0xa9fea9fe/x",
+            "https://[fe80::1]/x",
+            "https://[fd00::1]/x",
+            "https://[fc00::1]/x",
+            "https://100.64.0.1/x",
+            "https://localhost/x",
+            "https://LOCALHOST./x",
+            "https://api.localhost/x",
+        ] {
+            assert!(address_refusal(url).is_some(), "{url} is not public");
+        }
+        for url in [
+            "https://hooks.example.com/x",
+            "https://93.184.215.14/x",
+            "https://[2606:4700::6810:84e5]/x",
+            "https://1.1.1.1/x",
+        ] {
+            assert_eq!(address_refusal(url), None, "{url} is public");
+        }
+        let message = address_refusal("https://2130706433/x").unwrap();
+        assert!(
+            message.contains("127.0.0.1") && message.contains("loopback"),
+            "{message}"
+        );
+        assert!(message.contains("RENTCHECK_WEBHOOK_ALLOW_PRIVATE"), "{message}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use askama::Template;
 use axum::{
     extract::State,
-    http::{header, HeaderValue, StatusCode},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Redirect, Response},
     routing::{get, post},
     Router,
@@ -23,6 +23,7 @@ use crate::{
     web::{
         auth::{CsrfForm, PageUser},
         extract::Path,
+        once,
         page::{render, PageContext, PageResult},
     },
 };
@@ -83,8 +84,21 @@ fn checked_events(form: &HashMap<String, String>) -> Vec<String> {
         .collect()
 }
 
-async fn page(State(state): State<AppState>, user: PageUser) -> PageResult<Response> {
-    view(&state, &user, None, String::new(), None).await
+/// Carries a new webhook's URL and generated secret from the POST that added it to the page that
+/// shows the secret once (`web::once`: post/redirect/get, so a refresh adds nothing).
+const ADDED_COOKIE: &str = "rentcheck_webhook_added";
+
+async fn page(State(state): State<AppState>, user: PageUser, headers: HeaderMap) -> PageResult<Response> {
+    let carried = once::read(&headers, ADDED_COOKIE);
+    let shown = carried
+        .as_ref()
+        .and_then(|f| Some((once::field(f, "url")?.to_owned(), once::field(f, "secret")?.to_owned())));
+    let response = view(&state, &user, shown, String::new(), None).await?;
+    Ok(if carried.is_some() {
+        once::shown(response, ADDED_COOKIE, "/admin/webhooks", state.config.secure_cookies)
+    } else {
+        response
+    })
 }
 
 async fn add(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
@@ -97,8 +111,15 @@ async fn add(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> P
         body["secret"] = Value::String(secret.clone());
     }
     match service::create(&state, &user.principal(), &body).await {
+        // Post/redirect/get: a refresh of the page that shows the secret adds no second webhook.
         Ok(created) => match created.generated_secret {
-            Some(secret) => view(&state, &user, Some((created.row.url, secret)), String::new(), None).await,
+            Some(secret) => Ok(once::redirect(
+                ADDED_COOKIE,
+                "/admin/webhooks",
+                "",
+                &[("url", &created.row.url), ("secret", &secret)],
+                state.config.secure_cookies,
+            )?),
             None => Ok(Redirect::to("/admin/webhooks").into_response()),
         },
         Err(AppError::Validation(errors)) => {

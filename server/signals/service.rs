@@ -43,6 +43,17 @@ pub struct Created {
 pub async fn create(state: &AppState, actor: &Principal, body: &Value) -> Result<Created, AppError> {
     require_admin(actor)?;
     let new = model::validate(body, state.config.webhooks.allow_http).map_err(AppError::Validation)?;
+    if !state.config.webhooks.allow_private {
+        let why = match model::address_refusal(&new.url) {
+            Some(why) => Some(why),
+            None => resolves_to_private(&new.url).await,
+        };
+        if let Some(why) = why {
+            return Err(AppError::Validation(vec![crate::validation::FieldError::new(
+                "url", why,
+            )]));
+        }
+    }
     let (secret, generated_secret) = match new.secret {
         Some(s) => (s, None),
         None => {
@@ -63,6 +74,26 @@ pub async fn create(state: &AppState, actor: &Principal, body: &Value) -> Result
     .await?;
     tx.commit().await?;
     Ok(Created { row, generated_secret })
+}
+
+/// Why a webhook URL's host name resolves to a non-public address, if it does now. A name that
+/// does not resolve (yet) is let through: every delivery resolves it again and sends only to
+/// public addresses (`worker`), which also stops a name re-pointed after it was added.
+async fn resolves_to_private(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let host = parsed.host_str()?.to_owned();
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let lookup = tokio::net::lookup_host((host.as_str(), port));
+    let addrs: Vec<std::net::SocketAddr> = tokio::time::timeout(std::time::Duration::from_secs(3), lookup)
+        .await
+        .ok()?
+        .ok()?
+        .collect();
+    let refusal = addrs
+        .iter()
+        .map(|a| a.ip())
+        .find_map(|ip| model::non_public(ip).map(|kind| model::private_message(&format!("{host} ({ip})"), kind)));
+    refusal
 }
 
 #[derive(Debug, Clone, Serialize)]

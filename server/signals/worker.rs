@@ -9,7 +9,10 @@ use chrono::Utc;
 use tokio::{task::JoinHandle, task::JoinSet};
 
 use super::{
-    model::{backoff, sign, AttemptOutcome, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER},
+    model::{
+        address_refusal, backoff, non_public, private_message, sign, AttemptOutcome, DELIVERY_HEADER, EVENT_HEADER,
+        SIGNATURE_HEADER, TIMESTAMP_HEADER,
+    },
     repo::{self, Claimed},
     service,
 };
@@ -52,31 +55,82 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
     })
 }
 
-/// No redirects followed (a receiver cannot bounce a signed event elsewhere), a timeout per POST.
+/// No redirects followed (a receiver cannot bounce a signed event elsewhere), a timeout per POST,
+/// and unless private addresses are allowed, names resolved to public addresses only (so a name
+/// re-pointed at this machine or the private network after it was added reaches nothing there).
 fn client(settings: &WebhookSettings) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(settings.timeout)
-        .user_agent(concat!("rentcheck-webhooks/", env!("CARGO_PKG_VERSION")))
-        .build()
+        .user_agent(concat!("rentcheck-webhooks/", env!("CARGO_PKG_VERSION")));
+    if settings.allow_private {
+        builder.build()
+    } else {
+        builder.dns_resolver(std::sync::Arc::new(PublicOnly)).build()
+    }
 }
 
-/// Why a POST got no answer, with its causes, and without the URL: a Slack webhook's URL is itself
-/// a secret.
-fn describe(e: reqwest::Error, settings: &WebhookSettings) -> String {
-    if e.is_timeout() {
-        return format!("no answer within {} s", settings.timeout.as_secs_f64());
+/// Resolves a webhook's host name and keeps its public addresses only.
+struct PublicOnly;
+
+/// A host that resolves to no public address.
+#[derive(Debug)]
+struct NotPublic(String);
+
+impl std::fmt::Display for NotPublic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
+}
+
+impl std::error::Error for NotPublic {}
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let found: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<std::net::SocketAddr> =
+                found.iter().copied().filter(|a| non_public(a.ip()).is_none()).collect();
+            if public.is_empty() {
+                let why = found
+                    .first()
+                    .and_then(|a| non_public(a.ip()).map(|kind| private_message(&format!("{host} ({})", a.ip()), kind)))
+                    .unwrap_or_else(|| format!("{host} has no address"));
+                return Err(Box::new(NotPublic(why)) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// What the attempt list says of a POST that got no answer. The same words for a refused
+/// connection, a reset, a timeout or a TLS failure: which of those it was would tell an admin
+/// which ports answer on a host (a port scanner). The cause, without the URL (a Slack webhook's
+/// URL is itself a secret), goes to the server's log for the operator. A host refused for being
+/// private says so.
+fn describe(e: reqwest::Error, delivery: uuid::Uuid) -> String {
     let e = e.without_url();
-    let mut text = e.to_string();
+    let mut cause = e.to_string();
     let mut source = std::error::Error::source(&e);
+    let mut refused = None;
     while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
+        if let Some(not_public) = s.downcast_ref::<NotPublic>() {
+            refused = Some(not_public.0.clone());
+        }
+        cause.push_str(": ");
+        cause.push_str(&s.to_string());
         source = s.source();
     }
-    text
+    tracing::info!(%delivery, cause, "a webhook POST got no answer");
+    match refused {
+        Some(why) => format!("not sent: the host {why}"),
+        None => UNREACHABLE.to_owned(),
+    }
 }
+
+/// The attempt list's words for a POST that got no HTTP answer.
+pub const UNREACHABLE: &str = "no answer (the connection failed, was refused or timed out)";
 
 /// How long a claim holds a delivery: the POST's timeout and time to record what came of it.
 fn lease(settings: &WebhookSettings) -> Duration {
@@ -112,6 +166,24 @@ async fn deliver(state: &AppState, client: &reqwest::Client, settings: &WebhookS
     };
     let timestamp = Utc::now().timestamp();
     let started = Instant::now();
+    // An address in the URL itself is never resolved: check it here (a webhook added before this
+    // rule, or while private addresses were allowed).
+    let refused = if settings.allow_private {
+        None
+    } else {
+        address_refusal(&c.url)
+    };
+    if let Some(why) = refused {
+        record(
+            state,
+            settings,
+            &c,
+            AttemptOutcome::Unreachable(format!("not sent: the url {why}")),
+            0,
+        )
+        .await;
+        return;
+    }
     let answer = client
         .post(&c.url)
         .header(header::CONTENT_TYPE, "application/json")
@@ -122,13 +194,18 @@ async fn deliver(state: &AppState, client: &reqwest::Client, settings: &WebhookS
         .body(body)
         .send()
         .await;
-    let outcome = match answer {
-        Ok(r) if r.status().is_success() => AttemptOutcome::Delivered(r.status().as_u16()),
-        Ok(r) => AttemptOutcome::Refused(r.status().as_u16()),
-        // Without the URL: a Slack webhook's URL is itself a secret.
-        Err(e) => AttemptOutcome::Unreachable(describe(e, settings)),
+    let elapsed = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+    let (outcome, duration_ms) = match answer {
+        Ok(r) if r.status().is_success() => (AttemptOutcome::Delivered(r.status().as_u16()), elapsed),
+        Ok(r) => (AttemptOutcome::Refused(r.status().as_u16()), elapsed),
+        // No duration either: a quick refusal and a slow timeout must read the same.
+        Err(e) => (AttemptOutcome::Unreachable(describe(e, c.id)), 0),
     };
-    let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+    record(state, settings, &c, outcome, duration_ms).await;
+}
+
+/// Keeps what came of one attempt and when the next is due.
+async fn record(state: &AppState, settings: &WebhookSettings, c: &Claimed, outcome: AttemptOutcome, duration_ms: i32) {
     let attempts = u32::try_from(c.attempts).unwrap_or(u32::MAX);
     let (next_state, retry_at) = match &outcome {
         AttemptOutcome::Delivered(_) => ("delivered", None),

@@ -4,7 +4,7 @@
 use std::{collections::HashMap, net::IpAddr};
 
 use axum::{
-    extract::{FromRequest, FromRequestParts, Request},
+    extract::{FromRequest, FromRequestParts, MatchedPath, Request},
     http::{header, request::Parts, HeaderMap, Method, StatusCode},
     middleware::Next,
     response::{IntoResponse, Redirect, Response},
@@ -37,9 +37,27 @@ impl FromRequestParts<AppState> for ApiCaller {
             let Some(token) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) else {
                 return Err(AppError::Unauthorized("use Authorization: Bearer <token>".into()));
             };
-            return token::authenticate(&state.pool, &state.keys, token.trim())
-                .await
-                .map(ApiCaller);
+            let principal = match token::authenticate(&state.pool, &state.keys, token.trim()).await {
+                Ok(p) => p,
+                Err(e @ AppError::Unauthorized(_)) => {
+                    audit_refused_token(parts, state, &e).await;
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            };
+            if principal.brief_scope().is_some() {
+                let route = parts
+                    .extensions
+                    .get::<MatchedPath>()
+                    .map(MatchedPath::as_str)
+                    .unwrap_or("");
+                if !brief_scoped_route(&parts.method, route) {
+                    return Err(AppError::Forbidden(
+                        "this token is limited to one brief and cannot act outside it".into(),
+                    ));
+                }
+            }
+            return Ok(ApiCaller(principal));
         }
         if let Some(cookie) = session::read_cookie(&parts.headers, session::COOKIE) {
             if let Some(user) = session::lookup(&state.pool, &cookie, state.config.sessions).await? {
@@ -60,6 +78,73 @@ impl FromRequestParts<AppState> for ApiCaller {
             "authentication required: send Authorization: Bearer <token>".into(),
         ))
     }
+}
+
+/// A refused bearer token (forged, expired, revoked, its person disabled) goes to the audit log,
+/// once per client in `audit::REFUSALS_WINDOW`: a flood of them writes a row now and
+/// then, not a row each. Recording is best effort: the caller is answered 401 either way.
+async fn audit_refused_token(parts: &Parts, state: &AppState, error: &AppError) {
+    let peer = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip());
+    let client = peer
+        .map(|p| client_ip(&parts.headers, p, &state.config.trusted_proxies).to_string())
+        .unwrap_or_default();
+    let reason = error.to_string();
+    if let Err(e) = crate::audit::record_refusal(
+        &state.pool,
+        &state.refusals,
+        "anonymous",
+        "auth.token.refused",
+        &format!("client:{client}"),
+        &client,
+        serde_json::json!({
+            "reason": reason,
+            "route": parts.extensions.get::<MatchedPath>().map(MatchedPath::as_str),
+        }),
+    )
+    .await
+    {
+        tracing::warn!(error = %e, "could not record a refused bearer token");
+    }
+}
+
+/// Whether a route acts on one brief (or lists briefs), so a token limited to one brief may reach
+/// it at all: routes under a brief, a trial or an evidence item (the brief's decision record
+/// included), and the brief list (which shows it only its brief). Every other route is refused
+/// here, before its handler runs, so a new route outside any brief cannot forget the scope; the
+/// handlers then check that the brief is the token's own.
+pub fn brief_scoped_route(method: &Method, route: &str) -> bool {
+    [
+        "/api/v1/briefs/{id}",
+        "/api/v1/trials/{tid}",
+        "/api/v1/evidence/{id}",
+        "/briefs/{id}",
+    ]
+    .iter()
+    .any(|prefix| route == *prefix || route.starts_with(&format!("{prefix}/")))
+        || (route == "/api/v1/briefs" && matches!(*method, Method::GET | Method::HEAD))
+}
+
+/// Only local paths: `/briefs/x`, never `//evil.example`, `/\evil.example` or `https://…`. No
+/// whitespace or control character anywhere: browsers drop tabs and newlines from URLs, so
+/// `/<TAB>/evil.example` becomes `//evil.example`; and a control character cannot be a header.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if is_local_path(n) => n.to_owned(),
+        _ => "/".to_owned(),
+    }
+}
+
+fn is_local_path(n: &str) -> bool {
+    let bytes = n.as_bytes();
+    bytes.first() == Some(&b'/')
+        && !matches!(bytes.get(1), Some(b'/' | b'\\'))
+        && n.len() <= 2048
+        && !n.chars().any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+        && n.parse::<axum::http::Uri>()
+            .is_ok_and(|u| u.scheme().is_none() && u.authority().is_none())
 }
 
 /// A signed-in person on a page. Without a session the browser is sent to the login page.
@@ -176,6 +261,9 @@ impl FromRequest<AppState> for CsrfForm {
         if !crate::secrets::equal(&sent, &user.0.csrf_token) {
             return Err(csrf_failure());
         }
+        // A file part (a CSV, a config.json) is a text field too.
+        super::extract::refuse_nul_in_fields(values.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(|e| PageError(e).into_response())?;
         Ok(CsrfForm(user, values))
     }
 }

@@ -47,10 +47,80 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
             )));
         }
         let bytes = body_bytes(req, state).await?;
+        refuse_nul_in_json(&bytes)?;
         serde_json::from_slice(&bytes)
             .map(ApiJson)
             .map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))
     }
+}
+
+/// A text field holding NUL (`validation::NUL_MESSAGE`) is refused at the field (422) before it
+/// reaches a handler, for every JSON body, form and query string.
+fn nul_error(field: impl Into<String>) -> AppError {
+    AppError::Validation(vec![crate::validation::FieldError::new(
+        field,
+        crate::validation::NUL_MESSAGE,
+    )])
+}
+
+/// A JSON text can carry NUL only as the escape `\u0000` (a raw control character is malformed
+/// JSON). Cheap when there is none: one pass over the bytes; the field is looked for only then.
+pub fn refuse_nul_in_json(bytes: &[u8]) -> Result<(), AppError> {
+    let escaped_nul = bytes
+        .windows(6)
+        .enumerate()
+        .any(|(i, w)| w == b"\\u0000" && bytes[..i].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 0);
+    if !escaped_nul {
+        return Ok(());
+    }
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(value) => match nul_path(&value, String::new()) {
+            Some(field) => Err(nul_error(field)),
+            None => Ok(()),
+        },
+        // Malformed: the caller's parse says where.
+        Err(_) => Ok(()),
+    }
+}
+
+/// The path of the first string (or key) holding NUL: `lines[0].description`, `model_config.name`.
+fn nul_path(value: &serde_json::Value, at: String) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) if s.contains('\0') => Some(if at.is_empty() { "body".into() } else { at }),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| nul_path(v, format!("{at}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            let field = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
+            if k.contains('\0') {
+                Some(field.replace('\0', "\u{FFFD}"))
+            } else {
+                nul_path(v, field)
+            }
+        }),
+        _ => None,
+    }
+}
+
+/// Refuses a form's or query string's field holding NUL, naming the field.
+pub fn refuse_nul_in_fields<'a>(fields: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<(), AppError> {
+    for (name, value) in fields {
+        if name.contains('\0') || value.contains('\0') {
+            return Err(nul_error(name.replace('\0', "\u{FFFD}")));
+        }
+    }
+    Ok(())
+}
+
+fn refuse_nul_in_urlencoded(bytes: &[u8]) -> Result<(), AppError> {
+    // Only a `%00` decodes to NUL (a raw NUL byte too, which no browser sends).
+    if !bytes.windows(3).any(|w| w == b"%00") && !bytes.contains(&0) {
+        return Ok(());
+    }
+    let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(bytes).unwrap_or_default();
+    refuse_nul_in_fields(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
 /// An `application/x-www-form-urlencoded` body from an HTML form.
@@ -64,6 +134,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HtmlForm<T> {
             return Err(AppError::UnsupportedMediaType("expected a form submission".into()));
         }
         let bytes = body_bytes(req, state).await?;
+        refuse_nul_in_urlencoded(&bytes)?;
         serde_urlencoded::from_bytes(&bytes)
             .map(HtmlForm)
             .map_err(|e| AppError::BadRequest(format!("malformed form: {e}")))
@@ -94,7 +165,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
+        let query = parts.uri.query().unwrap_or("");
+        refuse_nul_in_urlencoded(query.as_bytes())?;
+        serde_urlencoded::from_str(query)
             .map(ApiQuery)
             .map_err(|e| AppError::BadRequest(format!("malformed query string: {e}")))
     }

@@ -302,9 +302,11 @@ async fn every_page_passes_axe_and_fits_a_phone() {
 
     // A second, empty installation: the first-run setup page is open only while nobody exists.
     let (_fresh_db, fresh_pool) = common::migrated_database(2).await;
+    let fresh_config = AppConfig::default();
+    let setup_path = format!("/setup?code={}", fresh_config.setup_code.expose());
     let fresh_base = common::serve_app(
         fresh_pool,
-        AppConfig::default(),
+        fresh_config,
         TokenKeys::from_secret(Uuid::new_v4().simple().to_string().repeat(2).as_bytes()),
     )
     .await;
@@ -313,7 +315,7 @@ async fn every_page_passes_axe_and_fits_a_phone() {
     let mut problems = Vec::new();
     let started = std::time::Instant::now();
 
-    check_pages(&b, &fresh_base, &[page("setup", "/setup")], &mut problems).await;
+    check_pages(&b, &fresh_base, &[page("setup", setup_path)], &mut problems).await;
     b.client.delete_all_cookies().await.unwrap();
     check_pages(&b, &app.base, &[page("login", "/login")], &mut problems).await;
 

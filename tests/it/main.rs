@@ -54,6 +54,7 @@ mod review_api;
 mod review_hardware;
 mod review_summaries;
 mod security;
+mod security_review3;
 mod teams;
 mod test_script;
 mod trials_api;

@@ -25,6 +25,12 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 
 /// (METHOD, path) for every `.route("/api/v1…", …)` in the source.
 fn registered_routes() -> BTreeSet<(String, String)> {
+    registered_routes_under("/api/v1")
+}
+
+/// (METHOD, path) for every `.route(…)` in the source whose path starts with `prefix` (`"/"`:
+/// every route, pages included; `security_review3.rs` walks them all).
+pub fn registered_routes_under(prefix: &str) -> BTreeSet<(String, String)> {
     let mut files = Vec::new();
     rust_files(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("server"),
@@ -46,7 +52,7 @@ fn registered_routes() -> BTreeSet<(String, String)> {
             let Some(args) = args.strip_prefix('"') else { continue };
             let end = args.find('"').unwrap();
             let path = &args[..end];
-            if !path.starts_with("/api/v1") {
+            if !path.starts_with(prefix) {
                 continue;
             }
             // the method router: up to the `)` that closes `.route(`

@@ -25,13 +25,15 @@ use crate::{
 };
 
 const SECRET: &str = "a shared secret of some length";
-const METRICS_TOKEN: &str = "let-prometheus-in";
+const METRICS_TOKEN: &str = "let-prometheus-in-with-32-characters";
 
-/// Retries in a fraction of a second instead of minutes, and http:// receivers on loopback.
+/// Retries in a fraction of a second instead of minutes, and http:// receivers on loopback (a
+/// private address: allowed here as `RENTCHECK_WEBHOOK_ALLOW_PRIVATE=true` allows it).
 fn fast() -> AppConfig {
     AppConfig {
         webhooks: WebhookSettings {
             allow_http: true,
+            allow_private: true,
             timeout: Duration::from_secs(5),
             retry_base: Duration::from_millis(200),
             retry_max: Duration::from_secs(1),
@@ -321,7 +323,10 @@ async fn admins_add_and_remove_webhooks_on_their_page_with_the_csrf_token() {
     ])
     .await
     .unwrap();
-    assert_eq!(res.status(), 200);
+    // Post/redirect/get (issue 34): the secret is shown once on the page the redirect leads to.
+    assert_eq!(res.status(), 303);
+    let res = admin.get(app.url("/admin/webhooks")).await;
+    assert_eq!(res.headers()["cache-control"], "no-store");
     let page = res.text().await.unwrap();
     assert!(page.contains("shown this once"), "a generated secret is shown once");
     let events: Vec<String> = sqlx::query_scalar("SELECT unnest(events) FROM webhooks")

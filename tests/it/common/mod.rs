@@ -44,6 +44,8 @@ pub struct TestApp {
     pub jwt_secret: String,
     /// The URL of this test's own database, for running the CLI against it.
     pub database_url: String,
+    /// The first-run page's code (`/setup?code=…`), as `rentcheck serve` prints it.
+    pub setup_code: String,
     _database: DatabaseGuard,
 }
 
@@ -123,6 +125,7 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
 
     let jwt_secret = uuid::Uuid::new_v4().simple().to_string().repeat(2);
     let keys = TokenKeys::from_secret(jwt_secret.as_bytes());
+    let setup_code = config.setup_code.expose().to_owned();
     let base = serve_app_with_store(pool.clone(), config, keys.clone(), store).await;
     let anon = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -138,6 +141,7 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
         keys,
         jwt_secret,
         database_url,
+        setup_code,
         _database: database,
     };
     let token = app.token(Role::Engineer, None).await;
