@@ -60,10 +60,16 @@ pub enum ForeignTables {
 /// PostgreSQL's shared `postgres` database even while empty. Once rentcheck's schema is there,
 /// later migrations run whatever else the database holds.
 pub async fn migrate_checked(pool: &PgPool, foreign: ForeignTables) -> anyhow::Result<()> {
-    if foreign == ForeignTables::Refuse && !installed(pool).await? {
-        let target = Target::of(&pool.connect_options());
-        if let Some(refusal) = refuse_to_install(&target, &foreign_tables(pool).await?) {
-            bail!(refusal);
+    if foreign == ForeignTables::Refuse {
+        // The tables first, then whether rentcheck's schema is there: each migration commits its
+        // tables together with its row in `_sqlx_migrations`, so tables that another rentcheck
+        // is installing right now (a first start beside this command) are always seen with their
+        // row by the check that follows; in the other order they could be seen without it.
+        let others = foreign_tables(pool).await?;
+        if !installed(pool).await? {
+            if let Some(refusal) = refuse_to_install(&Target::of(&pool.connect_options()), &others) {
+                bail!(refusal);
+            }
         }
     }
     migrate(pool).await
