@@ -236,3 +236,115 @@ async fn gzip_bodies_are_inflated_under_the_upload_cap() {
     assert_eq!(response.status(), 415);
     still_serving(&app).await;
 }
+
+/// Resident memory of this process (the server under test runs in it), in MiB.
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+/// Synthetic: a `metrics` document with `n` short keys (`"a0":0,` …), the shape of the upload that
+/// once took 30 s and 700 MiB.
+fn metrics_with_keys(n: usize) -> Vec<u8> {
+    let mut body = String::with_capacity(n * 12 + 16);
+    body.push_str("{\"metrics\":{");
+    for i in 0..n {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&format!("\"{i:x}\":{}", i % 10));
+    }
+    body.push_str("}}");
+    body.into_bytes()
+}
+
+#[tokio::test]
+async fn a_million_key_metrics_upload_is_kept_failed_at_once_and_a_thousand_keys_are_read() {
+    let app = common::spawn_app().await;
+    let brief = app.brief_id().await;
+    let agent = common::bearer_client(
+        &app.token(rentcheck::auth::Role::Agent, Some(brief.parse().unwrap()))
+            .await,
+    );
+    let url = app.url(&format!("/api/v1/briefs/{brief}/evidence?kind=auto&stage=4"));
+
+    let huge = metrics_with_keys(1_400_000);
+    let wire = gzip(&huge);
+    assert!(wire.len() < 4 * 1024 * 1024, "{} bytes gzipped", wire.len());
+    let before = rss_mib();
+    let started = Instant::now();
+    let response = agent
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(wire)
+        .send()
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    let grew = rss_mib() - before;
+    assert_eq!(response.status(), 201);
+    let item: Value = response.json().await.unwrap();
+    eprintln!("1.4M keys: answered in {took:?}, server grew {grew:.0} MiB");
+    assert_eq!(item["kind"], "metrics");
+    assert_eq!(item["parse_status"], "failed");
+    let error = item["parse_error"].as_str().unwrap();
+    assert!(error.contains("limit of 1000 metric keys"), "{error}");
+    assert_eq!(item["metrics"], serde_json::json!({}));
+    // Debug build on a shared machine: the bound is loose, the old cost was 30 s and 700 MiB.
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(grew < 150.0, "grew {grew:.0} MiB");
+    let raw = app
+        .get(item["links"]["raw"].as_str().unwrap())
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(raw.len(), huge.len());
+    assert_eq!(app.count("evidence_metrics_pending").await, 0);
+    assert_eq!(app.count("evidence_metrics_latest").await, 0);
+
+    let thousand = metrics_with_keys(1_000);
+    let response = agent
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(thousand)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let item: Value = response.json().await.unwrap();
+    assert_eq!(item["parse_status"], "ok", "{item}");
+    assert_eq!(item["metrics"].as_object().unwrap().len(), 1_000);
+    assert_eq!(item["metrics"]["3e7"], 9.0);
+
+    // A key over 200 characters, or a string over 4 KiB, fails the item the same way.
+    for (doc, limit) in [
+        (
+            format!("{{\"metrics\":{{\"{}\":1}}}}", "k".repeat(201)),
+            "200 characters",
+        ),
+        (
+            format!("{{\"metrics\":{{\"note\":\"{}\"}}}}", "x".repeat(4097)),
+            "4 KiB",
+        ),
+    ] {
+        let response = agent
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(doc.clone())
+            .send()
+            .await
+            .unwrap();
+        let item: Value = response.json().await.unwrap();
+        assert_eq!(item["parse_status"], "failed", "{item}");
+        assert!(item["parse_error"].as_str().unwrap().contains(limit), "{item}");
+        assert_eq!(item["metrics"], serde_json::json!({}));
+    }
+    still_serving(&app).await;
+}

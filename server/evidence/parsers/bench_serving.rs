@@ -252,6 +252,7 @@ fn attain(p: &mut Parsed, r: &mut Run, targets: &SloTargets, several: bool) {
 }
 
 fn json_runs(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
+    super::limits::refuse_wide_json(s)?;
     let v = match read_doc(s) {
         Ok(v) => v,
         Err(_) => return json_lines(s, p),

@@ -101,6 +101,24 @@ fn detect_text(s: &str) -> Option<K> {
 
 fn detect_json(t: &str) -> Option<K> {
     use serde_json::Value;
+    // A document wider than an item's key limit is never built: its top-level keys name the kind,
+    // whose parser then refuses it with the limit as the error.
+    if let Ok(super::limits::Scanned {
+        top_keys,
+        too_wide_at: Some(_),
+    }) = super::limits::scan_json(t)
+    {
+        let has = |k: &str| top_keys.iter().any(|t| t == k);
+        return Some(if has("DCGM GPU Diagnostic") || has("DCGM Diagnostic") {
+            K::DcgmDiag
+        } else if has("checks") {
+            K::Probe
+        } else if has("metrics") {
+            K::Metrics
+        } else {
+            K::BenchServing
+        });
+    }
     let v: Value = match serde_json::from_str(t) {
         Ok(v) => v,
         Err(_) => {

@@ -1,5 +1,5 @@
 //! Generic metrics JSON: `{ "metrics": { "key": number|bool|string|[string…], … } }`, keys as given
-//! (non-empty, ≤ 200 chars, no whitespace). Optional top-level `tool` and `tool_version`.
+//! (non-empty, no whitespace; at most 1,000 keys of ≤ 200 characters and strings ≤ 4 KiB, see `limits`). Optional top-level `tool` and `tool_version`.
 //! Non-finite numbers cannot occur in JSON; numbers above 2^53 in magnitude are rejected.
 
 use super::{probe::kind, text, ParseError, Parsed, MAX_COUNT};
@@ -15,7 +15,8 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     p.tool = v.get("tool").and_then(Value::as_str).map(str::to_string);
     p.tool_version = v.get("tool_version").and_then(Value::as_str).map(str::to_string);
     for (k, val) in metrics {
-        if k.is_empty() || k.len() > 200 || k.chars().any(char::is_whitespace) {
+        // A key over the length limit fails the item (`limits`); these are merely unusable.
+        if k.is_empty() || k.chars().any(char::is_whitespace) {
             p.warn(format!("metric key {k:?} is not a valid key; skipped"));
             continue;
         }

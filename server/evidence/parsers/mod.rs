@@ -34,6 +34,7 @@ mod dcgm_exporter;
 mod detect;
 mod generic_metrics;
 pub mod launcher;
+pub mod limits;
 pub mod nccl_expected;
 mod nccl_tests;
 mod nvidia_smi_gpu;
@@ -147,6 +148,9 @@ pub struct Parsed {
     pub warnings: Vec<String>,
     pub tool: Option<String>,
     pub tool_version: Option<String>,
+    /// The first limit (`limits`) the input broke: the item is then failed with this as its error.
+    #[serde(skip)]
+    pub(crate) over_limit: Option<String>,
 }
 
 /// 2^53: counts above this cannot be represented exactly as f64 and are rejected.
@@ -169,8 +173,25 @@ impl Parsed {
             self.warn(format!("{key}: value {v} is not finite; not stored"));
             return false;
         }
-        self.metrics.insert(key.to_string(), MetricValue::Number(v));
+        self.put(key, MetricValue::Number(v));
         true
+    }
+
+    /// Every metric goes in here: past a limit nothing more is taken (so a hostile input never
+    /// builds a large map) and the first limit broken is kept as the item's error.
+    fn put(&mut self, key: &str, value: MetricValue) {
+        if self.over_limit.is_some() {
+            return;
+        }
+        if let Some(v) = limits::violation(key, &value) {
+            self.over_limit = Some(v);
+            return;
+        }
+        if self.metrics.len() >= limits::MAX_METRIC_KEYS && !self.metrics.contains_key(key) {
+            self.over_limit = Some(limits::too_many_keys());
+            return;
+        }
+        self.metrics.insert(key.to_string(), value);
     }
 
     /// A duration, throughput or other quantity that cannot be negative.
@@ -192,15 +213,15 @@ impl Parsed {
     }
 
     pub(crate) fn boolean(&mut self, key: &str, v: bool) {
-        self.metrics.insert(key.to_string(), MetricValue::Bool(v));
+        self.put(key, MetricValue::Bool(v));
     }
 
     pub(crate) fn text(&mut self, key: &str, v: impl Into<String>) {
-        self.metrics.insert(key.to_string(), MetricValue::Text(v.into()));
+        self.put(key, MetricValue::Text(v.into()));
     }
 
     pub(crate) fn list(&mut self, key: &str, v: Vec<String>) {
-        self.metrics.insert(key.to_string(), MetricValue::List(v));
+        self.put(key, MetricValue::List(v));
     }
 
     /// The number stored under `key`, if any.
@@ -286,7 +307,14 @@ pub fn parse_with(kind: EvidenceKind, bytes: &[u8], targets: &SloTargets) -> Res
         EvidenceKind::Probe => probe::parse(t),
         EvidenceKind::Metrics => generic_metrics::parse(t),
     };
-    with_launcher(result, &stripped)
+    within_limits(with_launcher(result, &stripped))
+}
+
+/// An item over a limit (`limits`) is failed with the limit as its error, and no metrics.
+fn within_limits(result: Result<Parsed, ParseError>) -> Result<Parsed, ParseError> {
+    let p = result?;
+    limits::check(&p)?;
+    Ok(p)
 }
 
 /// Puts the launcher's warnings first, and maps line numbers back to the input when lines of other
@@ -345,10 +373,10 @@ pub fn parse_window(
         ..e
     })?;
     let after = text::decode(after)?;
-    match kind {
+    within_limits(match kind {
         EvidenceKind::DcgmExporter => dcgm_exporter::parse_window(before, after),
         _ => vllm_metrics::parse_window(before, after, targets),
-    }
+    })
 }
 
 /// [`parse_window`] for vLLM `/metrics` without targets.

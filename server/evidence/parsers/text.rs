@@ -108,6 +108,12 @@ pub(crate) fn json_value(s: &str) -> Result<(serde_json::Value, Option<String>),
     let body = s.get(start..).unwrap_or_default();
     let line_off = preamble.matches('\n').count();
     let col_off = preamble.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0);
+    // Walked first without being built: an object wider than an item's key limit is refused
+    // before it becomes a map.
+    super::limits::refuse_wide_json(body).map_err(|e| ParseError {
+        line: e.line.map(|l| l + line_off),
+        ..e
+    })?;
     match serde_json::from_str::<serde_json::Value>(body) {
         Ok(v) => {
             let pre = preamble.trim();
