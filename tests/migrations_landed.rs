@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 27] = [
+const LANDED: [(&str, &str); 28] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -103,6 +103,10 @@ const LANDED: [(&str, &str); 27] = [
     (
         "20261202160002_ledger_focus_rows.sql",
         "aaafaeaa7a8aac4efe0061acc74d65567998d8a9a5884045b05d1d26aa917510c4f9c3b094ab43d51a1217fdba623b58",
+    ),
+    (
+        "20261203100000_evidence_metrics_set_aside.sql",
+        "4c253514d999bffeff150b652c1faf3c1a6b45821c9ef09868fe9692fae451a57ca850a5428ef4fb2f101490bf23daa4",
     ),
     (
         "20261202100000_decision_truth.sql",

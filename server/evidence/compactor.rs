@@ -1,11 +1,17 @@
 //! Keeps `evidence_metrics_latest` current: moves uploads from `evidence_metrics_pending` in
 //! batches (migration 8 explains why the upload itself does not). Readers never wait for it:
 //! `newest_evidence_metrics` also reads what is still pending, so this only bounds how much that is.
+//!
+//! Every statement runs under a `statement_timeout` ([`ROUND_TIMEOUT`]): whatever was uploaded, no
+//! compaction holds the database longer than that. A batch that runs out of time is retried one item
+//! at a time; an item that runs out of time alone is set aside (`evidence_metrics_set_aside`, with a
+//! warning on the item) and never taken again (migration 20261203100000).
 
 use std::{sync::Arc, time::Duration};
 
 use sqlx::PgPool;
 use tokio::task::JoinHandle;
+use uuid::Uuid;
 
 use crate::telemetry::Metrics;
 
@@ -24,12 +30,96 @@ const VACUUM_AFTER: u64 = 10_000;
 /// How long to wait after a database error before trying again.
 const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 
+/// The longest any compaction statement may run. A batch of items within the upload limits (1,000
+/// keys each) takes tens of milliseconds; this is two orders of magnitude of room.
+pub const ROUND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What one round did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Round {
+    /// Pending items moved into `evidence_metrics_latest`.
+    pub moved: i32,
+    /// Items set aside because compacting them alone ran out of time.
+    pub set_aside: Vec<Uuid>,
+}
+
 /// One batch: returns how many pending items it took (0 when there was nothing to do).
 pub async fn compact_once(pool: &PgPool, batch: i32) -> Result<i32, sqlx::Error> {
-    // The function ends in `SELECT count(*)::integer` (migration 9): never NULL.
-    sqlx::query_scalar!(r#"SELECT evidence_metrics_compact($1) AS "moved!""#, batch)
-        .fetch_one(pool)
-        .await
+    compact_round(pool, batch, ROUND_TIMEOUT).await.map(|r| r.moved)
+}
+
+/// `statement_timeout`'s SQLSTATE: the statement was cancelled.
+fn timed_out(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("57014"))
+}
+
+/// Runs `sql` (one integer-valued function call taking `arg`) in a transaction whose statements
+/// may run at most `timeout`.
+async fn bounded<'a, A>(pool: &PgPool, timeout: Duration, sql: &'static str, arg: A) -> Result<i32, sqlx::Error>
+where
+    A: 'a + Send + sqlx::Encode<'a, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    let mut tx = pool.begin().await?;
+    // Runtime queries (here and below): set_config and these functions' calls need no checked
+    // columns, and `SET LOCAL` cannot take a bind parameter.
+    sqlx::query("SELECT set_config('statement_timeout', $1, true)")
+        .bind(format!("{}ms", timeout.as_millis().max(1)))
+        .execute(&mut *tx)
+        .await?;
+    let n: Option<i32> = sqlx::query_scalar(sql).bind(arg).fetch_one(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(n.unwrap_or(0))
+}
+
+/// One round, no statement longer than `timeout`: a batch of up to `batch` items; if that runs out
+/// of time, the pending items one at a time until one runs out of time alone, which is set aside.
+/// A round's cost is thus at most two timeouts plus `batch` single-item statements.
+pub async fn compact_round(pool: &PgPool, batch: i32, timeout: Duration) -> Result<Round, sqlx::Error> {
+    match bounded(pool, timeout, "SELECT evidence_metrics_compact($1)", batch).await {
+        Ok(moved) => {
+            return Ok(Round {
+                moved,
+                set_aside: Vec::new(),
+            })
+        }
+        Err(e) if timed_out(&e) => {
+            tracing::warn!(
+                batch,
+                "an evidence metrics compaction batch ran out of time; taking its items one at a time"
+            );
+        }
+        Err(e) => return Err(e),
+    }
+    let ids: Vec<Uuid> = sqlx::query_scalar("SELECT evidence_id FROM evidence_metrics_pending LIMIT $1")
+        .bind(i64::from(batch.max(1)))
+        .fetch_all(pool)
+        .await?;
+    let mut round = Round::default();
+    for id in ids {
+        match bounded(pool, timeout, "SELECT evidence_metrics_compact_items($1)", vec![id]).await {
+            Ok(n) => round.moved += n,
+            Err(e) if timed_out(&e) => {
+                let why = format!(
+                    "this item's metrics were set aside: compacting them alone took longer than {} s, so \
+                     they are not on the card",
+                    timeout.as_secs_f64()
+                );
+                let taken: bool = sqlx::query_scalar("SELECT evidence_metrics_set_aside_item($1, $2)")
+                    .bind(id)
+                    .bind(&why)
+                    .fetch_one(pool)
+                    .await?;
+                if taken {
+                    tracing::warn!(evidence = %id, "{why}");
+                    round.set_aside.push(id);
+                }
+                // One poisoned item per round: the next round starts with a whole batch again.
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(round)
 }
 
 /// Compacts until nothing is pending; returns the number of items moved.

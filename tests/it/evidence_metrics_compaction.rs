@@ -248,3 +248,76 @@ async fn the_servers_compactor_folds_an_upload_and_counts_it_in_metrics() {
         .unwrap();
     assert_eq!(latest, 1);
 }
+
+/// Synthetic: a metrics object of `n` keys, each value a string of `len` bytes.
+fn wide_metrics(n: usize, len: usize) -> Value {
+    let text = "x".repeat(len);
+    Value::Object((0..n).map(|i| (format!("k{i}"), json!(text))).collect())
+}
+
+#[tokio::test]
+async fn a_round_over_a_poisoned_item_ends_within_its_bound_and_sets_the_item_aside_for_good() {
+    let (_db, pool) = database().await;
+    let brief_id = brief(&pool).await;
+    let t0 = Utc::now() - Duration::hours(1);
+    // Stored directly, as an item uploaded before the key limit existed: far more keys than an
+    // upload may now have, so compacting it alone takes longer than the round's bound.
+    let poisoned = upload(&pool, brief_id, 2, wide_metrics(300_000, 1), t0).await;
+    let fine = upload(&pool, brief_id, 2, json!({"gpu.count": 8}), t0).await;
+
+    let bound = std::time::Duration::from_millis(500);
+    let started = std::time::Instant::now();
+    let round = compactor::compact_round(&pool, compactor::BATCH, bound).await.unwrap();
+    let took = started.elapsed();
+    // The batch's timeout, the fine item, the poisoned item's own timeout, and the bookkeeping.
+    assert!(took < bound * 3 + std::time::Duration::from_secs(2), "took {took:?}");
+    assert_eq!(round.set_aside, vec![poisoned]);
+    // One poisoned item per round; the fine item is moved in this round or the next.
+    let next = compactor::compact_round(&pool, compactor::BATCH, bound).await.unwrap();
+    assert_eq!(round.moved + next.moved, 1);
+    assert!(next.set_aside.is_empty());
+    assert_eq!(pending(&pool).await, 0);
+    let rows = newest(&pool, brief_id, &["gpu.count", "k0"]).await;
+    assert_eq!(rows, vec![("gpu.count".into(), 2, json!(8), fine)]);
+
+    let reason: String = sqlx::query_scalar("SELECT reason FROM evidence_metrics_set_aside WHERE evidence_id = $1")
+        .bind(poisoned)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(reason.contains("set aside"), "{reason}");
+    let warnings: Value = sqlx::query_scalar("SELECT warnings FROM evidence WHERE id = $1")
+        .bind(poisoned)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(warnings, json!([reason]));
+
+    // Never taken again: the next round has nothing to do.
+    let again = compactor::compact_round(&pool, compactor::BATCH, bound).await.unwrap();
+    assert_eq!(again, compactor::Round::default());
+}
+
+#[tokio::test]
+async fn an_item_at_every_limit_compacts_well_within_the_rounds_bound() {
+    let (_db, pool) = database().await;
+    let brief_id = brief(&pool).await;
+    // Synthetic: the most an accepted item can hold, 1,000 keys with 4 KiB strings.
+    let item = upload(&pool, brief_id, 3, wide_metrics(1_000, 4 * 1024), Utc::now()).await;
+    let started = std::time::Instant::now();
+    let round = compactor::compact_round(&pool, compactor::BATCH, compactor::ROUND_TIMEOUT)
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(
+        round,
+        compactor::Round {
+            moved: 1,
+            set_aside: vec![]
+        }
+    );
+    assert!(took < compactor::ROUND_TIMEOUT / 2, "took {took:?}");
+    let rows = newest(&pool, brief_id, &["k999"]).await;
+    assert_eq!(rows[0].3, item);
+    eprintln!("an item at every limit compacted in {took:?}");
+}
