@@ -261,12 +261,15 @@ pub fn default_card_for(brief: &BriefFields, alloc: Option<(&'static GpuSpec, u3
             "ms",
             "Time to first token, p95",
         ),
+        // The brief's inter-token target is judged per request, as the SLO attainment and the
+        // load plan's goodput judge it: each request's mean time per output token (vLLM's TPOT), not
+        // every single gap between tokens (`serving.itl_p95_ms`).
         (
-            "serving.itl_p95_ms",
+            "serving.tpot_p95_ms",
             t.itl_p95_ms,
             Op::Le,
             "ms",
-            "Inter-token latency, p95",
+            "Time per output token, p95 (each request's mean)",
         ),
         (
             "serving.e2e_p95_ms",
@@ -505,7 +508,7 @@ mod tests {
             (Op::Le, &Threshold::Number(300.0), "ms")
         );
         assert_eq!(
-            find(&card, "serving.itl_p95_ms", 3).unwrap().threshold,
+            find(&card, "serving.tpot_p95_ms", 3).unwrap().threshold,
             Threshold::Number(40.0)
         );
         assert_eq!(find(&card, "serving.request_throughput_rps", 3).unwrap().op, Op::Ge);

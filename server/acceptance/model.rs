@@ -224,6 +224,7 @@ pub fn known_key(key: &str) -> Option<KnownKey> {
         | "serving.ttft_p95_ms"
         | "serving.ttft_p99_ms"
         | "serving.itl_p95_ms"
+        | "serving.tpot_p95_ms"
         | "serving.e2e_p95_ms"
         | "serving.e2e_p99_ms"
         | "serving.queue_time_p95_ms"
@@ -715,7 +716,7 @@ pub struct Card {
 
 /// Every metric key `known_key` names, `probe.<name>` aside: the keys "did you mean" suggests.
 /// A unit test checks each is known; add a key here when `known_key` learns one.
-pub const KNOWN_KEYS: [&str; 57] = [
+pub const KNOWN_KEYS: [&str; 58] = [
     "gpu.count",
     "gpu.mig_count",
     "topo.gpu_count",
@@ -743,6 +744,7 @@ pub const KNOWN_KEYS: [&str; 57] = [
     "serving.ttft_p95_ms",
     "serving.ttft_p99_ms",
     "serving.itl_p95_ms",
+    "serving.tpot_p95_ms",
     "serving.e2e_p95_ms",
     "serving.e2e_p99_ms",
     "serving.queue_time_p95_ms",

@@ -29,6 +29,7 @@ pub fn criterion_name(key: &str) -> String {
         "serving.ttft_p95_ms" => "the time to the first token (95th percentile)",
         "serving.ttft_p99_ms" => "the time to the first token (99th percentile)",
         "serving.itl_p95_ms" => "the time between tokens (95th percentile)",
+        "serving.tpot_p95_ms" => "the time per output token of a request (95th percentile)",
         "serving.e2e_p95_ms" => "the time of a whole request (95th percentile)",
         "serving.e2e_p99_ms" => "the time of a whole request (99th percentile)",
         "serving.queue_time_p95_ms" => "the time requests wait in the queue (95th percentile)",

@@ -127,7 +127,7 @@ async fn evaluation_takes_the_newest_evidence_and_fails_wrong_types() {
         &brief,
         3,
         "2026-11-29T10:00:00Z",
-        json!({ "serving.itl_p95_ms": "fast" }),
+        json!({ "serving.tpot_p95_ms": "fast" }),
     )
     .await;
 
@@ -137,7 +137,7 @@ async fn evaluation_takes_the_newest_evidence_and_fails_wrong_types() {
     assert_eq!(ttft["evidence_id"], newest.as_str());
     let dcgm = criterion(&c, "dcgm.diag.passed", 1);
     assert_eq!((&dcgm["status"], &dcgm["evidence_id"]), (&json!("fail"), &json!(later)));
-    let itl = criterion(&c, "serving.itl_p95_ms", 3);
+    let itl = criterion(&c, "serving.tpot_p95_ms", 3);
     assert_eq!(itl["status"], "fail", "a wrong type fails, it is not missing");
     assert_eq!(itl["evidence_id"], wrong.as_str());
     assert!(itl["reason"].as_str().unwrap().contains("a string"), "{itl}");

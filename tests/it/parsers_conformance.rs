@@ -274,6 +274,9 @@ fn table() -> Vec<(&'static str, Expect)> {
                 ("serving.requests_waiting_max", N(0.0)),
                 ("serving.by_model.facebook/opt-125m.ttft_p95_ms", N(487.5)),
                 ("vllm.family.itl", T("vllm:time_per_output_token_seconds")),
+                // v0.5 has no per-request time-per-output-token histogram: nothing to judge the
+                // inter-token target with, and the per-gap figure is not used in its place.
+                ("serving.tpot_p95_ms", Absent),
             ]),
         ),
         (
@@ -281,6 +284,11 @@ fn table() -> Vec<(&'static str, Expect)> {
             Ok(vec![
                 ("serving.ttft_p95_ms", N(487.5)),
                 ("serving.itl_p95_ms", N(0.01 * 136.8 / 141.0 * 1000.0)),
+                // `request_time_per_output_token_seconds`: all 6 requests in the first bucket (le
+                // 0.01 s), so p50 / p95 / p99 are 3 / 5.7 / 5.94 of 6 across 0–10 ms.
+                ("serving.tpot_p50_ms", N(5.0)),
+                ("serving.tpot_p95_ms", N(9.5)),
+                ("serving.tpot_p99_ms", N(9.9)),
                 ("serving.queue_time_p95_ms", N(285.0)),
                 ("serving.prefill_p95_ms", N(285.0)),
                 ("serving.decode_p95_ms", N(285.0)),

@@ -119,6 +119,9 @@ const LATENCIES: &[(&str, &[&str])] = &[
         "itl",
         &["vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"],
     ),
+    // Each request's mean time per output token: the figure the brief's inter-token target (and the
+    // SLO attainment) judges. `itl` above is every gap, a different distribution.
+    ("tpot", &["vllm:request_time_per_output_token_seconds"]),
     ("e2e", &["vllm:e2e_request_latency_seconds"]),
     ("queue_time", &["vllm:request_queue_time_seconds"]),
     ("prefill", &["vllm:request_prefill_time_seconds"]),
@@ -297,19 +300,6 @@ fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
             if let Some(b) = per_model.get(m) {
                 quantiles(&mut p, &format!("serving.by_model.{m}.{stem}"), fam, b);
             }
-        }
-    }
-    // The time-per-output-token target is judged per request: its estimate comes from the
-    // per-request histogram, never from the per-gap inter-token one.
-    if !LATENCIES.iter().any(|(stem, _)| *stem == "tpot") {
-        if let Some(per_model) = hist.get("vllm:request_time_per_output_token_seconds") {
-            let merged: Buckets = per_model
-                .values()
-                .filter(|b| b.iter().any(|(u, _)| *u == f64::INFINITY))
-                .flatten()
-                .copied()
-                .collect();
-            estimate_attainment(&mut p, "tpot", targets, &merged);
         }
     }
     if !hist.contains_key("vllm:time_to_first_token_seconds") {
