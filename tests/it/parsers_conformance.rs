@@ -251,6 +251,16 @@ fn table() -> Vec<(&'static str, Expect)> {
             ]),
         ),
         (
+            "vllm-log/v0.11.0-mistral-7b-gptq-dgx-spark-nvidia-25.11.log",
+            Ok(vec![
+                ("serving.kv_cache_tokens", N(840_160.0)),
+                ("serving.max_concurrency", N(25.64)),
+                ("serving.max_concurrency_tokens_per_request", N(32_768.0)),
+                // Logged only when not the default (0.9 here): not invented.
+                ("serving.gpu_memory_utilization", Absent),
+            ]),
+        ),
+        (
             "vllm-log/v0.10.1-gpt-oss-120b-tp4-4x-a100-80gb-gmu0.8.log",
             Ok(vec![
                 ("serving.kv_cache_tokens", N(2_640_144.0)),

@@ -72,7 +72,10 @@ pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError>
             .into(),
         );
         vec![bench_serving_text::console(s, &mut p)?]
-    } else if s.contains("Time To First Token") || s.contains("Request Throughput") || s.contains("Inter Token Latency")
+    } else if s.contains("Time To First Token")
+        || s.contains("Time to First Token")
+        || s.contains("Request Throughput")
+        || s.contains("Inter Token Latency")
     {
         p.tool = Some("genai-perf".into());
         bench_serving_text::genai_perf(s, &mut p)?

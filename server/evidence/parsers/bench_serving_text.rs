@@ -113,10 +113,9 @@ pub(crate) fn genai_perf(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError
                     }
                 }
             }
-        } else if header
-            .iter()
-            .any(|h| h.contains("Time To First Token") || h.contains("Request Throughput"))
-        {
+        } else if header.iter().any(|h| {
+            h.contains("Time To First Token") || h.contains("Time to First Token") || h.contains("Request Throughput")
+        }) {
             for row in t.iter().skip(1) {
                 let mut r = Run {
                     name: row.first().cloned().unwrap_or_default(),

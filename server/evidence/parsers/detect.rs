@@ -83,7 +83,8 @@ fn detect_text(s: &str) -> Option<K> {
     let head = first.to_ascii_lowercase();
     if head.contains("time to first token")
         || head.contains("request throughput")
-        || head.starts_with("metric,") && s.contains("Time To First Token")
+        // GenAI-Perf writes "Time To First Token", AIPerf "Time to First Token".
+        || head.starts_with("metric,") && s.to_ascii_lowercase().contains("time to first token")
     {
         return Some(K::BenchServing);
     }
@@ -92,6 +93,7 @@ fn detect_text(s: &str) -> Option<K> {
             || head.contains("memory.used")
             || head.starts_with("name, uuid")
             || head.contains("driver_version")
+            || head.contains("ecc.errors")
             || head.contains("pci.bus_id"))
     {
         return Some(K::NvidiaSmiQuery);
@@ -165,4 +167,26 @@ fn json_kind(v: &serde_json::Value) -> Option<K> {
     // JSON that matches no kind goes to the bench-serving reader too: its error lists every JSON
     // format rentcheck reads, so the upload is `failed` with a reason instead of a `log` with nothing.
     Some(K::BenchServing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_gpu_csv_of_ecc_counters_without_memory_columns_is_nvidia_smi_query() {
+        // Synthetic, in the shape `nvidia-smi --query-gpu=index,name,temperature.gpu,
+        // ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total --format=csv` prints.
+        let csv = "index, name, temperature.gpu, ecc.errors.corrected.volatile.total, ecc.errors.uncorrected.volatile.total\n\
+                   0, NVIDIA H100 80GB HBM3, 31, 0, 0\n";
+        assert_eq!(detect(csv.as_bytes()), Some(K::NvidiaSmiQuery));
+    }
+
+    #[test]
+    fn an_aiperf_csv_export_is_bench_serving() {
+        // Synthetic: AIPerf spells the metric "Time to First Token" (GenAI-Perf: "Time To First Token").
+        let csv =
+            "Metric,avg,min,max,p99,p90,p50,std\nTime to First Token (ms),120.5,80.1,300.2,290.0,200.0,110.0,30.0\n";
+        assert_eq!(detect(csv.as_bytes()), Some(K::BenchServing));
+    }
 }

@@ -1,7 +1,8 @@
 //! vLLM server start-up log: `GPU KV cache size: N tokens` → `serving.kv_cache_tokens`,
 //! `Maximum concurrency for M tokens per request: X` → `serving.max_concurrency` (+
 //! `serving.max_concurrency_tokens_per_request`), `gpu_memory_utilization` from the logged engine
-//! args, V0 `# GPU blocks: N`. With several engines (data parallel) logging the same line, the
+//! args or vLLM ≥ 0.11's `Desired GPU memory utilization is (0.9, …)`, V0 `# GPU blocks: N`. Newer
+//! versions log the first two on one line (`GPU KV cache size: N tokens, Maximum concurrency for …`). With several engines (data parallel) logging the same line, the
 //! smallest value is reported, with a warning. A log without any vLLM marker is an error; a vLLM log
 //! cut before the KV-cache lines is Ok with warnings.
 
@@ -47,6 +48,8 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
                 "\"gpu_memory_utilization\": ",
                 "--gpu-memory-utilization ",
                 "--gpu-memory-utilization=",
+                // vLLM ≥ 0.11's worker: `Desired GPU memory utilization is (0.9, 39.98 GiB)`.
+                "Desired GPU memory utilization is (",
             ] {
                 if let Some(rest) = after(l, pat) {
                     gmu = text::lenient_number(rest);
@@ -108,4 +111,24 @@ fn version_in(l: &str) -> Option<String> {
         .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-'))
         .collect();
     (!v.is_empty() && v.starts_with(|c: char| c.is_ascii_digit())).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_one_line_shape_and_the_desired_utilization_line_are_read() {
+        // Synthetic, in the shapes of vLLM ≥ 0.11 (`kv_cache_utils.py` logs both figures in one
+        // line; `gpu_worker.py` logs the utilization it was asked for).
+        let log = "(EngineCore_DP0 pid=1944) INFO 09-24 20:53:41 [kv_cache_utils.py:1869] GPU KV cache size: 588,913 tokens, \
+                   Maximum concurrency for 32,768 tokens per request: 17.97x\n\
+                   (Worker_TP2_EP2 pid=2080) INFO 09-24 20:54:35 [gpu_worker.py:391] Free memory on device (43.93/44.42 GiB) \
+                   on startup. Desired GPU memory utilization is (0.9, 39.98 GiB). Actual usage is 27.72 GiB for weight\n";
+        let p = parse(log).unwrap();
+        assert_eq!(p.get_num("serving.kv_cache_tokens"), Some(588_913.0));
+        assert_eq!(p.get_num("serving.max_concurrency"), Some(17.97));
+        assert_eq!(p.get_num("serving.max_concurrency_tokens_per_request"), Some(32_768.0));
+        assert_eq!(p.get_num("serving.gpu_memory_utilization"), Some(0.9));
+    }
 }
