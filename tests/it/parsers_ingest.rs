@@ -127,3 +127,77 @@ async fn kind_auto_reads_the_new_formats_and_fails_unknown_json_with_a_reason() 
         assert!(err.contains(format), "{err}");
     }
 }
+
+#[tokio::test]
+async fn a_run_where_nothing_completed_is_stored_without_latency_and_fails_no_target_silently() {
+    use crate::common::vllm_points::{load_point, Load};
+    let app = spawn_app().await;
+    let brief = app
+        .create_brief(json!({ "targets": { "ttft_p95_ms": 400, "itl_p95_ms": 40, "error_rate": 0.01 } }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The real `--save-detailed` run with every request failed as vLLM writes failures, and the
+    // summary of zeros the tool prints over no request (tests/it/common/vllm_points.rs).
+    let mut point = load_point(Load::at(8.0, 25.0).failing(200));
+    for k in [
+        "mean_ttft_ms",
+        "median_ttft_ms",
+        "p99_ttft_ms",
+        "p95_ttft_ms",
+        "p95_tpot_ms",
+        "p99_itl_ms",
+    ] {
+        point[k] = Value::from(0.0);
+    }
+    let body = created(
+        app.post_raw_evidence(
+            &brief,
+            "kind=auto&stage=3",
+            "application/json",
+            point.to_string().into_bytes(),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(body["kind"], "bench-serving");
+    let stored: Value = app
+        .get(body["links"]["self"].as_str().unwrap())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let metrics = stored["metrics"].as_object().unwrap();
+    assert_eq!(metrics["serving.completed"], 0.0);
+    assert_eq!(metrics["serving.error_rate"], 1.0);
+    let latency: Vec<&String> = metrics.keys().filter(|k| k.ends_with("_ms")).collect();
+    assert!(
+        latency.is_empty(),
+        "a latency of 0 would pass every target: {latency:?}"
+    );
+
+    // On the card the latency criteria fail for want of any completed request (never a pass on
+    // the tool's zeros), and so does the error rate.
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let criterion = |key: &str| {
+        card["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["key"] == key && c["stage"] == 3)
+            .cloned()
+            .unwrap_or_else(|| panic!("{key} in {card}"))
+    };
+    for key in ["serving.ttft_p95_ms", "serving.tpot_p95_ms"] {
+        let c = criterion(key);
+        assert_eq!(c["status"], "fail", "{c}");
+        assert_eq!(c["reason"], "no request completed", "{c}");
+    }
+    assert_eq!(criterion("serving.error_rate")["status"], "fail");
+}
