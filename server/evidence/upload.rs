@@ -14,6 +14,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::Value;
 
 use super::model::{clean_content_type, Upload};
+use super::parsers::limits;
 use crate::{
     error::{ApiResult, AppError},
     validation::FieldError,
@@ -69,7 +70,11 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
         ));
     }
     let raw = read_capped(body, &parts.headers, BATCH_MAX_BYTES).await?;
-    let v: Value = serde_json::from_slice(&raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
+    let (v, wide_data) = if is_wide(&raw) {
+        wide_batch(&raw)?
+    } else {
+        (parse_json(&raw)?, Vec::new())
+    };
     let items = match v.get("items").and_then(Value::as_array) {
         Some(items) if (1..=BATCH_MAX_ITEMS).contains(&items.len()) => items,
         Some(items) if items.len() > BATCH_MAX_ITEMS => {
@@ -87,7 +92,8 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
     };
     Ok(items
         .iter()
-        .map(|item| {
+        .enumerate()
+        .map(|(i, item)| {
             let key = match item.get("idempotency_key") {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(s)) if valid_key(s) => Ok(Some(s.clone())),
@@ -96,13 +102,18 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
                     "must be 1 to 255 visible ASCII characters",
                 )])),
             };
-            let upload = Upload::from_envelope(item).map_err(AppError::Validation).and_then(|u| {
-                if u.raw.len() > max_item {
-                    Err(AppError::PayloadTooLarge(max_item))
-                } else {
-                    Ok(u)
-                }
-            });
+            let upload = Upload::from_envelope(item)
+                .map_err(AppError::Validation)
+                .and_then(|mut u| {
+                    if let Some(Some(data)) = wide_data.get(i) {
+                        u.raw = data.clone();
+                    }
+                    if u.raw.len() > max_item {
+                        Err(AppError::PayloadTooLarge(max_item))
+                    } else {
+                        Ok(u)
+                    }
+                });
             match key {
                 Ok(key) => BatchEntry { upload, key },
                 Err(e) => BatchEntry {
@@ -186,11 +197,15 @@ pub async fn decode(req: Request, max: usize) -> ApiResult<Upload> {
     match form {
         Form::Raw => Upload::from_fields(&query, clean_content_type(ct_header.as_deref()), None, raw)
             .map_err(AppError::Validation),
-        Form::Envelope => {
-            let v: Value =
-                serde_json::from_slice(&raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
-            Upload::from_envelope(&v).map_err(AppError::Validation)
+        Form::Envelope if is_wide(&raw) => {
+            let (v, data) = wide_envelope(&raw)?;
+            let mut upload = Upload::from_envelope(&v).map_err(AppError::Validation)?;
+            if let Some(data) = data {
+                upload.raw = data;
+            }
+            Ok(upload)
         }
+        Form::Envelope => Upload::from_envelope(&parse_json(&raw)?).map_err(AppError::Validation),
         Form::Multipart => {
             let req = Request::from_parts(parts, Body::from(raw));
             decode_multipart(req, query).await
@@ -235,4 +250,76 @@ async fn decode_multipart(req: Request, mut fields: HashMap<String, String>) -> 
         )]));
     };
     Upload::from_fields(&fields, clean_content_type(ct.as_deref()), filename, data).map_err(AppError::Validation)
+}
+
+fn parse_json(raw: &[u8]) -> ApiResult<Value> {
+    serde_json::from_slice(raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))
+}
+
+/// Whether a JSON body holds an object wider than an evidence item may have metric keys (walked,
+/// not built: see `parsers::limits`).
+fn is_wide(raw: &[u8]) -> bool {
+    std::str::from_utf8(raw)
+        .ok()
+        .and_then(|s| limits::scan_json(s).ok())
+        .is_some_and(|s| s.too_wide_at.is_some())
+}
+
+/// An envelope holding an object wider than the key limit, read without building that object: a
+/// wide `data` is kept as the bytes sent (its parser then stores the item `failed`, naming the
+/// limit, as for any upload over it) and replaced by `{}` in the envelope; a wide object anywhere else
+/// is refused as that field's error. Returns the envelope and, when `data` was set aside, its bytes.
+fn wide_envelope(raw: &[u8]) -> ApiResult<(Value, Option<Bytes>)> {
+    let members: std::collections::BTreeMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_slice(raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
+    let mut fields = serde_json::Map::new();
+    let mut data = None;
+    for (name, value) in members {
+        let text = value.get();
+        if is_wide(text.as_bytes()) {
+            if name != "data" {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    &name,
+                    format!("holds an object of more than {} keys", limits::MAX_METRIC_KEYS),
+                )]));
+            }
+            data = Some(Bytes::copy_from_slice(text.as_bytes()));
+            fields.insert(name, Value::Object(Default::default()));
+        } else {
+            fields.insert(name, parse_json(text.as_bytes())?);
+        }
+    }
+    Ok((Value::Object(fields), data))
+}
+
+/// A batch holding an object wider than the key limit: each item as [`wide_envelope`] reads it.
+/// Returns the batch with the wide `data` objects replaced by `{}`, and per item the bytes set aside.
+fn wide_batch(raw: &[u8]) -> ApiResult<(Value, Vec<Option<Bytes>>)> {
+    #[derive(serde::Deserialize)]
+    struct RawBatch {
+        items: Vec<Box<serde_json::value::RawValue>>,
+    }
+    let batch: RawBatch =
+        serde_json::from_slice(raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
+    if batch.items.len() > BATCH_MAX_ITEMS {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "items",
+            format!(
+                "holds {} items; send at most {BATCH_MAX_ITEMS} per batch",
+                batch.items.len()
+            ),
+        )]));
+    }
+    let mut items = Vec::with_capacity(batch.items.len());
+    let mut set_aside = Vec::with_capacity(batch.items.len());
+    for item in batch.items {
+        let (v, data) = if is_wide(item.get().as_bytes()) {
+            wide_envelope(item.get().as_bytes())?
+        } else {
+            (parse_json(item.get().as_bytes())?, None)
+        };
+        items.push(v);
+        set_aside.push(data);
+    }
+    Ok((serde_json::json!({ "items": items }), set_aside))
 }

@@ -348,3 +348,73 @@ async fn a_million_key_metrics_upload_is_kept_failed_at_once_and_a_thousand_keys
     }
     still_serving(&app).await;
 }
+
+#[tokio::test]
+async fn a_million_key_data_object_in_an_envelope_or_a_batch_is_kept_failed_unbuilt() {
+    let app = common::spawn_app().await;
+    let brief = app.brief_id().await;
+    // Synthetic: the same 1.4-million-key `metrics` document as a JSON envelope's `data`.
+    let doc = metrics_with_keys(1_400_000);
+    let mut envelope = b"{\"kind\":\"auto\",\"stage\":4,\"data\":".to_vec();
+    envelope.extend_from_slice(&doc);
+    envelope.push(b'}');
+    let wire = gzip(&envelope);
+    let before = rss_mib();
+    let started = Instant::now();
+    let response = app
+        .client
+        .post(app.url(&format!("/api/v1/briefs/{brief}/evidence")))
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(wire)
+        .send()
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    let grew = rss_mib() - before;
+    assert_eq!(response.status(), 201);
+    let item: Value = response.json().await.unwrap();
+    eprintln!("envelope of 1.4M keys: answered in {took:?}, server grew {grew:.0} MiB");
+    assert_eq!(item["kind"], "metrics");
+    assert_eq!(item["parse_status"], "failed");
+    assert!(item["parse_error"]
+        .as_str()
+        .unwrap()
+        .contains("limit of 1000 metric keys"));
+    assert_eq!(item["size_bytes"], doc.len());
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(grew < 150.0, "grew {grew:.0} MiB");
+
+    // In a batch, the wide item is kept failed and the others are read as usual.
+    let mut batch = b"{\"items\":[{\"kind\":\"metrics\",\"stage\":4,\"data\":".to_vec();
+    batch.extend_from_slice(&doc);
+    batch.extend_from_slice(b"},{\"kind\":\"metrics\",\"stage\":4,\"data\":{\"metrics\":{\"gpu.count\":8}}}]}");
+    let response = app
+        .client
+        .post(app.url(&format!("/api/v1/briefs/{brief}/evidence/batch")))
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(gzip(&batch))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 207);
+    let answer: Value = response.json().await.unwrap();
+    let results = answer["items"].as_array().unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(results.len(), 2, "{answer}");
+    assert_eq!(results[0]["status"], 201, "{answer}");
+    assert_eq!(results[0]["parse_status"], "failed", "{answer}");
+    assert!(results[0]["parse_error"]
+        .as_str()
+        .unwrap()
+        .contains("limit of 1000 metric keys"));
+    assert_eq!(results[1]["parse_status"], "ok", "{answer}");
+    let read: Value = app
+        .get(results[1]["links"]["self"].as_str().unwrap())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(read["metrics"]["gpu.count"], 8.0, "{read}");
+    still_serving(&app).await;
+}
