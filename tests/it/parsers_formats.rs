@@ -481,6 +481,19 @@ fn wrong_count_column() {
     )
     .unwrap();
     close(&p, "nccl.wrong", 0.0);
+
+    // Adapted in the test from the bf16 fixture: a wrong count in the in-place column only, and an
+    // `OK` verdict line that disagrees with it. The count is never overruled.
+    let text = String::from_utf8(fixture("nccl-tests/h200-x8-bf16-wrong-rows.txt")).unwrap();
+    let in_place_only = text
+        .replace(
+            "150.20      3    103.0   85.83  149.20      0",
+            "150.20      0    103.0   85.83  149.20      2",
+        )
+        .replace("# Out of bounds values : 3 FAILED", "# Out of bounds values : 0 OK");
+    assert_ne!(in_place_only, text);
+    let p = parse(EvidenceKind::NcclTests, in_place_only.as_bytes()).unwrap();
+    close(&p, "nccl.wrong", 1.0);
 }
 
 /// The expected all-reduce bus bandwidth of an allocation, from `data/nccl_expected_busbw.csv`.

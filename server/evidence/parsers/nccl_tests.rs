@@ -11,8 +11,9 @@
 //!   data type (`DeltaMaxValue`: half and bfloat16 1e-2, float 1e-5, double 1e-12, integers 0)
 //!   times (ranks − 1), since each rank adds its rounding; the same rule is applied here, so
 //!   `7e-07` on a 32-rank float sum is what a healthy run prints. The `Out of bounds values : N
-//!   OK|FAILED` line is the tool's own verdict and wins: OK with rows over the threshold is 0 rows
-//!   (a warning names them); FAILED with no row over it is counted as one row.
+//!   OK|FAILED` line is the tool's own verdict: OK overrules rows judged by the float tolerance (a
+//!   warning names them), never a `#wrong` count above 0 in either column (out-of-place or in-place);
+//!   FAILED with no row over it is counted as one row.
 //! * `nccl.world_size`: the number of `Rank n …` lines (the a3mega paste lost some `#`s: accepted);
 //!   `nccl.nodes`: their distinct hosts; `nccl.gpu_model`: the GPU they name.
 //! * `nccl.expected_busbw_gbps` / `nccl.busbw_pct_of_expected`: the expected figure for that GPU,
@@ -79,6 +80,9 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
                                                // (line, size, float error) of old-layout checks, judged once the rank count is known.
     let mut float_errors: Vec<(usize, f64, f64, String)> = Vec::new();
     let mut wrong_rows: Vec<(usize, f64)> = Vec::new();
+    // Rows whose `#wrong` count (either column) is above 0: a count of wrong elements is never
+    // overruled, unlike a float error judged against a tolerance.
+    let mut counted_rows = 0usize;
     let mut avg: Option<f64> = None;
     let mut failures: Vec<String> = Vec::new();
     let mut oob: Option<(f64, bool)> = None;
@@ -212,6 +216,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             }
         }
         if bad {
+            counted_rows += 1;
             wrong_rows.push((ln, size));
         } else if let Some(e) = worst_error {
             float_errors.push((ln, size, e, dtype.to_owned()));
@@ -233,11 +238,12 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     }
     let mut wrong = wrong_rows.len();
     match oob {
-        Some((_, false)) if wrong > 0 => {
+        Some((_, false)) if wrong > counted_rows => {
             p.warn(format!(
-                "{wrong} row(s) over the data-check threshold, but the tool's own `Out of bounds values` verdict is OK: counted as 0"
+                "{} row(s) over the data-check threshold, but the tool's own `Out of bounds values` verdict is OK: not counted",
+                wrong - counted_rows
             ));
-            wrong = 0;
+            wrong = counted_rows;
         }
         Some((n, true)) if wrong == 0 => {
             p.warn(format!(
