@@ -1,6 +1,7 @@
 //! Parser tests on the project's own fixtures (tests/fixtures/<kind>/…), written in the real formats.
 
 use rentcheck::evidence::parsers::*;
+use serde_json::Value;
 use std::path::PathBuf;
 
 fn fixture(rel: &str) -> Vec<u8> {
@@ -260,6 +261,50 @@ fn dcgm_diag_json4_skip_is_not_a_pass() {
         1.0,
         "a MEMORY_ALLOC warning under a Pass still counts"
     );
+}
+
+#[test]
+fn dcgm_diag_json_counts_distinct_warnings() {
+    // Adapted in the test from the synthetic all-pass file: its one warning copied onto every
+    // GPU's result of the same test is still one warning (one test, one message); a second
+    // message is a second warning.
+    let mut v: Value = serde_json::from_slice(&fixture("dcgm-diag/dcgm4-json-r2-all-pass.json")).unwrap();
+    let mut copied = 0;
+    fn each_results(v: &mut Value, f: &mut dyn FnMut(&mut Vec<Value>)) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Array(results)) = m.get_mut("results") {
+                    f(results);
+                }
+                m.values_mut().for_each(|x| each_results(x, f));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| each_results(x, f)),
+            _ => {}
+        }
+    }
+    each_results(&mut v, &mut |results| {
+        let warning = results.iter().find_map(|r| r.get("warnings").cloned());
+        if let Some(w) = warning {
+            for r in results.iter_mut() {
+                r["warnings"] = w.clone();
+                copied += 1;
+            }
+        }
+    });
+    assert!(copied > 1, "the warning was copied onto several GPUs");
+    let p = parse(EvidenceKind::DcgmDiag, v.to_string().as_bytes()).unwrap();
+    assert_eq!(num(&p, "dcgm.diag.warnings"), 1.0);
+    let mut second = false;
+    each_results(&mut v, &mut |results| {
+        if let Some(r) = results.iter_mut().find(|r| r.get("warnings").is_some()) {
+            if !second {
+                r["warnings"][0]["warning"] = Value::from("Another message (DCGM_FR_TEST)");
+                second = true;
+            }
+        }
+    });
+    let p = parse(EvidenceKind::DcgmDiag, v.to_string().as_bytes()).unwrap();
+    assert_eq!(num(&p, "dcgm.diag.warnings"), 2.0);
 }
 
 #[test]

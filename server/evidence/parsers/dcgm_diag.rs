@@ -402,8 +402,12 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
                             None => x.to_string(),
                         })
                         .or_else(|| w.as_str().map(str::to_string));
-                    if let Some(txt) = txt {
-                        d.warnings.push(format!("{name}: {txt}"));
+                    // Distinct warnings (one test, one message): the same message from every GPU
+                    // of the test is one warning (metrics.md).
+                    if let Some(txt) = txt.map(|t| format!("{name}: {t}")) {
+                        if !d.warnings.contains(&txt) {
+                            d.warnings.push(txt);
+                        }
                     }
                 }
             }
