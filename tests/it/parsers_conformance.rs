@@ -252,6 +252,8 @@ fn table() -> Vec<(&'static str, Expect)> {
         ),
         (
             "vllm-log/v0.11.0-mistral-7b-gptq-dgx-spark-nvidia-25.11.log",
+            // The KV-cache lines are the engine core's `(EngineCore_DP0 pid=164)`, fewer than the
+            // API server's: processes of one server, not machines, so none is dropped.
             Ok(vec![
                 ("serving.kv_cache_tokens", N(840_160.0)),
                 ("serving.max_concurrency", N(25.64)),

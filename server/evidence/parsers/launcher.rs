@@ -67,12 +67,38 @@ const SAMPLE_LINES: usize = 400;
 /// Prefixes peeled at most (Ray over mpirun over srun is already unusual).
 const MAX_LAYERS: usize = 3;
 
-/// The prefix at the start of `line`: (launcher, source id, byte length of the prefix).
+/// The prefix at the start of `line`: (launcher, source id, byte length of the prefix). Every form
+/// may carry a few leading spaces (metrics.md), as `srun -l`'s right-aligned labels do.
 fn prefix_of(line: &str) -> Option<(Launcher, &str, usize)> {
+    let lead = line.len() - line.trim_start_matches(' ').len();
+    if (1..=6).contains(&lead) {
+        let rest = line.get(lead..)?;
+        if let Some((l, src, len)) = mpirun(rest).or_else(|| kubectl(rest)).or_else(|| ray(rest)) {
+            return Some((l, src, lead + len));
+        }
+    }
     mpirun(line)
         .or_else(|| kubectl(line))
         .or_else(|| ray(line))
         .or_else(|| srun(line))
+}
+
+/// vLLM V1 prefixes each line with the process that printed it (`(APIServer pid=1)`,
+/// `(EngineCore_DP0 pid=164)`, `(Worker_TP1 pid=2080)`) in Ray's shape. They are processes of one
+/// server, not machines: one source, so the engine's KV-cache lines are not dropped as another
+/// machine's output.
+const VLLM_PROCESSES: &str = "vLLM server processes";
+
+fn source_of(launcher: Launcher, src: &str) -> &str {
+    let role = src.split([' ', ',']).next().unwrap_or_default();
+    let vllm = ["APIServer", "ApiServer", "EngineCore", "Worker", "VllmWorker"]
+        .iter()
+        .any(|p| role.starts_with(p));
+    if launcher == Launcher::Ray && vllm {
+        VLLM_PROCESSES
+    } else {
+        src
+    }
 }
 
 /// `[1,0]<stdout>:` → source `1,0` (the stream is not part of the source: a rank's stdout and
@@ -233,6 +259,7 @@ fn strip_layer(text: &str, launcher: Launcher) -> Layer {
             if l != launcher {
                 continue;
             }
+            let src = source_of(l, src);
             if let Some(entry) = sources.iter_mut().find(|(s, _)| *s == src) {
                 entry.1 += 1;
             } else if sources.len() < 4096 {
@@ -258,6 +285,7 @@ fn strip_layer(text: &str, launcher: Launcher) -> Layer {
     for (i, line) in text.lines().enumerate() {
         let kept = match prefix_of(line) {
             Some((l, src, len)) if l == launcher => {
+                let src = source_of(l, src);
                 if src != main {
                     layer.dropped_lines += 1;
                     if !layer.dropped_sources.iter().any(|s| s == src) && layer.dropped_sources.len() < 8 {
@@ -283,6 +311,23 @@ fn strip_layer(text: &str, launcher: Launcher) -> Layer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vllm_process_prefixes_are_one_server_and_leading_spaces_are_allowed() {
+        // Synthetic, in vLLM V1's shape: the API server and the engine core are one machine.
+        let log = "(APIServer pid=1) INFO a\n(APIServer pid=1) INFO b\n(APIServer pid=1) INFO c\n\
+                   (EngineCore_DP0 pid=164) INFO GPU KV cache size: 840,160 tokens\n";
+        let s = strip(log);
+        assert!(s.text.contains("GPU KV cache size: 840,160 tokens"), "{}", s.text);
+        assert!(s.warnings.iter().all(|w| !w.contains("dropped")), "{:?}", s.warnings);
+        // Two machines under Ray are still two sources.
+        let ray = "(head, rank=0, pid=1) a\n(head, rank=0, pid=1) b\n(worker, rank=1, pid=2) c\n";
+        assert!(strip(ray).warnings.iter().any(|w| w.contains("dropped")));
+        assert_eq!(
+            prefix_of("  [1,0]<stdout>:# nThread 1"),
+            Some((Launcher::Mpirun, "1,0", 16))
+        );
+    }
 
     #[test]
     fn each_launcher_shape_is_recognised() {
