@@ -296,9 +296,11 @@ async fn a_million_key_metrics_upload_is_kept_failed_at_once_and_a_thousand_keys
     let error = item["parse_error"].as_str().unwrap();
     assert!(error.contains("limit of 1000 metric keys"), "{error}");
     assert_eq!(item["metrics"], serde_json::json!({}));
-    // Debug build on a shared machine: the bound is loose, the old cost was 30 s and 700 MiB.
-    assert!(took < Duration::from_secs(3), "took {took:?}");
-    assert!(grew < 150.0, "grew {grew:.0} MiB");
+    // Loose bounds: an unoptimised build, and the whole process's memory while other tests run
+    // beside this one. Building the map cost 30 s and 700 MiB in a release build; alone, this
+    // answers in about 1.5 s and grows about 45 MiB (docs/benchmarks.md).
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(grew < 300.0, "grew {grew:.0} MiB");
     let raw = app
         .get(item["links"]["raw"].as_str().unwrap())
         .await
@@ -382,8 +384,9 @@ async fn a_million_key_data_object_in_an_envelope_or_a_batch_is_kept_failed_unbu
         .unwrap()
         .contains("limit of 1000 metric keys"));
     assert_eq!(item["size_bytes"], doc.len());
-    assert!(took < Duration::from_secs(3), "took {took:?}");
-    assert!(grew < 150.0, "grew {grew:.0} MiB");
+    // Loose bounds, as above.
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(grew < 300.0, "grew {grew:.0} MiB");
 
     // In a batch, the wide item is kept failed and the others are read as usual.
     let mut batch = b"{\"items\":[{\"kind\":\"metrics\",\"stage\":4,\"data\":".to_vec();
