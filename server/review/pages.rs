@@ -184,6 +184,12 @@ struct ReviewPage {
 }
 
 impl ReviewPage {
+    /// A verdict is recorded and still current, and the manager is not correcting a form: the
+    /// approval section shows what was recorded, the form to decide again folded away.
+    fn settled(&self) -> bool {
+        self.approval.as_ref().is_some_and(|a| !a.stale) && self.problem.is_empty()
+    }
+
     fn reserved(&self, field: &str) -> &str {
         self.reservation.get(field).map(String::as_str).unwrap_or("")
     }
