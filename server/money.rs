@@ -183,6 +183,18 @@ pub fn figure(x: f64) -> String {
     }
 }
 
+/// The billing words every form and sheet accepts (price sheets, trials, the approval form), in
+/// the glossary's spelling.
+pub const BILLINGS: [&str; 4] = ["on-demand", "spot", "reserved", "serverless"];
+
+/// A billing word as people type it, in its one spelling: any case, and "on demand", "ondemand" or
+/// "on_demand" for on-demand. `None` for anything else.
+pub fn billing(word: &str) -> Option<&'static str> {
+    let w = word.trim().to_ascii_lowercase().replace([' ', '_'], "-");
+    let w = if w == "ondemand" { "on-demand".to_owned() } else { w };
+    BILLINGS.iter().copied().find(|b| *b == w)
+}
+
 /// Any stored value as every page shows it (a measured metric, a criterion's value, a parsed
 /// field): numbers through [`number`], booleans as yes/no, nothing as "—", lists comma-separated.
 /// One formatter, so no page shows `true`, `null` or `6210.4` where another shows "6,210.4".
@@ -213,7 +225,7 @@ pub fn number(x: f64) -> String {
     } else if a >= 1.0 {
         2
     } else {
-        ((-a.log10().floor()) as usize + 3).min(12)
+        ((-a.log10().floor()) as usize + 2).min(12)
     };
     let text = format!("{a:.places$}");
     let text = if text.contains('.') {
@@ -242,6 +254,15 @@ mod tests {
 
     fn d(s: &str) -> Decimal {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn billing_words_have_one_spelling() {
+        assert_eq!(billing("On-Demand"), Some("on-demand"));
+        assert_eq!(billing(" on demand "), Some("on-demand"));
+        assert_eq!(billing("ondemand"), Some("on-demand"));
+        assert_eq!(billing("SPOT"), Some("spot"));
+        assert_eq!(billing("monthly"), None);
     }
 
     #[test]
