@@ -410,6 +410,7 @@ async fn no_page_of_the_demo_shows_undefined_nan_or_an_unformatted_value() {
         format!("/briefs/{brief}/edit"),
         format!("/briefs/{brief}/review"),
         format!("/briefs/{brief}/audit"),
+        format!("/briefs/{brief}/decision"),
         format!("/briefs/{brief}/card"),
         format!("/briefs/{brief}/evidence"),
         format!("/briefs/{brief}/tokens"),
@@ -453,4 +454,40 @@ async fn no_page_of_the_demo_shows_undefined_nan_or_an_unformatted_value() {
         pages.len() + 2,
         problems.join("\n")
     );
+}
+
+#[tokio::test]
+async fn the_decision_record_is_a_page_beside_its_downloads_with_absolute_links() {
+    let (app, loaded) = demo_app().await;
+    let brief = loaded.brief_id;
+    let public = rentcheck::config::AppConfig::default().public_url;
+    let manager = app.login_as(&loaded.email, &loaded.password).await.unwrap();
+    let res = manager.get(app.url(&format!("/briefs/{brief}/decision"))).await;
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    let html = res.text().await.unwrap();
+    assert!(html.contains("<h1>Decision record: Support chat"), "a page of its own");
+    assert!(html.contains(&format!("href=\"/briefs/{brief}/decision.md\" download")));
+    assert!(html.contains(&format!("href=\"/briefs/{brief}/decision.json\" download")));
+    assert!(!html.contains("\\("), "no Markdown escapes on the page");
+    assert!(
+        html.contains(&format!("href=\"{public}/evidence/")),
+        "evidence links are absolute from RENTCHECK_PUBLIC_URL"
+    );
+    let md = manager
+        .get(app.url(&format!("/briefs/{brief}/decision.md")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(md.contains(&format!("({public}/evidence/")), "and in the Markdown file");
+    assert!(!md.contains("](/") && !md.contains(" (/evidence"), "no host-less link");
+    // The review links the page first.
+    let review = manager
+        .get(app.url(&format!("/briefs/{brief}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(review.contains(&format!("href=\"/briefs/{brief}/decision\" id=\"decision-record\"")));
 }
