@@ -491,3 +491,73 @@ async fn the_decision_record_is_a_page_beside_its_downloads_with_absolute_links(
         .unwrap();
     assert!(review.contains(&format!("href=\"/briefs/{brief}/decision\" id=\"decision-record\"")));
 }
+
+#[tokio::test]
+async fn the_dashboard_names_each_owner_and_sorts_by_a_column_heading() {
+    let app = spawn_app().await;
+    for (name, owner) in [
+        ("Mid chat", "mallory@example.com"),
+        ("Alpha batch", "zoe@example.com"),
+        ("Zeta embed", "adam@example.com"),
+    ] {
+        app.create_brief(json!({ "name": name, "owner": owner })).await;
+    }
+    let b = browser::launch().await;
+    b.login(&app.base, OWNER_EMAIL, PASSWORD).await;
+    b.client.set_window_size(1366, 900).await.unwrap();
+    b.client.goto(&app.url("/")).await.unwrap();
+    let column = |css: &'static str| {
+        let b = &b;
+        async move {
+            serde_json::from_value::<Vec<String>>(
+                b.client
+                    .execute(
+                        "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent.trim());",
+                        vec![json!(css)],
+                    )
+                    .await
+                    .unwrap(),
+            )
+            .unwrap()
+        }
+    };
+    assert_eq!(
+        column("table.dashboard td.owner").await,
+        ["adam@example.com", "zoe@example.com", "mallory@example.com"],
+        "newest first, each with its owner"
+    );
+    b.click("th[data-sort='owner'] a").await;
+    assert!(b
+        .client
+        .current_url()
+        .await
+        .unwrap()
+        .query()
+        .unwrap_or("")
+        .contains("sort=owner"));
+    assert_eq!(
+        column("table.dashboard td.owner").await,
+        ["adam@example.com", "mallory@example.com", "zoe@example.com"]
+    );
+    assert_eq!(
+        js(
+            &b,
+            "return document.querySelector(\"th[data-sort='owner']\").getAttribute('aria-sort');"
+        )
+        .await,
+        "ascending"
+    );
+    b.click("th[data-sort='name'] a").await;
+    assert_eq!(
+        column("table.dashboard tbody td:first-child").await,
+        ["Alpha batch", "Mid chat", "Zeta embed"]
+    );
+    // A filter link keeps the sort.
+    let quick = js(
+        &b,
+        "return document.querySelector('.quick-filters a:nth-child(2)').getAttribute('href');",
+    )
+    .await;
+    assert!(quick.as_str().unwrap().contains("sort=name"), "{quick}");
+    b.close().await;
+}
