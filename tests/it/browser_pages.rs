@@ -561,3 +561,27 @@ async fn the_dashboard_names_each_owner_and_sorts_by_a_column_heading() {
     assert!(quick.as_str().unwrap().contains("sort=name"), "{quick}");
     b.close().await;
 }
+
+#[tokio::test]
+async fn the_token_page_has_a_recipe_for_every_stage_naming_its_docs_section() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let b = browser::launch().await;
+    b.login(&app.base, OWNER_EMAIL, PASSWORD).await;
+    for (width, height) in [(1366, 900), (390, 844)] {
+        b.client.set_window_size(width, height).await.unwrap();
+        b.client
+            .goto(&app.url(&format!("/briefs/{brief}/tokens")))
+            .await
+            .unwrap();
+        for stage in 1..=5 {
+            let recipe = b.text(&format!("#recipe-stage-{stage}")).await;
+            assert!(recipe.contains("docs/agents.md §"), "stage {stage}: {recipe}");
+            assert!(recipe.contains(&brief), "stage {stage} names this brief: {recipe}");
+        }
+        assert!(b.text("#recipe-stage-3").await.contains("--stage 3"));
+        assert!(b.text("#recipe-stage-5").await.contains("/ledger"));
+        assert!(!page_scrolls_sideways(&b).await, "{width} px");
+    }
+    b.close().await;
+}
