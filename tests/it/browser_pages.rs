@@ -90,7 +90,10 @@ async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_scre
     let mut problems = Vec::new();
     for (width, height) in [(1366, 900), (390, 844)] {
         b.client.set_window_size(width, height).await.unwrap();
-        b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();
+        b.client
+            .goto(&app.url(&format!("/briefs/{brief}#sizing")))
+            .await
+            .unwrap();
         b.shot(&format!("sizing-{width}")).await;
         if page_scrolls_sideways(&b).await {
             problems.push(format!("{width} px: the brief page scrolls sideways"));
@@ -243,7 +246,7 @@ async fn the_comparison_at_390_px_shows_the_second_trials_verdict_without_sidewa
         .expect("at 1366 px the table shows the second trial's verdict");
 
     b.client.set_window_size(390, 844).await.unwrap();
-    b.client.goto(&review).await.unwrap();
+    b.client.goto(&format!("{review}#trials-comparison")).await.unwrap();
     b.shot("comparison-390").await;
     assert!(!page_scrolls_sideways(&b).await, "the review fits the phone");
     let second = ".trial-cards .trial-card:nth-child(2) .card-verdict";
