@@ -173,7 +173,7 @@ impl Sort {
     fn apply(self, rows: &mut [BriefRow]) {
         let text = |s: &str| s.to_lowercase();
         match self {
-            Sort::Created => rows.sort_by(|a, b| b.created_at.cmp(&a.created_at)),
+            Sort::Created => rows.sort_by_key(|r| std::cmp::Reverse(r.created_at)),
             Sort::Name => rows.sort_by_key(|r| text(&r.name)),
             Sort::Owner => rows.sort_by_key(|r| text(&r.owner)),
             Sort::Decision => rows.sort_by_key(|r| r.decision.clone()),
@@ -184,7 +184,7 @@ impl Sort {
                 (None, None) => std::cmp::Ordering::Equal,
             }),
             Sort::Approval => rows.sort_by_key(|r| r.approval_state),
-            Sort::Evidence => rows.sort_by(|a, b| b.last_evidence_at.cmp(&a.last_evidence_at)),
+            Sort::Evidence => rows.sort_by_key(|r| std::cmp::Reverse(r.last_evidence_at)),
         }
     }
 }
