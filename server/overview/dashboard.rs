@@ -346,7 +346,7 @@ pub async fn dashboard(
         (Sort::Name, "Name"),
         (Sort::Owner, "Owner"),
         (Sort::Decision, "Decision"),
-        (Sort::Cost, "Cost per job"),
+        (Sort::Cost, "Cost per completed job"),
         (Sort::Approval, "Approval"),
         (Sort::Evidence, "Newest evidence"),
         (Sort::Created, "Created"),

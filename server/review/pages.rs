@@ -587,7 +587,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                 criteria: format!("{passed} of {required} pass"),
                 cost_per_job: match t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
                     Some(Some(c)) => money::with_currency(c, currency),
-                    Some(None) => "undefined (nothing accepted)".into(),
+                    Some(None) => "not known yet (nothing accepted)".into(),
                     None => "no ledger yet".into(),
                 },
                 utilization: t
@@ -864,7 +864,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
         costs,
         cost_per_job: match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
             Some(Some(c)) => money::with_currency(c, currency),
-            Some(None) => "undefined — nothing accepted yet".into(),
+            Some(None) => "not known yet — nothing accepted".into(),
             None => "no ledger yet".into(),
         },
         approval,

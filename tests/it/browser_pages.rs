@@ -429,6 +429,11 @@ async fn no_page_of_the_demo_shows_undefined_nan_or_an_unformatted_value() {
         pages.push(format!("/briefs/{brief}/trials/{t}/plan"));
     }
     pages.extend(evidence.iter().map(|e| format!("/evidence/{e}")));
+    // A fresh brief too: the empty states (no ledger, no evidence) have words of their own.
+    let fresh = app.brief_id().await;
+    pages.push(format!("/briefs/{fresh}"));
+    pages.push(format!("/briefs/{fresh}/review"));
+    pages.push(format!("/briefs/{fresh}/decision"));
 
     let b = browser::launch().await;
     let admin = app.user(Role::Admin).await;
