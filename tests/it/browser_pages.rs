@@ -106,6 +106,17 @@ async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_scre
                 problems.push(format!("{width} px: {e}"));
             }
         }
+        // The price sheet's billing and rate, one card per offer on a phone.
+        b.client.goto(&app.url("/prices")).await.unwrap();
+        for css in [
+            "#current tbody tr:first-child td[data-label='Billing']",
+            "#current tbody tr:first-child td[data-label='Per GPU-hour']",
+        ] {
+            if let Err(e) = on_screen(&b, css).await {
+                problems.push(format!("{width} px: {e}"));
+            }
+        }
+        b.client.goto(&app.url(&format!("/briefs/{brief}#sizing"))).await.unwrap();
         // The sizing spans the page, not half of it.
         let section = js(
             &b,
