@@ -116,7 +116,10 @@ async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_scre
                 problems.push(format!("{width} px: {e}"));
             }
         }
-        b.client.goto(&app.url(&format!("/briefs/{brief}#sizing"))).await.unwrap();
+        b.client
+            .goto(&app.url(&format!("/briefs/{brief}#sizing")))
+            .await
+            .unwrap();
         // The sizing spans the page, not half of it.
         let section = js(
             &b,
@@ -603,4 +606,35 @@ async fn the_token_page_has_a_recipe_for_every_stage_naming_its_docs_section() {
         assert!(!page_scrolls_sideways(&b).await, "{width} px");
     }
     b.close().await;
+}
+
+#[tokio::test]
+async fn a_form_over_the_body_limit_says_a_file_is_too_big_not_bad_request() {
+    let app = spawn_app().await;
+    let person = app.login(Role::Engineer).await;
+    // Synthetic: 9 MiB of padding, over the brief form's 8 MiB body limit.
+    let file = vec![b' '; 9 * 1024 * 1024];
+    let form = reqwest::multipart::Form::new()
+        .text("csrf_token", person.csrf.clone())
+        .text("name", "Too big")
+        .part(
+            "model_config",
+            reqwest::multipart::Part::bytes(file)
+                .file_name("config.json")
+                .mime_str("application/json")
+                .unwrap(),
+        );
+    let res = person
+        .client
+        .post(app.url("/briefs/new"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 413);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("a file chosen in it is too big"), "{page}");
+    assert!(page.contains("your browser keeps what you typed"));
+    assert!(!page.contains("Bad Request"));
+    assert_eq!(app.count("briefs").await, 0);
 }
