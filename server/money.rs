@@ -183,6 +183,66 @@ pub fn figure(x: f64) -> String {
     }
 }
 
+/// The billing words every form and sheet accepts (price sheets, trials, the approval form), in
+/// the glossary's spelling.
+pub const BILLINGS: [&str; 4] = ["on-demand", "spot", "reserved", "serverless"];
+
+/// A billing word as people type it, in its one spelling: any case, and "on demand", "ondemand" or
+/// "on_demand" for on-demand. `None` for anything else.
+pub fn billing(word: &str) -> Option<&'static str> {
+    let w = word.trim().to_ascii_lowercase().replace([' ', '_'], "-");
+    let w = if w == "ondemand" { "on-demand".to_owned() } else { w };
+    BILLINGS.iter().copied().find(|b| *b == w)
+}
+
+/// Any stored value as every page shows it (a measured metric, a criterion's value, a parsed
+/// field): numbers through [`number`], booleans as yes/no, nothing as "—", lists comma-separated.
+/// One formatter, so no page shows `true`, `null` or `6210.4` where another shows "6,210.4".
+pub fn value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "—".into(),
+        serde_json::Value::Bool(true) => "yes".into(),
+        serde_json::Value::Bool(false) => "no".into(),
+        serde_json::Value::Number(n) => n.as_f64().map(number).unwrap_or_else(|| n.to_string()),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => items.iter().map(value).collect::<Vec<_>>().join(", "),
+        serde_json::Value::Object(_) => v.to_string(),
+    }
+}
+
+/// A measured number with the precision a comparison against a threshold needs: whole numbers
+/// grouped (8, 1,024); from 1,000 one decimal (6,210.4); from 1 two (99.95); below 1 three
+/// significant digits (0.00859); trailing zeros dropped. Never `NaN` or `inf`: "—".
+pub fn number(x: f64) -> String {
+    if !x.is_finite() {
+        return "—".into();
+    }
+    let a = x.abs();
+    let places = if x.fract() == 0.0 {
+        0
+    } else if a >= 1000.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else {
+        ((-a.log10().floor()) as usize + 2).min(12)
+    };
+    let text = format!("{a:.places$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        text.as_str()
+    };
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let grouped = whole.parse::<i64>().map(count).unwrap_or_else(|_| whole.to_owned());
+    let sign = if x < 0.0 && text != "0" { "-" } else { "" };
+    if fraction.is_empty() {
+        format!("{sign}{grouped}")
+    } else {
+        format!("{sign}{grouped}.{fraction}")
+    }
+}
+
 /// A share (0–1) as a percentage with one decimal: 0.992 → "99.2 %"; 1.0 → "100 %".
 pub fn percent(share: f64) -> String {
     format!("{} %", figure((share * 1000.0).round() / 10.0))
@@ -194,6 +254,33 @@ mod tests {
 
     fn d(s: &str) -> Decimal {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn billing_words_have_one_spelling() {
+        assert_eq!(billing("On-Demand"), Some("on-demand"));
+        assert_eq!(billing(" on demand "), Some("on-demand"));
+        assert_eq!(billing("ondemand"), Some("on-demand"));
+        assert_eq!(billing("SPOT"), Some("spot"));
+        assert_eq!(billing("monthly"), None);
+    }
+
+    #[test]
+    fn values_read_the_same_on_every_page() {
+        use serde_json::json;
+        assert_eq!(value(&json!(6210.4)), "6,210.4");
+        assert_eq!(value(&json!(8.0)), "8");
+        assert_eq!(value(&json!(1024)), "1,024");
+        assert_eq!(value(&json!(99.95)), "99.95");
+        assert_eq!(value(&json!(0.00859)), "0.00859");
+        assert_eq!(value(&json!(0.01288488888888889)), "0.0129");
+        assert_eq!(value(&json!(100.96638655462183)), "100.97");
+        assert_eq!(value(&json!(2416.6666666666665)), "2,416.7");
+        assert_eq!(value(&json!(-1234.5)), "-1,234.5");
+        assert_eq!(value(&json!(true)), "yes");
+        assert_eq!(value(&json!(null)), "—");
+        assert_eq!(value(&json!(["a", 2])), "a, 2");
+        assert_eq!(number(f64::NAN), "—");
     }
 
     #[test]

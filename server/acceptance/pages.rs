@@ -18,8 +18,8 @@ use super::{
     api::{card_view, revision_view, save_revision, CardView},
     manifest_lint::{self, LintReport},
     model::{
-        self, did_you_mean, format_number, parse_threshold_text, stage_name, threshold_with_unit, Criterion, Op,
-        Threshold, KNOWN_KEYS, STAGES,
+        self, did_you_mean, parse_threshold_text, stage_name, threshold_with_unit, Criterion, Op, Threshold,
+        KNOWN_KEYS, STAGES,
     },
     readiness::{self, ReadinessItem},
     repo, Status,
@@ -58,11 +58,7 @@ fn status_class(s: Status) -> &'static str {
 }
 
 fn show_value(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Number(n) => n.as_f64().map(format_number).unwrap_or_else(|| n.to_string()),
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+    crate::money::value(v)
 }
 
 /// One criterion, display-ready.

@@ -436,6 +436,70 @@ struct TokensPage {
     curl_example: String,
     collect_example: String,
     error: String,
+    /// One recipe per stage of the card, with the docs/agents.md section that explains it.
+    recipes: Vec<StageRecipe>,
+}
+
+/// What an agent runs for one stage of the card, with the token minted here.
+struct StageRecipe {
+    stage: u8,
+    name: &'static str,
+    what: &'static str,
+    command: String,
+    /// The docs/agents.md sections that explain it, e.g. "§3 `rentcheck collect`".
+    docs: &'static str,
+}
+
+/// The recipes for stages 1 to 5: the plan runs what it can, and each stage can be sent by hand.
+fn stage_recipes(base_url: &str, brief_id: Uuid, trial_flag: &str, trial_query: &str) -> Vec<StageRecipe> {
+    let collect = format!("rentcheck collect --server {base_url} --brief {brief_id}{trial_flag}");
+    vec![
+        StageRecipe {
+            stage: 1,
+            name: "Environment smoke test",
+            what: "nvidia-smi and dcgmi on the rented machine, and nccl-tests over its GPUs",
+            command: format!("{collect} --stage 1
+{collect} --no-tools --stage 1 --file nccl-tests=nccl.txt"),
+            docs: "§3 rentcheck collect, §10 nccl-tests under a launcher",
+        },
+        StageRecipe {
+            stage: 2,
+            name: "Functional test",
+            what: "the serving engine's start-up log (its KV cache, its settings)",
+            command: format!("{collect} --no-tools --stage 2 --file vllm-log=vllm-server.log"),
+            docs: "§3 rentcheck collect, §4 plain curl",
+        },
+        StageRecipe {
+            stage: 3,
+            name: "Representative load test",
+            what: "a load test's result, with the server's metrics before and after",
+            command: format!("{collect} --no-tools --stage 3 --bench-json result.json"),
+            docs: "§5 a vLLM load test, §7 GenAI-Perf or AIPerf, §8 GuideLLM, §9 dcgm-exporter",
+        },
+        StageRecipe {
+            stage: 4,
+            name: "Failure test",
+            what: "what a drain, a restart or a checkpoint restore did",
+            command: format!(
+                "jq -n '{{kind: \"checkpoint-restore\", stage: 4, data: {{written: true, restored: true, seconds: 212}}}}' > ckpt.json\n\
+                 curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" -H 'content-type: application/json' \\\n  \
+                 --data-binary @ckpt.json \"{base_url}/api/v1/briefs/{brief_id}/evidence{}\"",
+                trial_query.replacen('&', "?", 1)
+            ),
+            docs: "§4 plain curl (the JSON envelope)",
+        },
+        StageRecipe {
+            stage: 5,
+            name: "Acceptance review",
+            what: "the bill: ledger lines, so the review has a cost per completed job",
+            command: format!(
+                "curl -X POST -H \"Authorization: Bearer $RENTCHECK_TOKEN\" -H 'content-type: text/csv' \\\n  \
+                 --data-binary @ledger.csv \"{base_url}/api/v1/briefs/{brief_id}/ledger{}\"",
+                trial_query.replacen('&', "?", 1)
+            ),
+            docs: "§4 plain curl; the CSV's columns: docs/ledger.md",
+        },
+    ]
 }
 
 /// What a token was just minted as: the signed token and the trial it is scoped to.
@@ -470,6 +534,7 @@ async fn tokens_view(
          \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1{trial_query}\"",
     );
     let collect_example = format!("rentcheck collect --server {base_url} --brief {brief_id}{trial_flag}");
+    let recipes = stage_recipes(base_url, brief_id, &trial_flag, &trial_query);
     render(&TokensPage {
         ctx: user.into(),
         brief_id: brief_id.to_string(),
@@ -480,6 +545,7 @@ async fn tokens_view(
         curl_example,
         collect_example,
         error,
+        recipes,
     })
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::{
-    extract::State,
+    extract::{DefaultBodyLimit, State},
     response::{IntoResponse, Redirect, Response},
     routing::get,
     Router,
@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::{
     model::{
         target_label, validate, AllocationBoundary, Brief, BriefFields, BriefInput, CostUnit, DataBoundary,
-        TARGET_FIELDS,
+        MAX_MODEL_CONFIG_BYTES, TARGET_FIELDS,
     },
     service,
 };
@@ -31,10 +31,17 @@ use crate::{
     },
 };
 
+/// The brief form's body limit: well above its largest field (the config.json, 256 KiB kept), so
+/// an oversized file reaches the form's own check and comes back as that field's error with
+/// everything else typed kept, instead of the server-wide 1 MiB limit's bare 400 (issue 33). Only
+/// a signed-in person's form is read this far (`CsrfForm` checks the session first).
+pub const MAX_BRIEF_FORM_BYTES: usize = 8 * 1024 * 1024;
+
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/briefs/new", get(new_form).post(create))
         .route("/briefs/{id}/edit", get(edit_form).post(update))
+        .layer(DefaultBodyLimit::max(MAX_BRIEF_FORM_BYTES))
 }
 
 /// A select's choices as (value, label) pairs.
@@ -231,6 +238,18 @@ fn check_form(mut page: BriefFormPage) -> Result<BriefFields, Box<BriefFormPage>
         Err(errors) => {
             for e in errors {
                 page.errors.entry(e.field).or_insert(e.message);
+            }
+            // An oversized config.json is not sent back into the page (megabytes in a textarea):
+            // its error says what was wrong; every other field keeps what was typed.
+            if page
+                .values
+                .get("model_config")
+                .is_some_and(|v| v.len() > MAX_MODEL_CONFIG_BYTES)
+            {
+                page.values.insert("model_config".into(), String::new());
+                if let Some(message) = page.errors.get_mut("model_config") {
+                    message.push_str("; the file is not kept: choose or paste the model's own config.json");
+                }
             }
             Err(Box::new(page))
         }

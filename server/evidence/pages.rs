@@ -174,20 +174,7 @@ struct EvidencePage {
 }
 
 fn display_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        // Whole numbers read as integers (metrics are stored as f64: `8.0` GPUs is `8`).
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => format!("{}", f as i64),
-            _ => n.to_string(),
-        },
-        Value::Array(items) => items
-            .iter()
-            .map(|i| i.as_str().map(str::to_owned).unwrap_or_else(|| i.to_string()))
-            .collect::<Vec<_>>()
-            .join(", "),
-        other => other.to_string(),
-    }
+    crate::money::value(v)
 }
 
 fn raw_view(prefix: Vec<u8>, size: i64) -> RawView {

@@ -320,7 +320,8 @@ fn trial_rows(
 #[derive(Deserialize)]
 pub struct BriefPageQuery {
     trial: Option<Uuid>,
-    /// `price`: the sizing table by its cheapest price.
+    /// `memory`: the sizing table by memory rented; otherwise by cheapest price when any option
+    /// has one (fitting options first).
     sizing: Option<String>,
 }
 
@@ -359,8 +360,10 @@ pub async fn add_ledger_line(
 
 async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuery) -> PageResult<BriefPage> {
     let brief = briefs::load(&state.pool, id).await?;
-    let by_price = q.sizing.as_deref() == Some("price");
-    let sizing = prices::priced(state, brief.fields.sizing(), &brief.fields.currency, by_price).await?;
+    // The summary and the allocation under test read the engine's order (memory rented); only the
+    // table shown is reordered by price, below.
+    let sizing = prices::priced(state, brief.fields.sizing(), &brief.fields.currency, false).await?;
+    let by_price = q.sizing.as_deref() != Some("memory") && sizing.options.iter().any(|o| o.price.is_some());
     let facts = brief_facts(&brief.fields);
     let all = trials::list(state, id).await?;
     let trial = match q.trial {
@@ -422,7 +425,13 @@ async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuer
         brief_id: brief.id.to_string(),
         by_price,
         brief,
-        sizing,
+        sizing: if by_price {
+            let mut shown = sizing;
+            crate::prices::model::order_by_price(&mut shown);
+            shown
+        } else {
+            sizing
+        },
         facts,
         evidence,
         acceptance,

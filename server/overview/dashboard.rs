@@ -3,7 +3,10 @@
 //! criterion, or that await evidence; each row with its computed decision, cost per completed
 //! job, acceptance progress, approval and newest evidence (its token by the name it was given).
 //!
-//! Also narrowed to the signed-in person's briefs (`owner=me`) or a team's (`team=<name>`).
+//! Also narrowed to the signed-in person's briefs (`owner=me`) or a team's (`team=<name>`), and
+//! sorted by a column (`sort=name`, `owner`, `decision`, `cost`, `approval`, `evidence`, or the
+//! default `created`, newest first): the page's rows are sorted, the pages stay newest first, so
+//! the "next page" link means the same whatever the sort.
 //!
 //! No row computes a review: the list (`overview::brief_list`, shared with `GET /api/v1/briefs`)
 //! reads each brief's review summary, kept current by the signals watcher and remade before the
@@ -39,6 +42,11 @@ const PAGE: usize = 25;
 struct BriefRow {
     id: String,
     name: String,
+    owner: String,
+    /// For sorting by cost: the amount, without its currency.
+    cost_amount: Option<rust_decimal::Decimal>,
+    created_at: DateTime<Utc>,
+    last_evidence_at: Option<DateTime<Utc>>,
     model: String,
     workload: &'static str,
     precision: &'static str,
@@ -117,6 +125,79 @@ impl Show {
     }
 }
 
+/// The columns the dashboard sorts by, as `?sort=` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sort {
+    Created,
+    Name,
+    Owner,
+    Decision,
+    Cost,
+    Approval,
+    Evidence,
+}
+
+impl Sort {
+    fn parse(s: Option<&str>) -> Result<Self, AppError> {
+        Ok(match s.unwrap_or("") {
+            "" | "created" => Sort::Created,
+            "name" => Sort::Name,
+            "owner" => Sort::Owner,
+            "decision" => Sort::Decision,
+            "cost" => Sort::Cost,
+            "approval" => Sort::Approval,
+            "evidence" => Sort::Evidence,
+            other => {
+                return Err(AppError::BadRequest(format!(
+                    "There is no column {other:?} to sort by: use name, owner, decision, cost, approval, evidence or \
+                     created."
+                )))
+            }
+        })
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Sort::Created => "created",
+            Sort::Name => "name",
+            Sort::Owner => "owner",
+            Sort::Decision => "decision",
+            Sort::Cost => "cost",
+            Sort::Approval => "approval",
+            Sort::Evidence => "evidence",
+        }
+    }
+
+    /// Names and owners A to Z, the cheapest first (unknown costs last), the newest evidence and
+    /// the newest brief first; ties keep the page's order (newest first).
+    fn apply(self, rows: &mut [BriefRow]) {
+        let text = |s: &str| s.to_lowercase();
+        match self {
+            Sort::Created => rows.sort_by_key(|r| std::cmp::Reverse(r.created_at)),
+            Sort::Name => rows.sort_by_key(|r| text(&r.name)),
+            Sort::Owner => rows.sort_by_key(|r| text(&r.owner)),
+            Sort::Decision => rows.sort_by_key(|r| r.decision.clone()),
+            Sort::Cost => rows.sort_by(|a, b| match (a.cost_amount, b.cost_amount) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            }),
+            Sort::Approval => rows.sort_by_key(|r| r.approval_state),
+            Sort::Evidence => rows.sort_by_key(|r| std::cmp::Reverse(r.last_evidence_at)),
+        }
+    }
+}
+
+/// A sortable column's heading: its label, the link that sorts by it, and whether it is the sort.
+struct SortLink {
+    label: &'static str,
+    href: String,
+    current: bool,
+    /// `aria-sort` of the current column: text and cost ascending, dates newest first.
+    direction: &'static str,
+}
+
 #[derive(Template)]
 #[template(path = "overview/dashboard.html")]
 struct DashboardPage {
@@ -138,6 +219,14 @@ struct DashboardPage {
     team: String,
     /// The scan stopped at its limit before the page was full.
     scan_cut: bool,
+    /// The sortable columns, by their key.
+    sorts: std::collections::HashMap<&'static str, SortLink>,
+}
+
+impl DashboardPage {
+    fn sort_link(&self, key: &str) -> Option<&SortLink> {
+        self.sorts.get(key)
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -150,6 +239,8 @@ pub struct DashboardQuery {
     team: Option<String>,
     /// The keyset cursor of `brief_list` (written where the "next" link is made).
     after: Option<String>,
+    /// The column the page's rows are sorted by.
+    sort: Option<String>,
 }
 
 /// What the links of a view keep: the search and every filter.
@@ -159,6 +250,7 @@ struct View<'a> {
     show: Show,
     mine: bool,
     team: &'a str,
+    sort: Sort,
 }
 
 fn href(view: &View<'_>, after: Option<&str>) -> String {
@@ -175,6 +267,9 @@ fn href(view: &View<'_>, after: Option<&str>) -> String {
     if !view.team.is_empty() {
         pairs.push(("team", view.team));
     }
+    if view.sort != Sort::Created {
+        pairs.push(("sort", view.sort.as_str()));
+    }
     if let Some(a) = after {
         pairs.push(("after", a));
     }
@@ -190,6 +285,7 @@ pub async fn dashboard(
     ApiQuery(q): ApiQuery<DashboardQuery>,
 ) -> PageResult<Response> {
     let show = Show::parse(q.show.as_deref())?;
+    let sort = Sort::parse(q.sort.as_deref())?;
     let search = q.q.as_deref().unwrap_or("").trim().to_owned();
     let after = match q.after.as_deref().filter(|a| !a.is_empty()) {
         None => None,
@@ -229,7 +325,7 @@ pub async fn dashboard(
     let page = brief_list::page(&state, &filter, after, PAGE).await?;
     let ids: Vec<Uuid> = page.items.iter().map(|l| l.brief.id).collect();
     let latest = evidence::latest_per_brief(&state, &ids).await?;
-    let rows = page
+    let mut rows: Vec<BriefRow> = page
         .items
         .into_iter()
         .map(|l| {
@@ -237,13 +333,41 @@ pub async fn dashboard(
             row_for(l.brief, &l.summary, last)
         })
         .collect();
+    sort.apply(&mut rows);
     let next_after = page.next.map(encode_cursor);
     let view = View {
         search: &search,
         show,
         mine,
         team: &team_name,
+        sort,
     };
+    let sorts = [
+        (Sort::Name, "Name"),
+        (Sort::Owner, "Owner"),
+        (Sort::Decision, "Decision"),
+        (Sort::Cost, "Cost per completed job"),
+        (Sort::Approval, "Approval"),
+        (Sort::Evidence, "Newest evidence"),
+        (Sort::Created, "Created"),
+    ]
+    .into_iter()
+    .map(|(s, label)| {
+        (
+            s.as_str(),
+            SortLink {
+                label,
+                href: href(&View { sort: s, ..view }, None),
+                current: s == sort,
+                direction: if matches!(s, Sort::Created | Sort::Evidence) {
+                    "descending"
+                } else {
+                    "ascending"
+                },
+            },
+        )
+    })
+    .collect();
     render(&DashboardPage {
         ctx: (&user).into(),
         briefs: rows,
@@ -261,6 +385,7 @@ pub async fn dashboard(
         show: show.as_str(),
         search,
         scan_cut: page.scan_cut,
+        sorts,
     })
 }
 
@@ -288,6 +413,10 @@ fn row_for(brief: Brief, summary: &SummaryRow, last_evidence: Option<(DateTime<U
     BriefRow {
         id: brief.id.to_string(),
         name: brief.fields.name.clone(),
+        owner: brief.fields.owner.clone(),
+        cost_amount: s.cost_per_job,
+        created_at: brief.created_at,
+        last_evidence_at: last_evidence.as_ref().map(|(at, _)| *at),
         model: brief.fields.model_name.clone(),
         workload: brief.fields.workload_kind.as_str(),
         precision: brief.fields.precision.as_str(),
@@ -331,6 +460,7 @@ mod tests {
             show: Show::All,
             mine: false,
             team: "",
+            sort: Sort::Created,
         };
         assert_eq!(href(&all, None), "/");
         let narrowed = View {
@@ -338,11 +468,13 @@ mod tests {
             show: Show::Stale,
             mine: true,
             team: "Inference & serving",
+            sort: Sort::Owner,
         };
         assert_eq!(
             href(&narrowed, Some("1.x")),
-            "/?q=llama+70b&show=stale&owner=me&team=Inference+%26+serving&after=1.x"
+            "/?q=llama+70b&show=stale&owner=me&team=Inference+%26+serving&sort=owner&after=1.x"
         );
+        assert!(Sort::parse(Some("price")).is_err());
         assert!(Show::parse(Some("bogus")).is_err());
     }
 }

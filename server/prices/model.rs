@@ -33,7 +33,7 @@ pub const COLUMNS: [&str; 9] = [
     "valid_from",
     "source",
 ];
-pub const BILLINGS: [&str; 4] = ["on-demand", "spot", "reserved", "serverless"];
+pub const BILLINGS: [&str; 4] = crate::money::BILLINGS;
 /// Rows one sheet may hold.
 pub const MAX_ROWS: usize = 10_000;
 /// Errors reported before reading stops.
@@ -170,8 +170,8 @@ fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
             0
         }
     };
-    let billing = if BILLINGS.contains(&cells[3]) {
-        cells[3].to_owned()
+    let billing = if let Some(word) = crate::money::billing(cells[3]) {
+        word.to_owned()
     } else {
         fail(3, "must be one of: on-demand, spot, reserved, serverless");
         String::new()
@@ -647,6 +647,22 @@ mod tests {
         assert_eq!(rows[0].currency, "USD");
         assert_eq!(rows[0].rate_per_gpu_hour, "2.99".parse::<Decimal>().unwrap());
         assert_eq!(rows[0].line, 2);
+    }
+
+    #[test]
+    fn a_sheet_takes_the_billing_words_the_approval_form_takes() {
+        let rows = parse_sheet(
+            format!(
+                "{HEADER}Cloud A,H100 SXM,8,On Demand,2.99,USD,,2026-11-01,q\n\
+                 Cloud A,H100 SXM,8,SPOT,1.99,USD,,2026-11-01,q\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(
+            (rows[0].billing.as_str(), rows[1].billing.as_str()),
+            ("on-demand", "spot")
+        );
     }
 
     #[test]

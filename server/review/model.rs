@@ -186,6 +186,10 @@ pub fn apply_choices(r: &mut Reservation, fields: &BTreeMap<String, String>) -> 
         let Some(sent) = get(k) else { continue };
         let same = match (sent.parse::<Decimal>(), computed.parse::<Decimal>()) {
             (Ok(a), Ok(b)) => a == b,
+            // The billing words of the price sheets, in any of the spellings they accept.
+            _ if k == "billing" => {
+                crate::money::billing(sent).is_some_and(|w| Some(w) == crate::money::billing(&computed))
+            }
             _ => sent.eq_ignore_ascii_case(&computed),
         };
         if !same {

@@ -41,6 +41,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/briefs/{id}/review", get(review_page).post(verdict))
         .route("/briefs/{id}/audit", get(audit_page))
+        .route("/briefs/{id}/decision", get(record_page))
         .route("/briefs/{id}/decision.md", get(record_md))
         .route("/briefs/{id}/decision.json", get(record_json))
 }
@@ -184,6 +185,12 @@ struct ReviewPage {
 }
 
 impl ReviewPage {
+    /// A verdict is recorded and still current, and the manager is not correcting a form: the
+    /// approval section shows what was recorded, the form to decide again folded away.
+    fn settled(&self) -> bool {
+        self.approval.as_ref().is_some_and(|a| !a.stale) && self.problem.is_empty()
+    }
+
     fn reserved(&self, field: &str) -> &str {
         self.reservation.get(field).map(String::as_str).unwrap_or("")
     }
@@ -580,7 +587,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                 criteria: format!("{passed} of {required} pass"),
                 cost_per_job: match t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
                     Some(Some(c)) => money::with_currency(c, currency),
-                    Some(None) => "undefined (nothing accepted)".into(),
+                    Some(None) => "not known yet (nothing accepted)".into(),
                     None => "no ledger yet".into(),
                 },
                 utilization: t
@@ -857,7 +864,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
         costs,
         cost_per_job: match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
             Some(Some(c)) => money::with_currency(c, currency),
-            Some(None) => "undefined — nothing accepted yet".into(),
+            Some(None) => "not known yet — nothing accepted".into(),
             None => "no ledger yet".into(),
         },
         approval,
@@ -1127,6 +1134,19 @@ struct DecisionRecord<'a> {
     sizing_line: String,
     /// The reservation recorded (or that approving would record), field by field.
     reservation_rows: Vec<(String, String)>,
+    /// The public URL without its trailing slash: links in the record are absolute.
+    base: String,
+}
+
+impl DecisionRecord<'_> {
+    /// A link of the record, absolute from the public URL when it is a path of this server.
+    fn link(&self, href: &str) -> String {
+        if href.starts_with('/') {
+            format!("{}{href}", self.base)
+        } else {
+            href.to_owned()
+        }
+    }
 }
 
 /// A reservation as the decision record lists it, every amount through the money formatter.
@@ -1172,7 +1192,7 @@ fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
         "cost per completed job".into(),
         match l.cost_per_job {
             Some(c) => money::with_currency(c, currency),
-            None => "undefined (nothing accepted)".into(),
+            None => "— (nothing accepted yet)".into(),
         },
     ));
     rows.push((
@@ -1186,15 +1206,11 @@ fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
     rows
 }
 
-async fn record_md(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
-) -> Result<Response, AppError> {
-    caller.may_read_brief(id)?;
-    let r = service::review(&state, id).await?;
+/// The decision record of a review, for its Markdown file and its page alike; `base` (the public
+/// URL) makes every link in it absolute, so the file still points somewhere once mailed.
+fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
     let name_of = |id: Uuid| r.trial(id).map(|t| t.context.trial.fields.name.clone());
-    let record = DecisionRecord {
+    DecisionRecord {
         recommended: r.recommendation.recommended.and_then(name_of),
         approved_trial: r.approval.as_ref().and_then(|a| a.row.trial_id).and_then(name_of),
         trial_rows: r
@@ -1221,9 +1237,9 @@ async fn record_md(
             })
             .collect(),
         generated: chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC").to_string(),
-        stages: stages(&r),
-        reasons: r.decision.reasons.iter().map(|x| reason_view(x, &r)).collect(),
-        approval: approval_view(&r),
+        stages: stages(r),
+        reasons: r.decision.reasons.iter().map(|x| reason_view(x, r)).collect(),
+        approval: approval_view(r),
         sizing_rows: r
             .context
             .sizing
@@ -1238,7 +1254,7 @@ async fn record_md(
                 )
             })
             .collect(),
-        money: money_section(&r),
+        money: money_section(r),
         money_rule: "| --- ".repeat(r.trials.len() + 1) + "|",
         why: r
             .decision
@@ -1253,9 +1269,9 @@ async fn record_md(
                 )
             })
             .unwrap_or_default(),
-        ledger_rows: record_ledger_rows(&r),
+        ledger_rows: record_ledger_rows(r),
         reservation_rows: match &r.approval {
-            Some(a) if a.row.verdict == "approve" => recorded_reservation(&r),
+            Some(a) if a.row.verdict == "approve" => recorded_reservation(r),
             Some(_) => None,
             None => r.trials[r.chosen].recorded_reservation().cloned(),
         }
@@ -1277,10 +1293,36 @@ async fn record_md(
                 z.weights_gib, z.kv_cache_gib, z.overhead_gib, z.total_gib
             )
         },
-        r: &r,
-    };
-    let body = record.render()?;
+        base: base.trim_end_matches('/').to_owned(),
+        r,
+    }
+}
+
+async fn record_md(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(id): Path<Uuid>,
+) -> Result<Response, AppError> {
+    caller.may_read_brief(id)?;
+    let r = service::review(&state, id).await?;
+    let body = decision_record(&r, &state.config.public_url).render()?;
     Ok(([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], body).into_response())
+}
+
+/// The decision record as a page: what `decision.md` holds, rendered, beside its downloads.
+#[derive(Template)]
+#[template(path = "review/decision.html")]
+struct DecisionPage<'a> {
+    ctx: PageContext,
+    record: DecisionRecord<'a>,
+}
+
+async fn record_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+    let r = service::review(&state, id).await?;
+    render(&DecisionPage {
+        ctx: (&user).into(),
+        record: decision_record(&r, &state.config.public_url),
+    })
 }
 
 async fn record_json(

@@ -276,17 +276,13 @@ async fn multipart_values(req: Request, state: &AppState) -> Result<HashMap<Stri
         .await
         .map_err(|e| AppError::BadRequest(format!("malformed form: {}", e.body_text())))?;
     let mut values = HashMap::new();
-    while let Some(field) = form
-        .next_field()
-        .await
-        .map_err(|e| AppError::BadRequest(format!("malformed form: {}", e.body_text())))?
-    {
+    while let Some(field) = form.next_field().await.map_err(|e| form_error(e, "malformed form"))? {
         let name = field.name().unwrap_or_default().to_owned();
         let is_file = field.file_name().is_some();
         let bytes = field
             .bytes()
             .await
-            .map_err(|e| AppError::BadRequest(format!("could not read the form: {}", e.body_text())))?;
+            .map_err(|e| form_error(e, "could not read the form"))?;
         let text = String::from_utf8(bytes.to_vec())
             .map_err(|_| AppError::BadRequest(format!("the file in {name} is not UTF-8 text")))?;
         if is_file && text.is_empty() {
@@ -297,6 +293,20 @@ async fn multipart_values(req: Request, state: &AppState) -> Result<HashMap<Stri
         }
     }
     Ok(values)
+}
+
+/// A multipart form that could not be read. Over the route's body limit it says so in words a
+/// person can act on (a file chosen by mistake is the usual cause), not a bare "Bad Request".
+fn form_error(e: axum::extract::multipart::MultipartError, what: &str) -> AppError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        AppError::TooLarge(
+            "This form is larger than the server takes: a file chosen in it is too big for this form. Go back: \
+             your browser keeps what you typed; choose a smaller file or paste the text."
+                .into(),
+        )
+    } else {
+        AppError::BadRequest(format!("{what}: {}", e.body_text()))
+    }
 }
 
 /// The client's address: the peer, or behind a proxy named in `RENTCHECK_TRUSTED_PROXIES` the last

@@ -328,6 +328,7 @@ async fn every_page_passes_axe_and_fits_a_phone() {
         page("brief", format!("/briefs/{brief}")),
         page("review", format!("/briefs/{brief}/review")),
         page("audit", format!("/briefs/{brief}/audit")),
+        page("decision", format!("/briefs/{brief}/decision")),
         page("card-editor", format!("/briefs/{brief}/card")),
         page("evidence", format!("/evidence/{evidence}")),
         page("trial-new", format!("/briefs/{brief}/trials/new")),

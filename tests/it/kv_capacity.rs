@@ -336,8 +336,8 @@ async fn an_option_marked_fits_never_contradicts_the_kv_box_on_the_brief_page() 
         .unwrap();
     let kv = &html[html.find("id=\"kv-capacity\"").unwrap()..];
     assert!(kv[..kv.find("</section>").unwrap()].contains("short"));
-    let table = &html[html.find("class=\"sizing-table\"").unwrap()..];
-    let row = &table[table.find("<td>H100 SXM</td>").unwrap()..];
+    let table = &html[html.find("class=\"sizing-table").unwrap()..];
+    let row = &table[table.find("data-gpu=\"H100 SXM\"").unwrap()..];
     let row = &row[..row.find("</tr>").unwrap()];
     assert!(!row.contains(">fits<"), "the row under test does not say fits: {row}");
     assert!(row.contains("the measured KV cache of the trial is short"), "{row}");

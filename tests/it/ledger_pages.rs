@@ -15,8 +15,8 @@ async fn adding_a_line_through_the_form_changes_the_summary() {
     let page = person.client.get(&page_url).send().await.unwrap().text().await.unwrap();
     assert!(page.contains("id=\"ledger\""));
     assert!(
-        page.contains("undefined — nothing accepted yet"),
-        "cost per job is undefined at first"
+        page.contains("not known yet — nothing accepted"),
+        "the cost per completed job is not known at first"
     );
     assert!(page.contains("No ledger lines yet."));
     assert!(page.contains("class=\"bars cost-chart\""));

@@ -17,6 +17,7 @@ mod browser_auth;
 mod browser_briefs;
 mod browser_cards;
 mod browser_engineer;
+mod browser_pages;
 mod browser_review;
 mod browser_trials;
 mod cards_api;

@@ -256,7 +256,8 @@ async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even()
     assert!(html.contains("(output price only)"));
     assert!(html.contains("id=\"attainment-chart\""));
     assert!(html.contains("Trial 1 — keeps the target up to 8 requests/s"));
-    // The decision record carries the same figures, each with where it came from.
+    // The decision record carries the same figures, each with where it came from (an absolute
+    // link, from RENTCHECK_PUBLIC_URL).
     let record = app
         .get(&format!("/briefs/{brief}/decision.md"))
         .await
@@ -265,7 +266,8 @@ async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even()
         .unwrap();
     assert!(
         record.contains(&format!(
-            "| Capacity of one replica at the SLO | 8 requests/s (/evidence/{}) |",
+            "| Capacity of one replica at the SLO | 8 requests/s ({}/evidence/{}) |",
+            rentcheck::config::AppConfig::default().public_url,
             evidence["id"].as_str().unwrap()
         )),
         "{record}"

@@ -186,6 +186,8 @@ fn reach(method: &str, path: &str) -> Option<Reach> {
         }
         ("POST", "/api/v1/briefs/{id}/approvals") => Approve,
         ("GET", "/api/v1/briefs/{id}/trials/{tid}/plan" | "/api/v1/briefs/{id}/trials/{tid}/plan/job.yaml") => AgentRead,
+        // The decision record rendered as a page (its .md and .json are Read, above): sessions only.
+        ("GET", "/briefs/{id}/decision") => Page,
         (_, p) if !p.starts_with("/api/") && !p.starts_with("/metrics") => Page,
         _ => return None,
     })
