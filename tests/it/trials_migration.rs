@@ -109,8 +109,10 @@ async fn a_database_with_the_demo_gets_its_first_trial_and_keeps_its_meaning() {
     assert_eq!(review["decision"], "reserve");
     assert_eq!(review["ledger"]["cost_per_job"], "0.00859");
     // The approval pinned the inputs of that day. The trials migration changed none of them: the
-    // one difference is the default card's NCCL floor, which now comes from the table of what each
-    // fabric should reach (a later change of the default card, not of the data).
+    // differences are two later changes of the default card, not of the data: the NCCL floor now
+    // comes from the table of what each fabric should reach, and the inter-token criterion now
+    // judges the per-request time per output token (the figure the SLO uses) instead of the
+    // per-gap inter-token latency, read from the same load test.
     assert_eq!(review["approval"]["inputs_digest"], APPROVED_DIGEST);
     let then = review["approval"]["inputs"]["criteria"].as_array().unwrap().clone();
     let now = review["trials"][0]["criteria"].as_array().unwrap().clone();
@@ -120,12 +122,21 @@ async fn a_database_with_the_demo_gets_its_first_trial_and_keeps_its_meaning() {
         .zip(&now)
         .filter(|(a, b)| a != b)
         .map(|(a, b)| {
-            assert_eq!(a["value"], b["value"], "{a} vs {b}: no value moved");
+            if a["key"] == b["key"] {
+                assert_eq!(a["value"], b["value"], "{a} vs {b}: no value moved");
+            } else {
+                assert_eq!(
+                    (a["key"].as_str(), b["key"].as_str()),
+                    (Some("serving.itl_p95_ms"), Some("serving.tpot_p95_ms")),
+                    "the only criterion that changed its figure is the inter-token one"
+                );
+                assert_eq!(a["threshold"], b["threshold"], "the brief's target is kept");
+            }
             assert_eq!(a["evidence_id"], b["evidence_id"], "the same evidence behind it");
             a["key"].as_str().unwrap().to_owned()
         })
         .collect();
-    assert_eq!(differing, ["nccl.busbw_peak_gbps"]);
+    assert_eq!(differing, ["nccl.busbw_peak_gbps", "serving.itl_p95_ms"]);
     // The review reads money per unit of work since (the trial's rate and its load tests) and the
     // trial's billing (rules 6c and 8): new inputs, named as such.
     assert_eq!(
