@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::{types::Json, PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::{evaluate::Observation, model::Criterion};
+use super::model::Criterion;
 
 /// One stored revision of a card.
 #[derive(Debug, Clone)]
@@ -114,21 +114,15 @@ pub async fn revisions(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<CardR
     Ok(rows.into_iter().map(Into::into).collect())
 }
 
-/// Appends a revision: the brief row is locked so concurrent saves number themselves in turn.
-/// `None` when the brief does not exist. Call inside a transaction.
+/// Appends a revision. Call inside a transaction after `briefs::service::lock`, so concurrent saves
+/// number themselves in turn.
 pub async fn append(
     conn: &mut PgConnection,
     brief: Uuid,
     criteria: &[Criterion],
     by: &str,
     allocation: Option<(&str, i32)>,
-) -> Result<Option<CardRevision>, sqlx::Error> {
-    let exists = sqlx::query_scalar!("SELECT id FROM briefs WHERE id = $1 FOR UPDATE", brief)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if exists.is_none() {
-        return Ok(None);
-    }
+) -> Result<CardRevision, sqlx::Error> {
     let row = sqlx::query_as!(
         RevisionRow,
         r#"INSERT INTO card_revisions (id, brief_id, revision, criteria, created_by, allocation_gpu, allocation_count)
@@ -145,50 +139,7 @@ pub async fn append(
     )
     .fetch_one(&mut *conn)
     .await?;
-    Ok(Some(row.into()))
-}
-
-struct ObservationRow {
-    key: String,
-    stage: i16,
-    value: Json<Value>,
-    evidence_id: Uuid,
-    collected_at: DateTime<Utc>,
-    received_at: DateTime<Utc>,
-}
-
-/// The newest value of each of `keys` per stage in one trial, in one query: `newest_trial_metrics`
-/// (the trials migration) reads the compacted newest values and the items not yet compacted, newest
-/// by `collected_at`, then `received_at`, then id (UUIDv7: upload order).
-pub async fn newest_metrics(
-    db: impl PgExecutor<'_>,
-    trial: Uuid,
-    keys: &[String],
-) -> Result<Vec<Observation>, sqlx::Error> {
-    // A function's result columns have no table behind them, so the macro takes them as nullable.
-    // None can be NULL: both branches of `newest_trial_metrics` read NOT NULL columns, and the
-    // pending branch takes `e.metrics -> k.key` only for keys that `e.metrics ? k.key` found.
-    let rows = sqlx::query_as!(
-        ObservationRow,
-        r#"SELECT key AS "key!", stage AS "stage!", value AS "value!: Json<Value>", evidence_id AS "evidence_id!",
-                  collected_at AS "collected_at!", received_at AS "received_at!"
-           FROM newest_trial_metrics($1, $2)"#,
-        trial,
-        keys,
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Observation {
-            key: r.key,
-            stage: u8::try_from(r.stage).unwrap_or(0),
-            value: r.value.0,
-            evidence_id: r.evidence_id,
-            collected_at: r.collected_at,
-            received_at: r.received_at,
-        })
-        .collect())
+    Ok(row.into())
 }
 
 /// One readiness confirmation.

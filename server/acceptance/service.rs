@@ -55,7 +55,7 @@ pub async fn snapshot(pool: &PgPool, trial: Uuid, criteria: &[Criterion]) -> Res
         return Ok(MetricsSnapshot::default());
     }
     Ok(MetricsSnapshot::from_observations(
-        repo::newest_metrics(pool, trial, &keys).await?,
+        crate::evidence::service::newest_metrics(pool, trial, &keys).await?,
     ))
 }
 

@@ -5,6 +5,7 @@ use serde_json::Value;
 use sqlx::{types::Json, FromRow, PgExecutor};
 use uuid::Uuid;
 
+use super::model::Observation;
 use crate::evidence_store::StoredRaw;
 
 /// Everything but the raw bytes.
@@ -440,4 +441,47 @@ pub async fn plan_steps_held(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<
     )
     .fetch_all(db)
     .await
+}
+
+struct ObservationRow {
+    key: String,
+    stage: i16,
+    value: Json<Value>,
+    evidence_id: Uuid,
+    collected_at: DateTime<Utc>,
+    received_at: DateTime<Utc>,
+}
+
+/// The newest value of each of `keys` per stage in one trial, in one query: `newest_trial_metrics`
+/// (the trials migration) reads the compacted newest values and the items not yet compacted, newest
+/// by `collected_at`, then `received_at`, then id (UUIDv7: upload order).
+pub async fn newest_metrics(
+    db: impl PgExecutor<'_>,
+    trial: Uuid,
+    keys: &[String],
+) -> Result<Vec<Observation>, sqlx::Error> {
+    // A function's result columns have no table behind them, so the macro takes them as nullable.
+    // None can be NULL: both branches of `newest_trial_metrics` read NOT NULL columns, and the
+    // pending branch takes `e.metrics -> k.key` only for keys that `e.metrics ? k.key` found.
+    let rows = sqlx::query_as!(
+        ObservationRow,
+        r#"SELECT key AS "key!", stage AS "stage!", value AS "value!: Json<Value>", evidence_id AS "evidence_id!",
+                  collected_at AS "collected_at!", received_at AS "received_at!"
+           FROM newest_trial_metrics($1, $2)"#,
+        trial,
+        keys,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Observation {
+            key: r.key,
+            stage: u8::try_from(r.stage).unwrap_or(0),
+            value: r.value.0,
+            evidence_id: r.evidence_id,
+            collected_at: r.collected_at,
+            received_at: r.received_at,
+        })
+        .collect())
 }

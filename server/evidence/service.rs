@@ -488,6 +488,17 @@ pub async fn raw(state: &AppState, id: Uuid) -> Result<RawEvidence, AppError> {
 
 pub use super::repo::StageTimes;
 
+/// The newest value of each of `keys` per stage in one trial, in one query (newest by
+/// `collected_at`, then `received_at`, then id): the one reader of newest metric values, for the
+/// cards and the review.
+pub async fn newest_metrics(
+    db: impl sqlx::PgExecutor<'_>,
+    trial: Uuid,
+    keys: &[String],
+) -> Result<Vec<super::model::Observation>, sqlx::Error> {
+    repo::newest_metrics(db, trial, keys).await
+}
+
 /// Per stage of one trial: how many uploads, and when the first and newest were taken.
 pub async fn stage_times(state: &AppState, trial: Uuid) -> Result<Vec<StageTimes>, AppError> {
     Ok(repo::stage_times(&state.pool, trial).await?)

@@ -372,9 +372,7 @@ pub async fn record_verdict(
     }
     let mut tx = state.pool.begin().await?;
     // One verdict at a time per brief.
-    if !repo::lock_brief(&mut *tx, brief_id).await? {
-        return Err(AppError::NotFound("brief"));
-    }
+    briefs::lock(&mut *tx, brief_id).await?;
     let current = review(state, brief_id).await?;
     if request.inputs_digest != current.decision.inputs_digest {
         return Err(AppError::Conflict(format!(
