@@ -434,7 +434,7 @@ pub async fn ingest_batch(
 /// 404 unless the brief exists. A caller whose token is scoped to the brief has proved it already
 /// (the token's row references the brief, cascading), so this costs a query only for others.
 pub async fn require_brief(state: &AppState, brief_id: Uuid, proved: bool) -> Result<(), AppError> {
-    if proved || repo::brief_exists(&state.pool, brief_id).await? {
+    if proved || briefs::exists(&state.pool, brief_id).await? {
         Ok(())
     } else {
         Err(AppError::NotFound("brief"))

@@ -139,20 +139,6 @@ pub async fn card_changed_by(
     .await
 }
 
-pub async fn audit_for_brief(
-    db: impl PgExecutor<'_>,
-    brief_id: Uuid,
-) -> Result<Vec<crate::audit::AuditEntry>, sqlx::Error> {
-    sqlx::query_as!(
-        crate::audit::AuditEntry,
-        r#"SELECT at, actor, action, target, details AS "details: Json<Value>"
-           FROM audit_log WHERE target = $1 ORDER BY at DESC LIMIT 500"#,
-        format!("brief:{brief_id}"),
-    )
-    .fetch_all(db)
-    .await
-}
-
 /// How many committed writes could have changed the brief's review: changes taken off the change
 /// queue plus those still on it (the `brief_changes_taken` migration). One statement, so one
 /// snapshot: a write that commits moves it by at least one, and nothing else moves it back.
