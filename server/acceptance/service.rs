@@ -227,7 +227,7 @@ pub async fn evaluate_for_trial(
     let (criteria, stale) = criteria_for_trial(brief, card, alloc);
     let (snap, tests) = tokio::try_join!(
         snapshot(pool, trial, &criteria),
-        repo::load_tests(pool, trial, LOAD_TESTS_READ),
+        crate::evidence::service::load_tests(pool, trial, LOAD_TESTS_READ),
     )?;
     let ids: Vec<Uuid> = tests.iter().map(|(id, _)| *id).collect();
     let points = tests.iter().flat_map(|(id, m)| load_points(*id, m)).collect();

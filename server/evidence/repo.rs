@@ -476,3 +476,39 @@ pub async fn newest_metrics(
         })
         .collect())
 }
+
+/// A trial's newest load tests (stage 3, `bench-serving`, read), with only their `serving.*`
+/// metrics, for its load points. Reads `evidence_trial_load_tests_idx`; `limit` bounds a trial with
+/// very many.
+pub async fn load_tests(
+    db: impl PgExecutor<'_>,
+    trial_id: Uuid,
+    limit: i64,
+) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT id,
+                  (SELECT COALESCE(jsonb_object_agg(m.key, m.value), '{}'::jsonb)
+                     FROM jsonb_each(metrics) AS m
+                    WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
+             FROM evidence
+            WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
+            ORDER BY received_at DESC, id DESC
+            LIMIT $2"#,
+        trial_id,
+        limit,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.metrics.0)).collect())
+}
+
+/// The newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
+pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT id FROM evidence WHERE brief_id = $1 AND stage = 3 AND kind IN ('bench-serving', 'vllm-metrics') \
+         ORDER BY received_at DESC, id DESC LIMIT 1",
+        brief,
+    )
+    .fetch_optional(db)
+    .await
+}

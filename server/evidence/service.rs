@@ -499,6 +499,21 @@ pub async fn newest_metrics(
     repo::newest_metrics(db, trial, keys).await
 }
 
+/// A trial's newest load tests (stage 3, `bench-serving`, read) with only their `serving.*`
+/// metrics, at most `limit`: what the card's load points are made of.
+pub async fn load_tests(
+    db: impl sqlx::PgExecutor<'_>,
+    trial: Uuid,
+    limit: i64,
+) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
+    repo::load_tests(db, trial, limit).await
+}
+
+/// The brief's newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
+pub async fn load_test_evidence(db: impl sqlx::PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
+    repo::load_test_evidence(db, brief).await
+}
+
 /// Per stage of one trial: how many uploads, and when the first and newest were taken.
 pub async fn stage_times(state: &AppState, trial: Uuid) -> Result<Vec<StageTimes>, AppError> {
     Ok(repo::stage_times(&state.pool, trial).await?)
