@@ -1,7 +1,7 @@
 //! The append-only audit log: who did what to which target, and when.
 
 use serde_json::Value;
-use sqlx::PgExecutor;
+use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
 pub async fn record(
@@ -98,6 +98,18 @@ pub struct AuditEntry {
     pub action: String,
     pub target: String,
     pub details: sqlx::types::Json<Value>,
+}
+
+/// A brief's audit trail, newest first (at most 500 entries).
+pub async fn for_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<AuditEntry>, sqlx::Error> {
+    sqlx::query_as!(
+        AuditEntry,
+        r#"SELECT at, actor, action, target, details AS "details: Json<Value>"
+           FROM audit_log WHERE target = $1 ORDER BY at DESC LIMIT 500"#,
+        format!("brief:{brief_id}"),
+    )
+    .fetch_all(db)
+    .await
 }
 
 /// The newest sign-in troubles of an account (failed, refused, locked, unlocked, a refused current

@@ -649,7 +649,7 @@ async fn mint_token(
         // A trial names its brief.
         let brief = match trial {
             Some(trial) => {
-                let found = rentcheck::trials::repo::get(&pool, trial)
+                let found = rentcheck::trials::service::get(&pool, trial)
                     .await?
                     .ok_or_else(|| anyhow::anyhow!("no trial {trial}"))?;
                 anyhow::ensure!(

@@ -159,9 +159,9 @@ pub async fn save_revision(
         .as_ref()
         .map(|a| (a.gpu.model.as_str(), i32::try_from(a.count).unwrap_or(i32::MAX)));
     let mut tx = state.pool.begin().await?;
-    let saved = repo::append(&mut tx, brief.id, criteria, &who.label(), alloc)
-        .await?
-        .ok_or(AppError::NotFound("brief"))?;
+    // Concurrent saves number themselves in turn.
+    briefs::lock(&mut *tx, brief.id).await?;
+    let saved = repo::append(&mut tx, brief.id, criteria, &who.label(), alloc).await?;
     let d = diff(&before.criteria, criteria);
     audit::record(
         &mut *tx,

@@ -19,13 +19,14 @@ use std::{
     collections::{BTreeMap, HashMap},
 };
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::model::{is_derived, link_rank, stage_name, Criterion, Threshold, STAGES};
 use crate::evidence::load_points::{is_load_test_key, LoadPoint, NOTHING_COMPLETED};
+/// One metric value as evidence gave it (read by `evidence::service::newest_metrics`).
+pub use crate::evidence::model::Observation;
 
 /// The load test a trial's stage-3 serving criteria read.
 #[derive(Debug, Clone, Copy)]
@@ -34,24 +35,6 @@ pub struct OperatingLoad<'a> {
     pub point: &'a LoadPoint,
     /// Every load-test upload of the trial: their figures count only through the operating point.
     pub load_tests: &'a [Uuid],
-}
-
-/// One metric value as evidence gave it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Observation {
-    pub key: String,
-    pub stage: u8,
-    pub value: Value,
-    pub evidence_id: Uuid,
-    pub collected_at: DateTime<Utc>,
-    pub received_at: DateTime<Utc>,
-}
-
-impl Observation {
-    fn newer_than(&self, other: &Observation) -> bool {
-        (self.collected_at, self.received_at, self.evidence_id)
-            > (other.collected_at, other.received_at, other.evidence_id)
-    }
 }
 
 /// The newest value of each (key, stage), as one SQL query returns it.
@@ -371,7 +354,7 @@ pub fn worst(a: Status, b: Status) -> Status {
 
 #[cfg(test)]
 mod tests {
-    use chrono::TimeZone;
+    use chrono::{TimeZone, Utc};
     use serde_json::json;
 
     use super::*;

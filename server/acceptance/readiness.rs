@@ -75,7 +75,7 @@ pub fn checklist(confirmations: &[Confirmation], proofs: &[(&str, Proof)]) -> Ve
 pub async fn load(pool: &PgPool, brief: Uuid) -> Result<Vec<ReadinessItem>, sqlx::Error> {
     let confirmations = repo::confirmations(pool, brief).await?;
     let mut proofs = Vec::new();
-    if let Some(eid) = repo::load_test_evidence(pool, brief).await? {
+    if let Some(eid) = crate::evidence::service::load_test_evidence(pool, brief).await? {
         proofs.push((
             "load_test_recorded",
             Proof {

@@ -1,11 +1,10 @@
 //! SQL for cards, evaluation and readiness. Free functions over any executor.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use sqlx::{types::Json, PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::{evaluate::Observation, model::Criterion};
+use super::model::Criterion;
 
 /// One stored revision of a card.
 #[derive(Debug, Clone)]
@@ -41,31 +40,6 @@ impl From<RevisionRow> for CardRevision {
             allocation: r.allocation_gpu.zip(r.allocation_count),
         }
     }
-}
-
-/// A trial's newest load tests (stage 3, `bench-serving`, read), with only their `serving.*`
-/// metrics, for its load points. Reads `evidence_trial_load_tests_idx`; `limit` bounds a trial with
-/// very many.
-pub async fn load_tests(
-    db: impl PgExecutor<'_>,
-    trial_id: Uuid,
-    limit: i64,
-) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
-    let rows = sqlx::query!(
-        r#"SELECT id,
-                  (SELECT COALESCE(jsonb_object_agg(m.key, m.value), '{}'::jsonb)
-                     FROM jsonb_each(metrics) AS m
-                    WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
-             FROM evidence
-            WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
-            ORDER BY received_at DESC, id DESC
-            LIMIT $2"#,
-        trial_id,
-        limit,
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.metrics.0)).collect())
 }
 
 /// The current (highest) revision, if the card was ever saved.
@@ -114,21 +88,15 @@ pub async fn revisions(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<CardR
     Ok(rows.into_iter().map(Into::into).collect())
 }
 
-/// Appends a revision: the brief row is locked so concurrent saves number themselves in turn.
-/// `None` when the brief does not exist. Call inside a transaction.
+/// Appends a revision. Call inside a transaction after `briefs::service::lock`, so concurrent saves
+/// number themselves in turn.
 pub async fn append(
     conn: &mut PgConnection,
     brief: Uuid,
     criteria: &[Criterion],
     by: &str,
     allocation: Option<(&str, i32)>,
-) -> Result<Option<CardRevision>, sqlx::Error> {
-    let exists = sqlx::query_scalar!("SELECT id FROM briefs WHERE id = $1 FOR UPDATE", brief)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if exists.is_none() {
-        return Ok(None);
-    }
+) -> Result<CardRevision, sqlx::Error> {
     let row = sqlx::query_as!(
         RevisionRow,
         r#"INSERT INTO card_revisions (id, brief_id, revision, criteria, created_by, allocation_gpu, allocation_count)
@@ -145,50 +113,7 @@ pub async fn append(
     )
     .fetch_one(&mut *conn)
     .await?;
-    Ok(Some(row.into()))
-}
-
-struct ObservationRow {
-    key: String,
-    stage: i16,
-    value: Json<Value>,
-    evidence_id: Uuid,
-    collected_at: DateTime<Utc>,
-    received_at: DateTime<Utc>,
-}
-
-/// The newest value of each of `keys` per stage in one trial, in one query: `newest_trial_metrics`
-/// (the trials migration) reads the compacted newest values and the items not yet compacted, newest
-/// by `collected_at`, then `received_at`, then id (UUIDv7: upload order).
-pub async fn newest_metrics(
-    db: impl PgExecutor<'_>,
-    trial: Uuid,
-    keys: &[String],
-) -> Result<Vec<Observation>, sqlx::Error> {
-    // A function's result columns have no table behind them, so the macro takes them as nullable.
-    // None can be NULL: both branches of `newest_trial_metrics` read NOT NULL columns, and the
-    // pending branch takes `e.metrics -> k.key` only for keys that `e.metrics ? k.key` found.
-    let rows = sqlx::query_as!(
-        ObservationRow,
-        r#"SELECT key AS "key!", stage AS "stage!", value AS "value!: Json<Value>", evidence_id AS "evidence_id!",
-                  collected_at AS "collected_at!", received_at AS "received_at!"
-           FROM newest_trial_metrics($1, $2)"#,
-        trial,
-        keys,
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Observation {
-            key: r.key,
-            stage: u8::try_from(r.stage).unwrap_or(0),
-            value: r.value.0,
-            evidence_id: r.evidence_id,
-            collected_at: r.collected_at,
-            received_at: r.received_at,
-        })
-        .collect())
+    Ok(row.into())
 }
 
 /// One readiness confirmation.
@@ -230,15 +155,4 @@ pub async fn confirm(
     .execute(db)
     .await?;
     Ok(())
-}
-
-/// The newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
-pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
-    sqlx::query_scalar!(
-        "SELECT id FROM evidence WHERE brief_id = $1 AND stage = 3 AND kind IN ('bench-serving', 'vllm-metrics') \
-         ORDER BY received_at DESC, id DESC LIMIT 1",
-        brief,
-    )
-    .fetch_optional(db)
-    .await
 }

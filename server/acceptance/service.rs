@@ -55,7 +55,7 @@ pub async fn snapshot(pool: &PgPool, trial: Uuid, criteria: &[Criterion]) -> Res
         return Ok(MetricsSnapshot::default());
     }
     Ok(MetricsSnapshot::from_observations(
-        repo::newest_metrics(pool, trial, &keys).await?,
+        crate::evidence::service::newest_metrics(pool, trial, &keys).await?,
     ))
 }
 
@@ -227,7 +227,7 @@ pub async fn evaluate_for_trial(
     let (criteria, stale) = criteria_for_trial(brief, card, alloc);
     let (snap, tests) = tokio::try_join!(
         snapshot(pool, trial, &criteria),
-        repo::load_tests(pool, trial, LOAD_TESTS_READ),
+        crate::evidence::service::load_tests(pool, trial, LOAD_TESTS_READ),
     )?;
     let ids: Vec<Uuid> = tests.iter().map(|(id, _)| *id).collect();
     let points = tests.iter().flat_map(|(id, m)| load_points(*id, m)).collect();

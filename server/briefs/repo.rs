@@ -276,6 +276,16 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
     row.map(Brief::try_from).transpose()
 }
 
+/// Whether the brief exists (one index probe; `get` also reads its trials).
+pub async fn exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM briefs WHERE id = $1) AS "exists!""#,
+        brief_id
+    )
+    .fetch_one(db)
+    .await
+}
+
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,

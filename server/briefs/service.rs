@@ -19,7 +19,7 @@ pub async fn load(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<Brief, AppE
 
 /// Whether a brief with this id exists (for callers that need no more than that).
 pub async fn exists(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<bool, AppError> {
-    Ok(repo::get(db, id).await?.is_some())
+    Ok(repo::exists(db, id).await?)
 }
 
 /// The newest briefs first, at most `limit`.

@@ -533,6 +533,25 @@ pub fn human_size(n: i64) -> String {
     }
 }
 
+/// One metric value as evidence gave it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Observation {
+    pub key: String,
+    pub stage: u8,
+    pub value: Value,
+    pub evidence_id: Uuid,
+    pub collected_at: DateTime<Utc>,
+    pub received_at: DateTime<Utc>,
+}
+
+impl Observation {
+    /// Newer by `collected_at`, ties by `received_at`, then by id (UUIDv7: upload order).
+    pub fn newer_than(&self, other: &Observation) -> bool {
+        (self.collected_at, self.received_at, self.evidence_id)
+            > (other.collected_at, other.received_at, other.evidence_id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@ use serde_json::Value;
 use sqlx::{types::Json, FromRow, PgExecutor};
 use uuid::Uuid;
 
+use super::model::Observation;
 use crate::evidence_store::StoredRaw;
 
 /// Everything but the raw bytes.
@@ -164,15 +165,6 @@ pub async fn insert_many(db: impl PgExecutor<'_>, rows: &[NewEvidence<'_>]) -> R
     .execute(db)
     .await?;
     Ok(())
-}
-
-pub async fn brief_exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar!(
-        r#"SELECT EXISTS (SELECT 1 FROM briefs WHERE id = $1) AS "exists!""#,
-        brief_id
-    )
-    .fetch_one(db)
-    .await
 }
 
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow>, sqlx::Error> {
@@ -439,5 +431,84 @@ pub async fn plan_steps_held(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<
         trial_id,
     )
     .fetch_all(db)
+    .await
+}
+
+struct ObservationRow {
+    key: String,
+    stage: i16,
+    value: Json<Value>,
+    evidence_id: Uuid,
+    collected_at: DateTime<Utc>,
+    received_at: DateTime<Utc>,
+}
+
+/// The newest value of each of `keys` per stage in one trial, in one query: `newest_trial_metrics`
+/// (the trials migration) reads the compacted newest values and the items not yet compacted, newest
+/// by `collected_at`, then `received_at`, then id (UUIDv7: upload order).
+pub async fn newest_metrics(
+    db: impl PgExecutor<'_>,
+    trial: Uuid,
+    keys: &[String],
+) -> Result<Vec<Observation>, sqlx::Error> {
+    // A function's result columns have no table behind them, so the macro takes them as nullable.
+    // None can be NULL: both branches of `newest_trial_metrics` read NOT NULL columns, and the
+    // pending branch takes `e.metrics -> k.key` only for keys that `e.metrics ? k.key` found.
+    let rows = sqlx::query_as!(
+        ObservationRow,
+        r#"SELECT key AS "key!", stage AS "stage!", value AS "value!: Json<Value>", evidence_id AS "evidence_id!",
+                  collected_at AS "collected_at!", received_at AS "received_at!"
+           FROM newest_trial_metrics($1, $2)"#,
+        trial,
+        keys,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Observation {
+            key: r.key,
+            stage: u8::try_from(r.stage).unwrap_or(0),
+            value: r.value.0,
+            evidence_id: r.evidence_id,
+            collected_at: r.collected_at,
+            received_at: r.received_at,
+        })
+        .collect())
+}
+
+/// A trial's newest load tests (stage 3, `bench-serving`, read), with only their `serving.*`
+/// metrics, for its load points. Reads `evidence_trial_load_tests_idx`; `limit` bounds a trial with
+/// very many.
+pub async fn load_tests(
+    db: impl PgExecutor<'_>,
+    trial_id: Uuid,
+    limit: i64,
+) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT id,
+                  (SELECT COALESCE(jsonb_object_agg(m.key, m.value), '{}'::jsonb)
+                     FROM jsonb_each(metrics) AS m
+                    WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
+             FROM evidence
+            WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
+            ORDER BY received_at DESC, id DESC
+            LIMIT $2"#,
+        trial_id,
+        limit,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.metrics.0)).collect())
+}
+
+/// The newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
+pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT id FROM evidence WHERE brief_id = $1 AND stage = 3 AND kind IN ('bench-serving', 'vllm-metrics') \
+         ORDER BY received_at DESC, id DESC LIMIT 1",
+        brief,
+    )
+    .fetch_optional(db)
     .await
 }

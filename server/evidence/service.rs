@@ -434,7 +434,7 @@ pub async fn ingest_batch(
 /// 404 unless the brief exists. A caller whose token is scoped to the brief has proved it already
 /// (the token's row references the brief, cascading), so this costs a query only for others.
 pub async fn require_brief(state: &AppState, brief_id: Uuid, proved: bool) -> Result<(), AppError> {
-    if proved || repo::brief_exists(&state.pool, brief_id).await? {
+    if proved || briefs::exists(&state.pool, brief_id).await? {
         Ok(())
     } else {
         Err(AppError::NotFound("brief"))
@@ -487,6 +487,32 @@ pub async fn raw(state: &AppState, id: Uuid) -> Result<RawEvidence, AppError> {
 }
 
 pub use super::repo::StageTimes;
+
+/// The newest value of each of `keys` per stage in one trial, in one query (newest by
+/// `collected_at`, then `received_at`, then id): the one reader of newest metric values, for the
+/// cards and the review.
+pub async fn newest_metrics(
+    db: impl sqlx::PgExecutor<'_>,
+    trial: Uuid,
+    keys: &[String],
+) -> Result<Vec<super::model::Observation>, sqlx::Error> {
+    repo::newest_metrics(db, trial, keys).await
+}
+
+/// A trial's newest load tests (stage 3, `bench-serving`, read) with only their `serving.*`
+/// metrics, at most `limit`: what the card's load points are made of.
+pub async fn load_tests(
+    db: impl sqlx::PgExecutor<'_>,
+    trial: Uuid,
+    limit: i64,
+) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
+    repo::load_tests(db, trial, limit).await
+}
+
+/// The brief's newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
+pub async fn load_test_evidence(db: impl sqlx::PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
+    repo::load_test_evidence(db, brief).await
+}
 
 /// Per stage of one trial: how many uploads, and when the first and newest were taken.
 pub async fn stage_times(state: &AppState, trial: Uuid) -> Result<Vec<StageTimes>, AppError> {

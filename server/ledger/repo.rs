@@ -127,7 +127,7 @@ pub async fn outputs(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Outputs,
 /// Re-merges the accelerator lines of one trial's given resources (one sorted pass per resource over
 /// `ledger_lines_accelerator_idx`, in byte order so PostgreSQL's order is Rust's) and stores each
 /// resource's GPU-microseconds and cost in `ledger_accelerator_merged`. Call it in the import's
-/// transaction after `lock_brief`, with every resource the import added lines for.
+/// transaction after `briefs::service::lock`, with every resource the import added lines for.
 pub async fn remerge(
     conn: &mut PgConnection,
     brief_id: Uuid,
@@ -186,17 +186,6 @@ pub async fn remerge(
     .execute(&mut *conn)
     .await?;
     Ok(())
-}
-
-/// Serializes imports into one brief (their re-merges read what the other wrote); `false` when the
-/// brief does not exist.
-pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
-    Ok(
-        sqlx::query_scalar!("SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE", brief_id)
-            .fetch_optional(db)
-            .await?
-            .is_some(),
-    )
 }
 
 /// The summary: sums per category in SQL (an index-only scan of `ledger_lines_brief_category_idx`)
@@ -408,7 +397,7 @@ pub async fn save_idempotent(
 
 /// Records the FOCUS rows an import brings for one trial (their identities) and answers the ones
 /// that were new: a row imported before adds nothing. Run it in the import's transaction, after
-/// `lock_brief`.
+/// `briefs::service::lock`.
 pub async fn claim_focus_rows(
     conn: &mut PgConnection,
     brief_id: Uuid,

@@ -136,9 +136,7 @@ pub async fn store_once(
     }
 
     let mut tx = state.pool.begin().await?;
-    if !repo::lock_brief(&mut *tx, brief_id).await? {
-        return Err(AppError::NotFound("brief"));
-    }
+    briefs::lock(&mut *tx, brief_id).await?;
     if let Some(k) = key {
         if let Some((fingerprint, first)) = repo::find_idempotent(&mut *tx, brief_id, k.caller, k.key).await? {
             tx.rollback().await?;
@@ -218,9 +216,7 @@ pub async fn store_focus(
     // A trial token may only write to its own trial; the first line starts a planned trial.
     trials::place(state, brief_id, Some(trial), token_trial).await?;
     let mut tx = state.pool.begin().await?;
-    if !repo::lock_brief(&mut *tx, brief_id).await? {
-        return Err(AppError::NotFound("brief"));
-    }
+    briefs::lock(&mut *tx, brief_id).await?;
     let import_id = Uuid::now_v7();
     let identities: Vec<Vec<u8>> = import.lines.iter().map(|l| l.identity.to_vec()).collect();
     let new: std::collections::HashSet<Vec<u8>> =

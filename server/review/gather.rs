@@ -10,7 +10,6 @@ use uuid::Uuid;
 use super::{
     decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts, MetricFact, Status},
     money::{money_facts, ApiPrices, MoneyFacts, MoneyInputs, Rate, RateSource, ReservationRates},
-    repo,
 };
 use crate::{
     acceptance::{
@@ -20,6 +19,7 @@ use crate::{
     },
     briefs::model::Brief,
     error::AppError,
+    evidence::{model::Observation, service as evidence},
     ledger::{self, model::LedgerSummary},
     prices::{
         model::{
@@ -165,7 +165,7 @@ pub async fn gather_trial(
     // `ledger.cost_per_job` and the decision's ledger facts share it.
     let (summary, mut metrics) = tokio::try_join!(
         ledger::service::summary(state, trial.id, &brief.fields.currency),
-        async { Ok(repo::newest_metrics(&state.pool, trial.id, &keys).await?) },
+        async { Ok(newest_metrics(state, trial.id, &keys).await?) },
     )?;
     let estimates: BTreeMap<String, MetricFact> = ESTIMATE_METRICS
         .iter()
@@ -265,6 +265,34 @@ pub fn kv_measured(metrics: &BTreeMap<String, MetricFact>) -> KvMeasured {
     }
 }
 
+/// The newest value of each of `keys` in one trial over all stages, with the evidence it came from
+/// (the evidence domain's newest value per stage, then the newest of those per key).
+async fn newest_metrics(
+    state: &AppState,
+    trial: Uuid,
+    keys: &[String],
+) -> Result<BTreeMap<String, MetricFact>, sqlx::Error> {
+    let mut newest: BTreeMap<String, Observation> = BTreeMap::new();
+    for o in evidence::newest_metrics(&state.pool, trial, keys).await? {
+        match newest.get(&o.key) {
+            Some(current) if !o.newer_than(current) => {}
+            _ => {
+                newest.insert(o.key.clone(), o);
+            }
+        }
+    }
+    Ok(newest
+        .into_iter()
+        .map(|(key, o)| {
+            let fact = MetricFact {
+                value: o.value,
+                evidence_id: o.evidence_id,
+            };
+            (key, fact)
+        })
+        .collect())
+}
+
 /// The KV-cache check of one trial of `brief` (the brief page shows it without a whole review).
 pub async fn trial_kv_check(state: &AppState, brief: &Brief, trial: &Trial) -> Result<Option<TrialKv>, AppError> {
     let sizing = brief.fields.sizing();
@@ -272,7 +300,7 @@ pub async fn trial_kv_check(state: &AppState, brief: &Brief, trial: &Trial) -> R
         return Ok(None);
     };
     let keys: Vec<String> = KV_METRICS.iter().map(|k| (*k).to_owned()).collect();
-    let logged = repo::newest_metrics(&state.pool, trial.id, &keys).await?;
+    let logged = newest_metrics(state, trial.id, &keys).await?;
     Ok(TrialKv::from_logged(brief, &a, &logged))
 }
 

@@ -21,7 +21,6 @@ use super::{
     gather::TrialKv,
     model::{apply_choices, Reservation},
     money_view::{money_section, MoneySection},
-    repo,
     service::{self, needs_reservation, Review, TrialReview, VerdictRequest},
 };
 use crate::{
@@ -1049,7 +1048,7 @@ struct AuditPage {
 
 async fn audit_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     let brief = service::load_brief(&state, id).await?;
-    let entries = repo::audit_for_brief(&state.pool, id)
+    let entries = crate::audit::for_brief(&state.pool, id)
         .await?
         .into_iter()
         .map(|e| AuditLine {

@@ -1,45 +1,10 @@
-//! SQL the review reads and writes: newest metric values, approvals.
-
-use std::collections::BTreeMap;
+//! SQL the review reads and writes: approvals.
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde_json::Value;
 use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
-
-use super::decision::MetricFact;
-
-/// The newest value of each of `keys` in one trial (newest by `collected_at`, ties by upload order),
-/// with the evidence it came from, over all stages (`newest_trial_metrics`, the trials migration).
-pub async fn newest_metrics(
-    db: impl PgExecutor<'_>,
-    trial_id: Uuid,
-    keys: &[String],
-) -> Result<BTreeMap<String, MetricFact>, sqlx::Error> {
-    // A set-returning function's columns count as nullable; these never are (the trials migration, as migration 9): the key
-    // and value come from `evidence_metrics_latest` (NOT NULL) or from a pending item's metrics that
-    // hold the key (`metrics ? key`, so `metrics -> key` is a JSON value), the id from one or the other.
-    let rows = sqlx::query!(
-        r#"SELECT DISTINCT ON (key) key AS "key!", value AS "value!", evidence_id AS "evidence_id!"
-           FROM newest_trial_metrics($1, $2)
-           ORDER BY key, collected_at DESC, received_at DESC, evidence_id DESC"#,
-        trial_id,
-        keys,
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let fact = MetricFact {
-                value: r.value,
-                evidence_id: r.evidence_id,
-            };
-            (r.key, fact)
-        })
-        .collect())
-}
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ApprovalRow {
@@ -146,7 +111,6 @@ pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Re
     .await
 }
 
-/// Locks the brief row so two approvals of one brief are decided one after the other.
 /// The newest card revision of a brief that `person` saved (signed in as `email`, or through a
 /// token minted for them) since the brief's last approval: approving it would be approving their
 /// own change. `None` when they changed nothing since.
@@ -172,27 +136,6 @@ pub async fn card_changed_by(
         person,
     )
     .fetch_one(db)
-    .await
-}
-
-pub async fn lock_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
-    let found = sqlx::query_scalar!("SELECT id FROM briefs WHERE id = $1 FOR UPDATE", brief_id)
-        .fetch_optional(db)
-        .await?;
-    Ok(found.is_some())
-}
-
-pub async fn audit_for_brief(
-    db: impl PgExecutor<'_>,
-    brief_id: Uuid,
-) -> Result<Vec<crate::audit::AuditEntry>, sqlx::Error> {
-    sqlx::query_as!(
-        crate::audit::AuditEntry,
-        r#"SELECT at, actor, action, target, details AS "details: Json<Value>"
-           FROM audit_log WHERE target = $1 ORDER BY at DESC LIMIT 500"#,
-        format!("brief:{brief_id}"),
-    )
-    .fetch_all(db)
     .await
 }
 

@@ -372,10 +372,21 @@ pub async fn record_verdict(
     }
     let mut tx = state.pool.begin().await?;
     // One verdict at a time per brief.
-    if !repo::lock_brief(&mut *tx, brief_id).await? {
-        return Err(AppError::NotFound("brief"));
-    }
+    briefs::lock(&mut *tx, brief_id).await?;
+    // The review is computed through the pool, several reads side by side, so the lock alone does
+    // not hold its inputs still: evidence, ledger lines and prices are written without the brief's
+    // lock. Every committed write that can change the review moves the brief's change count, so the
+    // same count before and after means every read saw one state, and that state is what is
+    // recorded; a write that landed in between is a review the manager has not seen.
+    let changes_before = repo::change_count(&mut *tx, brief_id).await?;
     let current = review(state, brief_id).await?;
+    if repo::change_count(&mut *tx, brief_id).await? != changes_before {
+        return Err(AppError::Conflict(
+            "the review changed while the verdict was being recorded (new evidence, ledger lines, prices or \
+             card changes arrived); reload it and decide again"
+                .into(),
+        ));
+    }
     if request.inputs_digest != current.decision.inputs_digest {
         return Err(AppError::Conflict(format!(
             "the review changed since it was loaded (digest {} is not the current {}); reload it and decide again",

@@ -43,6 +43,11 @@ pub async fn load(state: &AppState, id: Uuid) -> Result<Trial, AppError> {
     repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("trial"))
 }
 
+/// One trial, if there is one (the CLI, which has a pool and no state).
+pub async fn get(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<Option<Trial>, AppError> {
+    Ok(repo::get(db, id).await?)
+}
+
 /// The defaults a new trial of `brief` takes for what the input leaves out.
 pub fn defaults_for(brief: &Brief, existing: &[Trial]) -> TrialDefaults {
     TrialDefaults {

@@ -1,7 +1,8 @@
 //! The floors of `server/` (docs/architecture.md): imports go down, never in a circle, and a domain
 //! reaches another domain only through its `service` or `model`. This test reads the source, draws
 //! the import graph between modules and fails on a circle or on an import that runs up a floor, so a
-//! new feature cannot quietly land in the wrong room.
+//! new feature cannot quietly land in the wrong room. It also reads the SQL: each table has one
+//! owning domain, and a statement in another domain's file that names the table fails.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -24,6 +25,8 @@ enum Floor {
     Overview,
     /// The URL map, its layers, OpenAPI and operations routes.
     Http,
+    /// `main.rs`, the thin command line over the library.
+    Binary,
 }
 
 const GROUND: [&str; 11] = [
@@ -112,6 +115,9 @@ fn place(module: &str) -> (Floor, Option<(&'static str, u8)>, u8) {
     if CORE.contains(&module) {
         return (Floor::Core, None, 0);
     }
+    if module == "main" {
+        return (Floor::Binary, None, 0);
+    }
     let mut parts = module.split("::");
     let top = parts.next().unwrap_or_default();
     match top {
@@ -152,6 +158,9 @@ fn violation(from: &str, to: &str) -> Option<&'static str> {
         (Floor::Overview, _, Some(_)) if matches!(layer_b, 1) || to.ends_with("::api") => {
             Some("the overview reads domains through their services, models and page sections")
         }
+        (Floor::Binary, _, Some(_)) if layer_b != 0 && layer_b != 2 => {
+            Some("the command line reaches domains through their services and models")
+        }
         _ => None,
     }
 }
@@ -170,7 +179,8 @@ fn modules() -> BTreeMap<String, String> {
                     parts.pop();
                 }
                 let name = parts.join("::");
-                if name != "lib" && name != "main" {
+                // `lib.rs` only declares the modules; `main.rs` is the binary, read as `main`.
+                if name != "lib" {
                     out.insert(name, std::fs::read_to_string(&path).unwrap());
                 }
             }
@@ -182,50 +192,159 @@ fn modules() -> BTreeMap<String, String> {
     out
 }
 
-/// The source without comments, string literals and `#[cfg(test)]` items (tests may import anything).
-fn code_only(source: &str) -> String {
-    let mut out = String::with_capacity(source.len());
-    let mut chars = source.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '/' if chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
+/// A source file as the compiler reads it: comments dropped, char literals blanked, and each string
+/// literal (plain, byte or raw) replaced by a numbered placeholder (`"0"`, `"1"`, …) whose text is
+/// kept in `strings`, so no brace, quote or `crate::` inside a literal or a comment is taken for code.
+struct Lexed {
+    code: String,
+    strings: Vec<String>,
+}
+
+fn lex(source: &str) -> Lexed {
+    let s: Vec<char> = source.chars().collect();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut code = String::with_capacity(source.len());
+    let mut strings = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        if c == '/' && s.get(i + 1) == Some(&'/') {
+            while i < s.len() && s[i] != '\n' {
+                i += 1;
             }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if last == '*' && c == '/' {
-                        break;
-                    }
-                    last = c;
-                }
-            }
-            '"' => {
-                let mut escaped = false;
-                for c in chars.by_ref() {
-                    if escaped {
-                        escaped = false;
-                    } else if c == '\\' {
-                        escaped = true;
-                    } else if c == '"' {
-                        break;
-                    }
-                }
-                out.push_str("\"\"");
-            }
-            _ => out.push(c),
+            continue;
         }
+        if c == '/' && s.get(i + 1) == Some(&'*') {
+            // Block comments nest in Rust.
+            let mut depth = 0;
+            while i < s.len() {
+                if s[i] == '/' && s.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if s[i] == '*' && s.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        // A raw string `r"…"`, `r#"…"#`, `br#"…"#`: the `r` starts a token (or follows a lone `b`).
+        let starts_token = i == 0 || !ident(s[i - 1]) || (s[i - 1] == 'b' && (i < 2 || !ident(s[i - 2])));
+        if c == 'r' && starts_token {
+            let mut j = i + 1;
+            while s.get(j) == Some(&'#') {
+                j += 1;
+            }
+            let hashes = j - i - 1;
+            if s.get(j) == Some(&'"') {
+                let start = j + 1;
+                let mut k = start;
+                while k < s.len() && !(s[k] == '"' && (1..=hashes).all(|h| s.get(k + h) == Some(&'#'))) {
+                    k += 1;
+                }
+                strings.push(s[start..k.min(s.len())].iter().collect());
+                code.push_str(&format!("\"{}\"", strings.len() - 1));
+                i = k + 1 + hashes;
+                continue;
+            }
+        }
+        if c == '"' {
+            let mut text = String::new();
+            let mut k = i + 1;
+            while k < s.len() && s[k] != '"' {
+                if s[k] == '\\' {
+                    k += 1;
+                }
+                if let Some(&e) = s.get(k) {
+                    text.push(e);
+                }
+                k += 1;
+            }
+            strings.push(text);
+            code.push_str(&format!("\"{}\"", strings.len() - 1));
+            i = k + 1;
+            continue;
+        }
+        if c == '\'' {
+            // A char literal ('x', '\n', '\''); a lifetime ('a) has no closing quote after one char.
+            if s.get(i + 1) == Some(&'\\') {
+                let mut k = i + 3;
+                while k < s.len() && s[k] != '\'' {
+                    k += 1;
+                }
+                code.push_str("' '");
+                i = k + 1;
+                continue;
+            }
+            if s.get(i + 2) == Some(&'\'') {
+                code.push_str("' '");
+                i += 3;
+                continue;
+            }
+        }
+        code.push(c);
+        i += 1;
     }
-    match out.find("#[cfg(test)]") {
-        Some(i) => out[..i].to_owned(),
-        None => out,
+    Lexed { code, strings }
+}
+
+/// `code` without its `#[cfg(test)]` items (tests may import anything and name any table): each
+/// item runs from the attribute to its `;` or through its matched braces, so what follows a test
+/// module is read.
+fn without_test_items(code: &str) -> String {
+    const TEST: &str = "#[cfg(test)]";
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(i) = rest.find(TEST) {
+        out.push_str(&rest[..i]);
+        let item = &rest[i + TEST.len()..];
+        let mut depth = 0i32;
+        let mut end = item.len();
+        for (k, c) in item.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = k + 1;
+                        break;
+                    }
+                }
+                ';' if depth == 0 => {
+                    end = k + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
     }
+    out.push_str(rest);
+    out
+}
+
+/// The code of a source file: no comments, no `#[cfg(test)]` items, literals as placeholders.
+fn code_only(source: &str) -> String {
+    without_test_items(&lex(source).code)
+}
+
+/// The string literals of a source file's code (not of its comments or test items): its SQL.
+fn code_strings(source: &str) -> Vec<String> {
+    let lexed = lex(source);
+    let code = without_test_items(&lexed.code);
+    // Placeholders are the only quotes left in the code: every second piece is a literal's number.
+    code.split('"')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|n| n.parse::<usize>().ok())
+        .map(|n| lexed.strings[n].clone())
+        .collect()
 }
 
 /// The paths a use tree starting at `s` names, each as its segments after the leading root.
@@ -299,7 +418,9 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
         let mut parent: Vec<String> = name.split("::").map(str::to_owned).collect();
         parent.pop();
         let mut edges = BTreeSet::new();
-        for (root, base) in [("crate::", Vec::new()), ("super::", parent)] {
+        // The binary names the library by its crate name.
+        let own_root = if name == "main" { "rentcheck::" } else { "crate::" };
+        for (root, base) in [(own_root, Vec::new()), ("super::", parent)] {
             for (i, _) in code.match_indices(root) {
                 if code[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
                     continue;
@@ -402,4 +523,294 @@ fn the_checker_sees_what_it_must_refuse() {
             vec!["c".to_owned(), "e".to_owned()]
         ]
     );
+}
+
+/// The owner of each table (`migrations/`, `CREATE TABLE`): a domain or a core module. Only the
+/// owner's files name the table in SQL; another domain reaches it through the owner's `service`.
+const TABLE_OWNERS: [(&str, &str); 37] = [
+    ("briefs", "briefs"),
+    ("trials", "trials"),
+    ("evidence", "evidence"),
+    ("evidence_metrics_latest", "evidence"),
+    ("evidence_metrics_pending", "evidence"),
+    ("evidence_metrics_set_aside", "evidence"),
+    ("idempotency_keys", "evidence"),
+    ("ledger_lines", "ledger"),
+    ("ledger_outputs", "ledger"),
+    ("ledger_accelerator_merged", "ledger"),
+    ("ledger_focus_rows", "ledger"),
+    ("ledger_idempotency_keys", "ledger"),
+    ("card_revisions", "acceptance"),
+    ("readiness_confirmations", "acceptance"),
+    ("approvals", "review"),
+    ("prices", "prices"),
+    ("price_sheets", "prices"),
+    // Who is who: core, `auth::users`, `auth::session`, `auth::token`, `auth::teams`, `auth::lockout`.
+    ("users", "auth"),
+    ("sessions", "auth"),
+    ("api_tokens", "auth"),
+    ("teams", "auth"),
+    ("team_members", "auth"),
+    ("brief_teams", "auth"),
+    ("brief_owners", "auth"),
+    ("login_attempts", "auth"),
+    ("sign_in_accounts", "auth"),
+    ("sign_in_devices", "auth"),
+    ("audit_log", "audit"),
+    // Events are written by the core outbox in the caller's transaction; signals delivers them.
+    ("webhook_events", "outbox"),
+    ("webhooks", "signals"),
+    ("webhook_deliveries", "signals"),
+    ("webhook_attempts", "signals"),
+    // The kept review summary and its change queue (issue 38 moves the summary to `review/`).
+    ("brief_signals", "signals"),
+    ("brief_signal_trials", "signals"),
+    ("brief_signals_dirty", "signals"),
+    ("brief_changes_taken", "signals"),
+    // Dropped by migration 8; named so an old statement is still placed.
+    ("evidence_metrics", "evidence"),
+];
+
+/// Statements that name another owner's table today, by (module, table), each with why it is still
+/// there. A new crossing fails the test, and so does an entry here that no longer crosses: fix a
+/// crossing by moving its statement to the owner's `repo.rs` and calling it through its `service`.
+const ALLOWED_CROSSINGS: [(&str, &str, &str); 18] = [
+    // Issue 38, upward: briefs (the lowest domain) writes and reads higher domains' tables.
+    (
+        "briefs::repo",
+        "trials",
+        "a new brief's trial 1 is inserted and renamed with the brief; moves to trials::service",
+    ),
+    (
+        "briefs::repo",
+        "brief_signals",
+        "the brief list filters on the kept summary; the list query moves to overview/",
+    ),
+    (
+        "briefs::repo",
+        "brief_signals_dirty",
+        "the brief list marks a summary pending; moves to overview/ with the list",
+    ),
+    (
+        "briefs::repo",
+        "evidence",
+        "the brief list's evidence count; moves to overview/ with the list",
+    ),
+    (
+        "briefs::repo",
+        "brief_owners",
+        "the brief list's `mine` filter; moves to overview/ with the list",
+    ),
+    (
+        "briefs::repo",
+        "brief_teams",
+        "the brief list's team filter; moves to overview/ with the list",
+    ),
+    // Issue 38, upward: the review reads the signals change queue.
+    (
+        "review::repo",
+        "brief_changes_taken",
+        "the review's change count; the queue moves to review/ with the summary",
+    ),
+    (
+        "review::repo",
+        "brief_signals_dirty",
+        "the review's change count; the queue moves to review/ with the summary",
+    ),
+    // Downward reads, each a query joined for one round trip; to go through the owner's service.
+    (
+        "review::repo",
+        "card_revisions",
+        "separation of duties: who changed the card since the last approval",
+    ),
+    (
+        "review::repo",
+        "api_tokens",
+        "separation of duties: card changes saved through a person's tokens",
+    ),
+    (
+        "ledger::repo",
+        "trials",
+        "the CSV export of all a brief's lines names each line's trial",
+    ),
+    (
+        "signals::repo",
+        "briefs",
+        "marking every brief's summary pending (a price change)",
+    ),
+    (
+        "signals::repo",
+        "trials",
+        "the newest evidence per trial for the gauges",
+    ),
+    (
+        "signals::repo",
+        "evidence",
+        "the newest evidence per trial for the gauges",
+    ),
+    (
+        "signals::repo",
+        "webhook_events",
+        "a delivery's event, joined for the deliveries page",
+    ),
+    ("auth::teams", "briefs", "the admin page's briefs without an owner"),
+    // The core outbox fans an event out to the subscribed webhooks in the writer's transaction.
+    (
+        "outbox",
+        "webhooks",
+        "the subscribers of an event, read in the transaction that writes it",
+    ),
+    (
+        "outbox",
+        "webhook_deliveries",
+        "one delivery per subscriber, written with the event",
+    ),
+];
+
+/// The tables a piece of SQL names after `FROM`, `JOIN`, `INTO`, `UPDATE` (and so `DELETE FROM`).
+/// Keywords are matched in capitals, as every statement here is written, so prose in a message
+/// ("read from evidence") is not taken for SQL.
+fn tables_named(sql: &str) -> Vec<&str> {
+    let words: Vec<&str> = sql
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .filter(|w| matches!(w[0], "FROM" | "JOIN" | "INTO" | "UPDATE"))
+        .map(|w| w[1])
+        .collect()
+}
+
+fn owner_of(table: &str) -> Option<&'static str> {
+    TABLE_OWNERS.iter().find(|(t, _)| *t == table).map(|(_, o)| *o)
+}
+
+/// (module, table, the module's domain, the table's owner) for each statement that names a table
+/// its module does not own.
+fn crossings(mods: &BTreeMap<String, String>) -> BTreeSet<(String, String, String, String)> {
+    let mut out = BTreeSet::new();
+    for (name, source) in mods {
+        for sql in code_strings(source) {
+            for table in tables_named(&sql) {
+                let Some(owner) = owner_of(table) else { continue };
+                if name != owner && !name.starts_with(&format!("{owner}::")) {
+                    let domain = name.split("::").next().unwrap_or_default().to_owned();
+                    out.insert((name.clone(), table.to_owned(), domain, owner.to_owned()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_table_has_one_owner() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let mut created = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).expect("migrations/ is readable") {
+        let sql = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let words: Vec<&str> = sql.split_whitespace().collect();
+        for w in words.windows(3) {
+            if w[0].eq_ignore_ascii_case("CREATE") && w[1].eq_ignore_ascii_case("TABLE") {
+                created.insert(w[2].trim_end_matches('(').to_owned());
+            }
+        }
+    }
+    let unowned: Vec<&String> = created.iter().filter(|t| owner_of(t).is_none()).collect();
+    assert!(
+        unowned.is_empty(),
+        "tables without an owner in TABLE_OWNERS: {unowned:?}"
+    );
+    let owners: BTreeSet<&str> = TABLE_OWNERS.iter().map(|(t, _)| *t).collect();
+    assert_eq!(
+        owners.len(),
+        TABLE_OWNERS.len(),
+        "a table is named twice in TABLE_OWNERS"
+    );
+}
+
+#[test]
+fn sql_touches_only_tables_its_domain_owns() {
+    let found = crossings(&modules());
+    let new: Vec<String> = found
+        .iter()
+        .filter(|(m, t, _, _)| !ALLOWED_CROSSINGS.iter().any(|(am, at, _)| am == m && at == t))
+        .map(|(m, t, d, o)| format!("{m} (domain {d}) names table {t}, owned by {o}: go through {o}'s service"))
+        .collect();
+    assert!(new.is_empty(), "SQL that crosses a table's owner:\n{}", new.join("\n"));
+    let fixed: Vec<String> = ALLOWED_CROSSINGS
+        .iter()
+        .filter(|(m, t, _)| !found.iter().any(|(fm, ft, _, _)| fm == m && ft == t))
+        .map(|(m, t, _)| format!("{m} → {t}"))
+        .collect();
+    assert!(
+        fixed.is_empty(),
+        "allowed crossings that no longer cross (remove them): {fixed:?}"
+    );
+}
+
+#[test]
+fn the_sql_check_refuses_a_cross_domain_write() {
+    // Synthetic fixture tree: a briefs repo that writes the trials table, with a test module
+    // (which may name anything) and code after that module, which must still be read.
+    let tree = BTreeMap::from([
+        (
+            "briefs::repo".to_owned(),
+            r##"
+            pub async fn insert(db: impl PgExecutor<'_>) {
+                sqlx::query!("INSERT INTO briefs (id) VALUES ($1)", id); // FROM approvals, a comment
+                let brace = '{';
+            }
+            #[cfg(test)]
+            mod tests {
+                fn t() { sqlx::query!(r#"SELECT "x" FROM approvals"#); }
+            }
+            pub async fn add_trial(db: impl PgExecutor<'_>) {
+                sqlx::query!(r#"INSERT INTO trials (id, name) VALUES ($1, "Trial 1")"#, id);
+                let message = "read from evidence";
+            }
+            "##
+            .to_owned(),
+        ),
+        (
+            "trials::repo".to_owned(),
+            r#"pub async fn get() { sqlx::query!("SELECT id FROM trials t JOIN briefs b ON b.id = t.brief_id"); }"#
+                .to_owned(),
+        ),
+    ]);
+    let found: Vec<_> = crossings(&tree).into_iter().collect();
+    assert_eq!(
+        found,
+        vec![
+            ("briefs::repo".into(), "trials".into(), "briefs".into(), "trials".into()),
+            ("trials::repo".into(), "briefs".into(), "trials".into(), "briefs".into()),
+        ]
+    );
+}
+
+#[test]
+fn test_modules_are_skipped_by_parsing_not_by_stopping() {
+    let source = r#"
+        use crate::sizing;
+        #[cfg(test)]
+        mod tests {
+            use crate::http;
+            fn f() { if true { let _ = "}"; } }
+        }
+        use crate::review::service;
+        #[cfg(test)]
+        use crate::overview;
+        fn g<'a>(x: &'a str) -> char { '}' }
+    "#;
+    let code = code_only(source);
+    assert!(
+        code.contains("crate::sizing") && code.contains("crate::review::service"),
+        "{code}"
+    );
+    assert!(
+        !code.contains("crate::http") && !code.contains("crate::overview"),
+        "{code}"
+    );
+    assert!(code.contains("fn g<'a>"), "a lifetime is not a char literal: {code}");
 }

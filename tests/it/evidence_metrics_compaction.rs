@@ -4,7 +4,7 @@
 use crate::common;
 
 use chrono::{DateTime, Duration, Utc};
-use rentcheck::{acceptance, evidence::compactor, evidence::repo};
+use rentcheck::{evidence::compactor, evidence::repo};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -71,7 +71,7 @@ async fn upload(pool: &PgPool, brief_id: Uuid, stage: i16, metrics: Value, colle
 /// (key, stage) → (value, evidence id), as card evaluation sees it.
 async fn newest(pool: &PgPool, brief_id: Uuid, keys: &[&str]) -> Vec<(String, u8, Value, Uuid)> {
     let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-    let mut rows: Vec<_> = acceptance::repo::newest_metrics(pool, brief_id, &keys)
+    let mut rows: Vec<_> = repo::newest_metrics(pool, brief_id, &keys)
         .await
         .unwrap()
         .into_iter()

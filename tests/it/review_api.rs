@@ -301,3 +301,97 @@ async fn the_review_page_says_why_in_words_confirms_a_rejection_and_explains_sta
         "the confirmation shows only after the redirect"
     );
 }
+
+/// A write that does not wait for the brief's lock (a trial edit: updating a trial's row does not
+/// check its key to the brief) lands while a verdict is being recorded, after the verdict locked the
+/// brief and read the trial, before its review is read in full. What is recorded is never the review
+/// from before that write: the verdict is refused (409, nothing recorded), and decided again it
+/// records the review as read afterwards. (Evidence, ledger lines and card revisions cannot land
+/// there: their foreign key to the brief waits for the verdict's row lock.)
+#[tokio::test]
+async fn a_trial_edit_racing_a_verdict_changes_nothing_recorded() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let digest = review(&app, &id).await["inputs_digest"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/briefs/{id}/approvals");
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+
+    // Hold every reader of the ledger: the verdict's review waits here, after its lock.
+    let mut hold = app.pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE ledger_lines IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *hold)
+        .await
+        .unwrap();
+    let verdict = tokio::spawn({
+        let (manager, url) = (manager.clone(), app.url(&path));
+        let body = json!({ "verdict": "reject", "comment": "Not this month.", "inputs_digest": digest });
+        async move {
+            let res = manager.post(url).json(&body).send().await.unwrap();
+            (res.status(), res.json::<Value>().await.unwrap())
+        }
+    });
+    // Until the verdict holds the brief's row and a reader waits on the ledger (polled, bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let mut probe = app.pool.begin().await.unwrap();
+        let brief_held = sqlx::query("SELECT 1 FROM briefs WHERE id = $1 FOR UPDATE NOWAIT")
+            .bind(id.parse::<uuid::Uuid>().unwrap())
+            .execute(&mut *probe)
+            .await
+            .is_err();
+        probe.rollback().await.ok();
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'ledger_lines'::regclass",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if brief_held && waiting > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the verdict never reached its review"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let listed: Value = app
+        .get(&format!("/api/v1/briefs/{id}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mut trial = listed["items"][0].clone();
+    trial["gpu"] = json!("H100 SXM");
+    trial["gpu_count"] = json!(8);
+    let res = app
+        .put_json(&format!("/api/v1/trials/{}", trial["id"].as_str().unwrap()), &trial)
+        .await;
+    assert_eq!(res.status(), 200, "the trial edit does not wait for the verdict");
+    hold.rollback().await.unwrap();
+    let (status, answer) = verdict.await.unwrap();
+
+    let after = review(&app, &id).await;
+    let recorded: Vec<String> = sqlx::query_scalar("SELECT inputs_digest FROM approvals WHERE brief_id = $1")
+        .bind(id.parse::<uuid::Uuid>().unwrap())
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(status, 409, "the review moved under the verdict: {answer}");
+    assert!(recorded.is_empty(), "a refused verdict records nothing");
+    assert_ne!(after["inputs_digest"], digest.as_str(), "the edit changed the review");
+    // Decided again on the review as it is now, the verdict records exactly that review.
+    let now = after["inputs_digest"].as_str().unwrap();
+    let res = manager
+        .post(app.url(&path))
+        .json(&json!({ "verdict": "reject", "comment": "Not this month.", "inputs_digest": now }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let row: Value = res.json().await.unwrap();
+    assert_eq!(row["inputs_digest"], now);
+    let again = review(&app, &id).await;
+    assert_eq!(again["inputs_digest"], now);
+    assert_eq!(again["approval"]["stale"], false);
+}
