@@ -436,6 +436,37 @@ fn table() -> Vec<(&'static str, Expect)> {
             ]),
         ),
         (
+            // 100 requests with 10 % cancellation: 89 completed ("request_count"), 11 cancelled by
+            // the client (error_summary: 499 RequestCancellationError), figures under "records".
+            "bench-serving/aiperf-profile-export-gpt-oss-20b-c100-cancellation10.json",
+            Ok(vec![
+                ("serving.completed", N(89.0)),
+                ("serving.error_rate", N(0.11)),
+                ("serving.request_throughput_rps", N(9.551622221540914)),
+                ("serving.output_tokens_per_s", N(2320.7222350404572)),
+                ("serving.ttft_p50_ms", N(2369.317693)),
+                ("serving.ttft_p99_ms", N(3833.3894000399996)),
+                ("serving.itl_p95_ms", N(33.34450986349594)),
+                ("serving.e2e_p50_ms", N(9097.345014999999)),
+                ("serving.max_concurrency", N(100.0)),
+                ("serving.model", T("openai/gpt-oss-20b")),
+            ]),
+        ),
+        (
+            // The same run's CSV export: statistics rounded to two decimals, then the run's totals.
+            "bench-serving/aiperf-profile-export-gpt-oss-20b-c100-cancellation10.csv",
+            Ok(vec![
+                ("serving.completed", N(89.0)),
+                ("serving.error_rate", N(0.11)),
+                ("serving.request_throughput_rps", N(9.55)),
+                ("serving.output_tokens_per_s", N(2320.72)),
+                ("serving.ttft_p50_ms", N(2369.32)),
+                ("serving.ttft_p99_ms", N(3833.39)),
+                ("serving.itl_p95_ms", N(33.34)),
+                ("serving.e2e_p50_ms", N(9097.35)),
+            ]),
+        ),
+        (
             "bench-serving/aiperf-profile-export-qwen3.6-nvfp4-rtx5090-c16.json",
             Ok(vec![
                 ("serving.completed", N(96.0)),

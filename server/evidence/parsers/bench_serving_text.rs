@@ -1,6 +1,7 @@
 //! Text forms of serving-benchmark results: the vLLM / SGLang console `Serving Benchmark Result` block and
 //! GenAI-Perf CSV exports (`analyze`: one row per config, columns `<stat> <Metric> (<unit>)`;
-//! `profile`: `Metric,avg,min,max,p99,…` rows plus a `Metric,Value` table). Keys as in
+//! `profile`, and AIPerf's `profile_export_aiperf.csv`: `Metric,avg,min,max,p99,…` rows plus a
+//! `Metric,Value` table of run totals with the error count and duration). Keys as in
 //! `bench_serving`.
 
 use super::bench_run::{label_latency, latency_key, Run};
@@ -108,6 +109,11 @@ pub(crate) fn genai_perf(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError
                             "Output Token Throughput" => single.set("output_tokens_per_s", x),
                             "Request Throughput" => single.set("request_throughput_rps", x),
                             "Request Count" => single.set("completed", x),
+                            // AIPerf writes this row only when requests failed or were cancelled.
+                            "Error Request Count" => single.set("failed", x),
+                            "Benchmark Duration" if name.contains("(sec)") || name.contains("(s)") => {
+                                single.set("duration_s", x)
+                            }
                             _ => {}
                         }
                     }

@@ -16,8 +16,10 @@ use super::Parsed;
 use serde_json::{Map, Value};
 
 /// Metrics whose statistics are latencies, with the metric name `latency_key` knows them by.
-const LATENCIES: [(&str, &str); 4] = [
+/// Early AIPerf releases tag time to first token `ttft`.
+const LATENCIES: [(&str, &str); 5] = [
     ("time_to_first_token", "ttft"),
+    ("ttft", "ttft"),
     ("inter_token_latency", "itl"),
     ("time_per_output_token", "tpot"),
     ("request_latency", "e2e"),
@@ -29,12 +31,18 @@ fn is_stats(v: &Value) -> bool {
         .is_some_and(|o| o.contains_key("unit") && o.iter().any(|(k, v)| k != "unit" && num(v).is_some()))
 }
 
-/// A GenAI-Perf / AIPerf summary: two or more of the headline metrics as objects of statistics.
+/// A GenAI-Perf / AIPerf summary: two or more of the headline metrics as objects of statistics, at
+/// the top level or (early AIPerf releases) under `records`.
 pub(crate) fn is_summary(o: &Map<String, Value>) -> bool {
+    has_headline_stats(o) || early_records(o).is_some()
+}
+
+fn has_headline_stats(o: &Map<String, Value>) -> bool {
     [
         "request_throughput",
         "request_latency",
         "time_to_first_token",
+        "ttft",
         "inter_token_latency",
         "output_token_throughput",
     ]
@@ -42,6 +50,14 @@ pub(crate) fn is_summary(o: &Map<String, Value>) -> bool {
     .filter(|k| o.get(**k).is_some_and(is_stats))
     .count()
         >= 2
+}
+
+/// The statistics of an early AIPerf export (2025): `{"records": {"ttft": {…}, …}, "input_config":
+/// …, "error_summary": …}`.
+fn early_records(o: &Map<String, Value>) -> Option<&Map<String, Value>> {
+    o.get("records")
+        .and_then(Value::as_object)
+        .filter(|r| has_headline_stats(r))
 }
 
 /// An AIPerf per-request record.
@@ -54,10 +70,14 @@ fn avg(o: &Map<String, Value>, key: &str) -> Option<f64> {
     o.get(key)?.get("avg").and_then(num)
 }
 
-pub(crate) fn summary(o: &Map<String, Value>, p: &mut Parsed) -> Run {
-    if let Some(v) = o.get("aiperf_version").and_then(Value::as_str) {
+pub(crate) fn summary(top: &Map<String, Value>, p: &mut Parsed) -> Run {
+    // The statistics; the run's configuration and errors stay at the top level in either shape.
+    let o = early_records(top).unwrap_or(top);
+    if let Some(v) = top.get("aiperf_version").and_then(Value::as_str) {
         p.tool = Some("aiperf".into());
         p.tool_version = Some(v.to_owned());
+    } else if early_records(top).is_some() {
+        p.tool = Some("aiperf".into());
     } else {
         p.tool = Some("genai-perf".into());
         p.tool_version = o.get("genai_perf_version").and_then(Value::as_str).map(str::to_owned);
@@ -98,25 +118,27 @@ pub(crate) fn summary(o: &Map<String, Value>, p: &mut Parsed) -> Run {
     }
     if r.get("completed").is_some() && r.get("failed").is_none() {
         // AIPerf writes error_request_count only when there were errors.
-        if o.get("error_summary")
+        if top
+            .get("error_summary")
             .and_then(Value::as_array)
             .is_some_and(Vec::is_empty)
         {
             r.set("failed", 0.0);
         }
     }
-    if let Some(errs) = o
+    if let Some(errs) = top
         .get("error_summary")
         .and_then(Value::as_array)
         .filter(|e| !e.is_empty())
     {
         p.warn(format!("the run reported {} kind(s) of request error", errs.len()));
     }
-    if o.get("was_cancelled").and_then(Value::as_bool) == Some(true) {
+    if top.get("was_cancelled").and_then(Value::as_bool) == Some(true) {
         p.warn("the run was cancelled before it finished");
     }
-    if let Some(cfg) = o.get("input_config").and_then(Value::as_object) {
-        // GenAI-Perf: "model": ["name"]; AIPerf: "models": {"items": [{"name": …}]}.
+    if let Some(cfg) = top.get("input_config").and_then(Value::as_object) {
+        // GenAI-Perf: "model": ["name"]; AIPerf: "models": {"items": [{"name": …}]}; early AIPerf:
+        // "endpoint": {"model_names": ["name"]}.
         let model = cfg
             .get("model")
             .and_then(|m| m.as_array().and_then(|a| a.first()).or(Some(m)))
@@ -128,18 +150,23 @@ pub(crate) fn summary(o: &Map<String, Value>, p: &mut Parsed) -> Run {
                     .first()?
                     .get("name")?
                     .as_str()
-            });
+            })
+            .or_else(|| cfg.get("endpoint")?.get("model_names")?.as_array()?.first()?.as_str());
         if let Some(m) = model {
             p.text("serving.model", m);
         }
-        let concurrency = cfg.get("concurrency").and_then(num).or_else(|| {
-            cfg.get("phases")?
-                .as_array()?
-                .iter()
-                .find(|ph| ph.get("name").and_then(Value::as_str) == Some("profiling"))?
-                .get("concurrency")
-                .and_then(num)
-        });
+        let concurrency = cfg
+            .get("concurrency")
+            .or_else(|| cfg.get("loadgen")?.get("concurrency"))
+            .and_then(num)
+            .or_else(|| {
+                cfg.get("phases")?
+                    .as_array()?
+                    .iter()
+                    .find(|ph| ph.get("name").and_then(Value::as_str) == Some("profiling"))?
+                    .get("concurrency")
+                    .and_then(num)
+            });
         if let Some(c) = concurrency {
             r.set("max_concurrency", c);
         }
