@@ -260,15 +260,29 @@ async fn a_round_over_a_poisoned_item_ends_within_its_bound_and_sets_the_item_as
     let (_db, pool) = database().await;
     let brief_id = brief(&pool).await;
     let t0 = Utc::now() - Duration::hours(1);
+    let bound = std::time::Duration::from_secs(1);
+    // An older value of one of the poisoned item's keys, already compacted.
+    let older = upload(&pool, brief_id, 2, json!({"k0": 1}), t0 - Duration::hours(1)).await;
+    compactor::compact_round(&pool, compactor::BATCH, bound).await.unwrap();
     // Stored directly, as an item uploaded before the key limit existed: far more keys than an
-    // upload may now have, so compacting it alone takes longer than the round's bound.
+    // upload may now have.
     let poisoned = upload(&pool, brief_id, 2, wide_metrics(300_000, 1), t0).await;
     let fine = upload(&pool, brief_id, 2, json!({"gpu.count": 8}), t0).await;
+    // How long 300,000 keys take depends on the machine, so the test does not rely on it: another
+    // session holds the row of one of the item's keys, and compacting the item must wait for it, so
+    // it outlasts the bound on any machine, as it would on a slow one. The fine item does not touch
+    // that row.
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM evidence_metrics_latest WHERE brief_id = $1 AND key = 'k0' FOR UPDATE")
+        .bind(brief_id)
+        .fetch_one(&mut *holder)
+        .await
+        .unwrap();
 
-    let bound = std::time::Duration::from_secs(1);
     let started = std::time::Instant::now();
     let round = compactor::compact_round(&pool, compactor::BATCH, bound).await.unwrap();
     let took = started.elapsed();
+    holder.rollback().await.unwrap();
     // The batch's timeout, the fine item, the poisoned item's own timeout, and the bookkeeping.
     assert!(took < bound * 3 + std::time::Duration::from_secs(2), "took {took:?}");
     assert_eq!(round.set_aside, vec![poisoned]);
@@ -277,8 +291,15 @@ async fn a_round_over_a_poisoned_item_ends_within_its_bound_and_sets_the_item_as
     assert_eq!(round.moved + next.moved, 1);
     assert!(next.set_aside.is_empty());
     assert_eq!(pending(&pool).await, 0);
+    // The set-aside item's values never reached the card: k0 is still the older item's.
     let rows = newest(&pool, brief_id, &["gpu.count", "k0"]).await;
-    assert_eq!(rows, vec![("gpu.count".into(), 2, json!(8), fine)]);
+    assert_eq!(
+        rows,
+        vec![
+            ("gpu.count".into(), 2, json!(8), fine),
+            ("k0".into(), 2, json!(1), older)
+        ]
+    );
 
     let reason: String = sqlx::query_scalar("SELECT reason FROM evidence_metrics_set_aside WHERE evidence_id = $1")
         .bind(poisoned)
