@@ -112,7 +112,19 @@ pub async fn lock(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<(), AppErro
     }
 }
 
-pub use super::repo::BriefFilter;
+pub use super::repo::{BriefFilter, BriefOrder};
+
+/// Briefs narrowed by `filter` in `order`, `limit` of them from `offset` (the dashboard's sorted
+/// columns).
+pub async fn list_sorted(
+    db: impl sqlx::PgExecutor<'_>,
+    filter: &BriefFilter,
+    order: BriefOrder,
+    offset: i64,
+    limit: i64,
+) -> Result<Vec<Brief>, AppError> {
+    Ok(repo::list_sorted(db, filter, order, offset, limit).await?)
+}
 
 /// Briefs newest first after a keyset cursor (created_at, id), narrowed by `filter` (the dashboard).
 pub async fn list_filtered(

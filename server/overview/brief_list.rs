@@ -11,7 +11,11 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::{
-    briefs::{model::Brief, service as briefs, service::BriefFilter},
+    briefs::{
+        model::Brief,
+        service as briefs,
+        service::{BriefFilter, BriefOrder},
+    },
     error::AppError,
     signals::service::{self as signals, SummaryRow},
     state::AppState,
@@ -115,6 +119,33 @@ pub async fn page(
             });
         }
     }
+}
+
+/// A page of the list in another order than newest first: up to `limit` briefs from `offset` that
+/// meet `filter`, each with its current summary, and whether more follow. The order is the kept
+/// summaries'; a brief whose summary is remade as it is read keeps its place on this page.
+pub async fn sorted_page(
+    state: &AppState,
+    filter: &BriefFilter,
+    order: BriefOrder,
+    offset: usize,
+    limit: usize,
+) -> Result<(Vec<Listed>, bool), AppError> {
+    // One extra row says whether anything follows.
+    let batch = briefs::list_sorted(&state.pool, filter, order, offset as i64, limit as i64 + 1).await?;
+    let more = batch.len() > limit;
+    let ids: Vec<Uuid> = batch.iter().map(|b| b.id).collect();
+    let mut summaries = signals::current(state, &ids).await?;
+    let items = batch
+        .into_iter()
+        .take(limit)
+        .filter_map(|brief| {
+            let at = summaries.iter().position(|s| s.brief_id == brief.id)?;
+            let summary = summaries.swap_remove(at);
+            matches(filter, &summary).then_some(Listed { brief, summary })
+        })
+        .collect();
+    Ok((items, more))
 }
 
 #[cfg(test)]

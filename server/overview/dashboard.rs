@@ -5,8 +5,8 @@
 //!
 //! Also narrowed to the signed-in person's briefs (`owner=me`) or a team's (`team=<name>`), and
 //! sorted by a column (`sort=name`, `owner`, `decision`, `cost`, `approval`, `evidence`, or the
-//! default `created`, newest first): the page's rows are sorted, the pages stay newest first, so
-//! the "next page" link means the same whatever the sort.
+//! default `created`, newest first). The whole list is sorted, not one page: newest first pages by
+//! a keyset cursor (`after=`), another order by page number (`page=2`).
 //!
 //! No row computes a review: the list (`overview::brief_list`, shared with `GET /api/v1/briefs`)
 //! reads each brief's review summary, kept current by the signals watcher and remade before the
@@ -20,7 +20,10 @@ use uuid::Uuid;
 
 use crate::{
     auth::teams,
-    briefs::{model::Brief, service::BriefFilter},
+    briefs::{
+        model::Brief,
+        service::{BriefFilter, BriefOrder},
+    },
     error::AppError,
     evidence::service as evidence,
     money,
@@ -156,6 +159,19 @@ impl Sort {
         })
     }
 
+    /// The list's order in SQL; `None` is newest first.
+    fn order(self) -> Option<BriefOrder> {
+        match self {
+            Sort::Created => None,
+            Sort::Name => Some(BriefOrder::Name),
+            Sort::Owner => Some(BriefOrder::Owner),
+            Sort::Decision => Some(BriefOrder::Decision),
+            Sort::Cost => Some(BriefOrder::Cost),
+            Sort::Approval => Some(BriefOrder::Approval),
+            Sort::Evidence => Some(BriefOrder::Evidence),
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Sort::Created => "created",
@@ -169,7 +185,9 @@ impl Sort {
     }
 
     /// Names and owners A to Z, the cheapest first (unknown costs last), the newest evidence and
-    /// the newest brief first; ties keep the page's order (newest first).
+    /// the newest brief first; ties keep the page's order (newest first). The list arrives in this
+    /// order from SQL by the kept summaries; a summary remade as the page was read may move its row
+    /// within the page.
     fn apply(self, rows: &mut [BriefRow]) {
         let text = |s: &str| s.to_lowercase();
         match self {
@@ -237,9 +255,11 @@ pub struct DashboardQuery {
     owner: Option<String>,
     /// A team's name: only the briefs shared with it.
     team: Option<String>,
-    /// The keyset cursor of `brief_list` (written where the "next" link is made).
+    /// The keyset cursor of `brief_list` (written where the "next" link is made), newest first.
     after: Option<String>,
-    /// The column the page's rows are sorted by.
+    /// The page number (from 1) in another order than newest first.
+    page: Option<String>,
+    /// The column the list is sorted by.
     sort: Option<String>,
 }
 
@@ -253,7 +273,10 @@ struct View<'a> {
     sort: Sort,
 }
 
-fn href(view: &View<'_>, after: Option<&str>) -> String {
+/// Where a page starts: `("after", cursor)` newest first, `("page", n)` in another order.
+type Place<'a> = (&'static str, &'a str);
+
+fn href(view: &View<'_>, at: Option<Place<'_>>) -> String {
     let mut pairs: Vec<(&str, &str)> = Vec::new();
     if !view.search.is_empty() {
         pairs.push(("q", view.search));
@@ -270,8 +293,8 @@ fn href(view: &View<'_>, after: Option<&str>) -> String {
     if view.sort != Sort::Created {
         pairs.push(("sort", view.sort.as_str()));
     }
-    if let Some(a) = after {
-        pairs.push(("after", a));
+    if let Some(place) = at {
+        pairs.push(place);
     }
     match serde_urlencoded::to_string(&pairs) {
         Ok(q) if !q.is_empty() => format!("/?{q}"),
@@ -322,11 +345,40 @@ pub async fn dashboard(
         ..BriefFilter::default()
     };
     show.narrow(&mut filter);
-    let page = brief_list::page(&state, &filter, after, PAGE).await?;
-    let ids: Vec<Uuid> = page.items.iter().map(|l| l.brief.id).collect();
+    let page_number = match q.page.as_deref().filter(|p| !p.is_empty()) {
+        None => 1,
+        Some(p) => p
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=10_000).contains(n))
+            .ok_or_else(|| {
+                AppError::BadRequest("This page link is damaged: start again from the first page.".into())
+            })?,
+    };
+    // Newest first pages by keyset; another order by page number.
+    let (items, next_place, scan_cut, first_page) = match sort.order() {
+        None => {
+            let page = brief_list::page(&state, &filter, after, PAGE).await?;
+            (
+                page.items,
+                page.next.map(encode_cursor).map(|c| ("after", c)),
+                page.scan_cut,
+                after.is_none(),
+            )
+        }
+        Some(order) => {
+            let (items, more) = brief_list::sorted_page(&state, &filter, order, (page_number - 1) * PAGE, PAGE).await?;
+            (
+                items,
+                more.then(|| ("page", (page_number + 1).to_string())),
+                false,
+                page_number == 1,
+            )
+        }
+    };
+    let ids: Vec<Uuid> = items.iter().map(|l| l.brief.id).collect();
     let latest = evidence::latest_per_brief(&state, &ids).await?;
-    let mut rows: Vec<BriefRow> = page
-        .items
+    let mut rows: Vec<BriefRow> = items
         .into_iter()
         .map(|l| {
             let last = latest.get(&l.brief.id).cloned();
@@ -334,7 +386,6 @@ pub async fn dashboard(
         })
         .collect();
     sort.apply(&mut rows);
-    let next_after = page.next.map(encode_cursor);
     let view = View {
         search: &search,
         show,
@@ -371,8 +422,8 @@ pub async fn dashboard(
     render(&DashboardPage {
         ctx: (&user).into(),
         briefs: rows,
-        first_page: after.is_none(),
-        next_href: next_after.as_deref().map(|a| href(&view, Some(a))),
+        first_page,
+        next_href: next_place.as_ref().map(|(k, v)| href(&view, Some((k, v)))),
         first_href: href(&view, None),
         quick: Show::ALL
             .iter()
@@ -384,7 +435,7 @@ pub async fn dashboard(
         shows: Show::ALL.iter().map(|s| (s.as_str(), s.label())).collect(),
         show: show.as_str(),
         search,
-        scan_cut: page.scan_cut,
+        scan_cut,
         sorts,
     })
 }
@@ -471,7 +522,7 @@ mod tests {
             sort: Sort::Owner,
         };
         assert_eq!(
-            href(&narrowed, Some("1.x")),
+            href(&narrowed, Some(("after", "1.x"))),
             "/?q=llama+70b&show=stale&owner=me&team=Inference+%26+serving&sort=owner&after=1.x"
         );
         assert!(Sort::parse(Some("price")).is_err());

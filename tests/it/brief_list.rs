@@ -244,3 +244,50 @@ async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
     let res = owner.get(app.url("/?team=Nobody")).await;
     assert_eq!(res.status(), 400);
 }
+
+/// The briefs' names on a dashboard page, in order, and its "Next page" link.
+fn dashboard_names(page: &str) -> (Vec<String>, Option<String>) {
+    let names = page
+        .split("<tr data-brief=")
+        .skip(1)
+        .filter_map(|row| {
+            let cell = &row[row.find("<td><a href=\"/briefs/")?..];
+            let text = &cell[cell.find("\">")? + 2..];
+            Some(text[..text.find("</a>")?].to_owned())
+        })
+        .collect();
+    let next = page.find("\" rel=\"next\" id=\"next-page\"").map(|end| {
+        let start = page[..end].rfind("href=\"").unwrap() + "href=\"".len();
+        page[start..end].replace("&#38;", "&").replace("&amp;", "&")
+    });
+    (names, next)
+}
+
+#[tokio::test]
+async fn the_dashboard_sorts_the_whole_list_not_one_page() {
+    let app = spawn_app().await;
+    // The first brief made is the first by name: newest first it is on the second page.
+    app.create_brief(json!({ "name": "Aardvark chat" })).await;
+    for i in 0..29 {
+        app.create_brief(json!({ "name": format!("Brief {i:02}") })).await;
+    }
+    let owner = app.login_owner().await;
+
+    let (newest, next) = dashboard_names(&owner.get(app.url("/")).await.text().await.unwrap());
+    assert_eq!(newest.len(), 25);
+    assert!(!newest.contains(&"Aardvark chat".to_owned()), "newest first it is on page 2");
+    assert!(next.unwrap().contains("after="));
+
+    let (by_name, next) = dashboard_names(&owner.get(app.url("/?sort=name")).await.text().await.unwrap());
+    assert_eq!(by_name.len(), 25);
+    assert_eq!(by_name[0], "Aardvark chat", "sorted across every page, not within the first");
+    assert_eq!(by_name[1..4], ["Brief 00", "Brief 01", "Brief 02"]);
+    let next = next.expect("a next page");
+    assert!(next.contains("sort=name") && next.contains("page=2"), "{next}");
+    let (rest, after_that) = dashboard_names(&owner.get(app.url(&next)).await.text().await.unwrap());
+    assert_eq!(rest, ["Brief 24", "Brief 25", "Brief 26", "Brief 27", "Brief 28"]);
+    assert_eq!(after_that, None);
+
+    let res = owner.get(app.url("/?sort=name&page=0")).await;
+    assert_eq!(res.status(), 400, "a damaged page number is refused, not a 500");
+}
