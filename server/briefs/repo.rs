@@ -389,7 +389,10 @@ impl BriefOrder {
 
 /// Briefs narrowed by `filter` in `order` (ties newest first), `limit` of them from `offset`.
 /// Paged by offset, not by keyset: a sorted list is read a page or two deep by people, and the
-/// newest-first list (`list_filtered`) keeps its keyset for the API and for deep paging.
+/// newest-first list (`list_filtered`) keeps its keyset for the API and for deep paging. Its own
+/// statement rather than an ORDER BY parameter of `list_filtered`'s: there, newest first must stay a
+/// walk of the creation index, which a computed sort key would turn into a sort of every brief; the
+/// column list is repeated because sqlx checks only literal statements.
 pub async fn list_sorted(
     db: impl PgExecutor<'_>,
     filter: &BriefFilter,

@@ -275,12 +275,18 @@ async fn the_dashboard_sorts_the_whole_list_not_one_page() {
 
     let (newest, next) = dashboard_names(&owner.get(app.url("/")).await.text().await.unwrap());
     assert_eq!(newest.len(), 25);
-    assert!(!newest.contains(&"Aardvark chat".to_owned()), "newest first it is on page 2");
+    assert!(
+        !newest.contains(&"Aardvark chat".to_owned()),
+        "newest first it is on page 2"
+    );
     assert!(next.unwrap().contains("after="));
 
     let (by_name, next) = dashboard_names(&owner.get(app.url("/?sort=name")).await.text().await.unwrap());
     assert_eq!(by_name.len(), 25);
-    assert_eq!(by_name[0], "Aardvark chat", "sorted across every page, not within the first");
+    assert_eq!(
+        by_name[0], "Aardvark chat",
+        "sorted across every page, not within the first"
+    );
     assert_eq!(by_name[1..4], ["Brief 00", "Brief 01", "Brief 02"]);
     let next = next.expect("a next page");
     assert!(next.contains("sort=name") && next.contains("page=2"), "{next}");
