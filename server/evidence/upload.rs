@@ -259,10 +259,7 @@ fn parse_json(raw: &[u8]) -> ApiResult<Value> {
 /// Whether a JSON body holds an object wider than an evidence item may have metric keys (walked,
 /// not built: see `parsers::limits`).
 fn is_wide(raw: &[u8]) -> bool {
-    std::str::from_utf8(raw)
-        .ok()
-        .and_then(|s| limits::scan_json(s).ok())
-        .is_some_and(|s| s.too_wide_at.is_some())
+    std::str::from_utf8(raw).ok().and_then(limits::too_wide).is_some()
 }
 
 /// An envelope holding an object wider than the key limit, read without building that object: a

@@ -105,11 +105,7 @@ fn detect_json(t: &str) -> Option<K> {
     use serde_json::Value;
     // A document wider than an item's key limit is never built: its top-level keys name the kind,
     // whose parser then refuses it with the limit as the error.
-    if let Ok(super::limits::Scanned {
-        top_keys,
-        too_wide_at: Some(_),
-    }) = super::limits::scan_json(t)
-    {
+    if let Some(super::limits::Scanned { top_keys, .. }) = super::limits::too_wide(t) {
         let has = |k: &str| top_keys.iter().any(|t| t == k);
         return Some(if has("DCGM GPU Diagnostic") || has("DCGM Diagnostic") {
             K::DcgmDiag

@@ -174,10 +174,24 @@ impl<'de> Visitor<'de> for Walk<'_> {
     }
 }
 
-/// [`scan_json`] as a parser's first step: an over-wide document is the item's error.
+/// The fewest bytes a JSON object wider than the key limit takes: `{`, `}`, and
+/// `MAX_METRIC_KEYS + 1` members of at least `"":0` with a comma between each two.
+const SMALLEST_WIDE_BYTES: usize = 2 + 4 * (MAX_METRIC_KEYS + 1) + MAX_METRIC_KEYS;
+
+/// What [`scan_json`] saw, when `body` holds an object wider than the key limit. A body too short to
+/// hold one (every ordinary upload) is not walked at all, so the upload, kind detection and the
+/// parsers may each ask without walking it again and again.
+pub(crate) fn too_wide(body: &str) -> Option<Scanned> {
+    if body.len() < SMALLEST_WIDE_BYTES {
+        return None;
+    }
+    scan_json(body).ok().filter(|s| s.too_wide_at.is_some())
+}
+
+/// [`too_wide`] as a parser's first step: an over-wide document is the item's error.
 pub(crate) fn refuse_wide_json(body: &str) -> Result<(), ParseError> {
-    match scan_json(body) {
-        Ok(Scanned {
+    match too_wide(body) {
+        Some(Scanned {
             too_wide_at: Some(line),
             ..
         }) => Err(ParseError::at(line, too_many_keys())),
@@ -208,6 +222,16 @@ mod tests {
     fn arrays_of_many_small_objects_are_not_wide() {
         let doc = format!("[{}]", vec!["{\"a\":1,\"b\":[1,2]}"; 5_000].join(","));
         assert_eq!(scan_json(&doc).unwrap().too_wide_at, None);
+    }
+
+    #[test]
+    fn the_shortest_over_wide_object_is_still_walked() {
+        let members = vec!["\"\":0"; MAX_METRIC_KEYS + 1].join(",");
+        let shortest = format!("{{{members}}}");
+        assert_eq!(shortest.len(), SMALLEST_WIDE_BYTES);
+        assert_eq!(too_wide(&shortest).map(|s| s.too_wide_at), Some(Some(1)));
+        let one_fewer = format!("{{{}}}", vec!["\"\":0"; MAX_METRIC_KEYS].join(","));
+        assert!(too_wide(&one_fewer).is_none());
     }
 
     #[test]
