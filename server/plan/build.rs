@@ -465,14 +465,17 @@ pub fn build(input: &PlanInput<'_>) -> TestPlan {
             template: None,
             held: None,
         };
+        // The common shape: a step of one command, its kind named as its key.
+        let one_command = |key: &str, title: &str, feeds: Vec<String>, why: String, run: PlanCommand| PlanStep {
+            commands: vec![run],
+            ..step(key, title.to_owned(), Runner::Command, key, feeds, why)
+        };
 
         let f = feeds(Source::SmiList);
         if !f.is_empty() {
-            let mut s = step(
+            steps.push(one_command(
                 "nvidia-smi-list",
-                "List the GPUs".into(),
-                Runner::Command,
-                "nvidia-smi-list",
+                "List the GPUs",
                 f,
                 match alloc {
                     Some(a) => format!(
@@ -482,24 +485,20 @@ pub fn build(input: &PlanInput<'_>) -> TestPlan {
                     ),
                     None => "`nvidia-smi -L` lists each GPU with its model and UUID.".into(),
                 },
-            );
-            s.commands = vec![command("nvidia-smi", &["nvidia-smi", "-L"], NVIDIA_SMI_HINT)];
-            steps.push(s);
+                command("nvidia-smi", &["nvidia-smi", "-L"], NVIDIA_SMI_HINT),
+            ));
         }
         let f = feeds(Source::SmiTopo);
         if !f.is_empty() {
-            let mut s = step(
+            steps.push(one_command(
                 "nvidia-smi-topo",
-                "Map how the GPUs are linked".into(),
-                Runner::Command,
-                "nvidia-smi-topo",
+                "Map how the GPUs are linked",
                 f,
                 format!(
                     "Collectives across {devices} GPUs are only as fast as the slowest link between two of them; the topology matrix names each pair's link (NVLink, PCIe switch, CPU socket)."
                 ),
-            );
-            s.commands = vec![command("nvidia-smi", &["nvidia-smi", "topo", "-m"], NVIDIA_SMI_HINT)];
-            steps.push(s);
+                command("nvidia-smi", &["nvidia-smi", "topo", "-m"], NVIDIA_SMI_HINT),
+            ));
         }
         let f = feeds(Source::SmiQuery);
         if !f.is_empty() {
@@ -508,29 +507,23 @@ pub fn build(input: &PlanInput<'_>) -> TestPlan {
             } else {
                 ""
             };
-            let mut s = step(
+            steps.push(one_command(
                 "nvidia-smi-query",
-                "Read memory, driver and ECC counters".into(),
-                Runner::Command,
-                "nvidia-smi-query",
+                "Read memory, driver and ECC counters",
                 f,
                 format!("`nvidia-smi -q -x` gives each GPU's memory, driver and CUDA versions and ECC error counters as XML.{during}"),
-            );
-            s.commands = vec![command("nvidia-smi", &["nvidia-smi", "-q", "-x"], NVIDIA_SMI_HINT)];
-            steps.push(s);
+                command("nvidia-smi", &["nvidia-smi", "-q", "-x"], NVIDIA_SMI_HINT),
+            ));
         }
         let f = feeds(Source::DcgmDiscovery);
         if !f.is_empty() {
-            let mut s = step(
+            steps.push(one_command(
                 "dcgm-discovery",
-                "Ask DCGM which GPUs it manages".into(),
-                Runner::Command,
-                "dcgm-discovery",
+                "Ask DCGM which GPUs it manages",
                 f,
                 "DCGM's own count of the GPUs it can manage and test.".into(),
-            );
-            s.commands = vec![command("dcgmi", &["dcgmi", "discovery", "--list"], DCGMI_HINT)];
-            steps.push(s);
+                command("dcgmi", &["dcgmi", "discovery", "--list"], DCGMI_HINT),
+            ));
         }
         let f = feeds(Source::DcgmDiag);
         if !f.is_empty() {
