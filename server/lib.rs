@@ -19,6 +19,7 @@ pub mod ledger;
 pub mod money;
 pub mod outbox;
 pub mod overview;
+pub mod people;
 pub mod plan;
 pub mod prices;
 pub mod review;

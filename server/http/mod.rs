@@ -30,9 +30,9 @@ use tower_http::{
 };
 
 use crate::{
-    acceptance, auth, briefs,
+    acceptance, briefs,
     error::AppError,
-    evidence, ledger, overview, plan, prices, review, signals,
+    evidence, ledger, overview, people, plan, prices, review, signals,
     state::AppState,
     telemetry::REQUEST_ID_HEADER,
     trials,
@@ -52,8 +52,8 @@ pub fn app(state: AppState) -> Router {
         .merge(overview::routes())
         .merge(ledger::api::routes())
         .merge(ledger::pages::routes())
-        .merge(auth::pages::routes())
-        .merge(auth::api::routes())
+        .merge(people::pages::routes())
+        .merge(people::api::routes())
         .merge(evidence::api::routes())
         .merge(evidence::pages::routes())
         .merge(review::api::routes())

@@ -15,7 +15,8 @@ enum Floor {
     /// Pure engines and plain types: no I/O, no web, no database.
     Ground,
     /// Error, state, config, database, telemetry, secrets, the evidence store, the audit log and
-    /// who is who (roles, sessions, tokens, users): what every handler stands on.
+    /// who is who (`auth`: roles, sessions, tokens, users, teams, lockout): what every handler
+    /// stands on. The pages and API for people are the `people` domain.
     Core,
     /// The web kit: extractors, who is asking, pages and their error, the request id.
     Web,
@@ -68,7 +69,7 @@ const DOMAINS: [(&str, u8); 11] = [
     ("prices", 0),
     ("collect", 0),
     ("trials", 1),
-    ("auth", 2),
+    ("people", 2),
     ("evidence", 2),
     ("ledger", 2),
     ("acceptance", 3),
@@ -511,6 +512,9 @@ fn the_checker_sees_what_it_must_refuse() {
     assert!(violation("briefs::service", "review::service").is_some());
     assert!(violation("sizing::memory", "error").is_some());
     assert!(violation("web::page", "briefs::model").is_some());
+    assert!(violation("web::auth", "people::pages").is_some());
+    assert!(violation("config", "auth::session").is_none());
+    assert!(violation("people::pages", "trials::service").is_none());
     assert!(violation("ledger::repo", "ledger::service").is_some());
     assert!(violation("review::service", "briefs::service").is_none());
     assert!(violation("overview::brief_page", "ledger::pages").is_none());

@@ -16,13 +16,13 @@ use serde_json::json;
 
 use uuid::Uuid;
 
-use super::{
-    lockout::{self, Admission},
-    password, session, teams,
-    token::{self, NewToken, TokenRow},
-    users, Role,
-};
 use crate::{
+    auth::{
+        lockout::{self, Admission},
+        password, session, teams,
+        token::{self, NewToken, TokenRow},
+        users, Role,
+    },
     audit,
     briefs::service as briefs,
     error::AppError,
@@ -51,7 +51,7 @@ pub fn routes() -> Router<AppState> {
 const LOGIN_CSRF_COOKIE: &str = "rentcheck_login_csrf";
 
 #[derive(Template)]
-#[template(path = "auth/login.html")]
+#[template(path = "people/login.html")]
 struct LoginPage {
     ctx: PageContext,
     csrf: String,
@@ -253,7 +253,7 @@ async fn logout(
 }
 
 #[derive(Template)]
-#[template(path = "auth/setup.html")]
+#[template(path = "people/setup.html")]
 struct SetupPage {
     ctx: PageContext,
     csrf: String,
@@ -264,7 +264,7 @@ struct SetupPage {
 }
 
 #[derive(Template)]
-#[template(path = "auth/setup_done.html")]
+#[template(path = "people/setup_done.html")]
 struct SetupDonePage {
     ctx: PageContext,
 }
@@ -424,7 +424,7 @@ impl TokenLine {
 }
 
 #[derive(Template)]
-#[template(path = "auth/tokens.html")]
+#[template(path = "people/tokens.html")]
 struct TokensPage {
     ctx: PageContext,
     brief_id: String,

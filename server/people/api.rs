@@ -15,13 +15,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{
-    lockout, password,
-    token::{self, TokenRow},
-    users::{self, Change, UserRow},
-    Principal, Role,
-};
 use crate::{
+    auth::{
+        lockout, password,
+        token::{self, TokenRow},
+        users::{self, Change, UserRow},
+        Principal, Role,
+    },
     audit,
     error::{ApiResult, AppError},
     state::AppState,
