@@ -28,6 +28,7 @@ pub mod signals;
 pub mod sizing;
 pub mod state;
 pub mod telemetry;
+pub mod thresholds;
 pub mod trials;
 pub mod validation;
 pub mod versioned_cache;

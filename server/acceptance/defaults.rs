@@ -24,9 +24,8 @@ pub const INTER_NODE_BUSBW_FLOOR_GBPS: f64 = 20.0;
 /// 476 GB/s); 70 % leaves room for another NCCL version or algorithm and still fails a fabric a
 /// third short. The flat shares above are the fallback for a GPU the table does not know.
 pub const EXPECTED_BUSBW_SHARE: f64 = 0.7;
-/// KV-cache usage at or above this is saturation (decision.md "Derived figures").
-/// The decision rules own this threshold (decision.md "saturated"); the default card uses the same.
-pub use crate::review::decision::limits::KV_CACHE_SATURATED_PCT;
+/// What "saturated" means, shared with the review decision (decision.md "Derived figures").
+use crate::thresholds::{KV_CACHE_SATURATED_PCT, PREEMPTIONS_SATURATED_ABOVE};
 /// Error rate the card asks for when the brief sets no target.
 pub const DEFAULT_ERROR_RATE: f64 = 0.01;
 /// Training keeps this share of card memory free at its peak.
@@ -335,7 +334,7 @@ pub fn default_card_for(brief: &BriefFields, alloc: Option<(&'static GpuSpec, u3
             3,
             "serving.preemptions_total",
             Op::Eq,
-            Threshold::Number(0.0),
+            Threshold::Number(PREEMPTIONS_SATURATED_ABOVE),
             "count",
             true,
             "Preempted requests mean the KV cache ran out during the load window.".to_owned(),

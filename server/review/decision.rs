@@ -13,19 +13,13 @@ use uuid::Uuid;
 use super::money::MoneyFacts;
 use crate::money::with_currency;
 
-/// The thresholds of decision.md, in one place.
-///
-/// `saturated` = any of: `serving.preemptions_total` > 0 in the load window;
-/// `serving.kv_cache_usage_max_pct` ≥ 90; `serving.queue_time_p95_ms` ≥ 20 % of `serving.e2e_p95_ms`.
+/// The thresholds of decision.md. What "saturated" means is shared with the default card, so those
+/// live in `crate::thresholds` and are re-exported here; the break-even ones are the decision's own.
 pub mod limits {
     use rust_decimal::Decimal;
 
-    /// KV-cache usage (percent) at or above which the server counts as saturated.
-    pub const KV_CACHE_SATURATED_PCT: f64 = 90.0;
-    /// Queue time p95 as a share of end-to-end p95 at or above which requests are queueing.
-    pub const QUEUE_SHARE_SATURATED: f64 = 0.20;
-    /// Preemptions above this count in the load window mean KV pressure.
-    pub const PREEMPTIONS_SATURATED_ABOVE: f64 = 0.0;
+    pub use crate::thresholds::{KV_CACHE_SATURATED_PCT, PREEMPTIONS_SATURATED_ABOVE, QUEUE_SHARE_SATURATED};
+
     /// The reservation break-even when no reserved price of the offer is known (rule 8): then the
     /// reason says the reserved price is missing and no saving is claimed.
     pub const DEFAULT_BREAK_EVEN: Decimal = Decimal::from_parts(60, 0, 0, false, 2);

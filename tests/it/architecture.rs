@@ -30,9 +30,10 @@ enum Floor {
     Binary,
 }
 
-const GROUND: [&str; 11] = [
+const GROUND: [&str; 12] = [
     "validation",
     "money",
+    "thresholds",
     "sizing",
     "evidence::parsers",
     "evidence::load_points",
