@@ -9,6 +9,7 @@ pub mod auth;
 pub mod briefs;
 pub mod collect;
 pub mod config;
+pub mod criteria;
 pub mod db;
 pub mod demo;
 pub mod error;

@@ -28,6 +28,7 @@ use crate::{
     evidence::service as evidence,
     money,
     overview::brief_list::{self, decode_cursor, encode_cursor},
+    review::model::ApprovalVerdict,
     signals::service::SummaryRow,
     state::AppState,
     trials::model::Allocation,
@@ -456,7 +457,9 @@ fn row_for(brief: Brief, summary: &SummaryRow, last_evidence: Option<(DateTime<U
     let approval = match approval_state {
         "awaiting-evidence" => "awaiting evidence".to_owned(),
         "needs-approval" => "needs approval".to_owned(),
-        "stale" if s.approval_verdict.as_deref() == Some("approve") => format!("approved {decided}, now stale"),
+        "stale" if s.approval_verdict.as_deref().and_then(|v| v.parse().ok()) == Some(ApprovalVerdict::Approve) => {
+            format!("approved {decided}, now stale")
+        }
         "stale" => format!("rejected {decided}, now stale"),
         "approved" => format!("approved {decided}"),
         _ => format!("rejected {decided}"),

@@ -27,8 +27,11 @@ pub mod limits {
     pub const BREAK_EVEN_MARGIN: Decimal = Decimal::from_parts(5, 0, 0, false, 2);
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// The decision. Kept as text (`approvals.decision`, the signal snapshot) in the same lower-case
+/// names as on the wire; the `sqlx::Type` derive only names that mapping, it does no I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "lowercase")]
+#[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum Verdict {
     Expand,
     Reserve,
@@ -49,16 +52,24 @@ impl Verdict {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Fail,
-    Missing,
-    /// The criterion does not apply to this trial's allocation (collectives on one GPU).
-    #[serde(rename = "n/a")]
-    NotApplicable,
+impl std::str::FromStr for Verdict {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        [Verdict::Expand, Verdict::Reserve, Verdict::Dedicate, Verdict::Scale, Verdict::Stop]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or(())
+    }
 }
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A criterion's status, as the card evaluation gives it.
+pub use crate::criteria::Status;
 
 /// One evaluated criterion of the current card.
 #[derive(Debug, Clone, PartialEq, Serialize)]

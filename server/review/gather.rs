@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     acceptance::{
-        evaluate::{CardEvaluation, Status as EvalStatus},
+        evaluate::CardEvaluation,
         model::Card,
         service::{self as cards, StaleCriterion, TrialLoad},
     },
@@ -492,13 +492,8 @@ fn outcomes(evaluation: CardEvaluation) -> Vec<CriterionOutcome> {
             required: e.criterion.required,
             // Only a failure's reason is an input (a wrong type, no request completed); a missing
             // criterion's hint is not.
-            reason: e.reason.filter(|_| e.status == EvalStatus::Fail && e.value.is_none()),
-            status: match e.status {
-                EvalStatus::Pass => Status::Pass,
-                EvalStatus::Fail => Status::Fail,
-                EvalStatus::Missing => Status::Missing,
-                EvalStatus::NotApplicable => Status::NotApplicable,
-            },
+            reason: e.reason.filter(|_| e.status == Status::Fail && e.value.is_none()),
+            status: e.status,
             value: e.value,
             evidence_id: e.evidence_id,
         })

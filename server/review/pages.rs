@@ -19,7 +19,7 @@ use super::{
     decision_view,
     first_screen::{self, BriefLine, MoneyFigure},
     gather::TrialKv,
-    model::{apply_choices, Reservation},
+    model::{apply_choices, ApprovalVerdict, Reservation},
     money_view::{money_section, MoneySection},
     service::{self, needs_reservation, Review, TrialReview, VerdictRequest},
 };
@@ -105,8 +105,10 @@ struct CostBar {
 struct ApprovalView {
     /// "approved" or "rejected".
     done: &'static str,
-    verdict: String,
-    decision: String,
+    /// Approved, not rejected: the badge's colour.
+    approved: bool,
+    verdict: ApprovalVerdict,
+    decision: Verdict,
     by: String,
     at: String,
     comment: String,
@@ -425,13 +427,10 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
     let a = r.approval.as_ref()?;
     let currency = &r.context.inputs.brief.currency;
     Some(ApprovalView {
-        done: if a.row.verdict == "approve" {
-            "approved"
-        } else {
-            "rejected"
-        },
-        verdict: a.row.verdict.clone(),
-        decision: a.row.decision.clone(),
+        done: a.row.verdict.done(),
+        approved: a.row.verdict == ApprovalVerdict::Approve,
+        verdict: a.row.verdict,
+        decision: a.row.decision,
         by: a.row.decided_by.clone(),
         at: a.row.decided_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         comment: a.row.comment.clone(),
@@ -694,7 +693,7 @@ fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
     let currency = &r.brief.fields.currency;
     let trial = a.row.trial_id.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
     let recorded = recorded_reservation(r);
-    Some(if a.row.verdict == "approve" {
+    Some(if a.row.verdict == ApprovalVerdict::Approve {
         let mut text = format!(
             "Approved by {} at {at}: {}",
             a.row.decided_by,
@@ -784,7 +783,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
     // The commitment on the first screen: the approved reservation while it holds, else the one
     // approving the decided trial would record.
     let recorded = match &r.approval {
-        Some(a) if a.row.verdict == "approve" && !a.stale => recorded_reservation(r),
+        Some(a) if a.row.verdict == ApprovalVerdict::Approve && !a.stale => recorded_reservation(r),
         _ => None,
     };
     let computed = chosen.recorded_reservation().cloned();
@@ -802,7 +801,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
         approval_state: match &r.approval {
             None => "none",
             Some(a) if a.stale => "stale",
-            Some(a) if a.row.verdict == "approve" => "approved",
+            Some(a) if a.row.verdict == ApprovalVerdict::Approve => "approved",
             Some(_) => "rejected",
         },
         operating_line: first_screen::operating_line(chosen),
@@ -1270,7 +1269,7 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
             .unwrap_or_default(),
         ledger_rows: record_ledger_rows(r),
         reservation_rows: match &r.approval {
-            Some(a) if a.row.verdict == "approve" => recorded_reservation(r),
+            Some(a) if a.row.verdict == ApprovalVerdict::Approve => recorded_reservation(r),
             Some(_) => None,
             None => r.trials[r.chosen].recorded_reservation().cloned(),
         }

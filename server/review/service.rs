@@ -12,7 +12,7 @@ use super::{
     comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
     gather::{gather, ReviewContext},
-    model::{apply_choices, changed_inputs, reservation, Reservation, ReservationBasis},
+    model::{apply_choices, changed_inputs, reservation, ApprovalVerdict, Reservation, ReservationBasis},
     repo::{self, ApprovalRow},
 };
 use crate::{
@@ -351,14 +351,14 @@ pub async fn record_verdict(
     request: VerdictRequest,
 ) -> Result<ApprovalRow, AppError> {
     actor.require_person(Role::Manager)?;
-    if !matches!(request.verdict.as_str(), "approve" | "reject") {
+    let Ok(verdict) = request.verdict.parse::<ApprovalVerdict>() else {
         return Err(AppError::Validation(vec![FieldError::new(
             "verdict",
             "must be approve or reject",
         )]));
-    }
+    };
     let comment = request.comment.trim().to_owned();
-    if request.verdict == "reject" && comment.is_empty() {
+    if verdict == ApprovalVerdict::Reject && comment.is_empty() {
         return Err(AppError::Validation(vec![FieldError::new(
             "comment",
             "a rejection needs a comment",
@@ -408,7 +408,7 @@ pub async fn record_verdict(
             ),
         )]));
     };
-    if request.verdict == "approve" {
+    if verdict == ApprovalVerdict::Approve {
         // "Accepted" means every required criterion passed; with none required, nothing was
         // checked (a card made all optional), and approving it would record an acceptance test
         // that tested nothing.
@@ -435,7 +435,7 @@ pub async fn record_verdict(
             )));
         }
     }
-    if request.verdict == "approve"
+    if verdict == ApprovalVerdict::Approve
         && current.recommendation.recommended.is_some_and(|r| r != trial_id)
         && comment.is_empty()
     {
@@ -445,13 +445,13 @@ pub async fn record_verdict(
         )]));
     }
     let decision = trial.decision.decision;
-    let reservation: Option<Reservation> = match (&trial.reservation, request.verdict.as_str()) {
-        (Some(Ok(computed)), "approve") => {
+    let reservation: Option<Reservation> = match (&trial.reservation, verdict) {
+        (Some(Ok(computed)), ApprovalVerdict::Approve) => {
             let mut r = computed.clone();
             apply_choices(&mut r, &request.reservation).map_err(AppError::Validation)?;
             Some(r)
         }
-        (Some(Err(why)), "approve") => {
+        (Some(Err(why)), ApprovalVerdict::Approve) => {
             return Err(AppError::Validation(vec![FieldError::new("reservation", *why)]));
         }
         _ => None,
@@ -462,8 +462,8 @@ pub async fn record_verdict(
         &repo::NewApproval {
             brief_id,
             trial_id,
-            verdict: &request.verdict,
-            decision: decision.as_str(),
+            verdict,
+            decision,
             inputs_digest: &current.decision.inputs_digest,
             comment: &comment,
             decided_by: &actor.label(),
@@ -475,7 +475,7 @@ pub async fn record_verdict(
     audit::record(
         &mut *tx,
         &actor.label(),
-        &format!("approval.{}", request.verdict),
+        &format!("approval.{verdict}"),
         &format!("brief:{brief_id}"),
         json!({
             "trial": trial_id,
@@ -500,7 +500,7 @@ pub async fn record_verdict(
                 json!({ "verdict": a.row.verdict, "decision": a.row.decision, "trial": a.row.trial_id, "stale": a.stale })
             }),
             new: json!({
-                "verdict": request.verdict,
+                "verdict": verdict,
                 "decision": decision,
                 "trial": trial_id,
                 "decided_by": actor.label(),
@@ -510,7 +510,7 @@ pub async fn record_verdict(
             text: format!(
                 "{} {} {} on brief {} (trial {trial_name})",
                 actor.label(),
-                if request.verdict == "approve" { "approved" } else { "rejected" },
+                verdict.done(),
                 decision.as_str(),
                 current.brief.fields.name,
             ),

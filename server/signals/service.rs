@@ -20,6 +20,7 @@ use crate::{
     outbox,
     review::{
         decision::Status,
+        model::ApprovalVerdict,
         service::{self as review, Review},
     },
     secrets,
@@ -269,7 +270,7 @@ pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
                         }),
                         text: format!(
                             "Brief {name}: the {} of {} by {} is stale, its inputs changed ({})",
-                            if approval.row.verdict == "approve" {
+                            if approval.row.verdict == ApprovalVerdict::Approve {
                                 "approval"
                             } else {
                                 "rejection"
@@ -318,7 +319,7 @@ pub fn summarize(r: &Review, evidence_count: i64, last_evidence_at: Option<DateT
         None if evidence_count == 0 => "awaiting-evidence",
         None => "needs-approval",
         Some(a) if a.stale => "stale",
-        Some(a) if a.row.verdict == "approve" => "approved",
+        Some(a) if a.row.verdict == ApprovalVerdict::Approve => "approved",
         Some(_) => "rejected",
     };
     repo::BriefSummary {
@@ -333,8 +334,8 @@ pub fn summarize(r: &Review, evidence_count: i64, last_evidence_at: Option<DateT
             .any(|c| c.required && c.status == Status::Fail),
         evidence_count,
         last_evidence_at,
-        approval_verdict: r.approval.as_ref().map(|a| a.row.verdict.clone()),
-        approval_decision: r.approval.as_ref().map(|a| a.row.decision.clone()),
+        approval_verdict: r.approval.as_ref().map(|a| a.row.verdict.as_str().to_owned()),
+        approval_decision: r.approval.as_ref().map(|a| a.row.decision.as_str().to_owned()),
         state: state.to_owned(),
     }
 }

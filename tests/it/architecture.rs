@@ -30,10 +30,11 @@ enum Floor {
     Binary,
 }
 
-const GROUND: [&str; 12] = [
+const GROUND: [&str; 13] = [
     "validation",
     "money",
     "thresholds",
+    "criteria",
     "sizing",
     "evidence::parsers",
     "evidence::load_points",
