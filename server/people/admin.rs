@@ -17,6 +17,7 @@ use uuid::Uuid;
 use std::net::SocketAddr;
 
 use crate::{
+    audit,
     auth::{
         lockout, session,
         teams::{self, Team},
@@ -24,7 +25,6 @@ use crate::{
         users::{self, Change},
         Role,
     },
-    audit,
     briefs::service as briefs,
     error::AppError,
     state::AppState,

@@ -16,13 +16,13 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::{
+    audit,
     auth::{
         lockout, password,
         token::{self, TokenRow},
         users::{self, Change, UserRow},
         Principal, Role,
     },
-    audit,
     error::{ApiResult, AppError},
     state::AppState,
     validation::FieldError,

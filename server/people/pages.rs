@@ -17,13 +17,13 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::{
+    audit,
     auth::{
         lockout::{self, Admission},
         password, session, teams,
         token::{self, NewToken, TokenRow},
         users, Role,
     },
-    audit,
     briefs::service as briefs,
     error::AppError,
     secrets,
