@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::money::MoneyFacts;
+use super::money::{ApiBreakEven, MoneyFacts};
 use crate::money::with_currency;
 
 /// The thresholds of decision.md. What "saturated" means is shared with the default card, so those
@@ -831,6 +831,26 @@ pub fn reservation_saving(money: Option<&MoneyFacts>, u: Decimal) -> Option<Deci
     Some(((on_demand * u - reserved) * gpus * crate::money::HOURS_PER_MONTH).round_dp(2))
 }
 
+/// The API's prices per million tokens as a fact: input and output, or output only.
+fn api_prices_fact(api: &ApiBreakEven, currency: &str) -> Fact {
+    fact(
+        "API prices per million tokens",
+        if api.output_price_only {
+            format!(
+                "output {} (output price only: input counted free)",
+                with_currency(api.output_price_per_million, currency)
+            )
+        } else {
+            format!(
+                "input {}, output {}",
+                with_currency(api.input_price_per_million, currency),
+                with_currency(api.output_price_per_million, currency)
+            )
+        },
+        None,
+    )
+}
+
 /// Rule 6b: the brief gives a managed API's prices, may leave the host (no host-level control,
 /// boundary not dedicated-host), and a good request costs more on this trial than on the API.
 fn api_cheaper(brief: &BriefFacts, money: Option<&MoneyFacts>) -> Option<Reason> {
@@ -869,22 +889,7 @@ fn api_cheaper(brief: &BriefFacts, money: Option<&MoneyFacts>) -> Option<Reason>
             with_currency(api.api_cost_per_million_output_tokens, currency),
             None,
         ),
-        fact(
-            "API prices per million tokens",
-            if api.output_price_only {
-                format!(
-                    "output {} (output price only: input counted free)",
-                    with_currency(api.output_price_per_million, currency)
-                )
-            } else {
-                format!(
-                    "input {}, output {}",
-                    with_currency(api.input_price_per_million, currency),
-                    with_currency(api.output_price_per_million, currency)
-                )
-            },
-            None,
-        ),
+        api_prices_fact(api, currency),
         fact(
             "a good request's tokens",
             format!(
