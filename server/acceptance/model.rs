@@ -324,6 +324,7 @@ pub fn validate_json(criteria: &Value) -> Result<ValidCard, Vec<FieldError>> {
 const READ_ONLY: [&str; 5] = ["status", "value", "evidence_id", "reason", "source"];
 const FIELDS: [&str; 7] = ["key", "op", "threshold", "unit", "stage", "required", "why"];
 
+// Long, and reads better whole: one read per JSON field of a criterion, every error collected.
 fn read_json_criterion(map: &Map<String, Value>, f: &dyn Fn(&str) -> String) -> Result<Criterion, Vec<FieldError>> {
     let mut errors = Vec::new();
     for k in map.keys() {
@@ -455,6 +456,8 @@ pub fn parse_threshold_text(key: &str, raw: &str) -> Threshold {
 }
 
 /// The per-criterion rules shared by the API and the editor; fills a known key's unit when empty.
+// Long, and reads better whole: one rule per criterion field (key, op, threshold, unit, stage),
+// every error collected.
 pub fn check(mut c: Criterion, f: &dyn Fn(&str) -> String) -> Result<Criterion, Vec<FieldError>> {
     let mut errors = Vec::new();
     if c.key.is_empty() {

@@ -217,6 +217,7 @@ impl BriefFields {
     }
 
     /// The fields as the strings an HTML form shows, keyed by input name.
+    // Long, and reads better whole: one entry per form field, a table to read down.
     pub fn form_values(&self) -> HashMap<String, String> {
         let opt = |v: &Option<String>| v.clone().unwrap_or_default();
         let num = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();

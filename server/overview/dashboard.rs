@@ -303,6 +303,8 @@ fn href(view: &View<'_>, at: Option<Place<'_>>) -> String {
     }
 }
 
+// Long, and reads better whole: query parameters, the page of briefs, then one row per brief, in
+// the order of the page.
 pub async fn dashboard(
     State(state): State<AppState>,
     user: PageUser,

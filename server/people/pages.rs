@@ -99,6 +99,8 @@ fn pre_session_csrf_ok(headers: &HeaderMap, form: &HashMap<String, String>) -> b
     !cookie.is_empty() && secrets::equal(&cookie, sent)
 }
 
+// Long, and reads better whole: the sign-in in the order its security rules need: throttle, check,
+// settle, session, audit.
 async fn login(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,

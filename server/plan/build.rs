@@ -397,6 +397,8 @@ const GUIDELLM_HINT: &str = "pip install guidellm";
 const CURL_HINT: &str = "install curl (apt install curl)";
 
 /// The plan of one trial.
+// Long, and reads better whole: the plan's stages in the order the agent runs them, all reading one
+// allocation and load design; to be split stage by stage.
 pub fn build(input: &PlanInput<'_>) -> TestPlan {
     let brief = input.brief;
     let alloc = input.allocation;
@@ -922,6 +924,7 @@ fn goodput_targets(brief: &BriefFields) -> Vec<GoodputTarget> {
         .collect()
 }
 
+// Long, and reads better whole: the load test's commands for each tool, one arm each.
 fn load_commands(
     model: &str,
     step_key: &str,

@@ -50,6 +50,7 @@ pub fn meaning(decision: &str) -> &'static str {
 
 /// The brief in three lines: the model, the workload with its targets and ceiling, and the
 /// allocation under test with its one price, billing named.
+// Long, and reads better whole: three lines, each built where it is pushed.
 pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
     let f = &r.brief.fields;
     let t = &r.trials[r.chosen];
@@ -191,6 +192,8 @@ pub struct MoneyFigure {
 /// The three money figures: cost per job against the ceiling, the commitment (the reservation the
 /// review computed, or the one an approval recorded), and reserved against on demand for the
 /// nodes that reservation rents. `commitment` is the reservation on the table.
+// Long, and reads better whole: three figures, each built where it is pushed, in the order of the
+// first screen.
 pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyFigure> {
     let t = &r.trials[r.chosen];
     let currency = &r.brief.fields.currency;

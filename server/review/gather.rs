@@ -140,6 +140,8 @@ pub async fn gather(state: &AppState, brief: &Brief) -> Result<Vec<ReviewContext
 
 /// What the decision reads for one trial: its allocation, its card evaluation (and operating
 /// point), its newest rule metrics, its ledger and its money per unit of work.
+// Long, and reads better whole: the reads of one trial's review, side by side, then one struct of
+// them.
 pub async fn gather_trial(
     state: &AppState,
     brief: &Brief,

@@ -100,6 +100,7 @@ fn unknown(why: &str) -> MoneyCell {
 }
 
 /// The sentences a manager reads about one trial's money.
+// Long, and reads better whole: one sentence per money figure, in the order a manager reads them.
 fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<String> {
     let name = &t.context.trial.fields.name;
     let allocation = t.context.allocation.as_ref().map(|a| a.label()).unwrap_or_default();
@@ -256,6 +257,7 @@ const PLOT_W: f64 = 560.0;
 const PLOT_TOP: f64 = 10.0;
 const PLOT_H: f64 = 200.0;
 
+// Long, and reads better whole: one chart's scales, points and labels, computed in drawing order.
 fn chart(r: &Review) -> Option<AttainmentChart> {
     let with_points: Vec<(&TrialReview, &MoneyFacts)> = r
         .trials
@@ -356,6 +358,8 @@ fn nice_ceiling(x: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
+// Long, and reads better whole: it fills the money section's view field by field in the order the
+// template shows them.
 pub fn money_section(r: &Review) -> MoneySection {
     let currency = &r.brief.fields.currency;
     let brief_id = r.brief.id.to_string();

@@ -543,6 +543,8 @@ struct TrialCostBar {
     recommended: bool,
 }
 
+// Long, and reads better whole: it builds the comparison table's columns, rows and bars from one
+// walk over the trials.
 fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCostBar>) {
     let currency = &r.brief.fields.currency;
     let columns: Vec<TrialColumn> = r
@@ -763,6 +765,8 @@ fn form_reservation(t: &TrialReview, typed: Option<&BTreeMap<String, String>>) -
     Some(res)
 }
 
+// Long, and reads better whole: it fills the review page's view field by field in the order the
+// template shows them.
 fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> ReviewPage {
     let brief_id = r.brief.id.to_string();
     let selected = form.trial.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
@@ -1206,6 +1210,8 @@ fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
 
 /// The decision record of a review, for its Markdown file and its page alike; `base` (the public
 /// URL) makes every link in it absolute, so the file still points somewhere once mailed.
+// Long, and reads better whole: it fills the decision record field by field in the order the record
+// shows them.
 fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
     let name_of = |id: Uuid| r.trial(id).map(|t| t.context.trial.fields.name.clone());
     DecisionRecord {

@@ -344,6 +344,8 @@ pub fn needs_reservation(decision: Verdict) -> bool {
 /// rejection needs a comment, and so does approving a trial that is not the recommended one; the
 /// digest must be the current one (409 otherwise); approving reserve, dedicate or scale records a
 /// reservation of that trial's allocation.
+// Long, and reads better whole: every check and write of a verdict runs under the brief's lock in
+// one transaction, visible in one place.
 pub async fn record_verdict(
     state: &AppState,
     brief_id: Uuid,

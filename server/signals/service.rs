@@ -158,6 +158,8 @@ pub async fn delete(state: &AppState, actor: &Principal, id: Uuid) -> Result<(),
 /// before, a trial whose decision moved gives `decision.changed` and an approval that went stale
 /// gives `approval.stale`, written with the snapshot in one transaction. The first snapshot of a
 /// brief is its baseline and gives no event. A snapshot computed later than this one is kept.
+// Long, and reads better whole: load, compare, write events and the snapshot in one transaction, in
+// that order.
 pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
     let started = Utc::now();
     let brief = match briefs::load(&state.pool, brief_id).await {
