@@ -464,7 +464,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     }
 }
 
-/// 1. A managed model API is the better abstraction.
+/// Rule 1: a managed model API is the better abstraction.
 fn managed_api_fits(ctx: &Context) -> Option<Reason> {
     let brief = ctx.brief;
     if !(brief.only_needs_model_output && !brief.needs_host_control && brief.data_boundary == "shared-ok") {
@@ -484,7 +484,7 @@ fn managed_api_fits(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// 2. The environment or its recovery failed: a required stage 1, 2 or 4 criterion, or a
+/// Rule 2: the environment or its recovery failed: a required stage 1, 2 or 4 criterion, or a
 /// diagnostic or restore that reported false whether or not the card names it.
 fn environment_failed(ctx: &Context) -> Option<Reason> {
     let mut env_facts: Vec<Fact> = ctx.failed_in(&[1, 2, 4]).into_iter().map(criterion_fact).collect();
@@ -506,7 +506,7 @@ fn environment_failed(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// 3. Cost per completed job above the brief's ceiling.
+/// Rule 3: cost per completed job above the brief's ceiling.
 fn cost_above_ceiling(ctx: &Context) -> Option<Reason> {
     let brief = ctx.brief;
     let (ledger, ceiling) = (ctx.inputs.ledger.as_ref()?, brief.max_cost_per_job?);
@@ -567,7 +567,7 @@ fn scale_out(ctx: &Context) -> ScaleOut {
     }
 }
 
-/// 4. A load (stage 3) target was missed while the server was saturated: add capacity.
+/// Rule 4: a load (stage 3) target was missed while the server was saturated: add capacity.
 fn load_missed_while_saturated(ctx: &Context) -> Option<Reason> {
     let failures = ctx.failed_in(&[3]);
     if failures.is_empty() || nothing_completed(&failures) || !ctx.saturated() {
@@ -595,7 +595,7 @@ fn load_missed_while_saturated(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// 5. A load target was missed and more units will not fix it: no request completed, or the
+/// Rule 5: a load target was missed and more units will not fix it: no request completed, or the
 /// server was not saturated.
 fn load_missed_where_more_units_will_not_help(ctx: &Context) -> Option<Reason> {
     let failures = ctx.failed_in(&[3]);
@@ -618,7 +618,7 @@ fn load_missed_where_more_units_will_not_help(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// 6. Required criteria still missing: keep the short allocation until they are measured.
+/// Rule 6: required criteria still missing: keep the short allocation until they are measured.
 fn criteria_missing(ctx: &Context) -> Option<Reason> {
     if ctx.missing.is_empty() {
         return None;
@@ -635,7 +635,7 @@ fn criteria_missing(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// 6b. Accepted, but a managed model API is cheaper per good request than the trial.
+/// Rule 6b: accepted, but a managed model API is cheaper per good request than the trial.
 fn accepted_but_api_cheaper(ctx: &Context) -> Option<Reason> {
     if !ctx.accepted {
         return None;
@@ -643,7 +643,7 @@ fn accepted_but_api_cheaper(ctx: &Context) -> Option<Reason> {
     api_cheaper(ctx.brief, ctx.inputs.money.as_ref())
 }
 
-/// 6c. Accepted, but on interruptible capacity for real-time serving.
+/// Rule 6c: accepted, but on interruptible capacity for real-time serving.
 fn spot_for_realtime(ctx: &Context) -> Option<Reason> {
     let brief = ctx.brief;
     if !(ctx.accepted && brief.trial_billing == "spot" && brief.workload_kind == "realtime-inference") {
@@ -663,7 +663,7 @@ fn spot_for_realtime(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// 7. Accepted, and the brief needs host-level control or a dedicated host.
+/// Rule 7: accepted, and the brief needs host-level control or a dedicated host.
 fn dedicated_host_needed(ctx: &Context) -> Option<Reason> {
     let brief = ctx.brief;
     let dedicated_boundary = brief.data_boundary == "dedicated-host";
@@ -685,7 +685,7 @@ fn dedicated_host_needed(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// 8 and 9. Accepted: reserve when busy enough past the offer's break-even, else stay
+/// Rules 8 and 9: accepted: reserve when busy enough past the offer's break-even, else stay
 /// pay-as-you-go.
 fn reserve_or_stay_pay_as_you_go(ctx: &Context) -> Option<Reason> {
     if !ctx.accepted {
@@ -697,7 +697,7 @@ fn reserve_or_stay_pay_as_you_go(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// 8. Accepted and busy at utilization `u`: reserve.
+/// Rule 8: accepted and busy at utilization `u`: reserve.
 fn reserve(ctx: &Context, u: Decimal) -> Reason {
     let brief = ctx.brief;
     let money = ctx.inputs.money.as_ref();
@@ -740,7 +740,7 @@ fn reserve(ctx: &Context, u: Decimal) -> Reason {
     }
 }
 
-/// 9. Accepted, but not busy enough to reserve (or spot capacity): stay pay-as-you-go.
+/// Rule 9: accepted, but not busy enough to reserve (or spot capacity): stay pay-as-you-go.
 fn stay_pay_as_you_go(ctx: &Context) -> Reason {
     let brief = ctx.brief;
     let batch = matches!(brief.workload_kind.as_str(), "batch-inference" | "media");

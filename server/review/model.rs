@@ -280,6 +280,22 @@ pub fn changed_inputs(before: &Value, now: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verdict_is_stored_and_sent_as_approve_or_reject() {
+        for v in [ApprovalVerdict::Approve, ApprovalVerdict::Reject] {
+            assert_eq!(v.as_str().parse::<ApprovalVerdict>(), Ok(v));
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+            assert_eq!(v.to_string(), v.as_str());
+        }
+        assert_eq!(ApprovalVerdict::Approve.done(), "approved");
+        assert!(
+            "Approve".parse::<ApprovalVerdict>().is_err(),
+            "stored text is lower-case"
+        );
+        assert_eq!("dedicate".parse::<Verdict>(), Ok(Verdict::Dedicate));
+        assert!("hold".parse::<Verdict>().is_err());
+    }
     use serde_json::json;
 
     #[test]
