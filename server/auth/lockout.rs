@@ -109,7 +109,7 @@ impl Admission {
 /// Admits or refuses an attempt for `email` from `client`, with the browser's known-browser
 /// cookie if it sent one.
 // Long, and reads better whole: every count and the decision run in one transaction under the
-// account's lock.
+// email's and the address's locks.
 pub async fn admit(pool: &PgPool, email: &str, client: &str, device: Option<&str>) -> Result<Admission, sqlx::Error> {
     let mut tx = pool.begin().await?;
     // Always email first, then client: one order, so two attempts never wait on each other in a circle.
