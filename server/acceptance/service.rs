@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -28,8 +28,8 @@ use crate::{
 /// Load tests read per trial for its load points: the newest ones; a sweep is usually one file.
 const LOAD_TESTS_READ: i64 = 50;
 
-pub async fn current_card(pool: &PgPool, brief: &Brief) -> Result<Card, sqlx::Error> {
-    Ok(match repo::current(pool, brief.id).await? {
+pub async fn current_card(db: impl sqlx::PgExecutor<'_>, brief: &Brief) -> Result<Card, sqlx::Error> {
+    Ok(match repo::current(db, brief.id).await? {
         Some(r) => Card {
             revision: r.revision,
             is_default: false,
@@ -42,8 +42,24 @@ pub async fn current_card(pool: &PgPool, brief: &Brief) -> Result<Card, sqlx::Er
     })
 }
 
+/// The newest revision of the brief's card saved after `since` by `email` or through one of the
+/// tokens `jtis` (separation of duties: who changed the card does not approve its result).
+pub async fn revision_saved_by(
+    db: impl sqlx::PgExecutor<'_>,
+    brief: Uuid,
+    since: Option<chrono::DateTime<chrono::Utc>>,
+    email: &str,
+    jtis: &[Uuid],
+) -> Result<Option<i32>, sqlx::Error> {
+    repo::revision_saved_by(db, brief, since, email, jtis).await
+}
+
 /// The newest value per (key, stage) in one trial of every evidence key the card names, in one query.
-pub async fn snapshot(pool: &PgPool, trial: Uuid, criteria: &[Criterion]) -> Result<MetricsSnapshot, sqlx::Error> {
+pub async fn snapshot(
+    db: impl sqlx::PgExecutor<'_>,
+    trial: Uuid,
+    criteria: &[Criterion],
+) -> Result<MetricsSnapshot, sqlx::Error> {
     let mut keys: Vec<String> = criteria
         .iter()
         .filter(|c| !model::is_derived(&c.key))
@@ -55,7 +71,7 @@ pub async fn snapshot(pool: &PgPool, trial: Uuid, criteria: &[Criterion]) -> Res
         return Ok(MetricsSnapshot::default());
     }
     Ok(MetricsSnapshot::from_observations(
-        crate::evidence::service::newest_metrics(pool, trial, &keys).await?,
+        crate::evidence::service::newest_metrics(db, trial, &keys).await?,
     ))
 }
 
@@ -224,11 +240,22 @@ pub async fn evaluate_for_trial(
     alloc: Option<&Allocation>,
     derived: &HashMap<String, Value>,
 ) -> Result<TrialCard, sqlx::Error> {
+    evaluate_for_trial_in(&mut *pool.acquire().await?, brief, card, trial, alloc, derived).await
+}
+
+/// [`evaluate_for_trial`] on the caller's connection: inside its transaction, its snapshot (the
+/// verdict's review reads everything under the brief's lock).
+pub async fn evaluate_for_trial_in(
+    conn: &mut PgConnection,
+    brief: &Brief,
+    card: &Card,
+    trial: Uuid,
+    alloc: Option<&Allocation>,
+    derived: &HashMap<String, Value>,
+) -> Result<TrialCard, sqlx::Error> {
     let (criteria, stale) = criteria_for_trial(brief, card, alloc);
-    let (snap, tests) = tokio::try_join!(
-        snapshot(pool, trial, &criteria),
-        crate::evidence::service::load_tests(pool, trial, LOAD_TESTS_READ),
-    )?;
+    let snap = snapshot(&mut *conn, trial, &criteria).await?;
+    let tests = crate::evidence::service::load_tests(&mut *conn, trial, LOAD_TESTS_READ).await?;
     let ids: Vec<Uuid> = tests.iter().map(|(id, _)| *id).collect();
     let points = tests.iter().flat_map(|(id, m)| load_points(*id, m)).collect();
     let load = TrialLoad::choose(points, &criteria);

@@ -4,4 +4,5 @@ pub mod api;
 pub mod model;
 pub mod pages;
 pub mod repo;
+pub mod row;
 pub mod service;

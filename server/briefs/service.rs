@@ -1,4 +1,4 @@
-//! The brief use cases, the door other domains use: load (or 404), list, create and replace.
+//! The brief use cases, the door other domains use: load (or 404), create and replace.
 
 use uuid::Uuid;
 
@@ -22,9 +22,19 @@ pub async fn exists(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<bool, App
     Ok(repo::exists(db, id).await?)
 }
 
-/// The newest briefs first, at most `limit`.
-pub async fn list(db: impl sqlx::PgExecutor<'_>, limit: i64) -> Result<Vec<Brief>, AppError> {
-    Ok(repo::list(db, limit).await?)
+/// Every brief's id.
+pub async fn all_ids(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Uuid>, AppError> {
+    Ok(repo::all_ids(db).await?)
+}
+
+/// The newest `limit` briefs whose id is not in `ids` (the admin page's briefs nobody owns):
+/// (id, name).
+pub async fn newest_not_in(
+    db: impl sqlx::PgExecutor<'_>,
+    ids: &[Uuid],
+    limit: i64,
+) -> Result<Vec<(Uuid, String)>, AppError> {
+    Ok(repo::newest_not_in(db, ids, limit).await?)
 }
 
 pub async fn create(db: impl sqlx::PgExecutor<'_>, fields: &BriefFields) -> Result<Brief, AppError> {
@@ -112,26 +122,36 @@ pub async fn lock(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<(), AppErro
     }
 }
 
-pub use super::repo::{BriefFilter, BriefOrder};
+/// Times [`begin_locked`] tries for the brief's lock before it answers 409.
+const LOCK_TRIES: usize = 50;
 
-/// Briefs narrowed by `filter` in `order`, `limit` of them from `offset` (the dashboard's sorted
-/// columns).
-pub async fn list_sorted(
-    db: impl sqlx::PgExecutor<'_>,
-    filter: &BriefFilter,
-    order: BriefOrder,
-    offset: i64,
-    limit: i64,
-) -> Result<Vec<Brief>, AppError> {
-    Ok(repo::list_sorted(db, filter, order, offset, limit).await?)
-}
-
-/// Briefs newest first after a keyset cursor (created_at, id), narrowed by `filter` (the dashboard).
-pub async fn list_filtered(
-    db: impl sqlx::PgExecutor<'_>,
-    filter: &BriefFilter,
-    after: Option<(chrono::DateTime<chrono::Utc>, uuid::Uuid)>,
-    limit: i64,
-) -> Result<Vec<Brief>, AppError> {
-    Ok(repo::list_filtered(db, filter, after, limit).await?)
+/// A transaction that holds the brief's lock and reads one snapshot of the whole database, taken
+/// the moment it got the lock (REPEATABLE READ): every statement in it sees the same state, and a
+/// write under the brief (evidence, ledger lines, card revisions: their key to the brief) waits
+/// until it ends. A snapshot is taken when a statement starts, before it waits for a lock, so the
+/// lock is taken without waiting: while another holds it, this waits outside any snapshot and
+/// tries again, so nothing committed before the lock was got is missing from what is read.
+/// 404 without the brief; 409 when the brief stays busy.
+pub async fn begin_locked(
+    pool: &sqlx::PgPool,
+    id: Uuid,
+) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, AppError> {
+    for _ in 0..LOCK_TRIES {
+        let mut tx = pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ").await?;
+        match repo::lock_nowait(&mut *tx, id).await {
+            Ok(true) => return Ok(tx),
+            Ok(false) => return Err(AppError::NotFound("brief")),
+            // 55P03: held by another; 40001: changed since this snapshot was taken.
+            Err(sqlx::Error::Database(e)) if matches!(e.code().as_deref(), Some("55P03" | "40001")) => {
+                tx.rollback().await?;
+                let mut wait = pool.begin().await?;
+                repo::lock(&mut *wait, id).await?;
+                wait.rollback().await?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(AppError::Conflict(
+        "the brief is busy with other changes; try again".into(),
+    ))
 }

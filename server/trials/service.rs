@@ -25,6 +25,15 @@ pub async fn list(state: &AppState, brief_id: Uuid) -> Result<Vec<Trial>, AppErr
     Ok(trials)
 }
 
+/// [`list`] on the caller's connection or transaction.
+pub async fn list_in(db: impl sqlx::PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<Trial>, AppError> {
+    let trials = repo::list_for_brief(db, brief_id).await?;
+    if trials.is_empty() {
+        return Err(AppError::NotFound("brief"));
+    }
+    Ok(trials)
+}
+
 /// The trial a page or a read names, or the brief's first trial when it names none; 404 when the
 /// named trial is not one of the brief's.
 pub async fn pick(state: &AppState, brief_id: Uuid, named: Option<Uuid>) -> Result<Trial, AppError> {
