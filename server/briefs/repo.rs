@@ -24,40 +24,28 @@ pub async fn insert_with_id(
 ) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,
-        // The brief and its first trial (which `trial_gpu` / `trial_gpu_count` describe) in one statement.
-        r#"WITH b AS (
-             INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
-               precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
-               needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
-               currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
-               api_price_per_million_tokens, headroom_pct, api_price_input_per_million, api_price_output_per_million)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-               $21, $22, $23, $24, $25, $28, $30, $31, $32, $33, $34, $35, $36)
-             ON CONFLICT (id) DO NOTHING
-             RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+        // Trial 1's allocation (`trial_gpu`, `trial_gpu_count`) is the trials domain's: the brief's
+        // own statements leave it empty and `trials::service` writes and reads it.
+        r#"INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
              precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
              needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
              currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
-               api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
-               api_price_output_per_million, created_at, updated_at
-           ), t AS (
-             INSERT INTO trials (id, brief_id, position, name, gpu, gpu_count, currency, allocation_boundary)
-             SELECT $29, b.id, 1, 'Trial 1', $26, $27, b.currency, b.allocation_boundary FROM b
-             RETURNING brief_id, gpu, gpu_count
-           )
-           SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
-             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
-             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
-             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
-             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
-             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
-             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
-             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
-             b.api_price_output_per_million, t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
-             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
-           FROM b JOIN t ON t.brief_id = b.id"#,
+             api_price_per_million_tokens, headroom_pct, api_price_input_per_million, api_price_output_per_million)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+             $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)
+           ON CONFLICT (id) DO NOTHING
+           RETURNING id AS "id!", name AS "name!", owner AS "owner!", workload_kind AS "workload_kind!",
+             model_name AS "model_name!", model_revision, catalog_model, params_b AS "params_b!",
+             precision AS "precision!", context_length AS "context_length!", concurrency AS "concurrency!",
+             num_layers, num_kv_heads, head_dim, targets AS "targets!: Json<Targets>",
+             data_boundary AS "data_boundary!", needs_host_control AS "needs_host_control!",
+             only_needs_model_output AS "only_needs_model_output!", persist AS "persist!", restore_plan,
+             fallback_plan, max_cost_per_job, currency AS "currency!", cost_unit AS "cost_unit!",
+             allocation_boundary AS "allocation_boundary!", model_config AS "model_config: Json<Map<String, Value>>",
+             architecture AS "architecture!: Json<ArchitectureFields>", expected_peak_rps,
+             api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
+             api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
+             k8s_manifest, created_at AS "created_at!", updated_at AS "updated_at!""#,
         id,
         &fields.name,
         &fields.owner,
@@ -84,10 +72,7 @@ pub async fn insert_with_id(
         &fields.currency,
         fields.cost_unit.as_str(),
         fields.allocation_boundary.as_str(),
-        fields.trial_gpu.as_deref(),
-        fields.trial_gpu_count,
         fields.k8s_manifest.as_deref(),
-        Uuid::now_v7(),
         // jsonb: typed `Json` values bound as they are (`as _`), like `targets`.
         fields.model_config.as_ref().map(Json) as _,
         Json(&fields.architecture) as _,
@@ -102,45 +87,32 @@ pub async fn insert_with_id(
     row.map(Brief::try_from).transpose()
 }
 
-/// Replaces every field; `None` when the brief does not exist.
+/// Replaces every field but trial 1's allocation; `None` when the brief does not exist.
 pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,
-        // The brief and its first trial's allocation (`trial_gpu` / `trial_gpu_count`) in one statement.
-        r#"WITH b AS (
-             UPDATE briefs SET name = $2, owner = $3, workload_kind = $4, model_name = $5, model_revision = $6,
-               catalog_model = $7, params_b = $8, precision = $9, context_length = $10, concurrency = $11,
-               num_layers = $12, num_kv_heads = $13, head_dim = $14, targets = $15, data_boundary = $16,
-               needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20,
-               fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24,
-               allocation_boundary = $25, k8s_manifest = $28, model_config = $29, architecture = $30,
-               expected_peak_rps = $31, api_price_per_million_tokens = $32, headroom_pct = $33,
-               api_price_input_per_million = $34, api_price_output_per_million = $35, updated_at = now()
-             WHERE id = $1
-             RETURNING id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
-             precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
-             needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
-             currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
-               api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
-               api_price_output_per_million, created_at, updated_at
-           ), t AS (
-             UPDATE trials SET gpu = $26, gpu_count = $27, updated_at = now()
-             FROM b WHERE trials.brief_id = b.id AND trials.position = 1
-             RETURNING trials.brief_id, trials.gpu, trials.gpu_count
-           )
-           SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
-             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
-             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
-             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
-             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
-             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
-             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
-             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
-             b.api_price_output_per_million, t.gpu AS trial_gpu, t.gpu_count AS trial_gpu_count,
-             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
-           FROM b LEFT JOIN t ON t.brief_id = b.id"#,
+        // Trial 1's allocation is the trials domain's (`trials::service` writes it with the brief).
+        r#"UPDATE briefs SET name = $2, owner = $3, workload_kind = $4, model_name = $5, model_revision = $6,
+             catalog_model = $7, params_b = $8, precision = $9, context_length = $10, concurrency = $11,
+             num_layers = $12, num_kv_heads = $13, head_dim = $14, targets = $15, data_boundary = $16,
+             needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20,
+             fallback_plan = $21, max_cost_per_job = $22, currency = $23, cost_unit = $24,
+             allocation_boundary = $25, k8s_manifest = $26, model_config = $27, architecture = $28,
+             expected_peak_rps = $29, api_price_per_million_tokens = $30, headroom_pct = $31,
+             api_price_input_per_million = $32, api_price_output_per_million = $33, updated_at = now()
+           WHERE id = $1
+           RETURNING id AS "id!", name AS "name!", owner AS "owner!", workload_kind AS "workload_kind!",
+             model_name AS "model_name!", model_revision, catalog_model, params_b AS "params_b!",
+             precision AS "precision!", context_length AS "context_length!", concurrency AS "concurrency!",
+             num_layers, num_kv_heads, head_dim, targets AS "targets!: Json<Targets>",
+             data_boundary AS "data_boundary!", needs_host_control AS "needs_host_control!",
+             only_needs_model_output AS "only_needs_model_output!", persist AS "persist!", restore_plan,
+             fallback_plan, max_cost_per_job, currency AS "currency!", cost_unit AS "cost_unit!",
+             allocation_boundary AS "allocation_boundary!", model_config AS "model_config: Json<Map<String, Value>>",
+             architecture AS "architecture!: Json<ArchitectureFields>", expected_peak_rps,
+             api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
+             api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
+             k8s_manifest, created_at AS "created_at!", updated_at AS "updated_at!""#,
         id,
         &fields.name,
         &fields.owner,
@@ -167,8 +139,6 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
         &fields.currency,
         fields.cost_unit.as_str(),
         fields.allocation_boundary.as_str(),
-        fields.trial_gpu.as_deref(),
-        fields.trial_gpu_count,
         fields.k8s_manifest.as_deref(),
         // jsonb: typed `Json` values bound as they are (`as _`), like `targets`.
         fields.model_config.as_ref().map(Json) as _,
@@ -184,7 +154,7 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
     row.map(Brief::try_from).transpose()
 }
 
-/// Whether the brief exists (one index probe; `get` also reads its trials).
+/// Whether the brief exists (one index probe).
 pub async fn exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT EXISTS (SELECT 1 FROM briefs WHERE id = $1) AS "exists!""#,
@@ -194,6 +164,7 @@ pub async fn exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sql
     .await
 }
 
+/// The brief, without trial 1's allocation (`trials::service::load_brief` reads the whole brief).
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,
@@ -207,9 +178,9 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sql
              b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
              b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
              b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
-             b.api_price_output_per_million, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
+             b.api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
-           FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1 WHERE b.id = $1"#,
+           FROM briefs b WHERE b.id = $1"#,
         id,
     )
     .fetch_optional(db)

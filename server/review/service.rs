@@ -24,6 +24,7 @@ use crate::{
     error::AppError,
     outbox,
     state::AppState,
+    trials::service as trials,
     validation::FieldError,
 };
 
@@ -131,13 +132,14 @@ impl Review {
     }
 }
 
+/// The whole brief (trial 1's allocation included: the default card reads it).
 pub async fn load_brief(state: &AppState, id: Uuid) -> Result<Brief, AppError> {
-    briefs::load(&state.pool, id).await
+    trials::load_brief(&state.pool, id).await
 }
 
 pub async fn review(state: &AppState, id: Uuid) -> Result<Review, AppError> {
     let mut conn = state.pool.acquire().await?;
-    let brief = briefs::load(&mut *conn, id).await?;
+    let brief = trials::load_brief_in(&mut conn, id).await?;
     review_in(&mut conn, brief).await
 }
 
@@ -401,7 +403,7 @@ pub async fn record_verdict_locked(
     // Read in the caller's transaction: its snapshot is the state under the brief's lock, so a
     // write that commits meanwhile (a price import, a trial edit) is not half read, and one under
     // the brief (evidence, ledger lines, a card revision) waits for the lock.
-    let brief = briefs::load(&mut *conn, brief_id).await?;
+    let brief = trials::load_brief_in(conn, brief_id).await?;
     let current = review_in(conn, brief).await?;
     if request.inputs_digest != current.decision.inputs_digest {
         return Err(AppError::Conflict(format!(

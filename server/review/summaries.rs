@@ -13,7 +13,10 @@ use super::{
     service::{review_for, Review},
     summaries_repo,
 };
-use crate::{briefs::service as briefs, error::AppError, evidence::service as evidence, outbox, state::AppState};
+use crate::{
+    briefs::service as briefs, error::AppError, evidence::service as evidence, outbox, state::AppState,
+    trials::service as trials,
+};
 
 /// One trial's standing as the signal snapshot keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +51,7 @@ type LastEvidence = Vec<(Uuid, DateTime<Utc>, i64)>;
 /// A brief's review computed now and the newest evidence of each of its trials; `None` when the
 /// brief (or its every trial) is gone.
 async fn review_and_evidence(state: &AppState, brief_id: Uuid) -> Result<Option<(Review, LastEvidence)>, AppError> {
-    let brief = match briefs::load(&state.pool, brief_id).await {
+    let brief = match trials::load_brief(&state.pool, brief_id).await {
         Err(AppError::NotFound(_)) => return Ok(None),
         other => other?,
     };

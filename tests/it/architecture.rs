@@ -79,7 +79,7 @@ const DOMAINS: [(&str, u8); 11] = [
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 20] = [
+const LAYERS: [(&str, u8); 22] = [
     ("repo", 1),
     ("summaries_repo", 1),
     ("summaries", 2),
@@ -93,6 +93,8 @@ const LAYERS: [(&str, u8); 20] = [
     ("loadgen", 2),
     ("api", 3),
     ("pages", 3),
+    ("brief_api", 3),
+    ("brief_pages", 3),
     ("money_view", 3),
     ("decision_view", 3),
     ("first_screen", 3),
@@ -578,11 +580,7 @@ const TABLE_OWNERS: [(&str, &str); 37] = [
 /// Statements that name another owner's table today, by (module, table), each with why it is still
 /// there. A new crossing fails the test, and so does an entry here that no longer crosses: fix a
 /// crossing by moving its statement to the owner's `repo.rs` and calling it through its `service`.
-const ALLOWED_CROSSINGS: [(&str, &str, &str); 1] = [(
-    "briefs::repo",
-    "trials",
-    "a new brief's trial 1 is inserted and renamed with the brief; moves to trials::service",
-)];
+const ALLOWED_CROSSINGS: [(&str, &str, &str); 0] = [];
 
 /// The tables a piece of SQL names after `FROM`, `JOIN`, `INTO`, `UPDATE` (and so `DELETE FROM`).
 /// Keywords are matched in capitals, as every statement here is written, so prose in a message
