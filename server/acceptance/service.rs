@@ -240,7 +240,12 @@ pub async fn evaluate_for_trial(
     alloc: Option<&Allocation>,
     derived: &HashMap<String, Value>,
 ) -> Result<TrialCard, sqlx::Error> {
-    evaluate_for_trial_in(&mut *pool.acquire().await?, brief, card, trial, alloc, derived).await
+    let (criteria, stale) = criteria_for_trial(brief, card, alloc);
+    let (snap, tests) = tokio::try_join!(
+        snapshot(pool, trial, &criteria),
+        crate::evidence::service::load_tests(pool, trial, LOAD_TESTS_READ),
+    )?;
+    Ok(trial_card(criteria, stale, snap, tests, alloc, derived))
 }
 
 /// [`evaluate_for_trial`] on the caller's connection: inside its transaction, its snapshot (the
@@ -256,6 +261,18 @@ pub async fn evaluate_for_trial_in(
     let (criteria, stale) = criteria_for_trial(brief, card, alloc);
     let snap = snapshot(&mut *conn, trial, &criteria).await?;
     let tests = crate::evidence::service::load_tests(&mut *conn, trial, LOAD_TESTS_READ).await?;
+    Ok(trial_card(criteria, stale, snap, tests, alloc, derived))
+}
+
+/// The card as it applies to one trial, from what was read of its evidence.
+fn trial_card(
+    criteria: Vec<Criterion>,
+    stale: Vec<StaleCriterion>,
+    snap: MetricsSnapshot,
+    tests: Vec<(Uuid, serde_json::Map<String, Value>)>,
+    alloc: Option<&Allocation>,
+    derived: &HashMap<String, Value>,
+) -> TrialCard {
     let ids: Vec<Uuid> = tests.iter().map(|(id, _)| *id).collect();
     let points = tests.iter().flat_map(|(id, m)| load_points(*id, m)).collect();
     let load = TrialLoad::choose(points, &criteria);
@@ -267,12 +284,12 @@ pub async fn evaluate_for_trial_in(
     let evaluation = evaluate_at(&criteria, &snap, derived, operating.as_ref(), &|c| {
         single_gpu && needs_several_gpus(&c.key)
     });
-    Ok(TrialCard {
+    TrialCard {
         criteria,
         evaluation,
         stale,
         load,
-    })
+    }
 }
 
 /// The current card of `brief`, evaluated for one trial over its newest evidence and derived figures.

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::{
     comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
-    gather::{gather, ReviewContext},
+    gather::{gather, Reads, ReviewContext},
     model::{apply_choices, changed_inputs, reservation, Reservation, ReservationBasis},
     repo::{self, ApprovalRow},
 };
@@ -138,9 +138,7 @@ pub async fn load_brief(state: &AppState, id: Uuid) -> Result<Brief, AppError> {
 }
 
 pub async fn review(state: &AppState, id: Uuid) -> Result<Review, AppError> {
-    let mut conn = state.pool.acquire().await?;
-    let brief = trials::load_brief_in(&mut conn, id).await?;
-    review_in(&mut conn, brief).await
+    review_for(state, load_brief(state, id).await?).await
 }
 
 /// The review JSON of a brief, as the API sends it: computed, or the bytes computed before while
@@ -159,14 +157,18 @@ pub async fn review_body(state: &AppState, id: Uuid) -> Result<Bytes, AppError> 
 
 /// The review of a brief already loaded.
 pub async fn review_for(state: &AppState, brief: Brief) -> Result<Review, AppError> {
-    review_in(&mut *state.pool.acquire().await?, brief).await
+    review_with(&mut Reads::Pool(&state.pool), brief).await
 }
 
 /// The review of a brief already loaded, every read on `conn` one after another: inside a
 /// transaction, the review of its snapshot.
 pub async fn review_in(conn: &mut PgConnection, brief: Brief) -> Result<Review, AppError> {
+    review_with(&mut Reads::Tx(conn), brief).await
+}
+
+async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppError> {
     let id = brief.id;
-    let contexts = gather(conn, &brief).await?;
+    let contexts = gather(reads, &brief).await?;
     // Approving today reserves from tomorrow (UTC); the review's JSON is kept per UTC day.
     let start_date = (Utc::now() + chrono::Duration::days(1)).date_naive();
     let currency = brief.fields.currency.clone();
@@ -233,7 +235,11 @@ pub async fn review_in(conn: &mut PgConnection, brief: Brief) -> Result<Review, 
         decision,
         approval: None,
     };
-    review.approval = repo::latest_approval(conn, id).await?.map(|row| {
+    let latest = match reads {
+        Reads::Pool(pool) => repo::latest_approval(*pool, id).await?,
+        Reads::Tx(conn) => repo::latest_approval(&mut **conn, id).await?,
+    };
+    review.approval = latest.map(|row| {
         let stale = row.inputs_digest != review.decision.inputs_digest;
         let changed = if stale {
             changed_inputs(&row.inputs.0, &review.inputs_record())
