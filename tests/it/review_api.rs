@@ -503,3 +503,51 @@ async fn review_verdict_under_lock_records_the_review_read_under_it() {
     assert_ne!(after["inputs_digest"], digest.as_str());
     assert_eq!(after["approval"]["stale"], true);
 }
+
+/// A verdict that finds the brief's lock held waits for it outside any snapshot: what committed
+/// before it got the lock (here a trial edit made under that lock) is in the review it reads, so the
+/// digest loaded before the edit no longer matches (409, nothing recorded).
+#[tokio::test]
+async fn a_verdict_waiting_for_the_lock_reads_what_committed_before_it_got_it() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let brief: uuid::Uuid = id.parse().unwrap();
+    let digest = review(&app, &id).await["inputs_digest"].as_str().unwrap().to_owned();
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM briefs WHERE id = $1 FOR UPDATE")
+        .bind(brief)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let verdict = tokio::spawn({
+        let (manager, url) = (manager.clone(), app.url(&format!("/api/v1/briefs/{id}/approvals")));
+        let body = json!({ "verdict": "reject", "comment": "Not this month.", "inputs_digest": digest });
+        async move { manager.post(url).json(&body).send().await.unwrap().status() }
+    });
+    wait_until("the verdict never waited for the lock", async || {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        waiting > 0
+    })
+    .await;
+    sqlx::query("UPDATE trials SET gpu = 'H100 SXM', gpu_count = 8 WHERE brief_id = $1 AND position = 1")
+        .bind(brief)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    holder.commit().await.unwrap();
+
+    assert_eq!(
+        verdict.await.unwrap(),
+        409,
+        "the edit is read: the old digest is refused"
+    );
+    assert!(recorded(&app, &id).await.is_empty());
+    assert_ne!(review(&app, &id).await["inputs_digest"], digest.as_str());
+}
