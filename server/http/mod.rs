@@ -30,7 +30,7 @@ use tower_http::{
 };
 
 use crate::{
-    acceptance, briefs,
+    acceptance,
     error::AppError,
     evidence, ledger, overview, people, plan, prices, review, signals,
     state::AppState,
@@ -47,8 +47,8 @@ pub fn app(state: AppState) -> Router {
     let timeout = Duration::from_secs(state.config.request_timeout_secs);
     Router::new()
         .merge(ops::routes())
-        .merge(briefs::api::routes())
-        .merge(briefs::pages::routes())
+        .merge(trials::brief_api::routes())
+        .merge(trials::brief_pages::routes())
         .merge(overview::routes())
         .merge(ledger::api::routes())
         .merge(ledger::pages::routes())

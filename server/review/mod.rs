@@ -12,3 +12,5 @@ pub mod money_view;
 pub mod pages;
 pub mod repo;
 pub mod service;
+pub mod summaries;
+pub mod summaries_repo;

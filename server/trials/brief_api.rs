@@ -1,4 +1,6 @@
-//! JSON API for briefs: `/api/v1/briefs…`.
+//! JSON API for a brief: `POST /api/v1/briefs`, `GET`/`PUT /api/v1/briefs/{id}` and its sizing.
+//! Here, above the briefs domain, because a brief and its trial 1 are one use case
+//! (`trials::service::create_brief`, `replace_brief`, `load_brief`); the list is `overview/`'s.
 
 use axum::{
     extract::State,
@@ -11,12 +13,13 @@ use serde_json::Value;
 
 use uuid::Uuid;
 
-use super::{
-    model::{validate, BriefInput, BriefView},
-    service,
-};
+use super::service;
 use crate::{
     auth::Role,
+    briefs::{
+        model::{validate, BriefInput, BriefView},
+        service as briefs,
+    },
     error::{ApiResult, AppError},
     prices::service as prices,
     sizing::Sizing,
@@ -51,7 +54,7 @@ async fn create(
     caller.require_person(Role::Engineer)?;
     caller.require_unscoped()?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = service::create_owned(&state.pool, &fields, &caller).await?;
+    let brief = service::create_brief(&state.pool, &fields, &caller).await?;
     let location = format!("/api/v1/briefs/{}", brief.id);
     Ok((
         StatusCode::CREATED,
@@ -67,7 +70,7 @@ async fn show(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
-    let brief = service::load(&state.pool, id).await?;
+    let brief = service::load_brief(&state.pool, id).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
@@ -79,7 +82,7 @@ async fn replace(
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = service::replace_checked(&state.pool, id, &fields, &caller).await?;
+    let brief = service::replace_brief(&state.pool, id, &fields, &caller).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
@@ -98,7 +101,7 @@ async fn sizing(
     ApiQuery(q): ApiQuery<SizingQuery>,
 ) -> ApiResult<Json<Sizing>> {
     caller.may_read_brief(id)?;
-    let brief = service::load(&state.pool, id).await?;
+    let brief = briefs::load(&state.pool, id).await?;
     let by_price = match q.order.as_deref() {
         None | Some("memory") => false,
         Some("price") => true,
