@@ -5,6 +5,7 @@
 //! [`evaluate::evaluate`] over a [`evaluate::MetricsSnapshot`] and a map of derived figures.
 
 pub mod api;
+pub mod schema;
 pub mod defaults;
 pub mod evaluate;
 pub mod manifest_lint;

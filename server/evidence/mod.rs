@@ -1,6 +1,7 @@
 //! Evidence: raw tool output uploaded from a rented machine, and what it says.
 
 pub mod api;
+pub mod schema;
 pub mod compactor;
 pub mod load_points;
 pub mod model;

@@ -41,6 +41,7 @@
 //! summary of 100,000 lines then reads a handful of rows (docs/benchmarks.md).
 
 pub mod api;
+pub mod schema;
 pub mod csv;
 pub mod focus;
 pub mod model;

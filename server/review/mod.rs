@@ -1,6 +1,7 @@
 //! The review: the decision over everything gathered for a brief, its approval and its record.
 
 pub mod api;
+pub mod schema;
 pub mod comparison;
 pub mod decision;
 pub mod decision_view;

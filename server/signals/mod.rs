@@ -4,6 +4,7 @@
 //! gauges").
 
 pub mod api;
+pub mod schema;
 pub mod model;
 pub mod pages;
 pub mod repo;
