@@ -162,7 +162,7 @@ impl From<EvidenceRow> for EvidenceDetail {
     request_body(content(
         (super::schema::EvidenceEnvelope = "application/json"),
         (super::schema::EvidenceMultipart = "multipart/form-data"),
-        (Vec<u8> = "*/*"),
+        (super::schema::RawBytes = "*/*"),
     )),
     responses(
         (status = 201, description = "committed", body = super::schema::EvidenceIngested,
@@ -390,7 +390,7 @@ async fn show(
     params(("id" = Uuid, Path, description = "evidence id")),
     responses(
         (status = 200, description = "the bytes; X-Content-Type-Options: nosniff; attachment unless plain text or JSON",
-            content((Vec<u8> = "*/*"))),
+            content((super::schema::RawBytes = "*/*"))),
         (status = 404, description = "no such evidence"),
     )
 )]

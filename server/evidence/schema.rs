@@ -133,3 +133,8 @@ pub struct EvidenceBatchItem {
 pub struct EvidenceBatchAnswer {
     items: Vec<EvidenceBatchItem>,
 }
+
+/// Bytes as they were sent, of any content type.
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct RawBytes(Vec<u8>);

@@ -18,7 +18,7 @@ use utoipa::{
     openapi::{
         content::ContentBuilder,
         header::HeaderBuilder,
-        path::Operation,
+        path::{Operation, ParameterIn},
         schema::{ObjectBuilder, Type},
         security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
         Ref, RefOr, ResponseBuilder,
@@ -196,6 +196,16 @@ fn add_common_responses(operation: &mut Operation) {
         ),
     ];
     let with_body = operation.request_body.is_some();
+    let with_query = operation
+        .parameters
+        .iter()
+        .flatten()
+        .any(|p| matches!(p.parameter_in, ParameterIn::Query));
+    // The query string is read whole: a NUL anywhere in it (a name or a value) is refused.
+    let query_only = [(
+        "422",
+        problem_response("a query parameter holds a NUL character, or its value is refused"),
+    )];
     let body_only = [
         ("413", problem_response("the body is larger than the route's limit")),
         (
@@ -203,7 +213,10 @@ fn add_common_responses(operation: &mut Operation) {
             problem_response("a Content-Type or Content-Encoding this route does not take"),
         ),
     ];
-    let common = common.into_iter().chain(body_only.into_iter().filter(|_| with_body));
+    let common = common
+        .into_iter()
+        .chain(body_only.into_iter().filter(|_| with_body))
+        .chain(query_only.into_iter().filter(|_| with_query));
     for (status, response) in common {
         operation
             .responses

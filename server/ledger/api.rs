@@ -498,6 +498,7 @@ struct LedgerView {
     responses(
         (status = 200, description = "{ summary, outputs, lines, lines_total, next_cursor }", body = Object),
         (status = 404, description = "no such brief"),
+        (status = 422, description = "trial is not one of the brief's, the brief has several and none is named, or a bad cursor"),
     )
 )]
 async fn show(
@@ -544,6 +545,7 @@ async fn show(
         license }, total, accepted_outputs, cost_per_job, diagnostics: { idle_hours, failed_jobs, rejected_outputs, \
         retries } } (money as decimal strings)", body = Object),
         (status = 404, description = "no such brief"),
+        (status = 422, description = "trial is not one of the brief's, or the brief has several and none is named"),
     )
 )]
 async fn show_summary(
