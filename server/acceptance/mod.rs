@@ -5,7 +5,6 @@
 //! [`evaluate::evaluate`] over a [`evaluate::MetricsSnapshot`] and a map of derived figures.
 
 pub mod api;
-pub mod schema;
 pub mod defaults;
 pub mod evaluate;
 pub mod manifest_lint;
@@ -13,6 +12,7 @@ pub mod model;
 pub mod pages;
 pub mod readiness;
 pub mod repo;
+pub mod schema;
 pub mod service;
 
 pub use evaluate::{

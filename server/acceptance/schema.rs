@@ -51,7 +51,11 @@ pub struct CriterionBody {
 }
 
 fn op() -> utoipa::openapi::Object {
-    crate::briefs::schema::choice(&["lt", "le", "gt", "ge", "eq", "ne"], "how the value is compared", false)
+    crate::briefs::schema::choice(
+        &["lt", "le", "gt", "ge", "eq", "ne"],
+        "how the value is compared",
+        false,
+    )
 }
 
 /// A card to save as the next revision.

@@ -6,8 +6,8 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use utoipa_axum::{router::OpenApiRouter, routes};
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use uuid::Uuid;
 

@@ -87,7 +87,9 @@ fn persist() -> Array {
                 .pattern(Some(TEXT)),
         )
         .max_items(Some(20))
-        .description(Some("what must survive a restart: at most 20 items of at most 100 characters"))
+        .description(Some(
+            "what must survive a restart: at most 20 items of at most 100 characters",
+        ))
         .build()
 }
 
@@ -118,19 +120,36 @@ pub struct TargetsBody {
 #[derive(ToSchema, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BriefBody {
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     name: String,
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     owner: String,
     #[schema(schema_with = workload_kind)]
     workload_kind: String,
     /// required unless catalog_model names a catalogue model
-    #[schema(max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     model_name: Option<String>,
-    #[schema(max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     model_revision: Option<String>,
     /// a Hugging Face id of the model catalogue
-    #[schema(max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     catalog_model: Option<String>,
     /// billions of parameters; required unless the catalogue knows the model
     #[schema(exclusive_minimum = 0, maximum = 10000)]
@@ -154,9 +173,15 @@ pub struct BriefBody {
     only_needs_model_output: Option<bool>,
     #[schema(schema_with = persist)]
     persist: Option<Vec<String>>,
-    #[schema(max_length = 10000, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 10000,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     restore_plan: Option<String>,
-    #[schema(max_length = 10000, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 10000,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     fallback_plan: Option<String>,
     /// a decimal string, at most 1000000000
     #[schema(pattern = "^[0-9]{1,10}(\\.[0-9]{1,6})?$")]
@@ -169,12 +194,18 @@ pub struct BriefBody {
     #[schema(schema_with = allocation_boundary)]
     allocation_boundary: String,
     /// a GPU of the catalogue
-    #[schema(max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     trial_gpu: Option<String>,
     /// 1, 2, 4, 8 or a multiple of 8 (whole nodes), at most 64
     #[schema(minimum = 1, maximum = 64)]
     trial_gpu_count: Option<i64>,
-    #[schema(max_length = 262144, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 262144,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     k8s_manifest: Option<String>,
     /// the model's config.json (at most 256 KiB)
     model_config: Option<Map<String, Value>>,

@@ -41,12 +41,12 @@
 //! summary of 100,000 lines then reads a handful of rows (docs/benchmarks.md).
 
 pub mod api;
-pub mod schema;
 pub mod csv;
 pub mod focus;
 pub mod model;
 pub mod pages;
 pub mod repo;
+pub mod schema;
 pub mod service;
 
 pub use model::{summarize, utilization, Category, LedgerLine, LedgerSummary, Outputs};

@@ -1,7 +1,6 @@
 //! The review: the decision over everything gathered for a brief, its approval and its record.
 
 pub mod api;
-pub mod schema;
 pub mod comparison;
 pub mod decision;
 pub mod decision_view;
@@ -12,4 +11,5 @@ pub mod money;
 pub mod money_view;
 pub mod pages;
 pub mod repo;
+pub mod schema;
 pub mod service;

@@ -4,9 +4,9 @@
 //! gauges").
 
 pub mod api;
-pub mod schema;
 pub mod model;
 pub mod pages;
 pub mod repo;
+pub mod schema;
 pub mod service;
 pub mod worker;

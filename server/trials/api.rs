@@ -6,9 +6,9 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use utoipa_axum::{router::OpenApiRouter, routes};
 use serde::Serialize;
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{

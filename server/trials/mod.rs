@@ -2,8 +2,8 @@
 //! ledger lines and verdicts belong to a trial; the review compares a brief's trials.
 
 pub mod api;
-pub mod schema;
 pub mod model;
 pub mod pages;
 pub mod repo;
+pub mod schema;
 pub mod service;

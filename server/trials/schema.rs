@@ -14,12 +14,21 @@ use utoipa::ToSchema;
 #[serde(deny_unknown_fields)]
 pub struct TrialBody {
     /// unique within the brief (default: the next free name)
-    #[schema(max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     name: Option<String>,
     /// who rents it
-    #[schema(max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     provider: Option<String>,
-    #[schema(max_length = 200, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     region: Option<String>,
     /// a GPU of the catalogue; absent: the sizing's suggestion
     #[schema(max_length = 200)]
@@ -46,7 +55,10 @@ pub struct TrialBody {
     #[schema(max_length = 64)]
     ended_at: Option<String>,
     /// free text
-    #[schema(max_length = 10000, pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$")]
+    #[schema(
+        max_length = 10000,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     notes: Option<String>,
     /// the id of the trial of this brief this one re-runs
     rerun_of: Option<uuid::Uuid>,
@@ -69,7 +81,10 @@ pub struct TrialBody {
 }
 
 fn billing() -> utoipa::openapi::Object {
-    let v: Vec<&str> = super::model::Billing::ALL.iter().map(super::model::Billing::as_str).collect();
+    let v: Vec<&str> = super::model::Billing::ALL
+        .iter()
+        .map(super::model::Billing::as_str)
+        .collect();
     crate::briefs::schema::choice(&v, "how the allocation is billed", true)
 }
 
