@@ -142,7 +142,7 @@ struct SizingQuery {
          billing: a spot price always says spot)",
     params(
         ("id" = Uuid, Path, description = "brief id"),
-        ("order" = Option<String>, Query,
+        ("order" = inline(Option<super::schema::SizingOrder>), Query,
             description = "memory (default: memory rented) or price (fitting options by cheapest price per hour)"),
     ),
     responses(

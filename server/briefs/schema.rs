@@ -291,3 +291,12 @@ pub struct BriefPage {
     /// pass as ?cursor= for the next page; null at the end
     next_cursor: Option<String>,
 }
+
+/// How the sizing's options are ordered: memory (default: memory rented) or price (fitting options
+/// by cheapest price per hour).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum SizingOrder {
+    Memory,
+    Price,
+}

@@ -211,6 +211,16 @@ async fn openapi_describes_every_api_v1_route() {
     }
     let documented = documented(&doc);
     assert_eq!(documented, registered, "the served document is the generated one");
+    // Every schema it refers to is in it.
+    let text = doc.to_string();
+    for reference in text.split("\"$ref\":\"").skip(1) {
+        let target = &reference[..reference.find('"').unwrap()];
+        let name = target.strip_prefix("#/components/schemas/").unwrap();
+        assert!(
+            doc["components"]["schemas"].get(name).is_some(),
+            "{target} is not in the document"
+        );
+    }
     // The evidence upload keeps its three forms.
     let upload = &doc["paths"]["/api/v1/briefs/{id}/evidence"]["post"]["requestBody"]["content"];
     for form in ["application/json", "multipart/form-data", "*/*"] {
