@@ -151,7 +151,7 @@ struct SizingQuery {
                  0 otherwise), overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
                  options (gpu, memory_gib (the driver's memory.total), count, fits, headroom_pct, \
                  decode_tokens_per_s_max, interconnect_note, tensor_parallel, pipeline_parallel, load_note), \
-                 billing_advice", body = Object),
+                 billing_advice", body = super::schema::Sizing),
         (status = 404, description = "no such brief"),
         (status = 422, description = "order is neither memory nor price"),
     )

@@ -390,7 +390,7 @@ async fn show(
     params(("id" = Uuid, Path, description = "evidence id")),
     responses(
         (status = 200, description = "the bytes; X-Content-Type-Options: nosniff; attachment unless plain text or JSON",
-            content((super::schema::RawBytes = "*/*"))),
+            content(("*/*"))),
         (status = 404, description = "no such evidence"),
     )
 )]

@@ -496,7 +496,7 @@ struct LedgerView {
         ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
     ),
     responses(
-        (status = 200, description = "{ summary, outputs, lines, lines_total, next_cursor }", body = Object),
+        (status = 200, description = "{ summary, outputs, lines, lines_total, next_cursor }", body = super::schema::Ledger),
         (status = 404, description = "no such brief"),
         (status = 422, description = "trial is not one of the brief's, the brief has several and none is named, or a bad cursor"),
     )
@@ -543,7 +543,7 @@ async fn show(
     responses(
         (status = 200, description = "the summary: { currency, accelerator_hours, totals: { accelerator, host, storage, network, support, \
         license }, total, accepted_outputs, cost_per_job, diagnostics: { idle_hours, failed_jobs, rejected_outputs, \
-        retries } } (money as decimal strings)", body = Object),
+        retries } } (money as decimal strings)", body = super::schema::LedgerSummary),
         (status = 404, description = "no such brief"),
         (status = 422, description = "trial is not one of the brief's, or the brief has several and none is named"),
     )

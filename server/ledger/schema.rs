@@ -45,3 +45,53 @@ pub struct LedgerBody {
     #[schema(value_type = Option<Object>)]
     outputs: Option<BTreeMap<String, serde_json::Value>>,
 }
+
+/// Money per category, decimal strings.
+#[derive(ToSchema)]
+pub struct CategoryTotals {
+    accelerator: String,
+    host: String,
+    storage: String,
+    network: String,
+    support: String,
+    license: String,
+}
+
+/// What went to waste.
+#[derive(ToSchema)]
+pub struct Diagnostics {
+    /// a decimal string, or null when not counted
+    idle_hours: Option<String>,
+    failed_jobs: i64,
+    rejected_outputs: i64,
+    retries: i64,
+}
+
+/// The ledger summary of one trial (money and hours as decimal strings).
+#[derive(ToSchema)]
+pub struct LedgerSummary {
+    currency: String,
+    /// GPU-hours over merged intervals (overlaps of one resource counted once)
+    accelerator_hours: String,
+    totals: CategoryTotals,
+    total: String,
+    accepted_outputs: i64,
+    /// total ÷ accepted_outputs; null when nothing was accepted
+    cost_per_job: Option<String>,
+    diagnostics: Diagnostics,
+}
+
+/// One trial's ledger: its summary, output counts and newest 500 lines.
+#[derive(ToSchema)]
+pub struct Ledger {
+    /// the trial this ledger is of
+    trial: uuid::Uuid,
+    summary: LedgerSummary,
+    #[schema(value_type = Object)]
+    outputs: serde_json::Value,
+    #[schema(value_type = Vec<Object>)]
+    lines: Vec<serde_json::Value>,
+    lines_total: i64,
+    /// pass as ?cursor= for the next (older) page; null on the last page
+    next_cursor: Option<i64>,
+}
