@@ -1,7 +1,8 @@
 //! The brief's body as the OpenAPI document states it. The API reads a brief field by field from a
 //! JSON map (`model::validate`, shared with the form), so there is no request struct to derive the
 //! document from: these doc-only types state the same rules (required fields, choices, bounds,
-//! lengths, no unknown field) for `/api/openapi.json`. A change to `validate` changes them too.
+//! lengths, no unknown field) for `/api/openapi.json`. A change to `validate` needs the same change here (the tests below
+//! check the field names and the required ones).
 
 #![allow(dead_code)]
 
@@ -18,12 +19,9 @@ use utoipa::{
 use super::model::{AllocationBoundary, CostUnit, DataBoundary};
 use crate::sizing::{KvCacheDtype, Precision, WorkloadKind};
 
-/// Text without control characters (tabs and line breaks aside), as every text field is read.
+/// Text without control characters (tabs and line breaks aside), as every text field is read. (The
+/// attributes below spell the same patterns out: a `#[schema]` attribute takes a literal.)
 pub const TEXT: &str = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$";
-/// The same, and not blank: a blank required field is a missing one.
-pub const REQUIRED_TEXT: &str = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$";
-/// A decimal string (money, a rate): not negative, at most six decimal places.
-pub const DECIMAL: &str = "^[0-9]{1,10}(\\.[0-9]{1,6})?$";
 
 /// A string that must be one of `values`; `nullable`: null is read as absent.
 pub fn choice(values: &[&str], description: &str, nullable: bool) -> Object {
@@ -354,4 +352,61 @@ pub struct Sizing {
     architecture_notes: Vec<String>,
     options: Vec<SizingOption>,
     billing_advice: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::{json, Value};
+    use utoipa::PartialSchema;
+
+    use super::BriefBody;
+    use crate::briefs::model::{validate, BriefInput};
+
+    fn documented() -> Value {
+        serde_json::to_value(BriefBody::schema()).unwrap()
+    }
+
+    #[test]
+    fn every_documented_field_is_a_brief_field() {
+        let doc = documented();
+        assert_eq!(doc["additionalProperties"], json!(false));
+        for field in doc["properties"].as_object().unwrap().keys() {
+            let map = json!({ field.as_str(): null });
+            let errors = validate(&BriefInput::Json(map.as_object().unwrap())).unwrap_err();
+            assert!(
+                !errors
+                    .iter()
+                    .any(|e| e.field == *field && e.message.contains("not a brief field")),
+                "{field} is documented but refused"
+            );
+        }
+        let map = json!({ "not_a_field": 1 });
+        let errors = validate(&BriefInput::Json(map.as_object().unwrap())).unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.field == "not_a_field"),
+            "unknown fields are refused"
+        );
+    }
+
+    #[test]
+    fn the_documented_required_fields_are_the_ones_validate_requires() {
+        let doc = documented();
+        let required: BTreeSet<&str> = doc["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let empty = serde_json::Map::new();
+        let errors = validate(&BriefInput::Json(&empty)).unwrap_err();
+        // model_name and params_b are required unless a catalogue model is named: not in the schema.
+        let validated: BTreeSet<&str> = errors
+            .iter()
+            .filter(|e| e.message == "is required")
+            .map(|e| e.field.as_str())
+            .collect();
+        assert_eq!(required, validated);
+    }
 }

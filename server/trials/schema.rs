@@ -123,3 +123,33 @@ pub struct Trial {
 pub struct TrialList {
     items: Vec<Trial>,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+    use utoipa::PartialSchema;
+
+    use super::TrialBody;
+    use crate::{
+        trials::model::{validate, TrialDefaults},
+        validation::Input,
+    };
+
+    #[test]
+    fn every_documented_field_is_a_trial_field_and_no_other_is() {
+        let doc: Value = serde_json::to_value(TrialBody::schema()).unwrap();
+        assert_eq!(doc["additionalProperties"], json!(false));
+        let defaults = || TrialDefaults {
+            currency: "USD".into(),
+            allocation_boundary: "vm".into(),
+            name: "Trial 2".into(),
+        };
+        for field in doc["properties"].as_object().unwrap().keys() {
+            let map = json!({ field.as_str(): null });
+            let result = validate(&Input::Json(map.as_object().unwrap()), &defaults());
+            assert!(result.is_ok(), "{field} is documented but refused: {:?}", result.err());
+        }
+        let map = json!({ "not_a_field": 1 });
+        assert!(validate(&Input::Json(map.as_object().unwrap()), &defaults()).is_err());
+    }
+}
