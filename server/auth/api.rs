@@ -239,6 +239,7 @@ async fn replace(
 #[serde(deny_unknown_fields)]
 struct PasswordChange {
     /// 12 to 256 characters
+    #[schema(min_length = 12, max_length = 256)]
     password: String,
     /// required when changing your own
     #[serde(default)]
