@@ -159,7 +159,7 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
             println!("repo::summary in process (no HTTP): median {:.1} ms", median(ms));
         }
 
-        let lines: Vec<ledger::LedgerLine> = repo::all_lines(&pool, id).await?;
+        let lines: Vec<ledger::LedgerLine> = repo::all_lines(&pool, id, &[]).await?;
         let outputs = repo::outputs(&pool, id).await?;
         let mut pure_ms = Vec::new();
         for i in 0..RUNS + 3 {

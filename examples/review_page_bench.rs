@@ -122,7 +122,9 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
     );
 
     // Where the time goes, one part at a time (median of 20).
-    let brief = rentcheck::briefs::repo::get(&pool, id).await?.expect("the demo brief");
+    let brief = rentcheck::trials::service::load_brief(&pool, id)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     macro_rules! time_part {
         ($label:expr, $e:expr) => {{
             let mut times = Vec::new();

@@ -262,7 +262,7 @@ async fn ensure_brief(state: &AppState) -> Result<bool, AppError> {
         unreachable!("a JSON object literal")
     };
     let fields = validate(&BriefInput::Json(map)).map_err(AppError::Validation)?;
-    Ok(briefs::create_with_id(&state.pool, DEMO_BRIEF_ID, &fields)
+    Ok(trials::create_brief_with_id(&state.pool, DEMO_BRIEF_ID, &fields)
         .await?
         .is_some())
 }

@@ -91,7 +91,7 @@ impl CardView {
 }
 
 async fn load_brief(state: &AppState, id: Uuid) -> ApiResult<Brief> {
-    briefs::load(&state.pool, id).await
+    trials::load_brief(&state.pool, id).await
 }
 
 /// The current card of `brief`, evaluated for one trial (the first when none is named).

@@ -26,9 +26,10 @@ use super::{
 };
 use crate::{
     auth::Role,
-    briefs::{model::Brief, service as briefs},
+    briefs::model::Brief,
     error::AppError,
     state::AppState,
+    trials::service as trials,
     validation::FieldError,
     web::{
         auth::{CsrfForm, PageUser},
@@ -45,7 +46,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 async fn load_brief(state: &AppState, id: uuid::Uuid) -> PageResult<Brief> {
-    Ok(briefs::load(&state.pool, id).await?)
+    Ok(trials::load_brief(&state.pool, id).await?)
 }
 
 fn status_class(s: Status) -> &'static str {

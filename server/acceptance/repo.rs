@@ -88,6 +88,31 @@ pub async fn revisions(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<CardR
     Ok(rows.into_iter().map(Into::into).collect())
 }
 
+/// The newest revision of a brief's card saved after `since` by `email` or through one of the
+/// tokens `jtis` (labelled `token:<jti> (<subject>)`); `None` when there is none.
+pub async fn revision_saved_by(
+    db: impl PgExecutor<'_>,
+    brief: Uuid,
+    since: Option<DateTime<Utc>>,
+    email: &str,
+    jtis: &[Uuid],
+) -> Result<Option<i32>, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT max(r.revision) FROM card_revisions r
+           WHERE r.brief_id = $1 AND r.created_at > COALESCE($2, '-infinity'::timestamptz)
+             AND (r.created_by = $3
+                  OR (r.created_by LIKE 'token:%' AND EXISTS (
+                        SELECT 1 FROM unnest($4::uuid[]) AS t (jti)
+                        WHERE r.created_by LIKE 'token:' || t.jti::text || ' %')))"#,
+        brief,
+        since,
+        email,
+        jtis,
+    )
+    .fetch_one(db)
+    .await
+}
+
 /// Appends a revision. Call inside a transaction after `briefs::service::lock`, so concurrent saves
 /// number themselves in turn.
 pub async fn append(

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -28,8 +28,8 @@ use crate::{
 /// Load tests read per trial for its load points: the newest ones; a sweep is usually one file.
 const LOAD_TESTS_READ: i64 = 50;
 
-pub async fn current_card(pool: &PgPool, brief: &Brief) -> Result<Card, sqlx::Error> {
-    Ok(match repo::current(pool, brief.id).await? {
+pub async fn current_card(db: impl sqlx::PgExecutor<'_>, brief: &Brief) -> Result<Card, sqlx::Error> {
+    Ok(match repo::current(db, brief.id).await? {
         Some(r) => Card {
             revision: r.revision,
             is_default: false,
@@ -42,8 +42,24 @@ pub async fn current_card(pool: &PgPool, brief: &Brief) -> Result<Card, sqlx::Er
     })
 }
 
+/// The newest revision of the brief's card saved after `since` by `email` or through one of the
+/// tokens `jtis` (separation of duties: who changed the card does not approve its result).
+pub async fn revision_saved_by(
+    db: impl sqlx::PgExecutor<'_>,
+    brief: Uuid,
+    since: Option<chrono::DateTime<chrono::Utc>>,
+    email: &str,
+    jtis: &[Uuid],
+) -> Result<Option<i32>, sqlx::Error> {
+    repo::revision_saved_by(db, brief, since, email, jtis).await
+}
+
 /// The newest value per (key, stage) in one trial of every evidence key the card names, in one query.
-pub async fn snapshot(pool: &PgPool, trial: Uuid, criteria: &[Criterion]) -> Result<MetricsSnapshot, sqlx::Error> {
+pub async fn snapshot(
+    db: impl sqlx::PgExecutor<'_>,
+    trial: Uuid,
+    criteria: &[Criterion],
+) -> Result<MetricsSnapshot, sqlx::Error> {
     let mut keys: Vec<String> = criteria
         .iter()
         .filter(|c| !model::is_derived(&c.key))
@@ -55,7 +71,7 @@ pub async fn snapshot(pool: &PgPool, trial: Uuid, criteria: &[Criterion]) -> Res
         return Ok(MetricsSnapshot::default());
     }
     Ok(MetricsSnapshot::from_observations(
-        crate::evidence::service::newest_metrics(pool, trial, &keys).await?,
+        crate::evidence::service::newest_metrics(db, trial, &keys).await?,
     ))
 }
 
@@ -229,6 +245,34 @@ pub async fn evaluate_for_trial(
         snapshot(pool, trial, &criteria),
         crate::evidence::service::load_tests(pool, trial, LOAD_TESTS_READ),
     )?;
+    Ok(trial_card(criteria, stale, snap, tests, alloc, derived))
+}
+
+/// [`evaluate_for_trial`] on the caller's connection: inside its transaction, its snapshot (the
+/// verdict's review reads everything under the brief's lock).
+pub async fn evaluate_for_trial_in(
+    conn: &mut PgConnection,
+    brief: &Brief,
+    card: &Card,
+    trial: Uuid,
+    alloc: Option<&Allocation>,
+    derived: &HashMap<String, Value>,
+) -> Result<TrialCard, sqlx::Error> {
+    let (criteria, stale) = criteria_for_trial(brief, card, alloc);
+    let snap = snapshot(&mut *conn, trial, &criteria).await?;
+    let tests = crate::evidence::service::load_tests(&mut *conn, trial, LOAD_TESTS_READ).await?;
+    Ok(trial_card(criteria, stale, snap, tests, alloc, derived))
+}
+
+/// The card as it applies to one trial, from what was read of its evidence.
+fn trial_card(
+    criteria: Vec<Criterion>,
+    stale: Vec<StaleCriterion>,
+    snap: MetricsSnapshot,
+    tests: Vec<(Uuid, serde_json::Map<String, Value>)>,
+    alloc: Option<&Allocation>,
+    derived: &HashMap<String, Value>,
+) -> TrialCard {
     let ids: Vec<Uuid> = tests.iter().map(|(id, _)| *id).collect();
     let points = tests.iter().flat_map(|(id, m)| load_points(*id, m)).collect();
     let load = TrialLoad::choose(points, &criteria);
@@ -240,12 +284,12 @@ pub async fn evaluate_for_trial(
     let evaluation = evaluate_at(&criteria, &snap, derived, operating.as_ref(), &|c| {
         single_gpu && needs_several_gpus(&c.key)
     });
-    Ok(TrialCard {
+    TrialCard {
         criteria,
         evaluation,
         stale,
         load,
-    })
+    }
 }
 
 /// The current card of `brief`, evaluated for one trial over its newest evidence and derived figures.

@@ -106,7 +106,7 @@ async fn users_view(
         ctx: user.into(),
         users,
         teams: teams::list_teams(&state.pool).await?,
-        unowned: teams::unowned_briefs(&state.pool).await?,
+        unowned: briefs::newest_not_in(&state.pool, &teams::owned_briefs(&state.pool).await?, 200).await?,
         shown,
         error,
     })

@@ -287,14 +287,9 @@ pub async fn unshare(db: impl PgExecutor<'_>, brief: Uuid, team: Uuid) -> Result
     Ok(done.rows_affected() == 1)
 }
 
-/// Briefs nobody owns (created before ownership), for the admin page: (id, name).
-pub async fn unowned_briefs(db: impl PgExecutor<'_>) -> Result<Vec<(Uuid, String)>, sqlx::Error> {
-    let rows = sqlx::query!(
-        "SELECT b.id, b.name FROM briefs b \
-         WHERE NOT EXISTS (SELECT 1 FROM brief_owners o WHERE o.brief_id = b.id) \
-         ORDER BY b.created_at DESC LIMIT 200"
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.name)).collect())
+/// Every brief that has an owner (the admin page lists the briefs that have none).
+pub async fn owned_briefs(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!("SELECT DISTINCT brief_id FROM brief_owners")
+        .fetch_all(db)
+        .await
 }

@@ -317,6 +317,14 @@ pub async fn names(
     Ok(rows.into_iter().map(|r| (r.jti, r.name)).collect())
 }
 
+/// The ids (`jti`) of every token minted for `user`, revoked or not: what they saved through one is
+/// labelled `token:<jti> (<subject>)`.
+pub async fn jtis_of(db: impl PgExecutor<'_>, user: Uuid) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!("SELECT jti FROM api_tokens WHERE created_by = $1", user)
+        .fetch_all(db)
+        .await
+}
+
 /// The token id in an uploader label (`token:<jti> (<subject>)`, as `Principal::label` writes it).
 pub fn jti_in_label(label: &str) -> Option<Uuid> {
     let rest = label.strip_prefix("token:")?;

@@ -509,6 +509,15 @@ pub async fn load_tests(
     repo::load_tests(db, trial, limit).await
 }
 
+/// The newest evidence received in each of `trials` that has any, with its count (a brief's
+/// summary and the gauges).
+pub async fn last_evidence(
+    db: impl sqlx::PgExecutor<'_>,
+    trials: &[Uuid],
+) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>, i64)>, sqlx::Error> {
+    repo::last_evidence(db, trials).await
+}
+
 /// The brief's newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
 pub async fn load_test_evidence(db: impl sqlx::PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
     repo::load_test_evidence(db, brief).await

@@ -30,7 +30,7 @@ use tower_http::{
 };
 
 use crate::{
-    acceptance, auth, briefs,
+    acceptance, auth,
     error::AppError,
     evidence, ledger, overview, plan, prices, review, signals,
     state::AppState,
@@ -51,7 +51,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(ops::routes())
         .merge(api)
-        .merge(briefs::pages::routes())
+        .merge(trials::brief_pages::routes())
         .merge(overview::routes())
         .merge(ledger::pages::routes())
         .merge(auth::pages::routes())

@@ -27,9 +27,7 @@ use utoipa::{
 };
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::{
-    acceptance, auth, briefs, evidence, ledger, overview, plan, prices, review, signals, state::AppState, trials,
-};
+use crate::{acceptance, auth, evidence, ledger, overview, plan, prices, review, signals, state::AppState, trials};
 
 /// RFC 9457 problem details: every error answer of the API.
 #[derive(ToSchema)]
@@ -100,7 +98,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(trials::api::routes())
         .merge(plan::api::routes())
         .merge(overview::api_routes())
-        .merge(briefs::api::routes())
+        .merge(trials::brief_api::routes())
         .merge(acceptance::api::routes())
         .merge(evidence::api::routes())
         .merge(ledger::api::routes())

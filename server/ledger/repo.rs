@@ -294,13 +294,16 @@ pub async fn newest_lines(
 }
 
 /// Every line of a brief, each with its trial, in insertion (file) order, for the CSV export.
-/// Each line's trial is named by the trial's name, so an exported file reads well and imports into
-/// another brief whose trials have the same names.
-pub async fn all_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<LedgerLine>, sqlx::Error> {
+/// Each line's trial is named by the trial's name (`trial_names`: the brief's trials, id and name),
+/// so an exported file reads well and imports into another brief whose trials have the same names.
+pub async fn all_lines(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    trial_names: &[(Uuid, String)],
+) -> Result<Vec<LedgerLine>, sqlx::Error> {
     let rows = sqlx::query!(
-        "SELECT l.id, l.seq, l.category, l.resource, l.description, l.starts_at, l.ends_at, l.gpus, \
-         l.rate_per_gpu_hour, l.amount, l.currency, l.trial_id, l.created_at, t.name AS trial_name \
-         FROM ledger_lines l JOIN trials t ON t.id = l.trial_id WHERE l.brief_id = $1 ORDER BY l.seq",
+        "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
+         currency, trial_id, created_at FROM ledger_lines WHERE brief_id = $1 ORDER BY seq",
         brief_id,
     )
     .fetch_all(db)
@@ -322,10 +325,11 @@ pub async fn all_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<Le
                 trial_id: r.trial_id,
                 created_at: r.created_at,
             };
-            StoredLine::try_from(row).map(|s| LedgerLine {
-                trial: Some(r.trial_name),
-                ..s.line
-            })
+            let trial = trial_names
+                .iter()
+                .find(|(id, _)| *id == r.trial_id)
+                .map(|(_, name)| name.clone());
+            StoredLine::try_from(row).map(|s| LedgerLine { trial, ..s.line })
         })
         .collect()
 }

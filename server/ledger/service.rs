@@ -313,6 +313,15 @@ pub async fn lines_page(
 }
 
 /// The summary for callers holding only a pool (the card's derived figures).
+/// One trial's summary on the caller's connection (inside its transaction).
+pub async fn summary_in(
+    conn: &mut sqlx::PgConnection,
+    trial_id: Uuid,
+    currency: &str,
+) -> Result<LedgerSummary, sqlx::Error> {
+    repo::summary(conn, trial_id, currency).await
+}
+
 pub async fn summary_from_pool(pool: &PgPool, trial_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
     let mut conn = pool.acquire().await?;
     repo::summary(&mut conn, trial_id, currency).await
@@ -332,7 +341,9 @@ pub async fn count_lines(state: &AppState, trial_id: Uuid) -> Result<i64, AppErr
 /// they were added; 404 without the brief.
 pub async fn export_csv(state: &AppState, brief_id: Uuid) -> Result<Vec<u8>, AppError> {
     brief_currency(state, brief_id).await?;
-    let lines = repo::all_lines(&state.pool, brief_id).await?;
+    // Two reads: the trials' names are the trials domain's.
+    let trials = trials::names(state, brief_id).await?;
+    let lines = repo::all_lines(&state.pool, brief_id, &trials).await?;
     csv::write(Vec::new(), &lines).map_err(|e| AppError::Internal(anyhow::Error::new(e)))
 }
 

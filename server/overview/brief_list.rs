@@ -2,22 +2,20 @@
 //! page at a time by a keyset cursor, narrowed in SQL — search, owner, team, evidence, and the
 //! review summaries' state and failing flag — then checked again against current summaries.
 //!
-//! The SQL reads each brief's stored summary, and keeps as candidates the briefs whose summary is
-//! not current (changes still queued for the signals watcher, or never made). Those few are remade
-//! here by `signals::service::current` and checked again, so a list never waits for the watcher
-//! and never answers from a summary older than the last committed change.
+//! The SQL (`list_query`) reads each brief's kept summary, and keeps as candidates the briefs whose
+//! summary is not current (changes still queued for the review's summary watcher, or never made).
+//! Those few are summarised from their review by `review::summaries::current` and checked again, so
+//! a list never waits for the watcher and never answers from a summary older than the last
+//! committed change. A list only reads: it stores no summary and tells no webhook.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::list_query::{self, BriefFilter, BriefOrder};
 use crate::{
-    briefs::{
-        model::Brief,
-        service as briefs,
-        service::{BriefFilter, BriefOrder},
-    },
+    briefs::model::Brief,
     error::AppError,
-    signals::service::{self as signals, SummaryRow},
+    review::summaries::{self as summaries, SummaryRow},
     state::AppState,
 };
 
@@ -82,10 +80,10 @@ pub async fn page(
     let mut scanned = 0;
     loop {
         // One extra row says whether anything follows.
-        let batch = briefs::list_filtered(&state.pool, filter, cursor, limit as i64 + 1).await?;
+        let batch = list_query::list_filtered(&state.pool, filter, cursor, limit as i64 + 1).await?;
         let exhausted = batch.len() <= limit;
         let ids: Vec<Uuid> = batch.iter().map(|b| b.id).collect();
-        let mut summaries = signals::current(state, &ids).await?;
+        let mut summaries = summaries::current(state, &ids).await?;
         for brief in batch.into_iter().take(limit) {
             if items.len() == limit || scanned == max_scanned {
                 return Ok(ListPage {
@@ -132,10 +130,10 @@ pub async fn sorted_page(
     limit: usize,
 ) -> Result<(Vec<Listed>, bool), AppError> {
     // One extra row says whether anything follows.
-    let batch = briefs::list_sorted(&state.pool, filter, order, offset as i64, limit as i64 + 1).await?;
+    let batch = list_query::list_sorted(&state.pool, filter, order, offset as i64, limit as i64 + 1).await?;
     let more = batch.len() > limit;
     let ids: Vec<Uuid> = batch.iter().map(|b| b.id).collect();
-    let mut summaries = signals::current(state, &ids).await?;
+    let mut summaries = summaries::current(state, &ids).await?;
     let items = batch
         .into_iter()
         .take(limit)

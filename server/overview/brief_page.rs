@@ -10,10 +10,7 @@ use serde::Deserialize;
 
 use crate::{
     acceptance::pages as card_pages,
-    briefs::{
-        model::{target_label, Brief, BriefFields, TARGET_FIELDS},
-        service as briefs,
-    },
+    briefs::model::{target_label, Brief, BriefFields, TARGET_FIELDS},
     error::AppError,
     evidence::{
         pages::{self as evidence_pages, EvidenceListRow},
@@ -359,7 +356,7 @@ pub async fn add_ledger_line(
 }
 
 async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuery) -> PageResult<BriefPage> {
-    let brief = briefs::load(&state.pool, id).await?;
+    let brief = trials::load_brief(&state.pool, id).await?;
     // The summary and the allocation under test read the engine's order (memory rented); only the
     // table shown is reordered by price, below.
     let sizing = prices::priced(state, brief.fields.sizing(), &brief.fields.currency, false).await?;

@@ -10,10 +10,13 @@ use uuid::Uuid;
 
 use crate::{
     auth::{teams, users, Role},
-    briefs::{model::BriefView, service::BriefFilter},
+    briefs::model::BriefView,
     error::{ApiResult, AppError},
-    overview::brief_list::{self, decode_cursor, encode_cursor, STATES},
-    signals::service::SummaryRow,
+    overview::{
+        brief_list::{self, decode_cursor, encode_cursor, STATES},
+        list_query::BriefFilter,
+    },
+    review::summaries::SummaryRow,
     state::AppState,
     validation::FieldError,
     web::{auth::ApiCaller, extract::ApiQuery},

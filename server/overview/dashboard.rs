@@ -8,9 +8,9 @@
 //! default `created`, newest first). The whole list is sorted, not one page: newest first pages by
 //! a keyset cursor (`after=`), another order by page number (`page=2`).
 //!
-//! No row computes a review: the list (`overview::brief_list`, shared with `GET /api/v1/briefs`)
-//! reads each brief's review summary, kept current by the signals watcher and remade before the
-//! page reads it when changes are still queued.
+//! No row computes a review of its own: the list (`overview::brief_list`, shared with
+//! `GET /api/v1/briefs`) reads each brief's kept review summary (`review::summaries`), and for a
+//! brief with changes still queued, its summary of the review as the page reads it (not stored).
 
 use askama::Template;
 use axum::{extract::State, response::Response};
@@ -20,15 +20,15 @@ use uuid::Uuid;
 
 use crate::{
     auth::teams,
-    briefs::{
-        model::Brief,
-        service::{BriefFilter, BriefOrder},
-    },
+    briefs::model::Brief,
     error::AppError,
     evidence::service as evidence,
     money,
-    overview::brief_list::{self, decode_cursor, encode_cursor},
-    signals::service::SummaryRow,
+    overview::{
+        brief_list::{self, decode_cursor, encode_cursor},
+        list_query::{BriefFilter, BriefOrder},
+    },
+    review::summaries::SummaryRow,
     state::AppState,
     trials::model::Allocation,
     web::{

@@ -6,6 +6,7 @@ pub mod brief_page;
 pub mod briefs_api;
 pub mod dashboard;
 pub mod glossary;
+pub mod list_query;
 
 use axum::{
     routing::{get, post},

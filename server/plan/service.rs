@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::build::{build, PlanInput};
 use crate::{
     acceptance::service as acceptance,
-    briefs::{model::Brief, service as briefs},
+    briefs::model::Brief,
     collect::plan::{Held, TestPlan},
     error::AppError,
     evidence::service as evidence,
@@ -28,7 +28,7 @@ pub struct TrialPlan {
 /// The plan of trial `trial_id` of brief `brief_id` (404 when the trial is not the brief's), each
 /// step marked with the evidence the trial already holds of it.
 pub async fn plan_for(state: &AppState, brief_id: Uuid, trial_id: Uuid) -> Result<TrialPlan, AppError> {
-    let brief = briefs::load(&state.pool, brief_id).await?;
+    let brief = trials::load_brief(&state.pool, brief_id).await?;
     let trial = trials::pick(state, brief_id, Some(trial_id)).await?;
     let sizing = brief.fields.sizing();
     let allocation = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing);

@@ -124,6 +124,11 @@ pub async fn current(state: &AppState) -> Result<Vec<StoredPrice>, AppError> {
     Ok(repo::current(&state.pool, Utc::now().date_naive()).await?)
 }
 
+/// The current prices as the caller's connection or transaction sees them.
+pub async fn current_in(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<StoredPrice>, AppError> {
+    Ok(repo::current(db, Utc::now().date_naive()).await?)
+}
+
 pub async fn get(state: &AppState, id: Uuid) -> Result<StoredPrice, AppError> {
     repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("price"))
 }

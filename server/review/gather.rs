@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::{
@@ -123,17 +124,38 @@ impl TrialKv {
     }
 }
 
+/// Where the review's reads go.
+pub enum Reads<'a> {
+    /// The pool: independent reads side by side, so a page waits for the slowest, not the sum
+    /// (docs/reliability.md).
+    Pool(&'a PgPool),
+    /// One connection, one statement after another: inside a transaction every read sees its
+    /// snapshot (a verdict reads the review it records under the brief's lock,
+    /// `briefs::service::begin_locked`).
+    Tx(&'a mut PgConnection),
+}
+
 /// Gathers what the decision reads for every trial of `brief`, in trial order.
-pub async fn gather(state: &AppState, brief: &Brief) -> Result<Vec<ReviewContext>, AppError> {
+pub async fn gather(reads: &mut Reads<'_>, brief: &Brief) -> Result<Vec<ReviewContext>, AppError> {
     let sizing = brief.fields.sizing();
-    let (trials, card, current_prices) = tokio::try_join!(
-        trials::list(state, brief.id),
-        async { Ok(cards::current_card(&state.pool, brief).await?) },
-        prices::current(state),
-    )?;
+    let (trials, card, current_prices) = match reads {
+        Reads::Pool(pool) => {
+            let pool: &PgPool = pool;
+            tokio::try_join!(
+                trials::list_in(pool, brief.id),
+                async { Ok(cards::current_card(pool, brief).await?) },
+                prices::current_in(pool),
+            )?
+        }
+        Reads::Tx(conn) => (
+            trials::list_in(&mut **conn, brief.id).await?,
+            cards::current_card(&mut **conn, brief).await?,
+            prices::current_in(&mut **conn).await?,
+        ),
+    };
     let mut out = Vec::with_capacity(trials.len());
     for trial in trials {
-        out.push(gather_trial(state, brief, &sizing, &card, &current_prices, trial).await?);
+        out.push(gather_trial(reads, brief, &sizing, &card, &current_prices, trial).await?);
     }
     Ok(out)
 }
@@ -141,7 +163,7 @@ pub async fn gather(state: &AppState, brief: &Brief) -> Result<Vec<ReviewContext
 /// What the decision reads for one trial: its allocation, its card evaluation (and operating
 /// point), its newest rule metrics, its ledger and its money per unit of work.
 pub async fn gather_trial(
-    state: &AppState,
+    reads: &mut Reads<'_>,
     brief: &Brief,
     sizing: &Sizing,
     card: &Card,
@@ -161,12 +183,21 @@ pub async fn gather_trial(
         .chain(std::iter::once(&GPU_MODELS))
         .map(|k| (*k).to_owned())
         .collect();
-    // Independent reads side by side. The ledger summary is read once: the card's derived
-    // `ledger.cost_per_job` and the decision's ledger facts share it.
-    let (summary, mut metrics) = tokio::try_join!(
-        ledger::service::summary(state, trial.id, &brief.fields.currency),
-        async { Ok(newest_metrics(state, trial.id, &keys).await?) },
-    )?;
+    // Independent reads (side by side on the pool). The ledger summary is read once: the card's
+    // derived `ledger.cost_per_job` and the decision's ledger facts share it.
+    let (summary, mut metrics) = match reads {
+        Reads::Pool(pool) => {
+            let pool: &PgPool = pool;
+            tokio::try_join!(
+                ledger::service::summary_from_pool(pool, trial.id, &brief.fields.currency),
+                newest_metrics(pool, trial.id, &keys),
+            )?
+        }
+        Reads::Tx(conn) => (
+            ledger::service::summary_in(conn, trial.id, &brief.fields.currency).await?,
+            newest_metrics(&mut **conn, trial.id, &keys).await?,
+        ),
+    };
     let estimates: BTreeMap<String, MetricFact> = ESTIMATE_METRICS
         .iter()
         .filter_map(|k| metrics.remove_entry(*k))
@@ -180,7 +211,14 @@ pub async fn gather_trial(
         .as_ref()
         .and_then(|a| TrialKv::from_logged(brief, a, &kv_logged));
     let derived = cards::derived_figures_from(brief, &summary);
-    let card = cards::evaluate_for_trial(&state.pool, brief, card, trial.id, allocation.as_ref(), &derived).await?;
+    let card = match reads {
+        Reads::Pool(pool) => {
+            cards::evaluate_for_trial(pool, brief, card, trial.id, allocation.as_ref(), &derived).await?
+        }
+        Reads::Tx(conn) => {
+            cards::evaluate_for_trial_in(conn, brief, card, trial.id, allocation.as_ref(), &derived).await?
+        }
+    };
     // The saturation check reads the operating point's end-to-end latency like the card does.
     if let Some(p) = card.load.operating_point() {
         if let Some(v) = p.metrics.get("serving.e2e_p95_ms") {
@@ -268,12 +306,12 @@ pub fn kv_measured(metrics: &BTreeMap<String, MetricFact>) -> KvMeasured {
 /// The newest value of each of `keys` in one trial over all stages, with the evidence it came from
 /// (the evidence domain's newest value per stage, then the newest of those per key).
 async fn newest_metrics(
-    state: &AppState,
+    db: impl sqlx::PgExecutor<'_>,
     trial: Uuid,
     keys: &[String],
 ) -> Result<BTreeMap<String, MetricFact>, sqlx::Error> {
     let mut newest: BTreeMap<String, Observation> = BTreeMap::new();
-    for o in evidence::newest_metrics(&state.pool, trial, keys).await? {
+    for o in evidence::newest_metrics(db, trial, keys).await? {
         match newest.get(&o.key) {
             Some(current) if !o.newer_than(current) => {}
             _ => {
@@ -300,7 +338,7 @@ pub async fn trial_kv_check(state: &AppState, brief: &Brief, trial: &Trial) -> R
         return Ok(None);
     };
     let keys: Vec<String> = KV_METRICS.iter().map(|k| (*k).to_owned()).collect();
-    let logged = newest_metrics(state, trial.id, &keys).await?;
+    let logged = newest_metrics(&state.pool, trial.id, &keys).await?;
     Ok(TrialKv::from_logged(brief, &a, &logged))
 }
 

@@ -13,3 +13,5 @@ pub mod pages;
 pub mod repo;
 pub mod schema;
 pub mod service;
+pub mod summaries;
+pub mod summaries_repo;

@@ -111,29 +111,11 @@ pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Re
     .await
 }
 
-/// The newest card revision of a brief that `person` saved (signed in as `email`, or through a
-/// token minted for them) since the brief's last approval: approving it would be approving their
-/// own change. `None` when they changed nothing since.
-pub async fn card_changed_by(
-    db: impl PgExecutor<'_>,
-    brief_id: Uuid,
-    email: &str,
-    person: Option<Uuid>,
-) -> Result<Option<i32>, sqlx::Error> {
-    // `created_by` is the saver's label: their email, or `token:<jti> (<subject>)`.
+/// When the brief was last approved (a rejection does not count); `None` when never.
+pub async fn last_approved_at(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
     sqlx::query_scalar!(
-        r#"SELECT max(r.revision) FROM card_revisions r
-           WHERE r.brief_id = $1
-             AND r.created_at > COALESCE(
-                   (SELECT max(decided_at) FROM approvals WHERE brief_id = $1 AND verdict = 'approve'),
-                   '-infinity'::timestamptz)
-             AND (r.created_by = $2
-                  OR (r.created_by LIKE 'token:%' AND EXISTS (
-                        SELECT 1 FROM api_tokens t
-                        WHERE t.created_by = $3 AND r.created_by LIKE 'token:' || t.jti::text || ' %')))"#,
-        brief_id,
-        email,
-        person,
+        "SELECT max(decided_at) FROM approvals WHERE brief_id = $1 AND verdict = 'approve'",
+        brief_id
     )
     .fetch_one(db)
     .await

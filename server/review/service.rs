@@ -6,22 +6,25 @@ use bytes::Bytes;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::{json, Value};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
     comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
-    gather::{gather, ReviewContext},
+    gather::{gather, Reads, ReviewContext},
     model::{apply_choices, changed_inputs, reservation, Reservation, ReservationBasis},
     repo::{self, ApprovalRow},
 };
 use crate::{
+    acceptance::service as cards,
     audit,
-    auth::{users, Principal, Role},
+    auth::{token, users, Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
     outbox,
     state::AppState,
+    trials::service as trials,
     validation::FieldError,
 };
 
@@ -129,8 +132,9 @@ impl Review {
     }
 }
 
+/// The whole brief (trial 1's allocation included: the default card reads it).
 pub async fn load_brief(state: &AppState, id: Uuid) -> Result<Brief, AppError> {
-    briefs::load(&state.pool, id).await
+    trials::load_brief(&state.pool, id).await
 }
 
 pub async fn review(state: &AppState, id: Uuid) -> Result<Review, AppError> {
@@ -153,8 +157,18 @@ pub async fn review_body(state: &AppState, id: Uuid) -> Result<Bytes, AppError> 
 
 /// The review of a brief already loaded.
 pub async fn review_for(state: &AppState, brief: Brief) -> Result<Review, AppError> {
+    review_with(&mut Reads::Pool(&state.pool), brief).await
+}
+
+/// The review of a brief already loaded, every read on `conn` one after another: inside a
+/// transaction, the review of its snapshot.
+pub async fn review_in(conn: &mut PgConnection, brief: Brief) -> Result<Review, AppError> {
+    review_with(&mut Reads::Tx(conn), brief).await
+}
+
+async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppError> {
     let id = brief.id;
-    let contexts = gather(state, &brief).await?;
+    let contexts = gather(reads, &brief).await?;
     // Approving today reserves from tomorrow (UTC); the review's JSON is kept per UTC day.
     let start_date = (Utc::now() + chrono::Duration::days(1)).date_naive();
     let currency = brief.fields.currency.clone();
@@ -221,7 +235,11 @@ pub async fn review_for(state: &AppState, brief: Brief) -> Result<Review, AppErr
         decision,
         approval: None,
     };
-    review.approval = repo::latest_approval(&state.pool, id).await?.map(|row| {
+    let latest = match reads {
+        Reads::Pool(pool) => repo::latest_approval(*pool, id).await?,
+        Reads::Tx(conn) => repo::latest_approval(&mut **conn, id).await?,
+    };
+    review.approval = latest.map(|row| {
         let stale = row.inputs_digest != review.decision.inputs_digest;
         let changed = if stale {
             changed_inputs(&row.inputs.0, &review.inputs_record())
@@ -343,8 +361,26 @@ pub fn needs_reservation(decision: Verdict) -> bool {
 /// Records an approval or rejection of one trial's decision. Only managers (and admins); a
 /// rejection needs a comment, and so does approving a trial that is not the recommended one; the
 /// digest must be the current one (409 otherwise); approving reserve, dedicate or scale records a
-/// reservation of that trial's allocation.
+/// reservation of that trial's allocation. One transaction holds the brief's lock and reads one
+/// snapshot from the moment it got it (`briefs::service::begin_locked`): the review is computed in
+/// it, so what is recorded is exactly the review read under the lock.
 pub async fn record_verdict(
+    state: &AppState,
+    brief_id: Uuid,
+    actor: &Principal,
+    request: VerdictRequest,
+) -> Result<ApprovalRow, AppError> {
+    actor.require_person(Role::Manager)?;
+    let mut tx = briefs::begin_locked(&state.pool, brief_id).await?;
+    let row = record_verdict_locked(&mut tx, state, brief_id, actor, request).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// [`record_verdict`] in the caller's transaction, which holds the brief's lock and its snapshot
+/// (`briefs::service::begin_locked`); the caller commits.
+pub async fn record_verdict_locked(
+    conn: &mut PgConnection,
     state: &AppState,
     brief_id: Uuid,
     actor: &Principal,
@@ -370,23 +406,11 @@ pub async fn record_verdict(
             "must be at most 10000 characters",
         )]));
     }
-    let mut tx = state.pool.begin().await?;
-    // One verdict at a time per brief.
-    briefs::lock(&mut *tx, brief_id).await?;
-    // The review is computed through the pool, several reads side by side, so the lock alone does
-    // not hold its inputs still: evidence, ledger lines and prices are written without the brief's
-    // lock. Every committed write that can change the review moves the brief's change count, so the
-    // same count before and after means every read saw one state, and that state is what is
-    // recorded; a write that landed in between is a review the manager has not seen.
-    let changes_before = repo::change_count(&mut *tx, brief_id).await?;
-    let current = review(state, brief_id).await?;
-    if repo::change_count(&mut *tx, brief_id).await? != changes_before {
-        return Err(AppError::Conflict(
-            "the review changed while the verdict was being recorded (new evidence, ledger lines, prices or \
-             card changes arrived); reload it and decide again"
-                .into(),
-        ));
-    }
+    // Read in the caller's transaction: its snapshot is the state under the brief's lock, so a
+    // write that commits meanwhile (a price import, a trial edit) is not half read, and one under
+    // the brief (evidence, ledger lines, a card revision) waits for the lock.
+    let brief = trials::load_brief_in(conn, brief_id).await?;
+    let current = review_in(conn, brief).await?;
     if request.inputs_digest != current.decision.inputs_digest {
         return Err(AppError::Conflict(format!(
             "the review changed since it was loaded (digest {} is not the current {}); reload it and decide again",
@@ -423,12 +447,17 @@ pub async fn record_verdict(
         // which criteria count) does not also approve the result; another manager does.
         let email = match actor {
             Principal::User { email, .. } => Some(email.clone()),
-            Principal::Token { user: Some(u), .. } => users::by_id(&mut *tx, *u).await?.map(|u| u.email),
+            Principal::Token { user: Some(u), .. } => users::by_id(&mut *conn, *u).await?.map(|u| u.email),
             Principal::Token { .. } => None,
         };
-        if let Some(revision) =
-            repo::card_changed_by(&mut *tx, brief_id, email.as_deref().unwrap_or(""), actor.user_id()).await?
-        {
+        // Three reads, each of its owner's table: the last approval, the person's tokens, the card.
+        let since = repo::last_approved_at(&mut *conn, brief_id).await?;
+        let jtis = match actor.user_id() {
+            Some(person) => token::jtis_of(&mut *conn, person).await?,
+            None => Vec::new(),
+        };
+        let email = email.as_deref().unwrap_or("");
+        if let Some(revision) = cards::revision_saved_by(&mut *conn, brief_id, since, email, &jtis).await? {
             return Err(AppError::Forbidden(format!(
                 "you changed this brief's card (revision {revision}) since its last approval, so another manager \
                  must approve it; you may still reject it"
@@ -458,7 +487,7 @@ pub async fn record_verdict(
     };
     let inputs = current.inputs_record();
     let row = repo::insert_approval(
-        &mut *tx,
+        &mut *conn,
         &repo::NewApproval {
             brief_id,
             trial_id,
@@ -473,7 +502,7 @@ pub async fn record_verdict(
     )
     .await?;
     audit::record(
-        &mut *tx,
+        &mut *conn,
         &actor.label(),
         &format!("approval.{}", request.verdict),
         &format!("brief:{brief_id}"),
@@ -489,7 +518,7 @@ pub async fn record_verdict(
     .await?;
     let trial_name = &trial.context.trial.fields.name;
     outbox::enqueue(
-        &mut *tx,
+        &mut *conn,
         &state.config.public_url,
         &outbox::Event {
             kind: outbox::APPROVAL_RECORDED,
@@ -517,6 +546,5 @@ pub async fn record_verdict(
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(row)
 }

@@ -264,33 +264,6 @@ impl AttemptOutcome {
     }
 }
 
-/// One trial's standing as the signal snapshot keeps it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrialSignal {
-    pub trial_id: uuid::Uuid,
-    pub name: String,
-    pub decision: String,
-    pub accepted: bool,
-}
-
-/// The trials whose decision or acceptance moved between two snapshots, as (before, after). A trial
-/// new in `after` has no before and gives no event: its first decision is its baseline.
-pub fn changed_trials<'a>(
-    before: &'a [TrialSignal],
-    after: &'a [TrialSignal],
-) -> Vec<(&'a TrialSignal, &'a TrialSignal)> {
-    after
-        .iter()
-        .filter_map(|a| {
-            before
-                .iter()
-                .find(|b| b.trial_id == a.trial_id)
-                .filter(|b| b.decision != a.decision || b.accepted != a.accepted)
-                .map(|b| (b, a))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,21 +364,5 @@ mod tests {
         assert_eq!(backoff(2, s(30), s(3600)), s(60));
         assert_eq!(backoff(5, s(30), s(3600)), s(480));
         assert_eq!(backoff(40, s(30), s(3600)), s(3600));
-    }
-
-    #[test]
-    fn a_moved_decision_is_a_change_and_a_new_trial_is_not() {
-        let t = |id: u128, d: &str, a: bool| TrialSignal {
-            trial_id: uuid::Uuid::from_u128(id),
-            name: format!("t{id}"),
-            decision: d.into(),
-            accepted: a,
-        };
-        let before = [t(1, "expand", false), t(2, "stop", false)];
-        let after = [t(1, "reserve", true), t(2, "stop", false), t(3, "stop", false)];
-        let changed = changed_trials(&before, &after);
-        assert_eq!(changed.len(), 1);
-        assert_eq!(changed[0].0.decision, "expand");
-        assert_eq!(changed[0].1.decision, "reserve");
     }
 }

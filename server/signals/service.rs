@@ -1,27 +1,19 @@
-//! Signals out, as handlers and the worker use them: manage webhooks, refresh a brief's signal
-//! snapshot (noticing `decision.changed` and `approval.stale`), and render the per-brief gauges.
+//! Signals out, as handlers and the worker use them: manage webhooks (kept in the outbox's store)
+//! and render the per-brief gauges from the review's kept summaries.
 
-use chrono::{DateTime, Utc};
 use prometheus::{Encoder, GaugeVec, Opts, Registry, TextEncoder};
 use rust_decimal::prelude::ToPrimitive;
 use serde::Serialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::{
-    model::{self, changed_trials, TrialSignal},
-    repo::{self, AttemptRow, DeliveryRow, WebhookRow},
-};
+use super::model;
 use crate::{
     audit,
     auth::{Principal, Role},
-    briefs::service as briefs,
     error::AppError,
-    outbox,
-    review::{
-        decision::Status,
-        service::{self as review, Review},
-    },
+    outbox::store::{self as repo, AttemptRow, DeliveryRow, WebhookRow},
+    review::summaries,
     secrets,
     state::AppState,
 };
@@ -153,221 +145,6 @@ pub async fn delete(state: &AppState, actor: &Principal, id: Uuid) -> Result<(),
     Ok(())
 }
 
-/// Recomputes a brief's review and stores it as the brief's signal snapshot; against the snapshot
-/// before, a trial whose decision moved gives `decision.changed` and an approval that went stale
-/// gives `approval.stale`, written with the snapshot in one transaction. The first snapshot of a
-/// brief is its baseline and gives no event. A snapshot computed later than this one is kept.
-pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
-    let started = Utc::now();
-    let brief = match briefs::load(&state.pool, brief_id).await {
-        Err(AppError::NotFound(_)) => return Ok(()),
-        other => other?,
-    };
-    let r = match review::review_for(state, brief).await {
-        Err(AppError::NotFound(_)) => return Ok(()),
-        other => other?,
-    };
-    let last_evidence = repo::last_evidence(&state.pool, brief_id).await?;
-    let evidence_count = last_evidence.iter().map(|(_, _, n)| n).sum();
-    let summary = summarize(&r, evidence_count, last_evidence.iter().map(|(_, at, _)| *at).max());
-    let trials: Vec<repo::NewTrialSnapshot> = r
-        .trials
-        .iter()
-        .map(|t| {
-            let (passed, required) = t.criteria_passed();
-            repo::NewTrialSnapshot {
-                trial_id: t.context.trial.id,
-                decision: t.decision.decision.as_str().to_owned(),
-                accepted: t.decision.accepted,
-                cost_per_job: t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
-                utilization: t.decision.utilization,
-                criteria_passed: i32::try_from(passed).unwrap_or(i32::MAX),
-                criteria_required: i32::try_from(required).unwrap_or(i32::MAX),
-                last_evidence_at: last_evidence
-                    .iter()
-                    .find(|(id, _, _)| *id == t.context.trial.id)
-                    .map(|(_, at, _)| *at),
-            }
-        })
-        .collect();
-    let after: Vec<TrialSignal> = r
-        .trials
-        .iter()
-        .map(|t| TrialSignal {
-            trial_id: t.context.trial.id,
-            name: t.context.trial.fields.name.clone(),
-            decision: t.decision.decision.as_str().to_owned(),
-            accepted: t.decision.accepted,
-        })
-        .collect();
-
-    let mut tx = state.pool.begin().await?;
-    let before = repo::lock_snapshot(&mut tx, brief_id).await?;
-    if before.as_ref().is_some_and(|b| b.computed_at > started) {
-        return Ok(());
-    }
-    let before_trials: Vec<TrialSignal> = repo::trial_snapshots(&mut tx, brief_id)
-        .await?
-        .into_iter()
-        .map(|t| TrialSignal {
-            trial_id: t.trial_id,
-            name: String::new(),
-            decision: t.decision,
-            accepted: t.accepted,
-        })
-        .collect();
-    let name = &r.brief.fields.name;
-    let public_url = &state.config.public_url;
-    if let Some(before) = &before {
-        for (old, new) in changed_trials(&before_trials, &after) {
-            let recommended = r.recommendation.recommended == Some(new.trial_id);
-            let state_json = |t: &TrialSignal| json!({ "decision": t.decision, "accepted": t.accepted });
-            outbox::enqueue(
-                &mut *tx,
-                public_url,
-                &outbox::Event {
-                    kind: outbox::DECISION_CHANGED,
-                    brief_id,
-                    brief_name: name,
-                    trial_id: Some(new.trial_id),
-                    old: state_json(old),
-                    new: json!({ "decision": new.decision, "accepted": new.accepted, "recommended": recommended }),
-                    text: format!(
-                        "Brief {name}, trial {}: the decision is now {}{} (was {}{})",
-                        new.name,
-                        new.decision,
-                        if new.accepted { ", accepted" } else { "" },
-                        old.decision,
-                        if old.accepted { ", accepted" } else { "" },
-                    ),
-                },
-            )
-            .await?;
-        }
-        if let Some(approval) = r.approval.as_ref().filter(|a| a.stale) {
-            let known = before.approval_id == Some(approval.row.id) && before.approval_stale;
-            if !known {
-                outbox::enqueue(
-                    &mut *tx,
-                    public_url,
-                    &outbox::Event {
-                        kind: outbox::APPROVAL_STALE,
-                        brief_id,
-                        brief_name: name,
-                        trial_id: approval.row.trial_id,
-                        old: json!({
-                            "approval": approval.row.id,
-                            "verdict": approval.row.verdict,
-                            "decision": approval.row.decision,
-                            "inputs_digest": approval.row.inputs_digest,
-                            "stale": false,
-                        }),
-                        new: json!({
-                            "stale": true,
-                            "inputs_digest": r.decision.inputs_digest,
-                            "changed": approval.changed,
-                        }),
-                        text: format!(
-                            "Brief {name}: the {} of {} by {} is stale, its inputs changed ({})",
-                            if approval.row.verdict == "approve" {
-                                "approval"
-                            } else {
-                                "rejection"
-                            },
-                            approval.row.decision,
-                            approval.row.decided_by,
-                            if approval.changed.is_empty() {
-                                "see the review".to_owned()
-                            } else {
-                                approval.changed.join(", ")
-                            },
-                        ),
-                    },
-                )
-                .await?;
-            }
-        }
-    }
-    repo::store_snapshot(
-        &mut tx,
-        &repo::NewSnapshot {
-            brief_id,
-            trial_id: r.context.trial.id,
-            decision: r.decision.decision.as_str().to_owned(),
-            accepted: r.decision.accepted,
-            approval_id: r.approval.as_ref().map(|a| a.row.id),
-            approval_stale: r.approval.as_ref().is_some_and(|a| a.stale),
-            computed_at: started,
-            summary,
-        },
-        &trials,
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-pub use super::repo::{BriefSummary, SummaryRow};
-
-/// What lists show of a computed review: the decided trial's cost per completed job and required
-/// criteria, whether one of those fails, the evidence, and where the approval stands.
-pub fn summarize(r: &Review, evidence_count: i64, last_evidence_at: Option<DateTime<Utc>>) -> repo::BriefSummary {
-    let chosen = &r.trials[r.chosen];
-    let (passed, required) = chosen.criteria_passed();
-    let state = match &r.approval {
-        None if evidence_count == 0 => "awaiting-evidence",
-        None => "needs-approval",
-        Some(a) if a.stale => "stale",
-        Some(a) if a.row.verdict == "approve" => "approved",
-        Some(_) => "rejected",
-    };
-    repo::BriefSummary {
-        cost_per_job: chosen.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
-        criteria_passed: i32::try_from(passed).unwrap_or(i32::MAX),
-        criteria_required: i32::try_from(required).unwrap_or(i32::MAX),
-        failing: chosen
-            .context
-            .inputs
-            .criteria
-            .iter()
-            .any(|c| c.required && c.status == Status::Fail),
-        evidence_count,
-        last_evidence_at,
-        approval_verdict: r.approval.as_ref().map(|a| a.row.verdict.clone()),
-        approval_decision: r.approval.as_ref().map(|a| a.row.decision.clone()),
-        state: state.to_owned(),
-    }
-}
-
-/// The current summaries of `ids`, in that order. A brief with changes still queued (or never
-/// summarised) is refreshed first, here: a reader never waits for the watcher and never shows a
-/// summary older than the last committed change.
-pub async fn current(state: &AppState, ids: &[Uuid]) -> Result<Vec<repo::SummaryRow>, AppError> {
-    for id in repo::not_current(&state.pool, ids).await? {
-        repo::claim_dirty_of(&state.pool, &[id]).await?;
-        if let Err(e) = refresh(state, id).await {
-            repo::mark_dirty(&state.pool, id).await?;
-            return Err(e);
-        }
-    }
-    let mut rows = repo::summaries(&state.pool, ids).await?;
-    rows.sort_by_key(|r| ids.iter().position(|id| *id == r.brief_id));
-    Ok(rows)
-}
-
-/// Refreshes up to `limit` briefs marked changed at least `settle` ago; answers how many it took.
-/// A brief whose refresh fails is marked again, for the next round.
-pub async fn refresh_changed(state: &AppState, limit: i64, settle: std::time::Duration) -> Result<usize, AppError> {
-    let ids = repo::claim_dirty(&state.pool, limit, settle).await?;
-    for &id in &ids {
-        if let Err(e) = refresh(state, id).await {
-            tracing::warn!(brief = %id, error = %e, "refreshing a brief's signals failed; will try again");
-            repo::mark_dirty(&state.pool, id).await?;
-        }
-    }
-    Ok(ids.len())
-}
-
 /// Names and help of the per-brief gauges (docs/operations.md). Labels are ids, and `decision`
 /// one of the five verdicts: never free text, so the series count is bounded by the briefs'.
 pub const GAUGES: [(&str, &str); 10] = [
@@ -410,7 +187,7 @@ pub const GAUGES: [(&str, &str); 10] = [
 /// The gauges in Prometheus' text format, from the signal snapshot alone: one query, no review
 /// computed per scrape (the watcher keeps the snapshot current).
 pub async fn gauges_text(state: &AppState) -> Result<String, AppError> {
-    let rows = repo::gauges(&state.pool).await?;
+    let rows = summaries::gauge_rows(state).await?;
     let registry = Registry::new();
     let vec = |(name, help): (&str, &str), labels: &[&str]| -> Result<GaugeVec, AppError> {
         let g = GaugeVec::new(Opts::new(name, help), labels).map_err(|e| AppError::Internal(e.into()))?;

@@ -1,6 +1,6 @@
-//! The signals worker, one per server: it refreshes the signal snapshot of briefs that changed
-//! (which may write `decision.changed` and `approval.stale` events) and delivers due webhook
-//! deliveries. Several servers on one database share the work: claims skip rows another holds.
+//! The signals worker, one per server: it runs the review's summary watcher round
+//! (`review::summaries::refresh_changed`: remakes the kept summary of briefs that changed, which may
+//! write `decision.changed` and `approval.stale` events) and delivers due webhook deliveries. Several servers on one database share the work: claims skip rows another holds.
 
 use std::time::{Duration, Instant};
 
@@ -8,15 +8,17 @@ use axum::http::header;
 use chrono::Utc;
 use tokio::{task::JoinHandle, task::JoinSet};
 
-use super::{
-    model::{
-        address_refusal, backoff, non_public, private_message, sign, AttemptOutcome, DELIVERY_HEADER, EVENT_HEADER,
-        SIGNATURE_HEADER, TIMESTAMP_HEADER,
-    },
-    repo::{self, Claimed},
-    service,
+use super::model::{
+    address_refusal, backoff, non_public, private_message, sign, AttemptOutcome, DELIVERY_HEADER, EVENT_HEADER,
+    SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };
-use crate::{config::WebhookSettings, error::AppError, state::AppState};
+use crate::{
+    config::WebhookSettings,
+    error::AppError,
+    outbox::store::{self as repo, Claimed},
+    review::summaries,
+    state::AppState,
+};
 
 /// Deliveries one round claims and sends side by side.
 const DELIVERIES_PER_ROUND: i64 = 16;
@@ -35,12 +37,12 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
             }
         };
         // The rules that made the stored snapshots may have changed since they were made.
-        if let Err(e) = super::repo::mark_all(&state.pool).await {
+        if let Err(e) = summaries::mark_all(&state).await {
             tracing::warn!(error = %e, "could not queue the briefs' snapshots for remaking");
         }
         loop {
             let mut busy = false;
-            match service::refresh_changed(&state, BRIEFS_PER_ROUND, settings.settle).await {
+            match summaries::refresh_changed(&state, BRIEFS_PER_ROUND, settings.settle).await {
                 Ok(n) => busy |= n > 0,
                 Err(e) => tracing::warn!(error = %e, "refreshing brief signals failed"),
             }

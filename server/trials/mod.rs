@@ -2,6 +2,8 @@
 //! ledger lines and verdicts belong to a trial; the review compares a brief's trials.
 
 pub mod api;
+pub mod brief_api;
+pub mod brief_pages;
 pub mod model;
 pub mod pages;
 pub mod repo;

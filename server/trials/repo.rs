@@ -199,6 +199,20 @@ pub async fn set_first_allocation(
     Ok(())
 }
 
+/// The first trial's allocation (a brief's `trial_gpu` / `trial_gpu_count`); `None` without one.
+pub async fn first_allocation(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+) -> Result<Option<(Option<String>, Option<i32>)>, sqlx::Error> {
+    let row = sqlx::query!(
+        "SELECT gpu, gpu_count FROM trials WHERE brief_id = $1 AND position = 1",
+        brief_id
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|r| (r.gpu, r.gpu_count)))
+}
+
 /// Marks a planned trial running when its first evidence or ledger line arrives.
 pub async fn mark_running(db: impl PgExecutor<'_>, id: Uuid) -> Result<(), sqlx::Error> {
     sqlx::query!(

@@ -1,5 +1,7 @@
 //! The trial use cases, the door other domains use: list, load, create (a re-run too), replace,
-//! and place an upload or a ledger line on the trial it belongs to.
+//! and place an upload or a ledger line on the trial it belongs to. A brief and its trial 1 are
+//! one use case, here above both: create or replace a brief (its fields and trial 1's allocation,
+//! `trial_gpu` / `trial_gpu_count`, in one transaction) and load the whole brief.
 
 use uuid::Uuid;
 
@@ -9,17 +11,112 @@ use super::{
 };
 use crate::{
     audit,
-    briefs::{model::Brief, service as briefs},
+    auth::Principal,
+    briefs::{
+        model::{Brief, BriefFields},
+        service as briefs,
+    },
     error::AppError,
     state::AppState,
     validation::{FieldError, Input},
 };
+
+/// The whole brief: its fields and its trial 1's allocation; 404 without it.
+pub async fn load_brief(pool: &sqlx::PgPool, id: Uuid) -> Result<Brief, AppError> {
+    load_brief_in(&mut *pool.acquire().await?, id).await
+}
+
+/// [`load_brief`] on the caller's connection (inside its transaction: its snapshot). Two reads,
+/// the brief's and the trial's, each by its owner.
+pub async fn load_brief_in(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Brief, AppError> {
+    let mut brief = briefs::load(&mut *conn, id).await?;
+    if let Some((gpu, count)) = repo::first_allocation(&mut *conn, id).await? {
+        brief.fields.trial_gpu = gpu;
+        brief.fields.trial_gpu_count = count;
+    }
+    Ok(brief)
+}
+
+/// Writes trial 1 of `brief` (created with the brief, named "Trial 1") with the allocation the
+/// brief's fields ask, in the caller's transaction, and answers the brief with it.
+async fn with_first_trial(
+    conn: &mut sqlx::PgConnection,
+    mut brief: Brief,
+    fields: &BriefFields,
+) -> Result<Brief, AppError> {
+    repo::set_first_allocation(
+        conn,
+        brief.id,
+        fields.trial_gpu.as_deref(),
+        fields.trial_gpu_count,
+        &brief.fields.currency,
+        brief.fields.allocation_boundary.as_str(),
+    )
+    .await?;
+    brief.fields.trial_gpu = fields.trial_gpu.clone();
+    brief.fields.trial_gpu_count = fields.trial_gpu_count;
+    Ok(brief)
+}
+
+/// Creates a brief owned by the person behind `actor` with its trial 1, audited, in one
+/// transaction (`briefs::service::create_owned_in`, then the trial).
+pub async fn create_brief(pool: &sqlx::PgPool, fields: &BriefFields, actor: &Principal) -> Result<Brief, AppError> {
+    let mut tx = pool.begin().await?;
+    let brief = briefs::create_owned_in(&mut tx, fields, actor).await?;
+    let brief = with_first_trial(&mut tx, brief, fields).await?;
+    tx.commit().await?;
+    Ok(brief)
+}
+
+/// Creates a brief with a fixed id and its trial 1 unless the brief exists; `None` when it did
+/// (the demo's brief).
+pub async fn create_brief_with_id(
+    pool: &sqlx::PgPool,
+    id: Uuid,
+    fields: &BriefFields,
+) -> Result<Option<Brief>, AppError> {
+    let mut tx = pool.begin().await?;
+    let Some(brief) = briefs::create_with_id(&mut *tx, id, fields).await? else {
+        return Ok(None);
+    };
+    let brief = with_first_trial(&mut tx, brief, fields).await?;
+    tx.commit().await?;
+    Ok(Some(brief))
+}
+
+/// Replaces a brief's fields and its trial 1's allocation if `actor` may edit it, recording which
+/// fields changed in the audit log, in one transaction under the brief's lock; 403 or 404
+/// otherwise.
+pub async fn replace_brief(
+    pool: &sqlx::PgPool,
+    id: Uuid,
+    fields: &BriefFields,
+    actor: &Principal,
+) -> Result<Brief, AppError> {
+    briefs::may_edit(pool, actor, id).await?;
+    let mut tx = pool.begin().await?;
+    briefs::lock(&mut *tx, id).await?;
+    let before = load_brief_in(&mut tx, id).await?;
+    let after = briefs::replace_in(&mut tx, &before, fields, actor).await?;
+    let after = with_first_trial(&mut tx, after, fields).await?;
+    tx.commit().await?;
+    Ok(after)
+}
 
 /// The brief's trials in order; 404 without the brief.
 pub async fn list(state: &AppState, brief_id: Uuid) -> Result<Vec<Trial>, AppError> {
     let trials = repo::list_for_brief(&state.pool, brief_id).await?;
     if trials.is_empty() {
         // Every brief has a first trial: none means no brief.
+        return Err(AppError::NotFound("brief"));
+    }
+    Ok(trials)
+}
+
+/// [`list`] on the caller's connection or transaction.
+pub async fn list_in(db: impl sqlx::PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<Trial>, AppError> {
+    let trials = repo::list_for_brief(db, brief_id).await?;
+    if trials.is_empty() {
         return Err(AppError::NotFound("brief"));
     }
     Ok(trials)

@@ -2,15 +2,20 @@
 //! cursor, filtered by summary state, owner, team, needs-approval, stale and failing, found by name
 //! or model, and never answering from a summary older than the last committed write.
 
-use std::collections::BTreeSet;
+use std::{collections::BTreeSet, time::Duration};
 
 use crate::common;
 
 use common::{bearer_client, fixture, spawn_app, TestApp};
-use rentcheck::auth::{
-    teams,
-    token::{self, NewToken},
-    Role,
+use rentcheck::{
+    auth::{
+        teams,
+        token::{self, NewToken},
+        Role,
+    },
+    config::AppConfig,
+    review::summaries,
+    state::AppState,
 };
 use serde_json::{json, Value};
 
@@ -243,6 +248,64 @@ async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
     assert!(page.contains("Decided then stale") && !page.contains("Failing node"));
     let res = owner.get(app.url("/?team=Nobody")).await;
     assert_eq!(res.status(), 400);
+}
+
+/// A list only reads: a brief whose summary is not current is listed by its review as it is now,
+/// but the GET stores no summary, takes no queued change and tells no webhook; the watcher's round
+/// does, afterwards.
+#[tokio::test]
+async fn a_list_read_writes_nothing_and_tells_no_webhook() {
+    let app = spawn_app().await;
+    let id = app.create_brief(json!({ "name": "Failing node" })).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    sqlx::query(
+        "INSERT INTO webhooks (id, url, events, secret, created_by) \
+         VALUES (gen_random_uuid(), 'https://hooks.example/x', ARRAY['decision.changed'], 's', 'test')",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    // The watcher's round keeps the brief's first summary: its baseline.
+    let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
+    summaries::refresh_changed(&state, 100, Duration::ZERO).await.unwrap();
+    let stored = || async {
+        sqlx::query_as::<_, (String, bool)>("SELECT decision, failing FROM brief_signals WHERE brief_id = $1")
+            .bind(id.parse::<uuid::Uuid>().unwrap())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    let before = stored().await;
+    assert!(!before.1);
+
+    let res = app
+        .post_raw_evidence(
+            &id,
+            "kind=dcgm-diag&stage=1",
+            "application/json",
+            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let queued = app.count("brief_signals_dirty").await;
+    assert!(queued > 0);
+    assert_eq!(names(&app, &app.client, "?failing=true").await.0, vec!["Failing node"]);
+    let owner = app.login_owner().await;
+    let page = owner.get(app.url("/?show=failing")).await.text().await.unwrap();
+    assert!(page.contains("Failing node"), "{page}");
+    assert_eq!(stored().await, before, "the reads stored no summary");
+    assert_eq!(
+        app.count("brief_signals_dirty").await,
+        queued,
+        "nor took a queued change"
+    );
+    assert_eq!(app.count("webhook_events").await, 0, "nor told a webhook");
+
+    summaries::refresh_changed(&state, 100, Duration::ZERO).await.unwrap();
+    assert!(stored().await.1, "the watcher's round keeps the new summary");
+    assert_eq!(app.count("webhook_events").await, 1, "and tells the decision's change");
 }
 
 /// The briefs' names on a dashboard page, in order, and its "Next page" link.

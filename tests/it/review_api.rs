@@ -302,40 +302,32 @@ async fn the_review_page_says_why_in_words_confirms_a_rejection_and_explains_sta
     );
 }
 
-/// A write that does not wait for the brief's lock (a trial edit: updating a trial's row does not
-/// check its key to the brief) lands while a verdict is being recorded, after the verdict locked the
-/// brief and read the trial, before its review is read in full. What is recorded is never the review
-/// from before that write: the verdict is refused (409, nothing recorded), and decided again it
-/// records the review as read afterwards. (Evidence, ledger lines and card revisions cannot land
-/// there: their foreign key to the brief waits for the verdict's row lock.)
-#[tokio::test]
-async fn a_trial_edit_racing_a_verdict_changes_nothing_recorded() {
-    let app = spawn_app().await;
-    let id = app.brief_id().await;
-    let digest = review(&app, &id).await["inputs_digest"].as_str().unwrap().to_owned();
-    let path = format!("/api/v1/briefs/{id}/approvals");
-    let manager = bearer_client(&app.token(Role::Manager, None).await);
-
-    // Hold every reader of the ledger: the verdict's review waits here, after its lock.
+/// Holds every reader of the ledger, so a verdict's review waits there, after its lock.
+async fn hold_the_ledger(app: &common::TestApp) -> sqlx::Transaction<'static, sqlx::Postgres> {
     let mut hold = app.pool.begin().await.unwrap();
     sqlx::query("LOCK TABLE ledger_lines IN ACCESS EXCLUSIVE MODE")
         .execute(&mut *hold)
         .await
         .unwrap();
-    let verdict = tokio::spawn({
-        let (manager, url) = (manager.clone(), app.url(&path));
-        let body = json!({ "verdict": "reject", "comment": "Not this month.", "inputs_digest": digest });
-        async move {
-            let res = manager.post(url).json(&body).send().await.unwrap();
-            (res.status(), res.json::<Value>().await.unwrap())
-        }
-    });
-    // Until the verdict holds the brief's row and a reader waits on the ledger (polled, bounded).
+    hold
+}
+
+/// Polls (bounded) until `done` answers true.
+async fn wait_until(what: &str, mut done: impl AsyncFnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
+    while !done().await {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Until the verdict holds the brief's row and a reader of its review waits on the ledger.
+async fn wait_for_the_verdict_under_its_lock(app: &common::TestApp, id: &str) {
+    let brief: uuid::Uuid = id.parse().unwrap();
+    wait_until("the verdict never reached its review", async || {
         let mut probe = app.pool.begin().await.unwrap();
         let brief_held = sqlx::query("SELECT 1 FROM briefs WHERE id = $1 FOR UPDATE NOWAIT")
-            .bind(id.parse::<uuid::Uuid>().unwrap())
+            .bind(brief)
             .execute(&mut *probe)
             .await
             .is_err();
@@ -346,15 +338,43 @@ async fn a_trial_edit_racing_a_verdict_changes_nothing_recorded() {
         .fetch_one(&app.pool)
         .await
         .unwrap();
-        if brief_held && waiting > 0 {
-            break;
+        brief_held && waiting > 0
+    })
+    .await;
+}
+
+/// The digests recorded for a brief, oldest first.
+async fn recorded(app: &common::TestApp, id: &str) -> Vec<(String, String)> {
+    sqlx::query_as("SELECT inputs_digest, decision FROM approvals WHERE brief_id = $1 ORDER BY decided_at, id")
+        .bind(id.parse::<uuid::Uuid>().unwrap())
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// A write that does not wait for the brief's lock (a trial edit: updating a trial's row does not
+/// check its key to the brief) commits while a verdict is being recorded, after the verdict locked
+/// the brief, before its review is read in full. The verdict reads one snapshot taken when it got
+/// the lock, so it records the review from before that write, whole: nothing of the edit is half
+/// read, and the approval is stale at once (its inputs moved after it was decided).
+#[tokio::test]
+async fn a_trial_edit_racing_a_verdict_changes_nothing_recorded() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let digest = review(&app, &id).await["inputs_digest"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/briefs/{id}/approvals");
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+
+    let hold = hold_the_ledger(&app).await;
+    let verdict = tokio::spawn({
+        let (manager, url) = (manager.clone(), app.url(&path));
+        let body = json!({ "verdict": "reject", "comment": "Not this month.", "inputs_digest": digest });
+        async move {
+            let res = manager.post(url).json(&body).send().await.unwrap();
+            (res.status(), res.json::<Value>().await.unwrap())
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the verdict never reached its review"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    });
+    wait_for_the_verdict_under_its_lock(&app, &id).await;
     let listed: Value = app
         .get(&format!("/api/v1/briefs/{id}/trials"))
         .await
@@ -371,15 +391,15 @@ async fn a_trial_edit_racing_a_verdict_changes_nothing_recorded() {
     hold.rollback().await.unwrap();
     let (status, answer) = verdict.await.unwrap();
 
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(
+        answer["inputs_digest"],
+        digest.as_str(),
+        "the review read under the lock is recorded"
+    );
     let after = review(&app, &id).await;
-    let recorded: Vec<String> = sqlx::query_scalar("SELECT inputs_digest FROM approvals WHERE brief_id = $1")
-        .bind(id.parse::<uuid::Uuid>().unwrap())
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(status, 409, "the review moved under the verdict: {answer}");
-    assert!(recorded.is_empty(), "a refused verdict records nothing");
     assert_ne!(after["inputs_digest"], digest.as_str(), "the edit changed the review");
+    assert_eq!(after["approval"]["stale"], true, "and so the verdict is stale at once");
     // Decided again on the review as it is now, the verdict records exactly that review.
     let now = after["inputs_digest"].as_str().unwrap();
     let res = manager
@@ -394,4 +414,140 @@ async fn a_trial_edit_racing_a_verdict_changes_nothing_recorded() {
     let again = review(&app, &id).await;
     assert_eq!(again["inputs_digest"], now);
     assert_eq!(again["approval"]["stale"], false);
+}
+
+/// review_verdict_under_lock: the review a verdict records is exactly the one it read under the
+/// brief's lock. Evidence uploaded while the verdict holds the lock, between the lock and the
+/// review, waits for it (its key to the brief) and lands after; a trial edit in the same window
+/// commits at once but is not in the verdict's snapshot. The verdict records the decision and
+/// digest of the state before both, and they then make that verdict stale.
+#[tokio::test]
+async fn review_verdict_under_lock_records_the_review_read_under_it() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let before = review(&app, &id).await;
+    let digest = before["inputs_digest"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/briefs/{id}/approvals");
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+
+    let hold = hold_the_ledger(&app).await;
+    let verdict = tokio::spawn({
+        let (manager, url) = (manager.clone(), app.url(&path));
+        let body = json!({ "verdict": "reject", "comment": "Not this month.", "inputs_digest": digest });
+        async move {
+            let res = manager.post(url).json(&body).send().await.unwrap();
+            (res.status(), res.json::<Value>().await.unwrap())
+        }
+    });
+    wait_for_the_verdict_under_its_lock(&app, &id).await;
+    // A failing GPU health check: it changes the decision, if it were read.
+    let upload = tokio::spawn({
+        let (client, url) = (
+            app.client.clone(),
+            app.url(&format!("/api/v1/briefs/{id}/evidence?kind=dcgm-diag&stage=1")),
+        );
+        async move {
+            let res = client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"))
+                .send()
+                .await
+                .unwrap();
+            res.status()
+        }
+    });
+    // The upload waits on the verdict's row lock (its foreign key to the brief).
+    wait_until("the upload never waited for the brief's lock", async || {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        waiting > 0
+    })
+    .await;
+    assert!(!upload.is_finished(), "the upload waits for the verdict");
+    assert_eq!(app.count("evidence").await, 0);
+    // A write that does not wait for the lock commits in the same window: not read either.
+    let listed: Value = app
+        .get(&format!("/api/v1/briefs/{id}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mut trial = listed["items"][0].clone();
+    trial["gpu"] = json!("H100 SXM");
+    trial["gpu_count"] = json!(8);
+    let res = app
+        .put_json(&format!("/api/v1/trials/{}", trial["id"].as_str().unwrap()), &trial)
+        .await;
+    assert_eq!(res.status(), 200);
+
+    hold.rollback().await.unwrap();
+    let (status, answer) = verdict.await.unwrap();
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(upload.await.unwrap(), 201, "the upload lands after the verdict");
+    assert_eq!(app.count("evidence").await, 1);
+
+    // What was recorded is the review of the state before the upload.
+    assert_eq!(
+        recorded(&app, &id).await,
+        [(digest.clone(), before["decision"].as_str().unwrap().to_owned())]
+    );
+    assert_eq!(answer["inputs_digest"], digest.as_str());
+    assert_eq!(answer["decision"], before["decision"]);
+    let after = review(&app, &id).await;
+    assert_eq!(after["decision"], "stop", "the upload was read afterwards");
+    assert_ne!(after["inputs_digest"], digest.as_str());
+    assert_eq!(after["approval"]["stale"], true);
+}
+
+/// A verdict that finds the brief's lock held waits for it outside any snapshot: what committed
+/// before it got the lock (here a trial edit made under that lock) is in the review it reads, so the
+/// digest loaded before the edit no longer matches (409, nothing recorded).
+#[tokio::test]
+async fn a_verdict_waiting_for_the_lock_reads_what_committed_before_it_got_it() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let brief: uuid::Uuid = id.parse().unwrap();
+    let digest = review(&app, &id).await["inputs_digest"].as_str().unwrap().to_owned();
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM briefs WHERE id = $1 FOR UPDATE")
+        .bind(brief)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let verdict = tokio::spawn({
+        let (manager, url) = (manager.clone(), app.url(&format!("/api/v1/briefs/{id}/approvals")));
+        let body = json!({ "verdict": "reject", "comment": "Not this month.", "inputs_digest": digest });
+        async move { manager.post(url).json(&body).send().await.unwrap().status() }
+    });
+    wait_until("the verdict never waited for the lock", async || {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        waiting > 0
+    })
+    .await;
+    sqlx::query("UPDATE trials SET gpu = 'H100 SXM', gpu_count = 8 WHERE brief_id = $1 AND position = 1")
+        .bind(brief)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    holder.commit().await.unwrap();
+
+    assert_eq!(
+        verdict.await.unwrap(),
+        409,
+        "the edit is read: the old digest is refused"
+    );
+    assert!(recorded(&app, &id).await.is_empty());
+    assert_ne!(review(&app, &id).await["inputs_digest"], digest.as_str());
 }

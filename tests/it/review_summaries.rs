@@ -10,7 +10,7 @@ use common::{bearer_client, fixture, spawn_app, TestApp};
 use rentcheck::{
     auth::Role,
     config::AppConfig,
-    signals::service::{self as signals, SummaryRow},
+    review::summaries::{self as summaries, SummaryRow},
     state::AppState,
 };
 use serde_json::{json, Value};
@@ -23,7 +23,7 @@ fn state(app: &TestApp) -> AppState {
 /// The summary of `id` as a reader gets it, beside the full review of the API.
 async fn summary_and_review(app: &TestApp, id: &str) -> (SummaryRow, Value) {
     let uuid: Uuid = id.parse().unwrap();
-    let rows = signals::current(&state(app), &[uuid]).await.unwrap();
+    let rows = summaries::current(&state(app), &[uuid]).await.unwrap();
     let review: Value = app
         .get(&format!("/api/v1/briefs/{id}/review"))
         .await
@@ -144,7 +144,10 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
 
     // A price import can change every brief's money: every brief is marked.
     let other = app.brief_id().await;
-    signals::current(&state(&app), &[other.parse().unwrap()]).await.unwrap();
+    // The watcher's round takes every queued mark first.
+    summaries::refresh_changed(&state(&app), 100, Duration::ZERO)
+        .await
+        .unwrap();
     let sheet = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
                  Cloud A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,https://a.example/pricing\n";
     let res = manager

@@ -1,4 +1,6 @@
-//! JSON API for briefs: `/api/v1/briefs…`.
+//! JSON API for a brief: `POST /api/v1/briefs`, `GET`/`PUT /api/v1/briefs/{id}` and its sizing.
+//! Here, above the briefs domain, because a brief and its trial 1 are one use case
+//! (`trials::service::create_brief`, `replace_brief`, `load_brief`); the list is `overview/`'s.
 
 use axum::{
     extract::State,
@@ -11,12 +13,13 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use uuid::Uuid;
 
-use super::{
-    model::{validate, BriefInput, BriefView},
-    service,
-};
+use super::service;
 use crate::{
     auth::Role,
+    briefs::{
+        model::{validate, BriefInput, BriefView},
+        service as briefs,
+    },
     error::{ApiResult, AppError},
     prices::service as prices,
     sizing::Sizing,
@@ -49,9 +52,9 @@ fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
     operation_id = "createBrief",
     tag = "briefs",
     summary = "Create a brief; sizing is computed",
-    request_body = super::schema::BriefBody,
+    request_body = crate::briefs::schema::BriefBody,
     responses(
-        (status = 201, description = "the brief with id, sizing and status", body = super::schema::Brief,
+        (status = 201, description = "the brief with id, sizing and status", body = crate::briefs::schema::Brief,
             headers(("Location" = String, description = "the brief's URL"))),
         (status = 400, description = "malformed JSON"),
         (status = 415, description = "not JSON"),
@@ -66,7 +69,7 @@ async fn create(
     caller.require_person(Role::Engineer)?;
     caller.require_unscoped()?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = service::create_owned(&state.pool, &fields, &caller).await?;
+    let brief = service::create_brief(&state.pool, &fields, &caller).await?;
     let location = format!("/api/v1/briefs/{}", brief.id);
     Ok((
         StatusCode::CREATED,
@@ -84,7 +87,7 @@ async fn create(
     summary = "One brief with sizing and status",
     params(("id" = Uuid, Path, description = "brief id")),
     responses(
-        (status = 200, description = "the brief", body = super::schema::Brief),
+        (status = 200, description = "the brief", body = crate::briefs::schema::Brief),
         (status = 404, description = "no such brief"),
     )
 )]
@@ -94,7 +97,7 @@ async fn show(
     Path(id): Path<Uuid>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
-    let brief = service::load(&state.pool, id).await?;
+    let brief = service::load_brief(&state.pool, id).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
@@ -105,9 +108,9 @@ async fn show(
     tag = "briefs",
     summary = "Replace every field of a brief; sizing is recomputed",
     params(("id" = Uuid, Path, description = "brief id")),
-    request_body = super::schema::BriefBody,
+    request_body = crate::briefs::schema::BriefBody,
     responses(
-        (status = 200, description = "the brief", body = super::schema::Brief),
+        (status = 200, description = "the brief", body = crate::briefs::schema::Brief),
         (status = 404, description = "no such brief"),
         (status = 422, description = "invalid fields"),
     )
@@ -120,7 +123,7 @@ async fn replace(
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = service::replace_checked(&state.pool, id, &fields, &caller).await?;
+    let brief = service::replace_brief(&state.pool, id, &fields, &caller).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
@@ -142,7 +145,7 @@ struct SizingQuery {
          billing: a spot price always says spot)",
     params(
         ("id" = Uuid, Path, description = "brief id"),
-        ("order" = inline(Option<super::schema::SizingOrder>), Query,
+        ("order" = inline(Option<crate::briefs::schema::SizingOrder>), Query,
             description = "memory (default: memory rented) or price (fitting options by cheapest price per hour)"),
     ),
     responses(
@@ -151,7 +154,7 @@ struct SizingQuery {
                  0 otherwise), overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
                  options (gpu, memory_gib (the driver's memory.total), count, fits, headroom_pct, \
                  decode_tokens_per_s_max, interconnect_note, tensor_parallel, pipeline_parallel, load_note), \
-                 billing_advice", body = super::schema::Sizing),
+                 billing_advice", body = crate::briefs::schema::Sizing),
         (status = 404, description = "no such brief"),
         (status = 422, description = "order is neither memory nor price"),
     )
@@ -163,7 +166,7 @@ async fn sizing(
     ApiQuery(q): ApiQuery<SizingQuery>,
 ) -> ApiResult<Json<Sizing>> {
     caller.may_read_brief(id)?;
-    let brief = service::load(&state.pool, id).await?;
+    let brief = briefs::load(&state.pool, id).await?;
     let by_price = match q.order.as_deref() {
         None | Some("memory") => false,
         Some("price") => true,

@@ -1,5 +1,6 @@
-//! The brief form (new and edit). The dashboard and the brief page show every domain at once and
-//! live in `overview/`.
+//! The brief form (new and edit). Here, above the briefs domain, because a brief and its trial 1
+//! are one use case (`trials::service::create_brief`, `replace_brief`, `load_brief`). The dashboard
+//! and the brief page show every domain at once and live in `overview/`.
 
 use std::collections::HashMap;
 
@@ -13,15 +14,16 @@ use axum::{
 
 use uuid::Uuid;
 
-use super::{
-    model::{
-        target_label, validate, AllocationBoundary, Brief, BriefFields, BriefInput, CostUnit, DataBoundary,
-        MAX_MODEL_CONFIG_BYTES, TARGET_FIELDS,
-    },
-    service,
-};
+use super::service;
 use crate::{
     auth::Role,
+    briefs::{
+        model::{
+            target_label, validate, AllocationBoundary, Brief, BriefFields, BriefInput, CostUnit, DataBoundary,
+            MAX_MODEL_CONFIG_BYTES, TARGET_FIELDS,
+        },
+        service as briefs,
+    },
     sizing::{self, KvCacheDtype, Precision, Sizing, WorkloadKind},
     state::AppState,
     web::{
@@ -269,7 +271,7 @@ async fn create(State(state): State<AppState>, CsrfForm(user, values): CsrfForm)
     let page = BriefFormPage::new(&user, "New workload brief", "/briefs/new".into(), values);
     match check_form(page) {
         Ok(fields) => {
-            let brief = service::create_owned(&state.pool, &fields, &user.principal()).await?;
+            let brief = service::create_brief(&state.pool, &fields, &user.principal()).await?;
             Ok(Redirect::to(&format!("/briefs/{}", brief.id)).into_response())
         }
         Err(page) => form_answer(&page),
@@ -277,12 +279,12 @@ async fn create(State(state): State<AppState>, CsrfForm(user, values): CsrfForm)
 }
 
 async fn load(state: &AppState, id: uuid::Uuid) -> PageResult<Brief> {
-    Ok(service::load(&state.pool, id).await?)
+    Ok(service::load_brief(&state.pool, id).await?)
 }
 
 async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    briefs::may_edit(&state.pool, &user.principal(), id).await?;
     let brief = load(&state, id).await?;
     render(&BriefFormPage::new(
         &user,
@@ -298,11 +300,11 @@ async fn update(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    briefs::may_edit(&state.pool, &user.principal(), id).await?;
     let page = BriefFormPage::new(&user, "Edit brief", format!("/briefs/{id}/edit"), values);
     match check_form(page) {
         Ok(fields) => {
-            service::replace_checked(&state.pool, id, &fields, &user.principal()).await?;
+            service::replace_brief(&state.pool, id, &fields, &user.principal()).await?;
             Ok(Redirect::to(&format!("/briefs/{id}")).into_response())
         }
         Err(page) => form_answer(&page),

@@ -1,6 +1,9 @@
 //! The webhook outbox: a domain that changes something a webhook may be told about writes the event
 //! here with the same executor (its open transaction) as the change, so an event exists exactly
-//! when its change committed. The `signals` domain delivers what lands here.
+//! when its change committed. The outbox owns the webhook store (`store`: the webhooks, their
+//! events, deliveries and attempts); the `signals` domain manages webhooks and delivers through it.
+
+pub mod store;
 
 use chrono::Utc;
 use serde_json::{json, Value};

@@ -1,0 +1,105 @@
+//! A brief as a statement reads it, and the brief it makes: shared by the briefs' own SQL and the
+//! overview's list query, so every reader decodes the stored values the same way.
+
+use chrono::{DateTime, Utc};
+use rust_decimal::Decimal;
+use serde_json::{Map, Value};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::model::{Brief, BriefFields, Targets};
+use crate::sizing::ArchitectureFields;
+
+/// One brief row with its first trial's allocation (`trial_gpu`, `trial_gpu_count`).
+pub struct BriefRow {
+    pub id: Uuid,
+    pub name: String,
+    pub owner: String,
+    pub workload_kind: String,
+    pub model_name: String,
+    pub model_revision: Option<String>,
+    pub catalog_model: Option<String>,
+    pub params_b: f64,
+    pub precision: String,
+    pub context_length: i64,
+    pub concurrency: i64,
+    pub num_layers: Option<i32>,
+    pub num_kv_heads: Option<i32>,
+    pub head_dim: Option<i32>,
+    pub targets: Json<Targets>,
+    pub data_boundary: String,
+    pub needs_host_control: bool,
+    pub only_needs_model_output: bool,
+    pub persist: Vec<String>,
+    pub restore_plan: Option<String>,
+    pub fallback_plan: Option<String>,
+    pub max_cost_per_job: Option<Decimal>,
+    pub currency: String,
+    pub cost_unit: String,
+    pub allocation_boundary: String,
+    pub trial_gpu: Option<String>,
+    pub trial_gpu_count: Option<i32>,
+    pub k8s_manifest: Option<String>,
+    pub model_config: Option<Json<Map<String, Value>>>,
+    pub architecture: Json<ArchitectureFields>,
+    pub expected_peak_rps: Option<f64>,
+    pub api_price_per_million_tokens: Option<Decimal>,
+    pub headroom_pct: Option<f64>,
+    pub api_price_input_per_million: Option<Decimal>,
+    pub api_price_output_per_million: Option<Decimal>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+fn parse_stored<T: std::str::FromStr>(column: &str, value: &str) -> Result<T, sqlx::Error> {
+    value
+        .parse()
+        .map_err(|_| sqlx::Error::Decode(format!("briefs.{column} holds unknown value {value:?}").into()))
+}
+
+impl TryFrom<BriefRow> for Brief {
+    type Error = sqlx::Error;
+    fn try_from(r: BriefRow) -> Result<Self, Self::Error> {
+        Ok(Brief {
+            id: r.id,
+            fields: BriefFields {
+                workload_kind: parse_stored("workload_kind", &r.workload_kind)?,
+                precision: parse_stored("precision", &r.precision)?,
+                data_boundary: parse_stored("data_boundary", &r.data_boundary)?,
+                cost_unit: parse_stored("cost_unit", &r.cost_unit)?,
+                allocation_boundary: parse_stored("allocation_boundary", &r.allocation_boundary)?,
+                name: r.name,
+                owner: r.owner,
+                model_name: r.model_name,
+                model_revision: r.model_revision,
+                catalog_model: r.catalog_model,
+                params_b: r.params_b,
+                context_length: r.context_length,
+                concurrency: r.concurrency,
+                num_layers: r.num_layers,
+                num_kv_heads: r.num_kv_heads,
+                head_dim: r.head_dim,
+                targets: r.targets.0,
+                needs_host_control: r.needs_host_control,
+                only_needs_model_output: r.only_needs_model_output,
+                persist: r.persist,
+                restore_plan: r.restore_plan,
+                fallback_plan: r.fallback_plan,
+                max_cost_per_job: r.max_cost_per_job.map(|d| d.normalize()),
+                currency: r.currency,
+                trial_gpu: r.trial_gpu,
+                trial_gpu_count: r.trial_gpu_count,
+                k8s_manifest: r.k8s_manifest,
+                model_config: r.model_config.map(|j| j.0),
+                architecture: r.architecture.0,
+                expected_peak_rps: r.expected_peak_rps,
+                api_price_per_million_tokens: r.api_price_per_million_tokens.map(|d| d.normalize()),
+                headroom_pct: r.headroom_pct,
+                api_price_input_per_million: r.api_price_input_per_million.map(|d| d.normalize()),
+                api_price_output_per_million: r.api_price_output_per_million.map(|d| d.normalize()),
+            },
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
