@@ -3,7 +3,8 @@
 # Source it, then call `sut_setup`; `sut_cleanup` runs on exit. Reads PGBASE, PORT, and OWN_POSTGRES:
 # 1 runs a PostgreSQL cluster of the script's own instead (scripts/lib/own-postgres.sh; PG_SETTINGS
 # tunes it). BIN: a rentcheck binary to use instead of building the release one. Sets BIN, WORK,
-# DATABASE_URL, BRIEF, TOKEN (agent), READ_TOKEN (engineer), SESSION (cookie value), SERVER_PID.
+# DATABASE_URL, BRIEF, TOKEN (agent), READ_TOKEN (engineer), SESSION (cookie value), SERVER_PID. SUT_TOOLS:
+# the commands to check for (default: wrk pgbench psql python3 curl).
 
 PGBASE=${PGBASE:-postgres://postgres@127.0.0.1:5432}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -36,7 +37,8 @@ sut_stop_server() {
 }
 
 sut_setup() {
-    for tool in wrk pgbench psql python3 curl; do
+    # SUT_TOOLS: what the sourcing script needs (the load scripts: all of them).
+    for tool in ${SUT_TOOLS:-wrk pgbench psql python3 curl}; do
         command -v "$tool" >/dev/null || { echo "needs $tool (apt-get install wrk postgresql-client python3 curl)" >&2; exit 2; }
     done
     trap sut_cleanup EXIT INT TERM

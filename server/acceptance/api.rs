@@ -1,9 +1,10 @@
 //! JSON API for cards: `/api/v1/briefs/{id}/card…`.
 
-use axum::{extract::State, routing::get, Json, Router};
+use axum::{extract::State, Json};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
@@ -26,11 +27,11 @@ use crate::{
     },
 };
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/briefs/{id}/card", get(show).put(replace))
-        .route("/api/v1/briefs/{id}/card/revisions", get(list_revisions))
-        .route("/api/v1/briefs/{id}/card/revisions/{n}", get(show_revision))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(show, replace))
+        .routes(routes!(list_revisions))
+        .routes(routes!(show_revision))
 }
 
 /// The card as GET and PUT answer it: criteria with their status, value and evidence.
@@ -126,6 +127,21 @@ pub struct TrialQuery {
     pub trial: Option<Uuid>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/card",
+    operation_id = "getCard",
+    tag = "cards",
+    summary = "The current acceptance card (the default card when none was saved), evaluated over the newest evidence",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("trial" = Option<Uuid>, Query, description = "evaluate for this trial (default: the brief's first trial)"),
+    ),
+    responses(
+        (status = 200, description = "the evaluated card", body = super::schema::Card),
+        (status = 404, description = "no such brief"),
+    )
+)]
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -181,6 +197,20 @@ pub async fn save_revision(
     Ok(saved)
 }
 
+#[utoipa::path(
+    put,
+    path = "/api/v1/briefs/{id}/card",
+    operation_id = "putCard",
+    tag = "cards",
+    summary = "Save the card as a new revision",
+    params(("id" = Uuid, Path, description = "brief id")),
+    request_body = super::schema::CardBody,
+    responses(
+        (status = 200, description = "the new revision, evaluated", body = super::schema::Card),
+        (status = 404, description = "no such brief"),
+        (status = 422, description = "invalid criteria (per field: criteria[i].field)"),
+    )
+)]
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -212,6 +242,19 @@ struct RevisionSummary {
     criteria: usize,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/card/revisions",
+    operation_id = "listCardRevisions",
+    tag = "cards",
+    summary = "Every saved revision of the card, newest first",
+    params(("id" = Uuid, Path, description = "brief id")),
+    responses(
+        (status = 200, description = "{ items: [{ revision, created_by, created_at, criteria }] }",
+            body = super::schema::CardRevisions),
+        (status = 404, description = "no such brief"),
+    )
+)]
 async fn list_revisions(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -270,6 +313,22 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/card/revisions/{n}",
+    operation_id = "getCardRevision",
+    tag = "cards",
+    summary = "One saved revision and its diff against the previous one (revision 1: against the default card)",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("n" = i64, Path, description = "revision number, from 1"),
+    ),
+    responses(
+        (status = 200, description = "{ brief_id, revision, created_by, created_at, criteria, previous, diff: { added, removed, changed } }",
+            body = super::schema::CardRevision),
+        (status = 404, description = "no such brief or revision"),
+    )
+)]
 async fn show_revision(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

@@ -12,6 +12,7 @@ pub mod model;
 pub mod pages;
 pub mod readiness;
 pub mod repo;
+pub mod schema;
 pub mod service;
 
 pub use evaluate::{

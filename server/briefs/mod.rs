@@ -3,4 +3,5 @@
 pub mod model;
 pub mod repo;
 pub mod row;
+pub mod schema;
 pub mod service;

@@ -5,12 +5,16 @@ use axum::{
     extract::{DefaultBodyLimit, Request, State},
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
-    routing::{get, post},
-    Json, Router,
+    Json,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouterExt},
+    routes,
+};
 use uuid::Uuid;
 
 use super::{
@@ -34,23 +38,18 @@ use crate::{
 pub const PAGE_DEFAULT: i64 = 50;
 pub const PAGE_MAX: i64 = 200;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/briefs/{id}/evidence",
-            // The upload enforces RENTCHECK_MAX_UPLOAD itself while the body streams.
-            get(list).post(upload).layer(DefaultBodyLimit::disable()),
-        )
-        .route(
-            "/api/v1/briefs/{id}/evidence/batch",
-            // The batch reads its body under its own cap while it streams.
-            post(upload_batch).layer(DefaultBodyLimit::disable()),
-        )
-        .route("/api/v1/evidence/{id}", get(show))
-        .route("/api/v1/evidence/{id}/raw", get(raw))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        // The upload enforces RENTCHECK_MAX_UPLOAD itself while the body streams.
+        .routes(routes!(list, upload).layer(DefaultBodyLimit::disable()))
+        // The batch reads its body under its own cap while it streams.
+        .routes(routes!(upload_batch).layer(DefaultBodyLimit::disable()))
+        .routes(routes!(show))
+        .routes(routes!(raw))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = EvidenceLinks)]
 pub struct Links {
     #[serde(rename = "self")]
     pub this: String,
@@ -59,7 +58,7 @@ pub struct Links {
 }
 
 /// One item as lists show it: everything but the metrics and the bytes.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct EvidenceSummary {
     pub id: Uuid,
     pub brief_id: Uuid,
@@ -73,6 +72,7 @@ pub struct EvidenceSummary {
     pub filename: Option<String>,
     pub size_bytes: i64,
     pub sha256: String,
+    #[schema(value_type = Object)]
     pub labels: Value,
     pub collected_at: DateTime<Utc>,
     pub received_at: DateTime<Utc>,
@@ -108,11 +108,21 @@ impl From<&EvidenceRow> for EvidenceSummary {
     }
 }
 
+/// A page of evidence, newest first.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct EvidencePage {
+    items: Vec<EvidenceSummary>,
+    /// pass as ?cursor= for the next page; null at the end
+    next_cursor: Option<String>,
+}
+
 /// The parsed view of one item.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct EvidenceDetail {
     #[serde(flatten)]
     pub summary: EvidenceSummary,
+    #[schema(value_type = Object)]
     pub metrics: Value,
     pub warnings: Vec<String>,
     pub tool: Option<String>,
@@ -133,6 +143,40 @@ impl From<EvidenceRow> for EvidenceDetail {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/briefs/{id}/evidence",
+    operation_id = "uploadEvidence",
+    tag = "evidence",
+    summary = "Upload evidence: a JSON envelope, a raw body with ?kind=&stage=, or multipart with a file part",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("kind" = Option<String>, Query, description = "raw and multipart forms: a kind, or auto"),
+        ("stage" = Option<i64>, Query, minimum = 1, maximum = 5, description = "raw and multipart forms: 1 to 5"),
+        ("collected_at" = Option<String>, Query, description = "RFC 3339; default: now"),
+        ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+            description = "a retry with the same key and body returns the first answer; keys belong to the caller \
+                 (one token, or one person) and expire after 24 hours; 1 to 255 visible ASCII characters"),
+    ),
+    request_body(content(
+        (super::schema::EvidenceEnvelope = "application/json"),
+        (super::schema::EvidenceMultipart = "multipart/form-data"),
+        (super::schema::RawBytes = "*/*"),
+    )),
+    responses(
+        (status = 201, description = "committed", body = super::schema::EvidenceIngested,
+            headers(("Location" = String, description = "the evidence's URL"))),
+        (status = 200, description = "an idempotent replay of the first answer", body = super::schema::EvidenceIngested,
+            headers(("Idempotent-Replayed" = String, description = "present on a replayed answer"))),
+        (status = 400, description = "malformed JSON, multipart or query"),
+        (status = 404, description = "no such brief"),
+        (status = 409, description = "Idempotency-Key reused with another body"),
+        (status = 413, description = "larger than RENTCHECK_MAX_UPLOAD"),
+        (status = 415, description = "not JSON, multipart, or a raw body with ?kind=&stage="),
+        (status = 422, description = "invalid fields, or no content (\"empty evidence: the command produced no output\")"),
+    )
+)]
 async fn upload(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -174,6 +218,24 @@ async fn upload(
 
 /// `POST /briefs/{id}/evidence/batch`: each item stored or refused on its own, the same rules as
 /// one upload; the answer is 207 with one entry per item, in order.
+#[utoipa::path(
+    post,
+    path = "/api/v1/briefs/{id}/evidence/batch",
+    operation_id = "uploadEvidenceBatch",
+    tag = "evidence",
+    summary = "Upload up to 500 evidence items in one request (16 MiB): each stored or refused on its own, new items committed together",
+    params(("id" = Uuid, Path, description = "brief id")),
+    request_body = super::schema::EvidenceBatch,
+    responses(
+        (status = 207, description = "one answer per item, in order: { items: [{ index, status (201 stored, 200 replayed, 4xx refused), id?, parse_status?, parse_error?, links?, problem? }] }",
+            body = super::schema::EvidenceBatchAnswer),
+        (status = 400, description = "malformed JSON"),
+        (status = 404, description = "no such brief"),
+        (status = 413, description = "larger than 16 MiB"),
+        (status = 415, description = "not JSON"),
+        (status = 422, description = "items missing, empty or more than 500"),
+    )
+)]
 async fn upload_batch(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -245,6 +307,24 @@ struct ListQuery {
     trial: Option<Uuid>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/evidence",
+    operation_id = "listEvidence",
+    tag = "evidence",
+    summary = "Evidence of a brief, newest first, cursor-paginated",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 200, description = "1 to 200; default 50"),
+        ("trial" = Option<Uuid>, Query, description = "only this trial's evidence"),
+    ),
+    responses(
+        (status = 200, description = "a page", body = EvidencePage),
+        (status = 404, description = "no such brief"),
+        (status = 422, description = "bad cursor or limit"),
+    )
+)]
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -277,6 +357,18 @@ async fn list(
     Ok(Json(serde_json::json!({ "items": items, "next_cursor": next_cursor })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/evidence/{id}",
+    operation_id = "getEvidence",
+    tag = "evidence",
+    summary = "One evidence item, parsed (no raw bytes)",
+    params(("id" = Uuid, Path, description = "evidence id")),
+    responses(
+        (status = 200, description = "the item", body = EvidenceDetail),
+        (status = 404, description = "no such evidence"),
+    )
+)]
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -289,6 +381,19 @@ async fn show(
 
 /// The exact bytes with their stored content type. Never sniffed, never run: `nosniff` and a
 /// sandboxing CSP always, and anything but plain text/JSON is an attachment.
+#[utoipa::path(
+    get,
+    path = "/api/v1/evidence/{id}/raw",
+    operation_id = "getEvidenceRaw",
+    tag = "evidence",
+    summary = "The exact uploaded bytes with their stored content type",
+    params(("id" = Uuid, Path, description = "evidence id")),
+    responses(
+        (status = 200, description = "the bytes; X-Content-Type-Options: nosniff; attachment unless plain text or JSON",
+            content(("*/*"))),
+        (status = 404, description = "no such evidence"),
+    )
+)]
 async fn raw(State(state): State<AppState>, ApiCaller(caller): ApiCaller, Path(id): Path<Uuid>) -> ApiResult<Response> {
     let r = service::raw(&state, id).await?;
     caller.may_read_brief(r.brief_id)?;

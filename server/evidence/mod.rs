@@ -7,5 +7,6 @@ pub mod model;
 pub mod pages;
 pub mod parsers;
 pub mod repo;
+pub mod schema;
 pub mod service;
 pub mod upload;

@@ -8,13 +8,16 @@ use axum::{
     extract::{DefaultBodyLimit, FromRequest, Request, State},
     http::{header, StatusCode},
     response::{IntoResponse, Response},
-    routing::get,
-    Json, Router,
+    Json,
 };
 use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouterExt},
+    routes,
+};
 use uuid::Uuid;
 
 use super::{
@@ -43,17 +46,12 @@ pub const MAX_JSON_BYTES: usize = 16 * 1024 * 1024;
 /// Lines per page of `GET …/ledger` (newest first; `?cursor=` for the next page).
 pub const PAGE_LINES: i64 = 500;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/briefs/{id}/ledger",
-            get(show)
-                .post(post)
-                // JSON is read whole under this limit; CSV bypasses it and streams under MAX_CSV_BYTES.
-                .layer(DefaultBodyLimit::max(MAX_JSON_BYTES)),
-        )
-        .route("/api/v1/briefs/{id}/ledger/summary", get(show_summary))
-        .route("/api/v1/briefs/{id}/ledger.csv", get(export))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        // JSON is read whole under this limit; CSV bypasses it and streams under MAX_CSV_BYTES.
+        .routes(routes!(show, post).layer(DefaultBodyLimit::max(MAX_JSON_BYTES)))
+        .routes(routes!(show_summary))
+        .routes(routes!(export))
 }
 
 #[derive(Deserialize)]
@@ -98,6 +96,49 @@ struct PostQuery {
 /// `POST /api/v1/briefs/{id}/ledger[?trial=]`: JSON `{ trial?, lines, outputs }` or a `text/csv`
 /// import (optional last column `trial`) → 201 with the summary of the request's trial; with
 /// `?format=focus`, a FOCUS export (see [`post_focus`]).
+#[utoipa::path(
+    post,
+    path = "/api/v1/briefs/{id}/ledger",
+    operation_id = "postLedger",
+    tag = "ledger",
+    summary = "Add ledger lines and/or output counts: JSON { lines, outputs } or text/csv with the header \
+         category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency (all or nothing); \
+         with ?format=focus a FinOps FOCUS 1.x cost-and-usage CSV (AWS, Azure, GCP, OCI exports): the trial's rows \
+         (ResourceId in resources=, or Tags carrying rentcheck-trial: <trial id>) become lines, Usage rows \
+         only; Purchase, Tax, Credit and Adjustment rows and refunds are listed in not_added with their sums, never \
+         added; re-importing an export adds nothing (rows keyed by resource, charge period and charge description). \
+         Answers { format, trial, lines_added, rows_already_imported, rows_read, rows_selected, rows_combined, \
+         not_added: [{ charge_category, reason, of, rows, sum, currency, lines }], counted_as_host, ...summary }: \
+         201 when lines were added, 200 when none were new",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("format" = Option<String>, Query,
+            description = "csv (default: the ledger's own CSV, or JSON) or focus (a FinOps FOCUS export, text/csv, streamed)"),
+        ("resources" = Option<String>, Query,
+            description = "focus: the trial's resource ids (FOCUS ResourceId), separated by commas; rows tagged \
+                 rentcheck-trial: <trial> are the trial's too"),
+        ("gpus_per_resource" = Option<String>, Query,
+            description = "focus: GPUs of every selected resource (8) or per resource (RESOURCE=8,RESOURCE=4); without it, an \
+                 instance type an imported SkyPilot catalogue prices gives the count"),
+        ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+            description = "a retry with the same key and request stores nothing again and answers 200 with \
+                 Idempotent-Replayed: true; keys belong to the caller and expire after 24 hours"),
+    ),
+    request_body(content(
+        (super::schema::LedgerBody = "application/json"),
+        (String = "text/csv"),
+    )),
+    responses(
+        (status = 201, description = "stored; lines_added and the summary", body = Object),
+        (status = 200, description = "a replay of an earlier request with this Idempotency-Key, or nothing new", body = Object,
+            headers(("Idempotent-Replayed" = String, description = "present on a replayed answer"))),
+        (status = 404, description = "no such brief"),
+        (status = 409, description = "Idempotency-Key reused with another request"),
+        (status = 413, description = "too large"),
+        (status = 422, description = "invalid lines, by line and column for CSV; another currency"),
+    )
+)]
 async fn post(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -443,6 +484,23 @@ struct LedgerView {
 
 /// `GET /api/v1/briefs/{id}/ledger[?trial=&cursor=]`: one trial's summary, outputs and newest 500
 /// lines (a brief with several trials needs `?trial=`).
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/ledger",
+    operation_id = "getLedger",
+    tag = "ledger",
+    summary = "Lines (newest 500 per page), outputs and the summary",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("cursor" = Option<i64>, Query, description = "next_cursor of the previous page"),
+        ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
+    ),
+    responses(
+        (status = 200, description = "{ summary, outputs, lines, lines_total, next_cursor }", body = super::schema::Ledger),
+        (status = 404, description = "no such brief"),
+        (status = 422, description = "trial is not one of the brief's, the brief has several and none is named, or a bad cursor"),
+    )
+)]
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -472,6 +530,24 @@ async fn show(
 
 /// `GET /api/v1/briefs/{id}/ledger/summary[?trial=]`: one trial's summary alone (what the review
 /// engine reads).
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/ledger/summary",
+    operation_id = "getLedgerSummary",
+    tag = "ledger",
+    summary = "The ledger summary alone",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
+    ),
+    responses(
+        (status = 200, description = "the summary: { currency, accelerator_hours, totals: { accelerator, host, storage, network, support, \
+        license }, total, accepted_outputs, cost_per_job, diagnostics: { idle_hours, failed_jobs, rejected_outputs, \
+        retries } } (money as decimal strings)", body = super::schema::LedgerSummary),
+        (status = 404, description = "no such brief"),
+        (status = 422, description = "trial is not one of the brief's, or the brief has several and none is named"),
+    )
+)]
 async fn show_summary(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -504,6 +580,18 @@ pub(crate) async fn csv_response(state: &AppState, id: Uuid) -> Result<Response,
         .into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/ledger.csv",
+    operation_id = "exportLedgerCsv",
+    tag = "ledger",
+    summary = "Every ledger line as CSV with the import header",
+    params(("id" = Uuid, Path, description = "brief id")),
+    responses(
+        (status = 200, description = "the lines", content((String = "text/csv"))),
+        (status = 404, description = "no such brief"),
+    )
+)]
 async fn export(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

@@ -46,6 +46,7 @@ pub mod focus;
 pub mod model;
 pub mod pages;
 pub mod repo;
+pub mod schema;
 pub mod service;
 
 pub use model::{summarize, utilization, Category, LedgerLine, LedgerSummary, Outputs};

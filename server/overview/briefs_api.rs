@@ -156,6 +156,29 @@ async fn team(state: &AppState, raw: &str) -> Result<Uuid, AppError> {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs",
+    operation_id = "listBriefs",
+    tag = "briefs",
+    summary = "Briefs, newest first, cursor-paginated and filtered; each with its review summary",
+    params(
+        ("q" = Option<String>, Query, description = "words in the name, model name or catalogue model"),
+        ("state" = Option<String>, Query,
+            description = "summary states, comma-separated: awaiting-evidence, needs-approval, stale, approved, rejected"),
+        ("owner" = Option<String>, Query, description = "me, an account id or an email"),
+        ("team" = Option<String>, Query, description = "a team's id or name"),
+        ("needs_approval" = Option<bool>, Query, description = "true: awaiting a manager (needs-approval or stale)"),
+        ("stale" = Option<bool>, Query, description = "true: the newest verdict is stale"),
+        ("failing" = Option<bool>, Query, description = "true: a required criterion fails"),
+        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 200, description = "briefs per page, 1 to 200 (default 50)"),
+    ),
+    responses(
+        (status = 200, description = "{ items: [brief with summary], next_cursor }", body = crate::briefs::schema::BriefPage),
+        (status = 422, description = "an unknown state, owner or team, or a damaged cursor"),
+    )
+)]
 pub async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

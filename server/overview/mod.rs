@@ -13,13 +13,19 @@ use axum::{
     Router,
 };
 
+use utoipa_axum::{router::OpenApiRouter, routes};
+
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(dashboard::dashboard))
-        .route("/api/v1/briefs", get(briefs_api::list))
         .route("/briefs/{id}", get(brief_page::brief_page))
         .route("/briefs/{id}/ledger/lines", post(brief_page::add_ledger_line))
         .route("/glossary", get(glossary::glossary))
+}
+
+/// The API route of the overview (its document is generated from the handler).
+pub fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(briefs_api::list))
 }

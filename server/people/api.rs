@@ -8,11 +8,12 @@ use std::net::SocketAddr;
 use axum::{
     extract::{ConnectInfo, State},
     http::{HeaderMap, StatusCode},
-    routing::{delete, get, post},
-    Json, Router,
+    Json,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use crate::{
@@ -32,21 +33,24 @@ use crate::{
     },
 };
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/users", get(list))
-        .route("/api/v1/users/{uid}", get(show).put(replace))
-        .route("/api/v1/users/{uid}/password", post(set_password))
-        .route("/api/v1/users/{uid}/tokens", get(list_tokens))
-        .route("/api/v1/users/{uid}/tokens/{jti}", delete(revoke_token))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(show, replace))
+        .routes(routes!(set_password))
+        .routes(routes!(list_tokens))
+        .routes(routes!(revoke_token))
 }
 
 /// A person as the API shows them (never their hash).
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct UserView {
     id: Uuid,
+    /// lower-case
     email: String,
+    /// engineer, manager or admin
     role: String,
+    /// a disabled person cannot sign in; their tokens are refused
     disabled: bool,
     disabled_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Locked after too many failed sign-ins (`auth::lockout`), until an admin unlocks it.
@@ -80,6 +84,30 @@ fn require_admin(caller: &Principal) -> Result<(), AppError> {
     caller.require_unscoped()
 }
 
+/// Every person, by email.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct UserList {
+    items: Vec<UserView>,
+}
+
+/// Every token minted by or for a person: jti, name, subject, role, brief_id, trial_id,
+/// created_by, created_at, expires_at, last_used_at, revoked_at, state (active, expired or revoked).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct TokenList {
+    #[schema(value_type = Vec<Object>)]
+    items: Vec<serde_json::Value>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/users",
+    operation_id = "listUsers",
+    tag = "users",
+    summary = "Every person, by email (admins)",
+    responses((status = 200, description = "{ items: [user] }", body = UserList))
+)]
 async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<serde_json::Value>> {
     require_admin(&caller)?;
     let locked: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>> =
@@ -96,6 +124,18 @@ async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> Ap
 }
 
 /// Admins see anyone; a person sees themselves.
+#[utoipa::path(
+    get,
+    path = "/api/v1/users/{uid}",
+    operation_id = "getUser",
+    tag = "users",
+    summary = "One person (admins, or the person themselves)",
+    params(("uid" = Uuid, Path, description = "the person's id")),
+    responses(
+        (status = 200, description = "the person", body = UserView),
+        (status = 404, description = "no such person"),
+    )
+)]
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -112,11 +152,14 @@ async fn show(
     Ok(Json(UserView::load(&state, user).await?))
 }
 
-#[derive(Deserialize)]
+/// What changes; at least one.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct UserChange {
+    /// engineer, manager or admin
     #[serde(default)]
     role: Option<String>,
+    /// true disables, false enables
     #[serde(default)]
     disabled: Option<bool>,
     /// `false` unlocks an account locked after failed sign-ins.
@@ -125,6 +168,21 @@ struct UserChange {
 }
 
 /// `PUT /api/v1/users/{uid}` `{ role?, disabled? }`: 200 with the person as now.
+#[utoipa::path(
+    put,
+    path = "/api/v1/users/{uid}",
+    operation_id = "replaceUser",
+    tag = "users",
+    summary = "Change a person's role and/or disabled mark, or unlock them (admins). Disabling ends their sessions and revokes their tokens at once (enabling again revives none); a lower role refuses their tokens of a higher one; locked: false lifts a sign-in lock",
+    params(("uid" = Uuid, Path, description = "the person's id")),
+    request_body = UserChange,
+    responses(
+        (status = 200, description = "the person as now", body = UserView),
+        (status = 404, description = "no such person"),
+        (status = 409, description = "it would leave no enabled admin"),
+        (status = 422, description = "an unknown role, or nothing to change"),
+    )
+)]
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -176,16 +234,35 @@ async fn replace(
     Ok(Json(UserView::load(&state, user).await?))
 }
 
-#[derive(Deserialize)]
+/// The new password.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PasswordChange {
+    /// 12 to 256 characters
+    #[schema(min_length = 12, max_length = 256)]
     password: String,
+    /// required when changing your own
     #[serde(default)]
     current_password: Option<String>,
 }
 
 /// `POST /api/v1/users/{uid}/password` `{ password, current_password? }`: an admin sets anyone's;
 /// a person sets their own and must give the current one. Their sessions end. 204.
+#[utoipa::path(
+    post,
+    path = "/api/v1/users/{uid}/password",
+    operation_id = "setUserPassword",
+    tag = "users",
+    summary = "Set a person's password: admins for anyone, a person for themselves with the current one (throttled as sign-ins are). Their sessions end and every token minted by or for them is revoked",
+    params(("uid" = Uuid, Path, description = "the person's id")),
+    request_body = PasswordChange,
+    responses(
+        (status = 204, description = "changed"),
+        (status = 404, description = "no such person"),
+        (status = 422, description = "too short or long, or a wrong current_password"),
+        (status = 429, description = "too many wrong current passwords lately: wait, or the account is locked"),
+    )
+)]
 async fn set_password(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -301,6 +378,18 @@ fn may_see_tokens(caller: &Principal, uid: Uuid) -> Result<(), AppError> {
 }
 
 /// `GET /api/v1/users/{uid}/tokens`: every token minted by or for the person, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/users/{uid}/tokens",
+    operation_id = "listUserTokens",
+    tag = "users",
+    summary = "Every token minted by or for a person, newest first: their own tokens and the agent tokens they minted (admins, or the person themselves)",
+    params(("uid" = Uuid, Path, description = "the person's id")),
+    responses(
+        (status = 200, description = "{ items: [token] }", body = TokenList),
+        (status = 404, description = "no such person"),
+    )
+)]
 async fn list_tokens(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -323,6 +412,21 @@ async fn list_tokens(
 
 /// `DELETE /api/v1/users/{uid}/tokens/{jti}`: revokes one of the person's tokens. 204; 404 when it
 /// is not theirs.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/users/{uid}/tokens/{jti}",
+    operation_id = "revokeUserToken",
+    tag = "users",
+    summary = "Revoke one of a person's tokens: refused at once from then on (admins, or the person themselves)",
+    params(
+        ("uid" = Uuid, Path, description = "the person's id"),
+        ("jti" = Uuid, Path, description = "the token's id"),
+    ),
+    responses(
+        (status = 204, description = "revoked"),
+        (status = 404, description = "no such token of this person"),
+    )
+)]
 async fn revoke_token(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

@@ -5,9 +5,9 @@ use axum::{
     extract::State,
     http::header,
     response::{IntoResponse, Response},
-    routing::get,
-    Json, Router,
+    Json,
 };
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
@@ -20,12 +20,32 @@ use crate::{
     web::{auth::ApiCaller, extract::Path},
 };
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/briefs/{id}/trials/{tid}/plan", get(show))
-        .route("/api/v1/briefs/{id}/trials/{tid}/plan/job.yaml", get(job))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(show)).routes(routes!(job))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/trials/{tid}/plan",
+    operation_id = "getTestPlan",
+    tag = "trials",
+    summary = "The trial's test plan: per stage of the card, the steps that produce its criteria",
+    description = "Each step has a stable `key`, its `runner` (command | load | file | manual), the evidence `kind` \
+         it posts, the criteria it `feeds`, `why` it is there, a `timeout_s`, its `commands` in order of \
+         preference (tool, argv with ${NAME} variables, shell line, install_hint), and `held` (the \
+         evidence the trial already has of it, from uploads labelled plan_step=<key>). Load steps add \
+         `load` (rate, prompts, lengths), `scrapes` and `window`. `rentcheck collect --plan` runs it; \
+         engineers, managers and an agent token of the brief (and trial) may read it.",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("tid" = Uuid, Path, description = "the trial's id"),
+    ),
+    responses(
+        (status = 200, description = "the plan", body = Object),
+        (status = 403, description = "a token scoped to another brief or trial"),
+        (status = 404, description = "no such brief, or the trial is not the brief's"),
+    )
+)]
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -43,6 +63,21 @@ async fn show(
     Ok(Json(body).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/trials/{tid}/plan/job.yaml",
+    operation_id = "getTestPlanJob",
+    tag = "trials",
+    summary = "Kubernetes Jobs (YAML) that run the trial's test plan with `rentcheck collect --plan`, one per stage",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("tid" = Uuid, Path, description = "the trial's id"),
+    ),
+    responses(
+        (status = 200, description = "multi-document YAML", content((String = "application/yaml"))),
+        (status = 404, description = "no such brief, or the trial is not the brief's"),
+    )
+)]
 async fn job(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

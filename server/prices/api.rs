@@ -7,11 +7,14 @@ use axum::{
     extract::{DefaultBodyLimit, FromRequest, Request, State},
     http::{header, StatusCode},
     response::{IntoResponse, Response},
-    routing::get,
-    Json, Router,
+    Json,
 };
 use serde::Deserialize;
 use serde_json::json;
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouterExt},
+    routes,
+};
 
 use super::{
     model::MAX_ROWS,
@@ -34,11 +37,8 @@ const MAX_SHEET_BYTES: usize = 4 * 1024 * 1024;
 /// about 2.5 MB); most rows are skipped, so the file may be larger than a sheet.
 pub const MAX_CATALOGUE_BYTES: usize = 32 * 1024 * 1024;
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        "/api/v1/prices",
-        get(list).post(import).layer(DefaultBodyLimit::max(MAX_CATALOGUE_BYTES)),
-    )
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list, import).layer(DefaultBodyLimit::max(MAX_CATALOGUE_BYTES)))
 }
 
 #[derive(Deserialize)]
@@ -58,6 +58,17 @@ struct ListQuery {
     all: bool,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/prices",
+    operation_id = "listPrices",
+    tag = "prices",
+    summary = "The current price of each offer (the newest row per provider, GPU, count, billing, region and \
+         currency: a row in one currency never hides the same offer's row in another); ?all=true: every row \
+         ever imported",
+    params(("all" = Option<bool>, Query, description = "every row, not only the current ones")),
+    responses((status = 200, description = "{ items: [price] }", body = Object))
+)]
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -78,6 +89,35 @@ async fn list(
 /// valid_from,source`, or with `?format=skypilot&provider=NAME` a SkyPilot `vms.csv`; all or
 /// nothing, every bad cell named by line and column. A catalogue's answer also lists the rows it
 /// skipped (CPU-only instances, unknown accelerators, fractions of a GPU, rows without a price).
+#[utoipa::path(
+    post,
+    path = "/api/v1/prices",
+    operation_id = "importPrices",
+    tag = "prices",
+    summary = "Import a price sheet: text/csv with the header \
+         provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source (all or nothing); \
+         with ?format=skypilot&provider=NAME a SkyPilot catalogue vms.csv (columns found by name: InstanceType, \
+         AcceleratorName, AcceleratorCount, Price, SpotPrice, Region, AvailabilityZone): an on-demand row from Price and \
+         a spot row from SpotPrice per instance with GPUs the catalogue knows, per GPU-hour, in USD, the lowest price \
+         per offer (provider, GPU, count, region, billing) kept, source skypilot:<InstanceType>; CPU-only rows, unknown \
+         accelerators, fractions of a GPU and rows without a price are listed in skipped",
+    params(
+        ("format" = Option<String>, Query, description = "sheet (default) or skypilot"),
+        ("provider" = Option<String>, Query, description = "skypilot: the provider whose catalogue this is (required)"),
+        ("valid_from" = Option<String>, Query,
+            description = "skypilot: the date the catalogue's prices are valid from, YYYY-MM-DD (default: today, UTC)"),
+    ),
+    request_body(content((String = "text/csv"))),
+    responses(
+        (status = 201, description = "{ sheet_id, rows, prices }; a catalogue adds catalogue_rows and skipped: [{ reason, says, accelerator, \
+             rows, instance_types, lines }]", body = Object,
+            headers(("Location" = String, description = "/api/v1/prices"))),
+        (status = 413, description = "larger than 4 MiB (a sheet) or 32 MiB (a catalogue)"),
+        (status = 403, description = "not a manager or admin, or a token limited to one brief"),
+        (status = 415, description = "not text/csv"),
+        (status = 422, description = "bad cells, each named by line and column; nothing stored"),
+    )
+)]
 async fn import(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

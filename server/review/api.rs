@@ -6,11 +6,11 @@ use axum::{
     extract::State,
     http::{header, StatusCode},
     response::{IntoResponse, Response},
-    routing::{get, post},
-    Json, Router,
+    Json,
 };
 use serde_json::Value;
 
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::service::{self, VerdictRequest};
@@ -24,12 +24,32 @@ use crate::{
     },
 };
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/briefs/{id}/review", get(review))
-        .route("/api/v1/briefs/{id}/approvals", post(approve))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(review)).routes(routes!(approve))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/review",
+    operation_id = "getReview",
+    tag = "review",
+    summary = "The computed decision (expand, reserve, dedicate, scale, stop) with reasons (`rule` a number, or \
+         \"6b\" / \"6c\"), missing criteria, inputs_digest, criteria statuses and the latest approval; \
+         `trials[]` has each trial's decision and money at the SLO, all read at its operating point \
+         (operating_point: { evidence_id, run, offered_rps, achieved_rps, slo_attainment, goodput_rps, \
+         qualified, described } | null; slo_attainment = good ÷ sent, goodput_rps = good ÷ duration, \
+         cost_per_hour, price (its one price, billing named), cost_per_million_output_tokens[_at_slo] (at the \
+         SLO: good requests' tokens only), capacity_at_slo_rps, replicas, monthly_cost, break_even, \
+         api_is_cheaper, money), reservation (what approving it would record: { trial, provider, gpu, \
+         gpus_per_node, replicas, gpus, billing, rate_per_gpu_hour, currency, term_months, monthly_cost, \
+         start_date, note } | null), gpu_mismatch and other_currency_prices; plus recommended_trial (never a \
+         stopped trial; the cheapest per unit of work) and closest_trial",
+    params(("id" = Uuid, Path, description = "brief id")),
+    responses(
+        (status = 200, description = "the review", body = Object),
+        (status = 404, description = "no such brief"),
+    )
+)]
 async fn review(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -48,6 +68,22 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/briefs/{id}/approvals",
+    operation_id = "recordApproval",
+    tag = "review",
+    summary = "A manager approves or rejects the current decision",
+    params(("id" = Uuid, Path, description = "brief id")),
+    request_body = super::schema::ApprovalBody,
+    responses(
+        (status = 201, description = "recorded", body = Object),
+        (status = 403, description = "not a manager"),
+        (status = 404, description = "no such brief"),
+        (status = 409, description = "inputs_digest is no longer current"),
+        (status = 422, description = "invalid fields, e.g. a rejection without a comment"),
+    )
+)]
 async fn approve(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

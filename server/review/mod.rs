@@ -11,6 +11,7 @@ pub mod money;
 pub mod money_view;
 pub mod pages;
 pub mod repo;
+pub mod schema;
 pub mod service;
 pub mod summaries;
 pub mod summaries_repo;

@@ -4,11 +4,12 @@ use axum::{
     extract::State,
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
-    routing::{delete, get},
-    Json, Router,
+    routing::get,
+    Json,
 };
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::service;
@@ -21,13 +22,30 @@ use crate::{
     },
 };
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/webhooks", get(list).post(create))
-        .route("/api/v1/webhooks/{wid}", delete(remove))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(remove))
+        // Prometheus's scrape, outside the API and its document.
         .route("/metrics/briefs", get(gauges))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks",
+    operation_id = "createWebhook",
+    tag = "webhooks",
+    summary = "Subscribe a URL to events (admins). Each event is POSTed as JSON signed with HMAC-SHA256 \
+         (X-Rentcheck-Signature: sha256=hex of HMAC(secret, \"{X-Rentcheck-Timestamp}.{body}\")), retried with \
+         backoff for a day; only https:// URLs unless RENTCHECK_WEBHOOK_ALLOW_HTTP=true, and only to public \
+         addresses (a host that is or resolves to a loopback, link-local, private or unique-local one is refused) \
+         unless RENTCHECK_WEBHOOK_ALLOW_PRIVATE=true",
+    request_body = super::schema::WebhookBody,
+    responses(
+        (status = 201, description = "the webhook (with `secret` only when generated)", body = super::schema::Webhook),
+        (status = 422, description = "a bad URL (not https://), unknown events or a short secret"),
+    )
+)]
 async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -45,11 +63,31 @@ async fn create(
     Ok((StatusCode::CREATED, Json(answer)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/webhooks",
+    operation_id = "listWebhooks",
+    tag = "webhooks",
+    summary = "Every webhook with its newest deliveries and each delivery's attempts (admins); never a secret",
+    responses((status = 200, description = "{ items: [webhook] }", body = super::schema::WebhookList))
+)]
 async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<Value>> {
     let items = service::list(&state, &caller).await?;
     Ok(Json(json!({ "items": items })))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/api/v1/webhooks/{wid}",
+    operation_id = "deleteWebhook",
+    tag = "webhooks",
+    summary = "Remove a webhook and its deliveries (admins)",
+    params(("wid" = Uuid, Path, description = "the webhook's id")),
+    responses(
+        (status = 204, description = "removed"),
+        (status = 404, description = "no such webhook"),
+    )
+)]
 async fn remove(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

@@ -6,5 +6,6 @@
 pub mod api;
 pub mod model;
 pub mod pages;
+pub mod schema;
 pub mod service;
 pub mod worker;

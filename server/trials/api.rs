@@ -4,11 +4,11 @@ use axum::{
     extract::State,
     http::{header, StatusCode},
     response::{IntoResponse, Response},
-    routing::get,
-    Json, Router,
+    Json,
 };
 use serde::Serialize;
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 use super::{
@@ -28,10 +28,10 @@ use crate::{
     },
 };
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/briefs/{id}/trials", get(list).post(create))
-        .route("/api/v1/trials/{tid}", get(show).put(replace))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show, replace))
 }
 
 /// The allocation as the API shows it.
@@ -89,6 +89,18 @@ fn object(body: &Value) -> Result<Input<'_>, AppError> {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/trials",
+    operation_id = "listTrials",
+    tag = "trials",
+    summary = "The brief's trials in order, each with its allocation",
+    params(("id" = Uuid, Path, description = "brief id")),
+    responses(
+        (status = 200, description = "{ items: [trial] }", body = super::schema::TrialList),
+        (status = 404, description = "no such brief"),
+    )
+)]
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -102,6 +114,21 @@ async fn list(
     Ok(Json(serde_json::json!({ "items": items })))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/briefs/{id}/trials",
+    operation_id = "createTrial",
+    tag = "trials",
+    summary = "Add a trial (an allocation under test) to a brief",
+    params(("id" = Uuid, Path, description = "brief id")),
+    request_body = super::schema::TrialBody,
+    responses(
+        (status = 201, description = "the trial with its allocation", body = super::schema::Trial,
+            headers(("Location" = String, description = "the trial's URL"))),
+        (status = 404, description = "no such brief"),
+        (status = 422, description = "invalid fields, a taken name, or rerun_of not a trial of this brief"),
+    )
+)]
 async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -120,6 +147,18 @@ async fn create(
         .into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/trials/{tid}",
+    operation_id = "getTrial",
+    tag = "trials",
+    summary = "One trial with its allocation",
+    params(("tid" = Uuid, Path, description = "trial id")),
+    responses(
+        (status = 200, description = "the trial", body = super::schema::Trial),
+        (status = 404, description = "no such trial"),
+    )
+)]
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -131,6 +170,20 @@ async fn show(
     Ok(Json(TrialView::new(&trial, &sizing)).into_response())
 }
 
+#[utoipa::path(
+    put,
+    path = "/api/v1/trials/{tid}",
+    operation_id = "replaceTrial",
+    tag = "trials",
+    summary = "Replace a trial's fields (end it with status: ended)",
+    params(("tid" = Uuid, Path, description = "trial id")),
+    request_body = super::schema::TrialBody,
+    responses(
+        (status = 200, description = "the trial", body = super::schema::Trial),
+        (status = 404, description = "no such trial"),
+        (status = 422, description = "invalid fields"),
+    )
+)]
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

@@ -6,10 +6,10 @@ use axum::{
     extract::State,
     http::{header, StatusCode},
     response::{IntoResponse, Response},
-    routing::{get, post},
-    Json, Router,
+    Json,
 };
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use uuid::Uuid;
 
@@ -30,11 +30,11 @@ use crate::{
     },
 };
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/briefs", post(create))
-        .route("/api/v1/briefs/{id}", get(show).put(replace))
-        .route("/api/v1/briefs/{id}/sizing", get(sizing))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create))
+        .routes(routes!(show, replace))
+        .routes(routes!(sizing))
 }
 
 fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
@@ -46,6 +46,21 @@ fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/briefs",
+    operation_id = "createBrief",
+    tag = "briefs",
+    summary = "Create a brief; sizing is computed",
+    request_body = crate::briefs::schema::BriefBody,
+    responses(
+        (status = 201, description = "the brief with id, sizing and status", body = crate::briefs::schema::Brief,
+            headers(("Location" = String, description = "the brief's URL"))),
+        (status = 400, description = "malformed JSON"),
+        (status = 415, description = "not JSON"),
+        (status = 422, description = "invalid fields"),
+    )
+)]
 async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -64,6 +79,18 @@ async fn create(
         .into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}",
+    operation_id = "getBrief",
+    tag = "briefs",
+    summary = "One brief with sizing and status",
+    params(("id" = Uuid, Path, description = "brief id")),
+    responses(
+        (status = 200, description = "the brief", body = crate::briefs::schema::Brief),
+        (status = 404, description = "no such brief"),
+    )
+)]
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -74,6 +101,20 @@ async fn show(
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
+#[utoipa::path(
+    put,
+    path = "/api/v1/briefs/{id}",
+    operation_id = "replaceBrief",
+    tag = "briefs",
+    summary = "Replace every field of a brief; sizing is recomputed",
+    params(("id" = Uuid, Path, description = "brief id")),
+    request_body = crate::briefs::schema::BriefBody,
+    responses(
+        (status = 200, description = "the brief", body = crate::briefs::schema::Brief),
+        (status = 404, description = "no such brief"),
+        (status = 422, description = "invalid fields"),
+    )
+)]
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -94,6 +135,30 @@ struct SizingQuery {
 
 /// The per-GPU sizing table, each option with its cheapest current price (when a price sheet has
 /// one in the brief's currency); `?order=price` orders fitting options by that price.
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/sizing",
+    operation_id = "getBriefSizing",
+    tag = "briefs",
+    summary = "The per-GPU sizing table of a brief, each option with its cheapest current price in the brief's currency \
+         when a sheet has one (price_per_hour, price_per_month, provider, currency, price_id, gpus_billed and \
+         billing: a spot price always says spot)",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("order" = inline(Option<crate::briefs::schema::SizingOrder>), Query,
+            description = "memory (default: memory rented) or price (fitting options by cheapest price per hour)"),
+    ),
+    responses(
+        (status = 200, description = "weights_gib, kv_cache_gib (the attention layers' KV, growing with tokens), state_gib (a hybrid \
+                 model's constant per-sequence state of its Gated DeltaNet / Mamba-2 layers, for all sequences; \
+                 0 otherwise), overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
+                 options (gpu, memory_gib (the driver's memory.total), count, fits, headroom_pct, \
+                 decode_tokens_per_s_max, interconnect_note, tensor_parallel, pipeline_parallel, load_note), \
+                 billing_advice", body = crate::briefs::schema::Sizing),
+        (status = 404, description = "no such brief"),
+        (status = 422, description = "order is neither memory nor price"),
+    )
+)]
 async fn sizing(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

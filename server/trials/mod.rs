@@ -7,4 +7,5 @@ pub mod brief_pages;
 pub mod model;
 pub mod pages;
 pub mod repo;
+pub mod schema;
 pub mod service;

@@ -1,9 +1,11 @@
-//! `/api/openapi.json` describes every `/api/v1` route the server registers.
+//! `/api/openapi.json`: generated from the handlers, and the same as its snapshot.
 //!
-//! axum cannot list a Router's routes, so the registered set is read from the source: every
-//! `.route("/api/v1…", get(..).post(..))` call under server/ (the only way routes are added; `app()`
-//! in server/http/mod.rs is the one URL map). Then each documented operation is called on a live
-//! server to show it is really routed (anything but the fallback's "route not found").
+//! Every `/api/v1` route is registered through a domain's `OpenApiRouter` with `routes!(...)` (the
+//! handler's `#[utoipa::path]` gives both its path and its document), so the document lists the API
+//! routes. The pages and the other routes are `.route("…", …)` calls, read from the source (axum
+//! cannot list a Router's routes); `security_review3.rs` walks both. Each documented operation is
+//! then called on a live server to show it is really routed. `docs/openapi.json` is the committed
+//! snapshot of the document: a change to a handler's document shows in review as a change there.
 
 use crate::common;
 
@@ -23,14 +25,32 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// (METHOD, path) for every `.route("/api/v1…", …)` in the source.
-fn registered_routes() -> BTreeSet<(String, String)> {
-    registered_routes_under("/api/v1")
+/// (METHOD, path) of every operation of the generated document.
+fn documented(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            out.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    out
 }
 
-/// (METHOD, path) for every `.route(…)` in the source whose path starts with `prefix` (`"/"`:
-/// every route, pages included; `security_review3.rs` walks them all).
+/// (METHOD, path) for every route whose path starts with `prefix` (`"/"`: every route, pages
+/// included; `security_review3.rs` walks them all): the API routes from the generated document,
+/// the others from the `.route(…)` calls in the source.
 pub fn registered_routes_under(prefix: &str) -> BTreeSet<(String, String)> {
+    let doc = serde_json::to_value(rentcheck::http::openapi::document()).unwrap();
+    let mut routes: BTreeSet<_> = documented(&doc)
+        .into_iter()
+        .filter(|(_, p)| p.starts_with(prefix))
+        .collect();
+    routes.extend(source_routes_under(prefix));
+    routes
+}
+
+/// (METHOD, path) for every `.route(…)` in the source whose path starts with `prefix`.
+fn source_routes_under(prefix: &str) -> BTreeSet<(String, String)> {
     let mut files = Vec::new();
     rust_files(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("server"),
@@ -89,11 +109,79 @@ pub fn registered_routes_under(prefix: &str) -> BTreeSet<(String, String)> {
     routes
 }
 
+/// Where the snapshot of the document lives, and the variable that rewrites it.
+const SNAPSHOT: &str = "docs/openapi.json";
+const UPDATE: &str = "RENTCHECK_UPDATE_OPENAPI_SNAPSHOT";
+
+/// Paths (JSON pointers) where two documents differ, the first few.
+fn differences(a: &Value, b: &Value, at: &str, out: &mut Vec<String>) {
+    if out.len() >= 20 {
+        return;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match (x.get(k), y.get(k)) {
+                    (Some(x), Some(y)) => differences(x, y, &here, out),
+                    (Some(_), None) => out.push(format!("{here}: only in the served document")),
+                    (None, Some(_)) => out.push(format!("{here}: only in {SNAPSHOT}")),
+                    (None, None) => {}
+                }
+            }
+        }
+        _ if a != b => out.push(format!("{at}: served {a}, snapshot {b}")),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn the_served_document_is_the_committed_snapshot() {
+    let app = spawn_app().await;
+    let res = app.get("/api/openapi.json").await;
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/json"));
+    let served: Value = res.json().await.unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SNAPSHOT);
+    if std::env::var(UPDATE).is_ok_and(|v| v == "1") {
+        let mut text = serde_json::to_string_pretty(&served).unwrap();
+        text.push('\n');
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let snapshot: Value = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let mut diff = Vec::new();
+    differences(&served, &snapshot, "", &mut diff);
+    assert!(
+        diff.is_empty(),
+        "/api/openapi.json differs from {SNAPSHOT} (the handlers' documents changed). If the change is \
+         meant, rewrite the snapshot and commit it:\n\n    {UPDATE}=1 cargo test --test it openapi\n\n\
+         Differences (first {}):\n  {}",
+        diff.len(),
+        diff.join("\n  ")
+    );
+}
+
 #[tokio::test]
 async fn openapi_describes_every_api_v1_route() {
-    let registered = registered_routes();
+    // An API route is registered with its document or not at all: no `.route("/api/v1…")` is left.
+    let by_hand = source_routes_under("/api/v1");
+    assert!(
+        by_hand.is_empty(),
+        "register these through the domain's OpenApiRouter with routes!(handler) and #[utoipa::path] \
+         on the handler, so they are documented: {by_hand:?}"
+    );
+    let registered = registered_routes_under("/api/v1");
     assert!(registered.contains(&("POST".to_owned(), "/api/v1/briefs/{id}/evidence".to_owned())));
     assert!(registered.contains(&("PUT".to_owned(), "/api/v1/briefs/{id}".to_owned())));
+    assert!(registered.contains(&("GET".to_owned(), "/api/v1/briefs".to_owned())));
 
     let app = spawn_app().await;
     let res = app.get("/api/openapi.json").await;
@@ -103,25 +191,54 @@ async fn openapi_describes_every_api_v1_route() {
     // Tools (schemathesis, client generators) learn from the document how to authenticate.
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
     assert_eq!(doc["security"][0]["bearer"], serde_json::json!([]));
-    let mut documented = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
-            assert!(
-                op["responses"].as_object().is_some_and(|r| !r.is_empty()),
-                "{method} {path}"
-            );
-            documented.insert((method.to_uppercase(), path.clone()));
+            let responses = op["responses"].as_object().unwrap();
+            assert!(!responses.is_empty(), "{method} {path}");
+            // Every error answer is a problem document, the common ones included.
+            for status in ["400", "401", "403", "503"] {
+                assert!(responses.contains_key(status), "{method} {path} lacks {status}");
+            }
+            for (status, r) in responses {
+                if status.starts_with('4') || status.starts_with('5') {
+                    assert!(
+                        r["content"]["application/problem+json"]["schema"]["$ref"] == "#/components/schemas/Problem",
+                        "{method} {path} {status} is not a problem document"
+                    );
+                }
+            }
         }
     }
-    let missing: Vec<_> = registered.difference(&documented).collect();
-    assert!(missing.is_empty(), "routes missing from /api/openapi.json: {missing:?}");
-    let extra: Vec<_> = documented.difference(&registered).collect();
-    assert!(extra.is_empty(), "documented but not registered: {extra:?}");
+    let documented = documented(&doc);
+    assert_eq!(documented, registered, "the served document is the generated one");
+    // Every schema it refers to is in it.
+    let text = doc.to_string();
+    for reference in text.split("\"$ref\":\"").skip(1) {
+        let target = &reference[..reference.find('"').unwrap()];
+        let name = target.strip_prefix("#/components/schemas/").unwrap();
+        assert!(
+            doc["components"]["schemas"].get(name).is_some(),
+            "{target} is not in the document"
+        );
+    }
+    // The evidence upload keeps its three forms.
+    let upload = &doc["paths"]["/api/v1/briefs/{id}/evidence"]["post"]["requestBody"]["content"];
+    for form in ["application/json", "multipart/form-data", "*/*"] {
+        assert!(upload.get(form).is_some(), "upload lacks {form}: {upload}");
+    }
 
     // every documented operation is routed on the live server
     let id = uuid::Uuid::now_v7();
     for (method, path) in &documented {
-        let url = app.url(&path.replace("{id}", &id.to_string()));
+        let url = app.url(
+            &path
+                .replace("{id}", &id.to_string())
+                .replace("{tid}", &id.to_string())
+                .replace("{uid}", &id.to_string())
+                .replace("{wid}", &id.to_string())
+                .replace("{jti}", &id.to_string())
+                .replace("{n}", "1"),
+        );
         let res = app
             .client
             .request(method.parse().unwrap(), url)
