@@ -389,6 +389,7 @@ async fn person(pool: &sqlx::PgPool, email: &str) -> anyhow::Result<users::UserR
         .ok_or_else(|| anyhow::anyhow!("no user {email}"))
 }
 
+// Long, and reads better whole: one arm per user command.
 async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
     let (db, email, change, verb) = match action {
         UserAction::Add { .. } => unreachable!("handled before"),
@@ -614,6 +615,7 @@ fn describe(e: rentcheck::error::AppError) -> anyhow::Error {
     }
 }
 
+// Long, and reads better whole: the command's checks, then the token, in the order it prints them.
 async fn mint_token(
     db: DbConfig,
     tokens: TokenConfig,

@@ -65,6 +65,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    // Long, and reads better whole: one registration per metric, a table to read down.
     pub fn new() -> Self {
         let registry = Registry::new_custom(Some("rentcheck".into()), None).expect("a valid prefix");
         let route = ["method", "route", "status"];

@@ -72,27 +72,8 @@ impl MetricsSnapshot {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Fail,
-    Missing,
-    /// The criterion does not apply to the trial's allocation (collectives on one GPU).
-    #[serde(rename = "n/a")]
-    NotApplicable,
-}
-
-impl Status {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Missing => "missing",
-            Status::NotApplicable => "n/a",
-        }
-    }
-}
+/// A criterion's status: the one type the review's decision reads too.
+pub use crate::criteria::Status;
 
 /// A criterion with its status, the value that decided it and where the value came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]

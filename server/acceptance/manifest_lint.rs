@@ -269,6 +269,7 @@ impl Linter {
     }
 
     /// Checks one container; true when it sets a GPU limit.
+    // Long, and reads better whole: one lint rule per container field, each a few lines.
     fn container(&mut self, c: &Yaml, object: &str, path: &str) -> bool {
         let cname = c["name"].as_str().unwrap_or("?");
         let object = format!("{object} container {cname}");

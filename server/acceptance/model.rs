@@ -324,6 +324,7 @@ pub fn validate_json(criteria: &Value) -> Result<ValidCard, Vec<FieldError>> {
 const READ_ONLY: [&str; 5] = ["status", "value", "evidence_id", "reason", "source"];
 const FIELDS: [&str; 7] = ["key", "op", "threshold", "unit", "stage", "required", "why"];
 
+// Long, and reads better whole: one read per JSON field of a criterion, every error collected.
 fn read_json_criterion(map: &Map<String, Value>, f: &dyn Fn(&str) -> String) -> Result<Criterion, Vec<FieldError>> {
     let mut errors = Vec::new();
     for k in map.keys() {
@@ -457,6 +458,40 @@ pub fn parse_threshold_text(key: &str, raw: &str) -> Threshold {
 /// The per-criterion rules shared by the API and the editor; fills a known key's unit when empty.
 pub fn check(mut c: Criterion, f: &dyn Fn(&str) -> String) -> Result<Criterion, Vec<FieldError>> {
     let mut errors = Vec::new();
+    for rule in CRITERION_RULES {
+        rule(&c, f, &mut errors);
+    }
+    match known_key(&c.key) {
+        Some(k) => {
+            threshold_fits_the_key(&c, &k, f, &mut errors);
+            unit_of_the_key(&mut c, &k, f, &mut errors);
+        }
+        None if !matches!(c.threshold, Threshold::Number(_)) && !c.unit.is_empty() => {
+            errors.push(FieldError::new(f("unit"), "only a number threshold takes a unit"));
+        }
+        None => {}
+    }
+    if errors.is_empty() {
+        Ok(c)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A rule about one criterion's own fields: one error per problem it finds, named by `f(field)`.
+type CriterionRule = fn(&Criterion, &dyn Fn(&str) -> String, &mut Vec<FieldError>);
+
+/// The rules every criterion meets, known key or not, in the order their errors are reported.
+const CRITERION_RULES: [CriterionRule; 6] = [
+    key_is_a_metric_key,
+    stage_is_1_to_5,
+    unit_is_short,
+    why_is_short,
+    threshold_is_well_formed,
+    op_fits_the_threshold,
+];
+
+fn key_is_a_metric_key(c: &Criterion, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) {
     if c.key.is_empty() {
         errors.push(FieldError::new(f("key"), "is required"));
     } else if c.key.len() > MAX_KEY
@@ -470,23 +505,33 @@ pub fn check(mut c: Criterion, f: &dyn Fn(&str) -> String) -> Result<Criterion, 
             format!("must be a lower-case dotted metric key (a-z, 0-9, '.', '_', '-'), at most {MAX_KEY} characters"),
         ));
     }
+}
+
+fn stage_is_1_to_5(c: &Criterion, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) {
     if !(1..=5).contains(&c.stage) {
         errors.push(FieldError::new(f("stage"), "must be an integer from 1 to 5"));
     }
+}
+
+fn unit_is_short(c: &Criterion, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) {
     if c.unit.chars().count() > MAX_UNIT || c.unit.chars().any(char::is_control) {
         errors.push(FieldError::new(
             f("unit"),
             format!("must be at most {MAX_UNIT} characters"),
         ));
     }
-    if let Some(why) = &c.why {
-        if why.chars().count() > MAX_WHY {
-            errors.push(FieldError::new(
-                f("why"),
-                format!("must be at most {MAX_WHY} characters"),
-            ));
-        }
+}
+
+fn why_is_short(c: &Criterion, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) {
+    if c.why.as_ref().is_some_and(|why| why.chars().count() > MAX_WHY) {
+        errors.push(FieldError::new(
+            f("why"),
+            format!("must be at most {MAX_WHY} characters"),
+        ));
     }
+}
+
+fn threshold_is_well_formed(c: &Criterion, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) {
     match &c.threshold {
         Threshold::Number(n) if !n.is_finite() => {
             errors.push(FieldError::new(f("threshold"), "must be a finite number"));
@@ -498,15 +543,11 @@ pub fn check(mut c: Criterion, f: &dyn Fn(&str) -> String) -> Result<Criterion, 
         )),
         _ => {}
     }
-    let known = known_key(&c.key);
-    let link_class = matches!(
-        known,
-        Some(KnownKey {
-            kind: ValueKind::LinkClass,
-            ..
-        })
-    );
-    // Operators: ordering only for numbers (and the ordered link-class scale); eq/ne for any type.
+}
+
+/// Operators: ordering only for numbers (and the ordered link-class scale); eq/ne for any type.
+fn op_fits_the_threshold(c: &Criterion, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) {
+    let link_class = known_key(&c.key).is_some_and(|k| k.kind == ValueKind::LinkClass);
     if c.op.is_ordering() && !matches!(c.threshold, Threshold::Number(_)) && !link_class {
         errors.push(FieldError::new(
             f("op"),
@@ -517,66 +558,65 @@ pub fn check(mut c: Criterion, f: &dyn Fn(&str) -> String) -> Result<Criterion, 
             ),
         ));
     }
-    if let Some(k) = known {
-        let type_ok = match (k.kind, &c.threshold) {
-            (ValueKind::Number, Threshold::Number(_)) => true,
-            (ValueKind::Bool, Threshold::Bool(_)) => true,
-            (ValueKind::Text, Threshold::Text(_)) => true,
-            (ValueKind::BoolOrNumber, Threshold::Bool(_) | Threshold::Number(_)) => true,
-            (ValueKind::LinkClass, Threshold::Text(s)) => {
-                if link_rank(s).is_none() {
-                    errors.push(FieldError::new(
-                        f("threshold"),
-                        format!("must be a link class: one of {}", LINK_CLASSES.join(", ")),
-                    ));
-                }
-                true
+}
+
+/// A known key's threshold has the key's type (a link class names one of the classes).
+fn threshold_fits_the_key(c: &Criterion, k: &KnownKey, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) {
+    let type_ok = match (k.kind, &c.threshold) {
+        (ValueKind::Number, Threshold::Number(_)) => true,
+        (ValueKind::Bool, Threshold::Bool(_)) => true,
+        (ValueKind::Text, Threshold::Text(_)) => true,
+        (ValueKind::BoolOrNumber, Threshold::Bool(_) | Threshold::Number(_)) => true,
+        (ValueKind::LinkClass, Threshold::Text(s)) => {
+            if link_rank(s).is_none() {
+                errors.push(FieldError::new(
+                    f("threshold"),
+                    format!("must be a link class: one of {}", LINK_CLASSES.join(", ")),
+                ));
             }
-            _ => false,
+            true
+        }
+        _ => false,
+    };
+    if !type_ok && k.kind == ValueKind::List {
+        errors.push(FieldError::new(
+            f("threshold"),
+            format!(
+                "{} is a list and cannot be compared; compare a count key instead",
+                c.key
+            ),
+        ));
+    } else if !type_ok {
+        let expected = match k.kind {
+            ValueKind::Number => "a number",
+            ValueKind::Bool => "true or false",
+            ValueKind::Text => "a string",
+            ValueKind::List => "a list",
+            ValueKind::BoolOrNumber => "true, false or a number",
+            ValueKind::LinkClass => "a link class",
         };
-        if !type_ok && k.kind == ValueKind::List {
-            errors.push(FieldError::new(
-                f("threshold"),
-                format!(
-                    "{} is a list and cannot be compared; compare a count key instead",
-                    c.key
-                ),
-            ));
-        } else if !type_ok {
-            let expected = match k.kind {
-                ValueKind::Number => "a number",
-                ValueKind::Bool => "true or false",
-                ValueKind::Text => "a string",
-                ValueKind::List => "a list",
-                ValueKind::BoolOrNumber => "true, false or a number",
-                ValueKind::LinkClass => "a link class",
-            };
-            errors.push(FieldError::new(
-                f("threshold"),
-                format!("{} is {expected}, not a {}", c.key, c.threshold.type_name()),
-            ));
-        }
-        // Units: a known key has one unit (or none); empty means "the key's own".
-        let expected_unit = k.unit;
-        if k.source == Source::Evidence || !expected_unit.is_empty() {
-            if c.unit.is_empty() {
-                c.unit = expected_unit.to_owned();
-            } else if c.unit != expected_unit {
-                let message = if expected_unit.is_empty() {
-                    format!("{} has no unit; leave it empty", c.key)
-                } else {
-                    format!("{} is measured in {expected_unit}", c.key)
-                };
-                errors.push(FieldError::new(f("unit"), message));
-            }
-        }
-    } else if !matches!(c.threshold, Threshold::Number(_)) && !c.unit.is_empty() {
-        errors.push(FieldError::new(f("unit"), "only a number threshold takes a unit"));
+        errors.push(FieldError::new(
+            f("threshold"),
+            format!("{} is {expected}, not a {}", c.key, c.threshold.type_name()),
+        ));
     }
-    if errors.is_empty() {
-        Ok(c)
-    } else {
-        Err(errors)
+}
+
+/// Units: a known key has one unit (or none); empty means "the key's own", which is filled in.
+fn unit_of_the_key(c: &mut Criterion, k: &KnownKey, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) {
+    let expected_unit = k.unit;
+    if k.source != Source::Evidence && expected_unit.is_empty() {
+        return;
+    }
+    if c.unit.is_empty() {
+        c.unit = expected_unit.to_owned();
+    } else if c.unit != expected_unit {
+        let message = if expected_unit.is_empty() {
+            format!("{} has no unit; leave it empty", c.key)
+        } else {
+            format!("{} is measured in {expected_unit}", c.key)
+        };
+        errors.push(FieldError::new(f("unit"), message));
     }
 }
 
@@ -900,6 +940,77 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn criterion(key: &str, op: Op, threshold: Threshold, unit: &str) -> Criterion {
+        Criterion {
+            key: key.into(),
+            op,
+            threshold,
+            unit: unit.into(),
+            stage: 3,
+            required: true,
+            why: None,
+        }
+    }
+
+    fn errors_of(rule: CriterionRule, c: &Criterion) -> Vec<String> {
+        let mut errors = Vec::new();
+        rule(c, &|field| field.to_owned(), &mut errors);
+        errors
+            .into_iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect()
+    }
+
+    #[test]
+    fn each_criterion_rule_names_its_own_field() {
+        let good = criterion("serving.ttft_p95_ms", Op::Le, Threshold::Number(500.0), "ms");
+        for rule in CRITERION_RULES {
+            assert!(errors_of(rule, &good).is_empty());
+        }
+        let bad_key = criterion("Serving TTFT", Op::Le, Threshold::Number(1.0), "");
+        assert!(errors_of(key_is_a_metric_key, &bad_key)[0].starts_with("key: must be a lower-case"));
+        let mut stage_6 = good.clone();
+        stage_6.stage = 6;
+        assert_eq!(
+            errors_of(stage_is_1_to_5, &stage_6),
+            ["stage: must be an integer from 1 to 5"]
+        );
+        let long_unit = criterion("x", Op::Eq, Threshold::Number(1.0), &"u".repeat(MAX_UNIT + 1));
+        assert_eq!(errors_of(unit_is_short, &long_unit).len(), 1);
+        let mut long_why = good.clone();
+        long_why.why = Some("w".repeat(MAX_WHY + 1));
+        assert_eq!(errors_of(why_is_short, &long_why).len(), 1);
+        let empty_text = criterion("x", Op::Eq, Threshold::Text(String::new()), "");
+        assert_eq!(
+            errors_of(threshold_is_well_formed, &empty_text),
+            ["threshold: is required"]
+        );
+        let ordered_bool = criterion("x", Op::Lt, Threshold::Bool(true), "");
+        assert!(errors_of(op_fits_the_threshold, &ordered_bool)[0].starts_with("op: lt compares numbers"));
+        let ordered_link = criterion("topo.worst_link", Op::Le, Threshold::Text("NV#".into()), "");
+        assert!(
+            errors_of(op_fits_the_threshold, &ordered_link).is_empty(),
+            "link classes are ordered"
+        );
+    }
+
+    #[test]
+    fn a_known_key_fixes_the_threshold_type_and_fills_its_unit() {
+        let f = |field: &str| field.to_owned();
+        let k = known_key("serving.ttft_p95_ms").unwrap();
+        let mut errors = Vec::new();
+        let text = criterion("serving.ttft_p95_ms", Op::Eq, Threshold::Text("fast".into()), "");
+        threshold_fits_the_key(&text, &k, &f, &mut errors);
+        assert!(errors[0].message.contains("is a number, not a"), "{errors:?}");
+        let mut no_unit = criterion("serving.ttft_p95_ms", Op::Le, Threshold::Number(1.0), "");
+        let mut errors = Vec::new();
+        unit_of_the_key(&mut no_unit, &k, &f, &mut errors);
+        assert_eq!((no_unit.unit.as_str(), errors.len()), ("ms", 0));
+        let mut wrong_unit = criterion("serving.ttft_p95_ms", Op::Le, Threshold::Number(1.0), "s");
+        unit_of_the_key(&mut wrong_unit, &k, &f, &mut errors);
+        assert_eq!(errors[0].message, "serving.ttft_p95_ms is measured in ms");
+    }
 
     fn fields(r: Result<ValidCard, Vec<FieldError>>) -> Vec<String> {
         r.unwrap_err()

@@ -108,6 +108,8 @@ impl Admission {
 
 /// Admits or refuses an attempt for `email` from `client`, with the browser's known-browser
 /// cookie if it sent one.
+// Long, and reads better whole: every count and the decision run in one transaction under the
+// email's and the address's locks.
 pub async fn admit(pool: &PgPool, email: &str, client: &str, device: Option<&str>) -> Result<Admission, sqlx::Error> {
     let mut tx = pool.begin().await?;
     // Always email first, then client: one order, so two attempts never wait on each other in a circle.
@@ -227,6 +229,8 @@ pub struct Settled {
 
 /// Marks an admitted attempt failed or successful. A success clears the account's failures
 /// (not its lock: only an admin lifts that) and, with `remember`, names this browser as known.
+// Long, and reads better whole: the attempt's result, the account's failures and the known browser
+// are written in one transaction.
 pub async fn settle(pool: &PgPool, attempt: Attempt, ok: bool, remember: bool) -> Result<Settled, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let mut settled = Settled::default();

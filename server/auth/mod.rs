@@ -3,10 +3,7 @@
 //! import prices; admins also manage people and teams; agent tokens only send evidence and ledger
 //! lines to one brief (docs/reference.md "Accounts, roles and tokens", docs/security.md).
 
-pub mod admin;
-pub mod api;
 pub mod lockout;
-pub mod pages;
 pub mod password;
 pub mod session;
 pub mod teams;

@@ -217,6 +217,7 @@ impl BriefFields {
     }
 
     /// The fields as the strings an HTML form shows, keyed by input name.
+    // Long, and reads better whole: one entry per form field, a table to read down.
     pub fn form_values(&self) -> HashMap<String, String> {
         let opt = |v: &Option<String>| v.clone().unwrap_or_default();
         let num = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();
@@ -401,52 +402,161 @@ fn names<T: Copy>(all: &[T], name: fn(&T) -> &'static str) -> Vec<&'static str> 
     all.iter().map(name).collect()
 }
 
-/// Checks every field and returns the brief, or every problem found.
+/// Reads and checks a brief, from a JSON object or an HTML form, reporting every bad field at once.
+/// Each group of fields is read by its own function below, in the order the errors are reported.
 pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> {
     let mut c = Checker::new(input);
+    refuse_unknown_fields(&mut c);
+    let who = read_who(&mut c);
+    let model = read_model(&mut c);
+    let targets = read_targets(&mut c);
+    let placement = read_placement(&mut c);
+    let cost = read_cost(&mut c);
+    let allocation = read_allocation(&mut c);
+    let demand = read_demand(&mut c);
+    if !c.errors.is_empty() {
+        return Err(c.errors);
+    }
+    // Every required value was present, or an error was recorded above.
+    let (
+        Some(name),
+        Some(owner),
+        Some(workload_kind),
+        Some(model_name),
+        Some(params_b),
+        Some(precision),
+        Some(context_length),
+        Some(concurrency),
+        Some(data_boundary),
+        Some(allocation_boundary),
+    ) = (
+        who.name,
+        who.owner,
+        who.workload_kind,
+        model.model_name,
+        model.params_b,
+        model.precision,
+        model.context_length,
+        model.concurrency,
+        placement.data_boundary,
+        allocation.boundary,
+    )
+    else {
+        return Err(vec![FieldError::new("brief", "is incomplete")]);
+    };
+    Ok(BriefFields {
+        name,
+        owner,
+        workload_kind,
+        model_name,
+        model_revision: model.model_revision,
+        catalog_model: model.catalog.map(|m| m.hf_id.clone()),
+        params_b,
+        precision,
+        context_length,
+        concurrency,
+        num_layers: model.num_layers,
+        num_kv_heads: model.num_kv_heads,
+        head_dim: model.head_dim,
+        model_config: model.model_config,
+        architecture: model.architecture,
+        targets,
+        data_boundary,
+        needs_host_control: placement.needs_host_control,
+        only_needs_model_output: placement.only_needs_model_output,
+        persist: placement.persist,
+        restore_plan: placement.restore_plan,
+        fallback_plan: placement.fallback_plan,
+        max_cost_per_job: cost.max_cost_per_job,
+        currency: cost.currency.unwrap_or_else(|| "USD".to_owned()),
+        cost_unit: cost.cost_unit.unwrap_or(CostUnit::Request),
+        allocation_boundary,
+        trial_gpu: allocation.trial_gpu,
+        trial_gpu_count: allocation.trial_gpu_count,
+        k8s_manifest: allocation.k8s_manifest,
+        expected_peak_rps: demand.expected_peak_rps,
+        api_price_per_million_tokens: demand.api_price_per_million_tokens,
+        headroom_pct: demand.headroom_pct,
+        api_price_input_per_million: demand.api_price_input_per_million,
+        api_price_output_per_million: demand.api_price_output_per_million,
+    })
+}
 
-    if let BriefInput::Json(map) = input {
-        for key in map.keys() {
-            let key_str = key.as_str();
-            if !BRIEF_FIELDS.contains(&key_str)
-                && !ARCHITECTURE_FIELDS.contains(&key_str)
-                && !READ_ONLY_FIELDS.contains(&key_str)
-            {
-                c.fail(key, "is not a brief field");
-            }
-        }
-        match map.get("targets") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(t)) => {
-                for key in t.keys() {
-                    if !TARGET_FIELDS.contains(&key.as_str()) {
-                        c.fail(&format!("targets.{key}"), "is not a target field");
-                    }
-                }
-            }
-            Some(_) => c.fail("targets", "must be an object"),
+/// A JSON body names only brief fields (and read-only ones it got back), and only known targets.
+fn refuse_unknown_fields(c: &mut Checker<'_>) {
+    let input = c.input;
+    let BriefInput::Json(map) = input else {
+        return;
+    };
+    for key in map.keys() {
+        let key_str = key.as_str();
+        if !BRIEF_FIELDS.contains(&key_str)
+            && !ARCHITECTURE_FIELDS.contains(&key_str)
+            && !READ_ONLY_FIELDS.contains(&key_str)
+        {
+            c.fail(key, "is not a brief field");
         }
     }
-
-    let name = c.required_text("name", MAX_SHORT_TEXT);
-    let owner = c.required_text("owner", MAX_SHORT_TEXT);
-    let workload_kind: Option<WorkloadKind> =
-        c.choice("workload_kind", &names(&WorkloadKind::ALL, WorkloadKind::as_str), true);
-    let catalog_model = c.text("catalog_model", MAX_SHORT_TEXT);
-    let catalog = match &catalog_model {
-        Some(id) => match sizing::model_by_hf_id(id) {
-            Some(m) => Some(m),
-            None => {
-                c.fail(
-                    "catalog_model",
-                    "is not in the model catalogue; leave it empty and give the architecture fields",
-                );
-                None
+    match map.get("targets") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(t)) => {
+            for key in t.keys() {
+                if !TARGET_FIELDS.contains(&key.as_str()) {
+                    c.fail(&format!("targets.{key}"), "is not a target field");
+                }
             }
-        },
-        None => None,
-    };
-    let catalog_known = catalog.is_some();
+        }
+        Some(_) => c.fail("targets", "must be an object"),
+    }
+}
+
+/// Name, owner and workload kind: who asks for what kind of work.
+struct Who {
+    name: Option<String>,
+    owner: Option<String>,
+    workload_kind: Option<WorkloadKind>,
+}
+
+fn read_who(c: &mut Checker<'_>) -> Who {
+    Who {
+        name: c.required_text("name", MAX_SHORT_TEXT),
+        owner: c.required_text("owner", MAX_SHORT_TEXT),
+        workload_kind: c.choice("workload_kind", &names(&WorkloadKind::ALL, WorkloadKind::as_str), true),
+    }
+}
+
+/// The model and its architecture; a catalogue model fills what the brief leaves out.
+struct ModelFields {
+    catalog: Option<&'static ModelSpec>,
+    model_name: Option<String>,
+    model_revision: Option<String>,
+    params_b: Option<f64>,
+    precision: Option<Precision>,
+    context_length: Option<i64>,
+    concurrency: Option<i64>,
+    num_layers: Option<i32>,
+    num_kv_heads: Option<i32>,
+    head_dim: Option<i32>,
+    model_config: Option<Map<String, Value>>,
+    architecture: ArchitectureFields,
+}
+
+/// The catalogue model the brief names, if it names one; an unknown one is refused on its field.
+fn read_catalog_model(c: &mut Checker<'_>) -> Option<&'static ModelSpec> {
+    let id = c.text("catalog_model", MAX_SHORT_TEXT)?;
+    let found = sizing::model_by_hf_id(&id);
+    if found.is_none() {
+        c.fail(
+            "catalog_model",
+            "is not in the model catalogue; leave it empty and give the architecture fields",
+        );
+    }
+    found
+}
+
+fn read_model(c: &mut Checker<'_>) -> ModelFields {
+    let input = c.input;
+    let catalog = read_catalog_model(c);
     let model_name = c
         .text("model_name", MAX_SHORT_TEXT)
         .or_else(|| catalog.map(|m| m.hf_id.clone()));
@@ -454,32 +564,69 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
         c.fail("model_name", "is required (or pick a catalogue model)");
     }
     let model_revision = c.text("model_revision", MAX_SHORT_TEXT);
-    let params_b = c.positive_number("params_b", MAX_PARAMS_B).or_else(|| {
-        if matches!(input.raw("params_b"), Raw::Absent) {
-            catalog.map(|m| m.params_b)
-        } else {
-            None
-        }
-    });
-    if params_b.is_none() && !catalog_known && matches!(input.raw("params_b"), Raw::Absent) {
+    let params_absent = matches!(input.raw("params_b"), Raw::Absent);
+    let params_b = c
+        .positive_number("params_b", MAX_PARAMS_B)
+        .or_else(|| catalog.filter(|_| params_absent).map(|m| m.params_b));
+    if params_b.is_none() && catalog.is_none() && params_absent {
         c.fail("params_b", "is required (or pick a catalogue model)");
     }
     let precision: Option<Precision> = c.choice("precision", &names(&Precision::ALL, Precision::as_str), true);
-    let context_length = c.positive_integer("context_length", MAX_CONTEXT);
-    if context_length.is_none() && matches!(input.raw("context_length"), Raw::Absent) {
-        c.fail("context_length", "is required");
-    }
-    let concurrency = c.positive_integer("concurrency", MAX_CONCURRENCY);
-    if concurrency.is_none() && matches!(input.raw("concurrency"), Raw::Absent) {
-        c.fail("concurrency", "is required");
-    }
+    let context_length = required_positive_integer(c, "context_length", MAX_CONTEXT);
+    let concurrency = required_positive_integer(c, "concurrency", MAX_CONCURRENCY);
     let arch = |c: &mut Checker<'_>, field: &str, max: i64| -> Option<i32> {
         c.positive_integer(field, max).and_then(|v| i32::try_from(v).ok())
     };
-    let num_layers = arch(&mut c, "num_layers", 1_000);
-    let num_kv_heads = arch(&mut c, "num_kv_heads", 1_024);
-    let head_dim = arch(&mut c, "head_dim", 4_096);
-    let model_config = read_model_config(&mut c);
+    let num_layers = arch(c, "num_layers", 1_000);
+    let num_kv_heads = arch(c, "num_kv_heads", 1_024);
+    let head_dim = arch(c, "head_dim", 4_096);
+    let model_config = read_model_config(c);
+    let architecture = read_architecture(c);
+    // The architecture as the brief, its config.json and its catalogue row give it: what that
+    // refuses is named on its field (one error per field).
+    let positive = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok());
+    let resolved = sizing::resolve(&ArchitectureRequest {
+        params_b: params_b.unwrap_or(MAX_PARAMS_B),
+        precision: precision.unwrap_or(Precision::Bf16),
+        num_layers: positive(num_layers),
+        num_kv_heads: positive(num_kv_heads),
+        head_dim: positive(head_dim),
+        fields: &architecture,
+        model_config: model_config.as_ref(),
+        catalog,
+    });
+    for p in resolved.problems {
+        if !c.errors.iter().any(|e| e.field == p.field) {
+            c.fail(&p.field, p.message);
+        }
+    }
+    ModelFields {
+        catalog,
+        model_name,
+        model_revision,
+        params_b,
+        precision,
+        context_length,
+        concurrency,
+        num_layers,
+        num_kv_heads,
+        head_dim,
+        model_config,
+        architecture,
+    }
+}
+
+/// A positive integer that must be given: absent is "is required", a bad value its own error.
+fn required_positive_integer(c: &mut Checker<'_>, field: &str, max: i64) -> Option<i64> {
+    let value = c.positive_integer(field, max);
+    if value.is_none() && matches!(c.input.raw(field), Raw::Absent) {
+        c.fail(field, "is required");
+    }
+    value
+}
+
+/// The optional architecture fields sizing reads beyond layers, KV heads and head size.
+fn read_architecture(c: &mut Checker<'_>) -> ArchitectureFields {
     let max_layers = model_config::MAX_LAYERS as i64;
     let max_tokens = model_config::MAX_TOKENS as i64;
     let layer_types = c.read("layer_types", Raw::list);
@@ -489,7 +636,7 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
     {
         c.fail("layer_types", format!("must have at most {max_layers} entries"));
     }
-    let architecture = ArchitectureFields {
+    ArchitectureFields {
         num_attention_heads: c.positive_u32("num_attention_heads", model_config::MAX_HEADS as i64),
         kv_lora_rank: c.positive_u32("kv_lora_rank", model_config::MAX_WIDTH as i64),
         qk_rope_head_dim: c.positive_u32("qk_rope_head_dim", model_config::MAX_HEAD_DIM as i64),
@@ -509,26 +656,11 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
             )
             .unwrap_or_default(),
         speculative_decoding: c.read("speculative_decoding", Raw::boolean).unwrap_or(false),
-    };
-    // The architecture as the brief, its config.json and its catalogue row give it: what that
-    // refuses is named on its field (one error per field).
-    let positive = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok());
-    let resolved = sizing::resolve(&ArchitectureRequest {
-        params_b: params_b.unwrap_or(MAX_PARAMS_B),
-        precision: precision.unwrap_or(Precision::Bf16),
-        num_layers: positive(num_layers),
-        num_kv_heads: positive(num_kv_heads),
-        head_dim: positive(head_dim),
-        fields: &architecture,
-        model_config: model_config.as_ref(),
-        catalog,
-    });
-    for p in resolved.problems {
-        if !c.errors.iter().any(|e| e.field == p.field) {
-            c.fail(&p.field, p.message);
-        }
     }
+}
 
+/// Latency and throughput targets: positive, and the error rate a fraction.
+fn read_targets(c: &mut Checker<'_>) -> Targets {
     let mut targets = Targets::default();
     for field in TARGET_FIELDS {
         let key = format!("targets.{field}");
@@ -543,7 +675,20 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
             other => targets.set(field, other),
         }
     }
+    targets
+}
 
+/// Where the work may run and what it must keep: the data boundary, host control, persistence.
+struct Placement {
+    data_boundary: Option<DataBoundary>,
+    needs_host_control: bool,
+    only_needs_model_output: bool,
+    persist: Vec<String>,
+    restore_plan: Option<String>,
+    fallback_plan: Option<String>,
+}
+
+fn read_placement(c: &mut Checker<'_>) -> Placement {
     let data_boundary: Option<DataBoundary> =
         c.choice("data_boundary", &names(DataBoundary::ALL, DataBoundary::as_str), true);
     let needs_host_control = c.read("needs_host_control", Raw::boolean).unwrap_or(false);
@@ -555,8 +700,24 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
             format!("at most {MAX_PERSIST_ITEMS} items of at most 100 characters"),
         );
     }
-    let restore_plan = c.text("restore_plan", MAX_LONG_TEXT);
-    let fallback_plan = c.text("fallback_plan", MAX_LONG_TEXT);
+    Placement {
+        data_boundary,
+        needs_host_control,
+        only_needs_model_output,
+        persist,
+        restore_plan: c.text("restore_plan", MAX_LONG_TEXT),
+        fallback_plan: c.text("fallback_plan", MAX_LONG_TEXT),
+    }
+}
+
+/// The cost ceiling, its currency and what one completed job is.
+struct Cost {
+    max_cost_per_job: Option<Decimal>,
+    currency: Option<String>,
+    cost_unit: Option<CostUnit>,
+}
+
+fn read_cost(c: &mut Checker<'_>) -> Cost {
     let max_cost_per_job = c.money("max_cost_per_job", MAX_MONEY);
     let currency = c.text("currency", MAX_SHORT_TEXT).map(|s| s.to_ascii_uppercase());
     if let Some(cur) = &currency {
@@ -564,8 +725,23 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
             c.fail("currency", "must be a three-letter ISO 4217 code such as USD");
         }
     }
-    let cost_unit: Option<CostUnit> = c.choice("cost_unit", &names(CostUnit::ALL, CostUnit::as_str), false);
-    let allocation_boundary: Option<AllocationBoundary> = c.choice(
+    Cost {
+        max_cost_per_job,
+        currency,
+        cost_unit: c.choice("cost_unit", &names(CostUnit::ALL, CostUnit::as_str), false),
+    }
+}
+
+/// The allocation asked for: its kind, the first trial's GPU and count, its manifest.
+struct AllocationFields {
+    boundary: Option<AllocationBoundary>,
+    trial_gpu: Option<String>,
+    trial_gpu_count: Option<i32>,
+    k8s_manifest: Option<String>,
+}
+
+fn read_allocation(c: &mut Checker<'_>) -> AllocationFields {
+    let boundary: Option<AllocationBoundary> = c.choice(
         "allocation_boundary",
         &names(AllocationBoundary::ALL, AllocationBoundary::as_str),
         true,
@@ -587,7 +763,24 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
             None
         }
     });
-    let k8s_manifest = c.text("k8s_manifest", MAX_MANIFEST);
+    AllocationFields {
+        boundary,
+        trial_gpu,
+        trial_gpu_count,
+        k8s_manifest: c.text("k8s_manifest", MAX_MANIFEST),
+    }
+}
+
+/// Expected demand and the managed API's prices, for the money at the SLO.
+struct Demand {
+    expected_peak_rps: Option<f64>,
+    api_price_per_million_tokens: Option<Decimal>,
+    headroom_pct: Option<f64>,
+    api_price_input_per_million: Option<Decimal>,
+    api_price_output_per_million: Option<Decimal>,
+}
+
+fn read_demand(c: &mut Checker<'_>) -> Demand {
     let expected_peak_rps = c.positive_number("expected_peak_rps", MAX_PEAK_RPS);
     let api_price_per_million_tokens = c.money("api_price_per_million_tokens", MAX_MONEY);
     let headroom_pct = c.read("headroom_pct", Raw::number).and_then(|v| {
@@ -601,75 +794,13 @@ pub fn validate(input: &BriefInput<'_>) -> Result<BriefFields, Vec<FieldError>> 
             None
         }
     });
-    let api_price_input_per_million = c.money("api_price_input_per_million", MAX_MONEY);
-    let api_price_output_per_million = c.money("api_price_output_per_million", MAX_MONEY);
-
-    if !c.errors.is_empty() {
-        return Err(c.errors);
-    }
-    // Every required value was present, or an error was recorded above.
-    let (
-        Some(name),
-        Some(owner),
-        Some(workload_kind),
-        Some(model_name),
-        Some(params_b),
-        Some(precision),
-        Some(context_length),
-        Some(concurrency),
-        Some(data_boundary),
-        Some(allocation_boundary),
-    ) = (
-        name,
-        owner,
-        workload_kind,
-        model_name,
-        params_b,
-        precision,
-        context_length,
-        concurrency,
-        data_boundary,
-        allocation_boundary,
-    )
-    else {
-        return Err(vec![FieldError::new("brief", "is incomplete")]);
-    };
-    Ok(BriefFields {
-        name,
-        owner,
-        workload_kind,
-        model_name,
-        model_revision,
-        catalog_model: catalog.map(|m| m.hf_id.clone()),
-        params_b,
-        precision,
-        context_length,
-        concurrency,
-        num_layers,
-        num_kv_heads,
-        head_dim,
-        model_config,
-        architecture,
-        targets,
-        data_boundary,
-        needs_host_control,
-        only_needs_model_output,
-        persist,
-        restore_plan,
-        fallback_plan,
-        max_cost_per_job,
-        currency: currency.unwrap_or_else(|| "USD".to_owned()),
-        cost_unit: cost_unit.unwrap_or(CostUnit::Request),
-        allocation_boundary,
-        trial_gpu,
-        trial_gpu_count,
-        k8s_manifest,
+    Demand {
         expected_peak_rps,
         api_price_per_million_tokens,
         headroom_pct,
-        api_price_input_per_million,
-        api_price_output_per_million,
-    })
+        api_price_input_per_million: c.money("api_price_input_per_million", MAX_MONEY),
+        api_price_output_per_million: c.money("api_price_output_per_million", MAX_MONEY),
+    }
 }
 
 /// The label a person reads for a latency or throughput target field.
@@ -919,6 +1050,173 @@ mod tests {
             ],
             "{errors:?}"
         );
+    }
+    // One test per group of fields `validate` reads, each on its own reader.
+
+    fn read<T>(pairs: &[(&str, &str)], group: fn(&mut Checker<'_>) -> T) -> (T, Vec<String>) {
+        let values = form(pairs);
+        let input = BriefInput::Form(&values);
+        let mut c = Checker::new(&input);
+        let out = group(&mut c);
+        (
+            out,
+            c.errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect(),
+        )
+    }
+
+    #[test]
+    fn unknown_json_fields_and_targets_are_named() {
+        let body = serde_json::json!({ "name": "x", "colour": "red", "targets": { "ttft_p95_ms": 1, "speed": 2 } });
+        let map = body.as_object().unwrap();
+        let input = BriefInput::Json(map);
+        let mut c = Checker::new(&input);
+        refuse_unknown_fields(&mut c);
+        let fields: Vec<&str> = c.errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["colour", "targets.speed"]);
+        let not_an_object = serde_json::json!({ "targets": [1] });
+        let input = BriefInput::Json(not_an_object.as_object().unwrap());
+        let mut c = Checker::new(&input);
+        refuse_unknown_fields(&mut c);
+        assert_eq!(c.errors[0].field, "targets");
+        // A form has no unknown fields to refuse: it sends what the page shows.
+        let (_, errors) = read(&[("colour", "red")], refuse_unknown_fields);
+        assert!(errors.is_empty());
+    }
+
+    #[test]
+    fn who_needs_a_name_an_owner_and_a_known_workload_kind() {
+        let (who, errors) = read(
+            &[("name", " A "), ("owner", "o"), ("workload_kind", "training")],
+            read_who,
+        );
+        assert_eq!((who.name.as_deref(), errors.len()), (Some("A"), 0));
+        assert_eq!(who.workload_kind, Some(WorkloadKind::Training));
+        let (_, errors) = read(&[("workload_kind", "mining")], read_who);
+        assert_eq!(errors.len(), 3, "{errors:?}");
+    }
+
+    #[test]
+    fn the_model_group_fills_params_from_the_catalogue_and_requires_the_rest() {
+        let (m, errors) = read(
+            &[
+                ("catalog_model", "meta-llama/Llama-3.1-8B-Instruct"),
+                ("precision", "bf16"),
+                ("context_length", "4096"),
+                ("concurrency", "8"),
+            ],
+            read_model,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            (m.params_b, m.model_name.as_deref()),
+            (Some(8.03), Some("meta-llama/Llama-3.1-8B-Instruct"))
+        );
+        let (_, errors) = read(&[("catalog_model", "no/such-model")], read_model);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("catalog_model: is not in the model catalogue")),
+            "{errors:?}"
+        );
+        assert!(errors.contains(&"params_b: is required (or pick a catalogue model)".to_owned()));
+        assert!(errors.contains(&"context_length: is required".to_owned()));
+        assert!(errors.contains(&"concurrency: is required".to_owned()));
+    }
+
+    #[test]
+    fn the_architecture_group_caps_layer_types() {
+        let many = vec!["full_attention"; model_config::MAX_LAYERS as usize + 1].join(",");
+        let (_, errors) = read(&[("layer_types", many.as_str())], read_architecture);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("layer_types: must have at most"));
+        let (a, errors) = read(&[("speculative_decoding", "on")], read_architecture);
+        assert!(errors.is_empty() && a.speculative_decoding);
+    }
+
+    #[test]
+    fn targets_are_positive_and_the_error_rate_a_fraction() {
+        let (t, errors) = read(
+            &[("targets.ttft_p95_ms", "500"), ("targets.error_rate", "0.01")],
+            read_targets,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!((t.ttft_p95_ms, t.error_rate), (Some(500.0), Some(0.01)));
+        let (t, errors) = read(
+            &[("targets.itl_p95_ms", "0"), ("targets.error_rate", "2")],
+            read_targets,
+        );
+        assert_eq!(
+            errors,
+            [
+                "targets.itl_p95_ms: must be greater than 0",
+                "targets.error_rate: must be a fraction between 0 and 1"
+            ]
+        );
+        assert_eq!((t.itl_p95_ms, t.error_rate), (None, None));
+    }
+
+    #[test]
+    fn placement_caps_what_must_persist() {
+        let (p, errors) = read(
+            &[("data_boundary", "dedicated-host"), ("persist", "a, b")],
+            read_placement,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            (p.data_boundary, p.persist.len()),
+            (Some(DataBoundary::DedicatedHost), 2)
+        );
+        let long = "x".repeat(101);
+        let (_, errors) = read(
+            &[("data_boundary", "shared-ok"), ("persist", long.as_str())],
+            read_placement,
+        );
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("persist: at most"));
+    }
+
+    #[test]
+    fn the_currency_is_upper_cased_and_three_letters() {
+        let (cost, errors) = read(&[("currency", "eur"), ("cost_unit", "image")], read_cost);
+        assert!(errors.is_empty());
+        assert_eq!(
+            (cost.currency.as_deref(), cost.cost_unit),
+            (Some("EUR"), Some(CostUnit::Image))
+        );
+        let (_, errors) = read(&[("currency", "euro")], read_cost);
+        assert_eq!(errors, ["currency: must be a three-letter ISO 4217 code such as USD"]);
+    }
+
+    #[test]
+    fn the_trial_gpu_count_is_a_power_of_two_up_to_8_or_whole_nodes() {
+        for (n, ok) in [
+            ("1", true),
+            ("4", true),
+            ("8", true),
+            ("16", true),
+            ("3", false),
+            ("12", false),
+        ] {
+            let (a, errors) = read(
+                &[("allocation_boundary", "vm"), ("trial_gpu_count", n)],
+                read_allocation,
+            );
+            assert_eq!(errors.is_empty(), ok, "{n}: {errors:?}");
+            assert_eq!(a.trial_gpu_count.is_some(), ok, "{n}");
+        }
+        let (_, errors) = read(
+            &[("allocation_boundary", "vm"), ("trial_gpu", "Voodoo 5")],
+            read_allocation,
+        );
+        assert_eq!(errors, ["trial_gpu: is not in the GPU catalogue"]);
+    }
+
+    #[test]
+    fn headroom_is_a_percentage_within_bounds() {
+        let (d, errors) = read(&[("headroom_pct", "20")], read_demand);
+        assert_eq!((d.headroom_pct, errors.len()), (Some(20.0), 0));
+        let (d, errors) = read(&[("headroom_pct", "-1")], read_demand);
+        assert_eq!((d.headroom_pct, errors.len()), (None, 1));
     }
 }
 

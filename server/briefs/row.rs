@@ -8,7 +8,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::model::{Brief, BriefFields, Targets};
-use crate::sizing::ArchitectureFields;
+use crate::{db::parse_stored, sizing::ArchitectureFields};
 
 /// One brief row with its first trial's allocation (`trial_gpu`, `trial_gpu_count`).
 pub struct BriefRow {
@@ -51,23 +51,17 @@ pub struct BriefRow {
     pub updated_at: DateTime<Utc>,
 }
 
-fn parse_stored<T: std::str::FromStr>(column: &str, value: &str) -> Result<T, sqlx::Error> {
-    value
-        .parse()
-        .map_err(|_| sqlx::Error::Decode(format!("briefs.{column} holds unknown value {value:?}").into()))
-}
-
 impl TryFrom<BriefRow> for Brief {
     type Error = sqlx::Error;
     fn try_from(r: BriefRow) -> Result<Self, Self::Error> {
         Ok(Brief {
             id: r.id,
             fields: BriefFields {
-                workload_kind: parse_stored("workload_kind", &r.workload_kind)?,
-                precision: parse_stored("precision", &r.precision)?,
-                data_boundary: parse_stored("data_boundary", &r.data_boundary)?,
-                cost_unit: parse_stored("cost_unit", &r.cost_unit)?,
-                allocation_boundary: parse_stored("allocation_boundary", &r.allocation_boundary)?,
+                workload_kind: parse_stored("briefs.workload_kind", &r.workload_kind)?,
+                precision: parse_stored("briefs.precision", &r.precision)?,
+                data_boundary: parse_stored("briefs.data_boundary", &r.data_boundary)?,
+                cost_unit: parse_stored("briefs.cost_unit", &r.cost_unit)?,
+                allocation_boundary: parse_stored("briefs.allocation_boundary", &r.allocation_boundary)?,
                 name: r.name,
                 owner: r.owner,
                 model_name: r.model_name,

@@ -405,6 +405,8 @@ fn p_word(p: f64) -> String {
 }
 
 /// The `--save-result --save-detailed` JSON of a run, computed as vLLM's `calculate_metrics`.
+// Long, and reads better whole: it follows vLLM's calculate_metrics line for line, so the two can
+// be compared.
 pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) -> Value {
     let mut output_lens = Vec::with_capacity(outputs.len());
     let (mut ttfts, mut tpots, mut all_tpots, mut itls, mut e2els) = (vec![], vec![], vec![], vec![], vec![]);

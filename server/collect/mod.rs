@@ -401,6 +401,8 @@ async fn gather(step: &Step, client: &Client, timeout: Duration) -> Gathered {
 }
 
 /// Runs `rentcheck collect`: prints the summary and says how the run ended.
+// Long, and reads better whole: the command's steps in the order it runs them (token, host, window,
+// steps, send), each short.
 pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
     if args.plan {
         return plan_run::run(&args).await;

@@ -175,6 +175,8 @@ async fn file_step(step: &PlanStep, vars: &[(String, String)]) -> StepResult {
     gathered(steps::read_file(Path::new(&path), &step.kind).await, "file", &step.kind)
 }
 
+// Long, and reads better whole: one load step from start to upload (scrapes before, the run,
+// scrapes after, the batch), in the order it runs.
 async fn load_step(
     step: &PlanStep,
     plan: &TestPlan,
@@ -480,6 +482,8 @@ fn dry_run(steps: &[&PlanStep], vars: &[(String, String)]) {
 }
 
 /// Runs `rentcheck collect --plan`.
+// Long, and reads better whole: the plan's steps in the order the agent runs them, each a short
+// match arm.
 pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
     let server = check_server(&args.server).map_err(usage)?;
     let trial = args

@@ -132,6 +132,7 @@ pub struct Upload {
 impl Upload {
     /// The JSON envelope `{ kind, stage, collected_at?, labels?, content | content_base64 | data }`.
     /// `content_type` may accompany `content_base64` to say what the bytes are.
+    // Long, and reads better whole: one read per envelope field, every error collected.
     pub fn from_envelope(body: &Value) -> Result<Upload, Vec<FieldError>> {
         let Value::Object(o) = body else {
             return Err(vec![FieldError::new("body", "must be a JSON object")]);

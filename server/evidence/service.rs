@@ -145,6 +145,7 @@ pub const EMPTY_EVIDENCE: &str = "empty evidence: the command produced no output
 /// Resolves the kind, reads the window's `before` when the kind has one (from `befores`, else
 /// the newest stored one), and parses (large inputs on the blocking pool). Serving evidence is
 /// judged against the brief's latency targets, read once into `targets` on first need.
+// Long, and reads better whole: kind, window and parse in the order an upload needs them.
 async fn prepare(
     state: &AppState,
     brief_id: Uuid,
@@ -326,6 +327,8 @@ pub struct BatchItem {
 /// or parsed on its own, the same rules as one upload, then every new item commits in one
 /// transaction, with its `idempotency_key`. A refused item does not stop the others; a database
 /// or object store that fails stops the whole batch, and nothing of it is stored.
+// Long, and reads better whole: prepare every item, then store them all in one transaction; the
+// order is the contract.
 pub async fn ingest_batch(
     state: &AppState,
     brief_id: Uuid,

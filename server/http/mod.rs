@@ -30,9 +30,9 @@ use tower_http::{
 };
 
 use crate::{
-    acceptance, auth,
+    acceptance,
     error::AppError,
-    evidence, ledger, overview, plan, prices, review, signals,
+    evidence, ledger, overview, people, plan, prices, review, signals,
     state::AppState,
     telemetry::REQUEST_ID_HEADER,
     trials,
@@ -54,7 +54,7 @@ pub fn app(state: AppState) -> Router {
         .merge(trials::brief_pages::routes())
         .merge(overview::routes())
         .merge(ledger::pages::routes())
-        .merge(auth::pages::routes())
+        .merge(people::pages::routes())
         .merge(evidence::pages::routes())
         .merge(review::pages::routes())
         .merge(acceptance::pages::routes())

@@ -27,7 +27,7 @@ use utoipa::{
 };
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::{acceptance, auth, evidence, ledger, overview, plan, prices, review, signals, state::AppState, trials};
+use crate::{acceptance, evidence, ledger, overview, people, plan, prices, review, signals, state::AppState, trials};
 
 /// RFC 9457 problem details: every error answer of the API.
 #[derive(ToSchema)]
@@ -94,7 +94,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(prices::api::routes())
         .merge(signals::api::routes())
-        .merge(auth::api::routes())
+        .merge(people::api::routes())
         .merge(trials::api::routes())
         .merge(plan::api::routes())
         .merge(overview::api_routes())

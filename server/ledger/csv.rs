@@ -124,6 +124,7 @@ fn unescape_cell(cell: &str) -> &str {
 }
 
 /// Parses and validates a whole CSV. All or nothing: any error and no line is returned.
+// Long, and reads better whole: one pass over the CSV's records, every error by line and column.
 pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvError> {
     let reader = Guarded {
         inner: reader,

@@ -261,6 +261,8 @@ fn identity(resource: &str, start: DateTime<Utc>, end: DateTime<Utc>, descriptio
 
 /// Reads an export for the trial `selection` names, in the brief's `currency`. All or nothing:
 /// any malformed row of the trial refuses the file, each bad cell named by line and column.
+// Long, and reads better whole: one pass over the export's rows that keeps per-row state (resource,
+// GPUs seen, errors by line and column) beside the lines it builds.
 pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result<FocusImport, CsvError> {
     let mut rdr = ::csv::ReaderBuilder::new()
         .has_headers(true)
@@ -574,6 +576,7 @@ struct Columns<'a> {
 /// One usage row as a ledger line, checked by the ledger's own rules; errors are named by the
 /// export's columns.
 #[allow(clippy::too_many_arguments)]
+// Long, and reads better whole: one FOCUS column per ledger field, errors named by column.
 fn usage_line(
     record: &::csv::StringRecord,
     line: u64,

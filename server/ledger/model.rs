@@ -309,47 +309,12 @@ fn typed_money(raw: &str, currency: &str) -> Option<String> {
 
 /// Checks one line against the brief's currency. Field names in errors are the column names.
 pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLine, Vec<FieldError>> {
+    let nul = refuse_nul(input);
+    if !nul.is_empty() {
+        return Err(nul);
+    }
     let mut errors = Vec::new();
-    // PostgreSQL text cannot hold NUL: refuse it at the field rather than fail the insert (a 500).
-    let fields = [
-        ("category", &input.category),
-        ("resource", &input.resource),
-        ("description", &input.description),
-        ("starts_at", &input.starts_at),
-        ("ends_at", &input.ends_at),
-        ("gpus", &input.gpus),
-        ("rate_per_gpu_hour", &input.rate_per_gpu_hour),
-        ("amount", &input.amount),
-        ("currency", &input.currency),
-        ("trial", &input.trial),
-    ];
-    for (field, value) in fields {
-        if value.as_deref().is_some_and(|v| v.contains('\0')) {
-            errors.push(FieldError::new(field, "must not contain a NUL (\\0) character"));
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let category = match non_empty(&input.category) {
-        None => {
-            errors.push(FieldError::new("category", "is required"));
-            None
-        }
-        Some(raw) => match raw.parse::<Category>() {
-            Ok(c) => Some(c),
-            Err(()) => {
-                errors.push(FieldError::new(
-                    "category",
-                    format!(
-                        "must be one of accelerator, host, storage, network, support, license (got {})",
-                        shown(raw)
-                    ),
-                ));
-                None
-            }
-        },
-    };
+    let category = read_category(input, &mut errors);
     let resource = non_empty(&input.resource).unwrap_or("").to_owned();
     if resource.chars().count() > MAX_RESOURCE {
         errors.push(FieldError::new(
@@ -364,8 +329,92 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
             format!("is longer than {MAX_DESCRIPTION} characters"),
         ));
     }
-    let starts_at = non_empty(&input.starts_at).and_then(|r| parse_time("starts_at", r, &mut errors));
-    let ends_at = non_empty(&input.ends_at).and_then(|r| parse_time("ends_at", r, &mut errors));
+    let (starts_at, ends_at) = read_interval(input, &mut errors);
+    let gpus = read_gpus(input, &mut errors);
+    let rate = non_empty(&input.rate_per_gpu_hour).and_then(|r| parse_money("rate_per_gpu_hour", r, &mut errors));
+    let amount = non_empty(&input.amount).and_then(|r| parse_money("amount", r, &mut errors));
+    let currency = read_currency(input, brief_currency, &mut errors);
+    let amount = match category {
+        Some(Category::Accelerator) => {
+            let read = AcceleratorRead {
+                resource: &resource,
+                starts_at,
+                ends_at,
+                gpus,
+                rate,
+                amount,
+            };
+            accelerator_amount_or_errors(input, &read, &mut errors)
+        }
+        Some(_) if non_empty(&input.amount).is_none() => {
+            errors.push(FieldError::new("amount", "is required on lines other than accelerator"));
+            amount
+        }
+        _ => amount,
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(LedgerLine {
+        category: category.expect("checked above"),
+        resource,
+        description,
+        starts_at,
+        ends_at,
+        gpus,
+        rate_per_gpu_hour: rate,
+        amount: amount.expect("checked above"),
+        currency,
+        trial: non_empty(&input.trial).map(str::to_owned),
+    })
+}
+
+/// PostgreSQL text cannot hold NUL: refuse it at the field rather than fail the insert (a 500).
+fn refuse_nul(input: &LineInput) -> Vec<FieldError> {
+    let fields = [
+        ("category", &input.category),
+        ("resource", &input.resource),
+        ("description", &input.description),
+        ("starts_at", &input.starts_at),
+        ("ends_at", &input.ends_at),
+        ("gpus", &input.gpus),
+        ("rate_per_gpu_hour", &input.rate_per_gpu_hour),
+        ("amount", &input.amount),
+        ("currency", &input.currency),
+        ("trial", &input.trial),
+    ];
+    fields
+        .into_iter()
+        .filter(|(_, value)| value.as_deref().is_some_and(|v| v.contains('\0')))
+        .map(|(field, _)| FieldError::new(field, "must not contain a NUL (\\0) character"))
+        .collect()
+}
+
+/// The category, required and one of the six.
+fn read_category(input: &LineInput, errors: &mut Vec<FieldError>) -> Option<Category> {
+    let Some(raw) = non_empty(&input.category) else {
+        errors.push(FieldError::new("category", "is required"));
+        return None;
+    };
+    match raw.parse::<Category>() {
+        Ok(c) => Some(c),
+        Err(()) => {
+            errors.push(FieldError::new(
+                "category",
+                format!(
+                    "must be one of accelerator, host, storage, network, support, license (got {})",
+                    shown(raw)
+                ),
+            ));
+            None
+        }
+    }
+}
+
+/// `starts_at` and `ends_at`: both or neither, and the end after the start.
+fn read_interval(input: &LineInput, errors: &mut Vec<FieldError>) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
+    let starts_at = non_empty(&input.starts_at).and_then(|r| parse_time("starts_at", r, errors));
+    let ends_at = non_empty(&input.ends_at).and_then(|r| parse_time("ends_at", r, errors));
     match (non_empty(&input.starts_at), non_empty(&input.ends_at)) {
         (Some(_), None) => errors.push(FieldError::new("ends_at", "is required when starts_at is given")),
         (None, Some(_)) => errors.push(FieldError::new("starts_at", "is required when ends_at is given")),
@@ -383,7 +432,12 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
             ));
         }
     }
-    let gpus = non_empty(&input.gpus).and_then(|raw| match raw.parse::<i32>() {
+    (starts_at, ends_at)
+}
+
+fn read_gpus(input: &LineInput, errors: &mut Vec<FieldError>) -> Option<i32> {
+    let raw = non_empty(&input.gpus)?;
+    match raw.parse::<i32>() {
         Ok(n) if (1..=MAX_GPUS).contains(&n) => Some(n),
         _ => {
             errors.push(FieldError::new(
@@ -392,73 +446,77 @@ pub fn validate_line(input: &LineInput, brief_currency: &str) -> Result<LedgerLi
             ));
             None
         }
-    });
-    let rate = non_empty(&input.rate_per_gpu_hour).and_then(|r| parse_money("rate_per_gpu_hour", r, &mut errors));
-    let amount = non_empty(&input.amount).and_then(|r| parse_money("amount", r, &mut errors));
-    let currency = match non_empty(&input.currency) {
-        None => brief_currency.to_owned(),
-        Some(c) if c.eq_ignore_ascii_case(brief_currency) => brief_currency.to_owned(),
-        Some(c) => {
-            errors.push(FieldError::new(
-                "currency",
-                format!(
-                    "{} is not this brief's currency {brief_currency}; a brief's ledger has one currency",
-                    shown(c)
-                ),
-            ));
-            brief_currency.to_owned()
-        }
-    };
-
-    let mut amount_out = amount;
-    if category == Some(Category::Accelerator) {
-        if resource.is_empty() {
-            errors.push(FieldError::new(
-                "resource",
-                "is required on accelerator lines (the allocation or instance id)",
-            ));
-        }
-        if non_empty(&input.starts_at).is_none() {
-            errors.push(FieldError::new("starts_at", "is required on accelerator lines"));
-        }
-        if non_empty(&input.ends_at).is_none() {
-            errors.push(FieldError::new("ends_at", "is required on accelerator lines"));
-        }
-        if non_empty(&input.gpus).is_none() {
-            errors.push(FieldError::new("gpus", "is required on accelerator lines"));
-        }
-        if amount.is_none() && non_empty(&input.amount).is_none() {
-            match (non_empty(&input.rate_per_gpu_hour), starts_at, ends_at, gpus, rate) {
-                (None, ..) => errors.push(FieldError::new(
-                    "amount",
-                    "give either amount or rate_per_gpu_hour (with the interval and gpus)",
-                )),
-                (Some(_), Some(s), Some(e), Some(g), Some(r)) if e > s => match accelerator_amount(s, e, g, r) {
-                    Some(a) => amount_out = Some(a),
-                    None => errors.push(FieldError::new("amount", "the computed amount is too large")),
-                },
-                _ => {} // the interval, gpus or rate already carries an error
-            }
-        }
-    } else if category.is_some() && non_empty(&input.amount).is_none() {
-        errors.push(FieldError::new("amount", "is required on lines other than accelerator"));
     }
+}
 
-    if !errors.is_empty() {
-        return Err(errors);
+/// The line's currency: the brief's, whatever case it is written in; another one is refused.
+fn read_currency(input: &LineInput, brief_currency: &str, errors: &mut Vec<FieldError>) -> String {
+    match non_empty(&input.currency) {
+        Some(c) if !c.eq_ignore_ascii_case(brief_currency) => errors.push(FieldError::new(
+            "currency",
+            format!(
+                "{} is not this brief's currency {brief_currency}; a brief's ledger has one currency",
+                shown(c)
+            ),
+        )),
+        _ => {}
     }
-    Ok(LedgerLine {
-        category: category.expect("checked above"),
-        resource,
-        description,
-        starts_at,
-        ends_at,
-        gpus,
-        rate_per_gpu_hour: rate,
-        amount: amount_out.expect("checked above"),
-        currency,
-        trial: non_empty(&input.trial).map(str::to_owned),
-    })
+    brief_currency.to_owned()
+}
+
+/// What an accelerator line's own rules read, as `validate_line` parsed it.
+struct AcceleratorRead<'a> {
+    resource: &'a str,
+    starts_at: Option<DateTime<Utc>>,
+    ends_at: Option<DateTime<Utc>>,
+    gpus: Option<i32>,
+    rate: Option<Decimal>,
+    amount: Option<Decimal>,
+}
+
+/// An accelerator line names its resource, interval and GPUs, and gives an amount or a rate; with a
+/// rate only, the amount is computed. Returns the amount.
+fn accelerator_amount_or_errors(
+    input: &LineInput,
+    read: &AcceleratorRead<'_>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Decimal> {
+    if read.resource.is_empty() {
+        errors.push(FieldError::new(
+            "resource",
+            "is required on accelerator lines (the allocation or instance id)",
+        ));
+    }
+    for (field, raw) in [
+        ("starts_at", &input.starts_at),
+        ("ends_at", &input.ends_at),
+        ("gpus", &input.gpus),
+    ] {
+        if non_empty(raw).is_none() {
+            errors.push(FieldError::new(field, "is required on accelerator lines"));
+        }
+    }
+    if read.amount.is_some() || non_empty(&input.amount).is_some() {
+        return read.amount;
+    }
+    match (
+        non_empty(&input.rate_per_gpu_hour),
+        read.starts_at,
+        read.ends_at,
+        read.gpus,
+        read.rate,
+    ) {
+        (None, ..) => errors.push(FieldError::new(
+            "amount",
+            "give either amount or rate_per_gpu_hour (with the interval and gpus)",
+        )),
+        (Some(_), Some(s), Some(e), Some(g), Some(r)) if e > s => match accelerator_amount(s, e, g, r) {
+            Some(a) => return Some(a),
+            None => errors.push(FieldError::new("amount", "the computed amount is too large")),
+        },
+        _ => {} // the interval, gpus or rate already carries an error
+    }
+    read.amount
 }
 
 /// hours × gpus × rate, exactly: (microseconds × gpus × rate) ÷ 3.6e9, multiplying before the one division.

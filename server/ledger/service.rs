@@ -84,6 +84,8 @@ pub async fn store(
 /// first (nothing stored again); the same key with another request is 409. The key is checked and
 /// written under the brief's row lock, so two requests racing with one key store once.
 #[allow(clippy::too_many_arguments)]
+// Long, and reads better whole: the idempotency key's check, the write and the key's record run in
+// one transaction under the brief's lock.
 pub async fn store_once(
     state: &AppState,
     brief_id: Uuid,

@@ -101,6 +101,8 @@ fn price_text(per_hour: rust_decimal::Decimal, currency: &str, billing: &str, pr
     text
 }
 
+// Long, and reads better whole: one line of the summary after another, in the order the page shows
+// them.
 fn summary(
     trial: &Trial,
     sizing: &Sizing,
@@ -355,6 +357,7 @@ pub async fn add_ledger_line(
     }
 }
 
+// Long, and reads better whole: the brief page's reads, side by side, then one view of them.
 async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuery) -> PageResult<BriefPage> {
     let brief = trials::load_brief(&state.pool, id).await?;
     // The summary and the allocation under test read the engine's order (memory rented); only the

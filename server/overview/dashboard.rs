@@ -28,7 +28,7 @@ use crate::{
         brief_list::{self, decode_cursor, encode_cursor},
         list_query::{BriefFilter, BriefOrder},
     },
-    review::summaries::SummaryRow,
+    review::{model::ApprovalVerdict, summaries::SummaryRow},
     state::AppState,
     trials::model::Allocation,
     web::{
@@ -302,6 +302,8 @@ fn href(view: &View<'_>, at: Option<Place<'_>>) -> String {
     }
 }
 
+// Long, and reads better whole: query parameters, the page of briefs, then one row per brief, in
+// the order of the page.
 pub async fn dashboard(
     State(state): State<AppState>,
     user: PageUser,
@@ -456,7 +458,9 @@ fn row_for(brief: Brief, summary: &SummaryRow, last_evidence: Option<(DateTime<U
     let approval = match approval_state {
         "awaiting-evidence" => "awaiting evidence".to_owned(),
         "needs-approval" => "needs approval".to_owned(),
-        "stale" if s.approval_verdict.as_deref() == Some("approve") => format!("approved {decided}, now stale"),
+        "stale" if s.approval_verdict.as_deref().and_then(|v| v.parse().ok()) == Some(ApprovalVerdict::Approve) => {
+            format!("approved {decided}, now stale")
+        }
         "stale" => format!("rejected {decided}, now stale"),
         "approved" => format!("approved {decided}"),
         _ => format!("rejected {decided}"),

@@ -396,59 +396,81 @@ const VLLM_HINT: &str = "pip install vllm (it brings `vllm bench serve`)";
 const GUIDELLM_HINT: &str = "pip install guidellm";
 const CURL_HINT: &str = "install curl (apt install curl)";
 
-/// The plan of one trial.
-pub fn build(input: &PlanInput<'_>) -> TestPlan {
-    let brief = input.brief;
-    let alloc = input.allocation;
-    let devices = alloc.map_or(1, |a| a.count * a.gpu.devices_per_card);
-    let single_gpu = devices <= 1;
-    let applies = |c: &&Criterion| !(single_gpu && needs_several_gpus(&c.key));
-    let option = alloc.and_then(|a| input.sizing.options.iter().find(|o| o.gpu == a.gpu.model));
-    let (input_tokens, output_tokens, lengths_basis) = lengths(brief);
-    let capacity = match (option, alloc) {
-        (Some(o), Some(a)) => predicted_capacity_rps(brief, o, a, input_tokens, output_tokens),
-        _ => None,
-    };
-    let model = model_name(brief);
-    let goodput = goodput_targets(brief);
-    let multi_node = alloc.is_some_and(|a| a.count > a.gpu.gpus_per_node.max(1));
+/// What every stage of one trial's plan reads: the allocation under test and the load the brief
+/// implies.
+struct PlanShared<'a> {
+    input: &'a PlanInput<'a>,
+    brief: &'a BriefFields,
+    alloc: Option<&'a Allocation>,
+    /// GPU devices of the allocation (at least 1).
+    devices: u32,
+    /// The sizing's option for the allocation's GPU.
+    option: Option<&'a SizingOption>,
+    input_tokens: u32,
+    output_tokens: u32,
+    lengths_basis: String,
+    /// Requests per second one replica should carry, and why.
+    capacity: Option<(f64, String)>,
+    model: String,
+    goodput: Vec<GoodputTarget>,
+    multi_node: bool,
+}
 
-    let mut stages = Vec::new();
-    let mut load: Option<LoadDesign> = None;
-    let mut stage_numbers: Vec<u8> = input.criteria.iter().filter(applies).map(|c| c.stage).collect();
-    stage_numbers.sort();
-    stage_numbers.dedup();
-    for stage in stage_numbers {
-        let criteria: Vec<&Criterion> = input
+impl<'a> PlanShared<'a> {
+    fn new(input: &'a PlanInput<'a>) -> Self {
+        let brief = input.brief;
+        let alloc = input.allocation;
+        let option = alloc.and_then(|a| input.sizing.options.iter().find(|o| o.gpu == a.gpu.model));
+        let (input_tokens, output_tokens, lengths_basis) = lengths(brief);
+        let capacity = match (option, alloc) {
+            (Some(o), Some(a)) => predicted_capacity_rps(brief, o, a, input_tokens, output_tokens),
+            _ => None,
+        };
+        PlanShared {
+            input,
+            brief,
+            alloc,
+            devices: alloc.map_or(1, |a| a.count * a.gpu.devices_per_card),
+            option,
+            input_tokens,
+            output_tokens,
+            lengths_basis,
+            capacity,
+            model: model_name(brief),
+            goodput: goodput_targets(brief),
+            multi_node: alloc.is_some_and(|a| a.count > a.gpu.gpus_per_node.max(1)),
+        }
+    }
+
+    /// Whether a criterion applies: collectives and links mean nothing on one GPU.
+    fn applies(&self, c: &Criterion) -> bool {
+        !(self.devices <= 1 && needs_several_gpus(&c.key))
+    }
+}
+
+/// One stage of the plan: its number and the criteria of the card it tests.
+struct StageCtx<'a> {
+    shared: &'a PlanShared<'a>,
+    stage: u8,
+    criteria: Vec<&'a Criterion>,
+}
+
+impl StageCtx<'_> {
+    /// The stage's criteria that `source` produces, each key once.
+    fn feeds(&self, source: Source) -> Vec<String> {
+        let mut keys: Vec<String> = self
             .criteria
             .iter()
-            .filter(applies)
-            .filter(|c| c.stage == stage)
+            .filter(|c| source_of(&c.key) == Some(source))
+            .map(|c| c.key.clone())
             .collect();
-        let feeds = |source: Source| -> Vec<String> {
-            let mut keys: Vec<String> = criteria
-                .iter()
-                .filter(|c| source_of(&c.key) == Some(source))
-                .map(|c| c.key.clone())
-                .collect();
-            keys.dedup();
-            keys
-        };
-        let mut steps = Vec::new();
-        let mut not_covered = Vec::new();
-        for c in &criteria {
-            if source_of(&c.key).is_none() {
-                not_covered.push(NotCovered {
-                    key: c.key.clone(),
-                    how: format!(
-                        "no tool rentcheck runs produces {}: send it from your own tool as {{\"metrics\": {{\"{}\": …}}}} \
-                         with `rentcheck collect --stage {stage} --file metrics=FILE`",
-                        c.key, c.key
-                    ),
-                });
-            }
-        }
-        let step = |key: &str, title: String, runner: Runner, kind: &str, feeds: Vec<String>, why: String| PlanStep {
+        keys.dedup();
+        keys
+    }
+
+    fn step(&self, key: &str, title: String, runner: Runner, kind: &str, feeds: Vec<String>, why: String) -> PlanStep {
+        let stage = self.stage;
+        PlanStep {
             key: format!("{stage}-{key}"),
             stage,
             title,
@@ -464,387 +486,219 @@ pub fn build(input: &PlanInput<'_>) -> TestPlan {
             file: None,
             template: None,
             held: None,
-        };
-        // The common shape: a step of one command, its kind named as its key.
-        let one_command = |key: &str, title: &str, feeds: Vec<String>, why: String, run: PlanCommand| PlanStep {
-            commands: vec![run],
-            ..step(key, title.to_owned(), Runner::Command, key, feeds, why)
-        };
+        }
+    }
 
-        let f = feeds(Source::SmiList);
-        if !f.is_empty() {
-            steps.push(one_command(
-                "nvidia-smi-list",
-                "List the GPUs",
-                f,
-                match alloc {
-                    Some(a) => format!(
-                        "The machine must show the {} GPU devices rented ({}); `nvidia-smi -L` lists each with its model and UUID (MIG slices too).",
-                        a.count * a.gpu.devices_per_card,
-                        a.label()
-                    ),
-                    None => "`nvidia-smi -L` lists each GPU with its model and UUID.".into(),
-                },
-                command("nvidia-smi", &["nvidia-smi", "-L"], NVIDIA_SMI_HINT),
-            ));
+    /// The common shape: a step of one command, its kind named as its key.
+    fn one_command(&self, key: &str, title: &str, feeds: Vec<String>, why: String, run: PlanCommand) -> PlanStep {
+        PlanStep {
+            commands: vec![run],
+            ..self.step(key, title.to_owned(), Runner::Command, key, feeds, why)
         }
-        let f = feeds(Source::SmiTopo);
-        if !f.is_empty() {
-            steps.push(one_command(
-                "nvidia-smi-topo",
-                "Map how the GPUs are linked",
-                f,
-                format!(
-                    "Collectives across {devices} GPUs are only as fast as the slowest link between two of them; the topology matrix names each pair's link (NVLink, PCIe switch, CPU socket)."
-                ),
-                command("nvidia-smi", &["nvidia-smi", "topo", "-m"], NVIDIA_SMI_HINT),
-            ));
-        }
-        let f = feeds(Source::SmiQuery);
-        if !f.is_empty() {
-            let during = if stage == 3 {
-                " Run it while a representative step runs: the memory figure is the peak it sees."
-            } else {
-                ""
-            };
-            steps.push(one_command(
-                "nvidia-smi-query",
-                "Read memory, driver and ECC counters",
-                f,
-                format!("`nvidia-smi -q -x` gives each GPU's memory, driver and CUDA versions and ECC error counters as XML.{during}"),
-                command("nvidia-smi", &["nvidia-smi", "-q", "-x"], NVIDIA_SMI_HINT),
-            ));
-        }
-        let f = feeds(Source::DcgmDiscovery);
-        if !f.is_empty() {
-            steps.push(one_command(
-                "dcgm-discovery",
-                "Ask DCGM which GPUs it manages",
-                f,
-                "DCGM's own count of the GPUs it can manage and test.".into(),
-                command("dcgmi", &["dcgmi", "discovery", "--list"], DCGMI_HINT),
-            ));
-        }
-        let f = feeds(Source::DcgmDiag);
-        if !f.is_empty() {
-            let level = diag_level(stage);
-            let what = match level {
-                1 => "level 1 (quick: the software deployment only)",
-                2 => "level 2 (medium, about two minutes: the deployment checks plus PCIe, GPU memory and a short stress of every GPU)",
-                3 => "level 3 (long, about half an hour: adds the targeted stress, power and memory-bandwidth tests)",
-                _ => "level 4 (extra long)",
-            };
-            let mut s = step(
-                "dcgm-diag",
-                format!("Run DCGM diagnostics, level {level}"),
-                Runner::Command,
-                "dcgm-diag",
-                f,
-                format!(
-                    "Stage {stage} runs {what}; every test must run and pass, a skip is not a pass. Run it before vLLM takes the GPUs: the diagnostics need them to themselves."
-                ),
-            );
-            let level = level.to_string();
-            s.commands = vec![command("dcgmi", &["dcgmi", "diag", "-r", &level, "-j"], DCGMI_HINT)];
-            s.timeout_s = diag_seconds(diag_level(stage));
-            steps.push(s);
-        }
-        let f = feeds(Source::Nccl);
-        if let (false, Some(a)) = (f.is_empty(), alloc) {
-            let max = nccl_max_bytes(a.gpu.memory_gb);
-            let per_node = a.gpu.gpus_per_node.max(1).min(a.count) * a.gpu.devices_per_card;
-            let nodes = a.count.div_ceil(a.gpu.gpus_per_node.max(1));
-            let mut s = step(
-                "nccl-all-reduce",
-                format!("Measure all-reduce bandwidth across the {devices} GPUs"),
-                Runner::Command,
-                "nccl-tests",
-                f,
-                format!(
-                    "nccl-tests' all_reduce_perf from 8 B to {max} (doubling) checks every result (`#wrong`) and reports the bus bandwidth, which the card compares with what {} should reach{}.",
-                    a.label(),
-                    if multi_node {
-                        format!(" across {nodes} nodes; NCCL_DEBUG=INFO names the NICs so the expected figure uses them")
-                    } else {
-                        format!(": one process drives all {devices} GPUs (`-g {devices}`)")
-                    }
-                ),
-            );
-            if multi_node {
-                let np = devices.to_string();
-                let n_per = per_node.to_string();
-                let nodes_s = nodes.to_string();
-                let mut mpi = command(
-                    "mpirun",
-                    &[
-                        "mpirun",
-                        "-np",
-                        &np,
-                        "-N",
-                        &n_per,
-                        "--hostfile",
-                        "${HOSTFILE}",
-                        "--tag-output",
-                        "-x",
-                        "NCCL_DEBUG=INFO",
-                        "all_reduce_perf",
-                        "-b",
-                        "8",
-                        "-e",
-                        max,
-                        "-f",
-                        "2",
-                        "-g",
-                        "1",
-                    ],
-                    MPI_HINT,
-                );
-                mpi.shell = shell_line(&[], &mpi.argv);
-                let ntasks = format!("--ntasks-per-node={per_node}");
-                let mut srun = command(
-                    "srun",
-                    &[
-                        "srun",
-                        "-l",
-                        "-N",
-                        &nodes_s,
-                        &ntasks,
-                        "--gpus-per-task=1",
-                        "all_reduce_perf",
-                        "-b",
-                        "8",
-                        "-e",
-                        max,
-                        "-f",
-                        "2",
-                        "-g",
-                        "1",
-                    ],
-                    SRUN_HINT,
-                );
-                srun.env = vec![("NCCL_DEBUG".into(), "INFO".into())];
-                srun.shell = shell_line(&srun.env, &srun.argv);
-                s.commands = vec![mpi, srun];
-                s.timeout_s = 3600;
-            } else {
-                let g = devices.to_string();
-                s.commands = vec![command(
-                    "all_reduce_perf",
-                    &["all_reduce_perf", "-b", "8", "-e", max, "-f", "2", "-g", &g],
-                    NCCL_HINT,
-                )];
-                s.timeout_s = 1800;
-            }
-            steps.push(s);
-        }
-        let has_load = !feeds(Source::Load).is_empty();
-        let f = feeds(Source::DcgmExporter);
-        if !f.is_empty() && !has_load {
-            let mut s = step(
-                "dcgm-exporter",
-                "Scrape dcgm-exporter".into(),
-                Runner::Command,
-                "dcgm-exporter",
-                f,
-                "NVIDIA's dcgm-exporter reports each GPU's utilisation, power, temperature and XID errors; one scrape gives them as of now.".into(),
-            );
-            s.commands = vec![command(
-                "curl",
-                &["curl", "-sS", "--fail", "${DCGM_EXPORTER_URL}/metrics"],
-                CURL_HINT,
-            )];
-            steps.push(s);
-        }
-        if has_load {
-            let mut f = feeds(Source::Load);
-            f.extend(feeds(Source::DcgmExporter));
-            let alloc_count = alloc.map(|a| a.count);
-            let target_rps = brief.targets.request_throughput_rps;
-            let rates = sweep_rates(capacity.as_ref().map(|c| c.0), brief.expected_peak_rps, target_rps);
-            let goodput_args: Vec<String> = goodput
+    }
+}
+
+/// The steps of one stage, from one tool or source each (none when the stage asks nothing of it).
+type StageSteps = fn(&StageCtx<'_>) -> Vec<PlanStep>;
+
+/// The steps in the order the agent runs them within a stage.
+const STAGE_STEPS: [StageSteps; 13] = [
+    smi_list_step,
+    smi_topo_step,
+    smi_query_step,
+    dcgm_discovery_step,
+    dcgm_diag_step,
+    nccl_step,
+    dcgm_exporter_step,
+    load_steps,
+    vllm_log_step,
+    probes_step,
+    checkpoint_step,
+    ledger_step,
+    manifest_step,
+];
+
+/// The plan of one trial.
+pub fn build(input: &PlanInput<'_>) -> TestPlan {
+    let shared = PlanShared::new(input);
+    let brief = shared.brief;
+    let alloc = shared.alloc;
+    let mut stage_numbers: Vec<u8> = input
+        .criteria
+        .iter()
+        .filter(|c| shared.applies(c))
+        .map(|c| c.stage)
+        .collect();
+    stage_numbers.sort();
+    stage_numbers.dedup();
+    let mut stages = Vec::new();
+    let mut has_load = false;
+    for stage in stage_numbers {
+        let cx = StageCtx {
+            shared: &shared,
+            stage,
+            criteria: input
+                .criteria
                 .iter()
-                .map(|g| format!("{}:{}", g.metric, fmt_num(g.ms)))
-                .collect();
-            for (rate, basis) in &rates {
-                let rate_s = fmt_num(*rate);
-                let key = format!("load-{rate_s}rps");
-                let step_key = format!("{stage}-{key}");
-                let n = prompts_at(*rate);
-                let mut s = step(
-                    &key,
-                    format!("Load point: {rate_s} requests/s"),
-                    Runner::Load,
-                    "bench-serving",
-                    f.clone(),
-                    format!(
-                        "Offered {rate_s} req/s ({basis}), {n} requests of {input_tokens} input and {output_tokens} output tokens, Poisson arrivals. \
-                         vLLM and dcgm-exporter are scraped before and after under one window id, so KV-cache use, preemptions and GPU figures are those of this point alone."
-                    ),
-                );
-                s.load = Some(LoadPoint {
-                    rate_rps: *rate,
-                    num_prompts: n,
-                    input_tokens,
-                    output_tokens,
-                    basis: basis.clone(),
-                });
-                s.scrapes = vec![
-                    Scrape {
-                        url: "${VLLM_URL}/metrics".into(),
-                        kind: "vllm-metrics".into(),
-                        required: true,
-                    },
-                    Scrape {
-                        url: "${DCGM_EXPORTER_URL}/metrics".into(),
-                        kind: "dcgm-exporter".into(),
-                        required: false,
-                    },
-                ];
-                s.window = Some(format!("plan-{}-{step_key}", input.trial_id));
-                // Arrivals take n ÷ rate seconds; the last requests then finish, at worst slowly.
-                s.timeout_s = ((f64::from(n) / rate * 2.0) as u64 + 600).min(4 * 3600);
-                s.commands = load_commands(&model, &step_key, *rate, n, input_tokens, output_tokens, &goodput_args);
-                steps.push(s);
-            }
-            load = Some(LoadDesign {
-                input_tokens,
-                output_tokens,
-                lengths_basis: lengths_basis.clone(),
-                capacity_rps: capacity.as_ref().map(|c| round_sig(c.0, 3)),
-                capacity_basis: capacity.as_ref().map_or_else(
-                    || match alloc_count {
-                        Some(_) => "the sizing predicts no decode throughput for this allocation".to_owned(),
-                        None => "the sizing has no option for this trial".to_owned(),
-                    },
-                    |c| c.1.clone(),
-                ),
-                rates_rps: rates.iter().map(|r| r.0).collect(),
-                goodput: goodput.clone(),
-                why: "The sweep brackets the brief's need: from well below the predicted capacity (the latency floor) to past it \
-                      (where the server saturates), with the brief's own peak and throughput target as points of their own. \
-                      The review's operating point is the highest throughput that still meets the card."
-                    .into(),
-            });
-        }
-        let f = feeds(Source::VllmLog);
-        if !f.is_empty() {
-            let mut s = step(
-                "vllm-log",
-                "Send the vLLM start-up log".into(),
-                Runner::File,
-                "vllm-log",
-                f,
-                "vLLM logs the KV-cache size it allocated and the concurrency it can hold at start; the review compares them with the sizing's prediction.".into(),
-            );
-            s.file = Some("${VLLM_LOG}".into());
-            steps.push(s);
-        }
-        let probes: Vec<&&Criterion> = criteria
-            .iter()
-            .filter(|c| source_of(&c.key) == Some(Source::Probe))
-            .collect();
-        if !probes.is_empty() {
-            let mut checks = serde_json::Map::new();
-            for c in &probes {
-                let name = c.key.trim_start_matches("probe.");
-                checks.insert(
-                    name.to_owned(),
-                    serde_json::to_value(&c.threshold).unwrap_or(serde_json::Value::Null),
-                );
-            }
-            let names: Vec<String> = probes.iter().map(|c| c.key.clone()).collect();
-            let mut s = step(
-                "probes",
-                format!("Probes of stage {stage}: {}", checks.keys().cloned().collect::<Vec<_>>().join(", ")),
-                Runner::File,
-                "probe",
-                names,
-                format!(
-                    "Only your harness knows whether {}: it writes what it found as {{\"checks\": {{…}}}} to this file (the template shows the values that pass), and collect sends it.",
-                    probes
-                        .iter()
-                        .filter_map(|c| c.why.as_deref())
-                        .map(|w| w.trim_end_matches('.').to_lowercase())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-            );
-            s.file = Some(format!("${{PROBES}}/{stage}-probes.json"));
-            s.template = Some(serde_json::json!({ "checks": checks }));
-            steps.push(s);
-        }
-        let f = feeds(Source::Checkpoint);
-        if !f.is_empty() {
-            let mut s = step(
-                "checkpoint-restore",
-                "Write and restore a checkpoint".into(),
-                Runner::File,
-                "checkpoint-restore",
-                f,
-                match &brief.restore_plan {
-                    Some(plan) => format!(
-                        "Write a checkpoint, kill the job, restore it as the brief's restore plan says (\"{}\"), and record the result in this file.",
-                        plan.trim()
-                    ),
-                    None => "Write a checkpoint, kill the job, restore it, and record the result in this file (the brief has no restore plan yet).".into(),
-                },
-            );
-            s.file = Some(format!("${{PROBES}}/{stage}-checkpoint.json"));
-            s.template = Some(serde_json::json!({ "written": true, "restored": true, "seconds": 0, "bytes": 0 }));
-            steps.push(s);
-        }
-        let f = feeds(Source::Ledger);
-        if !f.is_empty() {
-            let mut s = step(
-                "ledger",
-                "Send the trial's ledger".into(),
-                Runner::Manual,
-                "ledger",
-                f,
-                "Cost per completed job is the trial's ledger (what was billed) divided by the outputs it accepted: send the bill's lines and the outputs counted.".into(),
-            );
-            let url = format!(
-                "${{RENTCHECK_SERVER}}/api/v1/briefs/{}/ledger?trial={}",
-                input.brief_id, input.trial_id
-            );
-            let argv = [
-                "curl",
-                "-sS",
-                "--fail-with-body",
-                "-X",
-                "POST",
-                url.as_str(),
-                "-H",
-                "Authorization: Bearer ${RENTCHECK_TOKEN}",
-                "-H",
-                "Content-Type: text/csv",
-                "--data-binary",
-                "@ledger.csv",
-            ];
-            s.commands = vec![command("curl", &argv, CURL_HINT)];
-            steps.push(s);
-        }
-        let f = feeds(Source::Manifest);
-        if !f.is_empty() {
-            steps.push(step(
-                "manifest-lint",
-                "Lint the brief's Kubernetes manifest".into(),
-                Runner::Manual,
-                "manifest",
-                f,
-                "The server lints the brief's manifest itself (GPU limits, a pinned image, secrets from a Secret): nothing to run; edit the brief to fix what it finds.".into(),
-            ));
-        }
+                .filter(|c| shared.applies(c) && c.stage == stage)
+                .collect(),
+        };
+        has_load |= !cx.feeds(Source::Load).is_empty();
         stages.push(PlanStage {
             stage,
             name: stage_name(stage).to_owned(),
-            criteria: criteria.iter().map(|c| c.summary()).collect(),
-            steps,
-            not_covered,
+            criteria: cx.criteria.iter().map(|c| c.summary()).collect(),
+            steps: STAGE_STEPS.iter().flat_map(|steps| steps(&cx)).collect(),
+            not_covered: not_covered(&cx),
         });
     }
+    let load = has_load.then(|| load_design(&shared));
+    let serve = serve_hint(brief, shared.option, &shared.model, load.as_ref());
+    TestPlan {
+        format: PLAN_FORMAT,
+        brief: PlanBrief {
+            id: input.brief_id,
+            name: brief.name.clone(),
+            model: shared.model.clone(),
+            workload_kind: brief.workload_kind.as_str().to_owned(),
+        },
+        trial: PlanTrial {
+            id: input.trial_id,
+            name: input.trial_name.to_owned(),
+            gpu: alloc.map(|a| a.gpu.model.clone()),
+            gpu_count: alloc.map_or(0, |a| a.count),
+            gpus_per_node: alloc.map_or(0, |a| a.gpu.gpus_per_node),
+            suggested: alloc.is_some_and(|a| a.suggested),
+            under_sized: alloc.is_some_and(|a| a.under_sized),
+        },
+        card_revision: input.card_revision,
+        variables: variables(input, shared.multi_node),
+        serve,
+        load,
+        stages,
+    }
+}
 
-    let serve = serve_hint(brief, option, &model, load.as_ref());
+/// Criteria of the stage no tool rentcheck runs produces, with how to send them anyway.
+fn not_covered(cx: &StageCtx<'_>) -> Vec<NotCovered> {
+    let stage = cx.stage;
+    cx.criteria
+        .iter()
+        .filter(|c| source_of(&c.key).is_none())
+        .map(|c| NotCovered {
+            key: c.key.clone(),
+            how: format!(
+                "no tool rentcheck runs produces {}: send it from your own tool as {{\"metrics\": {{\"{}\": …}}}} \
+                 with `rentcheck collect --stage {stage} --file metrics=FILE`",
+                c.key, c.key
+            ),
+        })
+        .collect()
+}
+
+/// The rates the load sweep offers, from the predicted capacity, the brief's peak and target.
+fn sweep_of(shared: &PlanShared<'_>) -> Vec<(f64, String)> {
+    let brief = shared.brief;
+    sweep_rates(
+        shared.capacity.as_ref().map(|c| c.0),
+        brief.expected_peak_rps,
+        brief.targets.request_throughput_rps,
+    )
+}
+
+/// One load point per rate of the sweep; vLLM and dcgm-exporter are scraped around each.
+fn load_steps(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut f = cx.feeds(Source::Load);
+    if f.is_empty() {
+        return Vec::new();
+    }
+    f.extend(cx.feeds(Source::DcgmExporter));
+    let shared = cx.shared;
+    let (stage, input_tokens, output_tokens) = (cx.stage, shared.input_tokens, shared.output_tokens);
+    let goodput_args: Vec<String> = shared
+        .goodput
+        .iter()
+        .map(|g| format!("{}:{}", g.metric, fmt_num(g.ms)))
+        .collect();
+    let mut steps = Vec::new();
+    for (rate, basis) in &sweep_of(shared) {
+        let rate_s = fmt_num(*rate);
+        let key = format!("load-{rate_s}rps");
+        let step_key = format!("{stage}-{key}");
+        let n = prompts_at(*rate);
+        let mut s = cx.step(
+            &key,
+            format!("Load point: {rate_s} requests/s"),
+            Runner::Load,
+            "bench-serving",
+            f.clone(),
+            format!(
+                "Offered {rate_s} req/s ({basis}), {n} requests of {input_tokens} input and {output_tokens} output tokens, Poisson arrivals. \
+                 vLLM and dcgm-exporter are scraped before and after under one window id, so KV-cache use, preemptions and GPU figures are those of this point alone."
+            ),
+        );
+        s.load = Some(LoadPoint {
+            rate_rps: *rate,
+            num_prompts: n,
+            input_tokens,
+            output_tokens,
+            basis: basis.clone(),
+        });
+        s.scrapes = vec![
+            Scrape {
+                url: "${VLLM_URL}/metrics".into(),
+                kind: "vllm-metrics".into(),
+                required: true,
+            },
+            Scrape {
+                url: "${DCGM_EXPORTER_URL}/metrics".into(),
+                kind: "dcgm-exporter".into(),
+                required: false,
+            },
+        ];
+        s.window = Some(format!("plan-{}-{step_key}", shared.input.trial_id));
+        // Arrivals take n ÷ rate seconds; the last requests then finish, at worst slowly.
+        s.timeout_s = ((f64::from(n) / rate * 2.0) as u64 + 600).min(4 * 3600);
+        s.commands = load_commands(
+            &shared.model,
+            &step_key,
+            *rate,
+            n,
+            input_tokens,
+            output_tokens,
+            &goodput_args,
+        );
+        steps.push(s);
+    }
+    steps
+}
+
+/// How the load sweep was designed, for the plan's reader.
+fn load_design(shared: &PlanShared<'_>) -> LoadDesign {
+    let capacity = &shared.capacity;
+    LoadDesign {
+        input_tokens: shared.input_tokens,
+        output_tokens: shared.output_tokens,
+        lengths_basis: shared.lengths_basis.clone(),
+        capacity_rps: capacity.as_ref().map(|c| round_sig(c.0, 3)),
+        capacity_basis: capacity.as_ref().map_or_else(
+            || match shared.alloc {
+                Some(_) => "the sizing predicts no decode throughput for this allocation".to_owned(),
+                None => "the sizing has no option for this trial".to_owned(),
+            },
+            |c| c.1.clone(),
+        ),
+        rates_rps: sweep_of(shared).iter().map(|r| r.0).collect(),
+        goodput: shared.goodput.clone(),
+        why: "The sweep brackets the brief's need: from well below the predicted capacity (the latency floor) to past it \
+              (where the server saturates), with the brief's own peak and throughput target as points of their own. \
+              The review's operating point is the highest throughput that still meets the card."
+            .into(),
+    }
+}
+
+/// The plan's variables: where the agent finds the server, the exporter, its files, its nodes.
+fn variables(input: &PlanInput<'_>, multi_node: bool) -> Vec<Variable> {
     let mut variables = vec![
         Variable {
             name: VLLM_URL.into(),
@@ -879,29 +733,389 @@ pub fn build(input: &PlanInput<'_>) -> TestPlan {
             meaning: "the nodes of the trial, one per line, for mpirun".into(),
         });
     }
-    TestPlan {
-        format: PLAN_FORMAT,
-        brief: PlanBrief {
-            id: input.brief_id,
-            name: brief.name.clone(),
-            model,
-            workload_kind: brief.workload_kind.as_str().to_owned(),
-        },
-        trial: PlanTrial {
-            id: input.trial_id,
-            name: input.trial_name.to_owned(),
-            gpu: alloc.map(|a| a.gpu.model.clone()),
-            gpu_count: alloc.map_or(0, |a| a.count),
-            gpus_per_node: alloc.map_or(0, |a| a.gpu.gpus_per_node),
-            suggested: alloc.is_some_and(|a| a.suggested),
-            under_sized: alloc.is_some_and(|a| a.under_sized),
-        },
-        card_revision: input.card_revision,
-        variables,
-        serve,
-        load,
-        stages,
+    variables
+}
+
+/// `nvidia-smi -L`: the GPUs the machine shows.
+fn smi_list_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let alloc = cx.shared.alloc;
+    let f = cx.feeds(Source::SmiList);
+    if !f.is_empty() {
+        steps.push(cx.one_command(
+            "nvidia-smi-list",
+            "List the GPUs",
+            f,
+            match alloc {
+                Some(a) => format!(
+                    "The machine must show the {} GPU devices rented ({}); `nvidia-smi -L` lists each with its model and UUID (MIG slices too).",
+                    a.count * a.gpu.devices_per_card,
+                    a.label()
+                ),
+                None => "`nvidia-smi -L` lists each GPU with its model and UUID.".into(),
+            },
+            command("nvidia-smi", &["nvidia-smi", "-L"], NVIDIA_SMI_HINT),
+        ));
     }
+    steps
+}
+
+/// `nvidia-smi topo -m`: how the GPUs are linked.
+fn smi_topo_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let devices = cx.shared.devices;
+    let f = cx.feeds(Source::SmiTopo);
+    if !f.is_empty() {
+        steps.push(cx.one_command(
+            "nvidia-smi-topo",
+            "Map how the GPUs are linked",
+            f,
+            format!(
+                "Collectives across {devices} GPUs are only as fast as the slowest link between two of them; the topology matrix names each pair's link (NVLink, PCIe switch, CPU socket)."
+            ),
+            command("nvidia-smi", &["nvidia-smi", "topo", "-m"], NVIDIA_SMI_HINT),
+        ));
+    }
+    steps
+}
+
+/// `nvidia-smi -q -x`: memory, driver and ECC counters.
+fn smi_query_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let stage = cx.stage;
+    let f = cx.feeds(Source::SmiQuery);
+    if !f.is_empty() {
+        let during = if stage == 3 {
+            " Run it while a representative step runs: the memory figure is the peak it sees."
+        } else {
+            ""
+        };
+        steps.push(cx.one_command(
+            "nvidia-smi-query",
+            "Read memory, driver and ECC counters",
+            f,
+            format!("`nvidia-smi -q -x` gives each GPU's memory, driver and CUDA versions and ECC error counters as XML.{during}"),
+            command("nvidia-smi", &["nvidia-smi", "-q", "-x"], NVIDIA_SMI_HINT),
+        ));
+    }
+    steps
+}
+
+/// `dcgmi discovery --list`: the GPUs DCGM manages.
+fn dcgm_discovery_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let f = cx.feeds(Source::DcgmDiscovery);
+    if !f.is_empty() {
+        steps.push(cx.one_command(
+            "dcgm-discovery",
+            "Ask DCGM which GPUs it manages",
+            f,
+            "DCGM's own count of the GPUs it can manage and test.".into(),
+            command("dcgmi", &["dcgmi", "discovery", "--list"], DCGMI_HINT),
+        ));
+    }
+    steps
+}
+
+/// `dcgmi diag` at the stage's level.
+fn dcgm_diag_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let stage = cx.stage;
+    let f = cx.feeds(Source::DcgmDiag);
+    if !f.is_empty() {
+        let level = diag_level(stage);
+        let what = match level {
+            1 => "level 1 (quick: the software deployment only)",
+            2 => "level 2 (medium, about two minutes: the deployment checks plus PCIe, GPU memory and a short stress of every GPU)",
+            3 => "level 3 (long, about half an hour: adds the targeted stress, power and memory-bandwidth tests)",
+            _ => "level 4 (extra long)",
+        };
+        let mut s = cx.step(
+            "dcgm-diag",
+            format!("Run DCGM diagnostics, level {level}"),
+            Runner::Command,
+            "dcgm-diag",
+            f,
+            format!(
+                "Stage {stage} runs {what}; every test must run and pass, a skip is not a pass. Run it before vLLM takes the GPUs: the diagnostics need them to themselves."
+            ),
+        );
+        let level = level.to_string();
+        s.commands = vec![command("dcgmi", &["dcgmi", "diag", "-r", &level, "-j"], DCGMI_HINT)];
+        s.timeout_s = diag_seconds(diag_level(stage));
+        steps.push(s);
+    }
+    steps
+}
+
+/// nccl-tests' all-reduce across the allocation (mpirun or srun across nodes).
+fn nccl_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let alloc = cx.shared.alloc;
+    let devices = cx.shared.devices;
+    let multi_node = cx.shared.multi_node;
+    let f = cx.feeds(Source::Nccl);
+    if let (false, Some(a)) = (f.is_empty(), alloc) {
+        let max = nccl_max_bytes(a.gpu.memory_gb);
+        let per_node = a.gpu.gpus_per_node.max(1).min(a.count) * a.gpu.devices_per_card;
+        let nodes = a.count.div_ceil(a.gpu.gpus_per_node.max(1));
+        let mut s = cx.step(
+            "nccl-all-reduce",
+            format!("Measure all-reduce bandwidth across the {devices} GPUs"),
+            Runner::Command,
+            "nccl-tests",
+            f,
+            format!(
+                "nccl-tests' all_reduce_perf from 8 B to {max} (doubling) checks every result (`#wrong`) and reports the bus bandwidth, which the card compares with what {} should reach{}.",
+                a.label(),
+                if multi_node {
+                    format!(" across {nodes} nodes; NCCL_DEBUG=INFO names the NICs so the expected figure uses them")
+                } else {
+                    format!(": one process drives all {devices} GPUs (`-g {devices}`)")
+                }
+            ),
+        );
+        if multi_node {
+            s.commands = nccl_across_nodes(devices, per_node, nodes, max);
+            s.timeout_s = 3600;
+        } else {
+            let g = devices.to_string();
+            s.commands = vec![command(
+                "all_reduce_perf",
+                &["all_reduce_perf", "-b", "8", "-e", max, "-f", "2", "-g", &g],
+                NCCL_HINT,
+            )];
+            s.timeout_s = 1800;
+        }
+        steps.push(s);
+    }
+    steps
+}
+
+/// One dcgm-exporter scrape, when no load point scrapes it already.
+fn dcgm_exporter_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let has_load = !cx.feeds(Source::Load).is_empty();
+    let f = cx.feeds(Source::DcgmExporter);
+    if !f.is_empty() && !has_load {
+        let mut s = cx.step(
+            "dcgm-exporter",
+            "Scrape dcgm-exporter".into(),
+            Runner::Command,
+            "dcgm-exporter",
+            f,
+            "NVIDIA's dcgm-exporter reports each GPU's utilisation, power, temperature and XID errors; one scrape gives them as of now.".into(),
+        );
+        s.commands = vec![command(
+            "curl",
+            &["curl", "-sS", "--fail", "${DCGM_EXPORTER_URL}/metrics"],
+            CURL_HINT,
+        )];
+        steps.push(s);
+    }
+    steps
+}
+
+/// The vLLM start-up log, sent as a file.
+fn vllm_log_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let f = cx.feeds(Source::VllmLog);
+    if !f.is_empty() {
+        let mut s = cx.step(
+            "vllm-log",
+            "Send the vLLM start-up log".into(),
+            Runner::File,
+            "vllm-log",
+            f,
+            "vLLM logs the KV-cache size it allocated and the concurrency it can hold at start; the review compares them with the sizing's prediction.".into(),
+        );
+        s.file = Some("${VLLM_LOG}".into());
+        steps.push(s);
+    }
+    steps
+}
+
+/// The stage's probes, one file the harness writes.
+fn probes_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let stage = cx.stage;
+    let criteria = &cx.criteria;
+    let probes: Vec<&&Criterion> = criteria
+        .iter()
+        .filter(|c| source_of(&c.key) == Some(Source::Probe))
+        .collect();
+    if !probes.is_empty() {
+        let mut checks = serde_json::Map::new();
+        for c in &probes {
+            let name = c.key.trim_start_matches("probe.");
+            checks.insert(
+                name.to_owned(),
+                serde_json::to_value(&c.threshold).unwrap_or(serde_json::Value::Null),
+            );
+        }
+        let names: Vec<String> = probes.iter().map(|c| c.key.clone()).collect();
+        let mut s = cx.step(
+            "probes",
+            format!("Probes of stage {stage}: {}", checks.keys().cloned().collect::<Vec<_>>().join(", ")),
+            Runner::File,
+            "probe",
+            names,
+            format!(
+                "Only your harness knows whether {}: it writes what it found as {{\"checks\": {{…}}}} to this file (the template shows the values that pass), and collect sends it.",
+                probes
+                    .iter()
+                    .filter_map(|c| c.why.as_deref())
+                    .map(|w| w.trim_end_matches('.').to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        );
+        s.file = Some(format!("${{PROBES}}/{stage}-probes.json"));
+        s.template = Some(serde_json::json!({ "checks": checks }));
+        steps.push(s);
+    }
+    steps
+}
+
+/// Write and restore a checkpoint, recorded in a file.
+fn checkpoint_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let stage = cx.stage;
+    let brief = cx.shared.brief;
+    let f = cx.feeds(Source::Checkpoint);
+    if !f.is_empty() {
+        let mut s = cx.step(
+            "checkpoint-restore",
+            "Write and restore a checkpoint".into(),
+            Runner::File,
+            "checkpoint-restore",
+            f,
+            match &brief.restore_plan {
+                Some(plan) => format!(
+                    "Write a checkpoint, kill the job, restore it as the brief's restore plan says (\"{}\"), and record the result in this file.",
+                    plan.trim()
+                ),
+                None => "Write a checkpoint, kill the job, restore it, and record the result in this file (the brief has no restore plan yet).".into(),
+            },
+        );
+        s.file = Some(format!("${{PROBES}}/{stage}-checkpoint.json"));
+        s.template = Some(serde_json::json!({ "written": true, "restored": true, "seconds": 0, "bytes": 0 }));
+        steps.push(s);
+    }
+    steps
+}
+
+/// The trial's ledger, posted as CSV.
+fn ledger_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let input = cx.shared.input;
+    let f = cx.feeds(Source::Ledger);
+    if !f.is_empty() {
+        let mut s = cx.step(
+            "ledger",
+            "Send the trial's ledger".into(),
+            Runner::Manual,
+            "ledger",
+            f,
+            "Cost per completed job is the trial's ledger (what was billed) divided by the outputs it accepted: send the bill's lines and the outputs counted.".into(),
+        );
+        let url = format!(
+            "${{RENTCHECK_SERVER}}/api/v1/briefs/{}/ledger?trial={}",
+            input.brief_id, input.trial_id
+        );
+        let argv = [
+            "curl",
+            "-sS",
+            "--fail-with-body",
+            "-X",
+            "POST",
+            url.as_str(),
+            "-H",
+            "Authorization: Bearer ${RENTCHECK_TOKEN}",
+            "-H",
+            "Content-Type: text/csv",
+            "--data-binary",
+            "@ledger.csv",
+        ];
+        s.commands = vec![command("curl", &argv, CURL_HINT)];
+        steps.push(s);
+    }
+    steps
+}
+
+/// The manifest lint, which the server runs itself.
+fn manifest_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
+    let mut steps = Vec::new();
+    let f = cx.feeds(Source::Manifest);
+    if !f.is_empty() {
+        steps.push(cx.step(
+            "manifest-lint",
+            "Lint the brief's Kubernetes manifest".into(),
+            Runner::Manual,
+            "manifest",
+            f,
+            "The server lints the brief's manifest itself (GPU limits, a pinned image, secrets from a Secret): nothing to run; edit the brief to fix what it finds.".into(),
+        ));
+    }
+    steps
+}
+
+/// All-reduce across nodes: one process per GPU, started by mpirun or srun (whichever the site has).
+fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &str) -> Vec<PlanCommand> {
+    let np = devices.to_string();
+    let n_per = per_node.to_string();
+    let nodes_s = nodes.to_string();
+    let mut mpi = command(
+        "mpirun",
+        &[
+            "mpirun",
+            "-np",
+            &np,
+            "-N",
+            &n_per,
+            "--hostfile",
+            "${HOSTFILE}",
+            "--tag-output",
+            "-x",
+            "NCCL_DEBUG=INFO",
+            "all_reduce_perf",
+            "-b",
+            "8",
+            "-e",
+            max,
+            "-f",
+            "2",
+            "-g",
+            "1",
+        ],
+        MPI_HINT,
+    );
+    mpi.shell = shell_line(&[], &mpi.argv);
+    let ntasks = format!("--ntasks-per-node={per_node}");
+    let mut srun = command(
+        "srun",
+        &[
+            "srun",
+            "-l",
+            "-N",
+            &nodes_s,
+            &ntasks,
+            "--gpus-per-task=1",
+            "all_reduce_perf",
+            "-b",
+            "8",
+            "-e",
+            max,
+            "-f",
+            "2",
+            "-g",
+            "1",
+        ],
+        SRUN_HINT,
+    );
+    srun.env = vec![("NCCL_DEBUG".into(), "INFO".into())];
+    srun.shell = shell_line(&srun.env, &srun.argv);
+    vec![mpi, srun]
 }
 
 /// The first eight hex digits of an id, for names people read.
@@ -922,6 +1136,7 @@ fn goodput_targets(brief: &BriefFields) -> Vec<GoodputTarget> {
         .collect()
 }
 
+// Long, and reads better whole: the load test's commands for each tool, one arm each.
 fn load_commands(
     model: &str,
     step_key: &str,

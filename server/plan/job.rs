@@ -32,6 +32,7 @@ fn q(s: &str) -> String {
 }
 
 /// The Jobs, as one multi-document YAML file.
+// Long, and reads better whole: a YAML template written out in the order of the file it makes.
 pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
     let trial = &plan.trial;
     let gpus_per_node = trial.gpus_per_node.max(1).min(trial.gpu_count.max(1));

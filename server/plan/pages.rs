@@ -87,6 +87,8 @@ fn duration(seconds: u64) -> String {
     }
 }
 
+// Long, and reads better whole: it fills the plan page's view field by field in the order the
+// template shows them.
 async fn show(
     State(state): State<AppState>,
     user: PageUser,

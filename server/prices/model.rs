@@ -148,6 +148,8 @@ pub fn parse_sheet(text: &[u8]) -> Result<Vec<PriceRow>, SheetErrors> {
     Ok(rows)
 }
 
+// Long, and reads better whole: one check per price sheet column, in column order, every error
+// collected.
 fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
     let mut errors = Vec::new();
     let mut fail = |col: usize, message: &str| errors.push(at(line, Some(col), message));

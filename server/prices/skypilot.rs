@@ -146,6 +146,8 @@ fn price(raw: &str) -> Result<Option<Decimal>, &'static str> {
 
 /// Reads a whole catalogue for `provider`, each row valid from `valid_from`. All or nothing for
 /// malformed rows; rows that are not offers of a known GPU are skipped and listed.
+// Long, and reads better whole: one pass over the catalogue's rows that keeps the cheapest row per
+// offer and every error by line.
 pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Result<CatalogueImport, SheetErrors> {
     let provider = provider.trim();
     if provider.is_empty() || provider.chars().count() > 200 || provider.chars().any(char::is_control) {

@@ -10,22 +10,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::money::MoneyFacts;
+use super::money::{ApiBreakEven, MoneyFacts};
 use crate::money::with_currency;
 
-/// The thresholds of decision.md, in one place.
-///
-/// `saturated` = any of: `serving.preemptions_total` > 0 in the load window;
-/// `serving.kv_cache_usage_max_pct` ≥ 90; `serving.queue_time_p95_ms` ≥ 20 % of `serving.e2e_p95_ms`.
+/// The thresholds of decision.md. What "saturated" means is shared with the default card, so those
+/// live in `crate::thresholds` and are re-exported here; the break-even ones are the decision's own.
 pub mod limits {
     use rust_decimal::Decimal;
 
-    /// KV-cache usage (percent) at or above which the server counts as saturated.
-    pub const KV_CACHE_SATURATED_PCT: f64 = 90.0;
-    /// Queue time p95 as a share of end-to-end p95 at or above which requests are queueing.
-    pub const QUEUE_SHARE_SATURATED: f64 = 0.20;
-    /// Preemptions above this count in the load window mean KV pressure.
-    pub const PREEMPTIONS_SATURATED_ABOVE: f64 = 0.0;
+    pub use crate::thresholds::{KV_CACHE_SATURATED_PCT, PREEMPTIONS_SATURATED_ABOVE, QUEUE_SHARE_SATURATED};
+
     /// The reservation break-even when no reserved price of the offer is known (rule 8): then the
     /// reason says the reserved price is missing and no saving is claimed.
     pub const DEFAULT_BREAK_EVEN: Decimal = Decimal::from_parts(60, 0, 0, false, 2);
@@ -33,8 +27,11 @@ pub mod limits {
     pub const BREAK_EVEN_MARGIN: Decimal = Decimal::from_parts(5, 0, 0, false, 2);
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// The decision. Kept as text (`approvals.decision`, the signal snapshot) in the same lower-case
+/// names as on the wire; the `sqlx::Type` derive only names that mapping, it does no I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "lowercase")]
+#[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum Verdict {
     Expand,
     Reserve,
@@ -55,16 +52,30 @@ impl Verdict {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Fail,
-    Missing,
-    /// The criterion does not apply to this trial's allocation (collectives on one GPU).
-    #[serde(rename = "n/a")]
-    NotApplicable,
+impl std::str::FromStr for Verdict {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        [
+            Verdict::Expand,
+            Verdict::Reserve,
+            Verdict::Dedicate,
+            Verdict::Scale,
+            Verdict::Stop,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+        .ok_or(())
+    }
 }
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A criterion's status, as the card evaluation gives it.
+pub use crate::criteria::Status;
 
 /// One evaluated criterion of the current card.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -338,293 +349,450 @@ fn false_metric<'a>(metrics: &'a BTreeMap<String, MetricFact>, key: &str) -> Opt
     metrics.get(key).filter(|m| m.value == Value::Bool(false))
 }
 
-pub fn decide(inputs: &DecisionInputs) -> Decision {
-    let brief = &inputs.brief;
-    // A criterion that does not apply to the trial's allocation is neither required nor missing.
-    let required = || {
-        inputs
+/// What every rule reads, worked out once from the inputs.
+struct Context<'a> {
+    inputs: &'a DecisionInputs,
+    brief: &'a BriefFacts,
+    /// Required criteria that apply: one that does not apply to the trial's allocation is neither
+    /// required nor missing.
+    required: Vec<&'a CriterionOutcome>,
+    accepted: bool,
+    /// Required criteria without evidence, by stage.
+    missing: BTreeMap<u8, Vec<String>>,
+    utilization: Option<Decimal>,
+    utilization_source: UtilizationSource,
+    /// The saturation signals present, as facts; empty when not saturated.
+    signals: Vec<Fact>,
+    /// The offer's reserved ÷ on-demand rate, when both prices are known.
+    known_break_even: Option<Decimal>,
+    break_even: Decimal,
+}
+
+impl<'a> Context<'a> {
+    fn new(inputs: &'a DecisionInputs) -> Self {
+        let required: Vec<&CriterionOutcome> = inputs
             .criteria
             .iter()
             .filter(|c| c.required && c.status != Status::NotApplicable)
-    };
-    let accepted = required().all(|c| c.status == Status::Pass);
-    let mut missing: BTreeMap<u8, Vec<String>> = BTreeMap::new();
-    for c in required().filter(|c| c.status == Status::Missing) {
-        missing.entry(c.stage).or_default().push(c.key.clone());
-    }
-    let (utilization, utilization_source) = utilization(inputs);
-    let signals = saturation_signals(&inputs.metrics);
-    let saturated = !signals.is_empty();
-    let mut reasons = Vec::new();
-    let mut suggested_replicas = None;
-    let rates = inputs.money.as_ref().map(|m| &m.reservation_rates);
-    let known_break_even = rates.and_then(|r| r.break_even());
-    let break_even = known_break_even.unwrap_or(limits::DEFAULT_BREAK_EVEN);
-
-    // 1. A managed model API is the better abstraction.
-    if brief.only_needs_model_output && !brief.needs_host_control && brief.data_boundary == "shared-ok" {
-        reasons.push(Reason {
-            rule: Rule::Numbered(1),
-            decision: Verdict::Stop,
-            says: "The workload only needs model output, needs no host-level control and may share \
-                   infrastructure: a managed model API is the better abstraction than a rented GPU."
-                .into(),
-            facts: vec![
-                fact("only_needs_model_output", true, None),
-                fact("needs_host_control", false, None),
-                fact("data_boundary", &brief.data_boundary, None),
-            ],
-        });
+            .collect();
+        let accepted = required.iter().all(|c| c.status == Status::Pass);
+        let mut missing: BTreeMap<u8, Vec<String>> = BTreeMap::new();
+        for c in required.iter().filter(|c| c.status == Status::Missing) {
+            missing.entry(c.stage).or_default().push(c.key.clone());
+        }
+        let (utilization, utilization_source) = utilization(inputs);
+        let known_break_even = inputs.money.as_ref().and_then(|m| m.reservation_rates.break_even());
+        Context {
+            inputs,
+            brief: &inputs.brief,
+            required,
+            accepted,
+            missing,
+            utilization,
+            utilization_source,
+            signals: saturation_signals(&inputs.metrics),
+            known_break_even,
+            break_even: known_break_even.unwrap_or(limits::DEFAULT_BREAK_EVEN),
+        }
     }
 
-    // 2. The environment or its recovery failed.
-    let mut env_facts: Vec<Fact> = required()
-        .filter(|c| matches!(c.stage, 1 | 2 | 4) && c.status == Status::Fail)
-        .map(criterion_fact)
-        .collect();
+    fn saturated(&self) -> bool {
+        !self.signals.is_empty()
+    }
+
+    /// Required criteria that failed, among `stages`.
+    fn failed_in(&self, stages: &[u8]) -> Vec<&'a CriterionOutcome> {
+        self.required
+            .iter()
+            .copied()
+            .filter(|c| stages.contains(&c.stage) && c.status == Status::Fail)
+            .collect()
+    }
+
+    /// Utilization from which a reservation pays: the break-even plus the margin.
+    fn reserve_from(&self) -> Decimal {
+        self.break_even + limits::BREAK_EVEN_MARGIN
+    }
+
+    /// The utilization when it is high enough to reserve and the trial is not spot capacity.
+    fn busy_enough_to_reserve(&self) -> Option<Decimal> {
+        self.utilization
+            .filter(|u| *u >= self.reserve_from() && self.brief.trial_billing != "spot")
+    }
+}
+
+/// A rule of decision.md: the reason it gives when it matches.
+type RuleCheck = fn(&Context) -> Option<Reason>;
+
+/// The rules in decision.md's order; the first that matches decides and every match is a reason.
+const RULES: [RuleCheck; 10] = [
+    managed_api_fits,
+    environment_failed,
+    cost_above_ceiling,
+    load_missed_while_saturated,
+    load_missed_where_more_units_will_not_help,
+    criteria_missing,
+    accepted_but_api_cheaper,
+    spot_for_realtime,
+    dedicated_host_needed,
+    reserve_or_stay_pay_as_you_go,
+];
+
+pub fn decide(inputs: &DecisionInputs) -> Decision {
+    let ctx = Context::new(inputs);
+    let mut reasons: Vec<Reason> = RULES.iter().filter_map(|rule| rule(&ctx)).collect();
+    if reasons.is_empty() {
+        reasons.push(not_accepted_otherwise(&ctx));
+    }
+    let suggested_replicas = reasons
+        .iter()
+        .any(|r| r.rule == Rule::Numbered(4))
+        .then(|| scale_out(&ctx).replicas);
+    let decision = reasons[0].decision;
+    Decision {
+        decision,
+        accepted: ctx.accepted,
+        reasons,
+        missing: ctx.missing,
+        utilization: ctx.utilization,
+        saturated: !ctx.signals.is_empty(),
+        utilization_source: ctx.utilization_source,
+        suggested_replicas,
+        break_even: ctx.break_even,
+        break_even_known: ctx.known_break_even.is_some(),
+        inputs_digest: inputs_digest(inputs),
+    }
+}
+
+/// Rule 1: a managed model API is the better abstraction.
+fn managed_api_fits(ctx: &Context) -> Option<Reason> {
+    let brief = ctx.brief;
+    if !(brief.only_needs_model_output && !brief.needs_host_control && brief.data_boundary == "shared-ok") {
+        return None;
+    }
+    Some(Reason {
+        rule: Rule::Numbered(1),
+        decision: Verdict::Stop,
+        says: "The workload only needs model output, needs no host-level control and may share \
+               infrastructure: a managed model API is the better abstraction than a rented GPU."
+            .into(),
+        facts: vec![
+            fact("only_needs_model_output", true, None),
+            fact("needs_host_control", false, None),
+            fact("data_boundary", &brief.data_boundary, None),
+        ],
+    })
+}
+
+/// Rule 2: the environment or its recovery failed: a required stage 1, 2 or 4 criterion, or a
+/// diagnostic or restore that reported false whether or not the card names it.
+fn environment_failed(ctx: &Context) -> Option<Reason> {
+    let mut env_facts: Vec<Fact> = ctx.failed_in(&[1, 2, 4]).into_iter().map(criterion_fact).collect();
     for key in ["dcgm.diag.passed", "checkpoint.restore_ok"] {
-        if let Some(m) = false_metric(&inputs.metrics, key) {
+        if let Some(m) = false_metric(&ctx.inputs.metrics, key) {
             if !env_facts.iter().any(|f| f.label.starts_with(key)) {
                 env_facts.push(fact(key, "false", Some(format!("evidence:{}", m.evidence_id))));
             }
         }
     }
-    if !env_facts.is_empty() {
-        reasons.push(Reason {
-            rule: Rule::Numbered(2),
-            decision: Verdict::Stop,
-            says: "The environment or its recovery failed: fix or replace the allocation before any commitment.".into(),
-            facts: env_facts,
-        });
+    if env_facts.is_empty() {
+        return None;
     }
+    Some(Reason {
+        rule: Rule::Numbered(2),
+        decision: Verdict::Stop,
+        says: "The environment or its recovery failed: fix or replace the allocation before any commitment.".into(),
+        facts: env_facts,
+    })
+}
 
-    // 3. Cost per completed job above the ceiling.
-    if let (Some(ledger), Some(ceiling)) = (&inputs.ledger, brief.max_cost_per_job) {
-        if let Some(cost) = ledger.cost_per_job.filter(|c| *c > ceiling) {
-            let mut facts = vec![
-                fact(
-                    "cost per completed job",
-                    format!("{cost} {}", brief.currency),
-                    Some("ledger:cost_per_job".into()),
-                ),
-                fact("ceiling", format!("{ceiling} {}", brief.currency), None),
-            ];
-            facts.extend(ledger.totals.iter().map(|(category, amount)| {
-                fact(
-                    category,
-                    format!("{amount} {}", brief.currency),
-                    Some(format!("ledger:{category}")),
-                )
-            }));
-            reasons.push(Reason {
-                rule: Rule::Numbered(3),
-                decision: Verdict::Stop,
-                says: "Each completed job costs more than the brief's ceiling.".into(),
-                facts,
-            });
-        }
-    }
+/// Rule 3: cost per completed job above the brief's ceiling.
+fn cost_above_ceiling(ctx: &Context) -> Option<Reason> {
+    let brief = ctx.brief;
+    let (ledger, ceiling) = (ctx.inputs.ledger.as_ref()?, brief.max_cost_per_job?);
+    let cost = ledger.cost_per_job.filter(|c| *c > ceiling)?;
+    let mut facts = vec![
+        fact(
+            "cost per completed job",
+            format!("{cost} {}", brief.currency),
+            Some("ledger:cost_per_job".into()),
+        ),
+        fact("ceiling", format!("{ceiling} {}", brief.currency), None),
+    ];
+    facts.extend(ledger.totals.iter().map(|(category, amount)| {
+        fact(
+            category,
+            format!("{amount} {}", brief.currency),
+            Some(format!("ledger:{category}")),
+        )
+    }));
+    Some(Reason {
+        rule: Rule::Numbered(3),
+        decision: Verdict::Stop,
+        says: "Each completed job costs more than the brief's ceiling.".into(),
+        facts,
+    })
+}
 
-    // 4 and 5. A load (stage 3) SLO missed, with or without saturation.
-    let load_failures: Vec<&CriterionOutcome> = required()
-        .filter(|c| c.stage == 3 && c.status == Status::Fail)
-        .collect();
-    let nothing_completed = load_failures
+/// Whether a missed load target had no completed request at all (every request failed).
+fn nothing_completed(failures: &[&CriterionOutcome]) -> bool {
+    failures
         .iter()
-        .any(|c| c.reason.as_deref() == Some(crate::evidence::load_points::NOTHING_COMPLETED));
-    if !load_failures.is_empty() {
-        let mut facts: Vec<Fact> = load_failures.iter().map(|c| criterion_fact(c)).collect();
-        if nothing_completed {
-            reasons.push(Reason {
-                rule: Rule::Numbered(5),
-                decision: Verdict::Stop,
-                says: "No request of the load test completed (every request failed): there is no latency \
-                       to judge, and more units will not fix a server that answers nothing."
-                    .into(),
-                facts,
-            });
-        } else if saturated {
-            let worst = load_failures
-                .iter()
-                .filter_map(|c| miss_ratio(c))
-                .fold(1.0_f64, f64::max);
-            // Replicas of the trial's allocation (one today), never fewer than the sizing's GPUs need.
-            let per_replica = brief.current_units.max(1);
-            let sized = brief.sized_count.div_ceil(per_replica).max(1);
-            let replicas = (worst.ceil() as u32).max(sized);
-            suggested_replicas = Some(replicas);
-            facts.extend(signals.iter().cloned());
-            facts.push(fact("worst miss ratio", format!("{worst:.2}"), None));
-            facts.push(fact("suggested replicas", replicas, None));
-            reasons.push(Reason {
-                rule: Rule::Numbered(4),
-                decision: Verdict::Scale,
-                says: format!(
-                    "A load target was missed while the server was saturated: add capacity (suggested \
-                     {replicas} replicas of {per_replica} GPUs, from 1 replica × the worst miss ratio; never \
-                     below the sizing's {} GPUs).",
-                    brief.sized_count
-                ),
-                facts,
-            });
-        } else {
-            reasons.push(Reason {
-                rule: Rule::Numbered(5),
-                decision: Verdict::Stop,
-                says: "A load target was missed while the server was not saturated: more units will not fix it.".into(),
-                facts,
-            });
-        }
-    }
+        .any(|c| c.reason.as_deref() == Some(crate::evidence::load_points::NOTHING_COMPLETED))
+}
 
-    // 6. Required criteria still missing.
-    if !missing.is_empty() {
-        let facts = missing
+/// How far to scale out for rule 4.
+struct ScaleOut {
+    /// The worst miss ratio among the failed load criteria (at least 1).
+    worst: f64,
+    /// GPUs per replica: the trial's allocation.
+    per_replica: u32,
+    /// Replicas of the trial's allocation (one today) × the worst miss ratio, never fewer than the
+    /// sizing's GPUs need.
+    replicas: u32,
+}
+
+fn scale_out(ctx: &Context) -> ScaleOut {
+    let worst = ctx
+        .failed_in(&[3])
+        .iter()
+        .filter_map(|c| miss_ratio(c))
+        .fold(1.0_f64, f64::max);
+    let per_replica = ctx.brief.current_units.max(1);
+    let sized = ctx.brief.sized_count.div_ceil(per_replica).max(1);
+    ScaleOut {
+        worst,
+        per_replica,
+        replicas: (worst.ceil() as u32).max(sized),
+    }
+}
+
+/// Rule 4: a load (stage 3) target was missed while the server was saturated: add capacity.
+fn load_missed_while_saturated(ctx: &Context) -> Option<Reason> {
+    let failures = ctx.failed_in(&[3]);
+    if failures.is_empty() || nothing_completed(&failures) || !ctx.saturated() {
+        return None;
+    }
+    let ScaleOut {
+        worst,
+        per_replica,
+        replicas,
+    } = scale_out(ctx);
+    let mut facts: Vec<Fact> = failures.iter().map(|c| criterion_fact(c)).collect();
+    facts.extend(ctx.signals.iter().cloned());
+    facts.push(fact("worst miss ratio", format!("{worst:.2}"), None));
+    facts.push(fact("suggested replicas", replicas, None));
+    Some(Reason {
+        rule: Rule::Numbered(4),
+        decision: Verdict::Scale,
+        says: format!(
+            "A load target was missed while the server was saturated: add capacity (suggested \
+             {replicas} replicas of {per_replica} GPUs, from 1 replica × the worst miss ratio; never \
+             below the sizing's {} GPUs).",
+            ctx.brief.sized_count
+        ),
+        facts,
+    })
+}
+
+/// Rule 5: a load target was missed and more units will not fix it: no request completed, or the
+/// server was not saturated.
+fn load_missed_where_more_units_will_not_help(ctx: &Context) -> Option<Reason> {
+    let failures = ctx.failed_in(&[3]);
+    if failures.is_empty() {
+        return None;
+    }
+    let says = if nothing_completed(&failures) {
+        "No request of the load test completed (every request failed): there is no latency \
+         to judge, and more units will not fix a server that answers nothing."
+    } else if ctx.saturated() {
+        return None;
+    } else {
+        "A load target was missed while the server was not saturated: more units will not fix it."
+    };
+    Some(Reason {
+        rule: Rule::Numbered(5),
+        decision: Verdict::Stop,
+        says: says.into(),
+        facts: failures.iter().map(|c| criterion_fact(c)).collect(),
+    })
+}
+
+/// Rule 6: required criteria still missing: keep the short allocation until they are measured.
+fn criteria_missing(ctx: &Context) -> Option<Reason> {
+    if ctx.missing.is_empty() {
+        return None;
+    }
+    Some(Reason {
+        rule: Rule::Numbered(6),
+        decision: Verdict::Expand,
+        says: "Keep the short allocation until these are measured; no reservation before acceptance.".into(),
+        facts: ctx
+            .missing
             .iter()
             .map(|(stage, keys)| fact(&format!("stage {stage}"), keys.join(", "), None))
-            .collect();
-        reasons.push(Reason {
-            rule: Rule::Numbered(6),
-            decision: Verdict::Expand,
-            says: "Keep the short allocation until these are measured; no reservation before acceptance.".into(),
-            facts,
-        });
-    }
+            .collect(),
+    })
+}
 
-    if accepted {
-        // 6b. A managed model API is cheaper per good request than the trial.
-        if let Some(reason) = api_cheaper(brief, inputs.money.as_ref()) {
-            reasons.push(reason);
-        }
-        // 6c. Interruptible capacity for real-time serving.
-        if brief.trial_billing == "spot" && brief.workload_kind == "realtime-inference" {
-            reasons.push(Reason {
-                rule: Rule::SpotForRealtime,
-                decision: Verdict::Stop,
-                says: "The trial runs on interruptible (spot) capacity, which can be reclaimed mid-request and \
-                       carries no availability promise: test the same allocation on demand or reserved; spot \
-                       suits batch work with checkpoints."
-                    .into(),
-                facts: vec![
-                    fact("billing", "spot", None),
-                    fact("workload_kind", &brief.workload_kind, None),
-                ],
-            });
-        }
-        // 7. Dedicated host needed.
-        if brief.needs_host_control || brief.data_boundary == "dedicated-host" {
-            let mut facts = Vec::new();
-            if brief.needs_host_control {
-                facts.push(fact("needs_host_control", true, None));
-            }
-            if brief.data_boundary == "dedicated-host" {
-                facts.push(fact("data_boundary", "dedicated-host", None));
-            }
-            reasons.push(Reason {
-                rule: Rule::Numbered(7),
-                decision: Verdict::Dedicate,
-                says: "Accepted, and the brief requires host-level control or a dedicated host.".into(),
-                facts,
-            });
-        }
-        // 8 and 9. Reserve when busy enough past the offer's break-even, else stay pay-as-you-go.
-        let threshold = break_even + limits::BREAK_EVEN_MARGIN;
-        let spot = brief.trial_billing == "spot";
-        let break_even_fact = break_even_fact(break_even, known_break_even.is_some(), inputs.money.as_ref());
-        match utilization {
-            Some(u) if u >= threshold && !spot => {
-                let mut facts = vec![fact("utilization", u, utilization_source.link()), break_even_fact];
-                let says = match reservation_saving(inputs.money.as_ref(), u) {
-                    Some(saving) if known_break_even.is_some() => {
-                        facts.push(fact(
-                            "saving per month",
-                            with_currency(saving, &brief.currency),
-                            rates.and_then(|r| r.reserved_price_id).map(|id| format!("price:{id}")),
-                        ));
-                        format!(
-                            "Accepted and busy: utilization {} {} is at least the reservation break-even {} + \
-                             0.05, so reserving saves {} a month.",
-                            u.normalize(),
-                            utilization_source.describe(),
-                            break_even.normalize(),
-                            with_currency(saving, &brief.currency)
-                        )
-                    }
-                    _ => format!(
-                        "Accepted and busy: utilization {} {} is at least 0.65 (the break-even 0.60 used when no \
-                         reserved price of the offer is known, + 0.05). No reserved price is known, so no saving \
-                         is claimed: ask the provider for one or import it on the Prices page.",
-                        u.normalize(),
-                        utilization_source.describe()
-                    ),
-                };
-                reasons.push(Reason {
-                    rule: Rule::Numbered(8),
-                    decision: Verdict::Reserve,
-                    says,
-                    facts,
-                });
-            }
-            _ => {
-                let batch = matches!(brief.workload_kind.as_str(), "batch-inference" | "media");
-                let why = if spot {
-                    "the trial is billed as spot capacity, which is not reserved".to_owned()
-                } else {
-                    format!(
-                        "not busy enough to reserve (or utilization unknown): a reservation pays from {}",
-                        threshold.normalize()
-                    )
-                };
-                reasons.push(Reason {
-                    rule: Rule::Numbered(9),
-                    decision: Verdict::Expand,
-                    says: if batch {
-                        format!(
-                            "Accepted, but {why}: stay pay-as-you-go and prefer interruptible capacity with a \
-                             resumable queue."
-                        )
-                    } else {
-                        format!("Accepted, but {why}: stay pay-as-you-go.")
-                    },
-                    facts: vec![
-                        fact(
-                            "utilization",
-                            utilization.map(|u| u.to_string()).unwrap_or_else(|| "unknown".into()),
-                            utilization_source.link(),
-                        ),
-                        break_even_fact,
-                    ],
-                });
-            }
-        }
+/// Rule 6b: accepted, but a managed model API is cheaper per good request than the trial.
+fn accepted_but_api_cheaper(ctx: &Context) -> Option<Reason> {
+    if !ctx.accepted {
+        return None;
     }
+    api_cheaper(ctx.brief, ctx.inputs.money.as_ref())
+}
 
-    if reasons.is_empty() {
-        // Not accepted, yet no rule above names why (e.g. a failed stage-5 criterion other than
-        // cost): nothing may be committed, so the short allocation stays.
-        reasons.push(Reason {
-            rule: Rule::Numbered(9),
-            decision: Verdict::Expand,
-            says: "Not accepted: a required criterion failed; stay pay-as-you-go until it passes.".into(),
-            facts: required()
-                .filter(|c| c.status == Status::Fail)
-                .map(criterion_fact)
-                .collect(),
-        });
+/// Rule 6c: accepted, but on interruptible capacity for real-time serving.
+fn spot_for_realtime(ctx: &Context) -> Option<Reason> {
+    let brief = ctx.brief;
+    if !(ctx.accepted && brief.trial_billing == "spot" && brief.workload_kind == "realtime-inference") {
+        return None;
     }
-    let decision = reasons[0].decision;
-    Decision {
-        decision,
-        accepted,
-        reasons,
-        missing,
-        utilization,
-        utilization_source,
-        saturated,
-        suggested_replicas,
-        break_even,
-        break_even_known: known_break_even.is_some(),
-        inputs_digest: inputs_digest(inputs),
+    Some(Reason {
+        rule: Rule::SpotForRealtime,
+        decision: Verdict::Stop,
+        says: "The trial runs on interruptible (spot) capacity, which can be reclaimed mid-request and \
+               carries no availability promise: test the same allocation on demand or reserved; spot \
+               suits batch work with checkpoints."
+            .into(),
+        facts: vec![
+            fact("billing", "spot", None),
+            fact("workload_kind", &brief.workload_kind, None),
+        ],
+    })
+}
+
+/// Rule 7: accepted, and the brief needs host-level control or a dedicated host.
+fn dedicated_host_needed(ctx: &Context) -> Option<Reason> {
+    let brief = ctx.brief;
+    let dedicated_boundary = brief.data_boundary == "dedicated-host";
+    if !(ctx.accepted && (brief.needs_host_control || dedicated_boundary)) {
+        return None;
+    }
+    let mut facts = Vec::new();
+    if brief.needs_host_control {
+        facts.push(fact("needs_host_control", true, None));
+    }
+    if dedicated_boundary {
+        facts.push(fact("data_boundary", "dedicated-host", None));
+    }
+    Some(Reason {
+        rule: Rule::Numbered(7),
+        decision: Verdict::Dedicate,
+        says: "Accepted, and the brief requires host-level control or a dedicated host.".into(),
+        facts,
+    })
+}
+
+/// Rules 8 and 9: accepted: reserve when busy enough past the offer's break-even, else stay
+/// pay-as-you-go.
+fn reserve_or_stay_pay_as_you_go(ctx: &Context) -> Option<Reason> {
+    if !ctx.accepted {
+        return None;
+    }
+    Some(match ctx.busy_enough_to_reserve() {
+        Some(u) => reserve(ctx, u),
+        None => stay_pay_as_you_go(ctx),
+    })
+}
+
+/// Rule 8: accepted and busy at utilization `u`: reserve.
+fn reserve(ctx: &Context, u: Decimal) -> Reason {
+    let brief = ctx.brief;
+    let money = ctx.inputs.money.as_ref();
+    let source = &ctx.utilization_source;
+    let mut facts = vec![
+        fact("utilization", u, source.link()),
+        break_even_fact(ctx.break_even, ctx.known_break_even.is_some(), money),
+    ];
+    let says = match reservation_saving(money, u) {
+        Some(saving) if ctx.known_break_even.is_some() => {
+            facts.push(fact(
+                "saving per month",
+                with_currency(saving, &brief.currency),
+                money
+                    .and_then(|m| m.reservation_rates.reserved_price_id)
+                    .map(|id| format!("price:{id}")),
+            ));
+            format!(
+                "Accepted and busy: utilization {} {} is at least the reservation break-even {} + \
+                 0.05, so reserving saves {} a month.",
+                u.normalize(),
+                source.describe(),
+                ctx.break_even.normalize(),
+                with_currency(saving, &brief.currency)
+            )
+        }
+        _ => format!(
+            "Accepted and busy: utilization {} {} is at least 0.65 (the break-even 0.60 used when no \
+             reserved price of the offer is known, + 0.05). No reserved price is known, so no saving \
+             is claimed: ask the provider for one or import it on the Prices page.",
+            u.normalize(),
+            source.describe()
+        ),
+    };
+    Reason {
+        rule: Rule::Numbered(8),
+        decision: Verdict::Reserve,
+        says,
+        facts,
+    }
+}
+
+/// Rule 9: accepted, but not busy enough to reserve (or spot capacity): stay pay-as-you-go.
+fn stay_pay_as_you_go(ctx: &Context) -> Reason {
+    let brief = ctx.brief;
+    let batch = matches!(brief.workload_kind.as_str(), "batch-inference" | "media");
+    let why = if brief.trial_billing == "spot" {
+        "the trial is billed as spot capacity, which is not reserved".to_owned()
+    } else {
+        format!(
+            "not busy enough to reserve (or utilization unknown): a reservation pays from {}",
+            ctx.reserve_from().normalize()
+        )
+    };
+    Reason {
+        rule: Rule::Numbered(9),
+        decision: Verdict::Expand,
+        says: if batch {
+            format!(
+                "Accepted, but {why}: stay pay-as-you-go and prefer interruptible capacity with a \
+                 resumable queue."
+            )
+        } else {
+            format!("Accepted, but {why}: stay pay-as-you-go.")
+        },
+        facts: vec![
+            fact(
+                "utilization",
+                ctx.utilization
+                    .map(|u| u.to_string())
+                    .unwrap_or_else(|| "unknown".into()),
+                ctx.utilization_source.link(),
+            ),
+            break_even_fact(
+                ctx.break_even,
+                ctx.known_break_even.is_some(),
+                ctx.inputs.money.as_ref(),
+            ),
+        ],
+    }
+}
+
+/// 9, when no rule above matched: not accepted, yet nothing above names why (a failed stage-5
+/// criterion other than cost): nothing may be committed, so the short allocation stays.
+fn not_accepted_otherwise(ctx: &Context) -> Reason {
+    Reason {
+        rule: Rule::Numbered(9),
+        decision: Verdict::Expand,
+        says: "Not accepted: a required criterion failed; stay pay-as-you-go until it passes.".into(),
+        facts: ctx
+            .required
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| criterion_fact(c))
+            .collect(),
     }
 }
 
@@ -661,6 +829,26 @@ pub fn reservation_saving(money: Option<&MoneyFacts>, u: Decimal) -> Option<Deci
     let per_node = r.reserved_gpus_billed.or(m.rate.as_ref().map(|x| x.gpus_billed))?;
     let gpus = Decimal::from(m.replicas_for_peak.unwrap_or(1) * per_node);
     Some(((on_demand * u - reserved) * gpus * crate::money::HOURS_PER_MONTH).round_dp(2))
+}
+
+/// The API's prices per million tokens as a fact: input and output, or output only.
+fn api_prices_fact(api: &ApiBreakEven, currency: &str) -> Fact {
+    fact(
+        "API prices per million tokens",
+        if api.output_price_only {
+            format!(
+                "output {} (output price only: input counted free)",
+                with_currency(api.output_price_per_million, currency)
+            )
+        } else {
+            format!(
+                "input {}, output {}",
+                with_currency(api.input_price_per_million, currency),
+                with_currency(api.output_price_per_million, currency)
+            )
+        },
+        None,
+    )
 }
 
 /// Rule 6b: the brief gives a managed API's prices, may leave the host (no host-level control,
@@ -701,22 +889,7 @@ fn api_cheaper(brief: &BriefFacts, money: Option<&MoneyFacts>) -> Option<Reason>
             with_currency(api.api_cost_per_million_output_tokens, currency),
             None,
         ),
-        fact(
-            "API prices per million tokens",
-            if api.output_price_only {
-                format!(
-                    "output {} (output price only: input counted free)",
-                    with_currency(api.output_price_per_million, currency)
-                )
-            } else {
-                format!(
-                    "input {}, output {}",
-                    with_currency(api.input_price_per_million, currency),
-                    with_currency(api.output_price_per_million, currency)
-                )
-            },
-            None,
-        ),
+        api_prices_fact(api, currency),
         fact(
             "a good request's tokens",
             format!(

@@ -589,3 +589,220 @@ fn without_idle_hours_the_gpus_measured_utilization_decides_and_says_so() {
     assert_eq!(d.utilization, Some(dec("0.8")));
     assert_eq!(d.utilization_source, UtilizationSource::Ledger);
 }
+
+// One test per rule function: each rule alone, on the context `decide` builds, says whether it
+// matches and what it concludes.
+
+fn ctx_rule(inputs: &DecisionInputs, rule: RuleCheck) -> Option<(String, Verdict)> {
+    rule(&Context::new(inputs)).map(|r| (r.rule.to_string(), r.decision))
+}
+
+fn failed_ttft(value: Value) -> CriterionOutcome {
+    crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Fail, Some(value))
+}
+
+#[test]
+fn rule_1_managed_api_fits_only_output_only_shareable_work() {
+    let mut i = base();
+    assert_eq!(ctx_rule(&i, managed_api_fits), None);
+    i.brief.only_needs_model_output = true;
+    assert_eq!(
+        ctx_rule(&i, managed_api_fits),
+        None,
+        "private-network data stays off shared APIs"
+    );
+    i.brief.data_boundary = "shared-ok".into();
+    assert_eq!(ctx_rule(&i, managed_api_fits), Some(("1".into(), Verdict::Stop)));
+    i.brief.needs_host_control = true;
+    assert_eq!(ctx_rule(&i, managed_api_fits), None);
+}
+
+#[test]
+fn rule_2_environment_failed_reads_required_stages_1_2_4_and_false_diagnostics() {
+    let mut i = base();
+    assert_eq!(ctx_rule(&i, environment_failed), None);
+    i.criteria[3] = crit(
+        "probe.drain_restart",
+        "eq",
+        json!(true),
+        4,
+        Status::Fail,
+        Some(json!(false)),
+    );
+    assert_eq!(ctx_rule(&i, environment_failed), Some(("2".into(), Verdict::Stop)));
+    let mut i = base();
+    i.criteria[2] = failed_ttft(json!(900));
+    assert_eq!(ctx_rule(&i, environment_failed), None, "stage 3 is the load rules'");
+    metric(&mut i, "checkpoint.restore_ok", json!(false));
+    let r = environment_failed(&Context::new(&i)).unwrap();
+    assert_eq!(r.facts.len(), 1);
+    assert_eq!(
+        r.facts[0].link.as_deref(),
+        Some("evidence:00000000-0000-0000-0000-000000000007")
+    );
+}
+
+#[test]
+fn rule_3_cost_above_ceiling_needs_both_a_cost_and_a_ceiling() {
+    let mut i = base();
+    assert_eq!(ctx_rule(&i, cost_above_ceiling), None);
+    i.ledger.as_mut().unwrap().cost_per_job = Some(dec("0.0100"));
+    assert_eq!(ctx_rule(&i, cost_above_ceiling), None, "at the ceiling is not above it");
+    i.ledger.as_mut().unwrap().cost_per_job = Some(dec("0.0101"));
+    let r = cost_above_ceiling(&Context::new(&i)).unwrap();
+    assert_eq!((r.rule, r.decision), (Rule::Numbered(3), Verdict::Stop));
+    // The cost, the ceiling, then one fact per ledger category.
+    assert_eq!(r.facts.len(), 4);
+    i.brief.max_cost_per_job = None;
+    assert_eq!(ctx_rule(&i, cost_above_ceiling), None);
+}
+
+#[test]
+fn rule_4_scales_only_a_saturated_miss_where_requests_completed() {
+    let mut i = base();
+    i.criteria[2] = failed_ttft(json!(900));
+    assert_eq!(ctx_rule(&i, load_missed_while_saturated), None, "not saturated");
+    metric(&mut i, "serving.kv_cache_usage_max_pct", json!(95));
+    assert_eq!(
+        ctx_rule(&i, load_missed_while_saturated),
+        Some(("4".into(), Verdict::Scale))
+    );
+    // 900 / 500 = 1.8 → 2 replicas of 2 GPUs, and the sizing's 2 GPUs need 1.
+    let s = scale_out(&Context::new(&i));
+    assert_eq!((s.replicas, s.per_replica), (2, 2));
+    i.criteria[2].reason = Some(crate::evidence::load_points::NOTHING_COMPLETED.into());
+    assert_eq!(
+        ctx_rule(&i, load_missed_while_saturated),
+        None,
+        "nothing completed is rule 5"
+    );
+}
+
+#[test]
+fn rule_5_stops_a_miss_that_more_units_will_not_fix() {
+    let mut i = base();
+    assert_eq!(ctx_rule(&i, load_missed_where_more_units_will_not_help), None);
+    i.criteria[2] = failed_ttft(json!(900));
+    assert_eq!(
+        ctx_rule(&i, load_missed_where_more_units_will_not_help),
+        Some(("5".into(), Verdict::Stop))
+    );
+    metric(&mut i, "serving.preemptions_total", json!(3));
+    assert_eq!(
+        ctx_rule(&i, load_missed_where_more_units_will_not_help),
+        None,
+        "saturated is rule 4"
+    );
+    i.criteria[2].reason = Some(crate::evidence::load_points::NOTHING_COMPLETED.into());
+    let r = load_missed_where_more_units_will_not_help(&Context::new(&i)).unwrap();
+    assert!(
+        r.says.starts_with("No request of the load test completed"),
+        "{}",
+        r.says
+    );
+}
+
+#[test]
+fn rule_6_expands_while_required_criteria_are_missing_by_stage() {
+    let mut i = base();
+    assert_eq!(ctx_rule(&i, criteria_missing), None);
+    i.criteria[3] = crit("probe.drain_restart", "eq", json!(true), 4, Status::Missing, None);
+    i.criteria.push(crit(
+        "nccl.busbw_peak_gbps",
+        "ge",
+        json!(100),
+        2,
+        Status::NotApplicable,
+        None,
+    ));
+    let r = criteria_missing(&Context::new(&i)).unwrap();
+    assert_eq!((r.rule, r.decision), (Rule::Numbered(6), Verdict::Expand));
+    assert_eq!(r.facts.len(), 1, "a criterion that does not apply is not missing");
+    assert_eq!(
+        (r.facts[0].label.as_str(), r.facts[0].value.as_str()),
+        ("stage 4", "probe.drain_restart")
+    );
+}
+
+#[test]
+fn rule_6b_asks_an_accepted_trial_whether_the_api_is_cheaper() {
+    let i = with_money("1");
+    assert_eq!(
+        ctx_rule(&i, accepted_but_api_cheaper),
+        Some(("6b".into(), Verdict::Stop))
+    );
+    let mut not_accepted = with_money("1");
+    not_accepted.criteria[0].status = Status::Fail;
+    assert_eq!(ctx_rule(&not_accepted, accepted_but_api_cheaper), None);
+    assert_eq!(ctx_rule(&with_money("1000"), accepted_but_api_cheaper), None);
+}
+
+#[test]
+fn rule_6c_refuses_accepted_spot_capacity_for_realtime_serving() {
+    let mut i = base();
+    assert_eq!(ctx_rule(&i, spot_for_realtime), None);
+    i.brief.trial_billing = "spot".into();
+    assert_eq!(ctx_rule(&i, spot_for_realtime), Some(("6c".into(), Verdict::Stop)));
+    i.brief.workload_kind = "batch-inference".into();
+    assert_eq!(ctx_rule(&i, spot_for_realtime), None);
+}
+
+#[test]
+fn rule_7_dedicates_an_accepted_trial_that_needs_its_host() {
+    let mut i = base();
+    assert_eq!(ctx_rule(&i, dedicated_host_needed), None);
+    i.brief.data_boundary = "dedicated-host".into();
+    i.brief.needs_host_control = true;
+    let r = dedicated_host_needed(&Context::new(&i)).unwrap();
+    assert_eq!(
+        (r.rule, r.decision, r.facts.len()),
+        (Rule::Numbered(7), Verdict::Dedicate, 2)
+    );
+    i.criteria[1].status = Status::Missing;
+    assert_eq!(ctx_rule(&i, dedicated_host_needed), None, "not accepted");
+}
+
+#[test]
+fn rules_8_and_9_reserve_from_break_even_plus_margin_else_stay() {
+    // 80 % busy against the default break-even 0.60 + 0.05.
+    let mut i = base();
+    assert_eq!(
+        ctx_rule(&i, reserve_or_stay_pay_as_you_go),
+        Some(("8".into(), Verdict::Reserve))
+    );
+    i.ledger.as_mut().unwrap().idle_hours = Some(dec("35.01"));
+    assert_eq!(
+        ctx_rule(&i, reserve_or_stay_pay_as_you_go),
+        Some(("9".into(), Verdict::Expand))
+    );
+    i.ledger.as_mut().unwrap().idle_hours = Some(dec("35"));
+    assert_eq!(
+        ctx_rule(&i, reserve_or_stay_pay_as_you_go),
+        Some(("8".into(), Verdict::Reserve))
+    );
+    i.brief.trial_billing = "spot".into();
+    let stay = reserve_or_stay_pay_as_you_go(&Context::new(&i)).unwrap();
+    assert!(stay.says.contains("spot capacity"), "{}", stay.says);
+    i.criteria[0].status = Status::Fail;
+    assert_eq!(ctx_rule(&i, reserve_or_stay_pay_as_you_go), None, "not accepted");
+}
+
+#[test]
+fn without_any_rule_a_failed_criterion_still_expands() {
+    let mut i = base();
+    i.criteria.push(crit(
+        "serving.jobs_per_hour",
+        "ge",
+        json!(10),
+        5,
+        Status::Fail,
+        Some(json!(3)),
+    ));
+    let ctx = Context::new(&i);
+    assert!(RULES.iter().all(|rule| rule(&ctx).is_none()));
+    let r = not_accepted_otherwise(&ctx);
+    assert_eq!(
+        (r.rule, r.decision, r.facts.len()),
+        (Rule::Numbered(9), Verdict::Expand, 1)
+    );
+}

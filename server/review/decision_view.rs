@@ -143,6 +143,7 @@ pub(super) fn job_word(unit: &str) -> &str {
 }
 
 /// One reason of the decision in a plain sentence.
+// Long, and reads better whole: one match arm per rule of decision.md, each a sentence.
 pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_unit: &str) -> String {
     let inputs = &t.context.inputs;
     let alloc = allocation(t);

@@ -9,7 +9,7 @@ use rust_decimal::{prelude::ToPrimitive, Decimal};
 use super::{
     decision::Verdict,
     decision_view::{allocation, job_word},
-    model::{monthly_cost, months, Reservation},
+    model::{monthly_cost, months, ApprovalVerdict, Reservation},
     service::{Review, TrialReview},
 };
 use crate::money;
@@ -42,20 +42,15 @@ pub fn verdict_meaning(decision: Verdict) -> &'static str {
     }
 }
 
-/// [`verdict_meaning`] of a decision written as text ("expand"); empty for anything else.
+/// [`verdict_meaning`] of a decision kept as text (the dashboard's stored summary, "expand");
+/// empty for anything else.
 pub fn meaning(decision: &str) -> &'static str {
-    match decision {
-        "expand" => verdict_meaning(Verdict::Expand),
-        "reserve" => verdict_meaning(Verdict::Reserve),
-        "dedicate" => verdict_meaning(Verdict::Dedicate),
-        "scale" => verdict_meaning(Verdict::Scale),
-        "stop" => verdict_meaning(Verdict::Stop),
-        _ => "",
-    }
+    decision.parse().map(verdict_meaning).unwrap_or_default()
 }
 
 /// The brief in three lines: the model, the workload with its targets and ceiling, and the
 /// allocation under test with its one price, billing named.
+// Long, and reads better whole: three lines, each built where it is pushed.
 pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
     let f = &r.brief.fields;
     let t = &r.trials[r.chosen];
@@ -161,7 +156,7 @@ pub fn approval_line(r: &Review, changed: &str) -> String {
     match &r.approval {
         None => "Not approved yet.".into(),
         Some(a) => {
-            let done = if a.row.verdict == "approve" {
+            let done = if a.row.verdict == ApprovalVerdict::Approve {
                 "Approved"
             } else {
                 "Rejected"
@@ -197,6 +192,8 @@ pub struct MoneyFigure {
 /// The three money figures: cost per job against the ceiling, the commitment (the reservation the
 /// review computed, or the one an approval recorded), and reserved against on demand for the
 /// nodes that reservation rents. `commitment` is the reservation on the table.
+// Long, and reads better whole: three figures, each built where it is pushed, in the order of the
+// first screen.
 pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyFigure> {
     let t = &r.trials[r.chosen];
     let currency = &r.brief.fields.currency;

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     acceptance::{
-        evaluate::{CardEvaluation, Status as EvalStatus},
+        evaluate::CardEvaluation,
         model::Card,
         service::{self as cards, StaleCriterion, TrialLoad},
     },
@@ -162,6 +162,8 @@ pub async fn gather(reads: &mut Reads<'_>, brief: &Brief) -> Result<Vec<ReviewCo
 
 /// What the decision reads for one trial: its allocation, its card evaluation (and operating
 /// point), its newest rule metrics, its ledger and its money per unit of work.
+// Long, and reads better whole: the reads of one trial's review, side by side, then one struct of
+// them.
 pub async fn gather_trial(
     reads: &mut Reads<'_>,
     brief: &Brief,
@@ -530,13 +532,8 @@ fn outcomes(evaluation: CardEvaluation) -> Vec<CriterionOutcome> {
             required: e.criterion.required,
             // Only a failure's reason is an input (a wrong type, no request completed); a missing
             // criterion's hint is not.
-            reason: e.reason.filter(|_| e.status == EvalStatus::Fail && e.value.is_none()),
-            status: match e.status {
-                EvalStatus::Pass => Status::Pass,
-                EvalStatus::Fail => Status::Fail,
-                EvalStatus::Missing => Status::Missing,
-                EvalStatus::NotApplicable => Status::NotApplicable,
-            },
+            reason: e.reason.filter(|_| e.status == Status::Fail && e.value.is_none()),
+            status: e.status,
             value: e.value,
             evidence_id: e.evidence_id,
         })

@@ -11,6 +11,49 @@ use uuid::Uuid;
 use super::{decision::Verdict, money::MoneyFacts};
 use crate::{money::HOURS_PER_MONTH, validation::FieldError};
 
+/// A manager's verdict on a decision. Stored as the text `approve` / `reject` in
+/// `approvals.verdict` and spelt the same on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "lowercase")]
+#[sqlx(type_name = "text", rename_all = "lowercase")]
+pub enum ApprovalVerdict {
+    Approve,
+    Reject,
+}
+
+impl ApprovalVerdict {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ApprovalVerdict::Approve => "approve",
+            ApprovalVerdict::Reject => "reject",
+        }
+    }
+
+    /// `approved` or `rejected`, as pages and messages say it.
+    pub fn done(&self) -> &'static str {
+        match self {
+            ApprovalVerdict::Approve => "approved",
+            ApprovalVerdict::Reject => "rejected",
+        }
+    }
+}
+
+impl std::str::FromStr for ApprovalVerdict {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        [ApprovalVerdict::Approve, ApprovalVerdict::Reject]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or(())
+    }
+}
+
+impl std::fmt::Display for ApprovalVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What approving reserve, dedicate or scale commits to: computed by [`reservation`] from the
 /// review, the one function the review's first screen, the approval form, the stored approval and
 /// the decision record all show (docs/decision.md, "Approval").
@@ -237,6 +280,22 @@ pub fn changed_inputs(before: &Value, now: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verdict_is_stored_and_sent_as_approve_or_reject() {
+        for v in [ApprovalVerdict::Approve, ApprovalVerdict::Reject] {
+            assert_eq!(v.as_str().parse::<ApprovalVerdict>(), Ok(v));
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+            assert_eq!(v.to_string(), v.as_str());
+        }
+        assert_eq!(ApprovalVerdict::Approve.done(), "approved");
+        assert!(
+            "Approve".parse::<ApprovalVerdict>().is_err(),
+            "stored text is lower-case"
+        );
+        assert_eq!("dedicate".parse::<Verdict>(), Ok(Verdict::Dedicate));
+        assert!("hold".parse::<Verdict>().is_err());
+    }
     use serde_json::json;
 
     #[test]

@@ -230,6 +230,7 @@ fn ceil_count(x: f64) -> u32 {
     ((x - 1e-9).ceil().max(1.0)) as u32
 }
 
+// Long, and reads better whole: one money figure after another, each from the ones before.
 pub fn money_facts(m: &MoneyInputs) -> MoneyFacts {
     let cost_per_hour = m.rate.as_ref().map(|r| r.per_gpu_hour * Decimal::from(r.gpus_billed));
     let per_million = |tokens_per_s: f64| -> Option<Decimal> {

@@ -8,6 +8,7 @@ use super::{
     service::{Review, TrialReview},
 };
 use crate::{
+    briefs::model::BriefFields,
     evidence::load_points::LoadPoint,
     money::{figure, percent, sum_with_currency, with_currency},
 };
@@ -100,6 +101,7 @@ fn unknown(why: &str) -> MoneyCell {
 }
 
 /// The sentences a manager reads about one trial's money.
+// Long, and reads better whole: one sentence per money figure, in the order a manager reads them.
 fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<String> {
     let name = &t.context.trial.fields.name;
     let allocation = t.context.allocation.as_ref().map(|a| a.label()).unwrap_or_default();
@@ -256,6 +258,7 @@ const PLOT_W: f64 = 560.0;
 const PLOT_TOP: f64 = 10.0;
 const PLOT_H: f64 = 200.0;
 
+// Long, and reads better whole: one chart's scales, points and labels, computed in drawing order.
 fn chart(r: &Review) -> Option<AttainmentChart> {
     let with_points: Vec<(&TrialReview, &MoneyFacts)> = r
         .trials
@@ -356,6 +359,61 @@ fn nice_ceiling(x: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
+/// The managed API's prices the brief gives, as one line; `None` when it gives none.
+fn api_price_text(f: &BriefFields, currency: &str) -> Option<String> {
+    match (
+        f.api_price_input_per_million,
+        f.api_price_output_per_million,
+        f.api_price_per_million_tokens,
+    ) {
+        (input, Some(output), _) => Some(format!(
+            "{} per million input tokens, {} per million output tokens",
+            with_currency(input.unwrap_or_default(), currency),
+            with_currency(output, currency)
+        )),
+        (Some(input), None, Some(output)) => Some(format!(
+            "{} per million input tokens, {} per million output tokens",
+            with_currency(input, currency),
+            with_currency(output, currency)
+        )),
+        (None, None, Some(output)) => Some(format!(
+            "{} per million output tokens (output price only)",
+            with_currency(output, currency)
+        )),
+        _ => None,
+    }
+}
+
+/// Prices of the trials' offers that are not in the brief's currency, each once.
+fn other_currency_lines(r: &Review, currency: &str) -> Vec<String> {
+    r.trials
+        .iter()
+        .flat_map(|t| t.context.other_currency.iter())
+        .map(|p| {
+            format!(
+                "{} {} × {}, {}{}: {} per GPU-hour — not in the brief's currency ({currency})",
+                p.row.provider,
+                p.row.gpu_count,
+                p.row.gpu,
+                p.row.billing,
+                if p.row.region.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", p.row.region)
+                },
+                with_currency(p.row.rate_per_gpu_hour, &p.row.currency)
+            )
+        })
+        .fold(Vec::<String>::new(), |mut acc, line| {
+            if !acc.contains(&line) {
+                acc.push(line);
+            }
+            acc
+        })
+}
+
+// Long, and reads better whole: one row per money figure, each cell's rule beside its label, in
+// the order of the table on the page.
 pub fn money_section(r: &Review) -> MoneySection {
     let currency = &r.brief.fields.currency;
     let brief_id = r.brief.id.to_string();
@@ -502,28 +560,7 @@ pub fn money_section(r: &Review) -> MoneySection {
         Some(Err(why)) => unknown(why),
         None => unknown("nothing to reserve for this decision"),
     });
-    let f = &r.brief.fields;
-    let api_price = match (
-        f.api_price_input_per_million,
-        f.api_price_output_per_million,
-        f.api_price_per_million_tokens,
-    ) {
-        (input, Some(output), _) => Some(format!(
-            "{} per million input tokens, {} per million output tokens",
-            with_currency(input.unwrap_or_default(), currency),
-            with_currency(output, currency)
-        )),
-        (Some(input), None, Some(output)) => Some(format!(
-            "{} per million input tokens, {} per million output tokens",
-            with_currency(input, currency),
-            with_currency(output, currency)
-        )),
-        (None, None, Some(output)) => Some(format!(
-            "{} per million output tokens (output price only)",
-            with_currency(output, currency)
-        )),
-        _ => None,
-    };
+    let api_price = api_price_text(&r.brief.fields, currency);
     if api_price.is_some() {
         row("Managed API per good request", &|_, m| match &m.api {
             Some(api) => cell(
@@ -538,31 +575,7 @@ pub fn money_section(r: &Review) -> MoneySection {
             None => unknown("not comparable yet (needs goodput, tokens per request and a rate)"),
         });
     }
-    let other_currency = r
-        .trials
-        .iter()
-        .flat_map(|t| t.context.other_currency.iter())
-        .map(|p| {
-            format!(
-                "{} {} × {}, {}{}: {} per GPU-hour — not in the brief's currency ({currency})",
-                p.row.provider,
-                p.row.gpu_count,
-                p.row.gpu,
-                p.row.billing,
-                if p.row.region.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {}", p.row.region)
-                },
-                with_currency(p.row.rate_per_gpu_hour, &p.row.currency)
-            )
-        })
-        .fold(Vec::<String>::new(), |mut acc, line| {
-            if !acc.contains(&line) {
-                acc.push(line);
-            }
-            acc
-        });
+    let other_currency = other_currency_lines(r, currency);
     MoneySection {
         other_currency,
         summaries: r

@@ -19,7 +19,7 @@ use super::{
     decision_view,
     first_screen::{self, BriefLine, MoneyFigure},
     gather::TrialKv,
-    model::{apply_choices, Reservation},
+    model::{apply_choices, ApprovalVerdict, Reservation},
     money_view::{money_section, MoneySection},
     service::{self, needs_reservation, Review, TrialReview, VerdictRequest},
 };
@@ -105,8 +105,10 @@ struct CostBar {
 struct ApprovalView {
     /// "approved" or "rejected".
     done: &'static str,
-    verdict: String,
-    decision: String,
+    /// Approved, not rejected: the badge's colour.
+    approved: bool,
+    verdict: ApprovalVerdict,
+    decision: Verdict,
     by: String,
     at: String,
     comment: String,
@@ -425,13 +427,10 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
     let a = r.approval.as_ref()?;
     let currency = &r.context.inputs.brief.currency;
     Some(ApprovalView {
-        done: if a.row.verdict == "approve" {
-            "approved"
-        } else {
-            "rejected"
-        },
-        verdict: a.row.verdict.clone(),
-        decision: a.row.decision.clone(),
+        done: a.row.verdict.done(),
+        approved: a.row.verdict == ApprovalVerdict::Approve,
+        verdict: a.row.verdict,
+        decision: a.row.decision,
         by: a.row.decided_by.clone(),
         at: a.row.decided_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         comment: a.row.comment.clone(),
@@ -544,6 +543,8 @@ struct TrialCostBar {
     recommended: bool,
 }
 
+// Long, and reads better whole: it builds the comparison table's columns, rows and bars from one
+// walk over the trials.
 fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCostBar>) {
     let currency = &r.brief.fields.currency;
     let columns: Vec<TrialColumn> = r
@@ -694,7 +695,7 @@ fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
     let currency = &r.brief.fields.currency;
     let trial = a.row.trial_id.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
     let recorded = recorded_reservation(r);
-    Some(if a.row.verdict == "approve" {
+    Some(if a.row.verdict == ApprovalVerdict::Approve {
         let mut text = format!(
             "Approved by {} at {at}: {}",
             a.row.decided_by,
@@ -764,6 +765,8 @@ fn form_reservation(t: &TrialReview, typed: Option<&BTreeMap<String, String>>) -
     Some(res)
 }
 
+// Long, and reads better whole: it fills the review page's view field by field in the order the
+// template shows them.
 fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> ReviewPage {
     let brief_id = r.brief.id.to_string();
     let selected = form.trial.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
@@ -784,7 +787,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
     // The commitment on the first screen: the approved reservation while it holds, else the one
     // approving the decided trial would record.
     let recorded = match &r.approval {
-        Some(a) if a.row.verdict == "approve" && !a.stale => recorded_reservation(r),
+        Some(a) if a.row.verdict == ApprovalVerdict::Approve && !a.stale => recorded_reservation(r),
         _ => None,
     };
     let computed = chosen.recorded_reservation().cloned();
@@ -802,7 +805,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
         approval_state: match &r.approval {
             None => "none",
             Some(a) if a.stale => "stale",
-            Some(a) if a.row.verdict == "approve" => "approved",
+            Some(a) if a.row.verdict == ApprovalVerdict::Approve => "approved",
             Some(_) => "rejected",
         },
         operating_line: first_screen::operating_line(chosen),
@@ -1207,6 +1210,8 @@ fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
 
 /// The decision record of a review, for its Markdown file and its page alike; `base` (the public
 /// URL) makes every link in it absolute, so the file still points somewhere once mailed.
+// Long, and reads better whole: it fills the decision record field by field in the order the record
+// shows them.
 fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
     let name_of = |id: Uuid| r.trial(id).map(|t| t.context.trial.fields.name.clone());
     DecisionRecord {
@@ -1270,7 +1275,7 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
             .unwrap_or_default(),
         ledger_rows: record_ledger_rows(r),
         reservation_rows: match &r.approval {
-            Some(a) if a.row.verdict == "approve" => recorded_reservation(r),
+            Some(a) if a.row.verdict == ApprovalVerdict::Approve => recorded_reservation(r),
             Some(_) => None,
             None => r.trials[r.chosen].recorded_reservation().cloned(),
         }

@@ -6,14 +6,16 @@ use serde_json::Value;
 use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
+use super::{decision::Verdict, model::ApprovalVerdict};
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ApprovalRow {
     pub id: Uuid,
     pub brief_id: Uuid,
     /// The trial the verdict names (the one it reserves).
     pub trial_id: Option<Uuid>,
-    pub verdict: String,
-    pub decision: String,
+    pub verdict: ApprovalVerdict,
+    pub decision: Verdict,
     pub inputs_digest: String,
     pub comment: String,
     pub decided_by: String,
@@ -35,8 +37,8 @@ pub struct ApprovalRow {
 pub struct NewApproval<'a> {
     pub brief_id: Uuid,
     pub trial_id: Uuid,
-    pub verdict: &'a str,
-    pub decision: &'a str,
+    pub verdict: ApprovalVerdict,
+    pub decision: Verdict,
     pub inputs_digest: &'a str,
     pub comment: &'a str,
     pub decided_by: &'a str,
@@ -53,14 +55,15 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
              reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour,
              reservation)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-           RETURNING id, brief_id, trial_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
+           RETURNING id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
+             inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
              reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>""#,
         Uuid::now_v7(),
         a.brief_id,
-        a.verdict,
-        a.decision,
+        a.verdict.as_str(),
+        a.decision.as_str(),
         a.inputs_digest,
         a.comment,
         a.decided_by,
@@ -84,7 +87,8 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
 pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Option<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT id, brief_id, trial_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
+        r#"SELECT id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
+             inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
              reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>"
@@ -99,7 +103,8 @@ pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<
 pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Result<Vec<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id, verdict, decision, inputs_digest, comment,
+        r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict",
+             decision AS "decision: Verdict", inputs_digest, comment,
              decided_by, decided_at, reservation_gpu, reservation_count, reservation_billing,
              reservation_term_months, reservation_start, reservation_monthly_cost, reservation_provider,
              reservation_rate_per_gpu_hour, reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>"

@@ -13,7 +13,7 @@ use super::{
     comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
     gather::{gather, Reads, ReviewContext},
-    model::{apply_choices, changed_inputs, reservation, Reservation, ReservationBasis},
+    model::{apply_choices, changed_inputs, reservation, ApprovalVerdict, Reservation, ReservationBasis},
     repo::{self, ApprovalRow},
 };
 use crate::{
@@ -196,20 +196,7 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
             }
         })
         .collect();
-    // A re-run says what changed since the trial it re-runs: each criterion, the capacity and the
-    // money.
-    for i in 0..trials.len() {
-        if let Some(of) = trials[i].context.trial.fields.rerun_of {
-            if let Some(earlier) = trials.iter().find(|t| t.context.trial.id == of) {
-                let mut changes = rerun_changes(&earlier.context.inputs.criteria, &trials[i].context.inputs.criteria);
-                changes.extend(money_changes(
-                    earlier.context.inputs.money.as_ref(),
-                    trials[i].context.inputs.money.as_ref(),
-                ));
-                trials[i].changes = changes;
-            }
-        }
-    }
+    mark_reruns(&mut trials);
     let recommendation = recommend(&trials.iter().map(TrialReview::standing).collect::<Vec<_>>());
     let chosen = recommendation
         .recommended
@@ -249,6 +236,23 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
         ApprovalState { row, stale, changed }
     });
     Ok(review)
+}
+
+/// A re-run says what changed since the trial it re-runs: each criterion, the capacity and the
+/// money.
+fn mark_reruns(trials: &mut [TrialReview]) {
+    for i in 0..trials.len() {
+        if let Some(of) = trials[i].context.trial.fields.rerun_of {
+            if let Some(earlier) = trials.iter().find(|t| t.context.trial.id == of) {
+                let mut changes = rerun_changes(&earlier.context.inputs.criteria, &trials[i].context.inputs.criteria);
+                changes.extend(money_changes(
+                    earlier.context.inputs.money.as_ref(),
+                    trials[i].context.inputs.money.as_ref(),
+                ));
+                trials[i].changes = changes;
+            }
+        }
+    }
 }
 
 /// One trial as the review's JSON lists it (trials.md "The review across trials").
@@ -379,6 +383,8 @@ pub async fn record_verdict(
 
 /// [`record_verdict`] in the caller's transaction, which holds the brief's lock and its snapshot
 /// (`briefs::service::begin_locked`); the caller commits.
+// Long, and reads better whole: every check and write of a verdict runs in the one transaction that
+// holds the brief's lock, visible in one place.
 pub async fn record_verdict_locked(
     conn: &mut PgConnection,
     state: &AppState,
@@ -387,14 +393,14 @@ pub async fn record_verdict_locked(
     request: VerdictRequest,
 ) -> Result<ApprovalRow, AppError> {
     actor.require_person(Role::Manager)?;
-    if !matches!(request.verdict.as_str(), "approve" | "reject") {
+    let Ok(verdict) = request.verdict.parse::<ApprovalVerdict>() else {
         return Err(AppError::Validation(vec![FieldError::new(
             "verdict",
             "must be approve or reject",
         )]));
-    }
+    };
     let comment = request.comment.trim().to_owned();
-    if request.verdict == "reject" && comment.is_empty() {
+    if verdict == ApprovalVerdict::Reject && comment.is_empty() {
         return Err(AppError::Validation(vec![FieldError::new(
             "comment",
             "a rejection needs a comment",
@@ -432,7 +438,7 @@ pub async fn record_verdict_locked(
             ),
         )]));
     };
-    if request.verdict == "approve" {
+    if verdict == ApprovalVerdict::Approve {
         // "Accepted" means every required criterion passed; with none required, nothing was
         // checked (a card made all optional), and approving it would record an acceptance test
         // that tested nothing.
@@ -464,7 +470,7 @@ pub async fn record_verdict_locked(
             )));
         }
     }
-    if request.verdict == "approve"
+    if verdict == ApprovalVerdict::Approve
         && current.recommendation.recommended.is_some_and(|r| r != trial_id)
         && comment.is_empty()
     {
@@ -474,13 +480,13 @@ pub async fn record_verdict_locked(
         )]));
     }
     let decision = trial.decision.decision;
-    let reservation: Option<Reservation> = match (&trial.reservation, request.verdict.as_str()) {
-        (Some(Ok(computed)), "approve") => {
+    let reservation: Option<Reservation> = match (&trial.reservation, verdict) {
+        (Some(Ok(computed)), ApprovalVerdict::Approve) => {
             let mut r = computed.clone();
             apply_choices(&mut r, &request.reservation).map_err(AppError::Validation)?;
             Some(r)
         }
-        (Some(Err(why)), "approve") => {
+        (Some(Err(why)), ApprovalVerdict::Approve) => {
             return Err(AppError::Validation(vec![FieldError::new("reservation", *why)]));
         }
         _ => None,
@@ -491,8 +497,8 @@ pub async fn record_verdict_locked(
         &repo::NewApproval {
             brief_id,
             trial_id,
-            verdict: &request.verdict,
-            decision: decision.as_str(),
+            verdict,
+            decision,
             inputs_digest: &current.decision.inputs_digest,
             comment: &comment,
             decided_by: &actor.label(),
@@ -504,7 +510,7 @@ pub async fn record_verdict_locked(
     audit::record(
         &mut *conn,
         &actor.label(),
-        &format!("approval.{}", request.verdict),
+        &format!("approval.{verdict}"),
         &format!("brief:{brief_id}"),
         json!({
             "trial": trial_id,
@@ -529,7 +535,7 @@ pub async fn record_verdict_locked(
                 json!({ "verdict": a.row.verdict, "decision": a.row.decision, "trial": a.row.trial_id, "stale": a.stale })
             }),
             new: json!({
-                "verdict": request.verdict,
+                "verdict": verdict,
                 "decision": decision,
                 "trial": trial_id,
                 "decided_by": actor.label(),
@@ -539,7 +545,7 @@ pub async fn record_verdict_locked(
             text: format!(
                 "{} {} {} on brief {} (trial {trial_name})",
                 actor.label(),
-                if request.verdict == "approve" { "approved" } else { "rejected" },
+                verdict.done(),
                 decision.as_str(),
                 current.brief.fields.name,
             ),

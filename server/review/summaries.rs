@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::{
     decision::Status,
+    model::ApprovalVerdict,
     service::{review_for, Review},
     summaries_repo,
 };
@@ -68,6 +69,8 @@ async fn review_and_evidence(state: &AppState, brief_id: Uuid) -> Result<Option<
 /// before, a trial whose decision moved gives `decision.changed` and an approval that went stale
 /// gives `approval.stale`, written with the snapshot in one transaction. The first snapshot of a
 /// brief is its baseline and gives no event. A snapshot computed later than this one is kept.
+// Long, and reads better whole: load, compare, write events and the snapshot in one transaction, in
+// that order.
 pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
     let started = Utc::now();
     let Some((r, last_evidence)) = review_and_evidence(state, brief_id).await? else {
@@ -174,7 +177,7 @@ pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
                         }),
                         text: format!(
                             "Brief {name}: the {} of {} by {} is stale, its inputs changed ({})",
-                            if approval.row.verdict == "approve" {
+                            if approval.row.verdict == ApprovalVerdict::Approve {
                                 "approval"
                             } else {
                                 "rejection"
@@ -227,7 +230,7 @@ pub fn summarize(
         None if evidence_count == 0 => "awaiting-evidence",
         None => "needs-approval",
         Some(a) if a.stale => "stale",
-        Some(a) if a.row.verdict == "approve" => "approved",
+        Some(a) if a.row.verdict == ApprovalVerdict::Approve => "approved",
         Some(_) => "rejected",
     };
     summaries_repo::BriefSummary {
@@ -242,8 +245,8 @@ pub fn summarize(
             .any(|c| c.required && c.status == Status::Fail),
         evidence_count,
         last_evidence_at,
-        approval_verdict: r.approval.as_ref().map(|a| a.row.verdict.clone()),
-        approval_decision: r.approval.as_ref().map(|a| a.row.decision.clone()),
+        approval_verdict: r.approval.as_ref().map(|a| a.row.verdict.as_str().to_owned()),
+        approval_decision: r.approval.as_ref().map(|a| a.row.decision.as_str().to_owned()),
         state: state.to_owned(),
     }
 }

@@ -31,6 +31,7 @@ pub struct NewWebhook {
 
 /// Checks a subscription, reporting every bad field at once. Only `https://` URLs unless
 /// `allow_http`; a URL with credentials in it is refused (they would show on the admin page).
+// Long, and reads better whole: one check per subscription field, every error collected.
 pub fn validate(body: &Value, allow_http: bool) -> Result<NewWebhook, Vec<FieldError>> {
     let mut errors = Vec::new();
     let url = match body.get("url") {

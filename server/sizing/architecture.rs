@@ -317,6 +317,8 @@ impl Resolver<'_> {
 }
 
 /// Resolves the architecture; never fails, but `problems` must be empty for a valid brief.
+// Long, and reads better whole: one field at a time, brief over config.json over catalogue, each
+// check where its value is read.
 pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
     let mut r = Resolver {
         req,

@@ -469,6 +469,8 @@ fn kv_bytes_per_token(input: &SizingInput, fp: &memory::Footprint) -> u64 {
 }
 
 /// The resolver's notes, then how the architecture shapes this sizing.
+// Long, and reads better whole: one note per architecture feature, in the order the page lists
+// them.
 fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String> {
     let mut notes = input.architecture_notes.clone();
     let a = &input.architecture;

@@ -299,6 +299,8 @@ impl<'a> Reader<'a> {
 }
 
 /// Reads `config`; every value of the wrong type is an error.
+// Long, and reads better whole: one read per config.json key, in the order the reading is
+// documented.
 pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigError>> {
     let mut r = Reader {
         root: config,
@@ -461,6 +463,7 @@ impl Layout {
 }
 
 /// The hybrid layout, if the config names one (`None` for a model that attends on every layer).
+// Long, and reads better whole: one arm per way a config names its hybrid layout.
 fn read_layout(r: &mut Reader<'_>, out: &mut ConfigReading) -> Option<Layout> {
     let layers = out.num_layers? as usize;
     let mismatch = |out: &mut ConfigReading, key: &str, n: usize| {
@@ -581,6 +584,8 @@ fn first_positive(r: &mut Reader<'_>, keys: &[&str], max: u64) -> Option<u32> {
 }
 
 /// The state layers' dimensions, and how many layers attend.
+// Long, and reads better whole: one arm per state-layer family (Mamba, Gated DeltaNet), each
+// reading its keys.
 fn read_state(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layout>) {
     let Some(layout) = layout else { return };
     let gdn = layout.count(Mixer::Gdn);
@@ -756,6 +761,8 @@ fn read_moe(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layout>
 /// The parameters the shapes give: embeddings, every layer's mixer (attention, latent attention,
 /// Gated DeltaNet, Mamba-2) and feed-forward block (dense or experts with shared experts and
 /// router), and the multi-token-prediction layers apart. `None` when a shape it needs is missing.
+// Long, and reads better whole: one sum over the model's blocks, in the order of the formula in the
+// doc comment above.
 fn count_params(
     r: &mut Reader<'_>,
     out: &ConfigReading,
@@ -900,6 +907,7 @@ fn count_params(
 }
 
 /// Which layers keep only a sliding window or a chunk of the tokens.
+// Long, and reads better whole: one arm per way a config names windowed layers.
 fn read_windows(r: &mut Reader<'_>, out: &mut ConfigReading, model_type: &str) {
     let layers = out.num_layers;
     let window = if r.get("sliding_window").is_some() {

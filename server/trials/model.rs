@@ -198,31 +198,8 @@ pub fn validate(input: &Input<'_>, defaults: &TrialDefaults) -> Result<TrialFiel
         .and_then(|n| i32::try_from(n).ok());
     let billing: Option<Billing> = c.choice("billing", &names(Billing::ALL, Billing::as_str), false);
     let rate_per_gpu_hour = c.money("rate_per_gpu_hour", 1_000_000);
-    let currency = c.text("currency", 3).map(|s| s.to_ascii_uppercase());
-    if let Some(cur) = &currency {
-        if cur.len() != 3 || !cur.chars().all(|ch| ch.is_ascii_alphabetic()) {
-            c.fail("currency", "must be a three-letter ISO 4217 code such as USD");
-        } else if *cur != defaults.currency {
-            // One currency per brief: a rate in another one is refused, never converted silently.
-            c.fail(
-                "currency",
-                format!(
-                    "is {cur}, but this brief's money is in {brief}; give the rate in {brief} (convert it at \
-                     the rate you pay) so costs stay comparable",
-                    brief = defaults.currency
-                ),
-            );
-        }
-    }
-    let allocation_boundary = c.text("allocation_boundary", MAX_NAME);
-    if let Some(b) = &allocation_boundary {
-        if !["serverless", "vm", "dedicated-node", "cluster"].contains(&b.as_str()) {
-            c.fail(
-                "allocation_boundary",
-                "must be one of: serverless, vm, dedicated-node, cluster",
-            );
-        }
-    }
+    let currency = read_currency(&mut c, &defaults.currency);
+    let allocation_boundary = read_allocation_boundary(&mut c);
     let status: Option<TrialStatus> = c.choice("status", &names(TrialStatus::ALL, TrialStatus::as_str), false);
     let started_at = time(&mut c, "started_at");
     let ended_at = time(&mut c, "ended_at");
@@ -263,6 +240,40 @@ pub fn validate(input: &Input<'_>, defaults: &TrialDefaults) -> Result<TrialFiel
         notes,
         rerun_of,
     })
+}
+
+/// The rate's currency, upper-cased: three letters, and the brief's own (one currency per brief:
+/// a rate in another one is refused, never converted silently).
+fn read_currency(c: &mut FieldReader<'_>, brief: &str) -> Option<String> {
+    let currency = c.text("currency", 3).map(|s| s.to_ascii_uppercase());
+    if let Some(cur) = &currency {
+        if cur.len() != 3 || !cur.chars().all(|ch| ch.is_ascii_alphabetic()) {
+            c.fail("currency", "must be a three-letter ISO 4217 code such as USD");
+        } else if cur != brief {
+            c.fail(
+                "currency",
+                format!(
+                    "is {cur}, but this brief's money is in {brief}; give the rate in {brief} (convert it at \
+                     the rate you pay) so costs stay comparable"
+                ),
+            );
+        }
+    }
+    currency
+}
+
+/// The kind of allocation the trial rents, one of the brief's kinds.
+fn read_allocation_boundary(c: &mut FieldReader<'_>) -> Option<String> {
+    let boundary = c.text("allocation_boundary", MAX_NAME);
+    if let Some(b) = &boundary {
+        if !["serverless", "vm", "dedicated-node", "cluster"].contains(&b.as_str()) {
+            c.fail(
+                "allocation_boundary",
+                "must be one of: serverless, vm, dedicated-node, cluster",
+            );
+        }
+    }
+    boundary
 }
 
 fn names<T: Copy>(all: &[T], name: fn(&T) -> &'static str) -> Vec<&'static str> {
@@ -359,6 +370,35 @@ mod tests {
             allocation_boundary: "vm".into(),
             name: "Trial 2".into(),
         }
+    }
+
+    fn read_one<T>(field: &str, value: &str, read: impl FnOnce(&mut FieldReader<'_>) -> T) -> (T, Vec<String>) {
+        let form = HashMap::from([(field.to_owned(), value.to_owned())]);
+        let input = Input::Form(&form);
+        let mut c = FieldReader::new(&input);
+        let out = read(&mut c);
+        (out, c.errors.into_iter().map(|e| e.message).collect())
+    }
+
+    #[test]
+    fn the_rate_is_in_the_briefs_currency_or_refused() {
+        let (cur, errors) = read_one("currency", "usd", |c| read_currency(c, "USD"));
+        assert_eq!((cur.as_deref(), errors.len()), (Some("USD"), 0));
+        let (_, errors) = read_one("currency", "EUR", |c| read_currency(c, "USD"));
+        assert!(
+            errors[0].starts_with("is EUR, but this brief's money is in USD"),
+            "{errors:?}"
+        );
+        let (_, errors) = read_one("currency", "U$D", |c| read_currency(c, "USD"));
+        assert_eq!(errors, ["must be a three-letter ISO 4217 code such as USD"]);
+    }
+
+    #[test]
+    fn the_allocation_boundary_is_one_of_the_briefs_kinds() {
+        let (b, errors) = read_one("allocation_boundary", "cluster", read_allocation_boundary);
+        assert_eq!((b.as_deref(), errors.len()), (Some("cluster"), 0));
+        let (_, errors) = read_one("allocation_boundary", "mainframe", read_allocation_boundary);
+        assert_eq!(errors.len(), 1);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{Trial, TrialFields};
+use crate::db::parse_stored;
 
 struct TrialRow {
     id: Uuid,
@@ -29,12 +30,6 @@ struct TrialRow {
     updated_at: DateTime<Utc>,
 }
 
-fn parse_stored<T: std::str::FromStr>(column: &str, value: &str) -> Result<T, sqlx::Error> {
-    value
-        .parse()
-        .map_err(|_| sqlx::Error::Decode(format!("trials.{column} holds unknown value {value:?}").into()))
-}
-
 impl TryFrom<TrialRow> for Trial {
     type Error = sqlx::Error;
     fn try_from(r: TrialRow) -> Result<Self, sqlx::Error> {
@@ -43,8 +38,8 @@ impl TryFrom<TrialRow> for Trial {
             brief_id: r.brief_id,
             position: r.position,
             fields: TrialFields {
-                billing: parse_stored("billing", &r.billing)?,
-                status: parse_stored("status", &r.status)?,
+                billing: parse_stored("trials.billing", &r.billing)?,
+                status: parse_stored("trials.status", &r.status)?,
                 name: r.name,
                 provider: r.provider,
                 region: r.region,

@@ -15,7 +15,8 @@ enum Floor {
     /// Pure engines and plain types: no I/O, no web, no database.
     Ground,
     /// Error, state, config, database, telemetry, secrets, the evidence store, the audit log and
-    /// who is who (roles, sessions, tokens, users): what every handler stands on.
+    /// who is who (`auth`: roles, sessions, tokens, users, teams, lockout): what every handler
+    /// stands on. The pages and API for people are the `people` domain.
     Core,
     /// The web kit: extractors, who is asking, pages and their error, the request id.
     Web,
@@ -29,9 +30,11 @@ enum Floor {
     Binary,
 }
 
-const GROUND: [&str; 11] = [
+const GROUND: [&str; 13] = [
     "validation",
     "money",
+    "thresholds",
+    "criteria",
     "sizing",
     "evidence::parsers",
     "evidence::load_points",
@@ -69,7 +72,7 @@ const DOMAINS: [(&str, u8); 11] = [
     ("prices", 0),
     ("collect", 0),
     ("trials", 1),
-    ("auth", 2),
+    ("people", 2),
     ("evidence", 2),
     ("ledger", 2),
     ("acceptance", 3),
@@ -200,6 +203,7 @@ fn modules() -> BTreeMap<String, String> {
 /// A source file as the compiler reads it: comments dropped, char literals blanked, and each string
 /// literal (plain, byte or raw) replaced by a numbered placeholder (`"0"`, `"1"`, …) whose text is
 /// kept in `strings`, so no brace, quote or `crate::` inside a literal or a comment is taken for code.
+/// The newlines of what is dropped are kept, so a line of `code` is the same line of the source.
 struct Lexed {
     code: String,
     strings: Vec<String>,
@@ -222,6 +226,7 @@ fn lex(source: &str) -> Lexed {
         if c == '/' && s.get(i + 1) == Some(&'*') {
             // Block comments nest in Rust.
             let mut depth = 0;
+            let start = i;
             while i < s.len() {
                 if s[i] == '/' && s.get(i + 1) == Some(&'*') {
                     depth += 1;
@@ -236,6 +241,7 @@ fn lex(source: &str) -> Lexed {
                     i += 1;
                 }
             }
+            keep_lines(&mut code, &s[start..i.min(s.len())]);
             continue;
         }
         // A raw string `r"…"`, `r#"…"#`, `br#"…"#`: the `r` starts a token (or follows a lone `b`).
@@ -254,6 +260,7 @@ fn lex(source: &str) -> Lexed {
                 }
                 strings.push(s[start..k.min(s.len())].iter().collect());
                 code.push_str(&format!("\"{}\"", strings.len() - 1));
+                keep_lines(&mut code, &s[start..k.min(s.len())]);
                 i = k + 1 + hashes;
                 continue;
             }
@@ -270,8 +277,9 @@ fn lex(source: &str) -> Lexed {
                 }
                 k += 1;
             }
+            code.push_str(&format!("\"{}\"", strings.len()));
+            keep_lines(&mut code, &s[i..k.min(s.len())]);
             strings.push(text);
-            code.push_str(&format!("\"{}\"", strings.len() - 1));
             i = k + 1;
             continue;
         }
@@ -298,9 +306,14 @@ fn lex(source: &str) -> Lexed {
     Lexed { code, strings }
 }
 
+/// Adds to `code` the newlines of dropped text, after the placeholder that stands for it.
+fn keep_lines(code: &mut String, dropped: &[char]) {
+    code.extend(dropped.iter().filter(|c| **c == '\n'));
+}
+
 /// `code` without its `#[cfg(test)]` items (tests may import anything and name any table): each
 /// item runs from the attribute to its `;` or through its matched braces, so what follows a test
-/// module is read.
+/// module is read. An item's newlines stay, so lines keep their numbers.
 fn without_test_items(code: &str) -> String {
     const TEST: &str = "#[cfg(test)]";
     let mut out = String::with_capacity(code.len());
@@ -328,6 +341,7 @@ fn without_test_items(code: &str) -> String {
                 _ => {}
             }
         }
+        out.extend(item[..end].chars().filter(|c| *c == '\n'));
         rest = &item[end..];
     }
     out.push_str(rest);
@@ -516,6 +530,9 @@ fn the_checker_sees_what_it_must_refuse() {
     assert!(violation("briefs::service", "review::service").is_some());
     assert!(violation("sizing::memory", "error").is_some());
     assert!(violation("web::page", "briefs::model").is_some());
+    assert!(violation("web::auth", "people::pages").is_some());
+    assert!(violation("config", "auth::session").is_none());
+    assert!(violation("people::pages", "trials::service").is_none());
     assert!(violation("ledger::repo", "ledger::service").is_some());
     assert!(violation("review::service", "briefs::service").is_none());
     assert!(violation("overview::brief_page", "ledger::pages").is_none());
@@ -791,4 +808,141 @@ fn test_modules_are_skipped_by_parsing_not_by_stopping() {
         "{code}"
     );
     assert!(code.contains("fn g<'a>"), "a lifetime is not a char literal: {code}");
+}
+
+/// The longest a function may be, in lines from `fn` to its closing brace, unless a comment right
+/// above it (among its doc comments and attributes) says why it reads better whole, with a line
+/// holding [`WHOLE_MARKER`]. A long function usually hides several steps that want names.
+const MAX_FN_LINES: usize = 80;
+const WHOLE_MARKER: &str = "reads better whole";
+
+/// (line of `fn`, name, lines) of each function with a body in `source`, test items left out.
+fn functions(source: &str) -> Vec<(usize, String, usize)> {
+    let code: Vec<char> = code_only(source).chars().collect();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let line_of = |i: usize| code[..i].iter().filter(|c| **c == '\n').count() + 1;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 3 < code.len() {
+        let is_fn = code[i..i + 3] == ['f', 'n', ' '] && (i == 0 || !ident(code[i - 1]));
+        if !is_fn {
+            i += 1;
+            continue;
+        }
+        let name: String = code[i + 3..]
+            .iter()
+            .skip_while(|c| c.is_whitespace())
+            .take_while(|c| ident(**c))
+            .collect();
+        // The body starts at the first `{` outside the signature's brackets; a `;` there first
+        // ends a declaration without one.
+        let mut k = i + 3;
+        let mut depth = 0i32;
+        let mut body = None;
+        while k < code.len() {
+            match code[k] {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                ';' if depth == 0 => break,
+                '{' if depth == 0 => {
+                    body = Some(k);
+                    break;
+                }
+                _ => {}
+            }
+            k += 1;
+        }
+        let Some(open) = body else {
+            i = k;
+            continue;
+        };
+        let mut braces = 0i32;
+        let mut close = open;
+        for (j, c) in code.iter().enumerate().skip(open) {
+            match c {
+                '{' => braces += 1,
+                '}' => {
+                    braces -= 1;
+                    if braces == 0 {
+                        close = j;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let first = line_of(i);
+        out.push((first, name, line_of(close) - first + 1));
+        // Functions inside this one are read too.
+        i = open;
+    }
+    out
+}
+
+/// Whether the comments and attributes right above line `line` (1-based) hold the marker.
+fn justified_whole(source: &str, line: usize) -> bool {
+    let lines: Vec<&str> = source.lines().collect();
+    lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .take_while(|l| l.starts_with("//") || l.starts_with("#["))
+        .any(|l| l.contains(WHOLE_MARKER))
+}
+
+/// `module::fn (N lines)` for each function over the limit without the marker.
+fn long_functions(mods: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, source) in mods {
+        // A test-only file (`#[cfg(test)] #[path = …]`): tests are tables of cases.
+        if name.ends_with("_tests") {
+            continue;
+        }
+        for (line, function, lines) in functions(source) {
+            if lines > MAX_FN_LINES && !justified_whole(source, line) {
+                out.push(format!("{name}::{function} ({lines} lines, line {line})"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_long_without_saying_why() {
+    let found = long_functions(&modules());
+    assert!(
+        found.is_empty(),
+        "functions over {MAX_FN_LINES} lines: split them into named steps, or say in a comment right above \
+         why one reads better whole (a line with \"{WHOLE_MARKER}\"):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_length_check_counts_lines_and_reads_the_marker() {
+    let body = |n: usize| "    let x = \"{\";\n".repeat(n);
+    let source = format!(
+        "fn short() {{\n{}}}\n\
+         /// Too long.\n#[allow(dead_code)]\nfn long(a: [u8; 2]) -> u8 {{\n{}}}\n\
+         // One match arm per kind: reads better whole.\n#[inline]\nfn long_but_said(x: u8) {{\n{}}}\n\
+         trait T {{ fn declared(&self); }}\n\
+         #[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{}    }}\n}}\n\
+         pub(crate) fn after_tests() {{\n    /* {{ */\n{}}}\n",
+        body(78),
+        body(79),
+        body(100),
+        body(100),
+        body(79),
+    );
+    let found = functions(&source);
+    let lengths: Vec<(&str, usize)> = found.iter().map(|(_, n, l)| (n.as_str(), *l)).collect();
+    assert_eq!(
+        lengths,
+        [("short", 80), ("long", 81), ("long_but_said", 102), ("after_tests", 82)]
+    );
+    let mods = BTreeMap::from([("m".to_owned(), source)]);
+    assert_eq!(
+        long_functions(&mods),
+        ["m::long (81 lines, line 83)", "m::after_tests (82 lines, line 374)"]
+    );
 }

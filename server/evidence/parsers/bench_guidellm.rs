@@ -116,6 +116,7 @@ fn successful<'a>(m: &'a Map<String, Value>, name: &str) -> Option<&'a Map<Strin
     m.get(name)?.get("successful")?.as_object()
 }
 
+// Long, and reads better whole: one read per field of a GuideLLM benchmark, in its order.
 fn benchmark(b: &Map<String, Value>, i: usize, p: &mut Parsed) -> Run {
     let mut r = Run::named(name_of(b, i));
     // The load asked for (a rate, or a number of streams) and how long the point ran.

@@ -409,6 +409,7 @@ fn load_point(o: &Map<String, Value>) -> Option<String> {
     }
 }
 
+// Long, and reads better whole: one read per field of vLLM's result JSON, in its order.
 fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
     let o = &obj.map;
     // SGLang's own bench_serving writes the same key scheme plus a few keys vLLM's does not.

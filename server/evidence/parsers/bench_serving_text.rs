@@ -66,6 +66,7 @@ pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Run, ParseError> {
     Ok(r)
 }
 
+// Long, and reads better whole: one pass over the report's table rows.
 pub(crate) fn genai_perf(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
     let mut runs: Vec<Run> = Vec::new();
     let mut single = Run::default();

@@ -70,6 +70,7 @@ fn avg(o: &Map<String, Value>, key: &str) -> Option<f64> {
     o.get(key)?.get("avg").and_then(num)
 }
 
+// Long, and reads better whole: one read per field of the stats JSON, in its order.
 pub(crate) fn summary(top: &Map<String, Value>, p: &mut Parsed) -> Run {
     // The statistics; the run's configuration and errors stay at the top level in either shape.
     let o = early_records(top).unwrap_or(top);

@@ -211,6 +211,7 @@ fn infer_level(tests: &[Test]) -> u8 {
     level
 }
 
+// Long, and reads better whole: one pass over the report's table lines, with the section it is in.
 fn parse_text(s: &str) -> Result<Diag, ParseError> {
     let mut d = Diag::default();
     let mut category = String::new();
@@ -341,6 +342,8 @@ fn merge_entity(t: &mut Test, st: Status) {
     }
 }
 
+// Long, and reads better whole: one walk over the report's tests and their results, in document
+// order.
 fn parse_json(s: &str) -> Result<Diag, ParseError> {
     use serde_json::Value;
     let (v, _pre) = text::json_value(s)?;

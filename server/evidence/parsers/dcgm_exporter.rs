@@ -148,6 +148,7 @@ pub(crate) fn parse_window(before: &str, after: &str) -> Result<Parsed, ParseErr
     Ok(p)
 }
 
+// Long, and reads better whole: one figure per metric of the scrape, each a few lines.
 fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
     if a.series.is_empty() {
         p.warn("no DCGM_FI_ series in this scrape (is this a dcgm-exporter /metrics endpoint?)");

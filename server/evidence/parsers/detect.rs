@@ -12,6 +12,7 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<K> {
     detect_text(&stripped.text)
 }
 
+// Long, and reads better whole: one test per format, in the order they must be tried.
 fn detect_text(s: &str) -> Option<K> {
     let t = s.trim_start();
     if s.contains("\"DCGM GPU Diagnostic\"") || s.contains("\"DCGM Diagnostic\"") {

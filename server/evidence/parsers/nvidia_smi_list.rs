@@ -6,6 +6,7 @@
 
 use super::{text, ParseError, Parsed};
 
+// Long, and reads better whole: one pass over the listed lines, one arm per line form.
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),

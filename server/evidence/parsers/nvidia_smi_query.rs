@@ -33,6 +33,7 @@ fn line_of(s: &str, byte: usize) -> usize {
         .unwrap_or(1)
 }
 
+// Long, and reads better whole: one read per GPU element of the XML, in document order.
 fn parse_xml(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),
@@ -186,6 +187,8 @@ fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
 
 /// `--query-gpu=… --format=csv[,noheader][,nounits]`: `, `-separated, nothing quoted, units in the
 /// header (`memory.total [MiB]`) and, without `nounits`, in the values (`143771 MiB`).
+// Long, and reads better whole: one pass over the CSV's header and rows, units read where they
+// appear.
 fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),

@@ -37,6 +37,7 @@ fn memory_cell(cell: &str) -> Option<(f64, f64)> {
     Some((text::lenient_number(used)?, text::lenient_number(total)?))
 }
 
+// Long, and reads better whole: one pass over the table's lines, with the GPU row it is in.
 pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),

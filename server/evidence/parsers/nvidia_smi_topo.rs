@@ -91,6 +91,8 @@ fn gpu_index(tok: &str) -> Option<usize> {
     d.parse().ok()
 }
 
+// Long, and reads better whole: one pass over the matrix's lines: header, rows, legend, each a few
+// lines.
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),

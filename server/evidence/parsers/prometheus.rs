@@ -144,6 +144,8 @@ const CLASS: [u8; 256] = {
     t
 };
 
+// Long, and reads better whole: a hand-written scanner of one exposition line: name, labels, value,
+// timestamp, in order.
 fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
     let mut c = Cur {
         b: line.as_bytes(),

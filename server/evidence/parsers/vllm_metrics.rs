@@ -221,6 +221,7 @@ fn model_of<'a>(s: &'a Sample<'_>) -> &'a str {
 
 type Buckets = Vec<(f64, f64)>;
 
+// Long, and reads better whole: one figure per metric family, in the order of docs/evidence.md.
 fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
     let mut p = Parsed {
         tool: Some("vllm".into()),

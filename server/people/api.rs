@@ -16,14 +16,14 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use super::{
-    lockout, password,
-    token::{self, TokenRow},
-    users::{self, Change, UserRow},
-    Principal, Role,
-};
 use crate::{
     audit,
+    auth::{
+        lockout, password,
+        token::{self, TokenRow},
+        users::{self, Change, UserRow},
+        Principal, Role,
+    },
     error::{ApiResult, AppError},
     state::AppState,
     validation::FieldError,

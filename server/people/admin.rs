@@ -16,15 +16,15 @@ use uuid::Uuid;
 
 use std::net::SocketAddr;
 
-use super::{
-    lockout, session,
-    teams::{self, Team},
-    token,
-    users::{self, Change},
-    Role,
-};
 use crate::{
     audit,
+    auth::{
+        lockout, session,
+        teams::{self, Team},
+        token,
+        users::{self, Change},
+        Role,
+    },
     briefs::service as briefs,
     error::AppError,
     state::AppState,
@@ -70,7 +70,7 @@ struct UserLine {
 }
 
 #[derive(Template)]
-#[template(path = "auth/users.html")]
+#[template(path = "people/users.html")]
 struct UsersPage {
     ctx: PageContext,
     users: Vec<UserLine>,
@@ -356,7 +356,7 @@ async fn person_token_lines(state: &AppState, uid: Uuid) -> PageResult<Vec<Perso
 }
 
 #[derive(Template)]
-#[template(path = "auth/person_tokens.html")]
+#[template(path = "people/person_tokens.html")]
 struct PersonTokensPage {
     ctx: PageContext,
     /// Where each token's revoke form posts (`{revoke_base}/{jti}/revoke`).
@@ -495,7 +495,7 @@ async fn remove_member(
 }
 
 #[derive(Template)]
-#[template(path = "auth/sharing.html")]
+#[template(path = "people/sharing.html")]
 struct SharingPage {
     ctx: PageContext,
     brief_id: String,
@@ -643,7 +643,7 @@ fn activity_line(e: &audit::AuditEntry) -> ActivityLine {
 }
 
 #[derive(Template)]
-#[template(path = "auth/account.html")]
+#[template(path = "people/account.html")]
 struct AccountPage {
     ctx: PageContext,
     email: String,

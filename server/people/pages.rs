@@ -16,14 +16,14 @@ use serde_json::json;
 
 use uuid::Uuid;
 
-use super::{
-    lockout::{self, Admission},
-    password, session, teams,
-    token::{self, NewToken, TokenRow},
-    users, Role,
-};
 use crate::{
     audit,
+    auth::{
+        lockout::{self, Admission},
+        password, session, teams,
+        token::{self, NewToken, TokenRow},
+        users, Role,
+    },
     briefs::service as briefs,
     error::AppError,
     secrets,
@@ -51,7 +51,7 @@ pub fn routes() -> Router<AppState> {
 const LOGIN_CSRF_COOKIE: &str = "rentcheck_login_csrf";
 
 #[derive(Template)]
-#[template(path = "auth/login.html")]
+#[template(path = "people/login.html")]
 struct LoginPage {
     ctx: PageContext,
     csrf: String,
@@ -99,6 +99,8 @@ fn pre_session_csrf_ok(headers: &HeaderMap, form: &HashMap<String, String>) -> b
     !cookie.is_empty() && secrets::equal(&cookie, sent)
 }
 
+// Long, and reads better whole: the sign-in in the order its security rules need: throttle, check,
+// settle, session, audit.
 async fn login(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -253,7 +255,7 @@ async fn logout(
 }
 
 #[derive(Template)]
-#[template(path = "auth/setup.html")]
+#[template(path = "people/setup.html")]
 struct SetupPage {
     ctx: PageContext,
     csrf: String,
@@ -264,7 +266,7 @@ struct SetupPage {
 }
 
 #[derive(Template)]
-#[template(path = "auth/setup_done.html")]
+#[template(path = "people/setup_done.html")]
 struct SetupDonePage {
     ctx: PageContext,
 }
@@ -424,7 +426,7 @@ impl TokenLine {
 }
 
 #[derive(Template)]
-#[template(path = "auth/tokens.html")]
+#[template(path = "people/tokens.html")]
 struct TokensPage {
     ctx: PageContext,
     brief_id: String,
