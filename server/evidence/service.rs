@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{
-    model::{analyse, resolve_kind, sha256_hex, Outcome, Upload, Window},
+    model::{analyse_decoded, resolve_kind, sha256_hex, Outcome, Upload, Window},
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
@@ -150,7 +150,7 @@ async fn prepare(
     state: &AppState,
     brief_id: Uuid,
     trial_id: Uuid,
-    upload: Upload,
+    mut upload: Upload,
     targets: &mut Option<SloTargets>,
     befores: &BatchBefores,
 ) -> Result<Prepared, AppError> {
@@ -188,13 +188,15 @@ async fn prepare(
         SloTargets::default()
     };
     let raw = upload.raw.clone();
+    // The envelope's `data` as decoded with the request: `metrics` are read from it, not parsed again.
+    let decoded = upload.data.take();
     let run = move || {
         let w = match &window {
             None => Window::NotWindowed,
             Some((_, Some(before))) => Window::Before(before),
             Some((id, None)) => Window::Unmatched(id),
         };
-        analyse(kind, &raw, w, kind_warning, &targets)
+        analyse_decoded(kind, &raw, decoded.as_ref(), w, kind_warning, &targets)
     };
     let outcome: Outcome = if upload.raw.len() < PARSE_INLINE_MAX {
         run()
