@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 28] = [
+const LANDED: [(&str, &str); 29] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -119,6 +119,10 @@ const LANDED: [(&str, &str); 28] = [
     (
         "20261202130002_audit_log_no_truncate.sql",
         "fdff5641c64ae57d9c62728c03e03225f71379f8be1a7d43733d6c05be568a767ab98406cec9bc6556324b85fb9a804b",
+    ),
+    (
+        "20261203110000_review_summary_rules_version.sql",
+        "597fa033a08e549e3ef7ad3b78afa1b5e23a59e3356b6d1058be391368c26c1a1a732f8c21196c5aafa23153f6823a0d",
     ),
 ];
 

@@ -334,6 +334,91 @@ pub async fn find_idempotent(
     .await
 }
 
+/// [`find_idempotent`] for several keys of one caller at once (a batch): the stored answer of each
+/// key that has one, by key.
+pub async fn find_idempotent_many(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    caller: &str,
+    keys: &[String],
+) -> Result<Vec<(String, StoredResponse)>, sqlx::Error> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    // A runtime query, checked by the batch idempotency tests (`evidence_batch.rs`).
+    let rows: Vec<(String, String, i16, Json<Value>)> = sqlx::query_as(
+        "SELECT key, request_sha256, response_status, response_body FROM idempotency_keys \
+         WHERE brief_id = $1 AND caller = $2 AND key = ANY($3) \
+           AND (created_at > now() - interval '24 hours' OR caller LIKE 'system:%')",
+    )
+    .bind(brief_id)
+    .bind(caller)
+    .bind(keys)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, request_sha256, response_status, response_body)| {
+            (
+                key,
+                StoredResponse {
+                    request_sha256,
+                    response_status,
+                    response_body,
+                },
+            )
+        })
+        .collect())
+}
+
+/// A key to claim for one item of a batch: the key, the request's fingerprint, the answer, the
+/// evidence it stands for.
+pub struct KeyClaim<'a> {
+    pub key: &'a str,
+    pub request_sha256: &'a str,
+    pub body: &'a Value,
+    pub evidence_id: Uuid,
+}
+
+/// [`claim_idempotency_key`] for every key of a batch in one statement (the keys are distinct);
+/// answers the keys claimed. A key another request holds is not among them (a concurrent holder
+/// makes this wait until it commits or rolls back, as for one key). Taken in key order, so two
+/// batches claiming some of the same keys lock them in the same order.
+pub async fn claim_idempotency_keys(
+    db: impl PgExecutor<'_>,
+    brief_id: Uuid,
+    caller: &str,
+    status: i16,
+    claims: &[KeyClaim<'_>],
+) -> Result<Vec<String>, sqlx::Error> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let keys: Vec<&str> = claims.iter().map(|c| c.key).collect();
+    let shas: Vec<&str> = claims.iter().map(|c| c.request_sha256).collect();
+    let bodies: Vec<&Value> = claims.iter().map(|c| c.body).collect();
+    let ids: Vec<Uuid> = claims.iter().map(|c| c.evidence_id).collect();
+    sqlx::query_scalar(
+        "INSERT INTO idempotency_keys (brief_id, key, request_sha256, response_status, response_body, evidence_id, caller) \
+         SELECT $1, r.key, r.sha, $3, r.body, r.id, $2 \
+         FROM unnest($4::text[], $5::text[], $6::jsonb[], $7::uuid[]) AS r(key, sha, body, id) ORDER BY r.key \
+         ON CONFLICT ON CONSTRAINT idempotency_keys_pkey DO UPDATE \
+         SET request_sha256 = EXCLUDED.request_sha256, response_status = EXCLUDED.response_status, \
+             response_body = EXCLUDED.response_body, evidence_id = EXCLUDED.evidence_id, created_at = now() \
+         WHERE idempotency_keys.created_at <= now() - interval '24 hours' AND idempotency_keys.caller NOT LIKE 'system:%' \
+         RETURNING key",
+    )
+    .bind(brief_id)
+    .bind(caller)
+    .bind(status)
+    .bind(&keys)
+    .bind(&shas)
+    .bind(&bodies)
+    .bind(&ids)
+    .fetch_all(db)
+    .await
+}
+
 /// Claims `key` for this request. `false` when another request holds it: a concurrent one in another
 /// open transaction makes this statement wait until that one commits (then `false`) or rolls back
 /// (then `true`), so two requests with one key can never both insert evidence.

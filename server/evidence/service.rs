@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{
-    model::{analyse, resolve_kind, sha256_hex, Outcome, Upload, Window},
+    model::{analyse_decoded, resolve_kind, sha256_hex, Outcome, Upload, Window},
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
@@ -150,7 +150,7 @@ async fn prepare(
     state: &AppState,
     brief_id: Uuid,
     trial_id: Uuid,
-    upload: Upload,
+    mut upload: Upload,
     targets: &mut Option<SloTargets>,
     befores: &BatchBefores,
 ) -> Result<Prepared, AppError> {
@@ -188,13 +188,15 @@ async fn prepare(
         SloTargets::default()
     };
     let raw = upload.raw.clone();
+    // The envelope's `data` as decoded with the request: `metrics` are read from it, not parsed again.
+    let decoded = upload.data.take();
     let run = move || {
         let w = match &window {
             None => Window::NotWindowed,
             Some((_, Some(before))) => Window::Before(before),
             Some((id, None)) => Window::Unmatched(id),
         };
-        analyse(kind, &raw, w, kind_warning, &targets)
+        analyse_decoded(kind, &raw, decoded.as_ref(), w, kind_warning, &targets)
     };
     let outcome: Outcome = if upload.raw.len() < PARSE_INLINE_MAX {
         run()
@@ -341,6 +343,17 @@ pub async fn ingest_batch(
     let mut targets = None;
     let mut keys_seen = HashMap::new();
     let mut befores = BatchBefores::new();
+    // Every key's stored answer in one statement, not one per item.
+    let keys: Vec<String> = items
+        .iter()
+        .filter(|item| item.decoded.is_ok())
+        .filter_map(|item| item.key.clone())
+        .collect();
+    let mut stored: HashMap<String, repo::StoredResponse> =
+        repo::find_idempotent_many(&state.pool, brief_id, key_scope, &keys)
+            .await?
+            .into_iter()
+            .collect();
     for (i, item) in items.into_iter().enumerate() {
         let (trial_id, upload) = match item.decoded {
             Ok(d) => d,
@@ -359,7 +372,7 @@ pub async fn ingest_batch(
                 ]))));
                 continue;
             }
-            if let Some(stored) = repo::find_idempotent(&state.pool, brief_id, key_scope, key).await? {
+            if let Some(stored) = stored.remove(key) {
                 answers.push(Some(replay(stored, &upload.fingerprint())));
                 continue;
             }
@@ -389,28 +402,51 @@ pub async fn ingest_batch(
     };
     let mut raced = Vec::new();
     let mut rows = Vec::with_capacity(pending.len());
-    let mut tx = state.pool.begin().await?;
-    for ((i, trial_id, key, p), object) in pending.iter().zip(&objects) {
-        if let Some(key) = key {
-            let claimed =
-                repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, &p.fingerprint, 201, &p.body, p.id)
-                    .await
-                    .map_err(fk_to_not_found)?;
-            if !claimed {
-                // Another request committed this key while we parsed: answered as it was, below.
-                raced.push(*i);
-                continue;
+    if pending.iter().all(|(_, _, key, p)| key.is_none() && !p.failed()) {
+        // No key to claim and no event to enqueue: the rows are the only write, one autocommitted
+        // statement without a transaction's two extra round trips.
+        for ((_, trial_id, _, p), object) in pending.iter().zip(&objects) {
+            rows.push(p.row(brief_id, *trial_id, object.as_deref(), uploaded_by));
+        }
+        repo::insert_many(&state.pool, &rows).await.map_err(fk_to_not_found)?;
+    } else {
+        let mut tx = state.pool.begin().await?;
+        // Every key claimed in one statement, then every row inserted in one.
+        let claims: Vec<repo::KeyClaim<'_>> = pending
+            .iter()
+            .filter_map(|(_, _, key, p)| {
+                key.as_deref().map(|key| repo::KeyClaim {
+                    key,
+                    request_sha256: &p.fingerprint,
+                    body: &p.body,
+                    evidence_id: p.id,
+                })
+            })
+            .collect();
+        let claimed: std::collections::HashSet<String> =
+            repo::claim_idempotency_keys(&mut *tx, brief_id, key_scope, 201, &claims)
+                .await
+                .map_err(fk_to_not_found)?
+                .into_iter()
+                .collect();
+        for ((i, trial_id, key, p), object) in pending.iter().zip(&objects) {
+            if let Some(key) = key {
+                if !claimed.contains(key) {
+                    // Another request committed this key while we parsed: answered as it was, below.
+                    raced.push(*i);
+                    continue;
+                }
+            }
+            rows.push(p.row(brief_id, *trial_id, object.as_deref(), uploaded_by));
+            if let (true, Some(name)) = (p.failed(), brief_name.as_deref()) {
+                let event = p.failure_event(brief_id, *trial_id, name, uploaded_by);
+                outbox::enqueue(&mut *tx, &state.config.public_url, &event).await?;
             }
         }
-        rows.push(p.row(brief_id, *trial_id, object.as_deref(), uploaded_by));
-        if let (true, Some(name)) = (p.failed(), brief_name.as_deref()) {
-            let event = p.failure_event(brief_id, *trial_id, name, uploaded_by);
-            outbox::enqueue(&mut *tx, &state.config.public_url, &event).await?;
-        }
+        // Every new row in one statement.
+        repo::insert_many(&mut *tx, &rows).await.map_err(fk_to_not_found)?;
+        tx.commit().await?;
     }
-    // Every new row in one statement.
-    repo::insert_many(&mut *tx, &rows).await.map_err(fk_to_not_found)?;
-    tx.commit().await?;
     for (i, _, key, p) in pending {
         answers[i] = Some(if raced.contains(&i) {
             replay_stored(

@@ -75,8 +75,8 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
     } else {
         (parse_json(&raw)?, Vec::new())
     };
-    let items = match v.get("items").and_then(Value::as_array) {
-        Some(items) if (1..=BATCH_MAX_ITEMS).contains(&items.len()) => items,
+    match v.get("items").and_then(Value::as_array) {
+        Some(items) if (1..=BATCH_MAX_ITEMS).contains(&items.len()) => {}
         Some(items) if items.len() > BATCH_MAX_ITEMS => {
             return Err(AppError::Validation(vec![FieldError::new(
                 "items",
@@ -89,9 +89,17 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
                 format!("must be an array of 1 to {BATCH_MAX_ITEMS} evidence items"),
             )]))
         }
+    }
+    // Each item moved out of the document, not copied: its `data` is parsed from it once.
+    let items = match v {
+        Value::Object(mut o) => match o.remove("items") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
     };
     Ok(items
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, item)| {
             let key = match item.get("idempotency_key") {
@@ -107,6 +115,7 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
                 .and_then(|mut u| {
                     if let Some(Some(data)) = wide_data.get(i) {
                         u.raw = data.clone();
+                        u.data = None;
                     }
                     if u.raw.len() > max_item {
                         Err(AppError::PayloadTooLarge(max_item))
@@ -199,13 +208,14 @@ pub async fn decode(req: Request, max: usize) -> ApiResult<Upload> {
             .map_err(AppError::Validation),
         Form::Envelope if is_wide(&raw) => {
             let (v, data) = wide_envelope(&raw)?;
-            let mut upload = Upload::from_envelope(&v).map_err(AppError::Validation)?;
+            let mut upload = Upload::from_envelope(v).map_err(AppError::Validation)?;
             if let Some(data) = data {
                 upload.raw = data;
+                upload.data = None;
             }
             Ok(upload)
         }
-        Form::Envelope => Upload::from_envelope(&parse_json(&raw)?).map_err(AppError::Validation),
+        Form::Envelope => Upload::from_envelope(parse_json(&raw)?).map_err(AppError::Validation),
         Form::Multipart => {
             let req = Request::from_parts(parts, Body::from(raw));
             decode_multipart(req, query).await

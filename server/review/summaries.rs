@@ -19,6 +19,15 @@ use crate::{
     trials::service as trials,
 };
 
+/// The rules a kept summary is made by. Raise it with any change to what a review or its summary
+/// computes: the next start-up then queues every summary made by older rules for remaking, and only
+/// those (`mark_outdated`).
+pub const RULES_VERSION: i32 = 1;
+
+/// A brief's summary is remade by the watcher at most once per this many `settle`s, however many
+/// changes keep arriving (`summaries_repo::claim_dirty`).
+const REMAKE_EVERY_SETTLES: u32 = 4;
+
 /// One trial's standing as the signal snapshot keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrialSignal {
@@ -207,6 +216,7 @@ pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
             approval_stale: r.approval.as_ref().is_some_and(|a| a.stale),
             computed_at: started,
             summary,
+            rules_version: RULES_VERSION,
         },
         &trials,
     )
@@ -282,7 +292,7 @@ pub async fn current(state: &AppState, ids: &[Uuid]) -> Result<Vec<summaries_rep
 /// Refreshes up to `limit` briefs marked changed at least `settle` ago; answers how many it took.
 /// A brief whose refresh fails is marked again, for the next round.
 pub async fn refresh_changed(state: &AppState, limit: i64, settle: std::time::Duration) -> Result<usize, AppError> {
-    let ids = summaries_repo::claim_dirty(&state.pool, limit, settle).await?;
+    let ids = summaries_repo::claim_dirty(&state.pool, limit, settle, settle * REMAKE_EVERY_SETTLES).await?;
     for &id in &ids {
         if let Err(e) = refresh(state, id).await {
             tracing::warn!(brief = %id, error = %e, "refreshing a brief's signals failed; will try again");
@@ -292,11 +302,11 @@ pub async fn refresh_changed(state: &AppState, limit: i64, settle: std::time::Du
     Ok(ids.len())
 }
 
-/// Queues every brief's summary for remaking (at start-up: the rules that made the kept summaries
-/// may have changed since).
-pub async fn mark_all(state: &AppState) -> Result<u64, AppError> {
+/// Queues the briefs whose kept summary was made by older rules than [`RULES_VERSION`], or that
+/// have none, for remaking (at start-up: a deploy that changed no rules remakes nothing).
+pub async fn mark_outdated(state: &AppState) -> Result<u64, AppError> {
     let ids = briefs::all_ids(&state.pool).await?;
-    Ok(summaries_repo::mark_all(&state.pool, &ids).await?)
+    Ok(summaries_repo::mark_outdated(&state.pool, &ids, RULES_VERSION).await?)
 }
 
 /// Every trial's kept summary with its brief's, for `/metrics/briefs`: one query, no review

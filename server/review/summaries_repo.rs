@@ -14,16 +14,22 @@ pub async fn claim_dirty(
     db: impl PgExecutor<'_>,
     limit: i64,
     settle: std::time::Duration,
+    remade_within: std::time::Duration,
 ) -> Result<Vec<Uuid>, sqlx::Error> {
     // Every queued mark of up to `limit` briefs whose oldest mark has waited `settle`, oldest
-    // first; marks of transactions still open are not seen and stay for the next round.
+    // first; marks of transactions still open are not seen and stay for the next round. A brief
+    // whose summary was made less than `remade_within` ago is left for a later round: under a
+    // stream of uploads its marks pile up and are taken together, so its review is remade once
+    // per interval, not once per round (readers meanwhile compute it themselves: `not_current`).
     // The count of taken changes moves in the same statement (see `brief_changes_taken`).
     sqlx::query_scalar!(
         r#"WITH taken AS (
              DELETE FROM brief_signals_dirty WHERE brief_id IN (
-                 SELECT brief_id FROM brief_signals_dirty
-                 WHERE marked_at <= now() - make_interval(secs => $2)
-                 ORDER BY marked_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+                 SELECT d.brief_id FROM brief_signals_dirty d
+                 WHERE d.marked_at <= now() - make_interval(secs => $2)
+                   AND NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = d.brief_id
+                                     AND s.computed_at > now() - make_interval(secs => $3))
+                 ORDER BY d.marked_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED)
              RETURNING brief_id),
            counted AS (
              INSERT INTO brief_changes_taken (brief_id, taken)
@@ -32,6 +38,7 @@ pub async fn claim_dirty(
            SELECT DISTINCT brief_id AS "brief_id!" FROM taken"#,
         limit,
         settle.as_secs_f64(),
+        remade_within.as_secs_f64(),
     )
     .fetch_all(db)
     .await
@@ -49,12 +56,15 @@ pub async fn not_current(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<Uu
     .await
 }
 
-/// Queues a mark for each of `briefs` (at start-up, every brief: the rules that made the
-/// summaries may have changed).
-pub async fn mark_all(db: impl PgExecutor<'_>, briefs: &[Uuid]) -> Result<u64, sqlx::Error> {
+/// Queues a mark for each of `briefs` whose kept summary was made by rules older than
+/// `rules_version`, or that has none (at start-up: a deploy that changed no rules remakes nothing).
+pub async fn mark_outdated(db: impl PgExecutor<'_>, briefs: &[Uuid], rules_version: i32) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query!(
-        "INSERT INTO brief_signals_dirty (brief_id) SELECT unnest($1::uuid[])",
-        briefs
+        "INSERT INTO brief_signals_dirty (brief_id)
+         SELECT b.id FROM unnest($1::uuid[]) AS b(id)
+         WHERE NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = b.id AND s.rules_version >= $2)",
+        briefs,
+        rules_version,
     )
     .execute(db)
     .await?
@@ -114,6 +124,8 @@ pub struct NewSnapshot {
     pub approval_stale: bool,
     pub computed_at: DateTime<Utc>,
     pub summary: BriefSummary,
+    /// The rules that made it (`summaries::RULES_VERSION`).
+    pub rules_version: i32,
 }
 
 /// What lists show of a brief's review, stored with its snapshot (the `review_summaries`
@@ -194,12 +206,12 @@ pub async fn store_snapshot(
     sqlx::query!(
         "INSERT INTO brief_signals (brief_id, trial_id, decision, accepted, approval_id, approval_stale, computed_at,
              cost_per_job, criteria_passed, criteria_required, failing, evidence_count, last_evidence_at,
-             approval_verdict, approval_decision, state)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+             approval_verdict, approval_decision, state, rules_version)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          ON CONFLICT (brief_id) DO UPDATE SET trial_id = $2, decision = $3, accepted = $4, approval_id = $5,
              approval_stale = $6, computed_at = $7, cost_per_job = $8, criteria_passed = $9,
              criteria_required = $10, failing = $11, evidence_count = $12, last_evidence_at = $13,
-             approval_verdict = $14, approval_decision = $15, state = $16",
+             approval_verdict = $14, approval_decision = $15, state = $16, rules_version = $17",
         s.brief_id,
         s.trial_id,
         s.decision,
@@ -216,6 +228,7 @@ pub async fn store_snapshot(
         s.summary.approval_verdict,
         s.summary.approval_decision,
         s.summary.state,
+        s.rules_version,
     )
     .execute(&mut *db)
     .await?;

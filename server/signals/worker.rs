@@ -36,8 +36,8 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
                 return;
             }
         };
-        // The rules that made the stored snapshots may have changed since they were made.
-        if let Err(e) = summaries::mark_all(&state).await {
+        // Summaries made by older rules than this server's are remade; the others are kept.
+        if let Err(e) = summaries::mark_outdated(&state).await {
             tracing::warn!(error = %e, "could not queue the briefs' snapshots for remaking");
         }
         loop {

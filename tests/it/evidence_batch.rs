@@ -213,3 +213,35 @@ async fn a_window_sent_whole_in_one_batch_pairs_its_after_with_its_before() {
     assert_eq!(after["metrics"]["serving.requests_total"], 20.0);
     assert_eq!(after["metrics"]["serving.ttft_p50_ms"], 750.0);
 }
+
+/// Batches claim their keys in one statement each: four copies of one batch of 40 keyed items sent
+/// at once store each item once, and every copy answers every item with the same evidence.
+#[tokio::test]
+async fn copies_of_a_keyed_batch_sent_at_once_store_each_item_once() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let path = format!("/api/v1/briefs/{id}/evidence/batch");
+    let items: Vec<Value> = (0..40)
+        .map(|i| {
+            json!({ "kind": "metrics", "stage": 3, "idempotency_key": format!("burst-{i}"),
+                    "data": { "metrics": { "serving.ttft_p95_ms": 100 + i } } })
+        })
+        .collect();
+    let body = json!({ "items": items });
+    let send = || async { app.post_json(&path, &body).await.json::<Value>().await.unwrap() };
+    let (a, b, c, d) = tokio::join!(send(), send(), send(), send());
+    let answers = [a, b, c, d];
+    assert_eq!(app.count("evidence").await, 40);
+    assert_eq!(app.count("idempotency_keys").await, 40);
+    for answer in &answers[1..] {
+        for (a, b) in answers[0]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(answer["items"].as_array().unwrap())
+        {
+            assert!(matches!(b["status"].as_u64(), Some(200 | 201)), "{b}");
+            assert_eq!(a["id"], b["id"], "the same evidence");
+        }
+    }
+}

@@ -338,3 +338,72 @@ async fn the_review_api_answers_from_its_cache_only_until_a_write_commits() {
     let (served, fresh) = served_and_fresh(&app, &id).await;
     assert_eq!(served, fresh, "after a price sheet");
 }
+
+/// A start-up queues only the summaries made by older rules than the server's (a deploy that
+/// changed no rules remakes nothing), and the watcher remakes a brief at most once per interval
+/// however many changes keep arriving; a reader still sees every committed change meanwhile.
+#[tokio::test]
+async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_interval() {
+    use rentcheck::review::summaries_repo;
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let brief: Uuid = id.parse().unwrap();
+    let dirty = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM brief_signals_dirty WHERE brief_id = $1")
+            .bind(brief)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    summaries::refresh_changed(&state(&app), 100, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(dirty().await, 0);
+    let version: i32 = sqlx::query_scalar("SELECT rules_version FROM brief_signals WHERE brief_id = $1")
+        .bind(brief)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(version, summaries::RULES_VERSION);
+    assert_eq!(
+        summaries::mark_outdated(&state(&app)).await.unwrap(),
+        0,
+        "made by these rules: kept"
+    );
+    sqlx::query("UPDATE brief_signals SET rules_version = $2 WHERE brief_id = $1")
+        .bind(brief)
+        .bind(summaries::RULES_VERSION - 1)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        summaries::mark_outdated(&state(&app)).await.unwrap(),
+        1,
+        "older rules: remade"
+    );
+    summaries::refresh_changed(&state(&app), 100, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(dirty().await, 0);
+
+    // Just remade: within the interval the brief's new marks wait; past it they are taken at once.
+    let res = app
+        .post_json(
+            &format!("/api/v1/briefs/{id}/evidence"),
+            &json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 300 } } }),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let held = summaries_repo::claim_dirty(&app.pool, 100, Duration::ZERO, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert!(held.is_empty(), "remade less than an interval ago");
+    assert!(dirty().await >= 1, "its marks wait");
+    let (s, r) = summary_and_review(&app, &id).await;
+    assert_same(&s, &r);
+    assert_eq!(s.summary.evidence_count, 1, "a reader sees the change meanwhile");
+    let taken = summaries_repo::claim_dirty(&app.pool, 100, Duration::ZERO, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(taken, vec![brief]);
+}

@@ -7,6 +7,11 @@ use serde_json::Value;
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     let (v, _) = text::json_value(s)?;
+    parse_value(&v)
+}
+
+/// The same from the document already decoded (an envelope's `data`: `parsers::parse_metrics_value`).
+pub(crate) fn parse_value(v: &Value) -> Result<Parsed, ParseError> {
     let mut p = Parsed::default();
     let metrics = v
         .get("metrics")
