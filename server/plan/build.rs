@@ -741,22 +741,23 @@ fn smi_list_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let mut steps = Vec::new();
     let alloc = cx.shared.alloc;
     let f = cx.feeds(Source::SmiList);
-    if !f.is_empty() {
-        steps.push(cx.one_command(
-            "nvidia-smi-list",
-            "List the GPUs",
-            f,
-            match alloc {
-                Some(a) => format!(
-                    "The machine must show the {} GPU devices rented ({}); `nvidia-smi -L` lists each with its model and UUID (MIG slices too).",
-                    a.count * a.gpu.devices_per_card,
-                    a.label()
-                ),
-                None => "`nvidia-smi -L` lists each GPU with its model and UUID.".into(),
-            },
-            command("nvidia-smi", &["nvidia-smi", "-L"], NVIDIA_SMI_HINT),
-        ));
+    if f.is_empty() {
+        return steps;
     }
+    steps.push(cx.one_command(
+        "nvidia-smi-list",
+        "List the GPUs",
+        f,
+        match alloc {
+            Some(a) => format!(
+                "The machine must show the {} GPU devices rented ({}); `nvidia-smi -L` lists each with its model and UUID (MIG slices too).",
+                a.count * a.gpu.devices_per_card,
+                a.label()
+            ),
+            None => "`nvidia-smi -L` lists each GPU with its model and UUID.".into(),
+        },
+        command("nvidia-smi", &["nvidia-smi", "-L"], NVIDIA_SMI_HINT),
+    ));
     steps
 }
 
@@ -765,17 +766,18 @@ fn smi_topo_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let mut steps = Vec::new();
     let devices = cx.shared.devices;
     let f = cx.feeds(Source::SmiTopo);
-    if !f.is_empty() {
-        steps.push(cx.one_command(
-            "nvidia-smi-topo",
-            "Map how the GPUs are linked",
-            f,
-            format!(
-                "Collectives across {devices} GPUs are only as fast as the slowest link between two of them; the topology matrix names each pair's link (NVLink, PCIe switch, CPU socket)."
-            ),
-            command("nvidia-smi", &["nvidia-smi", "topo", "-m"], NVIDIA_SMI_HINT),
-        ));
+    if f.is_empty() {
+        return steps;
     }
+    steps.push(cx.one_command(
+        "nvidia-smi-topo",
+        "Map how the GPUs are linked",
+        f,
+        format!(
+            "Collectives across {devices} GPUs are only as fast as the slowest link between two of them; the topology matrix names each pair's link (NVLink, PCIe switch, CPU socket)."
+        ),
+        command("nvidia-smi", &["nvidia-smi", "topo", "-m"], NVIDIA_SMI_HINT),
+    ));
     steps
 }
 
@@ -784,20 +786,21 @@ fn smi_query_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let mut steps = Vec::new();
     let stage = cx.stage;
     let f = cx.feeds(Source::SmiQuery);
-    if !f.is_empty() {
-        let during = if stage == 3 {
-            " Run it while a representative step runs: the memory figure is the peak it sees."
-        } else {
-            ""
-        };
-        steps.push(cx.one_command(
-            "nvidia-smi-query",
-            "Read memory, driver and ECC counters",
-            f,
-            format!("`nvidia-smi -q -x` gives each GPU's memory, driver and CUDA versions and ECC error counters as XML.{during}"),
-            command("nvidia-smi", &["nvidia-smi", "-q", "-x"], NVIDIA_SMI_HINT),
-        ));
+    if f.is_empty() {
+        return steps;
     }
+    let during = if stage == 3 {
+        " Run it while a representative step runs: the memory figure is the peak it sees."
+    } else {
+        ""
+    };
+    steps.push(cx.one_command(
+        "nvidia-smi-query",
+        "Read memory, driver and ECC counters",
+        f,
+        format!("`nvidia-smi -q -x` gives each GPU's memory, driver and CUDA versions and ECC error counters as XML.{during}"),
+        command("nvidia-smi", &["nvidia-smi", "-q", "-x"], NVIDIA_SMI_HINT),
+    ));
     steps
 }
 
@@ -805,15 +808,16 @@ fn smi_query_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
 fn dcgm_discovery_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let mut steps = Vec::new();
     let f = cx.feeds(Source::DcgmDiscovery);
-    if !f.is_empty() {
-        steps.push(cx.one_command(
-            "dcgm-discovery",
-            "Ask DCGM which GPUs it manages",
-            f,
-            "DCGM's own count of the GPUs it can manage and test.".into(),
-            command("dcgmi", &["dcgmi", "discovery", "--list"], DCGMI_HINT),
-        ));
+    if f.is_empty() {
+        return steps;
     }
+    steps.push(cx.one_command(
+        "dcgm-discovery",
+        "Ask DCGM which GPUs it manages",
+        f,
+        "DCGM's own count of the GPUs it can manage and test.".into(),
+        command("dcgmi", &["dcgmi", "discovery", "--list"], DCGMI_HINT),
+    ));
     steps
 }
 
@@ -822,29 +826,30 @@ fn dcgm_diag_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let mut steps = Vec::new();
     let stage = cx.stage;
     let f = cx.feeds(Source::DcgmDiag);
-    if !f.is_empty() {
-        let level = diag_level(stage);
-        let what = match level {
-            1 => "level 1 (quick: the software deployment only)",
-            2 => "level 2 (medium, about two minutes: the deployment checks plus PCIe, GPU memory and a short stress of every GPU)",
-            3 => "level 3 (long, about half an hour: adds the targeted stress, power and memory-bandwidth tests)",
-            _ => "level 4 (extra long)",
-        };
-        let mut s = cx.step(
-            "dcgm-diag",
-            format!("Run DCGM diagnostics, level {level}"),
-            Runner::Command,
-            "dcgm-diag",
-            f,
-            format!(
-                "Stage {stage} runs {what}; every test must run and pass, a skip is not a pass. Run it before vLLM takes the GPUs: the diagnostics need them to themselves."
-            ),
-        );
-        let level = level.to_string();
-        s.commands = vec![command("dcgmi", &["dcgmi", "diag", "-r", &level, "-j"], DCGMI_HINT)];
-        s.timeout_s = diag_seconds(diag_level(stage));
-        steps.push(s);
+    if f.is_empty() {
+        return steps;
     }
+    let level = diag_level(stage);
+    let what = match level {
+        1 => "level 1 (quick: the software deployment only)",
+        2 => "level 2 (medium, about two minutes: the deployment checks plus PCIe, GPU memory and a short stress of every GPU)",
+        3 => "level 3 (long, about half an hour: adds the targeted stress, power and memory-bandwidth tests)",
+        _ => "level 4 (extra long)",
+    };
+    let mut s = cx.step(
+        "dcgm-diag",
+        format!("Run DCGM diagnostics, level {level}"),
+        Runner::Command,
+        "dcgm-diag",
+        f,
+        format!(
+            "Stage {stage} runs {what}; every test must run and pass, a skip is not a pass. Run it before vLLM takes the GPUs: the diagnostics need them to themselves."
+        ),
+    );
+    let level = level.to_string();
+    s.commands = vec![command("dcgmi", &["dcgmi", "diag", "-r", &level, "-j"], DCGMI_HINT)];
+    s.timeout_s = diag_seconds(diag_level(stage));
+    steps.push(s);
     steps
 }
 
@@ -920,18 +925,19 @@ fn dcgm_exporter_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
 fn vllm_log_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let mut steps = Vec::new();
     let f = cx.feeds(Source::VllmLog);
-    if !f.is_empty() {
-        let mut s = cx.step(
-            "vllm-log",
-            "Send the vLLM start-up log".into(),
-            Runner::File,
-            "vllm-log",
-            f,
-            "vLLM logs the KV-cache size it allocated and the concurrency it can hold at start; the review compares them with the sizing's prediction.".into(),
-        );
-        s.file = Some("${VLLM_LOG}".into());
-        steps.push(s);
+    if f.is_empty() {
+        return steps;
     }
+    let mut s = cx.step(
+        "vllm-log",
+        "Send the vLLM start-up log".into(),
+        Runner::File,
+        "vllm-log",
+        f,
+        "vLLM logs the KV-cache size it allocated and the concurrency it can hold at start; the review compares them with the sizing's prediction.".into(),
+    );
+    s.file = Some("${VLLM_LOG}".into());
+    steps.push(s);
     steps
 }
 
@@ -983,25 +989,26 @@ fn checkpoint_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let stage = cx.stage;
     let brief = cx.shared.brief;
     let f = cx.feeds(Source::Checkpoint);
-    if !f.is_empty() {
-        let mut s = cx.step(
-            "checkpoint-restore",
-            "Write and restore a checkpoint".into(),
-            Runner::File,
-            "checkpoint-restore",
-            f,
-            match &brief.restore_plan {
-                Some(plan) => format!(
-                    "Write a checkpoint, kill the job, restore it as the brief's restore plan says (\"{}\"), and record the result in this file.",
-                    plan.trim()
-                ),
-                None => "Write a checkpoint, kill the job, restore it, and record the result in this file (the brief has no restore plan yet).".into(),
-            },
-        );
-        s.file = Some(format!("${{PROBES}}/{stage}-checkpoint.json"));
-        s.template = Some(serde_json::json!({ "written": true, "restored": true, "seconds": 0, "bytes": 0 }));
-        steps.push(s);
+    if f.is_empty() {
+        return steps;
     }
+    let mut s = cx.step(
+        "checkpoint-restore",
+        "Write and restore a checkpoint".into(),
+        Runner::File,
+        "checkpoint-restore",
+        f,
+        match &brief.restore_plan {
+            Some(plan) => format!(
+                "Write a checkpoint, kill the job, restore it as the brief's restore plan says (\"{}\"), and record the result in this file.",
+                plan.trim()
+            ),
+            None => "Write a checkpoint, kill the job, restore it, and record the result in this file (the brief has no restore plan yet).".into(),
+        },
+    );
+    s.file = Some(format!("${{PROBES}}/{stage}-checkpoint.json"));
+    s.template = Some(serde_json::json!({ "written": true, "restored": true, "seconds": 0, "bytes": 0 }));
+    steps.push(s);
     steps
 }
 
@@ -1010,36 +1017,37 @@ fn ledger_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let mut steps = Vec::new();
     let input = cx.shared.input;
     let f = cx.feeds(Source::Ledger);
-    if !f.is_empty() {
-        let mut s = cx.step(
-            "ledger",
-            "Send the trial's ledger".into(),
-            Runner::Manual,
-            "ledger",
-            f,
-            "Cost per completed job is the trial's ledger (what was billed) divided by the outputs it accepted: send the bill's lines and the outputs counted.".into(),
-        );
-        let url = format!(
-            "${{RENTCHECK_SERVER}}/api/v1/briefs/{}/ledger?trial={}",
-            input.brief_id, input.trial_id
-        );
-        let argv = [
-            "curl",
-            "-sS",
-            "--fail-with-body",
-            "-X",
-            "POST",
-            url.as_str(),
-            "-H",
-            "Authorization: Bearer ${RENTCHECK_TOKEN}",
-            "-H",
-            "Content-Type: text/csv",
-            "--data-binary",
-            "@ledger.csv",
-        ];
-        s.commands = vec![command("curl", &argv, CURL_HINT)];
-        steps.push(s);
+    if f.is_empty() {
+        return steps;
     }
+    let mut s = cx.step(
+        "ledger",
+        "Send the trial's ledger".into(),
+        Runner::Manual,
+        "ledger",
+        f,
+        "Cost per completed job is the trial's ledger (what was billed) divided by the outputs it accepted: send the bill's lines and the outputs counted.".into(),
+    );
+    let url = format!(
+        "${{RENTCHECK_SERVER}}/api/v1/briefs/{}/ledger?trial={}",
+        input.brief_id, input.trial_id
+    );
+    let argv = [
+        "curl",
+        "-sS",
+        "--fail-with-body",
+        "-X",
+        "POST",
+        url.as_str(),
+        "-H",
+        "Authorization: Bearer ${RENTCHECK_TOKEN}",
+        "-H",
+        "Content-Type: text/csv",
+        "--data-binary",
+        "@ledger.csv",
+    ];
+    s.commands = vec![command("curl", &argv, CURL_HINT)];
+    steps.push(s);
     steps
 }
 
@@ -1047,16 +1055,17 @@ fn ledger_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
 fn manifest_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let mut steps = Vec::new();
     let f = cx.feeds(Source::Manifest);
-    if !f.is_empty() {
-        steps.push(cx.step(
-            "manifest-lint",
-            "Lint the brief's Kubernetes manifest".into(),
-            Runner::Manual,
-            "manifest",
-            f,
-            "The server lints the brief's manifest itself (GPU limits, a pinned image, secrets from a Secret): nothing to run; edit the brief to fix what it finds.".into(),
-        ));
+    if f.is_empty() {
+        return steps;
     }
+    steps.push(cx.step(
+        "manifest-lint",
+        "Lint the brief's Kubernetes manifest".into(),
+        Runner::Manual,
+        "manifest",
+        f,
+        "The server lints the brief's manifest itself (GPU limits, a pinned image, secrets from a Secret): nothing to run; edit the brief to fix what it finds.".into(),
+    ));
     steps
 }
 
