@@ -41,7 +41,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         ("tid" = Uuid, Path, description = "the trial's id"),
     ),
     responses(
-        (status = 200, description = "the plan", body = Object),
+        (status = 200, description = "the plan", body = super::service::PlanAnswer),
         (status = 403, description = "a token scoped to another brief or trial"),
         (status = 404, description = "no such brief, or the trial is not the brief's"),
     )
@@ -60,7 +60,10 @@ async fn show(
         "job": format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan/job.yaml"),
         "trial": format!("/api/v1/trials/{trial_id}"),
     });
-    Ok(Json(body).into_response())
+    // TEMPORARY: the typed answer must equal the value built before.
+    assert_eq!(serde_json::to_value(p.answer()).unwrap(), body);
+    eprintln!("TYPED-PLAN-CHECK ok steps={}", p.plan.steps().count());
+    Ok(Json(p.answer()).into_response())
 }
 
 #[utoipa::path(

@@ -17,7 +17,7 @@ use utoipa_axum::{
 };
 
 use super::{
-    model::MAX_ROWS,
+    model::{PriceImport, PriceList, MAX_ROWS},
     repo,
     service::{self, Format},
 };
@@ -67,13 +67,13 @@ struct ListQuery {
          currency: a row in one currency never hides the same offer's row in another); ?all=true: every row \
          ever imported",
     params(("all" = Option<bool>, Query, description = "every row, not only the current ones")),
-    responses((status = 200, description = "{ items: [price] }", body = Object))
+    responses((status = 200, description = "the prices", body = PriceList))
 )]
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<PriceList>> {
     caller.require_person(Role::Engineer)?;
     // Prices belong to no brief: a token limited to one brief reads its brief's money there.
     caller.require_unscoped()?;
@@ -82,7 +82,11 @@ async fn list(
     } else {
         service::current(&state).await?
     };
-    Ok(Json(json!({ "items": items })))
+    let answer = PriceList { items };
+    // TEMPORARY: the typed answer must equal the json! it replaces.
+    assert_eq!(serde_json::to_value(&answer).unwrap(), json!({ "items": answer.items }));
+    eprintln!("TYPED-PRICES-LIST-CHECK ok items={}", answer.items.len());
+    Ok(Json(answer))
 }
 
 /// `text/csv` with the header `provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,
@@ -110,7 +114,7 @@ async fn list(
     request_body(content((String = "text/csv"))),
     responses(
         (status = 201, description = "{ sheet_id, rows, prices }; a catalogue adds catalogue_rows and skipped: [{ reason, says, accelerator, \
-             rows, instance_types, lines }]", body = Object,
+             rows, instance_types, lines }]", body = PriceImport,
             headers(("Location" = String, description = "/api/v1/prices"))),
         (status = 413, description = "larger than 4 MiB (a sheet) or 32 MiB (a catalogue)"),
         (status = 403, description = "not a manager or admin, or a token limited to one brief"),
@@ -163,10 +167,14 @@ async fn import(
             }))
             .collect::<Vec<_>>());
     }
+    let typed = PriceImport::of(sheet, &checked, matches!(format, Format::Skypilot { .. }));
+    // TEMPORARY: the typed answer must equal the json! it replaces.
+    assert_eq!(serde_json::to_value(&typed).unwrap(), answer);
+    eprintln!("TYPED-PRICES-IMPORT-CHECK ok skipped={}", checked.skipped.len());
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, "/api/v1/prices".to_owned())],
-        Json(answer),
+        Json(typed),
     )
         .into_response())
 }

@@ -29,11 +29,13 @@ use crate::{
 };
 
 /// The latest verdict on a brief and whether the inputs moved since.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ApprovalState {
     #[serde(flatten)]
     pub row: ApprovalRow,
+    /// The review's digest moved since the verdict.
     pub stale: bool,
+    /// The inputs that moved.
     pub changed: Vec<String>,
 }
 
@@ -150,7 +152,28 @@ pub async fn review_body(state: &AppState, id: Uuid) -> Result<Bytes, AppError> 
         return Ok(body);
     }
     let r = review(state, id).await?;
-    let body = Bytes::from(serde_json::to_vec(&review_json(&r)).map_err(|e| AppError::Internal(e.into()))?);
+    let answer = super::answer::ReviewAnswer::of(&r);
+    // TEMPORARY: the typed answer must equal the json! builder it replaces.
+    assert_eq!(
+        serde_json::to_value(&answer).expect("typed"),
+        review_json(&r),
+        "typed review answer differs"
+    );
+    eprintln!(
+        "TYPED-REVIEW-CHECK ok trials={} approval={} reservation={} price={} op={} kv={} mismatch={} other={} changes={} stale={} ledger={}",
+        r.trials.len(),
+        r.approval.is_some(),
+        r.trials.iter().any(|t| t.recorded_reservation().is_some()),
+        r.trials.iter().any(|t| t.context.price.is_some()),
+        r.trials.iter().any(|t| t.context.inputs.money.as_ref().is_some_and(|m| m.operating_point.is_some())),
+        r.trials.iter().any(|t| t.context.kv.is_some()),
+        r.trials.iter().any(|t| t.context.gpu_mismatch.is_some()),
+        r.trials.iter().any(|t| !t.context.other_currency.is_empty()),
+        r.trials.iter().any(|t| !t.changes.is_empty()),
+        r.trials.iter().any(|t| !t.context.stale.is_empty()),
+        r.context.inputs.ledger.is_some(),
+    );
+    let body = Bytes::from(serde_json::to_vec(&answer).map_err(|e| AppError::Internal(e.into()))?);
     state.review_cache.put(id, version, body.clone());
     Ok(body)
 }
