@@ -20,7 +20,7 @@ pub const STEP_LABEL: &str = "plan_step";
 /// The built-in load generator's tool name: always present (it is rentcheck itself).
 pub const BUILT_IN_TOOL: &str = "rentcheck";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TestPlan {
     pub format: u32,
     pub brief: PlanBrief,
@@ -37,7 +37,7 @@ pub struct TestPlan {
     pub stages: Vec<PlanStage>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanBrief {
     pub id: Uuid,
     pub name: String,
@@ -46,7 +46,7 @@ pub struct PlanBrief {
     pub workload_kind: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanTrial {
     pub id: Uuid,
     pub name: String,
@@ -61,21 +61,21 @@ pub struct PlanTrial {
 }
 
 /// A `${NAME}` the commands use, its default and what it is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Variable {
     pub name: String,
     pub default: String,
     pub meaning: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ServeHint {
     pub command: String,
     pub why: String,
 }
 
 /// What the load sweep was built from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LoadDesign {
     pub input_tokens: u32,
     pub output_tokens: u32,
@@ -92,14 +92,14 @@ pub struct LoadDesign {
     pub why: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GoodputTarget {
     /// `ttft`, `tpot` or `e2el`, as `vllm bench serve --goodput` names them.
     pub metric: String,
     pub ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanStage {
     pub stage: u8,
     pub name: String,
@@ -111,14 +111,14 @@ pub struct PlanStage {
     pub not_covered: Vec<NotCovered>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NotCovered {
     pub key: String,
     pub how: String,
 }
 
 /// How collect runs a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Runner {
     /// Run the first command whose tool is present; its output (stdout, or stderr when stdout is
@@ -144,7 +144,7 @@ impl Runner {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanStep {
     /// Unique in the plan and stable across builds of it: `{stage}-{what}` (`1-dcgm-diag`,
     /// `3-load-2rps`). Uploads carry it as the `plan_step` label.
@@ -181,14 +181,15 @@ pub struct PlanStep {
     pub held: Option<Held>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanCommand {
     /// The program looked up on PATH (`rentcheck` is the built-in load generator).
     pub tool: String,
     /// The program and its arguments, `${NAME}` variables unreplaced.
     pub argv: Vec<String>,
-    /// Environment the command needs.
+    /// Environment the command needs: [name, value] pairs.
     #[serde(default)]
+    #[schema(value_type = Vec<Vec<String>>)]
     pub env: Vec<(String, String)>,
     /// The same as one shell line, to copy.
     pub shell: String,
@@ -200,7 +201,8 @@ pub struct PlanCommand {
 }
 
 /// One offered rate of the sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PlanLoadPoint)]
 pub struct LoadPoint {
     pub rate_rps: f64,
     pub num_prompts: u32,
@@ -210,7 +212,7 @@ pub struct LoadPoint {
     pub basis: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Scrape {
     pub url: String,
     /// `vllm-metrics` or `dcgm-exporter`.
@@ -219,7 +221,7 @@ pub struct Scrape {
     pub required: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Held {
     pub evidence: Vec<Uuid>,
     pub received_at: chrono::DateTime<chrono::Utc>,

@@ -8,7 +8,9 @@ use uuid::Uuid;
 
 use super::{decision::Verdict, model::ApprovalVerdict};
 
-#[derive(Debug, Clone, serde::Serialize)]
+/// A recorded verdict, as the approval's answer and the review's `approval` give it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Approval)]
 pub struct ApprovalRow {
     pub id: Uuid,
     pub brief_id: Uuid,
@@ -30,7 +32,10 @@ pub struct ApprovalRow {
     pub reservation_rate_per_gpu_hour: Option<Decimal>,
     /// The whole reservation the review computed, exactly as `trials[].reservation` showed it
     /// (absent on approvals recorded before it was kept, and on verdicts that reserve nothing).
+    #[schema(value_type = Option<super::model::Reservation>)]
     pub reservation: Option<Json<Value>>,
+    /// What the decision read when it was recorded: one trial's inputs, or every trial's by id.
+    #[schema(value_type = Object)]
     pub inputs: Json<Value>,
 }
 

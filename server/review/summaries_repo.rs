@@ -188,7 +188,7 @@ pub async fn summaries(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<Summ
 
 pub struct NewTrialSnapshot {
     pub trial_id: Uuid,
-    pub decision: String,
+    pub decision: super::decision::Verdict,
     pub accepted: bool,
     pub cost_per_job: Option<Decimal>,
     pub utilization: Option<Decimal>,
@@ -242,7 +242,7 @@ pub async fn store_snapshot(
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             s.brief_id,
             t.trial_id,
-            t.decision,
+            t.decision.as_str(),
             t.accepted,
             t.cost_per_job,
             t.utilization,
