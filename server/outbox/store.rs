@@ -6,10 +6,11 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection, PgExecutor};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// A webhook as listed: never its secret.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct WebhookRow {
     pub id: Uuid,
     pub url: String,
@@ -55,7 +56,8 @@ pub async fn delete_webhook(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<
         .await
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One event sent (or being sent) to one webhook.
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DeliveryRow {
     pub id: Uuid,
     pub webhook_id: Uuid,
@@ -96,7 +98,8 @@ pub async fn recent_deliveries(
     .await
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One try at sending a delivery.
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AttemptRow {
     pub delivery_id: Uuid,
     pub attempted_at: DateTime<Utc>,
