@@ -37,7 +37,8 @@ pub struct NewToken {
     pub created_by: Option<Uuid>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A token's record (never the signed token itself).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TokenRow {
     pub jti: Uuid,
     pub name: String,

@@ -29,7 +29,7 @@ pub const MAX_NOTES: usize = 10_000;
 pub const MAX_GPU_COUNT: i64 = 4096;
 
 /// A trial's fields after validation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct TrialFields {
     pub name: String,
     pub provider: String,
@@ -38,7 +38,9 @@ pub struct TrialFields {
     pub gpu: Option<String>,
     pub gpu_count: Option<i32>,
     pub billing: Billing,
+    /// A decimal string, e.g. "2.99".
     #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
     pub rate_per_gpu_hour: Option<Decimal>,
     pub currency: String,
     pub allocation_boundary: String,
@@ -50,7 +52,7 @@ pub struct TrialFields {
 }
 
 /// A stored trial.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Trial {
     pub id: Uuid,
     pub brief_id: Uuid,
