@@ -341,7 +341,7 @@ pub struct SizingOption {
     /// Pipeline stages (inside the node and across nodes).
     pub pipeline_parallel: u32,
     /// What loading takes beyond the defaults (a setting, weight-only fp8), or why the GPU
-    /// cannot run the brief's precision and what would; `None` when the defaults load it.
+    /// cannot run the brief's precision and what would; null when the defaults load it.
     pub load_note: Option<String>,
     /// The cheapest current price of this allocation from the imported price sheets, in the brief's
     /// currency, its billing named; filled by the prices module, absent when no sheet prices this

@@ -34,7 +34,7 @@ pub struct TrialFields {
     pub name: String,
     pub provider: String,
     pub region: Option<String>,
-    /// `None`: the sizing's suggestion (see [`Allocation`]).
+    /// Null: the trial tests the sizing's suggestion.
     pub gpu: Option<String>,
     pub gpu_count: Option<i32>,
     pub billing: Billing,
