@@ -10,9 +10,12 @@ use serde_json::{Map, Value};
 
 /// An enumeration stored as text: one place lists its values and their spelling. Used by the
 /// domain models (`text_enum!(Name { Variant => "text", … })`).
+// `$text` is a `tt`, not a `literal`: a `literal` fragment reaches the derives wrapped in an
+// invisible group, which serde reads but utoipa's `rename` does not (the document then listed
+// the variants' Rust names instead of their text).
 #[macro_export]
 macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:tt),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
         pub enum $name { $(#[serde(rename = $text)] $variant),+ }
