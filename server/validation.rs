@@ -40,10 +40,13 @@ const CHOICE_MAX_LEN: usize = 200;
 /// output is another matter: evidence keeps its raw bytes and replaces NUL in what it reads.
 pub const NUL_MESSAGE: &str = "must not contain a NUL character (U+0000)";
 
-/// A message about one input field (`field` as the API and the form name it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One invalid field: its name as the API and the form name it, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = FieldProblem)]
 pub struct FieldError {
+    /// field name
     pub field: String,
+    /// what is wrong with it
     pub message: String,
 }
 

@@ -100,8 +100,7 @@ impl From<&EvidenceRow> for EvidenceSummary {
 }
 
 /// A page of evidence, newest first.
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
 struct EvidencePage {
     items: Vec<EvidenceSummary>,
     /// pass as ?cursor= for the next page; null at the end
@@ -371,7 +370,7 @@ async fn list(
     ApiCaller(caller): ApiCaller,
     Path(brief_id): Path<Uuid>,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<EvidencePage>> {
     caller.may_read_brief(brief_id)?;
     let after = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
         None => None,
@@ -395,7 +394,14 @@ async fn list(
     }
     let (rows, next_cursor) = service::list_page(&state, brief_id, q.trial, after, limit).await?;
     let items: Vec<EvidenceSummary> = rows.iter().map(EvidenceSummary::from).collect();
-    Ok(Json(serde_json::json!({ "items": items, "next_cursor": next_cursor })))
+    let answer = EvidencePage { items, next_cursor };
+    // TEMPORARY: the typed answer must equal the json! it replaces.
+    assert_eq!(
+        serde_json::to_value(&answer).unwrap(),
+        serde_json::json!({ "items": answer.items, "next_cursor": answer.next_cursor })
+    );
+    eprintln!("TYPED-EVIDENCE-PAGE-CHECK ok items={}", answer.items.len());
+    Ok(Json(answer))
 }
 
 #[utoipa::path(
