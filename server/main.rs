@@ -517,7 +517,7 @@ async fn team(action: TeamAction) -> anyhow::Result<()> {
         TeamAction::Share { team, brief, db } => {
             with_database(&db, "team share", |pool| async move {
                 let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
-                teams::share(&pool, brief, team.id).await.map_err(describe)?;
+                teams::share(&pool, brief.into(), team.id).await.map_err(describe)?;
                 audit::record(
                     &pool,
                     "cli",
@@ -534,7 +534,7 @@ async fn team(action: TeamAction) -> anyhow::Result<()> {
             with_database(&db, "team unshare", |pool| async move {
                 let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
                 anyhow::ensure!(
-                    teams::unshare(&pool, brief, team.id).await?,
+                    teams::unshare(&pool, brief.into(), team.id).await?,
                     "brief {brief} is not shared with {}",
                     team.name
                 );
@@ -587,10 +587,10 @@ async fn brief_owner(db: DbConfig, brief: uuid::Uuid, email: String) -> anyhow::
     with_database(&db, "brief-owner", |pool| async move {
         let user = person(&pool, &email).await?;
         anyhow::ensure!(
-            rentcheck::briefs::service::exists(&pool, brief).await?,
+            rentcheck::briefs::service::exists(&pool, brief.into()).await?,
             "no brief {brief}"
         );
-        teams::set_owner(&pool, brief, user.id).await?;
+        teams::set_owner(&pool, brief.into(), user.id).await?;
         audit::record(
             &pool,
             "cli",
@@ -651,16 +651,16 @@ async fn mint_token(
         // A trial names its brief.
         let brief = match trial {
             Some(trial) => {
-                let found = rentcheck::trials::service::get(&pool, trial)
+                let found = rentcheck::trials::service::get(&pool, trial.into())
                     .await?
                     .ok_or_else(|| anyhow::anyhow!("no trial {trial}"))?;
                 anyhow::ensure!(
-                    brief.is_none_or(|b| b == found.brief_id),
+                    brief.is_none_or(|b| b == found.brief_id.as_uuid()),
                     "trial {trial} belongs to brief {}, not {}",
                     found.brief_id,
                     brief.unwrap_or_default()
                 );
-                Some(found.brief_id)
+                Some(found.brief_id.as_uuid())
             }
             None => brief,
         };
@@ -670,7 +670,7 @@ async fn mint_token(
         );
         if let Some(brief) = brief {
             anyhow::ensure!(
-                rentcheck::briefs::service::exists(&pool, brief).await?,
+                rentcheck::briefs::service::exists(&pool, brief.into()).await?,
                 "no brief {brief}"
             );
         }

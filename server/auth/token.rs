@@ -8,6 +8,7 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Principal, Role};
+use crate::ids::BriefId;
 use crate::{error::AppError, secrets::TokenKeys};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -235,12 +236,12 @@ pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>,
     .await
 }
 
-pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<TokenRow>, sqlx::Error> {
+pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: BriefId) -> Result<Vec<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
         "SELECT jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE brief_id = $1 ORDER BY created_at DESC",
-        brief,
+        brief.as_uuid(),
     )
     .fetch_all(db)
     .await

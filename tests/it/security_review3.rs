@@ -251,7 +251,7 @@ async fn the_route_walk_every_route_with_a_scoped_token_of_each_role() {
                 .await
                 .unwrap();
             teams::add_member(&app.pool, team.id, person.id).await.unwrap();
-            teams::share(&app.pool, brief_a, team.id).await.unwrap();
+            teams::share(&app.pool, brief_a.into(), team.id).await.unwrap();
         }
         let uid = users::by_email(&app.pool, &format!("{}@example.com", role.as_str()))
             .await
