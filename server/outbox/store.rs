@@ -8,6 +8,8 @@ use serde_json::Value;
 use sqlx::{types::Json, PgConnection, PgExecutor};
 use uuid::Uuid;
 
+use crate::ids::BriefId;
+
 /// A webhook as listed: never its secret.
 #[derive(Debug, Clone, Serialize)]
 pub struct WebhookRow {
@@ -61,7 +63,7 @@ pub struct DeliveryRow {
     pub webhook_id: Uuid,
     pub event_id: Uuid,
     pub event: String,
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     /// pending, delivered or failed (given up).
     pub state: String,
     pub attempts: i32,

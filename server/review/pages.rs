@@ -467,7 +467,7 @@ fn recorded_reservation(r: &Review) -> Option<Reservation> {
     }
     let gpus = u32::try_from(row.reservation_count?).ok()?;
     Some(Reservation {
-        trial: row.trial_id.map(TrialId::from).unwrap_or(r.context.trial.id),
+        trial: row.trial_id.unwrap_or(r.context.trial.id),
         provider: row.reservation_provider.clone(),
         gpu: row.reservation_gpu.clone()?,
         gpus_per_node: gpus,
@@ -692,11 +692,7 @@ fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
     }
     let at = a.row.decided_at.format("%Y-%m-%d %H:%M UTC");
     let currency = &r.brief.fields.currency;
-    let trial = a
-        .row
-        .trial_id
-        .and_then(|id| r.trial(id.into()))
-        .unwrap_or(&r.trials[r.chosen]);
+    let trial = a.row.trial_id.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
     let recorded = recorded_reservation(r);
     Some(if a.row.verdict == ApprovalVerdict::Approve {
         let mut text = format!(
@@ -1219,12 +1215,7 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
     let name_of = |id: TrialId| r.trial(id).map(|t| t.context.trial.fields.name.clone());
     DecisionRecord {
         recommended: r.recommendation.recommended.and_then(name_of),
-        approved_trial: r
-            .approval
-            .as_ref()
-            .and_then(|a| a.row.trial_id)
-            .map(TrialId::from)
-            .and_then(name_of),
+        approved_trial: r.approval.as_ref().and_then(|a| a.row.trial_id).and_then(name_of),
         trial_rows: r
             .trials
             .iter()

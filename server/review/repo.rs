@@ -14,7 +14,7 @@ pub struct ApprovalRow {
     pub id: Uuid,
     pub brief_id: BriefId,
     /// The trial the verdict names (the one it reserves).
-    pub trial_id: Option<Uuid>,
+    pub trial_id: Option<TrialId>,
     pub verdict: ApprovalVerdict,
     pub decision: Verdict,
     pub inputs_digest: String,
@@ -56,7 +56,7 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
              reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour,
              reservation)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-           RETURNING id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
+           RETURNING id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
@@ -88,7 +88,7 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
 pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Option<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
+        r#"SELECT id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
@@ -104,7 +104,7 @@ pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resu
 pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[BriefId]) -> Result<Vec<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict",
+        r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict",
              decision AS "decision: Verdict", inputs_digest, comment,
              decided_by, decided_at, reservation_gpu, reservation_count, reservation_billing,
              reservation_term_months, reservation_start, reservation_monthly_cost, reservation_provider,

@@ -175,7 +175,7 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
                         kind: outbox::APPROVAL_STALE,
                         brief_id,
                         brief_name: name,
-                        trial_id: approval.row.trial_id.map(TrialId::from),
+                        trial_id: approval.row.trial_id,
                         old: json!({
                             "approval": approval.row.id,
                             "verdict": approval.row.verdict,

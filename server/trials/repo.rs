@@ -28,7 +28,7 @@ struct TrialRow {
     started_at: Option<DateTime<Utc>>,
     ended_at: Option<DateTime<Utc>>,
     notes: Option<String>,
-    rerun_of: Option<Uuid>,
+    rerun_of: Option<TrialId>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -54,7 +54,7 @@ impl TryFrom<TrialRow> for Trial {
                 started_at: r.started_at,
                 ended_at: r.ended_at,
                 notes: r.notes,
-                rerun_of: r.rerun_of.map(TrialId::from),
+                rerun_of: r.rerun_of,
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -67,7 +67,7 @@ pub async fn list_for_brief(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resul
     let rows = sqlx::query_as!(
         TrialRow,
         "SELECT id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at \
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at \
          FROM trials WHERE brief_id = $1 ORDER BY position",
         brief_id.as_uuid(),
     )
@@ -80,7 +80,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: TrialId) -> Result<Option<Trial>, 
     let row = sqlx::query_as!(
         TrialRow,
         "SELECT id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at \
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at \
          FROM trials WHERE id = $1",
         id.as_uuid(),
     )
@@ -118,7 +118,7 @@ pub async fn insert(conn: &mut PgConnection, brief_id: BriefId, fields: &TrialFi
          VALUES ($1, $2, (SELECT COALESCE(max(position), 0) + 1 FROM trials WHERE brief_id = $2), \
          $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          RETURNING id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at",
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at",
         id.as_uuid(),
         brief_id.as_uuid(),
         fields.name,
@@ -148,7 +148,7 @@ pub async fn update(db: impl PgExecutor<'_>, id: TrialId, fields: &TrialFields) 
          rate_per_gpu_hour = $8, currency = $9, allocation_boundary = $10, status = $11, started_at = $12, \
          ended_at = $13, notes = $14, rerun_of = $15, updated_at = now() WHERE id = $1 \
          RETURNING id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at",
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at",
         id.as_uuid(),
         fields.name,
         fields.provider,
