@@ -3,9 +3,10 @@
 //! writes the bare UUID string, sqlx stores it in a `uuid` column, `Display` and `FromStr` are the
 //! UUID's, and its OpenAPI schema is the UUID's (`string`, format `uuid`).
 //!
-//! In a `sqlx::query!` statement a column reads as one with a type override (`id AS "id: BriefId"`)
-//! and a bind passes it with `brief_id as _`, which tells the macro to take the newtype's own
-//! `sqlx::Type` (a `uuid`) instead of asking for a bare `Uuid`.
+//! In a `sqlx::query!` statement a non-null column reads straight into one (the macros convert with
+//! `From<Uuid>`); a nullable one names the type (`trial_id AS "trial_id: TrialId"`). A bind passes
+//! `id.as_uuid()`, so the macro still checks the column is a `uuid`; a slice of ids passes `ids as _`
+//! (the newtype's own `sqlx::Type`, an array of `uuid`).
 //!
 //! A field of an answer that derives `utoipa::ToSchema` says `#[schema(value_type = Uuid)]`: the
 //! derive inlines only the types it knows (a `Uuid` among them) and would otherwise refer to a
