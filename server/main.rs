@@ -16,6 +16,7 @@ use rentcheck::{
     evidence,
     evidence_store::EvidenceStore,
     http,
+    ids::{BriefId, TrialId},
     secrets::TokenKeys,
     state::AppState,
     telemetry,
@@ -79,7 +80,7 @@ enum Command {
     /// Assign a brief's owner (briefs from before ownership have none; every engineer may edit them).
     BriefOwner {
         /// The brief's id.
-        brief: uuid::Uuid,
+        brief: BriefId,
         #[arg(long)]
         email: String,
         #[command(flatten)]
@@ -182,7 +183,7 @@ enum TeamAction {
     Share {
         team: String,
         #[arg(long)]
-        brief: uuid::Uuid,
+        brief: BriefId,
         #[command(flatten)]
         db: DbConfig,
     },
@@ -190,7 +191,7 @@ enum TeamAction {
     Unshare {
         team: String,
         #[arg(long)]
-        brief: uuid::Uuid,
+        brief: BriefId,
         #[command(flatten)]
         db: DbConfig,
     },
@@ -204,11 +205,11 @@ enum TokenAction {
         email: String,
         /// Limit the token to one brief (required for agent tokens).
         #[arg(long)]
-        brief: Option<uuid::Uuid>,
+        brief: Option<BriefId>,
         /// Limit it further to one trial of the brief: evidence and ledger lines go there, and
         /// nowhere else. Implies --brief.
         #[arg(long)]
-        trial: Option<uuid::Uuid>,
+        trial: Option<TrialId>,
         /// agent, or a role no higher than the user's own (default: the user's role).
         #[arg(long)]
         role: Option<String>,
@@ -517,7 +518,7 @@ async fn team(action: TeamAction) -> anyhow::Result<()> {
         TeamAction::Share { team, brief, db } => {
             with_database(&db, "team share", |pool| async move {
                 let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
-                teams::share(&pool, brief.into(), team.id).await.map_err(describe)?;
+                teams::share(&pool, brief, team.id).await.map_err(describe)?;
                 audit::record(
                     &pool,
                     "cli",
@@ -534,7 +535,7 @@ async fn team(action: TeamAction) -> anyhow::Result<()> {
             with_database(&db, "team unshare", |pool| async move {
                 let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
                 anyhow::ensure!(
-                    teams::unshare(&pool, brief.into(), team.id).await?,
+                    teams::unshare(&pool, brief, team.id).await?,
                     "brief {brief} is not shared with {}",
                     team.name
                 );
@@ -583,14 +584,14 @@ async fn member(db: DbConfig, team: String, email: String, add: bool) -> anyhow:
     .await
 }
 
-async fn brief_owner(db: DbConfig, brief: uuid::Uuid, email: String) -> anyhow::Result<()> {
+async fn brief_owner(db: DbConfig, brief: BriefId, email: String) -> anyhow::Result<()> {
     with_database(&db, "brief-owner", |pool| async move {
         let user = person(&pool, &email).await?;
         anyhow::ensure!(
-            rentcheck::briefs::service::exists(&pool, brief.into()).await?,
+            rentcheck::briefs::service::exists(&pool, brief).await?,
             "no brief {brief}"
         );
-        teams::set_owner(&pool, brief.into(), user.id).await?;
+        teams::set_owner(&pool, brief, user.id).await?;
         audit::record(
             &pool,
             "cli",
@@ -620,7 +621,7 @@ async fn mint_token(
     db: DbConfig,
     tokens: TokenConfig,
     email: String,
-    (brief, trial): (Option<uuid::Uuid>, Option<uuid::Uuid>),
+    (brief, trial): (Option<BriefId>, Option<TrialId>),
     role: Option<String>,
     ttl: String,
     name: Option<String>,
@@ -651,16 +652,16 @@ async fn mint_token(
         // A trial names its brief.
         let brief = match trial {
             Some(trial) => {
-                let found = rentcheck::trials::service::get(&pool, trial.into())
+                let found = rentcheck::trials::service::get(&pool, trial)
                     .await?
                     .ok_or_else(|| anyhow::anyhow!("no trial {trial}"))?;
                 anyhow::ensure!(
-                    brief.is_none_or(|b| b == found.brief_id.as_uuid()),
+                    brief.is_none_or(|b| b == found.brief_id),
                     "trial {trial} belongs to brief {}, not {}",
                     found.brief_id,
-                    brief.unwrap_or_default()
+                    brief.map(|b| b.to_string()).unwrap_or_default()
                 );
-                Some(found.brief_id.as_uuid())
+                Some(found.brief_id)
             }
             None => brief,
         };
@@ -670,7 +671,7 @@ async fn mint_token(
         );
         if let Some(brief) = brief {
             anyhow::ensure!(
-                rentcheck::briefs::service::exists(&pool, brief.into()).await?,
+                rentcheck::briefs::service::exists(&pool, brief).await?,
                 "no brief {brief}"
             );
         }

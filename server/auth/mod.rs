@@ -63,8 +63,8 @@ pub enum Principal {
         jti: Uuid,
         subject: String,
         role: Role,
-        brief: Option<Uuid>,
-        trial: Option<Uuid>,
+        brief: Option<BriefId>,
+        trial: Option<TrialId>,
         user: Option<Uuid>,
     },
 }
@@ -114,14 +114,14 @@ impl Principal {
     /// The trial a token is scoped to: it sends evidence and ledger lines to that trial only.
     pub fn trial_scope(&self) -> Option<TrialId> {
         match self {
-            Principal::Token { trial, .. } => trial.map(TrialId::from),
+            Principal::Token { trial, .. } => *trial,
             Principal::User { .. } => None,
         }
     }
 
     pub fn brief_scope(&self) -> Option<BriefId> {
         match self {
-            Principal::Token { brief, .. } => brief.map(BriefId::from),
+            Principal::Token { brief, .. } => *brief,
             Principal::User { .. } => None,
         }
     }
@@ -191,7 +191,7 @@ mod tests {
             jti: Uuid::nil(),
             subject: "t".into(),
             role,
-            brief: brief.map(BriefId::as_uuid),
+            brief,
             trial: None,
             user: None,
         }
@@ -216,8 +216,8 @@ mod tests {
             jti: Uuid::nil(),
             subject: "t".into(),
             role: Role::Agent,
-            brief: Some(a.as_uuid()),
-            trial: Some(t.as_uuid()),
+            brief: Some(a),
+            trial: Some(t),
             user: None,
         };
         assert!(trial_agent.may_read_test_plan(a, t).is_ok());

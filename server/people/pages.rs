@@ -413,7 +413,7 @@ impl TokenLine {
             trial: match t.trial_id {
                 Some(id) => trials
                     .iter()
-                    .find(|(t, _)| t.as_uuid() == id)
+                    .find(|(t, _)| *t == id)
                     .map(|(_, n)| n.clone())
                     .unwrap_or_default(),
                 None => "any trial".to_owned(),
@@ -628,8 +628,8 @@ async fn mint_token(
             name: name.clone(),
             subject: user.0.email.clone(),
             role: Role::Agent,
-            brief: Some(id.as_uuid()),
-            trial: trial.map(TrialId::as_uuid),
+            brief: Some(id),
+            trial,
             ttl,
             created_by: Some(user.0.id),
         },
@@ -661,7 +661,7 @@ async fn revoke_token(
     teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
     let row = token::get(&state.pool, jti)
         .await?
-        .filter(|t| t.brief_id == Some(brief_id.as_uuid()))
+        .filter(|t| t.brief_id == Some(brief_id))
         .ok_or(AppError::NotFound("token"))?;
     if token::revoke(&state.pool, row.jti).await? {
         audit::record(
