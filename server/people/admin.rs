@@ -335,7 +335,7 @@ async fn person_token_lines(state: &AppState, uid: Uuid) -> PageResult<Vec<Perso
         let brief = match t.brief_id {
             Some(id) => Some((
                 id.to_string(),
-                briefs::load(&state.pool, id.into())
+                briefs::load(&state.pool, id)
                     .await
                     .map(|b| b.fields.name)
                     .unwrap_or_else(|_| id.to_string()),
