@@ -508,7 +508,7 @@ fn stage_recipes(base_url: &str, brief_id: BriefId, trial_flag: &str, trial_quer
 /// What a token was just minted as: the signed token and the trial it is scoped to.
 struct Minted {
     token: String,
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
 }
 
 async fn tokens_view(
@@ -567,7 +567,7 @@ async fn tokens_page(
     let minted = once::read(&headers, MINTED_COOKIE).and_then(|f| {
         Some(Minted {
             token: once::field(&f, "token")?.to_owned(),
-            trial: once::field(&f, "trial").and_then(|t| Uuid::parse_str(t).ok()),
+            trial: once::field(&f, "trial").and_then(|t| t.parse().ok()),
         })
     });
     let shown_once = minted.is_some();
