@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 macro_rules! text_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
         pub enum $name { $(#[serde(rename = $text)] $variant),+ }
         impl $name {
             pub const ALL: &'static [Self] = &[$(Self::$variant),+];

@@ -76,7 +76,7 @@ impl std::str::FromStr for Op {
 }
 
 /// A threshold: a number, a boolean or a string (JSON's own types).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum Threshold {
     Bool(bool),

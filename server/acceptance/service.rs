@@ -106,7 +106,7 @@ pub fn derived_figures_from(brief: &Brief, ledger: &LedgerSummary) -> HashMap<St
 }
 
 /// A criterion of a saved card whose threshold was set for another allocation than the trial's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct StaleCriterion {
     pub key: String,
     pub stage: u8,

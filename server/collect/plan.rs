@@ -22,7 +22,7 @@ pub const STEP_LABEL: &str = "plan_step";
 /// The built-in load generator's tool name: always present (it is rentcheck itself).
 pub const BUILT_IN_TOOL: &str = "rentcheck";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TestPlan {
     pub format: u32,
     pub brief: PlanBrief,
@@ -39,8 +39,9 @@ pub struct TestPlan {
     pub stages: Vec<PlanStage>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanBrief {
+    #[schema(value_type = Uuid)]
     pub id: BriefId,
     pub name: String,
     /// The model the load test asks for (the catalogue's Hugging Face id, else the brief's name).
@@ -48,8 +49,9 @@ pub struct PlanBrief {
     pub workload_kind: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanTrial {
+    #[schema(value_type = Uuid)]
     pub id: TrialId,
     pub name: String,
     /// `None` when the sizing has no option at all.
@@ -63,21 +65,21 @@ pub struct PlanTrial {
 }
 
 /// A `${NAME}` the commands use, its default and what it is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Variable {
     pub name: String,
     pub default: String,
     pub meaning: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ServeHint {
     pub command: String,
     pub why: String,
 }
 
 /// What the load sweep was built from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LoadDesign {
     pub input_tokens: u32,
     pub output_tokens: u32,
@@ -94,14 +96,14 @@ pub struct LoadDesign {
     pub why: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GoodputTarget {
     /// `ttft`, `tpot` or `e2el`, as `vllm bench serve --goodput` names them.
     pub metric: String,
     pub ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanStage {
     pub stage: u8,
     pub name: String,
@@ -113,14 +115,14 @@ pub struct PlanStage {
     pub not_covered: Vec<NotCovered>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NotCovered {
     pub key: String,
     pub how: String,
 }
 
 /// How collect runs a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Runner {
     /// Run the first command whose tool is present; its output (stdout, or stderr when stdout is
@@ -146,7 +148,7 @@ impl Runner {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanStep {
     /// Unique in the plan and stable across builds of it: `{stage}-{what}` (`1-dcgm-diag`,
     /// `3-load-2rps`). Uploads carry it as the `plan_step` label.
@@ -183,14 +185,15 @@ pub struct PlanStep {
     pub held: Option<Held>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanCommand {
     /// The program looked up on PATH (`rentcheck` is the built-in load generator).
     pub tool: String,
     /// The program and its arguments, `${NAME}` variables unreplaced.
     pub argv: Vec<String>,
-    /// Environment the command needs.
+    /// Environment the command needs: [name, value] pairs.
     #[serde(default)]
+    #[schema(value_type = Vec<Vec<String>>)]
     pub env: Vec<(String, String)>,
     /// The same as one shell line, to copy.
     pub shell: String,
@@ -202,7 +205,8 @@ pub struct PlanCommand {
 }
 
 /// One offered rate of the sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PlanLoadPoint)]
 pub struct LoadPoint {
     pub rate_rps: f64,
     pub num_prompts: u32,
@@ -212,7 +216,7 @@ pub struct LoadPoint {
     pub basis: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Scrape {
     pub url: String,
     /// `vllm-metrics` or `dcgm-exporter`.
@@ -221,7 +225,7 @@ pub struct Scrape {
     pub required: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Held {
     pub evidence: Vec<Uuid>,
     pub received_at: chrono::DateTime<chrono::Utc>,

@@ -31,7 +31,7 @@ pub const KEPT_UP_SHARE: f64 = 0.95;
 pub const NOTHING_COMPLETED: &str = "no request completed";
 
 /// One load point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct LoadPoint {
     pub evidence_id: Uuid,
     /// The run's name in a file of several (a sweep), else empty.

@@ -14,6 +14,10 @@ use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use utoipa::{
+    openapi::{schema::AnyOfBuilder, Ref, RefOr, Schema},
+    ToSchema,
+};
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
     routes,
@@ -67,13 +71,54 @@ struct LedgerPost {
     outputs: Option<BTreeMap<String, Value>>,
 }
 
-#[derive(Serialize)]
+/// What adding lines (JSON or the ledger's CSV) answers: the lines added and the trial's summary.
+#[derive(Serialize, ToSchema)]
+#[schema(as = LedgerLinesAdded)]
 struct PostAnswer {
     lines_added: u64,
     /// The trial whose summary follows (the request's trial).
+    #[schema(value_type = Option<Uuid>)]
     trial: Option<TrialId>,
     #[serde(flatten)]
     summary: LedgerSummary,
+}
+
+/// What a ledger import answers: lines (JSON or CSV), or a FOCUS export (`?format=focus`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ImportAnswer {
+    Lines(PostAnswer),
+    Focus(FocusAnswer),
+}
+
+/// Either answer (a FOCUS answer has every field of the other, so `anyOf`, not `oneOf`).
+impl utoipa::PartialSchema for ImportAnswer {
+    fn schema() -> RefOr<Schema> {
+        AnyOfBuilder::new()
+            .item(Ref::from_schema_name(PostAnswer::name()))
+            .item(Ref::from_schema_name(FocusAnswer::name()))
+            .description(Some("lines added (JSON or CSV), or a FOCUS export's import"))
+            .into()
+    }
+}
+
+impl ToSchema for ImportAnswer {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "LedgerImport".into()
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((
+            PostAnswer::name().into(),
+            <PostAnswer as utoipa::PartialSchema>::schema(),
+        ));
+        PostAnswer::schemas(schemas);
+        schemas.push((
+            FocusAnswer::name().into(),
+            <FocusAnswer as utoipa::PartialSchema>::schema(),
+        ));
+        FocusAnswer::schemas(schemas);
+    }
 }
 
 /// `?trial=` on the ledger routes.
@@ -131,8 +176,8 @@ struct PostQuery {
         (String = "text/csv"),
     )),
     responses(
-        (status = 201, description = "stored; lines_added and the summary", body = Object),
-        (status = 200, description = "a replay of an earlier request with this Idempotency-Key, or nothing new", body = Object,
+        (status = 201, description = "stored; lines_added and the summary", body = ImportAnswer),
+        (status = 200, description = "a replay of an earlier request with this Idempotency-Key, or nothing new", body = ImportAnswer,
             headers(("Idempotent-Replayed" = String, description = "present on a replayed answer"))),
         (status = 404, description = "no such brief"),
         (status = 409, description = "Idempotency-Key reused with another request"),
@@ -204,11 +249,11 @@ async fn post(
             .unwrap_or(TrialId::from(Uuid::nil())),
     };
     let summary = summary(&state, trial, &currency).await?;
-    let answer = Json(PostAnswer {
+    let answer = Json(ImportAnswer::Lines(PostAnswer {
         lines_added: stored.added,
         trial: Some(trial),
         summary,
-    });
+    }));
     if replayed {
         // As evidence answers a retry: 200, marked; the summary is the trial's as it is now.
         return Ok((StatusCode::OK, [(IDEMPOTENT_REPLAYED, "true")], answer).into_response());
@@ -312,9 +357,13 @@ async fn import_csv(req: Request, currency: &str) -> Result<Vec<LedgerLine>, App
 }
 
 /// What a FOCUS import answers: what it added, what it left out and why, and the trial's summary.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = LedgerFocusImported)]
 struct FocusAnswer {
+    /// `focus`.
+    #[schema(value_type = String, pattern = "^focus$")]
     format: &'static str,
+    #[schema(value_type = Uuid)]
     trial: TrialId,
     lines_added: u64,
     /// Lines of this export an earlier import already added (re-importing adds nothing).
@@ -377,7 +426,7 @@ async fn post_focus(
             header::LOCATION,
             format!("/api/v1/briefs/{id}/ledger?trial={}", answer.trial),
         )],
-        Json(answer),
+        Json(ImportAnswer::Focus(answer)),
     )
         .into_response())
 }
@@ -480,9 +529,12 @@ struct ShowQuery {
     trial: Option<TrialId>,
 }
 
-#[derive(Serialize)]
+/// One trial's ledger: its summary, output counts and newest 500 lines.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Ledger)]
 struct LedgerView {
     /// The trial this ledger is of.
+    #[schema(value_type = Uuid)]
     trial: TrialId,
     summary: LedgerSummary,
     outputs: Outputs,
@@ -506,7 +558,7 @@ struct LedgerView {
         ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
     ),
     responses(
-        (status = 200, description = "{ summary, outputs, lines, lines_total, next_cursor }", body = super::schema::Ledger),
+        (status = 200, description = "{ summary, outputs, lines, lines_total, next_cursor }", body = LedgerView),
         (status = 404, description = "no such brief"),
         (status = 422, description = "trial is not one of the brief's, the brief has several and none is named, or a bad cursor"),
     )
@@ -553,7 +605,7 @@ async fn show(
     responses(
         (status = 200, description = "the summary: { currency, accelerator_hours, totals: { accelerator, host, storage, network, support, \
         license }, total, accepted_outputs, cost_per_job, diagnostics: { idle_hours, failed_jobs, rejected_outputs, \
-        retries } } (money as decimal strings)", body = super::schema::LedgerSummary),
+        retries } } (money as decimal strings)", body = LedgerSummary),
         (status = 404, description = "no such brief"),
         (status = 422, description = "trial is not one of the brief's, or the brief has several and none is named"),
     )

@@ -154,7 +154,7 @@ impl Selection {
 }
 
 /// Rows left out of the ledger, by charge category and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct NotAdded {
     /// FOCUS's `ChargeCategory` (Purchase, Tax, Credit, Adjustment, or Usage for refunds).
     pub charge_category: String,

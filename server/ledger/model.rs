@@ -23,7 +23,7 @@ const MAX_RESOURCE: usize = 200;
 const MAX_DESCRIPTION: usize = 1000;
 
 /// What a line pays for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Category {
     Accelerator,
@@ -65,7 +65,7 @@ impl FromStr for Category {
 
 /// A valid ledger line. Accelerator lines always carry `resource`, an interval and `gpus`;
 /// `amount` is always set (given, or computed from interval × gpus × rate).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct LedgerLine {
     pub category: Category,
     pub resource: String,
@@ -536,7 +536,7 @@ pub fn accelerator_amount(
 }
 
 /// Output counts for a brief (see the module doc: each post replaces the figures it names).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Outputs {
     pub accepted: i64,
     pub rejected: i64,
@@ -607,8 +607,8 @@ pub fn validate_outputs(raw: &BTreeMap<String, Option<String>>) -> Result<Output
     }
 }
 
-/// Money per category.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// Money per category (decimal strings).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CategoryTotals {
     pub accelerator: Decimal,
     pub host: Decimal,
@@ -656,9 +656,10 @@ impl CategoryTotals {
     }
 }
 
-/// Shown beside the cost per job, never added into it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// What went to waste: shown beside the cost per job, never added into it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Diagnostics {
+    /// Idle GPU-hours (a decimal string), or null when not counted.
     pub idle_hours: Option<Decimal>,
     pub failed_jobs: i64,
     pub rejected_outputs: i64,
@@ -666,7 +667,7 @@ pub struct Diagnostics {
 }
 
 /// The ledger summary (api.md "Ledger summary"). Money and hours serialize as decimal strings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct LedgerSummary {
     pub currency: String,
     /// GPU-hours over merged intervals (overlaps of one resource counted once).

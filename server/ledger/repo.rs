@@ -222,7 +222,7 @@ pub async fn summary(conn: &mut PgConnection, trial_id: TrialId, currency: &str)
 }
 
 /// A stored line: the line plus its id and position.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct StoredLine {
     pub id: Uuid,
     pub seq: i64,

@@ -6,12 +6,13 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::{types::Json, PgConnection, PgExecutor};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::ids::BriefId;
 
 /// A webhook as listed: never its secret.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct WebhookRow {
     pub id: Uuid,
     pub url: String,
@@ -57,12 +58,14 @@ pub async fn delete_webhook(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<
         .await
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One event sent (or being sent) to one webhook.
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DeliveryRow {
     pub id: Uuid,
     pub webhook_id: Uuid,
     pub event_id: Uuid,
     pub event: String,
+    #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     /// pending, delivered or failed (given up).
     pub state: String,
@@ -98,7 +101,8 @@ pub async fn recent_deliveries(
     .await
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One try at sending a delivery.
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AttemptRow {
     pub delivery_id: Uuid,
     pub attempted_at: DateTime<Utc>,

@@ -41,7 +41,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         ("tid" = Uuid, Path, description = "the trial's id"),
     ),
     responses(
-        (status = 200, description = "the plan", body = Object),
+        (status = 200, description = "the plan", body = super::service::PlanAnswer),
         (status = 403, description = "a token scoped to another brief or trial"),
         (status = 404, description = "no such brief, or the trial is not the brief's"),
     )
@@ -53,14 +53,7 @@ async fn show(
 ) -> ApiResult<Response> {
     caller.may_read_test_plan(brief_id, trial_id)?;
     let p = service::plan_for(&state, brief_id, trial_id).await?;
-    let mut body = serde_json::to_value(&p.plan).unwrap_or_default();
-    body["links"] = serde_json::json!({
-        "self": format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan"),
-        "page": format!("/briefs/{brief_id}/trials/{trial_id}/plan"),
-        "job": format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan/job.yaml"),
-        "trial": format!("/api/v1/trials/{trial_id}"),
-    });
-    Ok(Json(body).into_response())
+    Ok(Json(p.answer()).into_response())
 }
 
 #[utoipa::path(

@@ -24,6 +24,39 @@ pub struct TrialPlan {
     pub plan: TestPlan,
 }
 
+/// `GET /api/v1/briefs/{id}/trials/{tid}/plan`: the plan and where it and its trial are.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct PlanAnswer<'a> {
+    #[serde(flatten)]
+    pub plan: &'a TestPlan,
+    pub links: PlanLinks,
+}
+
+/// Where the plan, its page, its Kubernetes Jobs and its trial are.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct PlanLinks {
+    #[serde(rename = "self")]
+    pub this: String,
+    pub page: String,
+    pub job: String,
+    pub trial: String,
+}
+
+impl TrialPlan {
+    pub fn answer(&self) -> PlanAnswer<'_> {
+        let (brief_id, trial_id) = (self.brief.id, self.trial.id);
+        PlanAnswer {
+            plan: &self.plan,
+            links: PlanLinks {
+                this: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan"),
+                page: format!("/briefs/{brief_id}/trials/{trial_id}/plan"),
+                job: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan/job.yaml"),
+                trial: format!("/api/v1/trials/{trial_id}"),
+            },
+        }
+    }
+}
+
 /// The plan of trial `trial_id` of brief `brief_id` (404 when the trial is not the brief's), each
 /// step marked with the evidence the trial already holds of it.
 pub async fn plan_for(state: &AppState, brief_id: BriefId, trial_id: TrialId) -> Result<TrialPlan, AppError> {

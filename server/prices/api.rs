@@ -10,14 +10,13 @@ use axum::{
     Json,
 };
 use serde::Deserialize;
-use serde_json::json;
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
     routes,
 };
 
 use super::{
-    model::MAX_ROWS,
+    model::{PriceImport, PriceList, MAX_ROWS},
     repo,
     service::{self, Format},
 };
@@ -67,13 +66,13 @@ struct ListQuery {
          currency: a row in one currency never hides the same offer's row in another); ?all=true: every row \
          ever imported",
     params(("all" = Option<bool>, Query, description = "every row, not only the current ones")),
-    responses((status = 200, description = "{ items: [price] }", body = Object))
+    responses((status = 200, description = "the prices", body = PriceList))
 )]
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<PriceList>> {
     caller.require_person(Role::Engineer)?;
     // Prices belong to no brief: a token limited to one brief reads its brief's money there.
     caller.require_unscoped()?;
@@ -82,7 +81,7 @@ async fn list(
     } else {
         service::current(&state).await?
     };
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(PriceList { items }))
 }
 
 /// `text/csv` with the header `provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,
@@ -110,7 +109,7 @@ async fn list(
     request_body(content((String = "text/csv"))),
     responses(
         (status = 201, description = "{ sheet_id, rows, prices }; a catalogue adds catalogue_rows and skipped: [{ reason, says, accelerator, \
-             rows, instance_types, lines }]", body = Object,
+             rows, instance_types, lines }]", body = PriceImport,
             headers(("Location" = String, description = "/api/v1/prices"))),
         (status = 413, description = "larger than 4 MiB (a sheet) or 32 MiB (a catalogue)"),
         (status = 403, description = "not a manager or admin, or a token limited to one brief"),
@@ -147,22 +146,7 @@ async fn import(
         return Err(AppError::PayloadTooLarge(cap));
     }
     let (sheet, checked) = service::import_as(&state, &body, &format, None, &caller.label()).await?;
-    let mut answer = json!({ "sheet_id": sheet, "rows": checked.rows.len(), "prices": checked.rows });
-    if let Format::Skypilot { .. } = format {
-        answer["catalogue_rows"] = json!(checked.rows_read);
-        answer["skipped"] = json!(checked
-            .skipped
-            .iter()
-            .map(|s| json!({
-                "reason": s.reason,
-                "says": s.reason.says(),
-                "accelerator": s.accelerator,
-                "rows": s.rows,
-                "instance_types": s.instance_types,
-                "lines": s.lines,
-            }))
-            .collect::<Vec<_>>());
-    }
+    let answer = PriceImport::of(sheet, &checked, matches!(format, Format::Skypilot { .. }));
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, "/api/v1/prices".to_owned())],

@@ -77,7 +77,7 @@ pub fn gpu_for(accelerator: &str, instance_type: &str) -> Option<&'static str> {
 }
 
 /// Why catalogue rows were left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SkipReason {
     /// No accelerator: a CPU-only instance.

@@ -46,7 +46,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
          stopped trial; the cheapest per unit of work) and closest_trial",
     params(("id" = Uuid, Path, description = "brief id")),
     responses(
-        (status = 200, description = "the review", body = Object),
+        (status = 200, description = "the review", body = super::answer::ReviewAnswer),
         (status = 404, description = "no such brief"),
     )
 )]
@@ -77,7 +77,7 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
     params(("id" = Uuid, Path, description = "brief id")),
     request_body = super::schema::ApprovalBody,
     responses(
-        (status = 201, description = "recorded", body = Object),
+        (status = 201, description = "recorded", body = super::repo::ApprovalRow),
         (status = 403, description = "not a manager"),
         (status = 404, description = "no such brief"),
         (status = 409, description = "inputs_digest is no longer current"),

@@ -105,7 +105,7 @@ pub fn moved(key: &str, before: f64, after: f64) -> bool {
 }
 
 /// One criterion (or, at stage 0, one money figure) between a trial and the trial it re-runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Change {
     pub key: String,
     /// The criterion's stage; 0 for the capacity and money rows.

@@ -29,7 +29,7 @@ pub mod limits {
 
 /// The decision. Kept as text (`approvals.decision`, the signal snapshot) in the same lower-case
 /// names as on the wire; the `sqlx::Type` derive only names that mapping, it does no I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 #[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum Verdict {
@@ -78,7 +78,7 @@ impl std::fmt::Display for Verdict {
 pub use crate::criteria::Status;
 
 /// One evaluated criterion of the current card.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct CriterionOutcome {
     pub key: String,
     pub op: String,
@@ -94,7 +94,7 @@ pub struct CriterionOutcome {
 }
 
 /// The newest value of a metric and the evidence it came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct MetricFact {
     pub value: Value,
     pub evidence_id: Uuid,
@@ -118,7 +118,7 @@ pub struct BriefFacts {
 }
 
 /// The ledger figures the rules read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct LedgerFacts {
     pub cost_per_job: Option<Decimal>,
     pub total: Decimal,
@@ -155,7 +155,7 @@ pub struct DecisionInputs {
 }
 
 /// Where a utilization figure comes from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(tag = "from", rename_all = "snake_case")]
 pub enum UtilizationSource {
     /// (billed − idle) ÷ billed accelerator hours, from the ledger.
@@ -204,7 +204,7 @@ fn utilization(inputs: &DecisionInputs) -> (Option<Decimal>, UtilizationSource) 
 }
 
 /// A fact behind a reason, with where to look.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Fact {
     pub label: String,
     pub value: String,
@@ -232,6 +232,29 @@ impl std::fmt::Display for Rule {
     }
 }
 
+/// A number (1 to 9) or "6b" / "6c", as `Serialize` below writes it.
+impl utoipa::PartialSchema for Rule {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1))
+                    .maximum(Some(9)),
+            )
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(["6b", "6c"])),
+            )
+            .description(Some("the rule: a number (1 to 9), or \"6b\" / \"6c\""))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Rule {}
+
 impl Serialize for Rule {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -242,7 +265,7 @@ impl Serialize for Rule {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Reason {
     pub rule: Rule,
     pub decision: Verdict,

@@ -1,5 +1,6 @@
 //! The review: the decision over everything gathered for a brief, its approval and its record.
 
+pub mod answer;
 pub mod api;
 pub mod comparison;
 pub mod decision;

@@ -13,7 +13,7 @@ use crate::{money::HOURS_PER_MONTH, validation::FieldError};
 
 /// A manager's verdict on a decision. Stored as the text `approve` / `reject` in
 /// `approvals.verdict` and spelt the same on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 #[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum ApprovalVerdict {
@@ -57,8 +57,9 @@ impl std::fmt::Display for ApprovalVerdict {
 /// What approving reserve, dedicate or scale commits to: computed by [`reservation`] from the
 /// review, the one function the review's first screen, the approval form, the stored approval and
 /// the decision record all show (docs/decision.md, "Approval").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Reservation {
+    #[schema(value_type = Uuid)]
     pub trial: TrialId,
     /// Who rents it: the trial's provider (absent when it names none).
     pub provider: Option<String>,

@@ -17,7 +17,7 @@ use crate::{
 
 /// Where the hourly rate comes from, most specific first (`prices::model::allocation_price`, the
 /// one price of an allocation every page shows).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(tag = "from", rename_all = "snake_case")]
 pub enum RateSource {
     /// The trial's own `rate_per_gpu_hour`.
@@ -32,7 +32,7 @@ pub enum RateSource {
 
 /// What an hour of the allocation costs: a rate per GPU-hour times the GPUs paid for (a price row
 /// for 8-GPU nodes bills 8 for a 2-GPU trial), its billing always named.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Rate {
     pub per_gpu_hour: Decimal,
     pub gpus_billed: u32,
@@ -46,7 +46,7 @@ pub struct Rate {
 
 /// The reserved and on-demand rates of the offer the trial is priced on (same provider, GPU, GPUs
 /// per node, region and currency), from the current price sheets.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ReservationRates {
     pub reserved_rate: Option<Decimal>,
     pub reserved_price_id: Option<Uuid>,
@@ -102,7 +102,7 @@ pub struct MoneyInputs {
 }
 
 /// The operating point as the review shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct OperatingPointFacts {
     pub evidence_id: Uuid,
     /// The run's name in a sweep file, else empty.
@@ -121,7 +121,7 @@ pub struct OperatingPointFacts {
 }
 
 /// Rule 6b's comparison: the same good request on this trial and on a managed API.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ApiBreakEven {
     pub input_price_per_million: Decimal,
     pub output_price_per_million: Decimal,
@@ -140,7 +140,7 @@ pub struct ApiBreakEven {
 }
 
 /// The money figures of one trial; each is absent while what it needs is not measured.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct MoneyFacts {
     pub currency: String,
     pub rate: Option<Rate>,

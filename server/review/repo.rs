@@ -9,11 +9,15 @@ use uuid::Uuid;
 use super::{decision::Verdict, model::ApprovalVerdict};
 use crate::ids::{BriefId, TrialId};
 
-#[derive(Debug, Clone, serde::Serialize)]
+/// A recorded verdict, as the approval's answer and the review's `approval` give it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Approval)]
 pub struct ApprovalRow {
     pub id: Uuid,
+    #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     /// The trial the verdict names (the one it reserves).
+    #[schema(value_type = Option<Uuid>)]
     pub trial_id: Option<TrialId>,
     pub verdict: ApprovalVerdict,
     pub decision: Verdict,
@@ -31,7 +35,10 @@ pub struct ApprovalRow {
     pub reservation_rate_per_gpu_hour: Option<Decimal>,
     /// The whole reservation the review computed, exactly as `trials[].reservation` showed it
     /// (absent on approvals recorded before it was kept, and on verdicts that reserve nothing).
+    #[schema(value_type = Option<super::model::Reservation>)]
     pub reservation: Option<Json<Value>>,
+    /// What the decision read when it was recorded: one trial's inputs, or every trial's by id.
+    #[schema(value_type = Object)]
     pub inputs: Json<Value>,
 }
 

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use sqlx::PgConnection;
 
 use super::{
+    answer::ReviewAnswer,
     comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
     gather::{gather, Reads, ReviewContext},
@@ -29,11 +30,13 @@ use crate::{
 };
 
 /// The latest verdict on a brief and whether the inputs moved since.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ApprovalState {
     #[serde(flatten)]
     pub row: ApprovalRow,
+    /// The review's digest moved since the verdict.
     pub stale: bool,
+    /// The inputs that moved.
     pub changed: Vec<String>,
 }
 
@@ -150,7 +153,7 @@ pub async fn review_body(state: &AppState, id: BriefId) -> Result<Bytes, AppErro
         return Ok(body);
     }
     let r = review(state, id).await?;
-    let body = Bytes::from(serde_json::to_vec(&review_json(&r)).map_err(|e| AppError::Internal(e.into()))?);
+    let body = Bytes::from(serde_json::to_vec(&ReviewAnswer::of(&r)).map_err(|e| AppError::Internal(e.into()))?);
     state.review_cache.put(id.as_uuid(), version, body.clone());
     Ok(body)
 }
@@ -255,95 +258,10 @@ fn mark_reruns(trials: &mut [TrialReview]) {
     }
 }
 
-/// One trial as the review's JSON lists it (trials.md "The review across trials").
-fn trial_json(t: &TrialReview) -> Value {
-    let (passed, required) = t.criteria_passed();
-    let ledger = t.context.inputs.ledger.as_ref();
-    let money = t.context.inputs.money.as_ref();
-    let price = t.context.price.as_ref();
-    json!({
-        "trial": t.context.trial.id,
-        "name": t.context.trial.fields.name,
-        "provider": t.context.trial.fields.provider,
-        "allocation": t.context.allocation.as_ref().map(|a| json!({
-            "gpu": a.gpu.model, "count": a.count, "suggested": a.suggested, "under_sized": a.under_sized,
-        })),
-        "billing": t.context.trial.fields.billing.as_str(),
-        "decision": t.decision.decision,
-        "accepted": t.decision.accepted,
-        "reasons": t.decision.reasons,
-        "missing": t.decision.missing,
-        "inputs_digest": t.decision.inputs_digest,
-        "cost_per_job": ledger.and_then(|l| l.cost_per_job),
-        "utilization": t.decision.utilization,
-        "utilization_source": t.decision.utilization_source,
-        "break_even": t.decision.break_even,
-        "break_even_known": t.decision.break_even_known,
-        "price": price,
-        "slo_attainment": money.and_then(|m| m.slo_attainment),
-        "slo_attainment_estimated": money.is_some_and(|m| m.slo_attainment_estimated),
-        "goodput_rps": money.and_then(|m| m.goodput_rps),
-        "cost_per_hour": money.and_then(|m| m.cost_per_hour),
-        "cost_per_million_output_tokens": money.and_then(|m| m.cost_per_million_output_tokens),
-        "cost_per_million_output_tokens_at_slo": money.and_then(|m| m.cost_per_million_output_tokens_at_slo),
-        "capacity_at_slo_rps": money.and_then(|m| m.capacity_at_slo_rps),
-        "replicas": money.and_then(|m| m.replicas_for_peak),
-        "replicas_for_peak": money.and_then(|m| m.replicas_for_peak),
-        "monthly_cost": money.and_then(|m| m.monthly_cost),
-        "api_is_cheaper": money.and_then(|m| m.api_is_cheaper),
-        "operating_point": money.and_then(|m| m.operating_point.as_ref()).map(|p| json!({
-            "evidence_id": p.evidence_id,
-            "run": p.run,
-            "offered_rps": p.offered_rps,
-            "achieved_rps": p.achieved_rps,
-            "slo_attainment": p.slo_attainment,
-            "goodput_rps": p.goodput_rps,
-            "qualified": p.qualified,
-            "described": p.described,
-        })),
-        "reservation": t.recorded_reservation(),
-        "reservation_missing": t.reservation.as_ref().and_then(|r| r.as_ref().err()),
-        "gpu_mismatch": t.context.gpu_mismatch.as_ref().map(|(id, named)| json!({
-            "evidence_id": id, "named": named, "trial_gpu": t.context.trial_gpu,
-        })),
-        "other_currency_prices": t.context.other_currency,
-        "money": money,
-        "kv_capacity": t.context.kv.as_ref().map(|k| &k.check),
-        "criteria_passed": passed,
-        "criteria_required": required,
-        "criteria": t.context.inputs.criteria,
-        "stale_criteria": t.context.stale,
-        "rerun_of": t.context.trial.fields.rerun_of,
-        "changes_since_rerun_of": t.changes,
-    })
-}
-
-/// The JSON answer of `GET /api/v1/briefs/{id}/review`. The top-level fields describe the
-/// recommended trial (else the first); `trials` has every trial.
+/// The JSON answer of `GET /api/v1/briefs/{id}/review` as a value ([`ReviewAnswer`] is what the API
+/// serializes); the decision record adds its fields to it.
 pub fn review_json(r: &Review) -> Value {
-    json!({
-        "brief_id": r.brief.id,
-        "trial": r.context.trial.id,
-        "recommended_trial": r.recommendation.recommended,
-        "closest_trial": r.recommendation.closest,
-        "trials": r.trials.iter().map(trial_json).collect::<Vec<_>>(),
-        "decision": r.decision.decision,
-        "accepted": r.decision.accepted,
-        "reasons": r.decision.reasons,
-        "missing": r.decision.missing,
-        "inputs_digest": r.decision.inputs_digest,
-        "utilization": r.decision.utilization,
-        "utilization_source": r.decision.utilization_source,
-        "saturated": r.decision.saturated,
-        "suggested_replicas": r.decision.suggested_replicas,
-        "suggested_units": r
-            .decision
-            .suggested_replicas
-            .map(|n| n * r.context.inputs.brief.current_units.max(1)),
-        "criteria": r.context.inputs.criteria,
-        "ledger": r.context.inputs.ledger,
-        "approval": r.approval,
-    })
+    serde_json::to_value(ReviewAnswer::of(r)).unwrap_or(Value::Null)
 }
 
 /// A manager's verdict as submitted.

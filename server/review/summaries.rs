@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::{
-    decision::Status,
+    decision::{Status, Verdict},
     model::ApprovalVerdict,
     service::{review_for, Review},
     summaries_repo,
@@ -37,7 +37,8 @@ const REMAKE_EVERY_SETTLES: u32 = 4;
 pub struct TrialSignal {
     pub trial_id: TrialId,
     pub name: String,
-    pub decision: String,
+    /// Kept as its text (`Verdict::as_str`) in `brief_signal_trials.decision`.
+    pub decision: Verdict,
     pub accepted: bool,
 }
 
@@ -57,6 +58,15 @@ pub fn changed_trials<'a>(
                 .map(|b| (b, a))
         })
         .collect()
+}
+
+/// A decision as a snapshot keeps it (`Verdict::as_str`), read back.
+fn stored_decision(text: &str) -> Result<Verdict, AppError> {
+    text.parse().map_err(|()| {
+        AppError::Internal(anyhow::anyhow!(
+            "a kept trial snapshot has an unknown decision {text:?}"
+        ))
+    })
 }
 
 /// The newest evidence per trial: (trial, received at, count).
@@ -98,7 +108,7 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
             let (passed, required) = t.criteria_passed();
             summaries_repo::NewTrialSnapshot {
                 trial_id: t.context.trial.id,
-                decision: t.decision.decision.as_str().to_owned(),
+                decision: t.decision.decision,
                 accepted: t.decision.accepted,
                 cost_per_job: t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
                 utilization: t.decision.utilization,
@@ -117,7 +127,7 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
         .map(|t| TrialSignal {
             trial_id: t.context.trial.id,
             name: t.context.trial.fields.name.clone(),
-            decision: t.decision.decision.as_str().to_owned(),
+            decision: t.decision.decision,
             accepted: t.decision.accepted,
         })
         .collect();
@@ -130,13 +140,15 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
     let before_trials: Vec<TrialSignal> = summaries_repo::trial_snapshots(&mut tx, brief_id)
         .await?
         .into_iter()
-        .map(|t| TrialSignal {
-            trial_id: t.trial_id,
-            name: String::new(),
-            decision: t.decision,
-            accepted: t.accepted,
+        .map(|t| {
+            Ok(TrialSignal {
+                trial_id: t.trial_id,
+                name: String::new(),
+                decision: stored_decision(&t.decision)?,
+                accepted: t.accepted,
+            })
         })
-        .collect();
+        .collect::<Result<_, AppError>>()?;
     let name = &r.brief.fields.name;
     let public_url = &state.config.public_url;
     if let Some(before) = &before {
@@ -325,17 +337,42 @@ mod tests {
 
     #[test]
     fn a_moved_decision_is_a_change_and_a_new_trial_is_not() {
-        let t = |id: u128, d: &str, a: bool| TrialSignal {
+        let t = |id: u128, d: Verdict, a: bool| TrialSignal {
             trial_id: TrialId::from(uuid::Uuid::from_u128(id)),
             name: format!("t{id}"),
-            decision: d.into(),
+            decision: d,
             accepted: a,
         };
-        let before = [t(1, "expand", false), t(2, "stop", false)];
-        let after = [t(1, "reserve", true), t(2, "stop", false), t(3, "stop", false)];
+        let before = [t(1, Verdict::Expand, false), t(2, Verdict::Stop, false)];
+        let after = [
+            t(1, Verdict::Reserve, true),
+            t(2, Verdict::Stop, false),
+            t(3, Verdict::Stop, false),
+        ];
         let changed = changed_trials(&before, &after);
         assert_eq!(changed.len(), 1);
-        assert_eq!(changed[0].0.decision, "expand");
-        assert_eq!(changed[0].1.decision, "reserve");
+        assert_eq!(changed[0].0.decision, Verdict::Expand);
+        assert_eq!(changed[0].1.decision, Verdict::Reserve);
+    }
+
+    /// A signal's decision is kept as text and read back: every decision round-trips through its
+    /// stored text, which is the text the webhooks' JSON and messages show; other text is refused.
+    #[test]
+    fn a_signal_decision_round_trips_through_its_stored_text() {
+        let all = [
+            Verdict::Expand,
+            Verdict::Reserve,
+            Verdict::Dedicate,
+            Verdict::Scale,
+            Verdict::Stop,
+        ];
+        for v in all {
+            let stored = v.as_str();
+            assert_eq!(stored_decision(stored).unwrap(), v);
+            assert_eq!(json!({ "decision": v }), json!({ "decision": stored }));
+            assert_eq!(v.to_string(), stored);
+        }
+        assert!(stored_decision("Stop").is_err());
+        assert!(stored_decision("").is_err());
     }
 }

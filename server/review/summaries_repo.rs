@@ -199,7 +199,7 @@ pub async fn summaries(db: impl PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<S
 
 pub struct NewTrialSnapshot {
     pub trial_id: TrialId,
-    pub decision: String,
+    pub decision: super::decision::Verdict,
     pub accepted: bool,
     pub cost_per_job: Option<Decimal>,
     pub utilization: Option<Decimal>,
@@ -256,7 +256,7 @@ pub async fn store_snapshot(
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             s.brief_id.as_uuid(),
             t.trial_id.as_uuid(),
-            t.decision,
+            t.decision.as_str(),
             t.accepted,
             t.cost_per_job,
             t.utilization,

@@ -7,7 +7,7 @@ use axum::{
     routing::get,
     Json,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use subtle::ConstantTimeEq;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
@@ -42,7 +42,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
          unless RENTCHECK_WEBHOOK_ALLOW_PRIVATE=true",
     request_body = super::schema::WebhookBody,
     responses(
-        (status = 201, description = "the webhook (with `secret` only when generated)", body = super::schema::Webhook),
+        (status = 201, description = "the webhook (with `secret` only when generated)", body = service::Created),
         (status = 422, description = "a bad URL (not https://), unknown events or a short secret"),
     )
 )]
@@ -55,12 +55,7 @@ async fn create(
         return Err(AppError::BadRequest("the body must be a JSON object".into()));
     }
     let created = service::create(&state, &caller, &body).await?;
-    let mut answer = serde_json::to_value(&created.row).map_err(|e| AppError::Internal(e.into()))?;
-    if let (Some(secret), Some(map)) = (created.generated_secret, answer.as_object_mut()) {
-        // Shown this once: it is never answered again.
-        map.insert("secret".into(), Value::String(secret));
-    }
-    Ok((StatusCode::CREATED, Json(answer)).into_response())
+    Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
 #[utoipa::path(
@@ -69,11 +64,11 @@ async fn create(
     operation_id = "listWebhooks",
     tag = "webhooks",
     summary = "Every webhook with its newest deliveries and each delivery's attempts (admins); never a secret",
-    responses((status = 200, description = "{ items: [webhook] }", body = super::schema::WebhookList))
+    responses((status = 200, description = "{ items: [webhook] }", body = service::WebhookList))
 )]
-async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<Value>> {
+async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<service::WebhookList>> {
     let items = service::list(&state, &caller).await?;
-    Ok(Json(json!({ "items": items })))
+    Ok(Json(service::WebhookList { items }))
 }
 
 #[utoipa::path(

@@ -38,18 +38,3 @@ pub struct WebhookBody {
     #[schema(min_length = 16, max_length = 512)]
     secret: Option<String>,
 }
-
-/// A webhook (with `secret` only when generated), its newest deliveries and their attempts.
-#[derive(ToSchema)]
-pub struct Webhook {
-    id: uuid::Uuid,
-    url: String,
-    events: Vec<String>,
-}
-
-/// Every webhook; never a secret.
-#[derive(ToSchema)]
-pub struct WebhookList {
-    #[schema(value_type = Vec<Object>)]
-    items: Vec<serde_json::Value>,
-}

@@ -5,6 +5,7 @@ use prometheus::{Encoder, GaugeVec, Opts, Registry, TextEncoder};
 use rust_decimal::prelude::ToPrimitive;
 use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::model;
@@ -26,10 +27,21 @@ fn require_admin(actor: &Principal) -> Result<(), AppError> {
     actor.require_unscoped()
 }
 
-/// A new webhook, and its secret when rentcheck generated it (shown this once).
+/// A new webhook, and its secret when rentcheck generated it (answered this once, never again).
+#[derive(Serialize, ToSchema)]
+#[schema(as = Webhook)]
 pub struct Created {
+    #[serde(flatten)]
     pub row: WebhookRow,
+    /// Only when rentcheck generated it.
+    #[serde(rename = "secret", skip_serializing_if = "Option::is_none")]
     pub generated_secret: Option<String>,
+}
+
+/// Every webhook; never a secret.
+#[derive(Serialize, ToSchema)]
+pub struct WebhookList {
+    pub items: Vec<WebhookView>,
 }
 
 pub async fn create(state: &AppState, actor: &Principal, body: &Value) -> Result<Created, AppError> {
@@ -88,7 +100,8 @@ async fn resolves_to_private(url: &str) -> Option<String> {
     refusal
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A delivery and its attempts.
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DeliveryView {
     #[serde(flatten)]
     pub delivery: DeliveryRow,
@@ -96,7 +109,8 @@ pub struct DeliveryView {
     pub attempts: Vec<AttemptRow>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A webhook and its newest deliveries.
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct WebhookView {
     #[serde(flatten)]
     pub webhook: WebhookRow,

@@ -32,7 +32,7 @@ impl KvMeasured {
 }
 
 /// The comparison for one allocation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct KvCheck {
     pub gpu: String,
     pub count: u32,
