@@ -5,7 +5,6 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use super::{
     defaults::default_card_of,
@@ -19,6 +18,7 @@ use crate::{
     auth::{Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::{ApiResult, AppError},
+    ids::{BriefId, TrialId},
     state::AppState,
     trials::{model::Allocation, service as trials},
     web::{
@@ -37,7 +37,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// The card as GET and PUT answer it: criteria with their status, value and evidence.
 #[derive(Serialize)]
 pub struct CardView {
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     /// The trial the card is evaluated for (`?trial=`; the brief's first trial by default).
     pub trial: TrialRef,
     pub revision: i32,
@@ -58,7 +58,7 @@ pub struct CardView {
 /// Which trial an evaluation is of.
 #[derive(Serialize)]
 pub struct TrialRef {
-    pub id: Uuid,
+    pub id: TrialId,
     pub name: String,
     /// "8 × H200 SXM", or empty when the sizing offers nothing.
     pub allocation: String,
@@ -68,7 +68,7 @@ pub struct TrialRef {
 
 impl CardView {
     pub fn new(
-        brief: Uuid,
+        brief: BriefId,
         trial: TrialRef,
         card: &Card,
         evaluation: CardEvaluation,
@@ -90,12 +90,12 @@ impl CardView {
     }
 }
 
-async fn load_brief(state: &AppState, id: Uuid) -> ApiResult<Brief> {
+async fn load_brief(state: &AppState, id: BriefId) -> ApiResult<Brief> {
     trials::load_brief(&state.pool, id).await
 }
 
 /// The current card of `brief`, evaluated for one trial (the first when none is named).
-pub async fn card_view(state: &AppState, brief: &Brief, trial: Option<Uuid>) -> ApiResult<CardView> {
+pub async fn card_view(state: &AppState, brief: &Brief, trial: Option<TrialId>) -> ApiResult<CardView> {
     let trial = trials::pick(state, brief.id, trial).await?;
     let sizing = brief.fields.sizing();
     let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing);
@@ -124,7 +124,7 @@ pub async fn card_view(state: &AppState, brief: &Brief, trial: Option<Uuid>) -> 
 /// `?trial=` on the card routes.
 #[derive(serde::Deserialize)]
 pub struct TrialQuery {
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
 }
 
 #[utoipa::path(
@@ -145,7 +145,7 @@ pub struct TrialQuery {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
@@ -214,7 +214,7 @@ pub async fn save_revision(
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
@@ -258,7 +258,7 @@ struct RevisionSummary {
 async fn list_revisions(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
 ) -> ApiResult<Json<Value>> {
     caller.may_read_brief(id)?;
     load_brief(&state, id).await?;
@@ -278,7 +278,7 @@ async fn list_revisions(
 /// One stored revision and its diff against the one before (revision 1: against the default card).
 #[derive(Serialize)]
 pub struct RevisionView {
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     pub revision: i32,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
@@ -332,7 +332,7 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
 async fn show_revision(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((id, n)): Path<(Uuid, i64)>,
+    Path((id, n)): Path<(BriefId, i64)>,
 ) -> ApiResult<Json<RevisionView>> {
     caller.may_read_brief(id)?;
     let brief = load_brief(&state, id).await?;

@@ -12,6 +12,7 @@ use crate::{
     auth::{teams, users, Role},
     briefs::model::BriefView,
     error::{ApiResult, AppError},
+    ids::TrialId,
     overview::{
         brief_list::{self, decode_cursor, encode_cursor, STATES},
         list_query::BriefFilter,
@@ -50,7 +51,7 @@ struct SummaryView<'a> {
     /// awaiting-evidence | needs-approval | stale | approved | rejected
     state: &'a str,
     /// The trial the decision is taken from.
-    trial_id: Uuid,
+    trial_id: TrialId,
     accepted: bool,
     #[serde(with = "rust_decimal::serde::str_option")]
     cost_per_job: Option<rust_decimal::Decimal>,

@@ -18,6 +18,7 @@ use super::{
 };
 use crate::{
     acceptance::service::StaleCriterion,
+    ids::{BriefId, TrialId},
     prices::model::{AllocationPrice, StoredPrice},
     sizing::kv_check::KvCheck,
     trials::model::Billing,
@@ -27,13 +28,17 @@ use crate::{
 /// closest one); `trials` has every trial.
 #[derive(Serialize, ToSchema)]
 pub struct ReviewAnswer<'a> {
-    pub brief_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
     /// The trial the top-level decision is taken from.
-    pub trial: Uuid,
+    #[schema(value_type = Uuid)]
+    pub trial: TrialId,
     /// Never a stopped trial; the cheapest per unit of work among the accepted ones.
-    pub recommended_trial: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub recommended_trial: Option<TrialId>,
     /// With none recommendable: the trial with the fewest failing (then missing) required criteria.
-    pub closest_trial: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub closest_trial: Option<TrialId>,
     pub trials: Vec<TrialAnswer<'a>>,
     pub decision: Verdict,
     pub accepted: bool,
@@ -59,7 +64,8 @@ pub struct ReviewAnswer<'a> {
 /// One trial's decision and money at the SLO, all read at its operating point.
 #[derive(Serialize, ToSchema)]
 pub struct TrialAnswer<'a> {
-    pub trial: Uuid,
+    #[schema(value_type = Uuid)]
+    pub trial: TrialId,
     pub name: &'a str,
     pub provider: &'a str,
     pub allocation: Option<AllocationAnswer<'a>>,
@@ -112,7 +118,8 @@ pub struct TrialAnswer<'a> {
     /// Criteria of a saved card set for another allocation than this trial's.
     pub stale_criteria: &'a [StaleCriterion],
     /// The trial this one re-runs.
-    pub rerun_of: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub rerun_of: Option<TrialId>,
     /// What got better or worse since the trial this one re-runs.
     pub changes_since_rerun_of: &'a [Change],
 }

@@ -7,7 +7,6 @@ use chrono::Utc;
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use super::{
     answer::ReviewAnswer,
@@ -23,6 +22,7 @@ use crate::{
     auth::{token, users, Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
+    ids::{BriefId, TrialId},
     outbox,
     state::AppState,
     trials::service as trials,
@@ -112,7 +112,7 @@ pub struct Review {
 }
 
 impl Review {
-    pub fn trial(&self, id: Uuid) -> Option<&TrialReview> {
+    pub fn trial(&self, id: TrialId) -> Option<&TrialReview> {
         self.trials.iter().find(|t| t.context.trial.id == id)
     }
 
@@ -136,25 +136,25 @@ impl Review {
 }
 
 /// The whole brief (trial 1's allocation included: the default card reads it).
-pub async fn load_brief(state: &AppState, id: Uuid) -> Result<Brief, AppError> {
+pub async fn load_brief(state: &AppState, id: BriefId) -> Result<Brief, AppError> {
     trials::load_brief(&state.pool, id).await
 }
 
-pub async fn review(state: &AppState, id: Uuid) -> Result<Review, AppError> {
+pub async fn review(state: &AppState, id: BriefId) -> Result<Review, AppError> {
     review_for(state, load_brief(state, id).await?).await
 }
 
 /// The review JSON of a brief, as the API sends it: computed, or the bytes computed before while
 /// no write that can change it has committed since (and it is still the same UTC day). The count
 /// is read before the review is computed, so what is kept under a count is never older than it.
-pub async fn review_body(state: &AppState, id: Uuid) -> Result<Bytes, AppError> {
+pub async fn review_body(state: &AppState, id: BriefId) -> Result<Bytes, AppError> {
     let version = (repo::change_count(&state.pool, id).await?, Utc::now().date_naive());
-    if let Some(body) = state.review_cache.get(id, version) {
+    if let Some(body) = state.review_cache.get(id.as_uuid(), version) {
         return Ok(body);
     }
     let r = review(state, id).await?;
     let body = Bytes::from(serde_json::to_vec(&ReviewAnswer::of(&r)).map_err(|e| AppError::Internal(e.into()))?);
-    state.review_cache.put(id, version, body.clone());
+    state.review_cache.put(id.as_uuid(), version, body.clone());
     Ok(body)
 }
 
@@ -206,7 +206,7 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
         .or(recommendation.closest)
         .and_then(|r| trials.iter().position(|t| t.context.trial.id == r))
         .unwrap_or(0);
-    let digests: Vec<(Uuid, String)> = trials
+    let digests: Vec<(TrialId, String)> = trials
         .iter()
         .map(|t| (t.context.trial.id, t.decision.inputs_digest.clone()))
         .collect();
@@ -270,7 +270,7 @@ pub struct VerdictRequest {
     pub comment: String,
     pub inputs_digest: String,
     /// The trial the verdict names; absent: the recommended trial (else the first).
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
     /// The manager's choices on the computed reservation (term, start date), as text; any other
     /// field must equal what the review computed.
     pub reservation: BTreeMap<String, String>,
@@ -288,7 +288,7 @@ pub fn needs_reservation(decision: Verdict) -> bool {
 /// it, so what is recorded is exactly the review read under the lock.
 pub async fn record_verdict(
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     actor: &Principal,
     request: VerdictRequest,
 ) -> Result<ApprovalRow, AppError> {
@@ -306,7 +306,7 @@ pub async fn record_verdict(
 pub async fn record_verdict_locked(
     conn: &mut PgConnection,
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     actor: &Principal,
     request: VerdictRequest,
 ) -> Result<ApprovalRow, AppError> {

@@ -9,7 +9,6 @@ use axum::{
 use serde::Serialize;
 use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use super::{
     model::{Allocation, Trial},
@@ -19,6 +18,7 @@ use crate::{
     auth::{teams, Role},
     briefs::service as briefs,
     error::{ApiResult, AppError},
+    ids::{BriefId, TrialId},
     sizing::Sizing,
     state::AppState,
     validation::Input,
@@ -104,7 +104,7 @@ fn object(body: &Value) -> Result<Input<'_>, AppError> {
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
 ) -> ApiResult<Json<Value>> {
     caller.may_read_brief(brief_id)?;
     let brief = briefs::load(&state.pool, brief_id).await?;
@@ -132,7 +132,7 @@ async fn list(
 async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
@@ -162,7 +162,7 @@ async fn create(
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<TrialId>,
 ) -> ApiResult<Response> {
     let trial = service::load(&state, id).await?;
     caller.may_read_brief(trial.brief_id)?;
@@ -187,7 +187,7 @@ async fn show(
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<TrialId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;

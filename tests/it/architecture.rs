@@ -30,8 +30,9 @@ enum Floor {
     Binary,
 }
 
-const GROUND: [&str; 13] = [
+const GROUND: [&str; 14] = [
     "validation",
+    "ids",
     "money",
     "thresholds",
     "criteria",
