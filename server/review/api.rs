@@ -56,7 +56,7 @@ async fn review(
     Path(id): Path<BriefId>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
-    let body = service::review_body(&state, id).await?;
+    let body = super::answer::review_body(&state, id).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 

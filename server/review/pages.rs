@@ -1335,7 +1335,7 @@ async fn record_json(
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
-    let mut json = service::review_json(&r);
+    let mut json = super::answer::review_json(&r);
     if let Some(obj) = json.as_object_mut() {
         obj.insert("brief".into(), serde_json::to_value(&r.brief).unwrap_or_default());
         obj.insert(

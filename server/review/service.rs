@@ -2,14 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::PgConnection;
 
 use super::{
-    answer::ReviewAnswer,
     comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
     gather::{gather, Reads, ReviewContext},
@@ -144,20 +142,6 @@ pub async fn review(state: &AppState, id: BriefId) -> Result<Review, AppError> {
     review_for(state, load_brief(state, id).await?).await
 }
 
-/// The review JSON of a brief, as the API sends it: computed, or the bytes computed before while
-/// no write that can change it has committed since (and it is still the same UTC day). The count
-/// is read before the review is computed, so what is kept under a count is never older than it.
-pub async fn review_body(state: &AppState, id: BriefId) -> Result<Bytes, AppError> {
-    let version = (repo::change_count(&state.pool, id).await?, Utc::now().date_naive());
-    if let Some(body) = state.review_cache.get(id.as_uuid(), version) {
-        return Ok(body);
-    }
-    let r = review(state, id).await?;
-    let body = Bytes::from(serde_json::to_vec(&ReviewAnswer::of(&r)).map_err(|e| AppError::Internal(e.into()))?);
-    state.review_cache.put(id.as_uuid(), version, body.clone());
-    Ok(body)
-}
-
 /// The review of a brief already loaded.
 pub async fn review_for(state: &AppState, brief: Brief) -> Result<Review, AppError> {
     review_with(&mut Reads::Pool(&state.pool), brief).await
@@ -256,12 +240,6 @@ fn mark_reruns(trials: &mut [TrialReview]) {
             }
         }
     }
-}
-
-/// The JSON answer of `GET /api/v1/briefs/{id}/review` as a value ([`ReviewAnswer`] is what the API
-/// serializes); the decision record adds its fields to it.
-pub fn review_json(r: &Review) -> Value {
-    serde_json::to_value(ReviewAnswer::of(r)).unwrap_or(Value::Null)
 }
 
 /// A manager's verdict as submitted.

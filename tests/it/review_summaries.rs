@@ -208,7 +208,7 @@ async fn served_and_fresh(app: &TestApp, id: &str) -> (Value, Value) {
     let fresh = rentcheck::review::service::review(&state(app), id.parse().unwrap())
         .await
         .unwrap();
-    (served, rentcheck::review::service::review_json(&fresh))
+    (served, rentcheck::review::answer::review_json(&fresh))
 }
 
 #[tokio::test]
