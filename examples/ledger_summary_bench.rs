@@ -19,6 +19,7 @@ use rentcheck::{
     },
     config::AppConfig,
     http,
+    ids::BriefId,
     ledger::{self, repo},
     secrets::TokenKeys,
     state::AppState,
@@ -112,7 +113,9 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
             .await?
             .json()
             .await?;
-        let id = uuid::Uuid::parse_str(brief["id"].as_str().expect("brief id"))?;
+        let id: BriefId = brief["id"].as_str().expect("brief id").parse()?;
+        // The in-process reads are of the brief's trial (its first and only one).
+        let trial = rentcheck::trials::service::list_in(&pool, id).await?[0].id;
         let bytes = body.len();
         let seeded = Instant::now();
         let res = client
@@ -153,14 +156,14 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
             for _ in 0..9 {
                 let mut conn = pool.acquire().await?;
                 let t = Instant::now();
-                repo::summary(&mut conn, id, "USD").await?;
+                repo::summary(&mut conn, trial, "USD").await?;
                 ms.push(t.elapsed().as_secs_f64() * 1e3);
             }
             println!("repo::summary in process (no HTTP): median {:.1} ms", median(ms));
         }
 
         let lines: Vec<ledger::LedgerLine> = repo::all_lines(&pool, id, &[]).await?;
-        let outputs = repo::outputs(&pool, id).await?;
+        let outputs = repo::outputs(&pool, trial).await?;
         let mut pure_ms = Vec::new();
         for i in 0..RUNS + 3 {
             let t = Instant::now();

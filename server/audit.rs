@@ -4,6 +4,8 @@ use serde_json::Value;
 use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
+use crate::ids::BriefId;
+
 pub async fn record(
     db: impl PgExecutor<'_>,
     actor: &str,
@@ -101,7 +103,7 @@ pub struct AuditEntry {
 }
 
 /// A brief's audit trail, newest first (at most 500 entries).
-pub async fn for_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<AuditEntry>, sqlx::Error> {
+pub async fn for_brief(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<AuditEntry>, sqlx::Error> {
     sqlx::query_as!(
         AuditEntry,
         r#"SELECT at, actor, action, target, details AS "details: Json<Value>"

@@ -23,6 +23,7 @@ use crate::{
         parsers::EvidenceKind,
         service::{self as evidence, Ingested},
     },
+    ids::{BriefId, TrialId},
     ledger::{model::OutputsPatch, service as ledger},
     state::AppState,
     trials::service as trials,
@@ -30,7 +31,7 @@ use crate::{
 };
 
 /// The demonstration brief's id, the same in every database.
-pub const DEMO_BRIEF_ID: Uuid = Uuid::from_u128(0x0193_0000_de70_7000_8000_0000_0000_0070);
+pub const DEMO_BRIEF_ID: BriefId = BriefId::from_uuid(Uuid::from_u128(0x0193_0000_de70_7000_8000_0000_0000_0070));
 pub const DEMO_EMAIL: &str = "demo-manager@rentcheck.local";
 
 /// One piece of demo evidence: its kind, stage, labels and file.
@@ -133,7 +134,7 @@ fn demo_brief() -> Value {
 
 /// What `rentcheck demo` did.
 pub struct DemoOutcome {
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     pub created_brief: bool,
     pub evidence_sent: usize,
     pub evidence_replayed: usize,
@@ -225,7 +226,7 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
 }
 
 /// Names the first trial after its offer and adds the second, once; returns both ids.
-async fn ensure_trials(state: &AppState) -> Result<(Uuid, Uuid), AppError> {
+async fn ensure_trials(state: &AppState) -> Result<(TrialId, TrialId), AppError> {
     let mut existing = trials::list(state, DEMO_BRIEF_ID).await?;
     let first = existing.remove(0);
     let fields = |i: usize| {

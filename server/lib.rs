@@ -16,6 +16,7 @@ pub mod error;
 pub mod evidence;
 pub mod evidence_store;
 pub mod http;
+pub mod ids;
 pub mod ledger;
 pub mod money;
 pub mod outbox;

@@ -16,6 +16,7 @@ use rentcheck::{
     evidence,
     evidence_store::EvidenceStore,
     http,
+    ids::{BriefId, TrialId},
     secrets::TokenKeys,
     state::AppState,
     telemetry,
@@ -79,7 +80,7 @@ enum Command {
     /// Assign a brief's owner (briefs from before ownership have none; every engineer may edit them).
     BriefOwner {
         /// The brief's id.
-        brief: uuid::Uuid,
+        brief: BriefId,
         #[arg(long)]
         email: String,
         #[command(flatten)]
@@ -182,7 +183,7 @@ enum TeamAction {
     Share {
         team: String,
         #[arg(long)]
-        brief: uuid::Uuid,
+        brief: BriefId,
         #[command(flatten)]
         db: DbConfig,
     },
@@ -190,7 +191,7 @@ enum TeamAction {
     Unshare {
         team: String,
         #[arg(long)]
-        brief: uuid::Uuid,
+        brief: BriefId,
         #[command(flatten)]
         db: DbConfig,
     },
@@ -204,11 +205,11 @@ enum TokenAction {
         email: String,
         /// Limit the token to one brief (required for agent tokens).
         #[arg(long)]
-        brief: Option<uuid::Uuid>,
+        brief: Option<BriefId>,
         /// Limit it further to one trial of the brief: evidence and ledger lines go there, and
         /// nowhere else. Implies --brief.
         #[arg(long)]
-        trial: Option<uuid::Uuid>,
+        trial: Option<TrialId>,
         /// agent, or a role no higher than the user's own (default: the user's role).
         #[arg(long)]
         role: Option<String>,
@@ -583,7 +584,7 @@ async fn member(db: DbConfig, team: String, email: String, add: bool) -> anyhow:
     .await
 }
 
-async fn brief_owner(db: DbConfig, brief: uuid::Uuid, email: String) -> anyhow::Result<()> {
+async fn brief_owner(db: DbConfig, brief: BriefId, email: String) -> anyhow::Result<()> {
     with_database(&db, "brief-owner", |pool| async move {
         let user = person(&pool, &email).await?;
         anyhow::ensure!(
@@ -620,7 +621,7 @@ async fn mint_token(
     db: DbConfig,
     tokens: TokenConfig,
     email: String,
-    (brief, trial): (Option<uuid::Uuid>, Option<uuid::Uuid>),
+    (brief, trial): (Option<BriefId>, Option<TrialId>),
     role: Option<String>,
     ttl: String,
     name: Option<String>,
@@ -658,7 +659,7 @@ async fn mint_token(
                     brief.is_none_or(|b| b == found.brief_id),
                     "trial {trial} belongs to brief {}, not {}",
                     found.brief_id,
-                    brief.unwrap_or_default()
+                    brief.map(|b| b.to_string()).unwrap_or_default()
                 );
                 Some(found.brief_id)
             }

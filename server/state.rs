@@ -9,7 +9,7 @@ use crate::{
     versioned_cache::VersionedCache,
 };
 
-/// Review answers kept per process: at most this many briefs and bytes (`review::service::review_body`).
+/// Review answers kept per process: at most this many briefs and bytes (`review::answer::review_body`).
 const REVIEW_CACHE_ENTRIES: usize = 4096;
 const REVIEW_CACHE_BYTES: usize = 32 << 20;
 

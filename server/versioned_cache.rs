@@ -1,5 +1,5 @@
 //! A small bounded map from an id to bytes computed at a version, for answers that are expensive
-//! to compute and cheap to prove unchanged (the review JSON: `review::service::review_body`).
+//! to compute and cheap to prove unchanged (the review JSON: `review::answer::review_body`).
 //!
 //! An entry is only returned for the exact version it was stored under, so correctness rests on
 //! the version, never on the cache: a stale entry is a miss. When full, the oldest entries go

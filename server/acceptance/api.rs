@@ -6,7 +6,6 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use super::{
     defaults::default_card_of,
@@ -20,6 +19,7 @@ use crate::{
     auth::{Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::{ApiResult, AppError},
+    ids::{BriefId, TrialId},
     state::AppState,
     trials::{model::Allocation, service as trials},
     web::{
@@ -40,7 +40,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
 #[derive(Serialize, ToSchema)]
 #[schema(as = Card)]
 pub struct CardView {
-    pub brief_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
     /// The trial the card is evaluated for (`?trial=`; the brief's first trial by default).
     pub trial: TrialRef,
     /// 0: the generated default card.
@@ -63,7 +64,8 @@ pub struct CardView {
 #[derive(Serialize, ToSchema)]
 #[schema(as = CardTrial)]
 pub struct TrialRef {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: TrialId,
     pub name: String,
     /// "8 × H200 SXM", or empty when the sizing offers nothing.
     pub allocation: String,
@@ -73,7 +75,7 @@ pub struct TrialRef {
 
 impl CardView {
     pub fn new(
-        brief: Uuid,
+        brief: BriefId,
         trial: TrialRef,
         card: &Card,
         evaluation: CardEvaluation,
@@ -95,12 +97,12 @@ impl CardView {
     }
 }
 
-async fn load_brief(state: &AppState, id: Uuid) -> ApiResult<Brief> {
+async fn load_brief(state: &AppState, id: BriefId) -> ApiResult<Brief> {
     trials::load_brief(&state.pool, id).await
 }
 
 /// The current card of `brief`, evaluated for one trial (the first when none is named).
-pub async fn card_view(state: &AppState, brief: &Brief, trial: Option<Uuid>) -> ApiResult<CardView> {
+pub async fn card_view(state: &AppState, brief: &Brief, trial: Option<TrialId>) -> ApiResult<CardView> {
     let trial = trials::pick(state, brief.id, trial).await?;
     let sizing = brief.fields.sizing();
     let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing);
@@ -129,7 +131,7 @@ pub async fn card_view(state: &AppState, brief: &Brief, trial: Option<Uuid>) -> 
 /// `?trial=` on the card routes.
 #[derive(serde::Deserialize)]
 pub struct TrialQuery {
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
 }
 
 #[utoipa::path(
@@ -150,7 +152,7 @@ pub struct TrialQuery {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
@@ -219,7 +221,7 @@ pub async fn save_revision(
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<CardView>> {
     caller.may_read_brief(id)?;
@@ -272,7 +274,7 @@ struct CardRevisions {
 async fn list_revisions(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
 ) -> ApiResult<Json<CardRevisions>> {
     caller.may_read_brief(id)?;
     load_brief(&state, id).await?;
@@ -294,7 +296,8 @@ async fn list_revisions(
 #[derive(Serialize, ToSchema)]
 #[schema(as = CardRevision)]
 pub struct RevisionView {
-    pub brief_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
     pub revision: i32,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
@@ -348,7 +351,7 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
 async fn show_revision(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((id, n)): Path<(Uuid, i64)>,
+    Path((id, n)): Path<(BriefId, i64)>,
 ) -> ApiResult<Json<RevisionView>> {
     caller.may_read_brief(id)?;
     let brief = load_brief(&state, id).await?;

@@ -12,8 +12,6 @@ use axum::{
     Router,
 };
 
-use uuid::Uuid;
-
 use super::{
     api::{card_view, revision_view, save_revision, CardView},
     manifest_lint::{self, LintReport},
@@ -28,6 +26,7 @@ use crate::{
     auth::Role,
     briefs::model::Brief,
     error::AppError,
+    ids::{BriefId, TrialId},
     state::AppState,
     trials::service as trials,
     validation::FieldError,
@@ -45,7 +44,7 @@ pub fn routes() -> Router<AppState> {
         .route("/briefs/{id}/readiness", post(confirm))
 }
 
-async fn load_brief(state: &AppState, id: uuid::Uuid) -> PageResult<Brief> {
+async fn load_brief(state: &AppState, id: BriefId) -> PageResult<Brief> {
     Ok(trials::load_brief(&state.pool, id).await?)
 }
 
@@ -191,7 +190,7 @@ pub struct BriefSections {
 }
 
 /// Loads the timeline (of one trial), the checklist and the lint for the brief page.
-pub async fn brief_sections(state: &AppState, brief: &Brief, trial: Uuid) -> PageResult<BriefSections> {
+pub async fn brief_sections(state: &AppState, brief: &Brief, trial: TrialId) -> PageResult<BriefSections> {
     let (view, readiness) = tokio::try_join!(
         async { Ok::<_, PageError>(card_view(state, brief, Some(trial)).await?) },
         async { Ok(readiness::load(&state.pool, brief.id).await?) },
@@ -380,7 +379,7 @@ struct EditorQuery {
 async fn editor(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<EditorQuery>,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -526,7 +525,7 @@ fn criteria_from_rows(rows: &mut [EditorRow]) -> Option<(Vec<Criterion>, Vec<Str
 
 async fn save(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -595,7 +594,7 @@ struct RevisionPage {
 async fn revision_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path((id, n)): Path<(Uuid, i64)>,
+    Path((id, n)): Path<(BriefId, i64)>,
 ) -> PageResult<Response> {
     let brief = load_brief(&state, id).await?;
     let r = revision_view(&state, &brief, n).await?;
@@ -639,7 +638,7 @@ async fn revision_page(
 
 async fn confirm(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;

@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 use sqlx::PgPool;
-use uuid::Uuid;
 
 use super::repo::{self, Confirmation};
+use crate::ids::BriefId;
 
 /// (item, what it asks)
 pub const ITEMS: [(&str, &str); 8] = [
@@ -72,7 +72,7 @@ pub fn checklist(confirmations: &[Confirmation], proofs: &[(&str, Proof)]) -> Ve
 }
 
 /// The checklist of one brief.
-pub async fn load(pool: &PgPool, brief: Uuid) -> Result<Vec<ReadinessItem>, sqlx::Error> {
+pub async fn load(pool: &PgPool, brief: BriefId) -> Result<Vec<ReadinessItem>, sqlx::Error> {
     let confirmations = repo::confirmations(pool, brief).await?;
     let mut proofs = Vec::new();
     if let Some(eid) = crate::evidence::service::load_test_evidence(pool, brief).await? {

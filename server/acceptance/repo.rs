@@ -5,11 +5,12 @@ use sqlx::{types::Json, PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::model::Criterion;
+use crate::ids::BriefId;
 
 /// One stored revision of a card.
 #[derive(Debug, Clone)]
 pub struct CardRevision {
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     pub revision: i32,
     pub criteria: Vec<Criterion>,
     pub created_by: String,
@@ -20,7 +21,7 @@ pub struct CardRevision {
 }
 
 struct RevisionRow {
-    brief_id: Uuid,
+    brief_id: BriefId,
     revision: i32,
     criteria: Json<Vec<Criterion>>,
     created_by: String,
@@ -43,13 +44,13 @@ impl From<RevisionRow> for CardRevision {
 }
 
 /// The current (highest) revision, if the card was ever saved.
-pub async fn current(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<CardRevision>, sqlx::Error> {
+pub async fn current(db: impl PgExecutor<'_>, brief: BriefId) -> Result<Option<CardRevision>, sqlx::Error> {
     let row = sqlx::query_as!(
         RevisionRow,
         r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at,
              allocation_gpu, allocation_count
            FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC LIMIT 1"#,
-        brief,
+        brief.as_uuid(),
     )
     .fetch_optional(db)
     .await?;
@@ -58,7 +59,7 @@ pub async fn current(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<Card
 
 pub async fn revision(
     db: impl PgExecutor<'_>,
-    brief: Uuid,
+    brief: BriefId,
     revision: i32,
 ) -> Result<Option<CardRevision>, sqlx::Error> {
     let row = sqlx::query_as!(
@@ -66,7 +67,7 @@ pub async fn revision(
         r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at,
              allocation_gpu, allocation_count
            FROM card_revisions WHERE brief_id = $1 AND revision = $2"#,
-        brief,
+        brief.as_uuid(),
         revision,
     )
     .fetch_optional(db)
@@ -75,13 +76,13 @@ pub async fn revision(
 }
 
 /// Every revision, newest first.
-pub async fn revisions(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<CardRevision>, sqlx::Error> {
+pub async fn revisions(db: impl PgExecutor<'_>, brief: BriefId) -> Result<Vec<CardRevision>, sqlx::Error> {
     let rows = sqlx::query_as!(
         RevisionRow,
         r#"SELECT brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at,
              allocation_gpu, allocation_count
            FROM card_revisions WHERE brief_id = $1 ORDER BY revision DESC"#,
-        brief,
+        brief.as_uuid(),
     )
     .fetch_all(db)
     .await?;
@@ -92,7 +93,7 @@ pub async fn revisions(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<CardR
 /// tokens `jtis` (labelled `token:<jti> (<subject>)`); `None` when there is none.
 pub async fn revision_saved_by(
     db: impl PgExecutor<'_>,
-    brief: Uuid,
+    brief: BriefId,
     since: Option<DateTime<Utc>>,
     email: &str,
     jtis: &[Uuid],
@@ -104,7 +105,7 @@ pub async fn revision_saved_by(
                   OR (r.created_by LIKE 'token:%' AND EXISTS (
                         SELECT 1 FROM unnest($4::uuid[]) AS t (jti)
                         WHERE r.created_by LIKE 'token:' || t.jti::text || ' %')))"#,
-        brief,
+        brief.as_uuid(),
         since,
         email,
         jtis,
@@ -117,7 +118,7 @@ pub async fn revision_saved_by(
 /// number themselves in turn.
 pub async fn append(
     conn: &mut PgConnection,
-    brief: Uuid,
+    brief: BriefId,
     criteria: &[Criterion],
     by: &str,
     allocation: Option<(&str, i32)>,
@@ -129,7 +130,7 @@ pub async fn append(
            RETURNING brief_id, revision, criteria AS "criteria: Json<Vec<Criterion>>", created_by, created_at,
              allocation_gpu, allocation_count"#,
         Uuid::now_v7(),
-        brief,
+        brief.as_uuid(),
         // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
         Json(criteria) as _,
         by,
@@ -151,12 +152,12 @@ pub struct Confirmation {
 }
 
 /// The newest confirmation of each item.
-pub async fn confirmations(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<Confirmation>, sqlx::Error> {
+pub async fn confirmations(db: impl PgExecutor<'_>, brief: BriefId) -> Result<Vec<Confirmation>, sqlx::Error> {
     sqlx::query_as!(
         Confirmation,
         "SELECT DISTINCT ON (item) item, confirmed_by, confirmed_at, link FROM readiness_confirmations \
          WHERE brief_id = $1 ORDER BY item, confirmed_at DESC, id DESC",
-        brief,
+        brief.as_uuid(),
     )
     .fetch_all(db)
     .await
@@ -164,7 +165,7 @@ pub async fn confirmations(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<C
 
 pub async fn confirm(
     db: impl PgExecutor<'_>,
-    brief: Uuid,
+    brief: BriefId,
     item: &str,
     by: &str,
     link: Option<&str>,
@@ -172,7 +173,7 @@ pub async fn confirm(
     sqlx::query!(
         "INSERT INTO readiness_confirmations (id, brief_id, item, confirmed_by, link) VALUES ($1, $2, $3, $4, $5)",
         Uuid::now_v7(),
-        brief,
+        brief.as_uuid(),
         item,
         by,
         link,

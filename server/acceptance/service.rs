@@ -21,6 +21,7 @@ use crate::{
     evidence::load_points::{
         is_load_test_key, load_points, operating_point, LoadPoint, Operating, DEFAULT_ATTAINMENT_TARGET,
     },
+    ids::{BriefId, TrialId},
     ledger::{model::LedgerSummary, service as ledger},
     trials::model::Allocation,
 };
@@ -46,7 +47,7 @@ pub async fn current_card(db: impl sqlx::PgExecutor<'_>, brief: &Brief) -> Resul
 /// tokens `jtis` (separation of duties: who changed the card does not approve its result).
 pub async fn revision_saved_by(
     db: impl sqlx::PgExecutor<'_>,
-    brief: Uuid,
+    brief: BriefId,
     since: Option<chrono::DateTime<chrono::Utc>>,
     email: &str,
     jtis: &[Uuid],
@@ -57,7 +58,7 @@ pub async fn revision_saved_by(
 /// The newest value per (key, stage) in one trial of every evidence key the card names, in one query.
 pub async fn snapshot(
     db: impl sqlx::PgExecutor<'_>,
-    trial: Uuid,
+    trial: TrialId,
     criteria: &[Criterion],
 ) -> Result<MetricsSnapshot, sqlx::Error> {
     let mut keys: Vec<String> = criteria
@@ -76,7 +77,11 @@ pub async fn snapshot(
 }
 
 /// The derived figures of one trial: its ledger's cost per job, and the brief's manifest lint.
-pub async fn derived_figures(pool: &PgPool, brief: &Brief, trial: Uuid) -> Result<HashMap<String, Value>, sqlx::Error> {
+pub async fn derived_figures(
+    pool: &PgPool,
+    brief: &Brief,
+    trial: TrialId,
+) -> Result<HashMap<String, Value>, sqlx::Error> {
     let ledger = ledger::summary_from_pool(pool, trial, &brief.fields.currency).await?;
     Ok(derived_figures_from(brief, &ledger))
 }
@@ -236,7 +241,7 @@ pub async fn evaluate_for_trial(
     pool: &PgPool,
     brief: &Brief,
     card: &Card,
-    trial: Uuid,
+    trial: TrialId,
     alloc: Option<&Allocation>,
     derived: &HashMap<String, Value>,
 ) -> Result<TrialCard, sqlx::Error> {
@@ -254,7 +259,7 @@ pub async fn evaluate_for_trial_in(
     conn: &mut PgConnection,
     brief: &Brief,
     card: &Card,
-    trial: Uuid,
+    trial: TrialId,
     alloc: Option<&Allocation>,
     derived: &HashMap<String, Value>,
 ) -> Result<TrialCard, sqlx::Error> {
@@ -296,7 +301,7 @@ fn trial_card(
 pub async fn evaluate_trial(
     pool: &PgPool,
     brief: &Brief,
-    trial: Uuid,
+    trial: TrialId,
     alloc: Option<&Allocation>,
 ) -> Result<TrialCard, sqlx::Error> {
     let card = current_card(pool, brief).await?;

@@ -13,7 +13,10 @@ pub mod users;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::error::AppError;
+use crate::{
+    error::AppError,
+    ids::{BriefId, TrialId},
+};
 
 /// Roles, weakest first. People are engineers, managers or admins; a manager may do what an
 /// engineer may, an admin what a manager may. Agents only send evidence and ledger lines.
@@ -60,8 +63,8 @@ pub enum Principal {
         jti: Uuid,
         subject: String,
         role: Role,
-        brief: Option<Uuid>,
-        trial: Option<Uuid>,
+        brief: Option<BriefId>,
+        trial: Option<TrialId>,
         user: Option<Uuid>,
     },
 }
@@ -109,14 +112,14 @@ impl Principal {
     }
 
     /// The trial a token is scoped to: it sends evidence and ledger lines to that trial only.
-    pub fn trial_scope(&self) -> Option<Uuid> {
+    pub fn trial_scope(&self) -> Option<TrialId> {
         match self {
             Principal::Token { trial, .. } => *trial,
             Principal::User { .. } => None,
         }
     }
 
-    pub fn brief_scope(&self) -> Option<Uuid> {
+    pub fn brief_scope(&self) -> Option<BriefId> {
         match self {
             Principal::Token { brief, .. } => *brief,
             Principal::User { .. } => None,
@@ -142,7 +145,7 @@ impl Principal {
     }
 
     /// Reading a brief: any person; a brief-scoped token only its own brief.
-    pub fn may_read_brief(&self, brief: Uuid) -> Result<(), AppError> {
+    pub fn may_read_brief(&self, brief: BriefId) -> Result<(), AppError> {
         self.require_person(Role::Engineer)?;
         self.check_scope(brief)
     }
@@ -150,7 +153,7 @@ impl Principal {
     /// Reading a trial's test plan: any person who may read the brief, and an agent token that may
     /// send to it (`collect --plan` fetches the plan it runs) — within its brief and, when scoped to
     /// one trial, that trial only. The plan holds commands and the brief's figures, never secrets.
-    pub fn may_read_test_plan(&self, brief: Uuid, trial: Uuid) -> Result<(), AppError> {
+    pub fn may_read_test_plan(&self, brief: BriefId, trial: TrialId) -> Result<(), AppError> {
         if self.role() != Role::Agent {
             return self.may_read_brief(brief);
         }
@@ -164,14 +167,14 @@ impl Principal {
     /// The role and scope half of sending evidence or ledger lines to a brief: an agent token for
     /// that brief, or an engineer+. Private on purpose: routes call `teams::may_send_to_brief`,
     /// which adds ownership, so no new route can skip it by calling this half alone.
-    fn may_send_to_brief(&self, brief: Uuid) -> Result<(), AppError> {
+    fn may_send_to_brief(&self, brief: BriefId) -> Result<(), AppError> {
         if self.role() != Role::Agent {
             self.require_person(Role::Engineer)?;
         }
         self.check_scope(brief)
     }
 
-    pub(crate) fn check_scope(&self, brief: Uuid) -> Result<(), AppError> {
+    pub(crate) fn check_scope(&self, brief: BriefId) -> Result<(), AppError> {
         match self.brief_scope() {
             Some(scope) if scope != brief => Err(AppError::Forbidden("this token is scoped to another brief".into())),
             _ => Ok(()),
@@ -183,7 +186,7 @@ impl Principal {
 mod tests {
     use super::*;
 
-    fn token(role: Role, brief: Option<Uuid>) -> Principal {
+    fn token(role: Role, brief: Option<BriefId>) -> Principal {
         Principal::Token {
             jti: Uuid::nil(),
             subject: "t".into(),
@@ -196,28 +199,30 @@ mod tests {
 
     #[test]
     fn the_role_table() {
-        let a = Uuid::now_v7();
-        let b = Uuid::now_v7();
+        let a = BriefId::from(Uuid::now_v7());
+        let b = BriefId::from(Uuid::now_v7());
+        let t = TrialId::from(Uuid::now_v7());
+        let other_trial = TrialId::from(Uuid::nil());
         let agent = token(Role::Agent, Some(a));
         assert!(agent.may_send_to_brief(a).is_ok());
         assert!(agent.may_send_to_brief(b).is_err(), "agent for A cannot send to B");
         assert!(agent.may_read_brief(a).is_err(), "agents only send");
         assert!(
-            agent.may_read_test_plan(a, Uuid::nil()).is_ok(),
+            agent.may_read_test_plan(a, other_trial).is_ok(),
             "collect --plan reads its plan"
         );
-        assert!(agent.may_read_test_plan(b, Uuid::nil()).is_err(), "not another brief's");
+        assert!(agent.may_read_test_plan(b, other_trial).is_err(), "not another brief's");
         let trial_agent = Principal::Token {
             jti: Uuid::nil(),
             subject: "t".into(),
             role: Role::Agent,
             brief: Some(a),
-            trial: Some(b),
+            trial: Some(t),
             user: None,
         };
-        assert!(trial_agent.may_read_test_plan(a, b).is_ok());
+        assert!(trial_agent.may_read_test_plan(a, t).is_ok());
         assert!(
-            trial_agent.may_read_test_plan(a, Uuid::nil()).is_err(),
+            trial_agent.may_read_test_plan(a, other_trial).is_err(),
             "not another trial's"
         );
         assert!(agent.require_person(Role::Engineer).is_err());

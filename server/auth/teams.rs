@@ -12,6 +12,7 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use super::{Principal, Role};
+use crate::ids::BriefId;
 use crate::{error::AppError, validation::FieldError};
 
 /// Who may edit a brief, as stored.
@@ -46,10 +47,10 @@ impl BriefAccess {
     }
 }
 
-pub async fn brief_access(db: impl PgExecutor<'_> + Copy, brief: Uuid) -> Result<BriefAccess, sqlx::Error> {
+pub async fn brief_access(db: impl PgExecutor<'_> + Copy, brief: BriefId) -> Result<BriefAccess, sqlx::Error> {
     let owner = sqlx::query!(
         "SELECT o.user_id, u.email FROM brief_owners o JOIN users u ON u.id = o.user_id WHERE o.brief_id = $1",
-        brief,
+        brief.as_uuid(),
     )
     .fetch_optional(db)
     .await?;
@@ -57,7 +58,7 @@ pub async fn brief_access(db: impl PgExecutor<'_> + Copy, brief: Uuid) -> Result
         TeamRef,
         "SELECT t.id, t.name FROM brief_teams b JOIN teams t ON t.id = b.team_id \
          WHERE b.brief_id = $1 ORDER BY t.name",
-        brief,
+        brief.as_uuid(),
     )
     .fetch_all(db)
     .await?;
@@ -69,7 +70,7 @@ pub async fn brief_access(db: impl PgExecutor<'_> + Copy, brief: Uuid) -> Result
 }
 
 /// Whether `user` owns the brief, is in a team it is shared with, or it has neither (an old brief).
-async fn user_may_edit(db: impl PgExecutor<'_>, user: Option<Uuid>, brief: Uuid) -> Result<bool, sqlx::Error> {
+async fn user_may_edit(db: impl PgExecutor<'_>, user: Option<Uuid>, brief: BriefId) -> Result<bool, sqlx::Error> {
     let allowed = sqlx::query_scalar!(
         r#"SELECT (
                NOT EXISTS (SELECT 1 FROM brief_owners WHERE brief_id = $1)
@@ -79,7 +80,7 @@ async fn user_may_edit(db: impl PgExecutor<'_>, user: Option<Uuid>, brief: Uuid)
                SELECT 1 FROM brief_teams b JOIN team_members m ON m.team_id = b.team_id
                WHERE b.brief_id = $1 AND m.user_id = $2
            ) AS "allowed!""#,
-        brief,
+        brief.as_uuid(),
         user,
     )
     .fetch_one(db)
@@ -91,7 +92,11 @@ async fn user_may_edit(db: impl PgExecutor<'_>, user: Option<Uuid>, brief: Uuid)
 /// readiness, its ledger from a page, and minting or revoking its tokens. Engineers and managers
 /// who own it or share a team with it, and admins; a brief-scoped token only for its brief; never
 /// an agent. 403 with the people to ask otherwise.
-pub async fn may_edit_brief(db: impl PgExecutor<'_> + Copy, caller: &Principal, brief: Uuid) -> Result<(), AppError> {
+pub async fn may_edit_brief(
+    db: impl PgExecutor<'_> + Copy,
+    caller: &Principal,
+    brief: BriefId,
+) -> Result<(), AppError> {
     caller.require_person(Role::Engineer)?;
     caller.check_scope(brief)?;
     if caller.role() == Role::Admin {
@@ -113,7 +118,7 @@ pub async fn may_edit_brief(db: impl PgExecutor<'_> + Copy, caller: &Principal, 
 pub async fn may_change_sharing(
     db: impl PgExecutor<'_> + Copy,
     caller: &Principal,
-    brief: Uuid,
+    brief: BriefId,
 ) -> Result<(), AppError> {
     may_edit_brief(db, caller, brief).await?;
     if caller.role() != Role::Admin && brief_access(db, brief).await?.owner.is_none() {
@@ -131,7 +136,7 @@ pub async fn may_change_sharing(
 pub async fn may_send_to_brief(
     db: impl PgExecutor<'_> + Copy,
     caller: &Principal,
-    brief: Uuid,
+    brief: BriefId,
 ) -> Result<(), AppError> {
     caller.may_send_to_brief(brief)?;
     if caller.role() == Role::Agent {
@@ -142,7 +147,11 @@ pub async fn may_send_to_brief(
 
 /// Whether `caller` may edit: the same rule as [`may_edit_brief`], as a yes or no for pages that
 /// show or hide their edit links.
-pub async fn can_edit_brief(db: impl PgExecutor<'_> + Copy, caller: &Principal, brief: Uuid) -> Result<bool, AppError> {
+pub async fn can_edit_brief(
+    db: impl PgExecutor<'_> + Copy,
+    caller: &Principal,
+    brief: BriefId,
+) -> Result<bool, AppError> {
     match may_edit_brief(db, caller, brief).await {
         Ok(()) => Ok(true),
         Err(AppError::Forbidden(_)) => Ok(false),
@@ -151,11 +160,11 @@ pub async fn can_edit_brief(db: impl PgExecutor<'_> + Copy, caller: &Principal, 
 }
 
 /// Makes `user` the brief's owner (its creator, or an admin's choice).
-pub async fn set_owner(db: impl PgExecutor<'_>, brief: Uuid, user: Uuid) -> Result<(), sqlx::Error> {
+pub async fn set_owner(db: impl PgExecutor<'_>, brief: BriefId, user: Uuid) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "INSERT INTO brief_owners (brief_id, user_id) VALUES ($1, $2) \
          ON CONFLICT (brief_id) DO UPDATE SET user_id = EXCLUDED.user_id, assigned_at = now()",
-        brief,
+        brief.as_uuid(),
         user,
     )
     .execute(db)
@@ -261,10 +270,10 @@ pub async fn remove_member(db: impl PgExecutor<'_>, team: Uuid, user: Uuid) -> R
 }
 
 /// Shares a brief with a team; 404 when the brief does not exist.
-pub async fn share(db: impl PgExecutor<'_>, brief: Uuid, team: Uuid) -> Result<(), AppError> {
+pub async fn share(db: impl PgExecutor<'_>, brief: BriefId, team: Uuid) -> Result<(), AppError> {
     sqlx::query!(
         "INSERT INTO brief_teams (brief_id, team_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-        brief,
+        brief.as_uuid(),
         team,
     )
     .execute(db)
@@ -276,10 +285,10 @@ pub async fn share(db: impl PgExecutor<'_>, brief: Uuid, team: Uuid) -> Result<(
     Ok(())
 }
 
-pub async fn unshare(db: impl PgExecutor<'_>, brief: Uuid, team: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn unshare(db: impl PgExecutor<'_>, brief: BriefId, team: Uuid) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "DELETE FROM brief_teams WHERE brief_id = $1 AND team_id = $2",
-        brief,
+        brief.as_uuid(),
         team,
     )
     .execute(db)
@@ -288,8 +297,9 @@ pub async fn unshare(db: impl PgExecutor<'_>, brief: Uuid, team: Uuid) -> Result
 }
 
 /// Every brief that has an owner (the admin page lists the briefs that have none).
-pub async fn owned_briefs(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>, sqlx::Error> {
-    sqlx::query_scalar!("SELECT DISTINCT brief_id FROM brief_owners")
+pub async fn owned_briefs(db: impl PgExecutor<'_>) -> Result<Vec<BriefId>, sqlx::Error> {
+    let ids = sqlx::query_scalar!("SELECT DISTINCT brief_id FROM brief_owners")
         .fetch_all(db)
-        .await
+        .await?;
+    Ok(ids.into_iter().map(BriefId::from).collect())
 }

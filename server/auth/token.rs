@@ -8,6 +8,7 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Principal, Role};
+use crate::ids::{BriefId, TrialId};
 use crate::{error::AppError, secrets::TokenKeys};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -15,10 +16,10 @@ pub struct Claims {
     pub sub: String,
     pub role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub brief: Option<Uuid>,
+    pub brief: Option<BriefId>,
     /// One trial of the brief: the token sends evidence and ledger lines to it alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
     pub jti: Uuid,
     pub iat: i64,
     pub nbf: i64,
@@ -30,9 +31,9 @@ pub struct NewToken {
     pub name: String,
     pub subject: String,
     pub role: Role,
-    pub brief: Option<Uuid>,
+    pub brief: Option<BriefId>,
     /// A trial of `brief`: the token then writes to that trial only.
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
     pub ttl: Duration,
     pub created_by: Option<Uuid>,
 }
@@ -44,8 +45,10 @@ pub struct TokenRow {
     pub name: String,
     pub subject: String,
     pub role: String,
-    pub brief_id: Option<Uuid>,
-    pub trial_id: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub brief_id: Option<BriefId>,
+    #[schema(value_type = Option<Uuid>)]
+    pub trial_id: Option<TrialId>,
     /// The person it was minted by or for (none for an agent token minted by the CLI).
     pub created_by: Option<Uuid>,
     pub created_at: DateTime<Utc>,
@@ -78,15 +81,15 @@ pub async fn mint(db: impl PgExecutor<'_>, keys: &TokenKeys, new: NewToken) -> a
         TokenRow,
         "INSERT INTO api_tokens (jti, name, subject, role, brief_id, created_by, expires_at, trial_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         RETURNING jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at",
+         RETURNING jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by, created_at, expires_at, last_used_at, revoked_at",
         jti,
         &new.name,
         &new.subject,
         new.role.as_str(),
-        new.brief,
+        new.brief.map(BriefId::as_uuid),
         new.created_by,
         expires,
-        new.trial,
+        new.trial.map(TrialId::as_uuid),
     )
     .fetch_one(db)
     .await?;
@@ -115,8 +118,8 @@ pub fn sign(keys: &TokenKeys, claims: &Claims) -> anyhow::Result<String> {
 
 struct TokenState {
     role: String,
-    brief_id: Option<Uuid>,
-    trial_id: Option<Uuid>,
+    brief_id: Option<BriefId>,
+    trial_id: Option<TrialId>,
     expires_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
     created_by: Option<Uuid>,
@@ -158,7 +161,7 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
              WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
          ) \
-         SELECT t.role, t.brief_id, t.trial_id, t.expires_at, t.revoked_at, t.created_by, \
+         SELECT t.role, t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by, \
                 u.role AS \"user_role?\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
          FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by WHERE t.jti = $1",
         claims.jti,
@@ -228,7 +231,7 @@ pub async fn revoke(db: impl PgExecutor<'_>, jti: Uuid) -> Result<bool, sqlx::Er
 pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE jti = $1",
         jti,
     )
@@ -236,12 +239,12 @@ pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>,
     .await
 }
 
-pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Vec<TokenRow>, sqlx::Error> {
+pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: BriefId) -> Result<Vec<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE brief_id = $1 ORDER BY created_at DESC",
-        brief,
+        brief.as_uuid(),
     )
     .fetch_all(db)
     .await
@@ -263,7 +266,7 @@ pub fn state_of(t: &TokenRow) -> &'static str {
 pub async fn list_for_user(db: impl PgExecutor<'_>, user: Uuid) -> Result<Vec<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id, trial_id, created_by, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by, created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE created_by = $1 ORDER BY created_at DESC",
         user,
     )

@@ -14,9 +14,9 @@ use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use uuid::Uuid;
 
 use crate::{
+    ids::BriefId,
     sizing::{
         self, architecture::ARCHITECTURE_FIELDS, model_config, ArchitectureFields, ArchitectureRequest, KvCacheDtype,
         ModelSpec, Precision, Resolved, Sizing, SizingInput, WorkloadKind,
@@ -160,7 +160,8 @@ pub struct BriefFields {
 /// A stored brief.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Brief {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: BriefId,
     #[serde(flatten)]
     pub fields: BriefFields,
     pub created_at: DateTime<Utc>,

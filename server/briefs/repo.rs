@@ -8,10 +8,10 @@ use super::{
     model::{Brief, BriefFields, Targets},
     row::BriefRow,
 };
-use crate::sizing::ArchitectureFields;
+use crate::{ids::BriefId, sizing::ArchitectureFields};
 
 pub async fn insert(db: impl PgExecutor<'_>, fields: &BriefFields) -> Result<Brief, sqlx::Error> {
-    insert_with_id(db, Uuid::now_v7(), fields)
+    insert_with_id(db, BriefId::from(Uuid::now_v7()), fields)
         .await?
         .ok_or(sqlx::Error::RowNotFound)
 }
@@ -20,7 +20,7 @@ pub async fn insert(db: impl PgExecutor<'_>, fields: &BriefFields) -> Result<Bri
 // Long, and reads better whole: one INSERT binding every column, in the table's order.
 pub async fn insert_with_id(
     db: impl PgExecutor<'_>,
-    id: Uuid,
+    id: BriefId,
     fields: &BriefFields,
 ) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
@@ -47,7 +47,7 @@ pub async fn insert_with_id(
              api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
              api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
              k8s_manifest, created_at AS "created_at!", updated_at AS "updated_at!""#,
-        id,
+        id.as_uuid(),
         &fields.name,
         &fields.owner,
         fields.workload_kind.as_str(),
@@ -89,7 +89,7 @@ pub async fn insert_with_id(
 }
 
 /// Replaces every field but trial 1's allocation; `None` when the brief does not exist.
-pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> Result<Option<Brief>, sqlx::Error> {
+pub async fn update(db: impl PgExecutor<'_>, id: BriefId, fields: &BriefFields) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,
         // Trial 1's allocation is the trials domain's (`trials::service` writes it with the brief).
@@ -114,7 +114,7 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
              api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
              api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
              k8s_manifest, created_at AS "created_at!", updated_at AS "updated_at!""#,
-        id,
+        id.as_uuid(),
         &fields.name,
         &fields.owner,
         fields.workload_kind.as_str(),
@@ -156,17 +156,17 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &BriefFields) -> 
 }
 
 /// Whether the brief exists (one index probe).
-pub async fn exists(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn exists(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT EXISTS (SELECT 1 FROM briefs WHERE id = $1) AS "exists!""#,
-        brief_id
+        brief_id.as_uuid()
     )
     .fetch_one(db)
     .await
 }
 
 /// The brief, without trial 1's allocation (`trials::service::load_brief` reads the whole brief).
-pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sqlx::Error> {
+pub async fn get(db: impl PgExecutor<'_>, id: BriefId) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(
         BriefRow,
         r#"SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
@@ -182,7 +182,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sql
              b.api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
              b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
            FROM briefs b WHERE b.id = $1"#,
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await?;
@@ -190,31 +190,32 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Brief>, sql
 }
 
 /// Every brief's id (start-up queues every brief's review summary for remaking).
-pub async fn all_ids(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>, sqlx::Error> {
-    sqlx::query_scalar!("SELECT id FROM briefs").fetch_all(db).await
+pub async fn all_ids(db: impl PgExecutor<'_>) -> Result<Vec<BriefId>, sqlx::Error> {
+    let ids = sqlx::query_scalar!("SELECT id FROM briefs").fetch_all(db).await?;
+    Ok(ids.into_iter().map(BriefId::from).collect())
 }
 
 /// The newest `limit` briefs whose id is not in `ids`: (id, name).
 pub async fn newest_not_in(
     db: impl PgExecutor<'_>,
-    ids: &[Uuid],
+    ids: &[BriefId],
     limit: i64,
-) -> Result<Vec<(Uuid, String)>, sqlx::Error> {
+) -> Result<Vec<(BriefId, String)>, sqlx::Error> {
     let rows = sqlx::query!(
         "SELECT id, name FROM briefs WHERE id <> ALL ($1) ORDER BY created_at DESC LIMIT $2",
-        ids,
+        ids as _,
         limit
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.name)).collect())
+    Ok(rows.into_iter().map(|r| (r.id.into(), r.name)).collect())
 }
 
 /// Locks the brief's row for the rest of the transaction (changes that must not interleave, such as
 /// adding a trial at the next position); `false` when the brief does not exist.
-pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn lock(db: impl PgExecutor<'_>, id: BriefId) -> Result<bool, sqlx::Error> {
     Ok(
-        sqlx::query_scalar!("SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE", id)
+        sqlx::query_scalar!("SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE", id.as_uuid())
             .fetch_optional(db)
             .await?
             .is_some(),
@@ -223,11 +224,12 @@ pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> Result<bool, sqlx::Error
 
 /// The brief's lock without waiting: `Err` with SQLSTATE 55P03 when another transaction holds it
 /// (or holds a key share: a row being written under the brief), `Ok(false)` without the brief.
-pub async fn lock_nowait(db: impl PgExecutor<'_>, id: Uuid) -> Result<bool, sqlx::Error> {
-    Ok(
-        sqlx::query_scalar!("SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE NOWAIT", id)
-            .fetch_optional(db)
-            .await?
-            .is_some(),
+pub async fn lock_nowait(db: impl PgExecutor<'_>, id: BriefId) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query_scalar!(
+        "SELECT 1 AS one FROM briefs WHERE id = $1 FOR UPDATE NOWAIT",
+        id.as_uuid()
     )
+    .fetch_optional(db)
+    .await?
+    .is_some())
 }

@@ -5,14 +5,13 @@ use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 use sqlx::types::Json;
-use uuid::Uuid;
 
 use super::model::{Brief, BriefFields, Targets};
-use crate::{db::parse_stored, sizing::ArchitectureFields};
+use crate::{db::parse_stored, ids::BriefId, sizing::ArchitectureFields};
 
 /// One brief row with its first trial's allocation (`trial_gpu`, `trial_gpu_count`).
 pub struct BriefRow {
-    pub id: Uuid,
+    pub id: BriefId,
     pub name: String,
     pub owner: String,
     pub workload_kind: String,

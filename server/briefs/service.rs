@@ -1,7 +1,5 @@
 //! The brief use cases, the door other domains use: load (or 404), create and replace.
 
-use uuid::Uuid;
-
 use super::{
     model::{Brief, BriefFields},
     repo,
@@ -10,22 +8,23 @@ use crate::{
     audit,
     auth::{teams, Principal},
     error::AppError,
+    ids::BriefId,
 };
 
 /// The brief, or 404 "brief not found". Its trial 1's allocation (`trial_gpu`, `trial_gpu_count`)
 /// is the trials domain's and is left empty here: `trials::service::load_brief` reads the whole
 /// brief.
-pub async fn load(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<Brief, AppError> {
+pub async fn load(db: impl sqlx::PgExecutor<'_>, id: BriefId) -> Result<Brief, AppError> {
     repo::get(db, id).await?.ok_or(AppError::NotFound("brief"))
 }
 
 /// Whether a brief with this id exists (for callers that need no more than that).
-pub async fn exists(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<bool, AppError> {
+pub async fn exists(db: impl sqlx::PgExecutor<'_>, id: BriefId) -> Result<bool, AppError> {
     Ok(repo::exists(db, id).await?)
 }
 
 /// Every brief's id.
-pub async fn all_ids(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Uuid>, AppError> {
+pub async fn all_ids(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<BriefId>, AppError> {
     Ok(repo::all_ids(db).await?)
 }
 
@@ -33,9 +32,9 @@ pub async fn all_ids(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<Uuid>, AppErro
 /// (id, name).
 pub async fn newest_not_in(
     db: impl sqlx::PgExecutor<'_>,
-    ids: &[Uuid],
+    ids: &[BriefId],
     limit: i64,
-) -> Result<Vec<(Uuid, String)>, AppError> {
+) -> Result<Vec<(BriefId, String)>, AppError> {
     Ok(repo::newest_not_in(db, ids, limit).await?)
 }
 
@@ -65,7 +64,7 @@ pub async fn create_owned_in(
 
 /// Whether `actor` may edit the brief (`teams::may_edit_brief`, the one ownership check): 403 or
 /// 404 otherwise.
-pub async fn may_edit(pool: &sqlx::PgPool, actor: &Principal, id: Uuid) -> Result<(), AppError> {
+pub async fn may_edit(pool: &sqlx::PgPool, actor: &Principal, id: BriefId) -> Result<(), AppError> {
     teams::may_edit_brief(pool, actor, id).await
 }
 
@@ -111,14 +110,14 @@ pub async fn replace_in(
 /// through `trials::service::create_brief_with_id`, which adds its trial 1).
 pub async fn create_with_id(
     db: impl sqlx::PgExecutor<'_>,
-    id: Uuid,
+    id: BriefId,
     fields: &BriefFields,
 ) -> Result<Option<Brief>, AppError> {
     Ok(repo::insert_with_id(db, id, fields).await?)
 }
 
 /// Locks the brief's row for the rest of the transaction; 404 when there is no such brief.
-pub async fn lock(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<(), AppError> {
+pub async fn lock(db: impl sqlx::PgExecutor<'_>, id: BriefId) -> Result<(), AppError> {
     if repo::lock(db, id).await? {
         Ok(())
     } else {
@@ -138,7 +137,7 @@ const LOCK_TRIES: usize = 50;
 /// 404 without the brief; 409 when the brief stays busy.
 pub async fn begin_locked(
     pool: &sqlx::PgPool,
-    id: Uuid,
+    id: BriefId,
 ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, AppError> {
     for _ in 0..LOCK_TRIES {
         let mut tx = pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ").await?;

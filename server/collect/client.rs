@@ -12,6 +12,7 @@ use reqwest::{header, StatusCode};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::ids::{BriefId, TrialId};
 use crate::secrets::Secret;
 
 /// When and how often to try again.
@@ -121,7 +122,7 @@ pub struct Client {
     http: reqwest::Client,
     endpoint: String,
     batch_endpoint: String,
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
     token: Secret,
     policy: RetryPolicy,
 }
@@ -129,8 +130,8 @@ pub struct Client {
 impl Client {
     pub fn new(
         server: &str,
-        brief: Uuid,
-        trial: Option<Uuid>,
+        brief: BriefId,
+        trial: Option<TrialId>,
         token: Secret,
         timeout: Duration,
         policy: RetryPolicy,

@@ -26,6 +26,7 @@ use self::{
 };
 use crate::{
     evidence::parsers::{detect_kind, EvidenceKind},
+    ids::{BriefId, TrialId},
     secrets::Secret,
 };
 
@@ -44,10 +45,10 @@ pub struct CollectArgs {
     pub token_file: Option<PathBuf>,
     /// The brief the evidence belongs to.
     #[arg(long)]
-    pub brief: Uuid,
+    pub brief: BriefId,
     /// The trial of the brief (needed when the brief has several and the token is not scoped to one).
     #[arg(long)]
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
     /// The stage (1–5) the evidence is for (default 1). With --plan: run only this stage's steps.
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=5))]
     pub stage: Option<u8>,
@@ -237,8 +238,8 @@ fn key_window(window: Option<&str>) -> String {
 /// replay, so the key covers all of them: a new key for new content, never a 409.
 pub struct KeyParts<'a> {
     pub host: &'a str,
-    pub brief: Uuid,
-    pub trial: Option<Uuid>,
+    pub brief: BriefId,
+    pub trial: Option<TrialId>,
     pub stage: u8,
     pub kind: &'a str,
     /// The command and its arguments, the URL scraped, or the file read.
@@ -735,7 +736,7 @@ mod tests {
     fn parts<'a>(content: &'a [u8], window: &'a str, labels: &'a [(String, String)]) -> KeyParts<'a> {
         KeyParts {
             host: "gpu-node-1",
-            brief: Uuid::nil(),
+            brief: BriefId::from(Uuid::nil()),
             trial: None,
             stage: 1,
             kind: "nvidia-smi-list",

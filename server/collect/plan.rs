@@ -10,6 +10,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::ids::{BriefId, TrialId};
+
 /// The version of this document's shape; a newer agent reads older plans.
 pub const PLAN_FORMAT: u32 = 1;
 
@@ -39,7 +41,8 @@ pub struct TestPlan {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanBrief {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: BriefId,
     pub name: String,
     /// The model the load test asks for (the catalogue's Hugging Face id, else the brief's name).
     pub model: String,
@@ -48,7 +51,8 @@ pub struct PlanBrief {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanTrial {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: TrialId,
     pub name: String,
     /// `None` when the sizing has no option at all.
     pub gpu: Option<String>,

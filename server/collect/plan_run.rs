@@ -25,6 +25,7 @@ use super::{
     summary::{Outcome, Summary},
     usage, CollectArgs, Exit, Stop,
 };
+use crate::ids::TrialId;
 use crate::secrets::Secret;
 
 /// One thing a step sends.
@@ -47,7 +48,7 @@ enum StepResult {
 /// `rcp1-` and the SHA-256 of the trial, the step and the item: the same on every run, so a batch
 /// sent twice creates nothing new, and a second run's different bytes for a step already sent are
 /// refused (409) rather than stored twice.
-pub fn step_item_key(trial: uuid::Uuid, step: &str, item: &str) -> String {
+pub fn step_item_key(trial: TrialId, step: &str, item: &str) -> String {
     let mut h = Sha256::new();
     for part in ["rentcheck-plan/1", &trial.to_string(), step, item] {
         h.update((part.len() as u64).to_be_bytes());
@@ -344,7 +345,7 @@ async fn load_step(
 async fn send(
     client: &Client,
     step: &PlanStep,
-    trial: uuid::Uuid,
+    trial: TrialId,
     host: &str,
     outputs: &[Output],
 ) -> Vec<Result<Accepted, Refused>> {
@@ -634,13 +635,16 @@ mod tests {
 
     #[test]
     fn keys_come_from_the_trial_the_step_and_the_item() {
-        let t = uuid::Uuid::nil();
+        let t = TrialId::from(uuid::Uuid::nil());
         let k = step_item_key(t, "1-dcgm-diag", "output");
         assert_eq!(k, step_item_key(t, "1-dcgm-diag", "output"), "the same on every run");
         assert!(k.starts_with("rcp1-") && k.len() == 69);
         assert_ne!(k, step_item_key(t, "1-dcgm-diag", "result"));
         assert_ne!(k, step_item_key(t, "3-dcgm-diag", "output"));
-        assert_ne!(k, step_item_key(uuid::Uuid::max(), "1-dcgm-diag", "output"));
+        assert_ne!(
+            k,
+            step_item_key(TrialId::from(uuid::Uuid::max()), "1-dcgm-diag", "output")
+        );
     }
 
     #[test]

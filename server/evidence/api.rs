@@ -26,6 +26,7 @@ use super::{
 use crate::{
     auth::teams,
     error::{ApiResult, AppError},
+    ids::{BriefId, TrialId},
     state::AppState,
     trials::service as trials,
     validation::FieldError,
@@ -52,8 +53,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
 #[derive(Serialize, ToSchema)]
 pub struct EvidenceSummary {
     pub id: Uuid,
-    pub brief_id: Uuid,
-    pub trial_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
+    #[schema(value_type = Uuid)]
+    pub trial_id: TrialId,
     pub kind: String,
     pub stage: i16,
     pub parse_status: String,
@@ -170,7 +173,7 @@ impl From<EvidenceRow> for EvidenceDetail {
 async fn upload(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
     req: Request,
 ) -> ApiResult<Response> {
     teams::may_send_to_brief(&state.pool, &caller, brief_id).await?;
@@ -229,7 +232,7 @@ async fn upload(
 async fn upload_batch(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
     req: Request,
 ) -> ApiResult<Response> {
     teams::may_send_to_brief(&state.pool, &caller, brief_id).await?;
@@ -344,7 +347,7 @@ struct ListQuery {
     cursor: Option<String>,
     limit: Option<i64>,
     /// Only this trial's evidence.
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
 }
 
 #[utoipa::path(
@@ -368,7 +371,7 @@ struct ListQuery {
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<EvidencePage>> {
     caller.may_read_brief(brief_id)?;

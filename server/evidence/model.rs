@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::parsers::{self, EvidenceKind, ParseError, Parsed, SloTargets};
+use crate::ids::TrialId;
 use crate::validation::FieldError;
 
 /// The kind a caller asked for: a named kind, or `auto` (detect it from the content).
@@ -120,7 +121,7 @@ pub fn clean_content_type(ct: Option<&str>) -> String {
 pub struct Upload {
     pub kind: KindChoice,
     /// The trial the upload names (`trial`); `None` for the token's trial or the brief's only one.
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
     pub stage: i16,
     pub collected_at: Option<DateTime<Utc>>,
     pub labels: Map<String, Value>,
@@ -348,8 +349,10 @@ impl Upload {
     }
 }
 
-fn parse_trial(s: &str) -> Result<Uuid, FieldError> {
-    Uuid::parse_str(s.trim()).map_err(|_| FieldError::new("trial", "must be the id of one of the brief's trials"))
+fn parse_trial(s: &str) -> Result<TrialId, FieldError> {
+    s.trim()
+        .parse::<TrialId>()
+        .map_err(|_| FieldError::new("trial", "must be the id of one of the brief's trials"))
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

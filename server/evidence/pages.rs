@@ -18,6 +18,7 @@ use super::{
 use crate::{
     auth::token,
     error::AppError,
+    ids::{BriefId, TrialId},
     state::AppState,
     web::{
         auth::PageUser,
@@ -98,7 +99,7 @@ async fn list_rows(state: &AppState, rows: &[EvidenceRow]) -> Result<Vec<Evidenc
 }
 
 /// The newest evidence of one trial of a brief, for the brief page.
-pub async fn brief_rows(state: &AppState, brief_id: Uuid, trial: Uuid) -> Result<Vec<EvidenceListRow>, AppError> {
+pub async fn brief_rows(state: &AppState, brief_id: BriefId, trial: TrialId) -> Result<Vec<EvidenceListRow>, AppError> {
     let rows = repo::list_for_brief(&state.pool, brief_id, Some(trial), None, BRIEF_PAGE_ROWS).await?;
     list_rows(state, &rows).await
 }
@@ -127,7 +128,7 @@ struct ListQuery {
 async fn list_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> PageResult<Response> {
     let brief = crate::briefs::service::load(&state.pool, id).await?;

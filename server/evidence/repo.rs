@@ -7,13 +7,14 @@ use uuid::Uuid;
 
 use super::model::Observation;
 use crate::evidence_store::StoredRaw;
+use crate::ids::{BriefId, TrialId};
 
 /// Everything but the raw bytes.
 #[derive(Debug, Clone, FromRow)]
 pub struct EvidenceRow {
     pub id: Uuid,
-    pub brief_id: Uuid,
-    pub trial_id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
     pub kind: String,
     pub stage: i16,
     pub content_type: String,
@@ -36,8 +37,8 @@ pub struct EvidenceRow {
 /// A row to insert. `collected_at` `None` means now.
 pub struct NewEvidence<'a> {
     pub id: Uuid,
-    pub brief_id: Uuid,
-    pub trial_id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
     pub kind: &'a str,
     pub stage: i16,
     pub content_type: &'a str,
@@ -69,7 +70,7 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
          coalesce($18, now()), $19, $20, $21)",
         e.id,
-        e.brief_id,
+        e.brief_id.as_uuid(),
         e.kind,
         e.stage,
         e.content_type,
@@ -89,7 +90,7 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
         e.collected_at,
         e.uploaded_by,
         e.raw_object,
-        e.trial_id,
+        e.trial_id.as_uuid(),
     )
     .execute(db)
     .await?;
@@ -103,8 +104,8 @@ pub async fn insert_many(db: impl PgExecutor<'_>, rows: &[NewEvidence<'_>]) -> R
     }
     let col = |f: &dyn Fn(&NewEvidence<'_>) -> Option<String>| rows.iter().map(f).collect::<Vec<Option<String>>>();
     let ids: Vec<Uuid> = rows.iter().map(|e| e.id).collect();
-    let briefs: Vec<Uuid> = rows.iter().map(|e| e.brief_id).collect();
-    let trials: Vec<Uuid> = rows.iter().map(|e| e.trial_id).collect();
+    let briefs: Vec<Uuid> = rows.iter().map(|e| e.brief_id.as_uuid()).collect();
+    let trials: Vec<Uuid> = rows.iter().map(|e| e.trial_id.as_uuid()).collect();
     let kinds = col(&|e| Some(e.kind.to_owned()));
     let stages: Vec<i16> = rows.iter().map(|e| e.stage).collect();
     let content_types = col(&|e| Some(e.content_type.to_owned()));
@@ -190,8 +191,8 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow
 /// grew, and took 0.3–1 s per page in `scripts/soak.sh`.
 pub async fn list_for_brief(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
-    trial: Option<Uuid>,
+    brief_id: BriefId,
+    trial: Option<TrialId>,
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<EvidenceRow>, sqlx::Error> {
@@ -224,7 +225,7 @@ pub async fn list_for_brief(
 }
 
 pub struct RawBytes {
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     pub content_type: String,
     pub filename: Option<String>,
     pub stored: RawColumns,
@@ -255,7 +256,7 @@ pub async fn raw(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<RawBytes>, 
     .fetch_optional(db)
     .await?;
     Ok(row.map(|r| RawBytes {
-        brief_id: r.brief_id,
+        brief_id: r.brief_id.into(),
         content_type: r.content_type,
         filename: r.filename,
         stored: RawColumns {
@@ -285,7 +286,7 @@ pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result
 /// and a dcgm-exporter scrape).
 pub async fn window_before(
     db: impl PgExecutor<'_>,
-    trial_id: Uuid,
+    trial_id: TrialId,
     kind: &str,
     window: &str,
 ) -> Result<Option<StoredRaw>, sqlx::Error> {
@@ -294,7 +295,7 @@ pub async fn window_before(
         "SELECT raw, raw_object FROM evidence WHERE trial_id = $1 AND kind = $3 \
          AND labels ->> 'phase' = 'before' AND labels ->> 'window' = $2 \
          ORDER BY received_at DESC, id DESC LIMIT 1",
-        trial_id,
+        trial_id.as_uuid(),
         window,
         kind,
     )
@@ -317,7 +318,7 @@ pub struct StoredResponse {
 /// still finds its evidence there.
 pub async fn find_idempotent(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    brief_id: BriefId,
     caller: &str,
     key: &str,
 ) -> Result<Option<StoredResponse>, sqlx::Error> {
@@ -326,7 +327,7 @@ pub async fn find_idempotent(
         r#"SELECT request_sha256, response_status, response_body AS "response_body: Json<Value>"
            FROM idempotency_keys WHERE brief_id = $1 AND caller = $2 AND key = $3
              AND (created_at > now() - interval '24 hours' OR caller LIKE 'system:%')"#,
-        brief_id,
+        brief_id.as_uuid(),
         caller,
         key,
     )
@@ -338,7 +339,7 @@ pub async fn find_idempotent(
 /// key that has one, by key.
 pub async fn find_idempotent_many(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    brief_id: BriefId,
     caller: &str,
     keys: &[String],
 ) -> Result<Vec<(String, StoredResponse)>, sqlx::Error> {
@@ -386,7 +387,7 @@ pub struct KeyClaim<'a> {
 /// batches claiming some of the same keys lock them in the same order.
 pub async fn claim_idempotency_keys(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    brief_id: BriefId,
     caller: &str,
     status: i16,
     claims: &[KeyClaim<'_>],
@@ -425,7 +426,7 @@ pub async fn claim_idempotency_keys(
 #[allow(clippy::too_many_arguments)]
 pub async fn claim_idempotency_key(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    brief_id: BriefId,
     caller: &str,
     key: &str,
     request_sha256: &str,
@@ -440,7 +441,7 @@ pub async fn claim_idempotency_key(
              response_body = EXCLUDED.response_body, evidence_id = EXCLUDED.evidence_id, created_at = now() \
          WHERE idempotency_keys.created_at <= now() - interval '24 hours' AND idempotency_keys.caller NOT LIKE 'system:%' \
          RETURNING 1 AS one",
-        brief_id,
+        brief_id.as_uuid(),
         key,
         request_sha256,
         status,
@@ -463,12 +464,12 @@ pub struct StageTimes {
 }
 
 /// The brief page's timeline: per stage of one trial, the uploads and their collection times.
-pub async fn stage_times(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Vec<StageTimes>, sqlx::Error> {
+pub async fn stage_times(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<Vec<StageTimes>, sqlx::Error> {
     sqlx::query_as!(
         StageTimes,
         r#"SELECT stage, count(*) AS "uploads!", min(collected_at) AS "first!", max(collected_at) AS "last!"
            FROM evidence WHERE trial_id = $1 GROUP BY stage ORDER BY stage"#,
-        trial_id,
+        trial_id.as_uuid(),
     )
     .fetch_all(db)
     .await
@@ -476,13 +477,13 @@ pub async fn stage_times(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Vec<
 
 /// The newest upload of each brief in `briefs`: when it arrived and who sent it.
 pub struct LatestUpload {
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     pub received_at: DateTime<Utc>,
     pub uploaded_by: Option<String>,
 }
 
 /// The newest upload of each of `briefs` (one index probe per brief).
-pub async fn latest_per_brief(db: impl PgExecutor<'_>, briefs: &[Uuid]) -> Result<Vec<LatestUpload>, sqlx::Error> {
+pub async fn latest_per_brief(db: impl PgExecutor<'_>, briefs: &[BriefId]) -> Result<Vec<LatestUpload>, sqlx::Error> {
     sqlx::query_as!(
         LatestUpload,
         // One probe of the newest entry per brief, where `DISTINCT ON` read every item of every
@@ -491,7 +492,7 @@ pub async fn latest_per_brief(db: impl PgExecutor<'_>, briefs: &[Uuid]) -> Resul
            FROM unnest($1::uuid[]) AS b(id)
            CROSS JOIN LATERAL (SELECT received_at, uploaded_by FROM evidence WHERE brief_id = b.id
                                ORDER BY received_at DESC, id DESC LIMIT 1) AS e"#,
-        briefs,
+        briefs as _,
     )
     .fetch_all(db)
     .await
@@ -506,14 +507,14 @@ pub struct HeldStep {
 
 /// The test-plan steps a trial already holds evidence of (its `plan_step` labels), so a re-run of
 /// `collect --plan` skips them. Reads the trial's rows through `evidence_trial_received_idx`.
-pub async fn plan_steps_held(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Vec<HeldStep>, sqlx::Error> {
+pub async fn plan_steps_held(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<Vec<HeldStep>, sqlx::Error> {
     sqlx::query_as!(
         HeldStep,
         r#"SELECT labels ->> 'plan_step' AS "step!", array_agg(id ORDER BY received_at, id) AS "evidence!",
                   max(received_at) AS "newest!"
            FROM evidence WHERE trial_id = $1 AND labels ->> 'plan_step' IS NOT NULL
            GROUP BY 1 ORDER BY 1"#,
-        trial_id,
+        trial_id.as_uuid(),
     )
     .fetch_all(db)
     .await
@@ -533,7 +534,7 @@ struct ObservationRow {
 /// by `collected_at`, then `received_at`, then id (UUIDv7: upload order).
 pub async fn newest_metrics(
     db: impl PgExecutor<'_>,
-    trial: Uuid,
+    trial: TrialId,
     keys: &[String],
 ) -> Result<Vec<Observation>, sqlx::Error> {
     // A function's result columns have no table behind them, so the macro takes them as nullable.
@@ -544,7 +545,7 @@ pub async fn newest_metrics(
         r#"SELECT key AS "key!", stage AS "stage!", value AS "value!: Json<Value>", evidence_id AS "evidence_id!",
                   collected_at AS "collected_at!", received_at AS "received_at!"
            FROM newest_trial_metrics($1, $2)"#,
-        trial,
+        trial.as_uuid(),
         keys,
     )
     .fetch_all(db)
@@ -567,7 +568,7 @@ pub async fn newest_metrics(
 /// very many.
 pub async fn load_tests(
     db: impl PgExecutor<'_>,
-    trial_id: Uuid,
+    trial_id: TrialId,
     limit: i64,
 ) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
     let rows = sqlx::query!(
@@ -579,7 +580,7 @@ pub async fn load_tests(
             WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
             ORDER BY received_at DESC, id DESC
             LIMIT $2"#,
-        trial_id,
+        trial_id.as_uuid(),
         limit,
     )
     .fetch_all(db)
@@ -588,11 +589,11 @@ pub async fn load_tests(
 }
 
 /// The newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
-pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
+pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: BriefId) -> Result<Option<Uuid>, sqlx::Error> {
     sqlx::query_scalar!(
         "SELECT id FROM evidence WHERE brief_id = $1 AND stage = 3 AND kind IN ('bench-serving', 'vllm-metrics') \
          ORDER BY received_at DESC, id DESC LIMIT 1",
-        brief,
+        brief.as_uuid(),
     )
     .fetch_optional(db)
     .await
@@ -605,17 +606,17 @@ pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: Uuid) -> Result<
 /// vacuum are still read from their rows, so under heavy ingest the two cost about the same).
 pub async fn last_evidence(
     db: impl PgExecutor<'_>,
-    trials: &[Uuid],
-) -> Result<Vec<(Uuid, DateTime<Utc>, i64)>, sqlx::Error> {
+    trials: &[TrialId],
+) -> Result<Vec<(TrialId, DateTime<Utc>, i64)>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT t.id AS "trial_id!", e.at AS "at!", e.count AS "count!"
            FROM unnest($1::uuid[]) AS t (id)
            CROSS JOIN LATERAL (SELECT max(received_at) AS at, count(*) AS count FROM evidence
                                WHERE trial_id = t.id) AS e
            WHERE e.count > 0"#,
-        trials,
+        trials as _,
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.trial_id, r.at, r.count)).collect())
+    Ok(rows.into_iter().map(|r| (r.trial_id.into(), r.at, r.count)).collect())
 }

@@ -14,6 +14,7 @@ use super::{
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
+use crate::ids::{BriefId, TrialId};
 use crate::{briefs::service as briefs, error::AppError, outbox, state::AppState};
 
 /// Inputs at least this large are parsed on the blocking pool, off the async workers.
@@ -35,8 +36,10 @@ pub struct Links {
 #[schema(as = EvidenceIngested)]
 pub struct IngestedAnswer {
     pub id: Uuid,
-    pub brief_id: Uuid,
-    pub trial_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
+    #[schema(value_type = Uuid)]
+    pub trial_id: TrialId,
     pub kind: String,
     pub stage: i16,
     /// ok, partial or failed
@@ -103,8 +106,8 @@ struct Prepared {
 impl Prepared {
     fn row<'a>(
         &'a self,
-        brief_id: Uuid,
-        trial_id: Uuid,
+        brief_id: BriefId,
+        trial_id: TrialId,
         raw_object: Option<&'a str>,
         uploaded_by: Option<&'a str>,
     ) -> repo::NewEvidence<'a> {
@@ -135,7 +138,7 @@ impl Prepared {
 
 /// The `before` scrapes met earlier in one batch, by trial, kind and window id: an `after` in the
 /// same batch pairs with them, as it would with a stored one.
-type BatchBefores = HashMap<(Uuid, &'static str, String), bytes::Bytes>;
+type BatchBefores = HashMap<(TrialId, &'static str, String), bytes::Bytes>;
 
 impl Prepared {
     fn failed(&self) -> bool {
@@ -145,8 +148,8 @@ impl Prepared {
     /// The `evidence.failed` event of an item that could not be read.
     fn failure_event<'a>(
         &self,
-        brief_id: Uuid,
-        trial_id: Uuid,
+        brief_id: BriefId,
+        trial_id: TrialId,
         brief_name: &'a str,
         uploaded_by: Option<&str>,
     ) -> outbox::Event<'a> {
@@ -183,8 +186,8 @@ pub const EMPTY_EVIDENCE: &str = "empty evidence: the command produced no output
 // Long, and reads better whole: kind, window and parse in the order an upload needs them.
 async fn prepare(
     state: &AppState,
-    brief_id: Uuid,
-    trial_id: Uuid,
+    brief_id: BriefId,
+    trial_id: TrialId,
     mut upload: Upload,
     targets: &mut Option<SloTargets>,
     befores: &BatchBefores,
@@ -279,8 +282,8 @@ async fn prepare(
 #[allow(clippy::too_many_arguments)]
 pub async fn ingest(
     state: &AppState,
-    brief_id: Uuid,
-    trial_id: Uuid,
+    brief_id: BriefId,
+    trial_id: TrialId,
     key: Option<String>,
     key_scope: &str,
     upload: Upload,
@@ -344,7 +347,7 @@ pub async fn ingest(
 /// The stored answer of a key another request claimed first.
 async fn replay_stored(
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     key_scope: &str,
     key: &str,
     fingerprint: &str,
@@ -357,7 +360,7 @@ async fn replay_stored(
 
 /// One item of a batch, decoded by the API: its upload and trial, or why it was refused.
 pub struct BatchItem {
-    pub decoded: Result<(Uuid, Upload), AppError>,
+    pub decoded: Result<(TrialId, Upload), AppError>,
     pub key: Option<String>,
 }
 
@@ -369,13 +372,13 @@ pub struct BatchItem {
 // order is the contract.
 pub async fn ingest_batch(
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     items: Vec<BatchItem>,
     key_scope: &str,
     uploaded_by: Option<&str>,
 ) -> Result<Vec<Result<Ingested, AppError>>, AppError> {
     let mut answers: Vec<Option<Result<Ingested, AppError>>> = Vec::with_capacity(items.len());
-    let mut pending: Vec<(usize, Uuid, Option<String>, Prepared)> = Vec::new();
+    let mut pending: Vec<(usize, TrialId, Option<String>, Prepared)> = Vec::new();
     let mut targets = None;
     let mut keys_seen = HashMap::new();
     let mut befores = BatchBefores::new();
@@ -508,7 +511,7 @@ pub async fn ingest_batch(
 
 /// 404 unless the brief exists. A caller whose token is scoped to the brief has proved it already
 /// (the token's row references the brief, cascading), so this costs a query only for others.
-pub async fn require_brief(state: &AppState, brief_id: Uuid, proved: bool) -> Result<(), AppError> {
+pub async fn require_brief(state: &AppState, brief_id: BriefId, proved: bool) -> Result<(), AppError> {
     if proved || briefs::exists(&state.pool, brief_id).await? {
         Ok(())
     } else {
@@ -520,8 +523,8 @@ pub async fn require_brief(state: &AppState, brief_id: Uuid, proved: bool) -> Re
 /// next page.
 pub async fn list_page(
     state: &AppState,
-    brief_id: Uuid,
-    trial: Option<Uuid>,
+    brief_id: BriefId,
+    trial: Option<TrialId>,
     after: Option<(chrono::DateTime<chrono::Utc>, Uuid)>,
     limit: i64,
 ) -> Result<(Vec<repo::EvidenceRow>, Option<String>), AppError> {
@@ -542,7 +545,7 @@ pub async fn get(state: &AppState, id: Uuid) -> Result<repo::EvidenceRow, AppErr
 
 /// An item's exact bytes, wherever they are kept, with what describes them.
 pub struct RawEvidence {
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     pub content_type: String,
     pub filename: Option<String>,
     pub bytes: Vec<u8>,
@@ -568,7 +571,7 @@ pub use super::repo::StageTimes;
 /// cards and the review.
 pub async fn newest_metrics(
     db: impl sqlx::PgExecutor<'_>,
-    trial: Uuid,
+    trial: TrialId,
     keys: &[String],
 ) -> Result<Vec<super::model::Observation>, sqlx::Error> {
     repo::newest_metrics(db, trial, keys).await
@@ -578,7 +581,7 @@ pub async fn newest_metrics(
 /// metrics, at most `limit`: what the card's load points are made of.
 pub async fn load_tests(
     db: impl sqlx::PgExecutor<'_>,
-    trial: Uuid,
+    trial: TrialId,
     limit: i64,
 ) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
     repo::load_tests(db, trial, limit).await
@@ -588,25 +591,25 @@ pub async fn load_tests(
 /// summary and the gauges).
 pub async fn last_evidence(
     db: impl sqlx::PgExecutor<'_>,
-    trials: &[Uuid],
-) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>, i64)>, sqlx::Error> {
+    trials: &[TrialId],
+) -> Result<Vec<(TrialId, chrono::DateTime<chrono::Utc>, i64)>, sqlx::Error> {
     repo::last_evidence(db, trials).await
 }
 
 /// The brief's newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
-pub async fn load_test_evidence(db: impl sqlx::PgExecutor<'_>, brief: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
+pub async fn load_test_evidence(db: impl sqlx::PgExecutor<'_>, brief: BriefId) -> Result<Option<Uuid>, sqlx::Error> {
     repo::load_test_evidence(db, brief).await
 }
 
 /// Per stage of one trial: how many uploads, and when the first and newest were taken.
-pub async fn stage_times(state: &AppState, trial: Uuid) -> Result<Vec<StageTimes>, AppError> {
+pub async fn stage_times(state: &AppState, trial: TrialId) -> Result<Vec<StageTimes>, AppError> {
     Ok(repo::stage_times(&state.pool, trial).await?)
 }
 
 pub use super::repo::HeldStep;
 
 /// The test-plan steps one trial already holds evidence of (uploads labelled `plan_step`).
-pub async fn plan_steps_held(state: &AppState, trial: Uuid) -> Result<Vec<HeldStep>, AppError> {
+pub async fn plan_steps_held(state: &AppState, trial: TrialId) -> Result<Vec<HeldStep>, AppError> {
     Ok(repo::plan_steps_held(&state.pool, trial).await?)
 }
 
@@ -614,8 +617,8 @@ pub async fn plan_steps_held(state: &AppState, trial: Uuid) -> Result<Vec<HeldSt
 /// (when it arrived, who sent it).
 pub async fn latest_per_brief(
     state: &AppState,
-    brief_ids: &[Uuid],
-) -> Result<std::collections::HashMap<Uuid, (chrono::DateTime<chrono::Utc>, String)>, AppError> {
+    brief_ids: &[BriefId],
+) -> Result<std::collections::HashMap<BriefId, (chrono::DateTime<chrono::Utc>, String)>, AppError> {
     let rows = repo::latest_per_brief(&state.pool, brief_ids).await?;
     let jtis: Vec<Uuid> = rows
         .iter()

@@ -34,6 +34,7 @@ use super::{
 use crate::{
     auth::{teams, Principal},
     error::{ApiResult, AppError},
+    ids::{BriefId, TrialId},
     prices::service as prices,
     state::AppState,
     validation::FieldError,
@@ -63,7 +64,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 struct LedgerPost {
     /// The trial the lines and outputs belong to (a line may name its own).
     #[serde(default)]
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
     #[serde(default)]
     lines: Vec<LineInput>,
     #[serde(default)]
@@ -76,7 +77,8 @@ struct LedgerPost {
 struct PostAnswer {
     lines_added: u64,
     /// The trial whose summary follows (the request's trial).
-    trial: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    trial: Option<TrialId>,
     #[serde(flatten)]
     summary: LedgerSummary,
 }
@@ -122,13 +124,13 @@ impl ToSchema for ImportAnswer {
 /// `?trial=` on the ledger routes.
 #[derive(Deserialize)]
 struct TrialQuery {
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
 }
 
 /// The query of `POST …/ledger`.
 #[derive(Deserialize)]
 struct PostQuery {
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
     /// `csv` (default: the ledger's own CSV, or JSON) or `focus` (a FinOps FOCUS export).
     format: Option<String>,
     /// FOCUS: the trial's resource ids, separated by commas.
@@ -186,7 +188,7 @@ struct PostQuery {
 async fn post(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<PostQuery>,
     req: Request,
 ) -> ApiResult<Response> {
@@ -222,7 +224,7 @@ async fn post(
     let scope = caller.idempotency_scope();
     let key = key.as_deref().map(|key| LedgerKey {
         caller: &scope,
-        fingerprint: fingerprint(&lines, outputs.as_ref(), named),
+        fingerprint: fingerprint(&lines, outputs.as_ref(), named.map(TrialId::as_uuid)),
         key,
     });
     let outcome = store_once(
@@ -242,7 +244,9 @@ async fn post(
     };
     let trial = match stored.trial {
         Some(t) => t,
-        None => read_target(&state, id, target).await.unwrap_or_default(),
+        None => read_target(&state, id, target)
+            .await
+            .unwrap_or(TrialId::from(Uuid::nil())),
     };
     let summary = summary(&state, trial, &currency).await?;
     let answer = Json(ImportAnswer::Lines(PostAnswer {
@@ -278,6 +282,7 @@ fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, AppE
 }
 
 /// What makes two posts the same request: their checked lines, outputs and trial.
+/// `trial` is the bare UUID: its `Debug` text is part of the fingerprints stored with keys.
 fn fingerprint(lines: &[LedgerLine], outputs: Option<&OutputsPatch>, trial: Option<Uuid>) -> String {
     use sha2::Digest;
     let text = format!(
@@ -358,7 +363,8 @@ struct FocusAnswer {
     /// `focus`.
     #[schema(value_type = String, pattern = "^focus$")]
     format: &'static str,
-    trial: Uuid,
+    #[schema(value_type = Uuid)]
+    trial: TrialId,
     lines_added: u64,
     /// Lines of this export an earlier import already added (re-importing adds nothing).
     rows_already_imported: u64,
@@ -379,7 +385,13 @@ struct FocusAnswer {
 /// a FinOps FOCUS cost-and-usage CSV, streamed like a ledger CSV (same caps, errors by line and
 /// column). The trial's rows (listed resources, or tagged `rentcheck-trial`) become lines; 201 when
 /// it added lines, 200 when every row was imported before.
-async fn post_focus(state: &AppState, caller: &Principal, id: Uuid, q: PostQuery, req: Request) -> ApiResult<Response> {
+async fn post_focus(
+    state: &AppState,
+    caller: &Principal,
+    id: BriefId,
+    q: PostQuery,
+    req: Request,
+) -> ApiResult<Response> {
     let currency = brief_currency(state, id).await?;
     let ct = crate::web::extract::content_type(&req);
     if !(ct.starts_with("text/csv") || ct.starts_with("application/csv")) {
@@ -424,7 +436,7 @@ async fn post_focus(state: &AppState, caller: &Principal, id: Uuid, q: PostQuery
 /// text. Returns what was stored and what was read.
 pub(crate) async fn import_focus<F, Fut>(
     state: &AppState,
-    id: Uuid,
+    id: BriefId,
     target: Target,
     actor: &str,
     resources: Option<&str>,
@@ -514,7 +526,7 @@ where
 #[derive(Deserialize)]
 struct ShowQuery {
     cursor: Option<i64>,
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
 }
 
 /// One trial's ledger: its summary, output counts and newest 500 lines.
@@ -522,7 +534,8 @@ struct ShowQuery {
 #[schema(as = Ledger)]
 struct LedgerView {
     /// The trial this ledger is of.
-    trial: Uuid,
+    #[schema(value_type = Uuid)]
+    trial: TrialId,
     summary: LedgerSummary,
     outputs: Outputs,
     lines: Vec<StoredLine>,
@@ -553,7 +566,7 @@ struct LedgerView {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<ShowQuery>,
 ) -> ApiResult<Json<LedgerView>> {
     caller.may_read_brief(id)?;
@@ -600,7 +613,7 @@ async fn show(
 async fn show_summary(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<LedgerSummary>> {
     caller.may_read_brief(id)?;
@@ -614,7 +627,7 @@ async fn show_summary(
 }
 
 /// The lines as CSV with the import header, in the order they were added.
-pub(crate) async fn csv_response(state: &AppState, id: Uuid) -> Result<Response, AppError> {
+pub(crate) async fn csv_response(state: &AppState, id: BriefId) -> Result<Response, AppError> {
     let body = service::export_csv(state, id).await?;
     Ok((
         [
@@ -644,7 +657,7 @@ pub(crate) async fn csv_response(state: &AppState, id: Uuid) -> Result<Response,
 async fn export(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     csv_response(&state, id).await

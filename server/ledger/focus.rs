@@ -38,12 +38,12 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, SubsecRound, Utc
 use rust_decimal::Decimal;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use uuid::Uuid;
 
 use super::{
     csv::{guarded, shown, CsvError, MAX_ERRORS, MAX_IMPORT_LINES},
     model::{validate_line, Category, LedgerLine, LineInput, MAX_GPUS},
 };
+use crate::ids::TrialId;
 use crate::validation::FieldError;
 
 /// The tag that puts a row on a trial.
@@ -117,9 +117,9 @@ impl GpusPerResource {
 }
 
 /// What the request selects and knows about the trial's resources.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Selection {
-    pub trial_id: Uuid,
+    pub trial_id: TrialId,
     /// `resources=`: the trial's resource ids.
     pub resources: HashSet<String>,
     pub gpus: GpusPerResource,
@@ -681,14 +681,17 @@ fn usage_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     const HEADER: &str = "BilledCost,EffectiveCost,BillingCurrency,ChargeCategory,ChargeDescription,\
 ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n";
 
     fn trial() -> Selection {
         Selection {
-            trial_id: Uuid::from_u128(7),
-            ..Selection::default()
+            trial_id: TrialId::from(Uuid::from_u128(7)),
+            resources: HashSet::new(),
+            gpus: GpusPerResource::default(),
+            catalogue: HashMap::new(),
         }
     }
 

@@ -11,7 +11,6 @@ use axum::{
     Router,
 };
 use rust_decimal::{prelude::ToPrimitive, Decimal};
-use uuid::Uuid;
 
 use super::{
     api::{csv_response, import_focus},
@@ -24,6 +23,7 @@ use super::{
 use crate::{
     auth::{teams, Role},
     error::AppError,
+    ids::{BriefId, TrialId},
     state::AppState,
     web::{
         auth::{CsrfForm, PageUser},
@@ -149,8 +149,8 @@ impl LineForm {
     }
 
     /// The trial the form was for.
-    pub fn trial(&self) -> Option<Uuid> {
-        self.values.get("trial").and_then(|t| Uuid::parse_str(t.trim()).ok())
+    pub fn trial(&self) -> Option<TrialId> {
+        self.values.get("trial").and_then(|t| t.trim().parse().ok())
     }
 }
 
@@ -182,8 +182,8 @@ fn line_view(s: &StoredLine) -> LineView {
 /// Loads one trial's section for the brief page.
 pub async fn section(
     state: &AppState,
-    brief_id: Uuid,
-    trial: (Uuid, &str),
+    brief_id: BriefId,
+    trial: (TrialId, &str),
     currency: &str,
 ) -> Result<LedgerSection, AppError> {
     let (trial_id, trial_name) = trial;
@@ -233,7 +233,7 @@ pub async fn section(
     })
 }
 
-fn back(id: Uuid, trial: Option<Uuid>) -> Response {
+fn back(id: BriefId, trial: Option<TrialId>) -> Response {
     match trial {
         Some(t) => Redirect::to(&format!("/briefs/{id}?trial={t}#ledger")).into_response(),
         None => Redirect::to(&format!("/briefs/{id}#ledger")).into_response(),
@@ -243,7 +243,7 @@ fn back(id: Uuid, trial: Option<Uuid>) -> Response {
 /// The trial a form names (a hidden `trial` field on the brief page's ledger forms).
 fn form_target(values: &std::collections::HashMap<String, String>) -> Target {
     Target {
-        named: values.get("trial").and_then(|t| Uuid::parse_str(t.trim()).ok()),
+        named: values.get("trial").and_then(|t| t.trim().parse().ok()),
         token_trial: None,
     }
 }
@@ -253,7 +253,7 @@ fn form_target(values: &std::collections::HashMap<String, String>) -> Target {
 /// page (which owns the route, as it is the page re-rendered) to show again.
 pub async fn add_line(
     state: &AppState,
-    id: Uuid,
+    id: BriefId,
     user: &PageUser,
     values: &std::collections::HashMap<String, String>,
 ) -> PageResult<Result<Response, LineForm>> {
@@ -304,7 +304,7 @@ pub async fn add_line(
 
 async fn set_outputs(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -360,7 +360,7 @@ fn not_added_row(n: &NotAdded) -> (String, String, String, u64, String, String) 
 
 async fn import(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, mut values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -411,7 +411,7 @@ async fn import(
     Ok(back(id, target.named))
 }
 
-async fn export(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn export(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     Ok(csv_response(&state, id).await?)
 }

@@ -10,6 +10,7 @@ use super::model::{
     finish, merge_spans, sort_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Merged, Outputs,
     OutputsPatch, Span,
 };
+use crate::ids::{BriefId, TrialId};
 
 /// Rows per INSERT … SELECT FROM UNNEST statement.
 const INSERT_CHUNK: usize = 10_000;
@@ -19,9 +20,9 @@ const INSERT_CHUNK: usize = 10_000;
 /// or nothing.
 pub async fn insert_lines(
     conn: &mut PgConnection,
-    brief_id: Uuid,
+    brief_id: BriefId,
     import_id: Uuid,
-    trials: &[Uuid],
+    trials: &[TrialId],
     lines: &[LedgerLine],
 ) -> Result<u64, sqlx::Error> {
     let mut inserted = 0;
@@ -45,7 +46,7 @@ pub async fn insert_lines(
              $9::int4[], $10::numeric[], $11::numeric[], $12::text[], $13::uuid[]) WITH ORDINALITY \
              AS t(id, category, resource, description, starts_at, ends_at, gpus, rate, amount, currency, trial_id, ord) \
              ORDER BY t.ord",
-            brief_id,
+            brief_id.as_uuid(),
             import_id,
             &ids,
             &categories,
@@ -58,7 +59,7 @@ pub async fn insert_lines(
             &rates as &[Option<Decimal>],
             &amounts,
             &currencies,
-            trial_chunk,
+            trial_chunk as _,
         )
         .execute(&mut *conn)
         .await?;
@@ -70,8 +71,8 @@ pub async fn insert_lines(
 /// Sets the figures the patch names for one trial; the others keep their stored value.
 pub async fn upsert_outputs(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
-    trial_id: Uuid,
+    brief_id: BriefId,
+    trial_id: TrialId,
     patch: &OutputsPatch,
 ) -> Result<(), sqlx::Error> {
     sqlx::query!(
@@ -84,13 +85,13 @@ pub async fn upsert_outputs(
            failed_jobs = COALESCE($5, ledger_outputs.failed_jobs), \
            idle_hours = COALESCE($6, ledger_outputs.idle_hours), \
            updated_at = now()",
-        brief_id,
+        brief_id.as_uuid(),
         patch.accepted,
         patch.rejected,
         patch.retries,
         patch.failed_jobs,
         patch.idle_hours,
-        trial_id,
+        trial_id.as_uuid(),
     )
     .execute(db)
     .await?;
@@ -105,11 +106,11 @@ struct OutputsRow {
     idle_hours: Option<Decimal>,
 }
 
-pub async fn outputs(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Outputs, sqlx::Error> {
+pub async fn outputs(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<Outputs, sqlx::Error> {
     let row = sqlx::query_as!(
         OutputsRow,
         "SELECT accepted, rejected, retries, failed_jobs, idle_hours FROM ledger_outputs WHERE trial_id = $1",
-        trial_id,
+        trial_id.as_uuid(),
     )
     .fetch_optional(db)
     .await?;
@@ -130,8 +131,8 @@ pub async fn outputs(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<Outputs,
 /// transaction after `briefs::service::lock`, with every resource the import added lines for.
 pub async fn remerge(
     conn: &mut PgConnection,
-    brief_id: Uuid,
-    trial_id: Uuid,
+    brief_id: BriefId,
+    trial_id: TrialId,
     resources: &[&str],
 ) -> Result<(), sqlx::Error> {
     if resources.is_empty() {
@@ -144,7 +145,7 @@ pub async fn remerge(
            FROM ledger_lines
            WHERE trial_id = $1 AND category = 'accelerator' AND resource = ANY($2)
            ORDER BY resource COLLATE "C", starts_at, ends_at"#,
-        trial_id,
+        trial_id.as_uuid(),
         &resources,
     )
     .fetch_all(&mut *conn)
@@ -176,12 +177,12 @@ pub async fn remerge(
          SELECT $1, $6, * FROM UNNEST($2::text[], $3::numeric[], $4::numeric[], $5::int8[]) \
          ON CONFLICT (trial_id, resource) DO UPDATE SET \
            gpu_micros = EXCLUDED.gpu_micros, cost = EXCLUDED.cost, lines = EXCLUDED.lines",
-        brief_id,
+        brief_id.as_uuid(),
         &names,
         &micros,
         &costs,
         &counts,
-        trial_id,
+        trial_id.as_uuid(),
     )
     .execute(&mut *conn)
     .await?;
@@ -192,11 +193,11 @@ pub async fn remerge(
 /// and the accelerator figures from `ledger_accelerator_merged`, one row per resource, which every
 /// import keeps current with the one-pass merge (`remerge`). The same figures as
 /// `model::summarize` over every line.
-pub async fn summary(conn: &mut PgConnection, trial_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
+pub async fn summary(conn: &mut PgConnection, trial_id: TrialId, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
     let sums = sqlx::query!(
         r#"SELECT category, sum(amount) AS "sum!" FROM ledger_lines WHERE trial_id = $1
            AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY category"#,
-        trial_id,
+        trial_id.as_uuid(),
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -208,7 +209,7 @@ pub async fn summary(conn: &mut PgConnection, trial_id: Uuid, currency: &str) ->
     }
     let accelerator = sqlx::query!(
         "SELECT sum(gpu_micros) AS micros, sum(cost) AS cost FROM ledger_accelerator_merged WHERE trial_id = $1",
-        trial_id,
+        trial_id.as_uuid(),
     )
     .fetch_one(&mut *conn)
     .await?;
@@ -242,7 +243,7 @@ struct LineRow {
     rate_per_gpu_hour: Option<Decimal>,
     amount: Decimal,
     currency: String,
-    trial_id: Uuid,
+    trial_id: TrialId,
     created_at: DateTime<Utc>,
 }
 
@@ -276,7 +277,7 @@ impl TryFrom<LineRow> for StoredLine {
 /// previous page).
 pub async fn newest_lines(
     db: impl PgExecutor<'_>,
-    trial_id: Uuid,
+    trial_id: TrialId,
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<StoredLine>, sqlx::Error> {
@@ -284,7 +285,7 @@ pub async fn newest_lines(
         LineRow,
         "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
          currency, trial_id, created_at FROM ledger_lines WHERE trial_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
-        trial_id,
+        trial_id.as_uuid(),
         before.unwrap_or(i64::MAX),
         limit,
     )
@@ -298,13 +299,13 @@ pub async fn newest_lines(
 /// so an exported file reads well and imports into another brief whose trials have the same names.
 pub async fn all_lines(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
-    trial_names: &[(Uuid, String)],
+    brief_id: BriefId,
+    trial_names: &[(TrialId, String)],
 ) -> Result<Vec<LedgerLine>, sqlx::Error> {
     let rows = sqlx::query!(
         "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
          currency, trial_id, created_at FROM ledger_lines WHERE brief_id = $1 ORDER BY seq",
-        brief_id,
+        brief_id.as_uuid(),
     )
     .fetch_all(db)
     .await?;
@@ -322,12 +323,12 @@ pub async fn all_lines(
                 rate_per_gpu_hour: r.rate_per_gpu_hour,
                 amount: r.amount,
                 currency: r.currency,
-                trial_id: r.trial_id,
+                trial_id: r.trial_id.into(),
                 created_at: r.created_at,
             };
             let trial = trial_names
                 .iter()
-                .find(|(id, _)| *id == r.trial_id)
+                .find(|(id, _)| id.as_uuid() == r.trial_id)
                 .map(|(_, name)| name.clone());
             StoredLine::try_from(row).map(|s| LedgerLine { trial, ..s.line })
         })
@@ -335,20 +336,20 @@ pub async fn all_lines(
 }
 
 /// Lines of one trial.
-pub async fn count_lines(db: impl PgExecutor<'_>, trial_id: Uuid) -> Result<i64, sqlx::Error> {
+pub async fn count_lines(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT count(*) AS "count!" FROM ledger_lines WHERE trial_id = $1"#,
-        trial_id
+        trial_id.as_uuid()
     )
     .fetch_one(db)
     .await
 }
 
 /// Whether any trial of the brief has a ledger line.
-pub async fn brief_has_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn brief_has_lines(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT EXISTS (SELECT 1 FROM ledger_lines WHERE brief_id = $1) AS "exists!""#,
-        brief_id
+        brief_id.as_uuid()
     )
     .fetch_one(db)
     .await
@@ -358,14 +359,14 @@ pub async fn brief_has_lines(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<
 /// (fingerprint of the request, the answer's body).
 pub async fn find_idempotent(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    brief_id: BriefId,
     caller: &str,
     key: &str,
 ) -> Result<Option<(String, serde_json::Value)>, sqlx::Error> {
     let row = sqlx::query!(
         "SELECT request_sha256, response_body FROM ledger_idempotency_keys \
          WHERE brief_id = $1 AND caller = $2 AND key = $3 AND created_at > now() - interval '24 hours'",
-        brief_id,
+        brief_id.as_uuid(),
         caller,
         key,
     )
@@ -377,7 +378,7 @@ pub async fn find_idempotent(
 /// Records the answer to a caller's key (replacing an expired one), in the import's transaction.
 pub async fn save_idempotent(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    brief_id: BriefId,
     caller: &str,
     key: &str,
     request_sha256: &str,
@@ -388,7 +389,7 @@ pub async fn save_idempotent(
          VALUES ($1, $2, $3, $4, 201, $5) \
          ON CONFLICT (brief_id, caller, key) DO UPDATE SET request_sha256 = EXCLUDED.request_sha256, \
              response_body = EXCLUDED.response_body, created_at = now()",
-        brief_id,
+        brief_id.as_uuid(),
         caller,
         key,
         request_sha256,
@@ -404,8 +405,8 @@ pub async fn save_idempotent(
 /// `briefs::service::lock`.
 pub async fn claim_focus_rows(
     conn: &mut PgConnection,
-    brief_id: Uuid,
-    trial_id: Uuid,
+    brief_id: BriefId,
+    trial_id: TrialId,
     import_id: Uuid,
     identities: &[Vec<u8>],
 ) -> Result<Vec<Vec<u8>>, sqlx::Error> {
@@ -413,8 +414,8 @@ pub async fn claim_focus_rows(
         "INSERT INTO ledger_focus_rows (trial_id, brief_id, identity, import_id) \
          SELECT $1, $2, t.identity, $3 FROM UNNEST($4::bytea[]) AS t(identity) \
          ON CONFLICT (trial_id, identity) DO NOTHING RETURNING identity",
-        trial_id,
-        brief_id,
+        trial_id.as_uuid(),
+        brief_id.as_uuid(),
         import_id,
         identities,
     )

@@ -12,7 +12,12 @@ use super::{
     repo::{self, StoredLine},
 };
 use crate::{
-    audit, briefs::service as briefs, error::AppError, state::AppState, trials::service as trials,
+    audit,
+    briefs::service as briefs,
+    error::AppError,
+    ids::{BriefId, TrialId},
+    state::AppState,
+    trials::service as trials,
     validation::FieldError,
 };
 
@@ -29,7 +34,7 @@ impl From<CsvError> for AppError {
 }
 
 /// The brief's currency, or 404.
-pub async fn brief_currency(state: &AppState, id: Uuid) -> Result<String, AppError> {
+pub async fn brief_currency(state: &AppState, id: BriefId) -> Result<String, AppError> {
     Ok(briefs::load(&state.pool, id).await?.fields.currency)
 }
 
@@ -37,8 +42,8 @@ pub async fn brief_currency(state: &AppState, id: Uuid) -> Result<String, AppErr
 /// token is scoped to, else the brief's only trial.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Target {
-    pub named: Option<Uuid>,
-    pub token_trial: Option<Uuid>,
+    pub named: Option<TrialId>,
+    pub token_trial: Option<TrialId>,
 }
 
 /// What a post stored, and on which trial the request's own lines and outputs went.
@@ -46,7 +51,7 @@ pub struct Stored {
     pub added: u64,
     /// The request's trial: where lines without a `trial` and the outputs went (`None` when every
     /// line named its trial and no outputs came).
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
 }
 
 /// A caller's `Idempotency-Key` on a ledger post, with the request's fingerprint.
@@ -60,14 +65,14 @@ pub struct LedgerKey<'a> {
 /// What a post with a key came to: stored now, or the first answer's `{ lines_added, trial }`.
 pub enum StoreOutcome {
     Stored(Stored),
-    Replayed { added: u64, trial: Option<Uuid> },
+    Replayed { added: u64, trial: Option<TrialId> },
 }
 
 /// Stores lines and an outputs update in one transaction with its audit row. All or nothing. Each
 /// line goes to the trial it names (id or name), else to the request's trial.
 pub async fn store(
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     target: Target,
     actor: &str,
     source: &str,
@@ -88,7 +93,7 @@ pub async fn store(
 // one transaction under the brief's lock.
 pub async fn store_once(
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     target: Target,
     actor: &str,
     source: &str,
@@ -107,7 +112,7 @@ pub async fn store_once(
     let mut errors = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         match &line.trial {
-            None => line_trials.push(default.unwrap_or_default()),
+            None => line_trials.push(default.unwrap_or(TrialId::from(Uuid::nil()))),
             Some(reference) => match find_trial(&trials, reference) {
                 Some(id) => line_trials.push(id),
                 None => errors.push(FieldError::new(
@@ -128,7 +133,7 @@ pub async fn store_once(
     if !errors.is_empty() {
         return Err(AppError::Validation(errors));
     }
-    let mut used: Vec<Uuid> = line_trials.clone();
+    let mut used: Vec<TrialId> = line_trials.clone();
     used.extend(default);
     used.sort_unstable();
     used.dedup();
@@ -149,7 +154,7 @@ pub async fn store_once(
             }
             return Ok(StoreOutcome::Replayed {
                 added: first["lines_added"].as_u64().unwrap_or(0),
-                trial: first["trial"].as_str().and_then(|t| Uuid::parse_str(t).ok()),
+                trial: first["trial"].as_str().and_then(|t| t.parse::<TrialId>().ok()),
             });
         }
     }
@@ -198,7 +203,7 @@ pub async fn store_once(
 /// What a FOCUS import stored on its trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FocusStored {
-    pub trial: Uuid,
+    pub trial: TrialId,
     pub added: u64,
     /// Lines of the export that an earlier import already added (nothing added again).
     pub already_imported: u64,
@@ -209,9 +214,9 @@ pub struct FocusStored {
 /// re-importing an export adds nothing.
 pub async fn store_focus(
     state: &AppState,
-    brief_id: Uuid,
-    trial: Uuid,
-    token_trial: Option<Uuid>,
+    brief_id: BriefId,
+    trial: TrialId,
+    token_trial: Option<TrialId>,
     actor: &str,
     import: &FocusImport,
 ) -> Result<FocusStored, AppError> {
@@ -271,7 +276,7 @@ pub async fn store_focus(
 }
 
 /// A trial named by its id or its name.
-fn find_trial(trials: &[(Uuid, String)], reference: &str) -> Option<Uuid> {
+fn find_trial(trials: &[(TrialId, String)], reference: &str) -> Option<TrialId> {
     let reference = reference.trim();
     trials
         .iter()
@@ -281,26 +286,26 @@ fn find_trial(trials: &[(Uuid, String)], reference: &str) -> Option<Uuid> {
 
 /// The trial a read names (or its token's, or the brief's only one); 422 naming the trials when
 /// the brief has several and none was named.
-pub async fn read_target(state: &AppState, brief_id: Uuid, target: Target) -> Result<Uuid, AppError> {
+pub async fn read_target(state: &AppState, brief_id: BriefId, target: Target) -> Result<TrialId, AppError> {
     let trials = trials::names(state, brief_id).await?;
     trials::resolve(&trials, target.named, target.token_trial)
 }
 
 /// One trial's summary: its lines and outputs, cost per completed job.
-pub async fn summary(state: &AppState, trial_id: Uuid, currency: &str) -> Result<LedgerSummary, AppError> {
+pub async fn summary(state: &AppState, trial_id: TrialId, currency: &str) -> Result<LedgerSummary, AppError> {
     let mut conn = state.pool.acquire().await?;
     Ok(repo::summary(&mut conn, trial_id, currency).await?)
 }
 
 /// One trial's output counts.
-pub async fn outputs(state: &AppState, trial_id: Uuid) -> Result<Outputs, AppError> {
+pub async fn outputs(state: &AppState, trial_id: TrialId) -> Result<Outputs, AppError> {
     Ok(repo::outputs(&state.pool, trial_id).await?)
 }
 
 /// A page of one trial's lines, newest first, older than `cursor` (a line's `seq`), and the next cursor.
 pub async fn lines_page(
     state: &AppState,
-    trial_id: Uuid,
+    trial_id: TrialId,
     cursor: Option<i64>,
     limit: i64,
 ) -> Result<(Vec<StoredLine>, Option<i64>), AppError> {
@@ -318,30 +323,30 @@ pub async fn lines_page(
 /// One trial's summary on the caller's connection (inside its transaction).
 pub async fn summary_in(
     conn: &mut sqlx::PgConnection,
-    trial_id: Uuid,
+    trial_id: TrialId,
     currency: &str,
 ) -> Result<LedgerSummary, sqlx::Error> {
     repo::summary(conn, trial_id, currency).await
 }
 
-pub async fn summary_from_pool(pool: &PgPool, trial_id: Uuid, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
+pub async fn summary_from_pool(pool: &PgPool, trial_id: TrialId, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
     let mut conn = pool.acquire().await?;
     repo::summary(&mut conn, trial_id, currency).await
 }
 
 /// Whether any trial of the brief has a ledger line (the readiness checklist's "cost view exists").
-pub async fn has_lines(pool: &PgPool, brief_id: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn has_lines(pool: &PgPool, brief_id: BriefId) -> Result<bool, sqlx::Error> {
     repo::brief_has_lines(pool, brief_id).await
 }
 
 /// Lines of one trial.
-pub async fn count_lines(state: &AppState, trial_id: Uuid) -> Result<i64, AppError> {
+pub async fn count_lines(state: &AppState, trial_id: TrialId) -> Result<i64, AppError> {
     Ok(repo::count_lines(&state.pool, trial_id).await?)
 }
 
 /// Every line of every trial as CSV with the import header and each line's trial, in the order
 /// they were added; 404 without the brief.
-pub async fn export_csv(state: &AppState, brief_id: Uuid) -> Result<Vec<u8>, AppError> {
+pub async fn export_csv(state: &AppState, brief_id: BriefId) -> Result<Vec<u8>, AppError> {
     brief_currency(state, brief_id).await?;
     // Two reads: the trials' names are the trials domain's.
     let trials = trials::names(state, brief_id).await?;
@@ -353,8 +358,8 @@ pub async fn export_csv(state: &AppState, brief_id: Uuid) -> Result<Vec<u8>, App
 /// trial already has ledger lines. Goes through the same validated, all-or-nothing store as the API.
 pub async fn demo_import(
     state: &AppState,
-    brief_id: Uuid,
-    trial_id: Uuid,
+    brief_id: BriefId,
+    trial_id: TrialId,
     csv_text: &str,
     outputs: &OutputsPatch,
 ) -> Result<bool, AppError> {
@@ -376,7 +381,7 @@ pub async fn demo_import(
 /// benchmarks).
 pub async fn import_lines(
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     target: Target,
     actor: &str,
     lines: &[LedgerLine],

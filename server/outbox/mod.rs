@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
+use crate::ids::{BriefId, TrialId};
+
 /// The kinds of event a webhook may listen to.
 pub const EVENTS: [&str; 4] = [DECISION_CHANGED, APPROVAL_RECORDED, APPROVAL_STALE, EVIDENCE_FAILED];
 pub const DECISION_CHANGED: &str = "decision.changed";
@@ -21,9 +23,9 @@ pub const EVIDENCE_FAILED: &str = "evidence.failed";
 #[derive(Debug, Clone)]
 pub struct Event<'a> {
     pub kind: &'static str,
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     pub brief_name: &'a str,
-    pub trial_id: Option<Uuid>,
+    pub trial_id: Option<TrialId>,
     pub old: Value,
     pub new: Value,
     /// One readable line: what a Slack incoming webhook shows (`text`).
@@ -69,8 +71,8 @@ pub async fn enqueue(db: impl PgExecutor<'_>, public_url: &str, e: &Event<'_>) -
            SELECT count(*) AS "count!" FROM event"#,
         id,
         e.kind,
-        e.brief_id,
-        e.trial_id,
+        e.brief_id.as_uuid(),
+        e.trial_id.map(TrialId::as_uuid),
         payload(id, e, public_url),
     )
     .fetch_one(db)
@@ -84,7 +86,7 @@ mod tests {
 
     #[test]
     fn the_payload_names_the_brief_and_links_to_its_review() {
-        let brief = Uuid::nil();
+        let brief = BriefId::from(Uuid::nil());
         let e = Event {
             kind: APPROVAL_RECORDED,
             brief_id: brief,

@@ -9,6 +9,8 @@ use sqlx::{types::Json, PgConnection, PgExecutor};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::ids::BriefId;
+
 /// A webhook as listed: never its secret.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct WebhookRow {
@@ -63,7 +65,8 @@ pub struct DeliveryRow {
     pub webhook_id: Uuid,
     pub event_id: Uuid,
     pub event: String,
-    pub brief_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
     /// pending, delivered or failed (given up).
     pub state: String,
     pub attempts: i32,

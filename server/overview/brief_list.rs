@@ -9,12 +9,12 @@
 //! committed change. A list only reads: it stores no summary and tells no webhook.
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::list_query::{self, BriefFilter, BriefOrder};
 use crate::{
     briefs::model::Brief,
     error::AppError,
+    ids::BriefId,
     review::summaries::{self as summaries, SummaryRow},
     state::AppState,
 };
@@ -23,7 +23,7 @@ use crate::{
 pub const STATES: [&str; 5] = ["awaiting-evidence", "needs-approval", "stale", "approved", "rejected"];
 
 /// A page's place in the list: the (created_at, id) of the last brief looked at.
-pub type Cursor = (DateTime<Utc>, Uuid);
+pub type Cursor = (DateTime<Utc>, BriefId);
 
 /// The cursor as links and the API write it: `<created_at in microseconds>.<brief id>`.
 pub fn encode_cursor((at, id): Cursor) -> String {
@@ -33,10 +33,7 @@ pub fn encode_cursor((at, id): Cursor) -> String {
 /// The cursor read back, or `None` when it was not written by [`encode_cursor`].
 pub fn decode_cursor(s: &str) -> Option<Cursor> {
     let (micros, id) = s.split_once('.')?;
-    Some((
-        DateTime::from_timestamp_micros(micros.parse().ok()?)?,
-        Uuid::parse_str(id).ok()?,
-    ))
+    Some((DateTime::from_timestamp_micros(micros.parse().ok()?)?, id.parse().ok()?))
 }
 
 /// One listed brief with its current summary.
@@ -82,7 +79,7 @@ pub async fn page(
         // One extra row says whether anything follows.
         let batch = list_query::list_filtered(&state.pool, filter, cursor, limit as i64 + 1).await?;
         let exhausted = batch.len() <= limit;
-        let ids: Vec<Uuid> = batch.iter().map(|b| b.id).collect();
+        let ids: Vec<BriefId> = batch.iter().map(|b| b.id).collect();
         let mut summaries = summaries::current(state, &ids).await?;
         for brief in batch.into_iter().take(limit) {
             if items.len() == limit || scanned == max_scanned {
@@ -132,7 +129,7 @@ pub async fn sorted_page(
     // One extra row says whether anything follows.
     let batch = list_query::list_sorted(&state.pool, filter, order, offset as i64, limit as i64 + 1).await?;
     let more = batch.len() > limit;
-    let ids: Vec<Uuid> = batch.iter().map(|b| b.id).collect();
+    let ids: Vec<BriefId> = batch.iter().map(|b| b.id).collect();
     let mut summaries = summaries::current(state, &ids).await?;
     let items = batch
         .into_iter()
@@ -149,10 +146,11 @@ pub async fn sorted_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     #[test]
     fn the_cursor_reads_back_and_a_damaged_one_is_refused() {
-        let id = Uuid::now_v7();
+        let id = BriefId::from(Uuid::now_v7());
         let at = DateTime::from_timestamp_micros(1_764_000_000_123_456).unwrap();
         assert_eq!(decode_cursor(&encode_cursor((at, id))), Some((at, id)));
         assert_eq!(decode_cursor("nonsense"), None);

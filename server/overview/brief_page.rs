@@ -4,8 +4,6 @@
 use askama::Template;
 use axum::{extract::State, http::StatusCode, response::Response};
 
-use uuid::Uuid;
-
 use serde::Deserialize;
 
 use crate::{
@@ -16,6 +14,7 @@ use crate::{
         pages::{self as evidence_pages, EvidenceListRow},
         service as evidence,
     },
+    ids::{BriefId, TrialId},
     ledger::pages as ledger_pages,
     money,
     prices::{model::AllocationPrice, service as prices},
@@ -269,7 +268,7 @@ fn trial_rows(
     trials: &[Trial],
     prices: &[Option<AllocationPrice>],
     sizing: &Sizing,
-    selected: Uuid,
+    selected: TrialId,
     currency: &str,
 ) -> Vec<TrialRow> {
     trials
@@ -318,7 +317,7 @@ fn trial_rows(
 /// `?trial=`: which trial's card, evidence and ledger the page shows (the first by default).
 #[derive(Deserialize)]
 pub struct BriefPageQuery {
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
     /// `memory`: the sizing table by memory rented; otherwise by cheapest price when any option
     /// has one (fitting options first).
     sizing: Option<String>,
@@ -327,7 +326,7 @@ pub struct BriefPageQuery {
 pub async fn brief_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<BriefPageQuery>,
 ) -> PageResult<Response> {
     render(&load_page(&state, &user, id, q).await?)
@@ -338,7 +337,7 @@ pub async fn brief_page(
 /// rather than an error page that loses the input.
 pub async fn add_ledger_line(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     match ledger_pages::add_line(&state, id, &user, &values).await? {
@@ -358,7 +357,7 @@ pub async fn add_ledger_line(
 }
 
 // Long, and reads better whole: the brief page's reads, side by side, then one view of them.
-async fn load_page(state: &AppState, user: &PageUser, id: Uuid, q: BriefPageQuery) -> PageResult<BriefPage> {
+async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQuery) -> PageResult<BriefPage> {
     let brief = trials::load_brief(&state.pool, id).await?;
     // The summary and the allocation under test read the engine's order (memory rented); only the
     // table shown is reordered by price, below.

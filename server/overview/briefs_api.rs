@@ -16,6 +16,7 @@ use crate::{
     auth::{teams, users, Role},
     briefs::model::BriefView,
     error::{ApiResult, AppError},
+    ids::TrialId,
     overview::{
         brief_list::{self, decode_cursor, encode_cursor, STATES},
         list_query::BriefFilter,
@@ -55,7 +56,8 @@ struct SummaryView<'a> {
     /// awaiting-evidence | needs-approval | stale | approved | rejected
     state: &'a str,
     /// The trial the decision is taken from.
-    trial_id: Uuid,
+    #[schema(value_type = Uuid)]
+    trial_id: TrialId,
     accepted: bool,
     /// A decimal string.
     #[serde(with = "rust_decimal::serde::str_option")]

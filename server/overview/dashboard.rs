@@ -16,13 +16,13 @@ use askama::Template;
 use axum::{extract::State, response::Response};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use uuid::Uuid;
 
 use crate::{
     auth::teams,
     briefs::model::Brief,
     error::AppError,
     evidence::service as evidence,
+    ids::BriefId,
     money,
     overview::{
         brief_list::{self, decode_cursor, encode_cursor},
@@ -378,7 +378,7 @@ pub async fn dashboard(
             )
         }
     };
-    let ids: Vec<Uuid> = items.iter().map(|l| l.brief.id).collect();
+    let ids: Vec<BriefId> = items.iter().map(|l| l.brief.id).collect();
     let latest = evidence::latest_per_brief(&state, &ids).await?;
     let mut rows: Vec<BriefRow> = items
         .into_iter()

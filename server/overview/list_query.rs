@@ -14,6 +14,7 @@ use crate::{
         row::BriefRow,
     },
     error::AppError,
+    ids::BriefId,
     sizing::ArchitectureFields,
 };
 
@@ -39,7 +40,7 @@ pub struct BriefFilter {
     /// Only briefs whose summary has (true) or has not (false) a failing required criterion.
     pub failing: Option<bool>,
     /// Only this brief (a token limited to one brief).
-    pub only: Option<Uuid>,
+    pub only: Option<BriefId>,
 }
 
 impl BriefFilter {
@@ -133,7 +134,7 @@ pub async fn list_sorted(
         filter.team,
         filter.states.as_deref(),
         filter.failing,
-        filter.only,
+        filter.only.map(Uuid::from),
         order.as_str(),
         offset,
         limit,
@@ -164,7 +165,7 @@ fn like_pattern(search: &str) -> String {
 pub async fn list_filtered(
     db: impl PgExecutor<'_>,
     filter: &BriefFilter,
-    after: Option<(DateTime<Utc>, Uuid)>,
+    after: Option<(DateTime<Utc>, BriefId)>,
     limit: i64,
 ) -> Result<Vec<Brief>, AppError> {
     let pattern = filter
@@ -202,13 +203,13 @@ pub async fn list_filtered(
         pattern,
         filter.has_evidence,
         after_at,
-        after_id,
+        after_id.map(Uuid::from),
         limit,
         filter.owner,
         filter.team,
         filter.states.as_deref(),
         filter.failing,
-        filter.only,
+        filter.only.map(Uuid::from),
     )
     .fetch_all(db)
     .await?;

@@ -27,6 +27,7 @@ use crate::{
     },
     briefs::service as briefs,
     error::AppError,
+    ids::BriefId,
     state::AppState,
     web::{
         auth::{client_ip, CsrfForm, PageUser},
@@ -75,7 +76,7 @@ struct UsersPage {
     ctx: PageContext,
     users: Vec<UserLine>,
     teams: Vec<Team>,
-    unowned: Vec<(Uuid, String)>,
+    unowned: Vec<(BriefId, String)>,
     /// A password to show once: (email, password, "Created" or "New password for").
     shown: Option<(String, String, &'static str)>,
     error: String,
@@ -512,7 +513,7 @@ struct SharingPage {
     error: String,
 }
 
-async fn sharing_view(state: &AppState, user: &PageUser, id: Uuid, error: String) -> PageResult<Response> {
+async fn sharing_view(state: &AppState, user: &PageUser, id: BriefId, error: String) -> PageResult<Response> {
     let brief = briefs::load(&state.pool, id).await?;
     let access = teams::brief_access(&state.pool, id).await?;
     let all = teams::list_teams(&state.pool).await?;
@@ -544,14 +545,14 @@ async fn sharing_view(state: &AppState, user: &PageUser, id: Uuid, error: String
     })
 }
 
-async fn sharing_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn sharing_page(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     sharing_view(&state, &user, id, String::new()).await
 }
 
 async fn share(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_change_sharing(&state.pool, &user.principal(), id).await?;
@@ -575,7 +576,7 @@ async fn share(
 
 async fn unshare(
     State(state): State<AppState>,
-    Path((id, tid)): Path<(Uuid, Uuid)>,
+    Path((id, tid)): Path<(BriefId, Uuid)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_change_sharing(&state.pool, &user.principal(), id).await?;
@@ -595,7 +596,7 @@ async fn unshare(
 /// Admins assign a brief's owner (briefs from before ownership have none).
 async fn set_owner(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;

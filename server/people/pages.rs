@@ -26,6 +26,7 @@ use crate::{
     },
     briefs::service as briefs,
     error::AppError,
+    ids::{BriefId, TrialId},
     secrets,
     state::AppState,
     trials::service as trials,
@@ -397,7 +398,7 @@ struct TokenLine {
 }
 
 impl TokenLine {
-    fn new(t: &TokenRow, trials: &[(Uuid, String)]) -> Self {
+    fn new(t: &TokenRow, trials: &[(TrialId, String)]) -> Self {
         let when = |d: chrono::DateTime<chrono::Utc>| d.format("%Y-%m-%d %H:%M UTC").to_string();
         let state = if t.revoked_at.is_some() {
             "revoked"
@@ -453,7 +454,7 @@ struct StageRecipe {
 }
 
 /// The recipes for stages 1 to 5: the plan runs what it can, and each stage can be sent by hand.
-fn stage_recipes(base_url: &str, brief_id: Uuid, trial_flag: &str, trial_query: &str) -> Vec<StageRecipe> {
+fn stage_recipes(base_url: &str, brief_id: BriefId, trial_flag: &str, trial_query: &str) -> Vec<StageRecipe> {
     let collect = format!("rentcheck collect --server {base_url} --brief {brief_id}{trial_flag}");
     vec![
         StageRecipe {
@@ -507,13 +508,13 @@ fn stage_recipes(base_url: &str, brief_id: Uuid, trial_flag: &str, trial_query: 
 /// What a token was just minted as: the signed token and the trial it is scoped to.
 struct Minted {
     token: String,
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
 }
 
 async fn tokens_view(
     state: &AppState,
     user: &PageUser,
-    brief_id: uuid::Uuid,
+    brief_id: BriefId,
     minted: Option<Minted>,
     base_url: &str,
     error: String,
@@ -558,7 +559,7 @@ const MINTED_COOKIE: &str = "rentcheck_minted";
 async fn tokens_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     headers: HeaderMap,
 ) -> PageResult<Response> {
     // The address agents use (RENTCHECK_PUBLIC_URL), not the Host this browser happened to use.
@@ -566,7 +567,7 @@ async fn tokens_page(
     let minted = once::read(&headers, MINTED_COOKIE).and_then(|f| {
         Some(Minted {
             token: once::field(&f, "token")?.to_owned(),
-            trial: once::field(&f, "trial").and_then(|t| Uuid::parse_str(t).ok()),
+            trial: once::field(&f, "trial").and_then(|t| t.parse().ok()),
         })
     });
     let shown_once = minted.is_some();
@@ -587,7 +588,7 @@ pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
 
 async fn mint_token(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
@@ -597,7 +598,7 @@ async fn mint_token(
         None => None,
         Some(t) => {
             let known = trials::names(&state, id).await?;
-            match Uuid::parse_str(t).ok().filter(|t| known.iter().any(|(k, _)| k == t)) {
+            match t.parse::<TrialId>().ok().filter(|t| known.iter().any(|(k, _)| k == t)) {
                 Some(t) => Some(t),
                 None => return tokens_view(&state, &user, id, None, &base, "Pick a trial of this brief.".into()).await,
             }
@@ -654,7 +655,7 @@ async fn mint_token(
 
 async fn revoke_token(
     State(state): State<AppState>,
-    Path((brief_id, jti)): Path<(Uuid, Uuid)>,
+    Path((brief_id, jti)): Path<(BriefId, Uuid)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;

@@ -8,7 +8,6 @@ use axum::{
     Json,
 };
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use super::{
     job::{manifest, JobSettings},
@@ -16,6 +15,7 @@ use super::{
 };
 use crate::{
     error::ApiResult,
+    ids::{BriefId, TrialId},
     state::AppState,
     web::{auth::ApiCaller, extract::Path},
 };
@@ -49,7 +49,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((brief_id, trial_id)): Path<(Uuid, Uuid)>,
+    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
 ) -> ApiResult<Response> {
     caller.may_read_test_plan(brief_id, trial_id)?;
     let p = service::plan_for(&state, brief_id, trial_id).await?;
@@ -74,7 +74,7 @@ async fn show(
 async fn job(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((brief_id, trial_id)): Path<(Uuid, Uuid)>,
+    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
 ) -> ApiResult<Response> {
     caller.may_read_test_plan(brief_id, trial_id)?;
     let p = service::plan_for(&state, brief_id, trial_id).await?;

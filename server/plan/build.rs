@@ -16,8 +16,6 @@
 //!   and `--goodput` from the brief's targets; vLLM and dcgm-exporter are scraped before and after
 //!   each point under one window id.
 
-use uuid::Uuid;
-
 use crate::{
     acceptance::{
         defaults::needs_several_gpus,
@@ -28,16 +26,17 @@ use crate::{
         GoodputTarget, LoadDesign, LoadPoint, NotCovered, PlanBrief, PlanCommand, PlanStage, PlanStep, PlanTrial,
         Runner, Scrape, ServeHint, TestPlan, Variable, BUILT_IN_TOOL, PLAN_FORMAT,
     },
+    ids::{BriefId, TrialId},
     sizing::{Precision, Sizing, SizingOption, WorkloadKind},
     trials::model::Allocation,
 };
 
 /// What a plan is written from.
 pub struct PlanInput<'a> {
-    pub brief_id: Uuid,
+    pub brief_id: BriefId,
     pub brief: &'a BriefFields,
     pub sizing: &'a Sizing,
-    pub trial_id: Uuid,
+    pub trial_id: TrialId,
     pub trial_name: &'a str,
     pub allocation: Option<&'a Allocation>,
     /// The criteria that apply to this trial (`acceptance::service::criteria_for_trial`).
@@ -1128,8 +1127,8 @@ fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &str) -> Vec<
 }
 
 /// The first eight hex digits of an id, for names people read.
-pub fn short(id: Uuid) -> String {
-    id.simple().to_string()[..8].to_owned()
+pub fn short(id: TrialId) -> String {
+    id.as_uuid().simple().to_string()[..8].to_owned()
 }
 
 fn goodput_targets(brief: &BriefFields) -> Vec<GoodputTarget> {
@@ -1326,6 +1325,7 @@ fn serve_hint(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use uuid::Uuid;
 
     use super::*;
     use crate::{
@@ -1355,10 +1355,10 @@ mod tests {
         let alloc = Allocation::resolve(Some(gpu), Some(count), &sizing).unwrap();
         let criteria = default_card_for(b, Some((alloc.gpu, alloc.count)));
         build(&PlanInput {
-            brief_id: Uuid::nil(),
+            brief_id: BriefId::from(Uuid::nil()),
             brief: b,
             sizing: &sizing,
-            trial_id: Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef),
+            trial_id: TrialId::from(Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef)),
             trial_name: "Trial 1",
             allocation: Some(&alloc),
             criteria: &criteria,

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::{
     collect::plan::{PlanCommand, Runner, ServeHint, Variable},
+    ids::{BriefId, TrialId},
     state::AppState,
     web::{
         auth::PageUser,
@@ -60,9 +61,9 @@ struct LoadView {
 #[template(path = "plan/show.html")]
 struct PlanPage {
     ctx: PageContext,
-    brief_id: Uuid,
+    brief_id: BriefId,
     brief_name: String,
-    trial_id: Uuid,
+    trial_id: TrialId,
     trial_name: String,
     allocation: String,
     suggested: bool,
@@ -92,7 +93,7 @@ fn duration(seconds: u64) -> String {
 async fn show(
     State(state): State<AppState>,
     user: PageUser,
-    Path((brief_id, trial_id)): Path<(Uuid, Uuid)>,
+    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
 ) -> PageResult<Response> {
     user.principal().may_read_brief(brief_id)?;
     let p = service::plan_for(&state, brief_id, trial_id).await?;

@@ -2,8 +2,6 @@
 
 use std::collections::HashMap;
 
-use uuid::Uuid;
-
 use super::build::{build, PlanInput};
 use crate::{
     acceptance::service as acceptance,
@@ -11,6 +9,7 @@ use crate::{
     collect::plan::{Held, TestPlan},
     error::AppError,
     evidence::service as evidence,
+    ids::{BriefId, TrialId},
     state::AppState,
     trials::{
         model::{Allocation, Trial},
@@ -60,7 +59,7 @@ impl TrialPlan {
 
 /// The plan of trial `trial_id` of brief `brief_id` (404 when the trial is not the brief's), each
 /// step marked with the evidence the trial already holds of it.
-pub async fn plan_for(state: &AppState, brief_id: Uuid, trial_id: Uuid) -> Result<TrialPlan, AppError> {
+pub async fn plan_for(state: &AppState, brief_id: BriefId, trial_id: TrialId) -> Result<TrialPlan, AppError> {
     let brief = trials::load_brief(&state.pool, brief_id).await?;
     let trial = trials::pick(state, brief_id, Some(trial_id)).await?;
     let sizing = brief.fields.sizing();

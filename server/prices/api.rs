@@ -16,9 +16,10 @@ use utoipa_axum::{
 };
 
 use super::{
-    model::{PriceImport, PriceList, MAX_ROWS},
+    model::{PriceList, MAX_ROWS},
     repo,
     service::{self, Format},
+    skypilot::PriceImport,
 };
 use crate::{
     auth::Role,

@@ -19,6 +19,7 @@ use std::{collections::HashMap, sync::LazyLock};
 use chrono::NaiveDate;
 use rust_decimal::{prelude::ToPrimitive, Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use super::model::{PriceRow, SheetErrors, MAX_ROWS};
 use crate::{sizing, validation::FieldError};
@@ -120,6 +121,64 @@ pub struct CatalogueImport {
     pub skipped: Vec<Skipped>,
     /// Catalogue rows read (without the header).
     pub rows_read: u64,
+}
+
+/// What `POST /api/v1/prices` answers: the sheet and its rows; a SkyPilot catalogue adds how many
+/// rows it read and the rows it skipped (absent for a sheet).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PriceImport<'a> {
+    pub sheet_id: Uuid,
+    /// How many rows were stored.
+    pub rows: usize,
+    pub prices: &'a [PriceRow],
+    /// A catalogue: the rows read (without the header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalogue_rows: Option<u64>,
+    /// A catalogue: the rows left out, by reason and accelerator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<Vec<SkippedRows<'a>>>,
+}
+
+/// Catalogue rows left out for one reason and accelerator name.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SkippedRows<'a> {
+    pub reason: SkipReason,
+    /// The reason in words.
+    pub says: &'static str,
+    /// The catalogue's `AcceleratorName` ("" for CPU-only rows).
+    pub accelerator: &'a str,
+    pub rows: u64,
+    /// The first few instance types.
+    pub instance_types: &'a [String],
+    /// The first few lines (line 1 is the header).
+    pub lines: &'a [u32],
+}
+
+impl<'a> PriceImport<'a> {
+    /// The answer to an import of `import` as sheet `sheet_id`; `catalogue`: it was a SkyPilot
+    /// catalogue.
+    pub fn of(sheet_id: Uuid, import: &'a CatalogueImport, catalogue: bool) -> Self {
+        Self {
+            sheet_id,
+            rows: import.rows.len(),
+            prices: &import.rows,
+            catalogue_rows: catalogue.then_some(import.rows_read),
+            skipped: catalogue.then(|| {
+                import
+                    .skipped
+                    .iter()
+                    .map(|s| SkippedRows {
+                        reason: s.reason,
+                        says: s.reason.says(),
+                        accelerator: &s.accelerator,
+                        rows: s.rows,
+                        instance_types: &s.instance_types,
+                        lines: &s.lines,
+                    })
+                    .collect()
+            }),
+        }
+    }
 }
 
 fn cell_error(line: usize, column: usize, name: &str, message: impl Into<String>) -> FieldError {

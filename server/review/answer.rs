@@ -1,11 +1,15 @@
 //! The review's JSON answer (`GET /api/v1/briefs/{id}/review`): the types the API serializes and
 //! the OpenAPI document is derived from, so the two cannot differ. They borrow from a computed
-//! [`Review`]; every field is always present (null when unknown).
+//! [`Review`]; every field is always present (null when unknown). A use-case file: it also serves
+//! the answer's bytes from the per-process cache.
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
+use chrono::Utc;
 use rust_decimal::Decimal;
 use serde::Serialize;
+use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -14,12 +18,16 @@ use super::{
     decision::{CriterionOutcome, LedgerFacts, Reason, UtilizationSource, Verdict},
     model::Reservation,
     money::MoneyFacts,
-    service::{ApprovalState, Review, TrialReview},
+    repo,
+    service::{self, ApprovalState, Review, TrialReview},
 };
 use crate::{
     acceptance::service::StaleCriterion,
+    error::AppError,
+    ids::{BriefId, TrialId},
     prices::model::{AllocationPrice, StoredPrice},
     sizing::kv_check::KvCheck,
+    state::AppState,
     trials::model::Billing,
 };
 
@@ -27,13 +35,17 @@ use crate::{
 /// closest one); `trials` has every trial.
 #[derive(Serialize, ToSchema)]
 pub struct ReviewAnswer<'a> {
-    pub brief_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
     /// The trial the top-level decision is taken from.
-    pub trial: Uuid,
+    #[schema(value_type = Uuid)]
+    pub trial: TrialId,
     /// Never a stopped trial; the cheapest per unit of work among the accepted ones.
-    pub recommended_trial: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub recommended_trial: Option<TrialId>,
     /// With none recommendable: the trial with the fewest failing (then missing) required criteria.
-    pub closest_trial: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub closest_trial: Option<TrialId>,
     pub trials: Vec<TrialAnswer<'a>>,
     pub decision: Verdict,
     pub accepted: bool,
@@ -59,7 +71,8 @@ pub struct ReviewAnswer<'a> {
 /// One trial's decision and money at the SLO, all read at its operating point.
 #[derive(Serialize, ToSchema)]
 pub struct TrialAnswer<'a> {
-    pub trial: Uuid,
+    #[schema(value_type = Uuid)]
+    pub trial: TrialId,
     pub name: &'a str,
     pub provider: &'a str,
     pub allocation: Option<AllocationAnswer<'a>>,
@@ -112,7 +125,8 @@ pub struct TrialAnswer<'a> {
     /// Criteria of a saved card set for another allocation than this trial's.
     pub stale_criteria: &'a [StaleCriterion],
     /// The trial this one re-runs.
-    pub rerun_of: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub rerun_of: Option<TrialId>,
     /// What got better or worse since the trial this one re-runs.
     pub changes_since_rerun_of: &'a [Change],
 }
@@ -249,4 +263,24 @@ impl<'a> TrialAnswer<'a> {
             changes_since_rerun_of: &t.changes,
         }
     }
+}
+
+/// The review JSON of a brief, as the API sends it: computed, or the bytes computed before while
+/// no write that can change it has committed since (and it is still the same UTC day). The count
+/// is read before the review is computed, so what is kept under a count is never older than it.
+pub async fn review_body(state: &AppState, id: BriefId) -> Result<Bytes, AppError> {
+    let version = (repo::change_count(&state.pool, id).await?, Utc::now().date_naive());
+    if let Some(body) = state.review_cache.get(id.as_uuid(), version) {
+        return Ok(body);
+    }
+    let r = service::review(state, id).await?;
+    let body = Bytes::from(serde_json::to_vec(&ReviewAnswer::of(&r)).map_err(|e| AppError::Internal(e.into()))?);
+    state.review_cache.put(id.as_uuid(), version, body.clone());
+    Ok(body)
+}
+
+/// The JSON answer of `GET /api/v1/briefs/{id}/review` as a value ([`ReviewAnswer`] is what the API
+/// serializes); the decision record adds its fields to it.
+pub fn review_json(r: &Review) -> Value {
+    serde_json::to_value(ReviewAnswer::of(r)).unwrap_or(Value::Null)
 }

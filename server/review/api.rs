@@ -11,11 +11,11 @@ use axum::{
 use serde_json::Value;
 
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use super::service::{self, VerdictRequest};
 use crate::{
     error::{ApiResult, AppError},
+    ids::{BriefId, TrialId},
     state::AppState,
     validation::FieldError,
     web::{
@@ -53,10 +53,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
 async fn review(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
-    let body = service::review_body(&state, id).await?;
+    let body = super::answer::review_body(&state, id).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
@@ -87,7 +87,7 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
 async fn approve(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
@@ -121,7 +121,7 @@ async fn approve(
     }
     let trial = match body.get("trial") {
         None | Some(Value::Null) => None,
-        Some(Value::String(t)) => Some(Uuid::parse_str(t.trim()).map_err(|_| {
+        Some(Value::String(t)) => Some(t.trim().parse::<TrialId>().map_err(|_| {
             AppError::Validation(vec![FieldError::new(
                 "trial",
                 "must be the id of one of the brief's trials",

@@ -6,17 +6,17 @@ use std::cmp::Ordering;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::{
     decision::{CriterionOutcome, Status, Verdict},
     money::MoneyFacts,
 };
+use crate::ids::TrialId;
 
 /// What the comparison reads of one trial.
 #[derive(Debug, Clone)]
 pub struct TrialStanding {
-    pub trial_id: Uuid,
+    pub trial_id: TrialId,
     pub position: i32,
     pub accepted: bool,
     /// The trial's own decision: only reserve, dedicate or expand can be recommended.
@@ -37,10 +37,10 @@ pub struct TrialStanding {
 /// The recommended trial, or (when none can be recommended) the closest one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Recommendation {
-    pub recommended: Option<Uuid>,
+    pub recommended: Option<TrialId>,
     /// With none recommendable: the trial with the fewest failing required criteria (then fewest
     /// missing), so the page can say what it lacks.
-    pub closest: Option<Uuid>,
+    pub closest: Option<TrialId>,
 }
 
 /// A trial can be recommended only when it is accepted and its own decision keeps or commits to
@@ -216,14 +216,14 @@ pub fn money_changes(before: Option<&MoneyFacts>, after: Option<&MoneyFacts>) ->
 /// The digest an approval pins. With one trial it is that trial's own digest (so approvals made
 /// before trials existed stay current); with several, a hash over every trial's id and digest in
 /// trial order, so new evidence on any trial makes an approval stale.
-pub fn overall_digest(trials: &[(Uuid, String)]) -> String {
+pub fn overall_digest(trials: &[(TrialId, String)]) -> String {
     match trials {
         [(_, only)] => only.clone(),
         _ => {
             use sha2::{Digest, Sha256};
             let mut h = Sha256::new();
             for (id, digest) in trials {
-                h.update(id.as_bytes());
+                h.update(id.as_uuid().as_bytes());
                 h.update(digest.as_bytes());
             }
             h.finalize().iter().map(|b| format!("{b:02x}")).collect()
@@ -234,12 +234,13 @@ pub fn overall_digest(trials: &[(Uuid, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use uuid::Uuid;
 
     use super::*;
 
     fn standing(position: i32, accepted: bool, cost: Option<i64>, gpus: u32) -> TrialStanding {
         TrialStanding {
-            trial_id: Uuid::from_u128(position as u128),
+            trial_id: TrialId::from(Uuid::from_u128(position as u128)),
             position,
             accepted,
             decision: if accepted { Verdict::Reserve } else { Verdict::Expand },
@@ -291,7 +292,7 @@ mod tests {
         let r = recommend(&trials);
         assert_eq!(
             r.recommended,
-            Some(Uuid::from_u128(2)),
+            Some(TrialId::from(Uuid::from_u128(2))),
             "trial 3 is cheaper but not accepted"
         );
         assert_eq!(r.closest, None);
@@ -316,7 +317,7 @@ mod tests {
         let c = standing(3, true, None, 1);
         assert_eq!(
             recommend(&[c, standing(4, true, Some(9999), 16)]).recommended,
-            Some(Uuid::from_u128(4)),
+            Some(TrialId::from(Uuid::from_u128(4))),
             "a known cost beats an unknown one"
         );
     }
@@ -333,7 +334,11 @@ mod tests {
         c.missing_required = 1;
         let r = recommend(&[a, b, c]);
         assert_eq!(r.recommended, None);
-        assert_eq!(r.closest, Some(Uuid::from_u128(3)), "no failures and the fewest gaps");
+        assert_eq!(
+            r.closest,
+            Some(TrialId::from(Uuid::from_u128(3))),
+            "no failures and the fewest gaps"
+        );
     }
 
     fn outcome(key: &str, op: &str, status: Status, value: Option<Value>) -> CriterionOutcome {
@@ -372,8 +377,8 @@ mod tests {
 
     #[test]
     fn one_trial_keeps_its_own_digest() {
-        let a = (Uuid::from_u128(1), "aa".to_owned());
-        let b = (Uuid::from_u128(2), "bb".to_owned());
+        let a = (TrialId::from(Uuid::from_u128(1)), "aa".to_owned());
+        let b = (TrialId::from(Uuid::from_u128(2)), "bb".to_owned());
         assert_eq!(overall_digest(std::slice::from_ref(&a)), "aa");
         let both = overall_digest(&[a.clone(), b.clone()]);
         assert_eq!(both.len(), 64);

@@ -11,6 +11,7 @@ use super::{
     model::Reservation,
     service::{Review, TrialReview},
 };
+use crate::ids::TrialId;
 use crate::{acceptance::model::known_key, money};
 
 /// The card unit of a metric key ("ms", "fraction", "count"; empty when unknown).
@@ -433,7 +434,7 @@ pub fn changed_in_words(changed: &[String], r: &Review) -> String {
     let mut out: Vec<String> = Vec::new();
     for path in changed {
         let (head, rest) = path.split_once('.').unwrap_or((path, ""));
-        let (trial, head, rest) = match uuid::Uuid::parse_str(head).ok().and_then(|id| r.trial(id)) {
+        let (trial, head, rest) = match head.parse::<TrialId>().ok().and_then(|id| r.trial(id)) {
             Some(t) => {
                 let (h, rest) = rest.split_once('.').unwrap_or((rest, ""));
                 (Some(t.context.trial.fields.name.clone()), h, rest)

@@ -21,6 +21,7 @@ use crate::{
     briefs::model::Brief,
     error::AppError,
     evidence::{model::Observation, service as evidence},
+    ids::TrialId,
     ledger::{self, model::LedgerSummary},
     prices::{
         model::{
@@ -309,7 +310,7 @@ pub fn kv_measured(metrics: &BTreeMap<String, MetricFact>) -> KvMeasured {
 /// (the evidence domain's newest value per stage, then the newest of those per key).
 async fn newest_metrics(
     db: impl sqlx::PgExecutor<'_>,
-    trial: Uuid,
+    trial: TrialId,
     keys: &[String],
 ) -> Result<BTreeMap<String, MetricFact>, sqlx::Error> {
     let mut newest: BTreeMap<String, Observation> = BTreeMap::new();

@@ -6,9 +6,9 @@ use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::{decision::Verdict, money::MoneyFacts};
+use crate::ids::TrialId;
 use crate::{money::HOURS_PER_MONTH, validation::FieldError};
 
 /// A manager's verdict on a decision. Stored as the text `approve` / `reject` in
@@ -59,7 +59,8 @@ impl std::fmt::Display for ApprovalVerdict {
 /// the decision record all show (docs/decision.md, "Approval").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Reservation {
-    pub trial: Uuid,
+    #[schema(value_type = Uuid)]
+    pub trial: TrialId,
     /// Who rents it: the trial's provider (absent when it names none).
     pub provider: Option<String>,
     pub gpu: String,
@@ -100,7 +101,7 @@ impl Reservation {
 /// What a trial's reservation is computed from.
 #[derive(Debug, Clone, Copy)]
 pub struct ReservationBasis<'a> {
-    pub trial: Uuid,
+    pub trial: TrialId,
     pub provider: &'a str,
     pub gpu: &'a str,
     pub currency: &'a str,
@@ -280,6 +281,7 @@ pub fn changed_inputs(before: &Value, now: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     #[test]
     fn a_verdict_is_stored_and_sent_as_approve_or_reject() {
@@ -323,7 +325,7 @@ mod tests {
 
     fn computed() -> Reservation {
         Reservation {
-            trial: Uuid::nil(),
+            trial: TrialId::from(Uuid::nil()),
             provider: Some("Cloud A".into()),
             gpu: "H100 SXM".into(),
             gpus_per_node: 8,

@@ -12,8 +12,6 @@ use axum::{
 };
 use rust_decimal::{prelude::ToPrimitive, Decimal};
 
-use uuid::Uuid;
-
 use super::{
     decision::{Reason, Status, Verdict},
     decision_view,
@@ -26,6 +24,7 @@ use super::{
 use crate::{
     auth::Role,
     error::AppError,
+    ids::{BriefId, TrialId},
     money,
     state::AppState,
     validation::FieldError,
@@ -233,7 +232,7 @@ impl ReviewPage {
 #[derive(Default)]
 struct FormState {
     reservation: Option<BTreeMap<String, String>>,
-    trial: Option<Uuid>,
+    trial: Option<TrialId>,
     comment: String,
     field_errors: BTreeMap<String, String>,
     problem: String,
@@ -553,7 +552,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
         .map(|t| {
             let trial = &t.context.trial;
             let (passed, required) = t.criteria_passed();
-            let name_of = |id: Uuid| {
+            let name_of = |id: TrialId| {
                 r.trials
                     .iter()
                     .find(|o| o.context.trial.id == id)
@@ -935,7 +934,7 @@ struct ReviewQuery {
 async fn review_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<ReviewQuery>,
 ) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
@@ -975,14 +974,14 @@ fn field_messages(errors: &[FieldError]) -> BTreeMap<String, String> {
 
 async fn verdict(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, mut form): CsrfForm,
 ) -> PageResult<Response> {
     let reservation: BTreeMap<String, String> = form
         .iter()
         .filter_map(|(k, v)| k.strip_prefix("reservation.").map(|k| (k.to_owned(), v.clone())))
         .collect();
-    let trial = form.get("trial").and_then(|t| Uuid::parse_str(t.trim()).ok());
+    let trial = form.get("trial").and_then(|t| t.trim().parse::<TrialId>().ok());
     let request = VerdictRequest {
         verdict: form.remove("verdict").unwrap_or_default(),
         comment: form.remove("comment").unwrap_or_default(),
@@ -1049,7 +1048,7 @@ struct AuditPage {
     entries: Vec<AuditLine>,
 }
 
-async fn audit_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn audit_page(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
     let brief = service::load_brief(&state, id).await?;
     let entries = crate::audit::for_brief(&state.pool, id)
         .await?
@@ -1213,7 +1212,7 @@ fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
 // Long, and reads better whole: it fills the decision record field by field in the order the record
 // shows them.
 fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
-    let name_of = |id: Uuid| r.trial(id).map(|t| t.context.trial.fields.name.clone());
+    let name_of = |id: TrialId| r.trial(id).map(|t| t.context.trial.fields.name.clone());
     DecisionRecord {
         recommended: r.recommendation.recommended.and_then(name_of),
         approved_trial: r.approval.as_ref().and_then(|a| a.row.trial_id).and_then(name_of),
@@ -1305,7 +1304,7 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
 async fn record_md(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
@@ -1321,7 +1320,7 @@ struct DecisionPage<'a> {
     record: DecisionRecord<'a>,
 }
 
-async fn record_page(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn record_page(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
     render(&DecisionPage {
         ctx: (&user).into(),
@@ -1332,11 +1331,11 @@ async fn record_page(State(state): State<AppState>, user: PageUser, Path(id): Pa
 async fn record_json(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
-    let mut json = service::review_json(&r);
+    let mut json = super::answer::review_json(&r);
     if let Some(obj) = json.as_object_mut() {
         obj.insert("brief".into(), serde_json::to_value(&r.brief).unwrap_or_default());
         obj.insert(

@@ -7,15 +7,18 @@ use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
 use super::{decision::Verdict, model::ApprovalVerdict};
+use crate::ids::{BriefId, TrialId};
 
 /// A recorded verdict, as the approval's answer and the review's `approval` give it.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 #[schema(as = Approval)]
 pub struct ApprovalRow {
     pub id: Uuid,
-    pub brief_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
     /// The trial the verdict names (the one it reserves).
-    pub trial_id: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub trial_id: Option<TrialId>,
     pub verdict: ApprovalVerdict,
     pub decision: Verdict,
     pub inputs_digest: String,
@@ -40,8 +43,8 @@ pub struct ApprovalRow {
 }
 
 pub struct NewApproval<'a> {
-    pub brief_id: Uuid,
-    pub trial_id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
     pub verdict: ApprovalVerdict,
     pub decision: Verdict,
     pub inputs_digest: &'a str,
@@ -60,13 +63,13 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
              reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour,
              reservation)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-           RETURNING id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
+           RETURNING id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
              reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>""#,
         Uuid::now_v7(),
-        a.brief_id,
+        a.brief_id.as_uuid(),
         a.verdict.as_str(),
         a.decision.as_str(),
         a.inputs_digest,
@@ -79,7 +82,7 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         r.map(|r| r.start_date),
         r.map(|r| r.monthly_cost),
         a.inputs,
-        a.trial_id,
+        a.trial_id.as_uuid(),
         r.and_then(|r| r.provider.as_deref()),
         r.map(|r| r.rate_per_gpu_hour),
         r.and_then(|r| serde_json::to_value(r).ok()),
@@ -89,43 +92,46 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
 }
 
 /// The newest approval or rejection of a brief.
-pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Option<ApprovalRow>, sqlx::Error> {
+pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Option<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
+        r#"SELECT id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
              reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = $1 ORDER BY decided_at DESC, id DESC LIMIT 1"#,
-        brief_id,
+        brief_id.as_uuid(),
     )
     .fetch_optional(db)
     .await
 }
 
 /// The newest approval state of many briefs at once, for the dashboard.
-pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Result<Vec<ApprovalRow>, sqlx::Error> {
+pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[BriefId]) -> Result<Vec<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id, verdict AS "verdict: ApprovalVerdict",
+        r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict",
              decision AS "decision: Verdict", inputs_digest, comment,
              decided_by, decided_at, reservation_gpu, reservation_count, reservation_billing,
              reservation_term_months, reservation_start, reservation_monthly_cost, reservation_provider,
              reservation_rate_per_gpu_hour, reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = ANY($1)
            ORDER BY brief_id, decided_at DESC, id DESC"#,
-        brief_ids,
+        brief_ids as _,
     )
     .fetch_all(db)
     .await
 }
 
 /// When the brief was last approved (a rejection does not count); `None` when never.
-pub async fn last_approved_at(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+pub async fn last_approved_at(
+    db: impl PgExecutor<'_>,
+    brief_id: BriefId,
+) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
     sqlx::query_scalar!(
         "SELECT max(decided_at) FROM approvals WHERE brief_id = $1 AND verdict = 'approve'",
-        brief_id
+        brief_id.as_uuid()
     )
     .fetch_one(db)
     .await
@@ -134,11 +140,11 @@ pub async fn last_approved_at(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result
 /// How many committed writes could have changed the brief's review: changes taken off the change
 /// queue plus those still on it (the `brief_changes_taken` migration). One statement, so one
 /// snapshot: a write that commits moves it by at least one, and nothing else moves it back.
-pub async fn change_count(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<i64, sqlx::Error> {
+pub async fn change_count(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT COALESCE((SELECT taken FROM brief_changes_taken WHERE brief_id = $1), 0)
                 + (SELECT count(*) FROM brief_signals_dirty WHERE brief_id = $1) AS "count!""#,
-        brief_id
+        brief_id.as_uuid()
     )
     .fetch_one(db)
     .await

@@ -2,15 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use super::{
-    answer::ReviewAnswer,
     comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
     gather::{gather, Reads, ReviewContext},
@@ -23,6 +20,7 @@ use crate::{
     auth::{token, users, Principal, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
+    ids::{BriefId, TrialId},
     outbox,
     state::AppState,
     trials::service as trials,
@@ -112,7 +110,7 @@ pub struct Review {
 }
 
 impl Review {
-    pub fn trial(&self, id: Uuid) -> Option<&TrialReview> {
+    pub fn trial(&self, id: TrialId) -> Option<&TrialReview> {
         self.trials.iter().find(|t| t.context.trial.id == id)
     }
 
@@ -136,26 +134,12 @@ impl Review {
 }
 
 /// The whole brief (trial 1's allocation included: the default card reads it).
-pub async fn load_brief(state: &AppState, id: Uuid) -> Result<Brief, AppError> {
+pub async fn load_brief(state: &AppState, id: BriefId) -> Result<Brief, AppError> {
     trials::load_brief(&state.pool, id).await
 }
 
-pub async fn review(state: &AppState, id: Uuid) -> Result<Review, AppError> {
+pub async fn review(state: &AppState, id: BriefId) -> Result<Review, AppError> {
     review_for(state, load_brief(state, id).await?).await
-}
-
-/// The review JSON of a brief, as the API sends it: computed, or the bytes computed before while
-/// no write that can change it has committed since (and it is still the same UTC day). The count
-/// is read before the review is computed, so what is kept under a count is never older than it.
-pub async fn review_body(state: &AppState, id: Uuid) -> Result<Bytes, AppError> {
-    let version = (repo::change_count(&state.pool, id).await?, Utc::now().date_naive());
-    if let Some(body) = state.review_cache.get(id, version) {
-        return Ok(body);
-    }
-    let r = review(state, id).await?;
-    let body = Bytes::from(serde_json::to_vec(&ReviewAnswer::of(&r)).map_err(|e| AppError::Internal(e.into()))?);
-    state.review_cache.put(id, version, body.clone());
-    Ok(body)
 }
 
 /// The review of a brief already loaded.
@@ -206,7 +190,7 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
         .or(recommendation.closest)
         .and_then(|r| trials.iter().position(|t| t.context.trial.id == r))
         .unwrap_or(0);
-    let digests: Vec<(Uuid, String)> = trials
+    let digests: Vec<(TrialId, String)> = trials
         .iter()
         .map(|t| (t.context.trial.id, t.decision.inputs_digest.clone()))
         .collect();
@@ -258,19 +242,13 @@ fn mark_reruns(trials: &mut [TrialReview]) {
     }
 }
 
-/// The JSON answer of `GET /api/v1/briefs/{id}/review` as a value ([`ReviewAnswer`] is what the API
-/// serializes); the decision record adds its fields to it.
-pub fn review_json(r: &Review) -> Value {
-    serde_json::to_value(ReviewAnswer::of(r)).unwrap_or(Value::Null)
-}
-
 /// A manager's verdict as submitted.
 pub struct VerdictRequest {
     pub verdict: String,
     pub comment: String,
     pub inputs_digest: String,
     /// The trial the verdict names; absent: the recommended trial (else the first).
-    pub trial: Option<Uuid>,
+    pub trial: Option<TrialId>,
     /// The manager's choices on the computed reservation (term, start date), as text; any other
     /// field must equal what the review computed.
     pub reservation: BTreeMap<String, String>,
@@ -288,7 +266,7 @@ pub fn needs_reservation(decision: Verdict) -> bool {
 /// it, so what is recorded is exactly the review read under the lock.
 pub async fn record_verdict(
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     actor: &Principal,
     request: VerdictRequest,
 ) -> Result<ApprovalRow, AppError> {
@@ -306,7 +284,7 @@ pub async fn record_verdict(
 pub async fn record_verdict_locked(
     conn: &mut PgConnection,
     state: &AppState,
-    brief_id: Uuid,
+    brief_id: BriefId,
     actor: &Principal,
     request: VerdictRequest,
 ) -> Result<ApprovalRow, AppError> {

@@ -6,7 +6,6 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
-use uuid::Uuid;
 
 use super::{
     decision::{Status, Verdict},
@@ -15,7 +14,12 @@ use super::{
     summaries_repo,
 };
 use crate::{
-    briefs::service as briefs, error::AppError, evidence::service as evidence, outbox, state::AppState,
+    briefs::service as briefs,
+    error::AppError,
+    evidence::service as evidence,
+    ids::{BriefId, TrialId},
+    outbox,
+    state::AppState,
     trials::service as trials,
 };
 
@@ -31,7 +35,7 @@ const REMAKE_EVERY_SETTLES: u32 = 4;
 /// One trial's standing as the signal snapshot keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrialSignal {
-    pub trial_id: Uuid,
+    pub trial_id: TrialId,
     pub name: String,
     /// Kept as its text (`Verdict::as_str`) in `brief_signal_trials.decision`.
     pub decision: Verdict,
@@ -66,11 +70,11 @@ fn stored_decision(text: &str) -> Result<Verdict, AppError> {
 }
 
 /// The newest evidence per trial: (trial, received at, count).
-type LastEvidence = Vec<(Uuid, DateTime<Utc>, i64)>;
+type LastEvidence = Vec<(TrialId, DateTime<Utc>, i64)>;
 
 /// A brief's review computed now and the newest evidence of each of its trials; `None` when the
 /// brief (or its every trial) is gone.
-async fn review_and_evidence(state: &AppState, brief_id: Uuid) -> Result<Option<(Review, LastEvidence)>, AppError> {
+async fn review_and_evidence(state: &AppState, brief_id: BriefId) -> Result<Option<(Review, LastEvidence)>, AppError> {
     let brief = match trials::load_brief(&state.pool, brief_id).await {
         Err(AppError::NotFound(_)) => return Ok(None),
         other => other?,
@@ -79,7 +83,7 @@ async fn review_and_evidence(state: &AppState, brief_id: Uuid) -> Result<Option<
         Err(AppError::NotFound(_)) => return Ok(None),
         other => other?,
     };
-    let trial_ids: Vec<Uuid> = r.trials.iter().map(|t| t.context.trial.id).collect();
+    let trial_ids: Vec<TrialId> = r.trials.iter().map(|t| t.context.trial.id).collect();
     let last_evidence = evidence::last_evidence(&state.pool, &trial_ids).await?;
     Ok(Some((r, last_evidence)))
 }
@@ -90,7 +94,7 @@ async fn review_and_evidence(state: &AppState, brief_id: Uuid) -> Result<Option<
 /// brief is its baseline and gives no event. A snapshot computed later than this one is kept.
 // Long, and reads better whole: load, compare, write events and the snapshot in one transaction, in
 // that order.
-pub async fn refresh(state: &AppState, brief_id: Uuid) -> Result<(), AppError> {
+pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError> {
     let started = Utc::now();
     let Some((r, last_evidence)) = review_and_evidence(state, brief_id).await? else {
         return Ok(());
@@ -278,7 +282,7 @@ pub fn summarize(
 /// a reader never waits for the watcher and never shows a summary older than the last committed
 /// change; a reader only reads: it stores nothing and tells no webhook, which is the watcher's
 /// work (`refresh_changed`).
-pub async fn current(state: &AppState, ids: &[Uuid]) -> Result<Vec<summaries_repo::SummaryRow>, AppError> {
+pub async fn current(state: &AppState, ids: &[BriefId]) -> Result<Vec<summaries_repo::SummaryRow>, AppError> {
     let not_current = summaries_repo::not_current(&state.pool, ids).await?;
     let mut rows: Vec<SummaryRow> = summaries_repo::summaries(&state.pool, ids)
         .await?
@@ -334,7 +338,7 @@ mod tests {
     #[test]
     fn a_moved_decision_is_a_change_and_a_new_trial_is_not() {
         let t = |id: u128, d: Verdict, a: bool| TrialSignal {
-            trial_id: uuid::Uuid::from_u128(id),
+            trial_id: TrialId::from(uuid::Uuid::from_u128(id)),
             name: format!("t{id}"),
             decision: d,
             accepted: a,

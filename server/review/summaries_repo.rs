@@ -8,6 +8,8 @@ use rust_decimal::Decimal;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
+use crate::ids::{BriefId, TrialId};
+
 /// Takes up to `limit` briefs marked changed, removing their marks. A write after this marks the
 /// brief again, so nothing that lands while its review is computed is missed.
 pub async fn claim_dirty(
@@ -15,7 +17,7 @@ pub async fn claim_dirty(
     limit: i64,
     settle: std::time::Duration,
     remade_within: std::time::Duration,
-) -> Result<Vec<Uuid>, sqlx::Error> {
+) -> Result<Vec<BriefId>, sqlx::Error> {
     // Every queued mark of up to `limit` briefs whose oldest mark has waited `settle`, oldest
     // first; marks of transactions still open are not seen and stay for the next round. A brief
     // whose summary was made less than `remade_within` ago is left for a later round: under a
@@ -42,28 +44,34 @@ pub async fn claim_dirty(
     )
     .fetch_all(db)
     .await
+    .map(|ids| ids.into_iter().map(BriefId::from).collect())
 }
 
 /// Of `ids`, those whose snapshot is not current: changes queued, or never made.
-pub async fn not_current(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<Uuid>, sqlx::Error> {
+pub async fn not_current(db: impl PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<BriefId>, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT id AS "id!" FROM unnest($1::uuid[]) AS ids(id)
            WHERE EXISTS (SELECT 1 FROM brief_signals_dirty d WHERE d.brief_id = ids.id)
               OR NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = ids.id)"#,
-        ids
+        ids as _
     )
     .fetch_all(db)
     .await
+    .map(|ids| ids.into_iter().map(BriefId::from).collect())
 }
 
 /// Queues a mark for each of `briefs` whose kept summary was made by rules older than
 /// `rules_version`, or that has none (at start-up: a deploy that changed no rules remakes nothing).
-pub async fn mark_outdated(db: impl PgExecutor<'_>, briefs: &[Uuid], rules_version: i32) -> Result<u64, sqlx::Error> {
+pub async fn mark_outdated(
+    db: impl PgExecutor<'_>,
+    briefs: &[BriefId],
+    rules_version: i32,
+) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query!(
         "INSERT INTO brief_signals_dirty (brief_id)
          SELECT b.id FROM unnest($1::uuid[]) AS b(id)
          WHERE NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = b.id AND s.rules_version >= $2)",
-        briefs,
+        briefs as _,
         rules_version,
     )
     .execute(db)
@@ -72,10 +80,13 @@ pub async fn mark_outdated(db: impl PgExecutor<'_>, briefs: &[Uuid], rules_versi
 }
 
 /// Marks a brief again (its refresh failed: try later).
-pub async fn mark_dirty(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query!("INSERT INTO brief_signals_dirty (brief_id) VALUES ($1)", brief_id)
-        .execute(db)
-        .await?;
+pub async fn mark_dirty(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO brief_signals_dirty (brief_id) VALUES ($1)",
+        brief_id.as_uuid()
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }
 
@@ -88,36 +99,36 @@ pub struct SnapshotRow {
     pub computed_at: DateTime<Utc>,
 }
 
-pub async fn lock_snapshot(db: &mut PgConnection, brief_id: Uuid) -> Result<Option<SnapshotRow>, sqlx::Error> {
+pub async fn lock_snapshot(db: &mut PgConnection, brief_id: BriefId) -> Result<Option<SnapshotRow>, sqlx::Error> {
     sqlx::query_as!(
         SnapshotRow,
         "SELECT decision, accepted, approval_id, approval_stale, computed_at FROM brief_signals
           WHERE brief_id = $1 FOR UPDATE",
-        brief_id,
+        brief_id.as_uuid(),
     )
     .fetch_optional(db)
     .await
 }
 
 pub struct TrialSnapshotRow {
-    pub trial_id: Uuid,
+    pub trial_id: TrialId,
     pub decision: String,
     pub accepted: bool,
 }
 
-pub async fn trial_snapshots(db: &mut PgConnection, brief_id: Uuid) -> Result<Vec<TrialSnapshotRow>, sqlx::Error> {
+pub async fn trial_snapshots(db: &mut PgConnection, brief_id: BriefId) -> Result<Vec<TrialSnapshotRow>, sqlx::Error> {
     sqlx::query_as!(
         TrialSnapshotRow,
         "SELECT trial_id, decision, accepted FROM brief_signal_trials WHERE brief_id = $1",
-        brief_id,
+        brief_id.as_uuid(),
     )
     .fetch_all(db)
     .await
 }
 
 pub struct NewSnapshot {
-    pub brief_id: Uuid,
-    pub trial_id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
     pub decision: String,
     pub accepted: bool,
     pub approval_id: Option<Uuid>,
@@ -147,28 +158,28 @@ pub struct BriefSummary {
 /// A brief's stored summary, with the decision it summarises.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryRow {
-    pub brief_id: Uuid,
-    pub trial_id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
     pub decision: String,
     pub accepted: bool,
     pub summary: BriefSummary,
 }
 
 /// The stored summaries of `ids`, in no particular order.
-pub async fn summaries(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<SummaryRow>, sqlx::Error> {
+pub async fn summaries(db: impl PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<SummaryRow>, sqlx::Error> {
     let rows = sqlx::query!(
         "SELECT brief_id, trial_id, decision, accepted, cost_per_job, criteria_passed, criteria_required, failing,
                 evidence_count, last_evidence_at, approval_verdict, approval_decision, state
            FROM brief_signals WHERE brief_id = ANY($1)",
-        ids
+        ids as _
     )
     .fetch_all(db)
     .await?;
     Ok(rows
         .into_iter()
         .map(|r| SummaryRow {
-            brief_id: r.brief_id,
-            trial_id: r.trial_id,
+            brief_id: r.brief_id.into(),
+            trial_id: r.trial_id.into(),
             decision: r.decision,
             accepted: r.accepted,
             summary: BriefSummary {
@@ -187,7 +198,7 @@ pub async fn summaries(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<Summ
 }
 
 pub struct NewTrialSnapshot {
-    pub trial_id: Uuid,
+    pub trial_id: TrialId,
     pub decision: super::decision::Verdict,
     pub accepted: bool,
     pub cost_per_job: Option<Decimal>,
@@ -212,8 +223,8 @@ pub async fn store_snapshot(
              approval_stale = $6, computed_at = $7, cost_per_job = $8, criteria_passed = $9,
              criteria_required = $10, failing = $11, evidence_count = $12, last_evidence_at = $13,
              approval_verdict = $14, approval_decision = $15, state = $16, rules_version = $17",
-        s.brief_id,
-        s.trial_id,
+        s.brief_id.as_uuid(),
+        s.trial_id.as_uuid(),
         s.decision,
         s.accepted,
         s.approval_id,
@@ -232,16 +243,19 @@ pub async fn store_snapshot(
     )
     .execute(&mut *db)
     .await?;
-    sqlx::query!("DELETE FROM brief_signal_trials WHERE brief_id = $1", s.brief_id)
-        .execute(&mut *db)
-        .await?;
+    sqlx::query!(
+        "DELETE FROM brief_signal_trials WHERE brief_id = $1",
+        s.brief_id.as_uuid()
+    )
+    .execute(&mut *db)
+    .await?;
     for t in trials {
         sqlx::query!(
             "INSERT INTO brief_signal_trials (brief_id, trial_id, decision, accepted, cost_per_job, utilization,
                  criteria_passed, criteria_required, last_evidence_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            s.brief_id,
-            t.trial_id,
+            s.brief_id.as_uuid(),
+            t.trial_id.as_uuid(),
             t.decision.as_str(),
             t.accepted,
             t.cost_per_job,
@@ -258,8 +272,8 @@ pub async fn store_snapshot(
 
 /// Every trial's snapshot with its brief's, for `/metrics/briefs`.
 pub struct GaugeRow {
-    pub brief_id: Uuid,
-    pub trial_id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
     pub recommended: bool,
     pub brief_decision: String,
     pub approval_stale: bool,

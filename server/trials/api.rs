@@ -10,7 +10,6 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use super::{
     model::{Allocation, Trial},
@@ -20,6 +19,7 @@ use crate::{
     auth::{teams, Role},
     briefs::service as briefs,
     error::{ApiResult, AppError},
+    ids::{BriefId, TrialId},
     sizing::Sizing,
     state::AppState,
     validation::Input,
@@ -118,7 +118,7 @@ fn object(body: &Value) -> Result<Input<'_>, AppError> {
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(brief_id)?;
     let brief = briefs::load(&state.pool, brief_id).await?;
@@ -148,7 +148,7 @@ async fn list(
 async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
@@ -178,7 +178,7 @@ async fn create(
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<TrialId>,
 ) -> ApiResult<Response> {
     let trial = service::load(&state, id).await?;
     caller.may_read_brief(trial.brief_id)?;
@@ -203,7 +203,7 @@ async fn show(
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<TrialId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;

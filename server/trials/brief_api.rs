@@ -11,8 +11,6 @@ use axum::{
 use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use uuid::Uuid;
-
 use super::service;
 use crate::{
     auth::Role,
@@ -21,6 +19,7 @@ use crate::{
         service as briefs,
     },
     error::{ApiResult, AppError},
+    ids::BriefId,
     prices::service as prices,
     sizing::Sizing,
     state::AppState,
@@ -94,7 +93,7 @@ async fn create(
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     let brief = service::load_brief(&state.pool, id).await?;
@@ -118,7 +117,7 @@ async fn show(
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
@@ -162,7 +161,7 @@ struct SizingQuery {
 async fn sizing(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     ApiQuery(q): ApiQuery<SizingQuery>,
 ) -> ApiResult<Json<Sizing>> {
     caller.may_read_brief(id)?;

@@ -12,8 +12,6 @@ use axum::{
     Router,
 };
 
-use uuid::Uuid;
-
 use super::service;
 use crate::{
     auth::Role,
@@ -24,6 +22,7 @@ use crate::{
         },
         service as briefs,
     },
+    ids::BriefId,
     sizing::{self, KvCacheDtype, Precision, Sizing, WorkloadKind},
     state::AppState,
     web::{
@@ -278,11 +277,11 @@ async fn create(State(state): State<AppState>, CsrfForm(user, values): CsrfForm)
     }
 }
 
-async fn load(state: &AppState, id: uuid::Uuid) -> PageResult<Brief> {
+async fn load(state: &AppState, id: BriefId) -> PageResult<Brief> {
     Ok(service::load_brief(&state.pool, id).await?)
 }
 
-async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     briefs::may_edit(&state.pool, &user.principal(), id).await?;
     let brief = load(&state, id).await?;
@@ -296,7 +295,7 @@ async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path
 
 async fn update(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<BriefId>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;

@@ -7,9 +7,9 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
 use serde::Serialize;
-use uuid::Uuid;
 
 use crate::{
+    ids::{BriefId, TrialId},
     sizing::{self, GpuSpec, Sizing, SizingOption},
     text_enum,
     validation::{FieldError, FieldReader, Input},
@@ -48,14 +48,17 @@ pub struct TrialFields {
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
     pub notes: Option<String>,
-    pub rerun_of: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub rerun_of: Option<TrialId>,
 }
 
 /// A stored trial.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Trial {
-    pub id: Uuid,
-    pub brief_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: TrialId,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
     /// 1 for the brief's first trial (the one `trial_gpu` describes), then 2, 3, …
     pub position: i32,
     #[serde(flatten)]
@@ -211,7 +214,7 @@ pub fn validate(input: &Input<'_>, defaults: &TrialDefaults) -> Result<TrialFiel
         }
     }
     let notes = c.text("notes", MAX_NOTES);
-    let rerun_of = c.text("rerun_of", 64).and_then(|s| match Uuid::parse_str(&s) {
+    let rerun_of = c.text("rerun_of", 64).and_then(|s| match s.parse::<TrialId>() {
         Ok(id) => Some(id),
         Err(_) => {
             c.fail("rerun_of", "must be the id of a trial of this brief");
@@ -309,10 +312,10 @@ pub fn next_name(existing: &[String]) -> String {
 /// The trial an upload or a ledger line goes to, from what the caller said and what it may.
 /// `named`: the trial the request names; `token_trial`: the trial a token is scoped to.
 pub fn resolve_target(
-    named: Option<Uuid>,
-    token_trial: Option<Uuid>,
-    trials: &[(Uuid, String)],
-) -> Result<Uuid, TargetError> {
+    named: Option<TrialId>,
+    token_trial: Option<TrialId>,
+    trials: &[(TrialId, String)],
+) -> Result<TrialId, TargetError> {
     if let (Some(n), Some(t)) = (named, token_trial) {
         if n != t {
             return Err(TargetError::OtherTrial);
@@ -328,7 +331,7 @@ pub fn resolve_target(
     }
 }
 
-fn names_of(trials: &[(Uuid, String)]) -> String {
+fn names_of(trials: &[(TrialId, String)]) -> String {
     trials
         .iter()
         .map(|(id, name)| format!("{name} ({id})"))
@@ -363,6 +366,8 @@ impl TargetError {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+
+    use uuid::Uuid;
 
     use super::*;
 
@@ -472,7 +477,7 @@ mod tests {
 
     #[test]
     fn uploads_land_on_the_trial_they_may() {
-        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let (a, b) = (TrialId::from(Uuid::now_v7()), TrialId::from(Uuid::now_v7()));
         let one = [(a, "Trial 1".to_owned())];
         let two = [(a, "Trial 1".to_owned()), (b, "Trial 2".to_owned())];
         assert_eq!(resolve_target(None, None, &one), Ok(a), "one trial needs no name");
@@ -485,7 +490,7 @@ mod tests {
         assert_eq!(resolve_target(Some(b), Some(b), &two), Ok(b));
         assert_eq!(resolve_target(Some(a), Some(b), &two), Err(TargetError::OtherTrial));
         assert!(matches!(
-            resolve_target(Some(Uuid::nil()), None, &two),
+            resolve_target(Some(TrialId::from(Uuid::nil())), None, &two),
             Err(TargetError::Unknown(_))
         ));
     }

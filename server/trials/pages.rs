@@ -22,6 +22,7 @@ use crate::{
     auth::{teams, Role},
     briefs::{model::Brief, service as briefs},
     error::AppError,
+    ids::{BriefId, TrialId},
     prices::service as prices,
     sizing,
     state::AppState,
@@ -48,7 +49,7 @@ struct TrialFormPage {
     ctx: PageContext,
     heading: String,
     action: String,
-    brief_id: Uuid,
+    brief_id: BriefId,
     brief_name: String,
     values: HashMap<String, String>,
     errors: HashMap<String, String>,
@@ -150,7 +151,7 @@ struct NewQuery {
 async fn new_form(
     State(state): State<AppState>,
     user: PageUser,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
     ApiQuery(q): ApiQuery<NewQuery>,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -168,7 +169,7 @@ async fn new_form(
     // A re-run starts from the trial it re-runs: same allocation, provider and rate.
     let rerun = q
         .rerun_of
-        .and_then(|r| Uuid::parse_str(&r).ok())
+        .and_then(|r| r.parse::<TrialId>().ok())
         .and_then(|r| trials.iter().find(|t| t.id == r));
     if let Some(earlier) = rerun {
         page.values = form_values(earlier);
@@ -229,7 +230,7 @@ fn form_with_errors(mut page: TrialFormPage, values: HashMap<String, String>, e:
 
 async fn create(
     State(state): State<AppState>,
-    Path(brief_id): Path<Uuid>,
+    Path(brief_id): Path<BriefId>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -269,7 +270,7 @@ async fn edit_page(state: &AppState, user: &PageUser, trial: &Trial) -> PageResu
     Ok(page)
 }
 
-async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<TrialId>) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let trial = service::load(&state, id).await?;
     teams::may_edit_brief(&state.pool, &user.principal(), trial.brief_id).await?;
@@ -278,7 +279,7 @@ async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path
 
 async fn update(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<TrialId>,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -294,7 +295,11 @@ async fn update(
 }
 
 /// Ends a trial: its status becomes `ended`, stamped now; everything else stays.
-async fn end(State(state): State<AppState>, Path(id): Path<Uuid>, CsrfForm(user, _): CsrfForm) -> PageResult<Response> {
+async fn end(
+    State(state): State<AppState>,
+    Path(id): Path<TrialId>,
+    CsrfForm(user, _): CsrfForm,
+) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     let current = service::load(&state, id).await?;
     teams::may_edit_brief(&state.pool, &user.principal(), current.brief_id).await?;

@@ -6,11 +6,14 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{Trial, TrialFields};
-use crate::db::parse_stored;
+use crate::{
+    db::parse_stored,
+    ids::{BriefId, TrialId},
+};
 
 struct TrialRow {
-    id: Uuid,
-    brief_id: Uuid,
+    id: TrialId,
+    brief_id: BriefId,
     position: i32,
     name: String,
     provider: String,
@@ -25,7 +28,7 @@ struct TrialRow {
     started_at: Option<DateTime<Utc>>,
     ended_at: Option<DateTime<Utc>>,
     notes: Option<String>,
-    rerun_of: Option<Uuid>,
+    rerun_of: Option<TrialId>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -60,26 +63,26 @@ impl TryFrom<TrialRow> for Trial {
 }
 
 /// A brief's trials in their order (the first is the one `trial_gpu` describes).
-pub async fn list_for_brief(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<Trial>, sqlx::Error> {
+pub async fn list_for_brief(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<Trial>, sqlx::Error> {
     let rows = sqlx::query_as!(
         TrialRow,
         "SELECT id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at \
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at \
          FROM trials WHERE brief_id = $1 ORDER BY position",
-        brief_id,
+        brief_id.as_uuid(),
     )
     .fetch_all(db)
     .await?;
     rows.into_iter().map(Trial::try_from).collect()
 }
 
-pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Trial>, sqlx::Error> {
+pub async fn get(db: impl PgExecutor<'_>, id: TrialId) -> Result<Option<Trial>, sqlx::Error> {
     let row = sqlx::query_as!(
         TrialRow,
         "SELECT id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at \
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at \
          FROM trials WHERE id = $1",
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await?;
@@ -88,17 +91,17 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Trial>, sql
 
 /// A trial as an upload needs it: which, what it is called, and whether it is still planned.
 pub struct TrialName {
-    pub id: Uuid,
+    pub id: TrialId,
     pub name: String,
     pub planned: bool,
 }
 
 /// Each trial of a brief, in order: enough to place an upload. Empty when the brief does not exist.
-pub async fn names(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<TrialName>, sqlx::Error> {
+pub async fn names(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<TrialName>, sqlx::Error> {
     sqlx::query_as!(
         TrialName,
         r#"SELECT id, name, status = 'planned' AS "planned!" FROM trials WHERE brief_id = $1 ORDER BY position"#,
-        brief_id,
+        brief_id.as_uuid(),
     )
     .fetch_all(db)
     .await
@@ -106,8 +109,8 @@ pub async fn names(db: impl PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<TrialN
 
 /// Adds a trial after the brief's last one. Run it in a transaction that locked the brief row, so
 /// two trials added at once cannot take the same position.
-pub async fn insert(conn: &mut PgConnection, brief_id: Uuid, fields: &TrialFields) -> Result<Trial, sqlx::Error> {
-    let id = Uuid::now_v7();
+pub async fn insert(conn: &mut PgConnection, brief_id: BriefId, fields: &TrialFields) -> Result<Trial, sqlx::Error> {
+    let id = TrialId::from(Uuid::now_v7());
     let row = sqlx::query_as!(
         TrialRow,
         "INSERT INTO trials (id, brief_id, position, name, provider, region, gpu, gpu_count, billing, \
@@ -115,9 +118,9 @@ pub async fn insert(conn: &mut PgConnection, brief_id: Uuid, fields: &TrialField
          VALUES ($1, $2, (SELECT COALESCE(max(position), 0) + 1 FROM trials WHERE brief_id = $2), \
          $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          RETURNING id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at",
-        id,
-        brief_id,
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at",
+        id.as_uuid(),
+        brief_id.as_uuid(),
         fields.name,
         fields.provider,
         fields.region,
@@ -131,22 +134,22 @@ pub async fn insert(conn: &mut PgConnection, brief_id: Uuid, fields: &TrialField
         fields.started_at,
         fields.ended_at,
         fields.notes,
-        fields.rerun_of,
+        fields.rerun_of.map(TrialId::as_uuid),
     )
     .fetch_one(&mut *conn)
     .await?;
     row.try_into()
 }
 
-pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &TrialFields) -> Result<Option<Trial>, sqlx::Error> {
+pub async fn update(db: impl PgExecutor<'_>, id: TrialId, fields: &TrialFields) -> Result<Option<Trial>, sqlx::Error> {
     let row = sqlx::query_as!(
         TrialRow,
         "UPDATE trials SET name = $2, provider = $3, region = $4, gpu = $5, gpu_count = $6, billing = $7, \
          rate_per_gpu_hour = $8, currency = $9, allocation_boundary = $10, status = $11, started_at = $12, \
          ended_at = $13, notes = $14, rerun_of = $15, updated_at = now() WHERE id = $1 \
          RETURNING id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of, created_at, updated_at",
-        id,
+         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at",
+        id.as_uuid(),
         fields.name,
         fields.provider,
         fields.region,
@@ -160,7 +163,7 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &TrialFields) -> 
         fields.started_at,
         fields.ended_at,
         fields.notes,
-        fields.rerun_of,
+        fields.rerun_of.map(TrialId::as_uuid),
     )
     .fetch_optional(db)
     .await?;
@@ -171,7 +174,7 @@ pub async fn update(db: impl PgExecutor<'_>, id: Uuid, fields: &TrialFields) -> 
 /// first trial when the brief has none yet. Run it in the brief's own transaction.
 pub async fn set_first_allocation(
     conn: &mut PgConnection,
-    brief_id: Uuid,
+    brief_id: BriefId,
     gpu: Option<&str>,
     gpu_count: Option<i32>,
     currency: &str,
@@ -183,7 +186,7 @@ pub async fn set_first_allocation(
          ON CONFLICT (brief_id, position) DO UPDATE SET gpu = EXCLUDED.gpu, gpu_count = EXCLUDED.gpu_count, \
          updated_at = now()",
         Uuid::now_v7(),
-        brief_id,
+        brief_id.as_uuid(),
         gpu,
         gpu_count,
         currency,
@@ -197,11 +200,11 @@ pub async fn set_first_allocation(
 /// The first trial's allocation (a brief's `trial_gpu` / `trial_gpu_count`); `None` without one.
 pub async fn first_allocation(
     db: impl PgExecutor<'_>,
-    brief_id: Uuid,
+    brief_id: BriefId,
 ) -> Result<Option<(Option<String>, Option<i32>)>, sqlx::Error> {
     let row = sqlx::query!(
         "SELECT gpu, gpu_count FROM trials WHERE brief_id = $1 AND position = 1",
-        brief_id
+        brief_id.as_uuid()
     )
     .fetch_optional(db)
     .await?;
@@ -209,11 +212,11 @@ pub async fn first_allocation(
 }
 
 /// Marks a planned trial running when its first evidence or ledger line arrives.
-pub async fn mark_running(db: impl PgExecutor<'_>, id: Uuid) -> Result<(), sqlx::Error> {
+pub async fn mark_running(db: impl PgExecutor<'_>, id: TrialId) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "UPDATE trials SET status = 'running', started_at = COALESCE(started_at, now()), updated_at = now() \
          WHERE id = $1 AND status = 'planned'",
-        id,
+        id.as_uuid(),
     )
     .execute(db)
     .await?;

@@ -3,8 +3,6 @@
 //! one use case, here above both: create or replace a brief (its fields and trial 1's allocation,
 //! `trial_gpu` / `trial_gpu_count`, in one transaction) and load the whole brief.
 
-use uuid::Uuid;
-
 use super::{
     model::{next_name, resolve_target, validate, TargetError, Trial, TrialDefaults, TrialFields},
     repo,
@@ -17,18 +15,19 @@ use crate::{
         service as briefs,
     },
     error::AppError,
+    ids::{BriefId, TrialId},
     state::AppState,
     validation::{FieldError, Input},
 };
 
 /// The whole brief: its fields and its trial 1's allocation; 404 without it.
-pub async fn load_brief(pool: &sqlx::PgPool, id: Uuid) -> Result<Brief, AppError> {
+pub async fn load_brief(pool: &sqlx::PgPool, id: BriefId) -> Result<Brief, AppError> {
     load_brief_in(&mut *pool.acquire().await?, id).await
 }
 
 /// [`load_brief`] on the caller's connection (inside its transaction: its snapshot). Two reads,
 /// the brief's and the trial's, each by its owner.
-pub async fn load_brief_in(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Brief, AppError> {
+pub async fn load_brief_in(conn: &mut sqlx::PgConnection, id: BriefId) -> Result<Brief, AppError> {
     let mut brief = briefs::load(&mut *conn, id).await?;
     if let Some((gpu, count)) = repo::first_allocation(&mut *conn, id).await? {
         brief.fields.trial_gpu = gpu;
@@ -72,7 +71,7 @@ pub async fn create_brief(pool: &sqlx::PgPool, fields: &BriefFields, actor: &Pri
 /// (the demo's brief).
 pub async fn create_brief_with_id(
     pool: &sqlx::PgPool,
-    id: Uuid,
+    id: BriefId,
     fields: &BriefFields,
 ) -> Result<Option<Brief>, AppError> {
     let mut tx = pool.begin().await?;
@@ -89,7 +88,7 @@ pub async fn create_brief_with_id(
 /// otherwise.
 pub async fn replace_brief(
     pool: &sqlx::PgPool,
-    id: Uuid,
+    id: BriefId,
     fields: &BriefFields,
     actor: &Principal,
 ) -> Result<Brief, AppError> {
@@ -104,7 +103,7 @@ pub async fn replace_brief(
 }
 
 /// The brief's trials in order; 404 without the brief.
-pub async fn list(state: &AppState, brief_id: Uuid) -> Result<Vec<Trial>, AppError> {
+pub async fn list(state: &AppState, brief_id: BriefId) -> Result<Vec<Trial>, AppError> {
     let trials = repo::list_for_brief(&state.pool, brief_id).await?;
     if trials.is_empty() {
         // Every brief has a first trial: none means no brief.
@@ -114,7 +113,7 @@ pub async fn list(state: &AppState, brief_id: Uuid) -> Result<Vec<Trial>, AppErr
 }
 
 /// [`list`] on the caller's connection or transaction.
-pub async fn list_in(db: impl sqlx::PgExecutor<'_>, brief_id: Uuid) -> Result<Vec<Trial>, AppError> {
+pub async fn list_in(db: impl sqlx::PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<Trial>, AppError> {
     let trials = repo::list_for_brief(db, brief_id).await?;
     if trials.is_empty() {
         return Err(AppError::NotFound("brief"));
@@ -124,7 +123,7 @@ pub async fn list_in(db: impl sqlx::PgExecutor<'_>, brief_id: Uuid) -> Result<Ve
 
 /// The trial a page or a read names, or the brief's first trial when it names none; 404 when the
 /// named trial is not one of the brief's.
-pub async fn pick(state: &AppState, brief_id: Uuid, named: Option<Uuid>) -> Result<Trial, AppError> {
+pub async fn pick(state: &AppState, brief_id: BriefId, named: Option<TrialId>) -> Result<Trial, AppError> {
     let trials = list(state, brief_id).await?;
     match named {
         Some(id) => trials
@@ -136,12 +135,12 @@ pub async fn pick(state: &AppState, brief_id: Uuid, named: Option<Uuid>) -> Resu
 }
 
 /// One trial, or 404.
-pub async fn load(state: &AppState, id: Uuid) -> Result<Trial, AppError> {
+pub async fn load(state: &AppState, id: TrialId) -> Result<Trial, AppError> {
     repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("trial"))
 }
 
 /// One trial, if there is one (the CLI, which has a pool and no state).
-pub async fn get(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<Option<Trial>, AppError> {
+pub async fn get(db: impl sqlx::PgExecutor<'_>, id: TrialId) -> Result<Option<Trial>, AppError> {
     Ok(repo::get(db, id).await?)
 }
 
@@ -155,7 +154,7 @@ pub fn defaults_for(brief: &Brief, existing: &[Trial]) -> TrialDefaults {
 }
 
 /// Validates a new trial for `brief_id` (JSON or form) and adds it after the others.
-pub async fn create(state: &AppState, brief_id: Uuid, input: &Input<'_>, actor: &str) -> Result<Trial, AppError> {
+pub async fn create(state: &AppState, brief_id: BriefId, input: &Input<'_>, actor: &str) -> Result<Trial, AppError> {
     let brief = briefs::load(&state.pool, brief_id).await?;
     let existing = list(state, brief_id).await?;
     let fields = validate(input, &defaults_for(&brief, &existing)).map_err(AppError::Validation)?;
@@ -177,7 +176,7 @@ pub async fn create(state: &AppState, brief_id: Uuid, input: &Input<'_>, actor: 
 }
 
 /// Replaces a trial's fields (an edit, or ending it with `status: ended`).
-pub async fn replace(state: &AppState, id: Uuid, input: &Input<'_>, actor: &str) -> Result<Trial, AppError> {
+pub async fn replace(state: &AppState, id: TrialId, input: &Input<'_>, actor: &str) -> Result<Trial, AppError> {
     let current = load(state, id).await?;
     let brief = briefs::load(&state.pool, current.brief_id).await?;
     let existing = list(state, brief.id).await?;
@@ -220,7 +219,7 @@ fn changes(before: &TrialFields, after: &TrialFields) -> serde_json::Value {
 }
 
 /// A re-run names an earlier trial of the same brief, and not itself.
-fn check_rerun_of(fields: &TrialFields, existing: &[Trial], this: Option<Uuid>) -> Result<(), AppError> {
+fn check_rerun_of(fields: &TrialFields, existing: &[Trial], this: Option<TrialId>) -> Result<(), AppError> {
     match fields.rerun_of {
         Some(of) if Some(of) == this || !existing.iter().any(|t| t.id == of) => {
             Err(AppError::Validation(vec![FieldError::new(
@@ -245,7 +244,7 @@ fn name_taken(e: sqlx::Error) -> AppError {
 }
 
 /// (id, name) of each trial of a brief, in order; 404 without the brief.
-pub async fn names(state: &AppState, brief_id: Uuid) -> Result<Vec<(Uuid, String)>, AppError> {
+pub async fn names(state: &AppState, brief_id: BriefId) -> Result<Vec<(TrialId, String)>, AppError> {
     let trials = repo::names(&state.pool, brief_id).await?;
     if trials.is_empty() {
         return Err(AppError::NotFound("brief"));
@@ -254,7 +253,11 @@ pub async fn names(state: &AppState, brief_id: Uuid) -> Result<Vec<(Uuid, String
 }
 
 /// [`resolve_target`] as an API answer: 422 naming the trials, or 403 for a token scoped to another.
-pub fn resolve(trials: &[(Uuid, String)], named: Option<Uuid>, token_trial: Option<Uuid>) -> Result<Uuid, AppError> {
+pub fn resolve(
+    trials: &[(TrialId, String)],
+    named: Option<TrialId>,
+    token_trial: Option<TrialId>,
+) -> Result<TrialId, AppError> {
     resolve_target(named, token_trial, trials).map_err(|e| match e {
         TargetError::OtherTrial => AppError::Forbidden(e.message()),
         _ => AppError::Validation(vec![FieldError::new("trial", e.message())]),
@@ -263,7 +266,7 @@ pub fn resolve(trials: &[(Uuid, String)], named: Option<Uuid>, token_trial: Opti
 
 /// The brief's trials as placing an upload needs them; 404 without the brief. Read before the
 /// body, so a missing brief is answered without reading it.
-pub async fn for_upload(state: &AppState, brief_id: Uuid) -> Result<Vec<repo::TrialName>, AppError> {
+pub async fn for_upload(state: &AppState, brief_id: BriefId) -> Result<Vec<repo::TrialName>, AppError> {
     let trials = repo::names(&state.pool, brief_id).await?;
     if trials.is_empty() {
         return Err(AppError::NotFound("brief"));
@@ -275,10 +278,10 @@ pub async fn for_upload(state: &AppState, brief_id: Uuid) -> Result<Vec<repo::Tr
 pub async fn choose(
     state: &AppState,
     trials: &[repo::TrialName],
-    named: Option<Uuid>,
-    token_trial: Option<Uuid>,
-) -> Result<Uuid, AppError> {
-    let pairs: Vec<(Uuid, String)> = trials.iter().map(|t| (t.id, t.name.clone())).collect();
+    named: Option<TrialId>,
+    token_trial: Option<TrialId>,
+) -> Result<TrialId, AppError> {
+    let pairs: Vec<(TrialId, String)> = trials.iter().map(|t| (t.id, t.name.clone())).collect();
     let id = resolve(&pairs, named, token_trial)?;
     if trials.iter().any(|t| t.id == id && t.planned) {
         // The first evidence or ledger line starts a planned trial.
@@ -292,10 +295,10 @@ pub async fn choose(
 /// when the brief has several and none was named; 403 when a trial token names another trial.
 pub async fn place(
     state: &AppState,
-    brief_id: Uuid,
-    named: Option<Uuid>,
-    token_trial: Option<Uuid>,
-) -> Result<Uuid, AppError> {
+    brief_id: BriefId,
+    named: Option<TrialId>,
+    token_trial: Option<TrialId>,
+) -> Result<TrialId, AppError> {
     let trials = for_upload(state, brief_id).await?;
     choose(state, &trials, named, token_trial).await
 }

@@ -141,9 +141,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HtmlForm<T> {
     }
 }
 
-/// Path parameters, deserialized: `Path<Uuid>` for `/briefs/{id}`, `Path<(Uuid, Uuid)>` or
-/// `Path<(Uuid, i64)>` for two segments. A segment that does not fit (not a UUID, not a number)
-/// cannot name a record: 404, as problem+json (or the error page, through `PageError`).
+/// Path parameters, deserialized: `Path<BriefId>` for `/briefs/{id}`, `Path<(BriefId, TrialId)>` or
+/// `Path<(BriefId, i64)>` for two segments (`crate::ids`; other records' ids are `Uuid`). A segment
+/// that does not fit (not a UUID, not a number) cannot name a record: 404, as problem+json (or the
+/// error page, through `PageError`).
 pub struct Path<T>(pub T);
 
 impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T> {

@@ -30,8 +30,9 @@ enum Floor {
     Binary,
 }
 
-const GROUND: [&str; 13] = [
+const GROUND: [&str; 14] = [
     "validation",
+    "ids",
     "money",
     "thresholds",
     "criteria",
@@ -82,7 +83,7 @@ const DOMAINS: [(&str, u8); 11] = [
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 22] = [
+const LAYERS: [(&str, u8); 23] = [
     ("repo", 1),
     ("summaries_repo", 1),
     ("summaries", 2),
@@ -90,6 +91,8 @@ const LAYERS: [(&str, u8); 22] = [
     ("readiness", 2),
     ("compactor", 2),
     ("gather", 2),
+    // the review's answer types and the cached bytes of them
+    ("answer", 2),
     ("client", 2),
     ("steps", 2),
     ("plan_run", 2),

@@ -8,6 +8,7 @@
 use crate::common;
 
 use common::{browser, browser::Browser, spawn_app, TestApp, PASSWORD};
+use rentcheck::ids::BriefId;
 use rentcheck::{auth::Role, config::AppConfig, demo, secrets::TokenKeys, state::AppState};
 use serde_json::Value;
 use uuid::Uuid;
@@ -264,7 +265,7 @@ async fn brief_form_with_errors(b: &Browser, base: &str, problems: &mut Vec<Stri
     }
 }
 
-async fn first_id(app: &TestApp, sql: &str, brief: Uuid) -> Option<String> {
+async fn first_id(app: &TestApp, sql: &str, brief: BriefId) -> Option<String> {
     sqlx::query_scalar::<_, String>(sql)
         .bind(brief)
         .fetch_optional(&app.pool)

@@ -4,6 +4,7 @@
 use crate::common;
 
 use chrono::{DateTime, Duration, Utc};
+use rentcheck::ids::{BriefId, TrialId};
 use rentcheck::{evidence::compactor, evidence::repo};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -42,8 +43,9 @@ async fn upload(pool: &PgPool, brief_id: Uuid, stage: i16, metrics: Value, colle
         pool,
         &repo::NewEvidence {
             id,
-            brief_id,
-            trial_id: brief_id,
+            // The brief's one trial has the brief's id (above).
+            brief_id: BriefId::from(brief_id),
+            trial_id: TrialId::from(brief_id),
             kind: "metrics",
             stage,
             content_type: "application/json",
@@ -71,7 +73,7 @@ async fn upload(pool: &PgPool, brief_id: Uuid, stage: i16, metrics: Value, colle
 /// (key, stage) → (value, evidence id), as card evaluation sees it.
 async fn newest(pool: &PgPool, brief_id: Uuid, keys: &[&str]) -> Vec<(String, u8, Value, Uuid)> {
     let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-    let mut rows: Vec<_> = repo::newest_metrics(pool, brief_id, &keys)
+    let mut rows: Vec<_> = repo::newest_metrics(pool, TrialId::from(brief_id), &keys)
         .await
         .unwrap()
         .into_iter()

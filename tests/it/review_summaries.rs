@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::common;
 
 use common::{bearer_client, fixture, spawn_app, TestApp};
+use rentcheck::ids::BriefId;
 use rentcheck::{
     auth::Role,
     config::AppConfig,
@@ -23,7 +24,7 @@ fn state(app: &TestApp) -> AppState {
 /// The summary of `id` as a reader gets it, beside the full review of the API.
 async fn summary_and_review(app: &TestApp, id: &str) -> (SummaryRow, Value) {
     let uuid: Uuid = id.parse().unwrap();
-    let rows = summaries::current(&state(app), &[uuid]).await.unwrap();
+    let rows = summaries::current(&state(app), &[BriefId::from(uuid)]).await.unwrap();
     let review: Value = app
         .get(&format!("/api/v1/briefs/{id}/review"))
         .await
@@ -207,7 +208,7 @@ async fn served_and_fresh(app: &TestApp, id: &str) -> (Value, Value) {
     let fresh = rentcheck::review::service::review(&state(app), id.parse().unwrap())
         .await
         .unwrap();
-    (served, rentcheck::review::service::review_json(&fresh))
+    (served, rentcheck::review::answer::review_json(&fresh))
 }
 
 #[tokio::test]
@@ -405,5 +406,5 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
     let taken = summaries_repo::claim_dirty(&app.pool, 100, Duration::ZERO, Duration::ZERO)
         .await
         .unwrap();
-    assert_eq!(taken, vec![brief]);
+    assert_eq!(taken, vec![BriefId::from(brief)]);
 }

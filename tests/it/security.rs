@@ -25,7 +25,7 @@ async fn person_token(app: &TestApp, role: Role, token_role: Role, brief: Option
             name: "test".into(),
             subject: email,
             role: token_role,
-            brief,
+            brief: brief.map(Into::into),
             trial: None,
             ttl: chrono::Duration::hours(1),
             created_by: Some(user.id),

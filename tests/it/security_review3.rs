@@ -30,7 +30,7 @@ async fn person_token(app: &TestApp, role: Role, brief: Option<Uuid>) -> (Uuid, 
             name: format!("{} token", role.as_str()),
             subject: email.clone(),
             role,
-            brief,
+            brief: brief.map(Into::into),
             trial: None,
             ttl: chrono::Duration::hours(1),
             created_by: Some(user.id),
@@ -251,7 +251,7 @@ async fn the_route_walk_every_route_with_a_scoped_token_of_each_role() {
                 .await
                 .unwrap();
             teams::add_member(&app.pool, team.id, person.id).await.unwrap();
-            teams::share(&app.pool, brief_a, team.id).await.unwrap();
+            teams::share(&app.pool, brief_a.into(), team.id).await.unwrap();
         }
         let uid = users::by_email(&app.pool, &format!("{}@example.com", role.as_str()))
             .await
@@ -707,7 +707,7 @@ async fn a_persons_tokens_are_listed_and_revoked_and_a_new_password_or_disabling
             name: "ci agent".into(),
             subject: email.clone(),
             role: Role::Agent,
-            brief: Some(brief),
+            brief: Some(brief.into()),
             trial: None,
             ttl: chrono::Duration::hours(1),
             created_by: Some(uid),
