@@ -129,15 +129,22 @@ impl AppError {
     }
 }
 
-#[derive(Serialize)]
-struct Problem<'a> {
+/// RFC 9457 problem details: every error answer of the API.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Problem<'a> {
+    /// problem type URI
     #[serde(rename = "type")]
     kind: String,
+    /// the status's reason phrase
     title: &'a str,
+    /// HTTP status
     status: u16,
+    /// what went wrong
     detail: String,
+    /// the invalid fields, on 422
     #[serde(skip_serializing_if = "Option::is_none")]
     errors: Option<&'a [FieldError]>,
+    /// the x-request-id of the request
     #[serde(skip_serializing_if = "Option::is_none")]
     request_id: Option<String>,
 }

@@ -10,9 +10,12 @@ use serde_json::{Map, Value};
 
 /// An enumeration stored as text: one place lists its values and their spelling. Used by the
 /// domain models (`text_enum!(Name { Variant => "text", … })`).
+// `$text` is a `tt`, not a `literal`: a `literal` fragment reaches the derives wrapped in an
+// invisible group, which serde reads but utoipa's `rename` does not (the document then listed
+// the variants' Rust names instead of their text).
 #[macro_export]
 macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:tt),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
         pub enum $name { $(#[serde(rename = $text)] $variant),+ }
@@ -37,10 +40,13 @@ const CHOICE_MAX_LEN: usize = 200;
 /// output is another matter: evidence keeps its raw bytes and replaces NUL in what it reads.
 pub const NUL_MESSAGE: &str = "must not contain a NUL character (U+0000)";
 
-/// A message about one input field (`field` as the API and the form name it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One invalid field: its name as the API and the form name it, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = FieldProblem)]
 pub struct FieldError {
+    /// field name
     pub field: String,
+    /// what is wrong with it
     pub message: String,
 }
 

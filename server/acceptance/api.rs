@@ -4,6 +4,7 @@ use axum::{extract::State, Json};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
@@ -34,12 +35,16 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(show_revision))
 }
 
-/// The card as GET and PUT answer it: criteria with their status, value and evidence.
-#[derive(Serialize)]
+/// The card evaluated over the newest evidence, as GET and PUT answer it: criteria with their
+/// status, value and evidence.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Card)]
 pub struct CardView {
+    #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     /// The trial the card is evaluated for (`?trial=`; the brief's first trial by default).
     pub trial: TrialRef,
+    /// 0: the generated default card.
     pub revision: i32,
     /// True when no card was saved yet and this is the generated default.
     pub default: bool,
@@ -56,8 +61,10 @@ pub struct CardView {
 }
 
 /// Which trial an evaluation is of.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = CardTrial)]
 pub struct TrialRef {
+    #[schema(value_type = Uuid)]
     pub id: TrialId,
     pub name: String,
     /// "8 × H200 SXM", or empty when the sizing offers nothing.
@@ -138,7 +145,7 @@ pub struct TrialQuery {
         ("trial" = Option<Uuid>, Query, description = "evaluate for this trial (default: the brief's first trial)"),
     ),
     responses(
-        (status = 200, description = "the evaluated card", body = super::schema::Card),
+        (status = 200, description = "the evaluated card", body = CardView),
         (status = 404, description = "no such brief"),
     )
 )]
@@ -206,7 +213,7 @@ pub async fn save_revision(
     params(("id" = Uuid, Path, description = "brief id")),
     request_body = super::schema::CardBody,
     responses(
-        (status = 200, description = "the new revision, evaluated", body = super::schema::Card),
+        (status = 200, description = "the new revision, evaluated", body = CardView),
         (status = 404, description = "no such brief"),
         (status = 422, description = "invalid criteria (per field: criteria[i].field)"),
     )
@@ -234,12 +241,21 @@ async fn replace(
     Ok(Json(card_view(&state, &brief, None).await?))
 }
 
-#[derive(Serialize)]
+/// A saved revision of the card.
+#[derive(Serialize, ToSchema)]
+#[schema(as = CardRevisionSummary)]
 struct RevisionSummary {
     revision: i32,
     created_by: String,
     created_at: DateTime<Utc>,
+    /// How many criteria it has.
     criteria: usize,
+}
+
+/// Every saved revision of the card, newest first.
+#[derive(Serialize, ToSchema)]
+struct CardRevisions {
+    items: Vec<RevisionSummary>,
 }
 
 #[utoipa::path(
@@ -251,7 +267,7 @@ struct RevisionSummary {
     params(("id" = Uuid, Path, description = "brief id")),
     responses(
         (status = 200, description = "{ items: [{ revision, created_by, created_at, criteria }] }",
-            body = super::schema::CardRevisions),
+            body = CardRevisions),
         (status = 404, description = "no such brief"),
     )
 )]
@@ -259,7 +275,7 @@ async fn list_revisions(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(id): Path<BriefId>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<CardRevisions>> {
     caller.may_read_brief(id)?;
     load_brief(&state, id).await?;
     let items: Vec<RevisionSummary> = repo::revisions(&state.pool, id)
@@ -272,12 +288,15 @@ async fn list_revisions(
             criteria: r.criteria.len(),
         })
         .collect();
-    Ok(Json(json!({ "items": items })))
+    let answer = CardRevisions { items };
+    Ok(Json(answer))
 }
 
-/// One stored revision and its diff against the one before (revision 1: against the default card).
-#[derive(Serialize)]
+/// One saved revision and its diff against the one before (revision 1: against the default card).
+#[derive(Serialize, ToSchema)]
+#[schema(as = CardRevision)]
 pub struct RevisionView {
+    #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     pub revision: i32,
     pub created_by: String,
@@ -325,7 +344,7 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
     ),
     responses(
         (status = 200, description = "{ brief_id, revision, created_by, created_at, criteria, previous, diff: { added, removed, changed } }",
-            body = super::schema::CardRevision),
+            body = RevisionView),
         (status = 404, description = "no such brief or revision"),
     )
 )]

@@ -76,7 +76,7 @@ impl MetricsSnapshot {
 pub use crate::criteria::Status;
 
 /// A criterion with its status, the value that decided it and where the value came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct EvaluatedCriterion {
     #[serde(flatten)]
     pub criterion: Criterion,
@@ -92,7 +92,8 @@ pub struct EvaluatedCriterion {
     pub source: &'static str,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One stage of the card: its status and how many of its criteria passed, failed or lack evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct StageEvaluation {
     pub stage: u8,
     pub name: &'static str,

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use crate::validation::FieldError;
 
 /// How a measured value is compared with the threshold: `value <op> threshold`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     Lt,
@@ -113,7 +113,7 @@ pub fn format_number(n: f64) -> String {
 }
 
 /// One line of a card.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Criterion {
     pub key: String,
     pub op: Op,
@@ -675,14 +675,15 @@ pub fn unknown_key_warnings(criteria: &[Criterion]) -> Vec<String> {
 }
 
 /// What changed between two revisions, criteria matched by (key, stage).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct CardDiff {
     pub added: Vec<Criterion>,
     pub removed: Vec<Criterion>,
     pub changed: Vec<ChangedCriterion>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A criterion whose op, threshold, unit, required or why changed.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ChangedCriterion {
     pub key: String,
     pub stage: u8,

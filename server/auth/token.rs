@@ -38,13 +38,16 @@ pub struct NewToken {
     pub created_by: Option<Uuid>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A token's record (never the signed token itself).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TokenRow {
     pub jti: Uuid,
     pub name: String,
     pub subject: String,
     pub role: String,
+    #[schema(value_type = Option<Uuid>)]
     pub brief_id: Option<BriefId>,
+    #[schema(value_type = Option<Uuid>)]
     pub trial_id: Option<TrialId>,
     /// The person it was minted by or for (none for an agent token minted by the CLI).
     pub created_by: Option<Uuid>,

@@ -54,8 +54,8 @@ pub const MAX_MONEY: i64 = 1_000_000_000;
 /// Headroom above the expected peak, percent.
 pub const MAX_HEADROOM_PCT: f64 = 1000.0;
 
-/// Latency and throughput targets; each is optional.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Latency and throughput targets; each is optional (error_rate: a fraction).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Targets {
     pub ttft_p95_ms: Option<f64>,
     pub itl_p95_ms: Option<f64>,
@@ -101,7 +101,7 @@ impl Targets {
 }
 
 /// A brief's fields after validation: every value here is within its bounds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct BriefFields {
     pub name: String,
     pub owner: String,
@@ -117,6 +117,7 @@ pub struct BriefFields {
     pub num_kv_heads: Option<i32>,
     pub head_dim: Option<i32>,
     /// The model's Hugging Face config.json, as given.
+    #[schema(value_type = Option<Object>)]
     pub model_config: Option<Map<String, Value>>,
     /// The architecture fields the brief states (api.md names, flat in the JSON).
     #[serde(flatten)]
@@ -128,7 +129,9 @@ pub struct BriefFields {
     pub persist: Vec<String>,
     pub restore_plan: Option<String>,
     pub fallback_plan: Option<String>,
+    /// A decimal string.
     #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
     pub max_cost_per_job: Option<Decimal>,
     pub currency: String,
     pub cost_unit: CostUnit,
@@ -141,19 +144,23 @@ pub struct BriefFields {
     /// A managed model API's price per million tokens, for the break-even (trials). The older
     /// single price: the output price, with input free.
     #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
     pub api_price_per_million_tokens: Option<Decimal>,
     /// Spare capacity on top of the expected peak, percent (replicas at the SLO; default 0).
     pub headroom_pct: Option<f64>,
     /// A managed model API's prices per million input and per million output tokens.
     #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
     pub api_price_input_per_million: Option<Decimal>,
     #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
     pub api_price_output_per_million: Option<Decimal>,
 }
 
 /// A stored brief.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Brief {
+    #[schema(value_type = Uuid)]
     pub id: BriefId,
     #[serde(flatten)]
     pub fields: BriefFields,
@@ -1220,12 +1227,16 @@ mod tests {
     }
 }
 
-/// A brief as the API returns it: its fields, the computed sizing and its status.
-#[derive(Serialize)]
+/// A brief as the API answers it: its fields (those of `BriefBody`, with the defaults filled in),
+/// `id`, the computed `sizing` and `status`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Brief)]
 pub struct BriefView<'a> {
     #[serde(flatten)]
+    #[schema(inline)]
     pub brief: &'a Brief,
     pub sizing: Sizing,
+    /// draft
     pub status: &'static str,
 }
 

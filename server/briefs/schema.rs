@@ -266,28 +266,6 @@ pub struct BriefBody {
     updated_at: Option<Value>,
 }
 
-/// A brief as the API answers it: its fields (those of `BriefBody`, with the defaults filled in),
-/// `id`, the computed `sizing` and `status`.
-#[derive(ToSchema)]
-pub struct Brief {
-    id: uuid::Uuid,
-    name: String,
-    owner: String,
-    workload_kind: String,
-    sizing: Sizing,
-    /// draft
-    status: String,
-}
-
-/// A page of briefs, newest first.
-#[derive(ToSchema)]
-pub struct BriefPage {
-    /// each brief with its review summary
-    items: Vec<Brief>,
-    /// pass as ?cursor= for the next page; null at the end
-    next_cursor: Option<String>,
-}
-
 /// How the sizing's options are ordered: memory (default: memory rented) or price (fitting options
 /// by cheapest price per hour).
 #[derive(ToSchema)]
@@ -295,63 +273,6 @@ pub struct BriefPage {
 pub enum SizingOrder {
     Memory,
     Price,
-}
-
-/// One catalogue GPU at the count it needs; the price fields are there when a price sheet prices
-/// it in the brief's currency (the sizing route fills them; a brief's own sizing has none).
-#[derive(ToSchema)]
-pub struct SizingOption {
-    gpu: String,
-    /// datasheet memory in GiB (the driver's memory.total)
-    memory_gib: f64,
-    count: u32,
-    fits: bool,
-    /// null when it cannot be computed (a number that is not finite)
-    headroom_pct: Option<f64>,
-    /// null when there is no bound (nothing to read per token)
-    decode_tokens_per_s_max: Option<f64>,
-    interconnect_note: Option<String>,
-    /// tensor-parallel degree
-    tensor_parallel: u32,
-    /// pipeline stages
-    pipeline_parallel: u32,
-    /// what loading takes beyond the defaults, or why the GPU cannot run the brief's precision
-    load_note: Option<String>,
-    /// the cheapest current price per hour of this allocation, a decimal string
-    #[schema(required = false)]
-    price_per_hour: String,
-    /// a decimal string
-    #[schema(required = false)]
-    price_per_month: String,
-    #[schema(required = false)]
-    provider: String,
-    /// the offer's billing: a spot price always says spot
-    #[schema(required = false)]
-    price_billing: String,
-    #[schema(required = false)]
-    currency: String,
-    #[schema(required = false)]
-    price_id: uuid::Uuid,
-    /// GPUs paid for (whole instances of the offer's size)
-    #[schema(required = false)]
-    gpus_billed: u32,
-}
-
-/// The sizing of a brief: weights_gib, kv_cache_gib (the attention layers' KV, growing with
-/// tokens), state_gib (a hybrid model's constant per-sequence state of its Gated DeltaNet / Mamba-2
-/// layers, for all sequences; 0 otherwise), overhead_gib, total_gib, kv_bytes_per_token,
-/// architecture_notes, options per GPU and billing_advice.
-#[derive(ToSchema)]
-pub struct Sizing {
-    weights_gib: f64,
-    kv_cache_gib: f64,
-    state_gib: f64,
-    overhead_gib: f64,
-    total_gib: f64,
-    kv_bytes_per_token: u64,
-    architecture_notes: Vec<String>,
-    options: Vec<SizingOption>,
-    billing_advice: String,
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use uuid::Uuid;
 use super::{
     model::{decode_cursor, is_inline_text},
     repo::EvidenceRow,
-    service::{self, Ingested},
+    service::{self, Ingested, IngestedAnswer, Links},
     upload::{self, REPLAYED},
 };
 use crate::{
@@ -47,15 +47,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(upload_batch).layer(DefaultBodyLimit::disable()))
         .routes(routes!(show))
         .routes(routes!(raw))
-}
-
-#[derive(Serialize, ToSchema)]
-#[schema(as = EvidenceLinks)]
-pub struct Links {
-    #[serde(rename = "self")]
-    pub this: String,
-    pub raw: String,
-    pub page: String,
 }
 
 /// One item as lists show it: everything but the metrics and the bytes.
@@ -112,8 +103,7 @@ impl From<&EvidenceRow> for EvidenceSummary {
 }
 
 /// A page of evidence, newest first.
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
 struct EvidencePage {
     items: Vec<EvidenceSummary>,
     /// pass as ?cursor= for the next page; null at the end
@@ -168,9 +158,9 @@ impl From<EvidenceRow> for EvidenceDetail {
         (super::schema::RawBytes = "*/*"),
     )),
     responses(
-        (status = 201, description = "committed", body = super::schema::EvidenceIngested,
+        (status = 201, description = "committed", body = IngestedAnswer,
             headers(("Location" = String, description = "the evidence's URL"))),
-        (status = 200, description = "an idempotent replay of the first answer", body = super::schema::EvidenceIngested,
+        (status = 200, description = "an idempotent replay of the first answer", body = IngestedAnswer,
             headers(("Idempotent-Replayed" = String, description = "present on a replayed answer"))),
         (status = 400, description = "malformed JSON, multipart or query"),
         (status = 404, description = "no such brief"),
@@ -231,7 +221,7 @@ async fn upload(
     request_body = super::schema::EvidenceBatch,
     responses(
         (status = 207, description = "one answer per item, in order: { items: [{ index, status (201 stored, 200 replayed, 4xx refused), id?, parse_status?, parse_error?, links?, problem? }] }",
-            body = super::schema::EvidenceBatchAnswer),
+            body = BatchAnswer),
         (status = 400, description = "malformed JSON"),
         (status = 404, description = "no such brief"),
         (status = 413, description = "larger than 16 MiB"),
@@ -276,30 +266,80 @@ async fn upload_batch(
         Some(&caller.label()),
     )
     .await?;
-    let items: Vec<Value> = answers
+    let items = answers
         .iter()
         .enumerate()
         .map(|(index, a)| match a {
             Ok(ingested) => {
-                let b = ingested.body();
-                serde_json::json!({
-                    "index": index,
-                    "status": if matches!(ingested, Ingested::Created(_)) { 201 } else { 200 },
-                    "id": b["id"],
-                    "parse_status": b["parse_status"],
-                    "parse_error": b["parse_error"],
-                    "warnings": b["warnings"].as_array().map_or(0, Vec::len),
-                    "links": { "self": b["links"]["self"] },
+                let b: IngestedAnswer =
+                    serde_json::from_value(ingested.body().clone()).map_err(|e| AppError::Internal(e.into()))?;
+                Ok(BatchItem::Stored {
+                    index,
+                    status: if matches!(ingested, Ingested::Created(_)) {
+                        201
+                    } else {
+                        200
+                    },
+                    id: b.id,
+                    parse_status: b.parse_status,
+                    parse_error: b.parse_error,
+                    warnings: b.warnings.len(),
+                    links: SelfLink { this: b.links.this },
                 })
             }
-            Err(e) => serde_json::json!({
-                "index": index,
-                "status": e.status().as_u16(),
-                "problem": e.problem(),
+            Err(e) => Ok(BatchItem::Refused {
+                index,
+                status: e.status().as_u16(),
+                problem: e.problem(),
             }),
         })
-        .collect();
-    Ok((StatusCode::MULTI_STATUS, Json(serde_json::json!({ "items": items }))).into_response())
+        .collect::<Result<Vec<_>, AppError>>()?;
+    let answer = BatchAnswer { items };
+    Ok((StatusCode::MULTI_STATUS, Json(answer)).into_response())
+}
+
+/// One answer per item of a batch, in order.
+#[derive(Serialize, ToSchema)]
+#[schema(as = EvidenceBatchAnswer)]
+pub struct BatchAnswer {
+    pub items: Vec<BatchItem>,
+}
+
+/// One item's answer in a batch: stored (201), replayed (200) or refused (4xx, with the problem).
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[schema(as = EvidenceBatchItem)]
+pub enum BatchItem {
+    Stored {
+        /// The item's place in the request, from 0.
+        index: usize,
+        /// 201 stored, 200 replayed.
+        status: u16,
+        id: Uuid,
+        /// ok, partial or failed
+        parse_status: String,
+        parse_error: Option<String>,
+        /// How many warnings the parser gave.
+        warnings: usize,
+        links: SelfLink,
+    },
+    Refused {
+        /// The item's place in the request, from 0.
+        index: usize,
+        /// 4xx.
+        status: u16,
+        /// Why it was refused (an RFC 9457 problem).
+        #[schema(value_type = Object)]
+        problem: Value,
+    },
+}
+
+/// The stored item's URL.
+#[derive(Serialize, ToSchema)]
+#[schema(as = EvidenceSelfLink)]
+pub struct SelfLink {
+    #[serde(rename = "self")]
+    pub this: String,
 }
 
 #[derive(Deserialize)]
@@ -333,7 +373,7 @@ async fn list(
     ApiCaller(caller): ApiCaller,
     Path(brief_id): Path<BriefId>,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<EvidencePage>> {
     caller.may_read_brief(brief_id)?;
     let after = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
         None => None,
@@ -357,7 +397,8 @@ async fn list(
     }
     let (rows, next_cursor) = service::list_page(&state, brief_id, q.trial, after, limit).await?;
     let items: Vec<EvidenceSummary> = rows.iter().map(EvidenceSummary::from).collect();
-    Ok(Json(serde_json::json!({ "items": items, "next_cursor": next_cursor })))
+    let answer = EvidencePage { items, next_cursor };
+    Ok(Json(answer))
 }
 
 #[utoipa::path(

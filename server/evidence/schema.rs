@@ -88,50 +88,12 @@ pub struct EvidenceMultipart {
     labels: Option<String>,
 }
 
-/// The committed evidence: id, kind, parse_status (ok | partial | failed), parse_error, metrics,
-/// warnings, sha256, size_bytes, links.
-#[derive(ToSchema)]
-pub struct EvidenceIngested {
-    id: uuid::Uuid,
-    kind: String,
-    /// ok, partial or failed
-    parse_status: String,
-    parse_error: Option<String>,
-    #[schema(value_type = Object)]
-    links: Value,
-}
-
 /// A batch of evidence items.
 #[derive(ToSchema)]
 pub struct EvidenceBatch {
     /// 1 to 500 envelopes, each with its own idempotency_key if it wants one
     #[schema(min_items = 1, max_items = 500)]
     items: Vec<EvidenceEnvelope>,
-}
-
-/// One item's answer in a batch.
-#[derive(ToSchema)]
-pub struct EvidenceBatchItem {
-    /// the item's place in the request, from 0
-    index: usize,
-    /// 201 stored, 200 replayed, 4xx refused
-    status: u16,
-    id: Option<uuid::Uuid>,
-    parse_status: Option<String>,
-    parse_error: Option<String>,
-    /// how many warnings the parser gave
-    warnings: Option<usize>,
-    #[schema(value_type = Option<Object>)]
-    links: Option<Value>,
-    /// why it was refused (an RFC 9457 problem)
-    #[schema(value_type = Option<Object>)]
-    problem: Option<Value>,
-}
-
-/// One answer per item, in order.
-#[derive(ToSchema)]
-pub struct EvidenceBatchAnswer {
-    items: Vec<EvidenceBatchItem>,
 }
 
 /// Bytes as they were sent, of any content type.

@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
@@ -18,8 +20,43 @@ use crate::{briefs::service as briefs, error::AppError, outbox, state::AppState}
 /// Inputs at least this large are parsed on the blocking pool, off the async workers.
 const PARSE_INLINE_MAX: usize = 256 * 1024;
 
+/// An evidence item's URLs: its JSON, its raw bytes and its page.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[schema(as = EvidenceLinks)]
+pub struct Links {
+    #[serde(rename = "self")]
+    pub this: String,
+    pub raw: String,
+    pub page: String,
+}
+
+/// The committed evidence, as an upload answers it (and a replay of the upload answers it again:
+/// the stored answer, as it was first sent).
+#[derive(Serialize, Deserialize, ToSchema)]
+#[schema(as = EvidenceIngested)]
+pub struct IngestedAnswer {
+    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
+    #[schema(value_type = Uuid)]
+    pub trial_id: TrialId,
+    pub kind: String,
+    pub stage: i16,
+    /// ok, partial or failed
+    pub parse_status: String,
+    pub parse_error: Option<String>,
+    /// The metrics read from the output (metrics.md keys).
+    #[schema(value_type = Object)]
+    pub metrics: Value,
+    pub warnings: Vec<String>,
+    pub sha256: String,
+    pub size_bytes: usize,
+    pub links: Links,
+}
+
 /// What an upload came to: a new evidence item, or the stored answer to an earlier request with
-/// the same `Idempotency-Key` and body. Either way the value is the evidence's JSON answer.
+/// the same `Idempotency-Key` and body. Either way the value is the evidence's JSON answer: an
+/// [`IngestedAnswer`] as it was first sent (a replay answers the stored bytes again).
 #[derive(Debug)]
 pub enum Ingested {
     Created(Value),
@@ -209,24 +246,25 @@ async fn prepare(
 
     let id = Uuid::now_v7();
     let sha256 = sha256_hex(&upload.raw);
-    let body = json!({
-        "id": id,
-        "brief_id": brief_id,
-        "trial_id": trial_id,
-        "kind": kind.as_str(),
-        "stage": upload.stage,
-        "parse_status": outcome.status.as_str(),
-        "parse_error": outcome.error,
-        "metrics": outcome.metrics,
-        "warnings": outcome.warnings,
-        "sha256": sha256,
-        "size_bytes": upload.raw.len(),
-        "links": {
-            "self": format!("/api/v1/evidence/{id}"),
-            "raw": format!("/api/v1/evidence/{id}/raw"),
-            "page": format!("/evidence/{id}"),
+    let answer = IngestedAnswer {
+        id,
+        brief_id,
+        trial_id,
+        kind: kind.as_str().to_owned(),
+        stage: upload.stage,
+        parse_status: outcome.status.as_str().to_owned(),
+        parse_error: outcome.error.clone(),
+        metrics: outcome.metrics.clone(),
+        warnings: outcome.warnings.clone(),
+        sha256: sha256.clone(),
+        size_bytes: upload.raw.len(),
+        links: Links {
+            this: format!("/api/v1/evidence/{id}"),
+            raw: format!("/api/v1/evidence/{id}/raw"),
+            page: format!("/evidence/{id}"),
         },
-    });
+    };
+    let body = serde_json::to_value(&answer).map_err(|e| AppError::Internal(e.into()))?;
     Ok(Prepared {
         id,
         kind,

@@ -23,39 +23,14 @@ use utoipa::{
         security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
         Ref, RefOr, ResponseBuilder,
     },
-    Modify, OpenApi, ToSchema,
+    Modify, OpenApi,
 };
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::{acceptance, evidence, ledger, overview, people, plan, prices, review, signals, state::AppState, trials};
-
-/// RFC 9457 problem details: every error answer of the API.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct Problem {
-    /// problem type URI
-    r#type: String,
-    /// the status's reason phrase
-    title: String,
-    /// HTTP status
-    status: u16,
-    /// what went wrong
-    detail: String,
-    /// the invalid fields, on 422
-    errors: Option<Vec<FieldProblem>>,
-    /// the x-request-id of the request
-    request_id: Option<String>,
-}
-
-/// One invalid field.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct FieldProblem {
-    /// field name
-    field: String,
-    /// what is wrong with it
-    message: String,
-}
+use crate::{
+    acceptance, error::Problem, evidence, ledger, overview, people, plan, prices, review, signals, state::AppState,
+    trials, validation::FieldError,
+};
 
 struct BearerScheme;
 
@@ -82,7 +57,7 @@ impl Modify for BearerScheme {
         title = "rentcheck",
         description = "Turns renting a GPU server into an acceptance test. Errors are application/problem+json."
     ),
-    components(schemas(Problem, FieldProblem)),
+    components(schemas(Problem, FieldError)),
     modifiers(&BearerScheme),
     // Every /api/v1 route takes a bearer token (reads also accept a signed-in browser session).
     security(("bearer" = []))

@@ -3,9 +3,13 @@
 
 use std::collections::BTreeSet;
 
-use axum::{extract::State, Json};
+use axum::{
+    extract::State,
+    response::{IntoResponse, Response},
+    Json,
+};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
@@ -45,15 +49,19 @@ pub struct ListParams {
 }
 
 /// What a list shows of a brief's review.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = BriefSummary)]
 struct SummaryView<'a> {
     decision: &'a str,
     /// awaiting-evidence | needs-approval | stale | approved | rejected
     state: &'a str,
     /// The trial the decision is taken from.
+    #[schema(value_type = Uuid)]
     trial_id: TrialId,
     accepted: bool,
+    /// A decimal string.
     #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
     cost_per_job: Option<rust_decimal::Decimal>,
     criteria_passed: i32,
     criteria_required: i32,
@@ -80,11 +88,22 @@ impl<'a> From<&'a SummaryRow> for SummaryView<'a> {
     }
 }
 
-#[derive(Serialize)]
+/// A brief with its review summary.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BriefListItem)]
 struct Item<'a> {
     #[serde(flatten)]
     brief: BriefView<'a>,
     summary: SummaryView<'a>,
+}
+
+/// A page of briefs, newest first.
+#[derive(Serialize, ToSchema)]
+struct BriefPage<'a> {
+    /// each brief with its review summary
+    items: Vec<Item<'a>>,
+    /// pass as ?cursor= for the next page; null at the end
+    next_cursor: Option<String>,
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> AppError {
@@ -176,7 +195,7 @@ async fn team(state: &AppState, raw: &str) -> Result<Uuid, AppError> {
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 200, description = "briefs per page, 1 to 200 (default 50)"),
     ),
     responses(
-        (status = 200, description = "{ items: [brief with summary], next_cursor }", body = crate::briefs::schema::BriefPage),
+        (status = 200, description = "{ items: [brief with summary], next_cursor }", body = BriefPage),
         (status = 422, description = "an unknown state, owner or team, or a damaged cursor"),
     )
 )]
@@ -184,7 +203,7 @@ pub async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     ApiQuery(p): ApiQuery<ListParams>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
     let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
@@ -217,10 +236,12 @@ pub async fn list(
             summary: (&l.summary).into(),
         })
         .collect();
-    Ok(Json(serde_json::json!({
-        "items": items,
-        "next_cursor": page.next.map(encode_cursor),
-    })))
+    let answer = BriefPage {
+        items,
+        next_cursor: page.next.map(encode_cursor),
+    };
+    // Serialized here: the items borrow the page.
+    Ok(Json(answer).into_response())
 }
 
 #[cfg(test)]

@@ -85,19 +85,15 @@ fn require_admin(caller: &Principal) -> Result<(), AppError> {
 }
 
 /// Every person, by email.
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
 struct UserList {
     items: Vec<UserView>,
 }
 
-/// Every token minted by or for a person: jti, name, subject, role, brief_id, trial_id,
-/// created_by, created_at, expires_at, last_used_at, revoked_at, state (active, expired or revoked).
-#[derive(ToSchema)]
-#[allow(dead_code)]
+/// Every token minted by or for a person, newest first.
+#[derive(Serialize, ToSchema)]
 struct TokenList {
-    #[schema(value_type = Vec<Object>)]
-    items: Vec<serde_json::Value>,
+    items: Vec<TokenView>,
 }
 
 #[utoipa::path(
@@ -108,7 +104,7 @@ struct TokenList {
     summary = "Every person, by email (admins)",
     responses((status = 200, description = "{ items: [user] }", body = UserList))
 )]
-async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<serde_json::Value>> {
+async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<UserList>> {
     require_admin(&caller)?;
     let locked: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>> =
         lockout::locked(&state.pool).await?.into_iter().collect();
@@ -120,7 +116,8 @@ async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> Ap
             UserView::new(u, at)
         })
         .collect();
-    Ok(Json(json!({ "items": items })))
+    let answer = UserList { items };
+    Ok(Json(answer))
 }
 
 /// Admins see anyone; a person sees themselves.
@@ -358,8 +355,10 @@ pub async fn recheck_password(
     )]))
 }
 
-/// A token as a person's token list shows it.
-#[derive(Serialize)]
+/// A token as a person's token list shows it: jti, name, subject, role, brief_id, trial_id,
+/// created_by, created_at, expires_at, last_used_at, revoked_at and its state. Never the token.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Token)]
 struct TokenView {
     #[serde(flatten)]
     token: TokenRow,
@@ -394,7 +393,7 @@ async fn list_tokens(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(uid): Path<Uuid>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<TokenList>> {
     may_see_tokens(&caller, uid)?;
     users::by_id(&state.pool, uid)
         .await?
@@ -407,7 +406,8 @@ async fn list_tokens(
             token: t,
         })
         .collect();
-    Ok(Json(json!({ "items": items })))
+    let answer = TokenList { items };
+    Ok(Json(answer))
 }
 
 /// `DELETE /api/v1/users/{uid}/tokens/{jti}`: revokes one of the person's tokens. 204; 404 when it

@@ -18,7 +18,7 @@ use super::{KvCacheDtype, Precision};
 
 /// The architecture fields a brief may state (api.md names), each optional: they change the
 /// memory formula for models the catalogue does not know.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct ArchitectureFields {
     pub num_attention_heads: Option<u32>,

@@ -126,7 +126,7 @@ pub use catalog::{gpu_by_name, gpus, model_by_hf_id, models, Attention, GpuSpec,
 pub use state::{StateKind, StateLayers};
 
 /// What the rented capacity will run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadKind {
     RealtimeInference,
@@ -164,7 +164,7 @@ impl FromStr for WorkloadKind {
 }
 
 /// Numeric precision of the weights.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     Fp32,
@@ -199,7 +199,7 @@ impl FromStr for Precision {
 
 /// The KV cache's element type (vLLM `--kv-cache-dtype`): `auto` keeps the model's 16-bit
 /// activation type whatever the weight precision (fp32 for fp32 models); `fp8` halves it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum KvCacheDtype {
     #[default]
@@ -276,8 +276,11 @@ impl SizingInput {
     }
 }
 
-/// The sizing of one brief (api.md "Sizing").
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The sizing of a brief: weights_gib, kv_cache_gib (the attention layers' KV, growing with
+/// tokens), state_gib (a hybrid model's constant per-sequence state of its Gated DeltaNet / Mamba-2
+/// layers, for all sequences; 0 otherwise), overhead_gib, total_gib, kv_bytes_per_token,
+/// architecture_notes, options per GPU and billing_advice (api.md "Sizing").
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Sizing {
     pub weights_gib: f64,
     /// KV cache of the attention layers: grows with every token of every sequence.
@@ -317,15 +320,20 @@ impl Sizing {
     }
 }
 
-/// One catalogue GPU at the count it needs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One catalogue GPU at the count it needs; the price fields are there when a price sheet prices
+/// it in the brief's currency (the sizing route fills them; a brief's own sizing has none).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SizingOption {
     pub gpu: String,
-    /// Datasheet memory converted to GiB (80 GB → 74.51).
+    /// Datasheet memory converted to GiB (80 GB → 74.51): the driver's memory.total.
     pub memory_gib: f64,
     pub count: u32,
     pub fits: bool,
+    /// Null when it cannot be computed (a number that is not finite).
+    #[schema(value_type = Option<f64>, required = true)]
     pub headroom_pct: f64,
+    /// Null when there is no bound (nothing to read per token).
+    #[schema(value_type = Option<f64>, required = true)]
     pub decode_tokens_per_s_max: f64,
     pub interconnect_note: Option<String>,
     /// Tensor-parallel degree (1 for FSDP and data-parallel attention).
@@ -333,22 +341,27 @@ pub struct SizingOption {
     /// Pipeline stages (inside the node and across nodes).
     pub pipeline_parallel: u32,
     /// What loading takes beyond the defaults (a setting, weight-only fp8), or why the GPU
-    /// cannot run the brief's precision and what would; `None` when the defaults load it.
+    /// cannot run the brief's precision and what would; null when the defaults load it.
     pub load_note: Option<String>,
     /// The cheapest current price of this allocation from the imported price sheets, in the brief's
     /// currency, its billing named; filled by the prices module, absent when no sheet prices this
     /// GPU. Its fields appear on the option itself (`price_per_hour`, `price_per_month`,
     /// `provider`, `billing`, …).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = OptionPrice::fields_when_priced)]
     pub price: Option<OptionPrice>,
 }
 
 /// What an option costs on its cheapest current offer (the engine leaves it empty).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct OptionPrice {
+    /// The cheapest current price per hour of this allocation, a decimal string.
     #[serde(rename = "price_per_hour", with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
     pub per_hour: rust_decimal::Decimal,
+    /// A decimal string.
     #[serde(rename = "price_per_month", with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
     pub per_month: rust_decimal::Decimal,
     pub provider: String,
     /// The offer's billing (on-demand, spot, reserved, serverless): pages name it beside the price,
@@ -360,6 +373,18 @@ pub struct OptionPrice {
     pub price_id: uuid::Uuid,
     /// GPUs paid for (whole instances of the offer's size).
     pub gpus_billed: u32,
+}
+
+impl OptionPrice {
+    /// The price's fields as they appear on an option: all of them, or none when no sheet prices it.
+    fn fields_when_priced() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::{schema::Schema, RefOr};
+        let mut schema = <Self as utoipa::PartialSchema>::schema();
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            object.required.clear();
+        }
+        schema
+    }
 }
 
 pub(crate) fn round2(x: f64) -> f64 {

@@ -8,6 +8,7 @@ use axum::{
 };
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
@@ -34,8 +35,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(show, replace))
 }
 
-/// The allocation as the API shows it.
-#[derive(Serialize)]
+/// The GPU and count under test.
+#[derive(Serialize, ToSchema)]
+#[schema(as = TrialAllocation)]
 pub struct AllocationView {
     pub gpu: String,
     pub count: u32,
@@ -45,15 +47,27 @@ pub struct AllocationView {
     pub under_sized: bool,
 }
 
-#[derive(Serialize)]
+/// A trial as the API answers it: its fields, its allocation and links.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Trial)]
 pub struct TrialView<'a> {
     #[serde(flatten)]
+    #[schema(inline)]
     pub trial: &'a Trial,
+    /// The GPU and count under test (null when none resolves).
     pub allocation: Option<AllocationView>,
     pub links: Links,
 }
 
-#[derive(Serialize)]
+/// The brief's trials in order.
+#[derive(Serialize, ToSchema)]
+pub struct TrialList<'a> {
+    pub items: Vec<TrialView<'a>>,
+}
+
+/// The trial's URL and its brief's.
+#[derive(Serialize, ToSchema)]
+#[schema(as = TrialLinks)]
 pub struct Links {
     #[serde(rename = "self")]
     pub this: String,
@@ -97,7 +111,7 @@ fn object(body: &Value) -> Result<Input<'_>, AppError> {
     summary = "The brief's trials in order, each with its allocation",
     params(("id" = Uuid, Path, description = "brief id")),
     responses(
-        (status = 200, description = "{ items: [trial] }", body = super::schema::TrialList),
+        (status = 200, description = "{ items: [trial] }", body = TrialList),
         (status = 404, description = "no such brief"),
     )
 )]
@@ -105,13 +119,15 @@ async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     Path(brief_id): Path<BriefId>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     caller.may_read_brief(brief_id)?;
     let brief = briefs::load(&state.pool, brief_id).await?;
     let sizing = brief.fields.sizing();
     let trials = service::list(&state, brief_id).await?;
     let items: Vec<TrialView<'_>> = trials.iter().map(|t| TrialView::new(t, &sizing)).collect();
-    Ok(Json(serde_json::json!({ "items": items })))
+    let answer = TrialList { items };
+    // Serialized here: the items borrow the trials.
+    Ok(Json(answer).into_response())
 }
 
 #[utoipa::path(
@@ -123,7 +139,7 @@ async fn list(
     params(("id" = Uuid, Path, description = "brief id")),
     request_body = super::schema::TrialBody,
     responses(
-        (status = 201, description = "the trial with its allocation", body = super::schema::Trial,
+        (status = 201, description = "the trial with its allocation", body = TrialView,
             headers(("Location" = String, description = "the trial's URL"))),
         (status = 404, description = "no such brief"),
         (status = 422, description = "invalid fields, a taken name, or rerun_of not a trial of this brief"),
@@ -155,7 +171,7 @@ async fn create(
     summary = "One trial with its allocation",
     params(("tid" = Uuid, Path, description = "trial id")),
     responses(
-        (status = 200, description = "the trial", body = super::schema::Trial),
+        (status = 200, description = "the trial", body = TrialView),
         (status = 404, description = "no such trial"),
     )
 )]
@@ -179,7 +195,7 @@ async fn show(
     params(("tid" = Uuid, Path, description = "trial id")),
     request_body = super::schema::TrialBody,
     responses(
-        (status = 200, description = "the trial", body = super::schema::Trial),
+        (status = 200, description = "the trial", body = TrialView),
         (status = 404, description = "no such trial"),
         (status = 422, description = "invalid fields"),
     )

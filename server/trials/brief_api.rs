@@ -53,7 +53,7 @@ fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
     summary = "Create a brief; sizing is computed",
     request_body = crate::briefs::schema::BriefBody,
     responses(
-        (status = 201, description = "the brief with id, sizing and status", body = crate::briefs::schema::Brief,
+        (status = 201, description = "the brief with id, sizing and status", body = BriefView,
             headers(("Location" = String, description = "the brief's URL"))),
         (status = 400, description = "malformed JSON"),
         (status = 415, description = "not JSON"),
@@ -86,7 +86,7 @@ async fn create(
     summary = "One brief with sizing and status",
     params(("id" = Uuid, Path, description = "brief id")),
     responses(
-        (status = 200, description = "the brief", body = crate::briefs::schema::Brief),
+        (status = 200, description = "the brief", body = BriefView),
         (status = 404, description = "no such brief"),
     )
 )]
@@ -109,7 +109,7 @@ async fn show(
     params(("id" = Uuid, Path, description = "brief id")),
     request_body = crate::briefs::schema::BriefBody,
     responses(
-        (status = 200, description = "the brief", body = crate::briefs::schema::Brief),
+        (status = 200, description = "the brief", body = BriefView),
         (status = 404, description = "no such brief"),
         (status = 422, description = "invalid fields"),
     )
@@ -153,7 +153,7 @@ struct SizingQuery {
                  0 otherwise), overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, \
                  options (gpu, memory_gib (the driver's memory.total), count, fits, headroom_pct, \
                  decode_tokens_per_s_max, interconnect_note, tensor_parallel, pipeline_parallel, load_note), \
-                 billing_advice", body = crate::briefs::schema::Sizing),
+                 billing_advice", body = Sizing),
         (status = 404, description = "no such brief"),
         (status = 422, description = "order is neither memory nor price"),
     )

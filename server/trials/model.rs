@@ -29,16 +29,18 @@ pub const MAX_NOTES: usize = 10_000;
 pub const MAX_GPU_COUNT: i64 = 4096;
 
 /// A trial's fields after validation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct TrialFields {
     pub name: String,
     pub provider: String,
     pub region: Option<String>,
-    /// `None`: the sizing's suggestion (see [`Allocation`]).
+    /// Null: the trial tests the sizing's suggestion.
     pub gpu: Option<String>,
     pub gpu_count: Option<i32>,
     pub billing: Billing,
+    /// A decimal string, e.g. "2.99".
     #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
     pub rate_per_gpu_hour: Option<Decimal>,
     pub currency: String,
     pub allocation_boundary: String,
@@ -46,13 +48,16 @@ pub struct TrialFields {
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
     pub notes: Option<String>,
+    #[schema(value_type = Option<Uuid>)]
     pub rerun_of: Option<TrialId>,
 }
 
 /// A stored trial.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Trial {
+    #[schema(value_type = Uuid)]
     pub id: TrialId,
+    #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     /// 1 for the brief's first trial (the one `trial_gpu` describes), then 2, 3, …
     pub position: i32,

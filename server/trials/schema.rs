@@ -104,26 +104,6 @@ fn status() -> utoipa::openapi::Object {
     crate::briefs::schema::choice(&v, "planned (default), running or ended", true)
 }
 
-/// A trial as the API answers it: its fields, its allocation and links.
-#[derive(ToSchema)]
-pub struct Trial {
-    id: uuid::Uuid,
-    brief_id: uuid::Uuid,
-    name: String,
-    status: String,
-    /// the GPU and count under test (null when none resolves)
-    #[schema(value_type = Option<Object>)]
-    allocation: Option<Value>,
-    #[schema(value_type = Object)]
-    links: Value,
-}
-
-/// The brief's trials in order.
-#[derive(ToSchema)]
-pub struct TrialList {
-    items: Vec<Trial>,
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Value};

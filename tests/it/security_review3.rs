@@ -570,6 +570,22 @@ async fn an_admin_unlocks_through_the_api_too_and_the_person_is_shown_locked() {
         .await
         .unwrap();
     assert_eq!(shown["locked"], true);
+    // The list shows the same person, locked, as the one-person answer does.
+    let list: Value = admin
+        .get(app.url("/api/v1/users"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["id"] == shown["id"])
+        .expect("the person is listed");
+    assert_eq!(*listed, shown);
     let res = admin
         .put(app.url(&format!("/api/v1/users/{uid}")))
         .json(&json!({ "locked": true }))
