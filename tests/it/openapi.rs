@@ -252,3 +252,147 @@ async fn openapi_describes_every_api_v1_route() {
         assert!(!body.contains("route not found"), "{method} {path} hit the fallback");
     }
 }
+
+/// The answers `#[utoipa::path(... responses(...))]` names in `source`: each `body = …` type's last
+/// path segment with whether the path went through a doc-only `schema` module, e.g.
+/// `body = super::schema::Card` gives `("Card", true)`; `Vec<Row>` gives `("Row", false)`.
+fn documented_answers(source: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut rest = source;
+    while let Some(at) = rest.find("#[utoipa::path(") {
+        rest = &rest[at..];
+        let Some(start) = rest.find("responses(") else { break };
+        // the answers: up to the `)` that closes `responses(`
+        let inner = &rest[start + "responses(".len()..];
+        let mut depth = 1;
+        let end = inner
+            .char_indices()
+            .find(|&(_, c)| {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            })
+            .map_or(inner.len(), |(i, _)| i);
+        for body in inner[..end].split("body = ").skip(1) {
+            let ty: String = body
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '<' | '>'))
+                .collect();
+            let through_schema = ty.contains("schema::");
+            for part in ty.split(['<', '>']).filter(|p| !p.is_empty()) {
+                let name = part.rsplit("::").next().unwrap_or(part);
+                if !matches!(name, "Vec" | "Option") {
+                    out.push((name.to_owned(), through_schema));
+                }
+            }
+        }
+        rest = &inner[end..];
+    }
+    out
+}
+
+/// Names of the types in `source` that derive `ToSchema` but not `Serialize`: doc-only types,
+/// which only a request body read field by field from a JSON map may be documented with.
+fn doc_only_types(source: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut derives = String::new();
+    for line in source.lines().map(str::trim) {
+        if line.starts_with("#[") || line.starts_with("///") {
+            derives.push_str(line);
+            continue;
+        }
+        let def = ["pub struct ", "struct ", "pub enum ", "enum ", "pub(crate) struct "]
+            .iter()
+            .find_map(|k| line.strip_prefix(k));
+        if let Some(def) = def {
+            let name: String = def.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if derives.contains("ToSchema") && !derives.contains("Serialize") {
+                out.insert(name);
+            }
+        }
+        derives.clear();
+    }
+    out
+}
+
+/// Each documented answer that is not a type a handler sends: `Object`, a doc-only type, or a
+/// type from a doc-only `schema` module.
+fn answers_that_can_drift(sources: &[String]) -> Vec<String> {
+    let doc_only: BTreeSet<String> = sources.iter().flat_map(|s| doc_only_types(s)).collect();
+    let mut out = Vec::new();
+    for (name, through_schema) in sources.iter().flat_map(|s| documented_answers(s)) {
+        if name == "Object" || name == "Value" || through_schema || doc_only.contains(&name) {
+            out.push(name);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_documented_answer_is_the_type_its_handler_sends() {
+    let mut files = Vec::new();
+    rust_files(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("server"),
+        &mut files,
+    );
+    let sources: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+    assert!(
+        sources.iter().any(|s| !documented_answers(s).is_empty()),
+        "the check reads no answers: has #[utoipa::path] changed shape?"
+    );
+    let drift = answers_that_can_drift(&sources);
+    assert!(
+        drift.is_empty(),
+        "these answers are documented by a type the handler does not send (Object, or a doc-only \
+         ToSchema type without Serialize), so the document can drift from the answer; document the \
+         Serialize + ToSchema type the handler returns instead: {drift:?}"
+    );
+}
+
+#[test]
+fn the_answer_check_refuses_doc_only_and_free_form_answers() {
+    let handler = r#"
+        #[utoipa::path(get, path = "/api/v1/x", request_body = super::schema::XBody,
+            responses((status = 200, description = "x", body = super::schema::X),
+                      (status = 201, description = "y", body = Vec<Sent>),
+                      (status = 202, description = "z", body = Object)))]
+        async fn x() {}
+    "#;
+    let types = r#"
+        /// sent
+        #[derive(Serialize, ToSchema)]
+        pub struct Sent { a: u8 }
+        #[derive(ToSchema)]
+        #[allow(dead_code)]
+        struct Described { a: u8 }
+        #[derive(ToSchema, serde::Deserialize)]
+        pub struct XBody { a: u8 }
+    "#;
+    let sources = [handler.to_owned(), types.to_owned()];
+    assert_eq!(
+        documented_answers(handler),
+        [
+            ("X".to_owned(), true),
+            ("Sent".to_owned(), false),
+            ("Object".to_owned(), false)
+        ]
+    );
+    assert_eq!(
+        doc_only_types(types),
+        BTreeSet::from(["Described".to_owned(), "XBody".to_owned()])
+    );
+    assert_eq!(answers_that_can_drift(&sources), ["Object", "X"]);
+    let sent_only = handler
+        .replace("body = super::schema::X", "body = Sent")
+        .replace("body = Object", "body = Sent");
+    assert!(answers_that_can_drift(&[sent_only, types.to_owned()]).is_empty());
+    let described = handler
+        .replace("body = super::schema::X", "body = Described")
+        .replace("body = Object", "body = Sent");
+    assert_eq!(answers_that_can_drift(&[described, types.to_owned()]), ["Described"]);
+}
