@@ -369,7 +369,7 @@ fn parsers(c: &mut Criterion) {
         "serving.slo_attainment",
     );
 
-    // The formats added for issue 16, one input each.
+    // The formats added later (genai-perf, TensorRT-LLM, ...), one input each.
     let inputs: Vec<(&str, EvidenceKind, String, &str)> = vec![
         (
             "aiperf_records_jsonl_1mb",

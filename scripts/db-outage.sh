@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Database outage under ingest load (issue 9; results in docs/reliability.md).
+# Database outage under ingest load (results in docs/reliability.md).
 #
 #   scripts/db-outage.sh                 # 40 s of load, PostgreSQL stopped from t=10 s to t=20 s
 #   LOAD=60 DOWN_AT=15 DOWN_FOR=20 WORKERS=32 scripts/db-outage.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sustained mixed load (issue 9; results in docs/reliability.md).
+# Sustained mixed load (results in docs/reliability.md).
 #
 #   scripts/soak.sh                      # the run in docs/reliability.md: 10 minutes, 500 uploads/s
 #   DURATION=120 INGEST_RATE=1000 scripts/soak.sh

@@ -34,7 +34,7 @@ use crate::{
 
 /// The brief form's body limit: well above its largest field (the config.json, 256 KiB kept), so
 /// an oversized file reaches the form's own check and comes back as that field's error with
-/// everything else typed kept, instead of the server-wide 1 MiB limit's bare 400 (issue 33). Only
+/// everything else typed kept, instead of the server-wide 1 MiB limit's bare 400. Only
 /// a signed-in person's form is read this far (`CsrfForm` checks the session first).
 pub const MAX_BRIEF_FORM_BYTES: usize = 8 * 1024 * 1024;
 

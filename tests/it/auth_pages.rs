@@ -70,7 +70,7 @@ async fn a_wrong_password_and_an_unknown_email_get_the_same_answer() {
 
 #[tokio::test]
 async fn repeated_failures_make_the_account_wait_before_its_next_try() {
-    // Revised by issue 34: the account waits longer after each failure (1 s, 2 s, 4 s …) from any
+    // The account waits longer after each failure (1 s, 2 s, 4 s …) from any
     // address, instead of one address being locked out for 15 minutes.
     let app = spawn_app().await;
     let email = app.user(Role::Engineer).await;

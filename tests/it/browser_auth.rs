@@ -74,7 +74,7 @@ async fn log_in_create_mint_log_out_and_be_asked_to_log_in_again() {
     b.close().await;
 }
 
-/// Issue 24, finding 4: Chromium drops the tab from `/<TAB>/evil.example/phish`, which made the
+/// Found by a security review: Chromium drops the tab from `/<TAB>/evil.example/phish`, which made the
 /// redirect after sign-in `//evil.example/phish`. The browser must stay on rentcheck.
 #[tokio::test]
 async fn a_tab_in_next_does_not_send_chromium_off_site_after_sign_in() {

@@ -1,4 +1,4 @@
-//! The engineer's journeys of issue 20 in headless Chromium: a new brief's card on the first
+//! The engineer's journeys in headless Chromium: a new brief's card on the first
 //! screen, a ledger typo that keeps what was typed, the card editor's units and "did you mean",
 //! and the dashboard's search, filters and pages. Screenshots (RENTCHECK_SCREENSHOT_DIR) at 1366
 //! and 390 px wide.

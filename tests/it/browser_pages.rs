@@ -1,4 +1,4 @@
-//! Pages v3 (issue 33), looked at in headless Chromium at a laptop's 1366 px and a phone's 390 px:
+//! Pages v3, looked at in headless Chromium at a laptop's 1366 px and a phone's 390 px:
 //! the sizing's price column on screen, an oversized config.json answered at its field, the
 //! comparison's second trial on a phone, the jump to the approval, and no raw value on any page.
 

@@ -331,7 +331,7 @@ async fn the_manifest_lint_feeds_the_card() {
     );
 }
 
-/// Issue 20: after the brief's GPU under test changes, a saved card does not keep the old
+/// After the brief's GPU under test changes, a saved card does not keep the old
 /// allocation. A threshold left as generated (gpu.count for 8 × H100) follows the new allocation;
 /// one the engineer typed stays and is reported stale.
 #[tokio::test]

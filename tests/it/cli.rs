@@ -296,7 +296,7 @@ async fn user_lifecycle_and_team_commands() {
     assert!(rentcheck(&app, &["user", "enable", "--email", &email], None)
         .status
         .success());
-    // Issue 34: disabling revoked the token, and enabling again revives nothing.
+    // Disabling revoked the token, and enabling again revives nothing.
     assert_eq!(client.get(&briefs).send().await.unwrap().status(), 401);
     let out = rentcheck(&app, &["token", "mint", "--email", &email], None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -1,5 +1,5 @@
 //! The decision a manager approves is right: one truth for the verdict, the money and the
-//! reservation (issue 30). Every case goes through the API with real tool output — the `vllm bench
+//! reservation. Every case goes through the API with real tool output — the `vllm bench
 //! serve --save-detailed` file of tests/fixtures, its per-request arrays transformed into load points
 //! as `common::vllm_points` states — and every expected figure is worked out here by hand.
 

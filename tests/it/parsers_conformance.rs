@@ -419,7 +419,7 @@ fn table() -> Vec<(&'static str, Expect)> {
                 ("nccl.busbw_avg_gbps", Absent),
             ]),
         ),
-        // ---- formats added for issue 16 ----
+        // ---- formats added later ----
         (
             "bench-serving/genai-perf-profile-export-trtllm-c100-streaming-perf-analyzer-298.json",
             Ok(vec![

@@ -1,4 +1,4 @@
-//! The evidence formats added for issue 16, tested as a user would meet them: load-test files judged
+//! The evidence formats added later, tested as a user would meet them: load-test files judged
 //! against a brief's latency targets, launcher prefixes, nccl-tests' own data-check tolerance, the
 //! expected bus-bandwidth table, nvidia-smi's table and `-q` text, and dcgm-exporter scrapes. Every
 //! checked figure is worked out here from the fixture (the comment shows how).

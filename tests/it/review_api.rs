@@ -209,7 +209,7 @@ async fn review_and_audit_pages_render_for_people() {
         home.contains("keep testing, pay as you go"),
         "an expand badge says what it means for a manager"
     );
-    // Nothing was sent to this brief: it waits for evidence, not for a review (issue 20).
+    // Nothing was sent to this brief: it waits for evidence, not for a review.
     assert!(
         home.contains("awaiting evidence") && !home.contains("needs approval"),
         "{home}"

@@ -1,4 +1,4 @@
-//! What the security review of issue 24 found, one test (or more) per finding: account lifecycle,
+//! What a security review found, one test (or more) per finding: account lifecycle,
 //! brief-scoped tokens, the sign-in redirect and lockout, CSV export, /metrics, the ledger import's
 //! memory, first-run setup, headers and sessions, NUL bytes, idempotency keys and decision.md.
 
@@ -81,7 +81,7 @@ async fn disabling_a_person_refuses_their_tokens_and_ends_their_sessions_at_once
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    // Issue 34 revised this: disabling revoked the tokens, and enabling again revives none.
+    // Disabling revoked the tokens, and enabling again revives none.
     assert_eq!(
         status(&manager, app.url("/api/v1/briefs")).await,
         401,
@@ -196,7 +196,7 @@ async fn passwords_change_with_the_current_one_and_admins_set_anyones() {
     assert!(app.login_as(&email, PASSWORD).await.is_none());
     assert!(app.login_as(&email, "a brand new passphrase").await.is_some());
     assert_eq!(other_session.get(app.url("/")).await.status(), 303, "sessions ended");
-    // Issue 34: and their tokens are revoked, the one that changed it included.
+    // And their tokens are revoked, the one that changed it included.
     assert_eq!(status(&me, app.url("/api/v1/briefs")).await, 401, "tokens revoked");
     let me = bearer_client(
         &token::mint(
@@ -379,7 +379,7 @@ async fn sign_in_never_sends_the_browser_off_site_nor_fails_on_a_control_charact
 
 #[tokio::test]
 async fn parallel_guesses_are_all_counted_and_a_locked_out_guesser_does_not_lock_the_person_out() {
-    // Revised by issue 34: the delay and the lock are per account whatever the address, so the
+    // The delay and the lock are per account whatever the address, so the
     // person is let in by the browser they signed in with before (its known-browser cookie), not
     // by their address.
     let config = AppConfig {

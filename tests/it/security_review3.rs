@@ -1,4 +1,4 @@
-//! What the third security review (issue 34) found, one test (or more) per finding, and the walk
+//! What the third security review found, one test (or more) per finding, and the walk
 //! of every route with a brief-scoped token of each role.
 
 use std::{collections::BTreeSet, process::Command, time::Duration};

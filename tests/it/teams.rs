@@ -1,4 +1,4 @@
-//! Brief ownership and teams (issue 24, finding 1): a brief's owner, the teams it is shared with
+//! Brief ownership and teams: a brief's owner, the teams it is shared with
 //! and admins change it, its card, trials, ledger and tokens; everyone else signed in only reads.
 
 use crate::common::{self, bearer_client, spawn_app, Person, TestApp, OWNER_EMAIL, PASSWORD};

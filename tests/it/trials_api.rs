@@ -417,7 +417,7 @@ async fn a_saved_card_is_stale_on_a_trial_of_another_allocation_and_collectives_
     assert_eq!(saved["stale"], json!([]), "not stale on the allocation it was set for");
 
     // The first trial moves to 2 × H100. The typed GPU count no longer fits it, and the card says
-    // so; thresholds left as generated follow the new allocation (issue 20) and are not stale.
+    // so; thresholds left as generated follow the new allocation and are not stale.
     let first = trials(&app, &brief).await[0].clone();
     let mut changed = first.clone();
     changed["gpu"] = json!("H100 SXM");

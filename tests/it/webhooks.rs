@@ -1,4 +1,4 @@
-//! Signals out (issue 21): webhooks told of approvals, decisions and failed evidence, delivered
+//! Signals out: webhooks told of approvals, decisions and failed evidence, delivered
 //! signed, retried and kept; and the per-brief gauges for Prometheus.
 
 use std::{
@@ -323,7 +323,7 @@ async fn admins_add_and_remove_webhooks_on_their_page_with_the_csrf_token() {
     ])
     .await
     .unwrap();
-    // Post/redirect/get (issue 34): the secret is shown once on the page the redirect leads to.
+    // Post/redirect/get: the secret is shown once on the page the redirect leads to.
     assert_eq!(res.status(), 303);
     let res = admin.get(app.url("/admin/webhooks")).await;
     assert_eq!(res.headers()["cache-control"], "no-store");
