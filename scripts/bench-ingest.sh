@@ -7,7 +7,7 @@
 #
 # Builds the release binary, creates a fresh database on $PGBASE (dropped at the end) with a brief
 # and an agent token (scripts/lib/server-under-test.sh), starts the server on 127.0.0.1, then for
-# each round, alternating so both sides of the ratio in perf.md meet the same machine state:
+# each round, alternating so both sides of the ratio in docs/benchmarks.md meet the same machine state:
 #   1. `wrk`: 2 KB JSON `metrics` evidence, 64 connections, $DURATION s;
 #   2. pgbench: a durable single-row insert of a similar row (uuid, brief, 2 KB bytea + jsonb,
 #      timestamps) at 64 clients, $DURATION s, in the same database;

@@ -16,7 +16,7 @@
 #   GET  /api/v1/briefs/{id}/evidence (engineer token)    $READ_RATE/s over 2 connections
 #   GET  /briefs/{id}/review          (signed-in session) $READ_RATE/s over 2 connections
 #   GET  /briefs/{id}                 (signed-in session) $READ_RATE/s over 2 connections
-# perf.md's ingest target is 2,000/s at 64 connections; on a 2-core machine that the load tool and
+# The ingest target (docs/benchmarks.md) is 2,000/s at 64 connections; on a 2-core machine that the load tool and
 # PostgreSQL share, 500/s leaves room (docs/reliability.md has both). Every 60 s it samples the
 # server's RSS; at the end it prints the samples and, per kind, the rate reached, p50/p95/p99/max
 # latency and answers other than 2xx, then the evidence stored. Memory is flat when the last samples

@@ -199,7 +199,7 @@ const fn ev(kind: ValueKind, unit: &'static str) -> KnownKey {
 pub const COST_PER_JOB: &str = "ledger.cost_per_job";
 pub const LINT_ERRORS: &str = "manifest.lint_errors";
 
-/// The metric keys of metrics.md (and the derived ones), with their types and units.
+/// The metric keys of docs/evidence.md (and the derived ones), with their types and units.
 pub fn known_key(key: &str) -> Option<KnownKey> {
     use ValueKind::*;
     let k = match key {

@@ -1,4 +1,4 @@
-//! The readiness checklist (product.md §7): eight confirmations before production, each by a named
+//! The readiness checklist: eight confirmations before production, each by a named
 //! person with a time and an optional link. Two items the system can prove from the data and
 //! pre-checks: a load test is recorded (stage-3 bench-serving or vllm-metrics evidence) and a cost
 //! view exists (ledger lines for the brief).

@@ -119,7 +119,7 @@ pub struct BriefFields {
     /// The model's Hugging Face config.json, as given.
     #[schema(value_type = Option<Object>)]
     pub model_config: Option<Map<String, Value>>,
-    /// The architecture fields the brief states (api.md names, flat in the JSON).
+    /// The architecture fields the brief states (as the API names them, flat in the JSON).
     #[serde(flatten)]
     pub architecture: ArchitectureFields,
     pub targets: Targets,

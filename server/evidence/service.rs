@@ -45,7 +45,7 @@ pub struct IngestedAnswer {
     /// ok, partial or failed
     pub parse_status: String,
     pub parse_error: Option<String>,
-    /// The metrics read from the output (metrics.md keys).
+    /// The metrics read from the output, by the keys docs/evidence.md lists.
     #[schema(value_type = Object)]
     pub metrics: Value,
     pub warnings: Vec<String>,

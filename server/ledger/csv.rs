@@ -1,4 +1,4 @@
-//! CSV import and export of ledger lines, with the header in api.md:
+//! CSV import and export of ledger lines, with this header (docs/ledger.md):
 //! `category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency` and an
 //! optional last column `trial` (the trial's id or name; the export always writes it).
 //!

@@ -1,4 +1,4 @@
-//! The cost ledger: what a trial cost, and what it cost per completed job (product.md §6).
+//! The cost ledger: what a trial cost, and what it cost per completed job.
 //!
 //! Lines (`accelerator`, `host`, `storage`, `network`, `support`, `license`) come as JSON, as a CSV
 //! import (`csv.rs`: streamed, capped, all-or-nothing, errors by line and column) or from the brief
@@ -26,7 +26,7 @@
 //! - **Outputs** are one row per brief holding running figures: each post *replaces* the figures it
 //!   names and keeps the others (not accumulated), so an agent re-sending its counters never double
 //!   counts. `idle_hours` are GPU-hours, like `accelerator_hours`.
-//! - **Summary** (api.md): totals per category, `total` = their sum, `cost_per_job` = total ÷ accepted
+//! - **Summary** (docs/ledger.md): totals per category, `total` = their sum, `cost_per_job` = total ÷ accepted
 //!   (null when nothing was accepted). Diagnostics — idle hours, failed jobs, rejected outputs,
 //!   retries — are shown beside it and never added into it (the cost of failed work is already in the
 //!   lines; dividing by *accepted* outputs is what charges it to the completed jobs).

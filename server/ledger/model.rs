@@ -666,7 +666,7 @@ pub struct Diagnostics {
     pub retries: i64,
 }
 
-/// The ledger summary (api.md "Ledger summary"). Money and hours serialize as decimal strings.
+/// The ledger summary (docs/ledger.md). Money and hours serialize as decimal strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct LedgerSummary {
     pub currency: String,

@@ -16,7 +16,7 @@ use super::model_config::{
 use super::state::{StateKind, StateLayers};
 use super::{KvCacheDtype, Precision};
 
-/// The architecture fields a brief may state (api.md names), each optional: they change the
+/// The architecture fields a brief may state (as the API names them), each optional: they change the
 /// memory formula for models the catalogue does not know.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]

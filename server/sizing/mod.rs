@@ -279,7 +279,7 @@ impl SizingInput {
 /// The sizing of a brief: weights_gib, kv_cache_gib (the attention layers' KV, growing with
 /// tokens), state_gib (a hybrid model's constant per-sequence state of its Gated DeltaNet / Mamba-2
 /// layers, for all sequences; 0 otherwise), overhead_gib, total_gib, kv_bytes_per_token,
-/// architecture_notes, options per GPU and billing_advice (api.md "Sizing").
+/// architecture_notes, options per GPU and billing_advice (docs/sizing.md).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Sizing {
     pub weights_gib: f64,
@@ -395,7 +395,7 @@ pub(crate) fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
-/// Billing model advice by workload kind (product.md §2).
+/// Billing model advice by workload kind.
 pub fn billing_advice(kind: WorkloadKind) -> &'static str {
     match kind {
         WorkloadKind::RealtimeInference => {

@@ -1,4 +1,4 @@
-//! What the bench-serving parser stores for each load point (docs/metrics.md): a `vllm bench sweep`
+//! What the bench-serving parser stores for each load point (docs/evidence.md): a `vllm bench sweep`
 //! array is one point per element with its offered rate and duration; a run where nothing completed
 //! keeps no latency; percentiles from per-request arrays are over the completed requests only. The
 //! inputs are the real `vllm bench serve --save-detailed` file of tests/fixtures, transformed as

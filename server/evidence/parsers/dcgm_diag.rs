@@ -406,7 +406,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
                         })
                         .or_else(|| w.as_str().map(str::to_string));
                     // Distinct warnings (one test, one message): the same message from every GPU
-                    // of the test is one warning (metrics.md).
+                    // of the test is one warning (docs/evidence.md).
                     if let Some(txt) = txt.map(|t| format!("{name}: {t}")) {
                         if !d.warnings.contains(&txt) {
                             d.warnings.push(txt);

@@ -68,7 +68,7 @@ const SAMPLE_LINES: usize = 400;
 const MAX_LAYERS: usize = 3;
 
 /// The prefix at the start of `line`: (launcher, source id, byte length of the prefix). Every form
-/// may carry a few leading spaces (metrics.md), as `srun -l`'s right-aligned labels do.
+/// may carry a few leading spaces (docs/evidence.md). as `srun -l`'s right-aligned labels do.
 fn prefix_of(line: &str) -> Option<(Launcher, &str, usize)> {
     let lead = line.len() - line.trim_start_matches(' ').len();
     if (1..=6).contains(&lead) {
