@@ -60,15 +60,6 @@ pub fn changed_trials<'a>(
         .collect()
 }
 
-/// A decision as a snapshot keeps it (`Verdict::as_str`), read back.
-fn stored_decision(text: &str) -> Result<Verdict, AppError> {
-    text.parse().map_err(|()| {
-        AppError::Internal(anyhow::anyhow!(
-            "a kept trial snapshot has an unknown decision {text:?}"
-        ))
-    })
-}
-
 /// The newest evidence per trial: (trial, received at, count).
 type LastEvidence = Vec<(TrialId, DateTime<Utc>, i64)>;
 
@@ -140,15 +131,13 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
     let before_trials: Vec<TrialSignal> = summaries_repo::trial_snapshots(&mut tx, brief_id)
         .await?
         .into_iter()
-        .map(|t| {
-            Ok(TrialSignal {
-                trial_id: t.trial_id,
-                name: String::new(),
-                decision: stored_decision(&t.decision)?,
-                accepted: t.accepted,
-            })
+        .map(|t| TrialSignal {
+            trial_id: t.trial_id,
+            name: String::new(),
+            decision: t.decision,
+            accepted: t.accepted,
         })
-        .collect::<Result<_, AppError>>()?;
+        .collect();
     let name = &r.brief.fields.name;
     let public_url = &state.config.public_url;
     if let Some(before) = &before {
@@ -353,26 +342,5 @@ mod tests {
         assert_eq!(changed.len(), 1);
         assert_eq!(changed[0].0.decision, Verdict::Expand);
         assert_eq!(changed[0].1.decision, Verdict::Reserve);
-    }
-
-    /// A signal's decision is kept as text and read back: every decision round-trips through its
-    /// stored text, which is the text the webhooks' JSON and messages show; other text is refused.
-    #[test]
-    fn a_signal_decision_round_trips_through_its_stored_text() {
-        let all = [
-            Verdict::Expand,
-            Verdict::Reserve,
-            Verdict::Dedicate,
-            Verdict::Scale,
-            Verdict::Stop,
-        ];
-        for v in all {
-            let stored = v.as_str();
-            assert_eq!(stored_decision(stored).unwrap(), v);
-            assert_eq!(json!({ "decision": v }), json!({ "decision": stored }));
-            assert_eq!(v.to_string(), stored);
-        }
-        assert!(stored_decision("Stop").is_err());
-        assert!(stored_decision("").is_err());
     }
 }

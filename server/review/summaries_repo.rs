@@ -8,6 +8,7 @@ use rust_decimal::Decimal;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
+use super::decision::Verdict;
 use crate::ids::{BriefId, TrialId};
 
 /// Takes up to `limit` briefs marked changed, removing their marks. A write after this marks the
@@ -112,14 +113,14 @@ pub async fn lock_snapshot(db: &mut PgConnection, brief_id: BriefId) -> Result<O
 
 pub struct TrialSnapshotRow {
     pub trial_id: TrialId,
-    pub decision: String,
+    pub decision: Verdict,
     pub accepted: bool,
 }
 
 pub async fn trial_snapshots(db: &mut PgConnection, brief_id: BriefId) -> Result<Vec<TrialSnapshotRow>, sqlx::Error> {
     sqlx::query_as!(
         TrialSnapshotRow,
-        "SELECT trial_id, decision, accepted FROM brief_signal_trials WHERE brief_id = $1",
+        r#"SELECT trial_id, decision AS "decision: Verdict", accepted FROM brief_signal_trials WHERE brief_id = $1"#,
         brief_id.as_uuid(),
     )
     .fetch_all(db)
@@ -199,7 +200,7 @@ pub async fn summaries(db: impl PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<S
 
 pub struct NewTrialSnapshot {
     pub trial_id: TrialId,
-    pub decision: super::decision::Verdict,
+    pub decision: Verdict,
     pub accepted: bool,
     pub cost_per_job: Option<Decimal>,
     pub utilization: Option<Decimal>,

@@ -11,7 +11,10 @@ use rentcheck::ids::BriefId;
 use rentcheck::{
     auth::Role,
     config::AppConfig,
-    review::summaries::{self as summaries, SummaryRow},
+    review::{
+        decision::Verdict,
+        summaries::{self as summaries, SummaryRow},
+    },
     state::AppState,
 };
 use serde_json::{json, Value};
@@ -407,4 +410,31 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
         .await
         .unwrap();
     assert_eq!(taken, vec![BriefId::from(brief)]);
+}
+
+/// A trial snapshot keeps its decision as text (`Verdict::as_str`) and reads it back through
+/// `Verdict`'s database mapping: every decision round-trips through its stored text, which is the
+/// text the webhooks' JSON and messages show; other text is refused.
+#[tokio::test]
+async fn a_signal_decision_round_trips_through_its_stored_text() {
+    let (_db, pool) = common::migrated_database(1).await;
+    let read = |text: &'static str| {
+        sqlx::query_scalar::<_, Verdict>("SELECT $1::text")
+            .bind(text)
+            .fetch_one(&pool)
+    };
+    for v in [
+        Verdict::Expand,
+        Verdict::Reserve,
+        Verdict::Dedicate,
+        Verdict::Scale,
+        Verdict::Stop,
+    ] {
+        let stored = v.as_str();
+        assert_eq!(read(stored).await.unwrap(), v);
+        assert_eq!(json!({ "decision": v }), json!({ "decision": stored }));
+        assert_eq!(v.to_string(), stored);
+    }
+    assert!(read("Stop").await.is_err());
+    assert!(read("").await.is_err());
 }
