@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -21,7 +21,7 @@ use crate::{briefs::service as briefs, error::AppError, outbox, state::AppState}
 const PARSE_INLINE_MAX: usize = 256 * 1024;
 
 /// An evidence item's URLs: its JSON, its raw bytes and its page.
-#[derive(Serialize, Deserialize, ToSchema)]
+#[derive(Serialize, ToSchema)]
 #[schema(as = EvidenceLinks)]
 pub struct Links {
     #[serde(rename = "self")]
@@ -32,24 +32,25 @@ pub struct Links {
 
 /// The committed evidence, as an upload answers it (and a replay of the upload answers it again:
 /// the stored answer, as it was first sent).
-#[derive(Serialize, Deserialize, ToSchema)]
+// Borrows from the parse's outcome: it is serialized once, into the stored answer.
+#[derive(Serialize, ToSchema)]
 #[schema(as = EvidenceIngested)]
-pub struct IngestedAnswer {
+pub struct IngestedAnswer<'a> {
     pub id: Uuid,
     #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     #[schema(value_type = Uuid)]
     pub trial_id: TrialId,
-    pub kind: String,
+    pub kind: &'a str,
     pub stage: i16,
     /// ok, partial or failed
-    pub parse_status: String,
-    pub parse_error: Option<String>,
+    pub parse_status: &'a str,
+    pub parse_error: Option<&'a str>,
     /// The metrics read from the output, by the keys docs/evidence.md lists.
     #[schema(value_type = Object)]
-    pub metrics: Value,
-    pub warnings: Vec<String>,
-    pub sha256: String,
+    pub metrics: &'a Value,
+    pub warnings: &'a [String],
+    pub sha256: &'a str,
     pub size_bytes: usize,
     pub links: Links,
 }
@@ -250,13 +251,13 @@ async fn prepare(
         id,
         brief_id,
         trial_id,
-        kind: kind.as_str().to_owned(),
+        kind: kind.as_str(),
         stage: upload.stage,
-        parse_status: outcome.status.as_str().to_owned(),
-        parse_error: outcome.error.clone(),
-        metrics: outcome.metrics.clone(),
-        warnings: outcome.warnings.clone(),
-        sha256: sha256.clone(),
+        parse_status: outcome.status.as_str(),
+        parse_error: outcome.error.as_deref(),
+        metrics: &outcome.metrics,
+        warnings: &outcome.warnings,
+        sha256: &sha256,
         size_bytes: upload.raw.len(),
         links: Links {
             this: format!("/api/v1/evidence/{id}"),
