@@ -4,6 +4,7 @@
 #   scripts/bench-ingest.sh                  # 3 rounds, 20 s per run
 #   DURATION=10 ROUNDS=5 scripts/bench-ingest.sh
 #   STORE=s3 BIN=target/release/rentcheck scripts/bench-ingest.sh   # raw bytes in moto's S3
+#   PARTS=single scripts/bench-ingest.sh     # only some of the runs below: single, scrape, batch
 #
 # Builds the release binary, creates a fresh database on $PGBASE (dropped at the end) with a brief
 # and an agent token (scripts/lib/server-under-test.sh), starts the server on 127.0.0.1, then for
@@ -24,6 +25,8 @@ DURATION=${DURATION:-20}
 ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-18089}
 THREADS=${THREADS:-2}
+PARTS=${PARTS:-single,scrape,batch}
+part() { [[ ",$PARTS," == *",$1,"* ]]; }
 # shellcheck source=lib/server-under-test.sh
 source "$(dirname "$0")/lib/server-under-test.sh"
 # shellcheck source=lib/moto.sh
@@ -74,6 +77,7 @@ for round in $(seq 1 "$ROUNDS"); do
     # Single uploads beside pgbench's single-row insert at 64 connections (where the p99 target is
     # stated), then at 16 (where the ratio's target is).
     for conns in 64 16; do
+        part single || continue
         settle
         wrk -t"$THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/metrics.json" application/json)" "$URL" >"$WORK/wrk1.txt"
         echo "   2 KB JSON metrics evidence, $conns connections: $(summary <"$WORK/wrk1.txt")"
@@ -81,9 +85,12 @@ for round in $(seq 1 "$ROUNDS"); do
         pgbench -n -c"$conns" -j"$THREADS" -T"$DURATION" -f "$WORK/insert.sql" "$DATABASE_URL" >"$WORK/pgbench.txt" 2>&1
         echo "   pgbench single-row insert, $conns clients: $(grep -E '^tps =' "$WORK/pgbench.txt" | awk '{print $3}') tx/s, latency average $(awk '/latency average/ {print $4, $5}' "$WORK/pgbench.txt")"
     done
-    settle
-    wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/scrape.txt" text/plain)" "$URL2" >"$WORK/wrk2.txt"
-    echo "   ~200 KB vLLM /metrics scrape, 16 connections: $(summary <"$WORK/wrk2.txt")"
+    if part scrape; then
+        settle
+        wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/scrape.txt" text/plain)" "$URL2" >"$WORK/wrk2.txt"
+        echo "   ~200 KB vLLM /metrics scrape, 16 connections: $(summary <"$WORK/wrk2.txt")"
+    fi
+    part batch || continue
     settle
     wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/batch.json" application/json)" "$URL/batch" >"$WORK/wrk3.txt"
     echo "   batch of 100 × 2 KB items, 16 connections: $(summary <"$WORK/wrk3.txt") (items/s = 100 × req/s)"

@@ -47,6 +47,9 @@ echo "   server memory: $(sut_memory)"
 echo "== CPU samples by process (share of all samples on both cores; idle is the rest)"
 perf report -i "$WORK/perf.data" --stdio --sort comm --percent-limit 1 2>/dev/null |
     grep -E '^ +[0-9]' | head -n 12 | sed 's/^/   /'
+echo "== the server's samples by library (the kernel's share is its socket and scheduling work)"
+perf report -i "$WORK/perf.data" --stdio --pid "$SERVER_PID" --sort dso --percent-limit 0.5 2>/dev/null |
+    grep -E '^ +[0-9]' | head -n 8 | sed 's/^/   /'
 echo "== the server's hottest functions (share of all samples)"
 perf report -i "$WORK/perf.data" --stdio --pid "$SERVER_PID" --sort dso,symbol --percent-limit 0.4 2>/dev/null |
     grep -E '^ +[0-9]' | head -n 30 | cut -c 1-150 | sed 's/^/   /'
