@@ -1,6 +1,10 @@
 //! The application state every handler receives.
 
-use std::sync::Arc;
+use std::{
+    any::{Any, TypeId},
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+};
 
 use sqlx::PgPool;
 
@@ -26,6 +30,26 @@ pub struct AppState {
     pub review_cache: Arc<VersionedCache>,
     /// Keeps a flood of refusals (throttled sign-ins, forged tokens) from flooding the audit log.
     pub refusals: Arc<RefusalLimiter>,
+    /// What a domain keeps per app for itself (the evidence writer's queue, the trials uploads go to).
+    pub slots: Arc<DomainSlots>,
+}
+
+/// One value of each type per app, made on first use: how a domain keeps a per-app value of its
+/// own type in the state, which sits below the domains and cannot name their types.
+#[derive(Default)]
+pub struct DomainSlots(Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl DomainSlots {
+    pub fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut slots = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = slots
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()))
+            .clone();
+        // Keyed by the type's own id, so the value is always a `T`.
+        slot.downcast::<T>()
+            .unwrap_or_else(|_| unreachable!("a slot holds the type it is keyed by"))
+    }
 }
 
 impl AppState {
@@ -39,6 +63,7 @@ impl AppState {
             evidence_store: EvidenceStore::Database,
             review_cache: Arc::new(VersionedCache::new(REVIEW_CACHE_ENTRIES, REVIEW_CACHE_BYTES)),
             refusals: Arc::new(RefusalLimiter::default()),
+            slots: Arc::new(DomainSlots::default()),
         }
     }
 

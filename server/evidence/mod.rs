@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod compactor;
+pub mod group_insert;
 pub mod load_points;
 pub mod model;
 pub mod pages;

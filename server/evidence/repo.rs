@@ -6,6 +6,7 @@ use sqlx::{types::Json, FromRow, PgExecutor};
 use uuid::Uuid;
 
 use super::model::Observation;
+use crate::error::AppError;
 use crate::evidence_store::StoredRaw;
 use crate::ids::{BriefId, TrialId};
 
@@ -59,6 +60,20 @@ pub struct NewEvidence<'a> {
     pub uploaded_by: Option<&'a str>,
 }
 
+/// A write refused because its brief or trial is gone (deleted meanwhile) answers 404, as a
+/// missing one does.
+pub fn fk_to_not_found(e: sqlx::Error) -> AppError {
+    match &e {
+        sqlx::Error::Database(db)
+            if matches!(db.constraint(), Some("evidence_brief_fk" | "idempotency_keys_brief_fk")) =>
+        {
+            AppError::NotFound("brief")
+        }
+        sqlx::Error::Database(db) if db.constraint() == Some("evidence_trial_fk") => AppError::NotFound("trial"),
+        _ => e.into(),
+    }
+}
+
 /// One statement; `received_at` is the database's clock.
 pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), sqlx::Error> {
     let raw = if e.raw_object.is_some() { None } else { Some(e.raw) };
@@ -97,37 +112,18 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
     Ok(())
 }
 
-/// Several rows in one statement (a batch): the same columns as [`insert`], one array each.
+/// Several rows in one statement (a batch, or single uploads that arrived together): the same
+/// columns as [`insert`], one array each. The arrays borrow from the rows: nothing is copied
+/// before sqlx encodes it.
 pub async fn insert_many(db: impl PgExecutor<'_>, rows: &[NewEvidence<'_>]) -> Result<(), sqlx::Error> {
     if rows.is_empty() {
         return Ok(());
     }
-    let col = |f: &dyn Fn(&NewEvidence<'_>) -> Option<String>| rows.iter().map(f).collect::<Vec<Option<String>>>();
-    let ids: Vec<Uuid> = rows.iter().map(|e| e.id).collect();
-    let briefs: Vec<Uuid> = rows.iter().map(|e| e.brief_id.as_uuid()).collect();
-    let trials: Vec<Uuid> = rows.iter().map(|e| e.trial_id.as_uuid()).collect();
-    let kinds = col(&|e| Some(e.kind.to_owned()));
-    let stages: Vec<i16> = rows.iter().map(|e| e.stage).collect();
-    let content_types = col(&|e| Some(e.content_type.to_owned()));
-    let filenames = col(&|e| e.filename.map(str::to_owned));
+    fn col<'a, T>(rows: &'a [NewEvidence<'_>], f: impl Fn(&'a NewEvidence<'_>) -> T) -> Vec<T> {
+        rows.iter().map(f).collect()
+    }
     // Bytes kept in the row only when they did not go to the object store.
-    let raws: Vec<Option<Vec<u8>>> = rows
-        .iter()
-        .map(|e| e.raw_object.is_none().then(|| e.raw.to_vec()))
-        .collect();
-    let shas = col(&|e| Some(e.sha256.to_owned()));
-    let sizes: Vec<i64> = rows.iter().map(|e| e.raw.len() as i64).collect();
-    let metrics: Vec<Value> = rows.iter().map(|e| e.metrics.clone()).collect();
-    let warnings: Vec<Value> = rows.iter().map(|e| Value::from(e.warnings.to_vec())).collect();
-    let statuses = col(&|e| Some(e.parse_status.to_owned()));
-    let errors = col(&|e| e.parse_error.map(str::to_owned));
-    let tools = col(&|e| e.tool.map(str::to_owned));
-    let versions = col(&|e| e.tool_version.map(str::to_owned));
-    let parsers = col(&|e| Some(e.parser_version.to_owned()));
-    let labels: Vec<Value> = rows.iter().map(|e| e.labels.clone()).collect();
-    let collected: Vec<Option<DateTime<Utc>>> = rows.iter().map(|e| e.collected_at).collect();
-    let uploaded_by = col(&|e| e.uploaded_by.map(str::to_owned));
-    let objects = col(&|e| e.raw_object.map(str::to_owned));
+    let raws = col(rows, |e| e.raw_object.is_none().then_some(e.raw));
     sqlx::query!(
         "INSERT INTO evidence (id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, \
          warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
@@ -141,27 +137,28 @@ pub async fn insert_many(db: impl PgExecutor<'_>, rows: &[NewEvidence<'_>]) -> R
            AS r(id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, warnings, \
            parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
            raw_object, trial_id)",
-        &ids,
-        &briefs,
-        &kinds as &[Option<String>],
-        &stages,
-        &content_types as &[Option<String>],
-        &filenames as &[Option<String>],
-        &raws as &[Option<Vec<u8>>],
-        &shas as &[Option<String>],
-        &sizes,
-        &metrics,
-        &warnings,
-        &statuses as &[Option<String>],
-        &errors as &[Option<String>],
-        &tools as &[Option<String>],
-        &versions as &[Option<String>],
-        &parsers as &[Option<String>],
-        &labels,
-        &collected as &[Option<DateTime<Utc>>],
-        &uploaded_by as &[Option<String>],
-        &objects as &[Option<String>],
-        &trials,
+        &col(rows, |e| e.id),
+        &col(rows, |e| e.brief_id.as_uuid()),
+        &col(rows, |e| e.kind) as _,
+        &col(rows, |e| e.stage),
+        &col(rows, |e| e.content_type) as _,
+        &col(rows, |e| e.filename) as _,
+        &raws as _,
+        &col(rows, |e| e.sha256) as _,
+        &col(rows, |e| e.raw.len() as i64),
+        &col(rows, |e| e.metrics) as _,
+        // jsonb: a list of strings goes in as `Json`.
+        &col(rows, |e| Json(e.warnings)) as _,
+        &col(rows, |e| e.parse_status) as _,
+        &col(rows, |e| e.parse_error) as _,
+        &col(rows, |e| e.tool) as _,
+        &col(rows, |e| e.tool_version) as _,
+        &col(rows, |e| e.parser_version) as _,
+        &col(rows, |e| e.labels) as _,
+        &col(rows, |e| e.collected_at) as _,
+        &col(rows, |e| e.uploaded_by) as _,
+        &col(rows, |e| e.raw_object) as _,
+        &col(rows, |e| e.trial_id.as_uuid()),
     )
     .execute(db)
     .await?;

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
+    group_insert::{GroupInsert, QueuedRow},
     model::{analyse_decoded, resolve_kind, sha256_hex, Outcome, Upload, Window},
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
@@ -79,17 +80,6 @@ fn replay(stored: repo::StoredResponse, fingerprint: &str) -> Result<Ingested, A
         ));
     }
     Ok(Ingested::Replayed(stored.response_body.0))
-}
-
-fn fk_to_not_found(e: sqlx::Error) -> AppError {
-    match &e {
-        sqlx::Error::Database(db)
-            if matches!(db.constraint(), Some("evidence_brief_fk" | "idempotency_keys_brief_fk")) =>
-        {
-            AppError::NotFound("brief")
-        }
-        _ => e.into(),
-    }
 }
 
 /// An upload parsed, with the answer it will get, ready to store.
@@ -310,39 +300,73 @@ pub async fn ingest(
 
     // With an object store the bytes are written first: a row that commits always has its bytes.
     let raw_object = state.evidence_store.put(&p.sha256, &p.upload.raw).await?;
-    let new_evidence = p.row(brief_id, trial_id, raw_object.as_deref(), uploaded_by);
-    if let Some(key) = &key {
+    let p = if let Some(key) = &key {
         // The key's row and the evidence commit together, so a replay always finds the evidence.
         let mut tx = state.pool.begin().await?;
         let claimed =
             repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, &p.fingerprint, 201, &p.body, p.id)
                 .await
-                .map_err(fk_to_not_found)?;
+                .map_err(repo::fk_to_not_found)?;
         if !claimed {
             // Another request with this key committed while we parsed: answer as it did.
             tx.rollback().await?;
             return replay_stored(state, brief_id, key_scope, key, &p.fingerprint).await;
         }
-        repo::insert(&mut *tx, &new_evidence).await.map_err(fk_to_not_found)?;
+        let new_evidence = p.row(brief_id, trial_id, raw_object.as_deref(), uploaded_by);
+        repo::insert(&mut *tx, &new_evidence)
+            .await
+            .map_err(repo::fk_to_not_found)?;
         if let Some(event) = &failure {
             outbox::enqueue(&mut *tx, &state.config.public_url, event).await?;
         }
         tx.commit().await?;
+        p
     } else if let Some(event) = &failure {
         let mut tx = state.pool.begin().await?;
-        repo::insert(&mut *tx, &new_evidence).await.map_err(fk_to_not_found)?;
+        let new_evidence = p.row(brief_id, trial_id, raw_object.as_deref(), uploaded_by);
+        repo::insert(&mut *tx, &new_evidence)
+            .await
+            .map_err(repo::fk_to_not_found)?;
         outbox::enqueue(&mut *tx, &state.config.public_url, event).await?;
         tx.commit().await?;
+        p
     } else {
-        // Without a key the evidence row is the only write: one autocommitted statement.
-        repo::insert(&state.pool, &new_evidence)
-            .await
-            .map_err(fk_to_not_found)?;
-    }
+        // Without a key or an event the evidence row is the only write: it goes in one statement
+        // with the other single uploads arriving at the same moment (group_insert.rs).
+        let queued = QueuedUpload {
+            prepared: p,
+            brief_id,
+            trial_id,
+            raw_object,
+            uploaded_by: uploaded_by.map(str::to_owned),
+        };
+        let written = state.slots.get::<GroupInsert<QueuedUpload>>();
+        written.insert(&state.pool, queued).await?.prepared
+    };
     state
         .metrics
         .observe_ingest(p.kind.as_str(), p.outcome.status.as_str(), p.upload.raw.len());
     Ok(Ingested::Created(p.body))
+}
+
+/// A single upload waiting in the group writer's queue, with everything its row borrows.
+struct QueuedUpload {
+    prepared: Prepared,
+    brief_id: BriefId,
+    trial_id: TrialId,
+    raw_object: Option<String>,
+    uploaded_by: Option<String>,
+}
+
+impl QueuedRow for QueuedUpload {
+    fn row(&self) -> repo::NewEvidence<'_> {
+        self.prepared.row(
+            self.brief_id,
+            self.trial_id,
+            self.raw_object.as_deref(),
+            self.uploaded_by.as_deref(),
+        )
+    }
 }
 
 /// The stored answer of a key another request claimed first.
@@ -448,7 +472,9 @@ pub async fn ingest_batch(
         for ((_, trial_id, _, p), object) in pending.iter().zip(&objects) {
             rows.push(p.row(brief_id, *trial_id, object.as_deref(), uploaded_by));
         }
-        repo::insert_many(&state.pool, &rows).await.map_err(fk_to_not_found)?;
+        repo::insert_many(&state.pool, &rows)
+            .await
+            .map_err(repo::fk_to_not_found)?;
     } else {
         let mut tx = state.pool.begin().await?;
         // Every key claimed in one statement, then every row inserted in one.
@@ -466,7 +492,7 @@ pub async fn ingest_batch(
         let claimed: std::collections::HashSet<String> =
             repo::claim_idempotency_keys(&mut *tx, brief_id, key_scope, 201, &claims)
                 .await
-                .map_err(fk_to_not_found)?
+                .map_err(repo::fk_to_not_found)?
                 .into_iter()
                 .collect();
         for ((i, trial_id, key, p), object) in pending.iter().zip(&objects) {
@@ -484,7 +510,9 @@ pub async fn ingest_batch(
             }
         }
         // Every new row in one statement.
-        repo::insert_many(&mut *tx, &rows).await.map_err(fk_to_not_found)?;
+        repo::insert_many(&mut *tx, &rows)
+            .await
+            .map_err(repo::fk_to_not_found)?;
         tx.commit().await?;
     }
     for (i, _, key, p) in pending {

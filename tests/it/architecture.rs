@@ -83,13 +83,14 @@ const DOMAINS: [(&str, u8); 11] = [
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
 /// A file not named here is a model-like file.
-const LAYERS: [(&str, u8); 23] = [
+const LAYERS: [(&str, u8); 24] = [
     ("repo", 1),
     ("summaries_repo", 1),
     ("summaries", 2),
     ("service", 2),
     ("readiness", 2),
     ("compactor", 2),
+    ("group_insert", 2),
     ("gather", 2),
     // the review's answer types and the cached bytes of them
     ("answer", 2),

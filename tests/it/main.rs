@@ -30,6 +30,7 @@ mod demo;
 mod docs;
 mod evidence_api;
 mod evidence_batch;
+mod evidence_group_insert;
 mod evidence_metrics_compaction;
 mod evidence_object_store;
 mod evidence_pages;
