@@ -90,8 +90,10 @@ pub async fn get(db: impl PgExecutor<'_>, id: TrialId) -> Result<Option<Trial>, 
 }
 
 /// A trial as an upload needs it: which, what it is called, and whether it is still planned.
+#[derive(Clone)]
 pub struct TrialName {
     pub id: TrialId,
+    pub brief_id: BriefId,
     pub name: String,
     pub planned: bool,
 }
@@ -100,7 +102,7 @@ pub struct TrialName {
 pub async fn names(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<TrialName>, sqlx::Error> {
     sqlx::query_as!(
         TrialName,
-        r#"SELECT id, name, status = 'planned' AS "planned!" FROM trials WHERE brief_id = $1 ORDER BY position"#,
+        r#"SELECT id, brief_id, name, status = 'planned' AS "planned!" FROM trials WHERE brief_id = $1 ORDER BY position"#,
         brief_id.as_uuid(),
     )
     .fetch_all(db)

@@ -3,6 +3,15 @@
 //! one use case, here above both: create or replace a brief (its fields and trial 1's allocation,
 //! `trial_gpu` / `trial_gpu_count`, in one transaction) and load the whole brief.
 
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Mutex, PoisonError,
+    },
+    time::{Duration, Instant},
+};
+
 use super::{
     model::{next_name, resolve_target, validate, TargetError, Trial, TrialDefaults, TrialFields},
     repo,
@@ -172,6 +181,7 @@ pub async fn create(state: &AppState, brief_id: BriefId, input: &Input<'_>, acto
     )
     .await?;
     tx.commit().await?;
+    state.slots.get::<UploadPlaces>().forget(brief_id);
     Ok(trial)
 }
 
@@ -198,6 +208,7 @@ pub async fn replace(state: &AppState, id: TrialId, input: &Input<'_>, actor: &s
     )
     .await?;
     tx.commit().await?;
+    state.slots.get::<UploadPlaces>().forget(trial.brief_id);
     Ok(trial)
 }
 
@@ -267,11 +278,73 @@ pub fn resolve(
 /// The brief's trials as placing an upload needs them; 404 without the brief. Read before the
 /// body, so a missing brief is answered without reading it.
 pub async fn for_upload(state: &AppState, brief_id: BriefId) -> Result<Vec<repo::TrialName>, AppError> {
+    let places = state.slots.get::<UploadPlaces>();
+    if let Some(trials) = places.fresh(brief_id) {
+        return Ok(trials);
+    }
+    let (generation, read_at) = (places.generation(), Instant::now());
     let trials = repo::names(&state.pool, brief_id).await?;
     if trials.is_empty() {
         return Err(AppError::NotFound("brief"));
     }
+    places.keep(brief_id, generation, read_at, &trials);
     Ok(trials)
+}
+
+/// How long a brief's trials, read to place uploads, are used again without reading them: under
+/// load a brief's uploads arrive many times a second and its trials change rarely. A change made
+/// through this server forgets them at once ([`UploadPlaces::forget`]); one made by another
+/// server on the same database is seen within this time. What a stale list could do is bounded:
+/// a trial deleted meanwhile (with its brief) is refused by the database's foreign key (404), and
+/// a trial added by another server is seen a second later.
+const UPLOAD_PLACES_TTL: Duration = Duration::from_secs(1);
+/// Briefs kept at most; past it, entries older than the TTL are dropped.
+const UPLOAD_PLACES_MAX: usize = 10_000;
+
+/// Each brief's trials as [`for_upload`] read them, per app (kept in the state's slots).
+#[derive(Default)]
+pub struct UploadPlaces {
+    entries: Mutex<HashMap<BriefId, (Instant, Vec<repo::TrialName>)>>,
+    /// Counts the changes: a read that began before a change does not keep what it read.
+    changes: AtomicU64,
+}
+
+impl UploadPlaces {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<BriefId, (Instant, Vec<repo::TrialName>)>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn fresh(&self, brief: BriefId) -> Option<Vec<repo::TrialName>> {
+        let entries = self.entries();
+        let (read_at, trials) = entries.get(&brief)?;
+        (read_at.elapsed() < UPLOAD_PLACES_TTL).then(|| trials.clone())
+    }
+
+    fn generation(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
+    /// Keeps what a read begun at `read_at`, after `read_from` changes, found (its age counts
+    /// from when the read began).
+    fn keep(&self, brief: BriefId, read_from: u64, read_at: Instant, trials: &[repo::TrialName]) {
+        let mut entries = self.entries();
+        // Checked under the lock `forget` takes too: a change that committed after the read began
+        // has bumped the count, and the read may predate it.
+        if self.generation() != read_from {
+            return;
+        }
+        if entries.len() >= UPLOAD_PLACES_MAX {
+            entries.retain(|_, (read_at, _)| read_at.elapsed() < UPLOAD_PLACES_TTL);
+        }
+        entries.insert(brief, (read_at, trials.to_vec()));
+    }
+
+    /// After a change to a brief's trials commits: the next upload reads them again.
+    fn forget(&self, brief: BriefId) {
+        let mut entries = self.entries();
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        entries.remove(&brief);
+    }
 }
 
 /// Picks the trial among `trials` (see [`place`]) and starts it when it was planned.
@@ -283,9 +356,10 @@ pub async fn choose(
 ) -> Result<TrialId, AppError> {
     let pairs: Vec<(TrialId, String)> = trials.iter().map(|t| (t.id, t.name.clone())).collect();
     let id = resolve(&pairs, named, token_trial)?;
-    if trials.iter().any(|t| t.id == id && t.planned) {
+    if let Some(t) = trials.iter().find(|t| t.id == id && t.planned) {
         // The first evidence or ledger line starts a planned trial.
         repo::mark_running(&state.pool, id).await?;
+        state.slots.get::<UploadPlaces>().forget(t.brief_id);
     }
     Ok(id)
 }

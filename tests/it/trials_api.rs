@@ -472,3 +472,42 @@ async fn a_saved_card_is_stale_on_a_trial_of_another_allocation_and_collectives_
     assert!(!statuses.is_empty(), "the saved card has collective criteria");
     assert!(statuses.iter().all(|(_, s)| s == "n/a"), "{statuses:?}");
 }
+
+/// Uploads reuse a brief's trials for up to a second (`trials::service::UploadPlaces`): a trial added
+/// through another server on the same database is seen by this one's uploads within that second.
+#[tokio::test]
+async fn a_trial_added_through_another_server_is_seen_by_uploads_within_a_second() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let upload = format!("/api/v1/briefs/{brief}/evidence");
+    // This server reads the brief's one trial to place an upload.
+    let res = app
+        .post_json(&upload, &metrics_upload(1, None, json!({"gpu.count": 8})))
+        .await;
+    assert_eq!(res.status(), 201);
+
+    let other = common::serve_app(
+        app.pool.clone(),
+        rentcheck::config::AppConfig::default(),
+        app.keys.clone(),
+    )
+    .await;
+    let res = app
+        .client
+        .post(format!("{other}/api/v1/briefs/{brief}/trials"))
+        .json(&json!({ "name": "Trial 2" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let res = app
+        .post_json(&upload, &metrics_upload(1, None, json!({"gpu.count": 8})))
+        .await;
+    assert_eq!(
+        res.status(),
+        422,
+        "a second later, the new trial must be seen: name one of the two"
+    );
+}
