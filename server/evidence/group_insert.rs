@@ -123,11 +123,27 @@ async fn write_while_waiting<T: QueuedRow>(groups: Arc<GroupInsert<T>>, pool: Pg
             let n = queue.waiting.len().min(MAX_GROUP);
             queue.waiting.drain(..n).collect()
         };
-        write_group(&pool, group).await;
+        if write_group(&pool, group).await == Outcome::DatabaseUnavailable {
+            // What queued meanwhile would wait out another connect timeout for the same answer:
+            // told at once, so its senders retry after Retry-After instead of waiting twice.
+            let waiting = std::mem::take(&mut guard.groups.queue().waiting);
+            for (_, done) in waiting {
+                let _ = done.send(Err(AppError::DatabaseUnavailable));
+            }
+        }
     }
 }
 
-async fn write_group<T: QueuedRow>(pool: &PgPool, group: Vec<(T, Done<T>)>) {
+#[derive(PartialEq)]
+enum Outcome {
+    /// Each upload of the group was answered with its own row's result.
+    Answered,
+    /// The database could not be reached: every upload of the group was told so.
+    DatabaseUnavailable,
+}
+
+/// Writes one group and answers each of its uploads.
+async fn write_group<T: QueuedRow>(pool: &PgPool, group: Vec<(T, Done<T>)>) -> Outcome {
     let rows: Vec<NewEvidence<'_>> = group.iter().map(|(item, _)| item.row()).collect();
     let result = repo::insert_many(pool, &rows).await;
     drop(rows);
@@ -142,6 +158,7 @@ async fn write_group<T: QueuedRow>(pool: &PgPool, group: Vec<(T, Done<T>)>) {
                 for (_, done) in group {
                     let _ = done.send(Err(AppError::DatabaseUnavailable));
                 }
+                return Outcome::DatabaseUnavailable;
             }
             e if group.len() == 1 => {
                 if let Some((_, done)) = group.into_iter().next() {
@@ -157,4 +174,5 @@ async fn write_group<T: QueuedRow>(pool: &PgPool, group: Vec<(T, Done<T>)>) {
             }
         },
     }
+    Outcome::Answered
 }
