@@ -4,6 +4,7 @@
 #   scripts/db-outage.sh                 # 40 s of load, PostgreSQL stopped from t=10 s to t=20 s
 #   LOAD=60 DOWN_AT=15 DOWN_FOR=20 WORKERS=32 scripts/db-outage.sh
 #   MODE=batch BATCH=100 scripts/db-outage.sh   # the same with batches (evidence/batch)
+#   KEYS=0 scripts/db-outage.sh          # single uploads without an Idempotency-Key
 #   BIN=target/release/rentcheck scripts/db-outage.sh   # without building first
 #
 # Starts a PostgreSQL cluster of its own (initdb in a temporary directory, so stopping it harms no
@@ -18,6 +19,10 @@
 #   requests by answer, the slowest answer while the database was down, acknowledged uploads,
 #   stored uploads (distinct keys in the database), duplicated keys (stored more than once),
 #   lost uploads (acknowledged but not stored), and whether the server recovered by itself.
+# With KEYS=0 the single uploads carry no Idempotency-Key (the label still names each one): that
+# is the path where uploads arriving together share one INSERT. A retry then cannot be told from a
+# new upload, so an upload whose statement committed but whose answer was lost on the way would be
+# stored twice; the drill counts such duplicates and fails on them as well.
 # Exit status 1 when nothing was acknowledged, anything was lost or duplicated, or the server did
 # not recover.
 set -euo pipefail
@@ -28,6 +33,7 @@ DOWN_FOR=${DOWN_FOR:-10}
 WORKERS=${WORKERS:-16}
 MODE=${MODE:-single}
 BATCH=${BATCH:-100}
+KEYS=${KEYS:-1}
 case "$MODE" in single|batch) ;; *) echo "MODE is single or batch" >&2; exit 2 ;; esac
 PORT=${PORT:-18093}
 # The shared set-up of the load scripts, on a PostgreSQL cluster of the drill's own (so stopping it
@@ -38,7 +44,7 @@ source "$(dirname "$0")/lib/server-under-test.sh"
 sut_setup
 sut_start_server
 
-echo "== load ($MODE): $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=${DOWN_AT}s for ${DOWN_FOR}s"
+echo "== load ($MODE, keys $([ "$KEYS" = 0 ] && echo off || echo on)): $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=${DOWN_AT}s for ${DOWN_FOR}s"
 (
     sleep "$DOWN_AT"
     echo "   t=${DOWN_AT}s: pg_ctl stop -m fast"
@@ -49,9 +55,9 @@ echo "== load ($MODE): $WORKERS harnesses for ${LOAD}s; PostgreSQL down from t=$
 ) &
 OUTAGE_PID=$!
 
-python3 - "$PORT" "$BRIEF" "$TOKEN" "$LOAD" "$WORKERS" "$DOWN_AT" "$DOWN_FOR" "$WORK/acked.txt" "$MODE" "$BATCH" <<'PY'
+python3 - "$PORT" "$BRIEF" "$TOKEN" "$LOAD" "$WORKERS" "$DOWN_AT" "$DOWN_FOR" "$WORK/acked.txt" "$MODE" "$BATCH" "$KEYS" <<'PY'
 import http.client, json, sys, threading, time, collections
-port, brief, token, load, workers, down_at, down_for, acked_path, mode, batch = sys.argv[1:]
+port, brief, token, load, workers, down_at, down_for, acked_path, mode, batch, keys = sys.argv[1:]
 load, workers, down_at, down_for, batch = float(load), int(workers), float(down_at), float(down_for), int(batch)
 path = f"/api/v1/briefs/{brief}/evidence"
 start = time.monotonic()
@@ -100,9 +106,10 @@ def worker(w):
             if time.monotonic() > give_up_at:
                 with lock: answers["gave up"] += 1
                 break
-            conn, status, retry_after, data = send(conn, path, body, {
-                "Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                "Idempotency-Key": key})
+            headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+            if keys != "0":
+                headers["Idempotency-Key"] = key
+            conn, status, retry_after, data = send(conn, path, body, headers)
             if status is None:
                 continue
             with lock: answers[str(status)] += 1
