@@ -4,7 +4,7 @@
 use crate::common;
 
 use chrono::{DateTime, Duration, Utc};
-use rentcheck::ids::{BriefId, TrialId};
+use rentcheck::ids::TrialId;
 use rentcheck::{evidence::compactor, evidence::repo};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -37,37 +37,11 @@ async fn brief(pool: &PgPool) -> Uuid {
 }
 
 async fn upload(pool: &PgPool, brief_id: Uuid, stage: i16, metrics: Value, collected_at: DateTime<Utc>) -> Uuid {
-    let id = Uuid::now_v7();
-    let raw = serde_json::to_vec(&json!({ "metrics": metrics })).unwrap();
-    repo::insert(
-        pool,
-        &repo::NewEvidence {
-            id,
-            // The brief's one trial has the brief's id (above).
-            brief_id: BriefId::from(brief_id),
-            trial_id: TrialId::from(brief_id),
-            kind: "metrics",
-            stage,
-            content_type: "application/json",
-            filename: None,
-            raw: &raw,
-            raw_object: None,
-            sha256: &rentcheck::evidence::model::sha256_hex(&raw),
-            metrics: &metrics,
-            warnings: &[],
-            parse_status: "ok",
-            parse_error: None,
-            tool: None,
-            tool_version: None,
-            parser_version: "test",
-            labels: &json!({}),
-            collected_at: Some(collected_at),
-            uploaded_by: None,
-        },
-    )
-    .await
-    .unwrap();
-    id
+    // The brief's one trial has the brief's id (above).
+    let mut item = common::TestEvidence::metrics(brief_id, brief_id, stage, metrics);
+    item.collected_at = Some(collected_at);
+    repo::insert(pool, &item.row()).await.unwrap();
+    item.id
 }
 
 /// (key, stage) → (value, evidence id), as card evaluation sees it.

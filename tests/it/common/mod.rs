@@ -513,3 +513,60 @@ impl TestApp {
         self.create_brief(overrides).await["id"].as_str().unwrap().to_owned()
     }
 }
+
+/// A `metrics` evidence row a test writes straight through `evidence::repo`, owning what the row
+/// borrows.
+pub struct TestEvidence {
+    pub id: uuid::Uuid,
+    pub brief: rentcheck::ids::BriefId,
+    pub trial: rentcheck::ids::TrialId,
+    pub stage: i16,
+    pub raw: Vec<u8>,
+    pub sha256: String,
+    pub metrics: Value,
+    pub labels: Value,
+    pub collected_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl TestEvidence {
+    /// An upload of `metrics` (its raw bytes the envelope `{"metrics": …}`), received now.
+    pub fn metrics(brief: uuid::Uuid, trial: uuid::Uuid, stage: i16, metrics: Value) -> Self {
+        let raw = serde_json::to_vec(&json!({ "metrics": metrics })).unwrap();
+        Self {
+            id: uuid::Uuid::now_v7(),
+            brief: brief.into(),
+            trial: trial.into(),
+            stage,
+            sha256: rentcheck::evidence::model::sha256_hex(&raw),
+            raw,
+            metrics,
+            labels: json!({}),
+            collected_at: None,
+        }
+    }
+
+    pub fn row(&self) -> rentcheck::evidence::repo::NewEvidence<'_> {
+        rentcheck::evidence::repo::NewEvidence {
+            id: self.id,
+            brief_id: self.brief,
+            trial_id: self.trial,
+            kind: "metrics",
+            stage: self.stage,
+            content_type: "application/json",
+            filename: None,
+            raw: &self.raw,
+            raw_object: None,
+            sha256: &self.sha256,
+            metrics: &self.metrics,
+            warnings: &[],
+            parse_status: "ok",
+            parse_error: None,
+            tool: None,
+            tool_version: None,
+            parser_version: "test",
+            labels: &self.labels,
+            collected_at: self.collected_at,
+            uploaded_by: None,
+        }
+    }
+}
