@@ -6,17 +6,15 @@ use crate::common;
 
 use std::collections::HashSet;
 
-use common::spawn_app;
+use common::{spawn_app, TestEvidence};
 use rentcheck::{
     error::AppError,
     evidence::{
         group_insert::{GroupInsert, QueuedRow},
         repo::NewEvidence,
     },
-    ids::{BriefId, TrialId},
 };
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -49,57 +47,17 @@ async fn single_uploads_sent_at_once_are_each_stored_once_with_their_own_values(
     assert_eq!(app.count("evidence").await, 40, "every upload stored once");
 }
 
-/// A row of the test's own, written through the same queue as uploads.
-struct TestRow {
-    id: Uuid,
-    brief: BriefId,
-    trial: TrialId,
-    raw: Vec<u8>,
-    sha256: String,
-    metrics: Value,
-    labels: Value,
-}
-
-impl TestRow {
-    fn new(brief: Uuid, trial: Uuid, n: u32) -> Self {
-        let raw = format!("{{\"n\": {n}}}").into_bytes();
-        Self {
-            id: Uuid::now_v7(),
-            brief: brief.into(),
-            trial: trial.into(),
-            sha256: hex::encode(Sha256::digest(&raw)),
-            raw,
-            metrics: json!({ "n": n }),
-            labels: json!({}),
-        }
-    }
-}
-
-impl QueuedRow for TestRow {
+/// A test's own row, written through the same queue as uploads.
+impl QueuedRow for TestEvidence {
     fn row(&self) -> NewEvidence<'_> {
-        NewEvidence {
-            id: self.id,
-            brief_id: self.brief,
-            trial_id: self.trial,
-            kind: "metrics",
-            stage: 3,
-            content_type: "application/json",
-            filename: None,
-            raw: &self.raw,
-            raw_object: None,
-            sha256: &self.sha256,
-            metrics: &self.metrics,
-            warnings: &[],
-            parse_status: "ok",
-            parse_error: None,
-            tool: None,
-            tool_version: None,
-            parser_version: "test",
-            labels: &self.labels,
-            collected_at: None,
-            uploaded_by: None,
-        }
+        TestEvidence::row(self)
     }
+}
+
+fn rows(brief: Uuid, trial: Uuid) -> Vec<TestEvidence> {
+    (0..4)
+        .map(|n| TestEvidence::metrics(brief, trial, 3, json!({ "n": n })))
+        .collect()
 }
 
 async fn brief_and_trial(app: &common::TestApp) -> (Uuid, Uuid) {
@@ -118,8 +76,8 @@ async fn brief_and_trial(app: &common::TestApp) -> (Uuid, Uuid) {
 async fn rows_waiting_together_are_written_by_one_statement() {
     let app = spawn_app().await;
     let (brief, trial) = brief_and_trial(&app).await;
-    let queue = Arc::new(GroupInsert::<TestRow>::default());
-    let rows: Vec<TestRow> = (0..4).map(|n| TestRow::new(brief, trial, n)).collect();
+    let queue = Arc::new(GroupInsert::<TestEvidence>::default());
+    let rows = rows(brief, trial);
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let written = futures_util::future::join_all(rows.into_iter().map(|row| queue.insert(&app.pool, row))).await;
     assert!(written.iter().all(Result::is_ok));
@@ -139,14 +97,18 @@ async fn rows_waiting_together_are_written_by_one_statement() {
 async fn a_row_that_cannot_be_written_fails_only_its_own_upload() {
     let app = spawn_app().await;
     let (brief, trial) = brief_and_trial(&app).await;
-    let queue = Arc::new(GroupInsert::<TestRow>::default());
-    let mut rows: Vec<TestRow> = (0..4).map(|n| TestRow::new(brief, trial, n)).collect();
+    let queue = Arc::new(GroupInsert::<TestEvidence>::default());
+    let mut rows = rows(brief, trial);
     // The third row's brief does not exist (as when a brief is deleted while its upload waits).
     rows[2].brief = Uuid::now_v7().into();
+    // The second row's trial does not exist (deleted while its upload waited).
+    rows[1].trial = Uuid::now_v7().into();
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let written = futures_util::future::join_all(rows.into_iter().map(|row| queue.insert(&app.pool, row))).await;
     for (n, result) in written.iter().enumerate() {
         match (n, result) {
+            (1, Err(AppError::NotFound("trial"))) => {}
+            (1, other) => panic!("the row of a missing trial: {:?}", other.as_ref().map(|r| r.id)),
             (2, Err(AppError::NotFound("brief"))) => {}
             (2, other) => panic!("the row of a missing brief: {:?}", other.as_ref().map(|r| r.id)),
             (_, Ok(row)) => assert_eq!(row.id, ids[n], "answered with another row"),
@@ -158,5 +120,5 @@ async fn a_row_that_cannot_be_written_fails_only_its_own_upload() {
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert_eq!(stored, 3);
+    assert_eq!(stored, 2);
 }
