@@ -1,10 +1,14 @@
 //! A small bounded map from an id to bytes computed at a version, for answers that are expensive
 //! to compute and cheap to prove unchanged (the review JSON: `review::answer::review_body`).
 //!
-//! An entry is only returned for the exact version it was stored under, so correctness rests on
-//! the version, never on the cache: a stale entry is a miss. When full, the oldest entries go
-//! first. Written here rather than taken from a crate because the eviction order hardly matters
-//! (a miss costs one computation) and the whole of it is a map, a queue and two limits.
+//! An entry is only current for the exact version it was stored under, so correctness rests on
+//! the version, never on the cache: a stale entry is never passed off as current. While one
+//! request computes an id's newer answer, others asking for it are handed the previous one
+//! ([`Lookup::Previous`]) instead of computing the same thing again: a brief being written to is
+//! computed once at a time however many read it, and the caller says in the answer that it is
+//! older. When full, the oldest entries go first. Written here rather than taken from a crate
+//! because the eviction order hardly matters (a miss costs one computation) and the whole of it is
+//! two maps, a queue and two limits.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -19,6 +23,43 @@ use uuid::Uuid;
 /// (an answer may name "tomorrow", or read prices valid from a date).
 pub type Version = (i64, NaiveDate);
 
+/// What the cache holds for an id asked for at a version.
+pub enum Lookup<'a> {
+    /// Computed at that version (or at a later count the same day).
+    Current(Bytes),
+    /// Computed at an older version, handed out because another request is computing a newer one
+    /// right now.
+    Previous(Bytes),
+    /// Nothing usable: compute it and [`Computing::put`] it. Until the ticket is put or dropped,
+    /// others asking for the id get [`Lookup::Previous`] where there is a previous answer.
+    Compute(Computing<'a>),
+}
+
+/// A request's turn to compute an id's answer; dropping it unfinished (an error, a client gone)
+/// lets the next request compute instead.
+pub struct Computing<'a> {
+    cache: &'a VersionedCache,
+    id: Uuid,
+}
+
+impl Computing<'_> {
+    pub fn put(self, version: Version, body: Bytes) {
+        self.cache.put(self.id, version, body);
+    }
+}
+
+impl Drop for Computing<'_> {
+    fn drop(&mut self) {
+        let mut inner = self.cache.lock();
+        if let Some(n) = inner.computing.get_mut(&self.id) {
+            *n -= 1;
+            if *n == 0 {
+                inner.computing.remove(&self.id);
+            }
+        }
+    }
+}
+
 pub struct VersionedCache {
     inner: Mutex<Inner>,
     max_entries: usize,
@@ -31,6 +72,8 @@ struct Inner {
     /// Ids in the order they were first stored (the eviction order).
     order: VecDeque<Uuid>,
     bytes: usize,
+    /// How many requests are computing each id's answer now.
+    computing: HashMap<Uuid, u32>,
 }
 
 impl VersionedCache {
@@ -42,22 +85,31 @@ impl VersionedCache {
         }
     }
 
-    /// The bytes stored for `id` at exactly `version`.
-    pub fn get(&self, id: Uuid, version: Version) -> Option<Bytes> {
-        let inner = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// What is kept for `id` asked for at `version`: current, the previous answer while another
+    /// request computes a newer one, or the caller's turn to compute it.
+    pub fn lookup(&self, id: Uuid, version: Version) -> Lookup<'_> {
+        let mut inner = self.lock();
         match inner.entries.get(&id) {
-            Some((v, body)) if *v == version => Some(body.clone()),
-            _ => None,
+            // A later count the same day is newer than the caller knew of: current all the same.
+            Some((v, body)) if v.1 == version.1 && v.0 >= version.0 => return Lookup::Current(body.clone()),
+            Some((_, body)) if inner.computing.contains_key(&id) => return Lookup::Previous(body.clone()),
+            _ => {}
         }
+        *inner.computing.entry(id).or_insert(0) += 1;
+        Lookup::Compute(Computing { cache: self, id })
     }
 
     /// Stores `body` for `id` at `version`, unless an entry of a later version is already there
     /// (two requests computed it at once and the newer one landed first).
-    pub fn put(&self, id: Uuid, version: Version, body: Bytes) {
+    fn put(&self, id: Uuid, version: Version, body: Bytes) {
         if body.len() > self.max_bytes {
             return;
         }
-        let mut inner = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut inner = self.lock();
         let size = body.len();
         match inner.entries.get(&id).map(|(v, old)| (*v, old.len())) {
             Some((v, _)) if v > version => return,
@@ -88,37 +140,100 @@ mod tests {
         NaiveDate::from_ymd_opt(2026, 12, 1).unwrap()
     }
 
+    fn current(cache: &VersionedCache, id: Uuid, version: Version) -> Option<Bytes> {
+        match cache.lookup(id, version) {
+            Lookup::Current(body) => Some(body),
+            _ => None,
+        }
+    }
+
+    fn store(cache: &VersionedCache, id: Uuid, version: Version, body: &'static [u8]) {
+        match cache.lookup(id, version) {
+            Lookup::Compute(turn) => turn.put(version, Bytes::from_static(body)),
+            _ => panic!("expected a turn to compute"),
+        }
+    }
+
     #[test]
-    fn an_entry_answers_only_for_its_own_version() {
+    fn an_entry_is_current_only_for_its_own_version() {
         let cache = VersionedCache::new(10, 1 << 20);
         let id = Uuid::now_v7();
-        cache.put(id, (3, day()), Bytes::from_static(b"at three"));
-        assert_eq!(cache.get(id, (3, day())).as_deref(), Some(&b"at three"[..]));
-        assert_eq!(cache.get(id, (4, day())), None, "a newer change is a miss");
+        store(&cache, id, (3, day()), b"at three");
+        assert_eq!(current(&cache, id, (3, day())).as_deref(), Some(&b"at three"[..]));
         assert_eq!(
-            cache.get(id, (3, day().succ_opt().unwrap())),
+            current(&cache, id, (2, day())).as_deref(),
+            Some(&b"at three"[..]),
+            "newer than asked"
+        );
+        assert_eq!(current(&cache, id, (4, day())), None, "a newer change is a miss");
+        assert_eq!(
+            current(&cache, id, (3, day().succ_opt().unwrap())),
             None,
             "so is the next day"
         );
-        // An older computation landing late does not replace a newer one.
-        cache.put(id, (5, day()), Bytes::from_static(b"at five"));
-        cache.put(id, (4, day()), Bytes::from_static(b"at four"));
-        assert_eq!(cache.get(id, (5, day())).as_deref(), Some(&b"at five"[..]));
+    }
+
+    #[test]
+    fn an_older_computation_landing_late_does_not_replace_a_newer_one() {
+        let cache = VersionedCache::new(10, 1 << 20);
+        let id = Uuid::now_v7();
+        let (Lookup::Compute(slow), Lookup::Compute(fast)) =
+            (cache.lookup(id, (4, day())), cache.lookup(id, (5, day())))
+        else {
+            panic!("no entry yet: both compute");
+        };
+        fast.put((5, day()), Bytes::from_static(b"at five"));
+        slow.put((4, day()), Bytes::from_static(b"at four"));
+        assert_eq!(current(&cache, id, (5, day())).as_deref(), Some(&b"at five"[..]));
+    }
+
+    #[test]
+    fn while_one_request_computes_the_others_get_the_previous_answer() {
+        let cache = VersionedCache::new(10, 1 << 20);
+        let id = Uuid::now_v7();
+        store(&cache, id, (1, day()), b"at one");
+        let Lookup::Compute(turn) = cache.lookup(id, (2, day())) else {
+            panic!("the first reader of a newer version computes it");
+        };
+        assert!(
+            matches!(cache.lookup(id, (2, day())), Lookup::Previous(b) if &b[..] == b"at one"),
+            "a second reader meanwhile is handed the previous answer"
+        );
+        turn.put((2, day()), Bytes::from_static(b"at two"));
+        assert_eq!(current(&cache, id, (2, day())).as_deref(), Some(&b"at two"[..]));
+        // A turn dropped unfinished (an error, a client gone) hands the turn to the next reader.
+        let turn = cache.lookup(id, (3, day()));
+        assert!(matches!(turn, Lookup::Compute(_)));
+        assert!(matches!(cache.lookup(id, (3, day())), Lookup::Previous(_)));
+        drop(turn);
+        assert!(matches!(cache.lookup(id, (3, day())), Lookup::Compute(_)));
     }
 
     #[test]
     fn the_oldest_entries_go_when_a_limit_is_reached() {
         let cache = VersionedCache::new(2, 10);
         let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
-        cache.put(a, (1, day()), Bytes::from_static(b"aaaa"));
-        cache.put(b, (1, day()), Bytes::from_static(b"bbbb"));
-        cache.put(c, (1, day()), Bytes::from_static(b"cccc"));
-        assert_eq!(cache.get(a, (1, day())), None, "three entries over a limit of two");
-        assert!(cache.get(b, (1, day())).is_some() && cache.get(c, (1, day())).is_some());
-        cache.put(a, (1, day()), Bytes::from_static(b"aaaaaaaa"));
-        assert_eq!(cache.get(b, (1, day())), None, "4 + 4 + 8 bytes over a limit of 10");
-        assert_eq!(cache.get(c, (1, day())), None);
-        cache.put(b, (1, day()), Bytes::from(vec![0u8; 11]));
-        assert_eq!(cache.get(b, (1, day())), None, "larger than the whole cache: not kept");
+        store(&cache, a, (1, day()), b"aaaa");
+        store(&cache, b, (1, day()), b"bbbb");
+        store(&cache, c, (1, day()), b"cccc");
+        assert_eq!(
+            current(&cache, a, (1, day())),
+            None,
+            "three entries over a limit of two"
+        );
+        assert!(current(&cache, b, (1, day())).is_some() && current(&cache, c, (1, day())).is_some());
+        store(&cache, a, (1, day()), b"aaaaaaaa");
+        assert_eq!(
+            current(&cache, b, (1, day())),
+            None,
+            "4 + 4 + 8 bytes over a limit of 10"
+        );
+        assert_eq!(current(&cache, c, (1, day())), None);
+        store(&cache, b, (1, day()), &[0u8; 11]);
+        assert_eq!(
+            current(&cache, b, (1, day())),
+            None,
+            "larger than the whole cache: not kept"
+        );
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::Value;
@@ -29,6 +29,7 @@ use crate::{
     sizing::kv_check::KvCheck,
     state::AppState,
     trials::model::Billing,
+    versioned_cache::Lookup,
 };
 
 /// The review of a brief. The top-level decision fields describe the recommended trial (else the
@@ -66,6 +67,13 @@ pub struct ReviewAnswer<'a> {
     pub ledger: Option<&'a LedgerFacts>,
     /// The latest verdict on the brief, and whether the inputs moved since.
     pub approval: Option<&'a ApprovalState>,
+    /// When this answer was computed (UTC).
+    pub as_of: DateTime<Utc>,
+    /// True when this is the answer computed before the brief's latest writes, sent because a
+    /// newer one is being computed at this moment (a brief being written to is computed once at
+    /// a time, however many read it); read again shortly for the newer one. An approval pins
+    /// `inputs_digest`, so an older answer can never be approved by mistake. Always the last field.
+    pub refreshing: bool,
 }
 
 /// One trial's decision and money at the SLO, all read at its operating point.
@@ -191,6 +199,8 @@ impl<'a> ReviewAnswer<'a> {
             criteria: &r.context.inputs.criteria,
             ledger: r.context.inputs.ledger.as_ref(),
             approval: r.approval.as_ref(),
+            as_of: Utc::now(),
+            refreshing: false,
         }
     }
 }
@@ -268,19 +278,57 @@ impl<'a> TrialAnswer<'a> {
 /// The review JSON of a brief, as the API sends it: computed, or the bytes computed before while
 /// no write that can change it has committed since (and it is still the same UTC day). The count
 /// is read before the review is computed, so what is kept under a count is never older than it.
+/// While another request is computing the brief's newer review, the one before it is sent with
+/// `refreshing: true` (its `as_of` says when it was computed) rather than computing it again.
 pub async fn review_body(state: &AppState, id: BriefId) -> Result<Bytes, AppError> {
     let version = (repo::change_count(&state.pool, id).await?, Utc::now().date_naive());
-    if let Some(body) = state.review_cache.get(id.as_uuid(), version) {
-        return Ok(body);
-    }
+    let turn = match state.review_cache.lookup(id.as_uuid(), version) {
+        Lookup::Current(body) => return Ok(body),
+        Lookup::Previous(body) => return Ok(marked_refreshing(&body)),
+        Lookup::Compute(turn) => turn,
+    };
     let r = service::review(state, id).await?;
     let body = Bytes::from(serde_json::to_vec(&ReviewAnswer::of(&r)).map_err(|e| AppError::Internal(e.into()))?);
-    state.review_cache.put(id.as_uuid(), version, body.clone());
+    turn.put(version, body.clone());
     Ok(body)
+}
+
+const NOT_REFRESHING: &[u8] = br#","refreshing":false}"#;
+
+/// `body` (a serialized [`ReviewAnswer`], whose last field is `refreshing: false`) with
+/// `refreshing: true`: a copy of the bytes with the last field's value swapped, no second
+/// serialization.
+fn marked_refreshing(body: &Bytes) -> Bytes {
+    match body.strip_suffix(NOT_REFRESHING) {
+        Some(head) => {
+            let mut marked = Vec::with_capacity(body.len());
+            marked.extend_from_slice(head);
+            marked.extend_from_slice(br#","refreshing":true}"#);
+            Bytes::from(marked)
+        }
+        // Not reachable while `refreshing` is the struct's last field (a test pins it); the answer
+        // is still a correct, older review, only without the mark.
+        None => body.clone(),
+    }
 }
 
 /// The JSON answer of `GET /api/v1/briefs/{id}/review` as a value ([`ReviewAnswer`] is what the API
 /// serializes); the decision record adds its fields to it.
 pub fn review_json(r: &Review) -> Value {
     serde_json::to_value(ReviewAnswer::of(r)).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_answer_is_marked_refreshing_by_its_last_field() {
+        let answer = serde_json::json!({"decision": "expand", "as_of": "2026-12-03T08:00:00Z", "refreshing": false});
+        let body = Bytes::from(serde_json::to_vec(&answer).unwrap());
+        let marked: Value = serde_json::from_slice(&marked_refreshing(&body)).unwrap();
+        assert_eq!(marked["refreshing"], true);
+        assert_eq!(marked["decision"], "expand");
+        assert_eq!(marked["as_of"], "2026-12-03T08:00:00Z");
+    }
 }

@@ -43,7 +43,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
          api_is_cheaper, money), reservation (what approving it would record: { trial, provider, gpu, \
          gpus_per_node, replicas, gpus, billing, rate_per_gpu_hour, currency, term_months, monthly_cost, \
          start_date, note } | null), gpu_mismatch and other_currency_prices; plus recommended_trial (never a \
-         stopped trial; the cheapest per unit of work) and closest_trial",
+         stopped trial; the cheapest per unit of work) and closest_trial; as_of (when it was computed) and refreshing \
+         (true: the review from before the brief's latest writes, sent while another request computes the newer one)",
     params(("id" = Uuid, Path, description = "brief id")),
     responses(
         (status = 200, description = "the review", body = super::answer::ReviewAnswer),

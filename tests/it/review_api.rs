@@ -551,3 +551,77 @@ async fn a_verdict_waiting_for_the_lock_reads_what_committed_before_it_got_it() 
     assert!(recorded(&app, &id).await.is_empty());
     assert_ne!(review(&app, &id).await["inputs_digest"], digest.as_str());
 }
+
+/// A brief being read by many while it is written to is computed once at a time: a reader that
+/// arrives while another computes the newer review gets the one before, marked `refreshing` with
+/// its `as_of`, and cannot approve it.
+#[tokio::test]
+async fn a_review_being_remade_is_answered_from_the_one_before_marked_refreshing() {
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let path = format!("/api/v1/briefs/{id}/review");
+    let first = app.get(&path).await.text().await.unwrap();
+    assert!(
+        first.ends_with(r#","refreshing":false}"#),
+        "a current answer says so, in its last field: {}",
+        &first[first.len().saturating_sub(80)..]
+    );
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert!(
+        first["as_of"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{}",
+        first["as_of"]
+    );
+
+    let res = app
+        .post_raw_evidence(
+            &id,
+            "kind=dcgm-diag&stage=1",
+            "application/json",
+            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    // One reader starts computing the newer review and waits on the ledger.
+    let hold = hold_the_ledger(&app).await;
+    let computing = tokio::spawn({
+        let (client, url) = (app.client.clone(), app.url(&path));
+        async move { client.get(url).send().await.unwrap().json::<Value>().await.unwrap() }
+    });
+    wait_until("no reader waited on the ledger", async || {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'ledger_lines'::regclass",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        waiting > 0
+    })
+    .await;
+    let meanwhile = review(&app, &id).await;
+    assert_eq!(meanwhile["refreshing"], true, "another reader is making the newer one");
+    assert_eq!(
+        meanwhile["as_of"], first["as_of"],
+        "the answer before, with when it was made"
+    );
+    assert_eq!(meanwhile["inputs_digest"], first["inputs_digest"]);
+
+    hold.rollback().await.unwrap();
+    let newer = computing.await.unwrap();
+    assert_eq!(newer["refreshing"], false);
+    assert_eq!(newer["decision"], "stop", "the failed diagnostic is in it");
+    assert_ne!(newer["inputs_digest"], first["inputs_digest"]);
+    let after = review(&app, &id).await;
+    assert_eq!(after, newer, "then every reader gets the newer one, as it was computed");
+    // The older answer cannot be decided on.
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let res = manager
+        .post(app.url(&format!("/api/v1/briefs/{id}/approvals")))
+        .json(
+            &json!({ "verdict": "reject", "comment": "Not this month.", "inputs_digest": meanwhile["inputs_digest"] }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 409);
+}

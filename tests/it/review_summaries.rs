@@ -203,15 +203,22 @@ async fn the_watcher_summarises_every_brief_without_a_reader_asking() {
 }
 
 /// The review JSON as the API answers it, and as computed afresh (a state with an empty cache).
+/// Both without `as_of` (when each was computed); a served answer is never `refreshing` here (one
+/// reader at a time).
 async fn served_and_fresh(app: &TestApp, id: &str) -> (Value, Value) {
     let res = app.get(&format!("/api/v1/briefs/{id}/review")).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["content-type"], "application/json");
-    let served: Value = res.json().await.unwrap();
+    let mut served: Value = res.json().await.unwrap();
     let fresh = rentcheck::review::service::review(&state(app), id.parse().unwrap())
         .await
         .unwrap();
-    (served, rentcheck::review::answer::review_json(&fresh))
+    let mut fresh = rentcheck::review::answer::review_json(&fresh);
+    for answer in [&mut served, &mut fresh] {
+        let as_of = answer.as_object_mut().unwrap().remove("as_of");
+        assert!(as_of.is_some_and(|t| t.is_string()));
+    }
+    (served, fresh)
 }
 
 #[tokio::test]
@@ -438,3 +445,4 @@ async fn a_signal_decision_round_trips_through_its_stored_text() {
     assert!(read("Stop").await.is_err());
     assert!(read("").await.is_err());
 }
+
