@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 29] = [
+const LANDED: [(&str, &str); 30] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -123,6 +123,10 @@ const LANDED: [(&str, &str); 29] = [
     (
         "20261203110000_review_summary_rules_version.sql",
         "597fa033a08e549e3ef7ad3b78afa1b5e23a59e3356b6d1058be391368c26c1a1a732f8c21196c5aafa23153f6823a0d",
+    ),
+    (
+        "20261203120000_trial_stage_totals.sql",
+        "3a131338a064bce8546e3ddf3b6ef304377bc4810d5feaa3fbc074d166db8f76cf776357a592a5f227ddb864a6d26a67",
     ),
 ];
 

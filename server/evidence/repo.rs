@@ -451,27 +451,6 @@ pub async fn claim_idempotency_key(
     Ok(inserted.is_some())
 }
 
-/// One stage of a trial's evidence: how many uploads, and when the first and newest were taken.
-#[derive(Debug, Clone)]
-pub struct StageTimes {
-    pub stage: i16,
-    pub uploads: i64,
-    pub first: DateTime<Utc>,
-    pub last: DateTime<Utc>,
-}
-
-/// The brief page's timeline: per stage of one trial, the uploads and their collection times.
-pub async fn stage_times(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<Vec<StageTimes>, sqlx::Error> {
-    sqlx::query_as!(
-        StageTimes,
-        r#"SELECT stage, count(*) AS "uploads!", min(collected_at) AS "first!", max(collected_at) AS "last!"
-           FROM evidence WHERE trial_id = $1 GROUP BY stage ORDER BY stage"#,
-        trial_id.as_uuid(),
-    )
-    .fetch_all(db)
-    .await
-}
-
 /// The newest upload of each brief in `briefs`: when it arrived and who sent it.
 pub struct LatestUpload {
     pub brief_id: BriefId,
@@ -594,26 +573,4 @@ pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: BriefId) -> Resu
     )
     .fetch_optional(db)
     .await
-}
-
-/// The newest evidence received in each of `trials` that has any, with its evidence count (one
-/// read serves the gauges and the brief's summary). Counted per trial from
-/// `evidence_trial_received_idx` alone (an index-only scan) rather than by reading every item's
-/// row: 15 ms against 45 ms for a trial of 100,000 vacuumed items (items written since the last
-/// vacuum are still read from their rows, so under heavy ingest the two cost about the same).
-pub async fn last_evidence(
-    db: impl PgExecutor<'_>,
-    trials: &[TrialId],
-) -> Result<Vec<(TrialId, DateTime<Utc>, i64)>, sqlx::Error> {
-    let rows = sqlx::query!(
-        r#"SELECT t.id AS "trial_id!", e.at AS "at!", e.count AS "count!"
-           FROM unnest($1::uuid[]) AS t (id)
-           CROSS JOIN LATERAL (SELECT max(received_at) AS at, count(*) AS count FROM evidence
-                               WHERE trial_id = t.id) AS e
-           WHERE e.count > 0"#,
-        trials as _,
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(|r| (r.trial_id.into(), r.at, r.count)).collect())
 }

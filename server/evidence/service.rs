@@ -593,8 +593,6 @@ pub async fn raw(state: &AppState, id: Uuid) -> Result<RawEvidence, AppError> {
     })
 }
 
-pub use super::repo::StageTimes;
-
 /// The newest value of each of `keys` per stage in one trial, in one query (newest by
 /// `collected_at`, then `received_at`, then id): the one reader of newest metric values, for the
 /// cards and the review.
@@ -616,23 +614,9 @@ pub async fn load_tests(
     repo::load_tests(db, trial, limit).await
 }
 
-/// The newest evidence received in each of `trials` that has any, with its count (a brief's
-/// summary and the gauges).
-pub async fn last_evidence(
-    db: impl sqlx::PgExecutor<'_>,
-    trials: &[TrialId],
-) -> Result<Vec<(TrialId, chrono::DateTime<chrono::Utc>, i64)>, sqlx::Error> {
-    repo::last_evidence(db, trials).await
-}
-
 /// The brief's newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
 pub async fn load_test_evidence(db: impl sqlx::PgExecutor<'_>, brief: BriefId) -> Result<Option<Uuid>, sqlx::Error> {
     repo::load_test_evidence(db, brief).await
-}
-
-/// Per stage of one trial: how many uploads, and when the first and newest were taken.
-pub async fn stage_times(state: &AppState, trial: TrialId) -> Result<Vec<StageTimes>, AppError> {
-    Ok(repo::stage_times(&state.pool, trial).await?)
 }
 
 pub use super::repo::HeldStep;

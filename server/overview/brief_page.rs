@@ -10,15 +10,15 @@ use crate::{
     acceptance::pages as card_pages,
     briefs::model::{target_label, Brief, BriefFields, TARGET_FIELDS},
     error::AppError,
-    evidence::{
-        pages::{self as evidence_pages, EvidenceListRow},
-        service as evidence,
-    },
+    evidence::pages::{self as evidence_pages, EvidenceListRow},
     ids::{BriefId, TrialId},
     ledger::pages as ledger_pages,
     money,
     prices::{model::AllocationPrice, service as prices},
-    review::gather::{self as review_gather, TrialKv},
+    review::{
+        gather::{self as review_gather, TrialKv},
+        summaries as review_summaries,
+    },
     sizing::Sizing,
     state::AppState,
     trials::{
@@ -106,7 +106,7 @@ fn summary(
     trial: &Trial,
     sizing: &Sizing,
     stages: &[card_pages::StageRow],
-    times: &[evidence::StageTimes],
+    times: &[review_summaries::StageTimes],
     price: Option<&AllocationPrice>,
     currency: &str,
 ) -> Summary {
@@ -377,7 +377,7 @@ async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQ
         async {
             Ok(ledger_pages::section(state, brief.id, (trial.id, &trial.fields.name), &brief.fields.currency).await?)
         },
-        async { Ok(evidence::stage_times(state, trial.id).await?) },
+        async { Ok(review_summaries::stage_times(state, brief.id, trial.id).await?) },
         async { Ok(review_gather::trial_kv_check(state, &brief, trial).await?) },
         async { Ok(review_gather::trial_price(state, &brief, trial).await?) },
     )?;

@@ -16,7 +16,6 @@ use super::{
 use crate::{
     briefs::service as briefs,
     error::AppError,
-    evidence::service as evidence,
     ids::{BriefId, TrialId},
     outbox,
     state::AppState,
@@ -75,7 +74,7 @@ async fn review_and_evidence(state: &AppState, brief_id: BriefId) -> Result<Opti
         other => other?,
     };
     let trial_ids: Vec<TrialId> = r.trials.iter().map(|t| t.context.trial.id).collect();
-    let last_evidence = evidence::last_evidence(&state.pool, &trial_ids).await?;
+    let last_evidence = summaries_repo::trial_evidence(&state.pool, brief_id, &trial_ids).await?;
     Ok(Some((r, last_evidence)))
 }
 
@@ -230,7 +229,13 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
     Ok(())
 }
 
-pub use super::summaries_repo::{BriefSummary, GaugeRow, SummaryRow};
+pub use super::summaries_repo::{BriefSummary, GaugeRow, StageTimes, SummaryRow};
+
+/// Per stage of one trial of `brief`: how many uploads, and when the first and newest were
+/// collected (the brief page's timeline), from the kept totals.
+pub async fn stage_times(state: &AppState, brief: BriefId, trial: TrialId) -> Result<Vec<StageTimes>, AppError> {
+    Ok(summaries_repo::stage_times(&state.pool, brief, trial).await?)
+}
 
 /// What lists show of a computed review: the decided trial's cost per completed job and required
 /// criteria, whether one of those fails, the evidence, and where the approval stands.

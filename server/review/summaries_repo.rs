@@ -12,7 +12,9 @@ use super::decision::Verdict;
 use crate::ids::{BriefId, TrialId};
 
 /// Takes up to `limit` briefs marked changed, removing their marks. A write after this marks the
-/// brief again, so nothing that lands while its review is computed is missed.
+/// brief again, so nothing that lands while its review is computed is missed. The evidence counts
+/// the taken marks carry are added to the trials' totals in the same statement
+/// (`trial_stage_totals`: a reader adds the totals and the marks still queued, one snapshot).
 pub async fn claim_dirty(
     db: impl PgExecutor<'_>,
     limit: i64,
@@ -33,11 +35,23 @@ pub async fn claim_dirty(
                    AND NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = d.brief_id
                                      AND s.computed_at > now() - make_interval(secs => $3))
                  ORDER BY d.marked_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED)
-             RETURNING brief_id),
+             RETURNING brief_id, trial_id, stage, uploads, first_collected_at, last_collected_at,
+                       last_received_at),
            counted AS (
              INSERT INTO brief_changes_taken (brief_id, taken)
              SELECT brief_id, count(*) FROM taken GROUP BY brief_id ORDER BY brief_id
-             ON CONFLICT (brief_id) DO UPDATE SET taken = brief_changes_taken.taken + EXCLUDED.taken)
+             ON CONFLICT (brief_id) DO UPDATE SET taken = brief_changes_taken.taken + EXCLUDED.taken),
+           totals AS (
+             INSERT INTO trial_stage_totals (trial_id, stage, uploads, first_collected_at, last_collected_at,
+                                             last_received_at)
+             SELECT trial_id, stage, sum(uploads), min(first_collected_at), max(last_collected_at),
+                    max(last_received_at)
+             FROM taken WHERE uploads IS NOT NULL GROUP BY trial_id, stage ORDER BY trial_id, stage
+             ON CONFLICT (trial_id, stage) DO UPDATE SET
+               uploads = trial_stage_totals.uploads + EXCLUDED.uploads,
+               first_collected_at = least(trial_stage_totals.first_collected_at, EXCLUDED.first_collected_at),
+               last_collected_at = greatest(trial_stage_totals.last_collected_at, EXCLUDED.last_collected_at),
+               last_received_at = greatest(trial_stage_totals.last_received_at, EXCLUDED.last_received_at))
            SELECT DISTINCT brief_id AS "brief_id!" FROM taken"#,
         limit,
         settle.as_secs_f64(),
@@ -46,6 +60,63 @@ pub async fn claim_dirty(
     .fetch_all(db)
     .await
     .map(|ids| ids.into_iter().map(BriefId::from).collect())
+}
+
+/// The evidence of each of `trials` (of `brief`) that has any: (trial, newest received, count).
+/// From the kept totals and the brief's marks still queued, in one statement: as many rows as
+/// the trials have stages and the brief has marks waiting, however many items the trials hold.
+pub async fn trial_evidence(
+    db: impl PgExecutor<'_>,
+    brief: BriefId,
+    trials: &[TrialId],
+) -> Result<Vec<(TrialId, DateTime<Utc>, i64)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT trial_id AS "trial_id!", max(last_received_at) AS "at!", sum(uploads)::bigint AS "count!"
+           FROM (SELECT trial_id, uploads, last_received_at FROM trial_stage_totals
+                 WHERE trial_id = ANY($2)
+                 UNION ALL
+                 SELECT trial_id, uploads, last_received_at FROM brief_signals_dirty
+                 WHERE brief_id = $1 AND trial_id = ANY($2) AND uploads IS NOT NULL) AS counted
+           GROUP BY trial_id HAVING sum(uploads) > 0"#,
+        brief.as_uuid(),
+        trials as _,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.trial_id.into(), r.at, r.count)).collect())
+}
+
+/// One stage of a trial's evidence: how many uploads, and when the first and newest were taken.
+#[derive(Debug, Clone)]
+pub struct StageTimes {
+    pub stage: i16,
+    pub uploads: i64,
+    pub first: DateTime<Utc>,
+    pub last: DateTime<Utc>,
+}
+
+/// The brief page's timeline: per stage of one trial (of `brief`), the uploads and their
+/// collection times, from the kept totals and the marks still queued (as [`trial_evidence`]).
+pub async fn stage_times(
+    db: impl PgExecutor<'_>,
+    brief: BriefId,
+    trial: TrialId,
+) -> Result<Vec<StageTimes>, sqlx::Error> {
+    sqlx::query_as!(
+        StageTimes,
+        r#"SELECT stage AS "stage!", sum(uploads)::bigint AS "uploads!", min(first_collected_at) AS "first!",
+                  max(last_collected_at) AS "last!"
+           FROM (SELECT stage, uploads, first_collected_at, last_collected_at FROM trial_stage_totals
+                 WHERE trial_id = $2
+                 UNION ALL
+                 SELECT stage, uploads, first_collected_at, last_collected_at FROM brief_signals_dirty
+                 WHERE brief_id = $1 AND trial_id = $2 AND uploads IS NOT NULL) AS counted
+           GROUP BY stage HAVING sum(uploads) > 0 ORDER BY stage"#,
+        brief.as_uuid(),
+        trial.as_uuid(),
+    )
+    .fetch_all(db)
+    .await
 }
 
 /// Of `ids`, those whose snapshot is not current: changes queued, or never made.

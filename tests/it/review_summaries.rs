@@ -446,3 +446,111 @@ async fn a_signal_decision_round_trips_through_its_stored_text() {
     assert!(read("").await.is_err());
 }
 
+/// The evidence counts a summary and the brief page's timeline show are kept totals plus the marks
+/// still queued, not a count of every item: they equal counting every item before the watcher
+/// takes the marks, after, and with new marks waiting beside the totals.
+#[tokio::test]
+async fn evidence_counts_kept_as_totals_equal_counting_every_item() {
+    use chrono::{DateTime, Utc};
+    use rentcheck::{ids::TrialId, review::summaries_repo};
+    type Stage = (i16, i64, DateTime<Utc>, DateTime<Utc>);
+    let app = spawn_app().await;
+    let id = app.brief_id().await;
+    let brief = BriefId::from(id.parse::<Uuid>().unwrap());
+    let trial: Uuid = sqlx::query_scalar("SELECT id FROM trials WHERE brief_id = $1")
+        .bind(brief.as_uuid())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // What counting every item says: per stage, and the trial's count and newest receipt.
+    let counted = || async {
+        let stages: Vec<Stage> = sqlx::query_as(
+            "SELECT stage, count(*), min(collected_at), max(collected_at) FROM evidence
+             WHERE trial_id = $1 GROUP BY stage ORDER BY stage",
+        )
+        .bind(trial)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        let whole: Option<(i64, DateTime<Utc>)> =
+            sqlx::query_as("SELECT count(*), max(received_at) FROM evidence WHERE trial_id = $1 HAVING count(*) > 0")
+                .bind(trial)
+                .fetch_optional(&app.pool)
+                .await
+                .unwrap();
+        (stages, whole)
+    };
+    let kept = || async {
+        let stages: Vec<Stage> = summaries_repo::stage_times(&app.pool, brief, TrialId::from(trial))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.stage, s.uploads, s.first, s.last))
+            .collect();
+        let whole = summaries_repo::trial_evidence(&app.pool, brief, &[TrialId::from(trial)])
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(_, at, n)| (n, at))
+            .next();
+        (stages, whole)
+    };
+    assert_eq!(kept().await, counted().await, "nothing yet");
+    assert_eq!(counted().await.0, vec![]);
+
+    let upload = |stage: u8, collected: &str| {
+        json!({ "kind": "metrics", "stage": stage, "collected_at": collected,
+                "data": { "metrics": { "serving.ttft_p95_ms": 300 } } })
+    };
+    let res = app
+        .post_json(
+            &format!("/api/v1/briefs/{id}/evidence"),
+            &upload(3, "2026-11-30T10:00:00Z"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let batch = json!({ "items": [
+        upload(1, "2026-11-29T08:00:00Z"), upload(3, "2026-12-01T09:00:00Z"), upload(3, "2026-11-28T07:00:00Z"),
+        { "kind": "metrics", "stage": 9, "data": { "metrics": {} } },
+    ]});
+    let res = app
+        .post_json(&format!("/api/v1/briefs/{id}/evidence/batch"), &batch)
+        .await;
+    assert_eq!(res.status(), 207);
+    let (stages, whole) = counted().await;
+    assert_eq!(
+        stages.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
+        vec![(1, 1), (3, 3)]
+    );
+    assert_eq!(whole.map(|w| w.0), Some(4), "the refused item is not evidence");
+    assert_eq!(kept().await, (stages.clone(), whole), "from the queued marks alone");
+
+    summaries::refresh_changed(&state(&app), 100, Duration::ZERO)
+        .await
+        .unwrap();
+    let marks: i64 = sqlx::query_scalar("SELECT count(*) FROM brief_signals_dirty WHERE brief_id = $1")
+        .bind(brief.as_uuid())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(marks, 0, "the watcher took them");
+    assert_eq!(kept().await, (stages, whole), "from the totals alone");
+
+    let res = app
+        .post_json(
+            &format!("/api/v1/briefs/{id}/evidence"),
+            &upload(1, "2026-11-27T06:00:00Z"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let now = counted().await;
+    assert_eq!(now.0[0].1, 2);
+    assert_eq!(
+        now.0[0].2.to_rfc3339(),
+        "2026-11-27T06:00:00+00:00",
+        "the earliest moved"
+    );
+    assert_eq!(kept().await, now, "the totals and a new mark together");
+    let (s, _) = summary_and_review(&app, &id).await;
+    assert_eq!(s.summary.evidence_count, 5, "what the summary shows");
+}
