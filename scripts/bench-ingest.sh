@@ -4,7 +4,7 @@
 #   scripts/bench-ingest.sh                  # 3 rounds, 20 s per run
 #   DURATION=10 ROUNDS=5 scripts/bench-ingest.sh
 #   STORE=s3 BIN=target/release/rentcheck scripts/bench-ingest.sh   # raw bytes in moto's S3
-#   PARTS=single scripts/bench-ingest.sh     # only some of the runs below: single, scrape, batch
+#   PARTS=single scripts/bench-ingest.sh     # only some of the runs below: single, scrape, batch, review
 #
 # Builds the release binary, creates a fresh database on $PGBASE (dropped at the end) with a brief
 # and an agent token (scripts/lib/server-under-test.sh), starts the server on 127.0.0.1, then for
@@ -16,7 +16,10 @@
 #   3. `wrk`: a ~200 KB vLLM /metrics scrape (raw body, ?kind=vllm-metrics), 16 connections;
 #   4. `wrk`: batches of 100 of the 2 KB envelopes (`evidence/batch`), 16 connections;
 #   5. pgbench: the same 100 rows in one INSERT per transaction, into the bare table of 2. and
-#      into `evidence` itself (with its indexes and triggers), 16 clients each.
+#      into `evidence` itself (with its indexes and triggers), 16 clients each;
+#   6. `wrk`: the brief's review JSON at 16 connections (an engineer's token), first quiet, then
+#      while 4 more connections upload single 2 KB items to the same brief all along; it counts the
+#      answers sent as current and those sent from the review before (`"refreshing": true`).
 # It prints requests/s, p50/p99, errors (non-2xx and socket errors) and the server's VmHWM at start
 # and end. Everything it starts is stopped on exit; every run is bounded by $DURATION.
 set -euo pipefail
@@ -25,7 +28,7 @@ DURATION=${DURATION:-20}
 ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-18089}
 THREADS=${THREADS:-2}
-PARTS=${PARTS:-single,scrape,batch}
+PARTS=${PARTS:-single,scrape,batch,review}
 part() { [[ ",$PARTS," == *",$1,"* ]]; }
 # shellcheck source=lib/server-under-test.sh
 source "$(dirname "$0")/lib/server-under-test.sh"
@@ -65,6 +68,21 @@ settle() {
     done
 }
 
+# Counts the review answers sent as computed and those sent from the review before.
+cat >"$WORK/review.lua" <<'LUA'
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) current = 0; refreshing = 0 end
+function response(status, headers, body)
+  if body:sub(-19) == ',"refreshing":true}' then refreshing = refreshing + 1 else current = current + 1 end
+end
+function done(summary, latency, requests)
+  local c, r = 0, 0
+  for _, t in ipairs(threads) do c = c + t:get("current"); r = r + t:get("refreshing") end
+  io.write(string.format("answers current %d, refreshing %d\n", c, r))
+end
+LUA
+
 URL2="$URL?kind=vllm-metrics&stage=3"
 check "$WORK/metrics.json" application/json "$URL"
 check "$WORK/scrape.txt" text/plain "$URL2"
@@ -89,6 +107,21 @@ for round in $(seq 1 "$ROUNDS"); do
         settle
         wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/scrape.txt" text/plain)" "$URL2" >"$WORK/wrk2.txt"
         echo "   ~200 KB vLLM /metrics scrape, 16 connections: $(summary <"$WORK/wrk2.txt")"
+    fi
+    if part review; then
+        settle
+        REVIEW_URL="http://127.0.0.1:$PORT/api/v1/briefs/$BRIEF/review"
+        wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$WORK/review.lua" \
+            -H "Authorization: Bearer $READ_TOKEN" "$REVIEW_URL" >"$WORK/wrk4.txt"
+        echo "   review JSON, 16 connections, no writes: $(summary <"$WORK/wrk4.txt"); $(grep '^answers' "$WORK/wrk4.txt")"
+        settle
+        wrk -t1 -c4 -d"${DURATION}s" --timeout 10s --latency -s "$(sut_post_lua "$WORK/metrics.json" application/json)" "$URL" >"$WORK/wrk5.txt" &
+        writer=$!
+        wrk -t"$THREADS" -c16 -d"${DURATION}s" --timeout 10s --latency -s "$WORK/review.lua" \
+            -H "Authorization: Bearer $READ_TOKEN" "$REVIEW_URL" >"$WORK/wrk4.txt"
+        wait "$writer"
+        echo "   review JSON, 16 connections, while written to: $(summary <"$WORK/wrk4.txt"); $(grep '^answers' "$WORK/wrk4.txt")"
+        echo "   … the uploads to it meanwhile, 4 connections: $(summary <"$WORK/wrk5.txt")"
     fi
     part batch || continue
     settle
