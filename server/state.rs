@@ -16,6 +16,10 @@ use crate::{
 /// Review answers kept per process: at most this many briefs and bytes (`review::answer::review_body`).
 const REVIEW_CACHE_ENTRIES: usize = 4096;
 const REVIEW_CACHE_BYTES: usize = 32 << 20;
+/// A brief whose review JSON is read by several requests at once while it is written to is
+/// computed again at most once per this interval; readers meanwhile get the answer before, marked
+/// `refreshing` (`review::answer::review_body`).
+const REVIEW_BUSY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct AppState {
@@ -61,7 +65,11 @@ impl AppState {
             keys,
             metrics: Arc::new(Metrics::new()),
             evidence_store: EvidenceStore::Database,
-            review_cache: Arc::new(VersionedCache::new(REVIEW_CACHE_ENTRIES, REVIEW_CACHE_BYTES)),
+            review_cache: Arc::new(VersionedCache::new(
+                REVIEW_CACHE_ENTRIES,
+                REVIEW_CACHE_BYTES,
+                REVIEW_BUSY_INTERVAL,
+            )),
             refusals: Arc::new(RefusalLimiter::default()),
             slots: Arc::new(DomainSlots::default()),
         }

@@ -13,6 +13,7 @@
 use std::{
     collections::{HashMap, VecDeque},
     sync::Mutex,
+    time::{Duration, Instant},
 };
 
 use bytes::Bytes;
@@ -51,9 +52,9 @@ impl Computing<'_> {
 impl Drop for Computing<'_> {
     fn drop(&mut self) {
         let mut inner = self.cache.lock();
-        if let Some(n) = inner.computing.get_mut(&self.id) {
-            *n -= 1;
-            if *n == 0 {
+        if let Some(flight) = inner.computing.get_mut(&self.id) {
+            flight.requests -= 1;
+            if flight.requests == 0 {
                 inner.computing.remove(&self.id);
             }
         }
@@ -64,24 +65,43 @@ pub struct VersionedCache {
     inner: Mutex<Inner>,
     max_entries: usize,
     max_bytes: usize,
+    busy_interval: Duration,
+}
+
+struct Entry {
+    version: Version,
+    body: Bytes,
+    stored_at: Instant,
+    /// Other requests asked for the id while this answer was computed (and got the one before).
+    contended: bool,
+}
+
+#[derive(Default)]
+struct InFlight {
+    requests: u32,
+    contended: bool,
 }
 
 #[derive(Default)]
 struct Inner {
-    entries: HashMap<Uuid, (Version, Bytes)>,
+    entries: HashMap<Uuid, Entry>,
     /// Ids in the order they were first stored (the eviction order).
     order: VecDeque<Uuid>,
     bytes: usize,
-    /// How many requests are computing each id's answer now.
-    computing: HashMap<Uuid, u32>,
+    /// The ids whose answer requests are computing now.
+    computing: HashMap<Uuid, InFlight>,
 }
 
 impl VersionedCache {
-    pub fn new(max_entries: usize, max_bytes: usize) -> Self {
+    /// At most `max_entries` answers of at most `max_bytes` together. An id read by several
+    /// requests at once while it changes (its answer's computation was contended) is computed
+    /// again no sooner than `busy_interval` after: a sequential reader always gets its own write.
+    pub fn new(max_entries: usize, max_bytes: usize, busy_interval: Duration) -> Self {
         Self {
             inner: Mutex::new(Inner::default()),
             max_entries,
             max_bytes,
+            busy_interval,
         }
     }
 
@@ -89,17 +109,26 @@ impl VersionedCache {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// What is kept for `id` asked for at `version`: current, the previous answer while another
-    /// request computes a newer one, or the caller's turn to compute it.
+    /// What is kept for `id` asked for at `version`: current; the previous answer while another
+    /// request computes a newer one, or while a busy id's answer is younger than the busy
+    /// interval; else the caller's turn to compute it.
     pub fn lookup(&self, id: Uuid, version: Version) -> Lookup<'_> {
-        let mut inner = self.lock();
-        match inner.entries.get(&id) {
+        let mut guard = self.lock();
+        let Inner { entries, computing, .. } = &mut *guard;
+        if let Some(e) = entries.get(&id) {
             // A later count the same day is newer than the caller knew of: current all the same.
-            Some((v, body)) if v.1 == version.1 && v.0 >= version.0 => return Lookup::Current(body.clone()),
-            Some((_, body)) if inner.computing.contains_key(&id) => return Lookup::Previous(body.clone()),
-            _ => {}
+            if e.version.1 == version.1 && e.version.0 >= version.0 {
+                return Lookup::Current(e.body.clone());
+            }
+            if let Some(flight) = computing.get_mut(&id) {
+                flight.contended = true;
+                return Lookup::Previous(e.body.clone());
+            }
+            if e.contended && e.stored_at.elapsed() < self.busy_interval {
+                return Lookup::Previous(e.body.clone());
+            }
         }
-        *inner.computing.entry(id).or_insert(0) += 1;
+        computing.entry(id).or_default().requests += 1;
         Lookup::Compute(Computing { cache: self, id })
     }
 
@@ -110,23 +139,30 @@ impl VersionedCache {
             return;
         }
         let mut inner = self.lock();
+        let contended = inner.computing.get(&id).is_some_and(|f| f.contended);
         let size = body.len();
-        match inner.entries.get(&id).map(|(v, old)| (*v, old.len())) {
+        let entry = Entry {
+            version,
+            body,
+            stored_at: Instant::now(),
+            contended,
+        };
+        match inner.entries.get(&id).map(|e| (e.version, e.body.len())) {
             Some((v, _)) if v > version => return,
             Some((_, old_size)) => {
                 inner.bytes -= old_size;
-                inner.entries.insert(id, (version, body));
+                inner.entries.insert(id, entry);
             }
             None => {
-                inner.entries.insert(id, (version, body));
+                inner.entries.insert(id, entry);
                 inner.order.push_back(id);
             }
         }
         inner.bytes += size;
         while inner.entries.len() > self.max_entries || inner.bytes > self.max_bytes {
             let Some(oldest) = inner.order.pop_front() else { break };
-            if let Some((_, gone)) = inner.entries.remove(&oldest) {
-                inner.bytes -= gone.len();
+            if let Some(gone) = inner.entries.remove(&oldest) {
+                inner.bytes -= gone.body.len();
             }
         }
     }
@@ -156,7 +192,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_current_only_for_its_own_version() {
-        let cache = VersionedCache::new(10, 1 << 20);
+        let cache = VersionedCache::new(10, 1 << 20, Duration::ZERO);
         let id = Uuid::now_v7();
         store(&cache, id, (3, day()), b"at three");
         assert_eq!(current(&cache, id, (3, day())).as_deref(), Some(&b"at three"[..]));
@@ -175,7 +211,7 @@ mod tests {
 
     #[test]
     fn an_older_computation_landing_late_does_not_replace_a_newer_one() {
-        let cache = VersionedCache::new(10, 1 << 20);
+        let cache = VersionedCache::new(10, 1 << 20, Duration::ZERO);
         let id = Uuid::now_v7();
         let (Lookup::Compute(slow), Lookup::Compute(fast)) =
             (cache.lookup(id, (4, day())), cache.lookup(id, (5, day())))
@@ -189,7 +225,7 @@ mod tests {
 
     #[test]
     fn while_one_request_computes_the_others_get_the_previous_answer() {
-        let cache = VersionedCache::new(10, 1 << 20);
+        let cache = VersionedCache::new(10, 1 << 20, Duration::ZERO);
         let id = Uuid::now_v7();
         store(&cache, id, (1, day()), b"at one");
         let Lookup::Compute(turn) = cache.lookup(id, (2, day())) else {
@@ -210,8 +246,33 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_whose_computation_kept_others_waiting_is_kept_for_the_busy_interval() {
+        let cache = VersionedCache::new(10, 1 << 20, Duration::from_secs(3600));
+        let (quiet, busy) = (Uuid::now_v7(), Uuid::now_v7());
+        // Read by one request at a time: every change is computed at once.
+        store(&cache, quiet, (1, day()), b"quiet at one");
+        store(&cache, quiet, (2, day()), b"quiet at two");
+        assert_eq!(
+            current(&cache, quiet, (2, day())).as_deref(),
+            Some(&b"quiet at two"[..])
+        );
+        // Read by another while it was computed: the next change waits out the interval.
+        store(&cache, busy, (1, day()), b"busy at one");
+        let Lookup::Compute(turn) = cache.lookup(busy, (2, day())) else {
+            panic!("a newer version is computed");
+        };
+        assert!(matches!(cache.lookup(busy, (2, day())), Lookup::Previous(_)));
+        turn.put((2, day()), Bytes::from_static(b"busy at two"));
+        assert!(
+            matches!(cache.lookup(busy, (3, day())), Lookup::Previous(b) if &b[..] == b"busy at two"),
+            "computed again no sooner than the interval"
+        );
+        assert_eq!(current(&cache, busy, (2, day())).as_deref(), Some(&b"busy at two"[..]));
+    }
+
+    #[test]
     fn the_oldest_entries_go_when_a_limit_is_reached() {
-        let cache = VersionedCache::new(2, 10);
+        let cache = VersionedCache::new(2, 10, Duration::ZERO);
         let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
         store(&cache, a, (1, day()), b"aaaa");
         store(&cache, b, (1, day()), b"bbbb");

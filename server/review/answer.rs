@@ -69,10 +69,11 @@ pub struct ReviewAnswer<'a> {
     pub approval: Option<&'a ApprovalState>,
     /// When this answer was computed (UTC).
     pub as_of: DateTime<Utc>,
-    /// True when this is the answer computed before the brief's latest writes, sent because a
-    /// newer one is being computed at this moment (a brief being written to is computed once at
-    /// a time, however many read it); read again shortly for the newer one. An approval pins
-    /// `inputs_digest`, so an older answer can never be approved by mistake. Always the last field.
+    /// True when this is the review from before the brief's latest writes: a brief read by
+    /// several requests at once while it is written to is computed one request at a time and at
+    /// most once a second, and readers meanwhile get the answer before; read again shortly for
+    /// the newer one. An approval pins `inputs_digest`, so an older answer can never be approved
+    /// by mistake. Always the last field.
     pub refreshing: bool,
 }
 
@@ -278,8 +279,10 @@ impl<'a> TrialAnswer<'a> {
 /// The review JSON of a brief, as the API sends it: computed, or the bytes computed before while
 /// no write that can change it has committed since (and it is still the same UTC day). The count
 /// is read before the review is computed, so what is kept under a count is never older than it.
-/// While another request is computing the brief's newer review, the one before it is sent with
-/// `refreshing: true` (its `as_of` says when it was computed) rather than computing it again.
+/// While another request is computing the brief's newer review, or within a second of a
+/// computation that other readers waited on, the one before is sent with `refreshing: true` (its
+/// `as_of` says when it was computed) rather than computing it again; a reader alone always gets
+/// its own writes.
 pub async fn review_body(state: &AppState, id: BriefId) -> Result<Bytes, AppError> {
     let version = (repo::change_count(&state.pool, id).await?, Utc::now().date_naive());
     let turn = match state.review_cache.lookup(id.as_uuid(), version) {

@@ -44,7 +44,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
          gpus_per_node, replicas, gpus, billing, rate_per_gpu_hour, currency, term_months, monthly_cost, \
          start_date, note } | null), gpu_mismatch and other_currency_prices; plus recommended_trial (never a \
          stopped trial; the cheapest per unit of work) and closest_trial; as_of (when it was computed) and refreshing \
-         (true: the review from before the brief's latest writes, sent while another request computes the newer one)",
+         (true: the review from before the brief's latest writes; a brief read by several at once while written to \
+         is computed one at a time, at most once a second)",
     params(("id" = Uuid, Path, description = "brief id")),
     responses(
         (status = 200, description = "the review", body = super::answer::ReviewAnswer),
