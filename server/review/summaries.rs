@@ -4,6 +4,8 @@
 //! `brief_signals_dirty`). The watcher's round (`refresh_changed`, run by the signals worker)
 //! takes queued briefs in the background; a reader about to show some remakes those first.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
@@ -299,10 +301,26 @@ pub async fn current(state: &AppState, ids: &[BriefId]) -> Result<Vec<summaries_
     Ok(rows)
 }
 
+/// Marks taken off the change queue between two vacuums of it (`summaries_repo::vacuum_queue`).
+const VACUUM_AFTER_MARKS: u64 = 2_000;
+
+/// Marks this server's watcher took since it last vacuumed the change queue.
+#[derive(Default)]
+struct MarksSinceVacuum(AtomicU64);
+
 /// Refreshes up to `limit` briefs marked changed at least `settle` ago; answers how many it took.
 /// A brief whose refresh fails is marked again, for the next round.
 pub async fn refresh_changed(state: &AppState, limit: i64, settle: std::time::Duration) -> Result<usize, AppError> {
-    let ids = summaries_repo::claim_dirty(&state.pool, limit, settle, settle * REMAKE_EVERY_SETTLES).await?;
+    let taken = summaries_repo::claim_dirty(&state.pool, limit, settle, settle * REMAKE_EVERY_SETTLES).await?;
+    let marks: u64 = taken.iter().map(|(_, n)| u64::try_from(*n).unwrap_or(0)).sum();
+    let since = state.slots.get::<MarksSinceVacuum>();
+    if since.0.fetch_add(marks, Ordering::Relaxed) + marks >= VACUUM_AFTER_MARKS {
+        since.0.store(0, Ordering::Relaxed);
+        if let Err(e) = summaries_repo::vacuum_queue(&state.pool).await {
+            tracing::warn!(error = %e, "vacuuming the review change queue failed");
+        }
+    }
+    let ids: Vec<BriefId> = taken.into_iter().map(|(id, _)| id).collect();
     for &id in &ids {
         if let Err(e) = refresh(state, id).await {
             tracing::warn!(brief = %id, error = %e, "refreshing a brief's signals failed; will try again");

@@ -11,23 +11,24 @@ use uuid::Uuid;
 use super::decision::Verdict;
 use crate::ids::{BriefId, TrialId};
 
-/// Takes up to `limit` briefs marked changed, removing their marks. A write after this marks the
-/// brief again, so nothing that lands while its review is computed is missed. The evidence counts
-/// the taken marks carry are added to the trials' totals in the same statement
-/// (`trial_stage_totals`: a reader adds the totals and the marks still queued, one snapshot).
+/// Takes up to `limit` briefs marked changed, removing their marks; answers each brief with how
+/// many marks it took. A write after this marks the brief again, so nothing that lands while its
+/// review is computed is missed. The evidence counts the taken marks carry are added to the
+/// trials' totals in the same statement (`trial_stage_totals`: a reader adds the totals and the
+/// marks still queued, one snapshot).
 pub async fn claim_dirty(
     db: impl PgExecutor<'_>,
     limit: i64,
     settle: std::time::Duration,
     remade_within: std::time::Duration,
-) -> Result<Vec<BriefId>, sqlx::Error> {
+) -> Result<Vec<(BriefId, i64)>, sqlx::Error> {
     // Every queued mark of up to `limit` briefs whose oldest mark has waited `settle`, oldest
     // first; marks of transactions still open are not seen and stay for the next round. A brief
     // whose summary was made less than `remade_within` ago is left for a later round: under a
     // stream of uploads its marks pile up and are taken together, so its review is remade once
     // per interval, not once per round (readers meanwhile compute it themselves: `not_current`).
     // The count of taken changes moves in the same statement (see `brief_changes_taken`).
-    sqlx::query_scalar!(
+    sqlx::query!(
         r#"WITH taken AS (
              DELETE FROM brief_signals_dirty WHERE brief_id IN (
                  SELECT d.brief_id FROM brief_signals_dirty d
@@ -52,14 +53,25 @@ pub async fn claim_dirty(
                first_collected_at = least(trial_stage_totals.first_collected_at, EXCLUDED.first_collected_at),
                last_collected_at = greatest(trial_stage_totals.last_collected_at, EXCLUDED.last_collected_at),
                last_received_at = greatest(trial_stage_totals.last_received_at, EXCLUDED.last_received_at))
-           SELECT DISTINCT brief_id AS "brief_id!" FROM taken"#,
+           SELECT brief_id AS "brief_id!", count(*) AS "marks!" FROM taken GROUP BY brief_id"#,
         limit,
         settle.as_secs_f64(),
         remade_within.as_secs_f64(),
     )
     .fetch_all(db)
     .await
-    .map(|ids| ids.into_iter().map(BriefId::from).collect())
+    .map(|rows| rows.into_iter().map(|r| (BriefId::from(r.brief_id), r.marks)).collect())
+}
+
+/// Dead marks slow every later look at the queue — above all the review JSON's `change_count` on
+/// every read — until a vacuum clears them; autovacuum wakes once a minute, far too seldom for a
+/// queue taking a thousand marks a second.
+pub async fn vacuum_queue(db: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
+    // Runtime query: VACUUM cannot run in a transaction or be prepared (as a macro's statement is).
+    sqlx::raw_sql("VACUUM brief_signals_dirty")
+        .execute(db)
+        .await
+        .map(|_| ())
 }
 
 /// The evidence of each of `trials` (of `brief`) that has any: (trial, newest received, count).

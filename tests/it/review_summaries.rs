@@ -416,7 +416,9 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
     let taken = summaries_repo::claim_dirty(&app.pool, 100, Duration::ZERO, Duration::ZERO)
         .await
         .unwrap();
-    assert_eq!(taken, vec![BriefId::from(brief)]);
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].0, BriefId::from(brief));
+    assert!(taken[0].1 >= 1, "with the marks it took");
 }
 
 /// A trial snapshot keeps its decision as text (`Verdict::as_str`) and reads it back through
