@@ -139,5 +139,5 @@ echo "evidence rows: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidenc
 # What a non-2xx answer was, from the server's own log (RUST_LOG=warn keeps only warnings and errors).
 if grep -qE 'WARN|ERROR' "$WORK/server.log"; then
     echo "server warnings and errors: $(grep -cE 'WARN|ERROR' "$WORK/server.log"); the first three:"
-    grep -E 'WARN|ERROR' "$WORK/server.log" | head -n 3 | cut -c 1-400
+    grep -E 'WARN|ERROR' "$WORK/server.log" | sed -n 1,3p | cut -c 1-400
 fi
