@@ -6,7 +6,7 @@ use std::{collections::BTreeSet, time::Duration};
 
 use crate::common;
 
-use common::{bearer_client, fixture, spawn_app, TestApp};
+use common::{bearer_client, spawn_app, TestApp};
 use rentcheck::{
     auth::{
         teams,
@@ -104,14 +104,7 @@ async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
 
     // A failed GPU diagnostic: asked right after the upload, the list already knows (the summary
     // is remade as the list reads it, not when the watcher comes by).
-    let res = app
-        .post_raw_evidence(
-            &failing,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await;
+    let res = app.post_failed_diag(&failing).await;
     assert_eq!(res.status(), 201);
     assert_eq!(names(&app, &app.client, "?failing=true").await.0, vec!["Failing node"]);
     assert_eq!(
@@ -280,14 +273,7 @@ async fn a_list_read_writes_nothing_and_tells_no_webhook() {
     let before = stored().await;
     assert!(!before.1);
 
-    let res = app
-        .post_raw_evidence(
-            &id,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await;
+    let res = app.post_failed_diag(&id).await;
     assert_eq!(res.status(), 201);
     let queued = app.count("brief_signals_dirty").await;
     assert!(queued > 0);

@@ -34,14 +34,7 @@ async fn a_brief_that_only_needs_model_output_is_told_to_use_a_managed_api() {
 async fn a_failed_dcgm_diag_stops_with_a_link_to_its_evidence() {
     let app = spawn_app().await;
     let id = app.brief_id().await;
-    let res = app
-        .post_raw_evidence(
-            &id,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await;
+    let res = app.post_failed_diag(&id).await;
     assert_eq!(res.status(), 201);
     let evidence: Value = res.json().await.unwrap();
     assert_eq!(evidence["metrics"]["dcgm.diag.passed"], false);
@@ -117,14 +110,7 @@ async fn only_managers_decide_rejections_need_a_comment_and_stale_digests_confli
     assert_eq!(audit, ["approval.reject"]);
 
     // New evidence changes an input: the verdict is flagged stale and says what changed.
-    let res = app
-        .post_raw_evidence(
-            &id,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await;
+    let res = app.post_failed_diag(&id).await;
     assert_eq!(res.status(), 201);
     let r = review(&app, &id).await;
     assert_eq!(r["approval"]["stale"], true);
@@ -256,14 +242,7 @@ async fn the_review_page_says_why_in_words_confirms_a_rejection_and_explains_sta
     assert!(!html.contains("rejectd"));
 
     // A failed health check: the reason in words, and the verdict stale with what changed.
-    let res = app
-        .post_raw_evidence(
-            &id,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await;
+    let res = app.post_failed_diag(&id).await;
     assert_eq!(res.status(), 201);
     let html = manager.get(app.url(&review_path)).await.text().await.unwrap();
     assert!(html.contains("data-decision=\"stop\""));
@@ -573,14 +552,7 @@ async fn a_review_being_remade_is_answered_from_the_one_before_marked_refreshing
         first["as_of"]
     );
 
-    let res = app
-        .post_raw_evidence(
-            &id,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await;
+    let res = app.post_failed_diag(&id).await;
     assert_eq!(res.status(), 201);
     // One reader starts computing the newer review and waits on the ledger.
     let hold = hold_the_ledger(&app).await;

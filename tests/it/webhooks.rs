@@ -457,14 +457,7 @@ async fn a_changed_decision_and_a_stale_approval_are_told() {
     assert_ne!(before, "stop");
 
     // A failed GPU diagnostic stops the trial: its decision moves and the approval goes stale.
-    let res = app
-        .post_raw_evidence(
-            &brief,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await;
+    let res = app.post_failed_diag(&brief).await;
     assert_eq!(res.status(), 201);
     wait_until("two events", || got.lock().unwrap().len() >= 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -674,14 +667,7 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
     // An approval, then evidence that makes it stale: the gauge follows.
     let manager = bearer_client(&app.token(Role::Manager, None).await);
     assert_eq!(reject(&app, &manager, &brief).await.status(), 201);
-    let res = app
-        .post_raw_evidence(
-            &brief,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await;
+    let res = app.post_failed_diag(&brief).await;
     assert_eq!(res.status(), 201);
     let stale = format!("rentcheck_brief_approval_stale{{brief_id=\"{brief}\"}} 1");
     let deadline = Instant::now() + Duration::from_secs(30);

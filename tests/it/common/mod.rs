@@ -456,6 +456,17 @@ impl TestApp {
     }
 
     /// Uploads `bytes` as a raw body with `?kind=&stage=` (plus any extra query).
+    /// A DCGM diagnostic that failed (PCIe), at stage 1: evidence that stops a brief (rule 2).
+    pub async fn post_failed_diag(&self, brief: &str) -> reqwest::Response {
+        self.post_raw_evidence(
+            brief,
+            "kind=dcgm-diag&stage=1",
+            "application/json",
+            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
+        )
+        .await
+    }
+
     pub async fn post_raw_evidence(
         &self,
         brief: &str,
