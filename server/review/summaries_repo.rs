@@ -74,61 +74,85 @@ pub async fn vacuum_queue(db: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
         .map(|_| ())
 }
 
-/// The evidence of each of `trials` (of `brief`) that has any: (trial, newest received, count).
-/// From the kept totals and the brief's marks still queued, in one statement: as many rows as
-/// the trials have stages and the brief has marks waiting, however many items the trials hold.
-pub async fn trial_evidence(
+/// One stage of a trial's evidence: how many uploads, when the first and newest were collected,
+/// and when the newest was received.
+#[derive(Debug, Clone)]
+pub struct StageTimes {
+    pub trial_id: TrialId,
+    pub stage: i16,
+    pub uploads: i64,
+    pub first: DateTime<Utc>,
+    pub last: DateTime<Utc>,
+    pub last_received: DateTime<Utc>,
+}
+
+/// Per trial of `trials` (of `brief`) and stage, its evidence: the kept totals and the brief's
+/// marks still queued, added in one statement (one snapshot). As many rows as the trials have
+/// stages and the brief has marks waiting, however many items the trials hold; by trial, then
+/// stage.
+pub async fn stage_totals(
     db: impl PgExecutor<'_>,
     brief: BriefId,
     trials: &[TrialId],
-) -> Result<Vec<(TrialId, DateTime<Utc>, i64)>, sqlx::Error> {
+) -> Result<Vec<StageTimes>, sqlx::Error> {
     let rows = sqlx::query!(
-        r#"SELECT trial_id AS "trial_id!", max(last_received_at) AS "at!", sum(uploads)::bigint AS "count!"
-           FROM (SELECT trial_id, uploads, last_received_at FROM trial_stage_totals
-                 WHERE trial_id = ANY($2)
+        r#"SELECT trial_id AS "trial_id!", stage AS "stage!", sum(uploads)::bigint AS "uploads!",
+                  min(first_collected_at) AS "first!", max(last_collected_at) AS "last!",
+                  max(last_received_at) AS "last_received!"
+           FROM (SELECT trial_id, stage, uploads, first_collected_at, last_collected_at, last_received_at
+                 FROM trial_stage_totals WHERE trial_id = ANY($2)
                  UNION ALL
-                 SELECT trial_id, uploads, last_received_at FROM brief_signals_dirty
+                 SELECT trial_id, stage, uploads, first_collected_at, last_collected_at, last_received_at
+                 FROM brief_signals_dirty
                  WHERE brief_id = $1 AND trial_id = ANY($2) AND uploads IS NOT NULL) AS counted
-           GROUP BY trial_id HAVING sum(uploads) > 0"#,
+           GROUP BY trial_id, stage HAVING sum(uploads) > 0 ORDER BY trial_id, stage"#,
         brief.as_uuid(),
         trials as _,
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.trial_id.into(), r.at, r.count)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|r| StageTimes {
+            trial_id: r.trial_id.into(),
+            stage: r.stage,
+            uploads: r.uploads,
+            first: r.first,
+            last: r.last,
+            last_received: r.last_received,
+        })
+        .collect())
 }
 
-/// One stage of a trial's evidence: how many uploads, and when the first and newest were taken.
-#[derive(Debug, Clone)]
-pub struct StageTimes {
-    pub stage: i16,
-    pub uploads: i64,
-    pub first: DateTime<Utc>,
-    pub last: DateTime<Utc>,
+/// The evidence of each of `trials` (of `brief`) that has any: (trial, newest received, count),
+/// from [`stage_totals`].
+pub async fn trial_evidence(
+    db: impl PgExecutor<'_>,
+    brief: BriefId,
+    trials: &[TrialId],
+) -> Result<Vec<(TrialId, DateTime<Utc>, i64)>, sqlx::Error> {
+    let mut per_trial: Vec<(TrialId, DateTime<Utc>, i64)> = Vec::new();
+    for s in stage_totals(db, brief, trials).await? {
+        match per_trial.last_mut() {
+            // Rows come by trial, so a trial's stages are next to each other.
+            Some((trial, at, count)) if *trial == s.trial_id => {
+                *at = (*at).max(s.last_received);
+                *count += s.uploads;
+            }
+            _ => per_trial.push((s.trial_id, s.last_received, s.uploads)),
+        }
+    }
+    Ok(per_trial)
 }
 
 /// The brief page's timeline: per stage of one trial (of `brief`), the uploads and their
-/// collection times, from the kept totals and the marks still queued (as [`trial_evidence`]).
+/// collection times, from [`stage_totals`].
 pub async fn stage_times(
     db: impl PgExecutor<'_>,
     brief: BriefId,
     trial: TrialId,
 ) -> Result<Vec<StageTimes>, sqlx::Error> {
-    sqlx::query_as!(
-        StageTimes,
-        r#"SELECT stage AS "stage!", sum(uploads)::bigint AS "uploads!", min(first_collected_at) AS "first!",
-                  max(last_collected_at) AS "last!"
-           FROM (SELECT stage, uploads, first_collected_at, last_collected_at FROM trial_stage_totals
-                 WHERE trial_id = $2
-                 UNION ALL
-                 SELECT stage, uploads, first_collected_at, last_collected_at FROM brief_signals_dirty
-                 WHERE brief_id = $1 AND trial_id = $2 AND uploads IS NOT NULL) AS counted
-           GROUP BY stage HAVING sum(uploads) > 0 ORDER BY stage"#,
-        brief.as_uuid(),
-        trial.as_uuid(),
-    )
-    .fetch_all(db)
-    .await
+    stage_totals(db, brief, &[trial]).await
 }
 
 /// Of `ids`, those whose snapshot is not current: changes queued, or never made.
