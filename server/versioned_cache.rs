@@ -4,11 +4,12 @@
 //! An entry is only current for the exact version it was stored under, so correctness rests on
 //! the version, never on the cache: a stale entry is never passed off as current. While one
 //! request computes an id's newer answer, others asking for it are handed the previous one
-//! ([`Lookup::Previous`]) instead of computing the same thing again: a brief being written to is
-//! computed once at a time however many read it, and the caller says in the answer that it is
-//! older. When full, the oldest entries go first. Written here rather than taken from a crate
-//! because the eviction order hardly matters (a miss costs one computation) and the whole of it is
-//! two maps, a queue and two limits.
+//! ([`Lookup::Previous`]) instead of computing the same thing again, and so are they for a busy
+//! interval after a computation others waited on: a brief being written to is computed one
+//! request at a time and at most once an interval however many read it, and the caller says in
+//! the answer that it is older. When full, the oldest entries go first. Written here rather than
+//! taken from a crate because the eviction order hardly matters (a miss costs one computation) and
+//! the whole of it is two maps, a queue and three limits.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -29,7 +30,8 @@ pub enum Lookup<'a> {
     /// Computed at that version (or at a later count the same day).
     Current(Bytes),
     /// Computed at an older version, handed out because another request is computing a newer one
-    /// right now.
+    /// right now, or because this one was computed while others waited less than the busy
+    /// interval ago.
     Previous(Bytes),
     /// Nothing usable: compute it and [`Computing::put`] it. Until the ticket is put or dropped,
     /// others asking for the id get [`Lookup::Previous`] where there is a previous answer.
