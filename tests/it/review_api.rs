@@ -300,6 +300,14 @@ async fn wait_until(what: &str, mut done: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// How many statements wait for the ledger's lock ([`hold_the_ledger`]).
+async fn ledger_waiters(app: &common::TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'ledger_lines'::regclass")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
 /// Until the verdict holds the brief's row and a reader of its review waits on the ledger.
 async fn wait_for_the_verdict_under_its_lock(app: &common::TestApp, id: &str) {
     let brief: uuid::Uuid = id.parse().unwrap();
@@ -311,13 +319,7 @@ async fn wait_for_the_verdict_under_its_lock(app: &common::TestApp, id: &str) {
             .await
             .is_err();
         probe.rollback().await.ok();
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'ledger_lines'::regclass",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-        brief_held && waiting > 0
+        brief_held && ledger_waiters(app).await > 0
     })
     .await;
 }
@@ -561,13 +563,7 @@ async fn a_review_being_remade_is_answered_from_the_one_before_marked_refreshing
         async move { client.get(url).send().await.unwrap().json::<Value>().await.unwrap() }
     });
     wait_until("no reader waited on the ledger", async || {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'ledger_lines'::regclass",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-        waiting > 0
+        ledger_waiters(&app).await > 0
     })
     .await;
     let meanwhile = review(&app, &id).await;

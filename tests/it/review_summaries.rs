@@ -490,20 +490,14 @@ async fn evidence_counts_kept_as_totals_equal_counting_every_item() {
         json!({ "kind": "metrics", "stage": stage, "collected_at": collected,
                 "data": { "metrics": { "serving.ttft_p95_ms": 300 } } })
     };
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{id}/evidence"),
-            &upload(3, "2026-11-30T10:00:00Z"),
-        )
-        .await;
+    let evidence = format!("/api/v1/briefs/{id}/evidence");
+    let res = app.post_json(&evidence, &upload(3, "2026-11-30T10:00:00Z")).await;
     assert_eq!(res.status(), 201);
     let batch = json!({ "items": [
         upload(1, "2026-11-29T08:00:00Z"), upload(3, "2026-12-01T09:00:00Z"), upload(3, "2026-11-28T07:00:00Z"),
         { "kind": "metrics", "stage": 9, "data": { "metrics": {} } },
     ]});
-    let res = app
-        .post_json(&format!("/api/v1/briefs/{id}/evidence/batch"), &batch)
-        .await;
+    let res = app.post_json(&format!("{evidence}/batch"), &batch).await;
     assert_eq!(res.status(), 207);
     let (stages, whole) = counted().await;
     assert_eq!(
@@ -524,12 +518,7 @@ async fn evidence_counts_kept_as_totals_equal_counting_every_item() {
     assert_eq!(marks, 0, "the watcher took them");
     assert_eq!(kept().await, (stages, whole), "from the totals alone");
 
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{id}/evidence"),
-            &upload(1, "2026-11-27T06:00:00Z"),
-        )
-        .await;
+    let res = app.post_json(&evidence, &upload(1, "2026-11-27T06:00:00Z")).await;
     assert_eq!(res.status(), 201);
     let now = counted().await;
     assert_eq!(now.0[0].1, 2);
