@@ -8,7 +8,7 @@ use rentcheck::{
     auth::{
         password, teams,
         token::{self, NewToken},
-        users, Role,
+        token_cache, users, Role,
     },
     collect,
     config::{self, AppConfig, DbConfig, ServeConfig, TokenConfig},
@@ -815,10 +815,13 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         }
         let state = AppState::new(database.pool.clone(), app_config, keys).with_evidence_store(evidence_store);
         let compactor = evidence::compactor::spawn(database.pool.clone(), state.metrics.clone());
+        // Forgets the token rows this server reuses whenever a token or person changes anywhere.
+        let token_changes = token_cache::spawn_listener(&database.pool, state.slots.get::<token::Tokens>());
         // Webhook deliveries and the per-brief signal snapshot.
         let signals = rentcheck::signals::worker::spawn(state.clone());
         let served = http::serve(listener, http::app(state), http::shutdown_signal()).await;
         compactor.abort();
+        token_changes.abort();
         signals.abort();
         served?;
         anyhow::Ok(())

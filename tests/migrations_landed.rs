@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 30] = [
+const LANDED: [(&str, &str); 31] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -127,6 +127,10 @@ const LANDED: [(&str, &str); 30] = [
     (
         "20261203120000_trial_stage_totals.sql",
         "3a131338a064bce8546e3ddf3b6ef304377bc4810d5feaa3fbc074d166db8f76cf776357a592a5f227ddb864a6d26a67",
+    ),
+    (
+        "20261203130000_auth_changed_notify.sql",
+        "7dc412fd20e09de04badc83d015b92d31f7b7708b7cefab913faabeb73fa5545e8dcfb04b67076f23689318ad04a1e1c",
     ),
 ];
 

@@ -8,6 +8,7 @@ pub mod password;
 pub mod session;
 pub mod teams;
 pub mod token;
+pub mod token_cache;
 pub mod users;
 
 use serde::{Deserialize, Serialize};

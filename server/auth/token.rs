@@ -1,5 +1,8 @@
 //! Bearer tokens: HS256 JWTs whose `jti` has a row, checked on every request so a revoke is
-//! immediate. The algorithm is pinned on verification (no `none`, no switching).
+//! immediate (the row read within the last second, or again after any change to tokens or people:
+//! `token_cache`). The algorithm is pinned on verification (no `none`, no switching).
+
+use std::time::Instant;
 
 use chrono::{DateTime, Duration, Utc};
 use jsonwebtoken::{Algorithm, Header, Validation};
@@ -7,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
-use super::{Principal, Role};
+use super::{token_cache::TokenCache, Principal, Role};
 use crate::ids::{BriefId, TrialId};
 use crate::{error::AppError, secrets::TokenKeys};
 
@@ -116,7 +119,9 @@ pub fn sign(keys: &TokenKeys, claims: &Claims) -> anyhow::Result<String> {
     )?)
 }
 
-struct TokenState {
+/// What a request's token is checked against: its row and its person's role and disabled mark now.
+#[derive(Clone)]
+pub struct TokenState {
     role: String,
     brief_id: Option<BriefId>,
     trial_id: Option<TrialId>,
@@ -128,6 +133,9 @@ struct TokenState {
     user_disabled: Option<bool>,
 }
 
+/// The token rows a server reuses for a second (`token_cache`), kept in the state's slots.
+pub type Tokens = TokenCache<TokenState>;
+
 fn invalid(why: &str) -> AppError {
     AppError::Unauthorized(format!("invalid bearer token: {why}"))
 }
@@ -136,7 +144,7 @@ fn invalid(why: &str) -> AppError {
 /// expired, same role and scope as signed), then its person: a person token needs its person,
 /// not disabled and with a role at least the token's (a lowered role refuses the token at once);
 /// an agent token minted by a person who is now disabled is refused too.
-pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Result<Principal, AppError> {
+pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, cache: &Tokens, token: &str) -> Result<Principal, AppError> {
     let mut validation = Validation::new(Algorithm::HS256);
     validation.leeway = 5;
     validation.validate_nbf = true;
@@ -152,22 +160,17 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
         }
     })?;
     let claims = data.claims;
-    // One round trip: read the token row and, at most once a minute per live token, note its last
-    // use (so reads do not turn into writes). The SELECT sees the row as it was before the UPDATE.
-    let row = sqlx::query_as!(
-        TokenState,
-        "WITH touched AS ( \
-             UPDATE api_tokens SET last_used_at = now() \
-             WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
-               AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
-         ) \
-         SELECT t.role, t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by, \
-                u.role AS \"user_role?\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
-         FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by WHERE t.jti = $1",
-        claims.jti,
-    )
-    .fetch_optional(pool)
-    .await?;
+    let row = match cache.get(claims.jti) {
+        Some(row) => Some(row),
+        None => {
+            let (generation, read_at) = (cache.generation(), Instant::now());
+            let row = read_state(pool, claims.jti).await?;
+            if let Some(row) = &row {
+                cache.keep(claims.jti, row.clone(), read_at, generation);
+            }
+            row
+        }
+    };
     let Some(TokenState {
         role,
         brief_id: brief,
@@ -215,6 +218,26 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, token: &str) -> Resul
         trial: claims.trial,
         user: created_by,
     })
+}
+
+/// The token's row and its person's role and disabled mark. One round trip that also notes the
+/// token's last use, at most once a minute per live token (so reads do not turn into writes); the
+/// SELECT sees the row as it was before the UPDATE.
+async fn read_state(pool: &PgPool, jti: Uuid) -> Result<Option<TokenState>, sqlx::Error> {
+    sqlx::query_as!(
+    TokenState,
+    "WITH touched AS ( \
+         UPDATE api_tokens SET last_used_at = now() \
+         WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
+           AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
+     ) \
+     SELECT t.role, t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by, \
+        u.role AS \"user_role?\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
+     FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by WHERE t.jti = $1",
+    jti,
+    )
+    .fetch_optional(pool)
+    .await
 }
 
 /// Marks a token revoked; false when there is no such live token.

@@ -37,7 +37,14 @@ impl FromRequestParts<AppState> for ApiCaller {
             let Some(token) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) else {
                 return Err(AppError::Unauthorized("use Authorization: Bearer <token>".into()));
             };
-            let principal = match token::authenticate(&state.pool, &state.keys, token.trim()).await {
+            let principal = match token::authenticate(
+                &state.pool,
+                &state.keys,
+                &state.slots.get::<token::Tokens>(),
+                token.trim(),
+            )
+            .await
+            {
                 Ok(p) => p,
                 Err(e @ AppError::Unauthorized(_)) => {
                     audit_refused_token(parts, state, &e).await;

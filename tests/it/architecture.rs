@@ -46,7 +46,7 @@ const GROUND: [&str; 14] = [
     "ledger::model",
     "ledger::csv",
 ];
-const CORE: [&str; 19] = [
+const CORE: [&str; 20] = [
     "error",
     "versioned_cache",
     "outbox",
@@ -63,6 +63,7 @@ const CORE: [&str; 19] = [
     "auth::password",
     "auth::session",
     "auth::token",
+    "auth::token_cache",
     "auth::users",
     "auth::teams",
     "auth::lockout",

@@ -304,3 +304,35 @@ async fn an_agent_token_sends_evidence_to_its_own_brief_only() {
         .unwrap();
     assert_eq!(anon.status(), 401);
 }
+
+/// A server reuses a token's row for up to a second, so a change made elsewhere (here: another
+/// connection, as the CLI or another server would) must reach it through the change notification:
+/// each token is used twice (kept), revoked outside the server, and refused on its very next use.
+#[tokio::test]
+async fn a_token_revoked_outside_the_server_is_refused_on_its_next_use() {
+    let app = spawn_app().await;
+    for _ in 0..10 {
+        let t = app.token(Role::Engineer, None).await;
+        for _ in 0..2 {
+            assert_eq!(status_with(&app, &t, "/api/v1/briefs").await.0, 200);
+        }
+        sqlx::query("UPDATE api_tokens SET revoked_at = now() WHERE jti = $1")
+            .bind(jti_of(&t))
+            .execute(&app.pool)
+            .await
+            .unwrap();
+        let (status, body) = status_with(&app, &t, "/api/v1/briefs").await;
+        assert_eq!(status, 401, "{body}");
+        assert!(body["detail"].as_str().unwrap().contains("revoked"));
+    }
+    // A person's role lowered elsewhere refuses their stronger token at its next use too.
+    let t = app.token(Role::Manager, None).await;
+    assert_eq!(status_with(&app, &t, "/api/v1/briefs").await.0, 200);
+    sqlx::query("UPDATE users SET role = 'engineer' WHERE id = (SELECT created_by FROM api_tokens WHERE jti = $1)")
+        .bind(jti_of(&t))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (status, body) = status_with(&app, &t, "/api/v1/briefs").await;
+    assert_eq!(status, 401, "{body}");
+}

@@ -91,7 +91,9 @@ pub async fn serve_app_with_store(pool: PgPool, config: AppConfig, keys: TokenKe
     let base = format!("http://{}", listener.local_addr().unwrap());
     let state = AppState::new(pool.clone(), config, keys).with_evidence_store(store);
     // As `rentcheck serve` does: the evidence-metrics compactor runs beside the server.
-    rentcheck::evidence::compactor::spawn(pool, state.metrics.clone());
+    rentcheck::evidence::compactor::spawn(pool.clone(), state.metrics.clone());
+    // As `rentcheck serve` does: token rows are reused for a second, forgotten on any change.
+    rentcheck::auth::token_cache::spawn_listener(&pool, state.slots.get::<rentcheck::auth::token::Tokens>());
     let router = http::app(state);
     tokio::spawn(http::serve(listener, router, std::future::pending()));
     base
