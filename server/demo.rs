@@ -187,7 +187,7 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
         )
         .await?
         {
-            Ingested::Created(_) => sent += 1,
+            Ingested::Created { .. } => sent += 1,
             Ingested::Replayed(_) => replayed += 1,
         }
     }

@@ -195,8 +195,8 @@ async fn upload(
         )
         .await?
         {
-            Ingested::Created(body) => {
-                let location = body["links"]["self"].as_str().unwrap_or_default().to_owned();
+            Ingested::Created { id, body } => {
+                let location = format!("/api/v1/evidence/{id}");
                 (StatusCode::CREATED, [(header::LOCATION, location)], Json(body)).into_response()
             }
             // The first answer was a 201; a replay says 200 and marks itself.
@@ -271,10 +271,11 @@ async fn upload_batch(
         .enumerate()
         .map(|(index, a)| match a {
             Ok(ingested) => {
-                let b = StoredHead::deserialize(ingested.body()).map_err(|e| AppError::Internal(e.into()))?;
+                let b: StoredHead =
+                    serde_json::from_str(ingested.body().get()).map_err(|e| AppError::Internal(e.into()))?;
                 Ok(BatchItem::Stored {
                     index,
-                    status: if matches!(ingested, Ingested::Created(_)) {
+                    status: if matches!(ingested, Ingested::Created { .. }) {
                         201
                     } else {
                         200

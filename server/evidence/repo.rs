@@ -1,7 +1,7 @@
 //! SQL for evidence and idempotency keys. Free functions over any executor; no repository trait.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde_json::{value::RawValue, Value};
 use sqlx::{types::Json, FromRow, PgExecutor};
 use uuid::Uuid;
 
@@ -374,7 +374,7 @@ pub async fn find_idempotent_many(
 pub struct KeyClaim<'a> {
     pub key: &'a str,
     pub request_sha256: &'a str,
-    pub body: &'a Value,
+    pub body: &'a RawValue,
     pub evidence_id: Uuid,
 }
 
@@ -394,7 +394,7 @@ pub async fn claim_idempotency_keys(
     }
     let keys: Vec<&str> = claims.iter().map(|c| c.key).collect();
     let shas: Vec<&str> = claims.iter().map(|c| c.request_sha256).collect();
-    let bodies: Vec<&Value> = claims.iter().map(|c| c.body).collect();
+    let bodies: Vec<Json<&RawValue>> = claims.iter().map(|c| Json(c.body)).collect();
     let ids: Vec<Uuid> = claims.iter().map(|c| c.evidence_id).collect();
     sqlx::query_scalar(
         "INSERT INTO idempotency_keys (brief_id, key, request_sha256, response_status, response_body, evidence_id, caller) \
@@ -428,7 +428,7 @@ pub async fn claim_idempotency_key(
     key: &str,
     request_sha256: &str,
     status: i16,
-    body: &Value,
+    body: &RawValue,
     evidence_id: Uuid,
 ) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query_scalar!(
@@ -442,7 +442,7 @@ pub async fn claim_idempotency_key(
         key,
         request_sha256,
         status,
-        body,
+        Json(body) as _,
         evidence_id,
         caller,
     )

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{json, value::RawValue, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -58,17 +58,18 @@ pub struct IngestedAnswer<'a> {
 
 /// What an upload came to: a new evidence item, or the stored answer to an earlier request with
 /// the same `Idempotency-Key` and body. Either way the value is the evidence's JSON answer: an
-/// [`IngestedAnswer`] as it was first sent (a replay answers the stored bytes again).
+/// [`IngestedAnswer`] as it was first sent (a replay answers the stored answer again). Kept as the
+/// JSON text it is sent as: serialized once, straight from the typed answer.
 #[derive(Debug)]
 pub enum Ingested {
-    Created(Value),
-    Replayed(Value),
+    Created { id: Uuid, body: Box<RawValue> },
+    Replayed(Box<RawValue>),
 }
 
 impl Ingested {
-    pub fn body(&self) -> &Value {
+    pub fn body(&self) -> &RawValue {
         match self {
-            Ingested::Created(b) | Ingested::Replayed(b) => b,
+            Ingested::Created { body, .. } | Ingested::Replayed(body) => body,
         }
     }
 }
@@ -79,7 +80,8 @@ fn replay(stored: repo::StoredResponse, fingerprint: &str) -> Result<Ingested, A
             "this Idempotency-Key was already used with a different request body".into(),
         ));
     }
-    Ok(Ingested::Replayed(stored.response_body.0))
+    let body = serde_json::value::to_raw_value(&stored.response_body.0).map_err(|e| AppError::Internal(e.into()))?;
+    Ok(Ingested::Replayed(body))
 }
 
 /// An upload parsed, with the answer it will get, ready to store.
@@ -91,7 +93,7 @@ struct Prepared {
     sha256: String,
     fingerprint: String,
     labels: Value,
-    body: Value,
+    body: Box<RawValue>,
 }
 
 impl Prepared {
@@ -255,7 +257,7 @@ async fn prepare(
             page: format!("/evidence/{id}"),
         },
     };
-    let body = serde_json::to_value(&answer).map_err(|e| AppError::Internal(e.into()))?;
+    let body = serde_json::value::to_raw_value(&answer).map_err(|e| AppError::Internal(e.into()))?;
     Ok(Prepared {
         id,
         kind,
@@ -346,7 +348,7 @@ pub async fn ingest(
     state
         .metrics
         .observe_ingest(p.kind.as_str(), p.outcome.status.as_str(), p.upload.raw.len());
-    Ok(Ingested::Created(p.body))
+    Ok(Ingested::Created { id: p.id, body: p.body })
 }
 
 /// A single upload waiting in the group writer's queue, with everything its row borrows.
@@ -529,7 +531,7 @@ pub async fn ingest_batch(
             state
                 .metrics
                 .observe_ingest(p.kind.as_str(), p.outcome.status.as_str(), p.upload.raw.len());
-            Ok(Ingested::Created(p.body))
+            Ok(Ingested::Created { id: p.id, body: p.body })
         });
     }
     Ok(answers
