@@ -2,6 +2,10 @@
 
 use std::{io::Read, process::ExitCode};
 
+/// mimalloc instead of glibc's allocator: see Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use rentcheck::{
     audit,
