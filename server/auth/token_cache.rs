@@ -5,7 +5,9 @@
 //! request as before. A change that can refuse a token (a revoke, a role lowered, an account
 //! disabled or deleted, a brief or trial deleted with its tokens) fires a statement trigger that
 //! notifies [`CHANNEL`]; each server listens on it and forgets every row it keeps when told, so such
-//! a change made anywhere (this server, another one, the CLI) is refused from the next request on.
+//! a change made anywhere (another server, the CLI) is refused within milliseconds. A change made
+//! through this server also forgets them itself before it answers (the handlers in `people`), so
+//! the next request of whoever made it is refused, whatever the notification's delay.
 //! The second is the bound when a notification is lost while the listening connection is being
 //! replaced: while it is not listening, the server keeps nothing and reads the row every time.
 

@@ -207,7 +207,10 @@ async fn apply_change(
     action: &str,
 ) -> PageResult<Response> {
     admin.require(Role::Admin)?;
-    match users::change(&state.pool, uid, change).await {
+    let changed = users::change(&state.pool, uid, change).await;
+    // Forgotten here at once, not only when this server hears the change's notification a moment later.
+    state.slots.get::<token::Tokens>().forget_all();
+    match changed {
         Ok(Some(changed)) => {
             audit::record(
                 &state.pool,
@@ -283,7 +286,9 @@ async fn reset_password(
         return users_refused(&state, &user, AppError::NotFound("user")).await;
     };
     let password = crate::secrets::random_token()[..24].to_owned();
-    let replaced = users::replace_password(&state.pool, uid, password.clone(), None).await?;
+    let replaced = users::replace_password(&state.pool, uid, password.clone(), None).await;
+    state.slots.get::<token::Tokens>().forget_all();
+    let replaced = replaced?;
     audit::record(
         &state.pool,
         &user.0.email,
@@ -395,7 +400,9 @@ async fn revoke_persons_token(state: &AppState, actor: &PageUser, owner: Uuid, j
         .await?
         .filter(|t| t.created_by == Some(owner))
         .ok_or(AppError::NotFound("token"))?;
-    if token::revoke(&state.pool, row.jti).await? {
+    let revoked = token::revoke(&state.pool, row.jti).await;
+    state.slots.get::<token::Tokens>().forget_all();
+    if revoked? {
         audit::record(
             &state.pool,
             &actor.0.email,
@@ -754,7 +761,9 @@ async fn change_password(
         Err(e) => return Err(e.into()),
     }
     let keep = session::read_cookie(&headers, session::COOKIE);
-    match users::replace_password(&state.pool, user.0.id, new, keep.as_deref()).await {
+    let replaced = users::replace_password(&state.pool, user.0.id, new, keep.as_deref()).await;
+    state.slots.get::<token::Tokens>().forget_all();
+    match replaced {
         Ok(replaced) => {
             audit::record(
                 &state.pool,

@@ -663,7 +663,10 @@ async fn revoke_token(
         .await?
         .filter(|t| t.brief_id == Some(brief_id))
         .ok_or(AppError::NotFound("token"))?;
-    if token::revoke(&state.pool, row.jti).await? {
+    let revoked = token::revoke(&state.pool, row.jti).await;
+    // Forgotten here at once, not only when this server hears the change's notification a moment later.
+    state.slots.get::<token::Tokens>().forget_all();
+    if revoked? {
         audit::record(
             &state.pool,
             &user.0.email,
