@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 31] = [
+const LANDED: [(&str, &str); 32] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -131,6 +131,10 @@ const LANDED: [(&str, &str); 31] = [
     (
         "20261203130000_auth_changed_notify.sql",
         "7dc412fd20e09de04badc83d015b92d31f7b7708b7cefab913faabeb73fa5545e8dcfb04b67076f23689318ad04a1e1c",
+    ),
+    (
+        "20261203140000_evidence_metric_keys_digest.sql",
+        "594b88534fb1db0e0b8e139eee8f7376cac3e2ff624b82fe473c1d36dfa0a6781271e40c7f15eeae118c9868b6faccab",
     ),
 ];
 

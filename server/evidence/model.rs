@@ -359,6 +359,22 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The digest of a metrics object's keys (the first 16 bytes of the SHA-256 of the sorted keys,
+/// each followed by a NUL), stored with the item: the compactor reads the keys of only the newest
+/// item of each key set (migration `…_evidence_metric_keys_digest.sql`). `None` without keys.
+pub fn metric_keys_digest(metrics: &Value) -> Option<[u8; 16]> {
+    let keys = metrics.as_object().filter(|m| !m.is_empty())?;
+    let mut h = Sha256::new();
+    // serde_json's map is ordered by key, so equal key sets hash the same.
+    for key in keys.keys() {
+        h.update(key.as_bytes());
+        h.update([0]);
+    }
+    let mut digest = [0; 16];
+    digest.copy_from_slice(&h.finalize()[..16]);
+    Some(digest)
+}
+
 /// The kind to parse as. `auto` that recognises nothing is stored as `log` with a warning: an upload
 /// is never refused for being unrecognised (the agent's `collect` sends `auto` for unknown files).
 pub fn resolve_kind(choice: KindChoice, raw: &[u8]) -> (EvidenceKind, Option<String>) {

@@ -49,6 +49,8 @@ pub struct NewEvidence<'a> {
     pub raw_object: Option<&'a str>,
     pub sha256: &'a str,
     pub metrics: &'a Value,
+    /// [`super::model::metric_keys_digest`] of `metrics`.
+    pub metric_keys_digest: Option<&'a [u8]>,
     pub warnings: &'a [String],
     pub parse_status: &'a str,
     pub parse_error: Option<&'a str>,
@@ -81,9 +83,9 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
     sqlx::query!(
         "INSERT INTO evidence (id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, \
          warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
-         raw_object, trial_id) \
+         raw_object, trial_id, metric_keys_digest) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-         coalesce($18, now()), $19, $20, $21)",
+         coalesce($18, now()), $19, $20, $21, $22)",
         e.id,
         e.brief_id.as_uuid(),
         e.kind,
@@ -106,6 +108,7 @@ pub async fn insert(db: impl PgExecutor<'_>, e: &NewEvidence<'_>) -> Result<(), 
         e.uploaded_by,
         e.raw_object,
         e.trial_id.as_uuid(),
+        e.metric_keys_digest,
     )
     .execute(db)
     .await?;
@@ -127,16 +130,16 @@ pub async fn insert_many(db: impl PgExecutor<'_>, rows: &[NewEvidence<'_>]) -> R
     sqlx::query!(
         "INSERT INTO evidence (id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, \
          warnings, parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
-         raw_object, trial_id) \
+         raw_object, trial_id, metric_keys_digest) \
          SELECT id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, warnings, \
            parse_status, parse_error, tool, tool_version, parser_version, labels, coalesce(collected_at, now()), \
-           uploaded_by, raw_object, trial_id \
+           uploaded_by, raw_object, trial_id, metric_keys_digest \
          FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::int2[], $5::text[], $6::text[], $7::bytea[], \
            $8::text[], $9::int8[], $10::jsonb[], $11::jsonb[], $12::text[], $13::text[], $14::text[], $15::text[], \
-           $16::text[], $17::jsonb[], $18::timestamptz[], $19::text[], $20::text[], $21::uuid[]) \
+           $16::text[], $17::jsonb[], $18::timestamptz[], $19::text[], $20::text[], $21::uuid[], $22::bytea[]) \
            AS r(id, brief_id, kind, stage, content_type, filename, raw, sha256, size_bytes, metrics, warnings, \
            parse_status, parse_error, tool, tool_version, parser_version, labels, collected_at, uploaded_by, \
-           raw_object, trial_id)",
+           raw_object, trial_id, metric_keys_digest)",
         &col(rows, |e| e.id),
         &col(rows, |e| e.brief_id.as_uuid()),
         &col(rows, |e| e.kind) as _,
@@ -159,6 +162,7 @@ pub async fn insert_many(db: impl PgExecutor<'_>, rows: &[NewEvidence<'_>]) -> R
         &col(rows, |e| e.uploaded_by) as _,
         &col(rows, |e| e.raw_object) as _,
         &col(rows, |e| e.trial_id.as_uuid()),
+        &col(rows, |e| e.metric_keys_digest) as _,
     )
     .execute(db)
     .await?;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::{
     group_insert::{GroupInsert, QueuedRow},
-    model::{analyse_decoded, resolve_kind, sha256_hex, Outcome, Upload, Window},
+    model::{analyse_decoded, metric_keys_digest, resolve_kind, sha256_hex, Outcome, Upload, Window},
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
@@ -93,6 +93,7 @@ struct Prepared {
     sha256: String,
     fingerprint: String,
     labels: Value,
+    metric_keys_digest: Option<[u8; 16]>,
     body: Box<RawValue>,
 }
 
@@ -116,6 +117,7 @@ impl Prepared {
             raw_object,
             sha256: &self.sha256,
             metrics: &self.outcome.metrics,
+            metric_keys_digest: self.metric_keys_digest.as_ref().map(|d| d.as_slice()),
             warnings: &self.outcome.warnings,
             parse_status: self.outcome.status.as_str(),
             parse_error: self.outcome.error.as_deref(),
@@ -239,6 +241,7 @@ async fn prepare(
 
     let id = Uuid::now_v7();
     let sha256 = sha256_hex(&upload.raw);
+    let keys_digest = metric_keys_digest(&outcome.metrics);
     let answer = IngestedAnswer {
         id,
         brief_id,
@@ -266,6 +269,7 @@ async fn prepare(
         outcome,
         sha256,
         fingerprint,
+        metric_keys_digest: keys_digest,
         body,
     })
 }

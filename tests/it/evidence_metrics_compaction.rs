@@ -151,6 +151,50 @@ async fn newest_values_agree_before_and_after_compaction() {
     let _ = older;
 }
 
+/// Items of one trial and stage with the same keys (the same digest) are read for their keys only
+/// through the newest of them; an older item with other keys, an item of another stage with the
+/// same keys, and an item without a digest (stored before digests, or by other means) still count.
+#[tokio::test]
+async fn items_with_the_same_keys_give_the_newest_values_and_others_still_count() {
+    let (_database, pool) = database().await;
+    let brief_id = brief(&pool).await;
+    let t0 = Utc::now() - Duration::hours(1);
+    upload(&pool, brief_id, 3, json!({"x": 1, "y": 1}), t0).await;
+    let newest_xy = upload(&pool, brief_id, 3, json!({"x": 2, "y": 2}), t0 + Duration::minutes(1)).await;
+    let with_z = upload(
+        &pool,
+        brief_id,
+        3,
+        json!({"x": 3, "y": 3, "z": 3}),
+        t0 - Duration::minutes(1),
+    )
+    .await;
+    let mut no_digest = common::TestEvidence::metrics(brief_id, brief_id, 3, json!({"x": 4}));
+    no_digest.metric_keys_digest = None;
+    no_digest.collected_at = Some(t0 + Duration::minutes(2));
+    repo::insert(&pool, &no_digest.row()).await.unwrap();
+    let stage2 = upload(&pool, brief_id, 2, json!({"x": 5, "y": 5}), t0 - Duration::minutes(10)).await;
+
+    let expected = vec![
+        ("x".to_owned(), 2, json!(5), stage2),
+        ("x".to_owned(), 3, json!(4), no_digest.id),
+        ("y".to_owned(), 2, json!(5), stage2),
+        ("y".to_owned(), 3, json!(2), newest_xy),
+        ("z".to_owned(), 3, json!(3), with_z),
+    ];
+    assert_eq!(
+        newest(&pool, brief_id, &["x", "y", "z"]).await,
+        expected,
+        "read from the queue"
+    );
+    assert_eq!(compactor::compact_all(&pool).await.unwrap(), 5);
+    assert_eq!(
+        newest(&pool, brief_id, &["x", "y", "z"]).await,
+        expected,
+        "read from the compacted values"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_compactors_move_every_item_once_and_keep_the_newest() {
     let (_database, pool) = database().await;

@@ -537,6 +537,8 @@ pub struct TestEvidence {
     pub raw: Vec<u8>,
     pub sha256: String,
     pub metrics: Value,
+    /// As the server writes it: the compactor groups items by it.
+    pub metric_keys_digest: Option<[u8; 16]>,
     pub labels: Value,
     pub collected_at: Option<chrono::DateTime<chrono::Utc>>,
 }
@@ -552,6 +554,7 @@ impl TestEvidence {
             stage,
             sha256: rentcheck::evidence::model::sha256_hex(&raw),
             raw,
+            metric_keys_digest: rentcheck::evidence::model::metric_keys_digest(&metrics),
             metrics,
             labels: json!({}),
             collected_at: None,
@@ -571,6 +574,7 @@ impl TestEvidence {
             raw_object: None,
             sha256: &self.sha256,
             metrics: &self.metrics,
+            metric_keys_digest: self.metric_keys_digest.as_ref().map(|d| d.as_slice()),
             warnings: &[],
             parse_status: "ok",
             parse_error: None,
