@@ -2,10 +2,6 @@
 
 use std::{io::Read, process::ExitCode};
 
-/// mimalloc instead of glibc's allocator: see Cargo.toml.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use clap::{Parser, Subcommand};
 use rentcheck::{
     audit,
@@ -26,6 +22,10 @@ use rentcheck::{
     telemetry,
 };
 use serde_json::json;
+
+/// mimalloc instead of glibc's allocator: see Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
 #[command(

@@ -225,16 +225,16 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, cache: &Tokens, token
 /// SELECT sees the row as it was before the UPDATE.
 async fn read_state(pool: &PgPool, jti: Uuid) -> Result<Option<TokenState>, sqlx::Error> {
     sqlx::query_as!(
-    TokenState,
-    "WITH touched AS ( \
-         UPDATE api_tokens SET last_used_at = now() \
-         WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
-           AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
-     ) \
-     SELECT t.role, t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by, \
-        u.role AS \"user_role?\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
-     FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by WHERE t.jti = $1",
-    jti,
+        TokenState,
+        "WITH touched AS ( \
+             UPDATE api_tokens SET last_used_at = now() \
+             WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
+               AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
+         ) \
+         SELECT t.role, t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by, \
+                u.role AS \"user_role?\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
+         FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by WHERE t.jti = $1",
+        jti,
     )
     .fetch_optional(pool)
     .await

@@ -8,8 +8,9 @@
 //! a change made anywhere (another server, the CLI) is refused within milliseconds. A change made
 //! through this server also forgets them itself before it answers (the handlers in `people`), so
 //! the next request of whoever made it is refused, whatever the notification's delay.
-//! The second is the bound when a notification is lost while the listening connection is being
-//! replaced: while it is not listening, the server keeps nothing and reads the row every time.
+//! The second bounds what a notification that never arrives could leave (a connection that died
+//! without saying so); a connection seen to drop stops all keeping until a new one listens, and
+//! meanwhile every request reads its row.
 
 use std::{
     collections::HashMap,
