@@ -91,7 +91,9 @@ struct Prepared {
     upload: Upload,
     outcome: Outcome,
     sha256: String,
-    fingerprint: String,
+    /// The request's fingerprint, made on first need: only an upload with an `Idempotency-Key`
+    /// stores or compares it.
+    fingerprint: std::sync::OnceLock<String>,
     labels: Value,
     metric_keys_digest: Option<[u8; 16]>,
     body: Box<RawValue>,
@@ -136,6 +138,10 @@ impl Prepared {
 type BatchBefores = HashMap<(TrialId, &'static str, String), bytes::Bytes>;
 
 impl Prepared {
+    fn fingerprint(&self) -> &str {
+        self.fingerprint.get_or_init(|| self.upload.fingerprint())
+    }
+
     fn failed(&self) -> bool {
         self.outcome.status.as_str() == "failed"
     }
@@ -192,7 +198,6 @@ async fn prepare(
     if upload.raw.is_empty() {
         return Err(AppError::Unprocessable(EMPTY_EVIDENCE.into()));
     }
-    let fingerprint = upload.fingerprint();
     let (kind, kind_warning) = resolve_kind(upload.kind, &upload.raw);
     let window = match upload.window_after() {
         Some(w) if kind.has_window() => {
@@ -268,7 +273,7 @@ async fn prepare(
         upload,
         outcome,
         sha256,
-        fingerprint,
+        fingerprint: std::sync::OnceLock::new(),
         metric_keys_digest: keys_digest,
         body,
     })
@@ -310,13 +315,13 @@ pub async fn ingest(
         // The key's row and the evidence commit together, so a replay always finds the evidence.
         let mut tx = state.pool.begin().await?;
         let claimed =
-            repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, &p.fingerprint, 201, &p.body, p.id)
+            repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, p.fingerprint(), 201, &p.body, p.id)
                 .await
                 .map_err(repo::fk_to_not_found)?;
         if !claimed {
             // Another request with this key committed while we parsed: answer as it did.
             tx.rollback().await?;
-            return replay_stored(state, brief_id, key_scope, key, &p.fingerprint).await;
+            return replay_stored(state, brief_id, key_scope, key, p.fingerprint()).await;
         }
         let new_evidence = p.row(brief_id, trial_id, raw_object.as_deref(), uploaded_by);
         repo::insert(&mut *tx, &new_evidence)
@@ -489,7 +494,7 @@ pub async fn ingest_batch(
             .filter_map(|(_, _, key, p)| {
                 key.as_deref().map(|key| repo::KeyClaim {
                     key,
-                    request_sha256: &p.fingerprint,
+                    request_sha256: p.fingerprint(),
                     body: &p.body,
                     evidence_id: p.id,
                 })
@@ -528,7 +533,7 @@ pub async fn ingest_batch(
                 brief_id,
                 key_scope,
                 key.as_deref().unwrap_or_default(),
-                &p.fingerprint,
+                p.fingerprint(),
             )
             .await
         } else {
