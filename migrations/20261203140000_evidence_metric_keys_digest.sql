@@ -8,17 +8,14 @@
 -- of its own item, as before.
 ALTER TABLE evidence ADD COLUMN metric_keys_digest bytea;
 
-CREATE OR REPLACE FUNCTION evidence_metrics_compact(batch integer) RETURNS integer LANGUAGE sql AS $$
-    WITH taken AS (
-        DELETE FROM evidence_metrics_pending
-        WHERE ctid = ANY (ARRAY(SELECT ctid FROM evidence_metrics_pending LIMIT batch
-                                FOR UPDATE SKIP LOCKED))
-        RETURNING evidence_id
-    ), ranked AS (
+-- One fold of taken items into the newest values, shared by the two ways items are taken off the
+-- queue (a batch, or named items one at a time): it returns how many items it was given.
+CREATE FUNCTION evidence_metrics_fold(taken uuid[]) RETURNS integer LANGUAGE sql AS $$
+    WITH ranked AS (
         SELECT e.id, e.brief_id, e.trial_id, e.stage, e.collected_at, e.received_at,
                coalesce(e.metric_keys_digest, uuid_send(e.id)) AS key_set,
                row_number() OVER (ORDER BY e.collected_at DESC, e.received_at DESC, e.id DESC) AS rank
-        FROM taken t
+        FROM unnest(taken) AS t(evidence_id)
         JOIN evidence e ON e.id = t.evidence_id
         -- An item whose trial is gone (deleted by hand) must not wedge the queue on the foreign key.
         JOIN trials tr ON tr.id = e.trial_id
@@ -54,7 +51,17 @@ CREATE OR REPLACE FUNCTION evidence_metrics_compact(batch integer) RETURNS integ
                 > (l.collected_at, l.received_at, l.evidence_id)
         RETURNING 1
     )
-    SELECT count(*)::integer FROM taken;
+    SELECT coalesce(cardinality(taken), 0);
+$$;
+
+CREATE OR REPLACE FUNCTION evidence_metrics_compact(batch integer) RETURNS integer LANGUAGE sql AS $$
+    WITH taken AS (
+        DELETE FROM evidence_metrics_pending
+        WHERE ctid = ANY (ARRAY(SELECT ctid FROM evidence_metrics_pending LIMIT batch
+                                FOR UPDATE SKIP LOCKED))
+        RETURNING evidence_id
+    )
+    SELECT evidence_metrics_fold(ARRAY(SELECT evidence_id FROM taken));
 $$;
 
 CREATE OR REPLACE FUNCTION evidence_metrics_compact_items(ids uuid[]) RETURNS integer LANGUAGE sql AS $$
@@ -63,44 +70,8 @@ CREATE OR REPLACE FUNCTION evidence_metrics_compact_items(ids uuid[]) RETURNS in
         WHERE ctid = ANY (ARRAY(SELECT ctid FROM evidence_metrics_pending WHERE evidence_id = ANY (ids)
                                 FOR UPDATE SKIP LOCKED))
         RETURNING evidence_id
-    ), ranked AS (
-        SELECT e.id, e.brief_id, e.trial_id, e.stage, e.collected_at, e.received_at,
-               coalesce(e.metric_keys_digest, uuid_send(e.id)) AS key_set,
-               row_number() OVER (ORDER BY e.collected_at DESC, e.received_at DESC, e.id DESC) AS rank
-        FROM taken t
-        JOIN evidence e ON e.id = t.evidence_id
-        -- An item whose trial is gone (deleted by hand) must not wedge the queue on the foreign key.
-        JOIN trials tr ON tr.id = e.trial_id
-    ), newest_of_key_set AS (
-        SELECT DISTINCT ON (r.trial_id, r.stage, r.key_set) r.id, r.trial_id, r.stage, r.rank
-        FROM ranked r
-        ORDER BY r.trial_id, r.stage, r.key_set, r.rank
-    ), best AS (
-        SELECT r.trial_id, r.stage, k.key, min(r.rank) AS rank
-        FROM newest_of_key_set r
-        JOIN evidence e ON e.id = r.id
-        CROSS JOIN LATERAL jsonb_object_keys(e.metrics) AS k(key)
-        GROUP BY r.trial_id, r.stage, k.key
-    ), winners AS MATERIALIZED (
-        SELECT r.id, r.brief_id, r.rank, r.collected_at, r.received_at, e.metrics || '{}'::jsonb AS metrics
-        FROM ranked r
-        JOIN evidence e ON e.id = r.id
-        WHERE r.rank IN (SELECT rank FROM best)
-    ), upserted AS (
-        INSERT INTO evidence_metrics_latest AS l
-               (brief_id, trial_id, key, stage, value, evidence_id, collected_at, received_at)
-        SELECT w.brief_id, b.trial_id, b.key, b.stage, w.metrics -> b.key, w.id, w.collected_at, w.received_at
-        FROM best b
-        JOIN winners w ON w.rank = b.rank
-        ORDER BY b.trial_id, b.key, b.stage
-        ON CONFLICT (trial_id, key, stage) DO UPDATE
-            SET value = excluded.value, evidence_id = excluded.evidence_id,
-                collected_at = excluded.collected_at, received_at = excluded.received_at
-            WHERE (excluded.collected_at, excluded.received_at, excluded.evidence_id)
-                > (l.collected_at, l.received_at, l.evidence_id)
-        RETURNING 1
     )
-    SELECT count(*)::integer FROM taken;
+    SELECT evidence_metrics_fold(ARRAY(SELECT evidence_id FROM taken));
 $$;
 
 -- The newest values of a trial's metrics read the items still queued too. That branch made one row

@@ -134,7 +134,7 @@ const LANDED: [(&str, &str); 32] = [
     ),
     (
         "20261203140000_evidence_metric_keys_digest.sql",
-        "594b88534fb1db0e0b8e139eee8f7376cac3e2ff624b82fe473c1d36dfa0a6781271e40c7f15eeae118c9868b6faccab",
+        "b19184b9b133d4f5bc3df9620437b8c212864fe62ff7f414a21541c1cbe058ff5e1e9a5410b61dc304a409f357add1bc",
     ),
 ];
 
