@@ -23,6 +23,9 @@ use rentcheck::{
 };
 use serde_json::json;
 
+/// The CLI keeps no token rows (only servers do): its changes reach them by notification.
+static NO_KEPT_TOKENS: std::sync::LazyLock<token::Tokens> = std::sync::LazyLock::new(token::Tokens::default);
+
 /// mimalloc instead of glibc's allocator: see Cargo.toml.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -409,7 +412,7 @@ async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
                 let password = given
                     .clone()
                     .unwrap_or_else(|| rentcheck::secrets::random_token()[..24].to_owned());
-                users::replace_password(&pool, user.id, password.clone(), None)
+                users::replace_password(&pool, &NO_KEPT_TOKENS, user.id, password.clone(), None)
                     .await
                     .map_err(describe)?;
                 audit::record(&pool, "cli", "user.password", &user.email, json!({ "by": "cli" })).await?;
@@ -460,7 +463,7 @@ async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
     };
     with_database(&db, "user change", |pool| async move {
         let user = person(&pool, &email).await?;
-        let changed = users::change(&pool, user.id, change)
+        let changed = users::change(&pool, &NO_KEPT_TOKENS, user.id, change)
             .await
             .map_err(describe)?
             .ok_or_else(|| anyhow::anyhow!("no user {email}"))?;
@@ -711,7 +714,10 @@ async fn mint_token(
 
 async fn revoke_token(db: DbConfig, jti: uuid::Uuid) -> anyhow::Result<()> {
     with_database(&db, "token revoke", |pool| async move {
-        anyhow::ensure!(token::revoke(&pool, jti).await?, "no live token with jti {jti}");
+        anyhow::ensure!(
+            token::revoke(&pool, &NO_KEPT_TOKENS, jti).await?,
+            "no live token with jti {jti}"
+        );
         audit::record(&pool, "cli", "token.revoke", &format!("token:{jti}"), json!({})).await?;
         Ok(format!("revoked {jti}"))
     })

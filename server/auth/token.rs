@@ -240,14 +240,17 @@ async fn read_state(pool: &PgPool, jti: Uuid) -> Result<Option<TokenState>, sqlx
     .await
 }
 
-/// Marks a token revoked; false when there is no such live token.
-pub async fn revoke(db: impl PgExecutor<'_>, jti: Uuid) -> Result<bool, sqlx::Error> {
+/// Marks a token revoked; false when there is no such live token. The token rows `kept` by this
+/// process are forgotten at once (other servers hear the notification), so its next request is
+/// refused whatever the notification's delay.
+pub async fn revoke(db: impl PgExecutor<'_>, kept: &Tokens, jti: Uuid) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "UPDATE api_tokens SET revoked_at = now() WHERE jti = $1 AND revoked_at IS NULL",
         jti,
     )
     .execute(db)
     .await?;
+    kept.forget_all();
     Ok(done.rows_affected() == 1)
 }
 

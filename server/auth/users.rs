@@ -3,7 +3,7 @@
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
-use super::{password, Role};
+use super::{password, token::Tokens, Role};
 use crate::{error::AppError, validation::FieldError};
 
 #[derive(Debug, Clone)]
@@ -157,8 +157,9 @@ pub struct Change {
 /// and revokes their tokens (the agent tokens they minted too), so enabling them again revives
 /// nothing; `token::authenticate` refuses a disabled person's tokens besides. A role change takes
 /// effect on their next request. The last enabled admin can be neither disabled nor demoted (409):
-/// nobody could manage users after that. `None` when there is no such person.
-pub async fn change(pool: &PgPool, id: Uuid, change: Change) -> Result<Option<UserRow>, AppError> {
+/// nobody could manage users after that. `None` when there is no such person. The token rows
+/// `kept` by this process are forgotten once it commits (other servers hear the notification).
+pub async fn change(pool: &PgPool, kept: &Tokens, id: Uuid, change: Change) -> Result<Option<UserRow>, AppError> {
     if change.role == Some(Role::Agent) {
         return Err(AppError::Validation(vec![FieldError::new(
             "role",
@@ -207,6 +208,7 @@ pub async fn change(pool: &PgPool, id: Uuid, change: Change) -> Result<Option<Us
         super::token::revoke_all_for_user(&mut *tx, id).await?;
     }
     tx.commit().await?;
+    kept.forget_all();
     Ok(Some(row))
 }
 
@@ -235,8 +237,10 @@ pub struct PasswordReplaced {
 
 /// Sets a new password, ends the person's sessions but `keep` (the one that changed it) and
 /// revokes every token minted by or for them: whoever knew the old password may have minted some.
+/// The token rows `kept` by this process are forgotten once it commits.
 pub async fn replace_password(
     pool: &PgPool,
+    kept: &Tokens,
     id: Uuid,
     new_password: String,
     keep: Option<&str>,
@@ -248,6 +252,7 @@ pub async fn replace_password(
     let sessions_ended = super::session::delete_for_user(&mut *tx, id, keep).await?;
     let tokens_revoked = super::token::revoke_all_for_user(&mut *tx, id).await?;
     tx.commit().await?;
+    kept.forget_all();
     Ok(PasswordReplaced {
         sessions_ended,
         tokens_revoked,

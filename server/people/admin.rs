@@ -207,10 +207,7 @@ async fn apply_change(
     action: &str,
 ) -> PageResult<Response> {
     admin.require(Role::Admin)?;
-    let changed = users::change(&state.pool, uid, change).await;
-    // Forgotten here at once, not only when this server hears the change's notification a moment later.
-    state.slots.get::<token::Tokens>().forget_all();
-    match changed {
+    match users::change(&state.pool, &state.slots.get::<token::Tokens>(), uid, change).await {
         Ok(Some(changed)) => {
             audit::record(
                 &state.pool,
@@ -286,9 +283,14 @@ async fn reset_password(
         return users_refused(&state, &user, AppError::NotFound("user")).await;
     };
     let password = crate::secrets::random_token()[..24].to_owned();
-    let replaced = users::replace_password(&state.pool, uid, password.clone(), None).await;
-    state.slots.get::<token::Tokens>().forget_all();
-    let replaced = replaced?;
+    let replaced = users::replace_password(
+        &state.pool,
+        &state.slots.get::<token::Tokens>(),
+        uid,
+        password.clone(),
+        None,
+    )
+    .await?;
     audit::record(
         &state.pool,
         &user.0.email,
@@ -400,9 +402,7 @@ async fn revoke_persons_token(state: &AppState, actor: &PageUser, owner: Uuid, j
         .await?
         .filter(|t| t.created_by == Some(owner))
         .ok_or(AppError::NotFound("token"))?;
-    let revoked = token::revoke(&state.pool, row.jti).await;
-    state.slots.get::<token::Tokens>().forget_all();
-    if revoked? {
+    if token::revoke(&state.pool, &state.slots.get::<token::Tokens>(), row.jti).await? {
         audit::record(
             &state.pool,
             &actor.0.email,
@@ -761,9 +761,15 @@ async fn change_password(
         Err(e) => return Err(e.into()),
     }
     let keep = session::read_cookie(&headers, session::COOKIE);
-    let replaced = users::replace_password(&state.pool, user.0.id, new, keep.as_deref()).await;
-    state.slots.get::<token::Tokens>().forget_all();
-    match replaced {
+    match users::replace_password(
+        &state.pool,
+        &state.slots.get::<token::Tokens>(),
+        user.0.id,
+        new,
+        keep.as_deref(),
+    )
+    .await
+    {
         Ok(replaced) => {
             audit::record(
                 &state.pool,

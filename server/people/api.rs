@@ -208,10 +208,9 @@ async fn replace(
             role,
             disabled: body.disabled,
         };
-        let user = users::change(&state.pool, uid, change).await;
-        // Forgotten here at once, not only when this server hears the change's notification a moment later.
-        state.slots.get::<token::Tokens>().forget_all();
-        let user = user?.ok_or(AppError::NotFound("user"))?;
+        let user = users::change(&state.pool, &state.slots.get::<token::Tokens>(), uid, change)
+            .await?
+            .ok_or(AppError::NotFound("user"))?;
         audit::record(
             &state.pool,
             &caller.label(),
@@ -285,9 +284,14 @@ async fn set_password(
         let current = body.current_password.unwrap_or_default();
         recheck_password(&state, &caller.label(), &user, &client, current).await?;
     }
-    let replaced = users::replace_password(&state.pool, uid, body.password, None).await;
-    state.slots.get::<token::Tokens>().forget_all();
-    let replaced = replaced?;
+    let replaced = users::replace_password(
+        &state.pool,
+        &state.slots.get::<token::Tokens>(),
+        uid,
+        body.password,
+        None,
+    )
+    .await?;
     audit::record(
         &state.pool,
         &caller.label(),
@@ -443,9 +447,7 @@ async fn revoke_token(
         .await?
         .filter(|t| t.created_by == Some(uid))
         .ok_or(AppError::NotFound("token"))?;
-    let revoked = token::revoke(&state.pool, row.jti).await;
-    state.slots.get::<token::Tokens>().forget_all();
-    if revoked? {
+    if token::revoke(&state.pool, &state.slots.get::<token::Tokens>(), row.jti).await? {
         audit::record(
             &state.pool,
             &caller.label(),

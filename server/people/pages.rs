@@ -663,10 +663,7 @@ async fn revoke_token(
         .await?
         .filter(|t| t.brief_id == Some(brief_id))
         .ok_or(AppError::NotFound("token"))?;
-    let revoked = token::revoke(&state.pool, row.jti).await;
-    // Forgotten here at once, not only when this server hears the change's notification a moment later.
-    state.slots.get::<token::Tokens>().forget_all();
-    if revoked? {
+    if token::revoke(&state.pool, &state.slots.get::<token::Tokens>(), row.jti).await? {
         audit::record(
             &state.pool,
             &user.0.email,
