@@ -125,7 +125,7 @@ async fn a_lowered_role_refuses_the_persons_tokens_of_a_higher_role() {
     .0;
     users::change(
         &app.pool,
-        &rentcheck::auth::token::Tokens::default(),
+        &app.kept_tokens,
         id,
         users::Change {
             role: Some(Role::Engineer),

@@ -5,7 +5,7 @@ pub mod browser;
 pub mod s3;
 pub mod vllm_points;
 
-use std::str::FromStr;
+use std::{str::FromStr, sync::Arc};
 
 use rentcheck::{
     auth::{
@@ -46,6 +46,10 @@ pub struct TestApp {
     pub database_url: String,
     /// The first-run page's code (`/setup?code=…`), as `rentcheck serve` prints it.
     pub setup_code: String,
+    /// The token rows this server keeps: what a change made through it passes to
+    /// `token::revoke` or `users::change`, so its next request is refused at once rather than
+    /// when the change's notification arrives.
+    pub kept_tokens: Arc<token::Tokens>,
     _database: DatabaseGuard,
 }
 
@@ -87,16 +91,27 @@ pub async fn serve_app(pool: PgPool, config: AppConfig, keys: TokenKeys) -> Stri
 
 /// [`serve_app`] keeping raw evidence bytes in `store`.
 pub async fn serve_app_with_store(pool: PgPool, config: AppConfig, keys: TokenKeys, store: EvidenceStore) -> String {
+    serve_app_keeping_tokens(pool, config, keys, store).await.0
+}
+
+/// [`serve_app_with_store`], also giving the token rows the server keeps.
+async fn serve_app_keeping_tokens(
+    pool: PgPool,
+    config: AppConfig,
+    keys: TokenKeys,
+    store: EvidenceStore,
+) -> (String, Arc<token::Tokens>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let state = AppState::new(pool.clone(), config, keys).with_evidence_store(store);
     // As `rentcheck serve` does: the evidence-metrics compactor runs beside the server.
     rentcheck::evidence::compactor::spawn(pool.clone(), state.metrics.clone());
     // As `rentcheck serve` does: token rows are reused for a second, forgotten on any change.
-    rentcheck::auth::token_cache::spawn_listener(&pool, state.slots.get::<rentcheck::auth::token::Tokens>());
+    let kept_tokens = state.slots.get::<token::Tokens>();
+    rentcheck::auth::token_cache::spawn_listener(&pool, kept_tokens.clone());
     let router = http::app(state);
     tokio::spawn(http::serve(listener, router, std::future::pending()));
-    base
+    (base, kept_tokens)
 }
 
 /// A pool of at most `max` connections to a test database.
@@ -128,7 +143,7 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
     let jwt_secret = uuid::Uuid::new_v4().simple().to_string().repeat(2);
     let keys = TokenKeys::from_secret(jwt_secret.as_bytes());
     let setup_code = config.setup_code.expose().to_owned();
-    let base = serve_app_with_store(pool.clone(), config, keys.clone(), store).await;
+    let (base, kept_tokens) = serve_app_keeping_tokens(pool.clone(), config, keys.clone(), store).await;
     let anon = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -144,6 +159,7 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
         jwt_secret,
         database_url,
         setup_code,
+        kept_tokens,
         _database: database,
     };
     let token = app.token(Role::Engineer, None).await;
