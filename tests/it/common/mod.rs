@@ -603,3 +603,23 @@ impl TestEvidence {
         }
     }
 }
+
+/// Asks `url` with `client` until it is refused (401), failing unless that happens within `bound`
+/// of the call. A change made outside the server (the CLI, another server) reaches the token rows
+/// the server keeps through the change notification, milliseconds after it commits: not before the
+/// very next request can arrive, so a test of such a change waits for it, as a user could not tell.
+pub async fn refused_within(client: &reqwest::Client, url: &str, bound: std::time::Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        let status = client.get(url).send().await.unwrap().status();
+        if status == 401 {
+            return;
+        }
+        assert!(
+            start.elapsed() < bound,
+            "{url} still answered {status} {:?} after the change",
+            start.elapsed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
