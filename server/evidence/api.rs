@@ -196,7 +196,7 @@ async fn upload(
         .await?
         {
             Ingested::Created { id, body } => {
-                let location = format!("/api/v1/evidence/{id}");
+                let location = service::evidence_path(id);
                 (StatusCode::CREATED, [(header::LOCATION, location)], Json(body)).into_response()
             }
             // The first answer was a 201; a replay says 200 and marks itself.
@@ -267,33 +267,27 @@ async fn upload_batch(
     )
     .await?;
     let items = answers
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(index, a)| match a {
-            Ok(ingested) => {
-                let b: StoredHead =
-                    serde_json::from_str(ingested.body().get()).map_err(|e| AppError::Internal(e.into()))?;
-                Ok(BatchItem::Stored {
-                    index,
-                    status: if matches!(ingested, Ingested::Created { .. }) {
-                        201
-                    } else {
-                        200
-                    },
-                    id: b.id,
-                    parse_status: b.parse_status,
-                    parse_error: b.parse_error,
-                    warnings: b.warnings.len(),
-                    links: SelfLink { this: b.links.this },
-                })
-            }
-            Err(e) => Ok(BatchItem::Refused {
+            Ok(stored) => BatchItem::Stored {
+                index,
+                status: if stored.created { 201 } else { 200 },
+                id: stored.id,
+                parse_status: stored.parse_status,
+                parse_error: stored.parse_error,
+                warnings: stored.warnings,
+                links: SelfLink {
+                    this: service::evidence_path(stored.id),
+                },
+            },
+            Err(e) => BatchItem::Refused {
                 index,
                 status: e.status().as_u16(),
                 problem: e.problem(),
-            }),
+            },
         })
-        .collect::<Result<Vec<_>, AppError>>()?;
+        .collect();
     let answer = BatchAnswer { items };
     Ok((StatusCode::MULTI_STATUS, Json(answer)).into_response())
 }
@@ -335,22 +329,11 @@ pub enum BatchItem {
 }
 
 /// The stored item's URL.
-#[derive(Serialize, Deserialize, ToSchema)]
+#[derive(Serialize, ToSchema)]
 #[schema(as = EvidenceSelfLink)]
 pub struct SelfLink {
     #[serde(rename = "self")]
     pub this: String,
-}
-
-/// What a batch item repeats of its upload's answer, read from the answer in place: its metrics
-/// are skipped, not copied (a batch has up to 500 items).
-#[derive(Deserialize)]
-struct StoredHead {
-    id: Uuid,
-    parse_status: String,
-    parse_error: Option<String>,
-    warnings: Vec<serde::de::IgnoredAny>,
-    links: SelfLink,
 }
 
 #[derive(Deserialize)]

@@ -84,9 +84,11 @@ fn replay(stored: repo::StoredResponse, fingerprint: &str) -> Result<Ingested, A
     Ok(Ingested::Replayed(body))
 }
 
-/// An upload parsed, with the answer it will get, ready to store.
+/// An upload parsed, ready to store; its answer is made from it when needed ([`Prepared::answer`]).
 struct Prepared {
     id: Uuid,
+    brief_id: BriefId,
+    trial_id: TrialId,
     kind: EvidenceKind,
     upload: Upload,
     outcome: Outcome,
@@ -96,7 +98,6 @@ struct Prepared {
     fingerprint: std::sync::OnceLock<String>,
     labels: Value,
     metric_keys_digest: Option<[u8; 16]>,
-    body: Box<RawValue>,
 }
 
 impl Prepared {
@@ -138,6 +139,32 @@ impl Prepared {
 type BatchBefores = HashMap<(TrialId, &'static str, String), bytes::Bytes>;
 
 impl Prepared {
+    /// The upload's answer as the JSON text it is sent as. Made only where it is sent or kept for
+    /// an `Idempotency-Key`: a batch item without a key answers its head alone ([`BatchStored`]),
+    /// so its metrics are not written out a second time beside the row's `jsonb`.
+    fn answer(&self) -> Result<Box<RawValue>, AppError> {
+        let id = self.id;
+        let answer = IngestedAnswer {
+            id,
+            brief_id: self.brief_id,
+            trial_id: self.trial_id,
+            kind: self.kind.as_str(),
+            stage: self.upload.stage,
+            parse_status: self.outcome.status.as_str(),
+            parse_error: self.outcome.error.as_deref(),
+            metrics: &self.outcome.metrics,
+            warnings: &self.outcome.warnings,
+            sha256: &self.sha256,
+            size_bytes: self.upload.raw.len(),
+            links: Links {
+                this: evidence_path(id),
+                raw: format!("/api/v1/evidence/{id}/raw"),
+                page: format!("/evidence/{id}"),
+            },
+        };
+        serde_json::value::to_raw_value(&answer).map_err(|e| AppError::Internal(e.into()))
+    }
+
     fn fingerprint(&self) -> &str {
         self.fingerprint.get_or_init(|| self.upload.fingerprint())
     }
@@ -244,30 +271,12 @@ async fn prepare(
             .map_err(|e| AppError::Internal(anyhow::anyhow!("parser task failed: {e}")))?
     };
 
-    let id = Uuid::now_v7();
     let sha256 = sha256_hex(&upload.raw);
     let keys_digest = metric_keys_digest(&outcome.metrics);
-    let answer = IngestedAnswer {
-        id,
+    Ok(Prepared {
+        id: Uuid::now_v7(),
         brief_id,
         trial_id,
-        kind: kind.as_str(),
-        stage: upload.stage,
-        parse_status: outcome.status.as_str(),
-        parse_error: outcome.error.as_deref(),
-        metrics: &outcome.metrics,
-        warnings: &outcome.warnings,
-        sha256: &sha256,
-        size_bytes: upload.raw.len(),
-        links: Links {
-            this: format!("/api/v1/evidence/{id}"),
-            raw: format!("/api/v1/evidence/{id}/raw"),
-            page: format!("/evidence/{id}"),
-        },
-    };
-    let body = serde_json::value::to_raw_value(&answer).map_err(|e| AppError::Internal(e.into()))?;
-    Ok(Prepared {
-        id,
         kind,
         labels: Value::Object(upload.labels.clone()),
         upload,
@@ -275,7 +284,6 @@ async fn prepare(
         sha256,
         fingerprint: std::sync::OnceLock::new(),
         metric_keys_digest: keys_digest,
-        body,
     })
 }
 
@@ -298,6 +306,7 @@ pub async fn ingest(
         }
     }
     let p = prepare(state, brief_id, trial_id, upload, &mut None, &HashMap::new()).await?;
+    let body = p.answer()?;
 
     // A parse failure is told to webhooks (`evidence.failed`), in the transaction of the row.
     let brief_name = if p.failed() {
@@ -315,7 +324,7 @@ pub async fn ingest(
         // The key's row and the evidence commit together, so a replay always finds the evidence.
         let mut tx = state.pool.begin().await?;
         let claimed =
-            repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, p.fingerprint(), 201, &p.body, p.id)
+            repo::claim_idempotency_key(&mut *tx, brief_id, key_scope, key, p.fingerprint(), 201, &body, p.id)
                 .await
                 .map_err(repo::fk_to_not_found)?;
         if !claimed {
@@ -357,7 +366,12 @@ pub async fn ingest(
     state
         .metrics
         .observe_ingest(p.kind.as_str(), p.outcome.status.as_str(), p.upload.raw.len());
-    Ok(Ingested::Created { id: p.id, body: p.body })
+    Ok(Ingested::Created { id: p.id, body })
+}
+
+/// The path of an evidence item's JSON: its answer's `links.self` and a `Location`.
+pub fn evidence_path(id: Uuid) -> String {
+    format!("/api/v1/evidence/{id}")
 }
 
 /// A single upload waiting in the group writer's queue, with everything its row borrows.
@@ -394,6 +408,51 @@ async fn replay_stored(
     replay(stored, fingerprint)
 }
 
+/// What a stored batch item answers: its upload's answer without the metrics (a batch has up to
+/// 500 items; each item's own URL has them).
+#[derive(Debug)]
+pub struct BatchStored {
+    /// Stored by this batch (201), or an earlier request's with the same key, answered again (200).
+    pub created: bool,
+    pub id: Uuid,
+    pub parse_status: String,
+    pub parse_error: Option<String>,
+    /// How many warnings the parser gave.
+    pub warnings: usize,
+}
+
+impl BatchStored {
+    fn created(p: &Prepared) -> Self {
+        BatchStored {
+            created: true,
+            id: p.id,
+            parse_status: p.outcome.status.as_str().to_owned(),
+            parse_error: p.outcome.error.clone(),
+            warnings: p.outcome.warnings.len(),
+        }
+    }
+
+    /// The head of the answer stored for a key, answered again: read in place, its metrics
+    /// skipped, not copied.
+    fn replayed(ingested: Ingested) -> Result<Self, AppError> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Uuid,
+            parse_status: String,
+            parse_error: Option<String>,
+            warnings: Vec<serde::de::IgnoredAny>,
+        }
+        let head: Head = serde_json::from_str(ingested.body().get()).map_err(|e| AppError::Internal(e.into()))?;
+        Ok(BatchStored {
+            created: false,
+            id: head.id,
+            parse_status: head.parse_status,
+            parse_error: head.parse_error,
+            warnings: head.warnings.len(),
+        })
+    }
+}
+
 /// One item of a batch, decoded by the API: its upload and trial, or why it was refused.
 pub struct BatchItem {
     pub decoded: Result<(TrialId, Upload), AppError>,
@@ -412,8 +471,8 @@ pub async fn ingest_batch(
     items: Vec<BatchItem>,
     key_scope: &str,
     uploaded_by: Option<&str>,
-) -> Result<Vec<Result<Ingested, AppError>>, AppError> {
-    let mut answers: Vec<Option<Result<Ingested, AppError>>> = Vec::with_capacity(items.len());
+) -> Result<Vec<Result<BatchStored, AppError>>, AppError> {
+    let mut answers: Vec<Option<Result<BatchStored, AppError>>> = Vec::with_capacity(items.len());
     let mut pending: Vec<(usize, TrialId, Option<String>, Prepared)> = Vec::new();
     let mut targets = None;
     let mut keys_seen = HashMap::new();
@@ -448,7 +507,9 @@ pub async fn ingest_batch(
                 continue;
             }
             if let Some(stored) = stored.remove(key) {
-                answers.push(Some(replay(stored, &upload.fingerprint())));
+                answers.push(Some(
+                    replay(stored, &upload.fingerprint()).and_then(BatchStored::replayed),
+                ));
                 continue;
             }
         }
@@ -487,17 +548,23 @@ pub async fn ingest_batch(
             .await
             .map_err(repo::fk_to_not_found)?;
     } else {
+        // The full answer of each keyed item, kept with its key for a retry.
+        let answers_kept = pending
+            .iter()
+            .filter(|(_, _, key, _)| key.is_some())
+            .map(|(_, _, _, p)| p.answer())
+            .collect::<Result<Vec<_>, _>>()?;
         let mut tx = state.pool.begin().await?;
         // Every key claimed in one statement, then every row inserted in one.
         let claims: Vec<repo::KeyClaim<'_>> = pending
             .iter()
-            .filter_map(|(_, _, key, p)| {
-                key.as_deref().map(|key| repo::KeyClaim {
-                    key,
-                    request_sha256: p.fingerprint(),
-                    body: &p.body,
-                    evidence_id: p.id,
-                })
+            .filter_map(|(_, _, key, p)| key.as_deref().map(|key| (key, p)))
+            .zip(&answers_kept)
+            .map(|((key, p), body)| repo::KeyClaim {
+                key,
+                request_sha256: p.fingerprint(),
+                body,
+                evidence_id: p.id,
             })
             .collect();
         let claimed: std::collections::HashSet<String> =
@@ -536,11 +603,12 @@ pub async fn ingest_batch(
                 p.fingerprint(),
             )
             .await
+            .and_then(BatchStored::replayed)
         } else {
             state
                 .metrics
                 .observe_ingest(p.kind.as_str(), p.outcome.status.as_str(), p.upload.raw.len());
-            Ok(Ingested::Created { id: p.id, body: p.body })
+            Ok(BatchStored::created(&p))
         });
     }
     Ok(answers
