@@ -15,8 +15,9 @@
 #      connections (the ratio's target is stated at 16, its p99 at 64);
 #   3. `wrk`: a ~200 KB vLLM /metrics scrape (raw body, ?kind=vllm-metrics), 16 connections;
 #   4. `wrk`: batches of 100 of the 2 KB envelopes (`evidence/batch`), 16 connections;
-#   5. pgbench: the same 100 rows in one INSERT per transaction, into the bare table of 2. and
-#      into `evidence` itself (with its indexes and triggers), 16 clients each;
+#   5. pgbench: the same 100 rows in one INSERT per transaction, into the bare table of 2.; 100
+#      rows that differ (a row number in each, so each row's jsonb is read, as for real uploads)
+#      into that table; and the same 100 into `evidence` itself (indexes, triggers); 16 clients each;
 #   6. `wrk`: the brief's review JSON at 16 connections (an engineer's token), first quiet, then
 #      while 4 more connections upload single 2 KB items to the same brief all along; it counts the
 #      answers sent as current and those sent from the review before (`"refreshing": true`).
@@ -57,7 +58,8 @@ check() { # one request first, so a setup error is not mistaken for load
 }
 summary() { sut_wrk_summary; }
 
-# pgbench's side of the ratios ($WORK/insert.sql, insert-batch.sql, insert-evidence-batch.sql).
+# pgbench's side of the ratios ($WORK/insert.sql, insert-batch.sql, insert-batch-distinct.sql,
+# insert-evidence-batch.sql).
 sut_pgbench_scripts
 
 # The compactor finishes the previous run's backlog before the next measurement starts.
@@ -130,6 +132,9 @@ for round in $(seq 1 "$ROUNDS"); do
     settle
     pgbench -n -c16 -j"$THREADS" -T"$DURATION" -f "$WORK/insert-batch.sql" "$DATABASE_URL" >"$WORK/pgbench2.txt" 2>&1
     echo "   pgbench 100-row insert into a bare table, 16 clients: $(grep -E '^tps =' "$WORK/pgbench2.txt" | awk '{print $3}') tx/s (rows/s = 100 × tx/s)"
+    settle
+    pgbench -n -c16 -j"$THREADS" -T"$DURATION" -f "$WORK/insert-batch-distinct.sql" "$DATABASE_URL" >"$WORK/pgbench4.txt" 2>&1
+    echo "   pgbench 100 distinct rows per insert (each row's jsonb read) into the bare table, 16 clients: $(grep -E '^tps =' "$WORK/pgbench4.txt" | awk '{print $3}') tx/s"
     settle
     pgbench -n -c16 -j"$THREADS" -T"$DURATION" -f "$WORK/insert-evidence-batch.sql" "$DATABASE_URL" >"$WORK/pgbench3.txt" 2>&1
     echo "   pgbench 100-row insert into evidence (indexes, triggers), 16 clients: $(grep -E '^tps =' "$WORK/pgbench3.txt" | awk '{print $3}') tx/s"

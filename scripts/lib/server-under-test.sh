@@ -128,9 +128,10 @@ sut_wrk_summary() {
 }
 
 # pgbench's side of the ratios. A table of its own, bench_rows, for a row like an upload (uuid, brief,
-# the 2 KB envelope's metrics as bytea and as jsonb, a hash, an index on (brief, time)), and three
+# the 2 KB envelope's metrics as bytea and as jsonb, a hash, an index on (brief, time)), and four
 # pgbench scripts in $WORK: insert.sql, one durable single-row INSERT per transaction;
-# insert-batch.sql, the same 100 rows in one INSERT; insert-evidence-batch.sql, those 100 rows into
+# insert-batch.sql, the same 100 rows in one INSERT; insert-batch-distinct.sql, 100 rows that differ
+# in one INSERT (each row's jsonb read); insert-evidence-batch.sql, the same 100 rows into
 # `evidence` itself (its indexes and statement triggers: the metrics queue and the summary marks).
 # Needs $WORK/metrics.json (scripts/lib/ingest-bodies.py).
 sut_pgbench_scripts() {
@@ -157,6 +158,14 @@ SQL
 INSERT INTO bench_rows (brief_id, kind, stage, raw, sha256, metrics)
 SELECT '$BRIEF', 'metrics', 3, convert_to('$metrics_sql', 'UTF8'), md5(random()::text), '$metrics_sql'::jsonb
 FROM generate_series(1, 100);
+SQL
+    # The same 100 rows, but each its own: a row number put in front of the metrics, so
+    # PostgreSQL reads each row's jsonb (in insert-batch.sql the one literal is read once per
+    # statement, as no real upload of 100 different items can be).
+    cat >"$WORK/insert-batch-distinct.sql" <<SQL
+INSERT INTO bench_rows (brief_id, kind, stage, raw, sha256, metrics)
+SELECT '$BRIEF', 'metrics', 3, convert_to(t, 'UTF8'), md5(random()::text), t::jsonb
+FROM (SELECT '{"row": ' || g || ', ' || substr('$metrics_sql', 2) AS t FROM generate_series(1, 100) AS g) AS rows;
 SQL
     cat >"$WORK/insert-evidence-batch.sql" <<SQL
 INSERT INTO evidence (id, brief_id, trial_id, kind, stage, content_type, raw, sha256, size_bytes, metrics,
