@@ -606,8 +606,8 @@ impl TestEvidence {
 
 /// Asks `url` with `client` until it is refused (401), failing unless that happens within `bound`
 /// of the call. A change made outside the server (the CLI, another server) reaches the token rows
-/// the server keeps through the change notification, milliseconds after it commits: not before the
-/// very next request can arrive, so a test of such a change waits for it, as a user could not tell.
+/// the server keeps through the change notification, milliseconds after it commits, but not always
+/// before the very next request: a test of such a change waits up to `bound` for the refusal.
 pub async fn refused_within(client: &reqwest::Client, url: &str, bound: std::time::Duration) {
     let start = std::time::Instant::now();
     loop {
