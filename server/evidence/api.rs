@@ -94,7 +94,7 @@ impl From<&EvidenceRow> for EvidenceSummary {
             received_at: r.received_at,
             uploaded_by: r.uploaded_by.clone(),
             links: Links {
-                this: format!("/api/v1/evidence/{}", r.id),
+                this: service::evidence_path(r.id),
                 raw: format!("/api/v1/evidence/{}/raw", r.id),
                 page: format!("/evidence/{}", r.id),
             },

@@ -4,7 +4,7 @@ use crate::common;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Utc;
-use common::{bearer_client, spawn_app, TestApp};
+use common::{bearer_client, spawn_app, time_to_refusal, TestApp};
 use rentcheck::auth::{
     token::{self, Claims},
     Role,
@@ -306,20 +306,11 @@ async fn an_agent_token_sends_evidence_to_its_own_brief_only() {
 }
 
 /// How long after a change made outside the server (by `sql`, in another connection, as the CLI or
-/// another server would) the token `t`, used just before, is first refused; polls every 5 ms.
+/// another server would) the token `t`, used just before, is first refused.
 async fn refused_after(app: &TestApp, t: &str, sql: &str) -> std::time::Duration {
     assert_eq!(status_with(app, t, "/api/v1/briefs").await.0, 200);
     sqlx::query(sql).bind(jti_of(t)).execute(&app.pool).await.unwrap();
-    let changed = std::time::Instant::now();
-    loop {
-        let (status, body) = status_with(app, t, "/api/v1/briefs").await;
-        if status == 401 {
-            return changed.elapsed();
-        }
-        assert_eq!(status, 200, "{body}");
-        assert!(changed.elapsed() < std::time::Duration::from_secs(2), "never refused");
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    time_to_refusal(&bearer_client(t), &app.url("/api/v1/briefs"), 200).await
 }
 
 /// A server reuses a token's row for up to a second (kept after the use just before the change);
