@@ -172,7 +172,6 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
             .to_owned(),
             filename: Some(item.file.to_owned()),
             raw: Bytes::from_static(item.bytes),
-            data: None,
         };
         let key = format!("demo-{}-{}", item.stage, item.file);
         let key = if trial == first { key } else { format!("{key}-trial2") };

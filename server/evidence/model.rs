@@ -128,20 +128,39 @@ pub struct Upload {
     pub content_type: String,
     pub filename: Option<String>,
     pub raw: Bytes,
-    /// An envelope's `data` as decoded with the request; `raw` is its bytes. A `metrics` item is
-    /// parsed from this rather than from `raw` again (`analyse_decoded`). `None` for any other form,
-    /// and whenever `raw` is replaced.
-    pub data: Option<Value>,
+}
+
+/// An envelope's `data` member: the JSON object or array as the bytes sent (kept as they came, so
+/// nothing is built from it before its parser reads it), or what it was instead.
+pub enum EnvelopeData {
+    Json(Bytes),
+    /// Not an object or array.
+    Other,
 }
 
 impl Upload {
     /// The JSON envelope `{ kind, stage, collected_at?, labels?, content | content_base64 | data }`.
-    /// `content_type` may accompany `content_base64` to say what the bytes are.
-    // Long, and reads better whole: one read per envelope field, every error collected.
+    /// `content_type` may accompany `content_base64` to say what the bytes are. A `data` already
+    /// built as a value is written out compact; a request's `data` is kept as sent instead
+    /// (`upload::read_envelope`), and comes here only when that reading declines the envelope.
     pub fn from_envelope(body: Value) -> Result<Upload, Vec<FieldError>> {
         let Value::Object(mut o) = body else {
             return Err(vec![FieldError::new("body", "must be a JSON object")]);
         };
+        let data = o
+            .remove("data")
+            .filter(|d| !d.is_null())
+            .map(|d| match serde_json::to_vec(&d) {
+                Ok(b) if d.is_object() || d.is_array() => EnvelopeData::Json(Bytes::from(b)),
+                _ => EnvelopeData::Other,
+            });
+        Upload::from_envelope_members(o, data)
+    }
+
+    /// [`Upload::from_envelope`] given the envelope's other members and its `data` apart (a
+    /// request's envelope is read this way: `upload::read_envelope`).
+    // Long, and reads better whole: one read per envelope field, every error collected.
+    pub fn from_envelope_members(o: Map<String, Value>, data: Option<EnvelopeData>) -> Result<Upload, Vec<FieldError>> {
         let mut errors = Vec::new();
         let kind = match o.get("kind") {
             Some(Value::String(s)) => parse_kind(s).map_err(|e| errors.push(e)).ok(),
@@ -176,12 +195,12 @@ impl Upload {
         let labels = parse_labels(o.get("labels").unwrap_or(&Value::Null))
             .map_err(|e| errors.push(e))
             .unwrap_or_default();
-        let given: Vec<&str> = ["content", "content_base64", "data"]
+        let given: Vec<&str> = ["content", "content_base64"]
             .into_iter()
             .filter(|k| o.get(*k).is_some_and(|v| !v.is_null()))
+            .chain(data.is_some().then_some("data"))
             .collect();
         let mut body = None;
-        let mut decoded = None;
         match given.as_slice() {
             ["content"] => match &o["content"] {
                 Value::String(s) => body = Some((Bytes::from(s.clone()), "text/plain; charset=utf-8".to_owned())),
@@ -200,16 +219,10 @@ impl Upload {
                 },
                 _ => errors.push(FieldError::new("content_base64", "must be a base64 string")),
             },
-            ["data"] => {
-                let data = o.remove("data").unwrap_or_default();
-                match serde_json::to_vec(&data) {
-                    Ok(b) if data.is_object() || data.is_array() => {
-                        body = Some((Bytes::from(b), "application/json".to_owned()));
-                        decoded = Some(data);
-                    }
-                    _ => errors.push(FieldError::new("data", "must be a JSON object or array")),
-                }
-            }
+            ["data"] => match data {
+                Some(EnvelopeData::Json(b)) => body = Some((b, "application/json".to_owned())),
+                _ => errors.push(FieldError::new("data", "must be a JSON object or array")),
+            },
             [] => errors.push(FieldError::new(
                 "content",
                 "one of content, content_base64 or data is required",
@@ -229,7 +242,6 @@ impl Upload {
                 content_type,
                 filename: None,
                 raw,
-                data: decoded,
             }),
             _ => Err(errors),
         }
@@ -303,7 +315,6 @@ impl Upload {
                     .map(|f| f.chars().filter(|c| !c.is_control()).take(255).collect::<String>())
                     .filter(|f| !f.is_empty()),
                 raw,
-                data: None,
             }),
             _ => Err(errors),
         }
@@ -440,20 +451,7 @@ pub fn analyse(
     kind_warning: Option<String>,
     targets: &SloTargets,
 ) -> Outcome {
-    analyse_decoded(kind, raw, None, window, kind_warning, targets)
-}
-
-/// [`analyse`], given the upload's JSON already decoded (`Upload::data`, whose bytes are `raw`):
-/// `metrics` evidence is then read from it, not parsed from `raw` a second time.
-pub fn analyse_decoded(
-    kind: EvidenceKind,
-    raw: &[u8],
-    decoded: Option<&Value>,
-    window: Window<'_>,
-    kind_warning: Option<String>,
-    targets: &SloTargets,
-) -> Outcome {
-    let mut outcome = analyse_as_parsed(kind, raw, decoded, window, kind_warning, targets);
+    let mut outcome = analyse_as_parsed(kind, raw, window, kind_warning, targets);
     let text = |s: &mut String| {
         if s.contains('\0') {
             *s = s.replace('\0', "\u{FFFD}");
@@ -486,16 +484,11 @@ pub fn analyse_decoded(
 fn analyse_as_parsed(
     kind: EvidenceKind,
     raw: &[u8],
-    decoded: Option<&Value>,
     window: Window<'_>,
     kind_warning: Option<String>,
     targets: &SloTargets,
 ) -> Outcome {
-    let result: Result<Parsed, ParseError> = match (window, decoded) {
-        (_, Some(v)) if kind == EvidenceKind::Metrics => parsers::parse_metrics_value(v),
-        (window, _) => parse_bytes(kind, raw, window, targets),
-    };
-    outcome(kind, result, kind_warning)
+    outcome(kind, parse_bytes(kind, raw, window, targets), kind_warning)
 }
 
 fn parse_bytes(kind: EvidenceKind, raw: &[u8], window: Window<'_>, targets: &SloTargets) -> Result<Parsed, ParseError> {
@@ -645,41 +638,5 @@ mod tests {
         };
         assert_eq!(f("1"), f("1"));
         assert_ne!(f("1"), f("2"));
-    }
-
-    /// `metrics` read from the decoded envelope come out exactly as when parsed from its bytes:
-    /// values, warnings, tool, and the refusals over the item limits.
-    #[test]
-    fn metrics_from_the_decoded_data_equal_metrics_from_its_bytes() {
-        let long_key = "k".repeat(300);
-        let many: serde_json::Map<String, Value> = (0..1000).map(|i| (format!("m{i}"), json!(i))).collect();
-        let docs = [
-            json!({ "metrics": { "serving.ttft_p95_ms": 300, "ok": true, "name": "x", "list": ["a", "b"] },
-                    "tool": "harness", "tool_version": "1.2" }),
-            json!({ "metrics": { "bad key": 1, "nested": { "a": 1 }, "huge": 1e300, "mixed": [1, "a"] } }),
-            json!({ "metrics": { long_key: 1 } }),
-            json!({ "metrics": { "s": "x".repeat(5000) } }),
-            json!({ "metrics": many }),
-            json!({ "not_metrics": {} }),
-            json!([1, 2]),
-        ];
-        for doc in docs {
-            let bytes = serde_json::to_vec(&doc).unwrap();
-            let targets = SloTargets::default();
-            let a = analyse(EvidenceKind::Metrics, &bytes, Window::NotWindowed, None, &targets);
-            let b = analyse_decoded(
-                EvidenceKind::Metrics,
-                &bytes,
-                Some(&doc),
-                Window::NotWindowed,
-                None,
-                &targets,
-            );
-            assert_eq!(a.status.as_str(), b.status.as_str(), "{doc}");
-            assert_eq!(a.metrics, b.metrics);
-            assert_eq!(a.warnings, b.warnings);
-            assert_eq!(a.error, b.error);
-            assert_eq!((a.tool, a.tool_version), (b.tool, b.tool_version));
-        }
     }
 }

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::{
     group_insert::{GroupInsert, QueuedRow},
-    model::{analyse_decoded, metric_keys_digest, resolve_kind, sha256_hex, Outcome, Upload, Window},
+    model::{analyse, metric_keys_digest, resolve_kind, sha256_hex, Outcome, Upload, Window},
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
@@ -216,7 +216,7 @@ async fn prepare(
     state: &AppState,
     brief_id: BriefId,
     trial_id: TrialId,
-    mut upload: Upload,
+    upload: Upload,
     targets: &mut Option<SloTargets>,
     befores: &BatchBefores,
 ) -> Result<Prepared, AppError> {
@@ -253,15 +253,13 @@ async fn prepare(
         SloTargets::default()
     };
     let raw = upload.raw.clone();
-    // The envelope's `data` as decoded with the request: `metrics` are read from it, not parsed again.
-    let decoded = upload.data.take();
     let run = move || {
         let w = match &window {
             None => Window::NotWindowed,
             Some((_, Some(before))) => Window::Before(before),
             Some((id, None)) => Window::Unmatched(id),
         };
-        analyse_decoded(kind, &raw, decoded.as_ref(), w, kind_warning, &targets)
+        analyse(kind, &raw, w, kind_warning, &targets)
     };
     let outcome: Outcome = if upload.raw.len() < PARSE_INLINE_MAX {
         run()

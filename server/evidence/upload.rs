@@ -11,9 +11,10 @@ use axum::{
 };
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{value::RawValue, Map, Value};
 
-use super::model::{clean_content_type, Upload};
+use super::model::{clean_content_type, EnvelopeData, Upload};
 use super::parsers::limits;
 use crate::{
     error::{ApiResult, AppError},
@@ -70,27 +71,117 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
         ));
     }
     let raw = read_capped(body, &parts.headers, BATCH_MAX_BYTES).await?;
-    let (v, wide_data) = if is_wide(&raw) {
-        wide_batch(&raw)?
-    } else {
-        (parse_json(&raw)?, Vec::new())
+    let items = match batch_items(&raw) {
+        Some(items) => items?,
+        None => return decode_batch_as_value(&raw, max_item),
     };
-    match v.get("items").and_then(Value::as_array) {
-        Some(items) if (1..=BATCH_MAX_ITEMS).contains(&items.len()) => {}
-        Some(items) if items.len() > BATCH_MAX_ITEMS => {
-            return Err(AppError::Validation(vec![FieldError::new(
-                "items",
-                format!("holds {} items; send at most {BATCH_MAX_ITEMS} per batch", items.len()),
-            )]))
-        }
-        _ => {
-            return Err(AppError::Validation(vec![FieldError::new(
-                "items",
-                format!("must be an array of 1 to {BATCH_MAX_ITEMS} evidence items"),
-            )]))
-        }
+    let mut entries = Vec::with_capacity(items.len());
+    for item in items {
+        let entry = match read_envelope(&raw, item.get()) {
+            Some(read) => {
+                let read = read?;
+                let key = read.key.as_ref().map_or(Ok(None), batch_key);
+                let upload = Upload::from_envelope_members(read.members, read.data).map_err(AppError::Validation);
+                batch_entry(upload, key, max_item)
+            }
+            // Not an envelope the member-wise reading takes: read whole, as before it.
+            None => {
+                let (v, set_aside) = envelope_value(item.get().as_bytes())?;
+                batch_entry_of_value(v, set_aside, max_item)
+            }
+        };
+        entries.push(entry);
     }
-    // Each item moved out of the document, not copied: its `data` is parsed from it once.
+    Ok(entries)
+}
+
+/// The items of `{ "items": [ … ] }`, each as the JSON text sent, or the batch's error; `None` when
+/// the body is not a batch this reading takes (not an object, `items` given twice, malformed), which
+/// [`decode_batch_as_value`] then answers.
+fn batch_items(raw: &[u8]) -> Option<ApiResult<Vec<&RawValue>>> {
+    #[derive(Deserialize)]
+    struct BatchText<'a> {
+        #[serde(borrow)]
+        items: Option<&'a RawValue>,
+    }
+    // serde would also take an array as the struct's fields in order.
+    if !raw.trim_ascii_start().starts_with(b"{") {
+        return None;
+    }
+    let batch: BatchText<'_> = serde_json::from_slice(raw).ok()?;
+    let items: Option<Vec<&RawValue>> = batch.items.and_then(|i| serde_json::from_str(i.get()).ok());
+    Some(match items {
+        Some(items) => check_item_count(items.len()).map(|()| items),
+        None => check_item_count(0).map(|()| Vec::new()),
+    })
+}
+
+fn check_item_count(n: usize) -> ApiResult<()> {
+    if n > BATCH_MAX_ITEMS {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "items",
+            format!("holds {n} items; send at most {BATCH_MAX_ITEMS} per batch"),
+        )]));
+    }
+    if n == 0 {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "items",
+            format!("must be an array of 1 to {BATCH_MAX_ITEMS} evidence items"),
+        )]));
+    }
+    Ok(())
+}
+
+/// A batch item's `idempotency_key`: absent, null or 1 to 255 visible ASCII characters.
+fn batch_key(key: &Value) -> ApiResult<Option<String>> {
+    match key {
+        Value::Null => Ok(None),
+        Value::String(s) if valid_key(s) => Ok(Some(s.clone())),
+        _ => Err(AppError::Validation(vec![FieldError::new(
+            "idempotency_key",
+            "must be 1 to 255 visible ASCII characters",
+        )])),
+    }
+}
+
+fn batch_entry(upload: ApiResult<Upload>, key: ApiResult<Option<String>>, max_item: usize) -> BatchEntry {
+    let upload = upload.and_then(|u| {
+        if u.raw.len() > max_item {
+            Err(AppError::PayloadTooLarge(max_item))
+        } else {
+            Ok(u)
+        }
+    });
+    match key {
+        Ok(key) => BatchEntry { upload, key },
+        Err(e) => BatchEntry {
+            upload: Err(e),
+            key: None,
+        },
+    }
+}
+
+/// A batch item read whole as a JSON value; `set_aside` is its `data` kept as bytes when it was wider
+/// than the key limit.
+fn batch_entry_of_value(item: Value, set_aside: Option<Bytes>, max_item: usize) -> BatchEntry {
+    let key = item.get("idempotency_key").map_or(Ok(None), batch_key);
+    let upload = Upload::from_envelope(item).map_err(AppError::Validation).map(|mut u| {
+        if let Some(data) = set_aside {
+            u.raw = data;
+        }
+        u
+    });
+    batch_entry(upload, key, max_item)
+}
+
+/// A batch the member-wise reading does not take, read whole as a JSON value (and its wide `data`
+/// set aside unbuilt): what every batch went through before.
+fn decode_batch_as_value(raw: &[u8], max_item: usize) -> ApiResult<Vec<BatchEntry>> {
+    let (v, wide_data) = if is_wide(raw) {
+        wide_batch(raw)?
+    } else {
+        (parse_json(raw)?, Vec::new())
+    };
     let items = match v {
         Value::Object(mut o) => match o.remove("items") {
             Some(Value::Array(items)) => items,
@@ -98,40 +189,111 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
         },
         _ => Vec::new(),
     };
+    check_item_count(items.len())?;
     Ok(items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| {
-            let key = match item.get("idempotency_key") {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) if valid_key(s) => Ok(Some(s.clone())),
-                Some(_) => Err(AppError::Validation(vec![FieldError::new(
-                    "idempotency_key",
-                    "must be 1 to 255 visible ASCII characters",
-                )])),
-            };
-            let upload = Upload::from_envelope(item)
-                .map_err(AppError::Validation)
-                .and_then(|mut u| {
-                    if let Some(Some(data)) = wide_data.get(i) {
-                        u.raw = data.clone();
-                        u.data = None;
-                    }
-                    if u.raw.len() > max_item {
-                        Err(AppError::PayloadTooLarge(max_item))
-                    } else {
-                        Ok(u)
-                    }
-                });
-            match key {
-                Ok(key) => BatchEntry { upload, key },
-                Err(e) => BatchEntry {
-                    upload: Err(e),
-                    key: None,
-                },
-            }
-        })
+        .map(|(i, item)| batch_entry_of_value(item, wide_data.get(i).cloned().flatten(), max_item))
         .collect())
+}
+
+/// An envelope's members as the JSON text sent. Those an upload reads are parsed one by one, each
+/// checked against the key limit first; `data` is kept as the bytes sent, for its parser to read
+/// once; any other member is skipped unread.
+#[derive(Deserialize)]
+struct EnvelopeText<'a> {
+    #[serde(borrow, default, deserialize_with = "given")]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    stage: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    collected_at: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    trial: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    labels: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    content_base64: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    content_type: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    data: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    idempotency_key: Option<&'a RawValue>,
+}
+
+/// A member present, `null` included (an envelope tells a null `kind` from a missing one).
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// One envelope read member by member ([`EnvelopeText`]).
+struct EnvelopeRead {
+    members: Map<String, Value>,
+    data: Option<EnvelopeData>,
+    key: Option<Value>,
+}
+
+/// Reads the envelope `text`, which lies within `body` (its `data` is then a slice of `body`, not a
+/// copy). `None` when it is not an envelope this reading takes — not an object, a member given
+/// twice, malformed — and the caller reads it whole as a JSON value, as before it.
+fn read_envelope(body: &Bytes, text: &str) -> Option<ApiResult<EnvelopeRead>> {
+    // serde would also take an array as the struct's fields in order.
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let e: EnvelopeText<'_> = serde_json::from_str(text).ok()?;
+    let mut members = Map::new();
+    let read = [
+        ("kind", e.kind),
+        ("stage", e.stage),
+        ("collected_at", e.collected_at),
+        ("trial", e.trial),
+        ("labels", e.labels),
+        ("content", e.content),
+        ("content_base64", e.content_base64),
+        ("content_type", e.content_type),
+    ];
+    for (name, member) in read {
+        let Some(member) = member else { continue };
+        match member_value(name, member) {
+            Ok(v) => {
+                members.insert(name.to_owned(), v);
+            }
+            Err(err) => return Some(Err(err)),
+        }
+    }
+    let key = match e
+        .idempotency_key
+        .map(|k| member_value("idempotency_key", k))
+        .transpose()
+    {
+        Ok(key) => key,
+        Err(err) => return Some(Err(err)),
+    };
+    let data = e.data.map(|d| d.get()).filter(|d| *d != "null").map(|d| {
+        if d.starts_with(['{', '[']) {
+            EnvelopeData::Json(body.slice_ref(d.as_bytes()))
+        } else {
+            EnvelopeData::Other
+        }
+    });
+    Some(Ok(EnvelopeRead { members, data, key }))
+}
+
+/// One envelope member parsed; an object wider than the key limit is refused unbuilt, as the
+/// whole-value reading refuses it ([`wide_envelope`]).
+fn member_value(name: &str, member: &RawValue) -> ApiResult<Value> {
+    let text = member.get().as_bytes();
+    if is_wide(text) {
+        return Err(AppError::Validation(vec![FieldError::new(
+            name,
+            format!("holds an object of more than {} keys", limits::MAX_METRIC_KEYS),
+        )]));
+    }
+    parse_json(text)
 }
 
 /// Reads the whole body, failing with 413 as soon as it passes `max` bytes: at once when
@@ -206,20 +368,41 @@ pub async fn decode(req: Request, max: usize) -> ApiResult<Upload> {
     match form {
         Form::Raw => Upload::from_fields(&query, clean_content_type(ct_header.as_deref()), None, raw)
             .map_err(AppError::Validation),
-        Form::Envelope if is_wide(&raw) => {
-            let (v, data) = wide_envelope(&raw)?;
-            let mut upload = Upload::from_envelope(v).map_err(AppError::Validation)?;
-            if let Some(data) = data {
-                upload.raw = data;
-                upload.data = None;
+        Form::Envelope => match std::str::from_utf8(&raw)
+            .ok()
+            .and_then(|text| read_envelope(&raw, text))
+        {
+            Some(read) => {
+                let read = read?;
+                Upload::from_envelope_members(read.members, read.data).map_err(AppError::Validation)
             }
-            Ok(upload)
-        }
-        Form::Envelope => Upload::from_envelope(parse_json(&raw)?).map_err(AppError::Validation),
+            None => decode_envelope_as_value(&raw),
+        },
         Form::Multipart => {
             let req = Request::from_parts(parts, Body::from(raw));
             decode_multipart(req, query).await
         }
+    }
+}
+
+/// An envelope the member-wise reading does not take ([`read_envelope`]), read whole as a JSON
+/// value (its wide `data` set aside unbuilt): what every envelope went through before.
+fn decode_envelope_as_value(raw: &Bytes) -> ApiResult<Upload> {
+    let (v, set_aside) = envelope_value(raw)?;
+    let mut upload = Upload::from_envelope(v).map_err(AppError::Validation)?;
+    if let Some(data) = set_aside {
+        upload.raw = data;
+    }
+    Ok(upload)
+}
+
+/// An envelope as a JSON value, with its `data` set aside as bytes (and `{}` in its place) when
+/// it is wider than the key limit ([`wide_envelope`]).
+fn envelope_value(raw: &[u8]) -> ApiResult<(Value, Option<Bytes>)> {
+    if is_wide(raw) {
+        wide_envelope(raw)
+    } else {
+        Ok((parse_json(raw)?, None))
     }
 }
 
@@ -320,11 +503,7 @@ fn wide_batch(raw: &[u8]) -> ApiResult<(Value, Vec<Option<Bytes>>)> {
     let mut items = Vec::with_capacity(batch.items.len());
     let mut set_aside = Vec::with_capacity(batch.items.len());
     for item in batch.items {
-        let (v, data) = if is_wide(item.get().as_bytes()) {
-            wide_envelope(item.get().as_bytes())?
-        } else {
-            (parse_json(item.get().as_bytes())?, None)
-        };
+        let (v, data) = envelope_value(item.get().as_bytes())?;
         items.push(v);
         set_aside.push(data);
     }

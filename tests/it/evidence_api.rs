@@ -119,6 +119,93 @@ async fn json_envelope_with_data_content_and_base64() {
     assert_eq!(body["metrics"]["dcgm.diag.failed_tests"], json!(["PCIe"]));
 }
 
+/// An envelope's `data` is the evidence's content as it was sent — spacing, key order and escapes
+/// kept — alone or as a batch item, and read once from those bytes: the stored bytes, the answer's
+/// `sha256` and `size_bytes`, and the metrics all come from the same text. A member given twice or
+/// a `null` kind still reads as a JSON document does (the last wins; "must be a string").
+#[tokio::test]
+async fn an_envelopes_data_is_kept_as_the_bytes_sent() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let path = format!("/api/v1/briefs/{brief}/evidence");
+    let data =
+        "{ \"tool\": \"harness\",\n  \"metrics\": {\"z.last\": 2, \"a.first\": 1.50, \"note\": \"caf\\u00e9\"} }";
+    let post = |body: String, url: String| {
+        let client = app.client.clone();
+        async move {
+            client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let single = created(
+        post(
+            format!("{{\"kind\": \"metrics\", \"stage\": 3, \"data\": {data}}}"),
+            app.url(&path),
+        )
+        .await,
+    )
+    .await;
+    let batch: Value = post(
+        format!("{{\"items\": [ {{\"kind\": \"metrics\", \"stage\": 3, \"data\": {data} }} ]}}"),
+        app.url(&format!("{path}/batch")),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let sent_sha = rentcheck::evidence::model::sha256_hex(data.as_bytes());
+    for id in [
+        single["id"].as_str().unwrap(),
+        batch["items"][0]["id"].as_str().unwrap(),
+    ] {
+        let raw = app.get(&format!("/api/v1/evidence/{id}/raw")).await;
+        assert_eq!(raw.bytes().await.unwrap(), data.as_bytes(), "item {id}");
+        let item: Value = app.get(&format!("/api/v1/evidence/{id}")).await.json().await.unwrap();
+        assert_eq!(item["sha256"], sent_sha.as_str(), "{item}");
+        assert_eq!(item["size_bytes"], data.len(), "{item}");
+        assert_eq!(
+            item["metrics"],
+            json!({ "a.first": 1.5, "z.last": 2.0, "note": "café" }),
+            "{item}"
+        );
+        assert_eq!(item["tool"], "harness", "{item}");
+    }
+    assert_eq!(single["sha256"], sent_sha.as_str());
+
+    // A member given twice: the last is the one read, as in any JSON document.
+    let twice = created(
+        post(
+            r#"{"kind": "log", "stage": 3, "stage": 4, "content": "x"}"#.to_owned(),
+            app.url(&path),
+        )
+        .await,
+    )
+    .await;
+    let item: Value = app
+        .get(&format!("/api/v1/evidence/{}", twice["id"].as_str().unwrap()))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(item["stage"], 4, "{item}");
+    let p = problem(
+        post(
+            r#"{"kind": null, "stage": 3, "content": "x"}"#.to_owned(),
+            app.url(&path),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "kind", "{p}");
+    assert_eq!(p["errors"][0]["message"], "must be a string", "{p}");
+}
+
 #[tokio::test]
 async fn multipart_upload_with_fields_as_parts_or_query() {
     let app = spawn_app().await;

@@ -310,14 +310,6 @@ pub fn parse_with(kind: EvidenceKind, bytes: &[u8], targets: &SloTargets) -> Res
     within_limits(with_launcher(result, &stripped))
 }
 
-/// `metrics` evidence from its JSON document already decoded (an envelope's `data`, decoded with
-/// the request): the same result as [`parse_with`] on the document's bytes, without reading them
-/// a second time. Only for a document that is not wider than the key limit (the upload set any
-/// such aside as bytes) and that has no launcher prefixes (a decoded document has none).
-pub fn parse_metrics_value(v: &serde_json::Value) -> Result<Parsed, ParseError> {
-    within_limits(generic_metrics::parse_value(v))
-}
-
 /// An item over a limit (`limits`) is failed with the limit as its error, and no metrics.
 fn within_limits(result: Result<Parsed, ParseError>) -> Result<Parsed, ParseError> {
     let p = result?;
