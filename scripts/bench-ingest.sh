@@ -17,7 +17,8 @@
 #   4. `wrk`: batches of 100 of the 2 KB envelopes (`evidence/batch`), 16 connections;
 #   5. pgbench: the same 100 rows in one INSERT per transaction, into the bare table of 2.; 100
 #      rows that differ (a row number in each, so each row's jsonb is read, as for real uploads)
-#      into that table; and the same 100 into `evidence` itself (indexes, triggers); 16 clients each;
+#      into that table; and the same 100, then 100 that differ, into `evidence` itself (indexes,
+#      triggers); 16 clients each;
 #   6. `wrk`: the brief's review JSON at 16 connections (an engineer's token), first quiet, then
 #      while 4 more connections upload single 2 KB items to the same brief all along; it counts the
 #      answers sent as current and those sent from the review before (`"refreshing": true`).
@@ -59,7 +60,7 @@ check() { # one request first, so a setup error is not mistaken for load
 summary() { sut_wrk_summary; }
 
 # pgbench's side of the ratios ($WORK/insert.sql, insert-batch.sql, insert-batch-distinct.sql,
-# insert-evidence-batch.sql).
+# insert-evidence-batch.sql, insert-evidence-batch-distinct.sql).
 sut_pgbench_scripts
 
 # The compactor finishes the previous run's backlog before the next measurement starts.
@@ -138,6 +139,9 @@ for round in $(seq 1 "$ROUNDS"); do
     settle
     pgbench -n -c16 -j"$THREADS" -T"$DURATION" -f "$WORK/insert-evidence-batch.sql" "$DATABASE_URL" >"$WORK/pgbench3.txt" 2>&1
     echo "   pgbench 100-row insert into evidence (indexes, triggers), 16 clients: $(grep -E '^tps =' "$WORK/pgbench3.txt" | awk '{print $3}') tx/s"
+    settle
+    pgbench -n -c16 -j"$THREADS" -T"$DURATION" -f "$WORK/insert-evidence-batch-distinct.sql" "$DATABASE_URL" >"$WORK/pgbench5.txt" 2>&1
+    echo "   pgbench 100 distinct rows per insert into evidence, 16 clients: $(grep -E '^tps =' "$WORK/pgbench5.txt" | awk '{print $3}') tx/s"
 done
 echo "server memory at end: $(hwm)"
 echo "evidence rows: $(psql -At "$DATABASE_URL" -c 'SELECT count(*) FROM evidence')"

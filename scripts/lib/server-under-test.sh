@@ -175,4 +175,14 @@ SELECT gen_random_uuid(), '$BRIEF', '$trial', 'metrics', 3, 'application/json', 
        '$metrics_sql'::jsonb, 'ok', 'pgbench', '{}', now(), now(), 'pgbench'
 FROM (SELECT convert_to('$metrics_sql', 'UTF8') AS raw) AS r, generate_series(1, 100) AS g;
 SQL
+    # Rows that differ into `evidence`, as insert-batch-distinct.sql into the bare table: what
+    # PostgreSQL alone does with 100 different items, the most a server's batch can reach.
+    cat >"$WORK/insert-evidence-batch-distinct.sql" <<SQL
+INSERT INTO evidence (id, brief_id, trial_id, kind, stage, content_type, raw, sha256, size_bytes, metrics,
+                      parse_status, parser_version, labels, collected_at, received_at, uploaded_by)
+SELECT gen_random_uuid(), '$BRIEF', '$trial', 'metrics', 3, 'application/json', convert_to(t, 'UTF8'),
+       encode(sha256(convert_to(t || random()::text, 'UTF8')), 'hex'), octet_length(convert_to(t, 'UTF8')),
+       t::jsonb, 'ok', 'pgbench', '{}', now(), now(), 'pgbench'
+FROM (SELECT '{"row": ' || g || ', ' || substr('$metrics_sql', 2) AS t FROM generate_series(1, 100) AS g) AS rows;
+SQL
 }
