@@ -39,8 +39,8 @@ pub(crate) fn parse_value(v: &Value) -> Result<Parsed, ParseError> {
 
 /// The rules for each metric, the same whichever way the document was read: `metrics` in key
 /// order (a JSON object's keys as a map holds them).
-fn read<'a>(
-    metrics: impl Iterator<Item = (&'a str, MetricInput<'a>)>,
+fn read<'a, K: AsRef<str>>(
+    metrics: impl Iterator<Item = (K, MetricInput<'a>)>,
     tool: Option<String>,
     tool_version: Option<String>,
 ) -> Parsed {
@@ -50,6 +50,7 @@ fn read<'a>(
         ..Parsed::default()
     };
     for (k, val) in metrics {
+        let k = k.as_ref();
         if k.is_empty() || k.chars().any(char::is_whitespace) {
             p.warn(format!("metric key {k:?} is not a valid key; skipped"));
             continue;
@@ -128,23 +129,10 @@ fn parse_direct(s: &str) -> Option<Parsed> {
         _ => None,
     };
     Some(read(
-        doc.metrics.iter().map(|(k, v)| (k.0.as_ref(), v.borrowed())),
+        doc.metrics.into_iter().map(|(k, v)| (k.0, v)),
         text(doc.tool),
         text(doc.tool_version),
     ))
-}
-
-impl MetricInput<'_> {
-    fn borrowed(&self) -> MetricInput<'_> {
-        match self {
-            MetricInput::Bool(b) => MetricInput::Bool(*b),
-            MetricInput::Number(x) => MetricInput::Number(*x),
-            MetricInput::Text(t) => MetricInput::Text(Cow::Borrowed(t)),
-            MetricInput::List(items) => MetricInput::List(items.iter().map(|t| Cow::Borrowed(t.as_ref())).collect()),
-            MetricInput::UnreadableNumber => MetricInput::UnreadableNumber,
-            MetricInput::Other(what) => MetricInput::Other(what),
-        }
-    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for MetricInput<'a> {
@@ -266,7 +254,7 @@ mod tests {
             json!({ "metrics": many }),
         ];
         let mut docs: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-        let taken = docs.len() - 1; // all but the 1,000-key document, which is walked for width first
+        let (escapes, member_twice) = (docs.len(), docs.len() + 1);
         docs.extend(
             [
                 // Escapes in keys and strings, whitespace, a key given twice (the last wins).
@@ -285,13 +273,13 @@ mod tests {
         );
         for (i, doc) in docs.iter().enumerate() {
             assert_eq!(parse(doc), general(doc), "{doc:.200}");
-            if i < taken {
+            if i < values.len() {
                 assert!(parse_direct(doc).is_some(), "the direct reading should take {doc:.200}");
             }
         }
-        assert!(parse_direct(&docs[taken + 1]).is_some(), "escapes and whitespace");
-        assert!(parse_direct(&docs[taken + 2]).is_none(), "a member given twice");
-        let twice = parse(&docs[taken + 1]).unwrap();
+        assert!(parse_direct(&docs[escapes]).is_some(), "escapes and whitespace");
+        assert!(parse_direct(&docs[member_twice]).is_none(), "a member given twice");
+        let twice = parse(&docs[escapes]).unwrap();
         assert_eq!(
             twice.metrics.get("d"),
             Some(&super::super::MetricValue::Text("two".into()))
