@@ -2,7 +2,7 @@
 //! streams and decode one of the three forms (JSON envelope, raw body, multipart) into an
 //! [`Upload`]. What happens to it is `service::ingest`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::{
     body::Body,
@@ -11,7 +11,6 @@ use axum::{
 };
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use serde::Deserialize;
 use serde_json::{value::RawValue, Map, Value};
 
 use super::model::{clean_content_type, EnvelopeData, Upload};
@@ -79,9 +78,9 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
     for item in items {
         let entry = match read_envelope(&raw, item.get()) {
             Some(read) => {
-                let read = read?;
-                let key = read.key.as_ref().map_or(Ok(None), batch_key);
-                let upload = Upload::from_envelope_members(read.members, read.data).map_err(AppError::Validation);
+                let (members, data) = read?;
+                let key = members.get("idempotency_key").map_or(Ok(None), batch_key);
+                let upload = Upload::from_envelope_members(members, data).map_err(AppError::Validation);
                 batch_entry(upload, key, max_item)
             }
             // Not an envelope the member-wise reading takes: read whole, as before it.
@@ -96,24 +95,24 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
 }
 
 /// The items of `{ "items": [ … ] }`, each as the JSON text sent, or the batch's error; `None` when
-/// the body is not a batch this reading takes (not an object, `items` given twice, malformed), which
-/// [`decode_batch_as_value`] then answers.
+/// the body is not a JSON object, which [`decode_batch_as_value`] then answers.
 fn batch_items(raw: &[u8]) -> Option<ApiResult<Vec<&RawValue>>> {
-    #[derive(Deserialize)]
-    struct BatchText<'a> {
-        #[serde(borrow)]
-        items: Option<&'a RawValue>,
-    }
-    // serde would also take an array as the struct's fields in order.
-    if !raw.trim_ascii_start().starts_with(b"{") {
+    let mut members = json_members(raw)?;
+    let items: Vec<&RawValue> = members
+        .remove("items")
+        .and_then(|i| serde_json::from_str(i.get()).ok())
+        .unwrap_or_default();
+    Some(check_item_count(items.len()).map(|()| items))
+}
+
+/// A JSON object's members as the text sent, none of them built (a member given twice: the last,
+/// as in a JSON map). `None` when `text` is not a JSON object.
+fn json_members(text: &[u8]) -> Option<BTreeMap<String, &RawValue>> {
+    // serde would read an array into a map's entries too, never as an object.
+    if !text.trim_ascii_start().starts_with(b"{") {
         return None;
     }
-    let batch: BatchText<'_> = serde_json::from_slice(raw).ok()?;
-    let items: Option<Vec<&RawValue>> = batch.items.and_then(|i| serde_json::from_str(i.get()).ok());
-    Some(match items {
-        Some(items) => check_item_count(items.len()).map(|()| items),
-        None => check_item_count(0).map(|()| Vec::new()),
-    })
+    serde_json::from_slice(text).ok()
 }
 
 fn check_item_count(n: usize) -> ApiResult<()> {
@@ -197,90 +196,31 @@ fn decode_batch_as_value(raw: &[u8], max_item: usize) -> ApiResult<Vec<BatchEntr
         .collect())
 }
 
-/// An envelope's members as the JSON text sent. Those an upload reads are parsed one by one, each
-/// checked against the key limit first; `data` is kept as the bytes sent, for its parser to read
-/// once; any other member is skipped unread.
-#[derive(Deserialize)]
-struct EnvelopeText<'a> {
-    #[serde(borrow, default, deserialize_with = "given")]
-    kind: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    stage: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    collected_at: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    trial: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    labels: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    content: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    content_base64: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    content_type: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    data: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "given")]
-    idempotency_key: Option<&'a RawValue>,
-}
+/// An envelope's members other than `data`, each parsed, and its `data` as sent.
+type EnvelopeMembers = (Map<String, Value>, Option<EnvelopeData>);
 
-/// A member present, `null` included (an envelope tells a null `kind` from a missing one).
-fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
-/// One envelope read member by member ([`EnvelopeText`]).
-struct EnvelopeRead {
-    members: Map<String, Value>,
-    data: Option<EnvelopeData>,
-    key: Option<Value>,
-}
-
-/// Reads the envelope `text`, which lies within `body` (its `data` is then a slice of `body`, not a
-/// copy). `None` when it is not an envelope this reading takes — not an object, a member given
-/// twice, malformed — and the caller reads it whole as a JSON value, as before it.
-fn read_envelope(body: &Bytes, text: &str) -> Option<ApiResult<EnvelopeRead>> {
-    // serde would also take an array as the struct's fields in order.
-    if !text.trim_start().starts_with('{') {
-        return None;
-    }
-    let e: EnvelopeText<'_> = serde_json::from_str(text).ok()?;
-    let mut members = Map::new();
-    let read = [
-        ("kind", e.kind),
-        ("stage", e.stage),
-        ("collected_at", e.collected_at),
-        ("trial", e.trial),
-        ("labels", e.labels),
-        ("content", e.content),
-        ("content_base64", e.content_base64),
-        ("content_type", e.content_type),
-    ];
-    for (name, member) in read {
-        let Some(member) = member else { continue };
-        match member_value(name, member) {
-            Ok(v) => {
-                members.insert(name.to_owned(), v);
+/// Reads the envelope `text`, which lies within `body`, member by member: each member is parsed on
+/// its own (after the key-limit walk), and `data` is kept as the bytes sent (a slice of `body`, not
+/// a copy) for its parser to read once. `None` when `text` is not a JSON object (or not JSON): the
+/// caller then reads it whole as a JSON value, as before, for the same answer.
+fn read_envelope(body: &Bytes, text: &str) -> Option<ApiResult<EnvelopeMembers>> {
+    let mut members = json_members(text.as_bytes())?;
+    let data = members
+        .remove("data")
+        .map(|d| d.get())
+        .filter(|d| *d != "null")
+        .map(|d| {
+            if d.starts_with(['{', '[']) {
+                EnvelopeData::Json(body.slice_ref(d.as_bytes()))
+            } else {
+                EnvelopeData::Other
             }
-            Err(err) => return Some(Err(err)),
-        }
-    }
-    let key = match e
-        .idempotency_key
-        .map(|k| member_value("idempotency_key", k))
-        .transpose()
-    {
-        Ok(key) => key,
-        Err(err) => return Some(Err(err)),
-    };
-    let data = e.data.map(|d| d.get()).filter(|d| *d != "null").map(|d| {
-        if d.starts_with(['{', '[']) {
-            EnvelopeData::Json(body.slice_ref(d.as_bytes()))
-        } else {
-            EnvelopeData::Other
-        }
-    });
-    Some(Ok(EnvelopeRead { members, data, key }))
+        });
+    let members: ApiResult<Map<String, Value>> = members
+        .into_iter()
+        .map(|(name, member)| member_value(&name, member).map(|v| (name, v)))
+        .collect();
+    Some(members.map(|members| (members, data)))
 }
 
 /// One envelope member parsed; an object wider than the key limit is refused unbuilt, as the
@@ -373,8 +313,8 @@ pub async fn decode(req: Request, max: usize) -> ApiResult<Upload> {
             .and_then(|text| read_envelope(&raw, text))
         {
             Some(read) => {
-                let read = read?;
-                Upload::from_envelope_members(read.members, read.data).map_err(AppError::Validation)
+                let (members, data) = read?;
+                Upload::from_envelope_members(members, data).map_err(AppError::Validation)
             }
             None => decode_envelope_as_value(&raw),
         },

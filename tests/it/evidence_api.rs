@@ -177,22 +177,21 @@ async fn an_envelopes_data_is_kept_as_the_bytes_sent() {
     }
     assert_eq!(single["sha256"], sent_sha.as_str());
 
-    // A member given twice: the last is the one read, as in any JSON document.
+    // A member given twice: the last is the one read, as in any JSON document, and `data` is
+    // still kept as sent.
     let twice = created(
         post(
-            r#"{"kind": "log", "stage": 3, "stage": 4, "content": "x"}"#.to_owned(),
+            format!("{{\"kind\": \"metrics\", \"stage\": 3, \"stage\": 4, \"data\": {data}}}"),
             app.url(&path),
         )
         .await,
     )
     .await;
-    let item: Value = app
-        .get(&format!("/api/v1/evidence/{}", twice["id"].as_str().unwrap()))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let id = twice["id"].as_str().unwrap();
+    let item: Value = app.get(&format!("/api/v1/evidence/{id}")).await.json().await.unwrap();
     assert_eq!(item["stage"], 4, "{item}");
+    let raw = app.get(&format!("/api/v1/evidence/{id}/raw")).await;
+    assert_eq!(raw.bytes().await.unwrap(), data.as_bytes());
     let p = problem(
         post(
             r#"{"kind": null, "stage": 3, "content": "x"}"#.to_owned(),
