@@ -139,28 +139,12 @@ pub enum EnvelopeData {
 }
 
 impl Upload {
-    /// The JSON envelope `{ kind, stage, collected_at?, labels?, content | content_base64 | data }`.
-    /// `content_type` may accompany `content_base64` to say what the bytes are. A `data` already
-    /// built as a value is written out compact; a request's `data` is kept as sent instead
-    /// (`upload::read_envelope`), and comes here only when that reading declines the envelope.
-    pub fn from_envelope(body: Value) -> Result<Upload, Vec<FieldError>> {
-        let Value::Object(mut o) = body else {
-            return Err(vec![FieldError::new("body", "must be a JSON object")]);
-        };
-        let data = o
-            .remove("data")
-            .filter(|d| !d.is_null())
-            .map(|d| match serde_json::to_vec(&d) {
-                Ok(b) if d.is_object() || d.is_array() => EnvelopeData::Json(Bytes::from(b)),
-                _ => EnvelopeData::Other,
-            });
-        Upload::from_envelope_members(o, data)
-    }
-
-    /// [`Upload::from_envelope`] given the envelope's other members and its `data` apart (a
-    /// request's envelope is read this way: `upload::read_envelope`).
+    /// The JSON envelope `{ kind, stage, collected_at?, labels?, content | content_base64 | data }`,
+    /// given as its members other than `data`, each parsed, and its `data` as the bytes sent
+    /// (`upload::read_envelope`). `content_type` may accompany `content_base64` to say what the
+    /// bytes are.
     // Long, and reads better whole: one read per envelope field, every error collected.
-    pub fn from_envelope_members(o: Map<String, Value>, data: Option<EnvelopeData>) -> Result<Upload, Vec<FieldError>> {
+    pub fn from_envelope(o: Map<String, Value>, data: Option<EnvelopeData>) -> Result<Upload, Vec<FieldError>> {
         let mut errors = Vec::new();
         let kind = match o.get("kind") {
             Some(Value::String(s)) => parse_kind(s).map_err(|e| errors.push(e)).ok(),
@@ -608,10 +592,14 @@ mod tests {
 
     #[test]
     fn envelope_validation_names_each_field() {
-        let e = Upload::from_envelope(json!({"kind": "nope", "stage": 9, "labels": [1]})).unwrap_err();
+        let envelope = |v: Value| match v {
+            Value::Object(members) => Upload::from_envelope(members, None),
+            _ => unreachable!("an envelope is an object"),
+        };
+        let e = envelope(json!({"kind": "nope", "stage": 9, "labels": [1]})).unwrap_err();
         let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["kind", "stage", "labels", "content"]);
-        let u = Upload::from_envelope(json!({"kind": "auto", "stage": "2", "content_base64": "/w=="})).unwrap();
+        let u = envelope(json!({"kind": "auto", "stage": "2", "content_base64": "/w=="})).unwrap();
         assert_eq!(&u.raw[..], &[0xff]);
         assert_eq!(u.content_type, "application/octet-stream");
     }

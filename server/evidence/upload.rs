@@ -72,22 +72,22 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
     let raw = read_capped(body, &parts.headers, BATCH_MAX_BYTES).await?;
     let items = match batch_items(&raw) {
         Some(items) => items?,
-        None => return decode_batch_as_value(&raw, max_item),
+        None => return Err(refuse_non_object(&raw, items_error())),
     };
     let mut entries = Vec::with_capacity(items.len());
     for item in items {
-        let entry = match read_envelope(&raw, item.get()) {
+        let entry = match read_envelope(&raw, item.get().as_bytes()) {
             Some(read) => {
                 let (members, data) = read?;
                 let key = members.get("idempotency_key").map_or(Ok(None), batch_key);
-                let upload = Upload::from_envelope_members(members, data).map_err(AppError::Validation);
+                let upload = Upload::from_envelope(members, data).map_err(AppError::Validation);
                 batch_entry(upload, key, max_item)
             }
-            // Not an envelope the member-wise reading takes: read whole, as before it.
-            None => {
-                let (v, set_aside) = envelope_value(item.get().as_bytes())?;
-                batch_entry_of_value(v, set_aside, max_item)
-            }
+            // An item that is JSON (the batch is) but not an object.
+            None => BatchEntry {
+                upload: Err(envelope_not_an_object()),
+                key: None,
+            },
         };
         entries.push(entry);
     }
@@ -95,7 +95,7 @@ pub async fn decode_batch(req: Request, max_item: usize) -> ApiResult<Vec<BatchE
 }
 
 /// The items of `{ "items": [ … ] }`, each as the JSON text sent, or the batch's error; `None` when
-/// the body is not a JSON object, which [`decode_batch_as_value`] then answers.
+/// the body is not a JSON object ([`refuse_non_object`]).
 fn batch_items(raw: &[u8]) -> Option<ApiResult<Vec<&RawValue>>> {
     let mut members = json_members(raw)?;
     let items: Vec<&RawValue> = members
@@ -123,12 +123,33 @@ fn check_item_count(n: usize) -> ApiResult<()> {
         )]));
     }
     if n == 0 {
-        return Err(AppError::Validation(vec![FieldError::new(
-            "items",
-            format!("must be an array of 1 to {BATCH_MAX_ITEMS} evidence items"),
-        )]));
+        return Err(items_error());
     }
     Ok(())
+}
+
+fn items_error() -> AppError {
+    AppError::Validation(vec![FieldError::new(
+        "items",
+        format!("must be an array of 1 to {BATCH_MAX_ITEMS} evidence items"),
+    )])
+}
+
+fn envelope_not_an_object() -> AppError {
+    AppError::Validation(vec![FieldError::new("body", "must be a JSON object")])
+}
+
+/// The answer to a body that is not a JSON object: 400 when it is not JSON (nested deeper than
+/// serde_json's limit included), `refusal` otherwise. One holding an object wider than the key
+/// limit is not built to find out.
+fn refuse_non_object(raw: &[u8], refusal: AppError) -> AppError {
+    if is_wide(raw) {
+        return refusal;
+    }
+    match parse_json(raw) {
+        Err(e) => e,
+        Ok(_) => refusal,
+    }
 }
 
 /// A batch item's `idempotency_key`: absent, null or 1 to 255 visible ASCII characters.
@@ -160,51 +181,14 @@ fn batch_entry(upload: ApiResult<Upload>, key: ApiResult<Option<String>>, max_it
     }
 }
 
-/// A batch item read whole as a JSON value; `set_aside` is its `data` kept as bytes when it was wider
-/// than the key limit.
-fn batch_entry_of_value(item: Value, set_aside: Option<Bytes>, max_item: usize) -> BatchEntry {
-    let key = item.get("idempotency_key").map_or(Ok(None), batch_key);
-    let upload = Upload::from_envelope(item).map_err(AppError::Validation).map(|mut u| {
-        if let Some(data) = set_aside {
-            u.raw = data;
-        }
-        u
-    });
-    batch_entry(upload, key, max_item)
-}
-
-/// A batch the member-wise reading does not take, read whole as a JSON value (and its wide `data`
-/// set aside unbuilt): what every batch went through before.
-fn decode_batch_as_value(raw: &[u8], max_item: usize) -> ApiResult<Vec<BatchEntry>> {
-    let (v, wide_data) = if is_wide(raw) {
-        wide_batch(raw)?
-    } else {
-        (parse_json(raw)?, Vec::new())
-    };
-    let items = match v {
-        Value::Object(mut o) => match o.remove("items") {
-            Some(Value::Array(items)) => items,
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    };
-    check_item_count(items.len())?;
-    Ok(items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| batch_entry_of_value(item, wide_data.get(i).cloned().flatten(), max_item))
-        .collect())
-}
-
 /// An envelope's members other than `data`, each parsed, and its `data` as sent.
 type EnvelopeMembers = (Map<String, Value>, Option<EnvelopeData>);
 
 /// Reads the envelope `text`, which lies within `body`, member by member: each member is parsed on
 /// its own (after the key-limit walk), and `data` is kept as the bytes sent (a slice of `body`, not
-/// a copy) for its parser to read once. `None` when `text` is not a JSON object (or not JSON): the
-/// caller then reads it whole as a JSON value, as before, for the same answer.
-fn read_envelope(body: &Bytes, text: &str) -> Option<ApiResult<EnvelopeMembers>> {
-    let mut members = json_members(text.as_bytes())?;
+/// a copy) for its parser to read once. `None` when `text` is not a JSON object (or not JSON).
+fn read_envelope(body: &Bytes, text: &[u8]) -> Option<ApiResult<EnvelopeMembers>> {
+    let mut members = json_members(text)?;
     let data = members
         .remove("data")
         .map(|d| d.get())
@@ -223,8 +207,8 @@ fn read_envelope(body: &Bytes, text: &str) -> Option<ApiResult<EnvelopeMembers>>
     Some(members.map(|members| (members, data)))
 }
 
-/// One envelope member parsed; an object wider than the key limit is refused unbuilt, as the
-/// whole-value reading refuses it ([`wide_envelope`]).
+/// One envelope member parsed; one holding an object wider than the key limit is refused as that
+/// field's error, unbuilt.
 fn member_value(name: &str, member: &RawValue) -> ApiResult<Value> {
     let text = member.get().as_bytes();
     if is_wide(text) {
@@ -308,41 +292,17 @@ pub async fn decode(req: Request, max: usize) -> ApiResult<Upload> {
     match form {
         Form::Raw => Upload::from_fields(&query, clean_content_type(ct_header.as_deref()), None, raw)
             .map_err(AppError::Validation),
-        Form::Envelope => match std::str::from_utf8(&raw)
-            .ok()
-            .and_then(|text| read_envelope(&raw, text))
-        {
+        Form::Envelope => match read_envelope(&raw, &raw) {
             Some(read) => {
                 let (members, data) = read?;
-                Upload::from_envelope_members(members, data).map_err(AppError::Validation)
+                Upload::from_envelope(members, data).map_err(AppError::Validation)
             }
-            None => decode_envelope_as_value(&raw),
+            None => Err(refuse_non_object(&raw, envelope_not_an_object())),
         },
         Form::Multipart => {
             let req = Request::from_parts(parts, Body::from(raw));
             decode_multipart(req, query).await
         }
-    }
-}
-
-/// An envelope the member-wise reading does not take ([`read_envelope`]), read whole as a JSON
-/// value (its wide `data` set aside unbuilt): what every envelope went through before.
-fn decode_envelope_as_value(raw: &Bytes) -> ApiResult<Upload> {
-    let (v, set_aside) = envelope_value(raw)?;
-    let mut upload = Upload::from_envelope(v).map_err(AppError::Validation)?;
-    if let Some(data) = set_aside {
-        upload.raw = data;
-    }
-    Ok(upload)
-}
-
-/// An envelope as a JSON value, with its `data` set aside as bytes (and `{}` in its place) when
-/// it is wider than the key limit ([`wide_envelope`]).
-fn envelope_value(raw: &[u8]) -> ApiResult<(Value, Option<Bytes>)> {
-    if is_wide(raw) {
-        wide_envelope(raw)
-    } else {
-        Ok((parse_json(raw)?, None))
     }
 }
 
@@ -393,59 +353,4 @@ fn parse_json(raw: &[u8]) -> ApiResult<Value> {
 /// not built: see `parsers::limits`).
 fn is_wide(raw: &[u8]) -> bool {
     std::str::from_utf8(raw).ok().and_then(limits::too_wide).is_some()
-}
-
-/// An envelope holding an object wider than the key limit, read without building that object: a
-/// wide `data` is kept as the bytes sent (its parser then stores the item `failed`, naming the
-/// limit, as for any upload over it) and replaced by `{}` in the envelope; a wide object anywhere else
-/// is refused as that field's error. Returns the envelope and, when `data` was set aside, its bytes.
-fn wide_envelope(raw: &[u8]) -> ApiResult<(Value, Option<Bytes>)> {
-    let members: std::collections::BTreeMap<String, Box<serde_json::value::RawValue>> =
-        serde_json::from_slice(raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
-    let mut fields = serde_json::Map::new();
-    let mut data = None;
-    for (name, value) in members {
-        let text = value.get();
-        if is_wide(text.as_bytes()) {
-            if name != "data" {
-                return Err(AppError::Validation(vec![FieldError::new(
-                    &name,
-                    format!("holds an object of more than {} keys", limits::MAX_METRIC_KEYS),
-                )]));
-            }
-            data = Some(Bytes::copy_from_slice(text.as_bytes()));
-            fields.insert(name, Value::Object(Default::default()));
-        } else {
-            fields.insert(name, parse_json(text.as_bytes())?);
-        }
-    }
-    Ok((Value::Object(fields), data))
-}
-
-/// A batch holding an object wider than the key limit: each item as [`wide_envelope`] reads it.
-/// Returns the batch with the wide `data` objects replaced by `{}`, and per item the bytes set aside.
-fn wide_batch(raw: &[u8]) -> ApiResult<(Value, Vec<Option<Bytes>>)> {
-    #[derive(serde::Deserialize)]
-    struct RawBatch {
-        items: Vec<Box<serde_json::value::RawValue>>,
-    }
-    let batch: RawBatch =
-        serde_json::from_slice(raw).map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
-    if batch.items.len() > BATCH_MAX_ITEMS {
-        return Err(AppError::Validation(vec![FieldError::new(
-            "items",
-            format!(
-                "holds {} items; send at most {BATCH_MAX_ITEMS} per batch",
-                batch.items.len()
-            ),
-        )]));
-    }
-    let mut items = Vec::with_capacity(batch.items.len());
-    let mut set_aside = Vec::with_capacity(batch.items.len());
-    for item in batch.items {
-        let (v, data) = envelope_value(item.get().as_bytes())?;
-        items.push(v);
-        set_aside.push(data);
-    }
-    Ok((serde_json::json!({ "items": items }), set_aside))
 }
