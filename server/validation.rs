@@ -192,17 +192,47 @@ impl<'a> FieldReader<'a> {
         }
     }
 
+    /// A one-line field (a name, an id, a choice): no control character at all, line breaks
+    /// included, since such text is written into YAML comments, headers and copyable lines.
     pub fn text(&mut self, field: &str, max_len: usize) -> Option<String> {
+        self.checked_text(field, max_len, |c| c.is_control())
+    }
+
+    /// A field of several lines (notes, plans, a manifest): line breaks and tabs, no other
+    /// control characters.
+    pub fn multiline_text(&mut self, field: &str, max_len: usize) -> Option<String> {
+        self.checked_text(field, max_len, |c| {
+            c.is_control() && c != '\n' && c != '\r' && c != '\t'
+        })
+    }
+
+    fn checked_text(&mut self, field: &str, max_len: usize, refused: impl Fn(char) -> bool) -> Option<String> {
         let value = self.read(field, Raw::text)?;
         if value.chars().count() > max_len {
             self.fail(field, format!("must be at most {max_len} characters"));
             return None;
         }
-        if value
-            .chars()
-            .any(|c| c.is_control() && c != '\n' && c != '\r' && c != '\t')
-        {
-            self.fail(field, "must not contain control characters");
+        if value.chars().any(&refused) {
+            let message = if refused('\n') && value.contains(['\n', '\r']) {
+                "must be one line (no line breaks or other control characters)"
+            } else {
+                "must not contain control characters"
+            };
+            self.fail(field, message);
+            return None;
+        }
+        Some(value)
+    }
+
+    /// A model id as Hugging Face and serving engines write it: letters, digits and `-_./:@+`.
+    /// It goes into copyable command lines, so nothing a shell reads specially is let in.
+    pub fn model_id(&mut self, field: &str, max_len: usize) -> Option<String> {
+        let value = self.text(field, max_len)?;
+        if value.is_empty() || !value.chars().all(is_model_id_char) {
+            self.fail(
+                field,
+                "must be a model id: letters, digits and - _ . / : @ + only (e.g. meta-llama/Llama-3.1-70B-Instruct)",
+            );
             return None;
         }
         Some(value)
@@ -312,4 +342,9 @@ impl<'a> FieldReader<'a> {
             }
         }
     }
+}
+
+/// The characters of a model id (Hugging Face ids, served model names).
+pub fn is_model_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_./:@+".contains(c)
 }

@@ -565,7 +565,7 @@ fn read_model(c: &mut Checker<'_>) -> ModelFields {
     let input = c.input;
     let catalog = read_catalog_model(c);
     let model_name = c
-        .text("model_name", MAX_SHORT_TEXT)
+        .model_id("model_name", MAX_SHORT_TEXT)
         .or_else(|| catalog.map(|m| m.hf_id.clone()));
     if model_name.is_none() && !c.errors.iter().any(|e| e.field == "model_name") {
         c.fail("model_name", "is required (or pick a catalogue model)");
@@ -712,8 +712,8 @@ fn read_placement(c: &mut Checker<'_>) -> Placement {
         needs_host_control,
         only_needs_model_output,
         persist,
-        restore_plan: c.text("restore_plan", MAX_LONG_TEXT),
-        fallback_plan: c.text("fallback_plan", MAX_LONG_TEXT),
+        restore_plan: c.multiline_text("restore_plan", MAX_LONG_TEXT),
+        fallback_plan: c.multiline_text("fallback_plan", MAX_LONG_TEXT),
     }
 }
 
@@ -774,7 +774,7 @@ fn read_allocation(c: &mut Checker<'_>) -> AllocationFields {
         boundary,
         trial_gpu,
         trial_gpu_count,
-        k8s_manifest: c.text("k8s_manifest", MAX_MANIFEST),
+        k8s_manifest: c.multiline_text("k8s_manifest", MAX_MANIFEST),
     }
 }
 

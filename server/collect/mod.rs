@@ -5,6 +5,7 @@
 //!
 //! The token comes from `--token` or `RENTCHECK_TOKEN` and is never printed or logged.
 
+pub mod allow;
 pub mod client;
 pub mod loadgen;
 pub mod plan;
@@ -104,6 +105,10 @@ pub struct CollectArgs {
     /// With --plan: print what would run (the commands, with the tools found or missing) and send nothing.
     #[arg(long, requires = "plan")]
     pub dry_run: bool,
+    /// With --plan: accept a plan from a plain http:// server that is not this machine (the token
+    /// and the plan then cross the network in the clear).
+    #[arg(long, requires = "plan")]
+    pub allow_http: bool,
     /// With --plan: NVIDIA dcgm-exporter, scraped around each load point (default http://127.0.0.1:9400).
     #[arg(long, requires = "plan")]
     pub dcgm_exporter_url: Option<String>,

@@ -180,9 +180,15 @@ pub struct PlanStep {
     /// What a file runner's file holds: a skeleton to fill in.
     #[serde(default)]
     pub template: Option<serde_json::Value>,
-    /// What the server already holds of this step for the trial (a re-run skips it).
+    /// What the server already holds of this step for the trial (a re-run skips it): uploads that
+    /// parsed, newer than any that failed.
     #[serde(default)]
     pub held: Option<Held>,
+    /// Uploads of this step the server could not parse. A re-run sends the step again under new
+    /// idempotency keys (this count is part of them), so it is stored rather than refused as a
+    /// repeat of the failed attempt.
+    #[serde(default)]
+    pub failed_uploads: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -247,9 +253,119 @@ pub fn substitute(text: &str, values: &[(String, String)]) -> String {
     out
 }
 
+/// One word of a line a person copies into a shell, taken literally: bare when it holds only
+/// characters no shell reads specially, else single-quoted (a quote inside as `'\''`). Nothing in
+/// it is expanded, substituted or run, whatever it holds.
+pub fn shell_literal(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// One word of a command the plan builder wrote: its `${NAME}` placeholders (an upper-case name)
+/// stay outside quotes, in double quotes of their own so the shell expands them without
+/// splitting, and every other run of text is [`shell_literal`].
+pub fn shell_template(word: &str) -> String {
+    if word.is_empty() {
+        return "''".to_owned();
+    }
+    let mut out = String::new();
+    let mut rest = word;
+    while !rest.is_empty() {
+        let (literal, placeholder, after) = match next_placeholder(rest) {
+            Some((start, end)) => (&rest[..start], Some(&rest[start..end]), &rest[end..]),
+            None => (rest, None, ""),
+        };
+        if !literal.is_empty() {
+            out.push_str(&shell_literal(literal));
+        }
+        if let Some(p) = placeholder {
+            out.push('"');
+            out.push_str(p);
+            out.push('"');
+        }
+        rest = after;
+    }
+    out
+}
+
+/// Where the first `${NAME}` (NAME: `A-Z`, `0-9`, `_`, not starting with a digit) of `text` starts
+/// and ends.
+fn next_placeholder(text: &str) -> Option<(usize, usize)> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("${") {
+        let start = from + i;
+        let name_start = start + 2;
+        let name_len = text[name_start..]
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(text.len() - name_start);
+        let name = &text[name_start..name_start + name_len];
+        let valid = !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit());
+        if valid && text[name_start + name_len..].starts_with('}') {
+            return Some((start, name_start + name_len + 1));
+        }
+        from = start + 2;
+    }
+    None
+}
+
+/// The shell line of a command the builder wrote: its environment, then its arguments, each a
+/// [`shell_template`].
+pub fn shell_line(env: &[(String, String)], argv: &[String]) -> String {
+    shell_line_with(env, argv, |_| false)
+}
+
+/// The same, with the words for which `is_literal` holds (text a person typed, values already
+/// filled in) quoted as [`shell_literal`]: a `${NAME}` inside them is text, not a placeholder.
+pub fn shell_line_with(env: &[(String, String)], argv: &[String], is_literal: impl Fn(&str) -> bool) -> String {
+    let word = |w: &str| {
+        if is_literal(w) {
+            shell_literal(w)
+        } else {
+            shell_template(w)
+        }
+    };
+    env.iter()
+        .map(|(k, v)| format!("{k}={}", word(v)))
+        .chain(argv.iter().map(|a| word(a)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copyable_word_keeps_placeholders_outside_quotes_and_everything_else_literal() {
+        assert_eq!(
+            shell_template("${DCGM_EXPORTER_URL}/metrics"),
+            "\"${DCGM_EXPORTER_URL}\"/metrics"
+        );
+        assert_eq!(shell_template("${OUT}$(touch x)"), "\"${OUT}\"'$(touch x)'");
+        assert_eq!(shell_template("it's"), r"'it'\''s'");
+        assert_eq!(shell_template("a b"), "'a b'");
+        assert_eq!(shell_template(""), "''");
+        assert_eq!(shell_template("meta-llama/Llama-3.1-8B"), "meta-llama/Llama-3.1-8B");
+        // Not a placeholder: lower case, a digit first, no closing brace, backquotes.
+        assert_eq!(shell_template("${out}"), "'${out}'");
+        assert_eq!(shell_template("${1X}"), "'${1X}'");
+        assert_eq!(shell_template("${OUT"), "'${OUT'");
+        assert_eq!(shell_template("`id`${OUT}"), "'`id`'\"${OUT}\"");
+        // A person's text is literal through and through.
+        assert_eq!(shell_literal("${OUT}$(touch x)"), "'${OUT}$(touch x)'");
+        let argv = ["vllm".to_owned(), "${OUT}'x".to_owned(), "${OUT}/r.json".to_owned()];
+        assert_eq!(
+            shell_line_with(&[], &argv, |w| w == "${OUT}'x"),
+            r#"vllm '${OUT}'\''x' "${OUT}"/r.json"#
+        );
+    }
 
     #[test]
     fn variables_are_replaced_and_unknown_ones_kept() {

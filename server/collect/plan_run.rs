@@ -15,11 +15,13 @@ use std::{path::Path, time::Duration};
 use sha2::{Digest, Sha256};
 
 use super::{
-    check_server,
+    allow, check_server,
     client::{Accepted, BatchSent, Client, Item, Refused, RetryPolicy},
     host_name,
     loadgen::{self, LoadSpec},
-    plan::{substitute, PlanCommand, PlanStep, Runner, TestPlan, BUILT_IN_TOOL, PLAN_FORMAT, STEP_LABEL},
+    plan::{
+        shell_line_with, substitute, PlanCommand, PlanStep, Runner, TestPlan, BUILT_IN_TOOL, PLAN_FORMAT, STEP_LABEL,
+    },
     steps::{self, Gathered},
     stop_reason,
     summary::{Outcome, Summary},
@@ -48,9 +50,19 @@ enum StepResult {
 /// `rcp1-` and the SHA-256 of the trial, the step and the item: the same on every run, so a batch
 /// sent twice creates nothing new, and a second run's different bytes for a step already sent are
 /// refused (409) rather than stored twice.
-pub fn step_item_key(trial: TrialId, step: &str, item: &str) -> String {
+///
+/// `attempt` is how many uploads of the step the server could not parse when the plan was read:
+/// 0 gives the first attempt's keys; after a failed upload the step runs again under new keys, so
+/// its new output is stored instead of refused as a changed repeat.
+pub fn step_item_key(trial: TrialId, step: &str, item: &str, attempt: u32) -> String {
     let mut h = Sha256::new();
-    for part in ["rentcheck-plan/1", &trial.to_string(), step, item] {
+    let attempt = attempt.to_string();
+    let parts: &[&str] = if attempt == "0" {
+        &["rentcheck-plan/1", &trial.to_string(), step, item]
+    } else {
+        &["rentcheck-plan/1", &trial.to_string(), step, item, &attempt]
+    };
+    for part in parts {
         h.update((part.len() as u64).to_be_bytes());
         h.update(part.as_bytes());
     }
@@ -96,6 +108,14 @@ fn variables(plan: &TestPlan, args: &CollectArgs) -> Vec<(String, String)> {
             (v.name.clone(), value)
         })
         .collect()
+}
+
+/// The line a command runs as, with this machine's values, quoted for a shell: made from its
+/// arguments, never the plan's own `shell` text, so what is printed is what runs.
+fn printed_line(cmd: &PlanCommand, vars: &[(String, String)]) -> String {
+    let argv: Vec<String> = cmd.argv.iter().map(|a| substitute(a, vars)).collect();
+    let env: Vec<(String, String)> = cmd.env.iter().map(|(k, v)| (k.clone(), substitute(v, vars))).collect();
+    shell_line_with(&env, &argv, |_| true)
 }
 
 /// The first of `commands` whose tool is present, with its path (`None` for the built-in).
@@ -154,7 +174,7 @@ async fn command_step(step: &PlanStep, vars: &[(String, String)]) -> StepResult 
     };
     let argv: Vec<String> = cmd.argv.iter().skip(1).map(|a| substitute(a, vars)).collect();
     let env: Vec<(String, String)> = cmd.env.iter().map(|(k, v)| (k.clone(), substitute(v, vars))).collect();
-    eprintln!("      $ {}", substitute(&cmd.shell, vars));
+    eprintln!("      $ {}", printed_line(cmd, vars));
     let g = steps::run_command_with_env(&path, &argv, &env, &step.kind, Duration::from_secs(step.timeout_s)).await;
     gathered(g, "output", &step.kind)
 }
@@ -277,7 +297,7 @@ async fn load_step(
             set_flag(&mut argv, "--model", &model);
             set_flag(&mut argv, "--num-prompts", &prompts.to_string());
             set_flag(&mut argv, "--max-requests", &prompts.to_string());
-            eprintln!("      $ {}", argv.join(" "));
+            eprintln!("      $ {}", shell_line_with(&[], &argv, |_| true));
             let env: Vec<(String, String)> = cmd.env.iter().map(|(k, v)| (k.clone(), substitute(v, vars))).collect();
             let g =
                 steps::run_command_with_env(&path, &argv[1..], &env, "log", Duration::from_secs(step.timeout_s)).await;
@@ -351,7 +371,7 @@ async fn send(
 ) -> Vec<Result<Accepted, Refused>> {
     let keys: Vec<String> = outputs
         .iter()
-        .map(|o| step_item_key(trial, &step.key, &o.name))
+        .map(|o| step_item_key(trial, &step.key, &o.name, step.failed_uploads))
         .collect();
     let labels: Vec<Vec<(String, String)>> = outputs
         .iter()
@@ -465,7 +485,7 @@ fn dry_run(steps: &[&PlanStep], vars: &[(String, String)]) {
                     } else {
                         "missing"
                     };
-                    println!("    {state:>9}: {}", substitute(&c.shell, vars));
+                    println!("    {state:>9}: {}", printed_line(c, vars));
                 }
                 if chosen.is_none() {
                     println!("    skipped: {}", missing(&s.commands));
@@ -487,6 +507,15 @@ fn dry_run(steps: &[&PlanStep], vars: &[(String, String)]) {
 // match arm.
 pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
     let server = check_server(&args.server).map_err(usage)?;
+    if let Ok(url) = reqwest::Url::parse(&server) {
+        if url.scheme() == "http" && !allow::is_loopback_host(&url) && !args.allow_http {
+            return Err(usage(format!(
+                "--server {server} is plain http:// to another machine: the agent token and the plan would cross the \
+                 network in the clear, and anyone on the way could change what runs here. Use https://, a tunnel to \
+                 127.0.0.1 (ssh -L), or --allow-http on a network you trust"
+            )));
+        }
+    }
     let trial = args
         .trial
         .ok_or_else(|| usage("--plan needs --trial: the plan is the trial's"))?;
@@ -530,6 +559,12 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
             "note: the plan is format {}, this rentcheck reads format {PLAN_FORMAT}: steps it does not know may be missed",
             plan.format
         );
+    }
+    if let Err(refused) = allow::check_plan(&plan) {
+        return Err(usage(format!(
+            "the server's test plan was refused before anything ran: {refused}. collect runs only what rentcheck's \
+             plan builder writes (docs/test-plan.md, \"What collect agrees to run\"); is this server rentcheck?"
+        )));
     }
     let vars = variables(&plan, args);
     let steps: Vec<&PlanStep> = plan
@@ -636,15 +671,19 @@ mod tests {
     #[test]
     fn keys_come_from_the_trial_the_step_and_the_item() {
         let t = TrialId::from(uuid::Uuid::nil());
-        let k = step_item_key(t, "1-dcgm-diag", "output");
-        assert_eq!(k, step_item_key(t, "1-dcgm-diag", "output"), "the same on every run");
+        let k = step_item_key(t, "1-dcgm-diag", "output", 0);
+        assert_eq!(k, step_item_key(t, "1-dcgm-diag", "output", 0), "the same on every run");
         assert!(k.starts_with("rcp1-") && k.len() == 69);
-        assert_ne!(k, step_item_key(t, "1-dcgm-diag", "result"));
-        assert_ne!(k, step_item_key(t, "3-dcgm-diag", "output"));
+        assert_ne!(k, step_item_key(t, "1-dcgm-diag", "result", 0));
+        assert_ne!(k, step_item_key(t, "3-dcgm-diag", "output", 0));
         assert_ne!(
             k,
-            step_item_key(TrialId::from(uuid::Uuid::max()), "1-dcgm-diag", "output")
+            step_item_key(TrialId::from(uuid::Uuid::max()), "1-dcgm-diag", "output", 0)
         );
+        // After a failed upload the step's items get new keys, the same on every run of that attempt.
+        let retry = step_item_key(t, "1-dcgm-diag", "output", 1);
+        assert_ne!(k, retry);
+        assert_eq!(retry, step_item_key(t, "1-dcgm-diag", "output", 1));
     }
 
     #[test]

@@ -478,20 +478,40 @@ pub async fn latest_per_brief(db: impl PgExecutor<'_>, briefs: &[BriefId]) -> Re
     .await
 }
 
-/// What a trial holds of a test plan's steps: per `plan_step` label, its uploads and the newest.
+/// What a trial holds of a test plan's steps: per `plan_step` label, the uploads that parsed (in
+/// whole or in part) and the newest of them, and how many failed to parse and when the newest did.
 pub struct HeldStep {
     pub step: String,
-    pub evidence: Vec<Uuid>,
-    pub newest: DateTime<Utc>,
+    pub parsed: Vec<Uuid>,
+    pub newest_parsed: Option<DateTime<Utc>>,
+    pub failed: i64,
+    pub newest_failed: Option<DateTime<Utc>>,
 }
 
-/// The test-plan steps a trial already holds evidence of (its `plan_step` labels), so a re-run of
-/// `collect --plan` skips them. Reads the trial's rows through `evidence_trial_received_idx`.
+impl HeldStep {
+    /// A step is held by uploads that parsed and arrived after every failed one: a failed upload
+    /// leaves its step to run again (a batch's items arrive at one moment, so one failed item of
+    /// a load point's batch leaves the whole point to run again).
+    pub fn is_held(&self) -> bool {
+        match (self.newest_parsed, self.newest_failed) {
+            (Some(_), None) => true,
+            (Some(parsed), Some(failed)) => parsed > failed,
+            (None, _) => false,
+        }
+    }
+}
+
+/// The test-plan steps a trial has uploads of (its `plan_step` labels), so a re-run of
+/// `collect --plan` skips those it holds. Reads the trial's rows through `evidence_trial_received_idx`.
 pub async fn plan_steps_held(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<Vec<HeldStep>, sqlx::Error> {
     sqlx::query_as!(
         HeldStep,
-        r#"SELECT labels ->> 'plan_step' AS "step!", array_agg(id ORDER BY received_at, id) AS "evidence!",
-                  max(received_at) AS "newest!"
+        r#"SELECT labels ->> 'plan_step' AS "step!",
+                  coalesce(array_agg(id ORDER BY received_at, id) FILTER (WHERE parse_status <> 'failed'),
+                           '{}') AS "parsed!",
+                  max(received_at) FILTER (WHERE parse_status <> 'failed') AS newest_parsed,
+                  count(*) FILTER (WHERE parse_status = 'failed') AS "failed!",
+                  max(received_at) FILTER (WHERE parse_status = 'failed') AS newest_failed
            FROM evidence WHERE trial_id = $1 AND labels ->> 'plan_step' IS NOT NULL
            GROUP BY 1 ORDER BY 1"#,
         trial_id.as_uuid(),

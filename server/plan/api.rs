@@ -1,5 +1,5 @@
 //! JSON API for test plans: `GET /api/v1/briefs/{id}/trials/{tid}/plan` (what `collect --plan`
-//! runs) and `…/plan/job.yaml` (Kubernetes Jobs that run it).
+//! runs), `…/plan/job.yaml` (Kubernetes Jobs that run it) and `…/plan/sky.yaml` (a SkyPilot task).
 
 use axum::{
     extract::State,
@@ -11,7 +11,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     job::{manifest, JobSettings},
-    service,
+    service, sky,
 };
 use crate::{
     error::ApiResult,
@@ -21,7 +21,10 @@ use crate::{
 };
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(show)).routes(routes!(job))
+    OpenApiRouter::new()
+        .routes(routes!(show))
+        .routes(routes!(job))
+        .routes(routes!(sky))
 }
 
 #[utoipa::path(
@@ -85,5 +88,34 @@ async fn job(
             ..JobSettings::default()
         },
     );
+    Ok(([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], yaml).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/trials/{tid}/plan/sky.yaml",
+    operation_id = "getTestPlanSkyTask",
+    tag = "trials",
+    summary = "A SkyPilot task (YAML) that runs the trial's test plan with `rentcheck collect --plan` on the offer under test",
+    description = "`resources.accelerators` is the trial's GPU and count per node (`num_nodes` when it spans several); \
+         `run` is the one `collect --plan` line; the agent token is a SkyPilot secret \
+         (`sky launch --secret RENTCHECK_TOKEN sky.yaml`), never written in the file.",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("tid" = Uuid, Path, description = "the trial's id"),
+    ),
+    responses(
+        (status = 200, description = "one YAML document", content((String = "application/yaml"))),
+        (status = 404, description = "no such brief, or the trial is not the brief's"),
+    )
+)]
+async fn sky(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
+) -> ApiResult<Response> {
+    caller.may_read_test_plan(brief_id, trial_id)?;
+    let p = service::plan_for(&state, brief_id, trial_id).await?;
+    let yaml = sky::task(&p.plan, &state.config.public_url);
     Ok(([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], yaml).into_response())
 }

@@ -23,8 +23,8 @@ use crate::{
     },
     briefs::model::BriefFields,
     collect::plan::{
-        GoodputTarget, LoadDesign, LoadPoint, NotCovered, PlanBrief, PlanCommand, PlanStage, PlanStep, PlanTrial,
-        Runner, Scrape, ServeHint, TestPlan, Variable, BUILT_IN_TOOL, PLAN_FORMAT,
+        shell_line, shell_line_with, GoodputTarget, LoadDesign, LoadPoint, NotCovered, PlanBrief, PlanCommand,
+        PlanStage, PlanStep, PlanTrial, Runner, Scrape, ServeHint, TestPlan, Variable, BUILT_IN_TOOL, PLAN_FORMAT,
     },
     ids::{BriefId, TrialId},
     sizing::{Precision, Sizing, SizingOption, WorkloadKind},
@@ -353,26 +353,6 @@ fn model_name(brief: &BriefFields) -> String {
     brief.catalog_model.clone().unwrap_or_else(|| brief.model_name.clone())
 }
 
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c)) {
-        s.to_owned()
-    } else if s.contains("${") && !s.contains('"') && !s.contains('`') && !s.contains('\\') {
-        // A variable inside: double quotes, so the shell expands it.
-        format!("\"{s}\"")
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// The shell line of a command: its environment, then its arguments, each quoted as needed.
-pub fn shell_line(env: &[(String, String)], argv: &[String]) -> String {
-    env.iter()
-        .map(|(k, v)| format!("{k}={}", shell_quote(v)))
-        .chain(argv.iter().map(|a| shell_quote(a)))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn command(tool: &str, argv: &[&str], hint: &str) -> PlanCommand {
     let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
     PlanCommand {
@@ -485,6 +465,7 @@ impl StageCtx<'_> {
             file: None,
             template: None,
             held: None,
+            failed_uploads: 0,
         }
     }
 
@@ -1255,7 +1236,7 @@ fn load_commands(
     builtin.extend(["--result-file".to_owned(), builtin_out.clone()]);
     let make = |tool: &str, argv: Vec<String>, output_file: String, hint: &str| PlanCommand {
         tool: tool.into(),
-        shell: shell_line(&[], &argv),
+        shell: shell_line_with(&[], &argv, |w| w == model),
         argv,
         env: Vec::new(),
         output_file: Some(output_file),
@@ -1317,7 +1298,10 @@ fn serve_hint(
     }
     why.push_str(". Keep its log: it says how much KV cache it allocated.");
     Some(ServeHint {
-        command: format!("{} 2>&1 | tee ${{VLLM_LOG}}", shell_line(&[], &argv)),
+        command: format!(
+            "{} 2>&1 | tee \"${{VLLM_LOG}}\"",
+            shell_line_with(&[], &argv, |w| w == model)
+        ),
         why,
     })
 }
@@ -1558,6 +1542,51 @@ mod tests {
     }
 
     #[test]
+    fn every_plan_the_builder_writes_is_one_collect_agrees_to_run() {
+        let b = brief(json!({
+            "targets": { "ttft_p95_ms": 300, "itl_p95_ms": 40, "e2e_p95_ms": 6000 },
+            "expected_peak_rps": 3, "max_cost_per_job": "0.002",
+            "trial_gpu": "H100 SXM", "trial_gpu_count": 1,
+            "persist": ["weights", "checkpoints"], "restore_plan": "restore"
+        }));
+        let mut runners = std::collections::BTreeSet::new();
+        for (gpu, count) in [
+            ("H100 SXM", 1),
+            ("H100 SXM", 8),
+            ("H100 SXM", 16),
+            ("L4", 4),
+            ("A100 80GB SXM", 2),
+        ] {
+            let plan = plan_of(&b, gpu, count);
+            if let Err(refused) = crate::collect::allow::check_plan(&plan) {
+                panic!("{count} × {gpu}: the agent refuses its own server's plan: {refused}");
+            }
+            for s in plan.steps() {
+                runners.insert(s.runner.as_str().to_owned());
+                runners.extend(s.commands.iter().map(|c| c.tool.clone()));
+            }
+        }
+        for needed in &[
+            "command",
+            "load",
+            "file",
+            "nvidia-smi",
+            "dcgmi",
+            "all_reduce_perf",
+            "mpirun",
+            "srun",
+            "vllm",
+            "guidellm",
+            "rentcheck",
+        ] {
+            assert!(
+                runners.contains(*needed),
+                "the plans checked include {needed}: {runners:?}"
+            );
+        }
+    }
+
+    #[test]
     fn shell_lines_quote_what_the_shell_would_split() {
         let argv = [
             "curl".to_owned(),
@@ -1566,7 +1595,7 @@ mod tests {
         ];
         assert_eq!(
             shell_line(&[("NCCL_DEBUG".into(), "INFO".into())], &argv),
-            "NCCL_DEBUG=INFO curl \"${DCGM_EXPORTER_URL}/metrics\" 'a b'"
+            "NCCL_DEBUG=INFO curl \"${DCGM_EXPORTER_URL}\"/metrics 'a b'"
         );
     }
 }

@@ -26,10 +26,17 @@ impl Default for JobSettings<'_> {
     }
 }
 
-/// A YAML scalar: JSON's double-quoted string is one.
-fn q(s: &str) -> String {
+/// The one YAML scalar quoter: JSON's double-quoted string is a YAML double-quoted scalar, with
+/// every line break and control character escaped, so no value can end its line or its document.
+/// Text from a person goes through it everywhere in the file, comments included.
+pub fn q(s: &str) -> String {
     serde_json::Value::String(s.to_owned()).to_string()
 }
+
+/// Memory the agent asks for and may use: scrapes are capped at 64 MiB each and the built-in load
+/// generator keeps a few KiB per request, so 2 GiB holds the largest sweep with room to spare.
+const MEMORY_REQUEST: &str = "256Mi";
+const MEMORY_LIMIT: &str = "2Gi";
 
 /// The Jobs, as one multi-document YAML file.
 // Long, and reads better whole: a YAML template written out in the order of the file it makes.
@@ -43,12 +50,12 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
          #   kubectl -n {ns} create secret generic rentcheck-agent --from-file=token=./agent-token\n\
          # The image is rentcheck on a base with the GPU tools (FROM NVIDIA's DCGM image, nccl-tests built in):\n\
          # pin it by digest. Re-running a Job is safe: steps the server already holds are skipped.\n",
-        trial_name = trial.name,
+        trial_name = q(&trial.name),
         alloc = match &trial.gpu {
             Some(g) => format!("{} × {g}", trial.gpu_count),
             None => "no allocation".into(),
         },
-        brief = plan.brief.name,
+        brief = q(&plan.brief.name),
         ns = settings.namespace,
     );
     for stage in &plan.stages {
@@ -86,7 +93,7 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
         out.push_str(&format!(
             "# Stage {n}, {stage_name}: {what}\n",
             n = stage.stage,
-            stage_name = stage.name,
+            stage_name = q(&stage.name),
             what = if runs_tools {
                 "the GPU tools, on the rented node with all its GPUs (run it before vLLM starts)"
             } else {
@@ -128,9 +135,12 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
                 "            - name: NVIDIA_DRIVER_CAPABILITIES\n\
                  \x20             value: \"compute,utility\"\n",
             );
-            out.push_str(&format!(
-                "          resources:\n            limits:\n              nvidia.com/gpu: {gpus_per_node}\n"
-            ));
+        }
+        out.push_str(&format!(
+            "          resources:\n            requests:\n              memory: {MEMORY_REQUEST}\n            limits:\n              memory: {MEMORY_LIMIT}\n"
+        ));
+        if runs_tools {
+            out.push_str(&format!("              nvidia.com/gpu: {gpus_per_node}\n"));
         }
         out.push_str(
             "          securityContext:\n\

@@ -76,6 +76,7 @@ struct PlanPage {
     steps_total: usize,
     steps_held: usize,
     job_yaml: String,
+    sky_yaml: String,
 }
 
 fn duration(seconds: u64) -> String {
@@ -164,6 +165,7 @@ async fn show(
             ..JobSettings::default()
         },
     );
+    let sky_yaml = super::sky::task(plan, &state.config.public_url);
     let allocation = match &plan.trial.gpu {
         Some(gpu) => format!("{} × {gpu}", plan.trial.gpu_count),
         None => "no allocation (the sizing found no option)".into(),
@@ -185,5 +187,6 @@ async fn show(
         steps_total,
         steps_held,
         job_yaml,
+        sky_yaml,
     })
 }

@@ -8,7 +8,7 @@ use crate::{
     briefs::model::Brief,
     collect::plan::{Held, TestPlan},
     error::AppError,
-    evidence::service as evidence,
+    evidence::service::{self as evidence, HeldStep},
     ids::{BriefId, TrialId},
     state::AppState,
     trials::{
@@ -39,6 +39,8 @@ pub struct PlanLinks {
     pub this: String,
     pub page: String,
     pub job: String,
+    /// The SkyPilot task that runs it.
+    pub sky: String,
     pub trial: String,
 }
 
@@ -51,6 +53,7 @@ impl TrialPlan {
                 this: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan"),
                 page: format!("/briefs/{brief_id}/trials/{trial_id}/plan"),
                 job: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan/job.yaml"),
+                sky: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan/sky.yaml"),
                 trial: format!("/api/v1/trials/{trial_id}"),
             },
         }
@@ -76,21 +79,20 @@ pub async fn plan_for(state: &AppState, brief_id: BriefId, trial_id: TrialId) ->
         criteria: &criteria,
         card_revision: card.revision,
     });
-    let held: HashMap<String, Held> = evidence::plan_steps_held(state, trial.id)
+    let held: HashMap<String, HeldStep> = evidence::plan_steps_held(state, trial.id)
         .await?
         .into_iter()
-        .map(|h| {
-            (
-                h.step,
-                Held {
-                    evidence: h.evidence,
-                    received_at: h.newest,
-                },
-            )
-        })
+        .map(|h| (h.step.clone(), h))
         .collect();
     for step in plan.stages.iter_mut().flat_map(|s| s.steps.iter_mut()) {
-        step.held = held.get(&step.key).cloned();
+        let Some(h) = held.get(&step.key) else { continue };
+        step.failed_uploads = u32::try_from(h.failed).unwrap_or(u32::MAX);
+        if let (true, Some(newest)) = (h.is_held(), h.newest_parsed) {
+            step.held = Some(Held {
+                evidence: h.parsed.clone(),
+                received_at: newest,
+            });
+        }
     }
     Ok(TrialPlan { brief, trial, plan })
 }

@@ -213,7 +213,7 @@ pub fn validate(input: &Input<'_>, defaults: &TrialDefaults) -> Result<TrialFiel
             c.fail("ended_at", "must not be before started_at");
         }
     }
-    let notes = c.text("notes", MAX_NOTES);
+    let notes = c.multiline_text("notes", MAX_NOTES);
     let rerun_of = c.text("rerun_of", 64).and_then(|s| match s.parse::<TrialId>() {
         Ok(id) => Some(id),
         Err(_) => {

@@ -48,6 +48,7 @@ mod parsers_conformance;
 mod parsers_formats;
 mod parsers_ingest;
 mod parsers_load_points;
+mod plan_hostile;
 mod prices;
 mod prices_imports;
 mod private_cluster;
