@@ -193,3 +193,36 @@ impl IntoResponse for AppError {
 }
 
 pub type ApiResult<T> = Result<T, AppError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overview::problems::PROBLEM_TYPES;
+
+    #[test]
+    fn every_problem_type_is_explained_on_the_problems_page_with_its_status() {
+        let all = [
+            AppError::BadRequest(String::new()),
+            AppError::Validation(Vec::new()),
+            AppError::Unauthorized(String::new()),
+            AppError::Forbidden(String::new()),
+            AppError::NotFound("x"),
+            AppError::Conflict(String::new()),
+            AppError::Unprocessable(String::new()),
+            AppError::PayloadTooLarge(1),
+            AppError::TooLarge(String::new()),
+            AppError::UnsupportedMediaType(String::new()),
+            AppError::TooManyRequests(String::new()),
+            AppError::DatabaseUnavailable,
+            AppError::StorageUnavailable,
+            AppError::Internal(anyhow::anyhow!("x")),
+        ];
+        for e in &all {
+            let entry = PROBLEM_TYPES
+                .iter()
+                .find(|t| t.slug == e.slug())
+                .unwrap_or_else(|| panic!("{} has no entry on /docs/problems", e.slug()));
+            assert_eq!(entry.status, e.status().as_u16(), "{}", e.slug());
+        }
+    }
+}

@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use rentcheck::{
     audit,
     auth::{
-        password, teams,
+        lockout, password, teams,
         token::{self, NewToken},
         token_cache, users, Role,
     },
@@ -135,13 +135,21 @@ enum UserAction {
         #[command(flatten)]
         db: DbConfig,
     },
-    /// Change a person's role; their tokens of a higher role are refused from then on.
+    /// Change a person's role; their tokens of a higher role than the new one are revoked.
     SetRole {
         #[arg(long)]
         email: String,
         /// engineer, manager or admin
         #[arg(long)]
         role: String,
+        #[command(flatten)]
+        db: DbConfig,
+    },
+    /// Lift the lock that failed sign-ins put on an account and forget its failures (admins can do
+    /// the same on the People page).
+    Unlock {
+        #[arg(long)]
+        email: String,
         #[command(flatten)]
         db: DbConfig,
     },
@@ -427,6 +435,17 @@ async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
                         user.email
                     ),
                 })
+            })
+            .await;
+        }
+        UserAction::Unlock { email, db } => {
+            return with_database(&db, "user unlock", |pool| async move {
+                let user = person(&pool, &email).await?;
+                if !lockout::unlock(&pool, &user.email).await? {
+                    return Ok(format!("{} was not locked and had no failed sign-ins", user.email));
+                }
+                audit::record(&pool, "cli", "login.unlock", &user.email, json!({ "by": "cli" })).await?;
+                Ok(format!("unlocked {}: they can sign in again", user.email))
             })
             .await;
         }
@@ -790,15 +809,16 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
     // With port 0 the system picks one: URLs name the port actually bound.
     let mut serve = serve;
     serve.addr = listener.local_addr()?;
+    // A wrong evidence-store setting stops the start, before the database is touched and before
+    // anything is written into the data dir (the signing secret below).
+    let evidence_store = EvidenceStore::from_setting(serve.evidence_store.as_deref())?;
+    // Wrong credentials or a missing bucket stop the start too, instead of failing every upload.
+    evidence_store.check().await?;
     let keys = TokenKeys::load(
         tokens.jwt_secret.as_ref(),
         tokens.jwt_secret_file.as_deref(),
         &db_config.data_dir,
     )?;
-    // A wrong evidence-store setting stops the start, before the database is touched.
-    let evidence_store = EvidenceStore::from_setting(serve.evidence_store.as_deref())?;
-    // Wrong credentials or a missing bucket stop the start too, instead of failing every upload.
-    evidence_store.check().await?;
     tracing::info!(store = evidence_store.describe(), "raw evidence is kept in");
     let app_config = AppConfig::try_from(&serve)?;
     let database = Database::open_serving(&db_config, &app_config.public_url).await?;

@@ -312,6 +312,24 @@ pub async fn revoke_all_for_user(db: impl PgExecutor<'_>, user: Uuid) -> Result<
     Ok(done.rows_affected())
 }
 
+/// Revokes the live tokens `user` minted with a role above `role` (a demotion): a token never
+/// carries more than its maker may do now, and a later promotion brings none of them back.
+pub async fn revoke_above_role_for_user(db: impl PgExecutor<'_>, user: Uuid, role: Role) -> Result<u64, sqlx::Error> {
+    let above: Vec<&str> = [Role::Agent, Role::Engineer, Role::Manager, Role::Admin]
+        .into_iter()
+        .filter(|r| *r > role)
+        .map(|r| r.as_str())
+        .collect();
+    let done = sqlx::query!(
+        "UPDATE api_tokens SET revoked_at = now() WHERE created_by = $1 AND revoked_at IS NULL AND role = ANY($2)",
+        user,
+        &above as &[&str],
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// `30d`, `12h`, `90m` or `3600s` → a duration of at most a year.
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     let text = text.trim();

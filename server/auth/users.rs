@@ -202,6 +202,10 @@ pub async fn change(pool: &PgPool, kept: &Tokens, id: Uuid, change: Change) -> R
     )
     .fetch_one(&mut *tx)
     .await?;
+    if let Some(role) = change.role.filter(|r| *r < current.role()) {
+        // A demotion revokes what the old role allowed, so a later promotion revives nothing.
+        super::token::revoke_above_role_for_user(&mut *tx, id, role).await?;
+    }
     if change.disabled == Some(true) {
         // Offboarding: nothing of theirs comes back when they are enabled again.
         super::session::delete_for_user(&mut *tx, id, None).await?;

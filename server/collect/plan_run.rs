@@ -78,7 +78,7 @@ fn token(args: &CollectArgs) -> Result<Secret, Stop> {
                 .trim(),
         )),
         (None, None) => Err(usage(
-            "give the agent token in RENTCHECK_TOKEN or --token-file (mint one on the brief's Tokens page)",
+            "give the agent token in RENTCHECK_TOKEN or --token-file (mint one on the brief's Agent tokens page)",
         )),
     }
 }

@@ -7,6 +7,7 @@ pub mod briefs_api;
 pub mod dashboard;
 pub mod glossary;
 pub mod list_query;
+pub mod problems;
 
 use axum::{
     routing::{get, post},
@@ -23,6 +24,7 @@ pub fn routes() -> Router<AppState> {
         .route("/briefs/{id}", get(brief_page::brief_page))
         .route("/briefs/{id}/ledger/lines", post(brief_page::add_ledger_line))
         .route("/glossary", get(glossary::glossary))
+        .route("/docs/problems", get(problems::problems))
 }
 
 /// The API route of the overview (its document is generated from the handler).

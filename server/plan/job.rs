@@ -46,7 +46,7 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
     let mut out = format!(
         "# rentcheck test plan of {trial_name} ({alloc}) for the brief {brief}.\n\
          # Each Job runs `rentcheck collect --plan` for one stage; apply, then `kubectl -n {ns} logs -f job/NAME`.\n\
-         # First put the agent token (minted on the brief's Tokens page) in a Secret:\n\
+         # First put the agent token (minted on the brief's Agent tokens page) in a Secret:\n\
          #   kubectl -n {ns} create secret generic rentcheck-agent --from-file=token=./agent-token\n\
          # The image is rentcheck on a base with the GPU tools (FROM NVIDIA's DCGM image, nccl-tests built in):\n\
          # pin it by digest. Re-running a Job is safe: steps the server already holds are skipped.\n",

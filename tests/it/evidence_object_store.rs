@@ -346,10 +346,14 @@ async fn s3_store_with_wrong_credentials_stops_the_start_and_fails_uploads_plain
             .to_string();
     assert!(no_bucket.contains("has no such bucket"), "{no_bucket}");
 
-    // The real binary stops before it touches any database.
+    // The real binary stops before it touches any database, or writes anything into its data dir
+    // (the default one here: XDG_DATA_HOME points it into a temporary folder, even for root).
+    let data_home = tempfile::tempdir().unwrap();
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rentcheck"));
     command
         .arg("serve")
+        .env("XDG_DATA_HOME", data_home.path())
+        .env_remove("RENTCHECK_DATA_DIR")
         .env("RENTCHECK_EVIDENCE_STORE", server.setting(&prefix))
         .env("RENTCHECK_ADDR", "127.0.0.1:0")
         .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
@@ -361,6 +365,10 @@ async fn s3_store_with_wrong_credentials_stops_the_start_and_fails_uploads_plain
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("refused rentcheck's credentials"), "{stderr}");
+    assert!(
+        std::fs::read_dir(data_home.path()).unwrap().next().is_none(),
+        "a start refused for its evidence store writes no data dir and no signing secret"
+    );
 
     // A server that started anyway (the key was revoked later) answers an upload with a 500 that
     // is logged, not a 503 to retry forever, and stores nothing.

@@ -58,6 +58,7 @@ mod review_hardware;
 mod review_summaries;
 mod security;
 mod security_review3;
+mod security_review4;
 mod teams;
 mod test_script;
 mod trials_api;

@@ -148,7 +148,7 @@ fn reach(method: &str, path: &str) -> Option<Reach> {
         (_, "/healthz" | "/readyz" | "/metrics" | "/api/openapi.json" | "/static/app.css" | "/static/review.js") => {
             Public
         }
-        (_, "/login" | "/setup") => Public,
+        (_, "/login" | "/setup" | "/docs/problems") => Public,
         ("GET", "/metrics/briefs") => MetricsToken,
         ("GET", "/api/v1/briefs") => BriefList,
         ("POST", "/api/v1/briefs") => Global,
