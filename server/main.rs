@@ -802,6 +802,9 @@ async fn run_demo(
 }
 
 async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig) -> anyhow::Result<()> {
+    // From here on Ctrl-C and SIGTERM are heard, not fatal: a start stopped at any moment still
+    // stops the private cluster it started and releases the data dir.
+    let mut stop = http::StopSignal::listen()?;
     // Bind first so a taken port fails fast, before any database work.
     let listener = tokio::net::TcpListener::bind(serve.addr)
         .await
@@ -823,7 +826,14 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
     let app_config = AppConfig::try_from(&serve)?;
     let database = Database::open_serving(&db_config, &app_config.public_url).await?;
     let outcome = async {
-        db::migrate_checked(&database.pool, ForeignTables::Refuse).await?;
+        tokio::select! {
+            biased;
+            () = stop.recv() => {
+                tracing::info!("stop requested while starting; stopping before serving");
+                return anyhow::Ok(());
+            }
+            migrated = db::migrate_checked(&database.pool, ForeignTables::Refuse) => migrated?,
+        }
         password::warm_up();
         let addr = listener.local_addr()?;
         if serve.public_url.is_none() && !addr.ip().is_loopback() {
@@ -849,7 +859,11 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         let token_changes = token_cache::spawn_listener(&database.pool, state.slots.get::<token::Tokens>());
         // Webhook deliveries and the per-brief signal snapshot.
         let signals = rentcheck::signals::worker::spawn(state.clone());
-        let served = http::serve(listener, http::app(state), http::shutdown_signal()).await;
+        let shutdown = async move {
+            stop.recv().await;
+            tracing::info!("shutdown signal received; finishing in-flight requests");
+        };
+        let served = http::serve(listener, http::app(state), shutdown).await;
         compactor.abort();
         token_changes.abort();
         signals.abort();

@@ -217,24 +217,32 @@ pub async fn serve_with(
     Ok(())
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
+/// Ctrl-C (SIGINT) and SIGTERM, listened for from the moment this is made: from then on either
+/// signal is kept for [`recv`](Self::recv) instead of ending the process where it stands, so a
+/// start interrupted while it opens the database or migrates can still stop its cluster and
+/// release its data dir.
+pub struct StopSignal {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    pub fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
     }
-    tracing::info!("shutdown signal received; finishing in-flight requests");
+
+    /// Resolves on the first signal received since [`listen`](Self::listen), at once if one came
+    /// already.
+    pub async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
+        }
+    }
 }
 
 /// The page policy. Every template and page is free of inline script and style (checked by

@@ -136,3 +136,66 @@ fn without_a_database_or_postgres_binaries_it_says_both_ways() {
     assert!(stderr.contains("install PostgreSQL"), "{stderr}");
     assert!(stderr.contains("docker compose up"), "{stderr}");
 }
+
+/// Ctrl-C at any moment of a first start — while the cluster is initialised, just after it
+/// started, while the migrations run — stops that cluster and releases the data dir: no
+/// PostgreSQL left running, no lock file left behind (before, a signal between "started the
+/// private PostgreSQL cluster" and "serving" killed the process and left both).
+#[tokio::test]
+async fn a_first_start_stopped_at_any_moment_leaves_no_cluster_and_no_lock() {
+    use std::io::{BufRead, BufReader};
+    // Each run waits for this line of the log, then sends SIGINT.
+    for moment in [
+        "initialising the private PostgreSQL cluster",
+        "started the private PostgreSQL cluster",
+    ] {
+        let data_dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+            .arg("serve")
+            .env_remove("DATABASE_URL")
+            .env_remove("RENTCHECK_JWT_SECRET")
+            .env("RENTCHECK_DATA_DIR", data_dir.path())
+            .env("RENTCHECK_ADDR", format!("127.0.0.1:{}", free_port()))
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut log = String::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains(moment) {
+                    let _ = tx.send(());
+                }
+                log.push_str(&line);
+                log.push('\n');
+            }
+            log
+        });
+        rx.recv_timeout(Duration::from_secs(90))
+            .unwrap_or_else(|_| panic!("no {moment:?} line"));
+        let sent = Command::new("kill")
+            .arg("-INT")
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let exit = child.wait().unwrap();
+        let log = reader.join().unwrap();
+        assert!(exit.success(), "{moment}: a stop is a clean exit, got {exit}\n{log}");
+        assert!(
+            !data_dir.path().join("rentcheck.lock").exists(),
+            "{moment}: the lock file is removed\n{log}"
+        );
+        assert!(
+            !data_dir.path().join("pg/postmaster.pid").exists(),
+            "{moment}: the cluster is stopped\n{log}"
+        );
+        assert!(
+            !log.contains("rentcheck is serving"),
+            "{moment}: it stopped before serving\n{log}"
+        );
+    }
+}
