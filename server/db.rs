@@ -159,12 +159,36 @@ fn name_some(names: &[String], shown: usize) -> String {
     format!("{} and {} more", names[..shown].join(", "), names.len() - shown)
 }
 
+/// How a serving rentcheck's connections begin their `application_name`, followed by its URL.
+const SERVING_PREFIX: &str = "rentcheck serve ";
+/// PostgreSQL keeps 63 bytes of an `application_name`: a longer one is cut, and its URL with it.
+const APPLICATION_NAME_MAX: usize = 63;
+
+/// The URLs of the `rentcheck serve` processes connected to this database now, read from the
+/// names their connections carry (`pg_stat_activity` shows every session's name to every user);
+/// a name PostgreSQL cut short is left out rather than printed wrong.
+pub async fn serving_urls(pool: &PgPool) -> Result<Vec<String>, sqlx::Error> {
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT application_name FROM pg_stat_activity \
+         WHERE datname = current_database() AND starts_with(application_name, $1) ORDER BY 1",
+    )
+    .bind(SERVING_PREFIX)
+    .fetch_all(pool)
+    .await?;
+    Ok(names
+        .into_iter()
+        .filter(|n| n.len() < APPLICATION_NAME_MAX)
+        .filter_map(|n| n.strip_prefix(SERVING_PREFIX).map(str::to_owned))
+        .collect())
+}
+
 /// A connected pool; with the private cluster, also the data-dir lock and the cluster when this
 /// process runs it.
 pub struct Database {
     pub pool: PgPool,
-    /// The URL of the running `rentcheck serve` whose private cluster this uses, as it wrote it
-    /// in the data-dir lock; `None` with `DATABASE_URL`, or when no server runs.
+    /// The URL of the running `rentcheck serve` whose database this uses: as it wrote it in the
+    /// data-dir lock (the private cluster), or as its connections name it (`DATABASE_URL`);
+    /// `None` when no server runs.
     pub server_url: Option<String>,
     /// Set when this process holds the data-dir lock and so runs the cluster.
     owned: Option<(PrivateCluster, DataDirLock)>,
@@ -195,10 +219,20 @@ impl Database {
                 cause_of(&e)
             )
         })?;
+        // A server names itself and its URL on its connections, so `rentcheck demo` with the same
+        // DATABASE_URL can print the URL of the server it reached (`serving_urls`).
+        let options = match served_at {
+            Some(url) => options.application_name(&format!("{SERVING_PREFIX}{url}")),
+            None => options,
+        };
         let pool = connect(options, cfg.db_pool_size, &Advice::DatabaseUrl).await?;
+        let server_url = match served_at {
+            Some(_) => None,
+            None => serving_urls(&pool).await.ok().and_then(|urls| urls.into_iter().next()),
+        };
         Ok(Self {
             pool,
-            server_url: None,
+            server_url,
             owned: None,
         })
     }

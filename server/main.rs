@@ -763,11 +763,17 @@ async fn run_demo(
         (None, Some(found)) => found.clone(),
         _ => derived_url,
     };
-    if database.server_url.is_none() && db.database_url.is_none() {
-        eprintln!(
-            "rentcheck: no server runs on this data dir ({}); start one with `rentcheck serve` to open the URL below",
-            db.data_dir.display()
-        );
+    if database.server_url.is_none() {
+        match &db.database_url {
+            None => eprintln!(
+                "rentcheck: no server runs on this data dir ({}); start one with `rentcheck serve` to open the URL below",
+                db.data_dir.display()
+            ),
+            Some(_) => eprintln!(
+                "rentcheck: no server is connected to this DATABASE_URL; start one with `rentcheck serve` and the \
+                 same DATABASE_URL to open the URL below"
+            ),
+        }
     }
     let outcome = async {
         db::migrate_checked(&database.pool, ForeignTables::Refuse).await?;

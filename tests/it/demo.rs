@@ -127,3 +127,59 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
         .unwrap();
     assert_eq!(review_again["inputs_digest"], review["inputs_digest"]);
 }
+
+/// With DATABASE_URL, the demo prints the URL of the server connected to that database, not the
+/// default `http://127.0.0.1:8080` (another instance there, on another database, refused the
+/// printed login).
+#[tokio::test]
+async fn with_a_database_url_the_demo_prints_the_url_of_the_server_on_that_database() {
+    let (database, _pool) = common::migrated_database(2).await;
+    let database_url = format!("{}/{}", common::admin_url().rsplit_once('/').unwrap().0, database.0);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+        .arg("serve")
+        .env("DATABASE_URL", &database_url)
+        .env("RENTCHECK_ADDR", format!("127.0.0.1:{port}"))
+        .env("RENTCHECK_DATA_DIR", data.path())
+        .env_remove("RENTCHECK_PUBLIC_URL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let ready = async {
+        for _ in 0..300 {
+            if reqwest::get(format!("{base}/readyz"))
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        false
+    };
+    assert!(ready.await, "the server did not become ready");
+    let out = Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+        .arg("demo")
+        .env("DATABASE_URL", &database_url)
+        .env("RENTCHECK_DATA_DIR", data.path())
+        .env_remove("RENTCHECK_ADDR")
+        .env_remove("RENTCHECK_PUBLIC_URL")
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let url = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("open   "))
+        .expect("a URL is printed");
+    assert!(url.starts_with(&format!("{base}/briefs/")), "{printed}");
+}
