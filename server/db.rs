@@ -49,9 +49,20 @@ pub fn parse_stored<T: std::str::FromStr>(column: &str, value: &str) -> Result<T
 }
 
 /// Runs the migrations. sqlx takes a PostgreSQL advisory lock around them, so two instances that
-/// start at the same moment apply each migration once.
+/// start at the same moment apply each migration once. They run on a connection of their own that
+/// logs no slow statements: waiting for that lock while another process migrates (`demo` beside
+/// a first start) and a long migration are expected, not something to warn about.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    MIGRATOR.run(pool).await.context("applying database migrations")
+    let options = (*pool.connect_options())
+        .clone()
+        .log_slow_statements(tracing::log::LevelFilter::Off, Duration::from_secs(3600));
+    let mut conn = options
+        .connect()
+        .await
+        .context("connecting to apply database migrations")?;
+    let applied = MIGRATOR.run(&mut conn).await.context("applying database migrations");
+    let _ = conn.close().await;
+    applied
 }
 
 /// Whether rentcheck may install its schema beside tables that are not its own.

@@ -183,3 +183,61 @@ async fn with_a_database_url_the_demo_prints_the_url_of_the_server_on_that_datab
         .expect("a URL is printed");
     assert!(url.starts_with(&format!("{base}/briefs/")), "{printed}");
 }
+
+/// sqlx's migration lock id for a database (sqlx-postgres `generate_lock_id`: the IEEE CRC-32 of
+/// the database's name times 0x3d32ad9e).
+fn migration_lock_id(database: &str) -> i64 {
+    let mut crc = !0u32;
+    for byte in database.bytes() {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    0x3d32ad9e * i64::from(!crc)
+}
+
+/// The demo started beside a server that is still migrating waits for the migration lock without
+/// a slow-statement warning (it printed one for `pg_advisory_lock` before).
+#[tokio::test]
+async fn a_demo_that_waits_for_another_processs_migrations_warns_of_nothing() {
+    use sqlx::Connection;
+    let app = spawn_app().await;
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // Another process migrating: it holds the lock for a second and a half.
+    let mut other = sqlx::PgConnection::connect(&app.database_url).await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(migration_lock_id(&database))
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        other.close().await.unwrap();
+    });
+    let data = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_rentcheck"))
+        .arg("demo")
+        .env("DATABASE_URL", &app.database_url)
+        .env("RENTCHECK_JWT_SECRET", &app.jwt_secret)
+        .env("RENTCHECK_DATA_DIR", data.path())
+        .output()
+        .await
+        .unwrap();
+    release.await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(1400),
+        "it waited for the lock"
+    );
+    assert!(!stderr.contains("slow statement"), "{stderr}");
+}
