@@ -581,11 +581,14 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
                     None
                 }
             };
-            let on_demand = price(cell(c_price)).unwrap_or_else(|m| {
+            // Prices are read where they count: rows with GPUs, and the host VMs of Google Cloud's.
+            let host = accelerator.is_empty() && is_gcp_host(instance);
+            let priced = !accelerator.is_empty() || host;
+            let on_demand = price(if priced { cell(c_price) } else { "" }).unwrap_or_else(|m| {
                 row_errors.push(cell_error(line, c_price, "Price", m));
                 None
             });
-            let spot = c_spot.and_then(|c| {
+            let spot = c_spot.filter(|_| priced).and_then(|c| {
                 price(cell(c)).unwrap_or_else(|m| {
                     row_errors.push(cell_error(line, c, "SpotPrice", m));
                     None
@@ -593,7 +596,7 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
             });
             if accelerator.is_empty() {
                 if row_errors.is_empty() {
-                    if is_gcp_host(instance) {
+                    if host {
                         // Kept for its accelerators; listed as CPU-only at the end if none uses it.
                         let key = (
                             cell(c_region).to_owned(),
