@@ -399,3 +399,59 @@ async fn an_aws_per_second_bill_counts_the_seconds_used() {
         "arn:aws:savingsplans::123456789012:savingsplan/3f2b6a1c-8d4e-4f7a-9b0c-1d2e3f4a5b6c"
     );
 }
+
+#[tokio::test]
+async fn the_import_page_says_which_hours_came_from_the_charge_period_and_which_commitments_were_bought() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let trial = first_trial(&app, &brief).await;
+    // The AWS per-second export with the first hour's ConsumedQuantity left empty (as a row billed
+    // without a usage quantity would be): that hour counts its whole charge period, and says so.
+    let text = shaped("aws-focus-1.2-per-second.csv", &trial);
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    assert!(lines[1].contains(",0.4444444444,Hrs,"), "{}", lines[1]);
+    lines[1] = lines[1].replacen(",0.4444444444,Hrs,", ",,,", 1);
+    let person = app.login_owner().await;
+    let res = person
+        .client
+        .post(app.url(&format!("/briefs/{brief}/ledger/import")))
+        .form(&[
+            ("csrf_token", person.csrf.as_str()),
+            ("trial", trial.as_str()),
+            ("format", "focus"),
+            ("csv", (lines.join("\n") + "\n").as_str()),
+            ("gpus_per_resource", "8"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let page = res.text().await.unwrap();
+    let hours = &page[page
+        .find("id=\"hours-from-charge-period\"")
+        .expect("the charge-period hours are named")..];
+    assert!(
+        hours.contains("1 row: no ConsumedQuantity in a time unit (lines of the file: 2)"),
+        "{hours}"
+    );
+    let bought = &page[page
+        .find("id=\"commitment-purchases\"")
+        .expect("the savings plan is listed")..];
+    assert!(
+        bought.contains("arn:aws:savingsplans::123456789012:savingsplan/3f2b6a1c-8d4e-4f7a-9b0c-1d2e3f4a5b6c"),
+        "{bought}"
+    );
+    // 1 h (the charge period) + 1 + 1 + 0.8888888889 h = 3.8889 h × 8 = 31.11 GPU-hours.
+    let summary: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/ledger?trial={trial}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let hours: f64 = summary["summary"]["accelerator_hours"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((hours - 31.1111).abs() < 0.001, "{hours}");
+}
