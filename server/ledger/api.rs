@@ -26,7 +26,7 @@ use uuid::Uuid;
 
 use super::{
     csv::{self, ChannelReader, CsvError, MAX_IMPORT_LINES},
-    focus::{self, FocusImport, GpusPerResource, NotAdded, Selection},
+    focus::{self, CommitmentPurchase, FocusImport, GpusPerResource, HoursFromChargePeriod, NotAdded, Selection},
     model::{validate_line, validate_outputs, LedgerLine, LedgerSummary, LineInput, Outputs, OutputsPatch},
     repo::StoredLine,
     service::{self, brief_currency, read_target, store_once, summary, FocusStored, LedgerKey, StoreOutcome, Target},
@@ -154,7 +154,10 @@ struct PostQuery {
          only; Purchase, Tax, Credit and Adjustment rows and refunds are listed in not_added with their sums, never \
          added; re-importing an export adds nothing (rows keyed by resource, charge period and charge description). \
          Answers { format, trial, lines_added, rows_already_imported, rows_read, rows_selected, rows_combined, \
-         not_added: [{ charge_category, reason, of, rows, sum, currency, lines }], counted_as_host, ...summary }: \
+         not_added: [{ charge_category, reason, of, rows, sum, currency, lines }], counted_as_host, \
+         hours_from_charge_period: [{ reason, rows, lines }], commitment_purchases: [{ commitment_discount_id, rows, sum, \
+         currency, lines }], ...summary }. GPU-hours come from ConsumedQuantity in a time ConsumedUnit, never from the \
+         charge period unless the row gives no consumed time (then listed in hours_from_charge_period): \
          201 when lines were added, 200 when none were new",
     params(
         ("id" = Uuid, Path, description = "brief id"),
@@ -377,6 +380,12 @@ struct FocusAnswer {
     /// Compute resources whose GPU count is unknown (give `gpus_per_resource`, or import the
     /// offer catalogue that prices their instance type): their lines are host lines.
     counted_as_host: Vec<String>,
+    /// Accelerator lines whose GPU-hours are their whole charge period, because the row gives no
+    /// consumed time (`ConsumedQuantity` in a time `ConsumedUnit`) or one longer than the period.
+    /// Every other accelerator line counts its consumed time.
+    hours_from_charge_period: Vec<HoursFromChargePeriod>,
+    /// Commitments bought in this export (`Purchase` rows with a `CommitmentDiscountId`), by id: never added.
+    commitment_purchases: Vec<CommitmentPurchase>,
     #[serde(flatten)]
     summary: LedgerSummary,
 }
@@ -481,6 +490,8 @@ async fn focus_answer(
         rows_combined: import.rows_combined,
         not_added: import.not_added,
         counted_as_host: import.counted_as_host,
+        hours_from_charge_period: import.hours_from_charge_period,
+        commitment_purchases: import.commitment_purchases,
         summary: summary(state, stored.trial, currency).await?,
     })
 }

@@ -168,8 +168,12 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvEr
         return Err(CsvError::Invalid(vec![FieldError::new(
             "line 1",
             format!(
-                "the header must be exactly {} (then, optionally, {CSV_TRIAL_COLUMN}); {detail}",
-                CSV_COLUMNS.join(",")
+                "the header must be exactly {} (then, optionally, {CSV_TRIAL_COLUMN}); {detail}{}",
+                CSV_COLUMNS.join(","),
+                crate::prices::detect::belongs_elsewhere(
+                    &got.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>(),
+                    crate::prices::detect::Import::Ledger
+                )
             ),
         )]));
     }

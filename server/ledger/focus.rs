@@ -30,12 +30,12 @@
 //! Columns are found by name, never by position; FOCUS's `NULL` cells are empty.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     io::Read,
 };
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, SubsecRound, Utc};
-use rust_decimal::Decimal;
+use rust_decimal::{prelude::ToPrimitive, Decimal};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -179,6 +179,45 @@ pub struct FocusLine {
     pub identity: [u8; 32],
     /// The first line of the file it comes from.
     pub file_line: u64,
+    /// Where the line's time comes from.
+    pub time: LineTime,
+}
+
+/// Where a line's time (its GPU-hours, once it is accelerator time) comes from. The ledger counts
+/// GPU-hours from a line's interval, so a consumed time shorter than the charge period is written
+/// as an interval that starts with the charge period and lasts the consumed time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineTime {
+    /// `ConsumedQuantity` in a time `ConsumedUnit`, in microseconds; the charge period ends at `period_end`.
+    Consumed { micros: i64, period_end: DateTime<Utc> },
+    /// The charge period, for the reason given (listed in the answer when the line is accelerator time).
+    ChargePeriod(&'static str),
+    /// Not an instance's time (storage, data transfer): the charge period only places the line.
+    NotTime,
+}
+
+/// Accelerator lines whose GPU-hours come from the charge period, since the row says no usage time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct HoursFromChargePeriod {
+    /// Why: `no ConsumedQuantity in a time unit`, or `ConsumedQuantity longer than the charge period`.
+    pub reason: &'static str,
+    pub rows: u64,
+    /// The first lines of the file they are on (line 1 is the header).
+    pub lines: Vec<u64>,
+}
+
+/// A commitment bought (`Purchase` rows with a `CommitmentDiscountId`: a savings plan, a reservation),
+/// listed by its id and never added: it is the account's, whichever trials it later discounts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct CommitmentPurchase {
+    /// FOCUS's `CommitmentDiscountId`.
+    pub commitment_discount_id: String,
+    pub rows: u64,
+    /// The rows' costs (`EffectiveCost`, else `BilledCost`) added up.
+    #[serde(with = "rust_decimal::serde::str")]
+    pub sum: Decimal,
+    pub currency: String,
+    pub lines: Vec<u64>,
 }
 
 /// An export read for one trial.
@@ -193,6 +232,10 @@ pub struct FocusImport {
     pub rows_selected: u64,
     /// Rows added into an earlier row of the file with the same identity.
     pub rows_combined: u64,
+    /// Accelerator lines whose hours are their charge period, by reason.
+    pub hours_from_charge_period: Vec<HoursFromChargePeriod>,
+    /// Commitments bought in this export, by id.
+    pub commitment_purchases: Vec<CommitmentPurchase>,
 }
 
 /// A FOCUS date-time: RFC 3339, or without an offset (UTC), `T` or a space, optional fraction, a
@@ -245,6 +288,56 @@ fn priced_by_time(unit: &str) -> bool {
     )
 }
 
+/// Seconds in one `ConsumedUnit` of time (`Hours`, `Hrs`, `1 Hour`, `Seconds`, `100 Hours`…); `None`
+/// when the unit is not time (GB, requests).
+fn seconds_per_unit(unit: &str) -> Option<Decimal> {
+    let unit = unit.trim().to_ascii_lowercase();
+    let word_at = unit
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(unit.len());
+    let (count, word) = unit.split_at(word_at);
+    let count = if count.is_empty() {
+        Decimal::ONE
+    } else {
+        Decimal::from_str_exact(count)
+            .ok()
+            .filter(|n| n.is_sign_positive() && !n.is_zero())?
+    };
+    let seconds: i64 = match word.trim() {
+        "hours" | "hour" | "hrs" | "hr" | "h" => 3_600,
+        "minutes" | "minute" | "mins" | "min" => 60,
+        "seconds" | "second" | "secs" | "sec" | "s" => 1,
+        "days" | "day" => 86_400,
+        _ => return None,
+    };
+    count.checked_mul(Decimal::from(seconds))
+}
+
+/// The reasons a line's hours are its charge period.
+const NO_CONSUMED_TIME: &str = "no ConsumedQuantity in a time unit";
+const LONGER_THAN_PERIOD: &str = "ConsumedQuantity longer than the charge period";
+
+/// A usage row's time: its consumed time when that fits its charge period, else the period.
+fn line_time(consumed_micros: Option<i64>, start: DateTime<Utc>, end: DateTime<Utc>) -> LineTime {
+    let period = (end - start).num_microseconds().unwrap_or(i64::MAX);
+    match consumed_micros {
+        Some(m) if m > 0 && m <= period => LineTime::Consumed {
+            micros: m,
+            period_end: end,
+        },
+        Some(m) if m > period => LineTime::ChargePeriod(LONGER_THAN_PERIOD),
+        _ => LineTime::ChargePeriod(NO_CONSUMED_TIME),
+    }
+}
+
+/// The interval a line covers: the consumed time from the charge period's start, else the period.
+fn interval_end(time: LineTime, start: DateTime<Utc>, period_end: DateTime<Utc>) -> DateTime<Utc> {
+    match time {
+        LineTime::Consumed { micros, .. } => start + chrono::Duration::microseconds(micros),
+        _ => period_end,
+    }
+}
+
 fn identity(resource: &str, start: DateTime<Utc>, end: DateTime<Utc>, description: &str) -> [u8; 32] {
     let mut h = Sha256::new();
     for part in [
@@ -290,9 +383,10 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
         return Err(CsvError::Invalid(vec![FieldError::new(
             "line 1",
             format!(
-                "a FOCUS cost-and-usage export names the columns {}; this header lacks {} (is it a FOCUS export?)",
+                "a FOCUS cost-and-usage export names the columns {}; this header lacks {} (is it a FOCUS export?){}",
                 REQUIRED.join(", "),
-                missing.join(", ")
+                missing.join(", "),
+                crate::prices::detect::belongs_elsewhere(&header, crate::prices::detect::Import::Focus)
             ),
         )]));
     }
@@ -313,6 +407,8 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
     );
     let c_description = find("ChargeDescription");
     let c_unit = find("PricingUnit").or_else(|| find("ConsumedUnit"));
+    let (c_consumed_quantity, c_consumed_unit) = (find("ConsumedQuantity"), find("ConsumedUnit"));
+    let c_commitment = find("CommitmentDiscountId");
     // Where an instance type may be written, most specific first.
     let mut c_instance: Vec<usize> = header
         .iter()
@@ -335,6 +431,9 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
     let mut out = FocusImport::default();
     let mut errors: Vec<FieldError> = Vec::new();
     let mut by_identity: HashMap<[u8; 32], usize> = HashMap::new();
+    // Where each listed group is in `out.not_added` (kept in the order first seen), and the commitments by id.
+    let mut not_added_at: HashMap<(String, &'static str, &'static str, String), usize> = HashMap::new();
+    let mut commitments: BTreeMap<String, CommitmentPurchase> = BTreeMap::new();
     // What each line is (parallel to `out.lines`), and the GPUs a resource is known to have.
     let mut kinds: Vec<RowKind> = Vec::new();
     let mut resource_gpus: HashMap<String, i32> = HashMap::new();
@@ -390,41 +489,79 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                 parsed
             };
             let note = |out: &mut FocusImport,
+                        at_index: &mut HashMap<(String, &'static str, &'static str, String), usize>,
+                        errors: &mut Vec<FieldError>,
                         category: &str,
                         reason: &'static str,
                         of: &'static str,
                         sum: Decimal,
                         currency: &str| {
-                let group = match out.not_added.iter_mut().position(|g| {
-                    g.charge_category == category && g.reason == reason && g.of == of && g.currency == currency
-                }) {
-                    Some(i) => &mut out.not_added[i],
-                    None => {
-                        out.not_added.push(NotAdded {
-                            charge_category: category.to_owned(),
-                            reason,
-                            of,
-                            rows: 0,
-                            sum: Decimal::ZERO,
-                            currency: currency.to_owned(),
-                            lines: Vec::new(),
-                        });
-                        out.not_added.last_mut().expect("just pushed")
-                    }
+                let key = (category.to_owned(), reason, of, currency.to_owned());
+                let i = *at_index.entry(key).or_insert_with(|| {
+                    out.not_added.push(NotAdded {
+                        charge_category: category.to_owned(),
+                        reason,
+                        of,
+                        rows: 0,
+                        sum: Decimal::ZERO,
+                        currency: currency.to_owned(),
+                        lines: Vec::new(),
+                    });
+                    out.not_added.len() - 1
+                });
+                let group = &mut out.not_added[i];
+                let Some(total) = group.sum.checked_add(sum) else {
+                    errors.push(too_large(line, &format!("the {category} rows listed as {reason}")));
+                    return;
                 };
+                group.sum = total;
                 group.rows += 1;
-                group.sum += sum;
                 if group.lines.len() < MAX_QUOTED {
                     group.lines.push(line);
                 }
             };
+            // Commitments bought: listed by id whoever's trial they serve.
+            let commitment = c_commitment.map(cell).unwrap_or("");
+            if charge.eq_ignore_ascii_case("Purchase") && !commitment.is_empty() {
+                let mut ignored = Vec::new();
+                if let Some(sum) = cost(&mut ignored) {
+                    let entry = commitments
+                        .entry(commitment.to_owned())
+                        .or_insert_with(|| CommitmentPurchase {
+                            commitment_discount_id: commitment.to_owned(),
+                            rows: 0,
+                            sum: Decimal::ZERO,
+                            currency: cell(c_currency).to_ascii_uppercase(),
+                            lines: Vec::new(),
+                        });
+                    match entry.sum.checked_add(sum) {
+                        Some(total) => {
+                            entry.sum = total;
+                            entry.rows += 1;
+                            if entry.lines.len() < MAX_QUOTED {
+                                entry.lines.push(line);
+                            }
+                        }
+                        None => errors.push(too_large(line, "the purchases of this commitment")),
+                    }
+                }
+            }
             if !selected {
                 // Account-wide charges (taxes, credits) name no resource; the trial may owe a share.
                 if resource.is_empty() && !charge.is_empty() && !charge.eq_ignore_ascii_case("Usage") {
                     let mut ignored = Vec::new();
                     if let Some(sum) = cost(&mut ignored) {
                         let currency = cell(c_currency).to_ascii_uppercase();
-                        note(&mut out, charge, "not usage", "account", sum, &currency);
+                        note(
+                            &mut out,
+                            &mut not_added_at,
+                            &mut errors,
+                            charge,
+                            "not usage",
+                            "account",
+                            sum,
+                            &currency,
+                        );
                     }
                 }
             } else {
@@ -462,9 +599,16 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                 }
                 match (charge, amount) {
                     _ if !row_errors.is_empty() => errors.append(&mut row_errors),
-                    ("Usage", Some(a)) if a.is_sign_negative() && !a.is_zero() => {
-                        note(&mut out, "Usage", "refund", "trial", a, currency)
-                    }
+                    ("Usage", Some(a)) if a.is_sign_negative() && !a.is_zero() => note(
+                        &mut out,
+                        &mut not_added_at,
+                        &mut errors,
+                        "Usage",
+                        "refund",
+                        "trial",
+                        a,
+                        currency,
+                    ),
                     ("Usage", Some(amount)) => {
                         if let Some((l, kind)) = usage_line(
                             &record,
@@ -479,6 +623,8 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                                 service: c_service,
                                 description: c_description,
                                 unit: c_unit,
+                                consumed_quantity: c_consumed_quantity,
+                                consumed_unit: c_consumed_unit,
                                 instance: &c_instance,
                             },
                             &at,
@@ -488,10 +634,12 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                                 resource_gpus.entry(l.line.resource.clone()).or_insert(g);
                             }
                             match by_identity.get(&l.identity) {
-                                Some(&i) => {
-                                    out.lines[i].line.amount += l.line.amount;
-                                    out.rows_combined += 1;
-                                }
+                                Some(&i) => match combine(&mut out.lines[i], &l) {
+                                    Some(()) => out.rows_combined += 1,
+                                    None => {
+                                        errors.push(too_large(line, "this row added to the same charge's earlier rows"))
+                                    }
+                                },
                                 None => {
                                     by_identity.insert(l.identity, out.lines.len());
                                     out.lines.push(l);
@@ -500,7 +648,16 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                             }
                         }
                     }
-                    (other, Some(a)) => note(&mut out, other, "not usage", "trial", a, currency),
+                    (other, Some(a)) => note(
+                        &mut out,
+                        &mut not_added_at,
+                        &mut errors,
+                        other,
+                        "not usage",
+                        "trial",
+                        a,
+                        currency,
+                    ),
                     (_, None) => {}
                 }
             }
@@ -532,7 +689,7 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
     }
     // A resource has GPUs when any of its rows says so (the request, or an instance type the
     // catalogue prices): its other hours of compute are accelerator time too.
-    let mut hosts: Vec<String> = Vec::new();
+    let mut hosts: BTreeSet<String> = BTreeSet::new();
     for (l, kind) in out.lines.iter_mut().zip(&kinds) {
         if *kind != RowKind::ComputeTime || l.line.category != Category::Host {
             continue;
@@ -542,17 +699,64 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                 l.line.category = Category::Accelerator;
                 l.line.gpus = Some(g);
             }
-            None if !hosts.contains(&l.line.resource) => hosts.push(l.line.resource.clone()),
-            None => {}
+            None => {
+                hosts.insert(l.line.resource.clone());
+            }
         }
     }
-    hosts.sort();
-    hosts.truncate(MAX_QUOTED);
-    out.counted_as_host = hosts;
+    out.counted_as_host = hosts.into_iter().take(MAX_QUOTED).collect();
+    let mut from_period: BTreeMap<&'static str, HoursFromChargePeriod> = BTreeMap::new();
+    for l in &out.lines {
+        if let (Category::Accelerator, LineTime::ChargePeriod(reason)) = (l.line.category, l.time) {
+            let group = from_period.entry(reason).or_insert_with(|| HoursFromChargePeriod {
+                reason,
+                rows: 0,
+                lines: Vec::new(),
+            });
+            group.rows += 1;
+            if group.lines.len() < MAX_QUOTED {
+                group.lines.push(l.file_line);
+            }
+        }
+    }
+    out.hours_from_charge_period = from_period.into_values().collect();
+    out.commitment_purchases = commitments
+        .into_values()
+        .map(|mut c| {
+            c.sum = c.sum.normalize();
+            c
+        })
+        .collect();
     for n in &mut out.not_added {
         n.sum = n.sum.normalize();
     }
     Ok(out)
+}
+
+/// A 422 naming the row whose cost no longer fits an exact decimal.
+fn too_large(line: u64, what: &str) -> FieldError {
+    FieldError::new(
+        format!("line {line}"),
+        format!("the sum of {what} is too large to add up exactly: check this row's cost"),
+    )
+}
+
+/// Adds a row into the earlier line of the same identity (resource, charge period, description):
+/// the costs and the consumed times add up. `None` when the cost no longer fits a decimal.
+fn combine(into: &mut FocusLine, row: &FocusLine) -> Option<()> {
+    into.line.amount = into.line.amount.checked_add(row.line.amount)?;
+    if let (LineTime::Consumed { micros: a, period_end }, LineTime::Consumed { micros: b, .. }) = (into.time, row.time)
+    {
+        let start = into.line.starts_at?;
+        into.time = line_time(Some(a.saturating_add(b)), start, period_end);
+        into.line.ends_at = Some(interval_end(into.time, start, period_end));
+    } else if let LineTime::ChargePeriod(_) = row.time {
+        if let (LineTime::Consumed { period_end, .. }, Some(_)) = (into.time, into.line.starts_at) {
+            into.line.ends_at = Some(period_end);
+        }
+        into.time = row.time;
+    }
+    Some(())
 }
 
 /// What a usage row is, for the category its resource's other rows may change.
@@ -570,6 +774,8 @@ struct Columns<'a> {
     service: usize,
     description: Option<usize>,
     unit: Option<usize>,
+    consumed_quantity: Option<usize>,
+    consumed_unit: Option<usize>,
     instance: &'a [usize],
 }
 
@@ -606,6 +812,30 @@ fn usage_line(
         t
     };
     let (start, end) = (time(c.start), time(c.end));
+    let consumed = c.consumed_quantity.map(cell).unwrap_or("");
+    let consumed = if consumed.is_empty() {
+        None
+    } else {
+        let quantity = parse_cost(consumed);
+        if quantity.is_none() {
+            row_errors.push(at(
+                line,
+                c.consumed_quantity.expect("read from it"),
+                format!("must be a number (got {})", shown(consumed)),
+            ));
+        }
+        quantity
+    };
+    // Microseconds of usage, when the unit is time; out-of-range products are simply longer than any period.
+    let consumed_micros = consumed.and_then(|q| {
+        let seconds = seconds_per_unit(c.consumed_unit.map(cell).unwrap_or(""))?;
+        let micros = q.checked_mul(seconds)?.checked_mul(Decimal::from(1_000_000))?.round();
+        Some(
+            micros
+                .to_i64()
+                .unwrap_or(if micros.is_sign_negative() { 0 } else { i64::MAX }),
+        )
+    });
     let description = c.description.map(cell).unwrap_or("").trim().to_owned();
     let service = cell(c.service);
     let by_time = c.unit.is_none_or(|u| cell(u).is_empty() || priced_by_time(cell(u)));
@@ -634,7 +864,13 @@ fn usage_line(
         errors.append(&mut row_errors);
         return None;
     }
-    let (start, end) = (start?, end?);
+    let (start, period_end) = (start?, end?);
+    let time = if kind == RowKind::ComputeTime {
+        line_time(consumed_micros, start, period_end)
+    } else {
+        LineTime::NotTime
+    };
+    let end = interval_end(time, start, period_end);
     let stamp = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
     let input = LineInput {
         category: Some(category.as_str().to_owned()),
@@ -651,9 +887,10 @@ fn usage_line(
     match validate_line(&input, currency) {
         Ok(l) => Some((
             FocusLine {
-                identity: identity(resource, start, end, &description),
+                identity: identity(resource, start, period_end, &description),
                 line: l,
                 file_line: line,
+                time,
             },
             kind,
         )),
@@ -857,6 +1094,159 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
             panic!("not FOCUS")
         };
         assert!(e[0].message.contains("ChargePeriodStart"), "{e:?}");
+    }
+
+    /// A shaped export from tests/fixtures/focus (see its PROVENANCE.md), tagged with the trial's id.
+    fn shaped(text: &str) -> String {
+        text.replace("TRIAL_ID", "00000000-0000-0000-0000-000000000007")
+    }
+
+    /// The accelerator GPU-hours and cost the ledger's summary gives for these lines.
+    fn hours_and_cost(import: &FocusImport) -> (Decimal, Decimal) {
+        let lines: Vec<LedgerLine> = import.lines.iter().map(|l| l.line.clone()).collect();
+        let s = super::super::model::summarize(&lines, &Default::default(), "USD");
+        (s.accelerator_hours, s.totals.accelerator)
+    }
+
+    #[test]
+    fn an_aws_per_second_export_counts_the_seconds_used_not_the_hours_billed() {
+        let text = shaped(include_str!("../../tests/fixtures/focus/aws-focus-1.2-per-second.csv"));
+        let mut selection = trial();
+        selection.catalogue.insert("p5.48xlarge".into(), 8);
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        // A p5.48xlarge (8 H100) that ran 09:33:20–12:53:20, billed per second in four hourly rows:
+        // ConsumedQuantity 0.4444444444 + 1 + 1 + 0.8888888889 Hrs = 1,600 + 3,600 + 3,600 + 3,200 s
+        // = 12,000 s = 3.3333 h; × 8 GPUs = 26.67 GPU-hours. The charge periods (4 h × 8) would say 32.
+        let (hours, cost) = hours_and_cost(&got);
+        assert_eq!(hours.round_dp(2), Decimal::new(2667, 2));
+        // EffectiveCost 43.69777777 + 98.32 + 98.32 + 87.39555556 = 327.73333333.
+        assert_eq!(cost, Decimal::new(32_773_333_333, 8));
+        // Priced from its own bill: 327.73333333 ÷ 26.6667 = 12.29 per GPU-hour (98.32 per hour for
+        // the 8 GPUs, the p5's on-demand price), where the charge periods gave 327.7333 ÷ 32 = 10.24.
+        assert_eq!((cost / hours).round_dp(2), Decimal::new(1229, 2));
+        // The first hour's line lasts the 26 min 40 s used, from the charge period's start.
+        let first = &got.lines[0].line;
+        assert_eq!(
+            (
+                first.starts_at.unwrap().to_rfc3339(),
+                first.ends_at.unwrap().to_rfc3339()
+            ),
+            ("2025-02-10T09:00:00+00:00".into(), "2025-02-10T09:26:40+00:00".into())
+        );
+        assert!(
+            got.hours_from_charge_period.is_empty(),
+            "{:?}",
+            got.hours_from_charge_period
+        );
+        // The Savings Plan bought that hour is listed by its id (BilledCost 10, EffectiveCost 0).
+        assert_eq!(
+            got.commitment_purchases,
+            [CommitmentPurchase {
+                commitment_discount_id:
+                    "arn:aws:savingsplans::123456789012:savingsplan/3f2b6a1c-8d4e-4f7a-9b0c-1d2e3f4a5b6c".into(),
+                rows: 1,
+                sum: Decimal::ZERO,
+                currency: "USD".into(),
+                lines: vec![7],
+            }]
+        );
+    }
+
+    #[test]
+    fn an_azure_daily_export_counts_the_hours_used_not_the_day() {
+        let text = shaped(include_str!("../../tests/fixtures/focus/azure-focus-1.0-daily.csv"));
+        let mut selection = trial();
+        selection.gpus = GpusPerResource::All(8);
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        // An ND96amsr_A100_v4 (8 A100 80GB) that ran 15.5 h on each of two days, one row per day:
+        // 2 × 15.5 h × 8 GPUs = 248 GPU-hours, not 2 × 24 h × 8 = 384.
+        let (hours, cost) = hours_and_cost(&got);
+        assert_eq!(hours, Decimal::from(248));
+        // 2 × 15.5 h × 32.77 = 1,015.87.
+        assert_eq!(cost, Decimal::new(101_587, 2));
+        // Priced from its own bill: 1,015.87 ÷ 248 = 4.09625 per GPU-hour, × 8 GPUs = 32.77 an hour
+        // for the VM (its pay-as-you-go price); from the charge periods, 1,015.87 ÷ 384 × 8 = 21.16.
+        let per_gpu_hour = cost / hours;
+        assert_eq!(per_gpu_hour, Decimal::new(409_625, 5));
+        assert_eq!((per_gpu_hour * Decimal::from(8)).round_dp(2), Decimal::new(3277, 2));
+        // The disk is storage, priced per month: its line keeps its charge period (a day).
+        let disk = got.lines.iter().find(|l| l.line.category == Category::Storage).unwrap();
+        assert_eq!(disk.line.amount, Decimal::new(4096, 3));
+        assert!(got.hours_from_charge_period.is_empty());
+        // The reservation bought is listed by its id, never added.
+        assert_eq!(got.commitment_purchases.len(), 1);
+        assert!(got.commitment_purchases[0]
+            .commitment_discount_id
+            .ends_with("/reservations/0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e"));
+        assert_eq!(got.commitment_purchases[0].sum, Decimal::new(17_684_512, 2));
+        assert_eq!(got.lines.len(), 3);
+    }
+
+    #[test]
+    fn a_row_without_a_consumed_time_counts_its_charge_period_and_is_listed() {
+        let header = "BilledCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,ChargePeriodEnd,\
+ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
+        let text = format!(
+            "{header}\
+10,USD,Usage,a,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,,,i-1,Compute\n\
+10,USD,Usage,b,2025-02-10T01:00:00Z,2025-02-10T02:00:00Z,2,Hours,i-1,Compute\n\
+10,USD,Usage,c,2025-02-10T02:00:00Z,2025-02-10T03:00:00Z,1800,Seconds,i-1,Compute\n\
+10,USD,Usage,c,2025-02-10T02:00:00Z,2025-02-10T03:00:00Z,900,Seconds,i-1,Compute\n"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some("i-1"));
+        selection.gpus = GpusPerResource::All(2);
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        // Line 2: no consumed time → its hour. Line 3: 2 h in a 1-hour period → its hour. Lines 4 and
+        // 5 are one charge (same resource, period, description): 1,800 + 900 s = 0.75 h.
+        // (1 + 1 + 0.75) h × 2 GPUs = 5.5 GPU-hours.
+        assert_eq!(hours_and_cost(&got).0, Decimal::new(55, 1));
+        assert_eq!(
+            got.hours_from_charge_period,
+            [
+                HoursFromChargePeriod {
+                    reason: LONGER_THAN_PERIOD,
+                    rows: 1,
+                    lines: vec![3]
+                },
+                HoursFromChargePeriod {
+                    reason: NO_CONSUMED_TIME,
+                    rows: 1,
+                    lines: vec![2]
+                },
+            ]
+        );
+        assert_eq!(got.rows_combined, 1);
+    }
+
+    #[test]
+    fn seconds_per_unit_reads_the_time_units_exports_write() {
+        let s = |u: &str| seconds_per_unit(u).map(|d| d.to_string());
+        assert_eq!(s("Hrs").as_deref(), Some("3600"));
+        assert_eq!(s("Hours").as_deref(), Some("3600"));
+        assert_eq!(s("1 Hour").as_deref(), Some("3600"));
+        assert_eq!(s("100 Hours").as_deref(), Some("360000"));
+        assert_eq!(s("Seconds").as_deref(), Some("1"));
+        assert_eq!(s("GB-Mo"), None);
+        assert_eq!(s("1/Month"), None);
+        assert_eq!(s(""), None);
+    }
+
+    #[test]
+    fn sums_too_large_for_a_decimal_are_refused_naming_the_row() {
+        let text = format!(
+            "{HEADER}\
+70000000000000000000000000000,70000000000000000000000000000,USD,Tax,t,2024-09-01 00:00:00,2024-09-01 01:00:00,NULL,NULL,NULL,NULL\n\
+70000000000000000000000000000,70000000000000000000000000000,USD,Tax,t,2024-09-01 00:00:00,2024-09-01 01:00:00,NULL,NULL,NULL,NULL\n\
+1,1,USD,Usage,x,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-1,Compute,NULL\n"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some("i-1"));
+        let Err(CsvError::Invalid(errors)) = parse(text.as_bytes(), "USD", &selection) else {
+            panic!("refused")
+        };
+        assert_eq!(errors[0].field, "line 3");
+        assert!(errors[0].message.contains("too large"), "{errors:?}");
     }
 
     #[test]

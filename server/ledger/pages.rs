@@ -336,6 +336,10 @@ struct FocusResultPage {
     /// (charge category, why, whose, rows, sum with currency, first lines).
     not_added: Vec<(String, String, String, u64, String, String)>,
     counted_as_host: Vec<String>,
+    /// (why, rows, first lines).
+    hours_from_charge_period: Vec<(String, u64, String)>,
+    /// (commitment id, rows, sum with currency, first lines).
+    commitment_purchases: Vec<(String, u64, String, String)>,
     total: String,
     cost_per_job: Option<String>,
     currency: String,
@@ -354,8 +358,12 @@ fn not_added_row(n: &NotAdded) -> (String, String, String, u64, String, String) 
         },
         n.rows,
         format!("{} {}", money(n.sum), n.currency),
-        n.lines.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+        quoted_lines(&n.lines),
     )
+}
+
+fn quoted_lines(lines: &[u64]) -> String {
+    lines.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
 }
 
 async fn import(
@@ -398,6 +406,23 @@ async fn import(
             rows_combined: import.rows_combined,
             not_added: import.not_added.iter().map(not_added_row).collect(),
             counted_as_host: import.counted_as_host,
+            hours_from_charge_period: import
+                .hours_from_charge_period
+                .iter()
+                .map(|h| (h.reason.to_owned(), h.rows, quoted_lines(&h.lines)))
+                .collect(),
+            commitment_purchases: import
+                .commitment_purchases
+                .iter()
+                .map(|c| {
+                    (
+                        c.commitment_discount_id.clone(),
+                        c.rows,
+                        format!("{} {}", money(c.sum), c.currency),
+                        quoted_lines(&c.lines),
+                    )
+                })
+                .collect(),
             total: money(s.total),
             cost_per_job: s.cost_per_job.map(money),
             currency: s.currency,

@@ -264,6 +264,13 @@ pub async fn store_focus(
                 "charge_category": n.charge_category, "reason": n.reason, "of": n.of,
                 "rows": n.rows, "sum": n.sum.to_string(), "currency": n.currency,
             })).collect::<Vec<_>>(),
+            "hours_from_charge_period": import.hours_from_charge_period.iter().map(|h| json!({
+                "reason": h.reason, "rows": h.rows,
+            })).collect::<Vec<_>>(),
+            "commitment_purchases": import.commitment_purchases.iter().map(|c| json!({
+                "commitment_discount_id": c.commitment_discount_id, "rows": c.rows,
+                "sum": c.sum.to_string(), "currency": c.currency,
+            })).collect::<Vec<_>>(),
         }),
     )
     .await?;

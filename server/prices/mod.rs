@@ -2,6 +2,7 @@
 //! price of each offer; the cheapest offer for an allocation.
 
 pub mod api;
+pub mod detect;
 pub mod model;
 pub mod pages;
 pub mod repo;

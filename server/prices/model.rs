@@ -104,7 +104,11 @@ pub fn parse_sheet(text: &[u8]) -> Result<Vec<PriceRow>, SheetErrors> {
         return Err(SheetErrors(vec![at(
             1,
             None,
-            format!("the header must be exactly {}", COLUMNS.join(",")),
+            format!(
+                "the header must be exactly {}{}",
+                COLUMNS.join(","),
+                super::detect::belongs_elsewhere(&header, super::detect::Import::Sheet)
+            ),
         )]));
     }
     let mut rows = Vec::new();

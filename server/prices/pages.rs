@@ -94,6 +94,8 @@ struct PricesPage {
     preview: Vec<PriceLine>,
     /// A catalogue's skipped rows: (what they are, accelerator, rows, examples).
     skipped: Vec<(String, String, u64, String)>,
+    /// Instance types whose GPU count was corrected: (instance type, the catalogue's count, the real one, rows).
+    corrected: Vec<(String, String, i32, u64)>,
     errors: Vec<(String, String)>,
     notice: String,
 }
@@ -120,6 +122,18 @@ impl PricesPage {
                     },
                     s.rows,
                     examples,
+                )
+            })
+            .collect();
+        self.corrected = checked
+            .corrected
+            .iter()
+            .map(|c| {
+                (
+                    c.instance_type.clone(),
+                    c.catalogue_count.clone(),
+                    c.known_count,
+                    c.rows,
                 )
             })
             .collect();
@@ -179,6 +193,7 @@ async fn page(state: &AppState, user: &PageUser) -> PageResult<PricesPage> {
         valid_from: String::new(),
         preview: Vec::new(),
         skipped: Vec::new(),
+        corrected: Vec::new(),
         errors: Vec::new(),
         notice: String::new(),
     })
@@ -202,10 +217,13 @@ async fn preview(State(state): State<AppState>, CsrfForm(user, values): CsrfForm
     user.require(Role::Manager)?;
     let csv = values.get("csv").cloned().unwrap_or_default();
     let mut p = page(&state, &user).await?;
-    match form_format(&values).and_then(|format| {
-        let checked = service::check_as(csv.as_bytes(), &format)?;
-        Ok((format, checked))
-    }) {
+    let checked = match form_format(&values) {
+        Ok(format) => service::check_off_runtime(csv.as_bytes(), &format)
+            .await
+            .map(|checked| (format, checked)),
+        Err(e) => Err(e),
+    };
+    match checked {
         Ok((format, checked)) => {
             p.show(&checked);
             p.keep(csv, &values);

@@ -89,6 +89,12 @@ pub enum SkipReason {
     FractionOfAGpu,
     /// Neither `Price` nor `SpotPrice` (or both zero).
     NoPrice,
+    /// A Google Cloud accelerator row whose host VM (SkyPilot's pairing) has no row in the same zone.
+    HostMissing,
+    /// A Google Cloud accelerator row (no `InstanceType`) that `data/skypilot_gcp_hosts.csv` pairs with no host VM.
+    NoHostPairing,
+    /// A rate per GPU-hour that rounds to 0 or is above 1,000,000 (a sheet refuses both).
+    RateOutOfRange,
 }
 
 impl SkipReason {
@@ -98,6 +104,9 @@ impl SkipReason {
             SkipReason::UnknownAccelerator => "an accelerator the GPU catalogue does not name",
             SkipReason::FractionOfAGpu => "a fraction of a GPU per instance",
             SkipReason::NoPrice => "neither an on-demand nor a spot price",
+            SkipReason::HostMissing => "GPUs priced without their host VM: host price not in this file",
+            SkipReason::NoHostPairing => "GPUs priced without a host VM, and no host VM is known for them",
+            SkipReason::RateOutOfRange => "a rate per GPU-hour that rounds to 0 or is above 1,000,000",
         }
     }
 }
@@ -114,6 +123,18 @@ pub struct Skipped {
     pub lines: Vec<u32>,
 }
 
+/// An `AcceleratorCount` the table of known instance shapes contradicts: the known count is used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct CountCorrected {
+    pub instance_type: String,
+    /// What the catalogue says.
+    pub catalogue_count: String,
+    /// What the instance has (`data/instance_shapes.csv`), used for the rates.
+    pub known_count: i32,
+    pub rows: u64,
+    pub lines: Vec<u32>,
+}
+
 /// A catalogue read: the price rows to store and what was left out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatalogueImport {
@@ -121,6 +142,8 @@ pub struct CatalogueImport {
     pub skipped: Vec<Skipped>,
     /// Catalogue rows read (without the header).
     pub rows_read: u64,
+    /// Rows whose GPU count was corrected from the known instance shapes.
+    pub corrected: Vec<CountCorrected>,
 }
 
 /// What `POST /api/v1/prices` answers: the sheet and its rows; a SkyPilot catalogue adds how many
@@ -137,6 +160,10 @@ pub struct PriceImport<'a> {
     /// A catalogue: the rows left out, by reason and accelerator.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<Vec<SkippedRows<'a>>>,
+    /// A catalogue: instance types whose `AcceleratorCount` the known shapes contradict (the
+    /// known count priced them), with both figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<&'a [CountCorrected]>,
 }
 
 /// Catalogue rows left out for one reason and accelerator name.
@@ -177,6 +204,7 @@ impl<'a> PriceImport<'a> {
                     })
                     .collect()
             }),
+            corrected: catalogue.then_some(import.corrected.as_slice()),
         }
     }
 }
@@ -203,10 +231,239 @@ fn price(raw: &str) -> Result<Option<Decimal>, &'static str> {
     Ok(Some(d))
 }
 
+/// One row of `data/skypilot_gcp_hosts.csv`: the host VMs SkyPilot runs a Google Cloud accelerator
+/// and count on (`_ACC_INSTANCE_TYPE_DICTS` in its `gcp_catalog.py`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct GcpHost {
+    pub accelerator: String,
+    pub count: u32,
+    /// Several host types separated by `;`: the cheapest in the zone is taken, as SkyPilot does.
+    pub host_instance_types: String,
+    pub source: String,
+}
+
+/// One row of `data/instance_shapes.csv`: how many accelerators an instance type really has.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InstanceShape {
+    pub instance_type: String,
+    pub accelerator: String,
+    pub count: i32,
+    pub source: String,
+}
+
+fn embedded<T: serde::de::DeserializeOwned>(csv: &str, name: &str) -> Vec<T> {
+    ::csv::Reader::from_reader(csv.as_bytes())
+        .deserialize()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{name} is malformed: {e}"))
+}
+
+/// The Google Cloud host pairing, parsed once. A malformed table panics at first use; a unit test parses it.
+pub fn gcp_hosts() -> &'static [GcpHost] {
+    static TABLE: LazyLock<Vec<GcpHost>> = LazyLock::new(|| {
+        embedded(
+            include_str!("../../data/skypilot_gcp_hosts.csv"),
+            "data/skypilot_gcp_hosts.csv",
+        )
+    });
+    &TABLE
+}
+
+/// The known instance shapes, parsed once, by lower-case instance type.
+pub fn instance_shapes() -> &'static HashMap<String, InstanceShape> {
+    static TABLE: LazyLock<HashMap<String, InstanceShape>> = LazyLock::new(|| {
+        embedded::<InstanceShape>(
+            include_str!("../../data/instance_shapes.csv"),
+            "data/instance_shapes.csv",
+        )
+        .into_iter()
+        .map(|s| (s.instance_type.to_ascii_lowercase(), s))
+        .collect()
+    });
+    &TABLE
+}
+
+/// The host VMs SkyPilot pairs with `count` × `accelerator` on Google Cloud (lower case).
+fn host_types_for(accelerator: &str, count: u32) -> Option<Vec<String>> {
+    gcp_hosts()
+        .iter()
+        .find(|h| h.count == count && h.accelerator.eq_ignore_ascii_case(accelerator))
+        .map(|h| {
+            h.host_instance_types
+                .split(';')
+                .map(|t| t.trim().to_ascii_lowercase())
+                .collect()
+        })
+}
+
+/// Whether an instance type is a host of some Google Cloud accelerator (its row is kept for pairing).
+fn is_gcp_host(instance: &str) -> bool {
+    static HOSTS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
+        gcp_hosts()
+            .iter()
+            .flat_map(|h| h.host_instance_types.split(';').map(|t| t.trim().to_ascii_lowercase()))
+            .collect()
+    });
+    HOSTS.contains(&instance.to_ascii_lowercase())
+}
+
+/// Largest rate per GPU-hour a row may give, as for a sheet.
+const MAX_RATE: i64 = 1_000_000;
+
+/// A host VM row kept for pairing: its prices and line.
+#[derive(Debug, Clone)]
+struct HostRow {
+    instance: String,
+    on_demand: Option<Decimal>,
+    spot: Option<Decimal>,
+    line: usize,
+    used: bool,
+}
+
+/// A Google Cloud accelerator row waiting for its host VM.
+#[derive(Debug, Clone)]
+struct AcceleratorRow {
+    accelerator: String,
+    count: Decimal,
+    region: String,
+    zone: String,
+    on_demand: Option<Decimal>,
+    spot: Option<Decimal>,
+    line: usize,
+}
+
+/// What the pass keeps: offers (the cheapest row of each) and what was left out, grouped by maps
+/// so that a file's cost grows with its rows only.
+struct Book<'p> {
+    provider: &'p str,
+    valid_from: NaiveDate,
+    /// Offer → index in `rows`; the lowest price of an offer is kept.
+    offers: HashMap<(String, i32, String, &'static str), usize>,
+    rows: Vec<PriceRow>,
+    skipped: Vec<Skipped>,
+    skipped_at: HashMap<(SkipReason, String), usize>,
+    corrected: Vec<CountCorrected>,
+    corrected_at: HashMap<String, usize>,
+}
+
+impl Book<'_> {
+    fn skip(&mut self, reason: SkipReason, accelerator: &str, instance: &str, line: usize) {
+        let skipped = &mut self.skipped;
+        let i = *self
+            .skipped_at
+            .entry((reason, accelerator.to_owned()))
+            .or_insert_with(|| {
+                skipped.push(Skipped {
+                    reason,
+                    accelerator: accelerator.to_owned(),
+                    rows: 0,
+                    instance_types: Vec::new(),
+                    lines: Vec::new(),
+                });
+                skipped.len() - 1
+            });
+        let group = &mut self.skipped[i];
+        group.rows += 1;
+        if group.lines.len() < MAX_EXAMPLES {
+            group.lines.push(line as u32);
+        }
+        // At most MAX_EXAMPLES names to compare: constant per row.
+        if group.instance_types.len() < MAX_EXAMPLES && !group.instance_types.iter().any(|t| t == instance) {
+            group.instance_types.push(instance.to_owned());
+        }
+    }
+
+    fn correct(&mut self, instance: &str, catalogue_count: &str, known_count: i32, line: usize) {
+        let corrected = &mut self.corrected;
+        let i = *self
+            .corrected_at
+            .entry(instance.to_ascii_lowercase())
+            .or_insert_with(|| {
+                corrected.push(CountCorrected {
+                    instance_type: instance.to_owned(),
+                    catalogue_count: catalogue_count.to_owned(),
+                    known_count,
+                    rows: 0,
+                    lines: Vec::new(),
+                });
+                corrected.len() - 1
+            });
+        let c = &mut self.corrected[i];
+        c.rows += 1;
+        if c.lines.len() < MAX_EXAMPLES {
+            c.lines.push(line as u32);
+        }
+    }
+
+    /// Prices one instance (its on-demand and spot price for `count` GPUs) as offers; a rate that
+    /// rounds to 0 or is absurd is left out and listed, the row's other price still counts.
+    #[allow(clippy::too_many_arguments)]
+    fn offer(
+        &mut self,
+        gpu: &str,
+        accelerator: &str,
+        instance: &str,
+        count: Decimal,
+        region: &str,
+        on_demand: Option<Decimal>,
+        spot: Option<Decimal>,
+        line: usize,
+    ) {
+        let prices: Vec<(&'static str, Decimal)> = [("on-demand", on_demand), ("spot", spot)]
+            .into_iter()
+            .filter_map(|(billing, p)| p.filter(|p| !p.is_zero()).map(|p| (billing, p)))
+            .collect();
+        if prices.is_empty() {
+            self.skip(SkipReason::NoPrice, accelerator, instance, line);
+            return;
+        }
+        let gpus = count.to_i32().unwrap_or(0);
+        let mut refused = false;
+        for (billing, instance_price) in prices {
+            let rate = (instance_price / count)
+                .round_dp_with_strategy(RATE_DECIMALS, RoundingStrategy::MidpointAwayFromZero)
+                .normalize();
+            if rate.is_zero() || rate > Decimal::from(MAX_RATE) {
+                refused = true;
+                continue;
+            }
+            let row = PriceRow {
+                line: line as u32,
+                provider: self.provider.to_owned(),
+                gpu: gpu.to_owned(),
+                gpu_count: gpus,
+                billing: billing.to_owned(),
+                rate_per_gpu_hour: rate,
+                currency: CURRENCY.to_owned(),
+                region: region.to_owned(),
+                valid_from: self.valid_from,
+                source: format!("skypilot:{instance}"),
+            };
+            let key = (gpu.to_owned(), gpus, region.to_owned(), billing);
+            match self.offers.get(&key) {
+                Some(&kept) if self.rows[kept].rate_per_gpu_hour <= rate => {}
+                Some(&kept) => self.rows[kept] = row,
+                None => {
+                    self.offers.insert(key, self.rows.len());
+                    self.rows.push(row);
+                }
+            }
+        }
+        if refused {
+            self.skip(SkipReason::RateOutOfRange, accelerator, instance, line);
+        }
+    }
+}
+
 /// Reads a whole catalogue for `provider`, each row valid from `valid_from`. All or nothing for
 /// malformed rows; rows that are not offers of a known GPU are skipped and listed.
+///
+/// Google Cloud's catalogue prices the GPUs apart from their host VM: an accelerator row has no
+/// `InstanceType`, and is priced with the host VM SkyPilot pairs it with (`data/skypilot_gcp_hosts.csv`)
+/// in the same region and zone, each price summed, as SkyPilot quotes `--gpus H100:8`. A known
+/// instance shape (`data/instance_shapes.csv`) overrides a wrong `AcceleratorCount`, listed.
 // Long, and reads better whole: one pass over the catalogue's rows that keeps the cheapest row per
-// offer and every error by line.
+// offer and every error by line, then the pairing of Google Cloud's accelerator rows.
 pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Result<CatalogueImport, SheetErrors> {
     let provider = provider.trim();
     if provider.is_empty() || provider.chars().count() > 200 || provider.chars().any(char::is_control) {
@@ -235,9 +492,10 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
         return Err(SheetErrors(vec![FieldError::new(
             "line 1",
             format!(
-                "a SkyPilot vms.csv names the columns {}; this header lacks {}",
+                "a SkyPilot vms.csv names the columns {}; this header lacks {}{}",
                 REQUIRED_COLUMNS.join(", "),
-                missing.join(", ")
+                missing.join(", "),
+                super::detect::belongs_elsewhere(&header, super::detect::Import::Catalogue)
             ),
         )]));
     }
@@ -250,38 +508,23 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
         column("Region"),
     );
     let c_spot = find("SpotPrice");
+    let c_zone = find("AvailabilityZone");
 
-    // Offer → index in `rows`; the lowest price of an offer is kept.
-    let mut offers: HashMap<(String, i32, String, &'static str), usize> = HashMap::new();
-    let mut rows: Vec<PriceRow> = Vec::new();
-    let mut skipped: Vec<Skipped> = Vec::new();
+    let mut book = Book {
+        provider,
+        valid_from,
+        offers: HashMap::new(),
+        rows: Vec::new(),
+        skipped: Vec::new(),
+        skipped_at: HashMap::new(),
+        corrected: Vec::new(),
+        corrected_at: HashMap::new(),
+    };
+    // Google Cloud: host VM rows by (region, zone, instance type), and accelerator rows to pair.
+    let mut hosts: HashMap<(String, String, String), HostRow> = HashMap::new();
+    let mut accelerators: Vec<AcceleratorRow> = Vec::new();
     let mut errors = Vec::new();
     let mut rows_read = 0u64;
-    let mut skip = |reason: SkipReason, accelerator: &str, instance: &str, line: usize| {
-        let group = match skipped
-            .iter_mut()
-            .position(|s| s.reason == reason && s.accelerator == accelerator)
-        {
-            Some(i) => &mut skipped[i],
-            None => {
-                skipped.push(Skipped {
-                    reason,
-                    accelerator: accelerator.to_owned(),
-                    rows: 0,
-                    instance_types: Vec::new(),
-                    lines: Vec::new(),
-                });
-                skipped.last_mut().expect("just pushed")
-            }
-        };
-        group.rows += 1;
-        if group.lines.len() < MAX_EXAMPLES {
-            group.lines.push(line as u32);
-        }
-        if group.instance_types.len() < MAX_EXAMPLES && !group.instance_types.iter().any(|t| t == instance) {
-            group.instance_types.push(instance.to_owned());
-        }
-    };
     for (i, record) in rdr.records().enumerate() {
         let line = i + 2;
         let record = match record {
@@ -304,34 +547,26 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
             let cell = |c: usize| record.get(c).unwrap_or("");
             let instance = cell(c_instance);
             let accelerator = cell(c_name);
+            let zone = c_zone.map(cell).unwrap_or("");
             let text_ok = |s: &str| s.chars().count() <= 200 && !s.chars().any(char::is_control);
             let mut row_errors = Vec::new();
-            if instance.is_empty() || !text_ok(instance) {
+            // An empty InstanceType is Google Cloud's accelerator row; without an accelerator either,
+            // the row names nothing.
+            if (instance.is_empty() && accelerator.is_empty()) || !text_ok(instance) {
                 row_errors.push(cell_error(
                     line,
                     c_instance,
                     "InstanceType",
-                    "an instance type of 1 to 200 characters is required",
+                    "an instance type of 1 to 200 characters is required (or, as Google Cloud writes, an accelerator without one)",
                 ));
             }
-            if !text_ok(cell(c_region)) {
-                row_errors.push(cell_error(line, c_region, "Region", "must be at most 200 characters"));
-            }
-            if accelerator.is_empty() {
-                if row_errors.is_empty() {
-                    skip(SkipReason::CpuOnly, "", instance, line);
+            for (c, name) in [(Some(c_region), "Region"), (c_zone, "AvailabilityZone")] {
+                if let Some(c) = c.filter(|&c| !text_ok(cell(c))) {
+                    row_errors.push(cell_error(line, c, name, "must be at most 200 characters"));
                 }
-                errors.extend(row_errors);
-                continue;
             }
-            let Some(gpu) = gpu_for(accelerator, instance) else {
-                if row_errors.is_empty() {
-                    skip(SkipReason::UnknownAccelerator, accelerator, instance, line);
-                }
-                errors.extend(row_errors);
-                continue;
-            };
             let count = match Decimal::from_str_exact(cell(c_count)) {
+                _ if accelerator.is_empty() => None,
                 Ok(n) if n > Decimal::ZERO && n <= Decimal::from(4096) => Some(n),
                 _ => {
                     row_errors.push(cell_error(
@@ -346,63 +581,75 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
                     None
                 }
             };
-            let on_demand = price(cell(c_price)).unwrap_or_else(|m| {
+            // Prices are read where they count: rows with GPUs, and the host VMs of Google Cloud's.
+            let host = accelerator.is_empty() && is_gcp_host(instance);
+            let priced = !accelerator.is_empty() || host;
+            let on_demand = price(if priced { cell(c_price) } else { "" }).unwrap_or_else(|m| {
                 row_errors.push(cell_error(line, c_price, "Price", m));
                 None
             });
-            let spot = c_spot.and_then(|c| {
+            let spot = c_spot.filter(|_| priced).and_then(|c| {
                 price(cell(c)).unwrap_or_else(|m| {
                     row_errors.push(cell_error(line, c, "SpotPrice", m));
                     None
                 })
             });
+            if accelerator.is_empty() {
+                if row_errors.is_empty() {
+                    if host {
+                        // Kept for its accelerators; listed as CPU-only at the end if none uses it.
+                        let key = (
+                            cell(c_region).to_owned(),
+                            zone.to_owned(),
+                            instance.to_ascii_lowercase(),
+                        );
+                        hosts.entry(key).or_insert(HostRow {
+                            instance: instance.to_owned(),
+                            on_demand,
+                            spot,
+                            line,
+                            used: false,
+                        });
+                    } else {
+                        book.skip(SkipReason::CpuOnly, "", instance, line);
+                    }
+                }
+                errors.extend(row_errors);
+                continue;
+            }
             if !row_errors.is_empty() {
                 errors.extend(row_errors);
             } else if let Some(count) = count {
+                if instance.is_empty() {
+                    accelerators.push(AcceleratorRow {
+                        accelerator: accelerator.to_owned(),
+                        count,
+                        region: cell(c_region).to_owned(),
+                        zone: zone.to_owned(),
+                        on_demand,
+                        spot,
+                        line,
+                    });
+                    continue;
+                }
+                let Some(gpu) = gpu_for(accelerator, instance) else {
+                    book.skip(SkipReason::UnknownAccelerator, accelerator, instance, line);
+                    continue;
+                };
                 if !count.fract().is_zero() {
-                    skip(SkipReason::FractionOfAGpu, accelerator, instance, line);
+                    book.skip(SkipReason::FractionOfAGpu, accelerator, instance, line);
                     continue;
                 }
-                let prices: Vec<(&'static str, Decimal)> = [("on-demand", on_demand), ("spot", spot)]
-                    .into_iter()
-                    .filter_map(|(billing, p)| p.filter(|p| !p.is_zero()).map(|p| (billing, p)))
-                    .collect();
-                if prices.is_empty() {
-                    skip(SkipReason::NoPrice, accelerator, instance, line);
-                    continue;
-                }
-                let gpus = count.to_i32().unwrap_or(0);
-                let region = cell(c_region).to_owned();
-                for (billing, instance_price) in prices {
-                    let rate = (instance_price / count)
-                        .round_dp_with_strategy(RATE_DECIMALS, RoundingStrategy::MidpointAwayFromZero)
-                        .normalize();
-                    let row = PriceRow {
-                        line: line as u32,
-                        provider: provider.to_owned(),
-                        gpu: gpu.to_owned(),
-                        gpu_count: gpus,
-                        billing: billing.to_owned(),
-                        rate_per_gpu_hour: rate,
-                        currency: CURRENCY.to_owned(),
-                        region: region.clone(),
-                        valid_from,
-                        source: format!("skypilot:{instance}"),
-                    };
-                    match offers.get(&(gpu.to_owned(), gpus, region.clone(), billing)) {
-                        Some(&kept) if rows[kept].rate_per_gpu_hour <= rate => {}
-                        Some(&kept) => rows[kept] = row,
-                        None => {
-                            offers.insert((gpu.to_owned(), gpus, region.clone(), billing), rows.len());
-                            rows.push(row);
-                        }
+                let count = match instance_shapes().get(&instance.to_ascii_lowercase()) {
+                    Some(shape) if Decimal::from(shape.count) != count => {
+                        book.correct(instance, cell(c_count), shape.count, line);
+                        Decimal::from(shape.count)
                     }
-                }
-                if rows.len() > MAX_ROWS {
-                    return Err(SheetErrors(vec![FieldError::new(
-                        "file",
-                        format!("more than {MAX_ROWS} offers; split the catalogue"),
-                    )]));
+                    _ => count,
+                };
+                book.offer(gpu, accelerator, instance, count, cell(c_region), on_demand, spot, line);
+                if book.rows.len() > MAX_ROWS {
+                    return Err(too_many_offers());
                 }
             }
         }
@@ -415,6 +662,73 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
     if !errors.is_empty() {
         return Err(SheetErrors(errors));
     }
+    // Google Cloud's accelerator rows, each with the cheapest of its host VMs in the same zone.
+    for a in &accelerators {
+        let whole = a.count.fract().is_zero();
+        let Some(host_types) = a
+            .count
+            .to_u32()
+            .filter(|_| whole)
+            .and_then(|n| host_types_for(&a.accelerator, n))
+        else {
+            let reason = if gpu_for(&a.accelerator, "").is_none() {
+                SkipReason::UnknownAccelerator
+            } else if !whole {
+                SkipReason::FractionOfAGpu
+            } else {
+                SkipReason::NoHostPairing
+            };
+            book.skip(reason, &a.accelerator, "", a.line);
+            continue;
+        };
+        let host = host_types
+            .iter()
+            .filter_map(|t| hosts.get(&(a.region.clone(), a.zone.clone(), t.clone())))
+            .min_by_key(|h| h.on_demand.unwrap_or(Decimal::MAX))
+            .map(|h| (h.instance.clone(), h.on_demand, h.spot));
+        let Some((host_instance, host_on_demand, host_spot)) = host else {
+            book.skip(
+                SkipReason::HostMissing,
+                &a.accelerator,
+                &host_types.join(" or "),
+                a.line,
+            );
+            continue;
+        };
+        let Some(gpu) = gpu_for(&a.accelerator, &host_instance) else {
+            book.skip(SkipReason::UnknownAccelerator, &a.accelerator, &host_instance, a.line);
+            continue;
+        };
+        if let Some(h) = hosts.get_mut(&(a.region.clone(), a.zone.clone(), host_instance.to_ascii_lowercase())) {
+            h.used = true;
+        }
+        // Both parts of a price, or no price of that billing.
+        let sum = |gpus: Option<Decimal>, host: Option<Decimal>| gpus.zip(host).and_then(|(g, h)| g.checked_add(h));
+        book.offer(
+            gpu,
+            &a.accelerator,
+            &host_instance,
+            a.count,
+            &a.region,
+            sum(a.on_demand, host_on_demand),
+            sum(a.spot, host_spot),
+            a.line,
+        );
+        if book.rows.len() > MAX_ROWS {
+            return Err(too_many_offers());
+        }
+    }
+    let mut unused: Vec<&HostRow> = hosts.values().filter(|h| !h.used).collect();
+    unused.sort_by_key(|h| h.line);
+    for h in unused {
+        book.skip(SkipReason::CpuOnly, "", &h.instance, h.line);
+    }
+    let Book {
+        mut rows,
+        mut skipped,
+        corrected,
+        ..
+    } = book;
     if rows.is_empty() {
         let left_out: Vec<String> = skipped
             .iter()
@@ -434,11 +748,22 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
     }
     rows.sort_by(|a, b| a.line.cmp(&b.line).then_with(|| a.billing.cmp(&b.billing)));
     skipped.sort_by(|a, b| a.reason.cmp(&b.reason).then_with(|| b.rows.cmp(&a.rows)));
+    for s in &mut skipped {
+        s.lines.sort_unstable();
+    }
     Ok(CatalogueImport {
         rows,
         skipped,
         rows_read,
+        corrected,
     })
+}
+
+fn too_many_offers() -> SheetErrors {
+    SheetErrors(vec![FieldError::new(
+        "file",
+        format!("more than {MAX_ROWS} offers; split the catalogue"),
+    )])
 }
 
 /// Whether the GPU catalogue names `gpu` (every row of the table must).
@@ -564,6 +889,266 @@ mod tests {
         .unwrap_err()
         .0;
         assert!(none[0].message.contains("CPU-only"), "{none:?}");
+    }
+
+    /// (line, GPU, billing, GPUs, rate, region, source) of each row, for comparing.
+    fn rows_of(got: &CatalogueImport) -> Vec<(u32, &str, &str, i32, String, &str, &str)> {
+        got.rows
+            .iter()
+            .map(|r| {
+                (
+                    r.line,
+                    r.gpu.as_str(),
+                    r.billing.as_str(),
+                    r.gpu_count,
+                    r.rate_per_gpu_hour.to_string(),
+                    r.region.as_str(),
+                    r.source.as_str(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn google_clouds_gpu_rows_are_priced_with_their_host_vm_in_the_same_zone() {
+        // Real rows of SkyPilot's catalogs/v7/gcp/vms.csv (tests/fixtures/skypilot-catalog/PROVENANCE.md).
+        let text = include_str!("../../tests/fixtures/skypilot-catalog/gcp-vms-v7-excerpt.csv");
+        let got = parse_catalogue(text.as_bytes(), "GCP", day()).unwrap();
+        assert_eq!(
+            rows_of(&got),
+            [
+                // A100-80GB × 8 with a2-ultragpu-8g in us-central1-a:
+                // (8.79698 + 14.76958) ÷ 8 = 2.94582; spot (3.51864 + 12.5696) ÷ 8 = 2.01103.
+                (
+                    10,
+                    "A100 80GB SXM",
+                    "on-demand",
+                    8,
+                    "2.94582".into(),
+                    "us-central1",
+                    "skypilot:a2-ultragpu-8g"
+                ),
+                (
+                    10,
+                    "A100 80GB SXM",
+                    "spot",
+                    8,
+                    "2.01103".into(),
+                    "us-central1",
+                    "skypilot:a2-ultragpu-8g"
+                ),
+                // H100 × 8 with a3-highgpu-8g: (9.46006 + 36.56073) ÷ 8 = 5.75259875 → 5.752599 per
+                // GPU-hour, where the GPU row alone would give 36.56073 ÷ 8 = 4.570091; spot
+                // (2.17547 + 18.024) ÷ 8 = 2.52493375 → 2.524934. The zones b and c say the same.
+                (
+                    13,
+                    "H100 SXM",
+                    "on-demand",
+                    8,
+                    "5.752599".into(),
+                    "us-central1",
+                    "skypilot:a3-highgpu-8g"
+                ),
+                (
+                    13,
+                    "H100 SXM",
+                    "spot",
+                    8,
+                    "2.524934".into(),
+                    "us-central1",
+                    "skypilot:a3-highgpu-8g"
+                ),
+                // us-east4-a: (9.46006 + 78.37241) ÷ 8 = 10.97905875; spot (1.70352 + 14.1056) ÷ 8 = 1.97614.
+                (
+                    16,
+                    "H100 SXM",
+                    "on-demand",
+                    8,
+                    "10.979059".into(),
+                    "us-east4",
+                    "skypilot:a3-highgpu-8g"
+                ),
+                (
+                    16,
+                    "H100 SXM",
+                    "spot",
+                    8,
+                    "1.97614".into(),
+                    "us-east4",
+                    "skypilot:a3-highgpu-8g"
+                ),
+                // H100-MEGA × 8 with a3-megagpu-8g (9.46006 + 82.75421) ÷ 8 = 11.526784 is the same offer
+                // (H100 SXM × 8 in us-central1) at a higher price: the lower one is kept.
+            ]
+        );
+        let skipped: Vec<(SkipReason, &str, u64, &[u32])> = got
+            .skipped
+            .iter()
+            .map(|s| (s.reason, s.accelerator.as_str(), s.rows, s.lines.as_slice()))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                (SkipReason::CpuOnly, "", 1, &[9][..]),
+                // No a3-highgpu-8g row in asia-northeast3: never priced as the GPUs alone.
+                (SkipReason::HostMissing, "H100", 1, &[12][..]),
+                (SkipReason::HostMissing, "L4", 1, &[18][..]),
+            ]
+        );
+        assert_eq!(got.skipped[1].instance_types, ["a3-highgpu-8g"]);
+        assert_eq!(got.rows_read, 17);
+        assert!(got.corrected.is_empty());
+    }
+
+    #[test]
+    fn a_known_instance_shape_corrects_a_wrong_gpu_count_and_says_so() {
+        // Real rows of SkyPilot's catalogs/v6/azure/vms.csv: Standard_ND96isr_H100_v5 with
+        // AcceleratorCount 12, where the VM has 8 H100s.
+        let text = include_str!("../../tests/fixtures/skypilot-catalog/azure-vms-v6-excerpt.csv");
+        let got = parse_catalogue(text.as_bytes(), "Azure", day()).unwrap();
+        let h100: Vec<_> = rows_of(&got)
+            .into_iter()
+            .filter(|r| r.6 == "skypilot:Standard_ND96isr_H100_v5")
+            .collect();
+        assert_eq!(
+            h100,
+            [
+                // 98.32 ÷ 8 = 12.29 per GPU-hour, not 98.32 ÷ 12 = 8.19; the catalogue's SpotPrice
+                // equals its Price, and is taken as written.
+                (
+                    8,
+                    "H100 SXM",
+                    "on-demand",
+                    8,
+                    "12.29".into(),
+                    "eastus",
+                    "skypilot:Standard_ND96isr_H100_v5"
+                ),
+                (
+                    8,
+                    "H100 SXM",
+                    "spot",
+                    8,
+                    "12.29".into(),
+                    "eastus",
+                    "skypilot:Standard_ND96isr_H100_v5"
+                ),
+                (
+                    9,
+                    "H100 SXM",
+                    "on-demand",
+                    8,
+                    "12.29".into(),
+                    "eastus2",
+                    "skypilot:Standard_ND96isr_H100_v5"
+                ),
+                (
+                    9,
+                    "H100 SXM",
+                    "spot",
+                    8,
+                    "12.29".into(),
+                    "eastus2",
+                    "skypilot:Standard_ND96isr_H100_v5"
+                ),
+                // 127.816 ÷ 8 = 15.977.
+                (
+                    10,
+                    "H100 SXM",
+                    "on-demand",
+                    8,
+                    "15.977".into(),
+                    "westus",
+                    "skypilot:Standard_ND96isr_H100_v5"
+                ),
+                (
+                    10,
+                    "H100 SXM",
+                    "spot",
+                    8,
+                    "15.977".into(),
+                    "westus",
+                    "skypilot:Standard_ND96isr_H100_v5"
+                ),
+            ]
+        );
+        assert_eq!(
+            got.corrected,
+            [CountCorrected {
+                instance_type: "Standard_ND96isr_H100_v5".into(),
+                catalogue_count: "12".into(),
+                known_count: 8,
+                rows: 3,
+                lines: vec![8, 9, 10],
+            }]
+        );
+        // A count that agrees is not listed: ND96amsr_A100_v4 is 8 × A100 80GB, 32.77 ÷ 8 = 4.09625.
+        let a100 = got
+            .rows
+            .iter()
+            .find(|r| r.source == "skypilot:Standard_ND96amsr_A100_v4" && r.billing == "on-demand")
+            .unwrap();
+        assert_eq!(
+            (a100.gpu_count, a100.rate_per_gpu_hour.to_string()),
+            (8, "4.09625".into())
+        );
+    }
+
+    #[test]
+    fn rates_that_round_to_zero_or_are_absurd_are_left_out_per_row() {
+        let text = "InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region\n\
+                    p5.48xlarge,H100,8,0.0000004,1e-8,us-east-1\n\
+                    p5.48xlarge,H100,8,1000000000,20.9934,us-west-2\n\
+                    p4d.24xlarge,A100,8,32.7726,5.2117,us-east-1\n";
+        let got = parse_catalogue(text.as_bytes(), "AWS", day()).unwrap();
+        // Line 2: 0.0000004 ÷ 8 and 1e-8 ÷ 8 round to 0 at 6 places; line 3: 1,000,000,000 ÷ 8 =
+        // 125,000,000 per GPU-hour, above 1,000,000; its spot price 20.9934 ÷ 8 = 2.624175 stays.
+        let rows: Vec<(u32, &str, String)> = got
+            .rows
+            .iter()
+            .map(|r| (r.line, r.billing.as_str(), r.rate_per_gpu_hour.to_string()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (3, "spot", "2.624175".into()),
+                (4, "on-demand", "4.096575".into()),
+                (4, "spot", "0.651463".into()),
+            ]
+        );
+        assert_eq!(got.skipped.len(), 1);
+        assert_eq!(got.skipped[0].reason, SkipReason::RateOutOfRange);
+        assert_eq!(got.skipped[0].lines, [2, 3]);
+    }
+
+    #[test]
+    fn the_pairing_and_shape_tables_parse_and_cite_their_sources() {
+        assert!(gcp_hosts().len() >= 15);
+        for h in gcp_hosts() {
+            assert!(
+                gpu_for(&h.accelerator, "").is_some(),
+                "{} is not a known accelerator",
+                h.accelerator
+            );
+            assert!(
+                h.source.contains("gcp_catalog.py"),
+                "{}: cite SkyPilot's pairing",
+                h.accelerator
+            );
+        }
+        assert_eq!(host_types_for("h100", 8), Some(vec!["a3-highgpu-8g".to_owned()]));
+        assert_eq!(host_types_for("L4", 1).map(|h| h.len()), Some(5));
+        assert_eq!(host_types_for("T4", 1), None);
+        assert_eq!(instance_shapes()["standard_nd96isr_h100_v5"].count, 8);
+        assert!(instance_shapes().values().all(|s| s.source.len() > 20 && s.count > 0));
+    }
+
+    #[test]
+    fn a_file_for_another_import_is_named() {
+        let focus = b"BilledCost,BillingCurrency,ChargeCategory,ChargePeriodEnd,ChargePeriodStart,ResourceId,ServiceCategory\n1,USD,Usage,x,y,i-1,Compute\n";
+        let e = parse_catalogue(focus, "AWS", day()).unwrap_err().0;
+        assert!(e[0].message.contains("FOCUS billing export"), "{e:?}");
+        assert!(e[0].message.contains("format=focus"), "{e:?}");
     }
 
     #[test]

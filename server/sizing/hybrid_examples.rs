@@ -91,17 +91,16 @@ fn gated_deltanet_state_is_constant_while_attention_kv_grows() {
         // The state does not depend on the context: 16 × 64,389,120 B = 0.96 GiB.
         close(s.state_gib, 16.0 * state_seq / GIB, 0.005);
         assert_eq!(s.state_text(), "0.96 GiB for 16 sequences, independent of context");
-        // The attention KV grows with it: 2.5 GiB at 8K, 20 GiB at 64K.
-        close(s.kv_cache_gib, 16.0 * kv_token * ctx as f64 / GIB, 0.005);
+        // The attention KV grows with it: 2.5 GiB at 8K, 20 GiB at 64K; the KV total adds the
+        // state (2.5 + 0.96 = 3.46 GiB at 8K).
+        let attention = 16.0 * kv_token * ctx as f64 / GIB;
+        close(s.attention_kv_gib(), attention, 0.01);
+        close(s.kv_cache_gib, attention + 16.0 * state_seq / GIB, 0.005);
         assert_eq!(s.kv_bytes_per_token, 20_480);
-        close(
-            s.total_gib,
-            s.weights_gib + s.kv_cache_gib + s.state_gib + s.overhead_gib,
-            0.02,
-        );
-        // Every layer read as full attention would cache 4× the KV and no state.
+        close(s.total_gib, s.weights_gib + s.kv_cache_gib + s.overhead_gib, 0.02);
+        // Every layer read as full attention would cache 4× the attention KV and no state.
         let full_attention = 16.0 * 2.0 * 40.0 * 2.0 * 256.0 * 2.0 * ctx as f64 / GIB;
-        assert!(full_attention / s.kv_cache_gib > 3.9);
+        assert!(full_attention / s.attention_kv_gib() > 3.9);
         let notes = s.architecture_notes.join("\n");
         assert!(
             notes.contains("30 of 40 layers are Gated DeltaNet (linear attention) layers")
@@ -112,6 +111,23 @@ fn gated_deltanet_state_is_constant_while_attention_kv_grows() {
         states.push(s.state_gib);
     }
     assert_eq!(states[0], states[1]);
+}
+
+#[test]
+fn a_hybrids_kv_total_is_its_attention_kv_plus_its_state() {
+    // The contract's example (sizing.md, "KV total = attention layers' KV + state layers × state ×
+    // concurrency"): Nemotron-3-Nano-30B-A3B at 32,768 tokens and 16 sequences.
+    // Attention: 6 layers × 2 KV heads × 128 × 2 (K and V) × 2 B = 6,144 B per token;
+    // 16 × 32,768 × 6,144 B = 3,221,225,472 B = 3.00 GiB.
+    // State: 23 Mamba-2 layers × (64 × 64 × 128 × 4 B + 3 × (64 × 64 + 2 × 8 × 128) × 2 B)
+    // = 23 × 2,134,016 B = 49,082,368 B per sequence; × 16 = 785,317,888 B = 0.73 GiB.
+    // KV total: 3.00 + 0.73 = 3.73 GiB (was 3.00: the attention layers only).
+    let i = brief(&nemotron(), 31.6, Precision::Bf16, 32768, 16);
+    let s = size(&i);
+    assert_eq!(s.kv_cache_gib, 3.73);
+    assert_eq!(s.state_gib, 0.73);
+    assert_eq!(s.attention_kv_gib(), 3.0);
+    assert_eq!(s.state_text(), "0.73 GiB for 16 sequences, independent of context");
 }
 
 #[test]
@@ -126,9 +142,13 @@ fn mamba2_hybrid_state_is_constant_and_its_relu2_experts_have_two_matrices() {
         let i = brief(&cfg, 31.6, Precision::Bf16, ctx, 32);
         let s = size(&i);
         close(s.state_gib, 32.0 * state_seq / GIB, 0.005); // 1.46 GiB at any context
-        close(s.kv_cache_gib, 32.0 * kv_token * ctx as f64 / GIB, 0.005); // 3 GiB, then 24 GiB
-                                                                          // Read as full attention on all 52 layers it would be 8.7× the KV.
-        assert!(52.0 / 6.0 * s.kv_cache_gib > 8.6 * s.kv_cache_gib);
+                                                           // The KV total: attention KV (6 GiB, then 48 GiB) plus the state.
+        close(
+            s.kv_cache_gib,
+            32.0 * kv_token * ctx as f64 / GIB + 32.0 * state_seq / GIB,
+            0.005,
+        );
+        close(s.attention_kv_gib(), 32.0 * kv_token * ctx as f64 / GIB, 0.01);
         super::tests::fitting_options_load(&i, &s);
     }
     // The experts: 128 per layer on the 23 `E` layers only, two matrices each (relu2 is not
@@ -249,7 +269,9 @@ fn fp8_weights_keep_16_bit_kv_unless_the_brief_asks_for_fp8_kv() {
         }),
     );
     assert_eq!(qa.state_gib, qf.state_gib);
-    close(qf.kv_cache_gib, qa.kv_cache_gib / 2.0, 0.005);
+    close(qf.attention_kv_gib(), qa.attention_kv_gib() / 2.0, 0.01);
+    // The KV total halves its attention part only: fp8 total = half the attention KV + the state.
+    close(qf.kv_cache_gib, qa.attention_kv_gib() / 2.0 + qa.state_gib, 0.01);
 }
 
 #[test]

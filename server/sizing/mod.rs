@@ -276,17 +276,20 @@ impl SizingInput {
     }
 }
 
-/// The sizing of a brief: weights_gib, kv_cache_gib (the attention layers' KV, growing with
-/// tokens), state_gib (a hybrid model's constant per-sequence state of its Gated DeltaNet / Mamba-2
-/// layers, for all sequences; 0 otherwise), overhead_gib, total_gib, kv_bytes_per_token,
-/// architecture_notes, options per GPU and billing_advice (docs/sizing.md).
+/// The sizing of a brief: weights_gib, kv_cache_gib (the KV total: the attention layers' KV,
+/// growing with tokens, plus a hybrid model's state), state_gib (the part of it that is the
+/// constant per-sequence state of Gated DeltaNet / Mamba-2 layers, for all sequences; 0
+/// otherwise), overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, options per GPU
+/// and billing_advice (docs/sizing.md).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Sizing {
     pub weights_gib: f64,
-    /// KV cache of the attention layers: grows with every token of every sequence.
+    /// The KV total (the contract's "KV total"): the attention layers' KV, which grows with every
+    /// token of every sequence, plus `state_gib`.
     pub kv_cache_gib: f64,
-    /// The constant state of a hybrid model's state layers (Gated DeltaNet, Mamba-2), for all
-    /// `concurrency` sequences: independent of the context. 0 for other models.
+    /// The part of `kv_cache_gib` that is the constant state of a hybrid model's state layers
+    /// (Gated DeltaNet, Mamba-2), for all `concurrency` sequences: independent of the context. 0
+    /// for other models.
     pub state_gib: f64,
     pub overhead_gib: f64,
     pub total_gib: f64,
@@ -303,6 +306,11 @@ pub struct Sizing {
 }
 
 impl Sizing {
+    /// The attention layers' KV alone (the KV total less the state), as pages print it beside the state.
+    pub fn attention_kv_gib(&self) -> f64 {
+        round2(self.kv_cache_gib - self.state_gib)
+    }
+
     /// The state line as pages print it ("0.96 GiB for 16 sequences, independent of context").
     pub fn state_text(&self) -> String {
         let seqs = self.state_sequences.max(1);
@@ -474,7 +482,8 @@ pub fn size(input: &SizingInput) -> Sizing {
     let (kv, state) = (kv / catalog::GIB, state / catalog::GIB);
     Sizing {
         weights_gib: round2(weights),
-        kv_cache_gib: round2(kv),
+        // sizing.md: KV total = attention layers' KV + state layers × state × concurrency.
+        kv_cache_gib: round2(kv + state),
         state_gib: round2(state),
         overhead_gib: round2(overhead),
         total_gib: round2(weights + kv + state + overhead),

@@ -106,6 +106,9 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     );
     // The g3's GPUs are not given and no catalogue prices g3.4xlarge: its hour is a host line.
     assert_eq!(body["counted_as_host"], json!(["i-0b3b3095474a3772a"]));
+    // Every g5 row gives its ConsumedQuantity in Hours; no commitment is bought in the excerpt.
+    assert_eq!(body["hours_from_charge_period"], json!([]));
+    assert_eq!(body["commitment_purchases"], json!([]));
 
     // The lines, by hand from the excerpt: EffectiveCost (2.00, 0, 2.00, 1.00, 2.00 for the five
     // g5 hours; 0 for the volume; 1.00 for the g3), charge periods read as UTC, categories from
@@ -150,7 +153,8 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
                 "i-02619lael51119a85",
                 "accelerator",
                 "2024-09-13T20:00:00Z",
-                "2024-09-13T21:00:00Z",
+                // ConsumedQuantity 0.683889 Hours = 2,462.0004 s from the charge period's start.
+                "2024-09-13T20:41:02.000400Z",
                 json!(1),
                 "1"
             ),
@@ -166,7 +170,8 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
                 "i-09ba12e1l5743720b",
                 "accelerator",
                 "2024-09-21T01:00:00Z",
-                "2024-09-21T02:00:00Z",
+                // ConsumedQuantity 0.296111 Hours = 1,065.9996 s.
+                "2024-09-21T01:17:45.999600Z",
                 json!(1),
                 "0"
             ),
@@ -196,9 +201,10 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
             ),
         ]
     );
-    // Accelerator 2 + 0 + 2 + 1 + 2 = 7 for 5 GPU-hours; host 1; storage 0; total 8.
+    // Accelerator 2 + 0 + 2 + 1 + 2 = 7 for 1 + 0.296111 + 1 + 0.683889 + 1 = 3.98 GPU-hours (the
+    // hours used, ConsumedQuantity, not the five charge periods); host 1; storage 0; total 8.
     let s = &view["summary"];
-    assert_eq!(s["accelerator_hours"], "5");
+    assert_eq!(s["accelerator_hours"], "3.98");
     assert_eq!(s["totals"]["accelerator"], "7");
     assert_eq!(s["totals"]["host"], "1");
     assert_eq!(s["total"], "8");
@@ -223,7 +229,7 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     assert_eq!(app.count("ledger_lines").await, 7);
 
     // The review's money uses the imported lines: 4 accepted jobs → 8 ÷ 4 = 2 per job; the
-    // trial names no rate, so its rate is the ledger's: 7 ÷ 5 GPU-hours = 1.4 per GPU-hour.
+    // trial names no rate, so its rate is the ledger's: 7 ÷ 3.98 GPU-hours = 1.75879… → 1.7588 per GPU-hour.
     let res = app
         .post_json(
             &format!("/api/v1/briefs/{brief}/ledger"),
@@ -241,7 +247,7 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     assert_eq!(t["trial"], trial.as_str());
     assert_eq!(t["cost_per_job"], "2");
     assert_eq!(t["money"]["rate"]["source"]["from"], "ledger");
-    assert_eq!(t["money"]["rate"]["per_gpu_hour"], "1.40");
+    assert_eq!(t["money"]["rate"]["per_gpu_hour"], "1.7588");
 }
 
 #[tokio::test]
@@ -318,4 +324,134 @@ async fn a_focus_export_is_refused_without_its_trial_and_imports_from_the_page()
     // "1" GPU for every selected resource: the tagged g3 is accelerator time too.
     assert!(!page.contains("id=\"counted-as-host\""));
     assert_eq!(app.count("ledger_lines").await, 6);
+}
+
+/// The Azure daily and AWS per-second shapes (tests/fixtures/focus/PROVENANCE.md), tagged for `trial`.
+fn shaped(file: &str, trial: &str) -> String {
+    String::from_utf8(fixture(&format!("focus/{file}")))
+        .unwrap()
+        .replace("TRIAL_ID", trial)
+}
+
+#[tokio::test]
+async fn an_azure_daily_bill_prices_the_trial_by_the_hours_it_ran() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let trial = first_trial(&app, &brief).await;
+
+    let body = shaped("azure-focus-1.0-daily.csv", &trial);
+    let res = post(
+        &app,
+        &brief,
+        &format!("format=focus&trial={trial}&gpus_per_resource=8"),
+        body,
+    )
+    .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let answer: Value = res.json().await.unwrap();
+    // An ND96amsr_A100_v4 (8 GPUs) that ran 15.5 h on each of two days: 2 × 15.5 × 8 = 248
+    // GPU-hours, not the two days' 2 × 24 × 8 = 384; the cost is 2 × 15.5 × 32.77 = 1,015.87.
+    assert_eq!(answer["accelerator_hours"], "248");
+    assert_eq!(answer["totals"]["accelerator"], "1015.87");
+    assert_eq!(answer["hours_from_charge_period"], json!([]));
+    // The reservation bought that day is listed by its id and not added.
+    assert_eq!(answer["commitment_purchases"][0]["sum"], "176845.12");
+    assert!(answer["commitment_purchases"][0]["commitment_discount_id"]
+        .as_str()
+        .unwrap()
+        .contains("/reservations/"));
+
+    // The trial names no rate, so the review prices it from its bill: 1,015.87 ÷ 248 = 4.09625
+    // (shown to 4 places, 4.0962) per GPU-hour, × 8 = 32.77 an hour for the VM (its price). From the
+    // charge periods it would have been 1,015.87 ÷ 384 = 2.6455 per GPU-hour, 21.16 an hour.
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let t = &review["trials"][0];
+    assert_eq!(t["money"]["rate"]["source"]["from"], "ledger");
+    assert_eq!(t["money"]["rate"]["per_gpu_hour"], "4.0962");
+}
+
+#[tokio::test]
+async fn an_aws_per_second_bill_counts_the_seconds_used() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let trial = first_trial(&app, &brief).await;
+    let body = shaped("aws-focus-1.2-per-second.csv", &trial);
+    let res = post(
+        &app,
+        &brief,
+        &format!("format=focus&trial={trial}&gpus_per_resource=8"),
+        body,
+    )
+    .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let answer: Value = res.json().await.unwrap();
+    // 1,600 + 3,600 + 3,600 + 3,200 s = 3.3333 h × 8 GPUs = 26.67 GPU-hours, not 4 h × 8 = 32.
+    let hours: f64 = answer["accelerator_hours"].as_str().unwrap().parse().unwrap();
+    assert!((hours - 26.6667).abs() < 0.001, "{hours}");
+    assert_eq!(answer["totals"]["accelerator"], "327.73333333");
+    assert_eq!(
+        answer["commitment_purchases"][0]["commitment_discount_id"],
+        "arn:aws:savingsplans::123456789012:savingsplan/3f2b6a1c-8d4e-4f7a-9b0c-1d2e3f4a5b6c"
+    );
+}
+
+#[tokio::test]
+async fn the_import_page_says_which_hours_came_from_the_charge_period_and_which_commitments_were_bought() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let trial = first_trial(&app, &brief).await;
+    // The AWS per-second export with the first hour's ConsumedQuantity left empty (as a row billed
+    // without a usage quantity would be): that hour counts its whole charge period, and says so.
+    let text = shaped("aws-focus-1.2-per-second.csv", &trial);
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    assert!(lines[1].contains(",0.4444444444,Hrs,"), "{}", lines[1]);
+    lines[1] = lines[1].replacen(",0.4444444444,Hrs,", ",,,", 1);
+    let person = app.login_owner().await;
+    let res = person
+        .client
+        .post(app.url(&format!("/briefs/{brief}/ledger/import")))
+        .form(&[
+            ("csrf_token", person.csrf.as_str()),
+            ("trial", trial.as_str()),
+            ("format", "focus"),
+            ("csv", (lines.join("\n") + "\n").as_str()),
+            ("gpus_per_resource", "8"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let page = res.text().await.unwrap();
+    let hours = &page[page
+        .find("id=\"hours-from-charge-period\"")
+        .expect("the charge-period hours are named")..];
+    assert!(
+        hours.contains("1 row: no ConsumedQuantity in a time unit (lines of the file: 2)"),
+        "{hours}"
+    );
+    let bought = &page[page
+        .find("id=\"commitment-purchases\"")
+        .expect("the savings plan is listed")..];
+    assert!(
+        bought.contains("arn:aws:savingsplans::123456789012:savingsplan/3f2b6a1c-8d4e-4f7a-9b0c-1d2e3f4a5b6c"),
+        "{bought}"
+    );
+    // 1 h (the charge period) + 1 + 1 + 0.8888888889 h = 3.8889 h × 8 = 31.11 GPU-hours.
+    let summary: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/ledger?trial={trial}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let hours: f64 = summary["summary"]["accelerator_hours"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((hours - 31.1111).abs() < 0.001, "{hours}");
 }

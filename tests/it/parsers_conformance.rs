@@ -494,6 +494,22 @@ fn table() -> Vec<(&'static str, Expect)> {
             ]),
         ),
         (
+            // Lines 1 and 5 of the real sweep, the second with `"request_rate": Infinity` and
+            // `"median_itl_ms": NaN` as Python writes them: read, not skipped.
+            "bench-serving/sglang-bench-serving-request-rate-infinity-nan.jsonl",
+            Ok(vec![
+                ("serving.run", T("rate_inf")),
+                ("serving.completed", N(3200.0)),
+                // 3,200 completed / 383.073250005953 s
+                ("serving.request_throughput_rps", N(3200.0 / 383.073250005953)),
+                ("serving.ttft_p50_ms", N(614.2499720444903)),
+                ("serving.e2e_mean_ms", N(149037.25147111146)),
+                ("serving.itl_p50_ms", Absent),
+                ("serving.offered_rps", Absent),
+                ("serving.by_run.rate_1.completed", N(300.0)),
+            ]),
+        ),
+        (
             "bench-serving/sglang-bench-serving-llama3.3-70b-h200-rate-sweep.jsonl",
             Ok(vec![
                 // seven lines, one per request rate; the top-level figures are the busiest run's
@@ -647,6 +663,18 @@ fn table() -> Vec<(&'static str, Expect)> {
                 // no NIC lines: 8 NICs x 400 Gb/s per node assumed, 47 GB/s bus bandwidth each
                 ("nccl.expected_busbw_gbps", N(8.0 * 47.0)),
                 ("nccl.busbw_pct_of_expected", N(166.22 / 376.0 * 100.0)),
+            ]),
+        ),
+        (
+            // The real 2-node run above with 64 PMIX ERROR / libfabric lines of every rank before the
+            // banner and NCCL INFO lines inside the table: the same figures, found by kind=auto.
+            "nccl-tests/h100-x16-2node-srun-l-pmix-libfabric-nccl-info.txt",
+            Ok(vec![
+                ("nccl.busbw_peak_gbps", N(166.22)),
+                ("nccl.busbw_avg_gbps", N(142.735)),
+                ("nccl.world_size", N(16.0)),
+                ("nccl.nodes", N(2.0)),
+                ("nccl.expected_busbw_gbps", N(8.0 * 47.0)),
             ]),
         ),
         (

@@ -329,3 +329,120 @@ async fn a_manager_previews_a_catalogue_on_the_page_then_confirms_it() {
     assert!(page.contains("Imported 15 prices"));
     assert!(page.contains("skypilot:p5en.48xlarge"));
 }
+
+#[tokio::test]
+async fn google_clouds_gpu_rows_are_priced_with_their_host_and_a_wrong_gpu_count_is_corrected() {
+    let app = spawn_app().await;
+    // Real rows of SkyPilot's catalogs/v7/gcp/vms.csv: accelerator rows without an InstanceType.
+    let gcp = String::from_utf8(fixture("skypilot-catalog/gcp-vms-v7-excerpt.csv")).unwrap();
+    let res = import(&app, "format=skypilot&provider=GCP&valid_from=2026-12-01", gcp).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let body: Value = res.json().await.unwrap();
+    let mut want = vec![
+        // (9.46006 + 36.56073) ÷ 8 = 5.75259875 per GPU-hour, not the GPU row's 36.56073 ÷ 8 = 4.570091;
+        // spot (2.17547 + 18.024) ÷ 8 = 2.52493375.
+        row("H100 SXM", "on-demand", "us-central1", "5.752599", "a3-highgpu-8g"),
+        row("H100 SXM", "spot", "us-central1", "2.524934", "a3-highgpu-8g"),
+        // us-east4-a: (9.46006 + 78.37241) ÷ 8; spot (1.70352 + 14.1056) ÷ 8.
+        row("H100 SXM", "on-demand", "us-east4", "10.979059", "a3-highgpu-8g"),
+        row("H100 SXM", "spot", "us-east4", "1.97614", "a3-highgpu-8g"),
+        // (8.79698 + 14.76958) ÷ 8; spot (3.51864 + 12.5696) ÷ 8.
+        row("A100 80GB SXM", "on-demand", "us-central1", "2.94582", "a2-ultragpu-8g"),
+        row("A100 80GB SXM", "spot", "us-central1", "2.01103", "a2-ultragpu-8g"),
+    ];
+    want.sort();
+    assert_eq!(offers(&body["prices"]), want);
+    // The H100 row of asia-northeast3 has no a3-highgpu-8g row there: listed, never the GPUs alone.
+    let host_missing: Vec<&Value> = body["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["reason"] == "host-missing")
+        .collect();
+    assert_eq!(host_missing.len(), 2, "{}", body["skipped"]);
+    assert_eq!(host_missing[0]["accelerator"], "H100");
+    assert_eq!(host_missing[0]["lines"], serde_json::json!([12]));
+    assert!(host_missing[0]["says"]
+        .as_str()
+        .unwrap()
+        .contains("host price not in this file"));
+
+    // Real rows of SkyPilot's Azure catalogue: Standard_ND96isr_H100_v5 with AcceleratorCount 12.
+    let azure = String::from_utf8(fixture("skypilot-catalog/azure-vms-v6-excerpt.csv")).unwrap();
+    let res = import(&app, "format=skypilot&provider=Azure&valid_from=2026-12-01", azure).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(
+        body["corrected"],
+        serde_json::json!([{ "instance_type": "Standard_ND96isr_H100_v5", "catalogue_count": "12",
+            "known_count": 8, "rows": 3, "lines": [8, 9, 10] }])
+    );
+    // 98.32 ÷ 8 = 12.29 per GPU-hour in eastus, not 98.32 ÷ 12 = 8.19.
+    assert!(offers(&body["prices"]).contains(&row(
+        "H100 SXM",
+        "on-demand",
+        "eastus",
+        "12.29",
+        "Standard_ND96isr_H100_v5"
+    )));
+}
+
+#[tokio::test]
+async fn a_file_given_to_the_wrong_import_is_named_and_both_imports_are_found_from_prices_and_the_ledger() {
+    let app = spawn_app().await;
+    let focus = String::from_utf8(fixture("focus/azure-focus-1.0-daily.csv")).unwrap();
+    // A FOCUS bill as a price sheet, and as a catalogue.
+    for query in ["", "format=skypilot&provider=Azure"] {
+        let res = import(&app, query, focus.clone()).await;
+        assert_eq!(res.status(), 422, "{query}");
+        let problem: Value = res.json().await.unwrap();
+        let message = problem["errors"][0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("FOCUS billing export") && message.contains("format=focus"),
+            "{query}: {message}"
+        );
+    }
+    // A catalogue as a FOCUS bill, on a brief's ledger.
+    let brief = app.brief_id().await;
+    let trials: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let trial = trials["items"][0]["id"].as_str().unwrap();
+    let res = app
+        .client
+        .post(app.url(&format!(
+            "/api/v1/briefs/{brief}/ledger?format=focus&trial={trial}&resources=x"
+        )))
+        .header("content-type", "text/csv")
+        .body(aws())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let problem: Value = res.json().await.unwrap();
+    let message = problem["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("SkyPilot offer catalogue") && message.contains("format=skypilot"),
+        "{message}"
+    );
+    // Each import's page points to the other.
+    let owner = app.login_owner().await;
+    let prices = owner.get(app.url("/prices")).await.text().await.unwrap();
+    assert!(
+        prices.contains("id=\"bills-elsewhere\""),
+        "the prices page names billing exports"
+    );
+    let page = owner
+        .get(app.url(&format!("/briefs/{brief}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("id=\"catalogues-elsewhere\"") && page.contains("href=\"/prices#import\""),
+        "the ledger names the Prices page"
+    );
+}

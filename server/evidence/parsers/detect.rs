@@ -18,8 +18,12 @@ fn detect_text(s: &str) -> Option<K> {
     if s.contains("\"DCGM GPU Diagnostic\"") || s.contains("\"DCGM Diagnostic\"") {
         return Some(K::DcgmDiag);
     }
+    // A line that only starts like JSON (`[node005:291005] PMIX ERROR …` before an nccl-tests banner)
+    // is text: the text checks below still run when it is not JSON.
     if t.starts_with('{') || t.starts_with('[') {
-        return detect_json(t);
+        if let Some(kind) = detect_json(t) {
+            return Some(kind);
+        }
     }
     if s.contains("<nvidia_smi_log") || super::nvidia_smi_text::is_q_text(s) {
         return Some(K::NvidiaSmiQuery);
@@ -104,6 +108,8 @@ fn detect_text(s: &str) -> Option<K> {
 
 fn detect_json(t: &str) -> Option<K> {
     use serde_json::Value;
+    // Python's json.dumps (SGLang's bench_serving) writes `Infinity` and `NaN`.
+    let t = &*super::text::python_json(t);
     // A document wider than an item's key limit is never built: its top-level keys name the kind,
     // whose parser then refuses it with the limit as the error.
     if let Some(super::limits::Scanned { top_keys, .. }) = super::limits::too_wide(t) {
@@ -177,6 +183,27 @@ mod tests {
         let csv = "index, name, temperature.gpu, ecc.errors.corrected.volatile.total, ecc.errors.uncorrected.volatile.total\n\
                    0, NVIDIA H100 80GB HBM3, 31, 0, 0\n";
         assert_eq!(detect(csv.as_bytes()), Some(K::NvidiaSmiQuery));
+    }
+
+    #[test]
+    fn a_slurm_nccl_tests_output_with_pmix_errors_and_nccl_info_lines_is_nccl_tests() {
+        // tests/fixtures/nccl-tests/PROVENANCE.md: a real srun -l output with 64 PMIX ERROR and
+        // libfabric lines of all ranks before the banner and NCCL INFO lines inside the table.
+        let text =
+            include_str!("../../../tests/fixtures/nccl-tests/h100-x16-2node-srun-l-pmix-libfabric-nccl-info.txt");
+        assert_eq!(detect(text.as_bytes()), Some(K::NcclTests));
+        let got = super::super::parse(K::NcclTests, text.as_bytes()).unwrap();
+        // The real run's figures: the largest out-of-place busbw 166.22 GB/s, the tool's average 142.735.
+        assert_eq!(got.get_num("nccl.busbw_peak_gbps"), Some(166.22));
+        assert_eq!(got.get_num("nccl.busbw_avg_gbps"), Some(142.735));
+        assert_eq!(got.get_num("nccl.world_size"), Some(16.0));
+    }
+
+    #[test]
+    fn sglang_json_lines_with_pythons_infinity_and_nan_are_bench_serving() {
+        let text =
+            include_str!("../../../tests/fixtures/bench-serving/sglang-bench-serving-request-rate-infinity-nan.jsonl");
+        assert_eq!(detect(text.as_bytes()), Some(K::BenchServing));
     }
 
     #[test]

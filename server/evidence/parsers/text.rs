@@ -143,3 +143,75 @@ pub(crate) fn json_value(s: &str) -> Result<(serde_json::Value, Option<String>),
 pub(crate) fn last_line(s: &str) -> usize {
     s.lines().count().max(1)
 }
+
+/// JSON as Python's `json.dumps` writes it by default: the bare constants `Infinity`, `-Infinity`
+/// and `NaN` (not JSON, RFC 8259) outside strings become `"inf"` (the word `vllm bench serve` writes
+/// for an unlimited request rate, which no number reader takes) and `null`. Text without them is
+/// returned as is; strings are never touched.
+pub(crate) fn python_json(s: &str) -> Cow<'_, str> {
+    if !s.contains("Infinity") && !s.contains("NaN") {
+        return Cow::Borrowed(s);
+    }
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len() + 16);
+    let (mut in_string, mut escaped, mut copied, mut i) = (false, false, 0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        let rest = &s[i..];
+        let constant = [("-Infinity", "null"), ("Infinity", "\"inf\""), ("NaN", "null")]
+            .into_iter()
+            .find(|(word, _)| {
+                rest.starts_with(word)
+                    && !rest[word.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+        match constant {
+            Some((word, with)) => {
+                out.push_str(&s[copied..i]);
+                out.push_str(with);
+                i += word.len();
+                copied = i;
+            }
+            None => i += 1,
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(s);
+    }
+    out.push_str(&s[copied..]);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod python_json_tests {
+    use super::python_json;
+
+    #[test]
+    fn pythons_constants_become_json_and_strings_stay() {
+        assert_eq!(
+            python_json(r#"{"request_rate": Infinity, "x": NaN, "y": -Infinity, "s": "NaN Infinity"}"#),
+            r#"{"request_rate": "inf", "x": null, "y": null, "s": "NaN Infinity"}"#
+        );
+        assert_eq!(python_json(r#"[NaN,NaN]"#), "[null,null]");
+        assert!(matches!(python_json(r#"{"a": 1}"#), std::borrow::Cow::Borrowed(_)));
+        // A word that only starts like a constant is not one.
+        assert_eq!(python_json(r#"{"NaNo": NaNo}"#), r#"{"NaNo": NaNo}"#);
+    }
+}
