@@ -151,7 +151,7 @@ struct PostQuery {
          category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency (all or nothing); \
          with ?format=focus a FinOps FOCUS 1.x cost-and-usage CSV (AWS, Azure, GCP, OCI exports): the trial's rows \
          (ResourceId in resources=, or Tags carrying rentcheck-trial: <trial id>) become lines, Usage rows \
-         only; Purchase, Tax, Credit and Adjustment rows and refunds are listed in not_added with their sums, never \
+         only; Purchase, Tax, Credit and Adjustment rows, refunds and rows of a listed resource tagged for another trial are listed in not_added with their sums, never \
          added; re-importing an export adds nothing (rows keyed by resource, charge period and charge description). \
          Answers { format, trial, lines_added, rows_already_imported, rows_read, rows_selected, rows_combined, \
          not_added: [{ charge_category, reason, of, rows, sum, currency, lines }], counted_as_host, \

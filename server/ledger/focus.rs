@@ -139,18 +139,31 @@ impl Selection {
     }
 
     fn tagged(&self, tags: &str) -> bool {
-        if !tags.contains(TRIAL_TAG) {
-            return false;
-        }
-        let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(tags) else {
-            return false;
-        };
         let id = self.trial_id.to_string();
-        map.iter().any(|(key, value)| {
-            let key_names_it = key == TRIAL_TAG || key.rsplit_once(':').is_some_and(|(_, k)| k == TRIAL_TAG);
-            key_names_it && value.as_str().is_some_and(|v| v.trim().eq_ignore_ascii_case(&id))
-        })
+        trial_tags(tags).iter().any(|v| v.eq_ignore_ascii_case(&id))
     }
+
+    /// Whether the row's Tags name another trial (and not this one): such a row is that trial's,
+    /// even when its resource is listed in `resources=`.
+    fn tagged_for_another_trial(&self, tags: &str) -> bool {
+        let tagged = trial_tags(tags);
+        !tagged.is_empty() && !self.tagged(tags)
+    }
+}
+
+/// The trial ids a FOCUS `Tags` cell carries under `rentcheck-trial` (a provider prefix such as
+/// `user:` allowed).
+fn trial_tags(tags: &str) -> Vec<String> {
+    if !tags.contains(TRIAL_TAG) {
+        return Vec::new();
+    }
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(tags) else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter(|(key, _)| *key == TRIAL_TAG || key.rsplit_once(':').is_some_and(|(_, k)| k == TRIAL_TAG))
+        .filter_map(|(_, value)| value.as_str().map(|v| v.trim().to_owned()))
+        .collect()
 }
 
 /// Rows left out of the ledger, by charge category and why.
@@ -158,7 +171,8 @@ impl Selection {
 pub struct NotAdded {
     /// FOCUS's `ChargeCategory` (Purchase, Tax, Credit, Adjustment, or Usage for refunds).
     pub charge_category: String,
-    /// `not usage` or `refund` (a negative usage row).
+    /// `not usage`, `refund` (a negative usage row) or `tagged for another trial` (a resource
+    /// listed in `resources=` whose row's Tags give another trial's id).
     pub reason: &'static str,
     /// `trial`: rows of the trial's resources or tag; `account`: rows naming no resource.
     pub of: &'static str,
@@ -466,8 +480,9 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
             };
             let resource = cell(c_resource);
             let charge = cell(c_category);
-            let selected = (!resource.is_empty() && selection.resources.contains(resource))
-                || c_tags.is_some_and(|c| selection.tagged(cell(c)));
+            let for_another_trial = c_tags.is_some_and(|c| selection.tagged_for_another_trial(cell(c)));
+            let listed = !resource.is_empty() && selection.resources.contains(resource);
+            let selected = !for_another_trial && (listed || c_tags.is_some_and(|c| selection.tagged(cell(c))));
             let cost = |errors: &mut Vec<FieldError>| -> Option<Decimal> {
                 let (c, raw) = match c_effective.map(|c| (c, cell(c))).filter(|(_, v)| !v.is_empty()) {
                     Some(found) => found,
@@ -547,6 +562,23 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                 }
             }
             if !selected {
+                if listed && for_another_trial {
+                    // A listed resource whose row another trial's tag claims: that trial's, and said.
+                    let mut ignored = Vec::new();
+                    if let Some(sum) = cost(&mut ignored) {
+                        let currency = cell(c_currency).to_ascii_uppercase();
+                        note(
+                            &mut out,
+                            &mut not_added_at,
+                            &mut errors,
+                            charge,
+                            "tagged for another trial",
+                            "trial",
+                            sum,
+                            &currency,
+                        );
+                    }
+                }
                 // Account-wide charges (taxes, credits) name no resource; the trial may owe a share.
                 if resource.is_empty() && !charge.is_empty() && !charge.eq_ignore_ascii_case("Usage") {
                     let mut ignored = Vec::new();
@@ -1038,6 +1070,34 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
             ]
         );
         assert_eq!((got.rows_read, got.rows_selected), (10, 8));
+    }
+
+    #[test]
+    fn a_listed_resource_whose_row_is_tagged_for_another_trial_is_left_to_that_trial_and_listed() {
+        let mine = TrialId::from(Uuid::from_u128(7));
+        let theirs = TrialId::from(Uuid::from_u128(8));
+        let text = format!(
+            "{HEADER}\
+10.00,10.00,USD,Usage,x,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-1,Compute,\"{{\"\"rentcheck-trial\"\": \"\"{mine}\"\"}}\"\n\
+20.00,20.00,USD,Usage,x,2024-09-01 01:00:00,2024-09-01 02:00:00,Hours,i-1,Compute,\"{{\"\"user:rentcheck-trial\"\": \"\"{theirs}\"\"}}\"\n\
+30.00,30.00,USD,Usage,x,2024-09-01 02:00:00,2024-09-01 03:00:00,Hours,i-1,Compute,NULL\n"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some("i-1"));
+        let import = parse(text.as_bytes(), "USD", &selection).unwrap();
+        // Its own tag and an untagged row of the listed resource: 10 + 30; the 20 is the other trial's.
+        let total: Decimal = import.lines.iter().map(|l| l.line.amount).sum();
+        assert_eq!(total, Decimal::from(40));
+        assert_eq!(import.rows_selected, 2);
+        let other = import
+            .not_added
+            .iter()
+            .find(|n| n.reason == "tagged for another trial")
+            .expect("listed");
+        assert_eq!(
+            (other.rows, other.sum, other.lines.clone()),
+            (1, Decimal::from(20), vec![3])
+        );
     }
 
     #[test]

@@ -350,6 +350,9 @@ fn not_added_row(n: &NotAdded) -> (String, String, String, u64, String, String) 
         n.charge_category.clone(),
         match n.reason {
             "refund" => "a negative usage row (a refund)".to_owned(),
+            "tagged for another trial" => {
+                "a listed resource, but its Tags give another trial's id: left to that trial".to_owned()
+            }
             _ => "not usage".to_owned(),
         },
         match n.of {
