@@ -2,7 +2,8 @@
 //! shapes are known: what it counts as a user would (the first content chunk starts TTFT; error
 //! chunks, aborts and streams cut short are failures), for completions and for chat; and what it
 //! costs against hostile endpoints (one endless line, endless events, endless data, a huge scrape
-//! page): bounded time and memory, and an error naming the bound.
+//! page, an endless answer to the plan's GET): bounded time and memory, and an error naming the
+//! bound.
 
 use std::{
     sync::{
@@ -469,4 +470,39 @@ async fn a_huge_scrape_page_fails_at_the_bound_without_reading_on() {
         panic!("a page under the bound is read");
     };
     assert_eq!(body.len(), 9 + 4 * (64 << 10));
+}
+
+/// A server whose answer to the plan's GET never ends: the agent stops at 16 MiB and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_answer_from_the_server_is_refused_at_the_bound() {
+    use rentcheck::{
+        collect::client::{Client, RetryPolicy},
+        ids::BriefId,
+        secrets::Secret,
+    };
+    let app = Router::new().route(
+        "/plan",
+        get(|| async { Body::from_stream(repeat(b"{\"a\": \"", &KIB_64_OF_A, usize::MAX)) }),
+    );
+    let base = serve(app).await;
+    let brief: BriefId = "0193a1f7-0000-7000-8000-000000000001".parse().unwrap();
+    let client = Client::new(
+        &base,
+        brief,
+        None,
+        Secret::new("t"),
+        Duration::from_secs(30),
+        RetryPolicy::default(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let refused = client.get_json(&format!("{base}/plan")).await.unwrap_err();
+    assert!(
+        refused
+            .reason
+            .contains("the answer is larger than 16 MiB, the most the agent reads"),
+        "{}",
+        refused.reason
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
