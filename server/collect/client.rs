@@ -294,11 +294,14 @@ impl Client {
                 }),
             };
         }
-        let answer: Value = res.json().await.map_err(|e| Refused {
-            status: Some(status),
-            reason: format!("unreadable batch answer: {e}"),
-            attempts,
-        })?;
+        let answer: Value = answer_text(res)
+            .await
+            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+            .map_err(|e| Refused {
+                status: Some(status),
+                reason: format!("unreadable batch answer: {e}"),
+                attempts,
+            })?;
         let answers = answer["items"].as_array().cloned().unwrap_or_default();
         Ok(BatchSent::Answered(
             (0..items.len()).map(|i| batch_item(answers.get(i), attempts)).collect(),
@@ -315,7 +318,11 @@ impl Client {
             .send(|| self.http.get(url).header(header::AUTHORIZATION, auth.clone()))
             .await?;
         let status = res.status();
-        let text = res.text().await.unwrap_or_default();
+        let text = answer_text(res).await.map_err(|why| Refused {
+            status: Some(status),
+            reason: format!("{status}: {why}"),
+            attempts,
+        })?;
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if status.is_success() && body.is_object() {
             return Ok(body);
@@ -402,6 +409,23 @@ fn problem_reason(status: StatusCode, problem: &Value, text: &str) -> String {
     reason
 }
 
+/// The most of one answer from the server the agent reads: a test plan or a batch's answer is
+/// tens of KB; a server that sends more is not one to follow, and reading on would cost memory
+/// without bound.
+pub const ANSWER_BODY_LIMIT: usize = 16 << 20;
+
+/// An answer's body as text, or why it was not read (over [`ANSWER_BODY_LIMIT`], or broken).
+async fn answer_text(res: reqwest::Response) -> Result<String, String> {
+    match super::steps::read_within(res, ANSWER_BODY_LIMIT).await {
+        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(super::steps::BodyError::TooLarge) => Err(format!(
+            "the answer is larger than {}, the most the agent reads",
+            super::sse::size(ANSWER_BODY_LIMIT)
+        )),
+        Err(super::steps::BodyError::Read(e)) => Err(format!("reading the answer failed: {e}")),
+    }
+}
+
 /// Reads a final answer: 2xx is accepted, anything else refused with the problem's detail.
 async fn answer(res: reqwest::Response, attempts: u32) -> Result<Accepted, Refused> {
     let status = res.status();
@@ -409,7 +433,7 @@ async fn answer(res: reqwest::Response, attempts: u32) -> Result<Accepted, Refus
         .headers()
         .get("idempotent-replayed")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
-    let text = res.text().await.unwrap_or_default();
+    let text = answer_text(res).await.unwrap_or_default();
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     if status.is_success() {
         return Ok(Accepted {

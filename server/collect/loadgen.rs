@@ -7,10 +7,18 @@
 //!   rescaled so the last arrival falls at `num_prompts ÷ rate`; each request is sent when it
 //!   arrives, whatever the earlier ones are doing;
 //! * each request streams (`stream: true`, `stream_options.include_usage`, `ignore_eos`);
-//!   **TTFT** = the first SSE chunk that carries `choices` − the send; **ITL** = the gap between
-//!   successive such chunks, per gap; **E2E** (`latency`) = the last such chunk − the send (the
-//!   usage chunk and `[DONE]` carry no token); output tokens = the usage chunk's
-//!   `completion_tokens` (without one, the chunks counted — vLLM counts with a tokenizer);
+//!   **E2E** (`latency`) = the last content chunk − the send; output tokens = the usage chunk's
+//!   `completion_tokens` (without one, the content chunks counted — vLLM counts with a tokenizer);
+//! * where this differs from vLLM's client, it counts what a user means: **TTFT** = the first
+//!   chunk that carries generated content (completion text; in chat, content, reasoning text or a
+//!   tool call) − the send, so a role-only or empty first chunk, which servers send before prefill
+//!   ends, starts nothing; **ITL** = the gap between successive content chunks; a stream that
+//!   carries an error object (`data: {"error": …}`), ends with a `finish_reason` of `error` or
+//!   `abort`, or ends without `[DONE]` or a finish reason is a **failed** request (an error text,
+//!   TTFT 0, no gaps, no tokens), where vLLM's client counts the chunks before it as a success;
+//! * a hostile or broken server costs bounded memory and time: one SSE line or event ≤ 1 MiB,
+//!   at most [`max_events`] events per request (so the gap list is bounded too), read by
+//!   [`super::sse`]; a request over a bound fails with an error naming it ([`bound_exceeded`]);
 //! * per completed request **TPOT** = (E2E − TTFT) ÷ (output tokens − 1) when it has more than one
 //!   token; `request_throughput` = completed ÷ duration (from the first arrival's schedule to the
 //!   last answer); `request_goodput` = requests that met every `--goodput` target (TTFT, TPOT — 0
@@ -24,16 +32,18 @@
 //! `input_lens` records what the server counted (`prompt_tokens`), as vLLM does.
 
 use std::{
+    ops::ControlFlow,
     path::PathBuf,
     time::{Duration, Instant},
 };
 
 use chrono::Utc;
 use clap::Args;
-use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde_json::{json, Map, Value};
+
+use super::sse;
 
 /// The flags of `rentcheck loadgen`, named as `vllm bench serve` names them.
 #[derive(Clone, Debug, Args)]
@@ -234,16 +244,168 @@ fn request_body(spec: &LoadSpec, prompt: String) -> Value {
     }
 }
 
+/// The most SSE events one request may send for `tokens` tokens asked. Servers send about one per
+/// token, and a role chunk, a finish chunk, the usage chunk and `[DONE]` besides; four per token and
+/// sixteen more leave room for servers that split a token's text, and stop one that never ends.
+pub fn max_events(tokens: u32) -> usize {
+    4 * tokens as usize + 16
+}
+
+/// How the error of a request that went over a bound begins ([`bound_exceeded`] looks for it).
+const OVER_A_BOUND: &str = "stopped reading: ";
+
+/// The first request error of a result that says the server went over one of the reader's bounds
+/// (a line or an event over 1 MiB, more events than the tokens asked allow): such a server is
+/// broken or hostile, and the step that measured it fails saying so.
+pub fn bound_exceeded(result: &Value) -> Option<String> {
+    let errors = result["errors"].as_array()?;
+    let over: Vec<&str> = errors
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|e| e.starts_with(OVER_A_BOUND))
+        .collect();
+    let first = over.first()?;
+    Some(format!("{} of {} requests: {first}", over.len(), errors.len()))
+}
+
+/// How a stream ended.
+enum End {
+    /// `[DONE]`.
+    Done,
+    /// The body ended (after a finish reason, a whole answer).
+    Closed,
+    Failed(String),
+}
+
+/// The clock of one request while its stream is read.
+struct Progress {
+    sent: Instant,
+    /// When the chunk being read arrived.
+    now: Instant,
+    /// When the last content chunk arrived.
+    last: Instant,
+    first: bool,
+    /// A choice gave a finish reason (other than `error`/`abort`).
+    finished: bool,
+}
+
+/// Whether a choice of a chunk carries generated content: completion text, or in a chat delta
+/// content, reasoning text or a tool call. A role-only or empty delta carries none.
+fn carries_content(choice: &Value) -> bool {
+    let text = |v: &Value| v.as_str().is_some_and(|s| !s.is_empty());
+    if text(&choice["text"]) {
+        return true;
+    }
+    let delta = &choice["delta"];
+    ["content", "reasoning_content", "reasoning", "refusal"]
+        .iter()
+        .any(|k| text(&delta[*k]))
+        || delta["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+        || delta["function_call"].is_object()
+}
+
+/// The message of an error object sent inside the stream (`{"error": …}`, or vLLM's older
+/// `{"object": "error", "message": …}`), cut to a readable length.
+fn stream_error(v: &Value) -> Option<String> {
+    let e = match v.get("error") {
+        Some(e) if !e.is_null() => e,
+        _ if v["object"] == "error" => v,
+        _ => return None,
+    };
+    let message = match e {
+        Value::String(s) => s.clone(),
+        _ => e["message"].as_str().map_or_else(|| e.to_string(), str::to_owned),
+    };
+    Some(message.chars().take(300).collect())
+}
+
+/// Reads one event of a stream into `out`.
+fn read_event(out: &mut RequestOutput, p: &mut Progress, event: &sse::Event<'_>) -> ControlFlow<End> {
+    let data = event.data.trim();
+    if data == "[DONE]" {
+        return ControlFlow::Break(End::Done);
+    }
+    if event.name == "error" {
+        let shown: String = data.chars().take(300).collect();
+        return ControlFlow::Break(End::Failed(format!("the server sent an error event: {shown}")));
+    }
+    if data.is_empty() {
+        return ControlFlow::Continue(());
+    }
+    let v: Value = match serde_json::from_str(data) {
+        Ok(v) => v,
+        Err(e) => return ControlFlow::Break(End::Failed(format!("a chunk is not JSON: {e}"))),
+    };
+    if let Some(why) = stream_error(&v) {
+        return ControlFlow::Break(End::Failed(format!("the server sent an error mid-stream: {why}")));
+    }
+    let choices = v["choices"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if choices.iter().any(carries_content) {
+        if p.first {
+            out.itl.push((p.now - p.last).as_secs_f64());
+        } else {
+            p.first = true;
+            out.ttft = (p.now - p.sent).as_secs_f64();
+        }
+        p.last = p.now;
+        out.chunks += 1;
+    }
+    for reason in choices.iter().filter_map(|c| c["finish_reason"].as_str()) {
+        if matches!(reason, "error" | "abort") {
+            return ControlFlow::Break(End::Failed(format!("the stream ended with finish_reason {reason:?}")));
+        }
+        p.finished = true;
+    }
+    if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
+        out.output_tokens = usage["completion_tokens"].as_u64();
+        if let Some(n) = usage["prompt_tokens"].as_u64() {
+            out.prompt_len = n;
+        }
+    }
+    ControlFlow::Continue(())
+}
+
+/// Reads a streaming answer to its end, a failure, or a bound.
+async fn read_stream(res: reqwest::Response, out: &mut RequestOutput, p: &mut Progress, tokens: u32) -> End {
+    let mut reader = sse::SseReader::new(max_events(tokens));
+    let mut body = res.bytes_stream();
+    let stopped = |stop: sse::Stop<End>| match stop {
+        sse::Stop::Handler(end) => end,
+        sse::Stop::Exceeded(sse::Exceeded::Events(n)) => End::Failed(format!(
+            "{OVER_A_BOUND}more than {n} SSE events for {tokens} tokens asked"
+        )),
+        sse::Stop::Exceeded(e) => End::Failed(format!("{OVER_A_BOUND}{e}")),
+    };
+    loop {
+        let chunk = match body.next().await {
+            Some(Ok(chunk)) => chunk,
+            Some(Err(e)) => return End::Failed(format!("the stream broke: {e}")),
+            None => {
+                return match reader.finish(&mut |ev| read_event(out, p, &ev)) {
+                    Ok(()) => End::Closed,
+                    Err(stop) => stopped(stop),
+                };
+            }
+        };
+        p.now = Instant::now();
+        if let Err(stop) = reader.feed(&chunk, &mut |ev| read_event(out, p, &ev)) {
+            return stopped(stop);
+        }
+    }
+}
+
 async fn one_request(
     client: reqwest::Client,
     url: String,
     body: Value,
     api_key: Option<String>,
-    prompt_len: u64,
+    lens: (u64, u32),
     run_start: Instant,
 ) -> RequestOutput {
+    let (prompt_len, tokens) = lens;
     let mut out = RequestOutput {
         prompt_len,
+        itl: Vec::with_capacity((tokens as usize).saturating_sub(1).min(4096)),
         ..RequestOutput::default()
     };
     let st = Instant::now();
@@ -263,53 +425,35 @@ async fn one_request(
         out.error = res.status().to_string();
         return out;
     }
-    let mut last = st;
-    let mut first = false;
-    let mut events = res.bytes_stream().eventsource();
-    while let Some(event) = events.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                out.error = format!("the stream broke: {e}");
-                break;
-            }
-        };
-        let ts = Instant::now();
-        let data = event.data.trim();
-        if data == "[DONE]" {
-            break;
+    let mut p = Progress {
+        sent: st,
+        now: st,
+        last: st,
+        first: false,
+        finished: false,
+    };
+    let error = match read_stream(res, &mut out, &mut p, tokens).await {
+        End::Failed(why) => Some(why),
+        End::Closed if !p.finished => Some("the stream ended without [DONE] or a finish reason".to_owned()),
+        End::Done | End::Closed if !p.first => {
+            Some("no chunk carried generated content (text, reasoning or a tool call)".to_owned())
         }
-        if data.is_empty() {
-            continue;
+        End::Done | End::Closed => None,
+    };
+    match error {
+        // A failed request's tokens count nowhere.
+        Some(why) => {
+            out.error = why;
+            out.itl = Vec::new();
+            out.ttft = 0.0;
+            out.chunks = 0;
+            out.output_tokens = None;
         }
-        let v: Value = match serde_json::from_str(data) {
-            Ok(v) => v,
-            Err(e) => {
-                out.error = format!("a chunk is not JSON: {e}");
-                break;
-            }
-        };
-        if v["choices"].as_array().is_some_and(|c| !c.is_empty()) {
-            if first {
-                out.itl.push((ts - last).as_secs_f64());
-            } else {
-                first = true;
-                out.ttft = (ts - st).as_secs_f64();
-            }
-            last = ts;
-            out.chunks += 1;
-        } else if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
-            out.output_tokens = usage["completion_tokens"].as_u64();
-            if let Some(p) = usage["prompt_tokens"].as_u64() {
-                out.prompt_len = p;
-            }
+        None => {
+            out.success = true;
+            out.latency = (p.last - st).as_secs_f64();
         }
     }
-    if !first && out.error.is_empty() {
-        out.error = "Never received a valid chunk to calculate TTFT.".into();
-    }
-    out.success = first && out.error.is_empty();
-    out.latency = (last - st).as_secs_f64();
     out
 }
 
@@ -349,7 +493,7 @@ pub async fn drive(spec: &LoadSpec) -> anyhow::Result<(Vec<RequestOutput>, f64)>
             url.clone(),
             body,
             api_key.clone(),
-            u64::from(spec.input_len),
+            (u64::from(spec.input_len), spec.output_len),
             start,
         )));
     }
@@ -744,6 +888,38 @@ mod tests {
             panic!("no ttft p50: {m:?}")
         };
         assert!((ttft_p50 - 200.0).abs() < 1e-6, "the median of 100 and 300 ms");
+    }
+
+    #[test]
+    fn content_is_text_reasoning_or_a_tool_call_never_a_role_alone() {
+        let chat = |delta: Value| json!({"index": 0, "delta": delta});
+        assert!(!carries_content(&chat(json!({"role": "assistant"}))));
+        assert!(!carries_content(&chat(json!({"role": "assistant", "content": ""}))));
+        assert!(!carries_content(&chat(json!({"content": null, "tool_calls": []}))));
+        assert!(carries_content(&chat(json!({"content": "Hi"}))));
+        assert!(carries_content(&chat(json!({"reasoning_content": "Let me"}))));
+        assert!(carries_content(&chat(json!({"reasoning": "Let me"}))));
+        assert!(carries_content(&chat(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]})
+        )));
+        assert!(!carries_content(&json!({"index": 0, "text": ""})));
+        assert!(carries_content(&json!({"index": 0, "text": " the"})));
+    }
+
+    #[test]
+    fn error_objects_in_a_stream_are_read_in_both_shapes() {
+        assert_eq!(
+            stream_error(&json!({"error": {"message": "engine dead", "code": 500}})).as_deref(),
+            Some("engine dead")
+        );
+        assert_eq!(
+            stream_error(&json!({"object": "error", "message": "out of memory"})).as_deref(),
+            Some("out of memory")
+        );
+        assert_eq!(stream_error(&json!({"error": "plain"})).as_deref(), Some("plain"));
+        assert_eq!(stream_error(&json!({"error": null, "choices": []})), None);
+        assert_eq!(stream_error(&json!({"choices": []})), None);
+        assert_eq!(max_events(64), 272, "four per token asked, and sixteen");
     }
 
     #[test]

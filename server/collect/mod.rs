@@ -10,6 +10,7 @@ pub mod client;
 pub mod loadgen;
 pub mod plan;
 pub mod plan_run;
+pub mod sse;
 pub mod steps;
 pub mod summary;
 

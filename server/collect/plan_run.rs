@@ -289,6 +289,9 @@ async fn load_step(
             if let Err(e) = tokio::fs::write(&output_file, &text).await {
                 notes.push(format!("the result was not kept at {output_file}: {e}"));
             }
+            if let Some(why) = loadgen::bound_exceeded(&result) {
+                return StepResult::Failed(format!("the server under test went over a bound: {why}"));
+            }
             notes.push("measured by rentcheck's built-in load generator".into());
             text
         }

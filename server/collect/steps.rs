@@ -222,8 +222,17 @@ pub fn metrics_url_for(flag: &str, given: &str) -> anyhow::Result<String> {
     Ok(url.to_string())
 }
 
-/// GETs a Prometheus text page.
+/// The largest scrape page read: vLLM's and dcgm-exporter's pages are hundreds of KB; more than this
+/// is a broken or hostile endpoint, and reading on would cost the agent memory without bound.
+pub const SCRAPE_BODY_LIMIT: usize = 64 << 20;
+
+/// GETs a Prometheus text page of at most [`SCRAPE_BODY_LIMIT`] bytes.
 pub async fn scrape(http: &reqwest::Client, url: &str) -> Gathered {
+    scrape_within(http, url, SCRAPE_BODY_LIMIT).await
+}
+
+/// [`scrape`] with another bound (tests use a small one).
+pub async fn scrape_within(http: &reqwest::Client, url: &str, limit: usize) -> Gathered {
     let res = match http.get(url).send().await {
         Ok(r) => r,
         Err(e) => return Gathered::Failed(format!("could not scrape {url}: {e}")),
@@ -232,15 +241,44 @@ pub async fn scrape(http: &reqwest::Client, url: &str) -> Gathered {
     if !status.is_success() {
         return Gathered::Failed(format!("{url} answered {status}"));
     }
-    match res.bytes().await {
+    match read_within(res, limit).await {
         Ok(b) if b.is_empty() => Gathered::Failed(format!("{url} answered an empty page")),
         Ok(b) => Gathered::Content {
             content_type: content_type_for("vllm-metrics", &b),
-            body: b.to_vec(),
+            body: b,
             notes: Vec::new(),
         },
-        Err(e) => Gathered::Failed(format!("reading {url} failed: {e}")),
+        Err(BodyError::TooLarge) => Gathered::Failed(format!(
+            "{url} answered a page larger than {}, the most a scrape reads; stopped reading",
+            super::sse::size(limit)
+        )),
+        Err(BodyError::Read(e)) => Gathered::Failed(format!("reading {url} failed: {e}")),
     }
+}
+
+/// Why a body was not read whole.
+#[derive(Debug)]
+pub enum BodyError {
+    /// Over the bound (declared in `Content-Length`, or counted while reading).
+    TooLarge,
+    Read(reqwest::Error),
+}
+
+/// Reads a response body of at most `limit` bytes, stopping as soon as it is known to be larger.
+pub async fn read_within(mut res: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
+    let declared = res.content_length();
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(BodyError::TooLarge);
+    }
+    // A declared length is only a hint: room for at most 8 MiB is made before the bytes come.
+    let mut body = Vec::with_capacity(declared.map_or(0, |n| n.min(8 << 20) as usize));
+    while let Some(chunk) = res.chunk().await.map_err(BodyError::Read)? {
+        if body.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// Reads a file named on the command line.

@@ -41,6 +41,7 @@ mod ledger;
 mod ledger_api;
 mod ledger_focus;
 mod ledger_pages;
+mod loadgen_streams;
 mod money_at_slo;
 mod openapi;
 mod parsers;
