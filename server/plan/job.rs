@@ -33,9 +33,10 @@ pub fn q(s: &str) -> String {
     serde_json::Value::String(s.to_owned()).to_string()
 }
 
-/// Memory the agent asks for and may use: scrapes are capped at 64 MiB each and the built-in load
-/// generator keeps a few KiB per request, so 2 GiB holds the largest sweep with room to spare.
-const MEMORY_REQUEST: &str = "256Mi";
+/// Memory the agent asks for and may use: scrapes are capped at 64 MiB each, SSE lines at 1 MiB,
+/// and the built-in load generator stayed under 80 MiB up to about 950 open streams
+/// (docs/benchmarks.md), so 2 GiB holds the largest sweep with room to spare.
+const MEMORY_REQUEST: &str = "512Mi";
 const MEMORY_LIMIT: &str = "2Gi";
 
 /// The Jobs, as one multi-document YAML file.
@@ -136,8 +137,10 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
                  \x20             value: \"compute,utility\"\n",
             );
         }
+        // CPU is requested, never limited: throttling would add to the latencies the load measures.
+        let cpus = if runs_load { 2 } else { 1 };
         out.push_str(&format!(
-            "          resources:\n            requests:\n              memory: {MEMORY_REQUEST}\n            limits:\n              memory: {MEMORY_LIMIT}\n"
+            "          resources:\n            requests:\n              cpu: \"{cpus}\"\n              memory: {MEMORY_REQUEST}\n            limits:\n              memory: {MEMORY_LIMIT}\n"
         ));
         if runs_tools {
             out.push_str(&format!("              nvidia.com/gpu: {gpus_per_node}\n"));

@@ -177,7 +177,11 @@ async fn pasting_any_line_of_a_plan_runs_no_text_a_person_typed() {
         assert_eq!(d["kind"].as_str(), Some("Job"), "every document is a Job:\n{job}");
         let limits = &d["spec"]["template"]["spec"]["containers"][0]["resources"];
         assert_eq!(limits["limits"]["memory"].as_str(), Some("2Gi"), "{job}");
-        assert_eq!(limits["requests"]["memory"].as_str(), Some("256Mi"), "{job}");
+        assert_eq!(limits["requests"]["memory"].as_str(), Some("512Mi"), "{job}");
+        assert!(
+            limits["limits"]["cpu"].is_badvalue(),
+            "no CPU limit: throttling would add to latencies"
+        );
     }
     let sky = app
         .get(&format!("/api/v1/briefs/{brief}/trials/{trial}/plan/sky.yaml"))
