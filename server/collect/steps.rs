@@ -127,6 +127,12 @@ pub async fn run_command(program: &Path, args: &[String], kind: &str, timeout: D
     run_command_with_env(program, args, &[], kind, timeout).await
 }
 
+/// The most a tool's stdout may hold: every report the plan asks for is far smaller (a long
+/// nccl-tests sweep is some tens of KiB), and the server takes uploads of 16 MiB by default.
+pub const TOOL_OUTPUT_LIMIT: u64 = 64 << 20;
+/// The most of a tool's stderr kept (posted only when stdout is empty).
+const TOOL_STDERR_LIMIT: u64 = 1 << 20;
+
 /// [`run_command`] with environment variables added (a test plan's `NCCL_DEBUG=INFO`).
 pub async fn run_command_with_env(
     program: &Path,
@@ -152,14 +158,17 @@ pub async fn run_command_with_env(
     let mut out = Vec::new();
     let mut err = Vec::new();
     let work = async {
+        // Each pipe is read up to its limit and one byte more, then closed: a tool that prints on
+        // gets a broken pipe and ends, rather than filling the agent's memory or waiting for a
+        // reader until the timeout.
         let read_out = async {
-            if let Some(s) = stdout.as_mut() {
-                let _ = s.read_to_end(&mut out).await;
+            if let Some(mut s) = stdout.take() {
+                let _ = (&mut s).take(TOOL_OUTPUT_LIMIT + 1).read_to_end(&mut out).await;
             }
         };
         let read_err = async {
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.read_to_end(&mut err).await;
+            if let Some(mut s) = stderr.take() {
+                let _ = (&mut s).take(TOOL_STDERR_LIMIT + 1).read_to_end(&mut err).await;
             }
         };
         tokio::join!(read_out, read_err);
@@ -179,6 +188,14 @@ pub async fn run_command_with_env(
             notes.push(format!("timed out after {} s and was killed", timeout.as_secs()));
         }
     }
+    if out.len() as u64 > TOOL_OUTPUT_LIMIT {
+        let _ = child.start_kill();
+        return Gathered::Failed(format!(
+            "printed more than {} MiB on stdout: stopped reading (no GPU tool's report is that long)",
+            TOOL_OUTPUT_LIMIT >> 20
+        ));
+    }
+    err.truncate(TOOL_STDERR_LIMIT as usize);
     let body = if out.iter().all(u8::is_ascii_whitespace) {
         if !err.iter().all(u8::is_ascii_whitespace) {
             notes.push("printed nothing on stdout; its stderr is posted".to_owned());
@@ -298,6 +315,26 @@ pub async fn read_file(path: &Path, kind: &str) -> Gathered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_tool_that_prints_without_end_is_stopped_at_the_limit() {
+        let started = std::time::Instant::now();
+        let g = run_command(
+            Path::new("/bin/sh"),
+            &["-c".to_owned(), "yes 0123456789abcdef0123456789abcdef".to_owned()],
+            "log",
+            Duration::from_secs(120),
+        )
+        .await;
+        match g {
+            Gathered::Failed(why) => assert!(why.contains("more than 64 MiB"), "{why}"),
+            _ => panic!("an endless tool is refused"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "stopped at the limit, not the timeout"
+        );
+    }
 
     #[test]
     fn metrics_url_appends_the_path_only_when_there_is_none() {
