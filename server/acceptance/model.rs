@@ -141,6 +141,36 @@ impl Criterion {
     }
 }
 
+impl Criterion {
+    /// Whether some value its key can take fails it. Every number a known key carries is zero or
+    /// more (counts, times, rates, sizes, money), fractions are at most 1, and the utilisation
+    /// percentages at most 100: a threshold at or past those ends is met by every value, so the
+    /// criterion tests nothing (`gpu.count ≥ 0`, `serving.error_rate ≤ 1`). An unknown key, a
+    /// probe or a non-numeric threshold is taken to be able to fail.
+    pub fn can_fail(&self) -> bool {
+        let Threshold::Number(t) = self.threshold else {
+            return true;
+        };
+        let Some(known) = known_key(&self.key).filter(|k| k.kind == ValueKind::Number) else {
+            return true;
+        };
+        let upper = match known.unit {
+            "fraction" => Some(1.0),
+            // Of the expected bandwidth: a fabric may beat the expectation, so no upper end.
+            "%" if self.key != "nccl.busbw_pct_of_expected" => Some(100.0),
+            _ => None,
+        };
+        match self.op {
+            Op::Ge => t > 0.0,
+            Op::Gt => t >= 0.0,
+            Op::Le => upper.is_none_or(|u| t < u),
+            Op::Lt => upper.is_none_or(|u| t <= u),
+            Op::Eq => true,
+            Op::Ne => t >= 0.0 && upper.is_none_or(|u| t <= u),
+        }
+    }
+}
+
 pub const STAGES: [(u8, &str); 5] = [
     (1, "Environment smoke test"),
     (2, "Functional test"),
@@ -890,6 +920,40 @@ pub fn threshold_with_unit(key: &str, raw: &str) -> Result<Option<(Threshold, St
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_criterion_every_value_meets_cannot_fail() {
+        use super::{Criterion, Op, Threshold};
+        let c = |key: &str, op: Op, t: f64| Criterion {
+            key: key.into(),
+            op,
+            threshold: Threshold::Number(t),
+            unit: String::new(),
+            stage: 1,
+            required: true,
+            why: None,
+        };
+        // Met by every value: nothing is tested.
+        assert!(!c("gpu.count", Op::Ge, 0.0).can_fail());
+        assert!(!c("gpu.count", Op::Gt, -1.0).can_fail());
+        assert!(!c("serving.error_rate", Op::Le, 1.0).can_fail());
+        assert!(!c("serving.kv_cache_usage_max_pct", Op::Le, 100.0).can_fail());
+        assert!(!c("serving.ttft_p95_ms", Op::Ne, -5.0).can_fail());
+        // Real tests.
+        assert!(c("gpu.count", Op::Ge, 1.0).can_fail());
+        assert!(c("gpu.count", Op::Gt, 0.0).can_fail());
+        assert!(c("serving.error_rate", Op::Le, 0.01).can_fail());
+        assert!(
+            c("serving.ttft_p95_ms", Op::Le, 1e9).can_fail(),
+            "no upper end to times"
+        );
+        assert!(
+            c("nccl.busbw_pct_of_expected", Op::Le, 100.0).can_fail(),
+            "a fabric may beat the expectation"
+        );
+        assert!(c("probe.custom", Op::Ge, 0.0).can_fail(), "a probe's range is unknown");
+        assert!(c("gpu.xid_errors", Op::Eq, 0.0).can_fail());
+    }
+
     #[test]
     fn every_suggested_key_is_known() {
         for key in KNOWN_KEYS {
