@@ -196,6 +196,12 @@ pub async fn run_command_with_env(
         ));
     }
     err.truncate(TOOL_STDERR_LIMIT as usize);
+    printed(out, err, notes, kind)
+}
+
+/// What a finished tool gave: its stdout, else its stderr (said so), else a failure saying what
+/// happened to it.
+fn printed(out: Vec<u8>, err: Vec<u8>, mut notes: Vec<String>, kind: &str) -> Gathered {
     let body = if out.iter().all(u8::is_ascii_whitespace) {
         if !err.iter().all(u8::is_ascii_whitespace) {
             notes.push("printed nothing on stdout; its stderr is posted".to_owned());

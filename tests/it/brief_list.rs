@@ -96,7 +96,7 @@ async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
         .to_owned();
     app.create_brief(json!({ "name": "Waiting for evidence" })).await;
     let decided = app
-        .create_brief(json!({ "name": "Decided then stale", "model_name": "Qwen2.5 72B" }))
+        .create_brief(json!({ "name": "Decided then stale", "model_name": "Qwen/Qwen2.5-72B-Instruct" }))
         .await["id"]
         .as_str()
         .unwrap()
