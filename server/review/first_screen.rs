@@ -151,7 +151,19 @@ pub fn operating_line(t: &TrialReview) -> Option<String> {
     Some(text)
 }
 
-/// The approval next to the verdict: who approved what and when, and whether it went stale.
+/// The name of the trial the latest verdict was given on (the first trial's for a verdict from
+/// before verdicts named a trial).
+pub fn approved_trial_name(r: &Review) -> Option<String> {
+    let row = &r.approval.as_ref()?.row;
+    let trial = match row.trial_id {
+        Some(id) => r.trial(id)?,
+        None => r.trials.first()?,
+    };
+    Some(trial.context.trial.fields.name.clone())
+}
+
+/// The approval next to the verdict: who approved what on which trial and when, and whether it
+/// went stale: "Approved (stop) — 4 × H100 · Cloud B, by … on …".
 pub fn approval_line(r: &Review, changed: &str) -> String {
     match &r.approval {
         None => "Not approved yet.".into(),
@@ -161,8 +173,9 @@ pub fn approval_line(r: &Review, changed: &str) -> String {
             } else {
                 "Rejected"
             };
+            let trial = approved_trial_name(r).map(|name| format!(" — {name},")).unwrap_or_default();
             let mut text = format!(
-                "{done} ({}) by {} on {}",
+                "{done} ({}){trial} by {} on {}",
                 a.row.decision,
                 a.row.decided_by,
                 a.row.decided_at.format("%Y-%m-%d %H:%M UTC")

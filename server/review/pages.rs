@@ -108,6 +108,8 @@ struct ApprovalView {
     approved: bool,
     verdict: ApprovalVerdict,
     decision: Verdict,
+    /// The name of the trial the verdict was given on.
+    trial: String,
     by: String,
     at: String,
     comment: String,
@@ -132,8 +134,11 @@ struct ReviewPage {
     operating_line: Option<String>,
     /// Evidence naming another GPU model than the decided trial's.
     gpu_mismatch: Option<(String, String)>,
-    /// What approving does, as a short imperative ("reserve 8 × H200 SXM for 12 months").
+    /// The approve button's words: what approving records and the trial it names ("Approve:
+    /// reserve 8 × H200 SXM for 12 months — trial “8 × H200 · Cloud A”").
     action: String,
+    /// The name of the trial the form names.
+    selected_name: String,
     /// The deciding reason in one plain sentence, and its rule number.
     why: String,
     deciding_rule: String,
@@ -430,6 +435,7 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
         approved: a.row.verdict == ApprovalVerdict::Approve,
         verdict: a.row.verdict,
         decision: a.row.decision,
+        trial: first_screen::approved_trial_name(r).unwrap_or_default(),
         by: a.row.decided_by.clone(),
         at: a.row.decided_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         comment: a.row.comment.clone(),
@@ -501,6 +507,11 @@ struct TrialColumn {
     /// For a re-run: "better: …; worse: …" since the trial it re-runs.
     changes: Vec<RerunChange>,
     rerun_of: Option<String>,
+    /// The approve button's words when this trial is chosen in the form (its computed reservation
+    /// at the default term): static/review.js shows them when the manager picks it.
+    approve_words: String,
+    /// Approving it records a reservation.
+    reserves: bool,
 }
 
 /// A criterion or money figure that moved since the trial a re-run re-runs.
@@ -605,6 +616,8 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                     })
                     .collect(),
                 rerun_of: trial.fields.rerun_of.and_then(name_of),
+                approve_words: approve_words(t, t.recorded_reservation()),
+                reserves: needs_reservation(t.decision.decision),
             }
         })
         .collect();
@@ -717,6 +730,16 @@ fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
     })
 }
 
+/// The approve button's words: the action approving `t` records and the trial it names, so what
+/// the button says is what is recorded ("Approve: stop renting 4 × H100 SXM — trial “4 × H100 · Cloud B”").
+fn approve_words(t: &TrialReview, commitment: Option<&Reservation>) -> String {
+    format!(
+        "Approve: {} — trial “{}”",
+        decision_view::action(t.decision.decision, t, commitment),
+        t.context.trial.fields.name
+    )
+}
+
 /// The form's monthly figure and the whole term, from the reservation the approval records
 /// (computed by the review, with the manager's term and start applied). static/review.js
 /// recomputes the whole term as the manager types.
@@ -820,7 +843,8 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             .and_then(|x| x.as_ref().err())
             .map(|why| (*why).to_owned())
             .unwrap_or_default(),
-        action: decision_view::action(selected.decision.decision, selected, form_commitment.as_ref()),
+        action: approve_words(selected, form_commitment.as_ref()),
+        selected_name: selected.context.trial.fields.name.clone(),
         why: r
             .decision
             .reasons
@@ -925,10 +949,13 @@ fn lacks(t: &TrialReview) -> String {
     out.join("; ")
 }
 
-/// `?decided=<approval id>`: the redirect after a verdict, so the page confirms it at the top.
+/// `?decided=<approval id>`: the redirect after a verdict, so the page confirms it at the top;
+/// `?trial=<id>`: the trial the approval form names (choosing one without JavaScript reloads the
+/// form with it, so the approve button's words are that trial's).
 #[derive(serde::Deserialize)]
 struct ReviewQuery {
     decided: Option<String>,
+    trial: Option<String>,
 }
 
 async fn review_page(
@@ -938,7 +965,12 @@ async fn review_page(
     ApiQuery(q): ApiQuery<ReviewQuery>,
 ) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
-    render(&page(&r, &user, FormState::default(), q.decided.as_deref()))
+    // A trial id that is not one of the brief's leaves the form on the recommended trial.
+    let form = FormState {
+        trial: q.trial.and_then(|t| t.trim().parse::<TrialId>().ok()),
+        ..FormState::default()
+    };
+    render(&page(&r, &user, form, q.decided.as_deref()))
 }
 
 /// The label of an approval form field, for the list of problems at the top.

@@ -237,7 +237,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     assert_eq!(b.text("#term-cost").await, "245,280 USD over 12 months");
     assert_eq!(
         b.text("#approve-button").await,
-        "Approve: reserve 8 × H200 SXM for 12 months"
+        "Approve: reserve 8 × H200 SXM for 12 months — trial “8 × H200 · Cloud A”"
     );
     b.fill(
         "comment",
@@ -272,7 +272,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     assert!(b
         .text("#approval-top")
         .await
-        .starts_with(&format!("Approved (reserve) by {manager} on ")));
+        .starts_with(&format!("Approved (reserve) — 8 × H200 · Cloud A, by {manager} on ")));
     // A reload shows the same page and records nothing again.
     b.client.refresh().await.unwrap();
     assert!(b.text("#verdict-feedback").await.starts_with("Approved by"));
@@ -603,4 +603,153 @@ async fn a_fresh_brief_review_says_what_is_missing_and_commits_nothing() {
     let raw = raw_figures(&page_text(&b).await);
     assert!(raw.is_empty(), "raw figures on the review: {raw:?}");
     b.close().await;
+}
+
+/// The review's JSON trial id of the demo trial called `name`.
+fn trial_id(json: &serde_json::Value, name: &str) -> String {
+    json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no trial {name} in {json}"))["trial"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_approve_button_names_the_trial_chosen_and_that_trial_is_what_is_recorded() {
+    let app = spawn_app().await;
+    let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
+    let loaded = demo::load(&state).await.unwrap();
+    let review = format!("/briefs/{}/review", loaded.brief_id);
+    let json: serde_json::Value = app
+        .get(&format!("/api/v1/briefs/{}/review", loaded.brief_id))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let first = trial_id(&json, "8 × H200 · Cloud A");
+    let second = trial_id(&json, "4 × H100 · Cloud B");
+    let second_decision = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["trial"] == second.as_str())
+        .unwrap()["decision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(second_decision, "stop", "the demo's second trial misses its targets");
+
+    let manager = app.user(Role::Manager).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &manager, PASSWORD).await;
+    b.client.set_window_size(1366, 768).await.unwrap();
+    b.client.goto(&app.url(&review)).await.unwrap();
+    let before = b.text("#approve-button").await;
+    assert!(before.ends_with("— trial “8 × H200 · Cloud A”"), "{before}");
+    // Choosing the second trial: the button says that trial's action at once, and the reservation
+    // fields of the first are set aside.
+    b.select("trial", &second).await;
+    let words = b.text("#approve-button").await;
+    assert_eq!(words, "Approve: stop renting 4 × H100 SXM — trial “4 × H100 · Cloud B”");
+    assert_eq!(b.text("#trial-named").await, "This form approves trial “4 × H100 · Cloud B”.");
+    let fieldset_hidden = b
+        .client
+        .execute(
+            "const f = document.querySelector('fieldset.reservation'); return !f || (f.hidden && f.disabled)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(fieldset_hidden, serde_json::json!(true));
+    // Back to the first and again to the second: the words always follow the select.
+    b.select("trial", &first).await;
+    assert!(b.text("#approve-button").await.ends_with("— trial “8 × H200 · Cloud A”"));
+    b.select("trial", &second).await;
+    b.fill("comment", "Cloud B cannot carry the load; we stop renting it.").await;
+    b.click("#approve-button").await;
+
+    let feedback = b.text("#verdict-feedback").await;
+    assert!(feedback.contains("stop renting 4 × H100 SXM"), "{feedback}");
+    let top = b.text("#approval-top").await;
+    assert!(
+        top.starts_with(&format!("Approved (stop) — 4 × H100 · Cloud B, by {manager} on ")),
+        "the first screen names the approved trial beside the state: {top}"
+    );
+    assert!(b.text(".approval-state").await.contains("stop — trial “4 × H100 · Cloud B”"));
+    b.shot("review-second-trial-approved-1366").await;
+    b.close().await;
+
+    let (trial, decision): (uuid::Uuid, String) =
+        sqlx::query_as("SELECT trial_id, decision FROM approvals WHERE brief_id = $1")
+            .bind(loaded.brief_id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((trial.to_string(), decision.as_str()), (second, "stop"));
+}
+
+#[tokio::test]
+async fn without_javascript_choosing_a_trial_reloads_the_form_with_its_words() {
+    let app = spawn_app().await;
+    let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
+    let loaded = demo::load(&state).await.unwrap();
+    let review = format!("/briefs/{}/review", loaded.brief_id);
+    let manager = app.login(Role::Manager).await;
+    let json: serde_json::Value = manager
+        .get(app.url(&format!("/api/v1/briefs/{}/review", loaded.brief_id)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let second = trial_id(&json, "4 × H100 · Cloud B");
+    // The choice is a GET of its own (a form apart from the approval's), so it carries no token.
+    let html = manager.get(app.url(&review)).await.text().await.unwrap();
+    assert!(html.contains("<form method=\"get\" action=\""), "the trial choice is a form of its own");
+    assert!(html.contains("id=\"show-trial\""));
+    let html = manager
+        .get(app.url(&format!("{review}?trial={second}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(">Approve: stop renting 4 × H100 SXM — trial “4 × H100 · Cloud B”</button>"),
+        "the reloaded form's button names the chosen trial"
+    );
+    assert!(html.contains(&format!("name=\"trial\" id=\"trial-chosen\" value=\"{second}\"")));
+    assert!(!html.contains("name=\"reservation.count\""), "stop records no reservation");
+    // A trial that is not the brief's leaves the form on the recommended one.
+    let html = manager
+        .get(app.url(&format!("{review}?trial=not-a-trial")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("— trial “8 × H200 · Cloud A”</button>"));
+    let digest = html
+        .split("name=\"inputs_digest\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let res = manager
+        .client
+        .post(app.url(&review))
+        .form(&[
+            ("csrf_token", manager.csrf.as_str()),
+            ("inputs_digest", digest.as_str()),
+            ("trial", second.as_str()),
+            ("verdict", "approve"),
+            ("comment", "Cloud B misses the targets: stop it."),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let page = manager.get(app.url(&review)).await.text().await.unwrap();
+    assert!(page.contains("Approved (stop) — 4 × H100 · Cloud B, by "), "the first screen names the trial");
 }
