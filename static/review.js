@@ -30,6 +30,8 @@
     if (!option) return;
     if (chosen) chosen.value = option.value;
     if (named) named.textContent = "“" + option.getAttribute("data-name") + "”";
+    var comparison = document.getElementById("reservation-comparison");
+    if (comparison) comparison.textContent = option.getAttribute("data-comparison") || "";
     var own = option.value === loadedTrial;
     if (fieldset) {
       fieldset.disabled = !own;

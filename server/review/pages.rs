@@ -139,6 +139,11 @@ struct ReviewPage {
     action: String,
     /// The name of the trial the form names.
     selected_name: String,
+    /// The reservation comparison of the trial the form names, in words (the approval preview).
+    comparison: String,
+    /// Rule 8b's call to action: the price import with the decided trial's offer filled in, when
+    /// no reserved price of it is known.
+    reserved_price_link: Option<String>,
     /// The deciding reason in one plain sentence, and its rule number.
     why: String,
     deciding_rule: String,
@@ -512,6 +517,8 @@ struct TrialColumn {
     approve_words: String,
     /// Approving it records a reservation.
     reserves: bool,
+    /// Its reservation comparison in words (the approval preview follows the select).
+    comparison: String,
 }
 
 /// A criterion or money figure that moved since the trial a re-run re-runs.
@@ -618,6 +625,7 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                 rerun_of: trial.fields.rerun_of.and_then(name_of),
                 approve_words: approve_words(t, t.recorded_reservation()),
                 reserves: needs_reservation(t.decision.decision),
+                comparison: decision_view::comparison_sentence(t, currency),
             }
         })
         .collect();
@@ -845,6 +853,9 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             .unwrap_or_default(),
         action: approve_words(selected, form_commitment.as_ref()),
         selected_name: selected.context.trial.fields.name.clone(),
+        comparison: decision_view::comparison_sentence(selected, currency),
+        reserved_price_link: (!chosen.decision.reservation.break_even_known)
+            .then(|| first_screen::reserved_price_import(chosen, currency)),
         why: r
             .decision
             .reasons
@@ -1167,6 +1178,8 @@ struct DecisionRecord<'a> {
     sizing_line: String,
     /// The reservation recorded (or that approving would record), field by field.
     reservation_rows: Vec<(String, String)>,
+    /// Each trial's reservation comparison in words: (trial, sentence).
+    comparison_lines: Vec<(String, String)>,
     /// The public URL without its trailing slash: links in the record are absolute.
     base: String,
 }
@@ -1305,6 +1318,16 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
             })
             .unwrap_or_default(),
         ledger_rows: record_ledger_rows(r),
+        comparison_lines: r
+            .trials
+            .iter()
+            .map(|t| {
+                (
+                    t.context.trial.fields.name.clone(),
+                    decision_view::comparison_sentence(t, &r.brief.fields.currency),
+                )
+            })
+            .collect(),
         reservation_rows: match &r.approval {
             Some(a) if a.row.verdict == ApprovalVerdict::Approve => recorded_reservation(r),
             Some(_) => None,

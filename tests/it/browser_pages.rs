@@ -357,6 +357,14 @@ async fn one_tab_reaches_the_jump_to_approve_or_reject_and_it_lands_on_the_appro
 #[tokio::test]
 async fn after_an_approval_the_section_shows_the_recorded_figures_not_the_form() {
     let (app, loaded) = demo_app().await;
+    // A reserved quote that pays at the demo's 77.7 % busy (2.45 ÷ 3.50 = 70 % + 5 points): rule 8
+    // reserves, so approving records a reservation (without a reserved price nothing is reserved).
+    import_prices(
+        &app,
+        "Cloud A,H200 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 7\n\
+         Cloud A,H200 SXM,8,reserved,2.45,USD,,2026-11-01,quote 7 (1 year)\n",
+    )
+    .await;
     let b = browser::launch().await;
     b.login(&app.base, &loaded.email, &loaded.password).await;
     b.client.set_window_size(1366, 900).await.unwrap();
