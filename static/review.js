@@ -41,8 +41,26 @@
       button.setAttribute("data-trial-name", option.getAttribute("data-name") || "");
       button.textContent = option.getAttribute("data-approve") || button.textContent;
     }
+    // An override is of the loaded trial's computed action: choosing another trial sets it aside
+    // (its form after "Show this trial's approval" offers that trial's).
+    var override = document.getElementById("override");
+    if (override) override.hidden = !own;
     // The loaded trial's words follow the term typed in its reservation fields.
     if (own && fieldset && monthly) update();
+  }
+
+  // The override button says the action chosen in the override select.
+  var overrideSelect = document.getElementById("override-decision");
+  var overrideButton = document.getElementById("override-button");
+  function overrideWords() {
+    if (!overrideSelect || !overrideButton) return;
+    overrideButton.textContent =
+      "Approve " + overrideSelect.value + " instead of the computed " + overrideButton.getAttribute("data-computed") +
+      " — trial “" + overrideButton.getAttribute("data-trial-name") + "”";
+  }
+  if (overrideSelect) {
+    overrideSelect.addEventListener("change", overrideWords);
+    overrideWords();
   }
 
   if (select) {

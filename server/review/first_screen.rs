@@ -161,6 +161,11 @@ pub fn approved_trial_name(r: &Review) -> Option<String> {
     Some(trial.context.trial.fields.name.clone())
 }
 
+/// The override a verdict recorded, if any.
+pub fn recorded_override(row: &super::repo::ApprovalRow) -> Option<super::model::DecisionOverride> {
+    serde_json::from_value(row.decision_override.as_ref()?.0.clone()).ok()
+}
+
 /// The approval next to the verdict: who approved what on which trial and when, and whether it
 /// went stale: "Approved (stop) — 4 × H100 · Cloud B, by … on …".
 pub fn approval_line(r: &Review, changed: &str) -> String {
@@ -173,8 +178,11 @@ pub fn approval_line(r: &Review, changed: &str) -> String {
                 "Rejected"
             };
             let trial = approved_trial_name(r).map(|name| format!(" — {name},")).unwrap_or_default();
+            let over = recorded_override(&a.row)
+                .map(|o| format!(" over the computed {}", o.computed))
+                .unwrap_or_default();
             let mut text = format!(
-                "{done} ({}){trial} by {} on {}",
+                "{done} ({}{over}){trial} by {} on {}",
                 a.row.decision,
                 a.row.decided_by,
                 a.row.decided_at.format("%Y-%m-%d %H:%M UTC")

@@ -110,6 +110,8 @@ struct ApprovalView {
     decision: Verdict,
     /// The name of the trial the verdict was given on.
     trial: String,
+    /// An override in words: "Approved reserve over the computed expand: <reason>".
+    override_line: Option<String>,
     by: String,
     at: String,
     comment: String,
@@ -155,6 +157,8 @@ struct ReviewPage {
     field_errors: BTreeMap<String, String>,
     problem: String,
     comment: String,
+    override_choice: String,
+    override_reason: String,
     /// "20,440 USD a month", and the whole term: "245,280 USD over 12 months".
     monthly_total: String,
     currency: String,
@@ -244,6 +248,9 @@ struct FormState {
     reservation: Option<BTreeMap<String, String>>,
     trial: Option<TrialId>,
     comment: String,
+    /// The override's action and reason as typed.
+    override_choice: String,
+    override_reason: String,
     field_errors: BTreeMap<String, String>,
     problem: String,
 }
@@ -441,6 +448,12 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
         verdict: a.row.verdict,
         decision: a.row.decision,
         trial: first_screen::approved_trial_name(r).unwrap_or_default(),
+        override_line: first_screen::recorded_override(&a.row).map(|o| {
+            format!(
+                "Approved {} over the computed {}: “{}”",
+                o.approved, o.computed, o.reason
+            )
+        }),
         by: a.row.decided_by.clone(),
         at: a.row.decided_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         comment: a.row.comment.clone(),
@@ -874,6 +887,8 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
         field_errors: form.field_errors,
         problem: form.problem,
         comment: form.comment,
+        override_choice: form.override_choice,
+        override_reason: form.override_reason,
         monthly_total,
         currency: currency.clone(),
         approve_verb: match selected.decision.decision {
@@ -995,6 +1010,8 @@ fn field_label(field: &str) -> &str {
         "reservation.rate_per_gpu_hour" => "Rate per GPU-hour",
         "comment" => "Comment",
         "trial" => "Trial",
+        "decision" => "Action to approve instead",
+        "override_reason" => "Why (override)",
         "verdict" => "Verdict",
         other => other,
     }
@@ -1025,12 +1042,22 @@ async fn verdict(
         .filter_map(|(k, v)| k.strip_prefix("reservation.").map(|k| (k.to_owned(), v.clone())))
         .collect();
     let trial = form.get("trial").and_then(|t| t.trim().parse::<TrialId>().ok());
+    // The override button sends `approve-override`: an approval of the action chosen in the
+    // override select; the approve button approves the computed action whatever the select says.
+    let overriding = form.get("verdict").map(String::as_str) == Some("approve-override");
+    if overriding {
+        form.insert("verdict".into(), "approve".into());
+    }
+    let override_choice = form.get("decision").cloned().unwrap_or_default();
+    let override_reason = form.get("override_reason").cloned().unwrap_or_default();
     let request = VerdictRequest {
         verdict: form.remove("verdict").unwrap_or_default(),
         comment: form.remove("comment").unwrap_or_default(),
         inputs_digest: form.remove("inputs_digest").unwrap_or_default(),
         trial,
         reservation: reservation.clone(),
+        decision: overriding.then(|| override_choice.clone()),
+        override_reason: override_reason.clone(),
     };
     let comment = request.comment.clone();
     match service::record_verdict(&state, id, &user.principal(), request).await {
@@ -1064,6 +1091,8 @@ async fn verdict(
                 reservation: Some(reservation),
                 trial,
                 comment,
+                override_choice,
+                override_reason,
                 field_errors,
                 problem,
             };

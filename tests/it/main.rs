@@ -54,6 +54,7 @@ mod private_cluster;
 mod resilience;
 mod review_api;
 mod review_hardware;
+mod review_override;
 mod review_summaries;
 mod security;
 mod security_review3;
