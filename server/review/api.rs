@@ -150,6 +150,16 @@ async fn approve(
             Some(_) => return Err(AppError::Validation(vec![FieldError::new("decision", "must be a string")])),
         },
         override_reason: text(&body, "override_reason")?,
+        acknowledge_mismatch: match body.get("acknowledge_mismatch") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "acknowledge_mismatch",
+                    "must be true or false",
+                )]))
+            }
+        },
     };
     if request.inputs_digest.is_empty() {
         return Err(AppError::Validation(vec![FieldError::new(

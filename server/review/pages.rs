@@ -136,6 +136,9 @@ struct ReviewPage {
     operating_line: Option<String>,
     /// Evidence naming another GPU model than the decided trial's.
     gpu_mismatch: Option<(String, String)>,
+    /// The GPU model the form's trial's evidence names instead of its own: approving asks to
+    /// acknowledge it.
+    selected_mismatch: Option<String>,
     /// The approve button's words: what approving records and the trial it names ("Approve:
     /// reserve 8 × H200 SXM for 12 months — trial “8 × H200 · Cloud A”").
     action: String,
@@ -852,6 +855,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             Some(_) => "rejected",
         },
         operating_line: first_screen::operating_line(chosen),
+        selected_mismatch: selected.context.gpu_mismatch.as_ref().map(|(_, named)| named.clone()),
         gpu_mismatch: chosen
             .context
             .gpu_mismatch
@@ -1012,6 +1016,7 @@ fn field_label(field: &str) -> &str {
         "trial" => "Trial",
         "decision" => "Action to approve instead",
         "override_reason" => "Why (override)",
+        "acknowledge_mismatch" => "Another GPU in the evidence",
         "verdict" => "Verdict",
         other => other,
     }
@@ -1058,6 +1063,7 @@ async fn verdict(
         reservation: reservation.clone(),
         decision: overriding.then(|| override_choice.clone()),
         override_reason: override_reason.clone(),
+        acknowledge_mismatch: form.get("acknowledge_mismatch").is_some_and(|v| v == "yes"),
     };
     let comment = request.comment.clone();
     match service::record_verdict(&state, id, &user.principal(), request).await {

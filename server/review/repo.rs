@@ -42,6 +42,9 @@ pub struct ApprovalRow {
     #[serde(rename = "override")]
     #[schema(value_type = Option<super::model::DecisionOverride>)]
     pub decision_override: Option<Json<Value>>,
+    /// The GPU model the trial's evidence named, other than the trial's, that the manager
+    /// acknowledged when approving; null when the evidence named none.
+    pub mismatch_acknowledged: Option<String>,
     /// What the decision read when it was recorded: one trial's inputs, or every trial's by id.
     #[schema(value_type = Object)]
     pub inputs: Json<Value>,
@@ -57,6 +60,7 @@ pub struct NewApproval<'a> {
     pub decided_by: &'a str,
     pub reservation: Option<&'a super::model::Reservation>,
     pub decision_override: Option<&'a super::model::DecisionOverride>,
+    pub mismatch_acknowledged: Option<&'a str>,
     pub inputs: &'a Value,
 }
 
@@ -67,13 +71,13 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         r#"INSERT INTO approvals (id, brief_id, verdict, decision, inputs_digest, comment, decided_by,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour,
-             reservation, decision_override)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+             reservation, decision_override, mismatch_acknowledged)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
            RETURNING id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
-             reservation AS "reservation: Json<Value>", decision_override AS "decision_override: Json<Value>",
+             reservation AS "reservation: Json<Value>", decision_override AS "decision_override: Json<Value>", mismatch_acknowledged,
              inputs AS "inputs: Json<Value>""#,
         Uuid::now_v7(),
         a.brief_id.as_uuid(),
@@ -94,6 +98,7 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         r.map(|r| r.rate_per_gpu_hour),
         r.and_then(|r| serde_json::to_value(r).ok()),
         a.decision_override.and_then(|o| serde_json::to_value(o).ok()),
+        a.mismatch_acknowledged,
     )
     .fetch_one(db)
     .await
@@ -107,7 +112,7 @@ pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resu
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
-             reservation AS "reservation: Json<Value>", decision_override AS "decision_override: Json<Value>",
+             reservation AS "reservation: Json<Value>", decision_override AS "decision_override: Json<Value>", mismatch_acknowledged,
              inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = $1 ORDER BY decided_at DESC, id DESC LIMIT 1"#,
         brief_id.as_uuid(),
@@ -125,7 +130,7 @@ pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[BriefId]) ->
              decided_by, decided_at, reservation_gpu, reservation_count, reservation_billing,
              reservation_term_months, reservation_start, reservation_monthly_cost, reservation_provider,
              reservation_rate_per_gpu_hour, reservation AS "reservation: Json<Value>",
-             decision_override AS "decision_override: Json<Value>", inputs AS "inputs: Json<Value>"
+             decision_override AS "decision_override: Json<Value>", mismatch_acknowledged, inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = ANY($1)
            ORDER BY brief_id, decided_at DESC, id DESC"#,
         brief_ids as _,

@@ -36,6 +36,9 @@ pub struct ApprovalBody {
     decision: Option<String>,
     /// why the computed action is overridden, at least 20 characters
     override_reason: Option<String>,
+    /// required (true) to approve a trial whose evidence names another GPU model than the trial's
+    /// (`trials[].gpu_mismatch`); recorded as `mismatch_acknowledged`
+    acknowledge_mismatch: Option<bool>,
 }
 
 fn verdict() -> utoipa::openapi::Object {

@@ -257,6 +257,8 @@ pub struct VerdictRequest {
     /// An action other than the computed one (decision.md, "Override"), with its reason.
     pub decision: Option<String>,
     pub override_reason: String,
+    /// The manager acknowledges that the trial's evidence names another GPU model.
+    pub acknowledge_mismatch: bool,
 }
 
 pub fn needs_reservation(decision: Verdict) -> bool {
@@ -388,6 +390,21 @@ pub async fn record_verdict_locked(
     )
     .map_err(AppError::Validation)?;
     let decision = overridden.as_ref().map_or(trial.decision.decision, |o| o.approved);
+    // Evidence that names another GPU model than the trial's may come from another machine:
+    // approving it is a choice the manager makes knowingly, and it is recorded.
+    let mismatch = trial.context.gpu_mismatch.as_ref().map(|(_, named)| named.clone());
+    if verdict == ApprovalVerdict::Approve && !request.acknowledge_mismatch {
+        if let Some(named) = &mismatch {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "acknowledge_mismatch",
+                format!(
+                    "the evidence of this trial names {named}, not its {}: confirm that you approve it anyway",
+                    trial.context.trial_gpu
+                ),
+            )]));
+        }
+    }
+    let mismatch_acknowledged = if verdict == ApprovalVerdict::Approve { mismatch } else { None };
     // An override that reserves records what approving that action would record; reserving
     // itself only at the offer's reserved price, never a "reservation" at the hourly rate.
     let overridden_reservation = match &overridden {
@@ -435,6 +452,7 @@ pub async fn record_verdict_locked(
             decided_by: &actor.label(),
             reservation: reservation.as_ref(),
             decision_override: overridden.as_ref(),
+            mismatch_acknowledged: mismatch_acknowledged.as_deref(),
             inputs: &inputs,
         },
     )
@@ -452,6 +470,7 @@ pub async fn record_verdict_locked(
             "comment": comment,
             "reservation": reservation,
             "override": overridden,
+            "mismatch_acknowledged": mismatch_acknowledged,
         }),
     )
     .await?;
@@ -475,6 +494,7 @@ pub async fn record_verdict_locked(
                 "comment": comment,
                 "inputs_digest": current.decision.inputs_digest,
                 "override": overridden,
+                "mismatch_acknowledged": mismatch_acknowledged,
             }),
             text: format!(
                 "{} {} {}{} on brief {} (trial {trial_name})",
