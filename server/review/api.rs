@@ -147,7 +147,12 @@ async fn approve(
         decision: match body.get("decision") {
             None | Some(Value::Null) => None,
             Some(Value::String(d)) => Some(d.clone()),
-            Some(_) => return Err(AppError::Validation(vec![FieldError::new("decision", "must be a string")])),
+            Some(_) => {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "decision",
+                    "must be a string",
+                )]))
+            }
         },
         override_reason: text(&body, "override_reason")?,
         acknowledge_mismatch: match body.get("acknowledge_mismatch") {

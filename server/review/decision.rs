@@ -723,11 +723,13 @@ fn reserve_or_stay_pay_as_you_go(ctx: &Context) -> Option<Reason> {
     if !ctx.accepted {
         return None;
     }
-    Some(match (ctx.busy_enough_to_reserve(), ctx.busy_without_reserved_price()) {
-        (Some(u), _) => reserve(ctx, u),
-        (None, Some(u)) => ask_for_reserved_price(ctx, u),
-        (None, None) => stay_pay_as_you_go(ctx),
-    })
+    Some(
+        match (ctx.busy_enough_to_reserve(), ctx.busy_without_reserved_price()) {
+            (Some(u), _) => reserve(ctx, u),
+            (None, Some(u)) => ask_for_reserved_price(ctx, u),
+            (None, None) => stay_pay_as_you_go(ctx),
+        },
+    )
 }
 
 /// A share as a percentage with one decimal, as a finance reader checks it: 0.777 → "77.7 %".
@@ -783,7 +785,11 @@ fn ask_for_reserved_price(ctx: &Context, u: Decimal) -> Reason {
         facts.push(fact(
             "reserved price below which reserving pays",
             format!("{} per GPU-hour", with_currency(rate, &brief.currency)),
-            ctx.inputs.money.as_ref().and_then(|m| m.reservation_rates.on_demand_price_id).map(|id| format!("price:{id}")),
+            ctx.inputs
+                .money
+                .as_ref()
+                .and_then(|m| m.reservation_rates.on_demand_price_id)
+                .map(|id| format!("price:{id}")),
         ));
     }
     facts.push(break_even_fact(c, ctx.inputs.money.as_ref()));

@@ -92,7 +92,12 @@ fn named(names: &[&str]) -> Vec<String> {
 fn each_rule_alone() {
     type Case = (&'static str, fn(&mut DecisionInputs), Verdict, Vec<&'static str>);
     let cases: Vec<Case> = vec![
-        ("accepted and busy, no reserved price known → expand (8b)", |_| {}, Verdict::Expand, vec!["8b"]),
+        (
+            "accepted and busy, no reserved price known → expand (8b)",
+            |_| {},
+            Verdict::Expand,
+            vec!["8b"],
+        ),
         (
             "1: managed API",
             |i| {
@@ -230,11 +235,18 @@ fn boundaries() {
     assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["8b"])));
     assert!(!d.reservation.break_even_known);
     assert!(d.reservation.reserved_price_needed);
-    assert!(d.reasons[0].says.contains("no reserved price of this offer is known"), "{}", d.reasons[0].says);
+    assert!(
+        d.reasons[0].says.contains("no reserved price of this offer is known"),
+        "{}",
+        d.reasons[0].says
+    );
     inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("40.01"));
     let d = decide(&inputs);
     assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["9"])));
-    assert!(!d.reservation.reserved_price_needed, "below 60 % busy no reserved price is asked for");
+    assert!(
+        !d.reservation.reserved_price_needed,
+        "below 60 % busy no reserved price is asked for"
+    );
 
     // Cost exactly at the ceiling is not above it.
     let mut inputs = base();
@@ -527,7 +539,10 @@ fn rule_8_reads_the_offers_break_even_plus_five_points() {
     assert_eq!(d.reservation.reserve_saving_monthly, Some(dec("1022.00")));
     assert!(d.reasons[0].says.contains("1,022 USD"), "{}", d.reasons[0].says);
     let d = decide(&with_rates("3.15"));
-    assert_eq!((d.decision, d.reservation.break_even), (Verdict::Expand, Some(dec("0.9"))));
+    assert_eq!(
+        (d.decision, d.reservation.break_even),
+        (Verdict::Expand, Some(dec("0.9")))
+    );
     assert!(d.reasons[0].says.contains("95 %"), "{}", d.reasons[0].says);
 }
 
@@ -853,7 +868,10 @@ fn a_real_reserved_quote_is_compared_like_for_like_with_the_busy_hours() {
             && words.contains("79.3 %"),
         "{words}"
     );
-    assert!(!words.contains("20,440"), "never against the on-demand cost of every hour: {words}");
+    assert!(
+        !words.contains("20,440"),
+        "never against the on-demand cost of every hour: {words}"
+    );
 
     // A quote of 2.50 (break-even 0.7143, threshold 0.7643 ≤ 0.777) reserves: 8 × 2.50 × 730 =
     // 14,600.00 against 15,881.88, saving 1,281.88 a month.
@@ -871,11 +889,17 @@ fn rule_8b_never_reserves_without_a_reserved_price_and_says_which_price_would_pa
     let c = &d.reservation;
     assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["8b"])));
     assert!(c.reserved_price_needed);
-    assert_eq!((c.break_even, c.reserve_threshold, c.reserved_monthly), (None, None, None));
+    assert_eq!(
+        (c.break_even, c.reserve_threshold, c.reserved_monthly),
+        (None, None, None)
+    );
     assert_eq!(c.reserve_pays_below_rate, Some(dec("2.5445")));
     assert_eq!(c.on_demand_busy_monthly, Some(dec("15881.88")));
     let says = &d.reasons[0].says;
-    assert!(says.contains("below 2.54 USD per GPU-hour (77.7 % less 5 points, of the on-demand 3.50 USD)"), "{says}");
+    assert!(
+        says.contains("below 2.54 USD per GPU-hour (77.7 % less 5 points, of the on-demand 3.50 USD)"),
+        "{says}"
+    );
     assert!(says.contains("nothing is reserved"), "{says}");
     assert_eq!(serde_json::to_value(&d.reasons[0]).unwrap()["rule"], json!("8b"));
     // Knowing a real quote only moves a trial towards reserve, never away from it.

@@ -4,7 +4,6 @@
 //! nodes actually rented). Built from the computed review — every amount comes from the same
 //! figures the review's JSON and the stored reservation carry; decides nothing.
 
-
 use super::{
     decision::Verdict,
     decision_view::{allocation, job_word},
@@ -177,7 +176,9 @@ pub fn approval_line(r: &Review, changed: &str) -> String {
             } else {
                 "Rejected"
             };
-            let trial = approved_trial_name(r).map(|name| format!(" — {name},")).unwrap_or_default();
+            let trial = approved_trial_name(r)
+                .map(|name| format!(" — {name},"))
+                .unwrap_or_default();
             let over = recorded_override(&a.row)
                 .map(|o| format!(" over the computed {}", o.computed))
                 .unwrap_or_default();
@@ -339,21 +340,33 @@ fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
             label,
             value: format!(
                 "{} {} a month",
-                if saving >= rust_decimal::Decimal::ZERO { "saves" } else { "costs" },
+                if saving >= rust_decimal::Decimal::ZERO {
+                    "saves"
+                } else {
+                    "costs"
+                },
                 money::sum_with_currency(saving.abs(), currency),
             ),
             note: format!(
                 "{}{}: reserved {} against {} on demand for the busy hours only ({n} × {} × 730 h × {busy}); \
                  reserving pays from {} busy (break-even {} + 5 points)",
                 c.reserve_saving_share.map(|s| share(Some(s.abs()))).unwrap_or_default(),
-                if saving >= rust_decimal::Decimal::ZERO { " less" } else { " more" },
+                if saving >= rust_decimal::Decimal::ZERO {
+                    " less"
+                } else {
+                    " more"
+                },
                 money::sum_with_currency(reserved, currency),
                 money::sum_with_currency(on_demand, currency),
                 rate(c.on_demand_rate_per_gpu_hour),
                 share(c.reserve_threshold),
                 share(c.break_even),
             ),
-            tone: if c.utilization.zip(c.reserve_threshold).is_some_and(|(u, from)| u >= from) {
+            tone: if c
+                .utilization
+                .zip(c.reserve_threshold)
+                .is_some_and(|(u, from)| u >= from)
+            {
                 "ok"
             } else {
                 ""

@@ -347,7 +347,11 @@ pub async fn trial_kv_check(state: &AppState, brief: &Brief, trial: &Trial) -> R
 
 /// Evidence of `trial` naming a GPU model of another family than the trial's: (evidence, what it
 /// names), as the review's first screen says it (the brief page and the trial page say it too).
-pub async fn trial_gpu_mismatch(state: &AppState, brief: &Brief, trial: &Trial) -> Result<Option<(Uuid, String)>, AppError> {
+pub async fn trial_gpu_mismatch(
+    state: &AppState,
+    brief: &Brief,
+    trial: &Trial,
+) -> Result<Option<(Uuid, String)>, AppError> {
     let sizing = brief.fields.sizing();
     let Some(a) = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing) else {
         return Ok(None);

@@ -105,7 +105,10 @@ pub fn decision_override(
         )]);
     }
     if reason.chars().count() > 10_000 {
-        return Err(vec![FieldError::new("override_reason", "must be at most 10000 characters")]);
+        return Err(vec![FieldError::new(
+            "override_reason",
+            "must be at most 10000 characters",
+        )]);
     }
     Ok(Some(DecisionOverride {
         computed,
@@ -450,14 +453,27 @@ mod tests {
             Ok(None),
             "the computed action is no override"
         );
-        assert_eq!(field(decision_override(Approve, Verdict::Expand, Some("rent"), "")), "decision");
         assert_eq!(
-            field(decision_override(Approve, Verdict::Expand, Some("reserve"), "  capacity is scarce! ")),
+            field(decision_override(Approve, Verdict::Expand, Some("rent"), "")),
+            "decision"
+        );
+        assert_eq!(
+            field(decision_override(
+                Approve,
+                Verdict::Expand,
+                Some("reserve"),
+                "  capacity is scarce! "
+            )),
             "override_reason",
             "19 characters once trimmed"
         );
         assert_eq!(
-            field(decision_override(Reject, Verdict::Expand, Some("reserve"), "a reason long enough here")),
+            field(decision_override(
+                Reject,
+                Verdict::Expand,
+                Some("reserve"),
+                "a reason long enough here"
+            )),
             "decision"
         );
         assert_eq!(

@@ -404,7 +404,11 @@ pub async fn record_verdict_locked(
             )]));
         }
     }
-    let mismatch_acknowledged = if verdict == ApprovalVerdict::Approve { mismatch } else { None };
+    let mismatch_acknowledged = if verdict == ApprovalVerdict::Approve {
+        mismatch
+    } else {
+        None
+    };
     // An override that reserves records what approving that action would record; reserving
     // itself only at the offer's reserved price, never a "reservation" at the hourly rate.
     let overridden_reservation = match &overridden {

@@ -140,7 +140,10 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     // An engineer sees the review but no form, and a forged POST is refused.
     let engineer = app.login(Role::Engineer).await;
     let html = engineer.get(app.url(&review)).await.text().await.unwrap();
-    assert!(html.contains("data-decision=\"expand\""), "no reserved price known: rule 8b");
+    assert!(
+        html.contains("data-decision=\"expand\""),
+        "no reserved price known: rule 8b"
+    );
     assert!(!html.contains("approval-form"));
     let digest = html.split("name=\"inputs_digest\" value=\"").nth(1);
     assert!(digest.is_none(), "no digest is offered to an engineer");
@@ -192,10 +195,15 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     );
     let versus = b.text("#figure-reserved-vs-on-demand").await;
     assert!(
-        versus.contains(&format!("reserving would pay at a reserved price below {below} per GPU-hour")),
+        versus.contains(&format!(
+            "reserving would pay at a reserved price below {below} per GPU-hour"
+        )),
         "{versus}"
     );
-    assert!(!versus.contains("20,440"), "never the on-demand cost of every hour: {versus}");
+    assert!(
+        !versus.contains("20,440"),
+        "never the on-demand cost of every hour: {versus}"
+    );
     let import = b
         .client
         .find(fantoccini::Locator::Css("#reserved-price-import"))
@@ -205,7 +213,10 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
         .await
         .unwrap()
         .unwrap();
-    assert!(import.starts_with("/prices?offer_provider=Cloud+A&offer_gpu=H200+SXM&offer_gpu_count=8"), "{import}");
+    assert!(
+        import.starts_with("/prices?offer_provider=Cloud+A&offer_gpu=H200+SXM&offer_gpu_count=8"),
+        "{import}"
+    );
 
     // A real quote of 2.60 (break-even 74.3 %, reserve from 79.3 %): the comparison like for like,
     // reserved against on demand for the busy hours only, every figure the JSON's.
@@ -214,15 +225,23 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     b.shot("review-quote-2.60-1366").await;
     let quoted = chosen_of(&app.get(&api).await.json().await.unwrap());
     assert_eq!(quoted["decision"], "expand");
-    assert_eq!(dec(&quoted["reserved_monthly"]), "15184".parse().unwrap(), "8 × 2.60 × 730");
+    assert_eq!(
+        dec(&quoted["reserved_monthly"]),
+        "15184".parse().unwrap(),
+        "8 × 2.60 × 730"
+    );
     let busy_monthly = dec(&quoted["on_demand_busy_monthly"]);
     let utilization = dec(&quoted["utilization"]);
     assert_eq!(
         busy_monthly,
-        (rust_decimal::Decimal::from(8 * 730) * "3.50".parse::<rust_decimal::Decimal>().unwrap() * utilization).round_dp(2),
+        (rust_decimal::Decimal::from(8 * 730) * "3.50".parse::<rust_decimal::Decimal>().unwrap() * utilization)
+            .round_dp(2),
         "8 × 3.50 × 730 × busy share"
     );
-    assert_eq!(dec(&quoted["reserve_saving_monthly"]), busy_monthly - dec(&quoted["reserved_monthly"]));
+    assert_eq!(
+        dec(&quoted["reserve_saving_monthly"]),
+        busy_monthly - dec(&quoted["reserved_monthly"])
+    );
     let versus = b.text("#figure-reserved-vs-on-demand").await;
     assert!(
         versus.contains(&format!(
@@ -231,7 +250,10 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
         )) && versus.contains("reserving pays from 79.3 % busy (break-even 74.3 %"),
         "{versus}"
     );
-    assert!(!versus.contains("20,440"), "never the on-demand cost of every hour: {versus}");
+    assert!(
+        !versus.contains("20,440"),
+        "never the on-demand cost of every hour: {versus}"
+    );
 
     // A quote of 2.45 (break-even 70 %, reserve from 75 %): reserve.
     reserved_quote(&app, "2.45").await;
@@ -312,7 +334,10 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     b.fill("reservation.term_months", "12").await;
     assert_eq!(b.text("#term-cost").await, "171,696 USD over 12 months");
     let preview = b.text("#reservation-comparison").await;
-    assert!(preview.starts_with("Reserving saves "), "the approval preview compares too: {preview}");
+    assert!(
+        preview.starts_with("Reserving saves "),
+        "the approval preview compares too: {preview}"
+    );
     assert_eq!(
         b.text("#approve-button").await,
         "Approve: reserve 8 × H200 SXM for 12 months — trial “8 × H200 · Cloud A”"
@@ -735,7 +760,10 @@ async fn the_approve_button_names_the_trial_chosen_and_that_trial_is_what_is_rec
     b.select("trial", &second).await;
     let words = b.text("#approve-button").await;
     assert_eq!(words, "Approve: stop renting 4 × H100 SXM — trial “4 × H100 · Cloud B”");
-    assert_eq!(b.text("#trial-named").await, "This form approves trial “4 × H100 · Cloud B”.");
+    assert_eq!(
+        b.text("#trial-named").await,
+        "This form approves trial “4 × H100 · Cloud B”."
+    );
     let fieldset_hidden = b
         .client
         .execute(
@@ -747,9 +775,13 @@ async fn the_approve_button_names_the_trial_chosen_and_that_trial_is_what_is_rec
     assert_eq!(fieldset_hidden, serde_json::json!(true));
     // Back to the first and again to the second: the words always follow the select.
     b.select("trial", &first).await;
-    assert!(b.text("#approve-button").await.ends_with("— trial “8 × H200 · Cloud A”"));
+    assert!(b
+        .text("#approve-button")
+        .await
+        .ends_with("— trial “8 × H200 · Cloud A”"));
     b.select("trial", &second).await;
-    b.fill("comment", "Cloud B cannot carry the load; we stop renting it.").await;
+    b.fill("comment", "Cloud B cannot carry the load; we stop renting it.")
+        .await;
     b.click("#approve-button").await;
 
     let feedback = b.text("#verdict-feedback").await;
@@ -759,7 +791,10 @@ async fn the_approve_button_names_the_trial_chosen_and_that_trial_is_what_is_rec
         top.starts_with(&format!("Approved (stop) — 4 × H100 · Cloud B, by {manager} on ")),
         "the first screen names the approved trial beside the state: {top}"
     );
-    assert!(b.text(".approval-state").await.contains("stop — trial “4 × H100 · Cloud B”"));
+    assert!(b
+        .text(".approval-state")
+        .await
+        .contains("stop — trial “4 × H100 · Cloud B”"));
     b.shot("review-second-trial-approved-1366").await;
     b.close().await;
 
@@ -788,7 +823,10 @@ async fn without_javascript_choosing_a_trial_reloads_the_form_with_its_words() {
     let second = trial_id(&json, "4 × H100 · Cloud B");
     // The choice is a GET of its own (a form apart from the approval's), so it carries no token.
     let html = manager.get(app.url(&review)).await.text().await.unwrap();
-    assert!(html.contains("<form method=\"get\" action=\""), "the trial choice is a form of its own");
+    assert!(
+        html.contains("<form method=\"get\" action=\""),
+        "the trial choice is a form of its own"
+    );
     assert!(html.contains("id=\"show-trial\""));
     let html = manager
         .get(app.url(&format!("{review}?trial={second}")))
@@ -801,7 +839,10 @@ async fn without_javascript_choosing_a_trial_reloads_the_form_with_its_words() {
         "the reloaded form's button names the chosen trial"
     );
     assert!(html.contains(&format!("name=\"trial\" id=\"trial-chosen\" value=\"{second}\"")));
-    assert!(!html.contains("name=\"reservation.count\""), "stop records no reservation");
+    assert!(
+        !html.contains("name=\"reservation.count\""),
+        "stop records no reservation"
+    );
     // A trial that is not the brief's leaves the form on the recommended one.
     let html = manager
         .get(app.url(&format!("{review}?trial=not-a-trial")))
@@ -831,5 +872,8 @@ async fn without_javascript_choosing_a_trial_reloads_the_form_with_its_words() {
         .unwrap();
     assert_eq!(res.status(), 303);
     let page = manager.get(app.url(&review)).await.text().await.unwrap();
-    assert!(page.contains("Approved (stop) — 4 × H100 · Cloud B, by "), "the first screen names the trial");
+    assert!(
+        page.contains("Approved (stop) — 4 × H100 · Cloud B, by "),
+        "the first screen names the trial"
+    );
 }

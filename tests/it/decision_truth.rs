@@ -545,7 +545,11 @@ async fn the_offers_break_even_decides_reserve_and_the_approval_records_exactly_
     assert_eq!(t["break_even_known"], true);
     assert_eq!(decimal(&t["utilization"]), "0.64".parse::<Decimal>().unwrap());
     assert_eq!(t["decision"], "expand", "below the break-even + 0.05");
-    assert!(t["reasons"][0]["says"].as_str().unwrap().contains("65 %"), "{}", t["reasons"][0]);
+    assert!(
+        t["reasons"][0]["says"].as_str().unwrap().contains("65 %"),
+        "{}",
+        t["reasons"][0]
+    );
     ledger(&app, &id, &trial, "3.50", 1000, Some("67.2")).await;
     let r = review(&app, &id).await;
     let t = trial_of(&r, &trial).clone();
@@ -647,11 +651,17 @@ async fn without_a_reserved_price_a_busy_trial_expands_and_says_which_price_woul
     assert_eq!(t["break_even"], Value::Null);
     assert_eq!(t["reserve_threshold"], Value::Null);
     assert_eq!(t["reserved_monthly"], Value::Null);
-    assert_eq!(decimal(&t["reserve_pays_below_rate"]), "2.975".parse::<Decimal>().unwrap());
+    assert_eq!(
+        decimal(&t["reserve_pays_below_rate"]),
+        "2.975".parse::<Decimal>().unwrap()
+    );
     assert_eq!(decimal(&t["on_demand_busy_monthly"]), Decimal::from(18_396));
     assert_eq!(t["reservation"], Value::Null, "nothing to reserve");
     let says = t["reasons"][0]["says"].as_str().unwrap();
-    assert!(says.contains("below 2.98 USD per GPU-hour") && says.contains("nothing is reserved"), "{says}");
+    assert!(
+        says.contains("below 2.98 USD per GPU-hour") && says.contains("nothing is reserved"),
+        "{says}"
+    );
     // Approving records expand and no reservation.
     let manager = bearer_client(&app.token(Role::Manager, None).await);
     let res = manager
@@ -662,17 +672,29 @@ async fn without_a_reserved_price_a_busy_trial_expands_and_says_which_price_woul
         .unwrap();
     assert_eq!(res.status(), 201);
     let approval: Value = res.json().await.unwrap();
-    assert_eq!((approval["decision"].clone(), approval["reservation"].clone()), (json!("expand"), Value::Null));
+    assert_eq!(
+        (approval["decision"].clone(), approval["reservation"].clone()),
+        (json!("expand"), Value::Null)
+    );
     // The page offers the price import with the offer filled in.
     let person = app.login(Role::Manager).await;
-    let page = person.get(app.url(&format!("/briefs/{id}/review"))).await.text().await.unwrap();
+    let page = person
+        .get(app.url(&format!("/briefs/{id}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
     let href = page
         .split("id=\"reserved-price-import\" href=\"")
         .nth(1)
         .and_then(|rest| rest.split('"').next())
         .expect("a call to action to enter the reserved price")
-        .replace("&amp;", "&").replace("&#38;", "&");
-    assert!(href.starts_with("/prices?offer_provider=Cloud+A&offer_gpu=H100+SXM&offer_gpu_count=8"), "{href}");
+        .replace("&amp;", "&")
+        .replace("&#38;", "&");
+    assert!(
+        href.starts_with("/prices?offer_provider=Cloud+A&offer_gpu=H100+SXM&offer_gpu_count=8"),
+        "{href}"
+    );
     let prices = person.get(app.url(&href)).await.text().await.unwrap();
     assert!(
         prices.contains("Cloud A,H100 SXM,8,reserved,,USD,,"),

@@ -104,7 +104,10 @@ async fn another_gpu_in_the_evidence_is_said_and_approving_asks_to_acknowledge_i
         .text()
         .await
         .unwrap();
-    assert!(page.contains("id=\"gpu-mismatch\""), "the review's first screen says it");
+    assert!(
+        page.contains("id=\"gpu-mismatch\""),
+        "the review's first screen says it"
+    );
     assert!(page.contains("name=\"acknowledge_mismatch\""), "the approval form asks");
 
     let review: Value = app
@@ -113,7 +116,10 @@ async fn another_gpu_in_the_evidence_is_said_and_approving_asks_to_acknowledge_i
         .json()
         .await
         .unwrap();
-    let named = review["trials"][0]["gpu_mismatch"]["named"].as_str().unwrap().to_owned();
+    let named = review["trials"][0]["gpu_mismatch"]["named"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(named.contains("H200"), "{named}");
     let api = common::bearer_client(&app.token(Role::Manager, None).await);
     let url = app.url(&format!("/api/v1/briefs/{brief}/approvals"));

@@ -34,9 +34,7 @@ async fn a_manager_overrides_expand_to_reserve_with_a_reason_and_it_is_recorded_
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let manager = bearer_client(&app.token(Role::Manager, None).await);
     let url = app.url(&format!("/api/v1/briefs/{brief}/approvals"));
-    let approve = |digest: &str, reason: &str| {
-        json!({ "verdict": "approve", "inputs_digest": digest, "decision": "reserve", "override_reason": reason })
-    };
+    let approve = |digest: &str, reason: &str| json!({ "verdict": "approve", "inputs_digest": digest, "decision": "reserve", "override_reason": reason });
 
     // The demo computes expand (no reserved price of the offer: rule 8b).
     let r = review(&app, &brief).await;
@@ -50,7 +48,12 @@ async fn a_manager_overrides_expand_to_reserve_with_a_reason_and_it_is_recorded_
     // Without a reason, or with a short one: 422 at override_reason; nothing recorded.
     let res = manager.post(&url).json(&approve(&digest, "")).send().await.unwrap();
     assert_eq!(problem(res).await, "override_reason");
-    let res = manager.post(&url).json(&approve(&digest, "capacity is scarce")).send().await.unwrap();
+    let res = manager
+        .post(&url)
+        .json(&approve(&digest, "capacity is scarce"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(problem(res).await, "override_reason", "18 characters are not enough");
     // With a reason but no reserved price of the offer: nothing to reserve at.
     let reason = "Capacity is scarce in this region this quarter.";
@@ -89,7 +92,11 @@ async fn a_manager_overrides_expand_to_reserve_with_a_reason_and_it_is_recorded_
     assert_eq!(reservation["billing"], "reserved");
     assert_eq!(reservation["gpus"], 8);
     assert_eq!(
-        reservation["monthly_cost"].as_str().unwrap().parse::<Decimal>().unwrap(),
+        reservation["monthly_cost"]
+            .as_str()
+            .unwrap()
+            .parse::<Decimal>()
+            .unwrap(),
         Decimal::from(15_184)
     );
 
@@ -105,7 +112,10 @@ async fn a_manager_overrides_expand_to_reserve_with_a_reason_and_it_is_recorded_
         .unwrap();
     assert_eq!(event["new"]["override"], recorded);
     assert!(
-        event["text"].as_str().unwrap().contains("approved reserve over the computed expand"),
+        event["text"]
+            .as_str()
+            .unwrap()
+            .contains("approved reserve over the computed expand"),
         "{event}"
     );
     let r = review(&app, &brief).await;
@@ -118,7 +128,9 @@ async fn a_manager_overrides_expand_to_reserve_with_a_reason_and_it_is_recorded_
         .await
         .unwrap();
     assert!(
-        record.contains(&format!("**Override**: Approved reserve over the computed expand: “{reason}”")),
+        record.contains(&format!(
+            "**Override**: Approved reserve over the computed expand: “{reason}”"
+        )),
         "{record}"
     );
     let person = app.login(Role::Manager).await;
@@ -166,9 +178,15 @@ async fn on_the_page_the_override_button_approves_the_chosen_action_and_a_missin
     let res = post("approve-override", "too short").await.unwrap();
     assert_eq!(res.status(), 422);
     let page = res.text().await.unwrap();
-    assert!(page.contains("id=\"override-reason-error\""), "the message is at the field");
+    assert!(
+        page.contains("id=\"override-reason-error\""),
+        "the message is at the field"
+    );
     assert!(page.contains(">too short</textarea>"), "the reason typed is kept");
-    assert!(page.contains("<option value=\"stop\" selected>"), "the action chosen is kept");
+    assert!(
+        page.contains("<option value=\"stop\" selected>"),
+        "the action chosen is kept"
+    );
     // The plain approve button approves the computed action, whatever the override select says.
     let res = post("approve", "").await.unwrap();
     assert_eq!(res.status(), 303);
