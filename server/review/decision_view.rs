@@ -476,6 +476,48 @@ pub fn changed_in_words(changed: &[String], r: &Review) -> String {
     joined(&out)
 }
 
+/// The reservation comparison of one trial in words a finance reader checks by hand — the same
+/// sentence on the review's first screen, the approval preview and the decision record: the saving
+/// (or extra cost) like for like and the threshold; or, with no reserved price of the offer, the
+/// reserved price below which reserving would pay.
+pub fn comparison_sentence(t: &TrialReview, currency: &str) -> String {
+    let c = &t.decision.reservation;
+    let provider = if t.context.trial.fields.provider.is_empty() {
+        "the provider".to_owned()
+    } else {
+        t.context.trial.fields.provider.clone()
+    };
+    match (c.reserve_threshold, c.break_even) {
+        (Some(from), Some(break_even)) if c.on_demand_busy_monthly.is_some() => format!(
+            "{}; we reserve from {} busy (break-even {} = reserved {} ÷ on demand {} per GPU-hour, + 5 points of \
+             margin).",
+            capitalized(&super::decision::comparison_in_words(c, currency)),
+            share(from),
+            share(break_even),
+            money::with_currency(c.reserved_rate_per_gpu_hour.unwrap_or_default(), currency),
+            money::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
+        ),
+        (Some(from), Some(break_even)) => format!(
+            "How busy the trial was is not known, so the busy hours cannot be priced; we reserve from {} busy \
+             (break-even {} + 5 points of margin).",
+            share(from),
+            share(break_even)
+        ),
+        _ => match (c.reserve_pays_below_rate, c.utilization) {
+            (Some(rate), Some(u)) => format!(
+                "No reserved price of this offer is known, so nothing is reserved. At {} busy, reserving would pay \
+                 at a reserved price below {} per GPU-hour ({} less 5 points, of the on-demand {}): ask {provider} \
+                 for one.",
+                share(u),
+                money::with_currency(rate, currency),
+                share(u),
+                money::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
+            ),
+            _ => format!("No reserved price of this offer is known, so nothing is reserved: ask {provider} for one."),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,47 +593,5 @@ mod tests {
         let six: Vec<String> = ["a", "b", "c", "d", "e", "f"].map(String::from).to_vec();
         assert_eq!(joined_few(&six), "a, b, c and 3 more");
         assert_eq!(joined_few(&six[..4]), "a, b, c and d");
-    }
-}
-
-/// The reservation comparison of one trial in words a finance reader checks by hand — the same
-/// sentence on the review's first screen, the approval preview and the decision record: the saving
-/// (or extra cost) like for like and the threshold; or, with no reserved price of the offer, the
-/// reserved price below which reserving would pay.
-pub fn comparison_sentence(t: &TrialReview, currency: &str) -> String {
-    let c = &t.decision.reservation;
-    let provider = if t.context.trial.fields.provider.is_empty() {
-        "the provider".to_owned()
-    } else {
-        t.context.trial.fields.provider.clone()
-    };
-    match (c.reserve_threshold, c.break_even) {
-        (Some(from), Some(break_even)) if c.on_demand_busy_monthly.is_some() => format!(
-            "{}; we reserve from {} busy (break-even {} = reserved {} ÷ on demand {} per GPU-hour, + 5 points of \
-             margin).",
-            capitalized(&super::decision::comparison_in_words(c, currency)),
-            share(from),
-            share(break_even),
-            money::with_currency(c.reserved_rate_per_gpu_hour.unwrap_or_default(), currency),
-            money::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
-        ),
-        (Some(from), Some(break_even)) => format!(
-            "How busy the trial was is not known, so the busy hours cannot be priced; we reserve from {} busy \
-             (break-even {} + 5 points of margin).",
-            share(from),
-            share(break_even)
-        ),
-        _ => match (c.reserve_pays_below_rate, c.utilization) {
-            (Some(rate), Some(u)) => format!(
-                "No reserved price of this offer is known, so nothing is reserved. At {} busy, reserving would pay \
-                 at a reserved price below {} per GPU-hour ({} less 5 points, of the on-demand {}): ask {provider} \
-                 for one.",
-                share(u),
-                money::with_currency(rate, currency),
-                share(u),
-                money::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
-            ),
-            _ => format!("No reserved price of this offer is known, so nothing is reserved: ask {provider} for one."),
-        },
     }
 }

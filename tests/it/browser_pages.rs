@@ -646,3 +646,39 @@ async fn a_form_over_the_body_limit_says_a_file_is_too_big_not_bad_request() {
     assert!(!page.contains("Bad Request"));
     assert_eq!(app.count("briefs").await, 0);
 }
+
+#[tokio::test]
+async fn a_refused_ledger_import_keeps_the_file_at_its_field_and_leads_back() {
+    let (app, loaded) = demo_app().await;
+    let admin = app.user(Role::Admin).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &admin, PASSWORD).await;
+    for (width, height) in [(1366, 900), (390, 844)] {
+        b.client.set_window_size(width, height).await.unwrap();
+        b.client
+            .goto(&app.url(&format!("/briefs/{}#ledger-import", loaded.brief_id)))
+            .await
+            .unwrap();
+        b.fill(
+            "csv",
+            "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\nhost,vm,,,,,,four,USD\n",
+        )
+        .await;
+        b.click("#ledger-import button[type='submit']").await;
+        assert_eq!(b.text("h1").await, "The ledger import was not stored");
+        let errors = b.text("#import-errors").await;
+        assert!(
+            errors.contains("8 × H200 · Cloud A") && errors.contains("amount"),
+            "{errors}"
+        );
+        assert!(
+            b.value("csv").await.contains("host,vm,,,,,,four,USD"),
+            "the file is kept"
+        );
+        assert!(!page_scrolls_sideways(&b).await, "no sideways scrolling at {width} px");
+        b.shot(&format!("ledger-import-error-{width}")).await;
+        b.click("#back-to-ledger").await;
+        assert!(b.path().await.starts_with("/briefs/"));
+    }
+    b.close().await;
+}

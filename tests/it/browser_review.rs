@@ -183,6 +183,9 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     // the price import one click away.
     b.client.goto(&app.url(&review)).await.unwrap();
     b.shot("review-1366").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.shot("review-before-quote-390").await;
+    b.client.set_window_size(1366, 768).await.unwrap();
     assert_eq!(b.text("#decision .big").await.to_lowercase(), "expand");
     let before = chosen_of(&app.get(&api).await.json().await.unwrap());
     assert_eq!(before["reserved_price_needed"], true);
@@ -223,6 +226,9 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     reserved_quote(&app, "2.60").await;
     b.client.goto(&app.url(&review)).await.unwrap();
     b.shot("review-quote-2.60-1366").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.shot("review-quote-2.60-390").await;
+    b.client.set_window_size(1366, 768).await.unwrap();
     let quoted = chosen_of(&app.get(&api).await.json().await.unwrap());
     assert_eq!(quoted["decision"], "expand");
     assert_eq!(
