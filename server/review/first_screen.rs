@@ -225,8 +225,8 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
     out.push(match (cost, ceiling) {
         (Some(Some(cost)), Some(ceiling)) => MoneyFigure {
             id: "cost-per-job",
-            label: format!("Cost per completed {unit}"),
-            value: money::with_currency(cost, currency),
+            label: "Cost per completed job".to_owned(),
+            value: format!("{} per {unit}", money::with_currency(cost, currency)),
             note: if cost <= ceiling {
                 format!("within the ceiling of {}", money::with_currency(ceiling, currency))
             } else {
@@ -236,21 +236,21 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
         },
         (Some(Some(cost)), None) => MoneyFigure {
             id: "cost-per-job",
-            label: format!("Cost per completed {unit}"),
-            value: money::with_currency(cost, currency),
+            label: "Cost per completed job".to_owned(),
+            value: format!("{} per {unit}", money::with_currency(cost, currency)),
             note: "the brief sets no ceiling".into(),
             tone: "",
         },
         (Some(None), _) => MoneyFigure {
             id: "cost-per-job",
-            label: format!("Cost per completed {unit}"),
+            label: "Cost per completed job".to_owned(),
             value: "not known yet".into(),
             note: "no completed jobs counted in the ledger".into(),
             tone: "",
         },
         (None, _) => MoneyFigure {
             id: "cost-per-job",
-            label: format!("Cost per completed {unit}"),
+            label: "Cost per completed job".to_owned(),
             value: "not known yet".into(),
             note: "the ledger has no lines yet".into(),
             tone: "",
