@@ -88,6 +88,8 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
         (status = 422, description = "invalid fields, e.g. a rejection without a comment"),
     )
 )]
+// Long, and reads better whole: each field of the approval body is read and refused at its own
+// name, in the order the API documents them.
 async fn approve(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,

@@ -23,8 +23,9 @@ pub mod limits {
     /// Rule 8b: with no reserved price of the offer known, a trial at least this busy is told to
     /// ask for one (a reservation could pay); nothing is reserved without a real quote.
     pub const ASK_FOR_RESERVED_PRICE_FROM: Decimal = Decimal::from_parts(60, 0, 0, false, 2);
-    /// Rule 8 reserves from the break-even plus this margin of utilization.
-    pub const BREAK_EVEN_MARGIN: Decimal = Decimal::from_parts(5, 0, 0, false, 2);
+    /// Rule 8 reserves from the break-even plus this margin of utilization (kept beside the
+    /// reservation comparison, which reads it too).
+    pub use crate::review::money::BREAK_EVEN_MARGIN;
 }
 
 /// The decision. Kept as text (`approvals.decision`, the signal snapshot) in the same lower-case

@@ -316,6 +316,8 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
 /// reserved monthly cost against paying by the hour only for the busy hours, for the GPUs a
 /// reservation would rent — the figures rules 8 and 8b compared (`Decision::reservation`), never
 /// against the on-demand cost of every hour.
+// Long, and reads better whole: one figure, each case of what is known about the offer's prices
+// written where it is matched.
 fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
     let c = &t.decision.reservation;
     let provider = if t.context.trial.fields.provider.is_empty() {

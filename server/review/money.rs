@@ -68,6 +68,10 @@ impl ReservationRates {
     }
 }
 
+/// Rule 8 reserves from the break-even plus this margin of utilization (decision.md); rule 8b's
+/// "reserving would pay below" uses the same margin.
+pub const BREAK_EVEN_MARGIN: Decimal = Decimal::from_parts(5, 0, 0, false, 2);
+
 /// The reservation comparison (decision.md): reserving against paying by the hour only for the
 /// busy hours, like for like, for the GPUs a reservation of the review would rent (replicas for the
 /// peak, else one, × whole nodes of the offer) over a month of 730 hours. Rules 8 and 8b, the
@@ -106,7 +110,7 @@ pub struct ReservationComparison {
 /// The reservation comparison of a trial's money at busy share `utilization`
 /// ([`ReservationComparison`]); `reserved_price_needed` is rule 8b's to set.
 pub fn reservation_comparison(money: Option<&MoneyFacts>, utilization: Option<Decimal>) -> ReservationComparison {
-    let margin = super::decision::limits::BREAK_EVEN_MARGIN;
+    let margin = BREAK_EVEN_MARGIN;
     let rates = money.map(|m| &m.reservation_rates);
     let break_even = rates.and_then(ReservationRates::break_even);
     let gpus = money.and_then(|m| {
