@@ -1,7 +1,11 @@
 // The review's approval form: the GPUs, billing and rate are what the review computed (read-only
 // fields); the whole-term preview follows the term as it is typed, and the approve button says what
-// it will record. Progressive enhancement: without this script the server computes the same
-// figures after a submit.
+// it will record. Choosing another trial in the select makes the form name that trial and the
+// button say that trial's action (the words the server computed for it); the reservation fields
+// shown belong to the trial the page was loaded with, so they are set aside (disabled: not sent)
+// for another trial, whose computed reservation is then recorded at the default term.
+// Progressive enhancement: without this script, choosing a trial is a step ("Show this trial's
+// approval") that reloads the form, and the server computes the same figures after a submit.
 //
 // The arithmetic mirrors the server's (server/review/model.rs): monthly = round(count × rate ×
 // 730, 2 places; rust_decimal's round_dp rounds a half to the even cent), whole term = monthly ×
@@ -15,6 +19,58 @@
   var monthly = document.getElementById("monthly-cost");
   var term = document.getElementById("term-cost");
   var button = document.getElementById("approve-button");
+  var select = document.getElementById("trial");
+  var chosen = document.getElementById("trial-chosen");
+  var named = document.querySelector("#trial-named strong");
+  var loadedTrial = form.getAttribute("data-trial");
+
+  // The trial chosen in the select is the one the form approves and the button names.
+  function chooseTrial() {
+    var option = select.options[select.selectedIndex];
+    if (!option) return;
+    if (chosen) chosen.value = option.value;
+    if (named) named.textContent = "“" + option.getAttribute("data-name") + "”";
+    var comparison = document.getElementById("reservation-comparison");
+    if (comparison) comparison.textContent = option.getAttribute("data-comparison") || "";
+    var own = option.value === loadedTrial;
+    if (fieldset) {
+      fieldset.disabled = !own;
+      fieldset.hidden = !own;
+    }
+    if (button) {
+      button.setAttribute("data-trial-name", option.getAttribute("data-name") || "");
+      button.textContent = option.getAttribute("data-approve") || button.textContent;
+    }
+    // An override is of the loaded trial's computed action: choosing another trial sets it aside
+    // (its form after "Show this trial's approval" offers that trial's).
+    var override = document.getElementById("override");
+    if (override) override.hidden = !own;
+    // The loaded trial's words follow the term typed in its reservation fields.
+    if (own && fieldset && monthly) update();
+  }
+
+  // The override button says the action chosen in the override select.
+  var overrideSelect = document.getElementById("override-decision");
+  var overrideButton = document.getElementById("override-button");
+  function overrideWords() {
+    if (!overrideSelect || !overrideButton) return;
+    overrideButton.textContent =
+      "Approve " + overrideSelect.value + " instead of the computed " + overrideButton.getAttribute("data-computed") +
+      " — trial “" + overrideButton.getAttribute("data-trial-name") + "”";
+  }
+  if (overrideSelect) {
+    overrideSelect.addEventListener("change", overrideWords);
+    overrideWords();
+  }
+
+  if (select) {
+    select.addEventListener("change", chooseTrial);
+    // Choosing applies at once: the reload step is for pages without this script.
+    var show = document.getElementById("show-trial");
+    if (show) show.hidden = true;
+    // A select the browser restored from an earlier visit names its trial too.
+    if (select.value !== loadedTrial) chooseTrial();
+  }
   if (!fieldset || !monthly) return;
   var currency = fieldset.getAttribute("data-currency") || "";
   var HOURS_PER_MONTH = 730n;
@@ -77,7 +133,11 @@
     }
     if (button && months !== null && gpu) {
       var verb = button.getAttribute("data-verb");
-      if (verb) button.textContent = "Approve: " + verb + " " + count + " × " + gpu + " for " + spell(months);
+      var trialName = button.getAttribute("data-trial-name") || "";
+      if (verb) {
+        button.textContent =
+          "Approve: " + verb + " " + count + " × " + gpu + " for " + spell(months) + " — trial “" + trialName + "”";
+      }
     }
   }
 

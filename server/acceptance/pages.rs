@@ -57,8 +57,9 @@ fn status_class(s: Status) -> &'static str {
     }
 }
 
-fn show_value(v: &serde_json::Value) -> String {
-    crate::money::value(v)
+/// A measured value with its unit, exactly as the review shows it ("481 GB/s", "265 ms", "yes").
+fn show_value(key: &str, v: &serde_json::Value) -> String {
+    crate::money::measured(v, super::model::known_key(key).map(|k| k.unit).unwrap_or(""))
 }
 
 /// One criterion, display-ready.
@@ -100,7 +101,11 @@ fn stage_rows(view: &CardView) -> Vec<StageRow> {
                     why: c.criterion.why.clone().unwrap_or_default(),
                     status: c.status.as_str(),
                     status_class: status_class(c.status),
-                    value: c.value.as_ref().map(show_value).unwrap_or_else(|| "—".into()),
+                    value: c
+                        .value
+                        .as_ref()
+                        .map(|v| show_value(&c.criterion.key, v))
+                        .unwrap_or_else(|| "—".into()),
                     evidence_id: c.evidence_id.map(|e| e.to_string()),
                     reason: c.reason.clone().unwrap_or_default(),
                     derived: c.source == "derived",
@@ -336,7 +341,11 @@ async fn editor_page(state: &AppState, user: &PageUser, brief: &Brief) -> PageRe
             why: c.criterion.why.clone().unwrap_or_default(),
             status: c.status.as_str(),
             status_class: status_class(c.status),
-            value: c.value.as_ref().map(show_value).unwrap_or_else(|| "—".into()),
+            value: c
+                .value
+                .as_ref()
+                .map(|v| show_value(&c.criterion.key, v))
+                .unwrap_or_else(|| "—".into()),
             evidence_id: c.evidence_id.map(|e| e.to_string()),
             ..blank_row()
         })

@@ -69,6 +69,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/static/app.css", get(stylesheet))
         .route("/static/review.js", get(review_script))
+        .route("/static/copy.js", get(copy_script))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(DEFAULT_BODY_LIMIT))
         // `Content-Encoding: gzip` bodies are inflated as they stream, so every body cap counts
@@ -301,6 +302,18 @@ async fn review_script() -> Response {
             (header::CACHE_CONTROL, "public, max-age=3600"),
         ],
         include_str!("../../static/review.js"),
+    )
+        .into_response()
+}
+
+/// The Test plan page's copy buttons (progressive enhancement: the commands are text without it).
+async fn copy_script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../static/copy.js"),
     )
         .into_response()
 }

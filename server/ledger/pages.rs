@@ -369,11 +369,94 @@ fn quoted_lines(lines: &[u64]) -> String {
     lines.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
 }
 
+/// A ledger import that was refused: each problem at its field, the form again as it was sent (the
+/// file's text in the paste box, the format and the FOCUS choices), the trial it was for named,
+/// and a way back to the brief's ledger.
+#[derive(Template)]
+#[template(path = "ledger/import_error.html")]
+struct ImportErrorPage {
+    ctx: PageContext,
+    brief_id: String,
+    brief_name: String,
+    trial_id: String,
+    trial_name: String,
+    format: String,
+    csv: String,
+    resources: String,
+    gpus_per_resource: String,
+    /// The file's problems (`csv`) and the FOCUS fields' (`resources`, `gpus_per_resource`):
+    /// (where, message).
+    file_errors: Vec<(String, String)>,
+    field_errors: BTreeMap<String, String>,
+}
+
+impl ImportErrorPage {
+    fn error_for(&self, field: &str) -> &str {
+        self.field_errors.get(field).map(String::as_str).unwrap_or("")
+    }
+}
+
+/// The largest paste a refused import shows again (a bigger file is named, not echoed: choose it
+/// again).
+const MAX_ECHOED_BYTES: usize = 512 * 1024;
+
 async fn import(
     State(state): State<AppState>,
     Path(id): Path<BriefId>,
-    CsrfForm(user, mut values): CsrfForm,
+    CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
+    let kept = values.clone();
+    match import_checked(&state, id, &user, values).await {
+        Err(crate::web::page::PageError(AppError::Validation(errors))) => {
+            let brief = crate::trials::service::load_brief(&state.pool, id).await?;
+            let trials = crate::trials::service::list(&state, id).await?;
+            let named = form_target(&kept).named;
+            let trial = named
+                .and_then(|t| trials.iter().find(|x| x.id == t))
+                .or(trials.first())
+                .ok_or(AppError::NotFound("trial"))?;
+            let mut field_errors = BTreeMap::new();
+            let mut file_errors = Vec::new();
+            for e in errors {
+                if matches!(e.field.as_str(), "resources" | "gpus_per_resource" | "format") {
+                    field_errors.entry(e.field).or_insert(e.message);
+                } else {
+                    file_errors.push((e.field, e.message));
+                }
+            }
+            let csv = kept.get("csv").cloned().unwrap_or_default();
+            let page = ImportErrorPage {
+                ctx: (&user).into(),
+                brief_id: id.to_string(),
+                brief_name: brief.fields.name.clone(),
+                trial_id: trial.id.to_string(),
+                trial_name: trial.fields.name.clone(),
+                format: kept.get("format").cloned().unwrap_or_else(|| "csv".into()),
+                csv: if csv.len() <= MAX_ECHOED_BYTES {
+                    csv
+                } else {
+                    String::new()
+                },
+                resources: kept.get("resources").cloned().unwrap_or_default(),
+                gpus_per_resource: kept.get("gpus_per_resource").cloned().unwrap_or_default(),
+                file_errors,
+                field_errors,
+            };
+            let mut response = render(&page)?;
+            *response.status_mut() = axum::http::StatusCode::UNPROCESSABLE_ENTITY;
+            Ok(response)
+        }
+        other => other,
+    }
+}
+
+async fn import_checked(
+    state: &AppState,
+    id: BriefId,
+    user: &PageUser,
+    mut values: std::collections::HashMap<String, String>,
+) -> PageResult<Response> {
+    let state = state.clone();
     user.require(Role::Engineer)?;
     teams::may_send_to_brief(&state.pool, &user.principal(), id).await?;
     let currency = brief_currency(&state, id).await?;
@@ -399,7 +482,7 @@ async fn import(
         .await?;
         let s = summary(&state, stored.trial, &currency).await?;
         return render(&FocusResultPage {
-            ctx: (&user).into(),
+            ctx: user.into(),
             brief_id: id.to_string(),
             trial_id: stored.trial.to_string(),
             lines_added: stored.added,

@@ -51,6 +51,8 @@ struct BriefPage {
     ledger: ledger_pages::LedgerSection,
     /// The selected trial's predicted KV-cache capacity beside vLLM's logged one.
     kv: Option<TrialKv>,
+    /// Evidence naming another GPU model than the trial's: (evidence id, what it names).
+    gpu_mismatch: Option<(String, String)>,
     summary: Summary,
 }
 
@@ -371,7 +373,7 @@ async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQ
     };
     // The three sections are independent reads: run them side by side, so the page waits for the
     // slowest instead of the sum (it matters when ingest keeps the database busy).
-    let (evidence, acceptance, ledger, times, kv, price) = tokio::try_join!(
+    let (evidence, acceptance, ledger, times, kv, price, mismatch) = tokio::try_join!(
         async { Ok::<_, PageError>(evidence_pages::brief_rows(state, id, trial.id).await?) },
         card_pages::brief_sections(state, &brief, trial.id),
         async {
@@ -380,6 +382,7 @@ async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQ
         async { Ok(review_summaries::stage_times(state, brief.id, trial.id).await?) },
         async { Ok(review_gather::trial_kv_check(state, &brief, trial).await?) },
         async { Ok(review_gather::trial_price(state, &brief, trial).await?) },
+        async { Ok(review_gather::trial_gpu_mismatch(state, &brief, trial).await?) },
     )?;
     // Every trial's one price, as the review shows it.
     let mut prices = Vec::with_capacity(all.len());
@@ -436,5 +439,6 @@ async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQ
         acceptance,
         ledger,
         kv,
+        gpu_mismatch: mismatch.map(|(id, named)| (id.to_string(), named)),
     })
 }

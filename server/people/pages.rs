@@ -438,6 +438,8 @@ struct TokensPage {
     minted: Option<String>,
     curl_example: String,
     collect_example: String,
+    /// The Test plan page of the trial the token is for (else the first trial).
+    plan_href: String,
     error: String,
     /// One recipe per stage of the card, with the docs/agents.md section that explains it.
     recipes: Vec<StageRecipe>,
@@ -536,7 +538,17 @@ async fn tokens_view(
          -H \"Idempotency-Key: $(hostname)-gpus-$(date -u +%Y%m%d%H)\" --data-binary @gpus.txt \\\n  \
          \"{base_url}/api/v1/briefs/{brief_id}/evidence?kind=nvidia-smi-list&stage=1{trial_query}\"",
     );
-    let collect_example = format!("rentcheck collect --server {base_url} --brief {brief_id}{trial_flag}");
+    // The whole test plan in one command (every stage collect can run), for the token's trial, else
+    // the first trial.
+    let plan_trial = minted
+        .as_ref()
+        .and_then(|m| m.trial)
+        .map(|t| t.to_string())
+        .or_else(|| trials.first().map(|t| t.0.to_string()))
+        .unwrap_or_default();
+    let collect_example =
+        format!("rentcheck collect --server {base_url} --plan --brief {brief_id} --trial {plan_trial}");
+    let plan_href = format!("/briefs/{brief_id}/trials/{plan_trial}/plan");
     let recipes = stage_recipes(base_url, brief_id, &trial_flag, &trial_query);
     render(&TokensPage {
         ctx: user.into(),
@@ -547,6 +559,7 @@ async fn tokens_view(
         minted: minted.map(|m| m.token),
         curl_example,
         collect_example,
+        plan_href,
         error,
         recipes,
     })

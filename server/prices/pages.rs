@@ -157,9 +157,42 @@ fn form_format(values: &HashMap<String, String>) -> Result<Format, AppError> {
     )
 }
 
+/// `?imported=N` after an import; `?offer_*=`: the offer a review asks a reserved price of (rule
+/// 8b), filled into the sheet so the manager only types the quoted rate.
 #[derive(Deserialize)]
 struct IndexQuery {
     imported: Option<usize>,
+    offer_provider: Option<String>,
+    offer_gpu: Option<String>,
+    offer_gpu_count: Option<String>,
+    offer_region: Option<String>,
+    offer_currency: Option<String>,
+}
+
+/// A price sheet of one reserved row of the offer `q` names, the rate left for the manager to type;
+/// `None` when no offer is named. Commas and line breaks are dropped from what is filled in so
+/// the row stays one row of nine cells.
+fn reserved_offer_sheet(q: &IndexQuery, today: chrono::NaiveDate) -> Option<String> {
+    let cell = |v: &Option<String>| {
+        v.as_deref()
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !matches!(c, ',' | '\n' | '\r' | '"'))
+            .take(200)
+            .collect::<String>()
+    };
+    let gpu = cell(&q.offer_gpu);
+    if gpu.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}\n{},{gpu},{},reserved,,{},{},{today},",
+        COLUMNS.join(","),
+        cell(&q.offer_provider),
+        cell(&q.offer_gpu_count),
+        cell(&q.offer_currency),
+        cell(&q.offer_region),
+    ))
 }
 
 async fn page(state: &AppState, user: &PageUser) -> PageResult<PricesPage> {
@@ -207,6 +240,13 @@ async fn index(
     let mut p = page(&state, &user).await?;
     if let Some(n) = q.imported {
         p.notice = format!("Imported {n} prices. The newest price of each offer is current.");
+    }
+    if let Some(sheet) = reserved_offer_sheet(&q, chrono::Utc::now().date_naive()) {
+        p.csv = sheet;
+        p.notice = "The offer a review asks a reserved price of is filled in below: type the reserved rate per \
+                    GPU-hour the provider quoted between the two commas after “reserved”, put where the quote \
+                    comes from last, then check the file."
+            .into();
     }
     render(&p)
 }

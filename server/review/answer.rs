@@ -17,7 +17,7 @@ use super::{
     comparison::Change,
     decision::{CriterionOutcome, LedgerFacts, Reason, UtilizationSource, Verdict},
     model::Reservation,
-    money::MoneyFacts,
+    money::{MoneyFacts, ReservationComparison},
     repo,
     service::{self, ApprovalState, Review, TrialReview},
 };
@@ -96,10 +96,25 @@ pub struct TrialAnswer<'a> {
     pub cost_per_job: Option<Decimal>,
     pub utilization: Option<Decimal>,
     pub utilization_source: &'a UtilizationSource,
-    /// The reservation break-even rule 8 used.
-    pub break_even: Decimal,
+    /// The reservation comparison (decision.md), the figures rules 8 and 8b read: reserved ÷
+    /// on-demand rate of the offer (null when no reserved price is known).
+    pub break_even: Option<Decimal>,
     /// Whether the break-even came from the offer's reserved and on-demand prices.
     pub break_even_known: bool,
+    /// Break-even + 0.05: the busy share from which rule 8 reserves.
+    pub reserve_threshold: Option<Decimal>,
+    /// GPUs × reserved rate × 730.
+    pub reserved_monthly: Option<Decimal>,
+    /// GPUs × on-demand rate × 730 × utilization: paying by the hour only for the busy hours.
+    pub on_demand_busy_monthly: Option<Decimal>,
+    /// on_demand_busy_monthly − reserved_monthly (negative: reserving costs more).
+    pub reserve_saving_monthly: Option<Decimal>,
+    /// Rule 8b: busy enough that reserving could pay, but no reserved price of the offer is known.
+    pub reserved_price_needed: bool,
+    /// The reserved price per GPU-hour below which reserving would pay at this busy share.
+    pub reserve_pays_below_rate: Option<Decimal>,
+    /// The whole comparison (GPUs compared, both rates, the saving's share).
+    pub reservation_comparison: &'a ReservationComparison,
     /// The trial's one price, billing named.
     pub price: Option<&'a AllocationPrice>,
     /// Good requests ÷ requests sent, at the operating point.
@@ -230,8 +245,15 @@ impl<'a> TrialAnswer<'a> {
             cost_per_job: c.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
             utilization: t.decision.utilization,
             utilization_source: &t.decision.utilization_source,
-            break_even: t.decision.break_even,
-            break_even_known: t.decision.break_even_known,
+            break_even: t.decision.reservation.break_even,
+            break_even_known: t.decision.reservation.break_even_known,
+            reserve_threshold: t.decision.reservation.reserve_threshold,
+            reserved_monthly: t.decision.reservation.reserved_monthly,
+            on_demand_busy_monthly: t.decision.reservation.on_demand_busy_monthly,
+            reserve_saving_monthly: t.decision.reservation.reserve_saving_monthly,
+            reserved_price_needed: t.decision.reservation.reserved_price_needed,
+            reserve_pays_below_rate: t.decision.reservation.reserve_pays_below_rate,
+            reservation_comparison: &t.decision.reservation,
             price: c.price.as_ref(),
             slo_attainment: money.and_then(|m| m.slo_attainment),
             slo_attainment_estimated: money.is_some_and(|m| m.slo_attainment_estimated),

@@ -75,7 +75,9 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
     path = "/api/v1/briefs/{id}/approvals",
     operation_id = "recordApproval",
     tag = "review",
-    summary = "A manager approves or rejects the current decision",
+    summary = "A manager approves or rejects the current decision of a trial (`trial`, the recommended one when \
+         absent); `decision` other than the trial's computed one is an override and needs `override_reason` (at \
+         least 20 characters), recorded as `override: { computed, approved, reason }`",
     params(("id" = Uuid, Path, description = "brief id")),
     request_body = super::schema::ApprovalBody,
     responses(
@@ -86,6 +88,8 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
         (status = 422, description = "invalid fields, e.g. a rejection without a comment"),
     )
 )]
+// Long, and reads better whole: each field of the approval body is read and refused at its own
+// name, in the order the API documents them.
 async fn approve(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -142,6 +146,27 @@ async fn approve(
         inputs_digest: text(&body, "inputs_digest")?,
         trial,
         reservation,
+        decision: match body.get("decision") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(d)) => Some(d.clone()),
+            Some(_) => {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "decision",
+                    "must be a string",
+                )]))
+            }
+        },
+        override_reason: text(&body, "override_reason")?,
+        acknowledge_mismatch: match body.get("acknowledge_mismatch") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "acknowledge_mismatch",
+                    "must be true or false",
+                )]))
+            }
+        },
     };
     if request.inputs_digest.is_empty() {
         return Err(AppError::Validation(vec![FieldError::new(

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::money::{ApiBreakEven, MoneyFacts};
+use super::money::{reservation_comparison, ApiBreakEven, MoneyFacts, ReservationComparison};
 use crate::money::with_currency;
 
 /// The thresholds of decision.md. What "saturated" means is shared with the default card, so those
@@ -20,11 +20,12 @@ pub mod limits {
 
     pub use crate::thresholds::{KV_CACHE_SATURATED_PCT, PREEMPTIONS_SATURATED_ABOVE, QUEUE_SHARE_SATURATED};
 
-    /// The reservation break-even when no reserved price of the offer is known (rule 8): then the
-    /// reason says the reserved price is missing and no saving is claimed.
-    pub const DEFAULT_BREAK_EVEN: Decimal = Decimal::from_parts(60, 0, 0, false, 2);
-    /// Rule 8 reserves from the break-even plus this margin of utilization.
-    pub const BREAK_EVEN_MARGIN: Decimal = Decimal::from_parts(5, 0, 0, false, 2);
+    /// Rule 8b: with no reserved price of the offer known, a trial at least this busy is told to
+    /// ask for one (a reservation could pay); nothing is reserved without a real quote.
+    pub const ASK_FOR_RESERVED_PRICE_FROM: Decimal = Decimal::from_parts(60, 0, 0, false, 2);
+    /// Rule 8 reserves from the break-even plus this margin of utilization (kept beside the
+    /// reservation comparison, which reads it too).
+    pub use crate::review::money::BREAK_EVEN_MARGIN;
 }
 
 /// The decision. Kept as text (`approvals.decision`, the signal snapshot) in the same lower-case
@@ -220,6 +221,8 @@ pub enum Rule {
     Numbered(u8),
     ApiCheaper,
     SpotForRealtime,
+    /// 8b: busy enough that reserving could pay, but no reserved price of the offer is known.
+    ReservedPriceNeeded,
 }
 
 impl std::fmt::Display for Rule {
@@ -228,6 +231,7 @@ impl std::fmt::Display for Rule {
             Rule::Numbered(n) => write!(f, "{n}"),
             Rule::ApiCheaper => f.write_str("6b"),
             Rule::SpotForRealtime => f.write_str("6c"),
+            Rule::ReservedPriceNeeded => f.write_str("8b"),
         }
     }
 }
@@ -246,9 +250,9 @@ impl utoipa::PartialSchema for Rule {
             .item(
                 ObjectBuilder::new()
                     .schema_type(Type::String)
-                    .enum_values(Some(["6b", "6c"])),
+                    .enum_values(Some(["6b", "6c", "8b"])),
             )
-            .description(Some("the rule: a number (1 to 9), or \"6b\" / \"6c\""))
+            .description(Some("the rule: a number (1 to 9), or \"6b\" / \"6c\" / \"8b\""))
             .into()
     }
 }
@@ -261,6 +265,7 @@ impl Serialize for Rule {
             Rule::Numbered(n) => s.serialize_u8(*n),
             Rule::ApiCheaper => s.serialize_str("6b"),
             Rule::SpotForRealtime => s.serialize_str("6c"),
+            Rule::ReservedPriceNeeded => s.serialize_str("8b"),
         }
     }
 }
@@ -286,10 +291,10 @@ pub struct Decision {
     pub saturated: bool,
     /// For rule 4: the suggested count of replicas of the trial's allocation.
     pub suggested_replicas: Option<u32>,
-    /// The reservation break-even rule 8 used: the offer's reserved ÷ on-demand rate, else 0.60.
-    pub break_even: Decimal,
-    /// Whether the break-even came from the offer's reserved and on-demand prices.
-    pub break_even_known: bool,
+    /// The reservation comparison rules 8 and 8b read (`money::reservation_comparison`):
+    /// break-even, threshold, the monthly money like for like, and whether a reserved price is
+    /// needed (rule 8b).
+    pub reservation: ReservationComparison,
     pub inputs_digest: String,
 }
 
@@ -386,9 +391,8 @@ struct Context<'a> {
     utilization_source: UtilizationSource,
     /// The saturation signals present, as facts; empty when not saturated.
     signals: Vec<Fact>,
-    /// The offer's reserved ÷ on-demand rate, when both prices are known.
-    known_break_even: Option<Decimal>,
-    break_even: Decimal,
+    /// Reserving against paying by the hour for the busy hours, at `utilization`.
+    comparison: ReservationComparison,
 }
 
 impl<'a> Context<'a> {
@@ -404,7 +408,7 @@ impl<'a> Context<'a> {
             missing.entry(c.stage).or_default().push(c.key.clone());
         }
         let (utilization, utilization_source) = utilization(inputs);
-        let known_break_even = inputs.money.as_ref().and_then(|m| m.reservation_rates.break_even());
+        let comparison = reservation_comparison(inputs.money.as_ref(), utilization);
         Context {
             inputs,
             brief: &inputs.brief,
@@ -414,8 +418,7 @@ impl<'a> Context<'a> {
             utilization,
             utilization_source,
             signals: saturation_signals(&inputs.metrics),
-            known_break_even,
-            break_even: known_break_even.unwrap_or(limits::DEFAULT_BREAK_EVEN),
+            comparison,
         }
     }
 
@@ -432,15 +435,21 @@ impl<'a> Context<'a> {
             .collect()
     }
 
-    /// Utilization from which a reservation pays: the break-even plus the margin.
-    fn reserve_from(&self) -> Decimal {
-        self.break_even + limits::BREAK_EVEN_MARGIN
+    /// Rule 8: the utilization when a reserved price of the offer is known, the trial is busy at
+    /// least its break-even + the margin, and it is not spot capacity.
+    fn busy_enough_to_reserve(&self) -> Option<Decimal> {
+        let from = self.comparison.reserve_threshold?;
+        self.utilization
+            .filter(|u| *u >= from && self.brief.trial_billing != "spot")
     }
 
-    /// The utilization when it is high enough to reserve and the trial is not spot capacity.
-    fn busy_enough_to_reserve(&self) -> Option<Decimal> {
-        self.utilization
-            .filter(|u| *u >= self.reserve_from() && self.brief.trial_billing != "spot")
+    /// Rule 8b: the utilization when no reserved price of the offer is known, yet the trial is
+    /// busy enough (≥ 0.60) that one could pay, and it is not spot capacity.
+    fn busy_without_reserved_price(&self) -> Option<Decimal> {
+        if self.comparison.break_even_known || self.brief.trial_billing == "spot" {
+            return None;
+        }
+        self.utilization.filter(|u| *u >= limits::ASK_FOR_RESERVED_PRICE_FROM)
     }
 }
 
@@ -472,6 +481,8 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         .any(|r| r.rule == Rule::Numbered(4))
         .then(|| scale_out(&ctx).replicas);
     let decision = reasons[0].decision;
+    let mut reservation = ctx.comparison.clone();
+    reservation.reserved_price_needed = reasons[0].rule == Rule::ReservedPriceNeeded;
     Decision {
         decision,
         accepted: ctx.accepted,
@@ -481,8 +492,7 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         saturated: !ctx.signals.is_empty(),
         utilization_source: ctx.utilization_source,
         suggested_replicas,
-        break_even: ctx.break_even,
-        break_even_known: ctx.known_break_even.is_some(),
+        reservation,
         inputs_digest: inputs_digest(inputs),
     }
 }
@@ -708,59 +718,127 @@ fn dedicated_host_needed(ctx: &Context) -> Option<Reason> {
     })
 }
 
-/// Rules 8 and 9: accepted: reserve when busy enough past the offer's break-even, else stay
-/// pay-as-you-go.
+/// Rules 8, 8b and 9: accepted: reserve when busy enough past the offer's break-even; busy, but no
+/// reserved price of the offer known: stay pay-as-you-go and ask for one; else stay pay-as-you-go.
 fn reserve_or_stay_pay_as_you_go(ctx: &Context) -> Option<Reason> {
     if !ctx.accepted {
         return None;
     }
-    Some(match ctx.busy_enough_to_reserve() {
-        Some(u) => reserve(ctx, u),
-        None => stay_pay_as_you_go(ctx),
-    })
+    Some(
+        match (ctx.busy_enough_to_reserve(), ctx.busy_without_reserved_price()) {
+            (Some(u), _) => reserve(ctx, u),
+            (None, Some(u)) => ask_for_reserved_price(ctx, u),
+            (None, None) => stay_pay_as_you_go(ctx),
+        },
+    )
 }
 
-/// Rule 8: accepted and busy at utilization `u`: reserve.
+/// A share as a percentage with one decimal, as a finance reader checks it: 0.777 → "77.7 %".
+fn pct(share: Decimal) -> String {
+    format!("{} %", (share * Decimal::ONE_HUNDRED).round_dp(1).normalize())
+}
+
+/// Rule 8: accepted and busy at utilization `u`, past the offer's break-even + 5 points: reserve.
 fn reserve(ctx: &Context, u: Decimal) -> Reason {
     let brief = ctx.brief;
     let money = ctx.inputs.money.as_ref();
-    let source = &ctx.utilization_source;
+    let c = &ctx.comparison;
     let mut facts = vec![
-        fact("utilization", u, source.link()),
-        break_even_fact(ctx.break_even, ctx.known_break_even.is_some(), money),
+        fact("utilization", u, ctx.utilization_source.link()),
+        break_even_fact(c, money),
     ];
-    let says = match reservation_saving(money, u) {
-        Some(saving) if ctx.known_break_even.is_some() => {
-            facts.push(fact(
-                "saving per month",
-                with_currency(saving, &brief.currency),
-                money
-                    .and_then(|m| m.reservation_rates.reserved_price_id)
-                    .map(|id| format!("price:{id}")),
-            ));
-            format!(
-                "Accepted and busy: utilization {} {} is at least the reservation break-even {} + \
-                 0.05, so reserving saves {} a month.",
-                u.normalize(),
-                source.describe(),
-                ctx.break_even.normalize(),
-                with_currency(saving, &brief.currency)
-            )
-        }
-        _ => format!(
-            "Accepted and busy: utilization {} {} is at least 0.65 (the break-even 0.60 used when no \
-             reserved price of the offer is known, + 0.05). No reserved price is known, so no saving \
-             is claimed: ask the provider for one or import it on the Prices page.",
-            u.normalize(),
-            source.describe()
-        ),
-    };
+    let link = money
+        .and_then(|m| m.reservation_rates.reserved_price_id)
+        .map(|id| format!("price:{id}"));
+    let saving = c.reserve_saving_monthly.unwrap_or_default();
+    facts.push(fact("saving per month", with_currency(saving, &brief.currency), link));
     Reason {
         rule: Rule::Numbered(8),
         decision: Verdict::Reserve,
-        says,
+        says: format!(
+            "Accepted and busy {} {}: at least the break-even {} + 5 points = {}, so reserve: {}.",
+            pct(u),
+            ctx.utilization_source.describe(),
+            pct(c.break_even.unwrap_or_default()),
+            pct(c.reserve_threshold.unwrap_or_default()),
+            comparison_in_words(c, &brief.currency)
+        ),
         facts,
     }
+}
+
+/// Rule 8b: accepted and busy at `u` (≥ 0.60), but no reserved price of the offer is known:
+/// nothing is reserved without a real quote; say below which reserved price reserving would pay.
+fn ask_for_reserved_price(ctx: &Context, u: Decimal) -> Reason {
+    let brief = ctx.brief;
+    let c = &ctx.comparison;
+    let below = match c.reserve_pays_below_rate {
+        Some(rate) => format!(
+            "reserving would pay at a reserved price below {} per GPU-hour ({} less 5 points, of the on-demand {})",
+            with_currency(rate, &brief.currency),
+            pct(u),
+            with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), &brief.currency)
+        ),
+        None => "no on-demand price of the offer is known either, so no reserved price can be compared".into(),
+    };
+    let mut facts = vec![fact("utilization", u, ctx.utilization_source.link())];
+    if let Some(rate) = c.reserve_pays_below_rate {
+        facts.push(fact(
+            "reserved price below which reserving pays",
+            format!("{} per GPU-hour", with_currency(rate, &brief.currency)),
+            ctx.inputs
+                .money
+                .as_ref()
+                .and_then(|m| m.reservation_rates.on_demand_price_id)
+                .map(|id| format!("price:{id}")),
+        ));
+    }
+    facts.push(break_even_fact(c, ctx.inputs.money.as_ref()));
+    Reason {
+        rule: Rule::ReservedPriceNeeded,
+        decision: Verdict::Expand,
+        says: format!(
+            "Accepted and busy {} {}, but no reserved price of this offer is known, so nothing is reserved: stay \
+             pay-as-you-go; {below}. Ask the provider for a reserved price and import it.",
+            pct(u),
+            ctx.utilization_source.describe(),
+        ),
+        facts,
+    }
+}
+
+/// The comparison as a finance reader checks it by hand: "reserving saves 697.88 USD a month
+/// (4.4 %) at 77.7 % busy: 8 GPUs reserved at 2.60 cost 15,184 USD a month against 15,881.88 USD
+/// on demand for the busy hours (8 × 3.50 × 730 h × 77.7 %)".
+pub fn comparison_in_words(c: &ReservationComparison, currency: &str) -> String {
+    let (Some(saving), Some(reserved), Some(busy), Some(u), Some(n), Some(rr), Some(od)) = (
+        c.reserve_saving_monthly,
+        c.reserved_monthly,
+        c.on_demand_busy_monthly,
+        c.utilization,
+        c.gpus,
+        c.reserved_rate_per_gpu_hour,
+        c.on_demand_rate_per_gpu_hour,
+    ) else {
+        return "no saving can be worked out without both prices of the offer and the busy share".into();
+    };
+    let verb = if saving >= Decimal::ZERO { "saves" } else { "costs" };
+    let share = c
+        .reserve_saving_share
+        .map(|s| format!(" ({})", pct(s.abs())))
+        .unwrap_or_default();
+    format!(
+        "reserving {verb} {}{share} a month{} at {} busy: {n} GPUs reserved at {} per GPU-hour cost {} a month \
+         against {} on demand for the busy hours only ({n} × {} × 730 h × {})",
+        crate::money::sum_with_currency(saving.abs(), currency),
+        if saving >= Decimal::ZERO { "" } else { " more" },
+        pct(u),
+        with_currency(rr, currency),
+        crate::money::sum_with_currency(reserved, currency),
+        crate::money::sum_with_currency(busy, currency),
+        with_currency(od, currency),
+        pct(u),
+    )
 }
 
 /// Rule 9: accepted, but not busy enough to reserve (or spot capacity): stay pay-as-you-go.
@@ -770,10 +848,16 @@ fn stay_pay_as_you_go(ctx: &Context) -> Reason {
     let why = if brief.trial_billing == "spot" {
         "the trial is billed as spot capacity, which is not reserved".to_owned()
     } else {
-        format!(
-            "not busy enough to reserve (or utilization unknown): a reservation pays from {}",
-            ctx.reserve_from().normalize()
-        )
+        match ctx.comparison.reserve_threshold {
+            Some(from) => format!(
+                "not busy enough to reserve (or utilization unknown): a reservation pays from {} busy ({})",
+                pct(from),
+                comparison_in_words(&ctx.comparison, &brief.currency)
+            ),
+            None => "not busy enough to ask for a reserved price (or utilization unknown): below 60 % busy, \
+                     paying by the hour is the safe choice"
+                .to_owned(),
+        }
     };
     Reason {
         rule: Rule::Numbered(9),
@@ -794,11 +878,7 @@ fn stay_pay_as_you_go(ctx: &Context) -> Reason {
                     .unwrap_or_else(|| "unknown".into()),
                 ctx.utilization_source.link(),
             ),
-            break_even_fact(
-                ctx.break_even,
-                ctx.known_break_even.is_some(),
-                ctx.inputs.money.as_ref(),
-            ),
+            break_even_fact(&ctx.comparison, ctx.inputs.money.as_ref()),
         ],
     }
 }
@@ -819,12 +899,12 @@ fn not_accepted_otherwise(ctx: &Context) -> Reason {
     }
 }
 
-/// The break-even as a fact: the offer's reserved ÷ on-demand rate, or 0.60 with the reserved
-/// price missing.
-fn break_even_fact(break_even: Decimal, known: bool, money: Option<&MoneyFacts>) -> Fact {
+/// The break-even as a fact: the offer's reserved ÷ on-demand rate, or that no reserved price of
+/// the offer is known.
+fn break_even_fact(c: &ReservationComparison, money: Option<&MoneyFacts>) -> Fact {
     let rates = money.map(|m| &m.reservation_rates);
-    match (known, rates) {
-        (true, Some(r)) => fact(
+    match (c.break_even, rates) {
+        (Some(break_even), Some(r)) => fact(
             "reservation break-even",
             format!(
                 "{} (reserved {} ÷ on demand {} per GPU-hour)",
@@ -836,22 +916,10 @@ fn break_even_fact(break_even: Decimal, known: bool, money: Option<&MoneyFacts>)
         ),
         _ => fact(
             "reservation break-even",
-            format!("{} (no reserved price of the offer is known)", break_even.normalize()),
+            "unknown: no reserved price of the offer is known",
             None,
         ),
     }
-}
-
-/// What reserving saves a month against paying by the hour only for the busy share `u`, for the
-/// GPUs the reservation would rent (replicas for the peak, else one, × whole nodes):
-/// (on-demand rate × u − reserved rate) × GPUs × 730.
-pub fn reservation_saving(money: Option<&MoneyFacts>, u: Decimal) -> Option<Decimal> {
-    let m = money?;
-    let r = &m.reservation_rates;
-    let (reserved, on_demand) = (r.reserved_rate?, r.on_demand_rate?);
-    let per_node = r.reserved_gpus_billed.or(m.rate.as_ref().map(|x| x.gpus_billed))?;
-    let gpus = Decimal::from(m.replicas_for_peak.unwrap_or(1) * per_node);
-    Some(((on_demand * u - reserved) * gpus * crate::money::HOURS_PER_MONTH).round_dp(2))
 }
 
 /// The API's prices per million tokens as a fact: input and output, or output only.

@@ -84,15 +84,20 @@ fn rules(d: &Decision) -> Vec<String> {
     d.reasons.iter().map(|r| r.rule.to_string()).collect()
 }
 
-fn named(numbers: &[u8]) -> Vec<String> {
-    numbers.iter().map(u8::to_string).collect()
+fn named(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| (*n).to_owned()).collect()
 }
 
 #[test]
 fn each_rule_alone() {
-    type Case = (&'static str, fn(&mut DecisionInputs), Verdict, Vec<u8>);
+    type Case = (&'static str, fn(&mut DecisionInputs), Verdict, Vec<&'static str>);
     let cases: Vec<Case> = vec![
-        ("accepted and busy → reserve", |_| {}, Verdict::Reserve, vec![8]),
+        (
+            "accepted and busy, no reserved price known → expand (8b)",
+            |_| {},
+            Verdict::Expand,
+            vec!["8b"],
+        ),
         (
             "1: managed API",
             |i| {
@@ -100,7 +105,7 @@ fn each_rule_alone() {
                 i.brief.data_boundary = "shared-ok".into();
             },
             Verdict::Stop,
-            vec![1, 8],
+            vec!["1", "8b"],
         ),
         (
             "2: a stage-1 criterion fails",
@@ -115,25 +120,25 @@ fn each_rule_alone() {
                 )
             },
             Verdict::Stop,
-            vec![2],
+            vec!["2"],
         ),
         (
             "2: dcgm diag failed though not on the card",
             |i| metric(i, "dcgm.diag.passed", json!(false)),
             Verdict::Stop,
-            vec![2, 8],
+            vec!["2", "8b"],
         ),
         (
             "2: restore failed though not on the card",
             |i| metric(i, "checkpoint.restore_ok", json!(false)),
             Verdict::Stop,
-            vec![2, 8],
+            vec!["2", "8b"],
         ),
         (
             "3: over the cost ceiling",
             |i| i.ledger.as_mut().unwrap().cost_per_job = Some(dec("0.0101")),
             Verdict::Stop,
-            vec![3, 8],
+            vec!["3", "8b"],
         ),
         (
             "4: SLO missed while saturated → scale",
@@ -149,7 +154,7 @@ fn each_rule_alone() {
                 metric(i, "serving.preemptions_total", json!(12));
             },
             Verdict::Scale,
-            vec![4],
+            vec!["4"],
         ),
         (
             "5: SLO missed while not saturated → stop",
@@ -164,31 +169,31 @@ fn each_rule_alone() {
                 )
             },
             Verdict::Stop,
-            vec![5],
+            vec!["5"],
         ),
         (
             "6: a required criterion missing → expand",
             |i| i.criteria[3] = crit("probe.drain_restart", "eq", json!(true), 4, Status::Missing, None),
             Verdict::Expand,
-            vec![6],
+            vec!["6"],
         ),
         (
             "7: host control → dedicate",
             |i| i.brief.needs_host_control = true,
             Verdict::Dedicate,
-            vec![7, 8],
+            vec!["7", "8b"],
         ),
         (
             "7: dedicated-host boundary → dedicate",
             |i| i.brief.data_boundary = "dedicated-host".into(),
             Verdict::Dedicate,
-            vec![7, 8],
+            vec!["7", "8b"],
         ),
         (
             "9: accepted but idle → expand",
             |i| i.ledger.as_mut().unwrap().idle_hours = Some(dec("50")),
             Verdict::Expand,
-            vec![9],
+            vec!["9"],
         ),
     ];
     for (name, change, verdict, expected_rules) in cases {
@@ -212,7 +217,7 @@ fn rule_order_when_several_match() {
     assert_eq!(d.decision, Verdict::Stop);
     assert_eq!(
         rules(&d),
-        named(&[1, 2, 3, 6]),
+        named(&["1", "2", "3", "6"]),
         "every matching rule is listed, the first decides"
     );
     assert!(!d.accepted);
@@ -221,29 +226,32 @@ fn rule_order_when_several_match() {
 
 #[test]
 fn boundaries() {
-    // No reserved price known: the break-even is 0.60, so utilization exactly 0.65 reserves and
-    // just under does not (the reason says the reserved price is missing and claims no saving).
-    let mut inputs = base();
-    inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("35"));
-    let d = decide(&inputs);
-    assert_eq!(d.utilization, Some(dec("0.65")));
-    assert_eq!(d.decision, Verdict::Reserve);
-    assert!(!d.break_even_known);
-    assert!(d.reasons[0].says.contains("no saving"), "{}", d.reasons[0].says);
-    inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("35.01"));
-    assert_eq!(decide(&inputs).decision, Verdict::Expand);
+    // No reserved price known: nothing is reserved (rule 8b); from 0.60 busy the reason asks for a
+    // reserved price, just under 0.60 it is plain rule 9.
     let mut inputs = base();
     inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("40"));
-    assert_eq!(
-        decide(&inputs).decision,
-        Verdict::Expand,
-        "0.60 is the break-even itself, not past it"
+    let d = decide(&inputs);
+    assert_eq!(d.utilization, Some(dec("0.6")));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["8b"])));
+    assert!(!d.reservation.break_even_known);
+    assert!(d.reservation.reserved_price_needed);
+    assert!(
+        d.reasons[0].says.contains("no reserved price of this offer is known"),
+        "{}",
+        d.reasons[0].says
+    );
+    inputs.ledger.as_mut().unwrap().idle_hours = Some(dec("40.01"));
+    let d = decide(&inputs);
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["9"])));
+    assert!(
+        !d.reservation.reserved_price_needed,
+        "below 60 % busy no reserved price is asked for"
     );
 
     // Cost exactly at the ceiling is not above it.
     let mut inputs = base();
     inputs.ledger.as_mut().unwrap().cost_per_job = Some(dec("0.01"));
-    assert_eq!(decide(&inputs).decision, Verdict::Reserve);
+    assert_eq!(rules(&decide(&inputs)), named(&["8b"]));
 
     // KV usage exactly 90 % is saturated; 89.9 is not.
     let failing = |i: &mut DecisionInputs| {
@@ -324,7 +332,7 @@ fn undefined_cost_and_utilization() {
     let d = decide(&inputs);
     assert_eq!(d.utilization, None);
     assert_eq!(d.decision, Verdict::Expand, "accepted, utilization unknown → expand");
-    assert_eq!(rules(&d), named(&[9]));
+    assert_eq!(rules(&d), named(&["9"]));
     assert!(d.reasons[0].facts.iter().any(|f| f.value == "unknown"));
 
     let mut inputs = base();
@@ -345,7 +353,7 @@ fn a_multi_gpu_brief_without_nccl_evidence_is_expand() {
         .push(crit("topo.worst_link", "eq", json!("NV18"), 1, Status::Missing, None));
     let d = decide(&inputs);
     assert_eq!(d.decision, Verdict::Expand);
-    assert_eq!(rules(&d), named(&[6]));
+    assert_eq!(rules(&d), named(&["6"]));
     assert_eq!(d.missing[&1], ["nccl.busbw_peak_gbps", "topo.worst_link"]);
 }
 
@@ -437,7 +445,7 @@ fn rule_6b_stops_when_a_good_request_costs_more_here_than_on_the_api() {
     // output tokens (100 a request); the API: 100 × 1.50 ÷ 10^6 = 0.00015 a request.
     let d = decide(&with_money("1.50"));
     assert_eq!(d.decision, Verdict::Stop);
-    assert_eq!(rules(&d), ["6b", "8"]);
+    assert_eq!(rules(&d), ["6b", "8b"]);
     let reason = &d.reasons[0];
     assert!(
         reason.says.contains("0.00017 USD") && reason.says.contains("0.00015 USD"),
@@ -459,17 +467,17 @@ fn rule_6b_stops_when_a_good_request_costs_more_here_than_on_the_api() {
         json!("6b"),
         "the API names the rule as decision.md does"
     );
-    assert_eq!(serde_json::to_value(&d.reasons[1]).unwrap()["rule"], json!(8));
+    assert_eq!(serde_json::to_value(&d.reasons[1]).unwrap()["rule"], json!("8b"));
 }
 
 #[test]
 fn rule_6b_does_not_fire_when_the_trial_is_cheaper_or_must_keep_its_host() {
     let d = decide(&with_money("2.00"));
-    assert_eq!(rules(&d), ["8"], "0.000174 a good request is below the API's 0.0002");
+    assert_eq!(rules(&d), ["8b"], "0.000174 a good request is below the API's 0.0002");
 
     let mut host = with_money("1.50");
     host.brief.needs_host_control = true;
-    assert_eq!(rules(&decide(&host)), ["7", "8"]);
+    assert_eq!(rules(&decide(&host)), ["7", "8b"]);
 
     let mut boundary = with_money("1.50");
     boundary.brief.data_boundary = "dedicated-host".into();
@@ -485,7 +493,7 @@ fn rule_6b_does_not_fire_when_the_trial_is_cheaper_or_must_keep_its_host() {
 
     let mut unknown = with_money("1.50");
     unknown.money.as_mut().unwrap().api = None;
-    assert_eq!(rules(&decide(&unknown)), ["8"], "no goodput, no break-even");
+    assert_eq!(rules(&decide(&unknown)), ["8b"], "no goodput, no API break-even");
 }
 
 #[test]
@@ -521,14 +529,21 @@ fn rule_8_reads_the_offers_break_even_plus_five_points() {
     };
     let d = decide(&with_rates("2.10"));
     assert_eq!(
-        (d.decision, d.break_even, d.break_even_known),
-        (Verdict::Reserve, dec("0.6"), true)
+        (d.decision, d.reservation.break_even, d.reservation.break_even_known),
+        (Verdict::Reserve, Some(dec("0.6")), true)
     );
-    // Saving: (3.50 × 0.8 − 2.10) × 2 GPUs × 730 = 1,022.00 a month.
-    assert!(d.reasons[0].says.contains("1,022.00 USD"), "{}", d.reasons[0].says);
+    // Like for like: on demand for the busy hours 2 × 3.50 × 730 × 0.8 = 4,088.00; reserved
+    // 2 × 2.10 × 730 = 3,066.00; saving 1,022.00 a month.
+    assert_eq!(d.reservation.on_demand_busy_monthly, Some(dec("4088.00")));
+    assert_eq!(d.reservation.reserved_monthly, Some(dec("3066.00")));
+    assert_eq!(d.reservation.reserve_saving_monthly, Some(dec("1022.00")));
+    assert!(d.reasons[0].says.contains("1,022 USD"), "{}", d.reasons[0].says);
     let d = decide(&with_rates("3.15"));
-    assert_eq!((d.decision, d.break_even), (Verdict::Expand, dec("0.9")));
-    assert!(d.reasons[0].says.contains("0.95"), "{}", d.reasons[0].says);
+    assert_eq!(
+        (d.decision, d.reservation.break_even),
+        (Verdict::Expand, Some(dec("0.9")))
+    );
+    assert!(d.reasons[0].says.contains("95 %"), "{}", d.reasons[0].says);
 }
 
 #[test]
@@ -539,7 +554,7 @@ fn a_load_test_where_nothing_completed_stops_and_says_so() {
         ..crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Fail, None)
     };
     let d = decide(&inputs);
-    assert_eq!((d.decision, rules(&d)), (Verdict::Stop, named(&[5])));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Stop, named(&["5"])));
     assert!(d.reasons[0].says.contains("No request of the load test completed"));
     assert_eq!(d.reasons[0].facts[0].value, "no request completed");
 }
@@ -569,7 +584,11 @@ fn without_idle_hours_the_gpus_measured_utilization_decides_and_says_so() {
     metric(&mut inputs, "gpu.util_pct_avg", json!(72.5));
     let d = decide(&inputs);
     assert_eq!(d.utilization, Some(dec("0.725")));
-    assert_eq!(d.decision, Verdict::Reserve, "72.5 % busy ≥ 0.60 + 0.05");
+    assert_eq!(
+        (d.decision, rules(&d)),
+        (Verdict::Expand, named(&["8b"])),
+        "72.5 % busy ≥ 0.60, but no reserved price is known"
+    );
     assert!(d.reasons[0].says.contains("dcgm-exporter"), "{}", d.reasons[0].says);
     assert_eq!(
         d.reasons[0].facts[0].link.as_deref(),
@@ -763,22 +782,22 @@ fn rule_7_dedicates_an_accepted_trial_that_needs_its_host() {
 }
 
 #[test]
-fn rules_8_and_9_reserve_from_break_even_plus_margin_else_stay() {
-    // 80 % busy against the default break-even 0.60 + 0.05.
+fn rules_8_8b_and_9_reserve_only_with_a_reserved_price_else_stay() {
+    // 80 % busy, no reserved price of the offer known: rule 8b, expand.
     let mut i = base();
     assert_eq!(
         ctx_rule(&i, reserve_or_stay_pay_as_you_go),
-        Some(("8".into(), Verdict::Reserve))
+        Some(("8b".into(), Verdict::Expand))
     );
-    i.ledger.as_mut().unwrap().idle_hours = Some(dec("35.01"));
+    i.ledger.as_mut().unwrap().idle_hours = Some(dec("40.01"));
     assert_eq!(
         ctx_rule(&i, reserve_or_stay_pay_as_you_go),
         Some(("9".into(), Verdict::Expand))
     );
-    i.ledger.as_mut().unwrap().idle_hours = Some(dec("35"));
+    i.ledger.as_mut().unwrap().idle_hours = Some(dec("40"));
     assert_eq!(
         ctx_rule(&i, reserve_or_stay_pay_as_you_go),
-        Some(("8".into(), Verdict::Reserve))
+        Some(("8b".into(), Verdict::Expand))
     );
     i.brief.trial_billing = "spot".into();
     let stay = reserve_or_stay_pay_as_you_go(&Context::new(&i)).unwrap();
@@ -805,4 +824,84 @@ fn without_any_rule_a_failed_criterion_still_expands() {
         (r.rule, r.decision, r.facts.len()),
         (Rule::Numbered(9), Verdict::Expand, 1)
     );
+}
+
+/// The demo offer, by hand: 8 × H200 on demand at 3.50 per GPU-hour, busy 77.7 % of the
+/// billed hours (1,000 billed, 223 idle).
+fn demo_offer(reserved: Option<&str>) -> DecisionInputs {
+    use super::super::money::ReservationRates;
+    let mut i = with_money("9.00");
+    i.ledger.as_mut().unwrap().accelerator_hours = dec("1000");
+    i.ledger.as_mut().unwrap().idle_hours = Some(dec("223"));
+    i.money.as_mut().unwrap().reservation_rates = ReservationRates {
+        reserved_rate: reserved.map(dec),
+        reserved_gpus_billed: reserved.map(|_| 8),
+        on_demand_rate: Some(dec("3.50")),
+        ..ReservationRates::default()
+    };
+    i.money.as_mut().unwrap().rate.as_mut().unwrap().gpus_billed = 8;
+    i
+}
+
+#[test]
+fn a_real_reserved_quote_is_compared_like_for_like_with_the_busy_hours() {
+    // Reserved 2.60: break-even 2.60 ÷ 3.50 = 0.7429, threshold 0.7929; busy 0.777 is below it.
+    // Reserved a month: 8 × 2.60 × 730 = 15,184.00. On demand for the busy hours only:
+    // 8 × 3.50 × 730 × 0.777 = 15,881.88. Saving 697.88 (4.39 % of 15,881.88): under the margin,
+    // so rule 9 keeps paying by the hour — never the 20,440 of every hour.
+    let d = decide(&demo_offer(Some("2.60")));
+    let c = &d.reservation;
+    assert_eq!(d.utilization, Some(dec("0.777")));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["9"])));
+    assert_eq!(c.break_even, Some(dec("0.7429")));
+    assert_eq!(c.reserve_threshold, Some(dec("0.7929")));
+    assert_eq!(c.gpus, Some(8));
+    assert_eq!(c.reserved_monthly, Some(dec("15184.00")));
+    assert_eq!(c.on_demand_busy_monthly, Some(dec("15881.88")));
+    assert_eq!(c.reserve_saving_monthly, Some(dec("697.88")));
+    assert_eq!(c.reserve_saving_share, Some(dec("0.0439")));
+    assert!(!c.reserved_price_needed);
+    let words = &d.reasons[0].says;
+    assert!(
+        words.contains("reserving saves 697.88 USD (4.4 %) a month at 77.7 % busy")
+            && words.contains("15,184 USD a month against 15,881.88 USD on demand for the busy hours only")
+            && words.contains("79.3 %"),
+        "{words}"
+    );
+    assert!(
+        !words.contains("20,440"),
+        "never against the on-demand cost of every hour: {words}"
+    );
+
+    // A quote of 2.50 (break-even 0.7143, threshold 0.7643 ≤ 0.777) reserves: 8 × 2.50 × 730 =
+    // 14,600.00 against 15,881.88, saving 1,281.88 a month.
+    let d = decide(&demo_offer(Some("2.50")));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Reserve, named(&["8"])));
+    assert_eq!(d.reservation.reserve_saving_monthly, Some(dec("1281.88")));
+    assert!(d.reasons[0].says.contains("1,281.88 USD"), "{}", d.reasons[0].says);
+}
+
+#[test]
+fn rule_8b_never_reserves_without_a_reserved_price_and_says_which_price_would_pay() {
+    // No reserved price: expand, and reserving would pay below 3.50 × (0.777 − 0.05) = 2.5445 per
+    // GPU-hour. A quote of 2.60 is above it (rule 9 above); one of 2.50 is below it (rule 8).
+    let d = decide(&demo_offer(None));
+    let c = &d.reservation;
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["8b"])));
+    assert!(c.reserved_price_needed);
+    assert_eq!(
+        (c.break_even, c.reserve_threshold, c.reserved_monthly),
+        (None, None, None)
+    );
+    assert_eq!(c.reserve_pays_below_rate, Some(dec("2.5445")));
+    assert_eq!(c.on_demand_busy_monthly, Some(dec("15881.88")));
+    let says = &d.reasons[0].says;
+    assert!(
+        says.contains("below 2.54 USD per GPU-hour (77.7 % less 5 points, of the on-demand 3.50 USD)"),
+        "{says}"
+    );
+    assert!(says.contains("nothing is reserved"), "{says}");
+    assert_eq!(serde_json::to_value(&d.reasons[0]).unwrap()["rule"], json!("8b"));
+    // Knowing a real quote only moves a trial towards reserve, never away from it.
+    assert_eq!(decide(&demo_offer(Some("2.50"))).decision, Verdict::Reserve);
 }

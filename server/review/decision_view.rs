@@ -266,7 +266,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 "a server of its own for its data"
             }
         ),
-        Rule::Numbered(8) => {
+        Rule::Numbered(8) | Rule::ReservedPriceNeeded => {
             let busy_text = match (&t.decision.utilization_source, busy(t)) {
                 (UtilizationSource::DcgmExporter { .. }, Some(pct)) => {
                     format!("the GPUs were busy {pct} of the time on average (measured on the GPUs)")
@@ -274,22 +274,29 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 (_, Some(pct)) => format!("the GPUs were busy {pct} of paid hours"),
                 (_, None) => "the GPUs were busy enough".into(),
             };
-            let saving = t
-                .decision
-                .utilization
-                .and_then(|u| super::decision::reservation_saving(inputs.money.as_ref(), u));
-            match saving {
-                Some(saving) if t.decision.break_even_known => format!(
-                    "The {alloc} trial met every target and {busy_text}, past the {} at which its reserved price \
-                     pays, so a reservation is cheaper than paying by the hour: it saves {} a month.",
-                    share(t.decision.break_even),
-                    money::sum_with_currency(saving, currency)
-                ),
-                _ => format!(
-                    "The {alloc} trial met every target and {busy_text}, enough to reserve; but no reserved price \
-                     of this offer is known, so no saving is claimed: ask the provider for one before committing."
-                ),
+            let c = &t.decision.reservation;
+            if reason.rule == Rule::ReservedPriceNeeded {
+                let below = c
+                    .reserve_pays_below_rate
+                    .map(|rate| {
+                        format!(
+                            "; reserving would pay at a reserved price below {} per GPU-hour",
+                            money::with_currency(rate, currency)
+                        )
+                    })
+                    .unwrap_or_default();
+                return format!(
+                    "The {alloc} trial met every target and {busy_text}, but no reserved price of this offer is \
+                     known, so nothing is reserved: keep paying by the hour and ask the provider for a reserved \
+                     price{below}."
+                );
             }
+            format!(
+                "The {alloc} trial met every target and {busy_text}, past the {} at which its reserved price pays \
+                 (+ 5 points of margin), so reserving saves {} a month against paying by the hour for the busy hours.",
+                share(c.break_even.unwrap_or_default()),
+                money::sum_with_currency(c.reserve_saving_monthly.unwrap_or_default(), currency)
+            )
         }
         Rule::Numbered(9) if t.decision.accepted => {
             let batch = matches!(inputs.brief.workload_kind.as_str(), "batch-inference" | "media");
@@ -298,7 +305,13 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             } else {
                 ""
             };
-            let from = share(t.decision.break_even + super::decision::limits::BREAK_EVEN_MARGIN);
+            let from = match t.decision.reservation.reserve_threshold {
+                Some(from) => share(from),
+                None => format!(
+                    "{} at the earliest, once a reserved price of the offer is known",
+                    share(super::decision::limits::ASK_FOR_RESERVED_PRICE_FROM)
+                ),
+            };
             if inputs.brief.trial_billing == "spot" {
                 return format!(
                     "The {alloc} trial met every target on spot capacity, which is not reserved: keep testing, pay \
@@ -461,6 +474,48 @@ pub fn changed_in_words(changed: &[String], r: &Review) -> String {
         }
     }
     joined(&out)
+}
+
+/// The reservation comparison of one trial in words a finance reader checks by hand — the same
+/// sentence on the review's first screen, the approval preview and the decision record: the saving
+/// (or extra cost) like for like and the threshold; or, with no reserved price of the offer, the
+/// reserved price below which reserving would pay.
+pub fn comparison_sentence(t: &TrialReview, currency: &str) -> String {
+    let c = &t.decision.reservation;
+    let provider = if t.context.trial.fields.provider.is_empty() {
+        "the provider".to_owned()
+    } else {
+        t.context.trial.fields.provider.clone()
+    };
+    match (c.reserve_threshold, c.break_even) {
+        (Some(from), Some(break_even)) if c.on_demand_busy_monthly.is_some() => format!(
+            "{}; we reserve from {} busy (break-even {} = reserved {} ÷ on demand {} per GPU-hour, + 5 points of \
+             margin).",
+            capitalized(&super::decision::comparison_in_words(c, currency)),
+            share(from),
+            share(break_even),
+            money::with_currency(c.reserved_rate_per_gpu_hour.unwrap_or_default(), currency),
+            money::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
+        ),
+        (Some(from), Some(break_even)) => format!(
+            "How busy the trial was is not known, so the busy hours cannot be priced; we reserve from {} busy \
+             (break-even {} + 5 points of margin).",
+            share(from),
+            share(break_even)
+        ),
+        _ => match (c.reserve_pays_below_rate, c.utilization) {
+            (Some(rate), Some(u)) => format!(
+                "No reserved price of this offer is known, so nothing is reserved. At {} busy, reserving would pay \
+                 at a reserved price below {} per GPU-hour ({} less 5 points, of the on-demand {}): ask {provider} \
+                 for one.",
+                share(u),
+                money::with_currency(rate, currency),
+                share(u),
+                money::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
+            ),
+            _ => format!("No reserved price of this offer is known, so nothing is reserved: ask {provider} for one."),
+        },
+    }
 }
 
 #[cfg(test)]

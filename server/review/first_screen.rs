@@ -4,12 +4,10 @@
 //! nodes actually rented). Built from the computed review — every amount comes from the same
 //! figures the review's JSON and the stored reservation carry; decides nothing.
 
-use rust_decimal::{prelude::ToPrimitive, Decimal};
-
 use super::{
     decision::Verdict,
     decision_view::{allocation, job_word},
-    model::{monthly_cost, months, ApprovalVerdict, Reservation},
+    model::{months, ApprovalVerdict, Reservation},
     service::{Review, TrialReview},
 };
 use crate::money;
@@ -151,7 +149,24 @@ pub fn operating_line(t: &TrialReview) -> Option<String> {
     Some(text)
 }
 
-/// The approval next to the verdict: who approved what and when, and whether it went stale.
+/// The name of the trial the latest verdict was given on (the first trial's for a verdict from
+/// before verdicts named a trial).
+pub fn approved_trial_name(r: &Review) -> Option<String> {
+    let row = &r.approval.as_ref()?.row;
+    let trial = match row.trial_id {
+        Some(id) => r.trial(id)?,
+        None => r.trials.first()?,
+    };
+    Some(trial.context.trial.fields.name.clone())
+}
+
+/// The override a verdict recorded, if any.
+pub fn recorded_override(row: &super::repo::ApprovalRow) -> Option<super::model::DecisionOverride> {
+    serde_json::from_value(row.decision_override.as_ref()?.0.clone()).ok()
+}
+
+/// The approval next to the verdict: who approved what on which trial and when, and whether it
+/// went stale: "Approved (stop) — 4 × H100 · Cloud B, by … on …".
 pub fn approval_line(r: &Review, changed: &str) -> String {
     match &r.approval {
         None => "Not approved yet.".into(),
@@ -161,8 +176,14 @@ pub fn approval_line(r: &Review, changed: &str) -> String {
             } else {
                 "Rejected"
             };
+            let trial = approved_trial_name(r)
+                .map(|name| format!(" — {name},"))
+                .unwrap_or_default();
+            let over = recorded_override(&a.row)
+                .map(|o| format!(" over the computed {}", o.computed))
+                .unwrap_or_default();
             let mut text = format!(
-                "{done} ({}) by {} on {}",
+                "{done} ({}{over}){trial} by {} on {}",
                 a.row.decision,
                 a.row.decided_by,
                 a.row.decided_at.format("%Y-%m-%d %H:%M UTC")
@@ -204,8 +225,8 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
     out.push(match (cost, ceiling) {
         (Some(Some(cost)), Some(ceiling)) => MoneyFigure {
             id: "cost-per-job",
-            label: format!("Cost per completed {unit}"),
-            value: money::with_currency(cost, currency),
+            label: "Cost per completed job".to_owned(),
+            value: format!("{} per {unit}", money::with_currency(cost, currency)),
             note: if cost <= ceiling {
                 format!("within the ceiling of {}", money::with_currency(ceiling, currency))
             } else {
@@ -215,21 +236,21 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
         },
         (Some(Some(cost)), None) => MoneyFigure {
             id: "cost-per-job",
-            label: format!("Cost per completed {unit}"),
-            value: money::with_currency(cost, currency),
+            label: "Cost per completed job".to_owned(),
+            value: format!("{} per {unit}", money::with_currency(cost, currency)),
             note: "the brief sets no ceiling".into(),
             tone: "",
         },
         (Some(None), _) => MoneyFigure {
             id: "cost-per-job",
-            label: format!("Cost per completed {unit}"),
+            label: "Cost per completed job".to_owned(),
             value: "not known yet".into(),
             note: "no completed jobs counted in the ledger".into(),
             tone: "",
         },
         (None, _) => MoneyFigure {
             id: "cost-per-job",
-            label: format!("Cost per completed {unit}"),
+            label: "Cost per completed job".to_owned(),
             value: "not known yet".into(),
             note: "the ledger has no lines yet".into(),
             tone: "",
@@ -287,80 +308,107 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
             });
         }
     }
-    out.push(reserved_against_on_demand(t, commitment, currency));
+    out.push(reserved_against_on_demand(t, currency));
     out
 }
 
-/// Reserved against on demand for the nodes actually rented (the reservation's GPUs: replicas ×
-/// whole nodes of the offer), from the same offer rows rule 8's break-even reads.
-fn reserved_against_on_demand(t: &TrialReview, commitment: Option<&Reservation>, currency: &str) -> MoneyFigure {
-    let money = t.context.inputs.money.as_ref();
-    let rates = money.map(|m| &m.reservation_rates);
-    let gpus = commitment.map(|c| c.gpus).or_else(|| {
-        let m = money?;
-        let per_node = m
-            .reservation_rates
-            .reserved_gpus_billed
-            .or(m.rate.as_ref().map(|r| r.gpus_billed))?;
-        Some(m.replicas_for_peak.unwrap_or(1) * per_node)
-    });
+/// Reserved against on demand like for like (decision.md, "The reservation comparison"): the
+/// reserved monthly cost against paying by the hour only for the busy hours, for the GPUs a
+/// reservation would rent — the figures rules 8 and 8b compared (`Decision::reservation`), never
+/// against the on-demand cost of every hour.
+// Long, and reads better whole: one figure, each case of what is known about the offer's prices
+// written where it is matched.
+fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
+    let c = &t.decision.reservation;
     let provider = if t.context.trial.fields.provider.is_empty() {
         "the provider".to_owned()
     } else {
         t.context.trial.fields.provider.clone()
     };
-    let label = match gpus {
-        Some(n) => format!("Reserved against on demand, {n} GPUs a month"),
-        None => "Reserved against on demand".into(),
+    let label = match c.gpus {
+        Some(n) => format!("Reserving against paying by the hour, {n} GPUs"),
+        None => "Reserving against paying by the hour".into(),
     };
-    let (on_demand, reserved) = (
-        rates.and_then(|r| r.on_demand_rate),
-        rates.and_then(|r| r.reserved_rate),
-    );
-    match (gpus, on_demand, reserved) {
-        (Some(n), Some(od), Some(rr)) => {
-            let od_month = monthly_cost(n, od);
-            let rr_month = monthly_cost(n, rr);
-            let break_even = t.decision.break_even;
-            let busy = t.decision.utilization;
-            let pays = busy.is_some_and(|u| u >= break_even + super::decision::limits::BREAK_EVEN_MARGIN);
-            let pct = |d: Decimal| d.to_f64().map(money::percent).unwrap_or_default();
-            let busy_text = match busy {
-                Some(u) => format!("the trial was busy {}", pct(u)),
-                None => "how busy the trial is, is not known".into(),
-            };
-            MoneyFigure {
-                id: "reserved-vs-on-demand",
-                label,
-                value: format!(
-                    "reserved {} against {} on demand",
-                    money::sum_with_currency(rr_month, currency),
-                    money::sum_with_currency(od_month, currency)
-                ),
-                note: format!(
-                    "reserving pays above {} busy (reserved {} ÷ on demand {} per GPU-hour) + 5 points; {busy_text}",
-                    pct(break_even),
-                    money::with_currency(rr, currency),
-                    money::with_currency(od, currency)
-                ),
-                tone: if pays { "ok" } else { "" },
-            }
-        }
-        (Some(n), Some(od), None) => MoneyFigure {
-            id: "reserved-vs-on-demand",
-            label,
-            value: format!("{} on demand", money::sum_with_currency(monthly_cost(n, od), currency)),
-            note: format!("no reserved price is known, so no saving is claimed: ask {provider} for one"),
-            tone: "",
-        },
-        (Some(n), None, Some(rr)) => MoneyFigure {
+    let share = |d: Option<rust_decimal::Decimal>| {
+        d.and_then(|d| rust_decimal::prelude::ToPrimitive::to_f64(&d))
+            .map(money::percent)
+            .unwrap_or_default()
+    };
+    let rate = |d: Option<rust_decimal::Decimal>| money::with_currency(d.unwrap_or_default(), currency);
+    let (n, busy) = (c.gpus.unwrap_or_default(), share(c.utilization));
+    match (c.reserve_saving_monthly, c.reserved_monthly, c.on_demand_busy_monthly) {
+        (Some(saving), Some(reserved), Some(on_demand)) => MoneyFigure {
             id: "reserved-vs-on-demand",
             label,
             value: format!(
-                "reserved: {} a month",
-                money::sum_with_currency(monthly_cost(n, rr), currency)
+                "{} {} a month",
+                if saving >= rust_decimal::Decimal::ZERO {
+                    "saves"
+                } else {
+                    "costs"
+                },
+                money::sum_with_currency(saving.abs(), currency),
             ),
-            note: format!("no on-demand price of the same offer is known: ask {provider} for one"),
+            note: format!(
+                "{}{}: reserved {} against {} on demand for the busy hours only ({n} × {} × 730 h × {busy}); \
+                 reserving pays from {} busy (break-even {} + 5 points)",
+                c.reserve_saving_share.map(|s| share(Some(s.abs()))).unwrap_or_default(),
+                if saving >= rust_decimal::Decimal::ZERO {
+                    " less"
+                } else {
+                    " more"
+                },
+                money::sum_with_currency(reserved, currency),
+                money::sum_with_currency(on_demand, currency),
+                rate(c.on_demand_rate_per_gpu_hour),
+                share(c.reserve_threshold),
+                share(c.break_even),
+            ),
+            tone: if c
+                .utilization
+                .zip(c.reserve_threshold)
+                .is_some_and(|(u, from)| u >= from)
+            {
+                "ok"
+            } else {
+                ""
+            },
+        },
+        (None, None, Some(_)) => MoneyFigure {
+            id: "reserved-vs-on-demand",
+            label,
+            value: "no reserved price known".into(),
+            note: match c.reserve_pays_below_rate {
+                Some(below) => format!(
+                    "nothing is reserved without one; at {busy} busy, reserving would pay at a reserved price below {} \
+                     per GPU-hour: ask {provider} for one",
+                    rate(Some(below))
+                ),
+                None => format!("nothing is reserved without one: ask {provider} for one"),
+            },
+            tone: "",
+        },
+        (_, Some(reserved), None) => MoneyFigure {
+            id: "reserved-vs-on-demand",
+            label,
+            value: format!("reserved: {} a month", money::sum_with_currency(reserved, currency)),
+            note: if c.on_demand_rate_per_gpu_hour.is_none() {
+                format!("no on-demand price of the same offer is known: ask {provider} for one")
+            } else {
+                "how busy the trial was is not known (the ledger has no idle hours), so the busy hours cannot be \
+                 priced"
+                    .to_owned()
+            },
+            tone: "",
+        },
+        _ if c.on_demand_rate_per_gpu_hour.is_some() => MoneyFigure {
+            id: "reserved-vs-on-demand",
+            label,
+            value: "no reserved price known".into(),
+            note: format!(
+                "how busy the trial was is not known (the ledger has no idle hours): nothing is reserved; ask \
+                 {provider} for a reserved price"
+            ),
             tone: "",
         },
         _ => MoneyFigure {
@@ -371,4 +419,24 @@ fn reserved_against_on_demand(t: &TrialReview, commitment: Option<&Reservation>,
             tone: "",
         },
     }
+}
+
+/// The price import with the trial's offer filled in (provider, GPU, GPUs per node, region,
+/// currency, billing reserved): where a manager enters the reserved price rule 8b asks for.
+pub fn reserved_price_import(t: &TrialReview, currency: &str) -> String {
+    let price = t.context.price.as_ref();
+    let provider = price
+        .map(|p| p.provider.clone())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| t.context.trial.fields.provider.clone());
+    let count = price.map(|p| p.gpus_billed);
+    let query = serde_urlencoded::to_string([
+        ("offer_provider", provider),
+        ("offer_gpu", t.context.trial_gpu.clone()),
+        ("offer_gpu_count", count.map(|n| n.to_string()).unwrap_or_default()),
+        ("offer_region", price.map(|p| p.region.clone()).unwrap_or_default()),
+        ("offer_currency", currency.to_owned()),
+    ])
+    .unwrap_or_default();
+    format!("/prices?{query}#import")
 }

@@ -345,6 +345,23 @@ pub async fn trial_kv_check(state: &AppState, brief: &Brief, trial: &Trial) -> R
     Ok(TrialKv::from_logged(brief, &a, &logged))
 }
 
+/// Evidence of `trial` naming a GPU model of another family than the trial's: (evidence, what it
+/// names), as the review's first screen says it (the brief page and the trial page say it too).
+pub async fn trial_gpu_mismatch(
+    state: &AppState,
+    brief: &Brief,
+    trial: &Trial,
+) -> Result<Option<(Uuid, String)>, AppError> {
+    let sizing = brief.fields.sizing();
+    let Some(a) = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing) else {
+        return Ok(None);
+    };
+    let mut logged = newest_metrics(&state.pool, trial.id, &[GPU_MODELS.to_owned()]).await?;
+    Ok(logged
+        .remove(GPU_MODELS)
+        .and_then(|m| gpu_mismatch(&a.gpu.model, &m.value).map(|named| (m.evidence_id, named))))
+}
+
 /// The price of one trial of `brief` as the review shows it (the brief page and the trial page
 /// show the same figure): its own rate, its provider's row, its ledger's billed rate, else the
 /// cheapest offer of its GPU, billing named.

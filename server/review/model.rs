@@ -54,6 +54,69 @@ impl std::fmt::Display for ApprovalVerdict {
     }
 }
 
+/// An approval of an action other than the computed one (docs/decision.md, "Override"): recorded as
+/// `{ computed, approved, reason }` in the approval's answer, the audit log, the decision record and
+/// the `approval.recorded` webhook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DecisionOverride {
+    pub computed: Verdict,
+    pub approved: Verdict,
+    pub reason: String,
+}
+
+/// The shortest reason an override is accepted with.
+pub const MIN_OVERRIDE_REASON_CHARS: usize = 20;
+
+/// The override an approval asks for, checked: `None` when no action is named or it is the
+/// computed one; an action other than `computed` needs an approval and a reason of at least
+/// [`MIN_OVERRIDE_REASON_CHARS`] characters.
+pub fn decision_override(
+    verdict: ApprovalVerdict,
+    computed: Verdict,
+    requested: Option<&str>,
+    reason: &str,
+) -> Result<Option<DecisionOverride>, Vec<FieldError>> {
+    let requested = match requested.map(str::trim).filter(|d| !d.is_empty()) {
+        None => return Ok(None),
+        Some(d) => d.parse::<Verdict>().map_err(|_| {
+            vec![FieldError::new(
+                "decision",
+                "must be one of expand, reserve, dedicate, scale, stop",
+            )]
+        })?,
+    };
+    if requested == computed {
+        return Ok(None);
+    }
+    if verdict != ApprovalVerdict::Approve {
+        return Err(vec![FieldError::new(
+            "decision",
+            "only an approval names another action; a rejection rejects the computed one",
+        )]);
+    }
+    let reason = reason.trim();
+    if reason.chars().count() < MIN_OVERRIDE_REASON_CHARS {
+        return Err(vec![FieldError::new(
+            "override_reason",
+            format!(
+                "approving {requested} over the computed {computed} needs a reason of at least \
+                 {MIN_OVERRIDE_REASON_CHARS} characters saying why"
+            ),
+        )]);
+    }
+    if reason.chars().count() > 10_000 {
+        return Err(vec![FieldError::new(
+            "override_reason",
+            "must be at most 10000 characters",
+        )]);
+    }
+    Ok(Some(DecisionOverride {
+        computed,
+        approved: requested,
+        reason: reason.to_owned(),
+    }))
+}
+
 /// What approving reserve, dedicate or scale commits to: computed by [`reservation`] from the
 /// review, the one function the review's first screen, the approval form, the stored approval and
 /// the decision record all show (docs/decision.md, "Approval").
@@ -378,5 +441,48 @@ mod tests {
         let b = json!({ "brief": { "currency": "USD", "sized_count": 4 }, "criteria": [1, 2], "ledger": null });
         assert_eq!(changed_inputs(&a, &b), ["brief.sized_count", "criteria"]);
         assert!(changed_inputs(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn an_override_needs_an_approval_and_a_reason_of_twenty_characters() {
+        use ApprovalVerdict::{Approve, Reject};
+        let field = |r: Result<Option<DecisionOverride>, Vec<FieldError>>| r.unwrap_err()[0].field.clone();
+        assert_eq!(decision_override(Approve, Verdict::Expand, None, ""), Ok(None));
+        assert_eq!(
+            decision_override(Approve, Verdict::Expand, Some("expand"), ""),
+            Ok(None),
+            "the computed action is no override"
+        );
+        assert_eq!(
+            field(decision_override(Approve, Verdict::Expand, Some("rent"), "")),
+            "decision"
+        );
+        assert_eq!(
+            field(decision_override(
+                Approve,
+                Verdict::Expand,
+                Some("reserve"),
+                "  capacity is scarce! "
+            )),
+            "override_reason",
+            "19 characters once trimmed"
+        );
+        assert_eq!(
+            field(decision_override(
+                Reject,
+                Verdict::Expand,
+                Some("reserve"),
+                "a reason long enough here"
+            )),
+            "decision"
+        );
+        assert_eq!(
+            decision_override(Approve, Verdict::Expand, Some("reserve"), " capacity is scarce!! "),
+            Ok(Some(DecisionOverride {
+                computed: Verdict::Expand,
+                approved: Verdict::Reserve,
+                reason: "capacity is scarce!!".into(),
+            }))
+        );
     }
 }

@@ -68,6 +68,90 @@ impl ReservationRates {
     }
 }
 
+/// Rule 8 reserves from the break-even plus this margin of utilization (decision.md); rule 8b's
+/// "reserving would pay below" uses the same margin.
+pub const BREAK_EVEN_MARGIN: Decimal = Decimal::from_parts(5, 0, 0, false, 2);
+
+/// The reservation comparison (decision.md): reserving against paying by the hour only for the
+/// busy hours, like for like, for the GPUs a reservation of the review would rent (replicas for the
+/// peak, else one, × whole nodes of the offer) over a month of 730 hours. Rules 8 and 8b, the
+/// review's JSON, the first screen, the approval preview and the decision record all read this one
+/// figure set, so the money a finance reader checks by hand is the money the rule compared.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ReservationComparison {
+    /// Reserved rate ÷ on-demand rate of the same offer; null when either price is unknown.
+    pub break_even: Option<Decimal>,
+    /// Both prices of the offer are known, so the break-even is the offer's own.
+    pub break_even_known: bool,
+    /// Busy share from which rule 8 reserves: the break-even + 0.05; null without a break-even.
+    pub reserve_threshold: Option<Decimal>,
+    /// The busy share compared (billed hours less idle hours, ÷ billed hours).
+    pub utilization: Option<Decimal>,
+    /// The GPUs compared: replicas × GPUs per node of the offer.
+    pub gpus: Option<u32>,
+    pub reserved_rate_per_gpu_hour: Option<Decimal>,
+    pub on_demand_rate_per_gpu_hour: Option<Decimal>,
+    /// GPUs × reserved rate × 730.
+    pub reserved_monthly: Option<Decimal>,
+    /// GPUs × on-demand rate × 730 × utilization: paying by the hour only for the busy hours.
+    pub on_demand_busy_monthly: Option<Decimal>,
+    /// `on_demand_busy_monthly` − `reserved_monthly`: negative when reserving costs more.
+    pub reserve_saving_monthly: Option<Decimal>,
+    /// The saving as a share of `on_demand_busy_monthly`.
+    pub reserve_saving_share: Option<Decimal>,
+    /// The reserved price per GPU-hour below which reserving would pay at this busy share:
+    /// on-demand rate × (utilization − 0.05).
+    pub reserve_pays_below_rate: Option<Decimal>,
+    /// Rule 8b: accepted and busy enough that a reservation could pay, but no reserved price of
+    /// the offer is known, so nothing is reserved until one is imported.
+    pub reserved_price_needed: bool,
+}
+
+/// The reservation comparison of a trial's money at busy share `utilization`
+/// ([`ReservationComparison`]); `reserved_price_needed` is rule 8b's to set.
+pub fn reservation_comparison(money: Option<&MoneyFacts>, utilization: Option<Decimal>) -> ReservationComparison {
+    let margin = BREAK_EVEN_MARGIN;
+    let rates = money.map(|m| &m.reservation_rates);
+    let break_even = rates.and_then(ReservationRates::break_even);
+    let gpus = money.and_then(|m| {
+        let per_node = m
+            .reservation_rates
+            .reserved_gpus_billed
+            .or(m.rate.as_ref().map(|r| r.gpus_billed))?;
+        Some(m.replicas_for_peak.unwrap_or(1) * per_node)
+    });
+    let reserved = rates.and_then(|r| r.reserved_rate);
+    let on_demand = rates.and_then(|r| r.on_demand_rate);
+    let month = |rate: Decimal, n: u32| Decimal::from(n) * rate * HOURS_PER_MONTH;
+    let reserved_monthly = reserved.zip(gpus).map(|(r, n)| month(r, n).round_dp(2));
+    let on_demand_busy_monthly = on_demand
+        .zip(gpus)
+        .zip(utilization)
+        .map(|((od, n), u)| (month(od, n) * u).round_dp(2));
+    let reserve_saving_monthly = on_demand_busy_monthly.zip(reserved_monthly).map(|(od, r)| od - r);
+    ReservationComparison {
+        break_even,
+        break_even_known: break_even.is_some(),
+        reserve_threshold: break_even.map(|b| b + margin),
+        utilization,
+        gpus,
+        reserved_rate_per_gpu_hour: reserved,
+        on_demand_rate_per_gpu_hour: on_demand,
+        reserved_monthly,
+        on_demand_busy_monthly,
+        reserve_saving_monthly,
+        reserve_saving_share: reserve_saving_monthly
+            .zip(on_demand_busy_monthly)
+            .filter(|(_, od)| *od > Decimal::ZERO)
+            .map(|(s, od)| (s / od).round_dp(4)),
+        reserve_pays_below_rate: on_demand
+            .zip(utilization)
+            .filter(|(_, u)| *u > margin)
+            .map(|(od, u)| (od * (u - margin)).round_dp(4)),
+        reserved_price_needed: false,
+    }
+}
+
 /// A managed model API's prices per million tokens (the brief's fields).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ApiPrices {

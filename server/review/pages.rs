@@ -108,6 +108,10 @@ struct ApprovalView {
     approved: bool,
     verdict: ApprovalVerdict,
     decision: Verdict,
+    /// The name of the trial the verdict was given on.
+    trial: String,
+    /// An override in words: "Approved reserve over the computed expand: <reason>".
+    override_line: Option<String>,
     by: String,
     at: String,
     comment: String,
@@ -132,8 +136,19 @@ struct ReviewPage {
     operating_line: Option<String>,
     /// Evidence naming another GPU model than the decided trial's.
     gpu_mismatch: Option<(String, String)>,
-    /// What approving does, as a short imperative ("reserve 8 × H200 SXM for 12 months").
+    /// The GPU model the form's trial's evidence names instead of its own: approving asks to
+    /// acknowledge it.
+    selected_mismatch: Option<String>,
+    /// The approve button's words: what approving records and the trial it names ("Approve:
+    /// reserve 8 × H200 SXM for 12 months — trial “8 × H200 · Cloud A”").
     action: String,
+    /// The name of the trial the form names.
+    selected_name: String,
+    /// The reservation comparison of the trial the form names, in words (the approval preview).
+    comparison: String,
+    /// Rule 8b's call to action: the price import with the decided trial's offer filled in, when
+    /// no reserved price of it is known.
+    reserved_price_link: Option<String>,
     /// The deciding reason in one plain sentence, and its rule number.
     why: String,
     deciding_rule: String,
@@ -145,6 +160,8 @@ struct ReviewPage {
     field_errors: BTreeMap<String, String>,
     problem: String,
     comment: String,
+    override_choice: String,
+    override_reason: String,
     /// "20,440 USD a month", and the whole term: "245,280 USD over 12 months".
     monthly_total: String,
     currency: String,
@@ -234,6 +251,9 @@ struct FormState {
     reservation: Option<BTreeMap<String, String>>,
     trial: Option<TrialId>,
     comment: String,
+    /// The override's action and reason as typed.
+    override_choice: String,
+    override_reason: String,
     field_errors: BTreeMap<String, String>,
     problem: String,
 }
@@ -430,6 +450,13 @@ fn approval_view(r: &Review) -> Option<ApprovalView> {
         approved: a.row.verdict == ApprovalVerdict::Approve,
         verdict: a.row.verdict,
         decision: a.row.decision,
+        trial: first_screen::approved_trial_name(r).unwrap_or_default(),
+        override_line: first_screen::recorded_override(&a.row).map(|o| {
+            format!(
+                "Approved {} over the computed {}: “{}”",
+                o.approved, o.computed, o.reason
+            )
+        }),
         by: a.row.decided_by.clone(),
         at: a.row.decided_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         comment: a.row.comment.clone(),
@@ -501,6 +528,13 @@ struct TrialColumn {
     /// For a re-run: "better: …; worse: …" since the trial it re-runs.
     changes: Vec<RerunChange>,
     rerun_of: Option<String>,
+    /// The approve button's words when this trial is chosen in the form (its computed reservation
+    /// at the default term): static/review.js shows them when the manager picks it.
+    approve_words: String,
+    /// Approving it records a reservation.
+    reserves: bool,
+    /// Its reservation comparison in words (the approval preview follows the select).
+    comparison: String,
 }
 
 /// A criterion or money figure that moved since the trial a re-run re-runs.
@@ -605,6 +639,9 @@ fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCos
                     })
                     .collect(),
                 rerun_of: trial.fields.rerun_of.and_then(name_of),
+                approve_words: approve_words(t, t.recorded_reservation()),
+                reserves: needs_reservation(t.decision.decision),
+                comparison: decision_view::comparison_sentence(t, currency),
             }
         })
         .collect();
@@ -717,6 +754,16 @@ fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> {
     })
 }
 
+/// The approve button's words: the action approving `t` records and the trial it names, so what
+/// the button says is what is recorded ("Approve: stop renting 4 × H100 SXM — trial “4 × H100 · Cloud B”").
+fn approve_words(t: &TrialReview, commitment: Option<&Reservation>) -> String {
+    format!(
+        "Approve: {} — trial “{}”",
+        decision_view::action(t.decision.decision, t, commitment),
+        t.context.trial.fields.name
+    )
+}
+
 /// The form's monthly figure and the whole term, from the reservation the approval records
 /// (computed by the review, with the manager's term and start applied). static/review.js
 /// recomputes the whole term as the manager types.
@@ -808,6 +855,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             Some(_) => "rejected",
         },
         operating_line: first_screen::operating_line(chosen),
+        selected_mismatch: selected.context.gpu_mismatch.as_ref().map(|(_, named)| named.clone()),
         gpu_mismatch: chosen
             .context
             .gpu_mismatch
@@ -820,7 +868,11 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
             .and_then(|x| x.as_ref().err())
             .map(|why| (*why).to_owned())
             .unwrap_or_default(),
-        action: decision_view::action(selected.decision.decision, selected, form_commitment.as_ref()),
+        action: approve_words(selected, form_commitment.as_ref()),
+        selected_name: selected.context.trial.fields.name.clone(),
+        comparison: decision_view::comparison_sentence(selected, currency),
+        reserved_price_link: (!chosen.decision.reservation.break_even_known)
+            .then(|| first_screen::reserved_price_import(chosen, currency)),
         why: r
             .decision
             .reasons
@@ -839,6 +891,8 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
         field_errors: form.field_errors,
         problem: form.problem,
         comment: form.comment,
+        override_choice: form.override_choice,
+        override_reason: form.override_reason,
         monthly_total,
         currency: currency.clone(),
         approve_verb: match selected.decision.decision {
@@ -925,10 +979,13 @@ fn lacks(t: &TrialReview) -> String {
     out.join("; ")
 }
 
-/// `?decided=<approval id>`: the redirect after a verdict, so the page confirms it at the top.
+/// `?decided=<approval id>`: the redirect after a verdict, so the page confirms it at the top;
+/// `?trial=<id>`: the trial the approval form names (choosing one without JavaScript reloads the
+/// form with it, so the approve button's words are that trial's).
 #[derive(serde::Deserialize)]
 struct ReviewQuery {
     decided: Option<String>,
+    trial: Option<String>,
 }
 
 async fn review_page(
@@ -938,7 +995,12 @@ async fn review_page(
     ApiQuery(q): ApiQuery<ReviewQuery>,
 ) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
-    render(&page(&r, &user, FormState::default(), q.decided.as_deref()))
+    // A trial id that is not one of the brief's leaves the form on the recommended trial.
+    let form = FormState {
+        trial: q.trial.and_then(|t| t.trim().parse::<TrialId>().ok()),
+        ..FormState::default()
+    };
+    render(&page(&r, &user, form, q.decided.as_deref()))
 }
 
 /// The label of an approval form field, for the list of problems at the top.
@@ -952,6 +1014,9 @@ fn field_label(field: &str) -> &str {
         "reservation.rate_per_gpu_hour" => "Rate per GPU-hour",
         "comment" => "Comment",
         "trial" => "Trial",
+        "decision" => "Action to approve instead",
+        "override_reason" => "Why (override)",
+        "acknowledge_mismatch" => "Another GPU in the evidence",
         "verdict" => "Verdict",
         other => other,
     }
@@ -982,12 +1047,23 @@ async fn verdict(
         .filter_map(|(k, v)| k.strip_prefix("reservation.").map(|k| (k.to_owned(), v.clone())))
         .collect();
     let trial = form.get("trial").and_then(|t| t.trim().parse::<TrialId>().ok());
+    // The override button sends `approve-override`: an approval of the action chosen in the
+    // override select; the approve button approves the computed action whatever the select says.
+    let overriding = form.get("verdict").map(String::as_str) == Some("approve-override");
+    if overriding {
+        form.insert("verdict".into(), "approve".into());
+    }
+    let override_choice = form.get("decision").cloned().unwrap_or_default();
+    let override_reason = form.get("override_reason").cloned().unwrap_or_default();
     let request = VerdictRequest {
         verdict: form.remove("verdict").unwrap_or_default(),
         comment: form.remove("comment").unwrap_or_default(),
         inputs_digest: form.remove("inputs_digest").unwrap_or_default(),
         trial,
         reservation: reservation.clone(),
+        decision: overriding.then(|| override_choice.clone()),
+        override_reason: override_reason.clone(),
+        acknowledge_mismatch: form.get("acknowledge_mismatch").is_some_and(|v| v == "yes"),
     };
     let comment = request.comment.clone();
     match service::record_verdict(&state, id, &user.principal(), request).await {
@@ -1021,6 +1097,8 @@ async fn verdict(
                 reservation: Some(reservation),
                 trial,
                 comment,
+                override_choice,
+                override_reason,
                 field_errors,
                 problem,
             };
@@ -1135,6 +1213,8 @@ struct DecisionRecord<'a> {
     sizing_line: String,
     /// The reservation recorded (or that approving would record), field by field.
     reservation_rows: Vec<(String, String)>,
+    /// Each trial's reservation comparison in words: (trial, sentence).
+    comparison_lines: Vec<(String, String)>,
     /// The public URL without its trailing slash: links in the record are absolute.
     base: String,
 }
@@ -1273,6 +1353,16 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
             })
             .unwrap_or_default(),
         ledger_rows: record_ledger_rows(r),
+        comparison_lines: r
+            .trials
+            .iter()
+            .map(|t| {
+                (
+                    t.context.trial.fields.name.clone(),
+                    decision_view::comparison_sentence(t, &r.brief.fields.currency),
+                )
+            })
+            .collect(),
         reservation_rows: match &r.approval {
             Some(a) if a.row.verdict == ApprovalVerdict::Approve => recorded_reservation(r),
             Some(_) => None,

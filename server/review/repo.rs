@@ -37,6 +37,14 @@ pub struct ApprovalRow {
     /// (absent on approvals recorded before it was kept, and on verdicts that reserve nothing).
     #[schema(value_type = Option<super::model::Reservation>)]
     pub reservation: Option<Json<Value>>,
+    /// An override (decision.md, "Override"): `{ computed, approved, reason }`; null when the
+    /// verdict is of the computed decision.
+    #[serde(rename = "override")]
+    #[schema(value_type = Option<super::model::DecisionOverride>)]
+    pub decision_override: Option<Json<Value>>,
+    /// The GPU model the trial's evidence named, other than the trial's, that the manager
+    /// acknowledged when approving; null when the evidence named none.
+    pub mismatch_acknowledged: Option<String>,
     /// What the decision read when it was recorded: one trial's inputs, or every trial's by id.
     #[schema(value_type = Object)]
     pub inputs: Json<Value>,
@@ -51,6 +59,8 @@ pub struct NewApproval<'a> {
     pub comment: &'a str,
     pub decided_by: &'a str,
     pub reservation: Option<&'a super::model::Reservation>,
+    pub decision_override: Option<&'a super::model::DecisionOverride>,
+    pub mismatch_acknowledged: Option<&'a str>,
     pub inputs: &'a Value,
 }
 
@@ -61,13 +71,14 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         r#"INSERT INTO approvals (id, brief_id, verdict, decision, inputs_digest, comment, decided_by,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour,
-             reservation)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+             reservation, decision_override, mismatch_acknowledged)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
            RETURNING id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: Verdict",
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
-             reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>""#,
+             reservation AS "reservation: Json<Value>", decision_override AS "decision_override: Json<Value>", mismatch_acknowledged,
+             inputs AS "inputs: Json<Value>""#,
         Uuid::now_v7(),
         a.brief_id.as_uuid(),
         a.verdict.as_str(),
@@ -86,6 +97,8 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
         r.and_then(|r| r.provider.as_deref()),
         r.map(|r| r.rate_per_gpu_hour),
         r.and_then(|r| serde_json::to_value(r).ok()),
+        a.decision_override.and_then(|o| serde_json::to_value(o).ok()),
+        a.mismatch_acknowledged,
     )
     .fetch_one(db)
     .await
@@ -99,7 +112,8 @@ pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resu
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
-             reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>"
+             reservation AS "reservation: Json<Value>", decision_override AS "decision_override: Json<Value>", mismatch_acknowledged,
+             inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = $1 ORDER BY decided_at DESC, id DESC LIMIT 1"#,
         brief_id.as_uuid(),
     )
@@ -115,7 +129,8 @@ pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[BriefId]) ->
              decision AS "decision: Verdict", inputs_digest, comment,
              decided_by, decided_at, reservation_gpu, reservation_count, reservation_billing,
              reservation_term_months, reservation_start, reservation_monthly_cost, reservation_provider,
-             reservation_rate_per_gpu_hour, reservation AS "reservation: Json<Value>", inputs AS "inputs: Json<Value>"
+             reservation_rate_per_gpu_hour, reservation AS "reservation: Json<Value>",
+             decision_override AS "decision_override: Json<Value>", mismatch_acknowledged, inputs AS "inputs: Json<Value>"
            FROM approvals WHERE brief_id = ANY($1)
            ORDER BY brief_id, decided_at DESC, id DESC"#,
         brief_ids as _,

@@ -31,6 +31,14 @@ pub struct ApprovalBody {
     /// approval records exactly (its answer's `reservation`)
     #[schema(value_type = Option<std::collections::BTreeMap<String, ReservationValue>>)]
     reservation: Option<Value>,
+    /// an action other than the trial's computed one (an override: expand, reserve, dedicate, scale
+    /// or stop); needs `override_reason`; reserve only when a reserved price of the offer is known
+    decision: Option<String>,
+    /// why the computed action is overridden, at least 20 characters
+    override_reason: Option<String>,
+    /// required (true) to approve a trial whose evidence names another GPU model than the trial's
+    /// (`trials[].gpu_mismatch`); recorded as `mismatch_acknowledged`
+    acknowledge_mismatch: Option<bool>,
 }
 
 fn verdict() -> utoipa::openapi::Object {

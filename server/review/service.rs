@@ -11,7 +11,9 @@ use super::{
     comparison::{money_changes, overall_digest, recommend, rerun_changes, Change, Recommendation, TrialStanding},
     decision::{decide, Decision, Status, Verdict},
     gather::{gather, Reads, ReviewContext},
-    model::{apply_choices, changed_inputs, reservation, ApprovalVerdict, Reservation, ReservationBasis},
+    model::{
+        apply_choices, changed_inputs, decision_override, reservation, ApprovalVerdict, Reservation, ReservationBasis,
+    },
     repo::{self, ApprovalRow},
 };
 use crate::{
@@ -252,6 +254,11 @@ pub struct VerdictRequest {
     /// The manager's choices on the computed reservation (term, start date), as text; any other
     /// field must equal what the review computed.
     pub reservation: BTreeMap<String, String>,
+    /// An action other than the computed one (decision.md, "Override"), with its reason.
+    pub decision: Option<String>,
+    pub override_reason: String,
+    /// The manager acknowledges that the trial's evidence names another GPU model.
+    pub acknowledge_mismatch: bool,
 }
 
 pub fn needs_reservation(decision: Verdict) -> bool {
@@ -375,8 +382,57 @@ pub async fn record_verdict_locked(
             "approving a trial that is not the recommended one needs a comment saying why",
         )]));
     }
-    let decision = trial.decision.decision;
-    let reservation: Option<Reservation> = match (&trial.reservation, verdict) {
+    let overridden = decision_override(
+        verdict,
+        trial.decision.decision,
+        request.decision.as_deref(),
+        &request.override_reason,
+    )
+    .map_err(AppError::Validation)?;
+    let decision = overridden.as_ref().map_or(trial.decision.decision, |o| o.approved);
+    // Evidence that names another GPU model than the trial's may come from another machine:
+    // approving it is a choice the manager makes knowingly, and it is recorded.
+    let mismatch = trial.context.gpu_mismatch.as_ref().map(|(_, named)| named.clone());
+    if verdict == ApprovalVerdict::Approve && !request.acknowledge_mismatch {
+        if let Some(named) = &mismatch {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "acknowledge_mismatch",
+                format!(
+                    "the evidence of this trial names {named}, not its {}: confirm that you approve it anyway",
+                    trial.context.trial_gpu
+                ),
+            )]));
+        }
+    }
+    let mismatch_acknowledged = if verdict == ApprovalVerdict::Approve {
+        mismatch
+    } else {
+        None
+    };
+    // An override that reserves records what approving that action would record; reserving
+    // itself only at the offer's reserved price, never a "reservation" at the hourly rate.
+    let overridden_reservation = match &overridden {
+        Some(o) if o.approved == Verdict::Reserve && !trial.decision.reservation.break_even_known => {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "decision",
+                "no reserved price of this offer is known, so there is nothing to reserve at: import the \
+                 provider's reserved price first (Prices)",
+            )]));
+        }
+        Some(o) if needs_reservation(o.approved) => Some(reservation(&ReservationBasis {
+            trial: trial.context.trial.id,
+            provider: &trial.context.trial.fields.provider,
+            gpu: &trial.context.trial_gpu,
+            currency: &current.brief.fields.currency,
+            decision: o.approved,
+            suggested_replicas: trial.decision.suggested_replicas,
+            money: trial.context.inputs.money.as_ref(),
+            start_date: (Utc::now() + chrono::Duration::days(1)).date_naive(),
+        })),
+        Some(_) => None,
+        None => trial.reservation.clone(),
+    };
+    let reservation: Option<Reservation> = match (&overridden_reservation, verdict) {
         (Some(Ok(computed)), ApprovalVerdict::Approve) => {
             let mut r = computed.clone();
             apply_choices(&mut r, &request.reservation).map_err(AppError::Validation)?;
@@ -399,6 +455,8 @@ pub async fn record_verdict_locked(
             comment: &comment,
             decided_by: &actor.label(),
             reservation: reservation.as_ref(),
+            decision_override: overridden.as_ref(),
+            mismatch_acknowledged: mismatch_acknowledged.as_deref(),
             inputs: &inputs,
         },
     )
@@ -415,6 +473,8 @@ pub async fn record_verdict_locked(
             "inputs_digest": current.decision.inputs_digest,
             "comment": comment,
             "reservation": reservation,
+            "override": overridden,
+            "mismatch_acknowledged": mismatch_acknowledged,
         }),
     )
     .await?;
@@ -437,12 +497,18 @@ pub async fn record_verdict_locked(
                 "decided_by": actor.label(),
                 "comment": comment,
                 "inputs_digest": current.decision.inputs_digest,
+                "override": overridden,
+                "mismatch_acknowledged": mismatch_acknowledged,
             }),
             text: format!(
-                "{} {} {} on brief {} (trial {trial_name})",
+                "{} {} {}{} on brief {} (trial {trial_name})",
                 actor.label(),
                 verdict.done(),
                 decision.as_str(),
+                overridden
+                    .as_ref()
+                    .map(|o| format!(" over the computed {}: {}", o.computed, o.reason))
+                    .unwrap_or_default(),
                 current.brief.fields.name,
             ),
         },

@@ -62,6 +62,27 @@ impl KvCheck {
         !self.findings.is_empty()
     }
 
+    /// The allocation is under-sized for the brief's concurrency: the measured cache is short, or
+    /// (nothing measured) the predicted cache holds fewer of the brief's sequences than it runs at
+    /// once. One plain sentence for the brief page, the trial and the review; `None` when it holds.
+    pub fn room_warning(&self) -> Option<String> {
+        if let Some(first) = self.findings.first() {
+            return Some(format!("Under-sized for the brief: {first}"));
+        }
+        let needed = self.needed_concurrency as f64;
+        (self.measured_sequences_at_context.is_none() && self.predicted_max_concurrency < needed).then(|| {
+            format!(
+                "Under-sized for the brief: the KV cache of {} × {} has room for {:.1} of the {} requests of {} \
+                 tokens the brief runs at once (predicted), so expect queueing or preempted requests at full load.",
+                self.count,
+                self.gpu,
+                self.predicted_max_concurrency,
+                thousands(self.needed_concurrency),
+                self.context_text(),
+            )
+        })
+    }
+
     // Figures as the pages print them.
     pub fn predicted_tokens_text(&self) -> String {
         thousands(self.predicted_tokens)
@@ -172,6 +193,29 @@ mod tests {
     fn llama70b(concurrency: u64) -> SizingInput {
         let m = model_by_hf_id("meta-llama/Llama-3.1-70B-Instruct").expect("catalogue row");
         SizingInput::from_catalog(WorkloadKind::RealtimeInference, Precision::Bf16, m, 8192, concurrency)
+    }
+
+    #[test]
+    fn a_predicted_cache_short_of_the_briefs_concurrency_is_said_as_under_sized() {
+        let h100 = gpu_by_name("H100 SXM").unwrap();
+        let none = KvMeasured {
+            tokens: None,
+            max_concurrency: None,
+            tokens_per_request: None,
+            gpu_memory_utilization: None,
+        };
+        let crowded = kv_check(&llama70b(1000), h100, 4, &none).unwrap();
+        assert!(crowded.predicted_max_concurrency < 1000.0);
+        let warning = crowded.room_warning().expect("a warning");
+        assert!(
+            warning.contains(&format!(
+                "has room for {:.1} of the 1,000 requests of 8,192 tokens the brief runs at once (predicted)",
+                crowded.predicted_max_concurrency
+            )),
+            "{warning}"
+        );
+        let roomy = kv_check(&llama70b(1), h100, 4, &none).unwrap();
+        assert_eq!(roomy.room_warning(), None);
     }
 
     #[test]

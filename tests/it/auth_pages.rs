@@ -543,6 +543,18 @@ async fn the_token_pages_curl_line_posts_only_when_the_tool_ran_and_a_repeat_is_
         html.contains("sends each output with an <code>Idempotency-Key</code>"),
         "the collect line says it sends keys too"
     );
+    // The collect line is the whole Test plan (collect --plan), and the page links the plan.
+    let trial: String = sqlx::query_scalar("SELECT id::text FROM trials WHERE brief_id = $1::uuid")
+        .bind(id.to_string())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(
+        html.contains(&format!("--plan --brief {id} --trial {trial}\n</pre>"))
+            || html.contains(&format!("--plan --brief {id} --trial {trial}</pre>")),
+        "the collect line runs the plan"
+    );
+    assert!(html.contains(&format!("href=\"/briefs/{id}/trials/{trial}/plan\" id=\"plan-link\"")));
 
     // A machine without nvidia-smi: only the tools the line needs besides it.
     let machine = tempfile::tempdir().unwrap();

@@ -336,6 +336,7 @@ async fn every_page_passes_axe_and_fits_a_phone() {
         page("trial-edit", format!("/trials/{trial}")),
         page("prices", "/prices"),
         page("tokens", format!("/briefs/{brief}/tokens")),
+        page("plan", format!("/briefs/{brief}/trials/{trial}/plan")),
         page("sharing", format!("/briefs/{brief}/sharing")),
         page("account", "/account"),
         page("users", "/admin/users"),

@@ -357,6 +357,14 @@ async fn one_tab_reaches_the_jump_to_approve_or_reject_and_it_lands_on_the_appro
 #[tokio::test]
 async fn after_an_approval_the_section_shows_the_recorded_figures_not_the_form() {
     let (app, loaded) = demo_app().await;
+    // A reserved quote that pays at the demo's 77.7 % busy (2.45 ÷ 3.50 = 70 % + 5 points): rule 8
+    // reserves, so approving records a reservation (without a reserved price nothing is reserved).
+    import_prices(
+        &app,
+        "Cloud A,H200 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 7\n\
+         Cloud A,H200 SXM,8,reserved,2.45,USD,,2026-11-01,quote 7 (1 year)\n",
+    )
+    .await;
     let b = browser::launch().await;
     b.login(&app.base, &loaded.email, &loaded.password).await;
     b.client.set_window_size(1366, 900).await.unwrap();
@@ -637,4 +645,40 @@ async fn a_form_over_the_body_limit_says_a_file_is_too_big_not_bad_request() {
     assert!(page.contains("your browser keeps what you typed"));
     assert!(!page.contains("Bad Request"));
     assert_eq!(app.count("briefs").await, 0);
+}
+
+#[tokio::test]
+async fn a_refused_ledger_import_keeps_the_file_at_its_field_and_leads_back() {
+    let (app, loaded) = demo_app().await;
+    let admin = app.user(Role::Admin).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &admin, PASSWORD).await;
+    for (width, height) in [(1366, 900), (390, 844)] {
+        b.client.set_window_size(width, height).await.unwrap();
+        b.client
+            .goto(&app.url(&format!("/briefs/{}#ledger-import", loaded.brief_id)))
+            .await
+            .unwrap();
+        b.fill(
+            "csv",
+            "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\nhost,vm,,,,,,four,USD\n",
+        )
+        .await;
+        b.click("#ledger-import button[type='submit']").await;
+        assert_eq!(b.text("h1").await, "The ledger import was not stored");
+        let errors = b.text("#import-errors").await;
+        assert!(
+            errors.contains("8 × H200 · Cloud A") && errors.contains("amount"),
+            "{errors}"
+        );
+        assert!(
+            b.value("csv").await.contains("host,vm,,,,,,four,USD"),
+            "the file is kept"
+        );
+        assert!(!page_scrolls_sideways(&b).await, "no sideways scrolling at {width} px");
+        b.shot(&format!("ledger-import-error-{width}")).await;
+        b.click("#back-to-ledger").await;
+        assert!(b.path().await.starts_with("/briefs/"));
+    }
+    b.close().await;
 }

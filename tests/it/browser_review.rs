@@ -106,6 +106,23 @@ fn amounts_are_found() {
     );
 }
 
+/// Imports a quote for the demo's offer (Cloud A, 8 × H200 SXM, USD): on demand 3.50 and reserved
+/// at `reserved` per GPU-hour.
+async fn reserved_quote(app: &common::TestApp, reserved: &str) {
+    let res = common::bearer_client(&app.token(Role::Manager, None).await)
+        .post(app.url("/api/v1/prices"))
+        .header("content-type", "text/csv")
+        .body(format!(
+            "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
+             Cloud A,H200 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 7\n\
+             Cloud A,H200 SXM,8,reserved,{reserved},USD,,2026-11-02,quote 7 (1 year)\n"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+}
+
 fn dec(v: &serde_json::Value) -> rust_decimal::Decimal {
     v.as_str()
         .unwrap_or_else(|| panic!("{v} is not a decimal string"))
@@ -123,7 +140,10 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     // An engineer sees the review but no form, and a forged POST is refused.
     let engineer = app.login(Role::Engineer).await;
     let html = engineer.get(app.url(&review)).await.text().await.unwrap();
-    assert!(html.contains("data-decision=\"reserve\""));
+    assert!(
+        html.contains("data-decision=\"expand\""),
+        "no reserved price known: rule 8b"
+    );
     assert!(!html.contains("approval-form"));
     let digest = html.split("name=\"inputs_digest\" value=\"").nth(1);
     assert!(digest.is_none(), "no digest is offered to an engineer");
@@ -146,8 +166,104 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     // A laptop: what is decided, why, whether it is approved and what it costs are on the first
     // screen.
     b.client.set_window_size(1366, 768).await.unwrap();
+    let api = format!("/api/v1/briefs/{}/review", loaded.brief_id);
+    let chosen_of = |json: &serde_json::Value| {
+        json["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["trial"] == json["trial"])
+            .unwrap()
+            .clone()
+    };
+    let usd = |d: rust_decimal::Decimal| rentcheck::money::sum_with_currency(d, "USD");
+
+    // Before any reserved quote: busy, but no reserved price of the offer is known, so nothing is
+    // reserved (rule 8b) and the page says below which reserved price reserving would pay, with
+    // the price import one click away.
     b.client.goto(&app.url(&review)).await.unwrap();
     b.shot("review-1366").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.shot("review-before-quote-390").await;
+    b.client.set_window_size(1366, 768).await.unwrap();
+    assert_eq!(b.text("#decision .big").await.to_lowercase(), "expand");
+    let before = chosen_of(&app.get(&api).await.json().await.unwrap());
+    assert_eq!(before["reserved_price_needed"], true);
+    let below = rentcheck::money::with_currency(dec(&before["reserve_pays_below_rate"]), "USD");
+    let why = b.text("#why").await;
+    assert!(
+        why.contains("no reserved price of this offer is known, so nothing is reserved")
+            && why.contains(&format!("below {below} per GPU-hour")),
+        "{why}"
+    );
+    let versus = b.text("#figure-reserved-vs-on-demand").await;
+    assert!(
+        versus.contains(&format!(
+            "reserving would pay at a reserved price below {below} per GPU-hour"
+        )),
+        "{versus}"
+    );
+    assert!(
+        !versus.contains("20,440"),
+        "never the on-demand cost of every hour: {versus}"
+    );
+    let import = b
+        .client
+        .find(fantoccini::Locator::Css("#reserved-price-import"))
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        import.starts_with("/prices?offer_provider=Cloud+A&offer_gpu=H200+SXM&offer_gpu_count=8"),
+        "{import}"
+    );
+
+    // A real quote of 2.60 (break-even 74.3 %, reserve from 79.3 %): the comparison like for like,
+    // reserved against on demand for the busy hours only, every figure the JSON's.
+    reserved_quote(&app, "2.60").await;
+    b.client.goto(&app.url(&review)).await.unwrap();
+    b.shot("review-quote-2.60-1366").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.shot("review-quote-2.60-390").await;
+    b.client.set_window_size(1366, 768).await.unwrap();
+    let quoted = chosen_of(&app.get(&api).await.json().await.unwrap());
+    assert_eq!(quoted["decision"], "expand");
+    assert_eq!(
+        dec(&quoted["reserved_monthly"]),
+        "15184".parse().unwrap(),
+        "8 × 2.60 × 730"
+    );
+    let busy_monthly = dec(&quoted["on_demand_busy_monthly"]);
+    let utilization = dec(&quoted["utilization"]);
+    assert_eq!(
+        busy_monthly,
+        (rust_decimal::Decimal::from(8 * 730) * "3.50".parse::<rust_decimal::Decimal>().unwrap() * utilization)
+            .round_dp(2),
+        "8 × 3.50 × 730 × busy share"
+    );
+    assert_eq!(
+        dec(&quoted["reserve_saving_monthly"]),
+        busy_monthly - dec(&quoted["reserved_monthly"])
+    );
+    let versus = b.text("#figure-reserved-vs-on-demand").await;
+    assert!(
+        versus.contains(&format!(
+            "reserved 15,184 USD against {} on demand for the busy hours",
+            usd(busy_monthly)
+        )) && versus.contains("reserving pays from 79.3 % busy (break-even 74.3 %"),
+        "{versus}"
+    );
+    assert!(
+        !versus.contains("20,440"),
+        "never the on-demand cost of every hour: {versus}"
+    );
+
+    // A quote of 2.45 (break-even 70 %, reserve from 75 %): reserve.
+    reserved_quote(&app, "2.45").await;
+    b.client.goto(&app.url(&review)).await.unwrap();
     assert_eq!(b.text("#decision .big").await.to_lowercase(), "reserve");
     assert_eq!(
         b.text("#decision-meaning").await,
@@ -158,10 +274,8 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
         "Review: Support chat — Llama 3.1 70B on 8 × H200 (demo)"
     );
     let why = b.text("#why").await;
-    // The demo imports no price sheet: no reserved price of the offer is known, so rule 8 reads the
-    // 0.60 break-even and claims no saving.
     assert!(
-        why.contains("The 8 × H200 SXM trial met every target and the GPUs were busy 77.7 % of paid hours, enough to reserve; but no reserved price of this offer is known, so no saving is claimed"),
+        why.contains("The 8 × H200 SXM trial met every target and the GPUs were busy 77.7 % of paid hours, past the 70 % at which its reserved price pays"),
         "{why}"
     );
     assert_eq!(b.text("#approval-top").await, "Not approved yet.");
@@ -176,17 +290,9 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
         cost.contains("0.0086 USD") && cost.contains("within the ceiling of 0.02 USD"),
         "{cost}"
     );
-    // The reservation the review computed: the trial's own on-demand rate (said so), 8 × 3.50 × 730.
+    // The reservation the review computed: at the reserved row, 8 × 2.45 × 730.
     let commitment = b.text("#figure-commitment").await;
-    assert!(
-        commitment.contains("20,440 USD") && commitment.contains("no reserved price is current"),
-        "{commitment}"
-    );
-    let versus = b.text("#figure-reserved-vs-on-demand").await;
-    assert!(
-        versus.contains("no saving is claimed"),
-        "never a saving beside the same rate: {versus}"
-    );
+    assert!(commitment.contains("14,308 USD"), "{commitment}");
     let screen = viewport_height(&b).await;
     for css in [
         "h1",
@@ -228,16 +334,19 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     // manager's; the preview follows the term.
     assert_eq!(b.value("reservation.gpu").await, "H200 SXM");
     assert_eq!(b.value("reservation.count").await, "8");
-    assert_eq!(b.value("reservation.billing").await, "on-demand");
-    assert_eq!(b.value("reservation.rate_per_gpu_hour").await, "3.50");
-    assert_eq!(b.value("reservation.term_months").await, "1");
-    assert_eq!(b.text("#monthly-cost").await, "20,440 USD a month", "8 × 3.50 × 730 h");
-    assert_eq!(b.text("#term-cost").await, "20,440 USD over 1 month");
+    assert_eq!(b.value("reservation.billing").await, "reserved");
+    assert_eq!(b.value("reservation.rate_per_gpu_hour").await, "2.45");
+    assert_eq!(b.text("#monthly-cost").await, "14,308 USD a month", "8 × 2.45 × 730 h");
     b.fill("reservation.term_months", "12").await;
-    assert_eq!(b.text("#term-cost").await, "245,280 USD over 12 months");
+    assert_eq!(b.text("#term-cost").await, "171,696 USD over 12 months");
+    let preview = b.text("#reservation-comparison").await;
+    assert!(
+        preview.starts_with("Reserving saves "),
+        "the approval preview compares too: {preview}"
+    );
     assert_eq!(
         b.text("#approve-button").await,
-        "Approve: reserve 8 × H200 SXM for 12 months"
+        "Approve: reserve 8 × H200 SXM for 12 months — trial “8 × H200 · Cloud A”"
     );
     b.fill(
         "comment",
@@ -258,7 +367,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     let feedback = b.text("#verdict-feedback").await;
     assert!(
         feedback.starts_with(&format!("Approved by {manager} at "))
-            && feedback.contains("reserve 8 × H200 SXM for 12 months, 20,440 USD a month, 245,280 USD in all."),
+            && feedback.contains("reserve 8 × H200 SXM for 12 months, 14,308 USD a month, 171,696 USD in all."),
         "{feedback}"
     );
     let at = bottom(&b, "#verdict-feedback").await;
@@ -268,11 +377,11 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     assert!(b
         .text("#approval")
         .await
-        .contains("8 × H200 SXM (1 replica of 8 GPUs), on-demand, 12 months"));
+        .contains("8 × H200 SXM (1 replica of 8 GPUs), reserved, 12 months"));
     assert!(b
         .text("#approval-top")
         .await
-        .starts_with(&format!("Approved (reserve) by {manager} on ")));
+        .starts_with(&format!("Approved (reserve) — 8 × H200 · Cloud A, by {manager} on ")));
     // A reload shows the same page and records nothing again.
     b.client.refresh().await.unwrap();
     assert!(b.text("#verdict-feedback").await.starts_with("Approved by"));
@@ -317,15 +426,15 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     assert_eq!(stored["term_months"], 12, "the manager's term");
     let currency = json["trials"][0]["money"]["currency"].as_str().unwrap().to_owned();
     let monthly = dec(&stored["monthly_cost"]);
-    let on_demand = dec(&chosen["money"]["reservation_rates"]["on_demand_rate"])
-        * rust_decimal::Decimal::from(stored["gpus"].as_u64().unwrap())
-        * rust_decimal::Decimal::from(730);
     let figures = [
         dec(&json["ledger"]["cost_per_job"]),
         dec(&json["approval"]["reservation"]["rate_per_gpu_hour"]),
         monthly,
         monthly * rust_decimal::Decimal::from(stored["term_months"].as_u64().unwrap()),
-        on_demand,
+        dec(&chosen["money"]["reservation_rates"]["on_demand_rate"]),
+        dec(&chosen["reserved_monthly"]),
+        dec(&chosen["on_demand_busy_monthly"]),
+        dec(&chosen["reserve_saving_monthly"]),
         "0.02".parse().unwrap(), // the brief's ceiling
     ];
     let expected: Vec<String> = figures
@@ -351,7 +460,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
         );
     }
     assert!(
-        shown.contains(&"245,280 USD".to_owned()),
+        shown.contains(&"171,696 USD".to_owned()),
         "the recorded commitment: {first_screen}"
     );
 
@@ -394,6 +503,7 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
     let review = format!("/briefs/{}/review", loaded.brief_id);
     let manager = app.user(Role::Manager).await;
     let b = browser::launch().await;
+    reserved_quote(&app, "2.45").await;
     b.login(&app.base, &manager, PASSWORD).await;
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url(&review)).await.unwrap();
@@ -446,9 +556,9 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
     // Everything typed is still there; the preview is the computed reservation's.
     assert_eq!(b.value("reservation.start").await, "next week");
     assert_eq!(b.value("reservation.term_months").await, "0");
-    assert_eq!(b.value("reservation.rate_per_gpu_hour").await, "3.50");
+    assert_eq!(b.value("reservation.rate_per_gpu_hour").await, "2.45");
     assert_eq!(b.value("comment").await, "Reserve for the quarter");
-    assert_eq!(b.text("#monthly-cost").await, "20,440 USD a month");
+    assert_eq!(b.text("#monthly-cost").await, "14,308 USD a month");
     b.shot("review-invalid-1366").await;
     b.client
         .execute("document.getElementById('approval').scrollIntoView()", vec![])
@@ -459,12 +569,12 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
     // Corrected, it records what the preview says.
     b.fill("reservation.term_months", "3").await;
     b.fill("reservation.start", "2026-12-01").await;
-    assert_eq!(b.text("#term-cost").await, "61,320 USD over 3 months");
+    assert_eq!(b.text("#term-cost").await, "42,924 USD over 3 months");
     b.click("button[value='approve']").await;
     assert!(b
         .text("#verdict-feedback")
         .await
-        .contains("20,440 USD a month, 61,320 USD in all"));
+        .contains("14,308 USD a month, 42,924 USD in all"));
     b.close().await;
     let n: i64 = sqlx::query_scalar("SELECT count(*) FROM approvals WHERE brief_id = $1")
         .bind(loaded.brief_id)
@@ -480,6 +590,7 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
     let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
     let loaded = demo::load(&state).await.unwrap();
     let review = format!("/briefs/{}/review", loaded.brief_id);
+    reserved_quote(&app, "2.45").await;
     let manager = app.login(Role::Manager).await;
     let html = manager.get(app.url(&review)).await.text().await.unwrap();
     let digest = html
@@ -504,26 +615,26 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
     let res = manager
         .client
         .post(app.url(&review))
-        .form(&form("2.60", "2026-12-01"))
+        .form(&form("2.30", "2026-12-01"))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), 422);
     let page = res.text().await.unwrap();
-    assert!(page.contains("is what the review computed (3.5)"), "{page}");
+    assert!(page.contains("is what the review computed (2.45)"), "{page}");
     // A bad date: 422, and the page previews the computed figure for the term typed.
     let res = manager
         .client
         .post(app.url(&review))
-        .form(&form("3.50", "soon"))
+        .form(&form("2.45", "soon"))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), 422);
     let page = res.text().await.unwrap();
     assert!(
-        page.contains("id=\"monthly-cost\" aria-live=\"polite\">20,440 USD a month<"),
-        "preview of 8 × 3.50 × 730"
+        page.contains("id=\"monthly-cost\" aria-live=\"polite\">14,308 USD a month<"),
+        "preview of 8 × 2.45 × 730"
     );
     assert!(
         page.contains("aria-invalid=\"true\" aria-describedby=\"reservation-start-error\""),
@@ -534,7 +645,7 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
     let res = manager
         .client
         .post(app.url(&review))
-        .form(&form("3.50", "2026-12-01"))
+        .form(&form("2.45", "2026-12-01"))
         .send()
         .await
         .unwrap();
@@ -543,7 +654,7 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
     assert!(location.starts_with(&format!("{review}?decided=")), "{location}");
     let page = manager.get(app.url(&location)).await.text().await.unwrap();
     assert!(
-        page.contains("20,440 USD a month, 245,280 USD in all."),
+        page.contains("14,308 USD a month, 171,696 USD in all."),
         "the confirmation names the figure"
     );
     let monthly: Option<rust_decimal::Decimal> =
@@ -552,7 +663,7 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
             .fetch_one(&app.pool)
             .await
             .unwrap();
-    assert_eq!(monthly, Some("20440.00".parse().unwrap()));
+    assert_eq!(monthly, Some("14308.00".parse().unwrap()));
 }
 
 #[tokio::test]
@@ -603,4 +714,172 @@ async fn a_fresh_brief_review_says_what_is_missing_and_commits_nothing() {
     let raw = raw_figures(&page_text(&b).await);
     assert!(raw.is_empty(), "raw figures on the review: {raw:?}");
     b.close().await;
+}
+
+/// The review's JSON trial id of the demo trial called `name`.
+fn trial_id(json: &serde_json::Value, name: &str) -> String {
+    json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no trial {name} in {json}"))["trial"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_approve_button_names_the_trial_chosen_and_that_trial_is_what_is_recorded() {
+    let app = spawn_app().await;
+    let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
+    let loaded = demo::load(&state).await.unwrap();
+    let review = format!("/briefs/{}/review", loaded.brief_id);
+    let json: serde_json::Value = app
+        .get(&format!("/api/v1/briefs/{}/review", loaded.brief_id))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let first = trial_id(&json, "8 × H200 · Cloud A");
+    let second = trial_id(&json, "4 × H100 · Cloud B");
+    let second_decision = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["trial"] == second.as_str())
+        .unwrap()["decision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(second_decision, "stop", "the demo's second trial misses its targets");
+
+    let manager = app.user(Role::Manager).await;
+    let b = browser::launch().await;
+    b.login(&app.base, &manager, PASSWORD).await;
+    b.client.set_window_size(1366, 768).await.unwrap();
+    b.client.goto(&app.url(&review)).await.unwrap();
+    let before = b.text("#approve-button").await;
+    assert!(before.ends_with("— trial “8 × H200 · Cloud A”"), "{before}");
+    // Choosing the second trial: the button says that trial's action at once, and the reservation
+    // fields of the first are set aside.
+    b.select("trial", &second).await;
+    let words = b.text("#approve-button").await;
+    assert_eq!(words, "Approve: stop renting 4 × H100 SXM — trial “4 × H100 · Cloud B”");
+    assert_eq!(
+        b.text("#trial-named").await,
+        "This form approves trial “4 × H100 · Cloud B”."
+    );
+    let fieldset_hidden = b
+        .client
+        .execute(
+            "const f = document.querySelector('fieldset.reservation'); return !f || (f.hidden && f.disabled)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(fieldset_hidden, serde_json::json!(true));
+    // Back to the first and again to the second: the words always follow the select.
+    b.select("trial", &first).await;
+    assert!(b
+        .text("#approve-button")
+        .await
+        .ends_with("— trial “8 × H200 · Cloud A”"));
+    b.select("trial", &second).await;
+    b.fill("comment", "Cloud B cannot carry the load; we stop renting it.")
+        .await;
+    b.click("#approve-button").await;
+
+    let feedback = b.text("#verdict-feedback").await;
+    assert!(feedback.contains("stop renting 4 × H100 SXM"), "{feedback}");
+    let top = b.text("#approval-top").await;
+    assert!(
+        top.starts_with(&format!("Approved (stop) — 4 × H100 · Cloud B, by {manager} on ")),
+        "the first screen names the approved trial beside the state: {top}"
+    );
+    assert!(b
+        .text(".approval-state")
+        .await
+        .contains("stop — trial “4 × H100 · Cloud B”"));
+    b.shot("review-second-trial-approved-1366").await;
+    b.close().await;
+
+    let (trial, decision): (uuid::Uuid, String) =
+        sqlx::query_as("SELECT trial_id, decision FROM approvals WHERE brief_id = $1")
+            .bind(loaded.brief_id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((trial.to_string(), decision.as_str()), (second, "stop"));
+}
+
+#[tokio::test]
+async fn without_javascript_choosing_a_trial_reloads_the_form_with_its_words() {
+    let app = spawn_app().await;
+    let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
+    let loaded = demo::load(&state).await.unwrap();
+    let review = format!("/briefs/{}/review", loaded.brief_id);
+    let manager = app.login(Role::Manager).await;
+    let json: serde_json::Value = manager
+        .get(app.url(&format!("/api/v1/briefs/{}/review", loaded.brief_id)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let second = trial_id(&json, "4 × H100 · Cloud B");
+    // The choice is a GET of its own (a form apart from the approval's), so it carries no token.
+    let html = manager.get(app.url(&review)).await.text().await.unwrap();
+    assert!(
+        html.contains("<form method=\"get\" action=\""),
+        "the trial choice is a form of its own"
+    );
+    assert!(html.contains("id=\"show-trial\""));
+    let html = manager
+        .get(app.url(&format!("{review}?trial={second}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(">Approve: stop renting 4 × H100 SXM — trial “4 × H100 · Cloud B”</button>"),
+        "the reloaded form's button names the chosen trial"
+    );
+    assert!(html.contains(&format!("name=\"trial\" id=\"trial-chosen\" value=\"{second}\"")));
+    assert!(
+        !html.contains("name=\"reservation.count\""),
+        "stop records no reservation"
+    );
+    // A trial that is not the brief's leaves the form on the recommended one.
+    let html = manager
+        .get(app.url(&format!("{review}?trial=not-a-trial")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("— trial “8 × H200 · Cloud A”</button>"));
+    let digest = html
+        .split("name=\"inputs_digest\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let res = manager
+        .client
+        .post(app.url(&review))
+        .form(&[
+            ("csrf_token", manager.csrf.as_str()),
+            ("inputs_digest", digest.as_str()),
+            ("trial", second.as_str()),
+            ("verdict", "approve"),
+            ("comment", "Cloud B misses the targets: stop it."),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let page = manager.get(app.url(&review)).await.text().await.unwrap();
+    assert!(
+        page.contains("Approved (stop) — 4 × H100 · Cloud B, by "),
+        "the first screen names the trial"
+    );
 }

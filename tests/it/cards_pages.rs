@@ -197,3 +197,45 @@ async fn the_editor_saves_revisions_and_re_renders_errors() {
     assert!(rev.contains("the generated default card") && rev.contains("Removed") && rev.contains("Added"));
     assert!(rev.contains(&person.email));
 }
+
+#[tokio::test]
+async fn the_brief_page_shows_each_measured_value_with_its_unit_as_the_review_does() {
+    use rentcheck::{auth::Role, config::AppConfig, demo, state::AppState};
+    let app = spawn_app().await;
+    let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
+    let loaded = demo::load(&state).await.unwrap();
+    let person = app.login(Role::Engineer).await;
+    let get = |path: String| {
+        let person = &person;
+        let app = &app;
+        async move { person.get(app.url(&path)).await.text().await.unwrap() }
+    };
+    let brief = get(format!("/briefs/{}", loaded.brief_id)).await;
+    let review = get(format!("/briefs/{}/review", loaded.brief_id)).await;
+    // The NCCL bus bandwidth and the first-token latency: the same text, unit included, on both
+    // pages ("481 GB/s", not "480.6").
+    let json: serde_json::Value = app
+        .get(&format!("/api/v1/briefs/{}/review", loaded.brief_id))
+        .await
+        .json()
+        .await
+        .unwrap();
+    for (key, unit) in [("nccl.busbw_peak_gbps", "GB/s"), ("serving.ttft_p95_ms", "ms")] {
+        let value = json["criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["key"] == key)
+            .unwrap_or_else(|| panic!("{key} on the card"))["value"]
+            .clone();
+        let shown = rentcheck::money::measured(&value, unit);
+        assert!(shown.ends_with(unit), "{shown}");
+        assert!(
+            brief.contains(&format!(">{shown}<")),
+            "{key}: {shown} on the brief page"
+        );
+        assert!(review.contains(&shown), "{key}: {shown} on the review");
+        let bare = rentcheck::money::value(&value);
+        assert!(!brief.contains(&format!(">{bare}<")), "{key}: never the bare {bare}");
+    }
+}

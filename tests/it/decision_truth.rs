@@ -545,17 +545,27 @@ async fn the_offers_break_even_decides_reserve_and_the_approval_records_exactly_
     assert_eq!(t["break_even_known"], true);
     assert_eq!(decimal(&t["utilization"]), "0.64".parse::<Decimal>().unwrap());
     assert_eq!(t["decision"], "expand", "below the break-even + 0.05");
-    assert!(t["reasons"][0]["says"].as_str().unwrap().contains("0.65"));
+    assert!(
+        t["reasons"][0]["says"].as_str().unwrap().contains("65 %"),
+        "{}",
+        t["reasons"][0]
+    );
     ledger(&app, &id, &trial, "3.50", 1000, Some("67.2")).await;
     let r = review(&app, &id).await;
     let t = trial_of(&r, &trial).clone();
     assert_eq!(decimal(&t["utilization"]), "0.65".parse::<Decimal>().unwrap());
     assert_eq!(t["decision"], "reserve");
     assert_eq!(t["reasons"][0]["rule"], 8);
-    // The saving for what would be rented: 3 replicas of an 8-GPU node for the peak of 20 at 8 a
-    // replica, (3.50 × 0.65 − 2.10) × 24 GPUs × 730 = 3,066.00 a month.
+    // The comparison for what would be rented: 3 replicas of an 8-GPU node for the peak of 20 at
+    // 8 a replica, 24 GPUs. Reserved 24 × 2.10 × 730 = 36,792.00; on demand for the busy hours
+    // 24 × 3.50 × 730 × 0.65 = 39,858.00; saving 3,066.00 a month.
+    assert_eq!(decimal(&t["reserved_monthly"]), Decimal::from(36_792));
+    assert_eq!(decimal(&t["on_demand_busy_monthly"]), Decimal::from(39_858));
+    assert_eq!(decimal(&t["reserve_saving_monthly"]), Decimal::from(3_066));
+    assert_eq!(decimal(&t["reserve_threshold"]), "0.65".parse::<Decimal>().unwrap());
+    assert_eq!(t["reserved_price_needed"], false);
     assert!(
-        t["reasons"][0]["says"].as_str().unwrap().contains("3,066.00 USD"),
+        t["reasons"][0]["says"].as_str().unwrap().contains("3,066 USD"),
         "{}",
         t["reasons"][0]
     );
@@ -621,26 +631,75 @@ async fn the_offers_break_even_decides_reserve_and_the_approval_records_exactly_
     assert_eq!(after["approval"]["reservation"], reservation);
 }
 
+// Rule 8b (decision.md): this test used to expect a "reservation" at the on-demand rate from a 0.60
+// default break-even; without a reserved price of the offer nothing is reserved now.
 #[tokio::test]
-async fn a_reserve_without_a_reserved_price_keeps_the_trials_own_rate_and_says_so() {
+async fn without_a_reserved_price_a_busy_trial_expands_and_says_which_price_would_pay() {
     let app = spawn_app().await;
     let id = brief(&app, json!({})).await;
     let trial = first_trial(&app, &id, json!({ "provider": "Cloud A", "rate_per_gpu_hour": "3.50" })).await;
     upload(&app, &id, &trial, &load_point(Load::at(8.0, 25.3).queued(20.0))).await;
-    // 0.90 busy: past the 0.60 break-even used when no reserved price is known (+ 0.05).
+    // 0.90 busy, no reserved price known: expand (8b). Reserving would pay below 3.50 × (0.90 −
+    // 0.05) = 2.975 per GPU-hour; on demand for the busy hours: 8 × 3.50 × 730 × 0.90 = 18,396.
     ledger(&app, &id, &trial, "3.50", 1000, Some("19.2")).await;
-    let t = trial_of(&review(&app, &id).await, &trial).clone();
-    assert_eq!(t["decision"], "reserve");
+    let r = review(&app, &id).await;
+    let t = trial_of(&r, &trial).clone();
+    assert_eq!(t["decision"], "expand");
+    assert_eq!(t["reasons"][0]["rule"], "8b");
+    assert_eq!(t["reserved_price_needed"], true);
     assert_eq!(t["break_even_known"], false);
-    assert!(t["reasons"][0]["says"]
-        .as_str()
-        .unwrap()
-        .contains("no saving is claimed"));
-    let res = &t["reservation"];
-    assert_eq!(res["billing"], "on-demand");
-    assert_eq!(decimal(&res["rate_per_gpu_hour"]), "3.50".parse::<Decimal>().unwrap());
-    assert_eq!(decimal(&res["monthly_cost"]), Decimal::from(20_440), "8 × 3.50 × 730");
-    assert!(res["note"].as_str().unwrap().contains("no reserved price is current"));
+    assert_eq!(t["break_even"], Value::Null);
+    assert_eq!(t["reserve_threshold"], Value::Null);
+    assert_eq!(t["reserved_monthly"], Value::Null);
+    assert_eq!(
+        decimal(&t["reserve_pays_below_rate"]),
+        "2.975".parse::<Decimal>().unwrap()
+    );
+    assert_eq!(decimal(&t["on_demand_busy_monthly"]), Decimal::from(18_396));
+    assert_eq!(t["reservation"], Value::Null, "nothing to reserve");
+    let says = t["reasons"][0]["says"].as_str().unwrap();
+    assert!(
+        says.contains("below 2.98 USD per GPU-hour") && says.contains("nothing is reserved"),
+        "{says}"
+    );
+    // Approving records expand and no reservation.
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let res = manager
+        .post(app.url(&format!("/api/v1/briefs/{id}/approvals")))
+        .json(&json!({ "verdict": "approve", "inputs_digest": r["inputs_digest"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let approval: Value = res.json().await.unwrap();
+    assert_eq!(
+        (approval["decision"].clone(), approval["reservation"].clone()),
+        (json!("expand"), Value::Null)
+    );
+    // The page offers the price import with the offer filled in.
+    let person = app.login(Role::Manager).await;
+    let page = person
+        .get(app.url(&format!("/briefs/{id}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let href = page
+        .split("id=\"reserved-price-import\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a call to action to enter the reserved price")
+        .replace("&amp;", "&")
+        .replace("&#38;", "&");
+    assert!(
+        href.starts_with("/prices?offer_provider=Cloud+A&offer_gpu=H100+SXM&offer_gpu_count=8"),
+        "{href}"
+    );
+    let prices = person.get(app.url(&href)).await.text().await.unwrap();
+    assert!(
+        prices.contains("Cloud A,H100 SXM,8,reserved,,USD,,"),
+        "the sheet is filled in with the offer, the rate left to type"
+    );
 }
 
 #[tokio::test]

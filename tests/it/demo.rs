@@ -44,10 +44,10 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
     assert_eq!(page.status(), 200);
     let html = page.text().await.unwrap();
     assert!(
-        html.contains("data-decision=\"reserve\""),
-        "the demo reviews to reserve"
+        html.contains("data-decision=\"expand\""),
+        "the demo imports no reserved price: rule 8b keeps it pay-as-you-go"
     );
-    assert!(html.contains("Rule 8"));
+    assert!(html.contains("Rule 8b"));
     assert!(!html.contains("Still missing"), "every stage has its evidence");
     assert!(html.contains("approval-form"), "the demo login is a manager");
 
@@ -61,7 +61,8 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
         .json()
         .await
         .unwrap();
-    assert_eq!(review["decision"], "reserve");
+    assert_eq!(review["decision"], "expand");
+    assert_eq!(review["reasons"][0]["rule"], "8b");
     assert_eq!(review["accepted"], true);
     assert_eq!(review["ledger"]["cost_per_job"], "0.00859");
     let counts = |app: &common::TestApp| {

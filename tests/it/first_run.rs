@@ -247,7 +247,7 @@ async fn readme_steps_one_and_two_started_together_on_an_empty_machine_both_work
     let person = sign_in(&base, &email, &password).await;
     let review = person.get(&url).send().await.unwrap();
     assert_eq!(review.status(), 200);
-    assert!(review.text().await.unwrap().contains("data-decision=\"reserve\""));
+    assert!(review.text().await.unwrap().contains("data-decision=\"expand\""));
 
     // Step 5: mint a token on the brief's token page and send evidence the way its curl line says.
     let brief = url.trim_end_matches("/review").rsplit('/').next().unwrap().to_owned();

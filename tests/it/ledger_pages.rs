@@ -121,8 +121,47 @@ async fn adding_a_line_through_the_form_changes_the_summary() {
         .await
         .unwrap();
     assert_eq!(res.status(), 422);
-    assert!(res.text().await.unwrap().contains("line 4, column 8 (amount)"));
+    // The refusal is at the field, names the trial, keeps what was sent and leads back.
+    let refused = res.text().await.unwrap();
+    assert!(refused.contains("line 4, column 8 (amount)"));
+    assert!(refused.contains("The ledger import was not stored"), "{refused}");
+    assert!(
+        refused.contains("aria-describedby=\"import-csv-error\""),
+        "the message is at the paste box"
+    );
+    assert!(refused.contains("host,,,,,,,x,USD"), "the pasted text is kept");
+    assert!(
+        refused.contains("Nothing was added to trial <strong>“"),
+        "the trial is named"
+    );
+    assert!(
+        refused.contains(&format!("href=\"/briefs/{id}?trial=")),
+        "a way back to the brief's ledger"
+    );
     assert_eq!(app.count("ledger_lines").await, 3);
+    // A FOCUS import with a bad GPUs-per-resource: the message at that field, the choices kept.
+    let res = person
+        .client
+        .post(app.url(&format!("/briefs/{id}/ledger/import")))
+        .form(&[
+            ("csrf_token", person.csrf.as_str()),
+            ("format", "focus"),
+            ("resources", "i-0abc"),
+            ("gpus_per_resource", "eight"),
+            ("csv", "BilledCost\n1\n"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let refused = res.text().await.unwrap();
+    assert!(refused.contains("id=\"import-gpus-error\""), "{refused}");
+    assert!(refused.contains("value=\"eight\""), "the value typed is kept");
+    assert!(
+        refused.contains("<option value=\"focus\" selected>"),
+        "the format chosen is kept"
+    );
+    assert!(refused.contains(">i-0abc</textarea>"));
 
     let export = person
         .client

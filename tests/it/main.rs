@@ -56,6 +56,7 @@ mod private_cluster;
 mod resilience;
 mod review_api;
 mod review_hardware;
+mod review_override;
 mod review_summaries;
 mod security;
 mod security_review3;

@@ -73,3 +73,69 @@ async fn the_review_shows_the_nccl_share_and_uses_measured_utilization_without_i
         "the review shows the share beside the bus bandwidth"
     );
 }
+
+#[tokio::test]
+async fn another_gpu_in_the_evidence_is_said_and_approving_asks_to_acknowledge_it() {
+    let app = spawn_app().await;
+    let brief = app
+        .brief_id_with(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 4 }))
+        .await;
+    // An 8 × H200 `nvidia-smi -L` sent to a 4 × H100 trial.
+    let res = app
+        .post_raw_evidence(
+            &brief,
+            "kind=nvidia-smi-list&stage=1",
+            "text/plain",
+            fixture("nvidia-smi-list/h200-x8.txt"),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let manager = app.login(Role::Manager).await;
+    let brief_page = manager
+        .get(app.url(&format!("/briefs/{brief}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(brief_page.contains("id=\"gpu-mismatch\""), "the brief page says it");
+    let page = manager
+        .get(app.url(&format!("/briefs/{brief}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("id=\"gpu-mismatch\""),
+        "the review's first screen says it"
+    );
+    assert!(page.contains("name=\"acknowledge_mismatch\""), "the approval form asks");
+
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let named = review["trials"][0]["gpu_mismatch"]["named"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(named.contains("H200"), "{named}");
+    let api = common::bearer_client(&app.token(Role::Manager, None).await);
+    let url = app.url(&format!("/api/v1/briefs/{brief}/approvals"));
+    let body = |ack: bool| json!({ "verdict": "approve", "inputs_digest": review["inputs_digest"], "acknowledge_mismatch": ack });
+    let res = api.post(&url).json(&body(false)).send().await.unwrap();
+    assert_eq!(res.status(), 422);
+    let problem: Value = res.json().await.unwrap();
+    assert_eq!(problem["errors"][0]["field"], "acknowledge_mismatch");
+    assert!(problem["errors"][0]["message"].as_str().unwrap().contains(&named));
+    let res = api.post(&url).json(&body(true)).send().await.unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let approval: Value = res.json().await.unwrap();
+    assert_eq!(approval["mismatch_acknowledged"], json!(named));
+    let audit: Value = sqlx::query_scalar("SELECT details FROM audit_log WHERE action = 'approval.approve'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(audit["mismatch_acknowledged"], json!(named));
+}

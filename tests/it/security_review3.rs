@@ -145,7 +145,7 @@ enum Reach {
 fn reach(method: &str, path: &str) -> Option<Reach> {
     use Reach::*;
     Some(match (method, path) {
-        (_, "/healthz" | "/readyz" | "/metrics" | "/api/openapi.json" | "/static/app.css" | "/static/review.js") => {
+        (_, "/healthz" | "/readyz" | "/metrics" | "/api/openapi.json" | "/static/app.css" | "/static/review.js" | "/static/copy.js") => {
             Public
         }
         (_, "/login" | "/setup" | "/docs/problems") => Public,

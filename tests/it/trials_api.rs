@@ -355,11 +355,11 @@ async fn each_trial_is_decided_on_its_own_and_the_cheapest_accepted_one_is_recom
     let approval: Value = res.json().await.unwrap();
     assert_eq!(approval["trial_id"], json!(a));
     assert_eq!(approval["decision"], ra["decision"]);
-    // Busy 47 of 48 GPU-hours: reserve, with the reserved trial's allocation, provider and rate.
-    assert_eq!(approval["decision"], "reserve");
-    assert_eq!(approval["reservation_gpu"], "H200 SXM");
-    assert_eq!(approval["reservation_count"], 2);
-    assert_eq!(approval["reservation_rate_per_gpu_hour"], "3.000000");
+    // Busy 47 of 48 GPU-hours, but no reserved price of Cloud A's offer is known: rule 8b keeps it
+    // pay-as-you-go, and nothing is reserved.
+    assert_eq!(approval["decision"], "expand");
+    assert_eq!(ra["reasons"][0]["rule"], "8b");
+    assert_eq!(approval["reservation_gpu"], Value::Null);
     let res = manager.post(&url).json(&approve(b, "")).send().await.unwrap();
     assert_eq!(res.status(), 201, "the recommended trial needs no comment");
 }

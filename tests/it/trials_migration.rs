@@ -106,7 +106,8 @@ async fn a_database_with_the_demo_gets_its_first_trial_and_keeps_its_meaning() {
         .json()
         .await
         .unwrap();
-    assert_eq!(review["decision"], "reserve");
+    // Rule 8b: the demo imports no reserved price, so it is busy enough to ask for one and expands.
+    assert_eq!(review["decision"], "expand");
     assert_eq!(review["ledger"]["cost_per_job"], "0.00859");
     // The approval pinned the inputs of that day. The trials migration changed none of them: the
     // differences are two later changes of the default card, not of the data: the NCCL floor now
