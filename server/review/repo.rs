@@ -139,14 +139,17 @@ pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[BriefId]) ->
     .await
 }
 
-/// When the brief was last approved (a rejection does not count); `None` when never.
+/// When this trial of the brief was last approved (a rejection does not count); `None` when never.
+/// Separation of duties is per trial: an approval of another trial proves nothing about this one.
 pub async fn last_approved_at(
     db: impl PgExecutor<'_>,
     brief_id: BriefId,
+    trial_id: TrialId,
 ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
     sqlx::query_scalar!(
-        "SELECT max(decided_at) FROM approvals WHERE brief_id = $1 AND verdict = 'approve'",
-        brief_id.as_uuid()
+        "SELECT max(decided_at) FROM approvals WHERE brief_id = $1 AND trial_id = $2 AND verdict = 'approve'",
+        brief_id.as_uuid(),
+        trial_id.as_uuid()
     )
     .fetch_one(db)
     .await

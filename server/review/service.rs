@@ -17,7 +17,7 @@ use super::{
     repo::{self, ApprovalRow},
 };
 use crate::{
-    acceptance::service as cards,
+    acceptance::{model as acceptance_model, service as cards},
     audit,
     auth::{token, users, Principal, Role},
     briefs::{model::Brief, service as briefs},
@@ -80,6 +80,31 @@ impl TrialReview {
     /// The reservation approving this trial would record, when its decision reserves something.
     pub fn recorded_reservation(&self) -> Option<&Reservation> {
         self.reservation.as_ref()?.as_ref().ok()
+    }
+
+    /// How many required criteria that apply to the trial some value could fail: a card whose
+    /// required criteria all cannot (`gpu.count ≥ 0`) tested nothing.
+    pub fn required_tests_that_can_fail(&self) -> usize {
+        self.context
+            .inputs
+            .criteria
+            .iter()
+            .filter(|c| c.required && c.status != Status::NotApplicable)
+            .filter(|c| {
+                let criterion = || -> Option<acceptance_model::Criterion> {
+                    Some(acceptance_model::Criterion {
+                        key: c.key.clone(),
+                        op: c.op.parse().ok()?,
+                        threshold: serde_json::from_value(c.threshold.clone()).ok()?,
+                        unit: String::new(),
+                        stage: c.stage,
+                        required: c.required,
+                        why: None,
+                    })
+                };
+                criterion().is_none_or(|c| c.can_fail())
+            })
+            .count()
     }
 
     pub fn criteria_passed(&self) -> (usize, usize) {
@@ -345,11 +370,12 @@ pub async fn record_verdict_locked(
         // "Accepted" means every required criterion passed; with none required, nothing was
         // checked (a card made all optional), and approving it would record an acceptance test
         // that tested nothing.
-        if trial.decision.accepted && trial.criteria_passed().1 == 0 {
+        if trial.decision.accepted && trial.required_tests_that_can_fail() == 0 {
             return Err(AppError::Validation(vec![FieldError::new(
                 "verdict",
-                "the card has no required criterion that applies, so this trial was accepted without any test: \
-                 mark at least one criterion required on the card before approving",
+                "the card has no required criterion that applies and could fail (a threshold every value meets, \
+                 such as gpu.count ≥ 0, tests nothing), so this trial was accepted without any test: mark at least \
+                 one real criterion required on the card before approving",
             )]));
         }
         // Separation of duties: whoever changed the card since the last approval (its thresholds,
@@ -360,7 +386,7 @@ pub async fn record_verdict_locked(
             Principal::Token { .. } => None,
         };
         // Three reads, each of its owner's table: the last approval, the person's tokens, the card.
-        let since = repo::last_approved_at(&mut *conn, brief_id).await?;
+        let since = repo::last_approved_at(&mut *conn, brief_id, trial_id).await?;
         let jtis = match actor.user_id() {
             Some(person) => token::jtis_of(&mut *conn, person).await?,
             None => Vec::new(),

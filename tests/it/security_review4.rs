@@ -154,3 +154,174 @@ async fn a_problems_type_leads_to_the_page_that_explains_it() {
     assert!(html.contains(&format!("id=\"{anchor}\"")), "{kind} has its entry");
     assert!(html.contains("404 Not Found"), "with its status");
 }
+
+async fn review(app: &TestApp, client: &reqwest::Client, brief: &str) -> Value {
+    client
+        .get(app.url(&format!("/api/v1/briefs/{brief}/review")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn approve(app: &TestApp, client: &reqwest::Client, brief: &str, trial: &str) -> reqwest::Response {
+    let digest = review(app, client, brief).await["inputs_digest"].clone();
+    client
+        .post(app.url(&format!("/api/v1/briefs/{brief}/approvals")))
+        .json(&json!({ "verdict": "approve", "trial": trial, "comment": "ok with it", "inputs_digest": digest }))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The card's criteria, all optional but those `keep` says, through the API as `client`.
+async fn loosen_card(app: &TestApp, client: &reqwest::Client, brief: &str, mut keep: impl FnMut(&Value) -> bool) {
+    let card: Value = client
+        .get(app.url(&format!("/api/v1/briefs/{brief}/card")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut criteria = card["criteria"].clone();
+    for c in criteria.as_array_mut().unwrap() {
+        let required = keep(c);
+        c["required"] = json!(required);
+    }
+    let res = client
+        .put(app.url(&format!("/api/v1/briefs/{brief}/card")))
+        .json(&json!({ "criteria": criteria }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+}
+
+/// "Since the last approval" is per trial: another manager's approval of trial 1 does not let the
+/// manager who loosened the card approve trial 2 alone (it did before).
+#[tokio::test]
+async fn separation_of_duties_holds_for_each_trial() {
+    let app = spawn_app().await;
+    let mine_email = app.user(Role::Manager).await;
+    let mine_id = users::by_email(&app.pool, &mine_email).await.unwrap().unwrap().id;
+    let mine = bearer_client(&mint(&app, mine_id, &mine_email, Role::Manager, None).await);
+    let mut body = common::valid_brief();
+    common::merge(
+        &mut body,
+        json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }),
+    );
+    let res = mine.post(app.url("/api/v1/briefs")).json(&body).send().await.unwrap();
+    assert_eq!(res.status(), 201);
+    let brief = res.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
+    let res = mine
+        .post(app.url(&format!("/api/v1/briefs/{brief}/trials")))
+        .json(&json!({ "name": "Trial 2" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let trials: Value = mine
+        .get(app.url(&format!("/api/v1/briefs/{brief}/trials")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<String> = trials["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let mut first = true;
+    loosen_card(&app, &mine, &brief, |_| std::mem::take(&mut first)).await;
+
+    let other_email = app.user(Role::Manager).await;
+    let other_id = users::by_email(&app.pool, &other_email).await.unwrap().unwrap().id;
+    let other = bearer_client(&mint(&app, other_id, &other_email, Role::Manager, None).await);
+    let res = approve(&app, &other, &brief, &ids[0]).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+
+    let res = approve(&app, &mine, &brief, &ids[1]).await;
+    assert_eq!(
+        res.status(),
+        403,
+        "trial 2 was never approved by anyone since the change"
+    );
+    assert!(res.text().await.unwrap().contains("another manager must approve it"));
+    // Trial 1, which the other manager approved after the change, is theirs to approve again.
+    let res = approve(&app, &mine, &brief, &ids[0]).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+}
+
+/// A required criterion every value meets (`gpu.count ≥ 0`, met with 0 GPUs posted) tests
+/// nothing: the trial is not approved as accepted on it.
+#[tokio::test]
+async fn a_card_whose_only_required_criterion_cannot_fail_is_not_approved_as_accepted() {
+    let app = spawn_app().await;
+    let brief = app
+        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mut criteria: Vec<Value> = card["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .cloned()
+        .map(|mut c| {
+            c["required"] = json!(false);
+            c
+        })
+        .collect();
+    criteria.retain(|c| c["key"] != "gpu.count");
+    criteria
+        .push(json!({ "key": "gpu.count", "op": "ge", "threshold": 0, "unit": "count", "stage": 1, "required": true }));
+    let res = app
+        .put_json(
+            &format!("/api/v1/briefs/{brief}/card"),
+            &json!({ "criteria": criteria }),
+        )
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let res = app
+        .post_raw_evidence(
+            &brief,
+            "kind=metrics&stage=1",
+            "application/json",
+            br#"{"metrics": {"gpu.count": 0}}"#.to_vec(),
+        )
+        .await;
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let r = review(&app, &manager, &brief).await;
+    assert_eq!(r["trials"][0]["accepted"], true, "accepted on gpu.count = 0: {r:.400}");
+    // The brief's one trial is the one approved.
+    let body = json!({ "verdict": "approve", "comment": "", "inputs_digest": r["inputs_digest"] });
+    let res = manager
+        .post(app.url(&format!("/api/v1/briefs/{brief}/approvals")))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let problem: Value = res.json().await.unwrap();
+    assert_eq!(problem["errors"][0]["field"], "verdict");
+    assert!(
+        problem["errors"][0]["message"].as_str().unwrap().contains("could fail"),
+        "{problem}"
+    );
+    assert_eq!(app.count("approvals").await, 0);
+}
