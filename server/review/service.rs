@@ -19,6 +19,7 @@ use crate::{
     audit,
     auth::{token, users, Principal, Role},
     briefs::{model::Brief, service as briefs},
+    commitments::service as commitments,
     error::AppError,
     ids::{BriefId, TrialId},
     outbox,
@@ -403,6 +404,10 @@ pub async fn record_verdict_locked(
         },
     )
     .await?;
+    if let Some(r) = &reservation {
+        let on_demand = trial.context.inputs.money.as_ref().and_then(|m| m.reservation_rates.on_demand_rate);
+        commitments::open_for_approval(&mut *conn, &row, r, on_demand, &actor.label()).await?;
+    }
     audit::record(
         &mut *conn,
         &actor.label(),

@@ -1,0 +1,297 @@
+//! Commitments as handlers use them: opened by an approval, listed for whoever may see them, their
+//! use per month, and a manager's changes.
+
+use chrono::{NaiveDate, Utc};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{
+    model::{self, CommitmentState, MonthUse, TermUse, UseBasis},
+    repo::{self, CommitmentRow, NewCommitment},
+};
+use crate::{
+    audit,
+    auth::{teams, Principal, Role},
+    error::AppError,
+    review::{model::Reservation, repo::ApprovalRow},
+    state::AppState,
+    validation::FieldError,
+};
+
+/// Opens the commitment an approval's reservation records, in the approval's transaction, with its
+/// audit row. A brief whose commitment is due for renewal gets the new one as its renewal.
+/// `on_demand_rate` is the offer's on-demand rate the review read (what the busy hours would have
+/// cost by the hour); a reservation kept at on-demand billing is its own on-demand rate.
+pub async fn open_for_approval(
+    conn: &mut PgConnection,
+    approval: &ApprovalRow,
+    reservation: &Reservation,
+    on_demand_rate: Option<Decimal>,
+    actor: &str,
+) -> Result<Uuid, AppError> {
+    let end_date = model::end_date(reservation.start_date, reservation.term_months).ok_or_else(|| {
+        AppError::Validation(vec![FieldError::new("reservation", "the term ends past the calendar's end")])
+    })?;
+    let on_demand = on_demand_rate.or((reservation.billing == "on-demand").then_some(reservation.rate_per_gpu_hour));
+    let renews = repo::renewal_due_of(&mut *conn, approval.brief_id).await?;
+    let to_i32 = |n: u32, field: &'static str| {
+        i32::try_from(n).map_err(|_| AppError::Validation(vec![FieldError::new(field, "is too large")]))
+    };
+    let id = repo::insert(
+        &mut *conn,
+        &NewCommitment {
+            brief_id: approval.brief_id,
+            trial_id: reservation.trial,
+            approval_id: approval.id,
+            provider: reservation.provider.as_deref().unwrap_or(""),
+            gpu: &reservation.gpu,
+            gpus_per_node: to_i32(reservation.gpus_per_node, "gpus_per_node")?,
+            gpus: to_i32(reservation.gpus, "gpus")?,
+            billing: &reservation.billing,
+            rate_per_gpu_hour: reservation.rate_per_gpu_hour,
+            on_demand_rate_per_gpu_hour: on_demand,
+            currency: &reservation.currency,
+            term_months: to_i32(reservation.term_months, "term_months")?,
+            start_date: reservation.start_date,
+            end_date,
+            monthly_cost: reservation.monthly_cost,
+            renews,
+        },
+    )
+    .await?;
+    audit::record(
+        &mut *conn,
+        actor,
+        "commitment.opened",
+        &format!("brief:{}", approval.brief_id),
+        json!({
+            "commitment": id,
+            "approval": approval.id,
+            "trial": reservation.trial,
+            "gpus": reservation.gpus,
+            "rate_per_gpu_hour": reservation.rate_per_gpu_hour.to_string(),
+            "currency": reservation.currency,
+            "start_date": reservation.start_date,
+            "end_date": end_date,
+            "renews": renews,
+        }),
+    )
+    .await?;
+    Ok(id)
+}
+
+/// Managers and admins see every commitment; engineers those of the briefs they may edit. `None`:
+/// every one.
+fn viewer(caller: &Principal) -> Result<Option<Uuid>, AppError> {
+    caller.require_person(Role::Engineer)?;
+    caller.require_unscoped()?;
+    Ok(if caller.role() >= Role::Manager {
+        None
+    } else {
+        // A token minted for nobody sees the briefs nobody owns.
+        Some(caller.user_id().unwrap_or(Uuid::nil()))
+    })
+}
+
+/// A commitment with where it stands today and its use so far.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CommitmentDetail {
+    #[serde(flatten)]
+    pub commitment: CommitmentRow,
+    /// Days from today to the term's last day, both included (0 once ended).
+    pub days_left: i64,
+    /// Each calendar month of the term so far (completed days only).
+    pub months: Vec<MonthUse>,
+    /// The months added up.
+    pub term: TermUse,
+}
+
+impl CommitmentDetail {
+    /// The state as the enum (the column's CHECK keeps it one of them).
+    pub fn state(&self) -> CommitmentState {
+        self.commitment.state.parse().unwrap_or(CommitmentState::Active)
+    }
+
+    /// The newest month of the term so far.
+    pub fn this_month(&self) -> Option<&MonthUse> {
+        self.months.last()
+    }
+}
+
+/// A list of commitments, each with its use so far.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CommitmentList {
+    pub items: Vec<CommitmentDetail>,
+}
+
+fn today() -> NaiveDate {
+    Utc::now().date_naive()
+}
+
+/// The commitment's use from its start to `as_of` (days before it), read from the ledger.
+pub async fn detail_of(
+    conn: &mut PgConnection,
+    c: CommitmentRow,
+    as_of: NaiveDate,
+) -> Result<CommitmentDetail, AppError> {
+    let last_day = model::last_committed_day(c.end_date, c.released_on);
+    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    let until = as_of.min(last_day.succ_opt().unwrap_or(last_day));
+    let lines = if until > c.start_date {
+        repo::accelerator_lines(&mut *conn, c.brief_id, midnight(c.start_date), midnight(until)).await?
+    } else {
+        Vec::new()
+    };
+    let (billed, idle) = repo::trial_hours(&mut *conn, c.trial_id).await?;
+    let months = model::months(&UseBasis {
+        trial: c.trial_id,
+        gpus: u32::try_from(c.gpus).unwrap_or(0),
+        rate_per_gpu_hour: c.rate_per_gpu_hour,
+        on_demand_rate_per_gpu_hour: c.on_demand_rate_per_gpu_hour,
+        start_date: c.start_date,
+        last_day,
+        as_of,
+        lines: &lines,
+        idle_share: model::idle_share(idle, billed),
+    });
+    Ok(CommitmentDetail {
+        days_left: if c.released_on.is_some() {
+            0
+        } else {
+            model::days_left(as_of, last_day)
+        },
+        term: model::term_use(&months),
+        months,
+        commitment: c,
+    })
+}
+
+/// The commitments the caller may see, `state` filtering, each with its use so far.
+pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) -> Result<CommitmentList, AppError> {
+    let viewer = viewer(caller)?;
+    let filter = match filter.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(s) => Some(s.parse::<CommitmentState>().map_err(|()| {
+            AppError::Validation(vec![FieldError::new(
+                "state",
+                "must be one of active, revalidation-due, regressed, renewal-due, ended, released",
+            )])
+        })?),
+        None => None,
+    };
+    let mut conn = state.pool.acquire().await?;
+    let rows = repo::list(&mut *conn, viewer, filter.map(CommitmentState::as_str)).await?;
+    let today = today();
+    let mut items = Vec::with_capacity(rows.len());
+    for row in rows {
+        items.push(detail_of(&mut conn, row, today).await?);
+    }
+    Ok(CommitmentList { items })
+}
+
+/// One commitment with its months; 404 for one the caller may not see.
+pub async fn get(state: &AppState, caller: &Principal, id: Uuid) -> Result<CommitmentDetail, AppError> {
+    let viewer = viewer(caller)?;
+    let mut conn = state.pool.acquire().await?;
+    let row = repo::get(&mut *conn, id).await?.ok_or(AppError::NotFound("commitment"))?;
+    if viewer.is_some() && !teams::can_edit_brief(&state.pool, caller, row.brief_id).await? {
+        return Err(AppError::NotFound("commitment"));
+    }
+    detail_of(&mut conn, row, today()).await
+}
+
+/// Longest provider commitment id.
+const MAX_PROVIDER_ID: usize = 200;
+
+/// A manager's change: `provider_commitment_id` (a string, or null to clear it),
+/// `revalidate_every_days` (1–365) and `released_on` (a date inside the term: the commitment is
+/// released that day). Any other field is refused. Audited with before and after.
+pub async fn patch(state: &AppState, caller: &Principal, id: Uuid, body: &Map<String, Value>) -> Result<CommitmentDetail, AppError> {
+    caller.require_person(Role::Manager)?;
+    caller.require_unscoped()?;
+    let mut tx = state.pool.begin().await?;
+    repo::lock(&mut *tx, id).await?.ok_or(AppError::NotFound("commitment"))?;
+    let before = repo::get(&mut *tx, id).await?.ok_or(AppError::NotFound("commitment"))?;
+    let mut provider_id = before.provider_commitment_id.clone();
+    let mut every = before.revalidate_every_days;
+    let mut released_on = before.released_on;
+    let mut errors = Vec::new();
+    for (field, value) in body {
+        match field.as_str() {
+            "provider_commitment_id" => match value {
+                Value::Null => provider_id = None,
+                Value::String(s) if !s.trim().is_empty() && s.trim().chars().count() <= MAX_PROVIDER_ID => {
+                    provider_id = Some(s.trim().to_owned());
+                }
+                _ => errors.push(FieldError::new(
+                    field.clone(),
+                    format!("must be the provider's id as a string of 1 to {MAX_PROVIDER_ID} characters, or null"),
+                )),
+            },
+            "revalidate_every_days" => match value.as_i64().filter(|d| (1..=365).contains(d)) {
+                Some(d) => every = d as i32,
+                None => errors.push(FieldError::new(field.clone(), "must be a whole number of days from 1 to 365")),
+            },
+            "released_on" => match value.as_str().and_then(|s| s.parse::<NaiveDate>().ok()) {
+                Some(d) if d >= before.start_date && d <= before.end_date => released_on = Some(d),
+                Some(_) => errors.push(FieldError::new(
+                    field.clone(),
+                    format!(
+                        "must be inside the term, from {} to {}",
+                        before.start_date, before.end_date
+                    ),
+                )),
+                None => errors.push(FieldError::new(field.clone(), "must be a date such as 2026-11-30")),
+            },
+            _ => errors.push(FieldError::new(
+                field.clone(),
+                "is not a field a manager may change (provider_commitment_id, revalidate_every_days, released_on)",
+            )),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(AppError::Validation(errors));
+    }
+    if before.released_on.is_some() && released_on != before.released_on {
+        return Err(AppError::Conflict(format!(
+            "this commitment was released on {}; a release is not taken back",
+            before.released_on.unwrap_or_default()
+        )));
+    }
+    let (state_now, reason) = match released_on {
+        Some(d) if before.released_on.is_none() => (
+            CommitmentState::Released.as_str().to_owned(),
+            format!("released on {d} by {}", caller.label()),
+        ),
+        _ => (before.state.clone(), before.state_reason.clone()),
+    };
+    repo::update(&mut *tx, id, provider_id.as_deref(), every, released_on, &state_now, &reason).await?;
+    audit::record(
+        &mut *tx,
+        &caller.label(),
+        "commitment.changed",
+        &format!("brief:{}", before.brief_id),
+        json!({
+            "commitment": id,
+            "before": {
+                "provider_commitment_id": before.provider_commitment_id,
+                "revalidate_every_days": before.revalidate_every_days,
+                "released_on": before.released_on,
+                "state": before.state,
+            },
+            "after": {
+                "provider_commitment_id": provider_id,
+                "revalidate_every_days": every,
+                "released_on": released_on,
+                "state": state_now,
+            },
+        }),
+    )
+    .await?;
+    let after = repo::get(&mut *tx, id).await?.ok_or(AppError::NotFound("commitment"))?;
+    let detail = detail_of(&mut tx, after, today()).await?;
+    tx.commit().await?;
+    Ok(detail)
+}
