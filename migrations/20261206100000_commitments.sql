@@ -7,6 +7,10 @@ CREATE TABLE commitments (
     trial_id                    uuid NOT NULL,
     -- The approval that recorded the reservation: one commitment per approval.
     approval_id                 uuid NOT NULL,
+    -- When it was approved, and the committed trial's criteria as the approval read them: a run
+    -- after this is a re-validation, judged against these.
+    approved_at                 timestamptz NOT NULL,
+    approved_criteria           jsonb NOT NULL DEFAULT '[]'::jsonb,
     provider                    text NOT NULL DEFAULT '',
     gpu                         text NOT NULL,
     gpus_per_node               integer NOT NULL,
@@ -27,6 +31,11 @@ CREATE TABLE commitments (
     -- Why the state is what it is ("no run since …", "ttft_p95 failed: 180 ms → 260 ms"), for people.
     state_reason                text NOT NULL DEFAULT '',
     state_changed_at            timestamptz NOT NULL DEFAULT now(),
+    -- When the background task last judged it (NULL: not yet): it looks again after new evidence
+    -- of the trial, and at least hourly for the clock's states.
+    checked_at                  timestamptz,
+    -- The newest run (evidence) of the trial since the approval that the task saw.
+    last_run_at                 timestamptz,
     -- The day a manager gave it back before its end (state released).
     released_on                 date,
     -- The commitment this one renews.
@@ -45,7 +54,8 @@ CREATE TABLE commitments (
     CONSTRAINT commitments_revalidate_check CHECK (revalidate_every_days BETWEEN 1 AND 365),
     CONSTRAINT commitments_provider_id_check CHECK (provider_commitment_id IS NULL OR length(provider_commitment_id) BETWEEN 1 AND 200),
     CONSTRAINT commitments_released_check CHECK ((state = 'released') = (released_on IS NOT NULL)),
-    CONSTRAINT commitments_not_self_check CHECK (renews IS NULL OR renews <> id)
+    CONSTRAINT commitments_not_self_check CHECK (renews IS NULL OR renews <> id),
+    CONSTRAINT commitments_approved_criteria_check CHECK (jsonb_typeof(approved_criteria) = 'array')
 );
 CREATE INDEX commitments_brief_idx ON commitments (brief_id, start_date);
 CREATE INDEX commitments_state_idx ON commitments (state, end_date);
@@ -53,10 +63,14 @@ CREATE INDEX commitments_state_idx ON commitments (state, end_date);
 -- Commitments for approvals already recorded: every approval of reserve, dedicate or scale with
 -- its reservation and trial, from the whole reservation when it was kept, else from the columns
 -- older approvals have (their rate from the monthly cost when it was not kept: monthly ÷ GPUs ÷ 730).
-INSERT INTO commitments (id, brief_id, trial_id, approval_id, provider, gpu, gpus_per_node, gpus, billing,
+INSERT INTO commitments (id, brief_id, trial_id, approval_id, approved_at, approved_criteria, provider, gpu, gpus_per_node, gpus, billing,
                          rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
                          monthly_cost, created_at)
-SELECT gen_random_uuid(), a.brief_id, a.trial_id, a.id,
+SELECT gen_random_uuid(), a.brief_id, a.trial_id, a.id, a.decided_at,
+       -- One trial's inputs, or every trial's by id.
+       CASE WHEN jsonb_typeof(a.inputs -> (a.trial_id::text) -> 'criteria') = 'array' THEN a.inputs -> (a.trial_id::text) -> 'criteria'
+            WHEN jsonb_typeof(a.inputs -> 'criteria') = 'array' THEN a.inputs -> 'criteria'
+            ELSE '[]'::jsonb END,
        COALESCE(a.reservation_provider, t.provider, ''),
        a.reservation_gpu,
        COALESCE((a.reservation ->> 'gpus_per_node')::integer, t.gpu_count, a.reservation_count),

@@ -5,5 +5,7 @@
 
 pub mod api;
 pub mod model;
+pub mod pages;
 pub mod repo;
 pub mod service;
+pub mod worker;

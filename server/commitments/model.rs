@@ -21,6 +21,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Datelike, Days, Months, NaiveDate, Utc};
 use rust_decimal::Decimal;
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::{
     ids::TrialId,
@@ -91,7 +92,9 @@ impl FromStr for CommitmentState {
 /// The last day of a term of `months` from `start`: one day before the same day `months` later
 /// (2026-01-31 for 12 months ends 2027-01-30). `None` past the calendar's end.
 pub fn end_date(start: NaiveDate, months: u32) -> Option<NaiveDate> {
-    start.checked_add_months(Months::new(months))?.checked_sub_days(Days::new(1))
+    start
+        .checked_add_months(Months::new(months))?
+        .checked_sub_days(Days::new(1))
 }
 
 /// The last day GPUs are committed: the term's last day, or the day before it was released.
@@ -339,6 +342,37 @@ pub struct ClockFacts {
     pub last_run: Option<NaiveDate>,
 }
 
+/// Required criteria that passed when the approval was recorded and fail on the newest evidence,
+/// each in words with its figure before and after: "ttft_p95_ms (stage 3) failed the re-run: 180
+/// when approved, 260 now". `approved` and `now` are the criteria as the review's inputs keep them
+/// (a JSON array of `{ key, stage, required, status, value }`).
+pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
+    let empty = Vec::new();
+    let before = approved.as_array().unwrap_or(&empty);
+    let shown = |v: Option<&Value>| match v {
+        Some(Value::Null) | None => "no value".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    };
+    now.as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .filter(|c| c["required"] == Value::Bool(true) && c["status"] == "fail")
+        .filter_map(|c| {
+            let was = before
+                .iter()
+                .find(|b| b["key"] == c["key"] && b["stage"] == c["stage"] && b["status"] == "pass")?;
+            Some(format!(
+                "{} (stage {}) failed the re-run: {} when approved, {} now",
+                c["key"].as_str().unwrap_or("a criterion"),
+                c["stage"],
+                shown(was.get("value")),
+                shown(c.get("value")),
+            ))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,8 +403,14 @@ mod tests {
         assert_eq!(end_date(d("2026-01-01"), 3), Some(d("2026-03-31")));
         // The 31st plus one month is the 28th of February; the term ends the day before.
         assert_eq!(end_date(d("2027-01-31"), 1), Some(d("2027-02-27")));
-        assert_eq!(last_committed_day(d("2026-03-31"), Some(d("2026-03-01"))), d("2026-02-28"));
-        assert_eq!(last_committed_day(d("2026-03-31"), Some(d("2026-05-01"))), d("2026-03-31"));
+        assert_eq!(
+            last_committed_day(d("2026-03-31"), Some(d("2026-03-01"))),
+            d("2026-02-28")
+        );
+        assert_eq!(
+            last_committed_day(d("2026-03-31"), Some(d("2026-05-01"))),
+            d("2026-03-31")
+        );
         assert_eq!(days_left(d("2026-03-30"), d("2026-03-31")), 2);
         assert_eq!(days_left(d("2026-04-02"), d("2026-03-31")), 0);
     }
@@ -480,6 +520,27 @@ mod tests {
     }
 
     #[test]
+    fn a_required_criterion_that_passed_and_now_fails_is_a_regression() {
+        let approved = serde_json::json!([
+            { "key": "ttft_p95_ms", "stage": 3, "required": true, "status": "pass", "value": 180 },
+            { "key": "tpot_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 90 },
+            { "key": "gpu_temp_c", "stage": 1, "required": false, "status": "pass", "value": 70 },
+        ]);
+        let now = serde_json::json!([
+            { "key": "ttft_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 260 },
+            { "key": "tpot_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 95 },
+            { "key": "gpu_temp_c", "stage": 1, "required": false, "status": "fail", "value": 95 },
+        ]);
+        // Only the required one that passed before: one failing at approval is no news, an
+        // optional one does not count.
+        assert_eq!(
+            regressions(&approved, &now),
+            ["ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now"]
+        );
+        assert!(regressions(&approved, &approved).is_empty());
+    }
+
+    #[test]
     fn the_clock_moves_a_commitment_through_its_states() {
         let facts = |today: &str, last_run: Option<&str>, current| ClockFacts {
             current,
@@ -490,13 +551,26 @@ mod tests {
             last_run: last_run.map(d),
         };
         use CommitmentState::*;
-        assert_eq!(clock_state(&facts("2026-01-31", None, Active)), Active, "30 days: not yet");
+        assert_eq!(
+            clock_state(&facts("2026-01-31", None, Active)),
+            Active,
+            "30 days: not yet"
+        );
         assert_eq!(clock_state(&facts("2026-02-01", None, Active)), RevalidationDue);
-        assert_eq!(clock_state(&facts("2026-03-01", Some("2026-02-15"), RevalidationDue)), Active);
-        assert_eq!(clock_state(&facts("2026-03-01", Some("2026-02-15"), Regressed)), Regressed);
+        assert_eq!(
+            clock_state(&facts("2026-03-01", Some("2026-02-15"), RevalidationDue)),
+            Active
+        );
+        assert_eq!(
+            clock_state(&facts("2026-03-01", Some("2026-02-15"), Regressed)),
+            Regressed
+        );
         // 2026-11-01 is 60 days before the last day (2026-12-31): renewal due; a day earlier, not yet.
         assert_eq!(clock_state(&facts("2026-10-31", Some("2026-10-30"), Active)), Active);
-        assert_eq!(clock_state(&facts("2026-11-01", Some("2026-10-30"), Active)), RenewalDue);
+        assert_eq!(
+            clock_state(&facts("2026-11-01", Some("2026-10-30"), Active)),
+            RenewalDue
+        );
         assert_eq!(clock_state(&facts("2027-01-01", None, RenewalDue)), Ended);
         assert_eq!(clock_state(&facts("2027-01-01", None, Released)), Released);
     }

@@ -1,15 +1,16 @@
-//! SQL of commitments: open, read, change, and what their use is computed from.
+//! SQL of commitments: the `commitments` table only (names, ledger lines and evidence come from
+//! their own domains' services).
 
 use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
 use serde::Serialize;
+use serde_json::Value;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-use super::model::AcceleratorUse;
 use crate::ids::{BriefId, TrialId};
 
-/// A commitment as stored, with its brief's and trial's names.
+/// A commitment as stored.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[schema(as = Commitment)]
 pub struct CommitmentRow {
@@ -18,14 +19,13 @@ pub struct CommitmentRow {
     #[serde(rename = "brief")]
     #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
-    pub brief_name: String,
     /// The committed trial's id.
     #[serde(rename = "trial")]
     #[schema(value_type = Uuid)]
     pub trial_id: TrialId,
-    pub trial_name: String,
-    /// The approval that recorded the reservation.
+    /// The approval that recorded the reservation, and when.
     pub approval_id: Uuid,
+    pub approved_at: DateTime<Utc>,
     pub provider: String,
     pub gpu: String,
     pub gpus_per_node: i32,
@@ -65,6 +65,8 @@ pub struct NewCommitment<'a> {
     pub brief_id: BriefId,
     pub trial_id: TrialId,
     pub approval_id: Uuid,
+    pub approved_at: DateTime<Utc>,
+    pub approved_criteria: &'a Value,
     pub provider: &'a str,
     pub gpu: &'a str,
     pub gpus_per_node: i32,
@@ -82,15 +84,17 @@ pub struct NewCommitment<'a> {
 
 pub async fn insert(db: impl PgExecutor<'_>, c: &NewCommitment<'_>) -> Result<Uuid, sqlx::Error> {
     sqlx::query_scalar!(
-        "INSERT INTO commitments (id, brief_id, trial_id, approval_id, provider, gpu, gpus_per_node, gpus, billing,
-             rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
-             monthly_cost, renews)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+        "INSERT INTO commitments (id, brief_id, trial_id, approval_id, approved_at, approved_criteria, provider, gpu,
+             gpus_per_node, gpus, billing, rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months,
+             start_date, end_date, monthly_cost, renews)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
          RETURNING id",
         Uuid::now_v7(),
         c.brief_id.as_uuid(),
         c.trial_id.as_uuid(),
         c.approval_id,
+        c.approved_at,
+        c.approved_criteria,
         c.provider,
         c.gpu,
         c.gpus_per_node,
@@ -120,33 +124,17 @@ pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resul
     .await
 }
 
-/// Every commitment `viewer` may see, newest start first: all of them when `viewer` is `None`
-/// (managers and admins), else those of the briefs the person may edit (owner, a team it is
-/// shared with, or a brief nobody owns); `state` filters when given.
-pub async fn list(
-    db: impl PgExecutor<'_>,
-    viewer: Option<Uuid>,
-    state: Option<&str>,
-) -> Result<Vec<CommitmentRow>, sqlx::Error> {
+/// Every commitment, newest start first; `state` filters when given.
+pub async fn list(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<CommitmentRow>, sqlx::Error> {
     sqlx::query_as!(
         CommitmentRow,
-        r#"SELECT c.id, c.brief_id, b.name AS brief_name, c.trial_id, t.name AS trial_name, c.approval_id,
-                  c.provider, c.gpu, c.gpus_per_node, c.gpus, c.billing, c.rate_per_gpu_hour,
-                  c.on_demand_rate_per_gpu_hour, c.currency, c.term_months, c.start_date, c.end_date,
-                  c.monthly_cost, c.provider_commitment_id, c.revalidate_every_days, c.state, c.state_reason,
-                  c.state_changed_at, c.released_on, c.renews, c.created_at
-           FROM commitments c
-           JOIN briefs b ON b.id = c.brief_id
-           JOIN trials t ON t.id = c.trial_id
-           WHERE ($2::text IS NULL OR c.state = $2)
-             AND ($1::uuid IS NULL
-                  OR (NOT EXISTS (SELECT 1 FROM brief_owners o WHERE o.brief_id = c.brief_id)
-                      AND NOT EXISTS (SELECT 1 FROM brief_teams bt WHERE bt.brief_id = c.brief_id))
-                  OR EXISTS (SELECT 1 FROM brief_owners o WHERE o.brief_id = c.brief_id AND o.user_id = $1)
-                  OR EXISTS (SELECT 1 FROM brief_teams bt JOIN team_members m ON m.team_id = bt.team_id
-                             WHERE bt.brief_id = c.brief_id AND m.user_id = $1))
-           ORDER BY c.start_date DESC, c.id DESC"#,
-        viewer,
+        r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
+                  rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
+                  monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
+                  state_changed_at, released_on, renews, created_at
+           FROM commitments
+           WHERE ($1::text IS NULL OR state = $1)
+           ORDER BY start_date DESC, id DESC"#,
         state,
     )
     .fetch_all(db)
@@ -156,15 +144,11 @@ pub async fn list(
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<CommitmentRow>, sqlx::Error> {
     sqlx::query_as!(
         CommitmentRow,
-        r#"SELECT c.id, c.brief_id, b.name AS brief_name, c.trial_id, t.name AS trial_name, c.approval_id,
-                  c.provider, c.gpu, c.gpus_per_node, c.gpus, c.billing, c.rate_per_gpu_hour,
-                  c.on_demand_rate_per_gpu_hour, c.currency, c.term_months, c.start_date, c.end_date,
-                  c.monthly_cost, c.provider_commitment_id, c.revalidate_every_days, c.state, c.state_reason,
-                  c.state_changed_at, c.released_on, c.renews, c.created_at
-           FROM commitments c
-           JOIN briefs b ON b.id = c.brief_id
-           JOIN trials t ON t.id = c.trial_id
-           WHERE c.id = $1"#,
+        r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
+                  rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
+                  monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
+                  state_changed_at, released_on, renews, created_at
+           FROM commitments WHERE id = $1"#,
         id,
     )
     .fetch_optional(db)
@@ -205,44 +189,64 @@ pub async fn update(
     Ok(())
 }
 
-/// The accelerator lines of every trial of the brief that overlap `[from, to)`.
-pub async fn accelerator_lines(
-    db: impl PgExecutor<'_>,
-    brief_id: BriefId,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Result<Vec<AcceleratorUse>, sqlx::Error> {
-    let rows = sqlx::query!(
-        r#"SELECT trial_id, resource, starts_at AS "starts_at!", ends_at AS "ends_at!", gpus AS "gpus!"
-           FROM ledger_lines
-           WHERE brief_id = $1 AND category = 'accelerator' AND starts_at < $3 AND ends_at > $2"#,
-        brief_id.as_uuid(),
-        from,
-        to,
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| AcceleratorUse {
-            trial: r.trial_id.into(),
-            resource: r.resource,
-            starts_at: r.starts_at,
-            ends_at: r.ends_at,
-            gpus: r.gpus,
-        })
-        .collect())
+/// A commitment the background task judges, with what it reads.
+pub struct Due {
+    pub id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
+    pub approved_at: DateTime<Utc>,
+    pub approved_criteria: Value,
+    pub state: String,
+    pub state_reason: String,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub released_on: Option<NaiveDate>,
+    pub revalidate_every_days: i32,
+    /// The newest run of the trial it saw last time (`None`: none since the approval).
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// When it last judged it (`None`: never).
+    pub checked_at: Option<DateTime<Utc>>,
 }
 
-/// The trial's billed GPU-hours as the ledger keeps them merged, and its idle GPU-hours.
-pub async fn trial_hours(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<(Decimal, Option<Decimal>), sqlx::Error> {
-    let row = sqlx::query!(
-        r#"SELECT COALESCE((SELECT sum(gpu_micros) FROM ledger_accelerator_merged WHERE trial_id = $1), 0)
-                      / 3600000000 AS "billed!",
-                  (SELECT idle_hours FROM ledger_outputs WHERE trial_id = $1) AS idle"#,
-        trial_id.as_uuid(),
+/// Claims up to `limit` commitments that are not final and were not judged within `every`
+/// (or never): locked until the caller's transaction ends and skipped by another server's claim
+/// meanwhile (`SKIP LOCKED`), so two servers never judge one at once.
+pub async fn claim_due(db: impl PgExecutor<'_>, limit: i64, every_secs: f64) -> Result<Vec<Due>, sqlx::Error> {
+    sqlx::query_as!(
+        Due,
+        r#"SELECT id, brief_id, trial_id, approved_at, approved_criteria, state, state_reason, start_date, end_date,
+                  released_on, revalidate_every_days, last_run_at, checked_at
+           FROM commitments
+           WHERE state NOT IN ('ended', 'released')
+             AND (checked_at IS NULL OR checked_at < now() - make_interval(secs => $2))
+           ORDER BY checked_at NULLS FIRST, id
+           LIMIT $1
+           FOR UPDATE SKIP LOCKED"#,
+        limit,
+        every_secs,
     )
-    .fetch_one(db)
+    .fetch_all(db)
+    .await
+}
+
+/// Records the task's judgement: the state, why, the newest run it saw, and when it looked.
+pub async fn set_judged(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    state: &str,
+    reason: &str,
+    last_run_at: Option<DateTime<Utc>>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE commitments SET checked_at = now(), state_reason = $3, last_run_at = $4,
+             state_changed_at = CASE WHEN state <> $2 THEN now() ELSE state_changed_at END, state = $2
+         WHERE id = $1",
+        id,
+        state,
+        reason,
+        last_run_at,
+    )
+    .execute(db)
     .await?;
-    Ok((row.billed, row.idle))
+    Ok(())
 }

@@ -28,8 +28,8 @@ use utoipa::{
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    acceptance, commitments, error::Problem, evidence, ledger, overview, people, plan, prices, review, signals, state::AppState,
-    trials, validation::FieldError,
+    acceptance, commitments, error::Problem, evidence, ledger, overview, people, plan, prices, review, signals,
+    state::AppState, trials, validation::FieldError,
 };
 
 struct BearerScheme;

@@ -405,8 +405,20 @@ pub async fn record_verdict_locked(
     )
     .await?;
     if let Some(r) = &reservation {
-        let on_demand = trial.context.inputs.money.as_ref().and_then(|m| m.reservation_rates.on_demand_rate);
-        commitments::open_for_approval(&mut *conn, &row, r, on_demand, &actor.label()).await?;
+        let approved = commitments::Approved {
+            approval_id: row.id,
+            brief_id,
+            approved_at: row.decided_at,
+            reservation: r,
+            on_demand_rate: trial
+                .context
+                .inputs
+                .money
+                .as_ref()
+                .and_then(|m| m.reservation_rates.on_demand_rate),
+            criteria: serde_json::to_value(&trial.context.inputs.criteria).unwrap_or(Value::Null),
+        };
+        commitments::open_for_approval(&mut *conn, &approved, &actor.label()).await?;
     }
     audit::record(
         &mut *conn,

@@ -44,11 +44,16 @@ fn accelerator(trial: &str, resource: &str, from: &str, to: &str, gpus: u32, rat
 /// with Cloud A's on-demand (3.50) and reserved (2.10) rows: the review decides reserve. Answers
 /// (brief, trial, the review's digest).
 async fn reserving_brief(app: &TestApp) -> (String, String, String) {
-    let mut body = json!({ "targets": targets(), "trial_gpu": "H100 SXM", "trial_gpu_count": 8, "max_cost_per_job": "1" });
-    common::merge(&mut body, json!({}));
-    let brief = app.brief_id_with(body).await;
+    let brief = app
+        .brief_id_with(
+            json!({ "targets": targets(), "trial_gpu": "H100 SXM", "trial_gpu_count": 8, "max_cost_per_job": "1" }),
+        )
+        .await;
     let res = app
-        .put_json(&format!("/api/v1/briefs/{brief}/card"), &json!({ "criteria": load_card() }))
+        .put_json(
+            &format!("/api/v1/briefs/{brief}/card"),
+            &json!({ "criteria": load_card() }),
+        )
         .await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     let trials: Value = app
@@ -270,7 +275,11 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
         .await
         .unwrap();
     assert_eq!(theirs["items"], json!([]), "{theirs}");
-    let res = other.get(app.url(&format!("/api/v1/commitments/{cid}"))).send().await.unwrap();
+    let res = other
+        .get(app.url(&format!("/api/v1/commitments/{cid}")))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 404);
     let ours: Value = app.get("/api/v1/commitments?state=active").await.json().await.unwrap();
     assert_eq!(ours["items"].as_array().unwrap().len(), 1);
@@ -297,7 +306,13 @@ async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
     let url = app.url(&format!("/api/v1/commitments/{cid}"));
 
     // An engineer may not change it.
-    let res = app.client.patch(&url).json(&json!({ "revalidate_every_days": 7 })).send().await.unwrap();
+    let res = app
+        .client
+        .patch(&url)
+        .json(&json!({ "revalidate_every_days": 7 }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 403);
     // Out of range, unknown fields and a release outside the term are refused, naming the field.
     let res = manager
@@ -332,13 +347,23 @@ async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
     assert_eq!(c["state"], "active");
 
     // Released on its first day: nothing is committed any more, and a release is final.
-    let res = manager.patch(&url).json(&json!({ "released_on": start })).send().await.unwrap();
+    let res = manager
+        .patch(&url)
+        .json(&json!({ "released_on": start }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     let c: Value = res.json().await.unwrap();
     assert_eq!(c["state"], "released");
     assert_eq!(c["days_left"], 0);
     assert!(c["state_reason"].as_str().unwrap().contains("released on"));
-    let res = manager.patch(&url).json(&json!({ "released_on": null })).send().await.unwrap();
+    let res = manager
+        .patch(&url)
+        .json(&json!({ "released_on": null }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 422, "null is not a date");
     assert_eq!(audit_count(&app, "commitment.changed").await, 2);
     let details: Value = sqlx::query_scalar(
@@ -363,4 +388,243 @@ async fn a_rejection_opens_no_commitment() {
         .unwrap();
     assert_eq!(res.status(), 201);
     assert_eq!(app.count("commitments").await, 0);
+}
+
+#[tokio::test]
+async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_every_commitment() {
+    let app = spawn_app().await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // The term began on 2026-10-01; October ran 31 days of the 8 GPUs, and the trial's idle share
+    // is 595.2 of 5952 + 192 = 6144 billed: 0.096875, so October was 5952 × 0.903125 = 5375.4 busy
+    // (90.3 %).
+    sqlx::query("UPDATE commitments SET start_date = '2026-10-01', end_date = '2027-09-30' WHERE id = $1")
+        .bind(cid)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    ledger_post(
+        &app,
+        &brief,
+        json!({
+            "trial": trial,
+            "lines": [accelerator(&trial, "node-a", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z", 8, "2.10")],
+            "outputs": { "idle_hours": "595.2" }
+        }),
+    )
+    .await;
+    let manager = app.login(Role::Manager).await;
+    let page = manager.get(app.url("/commitments")).await;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("1 running in USD: <strong>12,264.00 USD</strong> a month"),
+        "{html}"
+    );
+    assert!(html.contains(&format!("href=\"/commitments/{cid}\"")), "{html}");
+    let page = manager.get(app.url(&format!("/commitments/{cid}"))).await;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("at 2.10 USD per GPU-hour: 12,264.00 USD a month."),
+        "{html}"
+    );
+    assert!(html.contains("id=\"commitment-chart\""), "{html}");
+    assert!(
+        html.contains("2026-10: 5,952 GPU-hours committed, 5,375.40 busy (90.3 %)"),
+        "{html}"
+    );
+    // Filtered to a state it is not in: none.
+    let html = manager
+        .get(app.url("/commitments?state=regressed"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("No commitment in this state yet"), "{html}");
+    let csv = manager.get(app.url("/commitments.csv")).await;
+    assert_eq!(csv.status(), 200);
+    assert!(csv.headers()["content-type"].to_str().unwrap().starts_with("text/csv"));
+    let text = csv.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].starts_with("id,brief,trial,provider,gpu,gpus,billing,rate_per_gpu_hour"));
+    assert!(
+        lines[1].contains(",Cloud A,H100 SXM,8,reserved,2.1,USD,12264,2026-10-01,2027-09-30,"),
+        "{text}"
+    );
+}
+
+async fn state_of(app: &TestApp, cid: Uuid) -> (String, String) {
+    sqlx::query_as("SELECT state, state_reason FROM commitments WHERE id = $1")
+        .bind(cid)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn events(app: &TestApp, kind: &str) -> Vec<Value> {
+    sqlx::query_scalar("SELECT payload FROM webhook_events WHERE event = $1 ORDER BY created_at")
+        .bind(kind)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn card_with_ttft(app: &TestApp, brief: &str, threshold: f64) {
+    let mut card = load_card();
+    card[0]["threshold"] = json!(threshold);
+    let res = app
+        .put_json(&format!("/api/v1/briefs/{brief}/card"), &json!({ "criteria": card }))
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+}
+
+/// The acceptance test run again on the trial after the approval (`collect --plan`'s load test).
+async fn a_run(app: &TestApp, brief: &str, trial: &str) {
+    let res = app
+        .post_raw_evidence(
+            brief,
+            &format!("kind=bench-serving&stage=3&trial={trial}"),
+            "application/json",
+            load_point(Load::at(8.0, 25.3).queued(20.0)).to_string().into_bytes(),
+        )
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_and_its_end() {
+    let app = spawn_app().await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO webhooks (id, url, events, secret, created_by) VALUES ($1, 'https://hooks.example.com/rc', \
+         ARRAY['commitment.regressed', 'commitment.revalidation_due', 'commitment.renewal_due'], \
+         'a secret of sixteen+ chars', 'admin@example.com')",
+    )
+    .bind(Uuid::now_v7())
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    // The term: 2026.
+    sqlx::query("UPDATE commitments SET start_date = '2026-01-01', end_date = '2026-12-31' WHERE id = $1")
+        .bind(cid)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
+    let judge = |today: &'static str| {
+        let state = state.clone();
+        async move {
+            rentcheck::commitments::worker::round_on(&state, today.parse().unwrap())
+                .await
+                .unwrap()
+        }
+    };
+    // A round after the minute the task waits between two looks at one commitment.
+    let round = |today: &'static str| {
+        let pool = app.pool.clone();
+        let judge = judge.clone();
+        async move {
+            sqlx::query("UPDATE commitments SET checked_at = NULL")
+                .execute(&pool)
+                .await
+                .unwrap();
+            judge(today).await
+        }
+    };
+
+    // 19 days in, no run yet: still active, nothing sent.
+    assert_eq!(round("2026-01-20").await, 1);
+    assert_eq!(state_of(&app, cid).await.0, "active");
+    assert_eq!(judge("2026-01-20").await, 0, "judged a moment ago");
+    // 45 days without a run (more than 30): re-validation is due, once.
+    round("2026-02-15").await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "revalidation-due");
+    assert!(why.contains("no run of the trial since the approval"), "{why}");
+    let sent = events(&app, "commitment.revalidation_due").await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["new"]["commitment"], json!(cid));
+    round("2026-02-16").await;
+    assert_eq!(
+        events(&app, "commitment.revalidation_due").await.len(),
+        1,
+        "a state is told once"
+    );
+
+    // A run after the card asked for a TTFT p95 of 1 ms: the required criterion that passed when
+    // approved fails now. Regressed, with the criterion and its figure before and after; the
+    // approval is stale.
+    card_with_ttft(&app, &brief, 1.0).await;
+    a_run(&app, &brief, &trial).await;
+    round("2026-02-16").await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "regressed");
+    assert!(
+        why.starts_with("serving.ttft_p95_ms (stage 3) failed the re-run: "),
+        "{why}"
+    );
+    assert!(why.contains(" when approved, "), "{why}");
+    assert_eq!(events(&app, "commitment.regressed").await.len(), 1);
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(review["approval"]["stale"], true);
+    // A regression stays when only the clock moves …
+    round("2026-03-01").await;
+    assert_eq!(state_of(&app, cid).await.0, "regressed");
+    // … and a good run clears it.
+    card_with_ttft(&app, &brief, 500.0).await;
+    a_run(&app, &brief, &trial).await;
+    round("2026-03-02").await;
+    assert_eq!(state_of(&app, cid).await.0, "active");
+
+    // 2026-11-01 is 60 days before the last day: renewal due.
+    round("2026-10-31").await;
+    assert_eq!(state_of(&app, cid).await.0, "active");
+    round("2026-11-01").await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "renewal-due");
+    assert!(why.contains("ends on 2026-12-31"), "{why}");
+    assert_eq!(events(&app, "commitment.renewal_due").await.len(), 1);
+
+    // The renewal: approved like any decision, a new commitment linked to the old one.
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    approve(&app, &brief, review["inputs_digest"].as_str().unwrap()).await;
+    let renews: Option<Uuid> = sqlx::query_scalar("SELECT renews FROM commitments WHERE id <> $1")
+        .bind(cid)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(renews, Some(cid));
+
+    // After the last day: ended, and nothing more is sent.
+    round("2027-01-01").await;
+    assert_eq!(
+        state_of(&app, cid).await,
+        ("ended".to_owned(), "the term ended on 2026-12-31".to_owned())
+    );
+    assert_eq!(
+        audit_count(&app, "commitment.state").await,
+        5,
+        "due, regressed, active again, renewal due, ended"
+    );
 }
