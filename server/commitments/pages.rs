@@ -124,7 +124,7 @@ async fn portfolio(
         t.0 += 1;
         t.1 += d.commitment.monthly_cost;
     }
-    Ok(render(&PortfolioPage {
+    render(&PortfolioPage {
         ctx: (&user).into(),
         attention: list.items.iter().filter(|d| d.state().needs_attention()).count(),
         rows: list.items.iter().map(row).collect(),
@@ -140,7 +140,7 @@ async fn portfolio(
             .map(|s| (s.as_str(), s.words(), s.as_str() == filter))
             .collect(),
         filter,
-    })?)
+    })
 }
 
 /// The portfolio as CSV, one commitment a line, money as exact decimals.
@@ -366,7 +366,7 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
 async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
     let d = service::get(&state, &user.principal(), id).await?;
     let cur = d.commitment.currency.clone();
-    Ok(render(&CommitmentPage {
+    render(&CommitmentPage {
         ctx: (&user).into(),
         state_words: d.state().words(),
         attention: d.state().needs_attention(),
@@ -391,5 +391,5 @@ async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid
         monthly_cost: money::with_currency(d.commitment.monthly_cost, &cur),
         rate: money::with_currency(d.commitment.rate_per_gpu_hour, &cur),
         d,
-    })?)
+    })
 }

@@ -158,10 +158,10 @@ struct Names(BTreeMap<BriefId, (String, Vec<(TrialId, String)>)>);
 
 impl Names {
     async fn of(&mut self, state: &AppState, brief: BriefId, trial: TrialId) -> Result<(String, String), AppError> {
-        if !self.0.contains_key(&brief) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.0.entry(brief) {
             let name = briefs::load(&state.pool, brief).await?.fields.name;
             let trials = trials::names(state, brief).await?;
-            self.0.insert(brief, (name, trials));
+            slot.insert((name, trials));
         }
         let (name, trials) = &self.0[&brief];
         let trial_name = trials
@@ -407,4 +407,39 @@ pub async fn patch(
         .await?
         .ok_or(AppError::NotFound("commitment"))?;
     detail_of(state, &mut Names::default(), after, today()).await
+}
+
+/// One running commitment's gauges for Prometheus (`/metrics/briefs`).
+pub struct Gauge {
+    pub id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
+    /// This month's busy share of the committed GPU-hours (none before the term starts).
+    pub utilization: Option<Decimal>,
+    pub monthly_cost: Decimal,
+    pub days_left: i64,
+}
+
+/// The gauges of every commitment that is neither ended nor released.
+pub async fn gauges(state: &AppState) -> Result<Vec<Gauge>, AppError> {
+    let rows = repo::list(&state.pool, None).await?;
+    let today = today();
+    let mut names = Names::default();
+    let mut out = Vec::new();
+    for row in rows {
+        let s: CommitmentState = row.state.parse().unwrap_or(CommitmentState::Active);
+        if matches!(s, CommitmentState::Ended | CommitmentState::Released) {
+            continue;
+        }
+        let d = detail_of(state, &mut names, row, today).await?;
+        out.push(Gauge {
+            id: d.commitment.id,
+            brief_id: d.commitment.brief_id,
+            trial_id: d.commitment.trial_id,
+            utilization: d.this_month().and_then(|m| m.utilization),
+            monthly_cost: d.commitment.monthly_cost,
+            days_left: d.days_left,
+        });
+    }
+    Ok(out)
 }

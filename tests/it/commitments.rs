@@ -533,7 +533,6 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
     // A round after the minute the task waits between two looks at one commitment.
     let round = |today: &'static str| {
         let pool = app.pool.clone();
-        let judge = judge.clone();
         async move {
             sqlx::query("UPDATE commitments SET checked_at = NULL")
                 .execute(&pool)
@@ -627,4 +626,65 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         5,
         "due, regressed, active again, renewal due, ended"
     );
+}
+
+#[tokio::test]
+async fn a_running_commitment_has_its_gauges_on_the_briefs_prometheus_endpoint() {
+    const METRICS_TOKEN: &str = "let-prometheus-in-with-32-characters";
+    let app = common::spawn_app_with(rentcheck::config::AppConfig {
+        metrics_token: Some(rentcheck::secrets::Secret::new(METRICS_TOKEN)),
+        ..Default::default()
+    })
+    .await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // Running since 2026-10-01 with nothing on the ledger since October: busy 0 this month.
+    sqlx::query("UPDATE commitments SET start_date = '2026-10-01', end_date = '2027-09-30' WHERE id = $1")
+        .bind(cid)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let page = app
+        .anon
+        .get(app.url("/metrics/briefs"))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let labels = format!("{{brief_id=\"{brief}\",commitment_id=\"{cid}\",trial_id=\"{trial}\"}}");
+    let end: chrono::NaiveDate = "2027-09-30".parse().unwrap();
+    let days_left = ((end - chrono::Utc::now().date_naive()).num_days() + 1).max(0);
+    for line in [
+        format!("rentcheck_commitment_monthly_cost{labels} 12264"),
+        format!("rentcheck_commitment_utilization{labels} 0"),
+        format!("rentcheck_commitment_days_left{labels} {days_left}"),
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line} in\n{page}");
+    }
+    // Released, it has no gauges any more.
+    let res = bearer_client(&app.token(Role::Manager, None).await)
+        .patch(app.url(&format!("/api/v1/commitments/{cid}")))
+        .json(&json!({ "released_on": "2026-11-15" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let page = app
+        .anon
+        .get(app.url("/metrics/briefs"))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("rentcheck_commitment_"), "{page}");
 }
