@@ -250,3 +250,20 @@ pub async fn set_judged(
     .await?;
     Ok(())
 }
+
+/// Of each brief in `brief_ids`, its newest commitment that needs attention (re-validation or
+/// renewal due, or regressed): (brief, commitment, state).
+pub async fn needing_attention(
+    db: impl PgExecutor<'_>,
+    brief_ids: &[BriefId],
+) -> Result<Vec<(BriefId, Uuid, String)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        "SELECT DISTINCT ON (brief_id) brief_id, id, state FROM commitments
+         WHERE brief_id = ANY($1) AND state IN ('revalidation-due', 'regressed', 'renewal-due')
+         ORDER BY brief_id, start_date DESC, id DESC",
+        brief_ids as _,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.brief_id.into(), r.id, r.state)).collect())
+}

@@ -443,3 +443,16 @@ pub async fn gauges(state: &AppState) -> Result<Vec<Gauge>, AppError> {
     }
     Ok(out)
 }
+
+/// Of each of `brief_ids`, the commitment that needs attention, if one does: (its id, its state).
+/// The dashboard marks those briefs.
+pub async fn needing_attention(
+    state: &AppState,
+    brief_ids: &[BriefId],
+) -> Result<BTreeMap<BriefId, (Uuid, CommitmentState)>, AppError> {
+    Ok(repo::needing_attention(&state.pool, brief_ids)
+        .await?
+        .into_iter()
+        .filter_map(|(brief, id, s)| Some((brief, (id, s.parse().ok()?))))
+        .collect())
+}

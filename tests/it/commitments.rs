@@ -560,6 +560,14 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         1,
         "a state is told once"
     );
+    // The dashboard marks the brief, linking to the commitment.
+    let dashboard = app.login_owner().await.get(app.url("/")).await.text().await.unwrap();
+    assert!(
+        dashboard.contains(&format!(
+            "<a href=\"/commitments/{cid}\" class=\"badge warn commitment-attention\">commitment: re-validation due</a>"
+        )),
+        "{dashboard}"
+    );
 
     // A run after the card asked for a TTFT p95 of 1 ms: the required criterion that passed when
     // approved fails now. Regressed, with the criterion and its figure before and after; the
