@@ -66,6 +66,7 @@ struct Row {
     state: &'static str,
     attention: bool,
     term: String,
+    last_run: String,
 }
 
 fn row(d: &CommitmentDetail) -> Row {
@@ -84,6 +85,10 @@ fn row(d: &CommitmentDetail) -> Row {
         state: d.state().words(),
         attention: d.state().needs_attention(),
         term: format!("{} to {}", c.start_date, c.end_date),
+        last_run: c.last_run_at.map_or_else(
+            || "none since the approval".to_owned(),
+            |t| t.format("%Y-%m-%d").to_string(),
+        ),
     }
 }
 

@@ -54,6 +54,8 @@ pub struct CommitmentRow {
     /// Why it is in that state, in words.
     pub state_reason: String,
     pub state_changed_at: DateTime<Utc>,
+    /// The newest run (evidence) of the trial since the approval, as the background task last saw it.
+    pub last_run_at: Option<DateTime<Utc>>,
     pub released_on: Option<NaiveDate>,
     /// The commitment this one renews.
     pub renews: Option<Uuid>,
@@ -131,7 +133,7 @@ pub async fn list(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<Co
         r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
                   rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
                   monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
-                  state_changed_at, released_on, renews, created_at
+                  state_changed_at, last_run_at, released_on, renews, created_at
            FROM commitments
            WHERE ($1::text IS NULL OR state = $1)
            ORDER BY start_date DESC, id DESC"#,
@@ -147,7 +149,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<CommitmentR
         r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
                   rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
                   monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
-                  state_changed_at, released_on, renews, created_at
+                  state_changed_at, last_run_at, released_on, renews, created_at
            FROM commitments WHERE id = $1"#,
         id,
     )

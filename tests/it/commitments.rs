@@ -426,6 +426,10 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
         "{html}"
     );
     assert!(html.contains(&format!("href=\"/commitments/{cid}\"")), "{html}");
+    assert!(
+        html.contains("<td>none since the approval</td>"),
+        "no run was judged yet: {html}"
+    );
     let page = manager.get(app.url(&format!("/commitments/{cid}"))).await;
     assert_eq!(page.status(), 200);
     let html = page.text().await.unwrap();
@@ -598,6 +602,13 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
     a_run(&app, &brief, &trial).await;
     round("2026-03-02").await;
     assert_eq!(state_of(&app, cid).await.0, "active");
+    let c: Value = app
+        .get(&format!("/api/v1/commitments/{cid}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(c["last_run_at"].is_string(), "the run it judged: {c}");
 
     // 2026-11-01 is 60 days before the last day: renewal due.
     round("2026-10-31").await;
