@@ -8,6 +8,7 @@ pub mod audit;
 pub mod auth;
 pub mod briefs;
 pub mod collect;
+pub mod commitments;
 pub mod config;
 pub mod criteria;
 pub mod db;

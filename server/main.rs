@@ -865,6 +865,8 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         let token_changes = token_cache::spawn_listener(&database.pool, state.slots.get::<token::Tokens>());
         // Webhook deliveries and the per-brief signal snapshot.
         let signals = rentcheck::signals::worker::spawn(state.clone());
+        // Commitments' states (ended, renewal-due, revalidation-due, regressed) and their webhooks.
+        let commitments = rentcheck::commitments::worker::spawn(state.clone());
         let shutdown = async move {
             stop.recv().await;
             tracing::info!("shutdown signal received; finishing in-flight requests");
@@ -873,6 +875,7 @@ async fn run_serve(db_config: DbConfig, serve: ServeConfig, tokens: TokenConfig)
         compactor.abort();
         token_changes.abort();
         signals.abort();
+        commitments.abort();
         served?;
         anyhow::Ok(())
     }

@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 32] = [
+const LANDED: [(&str, &str); 34] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -135,6 +135,14 @@ const LANDED: [(&str, &str); 32] = [
     (
         "20261203140000_evidence_metric_keys_digest.sql",
         "b19184b9b133d4f5bc3df9620437b8c212864fe62ff7f414a21541c1cbe058ff5e1e9a5410b61dc304a409f357add1bc",
+    ),
+    (
+        "20261206100000_approval_override.sql",
+        "3eeed20bb4ce9c63d0d1ae76748c0232b3f6cf4f0ab482419fcda9ec92d34a6c90a31b011962e5166b9c906bf121eb39",
+    ),
+    (
+        "20261206110000_commitments.sql",
+        "873b67a5a8688c3a5cbec556a596c5a701cea67c9c9794c553f13952431f5a7533743b23482761acd70fe9c0a3d917f4",
     ),
 ];
 

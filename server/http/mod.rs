@@ -30,7 +30,7 @@ use tower_http::{
 };
 
 use crate::{
-    acceptance,
+    acceptance, commitments,
     error::AppError,
     evidence, ledger, overview, people, plan, prices, review, signals,
     state::AppState,
@@ -62,6 +62,7 @@ pub fn app(state: AppState) -> Router {
         .merge(trials::pages::routes())
         .merge(plan::pages::routes())
         .merge(signals::pages::routes())
+        .merge(commitments::pages::routes())
         .route("/metrics", get(metrics::endpoint))
         .route(
             "/api/openapi.json",

@@ -28,8 +28,8 @@ use utoipa::{
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::{
-    acceptance, error::Problem, evidence, ledger, overview, people, plan, prices, review, signals, state::AppState,
-    trials, validation::FieldError,
+    acceptance, commitments, error::Problem, evidence, ledger, overview, people, plan, prices, review, signals,
+    state::AppState, trials, validation::FieldError,
 };
 
 struct BearerScheme;
@@ -78,6 +78,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(evidence::api::routes())
         .merge(ledger::api::routes())
         .merge(review::api::routes())
+        .merge(commitments::api::routes())
 }
 
 /// The document as served: the routers' document with the common answers added.

@@ -422,3 +422,41 @@ pub async fn claim_focus_rows(
     .fetch_all(&mut *conn)
     .await
 }
+
+/// One accelerator line's span, as commitments measure their use from it.
+pub struct AcceleratorSpan {
+    pub trial_id: TrialId,
+    pub resource: String,
+    pub starts_at: chrono::DateTime<chrono::Utc>,
+    pub ends_at: chrono::DateTime<chrono::Utc>,
+    pub gpus: i32,
+}
+
+/// The accelerator lines of every trial of a brief that overlap `[from, to)`.
+pub async fn accelerator_spans(
+    db: impl PgExecutor<'_>,
+    brief_id: BriefId,
+    from: chrono::DateTime<chrono::Utc>,
+    to: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<AcceleratorSpan>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT trial_id, resource, starts_at AS "starts_at!", ends_at AS "ends_at!", gpus AS "gpus!"
+           FROM ledger_lines
+           WHERE brief_id = $1 AND category = 'accelerator' AND starts_at < $3 AND ends_at > $2"#,
+        brief_id.as_uuid(),
+        from,
+        to,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| AcceleratorSpan {
+            trial_id: r.trial_id.into(),
+            resource: r.resource,
+            starts_at: r.starts_at,
+            ends_at: r.ends_at,
+            gpus: r.gpus,
+        })
+        .collect())
+}

@@ -397,3 +397,13 @@ pub async fn import_lines(
         .await?
         .added)
 }
+
+/// The accelerator lines of every trial of a brief overlapping `[from, to)` (a commitment's term).
+pub async fn accelerator_spans(
+    pool: &PgPool,
+    brief_id: BriefId,
+    from: chrono::DateTime<chrono::Utc>,
+    to: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<repo::AcceleratorSpan>, sqlx::Error> {
+    repo::accelerator_spans(pool, brief_id, from, to).await
+}

@@ -13,11 +13,22 @@ use uuid::Uuid;
 use crate::ids::{BriefId, TrialId};
 
 /// The kinds of event a webhook may listen to.
-pub const EVENTS: [&str; 4] = [DECISION_CHANGED, APPROVAL_RECORDED, APPROVAL_STALE, EVIDENCE_FAILED];
+pub const EVENTS: [&str; 7] = [
+    DECISION_CHANGED,
+    APPROVAL_RECORDED,
+    APPROVAL_STALE,
+    EVIDENCE_FAILED,
+    COMMITMENT_REGRESSED,
+    COMMITMENT_REVALIDATION_DUE,
+    COMMITMENT_RENEWAL_DUE,
+];
 pub const DECISION_CHANGED: &str = "decision.changed";
 pub const APPROVAL_RECORDED: &str = "approval.recorded";
 pub const APPROVAL_STALE: &str = "approval.stale";
 pub const EVIDENCE_FAILED: &str = "evidence.failed";
+pub const COMMITMENT_REGRESSED: &str = "commitment.regressed";
+pub const COMMITMENT_REVALIDATION_DUE: &str = "commitment.revalidation_due";
+pub const COMMITMENT_RENEWAL_DUE: &str = "commitment.renewal_due";
 
 /// One event about one brief (and one of its trials, when it concerns one).
 #[derive(Debug, Clone)]

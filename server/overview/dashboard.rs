@@ -20,6 +20,7 @@ use serde::Deserialize;
 use crate::{
     auth::teams,
     briefs::model::Brief,
+    commitments::service as commitments,
     error::AppError,
     evidence::service as evidence,
     ids::BriefId,
@@ -62,6 +63,8 @@ struct BriefRow {
     approval_state: &'static str,
     approval: String,
     last_evidence: String,
+    /// A commitment of the brief that needs attention: (its id, its state in words).
+    commitment: Option<(String, &'static str)>,
 }
 
 /// The filters, as `?show=` names them.
@@ -380,11 +383,16 @@ pub async fn dashboard(
     };
     let ids: Vec<BriefId> = items.iter().map(|l| l.brief.id).collect();
     let latest = evidence::latest_per_brief(&state, &ids).await?;
+    let attention = commitments::needing_attention(&state, &ids).await?;
     let mut rows: Vec<BriefRow> = items
         .into_iter()
         .map(|l| {
             let last = latest.get(&l.brief.id).cloned();
-            row_for(l.brief, &l.summary, last)
+            let commitment = attention.get(&l.brief.id).map(|(id, s)| (id.to_string(), s.words()));
+            BriefRow {
+                commitment,
+                ..row_for(l.brief, &l.summary, last)
+            }
         })
         .collect();
     sort.apply(&mut rows);
@@ -501,6 +509,7 @@ fn row_for(brief: Brief, summary: &SummaryRow, last_evidence: Option<(DateTime<U
             Some((at, by)) => format!("{} · {by}", at.format("%Y-%m-%d")),
             None => "none yet".to_owned(),
         },
+        commitment: None,
     }
 }
 

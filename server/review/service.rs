@@ -21,6 +21,7 @@ use crate::{
     audit,
     auth::{token, users, Principal, Role},
     briefs::{model::Brief, service as briefs},
+    commitments::service as commitments,
     error::AppError,
     ids::{BriefId, TrialId},
     outbox,
@@ -487,6 +488,22 @@ pub async fn record_verdict_locked(
         },
     )
     .await?;
+    if let Some(r) = &reservation {
+        let approved = commitments::Approved {
+            approval_id: row.id,
+            brief_id,
+            approved_at: row.decided_at,
+            reservation: r,
+            on_demand_rate: trial
+                .context
+                .inputs
+                .money
+                .as_ref()
+                .and_then(|m| m.reservation_rates.on_demand_rate),
+            criteria: serde_json::to_value(&trial.context.inputs.criteria).unwrap_or(Value::Null),
+        };
+        commitments::open_for_approval(&mut *conn, &approved, &actor.label()).await?;
+    }
     audit::record(
         &mut *conn,
         &actor.label(),

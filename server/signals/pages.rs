@@ -39,7 +39,7 @@ pub fn routes() -> Router<AppState> {
 struct WebhooksPage {
     ctx: PageContext,
     hooks: Vec<WebhookView>,
-    events: [&'static str; 4],
+    events: [&'static str; EVENTS.len()],
     /// A generated secret to show once: (url, secret).
     shown: Option<(String, String)>,
     error: String,

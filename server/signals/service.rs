@@ -12,6 +12,7 @@ use super::model;
 use crate::{
     audit,
     auth::{Principal, Role},
+    commitments::service as commitments,
     error::AppError,
     outbox::store::{self as repo, AttemptRow, DeliveryRow, WebhookRow},
     review::summaries,
@@ -161,7 +162,7 @@ pub async fn delete(state: &AppState, actor: &Principal, id: Uuid) -> Result<(),
 
 /// Names and help of the per-brief gauges (docs/operations.md). Labels are ids, and `decision`
 /// one of the five verdicts: never free text, so the series count is bounded by the briefs'.
-pub const GAUGES: [(&str, &str); 10] = [
+pub const GAUGES: [(&str, &str); 13] = [
     (
         "rentcheck_brief_decision",
         "The brief-level decision: 1 on the series of the current one",
@@ -195,6 +196,18 @@ pub const GAUGES: [(&str, &str); 10] = [
     (
         "rentcheck_trial_days_since_evidence",
         "Days since the trial's newest evidence arrived",
+    ),
+    (
+        "rentcheck_commitment_utilization",
+        "A running commitment's busy share of its committed GPU-hours this month, 0 to 1 (above 1: more ran)",
+    ),
+    (
+        "rentcheck_commitment_monthly_cost",
+        "A running commitment's monthly cost (GPUs x rate x 730), in its currency",
+    ),
+    (
+        "rentcheck_commitment_days_left",
+        "Days left in a running commitment's term, its last day included",
     ),
 ];
 
@@ -242,6 +255,21 @@ pub async fn gauges_text(state: &AppState) -> Result<String, AppError> {
         if let Some(d) = r.days_since_evidence {
             days.with_label_values(&ids).set(d);
         }
+    }
+    let commitment = ["brief_id", "trial_id", "commitment_id"];
+    let c_utilization = vec(GAUGES[10], &commitment)?;
+    let c_cost = vec(GAUGES[11], &commitment)?;
+    let c_days = vec(GAUGES[12], &commitment)?;
+    for g in commitments::gauges(state).await? {
+        let (b, t, c) = (g.brief_id.to_string(), g.trial_id.to_string(), g.id.to_string());
+        let ids = [b.as_str(), t.as_str(), c.as_str()];
+        if let Some(u) = g.utilization.and_then(|u| u.to_f64()) {
+            c_utilization.with_label_values(&ids).set(u);
+        }
+        c_cost
+            .with_label_values(&ids)
+            .set(g.monthly_cost.to_f64().unwrap_or(0.0));
+        c_days.with_label_values(&ids).set(g.days_left as f64);
     }
     let mut out = Vec::new();
     TextEncoder::new()

@@ -71,7 +71,7 @@ const CORE: [&str; 20] = [
     "auth::lockout",
 ];
 /// Domains, lowest first: one may use the `service` or `model` of a lower one only.
-const DOMAINS: [(&str, u8); 11] = [
+const DOMAINS: [(&str, u8); 12] = [
     ("briefs", 0),
     ("prices", 0),
     ("collect", 0),
@@ -82,6 +82,8 @@ const DOMAINS: [(&str, u8); 11] = [
     ("acceptance", 3),
     ("review", 4),
     ("plan", 4),
+    // Opened by the review's approval (same rank), and its worker reads the review.
+    ("commitments", 4),
     ("signals", 5),
 ];
 /// Layers inside a domain, by file: model-like files (0), SQL (1), use cases (2), handlers (3).
@@ -556,7 +558,7 @@ fn the_checker_sees_what_it_must_refuse() {
 
 /// The owner of each table (`migrations/`, `CREATE TABLE`): a domain or a core module. Only the
 /// owner's files name the table in SQL; another domain reaches it through the owner's `service`.
-const TABLE_OWNERS: [(&str, &str); 38] = [
+const TABLE_OWNERS: [(&str, &str); 39] = [
     ("briefs", "briefs"),
     ("trials", "trials"),
     ("evidence", "evidence"),
@@ -572,6 +574,7 @@ const TABLE_OWNERS: [(&str, &str); 38] = [
     ("card_revisions", "acceptance"),
     ("readiness_confirmations", "acceptance"),
     ("approvals", "review"),
+    ("commitments", "commitments"),
     ("prices", "prices"),
     ("price_sheets", "prices"),
     // Who is who: core, `auth::users`, `auth::session`, `auth::token`, `auth::teams`, `auth::lockout`.

@@ -25,6 +25,7 @@ mod cards_pages;
 mod cli;
 mod collect;
 mod collect_plan;
+mod commitments;
 mod decision_truth;
 mod demo;
 mod docs;

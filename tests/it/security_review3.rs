@@ -154,6 +154,8 @@ fn reach(method: &str, path: &str) -> Option<Reach> {
         ("POST", "/api/v1/briefs") => Global,
         ("GET" | "POST", "/api/v1/prices") => Global,
         ("GET" | "POST", "/api/v1/webhooks") | ("DELETE", "/api/v1/webhooks/{wid}") => Global,
+        // Commitments span briefs: the gate refuses a scoped token before the handler runs.
+        ("GET", "/api/v1/commitments") | ("GET" | "PATCH", "/api/v1/commitments/{cid}") => Global,
         ("GET", "/api/v1/users")
         | ("GET" | "PUT", "/api/v1/users/{uid}")
         | ("POST", "/api/v1/users/{uid}/password")
@@ -217,6 +219,7 @@ fn fill(path: &str, ids: &Ids, uid: &str) -> String {
         .replace("{uid}", uid)
         .replace("{jti}", &Uuid::now_v7().to_string())
         .replace("{wid}", &Uuid::now_v7().to_string())
+        .replace("{cid}", &Uuid::now_v7().to_string())
 }
 
 #[tokio::test]

@@ -639,6 +639,10 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
         "rentcheck_trial_cost_per_job",
         "rentcheck_trial_utilization_ratio",
         "rentcheck_trial_days_since_evidence",
+        // No approved reservation, no commitment (tests/it/commitments.rs scrapes them).
+        "rentcheck_commitment_utilization",
+        "rentcheck_commitment_monthly_cost",
+        "rentcheck_commitment_days_left",
     ];
     for (name, _) in signals::service::GAUGES {
         let listed = page.contains(&format!("# TYPE {name} gauge"));

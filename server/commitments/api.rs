@@ -1,0 +1,111 @@
+//! JSON API of commitments: the list, one with its months, and a manager's change.
+
+use axum::{extract::State, Json};
+use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use super::service::{self, CommitmentDetail, CommitmentList};
+use crate::{
+    error::{ApiResult, AppError},
+    state::AppState,
+    web::{
+        auth::ApiCaller,
+        extract::{ApiJson, ApiQuery, Path},
+    },
+};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list)).routes(routes!(show, change))
+}
+
+/// `?state=` on the list.
+#[derive(serde::Deserialize)]
+struct ListQuery {
+    state: Option<String>,
+}
+
+/// The fields a manager may change (doc only: the body is read field by field).
+#[allow(dead_code)]
+#[derive(utoipa::ToSchema, serde::Deserialize)]
+struct CommitmentChange {
+    /// The provider's id of the commitment (what FOCUS exports call `CommitmentDiscountId`), 1 to
+    /// 200 characters; null clears it
+    #[schema(min_length = 1, max_length = 200)]
+    provider_commitment_id: Option<String>,
+    /// Days without a re-run before re-validation is due, 1 to 365
+    #[schema(minimum = 1, maximum = 365)]
+    revalidate_every_days: Option<i32>,
+    /// The day it was given back, inside the term: the commitment is released (final)
+    released_on: Option<chrono::NaiveDate>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/commitments",
+    operation_id = "listCommitments",
+    tag = "commitments",
+    summary = "The commitments approved reservations opened, each with its use per calendar month so far \
+         (managers and admins: all; engineers: those of the briefs they may edit)",
+    params(("state" = Option<String>, Query,
+        description = "only this state: active, revalidation-due, regressed, renewal-due, ended or released")),
+    responses(
+        (status = 200, description = "{ items: [commitment] }", body = CommitmentList),
+        (status = 422, description = "an unknown state"),
+    )
+)]
+async fn list(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<CommitmentList>> {
+    Ok(Json(service::list(&state, &caller, q.state.as_deref()).await?))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/commitments/{cid}",
+    operation_id = "getCommitment",
+    tag = "commitments",
+    summary = "One commitment with `months`: per calendar month of the term so far, committed and busy \
+         GPU-hours, utilization, coverage, idle cost and the on-demand cost avoided",
+    params(("cid" = Uuid, Path, description = "the commitment's id")),
+    responses(
+        (status = 200, description = "the commitment", body = CommitmentDetail),
+        (status = 404, description = "no such commitment, or not one of the caller's briefs"),
+    )
+)]
+async fn show(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<CommitmentDetail>> {
+    Ok(Json(service::get(&state, &caller, id).await?))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/api/v1/commitments/{cid}",
+    operation_id = "changeCommitment",
+    tag = "commitments",
+    summary = "Set the provider's commitment id, the re-validation period, or release it (managers)",
+    params(("cid" = Uuid, Path, description = "the commitment's id")),
+    request_body = CommitmentChange,
+    responses(
+        (status = 200, description = "the commitment after the change", body = CommitmentDetail),
+        (status = 404, description = "no such commitment"),
+        (status = 409, description = "it was released already"),
+        (status = 422, description = "a field out of range or one that may not be changed"),
+    )
+)]
+async fn change(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(id): Path<Uuid>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<CommitmentDetail>> {
+    let Value::Object(map) = body else {
+        return Err(AppError::BadRequest("the body must be a JSON object".into()));
+    };
+    Ok(Json(service::patch(&state, &caller, id, &map).await?))
+}

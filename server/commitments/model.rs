@@ -1,0 +1,577 @@
+//! Commitments without I/O: the term, the states, and the use per calendar month.
+//!
+//! A commitment's term runs from `start_date` to `end_date`, both days included, at whole UTC days.
+//! For each calendar month of the term up to the day before `as_of` (completed days only):
+//! - **committed GPU-hours** = the commitment's GPUs × 24 × the days of the month inside the term;
+//! - **billed GPU-hours** of the trial: its accelerator lines clipped to those days and merged as the
+//!   ledger merges them (`ledger::model::merge_spans`: overlaps of one resource counted once, at the
+//!   largest GPU count);
+//! - **busy GPU-hours** = billed GPU-hours less their idle GPU-hours. The ledger counts idle GPU-hours
+//!   for the whole trial, not per line, so a month's share of them is the trial's idle share
+//!   (idle ÷ all billed GPU-hours) of its billed hours that month; without an idle figure every
+//!   billed hour counts as busy;
+//! - **utilization** = busy ÷ committed; **coverage** = committed ÷ the GPU-hours every trial of the
+//!   brief billed that month (above 1 when the commitment is larger than what ran);
+//! - **idle cost** = the committed hours not busy × the committed rate;
+//! - **on-demand cost avoided** = the busy hours the commitment carried (at most the committed ones)
+//!   × the on-demand rate of the offer: what paying by the hour would have cost for them.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Datelike, Days, Months, NaiveDate, Utc};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{
+    ids::TrialId,
+    ledger::model::{merge_spans, sort_spans, Span},
+};
+
+/// Where a commitment stands. `released` and `ended` are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CommitmentState {
+    Active,
+    RevalidationDue,
+    Regressed,
+    RenewalDue,
+    Ended,
+    Released,
+}
+
+impl CommitmentState {
+    pub const ALL: [CommitmentState; 6] = [
+        CommitmentState::Active,
+        CommitmentState::RevalidationDue,
+        CommitmentState::Regressed,
+        CommitmentState::RenewalDue,
+        CommitmentState::Ended,
+        CommitmentState::Released,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitmentState::Active => "active",
+            CommitmentState::RevalidationDue => "revalidation-due",
+            CommitmentState::Regressed => "regressed",
+            CommitmentState::RenewalDue => "renewal-due",
+            CommitmentState::Ended => "ended",
+            CommitmentState::Released => "released",
+        }
+    }
+
+    /// The state in words, for pages.
+    pub fn words(self) -> &'static str {
+        match self {
+            CommitmentState::Active => "active",
+            CommitmentState::RevalidationDue => "re-validation due",
+            CommitmentState::Regressed => "regressed",
+            CommitmentState::RenewalDue => "renewal due",
+            CommitmentState::Ended => "ended",
+            CommitmentState::Released => "released",
+        }
+    }
+
+    /// Whether someone should look at it: it regressed, its re-run or its renewal is due.
+    pub fn needs_attention(self) -> bool {
+        matches!(
+            self,
+            CommitmentState::RevalidationDue | CommitmentState::Regressed | CommitmentState::RenewalDue
+        )
+    }
+}
+
+impl FromStr for CommitmentState {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        CommitmentState::ALL.into_iter().find(|c| c.as_str() == s).ok_or(())
+    }
+}
+
+/// The last day of a term of `months` from `start`: one day before the same day `months` later
+/// (2026-01-31 for 12 months ends 2027-01-30). `None` past the calendar's end.
+pub fn end_date(start: NaiveDate, months: u32) -> Option<NaiveDate> {
+    start
+        .checked_add_months(Months::new(months))?
+        .checked_sub_days(Days::new(1))
+}
+
+/// The last day GPUs are committed: the term's last day, or the day before it was released.
+pub fn last_committed_day(end_date: NaiveDate, released_on: Option<NaiveDate>) -> NaiveDate {
+    match released_on.and_then(|r| r.pred_opt()) {
+        Some(before) if before < end_date => before,
+        _ => end_date,
+    }
+}
+
+/// Days from `today` to the term's last day, that day included (0 once it has passed).
+pub fn days_left(today: NaiveDate, end_date: NaiveDate) -> i64 {
+    ((end_date - today).num_days() + 1).max(0)
+}
+
+/// One accelerator ledger line of any trial of the brief, as the use needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceleratorUse {
+    pub trial: TrialId,
+    pub resource: String,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub gpus: i32,
+}
+
+/// What a commitment's months are computed from.
+#[derive(Debug, Clone)]
+pub struct UseBasis<'a> {
+    pub trial: TrialId,
+    pub gpus: u32,
+    pub rate_per_gpu_hour: Decimal,
+    pub on_demand_rate_per_gpu_hour: Option<Decimal>,
+    pub start_date: NaiveDate,
+    /// The last day GPUs are committed ([`last_committed_day`]).
+    pub last_day: NaiveDate,
+    /// Days before this one count; the month of `as_of` counts its completed days only.
+    pub as_of: NaiveDate,
+    /// The accelerator lines of every trial of the brief (any order; those outside the term are
+    /// ignored).
+    pub lines: &'a [AcceleratorUse],
+    /// The trial's idle GPU-hours ÷ its billed GPU-hours ([`idle_share`]).
+    pub idle_share: Decimal,
+}
+
+/// The use of one calendar month of the term.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct MonthUse {
+    /// "2026-11".
+    pub month: String,
+    /// Days of the month inside the term counted so far.
+    pub days: u32,
+    /// GPUs × 24 × days.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub committed_gpu_hours: Decimal,
+    /// The committed trial's GPU-hours on the ledger those days.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub billed_gpu_hours: Decimal,
+    /// Billed GPU-hours less their share of the trial's idle GPU-hours.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub busy_gpu_hours: Decimal,
+    /// GPU-hours every trial of the brief billed those days.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub brief_gpu_hours: Decimal,
+    /// busy ÷ committed (4 places).
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub utilization: Option<Decimal>,
+    /// committed ÷ the brief's GPU-hours (4 places); null when nothing was billed.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub coverage: Option<Decimal>,
+    /// committed GPU-hours × rate: what these days of the commitment cost.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub commitment_cost: Decimal,
+    /// (committed − busy, at least 0) × rate.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub idle_cost: Decimal,
+    /// min(busy, committed) × the on-demand rate; null when no on-demand rate is known.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub on_demand_avoided: Option<Decimal>,
+}
+
+/// The trial's idle share: idle GPU-hours ÷ billed GPU-hours, between 0 and 1; 0 without an idle
+/// figure or billed hours.
+pub fn idle_share(idle_gpu_hours: Option<Decimal>, billed_gpu_hours: Decimal) -> Decimal {
+    match idle_gpu_hours {
+        Some(idle) if billed_gpu_hours > Decimal::ZERO => (idle / billed_gpu_hours).clamp(Decimal::ZERO, Decimal::ONE),
+        _ => Decimal::ZERO,
+    }
+}
+
+fn midnight(d: NaiveDate) -> DateTime<Utc> {
+    d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc()
+}
+
+/// GPU-hours of `lines` (those `keep` selects) inside `[from, to)`, merged as the ledger merges them;
+/// lines of different trials never merge.
+fn gpu_hours_within(
+    lines: &[AcceleratorUse],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    keep: impl Fn(&AcceleratorUse) -> bool,
+) -> Decimal {
+    let keys: Vec<(String, &AcceleratorUse)> = lines
+        .iter()
+        .filter(|l| keep(l) && l.starts_at < to && l.ends_at > from)
+        .map(|l| (format!("{}\u{1f}{}", l.trial, l.resource), l))
+        .collect();
+    let mut spans: Vec<Span<'_>> = keys
+        .iter()
+        .map(|(key, l)| Span {
+            resource: key,
+            start: l.starts_at.max(from),
+            end: l.ends_at.min(to),
+            gpus: l.gpus,
+            amount: Decimal::ZERO,
+        })
+        .collect();
+    sort_spans(&mut spans);
+    merge_spans(spans).gpu_hours()
+}
+
+/// The first day of the month after `d`'s.
+fn next_month(d: NaiveDate) -> NaiveDate {
+    let first = d.with_day(1).unwrap_or(d);
+    first.checked_add_months(Months::new(1)).unwrap_or(NaiveDate::MAX)
+}
+
+/// The use of each calendar month of the term, from its first month to the month of the day
+/// before `as_of` (nothing before the term starts).
+pub fn months(b: &UseBasis<'_>) -> Vec<MonthUse> {
+    let mut out = Vec::new();
+    // Days up to and including `last` count.
+    let Some(last) = b.as_of.pred_opt().map(|d| d.min(b.last_day)) else {
+        return out;
+    };
+    let gpus = Decimal::from(b.gpus);
+    let busy_share = Decimal::ONE - b.idle_share;
+    let mut day = b.start_date;
+    while day <= last {
+        let month_end = next_month(day);
+        let until = month_end.min(last.succ_opt().unwrap_or(NaiveDate::MAX));
+        let days = (until - day).num_days();
+        let (from, to) = (midnight(day), midnight(until));
+        let committed = gpus * Decimal::from(24 * days);
+        let billed = gpu_hours_within(b.lines, from, to, |l| l.trial == b.trial);
+        let busy = (billed * busy_share).round_dp(6).normalize();
+        let brief = gpu_hours_within(b.lines, from, to, |_| true);
+        let utilization = (committed > Decimal::ZERO).then(|| (busy / committed).round_dp(4).normalize());
+        let coverage = (brief > Decimal::ZERO).then(|| (committed / brief).round_dp(4).normalize());
+        let unused = (committed - busy).max(Decimal::ZERO);
+        out.push(MonthUse {
+            month: format!("{:04}-{:02}", day.year(), day.month()),
+            days: u32::try_from(days).unwrap_or(0),
+            committed_gpu_hours: committed,
+            billed_gpu_hours: billed,
+            busy_gpu_hours: busy,
+            brief_gpu_hours: brief,
+            utilization,
+            coverage,
+            commitment_cost: (committed * b.rate_per_gpu_hour).round_dp(2).normalize(),
+            idle_cost: (unused * b.rate_per_gpu_hour).round_dp(2).normalize(),
+            on_demand_avoided: b
+                .on_demand_rate_per_gpu_hour
+                .map(|r| (busy.min(committed) * r).round_dp(2).normalize()),
+        });
+        day = month_end;
+    }
+    out
+}
+
+/// Totals over the months: committed and busy GPU-hours and the term's utilization so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct TermUse {
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub committed_gpu_hours: Decimal,
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub busy_gpu_hours: Decimal,
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub utilization: Option<Decimal>,
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub idle_cost: Decimal,
+}
+
+pub fn term_use(months: &[MonthUse]) -> TermUse {
+    let committed: Decimal = months.iter().map(|m| m.committed_gpu_hours).sum();
+    let busy: Decimal = months.iter().map(|m| m.busy_gpu_hours).sum();
+    TermUse {
+        committed_gpu_hours: committed,
+        busy_gpu_hours: busy,
+        utilization: (committed > Decimal::ZERO).then(|| (busy / committed).round_dp(4).normalize()),
+        idle_cost: months.iter().map(|m| m.idle_cost).sum(),
+    }
+}
+
+/// Which state the clock alone puts a commitment in on `today` (re-runs are judged elsewhere):
+/// released stays released; ended after its last day; renewal-due from 60 days before it;
+/// revalidation-due when the last run is older than `revalidate_every_days` (or none since the
+/// start is); else the current state if it is regressed (a regression stays until a good re-run),
+/// else active.
+pub fn clock_state(c: &ClockFacts) -> CommitmentState {
+    use CommitmentState::*;
+    if c.current == Released {
+        return Released;
+    }
+    if c.today > c.last_day {
+        return Ended;
+    }
+    if c.current == Regressed {
+        return Regressed;
+    }
+    if (c.last_day - c.today).num_days() <= RENEWAL_NOTICE_DAYS {
+        return RenewalDue;
+    }
+    let since = c.last_run.unwrap_or(c.start_date).max(c.start_date);
+    if c.today > since && (c.today - since).num_days() > i64::from(c.revalidate_every_days) {
+        return RevalidationDue;
+    }
+    Active
+}
+
+/// Renewal is due from this many days before the end.
+pub const RENEWAL_NOTICE_DAYS: i64 = 60;
+
+/// What [`clock_state`] reads.
+#[derive(Debug, Clone, Copy)]
+pub struct ClockFacts {
+    pub current: CommitmentState,
+    pub today: NaiveDate,
+    pub start_date: NaiveDate,
+    pub last_day: NaiveDate,
+    pub revalidate_every_days: u32,
+    /// The day of the newest evidence of the committed trial since the approval.
+    pub last_run: Option<NaiveDate>,
+}
+
+/// Required criteria that passed when the approval was recorded and fail on the newest evidence,
+/// each in words with its figure before and after: "ttft_p95_ms (stage 3) failed the re-run: 180
+/// when approved, 260 now". `approved` and `now` are the criteria as the review's inputs keep them
+/// (a JSON array of `{ key, stage, required, status, value }`).
+pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
+    let empty = Vec::new();
+    let before = approved.as_array().unwrap_or(&empty);
+    let shown = |v: Option<&Value>| match v {
+        Some(Value::Null) | None => "no value".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    };
+    now.as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .filter(|c| c["required"] == Value::Bool(true) && c["status"] == "fail")
+        .filter_map(|c| {
+            let was = before
+                .iter()
+                .find(|b| b["key"] == c["key"] && b["stage"] == c["stage"] && b["status"] == "pass")?;
+            Some(format!(
+                "{} (stage {}) failed the re-run: {} when approved, {} now",
+                c["key"].as_str().unwrap_or("a criterion"),
+                c["stage"],
+                shown(was.get("value")),
+                shown(c.get("value")),
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn d(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+    fn dec(s: &str) -> Decimal {
+        s.parse().unwrap()
+    }
+    fn line(trial: TrialId, resource: &str, from: &str, to: &str, gpus: i32) -> AcceleratorUse {
+        AcceleratorUse {
+            trial,
+            resource: resource.into(),
+            starts_at: t(from),
+            ends_at: t(to),
+            gpus,
+        }
+    }
+
+    #[test]
+    fn a_term_ends_the_day_before_the_same_day_its_months_later() {
+        assert_eq!(end_date(d("2026-11-15"), 12), Some(d("2027-11-14")));
+        assert_eq!(end_date(d("2026-01-01"), 3), Some(d("2026-03-31")));
+        // The 31st plus one month is the 28th of February; the term ends the day before.
+        assert_eq!(end_date(d("2027-01-31"), 1), Some(d("2027-02-27")));
+        assert_eq!(
+            last_committed_day(d("2026-03-31"), Some(d("2026-03-01"))),
+            d("2026-02-28")
+        );
+        assert_eq!(
+            last_committed_day(d("2026-03-31"), Some(d("2026-05-01"))),
+            d("2026-03-31")
+        );
+        assert_eq!(days_left(d("2026-03-30"), d("2026-03-31")), 2);
+        assert_eq!(days_left(d("2026-04-02"), d("2026-03-31")), 0);
+    }
+
+    #[test]
+    fn committed_busy_utilization_coverage_idle_cost_and_avoided_cost_per_month() {
+        let ours = TrialId::from(Uuid::from_u128(1));
+        let other = TrialId::from(Uuid::from_u128(2));
+        // 8 GPUs committed from 2026-01-15 for 2 months (to 2026-03-14) at 2.10, on demand 3.50.
+        // January: 17 days (15th–31st) × 24 h × 8 = 3264 committed GPU-hours.
+        // Ours ran 10 days of 8 GPUs in January (1920 GPU-hours) — 2 of them before the term
+        // (the 13th and 14th) — plus an overlapping duplicate of one day that counts once: 8 × 24 ×
+        // 8 = 1536 in the term. Another trial ran 4 GPUs for 5 days in the term: 480.
+        // February: ours 28 days × 8 GPUs = 5376, the whole month.
+        let lines = vec![
+            line(ours, "node-a", "2026-01-13T00:00:00Z", "2026-01-23T00:00:00Z", 8),
+            line(ours, "node-a", "2026-01-20T00:00:00Z", "2026-01-21T00:00:00Z", 8),
+            line(other, "node-a", "2026-01-16T00:00:00Z", "2026-01-21T00:00:00Z", 4),
+            line(ours, "node-a", "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z", 8),
+        ];
+        // The trial billed 1920 + 5376 = 7296 GPU-hours and reported 729.6 idle: a share of 0.1.
+        let share = idle_share(Some(dec("729.6")), dec("7296"));
+        assert_eq!(share, dec("0.1"));
+        let basis = UseBasis {
+            trial: ours,
+            gpus: 8,
+            rate_per_gpu_hour: dec("2.10"),
+            on_demand_rate_per_gpu_hour: Some(dec("3.50")),
+            start_date: d("2026-01-15"),
+            last_day: end_date(d("2026-01-15"), 2).unwrap(),
+            as_of: d("2026-03-03"),
+            lines: &lines,
+            idle_share: share,
+        };
+        let m = months(&basis);
+        assert_eq!(
+            m.iter().map(|m| (m.month.as_str(), m.days)).collect::<Vec<_>>(),
+            [("2026-01", 17), ("2026-02", 28), ("2026-03", 2)],
+            "March counts the two completed days before as_of"
+        );
+        let jan = &m[0];
+        assert_eq!(jan.committed_gpu_hours, dec("3264"));
+        assert_eq!(jan.billed_gpu_hours, dec("1536"));
+        // 1536 × 0.9 = 1382.4 busy; 1382.4 ÷ 3264 = 0.42352… → 0.4235.
+        assert_eq!(jan.busy_gpu_hours, dec("1382.4"));
+        assert_eq!(jan.utilization, Some(dec("0.4235")));
+        // The brief billed 1536 + 480 = 2016; 3264 ÷ 2016 = 1.6190…
+        assert_eq!(jan.brief_gpu_hours, dec("2016"));
+        assert_eq!(jan.coverage, Some(dec("1.619")));
+        // 3264 × 2.10 = 6854.40; unused 1881.6 × 2.10 = 3951.36; avoided 1382.4 × 3.50 = 4838.40.
+        assert_eq!(jan.commitment_cost, dec("6854.4"));
+        assert_eq!(jan.idle_cost, dec("3951.36"));
+        assert_eq!(jan.on_demand_avoided, Some(dec("4838.4")));
+        let feb = &m[1];
+        assert_eq!(feb.committed_gpu_hours, dec("5376"));
+        assert_eq!(feb.busy_gpu_hours, dec("4838.4"));
+        assert_eq!(feb.utilization, Some(dec("0.9")));
+        assert_eq!(feb.coverage, Some(dec("1")));
+        assert_eq!(feb.idle_cost, dec("1128.96"), "537.6 × 2.10");
+        // March: 2 days committed, nothing billed.
+        assert_eq!(m[2].committed_gpu_hours, dec("384"));
+        assert_eq!(m[2].utilization, Some(dec("0")));
+        assert_eq!(m[2].coverage, None);
+        assert_eq!(m[2].idle_cost, dec("806.4"));
+        let term = term_use(&m);
+        assert_eq!(term.committed_gpu_hours, dec("9024"));
+        assert_eq!(term.busy_gpu_hours, dec("6220.8"));
+        assert_eq!(term.utilization, Some(dec("0.6894")), "6220.8 ÷ 9024 = 0.68936…");
+    }
+
+    #[test]
+    fn busy_hours_beyond_the_commitment_avoid_no_more_than_the_committed_hours() {
+        let ours = TrialId::from(Uuid::from_u128(1));
+        // 1 GPU committed for 1 day; the trial ran 2 GPUs all that day: utilization 2, nothing idle.
+        let lines = vec![line(ours, "n", "2026-05-01T00:00:00Z", "2026-05-02T00:00:00Z", 2)];
+        let m = months(&UseBasis {
+            trial: ours,
+            gpus: 1,
+            rate_per_gpu_hour: dec("2"),
+            on_demand_rate_per_gpu_hour: Some(dec("3")),
+            start_date: d("2026-05-01"),
+            last_day: d("2026-05-01"),
+            as_of: d("2026-06-01"),
+            lines: &lines,
+            idle_share: idle_share(None, dec("48")),
+        });
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].utilization, Some(dec("2")));
+        assert_eq!(m[0].idle_cost, dec("0"));
+        assert_eq!(m[0].on_demand_avoided, Some(dec("72")), "24 committed hours × 3");
+    }
+
+    #[test]
+    fn a_term_that_has_not_started_has_no_months() {
+        let m = months(&UseBasis {
+            trial: TrialId::from(Uuid::from_u128(1)),
+            gpus: 8,
+            rate_per_gpu_hour: dec("2"),
+            on_demand_rate_per_gpu_hour: None,
+            start_date: d("2026-12-07"),
+            last_day: d("2027-12-06"),
+            as_of: d("2026-12-07"),
+            lines: &[],
+            idle_share: Decimal::ZERO,
+        });
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn a_required_criterion_that_passed_and_now_fails_is_a_regression() {
+        let approved = serde_json::json!([
+            { "key": "ttft_p95_ms", "stage": 3, "required": true, "status": "pass", "value": 180 },
+            { "key": "tpot_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 90 },
+            { "key": "gpu_temp_c", "stage": 1, "required": false, "status": "pass", "value": 70 },
+        ]);
+        let now = serde_json::json!([
+            { "key": "ttft_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 260 },
+            { "key": "tpot_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 95 },
+            { "key": "gpu_temp_c", "stage": 1, "required": false, "status": "fail", "value": 95 },
+        ]);
+        // Only the required one that passed before: one failing at approval is no news, an
+        // optional one does not count.
+        assert_eq!(
+            regressions(&approved, &now),
+            ["ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now"]
+        );
+        assert!(regressions(&approved, &approved).is_empty());
+    }
+
+    #[test]
+    fn the_clock_moves_a_commitment_through_its_states() {
+        let facts = |today: &str, last_run: Option<&str>, current| ClockFacts {
+            current,
+            today: d(today),
+            start_date: d("2026-01-01"),
+            last_day: d("2026-12-31"),
+            revalidate_every_days: 30,
+            last_run: last_run.map(d),
+        };
+        use CommitmentState::*;
+        assert_eq!(
+            clock_state(&facts("2026-01-31", None, Active)),
+            Active,
+            "30 days: not yet"
+        );
+        assert_eq!(clock_state(&facts("2026-02-01", None, Active)), RevalidationDue);
+        assert_eq!(
+            clock_state(&facts("2026-03-01", Some("2026-02-15"), RevalidationDue)),
+            Active
+        );
+        assert_eq!(
+            clock_state(&facts("2026-03-01", Some("2026-02-15"), Regressed)),
+            Regressed
+        );
+        // 2026-11-01 is 60 days before the last day (2026-12-31): renewal due; a day earlier, not yet.
+        assert_eq!(clock_state(&facts("2026-10-31", Some("2026-10-30"), Active)), Active);
+        assert_eq!(
+            clock_state(&facts("2026-11-01", Some("2026-10-30"), Active)),
+            RenewalDue
+        );
+        assert_eq!(clock_state(&facts("2027-01-01", None, RenewalDue)), Ended);
+        assert_eq!(clock_state(&facts("2027-01-01", None, Released)), Released);
+    }
+}

@@ -1,0 +1,400 @@
+//! The commitments portfolio (`/commitments`, its CSV) and one commitment's page with its
+//! committed-vs-used chart per month (server-rendered SVG, as the review's charts).
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use axum::{
+    extract::State,
+    http::header,
+    response::{IntoResponse, Response},
+    routing::get,
+    Router,
+};
+use rust_decimal::{prelude::ToPrimitive, Decimal};
+use uuid::Uuid;
+
+use super::{
+    model::{CommitmentState, MonthUse},
+    service::{self, CommitmentDetail},
+};
+use crate::{
+    error::AppError,
+    money,
+    state::AppState,
+    web::{
+        auth::PageUser,
+        extract::{ApiQuery, Path},
+        page::{render, PageContext, PageResult},
+    },
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/commitments", get(portfolio))
+        .route("/commitments.csv", get(portfolio_csv))
+        .route("/commitments/{cid}", get(show))
+}
+
+#[derive(serde::Deserialize)]
+struct StateQuery {
+    state: Option<String>,
+}
+
+/// A share (a decimal string such as "0.4235") as people read it: "42.4 %"; "—" when unknown.
+fn share(d: Option<Decimal>) -> String {
+    d.and_then(|d| d.to_f64())
+        .map_or_else(|| "—".to_owned(), money::percent)
+}
+
+/// GPU-hours with separators: "5,760"; "1,382.40".
+fn hours(d: Decimal) -> String {
+    money::sum(d)
+}
+
+/// One row of the portfolio, ready to show.
+struct Row {
+    id: Uuid,
+    brief_id: String,
+    brief_name: String,
+    trial_name: String,
+    what: String,
+    monthly_cost: String,
+    utilization: String,
+    coverage: String,
+    days_left: i64,
+    state: &'static str,
+    attention: bool,
+    term: String,
+    last_run: String,
+}
+
+fn row(d: &CommitmentDetail) -> Row {
+    let c = &d.commitment;
+    let this = d.this_month();
+    Row {
+        id: c.id,
+        brief_id: c.brief_id.to_string(),
+        brief_name: d.brief_name.clone(),
+        trial_name: d.trial_name.clone(),
+        what: format!("{} × {}{}", c.gpus, c.gpu, provider_words(&c.provider)),
+        monthly_cost: money::with_currency(c.monthly_cost, &c.currency),
+        utilization: share(this.and_then(|m| m.utilization)),
+        coverage: share(this.and_then(|m| m.coverage)),
+        days_left: d.days_left,
+        state: d.state().words(),
+        attention: d.state().needs_attention(),
+        term: format!("{} to {}", c.start_date, c.end_date),
+        last_run: c.last_run_at.map_or_else(
+            || "none since the approval".to_owned(),
+            |t| t.format("%Y-%m-%d").to_string(),
+        ),
+    }
+}
+
+fn provider_words(p: &str) -> String {
+    if p.is_empty() {
+        String::new()
+    } else {
+        format!(" at {p}")
+    }
+}
+
+#[derive(Template)]
+#[template(path = "commitments/portfolio.html")]
+struct PortfolioPage {
+    ctx: PageContext,
+    rows: Vec<Row>,
+    /// (currency, commitments, monthly cost in words).
+    totals: Vec<(String, usize, String)>,
+    states: Vec<(&'static str, &'static str, bool)>,
+    filter: String,
+    attention: usize,
+}
+
+async fn portfolio(
+    State(state): State<AppState>,
+    user: PageUser,
+    ApiQuery(q): ApiQuery<StateQuery>,
+) -> PageResult<Response> {
+    let filter = q.state.unwrap_or_default();
+    let list = service::list(&state, &user.principal(), Some(filter.as_str())).await?;
+    let mut totals: BTreeMap<String, (usize, Decimal)> = BTreeMap::new();
+    for d in list
+        .items
+        .iter()
+        .filter(|d| !matches!(d.state(), CommitmentState::Ended | CommitmentState::Released))
+    {
+        let t = totals.entry(d.commitment.currency.clone()).or_default();
+        t.0 += 1;
+        t.1 += d.commitment.monthly_cost;
+    }
+    render(&PortfolioPage {
+        ctx: (&user).into(),
+        attention: list.items.iter().filter(|d| d.state().needs_attention()).count(),
+        rows: list.items.iter().map(row).collect(),
+        totals: totals
+            .into_iter()
+            .map(|(cur, (n, sum))| {
+                let words = money::with_currency(sum, &cur);
+                (cur, n, words)
+            })
+            .collect(),
+        states: CommitmentState::ALL
+            .iter()
+            .map(|s| (s.as_str(), s.words(), s.as_str() == filter))
+            .collect(),
+        filter,
+    })
+}
+
+/// The portfolio as CSV, one commitment a line, money as exact decimals.
+async fn portfolio_csv(
+    State(state): State<AppState>,
+    user: PageUser,
+    ApiQuery(q): ApiQuery<StateQuery>,
+) -> PageResult<Response> {
+    let list = service::list(&state, &user.principal(), q.state.as_deref()).await?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let internal = |e: csv::Error| AppError::Internal(anyhow::Error::new(e));
+    w.write_record([
+        "id",
+        "brief",
+        "trial",
+        "provider",
+        "gpu",
+        "gpus",
+        "billing",
+        "rate_per_gpu_hour",
+        "currency",
+        "monthly_cost",
+        "start_date",
+        "end_date",
+        "days_left",
+        "state",
+        "month",
+        "utilization",
+        "coverage",
+        "idle_cost",
+        "provider_commitment_id",
+    ])
+    .map_err(internal)?;
+    for d in &list.items {
+        let c = &d.commitment;
+        let this = d.this_month();
+        let opt = |v: Option<Decimal>| v.map(|v| v.to_string()).unwrap_or_default();
+        w.write_record([
+            c.id.to_string(),
+            csv_safe(&d.brief_name),
+            csv_safe(&d.trial_name),
+            csv_safe(&c.provider),
+            csv_safe(&c.gpu),
+            c.gpus.to_string(),
+            c.billing.clone(),
+            c.rate_per_gpu_hour.normalize().to_string(),
+            c.currency.clone(),
+            c.monthly_cost.normalize().to_string(),
+            c.start_date.to_string(),
+            c.end_date.to_string(),
+            d.days_left.to_string(),
+            c.state.clone(),
+            this.map(|m| m.month.clone()).unwrap_or_default(),
+            opt(this.and_then(|m| m.utilization)),
+            opt(this.and_then(|m| m.coverage)),
+            opt(this.map(|m| m.idle_cost)),
+            csv_safe(c.provider_commitment_id.as_deref().unwrap_or("")),
+        ])
+        .map_err(internal)?;
+    }
+    let body = w
+        .into_inner()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("writing the CSV: {e}")))?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (header::CONTENT_DISPOSITION, "attachment; filename=\"commitments.csv\""),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// Text a person typed, safe to open in a spreadsheet: a cell starting with `=`, `+`, `-` or `@`
+/// would run as a formula, so it gets a leading apostrophe.
+fn csv_safe(s: &str) -> String {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}")
+    } else {
+        s.to_owned()
+    }
+}
+
+/// One month's bars on the chart.
+struct Bar {
+    x: f64,
+    label: String,
+    committed_y: f64,
+    committed_h: f64,
+    busy_y: f64,
+    busy_h: f64,
+    title: String,
+}
+
+/// The committed-vs-used chart: per month, an outlined bar of the committed GPU-hours and a filled
+/// bar of the busy ones, on one scale.
+struct Chart {
+    bars: Vec<Bar>,
+    width: f64,
+    /// (y, label) of the horizontal grid lines.
+    ticks: Vec<(f64, String)>,
+}
+
+const CHART_TOP: f64 = 10.0;
+const CHART_BOTTOM: f64 = 200.0;
+const CHART_LEFT: f64 = 70.0;
+
+fn chart(months: &[MonthUse]) -> Option<Chart> {
+    let top = months
+        .iter()
+        .flat_map(|m| [m.committed_gpu_hours, m.busy_gpu_hours])
+        .max()
+        .filter(|m| *m > Decimal::ZERO)?
+        .to_f64()?;
+    let step = 56.0;
+    let scale = |v: Decimal| v.to_f64().unwrap_or(0.0) / top * (CHART_BOTTOM - CHART_TOP);
+    let bars = months
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let x = CHART_LEFT + 10.0 + i as f64 * step;
+            let ch = scale(m.committed_gpu_hours);
+            let bh = scale(m.busy_gpu_hours);
+            Bar {
+                x,
+                label: m.month.clone(),
+                committed_y: CHART_BOTTOM - ch,
+                committed_h: ch,
+                busy_y: CHART_BOTTOM - bh,
+                busy_h: bh,
+                title: format!(
+                    "{}: {} GPU-hours committed, {} busy ({})",
+                    m.month,
+                    hours(m.committed_gpu_hours),
+                    hours(m.busy_gpu_hours),
+                    share(m.utilization)
+                ),
+            }
+        })
+        .collect::<Vec<_>>();
+    let ticks = (0..=4)
+        .map(|i| {
+            let f = f64::from(i) / 4.0;
+            (
+                CHART_BOTTOM - f * (CHART_BOTTOM - CHART_TOP),
+                money::figure((top * f).round()),
+            )
+        })
+        .collect();
+    Some(Chart {
+        width: CHART_LEFT + 20.0 + bars.len() as f64 * step,
+        bars,
+        ticks,
+    })
+}
+
+/// One month as a table row.
+struct MonthRow {
+    month: String,
+    committed: String,
+    busy: String,
+    utilization: String,
+    coverage: String,
+    idle_cost: String,
+    avoided: String,
+}
+
+#[derive(Template)]
+#[template(path = "commitments/show.html")]
+struct CommitmentPage {
+    ctx: PageContext,
+    d: CommitmentDetail,
+    state_words: &'static str,
+    attention: bool,
+    summary: Vec<String>,
+    chart: Option<Chart>,
+    months: Vec<MonthRow>,
+    monthly_cost: String,
+    rate: String,
+}
+
+/// The plain sentences the page opens with.
+fn sentences(d: &CommitmentDetail) -> Vec<String> {
+    let c = &d.commitment;
+    let mut out = vec![format!(
+        "{} reserved {} × {}{} for {} months, from {} to {}, at {} per GPU-hour: {} a month.",
+        d.brief_name,
+        c.gpus,
+        c.gpu,
+        provider_words(&c.provider),
+        c.term_months,
+        c.start_date,
+        c.end_date,
+        money::with_currency(c.rate_per_gpu_hour, &c.currency),
+        money::with_currency(c.monthly_cost, &c.currency),
+    )];
+    match d.this_month() {
+        Some(m) => out.push(format!(
+            "In {} it was busy {} of the committed GPU-hours ({} of {}); idle time cost {}.",
+            m.month,
+            share(m.utilization),
+            hours(m.busy_gpu_hours),
+            hours(m.committed_gpu_hours),
+            money::with_currency(m.idle_cost, &c.currency),
+        )),
+        None => out.push("The term has not started yet: nothing is measured before its first day.".into()),
+    }
+    if let Some(u) = d.term.utilization {
+        out.push(format!(
+            "Over the term so far it was busy {}; idle time cost {} in all.",
+            share(Some(u)),
+            money::with_currency(d.term.idle_cost, &c.currency)
+        ));
+    }
+    out.push(match d.state() {
+        CommitmentState::Ended => "The term has ended.".to_owned(),
+        CommitmentState::Released => format!("It was released: {}.", c.state_reason),
+        _ => format!("{} days are left in the term.", d.days_left),
+    });
+    out
+}
+
+async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+    let d = service::get(&state, &user.principal(), id).await?;
+    let cur = d.commitment.currency.clone();
+    render(&CommitmentPage {
+        ctx: (&user).into(),
+        state_words: d.state().words(),
+        attention: d.state().needs_attention(),
+        summary: sentences(&d),
+        chart: chart(&d.months),
+        months: d
+            .months
+            .iter()
+            .map(|m| MonthRow {
+                month: m.month.clone(),
+                committed: hours(m.committed_gpu_hours),
+                busy: hours(m.busy_gpu_hours),
+                utilization: share(m.utilization),
+                coverage: share(m.coverage),
+                idle_cost: money::with_currency(m.idle_cost, &cur),
+                avoided: m.on_demand_avoided.map_or_else(
+                    || "not known (no on-demand price)".to_owned(),
+                    |a| money::with_currency(a, &cur),
+                ),
+            })
+            .collect(),
+        monthly_cost: money::with_currency(d.commitment.monthly_cost, &cur),
+        rate: money::with_currency(d.commitment.rate_per_gpu_hour, &cur),
+        d,
+    })
+}

@@ -1,0 +1,271 @@
+//! SQL of commitments: the `commitments` table only (names, ledger lines and evidence come from
+//! their own domains' services).
+
+use chrono::{DateTime, NaiveDate, Utc};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+use crate::ids::{BriefId, TrialId};
+
+/// A commitment as stored.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Commitment)]
+pub struct CommitmentRow {
+    pub id: Uuid,
+    /// The brief's id.
+    #[serde(rename = "brief")]
+    #[schema(value_type = Uuid)]
+    pub brief_id: BriefId,
+    /// The committed trial's id.
+    #[serde(rename = "trial")]
+    #[schema(value_type = Uuid)]
+    pub trial_id: TrialId,
+    /// The approval that recorded the reservation, and when.
+    pub approval_id: Uuid,
+    pub approved_at: DateTime<Utc>,
+    pub provider: String,
+    pub gpu: String,
+    pub gpus_per_node: i32,
+    pub gpus: i32,
+    pub billing: String,
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub rate_per_gpu_hour: Decimal,
+    /// The offer's on-demand rate when the approval was recorded (null when none was known).
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub on_demand_rate_per_gpu_hour: Option<Decimal>,
+    pub currency: String,
+    pub term_months: i32,
+    pub start_date: NaiveDate,
+    /// The term's last day (included).
+    pub end_date: NaiveDate,
+    /// GPUs × rate × 730.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub monthly_cost: Decimal,
+    pub provider_commitment_id: Option<String>,
+    pub revalidate_every_days: i32,
+    /// active | revalidation-due | regressed | renewal-due | ended | released.
+    pub state: String,
+    /// Why it is in that state, in words.
+    pub state_reason: String,
+    pub state_changed_at: DateTime<Utc>,
+    /// The newest run (evidence) of the trial since the approval, as the background task last saw it.
+    pub last_run_at: Option<DateTime<Utc>>,
+    pub released_on: Option<NaiveDate>,
+    /// The commitment this one renews.
+    pub renews: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A commitment to open.
+pub struct NewCommitment<'a> {
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
+    pub approval_id: Uuid,
+    pub approved_at: DateTime<Utc>,
+    pub approved_criteria: &'a Value,
+    pub provider: &'a str,
+    pub gpu: &'a str,
+    pub gpus_per_node: i32,
+    pub gpus: i32,
+    pub billing: &'a str,
+    pub rate_per_gpu_hour: Decimal,
+    pub on_demand_rate_per_gpu_hour: Option<Decimal>,
+    pub currency: &'a str,
+    pub term_months: i32,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub monthly_cost: Decimal,
+    pub renews: Option<Uuid>,
+}
+
+pub async fn insert(db: impl PgExecutor<'_>, c: &NewCommitment<'_>) -> Result<Uuid, sqlx::Error> {
+    sqlx::query_scalar!(
+        "INSERT INTO commitments (id, brief_id, trial_id, approval_id, approved_at, approved_criteria, provider, gpu,
+             gpus_per_node, gpus, billing, rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months,
+             start_date, end_date, monthly_cost, renews)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+         RETURNING id",
+        Uuid::now_v7(),
+        c.brief_id.as_uuid(),
+        c.trial_id.as_uuid(),
+        c.approval_id,
+        c.approved_at,
+        c.approved_criteria,
+        c.provider,
+        c.gpu,
+        c.gpus_per_node,
+        c.gpus,
+        c.billing,
+        c.rate_per_gpu_hour,
+        c.on_demand_rate_per_gpu_hour,
+        c.currency,
+        c.term_months,
+        c.start_date,
+        c.end_date,
+        c.monthly_cost,
+        c.renews,
+    )
+    .fetch_one(db)
+    .await
+}
+
+/// The brief's commitment a new reservation renews: its newest one whose renewal is due.
+pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT id FROM commitments WHERE brief_id = $1 AND state = 'renewal-due'
+         ORDER BY end_date DESC, id DESC LIMIT 1",
+        brief_id.as_uuid()
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// Every commitment, newest start first; `state` filters when given.
+pub async fn list(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<CommitmentRow>, sqlx::Error> {
+    sqlx::query_as!(
+        CommitmentRow,
+        r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
+                  rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
+                  monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
+                  state_changed_at, last_run_at, released_on, renews, created_at
+           FROM commitments
+           WHERE ($1::text IS NULL OR state = $1)
+           ORDER BY start_date DESC, id DESC"#,
+        state,
+    )
+    .fetch_all(db)
+    .await
+}
+
+pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<CommitmentRow>, sqlx::Error> {
+    sqlx::query_as!(
+        CommitmentRow,
+        r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
+                  rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
+                  monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
+                  state_changed_at, last_run_at, released_on, renews, created_at
+           FROM commitments WHERE id = $1"#,
+        id,
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// Locks one commitment for a change; `None` when there is none.
+pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!("SELECT id FROM commitments WHERE id = $1 FOR UPDATE", id)
+        .fetch_optional(db)
+        .await
+}
+
+/// What a manager may change: the provider's id, the re-validation period and the release.
+pub async fn update(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    provider_commitment_id: Option<&str>,
+    revalidate_every_days: i32,
+    released_on: Option<NaiveDate>,
+    state: &str,
+    state_reason: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE commitments SET provider_commitment_id = $2, revalidate_every_days = $3, released_on = $4,
+             state_changed_at = CASE WHEN state <> $5 THEN now() ELSE state_changed_at END,
+             state = $5, state_reason = $6
+         WHERE id = $1",
+        id,
+        provider_commitment_id,
+        revalidate_every_days,
+        released_on,
+        state,
+        state_reason,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// A commitment the background task judges, with what it reads.
+pub struct Due {
+    pub id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
+    pub approved_at: DateTime<Utc>,
+    pub approved_criteria: Value,
+    pub state: String,
+    pub state_reason: String,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub released_on: Option<NaiveDate>,
+    pub revalidate_every_days: i32,
+    /// The newest run of the trial it saw last time (`None`: none since the approval).
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// When it last judged it (`None`: never).
+    pub checked_at: Option<DateTime<Utc>>,
+}
+
+/// Claims up to `limit` commitments that are not final and were not judged within `every`
+/// (or never): locked until the caller's transaction ends and skipped by another server's claim
+/// meanwhile (`SKIP LOCKED`), so two servers never judge one at once.
+pub async fn claim_due(db: impl PgExecutor<'_>, limit: i64, every_secs: f64) -> Result<Vec<Due>, sqlx::Error> {
+    sqlx::query_as!(
+        Due,
+        r#"SELECT id, brief_id, trial_id, approved_at, approved_criteria, state, state_reason, start_date, end_date,
+                  released_on, revalidate_every_days, last_run_at, checked_at
+           FROM commitments
+           WHERE state NOT IN ('ended', 'released')
+             AND (checked_at IS NULL OR checked_at < now() - make_interval(secs => $2))
+           ORDER BY checked_at NULLS FIRST, id
+           LIMIT $1
+           FOR UPDATE SKIP LOCKED"#,
+        limit,
+        every_secs,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Records the task's judgement: the state, why, the newest run it saw, and when it looked.
+pub async fn set_judged(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    state: &str,
+    reason: &str,
+    last_run_at: Option<DateTime<Utc>>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE commitments SET checked_at = now(), state_reason = $3, last_run_at = $4,
+             state_changed_at = CASE WHEN state <> $2 THEN now() ELSE state_changed_at END, state = $2
+         WHERE id = $1",
+        id,
+        state,
+        reason,
+        last_run_at,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Of each brief in `brief_ids`, its newest commitment that needs attention (re-validation or
+/// renewal due, or regressed): (brief, commitment, state).
+pub async fn needing_attention(
+    db: impl PgExecutor<'_>,
+    brief_ids: &[BriefId],
+) -> Result<Vec<(BriefId, Uuid, String)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        "SELECT DISTINCT ON (brief_id) brief_id, id, state FROM commitments
+         WHERE brief_id = ANY($1) AND state IN ('revalidation-due', 'regressed', 'renewal-due')
+         ORDER BY brief_id, start_date DESC, id DESC",
+        brief_ids as _,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.brief_id.into(), r.id, r.state)).collect())
+}

@@ -1,0 +1,458 @@
+//! Commitments as handlers use them: opened by an approval, listed for whoever may see them, their
+//! use per month, and a manager's changes.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use rust_decimal::Decimal;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{
+    model::{self, AcceleratorUse, CommitmentState, MonthUse, TermUse, UseBasis},
+    repo::{self, CommitmentRow, NewCommitment},
+};
+use crate::{
+    audit,
+    auth::{teams, Principal, Role},
+    briefs::service as briefs,
+    error::AppError,
+    ids::{BriefId, TrialId},
+    ledger::service as ledger,
+    review::model::Reservation,
+    state::AppState,
+    trials::service as trials,
+    validation::FieldError,
+};
+
+/// The approval a commitment is opened for.
+pub struct Approved<'a> {
+    pub approval_id: Uuid,
+    pub brief_id: BriefId,
+    pub approved_at: DateTime<Utc>,
+    pub reservation: &'a Reservation,
+    /// The offer's on-demand rate the review read (what the busy hours would have cost by the hour).
+    pub on_demand_rate: Option<Decimal>,
+    /// The committed trial's criteria as the approval read them (`review::decision::CriterionOutcome`s).
+    pub criteria: Value,
+}
+
+/// Opens the commitment an approval's reservation records, in the approval's transaction, with its
+/// audit row. A brief whose commitment is due for renewal gets the new one as its renewal. A
+/// reservation kept at on-demand billing is its own on-demand rate.
+pub async fn open_for_approval(conn: &mut PgConnection, a: &Approved<'_>, actor: &str) -> Result<Uuid, AppError> {
+    let reservation = a.reservation;
+    let end_date = model::end_date(reservation.start_date, reservation.term_months).ok_or_else(|| {
+        AppError::Validation(vec![FieldError::new(
+            "reservation",
+            "the term ends past the calendar's end",
+        )])
+    })?;
+    let on_demand = a
+        .on_demand_rate
+        .or((reservation.billing == "on-demand").then_some(reservation.rate_per_gpu_hour));
+    let renews = repo::renewal_due_of(&mut *conn, a.brief_id).await?;
+    let to_i32 = |n: u32, field: &'static str| {
+        i32::try_from(n).map_err(|_| AppError::Validation(vec![FieldError::new(field, "is too large")]))
+    };
+    let criteria = if a.criteria.is_array() {
+        a.criteria.clone()
+    } else {
+        Value::Array(Vec::new())
+    };
+    let id = repo::insert(
+        &mut *conn,
+        &NewCommitment {
+            brief_id: a.brief_id,
+            trial_id: reservation.trial,
+            approval_id: a.approval_id,
+            approved_at: a.approved_at,
+            approved_criteria: &criteria,
+            provider: reservation.provider.as_deref().unwrap_or(""),
+            gpu: &reservation.gpu,
+            gpus_per_node: to_i32(reservation.gpus_per_node, "gpus_per_node")?,
+            gpus: to_i32(reservation.gpus, "gpus")?,
+            billing: &reservation.billing,
+            rate_per_gpu_hour: reservation.rate_per_gpu_hour,
+            on_demand_rate_per_gpu_hour: on_demand,
+            currency: &reservation.currency,
+            term_months: to_i32(reservation.term_months, "term_months")?,
+            start_date: reservation.start_date,
+            end_date,
+            monthly_cost: reservation.monthly_cost,
+            renews,
+        },
+    )
+    .await?;
+    audit::record(
+        &mut *conn,
+        actor,
+        "commitment.opened",
+        &format!("brief:{}", a.brief_id),
+        json!({
+            "commitment": id,
+            "approval": a.approval_id,
+            "trial": reservation.trial,
+            "gpus": reservation.gpus,
+            "rate_per_gpu_hour": reservation.rate_per_gpu_hour.to_string(),
+            "currency": reservation.currency,
+            "start_date": reservation.start_date,
+            "end_date": end_date,
+            "renews": renews,
+        }),
+    )
+    .await?;
+    Ok(id)
+}
+
+/// Managers and admins see every commitment; engineers those of the briefs they may edit
+/// (`auth::teams`, the one place that rule lives). Answers whether the caller sees them all.
+fn sees_all(caller: &Principal) -> Result<bool, AppError> {
+    caller.require_person(Role::Engineer)?;
+    caller.require_unscoped()?;
+    Ok(caller.role() >= Role::Manager)
+}
+
+/// A commitment with where it stands today and its use so far.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CommitmentDetail {
+    #[serde(flatten)]
+    pub commitment: CommitmentRow,
+    pub brief_name: String,
+    pub trial_name: String,
+    /// Days from today to the term's last day, both included (0 once ended).
+    pub days_left: i64,
+    /// Each calendar month of the term so far (completed days only).
+    pub months: Vec<MonthUse>,
+    /// The months added up.
+    pub term: TermUse,
+}
+
+impl CommitmentDetail {
+    /// The state as the enum (the column's CHECK keeps it one of them).
+    pub fn state(&self) -> CommitmentState {
+        self.commitment.state.parse().unwrap_or(CommitmentState::Active)
+    }
+
+    /// The newest month of the term so far.
+    pub fn this_month(&self) -> Option<&MonthUse> {
+        self.months.last()
+    }
+}
+
+/// A list of commitments, each with its use so far.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CommitmentList {
+    pub items: Vec<CommitmentDetail>,
+}
+
+fn today() -> NaiveDate {
+    Utc::now().date_naive()
+}
+
+/// Names of briefs and their trials, read once per brief.
+#[derive(Default)]
+struct Names(BTreeMap<BriefId, (String, Vec<(TrialId, String)>)>);
+
+impl Names {
+    async fn of(&mut self, state: &AppState, brief: BriefId, trial: TrialId) -> Result<(String, String), AppError> {
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.0.entry(brief) {
+            let name = briefs::load(&state.pool, brief).await?.fields.name;
+            let trials = trials::names(state, brief).await?;
+            slot.insert((name, trials));
+        }
+        let (name, trials) = &self.0[&brief];
+        let trial_name = trials
+            .iter()
+            .find(|(id, _)| *id == trial)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_default();
+        Ok((name.clone(), trial_name))
+    }
+}
+
+/// The commitment's use from its start to `as_of` (days before it), read from the ledger.
+async fn detail_of(
+    state: &AppState,
+    names: &mut Names,
+    c: CommitmentRow,
+    as_of: NaiveDate,
+) -> Result<CommitmentDetail, AppError> {
+    let last_day = model::last_committed_day(c.end_date, c.released_on);
+    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    let until = as_of.min(last_day.succ_opt().unwrap_or(last_day));
+    let lines: Vec<AcceleratorUse> = if until > c.start_date {
+        ledger::accelerator_spans(&state.pool, c.brief_id, midnight(c.start_date), midnight(until))
+            .await?
+            .into_iter()
+            .map(|s| AcceleratorUse {
+                trial: s.trial_id,
+                resource: s.resource,
+                starts_at: s.starts_at,
+                ends_at: s.ends_at,
+                gpus: s.gpus,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let summary = ledger::summary_from_pool(&state.pool, c.trial_id, &c.currency).await?;
+    let months = model::months(&UseBasis {
+        trial: c.trial_id,
+        gpus: u32::try_from(c.gpus).unwrap_or(0),
+        rate_per_gpu_hour: c.rate_per_gpu_hour,
+        on_demand_rate_per_gpu_hour: c.on_demand_rate_per_gpu_hour,
+        start_date: c.start_date,
+        last_day,
+        as_of,
+        lines: &lines,
+        idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
+    });
+    let (brief_name, trial_name) = names.of(state, c.brief_id, c.trial_id).await?;
+    Ok(CommitmentDetail {
+        brief_name,
+        trial_name,
+        days_left: if c.released_on.is_some() {
+            0
+        } else {
+            model::days_left(as_of, last_day)
+        },
+        term: model::term_use(&months),
+        months,
+        commitment: c,
+    })
+}
+
+/// The commitments the caller may see, `state` filtering, each with its use so far.
+pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) -> Result<CommitmentList, AppError> {
+    let all = sees_all(caller)?;
+    let filter = match filter.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(s) => Some(s.parse::<CommitmentState>().map_err(|()| {
+            AppError::Validation(vec![FieldError::new(
+                "state",
+                "must be one of active, revalidation-due, regressed, renewal-due, ended, released",
+            )])
+        })?),
+        None => None,
+    };
+    let rows = repo::list(&state.pool, filter.map(CommitmentState::as_str)).await?;
+    let today = today();
+    let mut names = Names::default();
+    let mut visible: BTreeMap<BriefId, bool> = BTreeMap::new();
+    let mut items = Vec::with_capacity(rows.len());
+    for row in rows {
+        if !all {
+            let may = match visible.get(&row.brief_id) {
+                Some(may) => *may,
+                None => {
+                    let may = teams::can_edit_brief(&state.pool, caller, row.brief_id).await?;
+                    visible.insert(row.brief_id, may);
+                    may
+                }
+            };
+            if !may {
+                continue;
+            }
+        }
+        items.push(detail_of(state, &mut names, row, today).await?);
+    }
+    Ok(CommitmentList { items })
+}
+
+/// One commitment with its months; 404 for one the caller may not see.
+pub async fn get(state: &AppState, caller: &Principal, id: Uuid) -> Result<CommitmentDetail, AppError> {
+    let all = sees_all(caller)?;
+    let row = repo::get(&state.pool, id)
+        .await?
+        .ok_or(AppError::NotFound("commitment"))?;
+    if !all && !teams::can_edit_brief(&state.pool, caller, row.brief_id).await? {
+        return Err(AppError::NotFound("commitment"));
+    }
+    detail_of(state, &mut Names::default(), row, today()).await
+}
+
+/// Longest provider commitment id.
+const MAX_PROVIDER_ID: usize = 200;
+
+/// What a manager's change asks for, checked against the commitment as it is.
+struct Change {
+    provider_id: Option<String>,
+    every: i32,
+    released_on: Option<NaiveDate>,
+}
+
+/// Reads `body` field by field over `before`: each bad field is named (422), and a release is
+/// never taken back (409).
+fn read_change(before: &CommitmentRow, body: &Map<String, Value>) -> Result<Change, AppError> {
+    let mut provider_id = before.provider_commitment_id.clone();
+    let mut every = before.revalidate_every_days;
+    let mut released_on = before.released_on;
+    let mut errors = Vec::new();
+    for (field, value) in body {
+        match field.as_str() {
+            "provider_commitment_id" => match value {
+                Value::Null => provider_id = None,
+                Value::String(s) if !s.trim().is_empty() && s.trim().chars().count() <= MAX_PROVIDER_ID => {
+                    provider_id = Some(s.trim().to_owned());
+                }
+                _ => errors.push(FieldError::new(
+                    field.clone(),
+                    format!("must be the provider's id as a string of 1 to {MAX_PROVIDER_ID} characters, or null"),
+                )),
+            },
+            "revalidate_every_days" => match value.as_i64().filter(|d| (1..=365).contains(d)) {
+                Some(d) => every = d as i32,
+                None => errors.push(FieldError::new(
+                    field.clone(),
+                    "must be a whole number of days from 1 to 365",
+                )),
+            },
+            "released_on" => match value.as_str().and_then(|s| s.parse::<NaiveDate>().ok()) {
+                Some(d) if d >= before.start_date && d <= before.end_date => released_on = Some(d),
+                Some(_) => errors.push(FieldError::new(
+                    field.clone(),
+                    format!(
+                        "must be inside the term, from {} to {}",
+                        before.start_date, before.end_date
+                    ),
+                )),
+                None => errors.push(FieldError::new(field.clone(), "must be a date such as 2026-11-30")),
+            },
+            _ => errors.push(FieldError::new(
+                field.clone(),
+                "is not a field a manager may change (provider_commitment_id, revalidate_every_days, released_on)",
+            )),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(AppError::Validation(errors));
+    }
+    if before.released_on.is_some() && released_on != before.released_on {
+        return Err(AppError::Conflict(format!(
+            "this commitment was released on {}; a release is not taken back",
+            before.released_on.unwrap_or_default()
+        )));
+    }
+    Ok(Change {
+        provider_id,
+        every,
+        released_on,
+    })
+}
+
+/// A manager's change: `provider_commitment_id` (a string, or null to clear it),
+/// `revalidate_every_days` (1–365) and `released_on` (a date inside the term: the commitment is
+/// released that day). Any other field is refused. Audited with before and after.
+pub async fn patch(
+    state: &AppState,
+    caller: &Principal,
+    id: Uuid,
+    body: &Map<String, Value>,
+) -> Result<CommitmentDetail, AppError> {
+    caller.require_person(Role::Manager)?;
+    caller.require_unscoped()?;
+    let mut tx = state.pool.begin().await?;
+    repo::lock(&mut *tx, id)
+        .await?
+        .ok_or(AppError::NotFound("commitment"))?;
+    let before = repo::get(&mut *tx, id).await?.ok_or(AppError::NotFound("commitment"))?;
+    let Change {
+        provider_id,
+        every,
+        released_on,
+    } = read_change(&before, body)?;
+    let (state_now, reason) = match released_on {
+        Some(d) if before.released_on.is_none() => (
+            CommitmentState::Released.as_str().to_owned(),
+            format!("released on {d} by {}", caller.label()),
+        ),
+        _ => (before.state.clone(), before.state_reason.clone()),
+    };
+    repo::update(
+        &mut *tx,
+        id,
+        provider_id.as_deref(),
+        every,
+        released_on,
+        &state_now,
+        &reason,
+    )
+    .await?;
+    audit::record(
+        &mut *tx,
+        &caller.label(),
+        "commitment.changed",
+        &format!("brief:{}", before.brief_id),
+        json!({
+            "commitment": id,
+            "before": {
+                "provider_commitment_id": before.provider_commitment_id,
+                "revalidate_every_days": before.revalidate_every_days,
+                "released_on": before.released_on,
+                "state": before.state,
+            },
+            "after": {
+                "provider_commitment_id": provider_id,
+                "revalidate_every_days": every,
+                "released_on": released_on,
+                "state": state_now,
+            },
+        }),
+    )
+    .await?;
+    tx.commit().await?;
+    let after = repo::get(&state.pool, id)
+        .await?
+        .ok_or(AppError::NotFound("commitment"))?;
+    detail_of(state, &mut Names::default(), after, today()).await
+}
+
+/// One running commitment's gauges for Prometheus (`/metrics/briefs`).
+pub struct Gauge {
+    pub id: Uuid,
+    pub brief_id: BriefId,
+    pub trial_id: TrialId,
+    /// This month's busy share of the committed GPU-hours (none before the term starts).
+    pub utilization: Option<Decimal>,
+    pub monthly_cost: Decimal,
+    pub days_left: i64,
+}
+
+/// The gauges of every commitment that is neither ended nor released.
+pub async fn gauges(state: &AppState) -> Result<Vec<Gauge>, AppError> {
+    let rows = repo::list(&state.pool, None).await?;
+    let today = today();
+    let mut names = Names::default();
+    let mut out = Vec::new();
+    for row in rows {
+        let s: CommitmentState = row.state.parse().unwrap_or(CommitmentState::Active);
+        if matches!(s, CommitmentState::Ended | CommitmentState::Released) {
+            continue;
+        }
+        let d = detail_of(state, &mut names, row, today).await?;
+        out.push(Gauge {
+            id: d.commitment.id,
+            brief_id: d.commitment.brief_id,
+            trial_id: d.commitment.trial_id,
+            utilization: d.this_month().and_then(|m| m.utilization),
+            monthly_cost: d.commitment.monthly_cost,
+            days_left: d.days_left,
+        });
+    }
+    Ok(out)
+}
+
+/// Of each of `brief_ids`, the commitment that needs attention, if one does: (its id, its state).
+/// The dashboard marks those briefs.
+pub async fn needing_attention(
+    state: &AppState,
+    brief_ids: &[BriefId],
+) -> Result<BTreeMap<BriefId, (Uuid, CommitmentState)>, AppError> {
+    Ok(repo::needing_attention(&state.pool, brief_ids)
+        .await?
+        .into_iter()
+        .filter_map(|(brief, id, s)| Some((brief, (id, s.parse().ok()?))))
+        .collect())
+}

@@ -1,0 +1,709 @@
+//! Commitments over the public API: an approved reservation opens one, its use per calendar month
+//! is read from the ledger (every figure worked out here by hand), who sees which, and a manager's
+//! changes. The clock is moved by writing the term's dates in the database.
+
+use crate::common;
+
+use common::{
+    bearer_client, spawn_app,
+    vllm_points::{load_card, load_point, targets, Load},
+    TestApp,
+};
+use rentcheck::auth::{
+    token::{self, NewToken},
+    users, Role,
+};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+fn dec(s: &str) -> Decimal {
+    s.parse().unwrap()
+}
+
+fn decimal(v: &Value) -> Decimal {
+    v.as_str()
+        .unwrap_or_else(|| panic!("{v} is not a decimal string"))
+        .parse()
+        .unwrap()
+}
+
+async fn ledger_post(app: &TestApp, brief: &str, body: Value) {
+    let res = app.post_json(&format!("/api/v1/briefs/{brief}/ledger"), &body).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+}
+
+fn accelerator(trial: &str, resource: &str, from: &str, to: &str, gpus: u32, rate: &str) -> Value {
+    json!({
+        "trial": trial, "category": "accelerator", "resource": resource,
+        "starts_at": from, "ends_at": to, "gpus": gpus, "rate_per_gpu_hour": rate, "currency": "USD"
+    })
+}
+
+/// A brief whose trial (8 × H100 SXM at Cloud A) met its card and was busy 65 % of one billed day,
+/// with Cloud A's on-demand (3.50) and reserved (2.10) rows: the review decides reserve. Answers
+/// (brief, trial, the review's digest).
+async fn reserving_brief(app: &TestApp) -> (String, String, String) {
+    let brief = app
+        .brief_id_with(
+            json!({ "targets": targets(), "trial_gpu": "H100 SXM", "trial_gpu_count": 8, "max_cost_per_job": "1" }),
+        )
+        .await;
+    let res = app
+        .put_json(
+            &format!("/api/v1/briefs/{brief}/card"),
+            &json!({ "criteria": load_card() }),
+        )
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let trials: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mut t = trials["items"][0].clone();
+    common::merge(&mut t, json!({ "provider": "Cloud A", "rate_per_gpu_hour": null }));
+    let trial = t["id"].as_str().unwrap().to_owned();
+    let res = app.put_json(&format!("/api/v1/trials/{trial}"), &t).await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let res = bearer_client(&app.token(Role::Manager, None).await)
+        .post(app.url("/api/v1/prices"))
+        .header("content-type", "text/csv")
+        .body(
+            "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
+             Cloud A,H100 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 12\n\
+             Cloud A,H100 SXM,8,reserved,2.10,USD,,2026-11-01,quote 12 (1 year)\n",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let res = app
+        .post_raw_evidence(
+            &brief,
+            &format!("kind=bench-serving&stage=3&trial={trial}"),
+            "application/json",
+            load_point(Load::at(8.0, 25.3).queued(20.0)).to_string().into_bytes(),
+        )
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    // 192 GPU-hours billed, 67.2 idle: 0.65 busy, the break-even 0.60 + 0.05.
+    ledger_post(
+        app,
+        &brief,
+        json!({
+            "lines": [accelerator(&trial, "node-a", "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", 8, "3.50")],
+            "outputs": { "accepted": 1000, "idle_hours": "67.2" }
+        }),
+    )
+    .await;
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let t = review["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["trial"] == json!(trial))
+        .unwrap();
+    assert_eq!(t["decision"], "reserve", "{t}");
+    (brief, trial, review["inputs_digest"].as_str().unwrap().to_owned())
+}
+
+async fn approve(app: &TestApp, brief: &str, digest: &str) -> Value {
+    let res = bearer_client(&app.token(Role::Manager, None).await)
+        .post(app.url(&format!("/api/v1/briefs/{brief}/approvals")))
+        .json(&json!({ "verdict": "approve", "inputs_digest": digest }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    res.json().await.unwrap()
+}
+
+async fn audit_count(app: &TestApp, action: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = $1")
+        .bind(action)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// A token of a new engineer who owns no brief.
+async fn stranger(app: &TestApp) -> reqwest::Client {
+    let email = app.user(Role::Engineer).await;
+    let user = users::by_email(&app.pool, &email).await.unwrap().unwrap();
+    let (signed, _) = token::mint(
+        &app.pool,
+        &app.keys,
+        NewToken {
+            name: "stranger".into(),
+            subject: email,
+            role: Role::Engineer,
+            brief: None,
+            trial: None,
+            ttl: chrono::Duration::hours(1),
+            created_by: Some(user.id),
+        },
+    )
+    .await
+    .unwrap();
+    bearer_client(&signed)
+}
+
+#[tokio::test]
+async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_ledger() {
+    let app = spawn_app().await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    let approval = approve(&app, &brief, &digest).await;
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+
+    // One commitment, exactly the approval's reservation: 8 GPUs (one node, no expected peak) at
+    // the reserved 2.10, 8 × 2.10 × 730 = 12,264 a month, for 12 months from the approval's start.
+    let list: Value = manager
+        .get(app.url("/api/v1/commitments"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{list}");
+    let c = &items[0];
+    assert_eq!(c["brief"], json!(brief));
+    assert_eq!(c["trial"], json!(trial));
+    assert_eq!(c["approval_id"], approval["id"]);
+    assert_eq!((c["gpus"].clone(), c["gpus_per_node"].clone()), (json!(8), json!(8)));
+    assert_eq!(c["billing"], "reserved");
+    assert_eq!(decimal(&c["rate_per_gpu_hour"]), dec("2.10"));
+    assert_eq!(decimal(&c["on_demand_rate_per_gpu_hour"]), dec("3.50"));
+    assert_eq!(decimal(&c["monthly_cost"]), dec("12264"));
+    assert_eq!(c["term_months"], 12);
+    assert_eq!(c["start_date"], approval["reservation"]["start_date"]);
+    assert_eq!(c["state"], "active");
+    assert_eq!(c["revalidate_every_days"], 30);
+    assert!(c["months"].as_array().unwrap().is_empty(), "it starts tomorrow: {c}");
+    assert_eq!(audit_count(&app, "commitment.opened").await, 1);
+    let cid = c["id"].as_str().unwrap().to_owned();
+
+    // Move the clock: the term began on 2026-09-01 (and so ends on 2027-08-31).
+    sqlx::query("UPDATE commitments SET start_date = '2026-09-01', end_date = '2027-08-31' WHERE id = $1")
+        .bind(Uuid::parse_str(&cid).unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    // The reserved node ran 15 days of September and all of October; a second trial of the brief
+    // ran 4 GPUs for 10 days of September. The trial now reports 902.4 idle GPU-hours of its
+    // 2880 + 5952 + 192 = 9024 billed: an idle share of 0.1.
+    let res = app
+        .post_json(
+            &format!("/api/v1/briefs/{brief}/trials"),
+            &json!({ "name": "spare", "provider": "Cloud B", "gpu": "H100 SXM", "gpu_count": 4 }),
+        )
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let spare = res.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
+    ledger_post(
+        &app,
+        &brief,
+        json!({
+            "trial": trial,
+            "lines": [
+                accelerator(&trial, "node-a", "2026-09-01T00:00:00Z", "2026-09-16T00:00:00Z", 8, "2.10"),
+                accelerator(&trial, "node-a", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z", 8, "2.10"),
+            ],
+            "outputs": { "idle_hours": "902.4" }
+        }),
+    )
+    .await;
+    ledger_post(
+        &app,
+        &brief,
+        json!({
+            "trial": spare,
+            "lines": [accelerator(&spare, "node-b", "2026-09-10T00:00:00Z", "2026-09-20T00:00:00Z", 4, "3.00")]
+        }),
+    )
+    .await;
+
+    let res = app.get(&format!("/api/v1/commitments/{cid}")).await;
+    assert_eq!(res.status(), 200, "the brief's owner reads it");
+    let c: Value = res.json().await.unwrap();
+    let month = |m: &str| {
+        c["months"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["month"] == m)
+            .unwrap_or_else(|| panic!("no {m} in {c}"))
+            .clone()
+    };
+    // September: 30 days × 24 h × 8 GPUs = 5760 committed; 15 days × 24 × 8 = 2880 billed, 90 %
+    // busy = 2592; utilization 2592 ÷ 5760 = 0.45. The brief billed 2880 + 4 × 240 = 3840:
+    // coverage 5760 ÷ 3840 = 1.5. Idle: (5760 − 2592) × 2.10 = 6652.80; avoided: 2592 × 3.50 = 9072.
+    let sep = month("2026-09");
+    assert_eq!(decimal(&sep["committed_gpu_hours"]), dec("5760"));
+    assert_eq!(decimal(&sep["busy_gpu_hours"]), dec("2592"));
+    assert_eq!(decimal(&sep["utilization"]), dec("0.45"));
+    assert_eq!(decimal(&sep["coverage"]), dec("1.5"));
+    assert_eq!(decimal(&sep["idle_cost"]), dec("6652.80"));
+    assert_eq!(decimal(&sep["on_demand_avoided"]), dec("9072"));
+    // October: 31 × 24 × 8 = 5952 committed and billed, 5356.8 busy: 0.9; only this trial ran:
+    // coverage 1. Idle 595.2 × 2.10 = 1249.92; avoided 5356.8 × 3.50 = 18748.80.
+    let oct = month("2026-10");
+    assert_eq!(decimal(&oct["committed_gpu_hours"]), dec("5952"));
+    assert_eq!(decimal(&oct["busy_gpu_hours"]), dec("5356.8"));
+    assert_eq!(decimal(&oct["utilization"]), dec("0.9"));
+    assert_eq!(decimal(&oct["coverage"]), dec("1"));
+    assert_eq!(decimal(&oct["idle_cost"]), dec("1249.92"));
+    assert_eq!(decimal(&oct["on_demand_avoided"]), dec("18748.8"));
+    assert_eq!(c["months"][0]["month"], "2026-09", "the first month is the term's");
+
+    // Who sees it: the owner and managers; an engineer of no team of the brief does not.
+    let other = stranger(&app).await;
+    let theirs: Value = other
+        .get(app.url("/api/v1/commitments"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(theirs["items"], json!([]), "{theirs}");
+    let res = other
+        .get(app.url(&format!("/api/v1/commitments/{cid}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
+    let ours: Value = app.get("/api/v1/commitments?state=active").await.json().await.unwrap();
+    assert_eq!(ours["items"].as_array().unwrap().len(), 1);
+    let res = app.get("/api/v1/commitments?state=paused").await;
+    assert_eq!(res.status(), 422);
+}
+
+#[tokio::test]
+async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
+    let app = spawn_app().await;
+    let (brief, _, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let list: Value = manager
+        .get(app.url("/api/v1/commitments"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let cid = list["items"][0]["id"].as_str().unwrap().to_owned();
+    let start = list["items"][0]["start_date"].as_str().unwrap().to_owned();
+    let url = app.url(&format!("/api/v1/commitments/{cid}"));
+
+    // An engineer may not change it.
+    let res = app
+        .client
+        .patch(&url)
+        .json(&json!({ "revalidate_every_days": 7 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    // Out of range, unknown fields and a release outside the term are refused, naming the field.
+    let res = manager
+        .patch(&url)
+        .json(&json!({ "revalidate_every_days": 0, "gpus": 4, "released_on": "2020-01-01" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let problem: Value = res.json().await.unwrap();
+    let fields: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields.len(), 3, "{problem}");
+    for f in ["revalidate_every_days", "gpus", "released_on"] {
+        assert!(fields.contains(&f), "{problem}");
+    }
+
+    let res = manager
+        .patch(&url)
+        .json(&json!({ "provider_commitment_id": "ri-0abc123", "revalidate_every_days": 14 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let c: Value = res.json().await.unwrap();
+    assert_eq!(c["provider_commitment_id"], "ri-0abc123");
+    assert_eq!(c["revalidate_every_days"], 14);
+    assert_eq!(c["state"], "active");
+
+    // Released on its first day: nothing is committed any more, and a release is final.
+    let res = manager
+        .patch(&url)
+        .json(&json!({ "released_on": start }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let c: Value = res.json().await.unwrap();
+    assert_eq!(c["state"], "released");
+    assert_eq!(c["days_left"], 0);
+    assert!(c["state_reason"].as_str().unwrap().contains("released on"));
+    let res = manager
+        .patch(&url)
+        .json(&json!({ "released_on": null }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422, "null is not a date");
+    assert_eq!(audit_count(&app, "commitment.changed").await, 2);
+    let details: Value = sqlx::query_scalar(
+        "SELECT details FROM audit_log WHERE action = 'commitment.changed' ORDER BY at DESC, id DESC LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(details["before"]["state"], "active");
+    assert_eq!(details["after"]["state"], "released");
+}
+
+#[tokio::test]
+async fn a_rejection_opens_no_commitment() {
+    let app = spawn_app().await;
+    let (brief, _, digest) = reserving_brief(&app).await;
+    let res = bearer_client(&app.token(Role::Manager, None).await)
+        .post(app.url(&format!("/api/v1/briefs/{brief}/approvals")))
+        .json(&json!({ "verdict": "reject", "comment": "not this quarter", "inputs_digest": digest }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert_eq!(app.count("commitments").await, 0);
+}
+
+#[tokio::test]
+async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_every_commitment() {
+    let app = spawn_app().await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // The term began on 2026-10-01; October ran 31 days of the 8 GPUs, and the trial's idle share
+    // is 595.2 of 5952 + 192 = 6144 billed: 0.096875, so October was 5952 × 0.903125 = 5375.4 busy
+    // (90.3 %).
+    sqlx::query("UPDATE commitments SET start_date = '2026-10-01', end_date = '2027-09-30' WHERE id = $1")
+        .bind(cid)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    ledger_post(
+        &app,
+        &brief,
+        json!({
+            "trial": trial,
+            "lines": [accelerator(&trial, "node-a", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z", 8, "2.10")],
+            "outputs": { "idle_hours": "595.2" }
+        }),
+    )
+    .await;
+    let manager = app.login(Role::Manager).await;
+    let page = manager.get(app.url("/commitments")).await;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("1 running in USD: <strong>12,264.00 USD</strong> a month"),
+        "{html}"
+    );
+    assert!(html.contains(&format!("href=\"/commitments/{cid}\"")), "{html}");
+    assert!(
+        html.contains("<td>none since the approval</td>"),
+        "no run was judged yet: {html}"
+    );
+    let page = manager.get(app.url(&format!("/commitments/{cid}"))).await;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("at 2.10 USD per GPU-hour: 12,264.00 USD a month."),
+        "{html}"
+    );
+    assert!(html.contains("id=\"commitment-chart\""), "{html}");
+    assert!(
+        html.contains("2026-10: 5,952 GPU-hours committed, 5,375.40 busy (90.3 %)"),
+        "{html}"
+    );
+    // Filtered to a state it is not in: none.
+    let html = manager
+        .get(app.url("/commitments?state=regressed"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("No commitment in this state yet"), "{html}");
+    let csv = manager.get(app.url("/commitments.csv")).await;
+    assert_eq!(csv.status(), 200);
+    assert!(csv.headers()["content-type"].to_str().unwrap().starts_with("text/csv"));
+    let text = csv.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].starts_with("id,brief,trial,provider,gpu,gpus,billing,rate_per_gpu_hour"));
+    assert!(
+        lines[1].contains(",Cloud A,H100 SXM,8,reserved,2.1,USD,12264,2026-10-01,2027-09-30,"),
+        "{text}"
+    );
+}
+
+async fn state_of(app: &TestApp, cid: Uuid) -> (String, String) {
+    sqlx::query_as("SELECT state, state_reason FROM commitments WHERE id = $1")
+        .bind(cid)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn events(app: &TestApp, kind: &str) -> Vec<Value> {
+    sqlx::query_scalar("SELECT payload FROM webhook_events WHERE event = $1 ORDER BY created_at")
+        .bind(kind)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn card_with_ttft(app: &TestApp, brief: &str, threshold: f64) {
+    let mut card = load_card();
+    card[0]["threshold"] = json!(threshold);
+    let res = app
+        .put_json(&format!("/api/v1/briefs/{brief}/card"), &json!({ "criteria": card }))
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+}
+
+/// The acceptance test run again on the trial after the approval (`collect --plan`'s load test).
+async fn a_run(app: &TestApp, brief: &str, trial: &str) {
+    let res = app
+        .post_raw_evidence(
+            brief,
+            &format!("kind=bench-serving&stage=3&trial={trial}"),
+            "application/json",
+            load_point(Load::at(8.0, 25.3).queued(20.0)).to_string().into_bytes(),
+        )
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_and_its_end() {
+    let app = spawn_app().await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO webhooks (id, url, events, secret, created_by) VALUES ($1, 'https://hooks.example.com/rc', \
+         ARRAY['commitment.regressed', 'commitment.revalidation_due', 'commitment.renewal_due'], \
+         'a secret of sixteen+ chars', 'admin@example.com')",
+    )
+    .bind(Uuid::now_v7())
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    // The term: 2026.
+    sqlx::query("UPDATE commitments SET start_date = '2026-01-01', end_date = '2026-12-31' WHERE id = $1")
+        .bind(cid)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
+    let judge = |today: &'static str| {
+        let state = state.clone();
+        async move {
+            rentcheck::commitments::worker::round_on(&state, today.parse().unwrap())
+                .await
+                .unwrap()
+        }
+    };
+    // A round after the minute the task waits between two looks at one commitment.
+    let round = |today: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query("UPDATE commitments SET checked_at = NULL")
+                .execute(&pool)
+                .await
+                .unwrap();
+            judge(today).await
+        }
+    };
+
+    // 19 days in, no run yet: still active, nothing sent.
+    assert_eq!(round("2026-01-20").await, 1);
+    assert_eq!(state_of(&app, cid).await.0, "active");
+    assert_eq!(judge("2026-01-20").await, 0, "judged a moment ago");
+    // 45 days without a run (more than 30): re-validation is due, once.
+    round("2026-02-15").await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "revalidation-due");
+    assert!(why.contains("no run of the trial since the approval"), "{why}");
+    let sent = events(&app, "commitment.revalidation_due").await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["new"]["commitment"], json!(cid));
+    round("2026-02-16").await;
+    assert_eq!(
+        events(&app, "commitment.revalidation_due").await.len(),
+        1,
+        "a state is told once"
+    );
+    // The dashboard marks the brief, linking to the commitment.
+    let dashboard = app.login_owner().await.get(app.url("/")).await.text().await.unwrap();
+    assert!(
+        dashboard.contains(&format!(
+            "<a href=\"/commitments/{cid}\" class=\"badge warn commitment-attention\">commitment: re-validation due</a>"
+        )),
+        "{dashboard}"
+    );
+
+    // A run after the card asked for a TTFT p95 of 1 ms: the required criterion that passed when
+    // approved fails now. Regressed, with the criterion and its figure before and after; the
+    // approval is stale.
+    card_with_ttft(&app, &brief, 1.0).await;
+    a_run(&app, &brief, &trial).await;
+    round("2026-02-16").await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "regressed");
+    assert!(
+        why.starts_with("serving.ttft_p95_ms (stage 3) failed the re-run: "),
+        "{why}"
+    );
+    assert!(why.contains(" when approved, "), "{why}");
+    assert_eq!(events(&app, "commitment.regressed").await.len(), 1);
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(review["approval"]["stale"], true);
+    // A regression stays when only the clock moves …
+    round("2026-03-01").await;
+    assert_eq!(state_of(&app, cid).await.0, "regressed");
+    // … and a good run clears it.
+    card_with_ttft(&app, &brief, 500.0).await;
+    a_run(&app, &brief, &trial).await;
+    round("2026-03-02").await;
+    assert_eq!(state_of(&app, cid).await.0, "active");
+    let c: Value = app
+        .get(&format!("/api/v1/commitments/{cid}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(c["last_run_at"].is_string(), "the run it judged: {c}");
+
+    // 2026-11-01 is 60 days before the last day: renewal due.
+    round("2026-10-31").await;
+    assert_eq!(state_of(&app, cid).await.0, "active");
+    round("2026-11-01").await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "renewal-due");
+    assert!(why.contains("ends on 2026-12-31"), "{why}");
+    assert_eq!(events(&app, "commitment.renewal_due").await.len(), 1);
+
+    // The renewal: approved like any decision, a new commitment linked to the old one.
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    approve(&app, &brief, review["inputs_digest"].as_str().unwrap()).await;
+    let renews: Option<Uuid> = sqlx::query_scalar("SELECT renews FROM commitments WHERE id <> $1")
+        .bind(cid)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(renews, Some(cid));
+
+    // After the last day: ended, and nothing more is sent.
+    round("2027-01-01").await;
+    assert_eq!(
+        state_of(&app, cid).await,
+        ("ended".to_owned(), "the term ended on 2026-12-31".to_owned())
+    );
+    assert_eq!(
+        audit_count(&app, "commitment.state").await,
+        5,
+        "due, regressed, active again, renewal due, ended"
+    );
+}
+
+#[tokio::test]
+async fn a_running_commitment_has_its_gauges_on_the_briefs_prometheus_endpoint() {
+    const METRICS_TOKEN: &str = "let-prometheus-in-with-32-characters";
+    let app = common::spawn_app_with(rentcheck::config::AppConfig {
+        metrics_token: Some(rentcheck::secrets::Secret::new(METRICS_TOKEN)),
+        ..Default::default()
+    })
+    .await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    // Running since 2026-10-01 with nothing on the ledger since October: busy 0 this month.
+    sqlx::query("UPDATE commitments SET start_date = '2026-10-01', end_date = '2027-09-30' WHERE id = $1")
+        .bind(cid)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let page = app
+        .anon
+        .get(app.url("/metrics/briefs"))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let labels = format!("{{brief_id=\"{brief}\",commitment_id=\"{cid}\",trial_id=\"{trial}\"}}");
+    let end: chrono::NaiveDate = "2027-09-30".parse().unwrap();
+    let days_left = ((end - chrono::Utc::now().date_naive()).num_days() + 1).max(0);
+    for line in [
+        format!("rentcheck_commitment_monthly_cost{labels} 12264"),
+        format!("rentcheck_commitment_utilization{labels} 0"),
+        format!("rentcheck_commitment_days_left{labels} {days_left}"),
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line} in\n{page}");
+    }
+    // Released, it has no gauges any more.
+    let res = bearer_client(&app.token(Role::Manager, None).await)
+        .patch(app.url(&format!("/api/v1/commitments/{cid}")))
+        .json(&json!({ "released_on": "2026-11-15" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let page = app
+        .anon
+        .get(app.url("/metrics/briefs"))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("rentcheck_commitment_"), "{page}");
+}
