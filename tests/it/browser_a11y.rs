@@ -343,6 +343,8 @@ async fn every_page_passes_axe_and_fits_a_phone() {
         page("webhooks", "/admin/webhooks"),
         page("evidence-all", format!("/briefs/{brief}/evidence")),
         page("glossary", "/glossary"),
+        page("commitments", "/commitments"),
+        page("problems", "/docs/problems"),
         Page {
             name: "not-found",
             path: format!("/briefs/{}", Uuid::nil()),
