@@ -197,9 +197,9 @@ pub async fn serving_urls(pool: &PgPool) -> Result<Vec<String>, sqlx::Error> {
 /// process runs it.
 pub struct Database {
     pub pool: PgPool,
-    /// The URL of the running `rentcheck serve` whose database this uses: as it wrote it in the
-    /// data-dir lock (the private cluster), or as its connections name it (`DATABASE_URL`);
-    /// `None` when no server runs.
+    /// The URL of the running `rentcheck serve` whose private cluster this uses, as it wrote it
+    /// in the data-dir lock; `None` with `DATABASE_URL` (see [`serving_urls`]), or when no server
+    /// runs.
     pub server_url: Option<String>,
     /// Set when this process holds the data-dir lock and so runs the cluster.
     owned: Option<(PrivateCluster, DataDirLock)>,
@@ -237,13 +237,9 @@ impl Database {
             None => options,
         };
         let pool = connect(options, cfg.db_pool_size, &Advice::DatabaseUrl).await?;
-        let server_url = match served_at {
-            Some(_) => None,
-            None => serving_urls(&pool).await.ok().and_then(|urls| urls.into_iter().next()),
-        };
         Ok(Self {
             pool,
-            server_url,
+            server_url: None,
             owned: None,
         })
     }

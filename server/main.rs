@@ -759,11 +759,20 @@ async fn run_demo(
     let database = Database::open(&db, "demo").await?;
     // The URL to open: RENTCHECK_PUBLIC_URL when given here; else that of the server whose cluster
     // this used (its real address, whatever RENTCHECK_ADDR says here); else the derived default.
-    let public_url = match (&public_url, &database.server_url) {
+    // With DATABASE_URL, the server is found by the name its connections carry; asked here only,
+    // not by every command that opens the database.
+    let found = match (&database.server_url, &db.database_url) {
+        (None, Some(_)) => db::serving_urls(&database.pool)
+            .await
+            .ok()
+            .and_then(|urls| urls.into_iter().next()),
+        (found, _) => found.clone(),
+    };
+    let public_url = match (&public_url, &found) {
         (None, Some(found)) => found.clone(),
         _ => derived_url,
     };
-    if database.server_url.is_none() {
+    if found.is_none() {
         match &db.database_url {
             None => eprintln!(
                 "rentcheck: no server runs on this data dir ({}); start one with `rentcheck serve` to open the URL below",
