@@ -363,7 +363,14 @@ async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQ
     let brief = trials::load_brief(&state.pool, id).await?;
     // The summary and the allocation under test read the engine's order (memory rented); only the
     // table shown is reordered by price, below.
-    let sizing = prices::priced(state, brief.fields.sizing(), &brief.fields.currency, false).await?;
+    let sizing = prices::priced(
+        state,
+        brief.fields.sizing(),
+        &brief.fields.currency,
+        brief.fields.workload_kind,
+        false,
+    )
+    .await?;
     let by_price = q.sizing.as_deref() != Some("memory") && sizing.options.iter().any(|o| o.price.is_some());
     let facts = brief_facts(&brief.fields);
     let all = trials::list(state, id).await?;

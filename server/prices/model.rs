@@ -1,9 +1,12 @@
 //! Price sheets: the CSV a person imports, its rows checked one by one (all or nothing), and the
 //! price of an allocation. No I/O.
 //!
-//! A row says what one provider charges per GPU-hour for instances of `gpu_count` GPUs. An
-//! allocation of N GPUs rents ⌈N ÷ gpu_count⌉ such instances, so it pays for that many times
-//! `gpu_count` GPUs (a 2-GPU allocation on 8-GPU nodes pays for 8).
+//! A row says what one provider charges per GPU-hour for instances (nodes) of `gpu_count` GPUs:
+//! one **offer** is (provider, GPU, GPUs per node, billing, region, currency). An allocation is
+//! laid out in nodes of one shape ([`node_shape`]: the whole allocation in one node when the GPU's
+//! board holds it, else full boards), and only rows of that shape price it, in whole nodes: a row
+//! for 8-GPU nodes never prices a 4-GPU allocation, and sixteen 1-GPU instances are not two
+//! 8-GPU nodes (tensor parallelism needs the GPUs of a node joined).
 //!
 //! Rows are keyed with their currency: the newest row per (provider, GPU, count, billing, region,
 //! currency) is current, and an amount is only ever compared with amounts in the same currency
@@ -17,7 +20,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    sizing::{self, OptionPrice, Sizing},
+    sizing::{self, OptionPrice, Sizing, WorkloadKind},
     validation::FieldError,
 };
 
@@ -272,6 +275,19 @@ pub struct Quote {
     pub source: String,
 }
 
+/// GPUs per node of `count` × `gpu`: all of them when one board of the catalogue's size holds
+/// them, else full boards (16 × L4 on 8-GPU boards: nodes of 8). A GPU the catalogue does not
+/// know is taken as one node of `count`.
+pub fn node_shape(gpu: &str, count: u32) -> u32 {
+    let board = sizing::gpu_by_name(gpu).map_or(count, |g| g.gpus_per_node);
+    count.min(board).max(1)
+}
+
+/// Whether `price` is a row of the node shape `count` × its GPU is laid out in.
+fn prices_the_layout(price: &StoredPrice, count: u32) -> bool {
+    u32::try_from(price.row.gpu_count).is_ok_and(|size| size == node_shape(&price.row.gpu, count))
+}
+
 /// The price of `count` GPUs on one offer.
 pub fn quote(price: &StoredPrice, count: u32) -> Quote {
     let size = price.row.gpu_count.max(1) as u32;
@@ -298,13 +314,24 @@ pub fn quote(price: &StoredPrice, count: u32) -> Quote {
     }
 }
 
-/// The cheapest current offer for `count` × `gpu` in `currency` (prices in other currencies are
-/// never compared with it: there is no conversion rate to trust). Ties go to fewer GPUs billed,
-/// then to the provider's name.
+/// The cheapest current offer for `count` × `gpu` in `currency`, among rows of its node shape
+/// (prices in other currencies are never compared with it: there is no conversion rate to
+/// trust). Ties go to fewer GPUs billed, then to the
+/// provider's name.
 pub fn cheapest(current: &[StoredPrice], gpu: &str, count: u32, currency: &str) -> Option<Quote> {
+    cheapest_where(current, gpu, count, currency, |_| true)
+}
+
+fn cheapest_where(
+    current: &[StoredPrice],
+    gpu: &str,
+    count: u32,
+    currency: &str,
+    keep: impl Fn(&StoredPrice) -> bool,
+) -> Option<Quote> {
     current
         .iter()
-        .filter(|p| p.row.gpu == gpu && p.row.currency == currency)
+        .filter(|p| p.row.gpu == gpu && p.row.currency == currency && prices_the_layout(p, count) && keep(p))
         .map(|p| quote(p, count))
         .min_by(|a, b| {
             a.per_hour
@@ -314,21 +341,37 @@ pub fn cheapest(current: &[StoredPrice], gpu: &str, count: u32, currency: &str) 
         })
 }
 
-/// Puts each option's price (in `currency`) beside it: [`allocation_price`] of the bare allocation,
-/// i.e. its cheapest current offer, billing named.
-pub fn price_options(sizing: &mut Sizing, current: &[StoredPrice], currency: &str) {
+/// What a spot price says beside a real-time brief's option (decision rule 6c).
+pub const INTERRUPTIBLE: &str = "interruptible: not for real-time serving";
+
+/// Puts each option's price (in `currency`) beside it: the cheapest current offer of the option's
+/// node shape, its billing named. For a real-time brief spot rows come after the on-demand and
+/// reserved ones: a spot price is shown only where nothing else prices the option, with
+/// [`INTERRUPTIBLE`].
+pub fn price_options(sizing: &mut Sizing, current: &[StoredPrice], currency: &str, workload: WorkloadKind) {
+    let realtime = workload == WorkloadKind::RealtimeInference;
     for option in &mut sizing.options {
-        let offer = Offer::bare(&option.gpu, option.count, currency);
-        option.price = allocation_price(current, &offer).and_then(|p| {
-            Some(OptionPrice {
-                per_hour: p.per_hour,
-                per_month: p.per_month,
-                provider: p.provider,
-                currency: currency.to_owned(),
-                price_id: p.source.price_id()?,
-                gpus_billed: p.gpus_billed,
-                billing: p.billing,
-            })
+        let steady = cheapest_where(current, &option.gpu, option.count, currency, |p| {
+            !realtime || p.row.billing != "spot"
+        });
+        let (quote, note) = match steady {
+            Some(q) => (Some(q), None),
+            None => (
+                cheapest(current, &option.gpu, option.count, currency),
+                realtime.then(|| INTERRUPTIBLE.to_owned()),
+            ),
+        };
+        option.price = quote.map(|q| OptionPrice {
+            per_hour: q.per_hour,
+            per_month: q.per_month,
+            provider: q.provider,
+            currency: currency.to_owned(),
+            price_id: q.price_id,
+            gpus_billed: q.gpus_billed,
+            gpus_per_node: q.gpus_billed / q.instances.max(1),
+            nodes: q.instances,
+            billing: q.billing,
+            note,
         });
     }
 }
@@ -500,6 +543,7 @@ pub fn allocation_price(current: &[StoredPrice], offer: &Offer<'_>) -> Option<Al
             .filter(|p| {
                 offer.provider_matches(p)
                     && p.row.gpu == offer.gpu
+                    && prices_the_layout(p, offer.count)
                     && p.row.billing == trial_billing
                     && p.row.currency == offer.currency
                     && offer.region_matches(p)
@@ -547,7 +591,7 @@ impl ReservedOffer {
 }
 
 /// The reserved and on-demand rows of the offer `price` came from (a row of the trial's provider),
-/// else of the trial's provider, GPU, region and currency, the node size nearest the allocation.
+/// else of the trial's provider, GPU, region and currency in the allocation's node shape.
 pub fn reserved_offer(current: &[StoredPrice], offer: &Offer<'_>, price: Option<&AllocationPrice>) -> ReservedOffer {
     let node = price
         .and_then(|p| p.source.price_id())
@@ -566,18 +610,13 @@ pub fn reserved_offer(current: &[StoredPrice], offer: &Offer<'_>, price: Option<
                 None => offer.provider_matches(p) && offer.region_matches(p),
             }
     };
-    // Without a row to match, the node size that fits the allocation best: the same count, then
-    // the smallest that holds it, then the largest.
-    let fit = |p: &StoredPrice| {
-        let size = p.row.gpu_count.max(1) as u32;
-        (size != offer.count, size < offer.count, size.abs_diff(offer.count))
-    };
+    // Without a row to match, rows of the allocation's node shape only (another shape is another
+    // offer); the cheapest of them.
     let pick = |billing: &str| {
-        current.iter().filter(|p| same(p, billing)).min_by(|a, b| {
-            fit(a)
-                .cmp(&fit(b))
-                .then(a.row.rate_per_gpu_hour.cmp(&b.row.rate_per_gpu_hour))
-        })
+        current
+            .iter()
+            .filter(|p| same(p, billing) && (node.is_some() || prices_the_layout(p, offer.count)))
+            .min_by(|a, b| a.row.rate_per_gpu_hour.cmp(&b.row.rate_per_gpu_hour))
     };
     let on_demand_row = pick("on-demand");
     let (on_demand_rate, on_demand_price_id) = match on_demand_row {
@@ -609,12 +648,13 @@ pub fn other_currency_rows<'a>(current: &'a [StoredPrice], gpu: &str, currency: 
     rows
 }
 
-/// Orders fitting options by their price per hour (priced ones first, cheapest first), keeping the
-/// engine's order among unpriced ones; options that do not fit stay after those that do.
+/// Orders fitting options by their price per hour (priced ones first, cheapest first, a real-time
+/// brief's interruptible-only prices after the others), keeping the engine's order among unpriced ones; options that do not fit stay after those that do.
 pub fn order_by_price(sizing: &mut Sizing) {
     sizing.options.sort_by(|a, b| {
         b.fits.cmp(&a.fits).then_with(|| match (&a.price, &b.price) {
-            (Some(x), Some(y)) => x.per_hour.cmp(&y.per_hour),
+            // Interruptible prices of a real-time brief after every other price.
+            (Some(x), Some(y)) => (x.note.is_some(), x.per_hour).cmp(&(y.note.is_some(), y.per_hour)),
             (Some(_), None) => std::cmp::Ordering::Less,
             (None, Some(_)) => std::cmp::Ordering::Greater,
             (None, None) => std::cmp::Ordering::Equal,
@@ -751,23 +791,74 @@ mod tests {
     }
 
     #[test]
-    fn the_cheapest_offer_in_the_briefs_currency() {
+    fn the_cheapest_offer_of_the_layouts_node_shape_in_the_briefs_currency() {
         let prices = [
             stored(2, "Nodes only", "H100 SXM", 8, "1.90", "USD"),
-            stored(3, "By the GPU", "H100 SXM", 1, "2.50", "USD"),
-            stored(4, "Cheap in euros", "H100 SXM", 1, "1.00", "EUR"),
-            stored(5, "Other GPU", "H200 SXM", 1, "0.10", "USD"),
+            stored(3, "By the GPU", "H100 SXM", 1, "1.00", "USD"),
+            stored(4, "Pairs", "H100 SXM", 2, "2.70", "USD"),
+            stored(5, "Cheap in euros", "H100 SXM", 2, "1.00", "EUR"),
+            stored(6, "Other GPU", "H200 SXM", 2, "0.10", "USD"),
+            stored(7, "Singles", "L4", 1, "0.50", "USD"),
         ];
-        // 2 GPUs: a node of 8 at 1.90 is 15.20 an hour; two single GPUs at 2.50 are 5.00.
+        // 2 GPUs run tensor-parallel in one 2-GPU node: 2 × 2.70 = 5.40 an hour. Two 1-GPU
+        // instances (2.00) are not that layout, and an 8-GPU node is another offer.
         let q = cheapest(&prices, "H100 SXM", 2, "USD").unwrap();
-        assert_eq!(q.provider, "By the GPU");
-        assert_eq!(q.per_hour, Decimal::from(5));
-        // 8 GPUs: the node (15.20) beats eight singles (20.00).
-        assert_eq!(cheapest(&prices, "H100 SXM", 8, "USD").unwrap().provider, "Nodes only");
+        assert_eq!((q.provider.as_str(), q.per_hour), ("Pairs", Decimal::new(540, 2)));
+        // 8 GPUs: the 8-GPU node, 8 × 1.90 = 15.20; 16 GPUs: two of those nodes, 30.40.
+        assert_eq!(
+            cheapest(&prices, "H100 SXM", 8, "USD").unwrap().per_hour,
+            Decimal::new(1520, 2)
+        );
+        let two_nodes = cheapest(&prices, "H100 SXM", 16, "USD").unwrap();
+        assert_eq!((two_nodes.instances, two_nodes.per_hour), (2, Decimal::new(3040, 2)));
+        // No 4-GPU row: an 8-GPU node never prices a 4-GPU allocation.
+        assert!(cheapest(&prices, "H100 SXM", 4, "USD").is_none());
+        // 16 × L4 on 8-GPU boards: sixteen 1-GPU instances are not two 8-GPU nodes.
+        assert!(cheapest(&prices, "L4", 16, "USD").is_none());
+        assert_eq!(cheapest(&prices, "L4", 1, "USD").unwrap().per_hour, Decimal::new(50, 2));
         assert_eq!(
             cheapest(&prices, "H100 SXM", 2, "EUR").unwrap().provider,
             "Cheap in euros"
         );
-        assert!(cheapest(&prices, "L4", 1, "USD").is_none());
+    }
+
+    fn option(gpu: &str, count: u32) -> crate::sizing::SizingOption {
+        crate::sizing::SizingOption {
+            gpu: gpu.into(),
+            count,
+            fits: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_real_time_briefs_option_shows_spot_only_when_nothing_else_prices_it() {
+        let mut spot = stored(2, "Spot cloud", "H100 SXM", 8, "1.00", "USD");
+        spot.row.billing = "spot".into();
+        let on_demand = stored(3, "Steady cloud", "H100 SXM", 8, "2.00", "USD");
+        let mut sizing = crate::sizing::Sizing {
+            options: vec![option("H100 SXM", 8)],
+            ..Default::default()
+        };
+        price_options(
+            &mut sizing,
+            &[spot.clone(), on_demand],
+            "USD",
+            WorkloadKind::RealtimeInference,
+        );
+        let p = sizing.options[0].price.clone().unwrap();
+        assert_eq!(
+            (p.billing.as_str(), p.per_hour, p.note),
+            ("on-demand", Decimal::new(1600, 2), None)
+        );
+        // A batch brief takes the cheapest, spot included.
+        price_options(&mut sizing, &[spot.clone()], "USD", WorkloadKind::BatchInference);
+        let p = sizing.options[0].price.clone().unwrap();
+        assert_eq!((p.billing.as_str(), p.note), ("spot", None));
+        // Spot alone for a real-time brief: shown, and said to be interruptible.
+        price_options(&mut sizing, &[spot], "USD", WorkloadKind::RealtimeInference);
+        let p = sizing.options[0].price.clone().unwrap();
+        assert_eq!((p.gpus_per_node, p.nodes), (8, 1));
+        assert_eq!(p.note.as_deref(), Some(INTERRUPTIBLE));
     }
 }

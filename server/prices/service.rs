@@ -148,16 +148,18 @@ pub fn cheapest_of(current: &[StoredPrice], gpu: &str, count: u32, currency: &st
     cheapest(current, gpu, count, currency)
 }
 
-/// `sizing` with each option's cheapest current price in `currency`, ordered by that price when
-/// `by_price` (else the engine's order: memory rented).
+/// `sizing` with each option's cheapest current price in `currency` (for a `workload` served in
+/// real time, spot only where nothing else prices it), ordered by that price when `by_price` (else
+/// the engine's order: memory rented).
 pub async fn priced(
     state: &AppState,
     mut sizing: crate::sizing::Sizing,
     currency: &str,
+    workload: crate::sizing::WorkloadKind,
     by_price: bool,
 ) -> Result<crate::sizing::Sizing, AppError> {
     let current = current(state).await?;
-    super::model::price_options(&mut sizing, &current, currency);
+    super::model::price_options(&mut sizing, &current, currency, workload);
     if by_price {
         super::model::order_by_price(&mut sizing);
     }

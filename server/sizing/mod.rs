@@ -281,7 +281,7 @@ impl SizingInput {
 /// constant per-sequence state of Gated DeltaNet / Mamba-2 layers, for all sequences; 0
 /// otherwise), overhead_gib, total_gib, kv_bytes_per_token, architecture_notes, options per GPU
 /// and billing_advice (docs/sizing.md).
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Sizing {
     pub weights_gib: f64,
     /// The KV total (the contract's "KV total"): the attention layers' KV, which grows with every
@@ -330,7 +330,7 @@ impl Sizing {
 
 /// One catalogue GPU at the count it needs; the price fields are there when a price sheet prices
 /// it in the brief's currency (the sizing route fills them; a brief's own sizing has none).
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SizingOption {
     pub gpu: String,
     /// Datasheet memory converted to GiB (80 GB → 74.51): the driver's memory.total.
@@ -381,6 +381,14 @@ pub struct OptionPrice {
     pub price_id: uuid::Uuid,
     /// GPUs paid for (whole instances of the offer's size).
     pub gpus_billed: u32,
+    /// The offer's node shape: GPUs per instance (the row's `gpu_count`).
+    pub gpus_per_node: u32,
+    /// Instances (nodes) of that shape the allocation rents.
+    pub nodes: u32,
+    /// Why this price is not one to serve on: "interruptible: not for real-time serving" for a
+    /// spot price of a real-time brief (shown only when no on-demand or reserved price exists).
+    #[serde(rename = "price_note", skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl OptionPrice {

@@ -177,6 +177,13 @@ async fn sizing(
         }
     };
     Ok(Json(
-        prices::priced(&state, brief.fields.sizing(), &brief.fields.currency, by_price).await?,
+        prices::priced(
+            &state,
+            brief.fields.sizing(),
+            &brief.fields.currency,
+            brief.fields.workload_kind,
+            by_price,
+        )
+        .await?,
     ))
 }

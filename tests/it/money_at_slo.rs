@@ -305,8 +305,8 @@ async fn a_review_priced_from_a_sheet_goes_stale_when_a_new_sheet_arrives() {
         }
     };
     import(format!(
-        "{SHEET_HEADER}Cloud B,H100 SXM,1,on-demand,2.49,USD,,2026-11-01,quote 7\n\
-         Cloud B,H100 SXM,1,on-demand,2.10,EUR,eu-west,2026-11-01,quote 7 in euros\n\
+        "{SHEET_HEADER}Cloud B,H100 SXM,2,on-demand,2.49,USD,,2026-11-01,quote 7\n\
+         Cloud B,H100 SXM,2,on-demand,2.10,EUR,eu-west,2026-11-01,quote 7 in euros\n\
          Cloud A,H100 SXM,8,on-demand,1.99,USD,,2026-11-01,a.example\n"
     ))
     .await;
@@ -314,7 +314,8 @@ async fn a_review_priced_from_a_sheet_goes_stale_when_a_new_sheet_arrives() {
 
     let r = review(&app, &brief).await;
     let money = &r["trials"][0]["money"];
-    // Cloud B's USD row, not its EUR row and not Cloud A's cheaper 8-GPU nodes: 2 × 2.49 = 4.98.
+    // Cloud B's USD row of 2-GPU nodes, not its EUR row and not Cloud A's cheaper 8-GPU nodes
+    // (another offer): 2 × 2.49 = 4.98.
     assert_eq!(money["rate"]["source"]["from"], "price_row");
     assert_eq!(decimal(&money["cost_per_hour"]), Decimal::new(498, 2));
     let row_id = money["rate"]["source"]["price_id"].as_str().unwrap().to_owned();
@@ -343,7 +344,7 @@ async fn a_review_priced_from_a_sheet_goes_stale_when_a_new_sheet_arrives() {
 
     // Cloud B's price drops in a newer sheet: new figures, a stale approval naming what moved.
     import(format!(
-        "{SHEET_HEADER}Cloud B,H100 SXM,1,on-demand,2.19,USD,,2026-11-15,quote 8\n"
+        "{SHEET_HEADER}Cloud B,H100 SXM,2,on-demand,2.19,USD,,2026-11-15,quote 8\n"
     ))
     .await;
     let r = review(&app, &brief).await;

@@ -101,7 +101,8 @@ async fn the_sizing_shows_the_cheapest_current_price_in_the_briefs_currency() {
         format!(
             "{HEADER}Nodes Inc,H100 SXM,8,on-demand,2.00,USD,,2026-11-01,q1\n\
              Single GPU Co,H100 SXM,1,on-demand,2.50,USD,,2026-11-01,q2\n\
-             Euro Cloud,H100 SXM,1,on-demand,0.10,EUR,,2026-11-01,q3\n\
+             Quad Cloud,H100 SXM,4,on-demand,2.60,USD,,2026-11-01,q5\n\
+             Euro Cloud,H100 SXM,4,on-demand,0.10,EUR,,2026-11-01,q3\n\
              Nodes Inc,H200 SXM,8,on-demand,3.00,USD,,2026-11-01,q4\n"
         ),
     )
@@ -128,11 +129,17 @@ async fn the_sizing_shows_the_cheapest_current_price_in_the_briefs_currency() {
         count, 4,
         "a 70B model in bf16 with its KV cache, tensor-parallel, takes 4 × H100"
     );
-    // By hand: 4 single GPUs at 2.50 = 10.00 an hour (a node of 8 at 2.00 would be 16.00); the
-    // euro offer is never compared with dollars. A month is 730 hours: 7,300.00.
-    assert_eq!(h100["price_per_hour"], "10.00");
-    assert_eq!(h100["price_per_month"], "7300.00");
-    assert_eq!(h100["provider"], "Single GPU Co");
+    // One offer, one price (the contract changed: a row prices only its own node shape). The
+    // 4 GPUs run tensor-parallel in one 4-GPU node: 4 × 2.60 = 10.40 an hour. Four 1-GPU
+    // instances (10.00) are not that layout, an 8-GPU node is another offer, and the euro offer
+    // is never compared with dollars. A month is 730 hours: 7,592.00.
+    assert_eq!(h100["price_per_hour"], "10.40");
+    assert_eq!(h100["price_per_month"], "7592.00");
+    assert_eq!(h100["provider"], "Quad Cloud");
+    assert_eq!(
+        (h100["gpus_per_node"].as_u64(), h100["nodes"].as_u64()),
+        (Some(4), Some(1))
+    );
     assert!(option("L40S").get("price_per_hour").is_none());
 
     let by_price: Value = app
@@ -174,7 +181,7 @@ async fn a_manager_imports_a_sheet_on_the_page_and_an_engineer_starts_a_trial_fr
     // A typo is shown at its cell and nothing is stored.
     b.fill(
         "csv",
-        &format!("{HEADER}Cloud B,H100 SXM,1,on-demand,2.49 USD,USD,,2026-11-01,quote 7\n"),
+        &format!("{HEADER}Cloud B,H100 SXM,4,on-demand,2.49 USD,USD,,2026-11-01,quote 7\n"),
     )
     .await;
     b.click("#import form.brief-form button[type='submit']").await;
@@ -184,7 +191,7 @@ async fn a_manager_imports_a_sheet_on_the_page_and_an_engineer_starts_a_trial_fr
         .contains("line 2, column 5 (rate_per_gpu_hour)"));
     b.fill(
         "csv",
-        &format!("{HEADER}Cloud B,H100 SXM,1,on-demand,2.49,USD,,2026-11-01,quote 7\n"),
+        &format!("{HEADER}Cloud B,H100 SXM,4,on-demand,2.49,USD,,2026-11-01,quote 7\n"),
     )
     .await;
     b.click("#import form.brief-form button[type='submit']").await;
@@ -224,5 +231,39 @@ async fn a_manager_imports_a_sheet_on_the_page_and_an_engineer_starts_a_trial_fr
         ),
         (json!("Cloud B"), json!("H100 SXM"), json!(4))
     );
+    // One offer, one price: the review and the decision record show the sizing's 9.96 an hour
+    // (4 × 2.49) for that trial, and the API says the same.
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let priced = review["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["trial"] == second["id"])
+        .unwrap()
+        .clone();
+    assert_eq!(
+        priced["money"]["cost_per_hour"]
+            .as_str()
+            .and_then(|c| c.parse::<f64>().ok()),
+        Some(9.96),
+        "{priced}"
+    );
+    for page in ["review", "decision"] {
+        b.client
+            .goto(&app.url(&format!("/briefs/{brief}/{page}")))
+            .await
+            .unwrap();
+        let text = b.text("main").await;
+        assert!(text.contains("9.96 USD"), "{page}: {text}");
+        assert!(
+            !text.contains("19.92 USD"),
+            "{page} never prices the 4 GPUs as an 8-GPU node"
+        );
+    }
     b.close().await;
 }

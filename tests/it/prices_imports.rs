@@ -7,7 +7,7 @@ use crate::common;
 
 use common::{bearer_client, fixture, spawn_app, TestApp};
 use rentcheck::auth::Role;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn aws() -> String {
     String::from_utf8(fixture("skypilot-catalog/aws-vms-v5-excerpt.csv")).unwrap()
@@ -202,40 +202,77 @@ async fn a_malformed_catalogue_stores_nothing_and_another_column_order_reads_the
 }
 
 #[tokio::test]
-async fn the_sizing_prices_from_the_catalogue_and_names_spot() {
+async fn the_sizing_prices_from_the_catalogue_in_whole_nodes_and_puts_spot_after_on_demand() {
     let app = spawn_app().await;
-    let brief = app.brief_id().await;
     let res = import(&app, "format=skypilot&provider=AWS&valid_from=2026-11-01", aws()).await;
     assert_eq!(res.status(), 201);
-    let sizing: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/sizing"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let h100 = sizing["options"]
-        .as_array()
+    let h100_of = |sizing: &Value| {
+        sizing["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["gpu"] == "H100 SXM")
+            .unwrap()
+            .clone()
+    };
+    let sizing_of = |brief: String| {
+        let app = &app;
+        async move {
+            app.get(&format!("/api/v1/briefs/{brief}/sizing"))
+                .await
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    // One offer, one price (the contract changed: a row prices only its own node shape). The
+    // usual brief needs 4 × H100; AWS rents H100s only as the 8-GPU p5.48xlarge, another offer.
+    let small = sizing_of(app.brief_id().await).await;
+    assert_eq!(h100_of(&small)["count"], 4);
+    assert!(h100_of(&small).get("price_per_hour").is_none(), "{small}");
+
+    // 112 sequences of 8k tokens need 8 × H100: one p5.48xlarge. Served in real time, the
+    // on-demand price comes first although spot is cheaper: 98.32 an hour (8 × 12.29),
+    // 98.32 × 730 h = 71,773.60 a month.
+    let realtime = app.create_brief(json!({ "concurrency": 112 })).await["id"]
+        .as_str()
         .unwrap()
-        .iter()
-        .find(|o| o["gpu"] == "H100 SXM")
-        .unwrap()
-        .clone();
-    assert_eq!(h100["count"], 4);
-    // 4 GPUs rent one 8-GPU p5.48xlarge: on demand 98.32 an hour, on spot 8 × 2.624175 = 20.9934,
-    // the cheapest; 20.9934 × 730 h = 15,325.182 → 15,325.18 a month.
-    assert_eq!(h100["provider"], "AWS");
-    assert_eq!(h100["price_billing"], "spot");
+        .to_owned();
+    let h100 = h100_of(&sizing_of(realtime.clone()).await);
+    assert_eq!(h100["count"], 8);
     assert_eq!(
-        h100["price_per_hour"].as_str().unwrap().parse::<f64>().unwrap(),
+        (h100["provider"].as_str(), h100["price_billing"].as_str()),
+        (Some("AWS"), Some("on-demand"))
+    );
+    assert_eq!(h100["price_per_hour"].as_str().unwrap().parse::<f64>().unwrap(), 98.32);
+    assert_eq!(h100["price_per_month"], "71773.60");
+    assert_eq!(
+        (h100["gpus_per_node"].as_u64(), h100["nodes"].as_u64()),
+        (Some(8), Some(1))
+    );
+    assert!(h100.get("price_note").is_none());
+
+    // The same need as a batch job takes spot, the cheapest: 8 × 2.624175 = 20.9934 an hour,
+    // 15,325.18 a month.
+    let batch = app
+        .create_brief(json!({ "concurrency": 112, "workload_kind": "batch-inference" }))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let spot = h100_of(&sizing_of(batch.clone()).await);
+    assert_eq!(spot["price_billing"], "spot");
+    assert_eq!(
+        spot["price_per_hour"].as_str().unwrap().parse::<f64>().unwrap(),
         20.9934
     );
-    assert_eq!(h100["price_per_month"], "15325.18");
+    assert_eq!(spot["price_per_month"], "15325.18");
 
-    // The brief page says "spot" beside that price.
+    // The brief page says the billing and the node beside the price.
     let owner = app.login_owner().await;
     let page = owner
         .client
-        .get(app.url(&format!("/briefs/{brief}")))
+        .get(app.url(&format!("/briefs/{batch}")))
         .send()
         .await
         .unwrap()
@@ -246,12 +283,15 @@ async fn the_sizing_prices_from_the_catalogue_and_names_spot() {
         page.contains("20.99 USD/h</span> <span class=\"badge billing\">spot</span>"),
         "the sizing names the billing of its price"
     );
+    assert!(page.contains("one 8-GPU node"), "and the node shape it is for");
 
-    // A trial started from that row is a spot trial at the catalogue's rate.
-    let price_id = h100["price_id"].as_str().unwrap();
+    // A trial of the real-time brief started from the spot row asks to confirm, at the field,
+    // and is saved once confirmed.
+    let spot_id = spot["price_id"].as_str().unwrap();
+    let new_trial = format!("/briefs/{realtime}/trials/new");
     let form = owner
         .client
-        .get(app.url(&format!("/briefs/{brief}/trials/new?price={price_id}&count=4")))
+        .get(app.url(&format!("{new_trial}?price={spot_id}&count=8")))
         .send()
         .await
         .unwrap()
@@ -261,6 +301,49 @@ async fn the_sizing_prices_from_the_catalogue_and_names_spot() {
     assert!(form.contains("value=\"2.624175\""), "the rate per GPU-hour");
     assert!(form.contains("skypilot:p5.48xlarge"), "the source in the notes");
     assert!(form.contains("<option value=\"spot\" selected"), "billing spot");
+    assert!(form.contains("name=\"confirm_spot\""), "a box to confirm spot");
+    let mut fields = vec![
+        ("csrf_token", owner.csrf.clone()),
+        ("name", "AWS spot".to_owned()),
+        ("provider", "AWS".to_owned()),
+        ("gpu", "H100 SXM".to_owned()),
+        ("gpu_count", "8".to_owned()),
+        ("billing", "spot".to_owned()),
+        ("rate_per_gpu_hour", "2.624175".to_owned()),
+        ("currency", "USD".to_owned()),
+        ("status", "planned".to_owned()),
+    ];
+    let refused = owner
+        .client
+        .post(app.url(&new_trial))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 422);
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("id=\"error-confirm_spot\""), "the error at the box");
+    assert!(body.contains("value=\"AWS spot\""), "the input kept");
+    fields.push(("confirm_spot", "yes".to_owned()));
+    let saved = owner
+        .client
+        .post(app.url(&new_trial))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        saved.status().is_success() || saved.status().is_redirection(),
+        "{}",
+        saved.status()
+    );
+    let trials: Value = app
+        .get(&format!("/api/v1/briefs/{realtime}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(trials["items"][1]["billing"], "spot");
 }
 
 #[tokio::test]
