@@ -15,7 +15,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{
-    model::{Billing, Trial, TrialStatus},
+    model::{Allocation, Billing, Trial, TrialStatus},
     service,
 };
 use crate::{
@@ -26,7 +26,7 @@ use crate::{
     prices::service as prices,
     sizing,
     state::AppState,
-    validation::Input,
+    validation::{FieldError, Input},
     web::{
         auth::{CsrfForm, PageUser},
         extract::{ApiQuery, Path},
@@ -57,6 +57,10 @@ struct TrialFormPage {
     billings: Choices,
     statuses: Choices,
     rerun_choices: Choices,
+    /// The brief is served in real time: a spot trial asks to be confirmed (decision rule 6c).
+    realtime: bool,
+    /// The trial's allocation when the sizing says it cannot hold the brief ("1 × L4").
+    under_sized: Option<String>,
 }
 
 impl TrialFormPage {
@@ -90,7 +94,14 @@ impl TrialFormPage {
                 .iter()
                 .map(|t| (t.id.to_string(), t.fields.name.clone()))
                 .collect(),
+            realtime: brief.fields.workload_kind == sizing::WorkloadKind::RealtimeInference,
+            under_sized: None,
         }
+    }
+
+    /// Whether the form shows the spot confirmation: a real-time brief with spot chosen.
+    fn asks_spot_confirmation(&self) -> bool {
+        self.realtime && self.is("billing", "spot")
     }
 
     fn value(&self, field: &str) -> &str {
@@ -228,6 +239,22 @@ fn form_with_errors(mut page: TrialFormPage, values: HashMap<String, String>, e:
     }
 }
 
+/// What the spot box says, and the error when it is left empty.
+const SPOT_UNCONFIRMED: &str = "Spot capacity can be taken back at any moment, so it is not for \
+real-time serving and the review will not recommend it for this brief. Tick the box to save this \
+trial anyway, to test on it.";
+
+/// A real-time brief's trial turned to spot is saved only once the person ticks that they know
+/// (decision rule 6c): the error sits at the box, the input kept. `was_spot`: the trial already was.
+fn unconfirmed_spot(brief: &Brief, values: &HashMap<String, String>, was_spot: bool) -> Option<AppError> {
+    let value = |k: &str| values.get(k).map(String::as_str);
+    (brief.fields.workload_kind == sizing::WorkloadKind::RealtimeInference
+        && !was_spot
+        && value("billing") == Some("spot")
+        && value("confirm_spot") != Some("yes"))
+    .then(|| AppError::Validation(vec![FieldError::new("confirm_spot", SPOT_UNCONFIRMED)]))
+}
+
 async fn create(
     State(state): State<AppState>,
     Path(brief_id): Path<BriefId>,
@@ -235,10 +262,14 @@ async fn create(
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
-    match service::create(&state, brief_id, &Input::Form(&values), &user.0.email).await {
+    let brief = briefs::load(&state.pool, brief_id).await?;
+    let created = match unconfirmed_spot(&brief, &values, false) {
+        Some(e) => Err(e),
+        None => service::create(&state, brief_id, &Input::Form(&values), &user.0.email).await,
+    };
+    match created {
         Ok(trial) => Ok(Redirect::to(&format!("/briefs/{brief_id}?added={}#trials", trial.id)).into_response()),
         Err(e) => {
-            let brief = briefs::load(&state.pool, brief_id).await?;
             let trials = service::list(&state, brief_id).await?;
             let page = TrialFormPage::new(
                 &user,
@@ -267,6 +298,13 @@ async fn edit_page(state: &AppState, user: &PageUser, trial: &Trial) -> PageResu
         &trials,
     );
     page.values = form_values(trial);
+    page.under_sized = Allocation::resolve(
+        trial.fields.gpu.as_deref(),
+        trial.fields.gpu_count,
+        &brief.fields.sizing(),
+    )
+    .filter(|a| a.under_sized)
+    .map(|a| a.label());
     Ok(page)
 }
 
@@ -285,7 +323,12 @@ async fn update(
     user.require(Role::Engineer)?;
     let current = service::load(&state, id).await?;
     teams::may_edit_brief(&state.pool, &user.principal(), current.brief_id).await?;
-    match service::replace(&state, id, &Input::Form(&values), &user.0.email).await {
+    let brief = briefs::load(&state.pool, current.brief_id).await?;
+    let saved = match unconfirmed_spot(&brief, &values, current.fields.billing == Billing::Spot) {
+        Some(e) => Err(e),
+        None => service::replace(&state, id, &Input::Form(&values), &user.0.email).await,
+    };
+    match saved {
         Ok(trial) => Ok(Redirect::to(&format!("/briefs/{}?saved={}#trials", trial.brief_id, trial.id)).into_response()),
         Err(e) => {
             let page = edit_page(&state, &user, &current).await?;
