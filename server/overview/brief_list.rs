@@ -116,6 +116,11 @@ pub async fn page(
     }
 }
 
+/// How many briefs meet `filter` (the dashboard's total).
+pub async fn count(state: &AppState, filter: &BriefFilter) -> Result<i64, AppError> {
+    list_query::count_matching(&state.pool, filter).await
+}
+
 /// A page of the list in another order than newest first: up to `limit` briefs from `offset` that
 /// meet `filter`, each with its current summary, and whether more follow. The order is the kept
 /// summaries'; a brief whose summary is remade as it is read keeps its place on this page.
@@ -123,11 +128,12 @@ pub async fn sorted_page(
     state: &AppState,
     filter: &BriefFilter,
     order: BriefOrder,
+    reversed: bool,
     offset: usize,
     limit: usize,
 ) -> Result<(Vec<Listed>, bool), AppError> {
     // One extra row says whether anything follows.
-    let batch = list_query::list_sorted(&state.pool, filter, order, offset as i64, limit as i64 + 1).await?;
+    let batch = list_query::list_sorted(&state.pool, filter, order, reversed, offset as i64, limit as i64 + 1).await?;
     let more = batch.len() > limit;
     let ids: Vec<BriefId> = batch.iter().map(|b| b.id).collect();
     let mut summaries = summaries::current(state, &ids).await?;

@@ -162,10 +162,11 @@ impl Sort {
         })
     }
 
-    /// The list's order in SQL; `None` is newest first.
-    fn order(self) -> Option<BriefOrder> {
+    /// The list's order in SQL; `None` is newest first (the keyset walk).
+    fn order(self, reversed: bool) -> Option<BriefOrder> {
         match self {
-            Sort::Created => None,
+            Sort::Created if !reversed => None,
+            Sort::Created => Some(BriefOrder::Created),
             Sort::Name => Some(BriefOrder::Name),
             Sort::Owner => Some(BriefOrder::Owner),
             Sort::Decision => Some(BriefOrder::Decision),
@@ -173,6 +174,12 @@ impl Sort {
             Sort::Approval => Some(BriefOrder::Approval),
             Sort::Evidence => Some(BriefOrder::Evidence),
         }
+    }
+
+    /// Dates sort newest first; text, costs and approval states (what needs a person first)
+    /// ascending.
+    fn newest_first(self) -> bool {
+        matches!(self, Sort::Created | Sort::Evidence)
     }
 
     fn as_str(self) -> &'static str {
@@ -187,27 +194,46 @@ impl Sort {
         }
     }
 
-    /// Names and owners A to Z, the cheapest first (unknown costs last), the newest evidence and
-    /// the newest brief first; ties keep the page's order (newest first). The list arrives in this
-    /// order from SQL by the kept summaries; a summary remade as the page was read may move its row
-    /// within the page.
-    fn apply(self, rows: &mut [BriefRow]) {
-        let text = |s: &str| s.to_lowercase();
-        match self {
-            Sort::Created => rows.sort_by_key(|r| std::cmp::Reverse(r.created_at)),
-            Sort::Name => rows.sort_by_key(|r| text(&r.name)),
-            Sort::Owner => rows.sort_by_key(|r| text(&r.owner)),
-            Sort::Decision => rows.sort_by_key(|r| r.decision.clone()),
-            Sort::Cost => rows.sort_by(|a, b| match (a.cost_amount, b.cost_amount) {
-                (Some(x), Some(y)) => x.cmp(&y),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (None, None) => std::cmp::Ordering::Equal,
-            }),
-            Sort::Approval => rows.sort_by_key(|r| r.approval_state),
-            Sort::Evidence => rows.sort_by_key(|r| std::cmp::Reverse(r.last_evidence_at)),
+    /// Names and owners A to Z, the cheapest first, what needs approval first, the newest evidence
+    /// and the newest brief first — or all of it the other way round when `reversed`; unknown
+    /// costs and evidence stay last either way, and ties keep the page's order (newest first). The
+    /// list arrives in this order from SQL by the kept summaries; a summary remade as the page was
+    /// read may move its row within the page.
+    fn apply(self, rows: &mut [BriefRow], reversed: bool) {
+        use std::cmp::Ordering;
+        let flip = |o: Ordering| if reversed { o.reverse() } else { o };
+        // Known values in the chosen direction, unknown ones after them.
+        fn known_first<T: Ord>(a: Option<T>, b: Option<T>, flip: impl Fn(Ordering) -> Ordering) -> Ordering {
+            match (a, b) {
+                (Some(x), Some(y)) => flip(x.cmp(&y)),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => Ordering::Equal,
+            }
         }
+        let text = |s: &str| s.to_lowercase();
+        rows.sort_by(|a, b| match self {
+            Sort::Created => flip(b.created_at.cmp(&a.created_at)),
+            Sort::Name => flip(text(&a.name).cmp(&text(&b.name))),
+            Sort::Owner => flip(text(&a.owner).cmp(&text(&b.owner))),
+            Sort::Decision => flip(a.decision.cmp(&b.decision)),
+            Sort::Cost => known_first(a.cost_amount, b.cost_amount, flip),
+            Sort::Approval => flip(approval_rank(a.approval_state).cmp(&approval_rank(b.approval_state))),
+            Sort::Evidence => known_first(
+                a.last_evidence_at.map(std::cmp::Reverse),
+                b.last_evidence_at.map(std::cmp::Reverse),
+                flip,
+            ),
+        });
     }
+}
+
+/// What needs a person first: the approval states in the order the Approval column sorts them.
+fn approval_rank(state: &str) -> usize {
+    ["needs-approval", "stale", "awaiting-evidence", "rejected", "approved"]
+        .iter()
+        .position(|s| *s == state)
+        .unwrap_or(usize::MAX)
 }
 
 /// A sortable column's heading: its label, the link that sorts by it, and whether it is the sort.
@@ -215,8 +241,12 @@ struct SortLink {
     label: &'static str,
     href: String,
     current: bool,
-    /// `aria-sort` of the current column: text and cost ascending, dates newest first.
+    /// `aria-sort` of the current column.
     direction: &'static str,
+    /// ▲ or ▼ on the current column: the way its values run down the page.
+    arrow: &'static str,
+    /// What clicking does, for the link's title.
+    title: String,
 }
 
 #[derive(Template)]
@@ -242,6 +272,8 @@ struct DashboardPage {
     scan_cut: bool,
     /// The sortable columns, by their key.
     sorts: std::collections::HashMap<&'static str, SortLink>,
+    /// Briefs in this view, every page together.
+    total: i64,
 }
 
 impl DashboardPage {
@@ -264,6 +296,8 @@ pub struct DashboardQuery {
     page: Option<String>,
     /// The column the list is sorted by.
     sort: Option<String>,
+    /// `reversed`: the column's other direction.
+    dir: Option<String>,
 }
 
 /// What the links of a view keep: the search and every filter.
@@ -274,6 +308,7 @@ struct View<'a> {
     mine: bool,
     team: &'a str,
     sort: Sort,
+    reversed: bool,
 }
 
 /// Where a page starts: `("after", cursor)` newest first, `("page", n)` in another order.
@@ -296,6 +331,9 @@ fn href(view: &View<'_>, at: Option<Place<'_>>) -> String {
     if view.sort != Sort::Created {
         pairs.push(("sort", view.sort.as_str()));
     }
+    if view.reversed {
+        pairs.push(("dir", "reversed"));
+    }
     if let Some(place) = at {
         pairs.push(place);
     }
@@ -314,6 +352,16 @@ pub async fn dashboard(
 ) -> PageResult<Response> {
     let show = Show::parse(q.show.as_deref())?;
     let sort = Sort::parse(q.sort.as_deref())?;
+    let reversed = match q.dir.as_deref().unwrap_or("") {
+        "" => false,
+        "reversed" => true,
+        other => {
+            return Err(AppError::BadRequest(format!(
+                "There is no sort direction called {other:?}: use dir=reversed, or leave it out."
+            ))
+            .into())
+        }
+    };
     let search = q.q.as_deref().unwrap_or("").trim().to_owned();
     let after = match q.after.as_deref().filter(|a| !a.is_empty()) {
         None => None,
@@ -361,7 +409,8 @@ pub async fn dashboard(
             })?,
     };
     // Newest first pages by keyset; another order by page number.
-    let (items, next_place, scan_cut, first_page) = match sort.order() {
+    let total = brief_list::count(&state, &filter).await?;
+    let (items, next_place, scan_cut, first_page) = match sort.order(reversed) {
         None => {
             let page = brief_list::page(&state, &filter, after, PAGE).await?;
             (
@@ -372,7 +421,8 @@ pub async fn dashboard(
             )
         }
         Some(order) => {
-            let (items, more) = brief_list::sorted_page(&state, &filter, order, (page_number - 1) * PAGE, PAGE).await?;
+            let (items, more) =
+                brief_list::sorted_page(&state, &filter, order, reversed, (page_number - 1) * PAGE, PAGE).await?;
             (
                 items,
                 more.then(|| ("page", (page_number + 1).to_string())),
@@ -395,13 +445,14 @@ pub async fn dashboard(
             }
         })
         .collect();
-    sort.apply(&mut rows);
+    sort.apply(&mut rows, reversed);
     let view = View {
         search: &search,
         show,
         mine,
         team: &team_name,
         sort,
+        reversed,
     };
     let sorts = [
         (Sort::Name, "Name"),
@@ -413,21 +464,7 @@ pub async fn dashboard(
         (Sort::Created, "Created"),
     ]
     .into_iter()
-    .map(|(s, label)| {
-        (
-            s.as_str(),
-            SortLink {
-                label,
-                href: href(&View { sort: s, ..view }, None),
-                current: s == sort,
-                direction: if matches!(s, Sort::Created | Sort::Evidence) {
-                    "descending"
-                } else {
-                    "ascending"
-                },
-            },
-        )
-    })
+    .map(|(s, label)| (s.as_str(), sort_link(&view, s, label)))
     .collect();
     render(&DashboardPage {
         ctx: (&user).into(),
@@ -447,7 +484,36 @@ pub async fn dashboard(
         search,
         scan_cut,
         sorts,
+        total,
     })
+}
+
+/// The heading link of column `s`: on the current column it reverses the order, elsewhere it
+/// sorts by that column in its usual direction.
+fn sort_link(view: &View<'_>, s: Sort, label: &'static str) -> SortLink {
+    let current = s == view.sort;
+    let reversed = current && view.reversed;
+    // Down the page: ascending unless the column runs newest first, and the other way reversed.
+    let ascending = s.newest_first() == reversed;
+    SortLink {
+        label,
+        href: href(
+            &View {
+                sort: s,
+                reversed: current && !view.reversed,
+                ..*view
+            },
+            None,
+        ),
+        current,
+        direction: if ascending { "ascending" } else { "descending" },
+        arrow: if ascending { "▲" } else { "▼" },
+        title: if current {
+            "Sorted by this column: click to reverse the order".to_owned()
+        } else {
+            format!("Sort by {}", label.to_lowercase())
+        },
+    }
 }
 
 /// The row of one brief from its summary.
@@ -525,6 +591,7 @@ mod tests {
             mine: false,
             team: "",
             sort: Sort::Created,
+            reversed: false,
         };
         assert_eq!(href(&all, None), "/");
         let narrowed = View {
@@ -533,11 +600,31 @@ mod tests {
             mine: true,
             team: "Inference & serving",
             sort: Sort::Owner,
+            reversed: false,
         };
         assert_eq!(
             href(&narrowed, Some(("after", "1.x"))),
             "/?q=llama+70b&show=stale&owner=me&team=Inference+%26+serving&sort=owner&after=1.x"
         );
+        // The sorted column's heading reverses it; another column's sorts the usual way.
+        let owner = sort_link(&narrowed, Sort::Owner, "Owner");
+        assert_eq!((owner.arrow, owner.direction), ("▲", "ascending"));
+        assert!(owner.href.ends_with("sort=owner&dir=reversed"), "{}", owner.href);
+        let back = sort_link(
+            &View {
+                reversed: true,
+                ..narrowed
+            },
+            Sort::Owner,
+            "Owner",
+        );
+        assert_eq!((back.arrow, back.direction), ("▼", "descending"));
+        assert!(back.href.ends_with("sort=owner"), "{}", back.href);
+        let evidence = sort_link(&narrowed, Sort::Evidence, "Newest evidence");
+        assert!(!evidence.current && evidence.href.ends_with("sort=evidence"));
+        // Needs approval first, approved last.
+        assert!(approval_rank("needs-approval") < approval_rank("stale"));
+        assert!(approval_rank("rejected") < approval_rank("approved"));
         assert!(Sort::parse(Some("price")).is_err());
         assert!(Show::parse(Some("bogus")).is_err());
     }

@@ -61,10 +61,13 @@ pub enum BriefOrder {
     Decision,
     /// The kept summary's cost per completed job, cheapest first, unknown last.
     Cost,
-    /// The kept summary's approval state, A to Z.
+    /// The kept summary's approval state, what needs a person first: needs approval, stale,
+    /// awaiting evidence, rejected, approved.
     Approval,
     /// The newest evidence first, none last.
     Evidence,
+    /// The newest brief first (reversed: the oldest first).
+    Created,
 }
 
 impl BriefOrder {
@@ -76,6 +79,7 @@ impl BriefOrder {
             BriefOrder::Cost => "cost",
             BriefOrder::Approval => "approval",
             BriefOrder::Evidence => "evidence",
+            BriefOrder::Created => "created",
         }
     }
 }
@@ -90,6 +94,7 @@ pub async fn list_sorted(
     db: impl PgExecutor<'_>,
     filter: &BriefFilter,
     order: BriefOrder,
+    reversed: bool,
     offset: i64,
     limit: i64,
 ) -> Result<Vec<Brief>, AppError> {
@@ -122,10 +127,19 @@ pub async fn list_sorted(
                   OR (($5::text[] IS NULL OR s.state = ANY($5)) AND ($6::bool IS NULL OR s.failing = $6))
                   OR EXISTS (SELECT 1 FROM brief_signals_dirty d WHERE d.brief_id = b.id))
              AND ($7::uuid IS NULL OR b.id = $7)
-           ORDER BY CASE $8 WHEN 'name' THEN lower(b.name) WHEN 'owner' THEN lower(b.owner)
-                            WHEN 'decision' THEN s.decision WHEN 'approval' THEN s.state END ASC NULLS LAST,
-                    CASE WHEN $8 = 'cost' THEN s.cost_per_job END ASC NULLS LAST,
-                    CASE WHEN $8 = 'evidence' THEN s.last_evidence_at END DESC NULLS LAST,
+           ORDER BY CASE WHEN NOT $11 THEN CASE $8 WHEN 'name' THEN lower(b.name) WHEN 'owner' THEN lower(b.owner)
+                            WHEN 'decision' THEN s.decision END END ASC NULLS LAST,
+                    CASE WHEN $11 THEN CASE $8 WHEN 'name' THEN lower(b.name) WHEN 'owner' THEN lower(b.owner)
+                            WHEN 'decision' THEN s.decision END END DESC NULLS LAST,
+                    CASE WHEN $8 = 'approval' AND NOT $11 THEN array_position(
+                         ARRAY['needs-approval', 'stale', 'awaiting-evidence', 'rejected', 'approved'], s.state) END ASC NULLS LAST,
+                    CASE WHEN $8 = 'approval' AND $11 THEN array_position(
+                         ARRAY['needs-approval', 'stale', 'awaiting-evidence', 'rejected', 'approved'], s.state) END DESC NULLS LAST,
+                    CASE WHEN $8 = 'cost' AND NOT $11 THEN s.cost_per_job END ASC NULLS LAST,
+                    CASE WHEN $8 = 'cost' AND $11 THEN s.cost_per_job END DESC NULLS LAST,
+                    CASE WHEN $8 = 'evidence' AND NOT $11 THEN s.last_evidence_at END DESC NULLS LAST,
+                    CASE WHEN $8 = 'evidence' AND $11 THEN s.last_evidence_at END ASC NULLS LAST,
+                    CASE WHEN $8 = 'created' AND $11 THEN b.created_at END ASC,
                     b.created_at DESC, b.id DESC
            OFFSET $9 LIMIT $10"#,
         pattern,
@@ -138,10 +152,40 @@ pub async fn list_sorted(
         order.as_str(),
         offset,
         limit,
+        reversed,
     )
     .fetch_all(db)
     .await?;
     Ok(rows.into_iter().map(Brief::try_from).collect::<Result<_, _>>()?)
+}
+
+/// How many briefs meet `filter`, by the kept summaries (the dashboard's total; a summary being
+/// remade counts with the view it had).
+pub async fn count_matching(db: impl PgExecutor<'_>, filter: &BriefFilter) -> Result<i64, AppError> {
+    let pattern = filter
+        .search
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .map(like_pattern);
+    Ok(sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM briefs b LEFT JOIN brief_signals s ON s.brief_id = b.id
+           WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)
+             AND ($2::bool IS NULL OR EXISTS (SELECT 1 FROM evidence e WHERE e.brief_id = b.id) = $2)
+             AND ($3::uuid IS NULL OR b.id = ANY (ARRAY(SELECT o.brief_id FROM brief_owners o WHERE o.user_id = $3)))
+             AND ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_teams bt WHERE bt.brief_id = b.id AND bt.team_id = $4))
+             AND ($5::text[] IS NULL OR s.state = ANY($5))
+             AND ($6::bool IS NULL OR s.failing = $6)
+             AND ($7::uuid IS NULL OR b.id = $7)"#,
+        pattern,
+        filter.has_evidence,
+        filter.owner,
+        filter.team,
+        filter.states.as_deref(),
+        filter.failing,
+        filter.only.map(Uuid::from),
+    )
+    .fetch_one(db)
+    .await?)
 }
 
 /// `%`, `_` and `\` typed in a search are literal characters, not LIKE patterns.

@@ -343,6 +343,26 @@ async fn the_dashboard_sorts_the_whole_list_not_one_page() {
     assert_eq!(rest, ["Brief 24", "Brief 25", "Brief 26", "Brief 27", "Brief 28"]);
     assert_eq!(after_that, None);
 
+    // Reversed, Z to A across every page, and the total counts every page.
+    let page = owner
+        .get(app.url("/?sort=name&dir=reversed"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("30 briefs in this view"), "the total of every page");
+    let (reversed, next) = dashboard_names(&page);
+    assert_eq!(reversed[..3], ["Brief 28", "Brief 27", "Brief 26"]);
+    let next = next.expect("a next page");
+    assert!(next.contains("dir=reversed") && next.contains("page=2"), "{next}");
+    let (rest, _) = dashboard_names(&owner.get(app.url(&next)).await.text().await.unwrap());
+    assert_eq!(rest.last().map(String::as_str), Some("Aardvark chat"));
+    // The oldest first: the reverse of the default order.
+    let (oldest, _) = dashboard_names(&owner.get(app.url("/?dir=reversed")).await.text().await.unwrap());
+    assert_eq!(oldest[..2], ["Aardvark chat", "Brief 00"]);
+
     let res = owner.get(app.url("/?sort=name&page=0")).await;
     assert_eq!(res.status(), 400, "a damaged page number is refused, not a 500");
+    let res = owner.get(app.url("/?sort=name&dir=up")).await;
+    assert_eq!(res.status(), 400, "an unknown direction is refused, not a 500");
 }
