@@ -1220,6 +1220,36 @@ struct DecisionRecord<'a> {
 }
 
 impl DecisionRecord<'_> {
+    /// A reservation field's name as the page says it (the Markdown file keeps the field names).
+    fn label<'k>(&self, key: &'k str) -> &'k str {
+        match key {
+            "trial" => "Trial",
+            "provider" => "Provider",
+            "gpu" => "GPU",
+            "gpus_per_node" => "GPUs per node",
+            "replicas" => "Replicas (nodes)",
+            "gpus" => "GPUs in all",
+            "billing" => "Billing",
+            "rate_per_gpu_hour" => "Rate per GPU-hour",
+            "term_months" => "Term, months",
+            "monthly_cost" => "Monthly cost",
+            "whole term" => "Whole term",
+            "start_date" => "Starts",
+            "note" => "Where the rate comes from",
+            other => other,
+        }
+    }
+
+    /// A reservation field's value as the page shows it: the trial by its name, not its id.
+    fn shown(&self, key: &str, value: &str) -> String {
+        if key == "trial" {
+            if let Some(t) = value.parse::<TrialId>().ok().and_then(|id| self.r.trial(id)) {
+                return t.context.trial.fields.name.clone();
+            }
+        }
+        value.to_owned()
+    }
+
     /// A link of the record, absolute from the public URL when it is a path of this server.
     fn link(&self, href: &str) -> String {
         if href.starts_with('/') {

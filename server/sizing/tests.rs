@@ -366,3 +366,41 @@ fn no_fitting_option_is_one_the_engine_would_refuse_to_load() {
     }
     assert!(fitting > 1000, "{fitting}");
 }
+
+#[test]
+fn fitting_options_are_ordered_by_the_memory_the_page_shows() {
+    // The page shows the driver's memory per GPU (L40: 44.99 GiB, RTX 6000 Ada: 47.99 GiB), so
+    // the order follows that figure × the count, not the datasheet's (both "48 GB").
+    for hf in [
+        "Qwen/Qwen2.5-7B-Instruct",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.1-70B-Instruct",
+    ] {
+        let Some(model) = model_by_hf_id(hf) else { continue };
+        let s = size(&SizingInput::from_catalog(RT, Precision::Bf16, model, 8192, 8));
+        let shown: Vec<(f64, &str)> = s
+            .options
+            .iter()
+            .filter(|o| o.fits)
+            .map(|o| {
+                (
+                    gpu_by_name(&o.gpu).unwrap().memory_gib * f64::from(o.count),
+                    o.gpu.as_str(),
+                )
+            })
+            .collect();
+        // (2 × L4 and 1 × L40S rent the same 46,068 MiB: a tie, fewer GPUs first.)
+        for pair in shown.windows(2) {
+            assert!(
+                pair[0].0 <= pair[1].0 + 1e-9,
+                "{hf}: {:?} listed before {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+        let at = |gpu: &str| shown.iter().position(|(_, g)| *g == gpu);
+        if let (Some(l40), Some(ada)) = (at("L40"), at("RTX 6000 Ada")) {
+            assert!(l40 < ada, "{hf}: L40 (44.99 GiB) before RTX 6000 Ada (47.99 GiB)");
+        }
+    }
+}

@@ -57,6 +57,8 @@ struct ErrorPage {
     status: u16,
     title: String,
     detail: String,
+    /// The page of this server the person came from (a form), to go back to.
+    back: Option<String>,
 }
 
 impl IntoResponse for PageError {
@@ -76,6 +78,7 @@ impl IntoResponse for PageError {
                     .join("; "),
                 other => other.public_detail(),
             },
+            back: None,
         };
         let body = page
             .render()
@@ -100,27 +103,45 @@ pub type PageResult<T> = Result<T, PageError>;
 /// error pages only.
 pub async fn error_pages_know_who(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let cookie = session::read_cookie(request.headers(), session::COOKIE);
+    // A failing page read does not link to itself; a failing form post links back to its form.
+    let failing_read = (request.method() == axum::http::Method::GET).then(|| request.uri().path().to_owned());
+    let back = came_from(request.headers(), failing_read.as_deref());
     let mut response = next.run(request).await;
-    let (Some(cookie), Some(page)) = (cookie, response.extensions_mut().remove::<ErrorPage>()) else {
+    let Some(mut page) = response.extensions_mut().remove::<ErrorPage>() else {
         return response;
     };
-    let user = match session::lookup(&state.pool, &cookie, state.config.sessions).await {
-        Ok(Some(user)) => user,
-        // Signed out, or the database is what failed: the anonymous page already rendered stands.
-        _ => return response,
-    };
-    let page = ErrorPage {
-        ctx: PageContext {
-            email: Some(user.email),
-            role: user.role.as_str(),
-            csrf: user.csrf_token,
-            is_admin: user.role == Role::Admin,
-        },
-        ..page
-    };
-    if let Ok(body) = page.render() {
-        let (parts, _) = response.into_parts();
-        response = Response::from_parts(parts, body.into());
+    page.back = back;
+    if let Some(cookie) = cookie {
+        // Signed out, or the database is what failed: the anonymous header stands.
+        if let Ok(Some(user)) = session::lookup(&state.pool, &cookie, state.config.sessions).await {
+            page.ctx = PageContext {
+                email: Some(user.email),
+                role: user.role.as_str(),
+                csrf: user.csrf_token,
+                is_admin: user.role == Role::Admin,
+            };
+        }
+    }
+    if page.back.is_some() || page.ctx.email.is_some() {
+        if let Ok(body) = page.render() {
+            let (parts, _) = response.into_parts();
+            response = Response::from_parts(parts, body.into());
+        }
     }
     response
+}
+
+/// The path of this server's page that sent the person here (the `Referer` of a form's post), unless
+/// it is the page that failed to load: an error page offers the way back to the form, where the
+/// browser keeps what was typed. Another site's address is never offered.
+fn came_from(headers: &axum::http::HeaderMap, failing_read: Option<&str>) -> Option<String> {
+    let referer = headers.get(header::REFERER)?.to_str().ok()?;
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let rest = referer
+        .strip_prefix("http://")
+        .or_else(|| referer.strip_prefix("https://"))?
+        .strip_prefix(host)?;
+    let path = rest.split('#').next().unwrap_or_default();
+    (path.starts_with('/') && !path.starts_with("//") && path.split('?').next() != failing_read)
+        .then(|| path.to_owned())
 }

@@ -265,6 +265,33 @@ async fn brief_form_with_errors(b: &Browser, base: &str, problems: &mut Vec<Stri
     }
 }
 
+/// The page a refused ledger import ends on (errors at the field, the file kept), checked like
+/// every other page.
+async fn ledger_import_with_errors(b: &Browser, base: &str, brief: &str, problems: &mut Vec<String>) {
+    for (width, height) in [(1366, 900), (390, 844)] {
+        b.client.set_window_size(width, height).await.unwrap();
+        b.client
+            .goto(&format!("{base}/briefs/{brief}#ledger-import"))
+            .await
+            .unwrap();
+        b.fill(
+            "csv",
+            "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\nhost,vm,,,,,,four,USD\n",
+        )
+        .await;
+        b.click("#ledger-import button[type='submit']").await;
+        for v in axe_violations(b).await {
+            problems.push(format!("ledger import with errors at {width} px: {v}"));
+        }
+        let (document, viewport, sticking_out) = widths(b).await;
+        if document > viewport {
+            problems.push(format!(
+                "ledger import with errors is {document} px wide on a {viewport} px window: {sticking_out}"
+            ));
+        }
+    }
+}
+
 async fn first_id(app: &TestApp, sql: &str, brief: BriefId) -> Option<String> {
     sqlx::query_scalar::<_, String>(sql)
         .bind(brief)
@@ -363,6 +390,7 @@ async fn every_page_passes_axe_and_fits_a_phone() {
         problems.push(format!("review: {e}"));
     }
     brief_form_with_errors(&b, &app.base, &mut problems).await;
+    ledger_import_with_errors(&b, &app.base, &brief.to_string(), &mut problems).await;
 
     // The demo manager: the dashboard and the review with the approval form, as a manager sees them.
     sign_in(&b, &app.base, &loaded.email, &loaded.password).await;

@@ -76,15 +76,19 @@ async fn import_prices(app: &TestApp, sheet: &str) {
 async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_screen_at_1366_and_390() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    // Synthetic prices: long provider names and every billing, as a real sheet has them.
-    import_prices(
-        &app,
-        "Example Compute Europe West,H100 SXM,1,on-demand,2.49,USD,,2026-11-01,quote 1\n\
-         Example Compute Europe West,H200 SXM,1,spot,2.10,USD,,2026-11-01,quote 2\n\
-         Another Example Cloud,A100 80GB SXM,1,reserved,1.60,USD,,2026-11-01,quote 3\n\
-         Another Example Cloud,B200,1,on-demand,5.90,USD,,2026-11-01,quote 4\n",
-    )
-    .await;
+    // Synthetic prices: long provider names and every billing, as a real sheet has them, each in
+    // nodes of 1, 2, 4 and 8 GPUs (a row prices only its own node shape).
+    let offers = [
+        "Example Compute Europe West,H100 SXM,{n},on-demand,2.49,USD,,2026-11-01,quote 1",
+        "Example Compute Europe West,H200 SXM,{n},spot,2.10,USD,,2026-11-01,quote 2",
+        "Another Example Cloud,A100 80GB SXM,{n},reserved,1.60,USD,,2026-11-01,quote 3",
+        "Another Example Cloud,B200,{n},on-demand,5.90,USD,,2026-11-01,quote 4",
+    ];
+    let sheet: String = offers
+        .iter()
+        .flat_map(|o| ["1", "2", "4", "8"].map(|n| format!("{}\n", o.replace("{n}", n))))
+        .collect();
+    import_prices(&app, &sheet).await;
     let b = browser::launch().await;
     b.login(&app.base, OWNER_EMAIL, PASSWORD).await;
     let mut problems = Vec::new();
@@ -138,7 +142,8 @@ async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_scre
             &b,
             "return Array.from(document.querySelectorAll('.sizing-table tbody tr')).map(r => [
                r.classList.contains('fits'), (r.querySelector('td.price .figure') || {}).textContent || '',
-               r.querySelectorAll('details').length, !!r.querySelector('details[open]')]);",
+               r.querySelectorAll('details').length, !!r.querySelector('details[open]'),
+               !!r.querySelector('td.price .interruptible')]);",
         )
         .await,
     )
@@ -149,24 +154,20 @@ async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_scre
         rows[0][0] == true && first_price.ends_with("USD/h"),
         "a priced fitting option leads: {rows:?}"
     );
-    let priced: Vec<f64> = rows
+    // The brief is served in real time: a spot-only price ("interruptible") comes after the rest.
+    let priced: Vec<(bool, f64)> = rows
         .iter()
         .filter(|r| r[0] == true && !r[1].as_str().unwrap().is_empty())
         .map(|r| {
-            r[1].as_str()
-                .unwrap()
-                .split(' ')
-                .next()
-                .unwrap()
-                .replace(',', "")
-                .parse()
-                .unwrap()
+            let amount = r[1].as_str().unwrap().split(' ').next().unwrap().replace(',', "");
+            (r[4] == true, amount.parse().unwrap())
         })
         .collect();
     assert!(
         priced.windows(2).all(|w| w[0] <= w[1]),
-        "fitting options by price: {priced:?}"
+        "fitting options by price, interruptible last: {priced:?}"
     );
+    assert!(priced.iter().any(|p| p.0), "the spot-only option is marked: {priced:?}");
     assert!(
         rows.iter().all(|r| r[2] == 1 && r[3] == false),
         "one closed disclosure per row: {rows:?}"
@@ -500,6 +501,25 @@ async fn the_decision_record_is_a_page_beside_its_downloads_with_absolute_links(
     assert!(html.contains(&format!("href=\"/briefs/{brief}/decision.md\" download")));
     assert!(html.contains(&format!("href=\"/briefs/{brief}/decision.json\" download")));
     assert!(!html.contains("\\("), "no Markdown escapes on the page");
+    // For people: the deciding reason said once, no field names, the ids tucked away.
+    let why_start = html.find("<p id=\"record-why\"><strong>").expect("the reason") + 30;
+    let why = &html[why_start..why_start + html[why_start..].find("</strong>").unwrap()];
+    assert_eq!(html.matches(why).count(), 1, "the reason is said once: {why}");
+    for raw in [
+        "<dt>rate_per_gpu_hour",
+        "<dt>gpus_per_node",
+        "<dt>monthly_cost",
+        "<code>ttft",
+    ] {
+        assert!(!html.contains(raw), "no raw field name on the page: {raw}");
+    }
+    let ids = html
+        .find("<details class=\"identifiers\">")
+        .expect("ids behind a disclosure");
+    assert!(
+        html.find(&format!("<code>{brief}</code>")).is_some_and(|at| at > ids),
+        "the brief's id is shown only there"
+    );
     assert!(
         html.contains(&format!("href=\"{public}/evidence/")),
         "evidence links are absolute from RENTCHECK_PUBLIC_URL"
@@ -577,6 +597,15 @@ async fn the_dashboard_names_each_owner_and_sorts_by_a_column_heading() {
         .await,
         "ascending"
     );
+    // The sorted column's heading again reverses it, and its arrow turns.
+    assert!(b.text("th[data-sort='owner'] a").await.trim().ends_with('▲'));
+    b.click("th[data-sort='owner'] a").await;
+    assert_eq!(
+        column("table.dashboard td.owner").await,
+        ["zoe@example.com", "mallory@example.com", "adam@example.com"]
+    );
+    assert!(b.text("th[data-sort='owner'] a").await.trim().ends_with('▼'));
+    assert!(b.text("#brief-total").await.starts_with("3 briefs"));
     b.click("th[data-sort='name'] a").await;
     assert_eq!(
         column("table.dashboard tbody td:first-child").await,
@@ -635,6 +664,7 @@ async fn a_form_over_the_body_limit_says_a_file_is_too_big_not_bad_request() {
     let res = person
         .client
         .post(app.url("/briefs/new"))
+        .header("referer", app.url("/briefs/new"))
         .multipart(form)
         .send()
         .await
@@ -643,6 +673,8 @@ async fn a_form_over_the_body_limit_says_a_file_is_too_big_not_bad_request() {
     let page = res.text().await.unwrap();
     assert!(page.contains("a file chosen in it is too big"), "{page}");
     assert!(page.contains("your browser keeps what you typed"));
+    // Not a dead end: the page leads back to the form the person came from.
+    assert!(page.contains("<a href=\"/briefs/new\" id=\"back-to-form\">"), "{page}");
     assert!(!page.contains("Bad Request"));
     assert_eq!(app.count("briefs").await, 0);
 }
