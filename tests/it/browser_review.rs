@@ -182,7 +182,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     // reserved (rule 8b) and the page says below which reserved price reserving would pay, with
     // the price import one click away.
     b.client.goto(&app.url(&review)).await.unwrap();
-    b.shot("review-1366").await;
+    b.shot("review-before-quote-1366").await;
     b.client.set_window_size(390, 844).await.unwrap();
     b.shot("review-before-quote-390").await;
     b.client.set_window_size(1366, 768).await.unwrap();
