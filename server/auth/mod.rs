@@ -21,8 +21,12 @@ use crate::{
 
 /// Roles, weakest first. People are engineers, managers or admins; a manager may do what an
 /// engineer may, an admin what a manager may. Agents only send evidence and ledger lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// Stored as text (`users.role`, `api_tokens.role`) and decoded by sqlx: a stored value that is no
+/// role is an error, never a default role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "lowercase")]
+#[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum Role {
     Agent,
     Engineer,
@@ -40,6 +44,12 @@ impl Role {
             Role::Manager => "manager",
             Role::Admin => "admin",
         }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -40,7 +40,7 @@ pub struct SessionUser {
 struct SessionRow {
     id: Uuid,
     email: String,
-    role: String,
+    role: Role,
     csrf_token: String,
     last_seen_at: DateTime<Utc>,
     expires_at: DateTime<Utc>,
@@ -71,8 +71,8 @@ pub async fn lookup(
     let hash = sha256(cookie_value.as_bytes());
     let row = sqlx::query_as!(
         SessionRow,
-        "SELECT u.id, u.email, u.role, s.csrf_token, s.last_seen_at, s.expires_at \
-         FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1 AND u.disabled_at IS NULL",
+        r#"SELECT u.id, u.email, u.role AS "role: Role", s.csrf_token, s.last_seen_at, s.expires_at
+           FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id_hash = $1 AND u.disabled_at IS NULL"#,
         &hash,
     )
     .fetch_optional(pool)
@@ -101,7 +101,7 @@ pub async fn lookup(
     Ok(Some(SessionUser {
         id,
         email,
-        role: role.parse().unwrap_or(Role::Engineer),
+        role,
         csrf_token,
     }))
 }

@@ -10,7 +10,7 @@ use crate::{error::AppError, validation::FieldError};
 pub struct UserRow {
     pub id: Uuid,
     pub email: String,
-    pub role: String,
+    pub role: Role,
     pub password_hash: String,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub disabled_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -18,7 +18,7 @@ pub struct UserRow {
 
 impl UserRow {
     pub fn role(&self) -> Role {
-        self.role.parse().unwrap_or(Role::Engineer)
+        self.role
     }
 }
 
@@ -74,8 +74,8 @@ pub async fn add(
 async fn insert(db: impl PgExecutor<'_>, email: &str, role: Role, hash: &str) -> Result<UserRow, AppError> {
     sqlx::query_as!(
         UserRow,
-        "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, $3, $4) \
-         RETURNING id, email, role, password_hash, created_at, disabled_at",
+        r#"INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, $3, $4)
+           RETURNING id, email, role AS "role: Role", password_hash, created_at, disabled_at"#,
         Uuid::now_v7(),
         email,
         role.as_str(),
@@ -114,7 +114,7 @@ pub async fn add_first_admin(pool: &PgPool, email: &str, password: String) -> Re
 pub async fn by_email(db: impl PgExecutor<'_>, email: &str) -> Result<Option<UserRow>, sqlx::Error> {
     sqlx::query_as!(
         UserRow,
-        "SELECT id, email, role, password_hash, created_at, disabled_at FROM users WHERE email = $1",
+        r#"SELECT id, email, role AS "role: Role", password_hash, created_at, disabled_at FROM users WHERE email = $1"#,
         email,
     )
     .fetch_optional(db)
@@ -130,7 +130,7 @@ pub async fn count(db: impl PgExecutor<'_>) -> Result<i64, sqlx::Error> {
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<UserRow>, sqlx::Error> {
     sqlx::query_as!(
         UserRow,
-        "SELECT id, email, role, password_hash, created_at, disabled_at FROM users ORDER BY email"
+        r#"SELECT id, email, role AS "role: Role", password_hash, created_at, disabled_at FROM users ORDER BY email"#
     )
     .fetch_all(db)
     .await
@@ -139,7 +139,7 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<UserRow>, sqlx::Error> 
 pub async fn by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<UserRow>, sqlx::Error> {
     sqlx::query_as!(
         UserRow,
-        "SELECT id, email, role, password_hash, created_at, disabled_at FROM users WHERE id = $1",
+        r#"SELECT id, email, role AS "role: Role", password_hash, created_at, disabled_at FROM users WHERE id = $1"#,
         id,
     )
     .fetch_optional(db)
@@ -195,7 +195,7 @@ pub async fn change(pool: &PgPool, kept: &Tokens, id: Uuid, change: Change) -> R
         "UPDATE users SET role = COALESCE($2, role), \
              disabled_at = CASE WHEN $3::boolean IS NULL THEN disabled_at \
                                 WHEN $3 THEN COALESCE(disabled_at, now()) ELSE NULL END \
-         WHERE id = $1 RETURNING id, email, role, password_hash, created_at, disabled_at",
+         WHERE id = $1 RETURNING id, email, role AS \"role: Role\", password_hash, created_at, disabled_at",
         id,
         change.role.map(|r| r.as_str()),
         change.disabled,

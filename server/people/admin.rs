@@ -98,7 +98,7 @@ async fn users_view(
             id: u.id.to_string(),
             locked: locked.get(&u.email).map(|at| when(*at)),
             email: u.email,
-            role: u.role,
+            role: u.role.as_str().to_owned(),
             disabled: u.disabled_at.is_some(),
             created: u.created_at.format("%Y-%m-%d").to_string(),
         })

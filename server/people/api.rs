@@ -64,7 +64,7 @@ impl UserView {
         Self {
             id: u.id,
             email: u.email,
-            role: u.role,
+            role: u.role.as_str().to_owned(),
             disabled: u.disabled_at.is_some(),
             disabled_at: u.disabled_at,
             locked: locked_at.is_some(),

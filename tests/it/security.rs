@@ -292,7 +292,7 @@ async fn admins_disable_enable_and_change_roles_from_the_users_page() {
         .await
         .unwrap();
     assert_eq!(res.status(), 303);
-    assert_eq!(users::by_id(&app.pool, id).await.unwrap().unwrap().role, "manager");
+    assert_eq!(users::by_id(&app.pool, id).await.unwrap().unwrap().role, Role::Manager);
     let res = post(format!("/admin/users/{id}/password"), vec![]).await.unwrap();
     // Post/redirect/get: the new password is shown once, on the page the redirect leads to.
     assert_eq!(res.status(), 303);

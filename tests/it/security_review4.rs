@@ -325,3 +325,26 @@ async fn a_card_whose_only_required_criterion_cannot_fail_is_not_approved_as_acc
     );
     assert_eq!(app.count("approvals").await, 0);
 }
+
+/// A role is decoded from its stored text, and a stored value that is no role is an error: before,
+/// a session of such a person was read as an engineer's.
+#[tokio::test]
+async fn a_stored_role_that_is_no_role_is_refused_never_read_as_an_engineer() {
+    let app = spawn_app().await;
+    let person = app.login(Role::Engineer).await;
+    assert_eq!(person.get(app.url("/")).await.status(), 200);
+    // Only a hand-edited database holds such a value: the table's check refuses it otherwise.
+    sqlx::query("ALTER TABLE users DROP CONSTRAINT users_role_check")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE users SET role = 'root' WHERE email = $1")
+        .bind(&person.email)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let res = person.get(app.url("/")).await;
+    assert!(res.status().is_server_error(), "{}", res.status());
+    let page = res.text().await.unwrap();
+    assert!(!page.contains("engineer"), "nobody is shown as an engineer: {page}");
+}
