@@ -958,3 +958,70 @@ fn the_length_check_counts_lines_and_reads_the_marker() {
         ["m::long (81 lines, line 83)", "m::after_tests (82 lines, line 374)"]
     );
 }
+
+/// The section of docs/architecture.md that names every hidden writer.
+fn hidden_writers_doc() -> String {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md")).unwrap();
+    let start = doc
+        .find("## Hidden writers")
+        .expect("docs/architecture.md names the hidden writers");
+    let end = doc[start + 3..].find("\n## ").map_or(doc.len(), |e| start + 3 + e);
+    doc[start..end].to_owned()
+}
+
+/// The first cell of each row of the section's tables, without its backticks.
+fn first_cells(section: &str) -> BTreeSet<String> {
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn every_trigger_and_per_server_queue_is_named_in_the_architecture_doc() {
+    let section = hidden_writers_doc();
+    let named = first_cells(&section);
+    let (_database, pool) = crate::common::migrated_database(1).await;
+    let triggers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT t.tgname::text, c.relname::text FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+         WHERE NOT t.tgisinternal ORDER BY 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let mut problems = Vec::new();
+    for (trigger, table) in &triggers {
+        if !section.contains(&format!("| `{trigger}` | `{table}` |")) {
+            problems.push(format!(
+                "trigger {trigger} on {table} is not in the table of hidden writers"
+            ));
+        }
+    }
+    // Each value a domain keeps in `AppState::slots`, by its type's last name.
+    let mut slots = BTreeSet::new();
+    for (module, source) in modules() {
+        for (at, _) in source.match_indices("slots.get::<") {
+            let ty = &source[at + "slots.get::<".len()..];
+            let ty = ty[..ty.find(['<', '>']).unwrap()]
+                .rsplit("::")
+                .next()
+                .unwrap()
+                .to_owned();
+            if !named.contains(&ty) {
+                problems.push(format!("{module} keeps {ty} in AppState::slots, not in the table"));
+            }
+            slots.insert(ty);
+        }
+    }
+    for name in &named {
+        if !triggers.iter().any(|(t, _)| t == name) && !slots.contains(name) {
+            problems.push(format!(
+                "the table names {name}, which is no trigger and no slot any more"
+            ));
+        }
+    }
+    assert!(triggers.len() >= 10 && slots.len() >= 3, "{triggers:?} {slots:?}");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
