@@ -29,7 +29,8 @@
 # connection); CPU seconds per 1,000 requests sent, from GNU time (user + system of the client and
 # the children it waited for) and from the sampler (every process of the tree, summed); the
 # largest single process's peak RSS (GNU time) and the tree's peak PSS summed (the sampler); and
-# the processes seen. Loopback only.
+# the processes seen; with more than one round, then the median of each column per client and rate.
+# Loopback only.
 set -euo pipefail
 
 RATES=${RATES:-50 200 400 700}
@@ -139,7 +140,7 @@ for round in $(seq "$ROUNDS"); do
       wait "$sampler_pid" || true
       curl -sf "http://127.0.0.1:$PORT/log" >"$work/server.json"
       python3 "$helper" row "$client" "$round" "$rate" "$n" "$work/out" "$work/server.json" \
-        "$work/time" "$work/usage"
+        "$work/time" "$work/usage" | tee -a "$work/rows"
       if [[ -n "${KEEP:-}" ]]; then
         mkdir -p "$KEEP/$round-$rate-$client"
         cp -r "$work/out" "$work/$client.log" "$work/server.json" "$KEEP/$round-$rate-$client/" 2>/dev/null || true
@@ -148,3 +149,6 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 echo "# end, $(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+if ((ROUNDS > 1)); then
+  python3 "$helper" medians "$work/rows"
+fi

@@ -15,6 +15,9 @@
         prints one table row: OUTPUT is the client's result (rentcheck's result JSON, AIPerf's
         artifact directory or the directory of GuideLLM's benchmarks.json), SERVER_LOG the server's /log answer,
         TIME GNU time's "%U %S %M", USAGE what `usage` wrote.
+    python3 scripts/lib/loadgen-clients.py medians ROWS
+        prints, per client and rate, the median over the rounds of each column of the rows in ROWS
+        (lines as `row` prints them).
 """
 import glob
 import json
@@ -204,6 +207,25 @@ def row(client, round_, rate, n, output, server_log, timing, usage_file):
     )
 
 
+def medians(rows_file):
+    import statistics
+
+    runs = {}
+    for line in open(rows_file):
+        f = line.split()
+        if len(f) < 17 or f[0].startswith("#") or f[0] == "client":
+            continue
+        runs.setdefault((f[0], float(f[2])), []).append([float(x) for x in f[2:17]])
+    print("medians over the rounds (the round column: how many):")
+    for (client, rate), rows in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        m = [statistics.median(col) for col in zip(*rows)]
+        print(
+            f"{client:<9} {len(rows):<5} {m[0]:7.1f} {m[1]:8.1f} {m[2]:6.0f} {m[3]:6.0f} {m[4]:6.0f} {m[5]:5.0f} "
+            f"{m[6]:8.2f} {m[7]:8.2f} {m[8]:8.2f} {m[9]:8.2f} {m[10]:8.3f} {m[11]:8.3f} {m[12]:7.1f} "
+            f"{m[13]:7.1f} {m[14]:5.0f}"
+        )
+
+
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     if command == "tokenizer":
@@ -212,5 +234,7 @@ if __name__ == "__main__":
         usage(int(args[0]), args[1])
     elif command == "row":
         row(*args)
+    elif command == "medians":
+        medians(*args)
     else:
         sys.exit(f"unknown command {command!r}")
