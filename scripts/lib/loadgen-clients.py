@@ -196,7 +196,10 @@ def row(client, round_, rate, n, output, server_log, timing, usage_file):
     # Requests sent per second over the span of the sends: the rate that was achieved.
     achieved = (len(sends) - 1) / (sends[-1] - sends[0]) if len(sends) > 1 and sends[-1] > sends[0] else float("nan")
     cpu = float(user) + float(system)
-    per_1k = lambda s: s / max(len(sends), 1) * 1000  # noqa: E731
+
+    def per_1k(seconds):
+        return seconds / max(len(sends), 1) * 1000
+
     print(
         f'{client:<9} {round_:<5} {float(rate):7.1f} {achieved:8.1f} {len(sends):6d} {r["completed"]:6d} '
         f'{r["failed"]:6d} {r["open"]:5d} {r["p50"]:8.2f} {r["p50"] - pct(log, 50):8.2f} '
