@@ -1,7 +1,11 @@
 //! rentcheck: turns renting a GPU server into an acceptance test.
 //!
-//! The library holds everything; `main.rs` is a thin CLI over it. Pure domain engines (`sizing`)
-//! never touch the database; `briefs` holds the first domain with its SQL, API and pages.
+//! The library holds everything; `main.rs` is a thin CLI over it. The modules stand on floors
+//! (docs/architecture.md, checked by `tests/it/architecture.rs`): the pure engines (sizing, the
+//! evidence parsers, the decision rules, ledger and money arithmetic) on the ground, never touching
+//! the database; the core (errors, state, database, auth) and the web kit above them; then the
+//! domains, each `model` → `repo` → `service` → `api`/`pages`; the overview pages and the demo; and
+//! `http`, the URL map.
 
 pub mod acceptance;
 pub mod audit;

@@ -35,8 +35,8 @@ mod detect;
 mod generic_metrics;
 pub mod launcher;
 pub mod limits;
+mod nccl;
 pub mod nccl_expected;
-mod nccl_tests;
 mod nvidia_smi_gpu;
 mod nvidia_smi_list;
 mod nvidia_smi_query;
@@ -302,7 +302,7 @@ pub fn parse_with(kind: EvidenceKind, bytes: &[u8], targets: &SloTargets) -> Res
         EvidenceKind::VllmMetrics => vllm_metrics::parse(t, targets),
         EvidenceKind::VllmLog => vllm_log::parse(t),
         EvidenceKind::BenchServing => bench_serving::parse(t, targets),
-        EvidenceKind::NcclTests => nccl_tests::parse(t),
+        EvidenceKind::NcclTests => nccl::parse(t),
         EvidenceKind::CheckpointRestore => checkpoint_restore::parse(t),
         EvidenceKind::Probe => probe::parse(t),
         EvidenceKind::Metrics => generic_metrics::parse(t),

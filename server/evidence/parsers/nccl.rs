@@ -69,30 +69,95 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         tool: Some("nccl-tests".into()),
         ..Default::default()
     };
-    let mut ranks: Vec<RankLine> = Vec::new();
-    let mut banner_ranks: Option<usize> = None;
-    let mut nics: Option<(u32, Option<f64>)> = None;
-    let mut cols: Option<Vec<String>> = None;
-    let mut rows = 0usize;
-    let mut peak: Option<f64> = None;
-    let mut peak_alg: Option<f64> = None;
-    let mut at_max: Option<(f64, f64)> = None; // (size, busbw)
-                                               // (line, size, float error) of old-layout checks, judged once the rank count is known.
-    let mut float_errors: Vec<(usize, f64, f64, String)> = Vec::new();
-    let mut wrong_rows: Vec<(usize, f64)> = Vec::new();
-    // Rows whose `#wrong` count (either column) is above 0: a count of wrong elements is never
-    // overruled, unlike a float error judged against a tolerance.
-    let mut counted_rows = 0usize;
-    let mut avg: Option<f64> = None;
-    let mut failures: Vec<String> = Vec::new();
-    let mut oob: Option<(f64, bool)> = None;
-    let mut banner = false;
+    let mut scan = Scan::default();
     for (i, raw) in s.lines().enumerate() {
-        let ln = i + 1;
-        let t = raw.trim();
+        scan.line(&mut p, i + 1, raw.trim());
+    }
+    let world = (!scan.ranks.is_empty())
+        .then_some(scan.ranks.len())
+        .or(scan.banner_ranks);
+    let wrong = scan.wrong_rows_judged(&mut p, world);
+    if let Some(w) = world {
+        p.count("nccl.world_size", w as f64);
+    }
+    if !scan.failures.is_empty() {
+        p.boolean("nccl.run_failed", true);
+        for f in &scan.failures {
+            p.warn(format!("test failed: {f}"));
+        }
+    }
+    if scan.rows == 0 {
+        if scan.failures.is_empty() {
+            if scan.cols.is_some() || scan.banner {
+                return Err(ParseError::at(
+                    super::text::last_line(s),
+                    "nccl-tests output has no result rows (cut short?)",
+                ));
+            }
+            return Err(ParseError::at(
+                1,
+                "no nccl-tests table (`# size count type … busbw`) found",
+            ));
+        }
+        return Ok(p);
+    }
+    if scan.failures.is_empty() {
+        p.boolean("nccl.run_failed", false);
+    }
+    scan.figures(&mut p, wrong);
+    Ok(p)
+}
+
+/// What the output says, gathered line by line.
+#[derive(Default)]
+struct Scan {
+    ranks: Vec<RankLine>,
+    /// nThread × nGpus from the banner, when no `Rank` lines name the ranks.
+    banner_ranks: Option<usize>,
+    banner: bool,
+    nics: Option<(u32, Option<f64>)>,
+    /// The table's header tokens.
+    cols: Option<Vec<String>>,
+    rows: usize,
+    peak: Option<f64>,
+    peak_alg: Option<f64>,
+    /// (size, busbw) at the largest size.
+    at_max: Option<(f64, f64)>,
+    /// (line, size, float error, data type) of old-layout checks, judged once the rank count is
+    /// known.
+    float_errors: Vec<(usize, f64, f64, String)>,
+    wrong_rows: Vec<(usize, f64)>,
+    /// Rows whose `#wrong` count (either column) is above 0: a count of wrong elements is never
+    /// overruled, unlike a float error judged against a tolerance.
+    counted_rows: usize,
+    avg: Option<f64>,
+    failures: Vec<String>,
+    /// The `Out of bounds values` line: (count, failed).
+    oob: Option<(f64, bool)>,
+}
+
+impl Scan {
+    /// One trimmed line `t` (line number `ln`): something said around the table, its header, or
+    /// one of its rows.
+    fn line(&mut self, p: &mut Parsed, ln: usize, t: &str) {
         let body = t.trim_start_matches('#').trim();
+        if self.around_the_table(p, ln, t, body) {
+            return;
+        }
+        if t.starts_with('#') {
+            let toks: Vec<&str> = body.split_whitespace().collect();
+            if toks.first() == Some(&"size") && toks.contains(&"busbw") {
+                self.cols = Some(toks.iter().map(|x| x.to_string()).collect());
+            }
+            return;
+        }
+        self.row(p, ln, t);
+    }
+
+    /// The banner, versions, NCCL INFO, rank, failure and summary lines; false for anything else.
+    fn around_the_table(&mut self, p: &mut Parsed, ln: usize, t: &str, body: &str) -> bool {
         if body.starts_with("nThread ") {
-            banner = true;
+            self.banner = true;
             // Ranks in one process: nThread × nGpus (MPI multiplies it by the process count).
             let field = |name: &str| {
                 body.split_whitespace()
@@ -101,70 +166,53 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
                     .and_then(|v| v.parse::<usize>().ok())
             };
             if let (Some(th), Some(g)) = (field("nThread"), field("nGpus")) {
-                banner_ranks = Some(th * g);
+                self.banner_ranks = Some(th * g);
             }
-            continue;
-        }
-        if let Some(v) = body.strip_prefix("NCCL version ") {
+        } else if let Some(v) = body
+            .strip_prefix("NCCL version ")
+            .or_else(|| body.strip_prefix("nccl-tests version "))
+        {
             p.tool_version
                 .get_or_insert_with(|| v.split_whitespace().next().unwrap_or_default().to_string());
-            continue;
-        }
-        if let Some(v) = body.strip_prefix("nccl-tests version ") {
-            p.tool_version
-                .get_or_insert_with(|| v.split_whitespace().next().unwrap_or_default().to_string());
-            continue;
-        }
-        if let Some(c) = body.strip_prefix("Collective test starting: ") {
+        } else if let Some(c) = body.strip_prefix("Collective test starting: ") {
             p.text(
                 "nccl.collective",
                 c.trim().trim_end_matches("_perf_mpi").trim_end_matches("_perf"),
             );
-            continue;
-        }
-        if t.contains("NCCL INFO") {
+        } else if t.contains("NCCL INFO") {
             if let Some(n) = nic_count(t) {
-                nics.get_or_insert(n);
+                self.nics.get_or_insert(n);
             }
-            continue;
-        }
-        if let Some(rest) = body.strip_prefix("Rank ") {
+        } else if let Some(rest) = body.strip_prefix("Rank ") {
             if rest.contains(" Pid ") || rest.contains(" device ") {
                 if let Some(r) = rank_line(rest) {
-                    if !ranks.iter().any(|x| x.rank == r.rank) {
-                        ranks.push(r);
+                    if !self.ranks.iter().any(|x| x.rank == r.rank) {
+                        self.ranks.push(r);
                     }
                 }
             }
-            continue;
-        }
-        if t.contains("Test CUDA failure") || t.contains("Test NCCL failure") || t.contains("Test failure") {
-            failures.push(format!("line {ln}: {t}"));
-            continue;
-        }
-        if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
-            avg = rest.trim_start().trim_start_matches(':').trim().parse::<f64>().ok();
-            continue;
-        }
-        if let Some(rest) = body.strip_prefix("Out of bounds values") {
+        } else if t.contains("Test CUDA failure") || t.contains("Test NCCL failure") || t.contains("Test failure") {
+            self.failures.push(format!("line {ln}: {t}"));
+        } else if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
+            self.avg = rest.trim_start().trim_start_matches(':').trim().parse::<f64>().ok();
+        } else if let Some(rest) = body.strip_prefix("Out of bounds values") {
             let mut words = rest.trim_start_matches([' ', ':']).split_whitespace();
             if let Some(n) = words.next().and_then(|x| x.parse::<f64>().ok()) {
                 let failed = words.next().is_some_and(|w| w.eq_ignore_ascii_case("FAILED"));
-                oob = Some((n, failed || n > 0.0));
+                self.oob = Some((n, failed || n > 0.0));
             }
-            continue;
+        } else {
+            return false;
         }
-        if t.starts_with('#') {
-            let toks: Vec<&str> = body.split_whitespace().collect();
-            if toks.first() == Some(&"size") && toks.contains(&"busbw") {
-                cols = Some(toks.iter().map(|x| x.to_string()).collect());
-            }
-            continue;
-        }
+        true
+    }
+
+    /// One row of the table: its busbw and algbw, its size, and its data check.
+    fn row(&mut self, p: &mut Parsed, ln: usize, t: &str) {
         let toks: Vec<&str> = t.split_whitespace().collect();
-        let Some(c) = cols.as_ref() else { continue };
+        let Some(c) = self.cols.as_ref() else { return };
         if toks.first().is_none_or(|x| x.parse::<u64>().is_err()) {
-            continue;
+            return;
         }
         if toks.len() != c.len() {
             p.warn(format!(
@@ -172,7 +220,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
                 toks.len(),
                 c.len()
             ));
-            continue;
+            return;
         }
         let idx = |name: &str, nth: usize| {
             c.iter()
@@ -188,15 +236,15 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         let algbw = get(idx("algbw", 0)).and_then(|x| x.parse::<f64>().ok());
         let Some(bw) = busbw.filter(|b| b.is_finite() && *b >= 0.0) else {
             p.warn(format!("line {ln}: unreadable busbw; row skipped"));
-            continue;
+            return;
         };
-        rows += 1;
-        peak = Some(peak.map_or(bw, |x: f64| x.max(bw)));
+        self.rows += 1;
+        self.peak = Some(self.peak.map_or(bw, |x: f64| x.max(bw)));
         if let Some(a) = algbw.filter(|a| a.is_finite()) {
-            peak_alg = Some(peak_alg.map_or(a, |x: f64| x.max(a)));
+            self.peak_alg = Some(self.peak_alg.map_or(a, |x: f64| x.max(a)));
         }
-        if at_max.is_none_or(|(sz, _)| size >= sz) {
-            at_max = Some((size, bw));
+        if self.at_max.is_none_or(|(sz, _)| size >= sz) {
+            self.at_max = Some((size, bw));
         }
         let mut bad = false;
         let mut worst_error: Option<f64> = None;
@@ -216,102 +264,83 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             }
         }
         if bad {
-            counted_rows += 1;
-            wrong_rows.push((ln, size));
+            self.counted_rows += 1;
+            self.wrong_rows.push((ln, size));
         } else if let Some(e) = worst_error {
-            float_errors.push((ln, size, e, dtype.to_owned()));
+            self.float_errors.push((ln, size, e, dtype.to_owned()));
         }
     }
-    let world = (!ranks.is_empty()).then_some(ranks.len()).or(banner_ranks);
-    // The old float column, judged against the tool's own tolerance × (ranks − 1).
-    let factor = world.map_or(1.0, |w| w.saturating_sub(1).max(1) as f64);
-    let mut judged_without_ranks = false;
-    for (ln, size, e, dtype) in &float_errors {
-        if *e > tolerance(dtype) * factor {
-            wrong_rows.push((*ln, *size));
-            judged_without_ranks |= world.is_none();
-        }
-    }
-    wrong_rows.sort_by_key(|(ln, _)| *ln);
-    if judged_without_ranks {
-        p.warn("the rank count is not in the output: error values were judged against the tolerance of two ranks");
-    }
-    let mut wrong = wrong_rows.len();
-    match oob {
-        Some((_, false)) if wrong > counted_rows => {
-            p.warn(format!(
-                "{} row(s) over the data-check threshold, but the tool's own `Out of bounds values` verdict is OK: not counted",
-                wrong - counted_rows
-            ));
-            wrong = counted_rows;
-        }
-        Some((n, true)) if wrong == 0 => {
-            p.warn(format!(
-                "the tool reports {n} out-of-bounds value(s) but no row shows them: counted as one wrong row"
-            ));
-            wrong = 1;
-        }
-        _ => {
-            for (ln, size) in &wrong_rows {
-                p.warn(format!("line {ln}: data check failed (#wrong / error) at size {size}"));
+
+    /// The rows whose data check failed: old-layout float errors judged against the tool's own
+    /// tolerance × (ranks − 1), then the tool's `Out of bounds values` verdict applied; each
+    /// counted row said in a warning.
+    fn wrong_rows_judged(&mut self, p: &mut Parsed, world: Option<usize>) -> usize {
+        let factor = world.map_or(1.0, |w| w.saturating_sub(1).max(1) as f64);
+        let mut judged_without_ranks = false;
+        for (ln, size, e, dtype) in &self.float_errors {
+            if *e > tolerance(dtype) * factor {
+                self.wrong_rows.push((*ln, *size));
+                judged_without_ranks |= world.is_none();
             }
         }
-    }
-    if let Some(w) = world {
-        p.count("nccl.world_size", w as f64);
-    }
-    if !failures.is_empty() {
-        p.boolean("nccl.run_failed", true);
-        for f in &failures {
-            p.warn(format!("test failed: {f}"));
+        self.wrong_rows.sort_by_key(|(ln, _)| *ln);
+        if judged_without_ranks {
+            p.warn("the rank count is not in the output: error values were judged against the tolerance of two ranks");
         }
-    }
-    if rows == 0 {
-        if failures.is_empty() {
-            if cols.is_some() || banner {
-                return Err(ParseError::at(
-                    super::text::last_line(s),
-                    "nccl-tests output has no result rows (cut short?)",
+        let wrong = self.wrong_rows.len();
+        match self.oob {
+            Some((_, false)) if wrong > self.counted_rows => {
+                p.warn(format!(
+                    "{} row(s) over the data-check threshold, but the tool's own `Out of bounds values` verdict is OK: not counted",
+                    wrong - self.counted_rows
                 ));
+                self.counted_rows
             }
-            return Err(ParseError::at(
-                1,
-                "no nccl-tests table (`# size count type … busbw`) found",
-            ));
+            Some((n, true)) if wrong == 0 => {
+                p.warn(format!(
+                    "the tool reports {n} out-of-bounds value(s) but no row shows them: counted as one wrong row"
+                ));
+                1
+            }
+            _ => {
+                for (ln, size) in &self.wrong_rows {
+                    p.warn(format!("line {ln}: data check failed (#wrong / error) at size {size}"));
+                }
+                wrong
+            }
         }
-        return Ok(p);
     }
-    if failures.is_empty() {
-        p.boolean("nccl.run_failed", false);
-    }
-    if let Some(x) = peak {
-        p.nonneg("nccl.busbw_peak_gbps", x);
-    }
-    if let Some(x) = peak_alg {
-        p.nonneg("nccl.algbw_peak_gbps", x);
-    }
-    if let Some((sz, bw)) = at_max {
-        p.nonneg("nccl.busbw_at_max_size_gbps", bw);
-        p.count("nccl.max_size_bytes", sz);
-    }
-    match avg {
-        Some(a) => {
-            p.nonneg("nccl.busbw_avg_gbps", a);
+
+    /// The bandwidth figures of a table with rows, and what is expected of the allocation.
+    fn figures(&self, p: &mut Parsed, wrong: usize) {
+        if let Some(x) = self.peak {
+            p.nonneg("nccl.busbw_peak_gbps", x);
         }
-        None => p.warn("no `Avg bus bandwidth` line (output cut short?)"),
+        if let Some(x) = self.peak_alg {
+            p.nonneg("nccl.algbw_peak_gbps", x);
+        }
+        if let Some((sz, bw)) = self.at_max {
+            p.nonneg("nccl.busbw_at_max_size_gbps", bw);
+            p.count("nccl.max_size_bytes", sz);
+        }
+        match self.avg {
+            Some(a) => {
+                p.nonneg("nccl.busbw_avg_gbps", a);
+            }
+            None => p.warn("no `Avg bus bandwidth` line (output cut short?)"),
+        }
+        if let Some((o, _)) = self.oob {
+            p.count("nccl.out_of_bounds", o);
+        }
+        p.count("nccl.wrong", wrong as f64);
+        p.count("nccl.sizes", self.rows as f64);
+        if self.ranks.is_empty() {
+            p.warn("no `Rank n … device …` lines: world size unknown");
+        }
+        if let Some(x) = self.peak {
+            expected(p, &self.ranks, self.nics, x);
+        }
     }
-    if let Some((o, _)) = oob {
-        p.count("nccl.out_of_bounds", o);
-    }
-    p.count("nccl.wrong", wrong as f64);
-    p.count("nccl.sizes", rows as f64);
-    if ranks.is_empty() {
-        p.warn("no `Rank n … device …` lines: world size unknown");
-    }
-    if let Some(x) = peak {
-        expected(&mut p, &ranks, nics, x);
-    }
-    Ok(p)
 }
 
 /// `nccl.gpu_model`, `nccl.nodes`, and the expected figure for that allocation.
