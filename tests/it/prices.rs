@@ -233,12 +233,7 @@ async fn a_manager_imports_a_sheet_on_the_page_and_an_engineer_starts_a_trial_fr
     );
     // One offer, one price: the review and the decision record show the sizing's 9.96 an hour
     // (4 × 2.49) for that trial, and the API says the same.
-    let review: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/review"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let review = app.get_json(&format!("/api/v1/briefs/{brief}/review")).await;
     let priced = review["trials"]
         .as_array()
         .unwrap()

@@ -217,13 +217,7 @@ async fn the_sizing_prices_from_the_catalogue_in_whole_nodes_and_puts_spot_after
     };
     let sizing_of = |brief: String| {
         let app = &app;
-        async move {
-            app.get(&format!("/api/v1/briefs/{brief}/sizing"))
-                .await
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
+        async move { app.get_json(&format!("/api/v1/briefs/{brief}/sizing")).await }
     };
     // One offer, one price (the contract changed: a row prices only its own node shape). The
     // usual brief needs 4 × H100; AWS rents H100s only as the 8-GPU p5.48xlarge, another offer.
@@ -313,25 +307,17 @@ async fn the_sizing_prices_from_the_catalogue_in_whole_nodes_and_puts_spot_after
         ("currency", "USD".to_owned()),
         ("status", "planned".to_owned()),
     ];
-    let refused = owner
-        .client
-        .post(app.url(&new_trial))
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
+    let post = |fields: Vec<(&'static str, String)>| {
+        let (owner, url) = (&owner, app.url(&new_trial));
+        async move { owner.client.post(url).form(&fields).send().await.unwrap() }
+    };
+    let refused = post(fields.clone()).await;
     assert_eq!(refused.status(), 422);
     let body = refused.text().await.unwrap();
     assert!(body.contains("id=\"error-confirm_spot\""), "the error at the box");
     assert!(body.contains("value=\"AWS spot\""), "the input kept");
     fields.push(("confirm_spot", "yes".to_owned()));
-    let saved = owner
-        .client
-        .post(app.url(&new_trial))
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
+    let saved = post(fields).await;
     assert!(
         saved.status().is_success() || saved.status().is_redirection(),
         "{}",
