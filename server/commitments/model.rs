@@ -120,6 +120,16 @@ pub struct AcceleratorUse {
     pub gpus: i32,
 }
 
+/// The provider's own account of one stretch of the commitment (a FOCUS row naming its
+/// `CommitmentDiscountId` with a `CommitmentDiscountStatus`): GPUs used or unused over a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderUse {
+    pub used: bool,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub gpus: i32,
+}
+
 /// What a commitment's months are computed from.
 #[derive(Debug, Clone)]
 pub struct UseBasis<'a> {
@@ -137,6 +147,8 @@ pub struct UseBasis<'a> {
     pub lines: &'a [AcceleratorUse],
     /// The trial's idle GPU-hours ÷ its billed GPU-hours ([`idle_share`]).
     pub idle_share: Decimal,
+    /// The provider's Used / Unused rows of the commitment (any order; none when it has none).
+    pub provider: &'a [ProviderUse],
 }
 
 /// The use of one calendar month of the term.
@@ -182,6 +194,15 @@ pub struct MonthUse {
     #[serde(with = "rust_decimal::serde::str_option")]
     #[schema(value_type = Option<String>)]
     pub on_demand_avoided: Option<Decimal>,
+    /// The provider's own figure: GPU-hours its FOCUS rows mark `Used` those days; null when no
+    /// row of the commitment marks any of those days Used or Unused.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub provider_used_gpu_hours: Option<Decimal>,
+    /// The provider's GPU-hours marked `Unused` those days; null as `provider_used_gpu_hours`.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub provider_unused_gpu_hours: Option<Decimal>,
 }
 
 /// The trial's idle share: idle GPU-hours ÷ billed GPU-hours, between 0 and 1; 0 without an idle
@@ -224,6 +245,24 @@ fn gpu_hours_within(
     merge_spans(spans).gpu_hours()
 }
 
+/// The provider's (Used, Unused) GPU-hours inside `[from, to)`, each row's GPUs × its hours there
+/// (added up as the provider gives them, never merged); `None` when no row falls there.
+fn provider_within(rows: &[ProviderUse], from: DateTime<Utc>, to: DateTime<Utc>) -> Option<(Decimal, Decimal)> {
+    let mut seen = false;
+    let (mut used, mut unused) = (Decimal::ZERO, Decimal::ZERO);
+    for r in rows.iter().filter(|r| r.starts_at < to && r.ends_at > from) {
+        seen = true;
+        let seconds = (r.ends_at.min(to) - r.starts_at.max(from)).num_seconds();
+        let gpu_hours = Decimal::from(r.gpus) * Decimal::from(seconds) / Decimal::from(3600);
+        if r.used {
+            used += gpu_hours;
+        } else {
+            unused += gpu_hours;
+        }
+    }
+    seen.then(|| (used.round_dp(6).normalize(), unused.round_dp(6).normalize()))
+}
+
 /// The first day of the month after `d`'s.
 fn next_month(d: NaiveDate) -> NaiveDate {
     let first = d.with_day(1).unwrap_or(d);
@@ -253,6 +292,7 @@ pub fn months(b: &UseBasis<'_>) -> Vec<MonthUse> {
         let utilization = (committed > Decimal::ZERO).then(|| (busy / committed).round_dp(4).normalize());
         let coverage = (brief > Decimal::ZERO).then(|| (committed / brief).round_dp(4).normalize());
         let unused = (committed - busy).max(Decimal::ZERO);
+        let provider = provider_within(b.provider, from, to);
         out.push(MonthUse {
             month: format!("{:04}-{:02}", day.year(), day.month()),
             days: u32::try_from(days).unwrap_or(0),
@@ -267,6 +307,8 @@ pub fn months(b: &UseBasis<'_>) -> Vec<MonthUse> {
             on_demand_avoided: b
                 .on_demand_rate_per_gpu_hour
                 .map(|r| (busy.min(committed) * r).round_dp(2).normalize()),
+            provider_used_gpu_hours: provider.map(|p| p.0),
+            provider_unused_gpu_hours: provider.map(|p| p.1),
         });
         day = month_end;
     }
@@ -444,6 +486,7 @@ mod tests {
             as_of: d("2026-03-03"),
             lines: &lines,
             idle_share: share,
+            provider: &[],
         };
         let m = months(&basis);
         assert_eq!(
@@ -496,11 +539,54 @@ mod tests {
             as_of: d("2026-06-01"),
             lines: &lines,
             idle_share: idle_share(None, dec("48")),
+            provider: &[],
         });
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].utilization, Some(dec("2")));
         assert_eq!(m[0].idle_cost, dec("0"));
         assert_eq!(m[0].on_demand_avoided, Some(dec("72")), "24 committed hours × 3");
+    }
+
+    #[test]
+    fn the_providers_used_and_unused_hours_are_added_up_per_month_as_given() {
+        let ours = TrialId::from(Uuid::from_u128(1));
+        let row = |used, from: &str, to: &str, gpus| ProviderUse {
+            used,
+            starts_at: t(from),
+            ends_at: t(to),
+            gpus,
+        };
+        // 8 GPUs from 2026-01-30. The provider says: used 8 GPUs from the 30th 12:00 to the 1st
+        // 12:00 (36 h in January, 12 in February), unused 8 GPUs the 30th 00:00–12:00, and used
+        // 8 GPUs on 3 February for half an hour.
+        let provider = [
+            row(true, "2026-01-30T12:00:00Z", "2026-02-01T12:00:00Z", 8),
+            row(false, "2026-01-30T00:00:00Z", "2026-01-30T12:00:00Z", 8),
+            row(true, "2026-02-03T00:00:00Z", "2026-02-03T00:30:00Z", 8),
+        ];
+        let m = months(&UseBasis {
+            trial: ours,
+            gpus: 8,
+            rate_per_gpu_hour: dec("2"),
+            on_demand_rate_per_gpu_hour: None,
+            start_date: d("2026-01-30"),
+            last_day: d("2026-12-31"),
+            as_of: d("2026-03-02"),
+            lines: &[],
+            idle_share: Decimal::ZERO,
+            provider: &provider,
+        });
+        // January: used 36 h × 8 = 288, unused 12 h × 8 = 96.
+        assert_eq!(m[0].provider_used_gpu_hours, Some(dec("288")));
+        assert_eq!(m[0].provider_unused_gpu_hours, Some(dec("96")));
+        // February: 12 h × 8 + 0.5 h × 8 = 100 used, nothing unused.
+        assert_eq!(m[1].provider_used_gpu_hours, Some(dec("100")));
+        assert_eq!(m[1].provider_unused_gpu_hours, Some(dec("0")));
+        // March's first day: no row says anything.
+        assert_eq!(m[2].provider_used_gpu_hours, None);
+        assert_eq!(m[2].provider_unused_gpu_hours, None);
+        // Our own busy hours stay the ledger's (none here).
+        assert_eq!(m[0].busy_gpu_hours, dec("0"));
     }
 
     #[test]
@@ -515,6 +601,7 @@ mod tests {
             as_of: d("2026-12-07"),
             lines: &[],
             idle_share: Decimal::ZERO,
+            provider: &[],
         });
         assert!(m.is_empty());
     }

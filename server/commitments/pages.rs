@@ -302,6 +302,14 @@ fn chart(months: &[MonthUse]) -> Option<Chart> {
     })
 }
 
+/// The provider's own figures of a month in words: "4,800 used, 960 unused".
+fn provider_words_of(m: &MonthUse) -> String {
+    match (m.provider_used_gpu_hours, m.provider_unused_gpu_hours) {
+        (Some(used), Some(unused)) => format!("{} used, {} unused", hours(used), hours(unused)),
+        _ => "—".to_owned(),
+    }
+}
+
 /// One month as a table row.
 struct MonthRow {
     month: String,
@@ -311,6 +319,8 @@ struct MonthRow {
     coverage: String,
     idle_cost: String,
     avoided: String,
+    /// The provider's own Used / Unused GPU-hours ("1,200 used, 240 unused"), or "—".
+    provider: String,
 }
 
 #[derive(Template)]
@@ -323,6 +333,8 @@ struct CommitmentPage {
     summary: Vec<String>,
     chart: Option<Chart>,
     months: Vec<MonthRow>,
+    /// Whether any month has the provider's own figures (the column shows then).
+    provider_column: bool,
     monthly_cost: String,
     rate: String,
 }
@@ -391,8 +403,10 @@ async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid
                     || "not known (no on-demand price)".to_owned(),
                     |a| money::with_currency(a, &cur),
                 ),
+                provider: provider_words_of(m),
             })
             .collect(),
+        provider_column: d.months.iter().any(|m| m.provider_used_gpu_hours.is_some()),
         monthly_cost: money::with_currency(d.commitment.monthly_cost, &cur),
         rate: money::with_currency(d.commitment.rate_per_gpu_hour, &cur),
         d,

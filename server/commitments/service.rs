@@ -11,7 +11,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
-    model::{self, AcceleratorUse, CommitmentState, MonthUse, TermUse, UseBasis},
+    model::{self, AcceleratorUse, CommitmentState, MonthUse, ProviderUse, TermUse, UseBasis},
     repo::{self, CommitmentRow, NewCommitment},
 };
 use crate::{
@@ -181,23 +181,8 @@ async fn detail_of(
     as_of: NaiveDate,
 ) -> Result<CommitmentDetail, AppError> {
     let last_day = model::last_committed_day(c.end_date, c.released_on);
-    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
     let until = as_of.min(last_day.succ_opt().unwrap_or(last_day));
-    let lines: Vec<AcceleratorUse> = if until > c.start_date {
-        ledger::accelerator_spans(&state.pool, c.brief_id, midnight(c.start_date), midnight(until))
-            .await?
-            .into_iter()
-            .map(|s| AcceleratorUse {
-                trial: s.trial_id,
-                resource: s.resource,
-                starts_at: s.starts_at,
-                ends_at: s.ends_at,
-                gpus: s.gpus,
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let (lines, provider) = term_lines(state, &c, until).await?;
     let summary = ledger::summary_from_pool(&state.pool, c.trial_id, &c.currency).await?;
     let months = model::months(&UseBasis {
         trial: c.trial_id,
@@ -209,6 +194,7 @@ async fn detail_of(
         as_of,
         lines: &lines,
         idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
+        provider: &provider,
     });
     let (brief_name, trial_name) = names.of(state, c.brief_id, c.trial_id).await?;
     Ok(CommitmentDetail {
@@ -223,6 +209,63 @@ async fn detail_of(
         months,
         commitment: c,
     })
+}
+
+/// The accelerator lines of the brief from the term's start to `until`, with the FOCUS rows that
+/// name the commitment's `provider_commitment_id`: a row the provider does not mark `Unused` is
+/// the committed trial's accelerator time (whoever's it was tagged for), merged with its lines as
+/// the ledger merges them; those marked `Used` or `Unused` are the provider's own figures.
+async fn term_lines(
+    state: &AppState,
+    c: &CommitmentRow,
+    until: NaiveDate,
+) -> Result<(Vec<AcceleratorUse>, Vec<ProviderUse>), AppError> {
+    if until <= c.start_date {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    let (from, to) = (midnight(c.start_date), midnight(until));
+    let mut lines: Vec<AcceleratorUse> = ledger::accelerator_spans(&state.pool, c.brief_id, from, to)
+        .await?
+        .into_iter()
+        .map(|s| AcceleratorUse {
+            trial: s.trial_id,
+            resource: s.resource,
+            starts_at: s.starts_at,
+            ends_at: s.ends_at,
+            gpus: s.gpus,
+        })
+        .collect();
+    let mut provider = Vec::new();
+    let Some(id) = c.provider_commitment_id.as_deref() else {
+        return Ok((lines, provider));
+    };
+    for r in ledger::commitment_use(&state.pool, c.brief_id, id, from, to).await? {
+        let gpus = r.gpus.unwrap_or(c.gpus_per_node);
+        let used = match r.status.as_deref() {
+            Some("Used") => Some(true),
+            Some("Unused") => Some(false),
+            _ => None,
+        };
+        if used != Some(false) {
+            lines.push(AcceleratorUse {
+                trial: c.trial_id,
+                resource: r.resource.clone(),
+                starts_at: r.starts_at,
+                ends_at: r.ends_at,
+                gpus,
+            });
+        }
+        if let Some(used) = used {
+            provider.push(ProviderUse {
+                used,
+                starts_at: r.starts_at,
+                ends_at: r.ends_at,
+                gpus,
+            });
+        }
+    }
+    Ok((lines, provider))
 }
 
 /// The commitments the caller may see, `state` filtering, each with its use so far.

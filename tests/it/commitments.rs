@@ -707,3 +707,118 @@ async fn a_running_commitment_has_its_gauges_on_the_briefs_prometheus_endpoint()
         .unwrap();
     assert!(!page.contains("rentcheck_commitment_"), "{page}");
 }
+
+/// A FOCUS export of the reserved node's September, as a provider writes it: rows discounted by
+/// the reservation `ri-0abc` (CommitmentDiscountStatus Used), one tagged to the trial and one
+/// tagged to none, the reservation's unused hours (Unused, no resource), and another team's
+/// savings plan.
+fn focus_export(trial: &str) -> String {
+    let tag = format!(r#""{{""rentcheck-trial"": ""{trial}""}}""#);
+    format!(
+        "BilledCost,EffectiveCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,ChargePeriodEnd,\
+PricingUnit,ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory,Tags,CommitmentDiscountId,CommitmentDiscountStatus\n\
+672.00,403.20,USD,Usage,p5.48xlarge reserved,2026-09-01T00:00:00Z,2026-09-02T00:00:00Z,Hours,24,Hours,i-a,Compute,{tag},ri-0abc,Used\n\
+672.00,403.20,USD,Usage,p5.48xlarge reserved,2026-09-02T00:00:00Z,2026-09-03T00:00:00Z,Hours,24,Hours,i-b,Compute,NULL,ri-0abc,Used\n\
+0,403.20,USD,Usage,p5.48xlarge reservation unused,2026-09-03T00:00:00Z,2026-09-04T00:00:00Z,Hours,NULL,NULL,NULL,Compute,NULL,ri-0abc,Unused\n\
+98.32,61.00,USD,Usage,someone else's plan,2026-09-01T00:00:00Z,2026-09-01T01:00:00Z,Hours,1,Hours,i-c,Compute,NULL,sp-9,Used\n"
+    )
+}
+
+#[tokio::test]
+async fn focus_rows_of_the_providers_id_count_as_busy_and_the_providers_used_and_unused_show_beside() {
+    let app = spawn_app().await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE commitments SET start_date = '2026-09-01', end_date = '2027-08-31' WHERE id = $1")
+        .bind(cid)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let import = || async {
+        let res = app
+            .client
+            .post(app.url(&format!(
+                "/api/v1/briefs/{brief}/ledger?format=focus&trial={trial}&gpus_per_resource=i-a=8"
+            )))
+            .header("content-type", "text/csv")
+            .body(focus_export(&trial))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    };
+    import().await;
+    // The trial billed 192 GPU-hours in November and 192 from the export's tagged row (i-a, 8
+    // GPUs × 24 h); 38.4 of its 384 were idle: a share of 0.1.
+    ledger_post(&app, &brief, json!({ "trial": trial, "outputs": { "idle_hours": "38.4" } })).await;
+    let september = || async {
+        let c: Value = app
+            .get(&format!("/api/v1/commitments/{cid}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        c["months"][0].clone()
+    };
+    // Without the provider's id, September is the trial's own line only: 192 × 0.9 = 172.8 busy of
+    // 30 × 24 × 8 = 5760 committed (0.03), and no figure of the provider's.
+    let sep = september().await;
+    assert_eq!(sep["month"], "2026-09");
+    assert_eq!(decimal(&sep["committed_gpu_hours"]), dec("5760"));
+    assert_eq!(decimal(&sep["busy_gpu_hours"]), dec("172.8"));
+    assert_eq!(decimal(&sep["utilization"]), dec("0.03"));
+    assert_eq!(sep["provider_used_gpu_hours"], Value::Null);
+    assert_eq!(sep["provider_unused_gpu_hours"], Value::Null);
+
+    let res = bearer_client(&app.token(Role::Manager, None).await)
+        .patch(app.url(&format!("/api/v1/commitments/{cid}")))
+        .json(&json!({ "provider_commitment_id": "ri-0abc" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    // With it: the untagged row of ri-0abc (i-b, 24 h at the commitment's 8 GPUs a node) counts
+    // too, and the tagged one counts once (it is the trial's line as well): 384 billed, × 0.9 =
+    // 345.6 busy, 345.6 ÷ 5760 = 0.06. Coverage: 5760 ÷ 384 = 15. The provider's own figures:
+    // Used 192 + 192 = 384 GPU-hours, Unused 24 h × 8 = 192; the other team's plan is not ours.
+    let sep = september().await;
+    assert_eq!(decimal(&sep["billed_gpu_hours"]), dec("384"));
+    assert_eq!(decimal(&sep["busy_gpu_hours"]), dec("345.6"));
+    assert_eq!(decimal(&sep["utilization"]), dec("0.06"));
+    assert_eq!(decimal(&sep["coverage"]), dec("15"));
+    assert_eq!(decimal(&sep["provider_used_gpu_hours"]), dec("384"));
+    assert_eq!(decimal(&sep["provider_unused_gpu_hours"]), dec("192"));
+    // October has no row of the provider's: null, not 0.
+    let c: Value = app
+        .get(&format!("/api/v1/commitments/{cid}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(c["months"][1]["provider_used_gpu_hours"], Value::Null, "{c}");
+
+    // The same export again adds nothing.
+    import().await;
+    assert_eq!(september().await, sep);
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM ledger_commitment_rows")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 4, "three rows of ri-0abc and the other plan's, once each");
+
+    // The page shows the provider's column beside ours.
+    let html = app
+        .login(Role::Manager)
+        .await
+        .get(app.url(&format!("/commitments/{cid}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("<th scope=\"col\">The provider's own GPU-hours</th>"), "{html}");
+    assert!(html.contains("<td>384 used, 192 unused</td>"), "{html}");
+}
