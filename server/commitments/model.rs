@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::{
     ids::TrialId,
     ledger::model::{merge_spans, sort_spans, Span},
+    review::comparison::moved,
 };
 
 /// Where a commitment stands. `released` and `ended` are final.
@@ -384,35 +385,55 @@ pub struct ClockFacts {
     pub last_run: Option<NaiveDate>,
 }
 
-/// Required criteria that passed when the approval was recorded and fail on the newest evidence,
-/// each in words with its figure before and after: "ttft_p95_ms (stage 3) failed the re-run: 180
-/// when approved, 260 now". `approved` and `now` are the criteria as the review's inputs keep them
-/// (a JSON array of `{ key, stage, required, status, value }`).
+/// What a re-validation run found against the approval, criterion by criterion, in words with the
+/// figure before and after: a required criterion that fails on the run (and did not fail when
+/// approved) — "serving.ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now" — or
+/// any criterion's figure worse than when approved beyond the re-run thresholds (docs/trials.md,
+/// "Re-runs": beyond 2 % of the approved figure, and beyond 1 ms for a latency), in the direction
+/// its operator prefers — "serving.goodput_rps (stage 3) is worse on the re-run: 25.3 when
+/// approved, 24.1 now". `approved` is what the approval pinned; `now` the criteria judged on the
+/// evidence received after the approval only. Both are JSON arrays of `{ key, op, stage, required,
+/// status, value }`; a criterion the run has no value for is not judged.
 pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
     let empty = Vec::new();
     let before = approved.as_array().unwrap_or(&empty);
+    // Figures as people read them: at most two decimals (468.24850499983313 → 468.25).
     let shown = |v: Option<&Value>| match v {
         Some(Value::Null) | None => "no value".to_owned(),
         Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
+        Some(v) => match v.as_f64() {
+            Some(x) => ((x * 100.0).round() / 100.0).to_string(),
+            None => v.to_string(),
+        },
     };
-    now.as_array()
-        .unwrap_or(&empty)
-        .iter()
-        .filter(|c| c["required"] == Value::Bool(true) && c["status"] == "fail")
-        .filter_map(|c| {
-            let was = before
-                .iter()
-                .find(|b| b["key"] == c["key"] && b["stage"] == c["stage"] && b["status"] == "pass")?;
-            Some(format!(
-                "{} (stage {}) failed the re-run: {} when approved, {} now",
-                c["key"].as_str().unwrap_or("a criterion"),
-                c["stage"],
-                shown(was.get("value")),
-                shown(c.get("value")),
-            ))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for c in now.as_array().unwrap_or(&empty) {
+        let value = c.get("value").filter(|v| !v.is_null());
+        if value.is_none() || !(c["status"] == "pass" || c["status"] == "fail") {
+            continue;
+        }
+        let key = c["key"].as_str().unwrap_or("a criterion");
+        let was = before.iter().find(|b| b["key"] == c["key"] && b["stage"] == c["stage"]);
+        let was_value = was.and_then(|b| b.get("value"));
+        let head = format!("{key} (stage {})", c["stage"]);
+        let figures = format!("{} when approved, {} now", shown(was_value), shown(value));
+        if c["required"] == Value::Bool(true) && c["status"] == "fail" && was.is_none_or(|b| b["status"] != "fail") {
+            out.push(format!("{head} failed the re-run: {figures}"));
+            continue;
+        }
+        let (Some(b), Some(a)) = (was_value.and_then(Value::as_f64), value.and_then(Value::as_f64)) else {
+            continue;
+        };
+        let worse = match c["op"].as_str() {
+            Some("lt" | "le") => a > b,
+            Some("gt" | "ge") => a < b,
+            _ => false,
+        };
+        if worse && moved(key, b, a) {
+            out.push(format!("{head} is worse on the re-run: {figures}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -607,24 +628,51 @@ mod tests {
     }
 
     #[test]
-    fn a_required_criterion_that_passed_and_now_fails_is_a_regression() {
+    fn a_rerun_regresses_on_a_required_failure_or_a_figure_worse_beyond_the_rerun_thresholds() {
         let approved = serde_json::json!([
-            { "key": "ttft_p95_ms", "stage": 3, "required": true, "status": "pass", "value": 180 },
-            { "key": "tpot_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 90 },
-            { "key": "gpu_temp_c", "stage": 1, "required": false, "status": "pass", "value": 70 },
+            { "key": "serving.ttft_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 180.0 },
+            { "key": "serving.tpot_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 90.0 },
+            { "key": "serving.itl_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 20.0 },
+            { "key": "serving.goodput_rps", "op": "ge", "stage": 3, "required": true, "status": "pass", "value": 25.3 },
+            { "key": "serving.slo_attainment", "op": "ge", "stage": 3, "required": false, "status": "pass", "value": 0.99 },
+            { "key": "serving.e2e_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 900.0 },
         ]);
         let now = serde_json::json!([
-            { "key": "ttft_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 260 },
-            { "key": "tpot_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 95 },
-            { "key": "gpu_temp_c", "stage": 1, "required": false, "status": "fail", "value": 95 },
+            // Passed when approved, fails now: a regression whatever the size of the move.
+            { "key": "serving.ttft_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 260.0 },
+            // Failed already when approved (an approval over it): failing is no news, but 90 → 90.5
+            // ms is within 1 ms: the same.
+            { "key": "serving.tpot_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 90.5 },
+            // 20 → 20.9 ms is 4.5 % but only 0.9 ms: the same.
+            { "key": "serving.itl_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 20.9 },
+            // 25.3 → 24.7 rps is 2.4 % lower (beyond 2 %): worse, though it still passes.
+            { "key": "serving.goodput_rps", "op": "ge", "stage": 3, "required": true, "status": "pass", "value": 24.7 },
+            // 0.99 → 0.975 is 1.5 %: the same; an optional figure counts as any other.
+            { "key": "serving.slo_attainment", "op": "ge", "stage": 3, "required": false, "status": "pass", "value": 0.975 },
+            // Better is never a regression; a criterion the run did not measure is not judged.
+            { "key": "serving.e2e_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 700.0 },
+            { "key": "gpu.nccl_busbw_gbps", "op": "ge", "stage": 2, "required": true, "status": "missing", "value": null },
         ]);
-        // Only the required one that passed before: one failing at approval is no news, an
-        // optional one does not count.
         assert_eq!(
             regressions(&approved, &now),
-            ["ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now"]
+            [
+                "serving.ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now",
+                "serving.goodput_rps (stage 3) is worse on the re-run: 25.3 when approved, 24.7 now",
+            ]
         );
         assert!(regressions(&approved, &approved).is_empty());
+        // 20 → 21.5 ms: 7.5 % and 1.5 ms, beyond both; a failing one that got worse (90 → 95 ms) too.
+        let slower = serde_json::json!([
+            { "key": "serving.itl_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 21.5 },
+            { "key": "serving.tpot_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 95.0 },
+        ]);
+        assert_eq!(
+            regressions(&approved, &slower),
+            [
+                "serving.itl_p95_ms (stage 3) is worse on the re-run: 20 when approved, 21.5 now",
+                "serving.tpot_p95_ms (stage 3) is worse on the re-run: 90 when approved, 95 now",
+            ]
+        );
     }
 
     #[test]

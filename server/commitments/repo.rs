@@ -269,3 +269,13 @@ pub async fn needing_attention(
     .await?;
     Ok(rows.into_iter().map(|r| (r.brief_id.into(), r.id, r.state)).collect())
 }
+
+/// The reason of the regressed commitment `approval_id` opened, if it is regressed.
+pub async fn regression_of(db: impl PgExecutor<'_>, approval_id: Uuid) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT state_reason FROM commitments WHERE approval_id = $1 AND state = 'regressed'",
+        approval_id
+    )
+    .fetch_optional(db)
+    .await
+}

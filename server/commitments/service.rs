@@ -15,6 +15,7 @@ use super::{
     repo::{self, CommitmentRow, NewCommitment},
 };
 use crate::{
+    acceptance::service as cards,
     audit,
     auth::{teams, Principal, Role},
     briefs::service as briefs,
@@ -23,7 +24,7 @@ use crate::{
     ledger::service as ledger,
     review::model::Reservation,
     state::AppState,
-    trials::service as trials,
+    trials::{model::Allocation, service as trials},
     validation::FieldError,
 };
 
@@ -450,6 +451,43 @@ pub async fn patch(
         .await?
         .ok_or(AppError::NotFound("commitment"))?;
     detail_of(state, &mut Names::default(), after, today()).await
+}
+
+/// The committed trial's criteria judged on the evidence received after `since` (the approval)
+/// only, in the shape the approval keeps them: `[{ key, op, stage, required, status, value }]`.
+pub async fn rerun_criteria(
+    state: &AppState,
+    brief_id: BriefId,
+    trial_id: TrialId,
+    since: DateTime<Utc>,
+) -> Result<Value, AppError> {
+    let brief = briefs::load(&state.pool, brief_id).await?;
+    let trial = trials::load(state, trial_id).await?;
+    let sizing = brief.fields.sizing();
+    let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing);
+    let card = cards::evaluate_trial_since(&state.pool, &brief, trial_id, alloc.as_ref(), since).await?;
+    Ok(Value::Array(
+        card.evaluation
+            .criteria
+            .into_iter()
+            .map(|e| {
+                json!({
+                    "key": e.criterion.key,
+                    "op": e.criterion.op.as_str(),
+                    "stage": e.criterion.stage,
+                    "required": e.criterion.required,
+                    "status": e.status,
+                    "value": e.value,
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// The words of the regression of the commitment an approval opened, when it is regressed (the
+/// review says why the approval went stale).
+pub async fn regression_of(db: impl sqlx::PgExecutor<'_>, approval_id: Uuid) -> Result<Option<String>, AppError> {
+    Ok(repo::regression_of(db, approval_id).await?)
 }
 
 /// One running commitment's gauges for Prometheus (`/metrics/briefs`).

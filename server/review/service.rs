@@ -39,6 +39,11 @@ pub struct ApprovalState {
     pub stale: bool,
     /// The inputs that moved.
     pub changed: Vec<String>,
+    /// Why it is stale: `regression` (a re-validation run of the commitment it opened regressed,
+    /// `regression` says how), `inputs` (they moved), or null while it holds.
+    pub stale_reason: Option<&'static str>,
+    /// The regression in words: each criterion with its figure when approved and now.
+    pub regression: Option<String>,
 }
 
 /// One trial's review: what the rules read and what they decided on its evidence and ledger.
@@ -241,14 +246,26 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
         Reads::Pool(pool) => repo::latest_approval(*pool, id).await?,
         Reads::Tx(conn) => repo::latest_approval(&mut **conn, id).await?,
     };
+    let regression = match (&latest, reads) {
+        (Some(row), Reads::Pool(pool)) => commitments::regression_of(*pool, row.id).await?,
+        (Some(row), Reads::Tx(conn)) => commitments::regression_of(&mut **conn, row.id).await?,
+        (None, _) => None,
+    };
     review.approval = latest.map(|row| {
-        let stale = row.inputs_digest != review.decision.inputs_digest;
+        let stale = row.inputs_digest != review.decision.inputs_digest || regression.is_some();
         let changed = if stale {
             changed_inputs(&row.inputs.0, &review.inputs_record())
         } else {
             Vec::new()
         };
-        ApprovalState { row, stale, changed }
+        let stale_reason = stale.then_some(if regression.is_some() { "regression" } else { "inputs" });
+        ApprovalState {
+            row,
+            stale,
+            changed,
+            stale_reason,
+            regression,
+        }
     });
     Ok(review)
 }
