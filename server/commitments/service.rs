@@ -490,6 +490,14 @@ pub async fn regression_of(db: impl sqlx::PgExecutor<'_>, approval_id: Uuid) -> 
     Ok(repo::regression_of(db, approval_id).await?)
 }
 
+/// The trial's running commitment, if it has one: (its id, its re-validation period in days). The
+/// plan page schedules the re-validation from it.
+pub async fn running_of_trial(state: &AppState, trial_id: TrialId) -> Result<Option<(Uuid, u32)>, AppError> {
+    Ok(repo::running_of_trial(&state.pool, trial_id)
+        .await?
+        .map(|(id, every)| (id, u32::try_from(every).unwrap_or(30))))
+}
+
 /// One running commitment's gauges for Prometheus (`/metrics/briefs`).
 pub struct Gauge {
     pub id: Uuid,

@@ -1392,7 +1392,14 @@ CommitmentDiscountStatus\n";
                     "2026-09-01T02:00:00+00:00".into(),
                     None
                 ),
-                ("sp-9", None, "i-x", "2026-09-01T00:00:00+00:00".into(), "2026-09-01T01:00:00+00:00".into(), None),
+                (
+                    "sp-9",
+                    None,
+                    "i-x",
+                    "2026-09-01T00:00:00+00:00".into(),
+                    "2026-09-01T01:00:00+00:00".into(),
+                    None
+                ),
             ]
         );
         // The purchase is listed as before, never kept as use.

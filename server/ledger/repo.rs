@@ -433,10 +433,7 @@ pub async fn insert_commitment_use(
 ) -> Result<u64, sqlx::Error> {
     let identities: Vec<Vec<u8>> = rows.iter().map(|r| r.identity.to_vec()).collect();
     let ids: Vec<String> = rows.iter().map(|r| r.commitment_discount_id.clone()).collect();
-    let statuses: Vec<Option<String>> = rows
-        .iter()
-        .map(|r| r.status.map(|s| s.as_str().to_owned()))
-        .collect();
+    let statuses: Vec<Option<String>> = rows.iter().map(|r| r.status.map(|s| s.as_str().to_owned())).collect();
     let resources: Vec<String> = rows.iter().map(|r| r.resource.clone()).collect();
     let starts: Vec<chrono::DateTime<chrono::Utc>> = rows.iter().map(|r| r.starts_at).collect();
     let ends: Vec<chrono::DateTime<chrono::Utc>> = rows.iter().map(|r| r.ends_at).collect();

@@ -187,7 +187,6 @@ pub async fn review_in(conn: &mut PgConnection, brief: Brief) -> Result<Review, 
 }
 
 async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppError> {
-    let id = brief.id;
     let contexts = gather(reads, &brief).await?;
     // Approving today reserves from tomorrow (UTC); the review's JSON is kept per UTC day.
     let start_date = (Utc::now() + chrono::Duration::days(1)).date_naive();
@@ -242,6 +241,14 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
         decision,
         approval: None,
     };
+    review.approval = approval_state(reads, &review).await?;
+    Ok(review)
+}
+
+/// The brief's latest verdict and whether it still holds: stale when the review's inputs moved,
+/// or when a re-validation run of the commitment it opened regressed.
+async fn approval_state(reads: &mut Reads<'_>, review: &Review) -> Result<Option<ApprovalState>, AppError> {
+    let id = review.brief.id;
     let latest = match reads {
         Reads::Pool(pool) => repo::latest_approval(*pool, id).await?,
         Reads::Tx(conn) => repo::latest_approval(&mut **conn, id).await?,
@@ -251,7 +258,7 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
         (Some(row), Reads::Tx(conn)) => commitments::regression_of(&mut **conn, row.id).await?,
         (None, _) => None,
     };
-    review.approval = latest.map(|row| {
+    Ok(latest.map(|row| {
         let stale = row.inputs_digest != review.decision.inputs_digest || regression.is_some();
         let changed = if stale {
             changed_inputs(&row.inputs.0, &review.inputs_record())
@@ -266,8 +273,7 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
             stale_reason,
             regression,
         }
-    });
-    Ok(review)
+    }))
 }
 
 /// A re-run says what changed since the trial it re-runs: each criterion, the capacity and the

@@ -291,6 +291,21 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
 async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
     let app = spawn_app().await;
     let (brief, _, digest) = reserving_brief(&app).await;
+    // Before the approval the plan's re-validation has no commitment to follow.
+    let trials: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/trials"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let first = trials["items"][0]["id"].as_str().unwrap().to_owned();
+    let plan: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/trials/{first}/plan"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(plan["revalidation"], Value::Null);
     approve(&app, &brief, &digest).await;
     let manager = bearer_client(&app.token(Role::Manager, None).await);
     let list: Value = manager
@@ -345,6 +360,47 @@ async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
     assert_eq!(c["provider_commitment_id"], "ri-0abc123");
     assert_eq!(c["revalidate_every_days"], 14);
     assert_eq!(c["state"], "active");
+
+    // The trial's plan schedules the re-validation from it: at 03:00 UTC on days 1, 15 and 29.
+    let trial = c["trial"].as_str().unwrap();
+    let plan: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/trials/{trial}/plan"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        plan["revalidation"],
+        json!({ "commitment": cid, "every_days": 14, "schedule": "0 3 */14 * *" })
+    );
+    let cron = app
+        .get(&format!("/api/v1/briefs/{brief}/trials/{trial}/plan/cronjob.yaml"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(cron.contains("  schedule: \"0 3 */14 * *\"\n"), "{cron}");
+    let page = app
+        .login_owner()
+        .await
+        .get(app.url(&format!("/briefs/{brief}/trials/{trial}/plan")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!(
+            "This trial is <a href=\"/commitments/{cid}\">committed</a>: a re-run is due every 14 days."
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "0 3 */14 * * RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --server {} --brief {brief} --trial {trial}",
+            rentcheck::config::AppConfig::default().public_url
+        )),
+        "{page}"
+    );
 
     // Released on its first day: nothing is committed any more, and a release is final.
     let res = manager
@@ -754,7 +810,12 @@ async fn focus_rows_of_the_providers_id_count_as_busy_and_the_providers_used_and
     import().await;
     // The trial billed 192 GPU-hours in November and 192 from the export's tagged row (i-a, 8
     // GPUs × 24 h); 38.4 of its 384 were idle: a share of 0.1.
-    ledger_post(&app, &brief, json!({ "trial": trial, "outputs": { "idle_hours": "38.4" } })).await;
+    ledger_post(
+        &app,
+        &brief,
+        json!({ "trial": trial, "outputs": { "idle_hours": "38.4" } }),
+    )
+    .await;
     let september = || async {
         let c: Value = app
             .get(&format!("/api/v1/commitments/{cid}"))
@@ -819,7 +880,10 @@ async fn focus_rows_of_the_providers_id_count_as_busy_and_the_providers_used_and
         .text()
         .await
         .unwrap();
-    assert!(html.contains("<th scope=\"col\">The provider's own GPU-hours</th>"), "{html}");
+    assert!(
+        html.contains("<th scope=\"col\">The provider's own GPU-hours</th>"),
+        "{html}"
+    );
     assert!(html.contains("<td>384 used, 192 unused</td>"), "{html}");
 }
 
@@ -895,8 +959,14 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
         "{why}"
     );
     let (before, after) = before_and_after(why.split("; ").next().unwrap());
-    assert_eq!(why, "serving.ttft_p95_ms (stage 3) is worse on the re-run: 468.25 when approved, 478.25 now");
-    assert!((before - approved_ttft).abs() < 0.005, "the figure the approval pinned: {why}");
+    assert_eq!(
+        why,
+        "serving.ttft_p95_ms (stage 3) is worse on the re-run: 468.25 when approved, 478.25 now"
+    );
+    assert!(
+        (before - approved_ttft).abs() < 0.005,
+        "the figure the approval pinned: {why}"
+    );
     assert!((after - before - 10.0).abs() < 1e-9, "10 ms later: {why}");
     // The approval is stale for that reason, and the review says which criterion, before and after.
     let review: Value = app
@@ -916,7 +986,10 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
         .text()
         .await
         .unwrap();
-    assert!(page.contains("stale: a re-run after it regressed (serving.ttft_p95_ms (stage 3) is worse"), "{page}");
+    assert!(
+        page.contains("stale: a re-run after it regressed (serving.ttft_p95_ms (stage 3) is worse"),
+        "{page}"
+    );
 
     // Another re-run, 0.5 ms slower than the approved one (within 1 ms: the same) and a little
     // faster through (200 requests in 25 s, not 25.3: the better load point of the two after the
