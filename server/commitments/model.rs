@@ -74,6 +74,11 @@ impl CommitmentState {
         }
     }
 
+    /// Whether it still commits money: neither ended nor released.
+    pub fn running(self) -> bool {
+        !matches!(self, CommitmentState::Ended | CommitmentState::Released)
+    }
+
     /// Whether someone should look at it: it regressed, its re-run or its renewal is due.
     pub fn needs_attention(self) -> bool {
         matches!(
@@ -344,6 +349,47 @@ pub fn term_use(months: &[MonthUse]) -> TermUse {
     }
 }
 
+/// The running commitments of one team in one currency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct TeamTotal {
+    /// The team's name; null for briefs shared with no team.
+    pub team: Option<String>,
+    pub currency: String,
+    pub commitments: usize,
+    /// Their monthly costs added up.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub monthly_cost: Decimal,
+}
+
+/// The monthly cost per team and currency of `running` commitments, each given as (its brief's
+/// teams, its currency, its monthly cost): a commitment counts in every team its brief is shared
+/// with, and under "no team" (`team: None`, last) when it is shared with none. Teams by name,
+/// then currency. Currencies are never added together.
+pub fn totals_per_team<'a>(running: impl IntoIterator<Item = (&'a [String], &'a str, Decimal)>) -> Vec<TeamTotal> {
+    let mut sums: std::collections::BTreeMap<(bool, String, String), (usize, Decimal)> = Default::default();
+    for (teams, currency, monthly) in running {
+        let keys: Vec<(bool, String)> = if teams.is_empty() {
+            vec![(true, String::new())]
+        } else {
+            teams.iter().map(|t| (false, t.clone())).collect()
+        };
+        for (none, team) in keys {
+            let slot = sums.entry((none, team, currency.to_owned())).or_default();
+            slot.0 += 1;
+            slot.1 += monthly;
+        }
+    }
+    sums.into_iter()
+        .map(|((none, team, currency), (n, sum))| TeamTotal {
+            team: (!none).then_some(team),
+            currency,
+            commitments: n,
+            monthly_cost: sum.normalize(),
+        })
+        .collect()
+}
+
 /// Which state the clock alone puts a commitment in on `today` (re-runs are judged elsewhere):
 /// released stays released; ended after its last day; renewal-due from 60 days before it;
 /// revalidation-due when the last run is older than `revalidate_every_days` (or none since the
@@ -608,6 +654,36 @@ mod tests {
         assert_eq!(m[2].provider_unused_gpu_hours, None);
         // Our own busy hours stay the ledger's (none here).
         assert_eq!(m[0].busy_gpu_hours, dec("0"));
+    }
+
+    #[test]
+    fn totals_per_team_count_a_shared_brief_in_each_team_and_never_add_currencies() {
+        let (ml, search) = ("ml".to_owned(), "search".to_owned());
+        let both = [ml.clone(), search.clone()];
+        let only_ml = [ml.clone()];
+        let running = [
+            (&both[..], "USD", dec("12264")),
+            (&only_ml[..], "USD", dec("3066")),
+            (&only_ml[..], "EUR", dec("1000.50")),
+            (&[][..], "USD", dec("500")),
+        ];
+        let got = totals_per_team(running);
+        let row = |team: Option<&str>, cur: &str, n, sum: &str| TeamTotal {
+            team: team.map(str::to_owned),
+            currency: cur.into(),
+            commitments: n,
+            monthly_cost: dec(sum),
+        };
+        assert_eq!(
+            got,
+            [
+                row(Some("ml"), "EUR", 1, "1000.5"),
+                // 12,264 + 3,066.
+                row(Some("ml"), "USD", 2, "15330"),
+                row(Some("search"), "USD", 1, "12264"),
+                row(None, "USD", 1, "500"),
+            ]
+        );
     }
 
     #[test]

@@ -107,6 +107,8 @@ struct PortfolioPage {
     rows: Vec<Row>,
     /// (currency, commitments, monthly cost in words).
     totals: Vec<(String, usize, String)>,
+    /// (team, commitments, monthly cost in words), per team and currency.
+    team_totals: Vec<(String, usize, String)>,
     states: Vec<(&'static str, &'static str, bool)>,
     filter: String,
     attention: usize,
@@ -120,17 +122,25 @@ async fn portfolio(
     let filter = q.state.unwrap_or_default();
     let list = service::list(&state, &user.principal(), Some(filter.as_str())).await?;
     let mut totals: BTreeMap<String, (usize, Decimal)> = BTreeMap::new();
-    for d in list
-        .items
-        .iter()
-        .filter(|d| !matches!(d.state(), CommitmentState::Ended | CommitmentState::Released))
-    {
+    for d in list.items.iter().filter(|d| d.state().running()) {
         let t = totals.entry(d.commitment.currency.clone()).or_default();
         t.0 += 1;
         t.1 += d.commitment.monthly_cost;
     }
+    let team_totals = list
+        .totals_per_team
+        .iter()
+        .map(|t| {
+            (
+                t.team.clone().unwrap_or_else(|| "no team".to_owned()),
+                t.commitments,
+                money::with_currency(t.monthly_cost, &t.currency),
+            )
+        })
+        .collect();
     render(&PortfolioPage {
         ctx: (&user).into(),
+        team_totals,
         attention: list.items.iter().filter(|d| d.state().needs_attention()).count(),
         rows: list.items.iter().map(row).collect(),
         totals: totals
@@ -177,6 +187,7 @@ async fn portfolio_csv(
         "coverage",
         "idle_cost",
         "provider_commitment_id",
+        "teams",
     ])
     .map_err(internal)?;
     for d in &list.items {
@@ -203,6 +214,7 @@ async fn portfolio_csv(
             opt(this.and_then(|m| m.coverage)),
             opt(this.map(|m| m.idle_cost)),
             csv_safe(c.provider_commitment_id.as_deref().unwrap_or("")),
+            csv_safe(&d.teams.join("; ")),
         ])
         .map_err(internal)?;
     }

@@ -11,7 +11,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
-    model::{self, AcceleratorUse, CommitmentState, MonthUse, ProviderUse, TermUse, UseBasis},
+    model::{self, AcceleratorUse, CommitmentState, MonthUse, ProviderUse, TeamTotal, TermUse, UseBasis},
     repo::{self, CommitmentRow, NewCommitment},
 };
 use crate::{
@@ -123,6 +123,8 @@ pub struct CommitmentDetail {
     pub commitment: CommitmentRow,
     pub brief_name: String,
     pub trial_name: String,
+    /// The teams the brief is shared with, by name (none: the brief is no team's).
+    pub teams: Vec<String>,
     /// Days from today to the term's last day, both included (0 once ended).
     pub days_left: i64,
     /// Each calendar month of the term so far (completed days only).
@@ -143,34 +145,52 @@ impl CommitmentDetail {
     }
 }
 
-/// A list of commitments, each with its use so far.
+/// A list of commitments, each with its use so far, and the running ones' monthly cost per team.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CommitmentList {
     pub items: Vec<CommitmentDetail>,
+    /// Per team and currency, the running commitments (neither ended nor released) of the listed
+    /// ones and their monthly cost; a brief shared with two teams counts in both.
+    pub totals_per_team: Vec<TeamTotal>,
 }
 
 fn today() -> NaiveDate {
     Utc::now().date_naive()
 }
 
-/// Names of briefs and their trials, read once per brief.
+/// A brief's name, its trials' names and the names of the teams it is shared with.
+type BriefNames = (String, Vec<(TrialId, String)>, Vec<String>);
+
+/// Names of briefs, their trials and their teams, read once per brief.
 #[derive(Default)]
-struct Names(BTreeMap<BriefId, (String, Vec<(TrialId, String)>)>);
+struct Names(BTreeMap<BriefId, BriefNames>);
 
 impl Names {
-    async fn of(&mut self, state: &AppState, brief: BriefId, trial: TrialId) -> Result<(String, String), AppError> {
+    /// (the brief's name, the trial's name, the brief's teams).
+    async fn of(
+        &mut self,
+        state: &AppState,
+        brief: BriefId,
+        trial: TrialId,
+    ) -> Result<(String, String, Vec<String>), AppError> {
         if let std::collections::btree_map::Entry::Vacant(slot) = self.0.entry(brief) {
             let name = briefs::load(&state.pool, brief).await?.fields.name;
             let trials = trials::names(state, brief).await?;
-            slot.insert((name, trials));
+            let teams = teams::brief_access(&state.pool, brief)
+                .await?
+                .teams
+                .into_iter()
+                .map(|t| t.name)
+                .collect();
+            slot.insert((name, trials, teams));
         }
-        let (name, trials) = &self.0[&brief];
+        let (name, trials, teams) = &self.0[&brief];
         let trial_name = trials
             .iter()
             .find(|(id, _)| *id == trial)
             .map(|(_, n)| n.clone())
             .unwrap_or_default();
-        Ok((name.clone(), trial_name))
+        Ok((name.clone(), trial_name, teams.clone()))
     }
 }
 
@@ -197,10 +217,11 @@ async fn detail_of(
         idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
         provider: &provider,
     });
-    let (brief_name, trial_name) = names.of(state, c.brief_id, c.trial_id).await?;
+    let (brief_name, trial_name, teams) = names.of(state, c.brief_id, c.trial_id).await?;
     Ok(CommitmentDetail {
         brief_name,
         trial_name,
+        teams,
         days_left: if c.released_on.is_some() {
             0
         } else {
@@ -302,7 +323,14 @@ pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) ->
         }
         items.push(detail_of(state, &mut names, row, today).await?);
     }
-    Ok(CommitmentList { items })
+    let totals_per_team = model::totals_per_team(items.iter().filter(|d| d.state().running()).map(|d| {
+        (
+            d.teams.as_slice(),
+            d.commitment.currency.as_str(),
+            d.commitment.monthly_cost,
+        )
+    }));
+    Ok(CommitmentList { items, totals_per_team })
 }
 
 /// One commitment with its months; 404 for one the caller may not see.

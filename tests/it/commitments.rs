@@ -473,6 +473,13 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
         }),
     )
     .await;
+    // The brief is shared with two teams: its commitment counts in each team's total.
+    for name in ["inference", "search"] {
+        let team = rentcheck::auth::teams::create_team(&app.pool, name).await.unwrap();
+        rentcheck::auth::teams::share(&app.pool, brief.parse().unwrap(), team.id)
+            .await
+            .unwrap();
+    }
     let manager = app.login(Role::Manager).await;
     let page = manager.get(app.url("/commitments")).await;
     assert_eq!(page.status(), 200);
@@ -480,6 +487,28 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
     assert!(
         html.contains("1 running in USD: <strong>12,264.00 USD</strong> a month"),
         "{html}"
+    );
+    for team in ["inference", "search"] {
+        assert!(
+            html.contains(&format!("<tr><td>{team}</td><td>1</td><td>12,264.00 USD</td></tr>")),
+            "{html}"
+        );
+    }
+    let list: Value = bearer_client(&app.token(Role::Manager, None).await)
+        .get(app.url("/api/v1/commitments"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["items"][0]["teams"], json!(["inference", "search"]));
+    assert_eq!(
+        list["totals_per_team"],
+        json!([
+            { "team": "inference", "currency": "USD", "commitments": 1, "monthly_cost": "12264" },
+            { "team": "search", "currency": "USD", "commitments": 1, "monthly_cost": "12264" },
+        ])
     );
     assert!(html.contains(&format!("href=\"/commitments/{cid}\"")), "{html}");
     assert!(
@@ -517,6 +546,8 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
         lines[1].contains(",Cloud A,H100 SXM,8,reserved,2.1,USD,12264,2026-10-01,2027-09-30,"),
         "{text}"
     );
+    assert!(lines[0].ends_with(",provider_commitment_id,teams"), "{text}");
+    assert!(lines[1].ends_with(",inference; search"), "{text}");
 }
 
 async fn state_of(app: &TestApp, cid: Uuid) -> (String, String) {
