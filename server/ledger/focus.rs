@@ -279,6 +279,33 @@ pub struct CommitmentUse {
     pub identity: [u8; 32],
 }
 
+impl CommitmentUse {
+    /// A row of the commitment discount `id` over `[starts_at, ends_at)` inside the charge period
+    /// that ends at `period_end`, its identity made as an import makes it.
+    pub fn new(
+        id: &str,
+        status: Option<DiscountStatus>,
+        resource: &str,
+        (starts_at, ends_at, period_end): (DateTime<Utc>, DateTime<Utc>, DateTime<Utc>),
+        description: &str,
+        gpus: Option<i32>,
+    ) -> Self {
+        let key = format!(
+            "{id}\u{1f}{}\u{1f}{resource}",
+            status.map(DiscountStatus::as_str).unwrap_or("")
+        );
+        CommitmentUse {
+            commitment_discount_id: id.to_owned(),
+            status,
+            resource: resource.to_owned(),
+            starts_at,
+            ends_at,
+            gpus,
+            identity: identity(&key, starts_at, period_end, description),
+        }
+    }
+}
+
 /// An export read for one trial.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FocusImport {
@@ -913,21 +940,15 @@ fn commitment_use(
         .and_then(parse_cost)
         .and_then(|q| micros_of(q, c.consumed_unit.map(cell).unwrap_or("")));
     let end = interval_end(line_time(consumed, start, period_end), start, period_end);
-    let status = DiscountStatus::parse(status);
     let description = c.description.map(cell).unwrap_or("").trim();
-    let key = format!(
-        "{commitment}\u{1f}{}\u{1f}{resource}",
-        status.map(DiscountStatus::as_str).unwrap_or("")
-    );
-    Some(CommitmentUse {
-        commitment_discount_id: commitment.to_owned(),
-        status,
-        resource: resource.to_owned(),
-        starts_at: start,
-        ends_at: end,
-        gpus: gpus_of(record, resource, selection, c).filter(|g| (1..=MAX_GPUS).contains(g)),
-        identity: identity(&key, start, period_end, description),
-    })
+    Some(CommitmentUse::new(
+        commitment,
+        DiscountStatus::parse(status),
+        resource,
+        (start, end, period_end),
+        description,
+        gpus_of(record, resource, selection, c).filter(|g| (1..=MAX_GPUS).contains(g)),
+    ))
 }
 
 /// Where the columns a line is made of are.

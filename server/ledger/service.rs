@@ -402,6 +402,20 @@ pub async fn import_lines(
 
 pub use repo::CommitmentUseRow;
 
+/// Keeps rows of a provider's FOCUS export that name commitment discounts (as an import keeps
+/// them, once per identity) without reading an export: the demo's provider rows. Answers how many
+/// were new.
+pub async fn keep_commitment_use(
+    state: &AppState,
+    brief_id: BriefId,
+    rows: &[super::focus::CommitmentUse],
+) -> Result<u64, AppError> {
+    let mut tx = state.pool.begin().await?;
+    let kept = repo::insert_commitment_use(&mut tx, brief_id, Uuid::now_v7(), rows).await?;
+    tx.commit().await?;
+    Ok(kept)
+}
+
 /// The brief's kept FOCUS rows of the commitment discount `id` overlapping `[from, to)`.
 pub async fn commitment_use(
     pool: &PgPool,
