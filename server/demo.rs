@@ -4,7 +4,8 @@
 //! evidence goes through the ordinary ingest path with fixed idempotency keys, and the ledger is
 //! imported only once.
 //!
-//! It also shows what happens after an approval: a manager approved dedicating the 8 × H200 node
+//! [`load_commitment`] (which `rentcheck demo` runs after [`load`]) shows what happens after an
+//! approval: a manager approved dedicating the 8 × H200 node
 //! for 12 months from the first day of the month three months ago (over the computed expand, since
 //! no reserved price is known), so the brief has a commitment three months into its term. The
 //! provider's FOCUS rows of that reservation say it was busy every day but for three weeks of its
@@ -221,26 +222,11 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
     };
     ledger::demo_import(state, DEMO_BRIEF_ID, second, DEMO_LEDGER_TRIAL2_CSV, &outputs).await?;
     let password = crate::secrets::random_token()[..20].to_owned();
-    let manager = match users::by_email(&state.pool, DEMO_EMAIL).await? {
-        Some(user) => {
-            users::set_password(&state.pool, user.id, &password::hash(password.clone()).await?).await?;
-            user.id
-        }
+    match users::by_email(&state.pool, DEMO_EMAIL).await? {
+        Some(user) => users::set_password(&state.pool, user.id, &password::hash(password.clone()).await?).await?,
         None => {
-            users::add(&state.pool, DEMO_EMAIL, Role::Manager, Some(password.clone()))
-                .await?
-                .0
-                .id
+            users::add(&state.pool, DEMO_EMAIL, Role::Manager, Some(password.clone())).await?;
         }
-    };
-    let manager = Principal::User {
-        id: manager,
-        email: DEMO_EMAIL.to_owned(),
-        role: Role::Manager,
-    };
-    match ensure_commitment(state, &manager, first).await? {
-        Ingested::Created { .. } => sent += 1,
-        Ingested::Replayed(_) => replayed += 1,
     }
     Ok(DemoOutcome {
         brief_id: DEMO_BRIEF_ID,
@@ -295,6 +281,27 @@ async fn ensure_brief(state: &AppState) -> Result<bool, AppError> {
     Ok(trials::create_brief_with_id(&state.pool, DEMO_BRIEF_ID, &fields)
         .await?
         .is_some())
+}
+
+/// The life after an approval, which `rentcheck demo` adds to [`load`] (tests that build on the
+/// demo's review load it without): the demo manager's approval and its commitment, the
+/// re-validation run and the provider's rows (see the module's comment). Idempotent too; the
+/// re-validation run counts in `outcome`'s evidence.
+pub async fn load_commitment(state: &AppState, outcome: &mut DemoOutcome) -> Result<(), AppError> {
+    let (first, _) = ensure_trials(state).await?;
+    let user = users::by_email(&state.pool, DEMO_EMAIL)
+        .await?
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("load the demo first: its manager is missing")))?;
+    let manager = Principal::User {
+        id: user.id,
+        email: DEMO_EMAIL.to_owned(),
+        role: Role::Manager,
+    };
+    match ensure_commitment(state, &manager, first).await? {
+        Ingested::Created { .. } => outcome.evidence_sent += 1,
+        Ingested::Replayed(_) => outcome.evidence_replayed += 1,
+    }
+    Ok(())
 }
 
 /// The provider's id of the demo's reservation (FOCUS `CommitmentDiscountId`).
