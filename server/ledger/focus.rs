@@ -1370,7 +1370,8 @@ CommitmentDiscountStatus\n";
         // The trial's lines are as before: only the tagged row (the commitment id selects nothing).
         assert_eq!(got.lines.len(), 1);
         assert_eq!(got.lines[0].line.resource, "i-gpu");
-        let kept: Vec<(&str, Option<DiscountStatus>, &str, String, String, Option<i32>)> = got
+        type Kept<'a> = (&'a str, Option<DiscountStatus>, &'a str, String, String, Option<i32>);
+        let kept: Vec<Kept<'_>> = got
             .commitment_use
             .iter()
             .map(|u| {
