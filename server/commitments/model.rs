@@ -19,14 +19,14 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Datelike, Days, Months, NaiveDate, Utc};
-use rust_decimal::Decimal;
+use rust_decimal::{prelude::ToPrimitive, Decimal};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::{
     ids::TrialId,
     ledger::model::{merge_spans, sort_spans, Span},
-    review::comparison::moved,
+    review::{comparison::moved, money::BREAK_EVEN_MARGIN},
 };
 
 /// Where a commitment stands. `released` and `ended` are final.
@@ -390,6 +390,81 @@ pub fn totals_per_team<'a>(running: impl IntoIterator<Item = (&'a [String], &'a 
         .collect()
 }
 
+/// What to do with a commitment whose renewal is due, by the reservation rule of docs/decision.md
+/// (reserve from the break-even plus 5 points) applied to the term's measured busy share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Renewal {
+    /// `renew` (the same GPUs), `resize` (fewer or more GPUs, whole nodes) or `release`.
+    pub choice: &'static str,
+    /// The GPUs to commit to for the next term (0 to release).
+    pub gpus: u32,
+    /// Why, with the figures.
+    pub why: String,
+}
+
+/// The renewal choice of a term `term` used so far, for `gpus` GPUs in nodes of `gpus_per_node`
+/// at `rate` per GPU-hour against the offer's `on_demand` rate. The break-even is rate ÷ on
+/// demand; a commitment pays from the break-even plus 5 points busy:
+/// - busy more than committed (above 100 %): **resize** up to the whole nodes that carried it;
+/// - busy at least the break-even + 5 points: **renew**;
+/// - else the most whole nodes that the busy GPU-hours keep above it: **resize** down to them;
+/// - none: **release** (paying by the hour is cheaper for this work).
+///
+/// `None` without an on-demand rate or a measured month.
+pub fn renewal(
+    term: &TermUse,
+    gpus: u32,
+    gpus_per_node: u32,
+    rate: Decimal,
+    on_demand: Option<Decimal>,
+) -> Option<Renewal> {
+    let on_demand = on_demand.filter(|r| *r > Decimal::ZERO)?;
+    let u = term.utilization?;
+    let per_node = gpus_per_node.max(1);
+    let break_even = (rate / on_demand).round_dp(4);
+    let needed = break_even + BREAK_EVEN_MARGIN;
+    let busy_gpus = u * Decimal::from(gpus);
+    let share = |d: Decimal| format!("{} %", (d * Decimal::ONE_HUNDRED).round_dp(1).normalize());
+    let measured = format!(
+        "busy {} of the term so far; the break-even is {} ({} ÷ {}), and a commitment pays from {}",
+        share(u),
+        share(break_even),
+        rate.normalize(),
+        on_demand.normalize(),
+        share(needed)
+    );
+    if u > Decimal::ONE {
+        let nodes = (busy_gpus / Decimal::from(per_node)).ceil();
+        let more = nodes.to_u32().unwrap_or(u32::MAX / per_node).saturating_mul(per_node);
+        return Some(Renewal {
+            choice: "resize",
+            gpus: more,
+            why: format!("{measured}: more ran than was committed, so commit to {more} GPUs"),
+        });
+    }
+    if u >= needed {
+        return Some(Renewal {
+            choice: "renew",
+            gpus,
+            why: format!("{measured}: renew the {gpus} GPUs"),
+        });
+    }
+    let nodes = (busy_gpus / (needed * Decimal::from(per_node))).floor();
+    let fewer = nodes.to_u32().unwrap_or(0).saturating_mul(per_node);
+    if fewer >= per_node && fewer < gpus {
+        return Some(Renewal {
+            choice: "resize",
+            gpus: fewer,
+            why: format!("{measured}: the busy hours would keep {fewer} GPUs above it, so commit to {fewer}"),
+        });
+    }
+    Some(Renewal {
+        choice: "release",
+        gpus: 0,
+        why: format!("{measured}: not even one node would be busy enough, so pay by the hour"),
+    })
+}
+
 /// Which state the clock alone puts a commitment in on `today` (re-runs are judged elsewhere):
 /// released stays released; ended after its last day; renewal-due from 60 days before it;
 /// revalidation-due when the last run is older than `revalidate_every_days` (or none since the
@@ -683,6 +758,36 @@ mod tests {
                 row(Some("search"), "USD", 1, "12264"),
                 row(None, "USD", 1, "500"),
             ]
+        );
+    }
+
+    #[test]
+    fn a_renewal_is_renew_resize_or_release_by_the_reservation_rule_on_the_terms_busy_share() {
+        let term = |u: &str| TermUse {
+            utilization: Some(dec(u)),
+            ..TermUse::default()
+        };
+        // 2.10 reserved ÷ 3.50 on demand: break-even 60 %, a commitment pays from 65 %.
+        let at = |u: &str| renewal(&term(u), 16, 8, dec("2.10"), Some(dec("3.50"))).unwrap();
+        assert_eq!((at("0.70").choice, at("0.70").gpus), ("renew", 16));
+        assert_eq!((at("0.65").choice, at("0.65").gpus), ("renew", 16), "exactly at it");
+        // 40 % of 16 GPUs is 6.4 busy GPUs: one node of 8 would be busy 80 %, two 40 %.
+        let r = at("0.40");
+        assert_eq!((r.choice, r.gpus), ("resize", 8));
+        assert_eq!(
+            r.why,
+            "busy 40 % of the term so far; the break-even is 60 % (2.1 ÷ 3.5), and a commitment pays from 65 %: \
+             the busy hours would keep 8 GPUs above it, so commit to 8"
+        );
+        // 30 % of 16 is 4.8 busy GPUs: one node would be busy 60 %, under 65 %.
+        assert_eq!((at("0.30").choice, at("0.30").gpus), ("release", 0));
+        // 130 % of 16 is 20.8 GPUs: three nodes.
+        assert_eq!((at("1.3").choice, at("1.3").gpus), ("resize", 24));
+        // Without an on-demand rate, or a month measured, nothing to compare.
+        assert_eq!(renewal(&term("0.7"), 16, 8, dec("2.10"), None), None);
+        assert_eq!(
+            renewal(&TermUse::default(), 16, 8, dec("2.10"), Some(dec("3.50"))),
+            None
         );
     }
 

@@ -11,7 +11,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
-    model::{self, AcceleratorUse, CommitmentState, MonthUse, ProviderUse, TeamTotal, TermUse, UseBasis},
+    model::{self, AcceleratorUse, CommitmentState, MonthUse, ProviderUse, Renewal, TeamTotal, TermUse, UseBasis},
     repo::{self, CommitmentRow, NewCommitment},
 };
 use crate::{
@@ -131,6 +131,9 @@ pub struct CommitmentDetail {
     pub months: Vec<MonthUse>,
     /// The months added up.
     pub term: TermUse,
+    /// While the renewal is due: renew, resize or release, by the reservation rule on the term's
+    /// busy share (null otherwise, and without an on-demand rate to compare with).
+    pub renewal: Option<Renewal>,
 }
 
 impl CommitmentDetail {
@@ -218,7 +221,20 @@ async fn detail_of(
         provider: &provider,
     });
     let (brief_name, trial_name, teams) = names.of(state, c.brief_id, c.trial_id).await?;
+    let term = model::term_use(&months);
+    let renewal = (c.state == CommitmentState::RenewalDue.as_str())
+        .then(|| {
+            model::renewal(
+                &term,
+                u32::try_from(c.gpus).unwrap_or(0),
+                u32::try_from(c.gpus_per_node).unwrap_or(1),
+                c.rate_per_gpu_hour,
+                c.on_demand_rate_per_gpu_hour,
+            )
+        })
+        .flatten();
     Ok(CommitmentDetail {
+        renewal,
         brief_name,
         trial_name,
         teams,
@@ -227,7 +243,7 @@ async fn detail_of(
         } else {
             model::days_left(as_of, last_day)
         },
-        term: model::term_use(&months),
+        term,
         months,
         commitment: c,
     })

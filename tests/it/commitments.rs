@@ -705,6 +705,30 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
     assert_eq!(s, "renewal-due");
     assert!(why.contains("ends on 2026-12-31"), "{why}");
     assert_eq!(events(&app, "commitment.renewal_due").await.len(), 1);
+    // What to do with it: its one billed day of 8 GPUs, 65 % busy, is a tiny share of a year of 8
+    // GPUs, far under the break-even of 2.10 ÷ 3.50 = 60 % + 5 points: release it.
+    let c: Value = app
+        .get(&format!("/api/v1/commitments/{cid}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(c["renewal"]["choice"], "release", "{c}");
+    assert_eq!(c["renewal"]["gpus"], 0);
+    let renewal_why = c["renewal"]["why"].as_str().unwrap();
+    assert!(
+        renewal_why.contains("the break-even is 60 % (2.1 ÷ 3.5), and a commitment pays from 65 %"),
+        "{renewal_why}"
+    );
+    let page = app
+        .login_owner()
+        .await
+        .get(app.url(&format!("/commitments/{cid}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("<h2>Renewal: release</h2>"), "{page}");
 
     // The renewal: approved like any decision, a new commitment linked to the old one.
     let review: Value = app
