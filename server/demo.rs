@@ -3,20 +3,30 @@
 //! a real computed decision within a minute of starting. Idempotent: the brief has a fixed id,
 //! evidence goes through the ordinary ingest path with fixed idempotency keys, and the ledger is
 //! imported only once.
+//!
+//! [`load_commitment`] (which `rentcheck demo` runs after [`load`]) shows what happens after an
+//! approval: a manager approved dedicating the 8 × H200 node
+//! for 12 months from the first day of the month three months ago (over the computed expand, since
+//! no reserved price is known), so the brief has a commitment three months into its term. The
+//! provider's FOCUS rows of that reservation say it was busy every day but for three weeks of its
+//! second month (under-used), and a re-validation run after the approval came back slower to the
+//! first token: the commitment is regressed and the approval stale.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::body::Bytes;
+use chrono::{Datelike, Days, Months, NaiveDate, Utc};
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use crate::{
-    auth::{password, users, Role},
+    auth::{password, users, Principal, Role},
     briefs::{
         model::{validate, BriefInput},
         service as briefs,
     },
+    commitments::{service as commitments, worker as commitment_worker},
     error::AppError,
     evidence::{
         model::{KindChoice, Upload},
@@ -24,7 +34,12 @@ use crate::{
         service::{self as evidence, Ingested},
     },
     ids::{BriefId, TrialId},
-    ledger::{model::OutputsPatch, service as ledger},
+    ledger::{
+        focus::{CommitmentUse, DiscountStatus},
+        model::OutputsPatch,
+        service as ledger,
+    },
+    review::service::{self as review, VerdictRequest},
     state::AppState,
     trials::service as trials,
     validation::Input,
@@ -266,4 +281,142 @@ async fn ensure_brief(state: &AppState) -> Result<bool, AppError> {
     Ok(trials::create_brief_with_id(&state.pool, DEMO_BRIEF_ID, &fields)
         .await?
         .is_some())
+}
+
+/// The life after an approval, which `rentcheck demo` adds to [`load`] (tests that build on the
+/// demo's review load it without): the demo manager's approval and its commitment, the
+/// re-validation run and the provider's rows (see the module's comment). Idempotent too; the
+/// re-validation run counts in `outcome`'s evidence.
+pub async fn load_commitment(state: &AppState, outcome: &mut DemoOutcome) -> Result<(), AppError> {
+    let (first, _) = ensure_trials(state).await?;
+    let user = users::by_email(&state.pool, DEMO_EMAIL)
+        .await?
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("load the demo first: its manager is missing")))?;
+    let manager = Principal::User {
+        id: user.id,
+        email: DEMO_EMAIL.to_owned(),
+        role: Role::Manager,
+    };
+    match ensure_commitment(state, &manager, first).await? {
+        Ingested::Created { .. } => outcome.evidence_sent += 1,
+        Ingested::Replayed(_) => outcome.evidence_replayed += 1,
+    }
+    Ok(())
+}
+
+/// The provider's id of the demo's reservation (FOCUS `CommitmentDiscountId`).
+const DEMO_RESERVATION_ID: &str = "cloud-a/reservations/demo-h200-node-01";
+/// The reserved node, as the trial's ledger names it.
+const DEMO_NODE: &str = "demo-h200-node-01";
+
+/// The approval of the demo's commitment, once: dedicate the first trial's node for 12 months from
+/// the first day of the month three months ago, over the computed action. Then the re-validation
+/// run after it (replayed on later runs), the provider's rows of the reservation up to yesterday,
+/// and one judgement of the commitments (as the server's background task would make).
+async fn ensure_commitment(state: &AppState, manager: &Principal, first: TrialId) -> Result<Ingested, AppError> {
+    let today = Utc::now().date_naive();
+    let start = today
+        .with_day(1)
+        .and_then(|d| d.checked_sub_months(Months::new(3)))
+        .unwrap_or(today);
+    let commitment = match commitments::running_of_trial(state, first).await? {
+        Some((id, _)) => id,
+        None => {
+            let current = review::review(state, DEMO_BRIEF_ID).await?;
+            review::record_verdict(
+                state,
+                DEMO_BRIEF_ID,
+                manager,
+                VerdictRequest {
+                    verdict: "approve".into(),
+                    comment: String::new(),
+                    inputs_digest: current.decision.inputs_digest.clone(),
+                    trial: Some(first),
+                    reservation: BTreeMap::from([
+                        ("start_date".to_owned(), start.to_string()),
+                        ("term_months".to_owned(), "12".to_owned()),
+                    ]),
+                    decision: Some("dedicate".into()),
+                    override_reason:
+                        "H200 capacity at Cloud A is scarce before the support launch: keep this node for the year."
+                            .into(),
+                    acknowledge_mismatch: false,
+                },
+            )
+            .await?;
+            let (id, _) = commitments::running_of_trial(state, first)
+                .await?
+                .ok_or_else(|| AppError::Internal(anyhow::anyhow!("the demo's approval opened no commitment")))?;
+            let body = Map::from_iter([(
+                "provider_commitment_id".to_owned(),
+                Value::String(DEMO_RESERVATION_ID.into()),
+            )]);
+            commitments::patch(state, manager, id, &body).await?;
+            id
+        }
+    };
+    let rerun = Upload {
+        kind: KindChoice::Named(EvidenceKind::BenchServing),
+        trial: Some(first),
+        stage: 3,
+        collected_at: None,
+        labels: Map::from_iter([("revalidation".to_owned(), Value::String("demo".into()))]),
+        content_type: "application/json".to_owned(),
+        filename: Some("rerun-vllm-bench-serve.json".to_owned()),
+        raw: Bytes::from_static(include_bytes!("../data/demo/rerun-vllm-bench-serve.json")),
+    };
+    let sent = evidence::ingest(
+        state,
+        DEMO_BRIEF_ID,
+        first,
+        Some("demo-3-rerun-vllm-bench-serve.json".to_owned()),
+        "system:demo",
+        rerun,
+        Some("rentcheck demo"),
+    )
+    .await?;
+    ledger::keep_commitment_use(state, DEMO_BRIEF_ID, &provider_rows(start, today)).await?;
+    commitment_worker::round(state).await?;
+    tracing::debug!(%commitment, "the demo's commitment");
+    Ok(sent)
+}
+
+/// The provider's daily FOCUS rows of the demo's reservation from `start` to the day before
+/// `today`: the node used all day (8 GPUs), but for the second month, used only its first ten
+/// days and unused the rest.
+fn provider_rows(start: NaiveDate, today: NaiveDate) -> Vec<CommitmentUse> {
+    let second_month = start.checked_add_months(Months::new(1)).unwrap_or(start);
+    let idle_from = second_month.checked_add_days(Days::new(10)).unwrap_or(second_month);
+    let idle_until = start.checked_add_months(Months::new(2)).unwrap_or(start);
+    let mut out = Vec::new();
+    let mut day = start;
+    while day < today {
+        let next = day.succ_opt().unwrap_or(day);
+        let (from, to) = (
+            day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc(),
+            next.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc(),
+        );
+        let row = if day >= idle_from && day < idle_until {
+            CommitmentUse::new(
+                DEMO_RESERVATION_ID,
+                Some(DiscountStatus::Unused),
+                "",
+                (from, to, to),
+                "unused reservation hours",
+                None,
+            )
+        } else {
+            CommitmentUse::new(
+                DEMO_RESERVATION_ID,
+                Some(DiscountStatus::Used),
+                DEMO_NODE,
+                (from, to, to),
+                "8x H200 SXM reserved",
+                Some(8),
+            )
+        };
+        out.push(row);
+        day = next;
+    }
+    out
 }

@@ -787,7 +787,10 @@ async fn run_demo(
     let outcome = async {
         db::migrate_checked(&database.pool, ForeignTables::Refuse).await?;
         let state = AppState::new(database.pool.clone(), AppConfig::default(), keys);
-        let outcome = rentcheck::demo::load(&state).await.map_err(describe)?;
+        let mut outcome = rentcheck::demo::load(&state).await.map_err(describe)?;
+        rentcheck::demo::load_commitment(&state, &mut outcome)
+            .await
+            .map_err(describe)?;
         anyhow::Ok(format!(
             "demo brief {} ({}; evidence: {} sent, {} already there; ledger: {})\n\
              open   {public_url}/briefs/{}/review\n\

@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 34] = [
+const LANDED: [(&str, &str); 35] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -143,6 +143,10 @@ const LANDED: [(&str, &str); 34] = [
     (
         "20261206110000_commitments.sql",
         "873b67a5a8688c3a5cbec556a596c5a701cea67c9c9794c553f13952431f5a7533743b23482761acd70fe9c0a3d917f4",
+    ),
+    (
+        "20261206120000_ledger_commitment_rows.sql",
+        "0c3b3b67ccc3ed3e8f245dcef0c3beeeb833facfdead0f3718cb02cc4899e5a18e5fe8df69fd0d9ce7250f6dec7a7248",
     ),
 ];
 

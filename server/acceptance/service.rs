@@ -55,12 +55,8 @@ pub async fn revision_saved_by(
     repo::revision_saved_by(db, brief, since, email, jtis).await
 }
 
-/// The newest value per (key, stage) in one trial of every evidence key the card names, in one query.
-pub async fn snapshot(
-    db: impl sqlx::PgExecutor<'_>,
-    trial: TrialId,
-    criteria: &[Criterion],
-) -> Result<MetricsSnapshot, sqlx::Error> {
+/// The evidence keys `criteria` name (not the derived ones), each once.
+fn evidence_keys(criteria: &[Criterion]) -> Vec<String> {
     let mut keys: Vec<String> = criteria
         .iter()
         .filter(|c| !model::is_derived(&c.key))
@@ -68,6 +64,16 @@ pub async fn snapshot(
         .collect();
     keys.sort();
     keys.dedup();
+    keys
+}
+
+/// The newest value per (key, stage) in one trial of every evidence key the card names, in one query.
+pub async fn snapshot(
+    db: impl sqlx::PgExecutor<'_>,
+    trial: TrialId,
+    criteria: &[Criterion],
+) -> Result<MetricsSnapshot, sqlx::Error> {
+    let keys = evidence_keys(criteria);
     if keys.is_empty() {
         return Ok(MetricsSnapshot::default());
     }
@@ -295,6 +301,30 @@ fn trial_card(
         stale,
         load,
     }
+}
+
+/// The current card of `brief` evaluated for one trial on the evidence received after `since`
+/// only (a re-validation run after an approval): older uploads are not read, so an earlier good
+/// load point cannot mask a worse one. Derived figures are the ledger's as they stand.
+pub async fn evaluate_trial_since(
+    pool: &PgPool,
+    brief: &Brief,
+    trial: TrialId,
+    alloc: Option<&Allocation>,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<TrialCard, sqlx::Error> {
+    let card = current_card(pool, brief).await?;
+    let derived = derived_figures(pool, brief, trial).await?;
+    let (criteria, stale) = criteria_for_trial(brief, &card, alloc);
+    let keys = evidence_keys(&criteria);
+    let observations = if keys.is_empty() {
+        Vec::new()
+    } else {
+        crate::evidence::service::newest_metrics(pool, trial, &keys).await?
+    };
+    let snap = MetricsSnapshot::from_observations(observations.into_iter().filter(|o| o.received_at > since));
+    let tests = crate::evidence::service::load_tests_since(pool, trial, since, LOAD_TESTS_READ).await?;
+    Ok(trial_card(criteria, stale, snap, tests, alloc, &derived))
 }
 
 /// The current card of `brief`, evaluated for one trial over its newest evidence and derived figures.

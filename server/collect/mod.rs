@@ -106,6 +106,12 @@ pub struct CollectArgs {
     /// With --plan: print what would run (the commands, with the tools found or missing) and send nothing.
     #[arg(long, requires = "plan")]
     pub dry_run: bool,
+    /// With --plan: a re-validation run (the schedule a commitment's plan page gives): run every
+    /// step again, those the server already holds too, and send the outputs as new evidence
+    /// labelled `revalidation=<UTC day>`. A step the server received that UTC day is held, so a
+    /// retried re-run picks up where it stopped.
+    #[arg(long, requires = "plan")]
+    pub rerun: bool,
     /// With --plan: accept a plan from a plain http:// server that is not this machine (the token
     /// and the plan then cross the network in the clear).
     #[arg(long, requires = "plan")]

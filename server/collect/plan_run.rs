@@ -8,7 +8,10 @@
 //! made of the trial, the step and the item, so a retried batch never doubles. A re-run skips the
 //! steps the server already holds (the plan says which: uploads labelled with their key), so it
 //! sends nothing twice and picks up where an earlier run stopped. To test the same allocation again
-//! from the start, add a re-run trial.
+//! from the start, add a re-run trial. `--rerun` is a re-validation of the same trial (a commitment's
+//! schedule): every step runs again and is sent as new evidence, its keys and a `revalidation`
+//! label made of the UTC day; a step the server received that UTC day is held, so a retried
+//! re-run picks up where it stopped and never doubles.
 
 use std::{path::Path, time::Duration};
 
@@ -29,6 +32,9 @@ use super::{
 };
 use crate::ids::TrialId;
 use crate::secrets::Secret;
+
+/// The label a re-validation run (`--rerun`) puts on every upload: its UTC day.
+pub const REVALIDATION_LABEL: &str = "revalidation";
 
 /// One thing a step sends.
 struct Output {
@@ -370,11 +376,15 @@ async fn send(
     step: &PlanStep,
     trial: TrialId,
     host: &str,
+    rerun: Option<&str>,
     outputs: &[Output],
 ) -> Vec<Result<Accepted, Refused>> {
     let keys: Vec<String> = outputs
         .iter()
-        .map(|o| step_item_key(trial, &step.key, &o.name, step.failed_uploads))
+        .map(|o| match rerun {
+            Some(day) => step_item_key(trial, &step.key, &format!("{} (re-validation {day})", o.name), 0),
+            None => step_item_key(trial, &step.key, &o.name, step.failed_uploads),
+        })
         .collect();
     let labels: Vec<Vec<(String, String)>> = outputs
         .iter()
@@ -383,6 +393,9 @@ async fn send(
                 ("host".to_owned(), host.to_owned()),
                 (STEP_LABEL.to_owned(), step.key.clone()),
             ];
+            if let Some(day) = rerun {
+                l.push((REVALIDATION_LABEL.to_owned(), day.to_owned()));
+            }
             l.extend(o.labels.iter().cloned());
             l
         })
@@ -463,16 +476,21 @@ fn sent_row(
     (outcome, detail, stop)
 }
 
-fn dry_run(steps: &[&PlanStep], vars: &[(String, String)]) {
+fn dry_run(steps: &[&PlanStep], vars: &[(String, String)], rerun: bool) {
     for s in steps {
         println!("[stage {}] {} — {}", s.stage, s.key, s.title);
         println!("    feeds: {}", s.feeds.join(", "));
         if let Some(h) = &s.held {
             println!(
-                "    held: the server has it ({} upload{}, newest {}): a run skips it",
+                "    held: the server has it ({} upload{}, newest {}): {}",
                 h.evidence.len(),
                 if h.evidence.len() == 1 { "" } else { "s" },
-                h.received_at.format("%Y-%m-%d %H:%M UTC")
+                h.received_at.format("%Y-%m-%d %H:%M UTC"),
+                if rerun {
+                    "a re-validation runs it again unless it arrived today (UTC)"
+                } else {
+                    "a run skips it"
+                }
             );
         }
         match s.runner {
@@ -595,8 +613,13 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
         if steps.len() == 1 { "" } else { "s" }
     );
     if args.dry_run {
-        dry_run(&steps, &vars);
+        dry_run(&steps, &vars, args.rerun);
         return Ok(Exit::Sent);
+    }
+    // A re-validation runs every step again, and names its uploads by the day.
+    let rerun = args.rerun.then(|| chrono::Utc::now().format("%Y-%m-%d").to_string());
+    if let Some(day) = &rerun {
+        eprintln!("re-validation run of {day}: every step runs again, held or not");
     }
     let mut summary = Summary::default();
     let mut stopped: Option<String> = None;
@@ -607,7 +630,14 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
             summary.push(&step.key, &step.kind, Outcome::Failed, format!("not sent: {why}"));
             continue;
         }
-        if let Some(h) = &step.held {
+        // A re-validation runs a held step again, unless it was sent this UTC day (a retried re-run
+        // picks up where it stopped).
+        let held = step.held.as_ref().filter(|h| {
+            rerun
+                .as_ref()
+                .is_none_or(|day| h.received_at.format("%Y-%m-%d").to_string() == *day)
+        });
+        if let Some(h) = held {
             eprintln!("      held: the server has it");
             summary.push(
                 &step.key,
@@ -642,7 +672,7 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
                     outputs.len(),
                     if outputs.len() == 1 { "" } else { "s" }
                 );
-                let answers = send(&client, step, trial, &host, &outputs).await;
+                let answers = send(&client, step, trial, &host, rerun.as_deref(), &outputs).await;
                 let (outcome, detail, stop) = sent_row(&outputs, &answers, &notes);
                 eprintln!("      {}: {detail}", outcome.as_str());
                 summary.push(&step.key, &step.kind, outcome, detail);

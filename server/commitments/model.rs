@@ -19,13 +19,14 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Datelike, Days, Months, NaiveDate, Utc};
-use rust_decimal::Decimal;
+use rust_decimal::{prelude::ToPrimitive, Decimal};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::{
     ids::TrialId,
     ledger::model::{merge_spans, sort_spans, Span},
+    review::{comparison::moved, money::BREAK_EVEN_MARGIN},
 };
 
 /// Where a commitment stands. `released` and `ended` are final.
@@ -71,6 +72,11 @@ impl CommitmentState {
             CommitmentState::Ended => "ended",
             CommitmentState::Released => "released",
         }
+    }
+
+    /// Whether it still commits money: neither ended nor released.
+    pub fn running(self) -> bool {
+        !matches!(self, CommitmentState::Ended | CommitmentState::Released)
     }
 
     /// Whether someone should look at it: it regressed, its re-run or its renewal is due.
@@ -120,6 +126,16 @@ pub struct AcceleratorUse {
     pub gpus: i32,
 }
 
+/// The provider's own account of one stretch of the commitment (a FOCUS row naming its
+/// `CommitmentDiscountId` with a `CommitmentDiscountStatus`): GPUs used or unused over a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderUse {
+    pub used: bool,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub gpus: i32,
+}
+
 /// What a commitment's months are computed from.
 #[derive(Debug, Clone)]
 pub struct UseBasis<'a> {
@@ -137,6 +153,8 @@ pub struct UseBasis<'a> {
     pub lines: &'a [AcceleratorUse],
     /// The trial's idle GPU-hours ÷ its billed GPU-hours ([`idle_share`]).
     pub idle_share: Decimal,
+    /// The provider's Used / Unused rows of the commitment (any order; none when it has none).
+    pub provider: &'a [ProviderUse],
 }
 
 /// The use of one calendar month of the term.
@@ -182,6 +200,15 @@ pub struct MonthUse {
     #[serde(with = "rust_decimal::serde::str_option")]
     #[schema(value_type = Option<String>)]
     pub on_demand_avoided: Option<Decimal>,
+    /// The provider's own figure: GPU-hours its FOCUS rows mark `Used` those days; null when no
+    /// row of the commitment marks any of those days Used or Unused.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub provider_used_gpu_hours: Option<Decimal>,
+    /// The provider's GPU-hours marked `Unused` those days; null as `provider_used_gpu_hours`.
+    #[serde(with = "rust_decimal::serde::str_option")]
+    #[schema(value_type = Option<String>)]
+    pub provider_unused_gpu_hours: Option<Decimal>,
 }
 
 /// The trial's idle share: idle GPU-hours ÷ billed GPU-hours, between 0 and 1; 0 without an idle
@@ -224,6 +251,24 @@ fn gpu_hours_within(
     merge_spans(spans).gpu_hours()
 }
 
+/// The provider's (Used, Unused) GPU-hours inside `[from, to)`, each row's GPUs × its hours there
+/// (added up as the provider gives them, never merged); `None` when no row falls there.
+fn provider_within(rows: &[ProviderUse], from: DateTime<Utc>, to: DateTime<Utc>) -> Option<(Decimal, Decimal)> {
+    let mut seen = false;
+    let (mut used, mut unused) = (Decimal::ZERO, Decimal::ZERO);
+    for r in rows.iter().filter(|r| r.starts_at < to && r.ends_at > from) {
+        seen = true;
+        let seconds = (r.ends_at.min(to) - r.starts_at.max(from)).num_seconds();
+        let gpu_hours = Decimal::from(r.gpus) * Decimal::from(seconds) / Decimal::from(3600);
+        if r.used {
+            used += gpu_hours;
+        } else {
+            unused += gpu_hours;
+        }
+    }
+    seen.then(|| (used.round_dp(6).normalize(), unused.round_dp(6).normalize()))
+}
+
 /// The first day of the month after `d`'s.
 fn next_month(d: NaiveDate) -> NaiveDate {
     let first = d.with_day(1).unwrap_or(d);
@@ -253,6 +298,7 @@ pub fn months(b: &UseBasis<'_>) -> Vec<MonthUse> {
         let utilization = (committed > Decimal::ZERO).then(|| (busy / committed).round_dp(4).normalize());
         let coverage = (brief > Decimal::ZERO).then(|| (committed / brief).round_dp(4).normalize());
         let unused = (committed - busy).max(Decimal::ZERO);
+        let provider = provider_within(b.provider, from, to);
         out.push(MonthUse {
             month: format!("{:04}-{:02}", day.year(), day.month()),
             days: u32::try_from(days).unwrap_or(0),
@@ -267,6 +313,8 @@ pub fn months(b: &UseBasis<'_>) -> Vec<MonthUse> {
             on_demand_avoided: b
                 .on_demand_rate_per_gpu_hour
                 .map(|r| (busy.min(committed) * r).round_dp(2).normalize()),
+            provider_used_gpu_hours: provider.map(|p| p.0),
+            provider_unused_gpu_hours: provider.map(|p| p.1),
         });
         day = month_end;
     }
@@ -299,6 +347,122 @@ pub fn term_use(months: &[MonthUse]) -> TermUse {
         utilization: (committed > Decimal::ZERO).then(|| (busy / committed).round_dp(4).normalize()),
         idle_cost: months.iter().map(|m| m.idle_cost).sum(),
     }
+}
+
+/// The running commitments of one team in one currency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct TeamTotal {
+    /// The team's name; null for briefs shared with no team.
+    pub team: Option<String>,
+    pub currency: String,
+    pub commitments: usize,
+    /// Their monthly costs added up.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub monthly_cost: Decimal,
+}
+
+/// The monthly cost per team and currency of `running` commitments, each given as (its brief's
+/// teams, its currency, its monthly cost): a commitment counts in every team its brief is shared
+/// with, and under "no team" (`team: None`, last) when it is shared with none. Teams by name,
+/// then currency. Currencies are never added together.
+pub fn totals_per_team<'a>(running: impl IntoIterator<Item = (&'a [String], &'a str, Decimal)>) -> Vec<TeamTotal> {
+    let mut sums: std::collections::BTreeMap<(bool, String, String), (usize, Decimal)> = Default::default();
+    for (teams, currency, monthly) in running {
+        let keys: Vec<(bool, String)> = if teams.is_empty() {
+            vec![(true, String::new())]
+        } else {
+            teams.iter().map(|t| (false, t.clone())).collect()
+        };
+        for (none, team) in keys {
+            let slot = sums.entry((none, team, currency.to_owned())).or_default();
+            slot.0 += 1;
+            slot.1 += monthly;
+        }
+    }
+    sums.into_iter()
+        .map(|((none, team, currency), (n, sum))| TeamTotal {
+            team: (!none).then_some(team),
+            currency,
+            commitments: n,
+            monthly_cost: sum.normalize(),
+        })
+        .collect()
+}
+
+/// What to do with a commitment whose renewal is due, by the reservation rule of docs/decision.md
+/// (reserve from the break-even plus 5 points) applied to the term's measured busy share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Renewal {
+    /// `renew` (the same GPUs), `resize` (fewer or more GPUs, whole nodes) or `release`.
+    pub choice: &'static str,
+    /// The GPUs to commit to for the next term (0 to release).
+    pub gpus: u32,
+    /// Why, with the figures.
+    pub why: String,
+}
+
+/// The renewal choice of a term `term` used so far, for `gpus` GPUs in nodes of `gpus_per_node`
+/// at `rate` per GPU-hour against the offer's `on_demand` rate. The break-even is rate ÷ on
+/// demand; a commitment pays from the break-even plus 5 points busy:
+/// - busy more than committed (above 100 %): **resize** up to the whole nodes that carried it;
+/// - busy at least the break-even + 5 points: **renew**;
+/// - else the most whole nodes that the busy GPU-hours keep above it: **resize** down to them;
+/// - none: **release** (paying by the hour is cheaper for this work).
+///
+/// `None` without an on-demand rate or a measured month.
+pub fn renewal(
+    term: &TermUse,
+    gpus: u32,
+    gpus_per_node: u32,
+    rate: Decimal,
+    on_demand: Option<Decimal>,
+) -> Option<Renewal> {
+    let on_demand = on_demand.filter(|r| *r > Decimal::ZERO)?;
+    let u = term.utilization?;
+    let per_node = gpus_per_node.max(1);
+    let break_even = (rate / on_demand).round_dp(4);
+    let needed = break_even + BREAK_EVEN_MARGIN;
+    let busy_gpus = u * Decimal::from(gpus);
+    let share = |d: Decimal| format!("{} %", (d * Decimal::ONE_HUNDRED).round_dp(1).normalize());
+    let measured = format!(
+        "busy {} of the term so far; the break-even is {} ({} ÷ {}), and a commitment pays from {}",
+        share(u),
+        share(break_even),
+        rate.normalize(),
+        on_demand.normalize(),
+        share(needed)
+    );
+    if u > Decimal::ONE {
+        let nodes = (busy_gpus / Decimal::from(per_node)).ceil();
+        let more = nodes.to_u32().unwrap_or(u32::MAX / per_node).saturating_mul(per_node);
+        return Some(Renewal {
+            choice: "resize",
+            gpus: more,
+            why: format!("{measured}: more ran than was committed, so commit to {more} GPUs"),
+        });
+    }
+    if u >= needed {
+        return Some(Renewal {
+            choice: "renew",
+            gpus,
+            why: format!("{measured}: renew the {gpus} GPUs"),
+        });
+    }
+    let nodes = (busy_gpus / (needed * Decimal::from(per_node))).floor();
+    let fewer = nodes.to_u32().unwrap_or(0).saturating_mul(per_node);
+    if fewer >= per_node && fewer < gpus {
+        return Some(Renewal {
+            choice: "resize",
+            gpus: fewer,
+            why: format!("{measured}: the busy hours would keep {fewer} GPUs above it, so commit to {fewer}"),
+        });
+    }
+    Some(Renewal {
+        choice: "release",
+        gpus: 0,
+        why: format!("{measured}: not even one node would be busy enough, so pay by the hour"),
+    })
 }
 
 /// Which state the clock alone puts a commitment in on `today` (re-runs are judged elsewhere):
@@ -342,35 +506,55 @@ pub struct ClockFacts {
     pub last_run: Option<NaiveDate>,
 }
 
-/// Required criteria that passed when the approval was recorded and fail on the newest evidence,
-/// each in words with its figure before and after: "ttft_p95_ms (stage 3) failed the re-run: 180
-/// when approved, 260 now". `approved` and `now` are the criteria as the review's inputs keep them
-/// (a JSON array of `{ key, stage, required, status, value }`).
+/// What a re-validation run found against the approval, criterion by criterion, in words with the
+/// figure before and after: a required criterion that fails on the run (and did not fail when
+/// approved) — "serving.ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now" — or
+/// any criterion's figure worse than when approved beyond the re-run thresholds (docs/trials.md,
+/// "Re-runs": beyond 2 % of the approved figure, and beyond 1 ms for a latency), in the direction
+/// its operator prefers — "serving.goodput_rps (stage 3) is worse on the re-run: 25.3 when
+/// approved, 24.1 now". `approved` is what the approval pinned; `now` the criteria judged on the
+/// evidence received after the approval only. Both are JSON arrays of `{ key, op, stage, required,
+/// status, value }`; a criterion the run has no value for is not judged.
 pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
     let empty = Vec::new();
     let before = approved.as_array().unwrap_or(&empty);
+    // Figures as people read them: at most two decimals (468.24850499983313 → 468.25).
     let shown = |v: Option<&Value>| match v {
         Some(Value::Null) | None => "no value".to_owned(),
         Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
+        Some(v) => match v.as_f64() {
+            Some(x) => ((x * 100.0).round() / 100.0).to_string(),
+            None => v.to_string(),
+        },
     };
-    now.as_array()
-        .unwrap_or(&empty)
-        .iter()
-        .filter(|c| c["required"] == Value::Bool(true) && c["status"] == "fail")
-        .filter_map(|c| {
-            let was = before
-                .iter()
-                .find(|b| b["key"] == c["key"] && b["stage"] == c["stage"] && b["status"] == "pass")?;
-            Some(format!(
-                "{} (stage {}) failed the re-run: {} when approved, {} now",
-                c["key"].as_str().unwrap_or("a criterion"),
-                c["stage"],
-                shown(was.get("value")),
-                shown(c.get("value")),
-            ))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for c in now.as_array().unwrap_or(&empty) {
+        let value = c.get("value").filter(|v| !v.is_null());
+        if value.is_none() || !(c["status"] == "pass" || c["status"] == "fail") {
+            continue;
+        }
+        let key = c["key"].as_str().unwrap_or("a criterion");
+        let was = before.iter().find(|b| b["key"] == c["key"] && b["stage"] == c["stage"]);
+        let was_value = was.and_then(|b| b.get("value"));
+        let head = format!("{key} (stage {})", c["stage"]);
+        let figures = format!("{} when approved, {} now", shown(was_value), shown(value));
+        if c["required"] == Value::Bool(true) && c["status"] == "fail" && was.is_none_or(|b| b["status"] != "fail") {
+            out.push(format!("{head} failed the re-run: {figures}"));
+            continue;
+        }
+        let (Some(b), Some(a)) = (was_value.and_then(Value::as_f64), value.and_then(Value::as_f64)) else {
+            continue;
+        };
+        let worse = match c["op"].as_str() {
+            Some("lt" | "le") => a > b,
+            Some("gt" | "ge") => a < b,
+            _ => false,
+        };
+        if worse && moved(key, b, a) {
+            out.push(format!("{head} is worse on the re-run: {figures}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -444,6 +628,7 @@ mod tests {
             as_of: d("2026-03-03"),
             lines: &lines,
             idle_share: share,
+            provider: &[],
         };
         let m = months(&basis);
         assert_eq!(
@@ -496,11 +681,114 @@ mod tests {
             as_of: d("2026-06-01"),
             lines: &lines,
             idle_share: idle_share(None, dec("48")),
+            provider: &[],
         });
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].utilization, Some(dec("2")));
         assert_eq!(m[0].idle_cost, dec("0"));
         assert_eq!(m[0].on_demand_avoided, Some(dec("72")), "24 committed hours × 3");
+    }
+
+    #[test]
+    fn the_providers_used_and_unused_hours_are_added_up_per_month_as_given() {
+        let ours = TrialId::from(Uuid::from_u128(1));
+        let row = |used, from: &str, to: &str, gpus| ProviderUse {
+            used,
+            starts_at: t(from),
+            ends_at: t(to),
+            gpus,
+        };
+        // 8 GPUs from 2026-01-30. The provider says: used 8 GPUs from the 30th 12:00 to the 1st
+        // 12:00 (36 h in January, 12 in February), unused 8 GPUs the 30th 00:00–12:00, and used
+        // 8 GPUs on 3 February for half an hour.
+        let provider = [
+            row(true, "2026-01-30T12:00:00Z", "2026-02-01T12:00:00Z", 8),
+            row(false, "2026-01-30T00:00:00Z", "2026-01-30T12:00:00Z", 8),
+            row(true, "2026-02-03T00:00:00Z", "2026-02-03T00:30:00Z", 8),
+        ];
+        let m = months(&UseBasis {
+            trial: ours,
+            gpus: 8,
+            rate_per_gpu_hour: dec("2"),
+            on_demand_rate_per_gpu_hour: None,
+            start_date: d("2026-01-30"),
+            last_day: d("2026-12-31"),
+            as_of: d("2026-03-02"),
+            lines: &[],
+            idle_share: Decimal::ZERO,
+            provider: &provider,
+        });
+        // January: used 36 h × 8 = 288, unused 12 h × 8 = 96.
+        assert_eq!(m[0].provider_used_gpu_hours, Some(dec("288")));
+        assert_eq!(m[0].provider_unused_gpu_hours, Some(dec("96")));
+        // February: 12 h × 8 + 0.5 h × 8 = 100 used, nothing unused.
+        assert_eq!(m[1].provider_used_gpu_hours, Some(dec("100")));
+        assert_eq!(m[1].provider_unused_gpu_hours, Some(dec("0")));
+        // March's first day: no row says anything.
+        assert_eq!(m[2].provider_used_gpu_hours, None);
+        assert_eq!(m[2].provider_unused_gpu_hours, None);
+        // Our own busy hours stay the ledger's (none here).
+        assert_eq!(m[0].busy_gpu_hours, dec("0"));
+    }
+
+    #[test]
+    fn totals_per_team_count_a_shared_brief_in_each_team_and_never_add_currencies() {
+        let (ml, search) = ("ml".to_owned(), "search".to_owned());
+        let both = [ml.clone(), search.clone()];
+        let only_ml = [ml.clone()];
+        let running = [
+            (&both[..], "USD", dec("12264")),
+            (&only_ml[..], "USD", dec("3066")),
+            (&only_ml[..], "EUR", dec("1000.50")),
+            (&[][..], "USD", dec("500")),
+        ];
+        let got = totals_per_team(running);
+        let row = |team: Option<&str>, cur: &str, n, sum: &str| TeamTotal {
+            team: team.map(str::to_owned),
+            currency: cur.into(),
+            commitments: n,
+            monthly_cost: dec(sum),
+        };
+        assert_eq!(
+            got,
+            [
+                row(Some("ml"), "EUR", 1, "1000.5"),
+                // 12,264 + 3,066.
+                row(Some("ml"), "USD", 2, "15330"),
+                row(Some("search"), "USD", 1, "12264"),
+                row(None, "USD", 1, "500"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_renewal_is_renew_resize_or_release_by_the_reservation_rule_on_the_terms_busy_share() {
+        let term = |u: &str| TermUse {
+            utilization: Some(dec(u)),
+            ..TermUse::default()
+        };
+        // 2.10 reserved ÷ 3.50 on demand: break-even 60 %, a commitment pays from 65 %.
+        let at = |u: &str| renewal(&term(u), 16, 8, dec("2.10"), Some(dec("3.50"))).unwrap();
+        assert_eq!((at("0.70").choice, at("0.70").gpus), ("renew", 16));
+        assert_eq!((at("0.65").choice, at("0.65").gpus), ("renew", 16), "exactly at it");
+        // 40 % of 16 GPUs is 6.4 busy GPUs: one node of 8 would be busy 80 %, two 40 %.
+        let r = at("0.40");
+        assert_eq!((r.choice, r.gpus), ("resize", 8));
+        assert_eq!(
+            r.why,
+            "busy 40 % of the term so far; the break-even is 60 % (2.1 ÷ 3.5), and a commitment pays from 65 %: \
+             the busy hours would keep 8 GPUs above it, so commit to 8"
+        );
+        // 30 % of 16 is 4.8 busy GPUs: one node would be busy 60 %, under 65 %.
+        assert_eq!((at("0.30").choice, at("0.30").gpus), ("release", 0));
+        // 130 % of 16 is 20.8 GPUs: three nodes.
+        assert_eq!((at("1.3").choice, at("1.3").gpus), ("resize", 24));
+        // Without an on-demand rate, or a month measured, nothing to compare.
+        assert_eq!(renewal(&term("0.7"), 16, 8, dec("2.10"), None), None);
+        assert_eq!(
+            renewal(&TermUse::default(), 16, 8, dec("2.10"), Some(dec("3.50"))),
+            None
+        );
     }
 
     #[test]
@@ -515,29 +803,57 @@ mod tests {
             as_of: d("2026-12-07"),
             lines: &[],
             idle_share: Decimal::ZERO,
+            provider: &[],
         });
         assert!(m.is_empty());
     }
 
     #[test]
-    fn a_required_criterion_that_passed_and_now_fails_is_a_regression() {
+    fn a_rerun_regresses_on_a_required_failure_or_a_figure_worse_beyond_the_rerun_thresholds() {
         let approved = serde_json::json!([
-            { "key": "ttft_p95_ms", "stage": 3, "required": true, "status": "pass", "value": 180 },
-            { "key": "tpot_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 90 },
-            { "key": "gpu_temp_c", "stage": 1, "required": false, "status": "pass", "value": 70 },
+            { "key": "serving.ttft_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 180.0 },
+            { "key": "serving.tpot_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 90.0 },
+            { "key": "serving.itl_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 20.0 },
+            { "key": "serving.goodput_rps", "op": "ge", "stage": 3, "required": true, "status": "pass", "value": 25.3 },
+            { "key": "serving.slo_attainment", "op": "ge", "stage": 3, "required": false, "status": "pass", "value": 0.99 },
+            { "key": "serving.e2e_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 900.0 },
         ]);
         let now = serde_json::json!([
-            { "key": "ttft_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 260 },
-            { "key": "tpot_p95_ms", "stage": 3, "required": true, "status": "fail", "value": 95 },
-            { "key": "gpu_temp_c", "stage": 1, "required": false, "status": "fail", "value": 95 },
+            // Passed when approved, fails now: a regression whatever the size of the move.
+            { "key": "serving.ttft_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 260.0 },
+            // Failed already when approved (an approval over it): failing is no news, but 90 → 90.5
+            // ms is within 1 ms: the same.
+            { "key": "serving.tpot_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 90.5 },
+            // 20 → 20.9 ms is 4.5 % but only 0.9 ms: the same.
+            { "key": "serving.itl_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 20.9 },
+            // 25.3 → 24.7 rps is 2.4 % lower (beyond 2 %): worse, though it still passes.
+            { "key": "serving.goodput_rps", "op": "ge", "stage": 3, "required": true, "status": "pass", "value": 24.7 },
+            // 0.99 → 0.975 is 1.5 %: the same; an optional figure counts as any other.
+            { "key": "serving.slo_attainment", "op": "ge", "stage": 3, "required": false, "status": "pass", "value": 0.975 },
+            // Better is never a regression; a criterion the run did not measure is not judged.
+            { "key": "serving.e2e_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 700.0 },
+            { "key": "gpu.nccl_busbw_gbps", "op": "ge", "stage": 2, "required": true, "status": "missing", "value": null },
         ]);
-        // Only the required one that passed before: one failing at approval is no news, an
-        // optional one does not count.
         assert_eq!(
             regressions(&approved, &now),
-            ["ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now"]
+            [
+                "serving.ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now",
+                "serving.goodput_rps (stage 3) is worse on the re-run: 25.3 when approved, 24.7 now",
+            ]
         );
         assert!(regressions(&approved, &approved).is_empty());
+        // 20 → 21.5 ms: 7.5 % and 1.5 ms, beyond both; a failing one that got worse (90 → 95 ms) too.
+        let slower = serde_json::json!([
+            { "key": "serving.itl_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 21.5 },
+            { "key": "serving.tpot_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 95.0 },
+        ]);
+        assert_eq!(
+            regressions(&approved, &slower),
+            [
+                "serving.itl_p95_ms (stage 3) is worse on the re-run: 20 when approved, 21.5 now",
+                "serving.tpot_p95_ms (stage 3) is worse on the re-run: 90 when approved, 95 now",
+            ]
+        );
     }
 
     #[test]

@@ -107,6 +107,8 @@ struct PortfolioPage {
     rows: Vec<Row>,
     /// (currency, commitments, monthly cost in words).
     totals: Vec<(String, usize, String)>,
+    /// (team, commitments, monthly cost in words), per team and currency.
+    team_totals: Vec<(String, usize, String)>,
     states: Vec<(&'static str, &'static str, bool)>,
     filter: String,
     attention: usize,
@@ -120,17 +122,25 @@ async fn portfolio(
     let filter = q.state.unwrap_or_default();
     let list = service::list(&state, &user.principal(), Some(filter.as_str())).await?;
     let mut totals: BTreeMap<String, (usize, Decimal)> = BTreeMap::new();
-    for d in list
-        .items
-        .iter()
-        .filter(|d| !matches!(d.state(), CommitmentState::Ended | CommitmentState::Released))
-    {
+    for d in list.items.iter().filter(|d| d.state().running()) {
         let t = totals.entry(d.commitment.currency.clone()).or_default();
         t.0 += 1;
         t.1 += d.commitment.monthly_cost;
     }
+    let team_totals = list
+        .totals_per_team
+        .iter()
+        .map(|t| {
+            (
+                t.team.clone().unwrap_or_else(|| "no team".to_owned()),
+                t.commitments,
+                money::with_currency(t.monthly_cost, &t.currency),
+            )
+        })
+        .collect();
     render(&PortfolioPage {
         ctx: (&user).into(),
+        team_totals,
         attention: list.items.iter().filter(|d| d.state().needs_attention()).count(),
         rows: list.items.iter().map(row).collect(),
         totals: totals
@@ -177,6 +187,7 @@ async fn portfolio_csv(
         "coverage",
         "idle_cost",
         "provider_commitment_id",
+        "teams",
     ])
     .map_err(internal)?;
     for d in &list.items {
@@ -203,6 +214,7 @@ async fn portfolio_csv(
             opt(this.and_then(|m| m.coverage)),
             opt(this.map(|m| m.idle_cost)),
             csv_safe(c.provider_commitment_id.as_deref().unwrap_or("")),
+            csv_safe(&d.teams.join("; ")),
         ])
         .map_err(internal)?;
     }
@@ -302,6 +314,14 @@ fn chart(months: &[MonthUse]) -> Option<Chart> {
     })
 }
 
+/// The provider's own figures of a month in words: "4,800 used, 960 unused".
+fn provider_words_of(m: &MonthUse) -> String {
+    match (m.provider_used_gpu_hours, m.provider_unused_gpu_hours) {
+        (Some(used), Some(unused)) => format!("{} used, {} unused", hours(used), hours(unused)),
+        _ => "—".to_owned(),
+    }
+}
+
 /// One month as a table row.
 struct MonthRow {
     month: String,
@@ -311,6 +331,8 @@ struct MonthRow {
     coverage: String,
     idle_cost: String,
     avoided: String,
+    /// The provider's own Used / Unused GPU-hours ("1,200 used, 240 unused"), or "—".
+    provider: String,
 }
 
 #[derive(Template)]
@@ -323,6 +345,8 @@ struct CommitmentPage {
     summary: Vec<String>,
     chart: Option<Chart>,
     months: Vec<MonthRow>,
+    /// Whether any month has the provider's own figures (the column shows then).
+    provider_column: bool,
     monthly_cost: String,
     rate: String,
 }
@@ -391,8 +415,10 @@ async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid
                     || "not known (no on-demand price)".to_owned(),
                     |a| money::with_currency(a, &cur),
                 ),
+                provider: provider_words_of(m),
             })
             .collect(),
+        provider_column: d.months.iter().any(|m| m.provider_used_gpu_hours.is_some()),
         monthly_cost: money::with_currency(d.commitment.monthly_cost, &cur),
         rate: money::with_currency(d.commitment.rate_per_gpu_hour, &cur),
         d,

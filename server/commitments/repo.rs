@@ -269,3 +269,27 @@ pub async fn needing_attention(
     .await?;
     Ok(rows.into_iter().map(|r| (r.brief_id.into(), r.id, r.state)).collect())
 }
+
+/// The reason of the regressed commitment `approval_id` opened, if it is regressed.
+pub async fn regression_of(db: impl PgExecutor<'_>, approval_id: Uuid) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT state_reason FROM commitments WHERE approval_id = $1 AND state = 'regressed'",
+        approval_id
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// The trial's running commitment (neither ended nor released), newest first: (id, its
+/// re-validation period in days).
+pub async fn running_of_trial(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<Option<(Uuid, i32)>, sqlx::Error> {
+    let row = sqlx::query!(
+        "SELECT id, revalidate_every_days FROM commitments
+         WHERE trial_id = $1 AND state NOT IN ('ended', 'released')
+         ORDER BY start_date DESC, id DESC LIMIT 1",
+        trial_id.as_uuid()
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|r| (r.id, r.revalidate_every_days)))
+}

@@ -11,10 +11,11 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{
-    model::{self, AcceleratorUse, CommitmentState, MonthUse, TermUse, UseBasis},
+    model::{self, AcceleratorUse, CommitmentState, MonthUse, ProviderUse, Renewal, TeamTotal, TermUse, UseBasis},
     repo::{self, CommitmentRow, NewCommitment},
 };
 use crate::{
+    acceptance::service as cards,
     audit,
     auth::{teams, Principal, Role},
     briefs::service as briefs,
@@ -23,7 +24,7 @@ use crate::{
     ledger::service as ledger,
     review::model::Reservation,
     state::AppState,
-    trials::service as trials,
+    trials::{model::Allocation, service as trials},
     validation::FieldError,
 };
 
@@ -122,12 +123,17 @@ pub struct CommitmentDetail {
     pub commitment: CommitmentRow,
     pub brief_name: String,
     pub trial_name: String,
+    /// The teams the brief is shared with, by name (none: the brief is no team's).
+    pub teams: Vec<String>,
     /// Days from today to the term's last day, both included (0 once ended).
     pub days_left: i64,
     /// Each calendar month of the term so far (completed days only).
     pub months: Vec<MonthUse>,
     /// The months added up.
     pub term: TermUse,
+    /// While the renewal is due: renew, resize or release, by the reservation rule on the term's
+    /// busy share (null otherwise, and without an on-demand rate to compare with).
+    pub renewal: Option<Renewal>,
 }
 
 impl CommitmentDetail {
@@ -142,34 +148,52 @@ impl CommitmentDetail {
     }
 }
 
-/// A list of commitments, each with its use so far.
+/// A list of commitments, each with its use so far, and the running ones' monthly cost per team.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CommitmentList {
     pub items: Vec<CommitmentDetail>,
+    /// Per team and currency, the running commitments (neither ended nor released) of the listed
+    /// ones and their monthly cost; a brief shared with two teams counts in both.
+    pub totals_per_team: Vec<TeamTotal>,
 }
 
 fn today() -> NaiveDate {
     Utc::now().date_naive()
 }
 
-/// Names of briefs and their trials, read once per brief.
+/// A brief's name, its trials' names and the names of the teams it is shared with.
+type BriefNames = (String, Vec<(TrialId, String)>, Vec<String>);
+
+/// Names of briefs, their trials and their teams, read once per brief.
 #[derive(Default)]
-struct Names(BTreeMap<BriefId, (String, Vec<(TrialId, String)>)>);
+struct Names(BTreeMap<BriefId, BriefNames>);
 
 impl Names {
-    async fn of(&mut self, state: &AppState, brief: BriefId, trial: TrialId) -> Result<(String, String), AppError> {
+    /// (the brief's name, the trial's name, the brief's teams).
+    async fn of(
+        &mut self,
+        state: &AppState,
+        brief: BriefId,
+        trial: TrialId,
+    ) -> Result<(String, String, Vec<String>), AppError> {
         if let std::collections::btree_map::Entry::Vacant(slot) = self.0.entry(brief) {
             let name = briefs::load(&state.pool, brief).await?.fields.name;
             let trials = trials::names(state, brief).await?;
-            slot.insert((name, trials));
+            let teams = teams::brief_access(&state.pool, brief)
+                .await?
+                .teams
+                .into_iter()
+                .map(|t| t.name)
+                .collect();
+            slot.insert((name, trials, teams));
         }
-        let (name, trials) = &self.0[&brief];
+        let (name, trials, teams) = &self.0[&brief];
         let trial_name = trials
             .iter()
             .find(|(id, _)| *id == trial)
             .map(|(_, n)| n.clone())
             .unwrap_or_default();
-        Ok((name.clone(), trial_name))
+        Ok((name.clone(), trial_name, teams.clone()))
     }
 }
 
@@ -181,23 +205,8 @@ async fn detail_of(
     as_of: NaiveDate,
 ) -> Result<CommitmentDetail, AppError> {
     let last_day = model::last_committed_day(c.end_date, c.released_on);
-    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
     let until = as_of.min(last_day.succ_opt().unwrap_or(last_day));
-    let lines: Vec<AcceleratorUse> = if until > c.start_date {
-        ledger::accelerator_spans(&state.pool, c.brief_id, midnight(c.start_date), midnight(until))
-            .await?
-            .into_iter()
-            .map(|s| AcceleratorUse {
-                trial: s.trial_id,
-                resource: s.resource,
-                starts_at: s.starts_at,
-                ends_at: s.ends_at,
-                gpus: s.gpus,
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let (lines, provider) = term_lines(state, &c, until).await?;
     let summary = ledger::summary_from_pool(&state.pool, c.trial_id, &c.currency).await?;
     let months = model::months(&UseBasis {
         trial: c.trial_id,
@@ -209,20 +218,92 @@ async fn detail_of(
         as_of,
         lines: &lines,
         idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
+        provider: &provider,
     });
-    let (brief_name, trial_name) = names.of(state, c.brief_id, c.trial_id).await?;
+    let (brief_name, trial_name, teams) = names.of(state, c.brief_id, c.trial_id).await?;
+    let term = model::term_use(&months);
+    let renewal = (c.state == CommitmentState::RenewalDue.as_str())
+        .then(|| {
+            model::renewal(
+                &term,
+                u32::try_from(c.gpus).unwrap_or(0),
+                u32::try_from(c.gpus_per_node).unwrap_or(1),
+                c.rate_per_gpu_hour,
+                c.on_demand_rate_per_gpu_hour,
+            )
+        })
+        .flatten();
     Ok(CommitmentDetail {
+        renewal,
         brief_name,
         trial_name,
+        teams,
         days_left: if c.released_on.is_some() {
             0
         } else {
             model::days_left(as_of, last_day)
         },
-        term: model::term_use(&months),
+        term,
         months,
         commitment: c,
     })
+}
+
+/// The accelerator lines of the brief from the term's start to `until`, with the FOCUS rows that
+/// name the commitment's `provider_commitment_id`: a row the provider does not mark `Unused` is
+/// the committed trial's accelerator time (whoever's it was tagged for), merged with its lines as
+/// the ledger merges them; those marked `Used` or `Unused` are the provider's own figures.
+async fn term_lines(
+    state: &AppState,
+    c: &CommitmentRow,
+    until: NaiveDate,
+) -> Result<(Vec<AcceleratorUse>, Vec<ProviderUse>), AppError> {
+    if until <= c.start_date {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    let (from, to) = (midnight(c.start_date), midnight(until));
+    let mut lines: Vec<AcceleratorUse> = ledger::accelerator_spans(&state.pool, c.brief_id, from, to)
+        .await?
+        .into_iter()
+        .map(|s| AcceleratorUse {
+            trial: s.trial_id,
+            resource: s.resource,
+            starts_at: s.starts_at,
+            ends_at: s.ends_at,
+            gpus: s.gpus,
+        })
+        .collect();
+    let mut provider = Vec::new();
+    let Some(id) = c.provider_commitment_id.as_deref() else {
+        return Ok((lines, provider));
+    };
+    for r in ledger::commitment_use(&state.pool, c.brief_id, id, from, to).await? {
+        let gpus = r.gpus.unwrap_or(c.gpus_per_node);
+        let used = match r.status.as_deref() {
+            Some("Used") => Some(true),
+            Some("Unused") => Some(false),
+            _ => None,
+        };
+        if used != Some(false) {
+            lines.push(AcceleratorUse {
+                trial: c.trial_id,
+                resource: r.resource.clone(),
+                starts_at: r.starts_at,
+                ends_at: r.ends_at,
+                gpus,
+            });
+        }
+        if let Some(used) = used {
+            provider.push(ProviderUse {
+                used,
+                starts_at: r.starts_at,
+                ends_at: r.ends_at,
+                gpus,
+            });
+        }
+    }
+    Ok((lines, provider))
 }
 
 /// The commitments the caller may see, `state` filtering, each with its use so far.
@@ -258,7 +339,14 @@ pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) ->
         }
         items.push(detail_of(state, &mut names, row, today).await?);
     }
-    Ok(CommitmentList { items })
+    let totals_per_team = model::totals_per_team(items.iter().filter(|d| d.state().running()).map(|d| {
+        (
+            d.teams.as_slice(),
+            d.commitment.currency.as_str(),
+            d.commitment.monthly_cost,
+        )
+    }));
+    Ok(CommitmentList { items, totals_per_team })
 }
 
 /// One commitment with its months; 404 for one the caller may not see.
@@ -407,6 +495,51 @@ pub async fn patch(
         .await?
         .ok_or(AppError::NotFound("commitment"))?;
     detail_of(state, &mut Names::default(), after, today()).await
+}
+
+/// The committed trial's criteria judged on the evidence received after `since` (the approval)
+/// only, in the shape the approval keeps them: `[{ key, op, stage, required, status, value }]`.
+pub async fn rerun_criteria(
+    state: &AppState,
+    brief_id: BriefId,
+    trial_id: TrialId,
+    since: DateTime<Utc>,
+) -> Result<Value, AppError> {
+    let brief = briefs::load(&state.pool, brief_id).await?;
+    let trial = trials::load(state, trial_id).await?;
+    let sizing = brief.fields.sizing();
+    let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing);
+    let card = cards::evaluate_trial_since(&state.pool, &brief, trial_id, alloc.as_ref(), since).await?;
+    Ok(Value::Array(
+        card.evaluation
+            .criteria
+            .into_iter()
+            .map(|e| {
+                json!({
+                    "key": e.criterion.key,
+                    "op": e.criterion.op.as_str(),
+                    "stage": e.criterion.stage,
+                    "required": e.criterion.required,
+                    "status": e.status,
+                    "value": e.value,
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// The words of the regression of the commitment an approval opened, when it is regressed (the
+/// review says why the approval went stale).
+pub async fn regression_of(db: impl sqlx::PgExecutor<'_>, approval_id: Uuid) -> Result<Option<String>, AppError> {
+    Ok(repo::regression_of(db, approval_id).await?)
+}
+
+/// The trial's running commitment, if it has one: (its id, its re-validation period in days). The
+/// plan page schedules the re-validation from it.
+pub async fn running_of_trial(state: &AppState, trial_id: TrialId) -> Result<Option<(Uuid, u32)>, AppError> {
+    Ok(repo::running_of_trial(&state.pool, trial_id)
+        .await?
+        .map(|(id, every)| (id, u32::try_from(every).unwrap_or(30))))
 }
 
 /// One running commitment's gauges for Prometheus (`/metrics/briefs`).

@@ -1,7 +1,8 @@
 //! The background task that moves commitments through their states on its own (never on a page
 //! read): ended after the term, renewal-due from 60 days before its end, revalidation-due without
-//! a run of the trial within `revalidate_every_days`, regressed when a run after the approval fails
-//! a required criterion that passed when it was approved. Each change is audited and sent as a
+//! a run of the trial within `revalidate_every_days`, regressed when the evidence received after the
+//! approval fails a required criterion or has a figure worse than the approval's beyond the re-run
+//! thresholds (`model::regressions`). Each change is audited and sent as a
 //! webhook (`commitment.regressed`, `commitment.revalidation_due`, `commitment.renewal_due`).
 //!
 //! Several servers on one database share it as they share webhook delivery: a round claims the
@@ -11,16 +12,16 @@
 use std::time::Duration;
 
 use chrono::{NaiveDate, Utc};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::task::JoinHandle;
 
 use super::{
     model::{self, ClockFacts, CommitmentState},
     repo::{self, Due},
+    service,
 };
 use crate::{
-    audit, briefs::service as briefs, error::AppError, evidence::service as evidence, outbox,
-    review::service as review, state::AppState,
+    audit, briefs::service as briefs, error::AppError, evidence::service as evidence, outbox, state::AppState,
 };
 
 /// Commitments one round judges.
@@ -60,14 +61,12 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
         let (newest, _) = evidence::list_page(state, c.brief_id, Some(c.trial_id), None, 1).await?;
         let last_run = newest.first().map(|e| e.received_at).filter(|t| *t > c.approved_at);
         let new_run = last_run.is_some() && last_run != c.last_run_at;
-        // A new run: judge the trial's criteria now against those the approval read.
+        // A new run: judge the trial's criteria on the evidence received since the approval only,
+        // against the figures the approval pinned.
         let mut regressed: Vec<String> = Vec::new();
         if new_run {
-            let r = review::review(state, c.brief_id).await?;
-            if let Some(t) = r.trial(c.trial_id) {
-                let now = serde_json::to_value(&t.context.inputs.criteria).unwrap_or(Value::Null);
-                regressed = model::regressions(&c.approved_criteria, &now);
-            }
+            let now = service::rerun_criteria(state, c.brief_id, c.trial_id, c.approved_at).await?;
+            regressed = model::regressions(&c.approved_criteria, &now);
         }
         let last_day = model::last_committed_day(c.end_date, c.released_on);
         let (next, reason) = if !regressed.is_empty() && today <= last_day {

@@ -588,6 +588,32 @@ pub async fn load_tests(
     Ok(rows.into_iter().map(|r| (r.id, r.metrics.0)).collect())
 }
 
+/// [`load_tests`] received after `since` only.
+pub async fn load_tests_since(
+    db: impl PgExecutor<'_>,
+    trial_id: TrialId,
+    since: chrono::DateTime<chrono::Utc>,
+    limit: i64,
+) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT id,
+                  (SELECT COALESCE(jsonb_object_agg(m.key, m.value), '{}'::jsonb)
+                     FROM jsonb_each(metrics) AS m
+                    WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
+             FROM evidence
+            WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
+              AND received_at > $3
+            ORDER BY received_at DESC, id DESC
+            LIMIT $2"#,
+        trial_id.as_uuid(),
+        limit,
+        since,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.metrics.0)).collect())
+}
+
 /// The newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
 pub async fn load_test_evidence(db: impl PgExecutor<'_>, brief: BriefId) -> Result<Option<Uuid>, sqlx::Error> {
     sqlx::query_scalar!(

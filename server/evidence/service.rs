@@ -691,6 +691,16 @@ pub async fn load_tests(
     repo::load_tests(db, trial, limit).await
 }
 
+/// [`load_tests`] received after `since` only (a re-validation run after an approval).
+pub async fn load_tests_since(
+    db: impl sqlx::PgExecutor<'_>,
+    trial: TrialId,
+    since: chrono::DateTime<chrono::Utc>,
+    limit: i64,
+) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
+    repo::load_tests_since(db, trial, since, limit).await
+}
+
 /// The brief's newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.
 pub async fn load_test_evidence(db: impl sqlx::PgExecutor<'_>, brief: BriefId) -> Result<Option<Uuid>, sqlx::Error> {
     repo::load_test_evidence(db, brief).await

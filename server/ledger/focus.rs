@@ -234,6 +234,78 @@ pub struct CommitmentPurchase {
     pub lines: Vec<u64>,
 }
 
+/// What the provider says a commitment discount did in one usage row: `Used` (it covered this
+/// usage), `Unused` (hours of the commitment nothing used) or not said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiscountStatus {
+    Used,
+    Unused,
+}
+
+impl DiscountStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiscountStatus::Used => "Used",
+            DiscountStatus::Unused => "Unused",
+        }
+    }
+
+    /// FOCUS's `CommitmentDiscountStatus` (any case); `None` for anything else or empty.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "used" => Some(DiscountStatus::Used),
+            "unused" => Some(DiscountStatus::Unused),
+            _ => None,
+        }
+    }
+}
+
+/// A usage row that names a `CommitmentDiscountId`, kept whoever's trial it served (tagged or not):
+/// the commitment whose provider id it is counts it (docs/commitments.md). No cost is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitmentUse {
+    pub commitment_discount_id: String,
+    /// `CommitmentDiscountStatus`, when the export says it.
+    pub status: Option<DiscountStatus>,
+    pub resource: String,
+    /// The row's time, as a ledger line's: its consumed time from the charge period's start, else
+    /// the charge period.
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    /// GPUs of the resource when the request or the offer catalogue says (else the commitment's
+    /// GPUs per node are used).
+    pub gpus: Option<i32>,
+    /// SHA-256 of the id, the status, the resource, the charge period and the description.
+    pub identity: [u8; 32],
+}
+
+impl CommitmentUse {
+    /// A row of the commitment discount `id` over `[starts_at, ends_at)` inside the charge period
+    /// that ends at `period_end`, its identity made as an import makes it.
+    pub fn new(
+        id: &str,
+        status: Option<DiscountStatus>,
+        resource: &str,
+        (starts_at, ends_at, period_end): (DateTime<Utc>, DateTime<Utc>, DateTime<Utc>),
+        description: &str,
+        gpus: Option<i32>,
+    ) -> Self {
+        let key = format!(
+            "{id}\u{1f}{}\u{1f}{resource}",
+            status.map(DiscountStatus::as_str).unwrap_or("")
+        );
+        CommitmentUse {
+            commitment_discount_id: id.to_owned(),
+            status,
+            resource: resource.to_owned(),
+            starts_at,
+            ends_at,
+            gpus,
+            identity: identity(&key, starts_at, period_end, description),
+        }
+    }
+}
+
 /// An export read for one trial.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FocusImport {
@@ -250,6 +322,8 @@ pub struct FocusImport {
     pub hours_from_charge_period: Vec<HoursFromChargePeriod>,
     /// Commitments bought in this export, by id.
     pub commitment_purchases: Vec<CommitmentPurchase>,
+    /// Usage rows naming a commitment discount (any trial's, or none's), once per identity.
+    pub commitment_use: Vec<CommitmentUse>,
 }
 
 /// A FOCUS date-time: RFC 3339, or without an offset (UTC), `T` or a space, optional fraction, a
@@ -423,6 +497,7 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
     let c_unit = find("PricingUnit").or_else(|| find("ConsumedUnit"));
     let (c_consumed_quantity, c_consumed_unit) = (find("ConsumedQuantity"), find("ConsumedUnit"));
     let c_commitment = find("CommitmentDiscountId");
+    let c_discount_status = find("CommitmentDiscountStatus");
     // Where an instance type may be written, most specific first.
     let mut c_instance: Vec<usize> = header
         .iter()
@@ -448,6 +523,17 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
     // Where each listed group is in `out.not_added` (kept in the order first seen), and the commitments by id.
     let mut not_added_at: HashMap<(String, &'static str, &'static str, String), usize> = HashMap::new();
     let mut commitments: BTreeMap<String, CommitmentPurchase> = BTreeMap::new();
+    let mut commitment_use_seen: HashSet<[u8; 32]> = HashSet::new();
+    let columns = Columns {
+        start: c_start,
+        end: c_end,
+        service: c_service,
+        description: c_description,
+        unit: c_unit,
+        consumed_quantity: c_consumed_quantity,
+        consumed_unit: c_consumed_unit,
+        instance: &c_instance,
+    };
     // What each line is (parallel to `out.lines`), and the GPUs a resource is known to have.
     let mut kinds: Vec<RowKind> = Vec::new();
     let mut resource_gpus: HashMap<String, i32> = HashMap::new();
@@ -561,6 +647,15 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                     }
                 }
             }
+            // Usage a commitment discount covered, or its unused hours: kept by id whoever's it is.
+            if charge.eq_ignore_ascii_case("Usage") && !commitment.is_empty() {
+                let status = c_discount_status.map(cell).unwrap_or("");
+                if let Some(u) = commitment_use(&record, commitment, status, resource, selection, &columns) {
+                    if commitment_use_seen.insert(u.identity) {
+                        out.commitment_use.push(u);
+                    }
+                }
+            }
             if !selected {
                 if listed && for_another_trial {
                     // A listed resource whose row another trial's tag claims: that trial's, and said.
@@ -649,16 +744,7 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                             amount,
                             currency,
                             selection,
-                            &Columns {
-                                start: c_start,
-                                end: c_end,
-                                service: c_service,
-                                description: c_description,
-                                unit: c_unit,
-                                consumed_quantity: c_consumed_quantity,
-                                consumed_unit: c_consumed_unit,
-                                instance: &c_instance,
-                            },
+                            &columns,
                             &at,
                             &mut errors,
                         ) {
@@ -694,7 +780,7 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
                 }
             }
         }
-        if out.lines.len() > MAX_IMPORT_LINES {
+        if out.lines.len() > MAX_IMPORT_LINES || out.commitment_use.len() > MAX_IMPORT_LINES {
             return Err(CsvError::TooManyLines);
         }
         if errors.len() >= MAX_ERRORS {
@@ -799,6 +885,72 @@ enum RowKind {
     Other,
 }
 
+/// Microseconds of `quantity` of `unit` when the unit is time; out-of-range products are simply
+/// longer than any period.
+fn micros_of(quantity: Decimal, unit: &str) -> Option<i64> {
+    let seconds = seconds_per_unit(unit)?;
+    let micros = quantity
+        .checked_mul(seconds)?
+        .checked_mul(Decimal::from(1_000_000))?
+        .round();
+    Some(
+        micros
+            .to_i64()
+            .unwrap_or(if micros.is_sign_negative() { 0 } else { i64::MAX }),
+    )
+}
+
+/// GPUs of a row's resource: from the request, else an instance type the catalogue prices.
+fn gpus_of(record: &::csv::StringRecord, resource: &str, selection: &Selection, c: &Columns<'_>) -> Option<i32> {
+    let cell = |i: usize| match record.get(i).unwrap_or("") {
+        "NULL" => "",
+        v => v,
+    };
+    selection.gpus.of(resource).or_else(|| {
+        c.instance.iter().find_map(|&i| {
+            cell(i)
+                .split(|ch: char| !(ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-')))
+                .find_map(|token| selection.catalogue.get(&token.to_ascii_lowercase()).copied())
+        })
+    })
+}
+
+/// A usage row naming a commitment discount, as its commitment reads it; `None` when its charge
+/// period does not read as times (the row is left alone: it may be no trial's).
+fn commitment_use(
+    record: &::csv::StringRecord,
+    commitment: &str,
+    status: &str,
+    resource: &str,
+    selection: &Selection,
+    c: &Columns<'_>,
+) -> Option<CommitmentUse> {
+    let cell = |i: usize| match record.get(i).unwrap_or("") {
+        "NULL" => "",
+        v => v,
+    };
+    let start = parse_time(cell(c.start))?.trunc_subsecs(6);
+    let period_end = parse_time(cell(c.end))?.trunc_subsecs(6);
+    if period_end <= start {
+        return None;
+    }
+    let consumed = c
+        .consumed_quantity
+        .map(cell)
+        .and_then(parse_cost)
+        .and_then(|q| micros_of(q, c.consumed_unit.map(cell).unwrap_or("")));
+    let end = interval_end(line_time(consumed, start, period_end), start, period_end);
+    let description = c.description.map(cell).unwrap_or("").trim();
+    Some(CommitmentUse::new(
+        commitment,
+        DiscountStatus::parse(status),
+        resource,
+        (start, end, period_end),
+        description,
+        gpus_of(record, resource, selection, c).filter(|g| (1..=MAX_GPUS).contains(g)),
+    ))
+}
+
 /// Where the columns a line is made of are.
 struct Columns<'a> {
     start: usize,
@@ -858,26 +1010,11 @@ fn usage_line(
         }
         quantity
     };
-    // Microseconds of usage, when the unit is time; out-of-range products are simply longer than any period.
-    let consumed_micros = consumed.and_then(|q| {
-        let seconds = seconds_per_unit(c.consumed_unit.map(cell).unwrap_or(""))?;
-        let micros = q.checked_mul(seconds)?.checked_mul(Decimal::from(1_000_000))?.round();
-        Some(
-            micros
-                .to_i64()
-                .unwrap_or(if micros.is_sign_negative() { 0 } else { i64::MAX }),
-        )
-    });
+    let consumed_micros = consumed.and_then(|q| micros_of(q, c.consumed_unit.map(cell).unwrap_or("")));
     let description = c.description.map(cell).unwrap_or("").trim().to_owned();
     let service = cell(c.service);
     let by_time = c.unit.is_none_or(|u| cell(u).is_empty() || priced_by_time(cell(u)));
-    let gpus = selection.gpus.of(resource).or_else(|| {
-        c.instance.iter().find_map(|&i| {
-            cell(i)
-                .split(|ch: char| !(ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-')))
-                .find_map(|token| selection.catalogue.get(&token.to_ascii_lowercase()).copied())
-        })
-    });
+    let gpus = gpus_of(record, resource, selection, c);
     let compute = service.eq_ignore_ascii_case("compute");
     let kind = if compute && by_time && !resource.is_empty() {
         RowKind::ComputeTime
@@ -1210,6 +1347,85 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
                 lines: vec![7],
             }]
         );
+    }
+
+    #[test]
+    fn usage_rows_naming_a_commitment_discount_are_kept_whoever_they_serve() {
+        let header = "BilledCost,EffectiveCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,\
+ChargePeriodEnd,PricingUnit,ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory,Tags,CommitmentDiscountId,\
+CommitmentDiscountStatus\n";
+        let tag = r#""{""rentcheck-trial"": ""00000000-0000-0000-0000-000000000007""}""#;
+        let text = format!(
+            "{header}\
+98.32,61.00,USD,Usage,p5 reserved hour,2026-09-01 00:00:00,2026-09-01 01:00:00,Hours,1,Hours,i-gpu,Compute,{tag},ri-1,Used\n\
+98.32,61.00,USD,Usage,p5 reserved hour,2026-09-01 01:00:00,2026-09-01 02:00:00,Hours,0.5,Hours,i-untagged,Compute,NULL,ri-1,used\n\
+0,61.00,USD,Usage,unused reservation,2026-09-01 01:00:00,2026-09-01 02:00:00,Hours,NULL,NULL,NULL,Compute,NULL,ri-1,Unused\n\
+0,61.00,USD,Usage,unused reservation,2026-09-01 01:00:00,2026-09-01 02:00:00,Hours,NULL,NULL,NULL,Compute,NULL,ri-1,Unused\n\
+5.00,5.00,USD,Usage,someone's savings plan,2026-09-01 00:00:00,2026-09-01 01:00:00,Hours,1,Hours,i-x,Compute,NULL,sp-9,NULL\n\
+7000,7000,USD,Purchase,the reservation,2026-09-01 00:00:00,2026-10-01 00:00:00,NULL,NULL,NULL,NULL,Compute,NULL,ri-1,NULL\n"
+        );
+        let mut selection = trial();
+        selection.gpus = GpusPerResource::Each(HashMap::from([("i-gpu".to_owned(), 8)]));
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        // The trial's lines are as before: only the tagged row (the commitment id selects nothing).
+        assert_eq!(got.lines.len(), 1);
+        assert_eq!(got.lines[0].line.resource, "i-gpu");
+        type Kept<'a> = (&'a str, Option<DiscountStatus>, &'a str, String, String, Option<i32>);
+        let kept: Vec<Kept<'_>> = got
+            .commitment_use
+            .iter()
+            .map(|u| {
+                (
+                    u.commitment_discount_id.as_str(),
+                    u.status,
+                    u.resource.as_str(),
+                    u.starts_at.to_rfc3339(),
+                    u.ends_at.to_rfc3339(),
+                    u.gpus,
+                )
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (
+                    "ri-1",
+                    Some(DiscountStatus::Used),
+                    "i-gpu",
+                    "2026-09-01T00:00:00+00:00".into(),
+                    "2026-09-01T01:00:00+00:00".into(),
+                    Some(8)
+                ),
+                // Tagged to no trial, its status in lower case; 0.5 h used from the period's start.
+                (
+                    "ri-1",
+                    Some(DiscountStatus::Used),
+                    "i-untagged",
+                    "2026-09-01T01:00:00+00:00".into(),
+                    "2026-09-01T01:30:00+00:00".into(),
+                    None
+                ),
+                // The unused hour, once: the same row twice is one identity.
+                (
+                    "ri-1",
+                    Some(DiscountStatus::Unused),
+                    "",
+                    "2026-09-01T01:00:00+00:00".into(),
+                    "2026-09-01T02:00:00+00:00".into(),
+                    None
+                ),
+                (
+                    "sp-9",
+                    None,
+                    "i-x",
+                    "2026-09-01T00:00:00+00:00".into(),
+                    "2026-09-01T01:00:00+00:00".into(),
+                    None
+                ),
+            ]
+        );
+        // The purchase is listed as before, never kept as use.
+        assert_eq!(got.commitment_purchases.len(), 1);
     }
 
     #[test]

@@ -423,6 +423,75 @@ pub async fn claim_focus_rows(
     .await
 }
 
+/// Keeps the usage rows of an export that name a commitment discount (once per identity).
+/// Answers how many it kept that no earlier import had.
+pub async fn insert_commitment_use(
+    conn: &mut PgConnection,
+    brief_id: BriefId,
+    import_id: Uuid,
+    rows: &[super::focus::CommitmentUse],
+) -> Result<u64, sqlx::Error> {
+    let identities: Vec<Vec<u8>> = rows.iter().map(|r| r.identity.to_vec()).collect();
+    let ids: Vec<String> = rows.iter().map(|r| r.commitment_discount_id.clone()).collect();
+    let statuses: Vec<Option<String>> = rows.iter().map(|r| r.status.map(|s| s.as_str().to_owned())).collect();
+    let resources: Vec<String> = rows.iter().map(|r| r.resource.clone()).collect();
+    let starts: Vec<chrono::DateTime<chrono::Utc>> = rows.iter().map(|r| r.starts_at).collect();
+    let ends: Vec<chrono::DateTime<chrono::Utc>> = rows.iter().map(|r| r.ends_at).collect();
+    let gpus: Vec<Option<i32>> = rows.iter().map(|r| r.gpus).collect();
+    let done = sqlx::query!(
+        "INSERT INTO ledger_commitment_rows (brief_id, identity, commitment_discount_id, status, resource, starts_at,
+             ends_at, gpus, import_id)
+         SELECT $1, t.identity, t.cid, t.status, t.resource, t.starts_at, t.ends_at, t.gpus, $2
+         FROM UNNEST($3::bytea[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::int4[])
+              AS t(identity, cid, status, resource, starts_at, ends_at, gpus)
+         ON CONFLICT (brief_id, identity) DO NOTHING",
+        brief_id.as_uuid(),
+        import_id,
+        &identities,
+        &ids,
+        &statuses as &[Option<String>],
+        &resources,
+        &starts,
+        &ends,
+        &gpus as &[Option<i32>],
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// A kept FOCUS row of a commitment discount, as its commitment reads it.
+pub struct CommitmentUseRow {
+    /// `Used`, `Unused`, or `None` when the export did not say.
+    pub status: Option<String>,
+    pub resource: String,
+    pub starts_at: chrono::DateTime<chrono::Utc>,
+    pub ends_at: chrono::DateTime<chrono::Utc>,
+    pub gpus: Option<i32>,
+}
+
+/// The brief's kept rows of the commitment discount `id` that overlap `[from, to)`.
+pub async fn commitment_use(
+    db: impl PgExecutor<'_>,
+    brief_id: BriefId,
+    id: &str,
+    from: chrono::DateTime<chrono::Utc>,
+    to: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<CommitmentUseRow>, sqlx::Error> {
+    sqlx::query_as!(
+        CommitmentUseRow,
+        "SELECT status, resource, starts_at, ends_at, gpus FROM ledger_commitment_rows
+         WHERE brief_id = $1 AND commitment_discount_id = $2 AND starts_at < $4 AND ends_at > $3
+         ORDER BY starts_at, resource",
+        brief_id.as_uuid(),
+        id,
+        from,
+        to,
+    )
+    .fetch_all(db)
+    .await
+}
+
 /// One accelerator line's span, as commitments measure their use from it.
 pub struct AcceleratorSpan {
     pub trial_id: TrialId,

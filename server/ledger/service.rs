@@ -246,6 +246,7 @@ pub async fn store_focus(
     touched.sort_unstable();
     touched.dedup();
     repo::remerge(&mut tx, brief_id, trial, &touched).await?;
+    let commitment_rows = repo::insert_commitment_use(&mut tx, brief_id, import_id, &import.commitment_use).await?;
     let already_imported = (import.lines.len() - fresh.len()) as u64;
     audit::record(
         &mut *tx,
@@ -267,6 +268,7 @@ pub async fn store_focus(
             "hours_from_charge_period": import.hours_from_charge_period.iter().map(|h| json!({
                 "reason": h.reason, "rows": h.rows,
             })).collect::<Vec<_>>(),
+            "commitment_rows_kept": commitment_rows,
             "commitment_purchases": import.commitment_purchases.iter().map(|c| json!({
                 "commitment_discount_id": c.commitment_discount_id, "rows": c.rows,
                 "sum": c.sum.to_string(), "currency": c.currency,
@@ -396,6 +398,33 @@ pub async fn import_lines(
     Ok(store(state, brief_id, target, actor, "import", lines, None)
         .await?
         .added)
+}
+
+pub use repo::CommitmentUseRow;
+
+/// Keeps rows of a provider's FOCUS export that name commitment discounts (as an import keeps
+/// them, once per identity) without reading an export: the demo's provider rows. Answers how many
+/// were new.
+pub async fn keep_commitment_use(
+    state: &AppState,
+    brief_id: BriefId,
+    rows: &[super::focus::CommitmentUse],
+) -> Result<u64, AppError> {
+    let mut tx = state.pool.begin().await?;
+    let kept = repo::insert_commitment_use(&mut tx, brief_id, Uuid::now_v7(), rows).await?;
+    tx.commit().await?;
+    Ok(kept)
+}
+
+/// The brief's kept FOCUS rows of the commitment discount `id` overlapping `[from, to)`.
+pub async fn commitment_use(
+    pool: &PgPool,
+    brief_id: BriefId,
+    id: &str,
+    from: chrono::DateTime<chrono::Utc>,
+    to: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<CommitmentUseRow>, sqlx::Error> {
+    repo::commitment_use(pool, brief_id, id, from, to).await
 }
 
 /// The accelerator lines of every trial of a brief overlapping `[from, to)` (a commitment's term).

@@ -1,5 +1,6 @@
 //! JSON API for test plans: `GET /api/v1/briefs/{id}/trials/{tid}/plan` (what `collect --plan`
-//! runs), `…/plan/job.yaml` (Kubernetes Jobs that run it) and `…/plan/sky.yaml` (a SkyPilot task).
+//! runs), `…/plan/job.yaml` (Kubernetes Jobs that run it), `…/plan/sky.yaml` (a SkyPilot task) and
+//! `…/plan/cronjob.yaml` (the re-validation after an approval, on a schedule).
 
 use axum::{
     extract::State,
@@ -10,7 +11,7 @@ use axum::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    job::{manifest, JobSettings},
+    job::{cronjobs, manifest, JobSettings},
     service, sky,
 };
 use crate::{
@@ -25,6 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(show))
         .routes(routes!(job))
         .routes(routes!(sky))
+        .routes(routes!(cronjob))
 }
 
 #[utoipa::path(
@@ -117,5 +119,47 @@ async fn sky(
     caller.may_read_test_plan(brief_id, trial_id)?;
     let p = service::plan_for(&state, brief_id, trial_id).await?;
     let yaml = sky::task(&p.plan, &state.config.public_url);
+    Ok(([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], yaml).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}/trials/{tid}/plan/cronjob.yaml",
+    operation_id = "getTestPlanCronJob",
+    tag = "trials",
+    summary = "Kubernetes CronJobs (YAML) that re-validate the trial after an approval: `rentcheck collect --plan --rerun`, one per stage",
+    description = "The same Jobs as `job.yaml` (the same memory and CPU requests), each under a CronJob at 03:00 UTC \
+         that never leaves more than the trial's commitment's `revalidate_every_days` between two runs (30 \
+         days while the trial has no commitment; the plan's `revalidation` says which). A stage that runs the \
+         GPU tools is suspended: it needs the node's GPUs free. Every run's uploads are a re-run of the trial \
+         (docs/commitments.md).",
+    params(
+        ("id" = Uuid, Path, description = "brief id"),
+        ("tid" = Uuid, Path, description = "the trial's id"),
+    ),
+    responses(
+        (status = 200, description = "multi-document YAML", content((String = "application/yaml"))),
+        (status = 404, description = "no such brief, or the trial is not the brief's"),
+    )
+)]
+async fn cronjob(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
+) -> ApiResult<Response> {
+    caller.may_read_test_plan(brief_id, trial_id)?;
+    let p = service::plan_for(&state, brief_id, trial_id).await?;
+    let every = p
+        .revalidation
+        .as_ref()
+        .map_or(service::DEFAULT_EVERY_DAYS, |r| r.every_days);
+    let yaml = cronjobs(
+        &p.plan,
+        &JobSettings {
+            server_url: &state.config.public_url,
+            ..JobSettings::default()
+        },
+        every,
+    );
     Ok(([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], yaml).into_response())
 }

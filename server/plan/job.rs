@@ -1,4 +1,5 @@
-//! Kubernetes Jobs that run a trial's plan with `rentcheck collect --plan`. Pure: no I/O.
+//! Kubernetes Jobs that run a trial's plan with `rentcheck collect --plan`, and the CronJobs that
+//! re-validate a committed trial on a schedule with `collect --plan --rerun`. Pure: no I/O.
 //!
 //! One Job per stage that has something to run: a stage that runs GPU tools (nvidia-smi, DCGM,
 //! nccl-tests) asks for the node's GPUs, so it runs before vLLM takes them (DCGM's diagnostics
@@ -39,18 +40,68 @@ pub fn q(s: &str) -> String {
 const MEMORY_REQUEST: &str = "512Mi";
 const MEMORY_LIMIT: &str = "2Gi";
 
+/// The cron schedule of a re-validation every `every_days` days at 03:00 UTC, as a day-of-month
+/// step that never leaves more than `every_days` days between two runs: `0 3 */N * *` (days 1,
+/// 1 + N, …; the month's last run is at most N days before the next month's first) up to 31 days,
+/// then every M months on the 1st, M = N ÷ 31 rounded down (`0 3 1 */M *`).
+pub fn schedule(every_days: u32) -> String {
+    match every_days.max(1) {
+        1 => "0 3 * * *".to_owned(),
+        n @ 2..=30 => format!("0 3 */{n} * *"),
+        n if n < 62 => "0 3 1 * *".to_owned(),
+        n => format!("0 3 1 */{} *", (n / 31).min(12)),
+    }
+}
+
 /// The Jobs, as one multi-document YAML file.
-// Long, and reads better whole: a YAML template written out in the order of the file it makes.
 pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
+    documents(plan, settings, None)
+}
+
+/// The re-validation of a committed trial: per stage, a CronJob of the stage's Job running
+/// `collect --plan --rerun` on [`schedule`] of `every_days`.
+pub fn cronjobs(plan: &TestPlan, settings: &JobSettings<'_>, every_days: u32) -> String {
+    documents(plan, settings, Some(every_days))
+}
+
+/// The one command line of a re-validation by cron, for a box without Kubernetes.
+pub fn cron_line(plan: &TestPlan, server_url: &str, every_days: u32) -> String {
+    format!(
+        "{} RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --server {} --brief {} --trial {} >> $HOME/rentcheck-revalidation.log 2>&1",
+        schedule(every_days),
+        server_url,
+        plan.brief.id,
+        plan.trial.id
+    )
+}
+
+/// The Jobs, or with `every_days` the re-validation CronJobs, as one multi-document YAML file.
+// Long, and reads better whole: a YAML template written out in the order of the file it makes.
+fn documents(plan: &TestPlan, settings: &JobSettings<'_>, every_days: Option<u32>) -> String {
     let trial = &plan.trial;
     let gpus_per_node = trial.gpus_per_node.max(1).min(trial.gpu_count.max(1));
     let mut out = format!(
-        "# rentcheck test plan of {trial_name} ({alloc}) for the brief {brief}.\n\
-         # Each Job runs `rentcheck collect --plan` for one stage; apply, then `kubectl -n {ns} logs -f job/NAME`.\n\
+        "# rentcheck test plan of {trial_name} ({alloc}) for the brief {brief}.\n{what}\
          # First put the agent token (minted on the brief's Agent tokens page) in a Secret:\n\
          #   kubectl -n {ns} create secret generic rentcheck-agent --from-file=token=./agent-token\n\
          # The image is rentcheck on a base with the GPU tools (FROM NVIDIA's DCGM image, nccl-tests built in):\n\
-         # pin it by digest. Re-running a Job is safe: steps the server already holds are skipped.\n",
+         # pin it by digest. {again}\n",
+        what = match every_days {
+            None => format!(
+                "# Each Job runs `rentcheck collect --plan` for one stage; apply, then `kubectl -n {} logs -f job/NAME`.\n",
+                settings.namespace
+            ),
+            Some(n) => format!(
+                "# Re-validation of the committed trial: each CronJob runs `rentcheck collect --plan --rerun` for one\n\
+                 # stage at 03:00 UTC, at most every {n} days (`{}`); every run counts as a re-run of the trial.\n",
+                schedule(n)
+            ),
+        },
+        again = if every_days.is_some() {
+            "A re-run runs every step again; a retry the same UTC day resumes where it stopped."
+        } else {
+            "Re-running a Job is safe: steps the server already holds are skipped."
+        },
         trial_name = q(&trial.name),
         alloc = match &trial.gpu {
             Some(g) => format!("{} × {g}", trial.gpu_count),
@@ -65,17 +116,24 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
         if !runs_tools && !runs_load {
             continue;
         }
-        let name = format!("rentcheck-plan-{}-stage-{}", short(trial.id), stage.stage);
-        let mut args = vec![
-            "collect".to_owned(),
-            "--plan".to_owned(),
+        let name = format!(
+            "rentcheck-{}-{}-stage-{}",
+            if every_days.is_some() { "revalidate" } else { "plan" },
+            short(trial.id),
+            stage.stage
+        );
+        let mut args = vec!["collect".to_owned(), "--plan".to_owned()];
+        if every_days.is_some() {
+            args.push("--rerun".to_owned());
+        }
+        args.extend([
             format!("--server={}", settings.server_url),
             format!("--brief={}", plan.brief.id),
             format!("--trial={}", trial.id),
             format!("--stage={}", stage.stage),
             "--out=/work/out".to_owned(),
             "--probes-dir=/work/probes".to_owned(),
-        ];
+        ]);
         if runs_load {
             args.push(format!(
                 "--vllm-url={}",
@@ -101,7 +159,10 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
                 "the load sweep against the server under test (set --vllm-url and --dcgm-exporter-url to the node's)"
             }
         ));
-        out.push_str("apiVersion: batch/v1\nkind: Job\nmetadata:\n");
+        out.push_str(&format!(
+            "apiVersion: batch/v1\nkind: {}\nmetadata:\n",
+            if every_days.is_some() { "CronJob" } else { "Job" }
+        ));
         out.push_str(&format!(
             "  name: {}\n  namespace: {}\n",
             q(&name),
@@ -109,6 +170,21 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
         ));
         out.push_str("  labels:\n    app.kubernetes.io/name: rentcheck-collect\n");
         out.push_str(&format!("    rentcheck/trial: {}\n", q(&trial.id.to_string())));
+        // A CronJob's Job is the same Job, four spaces deeper under `jobTemplate`.
+        let mut job = std::mem::take(&mut out);
+        if let Some(n) = every_days {
+            job.push_str(&format!(
+                "spec:\n  schedule: {}\n  timeZone: \"Etc/UTC\"\n  concurrencyPolicy: Forbid\n",
+                q(&schedule(n))
+            ));
+            if runs_tools {
+                // The GPU tools need the node's GPUs to themselves, which a serving node never has.
+                job.push_str(
+                    "  # Needs the node's GPUs free (vLLM stopped): set suspend to false for a maintenance window.\n  suspend: true\n",
+                );
+            }
+            job.push_str("  jobTemplate:\n");
+        }
         out.push_str("spec:\n  backoffLimit: 2\n  ttlSecondsAfterFinished: 86400\n");
         out.push_str("  template:\n    spec:\n      restartPolicy: Never\n");
         out.push_str("      nodeSelector:\n        kubernetes.io/hostname: \"<the rented node>\"\n");
@@ -158,6 +234,17 @@ pub fn manifest(plan: &TestPlan, settings: &JobSettings<'_>) -> String {
              \x20       - name: work\n\
              \x20         emptyDir: {}\n",
         );
+        let spec = std::mem::take(&mut out);
+        out = job;
+        if every_days.is_some() {
+            for line in spec.lines() {
+                out.push_str("    ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        } else {
+            out.push_str(&spec);
+        }
     }
     out
 }
@@ -168,4 +255,32 @@ fn default_of(plan: &TestPlan, name: &str, in_cluster: &str) -> String {
         .iter()
         .find(|v| v.name == name && !v.default.contains("127.0.0.1"))
         .map_or_else(|| in_cluster.to_owned(), |v| v.default.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::schedule;
+
+    #[test]
+    fn the_schedule_never_leaves_more_than_the_period_between_two_runs() {
+        assert_eq!(schedule(1), "0 3 * * *");
+        assert_eq!(schedule(7), "0 3 */7 * *");
+        // Days 1 and 31: in a 31-day month the next run is a day later, else 30 days after the 1st.
+        assert_eq!(schedule(30), "0 3 */30 * *");
+        assert_eq!(schedule(31), "0 3 1 * *");
+        assert_eq!(schedule(61), "0 3 1 * *");
+        // 62 days: every second month (at most 31 + 31 days apart).
+        assert_eq!(schedule(62), "0 3 1 */2 *");
+        assert_eq!(schedule(365), "0 3 1 */11 *");
+        assert_eq!(schedule(0), "0 3 * * *", "never less than daily");
+        // Every day-of-month step up to 30 keeps the gap within the period, in every month length.
+        for n in 2..=30u32 {
+            for days_in_month in [28u32, 29, 30, 31] {
+                let runs: Vec<u32> = (1..=days_in_month).filter(|d| (d - 1) % n == 0).collect();
+                let gaps = runs.windows(2).map(|w| w[1] - w[0]);
+                let to_next_month = days_in_month + 1 - runs.last().unwrap();
+                assert!(gaps.chain([to_next_month]).all(|g| g <= n), "{n} in {days_in_month}");
+            }
+        }
+    }
 }

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{
     build::fmt_num,
-    job::{manifest, JobSettings},
+    job::{cron_line, cronjobs, manifest, schedule, JobSettings},
     service,
 };
 use crate::{
@@ -77,6 +77,17 @@ struct PlanPage {
     steps_held: usize,
     job_yaml: String,
     sky_yaml: String,
+    /// The re-validation after an approval: the trial's commitment (when it has one), how often,
+    /// the CronJobs and the cron line.
+    revalidation: RevalidationView,
+}
+
+struct RevalidationView {
+    commitment: Option<Uuid>,
+    every_days: u32,
+    schedule: String,
+    cronjob_yaml: String,
+    cron_line: String,
 }
 
 fn duration(seconds: u64) -> String {
@@ -166,6 +177,24 @@ async fn show(
         },
     );
     let sky_yaml = super::sky::task(plan, &state.config.public_url);
+    let every_days = p
+        .revalidation
+        .as_ref()
+        .map_or(service::DEFAULT_EVERY_DAYS, |r| r.every_days);
+    let revalidation = RevalidationView {
+        commitment: p.revalidation.as_ref().map(|r| r.commitment),
+        every_days,
+        schedule: schedule(every_days),
+        cronjob_yaml: cronjobs(
+            plan,
+            &JobSettings {
+                server_url: &state.config.public_url,
+                ..JobSettings::default()
+            },
+            every_days,
+        ),
+        cron_line: cron_line(plan, &state.config.public_url, every_days),
+    };
     let allocation = match &plan.trial.gpu {
         Some(gpu) => format!("{} × {gpu}", plan.trial.gpu_count),
         None => "no allocation (the sizing found no option)".into(),
@@ -188,5 +217,6 @@ async fn show(
         steps_held,
         job_yaml,
         sky_yaml,
+        revalidation,
     })
 }

@@ -2,11 +2,15 @@
 
 use std::collections::HashMap;
 
-use super::build::{build, PlanInput};
+use super::{
+    build::{build, PlanInput},
+    job::schedule,
+};
 use crate::{
     acceptance::service as acceptance,
     briefs::model::Brief,
     collect::plan::{Held, TestPlan},
+    commitments::service as commitments,
     error::AppError,
     evidence::service::{self as evidence, HeldStep},
     ids::{BriefId, TrialId},
@@ -22,17 +26,35 @@ pub struct TrialPlan {
     pub brief: Brief,
     pub trial: Trial,
     pub plan: TestPlan,
+    /// The re-validation schedule of the trial's running commitment; `None` without one.
+    pub revalidation: Option<Revalidation>,
 }
+
+/// The re-validation of a committed trial: `collect --plan --rerun` on a schedule.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Revalidation {
+    /// The running commitment of the trial.
+    pub commitment: uuid::Uuid,
+    /// Its `revalidate_every_days`.
+    pub every_days: u32,
+    /// The cron schedule (03:00 UTC) that never leaves more than `every_days` days between runs.
+    pub schedule: String,
+}
+
+/// Re-validation every this many days when the trial has no commitment yet (the default period).
+pub const DEFAULT_EVERY_DAYS: u32 = 30;
 
 /// `GET /api/v1/briefs/{id}/trials/{tid}/plan`: the plan and where it and its trial are.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct PlanAnswer<'a> {
     #[serde(flatten)]
     pub plan: &'a TestPlan,
+    /// The re-validation schedule of the trial's running commitment; null without one.
+    pub revalidation: Option<&'a Revalidation>,
     pub links: PlanLinks,
 }
 
-/// Where the plan, its page, its Kubernetes Jobs and its trial are.
+/// Where the plan, its page, its Kubernetes Jobs (and re-validation CronJobs) and its trial are.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct PlanLinks {
     #[serde(rename = "self")]
@@ -41,6 +63,8 @@ pub struct PlanLinks {
     pub job: String,
     /// The SkyPilot task that runs it.
     pub sky: String,
+    /// The Kubernetes CronJobs that re-validate the trial after an approval (`collect --plan --rerun`).
+    pub cronjob: String,
     pub trial: String,
 }
 
@@ -49,11 +73,13 @@ impl TrialPlan {
         let (brief_id, trial_id) = (self.brief.id, self.trial.id);
         PlanAnswer {
             plan: &self.plan,
+            revalidation: self.revalidation.as_ref(),
             links: PlanLinks {
                 this: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan"),
                 page: format!("/briefs/{brief_id}/trials/{trial_id}/plan"),
                 job: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan/job.yaml"),
                 sky: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan/sky.yaml"),
+                cronjob: format!("/api/v1/briefs/{brief_id}/trials/{trial_id}/plan/cronjob.yaml"),
                 trial: format!("/api/v1/trials/{trial_id}"),
             },
         }
@@ -94,5 +120,17 @@ pub async fn plan_for(state: &AppState, brief_id: BriefId, trial_id: TrialId) ->
             });
         }
     }
-    Ok(TrialPlan { brief, trial, plan })
+    let revalidation = commitments::running_of_trial(state, trial.id)
+        .await?
+        .map(|(commitment, every_days)| Revalidation {
+            commitment,
+            every_days,
+            schedule: schedule(every_days),
+        });
+    Ok(TrialPlan {
+        brief,
+        trial,
+        plan,
+        revalidation,
+    })
 }

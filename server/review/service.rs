@@ -39,6 +39,11 @@ pub struct ApprovalState {
     pub stale: bool,
     /// The inputs that moved.
     pub changed: Vec<String>,
+    /// Why it is stale: `regression` (a re-validation run of the commitment it opened regressed,
+    /// `regression` says how), `inputs` (they moved), or null while it holds.
+    pub stale_reason: Option<&'static str>,
+    /// The regression in words: each criterion with its figure when approved and now.
+    pub regression: Option<String>,
 }
 
 /// One trial's review: what the rules read and what they decided on its evidence and ledger.
@@ -182,7 +187,6 @@ pub async fn review_in(conn: &mut PgConnection, brief: Brief) -> Result<Review, 
 }
 
 async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppError> {
-    let id = brief.id;
     let contexts = gather(reads, &brief).await?;
     // Approving today reserves from tomorrow (UTC); the review's JSON is kept per UTC day.
     let start_date = (Utc::now() + chrono::Duration::days(1)).date_naive();
@@ -237,20 +241,39 @@ async fn review_with(reads: &mut Reads<'_>, brief: Brief) -> Result<Review, AppE
         decision,
         approval: None,
     };
+    review.approval = approval_state(reads, &review).await?;
+    Ok(review)
+}
+
+/// The brief's latest verdict and whether it still holds: stale when the review's inputs moved,
+/// or when a re-validation run of the commitment it opened regressed.
+async fn approval_state(reads: &mut Reads<'_>, review: &Review) -> Result<Option<ApprovalState>, AppError> {
+    let id = review.brief.id;
     let latest = match reads {
         Reads::Pool(pool) => repo::latest_approval(*pool, id).await?,
         Reads::Tx(conn) => repo::latest_approval(&mut **conn, id).await?,
     };
-    review.approval = latest.map(|row| {
-        let stale = row.inputs_digest != review.decision.inputs_digest;
+    let regression = match (&latest, reads) {
+        (Some(row), Reads::Pool(pool)) => commitments::regression_of(*pool, row.id).await?,
+        (Some(row), Reads::Tx(conn)) => commitments::regression_of(&mut **conn, row.id).await?,
+        (None, _) => None,
+    };
+    Ok(latest.map(|row| {
+        let stale = row.inputs_digest != review.decision.inputs_digest || regression.is_some();
         let changed = if stale {
             changed_inputs(&row.inputs.0, &review.inputs_record())
         } else {
             Vec::new()
         };
-        ApprovalState { row, stale, changed }
-    });
-    Ok(review)
+        let stale_reason = stale.then_some(if regression.is_some() { "regression" } else { "inputs" });
+        ApprovalState {
+            row,
+            stale,
+            changed,
+            stale_reason,
+            regression,
+        }
+    }))
 }
 
 /// A re-run says what changed since the trial it re-runs: each criterion, the capacity and the

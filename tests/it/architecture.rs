@@ -558,7 +558,7 @@ fn the_checker_sees_what_it_must_refuse() {
 
 /// The owner of each table (`migrations/`, `CREATE TABLE`): a domain or a core module. Only the
 /// owner's files name the table in SQL; another domain reaches it through the owner's `service`.
-const TABLE_OWNERS: [(&str, &str); 39] = [
+const TABLE_OWNERS: [(&str, &str); 40] = [
     ("briefs", "briefs"),
     ("trials", "trials"),
     ("evidence", "evidence"),
@@ -570,6 +570,7 @@ const TABLE_OWNERS: [(&str, &str); 39] = [
     ("ledger_outputs", "ledger"),
     ("ledger_accelerator_merged", "ledger"),
     ("ledger_focus_rows", "ledger"),
+    ("ledger_commitment_rows", "ledger"),
     ("ledger_idempotency_keys", "ledger"),
     ("card_revisions", "acceptance"),
     ("readiness_confirmations", "acceptance"),

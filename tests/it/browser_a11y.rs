@@ -370,7 +370,7 @@ async fn every_page_passes_axe_and_fits_a_phone() {
         page("webhooks", "/admin/webhooks"),
         page("evidence-all", format!("/briefs/{brief}/evidence")),
         page("glossary", "/glossary"),
-        page("commitments", "/commitments"),
+        page("commitments-empty", "/commitments"),
         page("problems", "/docs/problems"),
         Page {
             name: "not-found",
@@ -412,6 +412,18 @@ async fn every_page_passes_axe_and_fits_a_phone() {
             }
         }
     }
+    // After an approval: the demo's commitment (what `rentcheck demo` adds with load_commitment),
+    // on the portfolio and on its own page with the chart and the provider's column.
+    let mut loaded = loaded;
+    demo::load_commitment(&state, &mut loaded).await.unwrap();
+    let commitment = first_id(&app, "SELECT id::text FROM commitments WHERE brief_id = $1", brief)
+        .await
+        .expect("the demo's approval opened a commitment");
+    let commitment_pages = [
+        page("commitments", "/commitments"),
+        page("commitment", format!("/commitments/{commitment}")),
+    ];
+    check_pages(&b, &app.base, &commitment_pages, &mut problems).await;
     b.close().await;
 
     assert!(
@@ -421,5 +433,5 @@ async fn every_page_passes_axe_and_fits_a_phone() {
         problems.join("\n")
     );
     // One browser, pages in a loop: about half a minute; printed to keep an eye on it.
-    println!("{} pages checked in {:?}", pages.len() + 5, started.elapsed());
+    println!("{} pages checked in {:?}", pages.len() + 7, started.elapsed());
 }

@@ -523,6 +523,46 @@ async fn collect_plan_runs_the_trial_from_nothing_to_a_decision_and_never_sends_
         .find(|s| s["key"] == "1-nccl-all-reduce")
         .unwrap();
     assert_eq!(nccl_step["held"]["evidence"].as_array().unwrap().len(), 1);
+
+    // Two days later, a re-validation (`--rerun`, what the plan's CronJob and cron line run): every
+    // step runs again, held or not, and is sent as new evidence labelled with the day.
+    sqlx::query("UPDATE evidence SET received_at = received_at - interval '2 days'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut rerun = args.to_vec();
+    rerun.push("--rerun");
+    let o = collect(tools.path(), &token, &rerun).await;
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("re-validation run of "), "{stderr}");
+    for step in ["1-dcgm-diag", "1-nccl-all-reduce", "2-probes"] {
+        assert!(row(&stdout, step).contains(" sent "), "{step}: {stdout}");
+    }
+    assert!(stdout
+        .lines()
+        .filter(|l| l.starts_with("3-load-"))
+        .all(|l| l.contains(" sent ")));
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        2 * 4 * rates,
+        "every load point ran again"
+    );
+    let total = (2 * (sent_first + 1)) as i64;
+    assert_eq!(app.count("evidence").await, total, "everything again, nothing twice");
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let labelled: i64 = sqlx::query_scalar("SELECT count(*) FROM evidence WHERE labels ->> 'revalidation' = $1")
+        .bind(&today)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(labelled, (sent_first + 1) as i64);
+    // Retried the same day, it picks up where it stopped: what arrived today is held.
+    let o = collect(tools.path(), &token, &rerun).await;
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!stdout.lines().any(|l| l.contains(" sent ")), "{stdout}");
+    assert_eq!(app.count("evidence").await, total);
 }
 
 /// `rentcheck loadgen` against a server with known delays: TTFT, TPOT and E2E within 2 % of them,

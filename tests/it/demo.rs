@@ -79,10 +79,11 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
             n
         }
     };
-    // Two trials: 10 + 8 evidence items, 6 + 4 ledger lines; the demo's manager beside the
-    // test's own engineer (the person behind its API token).
+    // Two trials: 10 + 8 evidence items and the re-validation run after the approval, 6 + 4
+    // ledger lines; the demo's manager beside the test's own engineer (the person behind its API
+    // token).
     let first = counts(&app).await;
-    assert_eq!(first, [1, 18, 10, 2]);
+    assert_eq!(first, [1, 19, 10, 2]);
     let trials = review["trials"].as_array().unwrap();
     assert_eq!(trials.len(), 2, "the demo compares two offers");
     assert_eq!(
@@ -116,6 +117,8 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
         record.contains("| 4 × H100 · Cloud B | Cloud B | 4 × H100 SXM | stop | no |"),
         "{record}"
     );
+
+    the_demo_commitment_is_three_months_in_under_used_once_and_regressed(&app, &id, &review).await;
 
     let again = demo(&app);
     assert!(again.contains("already there"));
@@ -241,4 +244,64 @@ async fn a_demo_that_waits_for_another_processs_migrations_warns_of_nothing() {
         "it waited for the lock"
     );
     assert!(!stderr.contains("slow statement"), "{stderr}");
+}
+
+/// The demo's life after the approval: a manager dedicated the 8 × H200 node for 12 months from the
+/// first day of the month three months ago; the provider's rows say it was used every day but for
+/// all of its second month after the 10th; a re-validation run after the approval was slower to
+/// the first token. Every figure is worked out here from the demo's files.
+async fn the_demo_commitment_is_three_months_in_under_used_once_and_regressed(
+    app: &common::TestApp,
+    brief: &str,
+    review: &Value,
+) {
+    use chrono::{Datelike, Months, Utc};
+    use rust_decimal::Decimal;
+    let dec = |v: &Value| v.as_str().unwrap_or_else(|| panic!("{v}")).parse::<Decimal>().unwrap();
+    // The approval is stale because the re-run regressed, and says how.
+    assert_eq!(review["approval"]["decision"], "dedicate", "{}", review["approval"]);
+    assert_eq!(review["approval"]["stale_reason"], "regression");
+    let why = review["approval"]["regression"].as_str().unwrap();
+    assert!(
+        why.contains("serving.ttft_p95_ms (stage 3) is worse on the re-run: 264.9 when approved, 317.9 now"),
+        "{why}"
+    );
+    let list: Value = app.get("/api/v1/commitments").await.json().await.unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{list}");
+    let c = &items[0];
+    assert_eq!(c["brief"], brief);
+    assert_eq!(c["state"], "regressed");
+    assert_eq!(c["state_reason"], why);
+    assert_eq!(c["provider_commitment_id"], "cloud-a/reservations/demo-h200-node-01");
+    let today = Utc::now().date_naive();
+    let start = today.with_day(1).unwrap().checked_sub_months(Months::new(3)).unwrap();
+    assert_eq!(c["start_date"], start.to_string());
+    assert_eq!(c["gpus"], 8);
+    let months = c["months"].as_array().unwrap();
+    assert!(months.len() >= 3, "three months into its term: {c}");
+    // The trial's idle share: 600 idle GPU-hours of its 2 × 7 × 24 × 8 = 2688 billed.
+    let busy_share = Decimal::ONE - Decimal::from(600) / Decimal::from(2688);
+    for (i, m) in months.iter().take(3).enumerate() {
+        let month = start.checked_add_months(Months::new(i as u32)).unwrap();
+        let days = month
+            .checked_add_months(Months::new(1))
+            .unwrap()
+            .signed_duration_since(month)
+            .num_days();
+        let committed = Decimal::from(days * 24 * 8);
+        assert_eq!(dec(&m["committed_gpu_hours"]), committed, "{m}");
+        // The second month used its first 10 days only; the others every day.
+        let used_days = if i == 1 { 10 } else { days };
+        let billed = Decimal::from(used_days * 24 * 8);
+        assert_eq!(dec(&m["billed_gpu_hours"]), billed, "{m}");
+        let busy = (billed * busy_share).round_dp(6);
+        assert_eq!(dec(&m["busy_gpu_hours"]), busy, "{m}");
+        assert_eq!(dec(&m["utilization"]), (busy / committed).round_dp(4), "{m}");
+        assert_eq!(dec(&m["provider_used_gpu_hours"]), billed, "{m}");
+        assert_eq!(dec(&m["provider_unused_gpu_hours"]), committed - billed, "{m}");
+    }
+    // Under-used: the second month's busy share is a quarter or so, the others about 78 %.
+    assert!(dec(&months[1]["utilization"]) < Decimal::new(35, 2), "{}", months[1]);
+    assert!(dec(&months[0]["utilization"]) > Decimal::new(75, 2), "{}", months[0]);
 }

@@ -183,6 +183,41 @@ async fn pasting_any_line_of_a_plan_runs_no_text_a_person_typed() {
             "no CPU limit: throttling would add to latencies"
         );
     }
+    // The re-validation CronJobs are the same Jobs under a schedule, with the same requests and
+    // the same quoting, running `collect --plan --rerun`.
+    let cron = app
+        .get(&format!("/api/v1/briefs/{brief}/trials/{trial}/plan/cronjob.yaml"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let crons = yaml_rust2::YamlLoader::load_from_str(&cron).unwrap();
+    assert_eq!(crons.len(), docs.len(), "one CronJob per Job:\n{cron}");
+    for (c, j) in crons.iter().zip(&docs) {
+        assert_eq!(c["kind"].as_str(), Some("CronJob"), "{cron}");
+        assert_eq!(
+            c["spec"]["schedule"].as_str(),
+            Some("0 3 */30 * *"),
+            "no commitment yet: 30 days"
+        );
+        let job = &c["spec"]["jobTemplate"]["spec"];
+        assert_eq!(
+            job["template"]["spec"]["containers"][0]["resources"],
+            j["spec"]["template"]["spec"]["containers"][0]["resources"],
+            "{cron}"
+        );
+        let args: Vec<&str> = job["template"]["spec"]["containers"][0]["args"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(&args[..3], ["collect", "--plan", "--rerun"], "{cron}");
+        let gpu_tools = j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+            .as_i64()
+            .is_some();
+        assert_eq!(c["spec"]["suspend"].as_bool(), gpu_tools.then_some(true), "{cron}");
+    }
     let sky = app
         .get(&format!("/api/v1/briefs/{brief}/trials/{trial}/plan/sky.yaml"))
         .await

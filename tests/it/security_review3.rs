@@ -191,7 +191,8 @@ fn reach(method: &str, path: &str) -> Option<Reach> {
             "GET",
             "/api/v1/briefs/{id}/trials/{tid}/plan"
             | "/api/v1/briefs/{id}/trials/{tid}/plan/job.yaml"
-            | "/api/v1/briefs/{id}/trials/{tid}/plan/sky.yaml",
+            | "/api/v1/briefs/{id}/trials/{tid}/plan/sky.yaml"
+            | "/api/v1/briefs/{id}/trials/{tid}/plan/cronjob.yaml",
         ) => AgentRead,
         // The decision record rendered as a page (its .md and .json are Read, above): sessions only.
         ("GET", "/briefs/{id}/decision") => Page,
@@ -351,8 +352,8 @@ async fn the_route_walk_every_route_with_a_scoped_token_of_each_role() {
     }
     // What each role may do with a token scoped to its brief (its brief only, every time).
     // An agent sends evidence (one and a batch) and ledger lines, and reads its trial's test plan
-    // (JSON, the Kubernetes Jobs and the SkyPilot task).
-    assert_eq!(allowed["agent"], 6, "{allowed:?}");
+    // (JSON, the Kubernetes Jobs, the re-validation CronJobs and the SkyPilot task).
+    assert_eq!(allowed["agent"], 7, "{allowed:?}");
     assert!(
         allowed["engineer"] > 15 && allowed["manager"] == allowed["engineer"] + 1,
         "{allowed:?}"

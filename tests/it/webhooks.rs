@@ -772,4 +772,20 @@ fn the_grafana_dashboard_reads_only_gauges_that_exist() {
         }
     }
     assert!(used.len() >= 6, "the dashboard shows most gauges: {used:?}");
+    // The commitments row shows each commitment's gauges.
+    for g in [
+        "rentcheck_commitment_utilization",
+        "rentcheck_commitment_monthly_cost",
+        "rentcheck_commitment_days_left",
+    ] {
+        assert!(used.contains(g), "{g} is on no panel: {used:?}");
+    }
+    let rows: Vec<&str> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["type"] == "row")
+        .filter_map(|p| p["title"].as_str())
+        .collect();
+    assert!(rows.contains(&"Commitments"), "{rows:?}");
 }
