@@ -577,6 +577,34 @@ pub async fn gauges(state: &AppState) -> Result<Vec<Gauge>, AppError> {
     Ok(out)
 }
 
+/// A brief's commitment whose renewal is due, as the review shows it beside the approval form:
+/// approving a reservation of the trial then renews it (a new commitment linked to this one).
+#[derive(Debug, Clone)]
+pub struct RenewalNotice {
+    pub commitment: Uuid,
+    pub trial_name: String,
+    pub end_date: NaiveDate,
+    /// Renew, resize or release, with why; `None` while the term has no figures to judge.
+    pub renewal: Option<model::Renewal>,
+}
+
+/// The [`RenewalNotice`] of `brief_id`, when one of its commitments is renewal-due.
+pub async fn renewal_notice(state: &AppState, brief_id: BriefId) -> Result<Option<RenewalNotice>, AppError> {
+    let Some(id) = repo::renewal_due_of(&state.pool, brief_id).await? else {
+        return Ok(None);
+    };
+    let Some(row) = repo::get(&state.pool, id).await? else {
+        return Ok(None);
+    };
+    let detail = detail_of(state, &mut Names::default(), row, today()).await?;
+    Ok(Some(RenewalNotice {
+        commitment: id,
+        end_date: detail.commitment.end_date,
+        trial_name: detail.trial_name,
+        renewal: detail.renewal,
+    }))
+}
+
 /// Of each of `brief_ids`, the commitment that needs attention, if one does: (its id, its state).
 /// The dashboard marks those briefs.
 pub async fn needing_attention(

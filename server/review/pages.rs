@@ -124,6 +124,8 @@ struct ApprovalView {
 #[template(path = "review/review.html")]
 struct ReviewPage {
     ctx: PageContext,
+    /// A commitment of the brief whose renewal is due: renew, resize or release, and how.
+    renewal: Option<crate::commitments::service::RenewalNotice>,
     brief_id: String,
     brief_name: String,
     decision: &'static str,
@@ -844,6 +846,7 @@ fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> 
     let costs = cost_bars(r);
     ReviewPage {
         ctx: user.into(),
+        renewal: None,
         brief_name: r.brief.fields.name.clone(),
         decision: r.decision.decision.as_str(),
         decision_meaning: first_screen::verdict_meaning(r.decision.decision),
@@ -1000,7 +1003,9 @@ async fn review_page(
         trial: q.trial.and_then(|t| t.trim().parse::<TrialId>().ok()),
         ..FormState::default()
     };
-    render(&page(&r, &user, form, q.decided.as_deref()))
+    let mut shown = page(&r, &user, form, q.decided.as_deref());
+    shown.renewal = crate::commitments::service::renewal_notice(&state, id).await?;
+    render(&shown)
 }
 
 /// The label of an approval form field, for the list of problems at the top.

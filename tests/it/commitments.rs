@@ -729,6 +729,21 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         .await
         .unwrap();
     assert!(page.contains("<h2>Renewal: release</h2>"), "{page}");
+    // The review says it too, beside the approval form.
+    let review_page = app
+        .login_owner()
+        .await
+        .get(app.url(&format!("/briefs/{brief}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let notice = &review_page[review_page
+        .find("id=\"renewal\"")
+        .expect("a renewal notice on the review")..];
+    assert!(notice.contains("ends on 2026-12-31"), "{notice}");
+    assert!(notice.contains("<strong>release</strong>"), "{notice}");
+    assert!(notice.contains(&format!("href=\"/commitments/{cid}\"")), "{notice}");
 
     // The renewal: approved like any decision, a new commitment linked to the old one.
     let review: Value = app
