@@ -197,6 +197,48 @@ impl Names {
     }
 }
 
+/// The renewal choice at today's prices: a renewal pays the reserved rate current now for the
+/// committed offer (its provider, GPU, node shape and currency), against the on-demand rate current
+/// now; where no such row is current, the rates the commitment was approved at stand, and the why
+/// says which.
+async fn renewal_at_current_prices(
+    state: &AppState,
+    c: &CommitmentRow,
+    term: &model::TermUse,
+) -> Result<Option<model::Renewal>, AppError> {
+    let current = crate::prices::service::current(state).await?;
+    let rate_now = |billing: &str| {
+        current
+            .iter()
+            .filter(|p| {
+                p.row.billing == billing
+                    && p.row.gpu == c.gpu
+                    && p.row.currency == c.currency
+                    && p.row.gpu_count == c.gpus_per_node
+                    && p.row.provider.eq_ignore_ascii_case(&c.provider)
+            })
+            .map(|p| p.row.rate_per_gpu_hour)
+            .min()
+    };
+    let (reserved_now, on_demand_now) = (rate_now("reserved"), rate_now("on-demand"));
+    let source = match (reserved_now, on_demand_now) {
+        (Some(_), Some(_)) => "at today's reserved and on-demand prices",
+        (None, None) => "at the rates approved (no current price of this offer)",
+        _ => "at today's price where one is current, else the rate approved",
+    };
+    Ok(model::renewal(
+        term,
+        u32::try_from(c.gpus).unwrap_or(0),
+        u32::try_from(c.gpus_per_node).unwrap_or(1),
+        reserved_now.unwrap_or(c.rate_per_gpu_hour),
+        on_demand_now.or(c.on_demand_rate_per_gpu_hour),
+    )
+    .map(|mut r| {
+        r.why = format!("{} ({source})", r.why);
+        r
+    }))
+}
+
 /// The commitment's use from its start to `as_of` (days before it), read from the ledger.
 async fn detail_of(
     state: &AppState,
@@ -222,17 +264,11 @@ async fn detail_of(
     });
     let (brief_name, trial_name, teams) = names.of(state, c.brief_id, c.trial_id).await?;
     let term = model::term_use(&months);
-    let renewal = (c.state == CommitmentState::RenewalDue.as_str())
-        .then(|| {
-            model::renewal(
-                &term,
-                u32::try_from(c.gpus).unwrap_or(0),
-                u32::try_from(c.gpus_per_node).unwrap_or(1),
-                c.rate_per_gpu_hour,
-                c.on_demand_rate_per_gpu_hour,
-            )
-        })
-        .flatten();
+    let renewal = if c.state == CommitmentState::RenewalDue.as_str() {
+        renewal_at_current_prices(state, &c, &term).await?
+    } else {
+        None
+    };
     Ok(CommitmentDetail {
         renewal,
         brief_name,

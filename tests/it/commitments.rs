@@ -720,6 +720,28 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         renewal_why.contains("the break-even is 60 % (2.1 ÷ 3.5), and a commitment pays from 65 %"),
         "{renewal_why}"
     );
+    assert!(
+        renewal_why.ends_with("(at today's reserved and on-demand prices)"),
+        "{renewal_why}"
+    );
+    // A renewal pays today's price: a newer reserved quote of the offer moves the break-even.
+    let res = bearer_client(&app.token(Role::Manager, None).await)
+        .post(app.url("/api/v1/prices"))
+        .header("content-type", "text/csv")
+        .body(
+            "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
+             Cloud A,H100 SXM,8,reserved,1.40,USD,,2026-12-01,quote 13 (renewal)\n",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let c = app.get_json(&format!("/api/v1/commitments/{cid}")).await;
+    let renewal_why = c["renewal"]["why"].as_str().unwrap();
+    assert!(
+        renewal_why.contains("the break-even is 40 % (1.4 ÷ 3.5), and a commitment pays from 45 %"),
+        "{renewal_why}"
+    );
     let page = app
         .login_owner()
         .await
