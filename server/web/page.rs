@@ -142,6 +142,42 @@ fn came_from(headers: &axum::http::HeaderMap, failing_read: Option<&str>) -> Opt
         .or_else(|| referer.strip_prefix("https://"))?
         .strip_prefix(host)?;
     let path = rest.split('#').next().unwrap_or_default();
-    (path.starts_with('/') && !path.starts_with("//") && path.split('?').next() != failing_read)
-        .then(|| path.to_owned())
+    // Browsers read `/\host` as `//host`: a path with a backslash is never offered.
+    let here = path.starts_with('/') && !path.starts_with("//") && !path.contains('\\');
+    (here && path.split('?').next() != failing_read).then(|| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    use super::came_from;
+
+    fn headers(referer: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_static("rentcheck.example:8080"));
+        h.insert(header::REFERER, HeaderValue::from_str(referer).unwrap());
+        h
+    }
+
+    #[test]
+    fn an_error_page_leads_back_only_to_a_page_of_this_server() {
+        let back = |r: &str, failing: Option<&str>| came_from(&headers(r), failing);
+        assert_eq!(
+            back("http://rentcheck.example:8080/briefs/new?x=1#top", None).as_deref(),
+            Some("/briefs/new?x=1")
+        );
+        // A failing read never links to itself; a failing post leads back to its form.
+        assert_eq!(back("http://rentcheck.example:8080/prices", Some("/prices")), None);
+        assert!(back("http://rentcheck.example:8080/prices", None).is_some());
+        for elsewhere in [
+            "https://evil.example/briefs",
+            "http://rentcheck.example:8080.evil.example/x",
+            "http://rentcheck.example:8080//evil.example/x",
+            "http://rentcheck.example:8080/\\evil.example",
+            "javascript:alert(1)",
+        ] {
+            assert_eq!(back(elsewhere, None), None, "{elsewhere}");
+        }
+    }
 }
