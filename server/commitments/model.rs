@@ -537,7 +537,17 @@ pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
         let was = before.iter().find(|b| b["key"] == c["key"] && b["stage"] == c["stage"]);
         let was_value = was.and_then(|b| b.get("value"));
         let head = format!("{key} (stage {})", c["stage"]);
-        let figures = format!("{} when approved, {} now", shown(was_value), shown(value));
+        // The key's unit beside each figure ("264.9 ms"); shares stay bare, their scale varies.
+        let unit = c["unit"]
+            .as_str()
+            .filter(|u| !u.is_empty() && !u.contains('%'))
+            .map(|u| format!(" {u}"))
+            .unwrap_or_default();
+        let with_unit = |v: Option<&Value>| match v.filter(|v| !v.is_null()) {
+            Some(_) => format!("{}{unit}", shown(v)),
+            None => shown(v),
+        };
+        let figures = format!("{} when approved, {} now", with_unit(was_value), with_unit(value));
         if c["required"] == Value::Bool(true) && c["status"] == "fail" && was.is_none_or(|b| b["status"] != "fail") {
             out.push(format!("{head} failed the re-run: {figures}"));
             continue;
@@ -843,15 +853,16 @@ mod tests {
         );
         assert!(regressions(&approved, &approved).is_empty());
         // 20 → 21.5 ms: 7.5 % and 1.5 ms, beyond both; a failing one that got worse (90 → 95 ms) too.
+        // The run's criteria carry their unit: the figures are said with it.
         let slower = serde_json::json!([
-            { "key": "serving.itl_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 21.5 },
-            { "key": "serving.tpot_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 95.0 },
+            { "key": "serving.itl_p95_ms", "op": "le", "stage": 3, "required": true, "status": "pass", "value": 21.5, "unit": "ms" },
+            { "key": "serving.tpot_p95_ms", "op": "le", "stage": 3, "required": true, "status": "fail", "value": 95.0, "unit": "ms" },
         ]);
         assert_eq!(
             regressions(&approved, &slower),
             [
-                "serving.itl_p95_ms (stage 3) is worse on the re-run: 20 when approved, 21.5 now",
-                "serving.tpot_p95_ms (stage 3) is worse on the re-run: 90 when approved, 95 now",
+                "serving.itl_p95_ms (stage 3) is worse on the re-run: 20 ms when approved, 21.5 ms now",
+                "serving.tpot_p95_ms (stage 3) is worse on the re-run: 90 ms when approved, 95 ms now",
             ]
         );
     }

@@ -272,7 +272,8 @@ fn chart(months: &[MonthUse]) -> Option<Chart> {
         .max()
         .filter(|m| *m > Decimal::ZERO)?
         .to_f64()?;
-    let step = 56.0;
+    // Room for a month label ("2026-09") under each bar.
+    let step = 76.0;
     let scale = |v: Decimal| v.to_f64().unwrap_or(0.0) / top * (CHART_BOTTOM - CHART_TOP);
     let bars = months
         .iter()
@@ -308,7 +309,8 @@ fn chart(months: &[MonthUse]) -> Option<Chart> {
         })
         .collect();
     Some(Chart {
-        width: CHART_LEFT + 20.0 + bars.len() as f64 * step,
+        // At least as wide as the page shows it, so a term of few months keeps its text at size.
+        width: (CHART_LEFT + 20.0 + bars.len() as f64 * step).max(640.0),
         bars,
         ticks,
     })

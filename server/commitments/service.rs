@@ -556,6 +556,7 @@ pub async fn rerun_criteria(
                     "op": e.criterion.op.as_str(),
                     "stage": e.criterion.stage,
                     "required": e.criterion.required,
+                    "unit": e.criterion.unit,
                     "status": e.status,
                     "value": e.value,
                 })

@@ -979,12 +979,13 @@ async fn focus_rows_of_the_providers_id_count_as_busy_and_the_providers_used_and
     assert!(html.contains("<td>384 used, 192 unused</td>"), "{html}");
 }
 
-/// The two figures of a regression's words: "… : 312.5 when approved, 352.5 now".
+/// The two figures of a regression's words: "… : 312.5 ms when approved, 352.5 ms now".
 fn before_and_after(why: &str) -> (f64, f64) {
     let (_, figures) = why.split_once(": ").unwrap();
     let (before, rest) = figures.split_once(" when approved, ").unwrap();
     let after = rest.split_once(" now").unwrap().0;
-    (before.parse().unwrap(), after.parse().unwrap())
+    let figure = |s: &str| s.trim_end_matches(" ms").parse().unwrap();
+    (figure(before), figure(after))
 }
 
 #[tokio::test]
@@ -1053,7 +1054,7 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
     let (before, after) = before_and_after(why.split("; ").next().unwrap());
     assert_eq!(
         why,
-        "serving.ttft_p95_ms (stage 3) is worse on the re-run: 468.25 when approved, 478.25 now"
+        "serving.ttft_p95_ms (stage 3) is worse on the re-run: 468.25 ms when approved, 478.25 ms now"
     );
     assert!(
         (before - approved_ttft).abs() < 0.005,
