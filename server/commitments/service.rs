@@ -21,7 +21,7 @@ use crate::{
     briefs::service as briefs,
     error::AppError,
     ids::{BriefId, TrialId},
-    ledger::service as ledger,
+    ledger::{model::Merged, service as ledger},
     review::model::Reservation,
     state::AppState,
     trials::{model::Allocation, service as trials},
@@ -221,6 +221,19 @@ async fn detail_of(
         provider: &provider,
     });
     let (brief_name, trial_name, teams) = names.of(state, c.brief_id, c.trial_id).await?;
+    Ok(assemble(c, months, brief_name, trial_name, teams, as_of))
+}
+
+/// A commitment's detail from its months and names.
+fn assemble(
+    c: CommitmentRow,
+    months: Vec<MonthUse>,
+    brief_name: String,
+    trial_name: String,
+    teams: Vec<String>,
+    as_of: NaiveDate,
+) -> CommitmentDetail {
+    let last_day = model::last_committed_day(c.end_date, c.released_on);
     let term = model::term_use(&months);
     let renewal = (c.state == CommitmentState::RenewalDue.as_str())
         .then(|| {
@@ -233,7 +246,7 @@ async fn detail_of(
             )
         })
         .flatten();
-    Ok(CommitmentDetail {
+    CommitmentDetail {
         renewal,
         brief_name,
         trial_name,
@@ -246,7 +259,112 @@ async fn detail_of(
         term,
         months,
         commitment: c,
-    })
+    }
+}
+
+/// [`detail_of`] of many commitments with a fixed number of statements, whatever their number:
+/// the names of their briefs, trials and teams, their trials' ledger summaries, and the merged
+/// GPU-hours of every month of every term in one statement over the ledger lines. A commitment
+/// whose provider id names FOCUS rows (they merge with the lines) is measured as [`detail_of`]
+/// measures it. The same figures as [`detail_of`] (`model::months_with` over the same months).
+async fn details_of(
+    state: &AppState,
+    rows: Vec<CommitmentRow>,
+    as_of: NaiveDate,
+) -> Result<Vec<CommitmentDetail>, AppError> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let provider_ids: Vec<(BriefId, &str)> = rows
+        .iter()
+        .filter_map(|c| c.provider_commitment_id.as_deref().map(|id| (c.brief_id, id)))
+        .collect();
+    let with_rows = ledger::commitment_ids_with_rows(&state.pool, &provider_ids).await?;
+    let alone: Vec<bool> = rows
+        .iter()
+        .map(|c| {
+            c.provider_commitment_id
+                .as_ref()
+                .is_some_and(|id| with_rows.contains(&(c.brief_id, id.clone())))
+        })
+        .collect();
+
+    let mut brief_ids: Vec<BriefId> = rows.iter().map(|c| c.brief_id).collect();
+    brief_ids.sort_unstable();
+    brief_ids.dedup();
+    let brief_names: BTreeMap<BriefId, String> = briefs::names(&state.pool, &brief_ids).await?.into_iter().collect();
+    let trial_names: BTreeMap<TrialId, String> = trials::names_of_briefs(state, &brief_ids)
+        .await?
+        .into_iter()
+        .map(|(_, trial, name)| (trial, name))
+        .collect();
+    let mut team_names: BTreeMap<BriefId, Vec<String>> = BTreeMap::new();
+    for (brief, name) in teams::team_names_of_briefs(&state.pool, &brief_ids).await? {
+        team_names.entry(brief).or_default().push(name);
+    }
+
+    let keys: Vec<(TrialId, &str)> = rows.iter().map(|c| (c.trial_id, c.currency.as_str())).collect();
+    let summaries = ledger::summaries_from_pool(&state.pool, &keys).await?;
+
+    // Every month of every term measured here, in order: each commitment's from `first[i]` on.
+    let mut windows = Vec::new();
+    let mut first = Vec::with_capacity(rows.len());
+    for (c, alone) in rows.iter().zip(&alone) {
+        first.push(windows.len());
+        if !alone {
+            let last_day = model::last_committed_day(c.end_date, c.released_on);
+            windows.extend(
+                model::month_windows(c.start_date, last_day, as_of)
+                    .into_iter()
+                    .map(|(from, to)| (c.brief_id, from, to)),
+            );
+        }
+    }
+    let micros = ledger::accelerator_micros_by_window(&state.pool, &windows).await?;
+    let hours = |gpu_micros: i128| {
+        Merged {
+            gpu_micros,
+            cost: Decimal::ZERO,
+        }
+        .gpu_hours()
+    };
+
+    let mut names = Names::default();
+    let mut items = Vec::with_capacity(rows.len());
+    for (((c, summary), first), alone) in rows.into_iter().zip(summaries).zip(first).zip(alone) {
+        if alone {
+            items.push(detail_of(state, &mut names, c, as_of).await?);
+            continue;
+        }
+        let last_day = model::last_committed_day(c.end_date, c.released_on);
+        let mut window = first;
+        let months = model::months_with(
+            &UseBasis {
+                trial: c.trial_id,
+                gpus: u32::try_from(c.gpus).unwrap_or(0),
+                rate_per_gpu_hour: c.rate_per_gpu_hour,
+                on_demand_rate_per_gpu_hour: c.on_demand_rate_per_gpu_hour,
+                start_date: c.start_date,
+                last_day,
+                as_of,
+                lines: &[],
+                idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
+                provider: &[],
+            },
+            |_, _| {
+                let per_trial = micros.get(window).map(Vec::as_slice).unwrap_or(&[]);
+                window += 1;
+                let billed: i128 = per_trial.iter().filter(|(t, _)| *t == c.trial_id).map(|(_, m)| m).sum();
+                let brief: i128 = per_trial.iter().map(|(_, m)| m).sum();
+                (hours(billed), hours(brief))
+            },
+        );
+        let brief_name = brief_names.get(&c.brief_id).cloned().unwrap_or_default();
+        let trial_name = trial_names.get(&c.trial_id).cloned().unwrap_or_default();
+        let teams = team_names.get(&c.brief_id).cloned().unwrap_or_default();
+        items.push(assemble(c, months, brief_name, trial_name, teams, as_of));
+    }
+    Ok(items)
 }
 
 /// The accelerator lines of the brief from the term's start to `until`, with the FOCUS rows that
@@ -320,9 +438,8 @@ pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) ->
     };
     let rows = repo::list(&state.pool, filter.map(CommitmentState::as_str)).await?;
     let today = today();
-    let mut names = Names::default();
     let mut visible: BTreeMap<BriefId, bool> = BTreeMap::new();
-    let mut items = Vec::with_capacity(rows.len());
+    let mut shown = Vec::with_capacity(rows.len());
     for row in rows {
         if !all {
             let may = match visible.get(&row.brief_id) {
@@ -337,8 +454,9 @@ pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) ->
                 continue;
             }
         }
-        items.push(detail_of(state, &mut names, row, today).await?);
+        shown.push(row);
     }
+    let items = details_of(state, shown, today).await?;
     let totals_per_team = model::totals_per_team(items.iter().filter(|d| d.state().running()).map(|d| {
         (
             d.teams.as_slice(),
