@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes the data set of a team at scale into a migrated rentcheck database, through SQL, in
-# minutes: by default 10,000 briefs, 30,000 trials, 2,000,000 evidence items (~2 KB each) and
-# 1,000,000 ledger lines, as docs/benchmarks.md measures the pages on.
+# minutes: by default 10,000 briefs, 30,000 trials, 2,000,000 evidence items (~2 KB each),
+# 1,000,000 ledger lines and 2,000 commitments (COMMITMENTS, a fifth of the briefs), as
+# docs/benchmarks.md measures the pages on.
 #
 #   DATABASE_URL=postgres://postgres@127.0.0.1:5432/rentcheck_scale scripts/seed-scale.sh
 #   BRIEFS=100 scripts/seed-scale.sh          # a small copy of the same shape
@@ -26,6 +27,7 @@ BRIEFS=${BRIEFS:-10000}
 TRIALS=${TRIALS:-3}
 EVIDENCE=${EVIDENCE:-$((BRIEFS * 200))}
 LEDGER=${LEDGER:-$((BRIEFS * 100))}
+COMMITMENTS=${COMMITMENTS:-$((BRIEFS / 5))}
 CHUNK=${CHUNK:-500}
 [ "$TRIALS" -ge 1 ] && [ "$TRIALS" -le 3 ] || { echo "TRIALS must be 1 to 3" >&2; exit 2; }
 # One brief in 40 has no evidence: the others carry the whole count (rounded up).
@@ -34,6 +36,7 @@ PER_TRIAL_EVIDENCE=$(( (EVIDENCE + WITH_EVIDENCE * TRIALS - 1) / (WITH_EVIDENCE 
 PER_TRIAL_LEDGER=$(( (LEDGER + BRIEFS * TRIALS - 1) / (BRIEFS * TRIALS) ))
 [ "$PER_TRIAL_EVIDENCE" -ge 4 ] || { echo "EVIDENCE too small: at least 4 items per trial" >&2; exit 2; }
 [ "$PER_TRIAL_LEDGER" -ge 1 ] || { echo "LEDGER too small: at least 1 line per trial" >&2; exit 2; }
+[ "$COMMITMENTS" -ge 0 ] && [ "$COMMITMENTS" -le "$BRIEFS" ] || { echo "COMMITMENTS must be 0 to BRIEFS" >&2; exit 2; }
 
 psql() { command psql -q -X -v ON_ERROR_STOP=1 "$DATABASE_URL" "$@"; }
 
@@ -150,11 +153,88 @@ WHERE b.n % 10 = 0 ON CONFLICT DO NOTHING;
 COMMIT;
 SQL
 
+# Commitments: one brief in five (spread evenly) has an approval that recorded a reservation of one
+# of its trials (decision reserve, 12 months' worth of the trial's GPUs at 0.6 × its on-demand rate)
+# and the commitment it opened, as review/service.rs writes them on an approval (the approval row
+# with its reservation, the commitment, its `commitment.opened` audit row). Terms started 1 to 11
+# months ago, so the trial's ledger lines (the last hours before now) fall inside every term that
+# has not ended. States as the background task would judge them today (it looks again a minute
+# after `checked_at`): of ten, five active, one revalidation-due (re-run every 7 days, the newest
+# run ~20 days old), one renewal-due (the term ends within 60 days), one regressed (its reason
+# kept; no run since the one it saw), one ended (a term shorter than its months so far), one
+# released yesterday. One in three names a provider_commitment_id.
+if [ "$COMMITMENTS" -gt 0 ]; then
+psql -v briefs="$BRIEFS" -v trials="$TRIALS" -v commitments="$COMMITMENTS" <<'SQL'
+BEGIN;
+CREATE TEMP TABLE seed_commitments ON COMMIT DROP AS
+SELECT s.n, md5('seed-commitment-' || s.n)::uuid AS id, md5('seed-commitment-approval-' || s.n)::uuid AS approval_id,
+       tr.brief_id, tr.id AS trial_id, tr.provider, tr.gpu, tr.gpu_count AS gpus, tr.currency,
+       tr.rate_per_gpu_hour AS on_demand_rate, round(tr.rate_per_gpu_hour * 0.6, 6) AS rate,
+       round(tr.gpu_count * round(tr.rate_per_gpu_hour * 0.6, 6) * 730, 6) AS monthly_cost,
+       s.k, s.term_months, s.start_date,
+       (s.start_date + make_interval(months => s.term_months) - interval '1 day')::date AS end_date,
+       ((s.start_date - 1) + time '12:00') AT TIME ZONE 'UTC' AS approved_at
+FROM (
+    SELECT n, g, t, k,
+           CASE k WHEN 6 THEN m + 1 WHEN 8 THEN greatest(m - 1, 1) ELSE 24 + 12 * (n % 2) END AS term_months,
+           (current_date - make_interval(months => m))::date AS start_date
+    FROM (SELECT n, 1 + ((n - 1) * :briefs) / :commitments AS g, 1 + n % :trials AS t, 1 + n % 11 AS m, n % 10 AS k
+          FROM generate_series(1, :commitments) AS n) AS x
+) AS s
+JOIN trials tr ON tr.id = md5('seed-trial-' || s.g || '-' || s.t)::uuid;
+
+INSERT INTO approvals (id, brief_id, verdict, decision, inputs_digest, comment, decided_by, decided_at,
+                       reservation_gpu, reservation_count, reservation_billing, reservation_term_months,
+                       reservation_start, reservation_monthly_cost, inputs, trial_id, reservation_provider,
+                       reservation_rate_per_gpu_hour, reservation)
+SELECT approval_id, brief_id, 'approve', 'reserve', 'seeded-reservation', 'Seeded reservation', 'manager@example.com',
+       approved_at, gpu, gpus, 'reserved', term_months, start_date, monthly_cost, '{}', trial_id, provider, rate,
+       jsonb_build_object('trial', trial_id, 'provider', provider, 'gpu', gpu, 'gpus_per_node', gpus, 'replicas', 1,
+                          'gpus', gpus, 'billing', 'reserved', 'rate_per_gpu_hour', rate::text, 'currency', currency,
+                          'term_months', term_months, 'monthly_cost', monthly_cost::text, 'start_date', start_date,
+                          'note', 'seeded reservation at 0.6 × the on-demand rate')
+FROM seed_commitments;
+
+INSERT INTO commitments (id, brief_id, trial_id, approval_id, approved_at, approved_criteria, provider, gpu,
+                         gpus_per_node, gpus, billing, rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency,
+                         term_months, start_date, end_date, monthly_cost, provider_commitment_id,
+                         revalidate_every_days, state, state_reason, state_changed_at, checked_at, last_run_at,
+                         released_on, created_at)
+SELECT c.id, c.brief_id, c.trial_id, c.approval_id, c.approved_at, '[]', c.provider, c.gpu, c.gpus, c.gpus, 'reserved',
+       c.rate, c.on_demand_rate, c.currency, c.term_months, c.start_date, c.end_date, c.monthly_cost,
+       CASE WHEN c.n % 3 = 0 THEN 'seed-cud-' || lpad(c.n::text, 5, '0') END,
+       CASE WHEN c.k = 5 THEN 7 ELSE 30 END,
+       CASE c.k WHEN 5 THEN 'revalidation-due' WHEN 6 THEN 'renewal-due' WHEN 7 THEN 'regressed'
+                WHEN 8 THEN 'ended' WHEN 9 THEN 'released' ELSE 'active' END,
+       CASE c.k
+           WHEN 5 THEN format('no run of the trial since %s (a re-run is due every 7 days)',
+                              coalesce((r.last_run AT TIME ZONE 'UTC')::date::text, 'the approval'))
+           WHEN 6 THEN format('the term ends on %s: renew, resize or release it', c.end_date)
+           WHEN 7 THEN 'serving.ttft_p95_ms (stage 3) failed the re-run: 300 when approved, 420 now'
+           WHEN 8 THEN format('the term ended on %s', c.end_date)
+           ELSE '' END,
+       now() - interval '1 day', now(), r.last_run,
+       CASE WHEN c.k = 9 THEN current_date - 1 END, c.approved_at
+FROM seed_commitments c
+CROSS JOIN LATERAL (SELECT max(received_at) AS last_run FROM evidence e
+                    WHERE e.trial_id = c.trial_id AND e.received_at > c.approved_at) AS r;
+
+INSERT INTO audit_log (id, at, actor, action, target, details)
+SELECT md5('seed-commitment-opened-' || n)::uuid, approved_at, 'manager@example.com', 'commitment.opened',
+       'brief:' || brief_id,
+       jsonb_build_object('commitment', id, 'approval', approval_id, 'trial', trial_id, 'gpus', gpus,
+                          'rate_per_gpu_hour', rate::text, 'currency', currency, 'start_date', start_date,
+                          'end_date', end_date, 'renews', NULL)
+FROM seed_commitments;
+COMMIT;
+SQL
+fi
+
 # Every row written queued a change for its brief (as the app's writes do); one per brief says the
 # same and spares the watcher millions of rows.
 psql -c "DELETE FROM brief_signals_dirty" -c "INSERT INTO brief_signals_dirty (brief_id) SELECT id FROM briefs"
 psql -c "VACUUM ANALYZE"
-psql -At -c "SELECT format('briefs %s, trials %s, evidence %s, ledger lines %s, database %s',
+psql -At -c "SELECT format('briefs %s, trials %s, evidence %s, ledger lines %s, commitments %s, database %s',
     (SELECT count(*) FROM briefs), (SELECT count(*) FROM trials), (SELECT count(*) FROM evidence),
-    (SELECT count(*) FROM ledger_lines), pg_size_pretty(pg_database_size(current_database())))"
+    (SELECT count(*) FROM ledger_lines), (SELECT count(*) FROM commitments), pg_size_pretty(pg_database_size(current_database())))"
 echo "done in $(( $(date +%s) - start )) s; the review summaries are marked dirty and fill in as the server runs"

@@ -69,6 +69,23 @@ pub async fn brief_access(db: impl PgExecutor<'_> + Copy, brief: BriefId) -> Res
     })
 }
 
+/// The names of the teams each of the given briefs is shared with, as [`brief_access`] orders
+/// them: (brief, team name), in one statement.
+pub async fn team_names_of_briefs(
+    db: impl PgExecutor<'_>,
+    briefs: &[BriefId],
+) -> Result<Vec<(BriefId, String)>, sqlx::Error> {
+    let ids: Vec<Uuid> = briefs.iter().map(|b| b.as_uuid()).collect();
+    let rows = sqlx::query!(
+        "SELECT b.brief_id, t.name FROM brief_teams b JOIN teams t ON t.id = b.team_id \
+         WHERE b.brief_id = ANY($1) ORDER BY b.brief_id, t.name",
+        &ids[..],
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (BriefId::from(r.brief_id), r.name)).collect())
+}
+
 /// Whether `user` owns the brief, is in a team it is shared with, or it has neither (an old brief).
 async fn user_may_edit(db: impl PgExecutor<'_>, user: Option<Uuid>, brief: BriefId) -> Result<bool, sqlx::Error> {
     let allowed = sqlx::query_scalar!(

@@ -165,6 +165,15 @@ pub async fn exists(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<bool, 
     .await
 }
 
+/// (id, name) of each of the given briefs that exists.
+pub async fn names(db: impl PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<(BriefId, String)>, sqlx::Error> {
+    let ids: Vec<Uuid> = ids.iter().map(|b| b.as_uuid()).collect();
+    let rows = sqlx::query!("SELECT id, name FROM briefs WHERE id = ANY($1)", &ids[..])
+        .fetch_all(db)
+        .await?;
+    Ok(rows.into_iter().map(|r| (BriefId::from(r.id), r.name)).collect())
+}
+
 /// The brief, without trial 1's allocation (`trials::service::load_brief` reads the whole brief).
 pub async fn get(db: impl PgExecutor<'_>, id: BriefId) -> Result<Option<Brief>, sqlx::Error> {
     let row = sqlx::query_as!(

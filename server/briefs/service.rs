@@ -18,6 +18,11 @@ pub async fn load(db: impl sqlx::PgExecutor<'_>, id: BriefId) -> Result<Brief, A
     repo::get(db, id).await?.ok_or(AppError::NotFound("brief"))
 }
 
+/// (id, name) of each of the given briefs that exists, in one statement.
+pub async fn names(db: impl sqlx::PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<(BriefId, String)>, AppError> {
+    Ok(repo::names(db, ids).await?)
+}
+
 /// Whether a brief with this id exists (for callers that need no more than that).
 pub async fn exists(db: impl sqlx::PgExecutor<'_>, id: BriefId) -> Result<bool, AppError> {
     Ok(repo::exists(db, id).await?)

@@ -278,23 +278,59 @@ fn next_month(d: NaiveDate) -> NaiveDate {
 /// The use of each calendar month of the term, from its first month to the month of the day
 /// before `as_of` (nothing before the term starts).
 pub fn months(b: &UseBasis<'_>) -> Vec<MonthUse> {
+    months_with(b, |from, to| {
+        (
+            gpu_hours_within(b.lines, from, to, |l| l.trial == b.trial),
+            gpu_hours_within(b.lines, from, to, |_| true),
+        )
+    })
+}
+
+/// The months of the term [`months`] measures, each as (its first day, the day after its last
+/// counted day): from the term's first month to the month of the day before `as_of`.
+pub fn month_days(start_date: NaiveDate, last_day: NaiveDate, as_of: NaiveDate) -> Vec<(NaiveDate, NaiveDate)> {
     let mut out = Vec::new();
     // Days up to and including `last` count.
-    let Some(last) = b.as_of.pred_opt().map(|d| d.min(b.last_day)) else {
+    let Some(last) = as_of.pred_opt().map(|d| d.min(last_day)) else {
         return out;
     };
-    let gpus = Decimal::from(b.gpus);
-    let busy_share = Decimal::ONE - b.idle_share;
-    let mut day = b.start_date;
+    let mut day = start_date;
     while day <= last {
         let month_end = next_month(day);
-        let until = month_end.min(last.succ_opt().unwrap_or(NaiveDate::MAX));
+        out.push((day, month_end.min(last.succ_opt().unwrap_or(NaiveDate::MAX))));
+        day = month_end;
+    }
+    out
+}
+
+/// The windows of [`month_days`] as instants: `[from, to)` from midnight to midnight UTC.
+pub fn month_windows(
+    start_date: NaiveDate,
+    last_day: NaiveDate,
+    as_of: NaiveDate,
+) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+    month_days(start_date, last_day, as_of)
+        .into_iter()
+        .map(|(day, until)| (midnight(day), midnight(until)))
+        .collect()
+}
+
+/// [`months`] with each month's (committed trial's, every trial's) merged GPU-hours inside
+/// `[from, to)` given by `hours` instead of read from `b.lines` (a list measures many commitments'
+/// months from one statement's sums).
+pub fn months_with(
+    b: &UseBasis<'_>,
+    mut hours: impl FnMut(DateTime<Utc>, DateTime<Utc>) -> (Decimal, Decimal),
+) -> Vec<MonthUse> {
+    let mut out = Vec::new();
+    let gpus = Decimal::from(b.gpus);
+    let busy_share = Decimal::ONE - b.idle_share;
+    for (day, until) in month_days(b.start_date, b.last_day, b.as_of) {
         let days = (until - day).num_days();
         let (from, to) = (midnight(day), midnight(until));
         let committed = gpus * Decimal::from(24 * days);
-        let billed = gpu_hours_within(b.lines, from, to, |l| l.trial == b.trial);
+        let (billed, brief) = hours(from, to);
         let busy = (billed * busy_share).round_dp(6).normalize();
-        let brief = gpu_hours_within(b.lines, from, to, |_| true);
         let utilization = (committed > Decimal::ZERO).then(|| (busy / committed).round_dp(4).normalize());
         let coverage = (brief > Decimal::ZERO).then(|| (committed / brief).round_dp(4).normalize());
         let unused = (committed - busy).max(Decimal::ZERO);
@@ -316,7 +352,6 @@ pub fn months(b: &UseBasis<'_>) -> Vec<MonthUse> {
             provider_used_gpu_hours: provider.map(|p| p.0),
             provider_unused_gpu_hours: provider.map(|p| p.1),
         });
-        day = month_end;
     }
     out
 }

@@ -21,7 +21,8 @@ use crate::{
     briefs::service as briefs,
     error::AppError,
     ids::{BriefId, TrialId},
-    ledger::service as ledger,
+    ledger::{model::Merged, service as ledger},
+    prices::model::StoredPrice,
     review::model::Reservation,
     state::AppState,
     trials::{model::Allocation, service as trials},
@@ -201,12 +202,7 @@ impl Names {
 /// committed offer (its provider, GPU, node shape and currency), against the on-demand rate current
 /// now; where no such row is current, the rates the commitment was approved at stand, and the why
 /// says which.
-async fn renewal_at_current_prices(
-    state: &AppState,
-    c: &CommitmentRow,
-    term: &model::TermUse,
-) -> Result<Option<model::Renewal>, AppError> {
-    let current = crate::prices::service::current(state).await?;
+fn renewal_at(current: &[StoredPrice], c: &CommitmentRow, term: &model::TermUse) -> Option<model::Renewal> {
     let rate_now = |billing: &str| {
         current
             .iter()
@@ -226,7 +222,7 @@ async fn renewal_at_current_prices(
         (None, None) => "at the rates approved (no current price of this offer)",
         _ => "at today's price where one is current, else the rate approved",
     };
-    Ok(model::renewal(
+    model::renewal(
         term,
         u32::try_from(c.gpus).unwrap_or(0),
         u32::try_from(c.gpus_per_node).unwrap_or(1),
@@ -236,7 +232,16 @@ async fn renewal_at_current_prices(
     .map(|mut r| {
         r.why = format!("{} ({source})", r.why);
         r
-    }))
+    })
+}
+
+/// The current prices, when one of `rows` is renewal-due (its renewal reads them), else none.
+async fn prices_for_renewals(state: &AppState, rows: &[CommitmentRow]) -> Result<Vec<StoredPrice>, AppError> {
+    if rows.iter().any(|c| c.state == CommitmentState::RenewalDue.as_str()) {
+        crate::prices::service::current(state).await
+    } else {
+        Ok(Vec::new())
+    }
 }
 
 /// The commitment's use from its start to `as_of` (days before it), read from the ledger.
@@ -263,13 +268,28 @@ async fn detail_of(
         provider: &provider,
     });
     let (brief_name, trial_name, teams) = names.of(state, c.brief_id, c.trial_id).await?;
+    let current = prices_for_renewals(state, std::slice::from_ref(&c)).await?;
+    Ok(assemble(c, months, brief_name, trial_name, teams, as_of, &current))
+}
+
+/// A commitment's detail from its months and names.
+fn assemble(
+    c: CommitmentRow,
+    months: Vec<MonthUse>,
+    brief_name: String,
+    trial_name: String,
+    teams: Vec<String>,
+    as_of: NaiveDate,
+    current: &[StoredPrice],
+) -> CommitmentDetail {
+    let last_day = model::last_committed_day(c.end_date, c.released_on);
     let term = model::term_use(&months);
     let renewal = if c.state == CommitmentState::RenewalDue.as_str() {
-        renewal_at_current_prices(state, &c, &term).await?
+        renewal_at(current, &c, &term)
     } else {
         None
     };
-    Ok(CommitmentDetail {
+    CommitmentDetail {
         renewal,
         brief_name,
         trial_name,
@@ -282,7 +302,148 @@ async fn detail_of(
         term,
         months,
         commitment: c,
-    })
+    }
+}
+
+/// Which of `rows` are measured one by one ([`detail_of`]): those whose provider id names FOCUS
+/// rows, which merge with the ledger lines.
+async fn measured_alone(state: &AppState, rows: &[CommitmentRow]) -> Result<Vec<bool>, AppError> {
+    let provider_ids: Vec<(BriefId, &str)> = rows
+        .iter()
+        .filter_map(|c| c.provider_commitment_id.as_deref().map(|id| (c.brief_id, id)))
+        .collect();
+    let with_rows = ledger::commitment_ids_with_rows(&state.pool, &provider_ids).await?;
+    Ok(rows
+        .iter()
+        .map(|c| {
+            c.provider_commitment_id
+                .as_ref()
+                .is_some_and(|id| with_rows.contains(&(c.brief_id, id.clone())))
+        })
+        .collect())
+}
+
+/// Every month of every term measured together, in order, as (brief, from, to); and where each
+/// commitment's months start among them (`first[i]`).
+type Windows = Vec<(BriefId, DateTime<Utc>, DateTime<Utc>)>;
+fn month_windows_of(rows: &[CommitmentRow], alone: &[bool], as_of: NaiveDate) -> (Windows, Vec<usize>) {
+    let mut windows = Vec::new();
+    let mut first = Vec::with_capacity(rows.len());
+    for (c, alone) in rows.iter().zip(alone) {
+        first.push(windows.len());
+        if !alone {
+            let last_day = model::last_committed_day(c.end_date, c.released_on);
+            windows.extend(
+                model::month_windows(c.start_date, last_day, as_of)
+                    .into_iter()
+                    .map(|(from, to)| (c.brief_id, from, to)),
+            );
+        }
+    }
+    (windows, first)
+}
+
+/// The names a list shows, of a set of briefs at once: their briefs', trials' and teams', and
+/// which trials each brief has.
+struct ListNames {
+    brief: BTreeMap<BriefId, String>,
+    trial: BTreeMap<TrialId, String>,
+    teams: BTreeMap<BriefId, Vec<String>>,
+    trials: Vec<(BriefId, TrialId)>,
+}
+
+impl ListNames {
+    async fn of(state: &AppState, brief_ids: &[BriefId]) -> Result<Self, AppError> {
+        let brief = briefs::names(&state.pool, brief_ids).await?.into_iter().collect();
+        let mut trial = BTreeMap::new();
+        let mut trials = Vec::new();
+        for (brief, id, name) in trials::names_of_briefs(state, brief_ids).await? {
+            trial.insert(id, name);
+            trials.push((brief, id));
+        }
+        let mut teams: BTreeMap<BriefId, Vec<String>> = BTreeMap::new();
+        for (brief, name) in teams::team_names_of_briefs(&state.pool, brief_ids).await? {
+            teams.entry(brief).or_default().push(name);
+        }
+        Ok(Self {
+            brief,
+            trial,
+            teams,
+            trials,
+        })
+    }
+}
+
+/// [`detail_of`] of many commitments with a fixed number of statements, whatever their number:
+/// the names of their briefs, trials and teams, their trials' ledger summaries, and the merged
+/// GPU-hours of every month of every term in one statement over the ledger lines. A commitment
+/// whose provider id names FOCUS rows (they merge with the lines) is measured as [`detail_of`]
+/// measures it. The same figures as [`detail_of`] (`model::months_with` over the same months).
+async fn details_of(
+    state: &AppState,
+    rows: Vec<CommitmentRow>,
+    as_of: NaiveDate,
+) -> Result<Vec<CommitmentDetail>, AppError> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let alone = measured_alone(state, &rows).await?;
+
+    let mut brief_ids: Vec<BriefId> = rows.iter().map(|c| c.brief_id).collect();
+    brief_ids.sort_unstable();
+    brief_ids.dedup();
+    let names = ListNames::of(state, &brief_ids).await?;
+
+    let keys: Vec<(TrialId, &str)> = rows.iter().map(|c| (c.trial_id, c.currency.as_str())).collect();
+    let summaries = ledger::summaries_from_pool(&state.pool, &keys).await?;
+
+    let (windows, first) = month_windows_of(&rows, &alone, as_of);
+    let micros = ledger::accelerator_micros_by_window(&state.pool, &windows, &names.trials).await?;
+    let hours = |gpu_micros: i128| {
+        Merged {
+            gpu_micros,
+            cost: Decimal::ZERO,
+        }
+        .gpu_hours()
+    };
+
+    let current = prices_for_renewals(state, &rows).await?;
+    let mut one_by_one = Names::default();
+    let mut items = Vec::with_capacity(rows.len());
+    for (((c, summary), first), alone) in rows.into_iter().zip(summaries).zip(first).zip(alone) {
+        if alone {
+            items.push(detail_of(state, &mut one_by_one, c, as_of).await?);
+            continue;
+        }
+        let last_day = model::last_committed_day(c.end_date, c.released_on);
+        let mut window = first;
+        let months = model::months_with(
+            &UseBasis {
+                trial: c.trial_id,
+                gpus: u32::try_from(c.gpus).unwrap_or(0),
+                rate_per_gpu_hour: c.rate_per_gpu_hour,
+                on_demand_rate_per_gpu_hour: c.on_demand_rate_per_gpu_hour,
+                start_date: c.start_date,
+                last_day,
+                as_of,
+                lines: &[],
+                idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
+                provider: &[],
+            },
+            |_, _| {
+                let per_trial = micros.get(window).map(Vec::as_slice).unwrap_or(&[]);
+                window += 1;
+                let billed: i128 = per_trial.iter().filter(|(t, _)| *t == c.trial_id).map(|(_, m)| m).sum();
+                let brief: i128 = per_trial.iter().map(|(_, m)| m).sum();
+                (hours(billed), hours(brief))
+            },
+        );
+        let brief_name = names.brief.get(&c.brief_id).cloned().unwrap_or_default();
+        let trial_name = names.trial.get(&c.trial_id).cloned().unwrap_or_default();
+        let teams = names.teams.get(&c.brief_id).cloned().unwrap_or_default();
+        items.push(assemble(c, months, brief_name, trial_name, teams, as_of, &current));
+    }
+    Ok(items)
 }
 
 /// The accelerator lines of the brief from the term's start to `until`, with the FOCUS rows that
@@ -356,9 +517,8 @@ pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) ->
     };
     let rows = repo::list(&state.pool, filter.map(CommitmentState::as_str)).await?;
     let today = today();
-    let mut names = Names::default();
     let mut visible: BTreeMap<BriefId, bool> = BTreeMap::new();
-    let mut items = Vec::with_capacity(rows.len());
+    let mut shown = Vec::with_capacity(rows.len());
     for row in rows {
         if !all {
             let may = match visible.get(&row.brief_id) {
@@ -373,8 +533,9 @@ pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) ->
                 continue;
             }
         }
-        items.push(detail_of(state, &mut names, row, today).await?);
+        shown.push(row);
     }
+    let items = details_of(state, shown, today).await?;
     let totals_per_team = model::totals_per_team(items.iter().filter(|d| d.state().running()).map(|d| {
         (
             d.teams.as_slice(),

@@ -1,5 +1,7 @@
 //! SQL for the ledger. Free functions over any executor; no repository trait.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use rust_decimal::{prelude::ToPrimitive, Decimal};
 use serde::Serialize;
@@ -219,6 +221,72 @@ pub async fn summary(conn: &mut PgConnection, trial_id: TrialId, currency: &str)
     };
     let outputs = outputs(&mut *conn, trial_id).await?;
     Ok(finish(totals, &merged, &outputs, currency))
+}
+
+/// [`summary`] of many trials at once, each in its currency: three statements whatever their
+/// number; the answers in the order of `keys`.
+pub async fn summaries(conn: &mut PgConnection, keys: &[(TrialId, &str)]) -> Result<Vec<LedgerSummary>, sqlx::Error> {
+    let ids: Vec<Uuid> = keys.iter().map(|(t, _)| t.as_uuid()).collect();
+    let sums = sqlx::query!(
+        r#"SELECT trial_id, category, sum(amount) AS "sum!" FROM ledger_lines WHERE trial_id = ANY($1)
+           AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY trial_id, category"#,
+        &ids[..],
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut by_trial: HashMap<Uuid, Vec<(Category, Decimal)>> = HashMap::new();
+    for row in sums {
+        if let Ok(c) = row.category.parse::<Category>() {
+            by_trial.entry(row.trial_id).or_default().push((c, row.sum));
+        }
+    }
+    let merged: HashMap<Uuid, Merged> = sqlx::query!(
+        r#"SELECT trial_id, sum(gpu_micros) AS micros, sum(cost) AS cost FROM ledger_accelerator_merged
+           WHERE trial_id = ANY($1) GROUP BY trial_id"#,
+        &ids[..],
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|r| {
+        let merged = Merged {
+            gpu_micros: r.micros.and_then(|m| m.to_i128()).unwrap_or(0),
+            cost: r.cost.unwrap_or_default().normalize(),
+        };
+        (r.trial_id, merged)
+    })
+    .collect();
+    let outputs: HashMap<Uuid, Outputs> = sqlx::query!(
+        "SELECT trial_id, accepted, rejected, retries, failed_jobs, idle_hours FROM ledger_outputs WHERE trial_id = ANY($1)",
+        &ids[..],
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(|r| {
+        let outputs = Outputs {
+            accepted: r.accepted,
+            rejected: r.rejected,
+            retries: r.retries,
+            failed_jobs: r.failed_jobs,
+            idle_hours: r.idle_hours.map(|d| d.normalize()),
+        };
+        (r.trial_id, outputs)
+    })
+    .collect();
+    Ok(keys
+        .iter()
+        .map(|(trial, currency)| {
+            let id = trial.as_uuid();
+            let mut totals = CategoryTotals::default();
+            for (c, sum) in by_trial.get(&id).into_iter().flatten() {
+                totals.add(*c, *sum);
+            }
+            let merged = merged.get(&id).cloned().unwrap_or_default();
+            let outputs = outputs.get(&id).cloned().unwrap_or_default();
+            finish(totals, &merged, &outputs, currency)
+        })
+        .collect())
 }
 
 /// A stored line: the line plus its id and position.
@@ -490,6 +558,109 @@ pub async fn commitment_use(
     )
     .fetch_all(db)
     .await
+}
+
+/// Which of the given (brief, CommitmentDiscountId) pairs have any FOCUS commitment row.
+pub async fn commitment_ids_with_rows(
+    db: impl PgExecutor<'_>,
+    briefs: &[Uuid],
+    ids: &[String],
+) -> Result<Vec<(BriefId, String)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT k.brief_id AS "brief_id!", k.id AS "id!" FROM unnest($1::uuid[], $2::text[]) AS k (brief_id, id)
+           WHERE EXISTS (SELECT 1 FROM ledger_commitment_rows r
+                         WHERE r.brief_id = k.brief_id AND r.commitment_discount_id = k.id)"#,
+        briefs,
+        ids,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (BriefId::from(r.brief_id), r.id)).collect())
+}
+
+/// What the accelerator lines of one trial and resource add up to inside one window, each line
+/// clipped to it and clustered as [`merge_spans`] clusters them: the lines that overlap no other
+/// there summed (duration × GPUs), those of overlapping clusters given back for the caller to merge.
+pub struct WindowResourceUse {
+    /// The window's index in the windows given (0-based).
+    pub window: usize,
+    pub trial_id: TrialId,
+    pub resource: String,
+    /// The lines that overlap no other, added up.
+    pub single_micros: i128,
+    /// The lines of overlapping clusters, clipped: (start, end, GPUs), sorted by (start, end).
+    pub overlapping: Vec<(DateTime<Utc>, DateTime<Utc>, i32)>,
+}
+
+/// [`WindowResourceUse`] of every window `[froms[i], tos[i])` of brief `briefs[i]` in one
+/// statement: the lines joined to the windows of their brief, clipped, clustered per (window,
+/// trial, resource). The briefs' trials come as pairs (`trial_briefs[j]`, `trial_ids[j]`), from the
+/// trials domain that owns them.
+pub async fn accelerator_use_by_window(
+    db: impl PgExecutor<'_>,
+    briefs: &[Uuid],
+    froms: &[DateTime<Utc>],
+    tos: &[DateTime<Utc>],
+    (trial_briefs, trial_ids): (&[Uuid], &[Uuid]),
+) -> Result<Vec<WindowResourceUse>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"WITH w AS (
+               SELECT k, brief_id, from_ts, to_ts
+               FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) WITH ORDINALITY AS w (brief_id, from_ts, to_ts, k)
+           ), spans AS (
+               SELECT brief_id, min(from_ts) AS from_ts, max(to_ts) AS to_ts FROM w GROUP BY brief_id
+           ), lines AS (
+               -- Through the brief's trials: ledger_lines_accelerator_idx holds all a line's figures read here.
+               SELECT b.brief_id, l.trial_id, l.resource, l.starts_at, l.ends_at, l.gpus
+               FROM spans b JOIN unnest($4::uuid[], $5::uuid[]) AS t (brief_id, id) ON t.brief_id = b.brief_id
+               JOIN ledger_lines l ON l.trial_id = t.id AND l.category = 'accelerator'
+                   AND l.starts_at < b.to_ts AND l.ends_at > b.from_ts
+           ), clipped AS (
+               SELECT w.k, l.trial_id, l.resource, greatest(l.starts_at, w.from_ts) AS s, least(l.ends_at, w.to_ts) AS e, l.gpus
+               FROM w JOIN lines l ON l.brief_id = w.brief_id AND l.starts_at < w.to_ts AND l.ends_at > w.from_ts
+           ), marked AS (
+               SELECT *, coalesce(s >= max(e) OVER (PARTITION BY k, trial_id, resource ORDER BY s, e
+                                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens
+               FROM clipped
+           ), clustered AS (
+               SELECT *, count(*) FILTER (WHERE opens) OVER (PARTITION BY k, trial_id, resource ORDER BY s, e
+                                                              ROWS UNBOUNDED PRECEDING) AS cluster
+               FROM marked
+           ), sized AS (
+               SELECT *, count(*) OVER (PARTITION BY k, trial_id, resource, cluster) AS n FROM clustered
+           )
+           SELECT k AS "k!", trial_id AS "trial_id!", resource AS "resource!",
+                  sum(greatest(round((extract(epoch FROM e) - extract(epoch FROM s)) * 1000000), 0) * gpus)
+                      FILTER (WHERE n = 1) AS single_micros,
+                  array_agg(s ORDER BY s, e) FILTER (WHERE n > 1) AS starts,
+                  array_agg(e ORDER BY s, e) FILTER (WHERE n > 1) AS ends,
+                  array_agg(gpus ORDER BY s, e) FILTER (WHERE n > 1) AS gpus
+           FROM sized GROUP BY k, trial_id, resource"#,
+        briefs,
+        froms,
+        tos,
+        trial_briefs,
+        trial_ids,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| WindowResourceUse {
+            window: usize::try_from(r.k - 1).unwrap_or(usize::MAX),
+            trial_id: r.trial_id.into(),
+            resource: r.resource,
+            single_micros: r.single_micros.and_then(|m| m.to_i128()).unwrap_or(0),
+            overlapping: r
+                .starts
+                .unwrap_or_default()
+                .into_iter()
+                .zip(r.ends.unwrap_or_default())
+                .zip(r.gpus.unwrap_or_default())
+                .map(|((s, e), g)| (s, e, g))
+                .collect(),
+        })
+        .collect())
 }
 
 /// One accelerator line's span, as commitments measure their use from it.

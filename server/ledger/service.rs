@@ -1,6 +1,7 @@
 //! The ledger use cases, the door other domains use: store lines (all or nothing, with the audit
 //! row), the summary (cost per completed job), the CSV export, and the demo import.
 
+use rust_decimal::Decimal;
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -8,7 +9,7 @@ use uuid::Uuid;
 use super::{
     csv::{self, CsvError, MAX_IMPORT_LINES},
     focus::FocusImport,
-    model::{Category, LedgerLine, LedgerSummary, Outputs, OutputsPatch},
+    model::{merge_spans, Category, LedgerLine, LedgerSummary, Outputs, OutputsPatch, Span},
     repo::{self, StoredLine},
 };
 use crate::{
@@ -425,6 +426,68 @@ pub async fn commitment_use(
     to: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<CommitmentUseRow>, sqlx::Error> {
     repo::commitment_use(pool, brief_id, id, from, to).await
+}
+
+/// [`summary_from_pool`] of many trials, each in its currency, in three statements; in the order of `keys`.
+pub async fn summaries_from_pool(pool: &PgPool, keys: &[(TrialId, &str)]) -> Result<Vec<LedgerSummary>, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    repo::summaries(&mut conn, keys).await
+}
+
+/// Which of the given (brief, CommitmentDiscountId) pairs have any FOCUS commitment row.
+pub async fn commitment_ids_with_rows(
+    pool: &PgPool,
+    keys: &[(BriefId, &str)],
+) -> Result<std::collections::HashSet<(BriefId, String)>, sqlx::Error> {
+    if keys.is_empty() {
+        return Ok(Default::default());
+    }
+    let briefs: Vec<Uuid> = keys.iter().map(|(b, _)| b.as_uuid()).collect();
+    let ids: Vec<String> = keys.iter().map(|(_, id)| (*id).to_owned()).collect();
+    Ok(repo::commitment_ids_with_rows(pool, &briefs, &ids)
+        .await?
+        .into_iter()
+        .collect())
+}
+
+/// Per window `[from, to)` of a brief, the merged GPU-microseconds of its accelerator lines there
+/// per trial, as merging the lines clipped to the window counts them (the ledger's merge: lines of
+/// one trial and resource that overlap count once, at the largest GPU count), in one statement
+/// for every window; in the order of `windows`. `trials`: the trials of the windows' briefs.
+pub async fn accelerator_micros_by_window(
+    pool: &PgPool,
+    windows: &[(BriefId, chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)],
+    trials: &[(BriefId, TrialId)],
+) -> Result<Vec<Vec<(TrialId, i128)>>, sqlx::Error> {
+    let mut out: Vec<Vec<(TrialId, i128)>> = vec![Vec::new(); windows.len()];
+    if windows.is_empty() {
+        return Ok(out);
+    }
+    let briefs: Vec<Uuid> = windows.iter().map(|(b, _, _)| b.as_uuid()).collect();
+    let froms: Vec<_> = windows.iter().map(|w| w.1).collect();
+    let tos: Vec<_> = windows.iter().map(|w| w.2).collect();
+    let trial_briefs: Vec<Uuid> = trials.iter().map(|(b, _)| b.as_uuid()).collect();
+    let trial_ids: Vec<Uuid> = trials.iter().map(|(_, t)| Uuid::from(*t)).collect();
+    for u in repo::accelerator_use_by_window(pool, &briefs, &froms, &tos, (&trial_briefs, &trial_ids)).await? {
+        let Some(slot) = out.get_mut(u.window) else { continue };
+        let mut micros = u.single_micros;
+        if !u.overlapping.is_empty() {
+            let spans: Vec<Span<'_>> = u
+                .overlapping
+                .iter()
+                .map(|&(start, end, gpus)| Span {
+                    resource: &u.resource,
+                    start,
+                    end,
+                    gpus,
+                    amount: Decimal::ZERO,
+                })
+                .collect();
+            micros += merge_spans(spans).gpu_micros;
+        }
+        slot.push((u.trial_id, micros));
+    }
+    Ok(out)
 }
 
 /// The accelerator lines of every trial of a brief overlapping `[from, to)` (a commitment's term).

@@ -109,6 +109,18 @@ pub async fn names(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<Tri
     .await
 }
 
+/// [`names`] of many briefs at once, by brief and position.
+pub async fn names_of_briefs(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Result<Vec<TrialName>, sqlx::Error> {
+    sqlx::query_as!(
+        TrialName,
+        r#"SELECT id, brief_id, name, status = 'planned' AS "planned!" FROM trials WHERE brief_id = ANY($1)
+           ORDER BY brief_id, position"#,
+        brief_ids,
+    )
+    .fetch_all(db)
+    .await
+}
+
 /// Adds a trial after the brief's last one. Run it in a transaction that locked the brief row, so
 /// two trials added at once cannot take the same position.
 pub async fn insert(conn: &mut PgConnection, brief_id: BriefId, fields: &TrialFields) -> Result<Trial, sqlx::Error> {

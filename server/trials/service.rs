@@ -263,6 +263,16 @@ pub async fn names(state: &AppState, brief_id: BriefId) -> Result<Vec<(TrialId, 
     Ok(trials.into_iter().map(|t| (t.id, t.name)).collect())
 }
 
+/// (brief, trial id, name) of each trial of the given briefs, read in one statement.
+pub async fn names_of_briefs(
+    state: &AppState,
+    brief_ids: &[BriefId],
+) -> Result<Vec<(BriefId, TrialId, String)>, AppError> {
+    let ids: Vec<uuid::Uuid> = brief_ids.iter().map(|b| b.as_uuid()).collect();
+    let trials = repo::names_of_briefs(&state.pool, &ids).await?;
+    Ok(trials.into_iter().map(|t| (t.brief_id, t.id, t.name)).collect())
+}
+
 /// [`resolve_target`] as an API answer: 422 naming the trials, or 403 for a token scoped to another.
 pub fn resolve(
     trials: &[(TrialId, String)],

@@ -285,6 +285,30 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
     assert_eq!(ours["items"].as_array().unwrap().len(), 1);
     let res = app.get("/api/v1/commitments?state=paused").await;
     assert_eq!(res.status(), 422);
+
+    // The list measures every commitment's months in one statement: the same figures as the
+    // commitment's own answer, also where lines of one resource overlap (counted once, at the
+    // larger GPU count). September's brief hours: node-a 2880; node-b 4 GPUs 10th–15th, then 6
+    // GPUs 15th–25th: 4 × 120 + 6 × 240 = 1920; 4800 in all.
+    ledger_post(
+        &app,
+        &brief,
+        json!({
+            "trial": spare,
+            "lines": [accelerator(&spare, "node-b", "2026-09-15T00:00:00Z", "2026-09-25T00:00:00Z", 6, "3.00")]
+        }),
+    )
+    .await;
+    let one: Value = app
+        .get(&format!("/api/v1/commitments/{cid}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(decimal(&one["months"][0]["brief_gpu_hours"]), dec("4800"), "{one}");
+    let listed: Value = app.get("/api/v1/commitments").await.json().await.unwrap();
+    assert_eq!(listed["items"][0]["months"], one["months"], "{listed}");
+    assert_eq!(listed["items"][0]["term"], one["term"]);
 }
 
 #[tokio::test]
