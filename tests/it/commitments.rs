@@ -192,11 +192,7 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
     let cid = c["id"].as_str().unwrap().to_owned();
 
     // Move the clock: the term began on 2026-09-01 (and so ends on 2027-08-31).
-    sqlx::query("UPDATE commitments SET start_date = '2026-09-01', end_date = '2027-08-31' WHERE id = $1")
-        .bind(Uuid::parse_str(&cid).unwrap())
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    set_term(&app, Uuid::parse_str(&cid).unwrap(), "2026-09-01", "2027-08-31").await;
     // The reserved node ran 15 days of September and all of October; a second trial of the brief
     // ran 4 GPUs for 10 days of September. The trial now reports 902.4 idle GPU-hours of its
     // 2880 + 5952 + 192 = 9024 billed: an idle share of 0.1.
@@ -475,18 +471,11 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
     let app = spawn_app().await;
     let (brief, trial, digest) = reserving_brief(&app).await;
     approve(&app, &brief, &digest).await;
-    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let cid = the_commitment(&app).await;
     // The term began on 2026-10-01; October ran 31 days of the 8 GPUs, and the trial's idle share
     // is 595.2 of 5952 + 192 = 6144 billed: 0.096875, so October was 5952 × 0.903125 = 5375.4 busy
     // (90.3 %).
-    sqlx::query("UPDATE commitments SET start_date = '2026-10-01', end_date = '2027-09-30' WHERE id = $1")
-        .bind(cid)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    set_term(&app, cid, "2026-10-01", "2027-09-30").await;
     ledger_post(
         &app,
         &brief,
@@ -617,10 +606,7 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
     let app = spawn_app().await;
     let (brief, trial, digest) = reserving_brief(&app).await;
     approve(&app, &brief, &digest).await;
-    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let cid = the_commitment(&app).await;
     sqlx::query(
         "INSERT INTO webhooks (id, url, events, secret, created_by) VALUES ($1, 'https://hooks.example.com/rc', \
          ARRAY['commitment.regressed', 'commitment.revalidation_due', 'commitment.renewal_due'], \
@@ -631,11 +617,7 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
     .await
     .unwrap();
     // The term: 2026.
-    sqlx::query("UPDATE commitments SET start_date = '2026-01-01', end_date = '2026-12-31' WHERE id = $1")
-        .bind(cid)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    set_term(&app, cid, "2026-01-01", "2026-12-31").await;
     let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
     let judge = |today: &'static str| {
         let state = state.clone();
@@ -829,16 +811,9 @@ async fn a_running_commitment_has_its_gauges_on_the_briefs_prometheus_endpoint()
     .await;
     let (brief, trial, digest) = reserving_brief(&app).await;
     approve(&app, &brief, &digest).await;
-    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let cid = the_commitment(&app).await;
     // Running since 2026-10-01 with nothing on the ledger since October: busy 0 this month.
-    sqlx::query("UPDATE commitments SET start_date = '2026-10-01', end_date = '2027-09-30' WHERE id = $1")
-        .bind(cid)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    set_term(&app, cid, "2026-10-01", "2027-09-30").await;
     let page = app
         .anon
         .get(app.url("/metrics/briefs"))
@@ -901,15 +876,8 @@ async fn focus_rows_of_the_providers_id_count_as_busy_and_the_providers_used_and
     let app = spawn_app().await;
     let (brief, trial, digest) = reserving_brief(&app).await;
     approve(&app, &brief, &digest).await;
-    let cid: Uuid = sqlx::query_scalar("SELECT id FROM commitments")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    sqlx::query("UPDATE commitments SET start_date = '2026-09-01', end_date = '2027-08-31' WHERE id = $1")
-        .bind(cid)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    let cid = the_commitment(&app).await;
+    set_term(&app, cid, "2026-09-01", "2027-08-31").await;
     let import = || async {
         let res = app
             .client
@@ -1003,6 +971,25 @@ async fn focus_rows_of_the_providers_id_count_as_busy_and_the_providers_used_and
     assert!(html.contains("<td>384 used, 192 unused</td>"), "{html}");
 }
 
+/// The one commitment the test's approval opened.
+async fn the_commitment(app: &TestApp) -> Uuid {
+    sqlx::query_scalar("SELECT id FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Moves a commitment's term (both days included), as if it had been approved then.
+async fn set_term(app: &TestApp, cid: Uuid, start: &str, end: &str) {
+    sqlx::query("UPDATE commitments SET start_date = $2::date, end_date = $3::date WHERE id = $1")
+        .bind(cid)
+        .bind(start)
+        .bind(end)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+}
+
 /// The two figures of a regression's words: "… : 312.5 ms when approved, 352.5 ms now".
 fn before_and_after(why: &str) -> (f64, f64) {
     let (_, figures) = why.split_once(": ").unwrap();
@@ -1029,11 +1016,7 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
         .unwrap()["value"]
         .as_f64()
         .unwrap();
-    sqlx::query("UPDATE commitments SET start_date = '2026-01-01', end_date = '2026-12-31' WHERE id = $1")
-        .bind(cid)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    set_term(&app, cid, "2026-01-01", "2026-12-31").await;
     let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
     let round = |today: &'static str| {
         let (state, pool) = (state.clone(), app.pool.clone());
