@@ -372,14 +372,7 @@ async fn headroom_and_api_prices_per_token_kind_round_trip_and_are_checked() {
         .collect();
     assert_eq!(fields, ["headroom_pct", "api_price_output_per_million"]);
     let id = created["id"].as_str().unwrap();
-    let form = app
-        .login_owner()
-        .await
-        .get(app.url(&format!("/briefs/{id}/edit")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let form = app.owner_page(&format!("/briefs/{id}/edit")).await;
     assert!(form.contains("name=\"headroom_pct\" value=\"20\""), "the form keeps it");
     assert!(form.contains("name=\"api_price_input_per_million\" value=\"0.15\""));
 }

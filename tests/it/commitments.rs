@@ -400,14 +400,7 @@ async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
         .await
         .unwrap();
     assert!(cron.contains("  schedule: \"0 3 */14 * *\"\n"), "{cron}");
-    let page = app
-        .login_owner()
-        .await
-        .get(app.url(&format!("/briefs/{brief}/trials/{trial}/plan")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = app.owner_page(&format!("/briefs/{brief}/trials/{trial}/plan")).await;
     assert!(
         page.contains(&format!(
             "This trial is <a href=\"/commitments/{cid}\">committed</a>: a re-run is due every 14 days."
@@ -748,24 +741,10 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         renewal_why.contains("the break-even is 40 % (1.4 ÷ 3.5), and a commitment pays from 45 %"),
         "{renewal_why}"
     );
-    let page = app
-        .login_owner()
-        .await
-        .get(app.url(&format!("/commitments/{cid}")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = app.owner_page(&format!("/commitments/{cid}")).await;
     assert!(page.contains("<h2>Renewal: release</h2>"), "{page}");
     // The review says it too, beside the approval form.
-    let review_page = app
-        .login_owner()
-        .await
-        .get(app.url(&format!("/briefs/{brief}/review")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let review_page = app.owner_page(&format!("/briefs/{brief}/review")).await;
     let notice = &review_page[review_page
         .find("id=\"renewal\"")
         .expect("a renewal notice on the review")..];
@@ -1078,14 +1057,7 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
     assert_eq!(review["approval"]["stale"], true);
     assert_eq!(review["approval"]["stale_reason"], "regression");
     assert_eq!(review["approval"]["regression"], json!(why));
-    let page = app
-        .login_owner()
-        .await
-        .get(app.url(&format!("/briefs/{brief}/review")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let page = app.owner_page(&format!("/briefs/{brief}/review")).await;
     assert!(
         page.contains("stale: a re-run after it regressed (serving.ttft_p95_ms (stage 3) is worse"),
         "{page}"

@@ -164,14 +164,7 @@ async fn a_capacity_that_holds_the_brief_has_no_finding() {
         .await
         .unwrap();
     assert_eq!(review["trials"][0]["kv_capacity"]["findings"], json!([]));
-    let html = app
-        .login_owner()
-        .await
-        .get(app.url(&format!("/briefs/{id}/review")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let html = app.owner_page(&format!("/briefs/{id}/review")).await;
     assert!(html.contains("The measured capacity holds what the brief needs."));
 }
 
@@ -282,14 +275,7 @@ async fn the_kv_check_is_at_the_briefs_context_not_at_vllms_own_request_length()
     );
     assert_eq!(kv["measured_sequences_at_context"], 1_031_408.0 / 8192.0);
     assert_eq!(kv["context_length"], 8192);
-    let html = app
-        .login_owner()
-        .await
-        .get(app.url(&format!("/briefs/{id}/review")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let html = app.owner_page(&format!("/briefs/{id}/review")).await;
     assert!(html.contains("The measured capacity holds what the brief needs."));
     assert!(
         html.contains("31.5 sequences of 32,768 tokens (its max_model_len)"),
@@ -326,14 +312,7 @@ async fn an_option_marked_fits_never_contradicts_the_kv_box_on_the_brief_page() 
         )
         .await;
     assert_eq!(res.status(), 201);
-    let html = app
-        .login_owner()
-        .await
-        .get(app.url(&format!("/briefs/{id}")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let html = app.owner_page(&format!("/briefs/{id}")).await;
     let kv = &html[html.find("id=\"kv-capacity\"").unwrap()..];
     assert!(kv[..kv.find("</section>").unwrap()].contains("short"));
     let table = &html[html.find("class=\"sizing-table").unwrap()..];

@@ -467,6 +467,12 @@ impl TestApp {
         self.client.get(self.url(path)).send().await.unwrap()
     }
 
+    /// A page as the brief's owner reads it (signed in afresh), its HTML.
+    pub async fn owner_page(&self, path: &str) -> String {
+        let owner = self.login_owner().await;
+        owner.get(self.url(path)).await.text().await.unwrap()
+    }
+
     /// The JSON an API read answers, as the default engineer.
     pub async fn get_json(&self, path: &str) -> Value {
         self.get(path).await.json().await.unwrap()
