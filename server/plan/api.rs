@@ -15,11 +15,28 @@ use super::{
     service, sky,
 };
 use crate::{
-    error::ApiResult,
+    auth::Principal,
+    error::{ApiResult, AppError},
     ids::{BriefId, TrialId},
     state::AppState,
     web::{auth::ApiCaller, extract::Path},
 };
+
+/// The trial's plan, once the caller may read it (people of the brief; its agent tokens).
+async fn readable_plan(
+    state: &AppState,
+    caller: &Principal,
+    brief_id: BriefId,
+    trial_id: TrialId,
+) -> Result<service::TrialPlan, AppError> {
+    caller.may_read_test_plan(brief_id, trial_id)?;
+    service::plan_for(state, brief_id, trial_id).await
+}
+
+/// A YAML document as the plan's files are served.
+fn yaml_answer(yaml: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], yaml).into_response()
+}
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -56,8 +73,7 @@ async fn show(
     ApiCaller(caller): ApiCaller,
     Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
 ) -> ApiResult<Response> {
-    caller.may_read_test_plan(brief_id, trial_id)?;
-    let p = service::plan_for(&state, brief_id, trial_id).await?;
+    let p = readable_plan(&state, &caller, brief_id, trial_id).await?;
     Ok(Json(p.answer()).into_response())
 }
 
@@ -81,8 +97,7 @@ async fn job(
     ApiCaller(caller): ApiCaller,
     Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
 ) -> ApiResult<Response> {
-    caller.may_read_test_plan(brief_id, trial_id)?;
-    let p = service::plan_for(&state, brief_id, trial_id).await?;
+    let p = readable_plan(&state, &caller, brief_id, trial_id).await?;
     let yaml = manifest(
         &p.plan,
         &JobSettings {
@@ -90,7 +105,7 @@ async fn job(
             ..JobSettings::default()
         },
     );
-    Ok(([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], yaml).into_response())
+    Ok(yaml_answer(yaml))
 }
 
 #[utoipa::path(
@@ -116,10 +131,9 @@ async fn sky(
     ApiCaller(caller): ApiCaller,
     Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
 ) -> ApiResult<Response> {
-    caller.may_read_test_plan(brief_id, trial_id)?;
-    let p = service::plan_for(&state, brief_id, trial_id).await?;
+    let p = readable_plan(&state, &caller, brief_id, trial_id).await?;
     let yaml = sky::task(&p.plan, &state.config.public_url);
-    Ok(([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], yaml).into_response())
+    Ok(yaml_answer(yaml))
 }
 
 #[utoipa::path(
@@ -147,8 +161,7 @@ async fn cronjob(
     ApiCaller(caller): ApiCaller,
     Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
 ) -> ApiResult<Response> {
-    caller.may_read_test_plan(brief_id, trial_id)?;
-    let p = service::plan_for(&state, brief_id, trial_id).await?;
+    let p = readable_plan(&state, &caller, brief_id, trial_id).await?;
     let every = p
         .revalidation
         .as_ref()
@@ -161,5 +174,5 @@ async fn cronjob(
         },
         every,
     );
-    Ok(([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], yaml).into_response())
+    Ok(yaml_answer(yaml))
 }
