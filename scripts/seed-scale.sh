@@ -10,8 +10,9 @@
 # The database must exist and be migrated (`rentcheck migrate`). Every row is what the app itself
 # would have written: evidence rows go through the evidence triggers (the metrics queue, the review
 # summary marks) and the queue is compacted with the app's own function; ledger lines of one
-# resource never overlap, so the stored merge (`ledger_accelerator_merged`) is their plain sum, as
-# the app's merge computes it. Ids are derived from the row numbers (md5), so a second run with the
+# resource never overlap and each lies inside one UTC day, so the stored merges
+# (`ledger_accelerator_merged`, and per day `ledger_accelerator_daily`) are their plain sums, as the
+# app's merge computes them. Ids are derived from the row numbers (md5), so a second run with the
 # same numbers fails on the first duplicate instead of doubling the data.
 #
 # Shape: each brief one of five catalogue models (8B, 70B, 32B, 72B, Mixtral), three trials (H100,
@@ -113,6 +114,10 @@ FROM seed_briefs b CROSS JOIN generate_series(1, :trials) AS t CROSS JOIN genera
 INSERT INTO ledger_accelerator_merged (brief_id, trial_id, resource, gpu_micros, cost, lines)
 SELECT brief_id, trial_id, resource, sum(gpus::numeric * 3600000000), sum(amount), count(*)
 FROM ledger_lines WHERE brief_id IN (SELECT id FROM seed_briefs) GROUP BY brief_id, trial_id, resource;
+
+INSERT INTO ledger_accelerator_daily (trial_id, resource, day, gpu_micros)
+SELECT trial_id, resource, (starts_at AT TIME ZONE 'UTC')::date, sum(gpus::numeric * 3600000000)
+FROM ledger_lines WHERE brief_id IN (SELECT id FROM seed_briefs) GROUP BY 1, 2, 3;
 
 INSERT INTO ledger_outputs (brief_id, trial_id, accepted, rejected, retries, failed_jobs)
 SELECT b.id, md5('seed-trial-' || b.g || '-' || t)::uuid, 200000 + (b.g * 31 + t) % 500000, (b.g + t) % 900, 0, 0

@@ -8,7 +8,7 @@ use std::{
     str::FromStr,
 };
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, NaiveDate, SubsecRound, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -817,6 +817,52 @@ fn sweep(cluster: &[Span<'_>], out: &mut Merged) {
     }
 }
 
+/// The merged GPU-microseconds of one resource's spans per UTC day: every instant counts once, at
+/// the largest GPU count among the spans covering it, as [`merge_spans`] counts it, and the sum over
+/// the days is its `gpu_micros`. A commitment's months are whole days, so they add these up.
+pub fn gpu_micros_per_day(spans: &[Span<'_>]) -> BTreeMap<NaiveDate, i128> {
+    let mut out = BTreeMap::new();
+    // Ends sort before starts at the same instant (half-open intervals).
+    let mut events: Vec<(DateTime<Utc>, bool, usize)> = Vec::with_capacity(spans.len() * 2);
+    for (i, s) in spans.iter().enumerate().filter(|(_, s)| s.end > s.start) {
+        events.push((s.start, true, i));
+        events.push((s.end, false, i));
+    }
+    events.sort_unstable_by_key(|&(t, is_start, i)| (t, is_start, i));
+    let mut active = vec![false; spans.len()];
+    let mut gpus: BinaryHeap<(i32, usize)> = BinaryHeap::new();
+    let mut prev: Option<DateTime<Utc>> = None;
+    for (t, is_start, i) in events {
+        if let Some(p) = prev.filter(|p| t > *p) {
+            while gpus.peek().is_some_and(|&(_, j)| !active[j]) {
+                gpus.pop();
+            }
+            if let Some(&(g, _)) = gpus.peek() {
+                add_by_day(&mut out, p, t, g);
+            }
+        }
+        prev = Some(t);
+        active[i] = is_start;
+        if is_start {
+            gpus.push((spans[i].gpus, i));
+        }
+    }
+    out
+}
+
+/// Adds `[from, to)` × `gpus` to the days it covers, cut at midnights UTC.
+fn add_by_day(days: &mut BTreeMap<NaiveDate, i128>, mut from: DateTime<Utc>, to: DateTime<Utc>, gpus: i32) {
+    while from < to {
+        let day = from.date_naive();
+        let next = day
+            .succ_opt()
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .map_or(to, |m| m.and_utc().min(to));
+        *days.entry(day).or_insert(0) += i128::from(micros(from, next)) * i128::from(gpus);
+        from = next;
+    }
+}
+
 /// Builds the summary from per-category sums of the non-accelerator lines and the merged accelerator spans.
 pub fn finish(mut totals: CategoryTotals, merged: &Merged, outputs: &Outputs, currency: &str) -> LedgerSummary {
     totals.accelerator = merged.cost;
@@ -924,5 +970,85 @@ mod typed_by_people {
         assert_eq!(typed.rate_per_gpu_hour.as_deref(), Some("2,99"));
         assert_eq!(typed.starts_at.as_deref(), Some("20/11/2026 09:00"));
         assert!(validate_line(&typed, "USD").is_err());
+    }
+}
+
+#[cfg(test)]
+mod merged_per_day {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    fn span(start: &str, end: &str, gpus: i32) -> Span<'static> {
+        Span {
+            resource: "node-1",
+            start: at(start),
+            end: at(end),
+            gpus,
+            amount: Decimal::ZERO,
+        }
+    }
+
+    const HOUR: i128 = 3_600_000_000;
+
+    #[test]
+    fn a_line_over_midnight_counts_on_both_days_and_an_overlap_once_at_the_larger_count() {
+        let spans = [
+            // 22:00–02:00 on 8 GPUs, and 23:00–01:00 on 4 GPUs inside it: the 4 add nothing.
+            span("2026-11-30T22:00:00Z", "2026-12-01T02:00:00Z", 8),
+            span("2026-11-30T23:00:00Z", "2026-12-01T01:00:00Z", 4),
+            // 01:30–03:00 on 16 GPUs: 01:30–02:00 counts at 16, not 8 + 16.
+            span("2026-12-01T01:30:00Z", "2026-12-01T03:00:00Z", 16),
+        ];
+        let days = gpu_micros_per_day(&spans);
+        let nov30 = NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
+        let dec1 = NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+        assert_eq!(days.get(&nov30), Some(&(2 * 8 * HOUR)));
+        // 00:00–01:30 at 8, 01:30–03:00 at 16.
+        assert_eq!(days.get(&dec1), Some(&(3 * 8 * HOUR / 2 + 3 * 16 * HOUR / 2)));
+        assert_eq!(days.len(), 2);
+        assert_eq!(days.values().sum::<i128>(), merge_spans(spans).gpu_micros);
+    }
+
+    #[test]
+    fn the_days_add_up_to_the_merge_for_any_mix_of_lines() {
+        // A fixed pseudo-random walk: lines of 1 minute to 40 hours, starting anywhere in ten days,
+        // on 1 to 8 GPUs, many overlapping.
+        let mut seed: u64 = 0x5eed;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let origin = at("2026-11-01T00:00:00Z");
+        for round in 0..50 {
+            let mut spans: Vec<Span<'static>> = (0..(1 + round % 30))
+                .map(|_| {
+                    let start = origin + chrono::Duration::seconds(next(10 * 86_400) as i64);
+                    let end = start + chrono::Duration::seconds(60 + next(40 * 3_600) as i64);
+                    Span {
+                        resource: "node-1",
+                        start,
+                        end,
+                        gpus: 1 + next(8) as i32,
+                        amount: Decimal::ZERO,
+                    }
+                })
+                .collect();
+            sort_spans(&mut spans);
+            let days = gpu_micros_per_day(&spans);
+            assert_eq!(
+                days.values().sum::<i128>(),
+                merge_spans(spans.clone()).gpu_micros,
+                "round {round}"
+            );
+            assert!(
+                days.values().all(|m| *m > 0 && *m <= 8 * 24 * HOUR),
+                "round {round}: {days:?}"
+            );
+        }
     }
 }

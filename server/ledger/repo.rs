@@ -9,8 +9,8 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{
-    finish, merge_spans, sort_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Merged, Outputs,
-    OutputsPatch, Span,
+    finish, gpu_micros_per_day, merge_spans, sort_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Merged,
+    Outputs, OutputsPatch, Span,
 };
 use crate::ids::{BriefId, TrialId};
 
@@ -167,13 +167,20 @@ pub async fn remerge(
     let mut micros: Vec<Decimal> = Vec::new();
     let mut costs: Vec<Decimal> = Vec::new();
     let mut counts: Vec<i64> = Vec::new();
+    let mut daily = Daily::default();
     for group in spans.chunk_by(|a, b| a.resource == b.resource) {
         let merged = merge_spans(group.iter().copied());
         names.push(group[0].resource.to_owned());
         micros.push(Decimal::from_i128_with_scale(merged.gpu_micros, 0));
         costs.push(merged.cost);
         counts.push(group.len() as i64);
+        for (day, m) in gpu_micros_per_day(group) {
+            daily.resources.push(group[0].resource.to_owned());
+            daily.days.push(day);
+            daily.micros.push(Decimal::from_i128_with_scale(m, 0));
+        }
     }
+    store_daily(&mut *conn, trial_id, &resources, &daily).await?;
     sqlx::query!(
         "INSERT INTO ledger_accelerator_merged (brief_id, trial_id, resource, gpu_micros, cost, lines) \
          SELECT $1, $6, * FROM UNNEST($2::text[], $3::numeric[], $4::numeric[], $5::int8[]) \
@@ -185,6 +192,41 @@ pub async fn remerge(
         &costs,
         &counts,
         trial_id.as_uuid(),
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The merged GPU-microseconds of one trial's resources per day, as columns.
+#[derive(Default)]
+struct Daily {
+    resources: Vec<String>,
+    days: Vec<chrono::NaiveDate>,
+    micros: Vec<Decimal>,
+}
+
+/// Replaces the per-day merge of the trial's `resources` with `daily` (`ledger_accelerator_daily`).
+async fn store_daily(
+    conn: &mut PgConnection,
+    trial_id: TrialId,
+    resources: &[String],
+    daily: &Daily,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "DELETE FROM ledger_accelerator_daily WHERE trial_id = $1 AND resource = ANY($2)",
+        trial_id.as_uuid(),
+        resources,
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!(
+        "INSERT INTO ledger_accelerator_daily (trial_id, resource, day, gpu_micros) \
+         SELECT $1, * FROM UNNEST($2::text[], $3::date[], $4::numeric[])",
+        trial_id.as_uuid(),
+        &daily.resources,
+        &daily.days,
+        &daily.micros,
     )
     .execute(&mut *conn)
     .await?;
@@ -578,64 +620,24 @@ pub async fn commitment_ids_with_rows(
     Ok(rows.into_iter().map(|r| (BriefId::from(r.brief_id), r.id)).collect())
 }
 
-/// What the accelerator lines of one trial and resource add up to inside one window, each line
-/// clipped to it and clustered as [`merge_spans`] clusters them: the lines that overlap no other
-/// there summed (duration × GPUs), those of overlapping clusters given back for the caller to merge.
-pub struct WindowResourceUse {
-    /// The window's index in the windows given (0-based).
-    pub window: usize,
-    pub trial_id: TrialId,
-    pub resource: String,
-    /// The lines that overlap no other, added up.
-    pub single_micros: i128,
-    /// The lines of overlapping clusters, clipped: (start, end, GPUs), sorted by (start, end).
-    pub overlapping: Vec<(DateTime<Utc>, DateTime<Utc>, i32)>,
-}
-
-/// [`WindowResourceUse`] of every window `[froms[i], tos[i])` of brief `briefs[i]` in one
-/// statement: the lines joined to the windows of their brief, clipped, clustered per (window,
-/// trial, resource). The briefs' trials come as pairs (`trial_briefs[j]`, `trial_ids[j]`), from the
-/// trials domain that owns them.
-pub async fn accelerator_use_by_window(
+/// Per window `[froms[i], tos[i])` (whole UTC days) of brief `briefs[i]`, the merged
+/// GPU-microseconds of each of the brief's trials there, from `ledger_accelerator_daily`, in one
+/// statement for every window: (the window's index in the windows given, the trial, the sum). The
+/// briefs' trials come as pairs (`trial_briefs[j]`, `trial_ids[j]`), from the trials domain that
+/// owns them.
+pub async fn accelerator_micros_by_days(
     db: impl PgExecutor<'_>,
     briefs: &[Uuid],
-    froms: &[DateTime<Utc>],
-    tos: &[DateTime<Utc>],
+    froms: &[chrono::NaiveDate],
+    tos: &[chrono::NaiveDate],
     (trial_briefs, trial_ids): (&[Uuid], &[Uuid]),
-) -> Result<Vec<WindowResourceUse>, sqlx::Error> {
+) -> Result<Vec<(usize, TrialId, i128)>, sqlx::Error> {
     let rows = sqlx::query!(
-        r#"WITH w AS (
-               SELECT k, brief_id, from_ts, to_ts
-               FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) WITH ORDINALITY AS w (brief_id, from_ts, to_ts, k)
-           ), spans AS (
-               SELECT brief_id, min(from_ts) AS from_ts, max(to_ts) AS to_ts FROM w GROUP BY brief_id
-           ), lines AS (
-               -- Through the brief's trials: ledger_lines_accelerator_idx holds all a line's figures read here.
-               SELECT b.brief_id, l.trial_id, l.resource, l.starts_at, l.ends_at, l.gpus
-               FROM spans b JOIN unnest($4::uuid[], $5::uuid[]) AS t (brief_id, id) ON t.brief_id = b.brief_id
-               JOIN ledger_lines l ON l.trial_id = t.id AND l.category = 'accelerator'
-                   AND l.starts_at < b.to_ts AND l.ends_at > b.from_ts
-           ), clipped AS (
-               SELECT w.k, l.trial_id, l.resource, greatest(l.starts_at, w.from_ts) AS s, least(l.ends_at, w.to_ts) AS e, l.gpus
-               FROM w JOIN lines l ON l.brief_id = w.brief_id AND l.starts_at < w.to_ts AND l.ends_at > w.from_ts
-           ), marked AS (
-               SELECT *, coalesce(s >= max(e) OVER (PARTITION BY k, trial_id, resource ORDER BY s, e
-                                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS opens
-               FROM clipped
-           ), clustered AS (
-               SELECT *, count(*) FILTER (WHERE opens) OVER (PARTITION BY k, trial_id, resource ORDER BY s, e
-                                                              ROWS UNBOUNDED PRECEDING) AS cluster
-               FROM marked
-           ), sized AS (
-               SELECT *, count(*) OVER (PARTITION BY k, trial_id, resource, cluster) AS n FROM clustered
-           )
-           SELECT k AS "k!", trial_id AS "trial_id!", resource AS "resource!",
-                  sum(greatest(round((extract(epoch FROM e) - extract(epoch FROM s)) * 1000000), 0) * gpus)
-                      FILTER (WHERE n = 1) AS single_micros,
-                  array_agg(s ORDER BY s, e) FILTER (WHERE n > 1) AS starts,
-                  array_agg(e ORDER BY s, e) FILTER (WHERE n > 1) AS ends,
-                  array_agg(gpus ORDER BY s, e) FILTER (WHERE n > 1) AS gpus
-           FROM sized GROUP BY k, trial_id, resource"#,
+        r#"SELECT w.k AS "k!", t.id AS "trial_id!", sum(d.gpu_micros) AS "micros!"
+           FROM unnest($1::uuid[], $2::date[], $3::date[]) WITH ORDINALITY AS w (brief_id, from_day, to_day, k)
+           JOIN unnest($4::uuid[], $5::uuid[]) AS t (brief_id, id) ON t.brief_id = w.brief_id
+           JOIN ledger_accelerator_daily d ON d.trial_id = t.id AND d.day >= w.from_day AND d.day < w.to_day
+           GROUP BY w.k, t.id"#,
         briefs,
         froms,
         tos,
@@ -646,19 +648,12 @@ pub async fn accelerator_use_by_window(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| WindowResourceUse {
-            window: usize::try_from(r.k - 1).unwrap_or(usize::MAX),
-            trial_id: r.trial_id.into(),
-            resource: r.resource,
-            single_micros: r.single_micros.and_then(|m| m.to_i128()).unwrap_or(0),
-            overlapping: r
-                .starts
-                .unwrap_or_default()
-                .into_iter()
-                .zip(r.ends.unwrap_or_default())
-                .zip(r.gpus.unwrap_or_default())
-                .map(|((s, e), g)| (s, e, g))
-                .collect(),
+        .map(|r| {
+            (
+                usize::try_from(r.k - 1).unwrap_or(usize::MAX),
+                r.trial_id.into(),
+                r.micros.to_i128().unwrap_or(0),
+            )
         })
         .collect())
 }

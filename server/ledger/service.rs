@@ -1,7 +1,6 @@
 //! The ledger use cases, the door other domains use: store lines (all or nothing, with the audit
 //! row), the summary (cost per completed job), the CSV export, and the demo import.
 
-use rust_decimal::Decimal;
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -9,7 +8,7 @@ use uuid::Uuid;
 use super::{
     csv::{self, CsvError, MAX_IMPORT_LINES},
     focus::FocusImport,
-    model::{merge_spans, Category, LedgerLine, LedgerSummary, Outputs, OutputsPatch, Span},
+    model::{Category, LedgerLine, LedgerSummary, Outputs, OutputsPatch},
     repo::{self, StoredLine},
 };
 use crate::{
@@ -450,13 +449,14 @@ pub async fn commitment_ids_with_rows(
         .collect())
 }
 
-/// Per window `[from, to)` of a brief, the merged GPU-microseconds of its accelerator lines there
-/// per trial, as merging the lines clipped to the window counts them (the ledger's merge: lines of
-/// one trial and resource that overlap count once, at the largest GPU count), in one statement
-/// for every window; in the order of `windows`. `trials`: the trials of the windows' briefs.
+/// Per window `[from, to)` (whole UTC days) of a brief, the merged GPU-microseconds of its
+/// accelerator lines there per trial, as merging the lines clipped to the window counts them (the
+/// ledger's merge: lines of one trial and resource that overlap count once, at the largest GPU
+/// count), read from the per-day merge every import keeps, in one statement for every window; in
+/// the order of `windows`. `trials`: the trials of the windows' briefs.
 pub async fn accelerator_micros_by_window(
     pool: &PgPool,
-    windows: &[(BriefId, chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)],
+    windows: &[(BriefId, chrono::NaiveDate, chrono::NaiveDate)],
     trials: &[(BriefId, TrialId)],
 ) -> Result<Vec<Vec<(TrialId, i128)>>, sqlx::Error> {
     let mut out: Vec<Vec<(TrialId, i128)>> = vec![Vec::new(); windows.len()];
@@ -468,24 +468,12 @@ pub async fn accelerator_micros_by_window(
     let tos: Vec<_> = windows.iter().map(|w| w.2).collect();
     let trial_briefs: Vec<Uuid> = trials.iter().map(|(b, _)| b.as_uuid()).collect();
     let trial_ids: Vec<Uuid> = trials.iter().map(|(_, t)| Uuid::from(*t)).collect();
-    for u in repo::accelerator_use_by_window(pool, &briefs, &froms, &tos, (&trial_briefs, &trial_ids)).await? {
-        let Some(slot) = out.get_mut(u.window) else { continue };
-        let mut micros = u.single_micros;
-        if !u.overlapping.is_empty() {
-            let spans: Vec<Span<'_>> = u
-                .overlapping
-                .iter()
-                .map(|&(start, end, gpus)| Span {
-                    resource: &u.resource,
-                    start,
-                    end,
-                    gpus,
-                    amount: Decimal::ZERO,
-                })
-                .collect();
-            micros += merge_spans(spans).gpu_micros;
+    for (window, trial, micros) in
+        repo::accelerator_micros_by_days(pool, &briefs, &froms, &tos, (&trial_briefs, &trial_ids)).await?
+    {
+        if let Some(slot) = out.get_mut(window) {
+            slot.push((trial, micros));
         }
-        slot.push((u.trial_id, micros));
     }
     Ok(out)
 }

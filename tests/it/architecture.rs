@@ -569,6 +569,7 @@ const TABLE_OWNERS: [(&str, &str); 40] = [
     ("ledger_lines", "ledger"),
     ("ledger_outputs", "ledger"),
     ("ledger_accelerator_merged", "ledger"),
+    ("ledger_accelerator_daily", "ledger"),
     ("ledger_focus_rows", "ledger"),
     ("ledger_commitment_rows", "ledger"),
     ("ledger_idempotency_keys", "ledger"),
