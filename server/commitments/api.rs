@@ -19,10 +19,12 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list)).routes(routes!(show, change))
 }
 
-/// `?state=` on the list.
+/// `?state=`, `?cursor=` and `?limit=` on the list.
 #[derive(serde::Deserialize)]
 struct ListQuery {
     state: Option<String>,
+    cursor: Option<String>,
+    limit: Option<usize>,
 }
 
 /// The fields a manager may change (doc only: the body is read field by field).
@@ -45,13 +47,19 @@ struct CommitmentChange {
     path = "/api/v1/commitments",
     operation_id = "listCommitments",
     tag = "commitments",
-    summary = "The commitments approved reservations opened, each with its use per calendar month so far \
-         (managers and admins: all; engineers: those of the briefs they may edit)",
-    params(("state" = Option<String>, Query,
-        description = "only this state: active, revalidation-due, regressed, renewal-due, ended or released")),
+    summary = "The commitments approved reservations opened, newest start first, 50 a page (`limit`), each with its \
+         use per calendar month so far, and the totals of them all (managers and admins: all; engineers: \
+         those of the briefs they may edit)",
+    params(
+        ("state" = Option<String>, Query,
+            description = "only this state: active, revalidation-due, regressed, renewal-due, ended or released"),
+        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+        ("limit" = Option<usize>, Query, description = "commitments a page, 1 to 200 (default 50)"),
+    ),
     responses(
-        (status = 200, description = "{ items: [commitment] }", body = CommitmentList),
-        (status = 422, description = "an unknown state"),
+        (status = 200, description = "{ items: [commitment], total, needing_attention, totals_per_currency, \
+             totals_per_team, next_cursor }", body = CommitmentList),
+        (status = 422, description = "an unknown state, a damaged cursor or a limit out of range"),
     )
 )]
 async fn list(
@@ -59,7 +67,11 @@ async fn list(
     ApiCaller(caller): ApiCaller,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<CommitmentList>> {
-    Ok(Json(service::list(&state, &caller, q.state.as_deref()).await?))
+    let page = service::Paging::After {
+        cursor: q.cursor.as_deref(),
+        limit: q.limit.unwrap_or(service::PAGE),
+    };
+    Ok(Json(service::list(&state, &caller, q.state.as_deref(), page).await?))
 }
 
 #[utoipa::path(

@@ -425,6 +425,35 @@ pub fn totals_per_team<'a>(running: impl IntoIterator<Item = (&'a [String], &'a 
         .collect()
 }
 
+/// The running commitments in one currency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct CurrencyTotal {
+    pub currency: String,
+    pub commitments: usize,
+    /// Their monthly costs added up.
+    #[serde(with = "rust_decimal::serde::str")]
+    #[schema(value_type = String)]
+    pub monthly_cost: Decimal,
+}
+
+/// The monthly cost per currency of `running` commitments, each given as (its currency, its
+/// monthly cost), by currency name. Currencies are never added together.
+pub fn totals_per_currency<'a>(running: impl IntoIterator<Item = (&'a str, Decimal)>) -> Vec<CurrencyTotal> {
+    let mut sums: std::collections::BTreeMap<&str, (usize, Decimal)> = Default::default();
+    for (currency, monthly) in running {
+        let slot = sums.entry(currency).or_default();
+        slot.0 += 1;
+        slot.1 += monthly;
+    }
+    sums.into_iter()
+        .map(|(currency, (n, sum))| CurrencyTotal {
+            currency: currency.to_owned(),
+            commitments: n,
+            monthly_cost: sum.normalize(),
+        })
+        .collect()
+}
+
 /// What to do with a commitment whose renewal is due, by the reservation rule of docs/decision.md
 /// (reserve from the break-even plus 5 points) applied to the term's measured busy share.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]

@@ -1,8 +1,6 @@
 //! The commitments portfolio (`/commitments`, its CSV) and one commitment's page with its
 //! committed-vs-used chart per month (server-rendered SVG, as the review's charts).
 
-use std::collections::BTreeMap;
-
 use askama::Template;
 use axum::{
     extract::State,
@@ -39,6 +37,7 @@ pub fn routes() -> Router<AppState> {
 #[derive(serde::Deserialize)]
 struct StateQuery {
     state: Option<String>,
+    cursor: Option<String>,
 }
 
 /// A share (a decimal string such as "0.4235") as people read it: "42.4 %"; "—" when unknown.
@@ -112,6 +111,12 @@ struct PortfolioPage {
     states: Vec<(&'static str, &'static str, bool)>,
     filter: String,
     attention: usize,
+    /// Commitments over all pages.
+    total: usize,
+    /// Whether this is a later page (a link back to the first).
+    later_page: bool,
+    /// The query of the next page's link (`state=…&cursor=…`), when there is one.
+    next_page: Option<String>,
 }
 
 async fn portfolio(
@@ -120,13 +125,17 @@ async fn portfolio(
     ApiQuery(q): ApiQuery<StateQuery>,
 ) -> PageResult<Response> {
     let filter = q.state.unwrap_or_default();
-    let list = service::list(&state, &user.principal(), Some(filter.as_str())).await?;
-    let mut totals: BTreeMap<String, (usize, Decimal)> = BTreeMap::new();
-    for d in list.items.iter().filter(|d| d.state().running()) {
-        let t = totals.entry(d.commitment.currency.clone()).or_default();
-        t.0 += 1;
-        t.1 += d.commitment.monthly_cost;
-    }
+    let cursor = q.cursor.filter(|c| !c.is_empty());
+    let list = service::list(
+        &state,
+        &user.principal(),
+        Some(filter.as_str()),
+        service::Paging::After {
+            cursor: cursor.as_deref(),
+            limit: service::PAGE,
+        },
+    )
+    .await?;
     let team_totals = list
         .totals_per_team
         .iter()
@@ -138,16 +147,27 @@ async fn portfolio(
             )
         })
         .collect();
+    let next_page = list.next_cursor.as_deref().map(|c| {
+        let mut pairs = vec![("cursor", c)];
+        if !filter.is_empty() {
+            pairs.insert(0, ("state", filter.as_str()));
+        }
+        serde_urlencoded::to_string(pairs).unwrap_or_default()
+    });
     render(&PortfolioPage {
         ctx: (&user).into(),
         team_totals,
-        attention: list.items.iter().filter(|d| d.state().needs_attention()).count(),
+        attention: list.needing_attention,
+        total: list.total,
+        later_page: cursor.is_some(),
+        next_page,
         rows: list.items.iter().map(row).collect(),
-        totals: totals
-            .into_iter()
-            .map(|(cur, (n, sum))| {
-                let words = money::with_currency(sum, &cur);
-                (cur, n, words)
+        totals: list
+            .totals_per_currency
+            .iter()
+            .map(|t| {
+                let words = money::with_currency(t.monthly_cost, &t.currency);
+                (t.currency.clone(), t.commitments, words)
             })
             .collect(),
         states: CommitmentState::ALL
@@ -164,7 +184,13 @@ async fn portfolio_csv(
     user: PageUser,
     ApiQuery(q): ApiQuery<StateQuery>,
 ) -> PageResult<Response> {
-    let list = service::list(&state, &user.principal(), q.state.as_deref()).await?;
+    let list = service::list(
+        &state,
+        &user.principal(),
+        q.state.as_deref(),
+        service::Paging::Everything,
+    )
+    .await?;
     let mut w = csv::Writer::from_writer(Vec::new());
     let internal = |e: csv::Error| AppError::Internal(anyhow::Error::new(e));
     w.write_record([

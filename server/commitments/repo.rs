@@ -143,6 +143,47 @@ pub async fn list(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<Co
     .await
 }
 
+/// What a list needs of every commitment to page it and add up its totals.
+#[derive(Debug, Clone)]
+pub struct CommitmentKey {
+    pub id: Uuid,
+    pub brief_id: BriefId,
+    pub start_date: NaiveDate,
+    pub state: String,
+    pub currency: String,
+    pub monthly_cost: Decimal,
+}
+
+/// [`CommitmentKey`] of every commitment (in `state` when given), newest start first, as [`list`]
+/// orders them.
+pub async fn keys(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<CommitmentKey>, sqlx::Error> {
+    sqlx::query_as!(
+        CommitmentKey,
+        r#"SELECT id, brief_id, start_date, state, currency, monthly_cost FROM commitments
+           WHERE ($1::text IS NULL OR state = $1)
+           ORDER BY start_date DESC, id DESC"#,
+        state,
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// The commitments of `ids`, newest start first.
+pub async fn get_many(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<CommitmentRow>, sqlx::Error> {
+    sqlx::query_as!(
+        CommitmentRow,
+        r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
+                  rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
+                  monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
+                  state_changed_at, last_run_at, released_on, renews, created_at
+           FROM commitments WHERE id = ANY($1)
+           ORDER BY start_date DESC, id DESC"#,
+        ids,
+    )
+    .fetch_all(db)
+    .await
+}
+
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<CommitmentRow>, sqlx::Error> {
     sqlx::query_as!(
         CommitmentRow,

@@ -149,13 +149,49 @@ impl CommitmentDetail {
     }
 }
 
-/// A list of commitments, each with its use so far, and the running ones' monthly cost per team.
+/// One page of the commitments the caller may see (newest start first), each with its use so far,
+/// and, over all of them (not only this page), how many there are and the running ones' monthly
+/// cost per currency and per team.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CommitmentList {
+    /// A page of commitments (50 unless `limit` says otherwise); `next_cursor` leads to the next ones.
     pub items: Vec<CommitmentDetail>,
-    /// Per team and currency, the running commitments (neither ended nor released) of the listed
-    /// ones and their monthly cost; a brief shared with two teams counts in both.
+    /// How many commitments the list holds over all its pages.
+    pub total: usize,
+    /// How many of them need attention (revalidation-due, regressed or renewal-due).
+    pub needing_attention: usize,
+    /// Per currency, the running commitments (neither ended nor released) and their monthly cost.
+    pub totals_per_currency: Vec<model::CurrencyTotal>,
+    /// Per team and currency, the running commitments and their monthly cost; a brief shared with
+    /// two teams counts in both.
     pub totals_per_team: Vec<TeamTotal>,
+    /// Pass as `?cursor=` for the next page; null on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// Commitments on one page of the list, unless the API asks for another number (at most
+/// [`MAX_PAGE`]).
+pub const PAGE: usize = 50;
+pub const MAX_PAGE: usize = 200;
+
+/// Which part of the list to answer.
+#[derive(Debug, Clone, Copy)]
+pub enum Paging<'a> {
+    /// `limit` commitments after the cursor (from the first without one).
+    After { cursor: Option<&'a str>, limit: usize },
+    /// Every commitment at once (the CSV export).
+    Everything,
+}
+
+/// A page's place in the list as `next_cursor` writes it: `<start_date>.<id>` of the last commitment
+/// of the page before.
+fn encode_cursor(c: &repo::CommitmentKey) -> String {
+    format!("{}.{}", c.start_date, c.id)
+}
+
+fn decode_cursor(s: &str) -> Option<(NaiveDate, Uuid)> {
+    let (day, id) = s.split_once('.')?;
+    Some((day.parse().ok()?, id.parse().ok()?))
 }
 
 fn today() -> NaiveDate {
@@ -325,7 +361,7 @@ async fn measured_alone(state: &AppState, rows: &[CommitmentRow]) -> Result<Vec<
 
 /// Every month of every term measured together, in order, as (brief, from, to); and where each
 /// commitment's months start among them (`first[i]`).
-type Windows = Vec<(BriefId, DateTime<Utc>, DateTime<Utc>)>;
+type Windows = Vec<(BriefId, NaiveDate, NaiveDate)>;
 fn month_windows_of(rows: &[CommitmentRow], alone: &[bool], as_of: NaiveDate) -> (Windows, Vec<usize>) {
     let mut windows = Vec::new();
     let mut first = Vec::with_capacity(rows.len());
@@ -334,7 +370,7 @@ fn month_windows_of(rows: &[CommitmentRow], alone: &[bool], as_of: NaiveDate) ->
         if !alone {
             let last_day = model::last_committed_day(c.end_date, c.released_on);
             windows.extend(
-                model::month_windows(c.start_date, last_day, as_of)
+                model::month_days(c.start_date, last_day, as_of)
                     .into_iter()
                     .map(|(from, to)| (c.brief_id, from, to)),
             );
@@ -503,8 +539,15 @@ async fn term_lines(
     Ok((lines, provider))
 }
 
-/// The commitments the caller may see, `state` filtering, each with its use so far.
-pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) -> Result<CommitmentList, AppError> {
+/// The commitments the caller may see, `state` filtering, a page of them (newest start first) each
+/// with its use so far, and the totals of them all. Only the page's commitments are measured; the
+/// totals need their monthly cost and teams alone.
+pub async fn list(
+    state: &AppState,
+    caller: &Principal,
+    filter: Option<&str>,
+    paging: Paging<'_>,
+) -> Result<CommitmentList, AppError> {
     let all = sees_all(caller)?;
     let filter = match filter.map(str::trim).filter(|s| !s.is_empty()) {
         Some(s) => Some(s.parse::<CommitmentState>().map_err(|()| {
@@ -515,35 +558,100 @@ pub async fn list(state: &AppState, caller: &Principal, filter: Option<&str>) ->
         })?),
         None => None,
     };
-    let rows = repo::list(&state.pool, filter.map(CommitmentState::as_str)).await?;
-    let today = today();
-    let mut visible: BTreeMap<BriefId, bool> = BTreeMap::new();
-    let mut shown = Vec::with_capacity(rows.len());
-    for row in rows {
-        if !all {
-            let may = match visible.get(&row.brief_id) {
-                Some(may) => *may,
-                None => {
-                    let may = teams::can_edit_brief(&state.pool, caller, row.brief_id).await?;
-                    visible.insert(row.brief_id, may);
-                    may
-                }
-            };
-            if !may {
-                continue;
+    let (after, limit) = match paging {
+        Paging::After { cursor, limit } => {
+            if !(1..=MAX_PAGE).contains(&limit) {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "limit",
+                    format!("must be 1 to {MAX_PAGE}"),
+                )]));
             }
+            let after = match cursor.filter(|c| !c.is_empty()) {
+                Some(c) => Some(decode_cursor(c).ok_or_else(|| {
+                    AppError::Validation(vec![FieldError::new("cursor", "is not a next_cursor this list wrote")])
+                })?),
+                None => None,
+            };
+            (after, limit)
         }
-        shown.push(row);
+        Paging::Everything => (None, usize::MAX),
+    };
+    let keys = repo::keys(&state.pool, filter.map(CommitmentState::as_str)).await?;
+    let shown = visible_keys(state, caller, all, keys).await?;
+    let mut brief_ids: Vec<BriefId> = shown.iter().map(|c| c.brief_id).collect();
+    brief_ids.sort_unstable();
+    brief_ids.dedup();
+    let mut teams_of: BTreeMap<BriefId, Vec<String>> = BTreeMap::new();
+    for (brief, name) in teams::team_names_of_briefs(&state.pool, &brief_ids).await? {
+        teams_of.entry(brief).or_default().push(name);
     }
-    let items = details_of(state, shown, today).await?;
-    let totals_per_team = model::totals_per_team(items.iter().filter(|d| d.state().running()).map(|d| {
+    let running = || {
+        shown
+            .iter()
+            .filter(|c| c.state.parse().is_ok_and(CommitmentState::running))
+    };
+    let totals_per_currency = model::totals_per_currency(running().map(|c| (c.currency.as_str(), c.monthly_cost)));
+    let totals_per_team = model::totals_per_team(running().map(|c| {
         (
-            d.teams.as_slice(),
-            d.commitment.currency.as_str(),
-            d.commitment.monthly_cost,
+            teams_of.get(&c.brief_id).map_or(&[][..], Vec::as_slice),
+            c.currency.as_str(),
+            c.monthly_cost,
         )
     }));
-    Ok(CommitmentList { items, totals_per_team })
+    let needing_attention = shown
+        .iter()
+        .filter(|c| c.state.parse().is_ok_and(CommitmentState::needs_attention))
+        .count();
+    // The list is ordered newest start first (start_date DESC, id DESC): a page starts after the cursor.
+    let start = after.map_or(0, |(day, id)| {
+        shown.partition_point(|c| (c.start_date, c.id) > (day, id))
+    });
+    let page = &shown[start.min(shown.len())..];
+    let (page, next_cursor) = if page.len() > limit {
+        (&page[..limit], page.get(limit - 1).map(encode_cursor))
+    } else {
+        (page, None)
+    };
+    let ids: Vec<Uuid> = page.iter().map(|c| c.id).collect();
+    let rows = repo::get_many(&state.pool, &ids).await?;
+    let items = details_of(state, rows, today()).await?;
+    Ok(CommitmentList {
+        items,
+        total: shown.len(),
+        needing_attention,
+        totals_per_currency,
+        totals_per_team,
+        next_cursor,
+    })
+}
+
+/// Of `keys`, those the caller may see: all of them for managers and admins (`all`), else those of
+/// the briefs the caller may edit.
+async fn visible_keys(
+    state: &AppState,
+    caller: &Principal,
+    all: bool,
+    keys: Vec<repo::CommitmentKey>,
+) -> Result<Vec<repo::CommitmentKey>, AppError> {
+    if all {
+        return Ok(keys);
+    }
+    let mut visible: BTreeMap<BriefId, bool> = BTreeMap::new();
+    let mut shown = Vec::with_capacity(keys.len());
+    for key in keys {
+        let may = match visible.get(&key.brief_id) {
+            Some(may) => *may,
+            None => {
+                let may = teams::can_edit_brief(&state.pool, caller, key.brief_id).await?;
+                visible.insert(key.brief_id, may);
+                may
+            }
+        };
+        if may {
+            shown.push(key);
+        }
+    }
+    Ok(shown)
 }
 
 /// One commitment with its months; 404 for one the caller may not see.
@@ -751,28 +859,25 @@ pub struct Gauge {
     pub days_left: i64,
 }
 
-/// The gauges of every commitment that is neither ended nor released.
+/// The gauges of every commitment that is neither ended nor released, measured together.
 pub async fn gauges(state: &AppState) -> Result<Vec<Gauge>, AppError> {
-    let rows = repo::list(&state.pool, None).await?;
-    let today = today();
-    let mut names = Names::default();
-    let mut out = Vec::new();
-    for row in rows {
-        let s: CommitmentState = row.state.parse().unwrap_or(CommitmentState::Active);
-        if matches!(s, CommitmentState::Ended | CommitmentState::Released) {
-            continue;
-        }
-        let d = detail_of(state, &mut names, row, today).await?;
-        out.push(Gauge {
+    let running: Vec<CommitmentRow> = repo::list(&state.pool, None)
+        .await?
+        .into_iter()
+        .filter(|c| c.state.parse().is_ok_and(CommitmentState::running))
+        .collect();
+    Ok(details_of(state, running, today())
+        .await?
+        .into_iter()
+        .map(|d| Gauge {
             id: d.commitment.id,
             brief_id: d.commitment.brief_id,
             trial_id: d.commitment.trial_id,
             utilization: d.this_month().and_then(|m| m.utilization),
             monthly_cost: d.commitment.monthly_cost,
             days_left: d.days_left,
-        });
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 /// A brief's commitment whose renewal is due, as the review shows it beside the approval form:

@@ -305,6 +305,163 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
     let listed: Value = app.get("/api/v1/commitments").await.json().await.unwrap();
     assert_eq!(listed["items"][0]["months"], one["months"], "{listed}");
     assert_eq!(listed["items"][0]["term"], one["term"]);
+
+    // Lines over the month's last midnight at odd minutes, overlapping: node-c 3 GPUs from 21:30 on
+    // 30 September to 02:15 on 1 October, and 5 GPUs 23:00–01:00 inside it. September gains
+    // 1.5 h × 3 + 1 h × 5 = 9.5 (4809.5); October 1 h × 5 + 1.25 h × 3 = 8.75 (5960.75). The list,
+    // which reads the ledger's merge per day, says what the commitment's own answer says.
+    ledger_post(
+        &app,
+        &brief,
+        json!({
+            "trial": spare,
+            "lines": [
+                accelerator(&spare, "node-c", "2026-09-30T21:30:00Z", "2026-10-01T02:15:00Z", 3, "3.00"),
+                accelerator(&spare, "node-c", "2026-09-30T23:00:00Z", "2026-10-01T01:00:00Z", 5, "3.00"),
+            ]
+        }),
+    )
+    .await;
+    let one: Value = app
+        .get(&format!("/api/v1/commitments/{cid}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(decimal(&one["months"][0]["brief_gpu_hours"]), dec("4809.5"), "{one}");
+    assert_eq!(decimal(&one["months"][1]["brief_gpu_hours"]), dec("5960.75"), "{one}");
+    let listed: Value = app.get("/api/v1/commitments").await.json().await.unwrap();
+    assert_eq!(listed["items"][0]["months"], one["months"], "{listed}");
+    assert_eq!(listed["items"][0]["term"], one["term"]);
+}
+
+/// Copies the test's one approval and its commitment `n` times (new ids, starts spread over 30
+/// days, every fifth one ended), as `n` more approvals would have opened them.
+async fn copies_of_the_commitment(app: &TestApp, n: i32) {
+    sqlx::query(
+        "INSERT INTO approvals SELECT (jsonb_populate_record(NULL::approvals, \
+           to_jsonb(a) || jsonb_build_object('id', md5('approval-' || g)::uuid))).* \
+         FROM approvals a, generate_series(1, $1) AS g",
+    )
+    .bind(n)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO commitments SELECT (jsonb_populate_record(NULL::commitments, \
+           to_jsonb(c) || jsonb_build_object('id', md5('commitment-' || g)::uuid, \
+             'approval_id', md5('approval-' || g)::uuid, \
+             'start_date', DATE '2026-03-01' + g % 30, 'end_date', DATE '2027-02-28' + g % 30, \
+             'state', CASE WHEN g % 5 = 0 THEN 'ended' ELSE 'active' END))).* \
+         FROM commitments c, generate_series(1, $1) AS g",
+    )
+    .bind(n)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_list_comes_fifty_at_a_time_and_its_totals_count_every_page() {
+    let app = spawn_app().await;
+    let (brief, _trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    copies_of_the_commitment(&app, 120).await;
+    // 121 commitments, 24 of the copies ended: 97 running at 12,264 a month each.
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let get = |path: String| {
+        let manager = manager.clone();
+        let url = app.url(&path);
+        async move { manager.get(url).send().await.unwrap() }
+    };
+    let mut pages: Vec<Value> = Vec::new();
+    let mut path = "/api/v1/commitments".to_owned();
+    loop {
+        let page: Value = get(path).await.json().await.unwrap();
+        assert_eq!(page["total"], 121, "{page}");
+        assert_eq!(
+            page["totals_per_currency"],
+            json!([{ "currency": "USD", "commitments": 97, "monthly_cost": "1189608" }]),
+            "97 × 12,264, over every page"
+        );
+        assert_eq!(page["totals_per_team"][0]["commitments"], 97);
+        let next = page["next_cursor"].as_str().map(str::to_owned);
+        pages.push(page);
+        match next {
+            Some(cursor) => path = format!("/api/v1/commitments?cursor={cursor}"),
+            None => break,
+        }
+    }
+    let sizes: Vec<usize> = pages.iter().map(|p| p["items"].as_array().unwrap().len()).collect();
+    assert_eq!(sizes, [50, 50, 21]);
+    let starts: Vec<(String, String)> = pages
+        .iter()
+        .flat_map(|p| p["items"].as_array().unwrap().iter())
+        .map(|c| {
+            (
+                c["start_date"].as_str().unwrap().to_owned(),
+                c["id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut newest_first = starts.clone();
+    newest_first.sort_by(|a, b| b.cmp(a));
+    newest_first.dedup();
+    assert_eq!(starts, newest_first, "newest start first, none twice, none left out");
+
+    // Another page size, one state paged the same way; a cursor this list did not write, or a page
+    // of none, is refused at its field.
+    let big: Value = get("/api/v1/commitments?limit=200".into()).await.json().await.unwrap();
+    assert_eq!(
+        (big["items"].as_array().unwrap().len(), big["next_cursor"].clone()),
+        (121, Value::Null)
+    );
+    let ended: Value = get("/api/v1/commitments?state=ended".into())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (ended["total"].clone(), ended["next_cursor"].clone()),
+        (json!(24), Value::Null)
+    );
+    for (query, field) in [
+        ("cursor=yesterday", "cursor"),
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+    ] {
+        let res = get(format!("/api/v1/commitments?{query}")).await;
+        assert_eq!(res.status(), 422, "{query}");
+        assert!(res.text().await.unwrap().contains(field), "{query}");
+    }
+
+    // The page says how many there are, how many it shows, and leads on and back.
+    let people = app.login(Role::Manager).await;
+    let html = people.get(app.url("/commitments")).await.text().await.unwrap();
+    assert!(
+        html.contains("121 commitments, newest start first, 50 on this page"),
+        "{html}"
+    );
+    assert!(
+        html.contains("97 running in USD: <strong>1,189,608.00 USD</strong> a month"),
+        "{html}"
+    );
+    let first_cursor = pages[0]["next_cursor"].as_str().unwrap();
+    let next = format!("href=\"/commitments?cursor={first_cursor}\" rel=\"next\"");
+    assert!(html.contains(&next), "{next} in {html}");
+    let last_cursor = pages[1]["next_cursor"].as_str().unwrap();
+    let html = people
+        .get(app.url(&format!("/commitments?cursor={last_cursor}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("21 on this page"), "{html}");
+    assert!(html.contains("<a href=\"/commitments\">First page</a>"), "{html}");
+    assert!(!html.contains("rel=\"next\""), "{html}");
+    // The CSV export holds them all.
+    let csv = people.get(app.url("/commitments.csv")).await.text().await.unwrap();
+    assert_eq!(csv.lines().count(), 1 + 121);
 }
 
 #[tokio::test]
