@@ -5,17 +5,20 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 # The dependencies first, in a layer of their own that only Cargo.toml and Cargo.lock decide: a
 # change to the source or a doc rebuilds rentcheck alone, not the ~400 crates under it. Stub
-# sources stand in for the library, the binary and the bench the manifest names; their artifacts
-# are removed after, so the real sources (older by mtime than the stubs) are compiled for sure.
+# sources stand in for the library, the binary, the engine crate and the bench the manifests name;
+# their artifacts are removed after, so the real sources (older by mtime than the stubs) are
+# compiled for sure.
 COPY Cargo.toml Cargo.lock ./
+COPY engine/Cargo.toml engine/
 COPY .cargo .cargo
-RUN mkdir -p server benches \
+RUN mkdir -p server engine/src engine/benches \
     && echo 'fn main() {}' > server/main.rs \
-    && touch server/lib.rs \
-    && echo 'fn main() {}' > benches/parsers.rs \
+    && touch server/lib.rs engine/src/lib.rs \
+    && echo 'fn main() {}' > engine/benches/parsers.rs \
     && cargo build --release --locked --bin rentcheck \
-    && rm -rf server benches target/release/rentcheck target/release/.fingerprint/rentcheck-* \
-        target/release/deps/rentcheck-* target/release/deps/librentcheck-*
+    && rm -rf server engine target/release/rentcheck target/release/.fingerprint/rentcheck-* \
+        target/release/deps/rentcheck-* target/release/deps/librentcheck-* \
+        target/release/.fingerprint/engine-* target/release/deps/engine-* target/release/deps/libengine-*
 COPY . .
 RUN cargo build --release --locked --bin rentcheck
 

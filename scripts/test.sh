@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command. It makes sure that what the test suite needs is on this machine, installing
-# what is missing, then runs the whole suite (`cargo test --locked`).
+# what is missing, then runs the whole suite (`cargo test --workspace --locked`: the server and the
+# engine crate).
 #
-#   scripts/test.sh                   # set up what is missing, then cargo test --locked
+#   scripts/test.sh                   # set up what is missing, then cargo test --workspace --locked
 #   scripts/test.sh --test it demo    # the same, with these arguments for cargo test
 #   scripts/test.sh --check           # only say what is present and what would be installed
 #   scripts/test.sh --setup-only      # set up what is missing, run nothing
@@ -228,5 +229,5 @@ fi
 if [ "$mode" = run ]; then
   "${run[@]}"
 else
-  cargo test --locked "$@"
+  cargo test --workspace --locked "$@"
 fi

@@ -2,10 +2,11 @@
 //!
 //! The library holds everything; `main.rs` is a thin CLI over it. The modules stand on floors
 //! (docs/architecture.md, checked by `tests/it/architecture.rs`): the pure engines (sizing, the
-//! evidence parsers, the decision rules, ledger and money arithmetic) on the ground, never touching
-//! the database; the core (errors, state, database, auth) and the web kit above them; then the
-//! domains, each `model` → `repo` → `service` → `api`/`pages`; the overview pages and the demo; and
-//! `http`, the URL map.
+//! evidence parsers, the decision rules, ledger and money arithmetic) on the ground, in the
+//! workspace's `engine` crate, which has no database, web or async dependency (re-exported here at
+//! their old paths: `crate::sizing`, `crate::evidence::parsers`, …); the core (errors, state,
+//! database, auth) and the web kit above them; then the domains, each `model` → `repo` → `service`
+//! → `api`/`pages`; the overview pages and the demo; and `http`, the URL map.
 
 pub mod acceptance;
 pub mod audit;
@@ -14,7 +15,6 @@ pub mod briefs;
 pub mod collect;
 pub mod commitments;
 pub mod config;
-pub mod criteria;
 pub mod db;
 pub mod demo;
 pub mod error;
@@ -23,7 +23,6 @@ pub mod evidence_store;
 pub mod http;
 pub mod ids;
 pub mod ledger;
-pub mod money;
 pub mod outbox;
 pub mod overview;
 pub mod people;
@@ -32,11 +31,11 @@ pub mod prices;
 pub mod review;
 pub mod secrets;
 pub mod signals;
-pub mod sizing;
 pub mod state;
 pub mod telemetry;
-pub mod thresholds;
 pub mod trials;
-pub mod validation;
 pub mod versioned_cache;
 pub mod web;
+
+// The pure engines, from the engine crate, at the paths they always had here.
+pub use engine::{criteria, money, sizing, text_enum, thresholds, validation};

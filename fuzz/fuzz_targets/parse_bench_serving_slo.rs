@@ -1,6 +1,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rentcheck::evidence::parsers::{parse_with, EvidenceKind, SloTargets};
+use engine::evidence::parsers::{parse_with, EvidenceKind, SloTargets};
 
 // Every serving format with the brief's targets set, so the per-request attainment paths run
 // (GenAI-Perf / AIPerf / GuideLLM / SGLang / vLLM readers, `slo::attainment`).

@@ -1,6 +1,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rentcheck::evidence::parsers::{detect_kind, parse, EvidenceKind};
+use engine::evidence::parsers::{detect_kind, parse, EvidenceKind};
 
 fuzz_target!(|data: &[u8]| {
     let _ = detect_kind(data);

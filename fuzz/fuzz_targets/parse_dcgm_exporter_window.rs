@@ -1,6 +1,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rentcheck::evidence::parsers::{parse_window, EvidenceKind, SloTargets};
+use engine::evidence::parsers::{parse_window, EvidenceKind, SloTargets};
 
 // The input split in two: the `before` and `after` scrapes of a window.
 fuzz_target!(|data: &[u8]| {

@@ -1,6 +1,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rentcheck::evidence::parsers::parse_vllm_window;
+use engine::evidence::parsers::parse_vllm_window;
 
 fuzz_target!(|data: &[u8]| {
     let mid = data.len() / 2;

@@ -1,6 +1,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rentcheck::evidence::parsers::strip_launcher_prefixes;
+use engine::evidence::parsers::strip_launcher_prefixes;
 
 // The launcher-prefix stripper every text parser runs first; its line map must stay in range.
 fuzz_target!(|data: &[u8]| {

@@ -25,7 +25,8 @@ use utoipa_axum::{
 use uuid::Uuid;
 
 use super::{
-    csv::{self, ChannelReader, CsvError, MAX_IMPORT_LINES},
+    channel::ChannelReader,
+    csv::{self, CsvError, MAX_IMPORT_LINES},
     focus::{self, CommitmentPurchase, FocusImport, GpusPerResource, HoursFromChargePeriod, NotAdded, Selection},
     model::{validate_line, validate_outputs, LedgerLine, LedgerSummary, LineInput, Outputs, OutputsPatch},
     repo::StoredLine,

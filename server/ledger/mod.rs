@@ -41,12 +41,13 @@
 //! summary of 100,000 lines then reads a handful of rows (docs/benchmarks.md).
 
 pub mod api;
-pub mod csv;
+pub mod channel;
 pub mod focus;
-pub mod model;
 pub mod pages;
 pub mod repo;
 pub mod schema;
 pub mod service;
 
+/// The pure arithmetic and the CSV format live in the engine crate, at these paths still.
+pub use engine::ledger::{csv, model};
 pub use model::{summarize, utilization, Category, LedgerLine, LedgerSummary, Outputs};

@@ -3,12 +3,10 @@
 pub mod answer;
 pub mod api;
 pub mod comparison;
-pub mod decision;
 pub mod decision_view;
 pub mod first_screen;
 pub mod gather;
 pub mod model;
-pub mod money;
 pub mod money_view;
 pub mod pages;
 pub mod repo;
@@ -16,3 +14,7 @@ pub mod schema;
 pub mod service;
 pub mod summaries;
 pub mod summaries_repo;
+
+/// The decision rules and the money they read are pure: they live in the engine crate, at these
+/// paths still.
+pub use engine::review::{decision, money};

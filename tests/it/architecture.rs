@@ -1,8 +1,11 @@
-//! The floors of `server/` (docs/architecture.md): imports go down, never in a circle, and a domain
-//! reaches another domain only through its `service` or `model`. This test reads the source, draws
-//! the import graph between modules and fails on a circle or on an import that runs up a floor, so a
-//! new feature cannot quietly land in the wrong room. It also reads the SQL: each table has one
-//! owning domain, and a statement in another domain's file that names the table fails.
+//! The floors of `server/` and `engine/src/` (docs/architecture.md): imports go down, never in a
+//! circle, and a domain reaches another domain only through its `service` or `model`. This test reads
+//! the source, draws the import graph between modules and fails on a circle or on an import that runs
+//! up a floor, so a new feature cannot quietly land in the wrong room. The engine crate holds the
+//! ground floor's pure engines at the module paths the server re-exports them under, so both trees
+//! are read as one; every engine module must be on the ground floor, and the engine's manifest may
+//! name no database, web or async crate. It also reads the SQL: each table has one owning domain,
+//! and a statement in another domain's file that names the table fails.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -182,10 +185,31 @@ fn violation(from: &str, to: &str) -> Option<&'static str> {
     }
 }
 
-/// Every module under `server/` (by path, `a::b`) with its source.
+/// Every module under `server/` and the engine's `engine/src/` (by path, `a::b`) with its source.
+/// The engine's modules sit at the paths the server re-exports them under (`evidence::parsers`,
+/// `review::decision`), so an import of `crate::sizing` reads the same from either crate; where both
+/// have a file of one name (a domain's `mod.rs` and the engine's `mod.rs` beside it), their sources
+/// are read together.
 fn modules() -> BTreeMap<String, String> {
+    let mut out = server_modules();
+    for (name, source) in engine_modules() {
+        out.entry(name).or_default().push_str(&source);
+    }
+    out
+}
+
+fn server_modules() -> BTreeMap<String, String> {
+    modules_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("server"))
+}
+
+fn engine_modules() -> BTreeMap<String, String> {
+    modules_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("engine/src"))
+}
+
+/// Every module of the source tree at `root`, `lib.rs` left out.
+fn modules_under(root: &Path) -> BTreeMap<String, String> {
     fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<String, String>) {
-        for entry in std::fs::read_dir(dir).expect("server/ is readable") {
+        for entry in std::fs::read_dir(dir).expect("the source tree is readable") {
             let path = entry.expect("a directory entry").path();
             if path.is_dir() {
                 walk(&path, root, out);
@@ -203,9 +227,8 @@ fn modules() -> BTreeMap<String, String> {
             }
         }
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("server");
     let mut out = BTreeMap::new();
-    walk(&root, &root, &mut out);
+    walk(root, root, &mut out);
     out
 }
 
@@ -525,6 +548,81 @@ fn imports_go_down_the_floors() {
     }
     assert!(ALLOWED_UP.len() <= 5, "at most five imports may run up a floor");
     assert!(up.is_empty(), "imports that run up a floor:\n{}", up.join("\n"));
+}
+
+#[test]
+fn the_engine_holds_only_ground_modules() {
+    // A module of the engine that only declares its children (`evidence/mod.rs`) is named like the
+    // server's domain folder beside it; it stands on the floor of what it holds.
+    let off: Vec<String> = engine_modules()
+        .into_keys()
+        .filter(|m| place(m).0 != Floor::Ground)
+        .filter(|m| !GROUND.iter().any(|g| g.starts_with(&format!("{m}::"))))
+        .collect();
+    assert!(
+        off.is_empty(),
+        "engine modules off the ground floor (the engine holds pure engines only): {off:?}"
+    );
+}
+
+/// Crates the engine may never depend on: a database, a web framework, templates, a runtime.
+const NOT_IN_ENGINE: [&str; 4] = ["sqlx", "axum", "askama", "tokio"];
+
+/// The crates a manifest depends on outside `[dev-dependencies]` (`[dependencies]`,
+/// `[build-dependencies]`, per-target ones), each by its key and, when renamed, by its `package`.
+fn manifest_dependencies(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines().map(str::trim) {
+        if let Some(section) = line.strip_prefix('[') {
+            let section = section.trim_end_matches(']');
+            in_deps = section.ends_with("dependencies") && !section.ends_with("dev-dependencies");
+            // `[dependencies.sqlx]`
+            if let Some((head, name)) = section.rsplit_once('.') {
+                if head.ends_with("dependencies") && !head.ends_with("dev-dependencies") {
+                    out.push(name.trim_matches('"').to_owned());
+                }
+            }
+            continue;
+        }
+        if !in_deps || line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once('=') {
+            out.push(
+                key.trim()
+                    .split('.')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_matches('"')
+                    .to_owned(),
+            );
+            if let Some(rest) = value.split("package").nth(1) {
+                out.extend(rest.split('"').nth(1).map(str::to_owned));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_engine_depends_on_no_database_web_or_runtime_crate() {
+    let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("engine/Cargo.toml")).unwrap();
+    let deps = manifest_dependencies(&manifest);
+    assert!(
+        deps.iter().any(|d| d == "serde"),
+        "the engine's manifest was not read: {deps:?}"
+    );
+    let found: Vec<&String> = deps.iter().filter(|d| NOT_IN_ENGINE.contains(&d.as_str())).collect();
+    assert!(
+        found.is_empty(),
+        "engine/Cargo.toml depends on {found:?}: the engine has no database, web or async runtime \
+         (docs/architecture.md, \"The floors\"); that code belongs in the server"
+    );
+    // The reader finds each way a manifest can name one.
+    let sample = "[package]\nname = \"x\"\n[dependencies]\nserde = \"1\"\ndb = { package = \"sqlx\", version = \"0.8\" }\n\
+                  tokio.workspace = true\n[dev-dependencies]\naskama = \"0.14\"\n[dependencies.axum]\nversion = \"0.8\"\n";
+    assert_eq!(manifest_dependencies(sample), ["serde", "db", "sqlx", "tokio", "axum"]);
 }
 
 #[test]

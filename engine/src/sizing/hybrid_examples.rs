@@ -23,19 +23,19 @@ fn config(text: &str) -> Map<String, Value> {
 
 fn qwen35() -> Map<String, Value> {
     config(include_str!(
-        "../../tests/fixtures/model-configs/Ornith-1.0-35B-A3B.json"
+        "../../../tests/fixtures/model-configs/Ornith-1.0-35B-A3B.json"
     ))
 }
 fn nemotron() -> Map<String, Value> {
     config(include_str!(
-        "../../tests/fixtures/model-configs/NVIDIA-Nemotron-3-Nano-30B-A3B.json"
+        "../../../tests/fixtures/model-configs/NVIDIA-Nemotron-3-Nano-30B-A3B.json"
     ))
 }
 fn deepseek() -> Map<String, Value> {
-    config(include_str!("../../tests/fixtures/model-configs/DeepSeek-V3.json"))
+    config(include_str!("../../../tests/fixtures/model-configs/DeepSeek-V3.json"))
 }
 fn gpt_oss() -> Map<String, Value> {
-    config(include_str!("../../tests/fixtures/model-configs/gpt-oss-120b.json"))
+    config(include_str!("../../../tests/fixtures/model-configs/gpt-oss-120b.json"))
 }
 
 /// A brief giving params_b, the workload and the config.json, with its serving settings.
@@ -293,7 +293,7 @@ fn mxfp4_checkpoint_keeps_its_experts_at_4_25_bits() {
 /// 0.8 logged `GPU KV cache size: 2,640,144 tokens` (tests/fixtures/vllm-log, real).
 #[test]
 fn the_kv_capacity_of_a_real_vllm_log_is_predicted_within_3_percent() {
-    let log = include_str!("../../tests/fixtures/vllm-log/v0.10.1-gpt-oss-120b-tp4-4x-a100-80gb-gmu0.8.log");
+    let log = include_str!("../../../tests/fixtures/vllm-log/v0.10.1-gpt-oss-120b-tp4-4x-a100-80gb-gmu0.8.log");
     let logged: u64 = log
         .lines()
         .find_map(|l| l.split("GPU KV cache size: ").nth(1))

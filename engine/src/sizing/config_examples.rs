@@ -25,29 +25,31 @@ fn config(text: &str) -> Map<String, Value> {
 }
 
 fn gemma3() -> Map<String, Value> {
-    config(include_str!("../../tests/fixtures/model-configs/gemma-3-27b-it.json"))
+    config(include_str!(
+        "../../../tests/fixtures/model-configs/gemma-3-27b-it.json"
+    ))
 }
 fn scout() -> Map<String, Value> {
     config(include_str!(
-        "../../tests/fixtures/model-configs/Llama-4-Scout-17B-16E-Instruct.json"
+        "../../../tests/fixtures/model-configs/Llama-4-Scout-17B-16E-Instruct.json"
     ))
 }
 fn deepseek() -> Map<String, Value> {
-    config(include_str!("../../tests/fixtures/model-configs/DeepSeek-V3.json"))
+    config(include_str!("../../../tests/fixtures/model-configs/DeepSeek-V3.json"))
 }
 fn qwen3_moe() -> Map<String, Value> {
-    config(include_str!("../../tests/fixtures/model-configs/Qwen3-30B-A3B.json"))
+    config(include_str!("../../../tests/fixtures/model-configs/Qwen3-30B-A3B.json"))
 }
 fn llama8b() -> Map<String, Value> {
     config(include_str!(
-        "../../tests/fixtures/model-configs/Llama-3.1-8B-Instruct.json"
+        "../../../tests/fixtures/model-configs/Llama-3.1-8B-Instruct.json"
     ))
 }
 fn phi4() -> Map<String, Value> {
-    config(include_str!("../../tests/fixtures/model-configs/phi-4.json"))
+    config(include_str!("../../../tests/fixtures/model-configs/phi-4.json"))
 }
 fn gpt_oss() -> Map<String, Value> {
-    config(include_str!("../../tests/fixtures/model-configs/gpt-oss-120b.json"))
+    config(include_str!("../../../tests/fixtures/model-configs/gpt-oss-120b.json"))
 }
 
 /// A brief that gives only params_b, the workload and the config.json.
@@ -605,7 +607,7 @@ fn hybrid_layouts_are_read_from_every_spelling() {
 #[test]
 fn a_briefs_own_layer_types_may_name_state_layers_when_their_sizes_are_known() {
     let nemotron = config(include_str!(
-        "../../tests/fixtures/model-configs/NVIDIA-Nemotron-3-Nano-30B-A3B.json"
+        "../../../tests/fixtures/model-configs/NVIDIA-Nemotron-3-Nano-30B-A3B.json"
     ));
     // Without a config the state has no size: refused on the field, not sized as attention.
     let types: Vec<String> = ["mamba", "full_attention"].iter().map(|t| (*t).to_owned()).collect();

@@ -29,10 +29,10 @@ pub mod limits {
 }
 
 /// The decision. Kept as text (`approvals.decision`, the signal snapshot) in the same lower-case
-/// names as on the wire; the `sqlx::Type` derive only names that mapping, it does no I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type, utoipa::ToSchema)]
+/// names as on the wire (`as_str`, `FromStr`); the server reads a stored one back through
+/// `review::repo::StoredVerdict`, which refuses an unknown value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-#[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum Verdict {
     Expand,
     Reserve,

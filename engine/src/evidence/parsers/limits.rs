@@ -64,7 +64,7 @@ pub(crate) fn check(p: &Parsed) -> Result<(), ParseError> {
 
 /// What [`scan_json`] saw of a document it walked without building.
 #[derive(Debug, Default)]
-pub(crate) struct Scanned {
+pub struct Scanned {
     /// The top-level object's keys (none for an array), in order.
     pub(crate) top_keys: Vec<String>,
     /// `Some(line)` when an object there has more keys than an item may have metrics.
@@ -181,7 +181,7 @@ const SMALLEST_WIDE_BYTES: usize = 2 + 4 * (MAX_METRIC_KEYS + 1) + MAX_METRIC_KE
 /// What [`scan_json`] saw, when `body` holds an object wider than the key limit. A body too short to
 /// hold one (every ordinary upload) is not walked at all, so the upload, kind detection and the
 /// parsers may each ask without walking it again and again.
-pub(crate) fn too_wide(body: &str) -> Option<Scanned> {
+pub fn too_wide(body: &str) -> Option<Scanned> {
     if body.len() < SMALLEST_WIDE_BYTES {
         return None;
     }

@@ -3,14 +3,14 @@
 //! Run: cargo bench --bench parsers -- --warm-up-time 1 --measurement-time 3
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rentcheck::evidence::parsers::{parse, parse_window, parse_with, EvidenceKind, Parsed, SloTargets};
+use engine::evidence::parsers::{parse, parse_window, parse_with, EvidenceKind, Parsed, SloTargets};
 use serde_json::{json, Value};
 
 const TARGET: usize = 1024 * 1024;
 
 fn fixture(rel: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("../tests/fixtures")
         .join(rel);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }

@@ -1,6 +1,7 @@
 //! Ledger types, validation and the summary arithmetic. Pure: no I/O.
 //!
-//! See the module doc of [`crate::ledger`] for the rules (overlaps, GPU counts, cost).
+//! The rules (overlaps, GPU counts, cost) are in the module doc of the server's `ledger`
+//! (`server/ledger/mod.rs`) and in docs/ledger.md.
 
 use std::{
     cmp::Reverse,

@@ -118,7 +118,7 @@ fn catalogues_parse_and_kv_bytes_match_the_architecture() {
 
 #[test]
 fn every_gpu_row_names_the_source_of_its_driver_memory() {
-    let readme = include_str!("../../data/README.md");
+    let readme = include_str!("../../../data/README.md");
     for g in gpus() {
         let mib = g
             .memory_total_mib

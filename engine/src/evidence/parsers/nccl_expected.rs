@@ -54,7 +54,7 @@ pub struct ExpectedBusbw {
     pub basis: String,
 }
 
-const TABLE: &str = include_str!("../../../data/nccl_expected_busbw.csv");
+const TABLE: &str = include_str!("../../../../data/nccl_expected_busbw.csv");
 
 /// The table, parsed once. A malformed row is a programming error caught by the unit test below.
 pub fn table() -> &'static [BusbwRow] {

@@ -190,7 +190,7 @@ mod tests {
         // tests/fixtures/nccl-tests/PROVENANCE.md: a real srun -l output with 64 PMIX ERROR and
         // libfabric lines of all ranks before the banner and NCCL INFO lines inside the table.
         let text =
-            include_str!("../../../tests/fixtures/nccl-tests/h100-x16-2node-srun-l-pmix-libfabric-nccl-info.txt");
+            include_str!("../../../../tests/fixtures/nccl-tests/h100-x16-2node-srun-l-pmix-libfabric-nccl-info.txt");
         assert_eq!(detect(text.as_bytes()), Some(K::NcclTests));
         let got = super::super::parse(K::NcclTests, text.as_bytes()).unwrap();
         // The real run's figures: the largest out-of-place busbw 166.22 GB/s, the tool's average 142.735.
@@ -201,8 +201,9 @@ mod tests {
 
     #[test]
     fn sglang_json_lines_with_pythons_infinity_and_nan_are_bench_serving() {
-        let text =
-            include_str!("../../../tests/fixtures/bench-serving/sglang-bench-serving-request-rate-infinity-nan.jsonl");
+        let text = include_str!(
+            "../../../../tests/fixtures/bench-serving/sglang-bench-serving-request-rate-infinity-nan.jsonl"
+        );
         assert_eq!(detect(text.as_bytes()), Some(K::BenchServing));
     }
 

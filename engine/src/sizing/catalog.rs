@@ -18,8 +18,8 @@ pub const MIB: f64 = 1_048_576.0;
 /// FP8 W8A8 (activations in fp8 too) needs this NVIDIA compute capability: Ada, Hopper, Blackwell.
 pub const FP8_W8A8_MIN_CC: f64 = 8.9;
 
-const MODEL_CSV: &str = include_str!("../../data/model_catalog.csv");
-const GPU_CSV: &str = include_str!("../../data/gpu_catalog.csv");
+const MODEL_CSV: &str = include_str!("../../../data/model_catalog.csv");
+const GPU_CSV: &str = include_str!("../../../data/gpu_catalog.csv");
 
 /// How a model's attention stores its KV cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -727,8 +727,9 @@ mod tests {
     fn sglang_lines_with_pythons_infinity_and_nan_are_read_and_say_what_is_missing() {
         // tests/fixtures/bench-serving/PROVENANCE.md: two real SGLang results, the second with
         // `"request_rate": Infinity` and `"median_itl_ms": NaN` as Python writes them.
-        let text =
-            include_str!("../../../tests/fixtures/bench-serving/sglang-bench-serving-request-rate-infinity-nan.jsonl");
+        let text = include_str!(
+            "../../../../tests/fixtures/bench-serving/sglang-bench-serving-request-rate-infinity-nan.jsonl"
+        );
         let got = parse(text, &SloTargets::default()).unwrap();
         let v = |k: &str| got.get_num(k);
         // Both lines are runs; the unlimited rate is named `rate_inf`, not dropped.

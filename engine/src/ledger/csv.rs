@@ -2,15 +2,14 @@
 //! `category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency` and an
 //! optional last column `trial` (the trial's id or name; the export always writes it).
 //!
-//! The parser reads from any `Read`; the API feeds it the request body chunk by chunk through
-//! [`ChannelReader`] (so the body is parsed while it streams in, under a byte cap), the page feeds it
-//! a pasted text. Errors name the line (1 is the header) and the column (1-based, with its name).
+//! The parser reads from any `Read`; the server's API feeds it the request body chunk by chunk
+//! through its `ledger::channel::ChannelReader` (so the body is parsed while it streams in, under a
+//! byte cap), the page feeds it a pasted text. Errors name the line (1 is the header) and the
+//! column (1-based, with its name).
 
 use std::io::Read;
 
-use bytes::Bytes;
 use chrono::SecondsFormat;
-use tokio::sync::mpsc;
 
 use super::model::{validate_line, LedgerLine, LineInput, CSV_COLUMNS, CSV_TRIAL_COLUMN};
 use crate::validation::FieldError;
@@ -85,7 +84,7 @@ impl<R: Read> Read for Guarded<R> {
 
 /// `reader` behind the same guard a ledger CSV is read through (no NUL, no line longer than
 /// `MAX_LINE_BYTES`), for the other CSV formats the ledger imports.
-pub(super) fn guarded<R: Read>(reader: R) -> impl Read {
+pub fn guarded<R: Read>(reader: R) -> impl Read {
     Guarded {
         inner: reader,
         line: 1,
@@ -94,7 +93,7 @@ pub(super) fn guarded<R: Read>(reader: R) -> impl Read {
 }
 
 /// A header cell as an error quotes it: at most 40 characters.
-pub(super) fn shown(cell: &str) -> String {
+pub fn shown(cell: &str) -> String {
     match cell.char_indices().nth(40) {
         None => format!("{cell:?}"),
         Some((cut, _)) => format!("{:?}…", &cell[..cut]),
@@ -256,36 +255,6 @@ pub fn write<W: std::io::Write>(out: W, lines: &[LedgerLine]) -> Result<W, ::csv
     }
     w.flush()?;
     w.into_inner().map_err(|e| ::csv::Error::from(e.into_error()))
-}
-
-/// A blocking `Read` over body chunks sent from the async side: the CSV parser runs on a blocking
-/// thread and reads the request body as it arrives. A closed channel is the end of the body.
-pub struct ChannelReader {
-    rx: mpsc::Receiver<Bytes>,
-    current: Bytes,
-}
-
-impl ChannelReader {
-    pub fn new(rx: mpsc::Receiver<Bytes>) -> Self {
-        Self {
-            rx,
-            current: Bytes::new(),
-        }
-    }
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            match self.rx.blocking_recv() {
-                Some(chunk) => self.current = chunk,
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
-    }
 }
 
 #[cfg(test)]

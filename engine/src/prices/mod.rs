@@ -1,0 +1,3 @@
+//! Price sheets, the pure part: which import a CSV header belongs to.
+
+pub mod detect;
