@@ -558,53 +558,18 @@ pub async fn list(
         })?),
         None => None,
     };
-    let (after, limit) = match paging {
-        Paging::After { cursor, limit } => {
-            if !(1..=MAX_PAGE).contains(&limit) {
-                return Err(AppError::Validation(vec![FieldError::new(
-                    "limit",
-                    format!("must be 1 to {MAX_PAGE}"),
-                )]));
-            }
-            let after = match cursor.filter(|c| !c.is_empty()) {
-                Some(c) => Some(decode_cursor(c).ok_or_else(|| {
-                    AppError::Validation(vec![FieldError::new("cursor", "is not a next_cursor this list wrote")])
-                })?),
-                None => None,
-            };
-            (after, limit)
-        }
-        Paging::Everything => (None, usize::MAX),
-    };
+    let (after, limit) = read_paging(paging)?;
     let keys = repo::keys(&state.pool, filter.map(CommitmentState::as_str)).await?;
     let shown = visible_keys(state, caller, all, keys).await?;
-    let mut brief_ids: Vec<BriefId> = shown.iter().map(|c| c.brief_id).collect();
-    brief_ids.sort_unstable();
-    brief_ids.dedup();
-    let mut teams_of: BTreeMap<BriefId, Vec<String>> = BTreeMap::new();
-    for (brief, name) in teams::team_names_of_briefs(&state.pool, &brief_ids).await? {
-        teams_of.entry(brief).or_default().push(name);
-    }
-    let running = || {
-        shown
-            .iter()
-            .filter(|c| c.state.parse().is_ok_and(CommitmentState::running))
-    };
-    let totals_per_currency = model::totals_per_currency(running().map(|c| (c.currency.as_str(), c.monthly_cost)));
-    let totals_per_team = model::totals_per_team(running().map(|c| {
-        (
-            teams_of.get(&c.brief_id).map_or(&[][..], Vec::as_slice),
-            c.currency.as_str(),
-            c.monthly_cost,
-        )
-    }));
-    let needing_attention = shown
-        .iter()
-        .filter(|c| c.state.parse().is_ok_and(CommitmentState::needs_attention))
-        .count();
-    // The list is ordered newest start first (start_date DESC, id DESC): a page starts after the cursor.
+    let Totals {
+        per_currency: totals_per_currency,
+        per_team: totals_per_team,
+        needing_attention,
+    } = totals(state, &shown).await?;
+    // The list is ordered newest start first (start_date DESC, id DESC): a page starts after the
+    // cursor, at the first commitment below it.
     let start = after.map_or(0, |(day, id)| {
-        shown.partition_point(|c| (c.start_date, c.id) > (day, id))
+        shown.partition_point(|c| (c.start_date, c.id) >= (day, id))
     });
     let page = &shown[start.min(shown.len())..];
     let (page, next_cursor) = if page.len() > limit {
@@ -622,6 +587,65 @@ pub async fn list(
         totals_per_currency,
         totals_per_team,
         next_cursor,
+    })
+}
+
+/// Where a page starts (after the cursor's commitment) and how many it holds: a damaged cursor or a
+/// limit out of range is a 422 at its field.
+fn read_paging(paging: Paging<'_>) -> Result<(Option<(NaiveDate, Uuid)>, usize), AppError> {
+    let Paging::After { cursor, limit } = paging else {
+        return Ok((None, usize::MAX));
+    };
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "limit",
+            format!("must be 1 to {MAX_PAGE}"),
+        )]));
+    }
+    let after = match cursor.filter(|c| !c.is_empty()) {
+        Some(c) => Some(decode_cursor(c).ok_or_else(|| {
+            AppError::Validation(vec![FieldError::new("cursor", "is not a next_cursor this list wrote")])
+        })?),
+        None => None,
+    };
+    Ok((after, limit))
+}
+
+/// What a list adds up over all its pages.
+struct Totals {
+    per_currency: Vec<model::CurrencyTotal>,
+    per_team: Vec<TeamTotal>,
+    needing_attention: usize,
+}
+
+/// The running commitments' monthly cost per currency and per team (the teams of their briefs, read
+/// once), and how many commitments need attention.
+async fn totals(state: &AppState, shown: &[repo::CommitmentKey]) -> Result<Totals, AppError> {
+    let mut brief_ids: Vec<BriefId> = shown.iter().map(|c| c.brief_id).collect();
+    brief_ids.sort_unstable();
+    brief_ids.dedup();
+    let mut teams_of: BTreeMap<BriefId, Vec<String>> = BTreeMap::new();
+    for (brief, name) in teams::team_names_of_briefs(&state.pool, &brief_ids).await? {
+        teams_of.entry(brief).or_default().push(name);
+    }
+    let running = || {
+        shown
+            .iter()
+            .filter(|c| c.state.parse().is_ok_and(CommitmentState::running))
+    };
+    Ok(Totals {
+        per_currency: model::totals_per_currency(running().map(|c| (c.currency.as_str(), c.monthly_cost))),
+        per_team: model::totals_per_team(running().map(|c| {
+            (
+                teams_of.get(&c.brief_id).map_or(&[][..], Vec::as_slice),
+                c.currency.as_str(),
+                c.monthly_cost,
+            )
+        })),
+        needing_attention: shown
+            .iter()
+            .filter(|c| c.state.parse().is_ok_and(CommitmentState::needs_attention))
+            .count(),
     })
 }
 
