@@ -656,7 +656,7 @@ fn the_checker_sees_what_it_must_refuse() {
 
 /// The owner of each table (`migrations/`, `CREATE TABLE`): a domain or a core module. Only the
 /// owner's files name the table in SQL; another domain reaches it through the owner's `service`.
-const TABLE_OWNERS: [(&str, &str); 40] = [
+const TABLE_OWNERS: [(&str, &str); 41] = [
     ("briefs", "briefs"),
     ("trials", "trials"),
     ("evidence", "evidence"),
