@@ -856,11 +856,7 @@ fn nccl_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
             s.timeout_s = 3600;
         } else {
             let g = devices.to_string();
-            s.commands = vec![command(
-                "all_reduce_perf",
-                &["all_reduce_perf", "-b", "8", "-e", max, "-f", "2", "-g", &g],
-                NCCL_HINT,
-            )];
+            s.commands = vec![command("all_reduce_perf", &all_reduce_perf(max, &g), NCCL_HINT)];
             s.timeout_s = 1800;
         }
         s
@@ -1022,6 +1018,11 @@ fn manifest_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     })
 }
 
+/// nccl-tests' all-reduce from 8 B to `max`, doubling, with `gpus` GPUs a process.
+fn all_reduce_perf<'a>(max: &'a str, gpus: &'a str) -> [&'a str; 9] {
+    ["all_reduce_perf", "-b", "8", "-e", max, "-f", "2", "-g", gpus]
+}
+
 /// All-reduce across nodes: one process per GPU, started by mpirun or srun (whichever the site has).
 fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &str) -> Vec<PlanCommand> {
     let np = devices.to_string();
@@ -1030,26 +1031,21 @@ fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &str) -> Vec<
     let mut mpi = command(
         "mpirun",
         &[
-            "mpirun",
-            "-np",
-            &np,
-            "-N",
-            &n_per,
-            "--hostfile",
-            "${HOSTFILE}",
-            "--tag-output",
-            "-x",
-            "NCCL_DEBUG=INFO",
-            "all_reduce_perf",
-            "-b",
-            "8",
-            "-e",
-            max,
-            "-f",
-            "2",
-            "-g",
-            "1",
-        ],
+            &[
+                "mpirun",
+                "-np",
+                &np,
+                "-N",
+                &n_per,
+                "--hostfile",
+                "${HOSTFILE}",
+                "--tag-output",
+                "-x",
+                "NCCL_DEBUG=INFO",
+            ][..],
+            &all_reduce_perf(max, "1"),
+        ]
+        .concat(),
         MPI_HINT,
     );
     mpi.shell = shell_line(&[], &mpi.argv);
@@ -1057,22 +1053,10 @@ fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &str) -> Vec<
     let mut srun = command(
         "srun",
         &[
-            "srun",
-            "-l",
-            "-N",
-            &nodes_s,
-            &ntasks,
-            "--gpus-per-task=1",
-            "all_reduce_perf",
-            "-b",
-            "8",
-            "-e",
-            max,
-            "-f",
-            "2",
-            "-g",
-            "1",
-        ],
+            &["srun", "-l", "-N", &nodes_s, &ntasks, "--gpus-per-task=1"][..],
+            &all_reduce_perf(max, "1"),
+        ]
+        .concat(),
         SRUN_HINT,
     );
     srun.env = vec![("NCCL_DEBUG".into(), "INFO".into())];
