@@ -688,37 +688,22 @@ impl PrivateCluster {
 
     fn create_database(&self) -> anyhow::Result<()> {
         let out = self.run(
-            self.bin("psql")
-                .args([
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    &self.port.to_string(),
-                    "-U",
-                    PRIVATE_DB_USER,
-                    "-d",
-                    "postgres",
-                    "-tAc",
-                ])
-                .arg(format!("SELECT 1 FROM pg_database WHERE datname = '{PRIVATE_DB_NAME}'"))
-                .env("PGPASSWORD", self.password.expose()),
+            self.client("psql")
+                .args(["-d", "postgres", "-tAc"])
+                .arg(format!("SELECT 1 FROM pg_database WHERE datname = '{PRIVATE_DB_NAME}'")),
         )?;
         if out.trim() != "1" {
-            self.run(
-                self.bin("createdb")
-                    .args([
-                        "-h",
-                        "127.0.0.1",
-                        "-p",
-                        &self.port.to_string(),
-                        "-U",
-                        PRIVATE_DB_USER,
-                        PRIVATE_DB_NAME,
-                    ])
-                    .env("PGPASSWORD", self.password.expose()),
-            )?;
+            self.run(self.client("createdb").arg(PRIVATE_DB_NAME))?;
         }
         Ok(())
+    }
+
+    /// A PostgreSQL client program (`psql`, `createdb`) signed in to the private server as its user.
+    fn client(&self, name: &str) -> Command {
+        let mut cmd = self.bin(name);
+        cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", PRIVATE_DB_USER])
+            .env("PGPASSWORD", self.password.expose());
+        cmd
     }
 
     fn bin(&self, name: &str) -> Command {

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{
     model::{Brief, BriefFields, Targets},
-    row::BriefRow,
+    row::query_brief_row,
 };
 use crate::{ids::BriefId, sizing::ArchitectureFields};
 
@@ -16,18 +16,67 @@ pub async fn insert(db: impl PgExecutor<'_>, fields: &BriefFields) -> Result<Bri
         .ok_or(sqlx::Error::RowNotFound)
 }
 
+/// Runs `$sql`, an INSERT or an UPDATE of every field, with the id as `$1` and the fields as `$2` to
+/// `$33` in the table's order; it ends in `RETURNING` and reads back the brief without trial 1's
+/// allocation. `None` when it wrote no row.
+macro_rules! write_brief {
+    ($sql:literal, $db:expr, $id:expr, $fields:expr) => {{
+        let fields: &BriefFields = $fields;
+        let row = query_brief_row!(
+            $sql,
+            r#"NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?""#,
+            $id.as_uuid(),
+            &fields.name,
+            &fields.owner,
+            fields.workload_kind.as_str(),
+            &fields.model_name,
+            fields.model_revision.as_deref(),
+            fields.catalog_model.as_deref(),
+            fields.params_b,
+            fields.precision.as_str(),
+            fields.context_length,
+            fields.concurrency,
+            fields.num_layers,
+            fields.num_kv_heads,
+            fields.head_dim,
+            // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
+            Json(&fields.targets) as _,
+            fields.data_boundary.as_str(),
+            fields.needs_host_control,
+            fields.only_needs_model_output,
+            &fields.persist,
+            fields.restore_plan.as_deref(),
+            fields.fallback_plan.as_deref(),
+            fields.max_cost_per_job,
+            &fields.currency,
+            fields.cost_unit.as_str(),
+            fields.allocation_boundary.as_str(),
+            fields.k8s_manifest.as_deref(),
+            // jsonb: typed `Json` values bound as they are (`as _`), like `targets`.
+            fields.model_config.as_ref().map(Json) as _,
+            Json(&fields.architecture) as _,
+            fields.expected_peak_rps,
+            fields.api_price_per_million_tokens,
+            fields.headroom_pct,
+            fields.api_price_input_per_million,
+            fields.api_price_output_per_million,
+        )
+        .fetch_optional($db)
+        .await?;
+        row.map(Brief::try_from).transpose()
+    }};
+}
+
 /// Inserts with a chosen id (the demo's fixed one); `None` when that id is taken already.
-// Long, and reads better whole: one INSERT binding every column, in the table's order.
 pub async fn insert_with_id(
     db: impl PgExecutor<'_>,
     id: BriefId,
     fields: &BriefFields,
 ) -> Result<Option<Brief>, sqlx::Error> {
-    let row = sqlx::query_as!(
-        BriefRow,
+    write_brief!(
         // Trial 1's allocation (`trial_gpu`, `trial_gpu_count`) is the trials domain's: the brief's
         // own statements leave it empty and `trials::service` writes and reads it.
-        r#"INSERT INTO briefs (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
+        r#"INSERT INTO briefs AS b (id, name, owner, workload_kind, model_name, model_revision, catalog_model, params_b,
              precision, context_length, concurrency, num_layers, num_kv_heads, head_dim, targets, data_boundary,
              needs_host_control, only_needs_model_output, persist, restore_plan, fallback_plan, max_cost_per_job,
              currency, cost_unit, allocation_boundary, k8s_manifest, model_config, architecture, expected_peak_rps,
@@ -35,65 +84,18 @@ pub async fn insert_with_id(
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
              $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)
            ON CONFLICT (id) DO NOTHING
-           RETURNING id AS "id!", name AS "name!", owner AS "owner!", workload_kind AS "workload_kind!",
-             model_name AS "model_name!", model_revision, catalog_model, params_b AS "params_b!",
-             precision AS "precision!", context_length AS "context_length!", concurrency AS "concurrency!",
-             num_layers, num_kv_heads, head_dim, targets AS "targets!: Json<Targets>",
-             data_boundary AS "data_boundary!", needs_host_control AS "needs_host_control!",
-             only_needs_model_output AS "only_needs_model_output!", persist AS "persist!", restore_plan,
-             fallback_plan, max_cost_per_job, currency AS "currency!", cost_unit AS "cost_unit!",
-             allocation_boundary AS "allocation_boundary!", model_config AS "model_config: Json<Map<String, Value>>",
-             architecture AS "architecture!: Json<ArchitectureFields>", expected_peak_rps,
-             api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
-             api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
-             k8s_manifest, created_at AS "created_at!", updated_at AS "updated_at!""#,
-        id.as_uuid(),
-        &fields.name,
-        &fields.owner,
-        fields.workload_kind.as_str(),
-        &fields.model_name,
-        fields.model_revision.as_deref(),
-        fields.catalog_model.as_deref(),
-        fields.params_b,
-        fields.precision.as_str(),
-        fields.context_length,
-        fields.concurrency,
-        fields.num_layers,
-        fields.num_kv_heads,
-        fields.head_dim,
-        // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
-        Json(&fields.targets) as _,
-        fields.data_boundary.as_str(),
-        fields.needs_host_control,
-        fields.only_needs_model_output,
-        &fields.persist,
-        fields.restore_plan.as_deref(),
-        fields.fallback_plan.as_deref(),
-        fields.max_cost_per_job,
-        &fields.currency,
-        fields.cost_unit.as_str(),
-        fields.allocation_boundary.as_str(),
-        fields.k8s_manifest.as_deref(),
-        // jsonb: typed `Json` values bound as they are (`as _`), like `targets`.
-        fields.model_config.as_ref().map(Json) as _,
-        Json(&fields.architecture) as _,
-        fields.expected_peak_rps,
-        fields.api_price_per_million_tokens,
-        fields.headroom_pct,
-        fields.api_price_input_per_million,
-        fields.api_price_output_per_million,
+           RETURNING"#,
+        db,
+        id,
+        fields
     )
-    .fetch_optional(db)
-    .await?;
-    row.map(Brief::try_from).transpose()
 }
 
 /// Replaces every field but trial 1's allocation; `None` when the brief does not exist.
 pub async fn update(db: impl PgExecutor<'_>, id: BriefId, fields: &BriefFields) -> Result<Option<Brief>, sqlx::Error> {
-    let row = sqlx::query_as!(
-        BriefRow,
+    write_brief!(
         // Trial 1's allocation is the trials domain's (`trials::service` writes it with the brief).
-        r#"UPDATE briefs SET name = $2, owner = $3, workload_kind = $4, model_name = $5, model_revision = $6,
+        r#"UPDATE briefs AS b SET name = $2, owner = $3, workload_kind = $4, model_name = $5, model_revision = $6,
              catalog_model = $7, params_b = $8, precision = $9, context_length = $10, concurrency = $11,
              num_layers = $12, num_kv_heads = $13, head_dim = $14, targets = $15, data_boundary = $16,
              needs_host_control = $17, only_needs_model_output = $18, persist = $19, restore_plan = $20,
@@ -101,58 +103,12 @@ pub async fn update(db: impl PgExecutor<'_>, id: BriefId, fields: &BriefFields) 
              allocation_boundary = $25, k8s_manifest = $26, model_config = $27, architecture = $28,
              expected_peak_rps = $29, api_price_per_million_tokens = $30, headroom_pct = $31,
              api_price_input_per_million = $32, api_price_output_per_million = $33, updated_at = now()
-           WHERE id = $1
-           RETURNING id AS "id!", name AS "name!", owner AS "owner!", workload_kind AS "workload_kind!",
-             model_name AS "model_name!", model_revision, catalog_model, params_b AS "params_b!",
-             precision AS "precision!", context_length AS "context_length!", concurrency AS "concurrency!",
-             num_layers, num_kv_heads, head_dim, targets AS "targets!: Json<Targets>",
-             data_boundary AS "data_boundary!", needs_host_control AS "needs_host_control!",
-             only_needs_model_output AS "only_needs_model_output!", persist AS "persist!", restore_plan,
-             fallback_plan, max_cost_per_job, currency AS "currency!", cost_unit AS "cost_unit!",
-             allocation_boundary AS "allocation_boundary!", model_config AS "model_config: Json<Map<String, Value>>",
-             architecture AS "architecture!: Json<ArchitectureFields>", expected_peak_rps,
-             api_price_per_million_tokens, headroom_pct, api_price_input_per_million,
-             api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
-             k8s_manifest, created_at AS "created_at!", updated_at AS "updated_at!""#,
-        id.as_uuid(),
-        &fields.name,
-        &fields.owner,
-        fields.workload_kind.as_str(),
-        &fields.model_name,
-        fields.model_revision.as_deref(),
-        fields.catalog_model.as_deref(),
-        fields.params_b,
-        fields.precision.as_str(),
-        fields.context_length,
-        fields.concurrency,
-        fields.num_layers,
-        fields.num_kv_heads,
-        fields.head_dim,
-        // jsonb: the macro expects a `serde_json::Value`; `as _` binds the typed `Json` as it is.
-        Json(&fields.targets) as _,
-        fields.data_boundary.as_str(),
-        fields.needs_host_control,
-        fields.only_needs_model_output,
-        &fields.persist,
-        fields.restore_plan.as_deref(),
-        fields.fallback_plan.as_deref(),
-        fields.max_cost_per_job,
-        &fields.currency,
-        fields.cost_unit.as_str(),
-        fields.allocation_boundary.as_str(),
-        fields.k8s_manifest.as_deref(),
-        // jsonb: typed `Json` values bound as they are (`as _`), like `targets`.
-        fields.model_config.as_ref().map(Json) as _,
-        Json(&fields.architecture) as _,
-        fields.expected_peak_rps,
-        fields.api_price_per_million_tokens,
-        fields.headroom_pct,
-        fields.api_price_input_per_million,
-        fields.api_price_output_per_million,
+           WHERE b.id = $1
+           RETURNING"#,
+        db,
+        id,
+        fields
     )
-    .fetch_optional(db)
-    .await?;
-    row.map(Brief::try_from).transpose()
 }
 
 /// Whether the brief exists (one index probe).
@@ -176,21 +132,9 @@ pub async fn names(db: impl PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<(Brie
 
 /// The brief, without trial 1's allocation (`trials::service::load_brief` reads the whole brief).
 pub async fn get(db: impl PgExecutor<'_>, id: BriefId) -> Result<Option<Brief>, sqlx::Error> {
-    let row = sqlx::query_as!(
-        BriefRow,
-        r#"SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
-             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
-             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
-             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
-             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
-             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
-             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
-             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
-             b.api_price_output_per_million, NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?",
-             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
-           FROM briefs b WHERE b.id = $1"#,
+    let row = query_brief_row!(
+        "SELECT",
+        r#"NULL::text AS "trial_gpu?", NULL::int4 AS "trial_gpu_count?" FROM briefs b WHERE b.id = $1"#,
         id.as_uuid(),
     )
     .fetch_optional(db)

@@ -50,6 +50,35 @@ pub struct BriefRow {
     pub updated_at: DateTime<Utc>,
 }
 
+/// `sqlx::query_as!` into a [`BriefRow`]: `$head`, then every column of the brief but trial 1's
+/// allocation (read through the alias `b`), then `$tail`, which names `trial_gpu` and
+/// `trial_gpu_count` and goes on with the statement. Every statement that reads a whole brief
+/// writes its column list here once; sqlx still checks each whole statement (it takes literals
+/// joined with `+`).
+macro_rules! query_brief_row {
+    ($head:literal, $tail:literal $(, $($args:tt)*)?) => {
+        sqlx::query_as!(
+            $crate::briefs::row::BriefRow,
+            $head
+                + r#" b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
+             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
+             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
+             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
+             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
+             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
+             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
+             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
+             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
+             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
+             b.api_price_output_per_million, b.k8s_manifest, b.created_at AS "created_at!",
+             b.updated_at AS "updated_at!", "#
+                + $tail
+            $(, $($args)*)?
+        )
+    };
+}
+pub(crate) use query_brief_row;
+
 impl TryFrom<BriefRow> for Brief {
     type Error = sqlx::Error;
     fn try_from(r: BriefRow) -> Result<Self, Self::Error> {

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::{
     briefs::{
         model::{Brief, Targets},
-        row::BriefRow,
+        row::query_brief_row,
     },
     error::AppError,
     ids::BriefId,
@@ -47,6 +47,14 @@ impl BriefFilter {
     /// Whether the filter reads review summaries (and so its candidates must be checked again).
     pub fn reads_summaries(&self) -> bool {
         self.states.is_some() || self.failing.is_some()
+    }
+
+    /// The search as a LIKE pattern; `None` without words to look for.
+    fn search_pattern(&self) -> Option<String> {
+        self.search
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .map(like_pattern)
     }
 }
 
@@ -89,7 +97,7 @@ impl BriefOrder {
 /// newest-first list (`list_filtered`) keeps its keyset for the API and for deep paging. Its own
 /// statement rather than an ORDER BY parameter of `list_filtered`'s: there, newest first must stay a
 /// walk of the creation index, which a computed sort key would turn into a sort of every brief; the
-/// column list is repeated because sqlx checks only literal statements.
+/// column list is shared (`query_brief_row!`) because sqlx checks only literal statements.
 pub async fn list_sorted(
     db: impl PgExecutor<'_>,
     filter: &BriefFilter,
@@ -98,25 +106,10 @@ pub async fn list_sorted(
     offset: i64,
     limit: i64,
 ) -> Result<Vec<Brief>, AppError> {
-    let pattern = filter
-        .search
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-        .map(like_pattern);
-    let rows = sqlx::query_as!(
-        BriefRow,
-        r#"SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
-             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
-             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
-             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
-             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
-             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
-             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
-             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
-             b.api_price_output_per_million, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
-             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
+    let pattern = filter.search_pattern();
+    let rows = query_brief_row!(
+        "SELECT",
+        r#"t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?"
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
              LEFT JOIN brief_signals s ON s.brief_id = b.id
            WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)
@@ -162,11 +155,7 @@ pub async fn list_sorted(
 /// How many briefs meet `filter`, by the kept summaries (the dashboard's total; a summary being
 /// remade counts with the view it had).
 pub async fn count_matching(db: impl PgExecutor<'_>, filter: &BriefFilter) -> Result<i64, AppError> {
-    let pattern = filter
-        .search
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-        .map(like_pattern);
+    let pattern = filter.search_pattern();
     Ok(sqlx::query_scalar!(
         r#"SELECT count(*) AS "count!" FROM briefs b LEFT JOIN brief_signals s ON s.brief_id = b.id
            WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)
@@ -212,26 +201,11 @@ pub async fn list_filtered(
     after: Option<(DateTime<Utc>, BriefId)>,
     limit: i64,
 ) -> Result<Vec<Brief>, AppError> {
-    let pattern = filter
-        .search
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-        .map(like_pattern);
+    let pattern = filter.search_pattern();
     let (after_at, after_id) = after.unzip();
-    let rows = sqlx::query_as!(
-        BriefRow,
-        r#"SELECT b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
-             b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
-             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
-             b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
-             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
-             b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
-             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
-             b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
-             b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
-             b.api_price_output_per_million, t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?",
-             b.k8s_manifest, b.created_at AS "created_at!", b.updated_at AS "updated_at!"
+    let rows = query_brief_row!(
+        "SELECT",
+        r#"t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?"
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
              LEFT JOIN brief_signals s ON s.brief_id = b.id
            WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)

@@ -469,6 +469,17 @@ impl StageCtx<'_> {
         }
     }
 
+    /// The one step `make` builds from the keys `source` feeds; none when the stage asks nothing
+    /// of it.
+    fn fed(&self, source: Source, make: impl FnOnce(Vec<String>) -> PlanStep) -> Vec<PlanStep> {
+        let feeds = self.feeds(source);
+        if feeds.is_empty() {
+            Vec::new()
+        } else {
+            vec![make(feeds)]
+        }
+    }
+
     /// The common shape: a step of one command, its kind named as its key.
     fn one_command(&self, key: &str, title: &str, feeds: Vec<String>, why: String, run: PlanCommand) -> PlanStep {
         PlanStep {
@@ -718,129 +729,109 @@ fn variables(input: &PlanInput<'_>, multi_node: bool) -> Vec<Variable> {
 
 /// `nvidia-smi -L`: the GPUs the machine shows.
 fn smi_list_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
     let alloc = cx.shared.alloc;
-    let f = cx.feeds(Source::SmiList);
-    if f.is_empty() {
-        return steps;
-    }
-    steps.push(cx.one_command(
-        "nvidia-smi-list",
-        "List the GPUs",
-        f,
-        match alloc {
-            Some(a) => format!(
-                "The machine must show the {} GPU devices rented ({}); `nvidia-smi -L` lists each with its model and UUID (MIG slices too).",
-                a.count * a.gpu.devices_per_card,
-                a.label()
-            ),
-            None => "`nvidia-smi -L` lists each GPU with its model and UUID.".into(),
-        },
-        command("nvidia-smi", &["nvidia-smi", "-L"], NVIDIA_SMI_HINT),
-    ));
-    steps
+    cx.fed(Source::SmiList, |f| {
+        cx.one_command(
+            "nvidia-smi-list",
+            "List the GPUs",
+            f,
+            match alloc {
+                Some(a) => format!(
+                    "The machine must show the {} GPU devices rented ({}); `nvidia-smi -L` lists each with its model and UUID (MIG slices too).",
+                    a.count * a.gpu.devices_per_card,
+                    a.label()
+                ),
+                None => "`nvidia-smi -L` lists each GPU with its model and UUID.".into(),
+            },
+            command("nvidia-smi", &["nvidia-smi", "-L"], NVIDIA_SMI_HINT),
+        )
+    })
 }
 
 /// `nvidia-smi topo -m`: how the GPUs are linked.
 fn smi_topo_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
     let devices = cx.shared.devices;
-    let f = cx.feeds(Source::SmiTopo);
-    if f.is_empty() {
-        return steps;
-    }
-    steps.push(cx.one_command(
-        "nvidia-smi-topo",
-        "Map how the GPUs are linked",
-        f,
-        format!(
-            "Collectives across {devices} GPUs are only as fast as the slowest link between two of them; the topology matrix names each pair's link (NVLink, PCIe switch, CPU socket)."
-        ),
-        command("nvidia-smi", &["nvidia-smi", "topo", "-m"], NVIDIA_SMI_HINT),
-    ));
-    steps
+    cx.fed(Source::SmiTopo, |f| {
+        cx.one_command(
+            "nvidia-smi-topo",
+            "Map how the GPUs are linked",
+            f,
+            format!(
+                "Collectives across {devices} GPUs are only as fast as the slowest link between two of them; the topology matrix names each pair's link (NVLink, PCIe switch, CPU socket)."
+            ),
+            command("nvidia-smi", &["nvidia-smi", "topo", "-m"], NVIDIA_SMI_HINT),
+        )
+    })
 }
 
 /// `nvidia-smi -q -x`: memory, driver and ECC counters.
 fn smi_query_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
     let stage = cx.stage;
-    let f = cx.feeds(Source::SmiQuery);
-    if f.is_empty() {
-        return steps;
-    }
-    let during = if stage == 3 {
-        " Run it while a representative step runs: the memory figure is the peak it sees."
-    } else {
-        ""
-    };
-    steps.push(cx.one_command(
-        "nvidia-smi-query",
-        "Read memory, driver and ECC counters",
-        f,
-        format!("`nvidia-smi -q -x` gives each GPU's memory, driver and CUDA versions and ECC error counters as XML.{during}"),
-        command("nvidia-smi", &["nvidia-smi", "-q", "-x"], NVIDIA_SMI_HINT),
-    ));
-    steps
+    cx.fed(Source::SmiQuery, |f| {
+        let during = if stage == 3 {
+            " Run it while a representative step runs: the memory figure is the peak it sees."
+        } else {
+            ""
+        };
+        cx.one_command(
+            "nvidia-smi-query",
+            "Read memory, driver and ECC counters",
+            f,
+            format!("`nvidia-smi -q -x` gives each GPU's memory, driver and CUDA versions and ECC error counters as XML.{during}"),
+            command("nvidia-smi", &["nvidia-smi", "-q", "-x"], NVIDIA_SMI_HINT),
+        )
+    })
 }
 
 /// `dcgmi discovery --list`: the GPUs DCGM manages.
 fn dcgm_discovery_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
-    let f = cx.feeds(Source::DcgmDiscovery);
-    if f.is_empty() {
-        return steps;
-    }
-    steps.push(cx.one_command(
-        "dcgm-discovery",
-        "Ask DCGM which GPUs it manages",
-        f,
-        "DCGM's own count of the GPUs it can manage and test.".into(),
-        command("dcgmi", &["dcgmi", "discovery", "--list"], DCGMI_HINT),
-    ));
-    steps
+    cx.fed(Source::DcgmDiscovery, |f| {
+        cx.one_command(
+            "dcgm-discovery",
+            "Ask DCGM which GPUs it manages",
+            f,
+            "DCGM's own count of the GPUs it can manage and test.".into(),
+            command("dcgmi", &["dcgmi", "discovery", "--list"], DCGMI_HINT),
+        )
+    })
 }
 
 /// `dcgmi diag` at the stage's level.
 fn dcgm_diag_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
     let stage = cx.stage;
-    let f = cx.feeds(Source::DcgmDiag);
-    if f.is_empty() {
-        return steps;
-    }
-    let level = diag_level(stage);
-    let what = match level {
-        1 => "level 1 (quick: the software deployment only)",
-        2 => "level 2 (medium, about two minutes: the deployment checks plus PCIe, GPU memory and a short stress of every GPU)",
-        3 => "level 3 (long, about half an hour: adds the targeted stress, power and memory-bandwidth tests)",
-        _ => "level 4 (extra long)",
-    };
-    let mut s = cx.step(
-        "dcgm-diag",
-        format!("Run DCGM diagnostics, level {level}"),
-        Runner::Command,
-        "dcgm-diag",
-        f,
-        format!(
-            "Stage {stage} runs {what}; every test must run and pass, a skip is not a pass. Run it before vLLM takes the GPUs: the diagnostics need them to themselves."
-        ),
-    );
-    let level = level.to_string();
-    s.commands = vec![command("dcgmi", &["dcgmi", "diag", "-r", &level, "-j"], DCGMI_HINT)];
-    s.timeout_s = diag_seconds(diag_level(stage));
-    steps.push(s);
-    steps
+    cx.fed(Source::DcgmDiag, |f| {
+        let level = diag_level(stage);
+        let what = match level {
+            1 => "level 1 (quick: the software deployment only)",
+            2 => "level 2 (medium, about two minutes: the deployment checks plus PCIe, GPU memory and a short stress of every GPU)",
+            3 => "level 3 (long, about half an hour: adds the targeted stress, power and memory-bandwidth tests)",
+            _ => "level 4 (extra long)",
+        };
+        let mut s = cx.step(
+            "dcgm-diag",
+            format!("Run DCGM diagnostics, level {level}"),
+            Runner::Command,
+            "dcgm-diag",
+            f,
+            format!(
+                "Stage {stage} runs {what}; every test must run and pass, a skip is not a pass. Run it before vLLM takes the GPUs: the diagnostics need them to themselves."
+            ),
+        );
+        let level = level.to_string();
+        s.commands = vec![command("dcgmi", &["dcgmi", "diag", "-r", &level, "-j"], DCGMI_HINT)];
+        s.timeout_s = diag_seconds(diag_level(stage));
+        s
+    })
 }
 
 /// nccl-tests' all-reduce across the allocation (mpirun or srun across nodes).
 fn nccl_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
-    let alloc = cx.shared.alloc;
     let devices = cx.shared.devices;
     let multi_node = cx.shared.multi_node;
-    let f = cx.feeds(Source::Nccl);
-    if let (false, Some(a)) = (f.is_empty(), alloc) {
+    let Some(a) = cx.shared.alloc else {
+        return Vec::new();
+    };
+    cx.fed(Source::Nccl, |f| {
         let max = nccl_max_bytes(a.gpu.memory_gb);
         let per_node = a.gpu.gpus_per_node.max(1).min(a.count) * a.gpu.devices_per_card;
         let nodes = a.count.div_ceil(a.gpu.gpus_per_node.max(1));
@@ -865,24 +856,19 @@ fn nccl_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
             s.timeout_s = 3600;
         } else {
             let g = devices.to_string();
-            s.commands = vec![command(
-                "all_reduce_perf",
-                &["all_reduce_perf", "-b", "8", "-e", max, "-f", "2", "-g", &g],
-                NCCL_HINT,
-            )];
+            s.commands = vec![command("all_reduce_perf", &all_reduce_perf(max, &g), NCCL_HINT)];
             s.timeout_s = 1800;
         }
-        steps.push(s);
-    }
-    steps
+        s
+    })
 }
 
 /// One dcgm-exporter scrape, when no load point scrapes it already.
 fn dcgm_exporter_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
-    let has_load = !cx.feeds(Source::Load).is_empty();
-    let f = cx.feeds(Source::DcgmExporter);
-    if !f.is_empty() && !has_load {
+    if !cx.feeds(Source::Load).is_empty() {
+        return Vec::new();
+    }
+    cx.fed(Source::DcgmExporter, |f| {
         let mut s = cx.step(
             "dcgm-exporter",
             "Scrape dcgm-exporter".into(),
@@ -896,29 +882,24 @@ fn dcgm_exporter_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
             &["curl", "-sS", "--fail", "${DCGM_EXPORTER_URL}/metrics"],
             CURL_HINT,
         )];
-        steps.push(s);
-    }
-    steps
+        s
+    })
 }
 
 /// The vLLM start-up log, sent as a file.
 fn vllm_log_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
-    let f = cx.feeds(Source::VllmLog);
-    if f.is_empty() {
-        return steps;
-    }
-    let mut s = cx.step(
-        "vllm-log",
-        "Send the vLLM start-up log".into(),
-        Runner::File,
-        "vllm-log",
-        f,
-        "vLLM logs the KV-cache size it allocated and the concurrency it can hold at start; the review compares them with the sizing's prediction.".into(),
-    );
-    s.file = Some("${VLLM_LOG}".into());
-    steps.push(s);
-    steps
+    cx.fed(Source::VllmLog, |f| {
+        let mut s = cx.step(
+            "vllm-log",
+            "Send the vLLM start-up log".into(),
+            Runner::File,
+            "vllm-log",
+            f,
+            "vLLM logs the KV-cache size it allocated and the concurrency it can hold at start; the review compares them with the sizing's prediction.".into(),
+        );
+        s.file = Some("${VLLM_LOG}".into());
+        s
+    })
 }
 
 /// The stage's probes, one file the harness writes.
@@ -965,88 +946,81 @@ fn probes_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
 
 /// Write and restore a checkpoint, recorded in a file.
 fn checkpoint_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
     let stage = cx.stage;
     let brief = cx.shared.brief;
-    let f = cx.feeds(Source::Checkpoint);
-    if f.is_empty() {
-        return steps;
-    }
-    let mut s = cx.step(
-        "checkpoint-restore",
-        "Write and restore a checkpoint".into(),
-        Runner::File,
-        "checkpoint-restore",
-        f,
-        match &brief.restore_plan {
-            Some(plan) => format!(
-                "Write a checkpoint, kill the job, restore it as the brief's restore plan says (\"{}\"), and record the result in this file.",
-                plan.trim()
-            ),
-            None => "Write a checkpoint, kill the job, restore it, and record the result in this file (the brief has no restore plan yet).".into(),
-        },
-    );
-    s.file = Some(format!("${{PROBES}}/{stage}-checkpoint.json"));
-    s.template = Some(serde_json::json!({ "written": true, "restored": true, "seconds": 0, "bytes": 0 }));
-    steps.push(s);
-    steps
+    cx.fed(Source::Checkpoint, |f| {
+        let mut s = cx.step(
+            "checkpoint-restore",
+            "Write and restore a checkpoint".into(),
+            Runner::File,
+            "checkpoint-restore",
+            f,
+            match &brief.restore_plan {
+                Some(plan) => format!(
+                    "Write a checkpoint, kill the job, restore it as the brief's restore plan says (\"{}\"), and record the result in this file.",
+                    plan.trim()
+                ),
+                None => "Write a checkpoint, kill the job, restore it, and record the result in this file (the brief has no restore plan yet).".into(),
+            },
+        );
+        s.file = Some(format!("${{PROBES}}/{stage}-checkpoint.json"));
+        s.template = Some(serde_json::json!({ "written": true, "restored": true, "seconds": 0, "bytes": 0 }));
+        s
+    })
 }
 
 /// The trial's ledger, posted as CSV.
 fn ledger_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
     let input = cx.shared.input;
-    let f = cx.feeds(Source::Ledger);
-    if f.is_empty() {
-        return steps;
-    }
-    let mut s = cx.step(
-        "ledger",
-        "Send the trial's ledger".into(),
-        Runner::Manual,
-        "ledger",
-        f,
-        "Cost per completed job is the trial's ledger (what was billed) divided by the outputs it accepted: send the bill's lines and the outputs counted.".into(),
-    );
-    let url = format!(
-        "${{RENTCHECK_SERVER}}/api/v1/briefs/{}/ledger?trial={}",
-        input.brief_id, input.trial_id
-    );
-    let argv = [
-        "curl",
-        "-sS",
-        "--fail-with-body",
-        "-X",
-        "POST",
-        url.as_str(),
-        "-H",
-        "Authorization: Bearer ${RENTCHECK_TOKEN}",
-        "-H",
-        "Content-Type: text/csv",
-        "--data-binary",
-        "@ledger.csv",
-    ];
-    s.commands = vec![command("curl", &argv, CURL_HINT)];
-    steps.push(s);
-    steps
+    cx.fed(Source::Ledger, |f| {
+        let mut s = cx.step(
+            "ledger",
+            "Send the trial's ledger".into(),
+            Runner::Manual,
+            "ledger",
+            f,
+            "Cost per completed job is the trial's ledger (what was billed) divided by the outputs it accepted: send the bill's lines and the outputs counted.".into(),
+        );
+        let url = format!(
+            "${{RENTCHECK_SERVER}}/api/v1/briefs/{}/ledger?trial={}",
+            input.brief_id, input.trial_id
+        );
+        let argv = [
+            "curl",
+            "-sS",
+            "--fail-with-body",
+            "-X",
+            "POST",
+            url.as_str(),
+            "-H",
+            "Authorization: Bearer ${RENTCHECK_TOKEN}",
+            "-H",
+            "Content-Type: text/csv",
+            "--data-binary",
+            "@ledger.csv",
+        ];
+        s.commands = vec![command("curl", &argv, CURL_HINT)];
+        s
+    })
 }
 
 /// The manifest lint, which the server runs itself.
 fn manifest_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
-    let mut steps = Vec::new();
-    let f = cx.feeds(Source::Manifest);
-    if f.is_empty() {
-        return steps;
-    }
-    steps.push(cx.step(
-        "manifest-lint",
-        "Lint the brief's Kubernetes manifest".into(),
-        Runner::Manual,
-        "manifest",
-        f,
-        "The server lints the brief's manifest itself (GPU limits, a pinned image, secrets from a Secret): nothing to run; edit the brief to fix what it finds.".into(),
-    ));
-    steps
+    cx.fed(Source::Manifest, |f| {
+        cx.step(
+            "manifest-lint",
+            "Lint the brief's Kubernetes manifest".into(),
+            Runner::Manual,
+            "manifest",
+            f,
+            "The server lints the brief's manifest itself (GPU limits, a pinned image, secrets from a Secret): nothing to run; edit the brief to fix what it finds.".into(),
+        )
+    })
+}
+
+/// nccl-tests' all-reduce from 8 B to `max`, doubling, with `gpus` GPUs a process.
+fn all_reduce_perf<'a>(max: &'a str, gpus: &'a str) -> [&'a str; 9] {
+    ["all_reduce_perf", "-b", "8", "-e", max, "-f", "2", "-g", gpus]
 }
 
 /// All-reduce across nodes: one process per GPU, started by mpirun or srun (whichever the site has).
@@ -1057,26 +1031,21 @@ fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &str) -> Vec<
     let mut mpi = command(
         "mpirun",
         &[
-            "mpirun",
-            "-np",
-            &np,
-            "-N",
-            &n_per,
-            "--hostfile",
-            "${HOSTFILE}",
-            "--tag-output",
-            "-x",
-            "NCCL_DEBUG=INFO",
-            "all_reduce_perf",
-            "-b",
-            "8",
-            "-e",
-            max,
-            "-f",
-            "2",
-            "-g",
-            "1",
-        ],
+            &[
+                "mpirun",
+                "-np",
+                &np,
+                "-N",
+                &n_per,
+                "--hostfile",
+                "${HOSTFILE}",
+                "--tag-output",
+                "-x",
+                "NCCL_DEBUG=INFO",
+            ][..],
+            &all_reduce_perf(max, "1"),
+        ]
+        .concat(),
         MPI_HINT,
     );
     mpi.shell = shell_line(&[], &mpi.argv);
@@ -1084,22 +1053,10 @@ fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &str) -> Vec<
     let mut srun = command(
         "srun",
         &[
-            "srun",
-            "-l",
-            "-N",
-            &nodes_s,
-            &ntasks,
-            "--gpus-per-task=1",
-            "all_reduce_perf",
-            "-b",
-            "8",
-            "-e",
-            max,
-            "-f",
-            "2",
-            "-g",
-            "1",
-        ],
+            &["srun", "-l", "-N", &nodes_s, &ntasks, "--gpus-per-task=1"][..],
+            &all_reduce_perf(max, "1"),
+        ]
+        .concat(),
         SRUN_HINT,
     );
     srun.env = vec![("NCCL_DEBUG".into(), "INFO".into())];

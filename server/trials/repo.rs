@@ -33,6 +33,50 @@ struct TrialRow {
     updated_at: DateTime<Utc>,
 }
 
+/// `sqlx::query_as!` into a [`TrialRow`]: `$head`, then every column of the trial, then `$tail`.
+/// Every statement that reads a whole trial writes its column list here once; sqlx still checks
+/// each whole statement (it takes literals joined with `+`).
+macro_rules! query_trial_row {
+    ($head:literal, $tail:literal $(, $($args:tt)*)?) => {
+        sqlx::query_as!(
+            TrialRow,
+            $head
+                + " id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
+                  currency, allocation_boundary, status, started_at, ended_at, notes, \
+                  rerun_of AS \"rerun_of: TrialId\", created_at, updated_at "
+                + $tail
+            $(, $($args)*)?
+        )
+    };
+}
+
+/// Runs `$sql`, an INSERT or an UPDATE that ends in `RETURNING`, binding `$lead` (the ids) and then
+/// every field in the table's order, and reads back the trial.
+macro_rules! write_trial {
+    ($sql:literal, [$($lead:expr),+], $fields:expr) => {{
+        let fields: &TrialFields = $fields;
+        query_trial_row!(
+            $sql,
+            "",
+            $($lead,)+
+            fields.name,
+            fields.provider,
+            fields.region,
+            fields.gpu,
+            fields.gpu_count,
+            fields.billing.as_str(),
+            fields.rate_per_gpu_hour,
+            fields.currency,
+            fields.allocation_boundary,
+            fields.status.as_str(),
+            fields.started_at,
+            fields.ended_at,
+            fields.notes,
+            fields.rerun_of.map(TrialId::as_uuid),
+        )
+    }};
+}
+
 impl TryFrom<TrialRow> for Trial {
     type Error = sqlx::Error;
     fn try_from(r: TrialRow) -> Result<Self, sqlx::Error> {
@@ -64,11 +108,9 @@ impl TryFrom<TrialRow> for Trial {
 
 /// A brief's trials in their order (the first is the one `trial_gpu` describes).
 pub async fn list_for_brief(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<Trial>, sqlx::Error> {
-    let rows = sqlx::query_as!(
-        TrialRow,
-        "SELECT id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at \
-         FROM trials WHERE brief_id = $1 ORDER BY position",
+    let rows = query_trial_row!(
+        "SELECT",
+        "FROM trials WHERE brief_id = $1 ORDER BY position",
         brief_id.as_uuid(),
     )
     .fetch_all(db)
@@ -77,15 +119,9 @@ pub async fn list_for_brief(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resul
 }
 
 pub async fn get(db: impl PgExecutor<'_>, id: TrialId) -> Result<Option<Trial>, sqlx::Error> {
-    let row = sqlx::query_as!(
-        TrialRow,
-        "SELECT id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at \
-         FROM trials WHERE id = $1",
-        id.as_uuid(),
-    )
-    .fetch_optional(db)
-    .await?;
+    let row = query_trial_row!("SELECT", "FROM trials WHERE id = $1", id.as_uuid(),)
+        .fetch_optional(db)
+        .await?;
     row.map(Trial::try_from).transpose()
 }
 
@@ -125,30 +161,14 @@ pub async fn names_of_briefs(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Res
 /// two trials added at once cannot take the same position.
 pub async fn insert(conn: &mut PgConnection, brief_id: BriefId, fields: &TrialFields) -> Result<Trial, sqlx::Error> {
     let id = TrialId::from(Uuid::now_v7());
-    let row = sqlx::query_as!(
-        TrialRow,
+    let row = write_trial!(
         "INSERT INTO trials (id, brief_id, position, name, provider, region, gpu, gpu_count, billing, \
          rate_per_gpu_hour, currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of) \
          VALUES ($1, $2, (SELECT COALESCE(max(position), 0) + 1 FROM trials WHERE brief_id = $2), \
          $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
-         RETURNING id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at",
-        id.as_uuid(),
-        brief_id.as_uuid(),
-        fields.name,
-        fields.provider,
-        fields.region,
-        fields.gpu,
-        fields.gpu_count,
-        fields.billing.as_str(),
-        fields.rate_per_gpu_hour,
-        fields.currency,
-        fields.allocation_boundary,
-        fields.status.as_str(),
-        fields.started_at,
-        fields.ended_at,
-        fields.notes,
-        fields.rerun_of.map(TrialId::as_uuid),
+         RETURNING",
+        [id.as_uuid(), brief_id.as_uuid()],
+        fields
     )
     .fetch_one(&mut *conn)
     .await?;
@@ -156,28 +176,13 @@ pub async fn insert(conn: &mut PgConnection, brief_id: BriefId, fields: &TrialFi
 }
 
 pub async fn update(db: impl PgExecutor<'_>, id: TrialId, fields: &TrialFields) -> Result<Option<Trial>, sqlx::Error> {
-    let row = sqlx::query_as!(
-        TrialRow,
+    let row = write_trial!(
         "UPDATE trials SET name = $2, provider = $3, region = $4, gpu = $5, gpu_count = $6, billing = $7, \
          rate_per_gpu_hour = $8, currency = $9, allocation_boundary = $10, status = $11, started_at = $12, \
          ended_at = $13, notes = $14, rerun_of = $15, updated_at = now() WHERE id = $1 \
-         RETURNING id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-         currency, allocation_boundary, status, started_at, ended_at, notes, rerun_of AS \"rerun_of: TrialId\", created_at, updated_at",
-        id.as_uuid(),
-        fields.name,
-        fields.provider,
-        fields.region,
-        fields.gpu,
-        fields.gpu_count,
-        fields.billing.as_str(),
-        fields.rate_per_gpu_hour,
-        fields.currency,
-        fields.allocation_boundary,
-        fields.status.as_str(),
-        fields.started_at,
-        fields.ended_at,
-        fields.notes,
-        fields.rerun_of.map(TrialId::as_uuid),
+         RETURNING",
+        [id.as_uuid()],
+        fields
     )
     .fetch_optional(db)
     .await?;
