@@ -272,22 +272,40 @@ pub async fn claim_due(db: impl PgExecutor<'_>, limit: i64, every_secs: f64) -> 
     .await
 }
 
-/// Records the task's judgement: the state, why, the newest run it saw, and when it looked.
-pub async fn set_judged(
-    db: impl PgExecutor<'_>,
-    id: Uuid,
-    state: &str,
-    reason: &str,
-    last_run_at: Option<DateTime<Utc>>,
-) -> Result<(), sqlx::Error> {
+/// The task's judgements of one round, as columns: each commitment's state, why, and the newest
+/// run it saw.
+#[derive(Debug, Default)]
+pub struct Judged {
+    ids: Vec<Uuid>,
+    states: Vec<String>,
+    reasons: Vec<String>,
+    last_runs: Vec<Option<DateTime<Utc>>>,
+}
+
+impl Judged {
+    pub fn push(&mut self, id: Uuid, state: &str, reason: &str, last_run: Option<DateTime<Utc>>) {
+        self.ids.push(id);
+        self.states.push(state.to_owned());
+        self.reasons.push(reason.to_owned());
+        self.last_runs.push(last_run);
+    }
+}
+
+/// Records the task's judgements of a round in one statement: the state, why, the newest run it
+/// saw, and when it looked.
+pub async fn set_judged(db: impl PgExecutor<'_>, judged: &Judged) -> Result<(), sqlx::Error> {
+    if judged.ids.is_empty() {
+        return Ok(());
+    }
     sqlx::query!(
-        "UPDATE commitments SET checked_at = now(), state_reason = $3, last_run_at = $4,
-             state_changed_at = CASE WHEN state <> $2 THEN now() ELSE state_changed_at END, state = $2
-         WHERE id = $1",
-        id,
-        state,
-        reason,
-        last_run_at,
+        "UPDATE commitments c SET checked_at = now(), state_reason = j.reason, last_run_at = j.last_run,
+             state_changed_at = CASE WHEN c.state <> j.state THEN now() ELSE c.state_changed_at END, state = j.state
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) AS j (id, state, reason, last_run)
+         WHERE c.id = j.id",
+        &judged.ids,
+        &judged.states,
+        &judged.reasons,
+        &judged.last_runs as &[Option<DateTime<Utc>>],
     )
     .execute(db)
     .await?;

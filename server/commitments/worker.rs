@@ -24,8 +24,9 @@ use crate::{
     audit, briefs::service as briefs, error::AppError, evidence::service as evidence, outbox, state::AppState,
 };
 
-/// Commitments one round judges.
-const PER_ROUND: i64 = 20;
+/// Commitments one round judges (their newest runs read, and their judgements written, in one
+/// statement each).
+const PER_ROUND: i64 = 100;
 /// A commitment is judged again this long after the last time (so a run is judged within it).
 const EVERY_SECS: f64 = 60.0;
 /// How long the task waits when a round found nothing to do.
@@ -55,11 +56,13 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
     let mut tx = state.pool.begin().await?;
     let due = repo::claim_due(&mut *tx, PER_ROUND, EVERY_SECS).await?;
     let n = due.len();
+    let trials: Vec<_> = due.iter().map(|c| (c.brief_id, c.trial_id)).collect();
+    let newest = evidence::newest_received_of_trials(state, &trials).await?;
+    let mut judged = repo::Judged::default();
     for c in due {
         let current: CommitmentState = c.state.parse().unwrap_or(CommitmentState::Active);
         // The trial's newest evidence since the approval: a re-validation run.
-        let (newest, _) = evidence::list_page(state, c.brief_id, Some(c.trial_id), None, 1).await?;
-        let last_run = newest.first().map(|e| e.received_at).filter(|t| *t > c.approved_at);
+        let last_run = newest.get(&c.trial_id).copied().filter(|t| *t > c.approved_at);
         let new_run = last_run.is_some() && last_run != c.last_run_at;
         // A new run: judge the trial's criteria on the evidence received since the approval only,
         // against the figures the approval pinned.
@@ -88,7 +91,7 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
             });
             (next, clock_reason(next, &c, last_run, last_day))
         };
-        repo::set_judged(&mut *tx, c.id, next.as_str(), &reason, last_run).await?;
+        judged.push(c.id, next.as_str(), &reason, last_run);
         if next != current {
             audit::record(
                 &mut *tx,
@@ -117,6 +120,7 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
             }
         }
     }
+    repo::set_judged(&mut *tx, &judged).await?;
     tx.commit().await?;
     Ok(n)
 }

@@ -183,6 +183,29 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow
     .await
 }
 
+/// When each of `trials` (pairs with their briefs) last received evidence, in one statement (the
+/// newest item per trial through `evidence_trial_received_idx`); trials with none are left out.
+pub async fn newest_received_of_trials(
+    db: impl PgExecutor<'_>,
+    briefs: &[Uuid],
+    trials: &[Uuid],
+) -> Result<Vec<(TrialId, DateTime<Utc>)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"SELECT t.trial_id AS "trial_id!", newest.received_at AS "received_at!"
+           FROM unnest($1::uuid[], $2::uuid[]) AS t (brief_id, trial_id)
+           CROSS JOIN LATERAL (
+               SELECT received_at FROM evidence e
+               WHERE e.trial_id = t.trial_id AND e.brief_id = t.brief_id
+               ORDER BY received_at DESC, id DESC LIMIT 1
+           ) AS newest"#,
+        briefs,
+        trials,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.trial_id.into(), r.received_at)).collect())
+}
+
 /// Newest first, of one trial or of every trial; `after` is the (received_at, id) of the last item
 /// already shown.
 ///

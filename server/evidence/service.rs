@@ -644,6 +644,19 @@ pub async fn list_page(
     Ok((rows, next_cursor))
 }
 
+/// When each of `trials` (with their briefs) last received evidence; trials with none are left out.
+pub async fn newest_received_of_trials(
+    state: &AppState,
+    trials: &[(BriefId, TrialId)],
+) -> Result<std::collections::HashMap<TrialId, chrono::DateTime<chrono::Utc>>, AppError> {
+    let briefs: Vec<Uuid> = trials.iter().map(|(b, _)| b.as_uuid()).collect();
+    let ids: Vec<Uuid> = trials.iter().map(|(_, t)| Uuid::from(*t)).collect();
+    Ok(repo::newest_received_of_trials(&state.pool, &briefs, &ids)
+        .await?
+        .into_iter()
+        .collect())
+}
+
 /// One item, or 404.
 pub async fn get(state: &AppState, id: Uuid) -> Result<repo::EvidenceRow, AppError> {
     repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("evidence"))
