@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 35] = [
+const LANDED: [(&str, &str); 36] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -147,6 +147,10 @@ const LANDED: [(&str, &str); 35] = [
     (
         "20261206120000_ledger_commitment_rows.sql",
         "0c3b3b67ccc3ed3e8f245dcef0c3beeeb833facfdead0f3718cb02cc4899e5a18e5fe8df69fd0d9ce7250f6dec7a7248",
+    ),
+    (
+        "20261206160000_ledger_accelerator_daily.sql",
+        "165fd0b42867f27952ab22e1c8e0ae008891ce68cdad3061147e0ac8adf395609e0f5a43cbd58dc32e005cec5522e157",
     ),
 ];
 
