@@ -30,8 +30,10 @@ use crate::{
 };
 
 /// Where a commitment stands. `released` and `ended` are final.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+// Stored as text: a stored value that is none of these fails to decode (never a default state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema, sqlx::Type)]
 #[serde(rename_all = "kebab-case")]
+#[sqlx(type_name = "text", rename_all = "kebab-case")]
 pub enum CommitmentState {
     Active,
     RevalidationDue,

@@ -234,7 +234,7 @@ async fn portfolio_csv(
             c.start_date.to_string(),
             c.end_date.to_string(),
             d.days_left.to_string(),
-            c.state.clone(),
+            c.state.as_str().to_owned(),
             this.map(|m| m.month.clone()).unwrap_or_default(),
             opt(this.and_then(|m| m.utilization)),
             opt(this.and_then(|m| m.coverage)),

@@ -8,6 +8,7 @@ use serde_json::Value;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
+use super::model::CommitmentState;
 use crate::ids::{BriefId, TrialId};
 
 /// A commitment as stored.
@@ -50,7 +51,7 @@ pub struct CommitmentRow {
     pub provider_commitment_id: Option<String>,
     pub revalidate_every_days: i32,
     /// active | revalidation-due | regressed | renewal-due | ended | released.
-    pub state: String,
+    pub state: CommitmentState,
     /// Why it is in that state, in words.
     pub state_reason: String,
     pub state_changed_at: DateTime<Utc>,
@@ -132,7 +133,7 @@ pub async fn list(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<Co
         CommitmentRow,
         r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
                   rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
-                  monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
+                  monthly_cost, provider_commitment_id, revalidate_every_days, state AS "state: CommitmentState", state_reason,
                   state_changed_at, last_run_at, released_on, renews, created_at
            FROM commitments
            WHERE ($1::text IS NULL OR state = $1)
@@ -149,7 +150,7 @@ pub struct CommitmentKey {
     pub id: Uuid,
     pub brief_id: BriefId,
     pub start_date: NaiveDate,
-    pub state: String,
+    pub state: CommitmentState,
     pub currency: String,
     pub monthly_cost: Decimal,
 }
@@ -159,7 +160,7 @@ pub struct CommitmentKey {
 pub async fn keys(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<CommitmentKey>, sqlx::Error> {
     sqlx::query_as!(
         CommitmentKey,
-        r#"SELECT id, brief_id, start_date, state, currency, monthly_cost FROM commitments
+        r#"SELECT id, brief_id, start_date, state AS "state: CommitmentState", currency, monthly_cost FROM commitments
            WHERE ($1::text IS NULL OR state = $1)
            ORDER BY start_date DESC, id DESC"#,
         state,
@@ -174,7 +175,7 @@ pub async fn get_many(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<Commi
         CommitmentRow,
         r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
                   rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
-                  monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
+                  monthly_cost, provider_commitment_id, revalidate_every_days, state AS "state: CommitmentState", state_reason,
                   state_changed_at, last_run_at, released_on, renews, created_at
            FROM commitments WHERE id = ANY($1)
            ORDER BY start_date DESC, id DESC"#,
@@ -189,7 +190,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<CommitmentR
         CommitmentRow,
         r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
                   rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
-                  monthly_cost, provider_commitment_id, revalidate_every_days, state, state_reason,
+                  monthly_cost, provider_commitment_id, revalidate_every_days, state AS "state: CommitmentState", state_reason,
                   state_changed_at, last_run_at, released_on, renews, created_at
            FROM commitments WHERE id = $1"#,
         id,
@@ -239,7 +240,7 @@ pub struct Due {
     pub trial_id: TrialId,
     pub approved_at: DateTime<Utc>,
     pub approved_criteria: Value,
-    pub state: String,
+    pub state: CommitmentState,
     pub state_reason: String,
     pub start_date: NaiveDate,
     pub end_date: NaiveDate,
@@ -257,7 +258,7 @@ pub struct Due {
 pub async fn claim_due(db: impl PgExecutor<'_>, limit: i64, every_secs: f64) -> Result<Vec<Due>, sqlx::Error> {
     sqlx::query_as!(
         Due,
-        r#"SELECT id, brief_id, trial_id, approved_at, approved_criteria, state, state_reason, start_date, end_date,
+        r#"SELECT id, brief_id, trial_id, approved_at, approved_criteria, state AS "state: CommitmentState", state_reason, start_date, end_date,
                   released_on, revalidate_every_days, last_run_at, checked_at
            FROM commitments
            WHERE state NOT IN ('ended', 'released')
@@ -317,11 +318,11 @@ pub async fn set_judged(db: impl PgExecutor<'_>, judged: &Judged) -> Result<(), 
 pub async fn needing_attention(
     db: impl PgExecutor<'_>,
     brief_ids: &[BriefId],
-) -> Result<Vec<(BriefId, Uuid, String)>, sqlx::Error> {
+) -> Result<Vec<(BriefId, Uuid, CommitmentState)>, sqlx::Error> {
     let rows = sqlx::query!(
-        "SELECT DISTINCT ON (brief_id) brief_id, id, state FROM commitments
+        r#"SELECT DISTINCT ON (brief_id) brief_id, id, state AS "state: CommitmentState" FROM commitments
          WHERE brief_id = ANY($1) AND state IN ('revalidation-due', 'regressed', 'renewal-due')
-         ORDER BY brief_id, start_date DESC, id DESC",
+         ORDER BY brief_id, start_date DESC, id DESC"#,
         brief_ids as _,
     )
     .fetch_all(db)

@@ -138,9 +138,8 @@ pub struct CommitmentDetail {
 }
 
 impl CommitmentDetail {
-    /// The state as the enum (the column's CHECK keeps it one of them).
     pub fn state(&self) -> CommitmentState {
-        self.commitment.state.parse().unwrap_or(CommitmentState::Active)
+        self.commitment.state
     }
 
     /// The newest month of the term so far.
@@ -273,7 +272,7 @@ fn renewal_at(current: &[StoredPrice], c: &CommitmentRow, term: &model::TermUse)
 
 /// The current prices, when one of `rows` is renewal-due (its renewal reads them), else none.
 async fn prices_for_renewals(state: &AppState, rows: &[CommitmentRow]) -> Result<Vec<StoredPrice>, AppError> {
-    if rows.iter().any(|c| c.state == CommitmentState::RenewalDue.as_str()) {
+    if rows.iter().any(|c| c.state == CommitmentState::RenewalDue) {
         crate::prices::service::current(state).await
     } else {
         Ok(Vec::new())
@@ -320,7 +319,7 @@ fn assemble(
 ) -> CommitmentDetail {
     let last_day = model::last_committed_day(c.end_date, c.released_on);
     let term = model::term_use(&months);
-    let renewal = if c.state == CommitmentState::RenewalDue.as_str() {
+    let renewal = if c.state == CommitmentState::RenewalDue {
         renewal_at(current, &c, &term)
     } else {
         None
@@ -628,11 +627,7 @@ async fn totals(state: &AppState, shown: &[repo::CommitmentKey]) -> Result<Total
     for (brief, name) in teams::team_names_of_briefs(&state.pool, &brief_ids).await? {
         teams_of.entry(brief).or_default().push(name);
     }
-    let running = || {
-        shown
-            .iter()
-            .filter(|c| c.state.parse().is_ok_and(CommitmentState::running))
-    };
+    let running = || shown.iter().filter(|c| c.state.running());
     Ok(Totals {
         per_currency: model::totals_per_currency(running().map(|c| (c.currency.as_str(), c.monthly_cost))),
         per_team: model::totals_per_team(running().map(|c| {
@@ -642,10 +637,7 @@ async fn totals(state: &AppState, shown: &[repo::CommitmentKey]) -> Result<Total
                 c.monthly_cost,
             )
         })),
-        needing_attention: shown
-            .iter()
-            .filter(|c| c.state.parse().is_ok_and(CommitmentState::needs_attention))
-            .count(),
+        needing_attention: shown.iter().filter(|c| c.state.needs_attention()).count(),
     })
 }
 
@@ -782,10 +774,10 @@ pub async fn patch(
     } = read_change(&before, body)?;
     let (state_now, reason) = match released_on {
         Some(d) if before.released_on.is_none() => (
-            CommitmentState::Released.as_str().to_owned(),
+            CommitmentState::Released,
             format!("released on {d} by {}", caller.label()),
         ),
-        _ => (before.state.clone(), before.state_reason.clone()),
+        _ => (before.state, before.state_reason.clone()),
     };
     repo::update(
         &mut *tx,
@@ -793,7 +785,7 @@ pub async fn patch(
         provider_id.as_deref(),
         every,
         released_on,
-        &state_now,
+        state_now.as_str(),
         &reason,
     )
     .await?;
@@ -888,7 +880,7 @@ pub async fn gauges(state: &AppState) -> Result<Vec<Gauge>, AppError> {
     let running: Vec<CommitmentRow> = repo::list(&state.pool, None)
         .await?
         .into_iter()
-        .filter(|c| c.state.parse().is_ok_and(CommitmentState::running))
+        .filter(|c| c.state.running())
         .collect();
     Ok(details_of(state, running, today())
         .await?
@@ -941,6 +933,6 @@ pub async fn needing_attention(
     Ok(repo::needing_attention(&state.pool, brief_ids)
         .await?
         .into_iter()
-        .filter_map(|(brief, id, s)| Some((brief, (id, s.parse().ok()?))))
+        .map(|(brief, id, s)| (brief, (id, s)))
         .collect())
 }

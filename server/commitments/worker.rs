@@ -60,7 +60,7 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
     let newest = evidence::newest_received_of_trials(state, &trials).await?;
     let mut judged = repo::Judged::default();
     for c in due {
-        let current: CommitmentState = c.state.parse().unwrap_or(CommitmentState::Active);
+        let current = c.state;
         // The trial's newest evidence since the approval: a re-validation run.
         let last_run = newest.get(&c.trial_id).copied().filter(|t| *t > c.approved_at);
         let new_run = last_run.is_some() && last_run != c.last_run_at;

@@ -1148,14 +1148,15 @@ fn the_image_builds_its_dependencies_in_a_layer_that_only_the_manifest_and_lock_
     );
     let whole_tree = stage.iter().position(|i| i == "COPY . .").expect("the tree is copied");
     assert!(builds[0] < whole_tree && whole_tree < builds[1], "{stage:#?}");
-    // Before the first build only the manifest, the lock and cargo's settings come in.
+    // Before the first build only the manifests (the workspace's and its members'), the lock and
+    // cargo's settings come in.
     for copy in stage[..builds[0]].iter().filter(|i| i.starts_with("COPY ")) {
         let sources: Vec<&str> = copy.split_whitespace().skip(1).collect();
         let sources = &sources[..sources.len() - 1];
         assert!(
             sources
                 .iter()
-                .all(|s| ["Cargo.toml", "Cargo.lock", ".cargo"].contains(s)),
+                .all(|s| ["Cargo.toml", "Cargo.lock", ".cargo", "engine/Cargo.toml"].contains(s)),
             "only what decides the dependencies: {copy}"
         );
     }
@@ -1168,6 +1169,8 @@ fn the_image_builds_its_dependencies_in_a_layer_that_only_the_manifest_and_lock_
         assert!(deps.contains(path), "a stub for {path}: {deps}");
     }
     assert!(deps.contains("target/release/.fingerprint/rentcheck-*"), "{deps}");
+    assert!(deps.contains("engine/src/lib.rs"), "a stub for the engine: {deps}");
+    assert!(deps.contains("target/release/.fingerprint/engine-*"), "{deps}");
 }
 
 #[test]
