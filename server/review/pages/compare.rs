@@ -1,0 +1,228 @@
+//! The trials side by side: one column per trial, one row per criterion with each trial's value,
+//! and the cost-per-job bars.
+
+use rust_decimal::{prelude::ToPrimitive, Decimal};
+
+use super::{
+    approval::approve_words,
+    criteria::{shown, status_str},
+};
+use crate::{
+    ids::TrialId,
+    money,
+    review::{
+        decision_view, first_screen,
+        service::{needs_reservation, Review},
+    },
+};
+
+/// One trial's column in the comparison.
+pub(super) struct TrialColumn {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) allocation: String,
+    pub(super) provider: String,
+    pub(super) decision: &'static str,
+    /// What the decision means for a manager.
+    pub(super) meaning: &'static str,
+    pub(super) accepted: bool,
+    pub(super) recommended: bool,
+    pub(super) closest: bool,
+    pub(super) criteria: String,
+    pub(super) cost_per_job: String,
+    pub(super) utilization: String,
+    /// For a re-run: "better: …; worse: …" since the trial it re-runs.
+    pub(super) changes: Vec<RerunChange>,
+    pub(super) rerun_of: Option<String>,
+    /// The approve button's words when this trial is chosen in the form (its computed reservation
+    /// at the default term): static/review.js shows them when the manager picks it.
+    pub(super) approve_words: String,
+    /// Approving it records a reservation.
+    pub(super) reserves: bool,
+    /// Its reservation comparison in words (the approval preview follows the select).
+    pub(super) comparison: String,
+}
+
+/// A criterion or money figure that moved since the trial a re-run re-runs.
+pub(super) struct RerunChange {
+    pub(super) key: String,
+    pub(super) better: bool,
+}
+
+/// A re-run's money row in words.
+fn change_label(key: &str) -> String {
+    match key {
+        "capacity_at_slo_rps" => "capacity at the SLO".into(),
+        "cost_per_million_output_tokens_at_slo" => "cost per million output tokens at the SLO".into(),
+        "monthly_cost" => "monthly cost at the peak".into(),
+        other => decision_view::criterion_name(other),
+    }
+}
+
+/// One trial's value and status of a criterion.
+pub(super) struct ComparisonCell {
+    pub(super) value: String,
+    pub(super) status: &'static str,
+}
+
+/// One row of the comparison: a criterion (key and stage) with each trial's value and status.
+pub(super) struct ComparisonRow {
+    pub(super) key: String,
+    /// The metric key alone, shown small under its name.
+    pub(super) metric: String,
+    pub(super) label: String,
+    pub(super) cells: Vec<ComparisonCell>,
+}
+
+/// One bar of the cost-per-job chart across trials.
+pub(super) struct TrialCostBar {
+    pub(super) label: String,
+    pub(super) amount: String,
+    pub(super) width: f64,
+    pub(super) recommended: bool,
+}
+
+// Long, and reads better whole: it builds the comparison table's columns, rows and bars from one
+// walk over the trials.
+pub(super) fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCostBar>) {
+    let currency = &r.brief.fields.currency;
+    let columns: Vec<TrialColumn> = r
+        .trials
+        .iter()
+        .map(|t| {
+            let trial = &t.context.trial;
+            let (passed, required) = t.criteria_passed();
+            let name_of = |id: TrialId| {
+                r.trials
+                    .iter()
+                    .find(|o| o.context.trial.id == id)
+                    .map(|o| o.context.trial.fields.name.clone())
+            };
+            TrialColumn {
+                id: trial.id.to_string(),
+                name: trial.fields.name.clone(),
+                allocation: t
+                    .context
+                    .allocation
+                    .as_ref()
+                    .map(|a| {
+                        let mut label = a.label();
+                        if a.suggested {
+                            label.push_str(" (suggested)");
+                        }
+                        label
+                    })
+                    .unwrap_or_else(|| "—".into()),
+                provider: if trial.fields.provider.is_empty() {
+                    "—".into()
+                } else {
+                    trial.fields.provider.clone()
+                },
+                decision: t.decision.decision.as_str(),
+                meaning: first_screen::verdict_meaning(t.decision.decision),
+                accepted: t.decision.accepted,
+                recommended: r.recommendation.recommended == Some(trial.id),
+                closest: r.recommendation.closest == Some(trial.id),
+                criteria: format!("{passed} of {required} pass"),
+                cost_per_job: match t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
+                    Some(Some(c)) => money::with_currency(c, currency),
+                    Some(None) => "not known yet (nothing accepted)".into(),
+                    None => "no ledger yet".into(),
+                },
+                utilization: t
+                    .decision
+                    .utilization
+                    .and_then(|u| u.to_f64())
+                    .map(money::percent)
+                    .unwrap_or_else(|| "unknown".into()),
+                changes: t
+                    .changes
+                    .iter()
+                    .filter(|c| matches!(c.verdict, "better" | "worse"))
+                    .map(|c| RerunChange {
+                        key: change_label(&c.key),
+                        better: c.verdict == "better",
+                    })
+                    .collect(),
+                rerun_of: trial.fields.rerun_of.and_then(name_of),
+                approve_words: approve_words(t, t.recorded_reservation()),
+                reserves: needs_reservation(t.decision.decision),
+                comparison: decision_view::comparison_sentence(t, currency),
+            }
+        })
+        .collect();
+    // Every criterion any trial evaluates, in the first trial's order, then the others'.
+    let mut keys: Vec<(String, u8)> = Vec::new();
+    for t in &r.trials {
+        for c in &t.context.inputs.criteria {
+            if !keys.iter().any(|(k, s)| *k == c.key && *s == c.stage) {
+                keys.push((c.key.clone(), c.stage));
+            }
+        }
+    }
+    keys.sort_by_key(|(_, stage)| *stage);
+    let rows = keys
+        .into_iter()
+        .map(|(key, stage)| ComparisonRow {
+            metric: key.clone(),
+            label: format!(
+                "Stage {stage} · {}",
+                decision_view::capitalized(&decision_view::criterion_name(&key))
+            ),
+            key: format!("{key}@{stage}"),
+            cells: r
+                .trials
+                .iter()
+                .map(|t| {
+                    match t
+                        .context
+                        .inputs
+                        .criteria
+                        .iter()
+                        .find(|c| c.key == key && c.stage == stage)
+                    {
+                        Some(c) => ComparisonCell {
+                            value: c.value.as_ref().map(|v| shown(&key, v)).unwrap_or_else(|| "—".into()),
+                            status: status_str(c.status),
+                        },
+                        None => ComparisonCell {
+                            value: "—".into(),
+                            status: "n/a",
+                        },
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let costs: Vec<(usize, Decimal)> = r
+        .trials
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            t.context
+                .inputs
+                .ledger
+                .as_ref()
+                .and_then(|l| l.cost_per_job)
+                .map(|c| (i, c))
+        })
+        .collect();
+    let max = costs.iter().map(|(_, c)| *c).max().unwrap_or_default();
+    let bars = costs
+        .iter()
+        .map(|(i, c)| {
+            let t = &r.trials[*i];
+            TrialCostBar {
+                label: t.context.trial.fields.name.clone(),
+                amount: money::with_currency(*c, currency),
+                width: if max.is_zero() {
+                    0.0
+                } else {
+                    (*c / max * Decimal::from(400)).round_dp(1).to_f64().unwrap_or(0.0)
+                },
+                recommended: r.recommendation.recommended == Some(t.context.trial.id),
+            }
+        })
+        .collect();
+    (columns, rows, bars)
+}

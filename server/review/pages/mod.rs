@@ -1,0 +1,192 @@
+//! The review page, the manager's verdict form, the audit page and the decision record.
+//!
+//! This file holds the routes and the handlers of the review page, its verdict form and the audit
+//! page; the page's view is in `view.rs`, filled from its sections: `criteria.rs` (the reasons,
+//! the criteria stage by stage, the charts), `compare.rs` (the trials side by side) and
+//! `approval.rs` (the recorded verdict and the approval form); the decision record is in
+//! `record.rs`.
+
+mod approval;
+mod compare;
+mod criteria;
+mod record;
+mod view;
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use axum::{
+    extract::State,
+    response::{IntoResponse, Redirect, Response},
+    routing::get,
+    Router,
+};
+
+use self::{
+    approval::{field_messages, FormState},
+    record::{record_json, record_md, record_page},
+    view::page,
+};
+use super::service::{self, VerdictRequest};
+use crate::{
+    error::AppError,
+    ids::{BriefId, TrialId},
+    state::AppState,
+    web::{
+        auth::{CsrfForm, PageUser},
+        extract::{ApiQuery, Path},
+        page::{render, PageContext, PageError, PageResult},
+    },
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/briefs/{id}/review", get(review_page).post(verdict))
+        .route("/briefs/{id}/audit", get(audit_page))
+        .route("/briefs/{id}/decision", get(record_page))
+        .route("/briefs/{id}/decision.md", get(record_md))
+        .route("/briefs/{id}/decision.json", get(record_json))
+}
+
+pub const STAGE_NAMES: [&str; 5] = [
+    "Environment smoke test",
+    "Functional test",
+    "Representative load",
+    "Failure test",
+    "Acceptance review",
+];
+
+/// `?decided=<approval id>`: the redirect after a verdict, so the page confirms it at the top;
+/// `?trial=<id>`: the trial the approval form names (choosing one without JavaScript reloads the
+/// form with it, so the approve button's words are that trial's).
+#[derive(serde::Deserialize)]
+struct ReviewQuery {
+    decided: Option<String>,
+    trial: Option<String>,
+}
+
+async fn review_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    Path(id): Path<BriefId>,
+    ApiQuery(q): ApiQuery<ReviewQuery>,
+) -> PageResult<Response> {
+    let r = service::review(&state, id).await?;
+    // A trial id that is not one of the brief's leaves the form on the recommended trial.
+    let form = FormState {
+        trial: q.trial.and_then(|t| t.trim().parse::<TrialId>().ok()),
+        ..FormState::default()
+    };
+    let mut shown = page(&r, &user, form, q.decided.as_deref());
+    shown.renewal = crate::commitments::service::renewal_notice(&state, id).await?;
+    render(&shown)
+}
+
+async fn verdict(
+    State(state): State<AppState>,
+    Path(id): Path<BriefId>,
+    CsrfForm(user, mut form): CsrfForm,
+) -> PageResult<Response> {
+    let reservation: BTreeMap<String, String> = form
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix("reservation.").map(|k| (k.to_owned(), v.clone())))
+        .collect();
+    let trial = form.get("trial").and_then(|t| t.trim().parse::<TrialId>().ok());
+    // The override button sends `approve-override`: an approval of the action chosen in the
+    // override select; the approve button approves the computed action whatever the select says.
+    let overriding = form.get("verdict").map(String::as_str) == Some("approve-override");
+    if overriding {
+        form.insert("verdict".into(), "approve".into());
+    }
+    let override_choice = form.get("decision").cloned().unwrap_or_default();
+    let override_reason = form.get("override_reason").cloned().unwrap_or_default();
+    let request = VerdictRequest {
+        verdict: form.remove("verdict").unwrap_or_default(),
+        comment: form.remove("comment").unwrap_or_default(),
+        inputs_digest: form.remove("inputs_digest").unwrap_or_default(),
+        trial,
+        reservation: reservation.clone(),
+        decision: overriding.then(|| override_choice.clone()),
+        override_reason: override_reason.clone(),
+        acknowledge_mismatch: form.get("acknowledge_mismatch").is_some_and(|v| v == "yes"),
+    };
+    let comment = request.comment.clone();
+    match service::record_verdict(&state, id, &user.principal(), request).await {
+        // Post/redirect/get: a reload shows the confirmation again and records nothing twice.
+        Ok(row) => Ok(Redirect::to(&format!("/briefs/{id}/review?decided={}", row.id)).into_response()),
+        Err(AppError::Forbidden(m)) => Err(PageError(AppError::Forbidden(m))),
+        Err(e @ (AppError::Validation(_) | AppError::Conflict(_))) => {
+            let status = e.status();
+            let (field_errors, problem) = match &e {
+                AppError::Validation(errors) => {
+                    let fields = field_messages(errors);
+                    let problem = format!(
+                        "Nothing was recorded: {} to correct below.",
+                        if fields.len() == 1 {
+                            "one field".to_owned()
+                        } else {
+                            format!("{} fields", fields.len())
+                        }
+                    );
+                    (fields, problem)
+                }
+                _ => (
+                    BTreeMap::new(),
+                    "Nothing was recorded: the review changed since you loaded it (new evidence, ledger lines, \
+                     prices or a change to the card). This is the current review: read it and decide again."
+                        .to_owned(),
+                ),
+            };
+            let r = service::review(&state, id).await?;
+            let form = FormState {
+                reservation: Some(reservation),
+                trial,
+                comment,
+                override_choice,
+                override_reason,
+                field_errors,
+                problem,
+            };
+            let mut response = render(&page(&r, &user, form, None))?;
+            *response.status_mut() = status;
+            Ok(response)
+        }
+        Err(e) => Err(PageError(e)),
+    }
+}
+
+struct AuditLine {
+    at: String,
+    actor: String,
+    action: String,
+    details: String,
+}
+
+#[derive(Template)]
+#[template(path = "review/audit.html")]
+struct AuditPage {
+    ctx: PageContext,
+    brief_id: String,
+    brief_name: String,
+    entries: Vec<AuditLine>,
+}
+
+async fn audit_page(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
+    let brief = service::load_brief(&state, id).await?;
+    let entries = crate::audit::for_brief(&state.pool, id)
+        .await?
+        .into_iter()
+        .map(|e| AuditLine {
+            at: e.at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+            actor: e.actor,
+            action: e.action,
+            details: e.details.0.to_string(),
+        })
+        .collect();
+    render(&AuditPage {
+        ctx: (&user).into(),
+        brief_id: id.to_string(),
+        brief_name: brief.fields.name,
+        entries,
+    })
+}
