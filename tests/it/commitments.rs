@@ -295,16 +295,8 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
         }),
     )
     .await;
-    let one: Value = app
-        .get(&format!("/api/v1/commitments/{cid}"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let one = listed_as_alone(&app, &cid).await;
     assert_eq!(decimal(&one["months"][0]["brief_gpu_hours"]), dec("4800"), "{one}");
-    let listed: Value = app.get("/api/v1/commitments").await.json().await.unwrap();
-    assert_eq!(listed["items"][0]["months"], one["months"], "{listed}");
-    assert_eq!(listed["items"][0]["term"], one["term"]);
 
     // Lines over the month's last midnight at odd minutes, overlapping: node-c 3 GPUs from 21:30 on
     // 30 September to 02:15 on 1 October, and 5 GPUs 23:00–01:00 inside it. September gains
@@ -322,17 +314,24 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
         }),
     )
     .await;
+    let one = listed_as_alone(&app, &cid).await;
+    assert_eq!(decimal(&one["months"][0]["brief_gpu_hours"]), dec("4809.5"), "{one}");
+    assert_eq!(decimal(&one["months"][1]["brief_gpu_hours"]), dec("5960.75"), "{one}");
+}
+
+/// The commitment's own answer, after checking that the list (which sums the ledger's stored days)
+/// gives it the same months and term (which its own answer merges from the lines).
+async fn listed_as_alone(app: &TestApp, cid: &str) -> Value {
     let one: Value = app
         .get(&format!("/api/v1/commitments/{cid}"))
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!(decimal(&one["months"][0]["brief_gpu_hours"]), dec("4809.5"), "{one}");
-    assert_eq!(decimal(&one["months"][1]["brief_gpu_hours"]), dec("5960.75"), "{one}");
     let listed: Value = app.get("/api/v1/commitments").await.json().await.unwrap();
     assert_eq!(listed["items"][0]["months"], one["months"], "{listed}");
     assert_eq!(listed["items"][0]["term"], one["term"]);
+    one
 }
 
 /// Copies the test's one approval and its commitment `n` times (new ids, starts spread over 30
