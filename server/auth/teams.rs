@@ -129,6 +129,34 @@ pub async fn may_edit_brief(
     )))
 }
 
+/// Of `briefs`, those the caller may edit by [`may_edit_brief`]'s rule, in one statement (a list
+/// that shows only such briefs' rows). Admins may edit all; an unscoped person is required.
+pub async fn editable_of(
+    db: impl PgExecutor<'_>,
+    caller: &Principal,
+    briefs: &[BriefId],
+) -> Result<std::collections::BTreeSet<BriefId>, AppError> {
+    caller.require_person(Role::Engineer)?;
+    caller.require_unscoped()?;
+    if caller.role() == Role::Admin {
+        return Ok(briefs.iter().copied().collect());
+    }
+    let ids: Vec<Uuid> = briefs.iter().map(|b| b.as_uuid()).collect();
+    let allowed = sqlx::query_scalar!(
+        r#"SELECT b.id AS "id!" FROM unnest($1::uuid[]) AS b (id)
+           WHERE (NOT EXISTS (SELECT 1 FROM brief_owners o WHERE o.brief_id = b.id)
+                  AND NOT EXISTS (SELECT 1 FROM brief_teams t WHERE t.brief_id = b.id))
+              OR EXISTS (SELECT 1 FROM brief_owners o WHERE o.brief_id = b.id AND o.user_id = $2)
+              OR EXISTS (SELECT 1 FROM brief_teams t JOIN team_members m ON m.team_id = t.team_id
+                         WHERE t.brief_id = b.id AND m.user_id = $2)"#,
+        &ids[..],
+        caller.user_id(),
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(allowed.into_iter().map(BriefId::from).collect())
+}
+
 /// Sharing a brief with a team (or taking a team off it): whoever may edit the brief; but a brief
 /// with no owner (one from before ownership) only an admin, since sharing it takes it away from
 /// everyone else, its creator included, and nobody can tell who that was.

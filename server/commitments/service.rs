@@ -642,7 +642,7 @@ async fn totals(state: &AppState, shown: &[repo::CommitmentKey]) -> Result<Total
 }
 
 /// Of `keys`, those the caller may see: all of them for managers and admins (`all`), else those of
-/// the briefs the caller may edit.
+/// the briefs the caller may edit (`auth::teams`, one statement for all of them).
 async fn visible_keys(
     state: &AppState,
     caller: &Principal,
@@ -652,22 +652,11 @@ async fn visible_keys(
     if all {
         return Ok(keys);
     }
-    let mut visible: BTreeMap<BriefId, bool> = BTreeMap::new();
-    let mut shown = Vec::with_capacity(keys.len());
-    for key in keys {
-        let may = match visible.get(&key.brief_id) {
-            Some(may) => *may,
-            None => {
-                let may = teams::can_edit_brief(&state.pool, caller, key.brief_id).await?;
-                visible.insert(key.brief_id, may);
-                may
-            }
-        };
-        if may {
-            shown.push(key);
-        }
-    }
-    Ok(shown)
+    let mut briefs: Vec<BriefId> = keys.iter().map(|c| c.brief_id).collect();
+    briefs.sort_unstable();
+    briefs.dedup();
+    let editable = teams::editable_of(&state.pool, caller, &briefs).await?;
+    Ok(keys.into_iter().filter(|c| editable.contains(&c.brief_id)).collect())
 }
 
 /// One commitment with its months; 404 for one the caller may not see.

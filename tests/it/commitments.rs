@@ -135,8 +135,18 @@ async fn audit_count(app: &TestApp, action: &str) -> i64 {
 
 /// A token of a new engineer who owns no brief.
 async fn stranger(app: &TestApp) -> reqwest::Client {
+    engineer_in(app, None).await
+}
+
+/// An engineer of no brief, in `team` when given, signed in with a token.
+async fn engineer_in(app: &TestApp, team: Option<Uuid>) -> reqwest::Client {
     let email = app.user(Role::Engineer).await;
     let user = users::by_email(&app.pool, &email).await.unwrap().unwrap();
+    if let Some(team) = team {
+        rentcheck::auth::teams::add_member(&app.pool, team, user.id)
+            .await
+            .unwrap();
+    }
     let (signed, _) = token::mint(
         &app.pool,
         &app.keys,
@@ -635,13 +645,29 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
         }),
     )
     .await;
-    // The brief is shared with two teams: its commitment counts in each team's total.
+    // The brief is shared with two teams: its commitment counts in each team's total, and an
+    // engineer of one of them sees it (one of no team does not: the first test).
+    let mut search = None;
     for name in ["inference", "search"] {
         let team = rentcheck::auth::teams::create_team(&app.pool, name).await.unwrap();
         rentcheck::auth::teams::share(&app.pool, brief.parse().unwrap(), team.id)
             .await
             .unwrap();
+        search = Some(team.id);
     }
+    let member: Value = engineer_in(&app, search)
+        .await
+        .get(app.url("/api/v1/commitments"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (member["total"].clone(), member["items"][0]["id"].clone()),
+        (json!(1), json!(cid))
+    );
     let manager = app.login(Role::Manager).await;
     let page = manager.get(app.url("/commitments")).await;
     assert_eq!(page.status(), 200);
