@@ -16,7 +16,8 @@ fn fixture(rel: &str) -> String {
 }
 
 /// One valid scrape of about 1 MB: the fixture's families, each header once, each per-model series
-/// repeated with distinct `model_name` values (so no series repeats and every family stays one group).
+/// repeated with distinct `engine` values (so no series repeats and every family stays one group;
+/// the models stay the fixture's, so the metric keys stay under the limit per item).
 fn vllm_metrics_1mb() -> String {
     let src = fixture("vllm-metrics/v1-two-models-two-engines-empty-e2e.txt");
     // families: (header lines, sample lines)
@@ -37,7 +38,7 @@ fn vllm_metrics_1mb() -> String {
     let per_copy: usize = families
         .iter()
         .flat_map(|(_, s)| s.iter())
-        .filter(|l| l.contains("model_name=\""))
+        .filter(|l| l.contains("model_name=\"") && l.contains("engine=\""))
         .map(|l| l.len() + 8)
         .sum();
     let copies = TARGET / per_copy.max(1) + 1;
@@ -48,9 +49,9 @@ fn vllm_metrics_1mb() -> String {
             out.push('\n');
         }
         for s in samples {
-            if s.contains("model_name=\"") {
+            if s.contains("model_name=\"") && s.contains("engine=\"") {
                 for i in 0..copies {
-                    out.push_str(&s.replacen("model_name=\"", &format!("model_name=\"m{i}-"), 1));
+                    out.push_str(&s.replacen("engine=\"", &format!("engine=\"{i}"), 1));
                     out.push('\n');
                 }
             } else {
@@ -239,22 +240,22 @@ fn aiperf_records_1mb() -> String {
     out
 }
 
-/// AIPerf's summary `profile_export_aiperf.json`, grown to about 1 MB by the per-GPU telemetry and
-/// server-metric blocks newer versions add next to the latency statistics (ignored by the reader).
+/// AIPerf's summary `profile_export_aiperf.json`, grown to about 1 MB by a telemetry block of
+/// per-second GPU samples next to the latency statistics (ignored by the reader; one key, so the
+/// item stays under the limit of metric keys).
 fn aiperf_summary_1mb() -> String {
     let mut v: Value = serde_json::from_str(&fixture(
         "bench-serving/aiperf-profile-export-qwen3.6-nvfp4-rtx5090-c16.json",
     ))
     .unwrap();
-    let stats = v["time_to_first_token"].clone();
-    let o = v.as_object_mut().unwrap();
-    let mut i = 0;
-    while serde_json::to_string(o).unwrap().len() < TARGET {
-        for _ in 0..200 {
-            o.insert(format!("server_metric_{i}"), stats.clone());
-            i += 1;
-        }
-    }
+    let size = v.to_string().len();
+    // One sample such as 412.37 with its comma: about 7 bytes.
+    let samples: Vec<f64> = (0..TARGET.saturating_sub(size) / 7 + 1)
+        .map(|i| 400.0 + (i % 2311) as f64 / 100.0)
+        .collect();
+    v.as_object_mut()
+        .unwrap()
+        .insert("gpu_power_usage_samples".into(), json!(samples));
     v.to_string()
 }
 
