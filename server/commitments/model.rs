@@ -305,18 +305,6 @@ pub fn month_days(start_date: NaiveDate, last_day: NaiveDate, as_of: NaiveDate) 
     out
 }
 
-/// The windows of [`month_days`] as instants: `[from, to)` from midnight to midnight UTC.
-pub fn month_windows(
-    start_date: NaiveDate,
-    last_day: NaiveDate,
-    as_of: NaiveDate,
-) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
-    month_days(start_date, last_day, as_of)
-        .into_iter()
-        .map(|(day, until)| (midnight(day), midnight(until)))
-        .collect()
-}
-
 /// [`months`] with each month's (committed trial's, every trial's) merged GPU-hours inside
 /// `[from, to)` given by `hours` instead of read from `b.lines` (a list measures many commitments'
 /// months from one statement's sums).

@@ -127,17 +127,29 @@ pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resul
     .await
 }
 
+/// `SELECT <every column of a commitment> FROM commitments <tail>`, checked at build time as
+/// `query_as!` of [`CommitmentRow`]: the column list written once for every statement that reads
+/// whole commitments.
+macro_rules! query_commitment_row {
+    ($tail:literal $(, $($args:tt)*)?) => {
+        sqlx::query_as!(
+            CommitmentRow,
+            r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus,
+                  billing, rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date,
+                  end_date, monthly_cost, provider_commitment_id, revalidate_every_days,
+                  state AS "state: CommitmentState", state_reason, state_changed_at, last_run_at, released_on,
+                  renews, created_at
+               FROM commitments "#
+                + $tail
+            $(, $($args)*)?
+        )
+    };
+}
+
 /// Every commitment, newest start first; `state` filters when given.
 pub async fn list(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<CommitmentRow>, sqlx::Error> {
-    sqlx::query_as!(
-        CommitmentRow,
-        r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
-                  rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
-                  monthly_cost, provider_commitment_id, revalidate_every_days, state AS "state: CommitmentState", state_reason,
-                  state_changed_at, last_run_at, released_on, renews, created_at
-           FROM commitments
-           WHERE ($1::text IS NULL OR state = $1)
-           ORDER BY start_date DESC, id DESC"#,
+    query_commitment_row!(
+        "WHERE ($1::text IS NULL OR state = $1) ORDER BY start_date DESC, id DESC",
         state,
     )
     .fetch_all(db)
@@ -171,32 +183,13 @@ pub async fn keys(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<Co
 
 /// The commitments of `ids`, newest start first.
 pub async fn get_many(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<CommitmentRow>, sqlx::Error> {
-    sqlx::query_as!(
-        CommitmentRow,
-        r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
-                  rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
-                  monthly_cost, provider_commitment_id, revalidate_every_days, state AS "state: CommitmentState", state_reason,
-                  state_changed_at, last_run_at, released_on, renews, created_at
-           FROM commitments WHERE id = ANY($1)
-           ORDER BY start_date DESC, id DESC"#,
-        ids,
-    )
-    .fetch_all(db)
-    .await
+    query_commitment_row!("WHERE id = ANY($1) ORDER BY start_date DESC, id DESC", ids,)
+        .fetch_all(db)
+        .await
 }
 
 pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<CommitmentRow>, sqlx::Error> {
-    sqlx::query_as!(
-        CommitmentRow,
-        r#"SELECT id, brief_id, trial_id, approval_id, approved_at, provider, gpu, gpus_per_node, gpus, billing,
-                  rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date, end_date,
-                  monthly_cost, provider_commitment_id, revalidate_every_days, state AS "state: CommitmentState", state_reason,
-                  state_changed_at, last_run_at, released_on, renews, created_at
-           FROM commitments WHERE id = $1"#,
-        id,
-    )
-    .fetch_optional(db)
-    .await
+    query_commitment_row!("WHERE id = $1", id,).fetch_optional(db).await
 }
 
 /// Locks one commitment for a change; `None` when there is none.

@@ -21,7 +21,7 @@ use crate::{
     briefs::service as briefs,
     error::AppError,
     ids::{BriefId, TrialId},
-    ledger::{model::Merged, service as ledger},
+    ledger::{model::Merged, service as ledger, LedgerSummary},
     prices::model::StoredPrice,
     review::model::Reservation,
     state::AppState,
@@ -279,6 +279,29 @@ async fn prices_for_renewals(state: &AppState, rows: &[CommitmentRow]) -> Result
     }
 }
 
+/// What measuring `c`'s months up to `as_of` needs: its terms, the trial's idle share from its
+/// ledger `summary`, and the lines and provider rows when they are measured from those.
+fn use_basis<'a>(
+    c: &CommitmentRow,
+    as_of: NaiveDate,
+    summary: &LedgerSummary,
+    lines: &'a [AcceleratorUse],
+    provider: &'a [ProviderUse],
+) -> UseBasis<'a> {
+    UseBasis {
+        trial: c.trial_id,
+        gpus: u32::try_from(c.gpus).unwrap_or(0),
+        rate_per_gpu_hour: c.rate_per_gpu_hour,
+        on_demand_rate_per_gpu_hour: c.on_demand_rate_per_gpu_hour,
+        start_date: c.start_date,
+        last_day: model::last_committed_day(c.end_date, c.released_on),
+        as_of,
+        lines,
+        idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
+        provider,
+    }
+}
+
 /// The commitment's use from its start to `as_of` (days before it), read from the ledger.
 async fn detail_of(
     state: &AppState,
@@ -290,18 +313,7 @@ async fn detail_of(
     let until = as_of.min(last_day.succ_opt().unwrap_or(last_day));
     let (lines, provider) = term_lines(state, &c, until).await?;
     let summary = ledger::summary_from_pool(&state.pool, c.trial_id, &c.currency).await?;
-    let months = model::months(&UseBasis {
-        trial: c.trial_id,
-        gpus: u32::try_from(c.gpus).unwrap_or(0),
-        rate_per_gpu_hour: c.rate_per_gpu_hour,
-        on_demand_rate_per_gpu_hour: c.on_demand_rate_per_gpu_hour,
-        start_date: c.start_date,
-        last_day,
-        as_of,
-        lines: &lines,
-        idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
-        provider: &provider,
-    });
+    let months = model::months(&use_basis(&c, as_of, &summary, &lines, &provider));
     let (brief_name, trial_name, teams) = names.of(state, c.brief_id, c.trial_id).await?;
     let current = prices_for_renewals(state, std::slice::from_ref(&c)).await?;
     Ok(assemble(c, months, brief_name, trial_name, teams, as_of, &current))
@@ -361,7 +373,7 @@ async fn measured_alone(state: &AppState, rows: &[CommitmentRow]) -> Result<Vec<
 /// Every month of every term measured together, in order, as (brief, from, to); and where each
 /// commitment's months start among them (`first[i]`).
 type Windows = Vec<(BriefId, NaiveDate, NaiveDate)>;
-fn month_windows_of(rows: &[CommitmentRow], alone: &[bool], as_of: NaiveDate) -> (Windows, Vec<usize>) {
+fn month_days_of(rows: &[CommitmentRow], alone: &[bool], as_of: NaiveDate) -> (Windows, Vec<usize>) {
     let mut windows = Vec::new();
     let mut first = Vec::with_capacity(rows.len());
     for (c, alone) in rows.iter().zip(alone) {
@@ -432,7 +444,7 @@ async fn details_of(
     let keys: Vec<(TrialId, &str)> = rows.iter().map(|c| (c.trial_id, c.currency.as_str())).collect();
     let summaries = ledger::summaries_from_pool(&state.pool, &keys).await?;
 
-    let (windows, first) = month_windows_of(&rows, &alone, as_of);
+    let (windows, first) = month_days_of(&rows, &alone, as_of);
     let micros = ledger::accelerator_micros_by_window(&state.pool, &windows, &names.trials).await?;
     let hours = |gpu_micros: i128| {
         Merged {
@@ -450,29 +462,14 @@ async fn details_of(
             items.push(detail_of(state, &mut one_by_one, c, as_of).await?);
             continue;
         }
-        let last_day = model::last_committed_day(c.end_date, c.released_on);
         let mut window = first;
-        let months = model::months_with(
-            &UseBasis {
-                trial: c.trial_id,
-                gpus: u32::try_from(c.gpus).unwrap_or(0),
-                rate_per_gpu_hour: c.rate_per_gpu_hour,
-                on_demand_rate_per_gpu_hour: c.on_demand_rate_per_gpu_hour,
-                start_date: c.start_date,
-                last_day,
-                as_of,
-                lines: &[],
-                idle_share: model::idle_share(summary.diagnostics.idle_hours, summary.accelerator_hours),
-                provider: &[],
-            },
-            |_, _| {
-                let per_trial = micros.get(window).map(Vec::as_slice).unwrap_or(&[]);
-                window += 1;
-                let billed: i128 = per_trial.iter().filter(|(t, _)| *t == c.trial_id).map(|(_, m)| m).sum();
-                let brief: i128 = per_trial.iter().map(|(_, m)| m).sum();
-                (hours(billed), hours(brief))
-            },
-        );
+        let months = model::months_with(&use_basis(&c, as_of, &summary, &[], &[]), |_, _| {
+            let per_trial = micros.get(window).map(Vec::as_slice).unwrap_or(&[]);
+            window += 1;
+            let billed: i128 = per_trial.iter().filter(|(t, _)| *t == c.trial_id).map(|(_, m)| m).sum();
+            let brief: i128 = per_trial.iter().map(|(_, m)| m).sum();
+            (hours(billed), hours(brief))
+        });
         let brief_name = names.brief.get(&c.brief_id).cloned().unwrap_or_default();
         let trial_name = names.trial.get(&c.trial_id).cloned().unwrap_or_default();
         let teams = names.teams.get(&c.brief_id).cloned().unwrap_or_default();

@@ -33,6 +33,11 @@ async fn ledger_post(app: &TestApp, brief: &str, body: Value) {
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
 }
 
+/// Posts accelerator lines of one trial to the brief's ledger (no outputs).
+async fn post_lines(app: &TestApp, brief: &str, trial: &str, lines: Vec<Value>) {
+    ledger_post(app, brief, json!({ "trial": trial, "lines": lines })).await;
+}
+
 fn accelerator(trial: &str, resource: &str, from: &str, to: &str, gpus: u32, rate: &str) -> Value {
     json!({
         "trial": trial, "category": "accelerator", "resource": resource,
@@ -227,13 +232,18 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
         }),
     )
     .await;
-    ledger_post(
+    post_lines(
         &app,
         &brief,
-        json!({
-            "trial": spare,
-            "lines": [accelerator(&spare, "node-b", "2026-09-10T00:00:00Z", "2026-09-20T00:00:00Z", 4, "3.00")]
-        }),
+        &spare,
+        vec![accelerator(
+            &spare,
+            "node-b",
+            "2026-09-10T00:00:00Z",
+            "2026-09-20T00:00:00Z",
+            4,
+            "3.00",
+        )],
     )
     .await;
 
@@ -296,13 +306,18 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
     // commitment's own answer, also where lines of one resource overlap (counted once, at the
     // larger GPU count). September's brief hours: node-a 2880; node-b 4 GPUs 10th–15th, then 6
     // GPUs 15th–25th: 4 × 120 + 6 × 240 = 1920; 4800 in all.
-    ledger_post(
+    post_lines(
         &app,
         &brief,
-        json!({
-            "trial": spare,
-            "lines": [accelerator(&spare, "node-b", "2026-09-15T00:00:00Z", "2026-09-25T00:00:00Z", 6, "3.00")]
-        }),
+        &spare,
+        vec![accelerator(
+            &spare,
+            "node-b",
+            "2026-09-15T00:00:00Z",
+            "2026-09-25T00:00:00Z",
+            6,
+            "3.00",
+        )],
     )
     .await;
     let one = listed_as_alone(&app, &cid).await;
@@ -312,16 +327,28 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
     // 30 September to 02:15 on 1 October, and 5 GPUs 23:00–01:00 inside it. September gains
     // 1.5 h × 3 + 1 h × 5 = 9.5 (4809.5); October 1 h × 5 + 1.25 h × 3 = 8.75 (5960.75). The list,
     // which reads the ledger's merge per day, says what the commitment's own answer says.
-    ledger_post(
+    post_lines(
         &app,
         &brief,
-        json!({
-            "trial": spare,
-            "lines": [
-                accelerator(&spare, "node-c", "2026-09-30T21:30:00Z", "2026-10-01T02:15:00Z", 3, "3.00"),
-                accelerator(&spare, "node-c", "2026-09-30T23:00:00Z", "2026-10-01T01:00:00Z", 5, "3.00"),
-            ]
-        }),
+        &spare,
+        vec![
+            accelerator(
+                &spare,
+                "node-c",
+                "2026-09-30T21:30:00Z",
+                "2026-10-01T02:15:00Z",
+                3,
+                "3.00",
+            ),
+            accelerator(
+                &spare,
+                "node-c",
+                "2026-09-30T23:00:00Z",
+                "2026-10-01T01:00:00Z",
+                5,
+                "3.00",
+            ),
+        ],
     )
     .await;
     let one = listed_as_alone(&app, &cid).await;
