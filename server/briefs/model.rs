@@ -168,6 +168,34 @@ pub struct Brief {
     pub updated_at: DateTime<Utc>,
 }
 
+/// A brief as its own table holds it: every field but trial 1's allocation (`trial_gpu`,
+/// `trial_gpu_count`), which the trials domain keeps. Only `trials::service` turns it into a
+/// [`Brief`] ([`BriefRecord::with_first_allocation`]), so every `Brief` outside the two domains is
+/// whole: one shape, one loader (`BriefPath::load`, `trials::service::load_brief`).
+#[derive(Debug)]
+pub struct BriefRecord(Brief);
+
+impl BriefRecord {
+    /// Wraps what the briefs' own statements read (their allocation fields empty).
+    pub(crate) fn new(mut brief: Brief) -> Self {
+        brief.fields.trial_gpu = None;
+        brief.fields.trial_gpu_count = None;
+        Self(brief)
+    }
+
+    pub fn id(&self) -> BriefId {
+        self.0.id
+    }
+
+    /// The whole brief: these fields with trial 1's allocation, as the trials domain holds it.
+    pub fn with_first_allocation(self, gpu: Option<String>, count: Option<i32>) -> Brief {
+        let mut brief = self.0;
+        brief.fields.trial_gpu = gpu;
+        brief.fields.trial_gpu_count = count;
+        brief
+    }
+}
+
 impl BriefFields {
     /// The catalogue entry the brief names, if any.
     pub fn catalog_entry(&self) -> Option<&'static ModelSpec> {

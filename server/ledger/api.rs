@@ -41,7 +41,7 @@ use crate::{
     validation::FieldError,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, ApiQuery, Path},
+        extract::{ApiJson, ApiQuery, BriefPath},
     },
 };
 
@@ -161,7 +161,7 @@ struct PostQuery {
          charge period unless the row gives no consumed time (then listed in hours_from_charge_period): \
          201 when lines were added, 200 when none were new",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("format" = Option<String>, Query,
             description = "csv (default: the ledger's own CSV, or JSON) or focus (a FinOps FOCUS export, text/csv, streamed)"),
         ("resources" = Option<String>, Query,
@@ -192,7 +192,7 @@ struct PostQuery {
 async fn post(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<PostQuery>,
     req: Request,
 ) -> ApiResult<Response> {
@@ -565,7 +565,7 @@ struct LedgerView {
     tag = "ledger",
     summary = "Lines (newest 500 per page), outputs and the summary",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("cursor" = Option<i64>, Query, description = "next_cursor of the previous page"),
         ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
     ),
@@ -578,7 +578,7 @@ struct LedgerView {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<ShowQuery>,
 ) -> ApiResult<Json<LedgerView>> {
     caller.may_read_brief(id)?;
@@ -611,7 +611,7 @@ async fn show(
     tag = "ledger",
     summary = "The ledger summary alone",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
     ),
     responses(
@@ -625,7 +625,7 @@ async fn show(
 async fn show_summary(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<LedgerSummary>> {
     caller.may_read_brief(id)?;
@@ -660,7 +660,7 @@ pub(crate) async fn csv_response(state: &AppState, id: BriefId) -> Result<Respon
     operation_id = "exportLedgerCsv",
     tag = "ledger",
     summary = "Every ledger line as CSV with the import header",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     responses(
         (status = 200, description = "the lines", content((String = "text/csv"))),
         (status = 404, description = "no such brief"),
@@ -669,7 +669,7 @@ pub(crate) async fn csv_response(state: &AppState, id: BriefId) -> Result<Respon
 async fn export(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     csv_response(&state, id).await

@@ -11,7 +11,7 @@ use crate::{
     briefs::model::{target_label, Brief, BriefFields, TARGET_FIELDS},
     error::AppError,
     evidence::pages::{self as evidence_pages, EvidenceListRow},
-    ids::{BriefId, TrialId},
+    ids::TrialId,
     ledger::pages as ledger_pages,
     money,
     prices::{model::AllocationPrice, service as prices},
@@ -27,7 +27,7 @@ use crate::{
     },
     web::{
         auth::{CsrfForm, PageUser},
-        extract::{ApiQuery, Path},
+        extract::{ApiQuery, BriefPath},
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -328,10 +328,10 @@ pub struct BriefPageQuery {
 pub async fn brief_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     ApiQuery(q): ApiQuery<BriefPageQuery>,
 ) -> PageResult<Response> {
-    render(&load_page(&state, &user, id, q).await?)
+    render(&load_page(&state, &user, path, q).await?)
 }
 
 /// `POST /briefs/{id}/ledger/lines`, the brief page's "add a line" form. A line that does not
@@ -339,17 +339,17 @@ pub async fn brief_page(
 /// rather than an error page that loses the input.
 pub async fn add_ledger_line(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
-    match ledger_pages::add_line(&state, id, &user, &values).await? {
+    match ledger_pages::add_line(&state, path.id, &user, &values).await? {
         Ok(stored) => Ok(stored),
         Err(form) => {
             let query = BriefPageQuery {
                 trial: form.trial(),
                 sizing: None,
             };
-            let mut page = load_page(&state, &user, id, query).await?;
+            let mut page = load_page(&state, &user, path, query).await?;
             page.ledger.form = form;
             let mut response = render(&page)?;
             *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
@@ -359,8 +359,9 @@ pub async fn add_ledger_line(
 }
 
 // Long, and reads better whole: the brief page's reads, side by side, then one view of them.
-async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQuery) -> PageResult<BriefPage> {
-    let brief = trials::load_brief(&state.pool, id).await?;
+async fn load_page(state: &AppState, user: &PageUser, path: BriefPath, q: BriefPageQuery) -> PageResult<BriefPage> {
+    let brief = path.load(state).await?;
+    let id = brief.id;
     // The summary and the allocation under test read the engine's order (memory rented); only the
     // table shown is reordered by price, below.
     let sizing = prices::priced(

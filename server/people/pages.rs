@@ -24,7 +24,6 @@ use crate::{
         token::{self, NewToken, TokenRow},
         users, Role,
     },
-    briefs::service as briefs,
     error::AppError,
     ids::{BriefId, TrialId},
     secrets,
@@ -32,7 +31,7 @@ use crate::{
     trials::service as trials,
     web::{
         auth::{client_ip, csrf_failure, from_this_machine, safe_next, CsrfForm, PageUser, CSRF_FIELD},
-        extract::{ApiQuery, HtmlForm, Path},
+        extract::{ApiQuery, BriefPath, HtmlForm, Path},
         once,
         page::{render, PageContext, PageError, PageResult},
     },
@@ -522,7 +521,7 @@ async fn tokens_view(
     error: String,
 ) -> PageResult<Response> {
     teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
-    let brief = briefs::load(&state.pool, brief_id).await?;
+    let brief = trials::load_brief(&state.pool, brief_id).await?;
     let trials = trials::names(state, brief_id).await?;
     let tokens = token::list_for_brief(&state.pool, brief_id).await?;
     // A token for one trial needs no `trial`; one for any trial of a brief with several must name one.
@@ -572,7 +571,7 @@ const MINTED_COOKIE: &str = "rentcheck_minted";
 async fn tokens_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     headers: HeaderMap,
 ) -> PageResult<Response> {
     // The address agents use (RENTCHECK_PUBLIC_URL), not the Host this browser happened to use.
@@ -601,12 +600,13 @@ pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
 
 async fn mint_token(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
+    let id = path.id;
     teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let base = state.config.public_url.clone();
-    briefs::load(&state.pool, id).await?;
+    path.load(&state).await?;
     let trial = match form.get("trial").map(|t| t.trim()).filter(|t| !t.is_empty()) {
         None => None,
         Some(t) => {

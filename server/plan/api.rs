@@ -19,7 +19,10 @@ use crate::{
     error::{ApiResult, AppError},
     ids::{BriefId, TrialId},
     state::AppState,
-    web::{auth::ApiCaller, extract::Path},
+    web::{
+        auth::ApiCaller,
+        extract::{BriefPath, Path},
+    },
 };
 
 /// The trial's plan, once the caller may read it (people of the brief; its agent tokens).
@@ -59,7 +62,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
          `load` (rate, prompts, lengths), `scrapes` and `window`. `rentcheck collect --plan` runs it; \
          engineers, managers and an agent token of the brief (and trial) may read it.",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("tid" = Uuid, Path, description = "the trial's id"),
     ),
     responses(
@@ -84,7 +87,7 @@ async fn show(
     tag = "trials",
     summary = "Kubernetes Jobs (YAML) that run the trial's test plan with `rentcheck collect --plan`, one per stage",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("tid" = Uuid, Path, description = "the trial's id"),
     ),
     responses(
@@ -118,7 +121,7 @@ async fn job(
          `run` is the one `collect --plan` line; the agent token is a SkyPilot secret \
          (`sky launch --secret RENTCHECK_TOKEN sky.yaml`), never written in the file.",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("tid" = Uuid, Path, description = "the trial's id"),
     ),
     responses(
@@ -148,7 +151,7 @@ async fn sky(
          GPU tools is suspended: it needs the node's GPUs free. Every run's uploads are a re-run of the trial \
          (docs/commitments.md).",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("tid" = Uuid, Path, description = "the trial's id"),
     ),
     responses(

@@ -15,12 +15,12 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::service::{self, VerdictRequest};
 use crate::{
     error::{ApiResult, AppError},
-    ids::{BriefId, TrialId},
+    ids::TrialId,
     state::AppState,
     validation::FieldError,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, Path},
+        extract::{ApiJson, BriefPath},
     },
 };
 
@@ -46,7 +46,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
          stopped trial; the cheapest per unit of work) and closest_trial; as_of (when it was computed) and refreshing \
          (true: the review from before the brief's latest writes; a brief read by several at once while written to \
          is computed one at a time, at most once a second)",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     responses(
         (status = 200, description = "the review", body = super::answer::ReviewAnswer),
         (status = 404, description = "no such brief"),
@@ -55,7 +55,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 async fn review(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     let body = super::answer::review_body(&state, id).await?;
@@ -78,7 +78,7 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
     summary = "A manager approves or rejects the current decision of a trial (`trial`, the recommended one when \
          absent); `decision` other than the trial's computed one is an override and needs `override_reason` (at \
          least 20 characters), recorded as `override: { computed, approved, reason }`",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     request_body = super::schema::ApprovalBody,
     responses(
         (status = 201, description = "recorded", body = super::repo::ApprovalRow),
@@ -93,7 +93,7 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
 async fn approve(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;

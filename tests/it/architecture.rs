@@ -1138,3 +1138,29 @@ async fn every_trigger_and_per_server_queue_is_named_in_the_architecture_doc() {
     assert!(triggers.len() >= 10 && slots.len() >= 3, "{triggers:?} {slots:?}");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// A brief is whole wherever it is held (style.md, "The test kit": one `Brief` shape, one loader).
+/// Only the trials domain's service turns the brief's own record into a `Brief`, adding trial 1's
+/// allocation, and a handler takes the brief its route names as `BriefPath` (loaded by
+/// `BriefPath::load`), never as a bare `Path<BriefId>`.
+#[test]
+fn a_brief_has_one_shape_and_one_loader() {
+    let mut problems = Vec::new();
+    for (module, source) in server_modules() {
+        let code = code_only(&source);
+        let completes = code.contains("load_record(") || code.contains("with_first_allocation(");
+        if completes && !module.starts_with("briefs::") && module != "trials::service" {
+            problems.push(format!("{module} makes a Brief of the brief's own record"));
+        }
+        if code.contains("Path<BriefId>") {
+            problems.push(format!("{module} takes Path<BriefId>: take BriefPath"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The check sees what it must: the handlers take BriefPath.
+    let handlers = server_modules()
+        .values()
+        .filter(|source| code_only(source).contains(": BriefPath"))
+        .count();
+    assert!(handlers >= 10, "only {handlers} modules take BriefPath");
+}

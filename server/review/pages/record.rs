@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     error::AppError,
-    ids::{BriefId, TrialId},
+    ids::TrialId,
     money,
     review::{
         answer, decision_view,
@@ -27,7 +27,7 @@ use crate::{
     state::AppState,
     web::{
         auth::{ApiCaller, PageUser},
-        extract::Path,
+        extract::BriefPath,
         page::{render, PageContext, PageResult},
     },
 };
@@ -310,7 +310,7 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
 pub(super) async fn record_md(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
@@ -329,7 +329,7 @@ struct DecisionPage<'a> {
 pub(super) async fn record_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
     render(&DecisionPage {
@@ -341,7 +341,7 @@ pub(super) async fn record_page(
 pub(super) async fn record_json(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
