@@ -581,13 +581,7 @@ async fn show(
     BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<ShowQuery>,
 ) -> ApiResult<Json<LedgerView>> {
-    caller.may_read_brief(id)?;
-    let currency = brief_currency(&state, id).await?;
-    let target = Target {
-        named: q.trial,
-        token_trial: caller.trial_scope(),
-    };
-    let trial = read_target(&state, id, target).await?;
+    let (trial, currency) = readable_trial(&state, &caller, id, q.trial).await?;
     let summary = summary(&state, trial, &currency).await?;
     let outputs = service::outputs(&state, trial).await?;
     let (lines, next_cursor) = service::lines_page(&state, trial, q.cursor, PAGE_LINES).await?;
@@ -628,14 +622,25 @@ async fn show_summary(
     BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<LedgerSummary>> {
+    let (trial, currency) = readable_trial(&state, &caller, id, q.trial).await?;
+    Ok(Json(summary(&state, trial, &currency).await?))
+}
+
+/// The trial a read names (else the token's, else the brief's only one) and the brief's currency,
+/// once the caller may read the brief.
+async fn readable_trial(
+    state: &AppState,
+    caller: &Principal,
+    id: BriefId,
+    named: Option<TrialId>,
+) -> Result<(TrialId, String), AppError> {
     caller.may_read_brief(id)?;
-    let currency = brief_currency(&state, id).await?;
+    let currency = brief_currency(state, id).await?;
     let target = Target {
-        named: q.trial,
+        named,
         token_trial: caller.trial_scope(),
     };
-    let trial = read_target(&state, id, target).await?;
-    Ok(Json(summary(&state, trial, &currency).await?))
+    Ok((read_target(state, id, target).await?, currency))
 }
 
 /// The lines as CSV with the import header, in the order they were added.

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{
     build::fmt_num,
     job::{cron_line, cronjobs, manifest, schedule, JobSettings},
-    service,
+    service::{self, PlanPath},
 };
 use crate::{
     collect::plan::{PlanCommand, Runner, ServeHint, Variable},
@@ -105,7 +105,10 @@ fn duration(seconds: u64) -> String {
 async fn show(
     State(state): State<AppState>,
     user: PageUser,
-    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
+    Path(PlanPath {
+        id: brief_id,
+        tid: trial_id,
+    }): Path<PlanPath>,
 ) -> PageResult<Response> {
     user.principal().may_read_brief(brief_id)?;
     let p = service::plan_for(&state, brief_id, trial_id).await?;
