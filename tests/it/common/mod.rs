@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod builders;
 pub mod s3;
 pub mod vllm_points;
 
