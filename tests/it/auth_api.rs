@@ -1,6 +1,7 @@
 //! Bearer tokens and roles on the JSON API.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Utc;
@@ -148,7 +149,7 @@ fn claims_for(jti: uuid::Uuid) -> Claims {
 #[tokio::test]
 async fn agent_tokens_cannot_use_engineer_routes() {
     let app = spawn_app().await;
-    let brief = app.create_brief(json!({})).await;
+    let brief = BriefBuilder::new().create(&app).await;
     let id: uuid::Uuid = brief["id"].as_str().unwrap().parse().unwrap();
     let agent = app.token(Role::Agent, Some(id)).await;
     let client = bearer_client(&agent);
@@ -175,15 +176,12 @@ async fn agent_tokens_cannot_use_engineer_routes() {
 #[tokio::test]
 async fn a_token_scoped_to_brief_a_cannot_touch_brief_b() {
     let app = spawn_app().await;
-    let a: uuid::Uuid = app.create_brief(json!({ "name": "A" })).await["id"]
+    let a: uuid::Uuid = BriefBuilder::new().name("A").create(&app).await["id"]
         .as_str()
         .unwrap()
         .parse()
         .unwrap();
-    let b = app.create_brief(json!({ "name": "B" })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let b = BriefBuilder::new().name("B").create_id(&app).await;
     let scoped = app.token(Role::Engineer, Some(a)).await;
     assert_eq!(status_with(&app, &scoped, &format!("/api/v1/briefs/{a}")).await.0, 200);
     let (status, body) = status_with(&app, &scoped, &format!("/api/v1/briefs/{b}")).await;
@@ -255,14 +253,8 @@ async fn token_use_is_recorded_as_last_used() {
 #[tokio::test]
 async fn an_agent_token_sends_evidence_to_its_own_brief_only() {
     let app = spawn_app().await;
-    let a = app.create_brief(json!({ "name": "A" })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let b = app.create_brief(json!({ "name": "B" })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let a = BriefBuilder::new().name("A").create_id(&app).await;
+    let b = BriefBuilder::new().name("B").create_id(&app).await;
     let agent = bearer_client(&app.token(Role::Agent, Some(a.parse().unwrap())).await);
     let body = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n";
     let res = agent

@@ -1,10 +1,10 @@
 //! People in the browser: sign-in, sessions, CSRF, lockout, escaping, tokens and users pages.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use common::{cookie_client, input_value, spawn_app, PASSWORD};
 use rentcheck::auth::Role;
-use serde_json::json;
 
 fn location(res: &reqwest::Response) -> String {
     res.headers()["location"].to_str().unwrap().to_owned()
@@ -22,7 +22,7 @@ async fn pages_send_anonymous_visitors_to_login_and_back() {
             location(&res)
         );
     }
-    let brief = app.create_brief(json!({})).await;
+    let brief = BriefBuilder::new().create(&app).await;
     let path = format!("/briefs/{}", brief["id"].as_str().unwrap());
     let res = app.anon.get(app.url(&path)).send().await.unwrap();
     assert_eq!(
@@ -263,8 +263,10 @@ async fn login_never_redirects_off_site() {
 async fn a_script_in_a_brief_name_is_text_on_every_page() {
     let app = spawn_app().await;
     let evil = "<script>alert(1)</script>";
-    let brief = app
-        .create_brief(json!({ "name": evil, "owner": "\"><img src=x onerror=alert(2)>" }))
+    let brief = BriefBuilder::new()
+        .name(evil)
+        .owner("\"><img src=x onerror=alert(2)>")
+        .create(&app)
         .await;
     let id = brief["id"].as_str().unwrap();
     let person = app.login_owner().await;
@@ -295,7 +297,7 @@ async fn a_script_in_a_brief_name_is_text_on_every_page() {
 #[tokio::test]
 async fn minting_shows_the_token_once_and_revoking_stops_it_at_once() {
     let app = spawn_app().await;
-    let brief = app.create_brief(json!({})).await;
+    let brief = BriefBuilder::new().create(&app).await;
     let id = brief["id"].as_str().unwrap();
     let person = app.login_owner().await;
     let page = format!("/briefs/{id}/tokens");

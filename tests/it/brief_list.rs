@@ -5,6 +5,7 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use crate::common;
+use crate::common::builders::{BriefBuilder, EvidenceBuilder};
 
 use common::{bearer_client, spawn_app, TestApp};
 use rentcheck::{
@@ -45,7 +46,7 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 async fn the_api_lists_every_brief_a_page_at_a_time_by_cursor() {
     let app = spawn_app().await;
     for i in 0..7 {
-        app.create_brief(json!({ "name": format!("Brief {i}") })).await;
+        BriefBuilder::new().name(format!("Brief {i}")).create(&app).await;
     }
     let mut seen = Vec::new();
     let mut query = "?limit=3".to_owned();
@@ -90,21 +91,17 @@ async fn the_api_lists_every_brief_a_page_at_a_time_by_cursor() {
 #[tokio::test]
 async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
     let app = spawn_app().await;
-    let failing = app.create_brief(json!({ "name": "Failing node" })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    app.create_brief(json!({ "name": "Waiting for evidence" })).await;
-    let decided = app
-        .create_brief(json!({ "name": "Decided then stale", "model_name": "Qwen/Qwen2.5-72B-Instruct" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let failing = BriefBuilder::new().name("Failing node").create_id(&app).await;
+    BriefBuilder::new().name("Waiting for evidence").create(&app).await;
+    let decided = BriefBuilder::new()
+        .name("Decided then stale")
+        .model("Qwen/Qwen2.5-72B-Instruct")
+        .create_id(&app)
+        .await;
 
     // A failed GPU diagnostic: asked right after the upload, the list already knows (the summary
     // is remade as the list reads it, not when the watcher comes by).
-    let res = app.post_failed_diag(&failing).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &failing).await;
     assert_eq!(res.status(), 201);
     assert_eq!(names(&app, &app.client, "?failing=true").await.0, vec!["Failing node"]);
     assert_eq!(
@@ -177,11 +174,7 @@ async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
     let other = bearer_client(&other_token);
     let res = other
         .post(app.url("/api/v1/briefs"))
-        .json(&{
-            let mut b = common::valid_brief();
-            b["name"] = json!("Someone else's");
-            b
-        })
+        .json(&BriefBuilder::new().name("Someone else's").json())
         .send()
         .await
         .unwrap();
@@ -249,10 +242,7 @@ async fn filters_read_summaries_that_are_current_the_moment_a_write_commits() {
 #[tokio::test]
 async fn a_list_read_writes_nothing_and_tells_no_webhook() {
     let app = spawn_app().await;
-    let id = app.create_brief(json!({ "name": "Failing node" })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = BriefBuilder::new().name("Failing node").create_id(&app).await;
     sqlx::query(
         "INSERT INTO webhooks (id, url, events, secret, created_by) \
          VALUES (gen_random_uuid(), 'https://hooks.example/x', ARRAY['decision.changed'], 's', 'test')",
@@ -273,7 +263,7 @@ async fn a_list_read_writes_nothing_and_tells_no_webhook() {
     let before = stored().await;
     assert!(!before.1);
 
-    let res = app.post_failed_diag(&id).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &id).await;
     assert_eq!(res.status(), 201);
     let queued = app.count("brief_signals_dirty").await;
     assert!(queued > 0);
@@ -316,9 +306,9 @@ fn dashboard_names(page: &str) -> (Vec<String>, Option<String>) {
 async fn the_dashboard_sorts_the_whole_list_not_one_page() {
     let app = spawn_app().await;
     // The first brief made is the first by name: newest first it is on the second page.
-    app.create_brief(json!({ "name": "Aardvark chat" })).await;
+    BriefBuilder::new().name("Aardvark chat").create(&app).await;
     for i in 0..29 {
-        app.create_brief(json!({ "name": format!("Brief {i:02}") })).await;
+        BriefBuilder::new().name(format!("Brief {i:02}")).create(&app).await;
     }
     let owner = app.login_owner().await;
 

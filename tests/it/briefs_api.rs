@@ -1,14 +1,15 @@
 //! The briefs JSON API over HTTP against a real PostgreSQL.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
-use common::{merge, spawn_app, valid_brief};
+use common::spawn_app;
 use serde_json::{json, Value};
 
 #[tokio::test]
 async fn create_then_read_back_a_brief_with_its_sizing() {
     let app = spawn_app().await;
-    let res = app.post_json("/api/v1/briefs", &valid_brief()).await;
+    let res = BriefBuilder::new().post(&app).await;
     assert_eq!(res.status(), 201);
     let location = res.headers()["location"].to_str().unwrap().to_owned();
     let created: Value = res.json().await.unwrap();
@@ -46,8 +47,8 @@ async fn create_then_read_back_a_brief_with_its_sizing() {
 #[tokio::test]
 async fn list_is_newest_first() {
     let app = spawn_app().await;
-    app.create_brief(json!({ "name": "first" })).await;
-    app.create_brief(json!({ "name": "second" })).await;
+    BriefBuilder::new().name("first").create(&app).await;
+    BriefBuilder::new().name("second").create(&app).await;
     let list: Value = app.get("/api/v1/briefs").await.json().await.unwrap();
     let names: Vec<&str> = list["items"]
         .as_array()
@@ -61,11 +62,12 @@ async fn list_is_newest_first() {
 #[tokio::test]
 async fn put_replaces_the_brief_and_recomputes_sizing() {
     let app = spawn_app().await;
-    let created = app.create_brief(json!({})).await;
+    let created = BriefBuilder::new().create(&app).await;
     let id = created["id"].as_str().unwrap();
     // A client may send back what it read, read-only fields included.
     let mut body = created.clone();
-    merge(&mut body, json!({ "concurrency": 64, "name": "Bigger batch" }));
+    body["concurrency"] = json!(64);
+    body["name"] = json!("Bigger batch");
     let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
     assert_eq!(res.status(), 200);
     let updated: Value = res.json().await.unwrap();
@@ -127,49 +129,47 @@ async fn malformed_json_is_400_problem() {
 #[tokio::test]
 async fn invalid_fields_are_422_with_every_field_named_and_nothing_stored() {
     let app = spawn_app().await;
-    let cases: Vec<(Value, &str)> = vec![
-        (json!({ "params_b": "seventy" }), "params_b"),
-        (json!({ "params_b": -1 }), "params_b"),
-        (json!({ "params_b": 10001 }), "params_b"),
-        (json!({ "context_length": 10_000_001 }), "context_length"),
-        (json!({ "context_length": 8192.5 }), "context_length"),
-        (json!({ "concurrency": 0 }), "concurrency"),
-        (json!({ "concurrency": 100_001 }), "concurrency"),
-        (json!({ "precision": "fp64" }), "precision"),
-        (json!({ "workload_kind": "mining" }), "workload_kind"),
-        (json!({ "data_boundary": true }), "data_boundary"),
-        (json!({ "needs_host_control": "maybe" }), "needs_host_control"),
-        (json!({ "max_cost_per_job": 0.25 }), "max_cost_per_job"),
-        (json!({ "max_cost_per_job": "-1" }), "max_cost_per_job"),
-        (json!({ "currency": "dollars" }), "currency"),
-        (json!({ "targets": { "ttft_p95_ms": -5 } }), "targets.ttft_p95_ms"),
-        (json!({ "targets": { "error_rate": 2 } }), "targets.error_rate"),
-        (json!({ "targets": { "latency": 2 } }), "targets.latency"),
-        (json!({ "name": "x".repeat(1_000) }), "name"),
-        (json!({ "restore_plan": "y".repeat(1_000_000) }), "restore_plan"),
-        (json!({ "name": null }), "name"),
-        (json!({ "catalog_model": "acme/unknown-model" }), "catalog_model"),
-        (json!({ "trial_gpu_count": 3 }), "trial_gpu_count"),
-        (json!({ "persist": "weights" }), "persist"),
-        (json!({ "colour": "blue" }), "colour"),
+    // (the field set, its bad value, the field the 422 names)
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("params_b", json!("seventy"), "params_b"),
+        ("params_b", json!(-1), "params_b"),
+        ("params_b", json!(10001), "params_b"),
+        ("context_length", json!(10_000_001), "context_length"),
+        ("context_length", json!(8192.5), "context_length"),
+        ("concurrency", json!(0), "concurrency"),
+        ("concurrency", json!(100_001), "concurrency"),
+        ("precision", json!("fp64"), "precision"),
+        ("workload_kind", json!("mining"), "workload_kind"),
+        ("data_boundary", json!(true), "data_boundary"),
+        ("needs_host_control", json!("maybe"), "needs_host_control"),
+        ("max_cost_per_job", json!(0.25), "max_cost_per_job"),
+        ("max_cost_per_job", json!("-1"), "max_cost_per_job"),
+        ("currency", json!("dollars"), "currency"),
+        ("targets", json!({ "ttft_p95_ms": -5 }), "targets.ttft_p95_ms"),
+        ("targets", json!({ "error_rate": 2 }), "targets.error_rate"),
+        ("targets", json!({ "latency": 2 }), "targets.latency"),
+        ("name", json!("x".repeat(1_000)), "name"),
+        ("restore_plan", json!("y".repeat(1_000_000)), "restore_plan"),
+        ("name", json!(null), "name"),
+        ("catalog_model", json!("acme/unknown-model"), "catalog_model"),
+        ("trial_gpu_count", json!(3), "trial_gpu_count"),
+        ("persist", json!("weights"), "persist"),
+        ("colour", json!("blue"), "colour"),
     ];
-    for (overrides, field) in cases {
-        let mut body = valid_brief();
-        merge(&mut body, overrides.clone());
-        let res = app.post_json("/api/v1/briefs", &body).await;
+    for (set, value, field) in cases {
+        let res = BriefBuilder::new().set(set, value.clone()).post(&app).await;
         let p = problem(res, 422).await;
         assert!(
             field_errors(&p).contains(&field.to_owned()),
-            "{overrides} should fail on {field}: {p}"
+            "{set}: {value} should fail on {field}: {p}"
         );
     }
     // Several bad fields are all reported at once.
-    let mut body = valid_brief();
-    merge(
-        &mut body,
-        json!({ "params_b": 0, "precision": "fp4", "concurrency": -3 }),
-    );
-    let p = problem(app.post_json("/api/v1/briefs", &body).await, 422).await;
+    let bad = BriefBuilder::new()
+        .params_b(0.0)
+        .precision("fp4")
+        .set("concurrency", -3);
+    let p = problem(bad.post(&app).await, 422).await;
     let fields = field_errors(&p);
     for f in ["params_b", "precision", "concurrency"] {
         assert!(fields.contains(&f.to_owned()), "{f} in {fields:?}");
@@ -180,9 +180,10 @@ async fn invalid_fields_are_422_with_every_field_named_and_nothing_stored() {
 #[tokio::test]
 async fn a_body_over_the_limit_is_413() {
     let app = spawn_app().await;
-    let mut body = valid_brief();
-    merge(&mut body, json!({ "k8s_manifest": "z".repeat(2 * 1024 * 1024) }));
-    let res = app.post_json("/api/v1/briefs", &body).await;
+    let res = BriefBuilder::new()
+        .k8s_manifest("z".repeat(2 * 1024 * 1024))
+        .post(&app)
+        .await;
     problem(res, 413).await;
     assert_eq!(app.count("briefs").await, 0);
 }
@@ -197,8 +198,8 @@ async fn unknown_brief_ids_are_404_problems() {
     ] {
         problem(app.get(path).await, 404).await;
     }
-    let res = app
-        .put_json("/api/v1/briefs/0190f5c2-0000-7000-8000-000000000000", &valid_brief())
+    let res = BriefBuilder::new()
+        .put(&app, "0190f5c2-0000-7000-8000-000000000000")
         .await;
     problem(res, 404).await;
     problem(app.get("/api/v1/nothing-here").await, 404).await;
@@ -208,7 +209,7 @@ async fn unknown_brief_ids_are_404_problems() {
 async fn sql_looking_text_is_stored_verbatim() {
     let app = spawn_app().await;
     let name = "Robert'); DROP TABLE briefs; -- \"quoted\"";
-    let created = app.create_brief(json!({ "name": name })).await;
+    let created = BriefBuilder::new().name(name).create(&app).await;
     let id = created["id"].as_str().unwrap();
     let fetched: Value = app.get(&format!("/api/v1/briefs/{id}")).await.json().await.unwrap();
     assert_eq!(fetched["name"], name);

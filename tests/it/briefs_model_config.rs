@@ -2,8 +2,9 @@
 //! kept with the brief, used by the sizing, and refused on the field when they are bad.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
-use common::{fixture, merge, spawn_app, valid_brief};
+use common::{fixture, spawn_app};
 use serde_json::{json, Value};
 
 const GIB: f64 = 1_073_741_824.0;
@@ -13,26 +14,17 @@ fn gemma3_config() -> Value {
 }
 
 /// The valid brief without its explicit architecture, for Gemma 3 27B from its config.json.
-fn gemma3_brief() -> Value {
-    let mut body = valid_brief();
-    let map = body.as_object_mut().unwrap();
-    for k in ["num_layers", "num_kv_heads", "head_dim"] {
-        map.remove(k);
-    }
-    merge(
-        &mut body,
-        json!({
-            "name": "Gemma 3 27B chat",
-            "model_name": "google/gemma-3-27b-it",
-            "params_b": 27.43,
-            "context_length": 32768,
-            "concurrency": 4,
-            "model_config": gemma3_config(),
-            "expected_peak_rps": 3.5,
-            "api_price_per_million_tokens": "0.20",
-        }),
-    );
-    body
+fn gemma3_brief() -> BriefBuilder {
+    BriefBuilder::new()
+        .without_attention()
+        .name("Gemma 3 27B chat")
+        .model("google/gemma-3-27b-it")
+        .params_b(27.43)
+        .context_length(32768)
+        .concurrency(4)
+        .model_config(gemma3_config())
+        .expected_peak_rps(3.5)
+        .api_price_per_million_tokens("0.20")
 }
 
 async fn problem_fields(res: reqwest::Response) -> Vec<(String, String)> {
@@ -54,7 +46,7 @@ async fn problem_fields(res: reqwest::Response) -> Vec<(String, String)> {
 #[tokio::test]
 async fn model_config_round_trips_and_drives_the_sizing() {
     let app = spawn_app().await;
-    let res = app.post_json("/api/v1/briefs", &gemma3_brief()).await;
+    let res = gemma3_brief().post(&app).await;
     assert_eq!(res.status(), 201);
     let created: Value = res.json().await.unwrap();
     let id = created["id"].as_str().unwrap();
@@ -86,7 +78,7 @@ async fn model_config_round_trips_and_drives_the_sizing() {
 
     // An explicit field wins over the config, and the sizing says so.
     let mut body = fetched.clone();
-    merge(&mut body, json!({ "num_kv_heads": 32 }));
+    body["num_kv_heads"] = json!(32);
     let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
     assert_eq!(res.status(), 200);
     let updated: Value = res.json().await.unwrap();
@@ -105,18 +97,20 @@ async fn model_config_round_trips_and_drives_the_sizing() {
 async fn architecture_fields_once_refused_are_brief_fields() {
     let app = spawn_app().await;
     // A DeepSeek-style MLA MoE without a catalogue row or config: the fields are enough.
-    let mut body = valid_brief();
-    merge(
-        &mut body,
-        json!({
-            "model_name": "acme/latent-moe", "params_b": 236, "precision": "bf16",
-            "num_layers": 60, "num_kv_heads": 128, "head_dim": 192, "num_attention_heads": 128,
-            "kv_lora_rank": 512, "qk_rope_head_dim": 64,
-            "num_experts": 160, "experts_per_token": 6, "active_params_b": 21,
-            "context_length": 32768, "concurrency": 4,
-        }),
-    );
-    let res = app.post_json("/api/v1/briefs", &body).await;
+    let res = BriefBuilder::new()
+        .model("acme/latent-moe")
+        .params_b(236.0)
+        .precision("bf16")
+        .attention(60, 128, 192)
+        .set("num_attention_heads", 128)
+        .set("kv_lora_rank", 512)
+        .set("qk_rope_head_dim", 64)
+        .experts(160, 6)
+        .set("active_params_b", 21)
+        .context_length(32768)
+        .concurrency(4)
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201);
     let created: Value = res.json().await.unwrap();
     assert_eq!(created["kv_lora_rank"], 512);
@@ -125,7 +119,6 @@ async fn architecture_fields_once_refused_are_brief_fields() {
     assert_eq!(created["sizing"]["kv_bytes_per_token"], 576 * 60 * 2);
 
     // Sliding window with its layer list.
-    let mut body = valid_brief();
     let layer_types: Vec<&str> = (0..80)
         .map(|i| {
             if i % 2 == 0 {
@@ -135,11 +128,12 @@ async fn architecture_fields_once_refused_are_brief_fields() {
             }
         })
         .collect();
-    merge(
-        &mut body,
-        json!({ "sliding_window": 4096, "layer_types": layer_types, "context_length": 32768 }),
-    );
-    let res = app.post_json("/api/v1/briefs", &body).await;
+    let res = BriefBuilder::new()
+        .set("sliding_window", 4096)
+        .set("layer_types", layer_types)
+        .context_length(32768)
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201);
     let created: Value = res.json().await.unwrap();
     // 40 full layers × 32768 + 40 windowed × 4096, 2 × 8 × 128 × 2 B, per token of context.
@@ -179,9 +173,7 @@ async fn bad_model_configs_are_422_on_the_field_and_nothing_is_stored() {
         ),
     ];
     for (config, field, message) in cases {
-        let mut body = gemma3_brief();
-        body["model_config"] = config;
-        let errors = problem_fields(app.post_json("/api/v1/briefs", &body).await).await;
+        let errors = problem_fields(gemma3_brief().model_config(config).post(&app).await).await;
         let found = errors.iter().find(|(f, _)| f == field);
         assert!(
             found.is_some_and(|(_, m)| m.contains(message)),
@@ -189,9 +181,7 @@ async fn bad_model_configs_are_422_on_the_field_and_nothing_is_stored() {
         );
     }
     // Contradictory explicit fields are named too.
-    let mut body = valid_brief();
-    merge(&mut body, json!({ "num_experts": 8, "experts_per_token": 9 }));
-    let errors = problem_fields(app.post_json("/api/v1/briefs", &body).await).await;
+    let errors = problem_fields(BriefBuilder::new().experts(8, 9).post(&app).await).await;
     assert_eq!(errors[0].0, "experts_per_token", "{errors:?}");
     assert_eq!(app.count("briefs").await, 0, "nothing is stored");
 }
@@ -202,31 +192,25 @@ async fn bad_model_configs_are_422_on_the_field_and_nothing_is_stored() {
 #[tokio::test]
 async fn serving_settings_and_a_hybrids_state_through_the_api_and_the_pages() {
     let app = spawn_app().await;
-    let created = app.create_brief(json!({})).await;
+    let created = BriefBuilder::new().create(&app).await;
     assert_eq!(created["kv_cache_dtype"], "auto", "16-bit KV unless asked");
     assert_eq!(created["speculative_decoding"], false);
     assert_eq!(created["sizing"]["state_gib"], 0.0);
 
     // Qwen3.5-35B-A3B from the catalogue: 10 attention layers (2 KV heads × 256) and 30 Gated
     // DeltaNet layers, one multi-token-prediction layer.
-    let mut body = valid_brief();
-    let map = body.as_object_mut().unwrap();
-    for k in ["num_layers", "num_kv_heads", "head_dim", "params_b"] {
-        map.remove(k);
-    }
-    merge(
-        &mut body,
-        json!({
-            "name": "Qwen3.5 agents",
-            "model_name": "Qwen/Qwen3.5-35B-A3B",
-            "catalog_model": "Qwen/Qwen3.5-35B-A3B",
-            "context_length": 65536,
-            "concurrency": 16,
-            "kv_cache_dtype": "fp8",
-            "speculative_decoding": true,
-        }),
-    );
-    let res = app.post_json("/api/v1/briefs", &body).await;
+    let res = BriefBuilder::new()
+        .without_attention()
+        .without("params_b")
+        .name("Qwen3.5 agents")
+        .model("Qwen/Qwen3.5-35B-A3B")
+        .catalog_model("Qwen/Qwen3.5-35B-A3B")
+        .context_length(65536)
+        .concurrency(16)
+        .kv_cache_dtype("fp8")
+        .speculative_decoding(true)
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let created: Value = res.json().await.unwrap();
     let id = created["id"].as_str().unwrap().to_owned();
@@ -287,12 +271,10 @@ async fn serving_settings_and_a_hybrids_state_through_the_api_and_the_pages() {
     );
 
     // Bad values are refused on their field.
-    let mut bad = valid_brief();
-    merge(
-        &mut bad,
-        json!({ "kv_cache_dtype": "int4", "speculative_decoding": "sometimes" }),
-    );
-    let fields = problem_fields(app.post_json("/api/v1/briefs", &bad).await).await;
+    let bad = BriefBuilder::new()
+        .kv_cache_dtype("int4")
+        .set("speculative_decoding", "sometimes");
+    let fields = problem_fields(bad.post(&app).await).await;
     let named: Vec<&str> = fields.iter().map(|(f, _)| f.as_str()).collect();
     assert!(
         named.contains(&"kv_cache_dtype") && named.contains(&"speculative_decoding"),
@@ -349,23 +331,20 @@ async fn the_form_offers_the_serving_settings_and_previews_the_state_line() {
 #[tokio::test]
 async fn headroom_and_api_prices_per_token_kind_round_trip_and_are_checked() {
     let app = spawn_app().await;
-    let mut body = gemma3_brief();
-    merge(
-        &mut body,
-        json!({ "headroom_pct": 20, "api_price_input_per_million": "0.15", "api_price_output_per_million": "0.60" }),
-    );
-    let res = app.post_json("/api/v1/briefs", &body).await;
+    let res = gemma3_brief()
+        .headroom_pct(20.0)
+        .api_prices_per_million("0.15", "0.60")
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201);
     let created: Value = res.json().await.unwrap();
     assert_eq!(created["headroom_pct"], 20.0);
     assert_eq!(created["api_price_input_per_million"], "0.15");
     assert_eq!(created["api_price_output_per_million"], "0.6");
-    let mut bad = gemma3_brief();
-    merge(
-        &mut bad,
-        json!({ "headroom_pct": -5, "api_price_output_per_million": "$1" }),
-    );
-    let fields: Vec<String> = problem_fields(app.post_json("/api/v1/briefs", &bad).await)
+    let bad = gemma3_brief()
+        .headroom_pct(-5.0)
+        .set("api_price_output_per_million", "$1");
+    let fields: Vec<String> = problem_fields(bad.post(&app).await)
         .await
         .into_iter()
         .map(|(f, _)| f)

@@ -4,6 +4,7 @@
 //! and 390 px wide.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use common::{browser, browser::Browser, spawn_app, PASSWORD};
 use fantoccini::Locator;
@@ -198,9 +199,9 @@ async fn the_card_editor_reads_60ms_and_suggests_the_key_that_was_meant() {
 async fn the_dashboard_finds_filters_and_pages_briefs() {
     let app = spawn_app().await;
     for i in 0..27 {
-        app.create_brief(json!({ "name": format!("Batch job {i:02}") })).await;
+        BriefBuilder::new().name(format!("Batch job {i:02}")).create(&app).await;
     }
-    let needle = app.create_brief(json!({ "name": "Needle search target" })).await;
+    let needle = BriefBuilder::new().name("Needle search target").create(&app).await;
     let needle = needle["id"].as_str().unwrap().to_owned();
     let res = app
         .post_json(

@@ -2,20 +2,20 @@
 //! it with a token for that trial, and the review compares the two trials side by side.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use common::{bearer_client, browser, spawn_app, PASSWORD};
-use serde_json::{json, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 #[tokio::test]
 async fn an_engineer_adds_a_second_trial_sends_evidence_to_it_and_the_review_compares_them() {
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({ "name": "Chat 70B", "trial_gpu": "H200 SXM", "trial_gpu_count": 8 }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new()
+        .name("Chat 70B")
+        .trial_gpu("H200 SXM", 8)
+        .create_id(&app)
+        .await;
     // The brief's owner: the engineer behind the API token that created it.
     let b = browser::launch().await;
     b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;

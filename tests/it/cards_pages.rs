@@ -1,6 +1,7 @@
 //! The brief page's timeline, lint and readiness checklist, and the card editor, as a signed-in person.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use common::{spawn_app, Person, TestApp};
 use serde_json::json;
@@ -15,10 +16,7 @@ async fn post_form(app: &TestApp, person: &Person, path: &str, fields: &[(&str, 
 async fn the_brief_page_shows_the_staged_timeline_lint_and_checklist() {
     let app = spawn_app().await;
     let manifest = "apiVersion: v1\nkind: Pod\nmetadata: { name: p }\nspec:\n  containers:\n    - name: c\n      image: vllm/vllm-openai:latest\n";
-    let brief = app.create_brief(json!({ "k8s_manifest": manifest })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new().k8s_manifest(manifest).create_id(&app).await;
     let res = app
         .post_json(
             &format!("/api/v1/briefs/{brief}/evidence"),

@@ -1,6 +1,7 @@
 //! The `rentcheck user` and `rentcheck token` commands against a real database.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use std::{
     io::Write,
@@ -8,7 +9,6 @@ use std::{
 };
 
 use common::{bearer_client, spawn_app, time_to_refusal, TestApp};
-use serde_json::json;
 
 /// Fails unless `client`, answered `before` until now, is refused at `url` within half a second of a
 /// change the CLI made: well inside the second a server keeps a token's row, so this fails if the
@@ -92,7 +92,7 @@ async fn user_add_then_sign_in() {
 #[tokio::test]
 async fn token_mint_and_revoke() {
     let app = spawn_app().await;
-    let id = app.create_brief(json!({})).await["id"].as_str().unwrap().to_owned();
+    let id = BriefBuilder::new().create_id(&app).await;
     let out = rentcheck(
         &app,
         &[

@@ -4,6 +4,7 @@
 //! tokens at known delays, and the review deciding from what collect sent.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use std::{
     path::{Path, PathBuf},
@@ -197,16 +198,17 @@ fn row<'a>(stdout: &'a str, step: &str) -> &'a str {
 /// A brief whose targets imply 16 output tokens ((3800 − 2000) ÷ 120 + 1) on 8 × H100: a small
 /// model and a short context, so the predicted capacity is high and each load point short.
 async fn small_model_brief(app: &TestApp) -> (String, String) {
-    let brief = app
-        .create_brief(json!({
-            "name": "Small chat",
-            "catalog_model": "meta-llama/Llama-3.2-1B-Instruct",
-            "model_name": "meta-llama/Llama-3.2-1B-Instruct",
-            "params_b": 1.24, "num_layers": 16, "num_kv_heads": 8, "head_dim": 64,
-            "context_length": 512, "concurrency": 16,
-            "targets": { "ttft_p95_ms": 2000, "itl_p95_ms": 120, "e2e_p95_ms": 3800 },
-            "trial_gpu": "H100 SXM", "trial_gpu_count": 8,
-        }))
+    let brief = BriefBuilder::new()
+        .name("Small chat")
+        .catalog_model("meta-llama/Llama-3.2-1B-Instruct")
+        .model("meta-llama/Llama-3.2-1B-Instruct")
+        .params_b(1.24)
+        .attention(16, 8, 64)
+        .context_length(512)
+        .concurrency(16)
+        .targets(json!({ "ttft_p95_ms": 2000, "itl_p95_ms": 120, "e2e_p95_ms": 3800 }))
+        .trial_gpu("H100 SXM", 8)
+        .create(&app)
         .await;
     let id = brief["id"].as_str().unwrap().to_owned();
     let trials: Value = app

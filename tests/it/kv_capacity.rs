@@ -3,31 +3,25 @@
 //! and a brief's `model_config` sent as a file through the form (multipart), kept and used.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
-use common::{fixture, merge, spawn_app, valid_brief};
+use common::{fixture, spawn_app};
 use serde_json::{json, Value};
 
 /// Llama 3.3 70B on 4 × H100 SXM, as in the real start-up log of the fixture (TP 4,
 /// `gpu_memory_utilization=0.92`, `max_model_len=32768`: 1,031,408 tokens, 31.48 × concurrency).
-fn llama70b_tp4(concurrency: u32) -> Value {
-    let mut body = valid_brief();
-    merge(
-        &mut body,
-        json!({
-            "model_name": "meta-llama/Llama-3.3-70B-Instruct",
-            "context_length": 32768,
-            "concurrency": concurrency,
-            "trial_gpu": "H100 SXM",
-            "trial_gpu_count": 4,
-        }),
-    );
-    body
+fn llama70b_tp4(concurrency: u32) -> BriefBuilder {
+    BriefBuilder::new()
+        .model("meta-llama/Llama-3.3-70B-Instruct")
+        .context_length(32768)
+        .concurrency(concurrency)
+        .trial_gpu("H100 SXM", 4)
 }
 
 #[tokio::test]
 async fn a_vllm_log_below_the_briefs_need_is_a_finding_beside_the_prediction() {
     let app = spawn_app().await;
-    let id = app.brief_id_with(llama70b_tp4(48)).await;
+    let id = llama70b_tp4(48).create_id(&app).await;
 
     // Before any log: the prediction alone, and where to send the log.
     let owner = app.login_owner().await;
@@ -99,27 +93,17 @@ async fn a_vllm_log_below_the_briefs_need_is_a_finding_beside_the_prediction() {
 #[tokio::test]
 async fn the_prediction_meets_a_real_vllm_log_within_3_percent() {
     let app = spawn_app().await;
-    let mut body = valid_brief();
-    let map = body.as_object_mut().unwrap();
-    for k in ["num_layers", "num_kv_heads", "head_dim", "params_b"] {
-        map.remove(k);
-    }
-    merge(
-        &mut body,
-        json!({
-            "name": "gpt-oss-120b on four A100",
-            "model_name": "openai/gpt-oss-120b",
-            "catalog_model": "openai/gpt-oss-120b",
-            "context_length": 16384,
-            "concurrency": 64,
-            "trial_gpu": "A100 80GB SXM",
-            "trial_gpu_count": 4,
-        }),
-    );
-    let res = app.post_json("/api/v1/briefs", &body).await;
-    assert_eq!(res.status(), 201);
-    let created: Value = res.json().await.unwrap();
-    let id = created["id"].as_str().unwrap().to_owned();
+    let id = BriefBuilder::new()
+        .without_attention()
+        .without("params_b")
+        .name("gpt-oss-120b on four A100")
+        .model("openai/gpt-oss-120b")
+        .catalog_model("openai/gpt-oss-120b")
+        .context_length(16384)
+        .concurrency(64)
+        .trial_gpu("A100 80GB SXM", 4)
+        .create_id(&app)
+        .await;
     let res = app
         .post_raw_evidence(
             &id,
@@ -147,7 +131,7 @@ async fn the_prediction_meets_a_real_vllm_log_within_3_percent() {
 #[tokio::test]
 async fn a_capacity_that_holds_the_brief_has_no_finding() {
     let app = spawn_app().await;
-    let id = app.brief_id_with(llama70b_tp4(16)).await;
+    let id = llama70b_tp4(16).create_id(&app).await;
     let res = app
         .post_raw_evidence(
             &id,
@@ -249,9 +233,7 @@ async fn a_config_json_file_sent_through_the_form_is_kept_and_sizes_the_brief() 
 #[tokio::test]
 async fn the_kv_check_is_at_the_briefs_context_not_at_vllms_own_request_length() {
     let app = spawn_app().await;
-    let mut body = llama70b_tp4(48);
-    merge(&mut body, json!({ "context_length": 8192 }));
-    let id = app.brief_id_with(body).await;
+    let id = llama70b_tp4(48).context_length(8192).create_id(&app).await;
     let res = app
         .post_raw_evidence(
             &id,
@@ -290,9 +272,7 @@ async fn an_option_marked_fits_never_contradicts_the_kv_box_on_the_brief_page() 
     let app = spawn_app().await;
     // 36 sequences of 32,768 tokens on 8 × H100 SXM: the sizing says it fits; the logged cache
     // holds 1,031,408 ÷ 32,768 = 31.5 of them.
-    let mut body = llama70b_tp4(36);
-    merge(&mut body, json!({ "trial_gpu_count": 8 }));
-    let id = app.brief_id_with(body).await;
+    let id = llama70b_tp4(36).trial_gpu_count(8).create_id(&app).await;
     let brief: Value = app.get(&format!("/api/v1/briefs/{id}")).await.json().await.unwrap();
     let option = brief["sizing"]["options"]
         .as_array()

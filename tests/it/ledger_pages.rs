@@ -1,14 +1,14 @@
 //! The ledger section of the brief page: forms (with CSRF), the summary, the chart and the export.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use common::spawn_app;
-use serde_json::json;
 
 #[tokio::test]
 async fn adding_a_line_through_the_form_changes_the_summary() {
     let app = spawn_app().await;
-    let id = app.create_brief(json!({})).await["id"].as_str().unwrap().to_owned();
+    let id = BriefBuilder::new().create_id(&app).await;
     let person = app.login_owner().await;
     let page_url = app.url(&format!("/briefs/{id}"));
 

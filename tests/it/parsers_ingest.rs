@@ -2,6 +2,7 @@
 //! `failed` with the list of formats (never `partial` with nothing), and serving results are judged
 //! against the brief's own latency targets.
 
+use crate::common::builders::BriefBuilder;
 use crate::common::{fixture, spawn_app};
 use rentcheck::evidence::parsers::{parse_with, EvidenceKind, MetricValue, SloTargets};
 use serde_json::{json, Value};
@@ -16,12 +17,10 @@ async fn created(res: reqwest::Response) -> Value {
 #[tokio::test]
 async fn serving_results_are_judged_against_the_briefs_targets() {
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({ "targets": { "ttft_p95_ms": 400, "itl_p95_ms": 40, "e2e_p95_ms": 8000 } }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new()
+        .targets(json!({ "ttft_p95_ms": 400, "itl_p95_ms": 40, "e2e_p95_ms": 8000 }))
+        .create_id(&app)
+        .await;
     let bytes = fixture("bench-serving/vllm-benchmark-serving-llama3.3-70b-tp8-8xa100-qps-inf.json");
     let body = created(
         app.post_raw_evidence(&brief, "kind=auto&stage=3", "application/json", bytes.clone())
@@ -50,12 +49,10 @@ async fn serving_results_are_judged_against_the_briefs_targets() {
     assert!(body["metrics"]["serving.slo_attainment"].as_f64().unwrap() < 1.0);
 
     // A brief without latency targets gets no attainment.
-    let plain = app
-        .create_brief(json!({ "targets": { "ttft_p95_ms": null, "itl_p95_ms": null, "error_rate": 0.01 } }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let plain = BriefBuilder::new()
+        .targets(json!({ "ttft_p95_ms": null, "itl_p95_ms": null, "error_rate": 0.01 }))
+        .create_id(&app)
+        .await;
     let body = created(
         app.post_raw_evidence(&plain, "kind=bench-serving&stage=3", "application/json", bytes)
             .await,
@@ -132,12 +129,10 @@ async fn kind_auto_reads_the_new_formats_and_fails_unknown_json_with_a_reason() 
 async fn a_run_where_nothing_completed_is_stored_without_latency_and_fails_no_target_silently() {
     use crate::common::vllm_points::{load_point, Load};
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({ "targets": { "ttft_p95_ms": 400, "itl_p95_ms": 40, "error_rate": 0.01 } }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new()
+        .targets(json!({ "ttft_p95_ms": 400, "itl_p95_ms": 40, "error_rate": 0.01 }))
+        .create_id(&app)
+        .await;
     // The real `--save-detailed` run with every request failed as vLLM writes failures, and the
     // summary of zeros the tool prints over no request (tests/it/common/vllm_points.rs).
     let mut point = load_point(Load::at(8.0, 25.0).failing(200));

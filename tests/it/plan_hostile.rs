@@ -3,6 +3,7 @@
 //! must run nothing a hostile plan server names beyond what rentcheck's own builder writes.
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use std::{path::Path, process::Output};
 
@@ -33,9 +34,7 @@ async fn collect(args: &[&str], token: &str, path: &Path, dir: &Path) -> Output 
 
 /// A brief on 16 × H100 (two nodes, so mpirun and srun lines are in the plan) with a load stage.
 async fn brief_with_trial(app: &TestApp) -> (String, String) {
-    let brief = app
-        .create_brief(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 16 }))
-        .await;
+    let brief = BriefBuilder::new().trial_gpu("H100 SXM", 16).create(&app).await;
     let id = brief["id"].as_str().unwrap().to_owned();
     let trials: Value = app
         .get(&format!("/api/v1/briefs/{id}/trials"))
@@ -55,9 +54,7 @@ async fn names_with_line_breaks_and_model_names_with_shell_text_are_refused_at_t
         ("name", HOSTILE_BRIEF),
         ("owner", "a\rb"),
     ] {
-        let mut body = common::valid_brief();
-        body[field] = json!(value);
-        let res = app.post_json("/api/v1/briefs", &body).await;
+        let res = BriefBuilder::new().set(field, value).post(&app).await;
         assert_eq!(res.status(), 422, "{field} = {value:?}");
         let problem: Value = res.json().await.unwrap();
         let errors = problem["errors"].as_array().unwrap();
@@ -67,8 +64,10 @@ async fn names_with_line_breaks_and_model_names_with_shell_text_are_refused_at_t
         );
     }
     // Model ids as Hugging Face writes them still pass, and notes may have several lines.
-    let ok = app
-        .create_brief(json!({ "model_name": "org/Model-7B.v2_fp8+q:rev@1", "restore_plan": "one\ntwo" }))
+    let ok = BriefBuilder::new()
+        .model("org/Model-7B.v2_fp8+q:rev@1")
+        .restore_plan("one\ntwo")
+        .create(&app)
         .await;
     assert_eq!(ok["model_name"], "org/Model-7B.v2_fp8+q:rev@1");
 

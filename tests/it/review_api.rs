@@ -1,6 +1,7 @@
 //! The review over HTTP: computed decisions, approvals and their permissions, staleness, records.
 
 use crate::common;
+use crate::common::builders::{BriefBuilder, EvidenceBuilder};
 
 use common::{bearer_client, fixture, spawn_app};
 use rentcheck::auth::Role;
@@ -15,14 +16,11 @@ async fn review(app: &common::TestApp, id: &str) -> Value {
 #[tokio::test]
 async fn a_brief_that_only_needs_model_output_is_told_to_use_a_managed_api() {
     let app = spawn_app().await;
-    let id = app
-        .create_brief(
-            json!({ "only_needs_model_output": true, "needs_host_control": false, "data_boundary": "shared-ok" }),
-        )
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = BriefBuilder::new()
+        .shared_hardware_ok()
+        .needs_host_control(false)
+        .create_id(&app)
+        .await;
     let r = review(&app, &id).await;
     assert_eq!(r["decision"], "stop");
     assert_eq!(r["reasons"][0]["rule"], 1);
@@ -34,7 +32,7 @@ async fn a_brief_that_only_needs_model_output_is_told_to_use_a_managed_api() {
 async fn a_failed_dcgm_diag_stops_with_a_link_to_its_evidence() {
     let app = spawn_app().await;
     let id = app.brief_id().await;
-    let res = app.post_failed_diag(&id).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &id).await;
     assert_eq!(res.status(), 201);
     let evidence: Value = res.json().await.unwrap();
     assert_eq!(evidence["metrics"]["dcgm.diag.passed"], false);
@@ -60,12 +58,7 @@ async fn a_failed_dcgm_diag_stops_with_a_link_to_its_evidence() {
 #[tokio::test]
 async fn only_managers_decide_rejections_need_a_comment_and_stale_digests_conflict() {
     let app = spawn_app().await;
-    let id = app
-        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = BriefBuilder::new().shared_hardware_ok().create_id(&app).await;
     let digest = review(&app, &id).await["inputs_digest"].as_str().unwrap().to_owned();
     let path = format!("/api/v1/briefs/{id}/approvals");
 
@@ -110,7 +103,7 @@ async fn only_managers_decide_rejections_need_a_comment_and_stale_digests_confli
     assert_eq!(audit, ["approval.reject"]);
 
     // New evidence changes an input: the verdict is flagged stale and says what changed.
-    let res = app.post_failed_diag(&id).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &id).await;
     assert_eq!(res.status(), 201);
     let r = review(&app, &id).await;
     assert_eq!(r["approval"]["stale"], true);
@@ -126,12 +119,7 @@ async fn only_managers_decide_rejections_need_a_comment_and_stale_digests_confli
 #[tokio::test]
 async fn the_decision_record_reproduces_the_review() {
     let app = spawn_app().await;
-    let id = app
-        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = BriefBuilder::new().shared_hardware_ok().create_id(&app).await;
     let r = review(&app, &id).await;
     let md = app.get(&format!("/briefs/{id}/decision.md")).await;
     assert_eq!(md.status(), 200);
@@ -167,10 +155,7 @@ async fn the_decision_record_reproduces_the_review() {
 #[tokio::test]
 async fn review_and_audit_pages_render_for_people() {
     let app = spawn_app().await;
-    let id = app.create_brief(json!({ "name": "<b>Page</b> brief" })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = BriefBuilder::new().name("<b>Page</b> brief").create_id(&app).await;
     let engineer = app.login(Role::Engineer).await;
     let page = engineer.get(app.url(&format!("/briefs/{id}/review"))).await;
     assert_eq!(page.status(), 200);
@@ -242,7 +227,7 @@ async fn the_review_page_says_why_in_words_confirms_a_rejection_and_explains_sta
     assert!(!html.contains("rejectd"));
 
     // A failed health check: the reason in words, and the verdict stale with what changed.
-    let res = app.post_failed_diag(&id).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &id).await;
     assert_eq!(res.status(), 201);
     let html = manager.get(app.url(&review_path)).await.text().await.unwrap();
     assert!(html.contains("data-decision=\"stop\""));
@@ -554,7 +539,7 @@ async fn a_review_being_remade_is_answered_from_the_one_before_marked_refreshing
         first["as_of"]
     );
 
-    let res = app.post_failed_diag(&id).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &id).await;
     assert_eq!(res.status(), 201);
     // One reader starts computing the newer review and waits on the ledger.
     let hold = hold_the_ledger(&app).await;

@@ -3,6 +3,7 @@
 //! for the ledger's idle hours (the review says which it used).
 
 use crate::common;
+use crate::common::builders::BriefBuilder;
 
 use common::{fixture, spawn_app};
 use rentcheck::auth::Role;
@@ -11,9 +12,7 @@ use serde_json::{json, Value};
 #[tokio::test]
 async fn the_review_shows_the_nccl_share_and_uses_measured_utilization_without_idle_hours() {
     let app = spawn_app().await;
-    let brief = app
-        .brief_id_with(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 8 }))
-        .await;
+    let brief = BriefBuilder::new().trial_gpu("H100 SXM", 8).create_id(&app).await;
     let upload = |rel: &'static str, kind: &'static str, stage: u8| {
         let app = &app;
         let brief = brief.clone();
@@ -77,9 +76,7 @@ async fn the_review_shows_the_nccl_share_and_uses_measured_utilization_without_i
 #[tokio::test]
 async fn another_gpu_in_the_evidence_is_said_and_approving_asks_to_acknowledge_it() {
     let app = spawn_app().await;
-    let brief = app
-        .brief_id_with(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 4 }))
-        .await;
+    let brief = BriefBuilder::new().trial_gpu("H100 SXM", 4).create_id(&app).await;
     // An 8 × H200 `nvidia-smi -L` sent to a 4 × H100 trial.
     let res = app
         .post_raw_evidence(

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::common;
+use crate::common::builders::EvidenceBuilder;
 
 use common::{bearer_client, spawn_app, TestApp};
 use rentcheck::ids::BriefId;
@@ -82,7 +83,7 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
     assert_eq!(s.summary.evidence_count, 0);
 
     // A failing GPU health check: a required criterion fails.
-    let res = app.post_failed_diag(&id).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &id).await;
     assert_eq!(res.status(), 201);
     let (s, r) = summary_and_review(&app, &id).await;
     assert_same(&s, &r);
@@ -254,7 +255,7 @@ async fn the_review_api_answers_from_its_cache_only_until_a_write_commits() {
 
     // Every write that can change a review is seen at once: evidence, ledger lines and outputs,
     // the card, the trial, a verdict, a price sheet, a readiness confirmation.
-    let res = app.post_failed_diag(&id).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &id).await;
     assert_eq!(res.status(), 201);
     let (served, fresh) = served_and_fresh(&app, &id).await;
     assert_eq!(served, fresh, "after evidence");

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use crate::common::builders::BriefBuilder;
 use crate::common::{self, bearer_client, cookie_client, input_value, spawn_app, spawn_app_with, TestApp, PASSWORD};
 use rentcheck::{
     auth::{
@@ -909,11 +910,10 @@ async fn evidence_idempotency_keys_belong_to_one_caller_and_expire() {
 #[tokio::test]
 async fn decision_md_keeps_what_people_typed_as_text() {
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({
-            "name": "<script>alert(1)</script> | [click](javascript:alert(2))",
-            "owner": "<img src=x onerror=alert(3)>"
-        }))
+    let brief = BriefBuilder::new()
+        .name("<script>alert(1)</script> | [click](javascript:alert(2))")
+        .owner("<img src=x onerror=alert(3)>")
+        .create(&app)
         .await;
     let id = brief["id"].as_str().unwrap();
     let review: Value = app

@@ -3,6 +3,7 @@
 
 use std::{collections::BTreeSet, process::Command, time::Duration};
 
+use crate::common::builders::{first_trial_id, BriefBuilder};
 use crate::{
     common::{self, bearer_client, cookie_client, input_value, spawn_app, spawn_app_with, TestApp, PASSWORD},
     openapi::registered_routes_under,
@@ -51,16 +52,6 @@ async fn audit_count(app: &TestApp, action: &str) -> i64 {
         .fetch_one(&app.pool)
         .await
         .unwrap()
-}
-
-async fn first_trial(app: &TestApp, brief: &str) -> String {
-    let trials: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/trials"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    trials["items"][0]["id"].as_str().unwrap().to_owned()
 }
 
 async fn upload_evidence(app: &TestApp, brief: &str) -> String {
@@ -229,12 +220,12 @@ async fn the_route_walk_every_route_with_a_scoped_token_of_each_role() {
     let a = app.brief_id().await;
     let b = app.brief_id().await;
     let own = Ids {
-        trial: first_trial(&app, &a).await,
+        trial: first_trial_id(&app, &a).await,
         evidence: upload_evidence(&app, &a).await,
         brief: a.clone(),
     };
     let other = Ids {
-        trial: first_trial(&app, &b).await,
+        trial: first_trial_id(&app, &b).await,
         evidence: upload_evidence(&app, &b).await,
         brief: b.clone(),
     };
@@ -881,7 +872,7 @@ async fn the_evidence_lists_trial_filter_stays_inside_the_brief() {
     let b = app.brief_id().await;
     upload_evidence(&app, &a).await;
     let b_evidence = upload_evidence(&app, &b).await;
-    let b_trial = first_trial(&app, &b).await;
+    let b_trial = first_trial_id(&app, &b).await;
     let scoped = bearer_client(&app.token(Role::Engineer, Some(a.parse().unwrap())).await);
     let url = app.url(&format!("/api/v1/briefs/{a}/evidence?trial={b_trial}"));
     let res = scoped.get(&url).send().await.unwrap();
@@ -890,7 +881,7 @@ async fn the_evidence_lists_trial_filter_stays_inside_the_brief() {
     let res = app.client.get(&url).send().await.unwrap();
     assert_eq!(res.status(), 404, "for an unscoped token too");
     // A's own trial still filters.
-    let a_trial = first_trial(&app, &a).await;
+    let a_trial = first_trial_id(&app, &a).await;
     let res = scoped
         .get(app.url(&format!("/api/v1/briefs/{a}/evidence?trial={a_trial}")))
         .send()
@@ -1092,12 +1083,10 @@ async fn nul_is_refused_with_422_at_every_text_field() {
         }
     };
     // The brief: its model config (a config.json upload) and what it persists.
-    let mut body = common::valid_brief();
-    body["model_config"] = json!({ "architectures": [nul], "num_hidden_layers": 80 });
-    expect_422("model_config", "model_config.architectures[0]")(app.post_json("/api/v1/briefs", &body).await).await;
-    let mut body = common::valid_brief();
-    body["persist"] = json!(["weights", nul]);
-    expect_422("persist", "persist[1]")(app.put_json(&format!("/api/v1/briefs/{brief}"), &body).await).await;
+    let body = BriefBuilder::new().model_config(json!({ "architectures": [nul], "num_hidden_layers": 80 }));
+    expect_422("model_config", "model_config.architectures[0]")(body.post(&app).await).await;
+    let body = BriefBuilder::new().set("persist", json!(["weights", nul]));
+    expect_422("persist", "persist[1]")(body.put(&app, &brief).await).await;
     // A card criterion's why.
     let mut card: Value = app
         .get(&format!("/api/v1/briefs/{brief}/card"))
@@ -1196,11 +1185,7 @@ async fn a_manager_who_changed_the_card_needs_a_second_manager_to_approve() {
     let (_, _, mine) = person_token(&app, Role::Manager, None).await;
     let mine = bearer_client(&mine);
     // Their own brief, and its card loosened by them.
-    let mut body = common::valid_brief();
-    common::merge(
-        &mut body,
-        json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }),
-    );
+    let body = BriefBuilder::new().shared_hardware_ok().json();
     let res = mine.post(app.url("/api/v1/briefs")).json(&body).send().await.unwrap();
     assert_eq!(res.status(), 201);
     let brief = res.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
@@ -1253,12 +1238,7 @@ async fn a_manager_who_changed_the_card_needs_a_second_manager_to_approve() {
 #[tokio::test]
 async fn a_card_with_no_required_criterion_is_not_approved_as_accepted() {
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new().shared_hardware_ok().create_id(&app).await;
     let card: Value = app
         .get(&format!("/api/v1/briefs/{brief}/card"))
         .await
@@ -1385,12 +1365,7 @@ async fn stored_webhook(app: &TestApp, url: &str) {
 }
 
 async fn reject_once(app: &TestApp) {
-    let brief = app
-        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new().shared_hardware_ok().create_id(&app).await;
     let (_, _, manager) = person_token(app, Role::Manager, None).await;
     let manager = bearer_client(&manager);
     let d = digest(app, &manager, &brief).await;

@@ -2,6 +2,7 @@
 //! suspended tokens, no way to unlock an account from the command line, and problem `type` links
 //! that led nowhere.
 
+use crate::common::builders::BriefBuilder;
 use crate::common::{self, bearer_client, spawn_app, TestApp, PASSWORD};
 
 use std::process::{Command, Output, Stdio};
@@ -208,11 +209,7 @@ async fn separation_of_duties_holds_for_each_trial() {
     let mine_email = app.user(Role::Manager).await;
     let mine_id = users::by_email(&app.pool, &mine_email).await.unwrap().unwrap().id;
     let mine = bearer_client(&mint(&app, mine_id, &mine_email, Role::Manager, None).await);
-    let mut body = common::valid_brief();
-    common::merge(
-        &mut body,
-        json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }),
-    );
+    let body = BriefBuilder::new().shared_hardware_ok().json();
     let res = mine.post(app.url("/api/v1/briefs")).json(&body).send().await.unwrap();
     assert_eq!(res.status(), 201);
     let brief = res.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
@@ -264,12 +261,7 @@ async fn separation_of_duties_holds_for_each_trial() {
 #[tokio::test]
 async fn a_card_whose_only_required_criterion_cannot_fail_is_not_approved_as_accepted() {
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new().shared_hardware_ok().create_id(&app).await;
     let card: Value = app
         .get(&format!("/api/v1/briefs/{brief}/card"))
         .await

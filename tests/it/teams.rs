@@ -1,6 +1,7 @@
 //! Brief ownership and teams: a brief's owner, the teams it is shared with
 //! and admins change it, its card, trials, ledger and tokens; everyone else signed in only reads.
 
+use crate::common::builders::{first_trial_id, BriefBuilder};
 use crate::common::{self, bearer_client, spawn_app, Person, TestApp, OWNER_EMAIL, PASSWORD};
 use rentcheck::auth::{
     teams,
@@ -34,8 +35,7 @@ async fn person_with_token(app: &TestApp, role: Role) -> (String, uuid::Uuid, re
 /// Every API write on a brief, as `client`: the statuses in order.
 async fn api_writes(app: &TestApp, client: &reqwest::Client, brief: &str, trial: &str) -> Vec<(String, u16)> {
     let mut out = Vec::new();
-    let mut body = common::valid_brief();
-    body["name"] = json!("Renamed");
+    let body = BriefBuilder::new().name("Renamed").json();
     let card: Value = app
         .get(&format!("/api/v1/briefs/{brief}/card"))
         .await
@@ -190,16 +190,6 @@ async fn page_writes(app: &TestApp, person: &Person, brief: &str, trial: &str, j
     out
 }
 
-async fn first_trial(app: &TestApp, brief: &str) -> String {
-    let trials: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/trials"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    trials["items"][0]["id"].as_str().unwrap().to_owned()
-}
-
 async fn agent_token(app: &TestApp, brief: &str) -> (String, String) {
     let (signed, row) = token::mint(
         &app.pool,
@@ -223,7 +213,7 @@ async fn agent_token(app: &TestApp, brief: &str) -> (String, String) {
 async fn another_engineer_can_change_nothing_of_a_brief_through_the_api_or_the_pages() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    let trial = first_trial(&app, &brief).await;
+    let trial = first_trial_id(&app, &brief).await;
     let (agent, jti) = agent_token(&app, &brief).await;
     let (b_email, _, b_api) = person_with_token(&app, Role::Engineer).await;
 
@@ -272,7 +262,7 @@ async fn another_engineer_can_change_nothing_of_a_brief_through_the_api_or_the_p
 async fn the_owner_a_team_it_is_shared_with_and_admins_may_change_it() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    let trial = first_trial(&app, &brief).await;
+    let trial = first_trial_id(&app, &brief).await;
 
     // The owner (the token that created it).
     for (route, status) in api_writes(&app, &app.client, &brief, &trial).await {
@@ -324,10 +314,11 @@ async fn the_owner_a_team_it_is_shared_with_and_admins_may_change_it() {
 async fn brief_edits_are_audited_with_the_fields_that_changed() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    let mut body = common::valid_brief();
-    body["name"] = json!("Chat assistant 70B, v2");
-    body["concurrency"] = json!(32);
-    let res = app.put_json(&format!("/api/v1/briefs/{brief}"), &body).await;
+    let res = BriefBuilder::new()
+        .name("Chat assistant 70B, v2")
+        .concurrency(32)
+        .put(&app, &brief)
+        .await;
     assert_eq!(res.status(), 200);
     let rows: Vec<(String, String, Value)> =
         sqlx::query_as("SELECT actor, action, details FROM audit_log WHERE target = $1 ORDER BY at")
@@ -353,7 +344,7 @@ async fn brief_edits_are_audited_with_the_fields_that_changed() {
 async fn a_brief_from_before_ownership_is_open_until_an_admin_assigns_an_owner() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    let trial = first_trial(&app, &brief).await;
+    let trial = first_trial_id(&app, &brief).await;
     // As the migration leaves a brief made before it: no owner, no team.
     sqlx::query("DELETE FROM brief_owners")
         .execute(&app.pool)
