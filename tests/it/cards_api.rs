@@ -3,21 +3,11 @@
 //! revision changing a status).
 
 use crate::common;
+use crate::common::builders::{BriefBuilder, CardBuilder, EvidenceBuilder};
 
 use common::{spawn_app, TestApp};
 use rentcheck::auth::Role;
 use serde_json::{json, Value};
-
-async fn upload(app: &TestApp, brief: &str, stage: u8, collected_at: &str, metrics: Value) -> String {
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/evidence"),
-            &json!({ "kind": "metrics", "stage": stage, "collected_at": collected_at, "data": { "metrics": metrics } }),
-        )
-        .await;
-    assert_eq!(res.status(), 201, "upload");
-    res.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
-}
 
 async fn card(app: &TestApp, brief: &str) -> Value {
     let res = app.get(&format!("/api/v1/briefs/{brief}/card")).await;
@@ -43,14 +33,6 @@ fn stage(card: &Value, n: u64) -> &str {
         .unwrap()["status"]
         .as_str()
         .unwrap()
-}
-
-async fn put_card(app: &TestApp, brief: &str, criteria: Value) -> reqwest::Response {
-    app.put_json(
-        &format!("/api/v1/briefs/{brief}/card"),
-        &json!({ "criteria": criteria }),
-    )
-    .await
 }
 
 #[tokio::test]
@@ -79,57 +61,39 @@ async fn evaluation_takes_the_newest_evidence_and_fails_wrong_types() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
     // Collected later but uploaded first: it still wins.
-    let newest = upload(
-        &app,
-        &brief,
-        3,
-        "2026-11-29T10:30:00Z",
-        json!({ "serving.ttft_p95_ms": 420.0 }),
-    )
-    .await;
-    upload(
-        &app,
-        &brief,
-        3,
-        "2026-11-29T10:00:00Z",
-        json!({ "serving.ttft_p95_ms": 900.0 }),
-    )
-    .await;
+    let newest = EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 420.0 }))
+        .stage(3)
+        .collected_at("2026-11-29T10:30:00Z")
+        .upload_id(&app, &brief)
+        .await;
+    EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 900.0 }))
+        .stage(3)
+        .collected_at("2026-11-29T10:00:00Z")
+        .upload_id(&app, &brief)
+        .await;
     // The same key at another stage does not count for the stage-3 criterion.
-    upload(
-        &app,
-        &brief,
-        1,
-        "2026-11-29T11:00:00Z",
-        json!({ "serving.ttft_p95_ms": 9999.0 }),
-    )
-    .await;
+    EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 9999.0 }))
+        .stage(1)
+        .collected_at("2026-11-29T11:00:00Z")
+        .upload_id(&app, &brief)
+        .await;
     // Same collected_at: the later upload wins.
-    upload(
-        &app,
-        &brief,
-        1,
-        "2026-11-29T09:00:00Z",
-        json!({ "dcgm.diag.passed": true }),
-    )
-    .await;
-    let later = upload(
-        &app,
-        &brief,
-        1,
-        "2026-11-29T09:00:00Z",
-        json!({ "dcgm.diag.passed": false }),
-    )
-    .await;
+    EvidenceBuilder::metrics(json!({ "dcgm.diag.passed": true }))
+        .stage(1)
+        .collected_at("2026-11-29T09:00:00Z")
+        .upload_id(&app, &brief)
+        .await;
+    let later = EvidenceBuilder::metrics(json!({ "dcgm.diag.passed": false }))
+        .stage(1)
+        .collected_at("2026-11-29T09:00:00Z")
+        .upload_id(&app, &brief)
+        .await;
     // Present but of the wrong type.
-    let wrong = upload(
-        &app,
-        &brief,
-        3,
-        "2026-11-29T10:00:00Z",
-        json!({ "serving.tpot_p95_ms": "fast" }),
-    )
-    .await;
+    let wrong = EvidenceBuilder::metrics(json!({ "serving.tpot_p95_ms": "fast" }))
+        .stage(3)
+        .collected_at("2026-11-29T10:00:00Z")
+        .upload_id(&app, &brief)
+        .await;
 
     let c = card(&app, &brief).await;
     let ttft = criterion(&c, "serving.ttft_p95_ms", 3);
@@ -153,14 +117,11 @@ async fn evaluation_takes_the_newest_evidence_and_fails_wrong_types() {
 async fn a_card_revision_changes_a_status() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    upload(
-        &app,
-        &brief,
-        3,
-        "2026-11-29T10:00:00Z",
-        json!({ "serving.ttft_p95_ms": 620.0 }),
-    )
-    .await;
+    EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 620.0 }))
+        .stage(3)
+        .collected_at("2026-11-29T10:00:00Z")
+        .upload_id(&app, &brief)
+        .await;
     let mut c = card(&app, &brief).await;
     assert_eq!(criterion(&c, "serving.ttft_p95_ms", 3)["status"], "fail");
 
@@ -170,7 +131,7 @@ async fn a_card_revision_changes_a_status() {
             item["threshold"] = json!(700);
         }
     }
-    let res = put_card(&app, &brief, c["criteria"].clone()).await;
+    let res = CardBuilder::of(c["criteria"].clone()).put(&app, &brief).await;
     assert_eq!(res.status(), 200);
     let saved: Value = res.json().await.unwrap();
     assert_eq!((&saved["revision"], &saved["default"]), (&json!(1), &json!(false)));
@@ -191,7 +152,7 @@ async fn a_card_revision_changes_a_status() {
             item["threshold"] = json!(600);
         }
     }
-    let res = put_card(&app, &brief, json!(criteria)).await;
+    let res = CardBuilder::of(json!(criteria)).put(&app, &brief).await;
     assert_eq!(res.status(), 200);
     assert_eq!(
         criterion(&res.json().await.unwrap(), "serving.ttft_p95_ms", 3)["status"],
@@ -253,15 +214,12 @@ async fn a_card_revision_changes_a_status() {
 async fn invalid_criteria_are_422_per_field_and_unknown_keys_warn() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    let res = put_card(
-        &app,
-        &brief,
-        json!([
-            { "key": "dcgm.diag.passed", "op": "gt", "threshold": true, "stage": 1 },
-            { "key": "serving.ttft_p95_ms", "op": "le", "threshold": 500, "unit": "s", "stage": 3 },
-            { "key": "serving.itl_p95_ms", "op": "le", "threshold": 50, "stage": 0 }
-        ]),
-    )
+    let res = CardBuilder::of(json!([
+        { "key": "dcgm.diag.passed", "op": "gt", "threshold": true, "stage": 1 },
+        { "key": "serving.ttft_p95_ms", "op": "le", "threshold": 500, "unit": "s", "stage": 3 },
+        { "key": "serving.itl_p95_ms", "op": "le", "threshold": 50, "stage": 0 }
+    ]))
+    .put(&app, &brief)
     .await;
     assert_eq!(res.status(), 422);
     let problem: Value = res.json().await.unwrap();
@@ -274,26 +232,20 @@ async fn invalid_criteria_are_422_per_field_and_unknown_keys_warn() {
     assert_eq!(fields, vec!["criteria[0].op", "criteria[1].unit", "criteria[2].stage"]);
     assert_eq!(app.count("card_revisions").await, 0);
 
-    let res = put_card(
-        &app,
-        &brief,
-        json!([{ "key": "team.smoke_score", "op": "ge", "threshold": 0.8, "stage": 2 }]),
-    )
-    .await;
+    let res = CardBuilder::of(json!([{ "key": "team.smoke_score", "op": "ge", "threshold": 0.8, "stage": 2 }]))
+        .put(&app, &brief)
+        .await;
     assert_eq!(res.status(), 200);
     let c: Value = res.json().await.unwrap();
     assert!(c["warnings"][0].as_str().unwrap().contains("team.smoke_score"));
-    upload(
-        &app,
-        &brief,
-        2,
-        "2026-11-29T10:00:00Z",
-        json!({ "team.smoke_score": 0.9 }),
-    )
-    .await;
+    EvidenceBuilder::metrics(json!({ "team.smoke_score": 0.9 }))
+        .stage(2)
+        .collected_at("2026-11-29T10:00:00Z")
+        .upload_id(&app, &brief)
+        .await;
     assert_eq!(card(&app, &brief).await["criteria"][0]["status"], "pass");
 
-    assert_eq!(put_card(&app, &brief, json!("nope")).await.status(), 422);
+    assert_eq!(CardBuilder::of(json!("nope")).put(&app, &brief).await.status(), 422);
     let res = app.put_json(&format!("/api/v1/briefs/{brief}/card"), &json!({})).await;
     assert_eq!(res.status(), 422);
 }
@@ -319,10 +271,7 @@ async fn who_may_read_and_change_a_card() {
 async fn the_manifest_lint_feeds_the_card() {
     let app = spawn_app().await;
     let manifest = "apiVersion: v1\nkind: Pod\nmetadata: { name: p }\nspec:\n  containers:\n    - name: c\n      image: vllm/vllm-openai:latest\n";
-    let brief = app.create_brief(json!({ "k8s_manifest": manifest })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new().k8s_manifest(manifest).create_id(&app).await;
     let c = card(&app, &brief).await;
     let lint = criterion(&c, "manifest.lint_errors", 5);
     assert_eq!(
@@ -337,9 +286,8 @@ async fn the_manifest_lint_feeds_the_card() {
 #[tokio::test]
 async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_typed() {
     let app = spawn_app().await;
-    let mut body = common::valid_brief();
-    common::merge(&mut body, json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 8 }));
-    let brief = app.create_brief(body.clone()).await;
+    let on_h100 = |count| BriefBuilder::new().trial_gpu("H100 SXM", count);
+    let brief = on_h100(8).create(&app).await;
     let id = brief["id"].as_str().unwrap().to_owned();
     let gpu_count = |card: &Value| {
         card["criteria"]
@@ -376,12 +324,8 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
     assert_eq!(gpu_count(&card), json!(8.0));
 
     // Saved as generated, then the brief moves to 4 × H100: the card asks for 4.
-    let res = app
-        .put_json(&format!("/api/v1/briefs/{id}/card"), &json!({ "criteria": own(&card) }))
-        .await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-    common::merge(&mut body, json!({ "trial_gpu_count": 4 }));
-    let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
+    CardBuilder::of(own(&card)).save(&app, &id).await;
+    let res = on_h100(4).put(&app, &id).await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     let card: Value = app
         .get(&format!("/api/v1/briefs/{id}/card"))
@@ -404,12 +348,8 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
             c["threshold"] = json!(3);
         }
     }
-    let res = app
-        .put_json(&format!("/api/v1/briefs/{id}/card"), &json!({ "criteria": criteria }))
-        .await;
-    assert_eq!(res.status(), 200);
-    common::merge(&mut body, json!({ "trial_gpu_count": 8 }));
-    let res = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
+    CardBuilder::of(criteria).save(&app, &id).await;
+    let res = on_h100(8).put(&app, &id).await;
     assert_eq!(res.status(), 200);
     let card: Value = app
         .get(&format!("/api/v1/briefs/{id}/card"))

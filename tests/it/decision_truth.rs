@@ -4,6 +4,9 @@
 //! as `common::vllm_points` states — and every expected figure is worked out here by hand.
 
 use crate::common;
+use crate::common::builders::{
+    BriefBuilder, CardBuilder, EvidenceBuilder, LedgerBuilder, LedgerLine, PriceRow, PriceSheet, TrialBuilder,
+};
 
 use common::{
     bearer_client, spawn_app,
@@ -14,65 +17,27 @@ use rentcheck::auth::Role;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-const SHEET_HEADER: &str = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n";
+/// A real-time chat brief with the targets of `vllm_points`, tested on 8 × H100 SXM.
+fn chat_brief() -> BriefBuilder {
+    BriefBuilder::new()
+        .targets(targets())
+        .trial_gpu("H100 SXM", 8)
+        .max_cost_per_job("1")
+}
 
-/// A real-time chat brief with the targets of `vllm_points` and the stage-3 card, tested on 8 ×
-/// H100 SXM; `overrides` on top.
-async fn brief(app: &TestApp, overrides: Value) -> String {
-    let mut body = json!({
-        "targets": targets(),
-        "trial_gpu": "H100 SXM", "trial_gpu_count": 8,
-        "max_cost_per_job": "1",
-    });
-    common::merge(&mut body, overrides);
-    let id = app.brief_id_with(body).await;
-    let res = app
-        .put_json(
-            &format!("/api/v1/briefs/{id}/card"),
-            &json!({ "criteria": load_card() }),
-        )
-        .await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+/// Creates `brief` with the stage-3 card of `vllm_points` saved on it.
+async fn brief(app: &TestApp, brief: BriefBuilder) -> String {
+    let id = brief.create_id(app).await;
+    CardBuilder::of(load_card()).save(app, &id).await;
     id
 }
 
-async fn trials(app: &TestApp, brief: &str) -> Vec<Value> {
-    let v: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/trials"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    v["items"].as_array().unwrap().clone()
-}
-
-/// The first trial, edited with `changes` (the whole trial goes back, as a form would).
-async fn first_trial(app: &TestApp, brief: &str, changes: Value) -> String {
-    let mut t = trials(app, brief).await.remove(0);
-    common::merge(&mut t, changes);
-    let id = t["id"].as_str().unwrap().to_owned();
-    let res = app.put_json(&format!("/api/v1/trials/{id}"), &t).await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-    id
-}
-
-async fn add_trial(app: &TestApp, brief: &str, body: Value) -> String {
-    let res = app.post_json(&format!("/api/v1/briefs/{brief}/trials"), &body).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    res.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
-}
-
-async fn upload(app: &TestApp, brief: &str, trial: &str, body: &Value) -> Value {
-    let res = app
-        .post_raw_evidence(
-            brief,
-            &format!("kind=bench-serving&stage=3&trial={trial}"),
-            "application/json",
-            body.to_string().into_bytes(),
-        )
+/// A load point of the trial's (`vllm bench serve` output), which must parse.
+async fn upload(app: &TestApp, brief: &str, trial: &str, point: &Value) -> Value {
+    let v = EvidenceBuilder::bench_serving(point)
+        .trial(trial)
+        .upload(app, brief)
         .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let v: Value = res.json().await.unwrap();
     assert_ne!(v["parse_status"], "failed", "{v}");
     v
 }
@@ -92,38 +57,16 @@ fn trial_of<'a>(review: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no trial {id} in {review}"))
 }
 
-async fn import_prices(app: &TestApp, rows: &str) {
-    let res = bearer_client(&app.token(Role::Manager, None).await)
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(format!("{SHEET_HEADER}{rows}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-}
-
 /// One day of the trial's GPUs at `rate`, `accepted` jobs and `idle` GPU-hours of the 192 billed.
 async fn ledger(app: &TestApp, brief: &str, trial: &str, rate: &str, accepted: u64, idle: Option<&str>) {
-    let mut outputs = json!({ "accepted": accepted });
+    let mut post = LedgerBuilder::new()
+        .trial(trial)
+        .line(LedgerLine::accelerator_day(&format!("node-{trial}"), 8, rate))
+        .accepted(accepted);
     if let Some(idle) = idle {
-        outputs["idle_hours"] = json!(idle);
+        post = post.idle_hours(idle);
     }
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/ledger"),
-            &json!({
-                "trial": trial,
-                "lines": [{
-                    "category": "accelerator", "resource": format!("node-{trial}"),
-                    "starts_at": "2026-11-01T00:00:00Z", "ends_at": "2026-11-02T00:00:00Z",
-                    "gpus": 8, "rate_per_gpu_hour": rate, "currency": "USD"
-                }],
-                "outputs": outputs
-            }),
-        )
-        .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    post.save(app, brief).await;
 }
 
 fn decimal(v: &Value) -> Decimal {
@@ -165,8 +108,12 @@ async fn a_sweep_uploaded_in_either_order_gives_the_same_operating_point_and_ver
 
     let mut seen = Vec::new();
     for order in [[0, 1, 2], [2, 1, 0]] {
-        let id = brief(&app, json!({ "expected_peak_rps": 20 })).await;
-        let trial = first_trial(&app, &id, json!({ "rate_per_gpu_hour": "2.00" })).await;
+        let id = brief(&app, chat_brief().expected_peak_rps(20.0)).await;
+        let trial = TrialBuilder::first_of(&app, &id)
+            .await
+            .rate_per_gpu_hour("2.00")
+            .save(&app)
+            .await;
         let mut evidence = Vec::new();
         for i in order {
             evidence.push(upload(&app, &id, &trial, &points[i]).await);
@@ -222,8 +169,12 @@ async fn a_sweep_uploaded_in_either_order_gives_the_same_operating_point_and_ver
 
     // The same three points in one `vllm bench sweep` summary.json, in either order.
     for reversed in [false, true] {
-        let id = brief(&app, json!({ "expected_peak_rps": 20 })).await;
-        let trial = first_trial(&app, &id, json!({ "rate_per_gpu_hour": "2.00" })).await;
+        let id = brief(&app, chat_brief().expected_peak_rps(20.0)).await;
+        let trial = TrialBuilder::first_of(&app, &id)
+            .await
+            .rate_per_gpu_hour("2.00")
+            .save(&app)
+            .await;
         let mut array = points.to_vec();
         if reversed {
             array.reverse();
@@ -240,8 +191,12 @@ async fn a_sweep_uploaded_in_either_order_gives_the_same_operating_point_and_ver
 #[tokio::test]
 async fn goodput_and_cost_at_the_slo_count_good_requests_once_to_one_percent() {
     let app = spawn_app().await;
-    let id = brief(&app, json!({})).await;
-    let trial = first_trial(&app, &id, json!({ "rate_per_gpu_hour": "2.00" })).await;
+    let id = brief(&app, chat_brief()).await;
+    let trial = TrialBuilder::first_of(&app, &id)
+        .await
+        .rate_per_gpu_hour("2.00")
+        .save(&app)
+        .await;
     // The real run at 8 requests/s over 25 s with its first 20 requests failed (timeouts).
     let point = load_point(Load::at(8.0, 25.0).failing(20));
     upload(&app, &id, &trial, &point).await;
@@ -294,8 +249,12 @@ async fn goodput_and_cost_at_the_slo_count_good_requests_once_to_one_percent() {
 #[tokio::test]
 async fn a_load_test_where_every_request_failed_fails_stage_3_and_stops() {
     let app = spawn_app().await;
-    let id = brief(&app, json!({})).await;
-    let trial = first_trial(&app, &id, json!({ "rate_per_gpu_hour": "2.00" })).await;
+    let id = brief(&app, chat_brief()).await;
+    let trial = TrialBuilder::first_of(&app, &id)
+        .await
+        .rate_per_gpu_hour("2.00")
+        .save(&app)
+        .await;
     // Every request of the real run failed, as vLLM writes such a run: TTFT 0, no tokens.
     let point = load_point(Load::at(8.0, 25.0).failing(200));
     let evidence = upload(&app, &id, &trial, &point).await;
@@ -352,18 +311,19 @@ async fn a_load_test_where_every_request_failed_fails_stage_3_and_stops() {
 async fn a_cheaper_trial_stopped_by_rule_6b_is_never_recommended_over_an_accepted_dearer_one() {
     let app = spawn_app().await;
     // A managed API at 1.00 per million input tokens and 4.00 per million output tokens.
-    let id = brief(
-        &app,
-        json!({ "api_price_input_per_million": "1.00", "api_price_output_per_million": "4.00" }),
-    )
-    .await;
-    let slow = first_trial(&app, &id, json!({ "name": "Slow", "rate_per_gpu_hour": "2.00" })).await;
-    let fast = add_trial(
-        &app,
-        &id,
-        json!({ "name": "Fast", "gpu": "H100 SXM", "gpu_count": 8, "rate_per_gpu_hour": "2.50" }),
-    )
-    .await;
+    let id = brief(&app, chat_brief().api_prices_per_million("1.00", "4.00")).await;
+    let slow = TrialBuilder::first_of(&app, &id)
+        .await
+        .name("Slow")
+        .rate_per_gpu_hour("2.00")
+        .save(&app)
+        .await;
+    let fast = TrialBuilder::new()
+        .name("Fast")
+        .gpus("H100 SXM", 8)
+        .rate_per_gpu_hour("2.50")
+        .add_id(&app, &id)
+        .await;
     // Slow kept the targets only at 4 requests/s (8 queued 100 ms too long); Fast at 8.
     let slow_point = load_point(Load::at(4.0, 50.0));
     upload(&app, &id, &slow, &slow_point).await;
@@ -445,14 +405,19 @@ async fn a_cheaper_trial_stopped_by_rule_6b_is_never_recommended_over_an_accepte
 #[tokio::test]
 async fn cheaper_by_the_hour_but_dearer_for_the_peak_is_not_recommended() {
     let app = spawn_app().await;
-    let id = brief(&app, json!({ "expected_peak_rps": 20, "headroom_pct": 10 })).await;
-    let cheap = first_trial(&app, &id, json!({ "name": "Cheap hour", "rate_per_gpu_hour": "2.00" })).await;
-    let dear = add_trial(
-        &app,
-        &id,
-        json!({ "name": "Dear hour", "gpu": "H100 SXM", "gpu_count": 8, "rate_per_gpu_hour": "2.50" }),
-    )
-    .await;
+    let id = brief(&app, chat_brief().expected_peak_rps(20.0).headroom_pct(10.0)).await;
+    let cheap = TrialBuilder::first_of(&app, &id)
+        .await
+        .name("Cheap hour")
+        .rate_per_gpu_hour("2.00")
+        .save(&app)
+        .await;
+    let dear = TrialBuilder::new()
+        .name("Dear hour")
+        .gpus("H100 SXM", 8)
+        .rate_per_gpu_hour("2.50")
+        .add_id(&app, &id)
+        .await;
     upload(&app, &id, &cheap, &load_point(Load::at(4.0, 50.0))).await;
     upload(&app, &id, &cheap, &load_point(Load::at(8.0, 25.3).queued(100.0))).await;
     for p in sweep() {
@@ -492,19 +457,20 @@ async fn cheaper_by_the_hour_but_dearer_for_the_peak_is_not_recommended() {
 #[tokio::test]
 async fn spot_capacity_for_real_time_serving_stops_and_is_not_recommended() {
     let app = spawn_app().await;
-    let id = brief(&app, json!({})).await;
-    let spot = first_trial(
-        &app,
-        &id,
-        json!({ "name": "Spot", "billing": "spot", "rate_per_gpu_hour": "1.20" }),
-    )
-    .await;
-    let on_demand = add_trial(
-        &app,
-        &id,
-        json!({ "name": "On demand", "gpu": "H100 SXM", "gpu_count": 8, "rate_per_gpu_hour": "2.50" }),
-    )
-    .await;
+    let id = brief(&app, chat_brief()).await;
+    let spot = TrialBuilder::first_of(&app, &id)
+        .await
+        .name("Spot")
+        .billing("spot")
+        .rate_per_gpu_hour("1.20")
+        .save(&app)
+        .await;
+    let on_demand = TrialBuilder::new()
+        .name("On demand")
+        .gpus("H100 SXM", 8)
+        .rate_per_gpu_hour("2.50")
+        .add_id(&app, &id)
+        .await;
     let point = load_point(Load::at(8.0, 25.3).queued(20.0));
     upload(&app, &id, &spot, &point).await;
     upload(&app, &id, &on_demand, &point).await;
@@ -523,16 +489,28 @@ async fn spot_capacity_for_real_time_serving_stops_and_is_not_recommended() {
 #[tokio::test]
 async fn the_offers_break_even_decides_reserve_and_the_approval_records_exactly_the_reservation() {
     let app = spawn_app().await;
-    let id = brief(&app, json!({ "expected_peak_rps": 20 })).await;
+    let id = brief(&app, chat_brief().expected_peak_rps(20.0)).await;
     // No rate of its own: the trial is priced from Cloud A's rows of the same offer.
-    let trial = first_trial(&app, &id, json!({ "provider": "Cloud A", "rate_per_gpu_hour": null })).await;
-    import_prices(
-        &app,
-        "Cloud A,H100 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 12\n\
-         Cloud A,H100 SXM,8,reserved,2.10,USD,,2026-11-01,quote 12 (1 year)\n\
-         Cloud A,H100 SXM,8,spot,1.40,USD,,2026-11-01,quote 12\n",
-    )
-    .await;
+    let trial = TrialBuilder::first_of(&app, &id)
+        .await
+        .provider("Cloud A")
+        .without_rate()
+        .save(&app)
+        .await;
+    PriceSheet::new()
+        .row(PriceRow::new("Cloud A", "H100 SXM", 8, "3.50").source("quote 12"))
+        .row(
+            PriceRow::new("Cloud A", "H100 SXM", 8, "2.10")
+                .reserved()
+                .source("quote 12 (1 year)"),
+        )
+        .row(
+            PriceRow::new("Cloud A", "H100 SXM", 8, "1.40")
+                .billing("spot")
+                .source("quote 12"),
+        )
+        .import(&app)
+        .await;
     for p in sweep() {
         upload(&app, &id, &trial, &p).await;
     }
@@ -636,8 +614,13 @@ async fn the_offers_break_even_decides_reserve_and_the_approval_records_exactly_
 #[tokio::test]
 async fn without_a_reserved_price_a_busy_trial_expands_and_says_which_price_would_pay() {
     let app = spawn_app().await;
-    let id = brief(&app, json!({})).await;
-    let trial = first_trial(&app, &id, json!({ "provider": "Cloud A", "rate_per_gpu_hour": "3.50" })).await;
+    let id = brief(&app, chat_brief()).await;
+    let trial = TrialBuilder::first_of(&app, &id)
+        .await
+        .provider("Cloud A")
+        .rate_per_gpu_hour("3.50")
+        .save(&app)
+        .await;
     upload(&app, &id, &trial, &load_point(Load::at(8.0, 25.3).queued(20.0))).await;
     // 0.90 busy, no reserved price known: expand (8b). Reserving would pay below 3.50 × (0.90 −
     // 0.05) = 2.975 per GPU-hour; on demand for the busy hours: 8 × 3.50 × 730 × 0.90 = 18,396.
@@ -705,15 +688,28 @@ async fn without_a_reserved_price_a_busy_trial_expands_and_says_which_price_woul
 #[tokio::test]
 async fn a_euro_row_never_hides_the_dollar_row_of_the_same_offer() {
     let app = spawn_app().await;
-    let id = brief(&app, json!({})).await;
-    let trial = first_trial(&app, &id, json!({ "provider": "Cloud B", "rate_per_gpu_hour": null })).await;
+    let id = brief(&app, chat_brief()).await;
+    let trial = TrialBuilder::first_of(&app, &id)
+        .await
+        .provider("Cloud B")
+        .without_rate()
+        .save(&app)
+        .await;
     // The same offer (provider, GPU, count, billing, region) in two currencies, the euro row last.
-    import_prices(
-        &app,
-        "Cloud B,H100 SXM,8,on-demand,2.49,USD,eu-west,2026-11-01,quote 7\n\
-         Cloud B,H100 SXM,8,on-demand,2.10,EUR,eu-west,2026-11-01,quote 7 in euros\n",
-    )
-    .await;
+    PriceSheet::new()
+        .row(
+            PriceRow::new("Cloud B", "H100 SXM", 8, "2.49")
+                .region("eu-west")
+                .source("quote 7"),
+        )
+        .row(
+            PriceRow::new("Cloud B", "H100 SXM", 8, "2.10")
+                .currency("EUR")
+                .region("eu-west")
+                .source("quote 7 in euros"),
+        )
+        .import(&app)
+        .await;
     let current: Value = app.get("/api/v1/prices").await.json().await.unwrap();
     let currencies: Vec<&str> = current["items"]
         .as_array()
@@ -747,13 +743,14 @@ async fn a_euro_row_never_hides_the_dollar_row_of_the_same_offer() {
         "{html}"
     );
     // A brief in euros is priced from the euro row only: 8 × 2.10 = 16.80 an hour.
-    let eur = brief(&app, json!({ "currency": "EUR" })).await;
-    let eur_trial = first_trial(
-        &app,
-        &eur,
-        json!({ "provider": "Cloud B", "rate_per_gpu_hour": null, "currency": "EUR" }),
-    )
-    .await;
+    let eur = brief(&app, chat_brief().currency("EUR")).await;
+    let eur_trial = TrialBuilder::first_of(&app, &eur)
+        .await
+        .provider("Cloud B")
+        .without_rate()
+        .currency("EUR")
+        .save(&app)
+        .await;
     let t = trial_of(&review(&app, &eur).await, &eur_trial).clone();
     assert_eq!(decimal(&t["cost_per_hour"]), "16.80".parse::<Decimal>().unwrap());
     // The brief page shows the same price for the allocation, billing named.
@@ -776,7 +773,7 @@ async fn a_euro_row_never_hides_the_dollar_row_of_the_same_offer() {
 #[tokio::test]
 async fn evidence_naming_another_gpu_than_the_trials_is_flagged() {
     let app = spawn_app().await;
-    let id = brief(&app, json!({ "trial_gpu": "H200 SXM" })).await;
+    let id = brief(&app, chat_brief().set("trial_gpu", "H200 SXM")).await;
     let res = app
         .post_raw_evidence(
             &id,

@@ -5,13 +5,12 @@
 //! it used (a new sheet makes an approval stale). Every expected figure is worked out here by hand.
 
 use crate::common;
+use crate::common::builders::{BriefBuilder, EvidenceBuilder, PriceRow, PriceSheet, TrialBuilder};
 
 use common::{bearer_client, fixture, spawn_app, TestApp};
 use rentcheck::auth::Role;
 use rust_decimal::{prelude::FromPrimitive, Decimal, RoundingStrategy};
 use serde_json::{json, Value};
-
-const SHEET_HEADER: &str = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n";
 
 async fn review(app: &TestApp, brief: &str) -> Value {
     let res = app.get(&format!("/api/v1/briefs/{brief}/review")).await;
@@ -19,32 +18,12 @@ async fn review(app: &TestApp, brief: &str) -> Value {
     res.json().await.unwrap()
 }
 
-async fn first_trial(app: &TestApp, brief: &str) -> Value {
-    let v: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/trials"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    v["items"][0].clone()
-}
-
-/// Sets fields of a trial through the API (the whole trial goes back, as a form would).
-async fn edit_trial(app: &TestApp, trial: &Value, changes: Value) {
-    let mut body = trial.clone();
-    common::merge(&mut body, changes);
-    let res = app
-        .put_json(&format!("/api/v1/trials/{}", trial["id"].as_str().unwrap()), &body)
-        .await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-}
-
+/// A `vllm bench serve` result of the brief's trial, at stage 3.
 async fn upload(app: &TestApp, brief: &str, bytes: Vec<u8>) -> Value {
-    let res = app
-        .post_raw_evidence(brief, "kind=bench-serving&stage=3", "application/json", bytes)
-        .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    res.json().await.unwrap()
+    EvidenceBuilder::raw("bench-serving", "application/json", bytes)
+        .stage(3)
+        .upload(app, brief)
+        .await
 }
 
 fn decimal(v: &Value) -> Decimal {
@@ -76,11 +55,10 @@ pub(crate) fn run(label: &str, rate: f64, output_tokens_per_s: f64, misses: usiz
 #[tokio::test]
 async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens() {
     let app = spawn_app().await;
-    let brief = app
-        .brief_id_with(json!({
-            "targets": { "ttft_p95_ms": 400, "itl_p95_ms": 40, "e2e_p95_ms": 8000, "error_rate": 0.01 },
-            "trial_gpu": "A100 80GB SXM", "trial_gpu_count": 8,
-        }))
+    let brief = BriefBuilder::new()
+        .targets(json!({ "ttft_p95_ms": 400, "itl_p95_ms": 40, "e2e_p95_ms": 8000, "error_rate": 0.01 }))
+        .trial_gpu("A100 80GB SXM", 8)
+        .create_id(&app)
         .await;
     let before = review(&app, &brief).await;
     assert_eq!(
@@ -89,8 +67,11 @@ async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens()
         "nothing measured yet"
     );
     assert_eq!(before["trials"][0]["cost_per_million_output_tokens"], Value::Null);
-    let trial = first_trial(&app, &brief).await;
-    edit_trial(&app, &trial, json!({ "rate_per_gpu_hour": "1.50" })).await;
+    TrialBuilder::first_of(&app, &brief)
+        .await
+        .rate_per_gpu_hour("1.50")
+        .save(&app)
+        .await;
 
     let bytes = fixture("bench-serving/vllm-benchmark-serving-llama3.3-70b-tp8-8xa100-qps-inf.json");
     let file: Value = serde_json::from_slice(&bytes).unwrap();
@@ -159,15 +140,18 @@ async fn per_request_data_gives_attainment_goodput_and_cost_per_million_tokens()
 async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even() {
     use common::vllm_points::{good, load_point, Load, TPOT_MS, TTFT_MS};
     let app = spawn_app().await;
-    let brief = app
-        .brief_id_with(json!({
-            "trial_gpu": "H100 SXM", "trial_gpu_count": 2,
-            "targets": common::vllm_points::targets(),
-            "expected_peak_rps": 20, "api_price_per_million_tokens": "1.00",
-        }))
+    let brief = BriefBuilder::new()
+        .trial_gpu("H100 SXM", 2)
+        .targets(common::vllm_points::targets())
+        .expected_peak_rps(20.0)
+        .api_price_per_million_tokens("1.00")
+        .create_id(&app)
         .await;
-    let trial = first_trial(&app, &brief).await;
-    edit_trial(&app, &trial, json!({ "rate_per_gpu_hour": "2.00" })).await;
+    TrialBuilder::first_of(&app, &brief)
+        .await
+        .rate_per_gpu_hour("2.00")
+        .save(&app)
+        .await;
     // 4 requests/s over 50 s; 8 over 25.3 s with 20 ms more queueing; 16 over 18 s with 400 ms: 194,
     // 194 and 0 of the 200 requests inside every target.
     let points = [
@@ -279,37 +263,25 @@ async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even()
 #[tokio::test]
 async fn a_review_priced_from_a_sheet_goes_stale_when_a_new_sheet_arrives() {
     let app = spawn_app().await;
-    let brief = app
-        .brief_id_with(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 2 }))
+    let brief = BriefBuilder::new().trial_gpu("H100 SXM", 2).create_id(&app).await;
+    TrialBuilder::first_of(&app, &brief)
+        .await
+        .provider("Cloud B")
+        .without_rate()
+        .save(&app)
         .await;
-    let trial = first_trial(&app, &brief).await;
-    edit_trial(
-        &app,
-        &trial,
-        json!({ "provider": "Cloud B", "rate_per_gpu_hour": null }),
-    )
-    .await;
     let manager = bearer_client(&app.token(Role::Manager, None).await);
-    let import = |sheet: String| {
-        let manager = manager.clone();
-        let url = app.url("/api/v1/prices");
-        async move {
-            let res = manager
-                .post(url)
-                .header("content-type", "text/csv")
-                .body(sheet)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-        }
-    };
-    import(format!(
-        "{SHEET_HEADER}Cloud B,H100 SXM,2,on-demand,2.49,USD,,2026-11-01,quote 7\n\
-         Cloud B,H100 SXM,2,on-demand,2.10,EUR,eu-west,2026-11-01,quote 7 in euros\n\
-         Cloud A,H100 SXM,8,on-demand,1.99,USD,,2026-11-01,a.example\n"
-    ))
-    .await;
+    PriceSheet::new()
+        .row(PriceRow::new("Cloud B", "H100 SXM", 2, "2.49").source("quote 7"))
+        .row(
+            PriceRow::new("Cloud B", "H100 SXM", 2, "2.10")
+                .currency("EUR")
+                .region("eu-west")
+                .source("quote 7 in euros"),
+        )
+        .row(PriceRow::new("Cloud A", "H100 SXM", 8, "1.99").source("a.example"))
+        .import(&app)
+        .await;
     upload(&app, &brief, run("conc8", 8.0, 800.0, 1).to_string().into_bytes()).await;
 
     let r = review(&app, &brief).await;
@@ -343,10 +315,14 @@ async fn a_review_priced_from_a_sheet_goes_stale_when_a_new_sheet_arrives() {
     assert_eq!(review(&app, &brief).await["approval"]["stale"], false);
 
     // Cloud B's price drops in a newer sheet: new figures, a stale approval naming what moved.
-    import(format!(
-        "{SHEET_HEADER}Cloud B,H100 SXM,2,on-demand,2.19,USD,,2026-11-15,quote 8\n"
-    ))
-    .await;
+    PriceSheet::new()
+        .row(
+            PriceRow::new("Cloud B", "H100 SXM", 2, "2.19")
+                .valid_from("2026-11-15")
+                .source("quote 8"),
+        )
+        .import(&app)
+        .await;
     let r = review(&app, &brief).await;
     assert_eq!(decimal(&r["trials"][0]["cost_per_hour"]), Decimal::new(438, 2));
     assert_ne!(r["inputs_digest"], json!(digest));

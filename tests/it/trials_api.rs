@@ -5,22 +5,13 @@
 //! one allocation is stale on another.
 
 use crate::common;
+use crate::common::builders::{
+    trials_of, BriefBuilder, CardBuilder, EvidenceBuilder, LedgerBuilder, LedgerLine, TrialBuilder,
+};
 
 use common::{bearer_client, spawn_app, TestApp};
 use serde_json::{json, Value};
 use uuid::Uuid;
-
-async fn trials(app: &TestApp, brief: &str) -> Vec<Value> {
-    let res = app.get(&format!("/api/v1/briefs/{brief}/trials")).await;
-    assert_eq!(res.status(), 200);
-    res.json::<Value>().await.unwrap()["items"].as_array().unwrap().clone()
-}
-
-async fn add_trial(app: &TestApp, brief: &str, body: Value) -> Value {
-    let res = app.post_json(&format!("/api/v1/briefs/{brief}/trials"), &body).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    res.json().await.unwrap()
-}
 
 fn metrics_upload(stage: u8, trial: Option<&str>, metrics: Value) -> Value {
     let mut body = json!({ "kind": "metrics", "stage": stage, "data": { "metrics": metrics } });
@@ -33,25 +24,20 @@ fn metrics_upload(stage: u8, trial: Option<&str>, metrics: Value) -> Value {
 #[tokio::test]
 async fn a_brief_starts_with_one_trial_and_more_are_added_edited_and_ended() {
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({ "trial_gpu": "H100 SXM", "trial_gpu_count": 4 }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let first = trials(&app, &brief).await;
+    let brief = BriefBuilder::new().trial_gpu("H100 SXM", 4).create_id(&app).await;
+    let first = trials_of(&app, &brief).await;
     assert_eq!(first.len(), 1);
     assert_eq!(first[0]["name"], "Trial 1");
     assert_eq!(first[0]["gpu"], "H100 SXM", "the brief's trial_gpu is its first trial");
     assert_eq!(first[0]["allocation"]["count"], 4);
     assert_eq!(first[0]["allocation"]["suggested"], false);
 
-    let second = add_trial(
-        &app,
-        &brief,
-        json!({ "provider": "Cloud B", "gpu": "H200 SXM", "gpu_count": 2, "rate_per_gpu_hour": "3.10" }),
-    )
-    .await;
+    let second = TrialBuilder::new()
+        .provider("Cloud B")
+        .gpus("H200 SXM", 2)
+        .rate_per_gpu_hour("3.10")
+        .add(&app, &brief)
+        .await;
     assert_eq!(second["name"], "Trial 2", "the next free name");
     assert_eq!(second["position"], 2);
     assert_eq!(second["rate_per_gpu_hour"], "3.1");
@@ -59,7 +45,7 @@ async fn a_brief_starts_with_one_trial_and_more_are_added_edited_and_ended() {
     let id = second["id"].as_str().unwrap().to_owned();
 
     // A trial with no GPU tests the sizing's suggestion, and says so.
-    let suggested = add_trial(&app, &brief, json!({ "name": "whatever fits" })).await;
+    let suggested = TrialBuilder::new().name("whatever fits").add(&app, &brief).await;
     assert_eq!(suggested["allocation"]["suggested"], true);
     assert_eq!(suggested["gpu"], Value::Null);
 
@@ -74,12 +60,11 @@ async fn a_brief_starts_with_one_trial_and_more_are_added_edited_and_ended() {
     assert_eq!(ended["gpu"], "H200 SXM");
 
     // A re-run names the trial it re-runs.
-    let rerun = add_trial(
-        &app,
-        &brief,
-        json!({ "gpu": "H200 SXM", "gpu_count": 2, "rerun_of": id }),
-    )
-    .await;
+    let rerun = TrialBuilder::new()
+        .gpus("H200 SXM", 2)
+        .rerun_of(&id)
+        .add(&app, &brief)
+        .await;
     assert_eq!(rerun["rerun_of"], json!(id));
 
     // Bad input is named field by field, and nothing is stored.
@@ -99,7 +84,7 @@ async fn a_brief_starts_with_one_trial_and_more_are_added_edited_and_ended() {
         .collect();
     assert_eq!(fields, ["gpu", "billing", "rate_per_gpu_hour"]);
     let other_brief = app.brief_id().await;
-    let other = trials(&app, &other_brief).await;
+    let other = trials_of(&app, &other_brief).await;
     let res = app
         .post_json(
             &format!("/api/v1/briefs/{brief}/trials"),
@@ -111,33 +96,33 @@ async fn a_brief_starts_with_one_trial_and_more_are_added_edited_and_ended() {
         .post_json(&format!("/api/v1/briefs/{brief}/trials"), &json!({ "name": "Trial 2" }))
         .await;
     assert_eq!(res.status(), 422, "a taken name");
-    assert_eq!(trials(&app, &brief).await.len(), 4);
+    assert_eq!(trials_of(&app, &brief).await.len(), 4);
 }
 
 #[tokio::test]
 async fn evidence_and_ledger_lines_go_to_the_trial_named_and_a_trial_token_to_its_own() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    let first = trials(&app, &brief).await[0]["id"].as_str().unwrap().to_owned();
+    let first = trials_of(&app, &brief).await[0]["id"].as_str().unwrap().to_owned();
     // With one trial, nothing needs naming.
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/evidence"),
-            &metrics_upload(1, None, json!({"gpu.count": 8})),
-        )
+    let res = EvidenceBuilder::metrics(json!({"gpu.count": 8}))
+        .stage(1)
+        .post(&app, &brief)
         .await;
     assert_eq!(res.status(), 201);
     assert_eq!(res.json::<Value>().await.unwrap()["trial_id"], json!(first));
 
-    let second = add_trial(&app, &brief, json!({ "name": "Cloud B 2 × H200", "gpu": "H200 SXM" })).await;
+    let second = TrialBuilder::new()
+        .name("Cloud B 2 × H200")
+        .gpu("H200 SXM")
+        .add(&app, &brief)
+        .await;
     let second = second["id"].as_str().unwrap().to_owned();
 
     // With two, an upload that names none is refused, naming both.
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/evidence"),
-            &metrics_upload(1, None, json!({"gpu.count": 2})),
-        )
+    let res = EvidenceBuilder::metrics(json!({"gpu.count": 2}))
+        .stage(1)
+        .post(&app, &brief)
         .await;
     assert_eq!(res.status(), 422);
     let problem = res.text().await.unwrap();
@@ -224,70 +209,60 @@ async fn evidence_and_ledger_lines_go_to_the_trial_named_and_a_trial_token_to_it
     assert_eq!(res.status(), 403, "not even through a line's trial column");
 }
 
-/// Posts `accepted` outputs and one accelerator line of `hours` × `gpus` at `rate` to a trial.
+/// Posts `accepted` outputs and one day's accelerator line of `gpus` at `rate` to a trial.
 async fn ledger(app: &TestApp, brief: &str, trial: &str, gpus: u32, rate: &str, accepted: u64) {
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/ledger"),
-            &json!({
-                "trial": trial,
-                "lines": [{
-                    "category": "accelerator", "resource": format!("node-{trial}"),
-                    "starts_at": "2026-11-01T00:00:00Z", "ends_at": "2026-11-02T00:00:00Z",
-                    "gpus": gpus, "rate_per_gpu_hour": rate, "currency": "USD"
-                }],
-                "outputs": { "accepted": accepted, "idle_hours": "1" }
-            }),
-        )
+    LedgerBuilder::new()
+        .trial(trial)
+        .line(LedgerLine::accelerator_day(&format!("node-{trial}"), gpus, rate))
+        .accepted(accepted)
+        .idle_hours("1")
+        .save(app, brief)
         .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
 }
 
 #[tokio::test]
 async fn each_trial_is_decided_on_its_own_and_the_cheapest_accepted_one_is_recommended() {
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({ "trial_gpu": "H200 SXM", "trial_gpu_count": 2, "max_cost_per_job": "1" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new()
+        .trial_gpu("H200 SXM", 2)
+        .max_cost_per_job("1")
+        .create_id(&app)
+        .await;
     // One card for every trial: two GPUs and a latency target.
     let criteria = json!([
         { "key": "gpu.count", "op": "ge", "threshold": 2, "unit": "count", "stage": 1, "required": true },
         { "key": "serving.ttft_p95_ms", "op": "le", "threshold": 500, "unit": "ms", "stage": 3, "required": true }
     ]);
-    let res = app
-        .put_json(
-            &format!("/api/v1/briefs/{brief}/card"),
-            &json!({ "criteria": criteria }),
-        )
-        .await;
-    assert_eq!(res.status(), 200);
-    let a = trials(&app, &brief).await[0]["id"].as_str().unwrap().to_owned();
+    CardBuilder::of(criteria).save(&app, &brief).await;
+    let a = trials_of(&app, &brief).await[0]["id"].as_str().unwrap().to_owned();
     let mut ids = vec![a.clone()];
     for (name, gpu, provider, rate) in [
         ("B", "H100 SXM", "Cloud B", "2.00"),
         ("C", "H100 SXM", "Cloud C", "1.00"),
         ("D", "H100 SXM", "Cloud D", "1.50"),
     ] {
-        let t = add_trial(
-            &app,
-            &brief,
-            json!({ "name": name, "gpu": gpu, "gpu_count": 2, "provider": provider, "rate_per_gpu_hour": rate }),
-        )
-        .await;
+        let t = TrialBuilder::new()
+            .name(name)
+            .gpus(gpu, 2)
+            .provider(provider)
+            .rate_per_gpu_hour(rate)
+            .add(&app, &brief)
+            .await;
         ids.push(t["id"].as_str().unwrap().to_owned());
     }
     let (a, b, c, d) = (&ids[0], &ids[1], &ids[2], &ids[3]);
     for (trial, ttft) in [(a, Some(300)), (b, Some(350)), (c, Some(900)), (d, None)] {
-        let mut uploads = vec![metrics_upload(1, Some(trial), json!({ "gpu.count": 2 }))];
+        EvidenceBuilder::metrics(json!({ "gpu.count": 2 }))
+            .stage(1)
+            .trial(trial)
+            .upload(&app, &brief)
+            .await;
         if let Some(ttft) = ttft {
-            uploads.push(metrics_upload(3, Some(trial), json!({ "serving.ttft_p95_ms": ttft })));
-        }
-        for u in uploads {
-            let res = app.post_json(&format!("/api/v1/briefs/{brief}/evidence"), &u).await;
-            assert_eq!(res.status(), 201);
+            EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": ttft }))
+                .stage(3)
+                .trial(trial)
+                .upload(&app, &brief)
+                .await;
         }
     }
     // 48 GPU-hours each; by hand: A 48 × 3.00 / 1000 = 0.144, B 48 × 2.00 / 1000 = 0.096,
@@ -367,12 +342,7 @@ async fn each_trial_is_decided_on_its_own_and_the_cheapest_accepted_one_is_recom
 #[tokio::test]
 async fn a_saved_card_is_stale_on_a_trial_of_another_allocation_and_collectives_are_na_on_one_gpu() {
     let app = spawn_app().await;
-    let brief = app
-        .create_brief(json!({ "trial_gpu": "H200 SXM", "trial_gpu_count": 8 }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new().trial_gpu("H200 SXM", 8).create_id(&app).await;
     let card: Value = app
         .get(&format!("/api/v1/briefs/{brief}/card"))
         .await
@@ -406,19 +376,12 @@ async fn a_saved_card_is_stale_on_a_trial_of_another_allocation_and_collectives_
                     "stage": c["stage"], "required": c["required"] })
         })
         .collect();
-    let res = app
-        .put_json(
-            &format!("/api/v1/briefs/{brief}/card"),
-            &json!({ "criteria": criteria }),
-        )
-        .await;
-    assert_eq!(res.status(), 200);
-    let saved: Value = res.json().await.unwrap();
+    let saved = CardBuilder::of(json!(criteria)).save(&app, &brief).await;
     assert_eq!(saved["stale"], json!([]), "not stale on the allocation it was set for");
 
     // The first trial moves to 2 × H100. The typed GPU count no longer fits it, and the card says
     // so; thresholds left as generated follow the new allocation and are not stale.
-    let first = trials(&app, &brief).await[0].clone();
+    let first = trials_of(&app, &brief).await[0].clone();
     let mut changed = first.clone();
     changed["gpu"] = json!("H100 SXM");
     changed["gpu_count"] = json!(2);
@@ -446,7 +409,7 @@ async fn a_saved_card_is_stale_on_a_trial_of_another_allocation_and_collectives_
     assert_eq!(card["trial"]["allocation"], "2 × H100 SXM");
 
     // A one-GPU trial: collectives and links do not apply to it.
-    let single = add_trial(&app, &brief, json!({ "gpu": "H200 SXM", "gpu_count": 1 })).await;
+    let single = TrialBuilder::new().gpus("H200 SXM", 1).add(&app, &brief).await;
     let single = single["id"].as_str().unwrap();
     let card: Value = app
         .get(&format!("/api/v1/briefs/{brief}/card?trial={single}"))
