@@ -3,13 +3,12 @@
 //! comparison's second trial on a phone, the jump to the approval, and no raw value on any page.
 
 use crate::common;
+use crate::common::builders::{BriefBuilder, PriceRow, PriceSheet};
 
 use common::{browser, browser::Browser, spawn_app, TestApp, OWNER_EMAIL, PASSWORD};
 use fantoccini::key::Key;
 use rentcheck::{auth::Role, config::AppConfig, demo, state::AppState};
 use serde_json::{json, Value};
-
-const PRICE_HEADER: &str = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n";
 
 async fn js(b: &Browser, script: &str) -> Value {
     b.client.execute(script, vec![]).await.unwrap()
@@ -61,17 +60,6 @@ async fn on_screen(b: &Browser, css: &str) -> Result<(), String> {
     Ok(())
 }
 
-async fn import_prices(app: &TestApp, sheet: &str) {
-    let res = common::bearer_client(&app.token(Role::Manager, None).await)
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(format!("{PRICE_HEADER}{sheet}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-}
-
 #[tokio::test]
 async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_screen_at_1366_and_390() {
     let app = spawn_app().await;
@@ -79,16 +67,24 @@ async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_scre
     // Synthetic prices: long provider names and every billing, as a real sheet has them, each in
     // nodes of 1, 2, 4 and 8 GPUs (a row prices only its own node shape).
     let offers = [
-        "Example Compute Europe West,H100 SXM,{n},on-demand,2.49,USD,,2026-11-01,quote 1",
-        "Example Compute Europe West,H200 SXM,{n},spot,2.10,USD,,2026-11-01,quote 2",
-        "Another Example Cloud,A100 80GB SXM,{n},reserved,1.60,USD,,2026-11-01,quote 3",
-        "Another Example Cloud,B200,{n},on-demand,5.90,USD,,2026-11-01,quote 4",
+        (
+            "Example Compute Europe West",
+            "H100 SXM",
+            "on-demand",
+            "2.49",
+            "quote 1",
+        ),
+        ("Example Compute Europe West", "H200 SXM", "spot", "2.10", "quote 2"),
+        ("Another Example Cloud", "A100 80GB SXM", "reserved", "1.60", "quote 3"),
+        ("Another Example Cloud", "B200", "on-demand", "5.90", "quote 4"),
     ];
-    let sheet: String = offers
-        .iter()
-        .flat_map(|o| ["1", "2", "4", "8"].map(|n| format!("{}\n", o.replace("{n}", n))))
-        .collect();
-    import_prices(&app, &sheet).await;
+    let mut sheet = PriceSheet::new();
+    for (provider, gpu, billing, rate, source) in offers {
+        for n in [1, 2, 4, 8] {
+            sheet = sheet.row(PriceRow::new(provider, gpu, n, rate).billing(billing).source(source));
+        }
+    }
+    sheet.import(&app).await;
     let b = browser::launch().await;
     b.login(&app.base, OWNER_EMAIL, PASSWORD).await;
     let mut problems = Vec::new();
@@ -360,12 +356,15 @@ async fn after_an_approval_the_section_shows_the_recorded_figures_not_the_form()
     let (app, loaded) = demo_app().await;
     // A reserved quote that pays at the demo's 77.7 % busy (2.45 ÷ 3.50 = 70 % + 5 points): rule 8
     // reserves, so approving records a reservation (without a reserved price nothing is reserved).
-    import_prices(
-        &app,
-        "Cloud A,H200 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 7\n\
-         Cloud A,H200 SXM,8,reserved,2.45,USD,,2026-11-01,quote 7 (1 year)\n",
-    )
-    .await;
+    PriceSheet::new()
+        .row(PriceRow::new("Cloud A", "H200 SXM", 8, "3.50").source("quote 7"))
+        .row(
+            PriceRow::new("Cloud A", "H200 SXM", 8, "2.45")
+                .reserved()
+                .source("quote 7 (1 year)"),
+        )
+        .import(&app)
+        .await;
     let b = browser::launch().await;
     b.login(&app.base, &loaded.email, &loaded.password).await;
     b.client.set_window_size(1366, 900).await.unwrap();
@@ -550,7 +549,7 @@ async fn the_dashboard_names_each_owner_and_sorts_by_a_column_heading() {
         ("Alpha batch", "zoe@example.com"),
         ("Zeta embed", "adam@example.com"),
     ] {
-        app.create_brief(json!({ "name": name, "owner": owner })).await;
+        BriefBuilder::new().name(name).owner(owner).create(&app).await;
     }
     let b = browser::launch().await;
     b.login(&app.base, OWNER_EMAIL, PASSWORD).await;

@@ -5,6 +5,7 @@
 //! engineer sees no form.
 
 use crate::common;
+use crate::common::builders::{PriceRow, PriceSheet};
 
 use common::{browser, browser::Browser, spawn_app, PASSWORD};
 use rentcheck::{auth::Role, config::AppConfig, demo, state::AppState};
@@ -109,18 +110,16 @@ fn amounts_are_found() {
 /// Imports a quote for the demo's offer (Cloud A, 8 × H200 SXM, USD): on demand 3.50 and reserved
 /// at `reserved` per GPU-hour.
 async fn reserved_quote(app: &common::TestApp, reserved: &str) {
-    let res = common::bearer_client(&app.token(Role::Manager, None).await)
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(format!(
-            "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
-             Cloud A,H200 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 7\n\
-             Cloud A,H200 SXM,8,reserved,{reserved},USD,,2026-11-02,quote 7 (1 year)\n"
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    PriceSheet::new()
+        .row(PriceRow::new("Cloud A", "H200 SXM", 8, "3.50").source("quote 7"))
+        .row(
+            PriceRow::new("Cloud A", "H200 SXM", 8, reserved)
+                .reserved()
+                .valid_from("2026-11-02")
+                .source("quote 7 (1 year)"),
+        )
+        .import(app)
+        .await;
 }
 
 fn dec(v: &serde_json::Value) -> rust_decimal::Decimal {

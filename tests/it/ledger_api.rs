@@ -1,6 +1,7 @@
 //! The ledger over HTTP: JSON and CSV posts, the summary, roles, bad imports, the size cap, export.
 
 use crate::common;
+use crate::common::builders::{BriefBuilder, LedgerCsv};
 
 use std::time::{Duration, Instant};
 
@@ -11,17 +12,7 @@ use serde_json::{json, Value};
 const HEADER: &str = "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\n";
 
 async fn brief(app: &TestApp) -> String {
-    app.create_brief(json!({})).await["id"].as_str().unwrap().to_owned()
-}
-
-async fn post_csv(client: &reqwest::Client, app: &TestApp, id: &str, body: String) -> reqwest::Response {
-    client
-        .post(app.url(&format!("/api/v1/briefs/{id}/ledger")))
-        .header("content-type", "text/csv")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
+    BriefBuilder::new().create_id(&app).await
 }
 
 /// The worked example of tests/ledger.rs, as CSV.
@@ -43,7 +34,9 @@ license,,,,,,,9.75,usd\n"
 async fn worked_example_over_csv_and_json() {
     let app = spawn_app().await;
     let id = brief(&app).await;
-    let res = post_csv(&app.client, &app, &id, worked_example_csv()).await;
+    let res = LedgerCsv::new(worked_example_csv())
+        .post_with(&app.client, &app, &id)
+        .await;
     assert_eq!(res.status(), 201);
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["lines_added"], 8);
@@ -166,7 +159,9 @@ async fn agents_post_only_to_their_own_brief() {
         .await
         .unwrap();
     assert_eq!(res.status(), 201);
-    let res = post_csv(&agent, &app, &a, format!("{HEADER}support,,,,,,,2,\n")).await;
+    let res = LedgerCsv::new(format!("{HEADER}support,,,,,,,2,\n"))
+        .post_with(&agent, &app, &a)
+        .await;
     assert_eq!(res.status(), 201);
     let res = agent
         .post(app.url(&format!("/api/v1/briefs/{b}/ledger")))
@@ -196,7 +191,7 @@ async fn agents_post_only_to_their_own_brief() {
 }
 
 async fn assert_bad_csv(app: &TestApp, id: &str, csv: String, field: &str, needle: &str) {
-    let res = post_csv(&app.client, app, id, csv).await;
+    let res = LedgerCsv::new(csv).post_with(&app.client, app, id).await;
     assert_eq!(res.status(), 422, "{field}");
     let p: Value = res.json().await.unwrap();
     let errors = p["errors"].as_array().unwrap();
@@ -365,7 +360,10 @@ async fn csv_export_round_trips() {
     let a = brief(&app).await;
     let b = brief(&app).await;
     assert_eq!(
-        post_csv(&app.client, &app, &a, worked_example_csv()).await.status(),
+        LedgerCsv::new(worked_example_csv())
+            .post_with(&app.client, &app, &a)
+            .await
+            .status(),
         201
     );
     let first = app.get(&format!("/api/v1/briefs/{a}/ledger.csv")).await;
@@ -379,7 +377,13 @@ async fn csv_export_round_trips() {
     assert!(first.starts_with(&format!("{},trial\n", HEADER.trim_end())), "{first}");
     assert!(first.contains(",USD,Trial 1\n"), "{first}");
     assert!(first.contains("\"host, with a comma\""));
-    assert_eq!(post_csv(&app.client, &app, &b, first.clone()).await.status(), 201);
+    assert_eq!(
+        LedgerCsv::new(first.clone())
+            .post_with(&app.client, &app, &b)
+            .await
+            .status(),
+        201
+    );
     let second = app
         .get(&format!("/api/v1/briefs/{b}/ledger.csv"))
         .await
@@ -408,11 +412,16 @@ async fn a_re_sent_billing_export_does_not_double_the_accelerator_cost() {
     let app = spawn_app().await;
     let id = brief(&app).await;
     assert_eq!(
-        post_csv(&app.client, &app, &id, worked_example_csv()).await.status(),
+        LedgerCsv::new(worked_example_csv())
+            .post_with(&app.client, &app, &id)
+            .await
+            .status(),
         201
     );
     // The same export again: every accelerator line now has an identical twin from another import.
-    let res = post_csv(&app.client, &app, &id, worked_example_csv()).await;
+    let res = LedgerCsv::new(worked_example_csv())
+        .post_with(&app.client, &app, &id)
+        .await;
     assert_eq!(res.status(), 201);
     let s: Value = res.json().await.unwrap();
     assert_eq!(s["accelerator_hours"], "100");

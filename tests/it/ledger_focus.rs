@@ -5,6 +5,7 @@
 //! another currency is refused at its line; and the review's money follows the imported lines.
 
 use crate::common;
+use crate::common::builders::LedgerCsv;
 
 use common::{fixture, spawn_app, TestApp};
 use serde_json::{json, Value};
@@ -58,16 +59,6 @@ fn query(trial: &str) -> String {
     )
 }
 
-async fn post(app: &TestApp, brief: &str, query: &str, body: String) -> reqwest::Response {
-    app.client
-        .post(app.url(&format!("/api/v1/briefs/{brief}/ledger?{query}")))
-        .header("content-type", "text/csv")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn first_trial(app: &TestApp, brief: &str) -> String {
     let v: Value = app
         .get(&format!("/api/v1/briefs/{brief}/trials"))
@@ -85,7 +76,10 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     let brief = app.brief_id().await;
     let trial = first_trial(&app, &brief).await;
 
-    let res = post(&app, &brief, &query(&trial), export(&trial)).await;
+    let res = LedgerCsv::new(export(&trial))
+        .query(&query(&trial))
+        .post(&app, &brief)
+        .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["trial"], trial.as_str());
@@ -210,7 +204,10 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     assert_eq!(s["total"], "8");
 
     // The same export again adds nothing: every row's identity is already the trial's.
-    let res = post(&app, &brief, &query(&trial), export(&trial)).await;
+    let res = LedgerCsv::new(export(&trial))
+        .query(&query(&trial))
+        .post(&app, &brief)
+        .await;
     assert_eq!(res.status(), 200);
     let again: Value = res.json().await.unwrap();
     assert_eq!(again["lines_added"], 0);
@@ -221,7 +218,7 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
     // The same bill in euros is refused at its first line of the trial (the volume, line 3), the
     // brief being in dollars; nothing is stored.
     let euros = export(&trial).replace(r#""USD""#, r#""EUR""#);
-    let res = post(&app, &brief, &query(&trial), euros).await;
+    let res = LedgerCsv::new(euros).query(&query(&trial)).post(&app, &brief).await;
     assert_eq!(res.status(), 422);
     let problem: Value = res.json().await.unwrap();
     assert_eq!(problem["errors"][0]["field"], "line 3, column 5 (BillingCurrency)");
@@ -266,25 +263,22 @@ async fn a_focus_export_is_refused_without_its_trial_and_imports_from_the_page()
         .json()
         .await
         .unwrap();
-    let res = post(
-        &app,
-        &brief,
-        &format!("format=focus&trial={}", second["id"].as_str().unwrap()),
-        export(&trial),
-    )
-    .await;
+    let res = LedgerCsv::new(export(&trial))
+        .query(&format!("format=focus&trial={}", second["id"].as_str().unwrap()))
+        .post(&app, &brief)
+        .await;
     assert_eq!(res.status(), 422);
     let problem: Value = res.json().await.unwrap();
     assert_eq!(problem["errors"][0]["field"], "resources");
-    let res = post(&app, &brief, "format=focus&trial=not-a-uuid", export(&trial)).await;
+    let res = LedgerCsv::new(export(&trial))
+        .query("format=focus&trial=not-a-uuid")
+        .post(&app, &brief)
+        .await;
     assert_eq!(res.status(), 400);
-    let res = post(
-        &app,
-        &brief,
-        &format!("format=focus&trial={trial}&gpus_per_resource=many"),
-        export(&trial),
-    )
-    .await;
+    let res = LedgerCsv::new(export(&trial))
+        .query(&format!("format=focus&trial={trial}&gpus_per_resource=many"))
+        .post(&app, &brief)
+        .await;
     assert_eq!(res.status(), 422);
     assert_eq!(app.count("ledger_lines").await, 0);
 
@@ -340,13 +334,10 @@ async fn an_azure_daily_bill_prices_the_trial_by_the_hours_it_ran() {
     let trial = first_trial(&app, &brief).await;
 
     let body = shaped("azure-focus-1.0-daily.csv", &trial);
-    let res = post(
-        &app,
-        &brief,
-        &format!("format=focus&trial={trial}&gpus_per_resource=8"),
-        body,
-    )
-    .await;
+    let res = LedgerCsv::new(body)
+        .query(&format!("format=focus&trial={trial}&gpus_per_resource=8"))
+        .post(&app, &brief)
+        .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let answer: Value = res.json().await.unwrap();
     // An ND96amsr_A100_v4 (8 GPUs) that ran 15.5 h on each of two days: 2 × 15.5 × 8 = 248
@@ -381,13 +372,10 @@ async fn an_aws_per_second_bill_counts_the_seconds_used() {
     let brief = app.brief_id().await;
     let trial = first_trial(&app, &brief).await;
     let body = shaped("aws-focus-1.2-per-second.csv", &trial);
-    let res = post(
-        &app,
-        &brief,
-        &format!("format=focus&trial={trial}&gpus_per_resource=8"),
-        body,
-    )
-    .await;
+    let res = LedgerCsv::new(body)
+        .query(&format!("format=focus&trial={trial}&gpus_per_resource=8"))
+        .post(&app, &brief)
+        .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let answer: Value = res.json().await.unwrap();
     // 1,600 + 3,600 + 3,600 + 3,200 s = 3.3333 h × 8 GPUs = 26.67 GPU-hours, not 4 h × 8 = 32.

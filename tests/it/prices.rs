@@ -3,22 +3,13 @@
 //! can start from a price. A browser test imports a sheet on `/prices` and sees it in the sizing.
 
 use crate::common;
+use crate::common::builders::{PriceRow, PriceSheet};
 
-use common::{bearer_client, browser, spawn_app, TestApp, PASSWORD};
+use common::{browser, spawn_app, TestApp, PASSWORD};
 use rentcheck::auth::Role;
 use serde_json::{json, Value};
 
 const HEADER: &str = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n";
-
-async fn import(app: &TestApp, as_role: Role, sheet: String) -> reqwest::Response {
-    bearer_client(&app.token(as_role, None).await)
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(sheet)
-        .send()
-        .await
-        .unwrap()
-}
 
 async fn current(app: &TestApp) -> Vec<Value> {
     let v: Value = app.get("/api/v1/prices").await.json().await.unwrap();
@@ -28,43 +19,53 @@ async fn current(app: &TestApp) -> Vec<Value> {
 #[tokio::test]
 async fn a_sheet_is_all_or_nothing_and_the_newest_row_of_each_offer_is_current() {
     let app = spawn_app().await;
-    let bad = format!(
-        "{HEADER}Cloud A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,https://a.example/pricing\n\
-         Cloud B,H100 SXM,1,on-demand,$2.49,USD,,2026-11-01,quote 7\n"
-    );
-    let res = import(&app, Role::Manager, bad).await;
+    let bad = PriceSheet::new()
+        .row(PriceRow::new("Cloud A", "H100 SXM", 8, "2.99").source("https://a.example/pricing"))
+        .row(PriceRow::new("Cloud B", "H100 SXM", 1, "$2.49").source("quote 7"));
+    let res = bad.import_as(&app, Role::Manager).await;
     assert_eq!(res.status(), 422);
     let problem: Value = res.json().await.unwrap();
     assert_eq!(problem["errors"][0]["field"], "line 3, column 5 (rate_per_gpu_hour)");
     assert!(current(&app).await.is_empty(), "nothing of a refused sheet is stored");
 
-    let res = import(
-        &app,
-        Role::Engineer,
-        format!("{HEADER}A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,q\n"),
-    )
-    .await;
+    let res = PriceSheet::new()
+        .row(PriceRow::new("A", "H100 SXM", 8, "2.99").source("q"))
+        .import_as(&app, Role::Engineer)
+        .await;
     assert_eq!(res.status(), 403, "managers and admins import prices");
 
-    let sheet = format!(
-        "{HEADER}Cloud A,H100 SXM,8,on-demand,2.99,USD,us-east,2026-11-01,https://a.example/pricing\n\
-         Cloud B,H100 SXM,1,on-demand,2.49,USD,,2026-11-01,quote 7\n\
-         Cloud C,H100 SXM,1,on-demand,1.10,EUR,,2026-11-01,quote 9\n\
-         Cloud B,H100 SXM,1,on-demand,0.50,USD,,2099-01-01,a promise\n"
-    );
-    let res = import(&app, Role::Manager, sheet).await;
+    let sheet = PriceSheet::new()
+        .row(
+            PriceRow::new("Cloud A", "H100 SXM", 8, "2.99")
+                .region("us-east")
+                .source("https://a.example/pricing"),
+        )
+        .row(PriceRow::new("Cloud B", "H100 SXM", 1, "2.49").source("quote 7"))
+        .row(
+            PriceRow::new("Cloud C", "H100 SXM", 1, "1.10")
+                .currency("EUR")
+                .source("quote 9"),
+        )
+        .row(
+            PriceRow::new("Cloud B", "H100 SXM", 1, "0.50")
+                .valid_from("2099-01-01")
+                .source("a promise"),
+        );
+    let res = sheet.import_as(&app, Role::Manager).await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     assert_eq!(res.json::<Value>().await.unwrap()["rows"], 4);
     let now = current(&app).await;
     assert_eq!(now.len(), 3, "a price valid from a future date is not current yet");
 
     // A newer sheet changes one offer; the old row is kept in the history.
-    let res = import(
-        &app,
-        Role::Admin,
-        format!("{HEADER}Cloud B,H100 SXM,1,on-demand,2.19,USD,,2026-11-15,quote 8\n"),
-    )
-    .await;
+    let res = PriceSheet::new()
+        .row(
+            PriceRow::new("Cloud B", "H100 SXM", 1, "2.19")
+                .valid_from("2026-11-15")
+                .source("quote 8"),
+        )
+        .import_as(&app, Role::Admin)
+        .await;
     assert_eq!(res.status(), 201);
     let now = current(&app).await;
     let b: Vec<&Value> = now.iter().filter(|p| p["provider"] == "Cloud B").collect();
@@ -95,18 +96,18 @@ async fn the_sizing_shows_the_cheapest_current_price_in_the_briefs_currency() {
         "no sheet, no price"
     );
 
-    let res = import(
-        &app,
-        Role::Manager,
-        format!(
-            "{HEADER}Nodes Inc,H100 SXM,8,on-demand,2.00,USD,,2026-11-01,q1\n\
-             Single GPU Co,H100 SXM,1,on-demand,2.50,USD,,2026-11-01,q2\n\
-             Quad Cloud,H100 SXM,4,on-demand,2.60,USD,,2026-11-01,q5\n\
-             Euro Cloud,H100 SXM,4,on-demand,0.10,EUR,,2026-11-01,q3\n\
-             Nodes Inc,H200 SXM,8,on-demand,3.00,USD,,2026-11-01,q4\n"
-        ),
-    )
-    .await;
+    let res = PriceSheet::new()
+        .row(PriceRow::new("Nodes Inc", "H100 SXM", 8, "2.00").source("q1"))
+        .row(PriceRow::new("Single GPU Co", "H100 SXM", 1, "2.50").source("q2"))
+        .row(PriceRow::new("Quad Cloud", "H100 SXM", 4, "2.60").source("q5"))
+        .row(
+            PriceRow::new("Euro Cloud", "H100 SXM", 4, "0.10")
+                .currency("EUR")
+                .source("q3"),
+        )
+        .row(PriceRow::new("Nodes Inc", "H200 SXM", 8, "3.00").source("q4"))
+        .import_as(&app, Role::Manager)
+        .await;
     assert_eq!(res.status(), 201);
     let sizing: Value = app
         .get(&format!("/api/v1/briefs/{brief}/sizing"))

@@ -4,23 +4,14 @@
 //! confirmed on `/prices`, and used by the sizing like any other row, billing named.
 
 use crate::common;
+use crate::common::builders::{BriefBuilder, PriceSheet};
 
-use common::{bearer_client, fixture, spawn_app, TestApp};
+use common::{bearer_client, fixture, spawn_app};
 use rentcheck::auth::Role;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn aws() -> String {
     String::from_utf8(fixture("skypilot-catalog/aws-vms-v5-excerpt.csv")).unwrap()
-}
-
-async fn import(app: &TestApp, query: &str, body: String) -> reqwest::Response {
-    bearer_client(&app.token(Role::Manager, None).await)
-        .post(app.url(&format!("/api/v1/prices?{query}")))
-        .header("content-type", "text/csv")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
 }
 
 /// (gpu, GPUs per instance, billing, region, rate per GPU-hour, source) of each row.
@@ -64,7 +55,10 @@ fn row(
 #[tokio::test]
 async fn a_real_aws_catalogue_becomes_per_gpu_prices_zones_folded_and_unknown_names_listed() {
     let app = spawn_app().await;
-    let res = import(&app, "format=skypilot&provider=AWS&valid_from=2026-11-01", aws()).await;
+    let res = PriceSheet::csv(aws())
+        .query("format=skypilot&provider=AWS&valid_from=2026-11-01")
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["catalogue_rows"], 36, "every row but the header was read");
@@ -144,15 +138,21 @@ async fn a_malformed_catalogue_stores_nothing_and_another_column_order_reads_the
     let app = spawn_app().await;
     // One price cell spoilt: the whole file is refused, the cell named by line and column.
     let spoilt = aws().replacen(",98.32,20.993400,", ",98.32 USD,20.993400,", 1);
-    let res = import(&app, "format=skypilot&provider=AWS", spoilt).await;
+    let res = PriceSheet::csv(spoilt)
+        .query("format=skypilot&provider=AWS")
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 422);
     let problem: Value = res.json().await.unwrap();
     assert_eq!(problem["errors"][0]["field"], "line 24, column 7 (Price)");
     assert_eq!(app.count("prices").await, 0, "all or nothing");
 
-    let res = import(&app, "format=skypilot", aws()).await;
+    let res = PriceSheet::csv(aws()).query("format=skypilot").post(&app).await;
     assert_eq!(res.status(), 422, "a catalogue names its provider");
-    let res = import(&app, "format=azure&provider=AWS", aws()).await;
+    let res = PriceSheet::csv(aws())
+        .query("format=azure&provider=AWS")
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 422);
     let engineer = bearer_client(&app.token(Role::Engineer, None).await)
         .post(app.url("/api/v1/prices?format=skypilot&provider=AWS"))
@@ -165,7 +165,10 @@ async fn a_malformed_catalogue_stores_nothing_and_another_column_order_reads_the
 
     // Lambda's catalogue: Price before Region, GpuInfo after it, no AvailabilityZone column.
     let lambda = String::from_utf8(fixture("skypilot-catalog/lambda-vms-v5-excerpt.csv")).unwrap();
-    let res = import(&app, "format=skypilot&provider=Lambda&valid_from=2026-11-01", lambda).await;
+    let res = PriceSheet::csv(lambda)
+        .query("format=skypilot&provider=Lambda&valid_from=2026-11-01")
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201);
     let body: Value = res.json().await.unwrap();
     let mut want = vec![
@@ -204,7 +207,10 @@ async fn a_malformed_catalogue_stores_nothing_and_another_column_order_reads_the
 #[tokio::test]
 async fn the_sizing_prices_from_the_catalogue_in_whole_nodes_and_puts_spot_after_on_demand() {
     let app = spawn_app().await;
-    let res = import(&app, "format=skypilot&provider=AWS&valid_from=2026-11-01", aws()).await;
+    let res = PriceSheet::csv(aws())
+        .query("format=skypilot&provider=AWS&valid_from=2026-11-01")
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201);
     let h100_of = |sizing: &Value| {
         sizing["options"]
@@ -228,10 +234,7 @@ async fn the_sizing_prices_from_the_catalogue_in_whole_nodes_and_puts_spot_after
     // 112 sequences of 8k tokens need 8 × H100: one p5.48xlarge. Served in real time, the
     // on-demand price comes first although spot is cheaper: 98.32 an hour (8 × 12.29),
     // 98.32 × 730 h = 71,773.60 a month.
-    let realtime = app.create_brief(json!({ "concurrency": 112 })).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let realtime = BriefBuilder::new().concurrency(112).create_id(&app).await;
     let h100 = h100_of(&sizing_of(realtime.clone()).await);
     assert_eq!(h100["count"], 8);
     assert_eq!(
@@ -248,12 +251,11 @@ async fn the_sizing_prices_from_the_catalogue_in_whole_nodes_and_puts_spot_after
 
     // The same need as a batch job takes spot, the cheapest: 8 × 2.624175 = 20.9934 an hour,
     // 15,325.18 a month.
-    let batch = app
-        .create_brief(json!({ "concurrency": 112, "workload_kind": "batch-inference" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let batch = BriefBuilder::new()
+        .concurrency(112)
+        .workload_kind("batch-inference")
+        .create_id(&app)
+        .await;
     let spot = h100_of(&sizing_of(batch.clone()).await);
     assert_eq!(spot["price_billing"], "spot");
     assert_eq!(
@@ -404,7 +406,10 @@ async fn google_clouds_gpu_rows_are_priced_with_their_host_and_a_wrong_gpu_count
     let app = spawn_app().await;
     // Real rows of SkyPilot's catalogs/v7/gcp/vms.csv: accelerator rows without an InstanceType.
     let gcp = String::from_utf8(fixture("skypilot-catalog/gcp-vms-v7-excerpt.csv")).unwrap();
-    let res = import(&app, "format=skypilot&provider=GCP&valid_from=2026-12-01", gcp).await;
+    let res = PriceSheet::csv(gcp)
+        .query("format=skypilot&provider=GCP&valid_from=2026-12-01")
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let body: Value = res.json().await.unwrap();
     let mut want = vec![
@@ -438,7 +443,10 @@ async fn google_clouds_gpu_rows_are_priced_with_their_host_and_a_wrong_gpu_count
 
     // Real rows of SkyPilot's Azure catalogue: Standard_ND96isr_H100_v5 with AcceleratorCount 12.
     let azure = String::from_utf8(fixture("skypilot-catalog/azure-vms-v6-excerpt.csv")).unwrap();
-    let res = import(&app, "format=skypilot&provider=Azure&valid_from=2026-12-01", azure).await;
+    let res = PriceSheet::csv(azure)
+        .query("format=skypilot&provider=Azure&valid_from=2026-12-01")
+        .post(&app)
+        .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let body: Value = res.json().await.unwrap();
     assert_eq!(
@@ -462,7 +470,7 @@ async fn a_file_given_to_the_wrong_import_is_named_and_both_imports_are_found_fr
     let focus = String::from_utf8(fixture("focus/azure-focus-1.0-daily.csv")).unwrap();
     // A FOCUS bill as a price sheet, and as a catalogue.
     for query in ["", "format=skypilot&provider=Azure"] {
-        let res = import(&app, query, focus.clone()).await;
+        let res = PriceSheet::csv(focus.clone()).query(query).post(&app).await;
         assert_eq!(res.status(), 422, "{query}");
         let problem: Value = res.json().await.unwrap();
         let message = problem["errors"][0]["message"].as_str().unwrap();
