@@ -22,7 +22,7 @@ use sqlx::{postgres::PgPoolOptions, PgPool};
 use crate::common::builders::{BriefBuilder, EvidenceBuilder};
 use crate::{
     common::{self, bearer_client, fixture, spawn_app_with, TestApp},
-    resilience::FlakyLink,
+    operations::resilience::FlakyLink,
 };
 
 const SECRET: &str = "a shared secret of some length";

@@ -1,5 +1,9 @@
 //! The ledger's pure arithmetic: validation, interval merging and the summary (no database).
 
+mod api;
+mod focus;
+mod pages;
+
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};

@@ -15,7 +15,7 @@ async fn brief(app: &TestApp) -> String {
     BriefBuilder::new().create_id(&app).await
 }
 
-/// The worked example of tests/ledger.rs, as CSV.
+/// The worked example of tests/it/ledger/mod.rs, as CSV.
 fn worked_example_csv() -> String {
     format!(
         "{HEADER}\

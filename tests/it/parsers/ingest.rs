@@ -29,7 +29,7 @@ async fn serving_results_are_judged_against_the_briefs_targets() {
     .await;
     assert_eq!(body["kind"], "bench-serving");
     // The brief's targets reached the parser: the same figures as the pure parser gives for them
-    // (tests/it/parsers_formats.rs recomputes those from the file's arrays).
+    // (tests/it/parsers/formats.rs recomputes those from the file's arrays).
     let targets = SloTargets {
         ttft_ms: Some(400.0),
         tpot_ms: Some(40.0),

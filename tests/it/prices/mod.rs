@@ -2,6 +2,8 @@
 //! current; the sizing shows each option's cheapest current price in the brief's currency; a trial
 //! can start from a price. A browser test imports a sheet on `/prices` and sees it in the sizing.
 
+mod imports;
+
 use crate::common;
 use crate::common::builders::{PriceRow, PriceSheet};
 

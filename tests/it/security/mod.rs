@@ -2,6 +2,10 @@
 //! brief-scoped tokens, the sign-in redirect and lockout, CSV export, /metrics, the ledger import's
 //! memory, first-run setup, headers and sessions, NUL bytes, idempotency keys and decision.md.
 
+mod hostile_input;
+mod review3;
+mod review4;
+
 use std::io::Write;
 
 use crate::common::builders::BriefBuilder;
@@ -445,7 +449,7 @@ async fn parallel_guesses_are_all_counted_and_a_locked_out_guesser_does_not_lock
         "{checked} of 40 parallel guesses had their password checked: {statuses:?}"
     );
     // The person's own browser still signs in, at once (the delay is for unknown browsers;
-    // tests/it/security_review3.rs follows an account to its lock).
+    // tests/it/security/review3.rs follows an account to its lock).
     assert_eq!(guess(PASSWORD.to_owned(), "198.51.100.20", Some(device)).await.0, 303);
 }
 

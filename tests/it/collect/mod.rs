@@ -2,6 +2,10 @@
 //! that print the project's fixtures, a fake vLLM `/metrics`, and a counting proxy that can answer
 //! 503 before it lets requests through.
 
+mod loadgen_streams;
+mod plan;
+mod plan_hostile;
+
 use crate::common;
 
 use std::{

@@ -234,7 +234,7 @@ async fn the_route_walk_every_route_with_a_scoped_token_of_each_role() {
     let unclassified: Vec<_> = routes.iter().filter(|(m, p)| reach(m, p).is_none()).collect();
     assert!(
         unclassified.is_empty(),
-        "classify these routes in security_review3.rs `reach`: {unclassified:?}"
+        "classify these routes in tests/it/security/review3.rs `reach`: {unclassified:?}"
     );
     let brief_a: Uuid = a.parse().unwrap();
     let mut allowed = std::collections::BTreeMap::new();

@@ -96,7 +96,7 @@ async fn an_engineer_adds_a_second_trial_sends_evidence_to_it_and_the_review_com
         let sweep: Vec<String> = runs
             .iter()
             .map(|(rate, tokens, misses)| {
-                crate::money_at_slo::run(&format!("rate{rate}"), *rate, *tokens, *misses).to_string()
+                crate::review::money_at_slo::run(&format!("rate{rate}"), *rate, *tokens, *misses).to_string()
             })
             .collect();
         let res = app

@@ -1,5 +1,10 @@
 //! Parser tests on the project's own fixtures (tests/fixtures/<kind>/…), written in the real formats.
 
+mod conformance;
+mod formats;
+mod ingest;
+mod load_points;
+
 use rentcheck::evidence::parsers::*;
 use serde_json::Value;
 use std::path::PathBuf;

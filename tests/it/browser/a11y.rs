@@ -13,7 +13,7 @@ use rentcheck::{auth::Role, config::AppConfig, demo, secrets::TokenKeys, state::
 use serde_json::Value;
 use uuid::Uuid;
 
-const AXE: &str = include_str!("../vendor/axe.min.js");
+const AXE: &str = include_str!("../../vendor/axe.min.js");
 
 /// One page to look at: a short name (for messages and screenshots) and its path.
 struct Page {
