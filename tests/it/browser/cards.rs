@@ -2,6 +2,7 @@
 //! criterion's status change.
 
 use crate::common;
+use crate::common::builders::EvidenceBuilder;
 
 use common::{browser, spawn_app, PASSWORD};
 use fantoccini::Locator;
@@ -12,11 +13,9 @@ async fn edit_a_threshold_save_and_see_the_new_revision_and_status() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
     // Measured TTFT 620 ms against the default 500 ms target: failing.
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/evidence"),
-            &json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 620 } } }),
-        )
+    let res = EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 620 }))
+        .stage(3)
+        .post(&app, &brief)
         .await;
     assert_eq!(res.status(), 201);
 

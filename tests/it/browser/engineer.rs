@@ -4,7 +4,7 @@
 //! and 390 px wide.
 
 use crate::common;
-use crate::common::builders::BriefBuilder;
+use crate::common::builders::{BriefBuilder, EvidenceBuilder};
 
 use common::{browser, browser::Browser, spawn_app, PASSWORD};
 use fantoccini::Locator;
@@ -203,11 +203,9 @@ async fn the_dashboard_finds_filters_and_pages_briefs() {
     }
     let needle = BriefBuilder::new().name("Needle search target").create(&app).await;
     let needle = needle["id"].as_str().unwrap().to_owned();
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{needle}/evidence"),
-            &json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 620 } } }),
-        )
+    let res = EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 620 }))
+        .stage(3)
+        .post(&app, &needle)
         .await;
     assert_eq!(res.status(), 201);
 

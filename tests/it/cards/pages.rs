@@ -1,7 +1,7 @@
 //! The brief page's timeline, lint and readiness checklist, and the card editor, as a signed-in person.
 
 use crate::common;
-use crate::common::builders::BriefBuilder;
+use crate::common::builders::{BriefBuilder, EvidenceBuilder};
 
 use common::{spawn_app, Person, TestApp};
 use serde_json::json;
@@ -17,11 +17,9 @@ async fn the_brief_page_shows_the_staged_timeline_lint_and_checklist() {
     let app = spawn_app().await;
     let manifest = "apiVersion: v1\nkind: Pod\nmetadata: { name: p }\nspec:\n  containers:\n    - name: c\n      image: vllm/vllm-openai:latest\n";
     let brief = BriefBuilder::new().k8s_manifest(manifest).create_id(&app).await;
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/evidence"),
-            &json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 300 } } }),
-        )
+    let res = EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 300 }))
+        .stage(3)
+        .post(&app, &brief)
         .await;
     let eid = res.json::<serde_json::Value>().await.unwrap()["id"]
         .as_str()

@@ -4,7 +4,7 @@
 //! tokens at known delays, and the review deciding from what collect sent.
 
 use crate::common;
-use crate::common::builders::BriefBuilder;
+use crate::common::builders::{first_trial_id, BriefBuilder};
 
 use std::{
     path::{Path, PathBuf},
@@ -198,7 +198,7 @@ fn row<'a>(stdout: &'a str, step: &str) -> &'a str {
 /// A brief whose targets imply 16 output tokens ((3800 − 2000) ÷ 120 + 1) on 8 × H100: a small
 /// model and a short context, so the predicted capacity is high and each load point short.
 async fn small_model_brief(app: &TestApp) -> (String, String) {
-    let brief = BriefBuilder::new()
+    let id = BriefBuilder::new()
         .name("Small chat")
         .catalog_model("meta-llama/Llama-3.2-1B-Instruct")
         .model("meta-llama/Llama-3.2-1B-Instruct")
@@ -208,16 +208,10 @@ async fn small_model_brief(app: &TestApp) -> (String, String) {
         .concurrency(16)
         .targets(json!({ "ttft_p95_ms": 2000, "itl_p95_ms": 120, "e2e_p95_ms": 3800 }))
         .trial_gpu("H100 SXM", 8)
-        .create(&app)
+        .create_id(app)
         .await;
-    let id = brief["id"].as_str().unwrap().to_owned();
-    let trials: Value = app
-        .get(&format!("/api/v1/briefs/{id}/trials"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    (id, trials["items"][0]["id"].as_str().unwrap().to_owned())
+    let trial = first_trial_id(app, &id).await;
+    (id, trial)
 }
 
 async fn evidence(app: &TestApp, brief: &str) -> Vec<Value> {

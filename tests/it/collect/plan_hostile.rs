@@ -3,7 +3,7 @@
 //! must run nothing a hostile plan server names beyond what rentcheck's own builder writes.
 
 use crate::common;
-use crate::common::builders::BriefBuilder;
+use crate::common::builders::{first_trial_id, BriefBuilder};
 
 use std::{path::Path, process::Output};
 
@@ -34,15 +34,9 @@ async fn collect(args: &[&str], token: &str, path: &Path, dir: &Path) -> Output 
 
 /// A brief on 16 × H100 (two nodes, so mpirun and srun lines are in the plan) with a load stage.
 async fn brief_with_trial(app: &TestApp) -> (String, String) {
-    let brief = BriefBuilder::new().trial_gpu("H100 SXM", 16).create(&app).await;
-    let id = brief["id"].as_str().unwrap().to_owned();
-    let trials: Value = app
-        .get(&format!("/api/v1/briefs/{id}/trials"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    (id, trials["items"][0]["id"].as_str().unwrap().to_owned())
+    let id = BriefBuilder::new().trial_gpu("H100 SXM", 16).create_id(app).await;
+    let trial = first_trial_id(app, &id).await;
+    (id, trial)
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! background compactor has moved an upload out of the pending queue yet (migration 8).
 
 use crate::common;
+use crate::common::builders::EvidenceBuilder;
 
 use chrono::{DateTime, Duration, Utc};
 use rentcheck::ids::TrialId;
@@ -242,11 +243,9 @@ async fn concurrent_compactors_move_every_item_once_and_keep_the_newest() {
 async fn the_servers_compactor_folds_an_upload_and_counts_it_in_metrics() {
     let app = common::spawn_app().await;
     let brief_id = app.brief_id().await;
-    let response = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief_id}/evidence"),
-            &json!({"kind": "metrics", "stage": 3, "data": {"metrics": {"serving.ttft_p95_ms": 140}}}),
-        )
+    let response = EvidenceBuilder::metrics(json!({"serving.ttft_p95_ms": 140}))
+        .stage(3)
+        .post(&app, &brief_id)
         .await;
     assert_eq!(response.status(), 201);
     // The idle compactor polls every 250 ms; give it a few seconds on a busy machine.

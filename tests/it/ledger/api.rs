@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 const HEADER: &str = "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\n";
 
 async fn brief(app: &TestApp) -> String {
-    BriefBuilder::new().create_id(&app).await
+    BriefBuilder::new().create_id(app).await
 }
 
 /// The worked example of tests/it/ledger/mod.rs, as CSV.

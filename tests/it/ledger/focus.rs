@@ -5,7 +5,7 @@
 //! another currency is refused at its line; and the review's money follows the imported lines.
 
 use crate::common;
-use crate::common::builders::LedgerCsv;
+use crate::common::builders::{LedgerBuilder, LedgerCsv};
 
 use common::{fixture, spawn_app, TestApp};
 use serde_json::{json, Value};
@@ -227,12 +227,7 @@ async fn a_real_focus_export_becomes_the_trials_ledger_once_and_the_review_follo
 
     // The review's money uses the imported lines: 4 accepted jobs → 8 ÷ 4 = 2 per job; the
     // trial names no rate, so its rate is the ledger's: 7 ÷ 3.98 GPU-hours = 1.75879… → 1.7588 per GPU-hour.
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/ledger"),
-            &json!({ "trial": trial, "outputs": { "accepted": 4 } }),
-        )
-        .await;
+    let res = LedgerBuilder::new().trial(&trial).accepted(4).post(&app, &brief).await;
     assert_eq!(res.status(), 201);
     let review: Value = app
         .get(&format!("/api/v1/briefs/{brief}/review"))

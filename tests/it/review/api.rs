@@ -1,7 +1,7 @@
 //! The review over HTTP: computed decisions, approvals and their permissions, staleness, records.
 
 use crate::common;
-use crate::common::builders::{BriefBuilder, EvidenceBuilder};
+use crate::common::builders::{BriefBuilder, EvidenceBuilder, TrialBuilder};
 
 use common::{bearer_client, fixture, spawn_app};
 use rentcheck::auth::Role;
@@ -341,17 +341,10 @@ async fn a_trial_edit_racing_a_verdict_changes_nothing_recorded() {
         }
     });
     wait_for_the_verdict_under_its_lock(&app, &id).await;
-    let listed: Value = app
-        .get(&format!("/api/v1/briefs/{id}/trials"))
+    let res = TrialBuilder::first_of(&app, &id)
         .await
-        .json()
-        .await
-        .unwrap();
-    let mut trial = listed["items"][0].clone();
-    trial["gpu"] = json!("H100 SXM");
-    trial["gpu_count"] = json!(8);
-    let res = app
-        .put_json(&format!("/api/v1/trials/{}", trial["id"].as_str().unwrap()), &trial)
+        .gpus("H100 SXM", 8)
+        .put(&app)
         .await;
     assert_eq!(res.status(), 200, "the trial edit does not wait for the verdict");
     hold.rollback().await.unwrap();
@@ -437,17 +430,10 @@ async fn review_verdict_under_lock_records_the_review_read_under_it() {
     assert!(!upload.is_finished(), "the upload waits for the verdict");
     assert_eq!(app.count("evidence").await, 0);
     // A write that does not wait for the lock commits in the same window: not read either.
-    let listed: Value = app
-        .get(&format!("/api/v1/briefs/{id}/trials"))
+    let res = TrialBuilder::first_of(&app, &id)
         .await
-        .json()
-        .await
-        .unwrap();
-    let mut trial = listed["items"][0].clone();
-    trial["gpu"] = json!("H100 SXM");
-    trial["gpu_count"] = json!(8);
-    let res = app
-        .put_json(&format!("/api/v1/trials/{}", trial["id"].as_str().unwrap()), &trial)
+        .gpus("H100 SXM", 8)
+        .put(&app)
         .await;
     assert_eq!(res.status(), 200);
 

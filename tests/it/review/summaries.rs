@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::common;
-use crate::common::builders::EvidenceBuilder;
+use crate::common::builders::{CardBuilder, EvidenceBuilder, LedgerBuilder, TrialBuilder};
 
 use common::{bearer_client, spawn_app, TestApp};
 use rentcheck::ids::BriefId;
@@ -106,12 +106,7 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
         .await
         .unwrap();
     assert_eq!(res.status(), 201);
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{id}/ledger"),
-            &json!({ "outputs": { "accepted": 1000 } }),
-        )
-        .await;
+    let res = LedgerBuilder::new().accepted(1000).post(&app, &id).await;
     assert_eq!(res.status(), 201);
     let (s, r) = summary_and_review(&app, &id).await;
     assert_same(&s, &r);
@@ -130,11 +125,9 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
     let (s, r) = summary_and_review(&app, &id).await;
     assert_same(&s, &r);
     assert_eq!(s.summary.state, "rejected");
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{id}/evidence"),
-            &json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 300 } } }),
-        )
+    let res = EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 300 }))
+        .stage(3)
+        .post(&app, &id)
         .await;
     assert_eq!(res.status(), 201);
     let (s, r) = summary_and_review(&app, &id).await;
@@ -232,11 +225,9 @@ async fn the_review_api_answers_from_its_cache_only_until_a_write_commits() {
     ] {
         sqlx::query(off).execute(&app.pool).await.unwrap();
     }
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{id}/evidence"),
-            &json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 300 } } }),
-        )
+    let res = EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 300 }))
+        .stage(3)
+        .post(&app, &id)
         .await;
     assert_eq!(res.status(), 201);
     for on in [
@@ -273,40 +264,26 @@ async fn the_review_api_answers_from_its_cache_only_until_a_write_commits() {
     assert_eq!(res.status(), 201);
     let (served, fresh) = served_and_fresh(&app, &id).await;
     assert_eq!(served, fresh, "after ledger lines");
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{id}/ledger"),
-            &json!({ "outputs": { "accepted": 1000 } }),
-        )
-        .await;
+    let res = LedgerBuilder::new().accepted(1000).post(&app, &id).await;
     assert_eq!(res.status(), 201);
     let (served, fresh) = served_and_fresh(&app, &id).await;
     assert_eq!(served, fresh, "after outputs");
     let before_card = served.clone();
 
-    let res = app
-        .put_json(
-            &format!("/api/v1/briefs/{id}/card"),
-            &json!({ "criteria": [ { "key": "serving.ttft_p95_ms", "op": "le", "threshold": 100, "unit": "ms", "stage": 3, "required": true } ] }),
-        )
+    let res = CardBuilder::new()
+        .criterion(json!({ "key": "serving.ttft_p95_ms", "op": "le", "threshold": 100, "unit": "ms", "stage": 3, "required": true }))
+        .put(&app, &id)
         .await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     let (served, fresh) = served_and_fresh(&app, &id).await;
     assert_eq!(served, fresh, "after a card revision");
     assert_ne!(served, before_card);
 
-    let trials: Value = app
-        .get(&format!("/api/v1/briefs/{id}/trials"))
+    TrialBuilder::first_of(&app, &id)
         .await
-        .json()
-        .await
-        .unwrap();
-    let mut trial = trials["items"][0].clone();
-    trial["rate_per_gpu_hour"] = json!("9.99");
-    let res = app
-        .put_json(&format!("/api/v1/trials/{}", trial["id"].as_str().unwrap()), &trial)
+        .rate_per_gpu_hour("9.99")
+        .save(&app)
         .await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     let (served, fresh) = served_and_fresh(&app, &id).await;
     assert_eq!(served, fresh, "after a trial edit");
 
@@ -386,11 +363,9 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
     assert_eq!(dirty().await, 0);
 
     // Just remade: within the interval the brief's new marks wait; past it they are taken at once.
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{id}/evidence"),
-            &json!({ "kind": "metrics", "stage": 3, "data": { "metrics": { "serving.ttft_p95_ms": 300 } } }),
-        )
+    let res = EvidenceBuilder::metrics(json!({ "serving.ttft_p95_ms": 300 }))
+        .stage(3)
+        .post(&app, &id)
         .await;
     assert_eq!(res.status(), 201);
     let held = summaries_repo::claim_dirty(&app.pool, 100, Duration::ZERO, Duration::from_secs(3600))

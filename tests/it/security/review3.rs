@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeSet, process::Command, time::Duration};
 
-use crate::common::builders::{first_trial_id, BriefBuilder};
+use crate::common::builders::{first_trial_id, BriefBuilder, CardBuilder};
 use crate::{
     common::{self, bearer_client, cookie_client, input_value, spawn_app, spawn_app_with, TestApp, PASSWORD},
     openapi::registered_routes_under,
@@ -1095,14 +1095,7 @@ async fn nul_is_refused_with_422_at_every_text_field() {
         .await
         .unwrap();
     card["criteria"][0]["why"] = json!(nul);
-    expect_422("card why", "criteria[0].why")(
-        app.put_json(
-            &format!("/api/v1/briefs/{brief}/card"),
-            &json!({ "criteria": card["criteria"] }),
-        )
-        .await,
-    )
-    .await;
+    expect_422("card why", "criteria[0].why")(CardBuilder::of(card["criteria"].clone()).put(&app, &brief).await).await;
     // An approval's comment.
     let (_, _, manager) = person_token(&app, Role::Manager, None).await;
     let res = bearer_client(&manager)
@@ -1251,15 +1244,7 @@ async fn a_card_with_no_required_criterion_is_not_approved_as_accepted() {
         .unwrap()
         .iter_mut()
         .for_each(|c| c["required"] = json!(false));
-    assert_eq!(
-        app.put_json(
-            &format!("/api/v1/briefs/{brief}/card"),
-            &json!({ "criteria": criteria })
-        )
-        .await
-        .status(),
-        200
-    );
+    assert_eq!(CardBuilder::of(criteria).put(&app, &brief).await.status(), 200);
     let (_, _, manager) = person_token(&app, Role::Manager, None).await;
     let manager = bearer_client(&manager);
     let review: Value = manager
@@ -1365,7 +1350,7 @@ async fn stored_webhook(app: &TestApp, url: &str) {
 }
 
 async fn reject_once(app: &TestApp) {
-    let brief = BriefBuilder::new().shared_hardware_ok().create_id(&app).await;
+    let brief = BriefBuilder::new().shared_hardware_ok().create_id(app).await;
     let (_, _, manager) = person_token(app, Role::Manager, None).await;
     let manager = bearer_client(&manager);
     let d = digest(app, &manager, &brief).await;

@@ -2,7 +2,7 @@
 //! suspended tokens, no way to unlock an account from the command line, and problem `type` links
 //! that led nowhere.
 
-use crate::common::builders::BriefBuilder;
+use crate::common::builders::{BriefBuilder, CardBuilder};
 use crate::common::{self, bearer_client, spawn_app, TestApp, PASSWORD};
 
 use std::process::{Command, Output, Stdio};
@@ -281,12 +281,7 @@ async fn a_card_whose_only_required_criterion_cannot_fail_is_not_approved_as_acc
     criteria.retain(|c| c["key"] != "gpu.count");
     criteria
         .push(json!({ "key": "gpu.count", "op": "ge", "threshold": 0, "unit": "count", "stage": 1, "required": true }));
-    let res = app
-        .put_json(
-            &format!("/api/v1/briefs/{brief}/card"),
-            &json!({ "criteria": criteria }),
-        )
-        .await;
+    let res = CardBuilder::of(json!(criteria)).put(&app, &brief).await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     let res = app
         .post_raw_evidence(
