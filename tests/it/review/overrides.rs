@@ -4,6 +4,7 @@
 //! `approval.recorded` webhook event and the review.
 
 use crate::common;
+use crate::common::builders::{PriceRow, PriceSheet};
 
 use common::{bearer_client, spawn_app, TestApp};
 use rentcheck::{auth::Role, config::AppConfig, demo, state::AppState};
@@ -66,17 +67,16 @@ async fn a_manager_overrides_expand_to_reserve_with_a_reason_and_it_is_recorded_
     assert_eq!(n, 0);
 
     // A quote of 2.60: the rules still say expand (79.3 % busy needed); the manager reserves anyway.
-    let res = manager
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(
-            "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
-             Cloud A,H200 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 7\n\
-             Cloud A,H200 SXM,8,reserved,2.60,USD,,2026-11-02,quote 7 (1 year)\n",
+    let res = PriceSheet::new()
+        .row(PriceRow::new("Cloud A", "H200 SXM", 8, "3.50").source("quote 7"))
+        .row(
+            PriceRow::new("Cloud A", "H200 SXM", 8, "2.60")
+                .reserved()
+                .valid_from("2026-11-02")
+                .source("quote 7 (1 year)"),
         )
-        .send()
-        .await
-        .unwrap();
+        .post_with(&manager, &app)
+        .await;
     assert_eq!(res.status(), 201);
     let r = review(&app, &brief).await;
     assert_eq!(r["decision"], "expand");

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::common;
-use crate::common::builders::{CardBuilder, EvidenceBuilder, LedgerBuilder, TrialBuilder};
+use crate::common::builders::{CardBuilder, EvidenceBuilder, LedgerBuilder, PriceRow, PriceSheet, TrialBuilder};
 
 use common::{bearer_client, spawn_app, TestApp};
 use rentcheck::ids::BriefId;
@@ -140,15 +140,10 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
     summaries::refresh_changed(&state(&app), 100, Duration::ZERO)
         .await
         .unwrap();
-    let sheet = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
-                 Cloud A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,https://a.example/pricing\n";
-    let res = manager
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(sheet)
-        .send()
-        .await
-        .unwrap();
+    let res = PriceSheet::new()
+        .row(PriceRow::new("Cloud A", "H100 SXM", 8, "2.99").source("https://a.example/pricing"))
+        .post_with(&manager, &app)
+        .await;
     assert_eq!(res.status(), 201);
     let marked: i64 = sqlx::query_scalar("SELECT count(*) FROM brief_signals_dirty WHERE brief_id = ANY($1)")
         .bind(vec![id.parse::<Uuid>().unwrap(), other.parse::<Uuid>().unwrap()])
@@ -301,15 +296,10 @@ async fn the_review_api_answers_from_its_cache_only_until_a_write_commits() {
     assert_eq!(served, fresh, "after a verdict");
     assert_eq!(served["approval"]["verdict"], "reject");
 
-    let sheet = "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
-                 Cloud A,H100 SXM,8,on-demand,2.99,USD,,2026-11-01,https://a.example/pricing\n";
-    let res = manager
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(sheet)
-        .send()
-        .await
-        .unwrap();
+    let res = PriceSheet::new()
+        .row(PriceRow::new("Cloud A", "H100 SXM", 8, "2.99").source("https://a.example/pricing"))
+        .post_with(&manager, &app)
+        .await;
     assert_eq!(res.status(), 201);
     let (served, fresh) = served_and_fresh(&app, &id).await;
     assert_eq!(served, fresh, "after a price sheet");

@@ -138,20 +138,26 @@ impl PriceSheet {
         &self.text
     }
 
-    /// Imports it as a person of `role` and answers the response, whatever it is.
-    pub async fn import_as(self, app: &TestApp, role: Role) -> reqwest::Response {
+    /// Imports it with `client` (a person's bearer token or session) and answers the response,
+    /// whatever it is.
+    pub async fn post_with(self, client: &reqwest::Client, app: &TestApp) -> reqwest::Response {
         let path = if self.query.is_empty() {
             "/api/v1/prices".to_owned()
         } else {
             format!("/api/v1/prices?{}", self.query)
         };
-        bearer_client(&app.token(role, None).await)
+        client
             .post(app.url(&path))
             .header("content-type", "text/csv")
             .body(self.text)
             .send()
             .await
             .unwrap()
+    }
+
+    /// Imports it as a person of `role` and answers the response, whatever it is.
+    pub async fn import_as(self, app: &TestApp, role: Role) -> reqwest::Response {
+        self.post_with(&bearer_client(&app.token(role, None).await), app).await
     }
 
     /// Imports it as a manager and answers the response, whatever it is.
