@@ -481,8 +481,8 @@ impl Layout {
     }
 }
 
-/// The hybrid layout, if the config names one (`None` for a model that attends on every layer).
-// Long, and reads better whole: one arm per way a config names its hybrid layout.
+/// The hybrid layout, if the config names one (`None` for a model that attends on every layer):
+/// one arm per way a config names it.
 fn read_layout(r: &mut Reader<'_>, out: &mut ConfigReading) -> Option<Layout> {
     let layers = out.num_layers? as usize;
     let mismatch = |out: &mut ConfigReading, key: &str, n: usize| {
