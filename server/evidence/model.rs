@@ -140,7 +140,11 @@ pub enum EnvelopeData {
 
 /// The envelope's bytes and their content type: from exactly one of `content` (text),
 /// `content_base64` (with `content_type`) or `data` (JSON).
-fn envelope_body(o: &Map<String, Value>, data: Option<EnvelopeData>, errors: &mut Vec<FieldError>) -> Option<(Bytes, String)> {
+fn envelope_body(
+    o: &Map<String, Value>,
+    data: Option<EnvelopeData>,
+    errors: &mut Vec<FieldError>,
+) -> Option<(Bytes, String)> {
     let given: Vec<&str> = ["content", "content_base64"]
         .into_iter()
         .filter(|k| o.get(*k).is_some_and(|v| !v.is_null()))

@@ -177,7 +177,7 @@ async fn enqueue_decision_changes(
     public_url: &str,
 ) -> Result<(), AppError> {
     let (brief_id, name) = (r.brief.id, &r.brief.fields.name);
-    for (old, new) in changed_trials(&before_trials, &after) {
+    for (old, new) in changed_trials(before_trials, after) {
         let recommended = r.recommendation.recommended == Some(new.trial_id);
         let state_json = |t: &TrialSignal| json!({ "decision": t.decision, "accepted": t.accepted });
         outbox::enqueue(

@@ -456,7 +456,7 @@ fn tied_embeddings(r: &mut Resolver<'_>, config_ok: bool, vocab_known: bool) -> 
 fn check_head_groups(r: &mut Resolver<'_>, h: u32, num_kv_heads: u32) {
     let f = r.req.fields;
     let req = r.req;
-    if h % num_kv_heads != 0 {
+    if !h.is_multiple_of(num_kv_heads) {
         let msg = format!("{num_kv_heads} KV heads do not divide {h} attention heads");
         if f.num_attention_heads.is_some() || req.num_kv_heads.is_some() {
             let field = if f.num_attention_heads.is_some() {

@@ -662,9 +662,12 @@ fn read_state(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layou
     });
 }
 
+/// ((((heads, groups), head width), state size), convolution kernel), nested as `zip` nests them.
+type StateDims = ((((u32, u32), u32), u32), u32);
+
 /// Heads, groups, head width, state size and convolution kernel of the state layers, one arm per
 /// state-layer family (Gated DeltaNet, Mamba-2), each reading its own keys.
-fn state_dims(r: &mut Reader<'_>, out: &ConfigReading, kind: StateKind) -> Option<((((u32, u32), u32), u32), u32)> {
+fn state_dims(r: &mut Reader<'_>, out: &ConfigReading, kind: StateKind) -> Option<StateDims> {
     match kind {
         StateKind::Gdn => {
             let heads = first_positive(r, &["linear_num_value_heads"], MAX_HEADS);
