@@ -251,8 +251,7 @@ impl BriefFields {
         sizing::size(&self.sizing_input())
     }
 
-    /// The fields as the strings an HTML form shows, keyed by input name.
-    // Long, and reads better whole: one entry per form field, a table to read down.
+    /// The fields as the strings an HTML form shows, keyed by input name: one entry per form field.
     pub fn form_values(&self) -> HashMap<String, String> {
         let opt = |v: &Option<String>| v.clone().unwrap_or_default();
         let num = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();
@@ -274,10 +273,6 @@ impl BriefFields {
             ("persist".to_owned(), self.persist.join(", ")),
             ("restore_plan".to_owned(), opt(&self.restore_plan)),
             ("fallback_plan".to_owned(), opt(&self.fallback_plan)),
-            (
-                "max_cost_per_job".to_owned(),
-                self.max_cost_per_job.map(|d| d.to_string()).unwrap_or_default(),
-            ),
             ("currency".to_owned(), self.currency.clone()),
             ("cost_unit".to_owned(), self.cost_unit.as_str().to_owned()),
             (
@@ -293,6 +288,30 @@ impl BriefFields {
                     .as_ref()
                     .and_then(|c| serde_json::to_string_pretty(c).ok())
                     .unwrap_or_default(),
+            ),
+        ]);
+        m.extend(self.money_values());
+        self.architecture_values(&mut m);
+        if self.needs_host_control {
+            m.insert("needs_host_control".into(), "on".into());
+        }
+        if self.only_needs_model_output {
+            m.insert("only_needs_model_output".into(), "on".into());
+        }
+        for field in TARGET_FIELDS {
+            if let Some(v) = self.targets.get(field) {
+                m.insert(format!("targets.{field}"), v.to_string());
+            }
+        }
+        m
+    }
+
+    /// The form's money fields: the cost ceiling, the expected peak and headroom, the API prices.
+    fn money_values(&self) -> [(String, String); 6] {
+        [
+            (
+                "max_cost_per_job".to_owned(),
+                self.max_cost_per_job.map(|d| d.to_string()).unwrap_or_default(),
             ),
             (
                 "expected_peak_rps".to_owned(),
@@ -320,7 +339,11 @@ impl BriefFields {
                     .map(|d| d.to_string())
                     .unwrap_or_default(),
             ),
-        ]);
+        ]
+    }
+
+    /// The form's architecture fields, each empty when the brief leaves it to the model's config.
+    fn architecture_values(&self, m: &mut HashMap<String, String>) {
         let a = &self.architecture;
         let mut arch = |field: &str, v: Option<String>| {
             m.insert(field.to_owned(), v.unwrap_or_default());
@@ -340,18 +363,6 @@ impl BriefFields {
         if a.speculative_decoding {
             m.insert("speculative_decoding".into(), "on".into());
         }
-        if self.needs_host_control {
-            m.insert("needs_host_control".into(), "on".into());
-        }
-        if self.only_needs_model_output {
-            m.insert("only_needs_model_output".into(), "on".into());
-        }
-        for field in TARGET_FIELDS {
-            if let Some(v) = self.targets.get(field) {
-                m.insert(format!("targets.{field}"), v.to_string());
-            }
-        }
-        m
     }
 }
 

@@ -211,7 +211,6 @@ pub const EMPTY_EVIDENCE: &str = "empty evidence: the command produced no output
 /// Resolves the kind, reads the window's `before` when the kind has one (from `befores`, else
 /// the newest stored one), and parses (large inputs on the blocking pool). Serving evidence is
 /// judged against the brief's latency targets, read once into `targets` on first need.
-// Long, and reads better whole: kind, window and parse in the order an upload needs them.
 async fn prepare(
     state: &AppState,
     brief_id: BriefId,

@@ -102,8 +102,7 @@ fn price_text(per_hour: rust_decimal::Decimal, currency: &str, billing: &str, pr
     text
 }
 
-// Long, and reads better whole: one line of the summary after another, in the order the page shows
-// them.
+/// One line of the summary after another, in the order the page shows them.
 fn summary(
     trial: &Trial,
     sizing: &Sizing,
@@ -125,7 +124,6 @@ fn summary(
             }
         }
     }
-    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d").to_string();
     Summary {
         trial_id: trial.id.to_string(),
         trial_name: trial.fields.name.clone(),
@@ -162,31 +160,37 @@ fn summary(
             .collect(),
         fitting: fitting.len(),
         total: sizing.options.len(),
-        stages: stages
-            .iter()
-            .map(|s| {
-                let when = match times.iter().find(|t| t.stage == i16::from(s.stage)) {
-                    None => "no evidence yet".to_owned(),
-                    Some(t) if day(t.first) == day(t.last) => {
-                        format!(
-                            "{} · {} upload{}",
-                            day(t.last),
-                            t.uploads,
-                            if t.uploads == 1 { "" } else { "s" }
-                        )
-                    }
-                    Some(t) => format!("{} → {} · {} uploads", day(t.first), day(t.last), t.uploads),
-                };
-                StageLine {
-                    stage: s.stage,
-                    name: s.name,
-                    status: s.status,
-                    status_class: s.status_class,
-                    when,
-                }
-            })
-            .collect(),
+        stages: stage_lines(stages, times),
     }
+}
+
+/// Each stage's status and when its evidence came.
+fn stage_lines(stages: &[card_pages::StageRow], times: &[review_summaries::StageTimes]) -> Vec<StageLine> {
+    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d").to_string();
+    stages
+        .iter()
+        .map(|s| {
+            let when = match times.iter().find(|t| t.stage == i16::from(s.stage)) {
+                None => "no evidence yet".to_owned(),
+                Some(t) if day(t.first) == day(t.last) => {
+                    format!(
+                        "{} · {} upload{}",
+                        day(t.last),
+                        t.uploads,
+                        if t.uploads == 1 { "" } else { "s" }
+                    )
+                }
+                Some(t) => format!("{} → {} · {} uploads", day(t.first), day(t.last), t.uploads),
+            };
+            StageLine {
+                stage: s.stage,
+                name: s.name,
+                status: s.status,
+                status_class: s.status_class,
+                when,
+            }
+        })
+        .collect()
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
@@ -358,7 +362,7 @@ pub async fn add_ledger_line(
     }
 }
 
-// Long, and reads better whole: the brief page's reads, side by side, then one view of them.
+/// The brief page's reads, side by side, then one view of them.
 async fn load_page(state: &AppState, user: &PageUser, path: BriefPath, q: BriefPageQuery) -> PageResult<BriefPage> {
     let brief = path.load(state).await?;
     let id = brief.id;
@@ -401,23 +405,8 @@ async fn load_page(state: &AppState, user: &PageUser, path: BriefPath, q: BriefP
             review_gather::trial_price(state, &brief, t).await?
         });
     }
-    // An option marked "fits" never contradicts the KV box below: when the measured KV cache of
-    // the allocation under test is short at the brief's context, that option does not fit.
     let mut sizing = sizing;
-    if let Some(check) = kv.as_ref().map(|k| &k.check).filter(|c| c.short()) {
-        for o in sizing
-            .options
-            .iter_mut()
-            .filter(|o| o.gpu == check.gpu && o.count <= check.count && o.fits)
-        {
-            o.fits = false;
-            o.load_note = Some(
-                "fits on paper, but the measured KV cache of the trial is short at the brief's context (see the KV \
-                 cache box)"
-                    .into(),
-            );
-        }
-    }
+    unfit_where_kv_is_short(&mut sizing, kv.as_ref());
     let summary = summary(
         trial,
         &sizing,
@@ -449,4 +438,23 @@ async fn load_page(state: &AppState, user: &PageUser, path: BriefPath, q: BriefP
         kv,
         gpu_mismatch: mismatch.map(|(id, named)| (id.to_string(), named)),
     })
+}
+
+/// An option marked "fits" never contradicts the KV box: when the measured KV cache of the
+/// allocation under test is short at the brief's context, that option does not fit.
+fn unfit_where_kv_is_short(sizing: &mut Sizing, kv: Option<&TrialKv>) {
+    if let Some(check) = kv.map(|k| &k.check).filter(|c| c.short()) {
+        for o in sizing
+            .options
+            .iter_mut()
+            .filter(|o| o.gpu == check.gpu && o.count <= check.count && o.fits)
+        {
+            o.fits = false;
+            o.load_note = Some(
+                "fits on paper, but the measured KV cache of the trial is short at the brief's context (see the KV \
+                 cache box)"
+                    .into(),
+            );
+        }
+    }
 }

@@ -99,8 +99,7 @@ fn pre_session_csrf_ok(headers: &HeaderMap, form: &HashMap<String, String>) -> b
     !cookie.is_empty() && secrets::equal(&cookie, sent)
 }
 
-// Long, and reads better whole: the sign-in in the order its security rules need: throttle, check,
-// settle, session, audit.
+/// The sign-in, in the order its security rules need: throttle, check, settle, session, audit.
 async fn login(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -121,26 +120,7 @@ async fn login(
     let device = session::read_cookie(&headers, lockout::DEVICE_COOKIE);
     let attempt = match lockout::admit(&state.pool, &email, &client, device.as_deref()).await? {
         Admission::Go(attempt) => attempt,
-        refused => {
-            audit::record_refusal(
-                &state.pool,
-                &state.refusals,
-                &email,
-                "login.refused",
-                &email,
-                &client,
-                json!({ "reason": refused.reason() }),
-            )
-            .await?;
-            let mut r = login_page(&state, raw_email, next, refused.message()).await?;
-            *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-            if let Admission::Wait(wait) = refused {
-                if let Ok(v) = (wait.as_secs() + 1).to_string().parse() {
-                    r.headers_mut().insert(header::RETRY_AFTER, v);
-                }
-            }
-            return Ok(r);
-        }
+        refused => return refused_page(&state, refused, &email, &client, raw_email, next).await,
     };
     let user = users::by_email(&state.pool, &email).await?;
     let ok = password::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await?;
@@ -148,40 +128,10 @@ async fn login(
     let remember = ok && user.as_ref().is_some_and(|u| u.disabled_at.is_none());
     let settled = lockout::settle(&state.pool, attempt, ok, remember).await?;
     let Some(user) = user.filter(|_| ok) else {
-        audit::record(&state.pool, &email, "login.failed", &email, json!({ "client": client })).await?;
-        if settled.locked_now {
-            audit::record(
-                &state.pool,
-                "rentcheck",
-                "login.lock",
-                &email,
-                json!({ "failures": lockout::LOCK_AFTER, "client": client }),
-            )
-            .await?;
-        }
-        let mut r = login_page(&state, raw_email, next, "Email or password is incorrect.".into()).await?;
-        *r.status_mut() = StatusCode::UNAUTHORIZED;
-        return Ok(r);
+        return failed_page(&state, &email, &client, settled.locked_now, raw_email, next).await;
     };
     if user.disabled_at.is_some() {
-        // Said only to someone who knows the password: it tells them whom to ask.
-        audit::record(
-            &state.pool,
-            &email,
-            "login.disabled",
-            &email,
-            json!({ "client": client }),
-        )
-        .await?;
-        let mut r = login_page(
-            &state,
-            raw_email,
-            next,
-            "This account is disabled. Ask an admin to enable it.".into(),
-        )
-        .await?;
-        *r.status_mut() = StatusCode::FORBIDDEN;
-        return Ok(r);
+        return disabled_page(&state, &email, &client, raw_email, next).await;
     }
     // Failed sign-ins since the last one, or a lock, are told to the person on their account page
     // first (where they can see when and from where), with a link on to where they were going.
@@ -204,6 +154,82 @@ async fn login(
         }
     }
     Ok(response)
+}
+
+/// The sign-in page again, 429, when the attempt is refused before the password is checked (too
+/// many failures, or a lock), with how long to wait.
+async fn refused_page(
+    state: &AppState,
+    refused: Admission,
+    email: &str,
+    client: &str,
+    raw_email: String,
+    next: String,
+) -> PageResult<Response> {
+    audit::record_refusal(
+        &state.pool,
+        &state.refusals,
+        email,
+        "login.refused",
+        email,
+        client,
+        json!({ "reason": refused.reason() }),
+    )
+    .await?;
+    let mut r = login_page(state, raw_email, next, refused.message()).await?;
+    *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    if let Admission::Wait(wait) = refused {
+        if let Ok(v) = (wait.as_secs() + 1).to_string().parse() {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    Ok(r)
+}
+
+/// The sign-in page again, 401, after a wrong email or password; a lock it caused is audited.
+async fn failed_page(
+    state: &AppState,
+    email: &str,
+    client: &str,
+    locked_now: bool,
+    raw_email: String,
+    next: String,
+) -> PageResult<Response> {
+    audit::record(&state.pool, email, "login.failed", email, json!({ "client": client })).await?;
+    if locked_now {
+        audit::record(
+            &state.pool,
+            "rentcheck",
+            "login.lock",
+            email,
+            json!({ "failures": lockout::LOCK_AFTER, "client": client }),
+        )
+        .await?;
+    }
+    let mut r = login_page(state, raw_email, next, "Email or password is incorrect.".into()).await?;
+    *r.status_mut() = StatusCode::UNAUTHORIZED;
+    Ok(r)
+}
+
+/// The sign-in page again, 403, for a disabled account. Said only to someone who knows the
+/// password: it tells them whom to ask.
+async fn disabled_page(
+    state: &AppState,
+    email: &str,
+    client: &str,
+    raw_email: String,
+    next: String,
+) -> PageResult<Response> {
+    audit::record(&state.pool, email, "login.disabled", email, json!({ "client": client })).await?;
+    let mut r = login_page(
+        state,
+        raw_email,
+        next,
+        "This account is disabled. Ask an admin to enable it.".into(),
+    )
+    .await?;
+    *r.status_mut() = StatusCode::FORBIDDEN;
+    Ok(r)
 }
 
 fn urlencode(s: &str) -> String {

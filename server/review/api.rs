@@ -88,8 +88,6 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
         (status = 422, description = "invalid fields, e.g. a rejection without a comment"),
     )
 )]
-// Long, and reads better whole: each field of the approval body is read and refused at its own
-// name, in the order the API documents them.
 async fn approve(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
@@ -97,9 +95,72 @@ async fn approve(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
+    let request = verdict_request(&body)?;
+    let row = service::record_verdict(&state, id, &caller, request).await?;
+    Ok((StatusCode::CREATED, Json(row)).into_response())
+}
+
+/// The approval body, each field read and refused at its own name, in the order the API documents
+/// them.
+fn verdict_request(body: &Value) -> Result<VerdictRequest, AppError> {
     if !body.is_object() {
         return Err(AppError::BadRequest("the body must be a JSON object".into()));
     }
+    let reservation = reservation_choices(body)?;
+    let trial = match body.get("trial") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(t.trim().parse::<TrialId>().map_err(|_| {
+            AppError::Validation(vec![FieldError::new(
+                "trial",
+                "must be the id of one of the brief's trials",
+            )])
+        })?),
+        Some(_) => {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "trial",
+                "must be a trial id (a string)",
+            )]))
+        }
+    };
+    let request = VerdictRequest {
+        verdict: text(body, "verdict")?,
+        comment: text(body, "comment")?,
+        inputs_digest: text(body, "inputs_digest")?,
+        trial,
+        reservation,
+        decision: match body.get("decision") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(d)) => Some(d.clone()),
+            Some(_) => {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "decision",
+                    "must be a string",
+                )]))
+            }
+        },
+        override_reason: text(body, "override_reason")?,
+        acknowledge_mismatch: match body.get("acknowledge_mismatch") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "acknowledge_mismatch",
+                    "must be true or false",
+                )]))
+            }
+        },
+    };
+    if request.inputs_digest.is_empty() {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "inputs_digest",
+            "is required: the digest of the review you decided on",
+        )]));
+    }
+    Ok(request)
+}
+
+/// The reservation choices of the body (`term_months`, `start`, …), each a string or a number.
+fn reservation_choices(body: &Value) -> Result<BTreeMap<String, String>, AppError> {
     let mut reservation = BTreeMap::new();
     match body.get("reservation") {
         None | Some(Value::Null) => {}
@@ -125,55 +186,5 @@ async fn approve(
             )]))
         }
     }
-    let trial = match body.get("trial") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) => Some(t.trim().parse::<TrialId>().map_err(|_| {
-            AppError::Validation(vec![FieldError::new(
-                "trial",
-                "must be the id of one of the brief's trials",
-            )])
-        })?),
-        Some(_) => {
-            return Err(AppError::Validation(vec![FieldError::new(
-                "trial",
-                "must be a trial id (a string)",
-            )]))
-        }
-    };
-    let request = VerdictRequest {
-        verdict: text(&body, "verdict")?,
-        comment: text(&body, "comment")?,
-        inputs_digest: text(&body, "inputs_digest")?,
-        trial,
-        reservation,
-        decision: match body.get("decision") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(d)) => Some(d.clone()),
-            Some(_) => {
-                return Err(AppError::Validation(vec![FieldError::new(
-                    "decision",
-                    "must be a string",
-                )]))
-            }
-        },
-        override_reason: text(&body, "override_reason")?,
-        acknowledge_mismatch: match body.get("acknowledge_mismatch") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                return Err(AppError::Validation(vec![FieldError::new(
-                    "acknowledge_mismatch",
-                    "must be true or false",
-                )]))
-            }
-        },
-    };
-    if request.inputs_digest.is_empty() {
-        return Err(AppError::Validation(vec![FieldError::new(
-            "inputs_digest",
-            "is required: the digest of the review you decided on",
-        )]));
-    }
-    let row = service::record_verdict(&state, id, &caller, request).await?;
-    Ok((StatusCode::CREATED, Json(row)).into_response())
+    Ok(reservation)
 }
