@@ -202,20 +202,33 @@ async fn make_template() -> String {
                 .execute(format!("DROP DATABASE IF EXISTS {building}").as_str())
                 .await;
         }
-        let stale: Vec<String> = sqlx::query_scalar(
-            "SELECT datname FROM pg_database WHERE datname LIKE 'rentcheck\\_template\\_%' AND datname <> $1 \
-             AND datname NOT LIKE $1 || '\\_%'",
-        )
-        .bind(&name)
-        .fetch_all(&mut conn)
-        .await
-        .unwrap_or_default();
-        for old in stale {
-            let _ = conn.execute(format!("DROP DATABASE IF EXISTS {old}").as_str()).await;
-        }
+        drop_stale_templates(&mut conn, &name).await;
     }
     conn.close().await.unwrap();
     name
+}
+
+/// How long another set of migrations' template is kept: a run of another branch (another
+/// checkout, another worktree) may be copying it right now, and dropping it under that run made
+/// each of its tests fail with "template database … does not exist".
+const STALE_TEMPLATE_AGE: &str = "1 day";
+
+/// Drops the templates of other sets of migrations that no run has made for a day. A template's
+/// age is its directory's (`pg_stat_file` of `base/<oid>`), so it needs no bookkeeping; a template
+/// whose age cannot be read is kept.
+async fn drop_stale_templates(conn: &mut PgConnection, current: &str) {
+    let stale: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT datname FROM pg_database d \
+          WHERE datname LIKE 'rentcheck\\_template\\_%' AND datname <> $1 AND datname NOT LIKE $1 || '\\_%' \
+            AND (pg_stat_file('base/' || d.oid, true)).modification < now() - interval '{STALE_TEMPLATE_AGE}'"
+    ))
+    .bind(current)
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap_or_default();
+    for old in stale {
+        let _ = conn.execute(format!("DROP DATABASE IF EXISTS {old}").as_str()).await;
+    }
 }
 
 pub async fn spawn_app_with(config: AppConfig) -> TestApp {
