@@ -383,6 +383,13 @@ struct EditorQuery {
     saved: Option<i32>,
 }
 
+/// The card's editor is for engineers (and above) who may edit the brief.
+async fn may_edit_card(state: &AppState, user: &PageUser, id: BriefId) -> PageResult<()> {
+    user.require(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    Ok(())
+}
+
 async fn editor(
     State(state): State<AppState>,
     user: PageUser,
@@ -390,8 +397,7 @@ async fn editor(
     ApiQuery(q): ApiQuery<EditorQuery>,
 ) -> PageResult<Response> {
     let id = path.id;
-    user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    may_edit_card(&state, &user, id).await?;
     let brief = path.load(&state).await?;
     let mut page = editor_page(&state, &user, &brief).await?;
     // Only the revision in force: an old `?saved=` link says nothing once another save followed.
@@ -537,8 +543,7 @@ async fn save(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     let id = path.id;
-    user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    may_edit_card(&state, &user, id).await?;
     let brief = path.load(&state).await?;
     let mut rows = rows_from_form(&values);
     match criteria_from_rows(&mut rows) {
@@ -653,8 +658,7 @@ async fn confirm(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     let id = path.id;
-    user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
+    may_edit_card(&state, &user, id).await?;
     path.load(&state).await?;
     let item = values.get("item").map(String::as_str).unwrap_or("");
     if !readiness::is_item(item) {
