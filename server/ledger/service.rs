@@ -169,15 +169,12 @@ pub async fn store_once(
     let import_id = Uuid::now_v7();
     let added = repo::insert_lines(&mut tx, brief_id, import_id, &line_trials, lines).await?;
     for trial in &used {
-        let mut touched: Vec<&str> = lines
+        let trial_lines = lines
             .iter()
             .zip(&line_trials)
-            .filter(|(l, t)| l.category == Category::Accelerator && *t == trial)
-            .map(|(l, _)| l.resource.as_str())
-            .collect();
-        touched.sort_unstable();
-        touched.dedup();
-        repo::remerge(&mut tx, brief_id, *trial, &touched).await?;
+            .filter(|(_, t)| *t == trial)
+            .map(|(l, _)| l);
+        remerge_accelerators(&mut tx, brief_id, *trial, trial_lines).await?;
     }
     if let (Some(patch), Some(trial)) = (outputs, default) {
         repo::upsert_outputs(&mut *tx, brief_id, trial, patch).await?;
@@ -206,6 +203,24 @@ pub async fn store_once(
     }
     tx.commit().await?;
     Ok(StoreOutcome::Stored(Stored { added, trial: default }))
+}
+
+/// Re-merges `trial`'s accelerator lines of every resource `lines` adds to (`repo::remerge`, each
+/// resource once).
+async fn remerge_accelerators<'l>(
+    conn: &mut sqlx::PgConnection,
+    brief_id: BriefId,
+    trial: TrialId,
+    lines: impl IntoIterator<Item = &'l LedgerLine>,
+) -> Result<(), sqlx::Error> {
+    let mut touched: Vec<&str> = lines
+        .into_iter()
+        .filter(|l| l.category == Category::Accelerator)
+        .map(|l| l.resource.as_str())
+        .collect();
+    touched.sort_unstable();
+    touched.dedup();
+    repo::remerge(conn, brief_id, trial, &touched).await
 }
 
 /// What a FOCUS import stored on its trial.
@@ -246,14 +261,7 @@ pub async fn store_focus(
         .map(|l| l.line.clone())
         .collect();
     let added = repo::insert_lines(&mut tx, brief_id, import_id, &vec![trial; fresh.len()], &fresh).await?;
-    let mut touched: Vec<&str> = fresh
-        .iter()
-        .filter(|l| l.category == Category::Accelerator)
-        .map(|l| l.resource.as_str())
-        .collect();
-    touched.sort_unstable();
-    touched.dedup();
-    repo::remerge(&mut tx, brief_id, trial, &touched).await?;
+    remerge_accelerators(&mut tx, brief_id, trial, &fresh).await?;
     let commitment_rows = repo::insert_commitment_use(&mut tx, brief_id, import_id, &import.commitment_use).await?;
     let already_imported = (import.lines.len() - fresh.len()) as u64;
     audit::record(
