@@ -383,11 +383,12 @@ struct EditorQuery {
     saved: Option<i32>,
 }
 
-/// The card's editor is for engineers (and above) who may edit the brief.
-async fn may_edit_card(state: &AppState, user: &PageUser, id: BriefId) -> PageResult<()> {
+/// The brief whose card `user` edits: the card's editor is for engineers (and above) who may edit
+/// the brief.
+async fn card_to_edit(state: &AppState, user: &PageUser, path: &BriefPath) -> PageResult<Brief> {
     user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
-    Ok(())
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), path.id).await?;
+    Ok(path.load(state).await?)
 }
 
 async fn editor(
@@ -396,9 +397,7 @@ async fn editor(
     path: BriefPath,
     ApiQuery(q): ApiQuery<EditorQuery>,
 ) -> PageResult<Response> {
-    let id = path.id;
-    may_edit_card(&state, &user, id).await?;
-    let brief = path.load(&state).await?;
+    let brief = card_to_edit(&state, &user, &path).await?;
     let mut page = editor_page(&state, &user, &brief).await?;
     // Only the revision in force: an old `?saved=` link says nothing once another save followed.
     page.saved = q.saved.filter(|n| *n == page.revision && !page.is_default);
@@ -543,8 +542,7 @@ async fn save(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     let id = path.id;
-    may_edit_card(&state, &user, id).await?;
-    let brief = path.load(&state).await?;
+    let brief = card_to_edit(&state, &user, &path).await?;
     let mut rows = rows_from_form(&values);
     match criteria_from_rows(&mut rows) {
         Some((criteria, _warnings)) => {
@@ -658,8 +656,7 @@ async fn confirm(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     let id = path.id;
-    may_edit_card(&state, &user, id).await?;
-    path.load(&state).await?;
+    card_to_edit(&state, &user, &path).await?;
     let item = values.get("item").map(String::as_str).unwrap_or("");
     if !readiness::is_item(item) {
         return Err(AppError::Validation(vec![FieldError::new("item", "is not a readiness item")]).into());
