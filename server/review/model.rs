@@ -155,7 +155,7 @@ pub fn months(n: u32) -> String {
 }
 
 impl Reservation {
-    /// Its size in words: "4 × H100 (2 replicas of 2 GPUs)".
+    /// Its size in words: "8 × H100 SXM (2 replicas of 4 GPUs)".
     pub fn size_in_words(&self) -> String {
         format!(
             "{} × {} ({} {} of {} GPUs)",
