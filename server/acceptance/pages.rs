@@ -14,6 +14,7 @@ use axum::{
 
 use super::{
     api::{card_view, revision_view, save_revision, CardView},
+    evaluate::EvaluatedCriterion,
     manifest_lint::{self, LintReport},
     model::{
         self, did_you_mean, parse_threshold_text, stage_name, threshold_with_unit, Criterion, Op, Threshold,
@@ -57,16 +58,38 @@ fn show_value(key: &str, v: &serde_json::Value) -> String {
     crate::money::measured(v, super::model::known_key(key).map(|k| k.unit).unwrap_or(""))
 }
 
+/// A criterion's result as the card and the editor show it: its status badge and the value that
+/// decided it (a dash without one), linked to its evidence.
+#[derive(Default)]
+pub struct ShownResult {
+    pub status: &'static str,
+    pub status_class: &'static str,
+    pub value: String,
+    pub evidence_id: Option<String>,
+}
+
+impl ShownResult {
+    fn of(c: &EvaluatedCriterion) -> Self {
+        Self {
+            status: c.status.as_str(),
+            status_class: status_class(c.status),
+            value: c
+                .value
+                .as_ref()
+                .map(|v| show_value(&c.criterion.key, v))
+                .unwrap_or_else(|| "—".into()),
+            evidence_id: c.evidence_id.map(|e| e.to_string()),
+        }
+    }
+}
+
 /// One criterion, display-ready.
 pub struct CriterionRow {
     pub key: String,
     pub rule: String,
     pub required: bool,
     pub why: String,
-    pub status: &'static str,
-    pub status_class: &'static str,
-    pub value: String,
-    pub evidence_id: Option<String>,
+    pub result: ShownResult,
     pub reason: String,
     pub derived: bool,
 }
@@ -94,14 +117,7 @@ fn stage_rows(view: &CardView) -> Vec<StageRow> {
                     rule: c.criterion.summary(),
                     required: c.criterion.required,
                     why: c.criterion.why.clone().unwrap_or_default(),
-                    status: c.status.as_str(),
-                    status_class: status_class(c.status),
-                    value: c
-                        .value
-                        .as_ref()
-                        .map(|v| show_value(&c.criterion.key, v))
-                        .unwrap_or_else(|| "—".into()),
-                    evidence_id: c.evidence_id.map(|e| e.to_string()),
+                    result: ShownResult::of(c),
                     reason: c.reason.clone().unwrap_or_default(),
                     derived: c.source == "derived",
                 })
@@ -238,10 +254,7 @@ pub struct EditorRow {
     pub stage: String,
     pub required: bool,
     pub why: String,
-    pub status: &'static str,
-    pub status_class: &'static str,
-    pub value: String,
-    pub evidence_id: Option<String>,
+    pub result: ShownResult,
     /// (field, message): `key`, `op`, `threshold`, `unit`, `stage` or `row` for the whole line.
     pub errors: Vec<(String, String)>,
     /// A known key near a mistyped one ("did you mean …").
@@ -305,10 +318,7 @@ fn blank_row() -> EditorRow {
         stage: "3".into(),
         required: true,
         why: String::new(),
-        status: "",
-        status_class: "",
-        value: String::new(),
-        evidence_id: None,
+        result: ShownResult::default(),
         errors: Vec::new(),
         suggestion: None,
         keep_key: false,
@@ -334,14 +344,7 @@ async fn editor_page(state: &AppState, user: &PageUser, brief: &Brief) -> PageRe
             stage: c.criterion.stage.to_string(),
             required: c.criterion.required,
             why: c.criterion.why.clone().unwrap_or_default(),
-            status: c.status.as_str(),
-            status_class: status_class(c.status),
-            value: c
-                .value
-                .as_ref()
-                .map(|v| show_value(&c.criterion.key, v))
-                .unwrap_or_else(|| "—".into()),
-            evidence_id: c.evidence_id.map(|e| e.to_string()),
+            result: ShownResult::of(c),
             ..blank_row()
         })
         .collect();
@@ -380,16 +383,21 @@ struct EditorQuery {
     saved: Option<i32>,
 }
 
+/// The brief whose card `user` edits: the card's editor is for engineers (and above) who may edit
+/// the brief.
+async fn card_to_edit(state: &AppState, user: &PageUser, path: &BriefPath) -> PageResult<Brief> {
+    user.require(Role::Engineer)?;
+    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), path.id).await?;
+    Ok(path.load(state).await?)
+}
+
 async fn editor(
     State(state): State<AppState>,
     user: PageUser,
     path: BriefPath,
     ApiQuery(q): ApiQuery<EditorQuery>,
 ) -> PageResult<Response> {
-    let id = path.id;
-    user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
-    let brief = path.load(&state).await?;
+    let brief = card_to_edit(&state, &user, &path).await?;
     let mut page = editor_page(&state, &user, &brief).await?;
     // Only the revision in force: an old `?saved=` link says nothing once another save followed.
     page.saved = q.saved.filter(|n| *n == page.revision && !page.is_default);
@@ -534,9 +542,7 @@ async fn save(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     let id = path.id;
-    user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
-    let brief = path.load(&state).await?;
+    let brief = card_to_edit(&state, &user, &path).await?;
     let mut rows = rows_from_form(&values);
     match criteria_from_rows(&mut rows) {
         Some((criteria, _warnings)) => {
@@ -650,9 +656,7 @@ async fn confirm(
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     let id = path.id;
-    user.require(Role::Engineer)?;
-    crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
-    path.load(&state).await?;
+    card_to_edit(&state, &user, &path).await?;
     let item = values.get("item").map(String::as_str).unwrap_or("");
     if !readiness::is_item(item) {
         return Err(AppError::Validation(vec![FieldError::new("item", "is not a readiness item")]).into());

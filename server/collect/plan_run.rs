@@ -18,8 +18,8 @@ use std::{path::Path, time::Duration};
 use sha2::{Digest, Sha256};
 
 use super::{
-    allow, check_server,
-    client::{Accepted, BatchSent, Client, Item, Refused, RetryPolicy},
+    agent_client, allow, check_server,
+    client::{Accepted, BatchSent, Client, Item, Refused},
     host_name,
     loadgen::{self, LoadSpec},
     plan::{
@@ -612,22 +612,7 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
     if host.is_empty() || host.len() > 200 || host.chars().any(|c| c.is_control()) {
         return Err(usage("--host must be 1 to 200 printable characters"));
     }
-    let policy = RetryPolicy {
-        max_attempts: args.attempts,
-        ..RetryPolicy::default()
-    };
-    let client = Client::new(
-        &server,
-        args.brief,
-        Some(trial),
-        token(args)?,
-        Duration::from_secs(args.http_timeout),
-        policy,
-    )
-    .map_err(|e| Stop {
-        exit: Exit::SomeFailed,
-        message: format!("{e:#}"),
-    })?;
+    let client = agent_client(args, &server, token(args)?)?;
     let plan = fetch_plan(&client, &server, args, trial).await?;
     let vars = variables(&plan, args);
     let steps = steps_to_run(&plan, args)?;

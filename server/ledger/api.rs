@@ -30,7 +30,10 @@ use super::{
     focus::{self, CommitmentPurchase, FocusImport, GpusPerResource, HoursFromChargePeriod, NotAdded, Selection},
     model::{validate_line, validate_outputs, LedgerLine, LedgerSummary, LineInput, Outputs, OutputsPatch},
     repo::StoredLine,
-    service::{self, brief_currency, read_target, store_once, summary, FocusStored, LedgerKey, StoreOutcome, Target},
+    service::{
+        self, brief_currency, read_target, store_once, summary, FocusStored, LedgerKey, LedgerWrite, StoreOutcome,
+        Target,
+    },
 };
 use crate::{
     auth::{teams, Principal},
@@ -231,17 +234,15 @@ async fn post(
         fingerprint: fingerprint(&lines, outputs.as_ref(), named.map(TrialId::as_uuid)),
         key,
     });
-    let outcome = store_once(
-        &state,
-        id,
+    let write = LedgerWrite {
+        brief_id: id,
         target,
-        &caller.label(),
+        actor: &caller.label(),
         source,
-        &lines,
-        outputs.as_ref(),
-        key.as_ref(),
-    )
-    .await?;
+        lines: &lines,
+        outputs: outputs.as_ref(),
+    };
+    let outcome = store_once(&state, write, key.as_ref()).await?;
     let (stored, replayed) = match outcome {
         StoreOutcome::Stored(s) => (s, false),
         StoreOutcome::Replayed { added, trial } => (service::Stored { added, trial }, true),

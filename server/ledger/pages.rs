@@ -18,7 +18,7 @@ use super::{
     focus::{self, GpusPerResource, NotAdded},
     model::{as_people_type_it, utilization, validate_line, validate_outputs, Category, LineInput, Outputs},
     repo::{self, StoredLine},
-    service::{brief_currency, store, summary, Target},
+    service::{brief_currency, store, summary, LedgerWrite, Target},
 };
 use crate::{
     auth::{teams, Role},
@@ -298,7 +298,15 @@ pub async fn add_line(
         }
     };
     let target = form_target(values);
-    store(state, id, target, &user.0.email, "form", &[line], None).await?;
+    let write = LedgerWrite {
+        brief_id: id,
+        target,
+        actor: &user.0.email,
+        source: "form",
+        lines: &[line],
+        outputs: None,
+    };
+    store(state, write).await?;
     Ok(Ok(back(id, target.named)))
 }
 
@@ -317,7 +325,15 @@ async fn set_outputs(
         .map(|(k, v)| (k, Some(v)))
         .collect();
     let patch = validate_outputs(&raw).map_err(AppError::Validation)?;
-    store(&state, id, target, &user.0.email, "form", &[], Some(&patch)).await?;
+    let write = LedgerWrite {
+        brief_id: id,
+        target,
+        actor: &user.0.email,
+        source: "form",
+        lines: &[],
+        outputs: Some(&patch),
+    };
+    store(&state, write).await?;
     Ok(back(id, target.named))
 }
 
@@ -519,7 +535,15 @@ async fn import_checked(
         .await
         .map_err(|e| AppError::Internal(anyhow::Error::new(e)))?
         .map_err(AppError::from)?;
-    store(&state, id, target, &user.0.email, "csv-form", &lines, None).await?;
+    let write = LedgerWrite {
+        brief_id: id,
+        target,
+        actor: &user.0.email,
+        source: "csv-form",
+        lines: &lines,
+        outputs: None,
+    };
+    store(&state, write).await?;
     Ok(back(id, target.named))
 }
 

@@ -68,18 +68,24 @@ pub enum StoreOutcome {
     Replayed { added: u64, trial: Option<TrialId> },
 }
 
+/// One write to a brief's ledger: its lines and outputs update, who sends them and how.
+#[derive(Clone, Copy)]
+pub struct LedgerWrite<'a> {
+    pub brief_id: BriefId,
+    pub target: Target,
+    /// Who posts, as the audit row names them: a person's email, a token's label.
+    pub actor: &'a str,
+    /// How the lines came (`json`, `csv`, `form`, `csv-form`, `import`, `demo`), for the audit row
+    /// and the errors' places.
+    pub source: &'a str,
+    pub lines: &'a [LedgerLine],
+    pub outputs: Option<&'a OutputsPatch>,
+}
+
 /// Stores lines and an outputs update in one transaction with its audit row. All or nothing. Each
 /// line goes to the trial it names (id or name), else to the request's trial.
-pub async fn store(
-    state: &AppState,
-    brief_id: BriefId,
-    target: Target,
-    actor: &str,
-    source: &str,
-    lines: &[LedgerLine],
-    outputs: Option<&OutputsPatch>,
-) -> Result<Stored, AppError> {
-    match store_once(state, brief_id, target, actor, source, lines, outputs, None).await? {
+pub async fn store(state: &AppState, write: LedgerWrite<'_>) -> Result<Stored, AppError> {
+    match store_once(state, write, None).await? {
         StoreOutcome::Stored(s) => Ok(s),
         StoreOutcome::Replayed { added, trial } => Ok(Stored { added, trial }),
     }
@@ -88,19 +94,21 @@ pub async fn store(
 /// [`store`], once per key: a retry with the same caller, key and request is answered from the
 /// first (nothing stored again); the same key with another request is 409. The key is checked and
 /// written under the brief's row lock, so two requests racing with one key store once.
-#[allow(clippy::too_many_arguments)]
 // Long, and reads better whole: the idempotency key's check, the write and the key's record run in
 // one transaction under the brief's lock.
 pub async fn store_once(
     state: &AppState,
-    brief_id: BriefId,
-    target: Target,
-    actor: &str,
-    source: &str,
-    lines: &[LedgerLine],
-    outputs: Option<&OutputsPatch>,
+    write: LedgerWrite<'_>,
     key: Option<&LedgerKey<'_>>,
 ) -> Result<StoreOutcome, AppError> {
+    let LedgerWrite {
+        brief_id,
+        target,
+        actor,
+        source,
+        lines,
+        outputs,
+    } = write;
     let trials = trials::names(state, brief_id).await?;
     let needs_default = outputs.is_some() || lines.iter().any(|l| l.trial.is_none()) || lines.is_empty();
     let default = if needs_default {
@@ -161,15 +169,12 @@ pub async fn store_once(
     let import_id = Uuid::now_v7();
     let added = repo::insert_lines(&mut tx, brief_id, import_id, &line_trials, lines).await?;
     for trial in &used {
-        let mut touched: Vec<&str> = lines
+        let trial_lines = lines
             .iter()
             .zip(&line_trials)
-            .filter(|(l, t)| l.category == Category::Accelerator && *t == trial)
-            .map(|(l, _)| l.resource.as_str())
-            .collect();
-        touched.sort_unstable();
-        touched.dedup();
-        repo::remerge(&mut tx, brief_id, *trial, &touched).await?;
+            .filter(|(_, t)| *t == trial)
+            .map(|(l, _)| l);
+        remerge_accelerators(&mut tx, brief_id, *trial, trial_lines).await?;
     }
     if let (Some(patch), Some(trial)) = (outputs, default) {
         repo::upsert_outputs(&mut *tx, brief_id, trial, patch).await?;
@@ -198,6 +203,24 @@ pub async fn store_once(
     }
     tx.commit().await?;
     Ok(StoreOutcome::Stored(Stored { added, trial: default }))
+}
+
+/// Re-merges `trial`'s accelerator lines of every resource `lines` adds to (`repo::remerge`, each
+/// resource once).
+async fn remerge_accelerators<'l>(
+    conn: &mut sqlx::PgConnection,
+    brief_id: BriefId,
+    trial: TrialId,
+    lines: impl IntoIterator<Item = &'l LedgerLine>,
+) -> Result<(), sqlx::Error> {
+    let mut touched: Vec<&str> = lines
+        .into_iter()
+        .filter(|l| l.category == Category::Accelerator)
+        .map(|l| l.resource.as_str())
+        .collect();
+    touched.sort_unstable();
+    touched.dedup();
+    repo::remerge(conn, brief_id, trial, &touched).await
 }
 
 /// What a FOCUS import stored on its trial.
@@ -238,14 +261,7 @@ pub async fn store_focus(
         .map(|l| l.line.clone())
         .collect();
     let added = repo::insert_lines(&mut tx, brief_id, import_id, &vec![trial; fresh.len()], &fresh).await?;
-    let mut touched: Vec<&str> = fresh
-        .iter()
-        .filter(|l| l.category == Category::Accelerator)
-        .map(|l| l.resource.as_str())
-        .collect();
-    touched.sort_unstable();
-    touched.dedup();
-    repo::remerge(&mut tx, brief_id, trial, &touched).await?;
+    remerge_accelerators(&mut tx, brief_id, trial, &fresh).await?;
     let commitment_rows = repo::insert_commitment_use(&mut tx, brief_id, import_id, &import.commitment_use).await?;
     let already_imported = (import.lines.len() - fresh.len()) as u64;
     audit::record(
@@ -382,7 +398,18 @@ pub async fn demo_import(
         named: Some(trial_id),
         token_trial: None,
     };
-    store(state, brief_id, target, "rentcheck demo", "demo", &lines, Some(outputs)).await?;
+    store(
+        state,
+        LedgerWrite {
+            brief_id,
+            target,
+            actor: "rentcheck demo",
+            source: "demo",
+            lines: &lines,
+            outputs: Some(outputs),
+        },
+    )
+    .await?;
     Ok(true)
 }
 
@@ -395,9 +422,15 @@ pub async fn import_lines(
     actor: &str,
     lines: &[LedgerLine],
 ) -> Result<u64, AppError> {
-    Ok(store(state, brief_id, target, actor, "import", lines, None)
-        .await?
-        .added)
+    let write = LedgerWrite {
+        brief_id,
+        target,
+        actor,
+        source: "import",
+        lines,
+        outputs: None,
+    };
+    Ok(store(state, write).await?.added)
 }
 
 pub use repo::CommitmentUseRow;

@@ -131,101 +131,55 @@ impl Show {
     }
 }
 
-/// The columns the dashboard sorts by, as `?sort=` names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sort {
-    Created,
-    Name,
-    Owner,
-    Decision,
-    Cost,
-    Approval,
-    Evidence,
+/// The column `?sort=` names; without one, newest first.
+fn parse_sort(s: Option<&str>) -> Result<BriefOrder, AppError> {
+    match s.unwrap_or("") {
+        "" => Ok(BriefOrder::Created),
+        name => BriefOrder::from_name(name).ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "There is no column {name:?} to sort by: use name, owner, decision, cost, approval, evidence or \
+                 created."
+            ))
+        }),
+    }
 }
 
-impl Sort {
-    fn parse(s: Option<&str>) -> Result<Self, AppError> {
-        Ok(match s.unwrap_or("") {
-            "" | "created" => Sort::Created,
-            "name" => Sort::Name,
-            "owner" => Sort::Owner,
-            "decision" => Sort::Decision,
-            "cost" => Sort::Cost,
-            "approval" => Sort::Approval,
-            "evidence" => Sort::Evidence,
-            other => {
-                return Err(AppError::BadRequest(format!(
-                    "There is no column {other:?} to sort by: use name, owner, decision, cost, approval, evidence or \
-                     created."
-                )))
-            }
-        })
-    }
+/// The list's order in SQL; `None` is newest first (the keyset walk).
+fn sql_order(sort: BriefOrder, reversed: bool) -> Option<BriefOrder> {
+    (sort != BriefOrder::Created || reversed).then_some(sort)
+}
 
-    /// The list's order in SQL; `None` is newest first (the keyset walk).
-    fn order(self, reversed: bool) -> Option<BriefOrder> {
-        match self {
-            Sort::Created if !reversed => None,
-            Sort::Created => Some(BriefOrder::Created),
-            Sort::Name => Some(BriefOrder::Name),
-            Sort::Owner => Some(BriefOrder::Owner),
-            Sort::Decision => Some(BriefOrder::Decision),
-            Sort::Cost => Some(BriefOrder::Cost),
-            Sort::Approval => Some(BriefOrder::Approval),
-            Sort::Evidence => Some(BriefOrder::Evidence),
+/// Names and owners A to Z, the cheapest first, what needs approval first, the newest evidence
+/// and the newest brief first — or all of it the other way round when `reversed`; unknown
+/// costs and evidence stay last either way, and ties keep the page's order (newest first). The
+/// list arrives in this order from SQL by the kept summaries; a summary remade as the page was
+/// read may move its row within the page.
+fn sort_rows(rows: &mut [BriefRow], sort: BriefOrder, reversed: bool) {
+    use std::cmp::Ordering;
+    let flip = |o: Ordering| if reversed { o.reverse() } else { o };
+    // Known values in the chosen direction, unknown ones after them.
+    fn known_first<T: Ord>(a: Option<T>, b: Option<T>, flip: impl Fn(Ordering) -> Ordering) -> Ordering {
+        match (a, b) {
+            (Some(x), Some(y)) => flip(x.cmp(&y)),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
         }
     }
-
-    /// Dates sort newest first; text, costs and approval states (what needs a person first)
-    /// ascending.
-    fn newest_first(self) -> bool {
-        matches!(self, Sort::Created | Sort::Evidence)
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Sort::Created => "created",
-            Sort::Name => "name",
-            Sort::Owner => "owner",
-            Sort::Decision => "decision",
-            Sort::Cost => "cost",
-            Sort::Approval => "approval",
-            Sort::Evidence => "evidence",
-        }
-    }
-
-    /// Names and owners A to Z, the cheapest first, what needs approval first, the newest evidence
-    /// and the newest brief first — or all of it the other way round when `reversed`; unknown
-    /// costs and evidence stay last either way, and ties keep the page's order (newest first). The
-    /// list arrives in this order from SQL by the kept summaries; a summary remade as the page was
-    /// read may move its row within the page.
-    fn apply(self, rows: &mut [BriefRow], reversed: bool) {
-        use std::cmp::Ordering;
-        let flip = |o: Ordering| if reversed { o.reverse() } else { o };
-        // Known values in the chosen direction, unknown ones after them.
-        fn known_first<T: Ord>(a: Option<T>, b: Option<T>, flip: impl Fn(Ordering) -> Ordering) -> Ordering {
-            match (a, b) {
-                (Some(x), Some(y)) => flip(x.cmp(&y)),
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => Ordering::Equal,
-            }
-        }
-        let text = |s: &str| s.to_lowercase();
-        rows.sort_by(|a, b| match self {
-            Sort::Created => flip(b.created_at.cmp(&a.created_at)),
-            Sort::Name => flip(text(&a.name).cmp(&text(&b.name))),
-            Sort::Owner => flip(text(&a.owner).cmp(&text(&b.owner))),
-            Sort::Decision => flip(a.decision.cmp(&b.decision)),
-            Sort::Cost => known_first(a.cost_amount, b.cost_amount, flip),
-            Sort::Approval => flip(approval_rank(a.approval_state).cmp(&approval_rank(b.approval_state))),
-            Sort::Evidence => known_first(
-                a.last_evidence_at.map(std::cmp::Reverse),
-                b.last_evidence_at.map(std::cmp::Reverse),
-                flip,
-            ),
-        });
-    }
+    let text = |s: &str| s.to_lowercase();
+    rows.sort_by(|a, b| match sort {
+        BriefOrder::Created => flip(b.created_at.cmp(&a.created_at)),
+        BriefOrder::Name => flip(text(&a.name).cmp(&text(&b.name))),
+        BriefOrder::Owner => flip(text(&a.owner).cmp(&text(&b.owner))),
+        BriefOrder::Decision => flip(a.decision.cmp(&b.decision)),
+        BriefOrder::Cost => known_first(a.cost_amount, b.cost_amount, flip),
+        BriefOrder::Approval => flip(approval_rank(a.approval_state).cmp(&approval_rank(b.approval_state))),
+        BriefOrder::Evidence => known_first(
+            a.last_evidence_at.map(std::cmp::Reverse),
+            b.last_evidence_at.map(std::cmp::Reverse),
+            flip,
+        ),
+    });
 }
 
 /// What needs a person first: the approval states in the order the Approval column sorts them.
@@ -307,7 +261,7 @@ struct View<'a> {
     show: Show,
     mine: bool,
     team: &'a str,
-    sort: Sort,
+    sort: BriefOrder,
     reversed: bool,
 }
 
@@ -328,7 +282,7 @@ fn href(view: &View<'_>, at: Option<Place<'_>>) -> String {
     if !view.team.is_empty() {
         pairs.push(("team", view.team));
     }
-    if view.sort != Sort::Created {
+    if view.sort != BriefOrder::Created {
         pairs.push(("sort", view.sort.as_str()));
     }
     if view.reversed {
@@ -351,7 +305,7 @@ pub async fn dashboard(
     ApiQuery(q): ApiQuery<DashboardQuery>,
 ) -> PageResult<Response> {
     let show = Show::parse(q.show.as_deref())?;
-    let sort = Sort::parse(q.sort.as_deref())?;
+    let sort = parse_sort(q.sort.as_deref())?;
     let reversed = reversed(q.dir.as_deref())?;
     let search = q.q.as_deref().unwrap_or("").trim().to_owned();
     let after = after_cursor(q.after.as_deref())?;
@@ -369,7 +323,7 @@ pub async fn dashboard(
     let page_number = page_number(q.page.as_deref())?;
     // Newest first pages by keyset; another order by page number.
     let total = brief_list::count(&state, &filter).await?;
-    let (items, next_place, scan_cut, first_page) = match sort.order(reversed) {
+    let (items, next_place, scan_cut, first_page) = match sql_order(sort, reversed) {
         None => {
             let page = brief_list::page(&state, &filter, after, PAGE).await?;
             (
@@ -391,7 +345,7 @@ pub async fn dashboard(
         }
     };
     let mut rows = brief_rows(&state, items).await?;
-    sort.apply(&mut rows, reversed);
+    sort_rows(&mut rows, sort, reversed);
     let view = View {
         search: &search,
         show,
@@ -508,13 +462,13 @@ fn page_number(page: Option<&str>) -> Result<usize, AppError> {
 /// The column headers' sort links.
 fn sort_links(view: &View<'_>) -> std::collections::HashMap<&'static str, SortLink> {
     [
-        (Sort::Name, "Name"),
-        (Sort::Owner, "Owner"),
-        (Sort::Decision, "Decision"),
-        (Sort::Cost, "Cost per completed job"),
-        (Sort::Approval, "Approval"),
-        (Sort::Evidence, "Newest evidence"),
-        (Sort::Created, "Created"),
+        (BriefOrder::Name, "Name"),
+        (BriefOrder::Owner, "Owner"),
+        (BriefOrder::Decision, "Decision"),
+        (BriefOrder::Cost, "Cost per completed job"),
+        (BriefOrder::Approval, "Approval"),
+        (BriefOrder::Evidence, "Newest evidence"),
+        (BriefOrder::Created, "Created"),
     ]
     .into_iter()
     .map(|(s, label)| (s.as_str(), sort_link(view, s, label)))
@@ -523,7 +477,7 @@ fn sort_links(view: &View<'_>) -> std::collections::HashMap<&'static str, SortLi
 
 /// The heading link of column `s`: on the current column it reverses the order, elsewhere it
 /// sorts by that column in its usual direction.
-fn sort_link(view: &View<'_>, s: Sort, label: &'static str) -> SortLink {
+fn sort_link(view: &View<'_>, s: BriefOrder, label: &'static str) -> SortLink {
     let current = s == view.sort;
     let reversed = current && view.reversed;
     // Down the page: ascending unless the column runs newest first, and the other way reversed.
@@ -623,7 +577,7 @@ mod tests {
             show: Show::All,
             mine: false,
             team: "",
-            sort: Sort::Created,
+            sort: BriefOrder::Created,
             reversed: false,
         };
         assert_eq!(href(&all, None), "/");
@@ -632,7 +586,7 @@ mod tests {
             show: Show::Stale,
             mine: true,
             team: "Inference & serving",
-            sort: Sort::Owner,
+            sort: BriefOrder::Owner,
             reversed: false,
         };
         assert_eq!(
@@ -640,7 +594,7 @@ mod tests {
             "/?q=llama+70b&show=stale&owner=me&team=Inference+%26+serving&sort=owner&after=1.x"
         );
         // The sorted column's heading reverses it; another column's sorts the usual way.
-        let owner = sort_link(&narrowed, Sort::Owner, "Owner");
+        let owner = sort_link(&narrowed, BriefOrder::Owner, "Owner");
         assert_eq!((owner.arrow, owner.direction), ("▲", "ascending"));
         assert!(owner.href.ends_with("sort=owner&dir=reversed"), "{}", owner.href);
         let back = sort_link(
@@ -648,17 +602,17 @@ mod tests {
                 reversed: true,
                 ..narrowed
             },
-            Sort::Owner,
+            BriefOrder::Owner,
             "Owner",
         );
         assert_eq!((back.arrow, back.direction), ("▼", "descending"));
         assert!(back.href.ends_with("sort=owner"), "{}", back.href);
-        let evidence = sort_link(&narrowed, Sort::Evidence, "Newest evidence");
+        let evidence = sort_link(&narrowed, BriefOrder::Evidence, "Newest evidence");
         assert!(!evidence.current && evidence.href.ends_with("sort=evidence"));
         // Needs approval first, approved last.
         assert!(approval_rank("needs-approval") < approval_rank("stale"));
         assert!(approval_rank("rejected") < approval_rank("approved"));
-        assert!(Sort::parse(Some("price")).is_err());
+        assert!(parse_sort(Some("price")).is_err());
         assert!(Show::parse(Some("bogus")).is_err());
     }
 }

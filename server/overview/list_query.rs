@@ -79,7 +79,28 @@ pub enum BriefOrder {
 }
 
 impl BriefOrder {
-    fn as_str(self) -> &'static str {
+    const ALL: [BriefOrder; 7] = [
+        BriefOrder::Name,
+        BriefOrder::Owner,
+        BriefOrder::Decision,
+        BriefOrder::Cost,
+        BriefOrder::Approval,
+        BriefOrder::Evidence,
+        BriefOrder::Created,
+    ];
+
+    /// The order named `name` (`as_str`'s names).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+
+    /// Dates sort newest first; text, costs and approval states (what needs a person first)
+    /// ascending.
+    pub fn newest_first(self) -> bool {
+        matches!(self, BriefOrder::Created | BriefOrder::Evidence)
+    }
+
+    pub fn as_str(self) -> &'static str {
         match self {
             BriefOrder::Name => "name",
             BriefOrder::Owner => "owner",

@@ -86,14 +86,15 @@ fn at(line: usize, column: Option<usize>, message: impl Into<String>) -> FieldEr
     }
 }
 
-/// Parses and checks a whole sheet. All or nothing: any error and no row is returned.
-pub fn parse_sheet(text: &[u8]) -> Result<Vec<PriceRow>, SheetErrors> {
+/// A CSV sheet's reader (cells trimmed, rows of any length) and its header's names, read first; a
+/// header that cannot be read is an error of line 1.
+pub fn sheet_reader(text: &[u8]) -> Result<(::csv::Reader<&[u8]>, Vec<String>), SheetErrors> {
     let mut rdr = ::csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
         .trim(::csv::Trim::All)
         .from_reader(text);
-    let header: Vec<String> = match rdr.headers() {
+    let header = match rdr.headers() {
         Ok(h) => h.iter().map(str::to_owned).collect(),
         Err(e) => {
             return Err(SheetErrors(vec![at(
@@ -103,6 +104,12 @@ pub fn parse_sheet(text: &[u8]) -> Result<Vec<PriceRow>, SheetErrors> {
             )]))
         }
     };
+    Ok((rdr, header))
+}
+
+/// Parses and checks a whole sheet. All or nothing: any error and no row is returned.
+pub fn parse_sheet(text: &[u8]) -> Result<Vec<PriceRow>, SheetErrors> {
+    let (mut rdr, header) = sheet_reader(text)?;
     if header != COLUMNS {
         return Err(SheetErrors(vec![at(
             1,

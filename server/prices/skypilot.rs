@@ -21,7 +21,7 @@ use rust_decimal::{prelude::ToPrimitive, Decimal, RoundingStrategy};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::model::{PriceRow, SheetErrors, MAX_ROWS};
+use super::model::{sheet_reader, PriceRow, SheetErrors, MAX_ROWS};
 use crate::{sizing, validation::FieldError};
 
 const TABLE_CSV: &str = include_str!("../../data/skypilot_accelerators.csv");
@@ -470,20 +470,7 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
             "name the provider whose catalogue this is (1 to 200 characters), e.g. provider=AWS",
         )]));
     }
-    let mut rdr = ::csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .trim(::csv::Trim::All)
-        .from_reader(text);
-    let header: Vec<String> = match rdr.headers() {
-        Ok(h) => h.iter().map(str::to_owned).collect(),
-        Err(e) => {
-            return Err(SheetErrors(vec![FieldError::new(
-                "line 1",
-                format!("could not read the header: {e}"),
-            )]))
-        }
-    };
+    let (mut rdr, header) = sheet_reader(text)?;
     let h = CatalogueHeader::read(&header)?;
     let mut pass = Pass {
         book: Book {
@@ -899,29 +886,39 @@ mod tests {
                     us-east-1,m5.large,,,0.096,0.04\n\
                     us-east-1,dl1.24xlarge,Gaudi HL-205,8.0,13.10904,\n";
         let got = parse_catalogue(text.as_bytes(), "AWS", day()).unwrap();
-        let rows: Vec<(u32, &str, &str, i32, String, &str)> = got
-            .rows
-            .iter()
-            .map(|r| {
-                (
-                    r.line,
-                    r.gpu.as_str(),
-                    r.billing.as_str(),
-                    r.gpu_count,
-                    r.rate_per_gpu_hour.to_string(),
-                    r.source.as_str(),
-                )
-            })
-            .collect();
         assert_eq!(
-            rows,
+            rows_of(&got),
             [
                 // 98.32 ÷ 8; the 99.00 row of the same offer is folded away.
-                (2, "H100 SXM", "on-demand", 8, "12.29".into(), "skypilot:p5.48xlarge"),
+                (
+                    2,
+                    "H100 SXM",
+                    "on-demand",
+                    8,
+                    "12.29".into(),
+                    "us-east-1",
+                    "skypilot:p5.48xlarge"
+                ),
                 // The lowest spot price of the zones: 20.9934 ÷ 8 = 2.624175.
-                (3, "H100 SXM", "spot", 8, "2.624175".into(), "skypilot:p5.48xlarge"),
+                (
+                    3,
+                    "H100 SXM",
+                    "spot",
+                    8,
+                    "2.624175".into(),
+                    "us-east-1",
+                    "skypilot:p5.48xlarge"
+                ),
                 // No on-demand price: a spot row only (14.4663 ÷ 8 = 1.8082875 → 1.808288).
-                (5, "H200 SXM", "spot", 8, "1.808288".into(), "skypilot:p5e.48xlarge"),
+                (
+                    5,
+                    "H200 SXM",
+                    "spot",
+                    8,
+                    "1.808288".into(),
+                    "us-east-1",
+                    "skypilot:p5e.48xlarge"
+                ),
             ]
         );
         assert!(got.rows.iter().all(|r| r.currency == "USD" && r.provider == "AWS"));

@@ -293,12 +293,8 @@ fn commitment_figure(t: &TrialReview, commitment: Option<&Reservation>, currency
             label: format!("Total commitment over {}", months(c.term_months)),
             value: money::sum_with_currency(c.total(), currency),
             note: format!(
-                "{} × {} ({} {} of {} GPUs), {} at {} per GPU-hour × 730 h{}{}",
-                c.gpus,
-                c.gpu,
-                c.replicas,
-                if c.replicas == 1 { "replica" } else { "replicas" },
-                c.gpus_per_node,
+                "{}, {} at {} per GPU-hour × 730 h{}{}",
+                c.size_in_words(),
                 c.billing,
                 money::with_currency(c.rate_per_gpu_hour, currency),
                 if c.term_months == 1 {

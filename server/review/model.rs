@@ -155,6 +155,18 @@ pub fn months(n: u32) -> String {
 }
 
 impl Reservation {
+    /// Its size in words: "8 × H100 SXM (2 replicas of 4 GPUs)".
+    pub fn size_in_words(&self) -> String {
+        format!(
+            "{} × {} ({} {} of {} GPUs)",
+            self.gpus,
+            self.gpu,
+            self.replicas,
+            if self.replicas == 1 { "replica" } else { "replicas" },
+            self.gpus_per_node
+        )
+    }
+
     /// The whole term: the monthly cost × the months.
     pub fn total(&self) -> Decimal {
         self.monthly_cost * Decimal::from(self.term_months)

@@ -128,12 +128,8 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
     }
     if let Some(Ok(res)) = &t.reservation {
         out.push(format!(
-            "Approving would reserve {} × {} ({} {} of {} GPUs), {} at {} per GPU-hour: {} a month.",
-            res.gpus,
-            res.gpu,
-            res.replicas,
-            if res.replicas == 1 { "replica" } else { "replicas" },
-            res.gpus_per_node,
+            "Approving would reserve {}, {} at {} per GPU-hour: {} a month.",
+            res.size_in_words(),
             res.billing,
             with_currency(res.rate_per_gpu_hour, currency),
             sum_with_currency(res.monthly_cost, currency)

@@ -12,7 +12,10 @@ use axum::{
     Router,
 };
 
-use super::service;
+use super::{
+    choices::{self, plain, Choices},
+    service,
+};
 use crate::{
     auth::Role,
     briefs::{
@@ -42,13 +45,6 @@ pub fn routes() -> Router<AppState> {
         .route("/briefs/new", get(new_form).post(create))
         .route("/briefs/{id}/edit", get(edit_form).post(update))
         .layer(DefaultBodyLimit::max(MAX_BRIEF_FORM_BYTES))
-}
-
-/// A select's choices as (value, label) pairs.
-type Choices = Vec<(String, String)>;
-
-fn plain(values: impl IntoIterator<Item = &'static str>) -> Choices {
-    values.into_iter().map(|v| (v.to_owned(), v.to_owned())).collect()
 }
 
 #[derive(Template)]
@@ -151,15 +147,7 @@ impl BriefFormPage {
                 .iter()
                 .map(|m| (m.hf_id.clone(), format!("{} ({} B)", m.name, m.params_b)))
                 .collect(),
-            gpus: sizing::gpus()
-                .iter()
-                .map(|g| {
-                    (
-                        g.model.clone(),
-                        format!("{} {} ({} GB)", g.vendor, g.model, g.memory_gb),
-                    )
-                })
-                .collect(),
+            gpus: choices::gpus(),
             target_fields: TARGET_FIELDS
                 .iter()
                 .map(|f| (format!("targets.{f}"), target_label(f)))

@@ -4,6 +4,7 @@
 pub mod api;
 pub mod brief_api;
 pub mod brief_pages;
+pub mod choices;
 pub mod model;
 pub mod pages;
 pub mod repo;

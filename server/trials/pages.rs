@@ -15,6 +15,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{
+    choices::{self, plain, Choices},
     model::{Allocation, Billing, Trial, TrialStatus},
     service,
 };
@@ -40,8 +41,6 @@ pub fn routes() -> Router<AppState> {
         .route("/trials/{tid}", get(edit_form).post(update))
         .route("/trials/{tid}/end", post(end))
 }
-
-type Choices = Vec<(String, String)>;
 
 #[derive(Template)]
 #[template(path = "trials/form.html")]
@@ -73,23 +72,9 @@ impl TrialFormPage {
             brief_name: brief.fields.name.clone(),
             values: HashMap::new(),
             errors: HashMap::new(),
-            gpus: sizing::gpus()
-                .iter()
-                .map(|g| {
-                    (
-                        g.model.clone(),
-                        format!("{} {} ({} GB)", g.vendor, g.model, g.memory_gb),
-                    )
-                })
-                .collect(),
-            billings: Billing::ALL
-                .iter()
-                .map(|b| (b.as_str().to_owned(), b.as_str().to_owned()))
-                .collect(),
-            statuses: TrialStatus::ALL
-                .iter()
-                .map(|s| (s.as_str().to_owned(), s.as_str().to_owned()))
-                .collect(),
+            gpus: choices::gpus(),
+            billings: plain(Billing::ALL.iter().map(|b| b.as_str())),
+            statuses: plain(TrialStatus::ALL.iter().map(|s| s.as_str())),
             rerun_choices: trials
                 .iter()
                 .map(|t| (t.id.to_string(), t.fields.name.clone()))

@@ -70,12 +70,8 @@ pub(super) fn approval_view(r: &Review) -> Option<ApprovalView> {
         changed: decision_view::changed_in_words(&a.changed, r),
         reservation: recorded_reservation(r).map(|res| {
             format!(
-                "{} × {} ({} {} of {} GPUs), {}, {} from {}, at {} per GPU-hour: {} a month, {} in all",
-                res.gpus,
-                res.gpu,
-                res.replicas,
-                if res.replicas == 1 { "replica" } else { "replicas" },
-                res.gpus_per_node,
+                "{}, {}, {} from {}, at {} per GPU-hour: {} a month, {} in all",
+                res.size_in_words(),
                 res.billing,
                 months(res.term_months),
                 res.start_date,

@@ -15,8 +15,9 @@ use super::{
     criteria::{reason_view, stages, ReasonView, StageView},
 };
 use crate::{
+    auth::Principal,
     error::AppError,
-    ids::TrialId,
+    ids::{BriefId, TrialId},
     money,
     review::{
         answer, decision_view,
@@ -310,13 +311,18 @@ fn why_sentence(r: &Review) -> String {
         .unwrap_or_default()
 }
 
+/// The review of brief `id`, for a caller who may read the brief.
+async fn readable_review(state: &AppState, caller: &Principal, id: BriefId) -> Result<Review, AppError> {
+    caller.may_read_brief(id)?;
+    service::review(state, id).await
+}
+
 pub(super) async fn record_md(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
     BriefPath { id }: BriefPath,
 ) -> Result<Response, AppError> {
-    caller.may_read_brief(id)?;
-    let r = service::review(&state, id).await?;
+    let r = readable_review(&state, &caller, id).await?;
     let body = decision_record(&r, &state.config.public_url).render()?;
     Ok(([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], body).into_response())
 }
@@ -346,8 +352,7 @@ pub(super) async fn record_json(
     ApiCaller(caller): ApiCaller,
     BriefPath { id }: BriefPath,
 ) -> Result<Response, AppError> {
-    caller.may_read_brief(id)?;
-    let r = service::review(&state, id).await?;
+    let r = readable_review(&state, &caller, id).await?;
     let mut json = answer::review_json(&r);
     if let Some(obj) = json.as_object_mut() {
         obj.insert("brief".into(), serde_json::to_value(&r.brief).unwrap_or_default());
