@@ -272,14 +272,33 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
 pub async fn person(pool: &PgPool, email: &str, role: Role) -> uuid::Uuid {
     match users::by_email(pool, email).await.unwrap() {
         Some(u) => u.id,
-        None => {
-            users::add(pool, email, role, Some(PASSWORD.to_owned()))
-                .await
-                .unwrap()
-                .0
-                .id
-        }
+        None => add_user(pool, email, role).await,
     }
+}
+
+/// [`PASSWORD`] hashed once per test process by the server's own `password::hash` (argon2id with
+/// the parameters production uses). Argon2 is slow on purpose, about 30 ms of CPU a hash, and the
+/// tests add a user or two each: they all get this hash instead of a fresh one. Signing in still
+/// verifies the password against it in full.
+async fn password_hash() -> &'static str {
+    static HASH: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    HASH.get_or_init(|| async { rentcheck::auth::password::hash(PASSWORD.to_owned()).await.unwrap() })
+        .await
+}
+
+/// Adds a user whose password is [`PASSWORD`], as `rentcheck user add` does (the same row), with
+/// the hash of [`password_hash`].
+pub async fn add_user(pool: &PgPool, email: &str, role: Role) -> uuid::Uuid {
+    let email = users::normalize_email(email).unwrap();
+    assert_ne!(role, Role::Agent, "agents are tokens, not users");
+    sqlx::query_scalar("INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, $3, $4) RETURNING id")
+        .bind(uuid::Uuid::now_v7())
+        .bind(&email)
+        .bind(role.as_str())
+        .bind(password_hash().await)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 /// An engineer's bearer token, minted straight into `pool` with `keys`.
@@ -356,9 +375,7 @@ impl TestApp {
             role.as_str(),
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        users::add(&self.pool, &email, role, Some(PASSWORD.to_owned()))
-            .await
-            .unwrap();
+        add_user(&self.pool, &email, role).await;
         email
     }
 
