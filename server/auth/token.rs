@@ -122,14 +122,14 @@ pub fn sign(keys: &TokenKeys, claims: &Claims) -> anyhow::Result<String> {
 /// What a request's token is checked against: its row and its person's role and disabled mark now.
 #[derive(Clone)]
 pub struct TokenState {
-    role: String,
+    role: Role,
     brief_id: Option<BriefId>,
     trial_id: Option<TrialId>,
     expires_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
     created_by: Option<Uuid>,
     /// The person's role and disabled mark now, when the token has a person.
-    user_role: Option<String>,
+    user_role: Option<Role>,
     user_disabled: Option<bool>,
 }
 
@@ -194,12 +194,12 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, cache: &Tokens, token
     if expires_at <= Utc::now() {
         return Err(invalid("expired"));
     }
-    if role != claims.role.as_str() || brief != claims.brief || trial != claims.trial {
+    if role != claims.role || brief != claims.brief || trial != claims.trial {
         return Err(invalid("claims do not match the token record"));
     }
     if claims.role != Role::Agent {
         // A person token acts as its person: it needs one, and never more than their role now.
-        let Some(current) = user_role.and_then(|r| r.parse::<Role>().ok()) else {
+        let Some(current) = user_role else {
             return Err(invalid("its person's account no longer exists"));
         };
         if claims.role > current {
@@ -231,8 +231,8 @@ async fn read_state(pool: &PgPool, jti: Uuid) -> Result<Option<TokenState>, sqlx
              WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
          ) \
-         SELECT t.role, t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by, \
-                u.role AS \"user_role?\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
+         SELECT t.role AS \"role: Role\", t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by, \
+                u.role AS \"user_role?: Role\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
          FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by WHERE t.jti = $1",
         jti,
     )

@@ -10,12 +10,13 @@ use uuid::Uuid;
 
 use crate::{
     briefs::{
-        model::{Brief, Targets},
+        model::{AllocationBoundary, Brief, CostUnit, DataBoundary, Targets},
         row::query_brief_row,
     },
+    db::StoredText,
     error::AppError,
     ids::BriefId,
-    sizing::ArchitectureFields,
+    sizing::{ArchitectureFields, Precision, WorkloadKind},
 };
 
 /// What lists (the dashboard, `GET /api/v1/briefs`) narrow briefs by in SQL.
@@ -149,7 +150,7 @@ pub async fn list_sorted(
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(Brief::try_from).collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(Brief::from).collect())
 }
 
 /// How many briefs meet `filter`, by the kept summaries (the dashboard's total; a summary being
@@ -231,5 +232,5 @@ pub async fn list_filtered(
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(Brief::try_from).collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(Brief::from).collect())
 }

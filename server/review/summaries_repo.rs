@@ -8,8 +8,11 @@ use rust_decimal::Decimal;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::{decision::Verdict, repo::StoredVerdict};
-use crate::ids::{BriefId, TrialId};
+use super::decision::Verdict;
+use crate::{
+    db::StoredText,
+    ids::{BriefId, TrialId},
+};
 
 /// Takes up to `limit` briefs marked changed, removing their marks; answers each brief with how
 /// many marks it took. A write after this marks the brief again, so nothing that lands while its
@@ -227,7 +230,7 @@ pub struct TrialSnapshotRow {
 pub async fn trial_snapshots(db: &mut PgConnection, brief_id: BriefId) -> Result<Vec<TrialSnapshotRow>, sqlx::Error> {
     sqlx::query_as!(
         TrialSnapshotRow,
-        r#"SELECT trial_id, decision AS "decision: StoredVerdict", accepted FROM brief_signal_trials WHERE brief_id = $1"#,
+        r#"SELECT trial_id, decision AS "decision: StoredText<Verdict>", accepted FROM brief_signal_trials WHERE brief_id = $1"#,
         brief_id.as_uuid(),
     )
     .fetch_all(db)

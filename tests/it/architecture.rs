@@ -51,7 +51,7 @@ const GROUND: [&str; 15] = [
     // which import a CSV header belongs to: pure, and read by the ledger's CSV reader too
     "prices::detect",
 ];
-const CORE: [&str; 20] = [
+const CORE: [&str; 21] = [
     "error",
     "versioned_cache",
     "outbox",
@@ -60,6 +60,7 @@ const CORE: [&str; 20] = [
     "config",
     "db",
     "db::lock",
+    "db::stored_text",
     "telemetry",
     "secrets",
     "evidence_store",

@@ -62,6 +62,7 @@ mod review_summaries;
 mod security;
 mod security_review3;
 mod security_review4;
+mod stored_text;
 mod teams;
 mod test_script;
 mod trials_api;

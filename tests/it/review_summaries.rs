@@ -11,9 +11,9 @@ use rentcheck::ids::BriefId;
 use rentcheck::{
     auth::Role,
     config::AppConfig,
+    db::StoredText,
     review::{
         decision::Verdict,
-        repo::StoredVerdict,
         summaries::{self as summaries, SummaryRow},
     },
     state::AppState,
@@ -409,7 +409,7 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
 }
 
 /// A trial snapshot keeps its decision as text (`Verdict::as_str`) and reads it back through
-/// `StoredVerdict` (the engine's `Verdict` has no database mapping of its own): every decision
+/// `StoredText<Verdict>` (the engine's `Verdict` has no database mapping of its own): every decision
 /// round-trips through its stored text, which is the text the webhooks' JSON and messages show;
 /// other text is refused.
 #[tokio::test]
@@ -417,11 +417,11 @@ async fn a_signal_decision_round_trips_through_its_stored_text() {
     let (_db, pool) = common::migrated_database(1).await;
     let pool = &pool;
     let read = |text: &'static str| async move {
-        sqlx::query_scalar::<_, StoredVerdict>("SELECT $1::text")
+        sqlx::query_scalar::<_, StoredText<Verdict>>("SELECT $1::text")
             .bind(text)
             .fetch_one(pool)
             .await
-            .map(Verdict::from)
+            .map(StoredText::into_inner)
     };
     for v in [
         Verdict::Expand,

@@ -11,7 +11,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::money::{reservation_comparison, ApiBreakEven, MoneyFacts, ReservationComparison};
-use crate::money::with_currency;
+use crate::{money::with_currency, validation::TextEnum};
 
 /// The thresholds of decision.md. What "saturated" means is shared with the default card, so those
 /// live in `crate::thresholds` and are re-exported here; the break-even ones are the decision's own.
@@ -29,8 +29,10 @@ pub mod limits {
 }
 
 /// The decision. Kept as text (`approvals.decision`, the signal snapshot) in the same lower-case
-/// names as on the wire (`as_str`, `FromStr`); the server reads a stored one back through
-/// `review::repo::StoredVerdict`, which refuses an unknown value.
+/// names as on the wire.
+// Spelled by `as_str` and read by `FromStr` ([`TextEnum`]); the server reads a stored one back
+// through `db::StoredText`, which refuses an unknown value. (A plain comment: the doc comment is
+// the published schema's description.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
@@ -42,6 +44,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Expand,
+        Verdict::Reserve,
+        Verdict::Dedicate,
+        Verdict::Scale,
+        Verdict::Stop,
+    ];
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Verdict::Expand => "expand",
@@ -56,16 +66,16 @@ impl Verdict {
 impl std::str::FromStr for Verdict {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
-        [
-            Verdict::Expand,
-            Verdict::Reserve,
-            Verdict::Dedicate,
-            Verdict::Scale,
-            Verdict::Stop,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
-        .ok_or(())
+        Verdict::ALL.into_iter().find(|v| v.as_str() == s).ok_or(())
+    }
+}
+
+impl TextEnum for Verdict {
+    fn variants() -> &'static [Self] {
+        &Verdict::ALL
+    }
+    fn text(self) -> &'static str {
+        self.as_str()
     }
 }
 

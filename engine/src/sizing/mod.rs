@@ -119,6 +119,8 @@ mod worked_examples;
 
 use std::str::FromStr;
 
+use crate::validation::TextEnum;
+
 use serde::{Deserialize, Serialize};
 
 pub use architecture::{resolve, Architecture, ArchitectureFields, ArchitectureRequest, Problem, Resolved};
@@ -163,6 +165,15 @@ impl FromStr for WorkloadKind {
     }
 }
 
+impl TextEnum for WorkloadKind {
+    fn variants() -> &'static [Self] {
+        &Self::ALL
+    }
+    fn text(self) -> &'static str {
+        self.as_str()
+    }
+}
+
 /// Numeric precision of the weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -194,6 +205,15 @@ impl FromStr for Precision {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
         Self::ALL.into_iter().find(|p| p.as_str() == s).ok_or(())
+    }
+}
+
+impl TextEnum for Precision {
+    fn variants() -> &'static [Self] {
+        &Self::ALL
+    }
+    fn text(self) -> &'static str {
+        self.as_str()
     }
 }
 
