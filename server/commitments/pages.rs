@@ -10,7 +10,6 @@ use axum::{
     Router,
 };
 use rust_decimal::{prelude::ToPrimitive, Decimal};
-use uuid::Uuid;
 
 use super::{
     model::{CommitmentState, MonthUse},
@@ -18,6 +17,7 @@ use super::{
 };
 use crate::{
     error::AppError,
+    ids::CommitmentId,
     money,
     state::AppState,
     web::{
@@ -53,7 +53,7 @@ fn hours(d: Decimal) -> String {
 
 /// One row of the portfolio, ready to show.
 struct Row {
-    id: Uuid,
+    id: CommitmentId,
     brief_id: String,
     brief_name: String,
     trial_name: String,
@@ -420,7 +420,7 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
     out
 }
 
-async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<CommitmentId>) -> PageResult<Response> {
     let d = service::get(&state, &user.principal(), id).await?;
     let cur = d.commitment.currency.clone();
     render(&CommitmentPage {

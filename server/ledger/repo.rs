@@ -610,14 +610,14 @@ pub async fn commitment_use(
 /// Which of the given (brief, CommitmentDiscountId) pairs have any FOCUS commitment row.
 pub async fn commitment_ids_with_rows(
     db: impl PgExecutor<'_>,
-    briefs: &[Uuid],
+    briefs: &[BriefId],
     ids: &[String],
 ) -> Result<Vec<(BriefId, String)>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT k.brief_id AS "brief_id!", k.id AS "id!" FROM unnest($1::uuid[], $2::text[]) AS k (brief_id, id)
            WHERE EXISTS (SELECT 1 FROM ledger_commitment_rows r
                          WHERE r.brief_id = k.brief_id AND r.commitment_discount_id = k.id)"#,
-        briefs,
+        briefs as _,
         ids,
     )
     .fetch_all(db)
@@ -632,10 +632,10 @@ pub async fn commitment_ids_with_rows(
 /// owns them.
 pub async fn accelerator_micros_by_days(
     db: impl PgExecutor<'_>,
-    briefs: &[Uuid],
+    briefs: &[BriefId],
     froms: &[chrono::NaiveDate],
     tos: &[chrono::NaiveDate],
-    (trial_briefs, trial_ids): (&[Uuid], &[Uuid]),
+    (trial_briefs, trial_ids): (&[BriefId], &[TrialId]),
 ) -> Result<Vec<(usize, TrialId, i128)>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT w.k AS "k!", t.id AS "trial_id!", sum(d.gpu_micros) AS "micros!"
@@ -643,11 +643,11 @@ pub async fn accelerator_micros_by_days(
            JOIN unnest($4::uuid[], $5::uuid[]) AS t (brief_id, id) ON t.brief_id = w.brief_id
            JOIN ledger_accelerator_daily d ON d.trial_id = t.id AND d.day >= w.from_day AND d.day < w.to_day
            GROUP BY w.k, t.id"#,
-        briefs,
+        briefs as _,
         froms,
         tos,
-        trial_briefs,
-        trial_ids,
+        trial_briefs as _,
+        trial_ids as _,
     )
     .fetch_all(db)
     .await?;

@@ -15,7 +15,7 @@ use crate::{
     },
     db::StoredText,
     error::AppError,
-    ids::BriefId,
+    ids::{BriefId, TeamId, UserId},
     sizing::{ArchitectureFields, Precision, WorkloadKind},
 };
 
@@ -32,9 +32,9 @@ pub struct BriefFilter {
     /// Only briefs with (true) or without (false) any evidence.
     pub has_evidence: Option<bool>,
     /// Only briefs owned by this account.
-    pub owner: Option<Uuid>,
+    pub owner: Option<UserId>,
     /// Only briefs shared with this team.
-    pub team: Option<Uuid>,
+    pub team: Option<TeamId>,
     /// Only briefs whose summary state is one of these (`awaiting-evidence`, `needs-approval`,
     /// `stale`, `approved`, `rejected`).
     pub states: Option<Vec<String>>,
@@ -138,8 +138,8 @@ pub async fn list_sorted(
            OFFSET $9 LIMIT $10"#,
         pattern,
         filter.has_evidence,
-        filter.owner,
-        filter.team,
+        filter.owner.map(Uuid::from),
+        filter.team.map(Uuid::from),
         filter.states.as_deref(),
         filter.failing,
         filter.only.map(Uuid::from),
@@ -168,8 +168,8 @@ pub async fn count_matching(db: impl PgExecutor<'_>, filter: &BriefFilter) -> Re
              AND ($7::uuid IS NULL OR b.id = $7)"#,
         pattern,
         filter.has_evidence,
-        filter.owner,
-        filter.team,
+        filter.owner.map(Uuid::from),
+        filter.team.map(Uuid::from),
         filter.states.as_deref(),
         filter.failing,
         filter.only.map(Uuid::from),
@@ -224,8 +224,8 @@ pub async fn list_filtered(
         after_at,
         after_id.map(Uuid::from),
         limit,
-        filter.owner,
-        filter.team,
+        filter.owner.map(Uuid::from),
+        filter.team.map(Uuid::from),
         filter.states.as_deref(),
         filter.failing,
         filter.only.map(Uuid::from),

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{decision::Verdict, model::ApprovalVerdict};
 use crate::{
     db::StoredText,
-    ids::{BriefId, TrialId},
+    ids::{ApprovalId, BriefId, TrialId},
 };
 
 /// `query_as!` moves a column read as `StoredText<Verdict>` (`decision AS "decision: StoredText<Verdict>"`)
@@ -25,7 +25,8 @@ impl From<StoredText<Verdict>> for Verdict {
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 #[schema(as = Approval)]
 pub struct ApprovalRow {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: ApprovalId,
     #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     /// The trial the verdict names (the one it reserves).

@@ -168,7 +168,7 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
             .await?;
         }
         if let Some(approval) = r.approval.as_ref().filter(|a| a.stale) {
-            let known = before.approval_id == Some(approval.row.id) && before.approval_stale;
+            let known = before.approval_id == Some(approval.row.id.as_uuid()) && before.approval_stale;
             if !known {
                 outbox::enqueue(
                     &mut *tx,
@@ -218,7 +218,7 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
             trial_id: r.context.trial.id,
             decision: r.decision.decision.as_str().to_owned(),
             accepted: r.decision.accepted,
-            approval_id: r.approval.as_ref().map(|a| a.row.id),
+            approval_id: r.approval.as_ref().map(|a| a.row.id.as_uuid()),
             approval_stale: r.approval.as_ref().is_some_and(|a| a.stale),
             computed_at: started,
             summary,

@@ -146,12 +146,12 @@ pub async fn names(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<Tri
 }
 
 /// [`names`] of many briefs at once, by brief and position.
-pub async fn names_of_briefs(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Result<Vec<TrialName>, sqlx::Error> {
+pub async fn names_of_briefs(db: impl PgExecutor<'_>, brief_ids: &[BriefId]) -> Result<Vec<TrialName>, sqlx::Error> {
     sqlx::query_as!(
         TrialName,
         r#"SELECT id, brief_id, name, status = 'planned' AS "planned!" FROM trials WHERE brief_id = ANY($1)
            ORDER BY brief_id, position"#,
-        brief_ids,
+        brief_ids as _,
     )
     .fetch_all(db)
     .await

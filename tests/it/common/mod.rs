@@ -16,6 +16,7 @@ use rentcheck::{
     db,
     evidence_store::EvidenceStore,
     http,
+    ids::UserId,
     secrets::TokenKeys,
     state::AppState,
 };
@@ -255,7 +256,7 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
 }
 
 /// The person behind a test's person token (a person token acts as its person): made on first use.
-pub async fn person(pool: &PgPool, email: &str, role: Role) -> uuid::Uuid {
+pub async fn person(pool: &PgPool, email: &str, role: Role) -> UserId {
     match users::by_email(pool, email).await.unwrap() {
         Some(u) => u.id,
         None => {
