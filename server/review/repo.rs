@@ -169,12 +169,12 @@ pub async fn last_approved_at(
 }
 
 /// How many committed writes could have changed the brief's review: changes taken off the change
-/// queue plus those still on it (the `brief_changes_taken` migration). One statement, so one
+/// queue plus those still on it (the `review_changes_taken` migration). One statement, so one
 /// snapshot: a write that commits moves it by at least one, and nothing else moves it back.
 pub async fn change_count(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
-        r#"SELECT COALESCE((SELECT taken FROM brief_changes_taken WHERE brief_id = $1), 0)
-                + (SELECT count(*) FROM brief_signals_dirty WHERE brief_id = $1) AS "count!""#,
+        r#"SELECT COALESCE((SELECT taken FROM review_changes_taken WHERE brief_id = $1), 0)
+                + (SELECT count(*) FROM review_changes WHERE brief_id = $1) AS "count!""#,
         brief_id.as_uuid()
     )
     .fetch_one(db)
