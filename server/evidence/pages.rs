@@ -174,7 +174,7 @@ struct EvidencePage {
 }
 
 fn display_value(v: &Value) -> String {
-    crate::money::value(v)
+    crate::figures::value(v)
 }
 
 fn raw_view(prefix: Vec<u8>, size: i64) -> RawView {

@@ -23,8 +23,8 @@ use crate::{
     commitments::service as commitments,
     error::AppError,
     evidence::service as evidence,
+    figures,
     ids::BriefId,
-    money,
     overview::{
         brief_list::{self, decode_cursor, encode_cursor},
         list_query::{BriefFilter, BriefOrder},
@@ -557,7 +557,7 @@ fn row_for(brief: Brief, summary: &SummaryRow, last_evidence: Option<(DateTime<U
             .map(|c| {
                 format!(
                     "{} per {}",
-                    money::with_currency(c, &brief.fields.currency),
+                    figures::with_currency(c, &brief.fields.currency),
                     brief.fields.cost_unit.as_str()
                 )
             })

@@ -15,9 +15,9 @@ use uuid::Uuid;
 
 use super::{
     comparison::Change,
+    cost_at_slo::{MoneyFacts, ReservationComparison},
     decision::{CriterionOutcome, LedgerFacts, Reason, UtilizationSource, Verdict},
     model::Reservation,
-    money::{MoneyFacts, ReservationComparison},
     repo,
     service::{self, ApprovalState, Review, TrialReview},
 };

@@ -337,14 +337,14 @@ impl Sizing {
         format!(
             "{:.2} GiB for {} sequence{}, independent of context",
             self.state_gib,
-            crate::money::count(i64::try_from(seqs).unwrap_or(i64::MAX)),
+            crate::figures::count(i64::try_from(seqs).unwrap_or(i64::MAX)),
             if seqs == 1 { "" } else { "s" }
         )
     }
 
     /// `kv_bytes_per_token` as pages print it ("163,840").
     pub fn kv_bytes_per_token_text(&self) -> String {
-        crate::money::count(i64::try_from(self.kv_bytes_per_token).unwrap_or(i64::MAX))
+        crate::figures::count(i64::try_from(self.kv_bytes_per_token).unwrap_or(i64::MAX))
     }
 }
 

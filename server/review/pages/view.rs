@@ -17,14 +17,14 @@ use super::{
 };
 use crate::{
     auth::Role,
-    money,
+    figures,
     review::{
+        cost_at_slo_view::{money_section, MoneySection},
         decision::{Status, Verdict},
         decision_view,
         first_screen::{self, BriefLine, MoneyFigure},
         gather::TrialKv,
         model::ApprovalVerdict,
-        money_view::{money_section, MoneySection},
         service::{needs_reservation, Review, TrialReview},
     },
     web::{auth::PageUser, page::PageContext},
@@ -265,7 +265,7 @@ pub(super) fn page(r: &Review, user: &PageUser, form: FormState, decided: Option
         latency,
         costs,
         cost_per_job: match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
-            Some(Some(c)) => money::with_currency(c, currency),
+            Some(Some(c)) => figures::with_currency(c, currency),
             Some(None) => "not known yet — nothing accepted".into(),
             None => "no ledger yet".into(),
         },

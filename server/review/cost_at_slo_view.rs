@@ -4,13 +4,13 @@
 //! came from, and a chart of attainment against request rate with the target line.
 
 use super::{
-    money::{MoneyFacts, RateSource},
+    cost_at_slo::{MoneyFacts, RateSource},
     service::{Review, TrialReview},
 };
 use crate::{
     briefs::model::BriefFields,
     evidence::load_points::LoadPoint,
-    money::{figure, percent, sum_with_currency, with_currency},
+    figures::{figure, percent, sum_with_currency, with_currency},
 };
 
 /// One figure of one trial, with where it came from.

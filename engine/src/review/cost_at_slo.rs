@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::{
     evidence::load_points::{describe, LoadPoint, Operating},
-    money::HOURS_PER_MONTH,
+    figures::HOURS_PER_MONTH,
 };
 
 /// Where the hourly rate comes from, most specific first (`prices::model::allocation_price`, the
