@@ -405,7 +405,7 @@ async fn person(pool: &sqlx::PgPool, email: &str) -> anyhow::Result<users::UserR
         .ok_or_else(|| anyhow::anyhow!("no user {email}"))
 }
 
-// Long, and reads better whole: one arm per user command.
+/// One arm per user command.
 async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
     let (db, email, change, verb) = match action {
         UserAction::Add { .. } => unreachable!("handled before"),
@@ -414,40 +414,10 @@ async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
             password_stdin,
             db,
         } => {
-            let given = password_from_stdin(password_stdin)?;
-            return with_database(&db, "user set-password", |pool| async move {
-                let user = person(&pool, &email).await?;
-                let password = given
-                    .clone()
-                    .unwrap_or_else(|| rentcheck::secrets::random_token()[..24].to_owned());
-                users::replace_password(&pool, &NO_KEPT_TOKENS, user.id, password.clone(), None)
-                    .await
-                    .map_err(describe)?;
-                audit::record(&pool, "cli", "user.password", &user.email, json!({ "by": "cli" })).await?;
-                Ok(match given {
-                    Some(_) => format!(
-                        "new password set for {}; their sessions ended and their tokens were revoked",
-                        user.email
-                    ),
-                    None => format!(
-                        "new password set for {}; their sessions ended and their tokens were revoked\n\
-                         password (shown once): {password}",
-                        user.email
-                    ),
-                })
-            })
-            .await;
+            return set_password(email, password_stdin, db).await;
         }
         UserAction::Unlock { email, db } => {
-            return with_database(&db, "user unlock", |pool| async move {
-                let user = person(&pool, &email).await?;
-                if !lockout::unlock(&pool, &user.email).await? {
-                    return Ok(format!("{} was not locked and had no failed sign-ins", user.email));
-                }
-                audit::record(&pool, "cli", "login.unlock", &user.email, json!({ "by": "cli" })).await?;
-                Ok(format!("unlocked {}: they can sign in again", user.email))
-            })
-            .await;
+            return unlock(email, db).await;
         }
         UserAction::Disable { email, db } => (
             db,
@@ -504,6 +474,47 @@ async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
                 ""
             }
         ))
+    })
+    .await
+}
+
+/// `user set-password`: the given password, else a generated one shown once; the person's
+/// sessions and tokens end.
+async fn set_password(email: String, password_stdin: bool, db: DbConfig) -> anyhow::Result<()> {
+    let given = password_from_stdin(password_stdin)?;
+    with_database(&db, "user set-password", |pool| async move {
+        let user = person(&pool, &email).await?;
+        let password = given
+            .clone()
+            .unwrap_or_else(|| rentcheck::secrets::random_token()[..24].to_owned());
+        users::replace_password(&pool, &NO_KEPT_TOKENS, user.id, password.clone(), None)
+            .await
+            .map_err(describe)?;
+        audit::record(&pool, "cli", "user.password", &user.email, json!({ "by": "cli" })).await?;
+        Ok(match given {
+            Some(_) => format!(
+                "new password set for {}; their sessions ended and their tokens were revoked",
+                user.email
+            ),
+            None => format!(
+                "new password set for {}; their sessions ended and their tokens were revoked\n\
+                 password (shown once): {password}",
+                user.email
+            ),
+        })
+    })
+    .await
+}
+
+/// `user unlock`: clears the person's lockout and failed sign-ins.
+async fn unlock(email: String, db: DbConfig) -> anyhow::Result<()> {
+    with_database(&db, "user unlock", |pool| async move {
+        let user = person(&pool, &email).await?;
+        if !lockout::unlock(&pool, &user.email).await? {
+            return Ok(format!("{} was not locked and had no failed sign-ins", user.email));
+        }
+        audit::record(&pool, "cli", "login.unlock", &user.email, json!({ "by": "cli" })).await?;
+        Ok(format!("unlocked {}: they can sign in again", user.email))
     })
     .await
 }
@@ -642,7 +653,7 @@ fn describe(e: rentcheck::error::AppError) -> anyhow::Error {
     }
 }
 
-// Long, and reads better whole: the command's checks, then the token, in the order it prints them.
+/// The command's checks, then the token, in the order it prints them.
 async fn mint_token(
     db: DbConfig,
     tokens: TokenConfig,
@@ -663,34 +674,8 @@ async fn mint_token(
         let user = users::by_email(&pool, &email)
             .await?
             .ok_or_else(|| anyhow::anyhow!("no user {email}; create one with `rentcheck user add`"))?;
-        let role = match role {
-            Some(r) => r
-                .parse::<Role>()
-                .map_err(|_| anyhow::anyhow!("--role must be agent, engineer, manager or admin"))?,
-            None => user.role(),
-        };
-        anyhow::ensure!(
-            role <= user.role(),
-            "{email} is {} and cannot mint a {} token",
-            user.role,
-            role.as_str()
-        );
-        // A trial names its brief.
-        let brief = match trial {
-            Some(trial) => {
-                let found = rentcheck::trials::service::get(&pool, trial)
-                    .await?
-                    .ok_or_else(|| anyhow::anyhow!("no trial {trial}"))?;
-                anyhow::ensure!(
-                    brief.is_none_or(|b| b == found.brief_id),
-                    "trial {trial} belongs to brief {}, not {}",
-                    found.brief_id,
-                    brief.map(|b| b.to_string()).unwrap_or_default()
-                );
-                Some(found.brief_id)
-            }
-            None => brief,
-        };
+        let role = token_role(role, &user, &email)?;
+        let brief = token_brief(&pool, brief, trial).await?;
         anyhow::ensure!(
             role != Role::Agent || brief.is_some(),
             "an agent token needs --brief ID (or --trial ID)"
@@ -729,6 +714,47 @@ async fn mint_token(
         Ok(signed)
     })
     .await
+}
+
+/// The token's role: the one asked for, at most the person's own, else the person's.
+fn token_role(role: Option<String>, user: &users::UserRow, email: &str) -> anyhow::Result<Role> {
+    let role = match role {
+        Some(r) => r
+            .parse::<Role>()
+            .map_err(|_| anyhow::anyhow!("--role must be agent, engineer, manager or admin"))?,
+        None => user.role(),
+    };
+    anyhow::ensure!(
+        role <= user.role(),
+        "{email} is {} and cannot mint a {} token",
+        user.role,
+        role.as_str()
+    );
+    Ok(role)
+}
+
+/// The token's brief: a trial names its brief, which must be the one given if one is.
+async fn token_brief(
+    pool: &sqlx::PgPool,
+    brief: Option<BriefId>,
+    trial: Option<TrialId>,
+) -> anyhow::Result<Option<BriefId>> {
+    // A trial names its brief.
+    Ok(match trial {
+        Some(trial) => {
+            let found = rentcheck::trials::service::get(pool, trial)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no trial {trial}"))?;
+            anyhow::ensure!(
+                brief.is_none_or(|b| b == found.brief_id),
+                "trial {trial} belongs to brief {}, not {}",
+                found.brief_id,
+                brief.map(|b| b.to_string()).unwrap_or_default()
+            );
+            Some(found.brief_id)
+        }
+        None => brief,
+    })
 }
 
 async fn revoke_token(db: DbConfig, jti: TokenId) -> anyhow::Result<()> {

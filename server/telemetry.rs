@@ -58,6 +58,16 @@ pub struct Metrics {
     webhook_attempts: IntCounterVec,
 }
 
+/// A counter with labels.
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric")
+}
+
+/// A counter without labels.
+fn counter(name: &str, help: &str) -> IntCounter {
+    IntCounter::new(name, help).expect("valid metric")
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
@@ -65,18 +75,15 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    // Long, and reads better whole: one registration per metric, a table to read down.
+    /// One registration per metric, a table to read down.
     pub fn new() -> Self {
         let registry = Registry::new_custom(Some("rentcheck".into()), None).expect("a valid prefix");
         let route = ["method", "route", "status"];
-        let requests = IntCounterVec::new(
-            Opts::new(
-                "http_requests_total",
-                "HTTP requests answered, by matched route, method and status class",
-            ),
+        let requests = counter_vec(
+            "http_requests_total",
+            "HTTP requests answered, by matched route, method and status class",
             &route,
-        )
-        .expect("valid metric");
+        );
         let latency = HistogramVec::new(
             HistogramOpts::new(
                 "http_request_duration_seconds",
@@ -88,27 +95,21 @@ impl Metrics {
             &route,
         )
         .expect("valid metric");
-        let ingest_bytes = IntCounterVec::new(
-            Opts::new("evidence_ingest_bytes_total", "Raw evidence bytes committed, by kind"),
+        let ingest_bytes = counter_vec(
+            "evidence_ingest_bytes_total",
+            "Raw evidence bytes committed, by kind",
             &["kind"],
-        )
-        .expect("valid metric");
-        let ingested = IntCounterVec::new(
-            Opts::new(
-                "evidence_ingested_total",
-                "Evidence items committed, by kind and parse status",
-            ),
+        );
+        let ingested = counter_vec(
+            "evidence_ingested_total",
+            "Evidence items committed, by kind and parse status",
             &["kind", "parse_status"],
-        )
-        .expect("valid metric");
-        let parse_failures = IntCounterVec::new(
-            Opts::new(
-                "evidence_parse_failures_total",
-                "Evidence stored with parse_status failed, by kind",
-            ),
+        );
+        let parse_failures = counter_vec(
+            "evidence_parse_failures_total",
+            "Evidence stored with parse_status failed, by kind",
             &["kind"],
-        )
-        .expect("valid metric");
+        );
         let pool = IntGaugeVec::new(
             Opts::new(
                 "db_pool_connections",
@@ -117,24 +118,19 @@ impl Metrics {
             &["state"],
         )
         .expect("valid metric");
-        let compacted = IntCounter::new(
+        let compacted = counter(
             "evidence_metrics_compacted_total",
             "Uploads the compactor has folded into the newest-value table (see docs/operations.md)",
-        )
-        .expect("valid metric");
-        let compaction_failures = IntCounter::new(
+        );
+        let compaction_failures = counter(
             "evidence_metrics_compaction_failures_total",
             "Compaction batches that failed (database away, conflicts); their uploads stay queued",
-        )
-        .expect("valid metric");
-        let webhook_attempts = IntCounterVec::new(
-            Opts::new(
-                "webhook_attempts_total",
-                "Webhook delivery attempts, by what became of the delivery: delivered, retrying, gave_up",
-            ),
+        );
+        let webhook_attempts = counter_vec(
+            "webhook_attempts_total",
+            "Webhook delivery attempts, by what became of the delivery: delivered, retrying, gave_up",
             &["result"],
-        )
-        .expect("valid metric");
+        );
         registry
             .register(Box::new(webhook_attempts.clone()))
             .expect("registered once");

@@ -24,7 +24,7 @@ use crate::{
     trials::{model::Allocation, service as trials},
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, ApiQuery, Path},
+        extract::{ApiJson, ApiQuery, BriefPath, Path},
     },
 };
 
@@ -97,10 +97,6 @@ impl CardView {
     }
 }
 
-async fn load_brief(state: &AppState, id: BriefId) -> ApiResult<Brief> {
-    trials::load_brief(&state.pool, id).await
-}
-
 /// The current card of `brief`, evaluated for one trial (the first when none is named).
 pub async fn card_view(state: &AppState, brief: &Brief, trial: Option<TrialId>) -> ApiResult<CardView> {
     let trial = trials::pick(state, brief.id, trial).await?;
@@ -141,7 +137,7 @@ pub struct TrialQuery {
     tag = "cards",
     summary = "The current acceptance card (the default card when none was saved), evaluated over the newest evidence",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("trial" = Option<Uuid>, Query, description = "evaluate for this trial (default: the brief's first trial)"),
     ),
     responses(
@@ -152,11 +148,11 @@ pub struct TrialQuery {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<CardView>> {
-    caller.may_read_brief(id)?;
-    let brief = load_brief(&state, id).await?;
+    caller.may_read_brief(path.id)?;
+    let brief = path.load(&state).await?;
     Ok(Json(card_view(&state, &brief, q.trial).await?))
 }
 
@@ -210,7 +206,7 @@ pub async fn save_revision(
     operation_id = "putCard",
     tag = "cards",
     summary = "Save the card as a new revision",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     request_body = super::schema::CardBody,
     responses(
         (status = 200, description = "the new revision, evaluated", body = CardView),
@@ -221,9 +217,10 @@ pub async fn save_revision(
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<CardView>> {
+    let id = path.id;
     caller.may_read_brief(id)?;
     caller.require_person(Role::Engineer)?;
     crate::auth::teams::may_edit_brief(&state.pool, &caller, id).await?;
@@ -236,7 +233,7 @@ async fn replace(
         .get("criteria")
         .ok_or_else(|| AppError::Validation(vec![crate::validation::FieldError::new("criteria", "is required")]))?;
     let card = model::validate_json(criteria).map_err(AppError::Validation)?;
-    let brief = load_brief(&state, id).await?;
+    let brief = path.load(&state).await?;
     save_revision(&state, &brief, &card.criteria, &caller).await?;
     Ok(Json(card_view(&state, &brief, None).await?))
 }
@@ -264,7 +261,7 @@ struct CardRevisions {
     operation_id = "listCardRevisions",
     tag = "cards",
     summary = "Every saved revision of the card, newest first",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     responses(
         (status = 200, description = "{ items: [{ revision, created_by, created_at, criteria }] }",
             body = CardRevisions),
@@ -274,10 +271,11 @@ struct CardRevisions {
 async fn list_revisions(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
 ) -> ApiResult<Json<CardRevisions>> {
+    let id = path.id;
     caller.may_read_brief(id)?;
-    load_brief(&state, id).await?;
+    path.load(&state).await?;
     let items: Vec<RevisionSummary> = repo::revisions(&state.pool, id)
         .await?
         .into_iter()
@@ -339,7 +337,7 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
     tag = "cards",
     summary = "One saved revision and its diff against the previous one (revision 1: against the default card)",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("n" = i64, Path, description = "revision number, from 1"),
     ),
     responses(
@@ -351,9 +349,10 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
 async fn show_revision(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((id, n)): Path<(BriefId, i64)>,
+    path: BriefPath,
+    Path((_, n)): Path<(BriefId, i64)>,
 ) -> ApiResult<Json<RevisionView>> {
-    caller.may_read_brief(id)?;
-    let brief = load_brief(&state, id).await?;
+    caller.may_read_brief(path.id)?;
+    let brief = path.load(&state).await?;
     Ok(Json(revision_view(&state, &brief, n).await?))
 }

@@ -268,15 +268,21 @@ impl Linter {
         }
     }
 
-    /// Checks one container; true when it sets a GPU limit.
-    // Long, and reads better whole: one lint rule per container field, each a few lines.
+    /// Checks one container, one lint rule per container field; true when it sets a GPU limit.
     fn container(&mut self, c: &Yaml, object: &str, path: &str) -> bool {
         let cname = c["name"].as_str().unwrap_or("?");
         let object = format!("{object} container {cname}");
-        // Image: a tag that is not latest; a digest is best.
+        self.image(c, &object, path);
+        let gpu_limit = self.gpu_resources(c, &object, path);
+        self.secret_env(c, &object, path);
+        gpu_limit
+    }
+
+    /// Image: a tag that is not latest; a digest is best.
+    fn image(&mut self, c: &Yaml, object: &str, path: &str) {
         let ipath = format!("{path}.image");
         match c["image"].as_str() {
-            None => self.push(Severity::Error, object.clone(), &ipath, "no image".into()),
+            None => self.push(Severity::Error, object.to_owned(), &ipath, "no image".into()),
             Some(image) => {
                 if image.contains("@sha256:") || image.contains('@') {
                     // Pinned by digest.
@@ -285,19 +291,19 @@ impl Linter {
                     match last.split_once(':') {
                         None => self.push(
                             Severity::Error,
-                            object.clone(),
+                            object.to_owned(),
                             &ipath,
                             format!("image {image} has no tag, which means :latest; pin a version, or better a digest (@sha256:…)"),
                         ),
                         Some((_, "latest")) => self.push(
                             Severity::Error,
-                            object.clone(),
+                            object.to_owned(),
                             &ipath,
                             format!("image {image} uses the mutable tag latest; pin a version, or better a digest (@sha256:…)"),
                         ),
                         Some((_, _)) => self.push(
                             Severity::Note,
-                            object.clone(),
+                            object.to_owned(),
                             &ipath,
                             format!("image {image} is pinned by tag; a digest (@sha256:…) cannot move under you"),
                         ),
@@ -305,7 +311,11 @@ impl Linter {
                 }
             }
         }
-        // GPU quantity in limits; requests equal to limits when both set.
+    }
+
+    /// GPU quantity in limits; requests equal to limits when both set. True when it sets a GPU
+    /// limit.
+    fn gpu_resources(&mut self, c: &Yaml, object: &str, path: &str) -> bool {
         let limits = &c["resources"]["limits"];
         let requests = &c["resources"]["requests"];
         let mut gpu_limit = false;
@@ -318,7 +328,7 @@ impl Linter {
                         if req != lim {
                             self.push(
                                 Severity::Error,
-                                object.clone(),
+                                object.to_owned(),
                                 &format!("{path}.resources.requests"),
                                 format!("{name} requests {req} but limits {lim}: GPUs cannot be overcommitted, set them equal"),
                             );
@@ -333,7 +343,7 @@ impl Linter {
                     if limits[name].is_badvalue() {
                         self.push(
                             Severity::Error,
-                            object.clone(),
+                            object.to_owned(),
                             &format!("{path}.resources.limits"),
                             format!("{name} is only in requests; extended resources like GPUs must be set in limits"),
                         );
@@ -341,7 +351,11 @@ impl Linter {
                 }
             }
         }
-        // Secrets come from secretKeyRef / secretRef, never literal values.
+        gpu_limit
+    }
+
+    /// Secrets come from secretKeyRef / secretRef, never literal values.
+    fn secret_env(&mut self, c: &Yaml, object: &str, path: &str) {
         if let Some(env) = c["env"].as_vec() {
             for (i, e) in env.iter().enumerate() {
                 let Some(name) = e["name"].as_str() else { continue };
@@ -352,21 +366,20 @@ impl Linter {
                 if !e["value"].is_badvalue() {
                     self.push(
                         Severity::Error,
-                        object.clone(),
+                        object.to_owned(),
                         &epath,
                         format!("{name} is set as a literal value; reference a Secret with valueFrom.secretKeyRef"),
                     );
                 } else if e["valueFrom"]["secretKeyRef"].is_badvalue() {
                     self.push(
                         Severity::Warning,
-                        object.clone(),
+                        object.to_owned(),
                         &epath,
                         format!("{name} looks secret but does not come from a secretKeyRef"),
                     );
                 }
             }
         }
-        gpu_limit
     }
 }
 

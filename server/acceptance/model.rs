@@ -354,7 +354,7 @@ pub fn validate_json(criteria: &Value) -> Result<ValidCard, Vec<FieldError>> {
 const READ_ONLY: [&str; 5] = ["status", "value", "evidence_id", "reason", "source"];
 const FIELDS: [&str; 7] = ["key", "op", "threshold", "unit", "stage", "required", "why"];
 
-// Long, and reads better whole: one read per JSON field of a criterion, every error collected.
+/// One read per JSON field of a criterion, every error collected.
 fn read_json_criterion(map: &Map<String, Value>, f: &dyn Fn(&str) -> String) -> Result<Criterion, Vec<FieldError>> {
     let mut errors = Vec::new();
     for k in map.keys() {
@@ -373,39 +373,8 @@ fn read_json_criterion(map: &Map<String, Value>, f: &dyn Fn(&str) -> String) -> 
             None
         }
     };
-    let op = match map.get("op") {
-        Some(Value::String(s)) => match s.parse::<Op>() {
-            Ok(op) => Some(op),
-            Err(()) => {
-                errors.push(FieldError::new(f("op"), "must be one of lt, le, gt, ge, eq, ne"));
-                None
-            }
-        },
-        None | Some(Value::Null) => {
-            errors.push(FieldError::new(f("op"), "is required"));
-            None
-        }
-        Some(_) => {
-            errors.push(FieldError::new(f("op"), "must be one of lt, le, gt, ge, eq, ne"));
-            None
-        }
-    };
-    let threshold = match map.get("threshold") {
-        Some(Value::Bool(b)) => Some(Threshold::Bool(*b)),
-        Some(Value::Number(n)) => n.as_f64().map(Threshold::Number),
-        Some(Value::String(s)) => Some(Threshold::Text(s.trim().to_owned())),
-        None | Some(Value::Null) => {
-            errors.push(FieldError::new(f("threshold"), "is required"));
-            None
-        }
-        Some(_) => {
-            errors.push(FieldError::new(
-                f("threshold"),
-                "must be a number, a boolean or a string",
-            ));
-            None
-        }
-    };
+    let op = json_op(map, f, &mut errors);
+    let threshold = json_threshold(map, f, &mut errors);
     let unit = match map.get("unit") {
         None | Some(Value::Null) => Some(String::new()),
         Some(Value::String(s)) => Some(s.trim().to_owned()),
@@ -414,23 +383,7 @@ fn read_json_criterion(map: &Map<String, Value>, f: &dyn Fn(&str) -> String) -> 
             None
         }
     };
-    let stage = match map.get("stage") {
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(s @ 1..=5) => Some(s as u8),
-            _ => {
-                errors.push(FieldError::new(f("stage"), "must be an integer from 1 to 5"));
-                None
-            }
-        },
-        None | Some(Value::Null) => {
-            errors.push(FieldError::new(f("stage"), "is required"));
-            None
-        }
-        Some(_) => {
-            errors.push(FieldError::new(f("stage"), "must be an integer from 1 to 5"));
-            None
-        }
-    };
+    let stage = json_stage(map, f, &mut errors);
     let required = match map.get("required") {
         None | Some(Value::Null) => Some(true),
         Some(Value::Bool(b)) => Some(*b),
@@ -464,6 +417,72 @@ fn read_json_criterion(map: &Map<String, Value>, f: &dyn Fn(&str) -> String) -> 
             check(c, f)
         }
         _ => Err(errors),
+    }
+}
+
+/// The criterion's `op`, one of lt, le, gt, ge, eq, ne.
+fn json_op(map: &Map<String, Value>, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) -> Option<Op> {
+    match map.get("op") {
+        Some(Value::String(s)) => match s.parse::<Op>() {
+            Ok(op) => Some(op),
+            Err(()) => {
+                errors.push(FieldError::new(f("op"), "must be one of lt, le, gt, ge, eq, ne"));
+                None
+            }
+        },
+        None | Some(Value::Null) => {
+            errors.push(FieldError::new(f("op"), "is required"));
+            None
+        }
+        Some(_) => {
+            errors.push(FieldError::new(f("op"), "must be one of lt, le, gt, ge, eq, ne"));
+            None
+        }
+    }
+}
+
+/// The criterion's `threshold`: a number, a boolean or a string.
+fn json_threshold(
+    map: &Map<String, Value>,
+    f: &dyn Fn(&str) -> String,
+    errors: &mut Vec<FieldError>,
+) -> Option<Threshold> {
+    match map.get("threshold") {
+        Some(Value::Bool(b)) => Some(Threshold::Bool(*b)),
+        Some(Value::Number(n)) => n.as_f64().map(Threshold::Number),
+        Some(Value::String(s)) => Some(Threshold::Text(s.trim().to_owned())),
+        None | Some(Value::Null) => {
+            errors.push(FieldError::new(f("threshold"), "is required"));
+            None
+        }
+        Some(_) => {
+            errors.push(FieldError::new(
+                f("threshold"),
+                "must be a number, a boolean or a string",
+            ));
+            None
+        }
+    }
+}
+
+/// The criterion's `stage`, 1 to 5.
+fn json_stage(map: &Map<String, Value>, f: &dyn Fn(&str) -> String, errors: &mut Vec<FieldError>) -> Option<u8> {
+    match map.get("stage") {
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(s @ 1..=5) => Some(s as u8),
+            _ => {
+                errors.push(FieldError::new(f("stage"), "must be an integer from 1 to 5"));
+                None
+            }
+        },
+        None | Some(Value::Null) => {
+            errors.push(FieldError::new(f("stage"), "is required"));
+            None
+        }
+        Some(_) => {
+            errors.push(FieldError::new(f("stage"), "must be an integer from 1 to 5"));
+            None
+        }
     }
 }
 

@@ -28,11 +28,10 @@ use crate::{
     error::AppError,
     ids::{BriefId, TrialId},
     state::AppState,
-    trials::service as trials,
     validation::FieldError,
     web::{
         auth::{CsrfForm, PageUser},
-        extract::{ApiQuery, Path},
+        extract::{ApiQuery, BriefPath, Path},
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -42,10 +41,6 @@ pub fn routes() -> Router<AppState> {
         .route("/briefs/{id}/card", get(editor).post(save))
         .route("/briefs/{id}/card/revisions/{n}", get(revision_page))
         .route("/briefs/{id}/readiness", post(confirm))
-}
-
-async fn load_brief(state: &AppState, id: BriefId) -> PageResult<Brief> {
-    Ok(trials::load_brief(&state.pool, id).await?)
 }
 
 fn status_class(s: Status) -> &'static str {
@@ -388,12 +383,13 @@ struct EditorQuery {
 async fn editor(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     ApiQuery(q): ApiQuery<EditorQuery>,
 ) -> PageResult<Response> {
+    let id = path.id;
     user.require(Role::Engineer)?;
     crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
-    let brief = load_brief(&state, id).await?;
+    let brief = path.load(&state).await?;
     let mut page = editor_page(&state, &user, &brief).await?;
     // Only the revision in force: an old `?saved=` link says nothing once another save followed.
     page.saved = q.saved.filter(|n| *n == page.revision && !page.is_default);
@@ -534,12 +530,13 @@ fn criteria_from_rows(rows: &mut [EditorRow]) -> Option<(Vec<Criterion>, Vec<Str
 
 async fn save(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
+    let id = path.id;
     user.require(Role::Engineer)?;
     crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
-    let brief = load_brief(&state, id).await?;
+    let brief = path.load(&state).await?;
     let mut rows = rows_from_form(&values);
     match criteria_from_rows(&mut rows) {
         Some((criteria, _warnings)) => {
@@ -603,9 +600,11 @@ struct RevisionPage {
 async fn revision_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path((id, n)): Path<(BriefId, i64)>,
+    path: BriefPath,
+    Path((_, n)): Path<(BriefId, i64)>,
 ) -> PageResult<Response> {
-    let brief = load_brief(&state, id).await?;
+    let brief = path.load(&state).await?;
+    let _id = brief.id;
     let r = revision_view(&state, &brief, n).await?;
     let line = |c: &Criterion| {
         format!(
@@ -647,12 +646,13 @@ async fn revision_page(
 
 async fn confirm(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
+    let id = path.id;
     user.require(Role::Engineer)?;
     crate::auth::teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
-    load_brief(&state, id).await?;
+    path.load(&state).await?;
     let item = values.get("item").map(String::as_str).unwrap_or("");
     if !readiness::is_item(item) {
         return Err(AppError::Validation(vec![FieldError::new("item", "is not a readiness item")]).into());

@@ -168,6 +168,34 @@ pub struct Brief {
     pub updated_at: DateTime<Utc>,
 }
 
+/// A brief as its own table holds it: every field but trial 1's allocation (`trial_gpu`,
+/// `trial_gpu_count`), which the trials domain keeps. Only `trials::service` turns it into a
+/// [`Brief`] ([`BriefRecord::with_first_allocation`]), so every `Brief` outside the two domains is
+/// whole: one shape, one loader (`BriefPath::load`, `trials::service::load_brief`).
+#[derive(Debug)]
+pub struct BriefRecord(Brief);
+
+impl BriefRecord {
+    /// Wraps what the briefs' own statements read (their allocation fields empty).
+    pub(crate) fn new(mut brief: Brief) -> Self {
+        brief.fields.trial_gpu = None;
+        brief.fields.trial_gpu_count = None;
+        Self(brief)
+    }
+
+    pub fn id(&self) -> BriefId {
+        self.0.id
+    }
+
+    /// The whole brief: these fields with trial 1's allocation, as the trials domain holds it.
+    pub fn with_first_allocation(self, gpu: Option<String>, count: Option<i32>) -> Brief {
+        let mut brief = self.0;
+        brief.fields.trial_gpu = gpu;
+        brief.fields.trial_gpu_count = count;
+        brief
+    }
+}
+
 impl BriefFields {
     /// The catalogue entry the brief names, if any.
     pub fn catalog_entry(&self) -> Option<&'static ModelSpec> {
@@ -223,8 +251,7 @@ impl BriefFields {
         sizing::size(&self.sizing_input())
     }
 
-    /// The fields as the strings an HTML form shows, keyed by input name.
-    // Long, and reads better whole: one entry per form field, a table to read down.
+    /// The fields as the strings an HTML form shows, keyed by input name: one entry per form field.
     pub fn form_values(&self) -> HashMap<String, String> {
         let opt = |v: &Option<String>| v.clone().unwrap_or_default();
         let num = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();
@@ -246,10 +273,6 @@ impl BriefFields {
             ("persist".to_owned(), self.persist.join(", ")),
             ("restore_plan".to_owned(), opt(&self.restore_plan)),
             ("fallback_plan".to_owned(), opt(&self.fallback_plan)),
-            (
-                "max_cost_per_job".to_owned(),
-                self.max_cost_per_job.map(|d| d.to_string()).unwrap_or_default(),
-            ),
             ("currency".to_owned(), self.currency.clone()),
             ("cost_unit".to_owned(), self.cost_unit.as_str().to_owned()),
             (
@@ -265,6 +288,30 @@ impl BriefFields {
                     .as_ref()
                     .and_then(|c| serde_json::to_string_pretty(c).ok())
                     .unwrap_or_default(),
+            ),
+        ]);
+        m.extend(self.money_values());
+        self.architecture_values(&mut m);
+        if self.needs_host_control {
+            m.insert("needs_host_control".into(), "on".into());
+        }
+        if self.only_needs_model_output {
+            m.insert("only_needs_model_output".into(), "on".into());
+        }
+        for field in TARGET_FIELDS {
+            if let Some(v) = self.targets.get(field) {
+                m.insert(format!("targets.{field}"), v.to_string());
+            }
+        }
+        m
+    }
+
+    /// The form's money fields: the cost ceiling, the expected peak and headroom, the API prices.
+    fn money_values(&self) -> [(String, String); 6] {
+        [
+            (
+                "max_cost_per_job".to_owned(),
+                self.max_cost_per_job.map(|d| d.to_string()).unwrap_or_default(),
             ),
             (
                 "expected_peak_rps".to_owned(),
@@ -292,7 +339,11 @@ impl BriefFields {
                     .map(|d| d.to_string())
                     .unwrap_or_default(),
             ),
-        ]);
+        ]
+    }
+
+    /// The form's architecture fields, each empty when the brief leaves it to the model's config.
+    fn architecture_values(&self, m: &mut HashMap<String, String>) {
         let a = &self.architecture;
         let mut arch = |field: &str, v: Option<String>| {
             m.insert(field.to_owned(), v.unwrap_or_default());
@@ -312,18 +363,6 @@ impl BriefFields {
         if a.speculative_decoding {
             m.insert("speculative_decoding".into(), "on".into());
         }
-        if self.needs_host_control {
-            m.insert("needs_host_control".into(), "on".into());
-        }
-        if self.only_needs_model_output {
-            m.insert("only_needs_model_output".into(), "on".into());
-        }
-        for field in TARGET_FIELDS {
-            if let Some(v) = self.targets.get(field) {
-                m.insert(format!("targets.{field}"), v.to_string());
-            }
-        }
-        m
     }
 }
 

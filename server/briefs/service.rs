@@ -1,7 +1,7 @@
 //! The brief use cases, the door other domains use: load (or 404), create and replace.
 
 use super::{
-    model::{Brief, BriefFields},
+    model::{Brief, BriefFields, BriefRecord},
     repo,
 };
 use crate::{
@@ -11,11 +11,22 @@ use crate::{
     ids::BriefId,
 };
 
-/// The brief, or 404 "brief not found". Its trial 1's allocation (`trial_gpu`, `trial_gpu_count`)
-/// is the trials domain's and is left empty here: `trials::service::load_brief` reads the whole
-/// brief.
-pub async fn load(db: impl sqlx::PgExecutor<'_>, id: BriefId) -> Result<Brief, AppError> {
-    repo::get(db, id).await?.ok_or(AppError::NotFound("brief"))
+/// The brief's own record, or 404 "brief not found". Trial 1's allocation is the trials domain's:
+/// `trials::service::load_brief` makes the whole brief of it, and it is the loader everyone uses.
+pub async fn load_record(db: impl sqlx::PgExecutor<'_>, id: BriefId) -> Result<BriefRecord, AppError> {
+    repo::get(db, id)
+        .await?
+        .map(BriefRecord::new)
+        .ok_or(AppError::NotFound("brief"))
+}
+
+/// The brief's name, or 404 "brief not found" (for a caller that needs no more).
+pub async fn name(db: impl sqlx::PgExecutor<'_>, id: BriefId) -> Result<String, AppError> {
+    repo::names(db, &[id])
+        .await?
+        .pop()
+        .map(|(_, name)| name)
+        .ok_or(AppError::NotFound("brief"))
 }
 
 /// (id, name) of each of the given briefs that exists, in one statement.
@@ -50,7 +61,7 @@ pub async fn create_owned_in(
     conn: &mut sqlx::PgConnection,
     fields: &BriefFields,
     actor: &Principal,
-) -> Result<Brief, AppError> {
+) -> Result<BriefRecord, AppError> {
     actor.require_unscoped()?;
     let brief = repo::insert(&mut *conn, fields).await?;
     if let Some(user) = actor.user_id() {
@@ -64,7 +75,7 @@ pub async fn create_owned_in(
         serde_json::json!({ "name": brief.fields.name }),
     )
     .await?;
-    Ok(brief)
+    Ok(BriefRecord::new(brief))
 }
 
 /// Whether `actor` may edit the brief (`teams::may_edit_brief`, the one ownership check): 403 or
@@ -76,14 +87,13 @@ pub async fn may_edit(pool: &sqlx::PgPool, actor: &Principal, id: BriefId) -> Re
 /// Replaces the fields of `before` (the brief as it is, read in the caller's transaction under
 /// its lock, trial 1's allocation included) and records which fields changed in the audit log, in
 /// that transaction; the caller checked [`may_edit`]. Trial 1's allocation is the trials domain's
-/// to write (`trials::service::replace_brief`, the whole use case): the brief answered carries it
-/// as asked.
+/// to write (`trials::service::replace_brief`, the whole use case); the audit compares it as asked.
 pub async fn replace_in(
     conn: &mut sqlx::PgConnection,
     before: &Brief,
     fields: &BriefFields,
     actor: &Principal,
-) -> Result<Brief, AppError> {
+) -> Result<BriefRecord, AppError> {
     let id = before.id;
     let mut after = repo::update(&mut *conn, id, fields)
         .await?
@@ -108,7 +118,7 @@ pub async fn replace_in(
         serde_json::json!({ "fields": changed }),
     )
     .await?;
-    Ok(after)
+    Ok(BriefRecord::new(after))
 }
 
 /// Creates a brief with a fixed id unless one exists; `None` when it did (the demo's brief,
@@ -117,8 +127,8 @@ pub async fn create_with_id(
     db: impl sqlx::PgExecutor<'_>,
     id: BriefId,
     fields: &BriefFields,
-) -> Result<Option<Brief>, AppError> {
-    Ok(repo::insert_with_id(db, id, fields).await?)
+) -> Result<Option<BriefRecord>, AppError> {
+    Ok(repo::insert_with_id(db, id, fields).await?.map(BriefRecord::new))
 }
 
 /// Locks the brief's row for the rest of the transaction; 404 when there is no such brief.

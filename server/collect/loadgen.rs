@@ -548,49 +548,20 @@ fn p_word(p: f64) -> String {
     }
 }
 
-/// The `--save-result --save-detailed` JSON of a run, computed as vLLM's `calculate_metrics`.
-// Long, and reads better whole: it follows vLLM's calculate_metrics line for line, so the two can
-// be compared.
+/// The `--save-result --save-detailed` JSON of a run, computed as vLLM's `calculate_metrics`, in
+/// its order, so the two can be compared.
 pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) -> Value {
-    let mut output_lens = Vec::with_capacity(outputs.len());
-    let (mut ttfts, mut tpots, mut all_tpots, mut itls, mut e2els) = (vec![], vec![], vec![], vec![], vec![]);
-    let (mut completed, mut total_input) = (0u64, 0u64);
-    for o in outputs {
-        if !o.success {
-            output_lens.push(0);
-            continue;
-        }
-        let out_len = o.output_tokens.filter(|n| *n > 0).unwrap_or(o.chunks);
-        output_lens.push(out_len);
-        total_input += o.prompt_len;
-        let mut tpot = 0.0;
-        if out_len > 1 {
-            tpot = (o.latency - o.ttft) / (out_len - 1) as f64;
-            tpots.push(tpot);
-        }
-        all_tpots.push(tpot);
-        itls.extend(o.itl.iter().copied());
-        ttfts.push(o.ttft);
-        e2els.push(o.latency);
-        completed += 1;
-    }
-    let good = if spec.goodput.is_empty() {
-        None
-    } else {
-        let mut good = 0u64;
-        for i in 0..ttfts.len() {
-            let ok = spec.goodput.iter().all(|(k, ms)| {
-                let v = match k.as_str() {
-                    "ttft" => ttfts[i],
-                    "tpot" => all_tpots[i],
-                    _ => e2els[i],
-                };
-                ms / 1000.0 >= v
-            });
-            good += u64::from(ok);
-        }
-        Some(good)
-    };
+    let Measured {
+        output_lens,
+        ttfts,
+        tpots,
+        all_tpots,
+        itls,
+        e2els,
+        completed,
+        total_input,
+    } = measure(outputs);
+    let good = good_requests(spec, &ttfts, &all_tpots, &e2els);
     let total_output: u64 = output_lens.iter().sum();
     let failed = outputs.len() as u64 - completed;
     let dur = duration.max(f64::MIN_POSITIVE);
@@ -639,6 +610,94 @@ pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) ->
         "total_token_throughput".into(),
         json!((total_input + total_output) as f64 / dur),
     );
+    insert_per_request(&mut r, outputs, &output_lens);
+    r.insert("max_output_tokens_per_s".into(), json!(max_tps));
+    r.insert("max_concurrent_requests".into(), json!(max_conc));
+    for (name, values) in [("ttft", &ttfts), ("tpot", &tpots), ("itl", &itls), ("e2el", &e2els)] {
+        let (mean, median, std, pcts) = stats(values, &spec.percentiles);
+        r.insert(format!("mean_{name}_ms"), json!(mean * 1000.0));
+        r.insert(format!("median_{name}_ms"), json!(median * 1000.0));
+        r.insert(format!("std_{name}_ms"), json!(std * 1000.0));
+        for (p, v) in pcts {
+            r.insert(format!("p{}_{name}_ms", p_word(p)), json!(v * 1000.0));
+        }
+    }
+    Value::Object(r)
+}
+
+/// What the successful requests measured (vLLM's `calculate_metrics` loop): output lengths (0 for
+/// a failed request), first-token, per-output-token, inter-token and end-to-end times.
+struct Measured {
+    output_lens: Vec<u64>,
+    ttfts: Vec<f64>,
+    /// Of requests with more than one output token; `all_tpots` has a 0 for the others.
+    tpots: Vec<f64>,
+    all_tpots: Vec<f64>,
+    itls: Vec<f64>,
+    e2els: Vec<f64>,
+    completed: u64,
+    total_input: u64,
+}
+
+fn measure(outputs: &[RequestOutput]) -> Measured {
+    let mut output_lens = Vec::with_capacity(outputs.len());
+    let (mut ttfts, mut tpots, mut all_tpots, mut itls, mut e2els) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut completed, mut total_input) = (0u64, 0u64);
+    for o in outputs {
+        if !o.success {
+            output_lens.push(0);
+            continue;
+        }
+        let out_len = o.output_tokens.filter(|n| *n > 0).unwrap_or(o.chunks);
+        output_lens.push(out_len);
+        total_input += o.prompt_len;
+        let mut tpot = 0.0;
+        if out_len > 1 {
+            tpot = (o.latency - o.ttft) / (out_len - 1) as f64;
+            tpots.push(tpot);
+        }
+        all_tpots.push(tpot);
+        itls.extend(o.itl.iter().copied());
+        ttfts.push(o.ttft);
+        e2els.push(o.latency);
+        completed += 1;
+    }
+    Measured {
+        output_lens,
+        ttfts,
+        tpots,
+        all_tpots,
+        itls,
+        e2els,
+        completed,
+        total_input,
+    }
+}
+
+/// The requests inside every goodput target, when the run has targets.
+fn good_requests(spec: &LoadSpec, ttfts: &[f64], all_tpots: &[f64], e2els: &[f64]) -> Option<u64> {
+    if spec.goodput.is_empty() {
+        None
+    } else {
+        let mut good = 0u64;
+        for i in 0..ttfts.len() {
+            let ok = spec.goodput.iter().all(|(k, ms)| {
+                let v = match k.as_str() {
+                    "ttft" => ttfts[i],
+                    "tpot" => all_tpots[i],
+                    _ => e2els[i],
+                };
+                ms / 1000.0 >= v
+            });
+            good += u64::from(ok);
+        }
+        Some(good)
+    }
+}
+
+/// Each request's input and output length, first-token time, inter-token times, latency, start
+/// and error, in request order.
+fn insert_per_request(r: &mut Map<String, Value>, outputs: &[RequestOutput], output_lens: &[u64]) {
     r.insert(
         "input_lens".into(),
         json!(outputs.iter().map(|o| o.prompt_len).collect::<Vec<_>>()),
@@ -661,18 +720,6 @@ pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) ->
         "errors".into(),
         json!(outputs.iter().map(|o| o.error.as_str()).collect::<Vec<_>>()),
     );
-    r.insert("max_output_tokens_per_s".into(), json!(max_tps));
-    r.insert("max_concurrent_requests".into(), json!(max_conc));
-    for (name, values) in [("ttft", &ttfts), ("tpot", &tpots), ("itl", &itls), ("e2el", &e2els)] {
-        let (mean, median, std, pcts) = stats(values, &spec.percentiles);
-        r.insert(format!("mean_{name}_ms"), json!(mean * 1000.0));
-        r.insert(format!("median_{name}_ms"), json!(median * 1000.0));
-        r.insert(format!("std_{name}_ms"), json!(std * 1000.0));
-        for (p, v) in pcts {
-            r.insert(format!("p{}_{name}_ms", p_word(p)), json!(v * 1000.0));
-        }
-    }
-    Value::Object(r)
 }
 
 /// The busiest second's output tokens and the most requests in flight at once (vLLM's

@@ -413,9 +413,8 @@ async fn gather(step: &Step, client: &Client, timeout: Duration) -> Gathered {
     }
 }
 
-/// Runs `rentcheck collect`: prints the summary and says how the run ended.
-// Long, and reads better whole: the command's steps in the order it runs them (token, host, window,
-// steps, send), each short.
+/// Runs `rentcheck collect`: prints the summary and says how the run ended. The command's steps
+/// in the order it runs them: token, host, window, steps, send.
 pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
     if args.plan {
         return plan_run::run(&args).await;
@@ -423,29 +422,8 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
     let stage = args.stage.unwrap_or(1);
     let server = check_server(&args.server).map_err(usage)?;
     let given = args.token.as_ref().filter(|t| !t.expose().trim().is_empty());
-    let token = match (given, &args.token_file) {
-        (Some(token), _) => token.clone(),
-        (None, Some(file)) => Secret::new(
-            crate::secrets::read_private_file(file)
-                .map_err(|e| usage(format!("--token-file {}: {e}", file.display())))?
-                .trim(),
-        ),
-        // Checked here rather than by clap, whose message would suggest the flag that `ps` shows.
-        (None, None) => {
-            return Err(usage(
-                "no agent token: set RENTCHECK_TOKEN to the token minted on the brief's Agent tokens page \
-                 (export RENTCHECK_TOKEN='…'), or give --token-file FILE",
-            ))
-        }
-    };
-    let scrape_seconds = if args.scrapes.is_empty() {
-        if let Some(w) = &args.window {
-            check_window(w).map_err(usage)?;
-        }
-        None
-    } else {
-        Some(scrape_window_seconds(args.window.as_deref())?)
-    };
+    let token = agent_token(given, args.token_file.as_deref())?;
+    let scrape_seconds = scrape_seconds(&args)?;
     let host = args.host.clone().unwrap_or_else(host_name);
     if host.is_empty() || host.len() > 200 || host.chars().any(|c| c.is_control()) {
         return Err(usage("--host must be 1 to 200 printable characters"));
@@ -478,22 +456,7 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
         args.window.as_deref()
     });
     let timeout = Duration::from_secs(args.timeout);
-    let policy = RetryPolicy {
-        max_attempts: args.attempts,
-        ..RetryPolicy::default()
-    };
-    let client = Client::new(
-        &server,
-        args.brief,
-        args.trial,
-        token,
-        Duration::from_secs(args.http_timeout),
-        policy,
-    )
-    .map_err(|e| Stop {
-        exit: Exit::SomeFailed,
-        message: format!("{e:#}"),
-    })?;
+    let client = agent_client(&args, &server, token)?;
     if let Some(w) = &generated_window {
         eprintln!("vLLM window id: {w}  (pass --window {w} to the matching --after run)");
     }
@@ -503,6 +466,106 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
 
     // Every step's output is gathered first, then sent in one batch request (one per 500 items
     // or 10 MiB); the rows keep the steps' order.
+    let origin = Origin {
+        host: &host,
+        brief: args.brief,
+        trial: args.trial,
+        stage,
+        window: &window,
+    };
+    let (rows, pending) = gather_steps(&steps, &client, timeout, &origin).await;
+
+    let answers = send_all(&client, &pending, stage).await;
+    let mut summary = Summary::default();
+    for row in rows {
+        match row {
+            Planned::Done(name, kind, outcome, detail) => summary.push(&name, &kind, outcome, detail),
+            Planned::Sending(i) => {
+                let (p, answer) = (&pending[i], &answers[i]);
+                let (outcome, detail) = sent_row(p, answer);
+                summary.push(&p.name, &p.kind, outcome, detail);
+            }
+        }
+    }
+
+    Ok(report(
+        &summary,
+        &args,
+        vllm_window.as_deref(),
+        scrape_window.as_ref().map(|(w, _)| w.as_str()),
+    ))
+}
+
+/// The seconds between the two scrapes of `--scrape` (its `--window`), when there are scrapes;
+/// else `--window` is a window id, checked.
+fn scrape_seconds(args: &CollectArgs) -> Result<Option<u64>, Stop> {
+    Ok(if args.scrapes.is_empty() {
+        if let Some(w) = &args.window {
+            check_window(w).map_err(usage)?;
+        }
+        None
+    } else {
+        Some(scrape_window_seconds(args.window.as_deref())?)
+    })
+}
+
+/// The client that sends the evidence with the agent token, retrying as `--attempts` says.
+fn agent_client(args: &CollectArgs, server: &str, token: Secret) -> Result<Client, Stop> {
+    let policy = RetryPolicy {
+        max_attempts: args.attempts,
+        ..RetryPolicy::default()
+    };
+    Client::new(
+        server,
+        args.brief,
+        args.trial,
+        token,
+        Duration::from_secs(args.http_timeout),
+        policy,
+    )
+    .map_err(|e| Stop {
+        exit: Exit::SomeFailed,
+        message: format!("{e:#}"),
+    })
+}
+
+/// The agent token: the one given, else the one in `--token-file`.
+fn agent_token(given: Option<&Secret>, token_file: Option<&std::path::Path>) -> Result<Secret, Stop> {
+    Ok(match (given, token_file) {
+        (Some(token), _) => token.clone(),
+        (None, Some(file)) => Secret::new(
+            crate::secrets::read_private_file(file)
+                .map_err(|e| usage(format!("--token-file {}: {e}", file.display())))?
+                .trim(),
+        ),
+        // Checked here rather than by clap, whose message would suggest the flag that `ps` shows.
+        (None, None) => {
+            return Err(usage(
+                "no agent token: set RENTCHECK_TOKEN to the token minted on the brief's Agent tokens page \
+                 (export RENTCHECK_TOKEN='…'), or give --token-file FILE",
+            ))
+        }
+    })
+}
+
+/// Who and where an upload is from: what its idempotency key holds besides the step's own.
+struct Origin<'a> {
+    host: &'a str,
+    brief: BriefId,
+    trial: Option<TrialId>,
+    stage: u8,
+    /// `window:<id>` or `hour:<YYYY-MM-DDTHH>`.
+    window: &'a str,
+}
+
+/// Runs each step and keeps what it gathered to send, in the steps' order; a step skipped or
+/// failed is a row of the summary already.
+async fn gather_steps(
+    steps: &[Step],
+    client: &Client,
+    timeout: Duration,
+    origin: &Origin<'_>,
+) -> (Vec<Planned>, Vec<Pending>) {
     let mut rows: Vec<Planned> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
     let n = steps.len();
@@ -514,11 +577,11 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
                 "[{}/{n}] waiting {seconds} s: run the load now (the window ends at the next scrape)",
                 i + 1
             );
-            gather(step, &client, timeout).await;
+            gather(step, client, timeout).await;
             continue;
         }
         eprintln!("[{}/{n}] {name} ({}) ...", i + 1, step.kind);
-        let (body, content_type, notes) = match gather(step, &client, timeout).await {
+        let (body, content_type, notes) = match gather(step, client, timeout).await {
             Gathered::Skipped(why) => {
                 eprintln!("      skipped: {why}");
                 rows.push(Planned::Done(name, step.kind.clone(), Outcome::Skipped, why));
@@ -539,70 +602,72 @@ pub async fn run(args: CollectArgs) -> Result<Exit, Stop> {
             eprintln!("      note: {} {note}", name);
         }
         eprintln!("      gathered {} bytes", body.len());
-        // A `--scrape` page is whatever the endpoint serves: name its kind here when it is known
-        // (the summary shows it), else let the server decide.
-        let kind = match &step.source {
-            Source::Scrape { phase: Some(_), .. } => detect_kind(&body).map_or("auto", |k| k.as_str()),
-            _ => step.kind.as_str(),
-        };
-        let mut labels = vec![("host".to_owned(), host.clone())];
-        labels.extend(step.labels.iter().cloned());
-        let key = idempotency_key(&KeyParts {
-            host: &host,
-            brief: args.brief,
-            trial: args.trial,
-            stage,
-            kind,
-            command: &name,
-            labels: &labels,
-            content_type,
-            content: &body,
-            window: &window,
-        });
         rows.push(Planned::Sending(pending.len()));
-        pending.push(Pending {
-            name,
-            kind: kind.to_owned(),
-            labels,
-            content_type,
-            body,
-            key,
-            notes,
-        });
+        pending.push(pending_upload(step, name, (body, content_type, notes), origin));
     }
+    (rows, pending)
+}
 
-    let answers = send_all(&client, &pending, stage).await;
-    let mut summary = Summary::default();
-    for row in rows {
-        match row {
-            Planned::Done(name, kind, outcome, detail) => summary.push(&name, &kind, outcome, detail),
-            Planned::Sending(i) => {
-                let (p, answer) = (&pending[i], &answers[i]);
-                let (outcome, detail) = sent_row(p, answer);
-                summary.push(&p.name, &p.kind, outcome, detail);
-            }
-        }
+/// A step's output as an upload: its kind (a `--scrape` page's detected when it is known), its
+/// labels and its idempotency key.
+fn pending_upload(
+    step: &Step,
+    name: String,
+    (body, content_type, notes): (Vec<u8>, &'static str, Vec<String>),
+    origin: &Origin<'_>,
+) -> Pending {
+    // A `--scrape` page is whatever the endpoint serves: name its kind here when it is known
+    // (the summary shows it), else let the server decide.
+    let kind = match &step.source {
+        Source::Scrape { phase: Some(_), .. } => detect_kind(&body).map_or("auto", |k| k.as_str()),
+        _ => step.kind.as_str(),
+    };
+    let mut labels = vec![("host".to_owned(), origin.host.to_owned())];
+    labels.extend(step.labels.iter().cloned());
+    let key = idempotency_key(&KeyParts {
+        host: origin.host,
+        brief: origin.brief,
+        trial: origin.trial,
+        stage: origin.stage,
+        kind,
+        command: &name,
+        labels: &labels,
+        content_type,
+        content: &body,
+        window: origin.window,
+    });
+    Pending {
+        name,
+        kind: kind.to_owned(),
+        labels,
+        content_type,
+        body,
+        key,
+        notes,
     }
+}
 
+/// Prints the summary and the window ids, and says how the run ended.
+fn report(summary: &Summary, args: &CollectArgs, vllm_window: Option<&str>, scrape_window: Option<&str>) -> Exit {
     println!("{summary}");
-    if let Some(w) = &vllm_window {
+    if let Some(w) = vllm_window {
         if args.vllm_url.is_some() {
             println!("vLLM window: {w}");
         }
     }
-    if let Some((w, _)) = &scrape_window {
+    if let Some(w) = scrape_window {
         println!("scrape window: {w}");
     }
     let failed = summary.failed();
     let delivered = summary.count(Outcome::Sent) + summary.count(Outcome::Replayed);
     if failed > 0 {
         eprintln!("rentcheck collect: {failed} of {} steps failed", summary.rows.len());
-        Ok(Exit::SomeFailed)
+        Exit::SomeFailed
     } else if delivered == 0 {
         eprintln!("rentcheck collect: nothing was sent: every step was skipped");
-        Ok(Exit::NothingToSend)
+        Exit::NothingToSend
     } else {
-        Ok(Exit::Sent)
+        Exit::Sent
     }
 }
 

@@ -23,7 +23,8 @@ use super::{
     host_name,
     loadgen::{self, LoadSpec},
     plan::{
-        shell_line_with, substitute, PlanCommand, PlanStep, Runner, TestPlan, BUILT_IN_TOOL, PLAN_FORMAT, STEP_LABEL,
+        shell_line_with, substitute, LoadPoint, PlanCommand, PlanStep, Runner, TestPlan, BUILT_IN_TOOL, PLAN_FORMAT,
+        STEP_LABEL,
     },
     steps::{self, Gathered},
     stop_reason,
@@ -202,8 +203,8 @@ async fn file_step(step: &PlanStep, vars: &[(String, String)]) -> StepResult {
     gathered(steps::read_file(Path::new(&path), &step.kind).await, "file", &step.kind)
 }
 
-// Long, and reads better whole: one load step from start to upload (scrapes before, the run,
-// scrapes after, the batch), in the order it runs.
+/// One load step from start to upload, in the order it runs: scrapes before, the run, scrapes
+/// after, the batch.
 async fn load_step(
     step: &PlanStep,
     plan: &TestPlan,
@@ -222,33 +223,10 @@ async fn load_step(
         .iter()
         .map(|s| (substitute(&s.url, vars), s.kind.as_str(), s.required))
         .collect();
-    let mut reachable = Vec::new();
-    for (url, kind, required) in &scrapes {
-        match steps::scrape(client.http(), url).await {
-            Gathered::Content { body, content_type, .. } => {
-                reachable.push((url.clone(), *kind));
-                outputs.push(Output {
-                    name: format!("{kind} before"),
-                    kind: (*kind).to_owned(),
-                    labels: vec![("window".into(), window.clone()), ("phase".into(), "before".into())],
-                    content_type,
-                    body,
-                });
-            }
-            Gathered::Failed(why) | Gathered::Skipped(why) if *required => {
-                return StepResult::Skipped(format!(
-                    "the server under test does not answer ({why}): start it{} or pass --vllm-url",
-                    plan.serve
-                        .as_ref()
-                        .map(|s| format!(" ({})", s.command))
-                        .unwrap_or_default()
-                ));
-            }
-            Gathered::Failed(why) | Gathered::Skipped(why) => {
-                notes.push(format!("{kind} not scraped ({why}); its window figures are missing"));
-            }
-        }
-    }
+    let reachable = match scrape_before(client, plan, &scrapes, &window, &mut outputs, &mut notes).await {
+        Ok(reachable) => reachable,
+        Err(stop) => return stop,
+    };
     let Some((cmd, path)) = pick(&step.commands) else {
         return StepResult::Skipped(missing(&step.commands));
     };
@@ -262,89 +240,20 @@ async fn load_step(
     let _ = tokio::fs::remove_file(&output_file).await;
     let model = args.model.clone().unwrap_or_else(|| plan.brief.model.clone());
     let prompts = args.max_prompts.map_or(point.num_prompts, |m| m.min(point.num_prompts));
-    let body = match path {
-        None => {
-            eprintln!(
-                "      built-in load generator: {} req/s, {prompts} requests of {} + {} tokens",
-                point.rate_rps, point.input_tokens, point.output_tokens
-            );
-            let spec = LoadSpec {
-                base_url: substitute("${VLLM_URL}", vars),
-                endpoint: "/v1/completions".into(),
-                model,
-                input_len: point.input_tokens,
-                output_len: point.output_tokens,
-                request_rate: point.rate_rps,
-                num_prompts: prompts,
-                goodput: plan
-                    .load
-                    .as_ref()
-                    .map(|l| l.goodput.iter().map(|g| (g.metric.clone(), g.ms)).collect())
-                    .unwrap_or_default(),
-                percentiles: vec![50.0, 95.0, 99.0],
-                seed: 0,
-                request_timeout: Duration::from_secs(step.timeout_s),
-            };
-            let run = tokio::time::timeout(Duration::from_secs(step.timeout_s), loadgen::run(&spec)).await;
-            let result = match run {
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => return StepResult::Failed(format!("the built-in load generator: {e:#}")),
-                Err(_) => return StepResult::Failed(format!("the load did not finish in {} s", step.timeout_s)),
-            };
-            let text = result.to_string().into_bytes();
-            if let Err(e) = tokio::fs::write(&output_file, &text).await {
-                notes.push(format!("the result was not kept at {output_file}: {e}"));
-            }
-            if let Some(why) = loadgen::bound_exceeded(&result) {
-                return StepResult::Failed(format!("the server under test went over a bound: {why}"));
-            }
-            notes.push("measured by rentcheck's built-in load generator".into());
-            text
-        }
-        Some(path) => {
-            let mut argv: Vec<String> = cmd.argv.iter().map(|a| substitute(a, vars)).collect();
-            set_flag(&mut argv, "--model", &model);
-            set_flag(&mut argv, "--num-prompts", &prompts.to_string());
-            set_flag(&mut argv, "--max-requests", &prompts.to_string());
-            eprintln!("      $ {}", shell_line_with(&[], &argv, |_| true));
-            let env: Vec<(String, String)> = cmd.env.iter().map(|(k, v)| (k.clone(), substitute(v, vars))).collect();
-            let g =
-                steps::run_command_with_env(&path, &argv[1..], &env, "log", Duration::from_secs(step.timeout_s)).await;
-            let (printed, run_notes) = match g {
-                Gathered::Content { body, notes, .. } => (body, notes),
-                Gathered::Failed(why) | Gathered::Skipped(why) => (Vec::new(), vec![why]),
-            };
-            match tokio::fs::read(&output_file).await {
-                Ok(b) if !b.is_empty() => {
-                    notes.extend(run_notes);
-                    b
-                }
-                _ => {
-                    let tail: String = String::from_utf8_lossy(&printed)
-                        .chars()
-                        .rev()
-                        .take(300)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect();
-                    return StepResult::Failed(format!(
-                        "{} wrote no result at {output_file}{}{}",
-                        cmd.tool,
-                        if run_notes.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", run_notes.join("; "))
-                        },
-                        if tail.trim().is_empty() {
-                            String::new()
-                        } else {
-                            format!("; it printed: …{}", tail.trim())
-                        }
-                    ));
-                }
-            }
-        }
+    let run = LoadRun {
+        step,
+        vars,
+        model,
+        prompts,
+        output_file: &output_file,
+    };
+    let result = match path {
+        None => built_in_load(&run, point, plan, &mut notes).await,
+        Some(path) => harness_load(&run, cmd, &path, &mut notes).await,
+    };
+    let body = match result {
+        Ok(body) => body,
+        Err(stop) => return stop,
     };
     outputs.push(Output {
         name: "result".into(),
@@ -353,12 +262,183 @@ async fn load_step(
         content_type: steps::content_type_for(&step.kind, &body),
         body,
     });
-    for (url, kind) in &reachable {
+    scrape_after(client, &reachable, &window, &mut outputs, &mut notes).await;
+    StepResult::Send(outputs, notes)
+}
+
+/// What a load run is given: the step, the plan's variables, the model, how many requests, and the
+/// file its result goes to.
+struct LoadRun<'a> {
+    step: &'a PlanStep,
+    vars: &'a [(String, String)],
+    model: String,
+    prompts: u32,
+    output_file: &'a str,
+}
+
+/// The load run by rentcheck's built-in generator at the step's load point; its result, kept in
+/// the output file too.
+async fn built_in_load(
+    load: &LoadRun<'_>,
+    point: &LoadPoint,
+    plan: &TestPlan,
+    notes: &mut Vec<String>,
+) -> Result<Vec<u8>, StepResult> {
+    eprintln!(
+        "      built-in load generator: {} req/s, {} requests of {} + {} tokens",
+        point.rate_rps, load.prompts, point.input_tokens, point.output_tokens
+    );
+    let spec = LoadSpec {
+        base_url: substitute("${VLLM_URL}", load.vars),
+        endpoint: "/v1/completions".into(),
+        model: load.model.clone(),
+        input_len: point.input_tokens,
+        output_len: point.output_tokens,
+        request_rate: point.rate_rps,
+        num_prompts: load.prompts,
+        goodput: plan
+            .load
+            .as_ref()
+            .map(|l| l.goodput.iter().map(|g| (g.metric.clone(), g.ms)).collect())
+            .unwrap_or_default(),
+        percentiles: vec![50.0, 95.0, 99.0],
+        seed: 0,
+        request_timeout: Duration::from_secs(load.step.timeout_s),
+    };
+    let finished = tokio::time::timeout(Duration::from_secs(load.step.timeout_s), loadgen::run(&spec)).await;
+    let result = match finished {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Err(StepResult::Failed(format!("the built-in load generator: {e:#}"))),
+        Err(_) => {
+            return Err(StepResult::Failed(format!(
+                "the load did not finish in {} s",
+                load.step.timeout_s
+            )))
+        }
+    };
+    let text = result.to_string().into_bytes();
+    if let Err(e) = tokio::fs::write(load.output_file, &text).await {
+        notes.push(format!("the result was not kept at {}: {e}", load.output_file));
+    }
+    if let Some(why) = loadgen::bound_exceeded(&result) {
+        return Err(StepResult::Failed(format!(
+            "the server under test went over a bound: {why}"
+        )));
+    }
+    notes.push("measured by rentcheck's built-in load generator".into());
+    Ok(text)
+}
+
+/// The load run by the harness the plan names (`path`), with the model and request count set on
+/// its command line; the result it wrote.
+async fn harness_load(
+    load: &LoadRun<'_>,
+    cmd: &PlanCommand,
+    path: &Path,
+    notes: &mut Vec<String>,
+) -> Result<Vec<u8>, StepResult> {
+    let mut argv: Vec<String> = cmd.argv.iter().map(|a| substitute(a, load.vars)).collect();
+    set_flag(&mut argv, "--model", &load.model);
+    set_flag(&mut argv, "--num-prompts", &load.prompts.to_string());
+    set_flag(&mut argv, "--max-requests", &load.prompts.to_string());
+    eprintln!("      $ {}", shell_line_with(&[], &argv, |_| true));
+    let env: Vec<(String, String)> = cmd
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), substitute(v, load.vars)))
+        .collect();
+    let g = steps::run_command_with_env(path, &argv[1..], &env, "log", Duration::from_secs(load.step.timeout_s)).await;
+    let (printed, run_notes) = match g {
+        Gathered::Content { body, notes, .. } => (body, notes),
+        Gathered::Failed(why) | Gathered::Skipped(why) => (Vec::new(), vec![why]),
+    };
+    match tokio::fs::read(load.output_file).await {
+        Ok(b) if !b.is_empty() => {
+            notes.extend(run_notes);
+            Ok(b)
+        }
+        _ => {
+            let tail: String = String::from_utf8_lossy(&printed)
+                .chars()
+                .rev()
+                .take(300)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            Err(StepResult::Failed(format!(
+                "{} wrote no result at {}{}{}",
+                cmd.tool,
+                load.output_file,
+                if run_notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", run_notes.join("; "))
+                },
+                if tail.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("; it printed: …{}", tail.trim())
+                }
+            )))
+        }
+    }
+}
+
+/// The scrapes before the load, each kept as an output; those that answered (to scrape again
+/// after), or the step's end when a required one does not answer.
+async fn scrape_before<'s>(
+    client: &Client,
+    plan: &TestPlan,
+    scrapes: &'s [(String, &'s str, bool)],
+    window: &str,
+    outputs: &mut Vec<Output>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<(String, &'s str)>, StepResult> {
+    let mut reachable = Vec::new();
+    for (url, kind, required) in scrapes {
+        match steps::scrape(client.http(), url).await {
+            Gathered::Content { body, content_type, .. } => {
+                reachable.push((url.clone(), *kind));
+                outputs.push(Output {
+                    name: format!("{kind} before"),
+                    kind: (*kind).to_owned(),
+                    labels: vec![("window".into(), window.to_owned()), ("phase".into(), "before".into())],
+                    content_type,
+                    body,
+                });
+            }
+            Gathered::Failed(why) | Gathered::Skipped(why) if *required => {
+                return Err(StepResult::Skipped(format!(
+                    "the server under test does not answer ({why}): start it{} or pass --vllm-url",
+                    plan.serve
+                        .as_ref()
+                        .map(|s| format!(" ({})", s.command))
+                        .unwrap_or_default()
+                )));
+            }
+            Gathered::Failed(why) | Gathered::Skipped(why) => {
+                notes.push(format!("{kind} not scraped ({why}); its window figures are missing"));
+            }
+        }
+    }
+    Ok(reachable)
+}
+
+/// The scrapes after the load, of the endpoints that answered before it.
+async fn scrape_after(
+    client: &Client,
+    reachable: &[(String, &str)],
+    window: &str,
+    outputs: &mut Vec<Output>,
+    notes: &mut Vec<String>,
+) {
+    for (url, kind) in reachable {
         match steps::scrape(client.http(), url).await {
             Gathered::Content { body, content_type, .. } => outputs.push(Output {
                 name: format!("{kind} after"),
                 kind: (*kind).to_owned(),
-                labels: vec![("window".into(), window.clone()), ("phase".into(), "after".into())],
+                labels: vec![("window".into(), window.to_owned()), ("phase".into(), "after".into())],
                 content_type,
                 body,
             }),
@@ -367,7 +447,6 @@ async fn load_step(
             }
         }
     }
-    StepResult::Send(outputs, notes)
 }
 
 /// Sends a step's outputs in one batch (one by one to a server without the batch route).
@@ -523,20 +602,9 @@ fn dry_run(steps: &[&PlanStep], vars: &[(String, String)], rerun: bool) {
     }
 }
 
-/// Runs `rentcheck collect --plan`.
-// Long, and reads better whole: the plan's steps in the order the agent runs them, each a short
-// match arm.
+/// Runs `rentcheck collect --plan`: the plan's steps in the order the agent runs them.
 pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
-    let server = check_server(&args.server).map_err(usage)?;
-    if let Ok(url) = reqwest::Url::parse(&server) {
-        if url.scheme() == "http" && !allow::is_loopback_host(&url) && !args.allow_http {
-            return Err(usage(format!(
-                "--server {server} is plain http:// to another machine: the agent token and the plan would cross the \
-                 network in the clear, and anyone on the way could change what runs here. Use https://, a tunnel to \
-                 127.0.0.1 (ssh -L), or --allow-http on a network you trust"
-            )));
-        }
-    }
+    let server = plan_server(args)?;
     let trial = args
         .trial
         .ok_or_else(|| usage("--plan needs --trial: the plan is the trial's"))?;
@@ -560,58 +628,9 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
         exit: Exit::SomeFailed,
         message: format!("{e:#}"),
     })?;
-    let url = format!("{server}/api/v1/briefs/{}/trials/{trial}/plan", args.brief);
-    let plan: TestPlan = match client.get_json(&url).await {
-        Ok(v) => serde_json::from_value(v).map_err(|e| Stop {
-            exit: Exit::SomeFailed,
-            message: format!(
-                "the server's test plan could not be read ({e}): is rentcheck on this machine older than the server?"
-            ),
-        })?,
-        Err(r) => {
-            return Err(Stop {
-                exit: Exit::SomeFailed,
-                message: format!("could not fetch the test plan: {}", stop_reason(&r)),
-            })
-        }
-    };
-    if plan.format > PLAN_FORMAT {
-        eprintln!(
-            "note: the plan is format {}, this rentcheck reads format {PLAN_FORMAT}: steps it does not know may be missed",
-            plan.format
-        );
-    }
-    if let Err(refused) = allow::check_plan(&plan) {
-        return Err(usage(format!(
-            "the server's test plan was refused before anything ran: {refused}. collect runs only what rentcheck's \
-             plan builder writes (docs/test-plan.md, \"What collect agrees to run\"); is this server rentcheck?"
-        )));
-    }
+    let plan = fetch_plan(&client, &server, args, trial).await?;
     let vars = variables(&plan, args);
-    let steps: Vec<&PlanStep> = plan
-        .steps()
-        .filter(|s| args.stage.is_none_or(|n| s.stage == n))
-        .collect();
-    if steps.is_empty() {
-        return Err(Stop {
-            exit: Exit::NothingToSend,
-            message: match args.stage {
-                Some(n) => format!("the plan has no step at stage {n}"),
-                None => "the plan has no step: the card has no criteria".into(),
-            },
-        });
-    }
-    eprintln!(
-        "test plan of {} ({}) for the brief {}: {} step{}",
-        plan.trial.name,
-        plan.trial.gpu.as_ref().map_or("no allocation".to_owned(), |g| format!(
-            "{} × {g}",
-            plan.trial.gpu_count
-        )),
-        plan.brief.name,
-        steps.len(),
-        if steps.len() == 1 { "" } else { "s" }
-    );
+    let steps = steps_to_run(&plan, args)?;
     if args.dry_run {
         dry_run(&steps, &vars, args.rerun);
         return Ok(Exit::Sent);
@@ -630,25 +649,7 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
             summary.push(&step.key, &step.kind, Outcome::Failed, format!("not sent: {why}"));
             continue;
         }
-        // A re-validation runs a held step again, unless it was sent this UTC day (a retried re-run
-        // picks up where it stopped).
-        let held = step.held.as_ref().filter(|h| {
-            rerun
-                .as_ref()
-                .is_none_or(|day| h.received_at.format("%Y-%m-%d").to_string() == *day)
-        });
-        if let Some(h) = held {
-            eprintln!("      held: the server has it");
-            summary.push(
-                &step.key,
-                &step.kind,
-                Outcome::Held,
-                format!(
-                    "the server holds it: {} (newest {})",
-                    h.evidence.first().map(|u| u.to_string()).unwrap_or_default(),
-                    h.received_at.format("%Y-%m-%d %H:%M UTC")
-                ),
-            );
+        if held_already(&mut summary, step, rerun.as_deref()) {
             continue;
         }
         let result = match step.runner {
@@ -680,6 +681,113 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
             }
         }
     }
+    Ok(report(&summary))
+}
+
+/// The server to fetch the plan from: plain http only to this machine, unless `--allow-http`.
+fn plan_server(args: &CollectArgs) -> Result<String, Stop> {
+    let server = check_server(&args.server).map_err(usage)?;
+    if let Ok(url) = reqwest::Url::parse(&server) {
+        if url.scheme() == "http" && !allow::is_loopback_host(&url) && !args.allow_http {
+            return Err(usage(format!(
+                "--server {server} is plain http:// to another machine: the agent token and the plan would cross the \
+                 network in the clear, and anyone on the way could change what runs here. Use https://, a tunnel to \
+                 127.0.0.1 (ssh -L), or --allow-http on a network you trust"
+            )));
+        }
+    }
+    Ok(server)
+}
+
+/// The trial's test plan from the server, refused when it asks to run what rentcheck's plan
+/// builder does not write.
+async fn fetch_plan(client: &Client, server: &str, args: &CollectArgs, trial: TrialId) -> Result<TestPlan, Stop> {
+    let url = format!("{server}/api/v1/briefs/{}/trials/{trial}/plan", args.brief);
+    let plan: TestPlan = match client.get_json(&url).await {
+        Ok(v) => serde_json::from_value(v).map_err(|e| Stop {
+            exit: Exit::SomeFailed,
+            message: format!(
+                "the server's test plan could not be read ({e}): is rentcheck on this machine older than the server?"
+            ),
+        })?,
+        Err(r) => {
+            return Err(Stop {
+                exit: Exit::SomeFailed,
+                message: format!("could not fetch the test plan: {}", stop_reason(&r)),
+            })
+        }
+    };
+    if plan.format > PLAN_FORMAT {
+        eprintln!(
+            "note: the plan is format {}, this rentcheck reads format {PLAN_FORMAT}: steps it does not know may be missed",
+            plan.format
+        );
+    }
+    if let Err(refused) = allow::check_plan(&plan) {
+        return Err(usage(format!(
+            "the server's test plan was refused before anything ran: {refused}. collect runs only what rentcheck's \
+             plan builder writes (docs/test-plan.md, \"What collect agrees to run\"); is this server rentcheck?"
+        )));
+    }
+    Ok(plan)
+}
+
+/// The plan's steps to run (those of `--stage` when it is given), said on stderr.
+fn steps_to_run<'p>(plan: &'p TestPlan, args: &CollectArgs) -> Result<Vec<&'p PlanStep>, Stop> {
+    let steps: Vec<&PlanStep> = plan
+        .steps()
+        .filter(|s| args.stage.is_none_or(|n| s.stage == n))
+        .collect();
+    if steps.is_empty() {
+        return Err(Stop {
+            exit: Exit::NothingToSend,
+            message: match args.stage {
+                Some(n) => format!("the plan has no step at stage {n}"),
+                None => "the plan has no step: the card has no criteria".into(),
+            },
+        });
+    }
+    eprintln!(
+        "test plan of {} ({}) for the brief {}: {} step{}",
+        plan.trial.name,
+        plan.trial.gpu.as_ref().map_or("no allocation".to_owned(), |g| format!(
+            "{} × {g}",
+            plan.trial.gpu_count
+        )),
+        plan.brief.name,
+        steps.len(),
+        if steps.len() == 1 { "" } else { "s" }
+    );
+    Ok(steps)
+}
+
+/// Whether the server holds the step already, and then its row of the summary. A re-validation
+/// runs a held step again, unless it was sent this UTC day (a retried re-run picks up where it
+/// stopped).
+fn held_already(summary: &mut Summary, step: &PlanStep, rerun: Option<&str>) -> bool {
+    let held = step
+        .held
+        .as_ref()
+        .filter(|h| rerun.is_none_or(|day| h.received_at.format("%Y-%m-%d").to_string() == day));
+    if let Some(h) = held {
+        eprintln!("      held: the server has it");
+        summary.push(
+            &step.key,
+            &step.kind,
+            Outcome::Held,
+            format!(
+                "the server holds it: {} (newest {})",
+                h.evidence.first().map(|u| u.to_string()).unwrap_or_default(),
+                h.received_at.format("%Y-%m-%d %H:%M UTC")
+            ),
+        );
+        return true;
+    }
+    false
+}
+
+/// Prints the summary and says how the run ended.
+fn report(summary: &Summary) -> Exit {
     println!("{summary}");
     let failed = summary.failed();
     let delivered = summary.count(Outcome::Sent) + summary.count(Outcome::Replayed) + summary.count(Outcome::Held);
@@ -688,12 +796,12 @@ pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
             "rentcheck collect --plan: {failed} of {} steps failed",
             summary.rows.len()
         );
-        Ok(Exit::SomeFailed)
+        Exit::SomeFailed
     } else if delivered == 0 {
         eprintln!("rentcheck collect --plan: nothing was sent: every step was skipped");
-        Ok(Exit::NothingToSend)
+        Exit::NothingToSend
     } else {
-        Ok(Exit::Sent)
+        Exit::Sent
     }
 }
 

@@ -216,7 +216,7 @@ impl Names {
         trial: TrialId,
     ) -> Result<(String, String, Vec<String>), AppError> {
         if let std::collections::btree_map::Entry::Vacant(slot) = self.0.entry(brief) {
-            let name = briefs::load(&state.pool, brief).await?.fields.name;
+            let name = briefs::name(&state.pool, brief).await?;
             let trials = trials::names(state, brief).await?;
             let teams = teams::brief_access(&state.pool, brief)
                 .await?
@@ -815,7 +815,7 @@ pub async fn rerun_criteria(
     trial_id: TrialId,
     since: DateTime<Utc>,
 ) -> Result<Value, AppError> {
-    let brief = briefs::load(&state.pool, brief_id).await?;
+    let brief = trials::load_brief(&state.pool, brief_id).await?;
     let trial = trials::load(state, trial_id).await?;
     let sizing = brief.fields.sizing();
     let alloc = Allocation::resolve(trial.fields.gpu.as_deref(), trial.fields.gpu_count, &sizing);

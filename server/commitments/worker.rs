@@ -102,7 +102,7 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
             )
             .await?;
             if let Some(kind) = event_of(next) {
-                let brief_name = briefs::load(&state.pool, c.brief_id).await?.fields.name;
+                let brief_name = briefs::name(&state.pool, c.brief_id).await?;
                 outbox::enqueue(
                     &mut *tx,
                     &state.config.public_url,

@@ -32,7 +32,7 @@ use crate::{
     validation::FieldError,
     web::{
         auth::ApiCaller,
-        extract::{ApiQuery, Path},
+        extract::{ApiQuery, BriefPath, Path},
     },
 };
 
@@ -144,7 +144,7 @@ impl From<EvidenceRow> for EvidenceDetail {
     tag = "evidence",
     summary = "Upload evidence: a JSON envelope, a raw body with ?kind=&stage=, or multipart with a file part",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("kind" = Option<String>, Query, description = "raw and multipart forms: a kind, or auto"),
         ("stage" = Option<i64>, Query, minimum = 1, maximum = 5, description = "raw and multipart forms: 1 to 5"),
         ("collected_at" = Option<String>, Query, description = "RFC 3339; default: now"),
@@ -174,7 +174,7 @@ impl From<EvidenceRow> for EvidenceDetail {
 async fn upload(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<BriefId>,
+    BriefPath { id: brief_id }: BriefPath,
     req: Request,
 ) -> ApiResult<Response> {
     teams::may_send_to_brief(&state.pool, &caller, brief_id).await?;
@@ -218,7 +218,7 @@ async fn upload(
     operation_id = "uploadEvidenceBatch",
     tag = "evidence",
     summary = "Upload up to 500 evidence items in one request (16 MiB): each stored or refused on its own, new items committed together",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     request_body = super::schema::EvidenceBatch,
     responses(
         (status = 207, description = "one answer per item, in order: { items: [{ index, status (201 stored, 200 replayed, 4xx refused), id?, parse_status?, parse_error?, links?, problem? }] }",
@@ -233,7 +233,7 @@ async fn upload(
 async fn upload_batch(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<BriefId>,
+    BriefPath { id: brief_id }: BriefPath,
     req: Request,
 ) -> ApiResult<Response> {
     teams::may_send_to_brief(&state.pool, &caller, brief_id).await?;
@@ -352,7 +352,7 @@ struct ListQuery {
     tag = "evidence",
     summary = "Evidence of a brief, newest first, cursor-paginated",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 200, description = "1 to 200; default 50"),
         ("trial" = Option<Uuid>, Query, description = "only this trial's evidence"),
@@ -366,7 +366,7 @@ struct ListQuery {
 async fn list(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<BriefId>,
+    BriefPath { id: brief_id }: BriefPath,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<EvidencePage>> {
     caller.may_read_brief(brief_id)?;

@@ -138,12 +138,58 @@ pub enum EnvelopeData {
     Other,
 }
 
+/// The envelope's bytes and their content type: from exactly one of `content` (text),
+/// `content_base64` (with `content_type`) or `data` (JSON).
+fn envelope_body(
+    o: &Map<String, Value>,
+    data: Option<EnvelopeData>,
+    errors: &mut Vec<FieldError>,
+) -> Option<(Bytes, String)> {
+    let given: Vec<&str> = ["content", "content_base64"]
+        .into_iter()
+        .filter(|k| o.get(*k).is_some_and(|v| !v.is_null()))
+        .chain(data.is_some().then_some("data"))
+        .collect();
+    let mut body = None;
+    match given.as_slice() {
+        ["content"] => match &o["content"] {
+            Value::String(s) => body = Some((Bytes::from(s.clone()), "text/plain; charset=utf-8".to_owned())),
+            _ => errors.push(FieldError::new(
+                "content",
+                "must be a string (use data for a JSON object)",
+            )),
+        },
+        ["content_base64"] => match &o["content_base64"] {
+            Value::String(s) => match base64::engine::general_purpose::STANDARD.decode(s.trim()) {
+                Ok(b) => {
+                    let ct = o.get("content_type").and_then(Value::as_str);
+                    body = Some((Bytes::from(b), clean_content_type(ct)));
+                }
+                Err(e) => errors.push(FieldError::new("content_base64", format!("is not valid base64: {e}"))),
+            },
+            _ => errors.push(FieldError::new("content_base64", "must be a base64 string")),
+        },
+        ["data"] => match data {
+            Some(EnvelopeData::Json(b)) => body = Some((b, "application/json".to_owned())),
+            _ => errors.push(FieldError::new("data", "must be a JSON object or array")),
+        },
+        [] => errors.push(FieldError::new(
+            "content",
+            "one of content, content_base64 or data is required",
+        )),
+        _ => errors.push(FieldError::new(
+            "content",
+            "give only one of content, content_base64 or data",
+        )),
+    }
+    body
+}
+
 impl Upload {
     /// The JSON envelope `{ kind, stage, collected_at?, labels?, content | content_base64 | data }`,
     /// given as its members other than `data`, each parsed, and its `data` as the bytes sent
     /// (`upload::read_envelope`). `content_type` may accompany `content_base64` to say what the
-    /// bytes are.
-    // Long, and reads better whole: one read per envelope field, every error collected.
+    /// bytes are. One read per envelope field, every error collected.
     pub fn from_envelope(o: Map<String, Value>, data: Option<EnvelopeData>) -> Result<Upload, Vec<FieldError>> {
         let mut errors = Vec::new();
         let kind = match o.get("kind") {
@@ -179,43 +225,7 @@ impl Upload {
         let labels = parse_labels(o.get("labels").unwrap_or(&Value::Null))
             .map_err(|e| errors.push(e))
             .unwrap_or_default();
-        let given: Vec<&str> = ["content", "content_base64"]
-            .into_iter()
-            .filter(|k| o.get(*k).is_some_and(|v| !v.is_null()))
-            .chain(data.is_some().then_some("data"))
-            .collect();
-        let mut body = None;
-        match given.as_slice() {
-            ["content"] => match &o["content"] {
-                Value::String(s) => body = Some((Bytes::from(s.clone()), "text/plain; charset=utf-8".to_owned())),
-                _ => errors.push(FieldError::new(
-                    "content",
-                    "must be a string (use data for a JSON object)",
-                )),
-            },
-            ["content_base64"] => match &o["content_base64"] {
-                Value::String(s) => match base64::engine::general_purpose::STANDARD.decode(s.trim()) {
-                    Ok(b) => {
-                        let ct = o.get("content_type").and_then(Value::as_str);
-                        body = Some((Bytes::from(b), clean_content_type(ct)));
-                    }
-                    Err(e) => errors.push(FieldError::new("content_base64", format!("is not valid base64: {e}"))),
-                },
-                _ => errors.push(FieldError::new("content_base64", "must be a base64 string")),
-            },
-            ["data"] => match data {
-                Some(EnvelopeData::Json(b)) => body = Some((b, "application/json".to_owned())),
-                _ => errors.push(FieldError::new("data", "must be a JSON object or array")),
-            },
-            [] => errors.push(FieldError::new(
-                "content",
-                "one of content, content_base64 or data is required",
-            )),
-            _ => errors.push(FieldError::new(
-                "content",
-                "give only one of content, content_base64 or data",
-            )),
-        }
+        let body = envelope_body(&o, data, &mut errors);
         match (kind, stage, body) {
             (Some(kind), Some(stage), Some((raw, content_type))) if errors.is_empty() => Ok(Upload {
                 kind,

@@ -21,7 +21,7 @@ use crate::{
     state::AppState,
     web::{
         auth::PageUser,
-        extract::{ApiQuery, Path},
+        extract::{ApiQuery, BriefPath, Path},
         page::{render, PageContext, PageResult},
     },
 };
@@ -127,10 +127,11 @@ struct ListQuery {
 async fn list_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> PageResult<Response> {
-    let brief = crate::briefs::service::load(&state.pool, id).await?;
+    let brief = path.load(&state).await?;
+    let id = brief.id;
     let after = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
         None => None,
         Some(c) => Some(decode_cursor(c).ok_or_else(|| {

@@ -16,7 +16,7 @@ use super::{
     repo,
 };
 use crate::ids::{BriefId, EvidenceId, TokenId, TrialId};
-use crate::{briefs::service as briefs, error::AppError, outbox, state::AppState};
+use crate::{briefs::service as briefs, error::AppError, outbox, state::AppState, trials::service as trials};
 
 /// Inputs at least this large are parsed on the blocking pool, off the async workers.
 const PARSE_INLINE_MAX: usize = 256 * 1024;
@@ -212,7 +212,6 @@ pub const EMPTY_EVIDENCE: &str = "empty evidence: the command produced no output
 /// Resolves the kind, reads the window's `before` when the kind has one (from `befores`, else
 /// the newest stored one), and parses (large inputs on the blocking pool). Serving evidence is
 /// judged against the brief's latency targets, read once into `targets` on first need.
-// Long, and reads better whole: kind, window and parse in the order an upload needs them.
 async fn prepare(
     state: &AppState,
     brief_id: BriefId,
@@ -242,7 +241,7 @@ async fn prepare(
     };
     let targets = if matches!(kind, EvidenceKind::BenchServing | EvidenceKind::VllmMetrics) {
         if targets.is_none() {
-            let t = briefs::load(&state.pool, brief_id).await?.fields.targets;
+            let t = trials::load_brief(&state.pool, brief_id).await?.fields.targets;
             *targets = Some(SloTargets {
                 ttft_ms: t.ttft_p95_ms,
                 tpot_ms: t.itl_p95_ms,
@@ -309,7 +308,7 @@ pub async fn ingest(
 
     // A parse failure is told to webhooks (`evidence.failed`), in the transaction of the row.
     let brief_name = if p.failed() {
-        Some(briefs::load(&state.pool, brief_id).await?.fields.name)
+        Some(briefs::name(&state.pool, brief_id).await?)
     } else {
         None
     };
@@ -531,7 +530,7 @@ pub async fn ingest_batch(
         objects.push(state.evidence_store.put(&p.sha256, &p.upload.raw).await?);
     }
     let brief_name = if pending.iter().any(|(_, _, _, p)| p.failed()) {
-        Some(briefs::load(&state.pool, brief_id).await?.fields.name)
+        Some(briefs::name(&state.pool, brief_id).await?)
     } else {
         None
     };

@@ -248,7 +248,7 @@ impl StopSignal {
 }
 
 /// The page policy. Every template and page is free of inline script and style (checked by
-/// `tests/it/security.rs`), so nothing needs `'unsafe-inline'` or a hash; charts are inline SVG
+/// `tests/it/security/mod.rs`), so nothing needs `'unsafe-inline'` or a hash; charts are inline SVG
 /// elements, which the policy does not touch. `frame-ancestors 'none'` (and the older
 /// `X-Frame-Options`) keeps the review's approval buttons out of anyone's frame.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \

@@ -41,7 +41,7 @@ use crate::{
     validation::FieldError,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, ApiQuery, Path},
+        extract::{ApiJson, ApiQuery, BriefPath},
     },
 };
 
@@ -161,7 +161,7 @@ struct PostQuery {
          charge period unless the row gives no consumed time (then listed in hours_from_charge_period): \
          201 when lines were added, 200 when none were new",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("format" = Option<String>, Query,
             description = "csv (default: the ledger's own CSV, or JSON) or focus (a FinOps FOCUS export, text/csv, streamed)"),
         ("resources" = Option<String>, Query,
@@ -192,7 +192,7 @@ struct PostQuery {
 async fn post(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<PostQuery>,
     req: Request,
 ) -> ApiResult<Response> {
@@ -565,7 +565,7 @@ struct LedgerView {
     tag = "ledger",
     summary = "Lines (newest 500 per page), outputs and the summary",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("cursor" = Option<i64>, Query, description = "next_cursor of the previous page"),
         ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
     ),
@@ -578,16 +578,10 @@ struct LedgerView {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<ShowQuery>,
 ) -> ApiResult<Json<LedgerView>> {
-    caller.may_read_brief(id)?;
-    let currency = brief_currency(&state, id).await?;
-    let target = Target {
-        named: q.trial,
-        token_trial: caller.trial_scope(),
-    };
-    let trial = read_target(&state, id, target).await?;
+    let (trial, currency) = readable_trial(&state, &caller, id, q.trial).await?;
     let summary = summary(&state, trial, &currency).await?;
     let outputs = service::outputs(&state, trial).await?;
     let (lines, next_cursor) = service::lines_page(&state, trial, q.cursor, PAGE_LINES).await?;
@@ -611,7 +605,7 @@ async fn show(
     tag = "ledger",
     summary = "The ledger summary alone",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("trial" = Option<Uuid>, Query, description = "a trial of the brief (default: its only trial)"),
     ),
     responses(
@@ -625,17 +619,28 @@ async fn show(
 async fn show_summary(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<LedgerSummary>> {
+    let (trial, currency) = readable_trial(&state, &caller, id, q.trial).await?;
+    Ok(Json(summary(&state, trial, &currency).await?))
+}
+
+/// The trial a read names (else the token's, else the brief's only one) and the brief's currency,
+/// once the caller may read the brief.
+async fn readable_trial(
+    state: &AppState,
+    caller: &Principal,
+    id: BriefId,
+    named: Option<TrialId>,
+) -> Result<(TrialId, String), AppError> {
     caller.may_read_brief(id)?;
-    let currency = brief_currency(&state, id).await?;
+    let currency = brief_currency(state, id).await?;
     let target = Target {
-        named: q.trial,
+        named,
         token_trial: caller.trial_scope(),
     };
-    let trial = read_target(&state, id, target).await?;
-    Ok(Json(summary(&state, trial, &currency).await?))
+    Ok((read_target(state, id, target).await?, currency))
 }
 
 /// The lines as CSV with the import header, in the order they were added.
@@ -660,7 +665,7 @@ pub(crate) async fn csv_response(state: &AppState, id: BriefId) -> Result<Respon
     operation_id = "exportLedgerCsv",
     tag = "ledger",
     summary = "Every ledger line as CSV with the import header",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     responses(
         (status = 200, description = "the lines", content((String = "text/csv"))),
         (status = 404, description = "no such brief"),
@@ -669,7 +674,7 @@ pub(crate) async fn csv_response(state: &AppState, id: BriefId) -> Result<Respon
 async fn export(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     csv_response(&state, id).await

@@ -441,9 +441,8 @@ fn identity(resource: &str, start: DateTime<Utc>, end: DateTime<Utc>, descriptio
 }
 
 /// Reads an export for the trial `selection` names, in the brief's `currency`. All or nothing:
-/// any malformed row of the trial refuses the file, each bad cell named by line and column.
-// Long, and reads better whole: one pass over the export's rows that keeps per-row state (resource,
-// GPUs seen, errors by line and column) beside the lines it builds.
+/// any malformed row of the trial refuses the file, each bad cell named by line and column. One
+/// pass over the rows, the state kept between them in [`Gathered`].
 pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result<FocusImport, CsvError> {
     let mut rdr = ::csv::ReaderBuilder::new()
         .has_headers(true)
@@ -459,84 +458,8 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
             )]))
         }
     };
-    let find = |name: &str| header.iter().position(|h| h.eq_ignore_ascii_case(name));
-    let mut missing: Vec<&str> = REQUIRED.iter().copied().filter(|c| find(c).is_none()).collect();
-    let c_effective = find("EffectiveCost");
-    let c_billed = find("BilledCost");
-    if c_effective.is_none() && c_billed.is_none() {
-        missing.push("EffectiveCost (or BilledCost)");
-    }
-    let c_tags = find("Tags");
-    if !missing.is_empty() {
-        return Err(CsvError::Invalid(vec![FieldError::new(
-            "line 1",
-            format!(
-                "a FOCUS cost-and-usage export names the columns {}; this header lacks {} (is it a FOCUS export?){}",
-                REQUIRED.join(", "),
-                missing.join(", "),
-                crate::prices::detect::belongs_elsewhere(&header, crate::prices::detect::Import::Focus)
-            ),
-        )]));
-    }
-    if selection.resources.is_empty() && c_tags.is_none() {
-        return Err(CsvError::Invalid(vec![FieldError::new(
-            "resources",
-            format!("this export has no Tags column: list the trial's resources (resources=ID,ID…), or export with Tags carrying {TRIAL_TAG}"),
-        )]));
-    }
-    let column = |name: &str| find(name).expect("checked above");
-    let (c_category, c_start, c_end, c_currency, c_resource, c_service) = (
-        column("ChargeCategory"),
-        column("ChargePeriodStart"),
-        column("ChargePeriodEnd"),
-        column("BillingCurrency"),
-        column("ResourceId"),
-        column("ServiceCategory"),
-    );
-    let c_description = find("ChargeDescription");
-    let c_unit = find("PricingUnit").or_else(|| find("ConsumedUnit"));
-    let (c_consumed_quantity, c_consumed_unit) = (find("ConsumedQuantity"), find("ConsumedUnit"));
-    let c_commitment = find("CommitmentDiscountId");
-    let c_discount_status = find("CommitmentDiscountStatus");
-    // Where an instance type may be written, most specific first.
-    let mut c_instance: Vec<usize> = header
-        .iter()
-        .enumerate()
-        .filter(|(_, h)| h.to_ascii_lowercase().ends_with("instancetype"))
-        .map(|(i, _)| i)
-        .collect();
-    c_instance.extend(
-        ["SkuPriceDetails", "ResourceType", "SkuMeter", "ChargeDescription"]
-            .iter()
-            .filter_map(|c| find(c)),
-    );
-    let at = |line: u64, column: usize, message: String| {
-        FieldError::new(
-            format!("line {line}, column {} ({})", column + 1, header[column]),
-            message,
-        )
-    };
-
-    let mut out = FocusImport::default();
-    let mut errors: Vec<FieldError> = Vec::new();
-    let mut by_identity: HashMap<[u8; 32], usize> = HashMap::new();
-    // Where each listed group is in `out.not_added` (kept in the order first seen), and the commitments by id.
-    let mut not_added_at: HashMap<(String, &'static str, &'static str, String), usize> = HashMap::new();
-    let mut commitments: BTreeMap<String, CommitmentPurchase> = BTreeMap::new();
-    let mut commitment_use_seen: HashSet<[u8; 32]> = HashSet::new();
-    let columns = Columns {
-        start: c_start,
-        end: c_end,
-        service: c_service,
-        description: c_description,
-        unit: c_unit,
-        consumed_quantity: c_consumed_quantity,
-        consumed_unit: c_consumed_unit,
-        instance: &c_instance,
-    };
-    // What each line is (parallel to `out.lines`), and the GPUs a resource is known to have.
-    let mut kinds: Vec<RowKind> = Vec::new();
-    let mut resource_gpus: HashMap<String, i32> = HashMap::new();
+    let h = FocusHeader::read(header, selection)?;
+    let mut g = Gathered::default();
     let mut record = ::csv::StringRecord::new();
     loop {
         match rdr.read_record(&mut record) {
@@ -544,7 +467,8 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
             Ok(true) => {}
             Err(e) => {
                 let line = e.position().map(|p| p.line()).unwrap_or(0);
-                errors.push(FieldError::new(format!("line {line}"), format!("unreadable CSV: {e}")));
+                g.errors
+                    .push(FieldError::new(format!("line {line}"), format!("unreadable CSV: {e}")));
                 break;
             }
         }
@@ -552,279 +476,475 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
         if record.len() == 1 && record.get(0) == Some("") {
             continue;
         }
-        out.rows_read += 1;
-        if record.len() != header.len() {
-            errors.push(FieldError::new(
+        g.out.rows_read += 1;
+        if record.len() != h.names.len() {
+            g.errors.push(FieldError::new(
                 format!("line {line}"),
-                format!("expected {} fields, found {}", header.len(), record.len()),
+                format!("expected {} fields, found {}", h.names.len(), record.len()),
             ));
         } else {
-            // FOCUS writes a missing value as NULL.
-            let cell = |c: usize| match record.get(c).unwrap_or("") {
-                "NULL" => "",
-                v => v,
+            let row = Row {
+                record: &record,
+                line,
+                h: &h,
             };
-            let resource = cell(c_resource);
-            let charge = cell(c_category);
-            let for_another_trial = c_tags.is_some_and(|c| selection.tagged_for_another_trial(cell(c)));
-            let listed = !resource.is_empty() && selection.resources.contains(resource);
-            let selected = !for_another_trial && (listed || c_tags.is_some_and(|c| selection.tagged(cell(c))));
-            let cost = |errors: &mut Vec<FieldError>| -> Option<Decimal> {
-                let (c, raw) = match c_effective.map(|c| (c, cell(c))).filter(|(_, v)| !v.is_empty()) {
-                    Some(found) => found,
-                    None => match c_billed.map(|c| (c, cell(c))).filter(|(_, v)| !v.is_empty()) {
-                        Some(found) => found,
-                        None => {
-                            errors.push(FieldError::new(
-                                format!("line {line}"),
-                                "has neither an EffectiveCost nor a BilledCost",
-                            ));
-                            return None;
-                        }
-                    },
-                };
-                let parsed = parse_cost(raw);
-                if parsed.is_none() {
-                    errors.push(at(line, c, format!("must be a decimal amount (got {})", shown(raw))));
-                }
-                parsed
-            };
-            let note = |out: &mut FocusImport,
-                        at_index: &mut HashMap<(String, &'static str, &'static str, String), usize>,
-                        errors: &mut Vec<FieldError>,
-                        category: &str,
-                        reason: &'static str,
-                        of: &'static str,
-                        sum: Decimal,
-                        currency: &str| {
-                let key = (category.to_owned(), reason, of, currency.to_owned());
-                let i = *at_index.entry(key).or_insert_with(|| {
-                    out.not_added.push(NotAdded {
-                        charge_category: category.to_owned(),
-                        reason,
-                        of,
-                        rows: 0,
-                        sum: Decimal::ZERO,
-                        currency: currency.to_owned(),
-                        lines: Vec::new(),
-                    });
-                    out.not_added.len() - 1
-                });
-                let group = &mut out.not_added[i];
-                let Some(total) = group.sum.checked_add(sum) else {
-                    errors.push(too_large(line, &format!("the {category} rows listed as {reason}")));
-                    return;
-                };
-                group.sum = total;
-                group.rows += 1;
-                if group.lines.len() < MAX_QUOTED {
-                    group.lines.push(line);
-                }
-            };
-            // Commitments bought: listed by id whoever's trial they serve.
-            let commitment = c_commitment.map(cell).unwrap_or("");
-            if charge.eq_ignore_ascii_case("Purchase") && !commitment.is_empty() {
-                let mut ignored = Vec::new();
-                if let Some(sum) = cost(&mut ignored) {
-                    let entry = commitments
-                        .entry(commitment.to_owned())
-                        .or_insert_with(|| CommitmentPurchase {
-                            commitment_discount_id: commitment.to_owned(),
-                            rows: 0,
-                            sum: Decimal::ZERO,
-                            currency: cell(c_currency).to_ascii_uppercase(),
-                            lines: Vec::new(),
-                        });
-                    match entry.sum.checked_add(sum) {
-                        Some(total) => {
-                            entry.sum = total;
-                            entry.rows += 1;
-                            if entry.lines.len() < MAX_QUOTED {
-                                entry.lines.push(line);
-                            }
-                        }
-                        None => errors.push(too_large(line, "the purchases of this commitment")),
-                    }
-                }
-            }
-            // Usage a commitment discount covered, or its unused hours: kept by id whoever's it is.
-            if charge.eq_ignore_ascii_case("Usage") && !commitment.is_empty() {
-                let status = c_discount_status.map(cell).unwrap_or("");
-                if let Some(u) = commitment_use(&record, commitment, status, resource, selection, &columns) {
-                    if commitment_use_seen.insert(u.identity) {
-                        out.commitment_use.push(u);
-                    }
-                }
-            }
-            if !selected {
-                if listed && for_another_trial {
-                    // A listed resource whose row another trial's tag claims: that trial's, and said.
-                    let mut ignored = Vec::new();
-                    if let Some(sum) = cost(&mut ignored) {
-                        let currency = cell(c_currency).to_ascii_uppercase();
-                        note(
-                            &mut out,
-                            &mut not_added_at,
-                            &mut errors,
-                            charge,
-                            "tagged for another trial",
-                            "trial",
-                            sum,
-                            &currency,
-                        );
-                    }
-                }
-                // Account-wide charges (taxes, credits) name no resource; the trial may owe a share.
-                if resource.is_empty() && !charge.is_empty() && !charge.eq_ignore_ascii_case("Usage") {
-                    let mut ignored = Vec::new();
-                    if let Some(sum) = cost(&mut ignored) {
-                        let currency = cell(c_currency).to_ascii_uppercase();
-                        note(
-                            &mut out,
-                            &mut not_added_at,
-                            &mut errors,
-                            charge,
-                            "not usage",
-                            "account",
-                            sum,
-                            &currency,
-                        );
-                    }
-                }
-            } else {
-                out.rows_selected += 1;
-                let mut row_errors = Vec::new();
-                let charge = match charge.to_ascii_lowercase().as_str() {
-                    "usage" => "Usage",
-                    "purchase" => "Purchase",
-                    "tax" => "Tax",
-                    "credit" => "Credit",
-                    "adjustment" => "Adjustment",
-                    _ => {
-                        row_errors.push(at(
-                            line,
-                            c_category,
-                            format!(
-                                "must be Usage, Purchase, Tax, Credit or Adjustment (got {})",
-                                shown(charge)
-                            ),
-                        ));
-                        ""
-                    }
-                };
-                let amount = cost(&mut row_errors);
-                let row_currency = cell(c_currency);
-                if !row_currency.eq_ignore_ascii_case(currency) {
-                    row_errors.push(at(
-                        line,
-                        c_currency,
-                        format!(
-                            "{} is not this brief's currency {currency}; a brief's ledger has one currency (rentcheck converts nothing)",
-                            shown(row_currency)
-                        ),
-                    ));
-                }
-                match (charge, amount) {
-                    _ if !row_errors.is_empty() => errors.append(&mut row_errors),
-                    ("Usage", Some(a)) if a.is_sign_negative() && !a.is_zero() => note(
-                        &mut out,
-                        &mut not_added_at,
-                        &mut errors,
-                        "Usage",
-                        "refund",
-                        "trial",
-                        a,
-                        currency,
-                    ),
-                    ("Usage", Some(amount)) => {
-                        if let Some((l, kind)) = usage_line(
-                            &record,
-                            line,
-                            resource,
-                            amount,
-                            currency,
-                            selection,
-                            &columns,
-                            &at,
-                            &mut errors,
-                        ) {
-                            if let (RowKind::ComputeTime, Some(g)) = (kind, l.line.gpus) {
-                                resource_gpus.entry(l.line.resource.clone()).or_insert(g);
-                            }
-                            match by_identity.get(&l.identity) {
-                                Some(&i) => match combine(&mut out.lines[i], &l) {
-                                    Some(()) => out.rows_combined += 1,
-                                    None => {
-                                        errors.push(too_large(line, "this row added to the same charge's earlier rows"))
-                                    }
-                                },
-                                None => {
-                                    by_identity.insert(l.identity, out.lines.len());
-                                    out.lines.push(l);
-                                    kinds.push(kind);
-                                }
-                            }
-                        }
-                    }
-                    (other, Some(a)) => note(
-                        &mut out,
-                        &mut not_added_at,
-                        &mut errors,
-                        other,
-                        "not usage",
-                        "trial",
-                        a,
-                        currency,
-                    ),
-                    (_, None) => {}
-                }
-            }
+            g.read_row(&row, currency, selection);
         }
-        if out.lines.len() > MAX_IMPORT_LINES || out.commitment_use.len() > MAX_IMPORT_LINES {
+        if g.out.lines.len() > MAX_IMPORT_LINES || g.out.commitment_use.len() > MAX_IMPORT_LINES {
             return Err(CsvError::TooManyLines);
         }
-        if errors.len() >= MAX_ERRORS {
-            errors.truncate(MAX_ERRORS);
-            errors.push(FieldError::new("file", format!("stopped after {MAX_ERRORS} errors")));
+        if g.errors.len() >= MAX_ERRORS {
+            g.errors.truncate(MAX_ERRORS);
+            g.errors
+                .push(FieldError::new("file", format!("stopped after {MAX_ERRORS} errors")));
             break;
         }
     }
-    if !errors.is_empty() {
-        return Err(CsvError::Invalid(errors));
+    g.finish(h.tags.is_some(), selection)
+}
+
+/// Where the export's columns are, found once from its header.
+struct FocusHeader {
+    names: Vec<String>,
+    category: usize,
+    start: usize,
+    end: usize,
+    currency: usize,
+    resource: usize,
+    service: usize,
+    effective: Option<usize>,
+    billed: Option<usize>,
+    tags: Option<usize>,
+    description: Option<usize>,
+    unit: Option<usize>,
+    consumed_quantity: Option<usize>,
+    consumed_unit: Option<usize>,
+    commitment: Option<usize>,
+    discount_status: Option<usize>,
+    /// Where an instance type may be written, most specific first.
+    instance: Vec<usize>,
+}
+
+impl FocusHeader {
+    /// The header's columns; an error when it lacks a FOCUS column, or when nothing can pick the
+    /// trial's rows (no Tags column and no resources listed).
+    fn read(names: Vec<String>, selection: &Selection) -> Result<Self, CsvError> {
+        let find = |name: &str| names.iter().position(|h| h.eq_ignore_ascii_case(name));
+        let mut missing: Vec<&str> = REQUIRED.iter().copied().filter(|c| find(c).is_none()).collect();
+        let (effective, billed) = (find("EffectiveCost"), find("BilledCost"));
+        if effective.is_none() && billed.is_none() {
+            missing.push("EffectiveCost (or BilledCost)");
+        }
+        let tags = find("Tags");
+        if !missing.is_empty() {
+            return Err(CsvError::Invalid(vec![FieldError::new(
+                "line 1",
+                format!(
+                    "a FOCUS cost-and-usage export names the columns {}; this header lacks {} (is it a FOCUS export?){}",
+                    REQUIRED.join(", "),
+                    missing.join(", "),
+                    crate::prices::detect::belongs_elsewhere(&names, crate::prices::detect::Import::Focus)
+                ),
+            )]));
+        }
+        if selection.resources.is_empty() && tags.is_none() {
+            return Err(CsvError::Invalid(vec![FieldError::new(
+                "resources",
+                format!("this export has no Tags column: list the trial's resources (resources=ID,ID…), or export with Tags carrying {TRIAL_TAG}"),
+            )]));
+        }
+        let column = |name: &str| find(name).expect("checked above");
+        let mut instance: Vec<usize> = names
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.to_ascii_lowercase().ends_with("instancetype"))
+            .map(|(i, _)| i)
+            .collect();
+        instance.extend(
+            ["SkuPriceDetails", "ResourceType", "SkuMeter", "ChargeDescription"]
+                .iter()
+                .filter_map(|c| find(c)),
+        );
+        Ok(Self {
+            category: column("ChargeCategory"),
+            start: column("ChargePeriodStart"),
+            end: column("ChargePeriodEnd"),
+            currency: column("BillingCurrency"),
+            resource: column("ResourceId"),
+            service: column("ServiceCategory"),
+            effective,
+            billed,
+            tags,
+            description: find("ChargeDescription"),
+            unit: find("PricingUnit").or_else(|| find("ConsumedUnit")),
+            consumed_quantity: find("ConsumedQuantity"),
+            consumed_unit: find("ConsumedUnit"),
+            commitment: find("CommitmentDiscountId"),
+            discount_status: find("CommitmentDiscountStatus"),
+            instance,
+            names,
+        })
     }
-    if out.rows_selected == 0 {
-        return Err(CsvError::Invalid(vec![FieldError::new(
-            "resources",
-            format!(
-                "no row of this export is the trial's: none names a listed resource{}",
-                if c_tags.is_some() {
-                    format!(" or carries the tag {TRIAL_TAG}: {}", selection.trial_id)
-                } else {
-                    String::new()
+
+    /// An error in the cell at `line` and `column`, named by the column's header.
+    fn at(&self, line: u64, column: usize, message: String) -> FieldError {
+        FieldError::new(
+            format!("line {line}, column {} ({})", column + 1, self.names[column]),
+            message,
+        )
+    }
+}
+
+/// One data row of the export, at `line` of the file.
+struct Row<'a> {
+    record: &'a ::csv::StringRecord,
+    line: u64,
+    h: &'a FocusHeader,
+}
+
+impl<'a> Row<'a> {
+    /// The cell in column `c`; FOCUS writes a missing value as NULL.
+    fn cell(&self, c: usize) -> &'a str {
+        match self.record.get(c).unwrap_or("") {
+            "NULL" => "",
+            v => v,
+        }
+    }
+
+    /// The row's cost: its EffectiveCost, else its BilledCost; an error when it has neither or the
+    /// one it has is no decimal.
+    fn cost(&self, errors: &mut Vec<FieldError>) -> Option<Decimal> {
+        let line = self.line;
+        let (c, raw) = match self
+            .h
+            .effective
+            .map(|c| (c, self.cell(c)))
+            .filter(|(_, v)| !v.is_empty())
+        {
+            Some(found) => found,
+            None => match self.h.billed.map(|c| (c, self.cell(c))).filter(|(_, v)| !v.is_empty()) {
+                Some(found) => found,
+                None => {
+                    errors.push(FieldError::new(
+                        format!("line {line}"),
+                        "has neither an EffectiveCost nor a BilledCost",
+                    ));
+                    return None;
                 }
-            ),
-        )]));
-    }
-    // A resource has GPUs when any of its rows says so (the request, or an instance type the
-    // catalogue prices): its other hours of compute are accelerator time too.
-    let mut hosts: BTreeSet<String> = BTreeSet::new();
-    for (l, kind) in out.lines.iter_mut().zip(&kinds) {
-        if *kind != RowKind::ComputeTime || l.line.category != Category::Host {
-            continue;
+            },
+        };
+        let parsed = parse_cost(raw);
+        if parsed.is_none() {
+            errors.push(
+                self.h
+                    .at(line, c, format!("must be a decimal amount (got {})", shown(raw))),
+            );
         }
-        match resource_gpus.get(&l.line.resource) {
-            Some(&g) => {
-                l.line.category = Category::Accelerator;
-                l.line.gpus = Some(g);
+        parsed
+    }
+
+    /// The row's cost when it reads, its errors dropped: for rows that are listed, not added.
+    fn cost_if_any(&self) -> Option<Decimal> {
+        self.cost(&mut Vec::new())
+    }
+
+    /// The date-time in column `i`, to the microsecond; an error when it is none.
+    fn time(&self, i: usize, errors: &mut Vec<FieldError>) -> Option<DateTime<Utc>> {
+        let raw = self.cell(i);
+        let t = parse_time(raw).map(|t| t.trunc_subsecs(6));
+        if t.is_none() {
+            errors.push(self.h.at(
+                self.line,
+                i,
+                format!("must be a date-time such as 2024-09-01T00:00:00Z (got {})", shown(raw)),
+            ));
+        }
+        t
+    }
+
+    /// The ConsumedQuantity, when the row gives one; an error when it is no number.
+    fn consumed_quantity(&self, errors: &mut Vec<FieldError>) -> Option<Decimal> {
+        let c = self.h.consumed_quantity?;
+        let consumed = self.cell(c);
+        if consumed.is_empty() {
+            return None;
+        }
+        let quantity = parse_cost(consumed);
+        if quantity.is_none() {
+            errors.push(
+                self.h
+                    .at(self.line, c, format!("must be a number (got {})", shown(consumed))),
+            );
+        }
+        quantity
+    }
+
+    /// The row's currency, in capitals.
+    fn currency(&self) -> String {
+        self.cell(self.h.currency).to_ascii_uppercase()
+    }
+}
+
+/// What the rows read so far make: the import and its errors, and what later rows are matched
+/// against.
+#[derive(Default)]
+struct Gathered {
+    out: FocusImport,
+    errors: Vec<FieldError>,
+    by_identity: HashMap<[u8; 32], usize>,
+    /// Where each listed group is in `out.not_added` (kept in the order first seen).
+    not_added_at: HashMap<(String, &'static str, &'static str, String), usize>,
+    /// The commitments bought, by id.
+    commitments: BTreeMap<String, CommitmentPurchase>,
+    commitment_use_seen: HashSet<[u8; 32]>,
+    /// What each line is (parallel to `out.lines`), and the GPUs a resource is known to have.
+    kinds: Vec<RowKind>,
+    resource_gpus: HashMap<String, i32>,
+}
+
+impl Gathered {
+    /// One data row: a commitment bought or used is kept whoever's trial it serves; the trial's
+    /// rows become lines or are listed as not added; another trial's are left, or listed.
+    fn read_row(&mut self, row: &Row<'_>, currency: &str, selection: &Selection) {
+        let h = row.h;
+        let resource = row.cell(h.resource);
+        let charge = row.cell(h.category);
+        let for_another_trial = h.tags.is_some_and(|c| selection.tagged_for_another_trial(row.cell(c)));
+        let listed = !resource.is_empty() && selection.resources.contains(resource);
+        let selected = !for_another_trial && (listed || h.tags.is_some_and(|c| selection.tagged(row.cell(c))));
+        // Commitments bought: listed by id whoever's trial they serve.
+        let commitment = h.commitment.map(|c| row.cell(c)).unwrap_or("");
+        if charge.eq_ignore_ascii_case("Purchase") && !commitment.is_empty() {
+            if let Some(sum) = row.cost_if_any() {
+                self.purchase(row, commitment, sum);
             }
+        }
+        // Usage a commitment discount covered, or its unused hours: kept by id whoever's it is.
+        if charge.eq_ignore_ascii_case("Usage") && !commitment.is_empty() {
+            let status = h.discount_status.map(|c| row.cell(c)).unwrap_or("");
+            if let Some(u) = commitment_use(row.record, commitment, status, resource, selection, h) {
+                if self.commitment_use_seen.insert(u.identity) {
+                    self.out.commitment_use.push(u);
+                }
+            }
+        }
+        if selected {
+            self.out.rows_selected += 1;
+            self.trial_row(row, charge, resource, currency, selection);
+            return;
+        }
+        if listed && for_another_trial {
+            // A listed resource whose row another trial's tag claims: that trial's, and said.
+            if let Some(sum) = row.cost_if_any() {
+                let currency = row.currency();
+                self.note(row.line, charge, "tagged for another trial", "trial", sum, &currency);
+            }
+        }
+        // Account-wide charges (taxes, credits) name no resource; the trial may owe a share.
+        if resource.is_empty() && !charge.is_empty() && !charge.eq_ignore_ascii_case("Usage") {
+            if let Some(sum) = row.cost_if_any() {
+                let currency = row.currency();
+                self.note(row.line, charge, "not usage", "account", sum, &currency);
+            }
+        }
+    }
+
+    /// A row of the trial: a usage line, a refund or another charge listed as not added, or
+    /// errors naming its cells.
+    fn trial_row(&mut self, row: &Row<'_>, charge: &str, resource: &str, currency: &str, selection: &Selection) {
+        let (h, line) = (row.h, row.line);
+        let mut row_errors = Vec::new();
+        let charge = match charge.to_ascii_lowercase().as_str() {
+            "usage" => "Usage",
+            "purchase" => "Purchase",
+            "tax" => "Tax",
+            "credit" => "Credit",
+            "adjustment" => "Adjustment",
+            _ => {
+                row_errors.push(h.at(
+                    line,
+                    h.category,
+                    format!(
+                        "must be Usage, Purchase, Tax, Credit or Adjustment (got {})",
+                        shown(charge)
+                    ),
+                ));
+                ""
+            }
+        };
+        let amount = row.cost(&mut row_errors);
+        let row_currency = row.cell(h.currency);
+        if !row_currency.eq_ignore_ascii_case(currency) {
+            row_errors.push(h.at(
+                line,
+                h.currency,
+                format!(
+                    "{} is not this brief's currency {currency}; a brief's ledger has one currency (rentcheck converts nothing)",
+                    shown(row_currency)
+                ),
+            ));
+        }
+        match (charge, amount) {
+            _ if !row_errors.is_empty() => self.errors.append(&mut row_errors),
+            ("Usage", Some(a)) if a.is_sign_negative() && !a.is_zero() => {
+                self.note(line, "Usage", "refund", "trial", a, currency)
+            }
+            ("Usage", Some(amount)) => {
+                if let Some((l, kind)) = usage_line(row, resource, amount, currency, selection, &mut self.errors) {
+                    self.add_usage(l, kind, line);
+                }
+            }
+            (other, Some(a)) => self.note(line, other, "not usage", "trial", a, currency),
+            (_, None) => {}
+        }
+    }
+
+    /// A usage line of the trial, added into an earlier line of the same identity if there is one.
+    fn add_usage(&mut self, l: FocusLine, kind: RowKind, line: u64) {
+        if let (RowKind::ComputeTime, Some(g)) = (kind, l.line.gpus) {
+            self.resource_gpus.entry(l.line.resource.clone()).or_insert(g);
+        }
+        match self.by_identity.get(&l.identity) {
+            Some(&i) => match combine(&mut self.out.lines[i], &l) {
+                Some(()) => self.out.rows_combined += 1,
+                None => self
+                    .errors
+                    .push(too_large(line, "this row added to the same charge's earlier rows")),
+            },
             None => {
-                hosts.insert(l.line.resource.clone());
+                self.by_identity.insert(l.identity, self.out.lines.len());
+                self.out.lines.push(l);
+                self.kinds.push(kind);
             }
         }
     }
-    out.counted_as_host = hosts.into_iter().take(MAX_QUOTED).collect();
+
+    /// A purchase of `commitment` costing `sum`, added to its earlier purchases in the file.
+    fn purchase(&mut self, row: &Row<'_>, commitment: &str, sum: Decimal) {
+        let entry = self
+            .commitments
+            .entry(commitment.to_owned())
+            .or_insert_with(|| CommitmentPurchase {
+                commitment_discount_id: commitment.to_owned(),
+                rows: 0,
+                sum: Decimal::ZERO,
+                currency: row.currency(),
+                lines: Vec::new(),
+            });
+        match entry.sum.checked_add(sum) {
+            Some(total) => {
+                entry.sum = total;
+                entry.rows += 1;
+                if entry.lines.len() < MAX_QUOTED {
+                    entry.lines.push(row.line);
+                }
+            }
+            None => self
+                .errors
+                .push(too_large(row.line, "the purchases of this commitment")),
+        }
+    }
+
+    /// A row listed as not added, in its group (charge category, reason, whose, currency).
+    fn note(
+        &mut self,
+        line: u64,
+        category: &str,
+        reason: &'static str,
+        of: &'static str,
+        sum: Decimal,
+        currency: &str,
+    ) {
+        let key = (category.to_owned(), reason, of, currency.to_owned());
+        let out = &mut self.out;
+        let i = *self.not_added_at.entry(key).or_insert_with(|| {
+            out.not_added.push(NotAdded {
+                charge_category: category.to_owned(),
+                reason,
+                of,
+                rows: 0,
+                sum: Decimal::ZERO,
+                currency: currency.to_owned(),
+                lines: Vec::new(),
+            });
+            out.not_added.len() - 1
+        });
+        let group = &mut self.out.not_added[i];
+        let Some(total) = group.sum.checked_add(sum) else {
+            self.errors
+                .push(too_large(line, &format!("the {category} rows listed as {reason}")));
+            return;
+        };
+        group.sum = total;
+        group.rows += 1;
+        if group.lines.len() < MAX_QUOTED {
+            group.lines.push(line);
+        }
+    }
+
+    /// The import, once every row is read: refused on any error or when no row is the trial's;
+    /// else with the resources' categories settled and the groups summed.
+    fn finish(mut self, has_tags: bool, selection: &Selection) -> Result<FocusImport, CsvError> {
+        if !self.errors.is_empty() {
+            return Err(CsvError::Invalid(self.errors));
+        }
+        if self.out.rows_selected == 0 {
+            return Err(CsvError::Invalid(vec![FieldError::new(
+                "resources",
+                format!(
+                    "no row of this export is the trial's: none names a listed resource{}",
+                    if has_tags {
+                        format!(" or carries the tag {TRIAL_TAG}: {}", selection.trial_id)
+                    } else {
+                        String::new()
+                    }
+                ),
+            )]));
+        }
+        self.settle_accelerators();
+        let mut out = self.out;
+        out.hours_from_charge_period = hours_from_charge_period(&out.lines);
+        out.commitment_purchases = self
+            .commitments
+            .into_values()
+            .map(|mut c| {
+                c.sum = c.sum.normalize();
+                c
+            })
+            .collect();
+        for n in &mut out.not_added {
+            n.sum = n.sum.normalize();
+        }
+        Ok(out)
+    }
+
+    /// A resource has GPUs when any of its rows says so (the request, or an instance type the
+    /// catalogue prices): its other hours of compute are accelerator time too. The others are
+    /// counted as hosts, and named.
+    fn settle_accelerators(&mut self) {
+        let mut hosts: BTreeSet<String> = BTreeSet::new();
+        for (l, kind) in self.out.lines.iter_mut().zip(&self.kinds) {
+            if *kind != RowKind::ComputeTime || l.line.category != Category::Host {
+                continue;
+            }
+            match self.resource_gpus.get(&l.line.resource) {
+                Some(&g) => {
+                    l.line.category = Category::Accelerator;
+                    l.line.gpus = Some(g);
+                }
+                None => {
+                    hosts.insert(l.line.resource.clone());
+                }
+            }
+        }
+        self.out.counted_as_host = hosts.into_iter().take(MAX_QUOTED).collect();
+    }
+}
+
+/// The accelerator lines whose hours are their charge period, grouped by reason.
+fn hours_from_charge_period(lines: &[FocusLine]) -> Vec<HoursFromChargePeriod> {
     let mut from_period: BTreeMap<&'static str, HoursFromChargePeriod> = BTreeMap::new();
-    for l in &out.lines {
+    for l in lines {
         if let (Category::Accelerator, LineTime::ChargePeriod(reason)) = (l.line.category, l.time) {
             let group = from_period.entry(reason).or_insert_with(|| HoursFromChargePeriod {
                 reason,
@@ -837,18 +957,7 @@ pub fn parse(reader: impl Read, currency: &str, selection: &Selection) -> Result
             }
         }
     }
-    out.hours_from_charge_period = from_period.into_values().collect();
-    out.commitment_purchases = commitments
-        .into_values()
-        .map(|mut c| {
-            c.sum = c.sum.normalize();
-            c
-        })
-        .collect();
-    for n in &mut out.not_added {
-        n.sum = n.sum.normalize();
-    }
-    Ok(out)
+    from_period.into_values().collect()
 }
 
 /// A 422 naming the row whose cost no longer fits an exact decimal.
@@ -901,7 +1010,7 @@ fn micros_of(quantity: Decimal, unit: &str) -> Option<i64> {
 }
 
 /// GPUs of a row's resource: from the request, else an instance type the catalogue prices.
-fn gpus_of(record: &::csv::StringRecord, resource: &str, selection: &Selection, c: &Columns<'_>) -> Option<i32> {
+fn gpus_of(record: &::csv::StringRecord, resource: &str, selection: &Selection, c: &FocusHeader) -> Option<i32> {
     let cell = |i: usize| match record.get(i).unwrap_or("") {
         "NULL" => "",
         v => v,
@@ -923,7 +1032,7 @@ fn commitment_use(
     status: &str,
     resource: &str,
     selection: &Selection,
-    c: &Columns<'_>,
+    c: &FocusHeader,
 ) -> Option<CommitmentUse> {
     let cell = |i: usize| match record.get(i).unwrap_or("") {
         "NULL" => "",
@@ -951,65 +1060,21 @@ fn commitment_use(
     ))
 }
 
-/// Where the columns a line is made of are.
-struct Columns<'a> {
-    start: usize,
-    end: usize,
-    service: usize,
-    description: Option<usize>,
-    unit: Option<usize>,
-    consumed_quantity: Option<usize>,
-    consumed_unit: Option<usize>,
-    instance: &'a [usize],
-}
-
 /// One usage row as a ledger line, checked by the ledger's own rules; errors are named by the
-/// export's columns.
-#[allow(clippy::too_many_arguments)]
-// Long, and reads better whole: one FOCUS column per ledger field, errors named by column.
+/// export's columns: one FOCUS column per ledger field.
 fn usage_line(
-    record: &::csv::StringRecord,
-    line: u64,
+    row: &Row<'_>,
     resource: &str,
     amount: Decimal,
     currency: &str,
     selection: &Selection,
-    c: &Columns<'_>,
-    at: &dyn Fn(u64, usize, String) -> FieldError,
     errors: &mut Vec<FieldError>,
 ) -> Option<(FocusLine, RowKind)> {
-    let cell = |i: usize| match record.get(i).unwrap_or("") {
-        "NULL" => "",
-        v => v,
-    };
+    let (c, line, record) = (row.h, row.line, row.record);
+    let cell = |i: usize| row.cell(i);
     let mut row_errors = Vec::new();
-    let mut time = |i: usize| {
-        let raw = cell(i);
-        let t = parse_time(raw).map(|t| t.trunc_subsecs(6));
-        if t.is_none() {
-            row_errors.push(at(
-                line,
-                i,
-                format!("must be a date-time such as 2024-09-01T00:00:00Z (got {})", shown(raw)),
-            ));
-        }
-        t
-    };
-    let (start, end) = (time(c.start), time(c.end));
-    let consumed = c.consumed_quantity.map(cell).unwrap_or("");
-    let consumed = if consumed.is_empty() {
-        None
-    } else {
-        let quantity = parse_cost(consumed);
-        if quantity.is_none() {
-            row_errors.push(at(
-                line,
-                c.consumed_quantity.expect("read from it"),
-                format!("must be a number (got {})", shown(consumed)),
-            ));
-        }
-        quantity
-    };
+    let (start, end) = (row.time(c.start, &mut row_errors), row.time(c.end, &mut row_errors));
+    let consumed = row.consumed_quantity(&mut row_errors);
     let consumed_micros = consumed.and_then(|q| micros_of(q, c.consumed_unit.map(cell).unwrap_or("")));
     let description = c.description.map(cell).unwrap_or("").trim().to_owned();
     let service = cell(c.service);
@@ -1021,14 +1086,7 @@ fn usage_line(
     } else {
         RowKind::Other
     };
-    let category = match service.to_ascii_lowercase().as_str() {
-        "compute" if gpus.is_some() && kind == RowKind::ComputeTime => Category::Accelerator,
-        "compute" => Category::Host,
-        "storage" => Category::Storage,
-        "networking" | "network" => Category::Network,
-        "support" => Category::Support,
-        _ => Category::Host,
-    };
+    let category = category_of(service, kind, gpus);
     if !row_errors.is_empty() {
         errors.append(&mut row_errors);
         return None;
@@ -1064,23 +1122,39 @@ fn usage_line(
             kind,
         )),
         Err(es) => {
-            errors.extend(es.into_iter().map(|e| {
-                let column = match e.field.as_str() {
-                    "resource" => Some("ResourceId"),
-                    "description" => Some("ChargeDescription"),
-                    "starts_at" => Some("ChargePeriodStart"),
-                    "ends_at" => Some("ChargePeriodEnd"),
-                    "amount" => Some("EffectiveCost"),
-                    "currency" => Some("BillingCurrency"),
-                    _ => None,
-                };
-                match column {
-                    Some(name) => FieldError::new(format!("line {line} ({name})"), e.message),
-                    None => FieldError::new(format!("line {line}"), format!("{}: {}", e.field, e.message)),
-                }
-            }));
+            errors.extend(es.into_iter().map(|e| named_by_column(line, e)));
             None
         }
+    }
+}
+
+/// The ledger category of a usage row: compute priced by time is accelerator time when its
+/// resource has GPUs.
+fn category_of(service: &str, kind: RowKind, gpus: Option<i32>) -> Category {
+    match service.to_ascii_lowercase().as_str() {
+        "compute" if gpus.is_some() && kind == RowKind::ComputeTime => Category::Accelerator,
+        "compute" => Category::Host,
+        "storage" => Category::Storage,
+        "networking" | "network" => Category::Network,
+        "support" => Category::Support,
+        _ => Category::Host,
+    }
+}
+
+/// A ledger error of a usage row, named by the export's column it came from.
+fn named_by_column(line: u64, e: FieldError) -> FieldError {
+    let column = match e.field.as_str() {
+        "resource" => Some("ResourceId"),
+        "description" => Some("ChargeDescription"),
+        "starts_at" => Some("ChargePeriodStart"),
+        "ends_at" => Some("ChargePeriodEnd"),
+        "amount" => Some("EffectiveCost"),
+        "currency" => Some("BillingCurrency"),
+        _ => None,
+    };
+    match column {
+        Some(name) => FieldError::new(format!("line {line} ({name})"), e.message),
+        None => FieldError::new(format!("line {line}"), format!("{}: {}", e.field, e.message)),
     }
 }
 

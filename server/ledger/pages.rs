@@ -27,7 +27,7 @@ use crate::{
     state::AppState,
     web::{
         auth::{CsrfForm, PageUser},
-        extract::Path,
+        extract::BriefPath,
         page::{render, PageContext, PageResult},
     },
 };
@@ -304,7 +304,7 @@ pub async fn add_line(
 
 async fn set_outputs(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
@@ -402,13 +402,14 @@ const MAX_ECHOED_BYTES: usize = 512 * 1024;
 
 async fn import(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
+    let id = path.id;
     let kept = values.clone();
     match import_checked(&state, id, &user, values).await {
         Err(crate::web::page::PageError(AppError::Validation(errors))) => {
-            let brief = crate::trials::service::load_brief(&state.pool, id).await?;
+            let brief = path.load(&state).await?;
             let trials = crate::trials::service::list(&state, id).await?;
             let named = form_target(&kept).named;
             let trial = named
@@ -522,7 +523,7 @@ async fn import_checked(
     Ok(back(id, target.named))
 }
 
-async fn export(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
+async fn export(State(state): State<AppState>, user: PageUser, BriefPath { id }: BriefPath) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     Ok(csv_response(&state, id).await?)
 }

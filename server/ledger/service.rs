@@ -35,7 +35,7 @@ impl From<CsvError> for AppError {
 
 /// The brief's currency, or 404.
 pub async fn brief_currency(state: &AppState, id: BriefId) -> Result<String, AppError> {
-    Ok(briefs::load(&state.pool, id).await?.fields.currency)
+    Ok(trials::load_brief(&state.pool, id).await?.fields.currency)
 }
 
 /// Which trial a post goes to when a line names none: the one the request names, else the one its

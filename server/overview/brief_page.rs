@@ -12,7 +12,7 @@ use crate::{
     error::AppError,
     evidence::pages::{self as evidence_pages, EvidenceListRow},
     figures,
-    ids::{BriefId, TrialId},
+    ids::TrialId,
     ledger::pages as ledger_pages,
     prices::{model::AllocationPrice, service as prices},
     review::{
@@ -27,7 +27,7 @@ use crate::{
     },
     web::{
         auth::{CsrfForm, PageUser},
-        extract::{ApiQuery, Path},
+        extract::{ApiQuery, BriefPath},
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -102,8 +102,7 @@ fn price_text(per_hour: rust_decimal::Decimal, currency: &str, billing: &str, pr
     text
 }
 
-// Long, and reads better whole: one line of the summary after another, in the order the page shows
-// them.
+/// One line of the summary after another, in the order the page shows them.
 fn summary(
     trial: &Trial,
     sizing: &Sizing,
@@ -125,7 +124,6 @@ fn summary(
             }
         }
     }
-    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d").to_string();
     Summary {
         trial_id: trial.id.to_string(),
         trial_name: trial.fields.name.clone(),
@@ -162,31 +160,37 @@ fn summary(
             .collect(),
         fitting: fitting.len(),
         total: sizing.options.len(),
-        stages: stages
-            .iter()
-            .map(|s| {
-                let when = match times.iter().find(|t| t.stage == i16::from(s.stage)) {
-                    None => "no evidence yet".to_owned(),
-                    Some(t) if day(t.first) == day(t.last) => {
-                        format!(
-                            "{} · {} upload{}",
-                            day(t.last),
-                            t.uploads,
-                            if t.uploads == 1 { "" } else { "s" }
-                        )
-                    }
-                    Some(t) => format!("{} → {} · {} uploads", day(t.first), day(t.last), t.uploads),
-                };
-                StageLine {
-                    stage: s.stage,
-                    name: s.name,
-                    status: s.status,
-                    status_class: s.status_class,
-                    when,
-                }
-            })
-            .collect(),
+        stages: stage_lines(stages, times),
     }
+}
+
+/// Each stage's status and when its evidence came.
+fn stage_lines(stages: &[card_pages::StageRow], times: &[review_summaries::StageTimes]) -> Vec<StageLine> {
+    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d").to_string();
+    stages
+        .iter()
+        .map(|s| {
+            let when = match times.iter().find(|t| t.stage == i16::from(s.stage)) {
+                None => "no evidence yet".to_owned(),
+                Some(t) if day(t.first) == day(t.last) => {
+                    format!(
+                        "{} · {} upload{}",
+                        day(t.last),
+                        t.uploads,
+                        if t.uploads == 1 { "" } else { "s" }
+                    )
+                }
+                Some(t) => format!("{} → {} · {} uploads", day(t.first), day(t.last), t.uploads),
+            };
+            StageLine {
+                stage: s.stage,
+                name: s.name,
+                status: s.status,
+                status_class: s.status_class,
+                when,
+            }
+        })
+        .collect()
 }
 
 fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
@@ -332,10 +336,10 @@ pub struct BriefPageQuery {
 pub async fn brief_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     ApiQuery(q): ApiQuery<BriefPageQuery>,
 ) -> PageResult<Response> {
-    render(&load_page(&state, &user, id, q).await?)
+    render(&load_page(&state, &user, path, q).await?)
 }
 
 /// `POST /briefs/{id}/ledger/lines`, the brief page's "add a line" form. A line that does not
@@ -343,17 +347,17 @@ pub async fn brief_page(
 /// rather than an error page that loses the input.
 pub async fn add_ledger_line(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
-    match ledger_pages::add_line(&state, id, &user, &values).await? {
+    match ledger_pages::add_line(&state, path.id, &user, &values).await? {
         Ok(stored) => Ok(stored),
         Err(form) => {
             let query = BriefPageQuery {
                 trial: form.trial(),
                 sizing: None,
             };
-            let mut page = load_page(&state, &user, id, query).await?;
+            let mut page = load_page(&state, &user, path, query).await?;
             page.ledger.form = form;
             let mut response = render(&page)?;
             *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
@@ -362,9 +366,10 @@ pub async fn add_ledger_line(
     }
 }
 
-// Long, and reads better whole: the brief page's reads, side by side, then one view of them.
-async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQuery) -> PageResult<BriefPage> {
-    let brief = trials::load_brief(&state.pool, id).await?;
+/// The brief page's reads, side by side, then one view of them.
+async fn load_page(state: &AppState, user: &PageUser, path: BriefPath, q: BriefPageQuery) -> PageResult<BriefPage> {
+    let brief = path.load(state).await?;
+    let id = brief.id;
     // The summary and the allocation under test read the engine's order (memory rented); only the
     // table shown is reordered by price, below.
     let sizing = prices::priced(
@@ -404,23 +409,8 @@ async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQ
             review_gather::trial_price(state, &brief, t).await?
         });
     }
-    // An option marked "fits" never contradicts the KV box below: when the measured KV cache of
-    // the allocation under test is short at the brief's context, that option does not fit.
     let mut sizing = sizing;
-    if let Some(check) = kv.as_ref().map(|k| &k.check).filter(|c| c.short()) {
-        for o in sizing
-            .options
-            .iter_mut()
-            .filter(|o| o.gpu == check.gpu && o.count <= check.count && o.fits)
-        {
-            o.fits = false;
-            o.load_note = Some(
-                "fits on paper, but the measured KV cache of the trial is short at the brief's context (see the KV \
-                 cache box)"
-                    .into(),
-            );
-        }
-    }
+    unfit_where_kv_is_short(&mut sizing, kv.as_ref());
     let summary = summary(
         trial,
         &sizing,
@@ -452,4 +442,23 @@ async fn load_page(state: &AppState, user: &PageUser, id: BriefId, q: BriefPageQ
         kv,
         gpu_mismatch: mismatch.map(|(id, named)| (id.to_string(), named)),
     })
+}
+
+/// An option marked "fits" never contradicts the KV box: when the measured KV cache of the
+/// allocation under test is short at the brief's context, that option does not fit.
+fn unfit_where_kv_is_short(sizing: &mut Sizing, kv: Option<&TrialKv>) {
+    if let Some(check) = kv.map(|k| &k.check).filter(|c| c.short()) {
+        for o in sizing
+            .options
+            .iter_mut()
+            .filter(|o| o.gpu == check.gpu && o.count <= check.count && o.fits)
+        {
+            o.fits = false;
+            o.load_note = Some(
+                "fits on paper, but the measured KV cache of the trial is short at the brief's context (see the KV \
+                 cache box)"
+                    .into(),
+            );
+        }
+    }
 }

@@ -24,7 +24,7 @@ use crate::{
     error::AppError,
     evidence::service as evidence,
     figures,
-    ids::BriefId,
+    ids::{BriefId, TeamId},
     overview::{
         brief_list::{self, decode_cursor, encode_cursor},
         list_query::{BriefFilter, BriefOrder},
@@ -343,8 +343,8 @@ fn href(view: &View<'_>, at: Option<Place<'_>>) -> String {
     }
 }
 
-// Long, and reads better whole: query parameters, the page of briefs, then one row per brief, in
-// the order of the page.
+/// The dashboard: query parameters, the page of briefs, then one row per brief, in the order of the
+/// page.
 pub async fn dashboard(
     State(state): State<AppState>,
     user: PageUser,
@@ -352,45 +352,13 @@ pub async fn dashboard(
 ) -> PageResult<Response> {
     let show = Show::parse(q.show.as_deref())?;
     let sort = Sort::parse(q.sort.as_deref())?;
-    let reversed = match q.dir.as_deref().unwrap_or("") {
-        "" => false,
-        "reversed" => true,
-        other => {
-            return Err(AppError::BadRequest(format!(
-                "There is no sort direction called {other:?}: use dir=reversed, or leave it out."
-            ))
-            .into())
-        }
-    };
+    let reversed = reversed(q.dir.as_deref())?;
     let search = q.q.as_deref().unwrap_or("").trim().to_owned();
-    let after = match q.after.as_deref().filter(|a| !a.is_empty()) {
-        None => None,
-        Some(a) => Some(decode_cursor(a).ok_or_else(|| {
-            AppError::BadRequest("This page link is damaged: start again from the first page.".into())
-        })?),
-    };
-    let mine = match q.owner.as_deref().unwrap_or("") {
-        "" => false,
-        "me" => true,
-        other => {
-            return Err(AppError::BadRequest(format!(
-                "There is no owner choice called {other:?}: use owner=me, or leave it out for everyone's briefs."
-            ))
-            .into())
-        }
-    };
+    let after = after_cursor(q.after.as_deref())?;
+    let mine = mine(q.owner.as_deref())?;
     let teams = teams::team_names(&state.pool).await?;
     let team_name = q.team.as_deref().unwrap_or("").trim().to_owned();
-    let team = match team_name.as_str() {
-        "" => None,
-        name => Some(
-            teams
-                .iter()
-                .find(|t| t.name == name)
-                .map(|t| t.id)
-                .ok_or_else(|| AppError::BadRequest(format!("There is no team called {name:?}.")))?,
-        ),
-    };
+    let team = team_named(&teams, &team_name)?;
     let mut filter = BriefFilter {
         search: Some(search.clone()).filter(|s| !s.is_empty()),
         owner: mine.then_some(user.0.id),
@@ -398,16 +366,7 @@ pub async fn dashboard(
         ..BriefFilter::default()
     };
     show.narrow(&mut filter);
-    let page_number = match q.page.as_deref().filter(|p| !p.is_empty()) {
-        None => 1,
-        Some(p) => p
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=10_000).contains(n))
-            .ok_or_else(|| {
-                AppError::BadRequest("This page link is damaged: start again from the first page.".into())
-            })?,
-    };
+    let page_number = page_number(q.page.as_deref())?;
     // Newest first pages by keyset; another order by page number.
     let total = brief_list::count(&state, &filter).await?;
     let (items, next_place, scan_cut, first_page) = match sort.order(reversed) {
@@ -431,20 +390,7 @@ pub async fn dashboard(
             )
         }
     };
-    let ids: Vec<BriefId> = items.iter().map(|l| l.brief.id).collect();
-    let latest = evidence::latest_per_brief(&state, &ids).await?;
-    let attention = commitments::needing_attention(&state, &ids).await?;
-    let mut rows: Vec<BriefRow> = items
-        .into_iter()
-        .map(|l| {
-            let last = latest.get(&l.brief.id).cloned();
-            let commitment = attention.get(&l.brief.id).map(|(id, s)| (id.to_string(), s.words()));
-            BriefRow {
-                commitment,
-                ..row_for(l.brief, &l.summary, last)
-            }
-        })
-        .collect();
+    let mut rows = brief_rows(&state, items).await?;
     sort.apply(&mut rows, reversed);
     let view = View {
         search: &search,
@@ -454,18 +400,7 @@ pub async fn dashboard(
         sort,
         reversed,
     };
-    let sorts = [
-        (Sort::Name, "Name"),
-        (Sort::Owner, "Owner"),
-        (Sort::Decision, "Decision"),
-        (Sort::Cost, "Cost per completed job"),
-        (Sort::Approval, "Approval"),
-        (Sort::Evidence, "Newest evidence"),
-        (Sort::Created, "Created"),
-    ]
-    .into_iter()
-    .map(|(s, label)| (s.as_str(), sort_link(&view, s, label)))
-    .collect();
+    let sorts = sort_links(&view);
     render(&DashboardPage {
         ctx: (&user).into(),
         briefs: rows,
@@ -486,6 +421,104 @@ pub async fn dashboard(
         sorts,
         total,
     })
+}
+
+/// One row per brief of the page, with its newest evidence and a commitment that needs attention.
+async fn brief_rows(state: &AppState, items: Vec<brief_list::Listed>) -> Result<Vec<BriefRow>, AppError> {
+    let ids: Vec<BriefId> = items.iter().map(|l| l.brief.id).collect();
+    let latest = evidence::latest_per_brief(state, &ids).await?;
+    let attention = commitments::needing_attention(state, &ids).await?;
+    Ok(items
+        .into_iter()
+        .map(|l| {
+            let last = latest.get(&l.brief.id).cloned();
+            let commitment = attention.get(&l.brief.id).map(|(id, s)| (id.to_string(), s.words()));
+            BriefRow {
+                commitment,
+                ..row_for(l.brief, &l.summary, last)
+            }
+        })
+        .collect())
+}
+
+/// `dir=reversed`, or nothing.
+fn reversed(dir: Option<&str>) -> Result<bool, AppError> {
+    Ok(match dir.unwrap_or("") {
+        "" => false,
+        "reversed" => true,
+        other => {
+            return Err(AppError::BadRequest(format!(
+                "There is no sort direction called {other:?}: use dir=reversed, or leave it out."
+            )))
+        }
+    })
+}
+
+/// The keyset cursor of `after=`, when the link has one.
+fn after_cursor(after: Option<&str>) -> Result<Option<brief_list::Cursor>, AppError> {
+    Ok(match after.filter(|a| !a.is_empty()) {
+        None => None,
+        Some(a) => Some(decode_cursor(a).ok_or_else(|| {
+            AppError::BadRequest("This page link is damaged: start again from the first page.".into())
+        })?),
+    })
+}
+
+/// `owner=me`, or nothing for everyone's briefs.
+fn mine(owner: Option<&str>) -> Result<bool, AppError> {
+    Ok(match owner.unwrap_or("") {
+        "" => false,
+        "me" => true,
+        other => {
+            return Err(AppError::BadRequest(format!(
+                "There is no owner choice called {other:?}: use owner=me, or leave it out for everyone's briefs."
+            )))
+        }
+    })
+}
+
+/// The team `team=` names, when it names one.
+fn team_named(teams: &[teams::TeamRef], team_name: &str) -> Result<Option<TeamId>, AppError> {
+    Ok(match team_name {
+        "" => None,
+        name => Some(
+            teams
+                .iter()
+                .find(|t| t.name == name)
+                .map(|t| t.id)
+                .ok_or_else(|| AppError::BadRequest(format!("There is no team called {name:?}.")))?,
+        ),
+    })
+}
+
+/// The page number of an ordered listing, 1 to 10,000.
+fn page_number(page: Option<&str>) -> Result<usize, AppError> {
+    Ok(match page.filter(|p| !p.is_empty()) {
+        None => 1,
+        Some(p) => p
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=10_000).contains(n))
+            .ok_or_else(|| {
+                AppError::BadRequest("This page link is damaged: start again from the first page.".into())
+            })?,
+    })
+}
+
+/// The column headers' sort links.
+fn sort_links(view: &View<'_>) -> std::collections::HashMap<&'static str, SortLink> {
+    [
+        (Sort::Name, "Name"),
+        (Sort::Owner, "Owner"),
+        (Sort::Decision, "Decision"),
+        (Sort::Cost, "Cost per completed job"),
+        (Sort::Approval, "Approval"),
+        (Sort::Evidence, "Newest evidence"),
+        (Sort::Created, "Created"),
+    ]
+    .into_iter()
+    .map(|(s, label)| (s.as_str(), sort_link(view, s, label)))
+    .collect()
 }
 
 /// The heading link of column `s`: on the current column it reverses the order, elsewhere it

@@ -28,9 +28,10 @@ use crate::{
     error::AppError,
     ids::{BriefId, TeamId, TokenId, UserId},
     state::AppState,
+    trials::service as trials,
     web::{
         auth::{client_ip, CsrfForm, PageUser},
-        extract::{ApiQuery, Path},
+        extract::{ApiQuery, BriefPath, Path},
         once,
         page::{render, PageContext, PageError, PageResult},
     },
@@ -341,10 +342,7 @@ async fn person_token_lines(state: &AppState, uid: UserId) -> PageResult<Vec<Per
         let brief = match t.brief_id {
             Some(id) => Some((
                 id.to_string(),
-                briefs::load(&state.pool, id)
-                    .await
-                    .map(|b| b.fields.name)
-                    .unwrap_or_else(|_| id.to_string()),
+                briefs::name(&state.pool, id).await.unwrap_or_else(|_| id.to_string()),
             )),
             None => None,
         };
@@ -520,7 +518,7 @@ struct SharingPage {
 }
 
 async fn sharing_view(state: &AppState, user: &PageUser, id: BriefId, error: String) -> PageResult<Response> {
-    let brief = briefs::load(&state.pool, id).await?;
+    let brief = trials::load_brief(&state.pool, id).await?;
     let access = teams::brief_access(&state.pool, id).await?;
     let all = teams::list_teams(&state.pool).await?;
     let others = all
@@ -551,14 +549,18 @@ async fn sharing_view(state: &AppState, user: &PageUser, id: BriefId, error: Str
     })
 }
 
-async fn sharing_page(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
+async fn sharing_page(
+    State(state): State<AppState>,
+    user: PageUser,
+    BriefPath { id }: BriefPath,
+) -> PageResult<Response> {
     user.require(Role::Engineer)?;
     sharing_view(&state, &user, id, String::new()).await
 }
 
 async fn share(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_change_sharing(&state.pool, &user.principal(), id).await?;
@@ -602,11 +604,12 @@ async fn unshare(
 /// Admins assign a brief's owner (briefs from before ownership have none).
 async fn set_owner(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
+    let id = path.id;
     user.require(Role::Admin)?;
-    briefs::load(&state.pool, id).await?;
+    path.load(&state).await?;
     let email = users::normalize_email(form.get("email").map(String::as_str).unwrap_or("")).unwrap_or_default();
     let Some(owner) = users::by_email(&state.pool, &email).await? else {
         let mut r = sharing_view(&state, &user, id, format!("There is no user {email}.")).await?;

@@ -22,7 +22,6 @@ use crate::{
         token::{self, NewToken, TokenRow},
         users, Role,
     },
-    briefs::service as briefs,
     error::AppError,
     ids::{BriefId, TokenId, TrialId},
     secrets,
@@ -30,7 +29,7 @@ use crate::{
     trials::service as trials,
     web::{
         auth::{client_ip, csrf_failure, from_this_machine, safe_next, CsrfForm, PageUser, CSRF_FIELD},
-        extract::{ApiQuery, HtmlForm, Path},
+        extract::{ApiQuery, BriefPath, HtmlForm, Path},
         once,
         page::{render, PageContext, PageError, PageResult},
     },
@@ -98,8 +97,7 @@ fn pre_session_csrf_ok(headers: &HeaderMap, form: &HashMap<String, String>) -> b
     !cookie.is_empty() && secrets::equal(&cookie, sent)
 }
 
-// Long, and reads better whole: the sign-in in the order its security rules need: throttle, check,
-// settle, session, audit.
+/// The sign-in, in the order its security rules need: throttle, check, settle, session, audit.
 async fn login(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -120,26 +118,7 @@ async fn login(
     let device = session::read_cookie(&headers, lockout::DEVICE_COOKIE);
     let attempt = match lockout::admit(&state.pool, &email, &client, device.as_deref()).await? {
         Admission::Go(attempt) => attempt,
-        refused => {
-            audit::record_refusal(
-                &state.pool,
-                &state.refusals,
-                &email,
-                "login.refused",
-                &email,
-                &client,
-                json!({ "reason": refused.reason() }),
-            )
-            .await?;
-            let mut r = login_page(&state, raw_email, next, refused.message()).await?;
-            *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-            if let Admission::Wait(wait) = refused {
-                if let Ok(v) = (wait.as_secs() + 1).to_string().parse() {
-                    r.headers_mut().insert(header::RETRY_AFTER, v);
-                }
-            }
-            return Ok(r);
-        }
+        refused => return refused_page(&state, refused, &email, &client, raw_email, next).await,
     };
     let user = users::by_email(&state.pool, &email).await?;
     let ok = password::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await?;
@@ -147,40 +126,10 @@ async fn login(
     let remember = ok && user.as_ref().is_some_and(|u| u.disabled_at.is_none());
     let settled = lockout::settle(&state.pool, attempt, ok, remember).await?;
     let Some(user) = user.filter(|_| ok) else {
-        audit::record(&state.pool, &email, "login.failed", &email, json!({ "client": client })).await?;
-        if settled.locked_now {
-            audit::record(
-                &state.pool,
-                "rentcheck",
-                "login.lock",
-                &email,
-                json!({ "failures": lockout::LOCK_AFTER, "client": client }),
-            )
-            .await?;
-        }
-        let mut r = login_page(&state, raw_email, next, "Email or password is incorrect.".into()).await?;
-        *r.status_mut() = StatusCode::UNAUTHORIZED;
-        return Ok(r);
+        return failed_page(&state, &email, &client, settled.locked_now, raw_email, next).await;
     };
     if user.disabled_at.is_some() {
-        // Said only to someone who knows the password: it tells them whom to ask.
-        audit::record(
-            &state.pool,
-            &email,
-            "login.disabled",
-            &email,
-            json!({ "client": client }),
-        )
-        .await?;
-        let mut r = login_page(
-            &state,
-            raw_email,
-            next,
-            "This account is disabled. Ask an admin to enable it.".into(),
-        )
-        .await?;
-        *r.status_mut() = StatusCode::FORBIDDEN;
-        return Ok(r);
+        return disabled_page(&state, &email, &client, raw_email, next).await;
     }
     // Failed sign-ins since the last one, or a lock, are told to the person on their account page
     // first (where they can see when and from where), with a link on to where they were going.
@@ -203,6 +152,82 @@ async fn login(
         }
     }
     Ok(response)
+}
+
+/// The sign-in page again, 429, when the attempt is refused before the password is checked (too
+/// many failures, or a lock), with how long to wait.
+async fn refused_page(
+    state: &AppState,
+    refused: Admission,
+    email: &str,
+    client: &str,
+    raw_email: String,
+    next: String,
+) -> PageResult<Response> {
+    audit::record_refusal(
+        &state.pool,
+        &state.refusals,
+        email,
+        "login.refused",
+        email,
+        client,
+        json!({ "reason": refused.reason() }),
+    )
+    .await?;
+    let mut r = login_page(state, raw_email, next, refused.message()).await?;
+    *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    if let Admission::Wait(wait) = refused {
+        if let Ok(v) = (wait.as_secs() + 1).to_string().parse() {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    Ok(r)
+}
+
+/// The sign-in page again, 401, after a wrong email or password; a lock it caused is audited.
+async fn failed_page(
+    state: &AppState,
+    email: &str,
+    client: &str,
+    locked_now: bool,
+    raw_email: String,
+    next: String,
+) -> PageResult<Response> {
+    audit::record(&state.pool, email, "login.failed", email, json!({ "client": client })).await?;
+    if locked_now {
+        audit::record(
+            &state.pool,
+            "rentcheck",
+            "login.lock",
+            email,
+            json!({ "failures": lockout::LOCK_AFTER, "client": client }),
+        )
+        .await?;
+    }
+    let mut r = login_page(state, raw_email, next, "Email or password is incorrect.".into()).await?;
+    *r.status_mut() = StatusCode::UNAUTHORIZED;
+    Ok(r)
+}
+
+/// The sign-in page again, 403, for a disabled account. Said only to someone who knows the
+/// password: it tells them whom to ask.
+async fn disabled_page(
+    state: &AppState,
+    email: &str,
+    client: &str,
+    raw_email: String,
+    next: String,
+) -> PageResult<Response> {
+    audit::record(&state.pool, email, "login.disabled", email, json!({ "client": client })).await?;
+    let mut r = login_page(
+        state,
+        raw_email,
+        next,
+        "This account is disabled. Ask an admin to enable it.".into(),
+    )
+    .await?;
+    *r.status_mut() = StatusCode::FORBIDDEN;
+    Ok(r)
 }
 
 fn urlencode(s: &str) -> String {
@@ -520,7 +545,7 @@ async fn tokens_view(
     error: String,
 ) -> PageResult<Response> {
     teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
-    let brief = briefs::load(&state.pool, brief_id).await?;
+    let brief = trials::load_brief(&state.pool, brief_id).await?;
     let trials = trials::names(state, brief_id).await?;
     let tokens = token::list_for_brief(&state.pool, brief_id).await?;
     // A token for one trial needs no `trial`; one for any trial of a brief with several must name one.
@@ -570,7 +595,7 @@ const MINTED_COOKIE: &str = "rentcheck_minted";
 async fn tokens_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     headers: HeaderMap,
 ) -> PageResult<Response> {
     // The address agents use (RENTCHECK_PUBLIC_URL), not the Host this browser happened to use.
@@ -599,12 +624,13 @@ pub const TOKEN_TTL_CHOICES: [&str; 4] = ["1d", "7d", "30d", "90d"];
 
 async fn mint_token(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
+    let id = path.id;
     teams::may_edit_brief(&state.pool, &user.principal(), id).await?;
     let base = state.config.public_url.clone();
-    briefs::load(&state.pool, id).await?;
+    path.load(&state).await?;
     let trial = match form.get("trial").map(|t| t.trim()).filter(|t| !t.is_empty()) {
         None => None,
         Some(t) => {

@@ -12,25 +12,20 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     job::{cronjobs, manifest, JobSettings},
-    service, sky,
+    service::{self, PlanPath},
+    sky,
 };
 use crate::{
     auth::Principal,
     error::{ApiResult, AppError},
-    ids::{BriefId, TrialId},
     state::AppState,
     web::{auth::ApiCaller, extract::Path},
 };
 
 /// The trial's plan, once the caller may read it (people of the brief; its agent tokens).
-async fn readable_plan(
-    state: &AppState,
-    caller: &Principal,
-    brief_id: BriefId,
-    trial_id: TrialId,
-) -> Result<service::TrialPlan, AppError> {
-    caller.may_read_test_plan(brief_id, trial_id)?;
-    service::plan_for(state, brief_id, trial_id).await
+async fn readable_plan(state: &AppState, caller: &Principal, path: PlanPath) -> Result<service::TrialPlan, AppError> {
+    caller.may_read_test_plan(path.id, path.tid)?;
+    service::plan_for(state, path.id, path.tid).await
 }
 
 /// A YAML document as the plan's files are served.
@@ -58,10 +53,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
          evidence the trial already has of it, from uploads labelled plan_step=<key>). Load steps add \
          `load` (rate, prompts, lengths), `scrapes` and `window`. `rentcheck collect --plan` runs it; \
          engineers, managers and an agent token of the brief (and trial) may read it.",
-    params(
-        ("id" = Uuid, Path, description = "brief id"),
-        ("tid" = Uuid, Path, description = "the trial's id"),
-    ),
+    params(PlanPath),
     responses(
         (status = 200, description = "the plan", body = super::service::PlanAnswer),
         (status = 403, description = "a token scoped to another brief or trial"),
@@ -71,9 +63,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
+    Path(path): Path<PlanPath>,
 ) -> ApiResult<Response> {
-    let p = readable_plan(&state, &caller, brief_id, trial_id).await?;
+    let p = readable_plan(&state, &caller, path).await?;
     Ok(Json(p.answer()).into_response())
 }
 
@@ -83,10 +75,7 @@ async fn show(
     operation_id = "getTestPlanJob",
     tag = "trials",
     summary = "Kubernetes Jobs (YAML) that run the trial's test plan with `rentcheck collect --plan`, one per stage",
-    params(
-        ("id" = Uuid, Path, description = "brief id"),
-        ("tid" = Uuid, Path, description = "the trial's id"),
-    ),
+    params(PlanPath),
     responses(
         (status = 200, description = "multi-document YAML", content((String = "application/yaml"))),
         (status = 404, description = "no such brief, or the trial is not the brief's"),
@@ -95,9 +84,9 @@ async fn show(
 async fn job(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
+    Path(path): Path<PlanPath>,
 ) -> ApiResult<Response> {
-    let p = readable_plan(&state, &caller, brief_id, trial_id).await?;
+    let p = readable_plan(&state, &caller, path).await?;
     let yaml = manifest(
         &p.plan,
         &JobSettings {
@@ -117,10 +106,7 @@ async fn job(
     description = "`resources.accelerators` is the trial's GPU and count per node (`num_nodes` when it spans several); \
          `run` is the one `collect --plan` line; the agent token is a SkyPilot secret \
          (`sky launch --secret RENTCHECK_TOKEN sky.yaml`), never written in the file.",
-    params(
-        ("id" = Uuid, Path, description = "brief id"),
-        ("tid" = Uuid, Path, description = "the trial's id"),
-    ),
+    params(PlanPath),
     responses(
         (status = 200, description = "one YAML document", content((String = "application/yaml"))),
         (status = 404, description = "no such brief, or the trial is not the brief's"),
@@ -129,9 +115,9 @@ async fn job(
 async fn sky(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
+    Path(path): Path<PlanPath>,
 ) -> ApiResult<Response> {
-    let p = readable_plan(&state, &caller, brief_id, trial_id).await?;
+    let p = readable_plan(&state, &caller, path).await?;
     let yaml = sky::task(&p.plan, &state.config.public_url);
     Ok(yaml_answer(yaml))
 }
@@ -147,10 +133,7 @@ async fn sky(
          days while the trial has no commitment; the plan's `revalidation` says which). A stage that runs the \
          GPU tools is suspended: it needs the node's GPUs free. Every run's uploads are a re-run of the trial \
          (docs/commitments.md).",
-    params(
-        ("id" = Uuid, Path, description = "brief id"),
-        ("tid" = Uuid, Path, description = "the trial's id"),
-    ),
+    params(PlanPath),
     responses(
         (status = 200, description = "multi-document YAML", content((String = "application/yaml"))),
         (status = 404, description = "no such brief, or the trial is not the brief's"),
@@ -159,9 +142,9 @@ async fn sky(
 async fn cronjob(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
+    Path(path): Path<PlanPath>,
 ) -> ApiResult<Response> {
-    let p = readable_plan(&state, &caller, brief_id, trial_id).await?;
+    let p = readable_plan(&state, &caller, path).await?;
     let every = p
         .revalidation
         .as_ref()

@@ -75,41 +75,12 @@ pub fn cron_line(plan: &TestPlan, server_url: &str, every_days: u32) -> String {
     )
 }
 
-/// The Jobs, or with `every_days` the re-validation CronJobs, as one multi-document YAML file.
-// Long, and reads better whole: a YAML template written out in the order of the file it makes.
+/// The Jobs, or with `every_days` the re-validation CronJobs, as one multi-document YAML file: a
+/// YAML template written out in the order of the file it makes.
 fn documents(plan: &TestPlan, settings: &JobSettings<'_>, every_days: Option<u32>) -> String {
     let trial = &plan.trial;
     let gpus_per_node = trial.gpus_per_node.max(1).min(trial.gpu_count.max(1));
-    let mut out = format!(
-        "# rentcheck test plan of {trial_name} ({alloc}) for the brief {brief}.\n{what}\
-         # First put the agent token (minted on the brief's Agent tokens page) in a Secret:\n\
-         #   kubectl -n {ns} create secret generic rentcheck-agent --from-file=token=./agent-token\n\
-         # The image is rentcheck on a base with the GPU tools (FROM NVIDIA's DCGM image, nccl-tests built in):\n\
-         # pin it by digest. {again}\n",
-        what = match every_days {
-            None => format!(
-                "# Each Job runs `rentcheck collect --plan` for one stage; apply, then `kubectl -n {} logs -f job/NAME`.\n",
-                settings.namespace
-            ),
-            Some(n) => format!(
-                "# Re-validation of the committed trial: each CronJob runs `rentcheck collect --plan --rerun` for one\n\
-                 # stage at 03:00 UTC, at most every {n} days (`{}`); every run counts as a re-run of the trial.\n",
-                schedule(n)
-            ),
-        },
-        again = if every_days.is_some() {
-            "A re-run runs every step again; a retry the same UTC day resumes where it stopped."
-        } else {
-            "Re-running a Job is safe: steps the server already holds are skipped."
-        },
-        trial_name = q(&trial.name),
-        alloc = match &trial.gpu {
-            Some(g) => format!("{} × {g}", trial.gpu_count),
-            None => "no allocation".into(),
-        },
-        brief = q(&plan.brief.name),
-        ns = settings.namespace,
-    );
+    let mut out = file_comment(plan, settings, every_days);
     for stage in &plan.stages {
         let runs_tools = stage.steps.iter().any(|s| s.runner == Runner::Command);
         let runs_load = stage.steps.iter().any(|s| s.runner == Runner::Load);
@@ -122,32 +93,7 @@ fn documents(plan: &TestPlan, settings: &JobSettings<'_>, every_days: Option<u32
             short(trial.id),
             stage.stage
         );
-        let mut args = vec!["collect".to_owned(), "--plan".to_owned()];
-        if every_days.is_some() {
-            args.push("--rerun".to_owned());
-        }
-        args.extend([
-            format!("--server={}", settings.server_url),
-            format!("--brief={}", plan.brief.id),
-            format!("--trial={}", trial.id),
-            format!("--stage={}", stage.stage),
-            "--out=/work/out".to_owned(),
-            "--probes-dir=/work/probes".to_owned(),
-        ]);
-        if runs_load {
-            args.push(format!(
-                "--vllm-url={}",
-                default_of(plan, VLLM_URL, "http://vllm.serving.svc.cluster.local:8000")
-            ));
-            args.push(format!(
-                "--dcgm-exporter-url={}",
-                default_of(
-                    plan,
-                    DCGM_EXPORTER_URL,
-                    "http://nvidia-dcgm-exporter.gpu-operator.svc.cluster.local:9400"
-                )
-            ));
-        }
+        let args = collect_args(plan, settings, stage.stage, every_days.is_some(), runs_load);
         out.push_str("---\n");
         out.push_str(&format!(
             "# Stage {n}, {stage_name}: {what}\n",
@@ -185,55 +131,7 @@ fn documents(plan: &TestPlan, settings: &JobSettings<'_>, every_days: Option<u32
             }
             job.push_str("  jobTemplate:\n");
         }
-        out.push_str("spec:\n  backoffLimit: 2\n  ttlSecondsAfterFinished: 86400\n");
-        out.push_str("  template:\n    spec:\n      restartPolicy: Never\n");
-        out.push_str("      nodeSelector:\n        kubernetes.io/hostname: \"<the rented node>\"\n");
-        out.push_str("      containers:\n        - name: collect\n");
-        out.push_str(&format!("          image: {}\n", q(settings.image)));
-        out.push_str("          workingDir: /work\n          args:\n");
-        for a in &args {
-            out.push_str(&format!("            - {}\n", q(a)));
-        }
-        out.push_str(
-            "          env:\n\
-             \x20           - name: RENTCHECK_TOKEN\n\
-             \x20             valueFrom:\n\
-             \x20               secretKeyRef:\n\
-             \x20                 name: rentcheck-agent\n\
-             \x20                 key: token\n\
-             \x20           # The node's name, not the pod's: a retried pod then skips what was sent.\n\
-             \x20           - name: RENTCHECK_HOST\n\
-             \x20             valueFrom:\n\
-             \x20               fieldRef:\n\
-             \x20                 fieldPath: spec.nodeName\n",
-        );
-        if runs_tools {
-            out.push_str(
-                "            - name: NVIDIA_DRIVER_CAPABILITIES\n\
-                 \x20             value: \"compute,utility\"\n",
-            );
-        }
-        // CPU is requested, never limited: throttling would add to the latencies the load measures.
-        let cpus = if runs_load { 2 } else { 1 };
-        out.push_str(&format!(
-            "          resources:\n            requests:\n              cpu: \"{cpus}\"\n              memory: {MEMORY_REQUEST}\n            limits:\n              memory: {MEMORY_LIMIT}\n"
-        ));
-        if runs_tools {
-            out.push_str(&format!("              nvidia.com/gpu: {gpus_per_node}\n"));
-        }
-        out.push_str(
-            "          securityContext:\n\
-             \x20           runAsNonRoot: true\n\
-             \x20           runAsUser: 65534\n\
-             \x20           allowPrivilegeEscalation: false\n\
-             \x20           readOnlyRootFilesystem: true\n\
-             \x20         volumeMounts:\n\
-             \x20           - name: work\n\
-             \x20             mountPath: /work\n\
-             \x20     volumes:\n\
-             \x20       - name: work\n\
-             \x20         emptyDir: {}\n",
-        );
+        out.push_str(&job_spec(settings, &args, runs_tools, runs_load, gpus_per_node));
         let spec = std::mem::take(&mut out);
         out = job;
         if every_days.is_some() {
@@ -246,6 +144,136 @@ fn documents(plan: &TestPlan, settings: &JobSettings<'_>, every_days: Option<u32
             out.push_str(&spec);
         }
     }
+    out
+}
+
+/// The comments at the top of the file: what it is, the Secret to create first, the image.
+fn file_comment(plan: &TestPlan, settings: &JobSettings<'_>, every_days: Option<u32>) -> String {
+    let trial = &plan.trial;
+    format!(
+        "# rentcheck test plan of {trial_name} ({alloc}) for the brief {brief}.\n{what}\
+         # First put the agent token (minted on the brief's Agent tokens page) in a Secret:\n\
+         #   kubectl -n {ns} create secret generic rentcheck-agent --from-file=token=./agent-token\n\
+         # The image is rentcheck on a base with the GPU tools (FROM NVIDIA's DCGM image, nccl-tests built in):\n\
+         # pin it by digest. {again}\n",
+        what = match every_days {
+            None => format!(
+                "# Each Job runs `rentcheck collect --plan` for one stage; apply, then `kubectl -n {} logs -f job/NAME`.\n",
+                settings.namespace
+            ),
+            Some(n) => format!(
+                "# Re-validation of the committed trial: each CronJob runs `rentcheck collect --plan --rerun` for one\n\
+                 # stage at 03:00 UTC, at most every {n} days (`{}`); every run counts as a re-run of the trial.\n",
+                schedule(n)
+            ),
+        },
+        again = if every_days.is_some() {
+            "A re-run runs every step again; a retry the same UTC day resumes where it stopped."
+        } else {
+            "Re-running a Job is safe: steps the server already holds are skipped."
+        },
+        trial_name = q(&trial.name),
+        alloc = match &trial.gpu {
+            Some(g) => format!("{} × {g}", trial.gpu_count),
+            None => "no allocation".into(),
+        },
+        brief = q(&plan.brief.name),
+        ns = settings.namespace,
+    )
+}
+
+/// The arguments of `rentcheck collect --plan` for one stage (`--rerun` for a re-validation), with
+/// the endpoints a load stage reads.
+fn collect_args(plan: &TestPlan, settings: &JobSettings<'_>, stage: u8, rerun: bool, runs_load: bool) -> Vec<String> {
+    let trial = &plan.trial;
+    let mut args = vec!["collect".to_owned(), "--plan".to_owned()];
+    if rerun {
+        args.push("--rerun".to_owned());
+    }
+    args.extend([
+        format!("--server={}", settings.server_url),
+        format!("--brief={}", plan.brief.id),
+        format!("--trial={}", trial.id),
+        format!("--stage={stage}"),
+        "--out=/work/out".to_owned(),
+        "--probes-dir=/work/probes".to_owned(),
+    ]);
+    if runs_load {
+        args.push(format!(
+            "--vllm-url={}",
+            default_of(plan, VLLM_URL, "http://vllm.serving.svc.cluster.local:8000")
+        ));
+        args.push(format!(
+            "--dcgm-exporter-url={}",
+            default_of(
+                plan,
+                DCGM_EXPORTER_URL,
+                "http://nvidia-dcgm-exporter.gpu-operator.svc.cluster.local:9400"
+            )
+        ));
+    }
+    args
+}
+
+/// A Job's spec: its one container with the arguments, the token, the resources (GPUs for the
+/// tools), and a locked-down security context.
+fn job_spec(
+    settings: &JobSettings<'_>,
+    args: &[String],
+    runs_tools: bool,
+    runs_load: bool,
+    gpus_per_node: u32,
+) -> String {
+    let mut out = String::new();
+    out.push_str("spec:\n  backoffLimit: 2\n  ttlSecondsAfterFinished: 86400\n");
+    out.push_str("  template:\n    spec:\n      restartPolicy: Never\n");
+    out.push_str("      nodeSelector:\n        kubernetes.io/hostname: \"<the rented node>\"\n");
+    out.push_str("      containers:\n        - name: collect\n");
+    out.push_str(&format!("          image: {}\n", q(settings.image)));
+    out.push_str("          workingDir: /work\n          args:\n");
+    for a in args {
+        out.push_str(&format!("            - {}\n", q(a)));
+    }
+    out.push_str(
+        "          env:\n\
+         \x20           - name: RENTCHECK_TOKEN\n\
+         \x20             valueFrom:\n\
+         \x20               secretKeyRef:\n\
+         \x20                 name: rentcheck-agent\n\
+         \x20                 key: token\n\
+         \x20           # The node's name, not the pod's: a retried pod then skips what was sent.\n\
+         \x20           - name: RENTCHECK_HOST\n\
+         \x20             valueFrom:\n\
+         \x20               fieldRef:\n\
+         \x20                 fieldPath: spec.nodeName\n",
+    );
+    if runs_tools {
+        out.push_str(
+            "            - name: NVIDIA_DRIVER_CAPABILITIES\n\
+             \x20             value: \"compute,utility\"\n",
+        );
+    }
+    // CPU is requested, never limited: throttling would add to the latencies the load measures.
+    let cpus = if runs_load { 2 } else { 1 };
+    out.push_str(&format!(
+        "          resources:\n            requests:\n              cpu: \"{cpus}\"\n              memory: {MEMORY_REQUEST}\n            limits:\n              memory: {MEMORY_LIMIT}\n"
+    ));
+    if runs_tools {
+        out.push_str(&format!("              nvidia.com/gpu: {gpus_per_node}\n"));
+    }
+    out.push_str(
+        "          securityContext:\n\
+         \x20           runAsNonRoot: true\n\
+         \x20           runAsUser: 65534\n\
+         \x20           allowPrivilegeEscalation: false\n\
+         \x20           readOnlyRootFilesystem: true\n\
+         \x20         volumeMounts:\n\
+         \x20           - name: work\n\
+         \x20             mountPath: /work\n\
+         \x20     volumes:\n\
+         \x20       - name: work\n\
+         \x20         emptyDir: {}\n",
+    );
     out
 }
 

@@ -9,10 +9,10 @@ use uuid::Uuid;
 use super::{
     build::fmt_num,
     job::{cron_line, cronjobs, manifest, schedule, JobSettings},
-    service,
+    service::{self, PlanPath},
 };
 use crate::{
-    collect::plan::{PlanCommand, Runner, ServeHint, Variable},
+    collect::plan::{LoadDesign, PlanCommand, PlanStage, Runner, ServeHint, Variable},
     ids::{BriefId, CommitmentId, TrialId},
     state::AppState,
     web::{
@@ -100,75 +100,24 @@ fn duration(seconds: u64) -> String {
     }
 }
 
-// Long, and reads better whole: it fills the plan page's view field by field in the order the
-// template shows them.
 async fn show(
     State(state): State<AppState>,
     user: PageUser,
-    Path((brief_id, trial_id)): Path<(BriefId, TrialId)>,
+    Path(PlanPath {
+        id: brief_id,
+        tid: trial_id,
+    }): Path<PlanPath>,
 ) -> PageResult<Response> {
     user.principal().may_read_brief(brief_id)?;
     let p = service::plan_for(&state, brief_id, trial_id).await?;
     let plan = &p.plan;
-    let stages: Vec<StageView> = plan
-        .stages
-        .iter()
-        .map(|s| StageView {
-            stage: s.stage,
-            name: s.name.clone(),
-            criteria: s.criteria.clone(),
-            not_covered: s.not_covered.iter().map(|n| (n.key.clone(), n.how.clone())).collect(),
-            steps: s
-                .steps
-                .iter()
-                .map(|step| StepView {
-                    key: step.key.clone(),
-                    title: step.title.clone(),
-                    runner: step.runner.as_str(),
-                    kind: step.kind.clone(),
-                    feeds: step.feeds.clone(),
-                    why: step.why.clone(),
-                    timeout: duration(step.timeout_s),
-                    commands: step.commands.clone(),
-                    file: step.file.clone(),
-                    template: step
-                        .template
-                        .as_ref()
-                        .and_then(|t| serde_json::to_string_pretty(t).ok()),
-                    held: step.held.as_ref().map(|h| {
-                        (
-                            h.evidence.first().map(Uuid::to_string).unwrap_or_default(),
-                            h.received_at.format("%Y-%m-%d %H:%M UTC").to_string(),
-                            h.evidence.len(),
-                        )
-                    }),
-                })
-                .collect(),
-        })
-        .collect();
+    let stages: Vec<StageView> = plan.stages.iter().map(stage_view).collect();
     let steps_total = plan.steps().filter(|s| s.runner != Runner::Manual).count();
     let steps_held = plan
         .steps()
         .filter(|s| s.runner != Runner::Manual && s.held.is_some())
         .count();
-    let load = plan.load.as_ref().map(|l| LoadView {
-        lengths_basis: l.lengths_basis.clone(),
-        capacity: match l.capacity_rps {
-            Some(c) => format!("about {} requests/s at most — {}", fmt_num(c), l.capacity_basis),
-            None => format!("not predicted: {}", l.capacity_basis),
-        },
-        rates: l.rates_rps.iter().map(|r| fmt_num(*r)).collect::<Vec<_>>().join(", "),
-        goodput: if l.goodput.is_empty() {
-            "the brief sets no latency target, so no goodput is asked for".into()
-        } else {
-            l.goodput
-                .iter()
-                .map(|g| format!("{} ≤ {} ms", g.metric, fmt_num(g.ms)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        },
-        why: l.why.clone(),
-    });
+    let load = plan.load.as_ref().map(load_view);
     let job_yaml = manifest(
         plan,
         &JobSettings {
@@ -219,4 +168,62 @@ async fn show(
         sky_yaml,
         revalidation,
     })
+}
+
+/// A stage of the plan as the page shows it, each step with its commands and what it holds.
+fn stage_view(s: &PlanStage) -> StageView {
+    StageView {
+        stage: s.stage,
+        name: s.name.clone(),
+        criteria: s.criteria.clone(),
+        not_covered: s.not_covered.iter().map(|n| (n.key.clone(), n.how.clone())).collect(),
+        steps: s
+            .steps
+            .iter()
+            .map(|step| StepView {
+                key: step.key.clone(),
+                title: step.title.clone(),
+                runner: step.runner.as_str(),
+                kind: step.kind.clone(),
+                feeds: step.feeds.clone(),
+                why: step.why.clone(),
+                timeout: duration(step.timeout_s),
+                commands: step.commands.clone(),
+                file: step.file.clone(),
+                template: step
+                    .template
+                    .as_ref()
+                    .and_then(|t| serde_json::to_string_pretty(t).ok()),
+                held: step.held.as_ref().map(|h| {
+                    (
+                        h.evidence.first().map(Uuid::to_string).unwrap_or_default(),
+                        h.received_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+                        h.evidence.len(),
+                    )
+                }),
+            })
+            .collect(),
+    }
+}
+
+/// The load design in words: the rates to sweep, the predicted capacity and the goodput asked for.
+fn load_view(l: &LoadDesign) -> LoadView {
+    LoadView {
+        lengths_basis: l.lengths_basis.clone(),
+        capacity: match l.capacity_rps {
+            Some(c) => format!("about {} requests/s at most — {}", fmt_num(c), l.capacity_basis),
+            None => format!("not predicted: {}", l.capacity_basis),
+        },
+        rates: l.rates_rps.iter().map(|r| fmt_num(*r)).collect::<Vec<_>>().join(", "),
+        goodput: if l.goodput.is_empty() {
+            "the brief sets no latency target, so no goodput is asked for".into()
+        } else {
+            l.goodput
+                .iter()
+                .map(|g| format!("{} ≤ {} ms", g.metric, fmt_num(g.ms)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        why: l.why.clone(),
+    }
 }

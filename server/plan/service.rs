@@ -21,6 +21,19 @@ use crate::{
     },
 };
 
+/// `/briefs/{id}/trials/{tid}/plan…`: the brief and the trial whose plan a route names, as the
+/// path and the OpenAPI parameters read them. The trial must be the brief's ([`plan_for`]).
+#[derive(Debug, Clone, Copy, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct PlanPath {
+    /// brief id
+    #[param(value_type = uuid::Uuid)]
+    pub id: BriefId,
+    /// the trial's id
+    #[param(value_type = uuid::Uuid)]
+    pub tid: TrialId,
+}
+
 /// A trial's plan and what it was written from.
 pub struct TrialPlan {
     pub brief: Brief,

@@ -161,8 +161,7 @@ pub fn parse_sheet(text: &[u8]) -> Result<Vec<PriceRow>, SheetErrors> {
     Ok(rows)
 }
 
-// Long, and reads better whole: one check per price sheet column, in column order, every error
-// collected.
+/// One check per price sheet column, in column order, every error collected.
 fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
     let mut errors = Vec::new();
     let mut fail = |col: usize, message: &str| errors.push(at(line, Some(col), message));
@@ -191,18 +190,9 @@ fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
         fail(3, "must be one of: on-demand, spot, reserved, serverless");
         String::new()
     };
-    // A plain decimal only: `1e3` or `1_000` parse as numbers but nobody writes a price that way,
-    // and a rate of 0 would make every allocation on that offer free.
-    let rate = match cells[4].parse::<Decimal>() {
-        Ok(d)
-            if crate::figures::is_plain_decimal(cells[4])
-                && d > Decimal::ZERO
-                && d <= Decimal::from(1_000_000)
-                && d.scale() <= 6 =>
-        {
-            d.normalize()
-        }
-        _ => {
+    let rate = match plain_rate(cells[4]) {
+        Some(d) => d,
+        None => {
             fail(
                 4,
                 "must be a price above 0 written as a plain decimal such as 2.49 \
@@ -251,6 +241,23 @@ fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
         valid_from,
         source,
     })
+}
+
+/// A rate per GPU-hour: a plain decimal only (`1e3` or `1_000` parse as numbers but nobody writes
+/// a price that way), above 0 (a rate of 0 would make every allocation on that offer free), at
+/// most 1,000,000 with at most 6 decimal places.
+fn plain_rate(cell: &str) -> Option<Decimal> {
+    match cell.parse::<Decimal>() {
+        Ok(d)
+            if crate::figures::is_plain_decimal(cell)
+                && d > Decimal::ZERO
+                && d <= Decimal::from(1_000_000)
+                && d.scale() <= 6 =>
+        {
+            Some(d.normalize())
+        }
+        _ => None,
+    }
 }
 
 /// What an allocation of `count` GPUs costs on one offer.

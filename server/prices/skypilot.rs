@@ -462,8 +462,6 @@ impl Book<'_> {
 /// `InstanceType`, and is priced with the host VM SkyPilot pairs it with (`data/skypilot_gcp_hosts.csv`)
 /// in the same region and zone, each price summed, as SkyPilot quotes `--gpus H100:8`. A known
 /// instance shape (`data/instance_shapes.csv`) overrides a wrong `AcceleratorCount`, listed.
-// Long, and reads better whole: one pass over the catalogue's rows that keeps the cheapest row per
-// offer and every error by line, then the pairing of Google Cloud's accelerator rows.
 pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Result<CatalogueImport, SheetErrors> {
     let provider = provider.trim();
     if provider.is_empty() || provider.chars().count() > 200 || provider.chars().any(char::is_control) {
@@ -486,51 +484,30 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
             )]))
         }
     };
-    let find = |name: &str| header.iter().position(|h| h == name);
-    let missing: Vec<&str> = REQUIRED_COLUMNS.iter().copied().filter(|c| find(c).is_none()).collect();
-    if !missing.is_empty() {
-        return Err(SheetErrors(vec![FieldError::new(
-            "line 1",
-            format!(
-                "a SkyPilot vms.csv names the columns {}; this header lacks {}{}",
-                REQUIRED_COLUMNS.join(", "),
-                missing.join(", "),
-                super::detect::belongs_elsewhere(&header, super::detect::Import::Catalogue)
-            ),
-        )]));
-    }
-    let column = |name: &str| find(name).expect("checked above");
-    let (c_instance, c_name, c_count, c_price, c_region) = (
-        column("InstanceType"),
-        column("AcceleratorName"),
-        column("AcceleratorCount"),
-        column("Price"),
-        column("Region"),
-    );
-    let c_spot = find("SpotPrice");
-    let c_zone = find("AvailabilityZone");
-
-    let mut book = Book {
-        provider,
-        valid_from,
-        offers: HashMap::new(),
-        rows: Vec::new(),
-        skipped: Vec::new(),
-        skipped_at: HashMap::new(),
-        corrected: Vec::new(),
-        corrected_at: HashMap::new(),
+    let h = CatalogueHeader::read(&header)?;
+    let mut pass = Pass {
+        book: Book {
+            provider,
+            valid_from,
+            offers: HashMap::new(),
+            rows: Vec::new(),
+            skipped: Vec::new(),
+            skipped_at: HashMap::new(),
+            corrected: Vec::new(),
+            corrected_at: HashMap::new(),
+        },
+        hosts: HashMap::new(),
+        accelerators: Vec::new(),
+        errors: Vec::new(),
     };
-    // Google Cloud: host VM rows by (region, zone, instance type), and accelerator rows to pair.
-    let mut hosts: HashMap<(String, String, String), HostRow> = HashMap::new();
-    let mut accelerators: Vec<AcceleratorRow> = Vec::new();
-    let mut errors = Vec::new();
     let mut rows_read = 0u64;
     for (i, record) in rdr.records().enumerate() {
         let line = i + 2;
         let record = match record {
             Ok(r) => r,
             Err(e) => {
-                errors.push(FieldError::new(format!("line {line}"), format!("unreadable CSV: {e}")));
+                pass.errors
+                    .push(FieldError::new(format!("line {line}"), format!("unreadable CSV: {e}")));
                 break;
             }
         };
@@ -539,190 +516,297 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
         }
         rows_read += 1;
         if record.len() != header.len() {
-            errors.push(FieldError::new(
+            pass.errors.push(FieldError::new(
                 format!("line {line}"),
                 format!("expected {} fields, found {}", header.len(), record.len()),
             ));
         } else {
-            let cell = |c: usize| record.get(c).unwrap_or("");
-            let instance = cell(c_instance);
-            let accelerator = cell(c_name);
-            let zone = c_zone.map(cell).unwrap_or("");
-            let text_ok = |s: &str| s.chars().count() <= 200 && !s.chars().any(char::is_control);
-            let mut row_errors = Vec::new();
-            // An empty InstanceType is Google Cloud's accelerator row; without an accelerator either,
-            // the row names nothing.
-            if (instance.is_empty() && accelerator.is_empty()) || !text_ok(instance) {
-                row_errors.push(cell_error(
-                    line,
-                    c_instance,
-                    "InstanceType",
-                    "an instance type of 1 to 200 characters is required (or, as Google Cloud writes, an accelerator without one)",
-                ));
-            }
-            for (c, name) in [(Some(c_region), "Region"), (c_zone, "AvailabilityZone")] {
-                if let Some(c) = c.filter(|&c| !text_ok(cell(c))) {
-                    row_errors.push(cell_error(line, c, name, "must be at most 200 characters"));
-                }
-            }
-            let count = match Decimal::from_str_exact(cell(c_count)) {
-                _ if accelerator.is_empty() => None,
-                Ok(n) if n > Decimal::ZERO && n <= Decimal::from(4096) => Some(n),
-                _ => {
-                    row_errors.push(cell_error(
-                        line,
-                        c_count,
-                        "AcceleratorCount",
-                        format!(
-                            "must be the number of {accelerator} per instance, above 0 and at most 4096 (got {:?})",
-                            cell(c_count)
-                        ),
-                    ));
-                    None
-                }
-            };
-            // Prices are read where they count: rows with GPUs, and the host VMs of Google Cloud's.
-            let host = accelerator.is_empty() && is_gcp_host(instance);
-            let priced = !accelerator.is_empty() || host;
-            let on_demand = price(if priced { cell(c_price) } else { "" }).unwrap_or_else(|m| {
-                row_errors.push(cell_error(line, c_price, "Price", m));
-                None
-            });
-            let spot = c_spot.filter(|_| priced).and_then(|c| {
-                price(cell(c)).unwrap_or_else(|m| {
-                    row_errors.push(cell_error(line, c, "SpotPrice", m));
-                    None
-                })
-            });
-            if accelerator.is_empty() {
-                if row_errors.is_empty() {
-                    if host {
-                        // Kept for its accelerators; listed as CPU-only at the end if none uses it.
-                        let key = (
-                            cell(c_region).to_owned(),
-                            zone.to_owned(),
-                            instance.to_ascii_lowercase(),
-                        );
-                        hosts.entry(key).or_insert(HostRow {
-                            instance: instance.to_owned(),
-                            on_demand,
-                            spot,
-                            line,
-                            used: false,
-                        });
-                    } else {
-                        book.skip(SkipReason::CpuOnly, "", instance, line);
-                    }
-                }
-                errors.extend(row_errors);
-                continue;
-            }
-            if !row_errors.is_empty() {
-                errors.extend(row_errors);
-            } else if let Some(count) = count {
-                if instance.is_empty() {
-                    accelerators.push(AcceleratorRow {
-                        accelerator: accelerator.to_owned(),
-                        count,
-                        region: cell(c_region).to_owned(),
-                        zone: zone.to_owned(),
-                        on_demand,
-                        spot,
-                        line,
-                    });
-                    continue;
-                }
-                let Some(gpu) = gpu_for(accelerator, instance) else {
-                    book.skip(SkipReason::UnknownAccelerator, accelerator, instance, line);
-                    continue;
-                };
-                if !count.fract().is_zero() {
-                    book.skip(SkipReason::FractionOfAGpu, accelerator, instance, line);
-                    continue;
-                }
-                let count = match instance_shapes().get(&instance.to_ascii_lowercase()) {
-                    Some(shape) if Decimal::from(shape.count) != count => {
-                        book.correct(instance, cell(c_count), shape.count, line);
-                        Decimal::from(shape.count)
-                    }
-                    _ => count,
-                };
-                book.offer(gpu, accelerator, instance, count, cell(c_region), on_demand, spot, line);
-                if book.rows.len() > MAX_ROWS {
-                    return Err(too_many_offers());
-                }
-            }
+            pass.read_row(&h, &record, line)?;
         }
-        if errors.len() >= MAX_ERRORS {
-            errors.truncate(MAX_ERRORS);
-            errors.push(FieldError::new("file", format!("stopped after {MAX_ERRORS} errors")));
+        if pass.errors.len() >= MAX_ERRORS {
+            pass.errors.truncate(MAX_ERRORS);
+            pass.errors
+                .push(FieldError::new("file", format!("stopped after {MAX_ERRORS} errors")));
             break;
         }
     }
-    if !errors.is_empty() {
-        return Err(SheetErrors(errors));
+    if !pass.errors.is_empty() {
+        return Err(SheetErrors(pass.errors));
     }
-    // Google Cloud's accelerator rows, each with the cheapest of its host VMs in the same zone.
-    for a in &accelerators {
-        let whole = a.count.fract().is_zero();
-        let Some(host_types) = a
-            .count
-            .to_u32()
-            .filter(|_| whole)
-            .and_then(|n| host_types_for(&a.accelerator, n))
-        else {
-            let reason = if gpu_for(&a.accelerator, "").is_none() {
-                SkipReason::UnknownAccelerator
-            } else if !whole {
-                SkipReason::FractionOfAGpu
-            } else {
-                SkipReason::NoHostPairing
-            };
-            book.skip(reason, &a.accelerator, "", a.line);
-            continue;
-        };
-        let host = host_types
-            .iter()
-            .filter_map(|t| hosts.get(&(a.region.clone(), a.zone.clone(), t.clone())))
-            .min_by_key(|h| h.on_demand.unwrap_or(Decimal::MAX))
-            .map(|h| (h.instance.clone(), h.on_demand, h.spot));
-        let Some((host_instance, host_on_demand, host_spot)) = host else {
-            book.skip(
-                SkipReason::HostMissing,
-                &a.accelerator,
-                &host_types.join(" or "),
-                a.line,
-            );
-            continue;
-        };
-        let Some(gpu) = gpu_for(&a.accelerator, &host_instance) else {
-            book.skip(SkipReason::UnknownAccelerator, &a.accelerator, &host_instance, a.line);
-            continue;
-        };
-        if let Some(h) = hosts.get_mut(&(a.region.clone(), a.zone.clone(), host_instance.to_ascii_lowercase())) {
-            h.used = true;
-        }
-        // Both parts of a price, or no price of that billing.
-        let sum = |gpus: Option<Decimal>, host: Option<Decimal>| gpus.zip(host).and_then(|(g, h)| g.checked_add(h));
-        book.offer(
-            gpu,
-            &a.accelerator,
-            &host_instance,
-            a.count,
-            &a.region,
-            sum(a.on_demand, host_on_demand),
-            sum(a.spot, host_spot),
-            a.line,
-        );
-        if book.rows.len() > MAX_ROWS {
-            return Err(too_many_offers());
-        }
-    }
-    let mut unused: Vec<&HostRow> = hosts.values().filter(|h| !h.used).collect();
+    pass.pair_accelerators()?;
+    let mut unused: Vec<&HostRow> = pass.hosts.values().filter(|h| !h.used).collect();
     unused.sort_by_key(|h| h.line);
     for h in unused {
-        book.skip(SkipReason::CpuOnly, "", &h.instance, h.line);
+        pass.book.skip(SkipReason::CpuOnly, "", &h.instance, h.line);
     }
+    catalogue_import(pass.book, rows_read)
+}
+
+/// Where the catalogue's columns are.
+struct CatalogueHeader {
+    instance: usize,
+    name: usize,
+    count: usize,
+    price: usize,
+    region: usize,
+    spot: Option<usize>,
+    zone: Option<usize>,
+}
+
+impl CatalogueHeader {
+    /// The header's columns; an error naming those it lacks.
+    fn read(header: &[String]) -> Result<Self, SheetErrors> {
+        let find = |name: &str| header.iter().position(|h| h == name);
+        let missing: Vec<&str> = REQUIRED_COLUMNS.iter().copied().filter(|c| find(c).is_none()).collect();
+        if !missing.is_empty() {
+            return Err(SheetErrors(vec![FieldError::new(
+                "line 1",
+                format!(
+                    "a SkyPilot vms.csv names the columns {}; this header lacks {}{}",
+                    REQUIRED_COLUMNS.join(", "),
+                    missing.join(", "),
+                    super::detect::belongs_elsewhere(header, super::detect::Import::Catalogue)
+                ),
+            )]));
+        }
+        let column = |name: &str| find(name).expect("checked above");
+        Ok(Self {
+            instance: column("InstanceType"),
+            name: column("AcceleratorName"),
+            count: column("AcceleratorCount"),
+            price: column("Price"),
+            region: column("Region"),
+            spot: find("SpotPrice"),
+            zone: find("AvailabilityZone"),
+        })
+    }
+}
+
+/// One catalogue row's cells, checked.
+struct CatalogueRow<'r> {
+    instance: &'r str,
+    accelerator: &'r str,
+    region: &'r str,
+    zone: &'r str,
+    /// The AcceleratorCount as written, and as read (rows with an accelerator only).
+    count_cell: &'r str,
+    count: Option<Decimal>,
+    /// A Google Cloud host VM (no accelerator, an instance type its accelerators are paired with).
+    host: bool,
+    on_demand: Option<Decimal>,
+    spot: Option<Decimal>,
+}
+
+impl<'r> CatalogueRow<'r> {
+    /// The row's cells at `line`, each error added to `errors`.
+    fn read(h: &CatalogueHeader, record: &'r ::csv::StringRecord, line: usize, errors: &mut Vec<FieldError>) -> Self {
+        let cell = |c: usize| record.get(c).unwrap_or("");
+        let instance = cell(h.instance);
+        let accelerator = cell(h.name);
+        let text_ok = |s: &str| s.chars().count() <= 200 && !s.chars().any(char::is_control);
+        // An empty InstanceType is Google Cloud's accelerator row; without an accelerator either,
+        // the row names nothing.
+        if (instance.is_empty() && accelerator.is_empty()) || !text_ok(instance) {
+            errors.push(cell_error(
+                line,
+                h.instance,
+                "InstanceType",
+                "an instance type of 1 to 200 characters is required (or, as Google Cloud writes, an accelerator without one)",
+            ));
+        }
+        for (c, name) in [(Some(h.region), "Region"), (h.zone, "AvailabilityZone")] {
+            if let Some(c) = c.filter(|&c| !text_ok(cell(c))) {
+                errors.push(cell_error(line, c, name, "must be at most 200 characters"));
+            }
+        }
+        let count = match Decimal::from_str_exact(cell(h.count)) {
+            _ if accelerator.is_empty() => None,
+            Ok(n) if n > Decimal::ZERO && n <= Decimal::from(4096) => Some(n),
+            _ => {
+                errors.push(cell_error(
+                    line,
+                    h.count,
+                    "AcceleratorCount",
+                    format!(
+                        "must be the number of {accelerator} per instance, above 0 and at most 4096 (got {:?})",
+                        cell(h.count)
+                    ),
+                ));
+                None
+            }
+        };
+        // Prices are read where they count: rows with GPUs, and the host VMs of Google Cloud's.
+        let host = accelerator.is_empty() && is_gcp_host(instance);
+        let priced = !accelerator.is_empty() || host;
+        let on_demand = price(if priced { cell(h.price) } else { "" }).unwrap_or_else(|m| {
+            errors.push(cell_error(line, h.price, "Price", m));
+            None
+        });
+        let spot = h.spot.filter(|_| priced).and_then(|c| {
+            price(cell(c)).unwrap_or_else(|m| {
+                errors.push(cell_error(line, c, "SpotPrice", m));
+                None
+            })
+        });
+        CatalogueRow {
+            instance,
+            accelerator,
+            region: cell(h.region),
+            zone: h.zone.map(cell).unwrap_or(""),
+            count_cell: cell(h.count),
+            count,
+            host,
+            on_demand,
+            spot,
+        }
+    }
+}
+
+/// What the pass over the rows keeps: the book of offers, Google Cloud's host VM rows by (region,
+/// zone, instance type) and its accelerator rows to pair, and the errors.
+struct Pass<'p> {
+    book: Book<'p>,
+    hosts: HashMap<(String, String, String), HostRow>,
+    accelerators: Vec<AcceleratorRow>,
+    errors: Vec<FieldError>,
+}
+
+impl Pass<'_> {
+    /// One row: an offer, a host VM or an accelerator row kept for pairing, a row left out and
+    /// listed, or errors; an error when the offers grow past the limit.
+    fn read_row(&mut self, h: &CatalogueHeader, record: &::csv::StringRecord, line: usize) -> Result<(), SheetErrors> {
+        let mut row_errors = Vec::new();
+        let r = CatalogueRow::read(h, record, line, &mut row_errors);
+        if !row_errors.is_empty() {
+            self.errors.extend(row_errors);
+            return Ok(());
+        }
+        if r.accelerator.is_empty() {
+            if r.host {
+                // Kept for its accelerators; listed as CPU-only at the end if none uses it.
+                let key = (r.region.to_owned(), r.zone.to_owned(), r.instance.to_ascii_lowercase());
+                self.hosts.entry(key).or_insert(HostRow {
+                    instance: r.instance.to_owned(),
+                    on_demand: r.on_demand,
+                    spot: r.spot,
+                    line,
+                    used: false,
+                });
+            } else {
+                self.book.skip(SkipReason::CpuOnly, "", r.instance, line);
+            }
+            return Ok(());
+        }
+        let Some(count) = r.count else { return Ok(()) };
+        if r.instance.is_empty() {
+            self.accelerators.push(AcceleratorRow {
+                accelerator: r.accelerator.to_owned(),
+                count,
+                region: r.region.to_owned(),
+                zone: r.zone.to_owned(),
+                on_demand: r.on_demand,
+                spot: r.spot,
+                line,
+            });
+            return Ok(());
+        }
+        let Some(gpu) = gpu_for(r.accelerator, r.instance) else {
+            self.book
+                .skip(SkipReason::UnknownAccelerator, r.accelerator, r.instance, line);
+            return Ok(());
+        };
+        if !count.fract().is_zero() {
+            self.book
+                .skip(SkipReason::FractionOfAGpu, r.accelerator, r.instance, line);
+            return Ok(());
+        }
+        let count = match instance_shapes().get(&r.instance.to_ascii_lowercase()) {
+            Some(shape) if Decimal::from(shape.count) != count => {
+                self.book.correct(r.instance, r.count_cell, shape.count, line);
+                Decimal::from(shape.count)
+            }
+            _ => count,
+        };
+        self.book.offer(
+            gpu,
+            r.accelerator,
+            r.instance,
+            count,
+            r.region,
+            r.on_demand,
+            r.spot,
+            line,
+        );
+        if self.book.rows.len() > MAX_ROWS {
+            return Err(too_many_offers());
+        }
+        Ok(())
+    }
+
+    /// Google Cloud's accelerator rows, each with the cheapest of its host VMs in the same zone.
+    fn pair_accelerators(&mut self) -> Result<(), SheetErrors> {
+        let (book, hosts) = (&mut self.book, &mut self.hosts);
+        for a in &self.accelerators {
+            let whole = a.count.fract().is_zero();
+            let Some(host_types) = a
+                .count
+                .to_u32()
+                .filter(|_| whole)
+                .and_then(|n| host_types_for(&a.accelerator, n))
+            else {
+                let reason = if gpu_for(&a.accelerator, "").is_none() {
+                    SkipReason::UnknownAccelerator
+                } else if !whole {
+                    SkipReason::FractionOfAGpu
+                } else {
+                    SkipReason::NoHostPairing
+                };
+                book.skip(reason, &a.accelerator, "", a.line);
+                continue;
+            };
+            let host = host_types
+                .iter()
+                .filter_map(|t| hosts.get(&(a.region.clone(), a.zone.clone(), t.clone())))
+                .min_by_key(|h| h.on_demand.unwrap_or(Decimal::MAX))
+                .map(|h| (h.instance.clone(), h.on_demand, h.spot));
+            let Some((host_instance, host_on_demand, host_spot)) = host else {
+                book.skip(
+                    SkipReason::HostMissing,
+                    &a.accelerator,
+                    &host_types.join(" or "),
+                    a.line,
+                );
+                continue;
+            };
+            let Some(gpu) = gpu_for(&a.accelerator, &host_instance) else {
+                book.skip(SkipReason::UnknownAccelerator, &a.accelerator, &host_instance, a.line);
+                continue;
+            };
+            if let Some(h) = hosts.get_mut(&(a.region.clone(), a.zone.clone(), host_instance.to_ascii_lowercase())) {
+                h.used = true;
+            }
+            // Both parts of a price, or no price of that billing.
+            let sum = |gpus: Option<Decimal>, host: Option<Decimal>| gpus.zip(host).and_then(|(g, h)| g.checked_add(h));
+            book.offer(
+                gpu,
+                &a.accelerator,
+                &host_instance,
+                a.count,
+                &a.region,
+                sum(a.on_demand, host_on_demand),
+                sum(a.spot, host_spot),
+                a.line,
+            );
+            if book.rows.len() > MAX_ROWS {
+                return Err(too_many_offers());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The offers and what was left out, in file order; an error when no row is an offer.
+fn catalogue_import(book: Book<'_>, rows_read: u64) -> Result<CatalogueImport, SheetErrors> {
     let Book {
         mut rows,
         mut skipped,

@@ -15,12 +15,12 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::service::{self, VerdictRequest};
 use crate::{
     error::{ApiResult, AppError},
-    ids::{BriefId, TrialId},
+    ids::TrialId,
     state::AppState,
     validation::FieldError,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, Path},
+        extract::{ApiJson, BriefPath},
     },
 };
 
@@ -46,7 +46,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
          stopped trial; the cheapest per unit of work) and closest_trial; as_of (when it was computed) and refreshing \
          (true: the review from before the brief's latest writes; a brief read by several at once while written to \
          is computed one at a time, at most once a second)",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     responses(
         (status = 200, description = "the review", body = super::answer::ReviewAnswer),
         (status = 404, description = "no such brief"),
@@ -55,7 +55,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 async fn review(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     let body = super::answer::review_body(&state, id).await?;
@@ -78,7 +78,7 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
     summary = "A manager approves or rejects the current decision of a trial (`trial`, the recommended one when \
          absent); `decision` other than the trial's computed one is an override and needs `override_reason` (at \
          least 20 characters), recorded as `override: { computed, approved, reason }`",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     request_body = super::schema::ApprovalBody,
     responses(
         (status = 201, description = "recorded", body = super::repo::ApprovalRow),
@@ -88,18 +88,79 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
         (status = 422, description = "invalid fields, e.g. a rejection without a comment"),
     )
 )]
-// Long, and reads better whole: each field of the approval body is read and refused at its own
-// name, in the order the API documents them.
 async fn approve(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
+    let request = verdict_request(&body)?;
+    let row = service::record_verdict(&state, id, &caller, request).await?;
+    Ok((StatusCode::CREATED, Json(row)).into_response())
+}
+
+/// The approval body, each field read and refused at its own name, in the order the API documents
+/// them.
+fn verdict_request(body: &Value) -> Result<VerdictRequest, AppError> {
     if !body.is_object() {
         return Err(AppError::BadRequest("the body must be a JSON object".into()));
     }
+    let reservation = reservation_choices(body)?;
+    let trial = match body.get("trial") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(t.trim().parse::<TrialId>().map_err(|_| {
+            AppError::Validation(vec![FieldError::new(
+                "trial",
+                "must be the id of one of the brief's trials",
+            )])
+        })?),
+        Some(_) => {
+            return Err(AppError::Validation(vec![FieldError::new(
+                "trial",
+                "must be a trial id (a string)",
+            )]))
+        }
+    };
+    let request = VerdictRequest {
+        verdict: text(body, "verdict")?,
+        comment: text(body, "comment")?,
+        inputs_digest: text(body, "inputs_digest")?,
+        trial,
+        reservation,
+        decision: match body.get("decision") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(d)) => Some(d.clone()),
+            Some(_) => {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "decision",
+                    "must be a string",
+                )]))
+            }
+        },
+        override_reason: text(body, "override_reason")?,
+        acknowledge_mismatch: match body.get("acknowledge_mismatch") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(AppError::Validation(vec![FieldError::new(
+                    "acknowledge_mismatch",
+                    "must be true or false",
+                )]))
+            }
+        },
+    };
+    if request.inputs_digest.is_empty() {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "inputs_digest",
+            "is required: the digest of the review you decided on",
+        )]));
+    }
+    Ok(request)
+}
+
+/// The reservation choices of the body (`term_months`, `start`, …), each a string or a number.
+fn reservation_choices(body: &Value) -> Result<BTreeMap<String, String>, AppError> {
     let mut reservation = BTreeMap::new();
     match body.get("reservation") {
         None | Some(Value::Null) => {}
@@ -125,55 +186,5 @@ async fn approve(
             )]))
         }
     }
-    let trial = match body.get("trial") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) => Some(t.trim().parse::<TrialId>().map_err(|_| {
-            AppError::Validation(vec![FieldError::new(
-                "trial",
-                "must be the id of one of the brief's trials",
-            )])
-        })?),
-        Some(_) => {
-            return Err(AppError::Validation(vec![FieldError::new(
-                "trial",
-                "must be a trial id (a string)",
-            )]))
-        }
-    };
-    let request = VerdictRequest {
-        verdict: text(&body, "verdict")?,
-        comment: text(&body, "comment")?,
-        inputs_digest: text(&body, "inputs_digest")?,
-        trial,
-        reservation,
-        decision: match body.get("decision") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(d)) => Some(d.clone()),
-            Some(_) => {
-                return Err(AppError::Validation(vec![FieldError::new(
-                    "decision",
-                    "must be a string",
-                )]))
-            }
-        },
-        override_reason: text(&body, "override_reason")?,
-        acknowledge_mismatch: match body.get("acknowledge_mismatch") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                return Err(AppError::Validation(vec![FieldError::new(
-                    "acknowledge_mismatch",
-                    "must be true or false",
-                )]))
-            }
-        },
-    };
-    if request.inputs_digest.is_empty() {
-        return Err(AppError::Validation(vec![FieldError::new(
-            "inputs_digest",
-            "is required: the digest of the review you decided on",
-        )]));
-    }
-    let row = service::record_verdict(&state, id, &caller, request).await?;
-    Ok((StatusCode::CREATED, Json(row)).into_response())
+    Ok(reservation)
 }

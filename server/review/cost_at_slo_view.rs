@@ -4,7 +4,7 @@
 //! came from, and a chart of attainment against request rate with the target line.
 
 use super::{
-    cost_at_slo::{MoneyFacts, RateSource},
+    cost_at_slo::{ApiBreakEven, MoneyFacts, RateSource},
     service::{Review, TrialReview},
 };
 use crate::{
@@ -101,7 +101,6 @@ fn unknown(why: &str) -> MoneyCell {
 }
 
 /// The sentences a manager reads about one trial's money.
-// Long, and reads better whole: one sentence per money figure, in the order a manager reads them.
 fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<String> {
     let name = &t.context.trial.fields.name;
     let allocation = t.context.allocation.as_ref().map(|a| a.label()).unwrap_or_default();
@@ -116,80 +115,8 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
     if let Some(p) = &m.operating_point {
         out.push(format!("{name}'s load figures are {}.", p.described));
     }
-    match (&m.operating_point, m.slo_attainment) {
-        (Some(p), Some(_))
-            if m.load_points
-                .iter()
-                .any(|q| q.evidence_id == p.evidence_id && q.run == p.run && q.nothing_completed()) =>
-        {
-            out.push(format!(
-                "No request of {name}'s load test completed (every request failed), so nothing was served within \
-                 the targets."
-            ))
-        }
-        (Some(p), Some(a)) => {
-            let share = if m.slo_attainment_estimated {
-                format!(
-                    "at most {} of requests inside every target (estimated from histograms, one target at a time)",
-                    percent(a)
-                )
-            } else {
-                format!("{} of requests inside every target", percent(a))
-            };
-            let cost = m
-                .cost_per_million_output_tokens_at_slo
-                .map(|c| format!("; a million output tokens cost {} there", with_currency(c, currency)))
-                .unwrap_or_default();
-            out.push(format!(
-                "At {} requests/s the {allocation} trial ({name}) keeps {share}{cost}.",
-                figure(rate_of(p.offered_rps, p.achieved_rps).unwrap_or(0.0))
-            ));
-        }
-        (Some(p), None) => out.push(format!(
-            "{name}'s load test ran at {} requests/s but has no per-request data, so the share of requests \
-             inside every target is unknown (vLLM's --save-detailed, GenAI-Perf's profile export or GuideLLM's \
-             report give it).",
-            figure(rate_of(p.offered_rps, p.achieved_rps).unwrap_or(0.0))
-        )),
-        (None, _) => out.push(format!(
-            "{name} has no load test yet: upload a bench-serving result to see cost per million tokens at the SLO."
-        )),
-    }
-    match (
-        m.capacity_at_slo_rps,
-        m.replicas_for_peak,
-        m.monthly_cost,
-        m.expected_peak_rps,
-    ) {
-        (Some(cap), Some(n), Some(monthly), Some(peak)) => out.push(format!(
-            "One replica carries {} requests/s within the targets; the expected peak of {} requests/s{} needs {n} \
-             {}, {} a month.",
-            figure(cap),
-            figure(peak),
-            if m.headroom_pct > 0.0 {
-                format!(" with {} % headroom", figure(m.headroom_pct))
-            } else {
-                " (no headroom)".to_owned()
-            },
-            if n == 1 { "replica" } else { "replicas" },
-            with_currency(monthly, currency)
-        )),
-        (Some(cap), _, _, _) => out.push(format!(
-            "One replica carries {} requests/s within the targets{}.",
-            figure(cap),
-            if m.expected_peak_rps.is_none() {
-                " (give the brief's expected peak to see replicas and a monthly cost)"
-            } else {
-                ""
-            }
-        )),
-        (None, _, _, _) if m.operating_point.as_ref().is_some_and(|p| !p.qualified) => out.push(format!(
-            "No load point kept {} of requests inside every target, so the capacity at the SLO is unknown; a \
-             sweep at lower rates would find it.",
-            percent(m.attainment_target)
-        )),
-        _ => {}
-    }
+    out.push(attainment_sentence(m, name, &allocation, currency));
+    out.extend(capacity_sentence(m, currency));
     if m.rate.is_none() {
         out.push(format!(
             "{name} has no rate, so its cost is unknown: give its rate per GPU-hour, or import a price sheet \
@@ -197,44 +124,7 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
         ));
     }
     if let Some(api) = &m.api {
-        let busy = match api.utilization {
-            Some(u) => format!(
-                "at the ledger's measured utilization of {}",
-                rust_decimal::prelude::ToPrimitive::to_f64(&u)
-                    .map(percent)
-                    .unwrap_or_default()
-            ),
-            None => "if kept busy all the time".to_owned(),
-        };
-        let prices = if api.output_price_only {
-            format!(
-                "{} per million output tokens (output price only)",
-                with_currency(api.output_price_per_million, currency)
-            )
-        } else {
-            format!(
-                "{} per million input and {} per million output tokens",
-                with_currency(api.input_price_per_million, currency),
-                with_currency(api.output_price_per_million, currency)
-            )
-        };
-        let ours = with_currency(api.our_cost_per_good_request, currency);
-        let theirs = with_currency(api.api_cost_per_request, currency);
-        out.push(if api.api_is_cheaper {
-            format!(
-                "A managed API at {prices} is cheaper: a good request costs {theirs} there against {ours} here \
-                 {busy} ({} against {} per million output tokens).",
-                with_currency(api.api_cost_per_million_output_tokens, currency),
-                with_currency(api.our_cost_per_million_output_tokens, currency)
-            )
-        } else {
-            format!(
-                "This trial beats a managed API at {prices}: a good request costs {ours} here {busy} against \
-                 {theirs} there ({} against {} per million output tokens).",
-                with_currency(api.our_cost_per_million_output_tokens, currency),
-                with_currency(api.api_cost_per_million_output_tokens, currency)
-            )
-        });
+        out.push(api_sentence(api, currency));
     }
     if let Some(Ok(res)) = &t.reservation {
         out.push(format!(
@@ -252,13 +142,138 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
     out
 }
 
+/// What share of requests the trial keeps inside every target at its operating point, and what a
+/// million output tokens cost there.
+fn attainment_sentence(m: &MoneyFacts, name: &str, allocation: &str, currency: &str) -> String {
+    match (&m.operating_point, m.slo_attainment) {
+        (Some(p), Some(_))
+            if m.load_points
+                .iter()
+                .any(|q| q.evidence_id == p.evidence_id && q.run == p.run && q.nothing_completed()) =>
+        {
+            format!(
+                "No request of {name}'s load test completed (every request failed), so nothing was served within \
+                 the targets."
+            )
+        }
+        (Some(p), Some(a)) => {
+            let share = if m.slo_attainment_estimated {
+                format!(
+                    "at most {} of requests inside every target (estimated from histograms, one target at a time)",
+                    percent(a)
+                )
+            } else {
+                format!("{} of requests inside every target", percent(a))
+            };
+            let cost = m
+                .cost_per_million_output_tokens_at_slo
+                .map(|c| format!("; a million output tokens cost {} there", with_currency(c, currency)))
+                .unwrap_or_default();
+            format!(
+                "At {} requests/s the {allocation} trial ({name}) keeps {share}{cost}.",
+                figure(rate_of(p.offered_rps, p.achieved_rps).unwrap_or(0.0))
+            )
+        }
+        (Some(p), None) => format!(
+            "{name}'s load test ran at {} requests/s but has no per-request data, so the share of requests \
+             inside every target is unknown (vLLM's --save-detailed, GenAI-Perf's profile export or GuideLLM's \
+             report give it).",
+            figure(rate_of(p.offered_rps, p.achieved_rps).unwrap_or(0.0))
+        ),
+        (None, _) => format!(
+            "{name} has no load test yet: upload a bench-serving result to see cost per million tokens at the SLO."
+        ),
+    }
+}
+
+/// What one replica carries within the targets, and what the expected peak needs.
+fn capacity_sentence(m: &MoneyFacts, currency: &str) -> Option<String> {
+    match (
+        m.capacity_at_slo_rps,
+        m.replicas_for_peak,
+        m.monthly_cost,
+        m.expected_peak_rps,
+    ) {
+        (Some(cap), Some(n), Some(monthly), Some(peak)) => Some(format!(
+            "One replica carries {} requests/s within the targets; the expected peak of {} requests/s{} needs {n} \
+             {}, {} a month.",
+            figure(cap),
+            figure(peak),
+            if m.headroom_pct > 0.0 {
+                format!(" with {} % headroom", figure(m.headroom_pct))
+            } else {
+                " (no headroom)".to_owned()
+            },
+            if n == 1 { "replica" } else { "replicas" },
+            with_currency(monthly, currency)
+        )),
+        (Some(cap), _, _, _) => Some(format!(
+            "One replica carries {} requests/s within the targets{}.",
+            figure(cap),
+            if m.expected_peak_rps.is_none() {
+                " (give the brief's expected peak to see replicas and a monthly cost)"
+            } else {
+                ""
+            }
+        )),
+        (None, _, _, _) if m.operating_point.as_ref().is_some_and(|p| !p.qualified) => Some(format!(
+            "No load point kept {} of requests inside every target, so the capacity at the SLO is unknown; a \
+             sweep at lower rates would find it.",
+            percent(m.attainment_target)
+        )),
+        _ => None,
+    }
+}
+
+/// The trial against a managed API's prices, per good request.
+fn api_sentence(api: &ApiBreakEven, currency: &str) -> String {
+    let busy = match api.utilization {
+        Some(u) => format!(
+            "at the ledger's measured utilization of {}",
+            rust_decimal::prelude::ToPrimitive::to_f64(&u)
+                .map(percent)
+                .unwrap_or_default()
+        ),
+        None => "if kept busy all the time".to_owned(),
+    };
+    let prices = if api.output_price_only {
+        format!(
+            "{} per million output tokens (output price only)",
+            with_currency(api.output_price_per_million, currency)
+        )
+    } else {
+        format!(
+            "{} per million input and {} per million output tokens",
+            with_currency(api.input_price_per_million, currency),
+            with_currency(api.output_price_per_million, currency)
+        )
+    };
+    let ours = with_currency(api.our_cost_per_good_request, currency);
+    let theirs = with_currency(api.api_cost_per_request, currency);
+    if api.api_is_cheaper {
+        format!(
+            "A managed API at {prices} is cheaper: a good request costs {theirs} there against {ours} here \
+             {busy} ({} against {} per million output tokens).",
+            with_currency(api.api_cost_per_million_output_tokens, currency),
+            with_currency(api.our_cost_per_million_output_tokens, currency)
+        )
+    } else {
+        format!(
+            "This trial beats a managed API at {prices}: a good request costs {ours} here {busy} against \
+             {theirs} there ({} against {} per million output tokens).",
+            with_currency(api.our_cost_per_million_output_tokens, currency),
+            with_currency(api.api_cost_per_million_output_tokens, currency)
+        )
+    }
+}
+
 /// Chart geometry: the plot starts at x = 60 and is 560 wide; the attainment axis is 200 high.
 const PLOT_X: f64 = 60.0;
 const PLOT_W: f64 = 560.0;
 const PLOT_TOP: f64 = 10.0;
 const PLOT_H: f64 = 200.0;
 
-// Long, and reads better whole: one chart's scales, points and labels, computed in drawing order.
+/// One chart's scales, points and labels, computed in drawing order.
 fn chart(r: &Review) -> Option<AttainmentChart> {
     let with_points: Vec<(&TrialReview, &MoneyFacts)> = r
         .trials
@@ -275,58 +290,14 @@ fn chart(r: &Review) -> Option<AttainmentChart> {
         .fold(0.0_f64, f64::max)
         .max(f64::MIN_POSITIVE);
     let x_max = nice_ceiling(max_rate * 1.1);
-    let x = |rate: f64| PLOT_X + rate / x_max * PLOT_W;
-    let y = |share: f64| PLOT_TOP + (1.0 - share) * PLOT_H;
+    let scale = ChartScale { x_max };
+    let x = |rate: f64| scale.x(rate);
+    let y = ChartScale::y;
     let target = with_points[0].1.attainment_target;
     let series = with_points
         .iter()
         .enumerate()
-        .map(|(i, (t, m))| {
-            let mut pts: Vec<&LoadPoint> = m
-                .load_points
-                .iter()
-                .filter(|p| p.attainment.is_some() && p.achieved_rps.is_some())
-                .collect();
-            let rps = |p: &LoadPoint| p.achieved_rps.unwrap_or(0.0);
-            pts.sort_by(|a, b| rps(a).total_cmp(&rps(b)));
-            let operating = m.operating_load_point().filter(|_| m.capacity_at_slo_rps.is_some());
-            let points: Vec<ChartPoint> = pts
-                .iter()
-                .map(|p| {
-                    let a = p.attainment.unwrap_or(0.0);
-                    ChartPoint {
-                        x: x(rps(p)),
-                        y: y(a),
-                        title: format!(
-                            "{}: {} requests/s, {} inside every target",
-                            t.context.trial.fields.name,
-                            figure(rps(p)),
-                            percent(a)
-                        ),
-                        capacity: operating == Some(*p),
-                    }
-                })
-                .collect();
-            let path = points
-                .iter()
-                .enumerate()
-                .map(|(j, p)| format!("{}{:.1},{:.1}", if j == 0 { "M" } else { " L" }, p.x, p.y))
-                .collect();
-            ChartSeries {
-                name: match m.capacity_at_slo_rps {
-                    Some(cap) => format!(
-                        "{} — keeps the target up to {} requests/s",
-                        t.context.trial.fields.name,
-                        figure(cap)
-                    ),
-                    None => format!("{} — never keeps the target", t.context.trial.fields.name),
-                },
-                class: format!("series-{}", i % 4),
-                path,
-                points,
-                legend_y: PLOT_TOP + PLOT_H + 64.0 + i as f64 * 20.0,
-            }
-        })
+        .map(|(i, (t, m))| chart_series(i, t, m, &scale))
         .collect::<Vec<_>>();
     let x_ticks = (0..=4)
         .map(|k| {
@@ -346,6 +317,70 @@ fn chart(r: &Review) -> Option<AttainmentChart> {
         x_ticks,
         y_ticks,
     })
+}
+
+/// Where a rate and a share of requests fall on the plot.
+struct ChartScale {
+    /// The rate at the right end of the x axis.
+    x_max: f64,
+}
+
+impl ChartScale {
+    fn x(&self, rate: f64) -> f64 {
+        PLOT_X + rate / self.x_max * PLOT_W
+    }
+
+    fn y(share: f64) -> f64 {
+        PLOT_TOP + (1.0 - share) * PLOT_H
+    }
+}
+
+/// The `i`-th trial's line: its load points by rate, the one at capacity marked, and its legend.
+fn chart_series(i: usize, t: &TrialReview, m: &MoneyFacts, scale: &ChartScale) -> ChartSeries {
+    let mut pts: Vec<&LoadPoint> = m
+        .load_points
+        .iter()
+        .filter(|p| p.attainment.is_some() && p.achieved_rps.is_some())
+        .collect();
+    let rps = |p: &LoadPoint| p.achieved_rps.unwrap_or(0.0);
+    pts.sort_by(|a, b| rps(a).total_cmp(&rps(b)));
+    let operating = m.operating_load_point().filter(|_| m.capacity_at_slo_rps.is_some());
+    let points: Vec<ChartPoint> = pts
+        .iter()
+        .map(|p| {
+            let a = p.attainment.unwrap_or(0.0);
+            ChartPoint {
+                x: scale.x(rps(p)),
+                y: ChartScale::y(a),
+                title: format!(
+                    "{}: {} requests/s, {} inside every target",
+                    t.context.trial.fields.name,
+                    figure(rps(p)),
+                    percent(a)
+                ),
+                capacity: operating == Some(*p),
+            }
+        })
+        .collect();
+    let path = points
+        .iter()
+        .enumerate()
+        .map(|(j, p)| format!("{}{:.1},{:.1}", if j == 0 { "M" } else { " L" }, p.x, p.y))
+        .collect();
+    ChartSeries {
+        name: match m.capacity_at_slo_rps {
+            Some(cap) => format!(
+                "{} — keeps the target up to {} requests/s",
+                t.context.trial.fields.name,
+                figure(cap)
+            ),
+            None => format!("{} — never keeps the target", t.context.trial.fields.name),
+        },
+        class: format!("series-{}", i % 4),
+        path,
+        points,
+        legend_y: PLOT_TOP + PLOT_H + 64.0 + i as f64 * 20.0,
+    }
 }
 
 /// A round axis end at or above `x` (a power of ten times 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8), so

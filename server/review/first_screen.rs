@@ -5,12 +5,15 @@
 //! figures the review's JSON and the stored reservation carry; decides nothing.
 
 use super::{
+    cost_at_slo::ReservationComparison,
     decision::Verdict,
     decision_view::{allocation, job_word},
     model::{months, ApprovalVerdict, Reservation},
     service::{Review, TrialReview},
 };
-use crate::figures;
+use rust_decimal::Decimal;
+
+use crate::{briefs::model::BriefFields, figures};
 
 /// One line of the brief at the top of the review.
 pub struct BriefLine {
@@ -48,10 +51,27 @@ pub fn meaning(decision: &str) -> &'static str {
 
 /// The brief in three lines: the model, the workload with its targets and ceiling, and the
 /// allocation under test with its one price, billing named.
-// Long, and reads better whole: three lines, each built where it is pushed.
 pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
     let f = &r.brief.fields;
     let t = &r.trials[r.chosen];
+    vec![
+        BriefLine {
+            label: "Model",
+            text: model_line(f),
+        },
+        BriefLine {
+            label: "Workload",
+            text: workload_line(f),
+        },
+        BriefLine {
+            label: "Under test",
+            text: under_test_line(t, f),
+        },
+    ]
+}
+
+/// The model, its precision and context.
+fn model_line(f: &BriefFields) -> String {
     let mut model = format!(
         "{} in {}, {} tokens of context",
         f.catalog_model.clone().unwrap_or_else(|| f.model_name.clone()),
@@ -61,6 +81,11 @@ pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
     if f.catalog_model.as_deref().is_some_and(|c| c != f.model_name) && !f.model_name.is_empty() {
         model = format!("{} ({model})", f.model_name);
     }
+    model
+}
+
+/// The workload with its targets, expected peak and cost ceiling.
+fn workload_line(f: &BriefFields) -> String {
     let ms = |name: &str, v: Option<f64>| v.map(|v| format!("{name} ≤ {} ms", figures::figure(v)));
     let mut targets: Vec<String> = [
         ms("first token", f.targets.ttft_p95_ms),
@@ -99,6 +124,11 @@ pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
             job_word(f.cost_unit.as_str())
         ));
     }
+    workload
+}
+
+/// The allocation under test with its one price, billing named.
+fn under_test_line(t: &TrialReview, f: &BriefFields) -> String {
     let trial = &t.context.trial.fields;
     let mut under_test = allocation(t);
     if !trial.provider.is_empty() {
@@ -121,20 +151,7 @@ pub fn brief_lines(r: &Review) -> Vec<BriefLine> {
             under_test.push_str(" — smaller than the sizing says the model needs");
         }
     }
-    vec![
-        BriefLine {
-            label: "Model",
-            text: model,
-        },
-        BriefLine {
-            label: "Workload",
-            text: workload,
-        },
-        BriefLine {
-            label: "Under test",
-            text: under_test,
-        },
-    ]
+    under_test
 }
 
 /// Where the trial's load figures were judged: "Load figures judged at 8 req/s of the 4–16 req/s
@@ -215,16 +232,23 @@ pub struct MoneyFigure {
 /// The three money figures: cost per job against the ceiling, the commitment (the reservation the
 /// review computed, or the one an approval recorded), and reserved against on demand for the
 /// nodes that reservation rents. `commitment` is the reservation on the table.
-// Long, and reads better whole: three figures, each built where it is pushed, in the order of the
-// first screen.
 pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyFigure> {
     let t = &r.trials[r.chosen];
     let currency = &r.brief.fields.currency;
+    vec![
+        cost_per_job_figure(r, t),
+        commitment_figure(t, commitment, currency),
+        reserved_against_on_demand(t, currency),
+    ]
+}
+
+/// Cost per job against the brief's ceiling.
+fn cost_per_job_figure(r: &Review, t: &TrialReview) -> MoneyFigure {
     let unit = job_word(r.brief.fields.cost_unit.as_str());
     let ceiling = r.brief.fields.max_cost_per_job;
-    let mut out = Vec::new();
+    let currency = &r.brief.fields.currency;
     let cost = t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job);
-    out.push(match (cost, ceiling) {
+    match (cost, ceiling) {
         (Some(Some(cost)), Some(ceiling)) => MoneyFigure {
             id: "cost-per-job",
             label: "Cost per completed job".to_owned(),
@@ -257,9 +281,14 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
             note: "the ledger has no lines yet".into(),
             tone: "",
         },
-    });
+    }
+}
+
+/// The commitment: the reservation on the table, else what paying by the hour costs (or why
+/// nothing can be reserved yet).
+fn commitment_figure(t: &TrialReview, commitment: Option<&Reservation>, currency: &str) -> MoneyFigure {
     match commitment {
-        Some(c) => out.push(MoneyFigure {
+        Some(c) => MoneyFigure {
             id: "commitment",
             label: format!("Total commitment over {}", months(c.term_months)),
             value: figures::sum_with_currency(c.total(), currency),
@@ -288,10 +317,10 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
                 }
             ),
             tone: "",
-        }),
+        },
         None => {
             let reason = t.reservation.as_ref().and_then(|r| r.as_ref().err());
-            out.push(MoneyFigure {
+            MoneyFigure {
                 id: "commitment",
                 label: "Commitment".into(),
                 value: "nothing committed".into(),
@@ -307,19 +336,16 @@ pub fn money_figures(r: &Review, commitment: Option<&Reservation>) -> Vec<MoneyF
                     (None, None) => "paying by the hour; no price known yet".into(),
                 },
                 tone: "",
-            });
+            }
         }
     }
-    out.push(reserved_against_on_demand(t, currency));
-    out
 }
 
 /// Reserved against on demand like for like (decision.md, "The reservation comparison"): the
 /// reserved monthly cost against paying by the hour only for the busy hours, for the GPUs a
 /// reservation would rent — the figures rules 8 and 8b compared (`Decision::reservation`), never
-/// against the on-demand cost of every hour.
-// Long, and reads better whole: one figure, each case of what is known about the offer's prices
-// written where it is matched.
+/// against the on-demand cost of every hour. Each case of what is known about the offer's prices
+/// is written where it is matched.
 fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
     let c = &t.decision.reservation;
     let provider = if t.context.trial.fields.provider.is_empty() {
@@ -337,45 +363,11 @@ fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
             .unwrap_or_default()
     };
     let rate = |d: Option<rust_decimal::Decimal>| figures::with_currency(d.unwrap_or_default(), currency);
-    let (n, busy) = (c.gpus.unwrap_or_default(), share(c.utilization));
+    let busy = share(c.utilization);
     match (c.reserve_saving_monthly, c.reserved_monthly, c.on_demand_busy_monthly) {
-        (Some(saving), Some(reserved), Some(on_demand)) => MoneyFigure {
-            id: "reserved-vs-on-demand",
-            label,
-            value: format!(
-                "{} {} a month",
-                if saving >= rust_decimal::Decimal::ZERO {
-                    "saves"
-                } else {
-                    "costs"
-                },
-                figures::sum_with_currency(saving.abs(), currency),
-            ),
-            note: format!(
-                "{}{}: reserved {} against {} on demand for the busy hours only ({n} × {} × 730 h × {busy}); \
-                 reserving pays from {} busy (break-even {} + 5 points)",
-                c.reserve_saving_share.map(|s| share(Some(s.abs()))).unwrap_or_default(),
-                if saving >= rust_decimal::Decimal::ZERO {
-                    " less"
-                } else {
-                    " more"
-                },
-                figures::sum_with_currency(reserved, currency),
-                figures::sum_with_currency(on_demand, currency),
-                rate(c.on_demand_rate_per_gpu_hour),
-                share(c.reserve_threshold),
-                share(c.break_even),
-            ),
-            tone: if c
-                .utilization
-                .zip(c.reserve_threshold)
-                .is_some_and(|(u, from)| u >= from)
-            {
-                "ok"
-            } else {
-                ""
-            },
-        },
+        (Some(saving), Some(reserved), Some(on_demand)) => {
+            saving_figure(c, label, (saving, reserved, on_demand), currency)
+        }
         (None, None, Some(_)) => MoneyFigure {
             id: "reserved-vs-on-demand",
             label,
@@ -419,6 +411,60 @@ fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
             value: "not known yet".into(),
             note: "needs the offer's on-demand and reserved prices (the trial's rate, or a price sheet)".into(),
             tone: "",
+        },
+    }
+}
+
+/// What reserving saves (or costs) a month against paying on demand for the busy hours, when
+/// both prices and how busy the trial was are known.
+fn saving_figure(
+    c: &ReservationComparison,
+    label: String,
+    (saving, reserved, on_demand): (Decimal, Decimal, Decimal),
+    currency: &str,
+) -> MoneyFigure {
+    let share = |d: Option<Decimal>| {
+        d.and_then(|d| rust_decimal::prelude::ToPrimitive::to_f64(&d))
+            .map(figures::percent)
+            .unwrap_or_default()
+    };
+    let rate = |d: Option<Decimal>| figures::with_currency(d.unwrap_or_default(), currency);
+    let (n, busy) = (c.gpus.unwrap_or_default(), share(c.utilization));
+    MoneyFigure {
+        id: "reserved-vs-on-demand",
+        label,
+        value: format!(
+            "{} {} a month",
+            if saving >= rust_decimal::Decimal::ZERO {
+                "saves"
+            } else {
+                "costs"
+            },
+            figures::sum_with_currency(saving.abs(), currency),
+        ),
+        note: format!(
+            "{}{}: reserved {} against {} on demand for the busy hours only ({n} × {} × 730 h × {busy}); \
+         reserving pays from {} busy (break-even {} + 5 points)",
+            c.reserve_saving_share.map(|s| share(Some(s.abs()))).unwrap_or_default(),
+            if saving >= rust_decimal::Decimal::ZERO {
+                " less"
+            } else {
+                " more"
+            },
+            figures::sum_with_currency(reserved, currency),
+            figures::sum_with_currency(on_demand, currency),
+            rate(c.on_demand_rate_per_gpu_hour),
+            share(c.reserve_threshold),
+            share(c.break_even),
+        ),
+        tone: if c
+            .utilization
+            .zip(c.reserve_threshold)
+            .is_some_and(|(u, from)| u >= from)
+        {
+            "ok"
+        } else {
+            ""
         },
     }
 }

@@ -162,9 +162,8 @@ pub async fn gather(reads: &mut Reads<'_>, brief: &Brief) -> Result<Vec<ReviewCo
 }
 
 /// What the decision reads for one trial: its allocation, its card evaluation (and operating
-/// point), its newest rule metrics, its ledger and its money per unit of work.
-// Long, and reads better whole: the reads of one trial's review, side by side, then one struct of
-// them.
+/// point), its newest rule metrics, its ledger and its money per unit of work: the reads side by
+/// side, then one struct of them.
 pub async fn gather_trial(
     reads: &mut Reads<'_>,
     brief: &Brief,
@@ -178,29 +177,7 @@ pub async fn gather_trial(
         Some(a) => (a.gpu.model.clone(), a.sized_count(sizing), a.count),
         None => (String::new(), 1, 1),
     };
-    let keys: Vec<String> = RULE_METRICS
-        .iter()
-        .chain(&ESTIMATE_METRICS)
-        .chain(&SHOWN_METRICS)
-        .chain(&KV_METRICS)
-        .chain(std::iter::once(&GPU_MODELS))
-        .map(|k| (*k).to_owned())
-        .collect();
-    // Independent reads (side by side on the pool). The ledger summary is read once: the card's
-    // derived `ledger.cost_per_job` and the decision's ledger facts share it.
-    let (summary, mut metrics) = match reads {
-        Reads::Pool(pool) => {
-            let pool: &PgPool = pool;
-            tokio::try_join!(
-                ledger::service::summary_from_pool(pool, trial.id, &brief.fields.currency),
-                newest_metrics(pool, trial.id, &keys),
-            )?
-        }
-        Reads::Tx(conn) => (
-            ledger::service::summary_in(conn, trial.id, &brief.fields.currency).await?,
-            newest_metrics(&mut **conn, trial.id, &keys).await?,
-        ),
-    };
+    let (summary, mut metrics) = ledger_and_metrics(reads, brief, trial.id).await?;
     let estimates: BTreeMap<String, MetricFact> = ESTIMATE_METRICS
         .iter()
         .filter_map(|k| metrics.remove_entry(*k))
@@ -222,18 +199,7 @@ pub async fn gather_trial(
             cards::evaluate_for_trial_in(conn, brief, card, trial.id, allocation.as_ref(), &derived).await?
         }
     };
-    // The saturation check reads the operating point's end-to-end latency like the card does.
-    if let Some(p) = card.load.operating_point() {
-        if let Some(v) = p.metrics.get("serving.e2e_p95_ms") {
-            metrics.insert(
-                "serving.e2e_p95_ms".into(),
-                MetricFact {
-                    value: v.clone(),
-                    evidence_id: p.evidence_id,
-                },
-            );
-        }
-    }
+    add_operating_e2e(&mut metrics, &card.load);
     let criteria = outcomes(card.evaluation);
     let (ledger, ledger_rate) = ledger_facts(&summary);
     let price = allocation
@@ -249,26 +215,9 @@ pub async fn gather_trial(
         &estimates,
         ledger.as_ref().and_then(LedgerFacts::utilization),
     );
-    let other_currency = if trial_gpu.is_empty() {
-        Vec::new()
-    } else {
-        other_currency_rows(current_prices, &trial_gpu, &brief.fields.currency)
-            .into_iter()
-            .cloned()
-            .collect()
-    };
+    let other_currency = other_currency(current_prices, &trial_gpu, &brief.fields.currency);
     let inputs = DecisionInputs {
-        brief: BriefFacts {
-            workload_kind: brief.fields.workload_kind.as_str().to_owned(),
-            only_needs_model_output: brief.fields.only_needs_model_output,
-            needs_host_control: brief.fields.needs_host_control,
-            data_boundary: brief.fields.data_boundary.as_str().to_owned(),
-            max_cost_per_job: brief.fields.max_cost_per_job,
-            currency: brief.fields.currency.clone(),
-            sized_count,
-            current_units,
-            trial_billing: trial.fields.billing.as_str().to_owned(),
-        },
+        brief: brief_facts(brief, &trial, sized_count, current_units),
         criteria,
         metrics,
         ledger,
@@ -288,6 +237,80 @@ pub async fn gather_trial(
         other_currency,
         gpu_mismatch,
     })
+}
+
+/// The trial's ledger summary and its newest metrics of the keys the review reads, side by side
+/// on the pool (in the caller's transaction one after the other). The ledger summary is read once:
+/// the card's derived `ledger.cost_per_job` and the decision's ledger facts share it.
+async fn ledger_and_metrics(
+    reads: &mut Reads<'_>,
+    brief: &Brief,
+    trial_id: TrialId,
+) -> Result<(LedgerSummary, BTreeMap<String, MetricFact>), AppError> {
+    let keys: Vec<String> = RULE_METRICS
+        .iter()
+        .chain(&ESTIMATE_METRICS)
+        .chain(&SHOWN_METRICS)
+        .chain(&KV_METRICS)
+        .chain(std::iter::once(&GPU_MODELS))
+        .map(|k| (*k).to_owned())
+        .collect();
+    Ok(match reads {
+        Reads::Pool(pool) => {
+            let pool: &PgPool = pool;
+            tokio::try_join!(
+                ledger::service::summary_from_pool(pool, trial_id, &brief.fields.currency),
+                newest_metrics(pool, trial_id, &keys),
+            )?
+        }
+        Reads::Tx(conn) => (
+            ledger::service::summary_in(conn, trial_id, &brief.fields.currency).await?,
+            newest_metrics(&mut **conn, trial_id, &keys).await?,
+        ),
+    })
+}
+
+/// The saturation check reads the operating point's end-to-end latency like the card does.
+fn add_operating_e2e(metrics: &mut BTreeMap<String, MetricFact>, load: &TrialLoad) {
+    // The saturation check reads the operating point's end-to-end latency like the card does.
+    if let Some(p) = load.operating_point() {
+        if let Some(v) = p.metrics.get("serving.e2e_p95_ms") {
+            metrics.insert(
+                "serving.e2e_p95_ms".into(),
+                MetricFact {
+                    value: v.clone(),
+                    evidence_id: p.evidence_id,
+                },
+            );
+        }
+    }
+}
+
+/// The current prices of the trial's GPU in other currencies than the brief's.
+fn other_currency(current_prices: &[StoredPrice], trial_gpu: &str, currency: &str) -> Vec<StoredPrice> {
+    if trial_gpu.is_empty() {
+        Vec::new()
+    } else {
+        other_currency_rows(current_prices, trial_gpu, currency)
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+}
+
+/// What the decision reads of the brief and the trial.
+fn brief_facts(brief: &Brief, trial: &Trial, sized_count: u32, current_units: u32) -> BriefFacts {
+    BriefFacts {
+        workload_kind: brief.fields.workload_kind.as_str().to_owned(),
+        only_needs_model_output: brief.fields.only_needs_model_output,
+        needs_host_control: brief.fields.needs_host_control,
+        data_boundary: brief.fields.data_boundary.as_str().to_owned(),
+        max_cost_per_job: brief.fields.max_cost_per_job,
+        currency: brief.fields.currency.clone(),
+        sized_count,
+        current_units,
+        trial_billing: trial.fields.billing.as_str().to_owned(),
+    }
 }
 
 /// The KV-cache figures of a vLLM start-up log, from the trial's newest metrics.

@@ -12,7 +12,8 @@ use super::{
     decision::{decide, Decision, Status, Verdict},
     gather::{gather, Reads, ReviewContext},
     model::{
-        apply_choices, changed_inputs, decision_override, reservation, ApprovalVerdict, Reservation, ReservationBasis,
+        apply_choices, changed_inputs, decision_override, reservation, ApprovalVerdict, DecisionOverride, Reservation,
+        ReservationBasis,
     },
     repo::{self, ApprovalRow},
 };
@@ -334,9 +335,8 @@ pub async fn record_verdict(
 }
 
 /// [`record_verdict`] in the caller's transaction, which holds the brief's lock and its snapshot
-/// (`briefs::service::begin_locked`); the caller commits.
-// Long, and reads better whole: every check and write of a verdict runs in the one transaction that
-// holds the brief's lock, visible in one place.
+/// (`briefs::service::begin_locked`); the caller commits. Every check and write of a verdict runs
+/// in that one transaction, in the steps below.
 pub async fn record_verdict_locked(
     conn: &mut PgConnection,
     state: &AppState,
@@ -345,6 +345,110 @@ pub async fn record_verdict_locked(
     request: VerdictRequest,
 ) -> Result<ApprovalRow, AppError> {
     actor.require_person(Role::Manager)?;
+    let (verdict, comment) = verdict_and_comment(&request)?;
+    // Read in the caller's transaction: its snapshot is the state under the brief's lock, so a
+    // write that commits meanwhile (a price import, a trial edit) is not half read, and one under
+    // the brief (evidence, ledger lines, a card revision) waits for the lock.
+    let brief = trials::load_brief_in(conn, brief_id).await?;
+    let current = review_in(conn, brief).await?;
+    if request.inputs_digest != current.decision.inputs_digest {
+        return Err(AppError::Conflict(format!(
+            "the review changed since it was loaded (digest {} is not the current {}); reload it and decide again",
+            request.inputs_digest, current.decision.inputs_digest
+        )));
+    }
+    let trial_id = request.trial.unwrap_or(current.context.trial.id);
+    let trial = chosen_trial(&current, trial_id)?;
+    if verdict == ApprovalVerdict::Approve {
+        check_approval(conn, brief_id, trial_id, actor, trial).await?;
+        check_not_recommended_said(&current, trial_id, &comment)?;
+    }
+    let overridden = decision_override(
+        verdict,
+        trial.decision.decision,
+        request.decision.as_deref(),
+        &request.override_reason,
+    )
+    .map_err(AppError::Validation)?;
+    let decision = overridden.as_ref().map_or(trial.decision.decision, |o| o.approved);
+    let mismatch_acknowledged = acknowledged_mismatch(verdict, &request, trial)?;
+    let reservation = reservation_to_record(verdict, overridden.as_ref(), trial, &current, &request)?;
+    let inputs = current.inputs_record();
+    let row = repo::insert_approval(
+        &mut *conn,
+        &repo::NewApproval {
+            brief_id,
+            trial_id,
+            verdict,
+            decision,
+            inputs_digest: &current.decision.inputs_digest,
+            comment: &comment,
+            decided_by: &actor.label(),
+            reservation: reservation.as_ref(),
+            decision_override: overridden.as_ref(),
+            mismatch_acknowledged: mismatch_acknowledged.as_deref(),
+            inputs: &inputs,
+        },
+    )
+    .await?;
+    if let Some(r) = &reservation {
+        open_commitment(conn, &row, brief_id, r, trial, actor).await?;
+    }
+    let recorded = Recorded {
+        brief_id,
+        trial_id,
+        verdict,
+        decision,
+        comment: &comment,
+        reservation: reservation.as_ref(),
+        overridden: overridden.as_ref(),
+        mismatch_acknowledged: mismatch_acknowledged.as_deref(),
+    };
+    announce(conn, state, actor, &current, trial, &recorded).await?;
+    Ok(row)
+}
+
+/// Approving a trial that is not the recommended one needs a comment saying why.
+fn check_not_recommended_said(current: &Review, trial_id: TrialId, comment: &str) -> Result<(), AppError> {
+    if current.recommendation.recommended.is_some_and(|r| r != trial_id) && comment.is_empty() {
+        return Err(AppError::Validation(vec![FieldError::new(
+            "comment",
+            "approving a trial that is not the recommended one needs a comment saying why",
+        )]));
+    }
+    Ok(())
+}
+
+/// The commitment an approval that reserves opens, with the offer's on-demand rate and the
+/// criteria it was approved on.
+async fn open_commitment(
+    conn: &mut PgConnection,
+    row: &ApprovalRow,
+    brief_id: BriefId,
+    r: &Reservation,
+    trial: &TrialReview,
+    actor: &Principal,
+) -> Result<(), AppError> {
+    let approved = commitments::Approved {
+        approval_id: row.id,
+        brief_id,
+        approved_at: row.decided_at,
+        reservation: r,
+        on_demand_rate: trial
+            .context
+            .inputs
+            .money
+            .as_ref()
+            .and_then(|m| m.reservation_rates.on_demand_rate),
+        criteria: serde_json::to_value(&trial.context.inputs.criteria).unwrap_or(Value::Null),
+    };
+    commitments::open_for_approval(&mut *conn, &approved, &actor.label()).await?;
+    Ok(())
+}
+
+/// The verdict asked for and its comment, trimmed: a rejection says why, in at most 10,000
+/// characters.
+fn verdict_and_comment(request: &VerdictRequest) -> Result<(ApprovalVerdict, String), AppError> {
     let Ok(verdict) = request.verdict.parse::<ApprovalVerdict>() else {
         return Err(AppError::Validation(vec![FieldError::new(
             "verdict",
@@ -364,20 +468,13 @@ pub async fn record_verdict_locked(
             "must be at most 10000 characters",
         )]));
     }
-    // Read in the caller's transaction: its snapshot is the state under the brief's lock, so a
-    // write that commits meanwhile (a price import, a trial edit) is not half read, and one under
-    // the brief (evidence, ledger lines, a card revision) waits for the lock.
-    let brief = trials::load_brief_in(conn, brief_id).await?;
-    let current = review_in(conn, brief).await?;
-    if request.inputs_digest != current.decision.inputs_digest {
-        return Err(AppError::Conflict(format!(
-            "the review changed since it was loaded (digest {} is not the current {}); reload it and decide again",
-            request.inputs_digest, current.decision.inputs_digest
-        )));
-    }
-    let trial_id = request.trial.unwrap_or(current.context.trial.id);
-    let Some(trial) = current.trial(trial_id) else {
-        return Err(AppError::Validation(vec![FieldError::new(
+    Ok((verdict, comment))
+}
+
+/// The trial the verdict is on, one of the brief's.
+fn chosen_trial(current: &Review, trial_id: TrialId) -> Result<&TrialReview, AppError> {
+    current.trial(trial_id).ok_or_else(|| {
+        AppError::Validation(vec![FieldError::new(
             "trial",
             format!(
                 "is not a trial of this brief; its trials are: {}",
@@ -388,58 +485,60 @@ pub async fn record_verdict_locked(
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-        )]));
-    };
-    if verdict == ApprovalVerdict::Approve {
-        // "Accepted" means every required criterion passed; with none required, nothing was
-        // checked (a card made all optional), and approving it would record an acceptance test
-        // that tested nothing.
-        if trial.decision.accepted && trial.required_tests_that_can_fail() == 0 {
-            return Err(AppError::Validation(vec![FieldError::new(
-                "verdict",
-                "the card has no required criterion that applies and could fail (a threshold every value meets, \
-                 such as gpu.count ≥ 0, tests nothing), so this trial was accepted without any test: mark at least \
-                 one real criterion required on the card before approving",
-            )]));
-        }
-        // Separation of duties: whoever changed the card since the last approval (its thresholds,
-        // which criteria count) does not also approve the result; another manager does.
-        let email = match actor {
-            Principal::User { email, .. } => Some(email.clone()),
-            Principal::Token { user: Some(u), .. } => users::by_id(&mut *conn, *u).await?.map(|u| u.email),
-            Principal::Token { .. } => None,
-        };
-        // Three reads, each of its owner's table: the last approval, the person's tokens, the card.
-        let since = repo::last_approved_at(&mut *conn, brief_id, trial_id).await?;
-        let jtis = match actor.user_id() {
-            Some(person) => token::jtis_of(&mut *conn, person).await?,
-            None => Vec::new(),
-        };
-        let email = email.as_deref().unwrap_or("");
-        if let Some(revision) = cards::revision_saved_by(&mut *conn, brief_id, since, email, &jtis).await? {
-            return Err(AppError::Forbidden(format!(
-                "you changed this brief's card (revision {revision}) since its last approval, so another manager \
-                 must approve it; you may still reject it"
-            )));
-        }
-    }
-    if verdict == ApprovalVerdict::Approve
-        && current.recommendation.recommended.is_some_and(|r| r != trial_id)
-        && comment.is_empty()
-    {
+        )])
+    })
+}
+
+/// Whether `actor` may approve `trial`: its card must test something, and whoever changed the card
+/// since the last approval does not also approve the result.
+async fn check_approval(
+    conn: &mut PgConnection,
+    brief_id: BriefId,
+    trial_id: TrialId,
+    actor: &Principal,
+    trial: &TrialReview,
+) -> Result<(), AppError> {
+    // "Accepted" means every required criterion passed; with none required, nothing was
+    // checked (a card made all optional), and approving it would record an acceptance test
+    // that tested nothing.
+    if trial.decision.accepted && trial.required_tests_that_can_fail() == 0 {
         return Err(AppError::Validation(vec![FieldError::new(
-            "comment",
-            "approving a trial that is not the recommended one needs a comment saying why",
+            "verdict",
+            "the card has no required criterion that applies and could fail (a threshold every value meets, \
+             such as gpu.count ≥ 0, tests nothing), so this trial was accepted without any test: mark at least \
+             one real criterion required on the card before approving",
         )]));
     }
-    let overridden = decision_override(
-        verdict,
-        trial.decision.decision,
-        request.decision.as_deref(),
-        &request.override_reason,
-    )
-    .map_err(AppError::Validation)?;
-    let decision = overridden.as_ref().map_or(trial.decision.decision, |o| o.approved);
+    // Separation of duties: whoever changed the card since the last approval (its thresholds,
+    // which criteria count) does not also approve the result; another manager does.
+    let email = match actor {
+        Principal::User { email, .. } => Some(email.clone()),
+        Principal::Token { user: Some(u), .. } => users::by_id(&mut *conn, *u).await?.map(|u| u.email),
+        Principal::Token { .. } => None,
+    };
+    // Three reads, each of its owner's table: the last approval, the person's tokens, the card.
+    let since = repo::last_approved_at(&mut *conn, brief_id, trial_id).await?;
+    let jtis = match actor.user_id() {
+        Some(person) => token::jtis_of(&mut *conn, person).await?,
+        None => Vec::new(),
+    };
+    let email = email.as_deref().unwrap_or("");
+    if let Some(revision) = cards::revision_saved_by(&mut *conn, brief_id, since, email, &jtis).await? {
+        return Err(AppError::Forbidden(format!(
+            "you changed this brief's card (revision {revision}) since its last approval, so another manager \
+             must approve it; you may still reject it"
+        )));
+    }
+    Ok(())
+}
+
+/// The GPU model the trial's evidence names instead of its own, when an approval acknowledges it;
+/// an error when an approval does not.
+fn acknowledged_mismatch(
+    verdict: ApprovalVerdict,
+    request: &VerdictRequest,
+    trial: &TrialReview,
+) -> Result<Option<String>, AppError> {
     // Evidence that names another GPU model than the trial's may come from another machine:
     // approving it is a choice the manager makes knowingly, and it is recorded.
     let mismatch = trial.context.gpu_mismatch.as_ref().map(|(_, named)| named.clone());
@@ -454,14 +553,25 @@ pub async fn record_verdict_locked(
             )]));
         }
     }
-    let mismatch_acknowledged = if verdict == ApprovalVerdict::Approve {
+    Ok(if verdict == ApprovalVerdict::Approve {
         mismatch
     } else {
         None
-    };
+    })
+}
+
+/// The reservation an approval records: the review's, or what an overriding decision would
+/// reserve, with the manager's choices applied; none for a rejection.
+fn reservation_to_record(
+    verdict: ApprovalVerdict,
+    overridden: Option<&DecisionOverride>,
+    trial: &TrialReview,
+    current: &Review,
+    request: &VerdictRequest,
+) -> Result<Option<Reservation>, AppError> {
     // An override that reserves records what approving that action would record; reserving
     // itself only at the offer's reserved price, never a "reservation" at the hourly rate.
-    let overridden_reservation = match &overridden {
+    let overridden_reservation = match overridden {
         Some(o) if o.approved == Verdict::Reserve && !trial.decision.reservation.break_even_known => {
             return Err(AppError::Validation(vec![FieldError::new(
                 "decision",
@@ -482,7 +592,7 @@ pub async fn record_verdict_locked(
         Some(_) => None,
         None => trial.reservation.clone(),
     };
-    let reservation: Option<Reservation> = match (&overridden_reservation, verdict) {
+    Ok(match (&overridden_reservation, verdict) {
         (Some(Ok(computed)), ApprovalVerdict::Approve) => {
             let mut r = computed.clone();
             apply_choices(&mut r, &request.reservation).map_err(AppError::Validation)?;
@@ -492,55 +602,44 @@ pub async fn record_verdict_locked(
             return Err(AppError::Validation(vec![FieldError::new("reservation", *why)]));
         }
         _ => None,
-    };
-    let inputs = current.inputs_record();
-    let row = repo::insert_approval(
-        &mut *conn,
-        &repo::NewApproval {
-            brief_id,
-            trial_id,
-            verdict,
-            decision,
-            inputs_digest: &current.decision.inputs_digest,
-            comment: &comment,
-            decided_by: &actor.label(),
-            reservation: reservation.as_ref(),
-            decision_override: overridden.as_ref(),
-            mismatch_acknowledged: mismatch_acknowledged.as_deref(),
-            inputs: &inputs,
-        },
-    )
-    .await?;
-    if let Some(r) = &reservation {
-        let approved = commitments::Approved {
-            approval_id: row.id,
-            brief_id,
-            approved_at: row.decided_at,
-            reservation: r,
-            on_demand_rate: trial
-                .context
-                .inputs
-                .money
-                .as_ref()
-                .and_then(|m| m.reservation_rates.on_demand_rate),
-            criteria: serde_json::to_value(&trial.context.inputs.criteria).unwrap_or(Value::Null),
-        };
-        commitments::open_for_approval(&mut *conn, &approved, &actor.label()).await?;
-    }
+    })
+}
+
+/// What a recorded verdict says, for its audit entry and its webhook event.
+struct Recorded<'a> {
+    brief_id: BriefId,
+    trial_id: TrialId,
+    verdict: ApprovalVerdict,
+    decision: Verdict,
+    comment: &'a str,
+    reservation: Option<&'a Reservation>,
+    overridden: Option<&'a DecisionOverride>,
+    mismatch_acknowledged: Option<&'a str>,
+}
+
+/// The verdict in the audit log, and as a webhook event in the outbox.
+async fn announce(
+    conn: &mut PgConnection,
+    state: &AppState,
+    actor: &Principal,
+    current: &Review,
+    trial: &TrialReview,
+    r: &Recorded<'_>,
+) -> Result<(), AppError> {
     audit::record(
         &mut *conn,
         &actor.label(),
-        &format!("approval.{verdict}"),
-        &format!("brief:{brief_id}"),
+        &format!("approval.{}", r.verdict),
+        &format!("brief:{}", r.brief_id),
         json!({
-            "trial": trial_id,
+            "trial": r.trial_id,
             "recommended_trial": current.recommendation.recommended,
-            "decision": decision,
+            "decision": r.decision,
             "inputs_digest": current.decision.inputs_digest,
-            "comment": comment,
-            "reservation": reservation,
-            "override": overridden,
-            "mismatch_acknowledged": mismatch_acknowledged,
+            "comment": r.comment,
+            "reservation": r.reservation,
+            "override": r.overridden,
+            "mismatch_acknowledged": r.mismatch_acknowledged,
         }),
     )
     .await?;
@@ -550,29 +649,28 @@ pub async fn record_verdict_locked(
         &state.config.public_url,
         &outbox::Event {
             kind: outbox::APPROVAL_RECORDED,
-            brief_id,
+            brief_id: r.brief_id,
             brief_name: &current.brief.fields.name,
-            trial_id: Some(trial_id),
+            trial_id: Some(r.trial_id),
             old: current.approval.as_ref().map_or(Value::Null, |a| {
                 json!({ "verdict": a.row.verdict, "decision": a.row.decision, "trial": a.row.trial_id, "stale": a.stale })
             }),
             new: json!({
-                "verdict": verdict,
-                "decision": decision,
-                "trial": trial_id,
+                "verdict": r.verdict,
+                "decision": r.decision,
+                "trial": r.trial_id,
                 "decided_by": actor.label(),
-                "comment": comment,
+                "comment": r.comment,
                 "inputs_digest": current.decision.inputs_digest,
-                "override": overridden,
-                "mismatch_acknowledged": mismatch_acknowledged,
+                "override": r.overridden,
+                "mismatch_acknowledged": r.mismatch_acknowledged,
             }),
             text: format!(
                 "{} {} {}{} on brief {} (trial {trial_name})",
                 actor.label(),
-                verdict.done(),
-                decision.as_str(),
-                overridden
-                    .as_ref()
+                r.verdict.done(),
+                r.decision.as_str(),
+                r.overridden
                     .map(|o| format!(" over the computed {}: {}", o.computed, o.reason))
                     .unwrap_or_default(),
                 current.brief.fields.name,
@@ -580,5 +678,5 @@ pub async fn record_verdict_locked(
         },
     )
     .await?;
-    Ok(row)
+    Ok(())
 }

@@ -84,8 +84,7 @@ async fn review_and_evidence(state: &AppState, brief_id: BriefId) -> Result<Opti
 /// before, a trial whose decision moved gives `decision.changed` and an approval that went stale
 /// gives `approval.stale`, written with the snapshot in one transaction. The first snapshot of a
 /// brief is its baseline and gives no event. A snapshot computed later than this one is kept.
-// Long, and reads better whole: load, compare, write events and the snapshot in one transaction, in
-// that order.
+/// Load, compare, write events and the snapshot in one transaction, in that order.
 pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError> {
     let started = Utc::now();
     let Some((r, last_evidence)) = review_and_evidence(state, brief_id).await? else {
@@ -93,26 +92,7 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
     };
     let evidence_count = last_evidence.iter().map(|(_, _, n)| n).sum();
     let summary = summarize(&r, evidence_count, last_evidence.iter().map(|(_, at, _)| *at).max());
-    let trials: Vec<summaries_repo::NewTrialSnapshot> = r
-        .trials
-        .iter()
-        .map(|t| {
-            let (passed, required) = t.criteria_passed();
-            summaries_repo::NewTrialSnapshot {
-                trial_id: t.context.trial.id,
-                decision: t.decision.decision,
-                accepted: t.decision.accepted,
-                cost_per_job: t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
-                utilization: t.decision.utilization,
-                criteria_passed: i32::try_from(passed).unwrap_or(i32::MAX),
-                criteria_required: i32::try_from(required).unwrap_or(i32::MAX),
-                last_evidence_at: last_evidence
-                    .iter()
-                    .find(|(id, _, _)| *id == t.context.trial.id)
-                    .map(|(_, at, _)| *at),
-            }
-        })
-        .collect();
+    let trials = trial_snapshots(&r, &last_evidence);
     let after: Vec<TrialSignal> = r
         .trials
         .iter()
@@ -139,77 +119,10 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
             accepted: t.accepted,
         })
         .collect();
-    let name = &r.brief.fields.name;
     let public_url = &state.config.public_url;
     if let Some(before) = &before {
-        for (old, new) in changed_trials(&before_trials, &after) {
-            let recommended = r.recommendation.recommended == Some(new.trial_id);
-            let state_json = |t: &TrialSignal| json!({ "decision": t.decision, "accepted": t.accepted });
-            outbox::enqueue(
-                &mut *tx,
-                public_url,
-                &outbox::Event {
-                    kind: outbox::DECISION_CHANGED,
-                    brief_id,
-                    brief_name: name,
-                    trial_id: Some(new.trial_id),
-                    old: state_json(old),
-                    new: json!({ "decision": new.decision, "accepted": new.accepted, "recommended": recommended }),
-                    text: format!(
-                        "Brief {name}, trial {}: the decision is now {}{} (was {}{})",
-                        new.name,
-                        new.decision,
-                        if new.accepted { ", accepted" } else { "" },
-                        old.decision,
-                        if old.accepted { ", accepted" } else { "" },
-                    ),
-                },
-            )
-            .await?;
-        }
-        if let Some(approval) = r.approval.as_ref().filter(|a| a.stale) {
-            let known = before.approval_id == Some(approval.row.id.as_uuid()) && before.approval_stale;
-            if !known {
-                outbox::enqueue(
-                    &mut *tx,
-                    public_url,
-                    &outbox::Event {
-                        kind: outbox::APPROVAL_STALE,
-                        brief_id,
-                        brief_name: name,
-                        trial_id: approval.row.trial_id,
-                        old: json!({
-                            "approval": approval.row.id,
-                            "verdict": approval.row.verdict,
-                            "decision": approval.row.decision,
-                            "inputs_digest": approval.row.inputs_digest,
-                            "stale": false,
-                        }),
-                        new: json!({
-                            "stale": true,
-                            "inputs_digest": r.decision.inputs_digest,
-                            "changed": approval.changed,
-                        }),
-                        text: format!(
-                            "Brief {name}: the {} of {} by {} is stale, its inputs changed ({})",
-                            if approval.row.verdict == ApprovalVerdict::Approve {
-                                "approval"
-                            } else {
-                                "rejection"
-                            },
-                            approval.row.decision,
-                            approval.row.decided_by,
-                            if approval.changed.is_empty() {
-                                "see the review".to_owned()
-                            } else {
-                                approval.changed.join(", ")
-                            },
-                        ),
-                    },
-                )
-                .await?;
-            }
-        }
+        enqueue_decision_changes(&mut tx, &r, &before_trials, &after, public_url).await?;
+        enqueue_stale_approval(&mut tx, &r, before, public_url).await?;
     }
     summaries_repo::store_snapshot(
         &mut tx,
@@ -228,6 +141,121 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
     )
     .await?;
     tx.commit().await?;
+    Ok(())
+}
+
+/// Each trial's row of the snapshot: its decision, cost per job, criteria passed and newest
+/// evidence.
+fn trial_snapshots(r: &Review, last_evidence: &LastEvidence) -> Vec<summaries_repo::NewTrialSnapshot> {
+    r.trials
+        .iter()
+        .map(|t| {
+            let (passed, required) = t.criteria_passed();
+            summaries_repo::NewTrialSnapshot {
+                trial_id: t.context.trial.id,
+                decision: t.decision.decision,
+                accepted: t.decision.accepted,
+                cost_per_job: t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job),
+                utilization: t.decision.utilization,
+                criteria_passed: i32::try_from(passed).unwrap_or(i32::MAX),
+                criteria_required: i32::try_from(required).unwrap_or(i32::MAX),
+                last_evidence_at: last_evidence
+                    .iter()
+                    .find(|(id, _, _)| *id == t.context.trial.id)
+                    .map(|(_, at, _)| *at),
+            }
+        })
+        .collect()
+}
+
+/// A `decision.changed` event for each trial whose decision moved since the snapshot before.
+async fn enqueue_decision_changes(
+    conn: &mut sqlx::PgConnection,
+    r: &Review,
+    before_trials: &[TrialSignal],
+    after: &[TrialSignal],
+    public_url: &str,
+) -> Result<(), AppError> {
+    let (brief_id, name) = (r.brief.id, &r.brief.fields.name);
+    for (old, new) in changed_trials(before_trials, after) {
+        let recommended = r.recommendation.recommended == Some(new.trial_id);
+        let state_json = |t: &TrialSignal| json!({ "decision": t.decision, "accepted": t.accepted });
+        outbox::enqueue(
+            &mut *conn,
+            public_url,
+            &outbox::Event {
+                kind: outbox::DECISION_CHANGED,
+                brief_id,
+                brief_name: name,
+                trial_id: Some(new.trial_id),
+                old: state_json(old),
+                new: json!({ "decision": new.decision, "accepted": new.accepted, "recommended": recommended }),
+                text: format!(
+                    "Brief {name}, trial {}: the decision is now {}{} (was {}{})",
+                    new.name,
+                    new.decision,
+                    if new.accepted { ", accepted" } else { "" },
+                    old.decision,
+                    if old.accepted { ", accepted" } else { "" },
+                ),
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// An `approval.stale` event when the approval went stale since the snapshot before.
+async fn enqueue_stale_approval(
+    conn: &mut sqlx::PgConnection,
+    r: &Review,
+    before: &summaries_repo::SnapshotRow,
+    public_url: &str,
+) -> Result<(), AppError> {
+    let (brief_id, name) = (r.brief.id, &r.brief.fields.name);
+    if let Some(approval) = r.approval.as_ref().filter(|a| a.stale) {
+        let known = before.approval_id == Some(approval.row.id.as_uuid()) && before.approval_stale;
+        if !known {
+            outbox::enqueue(
+                &mut *conn,
+                public_url,
+                &outbox::Event {
+                    kind: outbox::APPROVAL_STALE,
+                    brief_id,
+                    brief_name: name,
+                    trial_id: approval.row.trial_id,
+                    old: json!({
+                        "approval": approval.row.id,
+                        "verdict": approval.row.verdict,
+                        "decision": approval.row.decision,
+                        "inputs_digest": approval.row.inputs_digest,
+                        "stale": false,
+                    }),
+                    new: json!({
+                        "stale": true,
+                        "inputs_digest": r.decision.inputs_digest,
+                        "changed": approval.changed,
+                    }),
+                    text: format!(
+                        "Brief {name}: the {} of {} by {} is stale, its inputs changed ({})",
+                        if approval.row.verdict == ApprovalVerdict::Approve {
+                            "approval"
+                        } else {
+                            "rejection"
+                        },
+                        approval.row.decision,
+                        approval.row.decided_by,
+                        if approval.changed.is_empty() {
+                            "see the review".to_owned()
+                        } else {
+                            approval.changed.join(", ")
+                        },
+                    ),
+                },
+            )
+            .await?;
+        }
+    }
     Ok(())
 }
 

@@ -30,11 +30,37 @@ pub struct NewWebhook {
 }
 
 /// Checks a subscription, reporting every bad field at once. Only `https://` URLs unless
-/// `allow_http`; a URL with credentials in it is refused (they would show on the admin page).
-// Long, and reads better whole: one check per subscription field, every error collected.
+/// `allow_http`; a URL with credentials in it is refused (they would show on the admin page). One
+/// check per subscription field, every error collected.
 pub fn validate(body: &Value, allow_http: bool) -> Result<NewWebhook, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let url = match body.get("url") {
+    let url = checked_url(body.get("url"), allow_http, &mut errors);
+    let events = checked_events(body.get("events"), &mut errors);
+    let secret = match body.get("secret") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.chars().count() >= MIN_SECRET_CHARS && s.len() <= 512 => Some(s.clone()),
+        Some(Value::String(_)) => {
+            errors.push(FieldError::new(
+                "secret",
+                format!("must be {MIN_SECRET_CHARS} to 512 characters (leave it out to have one generated)"),
+            ));
+            None
+        }
+        Some(_) => {
+            errors.push(FieldError::new("secret", "must be a string"));
+            None
+        }
+    };
+    if errors.is_empty() {
+        Ok(NewWebhook { url, events, secret })
+    } else {
+        Err(errors)
+    }
+}
+
+/// The subscription's URL, normalised; an error for each way it is not one to post to.
+fn checked_url(url: Option<&Value>, allow_http: bool, errors: &mut Vec<FieldError>) -> String {
+    match url {
         Some(Value::String(u)) => match reqwest::Url::parse(u.trim()) {
             Ok(parsed) => {
                 let scheme_ok = parsed.scheme() == "https" || (allow_http && parsed.scheme() == "http");
@@ -69,15 +95,19 @@ pub fn validate(body: &Value, allow_http: bool) -> Result<NewWebhook, Vec<FieldE
             errors.push(FieldError::new("url", "must be a string"));
             String::new()
         }
-    };
-    let mut events = Vec::new();
-    match body.get("events") {
+    }
+}
+
+/// The events subscribed to, each once.
+fn checked_events(events: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<String> {
+    let mut names = Vec::new();
+    match events {
         Some(Value::Array(list)) if !list.is_empty() => {
             for e in list {
                 match e.as_str() {
                     Some(name) if EVENTS.contains(&name) => {
-                        if !events.iter().any(|x| x == name) {
-                            events.push(name.to_owned());
+                        if !names.iter().any(|x| x == name) {
+                            names.push(name.to_owned());
                         }
                     }
                     _ => {
@@ -95,26 +125,7 @@ pub fn validate(body: &Value, allow_http: bool) -> Result<NewWebhook, Vec<FieldE
             format!("must be a non-empty list of: {}", EVENTS.join(", ")),
         )),
     }
-    let secret = match body.get("secret") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.chars().count() >= MIN_SECRET_CHARS && s.len() <= 512 => Some(s.clone()),
-        Some(Value::String(_)) => {
-            errors.push(FieldError::new(
-                "secret",
-                format!("must be {MIN_SECRET_CHARS} to 512 characters (leave it out to have one generated)"),
-            ));
-            None
-        }
-        Some(_) => {
-            errors.push(FieldError::new("secret", "must be a string"));
-            None
-        }
-    };
-    if errors.is_empty() {
-        Ok(NewWebhook { url, events, secret })
-    } else {
-        Err(errors)
-    }
+    names
 }
 
 /// What kind of non-public address `ip` is, or `None` for a public one. Webhooks go to public

@@ -17,15 +17,14 @@ use super::{
 };
 use crate::{
     auth::{teams, Role},
-    briefs::service as briefs,
     error::{ApiResult, AppError},
-    ids::{BriefId, TrialId},
+    ids::TrialId,
     sizing::Sizing,
     state::AppState,
     validation::Input,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, Path},
+        extract::{ApiJson, BriefPath, Path},
     },
 };
 
@@ -109,21 +108,17 @@ fn object(body: &Value) -> Result<Input<'_>, AppError> {
     operation_id = "listTrials",
     tag = "trials",
     summary = "The brief's trials in order, each with its allocation",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     responses(
         (status = 200, description = "{ items: [trial] }", body = TrialList),
         (status = 404, description = "no such brief"),
     )
 )]
-async fn list(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<BriefId>,
-) -> ApiResult<Response> {
-    caller.may_read_brief(brief_id)?;
-    let brief = briefs::load(&state.pool, brief_id).await?;
+async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller, path: BriefPath) -> ApiResult<Response> {
+    caller.may_read_brief(path.id)?;
+    let brief = path.load(&state).await?;
     let sizing = brief.fields.sizing();
-    let trials = service::list(&state, brief_id).await?;
+    let trials = service::list(&state, brief.id).await?;
     let items: Vec<TrialView<'_>> = trials.iter().map(|t| TrialView::new(t, &sizing)).collect();
     let answer = TrialList { items };
     // Serialized here: the items borrow the trials.
@@ -136,7 +131,7 @@ async fn list(
     operation_id = "createTrial",
     tag = "trials",
     summary = "Add a trial (an allocation under test) to a brief",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     request_body = super::schema::TrialBody,
     responses(
         (status = 201, description = "the trial with its allocation", body = TrialView,
@@ -148,13 +143,13 @@ async fn list(
 async fn create(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(brief_id): Path<BriefId>,
+    path: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
-    teams::may_edit_brief(&state.pool, &caller, brief_id).await?;
-    let trial = service::create(&state, brief_id, &object(&body)?, &caller.label()).await?;
-    let sizing = briefs::load(&state.pool, brief_id).await?.fields.sizing();
+    teams::may_edit_brief(&state.pool, &caller, path.id).await?;
+    let trial = service::create(&state, path.id, &object(&body)?, &caller.label()).await?;
+    let sizing = path.load(&state).await?.fields.sizing();
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/v1/trials/{}", trial.id))],
@@ -182,7 +177,7 @@ async fn show(
 ) -> ApiResult<Response> {
     let trial = service::load(&state, id).await?;
     caller.may_read_brief(trial.brief_id)?;
-    let sizing = briefs::load(&state.pool, trial.brief_id).await?.fields.sizing();
+    let sizing = service::load_brief(&state.pool, trial.brief_id).await?.fields.sizing();
     Ok(Json(TrialView::new(&trial, &sizing)).into_response())
 }
 
@@ -211,6 +206,6 @@ async fn replace(
     caller.may_read_brief(current.brief_id)?;
     teams::may_edit_brief(&state.pool, &caller, current.brief_id).await?;
     let trial = service::replace(&state, id, &object(&body)?, &caller.label()).await?;
-    let sizing = briefs::load(&state.pool, trial.brief_id).await?.fields.sizing();
+    let sizing = service::load_brief(&state.pool, trial.brief_id).await?.fields.sizing();
     Ok(Json(TrialView::new(&trial, &sizing)).into_response())
 }

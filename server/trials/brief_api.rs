@@ -14,18 +14,14 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::service;
 use crate::{
     auth::Role,
-    briefs::{
-        model::{validate, BriefInput, BriefView},
-        service as briefs,
-    },
+    briefs::model::{validate, BriefInput, BriefView},
     error::{ApiResult, AppError},
-    ids::BriefId,
     prices::service as prices,
     sizing::Sizing,
     state::AppState,
     web::{
         auth::ApiCaller,
-        extract::{ApiJson, ApiQuery, Path},
+        extract::{ApiJson, ApiQuery, BriefPath},
     },
 };
 
@@ -84,19 +80,15 @@ async fn create(
     operation_id = "getBrief",
     tag = "briefs",
     summary = "One brief with sizing and status",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     responses(
         (status = 200, description = "the brief", body = BriefView),
         (status = 404, description = "no such brief"),
     )
 )]
-async fn show(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
-) -> ApiResult<Response> {
-    caller.may_read_brief(id)?;
-    let brief = service::load_brief(&state.pool, id).await?;
+async fn show(State(state): State<AppState>, ApiCaller(caller): ApiCaller, path: BriefPath) -> ApiResult<Response> {
+    caller.may_read_brief(path.id)?;
+    let brief = path.load(&state).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
 }
 
@@ -106,7 +98,7 @@ async fn show(
     operation_id = "replaceBrief",
     tag = "briefs",
     summary = "Replace every field of a brief; sizing is recomputed",
-    params(("id" = Uuid, Path, description = "brief id")),
+    params(BriefPath),
     request_body = crate::briefs::schema::BriefBody,
     responses(
         (status = 200, description = "the brief", body = BriefView),
@@ -117,7 +109,7 @@ async fn show(
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
@@ -143,7 +135,7 @@ struct SizingQuery {
          when a sheet has one (price_per_hour, price_per_month, provider, currency, price_id, gpus_billed and \
          billing: a spot price always says spot)",
     params(
-        ("id" = Uuid, Path, description = "brief id"),
+        BriefPath,
         ("order" = inline(Option<crate::briefs::schema::SizingOrder>), Query,
             description = "memory (default: memory rented) or price (fitting options by cheapest price per hour)"),
     ),
@@ -161,11 +153,11 @@ struct SizingQuery {
 async fn sizing(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    path: BriefPath,
     ApiQuery(q): ApiQuery<SizingQuery>,
 ) -> ApiResult<Json<Sizing>> {
-    caller.may_read_brief(id)?;
-    let brief = briefs::load(&state.pool, id).await?;
+    caller.may_read_brief(path.id)?;
+    let brief = path.load(&state).await?;
     let by_price = match q.order.as_deref() {
         None | Some("memory") => false,
         Some("price") => true,

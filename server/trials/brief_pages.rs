@@ -17,17 +17,16 @@ use crate::{
     auth::Role,
     briefs::{
         model::{
-            target_label, validate, AllocationBoundary, Brief, BriefFields, BriefInput, CostUnit, DataBoundary,
+            target_label, validate, AllocationBoundary, BriefFields, BriefInput, CostUnit, DataBoundary,
             MAX_MODEL_CONFIG_BYTES, TARGET_FIELDS,
         },
         service as briefs,
     },
-    ids::BriefId,
     sizing::{self, KvCacheDtype, Precision, Sizing, WorkloadKind},
     state::AppState,
     web::{
         auth::{CsrfForm, PageUser},
-        extract::Path,
+        extract::BriefPath,
         page::{render, PageContext, PageResult},
     },
 };
@@ -277,25 +276,21 @@ async fn create(State(state): State<AppState>, CsrfForm(user, values): CsrfForm)
     }
 }
 
-async fn load(state: &AppState, id: BriefId) -> PageResult<Brief> {
-    Ok(service::load_brief(&state.pool, id).await?)
-}
-
-async fn edit_form(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
+async fn edit_form(State(state): State<AppState>, user: PageUser, path: BriefPath) -> PageResult<Response> {
     user.require(Role::Engineer)?;
-    briefs::may_edit(&state.pool, &user.principal(), id).await?;
-    let brief = load(&state, id).await?;
+    briefs::may_edit(&state.pool, &user.principal(), path.id).await?;
+    let brief = path.load(&state).await?;
     render(&BriefFormPage::new(
         &user,
         &format!("Edit {}", brief.fields.name),
-        format!("/briefs/{id}/edit"),
+        format!("/briefs/{}/edit", brief.id),
         brief.fields.form_values(),
     ))
 }
 
 async fn update(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     auth::{teams, Role},
-    briefs::{model::Brief, service as briefs},
+    briefs::model::Brief,
     error::AppError,
     ids::{BriefId, PriceId, TrialId},
     prices::service as prices,
@@ -28,7 +28,7 @@ use crate::{
     validation::{FieldError, Input},
     web::{
         auth::{CsrfForm, PageUser},
-        extract::{ApiQuery, Path},
+        extract::{ApiQuery, BriefPath, Path},
         page::{render, PageContext, PageResult},
     },
 };
@@ -161,12 +161,13 @@ struct NewQuery {
 async fn new_form(
     State(state): State<AppState>,
     user: PageUser,
-    Path(brief_id): Path<BriefId>,
+    path: BriefPath,
     ApiQuery(q): ApiQuery<NewQuery>,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
-    teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
-    let brief = briefs::load(&state.pool, brief_id).await?;
+    teams::may_edit_brief(&state.pool, &user.principal(), path.id).await?;
+    let brief = path.load(&state).await?;
+    let brief_id = brief.id;
     let trials = service::list(&state, brief_id).await?;
     let defaults = service::defaults_for(&brief, &trials);
     let mut page = TrialFormPage::new(
@@ -256,12 +257,13 @@ fn unconfirmed_spot(brief: &Brief, values: &HashMap<String, String>, was_spot: b
 
 async fn create(
     State(state): State<AppState>,
-    Path(brief_id): Path<BriefId>,
+    path: BriefPath,
     CsrfForm(user, values): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Engineer)?;
-    teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;
-    let brief = briefs::load(&state.pool, brief_id).await?;
+    teams::may_edit_brief(&state.pool, &user.principal(), path.id).await?;
+    let brief = path.load(&state).await?;
+    let brief_id = brief.id;
     let created = match unconfirmed_spot(&brief, &values, false) {
         Some(e) => Err(e),
         None => service::create(&state, brief_id, &Input::Form(&values), &user.0.email).await,
@@ -283,7 +285,7 @@ async fn create(
 }
 
 async fn edit_page(state: &AppState, user: &PageUser, trial: &Trial) -> PageResult<TrialFormPage> {
-    let brief = briefs::load(&state.pool, trial.brief_id).await?;
+    let brief = service::load_brief(&state.pool, trial.brief_id).await?;
     let trials: Vec<Trial> = service::list(state, brief.id)
         .await?
         .into_iter()
@@ -322,7 +324,7 @@ async fn update(
     user.require(Role::Engineer)?;
     let current = service::load(&state, id).await?;
     teams::may_edit_brief(&state.pool, &user.principal(), current.brief_id).await?;
-    let brief = briefs::load(&state.pool, current.brief_id).await?;
+    let brief = service::load_brief(&state.pool, current.brief_id).await?;
     let saved = match unconfirmed_spot(&brief, &values, current.fields.billing == Billing::Spot) {
         Some(e) => Err(e),
         None => service::replace(&state, id, &Input::Form(&values), &user.0.email).await,

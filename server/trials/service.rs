@@ -20,13 +20,14 @@ use crate::{
     audit,
     auth::Principal,
     briefs::{
-        model::{Brief, BriefFields},
+        model::{Brief, BriefFields, BriefRecord},
         service as briefs,
     },
     error::AppError,
     ids::{BriefId, TrialId},
     state::AppState,
     validation::{FieldError, Input},
+    web::extract::BriefPath,
 };
 
 /// The whole brief: its fields and its trial 1's allocation; 404 without it.
@@ -37,33 +38,36 @@ pub async fn load_brief(pool: &sqlx::PgPool, id: BriefId) -> Result<Brief, AppEr
 /// [`load_brief`] on the caller's connection (inside its transaction: its snapshot). Two reads,
 /// the brief's and the trial's, each by its owner.
 pub async fn load_brief_in(conn: &mut sqlx::PgConnection, id: BriefId) -> Result<Brief, AppError> {
-    let mut brief = briefs::load(&mut *conn, id).await?;
-    if let Some((gpu, count)) = repo::first_allocation(&mut *conn, id).await? {
-        brief.fields.trial_gpu = gpu;
-        brief.fields.trial_gpu_count = count;
-    }
-    Ok(brief)
+    let record = briefs::load_record(&mut *conn, id).await?;
+    let (gpu, count) = repo::first_allocation(&mut *conn, id).await?.unwrap_or_default();
+    Ok(record.with_first_allocation(gpu, count))
 }
 
-/// Writes trial 1 of `brief` (created with the brief, named "Trial 1") with the allocation the
-/// brief's fields ask, in the caller's transaction, and answers the brief with it.
+impl BriefPath {
+    /// The whole brief the route names ([`load_brief`]), or 404; the handler has checked who may
+    /// see it.
+    pub async fn load(&self, state: &AppState) -> Result<Brief, AppError> {
+        load_brief(&state.pool, self.id).await
+    }
+}
+
+/// Writes trial 1 of the brief just written (created with the brief, named "Trial 1") with the
+/// allocation `fields` asks, in the caller's transaction, and answers the whole brief.
 async fn with_first_trial(
     conn: &mut sqlx::PgConnection,
-    mut brief: Brief,
+    record: BriefRecord,
     fields: &BriefFields,
 ) -> Result<Brief, AppError> {
     repo::set_first_allocation(
         conn,
-        brief.id,
+        record.id(),
         fields.trial_gpu.as_deref(),
         fields.trial_gpu_count,
-        &brief.fields.currency,
-        brief.fields.allocation_boundary.as_str(),
+        &fields.currency,
+        fields.allocation_boundary.as_str(),
     )
     .await?;
-    brief.fields.trial_gpu = fields.trial_gpu.clone();
-    brief.fields.trial_gpu_count = fields.trial_gpu_count;
-    Ok(brief)
+    Ok(record.with_first_allocation(fields.trial_gpu.clone(), fields.trial_gpu_count))
 }
 
 /// Creates a brief owned by the person behind `actor` with its trial 1, audited, in one
@@ -164,7 +168,7 @@ pub fn defaults_for(brief: &Brief, existing: &[Trial]) -> TrialDefaults {
 
 /// Validates a new trial for `brief_id` (JSON or form) and adds it after the others.
 pub async fn create(state: &AppState, brief_id: BriefId, input: &Input<'_>, actor: &str) -> Result<Trial, AppError> {
-    let brief = briefs::load(&state.pool, brief_id).await?;
+    let brief = load_brief(&state.pool, brief_id).await?;
     let existing = list(state, brief_id).await?;
     let fields = validate(input, &defaults_for(&brief, &existing)).map_err(AppError::Validation)?;
     check_rerun_of(&fields, &existing, None)?;
@@ -188,7 +192,7 @@ pub async fn create(state: &AppState, brief_id: BriefId, input: &Input<'_>, acto
 /// Replaces a trial's fields (an edit, or ending it with `status: ended`).
 pub async fn replace(state: &AppState, id: TrialId, input: &Input<'_>, actor: &str) -> Result<Trial, AppError> {
     let current = load(state, id).await?;
-    let brief = briefs::load(&state.pool, current.brief_id).await?;
+    let brief = load_brief(&state.pool, current.brief_id).await?;
     let existing = list(state, brief.id).await?;
     let mut defaults = defaults_for(&brief, &existing);
     defaults.name = current.fields.name.clone();

@@ -141,7 +141,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for HtmlForm<T> {
     }
 }
 
-/// Path parameters, deserialized: `Path<BriefId>` for `/briefs/{id}`, `Path<(BriefId, TrialId)>` or
+/// Path parameters, deserialized: [`BriefPath`] for `/briefs/{id}`, `Path<(BriefId, TrialId)>` or
 /// `Path<(BriefId, i64)>` for two segments (`crate::ids`; other records' ids are `Uuid`). A segment
 /// that does not fit (not a UUID, not a number) cannot name a record: 404, as problem+json (or the
 /// error page, through `PageError`).
@@ -156,6 +156,31 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T>
             .await
             .map_err(|_| AppError::NotFound("record"))?;
         Ok(Path(value))
+    }
+}
+
+/// The brief a route names, `/briefs/{id}…` and `/api/v1/briefs/{id}…` (after crates.io's
+/// `CratePath`): every handler of a brief takes this, never a bare `Path<BriefId>`. Reading it checks
+/// only that `{id}` is a UUID (404 otherwise, as [`Path`]); the handler checks who may see the brief
+/// first and then calls `load` (`trials::service`, where trial 1's allocation joins the brief's own
+/// fields), so a stranger gets the same answer whether or not the brief exists, and every handler
+/// holds the one whole [`crate::briefs::model::Brief`]. As OpenAPI parameters it is `{id}`, "brief id".
+#[derive(Debug, Clone, Copy, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct BriefPath {
+    /// brief id
+    #[param(value_type = uuid::Uuid)]
+    pub id: crate::ids::BriefId,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for BriefPath {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        // Other segments of the route (`{tid}`, `{n}`) are left to their own extractor.
+        Path::<BriefPath>::from_request_parts(parts, state)
+            .await
+            .map(|Path(path)| path)
     }
 }
 

@@ -3,6 +3,9 @@
 //! changes. The clock is moved by writing the term's dates in the database.
 
 use crate::common;
+use crate::common::builders::{
+    BriefBuilder, CardBuilder, EvidenceBuilder, LedgerBuilder, LedgerLine, PriceRow, PriceSheet, TrialBuilder,
+};
 
 use common::{
     bearer_client, spawn_app,
@@ -28,81 +31,45 @@ fn decimal(v: &Value) -> Decimal {
         .unwrap()
 }
 
-async fn ledger_post(app: &TestApp, brief: &str, body: Value) {
-    let res = app.post_json(&format!("/api/v1/briefs/{brief}/ledger"), &body).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-}
-
-/// Posts accelerator lines of one trial to the brief's ledger (no outputs).
-async fn post_lines(app: &TestApp, brief: &str, trial: &str, lines: Vec<Value>) {
-    ledger_post(app, brief, json!({ "trial": trial, "lines": lines })).await;
-}
-
-fn accelerator(trial: &str, resource: &str, from: &str, to: &str, gpus: u32, rate: &str) -> Value {
-    json!({
-        "trial": trial, "category": "accelerator", "resource": resource,
-        "starts_at": from, "ends_at": to, "gpus": gpus, "rate_per_gpu_hour": rate, "currency": "USD"
-    })
-}
-
 /// A brief whose trial (8 × H100 SXM at Cloud A) met its card and was busy 65 % of one billed day,
 /// with Cloud A's on-demand (3.50) and reserved (2.10) rows: the review decides reserve. Answers
 /// (brief, trial, the review's digest).
 async fn reserving_brief(app: &TestApp) -> (String, String, String) {
-    let brief = app
-        .brief_id_with(
-            json!({ "targets": targets(), "trial_gpu": "H100 SXM", "trial_gpu_count": 8, "max_cost_per_job": "1" }),
-        )
+    let brief = BriefBuilder::new()
+        .targets(targets())
+        .trial_gpu("H100 SXM", 8)
+        .max_cost_per_job("1")
+        .create_id(app)
         .await;
-    let res = app
-        .put_json(
-            &format!("/api/v1/briefs/{brief}/card"),
-            &json!({ "criteria": load_card() }),
-        )
+    CardBuilder::of(load_card()).save(app, &brief).await;
+    let trial = TrialBuilder::first_of(app, &brief)
+        .await
+        .provider("Cloud A")
+        .without_rate()
+        .save(app)
         .await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-    let trials: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/trials"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let mut t = trials["items"][0].clone();
-    common::merge(&mut t, json!({ "provider": "Cloud A", "rate_per_gpu_hour": null }));
-    let trial = t["id"].as_str().unwrap().to_owned();
-    let res = app.put_json(&format!("/api/v1/trials/{trial}"), &t).await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-    let res = bearer_client(&app.token(Role::Manager, None).await)
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(
-            "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
-             Cloud A,H100 SXM,8,on-demand,3.50,USD,,2026-11-01,quote 12\n\
-             Cloud A,H100 SXM,8,reserved,2.10,USD,,2026-11-01,quote 12 (1 year)\n",
+    PriceSheet::new()
+        .row(PriceRow::new("Cloud A", "H100 SXM", 8, "3.50").source("quote 12"))
+        .row(
+            PriceRow::new("Cloud A", "H100 SXM", 8, "2.10")
+                .reserved()
+                .source("quote 12 (1 year)"),
         )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let res = app
-        .post_raw_evidence(
-            &brief,
-            &format!("kind=bench-serving&stage=3&trial={trial}"),
-            "application/json",
-            load_point(Load::at(8.0, 25.3).queued(20.0)).to_string().into_bytes(),
-        )
+        .import(app)
         .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    EvidenceBuilder::bench_serving(&load_point(Load::at(8.0, 25.3).queued(20.0)))
+        .trial(&trial)
+        .upload(app, &brief)
+        .await;
     // 192 GPU-hours billed, 67.2 idle: 0.65 busy, the break-even 0.60 + 0.05.
-    ledger_post(
-        app,
-        &brief,
-        json!({
-            "lines": [accelerator(&trial, "node-a", "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", 8, "3.50")],
-            "outputs": { "accepted": 1000, "idle_hours": "67.2" }
-        }),
-    )
-    .await;
+    LedgerBuilder::new()
+        .line(
+            LedgerLine::accelerator("node-a", "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", 8, "3.50").trial(&trial),
+        )
+        .accepted(1000)
+        .idle_hours("67.2")
+        .save(app, &brief)
+        .await;
     let review: Value = app
         .get(&format!("/api/v1/briefs/{brief}/review"))
         .await
@@ -211,41 +178,30 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
     // The reserved node ran 15 days of September and all of October; a second trial of the brief
     // ran 4 GPUs for 10 days of September. The trial now reports 902.4 idle GPU-hours of its
     // 2880 + 5952 + 192 = 9024 billed: an idle share of 0.1.
-    let res = app
-        .post_json(
-            &format!("/api/v1/briefs/{brief}/trials"),
-            &json!({ "name": "spare", "provider": "Cloud B", "gpu": "H100 SXM", "gpu_count": 4 }),
-        )
+    let spare = TrialBuilder::new()
+        .name("spare")
+        .provider("Cloud B")
+        .gpus("H100 SXM", 4)
+        .add_id(&app, &brief)
         .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let spare = res.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
-    ledger_post(
-        &app,
-        &brief,
-        json!({
-            "trial": trial,
-            "lines": [
-                accelerator(&trial, "node-a", "2026-09-01T00:00:00Z", "2026-09-16T00:00:00Z", 8, "2.10"),
-                accelerator(&trial, "node-a", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z", 8, "2.10"),
-            ],
-            "outputs": { "idle_hours": "902.4" }
-        }),
-    )
-    .await;
-    post_lines(
-        &app,
-        &brief,
-        &spare,
-        vec![accelerator(
-            &spare,
-            "node-b",
-            "2026-09-10T00:00:00Z",
-            "2026-09-20T00:00:00Z",
-            4,
-            "3.00",
-        )],
-    )
-    .await;
+    LedgerBuilder::new()
+        .trial(&trial)
+        .line(
+            LedgerLine::accelerator("node-a", "2026-09-01T00:00:00Z", "2026-09-16T00:00:00Z", 8, "2.10").trial(&trial),
+        )
+        .line(
+            LedgerLine::accelerator("node-a", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z", 8, "2.10").trial(&trial),
+        )
+        .idle_hours("902.4")
+        .save(&app, &brief)
+        .await;
+    LedgerBuilder::new()
+        .trial(&spare)
+        .line(
+            LedgerLine::accelerator("node-b", "2026-09-10T00:00:00Z", "2026-09-20T00:00:00Z", 4, "3.00").trial(&spare),
+        )
+        .save(&app, &brief)
+        .await;
 
     let res = app.get(&format!("/api/v1/commitments/{cid}")).await;
     assert_eq!(res.status(), 200, "the brief's owner reads it");
@@ -306,20 +262,13 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
     // commitment's own answer, also where lines of one resource overlap (counted once, at the
     // larger GPU count). September's brief hours: node-a 2880; node-b 4 GPUs 10th–15th, then 6
     // GPUs 15th–25th: 4 × 120 + 6 × 240 = 1920; 4800 in all.
-    post_lines(
-        &app,
-        &brief,
-        &spare,
-        vec![accelerator(
-            &spare,
-            "node-b",
-            "2026-09-15T00:00:00Z",
-            "2026-09-25T00:00:00Z",
-            6,
-            "3.00",
-        )],
-    )
-    .await;
+    LedgerBuilder::new()
+        .trial(&spare)
+        .line(
+            LedgerLine::accelerator("node-b", "2026-09-15T00:00:00Z", "2026-09-25T00:00:00Z", 6, "3.00").trial(&spare),
+        )
+        .save(&app, &brief)
+        .await;
     let one = listed_as_alone(&app, &cid).await;
     assert_eq!(decimal(&one["months"][0]["brief_gpu_hours"]), dec("4800"), "{one}");
 
@@ -327,30 +276,16 @@ async fn an_approved_reservation_opens_a_commitment_measured_per_month_from_the_
     // 30 September to 02:15 on 1 October, and 5 GPUs 23:00–01:00 inside it. September gains
     // 1.5 h × 3 + 1 h × 5 = 9.5 (4809.5); October 1 h × 5 + 1.25 h × 3 = 8.75 (5960.75). The list,
     // which reads the ledger's merge per day, says what the commitment's own answer says.
-    post_lines(
-        &app,
-        &brief,
-        &spare,
-        vec![
-            accelerator(
-                &spare,
-                "node-c",
-                "2026-09-30T21:30:00Z",
-                "2026-10-01T02:15:00Z",
-                3,
-                "3.00",
-            ),
-            accelerator(
-                &spare,
-                "node-c",
-                "2026-09-30T23:00:00Z",
-                "2026-10-01T01:00:00Z",
-                5,
-                "3.00",
-            ),
-        ],
-    )
-    .await;
+    LedgerBuilder::new()
+        .trial(&spare)
+        .line(
+            LedgerLine::accelerator("node-c", "2026-09-30T21:30:00Z", "2026-10-01T02:15:00Z", 3, "3.00").trial(&spare),
+        )
+        .line(
+            LedgerLine::accelerator("node-c", "2026-09-30T23:00:00Z", "2026-10-01T01:00:00Z", 5, "3.00").trial(&spare),
+        )
+        .save(&app, &brief)
+        .await;
     let one = listed_as_alone(&app, &cid).await;
     assert_eq!(decimal(&one["months"][0]["brief_gpu_hours"]), dec("4809.5"), "{one}");
     assert_eq!(decimal(&one["months"][1]["brief_gpu_hours"]), dec("5960.75"), "{one}");
@@ -662,16 +597,14 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
     // is 595.2 of 5952 + 192 = 6144 billed: 0.096875, so October was 5952 × 0.903125 = 5375.4 busy
     // (90.3 %).
     set_term(&app, cid, "2026-10-01", "2027-09-30").await;
-    ledger_post(
-        &app,
-        &brief,
-        json!({
-            "trial": trial,
-            "lines": [accelerator(&trial, "node-a", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z", 8, "2.10")],
-            "outputs": { "idle_hours": "595.2" }
-        }),
-    )
-    .await;
+    LedgerBuilder::new()
+        .trial(&trial)
+        .line(
+            LedgerLine::accelerator("node-a", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z", 8, "2.10").trial(&trial),
+        )
+        .idle_hours("595.2")
+        .save(&app, &brief)
+        .await;
     // The brief is shared with two teams: its commitment counts in each team's total, and an
     // engineer of one of them sees it (one of no team does not: the first test).
     let mut search = None;
@@ -782,25 +715,18 @@ async fn events(app: &TestApp, kind: &str) -> Vec<Value> {
 }
 
 async fn card_with_ttft(app: &TestApp, brief: &str, threshold: f64) {
-    let mut card = load_card();
-    card[0]["threshold"] = json!(threshold);
-    let res = app
-        .put_json(&format!("/api/v1/briefs/{brief}/card"), &json!({ "criteria": card }))
+    CardBuilder::of(load_card())
+        .threshold("serving.ttft_p95_ms", threshold)
+        .save(app, brief)
         .await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
 }
 
 /// The acceptance test run again on the trial after the approval (`collect --plan`'s load test).
 async fn a_run(app: &TestApp, brief: &str, trial: &str) {
-    let res = app
-        .post_raw_evidence(
-            brief,
-            &format!("kind=bench-serving&stage=3&trial={trial}"),
-            "application/json",
-            load_point(Load::at(8.0, 25.3).queued(20.0)).to_string().into_bytes(),
-        )
+    EvidenceBuilder::bench_serving(&load_point(Load::at(8.0, 25.3).queued(20.0)))
+        .trial(trial)
+        .upload(app, brief)
         .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
 }
 
 #[tokio::test]
@@ -933,17 +859,15 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         "{renewal_why}"
     );
     // A renewal pays today's price: a newer reserved quote of the offer moves the break-even.
-    let res = bearer_client(&app.token(Role::Manager, None).await)
-        .post(app.url("/api/v1/prices"))
-        .header("content-type", "text/csv")
-        .body(
-            "provider,gpu,gpu_count,billing,rate_per_gpu_hour,currency,region,valid_from,source\n\
-             Cloud A,H100 SXM,8,reserved,1.40,USD,,2026-12-01,quote 13 (renewal)\n",
+    PriceSheet::new()
+        .row(
+            PriceRow::new("Cloud A", "H100 SXM", 8, "1.40")
+                .reserved()
+                .valid_from("2026-12-01")
+                .source("quote 13 (renewal)"),
         )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+        .import(&app)
+        .await;
     let c = app.get_json(&format!("/api/v1/commitments/{cid}")).await;
     let renewal_why = c["renewal"]["why"].as_str().unwrap();
     assert!(
@@ -1082,12 +1006,11 @@ async fn focus_rows_of_the_providers_id_count_as_busy_and_the_providers_used_and
     import().await;
     // The trial billed 192 GPU-hours in November and 192 from the export's tagged row (i-a, 8
     // GPUs × 24 h); 38.4 of its 384 were idle: a share of 0.1.
-    ledger_post(
-        &app,
-        &brief,
-        json!({ "trial": trial, "outputs": { "idle_hours": "38.4" } }),
-    )
-    .await;
+    LedgerBuilder::new()
+        .trial(&trial)
+        .idle_hours("38.4")
+        .save(&app, &brief)
+        .await;
     let september = || async {
         let c: Value = app
             .get(&format!("/api/v1/commitments/{cid}"))
@@ -1221,15 +1144,10 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
     let upload = |load: Load| {
         let (app, brief, trial) = (&app, brief.clone(), trial.clone());
         async move {
-            let res = app
-                .post_raw_evidence(
-                    &brief,
-                    &format!("kind=bench-serving&stage=3&trial={trial}"),
-                    "application/json",
-                    load_point(load).to_string().into_bytes(),
-                )
+            EvidenceBuilder::bench_serving(&load_point(load))
+                .trial(&trial)
+                .upload(app, &brief)
                 .await;
-            assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
         }
     };
 

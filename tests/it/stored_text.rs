@@ -14,7 +14,7 @@ use rentcheck::{
     trials::model::{Billing, TrialStatus},
     validation::TextEnum,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::PgPool;
 
 /// Writes every value of `T` as a bind and reads it back; checks its spellings are the ones
@@ -83,8 +83,7 @@ async fn store_unknown(pool: &PgPool, table: &str, column: &str, value: &str) {
 #[tokio::test]
 async fn a_brief_whose_stored_workload_kind_is_unknown_fails_to_load() {
     let app = spawn_app().await;
-    let brief = app.create_brief(json!({})).await;
-    let id = brief["id"].as_str().unwrap();
+    let id = &app.brief_id().await;
     assert_eq!(app.get(&format!("/api/v1/briefs/{id}")).await.status(), 200);
     store_unknown(&app.pool, "briefs", "workload_kind", "quantum").await;
 
@@ -106,8 +105,7 @@ async fn a_brief_whose_stored_workload_kind_is_unknown_fails_to_load() {
 #[tokio::test]
 async fn a_trial_whose_stored_billing_is_unknown_fails_to_load() {
     let app = spawn_app().await;
-    let brief = app.create_brief(json!({})).await;
-    let id = brief["id"].as_str().unwrap();
+    let id = &app.brief_id().await;
     assert_eq!(app.get(&format!("/api/v1/briefs/{id}/trials")).await.status(), 200);
     store_unknown(&app.pool, "trials", "billing", "barter").await;
 

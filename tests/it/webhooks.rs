@@ -19,9 +19,10 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 use sqlx::{postgres::PgPoolOptions, PgPool};
 
+use crate::common::builders::{BriefBuilder, EvidenceBuilder};
 use crate::{
     common::{self, bearer_client, fixture, spawn_app_with, TestApp},
-    resilience::FlakyLink,
+    operations::resilience::FlakyLink,
 };
 
 const SECRET: &str = "a shared secret of some length";
@@ -358,12 +359,7 @@ async fn an_approval_reaches_a_receiver_signed_and_retried_and_every_attempt_is_
     let worker = serve_with_worker(&app, fast()).await;
     let (hook, got) = receiver(1, Duration::ZERO).await;
     subscribe(&app, &hook, &["approval.recorded"]).await;
-    let brief = app
-        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new().shared_hardware_ok().create_id(&app).await;
     let manager = bearer_client(&app.token(Role::Manager, None).await);
     assert_eq!(reject(&app, &manager, &brief).await.status(), 201);
 
@@ -457,7 +453,7 @@ async fn a_changed_decision_and_a_stale_approval_are_told() {
     assert_ne!(before, "stop");
 
     // A failed GPU diagnostic stops the trial: its decision moves and the approval goes stale.
-    let res = app.post_failed_diag(&brief).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &brief).await;
     assert_eq!(res.status(), 201);
     wait_until("two events", || got.lock().unwrap().len() >= 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -478,12 +474,7 @@ async fn a_changed_decision_and_a_stale_approval_are_told() {
 async fn the_outbox_is_written_with_the_approval_or_not_at_all() {
     let app = spawn_app_with(fast()).await;
     subscribe(&app, "http://127.0.0.1:9/never", &["approval.recorded"]).await;
-    let brief = app
-        .create_brief(json!({ "only_needs_model_output": true, "data_boundary": "shared-ok" }))
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let brief = BriefBuilder::new().shared_hardware_ok().create_id(&app).await;
     let manager = bearer_client(&app.token(Role::Manager, None).await);
     // A check that fails at commit, after every write of the approval (its event included).
     sqlx::raw_sql(
@@ -677,7 +668,7 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
     // An approval, then evidence that makes it stale: the gauge follows.
     let manager = bearer_client(&app.token(Role::Manager, None).await);
     assert_eq!(reject(&app, &manager, &brief).await.status(), 201);
-    let res = app.post_failed_diag(&brief).await;
+    let res = EvidenceBuilder::failed_diag().post(&app, &brief).await;
     assert_eq!(res.status(), 201);
     let stale = format!("rentcheck_brief_approval_stale{{brief_id=\"{brief}\"}} 1");
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -122,8 +122,8 @@ fn unescape_cell(cell: &str) -> &str {
     }
 }
 
-/// Parses and validates a whole CSV. All or nothing: any error and no line is returned.
-// Long, and reads better whole: one pass over the CSV's records, every error by line and column.
+/// Parses and validates a whole CSV. All or nothing: any error and no line is returned. One pass
+/// over the CSV's records, every error by line and column.
 pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvError> {
     let reader = Guarded {
         inner: reader,
@@ -145,37 +145,7 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvEr
             )]))
         }
     };
-    let got: Vec<&str> = header.iter().collect();
-    let with_trial = got.len() == CSV_COLUMNS.len() + 1 && got.last() == Some(&CSV_TRIAL_COLUMN);
-    let columns = if with_trial {
-        CSV_COLUMNS.len() + 1
-    } else {
-        CSV_COLUMNS.len()
-    };
-    if got[..got.len().min(CSV_COLUMNS.len())] != CSV_COLUMNS[..got.len().min(CSV_COLUMNS.len())]
-        || got.len() != columns
-    {
-        let detail = match got.iter().zip(CSV_COLUMNS).position(|(g, want)| *g != want) {
-            Some(i) => format!("column {} is {}, expected {:?}", i + 1, shown(got[i]), CSV_COLUMNS[i]),
-            None => format!(
-                "expected {} or {} columns, found {}",
-                CSV_COLUMNS.len(),
-                CSV_COLUMNS.len() + 1,
-                got.len()
-            ),
-        };
-        return Err(CsvError::Invalid(vec![FieldError::new(
-            "line 1",
-            format!(
-                "the header must be exactly {} (then, optionally, {CSV_TRIAL_COLUMN}); {detail}{}",
-                CSV_COLUMNS.join(","),
-                crate::prices::detect::belongs_elsewhere(
-                    &got.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>(),
-                    crate::prices::detect::Import::Ledger
-                )
-            ),
-        )]));
-    }
+    let (with_trial, columns) = header_columns(&header)?;
     let mut lines = Vec::new();
     let mut errors = Vec::new();
     let mut record = ::csv::StringRecord::new();
@@ -228,6 +198,43 @@ pub fn parse(reader: impl Read, currency: &str) -> Result<Vec<LedgerLine>, CsvEr
     } else {
         Err(CsvError::Invalid(errors))
     }
+}
+
+/// Whether the header ends with the optional trial column, and how many columns each line has;
+/// an error naming the first wrong column when the header is not the import header.
+fn header_columns(header: &::csv::StringRecord) -> Result<(bool, usize), CsvError> {
+    let got: Vec<&str> = header.iter().collect();
+    let with_trial = got.len() == CSV_COLUMNS.len() + 1 && got.last() == Some(&CSV_TRIAL_COLUMN);
+    let columns = if with_trial {
+        CSV_COLUMNS.len() + 1
+    } else {
+        CSV_COLUMNS.len()
+    };
+    if got[..got.len().min(CSV_COLUMNS.len())] != CSV_COLUMNS[..got.len().min(CSV_COLUMNS.len())]
+        || got.len() != columns
+    {
+        let detail = match got.iter().zip(CSV_COLUMNS).position(|(g, want)| *g != want) {
+            Some(i) => format!("column {} is {}, expected {:?}", i + 1, shown(got[i]), CSV_COLUMNS[i]),
+            None => format!(
+                "expected {} or {} columns, found {}",
+                CSV_COLUMNS.len(),
+                CSV_COLUMNS.len() + 1,
+                got.len()
+            ),
+        };
+        return Err(CsvError::Invalid(vec![FieldError::new(
+            "line 1",
+            format!(
+                "the header must be exactly {} (then, optionally, {CSV_TRIAL_COLUMN}); {detail}{}",
+                CSV_COLUMNS.join(","),
+                crate::prices::detect::belongs_elsewhere(
+                    &got.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>(),
+                    crate::prices::detect::Import::Ledger
+                )
+            ),
+        )]));
+    }
+    Ok((with_trial, columns))
 }
 
 /// Writes lines as CSV with the import header and the `trial` column; importing the result gives

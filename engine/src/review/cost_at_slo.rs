@@ -314,7 +314,7 @@ fn ceil_count(x: f64) -> u32 {
     ((x - 1e-9).ceil().max(1.0)) as u32
 }
 
-// Long, and reads better whole: one money figure after another, each from the ones before.
+/// One money figure after another, each from the ones before.
 pub fn money_facts(m: &MoneyInputs) -> MoneyFacts {
     let cost_per_hour = m.rate.as_ref().map(|r| r.per_gpu_hour * Decimal::from(r.gpus_billed));
     let per_million = |tokens_per_s: f64| -> Option<Decimal> {
@@ -323,38 +323,8 @@ pub fn money_facts(m: &MoneyInputs) -> MoneyFacts {
         Some(round4(hourly * Decimal::from(1_000_000) / tokens_per_hour))
     };
     let operating = m.operating.and_then(|o| m.points.get(o.index).map(|p| (o, p)));
-    let estimated = m
-        .estimated_shares
-        .iter()
-        .copied()
-        .filter(|a| a.is_finite() && (0.0..=1.0).contains(a))
-        .reduce(f64::min);
-    let (attainment, attainment_estimated) = match (operating.and_then(|(_, p)| p.attainment), estimated) {
-        (Some(a), _) => (Some(a), false),
-        (None, Some(e)) if operating.is_some_and(|(_, p)| !p.nothing_completed()) => (Some(e), true),
-        (None, _) if operating.is_some_and(|(_, p)| p.nothing_completed()) => (Some(0.0), false),
-        _ => (None, false),
-    };
-    // Good requests per completed one: what scales "all completed" figures to "good only" when
-    // the point has no per-request tokens (sent ÷ completed × attainment).
-    let good_share_of_completed = |p: &LoadPoint, a: f64| match (p.sent(), p.completed) {
-        (Some(sent), Some(done)) if done > 0.0 => a * sent / done,
-        _ => a,
-    };
-    let goodput = operating.and_then(|(_, p)| {
-        let a = attainment?;
-        match (p.goodput_rps, attainment_estimated) {
-            (Some(g), false) => Some(g),
-            _ => Some(good_share_of_completed(p, a) * p.achieved_rps?),
-        }
-    });
-    let good_tokens_per_s = operating.and_then(|(_, p)| {
-        let a = attainment?;
-        match (p.good_output_tokens_per_s, attainment_estimated) {
-            (Some(t), false) => Some(t),
-            _ => Some(good_share_of_completed(p, a) * p.output_tokens_per_s?),
-        }
-    });
+    let (attainment, attainment_estimated) = attainment_at(m, operating);
+    let (goodput, good_tokens_per_s) = good_rates(operating, attainment, attainment_estimated);
     let capacity = operating
         .filter(|(o, p)| o.qualified && p.attainment.is_some())
         .and_then(|(_, p)| p.capacity_rps())
@@ -407,6 +377,52 @@ pub fn money_facts(m: &MoneyInputs) -> MoneyFacts {
         api,
         reservation_rates: m.reservation_rates.clone(),
     }
+}
+
+/// The SLO attainment at the operating point, and whether it is estimated from a metrics
+/// histogram (when the point has no measured one).
+fn attainment_at(m: &MoneyInputs, operating: Option<(Operating, &LoadPoint)>) -> (Option<f64>, bool) {
+    let estimated = m
+        .estimated_shares
+        .iter()
+        .copied()
+        .filter(|a| a.is_finite() && (0.0..=1.0).contains(a))
+        .reduce(f64::min);
+    match (operating.and_then(|(_, p)| p.attainment), estimated) {
+        (Some(a), _) => (Some(a), false),
+        (None, Some(e)) if operating.is_some_and(|(_, p)| !p.nothing_completed()) => (Some(e), true),
+        (None, _) if operating.is_some_and(|(_, p)| p.nothing_completed()) => (Some(0.0), false),
+        _ => (None, false),
+    }
+}
+
+/// Good requests and good output tokens per second at the operating point.
+fn good_rates(
+    operating: Option<(Operating, &LoadPoint)>,
+    attainment: Option<f64>,
+    attainment_estimated: bool,
+) -> (Option<f64>, Option<f64>) {
+    // Good requests per completed one: what scales "all completed" figures to "good only" when
+    // the point has no per-request tokens (sent ÷ completed × attainment).
+    let good_share_of_completed = |p: &LoadPoint, a: f64| match (p.sent(), p.completed) {
+        (Some(sent), Some(done)) if done > 0.0 => a * sent / done,
+        _ => a,
+    };
+    let goodput = operating.and_then(|(_, p)| {
+        let a = attainment?;
+        match (p.goodput_rps, attainment_estimated) {
+            (Some(g), false) => Some(g),
+            _ => Some(good_share_of_completed(p, a) * p.achieved_rps?),
+        }
+    });
+    let good_tokens_per_s = operating.and_then(|(_, p)| {
+        let a = attainment?;
+        match (p.good_output_tokens_per_s, attainment_estimated) {
+            (Some(t), false) => Some(t),
+            _ => Some(good_share_of_completed(p, a) * p.output_tokens_per_s?),
+        }
+    });
+    (goodput, good_tokens_per_s)
 }
 
 /// Rule 6b's figures: the API's cost of a good request (mean prompt tokens × input price + mean

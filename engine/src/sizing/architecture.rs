@@ -316,9 +316,8 @@ impl Resolver<'_> {
     }
 }
 
-/// Resolves the architecture; never fails, but `problems` must be empty for a valid brief.
-// Long, and reads better whole: one field at a time, brief over config.json over catalogue, each
-// check where its value is read.
+/// Resolves the architecture; never fails, but `problems` must be empty for a valid brief. One
+/// field at a time, brief over config.json over catalogue, each check where its value is read.
 pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
     let mut r = Resolver {
         req,
@@ -326,81 +325,20 @@ pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
         notes: Vec::new(),
         problems: Vec::new(),
     };
-    let mut config_ok = false;
-    if let Some(map) = req.model_config {
-        match model_config::read(map) {
-            Ok(reading) => {
-                config_ok = true;
-                r.config = reading;
-            }
-            Err(errors) => {
-                for e in errors {
-                    r.problem(&e.path, e.message);
-                }
-            }
-        }
-    }
-    let f = req.fields;
+    let config_ok = read_config(&mut r);
     let cat = req.catalog;
     let c = r.config.clone();
 
     let layers = r.pick("num_layers", req.num_layers, c.num_layers, cat.map(|m| m.num_layers));
     let num_layers = r.required("num_layers", "num_hidden_layers", layers, "");
-    let heads = r.pick(
-        "num_attention_heads",
-        f.num_attention_heads,
-        c.num_attention_heads,
-        cat.map(|m| m.num_attention_heads),
-    );
-    let kv = r.pick(
-        "num_kv_heads",
-        req.num_kv_heads,
-        c.num_kv_heads,
-        cat.map(|m| m.num_kv_heads),
-    );
-    let num_kv_heads = r.required("num_kv_heads", "num_key_value_heads", kv, ", as is num_attention_heads");
-    let hd = r.pick("head_dim", req.head_dim, c.head_dim, cat.map(|m| m.head_dim));
-    let head_dim = r.required(
-        "head_dim",
-        "head_dim",
-        hd,
-        " and cannot be derived as hidden_size / num_attention_heads",
-    );
+    let (heads, num_kv_heads, head_dim) = resolve_heads(&mut r);
     let hidden_size = r.pick("hidden_size", None, c.hidden_size, cat.map(|m| m.hidden_size));
     let intermediate_size = c.intermediate_size.or(cat.map(|m| m.intermediate_size));
     let vocab_size = r.pick("vocab_size", None, c.vocab_size, cat.map(|m| m.vocab_size));
-    let tie_word_embeddings = match c.tie_word_embeddings.or(cat.map(|m| m.tie_word_embeddings)) {
-        Some(t) => t,
-        None => {
-            if config_ok && vocab_size.is_some() {
-                r.notes.push(
-                    "config.json does not say whether the embeddings are tied: counted untied (two 16-bit matrices when the weights are quantised)".into(),
-                );
-            }
-            false
-        }
-    };
+    let tie_word_embeddings = tied_embeddings(&mut r, config_ok, vocab_size.is_some());
 
-    // Heads and KV heads must agree (GQA groups heads over KV heads); MLA models list as many
-    // KV heads as heads.
     if let Some(h) = heads {
-        if h % num_kv_heads != 0 {
-            let msg = format!("{num_kv_heads} KV heads do not divide {h} attention heads");
-            if f.num_attention_heads.is_some() || req.num_kv_heads.is_some() {
-                let field = if f.num_attention_heads.is_some() {
-                    "num_attention_heads"
-                } else {
-                    "num_kv_heads"
-                };
-                r.problem(
-                    field,
-                    format!("{msg}: grouped-query attention needs a whole number of heads per KV head"),
-                );
-            } else {
-                r.notes
-                    .push(format!("{msg}: the model's description contradicts itself"));
-            }
-        }
+        check_head_groups(&mut r, h, num_kv_heads);
     }
 
     let mla = resolve_mla(&mut r);
@@ -410,18 +348,7 @@ pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
     let moe = resolve_moe(&mut r);
     let (mtp_layers, mtp_params, config_params) = resolve_params(&mut r, config_ok);
 
-    let quant = c.quant_method.clone();
-    let fp8_checkpoint = matches!(quant.as_deref(), Some("fp8" | "fbgemm_fp8"))
-        || (quant.is_none() && cat.is_some_and(|m| m.weight_format == WeightFormat::Fp8));
-    let mxfp4 = quant.as_deref() == Some("mxfp4")
-        || (quant.is_none() && cat.is_some_and(|m| m.weight_format == WeightFormat::Mxfp4Moe));
-    let mxfp4_experts = mxfp4 && moe.is_some_and(|m| m.expert_params.is_some());
-    if mxfp4 && !mxfp4_experts {
-        r.notes.push(
-            "MXFP4 experts but their parameter count is unknown: every weight is sized at the brief's precision".into(),
-        );
-    }
-    quantisation_notes(&mut r, quant.as_deref(), fp8_checkpoint);
+    let (fp8_checkpoint, mxfp4_experts) = weight_format(&mut r, moe);
 
     if config_ok {
         let summary = summary(&c);
@@ -456,6 +383,114 @@ pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
         notes: r.notes,
         problems: r.problems,
     }
+}
+
+/// The attention heads (when known), the KV heads and the head width.
+fn resolve_heads(r: &mut Resolver<'_>) -> (Option<u32>, u32, u32) {
+    let req = r.req;
+    let f = req.fields;
+    let cat = req.catalog;
+    let heads = r.pick(
+        "num_attention_heads",
+        f.num_attention_heads,
+        r.config.num_attention_heads,
+        cat.map(|m| m.num_attention_heads),
+    );
+    let kv = r.pick(
+        "num_kv_heads",
+        req.num_kv_heads,
+        r.config.num_kv_heads,
+        cat.map(|m| m.num_kv_heads),
+    );
+    let num_kv_heads = r.required("num_kv_heads", "num_key_value_heads", kv, ", as is num_attention_heads");
+    let hd = r.pick("head_dim", req.head_dim, r.config.head_dim, cat.map(|m| m.head_dim));
+    let head_dim = r.required(
+        "head_dim",
+        "head_dim",
+        hd,
+        " and cannot be derived as hidden_size / num_attention_heads",
+    );
+    (heads, num_kv_heads, head_dim)
+}
+
+/// Reads the brief's config.json, its errors becoming the brief's problems; whether it read.
+fn read_config(r: &mut Resolver<'_>) -> bool {
+    let mut config_ok = false;
+    if let Some(map) = r.req.model_config {
+        match model_config::read(map) {
+            Ok(reading) => {
+                config_ok = true;
+                r.config = reading;
+            }
+            Err(errors) => {
+                for e in errors {
+                    r.problem(&e.path, e.message);
+                }
+            }
+        }
+    }
+    config_ok
+}
+
+/// Whether the embeddings are tied; untied (and said so) when config.json does not say.
+fn tied_embeddings(r: &mut Resolver<'_>, config_ok: bool, vocab_known: bool) -> bool {
+    match r
+        .config
+        .tie_word_embeddings
+        .or(r.req.catalog.map(|m| m.tie_word_embeddings))
+    {
+        Some(t) => t,
+        None => {
+            if config_ok && vocab_known {
+                r.notes.push(
+                    "config.json does not say whether the embeddings are tied: counted untied (two 16-bit matrices when the weights are quantised)".into(),
+                );
+            }
+            false
+        }
+    }
+}
+
+/// Heads and KV heads must agree (GQA groups heads over KV heads); MLA models list as many KV
+/// heads as heads.
+fn check_head_groups(r: &mut Resolver<'_>, h: u32, num_kv_heads: u32) {
+    let f = r.req.fields;
+    let req = r.req;
+    if !h.is_multiple_of(num_kv_heads) {
+        let msg = format!("{num_kv_heads} KV heads do not divide {h} attention heads");
+        if f.num_attention_heads.is_some() || req.num_kv_heads.is_some() {
+            let field = if f.num_attention_heads.is_some() {
+                "num_attention_heads"
+            } else {
+                "num_kv_heads"
+            };
+            r.problem(
+                field,
+                format!("{msg}: grouped-query attention needs a whole number of heads per KV head"),
+            );
+        } else {
+            r.notes
+                .push(format!("{msg}: the model's description contradicts itself"));
+        }
+    }
+}
+
+/// Whether the checkpoint is fp8 and whether its experts are MXFP4, with the notes on both.
+fn weight_format(r: &mut Resolver<'_>, moe: Option<Moe>) -> (bool, bool) {
+    let quant = r.config.quant_method.clone();
+    let cat = r.req.catalog;
+    let fp8_checkpoint = matches!(quant.as_deref(), Some("fp8" | "fbgemm_fp8"))
+        || (quant.is_none() && cat.is_some_and(|m| m.weight_format == WeightFormat::Fp8));
+    let mxfp4 = quant.as_deref() == Some("mxfp4")
+        || (quant.is_none() && cat.is_some_and(|m| m.weight_format == WeightFormat::Mxfp4Moe));
+    let mxfp4_experts = mxfp4 && moe.is_some_and(|m| m.expert_params.is_some());
+    if mxfp4 && !mxfp4_experts {
+        r.notes.push(
+            "MXFP4 experts but their parameter count is unknown: every weight is sized at the brief's precision".into(),
+        );
+    }
+    quantisation_notes(r, quant.as_deref(), fp8_checkpoint);
+    (fp8_checkpoint, mxfp4_experts)
 }
 
 fn resolve_mla(r: &mut Resolver<'_>) -> Option<Mla> {

@@ -530,9 +530,8 @@ fn kv_bytes_per_token(input: &SizingInput, fp: &memory::Footprint) -> u64 {
     }
 }
 
-/// The resolver's notes, then how the architecture shapes this sizing.
-// Long, and reads better whole: one note per architecture feature, in the order the page lists
-// them.
+/// The resolver's notes, then how the architecture shapes this sizing: one note per architecture
+/// feature, in the order the page lists them.
 fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String> {
     let mut notes = input.architecture_notes.clone();
     let a = &input.architecture;
@@ -547,46 +546,9 @@ fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String
     }
     let ctx = memory::kv_tokens(input.context_length);
     let kv_layers = a.kv_layers(input.speculative_decoding);
-    let windows: Vec<String> = [("a sliding window", a.sliding), ("chunked attention", a.chunked)]
-        .into_iter()
-        .filter_map(|(kind, w)| w.filter(|w| memory::kv_tokens(w.tokens) < ctx).map(|w| (kind, w)))
-        .map(|(kind, w)| {
-            format!(
-                "{} of {kv_layers} attention layers keep only {} tokens ({kind})",
-                w.layers, w.tokens
-            )
-        })
-        .collect();
-    if !windows.is_empty() {
-        let full = SizingInput {
-            architecture: Architecture {
-                sliding: None,
-                chunked: None,
-                ..a.clone()
-            },
-            ..input.clone()
-        };
-        let (full_seq, _) = memory::kv_per_sequence(&full);
-        notes.push(format!(
-            "{}: a {ctx}-token sequence caches {:.2} GiB, not the {:.2} GiB of full attention on every layer",
-            windows.join(" and "),
-            per_seq / catalog::GIB,
-            full_seq / catalog::GIB
-        ));
-    }
+    notes.extend(window_note(input, per_seq, ctx, kv_layers));
     if let Some(s) = a.state {
-        let as_attention = memory::kv_bytes_per_layer_token(input) * f64::from(s.layers) * ctx as f64;
-        notes.push(format!(
-            "{} of {} layers are {} layers: each keeps a constant {:.2} MiB per sequence whatever its length ({:.2} GiB for {} sequences, independent of context), where attention would cache {:.2} GiB per {ctx}-token sequence; only the {} attention layers grow with tokens",
-            s.layers,
-            a.num_layers,
-            s.kind.label(),
-            s.bytes_per_layer(memory::activation_bytes(input.precision)) / catalog::MIB,
-            state_per_seq * input.concurrency as f64 / catalog::GIB,
-            input.concurrency,
-            as_attention / catalog::GIB,
-            a.attention_layers
-        ));
+        notes.push(state_note(input, &s, state_per_seq, ctx));
     }
     if a.mtp_layers > 0 {
         notes.push(if input.speculative_decoding {
@@ -629,6 +591,57 @@ fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String
         }
     }
     notes
+}
+
+/// What the sliding windows and attention chunks save on a `ctx`-token sequence, when they keep
+/// fewer tokens than it has.
+fn window_note(input: &SizingInput, per_seq: f64, ctx: u64, kv_layers: u32) -> Option<String> {
+    let a = &input.architecture;
+    let windows: Vec<String> = [("a sliding window", a.sliding), ("chunked attention", a.chunked)]
+        .into_iter()
+        .filter_map(|(kind, w)| w.filter(|w| memory::kv_tokens(w.tokens) < ctx).map(|w| (kind, w)))
+        .map(|(kind, w)| {
+            format!(
+                "{} of {kv_layers} attention layers keep only {} tokens ({kind})",
+                w.layers, w.tokens
+            )
+        })
+        .collect();
+    if windows.is_empty() {
+        return None;
+    }
+    let full = SizingInput {
+        architecture: Architecture {
+            sliding: None,
+            chunked: None,
+            ..a.clone()
+        },
+        ..input.clone()
+    };
+    let (full_seq, _) = memory::kv_per_sequence(&full);
+    Some(format!(
+        "{}: a {ctx}-token sequence caches {:.2} GiB, not the {:.2} GiB of full attention on every layer",
+        windows.join(" and "),
+        per_seq / catalog::GIB,
+        full_seq / catalog::GIB
+    ))
+}
+
+/// What the state layers keep per sequence, against what attention would cache.
+fn state_note(input: &SizingInput, s: &StateLayers, state_per_seq: f64, ctx: u64) -> String {
+    let a = &input.architecture;
+    let as_attention = memory::kv_bytes_per_layer_token(input) * f64::from(s.layers) * ctx as f64;
+    format!(
+        "{} of {} layers are {} layers: each keeps a constant {:.2} MiB per sequence whatever its length ({:.2} GiB for {} sequences, independent of context), where attention would cache {:.2} GiB per {ctx}-token sequence; only the {} attention layers grow with tokens",
+        s.layers,
+        a.num_layers,
+        s.kind.label(),
+        s.bytes_per_layer(memory::activation_bytes(input.precision)) / catalog::MIB,
+        state_per_seq * input.concurrency as f64 / catalog::GIB,
+        input.concurrency,
+        as_attention / catalog::GIB,
+        a.attention_layers
+    )
 }
 
 /// Predicted KV-cache capacity of `count` × `gpu` for the brief: the tokens vLLM would log and

@@ -298,9 +298,8 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Reads `config`; every value of the wrong type is an error.
-// Long, and reads better whole: one read per config.json key, in the order the reading is
-// documented.
+/// Reads `config`; every value of the wrong type is an error. One read per config.json key, in
+/// the order the reading is documented.
 pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigError>> {
     let mut r = Reader {
         root: config,
@@ -309,19 +308,7 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
         errors: Vec::new(),
         defaults_used: Vec::new(),
     };
-    for key in LANGUAGE_MODEL_KEYS {
-        match config.get(key) {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(lm)) => {
-                r.lm = Some((key, lm));
-                break;
-            }
-            Some(_) => r.fail(
-                format!("model_config.{key}"),
-                "must be an object (the language model's config)",
-            ),
-        }
-    }
+    find_language_model(&mut r, config);
     let mut out = ConfigReading {
         model_type: r.text("model_type"),
         ..ConfigReading::default()
@@ -342,6 +329,53 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
         .boolean("tie_word_embeddings")
         .or_else(|| ties_by_default(&model_type));
 
+    read_heads(&mut r, &mut out);
+
+    let layout = read_layout(&mut r, &mut out);
+    let moe_layers = read_moe(&mut r, &mut out, layout.as_ref());
+    read_windows(&mut r, &mut out, &model_type);
+    read_state(&mut r, &mut out, layout.as_ref());
+    out.mtp_layers = ["num_nextn_predict_layers", "mtp_num_hidden_layers", "mtp_num_layers"]
+        .into_iter()
+        .find(|k| r.get(k).is_some())
+        .and_then(|k| r.whole(k, 0, MAX_LAYERS))
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 0);
+    out.params = count_params(&mut r, &out, layout.as_ref(), moe_layers.as_deref());
+    out.multimodal = ["vision_config", "audio_config", "vision_tower"]
+        .into_iter()
+        .any(|k| config.get(k).is_some_and(|v| !v.is_null()));
+
+    read_quantization(&mut r, &mut out);
+    closing_notes(&r, &mut out, &model_type);
+    if r.errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(r.errors)
+    }
+}
+
+/// The nested language model's config (`text_config`, …), if the config has one: its keys are read
+/// before the top level's.
+fn find_language_model<'a>(r: &mut Reader<'a>, config: &'a Map<String, Value>) {
+    for key in LANGUAGE_MODEL_KEYS {
+        match config.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(lm)) => {
+                r.lm = Some((key, lm));
+                break;
+            }
+            Some(_) => r.fail(
+                format!("model_config.{key}"),
+                "must be an object (the language model's config)",
+            ),
+        }
+    }
+}
+
+/// The attention's shape: the latent cache of multi-head latent attention, the KV heads and the
+/// head width.
+fn read_heads(r: &mut Reader<'_>, out: &mut ConfigReading) {
     // Multi-head latent attention: one compressed latent (+ its RoPE key) per token and layer.
     if let Some(rank) = r.positive("kv_lora_rank", MAX_WIDTH) {
         let rope = r.positive_or_default("qk_rope_head_dim", MAX_HEAD_DIM);
@@ -380,23 +414,10 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
             (Some(h), Some(n)) if h % n == 0 => Some(h / n),
             _ => None,
         });
+}
 
-    let layout = read_layout(&mut r, &mut out);
-    let moe_layers = read_moe(&mut r, &mut out, layout.as_ref());
-    read_windows(&mut r, &mut out, &model_type);
-    read_state(&mut r, &mut out, layout.as_ref());
-    out.mtp_layers = ["num_nextn_predict_layers", "mtp_num_hidden_layers", "mtp_num_layers"]
-        .into_iter()
-        .find(|k| r.get(k).is_some())
-        .and_then(|k| r.whole(k, 0, MAX_LAYERS))
-        .and_then(|n| u32::try_from(n).ok())
-        .filter(|n| *n > 0);
-    out.params = count_params(&mut r, &out, layout.as_ref(), moe_layers.as_deref());
-    out.multimodal = ["vision_config", "audio_config", "vision_tower"]
-        .into_iter()
-        .any(|k| config.get(k).is_some_and(|v| !v.is_null()));
-
-    // The published weights' format (fp8 checkpoints, MXFP4 experts, AWQ/GPTQ …).
+/// The published weights' format (fp8 checkpoints, MXFP4 experts, AWQ/GPTQ …).
+fn read_quantization(r: &mut Reader<'_>, out: &mut ConfigReading) {
     if let Some((Value::Object(q), _)) = r.get("quantization_config") {
         match q.get("quant_method") {
             Some(Value::String(m)) => out.quant_method = Some(m.to_ascii_lowercase()),
@@ -409,7 +430,10 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
     } else if let Some((_, path)) = r.get("quantization_config") {
         r.fail(path, "must be an object");
     }
+}
 
+/// The notes on what the reading leaves out: cache layouts it does not model, defaults it used.
+fn closing_notes(r: &Reader<'_>, out: &mut ConfigReading, model_type: &str) {
     for (key, what) in UNMODELLED {
         if r.get(key).is_some() {
             out.notes.push(format!(
@@ -422,11 +446,6 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
             "config.json omits {}; the transformers defaults for model_type {model_type} apply",
             r.defaults_used.join(", ")
         ));
-    }
-    if r.errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(r.errors)
     }
 }
 
@@ -462,8 +481,8 @@ impl Layout {
     }
 }
 
-/// The hybrid layout, if the config names one (`None` for a model that attends on every layer).
-// Long, and reads better whole: one arm per way a config names its hybrid layout.
+/// The hybrid layout, if the config names one (`None` for a model that attends on every layer):
+/// one arm per way a config names it.
 fn read_layout(r: &mut Reader<'_>, out: &mut ConfigReading) -> Option<Layout> {
     let layers = out.num_layers? as usize;
     let mismatch = |out: &mut ConfigReading, key: &str, n: usize| {
@@ -480,25 +499,7 @@ fn read_layout(r: &mut Reader<'_>, out: &mut ConfigReading) -> Option<Layout> {
             mismatch(out, "hybrid_override_pattern", pattern.chars().count());
             return None;
         }
-        let mut mixers = Vec::with_capacity(layers);
-        let mut ffn = Vec::with_capacity(layers);
-        for c in pattern.chars() {
-            let (m, f) = match c {
-                'M' => (Mixer::Mamba, Ffn::None),
-                '*' => (Mixer::Attention, Ffn::None),
-                'E' => (Mixer::None, Ffn::Moe),
-                '-' => (Mixer::None, Ffn::Dense),
-                other => {
-                    out.notes.push(format!(
-                        "config.json's hybrid_override_pattern has the layer letter {other:?}, which this reader does not know (M Mamba-2, * attention, E experts, - MLP): every layer is sized at full attention (an upper bound)"
-                    ));
-                    return None;
-                }
-            };
-            mixers.push(m);
-            ffn.push(f);
-        }
-        return Some(Layout { mixers, ffn: Some(ffn) });
+        return pattern_layout(out, pattern, layers);
     }
     let named = |r: &mut Reader<'_>, key: &str| -> Option<Vec<String>> {
         r.get(key).is_some().then(|| r.strings(key)).flatten()
@@ -540,6 +541,35 @@ fn read_layout(r: &mut Reader<'_>, out: &mut ConfigReading) -> Option<Layout> {
             .collect();
         return Some(Layout { mixers, ffn: None });
     }
+    interval_layout(r, out, layers)
+}
+
+/// The layers of a Nemotron-H `hybrid_override_pattern`, one letter per layer.
+fn pattern_layout(out: &mut ConfigReading, pattern: &str, layers: usize) -> Option<Layout> {
+    let mut mixers = Vec::with_capacity(layers);
+    let mut ffn = Vec::with_capacity(layers);
+    for c in pattern.chars() {
+        let (m, f) = match c {
+            'M' => (Mixer::Mamba, Ffn::None),
+            '*' => (Mixer::Attention, Ffn::None),
+            'E' => (Mixer::None, Ffn::Moe),
+            '-' => (Mixer::None, Ffn::Dense),
+            other => {
+                out.notes.push(format!(
+                    "config.json's hybrid_override_pattern has the layer letter {other:?}, which this reader does not know (M Mamba-2, * attention, E experts, - MLP): every layer is sized at full attention (an upper bound)"
+                ));
+                return None;
+            }
+        };
+        mixers.push(m);
+        ffn.push(f);
+    }
+    Some(Layout { mixers, ffn: Some(ffn) })
+}
+
+/// Qwen3-Next / Qwen3.5 layers without `layer_types`: full attention every
+/// `full_attention_interval`-th layer, Gated DeltaNet between.
+fn interval_layout(r: &mut Reader<'_>, out: &mut ConfigReading, layers: usize) -> Option<Layout> {
     let linear = r.get("linear_num_value_heads").is_some() || r.get("linear_conv_kernel_dim").is_some();
     let interval = if r.get("full_attention_interval").is_some() {
         r.whole("full_attention_interval", 1, MAX_LAYERS)
@@ -584,8 +614,6 @@ fn first_positive(r: &mut Reader<'_>, keys: &[&str], max: u64) -> Option<u32> {
 }
 
 /// The state layers' dimensions, and how many layers attend.
-// Long, and reads better whole: one arm per state-layer family (Mamba, Gated DeltaNet), each
-// reading its keys.
 fn read_state(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layout>) {
     let Some(layout) = layout else { return };
     let gdn = layout.count(Mixer::Gdn);
@@ -607,7 +635,40 @@ fn read_state(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layou
     } else {
         (StateKind::Mamba2, mamba)
     };
-    let dims = match kind {
+    let dims = state_dims(r, out, kind);
+    let Some(((((heads, groups), head_dim), state_size), conv_kernel)) = dims else {
+        let what = match kind {
+            StateKind::Gdn => "linear_num_value_heads, linear_num_key_heads, linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim",
+            _ => "mamba_num_heads, mamba_head_dim, n_groups, ssm_state_size, conv_kernel",
+        };
+        out.notes.push(format!(
+            "config.json has {count} {} layers but not all of their state dimensions ({what}): they are sized as full-attention layers (an upper bound) until it gives them",
+            kind.label()
+        ));
+        out.attention_layers = Some(layers);
+        return;
+    };
+    let ssm_bytes = state_bytes(r, out, kind);
+    out.attention_layers = Some(attention);
+    out.state = Some(StateLayers {
+        kind,
+        layers: count,
+        heads,
+        groups,
+        head_dim,
+        state_size,
+        conv_kernel,
+        ssm_bytes,
+    });
+}
+
+/// ((((heads, groups), head width), state size), convolution kernel), nested as `zip` nests them.
+type StateDims = ((((u32, u32), u32), u32), u32);
+
+/// Heads, groups, head width, state size and convolution kernel of the state layers, one arm per
+/// state-layer family (Gated DeltaNet, Mamba-2), each reading its own keys.
+fn state_dims(r: &mut Reader<'_>, out: &ConfigReading, kind: StateKind) -> Option<StateDims> {
+    match kind {
         StateKind::Gdn => {
             let heads = first_positive(r, &["linear_num_value_heads"], MAX_HEADS);
             let groups = first_positive(r, &["linear_num_key_heads"], MAX_HEADS);
@@ -630,19 +691,11 @@ fn read_state(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layou
             let conv = first_positive(r, &["conv_kernel", "mamba_d_conv", "mamba_conv_kernel"], 64);
             heads.zip(groups).zip(head_dim).zip(size).zip(conv)
         }
-    };
-    let Some(((((heads, groups), head_dim), state_size), conv_kernel)) = dims else {
-        let what = match kind {
-            StateKind::Gdn => "linear_num_value_heads, linear_num_key_heads, linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim",
-            _ => "mamba_num_heads, mamba_head_dim, n_groups, ssm_state_size, conv_kernel",
-        };
-        out.notes.push(format!(
-            "config.json has {count} {} layers but not all of their state dimensions ({what}): they are sized as full-attention layers (an upper bound) until it gives them",
-            kind.label()
-        ));
-        out.attention_layers = Some(layers);
-        return;
-    };
+    }
+}
+
+/// The bytes per value of the recurrent state.
+fn state_bytes(r: &mut Reader<'_>, out: &mut ConfigReading, kind: StateKind) -> Option<f64> {
     // The recurrent state's own dtype: Gated DeltaNet keeps it in float32 unless the config
     // says otherwise; Mamba-2 in the model's dtype unless the config names one.
     let ssm_key = ["mamba_ssm_cache_dtype", "mamba_ssm_dtype"]
@@ -663,21 +716,10 @@ fn read_state(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layou
         },
         None => None,
     };
-    let ssm_bytes = match kind {
+    match kind {
         StateKind::Gdn => named.or(Some(4.0)),
         _ => named,
-    };
-    out.attention_layers = Some(attention);
-    out.state = Some(StateLayers {
-        kind,
-        layers: count,
-        heads,
-        groups,
-        head_dim,
-        state_size,
-        conv_kernel,
-        ssm_bytes,
-    });
+    }
 }
 
 /// Whether an activation makes a non-gated MLP (two matrices, not three).
@@ -761,8 +803,6 @@ fn read_moe(r: &mut Reader<'_>, out: &mut ConfigReading, layout: Option<&Layout>
 /// The parameters the shapes give: embeddings, every layer's mixer (attention, latent attention,
 /// Gated DeltaNet, Mamba-2) and feed-forward block (dense or experts with shared experts and
 /// router), and the multi-token-prediction layers apart. `None` when a shape it needs is missing.
-// Long, and reads better whole: one sum over the model's blocks, in the order of the formula in the
-// doc comment above.
 fn count_params(
     r: &mut Reader<'_>,
     out: &ConfigReading,
@@ -789,50 +829,8 @@ fn count_params(
             2.0
         };
 
-    let attention = match out.mla {
-        Some((rank, rope)) => {
-            let nope = f64::from(r.positive("qk_nope_head_dim", MAX_HEAD_DIM)?);
-            let v = f64::from(r.positive("v_head_dim", MAX_HEAD_DIM).unwrap_or(out.head_dim?));
-            let q_dim = heads * (nope + f64::from(rope));
-            let q = match r.positive("q_lora_rank", MAX_WIDTH) {
-                Some(q_lora) => h * f64::from(q_lora) + f64::from(q_lora) * q_dim,
-                None => h * q_dim,
-            };
-            q + h * f64::from(rank + rope) + f64::from(rank) * heads * (nope + v) + heads * v * h
-        }
-        None => {
-            // Qwen3-Next / Qwen3.5 gate the attention output with a second query-sized projection.
-            let gate = if r.get("attn_output_gate").is_some() && r.boolean("attn_output_gate") == Some(true)
-                || matches!(out.model_type.as_deref(), Some("qwen3_next"))
-            {
-                2.0
-            } else {
-                1.0
-            };
-            gate * h * heads * hd + 2.0 * h * kv * hd + heads * hd * h
-        }
-    };
-    let state = out.state.map_or(0.0, |s| {
-        let (heads, groups, head_dim, size, k) = (
-            f64::from(s.heads),
-            f64::from(s.groups),
-            f64::from(s.head_dim),
-            f64::from(s.state_size),
-            f64::from(s.conv_kernel),
-        );
-        match s.kind {
-            StateKind::Gdn => {
-                let qkv = 2.0 * groups * head_dim + heads * size;
-                // in_proj_qkvz (q, k, v and the output gate z), in_proj_ba, conv, out_proj.
-                h * (qkv + heads * size) + h * 2.0 * heads + qkv * k + heads * size * h
-            }
-            _ => {
-                let inner = heads * head_dim;
-                // in_proj (z, x, B, C, dt), conv, out_proj.
-                h * (2.0 * inner + 2.0 * groups * size + heads) + (inner + 2.0 * groups * size) * k + inner * h
-            }
-        }
-    });
+    let attention = attention_params(r, out, h, heads, kv, hd)?;
+    let state = state_params(out, h);
     let llama4 = matches!(out.model_type.as_deref(), Some("llama4" | "llama4_text"));
     let intermediate = r.positive("intermediate_size", MAX_WIDTH).map(f64::from);
     // Llama 4 names its dense layers' width apart (`intermediate_size_mlp`).
@@ -848,27 +846,7 @@ fn count_params(
         .positive("moe_intermediate_size", MAX_WIDTH)
         .map(f64::from)
         .or(intermediate);
-    // Shared experts: DeepSeek-style `n_shared_experts` of the expert width (Nemotron-H names its
-    // own width), Qwen's one shared expert of `shared_expert_intermediate_size`, Llama 4's one
-    // shared expert as wide as a routed one.
-    let shared = if llama4 {
-        moe_width.map_or(0.0, |w| m * h * w)
-    } else if let Some(w) = r.positive("shared_expert_intermediate_size", MAX_WIDTH) {
-        m * h * f64::from(w) + h
-    } else {
-        let n = r.whole("n_shared_experts", 0, MAX_EXPERTS).unwrap_or(0) as f64;
-        let w = r
-            .positive("moe_shared_expert_intermediate_size", MAX_WIDTH)
-            .map(f64::from)
-            .or(moe_width)
-            .unwrap_or(0.0);
-        if r.get("moe_shared_expert_intermediate_size").is_some() {
-            // Nemotron-H: the width is that of all shared experts together.
-            m * h * w * n.min(1.0)
-        } else {
-            m * h * w * n
-        }
-    };
+    let shared = shared_expert_params(r, llama4, m, h, moe_width);
     let moe_block = match (experts, moe_width) {
         (Some(e), Some(w)) => Some(e * m * h * w + shared + e * h),
         _ => None,
@@ -906,8 +884,85 @@ fn count_params(
     })
 }
 
+/// One layer's attention: latent attention's projections through the compressed latent, or the
+/// query, key, value and output projections (with Qwen3-Next's output gate).
+fn attention_params(r: &mut Reader<'_>, out: &ConfigReading, h: f64, heads: f64, kv: f64, hd: f64) -> Option<f64> {
+    let params = match out.mla {
+        Some((rank, rope)) => {
+            let nope = f64::from(r.positive("qk_nope_head_dim", MAX_HEAD_DIM)?);
+            let v = f64::from(r.positive("v_head_dim", MAX_HEAD_DIM).unwrap_or(out.head_dim?));
+            let q_dim = heads * (nope + f64::from(rope));
+            let q = match r.positive("q_lora_rank", MAX_WIDTH) {
+                Some(q_lora) => h * f64::from(q_lora) + f64::from(q_lora) * q_dim,
+                None => h * q_dim,
+            };
+            q + h * f64::from(rank + rope) + f64::from(rank) * heads * (nope + v) + heads * v * h
+        }
+        None => {
+            // Qwen3-Next / Qwen3.5 gate the attention output with a second query-sized projection.
+            let gate = if r.get("attn_output_gate").is_some() && r.boolean("attn_output_gate") == Some(true)
+                || matches!(out.model_type.as_deref(), Some("qwen3_next"))
+            {
+                2.0
+            } else {
+                1.0
+            };
+            gate * h * heads * hd + 2.0 * h * kv * hd + heads * hd * h
+        }
+    };
+    Some(params)
+}
+
+/// One state layer's parameters (Gated DeltaNet or Mamba-2); 0 without state layers.
+fn state_params(out: &ConfigReading, h: f64) -> f64 {
+    out.state.map_or(0.0, |s| {
+        let (heads, groups, head_dim, size, k) = (
+            f64::from(s.heads),
+            f64::from(s.groups),
+            f64::from(s.head_dim),
+            f64::from(s.state_size),
+            f64::from(s.conv_kernel),
+        );
+        match s.kind {
+            StateKind::Gdn => {
+                let qkv = 2.0 * groups * head_dim + heads * size;
+                // in_proj_qkvz (q, k, v and the output gate z), in_proj_ba, conv, out_proj.
+                h * (qkv + heads * size) + h * 2.0 * heads + qkv * k + heads * size * h
+            }
+            _ => {
+                let inner = heads * head_dim;
+                // in_proj (z, x, B, C, dt), conv, out_proj.
+                h * (2.0 * inner + 2.0 * groups * size + heads) + (inner + 2.0 * groups * size) * k + inner * h
+            }
+        }
+    })
+}
+
+/// The shared experts of one expert layer: DeepSeek-style `n_shared_experts` of the expert width
+/// (Nemotron-H names its own width), Qwen's one shared expert of
+/// `shared_expert_intermediate_size`, Llama 4's one shared expert as wide as a routed one.
+fn shared_expert_params(r: &mut Reader<'_>, llama4: bool, m: f64, h: f64, moe_width: Option<f64>) -> f64 {
+    if llama4 {
+        moe_width.map_or(0.0, |w| m * h * w)
+    } else if let Some(w) = r.positive("shared_expert_intermediate_size", MAX_WIDTH) {
+        m * h * f64::from(w) + h
+    } else {
+        let n = r.whole("n_shared_experts", 0, MAX_EXPERTS).unwrap_or(0) as f64;
+        let w = r
+            .positive("moe_shared_expert_intermediate_size", MAX_WIDTH)
+            .map(f64::from)
+            .or(moe_width)
+            .unwrap_or(0.0);
+        if r.get("moe_shared_expert_intermediate_size").is_some() {
+            // Nemotron-H: the width is that of all shared experts together.
+            m * h * w * n.min(1.0)
+        } else {
+            m * h * w * n
+        }
+    }
+}
+
 /// Which layers keep only a sliding window or a chunk of the tokens.
-// Long, and reads better whole: one arm per way a config names windowed layers.
 fn read_windows(r: &mut Reader<'_>, out: &mut ConfigReading, model_type: &str) {
     let layers = out.num_layers;
     let window = if r.get("sliding_window").is_some() {
@@ -948,69 +1003,80 @@ fn read_windows(r: &mut Reader<'_>, out: &mut ConfigReading, model_type: &str) {
     }
 
     if let (Some(w), Some(l)) = (window, layers) {
-        let use_window = r.boolean("use_sliding_window");
-        let pattern = match r.get("sliding_window_pattern") {
-            Some(_) => r.whole("sliding_window_pattern", 1, MAX_LAYERS),
-            None if r.get("_sliding_window_pattern").is_some() => r.whole("_sliding_window_pattern", 1, MAX_LAYERS),
-            None => r.default("sliding_window_pattern"),
-        };
-        let sliding = if use_window == Some(false) {
-            // Qwen2/Qwen3 configs carry a window they do not use.
-            Some(0)
-        } else if let (Some(true), Some(max)) = (use_window, r.whole("max_window_layers", 0, MAX_LAYERS)) {
-            // Qwen2: the first `max_window_layers` layers attend fully, the rest use the window.
-            Some(u64::from(l).saturating_sub(max))
-        } else if let Some(p) = pattern {
-            // Every p-th layer (1-based) is global, the others local.
-            Some(u64::from(l) - u64::from(l) / p)
-        } else if model_type == "gemma2" {
-            // transformers Gemma2: even-indexed layers are local.
-            Some(u64::from(l).div_ceil(2))
-        } else if matches!(model_type, "mistral" | "mixtral") {
-            // Mistral's window applies to every layer.
-            Some(u64::from(l))
-        } else {
-            out.notes.push(format!(
-                "config.json has sliding_window {w} but does not say which layers use it: every layer is sized at full attention (an upper bound); give sliding_window_layers to size the window"
-            ));
-            None
-        };
-        if let Some(s) = sliding.and_then(|s| u32::try_from(s).ok()).filter(|s| *s > 0) {
-            out.sliding = Some(LayerWindow { tokens: w, layers: s });
-        }
+        read_sliding(r, out, model_type, w, l);
     }
 
     if let (Some(c), Some(l)) = (chunk, layers) {
-        let rope_layers = r.numbers("no_rope_layers").unwrap_or_default();
-        let chunked = if !rope_layers.is_empty() {
-            if rope_layers.len() != l as usize {
+        read_chunked(r, out, c, l);
+    }
+}
+
+/// How many of the `l` layers keep only the sliding window of `w` tokens, when `layer_types` does
+/// not list them: one arm per way a config says it.
+fn read_sliding(r: &mut Reader<'_>, out: &mut ConfigReading, model_type: &str, w: u64, l: u32) {
+    let use_window = r.boolean("use_sliding_window");
+    let pattern = match r.get("sliding_window_pattern") {
+        Some(_) => r.whole("sliding_window_pattern", 1, MAX_LAYERS),
+        None if r.get("_sliding_window_pattern").is_some() => r.whole("_sliding_window_pattern", 1, MAX_LAYERS),
+        None => r.default("sliding_window_pattern"),
+    };
+    let sliding = if use_window == Some(false) {
+        // Qwen2/Qwen3 configs carry a window they do not use.
+        Some(0)
+    } else if let (Some(true), Some(max)) = (use_window, r.whole("max_window_layers", 0, MAX_LAYERS)) {
+        // Qwen2: the first `max_window_layers` layers attend fully, the rest use the window.
+        Some(u64::from(l).saturating_sub(max))
+    } else if let Some(p) = pattern {
+        // Every p-th layer (1-based) is global, the others local.
+        Some(u64::from(l) - u64::from(l) / p)
+    } else if model_type == "gemma2" {
+        // transformers Gemma2: even-indexed layers are local.
+        Some(u64::from(l).div_ceil(2))
+    } else if matches!(model_type, "mistral" | "mixtral") {
+        // Mistral's window applies to every layer.
+        Some(u64::from(l))
+    } else {
+        out.notes.push(format!(
+            "config.json has sliding_window {w} but does not say which layers use it: every layer is sized at full attention (an upper bound); give sliding_window_layers to size the window"
+        ));
+        None
+    };
+    if let Some(s) = sliding.and_then(|s| u32::try_from(s).ok()).filter(|s| *s > 0) {
+        out.sliding = Some(LayerWindow { tokens: w, layers: s });
+    }
+}
+
+/// How many of the `l` layers attend only within their chunk of `c` tokens (Llama 4).
+fn read_chunked(r: &mut Reader<'_>, out: &mut ConfigReading, c: u64, l: u32) {
+    let rope_layers = r.numbers("no_rope_layers").unwrap_or_default();
+    let chunked = if !rope_layers.is_empty() {
+        if rope_layers.len() != l as usize {
+            out.notes.push(format!(
+                "config.json lists {} no_rope_layers for {l} layers: every layer is sized at full attention",
+                rope_layers.len()
+            ));
+            None
+        } else {
+            // Llama 4: RoPE layers (1) attend within their chunk; NoPE layers (0) are global.
+            Some(rope_layers.iter().filter(|v| **v == 1).count() as u64)
+        }
+    } else {
+        let interval = match r.get("no_rope_layer_interval") {
+            Some(_) => r.whole("no_rope_layer_interval", 1, MAX_LAYERS),
+            None => r.default("no_rope_layer_interval"),
+        };
+        match interval {
+            Some(i) => Some(u64::from(l) - u64::from(l) / i),
+            None => {
                 out.notes.push(format!(
-                    "config.json lists {} no_rope_layers for {l} layers: every layer is sized at full attention",
-                    rope_layers.len()
+                    "config.json has attention_chunk_size {c} but does not say which layers use it: every layer is sized at full attention (an upper bound); give chunked_layers to size the chunks"
                 ));
                 None
-            } else {
-                // Llama 4: RoPE layers (1) attend within their chunk; NoPE layers (0) are global.
-                Some(rope_layers.iter().filter(|v| **v == 1).count() as u64)
             }
-        } else {
-            let interval = match r.get("no_rope_layer_interval") {
-                Some(_) => r.whole("no_rope_layer_interval", 1, MAX_LAYERS),
-                None => r.default("no_rope_layer_interval"),
-            };
-            match interval {
-                Some(i) => Some(u64::from(l) - u64::from(l) / i),
-                None => {
-                    out.notes.push(format!(
-                        "config.json has attention_chunk_size {c} but does not say which layers use it: every layer is sized at full attention (an upper bound); give chunked_layers to size the chunks"
-                    ));
-                    None
-                }
-            }
-        };
-        if let Some(n) = chunked.and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0) {
-            out.chunked = Some(LayerWindow { tokens: c, layers: n });
         }
+    };
+    if let Some(n) = chunked.and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0) {
+        out.chunked = Some(LayerWindow { tokens: c, layers: n });
     }
 }
 

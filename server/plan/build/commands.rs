@@ -98,7 +98,8 @@ pub(super) fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &s
     vec![mpi, srun]
 }
 
-// Long, and reads better whole: the load test's commands for each tool, one arm each.
+/// The load test's commands for each tool: vLLM's benchmark, GuideLLM, and rentcheck's own load
+/// generator.
 pub(super) fn load_commands(
     model: &str,
     step_key: &str,
@@ -110,103 +111,19 @@ pub(super) fn load_commands(
 ) -> Vec<PlanCommand> {
     let (rate, n, input, output) = (fmt_num(rate), n.to_string(), input.to_string(), output.to_string());
     let result = format!("{step_key}.json");
-    let mut vllm: Vec<String> = [
-        "vllm",
-        "bench",
-        "serve",
-        "--backend",
-        "openai",
-        "--base-url",
-        "${VLLM_URL}",
-        "--endpoint",
-        "/v1/completions",
-        "--model",
+    let load = LoadArgs {
         model,
-        "--dataset-name",
-        "random",
-        "--random-input-len",
-        &input,
-        "--random-output-len",
-        &output,
-        "--ignore-eos",
-        "--request-rate",
-        &rate,
-        "--burstiness",
-        "1.0",
-        "--num-prompts",
-        &n,
-        "--percentile-metrics",
-        "ttft,tpot,itl,e2el",
-        "--metric-percentiles",
-        "50,95,99",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    if !goodput.is_empty() {
-        vllm.push("--goodput".into());
-        vllm.extend(goodput.iter().cloned());
-    }
-    vllm.extend(
-        [
-            "--save-result",
-            "--save-detailed",
-            "--result-dir",
-            "${OUT}",
-            "--result-filename",
-            &result,
-        ]
-        .iter()
-        .map(|s| (*s).to_owned()),
-    );
+        rate,
+        n,
+        input,
+        output,
+        goodput,
+    };
+    let vllm = vllm_argv(&load, &result);
     let guidellm_out = format!("${{OUT}}/{step_key}.guidellm.json");
-    let data = format!("prompt_tokens={input},output_tokens={output}");
-    let guidellm: Vec<String> = [
-        "guidellm",
-        "benchmark",
-        "--target",
-        "${VLLM_URL}",
-        "--model",
-        model,
-        "--rate-type",
-        "poisson",
-        "--rate",
-        &rate,
-        "--max-requests",
-        &n,
-        "--data",
-        &data,
-        "--output-path",
-        &guidellm_out,
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
+    let guidellm = guidellm_argv(&load, &guidellm_out);
     let builtin_out = format!("${{OUT}}/{step_key}.json");
-    let mut builtin: Vec<String> = [
-        "rentcheck",
-        "loadgen",
-        "--base-url",
-        "${VLLM_URL}",
-        "--model",
-        model,
-        "--input-len",
-        &input,
-        "--output-len",
-        &output,
-        "--request-rate",
-        &rate,
-        "--num-prompts",
-        &n,
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    if !goodput.is_empty() {
-        builtin.push("--goodput".into());
-        builtin.extend(goodput.iter().cloned());
-    }
-    builtin.extend(["--result-file".to_owned(), builtin_out.clone()]);
+    let builtin = builtin_argv(&load, &builtin_out);
     let make = |tool: &str, argv: Vec<String>, output_file: String, hint: &str| PlanCommand {
         tool: tool.into(),
         shell: shell_line_with(&[], &argv, |w| w == model),
@@ -225,6 +142,126 @@ pub(super) fn load_commands(
             "built into rentcheck: used when neither vllm nor guidellm is installed",
         ),
     ]
+}
+
+/// What every load tool is told: the model, the rate, how many requests of how many tokens, and
+/// the goodput targets.
+struct LoadArgs<'a> {
+    model: &'a str,
+    rate: String,
+    n: String,
+    input: String,
+    output: String,
+    goodput: &'a [String],
+}
+
+/// `vllm bench serve`, its detailed result saved as `result` in `${OUT}`.
+fn vllm_argv(load: &LoadArgs<'_>, result: &str) -> Vec<String> {
+    let mut vllm: Vec<String> = [
+        "vllm",
+        "bench",
+        "serve",
+        "--backend",
+        "openai",
+        "--base-url",
+        "${VLLM_URL}",
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        load.model,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        &load.input,
+        "--random-output-len",
+        &load.output,
+        "--ignore-eos",
+        "--request-rate",
+        &load.rate,
+        "--burstiness",
+        "1.0",
+        "--num-prompts",
+        &load.n,
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,95,99",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    if !load.goodput.is_empty() {
+        vllm.push("--goodput".into());
+        vllm.extend(load.goodput.iter().cloned());
+    }
+    vllm.extend(
+        [
+            "--save-result",
+            "--save-detailed",
+            "--result-dir",
+            "${OUT}",
+            "--result-filename",
+            result,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned()),
+    );
+    vllm
+}
+
+/// `guidellm benchmark`, its report written to `guidellm_out`.
+fn guidellm_argv(load: &LoadArgs<'_>, guidellm_out: &str) -> Vec<String> {
+    let data = format!("prompt_tokens={},output_tokens={}", load.input, load.output);
+    [
+        "guidellm",
+        "benchmark",
+        "--target",
+        "${VLLM_URL}",
+        "--model",
+        load.model,
+        "--rate-type",
+        "poisson",
+        "--rate",
+        &load.rate,
+        "--max-requests",
+        &load.n,
+        "--data",
+        &data,
+        "--output-path",
+        guidellm_out,
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect()
+}
+
+/// `rentcheck loadgen`, its result written to `builtin_out`.
+fn builtin_argv(load: &LoadArgs<'_>, builtin_out: &str) -> Vec<String> {
+    let mut builtin: Vec<String> = [
+        "rentcheck",
+        "loadgen",
+        "--base-url",
+        "${VLLM_URL}",
+        "--model",
+        load.model,
+        "--input-len",
+        &load.input,
+        "--output-len",
+        &load.output,
+        "--request-rate",
+        &load.rate,
+        "--num-prompts",
+        &load.n,
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    if !load.goodput.is_empty() {
+        builtin.push("--goodput".into());
+        builtin.extend(load.goodput.iter().cloned());
+    }
+    builtin.extend(["--result-file".to_owned(), builtin_out.to_owned()]);
+    builtin
 }
 
 pub(super) fn serve_hint(

@@ -12,7 +12,7 @@ use crate::{
     ids::TrialId,
     review::{
         decision_view, first_screen,
-        service::{needs_reservation, Review},
+        service::{needs_reservation, Review, TrialReview},
     },
 };
 
@@ -82,75 +82,79 @@ pub(super) struct TrialCostBar {
     pub(super) recommended: bool,
 }
 
-// Long, and reads better whole: it builds the comparison table's columns, rows and bars from one
-// walk over the trials.
+/// The comparison table's columns (one per trial), rows (one per criterion) and cost bars.
 pub(super) fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCostBar>) {
+    let columns: Vec<TrialColumn> = r.trials.iter().map(|t| column(r, t)).collect();
+    (columns, criterion_rows(r), cost_bars(r))
+}
+
+/// One trial's column: its allocation, decision, criteria passed, cost per job and changes.
+fn column(r: &Review, t: &TrialReview) -> TrialColumn {
     let currency = &r.brief.fields.currency;
-    let columns: Vec<TrialColumn> = r
-        .trials
-        .iter()
-        .map(|t| {
-            let trial = &t.context.trial;
-            let (passed, required) = t.criteria_passed();
-            let name_of = |id: TrialId| {
-                r.trials
-                    .iter()
-                    .find(|o| o.context.trial.id == id)
-                    .map(|o| o.context.trial.fields.name.clone())
-            };
-            TrialColumn {
-                id: trial.id.to_string(),
-                name: trial.fields.name.clone(),
-                allocation: t
-                    .context
-                    .allocation
-                    .as_ref()
-                    .map(|a| {
-                        let mut label = a.label();
-                        if a.suggested {
-                            label.push_str(" (suggested)");
-                        }
-                        label
-                    })
-                    .unwrap_or_else(|| "—".into()),
-                provider: if trial.fields.provider.is_empty() {
-                    "—".into()
-                } else {
-                    trial.fields.provider.clone()
-                },
-                decision: t.decision.decision.as_str(),
-                meaning: first_screen::verdict_meaning(t.decision.decision),
-                accepted: t.decision.accepted,
-                recommended: r.recommendation.recommended == Some(trial.id),
-                closest: r.recommendation.closest == Some(trial.id),
-                criteria: format!("{passed} of {required} pass"),
-                cost_per_job: match t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
-                    Some(Some(c)) => figures::with_currency(c, currency),
-                    Some(None) => "not known yet (nothing accepted)".into(),
-                    None => "no ledger yet".into(),
-                },
-                utilization: t
-                    .decision
-                    .utilization
-                    .and_then(|u| u.to_f64())
-                    .map(figures::percent)
-                    .unwrap_or_else(|| "unknown".into()),
-                changes: t
-                    .changes
-                    .iter()
-                    .filter(|c| matches!(c.verdict, "better" | "worse"))
-                    .map(|c| RerunChange {
-                        key: change_label(&c.key),
-                        better: c.verdict == "better",
-                    })
-                    .collect(),
-                rerun_of: trial.fields.rerun_of.and_then(name_of),
-                approve_words: approve_words(t, t.recorded_reservation()),
-                reserves: needs_reservation(t.decision.decision),
-                comparison: decision_view::comparison_sentence(t, currency),
-            }
-        })
-        .collect();
+    let trial = &t.context.trial;
+    let (passed, required) = t.criteria_passed();
+    let name_of = |id: TrialId| {
+        r.trials
+            .iter()
+            .find(|o| o.context.trial.id == id)
+            .map(|o| o.context.trial.fields.name.clone())
+    };
+    TrialColumn {
+        id: trial.id.to_string(),
+        name: trial.fields.name.clone(),
+        allocation: t
+            .context
+            .allocation
+            .as_ref()
+            .map(|a| {
+                let mut label = a.label();
+                if a.suggested {
+                    label.push_str(" (suggested)");
+                }
+                label
+            })
+            .unwrap_or_else(|| "—".into()),
+        provider: if trial.fields.provider.is_empty() {
+            "—".into()
+        } else {
+            trial.fields.provider.clone()
+        },
+        decision: t.decision.decision.as_str(),
+        meaning: first_screen::verdict_meaning(t.decision.decision),
+        accepted: t.decision.accepted,
+        recommended: r.recommendation.recommended == Some(trial.id),
+        closest: r.recommendation.closest == Some(trial.id),
+        criteria: format!("{passed} of {required} pass"),
+        cost_per_job: match t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
+            Some(Some(c)) => figures::with_currency(c, currency),
+            Some(None) => "not known yet (nothing accepted)".into(),
+            None => "no ledger yet".into(),
+        },
+        utilization: t
+            .decision
+            .utilization
+            .and_then(|u| u.to_f64())
+            .map(figures::percent)
+            .unwrap_or_else(|| "unknown".into()),
+        changes: t
+            .changes
+            .iter()
+            .filter(|c| matches!(c.verdict, "better" | "worse"))
+            .map(|c| RerunChange {
+                key: change_label(&c.key),
+                better: c.verdict == "better",
+            })
+            .collect(),
+        rerun_of: trial.fields.rerun_of.and_then(name_of),
+        approve_words: approve_words(t, t.recorded_reservation()),
+        reserves: needs_reservation(t.decision.decision),
+        comparison: decision_view::comparison_sentence(t, currency),
+    }
+}
+
+/// One row per criterion any trial evaluates, in the first trial's order, then the others', each
+/// trial's value and status in its cell.
+fn criterion_rows(r: &Review) -> Vec<ComparisonRow> {
     // Every criterion any trial evaluates, in the first trial's order, then the others'.
     let mut keys: Vec<(String, u8)> = Vec::new();
     for t in &r.trials {
@@ -161,8 +165,7 @@ pub(super) fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, V
         }
     }
     keys.sort_by_key(|(_, stage)| *stage);
-    let rows = keys
-        .into_iter()
+    keys.into_iter()
         .map(|(key, stage)| ComparisonRow {
             metric: key.clone(),
             label: format!(
@@ -193,7 +196,12 @@ pub(super) fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, V
                 })
                 .collect(),
         })
-        .collect();
+        .collect()
+}
+
+/// The trials' costs per job as bars, the largest 400 wide.
+fn cost_bars(r: &Review) -> Vec<TrialCostBar> {
+    let currency = &r.brief.fields.currency;
     let costs: Vec<(usize, Decimal)> = r
         .trials
         .iter()
@@ -208,7 +216,7 @@ pub(super) fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, V
         })
         .collect();
     let max = costs.iter().map(|(_, c)| *c).max().unwrap_or_default();
-    let bars = costs
+    costs
         .iter()
         .map(|(i, c)| {
             let t = &r.trials[*i];
@@ -223,6 +231,5 @@ pub(super) fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, V
                 recommended: r.recommendation.recommended == Some(t.context.trial.id),
             }
         })
-        .collect();
-    (columns, rows, bars)
+        .collect()
 }

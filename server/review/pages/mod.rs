@@ -30,11 +30,11 @@ use self::{
 use super::service::{self, VerdictRequest};
 use crate::{
     error::AppError,
-    ids::{BriefId, TrialId},
+    ids::TrialId,
     state::AppState,
     web::{
         auth::{CsrfForm, PageUser},
-        extract::{ApiQuery, Path},
+        extract::{ApiQuery, BriefPath},
         page::{render, PageContext, PageError, PageResult},
     },
 };
@@ -68,7 +68,7 @@ struct ReviewQuery {
 async fn review_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<ReviewQuery>,
 ) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
@@ -84,7 +84,7 @@ async fn review_page(
 
 async fn verdict(
     State(state): State<AppState>,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
     CsrfForm(user, mut form): CsrfForm,
 ) -> PageResult<Response> {
     let reservation: BTreeMap<String, String> = form
@@ -171,8 +171,9 @@ struct AuditPage {
     entries: Vec<AuditLine>,
 }
 
-async fn audit_page(State(state): State<AppState>, user: PageUser, Path(id): Path<BriefId>) -> PageResult<Response> {
-    let brief = service::load_brief(&state, id).await?;
+async fn audit_page(State(state): State<AppState>, user: PageUser, path: BriefPath) -> PageResult<Response> {
+    let brief = path.load(&state).await?;
+    let id = brief.id;
     let entries = crate::audit::for_brief(&state.pool, id)
         .await?
         .into_iter()

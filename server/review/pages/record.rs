@@ -17,18 +17,18 @@ use super::{
 use crate::{
     error::AppError,
     figures,
-    ids::{BriefId, TrialId},
+    ids::TrialId,
     review::{
         answer,
         cost_at_slo_view::{money_section, MoneySection},
         decision_view,
         model::{ApprovalVerdict, Reservation},
-        service::{self, Review},
+        service::{self, Review, TrialReview},
     },
     state::AppState,
     web::{
         auth::{ApiCaller, PageUser},
-        extract::Path,
+        extract::BriefPath,
         page::{render, PageContext, PageResult},
     },
 };
@@ -205,37 +205,14 @@ fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
 }
 
 /// The decision record of a review, for its Markdown file and its page alike; `base` (the public
-/// URL) makes every link in it absolute, so the file still points somewhere once mailed.
-// Long, and reads better whole: it fills the decision record field by field in the order the record
-// shows them.
+/// URL) makes every link in it absolute, so the file still points somewhere once mailed. Field by
+/// field in the order the record shows them.
 fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
     let name_of = |id: TrialId| r.trial(id).map(|t| t.context.trial.fields.name.clone());
     DecisionRecord {
         recommended: r.recommendation.recommended.and_then(name_of),
         approved_trial: r.approval.as_ref().and_then(|a| a.row.trial_id).and_then(name_of),
-        trial_rows: r
-            .trials
-            .iter()
-            .map(|t| {
-                let (passed, required) = t.criteria_passed();
-                (
-                    t.context.trial.fields.name.clone(),
-                    if t.context.trial.fields.provider.is_empty() {
-                        "—".to_owned()
-                    } else {
-                        t.context.trial.fields.provider.clone()
-                    },
-                    t.context.allocation.as_ref().map(|a| a.label()).unwrap_or_default(),
-                    t.decision.decision.as_str(),
-                    if t.decision.accepted { "yes" } else { "no" },
-                    format!("{passed} of {required}"),
-                    match t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job) {
-                        Some(c) => figures::with_currency(c, &r.brief.fields.currency),
-                        None => "—".to_owned(),
-                    },
-                )
-            })
-            .collect(),
+        trial_rows: r.trials.iter().map(|t| trial_row(r, t)).collect(),
         generated: chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         stages: stages(r),
         reasons: r.decision.reasons.iter().map(|x| reason_view(x, r)).collect(),
@@ -256,19 +233,7 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
             .collect(),
         money: money_section(r),
         money_rule: "| --- ".repeat(r.trials.len() + 1) + "|",
-        why: r
-            .decision
-            .reasons
-            .first()
-            .map(|reason| {
-                decision_view::reason_sentence(
-                    reason,
-                    &r.trials[r.chosen],
-                    &r.brief.fields.currency,
-                    r.brief.fields.cost_unit.as_str(),
-                )
-            })
-            .unwrap_or_default(),
+        why: why_sentence(r),
         ledger_rows: record_ledger_rows(r),
         comparison_lines: r
             .trials
@@ -308,10 +273,48 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
     }
 }
 
+/// One trial's row of the record's table: name, provider, allocation, decision, accepted,
+/// criteria passed and cost per job.
+fn trial_row(r: &Review, t: &TrialReview) -> (String, String, String, &'static str, &'static str, String, String) {
+    let (passed, required) = t.criteria_passed();
+    (
+        t.context.trial.fields.name.clone(),
+        if t.context.trial.fields.provider.is_empty() {
+            "—".to_owned()
+        } else {
+            t.context.trial.fields.provider.clone()
+        },
+        t.context.allocation.as_ref().map(|a| a.label()).unwrap_or_default(),
+        t.decision.decision.as_str(),
+        if t.decision.accepted { "yes" } else { "no" },
+        format!("{passed} of {required}"),
+        match t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job) {
+            Some(c) => figures::with_currency(c, &r.brief.fields.currency),
+            None => "—".to_owned(),
+        },
+    )
+}
+
+/// Why the decision is what it is: its first reason, in a sentence.
+fn why_sentence(r: &Review) -> String {
+    r.decision
+        .reasons
+        .first()
+        .map(|reason| {
+            decision_view::reason_sentence(
+                reason,
+                &r.trials[r.chosen],
+                &r.brief.fields.currency,
+                r.brief.fields.cost_unit.as_str(),
+            )
+        })
+        .unwrap_or_default()
+}
+
 pub(super) async fn record_md(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;
@@ -330,7 +333,7 @@ struct DecisionPage<'a> {
 pub(super) async fn record_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> PageResult<Response> {
     let r = service::review(&state, id).await?;
     render(&DecisionPage {
@@ -342,7 +345,7 @@ pub(super) async fn record_page(
 pub(super) async fn record_json(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<BriefId>,
+    BriefPath { id }: BriefPath,
 ) -> Result<Response, AppError> {
     caller.may_read_brief(id)?;
     let r = service::review(&state, id).await?;

@@ -24,7 +24,7 @@ use crate::{
         decision_view,
         first_screen::{self, BriefLine, MoneyFigure},
         gather::TrialKv,
-        model::ApprovalVerdict,
+        model::{ApprovalVerdict, Reservation},
         service::{needs_reservation, Review, TrialReview},
     },
     web::{auth::PageUser, page::PageContext},
@@ -157,33 +157,17 @@ impl ReviewPage {
     }
 }
 
-// Long, and reads better whole: it fills the review page's view field by field in the order the
-// template shows them.
+/// The review page's view, field by field in the order the template shows them.
 pub(super) fn page(r: &Review, user: &PageUser, form: FormState, decided: Option<&str>) -> ReviewPage {
     let brief_id = r.brief.id.to_string();
     let selected = form.trial.and_then(|id| r.trial(id)).unwrap_or(&r.trials[r.chosen]);
     let form_commitment = form_reservation(selected, form.reservation.as_ref());
-    // The form shows what the manager typed (kept after an error), over the computed fields.
-    let mut reservation = form_commitment.as_ref().map(form_fields).unwrap_or_default();
-    if let Some(typed) = &form.reservation {
-        for (k, v) in typed {
-            if matches!(k.as_str(), "term_months" | "start") {
-                reservation.insert(k.clone(), v.clone());
-            }
-        }
-    }
+    let reservation = reservation_fields(form_commitment.as_ref(), form.reservation.as_ref());
     let currency = &r.context.inputs.brief.currency;
     let (trial_columns, comparison_rows, trial_costs) = comparison(r);
     let (monthly_preview, monthly_total) = preview(form_commitment.as_ref(), currency);
     let chosen = &r.trials[r.chosen];
-    // The commitment on the first screen: the approved reservation while it holds, else the one
-    // approving the decided trial would record.
-    let recorded = match &r.approval {
-        Some(a) if a.row.verdict == ApprovalVerdict::Approve && !a.stale => recorded_reservation(r),
-        _ => None,
-    };
-    let computed = chosen.recorded_reservation().cloned();
-    let top_commitment = recorded.or(computed);
+    let top_commitment = top_commitment(r);
     let approval = approval_view(r);
     let changed = approval.as_ref().map(|a| a.changed.clone()).unwrap_or_default();
     let latency = latency_bars(r);
@@ -195,37 +179,18 @@ pub(super) fn page(r: &Review, user: &PageUser, form: FormState, decided: Option
         decision: r.decision.decision.as_str(),
         decision_meaning: first_screen::verdict_meaning(r.decision.decision),
         approval_line: first_screen::approval_line(r, &changed),
-        approval_state: match &r.approval {
-            None => "none",
-            Some(a) if a.stale => "stale",
-            Some(a) if a.row.verdict == ApprovalVerdict::Approve => "approved",
-            Some(_) => "rejected",
-        },
+        approval_state: approval_state(r),
         operating_line: first_screen::operating_line(chosen),
         selected_mismatch: selected.context.gpu_mismatch.as_ref().map(|(_, named)| named.clone()),
-        gpu_mismatch: chosen
-            .context
-            .gpu_mismatch
-            .as_ref()
-            .map(|(id, named)| (id.to_string(), named.clone())),
+        gpu_mismatch: gpu_mismatch(chosen),
         reservation_note: form_commitment.as_ref().map(|c| c.note.clone()).unwrap_or_default(),
-        reservation_missing: selected
-            .reservation
-            .as_ref()
-            .and_then(|x| x.as_ref().err())
-            .map(|why| (*why).to_owned())
-            .unwrap_or_default(),
+        reservation_missing: reservation_missing(selected),
         action: approve_words(selected, form_commitment.as_ref()),
         selected_name: selected.context.trial.fields.name.clone(),
         comparison: decision_view::comparison_sentence(selected, currency),
         reserved_price_link: (!chosen.decision.reservation.break_even_known)
             .then(|| first_screen::reserved_price_import(chosen, currency)),
-        why: r
-            .decision
-            .reasons
-            .first()
-            .map(|reason| decision_view::reason_sentence(reason, chosen, currency, r.brief.fields.cost_unit.as_str()))
-            .unwrap_or_default(),
+        why: why_sentence(r, chosen, currency),
         deciding_rule: r
             .decision
             .reasons
@@ -242,33 +207,14 @@ pub(super) fn page(r: &Review, user: &PageUser, form: FormState, decided: Option
         override_reason: form.override_reason,
         monthly_total,
         currency: currency.clone(),
-        approve_verb: match selected.decision.decision {
-            Verdict::Reserve => "reserve",
-            Verdict::Dedicate => "dedicate",
-            Verdict::Scale => "scale to",
-            _ => "",
-        },
+        approve_verb: approve_verb(selected.decision.decision),
         accepted: r.decision.accepted,
         reasons: r.decision.reasons.iter().map(|x| reason_view(x, r)).collect(),
         stages: stages(r),
-        missing: r
-            .decision
-            .missing
-            .iter()
-            .map(|(stage, keys)| {
-                (
-                    format!("Stage {stage} · {}", STAGE_NAMES[usize::from(stage - 1).min(4)]),
-                    keys.join(", "),
-                )
-            })
-            .collect(),
+        missing: missing_lines(r),
         latency,
         costs,
-        cost_per_job: match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
-            Some(Some(c)) => figures::with_currency(c, currency),
-            Some(None) => "not known yet — nothing accepted".into(),
-            None => "no ledger yet".into(),
-        },
+        cost_per_job: cost_per_job(r, currency),
         approval,
         may_decide: user.0.role >= Role::Manager,
         needs_reservation: needs_reservation(selected.decision.decision),
@@ -280,21 +226,128 @@ pub(super) fn page(r: &Review, user: &PageUser, form: FormState, decided: Option
         kv: r.context.kv.clone(),
         several_trials: r.trials.len() > 1,
         trial_name: r.context.trial.fields.name.clone(),
-        recommended: r
-            .recommendation
-            .recommended
-            .and_then(|id| r.trial(id))
-            .map(|t| t.context.trial.fields.name.clone()),
-        closest: r
-            .recommendation
-            .closest
-            .and_then(|id| r.trial(id))
-            .map(|t| (t.context.trial.fields.name.clone(), lacks(t))),
+        recommended: recommended(r),
+        closest: closest(r),
         selected_trial: selected.context.trial.id.to_string(),
         selected_decision: selected.decision.decision.as_str(),
         trial_columns,
         comparison_rows,
         trial_costs,
+    }
+}
+
+/// The evidence (its id) that names another GPU model than the trial's, and the model it names.
+fn gpu_mismatch(chosen: &TrialReview) -> Option<(String, String)> {
+    chosen
+        .context
+        .gpu_mismatch
+        .as_ref()
+        .map(|(id, named)| (id.to_string(), named.clone()))
+}
+
+/// Why the selected trial has no reservation to approve, if it has none.
+fn reservation_missing(selected: &TrialReview) -> String {
+    selected
+        .reservation
+        .as_ref()
+        .and_then(|x| x.as_ref().err())
+        .map(|why| (*why).to_owned())
+        .unwrap_or_default()
+}
+
+/// The verb of the approve button for a decision that commits.
+fn approve_verb(decision: Verdict) -> &'static str {
+    match decision {
+        Verdict::Reserve => "reserve",
+        Verdict::Dedicate => "dedicate",
+        Verdict::Scale => "scale to",
+        _ => "",
+    }
+}
+
+/// The recommended trial's name.
+fn recommended(r: &Review) -> Option<String> {
+    r.recommendation
+        .recommended
+        .and_then(|id| r.trial(id))
+        .map(|t| t.context.trial.fields.name.clone())
+}
+
+/// The trial closest to being accepted, and what it lacks.
+fn closest(r: &Review) -> Option<(String, String)> {
+    r.recommendation
+        .closest
+        .and_then(|id| r.trial(id))
+        .map(|t| (t.context.trial.fields.name.clone(), lacks(t)))
+}
+
+/// The reservation form's fields: what the manager typed (kept after an error) over the computed
+/// ones.
+fn reservation_fields(
+    form_commitment: Option<&Reservation>,
+    typed: Option<&BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
+    let mut reservation = form_commitment.map(form_fields).unwrap_or_default();
+    if let Some(typed) = typed {
+        for (k, v) in typed {
+            if matches!(k.as_str(), "term_months" | "start") {
+                reservation.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    reservation
+}
+
+/// The commitment on the first screen: the approved reservation while it holds, else the one
+/// approving the decided trial would record.
+fn top_commitment(r: &Review) -> Option<Reservation> {
+    let recorded = match &r.approval {
+        Some(a) if a.row.verdict == ApprovalVerdict::Approve && !a.stale => recorded_reservation(r),
+        _ => None,
+    };
+    let computed = r.trials[r.chosen].recorded_reservation().cloned();
+    recorded.or(computed)
+}
+
+/// Where the approval stands: none, stale, approved or rejected.
+fn approval_state(r: &Review) -> &'static str {
+    match &r.approval {
+        None => "none",
+        Some(a) if a.stale => "stale",
+        Some(a) if a.row.verdict == ApprovalVerdict::Approve => "approved",
+        Some(_) => "rejected",
+    }
+}
+
+/// Why the decision is what it is: its first reason, in a sentence.
+fn why_sentence(r: &Review, chosen: &TrialReview, currency: &str) -> String {
+    r.decision
+        .reasons
+        .first()
+        .map(|reason| decision_view::reason_sentence(reason, chosen, currency, r.brief.fields.cost_unit.as_str()))
+        .unwrap_or_default()
+}
+
+/// The evidence each stage still misses, by stage.
+fn missing_lines(r: &Review) -> Vec<(String, String)> {
+    r.decision
+        .missing
+        .iter()
+        .map(|(stage, keys)| {
+            (
+                format!("Stage {stage} · {}", STAGE_NAMES[usize::from(stage - 1).min(4)]),
+                keys.join(", "),
+            )
+        })
+        .collect()
+}
+
+/// The cost per completed job, or why it is not known.
+fn cost_per_job(r: &Review, currency: &str) -> String {
+    match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
+        Some(Some(c)) => figures::with_currency(c, currency),
+        Some(None) => "not known yet — nothing accepted".into(),
+        None => "no ledger yet".into(),
     }
 }
 

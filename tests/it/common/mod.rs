@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod builders;
 pub mod s3;
 pub mod vllm_points;
 
@@ -57,8 +58,8 @@ pub struct TestApp {
 /// The password every test user gets.
 pub const PASSWORD: &str = "correct horse battery staple";
 
-/// The engineer behind `TestApp::client`'s token, and so the owner of every brief `create_brief`
-/// makes: the person who may edit those briefs from a browser (`TestApp::login_owner`).
+/// The engineer behind `TestApp::client`'s token, and so the owner of every brief a
+/// `BriefBuilder` creates: the person who may edit those briefs from a browser (`TestApp::login_owner`).
 pub const OWNER_EMAIL: &str = "engineer@example.com";
 
 /// Creates a fresh database, migrates it, and serves the app on 127.0.0.1:0.
@@ -395,7 +396,7 @@ impl TestApp {
         signed
     }
 
-    /// Signs in the owner of the briefs `create_brief` makes (the engineer behind `client`).
+    /// Signs in the owner of the briefs `BriefBuilder` creates (the engineer behind `client`).
     pub async fn login_owner(&self) -> Person {
         self.login_as(OWNER_EMAIL, PASSWORD).await.expect("the owner signs in")
     }
@@ -485,15 +486,6 @@ impl TestApp {
             .await
             .unwrap()
     }
-
-    /// Creates a valid brief through the API and returns its JSON.
-    pub async fn create_brief(&self, overrides: Value) -> Value {
-        let mut body = valid_brief();
-        merge(&mut body, overrides);
-        let res = self.post_json("/api/v1/briefs", &body).await;
-        assert_eq!(res.status(), 201, "creating a brief");
-        res.json().await.unwrap()
-    }
 }
 
 impl Drop for DatabaseGuard {
@@ -520,7 +512,8 @@ impl Drop for DatabaseGuard {
     }
 }
 
-/// A complete, valid brief: Llama 3.1 70B served in bf16, 8k context, 16 sequences.
+/// A complete, valid brief: Llama 3.1 70B served in bf16, 8k context, 16 sequences. The base of
+/// `builders::BriefBuilder`, which changes what a test cares about.
 pub fn valid_brief() -> Value {
     json!({
         "name": "Chat assistant 70B",
@@ -549,14 +542,6 @@ pub fn valid_brief() -> Value {
     })
 }
 
-pub fn merge(base: &mut Value, overrides: Value) {
-    if let (Value::Object(b), Value::Object(o)) = (base, overrides) {
-        for (k, v) in o {
-            b.insert(k, v);
-        }
-    }
-}
-
 /// A file from tests/fixtures/.
 pub fn fixture(rel: &str) -> Vec<u8> {
     let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -566,23 +551,13 @@ pub fn fixture(rel: &str) -> Vec<u8> {
 }
 
 impl TestApp {
-    /// Creates a valid brief and returns its id.
+    /// Creates the valid brief (`BriefBuilder::new()`, nothing changed) and returns its id.
     pub async fn brief_id(&self) -> String {
-        self.create_brief(json!({})).await["id"].as_str().unwrap().to_owned()
+        builders::BriefBuilder::new().create_id(self).await
     }
 
-    /// Uploads `bytes` as a raw body with `?kind=&stage=` (plus any extra query).
-    /// A DCGM diagnostic that failed (PCIe), at stage 1: evidence that stops a brief (rule 2).
-    pub async fn post_failed_diag(&self, brief: &str) -> reqwest::Response {
-        self.post_raw_evidence(
-            brief,
-            "kind=dcgm-diag&stage=1",
-            "application/json",
-            fixture("dcgm-diag/dcgm3-json-r2-pcie-fail.json"),
-        )
-        .await
-    }
-
+    /// Uploads `bytes` as a raw body with the query `query` (`kind=…&stage=…`), as the evidence
+    /// API's raw form takes it; `builders::EvidenceBuilder` composes the query for most tests.
     pub async fn post_raw_evidence(
         &self,
         brief: &str,
@@ -632,13 +607,6 @@ pub fn vllm_requests(file: &Value) -> Vec<HandRequest> {
             }
         })
         .collect()
-}
-
-impl TestApp {
-    /// Creates a valid brief with `overrides` and returns its id.
-    pub async fn brief_id_with(&self, overrides: Value) -> String {
-        self.create_brief(overrides).await["id"].as_str().unwrap().to_owned()
-    }
 }
 
 /// A `metrics` evidence row a test writes straight through `evidence::repo`, owning what the row

@@ -116,30 +116,10 @@ fn successful<'a>(m: &'a Map<String, Value>, name: &str) -> Option<&'a Map<Strin
     m.get(name)?.get("successful")?.as_object()
 }
 
-// Long, and reads better whole: one read per field of a GuideLLM benchmark, in its order.
+/// One read per field of a GuideLLM benchmark, in its order.
 fn benchmark(b: &Map<String, Value>, i: usize, p: &mut Parsed) -> Run {
     let mut r = Run::named(name_of(b, i));
-    // The load asked for (a rate, or a number of streams) and how long the point ran.
-    if let Some(s) = strategy(b) {
-        if let Some(rate) = s.get("rate").and_then(num).filter(|x| x.is_finite() && *x > 0.0) {
-            r.set("offered_rps", rate);
-        }
-        if let Some(streams) = s.get("streams").or_else(|| s.get("max_concurrency")).and_then(num) {
-            r.set("max_concurrency", streams);
-        }
-    }
-    let seconds = |o: &Map<String, Value>| {
-        o.get("duration").and_then(num).or_else(|| {
-            let (start, end) = (o.get("start_time").and_then(num)?, o.get("end_time").and_then(num)?);
-            Some(end - start)
-        })
-    };
-    if let Some(d) = seconds(b)
-        .or_else(|| b.get("run_stats").and_then(Value::as_object).and_then(seconds))
-        .filter(|d| d.is_finite() && *d > 0.0)
-    {
-        r.set("duration_s", d);
-    }
+    read_load(b, &mut r);
     let empty = Map::new();
     let m = b.get("metrics").and_then(Value::as_object).unwrap_or(&empty);
     for (name, metric, scale) in LATENCIES {
@@ -183,7 +163,36 @@ fn benchmark(b: &Map<String, Value>, i: usize, p: &mut Parsed) -> Run {
             }
         }
     }
-    // Per-request figures, when the report kept the requests.
+    read_requests(b, &mut r, p);
+    r
+}
+
+/// The load asked for (a rate, or a number of streams) and how long the point ran.
+fn read_load(b: &Map<String, Value>, r: &mut Run) {
+    if let Some(s) = strategy(b) {
+        if let Some(rate) = s.get("rate").and_then(num).filter(|x| x.is_finite() && *x > 0.0) {
+            r.set("offered_rps", rate);
+        }
+        if let Some(streams) = s.get("streams").or_else(|| s.get("max_concurrency")).and_then(num) {
+            r.set("max_concurrency", streams);
+        }
+    }
+    let seconds = |o: &Map<String, Value>| {
+        o.get("duration").and_then(num).or_else(|| {
+            let (start, end) = (o.get("start_time").and_then(num)?, o.get("end_time").and_then(num)?);
+            Some(end - start)
+        })
+    };
+    if let Some(d) = seconds(b)
+        .or_else(|| b.get("run_stats").and_then(Value::as_object).and_then(seconds))
+        .filter(|d| d.is_finite() && *d > 0.0)
+    {
+        r.set("duration_s", d);
+    }
+}
+
+/// Per-request figures, when the report kept the requests.
+fn read_requests(b: &Map<String, Value>, r: &mut Run, p: &mut Parsed) {
     let reqs = b.get("requests").and_then(Value::as_object);
     let list = |k: &str| reqs.and_then(|q| q.get(k)).and_then(Value::as_array);
     if let Some(ok) = list("successful") {
@@ -216,5 +225,4 @@ fn benchmark(b: &Map<String, Value>, i: usize, p: &mut Parsed) -> Run {
             ));
         }
     }
-    r
 }

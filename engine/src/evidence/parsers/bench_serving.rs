@@ -433,7 +433,7 @@ fn load_point(o: &Map<String, Value>) -> Option<String> {
     }
 }
 
-// Long, and reads better whole: one read per field of vLLM's result JSON, in its order.
+/// One read per field of vLLM's result JSON, in its order.
 fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
     let o = &obj.map;
     // SGLang's own bench_serving writes the same key scheme plus a few keys vLLM's does not.
@@ -497,26 +497,7 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
             }
         }
     }
-    // Older SGLang results give completed and duration but no request throughput: it is their
-    // quotient, as both tools define it.
-    if r.get("request_throughput_rps").is_none() {
-        if let (Some(c), Some(d)) = (r.get("completed"), r.get("duration_s")) {
-            if d > 0.0 {
-                r.set("request_throughput_rps", c / d);
-            }
-        }
-    }
-    let errors = obj.errors.as_deref();
-    if r.get("failed").is_none() {
-        if let Some(e) = errors {
-            let f = e.iter().filter(|failed| **failed).count();
-            r.set("failed", f as f64);
-        } else if let (Some(n), Some(c)) = (o.get("num_prompts").and_then(num), r.get("completed")) {
-            if n >= c {
-                r.set("failed", n - c);
-            }
-        }
-    }
+    fill_throughput_and_failures(obj, &mut r);
     if let Some(m) = o.get("model_id").and_then(Value::as_str) {
         p.text("serving.model", m);
     }
@@ -527,7 +508,42 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
     {
         p.text("serving.backend", b);
     }
-    // exact percentiles from per-request data
+    exact_latencies(obj, &mut r);
+    r.requests = requests(obj);
+    r.latency_rebuilt = obj.itls.is_some();
+    tpot_from_requests(&mut r);
+    r
+}
+
+/// The request throughput older SGLang results leave out, and the failures a result does not
+/// count: from the per-request errors, else the prompts sent less those completed.
+fn fill_throughput_and_failures(obj: &Obj, r: &mut Run) {
+    let o = &obj.map;
+    // Older SGLang results give completed and duration but no request throughput: it is their
+    // quotient, as both tools define it.
+    if r.get("request_throughput_rps").is_none() {
+        if let (Some(c), Some(d)) = (r.get("completed"), r.get("duration_s")) {
+            if d > 0.0 {
+                r.set("request_throughput_rps", c / d);
+            }
+        }
+    }
+    if r.get("failed").is_none() {
+        if let Some(e) = obj.errors.as_deref() {
+            let f = e.iter().filter(|failed| **failed).count();
+            r.set("failed", f as f64);
+        } else if let (Some(n), Some(c)) = (o.get("num_prompts").and_then(num), r.get("completed")) {
+            if n >= c {
+                r.set("failed", n - c);
+            }
+        }
+    }
+}
+
+/// Exact TTFT and inter-token percentiles from the per-request data, over the requests that
+/// did not fail.
+fn exact_latencies(obj: &Obj, r: &mut Run) {
+    let errors = obj.errors.as_deref();
     let ok = |i: usize| errors.and_then(|e| e.get(i)).is_none_or(|failed| !failed);
     if let Some(t) = &obj.ttfts {
         // Non-numbers are NaN here and dropped by `exact` (NaN stays NaN after scaling).
@@ -537,7 +553,7 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
             .filter(|(i, _)| ok(*i))
             .map(|(_, x)| x * 1000.0)
             .collect();
-        exact(&mut r, "ttft", xs);
+        exact(r, "ttft", xs);
     }
     if let Some(t) = &obj.itls {
         let mut xs = Vec::with_capacity(t.values.len());
@@ -548,12 +564,8 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
             }
             start = end;
         }
-        exact(&mut r, "itl", xs);
+        exact(r, "itl", xs);
     }
-    r.requests = requests(obj);
-    r.latency_rebuilt = obj.itls.is_some();
-    tpot_from_requests(&mut r);
-    r
 }
 
 /// The per-request time per output token's percentiles where the summary lacks them (`vllm bench

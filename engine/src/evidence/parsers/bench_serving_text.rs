@@ -66,10 +66,37 @@ pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Run, ParseError> {
     Ok(r)
 }
 
-// Long, and reads better whole: one pass over the report's table rows.
+/// The runs of a GenAI-Perf / AIPerf CSV: a profile export's metric table is one run, a sweep's
+/// table one run per row.
 pub(crate) fn genai_perf(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
     let mut runs: Vec<Run> = Vec::new();
     let mut single = Run::default();
+    let tables = csv_tables(s);
+    for t in &tables {
+        let Some(header) = t.first() else { continue };
+        if header.first().map(String::as_str) == Some("Metric") {
+            read_profile_export(t, header, &mut single);
+        } else if header.iter().any(|h| {
+            h.contains("Time To First Token") || h.contains("Time to First Token") || h.contains("Request Throughput")
+        }) {
+            runs.extend(sweep_runs(t, header));
+        }
+    }
+    if !single.vals.is_empty() {
+        runs.insert(0, single);
+    }
+    if runs.is_empty() {
+        p.warn("GenAI-Perf CSV without recognised metric columns");
+        return Err(ParseError::at(
+            1,
+            "unrecognised GenAI-Perf CSV (no Time To First Token / Request Throughput columns)",
+        ));
+    }
+    Ok(runs)
+}
+
+/// The CSV's tables: runs of non-blank lines, each line a row of trimmed cells.
+fn csv_tables(s: &str) -> Vec<Vec<Vec<String>>> {
     let mut table: Vec<Vec<String>> = Vec::new();
     let mut tables: Vec<Vec<Vec<String>>> = Vec::new();
     for l in s.lines() {
@@ -90,73 +117,64 @@ pub(crate) fn genai_perf(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError
     if !table.is_empty() {
         tables.push(table);
     }
-    for t in &tables {
-        let Some(header) = t.first() else { continue };
-        if header.first().map(String::as_str) == Some("Metric") {
-            // profile export: rows are metrics, columns are stats (or `Value`)
-            for row in t.iter().skip(1) {
-                let Some(name) = row.first() else { continue };
-                let metric = name.split(" (").next().unwrap_or_default();
-                for (stat, cell) in header.iter().zip(row.iter()).skip(1) {
-                    let Some(x) = text::lenient_number(cell) else {
-                        continue;
-                    };
-                    if let Some(k) = latency_key(metric, stat) {
-                        if name.contains("(ms)") {
-                            single.set(k, x);
-                        }
-                    } else if stat == "Value" {
-                        match metric {
-                            "Output Token Throughput" => single.set("output_tokens_per_s", x),
-                            "Request Throughput" => single.set("request_throughput_rps", x),
-                            "Request Count" => single.set("completed", x),
-                            // AIPerf writes this row only when requests failed or were cancelled.
-                            "Error Request Count" => single.set("failed", x),
-                            "Benchmark Duration" if name.contains("(sec)") || name.contains("(s)") => {
-                                single.set("duration_s", x)
-                            }
-                            _ => {}
-                        }
-                    }
+    tables
+}
+
+/// A profile export: rows are metrics, columns are stats (or `Value`), all of one run.
+fn read_profile_export(t: &[Vec<String>], header: &[String], single: &mut Run) {
+    for row in t.iter().skip(1) {
+        let Some(name) = row.first() else { continue };
+        let metric = name.split(" (").next().unwrap_or_default();
+        for (stat, cell) in header.iter().zip(row.iter()).skip(1) {
+            let Some(x) = text::lenient_number(cell) else {
+                continue;
+            };
+            if let Some(k) = latency_key(metric, stat) {
+                if name.contains("(ms)") {
+                    single.set(k, x);
                 }
-            }
-        } else if header.iter().any(|h| {
-            h.contains("Time To First Token") || h.contains("Time to First Token") || h.contains("Request Throughput")
-        }) {
-            for row in t.iter().skip(1) {
-                let mut r = Run {
-                    name: row.first().cloned().unwrap_or_default(),
-                    ..Default::default()
-                };
-                for (h, cell) in header.iter().zip(row.iter()) {
-                    let Some(x) = text::lenient_number(cell) else {
-                        continue;
-                    };
-                    if h.starts_with("Request Throughput") {
-                        r.set("request_throughput_rps", x);
-                    } else if h.contains("Output Token Throughput") {
-                        r.set("output_tokens_per_s", x);
-                    } else if let Some((stat, rest)) = h.split_once(' ') {
-                        if h.ends_with("(ms)") {
-                            if let Some(k) = latency_key(rest.split(" (").next().unwrap_or_default(), stat) {
-                                r.set(k, x);
-                            }
-                        }
+            } else if stat == "Value" {
+                match metric {
+                    "Output Token Throughput" => single.set("output_tokens_per_s", x),
+                    "Request Throughput" => single.set("request_throughput_rps", x),
+                    "Request Count" => single.set("completed", x),
+                    // AIPerf writes this row only when requests failed or were cancelled.
+                    "Error Request Count" => single.set("failed", x),
+                    "Benchmark Duration" if name.contains("(sec)") || name.contains("(s)") => {
+                        single.set("duration_s", x)
                     }
+                    _ => {}
                 }
-                runs.push(r);
             }
         }
     }
-    if !single.vals.is_empty() {
-        runs.insert(0, single);
+}
+
+/// A sweep's table: one run per row, named by its first cell.
+fn sweep_runs(t: &[Vec<String>], header: &[String]) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for row in t.iter().skip(1) {
+        let mut r = Run {
+            name: row.first().cloned().unwrap_or_default(),
+            ..Default::default()
+        };
+        for (h, cell) in header.iter().zip(row.iter()) {
+            let Some(x) = text::lenient_number(cell) else {
+                continue;
+            };
+            if h.starts_with("Request Throughput") {
+                r.set("request_throughput_rps", x);
+            } else if h.contains("Output Token Throughput") {
+                r.set("output_tokens_per_s", x);
+            } else if let Some((stat, rest)) = h.split_once(' ') {
+                if h.ends_with("(ms)") {
+                    if let Some(k) = latency_key(rest.split(" (").next().unwrap_or_default(), stat) {
+                        r.set(k, x);
+                    }
+                }
+            }
+        }
+        runs.push(r);
     }
-    if runs.is_empty() {
-        p.warn("GenAI-Perf CSV without recognised metric columns");
-        return Err(ParseError::at(
-            1,
-            "unrecognised GenAI-Perf CSV (no Time To First Token / Request Throughput columns)",
-        ));
-    }
-    Ok(runs)
+    runs
 }

@@ -70,7 +70,7 @@ fn avg(o: &Map<String, Value>, key: &str) -> Option<f64> {
     o.get(key)?.get("avg").and_then(num)
 }
 
-// Long, and reads better whole: one read per field of the stats JSON, in its order.
+/// One read per field of the stats JSON, in its order.
 pub(crate) fn summary(top: &Map<String, Value>, p: &mut Parsed) -> Run {
     // The statistics; the run's configuration and errors stay at the top level in either shape.
     let o = early_records(top).unwrap_or(top);
@@ -84,21 +84,7 @@ pub(crate) fn summary(top: &Map<String, Value>, p: &mut Parsed) -> Run {
         p.tool_version = o.get("genai_perf_version").and_then(Value::as_str).map(str::to_owned);
     }
     let mut r = Run::default();
-    for (name, metric) in LATENCIES {
-        let Some(stats) = o.get(name).and_then(Value::as_object) else {
-            continue;
-        };
-        let unit = stats.get("unit").and_then(Value::as_str).unwrap_or("ms");
-        let Some(scale) = ms_per(unit) else {
-            p.warn(format!("{name}: unit {unit:?} is not a duration; not read"));
-            continue;
-        };
-        for (stat, v) in stats {
-            if let (Some(key), Some(x)) = (latency_key(metric, stat), num(v)) {
-                r.set(key, x * scale);
-            }
-        }
-    }
+    read_latencies(o, &mut r, p);
     let plain = [
         ("request_throughput", "request_throughput_rps"),
         ("output_token_throughput", "output_tokens_per_s"),
@@ -138,41 +124,66 @@ pub(crate) fn summary(top: &Map<String, Value>, p: &mut Parsed) -> Run {
         p.warn("the run was cancelled before it finished");
     }
     if let Some(cfg) = top.get("input_config").and_then(Value::as_object) {
-        // GenAI-Perf: "model": ["name"]; AIPerf: "models": {"items": [{"name": …}]}; early AIPerf:
-        // "endpoint": {"model_names": ["name"]}.
-        let model = cfg
-            .get("model")
-            .and_then(|m| m.as_array().and_then(|a| a.first()).or(Some(m)))
-            .and_then(Value::as_str)
-            .or_else(|| {
-                cfg.get("models")?
-                    .get("items")?
-                    .as_array()?
-                    .first()?
-                    .get("name")?
-                    .as_str()
-            })
-            .or_else(|| cfg.get("endpoint")?.get("model_names")?.as_array()?.first()?.as_str());
-        if let Some(m) = model {
-            p.text("serving.model", m);
-        }
-        let concurrency = cfg
-            .get("concurrency")
-            .or_else(|| cfg.get("loadgen")?.get("concurrency"))
-            .and_then(num)
-            .or_else(|| {
-                cfg.get("phases")?
-                    .as_array()?
-                    .iter()
-                    .find(|ph| ph.get("name").and_then(Value::as_str) == Some("profiling"))?
-                    .get("concurrency")
-                    .and_then(num)
-            });
-        if let Some(c) = concurrency {
-            r.set("max_concurrency", c);
-        }
+        read_input_config(cfg, &mut r, p);
     }
     r
+}
+
+/// The latency statistics, scaled to ms; a statistic in a unit that is no duration is not read.
+fn read_latencies(o: &Map<String, Value>, r: &mut Run, p: &mut Parsed) {
+    for (name, metric) in LATENCIES {
+        let Some(stats) = o.get(name).and_then(Value::as_object) else {
+            continue;
+        };
+        let unit = stats.get("unit").and_then(Value::as_str).unwrap_or("ms");
+        let Some(scale) = ms_per(unit) else {
+            p.warn(format!("{name}: unit {unit:?} is not a duration; not read"));
+            continue;
+        };
+        for (stat, v) in stats {
+            if let (Some(key), Some(x)) = (latency_key(metric, stat), num(v)) {
+                r.set(key, x * scale);
+            }
+        }
+    }
+}
+
+/// The model and the concurrency from the run's configuration, in any of the shapes GenAI-Perf
+/// and AIPerf have written it.
+fn read_input_config(cfg: &Map<String, Value>, r: &mut Run, p: &mut Parsed) {
+    // GenAI-Perf: "model": ["name"]; AIPerf: "models": {"items": [{"name": …}]}; early AIPerf:
+    // "endpoint": {"model_names": ["name"]}.
+    let model = cfg
+        .get("model")
+        .and_then(|m| m.as_array().and_then(|a| a.first()).or(Some(m)))
+        .and_then(Value::as_str)
+        .or_else(|| {
+            cfg.get("models")?
+                .get("items")?
+                .as_array()?
+                .first()?
+                .get("name")?
+                .as_str()
+        })
+        .or_else(|| cfg.get("endpoint")?.get("model_names")?.as_array()?.first()?.as_str());
+    if let Some(m) = model {
+        p.text("serving.model", m);
+    }
+    let concurrency = cfg
+        .get("concurrency")
+        .or_else(|| cfg.get("loadgen")?.get("concurrency"))
+        .and_then(num)
+        .or_else(|| {
+            cfg.get("phases")?
+                .as_array()?
+                .iter()
+                .find(|ph| ph.get("name").and_then(Value::as_str) == Some("profiling"))?
+                .get("concurrency")
+                .and_then(num)
+        });
+    if let Some(c) = concurrency {
+        r.set("max_concurrency", c);
+    }
 }
 
 /// A metric of a per-request record in ms: `{"value": x, "unit": "ms"}` or a bare number.

@@ -211,7 +211,7 @@ fn infer_level(tests: &[Test]) -> u8 {
     level
 }
 
-// Long, and reads better whole: one pass over the report's table lines, with the section it is in.
+/// One pass over the report's table lines, with the section it is in.
 fn parse_text(s: &str) -> Result<Diag, ParseError> {
     let mut d = Diag::default();
     let mut category = String::new();
@@ -219,13 +219,6 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     let mut closed = false;
     let mut cur: Option<usize> = None; // index into d.tests
     let mut note: Option<(bool, String)> = None; // (is_warning, text)
-    let flush = |note: &mut Option<(bool, String)>, d: &mut Diag| {
-        if let Some((is_warn, txt)) = note.take() {
-            if is_warn {
-                d.warnings.push(txt.trim().to_string());
-            }
-        }
-    };
     for (i, raw) in s.lines().enumerate() {
         let ln = i + 1;
         let l = raw.trim_end();
@@ -235,22 +228,9 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
         }
         saw_table = true;
         let inner = lt.get(1..).unwrap_or_default();
-        if inner.starts_with("-----")
-            && inner
-                .trim_start_matches('-')
-                .trim_start()
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_alphabetic())
-        {
+        if let Some(title) = section_title(inner) {
             flush(&mut note, &mut d);
-            category = inner
-                .trim_start_matches('-')
-                .split("--")
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
+            category = title;
             closed = false;
             cur = None;
             continue;
@@ -280,25 +260,7 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
             continue;
         }
         if name.is_empty() {
-            // continuation: a GPUn: verdict, or wrapped Warning/Info text
-            if let Some((gpu, st)) = res
-                .split_once(':')
-                .filter(|(g, _)| g.starts_with("GPU") && g.len() <= 6)
-            {
-                flush(&mut note, &mut d);
-                if let (Some(ix), Some(st)) = (cur, status_of(st)) {
-                    if let Some(t) = d.tests.get_mut(ix) {
-                        merge_entity(t, st);
-                    }
-                } else if status_of(st).is_none() {
-                    d.warnings
-                        .push(format!("line {ln}: unreadable entity result {gpu}:{st}"));
-                }
-            } else if let Some((_, txt)) = note.as_mut() {
-                // the raw 45-character cell contents are concatenated (DCGM hard-wraps mid-word)
-                let chunk: String = res_cell.chars().skip(1).take(45).collect();
-                txt.push_str(&chunk);
-            }
+            continuation(&mut d, &mut note, cur, res_cell, ln);
             continue;
         }
         flush(&mut note, &mut d);
@@ -307,21 +269,7 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
             note = Some((name == "Warning", chunk));
             continue;
         }
-        match status_of(res) {
-            Some(st) => {
-                d.tests.push(Test {
-                    name: name.to_string(),
-                    category: category.clone(),
-                    status: st,
-                });
-                cur = Some(d.tests.len() - 1);
-            }
-            None => {
-                d.warnings
-                    .push(format!("line {ln}: test {name:?} has an unreadable result {res:?}"));
-                cur = None;
-            }
-        }
+        cur = record_test(&mut d, name, &category, res, ln);
     }
     flush(&mut note, &mut d);
     if !saw_table {
@@ -334,6 +282,118 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     Ok(d)
 }
 
+/// A Warning or Info note, kept (as a warning) only when it is a warning.
+fn flush(note: &mut Option<(bool, String)>, d: &mut Diag) {
+    if let Some((is_warn, txt)) = note.take() {
+        if is_warn {
+            d.warnings.push(txt.trim().to_string());
+        }
+    }
+}
+
+/// The category a section line (`|----- Deployment ---------…`) opens, after a table's `|`.
+fn section_title(inner: &str) -> Option<String> {
+    let opens = inner.starts_with("-----")
+        && inner
+            .trim_start_matches('-')
+            .trim_start()
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic());
+    opens.then(|| {
+        inner
+            .trim_start_matches('-')
+            .split("--")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    })
+}
+
+/// A row with an empty name: a `GPUn:` verdict of the test above, or wrapped Warning/Info text.
+fn continuation(d: &mut Diag, note: &mut Option<(bool, String)>, cur: Option<usize>, res_cell: &str, ln: usize) {
+    if let Some((gpu, st)) = res_cell
+        .trim()
+        .split_once(':')
+        .filter(|(g, _)| g.starts_with("GPU") && g.len() <= 6)
+    {
+        flush(note, d);
+        if let (Some(ix), Some(st)) = (cur, status_of(st)) {
+            if let Some(t) = d.tests.get_mut(ix) {
+                merge_entity(t, st);
+            }
+        } else if status_of(st).is_none() {
+            d.warnings
+                .push(format!("line {ln}: unreadable entity result {gpu}:{st}"));
+        }
+    } else if let Some((_, txt)) = note.as_mut() {
+        // the raw 45-character cell contents are concatenated (DCGM hard-wraps mid-word)
+        let chunk: String = res_cell.chars().skip(1).take(45).collect();
+        txt.push_str(&chunk);
+    }
+}
+
+/// A test's row; the index of the test it recorded, if its result was readable.
+fn record_test(d: &mut Diag, name: &str, category: &str, res: &str, ln: usize) -> Option<usize> {
+    match status_of(res) {
+        Some(st) => {
+            d.tests.push(Test {
+                name: name.to_string(),
+                category: category.to_string(),
+                status: st,
+            });
+            Some(d.tests.len() - 1)
+        }
+        None => {
+            d.warnings
+                .push(format!("line {ln}: test {name:?} has an unreadable result {res:?}"));
+            None
+        }
+    }
+}
+
+/// Each result's status of the test `name`, its distinct warnings added to `warnings`.
+fn result_statuses(name: &str, results: Option<&Vec<serde_json::Value>>, warnings: &mut Vec<String>) -> Vec<Status> {
+    use serde_json::Value;
+    let mut per: Vec<Status> = Vec::new();
+    for r in results.into_iter().flatten() {
+        if let Some(st) = r.get("status").and_then(Value::as_str).and_then(status_of) {
+            per.push(st);
+        }
+        for w in r.get("warnings").and_then(Value::as_array).into_iter().flatten() {
+            let txt = w
+                .get("warning")
+                .and_then(Value::as_str)
+                .map(|x| match w.get("error_id").and_then(Value::as_i64) {
+                    Some(id) => format!("{x} (error_id {id})"),
+                    None => x.to_string(),
+                })
+                .or_else(|| w.as_str().map(str::to_string));
+            // Distinct warnings (one test, one message): the same message from every GPU
+            // of the test is one warning (docs/evidence.md).
+            if let Some(txt) = txt.map(|t| format!("{name}: {t}")) {
+                if !warnings.contains(&txt) {
+                    warnings.push(txt);
+                }
+            }
+        }
+    }
+    per
+}
+
+/// A test's status from its per-entity results when it has no summary.
+fn worst_of(per: &[Status]) -> Status {
+    let worst = per.iter().copied().max().unwrap_or(Status::Skip);
+    if worst == Status::Pass || per.iter().all(|s| *s == Status::Skip) {
+        worst
+    } else if worst == Status::Skip {
+        Status::Skip // a Pass/Skip mix: not every entity ran it
+    } else {
+        worst
+    }
+}
+
 /// A per-entity verdict can only make the test worse (Fail beats Pass; Skip on some GPUs downgrades
 /// a Pass to Skip because not every GPU ran it).
 fn merge_entity(t: &mut Test, st: Status) {
@@ -342,8 +402,7 @@ fn merge_entity(t: &mut Test, st: Status) {
     }
 }
 
-// Long, and reads better whole: one walk over the report's tests and their results, in document
-// order.
+/// One walk over the report's tests and their results, in document order.
 fn parse_json(s: &str) -> Result<Diag, ParseError> {
     use serde_json::Value;
     let (v, _pre) = text::json_value(s)?;
@@ -391,29 +450,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             }
             let name = t.get("name").and_then(Value::as_str).unwrap_or("unnamed").to_string();
             let results = t.get("results").and_then(Value::as_array);
-            let mut per: Vec<Status> = Vec::new();
-            for r in results.into_iter().flatten() {
-                if let Some(st) = r.get("status").and_then(Value::as_str).and_then(status_of) {
-                    per.push(st);
-                }
-                for w in r.get("warnings").and_then(Value::as_array).into_iter().flatten() {
-                    let txt = w
-                        .get("warning")
-                        .and_then(Value::as_str)
-                        .map(|x| match w.get("error_id").and_then(Value::as_i64) {
-                            Some(id) => format!("{x} (error_id {id})"),
-                            None => x.to_string(),
-                        })
-                        .or_else(|| w.as_str().map(str::to_string));
-                    // Distinct warnings (one test, one message): the same message from every GPU
-                    // of the test is one warning (docs/evidence.md).
-                    if let Some(txt) = txt.map(|t| format!("{name}: {t}")) {
-                        if !d.warnings.contains(&txt) {
-                            d.warnings.push(txt);
-                        }
-                    }
-                }
-            }
+            let per = result_statuses(&name, results, &mut d.warnings);
             let summary = t
                 .get("test_summary")
                 .and_then(|x| x.get("status"))
@@ -425,16 +462,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
                     d.warnings.push(format!("test {name:?} has no status"));
                     continue;
                 }
-                None => {
-                    let worst = per.iter().copied().max().unwrap_or(Status::Skip);
-                    if worst == Status::Pass || per.iter().all(|s| *s == Status::Skip) {
-                        worst
-                    } else if worst == Status::Skip {
-                        Status::Skip // a Pass/Skip mix: not every entity ran it
-                    } else {
-                        worst
-                    }
-                }
+                None => worst_of(&per),
             };
             d.tests.push(Test {
                 name,

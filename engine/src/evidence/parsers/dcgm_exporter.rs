@@ -148,7 +148,7 @@ pub(crate) fn parse_window(before: &str, after: &str) -> Result<Parsed, ParseErr
     Ok(p)
 }
 
-// Long, and reads better whole: one figure per metric of the scrape, each a few lines.
+/// One figure per metric of the scrape, each a few lines.
 fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
     if a.series.is_empty() {
         p.warn("no DCGM_FI_ series in this scrape (is this a dcgm-exporter /metrics endpoint?)");
@@ -168,27 +168,7 @@ fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
         p.text("gpu.driver_version", d.clone());
     }
 
-    // Utilisation: the classic gauge, else the profiling engine-active ratio.
-    let (util, source) = match per_gpu(a, "DCGM_FI_DEV_GPU_UTIL", Fold::Mean) {
-        u if !u.is_empty() => (u, "DCGM_FI_DEV_GPU_UTIL"),
-        _ => (
-            per_gpu(a, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", Fold::Mean)
-                .into_iter()
-                .map(|(g, v)| (g, v * 100.0))
-                .collect(),
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        ),
-    };
-    if util.is_empty() {
-        p.warn("no utilisation series (DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE)");
-    } else {
-        let avg = util.values().sum::<f64>() / util.len() as f64;
-        p.nonneg("gpu.util_pct_avg", avg);
-        if let Some(m) = max_of(&util) {
-            p.nonneg("gpu.util_pct_max", m);
-        }
-        p.text("gpu.util_source", source);
-    }
+    utilisation(p, a);
     let gauges: [(&str, &str, Fold); 3] = [
         ("DCGM_FI_DEV_FB_USED", "gpu.memory_used_mib_max", Fold::SumInstances),
         ("DCGM_FI_DEV_POWER_USAGE", "gpu.power_w_max", Fold::Max),
@@ -209,7 +189,40 @@ fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
         p.nonneg("gpu.nvlink_bandwidth_gbps_max", both / 1e9);
     }
 
-    // XIDs: the last code per GPU; in a window, only codes that are new since `before`.
+    xid_codes(p, a, before);
+
+    let windowed = counters(p, a, before);
+    if before.is_some() {
+        p.boolean("dcgm_exporter.window", windowed);
+    }
+}
+
+/// Utilisation: the classic gauge, else the profiling engine-active ratio.
+fn utilisation(p: &mut Parsed, a: &Scrape<'_>) {
+    let (util, source) = match per_gpu(a, "DCGM_FI_DEV_GPU_UTIL", Fold::Mean) {
+        u if !u.is_empty() => (u, "DCGM_FI_DEV_GPU_UTIL"),
+        _ => (
+            per_gpu(a, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", Fold::Mean)
+                .into_iter()
+                .map(|(g, v)| (g, v * 100.0))
+                .collect(),
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        ),
+    };
+    if util.is_empty() {
+        p.warn("no utilisation series (DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE)");
+    } else {
+        let avg = util.values().sum::<f64>() / util.len() as f64;
+        p.nonneg("gpu.util_pct_avg", avg);
+        if let Some(m) = max_of(&util) {
+            p.nonneg("gpu.util_pct_max", m);
+        }
+        p.text("gpu.util_source", source);
+    }
+}
+
+/// XIDs: the last code per GPU; in a window, only codes that are new since `before`.
+fn xid_codes(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
     let xid_after = per_gpu(a, "DCGM_FI_DEV_XID_ERRORS", Fold::Max);
     if !xid_after.is_empty() {
         let xid_before = before.map(|b| per_gpu(b, "DCGM_FI_DEV_XID_ERRORS", Fold::Max));
@@ -226,8 +239,11 @@ fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
         p.count("gpu.xid_errors", codes.len() as f64);
         p.list("gpu.xid_codes", codes);
     }
+}
 
-    // Counters: in a window, the difference; a counter that went down means a restart.
+/// Counters (ECC, remapped rows, energy): in a window, the difference; a counter that went down
+/// means a restart. Whether the figures are over a window (both scrapes read, no restart).
+fn counters(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) -> bool {
     let restarted = before.and_then(|b| {
         a.counters.iter().find(|c| {
             let now = per_gpu(a, c, Fold::Max);
@@ -277,7 +293,5 @@ fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
             p.nonneg("gpu.energy_joules", mj / 1000.0);
         }
     }
-    if before.is_some() {
-        p.boolean("dcgm_exporter.window", window.is_some());
-    }
+    window.is_some()
 }

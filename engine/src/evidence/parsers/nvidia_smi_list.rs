@@ -6,18 +6,13 @@
 
 use super::{text, ParseError, Parsed};
 
-// Long, and reads better whole: one pass over the listed lines, one arm per line form.
+/// One pass over the listed lines, one arm per line form.
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),
         ..Default::default()
     };
-    let mut models = Vec::new();
-    let mut uuids = Vec::new();
-    let mut mig_profiles = Vec::new();
-    let mut mig_gpus = 0usize;
-    let mut last_had_mig = false;
-    let mut first_bad: Option<(usize, String)> = None;
+    let mut l = Listing::default();
 
     for (i, raw) in s.lines().enumerate() {
         let ln = i + 1;
@@ -30,55 +25,21 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             return Err(ParseError::at(ln, format!("nvidia-smi reported an error: {t}")));
         }
         if let Some(rest) = t.strip_prefix("GPU ") {
-            let Some((idx, after)) = rest.split_once(':') else {
-                warn_once(&mut first_bad, ln, t);
-                continue;
-            };
-            if idx.trim().parse::<u32>().is_err() {
-                warn_once(&mut first_bad, ln, t);
-                continue;
-            }
-            let after = after.trim();
-            let Some(pos) = after.rfind("(UUID:") else {
-                p.warn(format!("line {ln}: GPU line without `(UUID: …)` (cut short?): {t}"));
-                continue;
-            };
-            let name = after.get(..pos).unwrap_or_default().trim();
-            let uuid = after
-                .get(pos + "(UUID:".len()..)
-                .unwrap_or_default()
-                .trim()
-                .trim_end_matches(')')
-                .trim();
-            if uuid.is_empty() || !t.ends_with(')') {
-                p.warn(format!("line {ln}: GPU line is incomplete (cut short?): {t}"));
-            }
-            models.push(if name.is_empty() {
-                "unknown".to_string()
-            } else {
-                name.to_string()
-            });
-            if !uuid.is_empty() {
-                uuids.push(uuid.to_string());
-            }
-            last_had_mig = false;
+            l.gpu_line(&mut p, ln, t, rest);
         } else if let Some(rest) = t.strip_prefix("MIG ") {
-            if models.is_empty() {
-                p.warn(format!("line {ln}: MIG device before any GPU line"));
-            }
-            if !rest.contains("UUID:") {
-                p.warn(format!("line {ln}: MIG line without UUID (cut short?): {t}"));
-            }
-            let profile = rest.split_whitespace().next().unwrap_or_default();
-            mig_profiles.push(profile.to_string());
-            if !last_had_mig {
-                mig_gpus += 1;
-                last_had_mig = true;
-            }
+            l.mig_line(&mut p, ln, t, rest);
         } else {
-            warn_once(&mut first_bad, ln, t);
+            warn_once(&mut l.first_bad, ln, t);
         }
     }
+    let Listing {
+        models,
+        uuids,
+        mig_profiles,
+        mig_gpus,
+        first_bad,
+        ..
+    } = l;
 
     if models.is_empty() {
         let (ln, t) = first_bad.unwrap_or((1, String::new()));
@@ -97,6 +58,73 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     p.list("gpu.uuids", uuids);
     p.list("gpu.mig_profiles", mig_profiles);
     Ok(p)
+}
+
+/// What the listing has shown so far.
+#[derive(Default)]
+struct Listing {
+    models: Vec<String>,
+    uuids: Vec<String>,
+    mig_profiles: Vec<String>,
+    /// GPUs with MIG devices under them.
+    mig_gpus: usize,
+    /// Whether the line before was a MIG device (of the same GPU).
+    last_had_mig: bool,
+    first_bad: Option<(usize, String)>,
+}
+
+impl Listing {
+    /// `GPU <i>: <name> (UUID: GPU-…)`, `rest` after `GPU `.
+    fn gpu_line(&mut self, p: &mut Parsed, ln: usize, t: &str, rest: &str) {
+        let Some((idx, after)) = rest.split_once(':') else {
+            warn_once(&mut self.first_bad, ln, t);
+            return;
+        };
+        if idx.trim().parse::<u32>().is_err() {
+            warn_once(&mut self.first_bad, ln, t);
+            return;
+        }
+        let after = after.trim();
+        let Some(pos) = after.rfind("(UUID:") else {
+            p.warn(format!("line {ln}: GPU line without `(UUID: …)` (cut short?): {t}"));
+            return;
+        };
+        let name = after.get(..pos).unwrap_or_default().trim();
+        let uuid = after
+            .get(pos + "(UUID:".len()..)
+            .unwrap_or_default()
+            .trim()
+            .trim_end_matches(')')
+            .trim();
+        if uuid.is_empty() || !t.ends_with(')') {
+            p.warn(format!("line {ln}: GPU line is incomplete (cut short?): {t}"));
+        }
+        self.models.push(if name.is_empty() {
+            "unknown".to_string()
+        } else {
+            name.to_string()
+        });
+        if !uuid.is_empty() {
+            self.uuids.push(uuid.to_string());
+        }
+        self.last_had_mig = false;
+    }
+
+    /// `MIG <profile> Device <n>: (UUID: MIG-…)`, `rest` after `MIG `.
+    fn mig_line(&mut self, p: &mut Parsed, ln: usize, t: &str, rest: &str) {
+        if self.models.is_empty() {
+            p.warn(format!("line {ln}: MIG device before any GPU line"));
+        }
+        if !rest.contains("UUID:") {
+            p.warn(format!("line {ln}: MIG line without UUID (cut short?): {t}"));
+        }
+        let profile = rest.split_whitespace().next().unwrap_or_default();
+        self.mig_profiles.push(profile.to_string());
+        if !self.last_had_mig {
+            self.mig_gpus += 1;
+            self.last_had_mig = true;
+        }
+    }
 }
 
 fn warn_once(first: &mut Option<(usize, String)>, ln: usize, t: &str) {

@@ -33,7 +33,7 @@ fn line_of(s: &str, byte: usize) -> usize {
         .unwrap_or(1)
 }
 
-// Long, and reads better whole: one read per GPU element of the XML, in document order.
+/// `nvidia-smi -q -x`: one read per GPU element of the XML, in document order.
 fn parse_xml(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),
@@ -44,9 +44,7 @@ fn parse_xml(s: &str) -> Result<Parsed, ParseError> {
     let mut stack: Vec<String> = Vec::new();
     let mut gpus: Vec<Gpu> = Vec::new();
     let mut cur: Option<Gpu> = None;
-    let mut driver = None;
-    let mut cuda = None;
-    let mut attached = None;
+    let mut head = LogHead::default();
     let mut complete = false;
     loop {
         let ev = match reader.read_event() {
@@ -99,25 +97,24 @@ fn parse_xml(s: &str) -> Result<Parsed, ParseError> {
                 let Ok(v) = t.decode() else { continue };
                 let v = v.trim();
                 let path: Vec<&str> = stack.iter().map(String::as_str).collect();
-                match path.as_slice() {
-                    ["nvidia_smi_log", "driver_version"] => driver = Some(v.to_string()),
-                    ["nvidia_smi_log", "cuda_version"] => cuda = Some(v.to_string()),
-                    ["nvidia_smi_log", "attached_gpus"] => attached = text::lenient_number(v),
-                    ["nvidia_smi_log", "gpu", rest @ ..] => {
-                        if let Some(g) = cur.as_mut() {
-                            gpu_field(g, rest, v);
-                        }
-                    }
-                    _ => {}
-                }
+                head.read(&path, v, cur.as_mut());
             }
             Event::Eof => break,
             _ => {}
         }
     }
+    check_gpus_read(&mut p, s, complete, gpus.len())?;
+    head.record(&mut p, &gpus);
+    finish(&mut p, &gpus);
+    Ok(p)
+}
+
+/// At least one complete `<gpu>` element was read; a log cut short after one is read with a
+/// warning.
+fn check_gpus_read(p: &mut Parsed, s: &str, complete: bool, gpus: usize) -> Result<(), ParseError> {
     if !complete {
         let ln = text::last_line(s);
-        if gpus.is_empty() {
+        if gpus == 0 {
             return Err(ParseError::at(
                 ln,
                 "XML ends early (truncated?) before any complete <gpu> element",
@@ -125,36 +122,65 @@ fn parse_xml(s: &str) -> Result<Parsed, ParseError> {
         }
         p.warn(format!(
             "line {ln}: XML ends early (truncated?); {} complete GPU(s) read",
-            gpus.len()
+            gpus
         ));
     }
-    if gpus.is_empty() {
+    if gpus == 0 {
         return Err(ParseError::at(1, "no <gpu> element in nvidia_smi_log"));
     }
-    if let Some(a) = attached {
-        p.count("gpu.attached_gpus", a);
-        if a as usize != gpus.len() {
-            p.warn(format!(
-                "attached_gpus says {a} but the file has {} <gpu> element(s)",
-                gpus.len()
-            ));
+    Ok(())
+}
+
+/// What the log says of the machine, before its `<gpu>` elements.
+#[derive(Default)]
+struct LogHead {
+    driver: Option<String>,
+    cuda: Option<String>,
+    attached: Option<f64>,
+}
+
+impl LogHead {
+    /// The text `v` of the element at `path`: the machine's own, or that of the GPU being read.
+    fn read(&mut self, path: &[&str], v: &str, gpu: Option<&mut Gpu>) {
+        match path {
+            ["nvidia_smi_log", "driver_version"] => self.driver = Some(v.to_string()),
+            ["nvidia_smi_log", "cuda_version"] => self.cuda = Some(v.to_string()),
+            ["nvidia_smi_log", "attached_gpus"] => self.attached = text::lenient_number(v),
+            ["nvidia_smi_log", "gpu", rest @ ..] => {
+                if let Some(g) = gpu {
+                    gpu_field(g, rest, v);
+                }
+            }
+            _ => {}
         }
     }
-    if let Some(d) = driver {
-        p.text("gpu.driver_version", d.clone());
-        p.tool_version = Some(d);
+
+    /// Records the machine's facts and the GPUs' MIG counts, checking the GPU count against
+    /// `attached_gpus`.
+    fn record(self, p: &mut Parsed, gpus: &[Gpu]) {
+        if let Some(a) = self.attached {
+            p.count("gpu.attached_gpus", a);
+            if a as usize != gpus.len() {
+                p.warn(format!(
+                    "attached_gpus says {a} but the file has {} <gpu> element(s)",
+                    gpus.len()
+                ));
+            }
+        }
+        if let Some(d) = self.driver {
+            p.text("gpu.driver_version", d.clone());
+            p.tool_version = Some(d);
+        }
+        if let Some(c) = self.cuda.filter(|c| !is_na(c)) {
+            p.text("gpu.cuda_version", c);
+        }
+        let mig = gpus.iter().filter(|g| g.mig_mode.as_deref() == Some("Enabled")).count();
+        p.count("gpu.mig_enabled_gpus", mig as f64);
+        p.count(
+            "gpu.mig_count",
+            gpus.iter().map(|g| g.mig_devices).sum::<usize>() as f64,
+        );
     }
-    if let Some(c) = cuda.filter(|c| !is_na(c)) {
-        p.text("gpu.cuda_version", c);
-    }
-    let mig = gpus.iter().filter(|g| g.mig_mode.as_deref() == Some("Enabled")).count();
-    p.count("gpu.mig_enabled_gpus", mig as f64);
-    p.count(
-        "gpu.mig_count",
-        gpus.iter().map(|g| g.mig_devices).sum::<usize>() as f64,
-    );
-    finish(&mut p, &gpus);
-    Ok(p)
 }
 
 fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
@@ -187,8 +213,6 @@ fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
 
 /// `--query-gpu=… --format=csv[,noheader][,nounits]`: `, `-separated, nothing quoted, units in the
 /// header (`memory.total [MiB]`) and, without `nounits`, in the values (`143771 MiB`).
-// Long, and reads better whole: one pass over the CSV's header and rows, units read where they
-// appear.
 fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),
@@ -231,36 +255,7 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
             ));
             continue;
         }
-        let mut g = Gpu::default();
-        for (c, v) in cols.iter().zip(cells) {
-            if is_na(v) {
-                continue;
-            }
-            let num = text::lenient_number(v);
-            match c.as_str() {
-                "name" | "gpu_name" => g.name = Some(v.to_string()),
-                "uuid" | "gpu_uuid" => g.uuid = Some(v.to_string()),
-                "memory.total" => g.mem_total = num,
-                "memory.used" => g.mem_used = num,
-                "memory.reserved" | "memory.free" => {
-                    g.mem_other = Some(g.mem_other.unwrap_or(0.0) + num.unwrap_or(0.0))
-                }
-                "driver_version" => driver = Some(v.to_string()),
-                "ecc.errors.uncorrected.aggregate.total" => g.ecc_agg = num,
-                "ecc.errors.uncorrected.volatile.total" => g.ecc_vol = num,
-                "mig.mode.current" => g.mig_mode = Some(v.to_string()),
-                _ => {}
-            }
-        }
-        if g.mem_total.is_none()
-            && cols.iter().any(|c| c == "memory.free")
-            && cols.iter().any(|c| c == "memory.reserved")
-        {
-            if let (Some(u), Some(o)) = (g.mem_used, g.mem_other) {
-                g.mem_total = Some(u + o);
-                derived = true;
-            }
-        }
+        let g = csv_gpu(&cols, cells, &mut driver, &mut derived);
         gpus.push(g);
     }
     if derived {
@@ -283,4 +278,34 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
         p.warnings.retain(|w| !w.starts_with("uncorrectable ECC"));
     }
     Ok(p)
+}
+
+/// One GPU's row; `memory.total` derived from the other memory columns when it was not queried.
+fn csv_gpu(cols: &[String], cells: Vec<&str>, driver: &mut Option<String>, derived: &mut bool) -> Gpu {
+    let mut g = Gpu::default();
+    for (c, v) in cols.iter().zip(cells) {
+        if is_na(v) {
+            continue;
+        }
+        let num = text::lenient_number(v);
+        match c.as_str() {
+            "name" | "gpu_name" => g.name = Some(v.to_string()),
+            "uuid" | "gpu_uuid" => g.uuid = Some(v.to_string()),
+            "memory.total" => g.mem_total = num,
+            "memory.used" => g.mem_used = num,
+            "memory.reserved" | "memory.free" => g.mem_other = Some(g.mem_other.unwrap_or(0.0) + num.unwrap_or(0.0)),
+            "driver_version" => *driver = Some(v.to_string()),
+            "ecc.errors.uncorrected.aggregate.total" => g.ecc_agg = num,
+            "ecc.errors.uncorrected.volatile.total" => g.ecc_vol = num,
+            "mig.mode.current" => g.mig_mode = Some(v.to_string()),
+            _ => {}
+        }
+    }
+    if g.mem_total.is_none() && cols.iter().any(|c| c == "memory.free") && cols.iter().any(|c| c == "memory.reserved") {
+        if let (Some(u), Some(o)) = (g.mem_used, g.mem_other) {
+            g.mem_total = Some(u + o);
+            *derived = true;
+        }
+    }
+    g
 }

@@ -37,7 +37,7 @@ fn memory_cell(cell: &str) -> Option<(f64, f64)> {
     Some((text::lenient_number(used)?, text::lenient_number(total)?))
 }
 
-// Long, and reads better whole: one pass over the table's lines, with the GPU row it is in.
+/// One pass over the table's lines, with the GPU row it is in.
 pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),
@@ -56,13 +56,7 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
         let line = raw.trim();
         if line.contains("NVIDIA-SMI ") {
             header_line = Some(i + 1);
-            p.tool_version = line
-                .split("NVIDIA-SMI ")
-                .nth(1)
-                .and_then(|r| r.split_whitespace().next())
-                .map(str::to_owned);
-            driver = banner_value(line, "Driver Version").map(str::to_owned);
-            cuda = banner_value(line, "CUDA Version").map(str::to_owned);
+            (p.tool_version, driver, cuda) = banner(line);
             continue;
         }
         if line.starts_with("|=") {
@@ -96,25 +90,9 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
         }
         match pos {
             0 => {
-                // `   0  NVIDIA GeForce RTX 2080 Ti     On  `
-                let mut toks = cells[0].split_whitespace();
-                let Some(index) = toks.next().filter(|t| t.bytes().all(|b| b.is_ascii_digit())) else {
+                let Some((index, g)) = first_gpu_row(&cells) else {
                     continue;
                 };
-                let words: Vec<&str> = toks.collect();
-                // The last word is the persistence mode (On / Off).
-                let name = match words.split_last() {
-                    Some((last, rest)) if matches!(*last, "On" | "Off") => rest.join(" "),
-                    _ => words.join(" "),
-                };
-                let mut g = Gpu {
-                    name: (!name.is_empty()).then_some(name),
-                    ..Default::default()
-                };
-                let ecc = cells[2].trim();
-                if !is_na(ecc) && ecc != "Off" {
-                    g.ecc_vol = text::lenient_number(ecc);
-                }
                 if index.parse::<usize>().ok() != Some(gpus.len()) {
                     p.warn(format!("line {}: GPU {index} out of order", i + 1));
                 }
@@ -130,15 +108,63 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
         }
         row_in_group = Some(pos + 1);
     }
+    check_found(header_line, gpus.len())?;
+    record_machine(&mut p, driver, cuda, &gpus);
+    finish(&mut p, &gpus);
+    Ok(p)
+}
+
+/// The versions in the banner line: nvidia-smi's, the driver's and CUDA's.
+fn banner(line: &str) -> (Option<String>, Option<String>, Option<String>) {
+    let version = line
+        .split("NVIDIA-SMI ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .map(str::to_owned);
+    let driver = banner_value(line, "Driver Version").map(str::to_owned);
+    let cuda = banner_value(line, "CUDA Version").map(str::to_owned);
+    (version, driver, cuda)
+}
+
+/// The table had its banner (at line `header_line`) and at least one GPU row.
+fn check_found(header_line: Option<usize>, gpus: usize) -> Result<(), ParseError> {
     let Some(hl) = header_line else {
         return Err(ParseError::at(1, "no `NVIDIA-SMI … Driver Version` banner"));
     };
-    if gpus.is_empty() {
+    if gpus == 0 {
         return Err(ParseError::at(
             hl,
             "nvidia-smi table without a GPU row (the driver failed, or the paste was cut short)",
         ));
     }
+    Ok(())
+}
+
+/// The first row of a GPU's group: `   0  NVIDIA GeForce RTX 2080 Ti     On  ` (index, name,
+/// persistence mode), then the bus and the volatile ECC count; `None` when it has no index.
+fn first_gpu_row<'a>(cells: &[&'a str]) -> Option<(&'a str, Gpu)> {
+    // `   0  NVIDIA GeForce RTX 2080 Ti     On  `
+    let mut toks = cells[0].split_whitespace();
+    let index = toks.next().filter(|t| t.bytes().all(|b| b.is_ascii_digit()))?;
+    let words: Vec<&str> = toks.collect();
+    // The last word is the persistence mode (On / Off).
+    let name = match words.split_last() {
+        Some((last, rest)) if matches!(*last, "On" | "Off") => rest.join(" "),
+        _ => words.join(" "),
+    };
+    let mut g = Gpu {
+        name: (!name.is_empty()).then_some(name),
+        ..Default::default()
+    };
+    let ecc = cells[2].trim();
+    if !is_na(ecc) && ecc != "Off" {
+        g.ecc_vol = text::lenient_number(ecc);
+    }
+    Some((index, g))
+}
+
+/// The driver and CUDA versions of the banner, and a warning when a GPU name was cut short.
+fn record_machine(p: &mut Parsed, driver: Option<String>, cuda: Option<String>, gpus: &[Gpu]) {
     if let Some(d) = driver {
         p.text("gpu.driver_version", d);
     }
@@ -151,8 +177,6 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
     {
         p.warn("the table cut a GPU name short; `nvidia-smi -L` prints it whole");
     }
-    finish(&mut p, &gpus);
-    Ok(p)
 }
 
 /// Indentation depth of a `-q` line: four spaces (or one tab) per level.

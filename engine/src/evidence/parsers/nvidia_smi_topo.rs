@@ -91,8 +91,7 @@ fn gpu_index(tok: &str) -> Option<usize> {
     d.parse().ok()
 }
 
-// Long, and reads better whole: one pass over the matrix's lines: header, rows, legend, each a few
-// lines.
+/// One pass over the matrix's lines: header, rows, legend.
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),
@@ -100,8 +99,22 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     };
     let lines: Vec<std::borrow::Cow<'_, str>> = s.lines().map(text::strip_ansi).collect();
 
-    // 1. header
-    let mut header: Option<(usize, usize)> = None; // (line index, n gpus)
+    let header = find_header(&lines);
+    let Some((hi, n)) = header else {
+        return Err(ParseError::at(
+            1,
+            "no topology header (a line starting with GPU0 GPU1 … / CPU Affinity) found",
+        ));
+    };
+
+    let rows = read_rows(&lines, hi, n, &mut p)?;
+
+    evaluate(&rows, n, &mut p);
+    Ok(p)
+}
+
+/// The header line (`GPU0 GPU1 … CPU Affinity`): its index and how many GPU columns it has.
+fn find_header(lines: &[std::borrow::Cow<'_, str>]) -> Option<(usize, usize)> {
     for (i, l) in lines.iter().enumerate() {
         let toks: Vec<&str> = l.split_whitespace().collect();
         if toks.first().copied() != Some("GPU0") {
@@ -115,17 +128,18 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             .enumerate()
             .take_while(|(j, t)| gpu_index(t) == Some(*j))
             .count();
-        header = Some((i, n));
-        break;
+        return Some((i, n));
     }
-    let Some((hi, n)) = header else {
-        return Err(ParseError::at(
-            1,
-            "no topology header (a line starting with GPU0 GPU1 … / CPU Affinity) found",
-        ));
-    };
+    None
+}
 
-    // 2. rows
+/// The matrix's GPU rows after the header at `hi`, one per GPU column, each `n` links long.
+fn read_rows(
+    lines: &[std::borrow::Cow<'_, str>],
+    hi: usize,
+    n: usize,
+    p: &mut Parsed,
+) -> Result<Vec<Vec<Link>>, ParseError> {
     let mut m: Vec<Option<Vec<Link>>> = vec![None; n];
     let mut last_row_line = hi + 1;
     for (i, l) in lines.iter().enumerate().skip(hi + 1) {
@@ -152,30 +166,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
                 format!("row {label} but the header has only {n} GPU columns"),
             ));
         }
-        let mut cells = Vec::with_capacity(n);
-        for &(col, tok) in toks.iter().skip(1) {
-            if cells.len() >= n {
-                break;
-            }
-            match split_links(tok) {
-                Some(v) => cells.extend(v),
-                None => {
-                    return Err(ParseError::at_col(
-                        ln,
-                        col,
-                        format!(
-                            "unreadable link value {tok:?} in row {label} (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"
-                        ),
-                    ));
-                }
-            }
-        }
-        if cells.len() < n {
-            return Err(ParseError::at(
-                ln,
-                format!("row {label} has {} GPU cells, expected {n} (cut short?)", cells.len()),
-            ));
-        }
+        let mut cells = row_cells(&toks, n, ln, label)?;
         cells.truncate(n);
         if let Some(slot) = m.get_mut(r) {
             if slot.is_some() {
@@ -196,8 +187,40 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             }
         }
     }
+    Ok(rows)
+}
 
-    // 3. evaluate
+/// The first `n` links of a row labelled `label`, at line `ln`.
+fn row_cells(toks: &[(usize, &str)], n: usize, ln: usize, label: &str) -> Result<Vec<Link>, ParseError> {
+    let mut cells = Vec::with_capacity(n);
+    for &(col, tok) in toks.iter().skip(1) {
+        if cells.len() >= n {
+            break;
+        }
+        match split_links(tok) {
+            Some(v) => cells.extend(v),
+            None => {
+                return Err(ParseError::at_col(
+                    ln,
+                    col,
+                    format!(
+                        "unreadable link value {tok:?} in row {label} (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"
+                    ),
+                ));
+            }
+        }
+    }
+    if cells.len() < n {
+        return Err(ParseError::at(
+            ln,
+            format!("row {label} has {} GPU cells, expected {n} (cut short?)", cells.len()),
+        ));
+    }
+    Ok(cells)
+}
+
+/// The worst link, and whether every pair has the same number of NVLinks.
+fn evaluate(rows: &[Vec<Link>], n: usize, p: &mut Parsed) {
     let mut worst = Link::X;
     let mut all_nv = n >= 2;
     let mut nv_counts: Vec<u32> = Vec::new();
@@ -245,5 +268,4 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     if !nv_counts.is_empty() {
         p.boolean("topo.nvlink_uniform", min_nv == max_nv && all_nv);
     }
-    Ok(p)
 }

@@ -144,8 +144,7 @@ const CLASS: [u8; 256] = {
     t
 };
 
-// Long, and reads better whole: a hand-written scanner of one exposition line: name, labels, value,
-// timestamp, in order.
+/// A hand-written scanner of one exposition line: name, labels, value, timestamp, in order.
 fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
     let mut c = Cur {
         b: line.as_bytes(),
@@ -182,50 +181,7 @@ fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
                 return Err(c.err("expected `\"` to start the label value"));
             }
             c.i += 1;
-            let vstart = c.i;
-            // Built only when the value has an escape; otherwise the value is borrowed from the line.
-            let mut owned: Option<String> = None;
-            let mut run = c.i;
-            loop {
-                match c.peek() {
-                    None => return Err(c.err("label value not closed (line cut short?)")),
-                    Some(b'"') => {
-                        if let Some(v) = owned.as_mut() {
-                            v.push_str(line.get(run..c.i).unwrap_or_default());
-                        }
-                        c.i += 1;
-                        break;
-                    }
-                    Some(b'\\') => {
-                        let v = owned.get_or_insert_with(String::new);
-                        v.push_str(line.get(run..c.i).unwrap_or_default());
-                        c.i += 1;
-                        match c.peek() {
-                            Some(b'n') => v.push('\n'),
-                            Some(b'\\') => v.push('\\'),
-                            Some(b'"') => v.push('"'),
-                            Some(_) => {
-                                // unknown escape: keep it verbatim
-                                v.push('\\');
-                                continue_run(&mut c, &mut run);
-                                continue;
-                            }
-                            None => return Err(c.err("label value not closed (line cut short?)")),
-                        }
-                        c.i += 1;
-                        run = c.i;
-                    }
-                    Some(_) => {
-                        // jump to the next quote or backslash
-                        let rest = c.b.get(c.i..).unwrap_or_default();
-                        c.i += rest.iter().position(|&b| b == b'"' || b == b'\\').unwrap_or(rest.len());
-                    }
-                }
-            }
-            let v: Cow<'_, str> = match owned {
-                Some(v) => Cow::Owned(v),
-                None => Cow::Borrowed(line.get(vstart..c.i.saturating_sub(1)).unwrap_or_default()),
-            };
+            let v = label_value(&mut c)?;
             labels.push((k, v));
             c.skip_ws();
             match c.peek() {
@@ -247,7 +203,69 @@ fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
     }
     let value = parse_value(vtxt)
         .ok_or_else(|| ParseError::at_col(ln, vstart + 1, format!("invalid sample value {vtxt:?}")))?;
-    // Optional timestamp, then optional exemplar (` # {…} value [ts]`): both ignored.
+    skip_timestamp(&mut c)?;
+    Ok(Sample {
+        name,
+        labels,
+        value,
+        line: ln,
+    })
+}
+
+/// A label's value, after its opening quote and up to and past its closing one; borrowed from the
+/// line unless it has an escape.
+fn label_value<'a>(c: &mut Cur<'a>) -> Result<Cow<'a, str>, ParseError> {
+    let line = c.s;
+    let vstart = c.i;
+    // Built only when the value has an escape; otherwise the value is borrowed from the line.
+    let mut owned: Option<String> = None;
+    let mut run = c.i;
+    loop {
+        match c.peek() {
+            None => return Err(c.err("label value not closed (line cut short?)")),
+            Some(b'"') => {
+                if let Some(v) = owned.as_mut() {
+                    v.push_str(line.get(run..c.i).unwrap_or_default());
+                }
+                c.i += 1;
+                break;
+            }
+            Some(b'\\') => {
+                let v = owned.get_or_insert_with(String::new);
+                v.push_str(line.get(run..c.i).unwrap_or_default());
+                c.i += 1;
+                match c.peek() {
+                    Some(b'n') => v.push('\n'),
+                    Some(b'\\') => v.push('\\'),
+                    Some(b'"') => v.push('"'),
+                    Some(_) => {
+                        // unknown escape: keep it verbatim
+                        v.push('\\');
+                        continue_run(c, &mut run);
+                        continue;
+                    }
+                    None => return Err(c.err("label value not closed (line cut short?)")),
+                }
+                c.i += 1;
+                run = c.i;
+            }
+            Some(_) => {
+                // jump to the next quote or backslash
+                let rest = c.b.get(c.i..).unwrap_or_default();
+                c.i += rest.iter().position(|&b| b == b'"' || b == b'\\').unwrap_or(rest.len());
+            }
+        }
+    }
+    Ok(match owned {
+        Some(v) => Cow::Owned(v),
+        None => Cow::Borrowed(line.get(vstart..c.i.saturating_sub(1)).unwrap_or_default()),
+    })
+}
+
+/// The optional timestamp, then the optional exemplar (` # {…} value [ts]`): both ignored, the
+/// timestamp checked.
+fn skip_timestamp(c: &mut Cur<'_>) -> Result<(), ParseError> {
+    let line = c.s;
     c.skip_ws();
     if let Some(b) = c.peek() {
         if b != b'#' {
@@ -258,7 +276,7 @@ fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
             let ts = line.get(ts_start..c.i).unwrap_or_default();
             if parse_value(ts).is_none() {
                 return Err(ParseError::at_col(
-                    ln,
+                    c.line,
                     ts_start + 1,
                     format!("invalid timestamp {ts:?}"),
                 ));
@@ -269,12 +287,7 @@ fn parse_sample(line: &str, ln: usize) -> Result<Sample<'_>, ParseError> {
             }
         }
     }
-    Ok(Sample {
-        name,
-        labels,
-        value,
-        line: ln,
-    })
+    Ok(())
 }
 
 fn continue_run(c: &mut Cur<'_>, run: &mut usize) {

@@ -8,7 +8,7 @@
 
 use super::{text, ParseError, Parsed};
 
-// Long, and reads better whole: one pass over the log's lines, one arm per line form.
+/// One pass over the log's lines, one arm per line form.
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("vllm".into()),
@@ -43,20 +43,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             }
         }
         if gmu.is_none() {
-            for pat in [
-                "gpu_memory_utilization=",
-                "'gpu_memory_utilization': ",
-                "\"gpu_memory_utilization\": ",
-                "--gpu-memory-utilization ",
-                "--gpu-memory-utilization=",
-                // vLLM ≥ 0.11's worker: `Desired GPU memory utilization is (0.9, 39.98 GiB)`.
-                "Desired GPU memory utilization is (",
-            ] {
-                if let Some(rest) = after(l, pat) {
-                    gmu = text::lenient_number(rest);
-                    break;
-                }
-            }
+            gmu = memory_utilization(l);
         }
         if p.tool_version.is_none() {
             p.tool_version = version_in(l);
@@ -96,6 +83,24 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         }
     }
     Ok(p)
+}
+
+/// The `gpu_memory_utilization` a line logs, in any of the forms vLLM has logged it.
+fn memory_utilization(l: &str) -> Option<f64> {
+    for pat in [
+        "gpu_memory_utilization=",
+        "'gpu_memory_utilization': ",
+        "\"gpu_memory_utilization\": ",
+        "--gpu-memory-utilization ",
+        "--gpu-memory-utilization=",
+        // vLLM ≥ 0.11's worker: `Desired GPU memory utilization is (0.9, 39.98 GiB)`.
+        "Desired GPU memory utilization is (",
+    ] {
+        if let Some(rest) = after(l, pat) {
+            return text::lenient_number(rest);
+        }
+    }
+    None
 }
 
 fn after<'a>(l: &'a str, pat: &str) -> Option<&'a str> {

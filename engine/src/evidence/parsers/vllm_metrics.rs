@@ -220,16 +220,31 @@ fn model_of<'a>(s: &'a Sample<'_>) -> &'a str {
 }
 
 type Buckets = Vec<(f64, f64)>;
+/// Histogram family → model → buckets.
+type Histograms<'a> = HashMap<&'a str, BTreeMap<&'a str, Buckets>>;
+/// Counter or gauge name → model → values.
+type Values<'a> = HashMap<&'a str, BTreeMap<&'a str, Vec<f64>>>;
 
-// Long, and reads better whole: one figure per metric family, in the order of docs/evidence.md.
+/// One figure per metric family, in the order of docs/evidence.md.
 fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
     let mut p = Parsed {
         tool: Some("vllm".into()),
         ..Default::default()
     };
+    let (hist, vals) = group_samples(samples, &mut p);
+    let models = models_of(&hist, &vals);
+
+    latency_figures(&mut p, &hist, &models, targets);
+
+    counter_and_gauge_figures(&mut p, &vals, &models);
+    p
+}
+
+/// The vLLM samples by family and model: histogram buckets apart from counters and gauges.
+fn group_samples<'a>(samples: &'a [Sample<'_>], p: &mut Parsed) -> (Histograms<'a>, Values<'a>) {
     // family → model → buckets; counters/gauges: name → model → values
-    let mut hist: HashMap<&str, BTreeMap<&str, Buckets>> = HashMap::new();
-    let mut vals: HashMap<&str, BTreeMap<&str, Vec<f64>>> = HashMap::new();
+    let mut hist: Histograms<'a> = HashMap::new();
+    let mut vals: Values<'a> = HashMap::new();
     let mut saw_vllm = false;
     for s in samples {
         let name = norm_name(s.name);
@@ -267,19 +282,26 @@ fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
     if !saw_vllm {
         p.warn("no vllm: metrics in this scrape (is this a vLLM /metrics endpoint?)");
     }
-    let models: Vec<&str> = {
-        // Each family's models are already sorted (BTreeMap keys): merge them into one sorted list
-        // rather than sorting every family's copy of every model name.
-        let mut m: Vec<&str> = Vec::new();
-        for h in hist.values() {
-            m = sorted_union(&m, h.keys().copied().filter(|k| !k.is_empty()));
-        }
-        for v in vals.values() {
-            m = sorted_union(&m, v.keys().copied().filter(|k| !k.is_empty()));
-        }
-        m
-    };
+    (hist, vals)
+}
 
+/// Every model named in the samples, sorted.
+fn models_of<'a>(hist: &Histograms<'a>, vals: &Values<'a>) -> Vec<&'a str> {
+    // Each family's models are already sorted (BTreeMap keys): merge them into one sorted list
+    // rather than sorting every family's copy of every model name.
+    let mut m: Vec<&str> = Vec::new();
+    for h in hist.values() {
+        m = sorted_union(&m, h.keys().copied().filter(|k| !k.is_empty()));
+    }
+    for v in vals.values() {
+        m = sorted_union(&m, v.keys().copied().filter(|k| !k.is_empty()));
+    }
+    m
+}
+
+/// The latency quantiles (and estimated SLO attainment) of each latency histogram, over all
+/// models and per model.
+fn latency_figures(p: &mut Parsed, hist: &Histograms<'_>, models: &[&str], targets: &SloTargets) {
     for (stem, fams) in LATENCIES {
         let Some((fam, per_model)) = fams.iter().find_map(|f| hist.get(f).map(|h| (*f, h))) else {
             continue;
@@ -295,18 +317,21 @@ fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
             .flatten()
             .copied()
             .collect();
-        quantiles(&mut p, &format!("serving.{stem}"), fam, &merged);
-        estimate_attainment(&mut p, stem, targets, &merged);
-        for m in &models {
+        quantiles(p, &format!("serving.{stem}"), fam, &merged);
+        estimate_attainment(p, stem, targets, &merged);
+        for m in models {
             if let Some(b) = per_model.get(m) {
-                quantiles(&mut p, &format!("serving.by_model.{m}.{stem}"), fam, b);
+                quantiles(p, &format!("serving.by_model.{m}.{stem}"), fam, b);
             }
         }
     }
     if !hist.contains_key("vllm:time_to_first_token_seconds") {
         p.warn("no vllm:time_to_first_token_seconds histogram");
     }
+}
 
+/// The counters (summed) and gauges (their maximum), over all models and per model.
+fn counter_and_gauge_figures(p: &mut Parsed, vals: &Values<'_>, models: &[&str]) {
     // One model: a map lookup (not a scan of every model, which made this quadratic in models).
     let sum_of = |v: &BTreeMap<&str, Vec<f64>>, m: Option<&str>| -> f64 {
         match m {
@@ -370,7 +395,6 @@ fn compute(samples: &[Sample], targets: &SloTargets) -> Parsed {
             }
         }
     }
-    p
 }
 
 /// The sorted, duplicate-free union of sorted `a` and sorted `b`.

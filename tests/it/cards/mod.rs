@@ -1,0 +1,4 @@
+//! Acceptance cards: the API and the card pages.
+
+mod api;
+mod pages;
