@@ -68,12 +68,12 @@ SERVER_PID=$!
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 echo "== waiting (at most $WAIT s) for the review summaries: the watcher remakes every brief's after a start"
 for _ in $(seq 1 50); do
-    [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM brief_signals_dirty")" -gt 0 ] && break
+    [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM review_changes")" -gt 0 ] && break
     sleep 0.1
 done
 start=$(date +%s)
-while [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM brief_signals_dirty")" -gt 0 ] && [ $(( $(date +%s) - start )) -lt "$WAIT" ]; do sleep 5; done
-echo "   after $(( $(date +%s) - start )) s: $(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM brief_signals_dirty") briefs still queued"
+while [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM review_changes")" -gt 0 ] && [ $(( $(date +%s) - start )) -lt "$WAIT" ]; do sleep 5; done
+echo "   after $(( $(date +%s) - start )) s: $(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM review_changes") briefs still queued"
 
 jar="$WORK/cookies.txt"
 csrf=$(curl -fsS -c "$jar" "http://127.0.0.1:$PORT/login" | sed -n 's/.*name="csrf_token" value="\([^"]*\)".*/\1/p' | head -n 1)

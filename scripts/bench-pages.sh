@@ -64,12 +64,12 @@ for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2
 echo "== waiting (at most $WAIT s) for the review summaries: the watcher remakes every brief's after a start"
 # The watcher queues every brief once when it starts, just after /readyz answers: wait for that.
 for _ in $(seq 1 50); do
-    [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM brief_signals_dirty")" -gt 0 ] && break
+    [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM review_changes")" -gt 0 ] && break
     sleep 0.1
 done
 start=$(date +%s)
-summaries() { psql -q -At "$DATABASE_URL" -c "SELECT (SELECT count(*) FROM brief_signals) || ' of ' || (SELECT count(*) FROM briefs) || ' made, ' || (SELECT count(DISTINCT brief_id) FROM brief_signals_dirty) || ' briefs queued'"; }
-while [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM brief_signals_dirty")" -gt 0 ] && [ $(( $(date +%s) - start )) -lt "$WAIT" ]; do sleep 5; done
+summaries() { psql -q -At "$DATABASE_URL" -c "SELECT (SELECT count(*) FROM review_summaries) || ' of ' || (SELECT count(*) FROM briefs) || ' made, ' || (SELECT count(DISTINCT brief_id) FROM review_changes) || ' briefs queued'"; }
+while [ "$(psql -q -At "$DATABASE_URL" -c "SELECT count(*) FROM review_changes")" -gt 0 ] && [ $(( $(date +%s) - start )) -lt "$WAIT" ]; do sleep 5; done
 echo "   after $(( $(date +%s) - start )) s: $(summaries) (a page remakes any it shows that are still queued)"
 
 jar="$WORK/cookies.txt"

@@ -237,7 +237,7 @@ fi
 
 # Every row written queued a change for its brief (as the app's writes do); one per brief says the
 # same and spares the watcher millions of rows.
-psql -c "DELETE FROM brief_signals_dirty" -c "INSERT INTO brief_signals_dirty (brief_id) SELECT id FROM briefs"
+psql -c "DELETE FROM review_changes" -c "INSERT INTO review_changes (brief_id) SELECT id FROM briefs"
 psql -c "VACUUM ANALYZE"
 psql -At -c "SELECT format('briefs %s, trials %s, evidence %s, ledger lines %s, commitments %s, database %s',
     (SELECT count(*) FROM briefs), (SELECT count(*) FROM trials), (SELECT count(*) FROM evidence),

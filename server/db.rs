@@ -4,6 +4,7 @@
 //! cluster itself, and a command started while a server runs uses that server's cluster.
 
 mod lock;
+mod stored_text;
 
 use std::{
     fs,
@@ -21,6 +22,7 @@ use sqlx::{
 };
 
 use lock::{Acquired, DataDirLock, State};
+pub use stored_text::StoredText;
 
 use crate::{
     config::{default_data_dir, running_as_root, DbConfig},
@@ -39,14 +41,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Every migration, embedded in the binary.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
-
-/// A text column read back into its Rust type (`FromStr`): a value no variant names is a decode
-/// error that says which `table.column` holds it, never a panic or a silent default.
-pub fn parse_stored<T: std::str::FromStr>(column: &str, value: &str) -> Result<T, sqlx::Error> {
-    value
-        .parse()
-        .map_err(|_| sqlx::Error::Decode(format!("{column} holds unknown value {value:?}").into()))
-}
 
 /// Runs the migrations. sqlx takes a PostgreSQL advisory lock around them, so two instances that
 /// start at the same moment apply each migration once. They run on a connection of their own that

@@ -1,7 +1,10 @@
-//! The ids of briefs and trials as their own types, so a function that takes a brief id and a trial
-//! id cannot be called with them swapped. Each is a UUID in every outward form: serde reads and
-//! writes the bare UUID string, sqlx stores it in a `uuid` column, `Display` and `FromStr` are the
-//! UUID's, and its OpenAPI schema is the UUID's (`string`, format `uuid`).
+//! The ids of briefs, trials, people, teams, tokens, evidence, approvals, commitments, prices and
+//! webhooks as their own types, so a function that takes a brief id and a trial id cannot be called
+//! with them swapped. A bare `Uuid` stays where it names any record (audit entries, outbox events
+//! and their deliveries) and for ids that never leave their module (a ledger import, a price sheet,
+//! a sign-in attempt). Each is a UUID in every outward form: serde reads and writes the bare UUID
+//! string, sqlx stores it in a `uuid` column, `Display` and `FromStr` are the UUID's, and its
+//! OpenAPI schema is the UUID's (`string`, format `uuid`).
 //!
 //! In a `sqlx::query!` statement a non-null column reads straight into one (the macros convert with
 //! `From<Uuid>`); a nullable one names the type (`trial_id AS "trial_id: TrialId"`). A bind passes
@@ -84,6 +87,38 @@ uuid_id!(
 uuid_id!(
     /// A trial's id (`trials.id`).
     TrialId
+);
+uuid_id!(
+    /// A person's id (`users.id`).
+    UserId
+);
+uuid_id!(
+    /// A team's id (`teams.id`).
+    TeamId
+);
+uuid_id!(
+    /// A token's id, its JWT `jti` (`api_tokens.jti`).
+    TokenId
+);
+uuid_id!(
+    /// An evidence file's id (`evidence.id`).
+    EvidenceId
+);
+uuid_id!(
+    /// An approval's or rejection's id (`approvals.id`).
+    ApprovalId
+);
+uuid_id!(
+    /// A commitment's id (`commitments.id`).
+    CommitmentId
+);
+uuid_id!(
+    /// A price row's id (`prices.id`).
+    PriceId
+);
+uuid_id!(
+    /// A webhook's id (`webhooks.id`).
+    WebhookId
 );
 
 /// The schema utoipa gives a `Uuid`: a string of format `uuid`.

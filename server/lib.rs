@@ -1,12 +1,13 @@
 //! rentcheck: turns renting a GPU server into an acceptance test.
 //!
 //! The library holds everything; `main.rs` is a thin CLI over it. The modules stand on floors
-//! (docs/architecture.md, checked by `tests/it/architecture.rs`): the pure engines (sizing, the
-//! evidence parsers, the decision rules, ledger and money arithmetic) on the ground, in the
-//! workspace's `engine` crate, which has no database, web or async dependency (re-exported here at
-//! their old paths: `crate::sizing`, `crate::evidence::parsers`, …); the core (errors, state,
-//! database, auth) and the web kit above them; then the domains, each `model` → `repo` → `service`
-//! → `api`/`pages`; the overview pages and the demo; and `http`, the URL map.
+//! (docs/architecture.md, checked by `tests/it/architecture.rs`): on the ground the pure engines
+//! (sizing, the evidence parsers, the decision rules, ledger arithmetic, the page formatter of
+//! amounts `figures`), in the workspace's `engine` crate, which has no database, web or async
+//! dependency (re-exported here at their old paths: `crate::sizing`, `crate::evidence::parsers`,
+//! …), beside the server's `ids` (one type per record's id); the core (errors, state, config,
+//! database, auth, the outbox) and the web kit above them; then the domains, each `model` → `repo`
+//! → `service` → `api`/`pages`; the overview pages and the demo; and `http`, the URL map.
 
 pub mod acceptance;
 pub mod audit;
@@ -38,4 +39,4 @@ pub mod versioned_cache;
 pub mod web;
 
 // The pure engines, from the engine crate, at the paths they always had here.
-pub use engine::{criteria, money, sizing, text_enum, thresholds, validation};
+pub use engine::{criteria, figures, sizing, text_enum, thresholds, validation};

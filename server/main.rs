@@ -16,7 +16,7 @@ use rentcheck::{
     evidence,
     evidence_store::EvidenceStore,
     http,
-    ids::{BriefId, TrialId},
+    ids::{BriefId, TokenId, TrialId},
     secrets::TokenKeys,
     state::AppState,
     telemetry,
@@ -241,7 +241,7 @@ enum TokenAction {
     },
     /// Revoke a token by its jti; it stops working at once.
     Revoke {
-        jti: uuid::Uuid,
+        jti: TokenId,
         #[command(flatten)]
         db: DbConfig,
     },
@@ -757,7 +757,7 @@ async fn token_brief(
     })
 }
 
-async fn revoke_token(db: DbConfig, jti: uuid::Uuid) -> anyhow::Result<()> {
+async fn revoke_token(db: DbConfig, jti: TokenId) -> anyhow::Result<()> {
     with_database(&db, "token revoke", |pool| async move {
         anyhow::ensure!(
             token::revoke(&pool, &NO_KEPT_TOKENS, jti).await?,

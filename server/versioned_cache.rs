@@ -1,4 +1,4 @@
-//! A small bounded map from an id to bytes computed at a version, for answers that are expensive
+//! A small bounded map from a brief's id to bytes computed at a version, for answers that are expensive
 //! to compute and cheap to prove unchanged (the review JSON: `review::answer::review_body`).
 //!
 //! An entry is only current for the exact version it was stored under, so correctness rests on
@@ -19,7 +19,8 @@ use std::{
 
 use bytes::Bytes;
 use chrono::NaiveDate;
-use uuid::Uuid;
+
+use crate::ids::BriefId;
 
 /// What an entry was computed at: the count of the id's committed changes, and the UTC day
 /// (an answer may name "tomorrow", or read prices valid from a date).
@@ -42,7 +43,7 @@ pub enum Lookup<'a> {
 /// lets the next request compute instead.
 pub struct Computing<'a> {
     cache: &'a VersionedCache,
-    id: Uuid,
+    id: BriefId,
 }
 
 impl Computing<'_> {
@@ -86,12 +87,12 @@ struct InFlight {
 
 #[derive(Default)]
 struct Inner {
-    entries: HashMap<Uuid, Entry>,
+    entries: HashMap<BriefId, Entry>,
     /// Ids in the order they were first stored (the eviction order).
-    order: VecDeque<Uuid>,
+    order: VecDeque<BriefId>,
     bytes: usize,
     /// The ids whose answer requests are computing now.
-    computing: HashMap<Uuid, InFlight>,
+    computing: HashMap<BriefId, InFlight>,
 }
 
 impl VersionedCache {
@@ -114,7 +115,7 @@ impl VersionedCache {
     /// What is kept for `id` asked for at `version`: current; the previous answer while another
     /// request computes a newer one, or while a busy id's answer is younger than the busy
     /// interval; else the caller's turn to compute it.
-    pub fn lookup(&self, id: Uuid, version: Version) -> Lookup<'_> {
+    pub fn lookup(&self, id: BriefId, version: Version) -> Lookup<'_> {
         let mut guard = self.lock();
         let Inner { entries, computing, .. } = &mut *guard;
         if let Some(e) = entries.get(&id) {
@@ -136,7 +137,7 @@ impl VersionedCache {
 
     /// Stores `body` for `id` at `version`, unless an entry of a later version is already there
     /// (two requests computed it at once and the newer one landed first).
-    fn put(&self, id: Uuid, version: Version, body: Bytes) {
+    fn put(&self, id: BriefId, version: Version, body: Bytes) {
         if body.len() > self.max_bytes {
             return;
         }
@@ -173,19 +174,20 @@ impl VersionedCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     fn day() -> NaiveDate {
         NaiveDate::from_ymd_opt(2026, 12, 1).unwrap()
     }
 
-    fn current(cache: &VersionedCache, id: Uuid, version: Version) -> Option<Bytes> {
+    fn current(cache: &VersionedCache, id: BriefId, version: Version) -> Option<Bytes> {
         match cache.lookup(id, version) {
             Lookup::Current(body) => Some(body),
             _ => None,
         }
     }
 
-    fn store(cache: &VersionedCache, id: Uuid, version: Version, body: &'static [u8]) {
+    fn store(cache: &VersionedCache, id: BriefId, version: Version, body: &'static [u8]) {
         match cache.lookup(id, version) {
             Lookup::Compute(turn) => turn.put(version, Bytes::from_static(body)),
             _ => panic!("expected a turn to compute"),
@@ -195,7 +197,7 @@ mod tests {
     #[test]
     fn an_entry_is_current_only_for_its_own_version() {
         let cache = VersionedCache::new(10, 1 << 20, Duration::ZERO);
-        let id = Uuid::now_v7();
+        let id = BriefId::from(Uuid::now_v7());
         store(&cache, id, (3, day()), b"at three");
         assert_eq!(current(&cache, id, (3, day())).as_deref(), Some(&b"at three"[..]));
         assert_eq!(
@@ -214,7 +216,7 @@ mod tests {
     #[test]
     fn an_older_computation_landing_late_does_not_replace_a_newer_one() {
         let cache = VersionedCache::new(10, 1 << 20, Duration::ZERO);
-        let id = Uuid::now_v7();
+        let id = BriefId::from(Uuid::now_v7());
         let (Lookup::Compute(slow), Lookup::Compute(fast)) =
             (cache.lookup(id, (4, day())), cache.lookup(id, (5, day())))
         else {
@@ -228,7 +230,7 @@ mod tests {
     #[test]
     fn while_one_request_computes_the_others_get_the_previous_answer() {
         let cache = VersionedCache::new(10, 1 << 20, Duration::ZERO);
-        let id = Uuid::now_v7();
+        let id = BriefId::from(Uuid::now_v7());
         store(&cache, id, (1, day()), b"at one");
         let Lookup::Compute(turn) = cache.lookup(id, (2, day())) else {
             panic!("the first reader of a newer version computes it");
@@ -250,7 +252,7 @@ mod tests {
     #[test]
     fn an_answer_whose_computation_kept_others_waiting_is_kept_for_the_busy_interval() {
         let cache = VersionedCache::new(10, 1 << 20, Duration::from_secs(3600));
-        let (quiet, busy) = (Uuid::now_v7(), Uuid::now_v7());
+        let (quiet, busy) = (BriefId::from(Uuid::now_v7()), BriefId::from(Uuid::now_v7()));
         // Read by one request at a time: every change is computed at once.
         store(&cache, quiet, (1, day()), b"quiet at one");
         store(&cache, quiet, (2, day()), b"quiet at two");
@@ -275,7 +277,11 @@ mod tests {
     #[test]
     fn the_oldest_entries_go_when_a_limit_is_reached() {
         let cache = VersionedCache::new(2, 10, Duration::ZERO);
-        let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let (a, b, c) = (
+            BriefId::from(Uuid::now_v7()),
+            BriefId::from(Uuid::now_v7()),
+            BriefId::from(Uuid::now_v7()),
+        );
         store(&cache, a, (1, day()), b"aaaa");
         store(&cache, b, (1, day()), b"bbbb");
         store(&cache, c, (1, day()), b"cccc");

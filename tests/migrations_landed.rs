@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 36] = [
+const LANDED: [(&str, &str); 37] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -151,6 +151,10 @@ const LANDED: [(&str, &str); 36] = [
     (
         "20261206160000_ledger_accelerator_daily.sql",
         "165fd0b42867f27952ab22e1c8e0ae008891ce68cdad3061147e0ac8adf395609e0f5a43cbd58dc32e005cec5522e157",
+    ),
+    (
+        "20261206210000_review_tables_renamed.sql",
+        "3210c0068a3c92a039438fa560872c6d37e1b9f98e14f31c03728f0ea72024afade617001bf1eab17be93bc1a858e178",
     ),
 ];
 

@@ -6,8 +6,8 @@
 
 pub mod criteria;
 pub mod evidence;
+pub mod figures;
 pub mod ledger;
-pub mod money;
 pub mod prices;
 pub mod review;
 pub mod sizing;

@@ -29,7 +29,22 @@ macro_rules! text_enum {
                 Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or(())
             }
         }
+        impl $crate::validation::TextEnum for $name {
+            fn variants() -> &'static [Self] { Self::ALL }
+            fn text(self) -> &'static str { self.as_str() }
+        }
     };
+}
+
+/// An enumeration kept as text, each value by one spelling that `FromStr` reads back: every
+/// `text_enum!` type and the engine's own (workload kind, precision, verdict, ledger category). The
+/// server stores and reads any of them through one wrapper (`db::StoredText`); this crate knows no
+/// database, so the trait is all it says.
+pub trait TextEnum: std::str::FromStr + Copy + 'static {
+    /// Every value, in the order the type lists them.
+    fn variants() -> &'static [Self];
+    /// The value's spelling (its serde name too).
+    fn text(self) -> &'static str;
 }
 
 /// The longest value a choice field (an enumeration) is read as.

@@ -129,14 +129,14 @@ pub struct Criterion {
 }
 
 impl Criterion {
-    /// `key ≥ threshold unit`, for people, as every page shows a threshold (`crate::money::threshold`:
+    /// `key ≥ threshold unit`, for people, as every page shows a threshold (`crate::figures::threshold`:
     /// "gpu.count ≥ 8", "serving.ttft_p95_ms ≤ 500 ms", "serving.slo_attainment ≥ 95 %").
     pub fn summary(&self) -> String {
         let threshold = serde_json::to_value(&self.threshold).unwrap_or(Value::Null);
         format!(
             "{} {}",
             self.key,
-            crate::money::threshold(self.op.as_str(), &threshold, &self.unit)
+            crate::figures::threshold(self.op.as_str(), &threshold, &self.unit)
         )
     }
 }

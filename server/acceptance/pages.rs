@@ -55,7 +55,7 @@ fn status_class(s: Status) -> &'static str {
 
 /// A measured value with its unit, exactly as the review shows it ("481 GB/s", "265 ms", "yes").
 fn show_value(key: &str, v: &serde_json::Value) -> String {
-    crate::money::measured(v, super::model::known_key(key).map(|k| k.unit).unwrap_or(""))
+    crate::figures::measured(v, super::model::known_key(key).map(|k| k.unit).unwrap_or(""))
 }
 
 /// A criterion's result as the card and the editor show it: its status badge and the value that

@@ -5,7 +5,7 @@ use sqlx::{types::Json, PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::model::Criterion;
-use crate::ids::BriefId;
+use crate::ids::{BriefId, TokenId};
 
 /// One stored revision of a card.
 #[derive(Debug, Clone)]
@@ -96,7 +96,7 @@ pub async fn revision_saved_by(
     brief: BriefId,
     since: Option<DateTime<Utc>>,
     email: &str,
-    jtis: &[Uuid],
+    jtis: &[TokenId],
 ) -> Result<Option<i32>, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT max(r.revision) FROM card_revisions r
@@ -108,7 +108,7 @@ pub async fn revision_saved_by(
         brief.as_uuid(),
         since,
         email,
-        jtis,
+        jtis as _,
     )
     .fetch_one(db)
     .await

@@ -21,7 +21,7 @@ use crate::{
     evidence::load_points::{
         is_load_test_key, load_points, operating_point, LoadPoint, Operating, DEFAULT_ATTAINMENT_TARGET,
     },
-    ids::{BriefId, TrialId},
+    ids::{BriefId, TokenId, TrialId},
     ledger::{model::LedgerSummary, service as ledger},
     trials::model::Allocation,
 };
@@ -50,7 +50,7 @@ pub async fn revision_saved_by(
     brief: BriefId,
     since: Option<chrono::DateTime<chrono::Utc>>,
     email: &str,
-    jtis: &[Uuid],
+    jtis: &[TokenId],
 ) -> Result<Option<i32>, sqlx::Error> {
     repo::revision_saved_by(db, brief, since, email, jtis).await
 }

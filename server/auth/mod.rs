@@ -12,11 +12,10 @@ pub mod token_cache;
 pub mod users;
 
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::{
     error::AppError,
-    ids::{BriefId, TrialId},
+    ids::{BriefId, TokenId, TrialId, UserId},
 };
 
 /// Roles, weakest first. People are engineers, managers or admins; a manager may do what an
@@ -67,16 +66,16 @@ impl std::str::FromStr for Role {
 #[derive(Debug, Clone)]
 pub enum Principal {
     /// A person signed in through the browser.
-    User { id: Uuid, email: String, role: Role },
+    User { id: UserId, email: String, role: Role },
     /// A bearer token; `brief` limits it to one brief, `trial` to one trial of it. `user` is the
     /// person it was minted by or for (a person token acts as them; none for old agent tokens).
     Token {
-        jti: Uuid,
+        jti: TokenId,
         subject: String,
         role: Role,
         brief: Option<BriefId>,
         trial: Option<TrialId>,
-        user: Option<Uuid>,
+        user: Option<UserId>,
     },
 }
 
@@ -96,7 +95,7 @@ impl Principal {
     }
 
     /// The person behind the caller: the signed-in user, or whoever a token was minted for.
-    pub fn user_id(&self) -> Option<Uuid> {
+    pub fn user_id(&self) -> Option<UserId> {
         match self {
             Principal::User { id, .. } => Some(*id),
             Principal::Token { user, .. } => *user,
@@ -196,10 +195,11 @@ impl Principal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     fn token(role: Role, brief: Option<BriefId>) -> Principal {
         Principal::Token {
-            jti: Uuid::nil(),
+            jti: TokenId::from(Uuid::nil()),
             subject: "t".into(),
             role,
             brief,
@@ -224,7 +224,7 @@ mod tests {
         );
         assert!(agent.may_read_test_plan(b, other_trial).is_err(), "not another brief's");
         let trial_agent = Principal::Token {
-            jti: Uuid::nil(),
+            jti: TokenId::from(Uuid::nil()),
             subject: "t".into(),
             role: Role::Agent,
             brief: Some(a),

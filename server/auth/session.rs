@@ -3,10 +3,12 @@
 use axum::http::{header, HeaderMap};
 use chrono::{DateTime, Duration, Utc};
 use sqlx::{PgExecutor, PgPool};
-use uuid::Uuid;
 
 use super::Role;
-use crate::secrets::{random_token, sha256};
+use crate::{
+    ids::UserId,
+    secrets::{random_token, sha256},
+};
 
 pub const COOKIE: &str = "rentcheck_session";
 
@@ -31,14 +33,14 @@ impl Default for SessionLimits {
 /// A signed-in person, as a request sees them.
 #[derive(Debug, Clone)]
 pub struct SessionUser {
-    pub id: Uuid,
+    pub id: UserId,
     pub email: String,
     pub role: Role,
     pub csrf_token: String,
 }
 
 struct SessionRow {
-    id: Uuid,
+    id: UserId,
     email: String,
     role: Role,
     csrf_token: String,
@@ -47,12 +49,12 @@ struct SessionRow {
 }
 
 /// Creates a session; returns the cookie value (shown to the browser only).
-pub async fn create(db: impl PgExecutor<'_>, user_id: Uuid, limits: SessionLimits) -> Result<String, sqlx::Error> {
+pub async fn create(db: impl PgExecutor<'_>, user_id: UserId, limits: SessionLimits) -> Result<String, sqlx::Error> {
     let id = random_token();
     sqlx::query!(
         "INSERT INTO sessions (id_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4)",
         sha256(id.as_bytes()),
-        user_id,
+        user_id.as_uuid(),
         random_token(),
         Utc::now() + limits.absolute,
     )
@@ -112,11 +114,11 @@ pub async fn delete(db: impl PgExecutor<'_>, cookie_value: &str) -> Result<(), s
 
 /// Ends every session of a person ("sign out everywhere", a disabled account, a new password),
 /// but the one behind `keep` when given. Returns how many ended.
-pub async fn delete_for_user(db: impl PgExecutor<'_>, user_id: Uuid, keep: Option<&str>) -> Result<u64, sqlx::Error> {
+pub async fn delete_for_user(db: impl PgExecutor<'_>, user_id: UserId, keep: Option<&str>) -> Result<u64, sqlx::Error> {
     let keep = keep.map(|k| sha256(k.as_bytes())).unwrap_or_default();
     let done = sqlx::query!(
         "DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2",
-        user_id,
+        user_id.as_uuid(),
         &keep,
     )
     .execute(db)

@@ -12,13 +12,13 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use super::{Principal, Role};
-use crate::ids::BriefId;
+use crate::ids::{BriefId, TeamId, UserId};
 use crate::{error::AppError, validation::FieldError};
 
 /// Who may edit a brief, as stored.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BriefAccess {
-    pub owner: Option<Uuid>,
+    pub owner: Option<UserId>,
     pub owner_email: Option<String>,
     /// The teams it is shared with: (id, name).
     pub teams: Vec<TeamRef>,
@@ -26,7 +26,7 @@ pub struct BriefAccess {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TeamRef {
-    pub id: Uuid,
+    pub id: TeamId,
     pub name: String,
 }
 
@@ -63,7 +63,7 @@ pub async fn brief_access(db: impl PgExecutor<'_> + Copy, brief: BriefId) -> Res
     .fetch_all(db)
     .await?;
     Ok(BriefAccess {
-        owner: owner.as_ref().map(|o| o.user_id),
+        owner: owner.as_ref().map(|o| UserId::from(o.user_id)),
         owner_email: owner.map(|o| o.email),
         teams,
     })
@@ -87,7 +87,7 @@ pub async fn team_names_of_briefs(
 }
 
 /// Whether `user` owns the brief, is in a team it is shared with, or it has neither (an old brief).
-async fn user_may_edit(db: impl PgExecutor<'_>, user: Option<Uuid>, brief: BriefId) -> Result<bool, sqlx::Error> {
+async fn user_may_edit(db: impl PgExecutor<'_>, user: Option<UserId>, brief: BriefId) -> Result<bool, sqlx::Error> {
     let allowed = sqlx::query_scalar!(
         r#"SELECT (
                NOT EXISTS (SELECT 1 FROM brief_owners WHERE brief_id = $1)
@@ -98,7 +98,7 @@ async fn user_may_edit(db: impl PgExecutor<'_>, user: Option<Uuid>, brief: Brief
                WHERE b.brief_id = $1 AND m.user_id = $2
            ) AS "allowed!""#,
         brief.as_uuid(),
-        user,
+        user.map(UserId::as_uuid),
     )
     .fetch_one(db)
     .await?;
@@ -150,7 +150,7 @@ pub async fn editable_of(
               OR EXISTS (SELECT 1 FROM brief_teams t JOIN team_members m ON m.team_id = t.team_id
                          WHERE t.brief_id = b.id AND m.user_id = $2)"#,
         &ids[..],
-        caller.user_id(),
+        caller.user_id().map(UserId::as_uuid),
     )
     .fetch_all(db)
     .await?;
@@ -205,12 +205,12 @@ pub async fn can_edit_brief(
 }
 
 /// Makes `user` the brief's owner (its creator, or an admin's choice).
-pub async fn set_owner(db: impl PgExecutor<'_>, brief: BriefId, user: Uuid) -> Result<(), sqlx::Error> {
+pub async fn set_owner(db: impl PgExecutor<'_>, brief: BriefId, user: UserId) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "INSERT INTO brief_owners (brief_id, user_id) VALUES ($1, $2) \
          ON CONFLICT (brief_id) DO UPDATE SET user_id = EXCLUDED.user_id, assigned_at = now()",
         brief.as_uuid(),
-        user,
+        user.as_uuid(),
     )
     .execute(db)
     .await?;
@@ -219,7 +219,7 @@ pub async fn set_owner(db: impl PgExecutor<'_>, brief: BriefId, user: Uuid) -> R
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Team {
-    pub id: Uuid,
+    pub id: TeamId,
     pub name: String,
     /// Member emails, sorted.
     pub members: Vec<String>,
@@ -261,8 +261,8 @@ pub async fn team_by_name(db: impl PgExecutor<'_>, name: &str) -> Result<TeamRef
         .ok_or(AppError::NotFound("team"))
 }
 
-pub async fn team_by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<TeamRef, AppError> {
-    sqlx::query_as!(TeamRef, "SELECT id, name FROM teams WHERE id = $1", id)
+pub async fn team_by_id(db: impl PgExecutor<'_>, id: TeamId) -> Result<TeamRef, AppError> {
+    sqlx::query_as!(TeamRef, "SELECT id, name FROM teams WHERE id = $1", id.as_uuid())
         .fetch_optional(db)
         .await?
         .ok_or(AppError::NotFound("team"))
@@ -291,11 +291,11 @@ pub async fn list_teams(db: impl PgExecutor<'_>) -> Result<Vec<Team>, sqlx::Erro
 }
 
 /// Adds a member; false when they already were one.
-pub async fn add_member(db: impl PgExecutor<'_>, team: Uuid, user: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn add_member(db: impl PgExecutor<'_>, team: TeamId, user: UserId) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "INSERT INTO team_members (team_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-        team,
-        user,
+        team.as_uuid(),
+        user.as_uuid(),
     )
     .execute(db)
     .await?;
@@ -303,11 +303,11 @@ pub async fn add_member(db: impl PgExecutor<'_>, team: Uuid, user: Uuid) -> Resu
 }
 
 /// Removes a member; false when they were not one.
-pub async fn remove_member(db: impl PgExecutor<'_>, team: Uuid, user: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn remove_member(db: impl PgExecutor<'_>, team: TeamId, user: UserId) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "DELETE FROM team_members WHERE team_id = $1 AND user_id = $2",
-        team,
-        user,
+        team.as_uuid(),
+        user.as_uuid(),
     )
     .execute(db)
     .await?;
@@ -315,11 +315,11 @@ pub async fn remove_member(db: impl PgExecutor<'_>, team: Uuid, user: Uuid) -> R
 }
 
 /// Shares a brief with a team; 404 when the brief does not exist.
-pub async fn share(db: impl PgExecutor<'_>, brief: BriefId, team: Uuid) -> Result<(), AppError> {
+pub async fn share(db: impl PgExecutor<'_>, brief: BriefId, team: TeamId) -> Result<(), AppError> {
     sqlx::query!(
         "INSERT INTO brief_teams (brief_id, team_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
         brief.as_uuid(),
-        team,
+        team.as_uuid(),
     )
     .execute(db)
     .await
@@ -330,11 +330,11 @@ pub async fn share(db: impl PgExecutor<'_>, brief: BriefId, team: Uuid) -> Resul
     Ok(())
 }
 
-pub async fn unshare(db: impl PgExecutor<'_>, brief: BriefId, team: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn unshare(db: impl PgExecutor<'_>, brief: BriefId, team: TeamId) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "DELETE FROM brief_teams WHERE brief_id = $1 AND team_id = $2",
         brief.as_uuid(),
-        team,
+        team.as_uuid(),
     )
     .execute(db)
     .await?;

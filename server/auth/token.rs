@@ -11,7 +11,7 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{token_cache::TokenCache, Principal, Role};
-use crate::ids::{BriefId, TrialId};
+use crate::ids::{BriefId, TokenId, TrialId, UserId};
 use crate::{error::AppError, secrets::TokenKeys};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -23,7 +23,7 @@ pub struct Claims {
     /// One trial of the brief: the token sends evidence and ledger lines to it alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<TrialId>,
-    pub jti: Uuid,
+    pub jti: TokenId,
     pub iat: i64,
     pub nbf: i64,
     pub exp: i64,
@@ -38,13 +38,14 @@ pub struct NewToken {
     /// A trial of `brief`: the token then writes to that trial only.
     pub trial: Option<TrialId>,
     pub ttl: Duration,
-    pub created_by: Option<Uuid>,
+    pub created_by: Option<UserId>,
 }
 
 /// A token's record (never the signed token itself).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TokenRow {
-    pub jti: Uuid,
+    #[schema(value_type = Uuid)]
+    pub jti: TokenId,
     pub name: String,
     pub subject: String,
     pub role: String,
@@ -53,7 +54,8 @@ pub struct TokenRow {
     #[schema(value_type = Option<Uuid>)]
     pub trial_id: Option<TrialId>,
     /// The person it was minted by or for (none for an agent token minted by the CLI).
-    pub created_by: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub created_by: Option<UserId>,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
@@ -77,20 +79,20 @@ pub async fn mint(db: impl PgExecutor<'_>, keys: &TokenKeys, new: NewToken) -> a
         new.role == Role::Agent || new.created_by.is_some(),
         "a person token needs its person"
     );
-    let jti = Uuid::now_v7();
+    let jti = TokenId::from(Uuid::now_v7());
     let now = Utc::now();
     let expires = now + new.ttl;
     let row = sqlx::query_as!(
         TokenRow,
         "INSERT INTO api_tokens (jti, name, subject, role, brief_id, created_by, expires_at, trial_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         RETURNING jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by, created_at, expires_at, last_used_at, revoked_at",
-        jti,
+         RETURNING jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by AS \"created_by: UserId\", created_at, expires_at, last_used_at, revoked_at",
+        jti.as_uuid(),
         &new.name,
         &new.subject,
         new.role.as_str(),
         new.brief.map(BriefId::as_uuid),
-        new.created_by,
+        new.created_by.map(UserId::as_uuid),
         expires,
         new.trial.map(TrialId::as_uuid),
     )
@@ -122,14 +124,14 @@ pub fn sign(keys: &TokenKeys, claims: &Claims) -> anyhow::Result<String> {
 /// What a request's token is checked against: its row and its person's role and disabled mark now.
 #[derive(Clone)]
 pub struct TokenState {
-    role: String,
+    role: Role,
     brief_id: Option<BriefId>,
     trial_id: Option<TrialId>,
     expires_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
-    created_by: Option<Uuid>,
+    created_by: Option<UserId>,
     /// The person's role and disabled mark now, when the token has a person.
-    user_role: Option<String>,
+    user_role: Option<Role>,
     user_disabled: Option<bool>,
 }
 
@@ -194,12 +196,12 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, cache: &Tokens, token
     if expires_at <= Utc::now() {
         return Err(invalid("expired"));
     }
-    if role != claims.role.as_str() || brief != claims.brief || trial != claims.trial {
+    if role != claims.role || brief != claims.brief || trial != claims.trial {
         return Err(invalid("claims do not match the token record"));
     }
     if claims.role != Role::Agent {
         // A person token acts as its person: it needs one, and never more than their role now.
-        let Some(current) = user_role.and_then(|r| r.parse::<Role>().ok()) else {
+        let Some(current) = user_role else {
             return Err(invalid("its person's account no longer exists"));
         };
         if claims.role > current {
@@ -223,7 +225,7 @@ pub async fn authenticate(pool: &PgPool, keys: &TokenKeys, cache: &Tokens, token
 /// The token's row and its person's role and disabled mark. One round trip that also notes the
 /// token's last use, at most once a minute per live token (so reads do not turn into writes); the
 /// SELECT sees the row as it was before the UPDATE.
-async fn read_state(pool: &PgPool, jti: Uuid) -> Result<Option<TokenState>, sqlx::Error> {
+async fn read_state(pool: &PgPool, jti: TokenId) -> Result<Option<TokenState>, sqlx::Error> {
     sqlx::query_as!(
         TokenState,
         "WITH touched AS ( \
@@ -231,10 +233,10 @@ async fn read_state(pool: &PgPool, jti: Uuid) -> Result<Option<TokenState>, sqlx
              WHERE jti = $1 AND revoked_at IS NULL AND expires_at > now() \
                AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute') \
          ) \
-         SELECT t.role, t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by, \
-                u.role AS \"user_role?\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
+         SELECT t.role AS \"role: Role\", t.brief_id AS \"brief_id: BriefId\", t.trial_id AS \"trial_id: TrialId\", t.expires_at, t.revoked_at, t.created_by AS \"created_by: UserId\", \
+                u.role AS \"user_role?: Role\", (u.disabled_at IS NOT NULL) AS \"user_disabled?\" \
          FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by WHERE t.jti = $1",
-        jti,
+        jti.as_uuid(),
     )
     .fetch_optional(pool)
     .await
@@ -243,10 +245,10 @@ async fn read_state(pool: &PgPool, jti: Uuid) -> Result<Option<TokenState>, sqlx
 /// Marks a token revoked; false when there is no such live token. The token rows `kept` by this
 /// process are forgotten at once (other servers hear the notification), so its next request is
 /// refused whatever the notification's delay.
-pub async fn revoke(db: impl PgExecutor<'_>, kept: &Tokens, jti: Uuid) -> Result<bool, sqlx::Error> {
+pub async fn revoke(db: impl PgExecutor<'_>, kept: &Tokens, jti: TokenId) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "UPDATE api_tokens SET revoked_at = now() WHERE jti = $1 AND revoked_at IS NULL",
-        jti,
+        jti.as_uuid(),
     )
     .execute(db)
     .await?;
@@ -254,12 +256,12 @@ pub async fn revoke(db: impl PgExecutor<'_>, kept: &Tokens, jti: Uuid) -> Result
     Ok(done.rows_affected() == 1)
 }
 
-pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>, sqlx::Error> {
+pub async fn get(db: impl PgExecutor<'_>, jti: TokenId) -> Result<Option<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by AS \"created_by: UserId\", created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE jti = $1",
-        jti,
+        jti.as_uuid(),
     )
     .fetch_optional(db)
     .await
@@ -268,7 +270,7 @@ pub async fn get(db: impl PgExecutor<'_>, jti: Uuid) -> Result<Option<TokenRow>,
 pub async fn list_for_brief(db: impl PgExecutor<'_>, brief: BriefId) -> Result<Vec<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by AS \"created_by: UserId\", created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE brief_id = $1 ORDER BY created_at DESC",
         brief.as_uuid(),
     )
@@ -289,12 +291,12 @@ pub fn state_of(t: &TokenRow) -> &'static str {
 
 /// Every token minted by or for a person (their person tokens and the agent tokens they minted),
 /// newest first: the list an admin reads when someone leaves.
-pub async fn list_for_user(db: impl PgExecutor<'_>, user: Uuid) -> Result<Vec<TokenRow>, sqlx::Error> {
+pub async fn list_for_user(db: impl PgExecutor<'_>, user: UserId) -> Result<Vec<TokenRow>, sqlx::Error> {
     sqlx::query_as!(
         TokenRow,
-        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by, created_at, expires_at, last_used_at, revoked_at \
+        "SELECT jti, name, subject, role, brief_id AS \"brief_id: BriefId\", trial_id AS \"trial_id: TrialId\", created_by AS \"created_by: UserId\", created_at, expires_at, last_used_at, revoked_at \
          FROM api_tokens WHERE created_by = $1 ORDER BY created_at DESC",
-        user,
+        user.as_uuid(),
     )
     .fetch_all(db)
     .await
@@ -302,10 +304,10 @@ pub async fn list_for_user(db: impl PgExecutor<'_>, user: Uuid) -> Result<Vec<To
 
 /// Revokes every live token minted by or for a person (a new password, a disabled account); how
 /// many. A revoked token stays revoked: enabling the person again revives none.
-pub async fn revoke_all_for_user(db: impl PgExecutor<'_>, user: Uuid) -> Result<u64, sqlx::Error> {
+pub async fn revoke_all_for_user(db: impl PgExecutor<'_>, user: UserId) -> Result<u64, sqlx::Error> {
     let done = sqlx::query!(
         "UPDATE api_tokens SET revoked_at = now() WHERE created_by = $1 AND revoked_at IS NULL",
-        user,
+        user.as_uuid(),
     )
     .execute(db)
     .await?;
@@ -314,7 +316,7 @@ pub async fn revoke_all_for_user(db: impl PgExecutor<'_>, user: Uuid) -> Result<
 
 /// Revokes the live tokens `user` minted with a role above `role` (a demotion): a token never
 /// carries more than its maker may do now, and a later promotion brings none of them back.
-pub async fn revoke_above_role_for_user(db: impl PgExecutor<'_>, user: Uuid, role: Role) -> Result<u64, sqlx::Error> {
+pub async fn revoke_above_role_for_user(db: impl PgExecutor<'_>, user: UserId, role: Role) -> Result<u64, sqlx::Error> {
     let above: Vec<&str> = [Role::Agent, Role::Engineer, Role::Manager, Role::Admin]
         .into_iter()
         .filter(|r| *r > role)
@@ -322,7 +324,7 @@ pub async fn revoke_above_role_for_user(db: impl PgExecutor<'_>, user: Uuid, rol
         .collect();
     let done = sqlx::query!(
         "UPDATE api_tokens SET revoked_at = now() WHERE created_by = $1 AND revoked_at IS NULL AND role = ANY($2)",
-        user,
+        user.as_uuid(),
         &above as &[&str],
     )
     .execute(db)
@@ -354,33 +356,34 @@ pub fn parse_ttl(text: &str) -> Result<Duration, String> {
 /// The names people gave tokens, by `jti`: pages show "node-1 harness" where they would show an id.
 pub async fn names(
     db: impl PgExecutor<'_>,
-    jtis: &[Uuid],
-) -> Result<std::collections::HashMap<Uuid, String>, sqlx::Error> {
+    jtis: &[TokenId],
+) -> Result<std::collections::HashMap<TokenId, String>, sqlx::Error> {
     if jtis.is_empty() {
         return Ok(Default::default());
     }
-    let rows = sqlx::query!("SELECT jti, name FROM api_tokens WHERE jti = ANY($1)", jtis)
+    let rows = sqlx::query!("SELECT jti, name FROM api_tokens WHERE jti = ANY($1)", jtis as _)
         .fetch_all(db)
         .await?;
-    Ok(rows.into_iter().map(|r| (r.jti, r.name)).collect())
+    Ok(rows.into_iter().map(|r| (TokenId::from(r.jti), r.name)).collect())
 }
 
 /// The ids (`jti`) of every token minted for `user`, revoked or not: what they saved through one is
 /// labelled `token:<jti> (<subject>)`.
-pub async fn jtis_of(db: impl PgExecutor<'_>, user: Uuid) -> Result<Vec<Uuid>, sqlx::Error> {
-    sqlx::query_scalar!("SELECT jti FROM api_tokens WHERE created_by = $1", user)
+pub async fn jtis_of(db: impl PgExecutor<'_>, user: UserId) -> Result<Vec<TokenId>, sqlx::Error> {
+    let jtis = sqlx::query_scalar!("SELECT jti FROM api_tokens WHERE created_by = $1", user.as_uuid())
         .fetch_all(db)
-        .await
+        .await?;
+    Ok(jtis.into_iter().map(TokenId::from).collect())
 }
 
 /// The token id in an uploader label (`token:<jti> (<subject>)`, as `Principal::label` writes it).
-pub fn jti_in_label(label: &str) -> Option<Uuid> {
+pub fn jti_in_label(label: &str) -> Option<TokenId> {
     let rest = label.strip_prefix("token:")?;
-    Uuid::parse_str(rest.split(' ').next()?).ok()
+    rest.split(' ').next()?.parse().ok()
 }
 
 /// An uploader label for people: a token by the name it was given (`token “node-1” (subject)`).
-pub fn label_with_name(label: &str, names: &std::collections::HashMap<Uuid, String>) -> String {
+pub fn label_with_name(label: &str, names: &std::collections::HashMap<TokenId, String>) -> String {
     match jti_in_label(label).and_then(|jti| names.get(&jti)) {
         Some(name) => {
             let subject = label.split_once(' ').map(|(_, s)| s).unwrap_or("");

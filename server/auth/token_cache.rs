@@ -26,7 +26,8 @@ use sqlx::{
     postgres::{PgListener, PgPoolOptions},
     PgPool,
 };
-use uuid::Uuid;
+
+use crate::ids::TokenId;
 
 /// The channel the `auth_changed` triggers notify (migration `…_auth_changed_notify.sql`).
 pub const CHANNEL: &str = "rentcheck_auth_changed";
@@ -37,7 +38,7 @@ const MAX_ROWS: usize = 10_000;
 
 /// The rows kept, by `jti`, and whether they can be trusted (the listener is connected).
 pub struct TokenCache<T> {
-    rows: Mutex<HashMap<Uuid, (Instant, T)>>,
+    rows: Mutex<HashMap<TokenId, (Instant, T)>>,
     /// Bumped by every forget: a row read before a change is not kept after it.
     generation: AtomicU64,
     listening: AtomicBool,
@@ -54,12 +55,12 @@ impl<T> Default for TokenCache<T> {
 }
 
 impl<T: Clone> TokenCache<T> {
-    fn rows(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, (Instant, T)>> {
+    fn rows(&self) -> std::sync::MutexGuard<'_, HashMap<TokenId, (Instant, T)>> {
         self.rows.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The row of `jti` read within [`FRESH_FOR`], while changes are being listened for.
-    pub fn get(&self, jti: Uuid) -> Option<T> {
+    pub fn get(&self, jti: TokenId) -> Option<T> {
         if !self.listening.load(Ordering::Acquire) {
             return None;
         }
@@ -75,7 +76,7 @@ impl<T: Clone> TokenCache<T> {
 
     /// Keeps `row`, read at `read_at` after [`TokenCache::generation`] said `generation`, unless
     /// something was forgotten since (the row may predate that change) or nobody is listening.
-    pub fn keep(&self, jti: Uuid, row: T, read_at: Instant, generation: u64) {
+    pub fn keep(&self, jti: TokenId, row: T, read_at: Instant, generation: u64) {
         if !self.listening.load(Ordering::Acquire) {
             return;
         }
@@ -157,6 +158,7 @@ async fn listen<T: Clone>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     fn listening() -> TokenCache<u32> {
         let cache = TokenCache::default();
@@ -167,10 +169,10 @@ mod tests {
     #[test]
     fn a_row_is_reused_within_the_second_and_not_after() {
         let cache = listening();
-        let jti = Uuid::now_v7();
+        let jti = TokenId::from(Uuid::now_v7());
         cache.keep(jti, 7, Instant::now(), cache.generation());
         assert_eq!(cache.get(jti), Some(7));
-        let other = Uuid::now_v7();
+        let other = TokenId::from(Uuid::now_v7());
         cache.keep(other, 8, Instant::now() - FRESH_FOR, cache.generation());
         assert_eq!(cache.get(other), None, "a row older than a second is read again");
     }
@@ -178,7 +180,7 @@ mod tests {
     #[test]
     fn a_row_read_before_a_change_is_not_kept_after_it() {
         let cache = listening();
-        let jti = Uuid::now_v7();
+        let jti = TokenId::from(Uuid::now_v7());
         let generation = cache.generation();
         // The change is heard while the row is being read.
         cache.forget_all();
@@ -189,7 +191,7 @@ mod tests {
     #[test]
     fn nothing_is_kept_or_reused_while_nobody_listens() {
         let cache: TokenCache<u32> = TokenCache::default();
-        let jti = Uuid::now_v7();
+        let jti = TokenId::from(Uuid::now_v7());
         cache.keep(jti, 7, Instant::now(), cache.generation());
         assert_eq!(cache.get(jti), None);
         let cache = listening();
@@ -201,7 +203,7 @@ mod tests {
     #[test]
     fn a_change_forgets_every_row() {
         let cache = listening();
-        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let (a, b) = (TokenId::from(Uuid::now_v7()), TokenId::from(Uuid::now_v7()));
         cache.keep(a, 1, Instant::now(), cache.generation());
         cache.keep(b, 2, Instant::now(), cache.generation());
         cache.forget_all();

@@ -4,11 +4,11 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{password, token::Tokens, Role};
-use crate::{error::AppError, validation::FieldError};
+use crate::{error::AppError, ids::UserId, validation::FieldError};
 
 #[derive(Debug, Clone)]
 pub struct UserRow {
-    pub id: Uuid,
+    pub id: UserId,
     pub email: String,
     pub role: Role,
     pub password_hash: String,
@@ -136,11 +136,11 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<UserRow>, sqlx::Error> 
     .await
 }
 
-pub async fn by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<UserRow>, sqlx::Error> {
+pub async fn by_id(db: impl PgExecutor<'_>, id: UserId) -> Result<Option<UserRow>, sqlx::Error> {
     sqlx::query_as!(
         UserRow,
         r#"SELECT id, email, role AS "role: Role", password_hash, created_at, disabled_at FROM users WHERE id = $1"#,
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await
@@ -159,7 +159,7 @@ pub struct Change {
 /// effect on their next request. The last enabled admin can be neither disabled nor demoted (409):
 /// nobody could manage users after that. `None` when there is no such person. The token rows
 /// `kept` by this process are forgotten once it commits (other servers hear the notification).
-pub async fn change(pool: &PgPool, kept: &Tokens, id: Uuid, change: Change) -> Result<Option<UserRow>, AppError> {
+pub async fn change(pool: &PgPool, kept: &Tokens, id: UserId, change: Change) -> Result<Option<UserRow>, AppError> {
     if change.role == Some(Role::Agent) {
         return Err(AppError::Validation(vec![FieldError::new(
             "role",
@@ -196,7 +196,7 @@ pub async fn change(pool: &PgPool, kept: &Tokens, id: Uuid, change: Change) -> R
              disabled_at = CASE WHEN $3::boolean IS NULL THEN disabled_at \
                                 WHEN $3 THEN COALESCE(disabled_at, now()) ELSE NULL END \
          WHERE id = $1 RETURNING id, email, role AS \"role: Role\", password_hash, created_at, disabled_at",
-        id,
+        id.as_uuid(),
         change.role.map(|r| r.as_str()),
         change.disabled,
     )
@@ -245,7 +245,7 @@ pub struct PasswordReplaced {
 pub async fn replace_password(
     pool: &PgPool,
     kept: &Tokens,
-    id: Uuid,
+    id: UserId,
     new_password: String,
     keep: Option<&str>,
 ) -> Result<PasswordReplaced, AppError> {
@@ -263,9 +263,13 @@ pub async fn replace_password(
     })
 }
 
-pub async fn set_password(db: impl PgExecutor<'_>, id: Uuid, password_hash: &str) -> Result<(), sqlx::Error> {
-    sqlx::query!("UPDATE users SET password_hash = $2 WHERE id = $1", id, password_hash)
-        .execute(db)
-        .await?;
+pub async fn set_password(db: impl PgExecutor<'_>, id: UserId, password_hash: &str) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE users SET password_hash = $2 WHERE id = $1",
+        id.as_uuid(),
+        password_hash
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }

@@ -5,10 +5,14 @@ use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
 use super::{
-    model::{Brief, BriefFields, Targets},
+    model::{AllocationBoundary, Brief, BriefFields, CostUnit, DataBoundary, Targets},
     row::query_brief_row,
 };
-use crate::{ids::BriefId, sizing::ArchitectureFields};
+use crate::{
+    db::StoredText,
+    ids::BriefId,
+    sizing::{ArchitectureFields, Precision, WorkloadKind},
+};
 
 pub async fn insert(db: impl PgExecutor<'_>, fields: &BriefFields) -> Result<Brief, sqlx::Error> {
     insert_with_id(db, BriefId::from(Uuid::now_v7()), fields)
@@ -63,7 +67,7 @@ macro_rules! write_brief {
         )
         .fetch_optional($db)
         .await?;
-        row.map(Brief::try_from).transpose()
+        Ok(row.map(Brief::from))
     }};
 }
 
@@ -139,7 +143,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: BriefId) -> Result<Option<Brief>, 
     )
     .fetch_optional(db)
     .await?;
-    row.map(Brief::try_from).transpose()
+    Ok(row.map(Brief::from))
 }
 
 /// Every brief's id (start-up queues every brief's review summary for remaking).

@@ -6,27 +6,31 @@ use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 use sqlx::types::Json;
 
-use super::model::{Brief, BriefFields, Targets};
-use crate::{db::parse_stored, ids::BriefId, sizing::ArchitectureFields};
+use super::model::{AllocationBoundary, Brief, BriefFields, CostUnit, DataBoundary, Targets};
+use crate::{
+    db::StoredText,
+    ids::BriefId,
+    sizing::{ArchitectureFields, Precision, WorkloadKind},
+};
 
 /// One brief row with its first trial's allocation (`trial_gpu`, `trial_gpu_count`).
 pub struct BriefRow {
     pub id: BriefId,
     pub name: String,
     pub owner: String,
-    pub workload_kind: String,
+    pub workload_kind: StoredText<WorkloadKind>,
     pub model_name: String,
     pub model_revision: Option<String>,
     pub catalog_model: Option<String>,
     pub params_b: f64,
-    pub precision: String,
+    pub precision: StoredText<Precision>,
     pub context_length: i64,
     pub concurrency: i64,
     pub num_layers: Option<i32>,
     pub num_kv_heads: Option<i32>,
     pub head_dim: Option<i32>,
     pub targets: Json<Targets>,
-    pub data_boundary: String,
+    pub data_boundary: StoredText<DataBoundary>,
     pub needs_host_control: bool,
     pub only_needs_model_output: bool,
     pub persist: Vec<String>,
@@ -34,8 +38,8 @@ pub struct BriefRow {
     pub fallback_plan: Option<String>,
     pub max_cost_per_job: Option<Decimal>,
     pub currency: String,
-    pub cost_unit: String,
-    pub allocation_boundary: String,
+    pub cost_unit: StoredText<CostUnit>,
+    pub allocation_boundary: StoredText<AllocationBoundary>,
     pub trial_gpu: Option<String>,
     pub trial_gpu_count: Option<i32>,
     pub k8s_manifest: Option<String>,
@@ -54,20 +58,27 @@ pub struct BriefRow {
 /// allocation (read through the alias `b`), then `$tail`, which names `trial_gpu` and
 /// `trial_gpu_count` and goes on with the statement. Every statement that reads a whole brief
 /// writes its column list here once; sqlx still checks each whole statement (it takes literals
-/// joined with `+`).
+/// joined with `+`). A caller imports the types the list names (`StoredText`, `WorkloadKind`, …):
+/// sqlx resolves them where the statement is, and PostgreSQL cuts a column name (type included)
+/// at 63 bytes, too short for full paths.
 macro_rules! query_brief_row {
     ($head:literal, $tail:literal $(, $($args:tt)*)?) => {
         sqlx::query_as!(
             $crate::briefs::row::BriefRow,
             $head
-                + r#" b.id AS "id!", b.name AS "name!", b.owner AS "owner!", b.workload_kind AS "workload_kind!",
+                + r#" b.id AS "id!", b.name AS "name!", b.owner AS "owner!",
+             b.workload_kind AS "workload_kind!: StoredText<WorkloadKind>",
              b.model_name AS "model_name!", b.model_revision, b.catalog_model, b.params_b AS "params_b!",
-             b.precision AS "precision!", b.context_length AS "context_length!", b.concurrency AS "concurrency!",
+             b.precision AS "precision!: StoredText<Precision>",
+             b.context_length AS "context_length!", b.concurrency AS "concurrency!",
              b.num_layers, b.num_kv_heads, b.head_dim, b.targets AS "targets!: Json<Targets>",
-             b.data_boundary AS "data_boundary!", b.needs_host_control AS "needs_host_control!",
+             b.data_boundary AS "data_boundary!: StoredText<DataBoundary>",
+             b.needs_host_control AS "needs_host_control!",
              b.only_needs_model_output AS "only_needs_model_output!", b.persist AS "persist!", b.restore_plan,
-             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!", b.cost_unit AS "cost_unit!",
-             b.allocation_boundary AS "allocation_boundary!", b.model_config AS "model_config: Json<Map<String, Value>>",
+             b.fallback_plan, b.max_cost_per_job, b.currency AS "currency!",
+             b.cost_unit AS "cost_unit!: StoredText<CostUnit>",
+             b.allocation_boundary AS "allocation_boundary!: StoredText<AllocationBoundary>",
+             b.model_config AS "model_config: Json<Map<String, Value>>",
              b.architecture AS "architecture!: Json<ArchitectureFields>", b.expected_peak_rps,
              b.api_price_per_million_tokens, b.headroom_pct, b.api_price_input_per_million,
              b.api_price_output_per_million, b.k8s_manifest, b.created_at AS "created_at!",
@@ -79,17 +90,16 @@ macro_rules! query_brief_row {
 }
 pub(crate) use query_brief_row;
 
-impl TryFrom<BriefRow> for Brief {
-    type Error = sqlx::Error;
-    fn try_from(r: BriefRow) -> Result<Self, Self::Error> {
-        Ok(Brief {
+impl From<BriefRow> for Brief {
+    fn from(r: BriefRow) -> Self {
+        Brief {
             id: r.id,
             fields: BriefFields {
-                workload_kind: parse_stored("briefs.workload_kind", &r.workload_kind)?,
-                precision: parse_stored("briefs.precision", &r.precision)?,
-                data_boundary: parse_stored("briefs.data_boundary", &r.data_boundary)?,
-                cost_unit: parse_stored("briefs.cost_unit", &r.cost_unit)?,
-                allocation_boundary: parse_stored("briefs.allocation_boundary", &r.allocation_boundary)?,
+                workload_kind: r.workload_kind.0,
+                precision: r.precision.0,
+                data_boundary: r.data_boundary.0,
+                cost_unit: r.cost_unit.0,
+                allocation_boundary: r.allocation_boundary.0,
                 name: r.name,
                 owner: r.owner,
                 model_name: r.model_name,
@@ -122,6 +132,6 @@ impl TryFrom<BriefRow> for Brief {
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
-        })
+        }
     }
 }

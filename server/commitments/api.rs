@@ -3,11 +3,11 @@
 use axum::{extract::State, Json};
 use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use super::service::{self, CommitmentDetail, CommitmentList};
 use crate::{
     error::{ApiResult, AppError},
+    ids::CommitmentId,
     state::AppState,
     web::{
         auth::ApiCaller,
@@ -90,7 +90,7 @@ async fn list(
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<CommitmentId>,
 ) -> ApiResult<Json<CommitmentDetail>> {
     Ok(Json(service::get(&state, &caller, id).await?))
 }
@@ -113,7 +113,7 @@ async fn show(
 async fn change(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<CommitmentId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<CommitmentDetail>> {
     let Value::Object(map) = body else {

@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::{
     ids::TrialId,
     ledger::model::{merge_spans, sort_spans, Span},
-    review::{comparison::moved, money::BREAK_EVEN_MARGIN},
+    review::{comparison::moved, cost_at_slo::BREAK_EVEN_MARGIN},
 };
 
 /// Where a commitment stands. `released` and `ended` are final.

@@ -10,7 +10,6 @@ use axum::{
     Router,
 };
 use rust_decimal::{prelude::ToPrimitive, Decimal};
-use uuid::Uuid;
 
 use super::{
     model::{CommitmentState, MonthUse},
@@ -18,7 +17,8 @@ use super::{
 };
 use crate::{
     error::AppError,
-    money,
+    figures,
+    ids::CommitmentId,
     state::AppState,
     web::{
         auth::PageUser,
@@ -43,17 +43,17 @@ struct StateQuery {
 /// A share (a decimal string such as "0.4235") as people read it: "42.4 %"; "—" when unknown.
 fn share(d: Option<Decimal>) -> String {
     d.and_then(|d| d.to_f64())
-        .map_or_else(|| "—".to_owned(), money::percent)
+        .map_or_else(|| "—".to_owned(), figures::percent)
 }
 
 /// GPU-hours with separators: "5,760"; "1,382.40".
 fn hours(d: Decimal) -> String {
-    money::sum(d)
+    figures::sum(d)
 }
 
 /// One row of the portfolio, ready to show.
 struct Row {
-    id: Uuid,
+    id: CommitmentId,
     brief_id: String,
     brief_name: String,
     trial_name: String,
@@ -77,7 +77,7 @@ fn row(d: &CommitmentDetail) -> Row {
         brief_name: d.brief_name.clone(),
         trial_name: d.trial_name.clone(),
         what: format!("{} × {}{}", c.gpus, c.gpu, provider_words(&c.provider)),
-        monthly_cost: money::with_currency(c.monthly_cost, &c.currency),
+        monthly_cost: figures::with_currency(c.monthly_cost, &c.currency),
         utilization: share(this.and_then(|m| m.utilization)),
         coverage: share(this.and_then(|m| m.coverage)),
         days_left: d.days_left,
@@ -143,7 +143,7 @@ async fn portfolio(
             (
                 t.team.clone().unwrap_or_else(|| "no team".to_owned()),
                 t.commitments,
-                money::with_currency(t.monthly_cost, &t.currency),
+                figures::with_currency(t.monthly_cost, &t.currency),
             )
         })
         .collect();
@@ -166,7 +166,7 @@ async fn portfolio(
             .totals_per_currency
             .iter()
             .map(|t| {
-                let words = money::with_currency(t.monthly_cost, &t.currency);
+                let words = figures::with_currency(t.monthly_cost, &t.currency);
                 (t.currency.clone(), t.commitments, words)
             })
             .collect(),
@@ -330,7 +330,7 @@ fn chart(months: &[MonthUse]) -> Option<Chart> {
             let f = f64::from(i) / 4.0;
             (
                 CHART_BOTTOM - f * (CHART_BOTTOM - CHART_TOP),
-                money::figure((top * f).round()),
+                figures::figure((top * f).round()),
             )
         })
         .collect();
@@ -391,8 +391,8 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
         c.term_months,
         c.start_date,
         c.end_date,
-        money::with_currency(c.rate_per_gpu_hour, &c.currency),
-        money::with_currency(c.monthly_cost, &c.currency),
+        figures::with_currency(c.rate_per_gpu_hour, &c.currency),
+        figures::with_currency(c.monthly_cost, &c.currency),
     )];
     match d.this_month() {
         Some(m) => out.push(format!(
@@ -401,7 +401,7 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
             share(m.utilization),
             hours(m.busy_gpu_hours),
             hours(m.committed_gpu_hours),
-            money::with_currency(m.idle_cost, &c.currency),
+            figures::with_currency(m.idle_cost, &c.currency),
         )),
         None => out.push("The term has not started yet: nothing is measured before its first day.".into()),
     }
@@ -409,7 +409,7 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
         out.push(format!(
             "Over the term so far it was busy {}; idle time cost {} in all.",
             share(Some(u)),
-            money::with_currency(d.term.idle_cost, &c.currency)
+            figures::with_currency(d.term.idle_cost, &c.currency)
         ));
     }
     out.push(match d.state() {
@@ -420,7 +420,7 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
     out
 }
 
-async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<CommitmentId>) -> PageResult<Response> {
     let d = service::get(&state, &user.principal(), id).await?;
     let cur = d.commitment.currency.clone();
     render(&CommitmentPage {
@@ -438,17 +438,17 @@ async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid
                 busy: hours(m.busy_gpu_hours),
                 utilization: share(m.utilization),
                 coverage: share(m.coverage),
-                idle_cost: money::with_currency(m.idle_cost, &cur),
+                idle_cost: figures::with_currency(m.idle_cost, &cur),
                 avoided: m.on_demand_avoided.map_or_else(
                     || "not known (no on-demand price)".to_owned(),
-                    |a| money::with_currency(a, &cur),
+                    |a| figures::with_currency(a, &cur),
                 ),
                 provider: provider_words_of(m),
             })
             .collect(),
         provider_column: d.months.iter().any(|m| m.provider_used_gpu_hours.is_some()),
-        monthly_cost: money::with_currency(d.commitment.monthly_cost, &cur),
-        rate: money::with_currency(d.commitment.rate_per_gpu_hour, &cur),
+        monthly_cost: figures::with_currency(d.commitment.monthly_cost, &cur),
+        rate: figures::with_currency(d.commitment.rate_per_gpu_hour, &cur),
         d,
     })
 }

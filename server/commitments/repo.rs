@@ -9,13 +9,14 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use super::model::CommitmentState;
-use crate::ids::{BriefId, TrialId};
+use crate::ids::{ApprovalId, BriefId, CommitmentId, TrialId};
 
 /// A commitment as stored.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[schema(as = Commitment)]
 pub struct CommitmentRow {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: CommitmentId,
     /// The brief's id.
     #[serde(rename = "brief")]
     #[schema(value_type = Uuid)]
@@ -25,7 +26,8 @@ pub struct CommitmentRow {
     #[schema(value_type = Uuid)]
     pub trial_id: TrialId,
     /// The approval that recorded the reservation, and when.
-    pub approval_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub approval_id: ApprovalId,
     pub approved_at: DateTime<Utc>,
     pub provider: String,
     pub gpu: String,
@@ -59,7 +61,8 @@ pub struct CommitmentRow {
     pub last_run_at: Option<DateTime<Utc>>,
     pub released_on: Option<NaiveDate>,
     /// The commitment this one renews.
-    pub renews: Option<Uuid>,
+    #[schema(value_type = Option<Uuid>)]
+    pub renews: Option<CommitmentId>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -67,7 +70,7 @@ pub struct CommitmentRow {
 pub struct NewCommitment<'a> {
     pub brief_id: BriefId,
     pub trial_id: TrialId,
-    pub approval_id: Uuid,
+    pub approval_id: ApprovalId,
     pub approved_at: DateTime<Utc>,
     pub approved_criteria: &'a Value,
     pub provider: &'a str,
@@ -82,11 +85,11 @@ pub struct NewCommitment<'a> {
     pub start_date: NaiveDate,
     pub end_date: NaiveDate,
     pub monthly_cost: Decimal,
-    pub renews: Option<Uuid>,
+    pub renews: Option<CommitmentId>,
 }
 
-pub async fn insert(db: impl PgExecutor<'_>, c: &NewCommitment<'_>) -> Result<Uuid, sqlx::Error> {
-    sqlx::query_scalar!(
+pub async fn insert(db: impl PgExecutor<'_>, c: &NewCommitment<'_>) -> Result<CommitmentId, sqlx::Error> {
+    let id = sqlx::query_scalar!(
         "INSERT INTO commitments (id, brief_id, trial_id, approval_id, approved_at, approved_criteria, provider, gpu,
              gpus_per_node, gpus, billing, rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months,
              start_date, end_date, monthly_cost, renews)
@@ -95,7 +98,7 @@ pub async fn insert(db: impl PgExecutor<'_>, c: &NewCommitment<'_>) -> Result<Uu
         Uuid::now_v7(),
         c.brief_id.as_uuid(),
         c.trial_id.as_uuid(),
-        c.approval_id,
+        c.approval_id.as_uuid(),
         c.approved_at,
         c.approved_criteria,
         c.provider,
@@ -110,14 +113,15 @@ pub async fn insert(db: impl PgExecutor<'_>, c: &NewCommitment<'_>) -> Result<Uu
         c.start_date,
         c.end_date,
         c.monthly_cost,
-        c.renews,
+        c.renews.map(CommitmentId::as_uuid),
     )
     .fetch_one(db)
-    .await
+    .await?;
+    Ok(id.into())
 }
 
 /// The brief's commitment a new reservation renews: its newest one whose renewal is due.
-pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Option<Uuid>, sqlx::Error> {
+pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Option<CommitmentId>, sqlx::Error> {
     sqlx::query_scalar!(
         "SELECT id FROM commitments WHERE brief_id = $1 AND state = 'renewal-due'
          ORDER BY end_date DESC, id DESC LIMIT 1",
@@ -125,6 +129,7 @@ pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resul
     )
     .fetch_optional(db)
     .await
+    .map(|id| id.map(CommitmentId::from))
 }
 
 /// `SELECT <every column of a commitment> FROM commitments <tail>`, checked at build time as
@@ -138,7 +143,7 @@ macro_rules! query_commitment_row {
                   billing, rate_per_gpu_hour, on_demand_rate_per_gpu_hour, currency, term_months, start_date,
                   end_date, monthly_cost, provider_commitment_id, revalidate_every_days,
                   state AS "state: CommitmentState", state_reason, state_changed_at, last_run_at, released_on,
-                  renews, created_at
+                  renews AS "renews: CommitmentId", created_at
                FROM commitments "#
                 + $tail
             $(, $($args)*)?
@@ -159,7 +164,7 @@ pub async fn list(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<Co
 /// What a list needs of every commitment to page it and add up its totals.
 #[derive(Debug, Clone)]
 pub struct CommitmentKey {
-    pub id: Uuid,
+    pub id: CommitmentId,
     pub brief_id: BriefId,
     pub start_date: NaiveDate,
     pub state: CommitmentState,
@@ -182,27 +187,30 @@ pub async fn keys(db: impl PgExecutor<'_>, state: Option<&str>) -> Result<Vec<Co
 }
 
 /// The commitments of `ids`, newest start first.
-pub async fn get_many(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<CommitmentRow>, sqlx::Error> {
-    query_commitment_row!("WHERE id = ANY($1) ORDER BY start_date DESC, id DESC", ids,)
+pub async fn get_many(db: impl PgExecutor<'_>, ids: &[CommitmentId]) -> Result<Vec<CommitmentRow>, sqlx::Error> {
+    query_commitment_row!("WHERE id = ANY($1) ORDER BY start_date DESC, id DESC", ids as _,)
         .fetch_all(db)
         .await
 }
 
-pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<CommitmentRow>, sqlx::Error> {
-    query_commitment_row!("WHERE id = $1", id,).fetch_optional(db).await
+pub async fn get(db: impl PgExecutor<'_>, id: CommitmentId) -> Result<Option<CommitmentRow>, sqlx::Error> {
+    query_commitment_row!("WHERE id = $1", id.as_uuid(),)
+        .fetch_optional(db)
+        .await
 }
 
 /// Locks one commitment for a change; `None` when there is none.
-pub async fn lock(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Uuid>, sqlx::Error> {
-    sqlx::query_scalar!("SELECT id FROM commitments WHERE id = $1 FOR UPDATE", id)
+pub async fn lock(db: impl PgExecutor<'_>, id: CommitmentId) -> Result<Option<CommitmentId>, sqlx::Error> {
+    sqlx::query_scalar!("SELECT id FROM commitments WHERE id = $1 FOR UPDATE", id.as_uuid())
         .fetch_optional(db)
         .await
+        .map(|id| id.map(CommitmentId::from))
 }
 
 /// What a manager may change: the provider's id, the re-validation period and the release.
 pub async fn update(
     db: impl PgExecutor<'_>,
-    id: Uuid,
+    id: CommitmentId,
     provider_commitment_id: Option<&str>,
     revalidate_every_days: i32,
     released_on: Option<NaiveDate>,
@@ -214,7 +222,7 @@ pub async fn update(
              state_changed_at = CASE WHEN state <> $5 THEN now() ELSE state_changed_at END,
              state = $5, state_reason = $6
          WHERE id = $1",
-        id,
+        id.as_uuid(),
         provider_commitment_id,
         revalidate_every_days,
         released_on,
@@ -228,7 +236,7 @@ pub async fn update(
 
 /// A commitment the background task judges, with what it reads.
 pub struct Due {
-    pub id: Uuid,
+    pub id: CommitmentId,
     pub brief_id: BriefId,
     pub trial_id: TrialId,
     pub approved_at: DateTime<Utc>,
@@ -270,14 +278,14 @@ pub async fn claim_due(db: impl PgExecutor<'_>, limit: i64, every_secs: f64) -> 
 /// run it saw.
 #[derive(Debug, Default)]
 pub struct Judged {
-    ids: Vec<Uuid>,
+    ids: Vec<CommitmentId>,
     states: Vec<String>,
     reasons: Vec<String>,
     last_runs: Vec<Option<DateTime<Utc>>>,
 }
 
 impl Judged {
-    pub fn push(&mut self, id: Uuid, state: &str, reason: &str, last_run: Option<DateTime<Utc>>) {
+    pub fn push(&mut self, id: CommitmentId, state: &str, reason: &str, last_run: Option<DateTime<Utc>>) {
         self.ids.push(id);
         self.states.push(state.to_owned());
         self.reasons.push(reason.to_owned());
@@ -296,7 +304,7 @@ pub async fn set_judged(db: impl PgExecutor<'_>, judged: &Judged) -> Result<(), 
              state_changed_at = CASE WHEN c.state <> j.state THEN now() ELSE c.state_changed_at END, state = j.state
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) AS j (id, state, reason, last_run)
          WHERE c.id = j.id",
-        &judged.ids,
+        &judged.ids as _,
         &judged.states,
         &judged.reasons,
         &judged.last_runs as &[Option<DateTime<Utc>>],
@@ -311,7 +319,7 @@ pub async fn set_judged(db: impl PgExecutor<'_>, judged: &Judged) -> Result<(), 
 pub async fn needing_attention(
     db: impl PgExecutor<'_>,
     brief_ids: &[BriefId],
-) -> Result<Vec<(BriefId, Uuid, CommitmentState)>, sqlx::Error> {
+) -> Result<Vec<(BriefId, CommitmentId, CommitmentState)>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT DISTINCT ON (brief_id) brief_id, id, state AS "state: CommitmentState" FROM commitments
          WHERE brief_id = ANY($1) AND state IN ('revalidation-due', 'regressed', 'renewal-due')
@@ -320,14 +328,17 @@ pub async fn needing_attention(
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.brief_id.into(), r.id, r.state)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.brief_id.into(), r.id.into(), r.state))
+        .collect())
 }
 
 /// The reason of the regressed commitment `approval_id` opened, if it is regressed.
-pub async fn regression_of(db: impl PgExecutor<'_>, approval_id: Uuid) -> Result<Option<String>, sqlx::Error> {
+pub async fn regression_of(db: impl PgExecutor<'_>, approval_id: ApprovalId) -> Result<Option<String>, sqlx::Error> {
     sqlx::query_scalar!(
         "SELECT state_reason FROM commitments WHERE approval_id = $1 AND state = 'regressed'",
-        approval_id
+        approval_id.as_uuid()
     )
     .fetch_optional(db)
     .await
@@ -335,7 +346,10 @@ pub async fn regression_of(db: impl PgExecutor<'_>, approval_id: Uuid) -> Result
 
 /// The trial's running commitment (neither ended nor released), newest first: (id, its
 /// re-validation period in days).
-pub async fn running_of_trial(db: impl PgExecutor<'_>, trial_id: TrialId) -> Result<Option<(Uuid, i32)>, sqlx::Error> {
+pub async fn running_of_trial(
+    db: impl PgExecutor<'_>,
+    trial_id: TrialId,
+) -> Result<Option<(CommitmentId, i32)>, sqlx::Error> {
     let row = sqlx::query!(
         "SELECT id, revalidate_every_days FROM commitments
          WHERE trial_id = $1 AND state NOT IN ('ended', 'released')
@@ -344,5 +358,5 @@ pub async fn running_of_trial(db: impl PgExecutor<'_>, trial_id: TrialId) -> Res
     )
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|r| (r.id, r.revalidate_every_days)))
+    Ok(row.map(|r| (r.id.into(), r.revalidate_every_days)))
 }

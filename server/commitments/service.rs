@@ -8,7 +8,6 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use super::{
     model::{self, AcceleratorUse, CommitmentState, MonthUse, ProviderUse, Renewal, TeamTotal, TermUse, UseBasis},
@@ -20,7 +19,7 @@ use crate::{
     auth::{teams, Principal, Role},
     briefs::service as briefs,
     error::AppError,
-    ids::{BriefId, TrialId},
+    ids::{ApprovalId, BriefId, CommitmentId, TrialId},
     ledger::{model::Merged, service as ledger, LedgerSummary},
     prices::model::StoredPrice,
     review::model::Reservation,
@@ -31,7 +30,7 @@ use crate::{
 
 /// The approval a commitment is opened for.
 pub struct Approved<'a> {
-    pub approval_id: Uuid,
+    pub approval_id: ApprovalId,
     pub brief_id: BriefId,
     pub approved_at: DateTime<Utc>,
     pub reservation: &'a Reservation,
@@ -44,7 +43,11 @@ pub struct Approved<'a> {
 /// Opens the commitment an approval's reservation records, in the approval's transaction, with its
 /// audit row. A brief whose commitment is due for renewal gets the new one as its renewal. A
 /// reservation kept at on-demand billing is its own on-demand rate.
-pub async fn open_for_approval(conn: &mut PgConnection, a: &Approved<'_>, actor: &str) -> Result<Uuid, AppError> {
+pub async fn open_for_approval(
+    conn: &mut PgConnection,
+    a: &Approved<'_>,
+    actor: &str,
+) -> Result<CommitmentId, AppError> {
     let reservation = a.reservation;
     let end_date = model::end_date(reservation.start_date, reservation.term_months).ok_or_else(|| {
         AppError::Validation(vec![FieldError::new(
@@ -188,7 +191,7 @@ fn encode_cursor(c: &repo::CommitmentKey) -> String {
     format!("{}.{}", c.start_date, c.id)
 }
 
-fn decode_cursor(s: &str) -> Option<(NaiveDate, Uuid)> {
+fn decode_cursor(s: &str) -> Option<(NaiveDate, CommitmentId)> {
     let (day, id) = s.split_once('.')?;
     Some((day.parse().ok()?, id.parse().ok()?))
 }
@@ -573,7 +576,7 @@ pub async fn list(
     } else {
         (page, None)
     };
-    let ids: Vec<Uuid> = page.iter().map(|c| c.id).collect();
+    let ids: Vec<CommitmentId> = page.iter().map(|c| c.id).collect();
     let rows = repo::get_many(&state.pool, &ids).await?;
     let items = details_of(state, rows, today()).await?;
     Ok(CommitmentList {
@@ -588,7 +591,7 @@ pub async fn list(
 
 /// Where a page starts (after the cursor's commitment) and how many it holds: a damaged cursor or a
 /// limit out of range is a 422 at its field.
-fn read_paging(paging: Paging<'_>) -> Result<(Option<(NaiveDate, Uuid)>, usize), AppError> {
+fn read_paging(paging: Paging<'_>) -> Result<(Option<(NaiveDate, CommitmentId)>, usize), AppError> {
     let Paging::After { cursor, limit } = paging else {
         return Ok((None, usize::MAX));
     };
@@ -657,7 +660,7 @@ async fn visible_keys(
 }
 
 /// One commitment with its months; 404 for one the caller may not see.
-pub async fn get(state: &AppState, caller: &Principal, id: Uuid) -> Result<CommitmentDetail, AppError> {
+pub async fn get(state: &AppState, caller: &Principal, id: CommitmentId) -> Result<CommitmentDetail, AppError> {
     let all = sees_all(caller)?;
     let row = repo::get(&state.pool, id)
         .await?
@@ -743,7 +746,7 @@ fn read_change(before: &CommitmentRow, body: &Map<String, Value>) -> Result<Chan
 pub async fn patch(
     state: &AppState,
     caller: &Principal,
-    id: Uuid,
+    id: CommitmentId,
     body: &Map<String, Value>,
 ) -> Result<CommitmentDetail, AppError> {
     caller.require_person(Role::Manager)?;
@@ -838,13 +841,13 @@ pub async fn rerun_criteria(
 
 /// The words of the regression of the commitment an approval opened, when it is regressed (the
 /// review says why the approval went stale).
-pub async fn regression_of(db: impl sqlx::PgExecutor<'_>, approval_id: Uuid) -> Result<Option<String>, AppError> {
+pub async fn regression_of(db: impl sqlx::PgExecutor<'_>, approval_id: ApprovalId) -> Result<Option<String>, AppError> {
     Ok(repo::regression_of(db, approval_id).await?)
 }
 
 /// The trial's running commitment, if it has one: (its id, its re-validation period in days). The
 /// plan page schedules the re-validation from it.
-pub async fn running_of_trial(state: &AppState, trial_id: TrialId) -> Result<Option<(Uuid, u32)>, AppError> {
+pub async fn running_of_trial(state: &AppState, trial_id: TrialId) -> Result<Option<(CommitmentId, u32)>, AppError> {
     Ok(repo::running_of_trial(&state.pool, trial_id)
         .await?
         .map(|(id, every)| (id, u32::try_from(every).unwrap_or(30))))
@@ -852,7 +855,7 @@ pub async fn running_of_trial(state: &AppState, trial_id: TrialId) -> Result<Opt
 
 /// One running commitment's gauges for Prometheus (`/metrics/briefs`).
 pub struct Gauge {
-    pub id: Uuid,
+    pub id: CommitmentId,
     pub brief_id: BriefId,
     pub trial_id: TrialId,
     /// This month's busy share of the committed GPU-hours (none before the term starts).
@@ -886,7 +889,7 @@ pub async fn gauges(state: &AppState) -> Result<Vec<Gauge>, AppError> {
 /// approving a reservation of the trial then renews it (a new commitment linked to this one).
 #[derive(Debug, Clone)]
 pub struct RenewalNotice {
-    pub commitment: Uuid,
+    pub commitment: CommitmentId,
     pub trial_name: String,
     pub end_date: NaiveDate,
     /// Renew, resize or release, with why; `None` while the term has no figures to judge.
@@ -915,7 +918,7 @@ pub async fn renewal_notice(state: &AppState, brief_id: BriefId) -> Result<Optio
 pub async fn needing_attention(
     state: &AppState,
     brief_ids: &[BriefId],
-) -> Result<BTreeMap<BriefId, (Uuid, CommitmentState)>, AppError> {
+) -> Result<BTreeMap<BriefId, (CommitmentId, CommitmentState)>, AppError> {
     Ok(repo::needing_attention(&state.pool, brief_ids)
         .await?
         .into_iter()

@@ -26,7 +26,7 @@ use super::{
 use crate::{
     auth::teams,
     error::{ApiResult, AppError},
-    ids::{BriefId, TrialId},
+    ids::{BriefId, EvidenceId, TrialId},
     state::AppState,
     trials::service as trials,
     validation::FieldError,
@@ -52,7 +52,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// One item as lists show it: everything but the metrics and the bytes.
 #[derive(Serialize, ToSchema)]
 pub struct EvidenceSummary {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: EvidenceId,
     #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     #[schema(value_type = Uuid)]
@@ -278,7 +279,7 @@ async fn upload_batch(
                 parse_error: stored.parse_error,
                 warnings: stored.warnings,
                 links: SelfLink {
-                    this: service::evidence_path(stored.id),
+                    this: service::evidence_path(EvidenceId::from(stored.id)),
                 },
             },
             Err(e) => BatchItem::Refused {
@@ -410,7 +411,7 @@ async fn list(
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<EvidenceId>,
 ) -> ApiResult<Json<EvidenceDetail>> {
     let row = service::get(&state, id).await?;
     caller.may_read_brief(row.brief_id)?;
@@ -432,7 +433,11 @@ async fn show(
         (status = 404, description = "no such evidence"),
     )
 )]
-async fn raw(State(state): State<AppState>, ApiCaller(caller): ApiCaller, Path(id): Path<Uuid>) -> ApiResult<Response> {
+async fn raw(
+    State(state): State<AppState>,
+    ApiCaller(caller): ApiCaller,
+    Path(id): Path<EvidenceId>,
+) -> ApiResult<Response> {
     let r = service::raw(&state, id).await?;
     caller.may_read_brief(r.brief_id)?;
     let ct =

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::parsers::{self, EvidenceKind, ParseError, Parsed, SloTargets};
-use crate::ids::TrialId;
+use crate::ids::{EvidenceId, TrialId};
 use crate::validation::FieldError;
 
 /// The kind a caller asked for: a named kind, or `auto` (detect it from the content).
@@ -536,8 +536,8 @@ fn outcome(kind: EvidenceKind, result: Result<Parsed, ParseError>, kind_warning:
 }
 
 /// Opaque list cursor: the (received_at, id) of the last item shown, base64url.
-pub fn encode_cursor(received_at: DateTime<Utc>, id: Uuid) -> String {
-    let s = format!("{}.{}", received_at.timestamp_micros(), id.simple());
+pub fn encode_cursor(received_at: DateTime<Utc>, id: EvidenceId) -> String {
+    let s = format!("{}.{}", received_at.timestamp_micros(), id.as_uuid().simple());
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
 }
 
@@ -618,7 +618,7 @@ mod tests {
     fn cursor_round_trips_and_rejects_junk() {
         let t = DateTime::from_timestamp_micros(1_790_000_000_123_456).unwrap();
         let id = Uuid::now_v7();
-        assert_eq!(decode_cursor(&encode_cursor(t, id)), Some((t, id)));
+        assert_eq!(decode_cursor(&encode_cursor(t, EvidenceId::from(id))), Some((t, id)));
         assert_eq!(decode_cursor("!!"), None);
         assert_eq!(decode_cursor("bm9wZQ"), None);
     }

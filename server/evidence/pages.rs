@@ -9,7 +9,6 @@ use axum::{
     Router,
 };
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::{
     model::{decode_cursor, human_size},
@@ -18,7 +17,7 @@ use super::{
 use crate::{
     auth::token,
     error::AppError,
-    ids::{BriefId, TrialId},
+    ids::{BriefId, EvidenceId, TokenId, TrialId},
     state::AppState,
     web::{
         auth::PageUser,
@@ -81,7 +80,7 @@ impl From<&EvidenceRow> for EvidenceListRow {
 
 /// List rows with each token uploader by the name it was given (one query for the lot).
 async fn list_rows(state: &AppState, rows: &[EvidenceRow]) -> Result<Vec<EvidenceListRow>, AppError> {
-    let jtis: Vec<Uuid> = rows
+    let jtis: Vec<TokenId> = rows
         .iter()
         .filter_map(|r| r.uploaded_by.as_deref().and_then(token::jti_in_label))
         .collect();
@@ -176,7 +175,7 @@ struct EvidencePage {
 }
 
 fn display_value(v: &Value) -> String {
-    crate::money::value(v)
+    crate::figures::value(v)
 }
 
 fn raw_view(prefix: Vec<u8>, size: i64) -> RawView {
@@ -194,7 +193,7 @@ fn raw_view(prefix: Vec<u8>, size: i64) -> RawView {
     }
 }
 
-async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Uuid>) -> PageResult<Response> {
+async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<EvidenceId>) -> PageResult<Response> {
     let row = repo::get(&state.pool, id)
         .await?
         .ok_or(AppError::NotFound("evidence"))?;

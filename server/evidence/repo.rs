@@ -8,12 +8,12 @@ use uuid::Uuid;
 use super::model::Observation;
 use crate::error::AppError;
 use crate::evidence_store::StoredRaw;
-use crate::ids::{BriefId, TrialId};
+use crate::ids::{BriefId, EvidenceId, TrialId};
 
 /// Everything but the raw bytes.
 #[derive(Debug, Clone, FromRow)]
 pub struct EvidenceRow {
-    pub id: Uuid,
+    pub id: EvidenceId,
     pub brief_id: BriefId,
     pub trial_id: TrialId,
     pub kind: String,
@@ -169,7 +169,7 @@ pub async fn insert_many(db: impl PgExecutor<'_>, rows: &[NewEvidence<'_>]) -> R
     Ok(())
 }
 
-pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow>, sqlx::Error> {
+pub async fn get(db: impl PgExecutor<'_>, id: EvidenceId) -> Result<Option<EvidenceRow>, sqlx::Error> {
     sqlx::query_as!(
         EvidenceRow,
         r#"SELECT id, brief_id, trial_id, kind, stage, content_type, filename, sha256, size_bytes,
@@ -177,7 +177,7 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow
              tool, tool_version, parser_version, labels AS "labels: Json<Value>", collected_at, received_at,
              uploaded_by
            FROM evidence WHERE id = $1"#,
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await
@@ -187,8 +187,8 @@ pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<EvidenceRow
 /// newest item per trial through `evidence_trial_received_idx`); trials with none are left out.
 pub async fn newest_received_of_trials(
     db: impl PgExecutor<'_>,
-    briefs: &[Uuid],
-    trials: &[Uuid],
+    briefs: &[BriefId],
+    trials: &[TrialId],
 ) -> Result<Vec<(TrialId, DateTime<Utc>)>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT t.trial_id AS "trial_id!", newest.received_at AS "received_at!"
@@ -198,8 +198,8 @@ pub async fn newest_received_of_trials(
                WHERE e.trial_id = t.trial_id AND e.brief_id = t.brief_id
                ORDER BY received_at DESC, id DESC LIMIT 1
            ) AS newest"#,
-        briefs,
-        trials,
+        briefs as _,
+        trials as _,
     )
     .fetch_all(db)
     .await?;
@@ -272,10 +272,10 @@ impl From<RawColumns> for StoredRaw {
     }
 }
 
-pub async fn raw(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<RawBytes>, sqlx::Error> {
+pub async fn raw(db: impl PgExecutor<'_>, id: EvidenceId) -> Result<Option<RawBytes>, sqlx::Error> {
     let row = sqlx::query!(
         "SELECT brief_id, content_type, filename, raw, raw_object FROM evidence WHERE id = $1",
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await?;
@@ -292,12 +292,12 @@ pub async fn raw(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<RawBytes>, 
 
 /// The first `limit` bytes, for showing on a page without loading a large file: the bytes when the
 /// row has them, else the object's name (the caller reads the range from the store).
-pub async fn raw_prefix(db: impl PgExecutor<'_>, id: Uuid, limit: i32) -> Result<Option<StoredRaw>, sqlx::Error> {
+pub async fn raw_prefix(db: impl PgExecutor<'_>, id: EvidenceId, limit: i32) -> Result<Option<StoredRaw>, sqlx::Error> {
     // NULL when the bytes are in the object store.
     let row = sqlx::query_as!(
         RawColumns,
         r#"SELECT substring(raw FROM 1 FOR $2) AS "raw?", raw_object FROM evidence WHERE id = $1"#,
-        id,
+        id.as_uuid(),
         limit,
     )
     .fetch_optional(db)
@@ -456,7 +456,7 @@ pub async fn claim_idempotency_key(
     request_sha256: &str,
     status: i16,
     body: &RawValue,
-    evidence_id: Uuid,
+    evidence_id: EvidenceId,
 ) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query_scalar!(
         "INSERT INTO idempotency_keys (brief_id, key, request_sha256, response_status, response_body, evidence_id, caller) \
@@ -470,7 +470,7 @@ pub async fn claim_idempotency_key(
         request_sha256,
         status,
         Json(body) as _,
-        evidence_id,
+        evidence_id.as_uuid(),
         caller,
     )
     .fetch_optional(db)

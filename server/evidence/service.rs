@@ -15,7 +15,7 @@ use super::{
     parsers::{EvidenceKind, SloTargets, PARSER_VERSION},
     repo,
 };
-use crate::ids::{BriefId, TrialId};
+use crate::ids::{BriefId, EvidenceId, TokenId, TrialId};
 use crate::{briefs::service as briefs, error::AppError, outbox, state::AppState, trials::service as trials};
 
 /// Inputs at least this large are parsed on the blocking pool, off the async workers.
@@ -37,7 +37,8 @@ pub struct Links {
 #[derive(Serialize, ToSchema)]
 #[schema(as = EvidenceIngested)]
 pub struct IngestedAnswer<'a> {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: EvidenceId,
     #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     #[schema(value_type = Uuid)]
@@ -62,7 +63,7 @@ pub struct IngestedAnswer<'a> {
 /// JSON text it is sent as: serialized once, straight from the typed answer.
 #[derive(Debug)]
 pub enum Ingested {
-    Created { id: Uuid, body: Box<RawValue> },
+    Created { id: EvidenceId, body: Box<RawValue> },
     Replayed(Box<RawValue>),
 }
 
@@ -86,7 +87,7 @@ fn replay(stored: repo::StoredResponse, fingerprint: &str) -> Result<Ingested, A
 
 /// An upload parsed, ready to store; its answer is made from it when needed ([`Prepared::answer`]).
 struct Prepared {
-    id: Uuid,
+    id: EvidenceId,
     brief_id: BriefId,
     trial_id: TrialId,
     kind: EvidenceKind,
@@ -109,7 +110,7 @@ impl Prepared {
         uploaded_by: Option<&'a str>,
     ) -> repo::NewEvidence<'a> {
         repo::NewEvidence {
-            id: self.id,
+            id: self.id.as_uuid(),
             brief_id,
             trial_id,
             kind: self.kind.as_str(),
@@ -271,7 +272,7 @@ async fn prepare(
     let sha256 = sha256_hex(&upload.raw);
     let keys_digest = metric_keys_digest(&outcome.metrics);
     Ok(Prepared {
-        id: Uuid::now_v7(),
+        id: EvidenceId::from(Uuid::now_v7()),
         brief_id,
         trial_id,
         kind,
@@ -367,7 +368,7 @@ pub async fn ingest(
 }
 
 /// The path of an evidence item's JSON: its answer's `links.self` and a `Location`.
-pub fn evidence_path(id: Uuid) -> String {
+pub fn evidence_path(id: EvidenceId) -> String {
     format!("/api/v1/evidence/{id}")
 }
 
@@ -422,7 +423,7 @@ impl BatchStored {
     fn created(p: &Prepared) -> Self {
         BatchStored {
             created: true,
-            id: p.id,
+            id: p.id.as_uuid(),
             parse_status: p.outcome.status.as_str().to_owned(),
             parse_error: p.outcome.error.clone(),
             warnings: p.outcome.warnings.len(),
@@ -561,7 +562,7 @@ pub async fn ingest_batch(
                 key,
                 request_sha256: p.fingerprint(),
                 body,
-                evidence_id: p.id,
+                evidence_id: p.id.as_uuid(),
             })
             .collect();
         let claimed: std::collections::HashSet<String> =
@@ -648,8 +649,7 @@ pub async fn newest_received_of_trials(
     state: &AppState,
     trials: &[(BriefId, TrialId)],
 ) -> Result<std::collections::HashMap<TrialId, chrono::DateTime<chrono::Utc>>, AppError> {
-    let briefs: Vec<Uuid> = trials.iter().map(|(b, _)| b.as_uuid()).collect();
-    let ids: Vec<Uuid> = trials.iter().map(|(_, t)| Uuid::from(*t)).collect();
+    let (briefs, ids): (Vec<BriefId>, Vec<TrialId>) = trials.iter().copied().unzip();
     Ok(repo::newest_received_of_trials(&state.pool, &briefs, &ids)
         .await?
         .into_iter()
@@ -657,7 +657,7 @@ pub async fn newest_received_of_trials(
 }
 
 /// One item, or 404.
-pub async fn get(state: &AppState, id: Uuid) -> Result<repo::EvidenceRow, AppError> {
+pub async fn get(state: &AppState, id: EvidenceId) -> Result<repo::EvidenceRow, AppError> {
     repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("evidence"))
 }
 
@@ -669,7 +669,7 @@ pub struct RawEvidence {
     pub bytes: Vec<u8>,
 }
 
-pub async fn raw(state: &AppState, id: Uuid) -> Result<RawEvidence, AppError> {
+pub async fn raw(state: &AppState, id: EvidenceId) -> Result<RawEvidence, AppError> {
     let r = repo::raw(&state.pool, id)
         .await?
         .ok_or(AppError::NotFound("evidence"))?;
@@ -732,7 +732,7 @@ pub async fn latest_per_brief(
     brief_ids: &[BriefId],
 ) -> Result<std::collections::HashMap<BriefId, (chrono::DateTime<chrono::Utc>, String)>, AppError> {
     let rows = repo::latest_per_brief(&state.pool, brief_ids).await?;
-    let jtis: Vec<Uuid> = rows
+    let jtis: Vec<TokenId> = rows
         .iter()
         .filter_map(|r| r.uploaded_by.as_deref().and_then(crate::auth::token::jti_in_label))
         .collect();

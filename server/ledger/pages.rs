@@ -159,7 +159,7 @@ const BAR_MAX: u32 = 300;
 /// Money for people: the one formatter every page uses (thousands separators; two significant
 /// digits below one unit, so 0.00859 reads 0.0086, not 0.01).
 fn money(d: Decimal) -> String {
-    crate::money::amount(d)
+    crate::figures::amount(d)
 }
 
 fn line_view(s: &StoredLine) -> LineView {

@@ -12,7 +12,10 @@ use super::model::{
     finish, gpu_micros_per_day, merge_spans, sort_spans, Category, CategoryTotals, LedgerLine, LedgerSummary, Merged,
     Outputs, OutputsPatch, Span,
 };
-use crate::ids::{BriefId, TrialId};
+use crate::{
+    db::StoredText,
+    ids::{BriefId, TrialId},
+};
 
 /// Rows per INSERT … SELECT FROM UNNEST statement.
 const INSERT_CHUNK: usize = 10_000;
@@ -239,7 +242,7 @@ async fn store_daily(
 /// `model::summarize` over every line.
 pub async fn summary(conn: &mut PgConnection, trial_id: TrialId, currency: &str) -> Result<LedgerSummary, sqlx::Error> {
     let sums = sqlx::query!(
-        r#"SELECT category, sum(amount) AS "sum!" FROM ledger_lines WHERE trial_id = $1
+        r#"SELECT category AS "category: StoredText<Category>", sum(amount) AS "sum!" FROM ledger_lines WHERE trial_id = $1
            AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY category"#,
         trial_id.as_uuid(),
     )
@@ -247,9 +250,7 @@ pub async fn summary(conn: &mut PgConnection, trial_id: TrialId, currency: &str)
     .await?;
     let mut totals = CategoryTotals::default();
     for row in sums {
-        if let Ok(c) = row.category.parse::<Category>() {
-            totals.add(c, row.sum);
-        }
+        totals.add(row.category.0, row.sum);
     }
     let accelerator = sqlx::query!(
         "SELECT sum(gpu_micros) AS micros, sum(cost) AS cost FROM ledger_accelerator_merged WHERE trial_id = $1",
@@ -270,7 +271,8 @@ pub async fn summary(conn: &mut PgConnection, trial_id: TrialId, currency: &str)
 pub async fn summaries(conn: &mut PgConnection, keys: &[(TrialId, &str)]) -> Result<Vec<LedgerSummary>, sqlx::Error> {
     let ids: Vec<Uuid> = keys.iter().map(|(t, _)| t.as_uuid()).collect();
     let sums = sqlx::query!(
-        r#"SELECT trial_id, category, sum(amount) AS "sum!" FROM ledger_lines WHERE trial_id = ANY($1)
+        r#"SELECT trial_id, category AS "category: StoredText<Category>", sum(amount) AS "sum!" FROM ledger_lines
+           WHERE trial_id = ANY($1)
            AND category IN ('host', 'storage', 'network', 'support', 'license') GROUP BY trial_id, category"#,
         &ids[..],
     )
@@ -278,9 +280,10 @@ pub async fn summaries(conn: &mut PgConnection, keys: &[(TrialId, &str)]) -> Res
     .await?;
     let mut by_trial: HashMap<Uuid, Vec<(Category, Decimal)>> = HashMap::new();
     for row in sums {
-        if let Ok(c) = row.category.parse::<Category>() {
-            by_trial.entry(row.trial_id).or_default().push((c, row.sum));
-        }
+        by_trial
+            .entry(row.trial_id)
+            .or_default()
+            .push((row.category.0, row.sum));
     }
     let merged: HashMap<Uuid, Merged> = sqlx::query!(
         r#"SELECT trial_id, sum(gpu_micros) AS micros, sum(cost) AS cost FROM ledger_accelerator_merged
@@ -344,7 +347,7 @@ pub struct StoredLine {
 struct LineRow {
     id: Uuid,
     seq: i64,
-    category: String,
+    category: StoredText<Category>,
     resource: String,
     description: String,
     starts_at: Option<DateTime<Utc>>,
@@ -357,17 +360,13 @@ struct LineRow {
     created_at: DateTime<Utc>,
 }
 
-impl TryFrom<LineRow> for StoredLine {
-    type Error = sqlx::Error;
-    fn try_from(r: LineRow) -> Result<Self, sqlx::Error> {
-        let category = r.category.parse().map_err(|_| {
-            sqlx::Error::Decode(format!("ledger_lines.category holds unknown value {:?}", r.category).into())
-        })?;
-        Ok(StoredLine {
+impl From<LineRow> for StoredLine {
+    fn from(r: LineRow) -> Self {
+        StoredLine {
             id: r.id,
             seq: r.seq,
             line: LedgerLine {
-                category,
+                category: r.category.0,
                 resource: r.resource,
                 description: r.description,
                 starts_at: r.starts_at,
@@ -379,7 +378,7 @@ impl TryFrom<LineRow> for StoredLine {
                 trial: Some(r.trial_id.to_string()),
             },
             created_at: r.created_at,
-        })
+        }
     }
 }
 
@@ -393,15 +392,16 @@ pub async fn newest_lines(
 ) -> Result<Vec<StoredLine>, sqlx::Error> {
     let rows = sqlx::query_as!(
         LineRow,
-        "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
-         currency, trial_id, created_at FROM ledger_lines WHERE trial_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+        r#"SELECT id, seq, category AS "category: StoredText<Category>", resource, description, starts_at, ends_at,
+             gpus, rate_per_gpu_hour, amount, currency, trial_id, created_at FROM ledger_lines
+           WHERE trial_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3"#,
         trial_id.as_uuid(),
         before.unwrap_or(i64::MAX),
         limit,
     )
     .fetch_all(db)
     .await?;
-    rows.into_iter().map(StoredLine::try_from).collect()
+    Ok(rows.into_iter().map(StoredLine::from).collect())
 }
 
 /// Every line of a brief, each with its trial, in insertion (file) order, for the CSV export.
@@ -413,13 +413,15 @@ pub async fn all_lines(
     trial_names: &[(TrialId, String)],
 ) -> Result<Vec<LedgerLine>, sqlx::Error> {
     let rows = sqlx::query!(
-        "SELECT id, seq, category, resource, description, starts_at, ends_at, gpus, rate_per_gpu_hour, amount, \
-         currency, trial_id, created_at FROM ledger_lines WHERE brief_id = $1 ORDER BY seq",
+        r#"SELECT id, seq, category AS "category: StoredText<Category>", resource, description, starts_at, ends_at,
+             gpus, rate_per_gpu_hour, amount, currency, trial_id, created_at FROM ledger_lines
+           WHERE brief_id = $1 ORDER BY seq"#,
         brief_id.as_uuid(),
     )
     .fetch_all(db)
     .await?;
-    rows.into_iter()
+    Ok(rows
+        .into_iter()
         .map(|r| {
             let row = LineRow {
                 id: r.id,
@@ -440,9 +442,12 @@ pub async fn all_lines(
                 .iter()
                 .find(|(id, _)| id.as_uuid() == r.trial_id)
                 .map(|(_, name)| name.clone());
-            StoredLine::try_from(row).map(|s| LedgerLine { trial, ..s.line })
+            LedgerLine {
+                trial,
+                ..StoredLine::from(row).line
+            }
         })
-        .collect()
+        .collect())
 }
 
 /// Lines of one trial.
@@ -605,14 +610,14 @@ pub async fn commitment_use(
 /// Which of the given (brief, CommitmentDiscountId) pairs have any FOCUS commitment row.
 pub async fn commitment_ids_with_rows(
     db: impl PgExecutor<'_>,
-    briefs: &[Uuid],
+    briefs: &[BriefId],
     ids: &[String],
 ) -> Result<Vec<(BriefId, String)>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT k.brief_id AS "brief_id!", k.id AS "id!" FROM unnest($1::uuid[], $2::text[]) AS k (brief_id, id)
            WHERE EXISTS (SELECT 1 FROM ledger_commitment_rows r
                          WHERE r.brief_id = k.brief_id AND r.commitment_discount_id = k.id)"#,
-        briefs,
+        briefs as _,
         ids,
     )
     .fetch_all(db)
@@ -627,10 +632,10 @@ pub async fn commitment_ids_with_rows(
 /// owns them.
 pub async fn accelerator_micros_by_days(
     db: impl PgExecutor<'_>,
-    briefs: &[Uuid],
+    briefs: &[BriefId],
     froms: &[chrono::NaiveDate],
     tos: &[chrono::NaiveDate],
-    (trial_briefs, trial_ids): (&[Uuid], &[Uuid]),
+    (trial_briefs, trial_ids): (&[BriefId], &[TrialId]),
 ) -> Result<Vec<(usize, TrialId, i128)>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT w.k AS "k!", t.id AS "trial_id!", sum(d.gpu_micros) AS "micros!"
@@ -638,11 +643,11 @@ pub async fn accelerator_micros_by_days(
            JOIN unnest($4::uuid[], $5::uuid[]) AS t (brief_id, id) ON t.brief_id = w.brief_id
            JOIN ledger_accelerator_daily d ON d.trial_id = t.id AND d.day >= w.from_day AND d.day < w.to_day
            GROUP BY w.k, t.id"#,
-        briefs,
+        briefs as _,
         froms,
         tos,
-        trial_briefs,
-        trial_ids,
+        trial_briefs as _,
+        trial_ids as _,
     )
     .fetch_all(db)
     .await?;

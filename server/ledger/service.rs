@@ -474,7 +474,7 @@ pub async fn commitment_ids_with_rows(
     if keys.is_empty() {
         return Ok(Default::default());
     }
-    let briefs: Vec<Uuid> = keys.iter().map(|(b, _)| b.as_uuid()).collect();
+    let briefs: Vec<BriefId> = keys.iter().map(|(b, _)| *b).collect();
     let ids: Vec<String> = keys.iter().map(|(_, id)| (*id).to_owned()).collect();
     Ok(repo::commitment_ids_with_rows(pool, &briefs, &ids)
         .await?
@@ -496,11 +496,10 @@ pub async fn accelerator_micros_by_window(
     if windows.is_empty() {
         return Ok(out);
     }
-    let briefs: Vec<Uuid> = windows.iter().map(|(b, _, _)| b.as_uuid()).collect();
+    let briefs: Vec<BriefId> = windows.iter().map(|(b, _, _)| *b).collect();
     let froms: Vec<_> = windows.iter().map(|w| w.1).collect();
     let tos: Vec<_> = windows.iter().map(|w| w.2).collect();
-    let trial_briefs: Vec<Uuid> = trials.iter().map(|(b, _)| b.as_uuid()).collect();
-    let trial_ids: Vec<Uuid> = trials.iter().map(|(_, t)| Uuid::from(*t)).collect();
+    let (trial_briefs, trial_ids): (Vec<BriefId>, Vec<TrialId>) = trials.iter().copied().unzip();
     for (window, trial, micros) in
         repo::accelerator_micros_by_days(pool, &briefs, &froms, &tos, (&trial_briefs, &trial_ids)).await?
     {

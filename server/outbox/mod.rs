@@ -44,7 +44,8 @@ pub struct Event<'a> {
 }
 
 /// The JSON document a receiver gets (docs/operations.md, "Webhooks"). `public_url` is
-/// `RENTCHECK_PUBLIC_URL`, without a trailing slash.
+/// `RENTCHECK_PUBLIC_URL`, without a trailing slash. `id` is the event's: a bare UUID, as the
+/// outbox keeps for any domain's event.
 pub fn payload(id: Uuid, e: &Event<'_>, public_url: &str) -> Value {
     let link = format!("{public_url}/briefs/{}/review", e.brief_id);
     json!({

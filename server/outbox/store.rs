@@ -9,12 +9,13 @@ use sqlx::{types::Json, PgConnection, PgExecutor};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::ids::BriefId;
+use crate::ids::{BriefId, WebhookId};
 
 /// A webhook as listed: never its secret.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct WebhookRow {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: WebhookId,
     pub url: String,
     pub events: Vec<String>,
     pub created_by: String,
@@ -52,17 +53,20 @@ pub async fn list_webhooks(db: impl PgExecutor<'_>) -> Result<Vec<WebhookRow>, s
 }
 
 /// Deletes a webhook with its deliveries and attempts; false when there was none.
-pub async fn delete_webhook(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar!("DELETE FROM webhooks WHERE id = $1 RETURNING url", id)
+pub async fn delete_webhook(db: impl PgExecutor<'_>, id: WebhookId) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar!("DELETE FROM webhooks WHERE id = $1 RETURNING url", id.as_uuid())
         .fetch_optional(db)
         .await
 }
 
 /// One event sent (or being sent) to one webhook.
+// Deliveries and events keep bare ids: the outbox writes them for any domain's record, and nothing
+// else passes them around. (A plain comment: the doc comment is the published description.)
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DeliveryRow {
     pub id: Uuid,
-    pub webhook_id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub webhook_id: WebhookId,
     pub event_id: Uuid,
     pub event: String,
     #[schema(value_type = Uuid)]
@@ -78,7 +82,7 @@ pub struct DeliveryRow {
 /// The newest `per_webhook` deliveries of each webhook.
 pub async fn recent_deliveries(
     db: impl PgExecutor<'_>,
-    webhooks: &[Uuid],
+    webhooks: &[WebhookId],
     per_webhook: i64,
 ) -> Result<Vec<DeliveryRow>, sqlx::Error> {
     sqlx::query_as!(
@@ -94,7 +98,7 @@ pub async fn recent_deliveries(
              ) d
              JOIN webhook_events e ON e.id = d.event_id
             ORDER BY d.created_at DESC, d.id DESC"#,
-        webhooks,
+        webhooks as _,
         per_webhook,
     )
     .fetch_all(db)
@@ -112,6 +116,7 @@ pub struct AttemptRow {
     pub duration_ms: i32,
 }
 
+/// The attempts at `deliveries` (bare ids, as [`DeliveryRow`] keeps them).
 pub async fn attempts(db: impl PgExecutor<'_>, deliveries: &[Uuid]) -> Result<Vec<AttemptRow>, sqlx::Error> {
     sqlx::query_as!(
         AttemptRow,

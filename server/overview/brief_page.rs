@@ -11,9 +11,9 @@ use crate::{
     briefs::model::{target_label, Brief, BriefFields, TARGET_FIELDS},
     error::AppError,
     evidence::pages::{self as evidence_pages, EvidenceListRow},
+    figures,
     ids::TrialId,
     ledger::pages as ledger_pages,
-    money,
     prices::{model::AllocationPrice, service as prices},
     review::{
         gather::{self as review_gather, TrialKv},
@@ -95,7 +95,7 @@ const SUMMARY_OPTIONS: usize = 3;
 
 /// A price as every page shows it: "20.80 USD/h, spot · Cloud A" — billing always named.
 fn price_text(per_hour: rust_decimal::Decimal, currency: &str, billing: &str, provider: &str) -> String {
-    let mut text = format!("{} {currency}/h, {billing}", money::amount(per_hour));
+    let mut text = format!("{} {currency}/h, {billing}", figures::amount(per_hour));
     if !provider.is_empty() {
         text.push_str(&format!(" · {provider}"));
     }
@@ -210,15 +210,15 @@ fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
         ("Catalogue model", opt(&f.catalog_model)),
         ("Parameters", format!("{} B", f.params_b)),
         ("Precision", f.precision.as_str().to_owned()),
-        ("Context length", money::count(f.context_length)),
-        ("Concurrency", money::count(f.concurrency)),
+        ("Context length", figures::count(f.context_length)),
+        ("Concurrency", figures::count(f.concurrency)),
         ("Layers", arch(f.num_layers)),
         ("KV heads", arch(f.num_kv_heads)),
         ("Head dim", arch(f.head_dim)),
     ];
     for field in TARGET_FIELDS {
         if let Some(v) = f.targets.get(field) {
-            facts.push((target_label(field), money::figure(v)));
+            facts.push((target_label(field), figures::figure(v)));
         }
     }
     facts.extend([
@@ -238,7 +238,11 @@ fn brief_facts(f: &BriefFields) -> Vec<(&'static str, String)> {
         (
             "Cost ceiling",
             match f.max_cost_per_job {
-                Some(c) => format!("{} per {}", money::with_currency(c, &f.currency), f.cost_unit.as_str()),
+                Some(c) => format!(
+                    "{} per {}",
+                    figures::with_currency(c, &f.currency),
+                    f.cost_unit.as_str()
+                ),
                 None => "—".to_owned(),
             },
         ),
@@ -298,7 +302,7 @@ fn trial_rows(
                 rate: match price {
                     Some(p) => format!(
                         "{} {currency} per GPU-hour, {}{}",
-                        money::amount(p.per_gpu_hour),
+                        figures::amount(p.per_gpu_hour),
                         p.billing,
                         if p.provider.is_empty() || p.provider == t.fields.provider {
                             String::new()

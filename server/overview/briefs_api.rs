@@ -10,13 +10,12 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::{
     auth::{teams, users, Role},
     briefs::model::BriefView,
     error::{ApiResult, AppError},
-    ids::TrialId,
+    ids::{TeamId, TrialId, UserId},
     overview::{
         brief_list::{self, decode_cursor, encode_cursor, STATES},
         list_query::BriefFilter,
@@ -144,14 +143,14 @@ fn states(p: &ListParams) -> Result<Option<Vec<String>>, AppError> {
     Ok(allowed.map(|set| set.into_iter().map(str::to_owned).collect()))
 }
 
-async fn owner(state: &AppState, caller: &crate::auth::Principal, raw: &str) -> Result<Uuid, AppError> {
+async fn owner(state: &AppState, caller: &crate::auth::Principal, raw: &str) -> Result<UserId, AppError> {
     let raw = raw.trim();
     if raw == "me" {
         return caller
             .user_id()
             .ok_or_else(|| invalid("owner", "owner=me needs a person's token or session"));
     }
-    if let Ok(id) = Uuid::parse_str(raw) {
+    if let Ok(id) = raw.parse::<UserId>() {
         // An unknown id is refused like an unknown email, rather than answering an empty list.
         return users::by_id(&state.pool, id)
             .await?
@@ -164,8 +163,8 @@ async fn owner(state: &AppState, caller: &crate::auth::Principal, raw: &str) -> 
         .ok_or_else(|| invalid("owner", format!("no account has the email {raw:?}")))
 }
 
-async fn team(state: &AppState, raw: &str) -> Result<Uuid, AppError> {
-    let found = match Uuid::parse_str(raw.trim()) {
+async fn team(state: &AppState, raw: &str) -> Result<TeamId, AppError> {
+    let found = match raw.trim().parse::<TeamId>() {
         Ok(id) => teams::team_by_id(&state.pool, id).await,
         Err(_) => teams::team_by_name(&state.pool, raw).await,
     };

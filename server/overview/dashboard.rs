@@ -23,8 +23,8 @@ use crate::{
     commitments::service as commitments,
     error::AppError,
     evidence::service as evidence,
-    ids::BriefId,
-    money,
+    figures,
+    ids::{BriefId, TeamId},
     overview::{
         brief_list::{self, decode_cursor, encode_cursor},
         list_query::{BriefFilter, BriefOrder},
@@ -432,7 +432,7 @@ fn mine(owner: Option<&str>) -> Result<bool, AppError> {
 }
 
 /// The team `team=` names, when it names one.
-fn team_named(teams: &[teams::TeamRef], team_name: &str) -> Result<Option<uuid::Uuid>, AppError> {
+fn team_named(teams: &[teams::TeamRef], team_name: &str) -> Result<Option<TeamId>, AppError> {
     Ok(match team_name {
         "" => None,
         name => Some(
@@ -544,7 +544,7 @@ fn row_for(brief: Brief, summary: &SummaryRow, last_evidence: Option<(DateTime<U
             .map(|c| {
                 format!(
                     "{} per {}",
-                    money::with_currency(c, &brief.fields.currency),
+                    figures::with_currency(c, &brief.fields.currency),
                     brief.fields.cost_unit.as_str()
                 )
             })

@@ -10,17 +10,18 @@ use uuid::Uuid;
 
 use crate::{
     briefs::{
-        model::{Brief, Targets},
+        model::{AllocationBoundary, Brief, CostUnit, DataBoundary, Targets},
         row::query_brief_row,
     },
+    db::StoredText,
     error::AppError,
-    ids::BriefId,
-    sizing::ArchitectureFields,
+    ids::{BriefId, TeamId, UserId},
+    sizing::{ArchitectureFields, Precision, WorkloadKind},
 };
 
 /// What lists (the dashboard, `GET /api/v1/briefs`) narrow briefs by in SQL.
 ///
-/// `states` and `failing` read each brief's review summary (the `brief_signals` row the review's
+/// `states` and `failing` read each brief's review summary (the `review_summaries` row the review's
 /// summary watcher keeps, `review::summaries`). A brief whose summary is not current (changes still queued, or never made)
 /// stays a candidate whatever its stored summary says: the caller remakes its summary and checks
 /// again, so a list never answers from a summary older than the last committed change.
@@ -31,9 +32,9 @@ pub struct BriefFilter {
     /// Only briefs with (true) or without (false) any evidence.
     pub has_evidence: Option<bool>,
     /// Only briefs owned by this account.
-    pub owner: Option<Uuid>,
+    pub owner: Option<UserId>,
     /// Only briefs shared with this team.
-    pub team: Option<Uuid>,
+    pub team: Option<TeamId>,
     /// Only briefs whose summary state is one of these (`awaiting-evidence`, `needs-approval`,
     /// `stale`, `approved`, `rejected`).
     pub states: Option<Vec<String>>,
@@ -132,14 +133,14 @@ pub async fn list_sorted(
         "SELECT",
         r#"t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?"
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
-             LEFT JOIN brief_signals s ON s.brief_id = b.id
+             LEFT JOIN review_summaries s ON s.brief_id = b.id
            WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)
              AND ($2::bool IS NULL OR EXISTS (SELECT 1 FROM evidence e WHERE e.brief_id = b.id) = $2)
              AND ($3::uuid IS NULL OR b.id = ANY (ARRAY(SELECT o.brief_id FROM brief_owners o WHERE o.user_id = $3)))
              AND ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_teams bt WHERE bt.brief_id = b.id AND bt.team_id = $4))
              AND (($5::text[] IS NULL AND $6::bool IS NULL) OR s.brief_id IS NULL
                   OR (($5::text[] IS NULL OR s.state = ANY($5)) AND ($6::bool IS NULL OR s.failing = $6))
-                  OR EXISTS (SELECT 1 FROM brief_signals_dirty d WHERE d.brief_id = b.id))
+                  OR EXISTS (SELECT 1 FROM review_changes d WHERE d.brief_id = b.id))
              AND ($7::uuid IS NULL OR b.id = $7)
            ORDER BY CASE WHEN NOT $11 THEN CASE $8 WHEN 'name' THEN lower(b.name) WHEN 'owner' THEN lower(b.owner)
                             WHEN 'decision' THEN s.decision END END ASC NULLS LAST,
@@ -158,8 +159,8 @@ pub async fn list_sorted(
            OFFSET $9 LIMIT $10"#,
         pattern,
         filter.has_evidence,
-        filter.owner,
-        filter.team,
+        filter.owner.map(Uuid::from),
+        filter.team.map(Uuid::from),
         filter.states.as_deref(),
         filter.failing,
         filter.only.map(Uuid::from),
@@ -170,7 +171,7 @@ pub async fn list_sorted(
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(Brief::try_from).collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(Brief::from).collect())
 }
 
 /// How many briefs meet `filter`, by the kept summaries (the dashboard's total; a summary being
@@ -178,7 +179,7 @@ pub async fn list_sorted(
 pub async fn count_matching(db: impl PgExecutor<'_>, filter: &BriefFilter) -> Result<i64, AppError> {
     let pattern = filter.search_pattern();
     Ok(sqlx::query_scalar!(
-        r#"SELECT count(*) AS "count!" FROM briefs b LEFT JOIN brief_signals s ON s.brief_id = b.id
+        r#"SELECT count(*) AS "count!" FROM briefs b LEFT JOIN review_summaries s ON s.brief_id = b.id
            WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)
              AND ($2::bool IS NULL OR EXISTS (SELECT 1 FROM evidence e WHERE e.brief_id = b.id) = $2)
              AND ($3::uuid IS NULL OR b.id = ANY (ARRAY(SELECT o.brief_id FROM brief_owners o WHERE o.user_id = $3)))
@@ -188,8 +189,8 @@ pub async fn count_matching(db: impl PgExecutor<'_>, filter: &BriefFilter) -> Re
              AND ($7::uuid IS NULL OR b.id = $7)"#,
         pattern,
         filter.has_evidence,
-        filter.owner,
-        filter.team,
+        filter.owner.map(Uuid::from),
+        filter.team.map(Uuid::from),
         filter.states.as_deref(),
         filter.failing,
         filter.only.map(Uuid::from),
@@ -228,7 +229,7 @@ pub async fn list_filtered(
         "SELECT",
         r#"t.gpu AS "trial_gpu?", t.gpu_count AS "trial_gpu_count?"
            FROM briefs b LEFT JOIN trials t ON t.brief_id = b.id AND t.position = 1
-             LEFT JOIN brief_signals s ON s.brief_id = b.id
+             LEFT JOIN review_summaries s ON s.brief_id = b.id
            WHERE ($1::text IS NULL OR b.name ILIKE $1 OR b.model_name ILIKE $1 OR b.catalog_model ILIKE $1)
              AND ($2::bool IS NULL OR EXISTS (SELECT 1 FROM evidence e WHERE e.brief_id = b.id) = $2)
              AND ($3::timestamptz IS NULL OR (b.created_at, b.id) < ($3, $4))
@@ -236,7 +237,7 @@ pub async fn list_filtered(
              AND ($7::uuid IS NULL OR EXISTS (SELECT 1 FROM brief_teams bt WHERE bt.brief_id = b.id AND bt.team_id = $7))
              AND (($8::text[] IS NULL AND $9::bool IS NULL) OR s.brief_id IS NULL
                   OR (($8::text[] IS NULL OR s.state = ANY($8)) AND ($9::bool IS NULL OR s.failing = $9))
-                  OR EXISTS (SELECT 1 FROM brief_signals_dirty d WHERE d.brief_id = b.id))
+                  OR EXISTS (SELECT 1 FROM review_changes d WHERE d.brief_id = b.id))
              AND ($10::uuid IS NULL OR b.id = $10)
            ORDER BY b.created_at DESC, b.id DESC LIMIT $5"#,
         pattern,
@@ -244,13 +245,13 @@ pub async fn list_filtered(
         after_at,
         after_id.map(Uuid::from),
         limit,
-        filter.owner,
-        filter.team,
+        filter.owner.map(Uuid::from),
+        filter.team.map(Uuid::from),
         filter.states.as_deref(),
         filter.failing,
         filter.only.map(Uuid::from),
     )
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(Brief::try_from).collect::<Result<_, _>>()?)
+    Ok(rows.into_iter().map(Brief::from).collect())
 }

@@ -12,7 +12,6 @@ use axum::{
     Router,
 };
 use serde_json::json;
-use uuid::Uuid;
 
 use std::net::SocketAddr;
 
@@ -27,7 +26,7 @@ use crate::{
     },
     briefs::service as briefs,
     error::AppError,
-    ids::BriefId,
+    ids::{BriefId, TeamId, TokenId, UserId},
     state::AppState,
     trials::service as trials,
     web::{
@@ -203,7 +202,7 @@ async fn add_user(State(state): State<AppState>, CsrfForm(user, form): CsrfForm)
 async fn apply_change(
     state: &AppState,
     admin: &PageUser,
-    uid: Uuid,
+    uid: UserId,
     change: Change,
     action: &str,
 ) -> PageResult<Response> {
@@ -227,7 +226,7 @@ async fn apply_change(
 
 async fn set_role(
     State(state): State<AppState>,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
@@ -251,7 +250,7 @@ async fn set_role(
 
 async fn disable(
     State(state): State<AppState>,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     let change = Change {
@@ -263,7 +262,7 @@ async fn disable(
 
 async fn enable(
     State(state): State<AppState>,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     let change = Change {
@@ -276,7 +275,7 @@ async fn enable(
 /// A new generated password, shown once to the admin; the person's sessions end.
 async fn reset_password(
     State(state): State<AppState>,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
@@ -306,7 +305,7 @@ async fn reset_password(
 /// Lifts the lock failed sign-ins put on an account, and clears its failures.
 async fn unlock(
     State(state): State<AppState>,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
@@ -336,7 +335,7 @@ struct PersonTokenLine {
     state: &'static str,
 }
 
-async fn person_token_lines(state: &AppState, uid: Uuid) -> PageResult<Vec<PersonTokenLine>> {
+async fn person_token_lines(state: &AppState, uid: UserId) -> PageResult<Vec<PersonTokenLine>> {
     let rows = token::list_for_user(&state.pool, uid).await?;
     let mut lines = Vec::with_capacity(rows.len());
     for t in rows {
@@ -376,7 +375,7 @@ struct PersonTokensPage {
 async fn person_tokens_page(
     State(state): State<AppState>,
     user: PageUser,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
     let target = users::by_id(&state.pool, uid)
@@ -391,7 +390,7 @@ async fn person_tokens_page(
 }
 
 /// Revokes one token of `owner`'s; 404 when it is not theirs.
-async fn revoke_persons_token(state: &AppState, actor: &PageUser, owner: Uuid, jti: Uuid) -> PageResult<()> {
+async fn revoke_persons_token(state: &AppState, actor: &PageUser, owner: UserId, jti: TokenId) -> PageResult<()> {
     let owner_email = users::by_id(&state.pool, owner)
         .await?
         .ok_or(AppError::NotFound("user"))?
@@ -415,7 +414,7 @@ async fn revoke_persons_token(state: &AppState, actor: &PageUser, owner: Uuid, j
 
 async fn admin_revoke_token(
     State(state): State<AppState>,
-    Path((uid, jti)): Path<(Uuid, Uuid)>,
+    Path((uid, jti)): Path<(UserId, TokenId)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
@@ -425,7 +424,7 @@ async fn admin_revoke_token(
 
 async fn own_revoke_token(
     State(state): State<AppState>,
-    Path(jti): Path<Uuid>,
+    Path(jti): Path<TokenId>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     revoke_persons_token(&state, &user, user.0.id, jti).await?;
@@ -452,7 +451,7 @@ async fn add_team(State(state): State<AppState>, CsrfForm(user, form): CsrfForm)
 
 async fn add_member(
     State(state): State<AppState>,
-    Path(tid): Path<Uuid>,
+    Path(tid): Path<TeamId>,
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
@@ -479,7 +478,7 @@ async fn add_member(
 
 async fn remove_member(
     State(state): State<AppState>,
-    Path((tid, uid)): Path<(Uuid, Uuid)>,
+    Path((tid, uid)): Path<(TeamId, UserId)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
@@ -565,7 +564,7 @@ async fn share(
     CsrfForm(user, form): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_change_sharing(&state.pool, &user.principal(), id).await?;
-    let Some(team) = form.get("team").and_then(|t| Uuid::parse_str(t.trim()).ok()) else {
+    let Some(team) = form.get("team").and_then(|t| t.trim().parse::<TeamId>().ok()) else {
         let mut r = sharing_view(&state, &user, id, "Pick a team.".into()).await?;
         *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
         return Ok(r);
@@ -585,7 +584,7 @@ async fn share(
 
 async fn unshare(
     State(state): State<AppState>,
-    Path((id, tid)): Path<(BriefId, Uuid)>,
+    Path((id, tid)): Path<(BriefId, TeamId)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_change_sharing(&state.pool, &user.principal(), id).await?;

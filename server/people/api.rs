@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use crate::{
     audit,
@@ -25,6 +24,7 @@ use crate::{
         Principal, Role,
     },
     error::{ApiResult, AppError},
+    ids::{TokenId, UserId},
     state::AppState,
     validation::FieldError,
     web::{
@@ -45,7 +45,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// A person as the API shows them (never their hash).
 #[derive(Serialize, ToSchema)]
 pub struct UserView {
-    id: Uuid,
+    #[schema(value_type = Uuid)]
+    id: UserId,
     /// lower-case
     email: String,
     /// engineer, manager or admin
@@ -136,7 +137,7 @@ async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> Ap
 async fn show(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
 ) -> ApiResult<Json<UserView>> {
     caller.require_person(Role::Engineer)?;
     caller.require_unscoped()?;
@@ -183,7 +184,7 @@ struct UserChange {
 async fn replace(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
     ApiJson(body): ApiJson<UserChange>,
 ) -> ApiResult<Json<UserView>> {
     require_admin(&caller)?;
@@ -265,7 +266,7 @@ async fn set_password(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     ApiCaller(caller): ApiCaller,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
     ApiJson(body): ApiJson<PasswordChange>,
 ) -> ApiResult<StatusCode> {
     caller.require_person(Role::Engineer)?;
@@ -374,7 +375,7 @@ struct TokenView {
 }
 
 /// Admins see anyone's; a person sees their own.
-fn may_see_tokens(caller: &Principal, uid: Uuid) -> Result<(), AppError> {
+fn may_see_tokens(caller: &Principal, uid: UserId) -> Result<(), AppError> {
     caller.require_person(Role::Engineer)?;
     caller.require_unscoped()?;
     if caller.user_id() != Some(uid) {
@@ -399,7 +400,7 @@ fn may_see_tokens(caller: &Principal, uid: Uuid) -> Result<(), AppError> {
 async fn list_tokens(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(uid): Path<Uuid>,
+    Path(uid): Path<UserId>,
 ) -> ApiResult<Json<TokenList>> {
     may_see_tokens(&caller, uid)?;
     users::by_id(&state.pool, uid)
@@ -437,7 +438,7 @@ async fn list_tokens(
 async fn revoke_token(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path((uid, jti)): Path<(Uuid, Uuid)>,
+    Path((uid, jti)): Path<(UserId, TokenId)>,
 ) -> ApiResult<StatusCode> {
     may_see_tokens(&caller, uid)?;
     let user = users::by_id(&state.pool, uid)

@@ -14,8 +14,6 @@ use chrono::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use uuid::Uuid;
-
 use crate::{
     audit,
     auth::{
@@ -25,7 +23,7 @@ use crate::{
         users, Role,
     },
     error::AppError,
-    ids::{BriefId, TrialId},
+    ids::{BriefId, TokenId, TrialId},
     secrets,
     state::AppState,
     trials::service as trials,
@@ -694,7 +692,7 @@ async fn mint_token(
 
 async fn revoke_token(
     State(state): State<AppState>,
-    Path((brief_id, jti)): Path<(BriefId, Uuid)>,
+    Path((brief_id, jti)): Path<(BriefId, TokenId)>,
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_edit_brief(&state.pool, &user.principal(), brief_id).await?;

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     collect::plan::{LoadDesign, PlanCommand, PlanStage, Runner, ServeHint, Variable},
-    ids::{BriefId, TrialId},
+    ids::{BriefId, CommitmentId, TrialId},
     state::AppState,
     web::{
         auth::PageUser,
@@ -83,7 +83,7 @@ struct PlanPage {
 }
 
 struct RevalidationView {
-    commitment: Option<Uuid>,
+    commitment: Option<CommitmentId>,
     every_days: u32,
     schedule: String,
     cronjob_yaml: String,

@@ -13,7 +13,7 @@ use crate::{
     commitments::service as commitments,
     error::AppError,
     evidence::service::{self as evidence, HeldStep},
-    ids::{BriefId, TrialId},
+    ids::{BriefId, CommitmentId, TrialId},
     state::AppState,
     trials::{
         model::{Allocation, Trial},
@@ -47,7 +47,8 @@ pub struct TrialPlan {
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct Revalidation {
     /// The running commitment of the trial.
-    pub commitment: uuid::Uuid,
+    #[schema(value_type = Uuid)]
+    pub commitment: CommitmentId,
     /// Its `revalidate_every_days`.
     pub every_days: u32,
     /// The cron schedule (03:00 UTC) that never leaves more than `every_days` days between runs.

@@ -36,12 +36,12 @@ pub const COLUMNS: [&str; 9] = [
     "valid_from",
     "source",
 ];
-pub const BILLINGS: [&str; 4] = crate::money::BILLINGS;
+pub const BILLINGS: [&str; 4] = crate::figures::BILLINGS;
 /// Rows one sheet may hold.
 pub const MAX_ROWS: usize = 10_000;
 /// Errors reported before reading stops.
 const MAX_ERRORS: usize = 50;
-use crate::money::HOURS_PER_MONTH;
+use crate::figures::HOURS_PER_MONTH;
 
 /// One checked row of a sheet.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -191,7 +191,7 @@ fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
             0
         }
     };
-    let billing = if let Some(word) = crate::money::billing(cells[3]) {
+    let billing = if let Some(word) = crate::figures::billing(cells[3]) {
         word.to_owned()
     } else {
         fail(3, "must be one of: on-demand, spot, reserved, serverless");
@@ -209,7 +209,7 @@ fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
         }
     };
     let currency = cells[5].to_ascii_uppercase();
-    if !crate::money::is_currency(&currency) {
+    if !crate::figures::is_currency(&currency) {
         fail(
             5,
             "must be the ISO 4217 code of a currency in circulation, such as USD or EUR",
@@ -256,7 +256,7 @@ fn check_row(line: usize, cells: &[&str]) -> Result<PriceRow, Vec<FieldError>> {
 fn plain_rate(cell: &str) -> Option<Decimal> {
     match cell.parse::<Decimal>() {
         Ok(d)
-            if crate::money::is_plain_decimal(cell)
+            if crate::figures::is_plain_decimal(cell)
                 && d > Decimal::ZERO
                 && d <= Decimal::from(1_000_000)
                 && d.scale() <= 6 =>
@@ -445,7 +445,7 @@ impl AllocationPrice {
         }
         format!(
             "{} an hour ({who})",
-            crate::money::with_currency(self.per_hour, currency)
+            crate::figures::with_currency(self.per_hour, currency)
         )
     }
 }

@@ -23,7 +23,7 @@ use super::{
 use crate::{
     auth::Role,
     error::AppError,
-    money,
+    figures,
     state::AppState,
     web::{
         auth::{CsrfForm, PageUser},
@@ -64,7 +64,7 @@ impl PriceLine {
             gpu: r.gpu.clone(),
             gpu_count: r.gpu_count,
             billing: r.billing.clone(),
-            rate: format!("{} {}", money::amount(r.rate_per_gpu_hour), r.currency),
+            rate: format!("{} {}", figures::amount(r.rate_per_gpu_hour), r.currency),
             region: if r.region.is_empty() {
                 "—".into()
             } else {

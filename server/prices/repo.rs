@@ -6,6 +6,7 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::model::{PriceRow, StoredPrice};
+use crate::ids::PriceId;
 
 struct Row {
     id: Uuid,
@@ -127,12 +128,12 @@ pub async fn all(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<StoredPrice>
     Ok(rows.into_iter().map(StoredPrice::from).collect())
 }
 
-pub async fn get(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<StoredPrice>, sqlx::Error> {
+pub async fn get(db: impl PgExecutor<'_>, id: PriceId) -> Result<Option<StoredPrice>, sqlx::Error> {
     let row = sqlx::query_as!(
         Row,
         "SELECT id, sheet_id, line, provider, gpu, gpu_count, billing, rate_per_gpu_hour, currency, region, \
          valid_from, source FROM prices WHERE id = $1",
-        id,
+        id.as_uuid(),
     )
     .fetch_optional(db)
     .await?;

@@ -9,7 +9,7 @@ use super::{
     repo,
     skypilot::{self, CatalogueImport},
 };
-use crate::{audit, error::AppError, state::AppState, validation::FieldError};
+use crate::{audit, error::AppError, ids::PriceId, state::AppState, validation::FieldError};
 
 /// What a person or program imports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +139,7 @@ pub async fn current_in(db: impl sqlx::PgExecutor<'_>) -> Result<Vec<StoredPrice
     Ok(repo::current(db, Utc::now().date_naive()).await?)
 }
 
-pub async fn get(state: &AppState, id: Uuid) -> Result<StoredPrice, AppError> {
+pub async fn get(state: &AppState, id: PriceId) -> Result<StoredPrice, AppError> {
     repo::get(&state.pool, id).await?.ok_or(AppError::NotFound("price"))
 }
 

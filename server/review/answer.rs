@@ -15,9 +15,9 @@ use uuid::Uuid;
 
 use super::{
     comparison::Change,
+    cost_at_slo::{MoneyFacts, ReservationComparison},
     decision::{CriterionOutcome, LedgerFacts, Reason, UtilizationSource, Verdict},
     model::Reservation,
-    money::{MoneyFacts, ReservationComparison},
     repo,
     service::{self, ApprovalState, Review, TrialReview},
 };
@@ -307,7 +307,7 @@ impl<'a> TrialAnswer<'a> {
 /// its own writes.
 pub async fn review_body(state: &AppState, id: BriefId) -> Result<Bytes, AppError> {
     let version = (repo::change_count(&state.pool, id).await?, Utc::now().date_naive());
-    let turn = match state.review_cache.lookup(id.as_uuid(), version) {
+    let turn = match state.review_cache.lookup(id, version) {
         Lookup::Current(body) => return Ok(body),
         Lookup::Previous(body) => return Ok(marked_refreshing(&body)),
         Lookup::Compute(turn) => turn,

@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
+    cost_at_slo::MoneyFacts,
     decision::{CriterionOutcome, Status, Verdict},
-    money::MoneyFacts,
 };
 use crate::ids::TrialId;
 

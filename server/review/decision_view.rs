@@ -12,7 +12,7 @@ use super::{
     service::{Review, TrialReview},
 };
 use crate::ids::TrialId;
-use crate::{acceptance::model::known_key, money};
+use crate::{acceptance::model::known_key, figures};
 
 /// The card unit of a metric key ("ms", "fraction", "count"; empty when unknown).
 pub fn unit_of(key: &str) -> &'static str {
@@ -101,8 +101,8 @@ pub fn failure(c: &CriterionOutcome) -> String {
         Some(Value::Bool(false)) if c.threshold == Value::Bool(true) => format!("{name} failed"),
         Some(v) => format!(
             "{name} was {} against a target of {}",
-            money::measured(v, unit),
-            money::threshold(&c.op, &c.threshold, unit)
+            figures::measured(v, unit),
+            figures::threshold(&c.op, &c.threshold, unit)
         ),
         None => format!("{name} has no value"),
     }
@@ -119,12 +119,12 @@ pub(super) fn allocation(t: &TrialReview) -> String {
 
 /// The busy share as a percentage ("78 %").
 fn busy(t: &TrialReview) -> Option<String> {
-    t.decision.utilization.and_then(|u| u.to_f64()).map(money::percent)
+    t.decision.utilization.and_then(|u| u.to_f64()).map(figures::percent)
 }
 
 /// A share (0–1) as a percentage.
 fn share(d: Decimal) -> String {
-    d.to_f64().map(money::percent).unwrap_or_default()
+    d.to_f64().map(figures::percent).unwrap_or_default()
 }
 
 fn failing<'a>(t: &'a TrialReview, stages: &'a [u8]) -> impl Iterator<Item = &'a CriterionOutcome> + 'a {
@@ -173,8 +173,8 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 (Some(cost), Some(ceiling)) => format!(
                     "Each completed {} costs {}, more than the ceiling of {}.",
                     job_word(cost_unit),
-                    money::with_currency(cost, currency),
-                    money::with_currency(ceiling, currency)
+                    figures::with_currency(cost, currency),
+                    figures::with_currency(ceiling, currency)
                 ),
                 _ => "Each completed job costs more than the brief's ceiling.".into(),
             }
@@ -239,13 +239,13 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             Some(api) => format!(
                 "A managed model API is cheaper: a good request costs {} on the {alloc} server{}, against {} on \
                  the API{}.",
-                money::with_currency(api.our_cost_per_good_request, currency),
+                figures::with_currency(api.our_cost_per_good_request, currency),
                 if api.utilization.is_some() {
                     " at its measured utilization"
                 } else {
                     " if kept busy all the time"
                 },
-                money::with_currency(api.api_cost_per_request, currency),
+                figures::with_currency(api.api_cost_per_request, currency),
                 if api.output_price_only {
                     " (its output price only: input counted free)"
                 } else {
@@ -281,7 +281,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                     .map(|rate| {
                         format!(
                             "; reserving would pay at a reserved price below {} per GPU-hour",
-                            money::with_currency(rate, currency)
+                            figures::with_currency(rate, currency)
                         )
                     })
                     .unwrap_or_default();
@@ -295,7 +295,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 "The {alloc} trial met every target and {busy_text}, past the {} at which its reserved price pays \
                  (+ 5 points of margin), so reserving saves {} a month against paying by the hour for the busy hours.",
                 share(c.break_even.unwrap_or_default()),
-                money::sum_with_currency(c.reserve_saving_monthly.unwrap_or_default(), currency)
+                figures::sum_with_currency(c.reserve_saving_monthly.unwrap_or_default(), currency)
             )
         }
         Rule::Numbered(9) if t.decision.accepted => {
@@ -354,7 +354,7 @@ pub fn fact_label(label: &str) -> String {
             format!(
                 "{} (target {})",
                 capitalized(&criterion_name(key)),
-                money::threshold(op, &value, unit_of(key))
+                figures::threshold(op, &value, unit_of(key))
             )
         }
         _ if label == "utilization" => "Busy share of paid GPU hours".into(),
@@ -366,20 +366,20 @@ pub fn fact_label(label: &str) -> String {
 pub fn fact_value(label: &str, value: &str) -> String {
     if label == "utilization" {
         if let Ok(share) = value.parse::<Decimal>() {
-            return share.to_f64().map(money::percent).unwrap_or_else(|| value.to_owned());
+            return share.to_f64().map(figures::percent).unwrap_or_else(|| value.to_owned());
         }
     }
     let key = label.split(' ').next().unwrap_or_default();
     if let Ok(v) = serde_json::from_str::<Value>(value) {
         if !v.is_string() {
-            return money::measured(&v, unit_of(key));
+            return figures::measured(&v, unit_of(key));
         }
     }
     // "0.0490068292682926829268292683 USD": an amount and its currency.
     if let Some((number, currency)) = value.split_once(' ') {
         let is_currency = currency.len() == 3 && currency.chars().all(|c| c.is_ascii_uppercase());
         if let (Ok(d), true) = (number.parse::<Decimal>(), is_currency) {
-            return money::with_currency(d, currency);
+            return figures::with_currency(d, currency);
         }
     }
     value.to_owned()
@@ -494,8 +494,8 @@ pub fn comparison_sentence(t: &TrialReview, currency: &str) -> String {
             capitalized(&super::decision::comparison_in_words(c, currency)),
             share(from),
             share(break_even),
-            money::with_currency(c.reserved_rate_per_gpu_hour.unwrap_or_default(), currency),
-            money::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
+            figures::with_currency(c.reserved_rate_per_gpu_hour.unwrap_or_default(), currency),
+            figures::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
         ),
         (Some(from), Some(break_even)) => format!(
             "How busy the trial was is not known, so the busy hours cannot be priced; we reserve from {} busy \
@@ -509,9 +509,9 @@ pub fn comparison_sentence(t: &TrialReview, currency: &str) -> String {
                  at a reserved price below {} per GPU-hour ({} less 5 points, of the on-demand {}): ask {provider} \
                  for one.",
                 share(u),
-                money::with_currency(rate, currency),
+                figures::with_currency(rate, currency),
                 share(u),
-                money::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
+                figures::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
             ),
             _ => format!("No reserved price of this offer is known, so nothing is reserved: ask {provider} for one."),
         },

@@ -5,15 +5,15 @@
 //! figures the review's JSON and the stored reservation carry; decides nothing.
 
 use super::{
+    cost_at_slo::ReservationComparison,
     decision::Verdict,
     decision_view::{allocation, job_word},
     model::{months, ApprovalVerdict, Reservation},
-    money::ReservationComparison,
     service::{Review, TrialReview},
 };
 use rust_decimal::Decimal;
 
-use crate::{briefs::model::BriefFields, money};
+use crate::{briefs::model::BriefFields, figures};
 
 /// One line of the brief at the top of the review.
 pub struct BriefLine {
@@ -76,7 +76,7 @@ fn model_line(f: &BriefFields) -> String {
         "{} in {}, {} tokens of context",
         f.catalog_model.clone().unwrap_or_else(|| f.model_name.clone()),
         f.precision.as_str(),
-        money::count(f.context_length)
+        figures::count(f.context_length)
     );
     if f.catalog_model.as_deref().is_some_and(|c| c != f.model_name) && !f.model_name.is_empty() {
         model = format!("{} ({model})", f.model_name);
@@ -86,7 +86,7 @@ fn model_line(f: &BriefFields) -> String {
 
 /// The workload with its targets, expected peak and cost ceiling.
 fn workload_line(f: &BriefFields) -> String {
-    let ms = |name: &str, v: Option<f64>| v.map(|v| format!("{name} ≤ {} ms", money::figure(v)));
+    let ms = |name: &str, v: Option<f64>| v.map(|v| format!("{name} ≤ {} ms", figures::figure(v)));
     let mut targets: Vec<String> = [
         ms("first token", f.targets.ttft_p95_ms),
         ms("between tokens", f.targets.itl_p95_ms),
@@ -100,12 +100,12 @@ fn workload_line(f: &BriefFields) -> String {
         targets[last].push_str(" (95th percentile)");
     }
     if let Some(e) = f.targets.error_rate {
-        targets.push(format!("errors ≤ {}", money::percent(e)));
+        targets.push(format!("errors ≤ {}", figures::percent(e)));
     }
     let mut workload = format!(
         "{}, {} requests at once",
         workload_words(f.workload_kind.as_str()),
-        money::count(f.concurrency)
+        figures::count(f.concurrency)
     );
     if !targets.is_empty() {
         workload.push_str(&format!("; targets: {}", targets.join(", ")));
@@ -113,14 +113,14 @@ fn workload_line(f: &BriefFields) -> String {
     if let Some(peak) = f.expected_peak_rps {
         workload.push_str(&format!(
             "; expected peak {} requests/s with {} % headroom",
-            money::figure(peak),
-            money::figure(f.headroom_pct.unwrap_or(0.0))
+            figures::figure(peak),
+            figures::figure(f.headroom_pct.unwrap_or(0.0))
         ));
     }
     if let Some(ceiling) = f.max_cost_per_job {
         workload.push_str(&format!(
             "; at most {} per {}",
-            money::with_currency(ceiling, &f.currency),
+            figures::with_currency(ceiling, &f.currency),
             job_word(f.cost_unit.as_str())
         ));
     }
@@ -138,7 +138,7 @@ fn under_test_line(t: &TrialReview, f: &BriefFields) -> String {
         Some(p) => under_test.push_str(&format!(
             ", {} at {} per GPU-hour",
             p.billing,
-            money::with_currency(p.per_gpu_hour, &f.currency)
+            figures::with_currency(p.per_gpu_hour, &f.currency)
         )),
         None => under_test.push_str(&format!(", {}, no price known yet", trial.billing.as_str())),
     }
@@ -252,18 +252,18 @@ fn cost_per_job_figure(r: &Review, t: &TrialReview) -> MoneyFigure {
         (Some(Some(cost)), Some(ceiling)) => MoneyFigure {
             id: "cost-per-job",
             label: "Cost per completed job".to_owned(),
-            value: format!("{} per {unit}", money::with_currency(cost, currency)),
+            value: format!("{} per {unit}", figures::with_currency(cost, currency)),
             note: if cost <= ceiling {
-                format!("within the ceiling of {}", money::with_currency(ceiling, currency))
+                format!("within the ceiling of {}", figures::with_currency(ceiling, currency))
             } else {
-                format!("over the ceiling of {}", money::with_currency(ceiling, currency))
+                format!("over the ceiling of {}", figures::with_currency(ceiling, currency))
             },
             tone: if cost <= ceiling { "ok" } else { "bad" },
         },
         (Some(Some(cost)), None) => MoneyFigure {
             id: "cost-per-job",
             label: "Cost per completed job".to_owned(),
-            value: format!("{} per {unit}", money::with_currency(cost, currency)),
+            value: format!("{} per {unit}", figures::with_currency(cost, currency)),
             note: "the brief sets no ceiling".into(),
             tone: "",
         },
@@ -291,19 +291,19 @@ fn commitment_figure(t: &TrialReview, commitment: Option<&Reservation>, currency
         Some(c) => MoneyFigure {
             id: "commitment",
             label: format!("Total commitment over {}", months(c.term_months)),
-            value: money::sum_with_currency(c.total(), currency),
+            value: figures::sum_with_currency(c.total(), currency),
             note: format!(
                 "{}, {} at {} per GPU-hour × 730 h{}{}",
                 c.size_in_words(),
                 c.billing,
-                money::with_currency(c.rate_per_gpu_hour, currency),
+                figures::with_currency(c.rate_per_gpu_hour, currency),
                 if c.term_months == 1 {
                     String::new()
                 } else {
                     format!(
                         " × {} ({} a month)",
                         months(c.term_months),
-                        money::sum_with_currency(c.monthly_cost, currency)
+                        figures::sum_with_currency(c.monthly_cost, currency)
                     )
                 },
                 if c.billing == "reserved" {
@@ -324,9 +324,9 @@ fn commitment_figure(t: &TrialReview, commitment: Option<&Reservation>, currency
                     (_, Some(why)) => format!("nothing can be reserved yet: {why}"),
                     (Some(p), None) => format!(
                         "paying by the hour: {} a month for {} GPUs at {} per GPU-hour ({})",
-                        money::sum_with_currency(p.per_month, currency),
+                        figures::sum_with_currency(p.per_month, currency),
                         p.gpus_billed,
-                        money::with_currency(p.per_gpu_hour, currency),
+                        figures::with_currency(p.per_gpu_hour, currency),
                         p.billing
                     ),
                     (None, None) => "paying by the hour; no price known yet".into(),
@@ -355,10 +355,10 @@ fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
     };
     let share = |d: Option<rust_decimal::Decimal>| {
         d.and_then(|d| rust_decimal::prelude::ToPrimitive::to_f64(&d))
-            .map(money::percent)
+            .map(figures::percent)
             .unwrap_or_default()
     };
-    let rate = |d: Option<rust_decimal::Decimal>| money::with_currency(d.unwrap_or_default(), currency);
+    let rate = |d: Option<rust_decimal::Decimal>| figures::with_currency(d.unwrap_or_default(), currency);
     let busy = share(c.utilization);
     match (c.reserve_saving_monthly, c.reserved_monthly, c.on_demand_busy_monthly) {
         (Some(saving), Some(reserved), Some(on_demand)) => {
@@ -381,7 +381,7 @@ fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
         (_, Some(reserved), None) => MoneyFigure {
             id: "reserved-vs-on-demand",
             label,
-            value: format!("reserved: {} a month", money::sum_with_currency(reserved, currency)),
+            value: format!("reserved: {} a month", figures::sum_with_currency(reserved, currency)),
             note: if c.on_demand_rate_per_gpu_hour.is_none() {
                 format!("no on-demand price of the same offer is known: ask {provider} for one")
             } else {
@@ -421,10 +421,10 @@ fn saving_figure(
 ) -> MoneyFigure {
     let share = |d: Option<Decimal>| {
         d.and_then(|d| rust_decimal::prelude::ToPrimitive::to_f64(&d))
-            .map(money::percent)
+            .map(figures::percent)
             .unwrap_or_default()
     };
-    let rate = |d: Option<Decimal>| money::with_currency(d.unwrap_or_default(), currency);
+    let rate = |d: Option<Decimal>| figures::with_currency(d.unwrap_or_default(), currency);
     let (n, busy) = (c.gpus.unwrap_or_default(), share(c.utilization));
     MoneyFigure {
         id: "reserved-vs-on-demand",
@@ -436,7 +436,7 @@ fn saving_figure(
             } else {
                 "costs"
             },
-            money::sum_with_currency(saving.abs(), currency),
+            figures::sum_with_currency(saving.abs(), currency),
         ),
         note: format!(
             "{}{}: reserved {} against {} on demand for the busy hours only ({n} × {} × 730 h × {busy}); \
@@ -447,8 +447,8 @@ fn saving_figure(
             } else {
                 " more"
             },
-            money::sum_with_currency(reserved, currency),
-            money::sum_with_currency(on_demand, currency),
+            figures::sum_with_currency(reserved, currency),
+            figures::sum_with_currency(on_demand, currency),
             rate(c.on_demand_rate_per_gpu_hour),
             share(c.reserve_threshold),
             share(c.break_even),

@@ -9,8 +9,8 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::{
+    cost_at_slo::{money_facts, ApiPrices, MoneyFacts, MoneyInputs, Rate, RateSource, ReservationRates},
     decision::{BriefFacts, CriterionOutcome, DecisionInputs, LedgerFacts, MetricFact, Status},
-    money::{money_facts, ApiPrices, MoneyFacts, MoneyInputs, Rate, RateSource, ReservationRates},
 };
 use crate::{
     acceptance::{

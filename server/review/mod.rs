@@ -3,11 +3,11 @@
 pub mod answer;
 pub mod api;
 pub mod comparison;
+pub mod cost_at_slo_view;
 pub mod decision_view;
 pub mod first_screen;
 pub mod gather;
 pub mod model;
-pub mod money_view;
 pub mod pages;
 pub mod repo;
 pub mod schema;
@@ -17,4 +17,4 @@ pub mod summaries_repo;
 
 /// The decision rules and the money they read are pure: they live in the engine crate, at these
 /// paths still.
-pub use engine::review::{decision, money};
+pub use engine::review::{cost_at_slo, decision};

@@ -7,9 +7,9 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{decision::Verdict, money::MoneyFacts};
+use super::{cost_at_slo::MoneyFacts, decision::Verdict};
 use crate::ids::TrialId;
-use crate::{money::HOURS_PER_MONTH, validation::FieldError};
+use crate::{figures::HOURS_PER_MONTH, validation::FieldError};
 
 /// A manager's verdict on a decision. Stored as the text `approve` / `reject` in
 /// `approvals.verdict` and spelt the same on the wire.
@@ -307,7 +307,7 @@ pub fn apply_choices(r: &mut Reservation, fields: &BTreeMap<String, String>) -> 
             (Ok(a), Ok(b)) => a == b,
             // The billing words of the price sheets, in any of the spellings they accept.
             _ if k == "billing" => {
-                crate::money::billing(sent).is_some_and(|w| Some(w) == crate::money::billing(&computed))
+                crate::figures::billing(sent).is_some_and(|w| Some(w) == crate::figures::billing(&computed))
             }
             _ => sent.eq_ignore_ascii_case(&computed),
         };

@@ -7,48 +7,26 @@ use sqlx::{types::Json, PgExecutor};
 use uuid::Uuid;
 
 use super::{decision::Verdict, model::ApprovalVerdict};
-use crate::ids::{BriefId, TrialId};
+use crate::{
+    db::StoredText,
+    ids::{ApprovalId, BriefId, TrialId},
+};
 
-/// A verdict as stored (`approvals.decision`, `brief_signal_trials.decision`): the text of
-/// `Verdict::as_str`. `Verdict` lives in the engine, which knows no database, so a statement reads
-/// the column as this (`decision AS "decision: StoredVerdict"`) and the row takes the `Verdict` in
-/// it. A value that is no verdict is a decode error, never a default.
-pub struct StoredVerdict(Verdict);
-
-impl From<StoredVerdict> for Verdict {
-    fn from(stored: StoredVerdict) -> Self {
+/// `query_as!` moves a column read as `StoredText<Verdict>` (`decision AS "decision: StoredText<Verdict>"`)
+/// into its `Verdict` field with `From`. The orphan rule allows that impl only for a named type, not
+/// for every `StoredText<T>` at once, so the one enumeration rows hold bare has it here.
+impl From<StoredText<Verdict>> for Verdict {
+    fn from(stored: StoredText<Verdict>) -> Self {
         stored.0
     }
-}
-
-impl sqlx::Type<sqlx::Postgres> for StoredVerdict {
-    fn type_info() -> sqlx::postgres::PgTypeInfo {
-        <&str as sqlx::Type<sqlx::Postgres>>::type_info()
-    }
-
-    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
-        <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
-    }
-}
-
-impl<'r> sqlx::Decode<'r, sqlx::Postgres> for StoredVerdict {
-    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-        let text = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
-        parse_stored_verdict(text).map(StoredVerdict)
-    }
-}
-
-/// The verdict a stored text names, or an error naming the text.
-fn parse_stored_verdict(text: &str) -> Result<Verdict, sqlx::error::BoxDynError> {
-    text.parse::<Verdict>()
-        .map_err(|()| format!("{text:?} is no verdict (expand, reserve, dedicate, scale or stop)").into())
 }
 
 /// A recorded verdict, as the approval's answer and the review's `approval` give it.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 #[schema(as = Approval)]
 pub struct ApprovalRow {
-    pub id: Uuid,
+    #[schema(value_type = Uuid)]
+    pub id: ApprovalId,
     #[schema(value_type = Uuid)]
     pub brief_id: BriefId,
     /// The trial the verdict names (the one it reserves).
@@ -108,7 +86,7 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
              reservation_monthly_cost, inputs, trial_id, reservation_provider, reservation_rate_per_gpu_hour,
              reservation, decision_override, mismatch_acknowledged)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
-           RETURNING id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: StoredVerdict",
+           RETURNING id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: StoredText<Verdict>",
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
@@ -143,7 +121,7 @@ pub async fn insert_approval(db: impl PgExecutor<'_>, a: &NewApproval<'_>) -> Re
 pub async fn latest_approval(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Option<ApprovalRow>, sqlx::Error> {
     sqlx::query_as!(
         ApprovalRow,
-        r#"SELECT id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: StoredVerdict",
+        r#"SELECT id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict", decision AS "decision: StoredText<Verdict>",
              inputs_digest, comment, decided_by, decided_at,
              reservation_gpu, reservation_count, reservation_billing, reservation_term_months, reservation_start,
              reservation_monthly_cost, reservation_provider, reservation_rate_per_gpu_hour,
@@ -161,7 +139,7 @@ pub async fn latest_approvals(db: impl PgExecutor<'_>, brief_ids: &[BriefId]) ->
     sqlx::query_as!(
         ApprovalRow,
         r#"SELECT DISTINCT ON (brief_id) id, brief_id, trial_id AS "trial_id: TrialId", verdict AS "verdict: ApprovalVerdict",
-             decision AS "decision: StoredVerdict", inputs_digest, comment,
+             decision AS "decision: StoredText<Verdict>", inputs_digest, comment,
              decided_by, decided_at, reservation_gpu, reservation_count, reservation_billing,
              reservation_term_months, reservation_start, reservation_monthly_cost, reservation_provider,
              reservation_rate_per_gpu_hour, reservation AS "reservation: Json<Value>",
@@ -191,36 +169,14 @@ pub async fn last_approved_at(
 }
 
 /// How many committed writes could have changed the brief's review: changes taken off the change
-/// queue plus those still on it (the `brief_changes_taken` migration). One statement, so one
+/// queue plus those still on it (the `review_changes_taken` migration). One statement, so one
 /// snapshot: a write that commits moves it by at least one, and nothing else moves it back.
 pub async fn change_count(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
-        r#"SELECT COALESCE((SELECT taken FROM brief_changes_taken WHERE brief_id = $1), 0)
-                + (SELECT count(*) FROM brief_signals_dirty WHERE brief_id = $1) AS "count!""#,
+        r#"SELECT COALESCE((SELECT taken FROM review_changes_taken WHERE brief_id = $1), 0)
+                + (SELECT count(*) FROM review_changes WHERE brief_id = $1) AS "count!""#,
         brief_id.as_uuid()
     )
     .fetch_one(db)
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stored_verdict_reads_back_and_an_unknown_one_is_refused() {
-        for v in [
-            Verdict::Expand,
-            Verdict::Reserve,
-            Verdict::Dedicate,
-            Verdict::Scale,
-            Verdict::Stop,
-        ] {
-            assert_eq!(parse_stored_verdict(v.as_str()).unwrap(), v);
-        }
-        let err = parse_stored_verdict("hold").unwrap_err().to_string();
-        assert!(err.contains("\"hold\" is no verdict"), "{err}");
-        assert!(parse_stored_verdict("").is_err());
-        assert!(parse_stored_verdict("Expand").is_err());
-    }
 }

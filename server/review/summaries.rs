@@ -1,7 +1,7 @@
 //! The kept review summaries: each brief's review, summarised for lists, gauges and the webhooks'
 //! `decision.changed` / `approval.stale` (noticed against the summary before), remade when a write
 //! that can change the review has committed (the triggers queue the brief in
-//! `brief_signals_dirty`). The watcher's round (`refresh_changed`, run by the signals worker)
+//! `review_changes`). The watcher's round (`refresh_changed`, run by the signals worker)
 //! takes queued briefs in the background; a reader about to show some remakes those first.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +38,7 @@ const REMAKE_EVERY_SETTLES: u32 = 4;
 pub struct TrialSignal {
     pub trial_id: TrialId,
     pub name: String,
-    /// Kept as its text (`Verdict::as_str`) in `brief_signal_trials.decision`.
+    /// Kept as its text (`Verdict::as_str`) in `review_summary_trials.decision`.
     pub decision: Verdict,
     pub accepted: bool,
 }
@@ -131,7 +131,7 @@ pub async fn refresh(state: &AppState, brief_id: BriefId) -> Result<(), AppError
             trial_id: r.context.trial.id,
             decision: r.decision.decision.as_str().to_owned(),
             accepted: r.decision.accepted,
-            approval_id: r.approval.as_ref().map(|a| a.row.id),
+            approval_id: r.approval.as_ref().map(|a| a.row.id.as_uuid()),
             approval_stale: r.approval.as_ref().is_some_and(|a| a.stale),
             computed_at: started,
             summary,
@@ -214,7 +214,7 @@ async fn enqueue_stale_approval(
 ) -> Result<(), AppError> {
     let (brief_id, name) = (r.brief.id, &r.brief.fields.name);
     if let Some(approval) = r.approval.as_ref().filter(|a| a.stale) {
-        let known = before.approval_id == Some(approval.row.id) && before.approval_stale;
+        let known = before.approval_id == Some(approval.row.id.as_uuid()) && before.approval_stale;
         if !known {
             outbox::enqueue(
                 &mut *conn,

@@ -1,15 +1,18 @@
-//! SQL of the kept review summaries: each brief's summary (`brief_signals`, with every trial's in
-//! `brief_signal_trials`), the queue of briefs whose review may have changed since
-//! (`brief_signals_dirty`, filled by triggers on every write that can change a review) and the count
-//! of changes taken off it (`brief_changes_taken`).
+//! SQL of the kept review summaries: each brief's summary (`review_summaries`, with every trial's in
+//! `review_summary_trials`), the queue of briefs whose review may have changed since
+//! (`review_changes`, filled by triggers on every write that can change a review) and the count
+//! of changes taken off it (`review_changes_taken`).
 
 use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::{decision::Verdict, repo::StoredVerdict};
-use crate::ids::{BriefId, TrialId};
+use super::decision::Verdict;
+use crate::{
+    db::StoredText,
+    ids::{BriefId, TrialId},
+};
 
 /// Takes up to `limit` briefs marked changed, removing their marks; answers each brief with how
 /// many marks it took. A write after this marks the brief again, so nothing that lands while its
@@ -27,21 +30,21 @@ pub async fn claim_dirty(
     // whose summary was made less than `remade_within` ago is left for a later round: under a
     // stream of uploads its marks pile up and are taken together, so its review is remade once
     // per interval, not once per round (readers meanwhile compute it themselves: `not_current`).
-    // The count of taken changes moves in the same statement (see `brief_changes_taken`).
+    // The count of taken changes moves in the same statement (see `review_changes_taken`).
     sqlx::query!(
         r#"WITH taken AS (
-             DELETE FROM brief_signals_dirty WHERE brief_id IN (
-                 SELECT d.brief_id FROM brief_signals_dirty d
+             DELETE FROM review_changes WHERE brief_id IN (
+                 SELECT d.brief_id FROM review_changes d
                  WHERE d.marked_at <= now() - make_interval(secs => $2)
-                   AND NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = d.brief_id
+                   AND NOT EXISTS (SELECT 1 FROM review_summaries s WHERE s.brief_id = d.brief_id
                                      AND s.computed_at > now() - make_interval(secs => $3))
                  ORDER BY d.marked_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED)
              RETURNING brief_id, trial_id, stage, uploads, first_collected_at, last_collected_at,
                        last_received_at),
            counted AS (
-             INSERT INTO brief_changes_taken (brief_id, taken)
+             INSERT INTO review_changes_taken (brief_id, taken)
              SELECT brief_id, count(*) FROM taken GROUP BY brief_id ORDER BY brief_id
-             ON CONFLICT (brief_id) DO UPDATE SET taken = brief_changes_taken.taken + EXCLUDED.taken),
+             ON CONFLICT (brief_id) DO UPDATE SET taken = review_changes_taken.taken + EXCLUDED.taken),
            totals AS (
              INSERT INTO trial_stage_totals (trial_id, stage, uploads, first_collected_at, last_collected_at,
                                              last_received_at)
@@ -68,10 +71,7 @@ pub async fn claim_dirty(
 /// queue taking a thousand marks a second.
 pub async fn vacuum_queue(db: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
     // Runtime query: VACUUM cannot run in a transaction or be prepared (as a macro's statement is).
-    sqlx::raw_sql("VACUUM brief_signals_dirty")
-        .execute(db)
-        .await
-        .map(|_| ())
+    sqlx::raw_sql("VACUUM review_changes").execute(db).await.map(|_| ())
 }
 
 /// One stage of a trial's evidence: how many uploads, when the first and newest were collected,
@@ -103,7 +103,7 @@ pub async fn stage_totals(
                  FROM trial_stage_totals WHERE trial_id = ANY($2)
                  UNION ALL
                  SELECT trial_id, stage, uploads, first_collected_at, last_collected_at, last_received_at
-                 FROM brief_signals_dirty
+                 FROM review_changes
                  WHERE brief_id = $1 AND trial_id = ANY($2) AND uploads IS NOT NULL) AS counted
            GROUP BY trial_id, stage HAVING sum(uploads) > 0 ORDER BY trial_id, stage"#,
         brief.as_uuid(),
@@ -159,8 +159,8 @@ pub async fn stage_times(
 pub async fn not_current(db: impl PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<BriefId>, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT id AS "id!" FROM unnest($1::uuid[]) AS ids(id)
-           WHERE EXISTS (SELECT 1 FROM brief_signals_dirty d WHERE d.brief_id = ids.id)
-              OR NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = ids.id)"#,
+           WHERE EXISTS (SELECT 1 FROM review_changes d WHERE d.brief_id = ids.id)
+              OR NOT EXISTS (SELECT 1 FROM review_summaries s WHERE s.brief_id = ids.id)"#,
         ids as _
     )
     .fetch_all(db)
@@ -176,9 +176,9 @@ pub async fn mark_outdated(
     rules_version: i32,
 ) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query!(
-        "INSERT INTO brief_signals_dirty (brief_id)
+        "INSERT INTO review_changes (brief_id)
          SELECT b.id FROM unnest($1::uuid[]) AS b(id)
-         WHERE NOT EXISTS (SELECT 1 FROM brief_signals s WHERE s.brief_id = b.id AND s.rules_version >= $2)",
+         WHERE NOT EXISTS (SELECT 1 FROM review_summaries s WHERE s.brief_id = b.id AND s.rules_version >= $2)",
         briefs as _,
         rules_version,
     )
@@ -189,12 +189,9 @@ pub async fn mark_outdated(
 
 /// Marks a brief again (its refresh failed: try later).
 pub async fn mark_dirty(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "INSERT INTO brief_signals_dirty (brief_id) VALUES ($1)",
-        brief_id.as_uuid()
-    )
-    .execute(db)
-    .await?;
+    sqlx::query!("INSERT INTO review_changes (brief_id) VALUES ($1)", brief_id.as_uuid())
+        .execute(db)
+        .await?;
     Ok(())
 }
 
@@ -210,7 +207,7 @@ pub struct SnapshotRow {
 pub async fn lock_snapshot(db: &mut PgConnection, brief_id: BriefId) -> Result<Option<SnapshotRow>, sqlx::Error> {
     sqlx::query_as!(
         SnapshotRow,
-        "SELECT decision, accepted, approval_id, approval_stale, computed_at FROM brief_signals
+        "SELECT decision, accepted, approval_id, approval_stale, computed_at FROM review_summaries
           WHERE brief_id = $1 FOR UPDATE",
         brief_id.as_uuid(),
     )
@@ -227,7 +224,7 @@ pub struct TrialSnapshotRow {
 pub async fn trial_snapshots(db: &mut PgConnection, brief_id: BriefId) -> Result<Vec<TrialSnapshotRow>, sqlx::Error> {
     sqlx::query_as!(
         TrialSnapshotRow,
-        r#"SELECT trial_id, decision AS "decision: StoredVerdict", accepted FROM brief_signal_trials WHERE brief_id = $1"#,
+        r#"SELECT trial_id, decision AS "decision: StoredText<Verdict>", accepted FROM review_summary_trials WHERE brief_id = $1"#,
         brief_id.as_uuid(),
     )
     .fetch_all(db)
@@ -278,7 +275,7 @@ pub async fn summaries(db: impl PgExecutor<'_>, ids: &[BriefId]) -> Result<Vec<S
     let rows = sqlx::query!(
         "SELECT brief_id, trial_id, decision, accepted, cost_per_job, criteria_passed, criteria_required, failing,
                 evidence_count, last_evidence_at, approval_verdict, approval_decision, state
-           FROM brief_signals WHERE brief_id = ANY($1)",
+           FROM review_summaries WHERE brief_id = ANY($1)",
         ids as _
     )
     .fetch_all(db)
@@ -323,7 +320,7 @@ pub async fn store_snapshot(
     trials: &[NewTrialSnapshot],
 ) -> Result<(), sqlx::Error> {
     sqlx::query!(
-        "INSERT INTO brief_signals (brief_id, trial_id, decision, accepted, approval_id, approval_stale, computed_at,
+        "INSERT INTO review_summaries (brief_id, trial_id, decision, accepted, approval_id, approval_stale, computed_at,
              cost_per_job, criteria_passed, criteria_required, failing, evidence_count, last_evidence_at,
              approval_verdict, approval_decision, state, rules_version)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
@@ -352,14 +349,14 @@ pub async fn store_snapshot(
     .execute(&mut *db)
     .await?;
     sqlx::query!(
-        "DELETE FROM brief_signal_trials WHERE brief_id = $1",
+        "DELETE FROM review_summary_trials WHERE brief_id = $1",
         s.brief_id.as_uuid()
     )
     .execute(&mut *db)
     .await?;
     for t in trials {
         sqlx::query!(
-            "INSERT INTO brief_signal_trials (brief_id, trial_id, decision, accepted, cost_per_job, utilization,
+            "INSERT INTO review_summary_trials (brief_id, trial_id, decision, accepted, cost_per_job, utilization,
                  criteria_passed, criteria_required, last_evidence_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             s.brief_id.as_uuid(),
@@ -401,7 +398,7 @@ pub async fn gauges(db: impl PgExecutor<'_>) -> Result<Vec<GaugeRow>, sqlx::Erro
                   b.approval_stale, t.decision, t.accepted, t.cost_per_job, t.utilization, t.criteria_passed,
                   t.criteria_required,
                   (extract(epoch FROM now() - t.last_evidence_at) / 86400)::float8 AS days_since_evidence
-             FROM brief_signal_trials t JOIN brief_signals b ON b.brief_id = t.brief_id
+             FROM review_summary_trials t JOIN review_summaries b ON b.brief_id = t.brief_id
             ORDER BY t.brief_id, t.trial_id"#
     )
     .fetch_all(db)

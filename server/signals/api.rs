@@ -10,11 +10,11 @@ use axum::{
 use serde_json::Value;
 use subtle::ConstantTimeEq;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use uuid::Uuid;
 
 use super::service;
 use crate::{
     error::{ApiResult, AppError},
+    ids::WebhookId,
     state::AppState,
     web::{
         auth::ApiCaller,
@@ -86,7 +86,7 @@ async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> Ap
 async fn remove(
     State(state): State<AppState>,
     ApiCaller(caller): ApiCaller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<WebhookId>,
 ) -> ApiResult<StatusCode> {
     service::delete(&state, &caller, id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -12,12 +12,12 @@ use axum::{
     Router,
 };
 use serde_json::{json, Value};
-use uuid::Uuid;
 
 use super::service::{self, WebhookView};
 use crate::{
     auth::Role,
     error::AppError,
+    ids::WebhookId,
     outbox::EVENTS,
     state::AppState,
     web::{
@@ -138,7 +138,7 @@ async fn add(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> P
 
 async fn remove(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<WebhookId>,
     CsrfForm(user, _form): CsrfForm,
 ) -> PageResult<Response> {
     service::delete(&state, &user.principal(), id).await?;

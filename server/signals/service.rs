@@ -14,6 +14,7 @@ use crate::{
     auth::{Principal, Role},
     commitments::service as commitments,
     error::AppError,
+    ids::WebhookId,
     outbox::store::{self as repo, AttemptRow, DeliveryRow, WebhookRow},
     review::summaries,
     secrets,
@@ -122,7 +123,7 @@ pub struct WebhookView {
 pub async fn list(state: &AppState, actor: &Principal) -> Result<Vec<WebhookView>, AppError> {
     require_admin(actor)?;
     let hooks = repo::list_webhooks(&state.pool).await?;
-    let ids: Vec<Uuid> = hooks.iter().map(|h| h.id).collect();
+    let ids: Vec<WebhookId> = hooks.iter().map(|h| h.id).collect();
     let deliveries = repo::recent_deliveries(&state.pool, &ids, RECENT_DELIVERIES).await?;
     let delivery_ids: Vec<Uuid> = deliveries.iter().map(|d| d.id).collect();
     let attempts = repo::attempts(&state.pool, &delivery_ids).await?;
@@ -142,7 +143,7 @@ pub async fn list(state: &AppState, actor: &Principal) -> Result<Vec<WebhookView
         .collect())
 }
 
-pub async fn delete(state: &AppState, actor: &Principal, id: Uuid) -> Result<(), AppError> {
+pub async fn delete(state: &AppState, actor: &Principal, id: WebhookId) -> Result<(), AppError> {
     require_admin(actor)?;
     let mut tx = state.pool.begin().await?;
     let url = repo::delete_webhook(&mut *tx, id)

@@ -12,7 +12,6 @@ use axum::{
     Router,
 };
 use serde::Deserialize;
-use uuid::Uuid;
 
 use super::{
     choices::{self, plain, Choices},
@@ -23,7 +22,7 @@ use crate::{
     auth::{teams, Role},
     briefs::model::Brief,
     error::AppError,
-    ids::{BriefId, TrialId},
+    ids::{BriefId, PriceId, TrialId},
     prices::service as prices,
     sizing,
     state::AppState,
@@ -176,7 +175,7 @@ async fn new_form(
         page.heading = format!("Re-run {} of {}", earlier.fields.name, brief.fields.name);
     }
     // A trial from a price row: that offer's provider, GPU, billing, rate and region.
-    if let Some(price) = q.price.as_deref().and_then(|p| Uuid::parse_str(p).ok()) {
+    if let Some(price) = q.price.as_deref().and_then(|p| p.parse::<PriceId>().ok()) {
         let p = prices::get(&state, price).await?;
         let count = q.count.filter(|c| *c > 0).unwrap_or(p.row.gpu_count.max(1) as u32);
         for (k, v) in [

@@ -5,9 +5,9 @@ use rust_decimal::Decimal;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::model::{Trial, TrialFields};
+use super::model::{Billing, Trial, TrialFields, TrialStatus};
 use crate::{
-    db::parse_stored,
+    db::StoredText,
     ids::{BriefId, TrialId},
 };
 
@@ -20,11 +20,11 @@ struct TrialRow {
     region: Option<String>,
     gpu: Option<String>,
     gpu_count: Option<i32>,
-    billing: String,
+    billing: StoredText<Billing>,
     rate_per_gpu_hour: Option<Decimal>,
     currency: String,
     allocation_boundary: String,
-    status: String,
+    status: StoredText<TrialStatus>,
     started_at: Option<DateTime<Utc>>,
     ended_at: Option<DateTime<Utc>>,
     notes: Option<String>,
@@ -41,8 +41,9 @@ macro_rules! query_trial_row {
         sqlx::query_as!(
             TrialRow,
             $head
-                + " id, brief_id, position, name, provider, region, gpu, gpu_count, billing, rate_per_gpu_hour, \
-                  currency, allocation_boundary, status, started_at, ended_at, notes, \
+                + " id, brief_id, position, name, provider, region, gpu, gpu_count, \
+                  billing AS \"billing: StoredText<Billing>\", rate_per_gpu_hour, currency, allocation_boundary, \
+                  status AS \"status: StoredText<TrialStatus>\", started_at, ended_at, notes, \
                   rerun_of AS \"rerun_of: TrialId\", created_at, updated_at "
                 + $tail
             $(, $($args)*)?
@@ -77,16 +78,15 @@ macro_rules! write_trial {
     }};
 }
 
-impl TryFrom<TrialRow> for Trial {
-    type Error = sqlx::Error;
-    fn try_from(r: TrialRow) -> Result<Self, sqlx::Error> {
-        Ok(Trial {
+impl From<TrialRow> for Trial {
+    fn from(r: TrialRow) -> Self {
+        Trial {
             id: r.id,
             brief_id: r.brief_id,
             position: r.position,
             fields: TrialFields {
-                billing: parse_stored("trials.billing", &r.billing)?,
-                status: parse_stored("trials.status", &r.status)?,
+                billing: r.billing.0,
+                status: r.status.0,
                 name: r.name,
                 provider: r.provider,
                 region: r.region,
@@ -102,7 +102,7 @@ impl TryFrom<TrialRow> for Trial {
             },
             created_at: r.created_at,
             updated_at: r.updated_at,
-        })
+        }
     }
 }
 
@@ -115,14 +115,14 @@ pub async fn list_for_brief(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resul
     )
     .fetch_all(db)
     .await?;
-    rows.into_iter().map(Trial::try_from).collect()
+    Ok(rows.into_iter().map(Trial::from).collect())
 }
 
 pub async fn get(db: impl PgExecutor<'_>, id: TrialId) -> Result<Option<Trial>, sqlx::Error> {
     let row = query_trial_row!("SELECT", "FROM trials WHERE id = $1", id.as_uuid(),)
         .fetch_optional(db)
         .await?;
-    row.map(Trial::try_from).transpose()
+    Ok(row.map(Trial::from))
 }
 
 /// A trial as an upload needs it: which, what it is called, and whether it is still planned.
@@ -146,12 +146,12 @@ pub async fn names(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Vec<Tri
 }
 
 /// [`names`] of many briefs at once, by brief and position.
-pub async fn names_of_briefs(db: impl PgExecutor<'_>, brief_ids: &[Uuid]) -> Result<Vec<TrialName>, sqlx::Error> {
+pub async fn names_of_briefs(db: impl PgExecutor<'_>, brief_ids: &[BriefId]) -> Result<Vec<TrialName>, sqlx::Error> {
     sqlx::query_as!(
         TrialName,
         r#"SELECT id, brief_id, name, status = 'planned' AS "planned!" FROM trials WHERE brief_id = ANY($1)
            ORDER BY brief_id, position"#,
-        brief_ids,
+        brief_ids as _,
     )
     .fetch_all(db)
     .await
@@ -172,7 +172,7 @@ pub async fn insert(conn: &mut PgConnection, brief_id: BriefId, fields: &TrialFi
     )
     .fetch_one(&mut *conn)
     .await?;
-    row.try_into()
+    Ok(row.into())
 }
 
 pub async fn update(db: impl PgExecutor<'_>, id: TrialId, fields: &TrialFields) -> Result<Option<Trial>, sqlx::Error> {
@@ -186,7 +186,7 @@ pub async fn update(db: impl PgExecutor<'_>, id: TrialId, fields: &TrialFields) 
     )
     .fetch_optional(db)
     .await?;
-    row.map(Trial::try_from).transpose()
+    Ok(row.map(Trial::from))
 }
 
 /// Sets the first trial's allocation (a brief's `trial_gpu` / `trial_gpu_count`), creating the

@@ -272,8 +272,7 @@ pub async fn names_of_briefs(
     state: &AppState,
     brief_ids: &[BriefId],
 ) -> Result<Vec<(BriefId, TrialId, String)>, AppError> {
-    let ids: Vec<uuid::Uuid> = brief_ids.iter().map(|b| b.as_uuid()).collect();
-    let trials = repo::names_of_briefs(&state.pool, &ids).await?;
+    let trials = repo::names_of_briefs(&state.pool, brief_ids).await?;
     Ok(trials.into_iter().map(|t| (t.brief_id, t.id, t.name)).collect())
 }
 

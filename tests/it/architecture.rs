@@ -36,7 +36,7 @@ enum Floor {
 const GROUND: [&str; 15] = [
     "validation",
     "ids",
-    "money",
+    "figures",
     "thresholds",
     "criteria",
     "sizing",
@@ -44,14 +44,14 @@ const GROUND: [&str; 15] = [
     "evidence::load_points",
     "review::decision",
     "review::comparison",
-    "review::money",
+    "review::cost_at_slo",
     "review::decision_tests",
     "ledger::model",
     "ledger::csv",
     // which import a CSV header belongs to: pure, and read by the ledger's CSV reader too
     "prices::detect",
 ];
-const CORE: [&str; 20] = [
+const CORE: [&str; 21] = [
     "error",
     "versioned_cache",
     "outbox",
@@ -60,6 +60,7 @@ const CORE: [&str; 20] = [
     "config",
     "db",
     "db::lock",
+    "db::stored_text",
     "telemetry",
     "secrets",
     "evidence_store",
@@ -110,7 +111,7 @@ const LAYERS: [(&str, u8); 24] = [
     ("pages", 3),
     ("brief_api", 3),
     ("brief_pages", 3),
-    ("money_view", 3),
+    ("cost_at_slo_view", 3),
     ("decision_view", 3),
     ("first_screen", 3),
     ("admin", 3),
@@ -698,10 +699,10 @@ const TABLE_OWNERS: [(&str, &str); 41] = [
     ("webhook_deliveries", "outbox"),
     ("webhook_attempts", "outbox"),
     // The kept review summary and its change queue (`review::summaries`).
-    ("brief_signals", "review"),
-    ("brief_signal_trials", "review"),
-    ("brief_signals_dirty", "review"),
-    ("brief_changes_taken", "review"),
+    ("review_summaries", "review"),
+    ("review_summary_trials", "review"),
+    ("review_changes", "review"),
+    ("review_changes_taken", "review"),
     // Per trial and stage, the evidence counted by the watcher as it takes the change queue's marks.
     ("trial_stage_totals", "review"),
     // Dropped by migration 8; named so an old statement is still placed.
@@ -775,12 +776,28 @@ fn crossings(mods: &BTreeMap<String, String>) -> BTreeSet<(String, String, Strin
 fn every_table_has_one_owner() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
     let mut created = BTreeSet::new();
-    for entry in std::fs::read_dir(dir).expect("migrations/ is readable") {
-        let sql = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+    // In the order they run, so a table renamed later (`ALTER TABLE a RENAME TO b`) is known by its
+    // new name.
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("migrations/ is readable")
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for file in files {
+        let sql = std::fs::read_to_string(file).unwrap();
         let words: Vec<&str> = sql.split_whitespace().collect();
-        for w in words.windows(3) {
+        for (i, w) in words.windows(3).enumerate() {
             if w[0].eq_ignore_ascii_case("CREATE") && w[1].eq_ignore_ascii_case("TABLE") {
                 created.insert(w[2].trim_end_matches('(').to_owned());
+            }
+            let renamed = words.get(i + 3..i + 6);
+            if let (true, Some([rename, to, new])) = (
+                w[0].eq_ignore_ascii_case("ALTER") && w[1].eq_ignore_ascii_case("TABLE"),
+                renamed,
+            ) {
+                if rename.eq_ignore_ascii_case("RENAME") && to.eq_ignore_ascii_case("TO") && created.remove(w[2]) {
+                    created.insert(new.trim_end_matches(';').to_owned());
+                }
             }
         }
     }
@@ -864,14 +881,14 @@ fn the_overview_reads_every_domain_and_writes_none() {
             "overview::list_query".to_owned(),
             r#"pub async fn list() {
                 sqlx::query!("SELECT b.id FROM briefs b JOIN trials t ON t.brief_id = b.id
-                              WHERE EXISTS (SELECT 1 FROM brief_signals_dirty d WHERE d.brief_id = b.id)");
+                              WHERE EXISTS (SELECT 1 FROM review_changes d WHERE d.brief_id = b.id)");
             }"#
             .to_owned(),
         ),
         (
             "overview::dashboard".to_owned(),
             r#"pub async fn mark() {
-                sqlx::query!("INSERT INTO brief_signals_dirty (brief_id) SELECT id FROM briefs");
+                sqlx::query!("INSERT INTO review_changes (brief_id) SELECT id FROM briefs");
                 sqlx::query!("UPDATE trials SET status = 'running' WHERE id = $1");
                 sqlx::query!("SELECT id FROM evidence WHERE id = $1 FOR UPDATE");
             }"#
@@ -890,9 +907,9 @@ fn the_overview_reads_every_domain_and_writes_none() {
     assert_eq!(
         found,
         vec![
-            row("brief_signals_dirty", "review"),
             row("briefs", "briefs"),
             row("evidence", "evidence"),
+            row("review_changes", "review"),
             row("trials", "trials"),
         ]
     );

@@ -111,7 +111,7 @@ async fn stranger(app: &TestApp) -> reqwest::Client {
 }
 
 /// An engineer of no brief, in `team` when given, signed in with a token.
-async fn engineer_in(app: &TestApp, team: Option<Uuid>) -> reqwest::Client {
+async fn engineer_in(app: &TestApp, team: Option<rentcheck::ids::TeamId>) -> reqwest::Client {
     let email = app.user(Role::Engineer).await;
     let user = users::by_email(&app.pool, &email).await.unwrap().unwrap();
     if let Some(team) = team {

@@ -22,5 +22,6 @@ mod parsers;
 mod prices;
 mod review;
 mod security;
+mod stored_text;
 mod trials;
 mod webhooks;

@@ -442,11 +442,11 @@ async fn a_changed_decision_and_a_stale_approval_are_told() {
     wait_for_sql(
         &app.pool,
         "the brief's snapshot with its approval",
-        &format!("SELECT count(*) FROM brief_signals WHERE brief_id = '{brief}' AND approval_id IS NOT NULL"),
+        &format!("SELECT count(*) FROM review_summaries WHERE brief_id = '{brief}' AND approval_id IS NOT NULL"),
         1,
     )
     .await;
-    let before: String = sqlx::query_scalar("SELECT decision FROM brief_signal_trials")
+    let before: String = sqlx::query_scalar("SELECT decision FROM review_summary_trials")
         .fetch_one(&app.pool)
         .await
         .unwrap();
@@ -610,7 +610,13 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
     let app = spawn_app_with(fast()).await;
     start_worker(app.pool.clone(), &app, fast());
     let brief = app.brief_id().await;
-    wait_for_sql(&app.pool, "the first snapshot", "SELECT count(*) FROM brief_signals", 1).await;
+    wait_for_sql(
+        &app.pool,
+        "the first snapshot",
+        "SELECT count(*) FROM review_summaries",
+        1,
+    )
+    .await;
 
     let url = app.url("/metrics/briefs");
     assert_eq!(app.anon.get(&url).send().await.unwrap().status(), 401);
@@ -639,7 +645,7 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
         let listed = page.contains(&format!("# TYPE {name} gauge"));
         assert_eq!(listed, !unknown_yet.contains(&name), "{name} in\n{page}");
     }
-    let trial: String = sqlx::query_scalar("SELECT trial_id::text FROM brief_signal_trials")
+    let trial: String = sqlx::query_scalar("SELECT trial_id::text FROM review_summary_trials")
         .fetch_one(&app.pool)
         .await
         .unwrap();
@@ -699,7 +705,7 @@ async fn scraping_three_hundred_briefs_reads_the_snapshot_in_milliseconds() {
     }
     let started = Instant::now();
     start_worker(app.pool.clone(), &app, fast());
-    wait_for_sql(&app.pool, "300 snapshots", "SELECT count(*) FROM brief_signals", 300).await;
+    wait_for_sql(&app.pool, "300 snapshots", "SELECT count(*) FROM review_summaries", 300).await;
     let refreshed = started.elapsed();
     let url = app.url("/metrics/briefs");
     let mut times = Vec::new();

@@ -91,9 +91,9 @@ impl LoadPoint {
     /// The load as people read it: "8 req/s", "64 at once", or the achieved throughput.
     pub fn load_label(&self) -> String {
         match (self.offered_rps, self.concurrency, self.achieved_rps) {
-            (Some(r), _, _) => format!("{} req/s", crate::money::figure(r)),
-            (None, Some(c), _) => format!("{} requests at once", crate::money::figure(c)),
-            (None, None, Some(a)) => format!("{} req/s achieved", crate::money::figure(a)),
+            (Some(r), _, _) => format!("{} req/s", crate::figures::figure(r)),
+            (None, Some(c), _) => format!("{} requests at once", crate::figures::figure(c)),
+            (None, None, Some(a)) => format!("{} req/s achieved", crate::figures::figure(a)),
             _ => "one load test".into(),
         }
     }
@@ -249,7 +249,7 @@ pub fn describe(points: &[LoadPoint], operating: Operating) -> String {
         (xs.len() == points.len()).then(|| {
             let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            format!("{}–{} {unit}", crate::money::figure(lo), crate::money::figure(hi))
+            format!("{}–{} {unit}", crate::figures::figure(lo), crate::figures::figure(hi))
         })
     };
     let span = range(|p| p.offered_rps, "req/s")

@@ -13,7 +13,7 @@ use chrono::{DateTime, NaiveDate, SubsecRound, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::validation::FieldError;
+use crate::validation::{FieldError, TextEnum};
 
 /// Microseconds in an hour: GPU-time is counted in whole microseconds (PostgreSQL's resolution).
 const MICROS_PER_HOUR: i64 = 3_600_000_000;
@@ -61,6 +61,15 @@ impl FromStr for Category {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
         Category::ALL.into_iter().find(|c| c.as_str() == s).ok_or(())
+    }
+}
+
+impl TextEnum for Category {
+    fn variants() -> &'static [Self] {
+        &Category::ALL
+    }
+    fn text(self) -> &'static str {
+        self.as_str()
     }
 }
 

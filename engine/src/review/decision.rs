@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::money::{reservation_comparison, ApiBreakEven, MoneyFacts, ReservationComparison};
-use crate::money::with_currency;
+use super::cost_at_slo::{reservation_comparison, ApiBreakEven, MoneyFacts, ReservationComparison};
+use crate::{figures::with_currency, validation::TextEnum};
 
 /// The thresholds of decision.md. What "saturated" means is shared with the default card, so those
 /// live in `crate::thresholds` and are re-exported here; the break-even ones are the decision's own.
@@ -25,12 +25,14 @@ pub mod limits {
     pub const ASK_FOR_RESERVED_PRICE_FROM: Decimal = Decimal::from_parts(60, 0, 0, false, 2);
     /// Rule 8 reserves from the break-even plus this margin of utilization (kept beside the
     /// reservation comparison, which reads it too).
-    pub use crate::review::money::BREAK_EVEN_MARGIN;
+    pub use crate::review::cost_at_slo::BREAK_EVEN_MARGIN;
 }
 
 /// The decision. Kept as text (`approvals.decision`, the signal snapshot) in the same lower-case
-/// names as on the wire (`as_str`, `FromStr`); the server reads a stored one back through
-/// `review::repo::StoredVerdict`, which refuses an unknown value.
+/// names as on the wire.
+// Spelled by `as_str` and read by `FromStr` ([`TextEnum`]); the server reads a stored one back
+// through `db::StoredText`, which refuses an unknown value. (A plain comment: the doc comment is
+// the published schema's description.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
@@ -42,6 +44,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Expand,
+        Verdict::Reserve,
+        Verdict::Dedicate,
+        Verdict::Scale,
+        Verdict::Stop,
+    ];
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Verdict::Expand => "expand",
@@ -56,16 +66,16 @@ impl Verdict {
 impl std::str::FromStr for Verdict {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
-        [
-            Verdict::Expand,
-            Verdict::Reserve,
-            Verdict::Dedicate,
-            Verdict::Scale,
-            Verdict::Stop,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
-        .ok_or(())
+        Verdict::ALL.into_iter().find(|v| v.as_str() == s).ok_or(())
+    }
+}
+
+impl TextEnum for Verdict {
+    fn variants() -> &'static [Self] {
+        &Verdict::ALL
+    }
+    fn text(self) -> &'static str {
+        self.as_str()
     }
 }
 
@@ -291,7 +301,7 @@ pub struct Decision {
     pub saturated: bool,
     /// For rule 4: the suggested count of replicas of the trial's allocation.
     pub suggested_replicas: Option<u32>,
-    /// The reservation comparison rules 8 and 8b read (`money::reservation_comparison`):
+    /// The reservation comparison rules 8 and 8b read (`cost_at_slo::reservation_comparison`):
     /// break-even, threshold, the monthly money like for like, and whether a reserved price is
     /// needed (rule 8b).
     pub reservation: ReservationComparison,
@@ -830,12 +840,12 @@ pub fn comparison_in_words(c: &ReservationComparison, currency: &str) -> String 
     format!(
         "reserving {verb} {}{share} a month{} at {} busy: {n} GPUs reserved at {} per GPU-hour cost {} a month \
          against {} on demand for the busy hours only ({n} × {} × 730 h × {})",
-        crate::money::sum_with_currency(saving.abs(), currency),
+        crate::figures::sum_with_currency(saving.abs(), currency),
         if saving >= Decimal::ZERO { "" } else { " more" },
         pct(u),
         with_currency(rr, currency),
-        crate::money::sum_with_currency(reserved, currency),
-        crate::money::sum_with_currency(busy, currency),
+        crate::figures::sum_with_currency(reserved, currency),
+        crate::figures::sum_with_currency(busy, currency),
         with_currency(od, currency),
         pct(u),
     )

@@ -397,7 +397,7 @@ fn the_digest_changes_when_and_only_when_an_input_changes() {
 /// 10 s, 80 of them good with 100 output tokens each (goodput 8 req/s), and a managed API that
 /// charges `api_price` per million output tokens (its older single price).
 fn with_money(api_price: &str) -> DecisionInputs {
-    use super::super::money::{money_facts, ApiPrices, MoneyInputs, Rate, RateSource};
+    use super::super::cost_at_slo::{money_facts, ApiPrices, MoneyInputs, Rate, RateSource};
     use crate::evidence::load_points::{load_points, Operating};
     let metrics = json!({
         "serving.offered_rps": 10.0,
@@ -514,7 +514,7 @@ fn rule_6c_stops_spot_capacity_for_real_time_serving_only() {
 
 #[test]
 fn rule_8_reads_the_offers_break_even_plus_five_points() {
-    use super::super::money::ReservationRates;
+    use super::super::cost_at_slo::ReservationRates;
     // Reserved 2.10 ÷ on demand 3.50 = 0.60: reserve from 0.65. Reserved 3.15 ÷ 3.50 = 0.90: from
     // 0.95. The base trial is busy 80 %.
     let with_rates = |reserved: &str| {
@@ -829,7 +829,7 @@ fn without_any_rule_a_failed_criterion_still_expands() {
 /// The demo offer, by hand: 8 × H200 on demand at 3.50 per GPU-hour, busy 77.7 % of the
 /// billed hours (1,000 billed, 223 idle).
 fn demo_offer(reserved: Option<&str>) -> DecisionInputs {
-    use super::super::money::ReservationRates;
+    use super::super::cost_at_slo::ReservationRates;
     let mut i = with_money("9.00");
     i.ledger.as_mut().unwrap().accelerator_hours = dec("1000");
     i.ledger.as_mut().unwrap().idle_hours = Some(dec("223"));

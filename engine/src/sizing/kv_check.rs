@@ -122,7 +122,7 @@ impl KvCheck {
 }
 
 fn thousands(n: u64) -> String {
-    crate::money::count(i64::try_from(n).unwrap_or(i64::MAX))
+    crate::figures::count(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 /// The check for `count` × `gpu`; `None` when the sizing predicts no KV cache for it (no layout

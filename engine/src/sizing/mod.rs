@@ -119,6 +119,8 @@ mod worked_examples;
 
 use std::str::FromStr;
 
+use crate::validation::TextEnum;
+
 use serde::{Deserialize, Serialize};
 
 pub use architecture::{resolve, Architecture, ArchitectureFields, ArchitectureRequest, Problem, Resolved};
@@ -163,6 +165,15 @@ impl FromStr for WorkloadKind {
     }
 }
 
+impl TextEnum for WorkloadKind {
+    fn variants() -> &'static [Self] {
+        &Self::ALL
+    }
+    fn text(self) -> &'static str {
+        self.as_str()
+    }
+}
+
 /// Numeric precision of the weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -194,6 +205,15 @@ impl FromStr for Precision {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
         Self::ALL.into_iter().find(|p| p.as_str() == s).ok_or(())
+    }
+}
+
+impl TextEnum for Precision {
+    fn variants() -> &'static [Self] {
+        &Self::ALL
+    }
+    fn text(self) -> &'static str {
+        self.as_str()
     }
 }
 
@@ -317,14 +337,14 @@ impl Sizing {
         format!(
             "{:.2} GiB for {} sequence{}, independent of context",
             self.state_gib,
-            crate::money::count(i64::try_from(seqs).unwrap_or(i64::MAX)),
+            crate::figures::count(i64::try_from(seqs).unwrap_or(i64::MAX)),
             if seqs == 1 { "" } else { "s" }
         )
     }
 
     /// `kv_bytes_per_token` as pages print it ("163,840").
     pub fn kv_bytes_per_token_text(&self) -> String {
-        crate::money::count(i64::try_from(self.kv_bytes_per_token).unwrap_or(i64::MAX))
+        crate::figures::count(i64::try_from(self.kv_bytes_per_token).unwrap_or(i64::MAX))
     }
 }
 

@@ -122,7 +122,7 @@ fn every_gpu_row_names_the_source_of_its_driver_memory() {
     for g in gpus() {
         let mib = g
             .memory_total_mib
-            .map_or_else(|| "—".to_owned(), |m| crate::money::count(m as i64));
+            .map_or_else(|| "—".to_owned(), |m| crate::figures::count(m as i64));
         let row = format!("| {} | {mib} | ", g.model);
         let line = readme
             .lines()

@@ -91,8 +91,8 @@ pub fn predicted_capacity_rps(
         "{} × {}: decode ceiling {} tokens/s (the sizing's {} tokens/s for {} GPUs{}) ÷ {output} output tokens",
         alloc.count,
         alloc.gpu.model,
-        crate::money::number(round_sig(decode, 3)),
-        crate::money::number(option.decode_tokens_per_s_max),
+        crate::figures::number(round_sig(decode, 3)),
+        crate::figures::number(option.decode_tokens_per_s_max),
         option.count,
         if (scale - 1.0).abs() > 1e-9 {
             ", scaled to this trial's GPUs"

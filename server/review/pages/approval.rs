@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::{
+    figures,
     ids::TrialId,
-    money,
     review::{
         decision::Verdict,
         decision_view, first_screen,
@@ -75,9 +75,9 @@ pub(super) fn approval_view(r: &Review) -> Option<ApprovalView> {
                 res.billing,
                 months(res.term_months),
                 res.start_date,
-                money::with_currency(res.rate_per_gpu_hour, currency),
-                money::sum_with_currency(res.monthly_cost, currency),
-                money::sum_with_currency(res.total(), currency),
+                figures::with_currency(res.rate_per_gpu_hour, currency),
+                figures::sum_with_currency(res.monthly_cost, currency),
+                figures::sum_with_currency(res.total(), currency),
             )
         }),
     })
@@ -131,8 +131,8 @@ pub(super) fn confirmation(r: &Review, decided: Option<&str>) -> Option<String> 
         if let Some(res) = &recorded {
             text.push_str(&format!(
                 ", {} a month, {} in all",
-                money::sum_with_currency(res.monthly_cost, currency),
-                money::sum_with_currency(res.total(), currency)
+                figures::sum_with_currency(res.monthly_cost, currency),
+                figures::sum_with_currency(res.total(), currency)
             ));
         }
         text.push('.');
@@ -161,10 +161,10 @@ pub(super) fn approve_words(t: &TrialReview, commitment: Option<&Reservation>) -
 pub(super) fn preview(reservation: Option<&Reservation>, currency: &str) -> (String, String) {
     match reservation {
         Some(res) => (
-            format!("{} a month", money::sum_with_currency(res.monthly_cost, currency)),
+            format!("{} a month", figures::sum_with_currency(res.monthly_cost, currency)),
             format!(
                 "{} over {}",
-                money::sum_with_currency(res.total(), currency),
+                figures::sum_with_currency(res.total(), currency),
                 months(res.term_months)
             ),
         ),
@@ -180,7 +180,7 @@ pub(super) fn form_fields(res: &Reservation) -> BTreeMap<String, String> {
         ("billing".to_owned(), res.billing.clone()),
         ("term_months".to_owned(), res.term_months.to_string()),
         ("start".to_owned(), res.start_date.to_string()),
-        ("rate_per_gpu_hour".to_owned(), money::plain(res.rate_per_gpu_hour)),
+        ("rate_per_gpu_hour".to_owned(), figures::plain(res.rate_per_gpu_hour)),
     ])
 }
 

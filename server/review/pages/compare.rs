@@ -8,8 +8,8 @@ use super::{
     criteria::{shown, status_str},
 };
 use crate::{
+    figures,
     ids::TrialId,
-    money,
     review::{
         decision_view, first_screen,
         service::{needs_reservation, Review, TrialReview},
@@ -126,7 +126,7 @@ fn column(r: &Review, t: &TrialReview) -> TrialColumn {
         closest: r.recommendation.closest == Some(trial.id),
         criteria: format!("{passed} of {required} pass"),
         cost_per_job: match t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
-            Some(Some(c)) => money::with_currency(c, currency),
+            Some(Some(c)) => figures::with_currency(c, currency),
             Some(None) => "not known yet (nothing accepted)".into(),
             None => "no ledger yet".into(),
         },
@@ -134,7 +134,7 @@ fn column(r: &Review, t: &TrialReview) -> TrialColumn {
             .decision
             .utilization
             .and_then(|u| u.to_f64())
-            .map(money::percent)
+            .map(figures::percent)
             .unwrap_or_else(|| "unknown".into()),
         changes: t
             .changes
@@ -222,7 +222,7 @@ fn cost_bars(r: &Review) -> Vec<TrialCostBar> {
             let t = &r.trials[*i];
             TrialCostBar {
                 label: t.context.trial.fields.name.clone(),
-                amount: money::with_currency(*c, currency),
+                amount: figures::with_currency(*c, currency),
                 width: if max.is_zero() {
                     0.0
                 } else {

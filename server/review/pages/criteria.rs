@@ -5,7 +5,7 @@ use rust_decimal::Decimal;
 
 use super::STAGE_NAMES;
 use crate::{
-    money,
+    figures,
     review::{
         decision::{Reason, Status},
         decision_view,
@@ -112,7 +112,7 @@ pub(super) fn status_str(s: Status) -> &'static str {
 
 /// A measured value with its key's unit, as every page shows it.
 pub(super) fn shown(key: &str, v: &serde_json::Value) -> String {
-    money::measured(v, decision_view::unit_of(key))
+    figures::measured(v, decision_view::unit_of(key))
 }
 
 /// Beside the NCCL bus bandwidth: "84 % of what this topology should do (expected 476 GB/s)".
@@ -122,9 +122,9 @@ fn nccl_share(r: &Review, key: &str) -> Option<String> {
     }
     let shown = &r.context.shown;
     let pct = shown.get("nccl.busbw_pct_of_expected")?.value.as_f64()?;
-    let mut text = format!("{} % of what this topology should do", money::figure(pct));
+    let mut text = format!("{} % of what this topology should do", figures::figure(pct));
     if let Some(expected) = shown.get("nccl.expected_busbw_gbps").and_then(|m| m.value.as_f64()) {
-        text.push_str(&format!(", expected {} GB/s", money::figure(expected)));
+        text.push_str(&format!(", expected {} GB/s", figures::figure(expected)));
     }
     Some(text)
 }
@@ -141,7 +141,7 @@ pub(super) fn stages(r: &Review) -> Vec<StageView> {
                 .map(|c| CriterionView {
                     key: c.key.clone(),
                     name: decision_view::capitalized(&decision_view::criterion_name(&c.key)),
-                    rule: money::threshold(&c.op, &c.threshold, decision_view::unit_of(&c.key)),
+                    rule: figures::threshold(&c.op, &c.threshold, decision_view::unit_of(&c.key)),
                     value: match (c.value.as_ref(), nccl_share(r, &c.key)) {
                         (Some(v), Some(share)) => format!("{} ({share})", shown(&c.key, v)),
                         (Some(v), None) => shown(&c.key, v),
@@ -232,7 +232,7 @@ pub(super) fn cost_bars(r: &Review) -> Vec<CostBar> {
         .iter()
         .map(|(label, amount)| CostBar {
             label: label.clone(),
-            amount: money::with_currency(*amount, &r.context.inputs.brief.currency),
+            amount: figures::with_currency(*amount, &r.context.inputs.brief.currency),
             width: if max > Decimal::ZERO {
                 (amount / max * Decimal::from(380))
                     .round_dp(1)

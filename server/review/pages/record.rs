@@ -17,12 +17,13 @@ use super::{
 use crate::{
     auth::Principal,
     error::AppError,
+    figures,
     ids::{BriefId, TrialId},
-    money,
     review::{
-        answer, decision_view,
+        answer,
+        cost_at_slo_view::{money_section, MoneySection},
+        decision_view,
         model::{ApprovalVerdict, Reservation},
-        money_view::{money_section, MoneySection},
         service::{self, Review, TrialReview},
     },
     state::AppState,
@@ -160,11 +161,11 @@ fn reservation_rows(res: &Reservation) -> Vec<(String, String)> {
         ("billing".into(), res.billing.clone()),
         (
             "rate_per_gpu_hour".into(),
-            money::with_currency(res.rate_per_gpu_hour, c),
+            figures::with_currency(res.rate_per_gpu_hour, c),
         ),
         ("term_months".into(), res.term_months.to_string()),
-        ("monthly_cost".into(), money::with_currency(res.monthly_cost, c)),
-        ("whole term".into(), money::with_currency(res.total(), c)),
+        ("monthly_cost".into(), figures::with_currency(res.monthly_cost, c)),
+        ("whole term".into(), figures::with_currency(res.total(), c)),
         ("start_date".into(), res.start_date.to_string()),
         ("note".into(), res.note.clone()),
     ]
@@ -179,17 +180,17 @@ fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
     let mut rows: Vec<(String, String)> = l
         .totals
         .iter()
-        .map(|(k, v)| (k.clone(), money::with_currency(*v, currency)))
+        .map(|(k, v)| (k.clone(), figures::with_currency(*v, currency)))
         .collect();
-    rows.push(("total".into(), money::with_currency(l.total, currency)));
+    rows.push(("total".into(), figures::with_currency(l.total, currency)));
     rows.push((
         "accelerator GPU-hours".into(),
-        l.accelerator_hours.to_f64().map(money::figure).unwrap_or_default(),
+        l.accelerator_hours.to_f64().map(figures::figure).unwrap_or_default(),
     ));
     rows.push((
         "cost per completed job".into(),
         match l.cost_per_job {
-            Some(c) => money::with_currency(c, currency),
+            Some(c) => figures::with_currency(c, currency),
             None => "— (nothing accepted yet)".into(),
         },
     ));
@@ -198,7 +199,7 @@ fn record_ledger_rows(r: &Review) -> Vec<(String, String)> {
         r.decision
             .utilization
             .and_then(|u| u.to_f64())
-            .map(money::percent)
+            .map(figures::percent)
             .unwrap_or_else(|| "unknown".into()),
     ));
     rows
@@ -256,7 +257,7 @@ fn decision_record<'a>(r: &'a Review, base: &str) -> DecisionRecord<'a> {
         ceiling: match r.brief.fields.max_cost_per_job {
             Some(c) => format!(
                 "{} per {}",
-                money::with_currency(c, &r.brief.fields.currency),
+                figures::with_currency(c, &r.brief.fields.currency),
                 r.brief.fields.cost_unit.as_str()
             ),
             None => "none".into(),
@@ -289,7 +290,7 @@ fn trial_row(r: &Review, t: &TrialReview) -> (String, String, String, &'static s
         if t.decision.accepted { "yes" } else { "no" },
         format!("{passed} of {required}"),
         match t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job) {
-            Some(c) => money::with_currency(c, &r.brief.fields.currency),
+            Some(c) => figures::with_currency(c, &r.brief.fields.currency),
             None => "—".to_owned(),
         },
     )

@@ -17,14 +17,14 @@ use super::{
 };
 use crate::{
     auth::Role,
-    money,
+    figures,
     review::{
+        cost_at_slo_view::{money_section, MoneySection},
         decision::{Status, Verdict},
         decision_view,
         first_screen::{self, BriefLine, MoneyFigure},
         gather::TrialKv,
         model::{ApprovalVerdict, Reservation},
-        money_view::{money_section, MoneySection},
         service::{needs_reservation, Review, TrialReview},
     },
     web::{auth::PageUser, page::PageContext},
@@ -345,7 +345,7 @@ fn missing_lines(r: &Review) -> Vec<(String, String)> {
 /// The cost per completed job, or why it is not known.
 fn cost_per_job(r: &Review, currency: &str) -> String {
     match r.context.inputs.ledger.as_ref().map(|l| l.cost_per_job) {
-        Some(Some(c)) => money::with_currency(c, currency),
+        Some(Some(c)) => figures::with_currency(c, currency),
         Some(None) => "not known yet — nothing accepted".into(),
         None => "no ledger yet".into(),
     }

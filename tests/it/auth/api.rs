@@ -19,7 +19,7 @@ async fn status_with(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
 }
 
 /// The jti inside a token, read without verifying it.
-fn jti_of(token: &str) -> uuid::Uuid {
+fn jti_of(token: &str) -> rentcheck::ids::TokenId {
     let payload = token.split('.').nth(1).unwrap();
     let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
     claims["jti"].as_str().unwrap().parse().unwrap()
@@ -122,7 +122,7 @@ async fn tampered_none_switched_expired_early_and_revoked_tokens_are_refused() {
     assert!(body["detail"].as_str().unwrap().contains("not valid yet"));
 
     // A well-signed token whose jti has no row.
-    let unknown = token::sign(&app.keys, &claims_for(uuid::Uuid::now_v7())).unwrap();
+    let unknown = token::sign(&app.keys, &claims_for(uuid::Uuid::now_v7().into())).unwrap();
     assert_eq!(status_with(&app, &unknown, "/api/v1/briefs").await.0, 401);
 
     // Revoked through this server: refused at once, notification or not.
@@ -132,7 +132,7 @@ async fn tampered_none_switched_expired_early_and_revoked_tokens_are_refused() {
     assert!(body["detail"].as_str().unwrap().contains("revoked"));
 }
 
-fn claims_for(jti: uuid::Uuid) -> Claims {
+fn claims_for(jti: rentcheck::ids::TokenId) -> Claims {
     let now = Utc::now().timestamp();
     Claims {
         sub: "engineer@example.com".into(),

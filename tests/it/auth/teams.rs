@@ -11,7 +11,7 @@ use rentcheck::auth::{
 use serde_json::{json, Value};
 
 /// A new person of `role` with a bearer token of their own.
-async fn person_with_token(app: &TestApp, role: Role) -> (String, uuid::Uuid, reqwest::Client) {
+async fn person_with_token(app: &TestApp, role: Role) -> (String, rentcheck::ids::UserId, reqwest::Client) {
     let email = app.user(role).await;
     let user = users::by_email(&app.pool, &email).await.unwrap().unwrap();
     let (signed, _) = token::mint(

@@ -211,7 +211,7 @@ async fn a_config_json_file_sent_through_the_form_is_kept_and_sizes_the_brief() 
     let page = person.get(app.url(&location)).await.text().await.unwrap();
     assert!(page.contains("What the sizing read from the architecture"));
     assert!(
-        page.contains(&format!("{} bytes", rentcheck::money::count(per_token))),
+        page.contains(&format!("{} bytes", rentcheck::figures::count(per_token))),
         "the KV bytes a token"
     );
     let edit = person

@@ -254,7 +254,7 @@ async fn a_list_read_writes_nothing_and_tells_no_webhook() {
     let state = AppState::new(app.pool.clone(), AppConfig::default(), app.keys.clone());
     summaries::refresh_changed(&state, 100, Duration::ZERO).await.unwrap();
     let stored = || async {
-        sqlx::query_as::<_, (String, bool)>("SELECT decision, failing FROM brief_signals WHERE brief_id = $1")
+        sqlx::query_as::<_, (String, bool)>("SELECT decision, failing FROM review_summaries WHERE brief_id = $1")
             .bind(id.parse::<uuid::Uuid>().unwrap())
             .fetch_one(&app.pool)
             .await
@@ -265,18 +265,14 @@ async fn a_list_read_writes_nothing_and_tells_no_webhook() {
 
     let res = EvidenceBuilder::failed_diag().post(&app, &id).await;
     assert_eq!(res.status(), 201);
-    let queued = app.count("brief_signals_dirty").await;
+    let queued = app.count("review_changes").await;
     assert!(queued > 0);
     assert_eq!(names(&app, &app.client, "?failing=true").await.0, vec!["Failing node"]);
     let owner = app.login_owner().await;
     let page = owner.get(app.url("/?show=failing")).await.text().await.unwrap();
     assert!(page.contains("Failing node"), "{page}");
     assert_eq!(stored().await, before, "the reads stored no summary");
-    assert_eq!(
-        app.count("brief_signals_dirty").await,
-        queued,
-        "nor took a queued change"
-    );
+    assert_eq!(app.count("review_changes").await, queued, "nor took a queued change");
     assert_eq!(app.count("webhook_events").await, 0, "nor told a webhook");
 
     summaries::refresh_changed(&state, 100, Duration::ZERO).await.unwrap();

@@ -101,7 +101,7 @@ async fn a_config_json_chosen_on_the_form_sizes_the_brief_and_comes_back_to_edit
     let per_token = 2 * 16 * 128 * 2 * (10 * 32768 + 52 * 1024) / 32768;
     let sizing = b.text("#sizing").await;
     assert!(
-        sizing.contains(&format!("{} bytes", rentcheck::money::count(per_token))),
+        sizing.contains(&format!("{} bytes", rentcheck::figures::count(per_token))),
         "{sizing}"
     );
     b.shot("brief-from-config-1366").await;
@@ -115,7 +115,7 @@ async fn a_config_json_chosen_on_the_form_sizes_the_brief_and_comes_back_to_edit
     assert!(b
         .text("#sizing")
         .await
-        .contains(&format!("{} bytes", rentcheck::money::count(per_token))));
+        .contains(&format!("{} bytes", rentcheck::figures::count(per_token))));
     assert_eq!(app.count("briefs").await, 1);
     b.close().await;
 }

@@ -175,7 +175,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
             .unwrap()
             .clone()
     };
-    let usd = |d: rust_decimal::Decimal| rentcheck::money::sum_with_currency(d, "USD");
+    let usd = |d: rust_decimal::Decimal| rentcheck::figures::sum_with_currency(d, "USD");
 
     // Before any reserved quote: busy, but no reserved price of the offer is known, so nothing is
     // reserved (rule 8b) and the page says below which reserved price reserving would pay, with
@@ -188,7 +188,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
     assert_eq!(b.text("#decision .big").await.to_lowercase(), "expand");
     let before = chosen_of(&app.get(&api).await.json().await.unwrap());
     assert_eq!(before["reserved_price_needed"], true);
-    let below = rentcheck::money::with_currency(dec(&before["reserve_pays_below_rate"]), "USD");
+    let below = rentcheck::figures::with_currency(dec(&before["reserve_pays_below_rate"]), "USD");
     let why = b.text("#why").await;
     assert!(
         why.contains("no reserved price of this offer is known, so nothing is reserved")
@@ -440,8 +440,8 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
         .iter()
         .flat_map(|d| {
             [
-                rentcheck::money::with_currency(*d, &currency),
-                rentcheck::money::sum_with_currency(*d, &currency),
+                rentcheck::figures::with_currency(*d, &currency),
+                rentcheck::figures::sum_with_currency(*d, &currency),
             ]
         })
         .collect();

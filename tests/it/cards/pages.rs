@@ -224,14 +224,14 @@ async fn the_brief_page_shows_each_measured_value_with_its_unit_as_the_review_do
             .find(|c| c["key"] == key)
             .unwrap_or_else(|| panic!("{key} on the card"))["value"]
             .clone();
-        let shown = rentcheck::money::measured(&value, unit);
+        let shown = rentcheck::figures::measured(&value, unit);
         assert!(shown.ends_with(unit), "{shown}");
         assert!(
             brief.contains(&format!(">{shown}<")),
             "{key}: {shown} on the brief page"
         );
         assert!(review.contains(&shown), "{key}: {shown} on the review");
-        let bare = rentcheck::money::value(&value);
+        let bare = rentcheck::figures::value(&value);
         assert!(!brief.contains(&format!(">{bare}<")), "{key}: never the bare {bare}");
     }
 }

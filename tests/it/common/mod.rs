@@ -17,6 +17,7 @@ use rentcheck::{
     db,
     evidence_store::EvidenceStore,
     http,
+    ids::UserId,
     secrets::TokenKeys,
     state::AppState,
 };
@@ -269,7 +270,7 @@ pub async fn spawn_app_with_store(config: AppConfig, store: EvidenceStore) -> Te
 }
 
 /// The person behind a test's person token (a person token acts as its person): made on first use.
-pub async fn person(pool: &PgPool, email: &str, role: Role) -> uuid::Uuid {
+pub async fn person(pool: &PgPool, email: &str, role: Role) -> UserId {
     match users::by_email(pool, email).await.unwrap() {
         Some(u) => u.id,
         None => add_user(pool, email, role).await,
@@ -288,7 +289,7 @@ async fn password_hash() -> &'static str {
 
 /// Adds a user whose password is [`PASSWORD`], as `rentcheck user add` does (the same row), with
 /// the hash of [`password_hash`].
-pub async fn add_user(pool: &PgPool, email: &str, role: Role) -> uuid::Uuid {
+pub async fn add_user(pool: &PgPool, email: &str, role: Role) -> UserId {
     let email = users::normalize_email(email).unwrap();
     assert_ne!(role, Role::Agent, "agents are tokens, not users");
     sqlx::query_scalar("INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, $3, $4) RETURNING id")

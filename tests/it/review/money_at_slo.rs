@@ -229,7 +229,7 @@ async fn a_sweep_gives_capacity_replicas_a_monthly_cost_and_the_api_break_even()
         .text()
         .await
         .unwrap();
-    let at_slo = rentcheck::money::with_currency(per_million(good_tokens_per_s), "USD");
+    let at_slo = rentcheck::figures::with_currency(per_million(good_tokens_per_s), "USD");
     assert!(
         html.contains(&format!(
             "At 8 requests/s the 2 × H100 SXM trial (Trial 1) keeps 97 % of requests inside every target; a million output tokens cost {at_slo} there."

@@ -1,4 +1,4 @@
-//! Review summaries (each brief's signal snapshot, `brief_signals`): kept current by every write
+//! Review summaries (each brief's signal snapshot, `review_summaries`): kept current by every write
 //! that can change a review, equal to the full review the API computes, remade by the watcher in
 //! the background and, for what a reader is about to show, before it reads.
 
@@ -12,9 +12,9 @@ use rentcheck::ids::BriefId;
 use rentcheck::{
     auth::Role,
     config::AppConfig,
+    db::StoredText,
     review::{
         decision::Verdict,
-        repo::StoredVerdict,
         summaries::{self as summaries, SummaryRow},
     },
     state::AppState,
@@ -145,7 +145,7 @@ async fn the_summary_follows_evidence_ledger_approvals_and_prices_and_equals_the
         .post_with(&manager, &app)
         .await;
     assert_eq!(res.status(), 201);
-    let marked: i64 = sqlx::query_scalar("SELECT count(*) FROM brief_signals_dirty WHERE brief_id = ANY($1)")
+    let marked: i64 = sqlx::query_scalar("SELECT count(*) FROM review_changes WHERE brief_id = ANY($1)")
         .bind(vec![id.parse::<Uuid>().unwrap(), other.parse::<Uuid>().unwrap()])
         .fetch_one(&app.pool)
         .await
@@ -166,7 +166,7 @@ async fn the_watcher_summarises_every_brief_without_a_reader_asking() {
     }
     rentcheck::signals::worker::spawn(state(&app));
     let stored = || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM brief_signals")
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM review_summaries")
             .fetch_one(&app.pool)
             .await
             .unwrap()
@@ -215,8 +215,8 @@ async fn the_review_api_answers_from_its_cache_only_until_a_write_commits() {
     // seen, because nothing said the brief changed.
     // (A first upload also marks the trial running: its trigger goes off too.)
     for off in [
-        "ALTER TABLE evidence DISABLE TRIGGER evidence_signals",
-        "ALTER TABLE trials DISABLE TRIGGER trials_signals",
+        "ALTER TABLE evidence DISABLE TRIGGER evidence_review_changed",
+        "ALTER TABLE trials DISABLE TRIGGER trials_review_changed",
     ] {
         sqlx::query(off).execute(&app.pool).await.unwrap();
     }
@@ -226,8 +226,8 @@ async fn the_review_api_answers_from_its_cache_only_until_a_write_commits() {
         .await;
     assert_eq!(res.status(), 201);
     for on in [
-        "ALTER TABLE evidence ENABLE TRIGGER evidence_signals",
-        "ALTER TABLE trials ENABLE TRIGGER trials_signals",
+        "ALTER TABLE evidence ENABLE TRIGGER evidence_review_changed",
+        "ALTER TABLE trials ENABLE TRIGGER trials_review_changed",
     ] {
         sqlx::query(on).execute(&app.pool).await.unwrap();
     }
@@ -315,7 +315,7 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
     let id = app.brief_id().await;
     let brief: Uuid = id.parse().unwrap();
     let dirty = || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM brief_signals_dirty WHERE brief_id = $1")
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM review_changes WHERE brief_id = $1")
             .bind(brief)
             .fetch_one(&app.pool)
             .await
@@ -325,7 +325,7 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
         .await
         .unwrap();
     assert_eq!(dirty().await, 0);
-    let version: i32 = sqlx::query_scalar("SELECT rules_version FROM brief_signals WHERE brief_id = $1")
+    let version: i32 = sqlx::query_scalar("SELECT rules_version FROM review_summaries WHERE brief_id = $1")
         .bind(brief)
         .fetch_one(&app.pool)
         .await
@@ -336,7 +336,7 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
         0,
         "made by these rules: kept"
     );
-    sqlx::query("UPDATE brief_signals SET rules_version = $2 WHERE brief_id = $1")
+    sqlx::query("UPDATE review_summaries SET rules_version = $2 WHERE brief_id = $1")
         .bind(brief)
         .bind(summaries::RULES_VERSION - 1)
         .execute(&app.pool)
@@ -375,7 +375,7 @@ async fn start_up_remakes_only_older_rules_and_a_busy_brief_is_remade_once_per_i
 }
 
 /// A trial snapshot keeps its decision as text (`Verdict::as_str`) and reads it back through
-/// `StoredVerdict` (the engine's `Verdict` has no database mapping of its own): every decision
+/// `StoredText<Verdict>` (the engine's `Verdict` has no database mapping of its own): every decision
 /// round-trips through its stored text, which is the text the webhooks' JSON and messages show;
 /// other text is refused.
 #[tokio::test]
@@ -383,11 +383,11 @@ async fn a_signal_decision_round_trips_through_its_stored_text() {
     let (_db, pool) = common::migrated_database(1).await;
     let pool = &pool;
     let read = |text: &'static str| async move {
-        sqlx::query_scalar::<_, StoredVerdict>("SELECT $1::text")
+        sqlx::query_scalar::<_, StoredText<Verdict>>("SELECT $1::text")
             .bind(text)
             .fetch_one(pool)
             .await
-            .map(Verdict::from)
+            .map(StoredText::into_inner)
     };
     for v in [
         Verdict::Expand,
@@ -481,7 +481,7 @@ async fn evidence_counts_kept_as_totals_equal_counting_every_item() {
     summaries::refresh_changed(&state(&app), 100, Duration::ZERO)
         .await
         .unwrap();
-    let marks: i64 = sqlx::query_scalar("SELECT count(*) FROM brief_signals_dirty WHERE brief_id = $1")
+    let marks: i64 = sqlx::query_scalar("SELECT count(*) FROM review_changes WHERE brief_id = $1")
         .bind(brief.as_uuid())
         .fetch_one(&app.pool)
         .await

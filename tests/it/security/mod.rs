@@ -20,7 +20,12 @@ use rentcheck::{
 use serde_json::{json, Value};
 
 /// A new person of `role` and a bearer token of theirs (as `rentcheck token mint` makes one).
-async fn person_token(app: &TestApp, role: Role, token_role: Role, brief: Option<uuid::Uuid>) -> (uuid::Uuid, String) {
+async fn person_token(
+    app: &TestApp,
+    role: Role,
+    token_role: Role,
+    brief: Option<uuid::Uuid>,
+) -> (rentcheck::ids::UserId, String) {
     let email = app.user(role).await;
     let user = users::by_email(&app.pool, &email).await.unwrap().unwrap();
     let (signed, _) = token::mint(

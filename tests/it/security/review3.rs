@@ -15,13 +15,14 @@ use rentcheck::{
         users, Role,
     },
     config::{AppConfig, WebhookSettings},
+    ids::UserId,
     secrets::Secret,
 };
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 /// A new person of `role` and a bearer token of theirs (as `rentcheck token mint` makes one).
-async fn person_token(app: &TestApp, role: Role, brief: Option<Uuid>) -> (Uuid, String, String) {
+async fn person_token(app: &TestApp, role: Role, brief: Option<Uuid>) -> (UserId, String, String) {
     let email = app.user(role).await;
     let user = users::by_email(&app.pool, &email).await.unwrap().unwrap();
     let (signed, _) = token::mint(
@@ -844,7 +845,7 @@ async fn a_persons_tokens_are_listed_and_revoked_and_a_new_password_or_disabling
     assert_eq!(live, 0);
 }
 
-async fn mint_for(app: &TestApp, uid: Uuid, email: &str, role: Role) -> String {
+async fn mint_for(app: &TestApp, uid: UserId, email: &str, role: Role) -> String {
     token::mint(
         &app.pool,
         &app.keys,

@@ -14,7 +14,7 @@ use rentcheck::auth::{
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-async fn mint(app: &TestApp, uid: Uuid, email: &str, role: Role, brief: Option<Uuid>) -> String {
+async fn mint(app: &TestApp, uid: rentcheck::ids::UserId, email: &str, role: Role, brief: Option<Uuid>) -> String {
     token::mint(
         &app.pool,
         &app.keys,
