@@ -9,7 +9,8 @@
 #   scripts/test.sh --setup-only      # set up what is missing, run nothing
 #   scripts/test.sh --run CMD [ARG…]  # set up, then run CMD instead of cargo test (.ci/run does)
 #
-# Tests run four at a time (RUST_TEST_THREADS, set below, says why); set RUST_TEST_THREADS to change it.
+# Tests run one per core (libtest's default); RUST_TEST_THREADS=4 runs four at a time, quicker where
+# cores are spare, but the timed tests then flake on a busy 2-core machine (docs/benchmarks.md).
 #
 # What the suite needs, each part skipped when it is present:
 #   rust        cargo and rustc at least the rust-version of Cargo.toml; never installed here
@@ -227,13 +228,6 @@ else
 fi
 # The tests start moto with this Python (tests/it/common/s3.rs).
 [ -n "$test_python" ] && export RENTCHECK_TEST_PYTHON=$test_python
-
-# Four tests at a time, not libtest's one per core, unless RUST_TEST_THREADS (or `-- --test-threads`)
-# says otherwise: a test spends much of its time waiting (on a server or cluster it started, a fake
-# model server's delays, Chromium, PostgreSQL copying and dropping its database), so one test per
-# core leaves the cores idle part of the time. Measured in docs/benchmarks.md ("The integration
-# suite's wall time").
-export RUST_TEST_THREADS=${RUST_TEST_THREADS:-4}
 
 if [ "$mode" = run ]; then
   "${run[@]}"
