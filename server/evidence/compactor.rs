@@ -66,7 +66,17 @@ where
         .bind(format!("{}ms", timeout.as_millis().max(1)))
         .execute(&mut *tx)
         .await?;
-    let n: Option<i32> = sqlx::query_scalar(sql).bind(arg).fetch_one(&mut *tx).await?;
+    let n: Option<i32> = match sqlx::query_scalar(sql).bind(arg).fetch_one(&mut *tx).await {
+        Ok(n) => n,
+        Err(e) => {
+            // Roll back now, not when the dropped transaction's connection is next used: until then
+            // it holds its batch's queue rows, and the single-item pass that follows a timed-out
+            // batch (on another connection) would skip them as locked, so a poisoned item was not
+            // set aside in its round on a busy machine.
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+    };
     tx.commit().await?;
     Ok(n.unwrap_or(0))
 }
