@@ -9,6 +9,7 @@ use axum::{
     routing::get,
     Router,
 };
+use chrono::NaiveDate;
 use rust_decimal::{prelude::ToPrimitive, Decimal};
 
 use super::{
@@ -49,6 +50,12 @@ fn share(d: Option<Decimal>) -> String {
 /// GPU-hours with separators: "5,760"; "1,382.40".
 fn hours(d: Decimal) -> String {
     figures::sum(d)
+}
+
+/// A calendar month as the API names it ("2026-12") the way people say it: "December 2026".
+fn month_words(month: &str) -> String {
+    NaiveDate::parse_from_str(&format!("{month}-01"), "%Y-%m-%d")
+        .map_or_else(|_| month.to_owned(), |first| first.format("%B %Y").to_string())
 }
 
 /// One row of the portfolio, ready to show.
@@ -391,17 +398,17 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
         c.term_months,
         c.start_date,
         c.end_date,
-        figures::with_currency(c.rate_per_gpu_hour, &c.currency),
-        figures::with_currency(c.monthly_cost, &c.currency),
+        figures::sum_with_currency(c.rate_per_gpu_hour, &c.currency),
+        figures::sum_with_currency(c.monthly_cost, &c.currency),
     )];
     match d.this_month() {
         Some(m) => out.push(format!(
             "In {} it was busy {} of the committed GPU-hours ({} of {}); idle time cost {}.",
-            m.month,
+            month_words(&m.month),
             share(m.utilization),
             hours(m.busy_gpu_hours),
             hours(m.committed_gpu_hours),
-            figures::with_currency(m.idle_cost, &c.currency),
+            figures::sum_with_currency(m.idle_cost, &c.currency),
         )),
         None => out.push("The term has not started yet: nothing is measured before its first day.".into()),
     }
@@ -409,7 +416,7 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
         out.push(format!(
             "Over the term so far it was busy {}; idle time cost {} in all.",
             share(Some(u)),
-            figures::with_currency(d.term.idle_cost, &c.currency)
+            figures::sum_with_currency(d.term.idle_cost, &c.currency)
         ));
     }
     out.push(match d.state() {
@@ -451,4 +458,17 @@ async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Comm
         rate: figures::with_currency(d.commitment.rate_per_gpu_hour, &cur),
         d,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::month_words;
+
+    #[test]
+    fn a_month_is_named_as_people_say_it() {
+        assert_eq!(month_words("2026-12"), "December 2026");
+        assert_eq!(month_words("2027-01"), "January 2027");
+        // Not a month: shown as it came rather than hidden.
+        assert_eq!(month_words("2026-13"), "2026-13");
+    }
 }

@@ -933,7 +933,10 @@ async fn twelve_first_run_forms_at_once_make_one_admin() {
     assert_eq!(app.count("users").await, 1, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 303).count(), 1, "{statuses:?}");
     // 409: sent while the first was being created; 410: arrived after it was (the page is closed then).
-    assert!(statuses.iter().all(|s| [303, 404, 409, 410].contains(s)), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| [303, 404, 409, 410].contains(s)),
+        "{statuses:?}"
+    );
 }
 
 #[tokio::test]
