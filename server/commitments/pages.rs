@@ -173,7 +173,7 @@ async fn portfolio(
             .totals_per_currency
             .iter()
             .map(|t| {
-                let words = figures::with_currency(t.monthly_cost, &t.currency);
+                let words = figures::sum_with_currency(t.monthly_cost, &t.currency);
                 (t.currency.clone(), t.commitments, words)
             })
             .collect(),

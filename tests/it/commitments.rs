@@ -414,7 +414,7 @@ async fn the_list_comes_fifty_at_a_time_and_its_totals_count_every_page() {
         "{html}"
     );
     assert!(
-        html.contains("97 running in USD: <strong>1,189,608.00 USD</strong> a month"),
+        html.contains("97 running in USD: <strong>1,189,608 USD</strong> a month"),
         "{html}"
     );
     let first_cursor = pages[0]["next_cursor"].as_str().unwrap();
@@ -633,7 +633,7 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
     assert_eq!(page.status(), 200);
     let html = page.text().await.unwrap();
     assert!(
-        html.contains("1 running in USD: <strong>12,264.00 USD</strong> a month"),
+        html.contains("1 running in USD: <strong>12,264 USD</strong> a month"),
         "{html}"
     );
     for team in ["inference", "search"] {
