@@ -143,8 +143,8 @@ pub async fn migrated_database(max: u32) -> (DatabaseGuard, PgPool) {
     conn.execute(format!("CREATE DATABASE {db_name} TEMPLATE {template}").as_str())
         .await
         .unwrap();
-    // A test's database outlives no crash of the server, so its commits need not wait for the WAL
-    // to reach the disk (the server's own setting stays as it is; only this database's sessions).
+    // Nothing a test checks survives a crash of the PostgreSQL server, so this database's commits
+    // need not wait for the WAL to reach the disk. The server's own setting stays as it is.
     conn.execute(format!("ALTER DATABASE {db_name} SET synchronous_commit = off").as_str())
         .await
         .unwrap();
