@@ -1,6 +1,6 @@
 //! JSON API for cards: `/api/v1/briefs/{id}/card…`.
 
-use axum::{extract::State, Json};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -23,7 +23,7 @@ use crate::{
     state::AppState,
     trials::{model::Allocation, service as trials},
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{ApiJson, ApiQuery, BriefPath, Path},
     },
 };
@@ -146,8 +146,7 @@ pub struct TrialQuery {
     )
 )]
 async fn show(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     path: BriefPath,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<CardView>> {
@@ -215,8 +214,7 @@ pub async fn save_revision(
     )
 )]
 async fn replace(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     path: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<CardView>> {
@@ -268,11 +266,7 @@ struct CardRevisions {
         (status = 404, description = "no such brief"),
     )
 )]
-async fn list_revisions(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    path: BriefPath,
-) -> ApiResult<Json<CardRevisions>> {
+async fn list_revisions(ApiCall { state, caller }: ApiCall, path: BriefPath) -> ApiResult<Json<CardRevisions>> {
     let id = path.id;
     caller.may_read_brief(id)?;
     path.load(&state).await?;
@@ -347,8 +341,7 @@ pub async fn revision_view(state: &AppState, brief: &Brief, n: i64) -> ApiResult
     )
 )]
 async fn show_revision(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     path: BriefPath,
     Path((_, n)): Path<(BriefId, i64)>,
 ) -> ApiResult<Json<RevisionView>> {

@@ -1,6 +1,6 @@
 //! JSON API of commitments: the list, one with its months, and a manager's change.
 
-use axum::{extract::State, Json};
+use axum::Json;
 use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -10,7 +10,7 @@ use crate::{
     ids::CommitmentId,
     state::AppState,
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{ApiJson, ApiQuery, Path},
     },
 };
@@ -62,11 +62,7 @@ struct CommitmentChange {
         (status = 422, description = "an unknown state, a damaged cursor or a limit out of range"),
     )
 )]
-async fn list(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Json<CommitmentList>> {
+async fn list(ApiCall { state, caller }: ApiCall, ApiQuery(q): ApiQuery<ListQuery>) -> ApiResult<Json<CommitmentList>> {
     let page = service::Paging::After {
         cursor: q.cursor.as_deref(),
         limit: q.limit.unwrap_or(service::PAGE),
@@ -87,11 +83,7 @@ async fn list(
         (status = 404, description = "no such commitment, or not one of the caller's briefs"),
     )
 )]
-async fn show(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(id): Path<CommitmentId>,
-) -> ApiResult<Json<CommitmentDetail>> {
+async fn show(ApiCall { state, caller }: ApiCall, Path(id): Path<CommitmentId>) -> ApiResult<Json<CommitmentDetail>> {
     Ok(Json(service::get(&state, &caller, id).await?))
 }
 
@@ -111,8 +103,7 @@ async fn show(
     )
 )]
 async fn change(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     Path(id): Path<CommitmentId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<CommitmentDetail>> {

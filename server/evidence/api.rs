@@ -2,7 +2,7 @@
 //! Handlers stay thin: `upload.rs` decodes the body, `service.rs` does the work.
 
 use axum::{
-    extract::{DefaultBodyLimit, Request, State},
+    extract::{DefaultBodyLimit, Request},
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -31,7 +31,7 @@ use crate::{
     trials::service as trials,
     validation::FieldError,
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{ApiQuery, BriefPath, Path},
     },
 };
@@ -172,8 +172,7 @@ impl From<EvidenceRow> for EvidenceDetail {
     )
 )]
 async fn upload(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id: brief_id }: BriefPath,
     req: Request,
 ) -> ApiResult<Response> {
@@ -231,8 +230,7 @@ async fn upload(
     )
 )]
 async fn upload_batch(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id: brief_id }: BriefPath,
     req: Request,
 ) -> ApiResult<Response> {
@@ -364,8 +362,7 @@ struct ListQuery {
     )
 )]
 async fn list(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id: brief_id }: BriefPath,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<EvidencePage>> {
@@ -408,11 +405,7 @@ async fn list(
         (status = 404, description = "no such evidence"),
     )
 )]
-async fn show(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(id): Path<EvidenceId>,
-) -> ApiResult<Json<EvidenceDetail>> {
+async fn show(ApiCall { state, caller }: ApiCall, Path(id): Path<EvidenceId>) -> ApiResult<Json<EvidenceDetail>> {
     let row = service::get(&state, id).await?;
     caller.may_read_brief(row.brief_id)?;
     Ok(Json(row.into()))
@@ -433,11 +426,7 @@ async fn show(
         (status = 404, description = "no such evidence"),
     )
 )]
-async fn raw(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(id): Path<EvidenceId>,
-) -> ApiResult<Response> {
+async fn raw(ApiCall { state, caller }: ApiCall, Path(id): Path<EvidenceId>) -> ApiResult<Response> {
     let r = service::raw(&state, id).await?;
     caller.may_read_brief(r.brief_id)?;
     let ct =

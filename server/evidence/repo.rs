@@ -587,11 +587,12 @@ pub async fn newest_metrics(
 }
 
 /// A trial's newest load tests (stage 3, `bench-serving`, read), with only their `serving.*`
-/// metrics, for its load points. Reads `evidence_trial_load_tests_idx`; `limit` bounds a trial with
-/// very many.
+/// metrics, for its load points; with `since`, only those received after it (a re-validation run
+/// after an approval). Reads `evidence_trial_load_tests_idx`; `limit` bounds a trial with very many.
 pub async fn load_tests(
     db: impl PgExecutor<'_>,
     trial_id: TrialId,
+    since: Option<chrono::DateTime<chrono::Utc>>,
     limit: i64,
 ) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
     let rows = sqlx::query!(
@@ -601,31 +602,7 @@ pub async fn load_tests(
                     WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
              FROM evidence
             WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
-            ORDER BY received_at DESC, id DESC
-            LIMIT $2"#,
-        trial_id.as_uuid(),
-        limit,
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.metrics.0)).collect())
-}
-
-/// [`load_tests`] received after `since` only.
-pub async fn load_tests_since(
-    db: impl PgExecutor<'_>,
-    trial_id: TrialId,
-    since: chrono::DateTime<chrono::Utc>,
-    limit: i64,
-) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
-    let rows = sqlx::query!(
-        r#"SELECT id,
-                  (SELECT COALESCE(jsonb_object_agg(m.key, m.value), '{}'::jsonb)
-                     FROM jsonb_each(metrics) AS m
-                    WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
-             FROM evidence
-            WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
-              AND received_at > $3
+              AND ($3::timestamptz IS NULL OR received_at > $3)
             ORDER BY received_at DESC, id DESC
             LIMIT $2"#,
         trial_id.as_uuid(),

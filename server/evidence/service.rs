@@ -700,7 +700,7 @@ pub async fn load_tests(
     trial: TrialId,
     limit: i64,
 ) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
-    repo::load_tests(db, trial, limit).await
+    repo::load_tests(db, trial, None, limit).await
 }
 
 /// [`load_tests`] received after `since` only (a re-validation run after an approval).
@@ -710,7 +710,7 @@ pub async fn load_tests_since(
     since: chrono::DateTime<chrono::Utc>,
     limit: i64,
 ) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
-    repo::load_tests_since(db, trial, since, limit).await
+    repo::load_tests(db, trial, Some(since), limit).await
 }
 
 /// The brief's newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.

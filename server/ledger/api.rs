@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use axum::{
     body::Body,
-    extract::{DefaultBodyLimit, FromRequest, Request, State},
+    extract::{DefaultBodyLimit, FromRequest, Request},
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -43,7 +43,7 @@ use crate::{
     state::AppState,
     validation::FieldError,
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{ApiJson, ApiQuery, BriefPath},
     },
 };
@@ -193,8 +193,7 @@ struct PostQuery {
     )
 )]
 async fn post(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<PostQuery>,
     req: Request,
@@ -577,8 +576,7 @@ struct LedgerView {
     )
 )]
 async fn show(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<ShowQuery>,
 ) -> ApiResult<Json<LedgerView>> {
@@ -618,8 +616,7 @@ async fn show(
     )
 )]
 async fn show_summary(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id }: BriefPath,
     ApiQuery(q): ApiQuery<TrialQuery>,
 ) -> ApiResult<Json<LedgerSummary>> {
@@ -672,11 +669,7 @@ pub(crate) async fn csv_response(state: &AppState, id: BriefId) -> Result<Respon
         (status = 404, description = "no such brief"),
     )
 )]
-async fn export(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    BriefPath { id }: BriefPath,
-) -> ApiResult<Response> {
+async fn export(ApiCall { state, caller }: ApiCall, BriefPath { id }: BriefPath) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     csv_response(&state, id).await
 }

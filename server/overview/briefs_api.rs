@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 
 use axum::{
-    extract::State,
     response::{IntoResponse, Response},
     Json,
 };
@@ -23,7 +22,7 @@ use crate::{
     review::summaries::SummaryRow,
     state::AppState,
     validation::FieldError,
-    web::{auth::ApiCaller, extract::ApiQuery},
+    web::{auth::ApiCall, extract::ApiQuery},
 };
 
 /// Briefs on a page unless `limit` says otherwise, and the most one page may hold.
@@ -198,11 +197,7 @@ async fn team(state: &AppState, raw: &str) -> Result<TeamId, AppError> {
         (status = 422, description = "an unknown state, owner or team, or a damaged cursor"),
     )
 )]
-pub async fn list(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    ApiQuery(p): ApiQuery<ListParams>,
-) -> ApiResult<Response> {
+pub async fn list(ApiCall { state, caller }: ApiCall, ApiQuery(p): ApiQuery<ListParams>) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
     let limit = p.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use axum::{
-    extract::{ConnectInfo, State},
+    extract::ConnectInfo,
     http::{HeaderMap, StatusCode},
     Json,
 };
@@ -28,7 +28,7 @@ use crate::{
     state::AppState,
     validation::FieldError,
     web::{
-        auth::{client_ip, ApiCaller},
+        auth::{client_ip, ApiCall},
         extract::{ApiJson, Path},
     },
 };
@@ -105,7 +105,7 @@ struct TokenList {
     summary = "Every person, by email (admins)",
     responses((status = 200, description = "{ items: [user] }", body = UserList))
 )]
-async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<UserList>> {
+async fn list(ApiCall { state, caller }: ApiCall) -> ApiResult<Json<UserList>> {
     require_admin(&caller)?;
     let locked: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>> =
         lockout::locked(&state.pool).await?.into_iter().collect();
@@ -134,11 +134,7 @@ async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> Ap
         (status = 404, description = "no such person"),
     )
 )]
-async fn show(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(uid): Path<UserId>,
-) -> ApiResult<Json<UserView>> {
+async fn show(ApiCall { state, caller }: ApiCall, Path(uid): Path<UserId>) -> ApiResult<Json<UserView>> {
     caller.require_person(Role::Engineer)?;
     caller.require_unscoped()?;
     if caller.user_id() != Some(uid) {
@@ -182,8 +178,7 @@ struct UserChange {
     )
 )]
 async fn replace(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     Path(uid): Path<UserId>,
     ApiJson(body): ApiJson<UserChange>,
 ) -> ApiResult<Json<UserView>> {
@@ -262,10 +257,9 @@ struct PasswordChange {
     )
 )]
 async fn set_password(
-    State(state): State<AppState>,
+    ApiCall { state, caller }: ApiCall,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    ApiCaller(caller): ApiCaller,
     Path(uid): Path<UserId>,
     ApiJson(body): ApiJson<PasswordChange>,
 ) -> ApiResult<StatusCode> {
@@ -397,11 +391,7 @@ fn may_see_tokens(caller: &Principal, uid: UserId) -> Result<(), AppError> {
         (status = 404, description = "no such person"),
     )
 )]
-async fn list_tokens(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(uid): Path<UserId>,
-) -> ApiResult<Json<TokenList>> {
+async fn list_tokens(ApiCall { state, caller }: ApiCall, Path(uid): Path<UserId>) -> ApiResult<Json<TokenList>> {
     may_see_tokens(&caller, uid)?;
     users::by_id(&state.pool, uid)
         .await?
@@ -436,8 +426,7 @@ async fn list_tokens(
     )
 )]
 async fn revoke_token(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     Path((uid, jti)): Path<(UserId, TokenId)>,
 ) -> ApiResult<StatusCode> {
     may_see_tokens(&caller, uid)?;

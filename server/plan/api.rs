@@ -3,7 +3,6 @@
 //! `…/plan/cronjob.yaml` (the re-validation after an approval, on a schedule).
 
 use axum::{
-    extract::State,
     http::header,
     response::{IntoResponse, Response},
     Json,
@@ -19,7 +18,7 @@ use crate::{
     auth::Principal,
     error::{ApiResult, AppError},
     state::AppState,
-    web::{auth::ApiCaller, extract::Path},
+    web::{auth::ApiCall, extract::Path},
 };
 
 /// The trial's plan, once the caller may read it (people of the brief; its agent tokens).
@@ -60,11 +59,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         (status = 404, description = "no such brief, or the trial is not the brief's"),
     )
 )]
-async fn show(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(path): Path<PlanPath>,
-) -> ApiResult<Response> {
+async fn show(ApiCall { state, caller }: ApiCall, Path(path): Path<PlanPath>) -> ApiResult<Response> {
     let p = readable_plan(&state, &caller, path).await?;
     Ok(Json(p.answer()).into_response())
 }
@@ -81,11 +76,7 @@ async fn show(
         (status = 404, description = "no such brief, or the trial is not the brief's"),
     )
 )]
-async fn job(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(path): Path<PlanPath>,
-) -> ApiResult<Response> {
+async fn job(ApiCall { state, caller }: ApiCall, Path(path): Path<PlanPath>) -> ApiResult<Response> {
     let p = readable_plan(&state, &caller, path).await?;
     let yaml = manifest(
         &p.plan,
@@ -112,11 +103,7 @@ async fn job(
         (status = 404, description = "no such brief, or the trial is not the brief's"),
     )
 )]
-async fn sky(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(path): Path<PlanPath>,
-) -> ApiResult<Response> {
+async fn sky(ApiCall { state, caller }: ApiCall, Path(path): Path<PlanPath>) -> ApiResult<Response> {
     let p = readable_plan(&state, &caller, path).await?;
     let yaml = sky::task(&p.plan, &state.config.public_url);
     Ok(yaml_answer(yaml))
@@ -139,11 +126,7 @@ async fn sky(
         (status = 404, description = "no such brief, or the trial is not the brief's"),
     )
 )]
-async fn cronjob(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(path): Path<PlanPath>,
-) -> ApiResult<Response> {
+async fn cronjob(ApiCall { state, caller }: ApiCall, Path(path): Path<PlanPath>) -> ApiResult<Response> {
     let p = readable_plan(&state, &caller, path).await?;
     let every = p
         .revalidation

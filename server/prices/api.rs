@@ -4,7 +4,7 @@
 
 use axum::{
     body::Bytes,
-    extract::{DefaultBodyLimit, FromRequest, Request, State},
+    extract::{DefaultBodyLimit, FromRequest, Request},
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -26,7 +26,7 @@ use crate::{
     error::{ApiResult, AppError},
     state::AppState,
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{content_type, ApiQuery},
     },
 };
@@ -69,11 +69,7 @@ struct ListQuery {
     params(("all" = Option<bool>, Query, description = "every row, not only the current ones")),
     responses((status = 200, description = "the prices", body = PriceList))
 )]
-async fn list(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Json<PriceList>> {
+async fn list(ApiCall { state, caller }: ApiCall, ApiQuery(q): ApiQuery<ListQuery>) -> ApiResult<Json<PriceList>> {
     caller.require_person(Role::Engineer)?;
     // Prices belong to no brief: a token limited to one brief reads its brief's money there.
     caller.require_unscoped()?;
@@ -119,8 +115,7 @@ async fn list(
     )
 )]
 async fn import(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     ApiQuery(q): ApiQuery<ImportQuery>,
     req: Request,
 ) -> ApiResult<Response> {

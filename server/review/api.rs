@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use axum::{
-    extract::State,
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -19,7 +18,7 @@ use crate::{
     state::AppState,
     validation::FieldError,
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{ApiJson, BriefPath},
     },
 };
@@ -52,11 +51,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         (status = 404, description = "no such brief"),
     )
 )]
-async fn review(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    BriefPath { id }: BriefPath,
-) -> ApiResult<Response> {
+async fn review(ApiCall { state, caller }: ApiCall, BriefPath { id }: BriefPath) -> ApiResult<Response> {
     caller.may_read_brief(id)?;
     let body = super::answer::review_body(&state, id).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
@@ -89,8 +84,7 @@ fn text(body: &Value, field: &str) -> Result<String, AppError> {
     )
 )]
 async fn approve(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id }: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {

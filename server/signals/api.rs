@@ -17,7 +17,7 @@ use crate::{
     ids::WebhookId,
     state::AppState,
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{ApiJson, Path},
     },
 };
@@ -46,11 +46,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         (status = 422, description = "a bad URL (not https://), unknown events or a short secret"),
     )
 )]
-async fn create(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Response> {
+async fn create(ApiCall { state, caller }: ApiCall, ApiJson(body): ApiJson<Value>) -> ApiResult<Response> {
     if !body.is_object() {
         return Err(AppError::BadRequest("the body must be a JSON object".into()));
     }
@@ -66,7 +62,7 @@ async fn create(
     summary = "Every webhook with its newest deliveries and each delivery's attempts (admins); never a secret",
     responses((status = 200, description = "{ items: [webhook] }", body = service::WebhookList))
 )]
-async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> ApiResult<Json<service::WebhookList>> {
+async fn list(ApiCall { state, caller }: ApiCall) -> ApiResult<Json<service::WebhookList>> {
     let items = service::list(&state, &caller).await?;
     Ok(Json(service::WebhookList { items }))
 }
@@ -83,11 +79,7 @@ async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller) -> Ap
         (status = 404, description = "no such webhook"),
     )
 )]
-async fn remove(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(id): Path<WebhookId>,
-) -> ApiResult<StatusCode> {
+async fn remove(ApiCall { state, caller }: ApiCall, Path(id): Path<WebhookId>) -> ApiResult<StatusCode> {
     service::delete(&state, &caller, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,7 +1,6 @@
 //! JSON API for trials: `/api/v1/briefs/{id}/trials` and `/api/v1/trials/{tid}`.
 
 use axum::{
-    extract::State,
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -23,7 +22,7 @@ use crate::{
     state::AppState,
     validation::Input,
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{ApiJson, BriefPath, Path},
     },
 };
@@ -114,7 +113,7 @@ fn object(body: &Value) -> Result<Input<'_>, AppError> {
         (status = 404, description = "no such brief"),
     )
 )]
-async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller, path: BriefPath) -> ApiResult<Response> {
+async fn list(ApiCall { state, caller }: ApiCall, path: BriefPath) -> ApiResult<Response> {
     caller.may_read_brief(path.id)?;
     let brief = path.load(&state).await?;
     let sizing = brief.fields.sizing();
@@ -141,8 +140,7 @@ async fn list(State(state): State<AppState>, ApiCaller(caller): ApiCaller, path:
     )
 )]
 async fn create(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     path: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
@@ -170,11 +168,7 @@ async fn create(
         (status = 404, description = "no such trial"),
     )
 )]
-async fn show(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    Path(id): Path<TrialId>,
-) -> ApiResult<Response> {
+async fn show(ApiCall { state, caller }: ApiCall, Path(id): Path<TrialId>) -> ApiResult<Response> {
     let trial = service::load(&state, id).await?;
     caller.may_read_brief(trial.brief_id)?;
     let sizing = service::load_brief(&state.pool, trial.brief_id).await?.fields.sizing();
@@ -196,8 +190,7 @@ async fn show(
     )
 )]
 async fn replace(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     Path(id): Path<TrialId>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {

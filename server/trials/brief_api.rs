@@ -3,7 +3,6 @@
 //! (`trials::service::create_brief`, `replace_brief`, `load_brief`); the list is `overview/`'s.
 
 use axum::{
-    extract::State,
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -20,7 +19,7 @@ use crate::{
     sizing::Sizing,
     state::AppState,
     web::{
-        auth::ApiCaller,
+        auth::ApiCall,
         extract::{ApiJson, ApiQuery, BriefPath},
     },
 };
@@ -56,11 +55,7 @@ fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
         (status = 422, description = "invalid fields"),
     )
 )]
-async fn create(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
-    ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Response> {
+async fn create(ApiCall { state, caller }: ApiCall, ApiJson(body): ApiJson<Value>) -> ApiResult<Response> {
     caller.require_person(Role::Engineer)?;
     caller.require_unscoped()?;
     let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
@@ -86,7 +81,7 @@ async fn create(
         (status = 404, description = "no such brief"),
     )
 )]
-async fn show(State(state): State<AppState>, ApiCaller(caller): ApiCaller, path: BriefPath) -> ApiResult<Response> {
+async fn show(ApiCall { state, caller }: ApiCall, path: BriefPath) -> ApiResult<Response> {
     caller.may_read_brief(path.id)?;
     let brief = path.load(&state).await?;
     Ok(Json(BriefView::new(&brief)).into_response())
@@ -107,8 +102,7 @@ async fn show(State(state): State<AppState>, ApiCaller(caller): ApiCaller, path:
     )
 )]
 async fn replace(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id }: BriefPath,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
@@ -151,8 +145,7 @@ struct SizingQuery {
     )
 )]
 async fn sizing(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     path: BriefPath,
     ApiQuery(q): ApiQuery<SizingQuery>,
 ) -> ApiResult<Json<Sizing>> {

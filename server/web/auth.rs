@@ -23,68 +23,82 @@ use crate::{
     state::AppState,
 };
 
-/// The caller of an API route: a bearer token, or a browser session for reading.
-pub struct ApiCaller(pub Principal);
+/// What every API handler starts from: the app's state and the caller of the route (a bearer
+/// token, or a browser session for reading). One extractor for the pair, so a handler cannot take
+/// the state and forget the caller.
+pub struct ApiCall {
+    pub state: AppState,
+    pub caller: Principal,
+}
 
-impl FromRequestParts<AppState> for ApiCaller {
+impl FromRequestParts<AppState> for ApiCall {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
-            let value = value
-                .to_str()
-                .map_err(|_| AppError::Unauthorized("malformed Authorization header".into()))?;
-            let Some(token) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) else {
-                return Err(AppError::Unauthorized("use Authorization: Bearer <token>".into()));
-            };
-            let principal = match token::authenticate(
-                &state.pool,
-                &state.keys,
-                &state.slots.get::<token::Tokens>(),
-                token.trim(),
-            )
-            .await
-            {
-                Ok(p) => p,
-                Err(e @ AppError::Unauthorized(_)) => {
-                    audit_refused_token(parts, state, &e).await;
-                    return Err(e);
-                }
-                Err(e) => return Err(e),
-            };
-            if principal.brief_scope().is_some() {
-                let route = parts
-                    .extensions
-                    .get::<MatchedPath>()
-                    .map(MatchedPath::as_str)
-                    .unwrap_or("");
-                if !brief_scoped_route(&parts.method, route) {
-                    return Err(AppError::Forbidden(
-                        "this token is limited to one brief and cannot act outside it".into(),
-                    ));
-                }
-            }
-            return Ok(ApiCaller(principal));
-        }
-        if let Some(cookie) = session::read_cookie(&parts.headers, session::COOKIE) {
-            if let Some(user) = session::lookup(&state.pool, &cookie, state.config.sessions).await? {
-                // A session cookie rides along on cross-site requests; only reads are allowed with it.
-                if parts.method != Method::GET && parts.method != Method::HEAD {
-                    return Err(AppError::Forbidden(
-                        "changes through the API need a bearer token".into(),
-                    ));
-                }
-                return Ok(ApiCaller(Principal::User {
-                    id: user.id,
-                    email: user.email,
-                    role: user.role,
-                }));
-            }
-        }
-        Err(AppError::Unauthorized(
-            "authentication required: send Authorization: Bearer <token>".into(),
-        ))
+        let caller = api_caller(parts, state).await?;
+        Ok(ApiCall {
+            state: state.clone(),
+            caller,
+        })
     }
+}
+
+/// Who is calling an API route, or why they may not.
+async fn api_caller(parts: &Parts, state: &AppState) -> Result<Principal, AppError> {
+    if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+        let value = value
+            .to_str()
+            .map_err(|_| AppError::Unauthorized("malformed Authorization header".into()))?;
+        let Some(token) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) else {
+            return Err(AppError::Unauthorized("use Authorization: Bearer <token>".into()));
+        };
+        let principal = match token::authenticate(
+            &state.pool,
+            &state.keys,
+            &state.slots.get::<token::Tokens>(),
+            token.trim(),
+        )
+        .await
+        {
+            Ok(p) => p,
+            Err(e @ AppError::Unauthorized(_)) => {
+                audit_refused_token(parts, state, &e).await;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        if principal.brief_scope().is_some() {
+            let route = parts
+                .extensions
+                .get::<MatchedPath>()
+                .map(MatchedPath::as_str)
+                .unwrap_or("");
+            if !brief_scoped_route(&parts.method, route) {
+                return Err(AppError::Forbidden(
+                    "this token is limited to one brief and cannot act outside it".into(),
+                ));
+            }
+        }
+        return Ok(principal);
+    }
+    if let Some(cookie) = session::read_cookie(&parts.headers, session::COOKIE) {
+        if let Some(user) = session::lookup(&state.pool, &cookie, state.config.sessions).await? {
+            // A session cookie rides along on cross-site requests; only reads are allowed with it.
+            if parts.method != Method::GET && parts.method != Method::HEAD {
+                return Err(AppError::Forbidden(
+                    "changes through the API need a bearer token".into(),
+                ));
+            }
+            return Ok(Principal::User {
+                id: user.id,
+                email: user.email,
+                role: user.role,
+            });
+        }
+    }
+    Err(AppError::Unauthorized(
+        "authentication required: send Authorization: Bearer <token>".into(),
+    ))
 }
 
 /// A refused bearer token (forged, expired, revoked, its person disabled) goes to the audit log,

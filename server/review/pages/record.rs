@@ -28,7 +28,7 @@ use crate::{
     },
     state::AppState,
     web::{
-        auth::{ApiCaller, PageUser},
+        auth::{ApiCall, PageUser},
         extract::BriefPath,
         page::{render, PageContext, PageResult},
     },
@@ -319,8 +319,7 @@ async fn readable_review(state: &AppState, caller: &Principal, id: BriefId) -> R
 }
 
 pub(super) async fn record_md(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id }: BriefPath,
 ) -> Result<Response, AppError> {
     let r = readable_review(&state, &caller, id).await?;
@@ -349,8 +348,7 @@ pub(super) async fn record_page(
 }
 
 pub(super) async fn record_json(
-    State(state): State<AppState>,
-    ApiCaller(caller): ApiCaller,
+    ApiCall { state, caller }: ApiCall,
     BriefPath { id }: BriefPath,
 ) -> Result<Response, AppError> {
     let r = readable_review(&state, &caller, id).await?;
