@@ -1,8 +1,17 @@
 //! Headless Chromium driven over WebDriver (chromedriver), for tests that look at pages as a person does.
+//!
+//! Starting a Chromium costs about 2 CPU-seconds and a second of waiting, as much as a short journey
+//! spends on its pages, so the browsers are kept for the whole run: one chromedriver, and a shelf of
+//! Chromiums, each lent to one test at a time. A test gets a WebDriver session of its own, attached
+//! to a kept browser (`debuggerAddress`); [`Browser::close`] hands the browser back emptied (no
+//! cookies, one blank tab with no history, the window at its first size). A browser whose test did
+//! not close it (the test failed) is stopped rather than lent again.
 
 use std::{
     net::{TcpListener, TcpStream},
-    process::{Child, Command, Stdio},
+    path::{Path, PathBuf},
+    process::{Child, ChildStdin, Command, Stdio},
+    sync::{Mutex, OnceLock},
     time::{Duration, Instant},
 };
 
@@ -10,18 +19,72 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
 
+/// The window every browser is lent with: tall, so most pages fit without scrolling.
+const WINDOW: (u32, u32) = (1280, 2400);
+
 pub struct Browser {
     pub client: Client,
-    driver: Child,
-    _profile: tempfile::TempDir,
+    /// The Chromium behind `client`; `None` once handed back.
+    kept: Option<KeptChromium>,
+}
+
+/// A Chromium started for this run, with the port chromedriver attaches to.
+struct KeptChromium {
+    debugger_port: u16,
+    process: Tethered,
+}
+
+/// A program that lives no longer than this test process. It runs under a `sh` that waits on a pipe
+/// from us and stops the program when the pipe closes, which the kernel does when this process
+/// ends, however it ends: libtest never drops statics, and `unsafe_code` is forbidden here, so
+/// `PR_SET_PDEATHSIG` is out of reach. Dropping it stops the program at once.
+struct Tethered {
+    shell: Child,
+    tether: Option<ChildStdin>,
+}
+
+impl Tethered {
+    /// Starts `program` with `args`; `cleanup` (a directory) is removed once the program has stopped.
+    fn start(program: &Path, args: &[String], cleanup: Option<&Path>) -> Tethered {
+        let script = r#"program=$1; cleanup=$2; shift 2
+"$program" "$@" </dev/null >/dev/null 2>&1 &
+child=$!
+read -r _ignored
+kill "$child" 2>/dev/null
+wait "$child"
+[ -n "$cleanup" ] && rm -rf "$cleanup"
+exit 0"#;
+        let mut shell = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg("tethered")
+            .arg(program)
+            .arg(cleanup.map(|p| p.as_os_str()).unwrap_or_default())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
+        let tether = shell.stdin.take();
+        Tethered { shell, tether }
+    }
+}
+
+impl Drop for Tethered {
+    fn drop(&mut self) {
+        // Closing the pipe is the signal; the shell stops the program and tidies up on its own.
+        drop(self.tether.take());
+        let _ = self.shell.try_wait();
+    }
 }
 
 /// A program named by the environment variable `var`, else the first of `names` on `PATH`.
 /// `scripts/test.sh` installs Debian's `chromium` and `chromium-driver`; elsewhere set `CHROME`
 /// and `CHROMEDRIVER` to the browser and its matching driver.
-fn find_program(var: &str, names: &[&str]) -> std::path::PathBuf {
+fn find_program(var: &str, names: &[&str]) -> PathBuf {
     if let Some(given) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        let given = std::path::PathBuf::from(given);
+        let given = PathBuf::from(given);
         assert!(given.is_file(), "{var}={} is not a file", given.display());
         return given;
     }
@@ -40,47 +103,119 @@ fn find_program(var: &str, names: &[&str]) -> std::path::PathBuf {
     );
 }
 
-/// Starts chromedriver on a free port and opens a fresh headless Chromium session.
-pub async fn launch() -> Browser {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let driver = Command::new(find_program("CHROMEDRIVER", &["chromedriver"]))
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting chromedriver");
-    // chromedriver is another process: wait until its port accepts connections.
+/// Waits (up to 30 s) until `ready` says yes: the programs started here are other processes.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "chromedriver did not start");
-        std::thread::sleep(Duration::from_millis(50));
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
-    let profile = tempfile::tempdir().unwrap();
+}
+
+/// The run's one chromedriver (it serves many sessions at once), started on first use.
+fn chromedriver_port() -> u16 {
+    static DRIVER: OnceLock<(u16, Tethered)> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let driver = Tethered::start(
+                &find_program("CHROMEDRIVER", &["chromedriver"]),
+                &[format!("--port={port}")],
+                None,
+            );
+            wait_until("chromedriver did not start", || {
+                TcpStream::connect(("127.0.0.1", port)).is_ok()
+            });
+            (port, driver)
+        })
+        .0
+}
+
+/// Browsers handed back and waiting for the next test.
+static SHELF: Mutex<Vec<KeptChromium>> = Mutex::new(Vec::new());
+
+/// Starts a headless Chromium with a fresh profile, listening for DevTools on a port of its choosing.
+fn start_chromium() -> KeptChromium {
+    let profile = tempfile::Builder::new()
+        .prefix("rentcheck-browser-")
+        .tempdir()
+        .unwrap()
+        .keep();
+    let mut args: Vec<String> = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--hide-scrollbars", // overlay scrollbars, as on phones: the page is as wide as the window
+        // What chromedriver passes to a browser it starts itself, so pages behave as they did then.
+        "--allow-pre-commit-input",
+        "--disable-background-timer-throttling",
+        "--disable-backgrounding-occluded-windows",
+        "--disable-client-side-phishing-detection",
+        "--disable-default-apps",
+        "--disable-features=IgnoreDuplicateNavs,Prewarm",
+        "--disable-hang-monitor",
+        "--disable-popup-blocking",
+        "--disable-prompt-on-repost",
+        "--enable-automation",
+        "--no-service-autorun",
+        "--password-store=basic",
+        "--test-type=webdriver",
+        "--use-mock-keychain",
+        "--remote-debugging-port=0",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(format!("--window-size={},{}", WINDOW.0, WINDOW.1));
+    args.push(format!("--user-data-dir={}", profile.display()));
+    args.push("about:blank".into());
+    let process = Tethered::start(
+        &find_program("CHROME", &["chromium", "chromium-browser", "google-chrome"]),
+        &args,
+        Some(&profile),
+    );
+    // Chromium writes the port it chose, then a newline and a path, once it listens.
+    let port_file = profile.join("DevToolsActivePort");
+    let mut debugger_port = None;
+    wait_until("Chromium did not open its DevTools port", || {
+        debugger_port = std::fs::read_to_string(&port_file)
+            .ok()
+            .filter(|text| text.contains('\n'))
+            .and_then(|text| text.lines().next()?.parse().ok());
+        debugger_port.is_some()
+    });
+    KeptChromium {
+        debugger_port: debugger_port.unwrap(),
+        process,
+    }
+}
+
+/// Lends a headless Chromium (a kept one when one is free) and opens a WebDriver session on it.
+pub async fn launch() -> Browser {
+    let driver = tokio::task::spawn_blocking(chromedriver_port).await.unwrap();
+    let kept = SHELF.lock().unwrap().pop();
+    let kept = match kept {
+        Some(kept) => kept,
+        None => tokio::task::spawn_blocking(start_chromium).await.unwrap(),
+    };
     let caps = json!({
-        "goog:chromeOptions": {
-            "binary": find_program("CHROME", &["chromium", "chromium-browser", "google-chrome"]),
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-quic", "--window-size=1280,2400",
-                // Overlay scrollbars, as on phones: the page is as wide as the window.
-                "--hide-scrollbars",
-                format!("--user-data-dir={}", profile.path().display()),
-            ]
-        }
+        "goog:chromeOptions": { "debuggerAddress": format!("127.0.0.1:{}", kept.debugger_port) }
     });
     let serde_json::Value::Object(caps) = caps else {
         unreachable!()
     };
     let client = ClientBuilder::new(HttpConnector::new())
         .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
+        .connect(&format!("http://127.0.0.1:{driver}"))
         .await
         .expect("opening a WebDriver session");
     Browser {
         client,
-        driver,
-        _profile: profile,
+        kept: Some(kept),
     }
 }
 
@@ -156,9 +291,40 @@ impl Browser {
         self.click("form.stack button[type='submit']").await;
     }
 
+    /// Ends the session and puts the browser back on the shelf, emptied for the next test: cookies
+    /// cleared (every test's server is on 127.0.0.1, and cookies ignore the port), one fresh blank
+    /// tab, the first window size. A browser that will not empty is stopped instead.
     pub async fn close(mut self) {
+        let kept = self.kept.take();
+        let emptied = self.empty().await.is_ok();
         let _ = self.client.clone().close().await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+        if let (Some(kept), true) = (kept, emptied) {
+            SHELF.lock().unwrap().push(kept);
+        }
+    }
+
+    /// Empties the browser for the next test (what [`Browser::close`] does before handing it back).
+    pub async fn empty(&self) -> Result<(), Box<dyn std::error::Error>> {
+        let session = self.client.session_id().await?.ok_or("no session")?;
+        let cleared = reqwest::Client::new()
+            .post(format!(
+                "http://127.0.0.1:{}/session/{session}/goog/cdp/execute",
+                chromedriver_port()
+            ))
+            .json(&json!({ "cmd": "Network.clearBrowserCookies", "params": {} }))
+            .send()
+            .await?;
+        if !cleared.status().is_success() {
+            return Err(format!("clearing cookies: {}", cleared.status()).into());
+        }
+        let old_tabs = self.client.windows().await?;
+        let fresh = self.client.new_window(true).await?.handle;
+        for tab in old_tabs {
+            self.client.switch_to_window(tab).await?;
+            self.client.close_window().await?;
+        }
+        self.client.switch_to_window(fresh).await?;
+        self.client.set_window_size(WINDOW.0, WINDOW.1).await?;
+        Ok(())
     }
 }
