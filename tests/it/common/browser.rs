@@ -197,26 +197,41 @@ fn start_chromium() -> KeptChromium {
 /// Lends a headless Chromium (a kept one when one is free) and opens a WebDriver session on it.
 pub async fn launch() -> Browser {
     let driver = tokio::task::spawn_blocking(chromedriver_port).await.unwrap();
-    let kept = SHELF.lock().unwrap().pop();
-    let kept = match kept {
-        Some(kept) => kept,
-        None => tokio::task::spawn_blocking(start_chromium).await.unwrap(),
-    };
+    // A kept browser that has died since (it crashed) is dropped and the next one tried, down to a
+    // new one. Its port refusing a connection says so at once; chromedriver would wait a minute.
+    loop {
+        let kept = SHELF.lock().unwrap().pop();
+        let from_shelf = kept.is_some();
+        let kept = match kept {
+            Some(kept) if TcpStream::connect(("127.0.0.1", kept.debugger_port)).is_err() => continue,
+            Some(kept) => kept,
+            None => tokio::task::spawn_blocking(start_chromium).await.unwrap(),
+        };
+        match attach(driver, kept.debugger_port).await {
+            Ok(client) => {
+                return Browser {
+                    client,
+                    kept: Some(kept),
+                }
+            }
+            Err(e) if from_shelf => eprintln!("a kept Chromium would not take a session ({e}); starting another"),
+            Err(e) => panic!("opening a WebDriver session: {e}"),
+        }
+    }
+}
+
+/// A WebDriver session on the Chromium listening for DevTools at `debugger_port`.
+async fn attach(driver: u16, debugger_port: u16) -> Result<Client, fantoccini::error::NewSessionError> {
     let caps = json!({
-        "goog:chromeOptions": { "debuggerAddress": format!("127.0.0.1:{}", kept.debugger_port) }
+        "goog:chromeOptions": { "debuggerAddress": format!("127.0.0.1:{debugger_port}") }
     });
     let serde_json::Value::Object(caps) = caps else {
         unreachable!()
     };
-    let client = ClientBuilder::new(HttpConnector::new())
+    ClientBuilder::new(HttpConnector::new())
         .capabilities(caps)
         .connect(&format!("http://127.0.0.1:{driver}"))
         .await
-        .expect("opening a WebDriver session");
-    Browser {
-        client,
-        kept: Some(kept),
-    }
 }
 
 impl Browser {
