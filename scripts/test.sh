@@ -9,8 +9,9 @@
 #   scripts/test.sh --setup-only      # set up what is missing, run nothing
 #   scripts/test.sh --run CMD [ARG…]  # set up, then run CMD instead of cargo test (.ci/run does)
 #
-# Tests run one per core (libtest's default); RUST_TEST_THREADS=4 runs four at a time, quicker where
-# cores are spare, but the timed tests then flake on a busy 2-core machine (docs/benchmarks.md).
+# Tests run one per core (libtest's default); RUST_TEST_THREADS=4 runs four at a time: on a 2-core
+# machine about a fifth quicker, with the load generator's timed tests sharing the cores with three
+# others (docs/benchmarks.md).
 #
 # What the suite needs, each part skipped when it is present:
 #   rust        cargo and rustc at least the rust-version of Cargo.toml; never installed here
