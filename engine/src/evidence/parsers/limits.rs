@@ -5,7 +5,7 @@
 //! metrics compactor, the review) pays for it.
 //!
 //! The limits are enforced while reading, not after: a JSON document is first walked without being
-//! built ([`scan_json`]), and refused at the first object wider than the key limit, so a file of a
+//! built (`scan_json`), and refused at the first object wider than the key limit, so a file of a
 //! million keys never becomes a million-entry map; parsers insert metrics through [`super::Parsed`],
 //! which stops taking keys at the limit.
 
@@ -62,7 +62,7 @@ pub(crate) fn check(p: &Parsed) -> Result<(), ParseError> {
     }
 }
 
-/// What [`scan_json`] saw of a document it walked without building.
+/// What `scan_json` saw of a document it walked without building.
 #[derive(Debug, Default)]
 pub struct Scanned {
     /// The top-level object's keys (none for an array), in order.
@@ -178,7 +178,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
 /// `MAX_METRIC_KEYS + 1` members of at least `"":0` with a comma between each two.
 const SMALLEST_WIDE_BYTES: usize = 2 + 4 * (MAX_METRIC_KEYS + 1) + MAX_METRIC_KEYS;
 
-/// What [`scan_json`] saw, when `body` holds an object wider than the key limit. A body too short to
+/// What `scan_json` saw, when `body` holds an object wider than the key limit. A body too short to
 /// hold one (every ordinary upload) is not walked at all, so the upload, kind detection and the
 /// parsers may each ask without walking it again and again.
 pub fn too_wide(body: &str) -> Option<Scanned> {
