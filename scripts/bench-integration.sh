@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Wall time of the integration test binary `it` (tests/it/), run whole as the README's test command
-# runs it: through scripts/test.sh, so with the same PostgreSQL, S3 stand-in and test threads.
+# Wall time of the integration test binary `it` (tests/it/), run as the README's test command
+# runs it: through scripts/test.sh, so with the same PostgreSQL, S3 stand-in and test threads, and
+# in its two passes (every test but the timed ones, then the `timed` modules on their own).
 # Figures: docs/benchmarks.md, "The integration suite's wall time".
 #
 #   scripts/bench-integration.sh                  # build the binary once, then time 3 runs of it
@@ -9,14 +10,17 @@
 #                                                 # time a binary built before (another commit's),
 #                                                 # for a before/after on the same machine
 #   RUST_TEST_THREADS=2 scripts/bench-integration.sh
-#                                                 # another number of tests at a time
+#                                                 # another number of tests at a time in pass 1
+#   WHOLE=1 scripts/bench-integration.sh          # one pass over every test (libtest's default
+#                                                 # threads unless RUST_TEST_THREADS), as commits
+#                                                 # before the two passes ran it
 #
-# The "before" of docs/benchmarks.md is commit b38249f's binary run as its scripts/test.sh ran it,
-# one test per core (libtest's default) and so on a 2-core machine:
+# The "before" of docs/benchmarks.md is commit b38249f's binary run as its own scripts/test.sh ran
+# it: whole, one test per core (libtest's default), on the machine's PostgreSQL:
 #
 #   git worktree add /tmp/rentcheck-b38249f b38249f
-#   (cd /tmp/rentcheck-b38249f && cargo test --locked --test it --no-run)   # prints its path
-#   RUST_TEST_THREADS=$(nproc) BIN=<that path> scripts/bench-integration.sh
+#   cd /tmp/rentcheck-b38249f && cargo test --locked --test it --no-run   # prints its path
+#   scripts/test.sh --run bash -c 'time <that path> -q'                  # b38249f's own test.sh
 #
 # (That binary reads its fixtures from the worktree it was built in: keep the worktree meanwhile.)
 #
@@ -38,7 +42,8 @@ echo "== $BIN, $RUNS runs, $(nproc) CPUs"
 
 # The timing runs inside scripts/test.sh --run, which sets up the services and the environment
 # (RUST_TEST_THREADS among them) exactly as for `scripts/test.sh`.
-export BIN RUNS
+WHOLE=${WHOLE:-}
+export BIN RUNS WHOLE
 scripts/test.sh --run bash -c '
   set -u
   times=()
@@ -46,12 +51,20 @@ scripts/test.sh --run bash -c '
   for run in $(seq 1 "$RUNS"); do
     load_before=$(cut -d" " -f1-3 /proc/loadavg)
     start=$(date +%s.%N)
-    if "$BIN" -q >/tmp/bench-integration.$$.log 2>&1; then result="all passed"; else result="FAILED"; failed=1; fi
+    if [ -n "${WHOLE:-}" ]; then
+      threads=${RUST_TEST_THREADS:-libtest default}
+      "$BIN" -q >/tmp/bench-integration.$$.log 2>&1 && result="all passed" || { result="FAILED"; failed=1; }
+    else
+      threads="$RENTCHECK_UNTIMED_THREADS, then the timed tests $RENTCHECK_TIMED_THREADS"
+      { RUST_TEST_THREADS=$RENTCHECK_UNTIMED_THREADS "$BIN" -q --skip ::timed:: &&
+        RUST_TEST_THREADS=$RENTCHECK_TIMED_THREADS "$BIN" -q ::timed::; } >/tmp/bench-integration.$$.log 2>&1 &&
+        result="all passed" || { result="FAILED"; failed=1; }
+    fi
     end=$(date +%s.%N)
     seconds=$(echo "$end - $start" | bc)
     times+=("$seconds")
     printf "run %d: %7.1f s  %s  (%s tests at a time; load average %s before, %s after)\n" \
-      "$run" "$seconds" "$result" "${RUST_TEST_THREADS:-libtest default}" "$load_before" \
+      "$run" "$seconds" "$result" "$threads" "$load_before" \
       "$(cut -d" " -f1-3 /proc/loadavg)"
     [ "$result" = "all passed" ] || grep -E "^(test .* FAILED|failures:|    [a-z_:]+$)" /tmp/bench-integration.$$.log | head -20
   done

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # The test command. It makes sure that what the test suite needs is on this machine, installing
 # what is missing, then runs the whole suite (`cargo test --workspace --locked`: the server and the
-# engine crate).
+# engine crate), against a throwaway PostgreSQL of its own (below).
 #
-#   scripts/test.sh                   # set up what is missing, then cargo test --workspace --locked
-#   scripts/test.sh --test it demo    # the same, with these arguments for cargo test
+#   scripts/test.sh                   # set up what is missing, then the whole suite in two passes
+#   scripts/test.sh --test it demo    # set up, then cargo test --workspace --locked with these arguments
 #   scripts/test.sh --check           # only say what is present and what would be installed
 #   scripts/test.sh --setup-only      # set up what is missing, run nothing
 #   scripts/test.sh --run CMD [ARG…]  # set up, then run CMD instead of cargo test (.ci/run does)
 #
-# Tests run one per core (libtest's default); RUST_TEST_THREADS=4 runs four at a time: on a 2-core
-# machine about a fifth quicker, with the load generator's timed tests sharing the cores with three
-# others (docs/benchmarks.md).
+# The whole suite runs in two passes (docs/benchmarks.md has the figures):
+#   1. every test but the timed ones, two per core up to 16 (RUST_TEST_THREADS, when set, says
+#      otherwise): many tests wait on the processes, clusters and fake servers they start, and one
+#      per core left the cores idle a quarter of the run;
+#   2. the timed tests, those in a module named `timed` (a bound in milliseconds or seconds on work
+#      a busy machine slows: the load generator's TPOT to ±1 ms, the compactor's round bound), one
+#      per core with no other test beside them.
+# With arguments it is one pass, as cargo test runs it.
 #
 # What the suite needs, each part skipped when it is present:
 #   rust        cargo and rustc at least the rust-version of Cargo.toml; never installed here
@@ -264,8 +269,22 @@ fi
 # The tests start moto with this Python (tests/it/common/s3.rs).
 [ -n "$test_python" ] && export RENTCHECK_TEST_PYTHON=$test_python
 
+# The two passes' test threads (below), exported for --run commands that run the suite the same
+# way (scripts/bench-integration.sh).
+cores=$(nproc 2>/dev/null || echo 2)
+export RENTCHECK_UNTIMED_THREADS=${RUST_TEST_THREADS:-$((2 * cores < 16 ? 2 * cores : 16))}
+export RENTCHECK_TIMED_THREADS=$cores
+
 if [ "$mode" = run ]; then
   "${run[@]}"
-else
+elif [ $# -gt 0 ]; then
   cargo test --workspace --locked "$@"
+else
+  # Both passes run, so that a failure in one does not hide the other's.
+  failed=0
+  say "pass 1 of 2: every test but the timed ones, $RENTCHECK_UNTIMED_THREADS at a time"
+  RUST_TEST_THREADS=$RENTCHECK_UNTIMED_THREADS cargo test --workspace --locked -- --skip ::timed:: || failed=1
+  say "pass 2 of 2: the timed tests, with no other test beside them"
+  RUST_TEST_THREADS=$RENTCHECK_TIMED_THREADS cargo test --locked --test it -- ::timed:: || failed=1
+  exit $failed
 fi

@@ -706,39 +706,45 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
     assert_eq!(res.status(), 404);
 }
 
-#[tokio::test]
-async fn scraping_three_hundred_briefs_reads_the_snapshot_in_milliseconds() {
-    let app = spawn_app_with(fast()).await;
-    for _ in 0..300 {
-        app.brief_id().await;
+/// Timed tests (a bound in milliseconds or seconds on work that a busy machine slows):
+/// `scripts/test.sh` runs the `timed` modules in a pass of their own, after the rest of the suite.
+mod timed {
+    use super::*;
+
+    #[tokio::test]
+    async fn scraping_three_hundred_briefs_reads_the_snapshot_in_milliseconds() {
+        let app = spawn_app_with(fast()).await;
+        for _ in 0..300 {
+            app.brief_id().await;
+        }
+        let started = Instant::now();
+        start_worker(app.pool.clone(), &app, fast());
+        wait_for_sql(&app.pool, "300 snapshots", "SELECT count(*) FROM review_summaries", 300).await;
+        let refreshed = started.elapsed();
+        let url = app.url("/metrics/briefs");
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            let page = app
+                .anon
+                .get(&url)
+                .bearer_auth(METRICS_TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            times.push(t.elapsed());
+            assert_eq!(page.matches("rentcheck_trial_criteria_required{").count(), 300);
+        }
+        times.sort();
+        println!(
+            "300 briefs: first snapshots in {refreshed:?}; scrape median {:?}, max {:?}",
+            times[2], times[4]
+        );
+        assert!(times[2] < Duration::from_millis(500), "{times:?}");
     }
-    let started = Instant::now();
-    start_worker(app.pool.clone(), &app, fast());
-    wait_for_sql(&app.pool, "300 snapshots", "SELECT count(*) FROM review_summaries", 300).await;
-    let refreshed = started.elapsed();
-    let url = app.url("/metrics/briefs");
-    let mut times = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
-        let page = app
-            .anon
-            .get(&url)
-            .bearer_auth(METRICS_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        times.push(t.elapsed());
-        assert_eq!(page.matches("rentcheck_trial_criteria_required{").count(), 300);
-    }
-    times.sort();
-    println!(
-        "300 briefs: first snapshots in {refreshed:?}; scrape median {:?}, max {:?}",
-        times[2], times[4]
-    );
-    assert!(times[2] < Duration::from_millis(500), "{times:?}");
 }
 
 #[test]

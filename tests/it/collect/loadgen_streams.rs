@@ -242,14 +242,20 @@ async fn run_shapes(endpoint: &str) {
     assert!((20.0..=24.0).contains(&good), "{good} good requests of 24 completed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn completions_count_what_a_user_means_through_role_chunks_errors_aborts_and_cuts() {
-    run_shapes("/v1/completions").await;
-}
+/// Timed tests (a bound in milliseconds or seconds on work that a busy machine slows):
+/// `scripts/test.sh` runs the `timed` modules in a pass of their own, after the rest of the suite.
+mod timed {
+    use super::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chat_counts_what_a_user_means_through_role_chunks_errors_aborts_and_cuts() {
-    run_shapes("/v1/chat/completions").await;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn completions_count_what_a_user_means_through_role_chunks_errors_aborts_and_cuts() {
+        run_shapes("/v1/completions").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn chat_counts_what_a_user_means_through_role_chunks_errors_aborts_and_cuts() {
+        run_shapes("/v1/chat/completions").await;
+    }
 }
 
 /// Answers every request with `stream()`'s bytes, as fast as the client reads them.
