@@ -138,9 +138,7 @@ async fn an_admin_disables_a_person_and_a_person_signs_out_everywhere() {
 #[tokio::test]
 async fn a_browser_handed_back_keeps_no_sign_in_no_tab_and_no_window_size_for_the_next_test() {
     let app = spawn_app().await;
-    let email = app.user(Role::Engineer).await;
-    let b = browser::launch().await;
-    b.login(&app.base, &email, PASSWORD).await;
+    let (b, _) = browser::signed_in(&app, Role::Engineer).await;
     assert_eq!(b.path().await, "/", "signed in");
     b.client.set_window_size(390, 844).await.unwrap();
     b.client.new_window(true).await.unwrap();

@@ -2,15 +2,13 @@
 
 use crate::common;
 
-use common::{browser, spawn_app, PASSWORD};
+use common::{browser, spawn_app};
 use rentcheck::auth::Role;
 
 #[tokio::test]
 async fn fill_the_brief_form_and_see_the_sizing_then_fix_a_bad_value() {
     let app = spawn_app().await;
-    let b = browser::launch().await;
-    let email = app.user(Role::Engineer).await;
-    b.login(&app.base, &email, PASSWORD).await;
+    let (b, _) = browser::signed_in(&app, Role::Engineer).await;
 
     b.client.goto(&app.url("/briefs/new")).await.unwrap();
     b.fill("name", "Support bot").await;
@@ -65,9 +63,7 @@ async fn fill_the_brief_form_and_see_the_sizing_then_fix_a_bad_value() {
 #[tokio::test]
 async fn a_config_json_chosen_on_the_form_sizes_the_brief_and_comes_back_to_edit() {
     let app = spawn_app().await;
-    let b = browser::launch().await;
-    let email = app.user(Role::Engineer).await;
-    b.login(&app.base, &email, PASSWORD).await;
+    let (b, _) = browser::signed_in(&app, Role::Engineer).await;
 
     b.client.goto(&app.url("/briefs/new")).await.unwrap();
     b.fill("name", "Gemma 3 chat").await;

@@ -37,9 +37,7 @@ async fn shots(b: &Browser, name: &str) {
 #[tokio::test]
 async fn an_engineer_writes_a_brief_reads_its_card_on_the_first_screen_and_fixes_a_ledger_typo() {
     let app = spawn_app().await;
-    let email = app.user(Role::Engineer).await;
-    let b = browser::launch().await;
-    b.login(&app.base, &email, PASSWORD).await;
+    let (b, email) = browser::signed_in(&app, Role::Engineer).await;
     b.client.set_window_size(1366, 768).await.unwrap();
 
     // A 70B brief with no GPU under test (the issue saw an AMD MI325X tested for it silently).

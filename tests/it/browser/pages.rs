@@ -179,9 +179,7 @@ async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_scre
 #[tokio::test]
 async fn a_2_mb_config_json_comes_back_at_its_field_with_everything_else_kept() {
     let app = spawn_app().await;
-    let b = browser::launch().await;
-    let email = app.user(Role::Engineer).await;
-    b.login(&app.base, &email, PASSWORD).await;
+    let (b, _) = browser::signed_in(&app, Role::Engineer).await;
     // Synthetic: a config.json's real keys padded to 2 MB, as a wrong file (a tokenizer, weights
     // index) chosen by mistake would be.
     let dir = tempfile::tempdir().unwrap();
@@ -457,9 +455,7 @@ async fn no_page_of_the_demo_shows_undefined_nan_or_an_unformatted_value() {
     pages.push(format!("/briefs/{fresh}/review"));
     pages.push(format!("/briefs/{fresh}/decision"));
 
-    let b = browser::launch().await;
-    let admin = app.user(Role::Admin).await;
-    b.login(&app.base, &admin, PASSWORD).await;
+    let (b, _) = browser::signed_in(&app, Role::Admin).await;
     b.client.set_window_size(1366, 900).await.unwrap();
     let mut problems = Vec::new();
     for path in pages
@@ -681,9 +677,7 @@ async fn a_form_over_the_body_limit_says_a_file_is_too_big_not_bad_request() {
 #[tokio::test]
 async fn a_refused_ledger_import_keeps_the_file_at_its_field_and_leads_back() {
     let (app, loaded) = demo_app().await;
-    let admin = app.user(Role::Admin).await;
-    let b = browser::launch().await;
-    b.login(&app.base, &admin, PASSWORD).await;
+    let (b, _) = browser::signed_in(&app, Role::Admin).await;
     for (width, height) in [(1366, 900), (390, 844)] {
         b.client.set_window_size(width, height).await.unwrap();
         b.client

@@ -159,9 +159,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
         .unwrap();
     assert_eq!(res.status(), 403);
 
-    let manager = app.user(Role::Manager).await;
-    let b = browser::launch().await;
-    b.login(&app.base, &manager, PASSWORD).await;
+    let (b, manager) = browser::signed_in(&app, Role::Manager).await;
     // A laptop: what is decided, why, whether it is approved and what it costs are on the first
     // screen.
     b.client.set_window_size(1366, 768).await.unwrap();
@@ -669,9 +667,7 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
 async fn a_fresh_brief_review_says_what_is_missing_and_commits_nothing() {
     let app = spawn_app().await;
     let id = app.brief_id().await;
-    let manager = app.user(Role::Manager).await;
-    let b = browser::launch().await;
-    b.login(&app.base, &manager, PASSWORD).await;
+    let (b, _) = browser::signed_in(&app, Role::Manager).await;
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url(&format!("/briefs/{id}/review"))).await.unwrap();
     b.shot("review-fresh-1366").await;
@@ -753,9 +749,7 @@ async fn the_approve_button_names_the_trial_chosen_and_that_trial_is_what_is_rec
         .to_owned();
     assert_eq!(second_decision, "stop", "the demo's second trial misses its targets");
 
-    let manager = app.user(Role::Manager).await;
-    let b = browser::launch().await;
-    b.login(&app.base, &manager, PASSWORD).await;
+    let (b, manager) = browser::signed_in(&app, Role::Manager).await;
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url(&review)).await.unwrap();
     let before = b.text("#approve-button").await;

@@ -234,6 +234,15 @@ async fn attach(driver: u16, debugger_port: u16) -> Result<Client, fantoccini::e
         .await
 }
 
+/// A browser signed in, through the login form, as a new person of `role` on `app`, and that
+/// person's email: how most journeys start.
+pub async fn signed_in(app: &super::TestApp, role: rentcheck::auth::Role) -> (Browser, String) {
+    let email = app.user(role).await;
+    let browser = launch().await;
+    browser.login(&app.base, &email, super::PASSWORD).await;
+    (browser, email)
+}
+
 impl Browser {
     /// Finds an element, waiting (up to 30 s) for it: after a click the next page may still be loading.
     async fn find(&self, locator: Locator<'_>) -> Result<fantoccini::elements::Element, fantoccini::error::CmdError> {

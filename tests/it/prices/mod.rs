@@ -175,9 +175,7 @@ async fn the_sizing_shows_the_cheapest_current_price_in_the_briefs_currency() {
 async fn a_manager_imports_a_sheet_on_the_page_and_an_engineer_starts_a_trial_from_a_price() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
-    let manager = app.user(Role::Manager).await;
-    let b = browser::launch().await;
-    b.login(&app.base, &manager, PASSWORD).await;
+    let (b, _) = browser::signed_in(&app, Role::Manager).await;
     b.client.goto(&app.url("/prices")).await.unwrap();
     assert!(b.text("#current").await.contains("No prices yet"));
 
