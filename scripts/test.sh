@@ -285,6 +285,7 @@ else
   say "pass 1 of 2: every test but the timed ones, $RENTCHECK_UNTIMED_THREADS at a time"
   RUST_TEST_THREADS=$RENTCHECK_UNTIMED_THREADS cargo test --workspace --locked -- --skip ::timed:: || failed=1
   say "pass 2 of 2: the timed tests, with no other test beside them"
-  RUST_TEST_THREADS=$RENTCHECK_TIMED_THREADS cargo test --locked --test it -- ::timed:: || failed=1
+  # --workspace again, as in pass 1: `--test it` alone would unify other features and build anew.
+  RUST_TEST_THREADS=$RENTCHECK_TIMED_THREADS cargo test --workspace --locked -- ::timed:: || failed=1
   exit $failed
 fi
