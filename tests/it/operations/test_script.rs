@@ -2,6 +2,8 @@
 //! `apt-get`, `python3` and `id` are stand-ins that write down what they were asked and "install"
 //! by creating files. So the set-up runs as root and as another user, with parts missing and
 //! present, without root, network or changing this machine. (`.ci/run` runs the real thing.)
+//! The throwaway PostgreSQL it starts is tried for real, with this machine's PostgreSQL: it answers
+//! the command, it is gone afterwards, and a cluster left by a killed run is removed by the next.
 
 use std::{
     fs,
@@ -249,4 +251,129 @@ fn on_this_machine_every_part_is_present_so_the_suite_runs_without_installing() 
         .unwrap();
     assert!(out.status.success(), "{}", said(&out));
     assert!(said(&out).contains("nothing to install"), "{}", said(&out));
+}
+
+/// `scripts/test.sh --run CMD` on this machine for real, with its PostgreSQL; the other parts are
+/// named as present (`/bin/true` for the browser, an S3 address) so that nothing is installed.
+fn run_for_real(tmpdir: &Path, database_url: Option<&str>, command: &str) -> Output {
+    let mut cmd = Command::new("/bin/bash");
+    cmd.arg(Path::new(REPO).join("scripts/test.sh"))
+        .args(["--run", "sh", "-c", command])
+        .env("CHROME", "/bin/true")
+        .env("CHROMEDRIVER", "/bin/true")
+        .env("RENTCHECK_TEST_S3_ENDPOINT", "http://127.0.0.1:9")
+        .env("TMPDIR", tmpdir)
+        .env_remove("TEST_DATABASE_URL");
+    if let Some(url) = database_url {
+        cmd.env("TEST_DATABASE_URL", url);
+    }
+    cmd.output().unwrap()
+}
+
+/// Directories this test made, removed when it ends, passing or not.
+struct Planted(Vec<PathBuf>);
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        for dir in &self.0 {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// A cluster directory as `scripts/test.sh` makes them, its `owner` file naming `pid`.
+fn cluster_dir(parent: &Path, name: &str, pid: u32) -> PathBuf {
+    let dir = parent.join(format!("rentcheck-test-pg.{name}-{}", std::process::id()));
+    fs::create_dir_all(dir.join("data")).unwrap();
+    fs::write(dir.join("owner"), format!("{pid}\n")).unwrap();
+    dir
+}
+
+#[test]
+fn the_throwaway_postgresql_answers_the_command_then_is_gone_and_a_killed_runs_cluster_is_removed() {
+    // Both places the script may choose (memory when /dev/shm has room, else TMPDIR) get a
+    // cluster left by a killed run (its owner has ended) and one of a run still going (this one).
+    let tmp = tempfile::tempdir().unwrap();
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap(); // for postgres, as root
+    let ended = {
+        let mut child = Command::new("/bin/true").spawn().unwrap();
+        child.wait().unwrap();
+        child.id()
+    };
+    let shm = Path::new("/dev/shm");
+    let mut parents = vec![tmp.path().to_path_buf()];
+    if shm.is_dir() && fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly()) {
+        parents.push(shm.to_path_buf());
+    }
+    let planted: Vec<(PathBuf, PathBuf)> = parents
+        .iter()
+        .map(|p| {
+            (
+                cluster_dir(p, "killed", ended),
+                cluster_dir(p, "running", std::process::id()),
+            )
+        })
+        .collect();
+    let _removed_at_the_end = Planted(planted.iter().flat_map(|(k, r)| [k.clone(), r.clone()]).collect());
+
+    let out = run_for_real(
+        tmp.path(),
+        None,
+        r#"echo "url=$TEST_DATABASE_URL"; psql -Atqc "SELECT 'answered'" "$TEST_DATABASE_URL""#,
+    );
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    let started = text
+        .lines()
+        .find_map(|l| l.strip_prefix("test.sh: starting a throwaway PostgreSQL on port "))
+        .unwrap_or_else(|| panic!("no cluster started: {text}"));
+    let (port, dir) = started.split_once(" (").unwrap();
+    let dir = PathBuf::from(dir.trim_end_matches(')'));
+    assert!(
+        text.contains(&format!("url=postgres://postgres@127.0.0.1:{port}/postgres\n")),
+        "{text}"
+    );
+    assert!(text.contains("\nanswered\n"), "the command reached it: {text}");
+    assert!(
+        !dir.exists(),
+        "its own cluster is removed at the end: {}",
+        dir.display()
+    );
+
+    let chosen = dir.parent().unwrap();
+    for (killed, running) in &planted {
+        assert!(running.exists(), "a live run's cluster is kept: {}", running.display());
+        if killed.parent() == Some(chosen) {
+            assert!(
+                !killed.exists(),
+                "a killed run's cluster is removed: {}",
+                killed.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_test_database_url_is_used_as_given_and_one_that_refuses_its_user_stops_the_script() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server =
+        std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let out = run_for_real(tmp.path(), Some(&server), r#"echo "url=$TEST_DATABASE_URL""#);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("test.sh: PostgreSQL: {server}\n")), "{text}");
+    assert!(text.contains(&format!("url={server}\n")), "{text}");
+    assert!(!text.contains("starting a throwaway PostgreSQL"), "{text}");
+
+    let stranger = server.replacen("postgres@", "no_such_role_here@", 1);
+    let out = run_for_real(tmp.path(), Some(&stranger), "echo ran");
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "TEST_DATABASE_URL={stranger} does not let its user in without a password"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("ran\n"), "the command never ran: {text}");
 }
