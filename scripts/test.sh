@@ -15,7 +15,7 @@
 #      per core left the cores idle a quarter of the run;
 #   2. the timed tests, those in a module named `timed` (a bound in milliseconds or seconds on work
 #      a busy machine slows: the load generator's TPOT to ±1 ms, the compactor's round bound), one
-#      per core with no other test beside them.
+#      per core, with none of the first pass's tests beside them.
 # With arguments it is one pass, as cargo test runs it.
 #
 # What the suite needs, each part skipped when it is present:
@@ -284,7 +284,7 @@ else
   failed=0
   say "pass 1 of 2: every test but the timed ones, $RENTCHECK_UNTIMED_THREADS at a time"
   RUST_TEST_THREADS=$RENTCHECK_UNTIMED_THREADS cargo test --workspace --locked -- --skip ::timed:: || failed=1
-  say "pass 2 of 2: the timed tests, with no other test beside them"
+  say "pass 2 of 2: the timed tests, on their own"
   # --workspace again, as in pass 1: `--test it` alone would unify other features and build anew.
   RUST_TEST_THREADS=$RENTCHECK_TIMED_THREADS cargo test --workspace --locked -- ::timed:: || failed=1
   exit $failed
