@@ -47,7 +47,7 @@ impl Machine {
         fs::create_dir_all(&bin).unwrap();
         fs::create_dir_all(&pg).unwrap();
         // The few ordinary tools the script uses, from this machine.
-        for tool in ["sed", "ls", "sort", "seq", "mktemp", "mkdir", "cp", "chmod"] {
+        for tool in ["sed", "ls", "sort", "seq", "mktemp", "mkdir", "cp", "chmod", "nproc"] {
             let real = ["/usr/bin", "/bin"]
                 .iter()
                 .map(|d| Path::new(d).join(tool))
@@ -60,7 +60,15 @@ impl Machine {
             &bin.join("id"),
             "#!/bin/bash\n[ \"$1\" = -u ] && echo \"$PRETEND_UID\"\n",
         );
-        write_program(&bin.join("cargo"), "#!/bin/bash\necho 'cargo 1.95.0'\n");
+        // cargo writes down each run and its test threads, and fails one whose arguments hold
+        // PRETEND_CARGO_FAILS.
+        write_program(
+            &bin.join("cargo"),
+            &format!(
+                "#!/bin/bash\necho \"cargo $* (threads ${{RUST_TEST_THREADS:-unset}})\" >> {log}\n\
+                 [ -z \"$PRETEND_CARGO_FAILS\" ] || [[ \"$*\" != *\"$PRETEND_CARGO_FAILS\"* ]]\n"
+            ),
+        );
         write_program(&bin.join("rustc"), "#!/bin/bash\necho 'rustc 1.95.0 (pretend)'\n");
         // A virtual environment's python: pip "installs" moto by leaving a mark beside it.
         let venv_python = machine.dir.path().join("venv-python");
@@ -123,6 +131,11 @@ impl Machine {
 
     /// `scripts/test.sh ARGS` on this machine as the user `uid`.
     fn run(&self, uid: u32, args: &[&str]) -> Output {
+        self.run_with(uid, args, &[])
+    }
+
+    /// The same, with these variables set as well.
+    fn run_with(&self, uid: u32, args: &[&str], vars: &[(&str, &str)]) -> Output {
         Command::new("/bin/bash")
             .arg(Path::new(REPO).join("scripts/test.sh"))
             .args(args)
@@ -132,6 +145,7 @@ impl Machine {
             .env("PRETEND_UID", uid.to_string())
             .env("RENTCHECK_PG_BIN_DIR", self.pg_bin())
             .env("RENTCHECK_TEST_VENV", self.venv())
+            .envs(vars.iter().copied())
             .output()
             .unwrap()
     }
@@ -224,6 +238,64 @@ fn as_root_it_installs_what_is_missing_once_and_a_second_run_installs_nothing() 
     assert!(!since.contains("-m venv"), "no new virtual environment: {since}");
     let check = machine.run(0, &["--check"]);
     assert!(check.status.success(), "{}", said(&check));
+}
+
+#[test]
+fn the_whole_suite_runs_in_two_passes_and_a_failing_first_pass_still_runs_the_timed_one() {
+    let machine = Machine::new();
+    assert!(machine.run(0, &["--setup-only"]).status.success());
+    let cores: usize = String::from_utf8(Command::new("nproc").output().unwrap().stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let threads = (2 * cores).min(16);
+    // A server named, so that no cluster is started (its psql, installed above, lets it in).
+    let server = ("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:1/postgres");
+    let cargo_runs = |since: usize| -> Vec<String> {
+        machine.log()[since..]
+            .lines()
+            .filter(|l| l.starts_with("cargo "))
+            .map(String::from)
+            .collect()
+    };
+
+    let before = machine.log().len();
+    let out = machine.run_with(0, &[], &[server]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(
+        cargo_runs(before),
+        [
+            format!("cargo test --workspace --locked -- --skip ::timed:: (threads {threads})"),
+            format!("cargo test --workspace --locked -- ::timed:: (threads {cores})"),
+        ]
+    );
+
+    // The first pass fails: the timed pass runs all the same, and the script fails.
+    let before = machine.log().len();
+    let out = machine.run_with(
+        0,
+        &[],
+        &[server, ("PRETEND_CARGO_FAILS", "--skip"), ("RUST_TEST_THREADS", "3")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert_eq!(
+        cargo_runs(before),
+        [
+            "cargo test --workspace --locked -- --skip ::timed:: (threads 3)".to_owned(),
+            format!("cargo test --workspace --locked -- ::timed:: (threads {cores})"),
+        ],
+        "RUST_TEST_THREADS says how many at a time in the first pass"
+    );
+
+    // With arguments: one pass, as cargo test runs it.
+    let before = machine.log().len();
+    let out = machine.run_with(0, &["--test", "it", "demo"], &[server]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(
+        cargo_runs(before),
+        ["cargo test --workspace --locked --test it demo (threads unset)"]
+    );
 }
 
 #[test]
