@@ -1,5 +1,5 @@
 //! `scripts/test.sh`, the README's test command, on a pretend machine: a `PATH` of its own whose
-//! `apt-get`, `python3` and `id` are stand-ins that write down what they were asked and "install"
+//! `apt-get`, `python3`, `id` and `cargo` are stand-ins that write down what they were asked and "install"
 //! by creating files. So the set-up runs as root and as another user, with parts missing and
 //! present, without root, network or changing this machine. (`.ci/run` runs the real thing.)
 //! The throwaway PostgreSQL it starts is tried for real, with this machine's PostgreSQL: it answers
