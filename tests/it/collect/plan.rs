@@ -30,9 +30,10 @@ use serde_json::{json, Value};
 /// short, for the sweep of the end-to-end run …
 const TTFT: Duration = Duration::from_millis(400);
 const GAP: Duration = Duration::from_millis(40);
-/// … and long for the accuracy check, so that what a busy two-core CI machine adds (tens of
-/// milliseconds while browsers and databases of other tests run) stays well inside 2 %.
-const SLOW_TTFT: Duration = Duration::from_millis(5000);
+/// … and long for the accuracy check, so that what the machine adds stays well inside 2 %. It runs
+/// in the `timed` pass (no browsers or busy databases beside it: a few milliseconds), so a 2-second
+/// first token leaves 40 ms; it was 5 seconds when the test shared the machine with everything.
+const SLOW_TTFT: Duration = Duration::from_millis(2000);
 const SLOW_GAP: Duration = Duration::from_millis(250);
 
 fn fixtures() -> PathBuf {
@@ -588,13 +589,13 @@ mod timed {
             ])
             .args([
                 "--request-rate",
-                "2",
+                "4",
                 "--num-prompts",
                 "8",
                 "--goodput",
-                "ttft:5200",
+                "ttft:2200",
                 "tpot:260",
-                "e2el:9000",
+                "e2el:6000",
             ])
             .arg("--result-file")
             .arg(&file)
@@ -629,7 +630,7 @@ mod timed {
             15,
             "one gap per token after the first"
         );
-        // Open loop: the eight arrivals at 2 req/s span four seconds, whatever the answers take.
+        // Open loop: the eight arrivals at 4 req/s span two seconds, whatever the answers take.
         let starts: Vec<f64> = r["start_times"]
             .as_array()
             .unwrap()
@@ -637,7 +638,7 @@ mod timed {
             .map(|x| x.as_f64().unwrap())
             .collect();
         let last = starts.iter().copied().fold(0.0, f64::max);
-        assert!((last - 4.0).abs() < 0.5, "the last arrival at 8 ÷ 2 s: {starts:?}");
+        assert!((last - 2.0).abs() < 0.5, "the last arrival at 8 ÷ 4 s: {starts:?}");
         assert!(n("max_concurrent_requests") >= 2.0, "requests overlap: {r}");
         // request_throughput = completed ÷ duration; goodput counts the requests inside every target.
         assert!((n("request_throughput") - 8.0 / n("duration")).abs() < 1e-9);
