@@ -139,6 +139,7 @@ async fn an_admin_disables_a_person_and_a_person_signs_out_everywhere() {
 async fn a_browser_handed_back_keeps_no_sign_in_no_tab_and_no_window_size_for_the_next_test() {
     let app = spawn_app().await;
     let (b, _) = browser::signed_in(&app, Role::Engineer).await;
+    b.client.goto(&app.url("/")).await.unwrap();
     assert_eq!(b.path().await, "/", "signed in");
     b.client.set_window_size(390, 844).await.unwrap();
     b.client.new_window(true).await.unwrap();
@@ -148,7 +149,8 @@ async fn a_browser_handed_back_keeps_no_sign_in_no_tab_and_no_window_size_for_th
 
     assert_eq!(b.client.windows().await.unwrap().len(), 1, "one tab is left");
     let (_, _, width, height) = b.client.get_window_rect().await.unwrap();
-    assert_eq!((width, height), (1280, 2400), "the window is back at its first size");
+    let first = (u64::from(browser::WINDOW.0), u64::from(browser::WINDOW.1));
+    assert_eq!((width, height), first, "the window is back at its first size");
     assert_eq!(b.client.current_url().await.unwrap().as_str(), "about:blank");
     b.client.goto(&app.url("/")).await.unwrap();
     assert_eq!(b.path().await, "/login", "the sign-in did not survive");

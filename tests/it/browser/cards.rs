@@ -4,7 +4,7 @@
 use crate::common;
 use crate::common::builders::EvidenceBuilder;
 
-use common::{browser, spawn_app, PASSWORD};
+use common::{browser, spawn_app};
 use fantoccini::Locator;
 use serde_json::json;
 
@@ -21,7 +21,7 @@ async fn edit_a_threshold_save_and_see_the_new_revision_and_status() {
 
     let b = browser::launch().await;
     // The brief's owner: the engineer behind the API token that created it.
-    b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
+    b.sign_in_as(&app, common::OWNER_EMAIL).await;
     b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();
     let ttft_row = "#card tr[data-key='serving.ttft_p95_ms']";
     assert_eq!(

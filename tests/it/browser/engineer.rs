@@ -6,7 +6,7 @@
 use crate::common;
 use crate::common::builders::{BriefBuilder, EvidenceBuilder};
 
-use common::{browser, browser::Browser, spawn_app, PASSWORD};
+use common::{browser, browser::Browser, spawn_app};
 use fantoccini::Locator;
 use rentcheck::auth::Role;
 use serde_json::json;
@@ -139,7 +139,7 @@ async fn the_card_editor_reads_60ms_and_suggests_the_key_that_was_meant() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
     let b = browser::launch().await;
-    b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
+    b.sign_in_as(&app, common::OWNER_EMAIL).await;
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url(&format!("/briefs/{brief}/card"))).await.unwrap();
 
@@ -208,7 +208,7 @@ async fn the_dashboard_finds_filters_and_pages_briefs() {
     assert_eq!(res.status(), 201);
 
     let b = browser::launch().await;
-    b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
+    b.sign_in_as(&app, common::OWNER_EMAIL).await;
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url("/")).await.unwrap();
     let rows = b

@@ -5,7 +5,7 @@
 use crate::common;
 use crate::common::builders::{BriefBuilder, PriceRow, PriceSheet};
 
-use common::{browser, browser::Browser, spawn_app, TestApp, OWNER_EMAIL, PASSWORD};
+use common::{browser, browser::Browser, spawn_app, TestApp, OWNER_EMAIL};
 use fantoccini::key::Key;
 use rentcheck::{auth::Role, config::AppConfig, demo, state::AppState};
 use serde_json::{json, Value};
@@ -86,7 +86,7 @@ async fn the_sizing_is_full_width_cheapest_first_and_its_price_column_is_on_scre
     }
     sheet.import(&app).await;
     let b = browser::launch().await;
-    b.login(&app.base, OWNER_EMAIL, PASSWORD).await;
+    b.sign_in_as(&app, OWNER_EMAIL).await;
     let mut problems = Vec::new();
     for (width, height) in [(1366, 900), (390, 844)] {
         b.client.set_window_size(width, height).await.unwrap();
@@ -245,7 +245,7 @@ async fn demo_app() -> (TestApp, demo::DemoOutcome) {
 async fn the_comparison_at_390_px_shows_the_second_trials_verdict_without_sideways_scrolling() {
     let (app, loaded) = demo_app().await;
     let b = browser::launch().await;
-    b.login(&app.base, &loaded.email, &loaded.password).await;
+    b.sign_in_as(&app, &loaded.email).await;
     let review = app.url(&format!("/briefs/{}/review", loaded.brief_id));
 
     b.client.set_window_size(1366, 900).await.unwrap();
@@ -295,7 +295,7 @@ async fn the_comparison_at_390_px_shows_the_second_trials_verdict_without_sidewa
 async fn one_tab_reaches_the_jump_to_approve_or_reject_and_it_lands_on_the_approval() {
     let (app, loaded) = demo_app().await;
     let b = browser::launch().await;
-    b.login(&app.base, &loaded.email, &loaded.password).await;
+    b.sign_in_as(&app, &loaded.email).await;
     for (width, height) in [(1366, 900), (390, 844)] {
         b.client.set_window_size(width, height).await.unwrap();
         b.client
@@ -364,7 +364,7 @@ async fn after_an_approval_the_section_shows_the_recorded_figures_not_the_form()
         .import(&app)
         .await;
     let b = browser::launch().await;
-    b.login(&app.base, &loaded.email, &loaded.password).await;
+    b.sign_in_as(&app, &loaded.email).await;
     b.client.set_window_size(1366, 900).await.unwrap();
     b.client
         .goto(&app.url(&format!("/briefs/{}/review", loaded.brief_id)))
@@ -548,7 +548,7 @@ async fn the_dashboard_names_each_owner_and_sorts_by_a_column_heading() {
         BriefBuilder::new().name(name).owner(owner).create(&app).await;
     }
     let b = browser::launch().await;
-    b.login(&app.base, OWNER_EMAIL, PASSWORD).await;
+    b.sign_in_as(&app, OWNER_EMAIL).await;
     b.client.set_window_size(1366, 900).await.unwrap();
     b.client.goto(&app.url("/")).await.unwrap();
     let column = |css: &'static str| {
@@ -621,7 +621,7 @@ async fn the_token_page_has_a_recipe_for_every_stage_naming_its_docs_section() {
     let app = spawn_app().await;
     let brief = app.brief_id().await;
     let b = browser::launch().await;
-    b.login(&app.base, OWNER_EMAIL, PASSWORD).await;
+    b.sign_in_as(&app, OWNER_EMAIL).await;
     for (width, height) in [(1366, 900), (390, 844)] {
         b.client.set_window_size(width, height).await.unwrap();
         b.client

@@ -7,7 +7,7 @@
 use crate::common;
 use crate::common::builders::{PriceRow, PriceSheet};
 
-use common::{browser, browser::Browser, spawn_app, PASSWORD};
+use common::{browser, browser::Browser, spawn_app};
 use rentcheck::{auth::Role, config::AppConfig, demo, state::AppState};
 
 /// The bottom edge (px from the top of the page) of the element `css`.
@@ -322,7 +322,7 @@ async fn a_manager_approves_the_computed_reservation_and_the_first_screen_shows_
                 .execute(&format!("document.getElementById('{id}').scrollIntoView()"), vec![])
                 .await
                 .unwrap();
-            b.shot(&format!("review-part-{id}")).await;
+            b.shot_window(&format!("review-part-{id}")).await;
         }
         b.client.execute("window.scrollTo(0, 0)", vec![]).await.unwrap();
     }
@@ -501,7 +501,7 @@ async fn a_bad_approval_keeps_the_input_and_says_what_is_wrong_at_the_field() {
     let manager = app.user(Role::Manager).await;
     let b = browser::launch().await;
     reserved_quote(&app, "2.45").await;
-    b.login(&app.base, &manager, PASSWORD).await;
+    b.sign_in_as(&app, &manager).await;
     b.client.set_window_size(1366, 768).await.unwrap();
     b.client.goto(&app.url(&review)).await.unwrap();
     b.fill("reservation.start", "next week").await;

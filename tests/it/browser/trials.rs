@@ -4,7 +4,7 @@
 use crate::common;
 use crate::common::builders::BriefBuilder;
 
-use common::{bearer_client, browser, spawn_app, PASSWORD};
+use common::{bearer_client, browser, spawn_app};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -18,7 +18,7 @@ async fn an_engineer_adds_a_second_trial_sends_evidence_to_it_and_the_review_com
         .await;
     // The brief's owner: the engineer behind the API token that created it.
     let b = browser::launch().await;
-    b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
+    b.sign_in_as(&app, common::OWNER_EMAIL).await;
 
     // The brief page lists its one trial and offers another.
     b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();

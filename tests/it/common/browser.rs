@@ -19,8 +19,11 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
 
-/// The window every browser is lent with: tall, so most pages fit without scrolling.
-const WINDOW: (u32, u32) = (1280, 2400);
+/// The window every browser is lent with, a laptop's. It was once 2,400 px tall so that pages fit
+/// without scrolling, but every frame Chromium paints is the window's size: the browser journeys
+/// spent 8 % more CPU at that height (docs/benchmarks.md). WebDriver scrolls to what it clicks, and
+/// [`Browser::shot`] captures the whole page.
+pub const WINDOW: (u32, u32) = (1280, 800);
 
 pub struct Browser {
     pub client: Client,
@@ -234,12 +237,12 @@ async fn attach(driver: u16, debugger_port: u16) -> Result<Client, fantoccini::e
         .await
 }
 
-/// A browser signed in, through the login form, as a new person of `role` on `app`, and that
-/// person's email: how most journeys start.
+/// A browser signed in as a new person of `role` on `app` (on a blank tab: the journey opens its
+/// first page), and that person's email: how most journeys start.
 pub async fn signed_in(app: &super::TestApp, role: rentcheck::auth::Role) -> (Browser, String) {
     let email = app.user(role).await;
     let browser = launch().await;
-    browser.login(&app.base, &email, super::PASSWORD).await;
+    browser.sign_in_as(app, &email).await;
     (browser, email)
 }
 
@@ -298,13 +301,44 @@ impl Browser {
         self.client.current_url().await.unwrap().path().to_owned()
     }
 
-    /// Saves a full-window PNG as `<RENTCHECK_SCREENSHOT_DIR>/<name>.png` when that variable is set
-    /// (for looking at pages while developing); does nothing otherwise.
+    /// Saves a PNG of the whole page, below the window's edge too, at the window's width as
+    /// `<RENTCHECK_SCREENSHOT_DIR>/<name>.png` when that variable is set (for looking at pages while
+    /// developing); does nothing otherwise.
     pub async fn shot(&self, name: &str) {
+        use base64::Engine as _;
+        if let Ok(dir) = std::env::var("RENTCHECK_SCREENSHOT_DIR") {
+            let shot = self
+                .devtools("Page.captureScreenshot", json!({ "captureBeyondViewport": true }))
+                .await
+                .unwrap();
+            let png = base64::engine::general_purpose::STANDARD
+                .decode(shot["data"].as_str().unwrap())
+                .unwrap();
+            std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+        }
+    }
+
+    /// As [`Browser::shot`], but only what the window shows (a part of a page scrolled to).
+    pub async fn shot_window(&self, name: &str) {
         if let Ok(dir) = std::env::var("RENTCHECK_SCREENSHOT_DIR") {
             let png = self.client.screenshot().await.unwrap();
             std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
         }
+    }
+
+    /// Gives the browser a session for `email` on `app`, as the sign-in would set it, without the
+    /// form's two pages (see [`super::TestApp::session_for`]); the tab stays where it was.
+    pub async fn sign_in_as(&self, app: &super::TestApp, email: &str) {
+        let (cookie, _) = app.session_for(email).await;
+        let cookie = json!({
+            "name": rentcheck::auth::session::COOKIE,
+            "value": cookie,
+            "url": app.base,
+            "path": "/",
+            "httpOnly": true,
+            "sameSite": "Lax",
+        });
+        self.devtools("Network.setCookie", cookie).await.unwrap();
     }
 
     /// Signs in through the login form.
@@ -327,20 +361,30 @@ impl Browser {
         }
     }
 
-    /// Empties the browser for the next test (what [`Browser::close`] does before handing it back).
-    pub async fn empty(&self) -> Result<(), Box<dyn std::error::Error>> {
+    /// Sends one DevTools command to the session's tab (through chromedriver) and returns its result.
+    pub async fn devtools(
+        &self,
+        command: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
         let session = self.client.session_id().await?.ok_or("no session")?;
-        let cleared = reqwest::Client::new()
+        let answer = reqwest::Client::new()
             .post(format!(
                 "http://127.0.0.1:{}/session/{session}/goog/cdp/execute",
                 chromedriver_port()
             ))
-            .json(&json!({ "cmd": "Network.clearBrowserCookies", "params": {} }))
+            .json(&json!({ "cmd": command, "params": params }))
             .send()
             .await?;
-        if !cleared.status().is_success() {
-            return Err(format!("clearing cookies: {}", cleared.status()).into());
+        if !answer.status().is_success() {
+            return Err(format!("{command}: {}", answer.status()).into());
         }
+        Ok(answer.json::<serde_json::Value>().await?["value"].take())
+    }
+
+    /// Empties the browser for the next test (what [`Browser::close`] does before handing it back).
+    pub async fn empty(&self) -> Result<(), Box<dyn std::error::Error>> {
+        self.devtools("Network.clearBrowserCookies", json!({})).await?;
         let old_tabs = self.client.windows().await?;
         let fresh = self.client.new_window(true).await?.handle;
         for tab in old_tabs {

@@ -10,6 +10,7 @@ use std::{str::FromStr, sync::Arc};
 
 use rentcheck::{
     auth::{
+        session,
         token::{self, NewToken},
         users, Role,
     },
@@ -18,7 +19,7 @@ use rentcheck::{
     evidence_store::EvidenceStore,
     http,
     ids::UserId,
-    secrets::TokenKeys,
+    secrets::{sha256, TokenKeys},
     state::AppState,
 };
 use serde_json::{json, Value};
@@ -351,7 +352,7 @@ pub fn cookie_client() -> reqwest::Client {
         .unwrap()
 }
 
-/// A person signed in through `/login`, with the session cookie and the page's CSRF token.
+/// A signed-in person: a client with the session cookie, and the session's CSRF token.
 pub struct Person {
     pub email: String,
     pub client: reqwest::Client,
@@ -433,13 +434,54 @@ impl TestApp {
 
     /// Signs in the owner of the briefs `BriefBuilder` creates (the engineer behind `client`).
     pub async fn login_owner(&self) -> Person {
-        self.login_as(OWNER_EMAIL, PASSWORD).await.expect("the owner signs in")
+        self.signed_in_as(OWNER_EMAIL).await
     }
 
-    /// Signs a new user of `role` in through the login form.
+    /// Signs a new user of `role` in (see [`TestApp::signed_in_as`]).
     pub async fn login(&self, role: Role) -> Person {
         let email = self.user(role).await;
-        self.login_as(&email, PASSWORD).await.expect("login succeeds")
+        self.signed_in_as(&email).await
+    }
+
+    /// A session for `email`, made by what the sign-in calls once the password checks
+    /// (`auth::session::create`): its cookie value and its CSRF token. Tests whose subject comes
+    /// after the sign-in start here; the form itself (CSRF, throttling, lockout, `next`, the audit
+    /// line) is what [`TestApp::login_as`] and the tests in `auth::pages` and `browser::auth` go
+    /// through. Skipping it spares each such test two pages and a password hash.
+    pub async fn session_for(&self, email: &str) -> (String, String) {
+        let user = users::by_email(&self.pool, email)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no user {email}"));
+        let cookie = session::create(&self.pool, user.id, session::SessionLimits::default())
+            .await
+            .unwrap();
+        let csrf = sqlx::query_scalar::<_, String>("SELECT csrf_token FROM sessions WHERE id_hash = $1")
+            .bind(sha256(cookie.as_bytes()))
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
+        (cookie, csrf)
+    }
+
+    /// `email` signed in with a session of its own (see [`TestApp::session_for`]).
+    pub async fn signed_in_as(&self, email: &str) -> Person {
+        let (cookie, csrf) = self.session_for(email).await;
+        let jar = reqwest::cookie::Jar::default();
+        jar.add_cookie_str(
+            &format!("{}={cookie}; Path=/; HttpOnly; SameSite=Lax", session::COOKIE),
+            &self.base.parse().unwrap(),
+        );
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .cookie_provider(Arc::new(jar))
+            .build()
+            .unwrap();
+        Person {
+            email: email.to_owned(),
+            client,
+            csrf,
+        }
     }
 
     /// Opens `/login` with `client` and submits the form with its CSRF token, like a browser.

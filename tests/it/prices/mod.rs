@@ -7,7 +7,7 @@ mod imports;
 use crate::common;
 use crate::common::builders::{PriceRow, PriceSheet};
 
-use common::{browser, spawn_app, TestApp, PASSWORD};
+use common::{browser, spawn_app, TestApp};
 use rentcheck::auth::Role;
 use serde_json::{json, Value};
 
@@ -206,7 +206,7 @@ async fn a_manager_imports_a_sheet_on_the_page_and_an_engineer_starts_a_trial_fr
 
     // The brief's owner sees it in the brief page's sizing, and starts a trial from it.
     let b = browser::launch().await;
-    b.login(&app.base, common::OWNER_EMAIL, PASSWORD).await;
+    b.sign_in_as(&app, common::OWNER_EMAIL).await;
     b.client.goto(&app.url(&format!("/briefs/{brief}"))).await.unwrap();
     let sizing = b.text("#sizing").await;
     assert!(sizing.contains("9.96 USD/h"), "4 × 2.49: {sizing}");
