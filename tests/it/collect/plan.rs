@@ -31,9 +31,10 @@ use serde_json::{json, Value};
 const TTFT: Duration = Duration::from_millis(400);
 const GAP: Duration = Duration::from_millis(40);
 /// … and long for the accuracy check, so that what the machine adds stays well inside 2 %. It runs
-/// in the `timed` pass (no browsers or busy databases beside it: a few milliseconds), so a 2-second
-/// first token leaves 40 ms; it was 5 seconds when the test shared the machine with everything.
-const SLOW_TTFT: Duration = Duration::from_millis(2000);
+/// in the `timed` pass, with no browsers beside it: the first token came 3 ms late there, and 8 ms
+/// late with the browser tests running four at a time beside it, so a 1-second first token leaves
+/// 20 ms. It was 5 seconds when the test shared the machine with everything.
+const SLOW_TTFT: Duration = Duration::from_millis(1000);
 const SLOW_GAP: Duration = Duration::from_millis(250);
 
 fn fixtures() -> PathBuf {
@@ -589,13 +590,13 @@ mod timed {
             ])
             .args([
                 "--request-rate",
-                "4",
+                "8",
                 "--num-prompts",
                 "8",
                 "--goodput",
-                "ttft:2200",
+                "ttft:1200",
                 "tpot:260",
-                "e2el:6000",
+                "e2el:5000",
             ])
             .arg("--result-file")
             .arg(&file)
@@ -630,7 +631,7 @@ mod timed {
             15,
             "one gap per token after the first"
         );
-        // Open loop: the eight arrivals at 4 req/s span two seconds, whatever the answers take.
+        // Open loop: the eight arrivals at 8 req/s span one second, whatever the answers take.
         let starts: Vec<f64> = r["start_times"]
             .as_array()
             .unwrap()
@@ -638,7 +639,7 @@ mod timed {
             .map(|x| x.as_f64().unwrap())
             .collect();
         let last = starts.iter().copied().fold(0.0, f64::max);
-        assert!((last - 2.0).abs() < 0.5, "the last arrival at 8 ÷ 4 s: {starts:?}");
+        assert!((last - 1.0).abs() < 0.25, "the last arrival at 8 ÷ 8 s: {starts:?}");
         assert!(n("max_concurrent_requests") >= 2.0, "requests overlap: {r}");
         // request_throughput = completed ÷ duration; goodput counts the requests inside every target.
         assert!((n("request_throughput") - 8.0 / n("duration")).abs() < 1e-9);
