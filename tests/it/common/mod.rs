@@ -75,15 +75,65 @@ pub struct DatabaseGuard(pub String);
 pub async fn create_database() -> (DatabaseGuard, PgConnectOptions) {
     let db_name = format!("rentcheck_test_{}", uuid::Uuid::new_v4().simple());
     let admin = PgConnectOptions::from_str(&admin_url()).expect("TEST_DATABASE_URL");
-    let mut conn = PgConnection::connect_with(&admin)
-        .await
-        .expect("PostgreSQL must answer at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)");
-    conn.execute(format!("CREATE DATABASE {db_name}").as_str())
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
+    admin_statements(vec![format!("CREATE DATABASE {db_name}")]).await;
     let options = admin.database(&db_name);
     (DatabaseGuard(db_name), options)
+}
+
+/// Statements run in order on one of the run's connections to the test server's own database, and
+/// where to send what they gave.
+type AdminJob = (Vec<String>, Box<dyn FnOnce(Result<(), String>) + Send>);
+
+/// The run's few connections for making and dropping the tests' databases, on a thread with a
+/// runtime of its own (a connection belongs to the runtime it was made on, and every test has its
+/// own). A connection and a thread of their own for each test's making and again for its dropping
+/// cost PostgreSQL two backends a test and the test binary as much again. One connection was too
+/// few: a database's making waited behind another's dropping, and the cores stood idle.
+fn admin_jobs() -> tokio::sync::mpsc::UnboundedSender<AdminJob> {
+    static JOBS: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<AdminJob>> = std::sync::OnceLock::new();
+    JOBS.get_or_init(|| {
+        let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<AdminJob>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let admin = PgConnectOptions::from_str(&admin_url()).expect("TEST_DATABASE_URL");
+                let pool = PgPoolOptions::new().max_connections(4).connect_lazy_with(admin);
+                while let Some((statements, answer)) = receive.recv().await {
+                    let pool = pool.clone();
+                    tokio::spawn(async move { answer(run_admin(&pool, &statements).await) });
+                }
+            });
+        });
+        send
+    })
+    .clone()
+}
+
+/// Runs `statements` in order on one connection of the admin pool.
+async fn run_admin(pool: &PgPool, statements: &[String]) -> Result<(), String> {
+    let mut conn = pool.acquire().await.map_err(|e| {
+        format!(
+            "PostgreSQL must answer at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres): {e}"
+        )
+    })?;
+    for statement in statements {
+        conn.execute(statement.as_str())
+            .await
+            .map_err(|e| format!("{statement}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Runs `statements` on the admin connection and panics with PostgreSQL's message if one fails.
+async fn admin_statements(statements: Vec<String>) {
+    let (send, receive) = tokio::sync::oneshot::channel();
+    admin_jobs()
+        .send((statements, Box::new(move |done| drop(send.send(done)))))
+        .expect("the admin connection's thread is running");
+    receive.await.expect("the admin connection's thread answered").unwrap();
 }
 
 /// Serves the app over `pool` on 127.0.0.1:0 and returns its base URL. The port is bound before
@@ -138,18 +188,13 @@ pub async fn migrated_database(max: u32) -> (DatabaseGuard, PgPool) {
     };
     let db_name = format!("rentcheck_test_{}", uuid::Uuid::new_v4().simple());
     let admin = PgConnectOptions::from_str(&admin_url()).expect("TEST_DATABASE_URL");
-    let mut conn = PgConnection::connect_with(&admin)
-        .await
-        .expect("PostgreSQL at TEST_DATABASE_URL");
-    conn.execute(format!("CREATE DATABASE {db_name} TEMPLATE {template}").as_str())
-        .await
-        .unwrap();
-    // Nothing a test checks survives a crash of the PostgreSQL server, so this database's commits
-    // need not wait for the WAL to reach the disk. The server's own setting stays as it is.
-    conn.execute(format!("ALTER DATABASE {db_name} SET synchronous_commit = off").as_str())
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
+    admin_statements(vec![
+        format!("CREATE DATABASE {db_name} TEMPLATE {template}"),
+        // Nothing a test checks survives a crash of the PostgreSQL server, so this database's
+        // commits need not wait for the WAL to reach the disk. The server's own setting stays.
+        format!("ALTER DATABASE {db_name} SET synchronous_commit = off"),
+    ])
+    .await;
     let pool = connect(&admin.database(&db_name), max).await;
     (DatabaseGuard(db_name), pool)
 }
@@ -568,24 +613,17 @@ impl TestApp {
 impl Drop for DatabaseGuard {
     fn drop(&mut self) {
         let db_name = std::mem::take(&mut self.0);
-        // Drop runs inside the test's runtime, which is blocked here; the cleanup gets a runtime of its own
-        // on another thread. FORCE ends the server's connections, which belong to the blocked runtime.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                if let Ok(opts) = PgConnectOptions::from_str(&admin_url()) {
-                    if let Ok(mut conn) = PgConnection::connect_with(&opts).await {
-                        let _ = conn
-                            .execute(format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)").as_str())
-                            .await;
-                    }
-                }
-            });
-        })
-        .join();
+        // Drop runs inside the test's runtime, which is blocked here while the admin connection's
+        // thread drops the database. FORCE ends the server's connections, which belong to the
+        // blocked runtime. A drop that fails is let go, as it always was.
+        let (send, receive) = std::sync::mpsc::channel();
+        let job: AdminJob = (
+            vec![format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")],
+            Box::new(move |done| drop(send.send(done))),
+        );
+        if admin_jobs().send(job).is_ok() {
+            let _ = receive.recv();
+        }
     }
 }
 
