@@ -127,7 +127,7 @@ async fn run_admin(pool: &PgPool, statements: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `statements` on the admin connection and panics with PostgreSQL's message if one fails.
+/// Runs `statements` on one of the admin connections and panics with PostgreSQL's message if one fails.
 async fn admin_statements(statements: Vec<String>) {
     let (send, receive) = tokio::sync::oneshot::channel();
     admin_jobs()

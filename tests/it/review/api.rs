@@ -285,12 +285,21 @@ async fn wait_until(what: &str, mut done: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// How many of this test's statements wait for a lock that `lock` (a condition on `pg_locks l`)
+/// picks. `pg_locks` lists the whole server's locks, and every test's database is a copy of one
+/// template, so a table has the same OID in the databases of the tests running beside this one:
+/// only sessions on this test's own database count.
+async fn waiting_for(app: &common::TestApp, lock: &str) -> i64 {
+    let sql = format!(
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+         WHERE NOT l.granted AND a.datname = current_database() AND ({lock})"
+    );
+    sqlx::query_scalar(&sql).fetch_one(&app.pool).await.unwrap()
+}
+
 /// How many statements wait for the ledger's lock ([`hold_the_ledger`]).
 async fn ledger_waiters(app: &common::TestApp) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'ledger_lines'::regclass")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+    waiting_for(app, "l.relation = 'ledger_lines'::regclass").await
 }
 
 /// Until the verdict holds the brief's row and a reader of its review waits on the ledger.
@@ -418,13 +427,7 @@ async fn review_verdict_under_lock_records_the_review_read_under_it() {
     });
     // The upload waits on the verdict's row lock (its foreign key to the brief).
     wait_until("the upload never waited for the brief's lock", async || {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-        waiting > 0
+        waiting_for(&app, "l.locktype IN ('transactionid', 'tuple')").await > 0
     })
     .await;
     assert!(!upload.is_finished(), "the upload waits for the verdict");
@@ -479,13 +482,7 @@ async fn a_verdict_waiting_for_the_lock_reads_what_committed_before_it_got_it() 
         async move { manager.post(url).json(&body).send().await.unwrap().status() }
     });
     wait_until("the verdict never waited for the lock", async || {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-        waiting > 0
+        waiting_for(&app, "l.locktype IN ('transactionid', 'tuple')").await > 0
     })
     .await;
     sqlx::query("UPDATE trials SET gpu = 'H100 SXM', gpu_count = 8 WHERE brief_id = $1 AND position = 1")
