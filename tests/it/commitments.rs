@@ -912,9 +912,8 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
 
 #[tokio::test]
 async fn a_running_commitment_has_its_gauges_on_the_briefs_prometheus_endpoint() {
-    const METRICS_TOKEN: &str = "let-prometheus-in-with-32-characters";
     let app = common::spawn_app_with(rentcheck::config::AppConfig {
-        metrics_token: Some(rentcheck::secrets::Secret::new(METRICS_TOKEN)),
+        metrics_token: Some(rentcheck::secrets::Secret::new(common::METRICS_TOKEN)),
         ..Default::default()
     })
     .await;
@@ -923,16 +922,7 @@ async fn a_running_commitment_has_its_gauges_on_the_briefs_prometheus_endpoint()
     let cid = the_commitment(&app).await;
     // Running since 2026-10-01 with nothing on the ledger since October: busy 0 this month.
     set_term(&app, cid, "2026-10-01", "2027-09-30").await;
-    let page = app
-        .anon
-        .get(app.url("/metrics/briefs"))
-        .bearer_auth(METRICS_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = app.scrape_briefs().await;
     let labels = format!("{{brief_id=\"{brief}\",commitment_id=\"{cid}\",trial_id=\"{trial}\"}}");
     let end: chrono::NaiveDate = "2027-09-30".parse().unwrap();
     let days_left = ((end - chrono::Utc::now().date_naive()).num_days() + 1).max(0);
@@ -951,16 +941,7 @@ async fn a_running_commitment_has_its_gauges_on_the_briefs_prometheus_endpoint()
         .await
         .unwrap();
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-    let page = app
-        .anon
-        .get(app.url("/metrics/briefs"))
-        .bearer_auth(METRICS_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = app.scrape_briefs().await;
     assert!(!page.contains("rentcheck_commitment_"), "{page}");
 }
 

@@ -21,12 +21,11 @@ use sqlx::{postgres::PgPoolOptions, PgPool};
 
 use crate::common::builders::{BriefBuilder, EvidenceBuilder};
 use crate::{
-    common::{self, bearer_client, fixture, spawn_app_with, TestApp},
+    common::{self, bearer_client, fixture, spawn_app_with, TestApp, METRICS_TOKEN},
     operations::resilience::FlakyLink,
 };
 
 const SECRET: &str = "a shared secret of some length";
-const METRICS_TOKEN: &str = "let-prometheus-in-with-32-characters";
 
 /// Retries in a fraction of a second instead of minutes, and http:// receivers on loopback (a
 /// private address: allowed here as `RENTCHECK_WEBHOOK_ALLOW_PRIVATE=true` allows it).
@@ -634,12 +633,7 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
         401,
         "a person's token is not the scrape token"
     );
-    let scrape = || async {
-        let res = app.anon.get(&url).bearer_auth(METRICS_TOKEN).send().await.unwrap();
-        assert_eq!(res.status(), 200);
-        res.text().await.unwrap()
-    };
-    let page = scrape().await;
+    let page = app.scrape_briefs().await;
     // A gauge without a value (no ledger yet: no cost per job) has no series at all.
     let unknown_yet = [
         "rentcheck_trial_cost_per_job",
@@ -682,7 +676,7 @@ async fn per_brief_gauges_need_the_token_keep_their_labels_bounded_and_follow_ap
     let stale = format!("rentcheck_brief_approval_stale{{brief_id=\"{brief}\"}} 1");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let page = scrape().await;
+        let page = app.scrape_briefs().await;
         if page.contains(&stale) {
             assert!(page.contains(&format!(
                 "rentcheck_trial_decision{{brief_id=\"{brief}\",decision=\"stop\",trial_id=\"{trial}\"}} 1"
@@ -725,20 +719,10 @@ mod timed {
         start_worker(app.pool.clone(), &app, fast());
         wait_for_sql(&app.pool, "300 snapshots", "SELECT count(*) FROM review_summaries", 300).await;
         let refreshed = started.elapsed();
-        let url = app.url("/metrics/briefs");
         let mut times = Vec::new();
         for _ in 0..5 {
             let t = Instant::now();
-            let page = app
-                .anon
-                .get(&url)
-                .bearer_auth(METRICS_TOKEN)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
+            let page = app.scrape_briefs().await;
             times.push(t.elapsed());
             assert_eq!(page.matches("rentcheck_trial_criteria_required{").count(), 300);
         }

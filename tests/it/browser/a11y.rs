@@ -36,9 +36,6 @@ fn page(name: &'static str, path: impl Into<String>) -> Page {
 /// and the test spent 3 CPU-seconds a run on that). DevTools scripts run outside the page's CSP
 /// (`script-src 'self'`), so this works against the same headers people get.
 async fn with_axe(b: &Browser) {
-    b.devtools("Page.enable", json!({}))
-        .await
-        .expect("enabling DevTools' Page domain");
     b.devtools("Page.addScriptToEvaluateOnNewDocument", json!({ "source": AXE }))
         .await
         .expect("registering axe-core");

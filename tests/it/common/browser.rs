@@ -134,6 +134,11 @@ fn chromedriver_port() -> u16 {
         .0
 }
 
+/// Where a screenshot named `name` goes: `<RENTCHECK_SCREENSHOT_DIR>/<name>.png`, when that is set.
+fn shot_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("RENTCHECK_SCREENSHOT_DIR").map(|dir| PathBuf::from(dir).join(format!("{name}.png")))
+}
+
 /// Browsers handed back and waiting for the next test.
 static SHELF: Mutex<Vec<KeptChromium>> = Mutex::new(Vec::new());
 
@@ -306,7 +311,7 @@ impl Browser {
     /// developing); does nothing otherwise.
     pub async fn shot(&self, name: &str) {
         use base64::Engine as _;
-        if let Ok(dir) = std::env::var("RENTCHECK_SCREENSHOT_DIR") {
+        if let Some(path) = shot_path(name) {
             let shot = self
                 .devtools("Page.captureScreenshot", json!({ "captureBeyondViewport": true }))
                 .await
@@ -314,15 +319,14 @@ impl Browser {
             let png = base64::engine::general_purpose::STANDARD
                 .decode(shot["data"].as_str().unwrap())
                 .unwrap();
-            std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+            std::fs::write(path, png).unwrap();
         }
     }
 
     /// As [`Browser::shot`], but only what the window shows (a part of a page scrolled to).
     pub async fn shot_window(&self, name: &str) {
-        if let Ok(dir) = std::env::var("RENTCHECK_SCREENSHOT_DIR") {
-            let png = self.client.screenshot().await.unwrap();
-            std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+        if let Some(path) = shot_path(name) {
+            std::fs::write(path, self.client.screenshot().await.unwrap()).unwrap();
         }
     }
 

@@ -59,6 +59,10 @@ pub struct TestApp {
 /// The password every test user gets.
 pub const PASSWORD: &str = "correct horse battery staple";
 
+/// The scrape token tests give the server (`AppConfig::metrics_token`) for `/metrics/briefs`; the
+/// server wants at least 32 characters.
+pub const METRICS_TOKEN: &str = "let-prometheus-in-with-32-characters";
+
 /// The engineer behind `TestApp::client`'s token, and so the owner of every brief a
 /// `BriefBuilder` creates: the person who may edit those briefs from a browser (`TestApp::login_owner`).
 pub const OWNER_EMAIL: &str = "engineer@example.com";
@@ -527,6 +531,20 @@ impl TestApp {
             client,
             csrf,
         }
+    }
+
+    /// `/metrics/briefs` as Prometheus reads it, with [`METRICS_TOKEN`] (which the app's config
+    /// must carry): the page, once it is answered 200.
+    pub async fn scrape_briefs(&self) -> String {
+        let res = self
+            .anon
+            .get(self.url("/metrics/briefs"))
+            .bearer_auth(METRICS_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        res.text().await.unwrap()
     }
 
     /// Opens `/login` with `client` and submits the form with its CSRF token, like a browser.
