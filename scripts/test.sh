@@ -247,23 +247,31 @@ if [ -n "${TEST_DATABASE_URL:-}" ]; then
   fi
   say "PostgreSQL: $TEST_DATABASE_URL"
 else
-  port=
-  for candidate in $(seq 55432 55532); do
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
-  done
-  [ -n "$port" ] || { say "no free port for a test PostgreSQL in 55432-55532" >&2; exit 1; }
   parent=$(cluster_parent)
   remove_abandoned_clusters "$parent"
   pg_dir=$(mktemp -d "$parent/rentcheck-test-pg.XXXXXX")
   echo $$ >"$pg_dir/owner"
   on_exit+=('as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast stop >/dev/null 2>&1; rm -rf "$pg_dir"')
   is_root && chown postgres "$pg_dir"
-  say "starting a throwaway PostgreSQL on port $port ($pg_dir)"
   as_pg "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust --no-instructions >/dev/null
-  # fsync off: the cluster is thrown away at the end, so nothing in it must outlive a crash.
-  as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" -w -o \
-    "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=200 -c fsync=off" \
-    start >/dev/null
+  # The first port that nothing answers on and that PostgreSQL can bind: these ports lie in the
+  # kernel's range for outgoing connections, so one may be held by a client socket (or linger in
+  # TIME_WAIT after one) that a connect does not find.
+  port=
+  for candidate in $(seq 55432 55532); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null && continue
+    as_pg rm -f "$pg_dir/log"
+    # fsync off: the cluster is thrown away at the end, so nothing in it must outlive a crash.
+    if as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" -w -o \
+      "-c listen_addresses=127.0.0.1 -c port=$candidate -c unix_socket_directories='' -c max_connections=200 -c fsync=off" \
+      start >/dev/null 2>&1; then
+      port=$candidate
+      break
+    fi
+    grep -q "Address already in use" "$pg_dir/log" 2>/dev/null || { cat "$pg_dir/log" >&2; exit 1; }
+  done
+  [ -n "$port" ] || { say "no free port for a test PostgreSQL in 55432-55532" >&2; exit 1; }
+  say "started a throwaway PostgreSQL on port $port ($pg_dir)"
   export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres"
 fi
 # The tests start moto with this Python (tests/it/common/s3.rs).

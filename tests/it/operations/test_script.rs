@@ -387,6 +387,18 @@ fn the_throwaway_postgresql_answers_the_command_then_is_gone_and_a_killed_runs_c
         })
         .collect();
     let _removed_at_the_end = Planted(planted.iter().flat_map(|(k, r)| [k.clone(), r.clone()]).collect());
+    // The first port the script would try holds a socket that is bound but not listening, as a
+    // client's outgoing connection holds one: nothing answers there, yet PostgreSQL cannot bind it.
+    let held = (55432..=55532)
+        .find_map(|port| {
+            let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            if std::net::TcpStream::connect(address).is_ok() {
+                return None;
+            }
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(address).ok().map(|()| (port, socket))
+        })
+        .expect("a port of 55432-55532 to hold");
 
     let out = run_for_real(
         tmp.path(),
@@ -397,9 +409,15 @@ fn the_throwaway_postgresql_answers_the_command_then_is_gone_and_a_killed_runs_c
     assert!(out.status.success(), "{text}");
     let started = text
         .lines()
-        .find_map(|l| l.strip_prefix("test.sh: starting a throwaway PostgreSQL on port "))
+        .find_map(|l| l.strip_prefix("test.sh: started a throwaway PostgreSQL on port "))
         .unwrap_or_else(|| panic!("no cluster started: {text}"));
     let (port, dir) = started.split_once(" (").unwrap();
+    assert_ne!(
+        port,
+        held.0.to_string(),
+        "a port PostgreSQL could not bind is passed over: {text}"
+    );
+    drop(held);
     let dir = PathBuf::from(dir.trim_end_matches(')'));
     assert!(
         text.contains(&format!("url=postgres://postgres@127.0.0.1:{port}/postgres\n")),
@@ -435,7 +453,7 @@ fn a_test_database_url_is_used_as_given_and_one_that_refuses_its_user_stops_the_
     assert!(out.status.success(), "{text}");
     assert!(text.contains(&format!("test.sh: PostgreSQL: {server}\n")), "{text}");
     assert!(text.contains(&format!("url={server}\n")), "{text}");
-    assert!(!text.contains("starting a throwaway PostgreSQL"), "{text}");
+    assert!(!text.contains("a throwaway PostgreSQL"), "{text}");
 
     let stranger = server.replacen("postgres@", "no_such_role_here@", 1);
     let out = run_for_real(tmp.path(), Some(&stranger), "echo ran");
