@@ -684,6 +684,27 @@ pub fn fixture(rel: &str) -> Vec<u8> {
 }
 
 impl TestApp {
+    /// Makes `change` outside the server (SQL on another connection, the CLI) and waits until the
+    /// server has heard of it: the token rows a server keeps for a second are forgotten when the change
+    /// notification arrives, and only that (or the listener reconnecting) moves their generation.
+    /// Fails after 10 s, when the notification never came. The request after it is refused at once;
+    /// without the notification it would be answered from the kept row until the second is out. (A
+    /// bound on the time to the first refusal said the same on a quiet machine, but a loaded one could
+    /// stall a request past it.)
+    pub async fn heard_of<T>(&self, change: impl std::future::Future<Output = T>) -> T {
+        let before = self.kept_tokens.generation();
+        let made = change.await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.kept_tokens.generation() == before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server never heard of the change"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        made
+    }
+
     /// Creates the valid brief (`BriefBuilder::new()`, nothing changed) and returns its id.
     pub async fn brief_id(&self) -> String {
         builders::BriefBuilder::new().create_id(self).await
@@ -800,27 +821,5 @@ impl TestEvidence {
             collected_at: self.collected_at,
             uploaded_by: None,
         }
-    }
-}
-
-/// How long after this call `url`, asked with `client` every 5 ms, first refuses it (401). Until
-/// then each answer must be `before` (the status the credential got before its change); fails if
-/// nothing refuses it within 2 s. A change made outside the server (the CLI, another server)
-/// reaches the token rows the server keeps through the change notification, milliseconds after it
-/// commits, but not always before the very next request: tests of such a change bound this time.
-pub async fn time_to_refusal(client: &reqwest::Client, url: &str, before: u16) -> std::time::Duration {
-    let start = std::time::Instant::now();
-    loop {
-        let res = client.get(url).send().await.unwrap();
-        let status = res.status().as_u16();
-        if status == 401 {
-            return start.elapsed();
-        }
-        assert_eq!(status, before, "{url}: {}", res.text().await.unwrap_or_default());
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(2),
-            "{url} never refused"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }

@@ -3,7 +3,7 @@
 //! that led nowhere.
 
 use crate::common::builders::{BriefBuilder, CardBuilder};
-use crate::common::{self, bearer_client, spawn_app, TestApp, PASSWORD};
+use crate::common::{bearer_client, spawn_app, TestApp, PASSWORD};
 
 use std::process::{Command, Output, Stdio};
 
@@ -98,10 +98,11 @@ async fn a_demotion_revokes_the_tokens_above_the_new_role_and_a_promotion_revive
     // The command line does the same.
     let second = bearer_client(&mint(&app, uid, &email, Role::Manager, None).await);
     assert_eq!(status(&second, &briefs).await, 200);
-    let out = cli(&app, &["user", "set-role", "--email", &email, "--role", "engineer"]);
+    let out = app
+        .heard_of(async { cli(&app, &["user", "set-role", "--email", &email, "--role", "engineer"]) })
+        .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let after = common::time_to_refusal(&second, &briefs, 200).await;
-    assert!(after < std::time::Duration::from_millis(500), "refused after {after:?}");
+    assert_eq!(status(&second, &briefs).await, 401);
 }
 
 #[tokio::test]
