@@ -10,9 +10,9 @@ use std::{
 
 use common::{bearer_client, spawn_app, TestApp};
 
-/// `rentcheck` with `args`, made while `app` listens, once `app` has heard of what it changed (the
-/// change notification: a token row kept for a second is forgotten then, so the next request is
-/// refused at once).
+/// Runs `rentcheck args` against `app`'s database and returns once `app` has heard of what it
+/// changed (the change notification: a token row kept for a second is forgotten then, so the next
+/// request is refused at once).
 async fn heard(app: &TestApp, args: &[&str]) -> Output {
     app.heard_of(async { rentcheck(app, args, None) }).await
 }
