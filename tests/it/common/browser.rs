@@ -136,7 +136,9 @@ fn chromedriver_port() -> u16 {
 
 /// Where a screenshot named `name` goes: `<RENTCHECK_SCREENSHOT_DIR>/<name>.png`, when that is set.
 fn shot_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("RENTCHECK_SCREENSHOT_DIR").map(|dir| PathBuf::from(dir).join(format!("{name}.png")))
+    let dir = PathBuf::from(std::env::var_os("RENTCHECK_SCREENSHOT_DIR")?);
+    std::fs::create_dir_all(&dir).unwrap();
+    Some(dir.join(format!("{name}.png")))
 }
 
 /// Browsers handed back and waiting for the next test.
