@@ -685,8 +685,9 @@ pub fn fixture(rel: &str) -> Vec<u8> {
 
 impl TestApp {
     /// Makes `change` outside the server (SQL on another connection, the CLI) and waits until the
-    /// server has heard of it: the token rows a server keeps for a second are forgotten when the change
-    /// notification arrives, and only that (or the listener reconnecting) moves their generation.
+    /// server has heard of it: the token rows a server keeps for a second are forgotten when the
+    /// change notification arrives. Their generation moves only when rows are forgotten that way, or
+    /// by a change made through this server, or when the listener reconnects; never as a row ages.
     /// Fails after 10 s, when the notification never came. The request after it is refused at once;
     /// without the notification it would be answered from the kept row until the second is out. (A
     /// bound on the time to the first refusal said the same on a quiet machine, but a loaded one could
