@@ -572,7 +572,9 @@ fn reservation_to_record(
     // An override that reserves records what approving that action would record; reserving
     // itself only at the offer's reserved price, never a "reservation" at the hourly rate.
     let overridden_reservation = match overridden {
-        Some(o) if o.approved == Verdict::Reserve && !trial.decision.reservation.break_even_known => {
+        Some(o)
+            if o.approved == Verdict::Reserve && trial.decision.reservation.reserved_rate_per_gpu_hour.is_none() =>
+        {
             return Err(AppError::Validation(vec![FieldError::new(
                 "decision",
                 "no reserved price of this offer is known, so there is nothing to reserve at: import the \

@@ -59,12 +59,17 @@ pub struct ReservationRates {
 }
 
 impl ReservationRates {
-    /// Reserved rate ÷ on-demand rate of the same offer: below that busy share, paying by the
-    /// hour and releasing idle GPUs is cheaper. `None` without both rates.
+    /// Reserved rate ÷ on-demand rate of the same offer, to four places as shown: below that busy
+    /// share, paying by the hour and releasing idle GPUs is cheaper. `None` without both rates.
     pub fn break_even(&self) -> Option<Decimal> {
+        self.exact_break_even().map(|b| b.round_dp(4))
+    }
+
+    /// The same share unrounded (1.00 ÷ 3.00 = 0.3333…): what rule 8 compares against.
+    pub fn exact_break_even(&self) -> Option<Decimal> {
         let reserved = self.reserved_rate?;
         let on_demand = self.on_demand_rate.filter(|r| *r > Decimal::ZERO)?;
-        Some((reserved / on_demand).round_dp(4))
+        Some(reserved / on_demand)
     }
 }
 

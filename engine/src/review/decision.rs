@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use rust_decimal::Decimal;
+use rust_decimal::{prelude::FromPrimitive, Decimal};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -139,14 +139,20 @@ pub struct LedgerFacts {
 }
 
 impl LedgerFacts {
-    /// (billed accelerator hours − idle hours) ÷ billed accelerator hours; undefined without an
-    /// idle figure or without billed hours.
+    /// (billed accelerator hours − idle hours) ÷ billed accelerator hours, to four places as shown;
+    /// undefined without an idle figure or without billed hours.
     pub fn utilization(&self) -> Option<Decimal> {
+        self.exact_utilization().map(|u| u.round_dp(4))
+    }
+
+    /// The same share unrounded: the rules compare this one, so 0.79996 is below a 0.80 threshold
+    /// even though it shows as 0.8000.
+    pub fn exact_utilization(&self) -> Option<Decimal> {
         let idle = self.idle_hours?;
         if self.accelerator_hours <= Decimal::ZERO {
             return None;
         }
-        Some(((self.accelerator_hours - idle) / self.accelerator_hours).round_dp(4))
+        Some((self.accelerator_hours - idle) / self.accelerator_hours)
     }
 }
 
@@ -198,14 +204,16 @@ impl UtilizationSource {
     }
 }
 
-/// The ledger's utilization; without an idle figure there, dcgm-exporter's mean GPU utilization.
-fn utilization(inputs: &DecisionInputs) -> (Option<Decimal>, UtilizationSource) {
-    if let Some(u) = inputs.ledger.as_ref().and_then(LedgerFacts::utilization) {
+/// The ledger's utilization, unrounded; without an idle figure there, dcgm-exporter's mean GPU
+/// utilization.
+fn exact_utilization(inputs: &DecisionInputs) -> (Option<Decimal>, UtilizationSource) {
+    if let Some(u) = inputs.ledger.as_ref().and_then(LedgerFacts::exact_utilization) {
         return (Some(u), UtilizationSource::Ledger);
     }
     let measured = inputs.metrics.get("gpu.util_pct_avg").and_then(|m| {
         let pct = number(&m.value).filter(|p| (0.0..=100.0).contains(p))?;
-        let share = Decimal::from_f64_retain(pct / 100.0)?.round_dp(4);
+        // `from_f64` keeps the digits the figure was written with (72.5, not 72.4999…).
+        let share = Decimal::from_f64(pct)? / Decimal::ONE_HUNDRED;
         Some((share, m.evidence_id))
     });
     match measured {
@@ -397,7 +405,10 @@ struct Context<'a> {
     accepted: bool,
     /// Required criteria without evidence, by stage.
     missing: BTreeMap<u8, Vec<String>>,
+    /// The busy share to four places, as every page and answer shows it.
     utilization: Option<Decimal>,
+    /// The busy share unrounded: what rules 8 and 8b compare.
+    exact_utilization: Option<Decimal>,
     utilization_source: UtilizationSource,
     /// The saturation signals present, as facts; empty when not saturated.
     signals: Vec<Fact>,
@@ -417,7 +428,8 @@ impl<'a> Context<'a> {
         for c in required.iter().filter(|c| c.status == Status::Missing) {
             missing.entry(c.stage).or_default().push(c.key.clone());
         }
-        let (utilization, utilization_source) = utilization(inputs);
+        let (exact_utilization, utilization_source) = exact_utilization(inputs);
+        let utilization = exact_utilization.map(|u| u.round_dp(4));
         let comparison = reservation_comparison(inputs.money.as_ref(), utilization);
         Context {
             inputs,
@@ -426,6 +438,7 @@ impl<'a> Context<'a> {
             accepted,
             missing,
             utilization,
+            exact_utilization,
             utilization_source,
             signals: saturation_signals(&inputs.metrics),
             comparison,
@@ -446,20 +459,24 @@ impl<'a> Context<'a> {
     }
 
     /// Rule 8: the utilization when a reserved price of the offer is known, the trial is busy at
-    /// least its break-even + the margin, and it is not spot capacity.
+    /// least its break-even + the margin, and it is not spot capacity. Compared unrounded: the
+    /// shown figures are rounded to four places, the rule is not.
     fn busy_enough_to_reserve(&self) -> Option<Decimal> {
-        let from = self.comparison.reserve_threshold?;
-        self.utilization
-            .filter(|u| *u >= from && self.brief.trial_billing != "spot")
+        let rates = &self.inputs.money.as_ref()?.reservation_rates;
+        let from = rates.exact_break_even()? + limits::BREAK_EVEN_MARGIN;
+        let busy = self.exact_utilization?;
+        (busy >= from && self.brief.trial_billing != "spot").then_some(self.utilization?)
     }
 
     /// Rule 8b: the utilization when no reserved price of the offer is known, yet the trial is
-    /// busy enough (≥ 0.60) that one could pay, and it is not spot capacity.
+    /// busy enough (≥ 0.60) that one could pay, and it is not spot capacity. A reserved price
+    /// without an on-demand one is not this rule: the quote is known, its break-even is not.
     fn busy_without_reserved_price(&self) -> Option<Decimal> {
-        if self.comparison.break_even_known || self.brief.trial_billing == "spot" {
+        if self.comparison.reserved_rate_per_gpu_hour.is_some() || self.brief.trial_billing == "spot" {
             return None;
         }
-        self.utilization.filter(|u| *u >= limits::ASK_FOR_RESERVED_PRICE_FROM)
+        let busy = self.exact_utilization?;
+        (busy >= limits::ASK_FOR_RESERVED_PRICE_FROM).then_some(self.utilization?)
     }
 }
 
@@ -603,17 +620,21 @@ fn scale_out(ctx: &Context) -> ScaleOut {
         .fold(1.0_f64, f64::max);
     let per_replica = ctx.brief.current_units.max(1);
     let sized = ctx.brief.sized_count.div_ceil(per_replica).max(1);
+    // 0.07 ÷ 0.01 is 7.000000000000001 in binary floating point: that is 7 replicas, not 8.
+    let replicas = (worst - 1e-9).ceil().max(1.0) as u32;
     ScaleOut {
         worst,
         per_replica,
-        replicas: (worst.ceil() as u32).max(sized),
+        replicas: replicas.max(sized),
     }
 }
 
-/// Rule 4: a load (stage 3) target was missed while the server was saturated: add capacity.
+/// Rule 4: a load (stage 3) target was missed while the server was saturated: add capacity. A
+/// run where no request completed counts too when a saturation signal says why (a full KV cache,
+/// preemptions, a long queue): the rule has no exception for it.
 fn load_missed_while_saturated(ctx: &Context) -> Option<Reason> {
     let failures = ctx.failed_in(&[3]);
-    if failures.is_empty() || nothing_completed(&failures) || !ctx.saturated() {
+    if failures.is_empty() || !ctx.saturated() {
         return None;
     }
     let ScaleOut {
@@ -625,31 +646,34 @@ fn load_missed_while_saturated(ctx: &Context) -> Option<Reason> {
     facts.extend(ctx.signals.iter().cloned());
     facts.push(fact("worst miss ratio", format!("{worst:.2}"), None));
     facts.push(fact("suggested replicas", replicas, None));
+    let missed = if nothing_completed(&failures) {
+        "No request of the load test completed while the server was saturated"
+    } else {
+        "A load target was missed while the server was saturated"
+    };
     Some(Reason {
         rule: Rule::Numbered(4),
         decision: Verdict::Scale,
         says: format!(
-            "A load target was missed while the server was saturated: add capacity (suggested \
-             {replicas} replicas of {per_replica} GPUs, from 1 replica × the worst miss ratio; never \
-             below the sizing's {} GPUs).",
+            "{missed}: add capacity (suggested {replicas} replicas of {per_replica} GPUs, from 1 \
+             replica × the worst miss ratio; never below the sizing's {} GPUs).",
             ctx.brief.sized_count
         ),
         facts,
     })
 }
 
-/// Rule 5: a load target was missed and more units will not fix it: no request completed, or the
-/// server was not saturated.
+/// Rule 5: a load target was missed while the server was not saturated: more units will not fix
+/// it (nor a server that completed no request and shows no sign of overload).
 fn load_missed_where_more_units_will_not_help(ctx: &Context) -> Option<Reason> {
     let failures = ctx.failed_in(&[3]);
-    if failures.is_empty() {
+    if failures.is_empty() || ctx.saturated() {
         return None;
     }
     let says = if nothing_completed(&failures) {
-        "No request of the load test completed (every request failed): there is no latency \
-         to judge, and more units will not fix a server that answers nothing."
-    } else if ctx.saturated() {
-        return None;
+        "No request of the load test completed (every request failed) and nothing shows the server \
+         was saturated: there is no latency to judge, and more units will not fix a server that \
+         answers nothing."
     } else {
         "A load target was missed while the server was not saturated: more units will not fix it."
     };
@@ -808,8 +832,8 @@ fn ask_for_reserved_price(ctx: &Context, u: Decimal) -> Reason {
         rule: Rule::ReservedPriceNeeded,
         decision: Verdict::Expand,
         says: format!(
-            "Accepted and busy {} {}, but no reserved price of this offer is known, so nothing is reserved: stay \
-             pay-as-you-go; {below}. Ask the provider for a reserved price and import it.",
+            "Accepted and busy {} {}, so nothing is reserved yet: stay pay-as-you-go; {below}; no reserved \
+             price of this offer is known — ask the provider for one, and import it.",
             pct(u),
             ctx.utilization_source.describe(),
         ),
@@ -858,14 +882,21 @@ fn stay_pay_as_you_go(ctx: &Context) -> Reason {
     let why = if brief.trial_billing == "spot" {
         "the trial is billed as spot capacity, which is not reserved".to_owned()
     } else {
-        match ctx.comparison.reserve_threshold {
-            Some(from) => format!(
-                "not busy enough to reserve (or utilization unknown): a reservation pays from {} busy ({})",
+        let c = &ctx.comparison;
+        match (c.reserve_threshold, c.break_even) {
+            (Some(from), Some(break_even)) => format!(
+                "not busy enough to reserve (or utilization unknown): {}; we reserve from {} busy (break-even {} + \
+                 5 points of margin)",
+                comparison_in_words(c, &brief.currency),
                 pct(from),
-                comparison_in_words(&ctx.comparison, &brief.currency)
+                pct(break_even),
             ),
-            None => "not busy enough to ask for a reserved price (or utilization unknown): below 60 % busy, \
-                     paying by the hour is the safe choice"
+            _ if c.reserved_rate_per_gpu_hour.is_some() => "a reserved price of this offer is known, but no \
+                 on-demand price of this offer is known, so its break-even cannot be worked out and nothing is \
+                 reserved: import the offer's on-demand price"
+                .to_owned(),
+            _ => "not busy enough to ask for a reserved price (or utilization unknown): below 60 % busy, \
+                  paying by the hour is the safe choice"
                 .to_owned(),
         }
     };

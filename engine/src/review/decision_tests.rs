@@ -677,7 +677,7 @@ fn rule_3_cost_above_ceiling_needs_both_a_cost_and_a_ceiling() {
 }
 
 #[test]
-fn rule_4_scales_only_a_saturated_miss_where_requests_completed() {
+fn rule_4_scales_a_saturated_miss() {
     let mut i = base();
     i.criteria[2] = failed_ttft(json!(900));
     assert_eq!(ctx_rule(&i, load_missed_while_saturated), None, "not saturated");
@@ -689,11 +689,13 @@ fn rule_4_scales_only_a_saturated_miss_where_requests_completed() {
     // 900 / 500 = 1.8 → 2 replicas of 2 GPUs, and the sizing's 2 GPUs need 1.
     let s = scale_out(&Context::new(&i));
     assert_eq!((s.replicas, s.per_replica), (2, 2));
+    // decision.md's rule 4 has no exception for a run where nothing completed (this test used to
+    // send it to rule 5).
     i.criteria[2].reason = Some(crate::evidence::load_points::NOTHING_COMPLETED.into());
     assert_eq!(
         ctx_rule(&i, load_missed_while_saturated),
-        None,
-        "nothing completed is rule 5"
+        Some(("4".into(), Verdict::Scale)),
+        "saturated, though nothing completed"
     );
 }
 
@@ -706,12 +708,6 @@ fn rule_5_stops_a_miss_that_more_units_will_not_fix() {
         ctx_rule(&i, load_missed_where_more_units_will_not_help),
         Some(("5".into(), Verdict::Stop))
     );
-    metric(&mut i, "serving.preemptions_total", json!(3));
-    assert_eq!(
-        ctx_rule(&i, load_missed_where_more_units_will_not_help),
-        None,
-        "saturated is rule 4"
-    );
     i.criteria[2].reason = Some(crate::evidence::load_points::NOTHING_COMPLETED.into());
     let r = load_missed_where_more_units_will_not_help(&Context::new(&i)).unwrap();
     assert!(
@@ -719,6 +715,63 @@ fn rule_5_stops_a_miss_that_more_units_will_not_fix() {
         "{}",
         r.says
     );
+    metric(&mut i, "serving.preemptions_total", json!(3));
+    assert_eq!(
+        ctx_rule(&i, load_missed_where_more_units_will_not_help),
+        None,
+        "saturated is rule 4, whether or not a request completed"
+    );
+}
+
+/// decision.md's rule 4 has no exception for a run where nothing completed: with a saturation
+/// signal it scales (this engine used to stop it by rule 5).
+#[test]
+fn a_saturated_server_that_completed_nothing_is_scaled_not_stopped() {
+    let mut i = base();
+    i.criteria[2] = CriterionOutcome {
+        reason: Some(crate::evidence::load_points::NOTHING_COMPLETED.into()),
+        ..crit("serving.ttft_p95_ms", "le", json!(500), 3, Status::Fail, None)
+    };
+    metric(&mut i, "serving.kv_cache_usage_max_pct", json!(95));
+    let d = decide(&i);
+    assert_eq!((d.decision, rules(&d)), (Verdict::Scale, named(&["4"])));
+    assert!(
+        d.reasons[0]
+            .says
+            .starts_with("No request of the load test completed while the server was saturated"),
+        "{}",
+        d.reasons[0].says
+    );
+}
+
+/// The suggested count is a whole number of replicas worked out without binary-fraction noise:
+/// 0.07 against a 0.01 ceiling is 7 times over, so 7 replicas (not 8).
+#[test]
+fn the_suggested_replicas_are_the_miss_ratio_rounded_up_exactly() {
+    let mut i = base();
+    i.brief.sized_count = 1;
+    i.brief.current_units = 1;
+    i.criteria[2] = crit(
+        "serving.error_rate",
+        "le",
+        json!(0.01),
+        3,
+        Status::Fail,
+        Some(json!(0.07)),
+    );
+    metric(&mut i, "serving.preemptions_total", json!(3));
+    let d = decide(&i);
+    assert_eq!(d.decision, Verdict::Scale);
+    assert_eq!(d.suggested_replicas, Some(7), "{:?}", d.reasons[0]);
+    i.criteria[2] = crit(
+        "serving.error_rate",
+        "le",
+        json!(0.01),
+        3,
+        Status::Fail,
+        Some(json!(0.0701)),
+    );
+    assert_eq!(decide(&i).suggested_replicas, Some(8));
 }
 
 #[test]
@@ -904,4 +957,78 @@ fn rule_8b_never_reserves_without_a_reserved_price_and_says_which_price_would_pa
     assert_eq!(serde_json::to_value(&d.reasons[0]).unwrap()["rule"], json!("8b"));
     // Knowing a real quote only moves a trial towards reserve, never away from it.
     assert_eq!(decide(&demo_offer(Some("2.50"))).decision, Verdict::Reserve);
+}
+
+/// An offer at `reserved` / `on_demand` per GPU-hour, busy (billed − idle) ÷ billed.
+fn offer_busy(reserved: Option<&str>, on_demand: Option<&str>, billed: &str, idle: &str) -> DecisionInputs {
+    use super::super::cost_at_slo::ReservationRates;
+    let mut i = with_money("9.00");
+    i.ledger.as_mut().unwrap().accelerator_hours = dec(billed);
+    i.ledger.as_mut().unwrap().idle_hours = Some(dec(idle));
+    i.money.as_mut().unwrap().reservation_rates = ReservationRates {
+        reserved_rate: reserved.map(dec),
+        reserved_gpus_billed: reserved.map(|_| 2),
+        on_demand_rate: on_demand.map(dec),
+        ..ReservationRates::default()
+    };
+    i
+}
+
+/// decision.md compares exact decimals: a busy share that only rounds up to the threshold (as the
+/// page shows it, to four places) is below it.
+#[test]
+fn rules_8_and_8b_compare_the_unrounded_busy_share_and_break_even() {
+    // 3.00 ÷ 4.00 = 0.75, reserve from 0.80. Busy (10,000 − 2,000.4) ÷ 10,000 = 0.79996, shown
+    // as 0.8000: not yet. 2,000 idle hours is 0.80 exactly: reserve.
+    let d = decide(&offer_busy(Some("3.00"), Some("4.00"), "10000", "2000.4"));
+    assert_eq!(d.utilization, Some(dec("0.8000")));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["9"])));
+    let d = decide(&offer_busy(Some("3.00"), Some("4.00"), "10000", "2000"));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Reserve, named(&["8"])));
+
+    // 1.00 ÷ 3.00 = 0.3333…, shown as 0.3333; reserve from 0.38333…, not from 0.3833.
+    let d = decide(&offer_busy(Some("1.00"), Some("3.00"), "10000", "6167"));
+    assert_eq!(d.reservation.break_even, Some(dec("0.3333")));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["9"])));
+    let d = decide(&offer_busy(Some("1.00"), Some("3.00"), "10000", "6166"));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Reserve, named(&["8"])));
+
+    // Rule 8b from 0.60 exactly: 0.59996 is below it.
+    let d = decide(&offer_busy(None, Some("4.00"), "10000", "4000.4"));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["9"])));
+    assert!(!d.reservation.reserved_price_needed);
+    let d = decide(&offer_busy(None, Some("4.00"), "10000", "4000"));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["8b"])));
+}
+
+/// Rule 8b is for an offer with no reserved price. A reserved quote without an on-demand price
+/// has no break-even, so nothing is reserved (rule 9), and nobody is told to ask for a quote that
+/// was already imported.
+#[test]
+fn a_reserved_quote_without_an_on_demand_price_is_rule_9_and_says_what_is_missing() {
+    let d = decide(&offer_busy(Some("2.00"), None, "100", "20"));
+    assert_eq!((d.decision, rules(&d)), (Verdict::Expand, named(&["9"])));
+    assert!(!d.reservation.reserved_price_needed);
+    assert!(!d.reservation.break_even_known);
+    let says = &d.reasons[0].says;
+    assert!(says.contains("no on-demand price of this offer is known"), "{says}");
+    assert!(!says.contains("no reserved price"), "{says}");
+}
+
+/// The words decision.md gives rules 8b and 9.
+#[test]
+fn rules_8b_and_9_say_what_decision_md_says() {
+    let d = decide(&demo_offer(None));
+    let says = &d.reasons[0].says;
+    assert!(
+        says.contains("no reserved price of this offer is known — ask the provider for one"),
+        "{says}"
+    );
+    // 2.60 ÷ 3.50 = 74.3 %, reserve from 79.3 %.
+    let d = decide(&demo_offer(Some("2.60")));
+    let says = &d.reasons[0].says;
+    assert!(
+        says.contains("we reserve from 79.3 % busy (break-even 74.3 % + 5 points of margin)"),
+        "{says}"
+    );
 }

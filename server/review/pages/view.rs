@@ -188,7 +188,7 @@ pub(super) fn page(r: &Review, user: &PageUser, form: FormState, decided: Option
         action: approve_words(selected, form_commitment.as_ref()),
         selected_name: selected.context.trial.fields.name.clone(),
         comparison: decision_view::comparison_sentence(selected, currency),
-        reserved_price_link: (!chosen.decision.reservation.break_even_known)
+        reserved_price_link: (chosen.decision.reservation.reserved_rate_per_gpu_hour.is_none())
             .then(|| first_screen::reserved_price_import(chosen, currency)),
         why: why_sentence(r, chosen, currency),
         deciding_rule: r
