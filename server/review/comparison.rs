@@ -59,18 +59,30 @@ fn by_known(a: Option<Decimal>, b: Option<Decimal>) -> Ordering {
     }
 }
 
+/// The cost a trial is ranked by, best measure first: the monthly cost of carrying the expected
+/// peak at the SLO; else the cost per million output tokens at the SLO; else the cost per job.
+/// (Which measure, then its figure: a trial known by a better measure ranks first.)
+fn cost_per_unit_of_work(t: &TrialStanding) -> (u8, Option<Decimal>) {
+    [t.monthly_cost, t.cost_per_million_at_slo, t.cost_per_job]
+        .into_iter()
+        .zip(0u8..)
+        .find_map(|(cost, measure)| cost.map(|c| (measure, Some(c))))
+        .unwrap_or((3, None))
+}
+
 /// Among recommendable trials, the cheapest per unit of work the brief asks for: the lowest monthly
 /// cost of carrying the expected peak at the SLO; else the lowest cost per million output tokens
-/// at the SLO; else the lowest cost per job; ties go to fewer GPUs, then to the earlier trial. A
-/// cheaper hourly rate never wins by itself.
+/// at the SLO; else the lowest cost per job; ties go to fewer GPUs (decision.md: never to another
+/// measure), then to the earlier trial. A cheaper hourly rate never wins by itself.
 pub fn recommend(trials: &[TrialStanding]) -> Recommendation {
     let recommended = trials
         .iter()
         .filter(|t| recommendable(t))
         .min_by(|a, b| {
-            by_known(a.monthly_cost, b.monthly_cost)
-                .then_with(|| by_known(a.cost_per_million_at_slo, b.cost_per_million_at_slo))
-                .then_with(|| by_known(a.cost_per_job, b.cost_per_job))
+            let ((a_measure, a_cost), (b_measure, b_cost)) = (cost_per_unit_of_work(a), cost_per_unit_of_work(b));
+            a_measure
+                .cmp(&b_measure)
+                .then_with(|| by_known(a_cost, b_cost))
                 .then_with(|| a.gpus.cmp(&b.gpus))
                 .then_with(|| a.position.cmp(&b.position))
         })
@@ -116,10 +128,11 @@ pub struct Change {
     pub verdict: &'static str,
 }
 
-/// What got better or worse since the trial this one re-runs, criterion by criterion. A status
-/// change decides (fail → pass is better); with the same status, a number moves in the direction
-/// the criterion's operator prefers (`lt`/`le`: lower is better; `gt`/`ge`: higher is better),
-/// and only beyond 2 % (and 1 ms for a latency): a smaller move is "same".
+/// What got better or worse since the trial this one re-runs, criterion by criterion. A number
+/// moves in the direction the criterion's operator prefers (`lt`/`le`: lower is better; `gt`/`ge`:
+/// higher is better), and only beyond 2 % (and 1 ms for a latency): a smaller move is "same", even
+/// where it crosses the threshold (500.5 → 499.5 ms against 500 is noise, not an improvement: the
+/// criterion's own status says pass or fail). Values that are not numbers compare by status.
 pub fn rerun_changes(before: &[CriterionOutcome], after: &[CriterionOutcome]) -> Vec<Change> {
     let rank = |s: Status| match s {
         Status::Fail => 0,
@@ -135,26 +148,26 @@ pub fn rerun_changes(before: &[CriterionOutcome], after: &[CriterionOutcome]) ->
                 (None, Some(_)) => "new",
                 (Some(_), None) => "gone",
                 (Some(b), Some(a)) => {
-                    let then_status = then.map(|t| t.status).unwrap_or(Status::Missing);
-                    match rank(now.status).cmp(&rank(then_status)) {
-                        Ordering::Greater => "better",
-                        Ordering::Less => "worse",
-                        Ordering::Equal => match (b.as_f64(), a.as_f64()) {
-                            (Some(b), Some(a)) if !moved(&now.key, b, a) => "same",
-                            (Some(b), Some(a)) => {
-                                let higher_is_better = matches!(now.op.as_str(), "gt" | "ge");
-                                let lower_is_better = matches!(now.op.as_str(), "lt" | "le");
-                                if (higher_is_better && a > b) || (lower_is_better && a < b) {
-                                    "better"
-                                } else if higher_is_better || lower_is_better {
-                                    "worse"
-                                } else {
-                                    "same"
-                                }
+                    let higher_is_better = matches!(now.op.as_str(), "gt" | "ge");
+                    let lower_is_better = matches!(now.op.as_str(), "lt" | "le");
+                    match (b.as_f64(), a.as_f64()) {
+                        (Some(b), Some(a)) if higher_is_better || lower_is_better => {
+                            if !moved(&now.key, b, a) {
+                                "same"
+                            } else if (higher_is_better && a > b) || (lower_is_better && a < b) {
+                                "better"
+                            } else {
+                                "worse"
                             }
-                            _ if a == b => "same",
-                            _ => "same",
-                        },
+                        }
+                        _ => {
+                            let then_status = then.map(|t| t.status).unwrap_or(Status::Missing);
+                            match rank(now.status).cmp(&rank(then_status)) {
+                                Ordering::Greater => "better",
+                                Ordering::Less => "worse",
+                                Ordering::Equal => "same",
+                            }
+                        }
                     }
                 }
             };
@@ -299,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn ties_go_to_cost_per_million_tokens_then_fewer_gpus() {
+    fn without_a_monthly_cost_the_cost_per_million_tokens_decides_then_fewer_gpus() {
         let mut a = standing(1, true, Some(50), 8);
         let mut b = standing(2, true, Some(50), 2);
         assert_eq!(
@@ -320,6 +333,18 @@ mod tests {
             Some(TrialId::from(Uuid::from_u128(4))),
             "a known cost beats an unknown one"
         );
+    }
+
+    /// decision.md: the cheapest by the brief's measure; "ties: fewer GPUs", not a second measure.
+    #[test]
+    fn a_tie_in_the_monthly_cost_goes_to_fewer_gpus_not_to_the_cheaper_tokens() {
+        let mut a = standing(1, true, Some(10), 4);
+        a.monthly_cost = Some(Decimal::from(10_950));
+        a.cost_per_million_at_slo = Some(Decimal::new(100, 2));
+        let mut b = standing(2, true, Some(90), 2);
+        b.monthly_cost = Some(Decimal::from(10_950));
+        b.cost_per_million_at_slo = Some(Decimal::new(150, 2));
+        assert_eq!(recommend(&[a, b.clone()]).recommended, Some(b.trial_id));
     }
 
     #[test]
@@ -373,6 +398,21 @@ mod tests {
         // 180 → 182 ms is within 2 %: the same.
         let close = [outcome("serving.ttft_p95_ms", "le", Status::Pass, Some(json!(182.0)))];
         assert_eq!(rerun_changes(&before, &close)[0].verdict, "same");
+    }
+
+    /// trials.md: better or worse only beyond 2 % and 1 ms, whatever side of the threshold the two
+    /// values fall on (this used to let a change of status decide first).
+    #[test]
+    fn a_move_within_the_noise_is_the_same_even_across_the_threshold() {
+        let before = [outcome("serving.ttft_p95_ms", "le", Status::Fail, Some(json!(500.5)))];
+        let after = [outcome("serving.ttft_p95_ms", "le", Status::Pass, Some(json!(499.5)))];
+        assert_eq!(rerun_changes(&before, &after)[0].verdict, "same");
+        let after = [outcome("serving.ttft_p95_ms", "le", Status::Pass, Some(json!(480.0)))];
+        assert_eq!(rerun_changes(&before, &after)[0].verdict, "better");
+        // A value that is no number compares by status.
+        let before = [outcome("dcgm.diag.passed", "eq", Status::Fail, Some(json!(false)))];
+        let after = [outcome("dcgm.diag.passed", "eq", Status::Pass, Some(json!(true)))];
+        assert_eq!(rerun_changes(&before, &after)[0].verdict, "better");
     }
 
     #[test]
