@@ -31,7 +31,9 @@ pub fn content_type(req: &Request) -> String {
         .to_ascii_lowercase()
 }
 
-/// A JSON body. 415 for another content type, 400 for malformed JSON (with line and column).
+/// A JSON body. 415 for another content type, 400 for malformed JSON (with line and column), 422
+/// at the field for well-formed JSON whose fields are wrong (an unknown key, a string where a
+/// boolean belongs, a required field left out).
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
@@ -48,10 +50,28 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         }
         let bytes = body_bytes(req, state).await?;
         refuse_nul_in_json(&bytes)?;
-        serde_json::from_slice(&bytes)
-            .map(ApiJson)
-            .map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))
+        json_body(&bytes).map(ApiJson)
     }
+}
+
+/// Reads a typed JSON body: 400 when it is not JSON, 422 naming the field when it is JSON of the
+/// wrong shape.
+pub fn json_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+    let mut reader = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut reader).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.classify() != serde_json::error::Category::Data {
+            return AppError::BadRequest(format!("malformed JSON: {inner}"));
+        }
+        let field = if field == "." { "body".to_owned() } else { field };
+        AppError::Validation(vec![crate::validation::FieldError::new(field, inner.to_string())])
+    })?;
+    // Trailing characters after the value are malformed JSON, as `serde_json::from_slice` says.
+    reader
+        .end()
+        .map_err(|e| AppError::BadRequest(format!("malformed JSON: {e}")))?;
+    Ok(value)
 }
 
 /// A text field holding NUL (`validation::NUL_MESSAGE`) is refused at the field (422) before it

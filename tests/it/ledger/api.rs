@@ -99,6 +99,38 @@ async fn worked_example_over_csv_and_json() {
     assert_eq!(audits, 4);
 }
 
+/// api.md: 400 is for a body that is not JSON; JSON of the wrong shape is 422 at the field.
+#[tokio::test]
+async fn json_of_the_wrong_shape_is_422_at_the_field_and_broken_json_400() {
+    let app = spawn_app().await;
+    let id = brief(&app).await;
+    let path = format!("/api/v1/briefs/{id}/ledger");
+    let res = app
+        .post_json(
+            &path,
+            &json!({ "lines": [{ "category": "host", "amount": "1", "colour": "red" }] }),
+        )
+        .await;
+    assert_eq!(res.status(), 422);
+    let p: Value = res.json().await.unwrap();
+    assert_eq!(p["errors"][0]["field"], "lines[0].colour", "{p}");
+    assert!(p["errors"][0]["message"].as_str().unwrap().contains("colour"), "{p}");
+    let res = app.post_json(&path, &json!({ "lines": "all of them" })).await;
+    assert_eq!(res.status(), 422);
+    let p: Value = res.json().await.unwrap();
+    assert_eq!(p["errors"][0]["field"], "lines", "{p}");
+    let res = app
+        .client
+        .post(app.url(&path))
+        .header("content-type", "application/json")
+        .body("{\"lines\": [")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    assert_eq!(app.count("ledger_lines").await, 0);
+}
+
 #[tokio::test]
 async fn json_lines_are_validated_per_field() {
     let app = spawn_app().await;

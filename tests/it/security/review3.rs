@@ -596,6 +596,14 @@ async fn an_admin_unlocks_through_the_api_too_and_the_person_is_shown_locked() {
     assert_eq!(res.status(), 422, "locks come from failed sign-ins only");
     let res = admin
         .put(app.url(&format!("/api/v1/users/{uid}")))
+        .json(&json!({ "disabled": "yes" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422, "well-formed JSON with a wrong field is 422, not 400");
+    assert_eq!(res.json::<Value>().await.unwrap()["errors"][0]["field"], "disabled");
+    let res = admin
+        .put(app.url(&format!("/api/v1/users/{uid}")))
         .json(&json!({ "locked": false }))
         .send()
         .await
