@@ -48,7 +48,7 @@ pub struct ServeConfig {
     #[arg(long, env = "RENTCHECK_SECURE_COOKIES", default_value_t = false)]
     pub secure_cookies: bool,
 
-    /// Seconds a request may take before it is answered 408/503.
+    /// Seconds a request may take before it is answered 503 (`timed-out`, with `Retry-After`).
     #[arg(long, env = "RENTCHECK_REQUEST_TIMEOUT", default_value_t = 30)]
     pub request_timeout_secs: u64,
 

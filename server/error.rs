@@ -41,6 +41,10 @@ pub enum AppError {
     DatabaseUnavailable,
     #[error("the evidence store is unavailable; try again shortly")]
     StorageUnavailable,
+    /// 503: the request did not finish within `RENTCHECK_REQUEST_TIMEOUT` seconds (a stalled body,
+    /// a database that accepts connections but does not answer).
+    #[error("the request did not finish within {0} s; try again shortly")]
+    TimedOut(u64),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -87,7 +91,9 @@ impl AppError {
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
-            AppError::DatabaseUnavailable | AppError::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::DatabaseUnavailable | AppError::StorageUnavailable | AppError::TimedOut(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -106,6 +112,7 @@ impl AppError {
             AppError::TooManyRequests(_) => "too-many-requests",
             AppError::DatabaseUnavailable => "database-unavailable",
             AppError::StorageUnavailable => "storage-unavailable",
+            AppError::TimedOut(_) => "timed-out",
             AppError::Internal(_) => "internal",
         }
     }
@@ -215,6 +222,7 @@ mod tests {
             AppError::TooManyRequests(String::new()),
             AppError::DatabaseUnavailable,
             AppError::StorageUnavailable,
+            AppError::TimedOut(30),
             AppError::Internal(anyhow::anyhow!("x")),
         ];
         for e in &all {

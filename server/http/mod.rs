@@ -25,7 +25,6 @@ use tower_http::{
     decompression::RequestDecompressionLayer,
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     sensitive_headers::SetSensitiveRequestHeadersLayer,
-    timeout::TimeoutLayer,
     trace::{DefaultOnResponse, TraceLayer},
 };
 
@@ -44,7 +43,6 @@ pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
 pub fn app(state: AppState) -> Router {
     let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
-    let timeout = Duration::from_secs(state.config.request_timeout_secs);
     // The API routes and their document come from one join: a route cannot go undocumented.
     let (api, document) = openapi::api_router().split_for_parts();
     let document = openapi::body(&openapi::finish(document));
@@ -87,7 +85,7 @@ pub fn app(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             AppError::Internal(anyhow::anyhow!("handler panicked")).into_response()
         }))
-        .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, timeout))
+        .layer(middleware::from_fn_with_state(state.clone(), deadline))
         // Counts and times each request by matched route, timeouts and panics included.
         .layer(middleware::from_fn_with_state(state.clone(), metrics::track))
         // On every answer, error pages, timeouts and panics included.
@@ -115,6 +113,24 @@ pub fn app(state: AppState) -> Router {
             header::COOKIE,
         ]))
         .with_state(state)
+}
+
+/// The request deadline (`RENTCHECK_REQUEST_TIMEOUT`): past it the request is dropped (an open
+/// transaction rolls back) and answered 503 with `Retry-After`, as a problem document on the API
+/// and as the error page elsewhere. tower-http's `TimeoutLayer` answers with a bare status, which
+/// tells a client neither what happened nor when to retry.
+async fn deadline(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: middleware::Next,
+) -> Response {
+    let seconds = state.config.request_timeout_secs;
+    let api = request.uri().path().starts_with("/api/");
+    match tokio::time::timeout(Duration::from_secs(seconds), next.run(request)).await {
+        Ok(response) => response,
+        Err(_) if api => AppError::TimedOut(seconds).into_response(),
+        Err(_) => PageError(AppError::TimedOut(seconds)).into_response(),
+    }
 }
 
 /// Limits on a client connection before a request reaches the router (where the request timeout

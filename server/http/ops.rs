@@ -1,6 +1,12 @@
 //! Operational endpoints: liveness and readiness.
 
-use axum::{extract::State, http::StatusCode, routing::get, Json, Router};
+use axum::{
+    extract::State,
+    http::{header, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+    Json, Router,
+};
 use serde_json::{json, Value};
 
 use crate::state::AppState;
@@ -15,8 +21,17 @@ async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// Ready when the database answers and every migration this binary knows is applied.
-async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+/// Ready when the database answers and every migration this binary knows is applied; a 503 says
+/// when to ask again (`Retry-After`), like every other 503 of this server.
+async fn readyz(State(state): State<AppState>) -> Response {
+    let (status, body) = readiness(&state).await;
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        return (status, [(header::RETRY_AFTER, "5")], body).into_response();
+    }
+    (status, body).into_response()
+}
+
+async fn readiness(state: &AppState) -> (StatusCode, Json<Value>) {
     let expected = sqlx::migrate!("./migrations")
         .iter()
         .map(|m| m.version)

@@ -17,7 +17,7 @@ pub struct ProblemType {
 }
 
 /// Every slug `AppError` writes, in the order of their status codes.
-pub const PROBLEM_TYPES: [ProblemType; 13] = [
+pub const PROBLEM_TYPES: [ProblemType; 14] = [
     ProblemType { slug: "bad-request", status: 400, title: "Bad Request", meaning: "The request could not be read: the body is not JSON, a query parameter is malformed, or a multipart body is broken. The detail says which; send it again corrected." },
     ProblemType { slug: "unauthorized", status: 401, title: "Unauthorized", meaning: "No valid credentials: the token is missing, expired or revoked, or the session ended. Mint a new token or sign in again." },
     ProblemType { slug: "forbidden", status: 403, title: "Forbidden", meaning: "The credentials are valid but may not do this: a token scoped to another brief or trial, or a role below the one the action needs." },
@@ -30,6 +30,7 @@ pub const PROBLEM_TYPES: [ProblemType; 13] = [
     ProblemType { slug: "too-many-requests", status: 429, title: "Too Many Requests", meaning: "Too many attempts in a short time (sign-ins, uploads). Wait for the Retry-After header's seconds, then try again." },
     ProblemType { slug: "internal", status: 500, title: "Internal Server Error", meaning: "Something failed inside the server. Nothing about it is shown to the caller; the operator finds the cause in the server's log under the request id given in the detail." },
     ProblemType { slug: "database-unavailable", status: 503, title: "Service Unavailable", meaning: "The database does not answer at the moment. The request did nothing; retry after the Retry-After header's seconds." },
+    ProblemType { slug: "timed-out", status: 503, title: "Service Unavailable", meaning: "The request did not finish in the time the server allows (RENTCHECK_REQUEST_TIMEOUT, 30 seconds unless set): a body that stopped arriving, or a database that does not answer. Retry after the Retry-After header's seconds; an upload sent again with the same Idempotency-Key is stored once." },
     ProblemType { slug: "storage-unavailable", status: 503, title: "Service Unavailable", meaning: "The evidence store (S3 or the file system) does not answer at the moment. The upload was not stored; retry it with the same Idempotency-Key." },
 ];
 

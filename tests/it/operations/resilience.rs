@@ -271,6 +271,7 @@ async fn while_the_database_is_unreachable_the_api_answers_503_and_recovers_by_i
     );
     let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 503, "not ready while the database is away");
+    assert_eq!(ready.headers()["retry-after"], "5");
 
     // Back again: the harness retries the same upload with the same key and it is stored once.
     link.restore();
@@ -393,4 +394,34 @@ async fn two_instances_on_one_bucket_store_each_item_once_and_serve_it_from_eith
             assert_eq!(&response.bytes().await.unwrap()[..], &bytes[..], "{id} from {base}");
         }
     }
+}
+
+/// api.md: "503 with `Retry-After` when the database is unavailable" — also when it accepts the
+/// connection and then does not answer (here a lock held on the briefs table): the request
+/// deadline answers with a problem document and `Retry-After`, and the server serves again once
+/// the database does.
+#[tokio::test]
+async fn a_database_that_stops_answering_gets_a_503_problem_with_retry_after_at_the_deadline() {
+    let app = common::spawn_app_with(AppConfig {
+        request_timeout_secs: 1,
+        ..AppConfig::default()
+    })
+    .await;
+    let brief = app.brief_id().await;
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE briefs IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let stuck = app.get(&format!("/api/v1/briefs/{brief}")).await;
+    assert_eq!(stuck.status(), 503);
+    assert!(started.elapsed() < Duration::from_secs(10), "answered at the deadline");
+    assert_eq!(stuck.headers()["retry-after"], "5");
+    assert_eq!(stuck.headers()["content-type"], "application/problem+json");
+    let problem: Value = stuck.json().await.unwrap();
+    assert!(problem["type"].as_str().unwrap().ends_with("#timed-out"), "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("within 1 s"), "{problem}");
+    holder.rollback().await.unwrap();
+    assert_eq!(app.get(&format!("/api/v1/briefs/{brief}")).await.status(), 200);
 }

@@ -172,6 +172,11 @@ async fn a_stalled_body_times_out() {
         started.elapsed()
     );
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    let lower = answer.to_ascii_lowercase();
+    assert!(
+        lower.contains("retry-after: 5") && lower.contains("application/problem+json"),
+        "a problem document that says when to retry: {answer}"
+    );
     assert_eq!(app.count("evidence").await, 0, "nothing half-read is stored");
     still_serving(&app).await;
 }
