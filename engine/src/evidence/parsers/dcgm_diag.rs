@@ -8,7 +8,13 @@
 //! A result table printed twice is folded: each test once, with its worst result.
 //! `dcgm.diag.level` is not printed by dcgmi; it is inferred from the categories that ran
 //! (Deployment only → 1, Integration/Hardware → 2, Stress → 3, memtest/pulse tests → 4), and
-//! `dcgm.diag.level_inferred` says so. `dcgm.diag.warnings` counts Warning blocks.
+//! `dcgm.diag.level_inferred` says so.
+//! `dcgm.diag.warnings` counts DCGM's distinct warnings: one test, one message (the same message from
+//! several GPUs of a test, or repeated in 4.5's `test_summary`, is one warning). `Info` rows are not
+//! warnings, and neither are the parser's own notes (a row it could not read): those are the
+//! evidence's parse warnings only.
+
+use std::collections::HashSet;
 
 use super::{text, ParseError, Parsed};
 
@@ -42,13 +48,47 @@ struct Test {
     status: Status,
 }
 
+/// One of DCGM's own warnings: the test it belongs to and its message.
+struct Warning {
+    test: String,
+    /// The message as dcgmi's `Sanitize` prints it: what makes two warnings the same.
+    msg: String,
+    error_id: Option<i64>,
+}
+
 #[derive(Default)]
 struct Diag {
     tests: Vec<Test>,
-    warnings: Vec<String>,
+    /// DCGM's warnings, each (test, message) once: what `dcgm.diag.warnings` counts.
+    warnings: Vec<Warning>,
+    /// The (test, message) pairs in `warnings` (a hostile file can hold thousands).
+    seen: HashSet<(String, String)>,
+    /// What the parser could not read: parse warnings of the evidence, never DCGM warnings.
+    notes: Vec<String>,
     version: Option<String>,
     driver: Option<String>,
     truncated: bool,
+}
+
+impl Diag {
+    /// Records DCGM's warning `msg` of `test`, unless that test already has that message.
+    fn add_warning(&mut self, test: &str, msg: &str, error_id: Option<i64>) {
+        let msg = sanitize(msg);
+        if msg.is_empty() || !self.seen.insert((test.to_string(), msg.clone())) {
+            return;
+        }
+        self.warnings.push(Warning {
+            test: test.to_string(),
+            msg,
+            error_id,
+        });
+    }
+}
+
+/// A message as dcgmi prints it (dcgmi/Diag.cpp `Sanitize`): what follows a `***`, trimmed.
+fn sanitize(msg: &str) -> String {
+    let m = msg.find("***").map_or(msg, |i| &msg[i + 3..]);
+    m.trim().to_string()
 }
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
@@ -68,8 +108,8 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
 }
 
 /// A table printed twice (a wrapper that echoes dcgmi's output, two pastes) lists every test twice:
-/// keep each (category, test) once with its worst result, and each warning once. Returns how many
-/// repeated results were folded.
+/// keep each (category, test) once with its worst result (its warnings are already kept once, as
+/// every (test, message) is). Returns how many repeated results were folded.
 fn dedupe(d: &mut Diag) -> usize {
     let mut kept: Vec<Test> = Vec::with_capacity(d.tests.len());
     let mut repeats = 0;
@@ -86,16 +126,6 @@ fn dedupe(d: &mut Diag) -> usize {
         }
     }
     d.tests = kept;
-    if repeats > 0 {
-        let mut seen: Vec<String> = Vec::with_capacity(d.warnings.len());
-        d.warnings.retain(|w| {
-            let new = !seen.contains(w);
-            if new {
-                seen.push(w.clone());
-            }
-            new
-        });
-    }
     repeats
 }
 
@@ -128,8 +158,15 @@ fn finish(d: Diag) -> Parsed {
     if d.truncated {
         p.warn("the result table has no closing border (paste cut short?): not counted as a pass");
     }
+    for n in &d.notes {
+        p.warn(n.clone());
+    }
     for w in &d.warnings {
-        p.warn(format!("DCGM warning: {w}"));
+        let id = w.error_id.map(|id| format!(" (error_id {id})")).unwrap_or_default();
+        match w.test.as_str() {
+            "" => p.warn(format!("DCGM warning: {}{id}", w.msg)),
+            t => p.warn(format!("DCGM warning: {t}: {}{id}", w.msg)),
+        }
     }
     p.boolean("dcgm.diag.passed", all_pass && !d.truncated);
     p.list("dcgm.diag.failed_tests", failed);
@@ -218,7 +255,8 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     let mut saw_table = false;
     let mut closed = false;
     let mut cur: Option<usize> = None; // index into d.tests
-    let mut note: Option<(bool, String)> = None; // (is_warning, text)
+    let mut cur_name = String::new(); // the test whose rows these are
+    let mut note: Option<Note> = None;
     for (i, raw) in s.lines().enumerate() {
         let ln = i + 1;
         let l = raw.trim_end();
@@ -233,6 +271,7 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
             category = title;
             closed = false;
             cur = None;
+            cur_name.clear();
             continue;
         }
         if lt.starts_with('+') {
@@ -265,10 +304,14 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
         }
         flush(&mut note, &mut d);
         if name == "Warning" || name == "Info" {
-            let chunk: String = res_cell.chars().skip(1).take(45).collect();
-            note = Some((name == "Warning", chunk));
+            note = Some(Note {
+                is_warning: name == "Warning",
+                test: cur_name.clone(),
+                text: res_cell.chars().skip(1).take(45).collect(),
+            });
             continue;
         }
+        cur_name = name.to_string();
         cur = record_test(&mut d, name, &category, res, ln);
     }
     flush(&mut note, &mut d);
@@ -282,11 +325,19 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     Ok(d)
 }
 
-/// A Warning or Info note, kept (as a warning) only when it is a warning.
-fn flush(note: &mut Option<(bool, String)>, d: &mut Diag) {
-    if let Some((is_warn, txt)) = note.take() {
-        if is_warn {
-            d.warnings.push(txt.trim().to_string());
+/// A Warning or Info block of the table: DCGM's message, wrapped over rows of 45 characters.
+struct Note {
+    is_warning: bool,
+    /// The test whose rows it is among.
+    test: String,
+    text: String,
+}
+
+/// A Warning or Info block, kept (as a DCGM warning of its test) only when it is a warning.
+fn flush(note: &mut Option<Note>, d: &mut Diag) {
+    if let Some(n) = note.take() {
+        if n.is_warning {
+            d.add_warning(&n.test, &n.text, None);
         }
     }
 }
@@ -312,7 +363,7 @@ fn section_title(inner: &str) -> Option<String> {
 }
 
 /// A row with an empty name: a `GPUn:` verdict of the test above, or wrapped Warning/Info text.
-fn continuation(d: &mut Diag, note: &mut Option<(bool, String)>, cur: Option<usize>, res_cell: &str, ln: usize) {
+fn continuation(d: &mut Diag, note: &mut Option<Note>, cur: Option<usize>, res_cell: &str, ln: usize) {
     if let Some((gpu, st)) = res_cell
         .trim()
         .split_once(':')
@@ -324,13 +375,11 @@ fn continuation(d: &mut Diag, note: &mut Option<(bool, String)>, cur: Option<usi
                 merge_entity(t, st);
             }
         } else if status_of(st).is_none() {
-            d.warnings
-                .push(format!("line {ln}: unreadable entity result {gpu}:{st}"));
+            d.notes.push(format!("line {ln}: unreadable entity result {gpu}:{st}"));
         }
-    } else if let Some((_, txt)) = note.as_mut() {
+    } else if let Some(n) = note.as_mut() {
         // the raw 45-character cell contents are concatenated (DCGM hard-wraps mid-word)
-        let chunk: String = res_cell.chars().skip(1).take(45).collect();
-        txt.push_str(&chunk);
+        n.text.extend(res_cell.chars().skip(1).take(45));
     }
 }
 
@@ -346,15 +395,15 @@ fn record_test(d: &mut Diag, name: &str, category: &str, res: &str, ln: usize) -
             Some(d.tests.len() - 1)
         }
         None => {
-            d.warnings
+            d.notes
                 .push(format!("line {ln}: test {name:?} has an unreadable result {res:?}"));
             None
         }
     }
 }
 
-/// Each result's status of the test `name`, its distinct warnings added to `warnings`.
-fn result_statuses(name: &str, results: Option<&Vec<serde_json::Value>>, warnings: &mut Vec<String>) -> Vec<Status> {
+/// Each result's status of the test `name`, its warnings added to `d`.
+fn result_statuses(name: &str, results: Option<&Vec<serde_json::Value>>, d: &mut Diag) -> Vec<Status> {
     use serde_json::Value;
     let mut per: Vec<Status> = Vec::new();
     for r in results.into_iter().flatten() {
@@ -362,20 +411,11 @@ fn result_statuses(name: &str, results: Option<&Vec<serde_json::Value>>, warning
             per.push(st);
         }
         for w in r.get("warnings").and_then(Value::as_array).into_iter().flatten() {
-            let txt = w
-                .get("warning")
-                .and_then(Value::as_str)
-                .map(|x| match w.get("error_id").and_then(Value::as_i64) {
-                    Some(id) => format!("{x} (error_id {id})"),
-                    None => x.to_string(),
-                })
-                .or_else(|| w.as_str().map(str::to_string));
+            let msg = w.get("warning").and_then(Value::as_str).or_else(|| w.as_str());
             // Distinct warnings (one test, one message): the same message from every GPU
             // of the test is one warning (docs/evidence.md).
-            if let Some(txt) = txt.map(|t| format!("{name}: {t}")) {
-                if !warnings.contains(&txt) {
-                    warnings.push(txt);
-                }
+            if let Some(msg) = msg {
+                d.add_warning(name, msg, w.get("error_id").and_then(Value::as_i64));
             }
         }
     }
@@ -430,7 +470,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
         .map(str::to_string);
     if let Some(e) = root.get("runtime_error").or_else(|| v.get("runtime_error")) {
         let msg = e.as_str().map(str::to_string).unwrap_or_else(|| e.to_string());
-        d.warnings.push(format!("runtime error: {msg}"));
+        d.notes.push(format!("DCGM runtime error: {msg}"));
         d.tests.push(Test {
             name: "runtime".into(),
             category: String::new(),
@@ -450,7 +490,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             }
             let name = t.get("name").and_then(Value::as_str).unwrap_or("unnamed").to_string();
             let results = t.get("results").and_then(Value::as_array);
-            let per = result_statuses(&name, results, &mut d.warnings);
+            let per = result_statuses(&name, results, &mut d);
             let summary = t
                 .get("test_summary")
                 .and_then(|x| x.get("status"))
@@ -459,7 +499,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             let status = match summary {
                 Some(s) => s,
                 None if per.is_empty() => {
-                    d.warnings.push(format!("test {name:?} has no status"));
+                    d.notes.push(format!("test {name:?} has no status"));
                     continue;
                 }
                 None => worst_of(&per),
@@ -476,3 +516,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
     }
     Ok(d)
 }
+
+#[cfg(test)]
+#[path = "dcgm_diag_tests.rs"]
+mod tests;

@@ -1,0 +1,125 @@
+//! `dcgmi diag` outputs shaped as dcgmi prints them. Each input says where its shape comes from:
+//! NVIDIA/DCGM `dcgmi/Diag.cpp` at a release tag (the row layout: a 25-character name column and a
+//! 45-character result column, `DisplayVerboseInfo` wrapping a message every 45 characters), and the
+//! real tables in `tests/fixtures/dcgm-diag/` (see its PROVENANCE.md).
+
+use crate::evidence::parsers::{parse, EvidenceKind, MetricValue, Parsed};
+
+fn run(input: &str) -> Parsed {
+    // Every table row is as wide as dcgmi's: `| ` + 25 + ` | ` + 46 + ` |`.
+    for l in input.lines().filter(|l| l.starts_with('|') || l.starts_with('+')) {
+        assert_eq!(l.chars().count(), 78, "not a dcgmi table row: {l:?}");
+    }
+    parse(EvidenceKind::DcgmDiag, input.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn boolean(p: &Parsed, key: &str) -> bool {
+    match p.metrics.get(key) {
+        Some(MetricValue::Bool(b)) => *b,
+        other => panic!("{key}: {other:?}"),
+    }
+}
+
+fn count(p: &Parsed, key: &str) -> f64 {
+    match p.metrics.get(key) {
+        Some(MetricValue::Number(n)) => *n,
+        other => panic!("{key}: {other:?}"),
+    }
+}
+
+fn list(p: &Parsed, key: &str) -> Vec<String> {
+    match p.metrics.get(key) {
+        Some(MetricValue::List(l)) => l.clone(),
+        other => panic!("{key}: {other:?}"),
+    }
+}
+
+fn noted(p: &Parsed, part: &str) -> bool {
+    p.warnings.iter().any(|w| w.contains(part))
+}
+
+/// An entity row the parser cannot read is its own note, not a DCGM warning. DCGM 4.6 prints a
+/// `DCGM_DIAG_RESULT_NOT_RUN` entity result as `Not Run` (NVIDIA/DCGM v4.6.0
+/// 51b65ccebf9d61e6593713a7d6b68e594d9d7975, dcgmi/Diag.cpp `HelperDisplayDiagResult`, printed by
+/// `HelperDisplayEntityResults` as `GPU1: Not Run`); the layout is that of
+/// `dcgm-4.4.1-b200-x8-r2-pcie-fail.txt`.
+#[test]
+fn dcgm_text_unreadable_rows_are_parse_notes_not_dcgm_warnings() {
+    let p = run("\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 4.6.0                                          |
+| Driver Version Detected   | 580.95.05                                      |
+| GPU Device IDs Detected   | 2330, 2330                                     |
+|-----  Deployment  --------+------------------------------------------------|
+| software                  | Pass                                           |
+|                           | GPU0: Pass                                     |
+|                           | GPU1: Not Run                                  |
++---------------------------+------------------------------------------------+
+");
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
+    assert!(noted(&p, "unreadable entity result GPU1: Not Run"), "{:?}", p.warnings);
+}
+
+/// A run dcgmi could not start: `HelperDisplayFailureMessage` writes only the version and
+/// `runtime_error` under `DCGM Diagnostic` (NVIDIA/DCGM v4.4.1 ca755f1487915935447be84e70c45d2d7b050f3c,
+/// dcgmi/Diag.cpp; the message is one of its callers'), as jsoncpp's `toStyledString` indents it. The
+/// run fails; the message is a parse note, not a test's warning.
+#[test]
+fn dcgm_json_runtime_error_fails_without_counting_a_dcgm_warning() {
+    let p = run(r#"{
+   "DCGM Diagnostic" : {
+      "runtime_error" : "Error: Diagnostic could not be run while DCGM is paused.",
+      "version" : "4.4.1"
+   }
+}
+"#);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
+    assert!(noted(&p, "could not be run while DCGM is paused"), "{:?}", p.warnings);
+}
+
+/// A test with neither results nor a summary (4.x writes only its name when every result is
+/// NOT_RUN: `HelperJsonAddResult` records nothing for NOT_RUN, v4.4.1 dcgmi/Diag.cpp) is a parse
+/// note, not a DCGM warning.
+#[test]
+fn dcgm_json_test_without_status_is_a_parse_note() {
+    let p = run(r#"{
+   "DCGM Diagnostic" : {
+      "test_categories" : [
+         {
+            "category" : "Deployment",
+            "tests" : [
+               {
+                  "name" : "software",
+                  "results" : [
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 0,
+                        "status" : "Pass"
+                     }
+                  ],
+                  "test_summary" : {
+                     "status" : "Pass"
+                  }
+               },
+               {
+                  "name" : "pcie"
+               }
+            ]
+         }
+      ]
+   },
+   "metadata" : {
+      "version" : "4.4.1"
+   }
+}
+"#);
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
+    assert_eq!(list(&p, "dcgm.diag.tests_run"), vec!["software"]);
+    assert!(noted(&p, "test \"pcie\" has no status"), "{:?}", p.warnings);
+}
