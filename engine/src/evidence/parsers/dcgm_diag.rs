@@ -362,25 +362,49 @@ fn section_title(inner: &str) -> Option<String> {
     })
 }
 
-/// A row with an empty name: a `GPUn:` verdict of the test above, or wrapped Warning/Info text.
+/// A row with an empty name: an entity's verdict on the test above, or wrapped Warning/Info text.
 fn continuation(d: &mut Diag, note: &mut Option<Note>, cur: Option<usize>, res_cell: &str, ln: usize) {
-    if let Some((gpu, st)) = res_cell
-        .trim()
-        .split_once(':')
-        .filter(|(g, _)| g.starts_with("GPU") && g.len() <= 6)
-    {
-        flush(note, d);
-        if let (Some(ix), Some(st)) = (cur, status_of(st)) {
-            if let Some(t) = d.tests.get_mut(ix) {
+    let cell = res_cell.trim();
+    match entity_verdict(cell) {
+        Some(Some(st)) => {
+            flush(note, d);
+            if let Some(t) = cur.and_then(|ix| d.tests.get_mut(ix)) {
                 merge_entity(t, st);
             }
-        } else if status_of(st).is_none() {
-            d.notes.push(format!("line {ln}: unreadable entity result {gpu}:{st}"));
         }
-    } else if let Some(n) = note.as_mut() {
-        // the raw 45-character cell contents are concatenated (DCGM hard-wraps mid-word)
-        n.text.extend(res_cell.chars().skip(1).take(45));
+        Some(None) if note.is_none() => d.notes.push(format!("line {ln}: unreadable entity result {cell}")),
+        _ => {
+            if let Some(n) = note.as_mut() {
+                // the raw 45-character cell contents are concatenated (DCGM hard-wraps mid-word)
+                n.text.extend(res_cell.chars().skip(1).take(45));
+            }
+        }
     }
+}
+
+/// The entity groups dcgmi names in a 4.x row (`DcgmFieldsGetEntityGroupString`, dcgmlib/src/dcgm_fields.cpp).
+const ENTITY_GROUPS: [&str; 8] = ["GPU", "vGPU", "Switch", "GPU_I", "GPU_CI", "LINK", "CPU", "CPU_CORE"];
+
+/// The verdict an empty-named row gives the test above it, as NVIDIA/DCGM dcgmi/Diag.cpp prints it:
+/// * 4.x `HelperDisplayEntityResults`: one row per entity, `GPU0: Pass`;
+/// * 2.x/3.x `HelperDisplayGpuResults`, when the GPUs disagree: the test's row says
+///   `Pass - GPUs: 0, 1, 2` and the rows below it `Fail - GPU: 3`, `Warn - GPUs: …`, `Skip - GPU: …`.
+///
+/// `None` when the row is neither (wrapped Warning/Info text); `Some(None)` when it is shaped as
+/// an entity's verdict but the verdict is not one word the parser knows.
+fn entity_verdict(cell: &str) -> Option<Option<Status>> {
+    let word = |w: &str| {
+        let w = w.trim();
+        (!w.contains(char::is_whitespace)).then(|| status_of(w)).flatten()
+    };
+    if let Some((st, ids)) = cell.split_once(" - GPU") {
+        let ids = ids.strip_prefix("s:").or_else(|| ids.strip_prefix(':'))?;
+        let ids_only = ids.chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ');
+        return (ids_only && ids.contains(|c: char| c.is_ascii_digit())).then(|| word(st));
+    }
+    let (label, res) = cell.split_once(':')?;
+    let group = label.trim_end_matches(|c: char| c.is_ascii_digit());
+    (group.len() < label.len() && ENTITY_GROUPS.contains(&group)).then(|| word(res))
 }
 
 /// A test's row; the index of the test it recorded, if its result was readable.

@@ -123,3 +123,95 @@ fn dcgm_json_test_without_status_is_a_parse_note() {
     assert_eq!(list(&p, "dcgm.diag.tests_run"), vec!["software"]);
     assert!(noted(&p, "test \"pcie\" has no status"), "{:?}", p.warnings);
 }
+
+/// DCGM 2.x/3.x print a test whose GPUs disagree as one row per verdict, the first under the
+/// test's name (NVIDIA/DCGM v3.3.8 903d745504f50153be8293f8566346f9de3b3c93, dcgmi/Diag.cpp
+/// `HelperDisplayGpuResults`: `Pass - GPUs: …`, then `Fail - GPU: …`, `Warn - GPU: …`, `Skip - GPU: …`
+/// with an empty name; testing/python3/tests/test_dcgm_diag.py looks for `Fail - GPU: %s`). The
+/// other rows are those of `dcgm-3.3.8-h100-x8-r3-fail-early-cuinit-fail-skip.txt`.
+const DCGM3_GPUS_DISAGREE: &str = "\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 3.3.8                                          |
+| Driver Version Detected   | 560.35.03                                      |
+| GPU Device IDs Detected   | 2330,2330,2330,2330,2330,2330,2330,2330        |
+|-----  Deployment  --------+------------------------------------------------|
+| Denylist                  | Pass                                           |
+| NVML Library              | Pass                                           |
+| CUDA Main Library         | Pass                                           |
+| Permissions and OS Blocks | Pass                                           |
+| Persistence Mode          | Pass                                           |
+| Environment Variables     | Pass                                           |
+| Page Retirement/Row Remap | Pass                                           |
+| Graphics Processes        | Pass                                           |
+| Inforom                   | Pass                                           |
++-----  Integration  -------+------------------------------------------------+
+| PCIe                      | Pass - All                                     |
++-----  Hardware  ----------+------------------------------------------------+
+| GPU Memory                | Pass - All                                     |
++-----  Stress  ------------+------------------------------------------------+
+| Targeted Stress           | Pass - GPUs: 0, 1, 2, 3, 4, 5, 7               |
+|                           | Warn - GPU: 6                                  |
+| Targeted Power            | Pass - GPUs: 0, 1, 2, 4, 5, 6, 7               |
+|                           | Fail - GPU: 3                                  |
+| Warning                   | GPU 3 Max power of 512.3 did not reach desire  |
+|                           | d power minimum target_power_min_ratio of 525  |
+|                           | .0 for GPU 3 Verify that the clock speeds and  |
+|                           |  GPU utilization are high.                     |
+| Memory Bandwidth          | Pass - GPUs: 0, 1, 2, 3, 4, 5, 6               |
+|                           | Skip - GPU: 7                                  |
++---------------------------+------------------------------------------------+
+";
+
+#[test]
+fn dcgm_text3_a_gpu_row_under_a_pass_row_gives_the_test_its_verdict() {
+    let p = run(DCGM3_GPUS_DISAGREE);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["Targeted Power"]);
+    assert_eq!(list(&p, "dcgm.diag.warned_tests"), vec!["Targeted Stress"]);
+    // GPU 7 did not run it: not every test that should run ran.
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["Memory Bandwidth"]);
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 1.0);
+    assert!(
+        noted(
+            &p,
+            "Targeted Power: GPU 3 Max power of 512.3 did not reach desired power minimum"
+        ),
+        "{:?}",
+        p.warnings
+    );
+    assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
+}
+
+/// The same table with only a Skip under the Pass: a Skip is not a pass.
+#[test]
+fn dcgm_text3_a_skip_row_under_a_pass_row_is_not_a_pass() {
+    let input = DCGM3_GPUS_DISAGREE
+        .replace(
+            "| Targeted Stress           | Pass - GPUs: 0, 1, 2, 3, 4, 5, 7               |\n\
+             |                           | Warn - GPU: 6                                  |\n",
+            "| Targeted Stress           | Pass - All                                     |\n",
+        )
+        .replace(
+            "| Targeted Power            | Pass - GPUs: 0, 1, 2, 4, 5, 6, 7               |\n\
+             |                           | Fail - GPU: 3                                  |\n",
+            "| Targeted Power            | Pass - All                                     |\n",
+        );
+    let input = input.replace(
+        "| Warning                   | GPU 3 Max power of 512.3 did not reach desire  |\n\
+         |                           | d power minimum target_power_min_ratio of 525  |\n\
+         |                           | .0 for GPU 3 Verify that the clock speeds and  |\n\
+         |                           |  GPU utilization are high.                     |\n",
+        "",
+    );
+    assert!(!input.contains("Fail") && !input.contains("Warn"), "{input}");
+    let p = run(&input);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["Memory Bandwidth"]);
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), Vec::<String>::new());
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
+    assert_eq!(list(&p, "dcgm.diag.tests_run").len(), 13);
+}
