@@ -303,9 +303,9 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
             continue;
         }
         flush(&mut note, &mut d);
-        if name == "Warning" || name == "Info" {
+        if let Some(is_warning) = note_label(name) {
             note = Some(Note {
-                is_warning: name == "Warning",
+                is_warning,
                 test: cur_name.clone(),
                 text: res_cell.chars().skip(1).take(45).collect(),
             });
@@ -339,6 +339,32 @@ fn flush(note: &mut Option<Note>, d: &mut Diag) {
         if n.is_warning {
             d.add_warning(&n.test, &n.text, None);
         }
+    }
+}
+
+/// Whether a row's name opens a Warning (`Some(true)`) or an Info (`Some(false)`) block of the test
+/// above it rather than naming a test, as NVIDIA/DCGM dcgmi/Diag.cpp labels them:
+/// * `Warning`, `Info`: 2.x/3.x (`HelperDisplayDetails`), and 4.x for what no entity is tied to
+///   (`HelperDisplayGlobalResult`);
+/// * `Warning: GPU0`, `Info: GPU0`: 4.x, tied to one entity (`HelperDisplayEntityResults`);
+/// * `Error`: a 2.x/3.x Deployment test's error (`HelperDisplayDeploymentResult`), which `-j` lists
+///   among the test's `warnings`.
+fn note_label(name: &str) -> Option<bool> {
+    let kind = match name.split_once(':') {
+        Some((kind, entity)) => {
+            let entity = entity.trim();
+            let group = entity.trim_end_matches(|c: char| c.is_ascii_digit());
+            if group.len() == entity.len() || !ENTITY_GROUPS.contains(&group) {
+                return None;
+            }
+            kind
+        }
+        None => name,
+    };
+    match kind {
+        "Warning" | "Error" => Some(true),
+        "Info" => Some(false),
+        _ => None,
     }
 }
 

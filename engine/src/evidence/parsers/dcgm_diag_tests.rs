@@ -215,3 +215,121 @@ fn dcgm_text3_a_skip_row_under_a_pass_row_is_not_a_pass() {
     assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
     assert_eq!(list(&p, "dcgm.diag.tests_run").len(), 13);
 }
+
+/// DCGM 4.x prints each test's row with its overall result and the warnings tied to no entity
+/// (`Warning`), then one row per entity (`GPU0: Fail`), each followed by that entity's warnings
+/// labelled `Warning: GPU0` and, with `-v`, its info labelled `Info: GPU0` (NVIDIA/DCGM v4.4.1
+/// ca755f1487915935447be84e70c45d2d7b050f3c, dcgmi/Diag.cpp `HelperDisplayGlobalResult` and
+/// `HelperDisplayEntityResults`; the same code from v4.0.0 to v4.6.0). The frame, metadata and the
+/// bare Warning's message are those of `dcgm-4.2.3-l40s-x4-pcie-fail-internal-error-warnings.txt`;
+/// the cuInit message is the one of `dcgm-3.3.8-h100-x8-r3-fail-early-cuinit-fail-skip.txt`, which
+/// 4.x prints under `Warning: GPUn` instead of prefixing it with `GPU n`. A run with `-v`, as the
+/// Info row shows; GPU 1 skipped pcie.
+const DCGM4_ENTITY_WARNINGS: &str = "\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 4.4.1                                          |
+| Driver Version Detected   | 570.172.08                                     |
+| GPU Device IDs Detected   | 26b9, 26b9                                     |
+|-----  Deployment  --------+------------------------------------------------|
+| software                  | Pass                                           |
+|                           | GPU0: Pass                                     |
+|                           | GPU1: Pass                                     |
++-----  Hardware  ----------+------------------------------------------------+
+| memory                    | Fail                                           |
+| Warning                   | There was an internal error during the test:   |
+|                           | 'A child process (152) exited with non-zero s  |
+|                           | tatus 1' Check DCGM and system logs for error  |
+|                           | s. Reset GPU. Restart DCGM. Rerun diagnostics  |
+|                           | .                                              |
+|                           | GPU0: Fail                                     |
+| Warning: GPU0             | Error using CUDA API cuInit Check DCGM and sy  |
+|                           | stem logs for errors. Reset GPU. Restart DCGM  |
+|                           | . Rerun diagnostics. Unable to initialize CUD  |
+|                           | A library: 'system not yet initialized'. . Pl  |
+|                           | ease check if a CUDA sample program can be ru  |
+|                           | n successfully on this host. Refer to https:/  |
+|                           | /github.com/nvidia/cuda-samples                |
+|                           | GPU1: Fail                                     |
+| Warning: GPU1             | Error using CUDA API cuInit Check DCGM and sy  |
+|                           | stem logs for errors. Reset GPU. Restart DCGM  |
+|                           | . Rerun diagnostics. Unable to initialize CUD  |
+|                           | A library: 'system not yet initialized'. . Pl  |
+|                           | ease check if a CUDA sample program can be ru  |
+|                           | n successfully on this host. Refer to https:/  |
+|                           | /github.com/nvidia/cuda-samples                |
++-----  Integration  -------+------------------------------------------------+
+| pcie                      | Pass                                           |
+|                           | GPU0: Pass                                     |
+| Info: GPU0                | GPU 0 GPU to Host bandwidth:  24.85 GB/s, GPU  |
+|                           |  0 Host to GPU bandwidth:  25.90 GB/s, GPU 0   |
+|                           | bidirectional bandwidth: 47.46 GB/s            |
+|                           | GPU1: Skip                                     |
++---------------------------+------------------------------------------------+
+";
+
+#[test]
+fn dcgm_text4_entity_warnings_belong_to_their_test() {
+    let p = run(DCGM4_ENTITY_WARNINGS);
+    // `Warning: GPU0` and `Info: GPU0` are no tests, and the GPU rows after them stay with theirs.
+    assert_eq!(list(&p, "dcgm.diag.tests_run"), vec!["software", "memory"]);
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["memory"]);
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["pcie"]);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    // The internal error, and cuInit once (the same message from two GPUs of one test); the Info
+    // is not a warning.
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 2.0);
+    assert!(noted(
+        &p,
+        "memory: Error using CUDA API cuInit Check DCGM and system logs"
+    ));
+    assert!(noted(&p, "memory: There was an internal error during the test"));
+    assert!(!noted(&p, "bandwidth"), "{:?}", p.warnings);
+    assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
+}
+
+/// DCGM 2.x/3.x label a Deployment test's errors `Error` (NVIDIA/DCGM v3.3.8
+/// 903d745504f50153be8293f8566346f9de3b3c93 and v2.4.7 0fb66990409818236a5fec5e9a795456351579b9,
+/// dcgmi/Diag.cpp `HelperDisplayDeploymentResult`); the message is DCGM_FR_PENDING_ROW_REMAP's
+/// (dcgmlib/dcgm_errors.h) with its next step, the frame that of
+/// `dcgm-3.3.8-h100-x8-r3-fail-early-cuinit-fail-skip.txt`. It is the test's warning, as `-j` lists
+/// it, not a test.
+#[test]
+fn dcgm_text3_a_deployment_error_block_is_a_warning_of_its_test() {
+    let p = run("\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 3.3.8                                          |
+| Driver Version Detected   | 560.35.03                                      |
+| GPU Device IDs Detected   | 2330,2330,2330,2330                            |
+|-----  Deployment  --------+------------------------------------------------|
+| Denylist                  | Pass                                           |
+| NVML Library              | Pass                                           |
+| CUDA Main Library         | Pass                                           |
+| Permissions and OS Blocks | Pass                                           |
+| Persistence Mode          | Pass                                           |
+| Environment Variables     | Pass                                           |
+| Page Retirement/Row Remap | Fail                                           |
+| Error                     | GPU 3 had memory errors and row remappings ar  |
+|                           | e pending Check DCGM and system logs for erro  |
+|                           | rs. Reset GPU. Restart DCGM. Rerun diagnostic  |
+|                           | s.                                             |
+| Graphics Processes        | Pass                                           |
+| Inforom                   | Pass                                           |
++---------------------------+------------------------------------------------+
+");
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["Page Retirement/Row Remap"]);
+    assert_eq!(list(&p, "dcgm.diag.tests_run").len(), 9);
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 1.0);
+    assert!(noted(
+        &p,
+        "Page Retirement/Row Remap: GPU 3 had memory errors and row remappings are pending"
+    ));
+    assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
+}
