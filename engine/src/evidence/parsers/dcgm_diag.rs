@@ -1,9 +1,10 @@
 //! `dcgmi diag -r N`: the text table (legacy, 3.x, 4.x layouts) and `-j` JSON (3.x
 //! `"DCGM GPU Diagnostic"`, 4.x `"DCGM Diagnostic"`, NVVS JSON with a preamble and nulls).
 //!
-//! Verdicts: a test is Fail if its result or any per-GPU result is Fail (4.x: `test_summary.status`
-//! wins), Warn if Warn, Skip if every result is Skip (or a Pass/Skip mix: not every GPU ran it), else
-//! Pass. `dcgm.diag.passed` is true only when at least one test ran and EVERY test passed: a Skip or a
+//! Verdicts: a test takes the worst of its results (Fail > Warn > Skip > Pass): Fail if its result or
+//! any per-GPU result is Fail, Warn if Warn, Skip if any result is Skip (a Pass/Skip mix: not every
+//! GPU ran it), else Pass. 4.x's `test_summary.status` is one more result, never an override: DCGM
+//! writes Pass there for a Pass/Skip mix. `dcgm.diag.passed` is true only when at least one test ran and EVERY test passed: a Skip or a
 //! Warn is not a pass, and a table that was cut short (no closing border) is not a pass either.
 //! A result table printed twice is folded: each test once, with its worst result.
 //! `dcgm.diag.level` is not printed by dcgmi; it is inferred from the categories that ran
@@ -460,27 +461,21 @@ fn result_statuses(name: &str, results: Option<&Vec<serde_json::Value>>, d: &mut
         if let Some(st) = r.get("status").and_then(Value::as_str).and_then(status_of) {
             per.push(st);
         }
-        for w in r.get("warnings").and_then(Value::as_array).into_iter().flatten() {
-            let msg = w.get("warning").and_then(Value::as_str).or_else(|| w.as_str());
-            // Distinct warnings (one test, one message): the same message from every GPU
-            // of the test is one warning (docs/evidence.md).
-            if let Some(msg) = msg {
-                d.add_warning(name, msg, w.get("error_id").and_then(Value::as_i64));
-            }
-        }
+        json_warnings(name, r, d);
     }
     per
 }
 
-/// A test's status from its per-entity results when it has no summary.
-fn worst_of(per: &[Status]) -> Status {
-    let worst = per.iter().copied().max().unwrap_or(Status::Skip);
-    if worst == Status::Pass || per.iter().all(|s| *s == Status::Skip) {
-        worst
-    } else if worst == Status::Skip {
-        Status::Skip // a Pass/Skip mix: not every entity ran it
-    } else {
-        worst
+/// The `warnings` of one result (or of a 4.x `test_summary`) of the test `name`, added to `d`.
+/// Distinct warnings (one test, one message): the same message from every GPU of the test is one
+/// warning (docs/evidence.md).
+fn json_warnings(name: &str, r: &serde_json::Value, d: &mut Diag) {
+    use serde_json::Value;
+    for w in r.get("warnings").and_then(Value::as_array).into_iter().flatten() {
+        let msg = w.get("warning").and_then(Value::as_str).or_else(|| w.as_str());
+        if let Some(msg) = msg {
+            d.add_warning(name, msg, w.get("error_id").and_then(Value::as_i64));
+        }
     }
 }
 
@@ -541,18 +536,26 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             let name = t.get("name").and_then(Value::as_str).unwrap_or("unnamed").to_string();
             let results = t.get("results").and_then(Value::as_array);
             let per = result_statuses(&name, results, &mut d);
-            let summary = t
-                .get("test_summary")
+            let summary = t.get("test_summary");
+            // 4.0-4.4 write the warnings tied to no entity only here; 4.5 repeats every warning of
+            // the test here too (dcgmi/Diag.cpp `HelperJsonAddTestSummary`).
+            if let Some(s) = summary {
+                json_warnings(&name, s, &mut d);
+            }
+            let summary = summary
                 .and_then(|x| x.get("status"))
                 .and_then(Value::as_str)
                 .and_then(status_of);
-            let status = match summary {
-                Some(s) => s,
-                None if per.is_empty() => {
+            // The summary is DCGM's overall result, which is Pass when some GPUs passed and the
+            // others skipped (nvvs/src/ResultHelpers.cpp `GetOverallDiagResult`): it is one more
+            // result, and a GPU's Skip or Fail still makes the test Skip or Fail, as in the text.
+            let status = match (summary, per.iter().copied().max()) {
+                (Some(s), Some(worst)) => s.max(worst),
+                (Some(s), None) | (None, Some(s)) => s,
+                (None, None) => {
                     d.notes.push(format!("test {name:?} has no status"));
                     continue;
                 }
-                None => worst_of(&per),
             };
             d.tests.push(Test {
                 name,

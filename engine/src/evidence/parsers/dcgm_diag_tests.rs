@@ -333,3 +333,191 @@ Successfully ran diagnostic for group.
     ));
     assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
 }
+
+/// `dcgmi diag -j` of the run `DCGM4_ENTITY_WARNINGS` prints, as NVIDIA/DCGM v4.4.1 dcgmi/Diag.cpp
+/// `HelperJsonBuildOutput` writes it (jsoncpp's `toStyledString`: keys sorted, three-space indent):
+/// each entity's result with its warnings and info, then `test_summary` with the test's overall
+/// result and, up to 4.4, only the warnings tied to no entity (`HelperJsonAddTestSummary`). The
+/// overall result of pcie is Pass although GPU 1 skipped it: nvvs/src/ResultHelpers.cpp
+/// `GetOverallDiagResult` answers Pass when any entity passed and none failed or warned.
+const DCGM4_ENTITY_WARNINGS_JSON: &str = r#"{
+   "DCGM Diagnostic" : {
+      "test_categories" : [
+         {
+            "category" : "Deployment",
+            "tests" : [
+               {
+                  "name" : "software",
+                  "results" : [
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 0,
+                        "status" : "Pass"
+                     },
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 1,
+                        "status" : "Pass"
+                     }
+                  ],
+                  "test_summary" : {
+                     "status" : "Pass"
+                  }
+               }
+            ]
+         },
+         {
+            "category" : "Hardware",
+            "tests" : [
+               {
+                  "name" : "memory",
+                  "results" : [
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 0,
+                        "status" : "Fail",
+                        "warnings" : [
+                           {
+                              "error_category" : 8,
+                              "error_id" : 51,
+                              "error_severity" : 4,
+                              "warning" : "Error using CUDA API cuInit Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics. Unable to initialize CUDA library: 'system not yet initialized'. . Please check if a CUDA sample program can be run successfully on this host. Refer to https://github.com/nvidia/cuda-samples"
+                           }
+                        ]
+                     },
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 1,
+                        "status" : "Fail",
+                        "warnings" : [
+                           {
+                              "error_category" : 8,
+                              "error_id" : 51,
+                              "error_severity" : 4,
+                              "warning" : "Error using CUDA API cuInit Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics. Unable to initialize CUDA library: 'system not yet initialized'. . Please check if a CUDA sample program can be run successfully on this host. Refer to https://github.com/nvidia/cuda-samples"
+                           }
+                        ]
+                     }
+                  ],
+                  "test_summary" : {
+                     "status" : "Fail",
+                     "warnings" : [
+                        {
+                           "error_category" : 16,
+                           "error_id" : 44,
+                           "error_severity" : 4,
+                           "warning" : "There was an internal error during the test: 'A child process (152) exited with non-zero status 1' Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics."
+                        }
+                     ]
+                  }
+               }
+            ]
+         },
+         {
+            "category" : "Integration",
+            "tests" : [
+               {
+                  "name" : "pcie",
+                  "results" : [
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 0,
+                        "info" : [
+                           "GPU 0 GPU to Host bandwidth:  24.85 GB/s, GPU 0 Host to GPU bandwidth:  25.90 GB/s, GPU 0 bidirectional bandwidth: 47.46 GB/s"
+                        ],
+                        "status" : "Pass"
+                     },
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 1,
+                        "status" : "Skip"
+                     }
+                  ],
+                  "test_summary" : {
+                     "status" : "Pass"
+                  }
+               }
+            ]
+         }
+      ]
+   },
+   "entity_groups" : [
+      {
+         "entities" : [
+            {
+               "device_id" : "26b9",
+               "entity_id" : 0
+            },
+            {
+               "device_id" : "26b9",
+               "entity_id" : 1
+            }
+         ],
+         "entity_group" : "GPU",
+         "entity_group_id" : 1
+      }
+   ],
+   "metadata" : {
+      "Driver Version Detected" : "570.172.08",
+      "version" : "4.4.1"
+   }
+}
+"#;
+
+/// The figures both forms of one run must agree on.
+fn verdict(p: &Parsed) -> (bool, Vec<String>, Vec<String>, Vec<String>, f64) {
+    (
+        boolean(p, "dcgm.diag.passed"),
+        list(p, "dcgm.diag.tests_run"),
+        list(p, "dcgm.diag.failed_tests"),
+        list(p, "dcgm.diag.skipped_tests"),
+        count(p, "dcgm.diag.warnings"),
+    )
+}
+
+#[test]
+fn dcgm_json4_a_gpus_skip_under_a_pass_summary_is_a_skip_and_agrees_with_the_text() {
+    let json = run(DCGM4_ENTITY_WARNINGS_JSON);
+    assert_eq!(list(&json, "dcgm.diag.skipped_tests"), vec!["pcie"]);
+    // The warning tied to no entity is only in `test_summary` (4.0 to 4.4).
+    assert!(
+        noted(&json, "memory: There was an internal error during the test"),
+        "{:?}",
+        json.warnings
+    );
+    assert_eq!(verdict(&json), verdict(&run(DCGM4_ENTITY_WARNINGS)));
+    assert_eq!(
+        verdict(&json),
+        (
+            false,
+            vec!["software".to_string(), "memory".to_string()],
+            vec!["memory".to_string()],
+            vec!["pcie".to_string()],
+            2.0
+        )
+    );
+}
+
+/// From 4.5 `test_summary.warnings` holds every warning of the test, those of each entity too
+/// (NVIDIA/DCGM v4.5.0 e137795bc755d14fabc0e44c91178a364952cb43, dcgmi/Diag.cpp
+/// `HelperJsonAddTestSummary` passes `includeAllErrors`): a repeat, not another warning.
+#[test]
+fn dcgm_json45_summary_repeats_are_not_more_warnings() {
+    let mut v: serde_json::Value = serde_json::from_str(DCGM4_ENTITY_WARNINGS_JSON).unwrap();
+    let memory = &mut v["DCGM Diagnostic"]["test_categories"][1]["tests"][0];
+    let entity_warnings: Vec<serde_json::Value> = (0..2)
+        .map(|gpu| memory["results"][gpu]["warnings"][0].clone())
+        .collect();
+    let summary = memory["test_summary"]["warnings"].as_array_mut().unwrap();
+    summary.extend(entity_warnings);
+    assert_eq!(summary.len(), 3);
+    v["metadata"]["version"] = "4.5.0".into();
+    let p = run(&serde_json::to_string_pretty(&v).unwrap());
+    assert_eq!(verdict(&p), verdict(&run(DCGM4_ENTITY_WARNINGS_JSON)));
+}
