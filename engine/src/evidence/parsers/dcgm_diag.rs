@@ -468,14 +468,29 @@ fn result_statuses(name: &str, results: Option<&Vec<serde_json::Value>>, d: &mut
 
 /// The `warnings` of one result (or of a 4.x `test_summary`) of the test `name`, added to `d`.
 /// Distinct warnings (one test, one message): the same message from every GPU of the test is one
-/// warning (docs/evidence.md).
+/// warning (docs/evidence.md). NVIDIA/DCGM dcgmi/Diag.cpp writes them as
+/// * 2.x to 3.2: one message, a string, with the result's `error_id` beside it from 3.2
+///   (`HelperJsonAddResult`, v2.4.7 and v3.2.5);
+/// * 3.3 on: a list of objects whose message is `warning`, or `warnings` for a 3.3 Deployment test
+///   (v3.3.8 `HelperJsonAddBasicTests`).
 fn json_warnings(name: &str, r: &serde_json::Value, d: &mut Diag) {
     use serde_json::Value;
-    for w in r.get("warnings").and_then(Value::as_array).into_iter().flatten() {
-        let msg = w.get("warning").and_then(Value::as_str).or_else(|| w.as_str());
-        if let Some(msg) = msg {
-            d.add_warning(name, msg, w.get("error_id").and_then(Value::as_i64));
+    let error_id = |v: &Value| v.get("error_id").and_then(Value::as_i64);
+    match r.get("warnings") {
+        Some(Value::String(msg)) => d.add_warning(name, msg, error_id(r)),
+        Some(Value::Array(ws)) => {
+            for w in ws {
+                let msg = w
+                    .get("warning")
+                    .or_else(|| w.get("warnings"))
+                    .and_then(Value::as_str)
+                    .or_else(|| w.as_str());
+                if let Some(msg) = msg {
+                    d.add_warning(name, msg, error_id(w));
+                }
+            }
         }
+        _ => {}
     }
 }
 

@@ -521,3 +521,110 @@ fn dcgm_json45_summary_repeats_are_not_more_warnings() {
     let p = run(&serde_json::to_string_pretty(&v).unwrap());
     assert_eq!(verdict(&p), verdict(&run(DCGM4_ENTITY_WARNINGS_JSON)));
 }
+
+/// DCGM 2.x to 3.2 `-j` writes a result's warning as one string, from 3.2 with the result's
+/// `error_id` beside it (NVIDIA/DCGM v3.2.5 4e0a87a8c7a9af99e0d911c491d9a65204f1a30e, dcgmi/Diag.cpp
+/// `HelperJsonAddResult`, and for Deployment tests `HelperJsonAddBasicTests`; v2.4.7
+/// 0fb66990409818236a5fec5e9a795456351579b9 the same without `error_id`). Messages from
+/// dcgmlib/dcgm_errors.h (DCGM_FR_BAD_CUDA_ENV) and the cuInit one of
+/// `dcgm-3.3.8-h100-x8-r3-fail-early-cuinit-fail-skip.txt`.
+#[test]
+fn dcgm_json3_a_warning_written_as_a_string_is_one_warning() {
+    let p = run(r#"{
+   "DCGM GPU Diagnostic" : {
+      "test_categories" : [
+         {
+            "category" : "Deployment",
+            "tests" : [
+               {
+                  "name" : "Environment Variables",
+                  "results" : [
+                     {
+                        "status" : "Fail",
+                        "warnings" : "Found CUDA performance-limiting environment variable 'CUDA_LAUNCH_BLOCKING'."
+                     }
+                  ]
+               }
+            ]
+         },
+         {
+            "category" : "Hardware",
+            "tests" : [
+               {
+                  "name" : "GPU Memory",
+                  "results" : [
+                     {
+                        "error_id" : 51,
+                        "gpu_ids" : "0",
+                        "status" : "Fail",
+                        "warnings" : "GPU 0 Error using CUDA API cuInit Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics. Unable to initialize CUDA library: 'system not yet initialized'."
+                     },
+                     {
+                        "gpu_ids" : "1",
+                        "status" : "Pass"
+                     }
+                  ]
+               }
+            ]
+         }
+      ],
+      "version" : "3.2.5"
+   }
+}
+"#);
+    assert_eq!(
+        list(&p, "dcgm.diag.failed_tests"),
+        vec!["Environment Variables", "GPU Memory"]
+    );
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 2.0);
+    assert!(
+        noted(&p, "GPU Memory: GPU 0 Error using CUDA API cuInit"),
+        "{:?}",
+        p.warnings
+    );
+    assert!(noted(&p, "(error_id 51)"), "{:?}", p.warnings);
+}
+
+/// DCGM 3.3 writes a Deployment test's warnings as objects whose message is under `warnings`,
+/// not `warning` (NVIDIA/DCGM v3.3.8 903d745504f50153be8293f8566346f9de3b3c93, dcgmi/Diag.cpp
+/// `HelperJsonAddBasicTests`).
+#[test]
+fn dcgm_json33_a_deployment_warning_under_warnings_is_read() {
+    let p = run(r#"{
+   "DCGM GPU Diagnostic" : {
+      "test_categories" : [
+         {
+            "category" : "Deployment",
+            "tests" : [
+               {
+                  "name" : "Environment Variables",
+                  "results" : [
+                     {
+                        "gpu_id" : 0,
+                        "status" : "Fail",
+                        "warnings" : [
+                           {
+                              "error_category" : 8,
+                              "error_id" : 28,
+                              "error_severity" : 4,
+                              "warnings" : "Found CUDA performance-limiting environment variable 'CUDA_LAUNCH_BLOCKING'."
+                           }
+                        ]
+                     }
+                  ]
+               }
+            ]
+         }
+      ],
+      "version" : "3.3.8"
+   }
+}
+"#);
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["Environment Variables"]);
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 1.0);
+    assert!(
+        noted(&p, "Environment Variables: Found CUDA performance-limiting"),
+        "{:?}",
+        p.warnings
+    );
+}
