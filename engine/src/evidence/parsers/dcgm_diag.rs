@@ -1,14 +1,21 @@
 //! `dcgmi diag -r N`: the text table (legacy, 3.x, 4.x layouts) and `-j` JSON (3.x
 //! `"DCGM GPU Diagnostic"`, 4.x `"DCGM Diagnostic"`, NVVS JSON with a preamble and nulls).
 //!
-//! Verdicts: a test is Fail if its result or any per-GPU result is Fail (4.x: `test_summary.status`
-//! wins), Warn if Warn, Skip if every result is Skip (or a Pass/Skip mix: not every GPU ran it), else
-//! Pass. `dcgm.diag.passed` is true only when at least one test ran and EVERY test passed: a Skip or a
+//! Verdicts: a test takes the worst of its results (Fail > Warn > Skip > Pass): Fail if its result or
+//! any per-GPU result is Fail, Warn if Warn, Skip if any result is Skip (a Pass/Skip mix: not every
+//! GPU ran it), else Pass. 4.x's `test_summary.status` is one more result, never an override: DCGM
+//! writes Pass there for a Pass/Skip mix. `dcgm.diag.passed` is true only when at least one test ran and EVERY test passed: a Skip or a
 //! Warn is not a pass, and a table that was cut short (no closing border) is not a pass either.
 //! A result table printed twice is folded: each test once, with its worst result.
 //! `dcgm.diag.level` is not printed by dcgmi; it is inferred from the categories that ran
 //! (Deployment only → 1, Integration/Hardware → 2, Stress → 3, memtest/pulse tests → 4), and
-//! `dcgm.diag.level_inferred` says so. `dcgm.diag.warnings` counts Warning blocks.
+//! `dcgm.diag.level_inferred` says so.
+//! `dcgm.diag.warnings` counts DCGM's distinct warnings: one test, one message (the same message from
+//! several GPUs of a test, or repeated in 4.5's `test_summary`, is one warning). `Info` rows are not
+//! warnings, and neither are the parser's own notes (a row it could not read): those are the
+//! evidence's parse warnings only.
+
+use std::collections::HashSet;
 
 use super::{text, ParseError, Parsed};
 
@@ -42,13 +49,47 @@ struct Test {
     status: Status,
 }
 
+/// One of DCGM's own warnings: the test it belongs to and its message.
+struct Warning {
+    test: String,
+    /// The message as dcgmi's `Sanitize` prints it: what makes two warnings the same.
+    msg: String,
+    error_id: Option<i64>,
+}
+
 #[derive(Default)]
 struct Diag {
     tests: Vec<Test>,
-    warnings: Vec<String>,
+    /// DCGM's warnings, each (test, message) once: what `dcgm.diag.warnings` counts.
+    warnings: Vec<Warning>,
+    /// The (test, message) pairs in `warnings` (a hostile file can hold thousands).
+    seen: HashSet<(String, String)>,
+    /// What the parser could not read: parse warnings of the evidence, never DCGM warnings.
+    notes: Vec<String>,
     version: Option<String>,
     driver: Option<String>,
     truncated: bool,
+}
+
+impl Diag {
+    /// Records DCGM's warning `msg` of `test`, unless that test already has that message.
+    fn add_warning(&mut self, test: &str, msg: &str, error_id: Option<i64>) {
+        let msg = sanitize(msg);
+        if msg.is_empty() || !self.seen.insert((test.to_string(), msg.clone())) {
+            return;
+        }
+        self.warnings.push(Warning {
+            test: test.to_string(),
+            msg,
+            error_id,
+        });
+    }
+}
+
+/// A message as dcgmi prints it (dcgmi/Diag.cpp `Sanitize`): what follows a `***`, trimmed.
+fn sanitize(msg: &str) -> String {
+    let m = msg.find("***").map_or(msg, |i| &msg[i + 3..]);
+    m.trim().to_string()
 }
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
@@ -68,8 +109,8 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
 }
 
 /// A table printed twice (a wrapper that echoes dcgmi's output, two pastes) lists every test twice:
-/// keep each (category, test) once with its worst result, and each warning once. Returns how many
-/// repeated results were folded.
+/// keep each (category, test) once with its worst result (its warnings are already kept once, as
+/// every (test, message) is). Returns how many repeated results were folded.
 fn dedupe(d: &mut Diag) -> usize {
     let mut kept: Vec<Test> = Vec::with_capacity(d.tests.len());
     let mut repeats = 0;
@@ -86,16 +127,6 @@ fn dedupe(d: &mut Diag) -> usize {
         }
     }
     d.tests = kept;
-    if repeats > 0 {
-        let mut seen: Vec<String> = Vec::with_capacity(d.warnings.len());
-        d.warnings.retain(|w| {
-            let new = !seen.contains(w);
-            if new {
-                seen.push(w.clone());
-            }
-            new
-        });
-    }
     repeats
 }
 
@@ -128,8 +159,15 @@ fn finish(d: Diag) -> Parsed {
     if d.truncated {
         p.warn("the result table has no closing border (paste cut short?): not counted as a pass");
     }
+    for n in &d.notes {
+        p.warn(n.clone());
+    }
     for w in &d.warnings {
-        p.warn(format!("DCGM warning: {w}"));
+        let id = w.error_id.map(|id| format!(" (error_id {id})")).unwrap_or_default();
+        match w.test.as_str() {
+            "" => p.warn(format!("DCGM warning: {}{id}", w.msg)),
+            t => p.warn(format!("DCGM warning: {t}: {}{id}", w.msg)),
+        }
     }
     p.boolean("dcgm.diag.passed", all_pass && !d.truncated);
     p.list("dcgm.diag.failed_tests", failed);
@@ -218,7 +256,8 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     let mut saw_table = false;
     let mut closed = false;
     let mut cur: Option<usize> = None; // index into d.tests
-    let mut note: Option<(bool, String)> = None; // (is_warning, text)
+    let mut cur_name = String::new(); // the test whose rows these are
+    let mut note: Option<Note> = None;
     for (i, raw) in s.lines().enumerate() {
         let ln = i + 1;
         let l = raw.trim_end();
@@ -233,6 +272,7 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
             category = title;
             closed = false;
             cur = None;
+            cur_name.clear();
             continue;
         }
         if lt.starts_with('+') {
@@ -264,11 +304,15 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
             continue;
         }
         flush(&mut note, &mut d);
-        if name == "Warning" || name == "Info" {
-            let chunk: String = res_cell.chars().skip(1).take(45).collect();
-            note = Some((name == "Warning", chunk));
+        if let Some(is_warning) = note_label(name) {
+            note = Some(Note {
+                is_warning,
+                test: cur_name.clone(),
+                text: res_cell.chars().skip(1).take(45).collect(),
+            });
             continue;
         }
+        cur_name = name.to_string();
         cur = record_test(&mut d, name, &category, res, ln);
     }
     flush(&mut note, &mut d);
@@ -282,12 +326,46 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     Ok(d)
 }
 
-/// A Warning or Info note, kept (as a warning) only when it is a warning.
-fn flush(note: &mut Option<(bool, String)>, d: &mut Diag) {
-    if let Some((is_warn, txt)) = note.take() {
-        if is_warn {
-            d.warnings.push(txt.trim().to_string());
+/// A Warning or Info block of the table: DCGM's message, wrapped over rows of 45 characters.
+struct Note {
+    is_warning: bool,
+    /// The test whose rows it is among.
+    test: String,
+    text: String,
+}
+
+/// A Warning or Info block, kept (as a DCGM warning of its test) only when it is a warning.
+fn flush(note: &mut Option<Note>, d: &mut Diag) {
+    if let Some(n) = note.take() {
+        if n.is_warning {
+            d.add_warning(&n.test, &n.text, None);
         }
+    }
+}
+
+/// Whether a row's name opens a Warning (`Some(true)`) or an Info (`Some(false)`) block of the test
+/// above it rather than naming a test, as NVIDIA/DCGM dcgmi/Diag.cpp labels them:
+/// * `Warning`, `Info`: 2.x/3.x (`HelperDisplayDetails`), and 4.x for what no entity is tied to
+///   (`HelperDisplayGlobalResult`);
+/// * `Warning: GPU0`, `Info: GPU0`: 4.x, tied to one entity (`HelperDisplayEntityResults`);
+/// * `Error`: a 2.x/3.x Deployment test's error (`HelperDisplayDeploymentResult`), which `-j` lists
+///   among the test's `warnings`.
+fn note_label(name: &str) -> Option<bool> {
+    let kind = match name.split_once(':') {
+        Some((kind, entity)) => {
+            let entity = entity.trim();
+            let group = entity.trim_end_matches(|c: char| c.is_ascii_digit());
+            if group.len() == entity.len() || !ENTITY_GROUPS.contains(&group) {
+                return None;
+            }
+            kind
+        }
+        None => name,
+    };
+    match kind {
+        "Warning" | "Error" => Some(true),
+        "Info" => Some(false),
+        _ => None,
     }
 }
 
@@ -311,27 +389,49 @@ fn section_title(inner: &str) -> Option<String> {
     })
 }
 
-/// A row with an empty name: a `GPUn:` verdict of the test above, or wrapped Warning/Info text.
-fn continuation(d: &mut Diag, note: &mut Option<(bool, String)>, cur: Option<usize>, res_cell: &str, ln: usize) {
-    if let Some((gpu, st)) = res_cell
-        .trim()
-        .split_once(':')
-        .filter(|(g, _)| g.starts_with("GPU") && g.len() <= 6)
-    {
-        flush(note, d);
-        if let (Some(ix), Some(st)) = (cur, status_of(st)) {
-            if let Some(t) = d.tests.get_mut(ix) {
+/// A row with an empty name: an entity's verdict on the test above, or wrapped Warning/Info text.
+fn continuation(d: &mut Diag, note: &mut Option<Note>, cur: Option<usize>, res_cell: &str, ln: usize) {
+    let cell = res_cell.trim();
+    match entity_verdict(cell) {
+        Some(Some(st)) => {
+            flush(note, d);
+            if let Some(t) = cur.and_then(|ix| d.tests.get_mut(ix)) {
                 merge_entity(t, st);
             }
-        } else if status_of(st).is_none() {
-            d.warnings
-                .push(format!("line {ln}: unreadable entity result {gpu}:{st}"));
         }
-    } else if let Some((_, txt)) = note.as_mut() {
-        // the raw 45-character cell contents are concatenated (DCGM hard-wraps mid-word)
-        let chunk: String = res_cell.chars().skip(1).take(45).collect();
-        txt.push_str(&chunk);
+        Some(None) if note.is_none() => d.notes.push(format!("line {ln}: unreadable entity result {cell}")),
+        _ => {
+            if let Some(n) = note.as_mut() {
+                // the raw 45-character cell contents are concatenated (DCGM hard-wraps mid-word)
+                n.text.extend(res_cell.chars().skip(1).take(45));
+            }
+        }
     }
+}
+
+/// The entity groups dcgmi names in a 4.x row (`DcgmFieldsGetEntityGroupString`, dcgmlib/src/dcgm_fields.cpp).
+const ENTITY_GROUPS: [&str; 8] = ["GPU", "vGPU", "Switch", "GPU_I", "GPU_CI", "LINK", "CPU", "CPU_CORE"];
+
+/// The verdict an empty-named row gives the test above it, as NVIDIA/DCGM dcgmi/Diag.cpp prints it:
+/// * 4.x `HelperDisplayEntityResults`: one row per entity, `GPU0: Pass`;
+/// * 2.x/3.x `HelperDisplayGpuResults`, when the GPUs disagree: the test's row says
+///   `Pass - GPUs: 0, 1, 2` and the rows below it `Fail - GPU: 3`, `Warn - GPUs: …`, `Skip - GPU: …`.
+///
+/// `None` when the row is neither (wrapped Warning/Info text); `Some(None)` when it is shaped as
+/// an entity's verdict but the verdict is not one word the parser knows.
+fn entity_verdict(cell: &str) -> Option<Option<Status>> {
+    let word = |w: &str| {
+        let w = w.trim();
+        (!w.contains(char::is_whitespace)).then(|| status_of(w)).flatten()
+    };
+    if let Some((st, ids)) = cell.split_once(" - GPU") {
+        let ids = ids.strip_prefix("s:").or_else(|| ids.strip_prefix(':'))?;
+        let ids_only = ids.chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ');
+        return (ids_only && ids.contains(|c: char| c.is_ascii_digit())).then(|| word(st));
+    }
+    let (label, res) = cell.split_once(':')?;
+    let group = label.trim_end_matches(|c: char| c.is_ascii_digit());
+    (group.len() < label.len() && ENTITY_GROUPS.contains(&group)).then(|| word(res))
 }
 
 /// A test's row; the index of the test it recorded, if its result was readable.
@@ -346,51 +446,51 @@ fn record_test(d: &mut Diag, name: &str, category: &str, res: &str, ln: usize) -
             Some(d.tests.len() - 1)
         }
         None => {
-            d.warnings
+            d.notes
                 .push(format!("line {ln}: test {name:?} has an unreadable result {res:?}"));
             None
         }
     }
 }
 
-/// Each result's status of the test `name`, its distinct warnings added to `warnings`.
-fn result_statuses(name: &str, results: Option<&Vec<serde_json::Value>>, warnings: &mut Vec<String>) -> Vec<Status> {
+/// Each result's status of the test `name`, its warnings added to `d`.
+fn result_statuses(name: &str, results: Option<&Vec<serde_json::Value>>, d: &mut Diag) -> Vec<Status> {
     use serde_json::Value;
     let mut per: Vec<Status> = Vec::new();
     for r in results.into_iter().flatten() {
         if let Some(st) = r.get("status").and_then(Value::as_str).and_then(status_of) {
             per.push(st);
         }
-        for w in r.get("warnings").and_then(Value::as_array).into_iter().flatten() {
-            let txt = w
-                .get("warning")
-                .and_then(Value::as_str)
-                .map(|x| match w.get("error_id").and_then(Value::as_i64) {
-                    Some(id) => format!("{x} (error_id {id})"),
-                    None => x.to_string(),
-                })
-                .or_else(|| w.as_str().map(str::to_string));
-            // Distinct warnings (one test, one message): the same message from every GPU
-            // of the test is one warning (docs/evidence.md).
-            if let Some(txt) = txt.map(|t| format!("{name}: {t}")) {
-                if !warnings.contains(&txt) {
-                    warnings.push(txt);
-                }
-            }
-        }
+        json_warnings(name, r, d);
     }
     per
 }
 
-/// A test's status from its per-entity results when it has no summary.
-fn worst_of(per: &[Status]) -> Status {
-    let worst = per.iter().copied().max().unwrap_or(Status::Skip);
-    if worst == Status::Pass || per.iter().all(|s| *s == Status::Skip) {
-        worst
-    } else if worst == Status::Skip {
-        Status::Skip // a Pass/Skip mix: not every entity ran it
-    } else {
-        worst
+/// The `warnings` of one result (or of a 4.x `test_summary`) of the test `name`, added to `d`.
+/// Distinct warnings (one test, one message): the same message from every GPU of the test is one
+/// warning (docs/evidence.md). NVIDIA/DCGM dcgmi/Diag.cpp writes them as
+/// * 2.x to 3.2: one message, a string, with the result's `error_id` beside it from 3.2
+///   (`HelperJsonAddResult`, v2.4.7 and v3.2.5);
+/// * 3.3 on: a list of objects whose message is `warning`, or `warnings` for a 3.3 Deployment test
+///   (v3.3.8 `HelperJsonAddBasicTests`).
+fn json_warnings(name: &str, r: &serde_json::Value, d: &mut Diag) {
+    use serde_json::Value;
+    let error_id = |v: &Value| v.get("error_id").and_then(Value::as_i64);
+    match r.get("warnings") {
+        Some(Value::String(msg)) => d.add_warning(name, msg, error_id(r)),
+        Some(Value::Array(ws)) => {
+            for w in ws {
+                let msg = w
+                    .get("warning")
+                    .or_else(|| w.get("warnings"))
+                    .and_then(Value::as_str)
+                    .or_else(|| w.as_str());
+                if let Some(msg) = msg {
+                    d.add_warning(name, msg, error_id(w));
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -430,7 +530,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
         .map(str::to_string);
     if let Some(e) = root.get("runtime_error").or_else(|| v.get("runtime_error")) {
         let msg = e.as_str().map(str::to_string).unwrap_or_else(|| e.to_string());
-        d.warnings.push(format!("runtime error: {msg}"));
+        d.notes.push(format!("DCGM runtime error: {msg}"));
         d.tests.push(Test {
             name: "runtime".into(),
             category: String::new(),
@@ -450,19 +550,27 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             }
             let name = t.get("name").and_then(Value::as_str).unwrap_or("unnamed").to_string();
             let results = t.get("results").and_then(Value::as_array);
-            let per = result_statuses(&name, results, &mut d.warnings);
-            let summary = t
-                .get("test_summary")
+            let per = result_statuses(&name, results, &mut d);
+            let summary = t.get("test_summary");
+            // 4.0-4.4 write the warnings tied to no entity only here; 4.5 repeats every warning of
+            // the test here too (dcgmi/Diag.cpp `HelperJsonAddTestSummary`).
+            if let Some(s) = summary {
+                json_warnings(&name, s, &mut d);
+            }
+            let summary = summary
                 .and_then(|x| x.get("status"))
                 .and_then(Value::as_str)
                 .and_then(status_of);
-            let status = match summary {
-                Some(s) => s,
-                None if per.is_empty() => {
-                    d.warnings.push(format!("test {name:?} has no status"));
+            // The summary is DCGM's overall result, which is Pass when some GPUs passed and the
+            // others skipped (nvvs/src/ResultHelpers.cpp `GetOverallDiagResult`): it is one more
+            // result, and a GPU's Skip or Fail still makes the test Skip or Fail, as in the text.
+            let status = match (summary, per.iter().copied().max()) {
+                (Some(s), Some(worst)) => s.max(worst),
+                (Some(s), None) | (None, Some(s)) => s,
+                (None, None) => {
+                    d.notes.push(format!("test {name:?} has no status"));
                     continue;
                 }
-                None => worst_of(&per),
             };
             d.tests.push(Test {
                 name,
@@ -476,3 +584,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
     }
     Ok(d)
 }
+
+#[cfg(test)]
+#[path = "dcgm_diag_tests.rs"]
+mod tests;

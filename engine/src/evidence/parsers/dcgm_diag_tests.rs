@@ -1,0 +1,630 @@
+//! `dcgmi diag` outputs shaped as dcgmi prints them. Each input says where its shape comes from:
+//! NVIDIA/DCGM `dcgmi/Diag.cpp` at a release tag (the row layout: a 25-character name column and a
+//! 45-character result column, `DisplayVerboseInfo` wrapping a message every 45 characters), and the
+//! real tables in `tests/fixtures/dcgm-diag/` (see its PROVENANCE.md).
+
+use crate::evidence::parsers::{parse, EvidenceKind, MetricValue, Parsed};
+
+fn run(input: &str) -> Parsed {
+    // Every table row is as wide as dcgmi's: `| ` + 25 + ` | ` + 46 + ` |`.
+    for l in input.lines().filter(|l| l.starts_with('|') || l.starts_with('+')) {
+        assert_eq!(l.chars().count(), 78, "not a dcgmi table row: {l:?}");
+    }
+    parse(EvidenceKind::DcgmDiag, input.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn boolean(p: &Parsed, key: &str) -> bool {
+    match p.metrics.get(key) {
+        Some(MetricValue::Bool(b)) => *b,
+        other => panic!("{key}: {other:?}"),
+    }
+}
+
+fn count(p: &Parsed, key: &str) -> f64 {
+    match p.metrics.get(key) {
+        Some(MetricValue::Number(n)) => *n,
+        other => panic!("{key}: {other:?}"),
+    }
+}
+
+fn list(p: &Parsed, key: &str) -> Vec<String> {
+    match p.metrics.get(key) {
+        Some(MetricValue::List(l)) => l.clone(),
+        other => panic!("{key}: {other:?}"),
+    }
+}
+
+fn noted(p: &Parsed, part: &str) -> bool {
+    p.warnings.iter().any(|w| w.contains(part))
+}
+
+/// An entity row the parser cannot read is its own note, not a DCGM warning. DCGM 4.6 prints a
+/// `DCGM_DIAG_RESULT_NOT_RUN` entity result as `Not Run` (NVIDIA/DCGM v4.6.0
+/// 51b65ccebf9d61e6593713a7d6b68e594d9d7975, dcgmi/Diag.cpp `HelperDisplayDiagResult`, printed by
+/// `HelperDisplayEntityResults` as `GPU1: Not Run`); the layout is that of
+/// `dcgm-4.4.1-b200-x8-r2-pcie-fail.txt`.
+#[test]
+fn dcgm_text_unreadable_rows_are_parse_notes_not_dcgm_warnings() {
+    let p = run("\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 4.6.0                                          |
+| Driver Version Detected   | 580.95.05                                      |
+| GPU Device IDs Detected   | 2330, 2330                                     |
+|-----  Deployment  --------+------------------------------------------------|
+| software                  | Pass                                           |
+|                           | GPU0: Pass                                     |
+|                           | GPU1: Not Run                                  |
++---------------------------+------------------------------------------------+
+");
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
+    assert!(noted(&p, "unreadable entity result GPU1: Not Run"), "{:?}", p.warnings);
+}
+
+/// A run dcgmi could not start: `HelperDisplayFailureMessage` writes only the version and
+/// `runtime_error` under `DCGM Diagnostic` (NVIDIA/DCGM v4.4.1 ca755f1487915935447be84e70c45d2d7b050f3c,
+/// dcgmi/Diag.cpp; the message is one of its callers'), as jsoncpp's `toStyledString` indents it. The
+/// run fails; the message is a parse note, not a test's warning.
+#[test]
+fn dcgm_json_runtime_error_fails_without_counting_a_dcgm_warning() {
+    let p = run(r#"{
+   "DCGM Diagnostic" : {
+      "runtime_error" : "Error: Diagnostic could not be run while DCGM is paused.",
+      "version" : "4.4.1"
+   }
+}
+"#);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
+    assert!(noted(&p, "could not be run while DCGM is paused"), "{:?}", p.warnings);
+}
+
+/// A test with neither results nor a summary (4.x writes only its name when every result is
+/// NOT_RUN: `HelperJsonAddResult` records nothing for NOT_RUN, v4.4.1 dcgmi/Diag.cpp) is a parse
+/// note, not a DCGM warning.
+#[test]
+fn dcgm_json_test_without_status_is_a_parse_note() {
+    let p = run(r#"{
+   "DCGM Diagnostic" : {
+      "test_categories" : [
+         {
+            "category" : "Deployment",
+            "tests" : [
+               {
+                  "name" : "software",
+                  "results" : [
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 0,
+                        "status" : "Pass"
+                     }
+                  ],
+                  "test_summary" : {
+                     "status" : "Pass"
+                  }
+               },
+               {
+                  "name" : "pcie"
+               }
+            ]
+         }
+      ]
+   },
+   "metadata" : {
+      "version" : "4.4.1"
+   }
+}
+"#);
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
+    assert_eq!(list(&p, "dcgm.diag.tests_run"), vec!["software"]);
+    assert!(noted(&p, "test \"pcie\" has no status"), "{:?}", p.warnings);
+}
+
+/// DCGM 2.x/3.x print a test whose GPUs disagree as one row per verdict, the first under the
+/// test's name (NVIDIA/DCGM v3.3.8 903d745504f50153be8293f8566346f9de3b3c93, dcgmi/Diag.cpp
+/// `HelperDisplayGpuResults`: `Pass - GPUs: …`, then `Fail - GPU: …`, `Warn - GPU: …`, `Skip - GPU: …`
+/// with an empty name; testing/python3/tests/test_dcgm_diag.py looks for `Fail - GPU: %s`). The
+/// other rows are those of `dcgm-3.3.8-h100-x8-r3-fail-early-cuinit-fail-skip.txt`.
+const DCGM3_GPUS_DISAGREE: &str = "\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 3.3.8                                          |
+| Driver Version Detected   | 560.35.03                                      |
+| GPU Device IDs Detected   | 2330,2330,2330,2330,2330,2330,2330,2330        |
+|-----  Deployment  --------+------------------------------------------------|
+| Denylist                  | Pass                                           |
+| NVML Library              | Pass                                           |
+| CUDA Main Library         | Pass                                           |
+| Permissions and OS Blocks | Pass                                           |
+| Persistence Mode          | Pass                                           |
+| Environment Variables     | Pass                                           |
+| Page Retirement/Row Remap | Pass                                           |
+| Graphics Processes        | Pass                                           |
+| Inforom                   | Pass                                           |
++-----  Integration  -------+------------------------------------------------+
+| PCIe                      | Pass - All                                     |
++-----  Hardware  ----------+------------------------------------------------+
+| GPU Memory                | Pass - All                                     |
++-----  Stress  ------------+------------------------------------------------+
+| Targeted Stress           | Pass - GPUs: 0, 1, 2, 3, 4, 5, 7               |
+|                           | Warn - GPU: 6                                  |
+| Targeted Power            | Pass - GPUs: 0, 1, 2, 4, 5, 6, 7               |
+|                           | Fail - GPU: 3                                  |
+| Warning                   | GPU 3 Max power of 512.3 did not reach desire  |
+|                           | d power minimum target_power_min_ratio of 525  |
+|                           | .0 for GPU 3 Verify that the clock speeds and  |
+|                           |  GPU utilization are high.                     |
+| Memory Bandwidth          | Pass - GPUs: 0, 1, 2, 3, 4, 5, 6               |
+|                           | Skip - GPU: 7                                  |
++---------------------------+------------------------------------------------+
+";
+
+#[test]
+fn dcgm_text3_a_gpu_row_under_a_pass_row_gives_the_test_its_verdict() {
+    let p = run(DCGM3_GPUS_DISAGREE);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["Targeted Power"]);
+    assert_eq!(list(&p, "dcgm.diag.warned_tests"), vec!["Targeted Stress"]);
+    // GPU 7 did not run it: not every test that should run ran.
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["Memory Bandwidth"]);
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 1.0);
+    assert!(
+        noted(
+            &p,
+            "Targeted Power: GPU 3 Max power of 512.3 did not reach desired power minimum"
+        ),
+        "{:?}",
+        p.warnings
+    );
+    assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
+}
+
+/// The same table with only a Skip under the Pass: a Skip is not a pass.
+#[test]
+fn dcgm_text3_a_skip_row_under_a_pass_row_is_not_a_pass() {
+    let input = DCGM3_GPUS_DISAGREE
+        .replace(
+            "| Targeted Stress           | Pass - GPUs: 0, 1, 2, 3, 4, 5, 7               |\n\
+             |                           | Warn - GPU: 6                                  |\n",
+            "| Targeted Stress           | Pass - All                                     |\n",
+        )
+        .replace(
+            "| Targeted Power            | Pass - GPUs: 0, 1, 2, 4, 5, 6, 7               |\n\
+             |                           | Fail - GPU: 3                                  |\n",
+            "| Targeted Power            | Pass - All                                     |\n",
+        );
+    let input = input.replace(
+        "| Warning                   | GPU 3 Max power of 512.3 did not reach desire  |\n\
+         |                           | d power minimum target_power_min_ratio of 525  |\n\
+         |                           | .0 for GPU 3 Verify that the clock speeds and  |\n\
+         |                           |  GPU utilization are high.                     |\n",
+        "",
+    );
+    assert!(!input.contains("Fail") && !input.contains("Warn"), "{input}");
+    let p = run(&input);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["Memory Bandwidth"]);
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), Vec::<String>::new());
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
+    assert_eq!(list(&p, "dcgm.diag.tests_run").len(), 13);
+}
+
+/// DCGM 4.x prints each test's row with its overall result and the warnings tied to no entity
+/// (`Warning`), then one row per entity (`GPU0: Fail`), each followed by that entity's warnings
+/// labelled `Warning: GPU0` and, with `-v`, its info labelled `Info: GPU0` (NVIDIA/DCGM v4.4.1
+/// ca755f1487915935447be84e70c45d2d7b050f3c, dcgmi/Diag.cpp `HelperDisplayGlobalResult` and
+/// `HelperDisplayEntityResults`; the same code from v4.0.0 to v4.6.0). The frame, metadata and the
+/// bare Warning's message are those of `dcgm-4.2.3-l40s-x4-pcie-fail-internal-error-warnings.txt`;
+/// the cuInit message is the one of `dcgm-3.3.8-h100-x8-r3-fail-early-cuinit-fail-skip.txt`, which
+/// 4.x prints under `Warning: GPUn` instead of prefixing it with `GPU n`. A run with `-v`, as the
+/// Info row shows; GPU 1 skipped pcie.
+const DCGM4_ENTITY_WARNINGS: &str = "\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 4.4.1                                          |
+| Driver Version Detected   | 570.172.08                                     |
+| GPU Device IDs Detected   | 26b9, 26b9                                     |
+|-----  Deployment  --------+------------------------------------------------|
+| software                  | Pass                                           |
+|                           | GPU0: Pass                                     |
+|                           | GPU1: Pass                                     |
++-----  Hardware  ----------+------------------------------------------------+
+| memory                    | Fail                                           |
+| Warning                   | There was an internal error during the test:   |
+|                           | 'A child process (152) exited with non-zero s  |
+|                           | tatus 1' Check DCGM and system logs for error  |
+|                           | s. Reset GPU. Restart DCGM. Rerun diagnostics  |
+|                           | .                                              |
+|                           | GPU0: Fail                                     |
+| Warning: GPU0             | Error using CUDA API cuInit Check DCGM and sy  |
+|                           | stem logs for errors. Reset GPU. Restart DCGM  |
+|                           | . Rerun diagnostics. Unable to initialize CUD  |
+|                           | A library: 'system not yet initialized'. . Pl  |
+|                           | ease check if a CUDA sample program can be ru  |
+|                           | n successfully on this host. Refer to https:/  |
+|                           | /github.com/nvidia/cuda-samples                |
+|                           | GPU1: Fail                                     |
+| Warning: GPU1             | Error using CUDA API cuInit Check DCGM and sy  |
+|                           | stem logs for errors. Reset GPU. Restart DCGM  |
+|                           | . Rerun diagnostics. Unable to initialize CUD  |
+|                           | A library: 'system not yet initialized'. . Pl  |
+|                           | ease check if a CUDA sample program can be ru  |
+|                           | n successfully on this host. Refer to https:/  |
+|                           | /github.com/nvidia/cuda-samples                |
++-----  Integration  -------+------------------------------------------------+
+| pcie                      | Pass                                           |
+|                           | GPU0: Pass                                     |
+| Info: GPU0                | GPU 0 GPU to Host bandwidth:  24.85 GB/s, GPU  |
+|                           |  0 Host to GPU bandwidth:  25.90 GB/s, GPU 0   |
+|                           | bidirectional bandwidth: 47.46 GB/s            |
+|                           | GPU1: Skip                                     |
++---------------------------+------------------------------------------------+
+";
+
+#[test]
+fn dcgm_text4_entity_warnings_belong_to_their_test() {
+    let p = run(DCGM4_ENTITY_WARNINGS);
+    // `Warning: GPU0` and `Info: GPU0` are no tests, and the GPU rows after them stay with theirs.
+    assert_eq!(list(&p, "dcgm.diag.tests_run"), vec!["software", "memory"]);
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["memory"]);
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["pcie"]);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    // The internal error, and cuInit once (the same message from two GPUs of one test); the Info
+    // is not a warning.
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 2.0);
+    assert!(noted(
+        &p,
+        "memory: Error using CUDA API cuInit Check DCGM and system logs"
+    ));
+    assert!(noted(&p, "memory: There was an internal error during the test"));
+    assert!(!noted(&p, "bandwidth"), "{:?}", p.warnings);
+    assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
+}
+
+/// DCGM 2.x/3.x label a Deployment test's errors `Error` (NVIDIA/DCGM v3.3.8
+/// 903d745504f50153be8293f8566346f9de3b3c93 and v2.4.7 0fb66990409818236a5fec5e9a795456351579b9,
+/// dcgmi/Diag.cpp `HelperDisplayDeploymentResult`); the message is DCGM_FR_PENDING_ROW_REMAP's
+/// (dcgmlib/dcgm_errors.h) with its next step, the frame that of
+/// `dcgm-3.3.8-h100-x8-r3-fail-early-cuinit-fail-skip.txt`. It is the test's warning, as `-j` lists
+/// it, not a test.
+#[test]
+fn dcgm_text3_a_deployment_error_block_is_a_warning_of_its_test() {
+    let p = run("\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 3.3.8                                          |
+| Driver Version Detected   | 560.35.03                                      |
+| GPU Device IDs Detected   | 2330,2330,2330,2330                            |
+|-----  Deployment  --------+------------------------------------------------|
+| Denylist                  | Pass                                           |
+| NVML Library              | Pass                                           |
+| CUDA Main Library         | Pass                                           |
+| Permissions and OS Blocks | Pass                                           |
+| Persistence Mode          | Pass                                           |
+| Environment Variables     | Pass                                           |
+| Page Retirement/Row Remap | Fail                                           |
+| Error                     | GPU 3 had memory errors and row remappings ar  |
+|                           | e pending Check DCGM and system logs for erro  |
+|                           | rs. Reset GPU. Restart DCGM. Rerun diagnostic  |
+|                           | s.                                             |
+| Graphics Processes        | Pass                                           |
+| Inforom                   | Pass                                           |
++---------------------------+------------------------------------------------+
+");
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["Page Retirement/Row Remap"]);
+    assert_eq!(list(&p, "dcgm.diag.tests_run").len(), 9);
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 1.0);
+    assert!(noted(
+        &p,
+        "Page Retirement/Row Remap: GPU 3 had memory errors and row remappings are pending"
+    ));
+    assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
+}
+
+/// `dcgmi diag -j` of the run `DCGM4_ENTITY_WARNINGS` prints, as NVIDIA/DCGM v4.4.1 dcgmi/Diag.cpp
+/// `HelperJsonBuildOutput` writes it (jsoncpp's `toStyledString`: keys sorted, three-space indent):
+/// each entity's result with its warnings and info, then `test_summary` with the test's overall
+/// result and, up to 4.4, only the warnings tied to no entity (`HelperJsonAddTestSummary`). The
+/// overall result of pcie is Pass although GPU 1 skipped it: nvvs/src/ResultHelpers.cpp
+/// `GetOverallDiagResult` answers Pass when any entity passed and none failed or warned.
+const DCGM4_ENTITY_WARNINGS_JSON: &str = r#"{
+   "DCGM Diagnostic" : {
+      "test_categories" : [
+         {
+            "category" : "Deployment",
+            "tests" : [
+               {
+                  "name" : "software",
+                  "results" : [
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 0,
+                        "status" : "Pass"
+                     },
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 1,
+                        "status" : "Pass"
+                     }
+                  ],
+                  "test_summary" : {
+                     "status" : "Pass"
+                  }
+               }
+            ]
+         },
+         {
+            "category" : "Hardware",
+            "tests" : [
+               {
+                  "name" : "memory",
+                  "results" : [
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 0,
+                        "status" : "Fail",
+                        "warnings" : [
+                           {
+                              "error_category" : 8,
+                              "error_id" : 51,
+                              "error_severity" : 4,
+                              "warning" : "Error using CUDA API cuInit Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics. Unable to initialize CUDA library: 'system not yet initialized'. . Please check if a CUDA sample program can be run successfully on this host. Refer to https://github.com/nvidia/cuda-samples"
+                           }
+                        ]
+                     },
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 1,
+                        "status" : "Fail",
+                        "warnings" : [
+                           {
+                              "error_category" : 8,
+                              "error_id" : 51,
+                              "error_severity" : 4,
+                              "warning" : "Error using CUDA API cuInit Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics. Unable to initialize CUDA library: 'system not yet initialized'. . Please check if a CUDA sample program can be run successfully on this host. Refer to https://github.com/nvidia/cuda-samples"
+                           }
+                        ]
+                     }
+                  ],
+                  "test_summary" : {
+                     "status" : "Fail",
+                     "warnings" : [
+                        {
+                           "error_category" : 16,
+                           "error_id" : 44,
+                           "error_severity" : 4,
+                           "warning" : "There was an internal error during the test: 'A child process (152) exited with non-zero status 1' Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics."
+                        }
+                     ]
+                  }
+               }
+            ]
+         },
+         {
+            "category" : "Integration",
+            "tests" : [
+               {
+                  "name" : "pcie",
+                  "results" : [
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 0,
+                        "info" : [
+                           "GPU 0 GPU to Host bandwidth:  24.85 GB/s, GPU 0 Host to GPU bandwidth:  25.90 GB/s, GPU 0 bidirectional bandwidth: 47.46 GB/s"
+                        ],
+                        "status" : "Pass"
+                     },
+                     {
+                        "entity_group" : "GPU",
+                        "entity_group_id" : 1,
+                        "entity_id" : 1,
+                        "status" : "Skip"
+                     }
+                  ],
+                  "test_summary" : {
+                     "status" : "Pass"
+                  }
+               }
+            ]
+         }
+      ]
+   },
+   "entity_groups" : [
+      {
+         "entities" : [
+            {
+               "device_id" : "26b9",
+               "entity_id" : 0
+            },
+            {
+               "device_id" : "26b9",
+               "entity_id" : 1
+            }
+         ],
+         "entity_group" : "GPU",
+         "entity_group_id" : 1
+      }
+   ],
+   "metadata" : {
+      "Driver Version Detected" : "570.172.08",
+      "version" : "4.4.1"
+   }
+}
+"#;
+
+/// The figures both forms of one run must agree on.
+fn verdict(p: &Parsed) -> (bool, Vec<String>, Vec<String>, Vec<String>, f64) {
+    (
+        boolean(p, "dcgm.diag.passed"),
+        list(p, "dcgm.diag.tests_run"),
+        list(p, "dcgm.diag.failed_tests"),
+        list(p, "dcgm.diag.skipped_tests"),
+        count(p, "dcgm.diag.warnings"),
+    )
+}
+
+#[test]
+fn dcgm_json4_a_gpus_skip_under_a_pass_summary_is_a_skip_and_agrees_with_the_text() {
+    let json = run(DCGM4_ENTITY_WARNINGS_JSON);
+    assert_eq!(list(&json, "dcgm.diag.skipped_tests"), vec!["pcie"]);
+    // The warning tied to no entity is only in `test_summary` (4.0 to 4.4).
+    assert!(
+        noted(&json, "memory: There was an internal error during the test"),
+        "{:?}",
+        json.warnings
+    );
+    assert_eq!(verdict(&json), verdict(&run(DCGM4_ENTITY_WARNINGS)));
+    assert_eq!(
+        verdict(&json),
+        (
+            false,
+            vec!["software".to_string(), "memory".to_string()],
+            vec!["memory".to_string()],
+            vec!["pcie".to_string()],
+            2.0
+        )
+    );
+}
+
+/// From 4.5 `test_summary.warnings` holds every warning of the test, those of each entity too
+/// (NVIDIA/DCGM v4.5.0 e137795bc755d14fabc0e44c91178a364952cb43, dcgmi/Diag.cpp
+/// `HelperJsonAddTestSummary` passes `includeAllErrors`): a repeat, not another warning.
+#[test]
+fn dcgm_json45_summary_repeats_are_not_more_warnings() {
+    let mut v: serde_json::Value = serde_json::from_str(DCGM4_ENTITY_WARNINGS_JSON).unwrap();
+    let memory = &mut v["DCGM Diagnostic"]["test_categories"][1]["tests"][0];
+    let entity_warnings: Vec<serde_json::Value> = (0..2)
+        .map(|gpu| memory["results"][gpu]["warnings"][0].clone())
+        .collect();
+    let summary = memory["test_summary"]["warnings"].as_array_mut().unwrap();
+    summary.extend(entity_warnings);
+    assert_eq!(summary.len(), 3);
+    v["metadata"]["version"] = "4.5.0".into();
+    let p = run(&serde_json::to_string_pretty(&v).unwrap());
+    assert_eq!(verdict(&p), verdict(&run(DCGM4_ENTITY_WARNINGS_JSON)));
+}
+
+/// DCGM 2.x to 3.2 `-j` writes a result's warning as one string, from 3.2 with the result's
+/// `error_id` beside it (NVIDIA/DCGM v3.2.5 4e0a87a8c7a9af99e0d911c491d9a65204f1a30e, dcgmi/Diag.cpp
+/// `HelperJsonAddResult`, and for Deployment tests `HelperJsonAddBasicTests`; v2.4.7
+/// 0fb66990409818236a5fec5e9a795456351579b9 the same without `error_id`). Messages from
+/// dcgmlib/dcgm_errors.h (DCGM_FR_BAD_CUDA_ENV) and the cuInit one of
+/// `dcgm-3.3.8-h100-x8-r3-fail-early-cuinit-fail-skip.txt`.
+#[test]
+fn dcgm_json3_a_warning_written_as_a_string_is_one_warning() {
+    let p = run(r#"{
+   "DCGM GPU Diagnostic" : {
+      "test_categories" : [
+         {
+            "category" : "Deployment",
+            "tests" : [
+               {
+                  "name" : "Environment Variables",
+                  "results" : [
+                     {
+                        "status" : "Fail",
+                        "warnings" : "Found CUDA performance-limiting environment variable 'CUDA_LAUNCH_BLOCKING'."
+                     }
+                  ]
+               }
+            ]
+         },
+         {
+            "category" : "Hardware",
+            "tests" : [
+               {
+                  "name" : "GPU Memory",
+                  "results" : [
+                     {
+                        "error_id" : 51,
+                        "gpu_ids" : "0",
+                        "status" : "Fail",
+                        "warnings" : "GPU 0 Error using CUDA API cuInit Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics. Unable to initialize CUDA library: 'system not yet initialized'."
+                     },
+                     {
+                        "gpu_ids" : "1",
+                        "status" : "Pass"
+                     }
+                  ]
+               }
+            ]
+         }
+      ],
+      "version" : "3.2.5"
+   }
+}
+"#);
+    assert_eq!(
+        list(&p, "dcgm.diag.failed_tests"),
+        vec!["Environment Variables", "GPU Memory"]
+    );
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 2.0);
+    assert!(
+        noted(&p, "GPU Memory: GPU 0 Error using CUDA API cuInit"),
+        "{:?}",
+        p.warnings
+    );
+    assert!(noted(&p, "(error_id 51)"), "{:?}", p.warnings);
+}
+
+/// DCGM 3.3 writes a Deployment test's warnings as objects whose message is under `warnings`,
+/// not `warning` (NVIDIA/DCGM v3.3.8 903d745504f50153be8293f8566346f9de3b3c93, dcgmi/Diag.cpp
+/// `HelperJsonAddBasicTests`).
+#[test]
+fn dcgm_json33_a_deployment_warning_under_warnings_is_read() {
+    let p = run(r#"{
+   "DCGM GPU Diagnostic" : {
+      "test_categories" : [
+         {
+            "category" : "Deployment",
+            "tests" : [
+               {
+                  "name" : "Environment Variables",
+                  "results" : [
+                     {
+                        "gpu_id" : 0,
+                        "status" : "Fail",
+                        "warnings" : [
+                           {
+                              "error_category" : 8,
+                              "error_id" : 28,
+                              "error_severity" : 4,
+                              "warnings" : "Found CUDA performance-limiting environment variable 'CUDA_LAUNCH_BLOCKING'."
+                           }
+                        ]
+                     }
+                  ]
+               }
+            ]
+         }
+      ],
+      "version" : "3.3.8"
+   }
+}
+"#);
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["Environment Variables"]);
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 1.0);
+    assert!(
+        noted(&p, "Environment Variables: Found CUDA performance-limiting"),
+        "{:?}",
+        p.warnings
+    );
+}
