@@ -502,20 +502,10 @@ fn merge_entity(t: &mut Test, st: Status) {
     }
 }
 
-/// One walk over the report's tests and their results, in document order.
-fn parse_json(s: &str) -> Result<Diag, ParseError> {
+/// The report's version, driver and runtime error (a failing test named "runtime"), wherever the
+/// DCGM version put them.
+fn read_json_metadata(v: &serde_json::Value, root: &serde_json::Value, d: &mut Diag) {
     use serde_json::Value;
-    let (v, _pre) = text::json_value(s)?;
-    let mut d = Diag::default();
-    let root = v
-        .get("DCGM Diagnostic")
-        .or_else(|| v.get("DCGM GPU Diagnostic"))
-        .ok_or_else(|| {
-            ParseError::at(
-                1,
-                "JSON has neither a \"DCGM Diagnostic\" nor a \"DCGM GPU Diagnostic\" key",
-            )
-        })?;
     d.version = root
         .get("version")
         .or_else(|| v.get("metadata").and_then(|m| m.get("version")))
@@ -537,6 +527,23 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             status: Status::Fail,
         });
     }
+}
+
+/// One walk over the report's tests and their results, in document order.
+fn parse_json(s: &str) -> Result<Diag, ParseError> {
+    use serde_json::Value;
+    let (v, _pre) = text::json_value(s)?;
+    let mut d = Diag::default();
+    let root = v
+        .get("DCGM Diagnostic")
+        .or_else(|| v.get("DCGM GPU Diagnostic"))
+        .ok_or_else(|| {
+            ParseError::at(
+                1,
+                "JSON has neither a \"DCGM Diagnostic\" nor a \"DCGM GPU Diagnostic\" key",
+            )
+        })?;
+    read_json_metadata(&v, root, &mut d);
     let cats = root.get("test_categories").and_then(Value::as_array);
     for cat in cats.into_iter().flatten() {
         let cname = cat
