@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::{
     ids::TrialId,
     ledger::model::{merge_spans, sort_spans, Span},
+    prices::model::PriceRow,
     review::{comparison::moved, cost_at_slo::BREAK_EVEN_MARGIN},
 };
 
@@ -621,6 +622,37 @@ pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
     out
 }
 
+/// The offer a commitment renews: its provider, GPU, currency and the GPUs of one replica.
+pub struct CommittedOffer<'a> {
+    pub provider: &'a str,
+    pub gpu: &'a str,
+    pub currency: &'a str,
+    pub gpus_per_node: i32,
+}
+
+/// The lowest current `billing` rate per GPU-hour of the committed offer. A replica of 16 GPUs is
+/// priced by the provider's 8-GPU node rows: rows whose node size tiles the replica count, the
+/// largest such node first (the shape the commitment was quoted in); `None` without one.
+pub fn rate_now(rows: &[&PriceRow], offer: &CommittedOffer<'_>, billing: &str) -> Option<Decimal> {
+    let of_offer: Vec<&&PriceRow> = rows
+        .iter()
+        .filter(|p| {
+            p.billing == billing
+                && p.gpu == offer.gpu
+                && p.currency == offer.currency
+                && p.provider.eq_ignore_ascii_case(offer.provider)
+                && p.gpu_count > 0
+                && offer.gpus_per_node % p.gpu_count == 0
+        })
+        .collect();
+    let node = of_offer.iter().map(|p| p.gpu_count).max()?;
+    of_offer
+        .iter()
+        .filter(|p| p.gpu_count == node)
+        .map(|p| p.rate_per_gpu_hour)
+        .min()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -643,6 +675,57 @@ mod tests {
             ends_at: t(to),
             gpus,
         }
+    }
+
+    fn row(gpus: i32, billing: &str, rate: &str) -> PriceRow {
+        PriceRow {
+            line: 2,
+            provider: "Cloud A".into(),
+            gpu: "H100 SXM".into(),
+            gpu_count: gpus,
+            billing: billing.into(),
+            rate_per_gpu_hour: dec(rate),
+            currency: "USD".into(),
+            region: "us-east".into(),
+            valid_from: d("2026-11-01"),
+            source: String::new(),
+        }
+    }
+
+    /// A 16-GPU replica was quoted on 8-GPU nodes: its renewal reads today's 8-GPU rows (it used to
+    /// look for 16-GPU rows, find none, and keep the approved rates).
+    #[test]
+    fn a_renewal_prices_a_replica_of_two_nodes_from_the_node_rows() {
+        let rows = [
+            row(8, "reserved", "2.10"),
+            row(8, "reserved", "2.05"),
+            row(1, "reserved", "1.90"),
+            row(8, "on-demand", "3.50"),
+            row(3, "reserved", "1.00"),
+        ];
+        let rows: Vec<&PriceRow> = rows.iter().collect();
+        let offer = CommittedOffer {
+            provider: "cloud a",
+            gpu: "H100 SXM",
+            currency: "USD",
+            gpus_per_node: 16,
+        };
+        assert_eq!(
+            rate_now(&rows, &offer, "reserved"),
+            Some(dec("2.05")),
+            "the 8-GPU node's, not a 1-GPU row's"
+        );
+        assert_eq!(rate_now(&rows, &offer, "on-demand"), Some(dec("3.50")));
+        let eight = CommittedOffer {
+            gpus_per_node: 8,
+            ..offer
+        };
+        assert_eq!(rate_now(&rows, &eight, "reserved"), Some(dec("2.05")));
+        let other = CommittedOffer {
+            currency: "EUR",
+            ..eight
+        };
+        assert_eq!(rate_now(&rows, &other, "reserved"), None);
     }
 
     #[test]

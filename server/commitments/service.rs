@@ -21,7 +21,7 @@ use crate::{
     error::AppError,
     ids::{ApprovalId, BriefId, CommitmentId, TrialId},
     ledger::{model::Merged, service as ledger, LedgerSummary},
-    prices::model::StoredPrice,
+    prices::model::{PriceRow, StoredPrice},
     review::model::Reservation,
     state::AppState,
     trials::{model::Allocation, service as trials},
@@ -241,19 +241,14 @@ impl Names {
 /// now; where no such row is current, the rates the commitment was approved at stand, and the why
 /// says which.
 fn renewal_at(current: &[StoredPrice], c: &CommitmentRow, term: &model::TermUse) -> Option<model::Renewal> {
-    let rate_now = |billing: &str| {
-        current
-            .iter()
-            .filter(|p| {
-                p.row.billing == billing
-                    && p.row.gpu == c.gpu
-                    && p.row.currency == c.currency
-                    && p.row.gpu_count == c.gpus_per_node
-                    && p.row.provider.eq_ignore_ascii_case(&c.provider)
-            })
-            .map(|p| p.row.rate_per_gpu_hour)
-            .min()
+    let rows: Vec<&PriceRow> = current.iter().map(|p| &p.row).collect();
+    let offer = model::CommittedOffer {
+        provider: &c.provider,
+        gpu: &c.gpu,
+        currency: &c.currency,
+        gpus_per_node: c.gpus_per_node,
     };
+    let rate_now = |billing: &str| model::rate_now(&rows, &offer, billing);
     let (reserved_now, on_demand_now) = (rate_now("reserved"), rate_now("on-demand"));
     let source = match (reserved_now, on_demand_now) {
         (Some(_), Some(_)) => "at today's reserved and on-demand prices",
