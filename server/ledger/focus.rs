@@ -902,6 +902,7 @@ impl Gathered {
             )]));
         }
         self.settle_accelerators();
+        one_accelerator_line_per_period(&mut self.out.lines);
         let mut out = self.out;
         out.hours_from_charge_period = hours_from_charge_period(&out.lines);
         out.commitment_purchases = self
@@ -938,6 +939,50 @@ impl Gathered {
             }
         }
         self.out.counted_as_host = hosts.into_iter().take(MAX_QUOTED).collect();
+    }
+}
+
+/// A GPU resource's usage rows in one charge period are parts of one bill (GCP's GPU SKU beside the
+/// instance's cores, an Azure VM's licence meter beside its compute meter), never one charge twice.
+/// As accelerator lines they would all start at the period's start and overlap, and the ledger
+/// bills an overlap once, at the costliest line: the other parts' cost would be lost. So the part
+/// with the longest time (then the costliest, then the first) stays the accelerator line, which
+/// counts the resource's time as the overlap did, and the others become host lines: every part's
+/// cost counts in full and no time counts twice.
+fn one_accelerator_line_per_period(lines: &mut [FocusLine]) {
+    let mut periods: BTreeMap<(String, DateTime<Utc>, DateTime<Utc>), Vec<usize>> = BTreeMap::new();
+    for (i, l) in lines.iter().enumerate() {
+        let (Category::Accelerator, Some(start), Some(end)) = (l.line.category, l.line.starts_at, l.line.ends_at)
+        else {
+            continue;
+        };
+        let period_end = match l.time {
+            LineTime::Consumed { period_end, .. } => period_end,
+            _ => end,
+        };
+        periods
+            .entry((l.line.resource.clone(), start, period_end))
+            .or_default()
+            .push(i);
+    }
+    for parts in periods.into_values().filter(|parts| parts.len() > 1) {
+        let length = |i: usize| lines[i].line.ends_at.zip(lines[i].line.starts_at).map(|(e, s)| e - s);
+        let kept = parts.iter().copied().reduce(|best, i| {
+            let longer = length(i).cmp(&length(best));
+            let dearer = lines[i].line.amount.cmp(&lines[best].line.amount);
+            if longer.then(dearer).is_gt() {
+                i
+            } else {
+                best
+            }
+        });
+        for i in parts.into_iter().filter(|&i| Some(i) != kept) {
+            let part = &mut lines[i];
+            part.line.category = Category::Host;
+            part.line.gpus = None;
+            part.line.rate_per_gpu_hour = None;
+            part.time = LineTime::NotTime;
+        }
     }
 }
 
@@ -1567,6 +1612,48 @@ ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
             ]
         );
         assert_eq!(got.rows_combined, 1);
+    }
+
+    /// GCP bills a GPU VM's hour as several SKUs of one resource (the GPUs, the instance's cores):
+    /// one accelerator line per period (the longest, then the dearest), the other parts host lines,
+    /// so every part's cost counts. (As overlapping accelerator lines the cores' cost was dropped.)
+    #[test]
+    fn parts_of_one_resources_hour_keep_their_cost_and_count_its_time_once() {
+        let header = "BilledCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,ChargePeriodEnd,\
+ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
+        let vm = "//compute.googleapis.com/projects/p/zones/us-central1-a/instances/vm-1";
+        let text = format!(
+            "{header}\
+5.86,USD,Usage,Nvidia Tesla A100 GPU running in Americas,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,1,Hours,{vm},Compute\n\
+0.37,USD,Usage,A2 Instance Core running in Americas,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,1,Hours,{vm},Compute\n\
+5.86,USD,Usage,Nvidia Tesla A100 GPU running in Americas,2025-02-10T01:00:00Z,2025-02-10T02:00:00Z,0.5,Hours,{vm},Compute\n\
+0.185,USD,Usage,A2 Instance Core running in Americas,2025-02-10T01:00:00Z,2025-02-10T02:00:00Z,0.5,Hours,{vm},Compute\n"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some(vm));
+        selection.gpus = GpusPerResource::All(2);
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        // (1 h + 0.5 h) × 2 GPUs = 3 GPU-hours, counted once; the GPUs' 5.86 + 5.86 = 11.72 is
+        // accelerator cost, the cores' 0.37 + 0.185 host cost: 12.275 in all, none dropped.
+        let lines: Vec<LedgerLine> = got.lines.iter().map(|l| l.line.clone()).collect();
+        let s = super::super::model::summarize(&lines, &Default::default(), "USD");
+        assert_eq!(s.accelerator_hours, Decimal::from(3));
+        assert_eq!(s.totals.accelerator, Decimal::new(1172, 2));
+        assert_eq!(s.total, Decimal::new(12_275, 3));
+        let kinds: Vec<(Category, &str)> = got
+            .lines
+            .iter()
+            .map(|l| (l.line.category, &l.line.description[..6]))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (Category::Accelerator, "Nvidia"),
+                (Category::Host, "A2 Ins"),
+                (Category::Accelerator, "Nvidia"),
+                (Category::Host, "A2 Ins"),
+            ]
+        );
     }
 
     #[test]
