@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 37] = [
+const LANDED: [(&str, &str); 38] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -155,6 +155,10 @@ const LANDED: [(&str, &str); 37] = [
     (
         "20261206210000_review_tables_renamed.sql",
         "3210c0068a3c92a039438fa560872c6d37e1b9f98e14f31c03728f0ea72024afade617001bf1eab17be93bc1a858e178",
+    ),
+    (
+        "20261207120000_price_catalogue_instances.sql",
+        "c29909379cc33a939c0413a8128b9b83e2be334e4c236458008375759a6fa6df005ad0756aa9bb751953c08c4cd352aa",
     ),
 ];
 

@@ -160,14 +160,33 @@ pub async fn sheets(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<Sheet>, s
     .await
 }
 
-/// The GPUs per instance of every instance type an imported SkyPilot catalogue priced (its rows'
-/// `source` is `skypilot:<InstanceType>`), for reading GPU counts off a bill.
+/// The GPUs per instance of every instance type an imported SkyPilot catalogue priced (the cheapest
+/// of an offer and the dearer ones alike), for reading GPU counts off a bill.
 pub async fn catalogue_instance_gpus(db: impl PgExecutor<'_>) -> Result<Vec<(String, i32)>, sqlx::Error> {
-    let rows = sqlx::query!(
-        r#"SELECT DISTINCT substr(source, 10) AS "instance_type!", gpu_count FROM prices
-           WHERE source LIKE 'skypilot:%' ORDER BY 1, 2"#,
-    )
-    .fetch_all(db)
-    .await?;
+    let rows = sqlx::query!("SELECT DISTINCT instance_type, gpu_count FROM price_catalogue_instances ORDER BY 1, 2",)
+        .fetch_all(db)
+        .await?;
     Ok(rows.into_iter().map(|r| (r.instance_type, r.gpu_count)).collect())
+}
+
+/// Stores a catalogue's instance types with their GPUs per instance, in the caller's transaction.
+pub async fn insert_catalogue_instances(
+    conn: &mut PgConnection,
+    sheet: Uuid,
+    instances: &[(String, i32)],
+) -> Result<(), sqlx::Error> {
+    if instances.is_empty() {
+        return Ok(());
+    }
+    let (types, gpus): (Vec<String>, Vec<i32>) = instances.iter().cloned().unzip();
+    sqlx::query!(
+        "INSERT INTO price_catalogue_instances (sheet_id, instance_type, gpu_count)
+         SELECT $1, t, g FROM UNNEST($2::text[], $3::int[]) AS u (t, g)",
+        sheet,
+        &types,
+        &gpus,
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

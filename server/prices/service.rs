@@ -66,6 +66,7 @@ pub fn check_as(text: &[u8], format: &Format) -> Result<CatalogueImport, AppErro
             rows,
             skipped: Vec::new(),
             corrected: Vec::new(),
+            instance_gpus: Vec::new(),
         }),
         Format::Skypilot { provider, valid_from } => {
             skypilot::parse_catalogue(text, provider, *valid_from).map_err(|e| AppError::Validation(e.0))
@@ -105,6 +106,7 @@ pub async fn import_as(
     let checked = check_off_runtime(text, format).await?;
     let mut tx = state.pool.begin().await?;
     let sheet = repo::insert_sheet(&mut tx, actor, filename, &checked.rows).await?;
+    repo::insert_catalogue_instances(&mut tx, sheet, &checked.instance_gpus).await?;
     let detail = match format {
         Format::Sheet => serde_json::json!({ "rows": checked.rows.len(), "filename": filename }),
         Format::Skypilot { provider, valid_from } => serde_json::json!({

@@ -14,7 +14,10 @@
 //! listed. Malformed rows refuse the whole file, every bad cell named by line and column, like a
 //! price sheet.
 
-use std::{collections::HashMap, sync::LazyLock};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::LazyLock,
+};
 
 use chrono::NaiveDate;
 use rust_decimal::{prelude::ToPrimitive, Decimal, RoundingStrategy};
@@ -144,6 +147,10 @@ pub struct CatalogueImport {
     pub rows_read: u64,
     /// Rows whose GPU count was corrected from the known instance shapes.
     pub corrected: Vec<CountCorrected>,
+    /// Every instance type the catalogue prices with its GPUs per instance, the cheaper ones' and
+    /// the dearer ones' alike (only the cheapest of an offer becomes a price row): a bill names
+    /// the instance it ran on, and `g5.4xlarge` has one A10G though `g5.xlarge` is the offer kept.
+    pub instance_gpus: Vec<(String, i32)>,
 }
 
 /// What `POST /api/v1/prices` answers: the sheet and its rows; a SkyPilot catalogue adds how many
@@ -344,6 +351,8 @@ struct Book<'p> {
     skipped_at: HashMap<(SkipReason, String), usize>,
     corrected: Vec<CountCorrected>,
     corrected_at: HashMap<String, usize>,
+    /// Instance type → GPUs per instance, of every row priced as an offer.
+    instance_gpus: BTreeMap<String, i32>,
 }
 
 impl Book<'_> {
@@ -418,6 +427,9 @@ impl Book<'_> {
             return;
         }
         let gpus = count.to_i32().unwrap_or(0);
+        if gpus > 0 {
+            self.instance_gpus.insert(instance.to_owned(), gpus);
+        }
         let mut refused = false;
         for (billing, instance_price) in prices {
             let rate = (instance_price / count)
@@ -482,6 +494,7 @@ pub fn parse_catalogue(text: &[u8], provider: &str, valid_from: NaiveDate) -> Re
             skipped_at: HashMap::new(),
             corrected: Vec::new(),
             corrected_at: HashMap::new(),
+            instance_gpus: BTreeMap::new(),
         },
         hosts: HashMap::new(),
         accelerators: Vec::new(),
@@ -798,6 +811,7 @@ fn catalogue_import(book: Book<'_>, rows_read: u64) -> Result<CatalogueImport, S
         mut rows,
         mut skipped,
         corrected,
+        instance_gpus,
         ..
     } = book;
     if rows.is_empty() {
@@ -827,6 +841,7 @@ fn catalogue_import(book: Book<'_>, rows_read: u64) -> Result<CatalogueImport, S
         skipped,
         rows_read,
         corrected,
+        instance_gpus: instance_gpus.into_iter().collect(),
     })
 }
 

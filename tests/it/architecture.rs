@@ -659,7 +659,7 @@ fn the_checker_sees_what_it_must_refuse() {
 
 /// The owner of each table (`migrations/`, `CREATE TABLE`): a domain or a core module. Only the
 /// owner's files name the table in SQL; another domain reaches it through the owner's `service`.
-const TABLE_OWNERS: [(&str, &str); 41] = [
+const TABLE_OWNERS: [(&str, &str); 42] = [
     ("briefs", "briefs"),
     ("trials", "trials"),
     ("evidence", "evidence"),
@@ -680,6 +680,7 @@ const TABLE_OWNERS: [(&str, &str); 41] = [
     ("commitments", "commitments"),
     ("prices", "prices"),
     ("price_sheets", "prices"),
+    ("price_catalogue_instances", "prices"),
     // Who is who: core, `auth::users`, `auth::session`, `auth::token`, `auth::teams`, `auth::lockout`.
     ("users", "auth"),
     ("sessions", "auth"),

@@ -5,7 +5,7 @@
 //! another currency is refused at its line; and the review's money follows the imported lines.
 
 use crate::common;
-use crate::common::builders::{LedgerBuilder, LedgerCsv};
+use crate::common::builders::{LedgerBuilder, LedgerCsv, PriceSheet};
 
 use common::{fixture, spawn_app, TestApp};
 use serde_json::{json, Value};
@@ -68,6 +68,61 @@ async fn first_trial(app: &TestApp, brief: &str) -> String {
         .unwrap();
     assert_eq!(v["items"][0]["name"], "Trial 1");
     v["items"][0]["id"].as_str().unwrap().to_owned()
+}
+
+/// A bill names the instance it ran on. SkyPilot's AWS catalogue prices g5.xlarge to g5.16xlarge,
+/// each with one A10G; only the cheapest becomes the offer's price row, yet the sample's g5.4xlarge
+/// hours must find their GPU in the catalogue (they were host lines, with 0 GPU-hours).
+#[tokio::test]
+async fn a_bills_instance_type_finds_its_gpus_in_a_catalogue_though_it_is_not_the_cheapest() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let trial = first_trial(&app, &brief).await;
+    // Two rows in the columns of SkyPilot's AWS vms.csv (the header of
+    // tests/fixtures/skypilot-catalog/aws-vms-v5-excerpt.csv), with AWS's on-demand prices.
+    let catalogue = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone\n\
+g5.xlarge,A10G,1.0,4.0,16.0,,1.006,,us-east-1,use1-az1\n\
+g5.4xlarge,A10G,1.0,16.0,64.0,,1.624,,us-east-1,use1-az1\n";
+    let res = PriceSheet::csv(catalogue)
+        .query("format=skypilot&provider=AWS&valid_from=2026-11-01")
+        .post(&app)
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["rows"], 1, "one offer, at the g5.xlarge's price: {body}");
+
+    let mut resources: Vec<&str> = G5.iter().map(|(r, _)| *r).collect();
+    resources.push(VOLUME);
+    let res = LedgerCsv::new(export(&trial))
+        .query(&format!("format=focus&trial={trial}&resources={}", resources.join(",")))
+        .post(&app, &brief)
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(
+        body["counted_as_host"],
+        json!(["i-0b3b3095474a3772a"]),
+        "only the g3, which no catalogue prices: {body}"
+    );
+    let view: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/ledger?trial={trial}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    for (resource, _) in G5 {
+        let line = view["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["resource"] == resource)
+            .unwrap_or_else(|| panic!("{resource}: {view}"));
+        assert_eq!(
+            (&line["category"], &line["gpus"]),
+            (&json!("accelerator"), &json!(1)),
+            "{line}"
+        );
+    }
 }
 
 #[tokio::test]
