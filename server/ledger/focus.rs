@@ -1062,10 +1062,26 @@ fn gpus_of(record: &::csv::StringRecord, resource: &str, selection: &Selection, 
     };
     selection.gpus.of(resource).or_else(|| {
         c.instance.iter().find_map(|&i| {
-            cell(i)
+            let tokens: Vec<String> = cell(i)
                 .split(|ch: char| !(ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-')))
-                .find_map(|token| selection.catalogue.get(&token.to_ascii_lowercase()).copied())
+                .filter(|t| !t.is_empty())
+                .map(str::to_ascii_lowercase)
+                .collect();
+            tokens
+                .iter()
+                .find_map(|token| selection.catalogue.get(token).copied())
+                .or_else(|| azure_size(&tokens, &selection.catalogue))
         })
+    })
+}
+
+/// Azure bills write a VM size as its meter name, "ND96amsr A100 v4", where the catalogue (and
+/// Azure's API) says `Standard_ND96amsr_A100_v4`: two to four words in a row, read as that name.
+fn azure_size(tokens: &[String], catalogue: &HashMap<String, i32>) -> Option<i32> {
+    (2..=4).rev().find_map(|n| {
+        tokens
+            .windows(n)
+            .find_map(|words| catalogue.get(&format!("standard_{}", words.join("_"))).copied())
     })
 }
 
@@ -1575,6 +1591,20 @@ CommitmentDiscountStatus\n";
             .ends_with("/reservations/0b1c2d3e-4f5a-4b6c-9d7e-8f9a0b1c2d3e"));
         assert_eq!(got.commitment_purchases[0].sum, Decimal::new(17_684_512, 2));
         assert_eq!(got.lines.len(), 3);
+    }
+
+    /// An Azure bill names the VM size by its meter, "ND96amsr A100 v4"; the catalogue by its API
+    /// name, `Standard_ND96amsr_A100_v4`. Without `gpus_per_resource` the catalogue still gives the
+    /// 8 GPUs: 2 × 15.5 h × 8 = 248 GPU-hours (the rows were host lines).
+    #[test]
+    fn an_azure_meter_name_finds_its_vm_size_in_the_catalogue() {
+        let text = shaped(include_str!("../../tests/fixtures/focus/azure-focus-1.0-daily.csv"));
+        let mut selection = trial();
+        selection.catalogue.insert("standard_nd96amsr_a100_v4".into(), 8);
+        selection.catalogue.insert("standard_nd96asr_v4".into(), 8);
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        assert_eq!(hours_and_cost(&got).0, Decimal::from(248));
+        assert!(got.counted_as_host.is_empty(), "{:?}", got.counted_as_host);
     }
 
     #[test]
