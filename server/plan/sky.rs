@@ -9,10 +9,14 @@
 use super::{build::short, job::q};
 use crate::collect::plan::TestPlan;
 
-/// SkyPilot's name for a GPU of the catalogue, as `sky show-gpus` lists it: the model without its
-/// form factor (SXM, PCIe), memory sizes joined with `-` (`A100-80GB`). The 40 GB A100 is plain
-/// `A100` there.
+/// SkyPilot's name for a GPU of the catalogue, as `sky show-gpus` lists it: the name the catalogue
+/// import reads SkyPilot's rows by (`data/skypilot_accelerators.csv`: `RTX A6000` is `A6000`),
+/// else the model without its form factor (SXM, PCIe), memory sizes joined with `-` (`A100-80GB`).
+/// The 40 GB A100 is plain `A100` there.
 pub fn accelerator_name(gpu: &str) -> String {
+    if let Some(name) = crate::prices::service::skypilot_accelerator(gpu) {
+        return name.to_owned();
+    }
     let words: Vec<&str> = gpu
         .split_whitespace()
         .filter(|w| !matches!(*w, "Instinct") && !w.starts_with("SXM") && *w != "PCIe")
@@ -85,5 +89,11 @@ mod tests {
         assert_eq!(accelerator_name("L4"), "L4");
         assert_eq!(accelerator_name("Instinct MI300X"), "MI300X");
         assert_eq!(accelerator_name("V100 32GB SXM2"), "V100-32GB");
+        // From the table the catalogue import reads (this used to give RTX-A6000, which SkyPilot
+        // does not know).
+        assert_eq!(accelerator_name("RTX A6000"), "A6000");
+        assert_eq!(accelerator_name("A100 80GB PCIe"), "A100-80GB");
+        // Not in the table: the words.
+        assert_eq!(accelerator_name("RTX 4090"), "RTX-4090");
     }
 }

@@ -177,3 +177,9 @@ pub async fn catalogue_instance_gpus(state: &AppState) -> Result<std::collection
     }
     Ok(map)
 }
+
+/// SkyPilot's accelerator name for a GPU of the catalogue (`RTX A6000` → `A6000`), from the table
+/// the catalogue import reads; `None` for a GPU it does not name.
+pub fn skypilot_accelerator(gpu: &str) -> Option<&'static str> {
+    skypilot::accelerator_for(gpu)
+}

@@ -63,6 +63,17 @@ pub fn table() -> &'static [AcceleratorName] {
     &TABLE
 }
 
+/// SkyPilot's accelerator name for a GPU of the catalogue, the other way round: the table's row
+/// for it that needs no instance type (`RTX A6000` → `A6000`), else its first row (`H100 NVL` →
+/// `H100`, which Azure's NC instances carry); `None` for a GPU the table does not name.
+pub fn accelerator_for(gpu: &str) -> Option<&'static str> {
+    let rows = || table().iter().filter(|a| a.gpu.eq_ignore_ascii_case(gpu.trim()));
+    rows()
+        .find(|a| a.instance_type_contains.is_empty())
+        .or_else(|| rows().next())
+        .map(|a| a.accelerator.as_str())
+}
+
 /// The GPU catalogue's model for a SkyPilot accelerator on an instance type, or `None` when the
 /// table does not name the accelerator.
 pub fn gpu_for(accelerator: &str, instance_type: &str) -> Option<&'static str> {
