@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 38] = [
+const LANDED: [(&str, &str); 39] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -159,6 +159,10 @@ const LANDED: [(&str, &str); 38] = [
     (
         "20261207120000_price_catalogue_instances.sql",
         "c29909379cc33a939c0413a8128b9b83e2be334e4c236458008375759a6fa6df005ad0756aa9bb751953c08c4cd352aa",
+    ),
+    (
+        "20261207130000_commitment_release_ahead.sql",
+        "c411f2e8433719c99f931a039c2e2f52e2b50b4993dca60a5d3ee4d8325be287954a26c1683c8a109d36f927a5395557",
     ),
 ];
 

@@ -521,13 +521,14 @@ pub fn renewal(
 }
 
 /// Which state the clock alone puts a commitment in on `today` (re-runs are judged elsewhere):
-/// released stays released; ended after its last day; renewal-due from 60 days before it;
+/// released stays released, and a release dated ahead takes effect on its day; ended after its
+/// last day; renewal-due from 60 days before it;
 /// revalidation-due when the last run is older than `revalidate_every_days` (or none since the
 /// start is); else the current state if it is regressed (a regression stays until a good re-run),
 /// else active.
 pub fn clock_state(c: &ClockFacts) -> CommitmentState {
     use CommitmentState::*;
-    if c.current == Released {
+    if c.current == Released || c.released_on.is_some_and(|d| c.today >= d) {
         return Released;
     }
     if c.today > c.last_day {
@@ -557,6 +558,8 @@ pub struct ClockFacts {
     pub start_date: NaiveDate,
     pub last_day: NaiveDate,
     pub revalidate_every_days: u32,
+    /// The day a manager released it from (`PATCH … released_on`), which may lie ahead.
+    pub released_on: Option<NaiveDate>,
     /// The day of the newest evidence of the committed trial since the approval.
     pub last_run: Option<NaiveDate>,
 }
@@ -1012,6 +1015,7 @@ mod tests {
             start_date: d("2026-01-01"),
             last_day: d("2026-12-31"),
             revalidate_every_days: 30,
+            released_on: None,
             last_run: last_run.map(d),
         };
         use CommitmentState::*;
@@ -1037,5 +1041,12 @@ mod tests {
         );
         assert_eq!(clock_state(&facts("2027-01-01", None, RenewalDue)), Ended);
         assert_eq!(clock_state(&facts("2027-01-01", None, Released)), Released);
+        // A release dated ahead leaves it as it is until that day (it used to release it at once).
+        let ahead = |today: &str| ClockFacts {
+            released_on: Some(d("2026-06-01")),
+            ..facts(today, Some("2026-05-20"), Active)
+        };
+        assert_eq!(clock_state(&ahead("2026-05-31")), Active);
+        assert_eq!(clock_state(&ahead("2026-06-01")), Released);
     }
 }

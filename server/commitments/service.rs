@@ -339,7 +339,7 @@ fn assemble(
         brief_name,
         trial_name,
         teams,
-        days_left: if c.released_on.is_some() {
+        days_left: if c.state == CommitmentState::Released {
             0
         } else {
             model::days_left(as_of, last_day)
@@ -756,8 +756,11 @@ pub async fn patch(
         every,
         released_on,
     } = read_change(&before, body)?;
+    // A release takes effect at once when it is dated today or earlier, or on or before the term's
+    // first day (nothing was ever committed); one dated later, while the term runs, on its day (the
+    // judging round moves it then), and the hours until then stay committed.
     let (state_now, reason) = match released_on {
-        Some(d) if before.released_on.is_none() => (
+        Some(d) if before.released_on.is_none() && d <= today().max(before.start_date) => (
             CommitmentState::Released,
             format!("released on {d} by {}", caller.label()),
         ),

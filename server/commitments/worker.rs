@@ -87,6 +87,7 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
                 start_date: c.start_date,
                 last_day,
                 revalidate_every_days: u32::try_from(c.revalidate_every_days).unwrap_or(30),
+                released_on: c.released_on,
                 last_run: last_run.map(|t| t.date_naive()),
             });
             (next, clock_reason(next, &c, last_run, last_day))
@@ -151,6 +152,10 @@ fn clock_reason(s: CommitmentState, c: &Due, last_run: Option<chrono::DateTime<U
             ),
         },
         CommitmentState::Regressed => c.state_reason.clone(),
-        CommitmentState::Active | CommitmentState::Released => String::new(),
+        CommitmentState::Released => match c.released_on {
+            Some(d) => format!("released from {d}"),
+            None => String::new(),
+        },
+        CommitmentState::Active => String::new(),
     }
 }

@@ -1185,3 +1185,46 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
     assert_eq!(review["approval"]["stale_reason"], "inputs");
     assert_eq!(review["approval"]["regression"], Value::Null);
 }
+
+/// A release dated ahead, while the term runs, takes effect on its day: until then the commitment
+/// stays as it is and its hours stay committed (it used to read "released" at once).
+#[tokio::test]
+async fn a_release_dated_ahead_takes_effect_on_its_day() {
+    let app = spawn_app().await;
+    let (brief, _, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid = the_commitment(&app).await;
+    let today = chrono::Utc::now().date_naive();
+    let day = |offset: i64| (today + chrono::Duration::days(offset)).to_string();
+    set_term(&app, cid, &day(-30), &day(300)).await;
+    let manager = bearer_client(&app.token(Role::Manager, None).await);
+    let res = manager
+        .patch(app.url(&format!("/api/v1/commitments/{cid}")))
+        .json(&json!({ "released_on": day(10) }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let c: Value = res.json().await.unwrap();
+    assert_ne!(c["state"], "released", "{c}");
+    assert_eq!(c["released_on"], day(10).as_str());
+    let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
+    let round = |on: String| {
+        let (state, pool) = (state.clone(), app.pool.clone());
+        async move {
+            sqlx::query("UPDATE commitments SET checked_at = NULL")
+                .execute(&pool)
+                .await
+                .unwrap();
+            rentcheck::commitments::worker::round_on(&state, on.parse().unwrap())
+                .await
+                .unwrap()
+        }
+    };
+    round(day(9)).await;
+    assert_ne!(state_of(&app, cid).await.0, "released");
+    round(day(10)).await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "released");
+    assert_eq!(why, format!("released from {}", day(10)));
+}
