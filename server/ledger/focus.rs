@@ -1142,7 +1142,10 @@ fn usage_line(
     let by_time = c.unit.is_none_or(|u| cell(u).is_empty() || priced_by_time(cell(u)));
     let gpus = gpus_of(record, resource, selection, c);
     let compute = service.eq_ignore_ascii_case("compute");
-    let kind = if compute && by_time && !resource.is_empty() {
+    // A consumed time of 0 is no time, not the charge period: such a row is a host line (its cost,
+    // if any, kept) and adds no GPU-hours.
+    let no_time = consumed_micros.is_some_and(|m| m == 0);
+    let kind = if compute && by_time && !resource.is_empty() && !no_time {
         RowKind::ComputeTime
     } else {
         RowKind::Other
@@ -1684,6 +1687,26 @@ ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
                 (Category::Host, "A2 Ins"),
             ]
         );
+    }
+
+    /// A usage row that consumed 0 hours adds no GPU-hours (it used to count its whole charge
+    /// period: a day of 8 GPUs for a VM that did not run).
+    #[test]
+    fn a_row_that_consumed_no_time_adds_no_gpu_hours() {
+        let header = "BilledCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,ChargePeriodEnd,\
+ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
+        let text = format!(
+            "{header}\
+32.77,USD,Usage,a,2025-02-10T00:00:00Z,2025-02-11T00:00:00Z,1,Hours,vm-1,Compute\n\
+0,USD,Usage,a,2025-02-11T00:00:00Z,2025-02-12T00:00:00Z,0,Hours,vm-1,Compute\n"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some("vm-1"));
+        selection.gpus = GpusPerResource::All(8);
+        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
+        assert_eq!(hours_and_cost(&got), (Decimal::from(8), Decimal::new(3277, 2)));
+        assert_eq!(got.lines[1].line.category, Category::Host);
+        assert!(got.hours_from_charge_period.is_empty());
     }
 
     #[test]
