@@ -1437,6 +1437,18 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
     }
 
     /// The accelerator GPU-hours and cost the ledger's summary gives for these lines.
+    /// `rows` of an export with the consumed-time columns, read for `resource` with `gpus` GPUs.
+    fn usage_of(resource: &str, gpus: i32, rows: &str) -> FocusImport {
+        let text = format!(
+            "BilledCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,ChargePeriodEnd,\
+ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n{rows}"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some(resource));
+        selection.gpus = GpusPerResource::All(gpus);
+        parse(text.as_bytes(), "USD", &selection).unwrap()
+    }
+
     fn hours_and_cost(import: &FocusImport) -> (Decimal, Decimal) {
         let lines: Vec<LedgerLine> = import.lines.iter().map(|l| l.line.clone()).collect();
         let s = super::super::model::summarize(&lines, &Default::default(), "USD");
@@ -1612,19 +1624,14 @@ CommitmentDiscountStatus\n";
 
     #[test]
     fn a_row_without_a_consumed_time_counts_its_charge_period_and_is_listed() {
-        let header = "BilledCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,ChargePeriodEnd,\
-ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
-        let text = format!(
-            "{header}\
-10,USD,Usage,a,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,,,i-1,Compute\n\
+        let got = usage_of(
+            "i-1",
+            2,
+            "10,USD,Usage,a,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,,,i-1,Compute\n\
 10,USD,Usage,b,2025-02-10T01:00:00Z,2025-02-10T02:00:00Z,2,Hours,i-1,Compute\n\
 10,USD,Usage,c,2025-02-10T02:00:00Z,2025-02-10T03:00:00Z,1800,Seconds,i-1,Compute\n\
-10,USD,Usage,c,2025-02-10T02:00:00Z,2025-02-10T03:00:00Z,900,Seconds,i-1,Compute\n"
+10,USD,Usage,c,2025-02-10T02:00:00Z,2025-02-10T03:00:00Z,900,Seconds,i-1,Compute\n",
         );
-        let mut selection = trial();
-        selection.resources = Selection::resources_from(Some("i-1"));
-        selection.gpus = GpusPerResource::All(2);
-        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
         // Line 2: no consumed time → its hour. Line 3: 2 h in a 1-hour period → its hour. Lines 4 and
         // 5 are one charge (same resource, period, description): 1,800 + 900 s = 0.75 h.
         // (1 + 1 + 0.75) h × 2 GPUs = 5.5 GPU-hours.
@@ -1652,20 +1659,17 @@ ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
     /// so every part's cost counts. (As overlapping accelerator lines the cores' cost was dropped.)
     #[test]
     fn parts_of_one_resources_hour_keep_their_cost_and_count_its_time_once() {
-        let header = "BilledCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,ChargePeriodEnd,\
-ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
         let vm = "//compute.googleapis.com/projects/p/zones/us-central1-a/instances/vm-1";
-        let text = format!(
-            "{header}\
-5.86,USD,Usage,Nvidia Tesla A100 GPU running in Americas,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,1,Hours,{vm},Compute\n\
+        let got = usage_of(
+            vm,
+            2,
+            &format!(
+                "5.86,USD,Usage,Nvidia Tesla A100 GPU running in Americas,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,1,Hours,{vm},Compute\n\
 0.37,USD,Usage,A2 Instance Core running in Americas,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,1,Hours,{vm},Compute\n\
 5.86,USD,Usage,Nvidia Tesla A100 GPU running in Americas,2025-02-10T01:00:00Z,2025-02-10T02:00:00Z,0.5,Hours,{vm},Compute\n\
 0.185,USD,Usage,A2 Instance Core running in Americas,2025-02-10T01:00:00Z,2025-02-10T02:00:00Z,0.5,Hours,{vm},Compute\n"
+            ),
         );
-        let mut selection = trial();
-        selection.resources = Selection::resources_from(Some(vm));
-        selection.gpus = GpusPerResource::All(2);
-        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
         // (1 h + 0.5 h) × 2 GPUs = 3 GPU-hours, counted once; the GPUs' 5.86 + 5.86 = 11.72 is
         // accelerator cost, the cores' 0.37 + 0.185 host cost: 12.275 in all, none dropped.
         let lines: Vec<LedgerLine> = got.lines.iter().map(|l| l.line.clone()).collect();
@@ -1693,17 +1697,12 @@ ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
     /// period: a day of 8 GPUs for a VM that did not run).
     #[test]
     fn a_row_that_consumed_no_time_adds_no_gpu_hours() {
-        let header = "BilledCost,BillingCurrency,ChargeCategory,ChargeDescription,ChargePeriodStart,ChargePeriodEnd,\
-ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n";
-        let text = format!(
-            "{header}\
-32.77,USD,Usage,a,2025-02-10T00:00:00Z,2025-02-11T00:00:00Z,1,Hours,vm-1,Compute\n\
-0,USD,Usage,a,2025-02-11T00:00:00Z,2025-02-12T00:00:00Z,0,Hours,vm-1,Compute\n"
+        let got = usage_of(
+            "vm-1",
+            8,
+            "32.77,USD,Usage,a,2025-02-10T00:00:00Z,2025-02-11T00:00:00Z,1,Hours,vm-1,Compute\n\
+0,USD,Usage,a,2025-02-11T00:00:00Z,2025-02-12T00:00:00Z,0,Hours,vm-1,Compute\n",
         );
-        let mut selection = trial();
-        selection.resources = Selection::resources_from(Some("vm-1"));
-        selection.gpus = GpusPerResource::All(8);
-        let got = parse(text.as_bytes(), "USD", &selection).unwrap();
         assert_eq!(hours_and_cost(&got), (Decimal::from(8), Decimal::new(3277, 2)));
         assert_eq!(got.lines[1].line.category, Category::Host);
         assert!(got.hours_from_charge_period.is_empty());

@@ -1079,6 +1079,16 @@ async fn set_term(app: &TestApp, cid: Uuid, start: &str, end: &str) {
         .unwrap();
 }
 
+/// One round of the commitments' judging task on `on`, every commitment due (as if none had been
+/// judged yet); the number it judged.
+async fn judging_round(app: &TestApp, state: &rentcheck::state::AppState, on: chrono::NaiveDate) -> usize {
+    sqlx::query("UPDATE commitments SET checked_at = NULL")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    rentcheck::commitments::worker::round_on(state, on).await.unwrap()
+}
+
 /// The two figures of a regression's words: "… : 312.5 ms when approved, 352.5 ms now".
 fn before_and_after(why: &str) -> (f64, f64) {
     let (_, figures) = why.split_once(": ").unwrap();
@@ -1107,18 +1117,7 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
         .unwrap();
     set_term(&app, cid, "2026-01-01", "2026-12-31").await;
     let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
-    let round = |today: &'static str| {
-        let (state, pool) = (state.clone(), app.pool.clone());
-        async move {
-            sqlx::query("UPDATE commitments SET checked_at = NULL")
-                .execute(&pool)
-                .await
-                .unwrap();
-            rentcheck::commitments::worker::round_on(&state, today.parse().unwrap())
-                .await
-                .unwrap()
-        }
-    };
+    let round = |today: &'static str| judging_round(&app, &state, today.parse().unwrap());
     let upload = |load: Load| {
         let (app, brief, trial) = (&app, brief.clone(), trial.clone());
         async move {
@@ -1209,21 +1208,9 @@ async fn a_release_dated_ahead_takes_effect_on_its_day() {
     assert_ne!(c["state"], "released", "{c}");
     assert_eq!(c["released_on"], day(10).as_str());
     let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
-    let round = |on: String| {
-        let (state, pool) = (state.clone(), app.pool.clone());
-        async move {
-            sqlx::query("UPDATE commitments SET checked_at = NULL")
-                .execute(&pool)
-                .await
-                .unwrap();
-            rentcheck::commitments::worker::round_on(&state, on.parse().unwrap())
-                .await
-                .unwrap()
-        }
-    };
-    round(day(9)).await;
+    judging_round(&app, &state, today + chrono::Duration::days(9)).await;
     assert_ne!(state_of(&app, cid).await.0, "released");
-    round(day(10)).await;
+    judging_round(&app, &state, today + chrono::Duration::days(10)).await;
     let (s, why) = state_of(&app, cid).await;
     assert_eq!(s, "released");
     assert_eq!(why, format!("released from {}", day(10)));

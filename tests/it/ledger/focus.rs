@@ -104,12 +104,9 @@ g5.4xlarge,A10G,1.0,16.0,64.0,,1.624,,us-east-1,use1-az1\n";
         json!(["i-0b3b3095474a3772a"]),
         "only the g3, which no catalogue prices: {body}"
     );
-    let view: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/ledger?trial={trial}"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let view = app
+        .get_json(&format!("/api/v1/briefs/{brief}/ledger?trial={trial}"))
+        .await;
     for (resource, _) in G5 {
         let line = view["lines"]
             .as_array()

@@ -87,41 +87,14 @@ fn dcgm_json_runtime_error_fails_without_counting_a_dcgm_warning() {
 /// note, not a DCGM warning.
 #[test]
 fn dcgm_json_test_without_status_is_a_parse_note() {
-    let p = run(r#"{
-   "DCGM Diagnostic" : {
-      "test_categories" : [
-         {
-            "category" : "Deployment",
-            "tests" : [
-               {
-                  "name" : "software",
-                  "results" : [
-                     {
-                        "entity_group" : "GPU",
-                        "entity_group_id" : 1,
-                        "entity_id" : 0,
-                        "status" : "Pass"
-                     }
-                  ],
-                  "test_summary" : {
-                     "status" : "Pass"
-                  }
-               },
-               {
-                  "name" : "pcie"
-               }
-            ]
-         }
-      ]
-   },
-   "metadata" : {
-      "version" : "4.4.1"
-   }
-}
-"#);
-    assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
-    assert_eq!(list(&p, "dcgm.diag.tests_run"), vec!["software"]);
+    // The 4.4.1 run below, its pcie test written as such: a name and nothing else.
+    let mut v: serde_json::Value = serde_json::from_str(DCGM4_ENTITY_WARNINGS_JSON).unwrap();
+    v["DCGM Diagnostic"]["test_categories"][2]["tests"][0] = serde_json::json!({ "name": "pcie" });
+    let p = run(&serde_json::to_string_pretty(&v).unwrap());
     assert!(noted(&p, "test \"pcie\" has no status"), "{:?}", p.warnings);
+    assert_eq!(list(&p, "dcgm.diag.tests_run"), vec!["software", "memory"]);
+    // The memory test's two distinct warnings, as in the whole run: the note is not a third.
+    assert_eq!(count(&p, "dcgm.diag.warnings"), 2.0);
 }
 
 /// DCGM 2.x/3.x print a test whose GPUs disagree as one row per verdict, the first under the
