@@ -61,6 +61,9 @@
   if (overrideSelect) {
     overrideSelect.addEventListener("change", overrideWords);
     overrideWords();
+    // Choosing applies at once: the reload step is for pages without this script.
+    var showOverride = document.getElementById("show-override");
+    if (showOverride) showOverride.hidden = true;
   }
 
   if (select) {

@@ -53,10 +53,18 @@ pub fn amount(d: Decimal) -> String {
         }
         places
     };
-    let rounded = a.round_dp_with_strategy(places, RoundingStrategy::MidpointAwayFromZero);
+    let round = |places: u32| a.round_dp_with_strategy(places, RoundingStrategy::MidpointAwayFromZero);
+    let mut rounded = round(places);
+    // Rounding up can add a digit in front (0.00995 → 0.0100): two significant digits are then one
+    // place fewer (0.010).
+    if places > 2 && rounded >= Decimal::new(1, places - 2) {
+        places -= 1;
+        rounded = round(places);
+    }
     let mut text = format!("{rounded:.prec$}", prec = places as usize);
-    // Past two places only significant digits stay: 0.02 reads "0.02", not "0.020".
-    while places > 2 && text.ends_with('0') {
+    // Past two places, zeros that say nothing go: 0.02 reads "0.02", not "0.020"; a rounded
+    // figure keeps its two significant digits (0.00995 reads "0.010", not "0.01").
+    while places > 2 && text.ends_with('0') && rounded == a {
         text.pop();
         places -= 1;
     }
@@ -304,6 +312,9 @@ mod tests {
         assert_eq!(amount(d("0.02")), "0.02");
         assert_eq!(amount(d("0.0100")), "0.01");
         assert_eq!(amount(d("0.0996")), "0.10");
+        // Rounded up to a round figure, it still shows two significant digits (it read "0.01").
+        assert_eq!(amount(d("0.00995")), "0.010");
+        assert_eq!(amount(d("0.000996")), "0.0010");
     }
 
     #[test]

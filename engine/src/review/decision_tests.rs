@@ -1031,4 +1031,14 @@ fn rules_8b_and_9_say_what_decision_md_says() {
         says.contains("we reserve from 79.3 % busy (break-even 74.3 % + 5 points of margin)"),
         "{says}"
     );
+    // The break-even as people read it, never a bare 0.7429.
+    let break_even = d.reasons[0]
+        .facts
+        .iter()
+        .find(|f| f.label == "reservation break-even")
+        .unwrap();
+    assert_eq!(
+        break_even.value,
+        "74.3 % (reserved 2.60 USD ÷ on demand 3.50 USD per GPU-hour)"
+    );
 }

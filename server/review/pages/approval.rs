@@ -58,10 +58,8 @@ pub(super) fn approval_view(r: &Review) -> Option<ApprovalView> {
         decision: a.row.decision,
         trial: first_screen::approved_trial_name(r).unwrap_or_default(),
         override_line: first_screen::recorded_override(&a.row).map(|o| {
-            format!(
-                "Approved {} over the computed {}: “{}”",
-                o.approved, o.computed, o.reason
-            )
+            // decision.md's words, the reason as typed after the colon.
+            format!("Approved {} over the computed {}: {}", o.approved, o.computed, o.reason)
         }),
         by: a.row.decided_by.clone(),
         at: a.row.decided_at.format("%Y-%m-%d %H:%M UTC").to_string(),

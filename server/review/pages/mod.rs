@@ -100,6 +100,21 @@ async fn verdict(
     }
     let override_choice = form.get("decision").cloned().unwrap_or_default();
     let override_reason = form.get("override_reason").cloned().unwrap_or_default();
+    // Without JavaScript, choosing the override's action is a step of its own: the form comes back
+    // with the action chosen and the button naming it; nothing is recorded.
+    if form.get("verdict").map(String::as_str) == Some("choose-override") {
+        let r = service::review(&state, id).await?;
+        let form = FormState {
+            reservation: Some(reservation),
+            trial,
+            comment: form.get("comment").cloned().unwrap_or_default(),
+            override_choice,
+            override_reason,
+            field_errors: BTreeMap::new(),
+            problem: String::new(),
+        };
+        return Ok(render(&page(&r, &user, form, None))?);
+    }
     let request = VerdictRequest {
         verdict: form.remove("verdict").unwrap_or_default(),
         comment: form.remove("comment").unwrap_or_default(),

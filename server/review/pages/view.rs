@@ -74,6 +74,9 @@ pub(super) struct ReviewPage {
     comment: String,
     override_choice: String,
     override_reason: String,
+    /// The action the override button approves: the one chosen (kept after a reload or an error),
+    /// else the select's first, so the button names it without JavaScript too.
+    override_action: &'static str,
     /// "20,440 USD a month", and the whole term: "245,280 USD over 12 months".
     monthly_total: String,
     currency: String,
@@ -203,6 +206,7 @@ pub(super) fn page(r: &Review, user: &PageUser, form: FormState, decided: Option
         field_errors: form.field_errors,
         problem: form.problem,
         comment: form.comment,
+        override_action: override_action(&form.override_choice, selected.decision.decision),
         override_choice: form.override_choice,
         override_reason: form.override_reason,
         monthly_total,
@@ -372,3 +376,16 @@ fn lacks(t: &TrialReview) -> String {
     }
     out.join("; ")
 }
+
+/// The action the override button approves: `chosen` when it is another action than the computed
+/// one, else the first other action, in the select's order.
+fn override_action(chosen: &str, computed: Verdict) -> &'static str {
+    let others = || OVERRIDE_ACTIONS.into_iter().filter(|a| *a != computed.as_str());
+    others()
+        .find(|a| *a == chosen)
+        .or_else(|| others().next())
+        .unwrap_or("expand")
+}
+
+/// The override select's actions, in its order (templates/review/review.html lists the same).
+const OVERRIDE_ACTIONS: [&str; 5] = ["expand", "reserve", "dedicate", "scale", "stop"];

@@ -129,7 +129,7 @@ async fn a_manager_overrides_expand_to_reserve_with_a_reason_and_it_is_recorded_
         .unwrap();
     assert!(
         record.contains(&format!(
-            "**Override**: Approved reserve over the computed expand: “{reason}”"
+            "**Override**: Approved reserve over the computed expand: {reason}"
         )),
         "{record}"
     );
@@ -140,7 +140,8 @@ async fn a_manager_overrides_expand_to_reserve_with_a_reason_and_it_is_recorded_
         .text()
         .await
         .unwrap();
-    assert!(page.contains(&format!("Approved reserve over the computed expand: “{reason}”")));
+    // decision.md's words, the reason right after the colon (it was in quotes).
+    assert!(page.contains(&format!("Approved reserve over the computed expand: {reason}")));
     assert!(page.contains("Approved (reserve over the computed expand) — 8 × H200 · Cloud A, by "));
 }
 
@@ -153,7 +154,8 @@ async fn on_the_page_the_override_button_approves_the_chosen_action_and_a_missin
     let manager = app.login(Role::Manager).await;
     let html = manager.get(app.url(&review_url)).await.text().await.unwrap();
     assert!(html.contains("id=\"override-button\""));
-    assert!(html.contains("instead of the computed expand — trial “8 × H200 · Cloud A”</button>"));
+    // Without JavaScript the button names the action the select shows: its first, reserve.
+    assert!(html.contains("Approve reserve instead of the computed expand — trial “8 × H200 · Cloud A”</button>"));
     let digest = html
         .split("name=\"inputs_digest\" value=\"")
         .nth(1)
@@ -174,6 +176,25 @@ async fn on_the_page_the_override_button_approves_the_chosen_action_and_a_missin
             ])
             .send()
     };
+    // Without JavaScript, choosing the action is a step of its own: the form comes back with stop
+    // chosen, the button naming it and the reason kept; nothing is recorded.
+    let res = post("choose-override", "capacity is scarce this quarter")
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let page = res.text().await.unwrap();
+    assert!(
+        page.contains("Approve stop instead of the computed expand — trial “8 × H200 · Cloud A”</button>"),
+        "the button names the action chosen"
+    );
+    assert!(page.contains("<option value=\"stop\" selected>"));
+    assert!(page.contains(">capacity is scarce this quarter</textarea>"));
+    let recorded: i64 = sqlx::query_scalar("SELECT count(*) FROM approvals WHERE brief_id = $1")
+        .bind(loaded.brief_id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(recorded, 0, "choosing records nothing");
     // The override button without a reason: 422, the reason's field says why, the choice is kept.
     let res = post("approve-override", "too short").await.unwrap();
     assert_eq!(res.status(), 422);
