@@ -113,7 +113,7 @@ async fn verdict(
             field_errors: BTreeMap::new(),
             problem: String::new(),
         };
-        return Ok(render(&page(&r, &user, form, None))?);
+        return render(&page(&r, &user, form, None));
     }
     let request = VerdictRequest {
         verdict: form.remove("verdict").unwrap_or_default(),
