@@ -99,6 +99,23 @@ pub fn sum_with_currency(d: Decimal, currency: &str) -> String {
     format!("{} {currency}", sum(d))
 }
 
+/// A price per unit (a rate per GPU-hour) as the sheet gave it, never rounded: a manager checks
+/// "8 × 2.4875 × 730 h" by hand from it. At least two places, then as many as it has (up to
+/// six, the price table's): `3.5` → "3.50", `2.4875` → "2.4875", `0.651463` → "0.651463".
+pub fn rate(d: Decimal) -> String {
+    let exact = d.round_dp(6).normalize();
+    let places = exact.scale().max(2);
+    let whole = amount(exact.trunc());
+    let (whole, _) = whole.split_once('.').unwrap_or((&whole, ""));
+    let frac = format!("{:.prec$}", exact.fract().abs(), prec = places as usize);
+    format!("{whole}{}", frac.trim_start_matches('0'))
+}
+
+/// A rate with its currency: "2.4875 USD".
+pub fn rate_with_currency(d: Decimal, currency: &str) -> String {
+    format!("{} {currency}", rate(d))
+}
+
 /// The sign people read for a card operator (`ge` → "≥"); a sign passes through.
 pub fn op_symbol(op: &str) -> &str {
     match op {
@@ -315,6 +332,18 @@ mod tests {
         // Rounded up to a round figure, it still shows two significant digits (it read "0.01").
         assert_eq!(amount(d("0.00995")), "0.010");
         assert_eq!(amount(d("0.000996")), "0.0010");
+    }
+
+    #[test]
+    fn rates_keep_every_place_they_were_given() {
+        assert_eq!(rate(d("3.5")), "3.50");
+        assert_eq!(rate(d("2.4875")), "2.4875");
+        assert_eq!(rate(d("4.096575")), "4.096575");
+        assert_eq!(rate(d("1234.5")), "1,234.50");
+        assert_eq!(rate(d("98.320000")), "98.32");
+        assert_eq!(rate(d("0.651463")), "0.651463");
+        assert_eq!(rate(d("0.4")), "0.40");
+        assert_eq!(rate_with_currency(d("2.4875"), "USD"), "2.4875 USD");
     }
 
     #[test]

@@ -398,7 +398,7 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
         c.term_months,
         c.start_date,
         c.end_date,
-        figures::sum_with_currency(c.rate_per_gpu_hour, &c.currency),
+        figures::rate_with_currency(c.rate_per_gpu_hour, &c.currency),
         figures::sum_with_currency(c.monthly_cost, &c.currency),
     )];
     match d.this_month() {
@@ -455,7 +455,7 @@ async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Comm
             .collect(),
         provider_column: d.months.iter().any(|m| m.provider_used_gpu_hours.is_some()),
         monthly_cost: figures::with_currency(d.commitment.monthly_cost, &cur),
-        rate: figures::with_currency(d.commitment.rate_per_gpu_hour, &cur),
+        rate: figures::rate_with_currency(d.commitment.rate_per_gpu_hour, &cur),
         d,
     })
 }

@@ -445,7 +445,7 @@ impl AllocationPrice {
         }
         format!(
             "{} an hour ({who})",
-            crate::figures::with_currency(self.per_hour, currency)
+            crate::figures::rate_with_currency(self.per_hour, currency)
         )
     }
 }

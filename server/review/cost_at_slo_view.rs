@@ -131,7 +131,7 @@ fn sentences(t: &TrialReview, m: Option<&MoneyFacts>, currency: &str) -> Vec<Str
             "Approving would reserve {}, {} at {} per GPU-hour: {} a month.",
             res.size_in_words(),
             res.billing,
-            with_currency(res.rate_per_gpu_hour, currency),
+            crate::figures::rate_with_currency(res.rate_per_gpu_hour, currency),
             sum_with_currency(res.monthly_cost, currency)
         ));
     }
@@ -432,7 +432,7 @@ fn other_currency_lines(r: &Review, currency: &str) -> Vec<String> {
                 } else {
                     format!(", {}", p.row.region)
                 },
-                with_currency(p.row.rate_per_gpu_hour, &p.row.currency)
+                crate::figures::rate_with_currency(p.row.rate_per_gpu_hour, &p.row.currency)
             )
         })
         .fold(Vec::<String>::new(), |mut acc, line| {
@@ -469,7 +469,7 @@ pub fn money_section(r: &Review) -> MoneySection {
                 "{} ({} GPUs × {}, {}; {})",
                 with_currency(hourly, currency),
                 rate.gpus_billed,
-                with_currency(rate.per_gpu_hour, currency),
+                crate::figures::rate_with_currency(rate.per_gpu_hour, currency),
                 rate.billing,
                 rate.description
             ),
@@ -583,7 +583,7 @@ pub fn money_section(r: &Review) -> MoneySection {
                 res.gpus,
                 res.gpu,
                 res.billing,
-                with_currency(res.rate_per_gpu_hour, currency),
+                crate::figures::rate_with_currency(res.rate_per_gpu_hour, currency),
                 sum_with_currency(res.monthly_cost, currency)
             ),
             None,

@@ -494,8 +494,8 @@ pub fn comparison_sentence(t: &TrialReview, currency: &str) -> String {
             capitalized(&super::decision::comparison_in_words(c, currency)),
             share(from),
             share(break_even),
-            figures::with_currency(c.reserved_rate_per_gpu_hour.unwrap_or_default(), currency),
-            figures::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
+            figures::rate_with_currency(c.reserved_rate_per_gpu_hour.unwrap_or_default(), currency),
+            figures::rate_with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
         ),
         (Some(from), Some(break_even)) => format!(
             "How busy the trial was is not known, so the busy hours cannot be priced; we reserve from {} busy \
@@ -511,7 +511,7 @@ pub fn comparison_sentence(t: &TrialReview, currency: &str) -> String {
                 share(u),
                 figures::with_currency(rate, currency),
                 share(u),
-                figures::with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
+                figures::rate_with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), currency),
             ),
             _ => format!("No reserved price of this offer is known, so nothing is reserved: ask {provider} for one."),
         },

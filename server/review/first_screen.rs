@@ -138,7 +138,7 @@ fn under_test_line(t: &TrialReview, f: &BriefFields) -> String {
         Some(p) => under_test.push_str(&format!(
             ", {} at {} per GPU-hour",
             p.billing,
-            figures::with_currency(p.per_gpu_hour, &f.currency)
+            figures::rate_with_currency(p.per_gpu_hour, &f.currency)
         )),
         None => under_test.push_str(&format!(", {}, no price known yet", trial.billing.as_str())),
     }
@@ -296,7 +296,7 @@ fn commitment_figure(t: &TrialReview, commitment: Option<&Reservation>, currency
                 "{}, {} at {} per GPU-hour × 730 h{}{}",
                 c.size_in_words(),
                 c.billing,
-                figures::with_currency(c.rate_per_gpu_hour, currency),
+                figures::rate_with_currency(c.rate_per_gpu_hour, currency),
                 if c.term_months == 1 {
                     String::new()
                 } else {
@@ -326,7 +326,7 @@ fn commitment_figure(t: &TrialReview, commitment: Option<&Reservation>, currency
                         "paying by the hour: {} a month for {} GPUs at {} per GPU-hour ({})",
                         figures::sum_with_currency(p.per_month, currency),
                         p.gpus_billed,
-                        figures::with_currency(p.per_gpu_hour, currency),
+                        figures::rate_with_currency(p.per_gpu_hour, currency),
                         p.billing
                     ),
                     (None, None) => "paying by the hour; no price known yet".into(),
@@ -358,7 +358,6 @@ fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
             .map(figures::percent)
             .unwrap_or_default()
     };
-    let rate = |d: Option<rust_decimal::Decimal>| figures::with_currency(d.unwrap_or_default(), currency);
     let busy = share(c.utilization);
     match (c.reserve_saving_monthly, c.reserved_monthly, c.on_demand_busy_monthly) {
         (Some(saving), Some(reserved), Some(on_demand)) => {
@@ -372,7 +371,8 @@ fn reserved_against_on_demand(t: &TrialReview, currency: &str) -> MoneyFigure {
                 Some(below) => format!(
                     "nothing is reserved without one; at {busy} busy, reserving would pay at a reserved price below {} \
                      per GPU-hour: ask {provider} for one",
-                    rate(Some(below))
+                    // A worked-out threshold, not a price given: shown as an amount.
+                    figures::with_currency(below, currency)
                 ),
                 None => format!("nothing is reserved without one: ask {provider} for one"),
             },
@@ -424,7 +424,7 @@ fn saving_figure(
             .map(figures::percent)
             .unwrap_or_default()
     };
-    let rate = |d: Option<Decimal>| figures::with_currency(d.unwrap_or_default(), currency);
+    let rate = |d: Option<Decimal>| figures::rate_with_currency(d.unwrap_or_default(), currency);
     let (n, busy) = (c.gpus.unwrap_or_default(), share(c.utilization));
     MoneyFigure {
         id: "reserved-vs-on-demand",

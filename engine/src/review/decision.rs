@@ -811,7 +811,7 @@ fn ask_for_reserved_price(ctx: &Context, u: Decimal) -> Reason {
             "reserving would pay at a reserved price below {} per GPU-hour ({} less 5 points, of the on-demand {})",
             with_currency(rate, &brief.currency),
             pct(u),
-            with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), &brief.currency)
+            crate::figures::rate_with_currency(c.on_demand_rate_per_gpu_hour.unwrap_or_default(), &brief.currency)
         ),
         None => "no on-demand price of the offer is known either, so no reserved price can be compared".into(),
     };
@@ -867,10 +867,10 @@ pub fn comparison_in_words(c: &ReservationComparison, currency: &str) -> String 
         crate::figures::sum_with_currency(saving.abs(), currency),
         if saving >= Decimal::ZERO { "" } else { " more" },
         pct(u),
-        with_currency(rr, currency),
+        crate::figures::rate_with_currency(rr, currency),
         crate::figures::sum_with_currency(reserved, currency),
         crate::figures::sum_with_currency(busy, currency),
-        with_currency(od, currency),
+        crate::figures::rate_with_currency(od, currency),
         pct(u),
     )
 }
@@ -956,8 +956,8 @@ fn break_even_fact(c: &ReservationComparison, money: Option<&MoneyFacts>, curren
             format!(
                 "{} (reserved {} ÷ on demand {} per GPU-hour)",
                 pct(break_even),
-                with_currency(reserved, currency),
-                with_currency(on_demand, currency)
+                crate::figures::rate_with_currency(reserved, currency),
+                crate::figures::rate_with_currency(on_demand, currency)
             ),
             link,
         ),

@@ -73,7 +73,7 @@ pub(super) fn approval_view(r: &Review) -> Option<ApprovalView> {
                 res.billing,
                 months(res.term_months),
                 res.start_date,
-                figures::with_currency(res.rate_per_gpu_hour, currency),
+                figures::rate_with_currency(res.rate_per_gpu_hour, currency),
                 figures::sum_with_currency(res.monthly_cost, currency),
                 figures::sum_with_currency(res.total(), currency),
             )

@@ -87,45 +87,40 @@ async fn verdict(
     BriefPath { id }: BriefPath,
     CsrfForm(user, mut form): CsrfForm,
 ) -> PageResult<Response> {
-    let reservation: BTreeMap<String, String> = form
-        .iter()
-        .filter_map(|(k, v)| k.strip_prefix("reservation.").map(|k| (k.to_owned(), v.clone())))
-        .collect();
-    let trial = form.get("trial").and_then(|t| t.trim().parse::<TrialId>().ok());
+    // What the form shows again when nothing is recorded: the values as typed.
+    let kept = FormState {
+        reservation: Some(
+            form.iter()
+                .filter_map(|(k, v)| k.strip_prefix("reservation.").map(|k| (k.to_owned(), v.clone())))
+                .collect(),
+        ),
+        trial: form.get("trial").and_then(|t| t.trim().parse::<TrialId>().ok()),
+        comment: form.get("comment").cloned().unwrap_or_default(),
+        override_choice: form.get("decision").cloned().unwrap_or_default(),
+        override_reason: form.get("override_reason").cloned().unwrap_or_default(),
+        ..FormState::default()
+    };
+    // Without JavaScript, choosing the override's action is a step of its own: the form comes back
+    // with the action chosen and the button naming it; nothing is recorded.
+    if form.get("verdict").map(String::as_str) == Some("choose-override") {
+        return render(&page(&service::review(&state, id).await?, &user, kept, None));
+    }
     // The override button sends `approve-override`: an approval of the action chosen in the
     // override select; the approve button approves the computed action whatever the select says.
     let overriding = form.get("verdict").map(String::as_str) == Some("approve-override");
     if overriding {
         form.insert("verdict".into(), "approve".into());
     }
-    let override_choice = form.get("decision").cloned().unwrap_or_default();
-    let override_reason = form.get("override_reason").cloned().unwrap_or_default();
-    // Without JavaScript, choosing the override's action is a step of its own: the form comes back
-    // with the action chosen and the button naming it; nothing is recorded.
-    if form.get("verdict").map(String::as_str) == Some("choose-override") {
-        let r = service::review(&state, id).await?;
-        let form = FormState {
-            reservation: Some(reservation),
-            trial,
-            comment: form.get("comment").cloned().unwrap_or_default(),
-            override_choice,
-            override_reason,
-            field_errors: BTreeMap::new(),
-            problem: String::new(),
-        };
-        return render(&page(&r, &user, form, None));
-    }
     let request = VerdictRequest {
         verdict: form.remove("verdict").unwrap_or_default(),
         comment: form.remove("comment").unwrap_or_default(),
         inputs_digest: form.remove("inputs_digest").unwrap_or_default(),
-        trial,
-        reservation: reservation.clone(),
-        decision: overriding.then(|| override_choice.clone()),
-        override_reason: override_reason.clone(),
+        trial: kept.trial,
+        reservation: kept.reservation.clone().unwrap_or_default(),
+        decision: overriding.then(|| kept.override_choice.clone()),
+        override_reason: kept.override_reason.clone(),
         acknowledge_mismatch: form.get("acknowledge_mismatch").is_some_and(|v| v == "yes"),
     };
-    let comment = request.comment.clone();
     match service::record_verdict(&state, id, &user.principal(), request).await {
         // Post/redirect/get: a reload shows the confirmation again and records nothing twice.
         Ok(row) => Ok(Redirect::to(&format!("/briefs/{id}/review?decided={}", row.id)).into_response()),
@@ -154,13 +149,9 @@ async fn verdict(
             };
             let r = service::review(&state, id).await?;
             let form = FormState {
-                reservation: Some(reservation),
-                trial,
-                comment,
-                override_choice,
-                override_reason,
                 field_errors,
                 problem,
+                ..kept
             };
             let mut response = render(&page(&r, &user, form, None))?;
             *response.status_mut() = status;

@@ -161,7 +161,7 @@ fn reservation_rows(res: &Reservation) -> Vec<(String, String)> {
         ("billing".into(), res.billing.clone()),
         (
             "rate_per_gpu_hour".into(),
-            figures::with_currency(res.rate_per_gpu_hour, c),
+            figures::rate_with_currency(res.rate_per_gpu_hour, c),
         ),
         ("term_months".into(), res.term_months.to_string()),
         ("monthly_cost".into(), figures::with_currency(res.monthly_cost, c)),
