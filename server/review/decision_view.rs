@@ -179,6 +179,17 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 _ => "Each completed job costs more than the brief's ceiling.".into(),
             }
         }
+        Rule::Numbered(4)
+            if failing(t, &[3])
+                .any(|c| c.reason.as_deref() == Some(crate::evidence::load_points::NOTHING_COMPLETED)) =>
+        {
+            format!(
+                "No request of the load test on the {alloc} server completed while it was full, so add capacity: \
+                 {} replicas of the {alloc} allocation by the worst miss ratio; a run at a lower rate would size \
+                 it better.",
+                t.decision.suggested_replicas.unwrap_or(1)
+            )
+        }
         Rule::Numbered(4) => {
             let missed: Vec<String> = failing(t, &[3]).map(failure).collect();
             let replicas = t.decision.suggested_replicas.unwrap_or(1);

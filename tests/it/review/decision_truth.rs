@@ -307,6 +307,39 @@ async fn a_load_test_where_every_request_failed_fails_stage_3_and_stops() {
     assert!(why.contains("every request failed"), "{why}");
 }
 
+/// decision.md's rule 4 has no exception for a run where nothing completed: with the server's
+/// KV cache full in the same window, it is saturated, and the decision is scale (it was stop).
+#[tokio::test]
+async fn a_run_where_nothing_completed_on_a_full_server_scales() {
+    let app = spawn_app().await;
+    let id = brief(&app, chat_brief()).await;
+    let trial = TrialBuilder::first_of(&app, &id)
+        .await
+        .rate_per_gpu_hour("2.00")
+        .save(&app)
+        .await;
+    upload(&app, &id, &trial, &load_point(Load::at(8.0, 25.0).failing(200))).await;
+    let scrape = EvidenceBuilder::metrics(json!({ "serving.kv_cache_usage_max_pct": 97.0 }))
+        .stage(3)
+        .trial(&trial)
+        .upload(&app, &id)
+        .await;
+    assert_ne!(scrape["parse_status"], "failed", "{scrape}");
+    let r = review(&app, &id).await;
+    assert_eq!(r["decision"], "scale", "{}", r["reasons"]);
+    assert_eq!(r["reasons"][0]["rule"], 4);
+    let html = app
+        .login(Role::Engineer)
+        .await
+        .get(app.url(&format!("/briefs/{id}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let why = html.split("id=\"why\">").nth(1).unwrap().split("</p>").next().unwrap();
+    assert!(why.contains("completed while it was full, so add capacity"), "{why}");
+}
+
 #[tokio::test]
 async fn a_cheaper_trial_stopped_by_rule_6b_is_never_recommended_over_an_accepted_dearer_one() {
     let app = spawn_app().await;
