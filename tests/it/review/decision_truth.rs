@@ -42,6 +42,34 @@ async fn upload(app: &TestApp, brief: &str, trial: &str, point: &Value) -> Value
     v
 }
 
+/// The brief's first trial, priced at 2.00 per GPU-hour; its id.
+async fn trial_at_2_usd(app: &TestApp, brief: &str) -> String {
+    TrialBuilder::first_of(app, brief)
+        .await
+        .rate_per_gpu_hour("2.00")
+        .save(app)
+        .await
+}
+
+/// The review page's "why" sentence, as an engineer reads it.
+async fn why_on_the_page(app: &TestApp, brief: &str) -> String {
+    let html = app
+        .login(Role::Engineer)
+        .await
+        .get(app.url(&format!("/briefs/{brief}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    html.split("id=\"why\">")
+        .nth(1)
+        .unwrap()
+        .split("</p>")
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 async fn review(app: &TestApp, brief: &str) -> Value {
     let res = app.get(&format!("/api/v1/briefs/{brief}/review")).await;
     assert_eq!(res.status(), 200);
@@ -109,11 +137,7 @@ async fn a_sweep_uploaded_in_either_order_gives_the_same_operating_point_and_ver
     let mut seen = Vec::new();
     for order in [[0, 1, 2], [2, 1, 0]] {
         let id = brief(&app, chat_brief().expected_peak_rps(20.0)).await;
-        let trial = TrialBuilder::first_of(&app, &id)
-            .await
-            .rate_per_gpu_hour("2.00")
-            .save(&app)
-            .await;
+        let trial = trial_at_2_usd(&app, &id).await;
         let mut evidence = Vec::new();
         for i in order {
             evidence.push(upload(&app, &id, &trial, &points[i]).await);
@@ -170,11 +194,7 @@ async fn a_sweep_uploaded_in_either_order_gives_the_same_operating_point_and_ver
     // The same three points in one `vllm bench sweep` summary.json, in either order.
     for reversed in [false, true] {
         let id = brief(&app, chat_brief().expected_peak_rps(20.0)).await;
-        let trial = TrialBuilder::first_of(&app, &id)
-            .await
-            .rate_per_gpu_hour("2.00")
-            .save(&app)
-            .await;
+        let trial = trial_at_2_usd(&app, &id).await;
         let mut array = points.to_vec();
         if reversed {
             array.reverse();
@@ -192,11 +212,7 @@ async fn a_sweep_uploaded_in_either_order_gives_the_same_operating_point_and_ver
 async fn goodput_and_cost_at_the_slo_count_good_requests_once_to_one_percent() {
     let app = spawn_app().await;
     let id = brief(&app, chat_brief()).await;
-    let trial = TrialBuilder::first_of(&app, &id)
-        .await
-        .rate_per_gpu_hour("2.00")
-        .save(&app)
-        .await;
+    let trial = trial_at_2_usd(&app, &id).await;
     // The real run at 8 requests/s over 25 s with its first 20 requests failed (timeouts).
     let point = load_point(Load::at(8.0, 25.0).failing(20));
     upload(&app, &id, &trial, &point).await;
@@ -250,11 +266,7 @@ async fn goodput_and_cost_at_the_slo_count_good_requests_once_to_one_percent() {
 async fn a_load_test_where_every_request_failed_fails_stage_3_and_stops() {
     let app = spawn_app().await;
     let id = brief(&app, chat_brief()).await;
-    let trial = TrialBuilder::first_of(&app, &id)
-        .await
-        .rate_per_gpu_hour("2.00")
-        .save(&app)
-        .await;
+    let trial = trial_at_2_usd(&app, &id).await;
     // Every request of the real run failed, as vLLM writes such a run: TTFT 0, no tokens.
     let point = load_point(Load::at(8.0, 25.0).failing(200));
     let evidence = upload(&app, &id, &trial, &point).await;
@@ -295,15 +307,7 @@ async fn a_load_test_where_every_request_failed_fails_stage_3_and_stops() {
         .unwrap()
         .iter()
         .all(|x| x["decision"] != "expand"));
-    let html = app
-        .login(Role::Engineer)
-        .await
-        .get(app.url(&format!("/briefs/{id}/review")))
-        .await
-        .text()
-        .await
-        .unwrap();
-    let why = html.split("id=\"why\">").nth(1).unwrap().split("</p>").next().unwrap();
+    let why = why_on_the_page(&app, &id).await;
     assert!(why.contains("every request failed"), "{why}");
 }
 
@@ -313,11 +317,7 @@ async fn a_load_test_where_every_request_failed_fails_stage_3_and_stops() {
 async fn a_run_where_nothing_completed_on_a_full_server_scales() {
     let app = spawn_app().await;
     let id = brief(&app, chat_brief()).await;
-    let trial = TrialBuilder::first_of(&app, &id)
-        .await
-        .rate_per_gpu_hour("2.00")
-        .save(&app)
-        .await;
+    let trial = trial_at_2_usd(&app, &id).await;
     upload(&app, &id, &trial, &load_point(Load::at(8.0, 25.0).failing(200))).await;
     let scrape = EvidenceBuilder::metrics(json!({ "serving.kv_cache_usage_max_pct": 97.0 }))
         .stage(3)
@@ -328,15 +328,7 @@ async fn a_run_where_nothing_completed_on_a_full_server_scales() {
     let r = review(&app, &id).await;
     assert_eq!(r["decision"], "scale", "{}", r["reasons"]);
     assert_eq!(r["reasons"][0]["rule"], 4);
-    let html = app
-        .login(Role::Engineer)
-        .await
-        .get(app.url(&format!("/briefs/{id}/review")))
-        .await
-        .text()
-        .await
-        .unwrap();
-    let why = html.split("id=\"why\">").nth(1).unwrap().split("</p>").next().unwrap();
+    let why = why_on_the_page(&app, &id).await;
     assert!(why.contains("completed while it was full, so add capacity"), "{why}");
 }
 
