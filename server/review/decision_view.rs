@@ -92,6 +92,11 @@ fn joined_few(items: &[String]) -> String {
     format!("{} and {} more", items[..NAMED].join(", "), items.len() - NAMED)
 }
 
+/// Whether a failed load criterion of `t` says no request completed (every request failed).
+fn nothing_completed(t: &TrialReview) -> bool {
+    failing(t, &[3]).any(|c| c.reason.as_deref() == Some(crate::evidence::load_points::NOTHING_COMPLETED))
+}
+
 /// A failing criterion in words: "the GPU health check (DCGM diagnostic) failed", "the time to the
 /// first token (95th percentile) was 620 ms against a target of ≤ 500 ms".
 pub fn failure(c: &CriterionOutcome) -> String {
@@ -179,10 +184,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 _ => "Each completed job costs more than the brief's ceiling.".into(),
             }
         }
-        Rule::Numbered(4)
-            if failing(t, &[3])
-                .any(|c| c.reason.as_deref() == Some(crate::evidence::load_points::NOTHING_COMPLETED)) =>
-        {
+        Rule::Numbered(4) if nothing_completed(t) => {
             format!(
                 "No request of the load test on the {alloc} server completed while it was full, so add capacity: \
                  {} replicas of the {alloc} allocation by the worst miss ratio; a run at a lower rate would size \
@@ -199,10 +201,7 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
                 capitalized(&joined_few(&missed)),
             )
         }
-        Rule::Numbered(5)
-            if failing(t, &[3])
-                .any(|c| c.reason.as_deref() == Some(crate::evidence::load_points::NOTHING_COMPLETED)) =>
-        {
+        Rule::Numbered(5) if nothing_completed(t) => {
             format!(
                 "No request of the load test on the {alloc} server completed — every request failed — so there is \
                  no latency to judge and more GPUs would not help: the setup needs fixing."

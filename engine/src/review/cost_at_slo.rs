@@ -314,8 +314,8 @@ fn round8(d: Decimal) -> Decimal {
         .normalize()
 }
 
-/// `ceil(x)` that does not turn 3.0000000000000004 into 4.
-fn ceil_count(x: f64) -> u32 {
+/// `ceil(x)` that does not turn 3.0000000000000004 into 4 (at least 1).
+pub(crate) fn ceil_count(x: f64) -> u32 {
     ((x - 1e-9).ceil().max(1.0)) as u32
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::cost_at_slo::{reservation_comparison, ApiBreakEven, MoneyFacts, ReservationComparison};
+use super::cost_at_slo::{ceil_count, reservation_comparison, ApiBreakEven, MoneyFacts, ReservationComparison};
 use crate::{figures::with_currency, validation::TextEnum};
 
 /// The thresholds of decision.md. What "saturated" means is shared with the default card, so those
@@ -620,12 +620,11 @@ fn scale_out(ctx: &Context) -> ScaleOut {
         .fold(1.0_f64, f64::max);
     let per_replica = ctx.brief.current_units.max(1);
     let sized = ctx.brief.sized_count.div_ceil(per_replica).max(1);
-    // 0.07 ÷ 0.01 is 7.000000000000001 in binary floating point: that is 7 replicas, not 8.
-    let replicas = (worst - 1e-9).ceil().max(1.0) as u32;
     ScaleOut {
         worst,
         per_replica,
-        replicas: replicas.max(sized),
+        // 0.07 ÷ 0.01 is 7.000000000000001 in binary floating point: that is 7 replicas, not 8.
+        replicas: ceil_count(worst).max(sized),
     }
 }
 

@@ -74,6 +74,8 @@ pub(super) struct ReviewPage {
     comment: String,
     override_choice: String,
     override_reason: String,
+    /// The override select's actions: every action but the computed one.
+    override_options: Vec<&'static str>,
     /// The action the override button approves: the one chosen (kept after a reload or an error),
     /// else the select's first, so the button names it without JavaScript too.
     override_action: &'static str,
@@ -206,6 +208,7 @@ pub(super) fn page(r: &Review, user: &PageUser, form: FormState, decided: Option
         field_errors: form.field_errors,
         problem: form.problem,
         comment: form.comment,
+        override_options: override_options(selected.decision.decision),
         override_action: override_action(&form.override_choice, selected.decision.decision),
         override_choice: form.override_choice,
         override_reason: form.override_reason,
@@ -377,15 +380,23 @@ fn lacks(t: &TrialReview) -> String {
     out.join("; ")
 }
 
-/// The action the override button approves: `chosen` when it is another action than the computed
-/// one, else the first other action, in the select's order.
-fn override_action(chosen: &str, computed: Verdict) -> &'static str {
-    let others = || OVERRIDE_ACTIONS.into_iter().filter(|a| *a != computed.as_str());
-    others()
-        .find(|a| *a == chosen)
-        .or_else(|| others().next())
-        .unwrap_or("expand")
+/// The override select's actions: every decision but the computed one, in the order the select
+/// lists them.
+fn override_options(computed: Verdict) -> Vec<&'static str> {
+    ["expand", "reserve", "dedicate", "scale", "stop"]
+        .into_iter()
+        .filter(|a| *a != computed.as_str())
+        .collect()
 }
 
-/// The override select's actions, in its order (templates/review/review.html lists the same).
-const OVERRIDE_ACTIONS: [&str; 5] = ["expand", "reserve", "dedicate", "scale", "stop"];
+/// The action the override button approves: `chosen` when it is one of the select's actions, else
+/// the select's first.
+fn override_action(chosen: &str, computed: Verdict) -> &'static str {
+    let options = override_options(computed);
+    options
+        .iter()
+        .find(|a| **a == chosen)
+        .or_else(|| options.first())
+        .copied()
+        .unwrap_or("expand")
+}
