@@ -1616,7 +1616,6 @@ CommitmentDiscountStatus\n";
         let text = shaped(include_str!("../../tests/fixtures/focus/azure-focus-1.0-daily.csv"));
         let mut selection = trial();
         selection.catalogue.insert("standard_nd96amsr_a100_v4".into(), 8);
-        selection.catalogue.insert("standard_nd96asr_v4".into(), 8);
         let got = parse(text.as_bytes(), "USD", &selection).unwrap();
         assert_eq!(hours_and_cost(&got).0, Decimal::from(248));
         assert!(got.counted_as_host.is_empty(), "{:?}", got.counted_as_host);

@@ -408,6 +408,7 @@ async fn a_database_that_stops_answering_gets_a_503_problem_with_retry_after_at_
     })
     .await;
     let brief = app.brief_id().await;
+    let person = app.login(rentcheck::auth::Role::Manager).await;
     let mut holder = app.pool.begin().await.unwrap();
     sqlx::query("LOCK TABLE briefs IN ACCESS EXCLUSIVE MODE")
         .execute(&mut *holder)
@@ -422,6 +423,16 @@ async fn a_database_that_stops_answering_gets_a_503_problem_with_retry_after_at_
     let problem: Value = stuck.json().await.unwrap();
     assert!(problem["type"].as_str().unwrap().ends_with("#timed-out"), "{problem}");
     assert!(problem["detail"].as_str().unwrap().contains("within 1 s"), "{problem}");
+    // A person gets the error page, saying the same, with the same header.
+    let page = person.get(app.url("/")).await;
+    assert_eq!(page.status(), 503);
+    assert_eq!(page.headers()["retry-after"], "5");
+    assert!(page.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let html = page.text().await.unwrap();
+    assert!(html.contains("did not finish within 1 s"), "{html}");
     holder.rollback().await.unwrap();
     assert_eq!(app.get(&format!("/api/v1/briefs/{brief}")).await.status(), 200);
 }
