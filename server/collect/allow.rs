@@ -23,14 +23,25 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// The variables a plan may name, and whether each is a URL (else a path on this machine).
-const VARIABLES: [(&str, bool); 6] = [
-    ("VLLM_URL", true),
-    ("DCGM_EXPORTER_URL", true),
-    ("OUT", false),
-    ("PROBES", false),
-    ("VLLM_LOG", false),
-    ("HOSTFILE", false),
+/// What a plan variable's default may be. Paths are the builder's own, to the letter: a plan
+/// choosing its own folders would choose what `file` steps read and `--result-file` overwrites
+/// (`.ssh`, `.aws/credentials`); a person who wants another folder passes the flag.
+#[derive(Clone, Copy)]
+enum VariableDefault {
+    LoopbackUrl,
+    /// `./rentcheck-plan-` and the trial id's first eight hex digits.
+    PlanFolder,
+    Path(&'static str),
+}
+
+/// The variables a plan may name, and what each one's default may be.
+const VARIABLES: [(&str, VariableDefault); 6] = [
+    ("VLLM_URL", VariableDefault::LoopbackUrl),
+    ("DCGM_EXPORTER_URL", VariableDefault::LoopbackUrl),
+    ("OUT", VariableDefault::PlanFolder),
+    ("PROBES", VariableDefault::Path("./rentcheck-probes")),
+    ("VLLM_LOG", VariableDefault::Path("./vllm-server.log")),
+    ("HOSTFILE", VariableDefault::Path("./hostfile")),
 ];
 
 /// The nccl-tests binaries (github.com/NVIDIA/nccl-tests, `build/`).
@@ -63,7 +74,7 @@ pub fn check_plan(plan: &TestPlan) -> Result<(), Refusal> {
     }
     for step in plan.steps() {
         check_step(step).map_err(|what| Refusal {
-            step: if is_word(&step.key, 100) {
+            step: if is_step_key(&step.key) {
                 step.key.clone()
             } else {
                 "(a step with an unreadable key)".into()
@@ -75,31 +86,31 @@ pub fn check_plan(plan: &TestPlan) -> Result<(), Refusal> {
 }
 
 fn check_variable(v: &Variable) -> Result<(), String> {
-    let Some((_, is_url)) = VARIABLES.iter().find(|(name, _)| *name == v.name) else {
+    let Some((_, allowed)) = VARIABLES.iter().find(|(name, _)| *name == v.name) else {
         return Err(format!("the variable {:?} is not one collect knows", v.name));
     };
-    let ok = if *is_url {
-        is_loopback_url(&v.default)
-    } else {
-        is_relative_path(&v.default)
+    let refused = |shape: &str| {
+        Err(format!(
+            "the default of {} ({:?}) is not {shape}; pass the flag instead",
+            v.name, v.default
+        ))
     };
-    if ok {
-        Ok(())
-    } else if *is_url {
-        Err(format!(
-            "the default of {} ({:?}) is not a loopback http:// URL; pass the flag instead",
-            v.name, v.default
-        ))
-    } else {
-        Err(format!(
-            "the default of {} ({:?}) is not a plain relative path; pass the flag instead",
-            v.name, v.default
-        ))
+    match allowed {
+        VariableDefault::LoopbackUrl if !is_loopback_url(&v.default) => refused("a loopback http:// URL"),
+        VariableDefault::PlanFolder if !is_plan_folder(&v.default) => refused("./rentcheck-plan-<trial>"),
+        VariableDefault::Path(path) if v.default != *path => refused(path),
+        _ => Ok(()),
     }
 }
 
+/// `./rentcheck-plan-` and eight lowercase hex digits (`plan::build::short`).
+fn is_plan_folder(p: &str) -> bool {
+    p.strip_prefix("./rentcheck-plan-")
+        .is_some_and(|id| id.len() == 8 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
 fn check_step(step: &PlanStep) -> Result<(), String> {
-    if !is_word(&step.key, 100) {
+    if !is_step_key(&step.key) {
         return Err("its key is not a short word of letters, digits, `.` and `-`".into());
     }
     if !is_word(&step.kind, 64) {
@@ -480,7 +491,9 @@ fn loadgen(args: &[String]) -> Result<(), String> {
 // --- Small shapes -----------------------------------------------------------------------------
 
 /// Environment variables a plan may set: NCCL's own settings (not the plugin loaders, which name
-/// a shared library to load) and which GPUs a process sees.
+/// a shared library to load, nor the settings that name a file NCCL reads or writes, such as
+/// `NCCL_DEBUG_FILE`, which would write its log over any file in the working folder) and which
+/// GPUs a process sees.
 fn env_allowed(name: &str) -> bool {
     let nccl = name.strip_prefix("NCCL_").is_some_and(|rest| {
         !rest.is_empty()
@@ -488,8 +501,16 @@ fn env_allowed(name: &str) -> bool {
                 .bytes()
                 .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
     });
-    let plugin = name.ends_with("_PLUGIN") || name.contains("PLUGIN_");
-    (nccl && !plugin) || name == "CUDA_VISIBLE_DEVICES"
+    let loads_code = name.ends_with("_PLUGIN") || name.contains("PLUGIN_");
+    let names_a_file = ["FILE", "PATH", "DIR", "CONF"]
+        .iter()
+        .any(|word| name.split('_').any(|part| part == *word));
+    (nccl && !loads_code && !names_a_file) || name == "CUDA_VISIBLE_DEVICES"
+}
+
+/// A step key as the builder writes them, safe to print.
+pub fn is_step_key(key: &str) -> bool {
+    is_word(key, 100)
 }
 
 fn is_env_value(v: &str) -> bool {
@@ -531,16 +552,6 @@ fn is_file_name(s: &str) -> bool {
 /// `${DIR}/NAME` with NAME a plain file name: nothing above the folder, nothing beside it.
 fn file_under(path: &str, folder: &str) -> bool {
     path.strip_prefix(folder).is_some_and(is_file_name)
-}
-
-/// A path relative to the folder collect runs in, without `..`, of plain characters.
-fn is_relative_path(p: &str) -> bool {
-    !p.is_empty()
-        && p.len() <= 200
-        && !p.starts_with('/')
-        && !p.starts_with('-')
-        && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
-        && p.split('/').all(|part| part != "..")
 }
 
 /// `http://` or `https://` to 127.0.0.0/8, `localhost` or `[::1]`, with at most a port.

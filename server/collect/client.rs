@@ -93,6 +93,16 @@ impl Refused {
             Some(StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND)
         )
     }
+
+    /// Why the run stopped, in words: the status for the refusals that stop it, else the reason.
+    pub fn stop_reason(&self) -> String {
+        match self.status.map(|s| s.as_u16()) {
+            Some(401) => "the server refused the token (401)".into(),
+            Some(403) => "the token may not send to this brief (403)".into(),
+            Some(404) => "the server has no such brief (404)".into(),
+            _ => self.reason.clone(),
+        }
+    }
 }
 
 /// One item to send.
@@ -111,7 +121,7 @@ pub const BATCH_ITEMS: usize = 500;
 pub const BATCH_RAW_BYTES: usize = 10 * 1024 * 1024;
 
 /// What a batch request came to.
-pub enum BatchSent {
+enum BatchSent {
     /// One answer per item, in order.
     Answered(Vec<Result<Accepted, Refused>>),
     /// The server has no batch route (an older rentcheck): send the items one by one.
@@ -239,10 +249,57 @@ impl Client {
         answer(res, attempts).await
     }
 
+    /// Sends every item, answers in order: in batches of at most [`BATCH_ITEMS`] and
+    /// [`BATCH_RAW_BYTES`]; an item larger than a batch may carry goes on its own as a raw upload
+    /// (the server takes those up to `RENTCHECK_MAX_UPLOAD`); one by one to a server without the
+    /// batch route. A refusal that would meet every other item too (401, 403, 404) stops: the
+    /// rest are not sent.
+    pub async fn post_all(&self, items: &[Item<'_>]) -> Vec<Result<Accepted, Refused>> {
+        let mut answers: Vec<Result<Accepted, Refused>> = Vec::with_capacity(items.len());
+        let mut one_by_one = false;
+        let mut start = 0;
+        while start < items.len() {
+            if let Some(stop) = answers
+                .iter()
+                .find_map(|a| a.as_ref().err().filter(|r| r.stops_the_run()))
+            {
+                let not_sent = Refused {
+                    status: None,
+                    reason: format!("not sent: {}", stop.stop_reason()),
+                    attempts: 0,
+                };
+                answers.extend((start..items.len()).map(|_| Err(not_sent.clone())));
+                break;
+            }
+            if one_by_one || items[start].body.len() > BATCH_RAW_BYTES {
+                answers.push(self.post(&items[start]).await);
+                start += 1;
+                continue;
+            }
+            let mut end = start;
+            let mut bytes = 0;
+            while end < items.len() && end - start < BATCH_ITEMS && bytes + items[end].body.len() <= BATCH_RAW_BYTES {
+                bytes += items[end].body.len();
+                end += 1;
+            }
+            match self.post_batch(&items[start..end]).await {
+                Ok(BatchSent::Answered(a)) => answers.extend(a),
+                Ok(BatchSent::NoBatchRoute) => {
+                    eprintln!("      the server has no batch route: sending one by one");
+                    one_by_one = true;
+                    continue;
+                }
+                Err(refused) => answers.extend((start..end).map(|_| Err(refused.clone()))),
+            }
+            start = end;
+        }
+        answers
+    }
+
     /// POSTs `items` (at most [`BATCH_ITEMS`]) as one batch, retrying the whole request as the
     /// policy says (each item's key makes that safe). `Err` when the request as a whole was
     /// refused: every item shares that answer.
-    pub async fn post_batch(&self, items: &[Item<'_>]) -> Result<BatchSent, Refused> {
+    async fn post_batch(&self, items: &[Item<'_>]) -> Result<BatchSent, Refused> {
         let b64 = base64::engine::general_purpose::STANDARD;
         let body = serde_json::json!({
             "items": items.iter().map(|i| {

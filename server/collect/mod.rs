@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use self::{
-    client::{Accepted, BatchSent, Client, Item, Refused, RetryPolicy, BATCH_ITEMS, BATCH_RAW_BYTES},
+    client::{Accepted, Client, Item, Refused, RetryPolicy},
     steps::{Gathered, Source, Step},
     summary::{Outcome, Summary},
 };
@@ -701,59 +701,15 @@ impl Pending {
     }
 }
 
-/// Sends every pending item: in batches, or one by one to a server without the batch route. A
-/// refusal that would meet every other item too (401, 403, 404) stops the run: the rest are not
-/// sent.
+/// Sends every pending item (see [`Client::post_all`]).
 async fn send_all(client: &Client, pending: &[Pending], stage: u8) -> Vec<Result<Accepted, Refused>> {
-    let mut answers: Vec<Result<Accepted, Refused>> = Vec::with_capacity(pending.len());
-    let mut one_by_one = false;
-    let mut start = 0;
-    while start < pending.len() {
-        if let Some(stop) = answers
-            .iter()
-            .find_map(|a| a.as_ref().err().filter(|r| r.stops_the_run()))
-        {
-            let not_sent = Refused {
-                status: None,
-                reason: format!("not sent: {}", stop_reason(stop)),
-                attempts: 0,
-            };
-            answers.extend((start..pending.len()).map(|_| Err(not_sent.clone())));
-            break;
-        }
-        if one_by_one {
-            let p = &pending[start];
-            answers.push(client.post(&p.item(stage)).await);
-            start += 1;
-            continue;
-        }
-        let mut end = start;
-        let mut bytes = 0;
-        while end < pending.len()
-            && end - start < BATCH_ITEMS
-            && (end == start || bytes + pending[end].body.len() <= BATCH_RAW_BYTES)
-        {
-            bytes += pending[end].body.len();
-            end += 1;
-        }
-        let items: Vec<Item<'_>> = pending[start..end].iter().map(|p| p.item(stage)).collect();
-        eprintln!(
-            "sending {} item{} in one request ...",
-            items.len(),
-            if items.len() == 1 { "" } else { "s" }
-        );
-        match client.post_batch(&items).await {
-            Ok(BatchSent::Answered(a)) => answers.extend(a),
-            Ok(BatchSent::NoBatchRoute) => {
-                eprintln!("      the server has no batch route: sending one by one");
-                one_by_one = true;
-                continue;
-            }
-            Err(refused) => answers.extend((start..end).map(|_| Err(refused.clone()))),
-        }
-        start = end;
-    }
-    answers
+    let items: Vec<Item<'_>> = pending.iter().map(|p| p.item(stage)).collect();
+    eprintln!(
+        "sending {} item{} ...",
+        items.len(),
+        if items.len() == 1 { "" } else { "s" }
+    );
+    client.post_all(&items).await
 }
 
 /// The summary row of a sent item, and its progress line.
@@ -794,15 +750,6 @@ fn sent_row(p: &Pending, answer: &Result<Accepted, Refused>) -> (Outcome, String
             eprintln!("      {}: failed: {}", p.name, refused.reason);
             (Outcome::Failed, format!("{}{note_text}", refused.reason))
         }
-    }
-}
-
-fn stop_reason(r: &Refused) -> String {
-    match r.status.map(|s| s.as_u16()) {
-        Some(401) => "the server refused the token (401)".into(),
-        Some(403) => "the token may not send to this brief (403)".into(),
-        Some(404) => "the server has no such brief (404)".into(),
-        _ => r.reason.clone(),
     }
 }
 

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     agent_client, allow, check_server,
-    client::{Accepted, BatchSent, Client, Item, Refused},
+    client::{Accepted, Client, Item, Refused},
     host_name,
     loadgen::{self, LoadSpec},
     plan::{
@@ -27,7 +27,6 @@ use super::{
         STEP_LABEL,
     },
     steps::{self, Gathered},
-    stop_reason,
     summary::{Outcome, Summary},
     usage, CollectArgs, Exit, Stop,
 };
@@ -449,7 +448,7 @@ async fn scrape_after(
     }
 }
 
-/// Sends a step's outputs in one batch (one by one to a server without the batch route).
+/// Sends a step's outputs ([`Client::post_all`]).
 async fn send(
     client: &Client,
     step: &PlanStep,
@@ -491,17 +490,7 @@ async fn send(
             idempotency_key: &keys[i],
         })
         .collect();
-    match client.post_batch(&items).await {
-        Ok(BatchSent::Answered(a)) => a,
-        Ok(BatchSent::NoBatchRoute) => {
-            let mut answers = Vec::new();
-            for item in &items {
-                answers.push(client.post(item).await);
-            }
-            answers
-        }
-        Err(refused) => items.iter().map(|_| Err(refused.clone())).collect(),
-    }
+    client.post_all(&items).await
 }
 
 /// The summary row of a sent step, and whether its refusal stops the run.
@@ -531,7 +520,7 @@ fn sent_row(
             Err(r) => {
                 failed += 1;
                 if r.stops_the_run() {
-                    stop = Some(stop_reason(r));
+                    stop = Some(r.stop_reason());
                 }
                 parts.push(format!("{}: {}", o.name, r.reason));
             }
@@ -689,16 +678,16 @@ fn plan_server(args: &CollectArgs) -> Result<String, Stop> {
 async fn fetch_plan(client: &Client, server: &str, args: &CollectArgs, trial: TrialId) -> Result<TestPlan, Stop> {
     let url = format!("{server}/api/v1/briefs/{}/trials/{trial}/plan", args.brief);
     let plan: TestPlan = match client.get_json(&url).await {
-        Ok(v) => serde_json::from_value(v).map_err(|e| Stop {
-            exit: Exit::SomeFailed,
-            message: format!(
-                "the server's test plan could not be read ({e}): is rentcheck on this machine older than the server?"
-            ),
+        Ok(v) => read_plan(v).map_err(|unreadable| {
+            usage(format!(
+                "the server's test plan was refused before anything ran: {unreadable}. Is rentcheck on this machine \
+                 older than the server?"
+            ))
         })?,
         Err(r) => {
             return Err(Stop {
                 exit: Exit::SomeFailed,
-                message: format!("could not fetch the test plan: {}", stop_reason(&r)),
+                message: format!("could not fetch the test plan: {}", r.stop_reason()),
             })
         }
     };
@@ -715,6 +704,31 @@ async fn fetch_plan(client: &Client, server: &str, args: &CollectArgs, trial: Tr
         )));
     }
     Ok(plan)
+}
+
+/// The plan as this binary reads it; what it cannot read is named by its step (an unknown runner,
+/// a missing field), like any other refusal.
+fn read_plan(plan: serde_json::Value) -> Result<TestPlan, allow::Refusal> {
+    serde_path_to_error::deserialize(&plan).map_err(|e| {
+        use serde_path_to_error::Segment;
+        let at: Vec<&Segment> = e.path().iter().collect();
+        // `stages[i].steps[j]…`: the step's key when it has a readable one.
+        let key = match at.as_slice() {
+            [Segment::Map { key: stages }, Segment::Seq { index: i }, Segment::Map { key: steps }, Segment::Seq { index: j }, ..]
+                if stages == "stages" && steps == "steps" =>
+            {
+                plan["stages"][*i]["steps"][*j]["key"].as_str()
+            }
+            _ => None,
+        };
+        allow::Refusal {
+            step: match key.filter(|k| allow::is_step_key(k)) {
+                Some(key) => key.to_owned(),
+                None => format!("at {}", e.path()),
+            },
+            what: format!("it could not be read ({})", e.inner()),
+        }
+    })
 }
 
 /// The plan's steps to run (those of `--stage` when it is given), said on stderr.

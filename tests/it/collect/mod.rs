@@ -200,7 +200,10 @@ async fn proxy_with(app: &TestApp, unavailable_first: usize, without_batch: bool
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = Router::new().fallback(forward).with_state(state);
+    let router = Router::new()
+        .fallback(forward)
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .with_state(state);
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     (base, posts)
 }
@@ -367,6 +370,46 @@ async fn every_step_goes_in_one_request_or_one_by_one_to_a_server_without_the_ba
         "the refused batch, then one post per step"
     );
     assert_eq!(evidence(&app, &other).await.len(), 5);
+}
+
+#[tokio::test]
+async fn an_item_larger_than_a_batch_carries_is_sent_on_its_own() {
+    let app = spawn_app().await;
+    let (brief, token) = agent(&app).await;
+    let tools = fake_tools(true);
+    // 13 MiB of load-test JSON (a detailed per-request export is this large): under the 16 MiB
+    // a raw upload takes, over what fits a 16 MiB batch once base64 has added its third.
+    let mut bench = std::fs::read(fixtures().join("bench-serving/vllm-bench-serve-p95-failed-requests.json")).unwrap();
+    bench.resize(13 * 1024 * 1024, b' ');
+    let work = tempfile::tempdir().unwrap();
+    let bench_path = work.path().join("detailed.json");
+    std::fs::write(&bench_path, &bench).unwrap();
+    let (server, posts) = proxy(&app, 0).await;
+    let out = collect(
+        tools.path(),
+        &token,
+        &[
+            "--server",
+            &server,
+            "--brief",
+            &brief,
+            "--bench-json",
+            bench_path.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("6 sent, 0 replayed, 0 skipped, 0 failed"), "{stdout}");
+    assert_eq!(
+        posts.load(Ordering::SeqCst),
+        2,
+        "the five tool outputs in one batch, the JSON on its own"
+    );
+    let items = evidence(&app, &brief).await;
+    let bench = of_kind(&items, "bench-serving");
+    assert_eq!(bench["size_bytes"], 13 * 1024 * 1024);
+    assert_eq!(bench["parse_status"], "ok", "{}", bench["parse_error"]);
 }
 
 #[tokio::test]

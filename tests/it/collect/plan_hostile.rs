@@ -244,6 +244,15 @@ async fn plan_server(plan: Value) -> String {
     base
 }
 
+/// Sets the default of the plan's variable `name`.
+fn set_default(plan: &mut Value, name: &str, default: &str) {
+    for v in plan["variables"].as_array_mut().unwrap() {
+        if v["name"] == name {
+            v["default"] = json!(default);
+        }
+    }
+}
+
 /// The first step of `runner` in the plan.
 fn step_of<'a>(plan: &'a mut Value, runner: &str) -> &'a mut Value {
     plan["stages"]
@@ -346,23 +355,37 @@ async fn collect_plan_refuses_a_hostile_plan_before_any_step_runs() {
         ),
         (
             "an output folder elsewhere",
+            Box::new(|p: &mut Value| set_default(p, "OUT", "/root/.ssh")),
+        ),
+        (
+            "an output folder that holds keys, here",
+            Box::new(|p: &mut Value| set_default(p, "OUT", ".ssh")),
+        ),
+        (
+            "a probes folder that holds keys, here",
+            Box::new(|p: &mut Value| set_default(p, "PROBES", ".ssh")),
+        ),
+        (
+            "a server log that is a credentials file",
+            Box::new(|p: &mut Value| set_default(p, "VLLM_LOG", ".aws/credentials")),
+        ),
+        (
+            "NCCL told to write its log over a file",
             Box::new(|p: &mut Value| {
-                for v in p["variables"].as_array_mut().unwrap() {
-                    if v["name"] == "OUT" {
-                        v["default"] = json!("/root/.ssh");
-                    }
-                }
+                let s = step_of(p, "command");
+                s["commands"][0]["env"] = json!([["NCCL_DEBUG", "INFO"], ["NCCL_DEBUG_FILE", ".bashrc"]]);
+            }),
+        ),
+        (
+            "a step this rentcheck cannot read",
+            Box::new(|p: &mut Value| {
+                let s = step_of(p, "command");
+                s["runner"] = json!("shell");
             }),
         ),
         (
             "a server under test elsewhere",
-            Box::new(|p: &mut Value| {
-                for v in p["variables"].as_array_mut().unwrap() {
-                    if v["name"] == "VLLM_URL" {
-                        v["default"] = json!("http://metadata.invalid/latest");
-                    }
-                }
-            }),
+            Box::new(|p: &mut Value| set_default(p, "VLLM_URL", "http://metadata.invalid/latest")),
         ),
         (
             "a scrape of another page",
