@@ -13,11 +13,15 @@
 //!   chunk that carries generated content (completion text; in chat, content, reasoning text or a
 //!   tool call) − the send, so a role-only or empty first chunk, which servers send before prefill
 //!   ends, starts nothing; **ITL** = the gap between successive content chunks; a stream that
-//!   carries an error object (`data: {"error": …}`), ends with a `finish_reason` of `error` or
-//!   `abort`, or ends without `[DONE]` or a finish reason is a **failed** request (an error text,
-//!   TTFT 0, no gaps, no tokens), where vLLM's client counts the chunks before it as a success;
+//!   carries an error object (`data: {"error": …}`, or llama.cpp's older `error:` field), ends
+//!   with a `finish_reason` of `error` or `abort` (or TensorRT-LLM's `timeout`, `cancelled`), or
+//!   ends without `[DONE]` or a finish reason (an empty `""` one, as TGI sends on every chunk, is
+//!   none) is a **failed** request (an error text, TTFT 0, no gaps, no tokens), where vLLM's
+//!   client counts the chunks before it as a success; a whole answer with no content chunk
+//!   completes, its TTFT and E2E at the finish;
 //! * a hostile or broken server costs bounded memory and time: one SSE line or event ≤ 1 MiB,
-//!   at most [`max_events`] events per request (so the gap list is bounded too), read by
+//!   at most [`max_events`] events per request (so the gap list is bounded too; keep-alive
+//!   comments, which a healthy server sends while a request is queued, have their own bound), read by
 //!   [`super::sse`]; a request over a bound fails with an error naming it ([`bound_exceeded`]);
 //! * per completed request **TPOT** = (E2E − TTFT) ÷ (output tokens − 1) when it has more than one
 //!   token; `request_throughput` = completed ÷ duration (from the first arrival's schedule to the
@@ -227,6 +231,8 @@ fn request_body(spec: &LoadSpec, prompt: String) -> Value {
             "model": spec.model,
             "messages": [{ "role": "user", "content": prompt }],
             "max_completion_tokens": spec.output_len,
+            // The older name too: Ollama's and some other servers' chat routes read only it.
+            "max_tokens": spec.output_len,
             "stream": true,
             "stream_options": { "include_usage": true },
             "ignore_eos": true,
@@ -285,9 +291,13 @@ struct Progress {
     /// When the last content chunk arrived.
     last: Instant,
     first: bool,
-    /// A choice gave a finish reason (other than `error`/`abort`).
-    finished: bool,
+    /// When a choice first gave a finish reason (other than a failing one, [`FAILED_FINISH`]).
+    finished: Option<Instant>,
 }
+
+/// Finish reasons that mean the server gave up on the request: `error` and `abort` (vLLM,
+/// SGLang), `timeout` and `cancelled` (TensorRT-LLM).
+const FAILED_FINISH: [&str; 5] = ["error", "abort", "timeout", "cancelled", "canceled"];
 
 /// Whether a choice of a chunk carries generated content: completion text, or in a chat delta
 /// content, reasoning text or a tool call. A role-only or empty delta carries none.
@@ -350,11 +360,16 @@ fn read_event(out: &mut RequestOutput, p: &mut Progress, event: &sse::Event<'_>)
         p.last = p.now;
         out.chunks += 1;
     }
-    for reason in choices.iter().filter_map(|c| c["finish_reason"].as_str()) {
-        if matches!(reason, "error" | "abort") {
+    // TGI's completions route sends `"finish_reason": ""` on every chunk but the last.
+    for reason in choices
+        .iter()
+        .filter_map(|c| c["finish_reason"].as_str())
+        .filter(|r| !r.is_empty())
+    {
+        if FAILED_FINISH.contains(&reason) {
             return ControlFlow::Break(End::Failed(format!("the stream ended with finish_reason {reason:?}")));
         }
-        p.finished = true;
+        p.finished.get_or_insert(p.now);
     }
     if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
         out.output_tokens = usage["completion_tokens"].as_u64();
@@ -430,16 +445,21 @@ async fn one_request(
         now: st,
         last: st,
         first: false,
-        finished: false,
+        finished: None,
     };
     let error = match read_stream(res, &mut out, &mut p, tokens).await {
         End::Failed(why) => Some(why),
-        End::Closed if !p.finished => Some("the stream ended without [DONE] or a finish reason".to_owned()),
-        End::Done | End::Closed if !p.first => {
-            Some("no chunk carried generated content (text, reasoning or a tool call)".to_owned())
-        }
+        End::Closed if p.finished.is_none() => Some("the stream ended without [DONE] or a finish reason".to_owned()),
         End::Done | End::Closed => None,
     };
+    if error.is_none() && !p.first {
+        // A whole answer without content (a reasoning server that hides a short answer's
+        // thinking tokens, an end-of-sequence at once): completed, its first and last token at
+        // the finish, or at the end of the stream.
+        let at = p.finished.unwrap_or(p.now);
+        out.ttft = (at - st).as_secs_f64();
+        p.last = at;
+    }
     match error {
         // A failed request's tokens count nowhere.
         Some(why) => {

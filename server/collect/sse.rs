@@ -6,17 +6,26 @@
 //! rescan the buffer on each chunk (one 16 MB line cost 42 s of CPU and hundreds of MB). This one
 //! keeps at most one line (≤ [`MAX_LINE_BYTES`]) and one event's data (≤ the same) across chunks,
 //! scans each byte once, and stops at a budget of events, saying which bound was passed.
+//! Keep-alives (comment lines, and blank lines that end no event) have a budget of their own
+//! ([`MAX_KEEP_ALIVES`]): a healthy server sends one every 15–30 s while a request waits in its
+//! queue, and those must not eat the events a short answer is allowed.
 //!
 //! It follows the WHATWG parsing rules that OpenAI-style servers rely on: lines end at LF, CR or
 //! CRLF (a CRLF split between chunks counts once); `data:` lines of one event are joined with LF;
 //! one space after the colon is dropped; a line starting with `:` is a comment; a blank line ends
 //! the event (an event without data is not dispatched). Leniently, a last event whose blank line
-//! never came is dispatched at the end of the body.
+//! never came is dispatched at the end of the body. An `error:` field, which llama.cpp's server
+//! sent for an error in the middle of a stream until late 2025 (`error: {"code":500,…}`), is read
+//! as an event named `error` carrying that value.
 
 use std::{fmt, ops::ControlFlow};
 
 /// The longest line, and the most data one event may carry.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// The most keep-alive lines one stream may send: one every 15 s for about 17 hours, far beyond
+/// any request's timeout, and still a bound on a server that sends nothing else.
+pub const MAX_KEEP_ALIVES: usize = 4096;
 
 /// One dispatched event.
 #[derive(Debug, PartialEq, Eq)]
@@ -34,8 +43,10 @@ pub enum Exceeded {
     Line(usize),
     /// One event's data longer than this many bytes.
     EventData(usize),
-    /// More events (blank lines, comments and fields other than `data:`) than this.
+    /// More events (blank lines that end one, and fields other than `data:`) than this.
     Events(usize),
+    /// More keep-alive lines (comments, blank lines that end no event) than this.
+    KeepAlives(usize),
 }
 
 impl fmt::Display for Exceeded {
@@ -44,6 +55,7 @@ impl fmt::Display for Exceeded {
             Exceeded::Line(n) => write!(f, "an SSE line longer than {}", size(*n)),
             Exceeded::EventData(n) => write!(f, "an SSE event with more than {} of data", size(*n)),
             Exceeded::Events(n) => write!(f, "more than {n} SSE events"),
+            Exceeded::KeepAlives(n) => write!(f, "more than {n} SSE keep-alive lines"),
         }
     }
 }
@@ -82,6 +94,7 @@ pub struct SseReader {
     has_data: bool,
     name: String,
     events: usize,
+    keep_alives: usize,
 }
 
 impl SseReader {
@@ -101,6 +114,7 @@ impl SseReader {
             has_data: false,
             name: String::new(),
             events: 0,
+            keep_alives: 0,
         }
     }
 
@@ -165,6 +179,14 @@ impl SseReader {
         Ok(())
     }
 
+    fn count_keep_alive<T>(&mut self) -> Result<(), Stop<T>> {
+        self.keep_alives += 1;
+        if self.keep_alives > MAX_KEEP_ALIVES {
+            return Err(Stop::Exceeded(Exceeded::KeepAlives(MAX_KEEP_ALIVES)));
+        }
+        Ok(())
+    }
+
     fn count_event<T>(&mut self) -> Result<(), Stop<T>> {
         self.events += 1;
         if self.events > self.max_events {
@@ -202,7 +224,11 @@ impl SseReader {
             line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         }
         if line.is_empty() {
-            self.count_event()?;
+            if self.has_data || !self.name.is_empty() {
+                self.count_event()?;
+            } else {
+                self.count_keep_alive()?;
+            }
             return self.dispatch(on_event);
         }
         let (field, value) = match line.iter().position(|&b| b == b':') {
@@ -212,9 +238,15 @@ impl SseReader {
             }
             None => (line, &b""[..]),
         };
-        if field != b"data" {
-            // Comments, `event:`, `id:`, `retry:` and unknown fields: each counts as an event, so
-            // that an endless run of them ends as surely as one of data.
+        if field.is_empty() {
+            return self.count_keep_alive();
+        }
+        if field == b"error" {
+            self.count_event()?;
+            self.name = "error".into();
+        } else if field != b"data" {
+            // `event:`, `id:`, `retry:` and unknown fields: each counts as an event, so that an
+            // endless run of them ends as surely as one of data.
             self.count_event()?;
             if field == b"event" {
                 self.name = String::from_utf8_lossy(value).into_owned();
@@ -237,9 +269,13 @@ impl SseReader {
 mod tests {
     use super::*;
 
-    /// The events of `body` fed in pieces of `piece` bytes, as (name, data).
+    /// The events of `body` fed in pieces of `piece` bytes, as (name, data): lines of at most
+    /// 64 bytes, at most 100 events.
     fn read(body: &[u8], piece: usize) -> Result<Vec<(String, String)>, Exceeded> {
-        let mut r = SseReader::with_limits(64, 100);
+        read_with(SseReader::with_limits(64, 100), body, piece)
+    }
+
+    fn read_with(mut r: SseReader, body: &[u8], piece: usize) -> Result<Vec<(String, String)>, Exceeded> {
         let mut got = Vec::new();
         let mut on = |e: Event<'_>| {
             got.push((e.name.to_owned(), e.data.to_owned()));
@@ -314,15 +350,45 @@ mod tests {
     }
 
     #[test]
-    fn events_blank_lines_and_comments_count_against_the_budget() {
+    fn events_count_against_the_budget_and_keep_alives_against_their_own() {
         assert_eq!(read("data: x\n\n".repeat(100).as_bytes(), 9).unwrap().len(), 100);
         assert_eq!(
             read("data: x\n\n".repeat(101).as_bytes(), 9),
             Err(Exceeded::Events(100))
         );
-        assert_eq!(read("\n".repeat(101).as_bytes(), 3), Err(Exceeded::Events(100)));
-        assert_eq!(read(": ping\n".repeat(101).as_bytes(), 64), Err(Exceeded::Events(100)));
+        assert_eq!(
+            read("event: x\n\n".repeat(51).as_bytes(), 5),
+            Err(Exceeded::Events(100))
+        );
         assert_eq!(Exceeded::Events(100).to_string(), "more than 100 SSE events");
+        // A server that keeps the connection alive while the request waits in its queue (TGI and
+        // axum send `:` every 15 s, llama.cpp every 30 s): a thousand pings, then one short answer.
+        let queued = format!("{}data: x\n\ndata: [DONE]\n\n", ":\n\n".repeat(1000));
+        let got = read(queued.as_bytes(), 5).unwrap();
+        assert_eq!(got, events(&[("", "x"), ("", "[DONE]")]));
+        // Nothing but keep-alives still ends.
+        let endless = ": ping\n".repeat(MAX_KEEP_ALIVES + 1);
+        assert_eq!(read(endless.as_bytes(), 64), Err(Exceeded::KeepAlives(MAX_KEEP_ALIVES)));
+        let blank = "\n".repeat(MAX_KEEP_ALIVES + 1);
+        assert_eq!(read(blank.as_bytes(), 64), Err(Exceeded::KeepAlives(MAX_KEEP_ALIVES)));
+        assert_eq!(
+            Exceeded::KeepAlives(MAX_KEEP_ALIVES).to_string(),
+            "more than 4096 SSE keep-alive lines"
+        );
+    }
+
+    #[test]
+    fn an_error_field_is_an_error_event() {
+        // llama.cpp's server before ggml-org/llama.cpp#16109 (b6530): a decode that fails after
+        // tokens were sent.
+        let body = b"data: {\"choices\":[{\"index\":0,\"text\":\" c\",\"finish_reason\":null}]}\n\nerror: {\"code\":500,\"message\":\"Compute error.\",\"type\":\"server_error\"}\n\ndata: [DONE]\n\n";
+        let got = read_with(SseReader::new(10), body, 7).unwrap();
+        assert_eq!(got[1].0, "error");
+        assert_eq!(
+            got[1].1,
+            r#"{"code":500,"message":"Compute error.","type":"server_error"}"#
+        );
+        assert_eq!(got[2], ("".to_owned(), "[DONE]".to_owned()));
     }
 
     #[test]

@@ -328,7 +328,7 @@ async fn hostile_streams_fail_at_a_named_bound_in_bounded_time() {
     for (path, bound) in [
         ("/long-line", "an SSE line longer than 1 MiB"),
         ("/many-events", "more than 80 SSE events for 16 tokens asked"),
-        ("/comments", "more than 80 SSE events for 16 tokens asked"),
+        ("/comments", "more than 4096 SSE keep-alive lines"),
         ("/endless-data", "an SSE event with more than 1 MiB of data"),
     ] {
         let (outputs, r, took) = drive_hostile(&base, path).await;
@@ -345,6 +345,90 @@ async fn hostile_streams_fail_at_a_named_bound_in_bounded_time() {
         );
         assert!(took < Duration::from_secs(10), "{path} took {took:?}");
     }
+}
+
+/// Streams real servers send, each as its bytes: how the generator counts it.
+#[tokio::test]
+async fn stream_shapes_of_real_servers_are_counted_as_they_mean() {
+    const TOKEN: &str = "data: {\"choices\":[{\"index\":0,\"text\":\" a\",\"finish_reason\":null}]}\n\n";
+    // Ten keep-alives while the request waits in the queue (TGI and axum send `:` every 15 s,
+    // llama.cpp every 30 s), then a one-token answer: a whole answer, not a hostile server.
+    fn queued() -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+        let keep_alives = ":\n\n".repeat(10);
+        let body = format!(
+            "{keep_alives}data: {{\"choices\":[{{\"index\":0,\"text\":\" a\",\"finish_reason\":\"length\"}}]}}\n\n\
+             data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":1}}}}\n\ndata: [DONE]\n\n"
+        );
+        futures_util::stream::iter([Ok(Bytes::from(body))])
+    }
+    // llama.cpp's server before b6530: an error after tokens were sent, as an `error:` field.
+    fn llama_cpp_error() -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+        let body = format!(
+            "{TOKEN}error: {{\"code\":500,\"message\":\"Compute error.\",\"type\":\"server_error\"}}\n\ndata: [DONE]\n\n"
+        );
+        futures_util::stream::iter([Ok(Bytes::from(body))])
+    }
+    // TGI's completions route: `"finish_reason": ""` on every chunk; here the body is cut before
+    // the last chunk.
+    fn tgi_cut() -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+        let chunk = "data: {\"object\":\"text_completion\",\"id\":\"\",\"choices\":[{\"index\":0,\"text\":\" a\",\"logprobs\":null,\"finish_reason\":\"\"}]}\n\n";
+        futures_util::stream::iter([Ok(Bytes::from(chunk.repeat(3)))])
+    }
+    // TensorRT-LLM: a request the server timed out.
+    fn trtllm_timeout() -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+        let body = format!(
+            "{TOKEN}data: {{\"choices\":[{{\"index\":0,\"text\":\"\",\"finish_reason\":\"timeout\"}}]}}\n\ndata: [DONE]\n\n"
+        );
+        futures_util::stream::iter([Ok(Bytes::from(body))])
+    }
+    // A chat answer whose two tokens were thinking a reasoning parser hid: no content chunk, a
+    // finish reason and the usage.
+    fn hidden_thinking() -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+        let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n\
+                    data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n\
+                    data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+        futures_util::stream::iter([Ok(Bytes::from_static(body.as_bytes()))])
+    }
+    let base = serve(
+        Router::new()
+            .route("/queued/v1/completions", hostile(queued))
+            .route("/llama-cpp-error/v1/completions", hostile(llama_cpp_error))
+            .route("/tgi-cut/v1/completions", hostile(tgi_cut))
+            .route("/trtllm-timeout/v1/completions", hostile(trtllm_timeout))
+            .route("/hidden-thinking/v1/chat/completions", hostile(hidden_thinking)),
+    )
+    .await;
+    let run = |path: &'static str, endpoint: &'static str, output_len: u32| {
+        let spec = spec(&format!("{base}{path}"), endpoint, output_len, f64::INFINITY, 1);
+        async move { loadgen::drive(&spec).await.unwrap().0.remove(0) }
+    };
+
+    let o = run("/queued", "/v1/completions", 1).await;
+    assert!(o.success, "{}", o.error);
+    assert_eq!(o.output_tokens, Some(1));
+
+    let o = run("/llama-cpp-error", "/v1/completions", 16).await;
+    assert!(!o.success);
+    assert!(o.error.contains("Compute error."), "{}", o.error);
+    assert_eq!(o.output_tokens, None, "a failed request's tokens count nowhere");
+
+    let o = run("/tgi-cut", "/v1/completions", 16).await;
+    assert!(!o.success);
+    assert_eq!(o.error, "the stream ended without [DONE] or a finish reason");
+
+    let o = run("/trtllm-timeout", "/v1/completions", 16).await;
+    assert!(!o.success);
+    assert_eq!(o.error, "the stream ended with finish_reason \"timeout\"");
+
+    let o = run("/hidden-thinking", "/v1/chat/completions", 2).await;
+    assert!(o.success, "{}", o.error);
+    assert_eq!(o.output_tokens, Some(2));
+    assert!(
+        o.ttft > 0.0 && o.ttft <= o.latency,
+        "TTFT {} and E2E {} at the finish",
+        o.ttft,
+        o.latency
+    );
 }
 
 /// A server whose first eight answers are a 16 MB line each when `hostile` (else one token), and
