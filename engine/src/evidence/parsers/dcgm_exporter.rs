@@ -2,7 +2,9 @@
 //! GPU) → `gpu.*` figures: one scrape, or a before/after window like vLLM's.
 //!
 //! * `gpu.util_pct_avg` / `gpu.util_pct_max`: mean and max over GPUs of `DCGM_FI_DEV_GPU_UTIL` (%),
-//!   else `DCGM_FI_PROF_GR_ENGINE_ACTIVE` × 100; `gpu.util_source` names the series used.
+//!   else `DCGM_FI_PROF_GR_ENGINE_ACTIVE` × 100, chosen per GPU (a MIG-partitioned GPU takes its
+//!   instances' engine-active ratio); `gpu.util_source` names the series used. Values no GPU can
+//!   hold (utilisation outside 0–100 %, above 200 °C, 5 kW or 1 TiB) are left out with a warning.
 //! * `gpu.memory_used_mib_max` (`DCGM_FI_DEV_FB_USED`, MiB; MIG instances of one GPU are summed),
 //!   `gpu.power_w_max` (`DCGM_FI_DEV_POWER_USAGE`), `gpu.temp_c_max` (`DCGM_FI_DEV_GPU_TEMP`),
 //!   `gpu.nvlink_bandwidth_gbps_max` (`DCGM_FI_PROF_NVLINK_TX_BYTES` + `_RX_BYTES`, bytes/s).
@@ -169,13 +171,31 @@ fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
     }
 
     utilisation(p, a);
-    let gauges: [(&str, &str, Fold); 3] = [
-        ("DCGM_FI_DEV_FB_USED", "gpu.memory_used_mib_max", Fold::SumInstances),
-        ("DCGM_FI_DEV_POWER_USAGE", "gpu.power_w_max", Fold::Max),
-        ("DCGM_FI_DEV_GPU_TEMP", "gpu.temp_c_max", Fold::Max),
+    // The largest value a GPU can hold, far above any made: above it is one of DCGM's blank
+    // sentinels (9,223,372,036,854,775,807 and the like) or a corrupt sample, not a reading.
+    let gauges: [(&str, &str, Fold, f64, &str); 3] = [
+        (
+            "DCGM_FI_DEV_FB_USED",
+            "gpu.memory_used_mib_max",
+            Fold::SumInstances,
+            1_048_576.0,
+            "MiB",
+        ),
+        ("DCGM_FI_DEV_POWER_USAGE", "gpu.power_w_max", Fold::Max, 5_000.0, "W"),
+        ("DCGM_FI_DEV_GPU_TEMP", "gpu.temp_c_max", Fold::Max, 200.0, "°C"),
     ];
-    for (series, key, fold) in gauges {
-        if let Some(m) = max_of(&per_gpu(a, series, fold)) {
+    for (series, key, fold, most, unit) in gauges {
+        let mut values = per_gpu(a, series, fold);
+        values.retain(|gpu, v| {
+            let possible = *v <= most;
+            if !possible {
+                p.warn(format!(
+                    "GPU {gpu}: {series} {v} {unit} is above {most} {unit}; left out"
+                ));
+            }
+            possible
+        });
+        if let Some(m) = max_of(&values) {
             p.nonneg(key, m);
         }
     }
@@ -197,28 +217,60 @@ fn figures(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
     }
 }
 
-/// Utilisation: the classic gauge, else the profiling engine-active ratio.
+const GPU_UTIL: &str = "DCGM_FI_DEV_GPU_UTIL";
+const GR_ENGINE_ACTIVE: &str = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
+
+/// Utilisation per GPU: the classic gauge, else the profiling engine-active ratio, chosen GPU by
+/// GPU: a MIG-partitioned GPU has no (or a zero) `DCGM_FI_DEV_GPU_UTIL` and only its instances'
+/// engine-active series, so it takes those (their mean) while the other GPUs keep the gauge.
+/// A value outside 0–100 % (the exporter has sent 808,334,905 and 4,294,967,295) is left out with
+/// a warning.
 fn utilisation(p: &mut Parsed, a: &Scrape<'_>) {
-    let (util, source) = match per_gpu(a, "DCGM_FI_DEV_GPU_UTIL", Fold::Mean) {
-        u if !u.is_empty() => (u, "DCGM_FI_DEV_GPU_UTIL"),
-        _ => (
-            per_gpu(a, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", Fold::Mean)
-                .into_iter()
-                .map(|(g, v)| (g, v * 100.0))
-                .collect(),
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        ),
+    let gauge = per_gpu(a, GPU_UTIL, Fold::Mean);
+    let engine_active = per_gpu(a, GR_ENGINE_ACTIVE, Fold::Mean);
+    let partitioned = |gpu: &str| {
+        a.series
+            .get(GR_ENGINE_ACTIVE)
+            .and_then(|m| m.get(gpu))
+            .is_some_and(|vals| vals.iter().any(|(instance, _)| instance.is_some()))
     };
-    if util.is_empty() {
-        p.warn("no utilisation series (DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE)");
-    } else {
-        let avg = util.values().sum::<f64>() / util.len() as f64;
-        p.nonneg("gpu.util_pct_avg", avg);
-        if let Some(m) = max_of(&util) {
-            p.nonneg("gpu.util_pct_max", m);
+    let mut util: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut sources: Vec<&str> = Vec::new();
+    let gpus = gauge.keys().chain(engine_active.keys());
+    for gpu in gpus {
+        if util.contains_key(gpu.as_str()) {
+            continue;
         }
-        p.text("gpu.util_source", source);
+        let (value, source) = match (gauge.get(gpu), engine_active.get(gpu)) {
+            (Some(_), Some(ratio)) if partitioned(gpu) => (ratio * 100.0, GR_ENGINE_ACTIVE),
+            (Some(pct), _) => (*pct, GPU_UTIL),
+            (None, Some(ratio)) => (ratio * 100.0, GR_ENGINE_ACTIVE),
+            (None, None) => continue,
+        };
+        if !(0.0..=100.0).contains(&value) {
+            p.warn(format!(
+                "GPU {gpu}: utilisation {value} % from {source} is outside 0–100 %; left out"
+            ));
+            continue;
+        }
+        util.insert(gpu, value);
+        if !sources.contains(&source) {
+            sources.push(source);
+        }
     }
+    if util.is_empty() {
+        if gauge.is_empty() && engine_active.is_empty() {
+            p.warn("no utilisation series (DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE)");
+        }
+        return;
+    }
+    let avg = util.values().sum::<f64>() / util.len() as f64;
+    p.nonneg("gpu.util_pct_avg", avg);
+    if let Some(m) = util.values().copied().reduce(f64::max) {
+        p.nonneg("gpu.util_pct_max", m);
+    }
+    sources.sort();
+    p.text("gpu.util_source", sources.join(", "));
 }
 
 /// XIDs: the last code per GPU; in a window, only codes that are new since `before`.
@@ -294,4 +346,60 @@ fn counters(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) -> bool
         }
     }
     window.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Labels in the shape dcgm-exporter 3.x writes them on an A800 node with GPU 0 partitioned.
+    fn sample(series: &str, gpu: u8, instance: Option<(&str, u8)>, value: &str) -> String {
+        let mig = instance.map_or(String::new(), |(profile, id)| {
+            format!(",GPU_I_PROFILE=\"{profile}\",GPU_I_ID=\"{id}\"")
+        });
+        format!(
+            "{series}{{gpu=\"{gpu}\",UUID=\"GPU-a800-{gpu}\",device=\"nvidia{gpu}\",modelName=\"NVIDIA A800-SXM4-80GB\"{mig},Hostname=\"node-35\"}} {value}\n"
+        )
+    }
+
+    #[test]
+    fn a_partitioned_gpu_takes_its_instances_engine_activity_and_keeps_its_place() {
+        let mut text = String::from("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n");
+        text += &sample("DCGM_FI_DEV_GPU_UTIL", 1, None, "80");
+        text += "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n";
+        text += &sample("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0, Some(("2g.20gb", 3)), "0.950000");
+        text += &sample("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0, Some(("2g.20gb", 5)), "0.500000");
+        text += &sample("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1, None, "0.790000");
+        let p = parse(&text).unwrap();
+        // GPU 0: (0.95 + 0.50) ÷ 2 = 72.5 %; GPU 1: its gauge, 80 %.
+        assert_eq!(p.get_num("gpu.util_pct_max"), Some(80.0));
+        assert_eq!(p.get_num("gpu.util_pct_avg"), Some(76.25));
+        assert_eq!(
+            p.metrics.get("gpu.util_source"),
+            Some(&super::super::MetricValue::Text(
+                "DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_GR_ENGINE_ACTIVE".into()
+            ))
+        );
+        // A MIG GPU whose classic gauge reads 0 (NVIDIA/dcgm-exporter#216) still takes its
+        // instances' activity.
+        let zero = text.clone() + &sample("DCGM_FI_DEV_GPU_UTIL", 0, None, "0");
+        assert_eq!(parse(&zero).unwrap().get_num("gpu.util_pct_avg"), Some(76.25));
+    }
+
+    #[test]
+    fn values_no_gpu_can_hold_are_left_out_with_a_warning() {
+        // NVIDIA/dcgm-exporter#418 (808,334,905 % on an H100) and a blank sentinel temperature.
+        let mut text = String::new();
+        text += &sample("DCGM_FI_DEV_GPU_UTIL", 0, None, "808334905");
+        text += &sample("DCGM_FI_DEV_GPU_UTIL", 1, None, "50");
+        text += &sample("DCGM_FI_DEV_GPU_TEMP", 0, None, "9223372036854775807");
+        text += &sample("DCGM_FI_DEV_GPU_TEMP", 1, None, "61");
+        let p = parse(&text).unwrap();
+        assert_eq!(p.get_num("gpu.util_pct_max"), Some(50.0));
+        assert_eq!(p.get_num("gpu.util_pct_avg"), Some(50.0));
+        assert_eq!(p.get_num("gpu.temp_c_max"), Some(61.0));
+        let warned = |what: &str| p.warnings.iter().any(|w| w.contains(what));
+        assert!(warned("GPU 0: utilisation 808334905 %"), "{:?}", p.warnings);
+        assert!(warned("DCGM_FI_DEV_GPU_TEMP"), "{:?}", p.warnings);
+    }
 }

@@ -73,9 +73,10 @@ fn detect_text(s: &str) -> Option<K> {
     }
     if s.contains("# TYPE vllm:")
         || s.contains("# TYPE ray_vllm:")
+        || s.contains("# TYPE ray_vllm_")
         || lines()
             .take(2000)
-            .any(|l| l.starts_with("vllm:") || l.starts_with("ray_vllm:"))
+            .any(|l| l.starts_with("vllm:") || l.starts_with("ray_vllm:") || l.starts_with("ray_vllm_"))
     {
         return Some(K::VllmMetrics);
     }

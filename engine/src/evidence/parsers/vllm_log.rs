@@ -1,7 +1,9 @@
 //! vLLM server start-up log: `GPU KV cache size: N tokens` → `serving.kv_cache_tokens`,
 //! `Maximum concurrency for M tokens per request: X` → `serving.max_concurrency` (+
 //! `serving.max_concurrency_tokens_per_request`), `gpu_memory_utilization` from the logged engine
-//! args or vLLM ≥ 0.11's `Desired GPU memory utilization is (0.9, …)`, V0 `# GPU blocks: N`. Newer
+//! args, V0's memory profile (`total_gpu_memory (23.55GiB) x gpu_memory_utilization (0.78)`) or
+//! vLLM ≥ 0.11's `Desired GPU memory utilization is (0.9, …)`, V0 `# GPU blocks: N` (later V0
+//! logs name the device: `# CUDA blocks: N`, `# cuda blocks: N`; never the CPU's). Newer
 //! versions log the first two on one line (`GPU KV cache size: N tokens, Maximum concurrency for …`). With several engines (data parallel) logging the same line, the
 //! smallest value is reported, with a warning. A log without any vLLM marker is an error; a vLLM log
 //! cut before the KV-cache lines is Ok with warnings.
@@ -37,10 +39,8 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
                 conc.push((t, x));
             }
         }
-        if let Some(rest) = after(l, "# GPU blocks:") {
-            if let Some(n) = text::lenient_number(rest) {
-                blocks.push(n);
-            }
+        if let Some(n) = device_blocks(l) {
+            blocks.push(n);
         }
         if gmu.is_none() {
             gmu = memory_utilization(l);
@@ -95,12 +95,26 @@ fn memory_utilization(l: &str) -> Option<f64> {
         "--gpu-memory-utilization=",
         // vLLM ≥ 0.11's worker: `Desired GPU memory utilization is (0.9, 39.98 GiB)`.
         "Desired GPU memory utilization is (",
+        // V0 0.7–0.9's memory profile: `… total_gpu_memory (23.55GiB) x gpu_memory_utilization (0.78) = 18.28GiB`.
+        "gpu_memory_utilization (",
     ] {
         if let Some(rest) = after(l, pat) {
             return text::lenient_number(rest);
         }
     }
     None
+}
+
+/// V0's `# GPU blocks: 5102, # CPU blocks: 2048`; from 0.6.4 the device is the platform's
+/// dispatch key (`executor_base.py`: `# CUDA blocks: 5519`, `# cuda blocks: 41345`).
+fn device_blocks(l: &str) -> Option<f64> {
+    l.match_indices("# ").find_map(|(i, _)| {
+        let (device, count) = l[i + 2..].split_once(" blocks:")?;
+        let named = !device.is_empty() && device.len() <= 8 && device.bytes().all(|b| b.is_ascii_alphanumeric());
+        (named && !device.eq_ignore_ascii_case("cpu"))
+            .then(|| text::lenient_number(count))
+            .flatten()
+    })
 }
 
 fn after<'a>(l: &'a str, pat: &str) -> Option<&'a str> {
@@ -136,5 +150,37 @@ mod tests {
         assert_eq!(p.get_num("serving.max_concurrency"), Some(17.97));
         assert_eq!(p.get_num("serving.max_concurrency_tokens_per_request"), Some(32_768.0));
         assert_eq!(p.get_num("serving.gpu_memory_utilization"), Some(0.9));
+    }
+
+    #[test]
+    fn v0_logs_that_name_the_device_give_their_blocks_and_utilization() {
+        // The shapes of vLLM 0.6.4–0.9's `executor_base.py` and `worker.py` lines.
+        for (line, blocks) in [
+            (
+                "INFO 05-30 16:23:28 executor_base.py:110] # CUDA blocks: 5519, # CPU blocks: 9362",
+                5519.0,
+            ),
+            (
+                "INFO 06-26 16:55:19 [executor_base.py:112] # cuda blocks: 41345, # CPU blocks: 21845",
+                41345.0,
+            ),
+            (
+                "INFO 08-01 10:00:00 gpu_executor.py:122] # GPU blocks: 5102, # CPU blocks: 2048",
+                5102.0,
+            ),
+        ] {
+            let log = format!("INFO 05-30 16:23:01 api_server.py:585] vLLM API server version 0.6.4\n{line}\n");
+            let p = parse(&log).unwrap();
+            assert_eq!(p.get_num("serving.kv_cache_gpu_blocks"), Some(blocks), "{line}");
+        }
+        let cpu_only = parse("INFO vllm # CPU blocks: 9362").unwrap();
+        assert_eq!(cpu_only.get_num("serving.kv_cache_gpu_blocks"), None);
+        let p = parse(
+            "INFO 08-29 13:08:35 [worker.py:287] Memory profiling takes 4.1 seconds\n\
+             INFO 08-29 13:08:35 [worker.py:287] the current vLLM instance can use total_gpu_memory (23.55GiB) x \
+             gpu_memory_utilization (0.78) = 18.28GiB\n",
+        )
+        .unwrap();
+        assert_eq!(p.get_num("serving.gpu_memory_utilization"), Some(0.78));
     }
 }

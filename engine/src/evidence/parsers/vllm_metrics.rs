@@ -5,7 +5,9 @@
 //!   ITL `vllm:inter_token_latency_seconds` (V1) then `vllm:time_per_output_token_seconds` (V0);
 //!   KV usage `vllm:kv_cache_usage_perc` then `vllm:gpu_cache_usage_perc`; preemptions
 //!   `vllm:num_preemptions_total` then `vllm:num_preemptions`. Ray Serve's `ray_vllm:` prefix is
-//!   accepted. Other labels (`engine`, Ray's worker labels, `finished_reason`) are summed over.
+//!   accepted, and its `ray_vllm_` form (vLLM ≥ 0.11 under Ray turns `:` into `_`). Other labels
+//!   (`engine`, Ray's worker labels, `finished_reason`) are summed over; Ray's `Version` label is
+//!   Ray's version, not vLLM's.
 //! * Per model (`model_name` label): `serving.by_model.<model>.<suffix>`; un-suffixed keys merge all
 //!   models (buckets summed per `le`, like `sum by (le)`).
 //! * Latency quantiles: p50/p95/p99 for TTFT, ITL, e2e, queue, prefill, decode, in ms.
@@ -130,7 +132,8 @@ const LATENCIES: &[(&str, &[&str])] = &[
 const QUANTILES: &[(&str, f64)] = &[("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
 
 pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
-    let e = prometheus::parse(s)?;
+    let s = ray_underscored(s);
+    let e = prometheus::parse(&s)?;
     let mut p = compute(&e.samples, targets);
     for w in e.warnings {
         p.warn(w);
@@ -164,8 +167,9 @@ fn cumulative(s: &Sample, e: &Exposition) -> bool {
 }
 
 pub(crate) fn parse_window(before: &str, after: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
-    let a = prometheus::parse(after)?;
-    let b = match prometheus::parse(before) {
+    let (before, after) = (ray_underscored(before), ray_underscored(after));
+    let a = prometheus::parse(&after)?;
+    let b = match prometheus::parse(&before) {
         Ok(b) => b,
         Err(err) => {
             let mut p = compute(&a.samples, targets);
@@ -211,6 +215,33 @@ pub(crate) fn parse_window(before: &str, after: &str, targets: &SloTargets) -> R
     Ok(p)
 }
 
+/// The text with Ray's underscored names (`ray_vllm_time_to_first_token_seconds_bucket`, since
+/// vllm-project/vllm#25439 sanitizes names for OpenTelemetry) written as vLLM's own
+/// (`vllm:time_to_first_token_seconds_bucket`); every vLLM metric's name starts `vllm:`, so the
+/// mapping is exact. Untouched, and not copied, when no such name is present.
+fn ray_underscored(s: &str) -> std::borrow::Cow<'_, str> {
+    const RAY: &str = "ray_vllm_";
+    if !s.contains(RAY) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    for line in s.split_inclusive('\n') {
+        let (head, name) = match line.strip_prefix("# TYPE ").or_else(|| line.strip_prefix("# HELP ")) {
+            Some(rest) => (&line[..7], rest),
+            None => ("", line),
+        };
+        out.push_str(head);
+        match name.strip_prefix(RAY) {
+            Some(rest) => {
+                out.push_str("vllm:");
+                out.push_str(rest);
+            }
+            None => out.push_str(name),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn norm_name(n: &str) -> &str {
     n.strip_prefix("ray_").filter(|r| r.starts_with("vllm:")).unwrap_or(n)
 }
@@ -252,7 +283,9 @@ fn group_samples<'a>(samples: &'a [Sample<'_>], p: &mut Parsed) -> (Histograms<'
             continue;
         }
         saw_vllm = true;
-        if let Some(ver) = s.label("Version").or_else(|| s.label("version")) {
+        // Ray stamps its own version on every series it exports, beside its worker labels.
+        let from_ray = s.label("WorkerId").is_some() || s.label("SessionName").is_some();
+        if let Some(ver) = s.label("Version").or_else(|| s.label("version")).filter(|_| !from_ray) {
             if name == "vllm:cache_config_info" || s.label("Version").is_some() {
                 p.tool_version.get_or_insert_with(|| ver.to_string());
             }
@@ -462,5 +495,48 @@ fn estimate_attainment(p: &mut Parsed, stem: &str, targets: &SloTargets, buckets
         // stays `ok`; the review shows the flag beside the figure. The joint attainment over all
         // targets needs per-request data.
         p.boolean("serving.slo_attainment_estimated", true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scrape in the shape Ray exports vLLM ≥ 0.11's metrics: `:` made `_` (vLLM's
+    /// `ray_wrappers.py`), Ray's labels beside vLLM's, Ray's own version in `Version`.
+    const RAY_UNDERSCORED: &str = "\
+# HELP ray_vllm_time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE ray_vllm_time_to_first_token_seconds histogram
+ray_vllm_time_to_first_token_seconds_bucket{Component=\"core_worker\",NodeAddress=\"10.0.0.5\",SessionName=\"session_2025-10-10_12-00-00_000000_1\",Version=\"2.49.2\",WorkerId=\"ab12\",model_name=\"m\",le=\"0.1\"} 40.0
+ray_vllm_time_to_first_token_seconds_bucket{Component=\"core_worker\",NodeAddress=\"10.0.0.5\",SessionName=\"session_2025-10-10_12-00-00_000000_1\",Version=\"2.49.2\",WorkerId=\"ab12\",model_name=\"m\",le=\"0.5\"} 100.0
+ray_vllm_time_to_first_token_seconds_bucket{Component=\"core_worker\",NodeAddress=\"10.0.0.5\",SessionName=\"session_2025-10-10_12-00-00_000000_1\",Version=\"2.49.2\",WorkerId=\"ab12\",model_name=\"m\",le=\"+Inf\"} 100.0
+ray_vllm_time_to_first_token_seconds_count{Component=\"core_worker\",NodeAddress=\"10.0.0.5\",SessionName=\"session_2025-10-10_12-00-00_000000_1\",Version=\"2.49.2\",WorkerId=\"ab12\",model_name=\"m\"} 100.0
+# TYPE ray_vllm_request_success_total counter
+ray_vllm_request_success_total{SessionName=\"session_2025-10-10_12-00-00_000000_1\",Version=\"2.49.2\",WorkerId=\"ab12\",finished_reason=\"length\",model_name=\"m\"} 100.0
+# TYPE ray_vllm_kv_cache_usage_perc gauge
+ray_vllm_kv_cache_usage_perc{SessionName=\"session_2025-10-10_12-00-00_000000_1\",Version=\"2.49.2\",WorkerId=\"ab12\",model_name=\"m\"} 0.5
+";
+
+    #[test]
+    fn ray_underscored_names_read_as_vllm_and_rays_version_is_not_vllms() {
+        let p = parse(RAY_UNDERSCORED, &SloTargets::default()).unwrap();
+        assert_eq!(p.get_num("serving.requests_total"), Some(100.0));
+        assert_eq!(p.get_num("serving.kv_cache_usage_max_pct"), Some(50.0));
+        // 40 of 100 under 0.1 s: the 95th percentile lies in (0.1, 0.5], linearly.
+        let p95 = p.get_num("serving.ttft_p95_ms").unwrap();
+        assert!((p95 - 466.67).abs() < 0.01, "{p95}");
+        assert_eq!(p.tool_version, None, "2.49.2 is Ray's version");
+        // The older `ray_vllm:` form is the same scrape.
+        let colon = RAY_UNDERSCORED.replace("ray_vllm_", "ray_vllm:");
+        let q = parse(&colon, &SloTargets::default()).unwrap();
+        assert_eq!(q.metrics, p.metrics);
+        // A window of two such scrapes diffs the same series.
+        let w = parse_window(RAY_UNDERSCORED, RAY_UNDERSCORED, &SloTargets::default()).unwrap();
+        assert_eq!(w.get_num("serving.requests_total"), Some(0.0));
+        // Sent without a kind, it is known for what it is.
+        assert_eq!(
+            super::super::detect_kind(RAY_UNDERSCORED.as_bytes()),
+            Some(super::super::EvidenceKind::VllmMetrics)
+        );
     }
 }
