@@ -68,6 +68,9 @@ struct PlanPage {
     allocation: String,
     suggested: bool,
     under_sized: bool,
+    /// The server's public address is plain `http://` to another machine: collect refuses to
+    /// fetch a plan from it without `--allow-http`, so the page says so beside the lines.
+    plain_http: bool,
     server_url: String,
     variables: Vec<Variable>,
     serve: Option<ServeHint>,
@@ -157,6 +160,7 @@ async fn show(
         allocation,
         suggested: plan.trial.suggested,
         under_sized: plan.trial.under_sized,
+        plain_http: plain_http(&state.config.public_url),
         server_url: state.config.public_url.clone(),
         variables: plan.variables.clone(),
         serve: plan.serve.clone(),
@@ -226,4 +230,9 @@ fn load_view(l: &LoadDesign) -> LoadView {
         },
         why: l.why.clone(),
     }
+}
+
+/// Whether `url` is plain `http://` to a machine other than this one.
+fn plain_http(url: &str) -> bool {
+    reqwest::Url::parse(url).is_ok_and(|u| u.scheme() == "http" && !crate::collect::allow::is_loopback_host(&u))
 }

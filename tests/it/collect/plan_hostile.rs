@@ -415,6 +415,31 @@ async fn collect_plan_refuses_a_hostile_plan_before_any_step_runs() {
 }
 
 #[tokio::test]
+async fn the_plan_page_says_when_its_lines_need_allow_http() {
+    let notice = "id=\"plain-http\"";
+    let app = common::spawn_app_with(rentcheck::config::AppConfig {
+        public_url: "http://gpu-lab:8080".into(),
+        ..Default::default()
+    })
+    .await;
+    let (brief, trial) = brief_with_trial(&app).await;
+    let html = app.owner_page(&format!("/briefs/{brief}/trials/{trial}/plan")).await;
+    assert!(html.contains(notice), "{html}");
+    assert!(html.contains("unless you add <code>--allow-http</code>"));
+    for public in ["https://rentcheck.example.com", "http://127.0.0.1:8080"] {
+        let app = common::spawn_app_with(rentcheck::config::AppConfig {
+            public_url: public.into(),
+            ..Default::default()
+        })
+        .await;
+        let (brief, trial) = brief_with_trial(&app).await;
+        let html = app.owner_page(&format!("/briefs/{brief}/trials/{trial}/plan")).await;
+        assert!(html.contains("Test plan: "), "{public}");
+        assert!(!html.contains(notice), "{public}: collect fetches from it as it is");
+    }
+}
+
+#[tokio::test]
 async fn collect_plan_refuses_plain_http_to_another_machine_unless_told() {
     let app = spawn_app().await;
     let (brief, trial) = brief_with_trial(&app).await;
