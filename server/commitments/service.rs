@@ -112,12 +112,35 @@ pub async fn open_for_approval(
     Ok(id)
 }
 
-/// Managers and admins see every commitment; engineers those of the briefs they may edit
-/// (`auth::teams`, the one place that rule lives). Answers whether the caller sees them all.
-fn sees_all(caller: &Principal) -> Result<bool, AppError> {
+/// Which commitments a caller reads.
+#[derive(Clone, Copy)]
+enum Sight {
+    /// Managers and admins: every one.
+    All,
+    /// Engineers: those of the briefs they may edit (`auth::teams`, the one place that rule lives).
+    Editable,
+    /// A token limited to one brief reads that brief's, within what its person may read.
+    OneBrief(BriefId, bool),
+}
+
+fn sight(caller: &Principal) -> Result<Sight, AppError> {
     caller.require_person(Role::Engineer)?;
-    caller.require_unscoped()?;
-    Ok(caller.role() >= Role::Manager)
+    let manager = caller.role() >= Role::Manager;
+    Ok(match caller.brief_scope() {
+        Some(brief) => Sight::OneBrief(brief, manager),
+        None if manager => Sight::All,
+        None => Sight::Editable,
+    })
+}
+
+/// Whether the caller reads the commitments of `brief`.
+async fn may_read(state: &AppState, caller: &Principal, sight: Sight, brief: BriefId) -> Result<bool, AppError> {
+    match sight {
+        Sight::All => Ok(true),
+        Sight::OneBrief(scope, _) if scope != brief => Ok(false),
+        Sight::OneBrief(_, true) => Ok(true),
+        Sight::OneBrief(_, false) | Sight::Editable => teams::can_edit_brief(&state.pool, caller, brief).await,
+    }
 }
 
 /// A commitment with where it stands today and its use so far.
@@ -542,7 +565,7 @@ pub async fn list(
     filter: Option<&str>,
     paging: Paging<'_>,
 ) -> Result<CommitmentList, AppError> {
-    let all = sees_all(caller)?;
+    let sight = sight(caller)?;
     let filter = match filter.map(str::trim).filter(|s| !s.is_empty()) {
         Some(s) => Some(s.parse::<CommitmentState>().map_err(|()| {
             AppError::Validation(vec![FieldError::new(
@@ -554,7 +577,7 @@ pub async fn list(
     };
     let (after, limit) = read_paging(paging)?;
     let keys = repo::keys(&state.pool, filter.map(CommitmentState::as_str)).await?;
-    let shown = visible_keys(state, caller, all, keys).await?;
+    let shown = visible_keys(state, caller, sight, keys).await?;
     let Totals {
         per_currency: totals_per_currency,
         per_team: totals_per_team,
@@ -641,11 +664,19 @@ async fn totals(state: &AppState, shown: &[repo::CommitmentKey]) -> Result<Total
 async fn visible_keys(
     state: &AppState,
     caller: &Principal,
-    all: bool,
-    keys: Vec<repo::CommitmentKey>,
+    sight: Sight,
+    mut keys: Vec<repo::CommitmentKey>,
 ) -> Result<Vec<repo::CommitmentKey>, AppError> {
-    if all {
-        return Ok(keys);
+    match sight {
+        Sight::All => return Ok(keys),
+        Sight::OneBrief(brief, _) => {
+            keys.retain(|c| c.brief_id == brief);
+            if !may_read(state, caller, sight, brief).await? {
+                keys.clear();
+            }
+            return Ok(keys);
+        }
+        Sight::Editable => {}
     }
     let mut briefs: Vec<BriefId> = keys.iter().map(|c| c.brief_id).collect();
     briefs.sort_unstable();
@@ -656,11 +687,11 @@ async fn visible_keys(
 
 /// One commitment with its months; 404 for one the caller may not see.
 pub async fn get(state: &AppState, caller: &Principal, id: CommitmentId) -> Result<CommitmentDetail, AppError> {
-    let all = sees_all(caller)?;
+    let sight = sight(caller)?;
     let row = repo::get(&state.pool, id)
         .await?
         .ok_or(AppError::NotFound("commitment"))?;
-    if !all && !teams::can_edit_brief(&state.pool, caller, row.brief_id).await? {
+    if !may_read(state, caller, sight, row.brief_id).await? {
         return Err(AppError::NotFound("commitment"));
     }
     detail_of(state, &mut Names::default(), row, today()).await

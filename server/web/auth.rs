@@ -133,7 +133,8 @@ async fn audit_refused_token(parts: &Parts, state: &AppState, error: &AppError) 
 
 /// Whether a route acts on one brief (or lists briefs), so a token limited to one brief may reach
 /// it at all: routes under a brief, a trial or an evidence item (the brief's decision record
-/// included), and the brief list (which shows it only its brief). Every other route is refused
+/// included), and the reads of the brief list and the commitments (which show it only its
+/// brief's, api.md: such a token "is limited to that brief for reading"). Every other route is refused
 /// here, before its handler runs, so a new route outside any brief cannot forget the scope; the
 /// handlers then check that the brief is the token's own.
 pub fn brief_scoped_route(method: &Method, route: &str) -> bool {
@@ -145,7 +146,10 @@ pub fn brief_scoped_route(method: &Method, route: &str) -> bool {
     ]
     .iter()
     .any(|prefix| route == *prefix || route.starts_with(&format!("{prefix}/")))
-        || (route == "/api/v1/briefs" && matches!(*method, Method::GET | Method::HEAD))
+        || (matches!(
+            route,
+            "/api/v1/briefs" | "/api/v1/commitments" | "/api/v1/commitments/{cid}"
+        ) && matches!(*method, Method::GET | Method::HEAD))
 }
 
 /// Only local paths: `/briefs/x`, never `//evil.example`, `/\evil.example` or `https://…`. No

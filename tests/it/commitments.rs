@@ -588,6 +588,52 @@ async fn a_rejection_opens_no_commitment() {
 }
 
 #[tokio::test]
+async fn a_token_limited_to_one_brief_reads_that_briefs_commitments_and_no_others() {
+    let app = spawn_app().await;
+    let (brief, _, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid = the_commitment(&app).await;
+    let read = |token: String, path: String| {
+        let app = &app;
+        async move {
+            let res = bearer_client(&token).get(app.url(&path)).send().await.unwrap();
+            (res.status().as_u16(), res.json::<Value>().await.unwrap())
+        }
+    };
+    let own = app.token(Role::Manager, Some(brief.parse().unwrap())).await;
+    let (status, list) = read(own.clone(), "/api/v1/commitments".into()).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    let (status, one) = read(own.clone(), format!("/api/v1/commitments/{cid}")).await;
+    assert_eq!(
+        (status, one["id"].as_str()),
+        (200, Some(cid.to_string().as_str())),
+        "{one}"
+    );
+
+    let other = app
+        .token(Role::Manager, Some(app.brief_id().await.parse().unwrap()))
+        .await;
+    let (status, list) = read(other.clone(), "/api/v1/commitments".into()).await;
+    assert_eq!(
+        (status, list["items"].as_array().map(Vec::len)),
+        (200, Some(0)),
+        "{list}"
+    );
+    let (status, _) = read(other, format!("/api/v1/commitments/{cid}")).await;
+    assert_eq!(status, 404, "another brief's commitment is not there for this token");
+
+    // Reading only: a change still needs a token that is not limited to one brief.
+    let res = bearer_client(&own)
+        .patch(app.url(&format!("/api/v1/commitments/{cid}")))
+        .json(&json!({ "revalidate_every_days": 7 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+}
+
+#[tokio::test]
 async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_every_commitment() {
     let app = spawn_app().await;
     let (brief, trial, digest) = reserving_brief(&app).await;

@@ -117,6 +117,9 @@ enum Reach {
     MetricsToken,
     /// The brief list: a person's scoped token lists its brief only.
     BriefList,
+    /// The commitments' reads (api.md: a scoped token "is limited to that brief for reading"): a
+    /// person's scoped token lists its brief's commitments only; agents are refused.
+    CommitmentRead,
     /// Outside any brief: a scoped token is refused whatever its role.
     Global,
     /// Reads one brief (by a brief, trial or evidence id): people, their own brief only.
@@ -146,8 +149,9 @@ fn reach(method: &str, path: &str) -> Option<Reach> {
         ("POST", "/api/v1/briefs") => Global,
         ("GET" | "POST", "/api/v1/prices") => Global,
         ("GET" | "POST", "/api/v1/webhooks") | ("DELETE", "/api/v1/webhooks/{wid}") => Global,
-        // Commitments span briefs: the gate refuses a scoped token before the handler runs.
-        ("GET", "/api/v1/commitments") | ("GET" | "PATCH", "/api/v1/commitments/{cid}") => Global,
+        // Commitments span briefs: a scoped token reads its brief's and changes none.
+        ("GET", "/api/v1/commitments" | "/api/v1/commitments/{cid}") => CommitmentRead,
+        ("PATCH", "/api/v1/commitments/{cid}") => Global,
         ("GET", "/api/v1/users")
         | ("GET" | "PUT", "/api/v1/users/{uid}")
         | ("POST", "/api/v1/users/{uid}/password")
@@ -318,6 +322,17 @@ async fn the_route_walk_every_route_with_a_scoped_token_of_each_role() {
                                 .map(|i| i["id"].as_str().unwrap())
                                 .collect();
                             assert_eq!(ids, [a.as_str()], "only its brief: {what}");
+                        }
+                    }
+                    Reach::CommitmentRead => {
+                        if role == Role::Agent {
+                            assert!(refused, "{what}");
+                        } else if path.ends_with("{cid}") {
+                            assert_eq!(code, 404, "no such commitment, and not refused: {what}");
+                        } else {
+                            assert_eq!(code, 200, "{what}");
+                            let list: Value = serde_json::from_str(&text).unwrap();
+                            assert_eq!(list["items"], json!([]), "none of its brief's: {what}");
                         }
                     }
                     Reach::Global => assert!(refused, "{what}"),
