@@ -916,6 +916,41 @@ fn the_overview_reads_every_domain_and_writes_none() {
     );
 }
 
+/// `Json(x): Json<T>` in a handler's arguments: axum's own extractor, whose refusal is a plain-text
+/// 400/422 rather than our problem+json (clippy.toml forbids the other raw extractors by type; this
+/// one is also the response type, so it is looked for here).
+fn raw_json_extractors(source: &str) -> Vec<String> {
+    code_only(source)
+        .lines()
+        .filter(|l| {
+            l.find("): Json<")
+                .is_some_and(|at| l[..at].contains("Json(") && !l[..at].contains("ApiJson("))
+        })
+        .map(|l| l.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn request_bodies_are_read_with_our_own_extractor() {
+    let found: Vec<String> = server_modules()
+        .iter()
+        .flat_map(|(module, source)| {
+            raw_json_extractors(source)
+                .into_iter()
+                .map(move |l| format!("{module}: {l}"))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "read request bodies with web::extract::ApiJson: {found:#?}"
+    );
+    assert_eq!(
+        raw_json_extractors("async fn f(Json(body): Json<Brief>) {}\nasync fn g(ApiJson(body): ApiJson<Brief>) {}"),
+        ["async fn f(Json(body): Json<Brief>) {}"],
+        "the check sees what it must refuse"
+    );
+}
+
 #[test]
 fn test_modules_are_skipped_by_parsing_not_by_stopping() {
     let source = r#"
