@@ -180,6 +180,35 @@ fn guidellm_sweep_per_load_point_with_attainment() {
     assert!(warned(&p, "kept 2 of 36 requests"));
 }
 
+/// GuideLLM's `time_per_output_token_ms` counts from the request's start (TTFT included, 0.3 and
+/// later); its `inter_token_latency_ms` is vLLM's TPOT. Rewriting the first as GuideLLM writes it
+/// changes nothing rentcheck reports.
+#[test]
+fn guidellm_time_per_output_token_is_not_tpot() {
+    let bytes = fixture("bench-serving/guidellm-benchmarks-sweep-synthetic.json");
+    let mut report: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    for b in report["benchmarks"].as_array_mut().unwrap() {
+        for q in b["requests"]["successful"].as_array_mut().into_iter().flatten() {
+            let ttft = q["time_to_first_token_ms"].as_f64().unwrap();
+            let itl = q["inter_token_latency_ms"].as_f64().unwrap();
+            let n = q["output_tokens"].as_f64().unwrap();
+            // GuideLLM 0.3's request_stats.py: 1000 × (last token − request start) ÷ output tokens.
+            q["time_per_output_token_ms"] = serde_json::json!((ttft + itl * (n - 1.0)) / n + 50.0);
+        }
+        let summary = &mut b["metrics"]["time_per_output_token_ms"]["successful"];
+        for v in summary["percentiles"].as_object_mut().unwrap().values_mut() {
+            *v = serde_json::json!(v.as_f64().unwrap() + 50.0);
+        }
+    }
+    let rewritten = serde_json::to_vec(&report).unwrap();
+    let targets = targets(200.0, 30.0, 3000.0);
+    let before = parse_with(EvidenceKind::BenchServing, &bytes, &targets).unwrap();
+    let after = parse_with(EvidenceKind::BenchServing, &rewritten, &targets).unwrap();
+    assert_eq!(after.metrics, before.metrics);
+    close(&after, "serving.by_run.constant_4_5rps.slo_attainment_itl", 3.0 / 5.0);
+    close(&after, "serving.by_run.throughput.tpot_p95_ms", 55.0);
+}
+
 /// AIPerf's per-request records: percentiles, counts and attainment from the records themselves.
 #[test]
 fn aiperf_records_are_per_request_data() {

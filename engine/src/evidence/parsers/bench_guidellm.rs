@@ -4,8 +4,11 @@
 //! away, the requests themselves (`requests.successful[]`, `errored[]`, `incomplete[]`).
 //!
 //! Each load point becomes a run named by its rate (`constant_4_5rps`, `concurrent_32`,
-//! `synchronous`). Latency metrics: `time_to_first_token_ms` → ttft, `time_per_output_token_ms` →
-//! tpot, `inter_token_latency_ms` → itl, `request_latency` (seconds) → e2e. Requests that were still
+//! `synchronous`). Latency metrics: `time_to_first_token_ms` → ttft, `inter_token_latency_ms` →
+//! tpot and itl, `request_latency` (seconds) → e2e. GuideLLM's per-request
+//! `inter_token_latency_ms` is (last token − first token) ÷ (output tokens − 1), vLLM's TPOT; its
+//! `time_per_output_token_ms` is not: it counts from the request's start, TTFT included (from 0.3;
+//! 0.2 divided by all the tokens), so it is not read. Requests that were still
 //! running when the benchmark ended (`incomplete`) neither met nor missed a target: they are left out
 //! of the attainment; errored ones are misses.
 //!
@@ -28,7 +31,7 @@ pub(crate) fn is_report(o: &Map<String, Value>) -> bool {
 /// Latency metrics: (GuideLLM name, key metric, ms per unit of the value).
 const LATENCIES: [(&str, &str, f64); 5] = [
     ("time_to_first_token_ms", "ttft", 1.0),
-    ("time_per_output_token_ms", "tpot", 1.0),
+    ("inter_token_latency_ms", "tpot", 1.0),
     ("inter_token_latency_ms", "itl", 1.0),
     ("request_latency", "e2e", 1000.0),
     ("request_latency_ms", "e2e", 1.0),
@@ -207,7 +210,7 @@ fn read_requests(b: &Map<String, Value>, r: &mut Run, p: &mut Parsed) {
             r.requests.push(RequestSample {
                 ok: true,
                 ttft_ms: get(&[("time_to_first_token_ms", 1.0)]),
-                tpot_ms: get(&[("time_per_output_token_ms", 1.0)]),
+                tpot_ms: get(&[("inter_token_latency_ms", 1.0)]),
                 e2e_ms: get(&[("request_latency_ms", 1.0), ("request_latency", 1000.0)]),
                 input_tokens: get(&[("prompt_tokens", 1.0)]),
                 output_tokens: get(&[("output_tokens", 1.0)]),

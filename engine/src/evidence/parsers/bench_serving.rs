@@ -63,10 +63,11 @@ pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError>
         }
         json_runs(&json, &mut p)?
     } else if s.contains("Serving Benchmark Result") {
+        // SGLang's client names its backends `sglang`, `sglang-oai`, `sglang-native`.
         let sglang = s.lines().any(|l| {
             l.trim_start()
                 .strip_prefix("Backend:")
-                .is_some_and(|b| b.trim() == "sglang")
+                .is_some_and(|b| b.trim().starts_with("sglang"))
         });
         p.tool = Some(
             if sglang {
@@ -76,7 +77,7 @@ pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError>
             }
             .into(),
         );
-        vec![bench_serving_text::console(s, &mut p)?]
+        bench_serving_text::console(s, &mut p)?
     } else if s.contains("Time To First Token")
         || s.contains("Time to First Token")
         || s.contains("Request Throughput")
@@ -301,6 +302,14 @@ fn json_runs(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
         Doc::Object(Obj { map: o, .. }) if o.keys().any(|k| k.starts_with("results_")) => {
             p.tool = Some("llmperf".into());
             p.tool_version = o.get("version").and_then(Value::as_str).map(str::to_string);
+            if o.keys().any(|k| k.starts_with("results_inter_token_latency_s_")) {
+                // ray-project/llmperf's clients add the TTFT into the gaps they sum, then divide
+                // by the output tokens: end-to-end ÷ tokens, not the gap between two tokens.
+                p.warn(
+                    "llmperf's inter_token_latency (read as itl) includes the wait for the first token: it is \
+                     end-to-end latency ÷ output tokens, higher than the gaps between tokens",
+                );
+            }
             Ok(vec![llmperf(o)])
         }
         Doc::Object(Obj { map: o, .. }) if bench_guidellm::is_report(o) => bench_guidellm::runs(o, p),
@@ -796,5 +805,74 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "n = {n}");
         }
+    }
+
+    /// A console block as SGLang's `bench_serving.py` prints it (the load inside the block), and a
+    /// log of two such runs, as a sweep leaves: one load point each, named by its rate.
+    #[test]
+    fn console_blocks_carry_their_load_and_a_log_of_several_is_a_sweep() {
+        let block = |rate: &str, rps: &str| {
+            format!(
+                "============ Serving Benchmark Result ============\n\
+                 Backend:                                 sglang-oai\n\
+                 Traffic request rate:                    {rate}\n\
+                 Max request concurrency:                 64\n\
+                 Successful requests:                     500\n\
+                 Benchmark duration (s):                  50.00\n\
+                 Request throughput (req/s):              {rps}\n\
+                 ---------------Time to First Token----------------\n\
+                 Mean TTFT (ms):                          120.00\n\
+                 P99 TTFT (ms):                           300.00\n\
+                 ==================================================\n"
+            )
+        };
+        let one = parse(&block("20.0", "9.80"), &SloTargets::default()).unwrap();
+        assert_eq!(one.tool.as_deref(), Some("sglang bench_serving"));
+        assert_eq!(one.get_num("serving.offered_rps"), Some(20.0));
+        assert_eq!(one.get_num("serving.max_concurrency"), Some(64.0));
+        assert_eq!(one.get_num("serving.ttft_p99_ms"), Some(300.0));
+
+        let sweep = format!("{}\n{}", block("4.0", "3.95"), block("inf", "10.20"));
+        let got = parse(&sweep, &SloTargets::default()).unwrap();
+        assert_eq!(
+            got.get_num("serving.by_run.rate_4_conc_64.request_throughput_rps"),
+            Some(3.95)
+        );
+        assert_eq!(
+            got.get_num("serving.by_run.rate_inf_conc_64.request_throughput_rps"),
+            Some(10.2)
+        );
+        // The busiest point is the un-suffixed one; an unlimited rate offers none.
+        assert_eq!(got.get_num("serving.request_throughput_rps"), Some(10.2));
+        assert_eq!(got.get_num("serving.by_run.rate_4_conc_64.offered_rps"), Some(4.0));
+
+        // vLLM ≥ 0.10 names the rate inside the block; older ones print it just before.
+        let vllm = "Traffic request rate: 2.0\nMaximum request concurrency: None\n\
+                    ============ Serving Benchmark Result ============\n\
+                    Successful requests:                     16\n\
+                    Request rate configured (RPS):           2.00\n\
+                    Request throughput (req/s):              1.90\n\
+                    ==================================================\n";
+        let got = parse(vllm, &SloTargets::default()).unwrap();
+        assert_eq!(got.tool.as_deref(), Some("vllm bench serve"));
+        assert_eq!(got.get_num("serving.offered_rps"), Some(2.0));
+        assert_eq!(got.get_num("serving.max_concurrency"), None);
+    }
+
+    /// GenAI-Perf of early 2024 wrote its latencies in nanoseconds
+    /// (triton-inference-server/client 62edd0a0, genai-perf/tests/test_llm_metrics.py).
+    #[test]
+    fn a_genai_perf_csv_in_nanoseconds_is_read_in_milliseconds() {
+        let csv = "Metric,avg,min,max,p99,p95,p90,p75,p50,p25\n\
+                   Time To First Token (ns),2000000,2000000,2000000,2500000,2400000,2300000,2200000,2100000,2000000\n\
+                   Inter Token Latency (ns),20000000,15000000,30000000,29000000,28000000,26000000,22000000,20000000,18000000\n\
+                   Request Latency (ns),800000000,700000000,900000000,890000000,880000000,860000000,820000000,800000000,780000000\n\
+                   \n\
+                   Metric,Value\n\
+                   Request Throughput (per sec),4.5\n";
+        let got = parse(csv, &SloTargets::default()).unwrap();
+        assert_eq!(got.get_num("serving.ttft_p99_ms"), Some(2.5));
+        assert_eq!(got.get_num("serving.itl_p95_ms"), Some(28.0));
+        assert_eq!(got.get_num("serving.e2e_p99_ms"), Some(890.0));
     }
 }

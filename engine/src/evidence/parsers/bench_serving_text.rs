@@ -4,37 +4,55 @@
 //! `Metric,Value` table of run totals with the error count and duration). Keys as in
 //! `bench_serving`.
 
-use super::bench_run::{label_latency, latency_key, Run};
+use super::bench_run::{label_latency, latency_key, ms_per, run_label, Run};
 use super::{text, ParseError, Parsed};
 
-pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Run, ParseError> {
-    let mut r = Run::default();
+/// The console's result blocks, one run each. `vllm bench serve` prints the load it was asked
+/// for (`Traffic request rate: 4.0`, `Maximum request concurrency: 64`) before its block, newer
+/// versions and SGLang inside it (`Request rate configured (RPS)`, `Max request concurrency`); a
+/// log of a sweep holds one block per load point, each named by that load as the JSON's runs are.
+pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
+    let mut runs: Vec<Run> = Vec::new();
+    let mut asked = Asked::default();
     let mut inside = false;
-    let mut closed = false;
+    let mut closed = true;
     for (i, l) in s.lines().enumerate() {
         let t = l.trim();
         if t.contains("Serving Benchmark Result") {
+            if inside && !closed {
+                p.warn(format!(
+                    "line {}: a result block starts before the last one closed",
+                    i + 1
+                ));
+            }
             inside = true;
-            continue;
-        }
-        if !inside {
-            continue;
-        }
-        if t.starts_with("====") {
-            closed = true;
-            break;
-        }
-        if t.starts_with("---") || t.is_empty() {
+            closed = false;
+            runs.push(Run::default());
             continue;
         }
         let Some((label, val)) = t.rsplit_once(':') else {
-            p.warn(format!("line {}: unrecognised line in the result block", i + 1));
-            continue;
-        };
-        let Some(x) = text::lenient_number(val) else {
+            if inside && !closed && !t.is_empty() && !t.starts_with("---") && !t.starts_with("====") {
+                p.warn(format!("line {}: unrecognised line in the result block", i + 1));
+            }
+            if inside && t.starts_with("====") && !closed {
+                closed = true;
+                if let Some(r) = runs.last_mut() {
+                    std::mem::take(&mut asked).apply(r);
+                }
+            }
             continue;
         };
         let label = label.trim();
+        if asked.read(label, val.trim()) {
+            continue;
+        }
+        if !inside || closed {
+            continue;
+        }
+        let Some(x) = text::lenient_number(val) else {
+            continue;
+        };
+        let Some(r) = runs.last_mut() else { continue };
         if let Some(k) = label_latency(label) {
             r.set(k, x);
             continue;
@@ -49,21 +67,86 @@ pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Run, ParseError> {
             "Total Token throughput (tok/s)" | "Total throughput (tok/s)" | "Total token throughput (tok/s)" => {
                 "total_tokens_per_s"
             }
-            "Maximum request concurrency" => "max_concurrency",
             _ => continue,
         };
         r.set(key, x);
     }
     if !closed {
         p.warn("result block not closed by a `====` line (paste cut short?)");
+        if let Some(r) = runs.last_mut() {
+            asked.apply(r);
+        }
     }
-    if r.vals.is_empty() {
+    runs.retain(|r| !r.vals.is_empty());
+    if runs.is_empty() {
         return Err(ParseError::at(
             text::last_line(s),
             "`Serving Benchmark Result` block without values",
         ));
     }
-    Ok(r)
+    if runs.len() > 1 {
+        let mut seen: Vec<String> = Vec::new();
+        for (i, r) in runs.iter_mut().enumerate() {
+            let mut name = std::mem::take(&mut r.name);
+            if name.is_empty() || seen.contains(&name) {
+                name = format!("run{}", i + 1);
+            }
+            seen.push(name.clone());
+            r.name = name;
+        }
+    } else {
+        runs[0].name.clear();
+    }
+    Ok(runs)
+}
+
+/// The load a console block was asked for, read from the lines before it or inside it.
+#[derive(Default)]
+struct Asked {
+    /// `inf`, or a finite rate in requests per second.
+    rate: Option<Option<f64>>,
+    concurrency: Option<f64>,
+}
+
+impl Asked {
+    /// Whether `label` was one of the load's lines (read, whatever its value).
+    fn read(&mut self, label: &str, value: &str) -> bool {
+        match label {
+            "Traffic request rate" | "Request rate configured (RPS)" => {
+                self.rate = Some(if value.eq_ignore_ascii_case("inf") {
+                    None
+                } else {
+                    text::lenient_number(value).filter(|r| r.is_finite() && *r > 0.0)
+                });
+                true
+            }
+            "Maximum request concurrency" | "Max request concurrency" => {
+                // "not set" (SGLang) or "None": no limit.
+                self.concurrency = text::lenient_number(value).filter(|c| *c > 0.0);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sets the run's offered rate, concurrency and name (`rate_4`, `rate_inf_conc_64`).
+    fn apply(self, r: &mut Run) {
+        if let Some(Some(rate)) = self.rate {
+            r.set("offered_rps", rate);
+        }
+        if let Some(c) = self.concurrency {
+            r.set("max_concurrency", c);
+        }
+        let rate = self.rate.map(|rate| match rate {
+            Some(x) => run_label("rate", Some(x), ""),
+            None => "rate_inf".to_owned(),
+        });
+        let conc = self.concurrency.map(|c| run_label("conc", Some(c), ""));
+        r.name = match (rate, conc) {
+            (Some(r), Some(c)) => format!("{r}_{c}"),
+            (r, c) => r.or(c).unwrap_or_default(),
+        };
+    }
 }
 
 /// The runs of a GenAI-Perf / AIPerf CSV: a profile export's metric table is one run, a sweep's
@@ -75,7 +158,7 @@ pub(crate) fn genai_perf(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError
     for t in &tables {
         let Some(header) = t.first() else { continue };
         if header.first().map(String::as_str) == Some("Metric") {
-            read_profile_export(t, header, &mut single);
+            read_profile_export(t, header, &mut single, p);
         } else if header.iter().any(|h| {
             h.contains("Time To First Token") || h.contains("Time to First Token") || h.contains("Request Throughput")
         }) {
@@ -120,18 +203,31 @@ fn csv_tables(s: &str) -> Vec<Vec<Vec<String>>> {
     tables
 }
 
+/// Milliseconds per unit of a name's `(unit)`: `Time To First Token (ms)`, and `(ns)` in the
+/// GenAI-Perf of early 2024.
+fn ms_per_unit_of(name: &str) -> Option<f64> {
+    let unit = name.rsplit_once(" (")?.1.strip_suffix(')')?;
+    ms_per(unit)
+}
+
 /// A profile export: rows are metrics, columns are stats (or `Value`), all of one run.
-fn read_profile_export(t: &[Vec<String>], header: &[String], single: &mut Run) {
+fn read_profile_export(t: &[Vec<String>], header: &[String], single: &mut Run, p: &mut Parsed) {
     for row in t.iter().skip(1) {
         let Some(name) = row.first() else { continue };
         let metric = name.split(" (").next().unwrap_or_default();
+        let scale = ms_per_unit_of(name);
+        if scale.is_none() && header.iter().skip(1).any(|stat| latency_key(metric, stat).is_some()) {
+            p.warn(format!(
+                "{name}: not a unit of time rentcheck knows; the row is not read"
+            ));
+        }
         for (stat, cell) in header.iter().zip(row.iter()).skip(1) {
             let Some(x) = text::lenient_number(cell) else {
                 continue;
             };
             if let Some(k) = latency_key(metric, stat) {
-                if name.contains("(ms)") {
-                    single.set(k, x);
+                if let Some(scale) = scale {
+                    single.set(k, x * scale);
                 }
             } else if stat == "Value" {
                 match metric {
@@ -166,11 +262,9 @@ fn sweep_runs(t: &[Vec<String>], header: &[String]) -> Vec<Run> {
                 r.set("request_throughput_rps", x);
             } else if h.contains("Output Token Throughput") {
                 r.set("output_tokens_per_s", x);
-            } else if let Some((stat, rest)) = h.split_once(' ') {
-                if h.ends_with("(ms)") {
-                    if let Some(k) = latency_key(rest.split(" (").next().unwrap_or_default(), stat) {
-                        r.set(k, x);
-                    }
+            } else if let (Some((stat, rest)), Some(scale)) = (h.split_once(' '), ms_per_unit_of(h)) {
+                if let Some(k) = latency_key(rest.split(" (").next().unwrap_or_default(), stat) {
+                    r.set(k, x * scale);
                 }
             }
         }

@@ -28,6 +28,10 @@ enum Status {
 }
 
 fn status_of(s: &str) -> Option<Status> {
+    // DCGM 4.5+ prints a GPU that did not run a test (a detached one) as `GPU1: Not Run`.
+    if s.trim().get(..7).is_some_and(|w| w.eq_ignore_ascii_case("not run")) {
+        return Some(Status::Skip);
+    }
     let w = s
         .trim()
         .split([' ', '-', ','])
@@ -422,7 +426,9 @@ const ENTITY_GROUPS: [&str; 8] = ["GPU", "vGPU", "Switch", "GPU_I", "GPU_CI", "L
 fn entity_verdict(cell: &str) -> Option<Option<Status>> {
     let word = |w: &str| {
         let w = w.trim();
-        (!w.contains(char::is_whitespace)).then(|| status_of(w)).flatten()
+        (!w.contains(char::is_whitespace) || w.eq_ignore_ascii_case("not run"))
+            .then(|| status_of(w))
+            .flatten()
     };
     if let Some((st, ids)) = cell.split_once(" - GPU") {
         let ids = ids.strip_prefix("s:").or_else(|| ids.strip_prefix(':'))?;

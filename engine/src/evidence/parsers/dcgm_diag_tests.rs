@@ -38,11 +38,10 @@ fn noted(p: &Parsed, part: &str) -> bool {
     p.warnings.iter().any(|w| w.contains(part))
 }
 
-/// An entity row the parser cannot read is its own note, not a DCGM warning. DCGM 4.6 prints a
-/// `DCGM_DIAG_RESULT_NOT_RUN` entity result as `Not Run` (NVIDIA/DCGM v4.6.0
-/// 51b65ccebf9d61e6593713a7d6b68e594d9d7975, dcgmi/Diag.cpp `HelperDisplayDiagResult`, printed by
-/// `HelperDisplayEntityResults` as `GPU1: Not Run`); the layout is that of
-/// `dcgm-4.4.1-b200-x8-r2-pcie-fail.txt`.
+/// An entity row the parser cannot read is its own note, not a DCGM warning: a verdict word no
+/// DCGM release prints (`Abnormal` stands for one a later release might add); the layout is that
+/// of `dcgm-4.4.1-b200-x8-r2-pcie-fail.txt`. (`Not Run`, which 4.5 and 4.6 print, is a skip: see
+/// `dcgm_text45_a_gpu_that_did_not_run_is_a_skip`.)
 #[test]
 fn dcgm_text_unreadable_rows_are_parse_notes_not_dcgm_warnings() {
     let p = run("\
@@ -57,11 +56,11 @@ Successfully ran diagnostic for group.
 |-----  Deployment  --------+------------------------------------------------|
 | software                  | Pass                                           |
 |                           | GPU0: Pass                                     |
-|                           | GPU1: Not Run                                  |
+|                           | GPU1: Abnormal                                 |
 +---------------------------+------------------------------------------------+
 ");
     assert_eq!(count(&p, "dcgm.diag.warnings"), 0.0);
-    assert!(noted(&p, "unreadable entity result GPU1: Not Run"), "{:?}", p.warnings);
+    assert!(noted(&p, "unreadable entity result GPU1: Abnormal"), "{:?}", p.warnings);
 }
 
 /// A run dcgmi could not start: `HelperDisplayFailureMessage` writes only the version and
@@ -600,4 +599,35 @@ fn dcgm_json33_a_deployment_warning_under_warnings_is_read() {
         "{:?}",
         p.warnings
     );
+}
+
+/// DCGM 4.5 and later: a GPU that ran no test (detached) is `GPU1: Not Run` under a test whose
+/// own row says Pass (NVIDIA/DCGM v4.5.0 e137795bc755d14fabc0e44c91178a364952cb43,
+/// `DcgmDiagResponseWrapper.cpp` gives it `DCGM_DIAG_RESULT_NOT_RUN`, dcgmi/Diag.cpp prints it).
+/// Not every GPU ran it: a skip, not a pass.
+#[test]
+fn dcgm_text45_a_gpu_that_did_not_run_is_a_skip() {
+    let input = "\
+Successfully ran diagnostic for group.
++---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 4.5.0                                          |
+|-----  Deployment  --------+------------------------------------------------|
+| software                  | Pass                                           |
+|                           | GPU0: Pass                                     |
+|                           | GPU1: Not Run                                  |
+| Warning: GPU1             | GPU 1 is detached.                             |
++-----  Hardware  ----------+------------------------------------------------+
+| pcie                      | Pass                                           |
+|                           | GPU0: Pass                                     |
+|                           | GPU1: Not Run                                  |
++---------------------------+------------------------------------------------+
+";
+    let p = run(input);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["software", "pcie"]);
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), Vec::<String>::new());
+    assert!(!noted(&p, "unreadable entity result"), "{:?}", p.warnings);
 }
