@@ -52,14 +52,25 @@ fn rank_line(rest: &str) -> Option<RankLine> {
 /// AWS's `NET/OFI Selected Provider is efa (found 4 nics)`.
 fn nic_count(line: &str) -> Option<(u32, Option<f64>)> {
     if let Some(rest) = line.split("NET/IB : Using ").nth(1) {
-        let n = rest.split_whitespace().filter(|t| t.starts_with('[')).count();
+        // `[0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB …`: devices are numbered; `[RO]` is NCCL's
+        // relaxed-ordering mark, not a NIC.
+        let numbered = |t: &&str| {
+            t.strip_prefix('[')
+                .and_then(|r| r.split_once(']'))
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let n = rest.split_whitespace().filter(numbered).count();
         return u32::try_from(n).ok().filter(|n| *n > 0).map(|n| (n, None));
     }
     if let Some(rest) = line.split("(found ").nth(1) {
         let n: u32 = rest.split_whitespace().next()?.parse().ok()?;
-        // EFA adapters run at 100 Gb/s each.
-        let speed = line.contains("efa").then_some(100.0);
-        return Some((n, speed));
+        if !line.contains("efa") {
+            return Some((n, None));
+        }
+        // AWS's EFA instances of 8 adapters or more carry 3,200 Gb/s a node, several adapters to
+        // each of the 8 GPUs (p5 and p5e: 32 × 100 Gb/s; p5en: 16 × 200; p6: 8 × 400): as NCCL
+        // drives them, 8 rails of 400 Gb/s. The smaller ones (p4d: 4) run 100 Gb/s an adapter.
+        return Some(if n >= 8 { (8, Some(400.0)) } else { (n, Some(100.0)) });
     }
     None
 }
@@ -168,12 +179,14 @@ impl Scan {
             if let (Some(th), Some(g)) = (field("nThread"), field("nGpus")) {
                 self.banner_ranks = Some(th * g);
             }
-        } else if let Some(v) = body
-            .strip_prefix("NCCL version ")
-            .or_else(|| body.strip_prefix("nccl-tests version "))
-        {
-            p.tool_version
-                .get_or_insert_with(|| v.split_whitespace().next().unwrap_or_default().to_string());
+        } else if let Some(v) = body.strip_prefix("nccl-tests version ") {
+            p.tool_version = v.split_whitespace().next().map(str::to_owned);
+        } else if let Some(v) = body.strip_prefix("NCCL version ") {
+            // The library's version (`2.21.5+cuda12.4`), not the tool's: nccl-tests before 2.17
+            // prints only this one.
+            if let Some(v) = v.split_whitespace().next() {
+                p.text("nccl.library_version", v);
+            }
         } else if let Some(c) = body.strip_prefix("Collective test starting: ") {
             p.text(
                 "nccl.collective",
@@ -194,7 +207,14 @@ impl Scan {
         } else if t.contains("Test CUDA failure") || t.contains("Test NCCL failure") || t.contains("Test failure") {
             self.failures.push(format!("line {ln}: {t}"));
         } else if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
-            self.avg = rest.trim_start().trim_start_matches(':').trim().parse::<f64>().ok();
+            // `: 300.5`, or with NCCL_TESTS_MIN_BW set `: 300.5 OK` / `: 300.5 FAILED`.
+            let mut words = rest.trim_start().trim_start_matches(':').split_whitespace();
+            self.avg = words.next().and_then(|x| x.parse::<f64>().ok());
+            if words.next().is_some_and(|w| w.eq_ignore_ascii_case("FAILED")) {
+                p.warn(format!(
+                    "line {ln}: the tool's own check failed: the average bus bandwidth is below NCCL_TESTS_MIN_BW"
+                ));
+            }
         } else if let Some(rest) = body.strip_prefix("Out of bounds values") {
             let mut words = rest.trim_start_matches([' ', ':']).split_whitespace();
             if let Some(n) = words.next().and_then(|x| x.parse::<f64>().ok()) {
@@ -214,7 +234,10 @@ impl Scan {
         if toks.first().is_none_or(|x| x.parse::<u64>().is_err()) {
             return;
         }
-        if toks.len() != c.len() {
+        // nccl-tests ≥ 2.17.6 with `-S 1` ends each row with a timestamp of two words
+        // (`2025-11-03 10:15:42`) under one `timestamp` header.
+        let stamped = c.last().is_some_and(|h| h == "timestamp") && toks.len() == c.len() + 1;
+        if toks.len() != c.len() && !stamped {
             p.warn(format!(
                 "line {ln}: {} fields but the header has {}; row skipped (cut short?)",
                 toks.len(),
@@ -403,5 +426,90 @@ fn tolerance(dtype: &str) -> f64 {
         "half" | "float16" | "bfloat16" | "bf16" => 1e-2,
         "double" | "float64" => 1e-12,
         _ => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real 2 × 8 H100 run (tests/fixtures/nccl-tests/PROVENANCE.md), its peak 166.22 GB/s.
+    const RUN: &str = include_str!("../../../../tests/fixtures/nccl-tests/h100-x16-2node-srun-l-nccl-tests-290.txt");
+
+    /// `s` read as an upload is: launcher prefixes (`srun -l`'s ` 0: `) stripped first.
+    fn read(s: &str) -> Result<Parsed, ParseError> {
+        super::super::parse(super::super::EvidenceKind::NcclTests, s.as_bytes())
+    }
+
+    fn text(p: &Parsed, key: &str) -> Option<String> {
+        match p.metrics.get(key) {
+            Some(super::super::MetricValue::Text(t)) => Some(t.clone()),
+            _ => None,
+        }
+    }
+
+    /// nccl-tests ≥ 2.17.6 run with `-S 1`: a `timestamp` column, two words in every row
+    /// (NVIDIA/nccl-tests src/util.cu's header and row formats).
+    #[test]
+    fn rows_stamped_with_the_time_are_read() {
+        let stamped: String = RUN
+            .lines()
+            .map(|l| {
+                if l.contains("#       size ") {
+                    format!("{l}           timestamp\n")
+                } else if l.contains(" float     sum ") {
+                    format!("{l}  2025-11-03 10:15:42\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let p = read(&stamped).unwrap();
+        assert_eq!(p.get_num("nccl.busbw_peak_gbps"), Some(166.22));
+        assert_eq!(p.get_num("nccl.sizes"), read(RUN).unwrap().get_num("nccl.sizes"));
+    }
+
+    /// With `NCCL_TESTS_MIN_BW` set the average line carries the tool's verdict
+    /// (`# Avg bus bandwidth    : 300.5 FAILED`).
+    #[test]
+    fn an_average_with_the_tools_verdict_is_still_the_average() {
+        let judged = RUN.replace(
+            "# Avg bus bandwidth    : 142.735\n",
+            "# Avg bus bandwidth    : 142.735 FAILED\n",
+        );
+        assert_ne!(judged, RUN, "the fixture has the average line");
+        let p = read(&judged).unwrap();
+        assert_eq!(p.get_num("nccl.busbw_avg_gbps"), Some(142.735));
+        assert!(
+            p.warnings.iter().any(|w| w.contains("NCCL_TESTS_MIN_BW")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    #[test]
+    fn nics_are_the_numbered_devices_and_efa_nodes_carry_their_rails() {
+        // NVIDIA/nccl-tests#331: `[RO]` marks relaxed ordering, it is no NIC.
+        let ib = "lrdn2296:4063850:4063871 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB \
+                  [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB ib0:10.128.42.1<0>";
+        assert_eq!(nic_count(ib), Some((4, None)));
+        // AWS p5: 32 EFA adapters of 100 Gb/s, four to each GPU.
+        let p5 = "ip-10-1-1-1:1234:1250 [0] NCCL INFO NET/OFI Selected Provider is efa (found 32 nics)";
+        assert_eq!(nic_count(p5), Some((8, Some(400.0))));
+        let p4d = "ip-10-1-1-1:1234:1250 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)";
+        assert_eq!(nic_count(p4d), Some((4, Some(100.0))));
+    }
+
+    /// Before 2.17 nccl-tests printed only the NCCL library's version: not the tool's.
+    #[test]
+    fn the_library_version_is_not_the_tools() {
+        let p = read(&format!(" 0: NCCL version 2.9.6+cuda11.2\n{RUN}")).unwrap();
+        assert_eq!(p.tool_version, None);
+        assert_eq!(text(&p, "nccl.library_version").as_deref(), Some("2.9.6+cuda11.2"));
+        let p = read(&format!(
+            " 0: # nccl-tests version 2.17.6 nccl-headers=22703 nccl-library=22703\n{RUN}"
+        ))
+        .unwrap();
+        assert_eq!(p.tool_version.as_deref(), Some("2.17.6"));
     }
 }

@@ -16,6 +16,16 @@ pub(crate) struct Gpu {
     pub(crate) mig_mode: Option<String>,
     /// `memory.reserved` + `memory.free` (CSV), to derive a total when it was not queried
     pub(crate) mem_other: Option<f64>,
+    /// The driver printed an error in place of a figure (`ERR!`, `Unknown Error`): the GPU has
+    /// fallen off the bus or needs a reset, and its counters cannot be read.
+    pub(crate) error: bool,
+}
+
+/// A cell the driver filled with an error instead of a figure: the table's `ERR!`, `-q`'s and
+/// the CSV's `Unknown Error` / `[Unknown Error]`, `GPU requires reset`.
+pub(crate) fn is_gpu_error(v: &str) -> bool {
+    let v = v.trim().trim_start_matches('[').trim_end_matches(']');
+    v == "ERR!" || v.starts_with("Unknown Error") || v.starts_with("GPU requires reset") || v.starts_with("GPU is lost")
 }
 
 pub(crate) fn is_na(v: &str) -> bool {
@@ -52,6 +62,21 @@ pub(crate) fn finish(p: &mut Parsed, gpus: &[Gpu]) {
     }
     if let Some(max) = gpus.iter().filter_map(|g| g.mem_used).reduce(f64::max) {
         p.count("gpu.memory_used_mib_max", max);
+    }
+    let failed: Vec<String> = gpus
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.error)
+        .map(|(i, _)| i.to_string())
+        .collect();
+    if !failed.is_empty() {
+        // A sum of the GPUs that answered would read as "no errors" for a card in error.
+        p.warn(format!(
+            "GPU {} reported an error (ERR! / Unknown Error) in place of its figures: fallen off the bus or in \
+             need of a reset; its ECC counters cannot be read, so gpu.ecc_errors_uncorrected is not given",
+            failed.join(", ")
+        ));
+        return;
     }
     let agg: Vec<f64> = gpus.iter().filter_map(|g| g.ecc_agg).collect();
     let vol: Vec<f64> = gpus.iter().filter_map(|g| g.ecc_vol).collect();

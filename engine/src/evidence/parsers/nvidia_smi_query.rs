@@ -10,7 +10,7 @@
 //! their sum, with a warning naming them. ECC counters that are all `N/A` (consumer cards, ECC off)
 //! leave the key absent with a warning.
 
-use super::nvidia_smi_gpu::{finish, is_na, Gpu};
+use super::nvidia_smi_gpu::{finish, is_gpu_error, is_na, Gpu};
 use super::{nvidia_smi_text, text, ParseError, Parsed};
 use quick_xml::events::Event;
 use quick_xml::Reader;
@@ -195,6 +195,9 @@ fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
             // v11+: sram_uncorrectable, dram_uncorrectable, sram_uncorrectable_parity/secded;
             // pre-v11: double_bit/total.
             let counts = leaf.contains("uncorrectable") || rest == ["double_bit", "total"];
+            if counts && is_gpu_error(v) {
+                g.error = true;
+            }
             if !counts {
                 return;
             }
@@ -211,8 +214,9 @@ fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
     }
 }
 
-/// `--query-gpu=… --format=csv[,noheader][,nounits]`: `, `-separated, nothing quoted, units in the
-/// header (`memory.total [MiB]`) and, without `nounits`, in the values (`143771 MiB`).
+/// `--query-gpu=… --format=csv[,nounits]`: `, `-separated, nothing quoted, units in the header
+/// (`memory.total [MiB]`) and, without `nounits`, in the values (`143771 MiB`). Columns are known
+/// by their header, so `noheader` output cannot be read (its error says so).
 fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),
@@ -238,7 +242,8 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
     if !cols.iter().any(|c| known.contains(&c.as_str())) {
         return Err(ParseError::at(
             hln + 1,
-            "no --query-gpu CSV header (expected names such as name, uuid, memory.total)",
+            "no --query-gpu CSV header (expected names such as name, uuid, memory.total): run the query \
+             without `noheader`, so the columns can be known",
         ));
     }
     let mut gpus = Vec::new();
@@ -284,6 +289,10 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
 fn csv_gpu(cols: &[String], cells: Vec<&str>, driver: &mut Option<String>, derived: &mut bool) -> Gpu {
     let mut g = Gpu::default();
     for (c, v) in cols.iter().zip(cells) {
+        if is_gpu_error(v) {
+            g.error = true;
+            continue;
+        }
         if is_na(v) {
             continue;
         }

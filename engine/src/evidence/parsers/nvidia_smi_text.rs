@@ -11,7 +11,7 @@
 //!   `Uncorrectable` counter under `ECC Errors > Volatile` / `Aggregate`, or `Double Bit > Total` in
 //!   older drivers.
 
-use super::nvidia_smi_gpu::{finish, is_na, Gpu};
+use super::nvidia_smi_gpu::{finish, is_gpu_error, is_na, Gpu};
 use super::{text, ParseError, Parsed};
 
 /// The `-q` banner, or its `Attached GPUs` line with a `GPU <bus id>` header (a banner cut off).
@@ -20,9 +20,11 @@ pub(crate) fn is_q_text(s: &str) -> bool {
 }
 
 /// The default table's banner.
+/// Drivers from 610 print `KMD Version` and `CUDA UMD Version` where earlier ones printed
+/// `Driver Version` and `CUDA Version`.
 pub(crate) fn is_table(s: &str) -> bool {
     s.lines()
-        .any(|l| l.contains("NVIDIA-SMI ") && l.contains("Driver Version"))
+        .any(|l| l.contains("NVIDIA-SMI ") && (l.contains("Driver Version") || l.contains("KMD Version")))
 }
 
 /// The value after `label` on a banner line: `Driver Version: 550.90.07      CUDA …`.
@@ -121,8 +123,12 @@ fn banner(line: &str) -> (Option<String>, Option<String>, Option<String>) {
         .nth(1)
         .and_then(|r| r.split_whitespace().next())
         .map(str::to_owned);
-    let driver = banner_value(line, "Driver Version").map(str::to_owned);
-    let cuda = banner_value(line, "CUDA Version").map(str::to_owned);
+    let driver = banner_value(line, "Driver Version")
+        .or_else(|| banner_value(line, "KMD Version"))
+        .map(str::to_owned);
+    let cuda = banner_value(line, "CUDA Version")
+        .or_else(|| banner_value(line, "CUDA UMD Version"))
+        .map(str::to_owned);
     (version, driver, cuda)
 }
 
@@ -147,16 +153,17 @@ fn first_gpu_row<'a>(cells: &[&'a str]) -> Option<(&'a str, Gpu)> {
     let mut toks = cells[0].split_whitespace();
     let index = toks.next().filter(|t| t.bytes().all(|b| b.is_ascii_digit()))?;
     let words: Vec<&str> = toks.collect();
-    // The last word is the persistence mode (On / Off).
+    // The last word is the persistence mode (On / Off), on Windows the driver model.
     let name = match words.split_last() {
-        Some((last, rest)) if matches!(*last, "On" | "Off") => rest.join(" "),
+        Some((last, rest)) if matches!(*last, "On" | "Off" | "WDDM" | "TCC" | "MCDM") => rest.join(" "),
         _ => words.join(" "),
     };
+    let ecc = cells[2].trim();
     let mut g = Gpu {
-        name: (!name.is_empty()).then_some(name),
+        error: is_gpu_error(&name) || is_gpu_error(ecc),
+        name: (!name.is_empty() && !is_gpu_error(&name)).then_some(name),
         ..Default::default()
     };
-    let ecc = cells[2].trim();
     if !is_na(ecc) && ecc != "Off" {
         g.ecc_vol = text::lenient_number(ecc);
     }
@@ -285,6 +292,9 @@ fn field(g: &mut Gpu, path: &[&str], v: &str) {
             // Ampere and later: `SRAM Uncorrectable Parity`, `SRAM Uncorrectable SEC-DED`,
             // `DRAM Uncorrectable` (or `SRAM Uncorrectable`); before: `Double Bit > Total`.
             let counts = leaf.contains("Uncorrectable") || rest == ["Double Bit", "Total"];
+            if counts && is_gpu_error(v) {
+                g.error = true;
+            }
             if !counts || is_na(v) {
                 return;
             }
@@ -298,5 +308,77 @@ fn field(g: &mut Gpu, path: &[&str], v: &str) {
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real A10 table (tests/fixtures/nvidia-smi-query/PROVENANCE.md), driver 550.
+    const A10: &str = include_str!("../../../../tests/fixtures/nvidia-smi-query/a10-table-driver550-gpud.txt");
+    const A10_GPU_ROWS: &str = "\
+|   0  NVIDIA A10                     On  |   00000000:06:00.0 Off |                    0 |
+|  0%   32C    P8             21W /  150W |       1MiB /  23028MiB |      0%      Default |
+|                                         |                        |                  N/A |
+";
+
+    fn two_gpus(second: &str) -> String {
+        let rule = "+-----------------------------------------+------------------------+----------------------+\n";
+        A10.replace(A10_GPU_ROWS, &format!("{A10_GPU_ROWS}{rule}{second}"))
+    }
+
+    /// A GPU that fell off the bus (NVIDIA/open-gpu-kernel-modules#446, driver 525, A40s): its row
+    /// is `ERR!`; the others' zero ECC count must not read as "no errors".
+    #[test]
+    fn a_gpu_in_error_is_said_and_its_ecc_is_not_taken_for_zero() {
+        let table = two_gpus(
+            "|   1  ERR!                            On  |   00000000:83:00.0 Off |                 ERR! |\n\
+             |ERR!  ERR! ERR!             ERR! / ERR! |      0MiB /  23028MiB |    ERR!      Default |\n\
+             |                                         |                        |                 ERR! |\n",
+        );
+        let p = parse_table(&table).unwrap();
+        assert_eq!(p.get_num("gpu.count"), Some(2.0));
+        assert_eq!(p.get_num("gpu.ecc_errors_uncorrected"), None);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("GPU 1 reported an error")),
+            "{:?}",
+            p.warnings
+        );
+        let healthy = parse_table(A10).unwrap();
+        assert_eq!(healthy.get_num("gpu.ecc_errors_uncorrected"), Some(0.0));
+    }
+
+    /// Windows prints the driver model where Linux prints the persistence mode.
+    #[test]
+    fn the_windows_driver_model_is_not_part_of_the_name() {
+        let table = A10.replace(
+            "|   0  NVIDIA A10                     On  |",
+            "|   0  NVIDIA A10                   WDDM  |",
+        );
+        let p = parse_table(&table).unwrap();
+        assert_eq!(
+            p.metrics.get("gpu.models"),
+            Some(&super::super::MetricValue::List(vec!["NVIDIA A10".into()]))
+        );
+    }
+
+    /// Drivers from 610 name the versions `KMD Version` and `CUDA UMD Version`.
+    #[test]
+    fn the_610_banner_is_a_table_with_its_versions() {
+        let table = A10.replace(
+            "| NVIDIA-SMI 550.127.05             Driver Version: 550.127.05     CUDA Version: 12.4     |",
+            "| NVIDIA-SMI 610.43.02              KMD Version: 610.43.02     CUDA UMD Version: 13.3     |",
+        );
+        assert!(is_table(&table));
+        let p = parse_table(&table).unwrap();
+        assert_eq!(
+            p.metrics.get("gpu.driver_version"),
+            Some(&super::super::MetricValue::Text("610.43.02".into()))
+        );
+        assert_eq!(
+            p.metrics.get("gpu.cuda_version"),
+            Some(&super::super::MetricValue::Text("13.3".into()))
+        );
     }
 }
