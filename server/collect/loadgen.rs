@@ -17,8 +17,8 @@
 //!   with a `finish_reason` of `error` or `abort` (or TensorRT-LLM's `timeout`, `cancelled`), or
 //!   ends without `[DONE]` or a finish reason (an empty `""` one, as TGI sends on every chunk, is
 //!   none) is a **failed** request (an error text, TTFT 0, no gaps, no tokens), where vLLM's
-//!   client counts the chunks before it as a success; a whole answer with no content chunk
-//!   completes, its TTFT and E2E at the finish;
+//!   client counts the chunks before it as a success; a whole answer with no content chunk but a
+//!   finish reason completes, its TTFT and E2E at the finish (a bare `[DONE]` is no answer);
 //! * a hostile or broken server costs bounded memory and time: one SSE line or event ≤ 1 MiB,
 //!   at most [`max_events`] events per request (so the gap list is bounded too; keep-alive
 //!   comments, which a healthy server sends while a request is queued, have their own bound), read by
@@ -450,13 +450,16 @@ async fn one_request(
     let error = match read_stream(res, &mut out, &mut p, tokens).await {
         End::Failed(why) => Some(why),
         End::Closed if p.finished.is_none() => Some("the stream ended without [DONE] or a finish reason".to_owned()),
+        // Nothing generated and no reason given: a bare `[DONE]` is no answer.
+        End::Done if !p.first && p.finished.is_none() => {
+            Some("no chunk carried generated content (text, reasoning or a tool call) or a finish reason".to_owned())
+        }
         End::Done | End::Closed => None,
     };
-    if error.is_none() && !p.first {
-        // A whole answer without content (a reasoning server that hides a short answer's
-        // thinking tokens, an end-of-sequence at once): completed, its first and last token at
-        // the finish, or at the end of the stream.
-        let at = p.finished.unwrap_or(p.now);
+    if let (None, false, Some(at)) = (&error, p.first, p.finished) {
+        // A whole answer without content, its end given (a reasoning server that hides a short
+        // answer's thinking tokens, an end-of-sequence at once): completed, its first and last
+        // token at the finish.
         out.ttft = (at - st).as_secs_f64();
         p.last = at;
     }

@@ -389,13 +389,18 @@ async fn stream_shapes_of_real_servers_are_counted_as_they_mean() {
                     data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
         futures_util::stream::iter([Ok(Bytes::from_static(body.as_bytes()))])
     }
+    // A server that answers at once with nothing: no answer, however fast.
+    fn bare_done() -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+        futures_util::stream::iter([Ok(Bytes::from_static(b"data: [DONE]\n\n"))])
+    }
     let base = serve(
         Router::new()
             .route("/queued/v1/completions", hostile(queued))
             .route("/llama-cpp-error/v1/completions", hostile(llama_cpp_error))
             .route("/tgi-cut/v1/completions", hostile(tgi_cut))
             .route("/trtllm-timeout/v1/completions", hostile(trtllm_timeout))
-            .route("/hidden-thinking/v1/chat/completions", hostile(hidden_thinking)),
+            .route("/hidden-thinking/v1/chat/completions", hostile(hidden_thinking))
+            .route("/bare-done/v1/completions", hostile(bare_done)),
     )
     .await;
     let run = |path: &'static str, endpoint: &'static str, output_len: u32| {
@@ -429,6 +434,10 @@ async fn stream_shapes_of_real_servers_are_counted_as_they_mean() {
         o.ttft,
         o.latency
     );
+
+    let o = run("/bare-done", "/v1/completions", 16).await;
+    assert!(!o.success);
+    assert!(o.error.starts_with("no chunk carried generated content"), "{}", o.error);
 }
 
 /// A server whose first eight answers are a 16 MB line each when `hostile` (else one token), and
