@@ -194,9 +194,11 @@ async fn main() -> anyhow::Result<()> {
 
 async fn run(pool: PgPool) -> anyhow::Result<()> {
     let keys = TokenKeys::from_secret(b"bench-secret-bench-secret-bench-secret");
-    let (person, _) = rentcheck::auth::users::add(&pool, "bench@example.com", Role::Manager, None)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (person, _) = rentcheck::auth::users::add(&pool, "bench@example.com", Role::Manager, None, |u| {
+        rentcheck::audit::Entry::new("bench", "user.add", &u.email, serde_json::json!({}))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let (signed, _) = token::mint(
         &pool,
         &keys,

@@ -156,9 +156,11 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("{e:?}"))?
     );
 
-    let (manager, _) = users::add(&pool, "bench-manager@example.com", Role::Manager, None)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let (manager, _) = users::add(&pool, "bench-manager@example.com", Role::Manager, None, |u| {
+        rentcheck::audit::Entry::new("bench", "user.add", &u.email, serde_json::json!({}))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let cookie = session::create(&pool, manager.id, Default::default()).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

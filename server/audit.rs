@@ -1,10 +1,52 @@
 //! The append-only audit log: who did what to which target, and when.
 
 use serde_json::Value;
-use sqlx::{types::Json, PgExecutor};
+use sqlx::{types::Json, PgConnection, PgExecutor, PgPool};
 use uuid::Uuid;
 
 use crate::ids::BriefId;
+
+/// One row of the log, made by the change it records.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub actor: String,
+    pub action: &'static str,
+    pub target: String,
+    pub details: Value,
+}
+
+impl Entry {
+    pub fn new(actor: &str, action: &'static str, target: &str, details: Value) -> Self {
+        Self {
+            actor: actor.to_owned(),
+            action,
+            target: target.to_owned(),
+            details,
+        }
+    }
+
+    /// Writes the row with `db`: the change's own transaction.
+    pub async fn record(self, db: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
+        record(db, &self.actor, self.action, &self.target, self.details).await
+    }
+}
+
+/// Runs `change` in one transaction with the audit row `entry` makes of its outcome (`None`: it
+/// changed nothing, no row), so a change is never stored without its row nor a row without its
+/// change.
+pub async fn audited<T, E: From<sqlx::Error>>(
+    pool: &PgPool,
+    change: impl AsyncFnOnce(&mut PgConnection) -> Result<T, E>,
+    entry: impl FnOnce(&T) -> Option<Entry>,
+) -> Result<T, E> {
+    let mut tx = pool.begin().await?;
+    let done = change(&mut tx).await?;
+    if let Some(row) = entry(&done) {
+        row.record(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(done)
+}
 
 pub async fn record(
     db: impl PgExecutor<'_>,

@@ -158,6 +158,21 @@ pub struct DemoOutcome {
     pub password: String,
 }
 
+/// The demo's manager, made or given a new password: the password, shown once.
+async fn demo_person(state: &AppState) -> Result<String, AppError> {
+    let password = crate::secrets::random_token()[..20].to_owned();
+    match users::by_email(&state.pool, DEMO_EMAIL).await? {
+        Some(user) => users::set_password(&state.pool, user.id, &password::hash(password.clone()).await?).await?,
+        None => {
+            let entry = |u: &users::UserRow| {
+                crate::audit::Entry::new("demo", "user.add", &u.email, serde_json::json!({ "role": "manager" }))
+            };
+            users::add(&state.pool, DEMO_EMAIL, Role::Manager, Some(password.clone()), entry).await?;
+        }
+    }
+    Ok(password)
+}
+
 /// Loads (or tops up) the demonstration and resets the demo manager's password.
 pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
     let created_brief = ensure_brief(state).await?;
@@ -221,13 +236,7 @@ pub async fn load(state: &AppState) -> Result<DemoOutcome, AppError> {
         idle_hours: Some(Decimal::from(190)),
     };
     ledger::demo_import(state, DEMO_BRIEF_ID, second, DEMO_LEDGER_TRIAL2_CSV, &outputs).await?;
-    let password = crate::secrets::random_token()[..20].to_owned();
-    match users::by_email(&state.pool, DEMO_EMAIL).await? {
-        Some(user) => users::set_password(&state.pool, user.id, &password::hash(password.clone()).await?).await?,
-        None => {
-            users::add(&state.pool, DEMO_EMAIL, Role::Manager, Some(password.clone())).await?;
-        }
-    }
+    let password = demo_person(state).await?;
     Ok(DemoOutcome {
         brief_id: DEMO_BRIEF_ID,
         created_brief,

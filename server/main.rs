@@ -17,6 +17,7 @@ use rentcheck::{
     evidence_store::EvidenceStore,
     http,
     ids::{BriefId, TokenId, TrialId},
+    people::service as people,
     secrets::TokenKeys,
     state::AppState,
     telemetry,
@@ -376,8 +377,11 @@ async fn add_user(db: DbConfig, email: String, role: String, password_stdin: boo
         None
     };
     with_database(&db, "user add", |pool| async move {
-        let (user, generated) = users::add(&pool, &email, role, password).await.map_err(describe)?;
-        audit::record(&pool, "cli", "user.add", &user.email, json!({ "role": role.as_str() })).await?;
+        let entry =
+            |u: &users::UserRow| audit::Entry::new("cli", "user.add", &u.email, json!({ "role": role.as_str() }));
+        let (user, generated) = users::add(&pool, &email, role, password, entry)
+            .await
+            .map_err(describe)?;
         Ok(match generated {
             Some(p) => format!("created {} ({})\npassword (shown once): {p}", user.email, user.role),
             None => format!("created {} ({})", user.email, user.role),
@@ -452,18 +456,18 @@ async fn user_lifecycle(action: UserAction) -> anyhow::Result<()> {
     };
     with_database(&db, "user change", |pool| async move {
         let user = person(&pool, &email).await?;
-        let changed = users::change(&pool, &NO_KEPT_TOKENS, user.id, change)
+        let entry = |u: &users::UserRow| {
+            audit::Entry::new(
+                "cli",
+                "user.change",
+                &u.email,
+                json!({ "role": change.role.map(|r| r.as_str()), "disabled": change.disabled }),
+            )
+        };
+        let changed = users::change(&pool, &NO_KEPT_TOKENS, user.id, change, entry)
             .await
             .map_err(describe)?
             .ok_or_else(|| anyhow::anyhow!("no user {email}"))?;
-        audit::record(
-            &pool,
-            "cli",
-            "user.change",
-            &changed.email,
-            json!({ "role": change.role.map(|r| r.as_str()), "disabled": change.disabled }),
-        )
-        .await?;
         Ok(format!(
             "{verb} {} ({}{})",
             changed.email,
@@ -487,10 +491,11 @@ async fn set_password(email: String, password_stdin: bool, db: DbConfig) -> anyh
         let password = given
             .clone()
             .unwrap_or_else(|| rentcheck::secrets::random_token()[..24].to_owned());
-        users::replace_password(&pool, &NO_KEPT_TOKENS, user.id, password.clone(), None)
-            .await
-            .map_err(describe)?;
-        audit::record(&pool, "cli", "user.password", &user.email, json!({ "by": "cli" })).await?;
+        users::replace_password(&pool, &NO_KEPT_TOKENS, user.id, password.clone(), None, |replaced| {
+            replaced.audit_entry("cli", &user.email, "cli")
+        })
+        .await
+        .map_err(describe)?;
         Ok(match given {
             Some(_) => format!(
                 "new password set for {}; their sessions ended and their tokens were revoked",
@@ -523,15 +528,7 @@ async fn team(action: TeamAction) -> anyhow::Result<()> {
     match action {
         TeamAction::Add { name, db } => {
             with_database(&db, "team add", |pool| async move {
-                let team = teams::create_team(&pool, &name).await.map_err(describe)?;
-                audit::record(
-                    &pool,
-                    "cli",
-                    "team.add",
-                    &format!("team:{}", team.id),
-                    json!({ "name": team.name }),
-                )
-                .await?;
+                let team = people::create_team(&pool, "cli", &name).await.map_err(describe)?;
                 Ok(format!("team {} ({})", team.name, team.id))
             })
             .await
@@ -555,15 +552,7 @@ async fn team(action: TeamAction) -> anyhow::Result<()> {
         TeamAction::Share { team, brief, db } => {
             with_database(&db, "team share", |pool| async move {
                 let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
-                teams::share(&pool, brief, team.id).await.map_err(describe)?;
-                audit::record(
-                    &pool,
-                    "cli",
-                    "brief.share",
-                    &format!("brief:{brief}"),
-                    json!({ "team": team.name }),
-                )
-                .await?;
+                people::share(&pool, "cli", brief, &team).await.map_err(describe)?;
                 Ok(format!("brief {brief} is shared with {}", team.name))
             })
             .await
@@ -572,18 +561,10 @@ async fn team(action: TeamAction) -> anyhow::Result<()> {
             with_database(&db, "team unshare", |pool| async move {
                 let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
                 anyhow::ensure!(
-                    teams::unshare(&pool, brief, team.id).await?,
+                    people::unshare(&pool, "cli", brief, team.id).await.map_err(describe)?,
                     "brief {brief} is not shared with {}",
                     team.name
                 );
-                audit::record(
-                    &pool,
-                    "cli",
-                    "brief.unshare",
-                    &format!("brief:{brief}"),
-                    json!({ "team": team.name }),
-                )
-                .await?;
                 Ok(format!("brief {brief} is no longer shared with {}", team.name))
             })
             .await
@@ -595,22 +576,9 @@ async fn member(db: DbConfig, team: String, email: String, add: bool) -> anyhow:
     with_database(&db, "team member", |pool| async move {
         let team = teams::team_by_name(&pool, &team).await.map_err(describe)?;
         let user = person(&pool, &email).await?;
-        let changed = if add {
-            teams::add_member(&pool, team.id, user.id).await?
-        } else {
-            teams::remove_member(&pool, team.id, user.id).await?
-        };
-        let action = if add { "team.member.add" } else { "team.member.remove" };
-        if changed {
-            audit::record(
-                &pool,
-                "cli",
-                action,
-                &format!("team:{}", team.id),
-                json!({ "email": user.email }),
-            )
-            .await?;
-        }
+        let changed = people::set_membership(&pool, "cli", team.id, &user, add)
+            .await
+            .map_err(describe)?;
         Ok(match (add, changed) {
             (true, true) => format!("{} is now in {}", user.email, team.name),
             (true, false) => format!("{} was already in {}", user.email, team.name),
@@ -628,15 +596,7 @@ async fn brief_owner(db: DbConfig, brief: BriefId, email: String) -> anyhow::Res
             rentcheck::briefs::service::exists(&pool, brief).await?,
             "no brief {brief}"
         );
-        teams::set_owner(&pool, brief, user.id).await?;
-        audit::record(
-            &pool,
-            "cli",
-            "brief.owner",
-            &format!("brief:{brief}"),
-            json!({ "owner": user.email }),
-        )
-        .await?;
+        people::set_owner(&pool, "cli", brief, &user).await.map_err(describe)?;
         Ok(format!("brief {brief} now belongs to {}", user.email))
     })
     .await
@@ -686,28 +646,26 @@ async fn mint_token(
                 "no brief {brief}"
             );
         }
-        let (signed, row) = token::mint(
+        let new = NewToken {
+            name: name.unwrap_or_else(|| format!("cli {}", role.as_str())),
+            subject: user.email.clone(),
+            role,
+            brief,
+            trial,
+            ttl,
+            created_by: Some(user.id),
+        };
+        let target = brief
+            .map(|b| format!("brief:{b}"))
+            .unwrap_or_else(|| format!("user:{email}"));
+        let (signed, row) = audit::audited(
             &pool,
-            &keys,
-            NewToken {
-                name: name.unwrap_or_else(|| format!("cli {}", role.as_str())),
-                subject: user.email.clone(),
-                role,
-                brief,
-                trial,
-                ttl,
-                created_by: Some(user.id),
+            async |conn| token::mint(conn, &keys, new).await,
+            |(_, row)| {
+                let details =
+                    json!({ "jti": row.jti, "role": role.as_str(), "trial": trial, "expires_at": row.expires_at });
+                Some(audit::Entry::new("cli", "token.mint", &target, details))
             },
-        )
-        .await?;
-        audit::record(
-            &pool,
-            "cli",
-            "token.mint",
-            &brief
-                .map(|b| format!("brief:{b}"))
-                .unwrap_or_else(|| format!("user:{email}")),
-            json!({ "jti": row.jti, "role": role.as_str(), "trial": trial, "expires_at": row.expires_at }),
         )
         .await?;
         eprintln!("jti {} ({}), expires {}", row.jti, role.as_str(), row.expires_at);
@@ -760,10 +718,15 @@ async fn token_brief(
 async fn revoke_token(db: DbConfig, jti: TokenId) -> anyhow::Result<()> {
     with_database(&db, "token revoke", |pool| async move {
         anyhow::ensure!(
-            token::revoke(&pool, &NO_KEPT_TOKENS, jti).await?,
+            token::revoke_audited(
+                &pool,
+                &NO_KEPT_TOKENS,
+                jti,
+                audit::Entry::new("cli", "token.revoke", &format!("token:{jti}"), json!({}))
+            )
+            .await?,
             "no live token with jti {jti}"
         );
-        audit::record(&pool, "cli", "token.revoke", &format!("token:{jti}"), json!({})).await?;
         Ok(format!("revoked {jti}"))
     })
     .await

@@ -246,14 +246,38 @@ async fn read_state(pool: &PgPool, jti: TokenId) -> Result<Option<TokenState>, s
 /// process are forgotten at once (other servers hear the notification), so its next request is
 /// refused whatever the notification's delay.
 pub async fn revoke(db: impl PgExecutor<'_>, kept: &Tokens, jti: TokenId) -> Result<bool, sqlx::Error> {
+    let revoked = mark_revoked(db, jti).await?;
+    kept.forget_all();
+    Ok(revoked)
+}
+
+/// Whether the token was live and is revoked now.
+async fn mark_revoked(db: impl PgExecutor<'_>, jti: TokenId) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "UPDATE api_tokens SET revoked_at = now() WHERE jti = $1 AND revoked_at IS NULL",
         jti.as_uuid(),
     )
     .execute(db)
     .await?;
-    kept.forget_all();
     Ok(done.rows_affected() == 1)
+}
+
+/// [`revoke`] with its audit row in one transaction (written only when it revoked something),
+/// the rows `kept` forgotten once it commits.
+pub async fn revoke_audited(
+    pool: &sqlx::PgPool,
+    kept: &Tokens,
+    jti: TokenId,
+    entry: crate::audit::Entry,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let revoked = mark_revoked(&mut *tx, jti).await?;
+    if revoked {
+        entry.record(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    kept.forget_all();
+    Ok(revoked)
 }
 
 pub async fn get(db: impl PgExecutor<'_>, jti: TokenId) -> Result<Option<TokenRow>, sqlx::Error> {

@@ -4,7 +4,7 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{password, token::Tokens, Role};
-use crate::{error::AppError, ids::UserId, validation::FieldError};
+use crate::{audit, error::AppError, ids::UserId, validation::FieldError};
 
 #[derive(Debug, Clone)]
 pub struct UserRow {
@@ -50,6 +50,7 @@ pub async fn add(
     email: &str,
     role: Role,
     password: Option<String>,
+    entry: impl FnOnce(&UserRow) -> audit::Entry,
 ) -> Result<(UserRow, Option<String>), AppError> {
     let email = normalize_email(email).map_err(|m| AppError::Validation(vec![FieldError::new("email", m)]))?;
     if role == Role::Agent {
@@ -67,7 +68,10 @@ pub async fn add(
     };
     check_new_password(&password)?;
     let hash = password::hash(password).await?;
-    let row = insert(pool, &email, role, &hash).await?;
+    let mut tx = pool.begin().await?;
+    let row = insert(&mut *tx, &email, role, &hash).await?;
+    entry(&row).record(&mut *tx).await?;
+    tx.commit().await?;
     Ok((row, generated))
 }
 
@@ -94,7 +98,12 @@ async fn insert(db: impl PgExecutor<'_>, email: &str, role: Role, hash: &str) ->
 /// The first admin, from the first-run page: made only while there is no user at all, checked and
 /// made under one lock, so parallel first-run forms make one admin. `None` when a user exists by
 /// the time the lock is held.
-pub async fn add_first_admin(pool: &PgPool, email: &str, password: String) -> Result<Option<UserRow>, AppError> {
+pub async fn add_first_admin(
+    pool: &PgPool,
+    email: &str,
+    password: String,
+    entry: impl FnOnce(&UserRow) -> audit::Entry,
+) -> Result<Option<UserRow>, AppError> {
     let email = normalize_email(email).map_err(|m| AppError::Validation(vec![FieldError::new("email", m)]))?;
     check_new_password(&password)?;
     // Hashed before the lock: it takes a while, and the lock should be held briefly.
@@ -107,6 +116,7 @@ pub async fn add_first_admin(pool: &PgPool, email: &str, password: String) -> Re
         return Ok(None);
     }
     let row = insert(&mut *tx, &email, Role::Admin, &hash).await?;
+    entry(&row).record(&mut *tx).await?;
     tx.commit().await?;
     Ok(Some(row))
 }
@@ -159,7 +169,14 @@ pub struct Change {
 /// effect on their next request. The last enabled admin can be neither disabled nor demoted (409):
 /// nobody could manage users after that. `None` when there is no such person. The token rows
 /// `kept` by this process are forgotten once it commits (other servers hear the notification).
-pub async fn change(pool: &PgPool, kept: &Tokens, id: UserId, change: Change) -> Result<Option<UserRow>, AppError> {
+/// The audit row `entry` makes of the changed person is written in the same transaction.
+pub async fn change(
+    pool: &PgPool,
+    kept: &Tokens,
+    id: UserId,
+    change: Change,
+    entry: impl FnOnce(&UserRow) -> audit::Entry,
+) -> Result<Option<UserRow>, AppError> {
     if change.role == Some(Role::Agent) {
         return Err(AppError::Validation(vec![FieldError::new(
             "role",
@@ -211,6 +228,7 @@ pub async fn change(pool: &PgPool, kept: &Tokens, id: UserId, change: Change) ->
         super::session::delete_for_user(&mut *tx, id, None).await?;
         super::token::revoke_all_for_user(&mut *tx, id).await?;
     }
+    entry(&row).record(&mut *tx).await?;
     tx.commit().await?;
     kept.forget_all();
     Ok(Some(row))
@@ -239,6 +257,22 @@ pub struct PasswordReplaced {
     pub tokens_revoked: u64,
 }
 
+impl PasswordReplaced {
+    /// The `user.password` row: who set whose password (`by`: self, admin or cli) and what it ended.
+    pub fn audit_entry(&self, actor: &str, target: &str, by: &str) -> audit::Entry {
+        audit::Entry::new(
+            actor,
+            "user.password",
+            target,
+            serde_json::json!({
+                "by": by,
+                "sessions_ended": self.sessions_ended,
+                "tokens_revoked": self.tokens_revoked,
+            }),
+        )
+    }
+}
+
 /// Sets a new password, ends the person's sessions but `keep` (the one that changed it) and
 /// revokes every token minted by or for them: whoever knew the old password may have minted some.
 /// The token rows `kept` by this process are forgotten once it commits.
@@ -248,6 +282,7 @@ pub async fn replace_password(
     id: UserId,
     new_password: String,
     keep: Option<&str>,
+    entry: impl FnOnce(&PasswordReplaced) -> audit::Entry,
 ) -> Result<PasswordReplaced, AppError> {
     check_new_password(&new_password)?;
     let hash = password::hash(new_password).await?;
@@ -255,12 +290,14 @@ pub async fn replace_password(
     set_password(&mut *tx, id, &hash).await?;
     let sessions_ended = super::session::delete_for_user(&mut *tx, id, keep).await?;
     let tokens_revoked = super::token::revoke_all_for_user(&mut *tx, id).await?;
-    tx.commit().await?;
-    kept.forget_all();
-    Ok(PasswordReplaced {
+    let replaced = PasswordReplaced {
         sessions_ended,
         tokens_revoked,
-    })
+    };
+    entry(&replaced).record(&mut *tx).await?;
+    tx.commit().await?;
+    kept.forget_all();
+    Ok(replaced)
 }
 
 pub async fn set_password(db: impl PgExecutor<'_>, id: UserId, password_hash: &str) -> Result<(), sqlx::Error> {

@@ -27,6 +27,7 @@ use crate::{
     briefs::service as briefs,
     error::AppError,
     ids::{BriefId, TeamId, TokenId, UserId},
+    people::service as people,
     state::AppState,
     trials::service as trials,
     web::{
@@ -182,18 +183,10 @@ async fn add_user(State(state): State<AppState>, CsrfForm(user, form): CsrfForm)
             .await
         }
     };
-    match users::add(&state.pool, &email, role, None).await {
-        Ok((created, password)) => {
-            audit::record(
-                &state.pool,
-                &user.0.email,
-                "user.add",
-                &created.email,
-                json!({ "role": role.as_str() }),
-            )
-            .await?;
-            show_password_once(&state, &created.email, &password.unwrap_or_default(), "Created")
-        }
+    let entry =
+        |u: &users::UserRow| audit::Entry::new(&user.0.email, "user.add", &u.email, json!({ "role": role.as_str() }));
+    match users::add(&state.pool, &email, role, None, entry).await {
+        Ok((created, password)) => show_password_once(&state, &created.email, &password.unwrap_or_default(), "Created"),
         Err(e) => users_refused(&state, &user, e).await,
     }
 }
@@ -204,21 +197,19 @@ async fn apply_change(
     admin: &PageUser,
     uid: UserId,
     change: Change,
-    action: &str,
+    action: &'static str,
 ) -> PageResult<Response> {
     admin.require(Role::Admin)?;
-    match users::change(&state.pool, &state.slots.get::<token::Tokens>(), uid, change).await {
-        Ok(Some(changed)) => {
-            audit::record(
-                &state.pool,
-                &admin.0.email,
-                action,
-                &changed.email,
-                json!({ "role": change.role.map(|r| r.as_str()), "disabled": change.disabled }),
-            )
-            .await?;
-            Ok(Redirect::to("/admin/users").into_response())
-        }
+    let entry = |changed: &users::UserRow| {
+        audit::Entry::new(
+            &admin.0.email,
+            action,
+            &changed.email,
+            json!({ "role": change.role.map(|r| r.as_str()), "disabled": change.disabled }),
+        )
+    };
+    match users::change(&state.pool, &state.slots.get::<token::Tokens>(), uid, change, entry).await {
+        Ok(Some(_)) => Ok(Redirect::to("/admin/users").into_response()),
         Ok(None) => users_refused(state, admin, AppError::NotFound("user")).await,
         Err(e) => users_refused(state, admin, e).await,
     }
@@ -283,20 +274,13 @@ async fn reset_password(
         return users_refused(&state, &user, AppError::NotFound("user")).await;
     };
     let password = crate::secrets::random_token()[..24].to_owned();
-    let replaced = users::replace_password(
+    users::replace_password(
         &state.pool,
         &state.slots.get::<token::Tokens>(),
         uid,
         password.clone(),
         None,
-    )
-    .await?;
-    audit::record(
-        &state.pool,
-        &user.0.email,
-        "user.password",
-        &target.email,
-        json!({ "by": "admin", "sessions_ended": replaced.sessions_ended, "tokens_revoked": replaced.tokens_revoked }),
+        |replaced| replaced.audit_entry(&user.0.email, &target.email, "admin"),
     )
     .await?;
     show_password_once(&state, &target.email, &password, "New password for")
@@ -399,16 +383,13 @@ async fn revoke_persons_token(state: &AppState, actor: &PageUser, owner: UserId,
         .await?
         .filter(|t| t.created_by == Some(owner))
         .ok_or(AppError::NotFound("token"))?;
-    if token::revoke(&state.pool, &state.slots.get::<token::Tokens>(), row.jti).await? {
-        audit::record(
-            &state.pool,
-            &actor.0.email,
-            "token.revoke",
-            &owner_email,
-            json!({ "jti": row.jti, "name": row.name, "brief": row.brief_id }),
-        )
-        .await?;
-    }
+    let entry = audit::Entry::new(
+        &actor.0.email,
+        "token.revoke",
+        &owner_email,
+        json!({ "jti": row.jti, "name": row.name, "brief": row.brief_id }),
+    );
+    token::revoke_audited(&state.pool, &state.slots.get::<token::Tokens>(), row.jti, entry).await?;
     Ok(())
 }
 
@@ -433,18 +414,10 @@ async fn own_revoke_token(
 
 async fn add_team(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
     user.require(Role::Admin)?;
-    match teams::create_team(&state.pool, form.get("name").map(String::as_str).unwrap_or("")).await {
-        Ok(team) => {
-            audit::record(
-                &state.pool,
-                &user.0.email,
-                "team.add",
-                &format!("team:{}", team.id),
-                json!({ "name": team.name }),
-            )
-            .await?;
-            Ok(Redirect::to("/admin/users").into_response())
-        }
+    let name = form.get("name").map(String::as_str).unwrap_or("");
+    let created = people::create_team(&state.pool, &user.0.email, name).await;
+    match created {
+        Ok(_) => Ok(Redirect::to("/admin/users").into_response()),
         Err(e) => users_refused(&state, &user, e).await,
     }
 }
@@ -463,16 +436,7 @@ async fn add_member(
     let Some(member) = users::by_email(&state.pool, &email).await? else {
         return users_refused(&state, &user, AppError::NotFound("user")).await;
     };
-    if teams::add_member(&state.pool, team.id, member.id).await? {
-        audit::record(
-            &state.pool,
-            &user.0.email,
-            "team.member.add",
-            &format!("team:{}", team.id),
-            json!({ "email": member.email }),
-        )
-        .await?;
-    }
+    people::set_membership(&state.pool, &user.0.email, team.id, &member, true).await?;
     Ok(Redirect::to("/admin/users").into_response())
 }
 
@@ -482,19 +446,8 @@ async fn remove_member(
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
-    if teams::remove_member(&state.pool, tid, uid).await? {
-        let email = users::by_id(&state.pool, uid)
-            .await?
-            .map(|u| u.email)
-            .unwrap_or_default();
-        audit::record(
-            &state.pool,
-            &user.0.email,
-            "team.member.remove",
-            &format!("team:{tid}"),
-            json!({ "email": email }),
-        )
-        .await?;
+    if let Some(member) = users::by_id(&state.pool, uid).await? {
+        people::set_membership(&state.pool, &user.0.email, tid, &member, false).await?;
     }
     Ok(Redirect::to("/admin/users").into_response())
 }
@@ -570,15 +523,7 @@ async fn share(
         return Ok(r);
     };
     let team = teams::team_by_id(&state.pool, team).await?;
-    teams::share(&state.pool, id, team.id).await?;
-    audit::record(
-        &state.pool,
-        &user.0.email,
-        "brief.share",
-        &format!("brief:{id}"),
-        json!({ "team": team.name }),
-    )
-    .await?;
+    people::share(&state.pool, &user.0.email, id, &team).await?;
     Ok(Redirect::to(&format!("/briefs/{id}/sharing")).into_response())
 }
 
@@ -588,16 +533,7 @@ async fn unshare(
     CsrfForm(user, _): CsrfForm,
 ) -> PageResult<Response> {
     teams::may_change_sharing(&state.pool, &user.principal(), id).await?;
-    if teams::unshare(&state.pool, id, tid).await? {
-        audit::record(
-            &state.pool,
-            &user.0.email,
-            "brief.unshare",
-            &format!("brief:{id}"),
-            json!({ "team": tid }),
-        )
-        .await?;
-    }
+    people::unshare(&state.pool, &user.0.email, id, tid).await?;
     Ok(Redirect::to(&format!("/briefs/{id}/sharing")).into_response())
 }
 
@@ -616,15 +552,7 @@ async fn set_owner(
         *r.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
         return Ok(r);
     };
-    teams::set_owner(&state.pool, id, owner.id).await?;
-    audit::record(
-        &state.pool,
-        &user.0.email,
-        "brief.owner",
-        &format!("brief:{id}"),
-        json!({ "owner": owner.email }),
-    )
-    .await?;
+    people::set_owner(&state.pool, &user.0.email, id, &owner).await?;
     Ok(Redirect::to(&format!("/briefs/{id}/sharing")).into_response())
 }
 
@@ -769,18 +697,11 @@ async fn change_password(
         user.0.id,
         new,
         keep.as_deref(),
+        |replaced| replaced.audit_entry(&user.0.email, &user.0.email, "self"),
     )
     .await
     {
         Ok(replaced) => {
-            audit::record(
-                &state.pool,
-                &user.0.email,
-                "user.password",
-                &user.0.email,
-                json!({ "by": "self", "sessions_ended": replaced.sessions_ended, "tokens_revoked": replaced.tokens_revoked }),
-            )
-            .await?;
             let tokens = match replaced.tokens_revoked {
                 0 => String::new(),
                 1 => " and your one token was revoked".into(),

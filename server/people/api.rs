@@ -204,18 +204,17 @@ async fn replace(
             role,
             disabled: body.disabled,
         };
-        let user = users::change(&state.pool, &state.slots.get::<token::Tokens>(), uid, change)
+        let entry = |changed: &users::UserRow| {
+            audit::Entry::new(
+                &caller.label(),
+                "user.change",
+                &changed.email,
+                json!({ "role": role.map(|r| r.as_str()), "disabled": body.disabled }),
+            )
+        };
+        users::change(&state.pool, &state.slots.get::<token::Tokens>(), uid, change, entry)
             .await?
-            .ok_or(AppError::NotFound("user"))?;
-        audit::record(
-            &state.pool,
-            &caller.label(),
-            "user.change",
-            &user.email,
-            json!({ "role": role.map(|r| r.as_str()), "disabled": body.disabled }),
-        )
-        .await?;
-        user
+            .ok_or(AppError::NotFound("user"))?
     } else {
         users::by_id(&state.pool, uid)
             .await?
@@ -279,24 +278,14 @@ async fn set_password(
         let current = body.current_password.unwrap_or_default();
         recheck_password(&state, &caller.label(), &user, &client, current).await?;
     }
-    let replaced = users::replace_password(
+    let by = if own { "self" } else { "admin" };
+    users::replace_password(
         &state.pool,
         &state.slots.get::<token::Tokens>(),
         uid,
         body.password,
         None,
-    )
-    .await?;
-    audit::record(
-        &state.pool,
-        &caller.label(),
-        "user.password",
-        &user.email,
-        json!({
-            "by": if own { "self" } else { "admin" },
-            "sessions_ended": replaced.sessions_ended,
-            "tokens_revoked": replaced.tokens_revoked,
-        }),
+        |replaced| replaced.audit_entry(&caller.label(), &user.email, by),
     )
     .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -437,15 +426,12 @@ async fn revoke_token(
         .await?
         .filter(|t| t.created_by == Some(uid))
         .ok_or(AppError::NotFound("token"))?;
-    if token::revoke(&state.pool, &state.slots.get::<token::Tokens>(), row.jti).await? {
-        audit::record(
-            &state.pool,
-            &caller.label(),
-            "token.revoke",
-            &user.email,
-            json!({ "jti": row.jti, "name": row.name, "brief": row.brief_id }),
-        )
-        .await?;
-    }
+    let entry = audit::Entry::new(
+        &caller.label(),
+        "token.revoke",
+        &user.email,
+        json!({ "jti": row.jti, "name": row.name, "brief": row.brief_id }),
+    );
+    token::revoke_audited(&state.pool, &state.slots.get::<token::Tokens>(), row.jti, entry).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -5,3 +5,4 @@
 pub mod admin;
 pub mod api;
 pub mod pages;
+pub mod service;

@@ -380,21 +380,19 @@ async fn setup(
     let email = form.get("email").cloned().unwrap_or_default();
     let password = form.get("password").cloned().unwrap_or_default();
     // At most one first admin, however many forms are sent at once (`add_first_admin` locks).
-    match users::add_first_admin(&state.pool, &email, password).await {
+    let entry = |u: &users::UserRow| {
+        audit::Entry::new(
+            &u.email,
+            "user.add",
+            &u.email,
+            json!({ "role": "admin", "via": "setup" }),
+        )
+    };
+    match users::add_first_admin(&state.pool, &email, password, entry).await {
         Ok(None) => Err(PageError(AppError::Conflict(
             "The first account was created a moment ago by another request; sign in instead.".into(),
         ))),
-        Ok(Some(user)) => {
-            audit::record(
-                &state.pool,
-                &user.email,
-                "user.add",
-                &user.email,
-                json!({ "role": "admin", "via": "setup" }),
-            )
-            .await?;
-            start_session(&state, &headers, &user, "/".into()).await
-        }
+        Ok(Some(user)) => start_session(&state, &headers, &user, "/".into()).await,
         Err(AppError::Validation(errors)) => {
             let messages = errors
                 .into_iter()
@@ -658,26 +656,24 @@ async fn mint_token(
         )
         .await;
     }
-    let (signed, row) = token::mint(
+    let new = NewToken {
+        name: name.clone(),
+        subject: user.0.email.clone(),
+        role: Role::Agent,
+        brief: Some(id),
+        trial,
+        ttl,
+        created_by: Some(user.0.id),
+    };
+    let target = format!("brief:{id}");
+    let (signed, _) = audit::audited(
         &state.pool,
-        &state.keys,
-        NewToken {
-            name: name.clone(),
-            subject: user.0.email.clone(),
-            role: Role::Agent,
-            brief: Some(id),
-            trial,
-            ttl,
-            created_by: Some(user.0.id),
+        async |conn| token::mint(conn, &state.keys, new).await,
+        |(_, row)| {
+            let details =
+                json!({ "jti": row.jti, "name": name, "role": "agent", "trial": trial, "expires_at": row.expires_at });
+            Some(audit::Entry::new(&user.0.email, "token.mint", &target, details))
         },
-    )
-    .await?;
-    audit::record(
-        &state.pool,
-        &user.0.email,
-        "token.mint",
-        &format!("brief:{id}"),
-        json!({ "jti": row.jti, "name": name, "role": "agent", "trial": trial, "expires_at": row.expires_at }),
     )
     .await?;
     let trial = trial.map(|t| t.to_string()).unwrap_or_default();
@@ -700,15 +696,12 @@ async fn revoke_token(
         .await?
         .filter(|t| t.brief_id == Some(brief_id))
         .ok_or(AppError::NotFound("token"))?;
-    if token::revoke(&state.pool, &state.slots.get::<token::Tokens>(), row.jti).await? {
-        audit::record(
-            &state.pool,
-            &user.0.email,
-            "token.revoke",
-            &format!("brief:{brief_id}"),
-            json!({ "jti": row.jti, "name": row.name }),
-        )
-        .await?;
-    }
+    let entry = audit::Entry::new(
+        &user.0.email,
+        "token.revoke",
+        &format!("brief:{brief_id}"),
+        json!({ "jti": row.jti, "name": row.name }),
+    );
+    token::revoke_audited(&state.pool, &state.slots.get::<token::Tokens>(), row.jti, entry).await?;
     Ok(Redirect::to(&format!("/briefs/{brief_id}/tokens")).into_response())
 }

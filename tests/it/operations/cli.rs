@@ -388,3 +388,87 @@ async fn collect_reads_its_token_from_a_private_file_only() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A change to people, teams or tokens is stored with its audit row or not at all: with the
+/// audit log refusing rows (a trigger standing in for a failed insert), nothing is changed.
+#[tokio::test]
+async fn a_change_whose_audit_row_cannot_be_written_is_not_made() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    // The people the changes name, made before the log refuses anything.
+    let admin = bearer_client(&app.token(rentcheck::auth::Role::Admin, None).await);
+    app.token(rentcheck::auth::Role::Engineer, None).await;
+    let out = rentcheck(
+        &app,
+        &[
+            "token",
+            "mint",
+            "--email",
+            "engineer@example.com",
+            "--brief",
+            &brief,
+            "--role",
+            "agent",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    sqlx::query(
+        "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'audit log refused %', NEW.action; END $$",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_audit()")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let count = |table: &'static str| app.count(table);
+    let (teams, users, tokens) = (count("teams").await, count("users").await, count("api_tokens").await);
+
+    assert!(!rentcheck(&app, &["team", "add", "serving"], None).status.success());
+    assert_eq!(count("teams").await, teams, "no team without its row");
+    let out = rentcheck(
+        &app,
+        &["user", "add", "--email", "new@example.com", "--role", "engineer"],
+        None,
+    );
+    assert!(!out.status.success());
+    assert_eq!(count("users").await, users, "no person without its row");
+    let out = rentcheck(
+        &app,
+        &[
+            "token",
+            "mint",
+            "--email",
+            "engineer@example.com",
+            "--brief",
+            &brief,
+            "--role",
+            "agent",
+        ],
+        None,
+    );
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(count("api_tokens").await, tokens, "no token without its row");
+
+    // Through the API: a role change is refused whole.
+    let uid: uuid::Uuid = sqlx::query_scalar("SELECT id FROM users WHERE email = 'engineer@example.com'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let res = admin
+        .put(app.url(&format!("/api/v1/users/{uid}")))
+        .json(&serde_json::json!({ "role": "manager" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 500);
+    let role: String = sqlx::query_scalar("SELECT role FROM users WHERE id = $1")
+        .bind(uid)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(role, "engineer");
+}

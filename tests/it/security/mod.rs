@@ -141,6 +141,7 @@ async fn a_lowered_role_refuses_the_persons_tokens_of_a_higher_role() {
             role: Some(Role::Engineer),
             disabled: None,
         },
+        |u| rentcheck::audit::Entry::new("test", "user.change", &u.email, serde_json::json!({})),
     )
     .await
     .unwrap();

@@ -55,21 +55,9 @@ pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
         let Some(r) = runs.last_mut() else { continue };
         if let Some(k) = label_latency(label) {
             r.set(k, x);
-            continue;
+        } else if let Some(key) = result_key(label) {
+            r.set(key, x);
         }
-        let key = match label {
-            "Successful requests" => "completed",
-            "Failed requests" => "failed",
-            "Benchmark duration (s)" => "duration_s",
-            "Request throughput (req/s)" => "request_throughput_rps",
-            "Request goodput (req/s)" => "tool_goodput_rps",
-            "Output token throughput (tok/s)" => "output_tokens_per_s",
-            "Total Token throughput (tok/s)" | "Total throughput (tok/s)" | "Total token throughput (tok/s)" => {
-                "total_tokens_per_s"
-            }
-            _ => continue,
-        };
-        r.set(key, x);
     }
     if !closed {
         p.warn("result block not closed by a `====` line (paste cut short?)");
@@ -84,20 +72,41 @@ pub(crate) fn console(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
             "`Serving Benchmark Result` block without values",
         ));
     }
-    if runs.len() > 1 {
-        let mut seen: Vec<String> = Vec::new();
-        for (i, r) in runs.iter_mut().enumerate() {
-            let mut name = std::mem::take(&mut r.name);
-            if name.is_empty() || seen.contains(&name) {
-                name = format!("run{}", i + 1);
-            }
-            seen.push(name.clone());
-            r.name = name;
-        }
-    } else {
-        runs[0].name.clear();
-    }
+    name_runs(&mut runs);
     Ok(runs)
+}
+
+/// The key of a console block's line that is not a latency.
+fn result_key(label: &str) -> Option<&'static str> {
+    Some(match label {
+        "Successful requests" => "completed",
+        "Failed requests" => "failed",
+        "Benchmark duration (s)" => "duration_s",
+        "Request throughput (req/s)" => "request_throughput_rps",
+        "Request goodput (req/s)" => "tool_goodput_rps",
+        "Output token throughput (tok/s)" => "output_tokens_per_s",
+        "Total Token throughput (tok/s)" | "Total throughput (tok/s)" | "Total token throughput (tok/s)" => {
+            "total_tokens_per_s"
+        }
+        _ => return None,
+    })
+}
+
+/// One block is the run (no name); several are a sweep, each named by its load, else its place.
+fn name_runs(runs: &mut [Run]) {
+    if let [only] = runs {
+        only.name.clear();
+        return;
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for (i, r) in runs.iter_mut().enumerate() {
+        let mut name = std::mem::take(&mut r.name);
+        if name.is_empty() || seen.contains(&name) {
+            name = format!("run{}", i + 1);
+        }
+        seen.push(name.clone());
+        r.name = name;
+    }
 }
 
 /// The load a console block was asked for, read from the lines before it or inside it.
