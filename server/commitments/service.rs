@@ -119,15 +119,16 @@ enum Sight {
     All,
     /// Engineers: those of the briefs they may edit (`auth::teams`, the one place that rule lives).
     Editable,
-    /// A token limited to one brief reads that brief's, within what its person may read.
-    OneBrief(BriefId, bool),
+    /// A token limited to one brief reads that brief's, within what its person may read (a
+    /// manager's any, an engineer's when they may edit the brief).
+    OneBrief { brief: BriefId, manager: bool },
 }
 
 fn sight(caller: &Principal) -> Result<Sight, AppError> {
     caller.require_person(Role::Engineer)?;
     let manager = caller.role() >= Role::Manager;
     Ok(match caller.brief_scope() {
-        Some(brief) => Sight::OneBrief(brief, manager),
+        Some(brief) => Sight::OneBrief { brief, manager },
         None if manager => Sight::All,
         None => Sight::Editable,
     })
@@ -137,9 +138,11 @@ fn sight(caller: &Principal) -> Result<Sight, AppError> {
 async fn may_read(state: &AppState, caller: &Principal, sight: Sight, brief: BriefId) -> Result<bool, AppError> {
     match sight {
         Sight::All => Ok(true),
-        Sight::OneBrief(scope, _) if scope != brief => Ok(false),
-        Sight::OneBrief(_, true) => Ok(true),
-        Sight::OneBrief(_, false) | Sight::Editable => teams::can_edit_brief(&state.pool, caller, brief).await,
+        Sight::OneBrief { brief: scope, .. } if scope != brief => Ok(false),
+        Sight::OneBrief { manager: true, .. } => Ok(true),
+        Sight::OneBrief { manager: false, .. } | Sight::Editable => {
+            teams::can_edit_brief(&state.pool, caller, brief).await
+        }
     }
 }
 
@@ -669,7 +672,7 @@ async fn visible_keys(
 ) -> Result<Vec<repo::CommitmentKey>, AppError> {
     match sight {
         Sight::All => return Ok(keys),
-        Sight::OneBrief(brief, _) => {
+        Sight::OneBrief { brief, .. } => {
             keys.retain(|c| c.brief_id == brief);
             if !may_read(state, caller, sight, brief).await? {
                 keys.clear();

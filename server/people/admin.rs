@@ -415,8 +415,7 @@ async fn own_revoke_token(
 async fn add_team(State(state): State<AppState>, CsrfForm(user, form): CsrfForm) -> PageResult<Response> {
     user.require(Role::Admin)?;
     let name = form.get("name").map(String::as_str).unwrap_or("");
-    let created = people::create_team(&state.pool, &user.0.email, name).await;
-    match created {
+    match people::create_team(&state.pool, &user.0.email, name).await {
         Ok(_) => Ok(Redirect::to("/admin/users").into_response()),
         Err(e) => users_refused(&state, &user, e).await,
     }

@@ -40,10 +40,8 @@ pub async fn set_membership(
     member: &UserRow,
     add: bool,
 ) -> Result<bool, AppError> {
-    let (action, target) = match add {
-        true => ("team.member.add", format!("team:{team}")),
-        false => ("team.member.remove", format!("team:{team}")),
-    };
+    let action = if add { "team.member.add" } else { "team.member.remove" };
+    let target = format!("team:{team}");
     let changed = audit::audited(
         pool,
         async |conn| match add {

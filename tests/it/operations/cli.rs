@@ -398,9 +398,8 @@ async fn a_change_whose_audit_row_cannot_be_written_is_not_made() {
     // The people the changes name, made before the log refuses anything.
     let admin = bearer_client(&app.token(rentcheck::auth::Role::Admin, None).await);
     app.token(rentcheck::auth::Role::Engineer, None).await;
-    let out = rentcheck(
-        &app,
-        &[
+    let mint_agent_token = || {
+        let args = [
             "token",
             "mint",
             "--email",
@@ -409,9 +408,10 @@ async fn a_change_whose_audit_row_cannot_be_written_is_not_made() {
             &brief,
             "--role",
             "agent",
-        ],
-        None,
-    );
+        ];
+        rentcheck(&app, &args, None)
+    };
+    let out = mint_agent_token();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     sqlx::query(
         "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS \
@@ -436,20 +436,7 @@ async fn a_change_whose_audit_row_cannot_be_written_is_not_made() {
     );
     assert!(!out.status.success());
     assert_eq!(count("users").await, users, "no person without its row");
-    let out = rentcheck(
-        &app,
-        &[
-            "token",
-            "mint",
-            "--email",
-            "engineer@example.com",
-            "--brief",
-            &brief,
-            "--role",
-            "agent",
-        ],
-        None,
-    );
+    let out = mint_agent_token();
     assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(count("api_tokens").await, tokens, "no token without its row");
 
