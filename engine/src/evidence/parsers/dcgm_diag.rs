@@ -535,6 +535,49 @@ fn read_json_metadata(v: &serde_json::Value, root: &serde_json::Value, d: &mut D
     }
 }
 
+/// The GPUs of the run (`entity_groups`) when DCGM is 4.5 or later, which writes no result for a
+/// GPU that did not run a test (`DCGM_DIAG_RESULT_NOT_RUN`, a detached GPU) and still says Pass
+/// in `test_summary` (NVIDIA/DCGM v4.5.0 e137795b, dcgmi/Diag.cpp); empty otherwise.
+fn gpus_that_leave_no_result(v: &serde_json::Value, version: Option<&str>) -> Vec<i64> {
+    use serde_json::Value;
+    let at_least_4_5 = version.is_some_and(|v| {
+        let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (4, 5)
+    });
+    if !at_least_4_5 {
+        return Vec::new();
+    }
+    v.get("entity_groups")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|g| g.get("entity_group").and_then(Value::as_str) == Some("GPU"))
+        .flat_map(|g| g.get("entities").and_then(Value::as_array).into_iter().flatten())
+        .filter_map(|e| e.get("entity_id").and_then(Value::as_i64))
+        .collect()
+}
+
+/// The listed GPUs a test with GPU results has none for, as `1, 3`; None when every GPU has one
+/// (or the test has no GPU results at all: a test of the system).
+fn gpus_without_a_result(listed: &[i64], results: Option<&Vec<serde_json::Value>>) -> Option<String> {
+    use serde_json::Value;
+    let with_result: Vec<i64> = results
+        .into_iter()
+        .flatten()
+        .filter(|r| r.get("entity_group").and_then(Value::as_str) == Some("GPU"))
+        .filter_map(|r| r.get("entity_id").and_then(Value::as_i64))
+        .collect();
+    if with_result.is_empty() {
+        return None;
+    }
+    let missing: Vec<String> = listed
+        .iter()
+        .filter(|g| !with_result.contains(g))
+        .map(ToString::to_string)
+        .collect();
+    (!missing.is_empty()).then(|| missing.join(", "))
+}
+
 /// One walk over the report's tests and their results, in document order.
 fn parse_json(s: &str) -> Result<Diag, ParseError> {
     use serde_json::Value;
@@ -550,6 +593,7 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             )
         })?;
     read_json_metadata(&v, root, &mut d);
+    let listed = gpus_that_leave_no_result(&v, d.version.as_deref());
     let cats = root.get("test_categories").and_then(Value::as_array);
     for cat in cats.into_iter().flatten() {
         let cname = cat
@@ -563,7 +607,13 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             }
             let name = t.get("name").and_then(Value::as_str).unwrap_or("unnamed").to_string();
             let results = t.get("results").and_then(Value::as_array);
-            let per = result_statuses(&name, results, &mut d);
+            let mut per = result_statuses(&name, results, &mut d);
+            if let Some(missing) = gpus_without_a_result(&listed, results) {
+                d.notes.push(format!(
+                    "test {name:?}: GPU {missing} has no result (DCGM 4.5 and later leave out a GPU that did not run it): a skip"
+                ));
+                per.push(Status::Skip);
+            }
             let summary = t.get("test_summary");
             // 4.0-4.4 write the warnings tied to no entity only here; 4.5 repeats every warning of
             // the test here too (dcgmi/Diag.cpp `HelperJsonAddTestSummary`).

@@ -631,3 +631,26 @@ Successfully ran diagnostic for group.
     assert_eq!(list(&p, "dcgm.diag.failed_tests"), Vec::<String>::new());
     assert!(!noted(&p, "unreadable entity result"), "{:?}", p.warnings);
 }
+
+/// The same in `-j`: DCGM 4.5 writes no result for the GPU that did not run the test, and its
+/// `test_summary` still says Pass. A GPU of `entity_groups` without a result is a skip; before
+/// 4.5 a missing result is not read that way (older releases wrote every GPU's result).
+#[test]
+fn dcgm_json45_a_gpu_without_a_result_is_a_skip() {
+    let real = include_str!("../../../../tests/fixtures/dcgm-diag/dcgm4-json-r2-all-pass.json");
+    let without_gpu1 = |version: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(real).unwrap();
+        v["metadata"]["version"] = serde_json::json!(version);
+        let pcie = &mut v["DCGM Diagnostic"]["test_categories"][2]["tests"][0];
+        assert_eq!(pcie["name"], "pcie");
+        pcie["results"].as_array_mut().unwrap().retain(|r| r["entity_id"] != 1);
+        v.to_string()
+    };
+    let p = run(&without_gpu1("4.5.0"));
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["pcie"]);
+    assert!(noted(&p, "GPU 1 has no result"), "{:?}", p.warnings);
+    let p = run(&without_gpu1("4.1.1"));
+    assert!(boolean(&p, "dcgm.diag.passed"));
+    assert!(boolean(&run(real), "dcgm.diag.passed"));
+}
