@@ -242,16 +242,7 @@ async fn read_state(pool: &PgPool, jti: TokenId) -> Result<Option<TokenState>, s
     .await
 }
 
-/// Marks a token revoked; false when there is no such live token. The token rows `kept` by this
-/// process are forgotten at once (other servers hear the notification), so its next request is
-/// refused whatever the notification's delay.
-pub async fn revoke(db: impl PgExecutor<'_>, kept: &Tokens, jti: TokenId) -> Result<bool, sqlx::Error> {
-    let revoked = mark_revoked(db, jti).await?;
-    kept.forget_all();
-    Ok(revoked)
-}
-
-/// Whether the token was live and is revoked now.
+/// Marks a token revoked; whether it was live.
 async fn mark_revoked(db: impl PgExecutor<'_>, jti: TokenId) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "UPDATE api_tokens SET revoked_at = now() WHERE jti = $1 AND revoked_at IS NULL",
@@ -262,8 +253,10 @@ async fn mark_revoked(db: impl PgExecutor<'_>, jti: TokenId) -> Result<bool, sql
     Ok(done.rows_affected() == 1)
 }
 
-/// [`revoke`] with its audit row in one transaction (written only when it revoked something),
-/// the rows `kept` forgotten once it commits.
+/// Revokes a token with its audit row in one transaction (written only when the token was live);
+/// whether it was. The token rows `kept` by this process are forgotten once it commits (other
+/// servers hear the notification), so its next request is refused whatever the notification's
+/// delay.
 pub async fn revoke_audited(
     pool: &sqlx::PgPool,
     kept: &Tokens,

@@ -6,7 +6,7 @@
 //! disabled or deleted, a brief or trial deleted with its tokens) fires a statement trigger that
 //! notifies [`CHANNEL`]; each server listens on it and forgets every row it keeps when told, so such
 //! a change made anywhere (another server, the CLI) is refused within milliseconds. A change made
-//! through this server also forgets them itself before it answers (`token::revoke`,
+//! through this server also forgets them itself before it answers (`token::revoke_audited`,
 //! `users::change` and `users::replace_password` take the kept rows), so the next request of
 //! whoever made it is refused, whatever the notification's delay.
 //! The second bounds what a notification that never arrives could leave (a connection that died

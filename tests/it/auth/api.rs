@@ -126,7 +126,10 @@ async fn tampered_none_switched_expired_early_and_revoked_tokens_are_refused() {
     assert_eq!(status_with(&app, &unknown, "/api/v1/briefs").await.0, 401);
 
     // Revoked through this server: refused at once, notification or not.
-    assert!(token::revoke(&app.pool, &app.kept_tokens, jti).await.unwrap());
+    let entry = rentcheck::audit::Entry::new("test", "token.revoke", "test", serde_json::json!({}));
+    assert!(token::revoke_audited(&app.pool, &app.kept_tokens, jti, entry)
+        .await
+        .unwrap());
     let (status, body) = status_with(&app, &good, "/api/v1/briefs").await;
     assert_eq!(status, 401);
     assert!(body["detail"].as_str().unwrap().contains("revoked"));

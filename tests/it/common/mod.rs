@@ -50,7 +50,7 @@ pub struct TestApp {
     /// The first-run page's code (`/setup?code=…`), as `rentcheck serve` prints it.
     pub setup_code: String,
     /// The token rows this server keeps: what a change made through it passes to
-    /// `token::revoke` or `users::change`, so its next request is refused at once rather than
+    /// `token::revoke_audited` or `users::change`, so its next request is refused at once rather than
     /// when the change's notification arrives.
     pub kept_tokens: Arc<token::Tokens>,
     _database: DatabaseGuard,
