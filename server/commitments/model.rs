@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::{
+    criteria::{capitalized, criterion_name},
     ids::TrialId,
     ledger::model::{merge_spans, sort_spans, Span},
     prices::model::PriceRow,
@@ -104,6 +105,20 @@ pub fn end_date(start: NaiveDate, months: u32) -> Option<NaiveDate> {
     start
         .checked_add_months(Months::new(months))?
         .checked_sub_days(Days::new(1))
+}
+
+/// Where the re-validation run that sent the trial's newest item (received at `newest`) began, as
+/// the judging reads it: the start of that item's UTC day, or the approval when that came later.
+/// `collect --plan --rerun` is one run a UTC day (it labels every upload with the day and holds a
+/// step the server received that day), so a run is a day's evidence: an earlier day's good run
+/// cannot hide a worse one today. Evidence strictly after the instant answered counts.
+pub fn run_began(approved_at: DateTime<Utc>, newest: DateTime<Utc>) -> DateTime<Utc> {
+    let day_began = newest
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .map(|midnight| midnight.and_utc() - chrono::Duration::microseconds(1))
+        .unwrap_or(newest);
+    day_began.max(approved_at)
 }
 
 /// The last day GPUs are committed: the term's last day, or the day before it was released.
@@ -522,7 +537,7 @@ pub fn renewal(
 
 /// Which state the clock alone puts a commitment in on `today` (re-runs are judged elsewhere):
 /// released stays released, and a release dated ahead takes effect on its day; ended after its
-/// last day; renewal-due from 60 days before it;
+/// last day; renewal-due from 60 days before it (unless renewed already or released ahead);
 /// revalidation-due when the last run is older than `revalidate_every_days` (or none since the
 /// start is); else the current state if it is regressed (a regression stays until a good re-run),
 /// else active.
@@ -537,7 +552,8 @@ pub fn clock_state(c: &ClockFacts) -> CommitmentState {
     if c.current == Regressed {
         return Regressed;
     }
-    if (c.last_day - c.today).num_days() <= RENEWAL_NOTICE_DAYS {
+    // A commitment already renewed, or released from a day ahead, has no renewal left to decide.
+    if !c.renewed && c.released_on.is_none() && (c.last_day - c.today).num_days() <= RENEWAL_NOTICE_DAYS {
         return RenewalDue;
     }
     let since = c.last_run.unwrap_or(c.start_date).max(c.start_date);
@@ -562,17 +578,22 @@ pub struct ClockFacts {
     pub released_on: Option<NaiveDate>,
     /// The day of the newest evidence of the committed trial since the approval.
     pub last_run: Option<NaiveDate>,
+    /// A newer commitment renews it (its renewal was approved).
+    pub renewed: bool,
 }
 
 /// What a re-validation run found against the approval, criterion by criterion, in words with the
 /// figure before and after: a required criterion that fails on the run (and did not fail when
-/// approved) — "serving.ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now" — or
-/// any criterion's figure worse than when approved beyond the re-run thresholds (docs/trials.md,
-/// "Re-runs": beyond 2 % of the approved figure, and beyond 1 ms for a latency), in the direction
-/// its operator prefers — "serving.goodput_rps (stage 3) is worse on the re-run: 25.3 when
-/// approved, 24.1 now". `approved` is what the approval pinned; `now` the criteria judged on the
-/// evidence received after the approval only. Both are JSON arrays of `{ key, op, stage, required,
-/// status, value }`; a criterion the run has no value for is not judged.
+/// approved) — "The time to the first token (95th percentile) failed the re-run at stage 3: 180 ms
+/// when approved, 260 ms now (serving.ttft_p95_ms)" — or any criterion's figure worse than when
+/// approved beyond the re-run thresholds (docs/trials.md, "Re-runs": beyond 2 % of the approved
+/// figure, and beyond 1 ms for a latency), in the direction its operator prefers — "The rate of
+/// requests served inside every target (goodput) is worse on the re-run at stage 3: 25.3 when
+/// approved, 24.1 now (serving.goodput_rps)". A key with no name in words
+/// (`criteria::criterion_name`) is said as written, without the key again.
+/// `approved` is what the approval pinned; `now` the criteria judged on the evidence received after
+/// the approval only. Both are JSON arrays of `{ key, op, stage, required, status, value }`; a
+/// criterion the run has no value for is not judged.
 pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
     let empty = Vec::new();
     let before = approved.as_array().unwrap_or(&empty);
@@ -594,7 +615,14 @@ pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
         let key = c["key"].as_str().unwrap_or("a criterion");
         let was = before.iter().find(|b| b["key"] == c["key"] && b["stage"] == c["stage"]);
         let was_value = was.and_then(|b| b.get("value"));
-        let head = format!("{key} (stage {})", c["stage"]);
+        // The criterion in words for the manager who reads it, its key after the figures for
+        // whoever checks the card.
+        let name = criterion_name(key);
+        let (head, tail) = match name == key {
+            true => (key.to_owned(), String::new()),
+            false => (capitalized(&name), format!(" ({key})")),
+        };
+        let stage = &c["stage"];
         // The key's unit beside each figure ("264.9 ms"); shares stay bare, their scale varies.
         let unit = c["unit"]
             .as_str()
@@ -605,9 +633,9 @@ pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
             Some(_) => format!("{}{unit}", shown(v)),
             None => shown(v),
         };
-        let figures = format!("{} when approved, {} now", with_unit(was_value), with_unit(value));
+        let figures = format!("{} when approved, {} now{tail}", with_unit(was_value), with_unit(value));
         if c["required"] == Value::Bool(true) && c["status"] == "fail" && was.is_none_or(|b| b["status"] != "fail") {
-            out.push(format!("{head} failed the re-run: {figures}"));
+            out.push(format!("{head} failed the re-run at stage {stage}: {figures}"));
             continue;
         }
         let (Some(b), Some(a)) = (was_value.and_then(Value::as_f64), value.and_then(Value::as_f64)) else {
@@ -619,7 +647,7 @@ pub fn regressions(approved: &Value, now: &Value) -> Vec<String> {
             _ => false,
         };
         if worse && moved(key, b, a) {
-            out.push(format!("{head} is worse on the re-run: {figures}"));
+            out.push(format!("{head} is worse on the re-run at stage {stage}: {figures}"));
         }
     }
     out
@@ -987,8 +1015,8 @@ mod tests {
         assert_eq!(
             regressions(&approved, &now),
             [
-                "serving.ttft_p95_ms (stage 3) failed the re-run: 180 when approved, 260 now",
-                "serving.goodput_rps (stage 3) is worse on the re-run: 25.3 when approved, 24.7 now",
+                "The time to the first token (95th percentile) failed the re-run at stage 3: 180 when approved, 260 now (serving.ttft_p95_ms)",
+                "The rate of requests served inside every target (goodput) is worse on the re-run at stage 3: 25.3 when approved, 24.7 now (serving.goodput_rps)",
             ]
         );
         assert!(regressions(&approved, &approved).is_empty());
@@ -1001,9 +1029,19 @@ mod tests {
         assert_eq!(
             regressions(&approved, &slower),
             [
-                "serving.itl_p95_ms (stage 3) is worse on the re-run: 20 ms when approved, 21.5 ms now",
-                "serving.tpot_p95_ms (stage 3) is worse on the re-run: 90 ms when approved, 95 ms now",
+                "The time between tokens (95th percentile) is worse on the re-run at stage 3: 20 ms when approved, 21.5 ms now (serving.itl_p95_ms)",
+                "The time per output token of a request (95th percentile) is worse on the re-run at stage 3: 90 ms when approved, 95 ms now (serving.tpot_p95_ms)",
             ]
+        );
+        // A key of the harness's own has no name in words: it is said as written, once.
+        let own = |value: f64| {
+            serde_json::json!([
+                { "key": "custom.tokens_per_joule", "op": "ge", "stage": 2, "required": true, "status": "pass", "value": value },
+            ])
+        };
+        assert_eq!(
+            regressions(&own(4.0), &own(3.0)),
+            ["custom.tokens_per_joule is worse on the re-run at stage 2: 4 when approved, 3 now"]
         );
     }
 
@@ -1016,6 +1054,7 @@ mod tests {
             last_day: d("2026-12-31"),
             revalidate_every_days: 30,
             released_on: None,
+            renewed: false,
             last_run: last_run.map(d),
         };
         use CommitmentState::*;
@@ -1048,5 +1087,19 @@ mod tests {
         };
         assert_eq!(clock_state(&ahead("2026-05-31")), Active);
         assert_eq!(clock_state(&ahead("2026-06-01")), Released);
+        // Nor is it renewal-due when its release day is within 60 days of the end of the term or of
+        // the release (the manager has decided: no renewal).
+        let released_ahead = |today: &str| ClockFacts {
+            released_on: Some(d("2026-12-01")),
+            last_day: d("2026-11-30"),
+            ..facts(today, Some("2026-10-20"), Active)
+        };
+        assert_eq!(clock_state(&released_ahead("2026-11-01")), Active);
+        // A renewed one stays as it is to its end: the new commitment carries on.
+        let renewed = ClockFacts {
+            renewed: true,
+            ..facts("2026-11-01", Some("2026-10-30"), RenewalDue)
+        };
+        assert_eq!(clock_state(&renewed), Active);
     }
 }

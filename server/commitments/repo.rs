@@ -120,16 +120,63 @@ pub async fn insert(db: impl PgExecutor<'_>, c: &NewCommitment<'_>) -> Result<Co
     Ok(id.into())
 }
 
-/// The brief's commitment a new reservation renews: its newest one whose renewal is due.
+/// The brief's commitment a new reservation renews: its newest one whose renewal is due and not
+/// yet approved (no commitment renews it already).
 pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Option<CommitmentId>, sqlx::Error> {
     sqlx::query_scalar!(
-        "SELECT id FROM commitments WHERE brief_id = $1 AND state = 'renewal-due'
+        "SELECT id FROM commitments c WHERE brief_id = $1 AND state = 'renewal-due'
+           AND NOT EXISTS (SELECT 1 FROM commitments n WHERE n.renews = c.id)
          ORDER BY end_date DESC, id DESC LIMIT 1",
         brief_id.as_uuid()
     )
     .fetch_optional(db)
     .await
     .map(|id| id.map(CommitmentId::from))
+}
+
+/// The trial's running commitment (neither ended nor released) of the same offer as a new
+/// reservation: its provider, GPU, GPUs, billing and currency.
+pub async fn running_of_offer(
+    db: impl PgExecutor<'_>,
+    c: &NewCommitment<'_>,
+) -> Result<Option<CommitmentId>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT id FROM commitments
+         WHERE trial_id = $1 AND state NOT IN ('ended', 'released')
+           AND provider = $2 AND gpu = $3 AND gpus = $4 AND billing = $5 AND currency = $6
+         ORDER BY start_date DESC, id DESC LIMIT 1",
+        c.trial_id.as_uuid(),
+        c.provider,
+        c.gpu,
+        c.gpus,
+        c.billing,
+        c.currency,
+    )
+    .fetch_optional(db)
+    .await
+    .map(|id| id.map(CommitmentId::from))
+}
+
+/// Pins a running commitment to a later approval: what later runs are judged against, from when.
+/// Its state starts again from active (a regression is answered by the approval), and the task
+/// judges it at its next round with no run seen yet.
+pub async fn pin_to_approval(
+    db: impl PgExecutor<'_>,
+    id: CommitmentId,
+    c: &NewCommitment<'_>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE commitments SET approval_id = $2, approved_at = $3, approved_criteria = $4,
+             state = 'active', state_reason = '', state_changed_at = now(), last_run_at = NULL, checked_at = NULL
+         WHERE id = $1",
+        id.as_uuid(),
+        c.approval_id.as_uuid(),
+        c.approved_at,
+        c.approved_criteria,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
 }
 
 /// `SELECT <every column of a commitment> FROM commitments <tail>`, checked at build time as
@@ -251,6 +298,8 @@ pub struct Due {
     pub last_run_at: Option<DateTime<Utc>>,
     /// When it last judged it (`None`: never).
     pub checked_at: Option<DateTime<Utc>>,
+    /// A newer commitment renews it.
+    pub renewed: bool,
 }
 
 /// Claims up to `limit` commitments that are not final and were not judged within `every`
@@ -260,8 +309,9 @@ pub async fn claim_due(db: impl PgExecutor<'_>, limit: i64, every_secs: f64) -> 
     sqlx::query_as!(
         Due,
         r#"SELECT id, brief_id, trial_id, approved_at, approved_criteria, state AS "state: CommitmentState", state_reason, start_date, end_date,
-                  released_on, revalidate_every_days, last_run_at, checked_at
-           FROM commitments
+                  released_on, revalidate_every_days, last_run_at, checked_at,
+                  EXISTS (SELECT 1 FROM commitments n WHERE n.renews = c.id) AS "renewed!"
+           FROM commitments c
            WHERE state NOT IN ('ended', 'released')
              AND (checked_at IS NULL OR checked_at < now() - make_interval(secs => $2))
            ORDER BY checked_at NULLS FIRST, id

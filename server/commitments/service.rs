@@ -41,7 +41,8 @@ pub struct Approved<'a> {
 }
 
 /// Opens the commitment an approval's reservation records, in the approval's transaction, with its
-/// audit row. A brief whose commitment is due for renewal gets the new one as its renewal. A
+/// audit row. A brief whose commitment is due for renewal gets the new one as its renewal; a trial
+/// whose commitment of the same offer still runs keeps that one, pinned to the new approval. A
 /// reservation kept at on-demand billing is its own on-demand rate.
 pub async fn open_for_approval(
     conn: &mut PgConnection,
@@ -67,30 +68,32 @@ pub async fn open_for_approval(
     } else {
         Value::Array(Vec::new())
     };
-    let id = repo::insert(
-        &mut *conn,
-        &NewCommitment {
-            brief_id: a.brief_id,
-            trial_id: reservation.trial,
-            approval_id: a.approval_id,
-            approved_at: a.approved_at,
-            approved_criteria: &criteria,
-            provider: reservation.provider.as_deref().unwrap_or(""),
-            gpu: &reservation.gpu,
-            gpus_per_node: to_i32(reservation.gpus_per_node, "gpus_per_node")?,
-            gpus: to_i32(reservation.gpus, "gpus")?,
-            billing: &reservation.billing,
-            rate_per_gpu_hour: reservation.rate_per_gpu_hour,
-            on_demand_rate_per_gpu_hour: on_demand,
-            currency: &reservation.currency,
-            term_months: to_i32(reservation.term_months, "term_months")?,
-            start_date: reservation.start_date,
-            end_date,
-            monthly_cost: reservation.monthly_cost,
-            renews,
-        },
-    )
-    .await?;
+    let new = NewCommitment {
+        brief_id: a.brief_id,
+        trial_id: reservation.trial,
+        approval_id: a.approval_id,
+        approved_at: a.approved_at,
+        approved_criteria: &criteria,
+        provider: reservation.provider.as_deref().unwrap_or(""),
+        gpu: &reservation.gpu,
+        gpus_per_node: to_i32(reservation.gpus_per_node, "gpus_per_node")?,
+        gpus: to_i32(reservation.gpus, "gpus")?,
+        billing: &reservation.billing,
+        rate_per_gpu_hour: reservation.rate_per_gpu_hour,
+        on_demand_rate_per_gpu_hour: on_demand,
+        currency: &reservation.currency,
+        term_months: to_i32(reservation.term_months, "term_months")?,
+        start_date: reservation.start_date,
+        end_date,
+        monthly_cost: reservation.monthly_cost,
+        renews,
+    };
+    if renews.is_none() {
+        if let Some(id) = pin_running(&mut *conn, &new, actor).await? {
+            return Ok(id);
+        }
+    }
+    let id = repo::insert(&mut *conn, &new).await?;
     audit::record(
         &mut *conn,
         actor,
@@ -110,6 +113,29 @@ pub async fn open_for_approval(
     )
     .await?;
     Ok(id)
+}
+
+/// Approving the trial again (its approval went stale, or a re-run regressed it) while its
+/// reservation of the same offer runs buys nothing new: that commitment is judged from the new
+/// approval on, its term and rate as they were. Answers it, or `None` when none runs.
+async fn pin_running(
+    conn: &mut PgConnection,
+    new: &NewCommitment<'_>,
+    actor: &str,
+) -> Result<Option<CommitmentId>, AppError> {
+    let Some(id) = repo::running_of_offer(&mut *conn, new).await? else {
+        return Ok(None);
+    };
+    repo::pin_to_approval(&mut *conn, id, new).await?;
+    audit::record(
+        &mut *conn,
+        actor,
+        "commitment.approved_again",
+        &format!("brief:{}", new.brief_id),
+        json!({ "commitment": id, "approval": new.approval_id, "trial": new.trial_id }),
+    )
+    .await?;
+    Ok(Some(id))
 }
 
 /// Which commitments a caller reads.
@@ -711,7 +737,7 @@ struct Change {
 }
 
 /// Reads `body` field by field over `before`: each bad field is named (422), and a release is
-/// never taken back (409).
+/// never taken back, nor an ended commitment released (409).
 fn read_change(before: &CommitmentRow, body: &Map<String, Value>) -> Result<Change, AppError> {
     let mut provider_id = before.provider_commitment_id.clone();
     let mut every = before.revalidate_every_days;
@@ -721,6 +747,11 @@ fn read_change(before: &CommitmentRow, body: &Map<String, Value>) -> Result<Chan
         match field.as_str() {
             "provider_commitment_id" => match value {
                 Value::Null => provider_id = None,
+                // One line, as every id field: a line break or other control character is refused.
+                Value::String(s) if s.chars().any(char::is_control) => errors.push(FieldError::new(
+                    field.clone(),
+                    "must be one line, without control characters",
+                )),
                 Value::String(s) if !s.trim().is_empty() && s.trim().chars().count() <= MAX_PROVIDER_ID => {
                     provider_id = Some(s.trim().to_owned());
                 }
@@ -755,6 +786,13 @@ fn read_change(before: &CommitmentRow, body: &Map<String, Value>) -> Result<Chan
     }
     if !errors.is_empty() {
         return Err(AppError::Validation(errors));
+    }
+    // An ended term has nothing left to release.
+    if before.state == CommitmentState::Ended && released_on != before.released_on {
+        return Err(AppError::Conflict(format!(
+            "this commitment ended on {}; there is nothing left to release",
+            before.end_date
+        )));
     }
     if before.released_on.is_some() && released_on != before.released_on {
         return Err(AppError::Conflict(format!(

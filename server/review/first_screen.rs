@@ -206,7 +206,7 @@ pub fn approval_line(r: &Review, changed: &str) -> String {
                 a.row.decided_at.format("%Y-%m-%d %H:%M UTC")
             );
             if let Some(why) = &a.regression {
-                text.push_str(&format!(" — stale: a re-run after it regressed ({why}); decide again."));
+                text.push_str(&format!(" — stale: a re-run after it regressed. {why}. Decide again."));
             } else if a.stale {
                 text.push_str(&format!(
                     " — stale: since then {changed} changed, so it no longer holds; decide again."

@@ -477,10 +477,14 @@ async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
         .await
         .unwrap();
     assert_eq!(res.status(), 403);
-    // Out of range, unknown fields and a release outside the term are refused, naming the field.
+    // Out of range, unknown fields, a release outside the term and an id of two lines are refused,
+    // naming the field.
     let res = manager
         .patch(&url)
-        .json(&json!({ "revalidate_every_days": 0, "gpus": 4, "released_on": "2020-01-01" }))
+        .json(&json!({
+            "revalidate_every_days": 0, "gpus": 4, "released_on": "2020-01-01",
+            "provider_commitment_id": "ri-0abc123\nX-Injected: yes",
+        }))
         .send()
         .await
         .unwrap();
@@ -492,8 +496,8 @@ async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
         .iter()
         .map(|e| e["field"].as_str().unwrap())
         .collect();
-    assert_eq!(fields.len(), 3, "{problem}");
-    for f in ["revalidate_every_days", "gpus", "released_on"] {
+    assert_eq!(fields.len(), 4, "{problem}");
+    for f in ["revalidate_every_days", "gpus", "released_on", "provider_commitment_id"] {
         assert!(fields.contains(&f), "{problem}");
     }
 
@@ -846,7 +850,7 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
     let (s, why) = state_of(&app, cid).await;
     assert_eq!(s, "regressed");
     assert!(
-        why.starts_with("serving.ttft_p95_ms (stage 3) failed the re-run: "),
+        why.starts_with("The time to the first token (95th percentile) failed the re-run at stage 3: "),
         "{why}"
     );
     assert!(why.contains(" when approved, "), "{why}");
@@ -942,6 +946,11 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         .await
         .unwrap();
     assert_eq!(renews, Some(cid));
+    // Renewed, the old one has no renewal left to decide: active to its end (it stayed
+    // renewal-due, and a later approval was linked to it as its renewal again).
+    round("2026-11-02").await;
+    assert_eq!(state_of(&app, cid).await.0, "active");
+    assert_eq!(events(&app, "commitment.renewal_due").await.len(), 1);
 
     // After the last day: ended, and nothing more is sent.
     round("2027-01-01").await;
@@ -951,8 +960,8 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
     );
     assert_eq!(
         audit_count(&app, "commitment.state").await,
-        5,
-        "due, regressed, active again, renewal due, ended"
+        6,
+        "due, regressed, active again, renewal due, active once renewed, ended"
     );
 }
 
@@ -1184,13 +1193,13 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
     let (s, why) = state_of(&app, cid).await;
     assert_eq!(s, "regressed", "{why}");
     assert!(
-        why.starts_with("serving.ttft_p95_ms (stage 3) is worse on the re-run: "),
+        why.starts_with("The time to the first token (95th percentile) is worse on the re-run at stage 3: "),
         "{why}"
     );
     let (before, after) = before_and_after(why.split("; ").next().unwrap());
     assert_eq!(
         why,
-        "serving.ttft_p95_ms (stage 3) is worse on the re-run: 468.25 ms when approved, 478.25 ms now"
+        "The time to the first token (95th percentile) is worse on the re-run at stage 3: 468.25 ms when approved, 478.25 ms now (serving.ttft_p95_ms)"
     );
     assert!(
         (before - approved_ttft).abs() < 0.005,
@@ -1209,7 +1218,9 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
     assert_eq!(review["approval"]["regression"], json!(why));
     let page = app.owner_page(&format!("/briefs/{brief}/review")).await;
     assert!(
-        page.contains("stale: a re-run after it regressed (serving.ttft_p95_ms (stage 3) is worse"),
+        page.contains(
+            "stale: a re-run after it regressed. The time to the first token (95th percentile) is worse on the re-run at stage 3: 468.25 ms when approved, 478.25 ms now (serving.ttft_p95_ms). Decide again."
+        ),
         "{page}"
     );
 
@@ -1229,6 +1240,84 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
         .unwrap();
     assert_eq!(review["approval"]["stale_reason"], "inputs");
     assert_eq!(review["approval"]["regression"], Value::Null);
+}
+
+/// Moves every item of evidence received within the last hour `days` back, as if received then.
+async fn received_days_ago(app: &TestApp, days: i32) {
+    for table in ["evidence", "evidence_metrics_latest"] {
+        sqlx::query(&format!(
+            "UPDATE {table} SET received_at = received_at - make_interval(days => $1) \
+             WHERE received_at > now() - interval '1 hour'"
+        ))
+        .bind(days)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+}
+
+/// A re-validation run is a UTC day's evidence: a good run two days ago cannot hide a worse one
+/// today (the best load point since the approval was judged, so after one good re-run nothing could
+/// regress). Approving the trial again then keeps its one commitment, judged from the new approval.
+#[tokio::test]
+async fn a_good_rerun_does_not_hide_a_worse_one_on_a_later_day_and_approving_again_keeps_one_commitment() {
+    let app = spawn_app().await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    let first = approve(&app, &brief, &digest).await;
+    let cid = the_commitment(&app).await;
+    set_term(&app, cid, "2026-03-01", "2027-02-28").await;
+    // The approval three days ago, on evidence of four days ago.
+    received_days_ago(&app, 4).await;
+    sqlx::query("UPDATE commitments SET approved_at = approved_at - interval '3 days'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
+    let round = |today: &'static str| judging_round(&app, &state, today.parse().unwrap());
+    let upload = |load: Load| {
+        let (app, brief, trial) = (&app, brief.clone(), trial.clone());
+        async move {
+            EvidenceBuilder::bench_serving(&load_point(load))
+                .trial(&trial)
+                .upload(app, &brief)
+                .await;
+        }
+    };
+    // Two days ago, a re-run as good as the approved one.
+    upload(Load::at(8.0, 25.3).queued(20.0)).await;
+    received_days_ago(&app, 2).await;
+    round("2026-03-01").await;
+    assert_eq!(state_of(&app, cid).await.0, "active");
+    // Today, every first token 10 ms later: worse beyond 2 % and 1 ms.
+    upload(Load::at(8.0, 25.3).queued(30.0)).await;
+    round("2026-03-03").await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "regressed", "{why}");
+    assert!(why.contains("468.25 ms when approved, 478.25 ms now"), "{why}");
+
+    // The manager looks again and approves the trial as it is now: the reservation already runs,
+    // so no second commitment opens (the totals would count it twice); the one there is pinned to
+    // the new approval and active again.
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{brief}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let again = approve(&app, &brief, review["inputs_digest"].as_str().unwrap()).await;
+    assert_ne!(again["id"], first["id"]);
+    let rows: Vec<(Uuid, Uuid, String)> = sqlx::query_as("SELECT id, approval_id, state FROM commitments")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, cid);
+    assert_eq!(json!(rows[0].1), again["id"]);
+    assert_eq!(rows[0].2, "active");
+    assert_eq!(audit_count(&app, "commitment.approved_again").await, 1);
+    // Today's run came before the new approval: it is not a re-run of it, and nothing regresses.
+    round("2026-03-03").await;
+    assert_eq!(state_of(&app, cid).await.0, "active");
 }
 
 /// A release dated ahead, while the term runs, takes effect on its day: until then the commitment

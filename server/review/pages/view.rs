@@ -368,7 +368,7 @@ fn lacks(t: &TrialReview) -> String {
         .iter()
         .filter(|c| c.required && matches!(c.status, Status::Fail | Status::Missing))
         .map(|c| match c.status {
-            Status::Fail => format!("a passing {}", decision_view::criterion_name(&c.key)),
+            Status::Fail => format!("a pass on {}", decision_view::criterion_name(&c.key)),
             _ => decision_view::criterion_name(&c.key),
         })
         .collect();

@@ -270,7 +270,7 @@ async fn the_demo_commitment_is_three_months_in_under_used_once_and_regressed(
     assert_eq!(review["approval"]["stale_reason"], "regression");
     let why = review["approval"]["regression"].as_str().unwrap();
     assert!(
-        why.contains("serving.ttft_p95_ms (stage 3) is worse on the re-run: 264.9 ms when approved, 317.9 ms now"),
+        why.contains("The time to the first token (95th percentile) is worse on the re-run at stage 3: 264.9 ms when approved, 317.9 ms now (serving.ttft_p95_ms)"),
         "{why}"
     );
     let list: Value = app.get("/api/v1/commitments").await.json().await.unwrap();
