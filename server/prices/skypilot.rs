@@ -898,6 +898,20 @@ mod tests {
         assert_eq!(gpu_for("H100", "gpu_1x_h100_pcie"), Some("H100 PCIe"));
         assert_eq!(gpu_for("H100", "p5.48xlarge"), Some("H100 SXM"));
         assert_eq!(gpu_for("A100-80GB", "Standard_NC24ads_A100_v4"), Some("A100 80GB PCIe"));
+        // RunPod's plain names are its PCIe cards, its SXM cards say so (SkyPilot's RunPod
+        // catalogue); Vast's H100 NVL says NVL only in its instance type.
+        assert_eq!(gpu_for("H100", "1x_H100_SECURE"), Some("H100 PCIe"));
+        assert_eq!(gpu_for("A100-80GB", "8x_A100-80GB_COMMUNITY"), Some("A100 80GB PCIe"));
+        assert_eq!(gpu_for("H100-SXM", "8x_H100-SXM_SECURE"), Some("H100 SXM"));
+        assert_eq!(
+            gpu_for("A100-80GB-SXM", "8x_A100-80GB-SXM_SECURE"),
+            Some("A100 80GB SXM")
+        );
+        assert_eq!(gpu_for("H200-SXM", "8x_H200-SXM_SECURE"), Some("H200 SXM"));
+        assert_eq!(gpu_for("H100", "2x-H100_NVL-32-65536"), Some("H100 NVL"));
+        // The way back names each GPU as the big clouds' catalogues do.
+        assert_eq!(accelerator_for("H100 SXM"), Some("H100"));
+        assert_eq!(accelerator_for("A100 80GB SXM"), Some("A100-80GB"));
     }
 
     #[test]

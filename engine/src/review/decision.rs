@@ -509,7 +509,9 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
         .then(|| scale_out(&ctx).replicas);
     let decision = reasons[0].decision;
     let mut reservation = ctx.comparison.clone();
-    reservation.reserved_price_needed = reasons[0].rule == Rule::ReservedPriceNeeded;
+    // Rule 8b matched, whichever rule decides (a dedicated host of no known reserved price asks
+    // for a quote as well).
+    reservation.reserved_price_needed = reasons.iter().any(|r| r.rule == Rule::ReservedPriceNeeded);
     Decision {
         decision,
         accepted: ctx.accepted,
@@ -874,10 +876,17 @@ pub fn comparison_in_words(c: &ReservationComparison, currency: &str) -> String 
     )
 }
 
+/// Work that waits in a queue rather than answering people as they ask: every kind but real-time
+/// inference (batch inference, media, and training and fine-tuning, which resume from their
+/// checkpoints). Rule 9 advises it interruptible capacity.
+pub fn is_batch_work(workload_kind: &str) -> bool {
+    workload_kind != "realtime-inference"
+}
+
 /// Rule 9: accepted, but not busy enough to reserve (or spot capacity): stay pay-as-you-go.
 fn stay_pay_as_you_go(ctx: &Context) -> Reason {
     let brief = ctx.brief;
-    let batch = matches!(brief.workload_kind.as_str(), "batch-inference" | "media");
+    let batch = is_batch_work(&brief.workload_kind);
     let why = if brief.trial_billing == "spot" {
         "the trial is billed as spot capacity, which is not reserved".to_owned()
     } else {

@@ -365,6 +365,18 @@ fn batch_work_that_is_not_busy_is_told_to_use_interruptible_capacity() {
     let d = decide(&inputs);
     assert_eq!(d.decision, Verdict::Expand);
     assert!(d.reasons[0].says.contains("interruptible"));
+    // Training and fine-tuning are batch work too (they resume from checkpoints); serving people
+    // as they ask is not.
+    for (kind, told) in [("training", true), ("finetune", true), ("realtime-inference", false)] {
+        inputs.brief.workload_kind = kind.into();
+        let d = decide(&inputs);
+        assert_eq!(
+            d.reasons[0].says.contains("interruptible"),
+            told,
+            "{kind}: {}",
+            d.reasons[0].says
+        );
+    }
 }
 
 #[test]
@@ -477,7 +489,11 @@ fn rule_6b_does_not_fire_when_the_trial_is_cheaper_or_must_keep_its_host() {
 
     let mut host = with_money("1.50");
     host.brief.needs_host_control = true;
-    assert_eq!(rules(&decide(&host)), ["7", "8b"]);
+    let d = decide(&host);
+    assert_eq!(rules(&d), ["7", "8b"]);
+    // Rule 7 decides, and 8b, which matched too, still asks for the reserved price it lacks.
+    assert_eq!(d.decision, Verdict::Dedicate);
+    assert!(d.reservation.reserved_price_needed);
 
     let mut boundary = with_money("1.50");
     boundary.brief.data_boundary = "dedicated-host".into();
