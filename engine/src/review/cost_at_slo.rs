@@ -330,8 +330,10 @@ pub fn money_facts(m: &MoneyInputs) -> MoneyFacts {
     let operating = m.operating.and_then(|o| m.points.get(o.index).map(|p| (o, p)));
     let (attainment, attainment_estimated) = attainment_at(m, operating);
     let (goodput, good_tokens_per_s) = good_rates(operating, attainment, attainment_estimated);
+    // A qualified point without per-request data met the targets on its latencies: its capacity
+    // counts as any other's (trials.md: the operating point's offered rate, or what it achieved).
     let capacity = operating
-        .filter(|(o, p)| o.qualified && p.attainment.is_some())
+        .filter(|(o, _)| o.qualified)
         .and_then(|(_, p)| p.capacity_rps())
         .filter(|c| *c > 0.0);
     let replicas = match (m.expected_peak_rps, capacity) {
@@ -572,7 +574,17 @@ mod tests {
         assert_eq!(f.slo_attainment, Some(0.9));
         assert!(f.slo_attainment_estimated);
         assert!((f.goodput_rps.unwrap() - 3.6).abs() < 1e-9, "at most 90 % of 4 req/s");
-        assert_eq!(f.capacity_at_slo_rps, None, "an estimate never sizes replicas");
+        assert_eq!(f.capacity_at_slo_rps, None, "no point met the targets");
+        // A point without per-request data that met the latency targets sizes replicas as any
+        // other (trials.md: the operating point's offered rate, or what it achieved); it had none.
+        m.operating = Some(Operating {
+            index: 0,
+            qualified: true,
+        });
+        m.expected_peak_rps = Some(10.0);
+        let f = money_facts(&m);
+        assert_eq!(f.capacity_at_slo_rps, Some(4.0));
+        assert_eq!(f.replicas_for_peak, Some(3), "10 ÷ 4 → 3");
     }
 
     #[test]

@@ -279,6 +279,12 @@ fn boundaries() {
     assert_eq!(decide(&inputs).decision, Verdict::Scale);
     metric(&mut inputs, "serving.queue_time_p95_ms", json!(199));
     assert_eq!(decide(&inputs).decision, Verdict::Stop);
+    // Exactly 20 % of figures binary cannot hold: 0.6 of 3 ms (0.2 × 3 = 0.6000000000000001).
+    metric(&mut inputs, "serving.e2e_p95_ms", json!(3.0));
+    metric(&mut inputs, "serving.queue_time_p95_ms", json!(0.6));
+    assert_eq!(decide(&inputs).decision, Verdict::Scale);
+    metric(&mut inputs, "serving.queue_time_p95_ms", json!(0.5999));
+    assert_eq!(decide(&inputs).decision, Verdict::Stop);
 
     // Zero preemptions is not saturation.
     let mut inputs = base();
