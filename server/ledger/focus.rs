@@ -102,7 +102,7 @@ impl GpusPerResource {
                     format!("{} is not RESOURCE=N", shown(pair)),
                 ));
             };
-            each.insert(resource.trim().to_owned(), count(n)?);
+            each.insert(resource_key(resource.trim()), count(n)?);
         }
         Ok(Self::Each(each))
     }
@@ -111,7 +111,7 @@ impl GpusPerResource {
         match self {
             Self::Unknown => None,
             Self::All(n) => Some(*n),
-            Self::Each(m) => m.get(resource).copied(),
+            Self::Each(m) => m.get(&resource_key(resource)).copied(),
         }
     }
 }
@@ -134,7 +134,7 @@ impl Selection {
             .split([',', '\n', '\r'])
             .map(str::trim)
             .filter(|r| !r.is_empty())
-            .map(str::to_owned)
+            .map(resource_key)
             .collect()
     }
 
@@ -151,17 +151,29 @@ impl Selection {
     }
 }
 
+/// A resource id as it is compared: Azure's (`/subscriptions/…`) in lower case, since Azure
+/// ignores case in them and its exports and `az … --query id` spell them differently
+/// (`resourcegroups/…/microsoft.compute` against `resourceGroups/…/Microsoft.Compute`); any other
+/// provider's as written.
+fn resource_key(id: &str) -> String {
+    match id.starts_with("/subscriptions/") || id.starts_with("/SUBSCRIPTIONS/") {
+        true => id.to_ascii_lowercase(),
+        false => id.to_owned(),
+    }
+}
+
 /// The trial ids a FOCUS `Tags` cell carries under `rentcheck-trial` (a provider prefix such as
-/// `user:` allowed).
+/// `user:` allowed; in any case, as Azure's tag names are).
 fn trial_tags(tags: &str) -> Vec<String> {
-    if !tags.contains(TRIAL_TAG) {
+    if !tags.to_ascii_lowercase().contains(TRIAL_TAG) {
         return Vec::new();
     }
     let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(tags) else {
         return Vec::new();
     };
+    let is_trial_tag = |k: &str| k.eq_ignore_ascii_case(TRIAL_TAG);
     map.iter()
-        .filter(|(key, _)| *key == TRIAL_TAG || key.rsplit_once(':').is_some_and(|(_, k)| k == TRIAL_TAG))
+        .filter(|(key, _)| is_trial_tag(key) || key.rsplit_once(':').is_some_and(|(_, k)| is_trial_tag(k)))
         .filter_map(|(_, value)| value.as_str().map(|v| v.trim().to_owned()))
         .collect()
 }
@@ -710,7 +722,7 @@ impl Gathered {
         let resource = row.cell(h.resource);
         let charge = row.cell(h.category);
         let for_another_trial = h.tags.is_some_and(|c| selection.tagged_for_another_trial(row.cell(c)));
-        let listed = !resource.is_empty() && selection.resources.contains(resource);
+        let listed = !resource.is_empty() && selection.resources.contains(&resource_key(resource));
         let selected = !for_another_trial && (listed || h.tags.is_some_and(|c| selection.tagged(row.cell(c))));
         // Commitments bought: listed by id whoever's trial they serve.
         let commitment = h.commitment.map(|c| row.cell(c)).unwrap_or("");
@@ -1373,6 +1385,39 @@ ChargePeriodStart,ChargePeriodEnd,PricingUnit,ResourceId,ServiceCategory,Tags\n"
             (other.rows, other.sum, other.lines.clone()),
             (1, Decimal::from(20), vec![3])
         );
+    }
+
+    /// Azure ignores case in resource ids and tag names, and spells them differently in its
+    /// exports (`resourcegroups/…/microsoft.compute`) and in `az … --query id`.
+    #[test]
+    fn azure_resource_ids_and_tag_names_match_in_any_case() {
+        let mine = TrialId::from(Uuid::from_u128(7));
+        let text = format!(
+            "{HEADER}\
+10.00,10.00,USD,Usage,x,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,/subscriptions/s/resourcegroups/rg/providers/microsoft.compute/virtualmachines/vm1,Compute,NULL\n\
+20.00,20.00,USD,Usage,x,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,/subscriptions/s/resourcegroups/rg/providers/microsoft.compute/virtualmachines/vm2,Compute,\"{{\"\"Rentcheck-Trial\"\": \"\"{mine}\"\"}}\"\n\
+40.00,40.00,USD,Usage,x,2024-09-01 00:00:00,2024-09-01 01:00:00,Hours,i-ABC,Compute,NULL\n"
+        );
+        let mut selection = trial();
+        selection.resources = Selection::resources_from(Some(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1,i-abc",
+        ));
+        selection.gpus = GpusPerResource::parse(Some(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1=8",
+        ))
+        .unwrap();
+        let import = parse(text.as_bytes(), "USD", &selection).unwrap();
+        // vm1 listed in another case, vm2 tagged with the tag name capitalised; an AWS id is
+        // compared as written (i-ABC is not i-abc).
+        let total: Decimal = import.lines.iter().map(|l| l.line.amount).sum();
+        assert_eq!(total, Decimal::from(30));
+        assert_eq!(import.rows_selected, 2);
+        let vm1 = import
+            .lines
+            .iter()
+            .find(|l| l.line.amount == Decimal::from(10))
+            .unwrap();
+        assert_eq!(vm1.line.gpus, Some(8), "its GPUs found under the id as given");
     }
 
     #[test]

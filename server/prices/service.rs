@@ -169,10 +169,15 @@ pub async fn priced(
 }
 
 /// Instance type → GPUs per instance, from every imported SkyPilot catalogue row (the offer
-/// catalogue a bill's instance types are read against).
+/// catalogue a bill's instance types are read against). An instance type that is only a GPU's
+/// name (Paperspace's `H100`, one GPU) is left out: a bill's description names the GPU of any
+/// provider's machine ("ND96isr H100 v5", "Nvidia H100 80GB GPU"), and would take its count.
 pub async fn catalogue_instance_gpus(state: &AppState) -> Result<std::collections::HashMap<String, i32>, AppError> {
     let mut map = std::collections::HashMap::new();
     for (instance_type, gpus) in repo::catalogue_instance_gpus(&state.pool).await? {
+        if skypilot::gpu_for(&instance_type, "").is_some() {
+            continue;
+        }
         map.entry(instance_type).or_insert(gpus);
     }
     Ok(map)

@@ -413,6 +413,38 @@ async fn an_azure_daily_bill_prices_the_trial_by_the_hours_it_ran() {
     assert_eq!(t["money"]["rate"]["per_gpu_hour"], "4.0962");
 }
 
+/// Without `gpus_per_resource`, the Azure bill's meter name ("ND96amsr A100 v4") finds its GPUs in
+/// the Azure catalogue, even beside a catalogue whose instance type is only a GPU's name
+/// (Paperspace's `A100`, one GPU), which the word "A100" of the description used to find first.
+#[tokio::test]
+async fn a_bills_meter_name_is_not_taken_for_an_instance_type_that_is_only_a_gpus_name() {
+    let app = spawn_app().await;
+    let brief = app.brief_id().await;
+    let trial = first_trial(&app, &brief).await;
+    let header = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone\n";
+    for (provider, row) in [
+        (
+            "Azure",
+            "Standard_ND96amsr_A100_v4,A100-80GB,8.0,96.0,1900.0,,32.77,,eastus,\n",
+        ),
+        ("Paperspace", "A100,A100,1.0,12.0,90.0,,3.09,,East Coast (NY2),\n"),
+    ] {
+        let res = PriceSheet::csv(&format!("{header}{row}"))
+            .query(&format!("format=skypilot&provider={provider}&valid_from=2026-11-01"))
+            .post(&app)
+            .await;
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    }
+    let res = LedgerCsv::new(shaped("azure-focus-1.0-daily.csv", &trial))
+        .query(&format!("format=focus&trial={trial}"))
+        .post(&app, &brief)
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let answer: Value = res.json().await.unwrap();
+    // 2 × 15.5 h × 8 GPUs, not × 1.
+    assert_eq!(answer["accelerator_hours"], "248", "{answer}");
+}
+
 #[tokio::test]
 async fn an_aws_per_second_bill_counts_the_seconds_used() {
     let app = spawn_app().await;
