@@ -138,6 +138,15 @@ async fn pin_running(
     Ok(Some(id))
 }
 
+/// The last day of the brief's commitment that a reservation approved now renews, when one is
+/// due for renewal.
+pub async fn renewal_due_last_day(conn: &mut PgConnection, brief_id: BriefId) -> Result<Option<NaiveDate>, AppError> {
+    let Some(id) = repo::renewal_due_of(&mut *conn, brief_id).await? else {
+        return Ok(None);
+    };
+    Ok(repo::get(&mut *conn, id).await?.map(|c| c.end_date))
+}
+
 /// Which commitments a caller reads.
 #[derive(Clone, Copy)]
 enum Sight {

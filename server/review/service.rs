@@ -372,7 +372,10 @@ pub async fn record_verdict_locked(
     .map_err(AppError::Validation)?;
     let decision = overridden.as_ref().map_or(trial.decision.decision, |o| o.approved);
     let mismatch_acknowledged = acknowledged_mismatch(verdict, &request, trial)?;
-    let reservation = reservation_to_record(verdict, overridden.as_ref(), trial, &current, &request)?;
+    let mut reservation = reservation_to_record(verdict, overridden.as_ref(), trial, &current, &request)?;
+    if let Some(r) = reservation.as_mut() {
+        starts_after_the_term_it_renews(conn, brief_id, r).await?;
+    }
     let inputs = current.inputs_record();
     let row = repo::insert_approval(
         &mut *conn,
@@ -406,6 +409,23 @@ pub async fn record_verdict_locked(
     };
     announce(conn, state, actor, &current, trial, &recorded).await?;
     Ok(row)
+}
+
+/// A reservation approved while the brief's commitment is due for renewal renews it (a new
+/// commitment linked to the old one), so it starts the day after that term's last day: from
+/// tomorrow, or a day the manager chose inside the term, the two would overlap and every day of
+/// the overlap would count twice in the portfolio.
+async fn starts_after_the_term_it_renews(
+    conn: &mut PgConnection,
+    brief_id: BriefId,
+    r: &mut Reservation,
+) -> Result<(), AppError> {
+    if let Some(last_day) = commitments::renewal_due_last_day(&mut *conn, brief_id).await? {
+        if r.start_date <= last_day {
+            r.start_date = last_day.succ_opt().unwrap_or(last_day);
+        }
+    }
+    Ok(())
 }
 
 /// Approving a trial that is not the recommended one needs a comment saying why.

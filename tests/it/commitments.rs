@@ -946,6 +946,22 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         .await
         .unwrap();
     assert_eq!(renews, Some(cid));
+    // It starts the day after the old term's last day, though the approval asked for tomorrow:
+    // the two terms never overlap (the portfolio would count those days twice).
+    let (start, approved_start): (chrono::NaiveDate, Value) = sqlx::query_as(
+        "SELECT c.start_date, a.reservation -> 'start_date' FROM commitments c JOIN approvals a ON a.id = c.approval_id \
+         WHERE c.id <> $1",
+    )
+    .bind(cid)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(start.to_string(), "2027-01-01");
+    assert_eq!(
+        approved_start,
+        json!("2027-01-01"),
+        "the approval records the same start"
+    );
     // Renewed, the old one has no renewal left to decide: active to its end (it stayed
     // renewal-due, and a later approval was linked to it as its renewal again).
     round("2026-11-02").await;
