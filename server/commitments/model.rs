@@ -659,6 +659,9 @@ pub struct CommittedOffer<'a> {
     pub gpu: &'a str,
     pub currency: &'a str,
     pub gpus_per_node: i32,
+    /// The committed trial's region, when it names one: an offer is priced in one region, so a
+    /// cheaper reserved row of another region never meets this one's on-demand row.
+    pub region: Option<&'a str>,
 }
 
 /// The lowest current `billing` rate per GPU-hour of the committed offer. A replica of 16 GPUs is
@@ -674,6 +677,7 @@ pub fn rate_now(rows: &[&PriceRow], offer: &CommittedOffer<'_>, billing: &str) -
                 && p.provider.eq_ignore_ascii_case(offer.provider)
                 && p.gpu_count > 0
                 && offer.gpus_per_node % p.gpu_count == 0
+                && offer.region.is_none_or(|r| p.region.eq_ignore_ascii_case(r))
         })
         .collect();
     let node = of_offer.iter().map(|p| p.gpu_count).max()?;
@@ -740,6 +744,7 @@ mod tests {
             gpu: "H100 SXM",
             currency: "USD",
             gpus_per_node: 16,
+            region: None,
         };
         assert_eq!(
             rate_now(&rows, &offer, "reserved"),
@@ -757,6 +762,25 @@ mod tests {
             ..eight
         };
         assert_eq!(rate_now(&rows, &other, "reserved"), None);
+        // The trial's region: another region's rows are another offer (region matched in any case).
+        let west = PriceRow {
+            region: "eu-west".into(),
+            ..row(8, "reserved", "1.50")
+        };
+        let both = [row(8, "reserved", "2.10"), west, row(8, "on-demand", "3.50")];
+        let both: Vec<&PriceRow> = both.iter().collect();
+        let in_region = |region| CommittedOffer {
+            region: Some(region),
+            ..eight
+        };
+        assert_eq!(rate_now(&both, &in_region("US-East"), "reserved"), Some(dec("2.10")));
+        assert_eq!(rate_now(&both, &in_region("eu-west"), "reserved"), Some(dec("1.50")));
+        assert_eq!(rate_now(&both, &in_region("eu-west"), "on-demand"), None);
+        assert_eq!(
+            rate_now(&both, &eight, "reserved"),
+            Some(dec("1.50")),
+            "no region named: any"
+        );
     }
 
     #[test]

@@ -301,13 +301,14 @@ impl Names {
 /// committed offer (its provider, GPU, node shape and currency), against the on-demand rate current
 /// now; where no such row is current, the rates the commitment was approved at stand, and the why
 /// says which.
-fn renewal_at(current: &[StoredPrice], c: &CommitmentRow, term: &model::TermUse) -> Option<model::Renewal> {
-    let rows: Vec<&PriceRow> = current.iter().map(|p| &p.row).collect();
+fn renewal_at(current: &RenewalPrices, c: &CommitmentRow, term: &model::TermUse) -> Option<model::Renewal> {
+    let rows: Vec<&PriceRow> = current.rows.iter().map(|p| &p.row).collect();
     let offer = model::CommittedOffer {
         provider: &c.provider,
         gpu: &c.gpu,
         currency: &c.currency,
         gpus_per_node: c.gpus_per_node,
+        region: current.regions.get(&c.trial_id).map(String::as_str),
     };
     let rate_now = |billing: &str| model::rate_now(&rows, &offer, billing);
     let (reserved_now, on_demand_now) = (rate_now("reserved"), rate_now("on-demand"));
@@ -330,12 +331,30 @@ fn renewal_at(current: &[StoredPrice], c: &CommitmentRow, term: &model::TermUse)
 }
 
 /// The current prices, when one of `rows` is renewal-due (its renewal reads them), else none.
-async fn prices_for_renewals(state: &AppState, rows: &[CommitmentRow]) -> Result<Vec<StoredPrice>, AppError> {
-    if rows.iter().any(|c| c.state == CommitmentState::RenewalDue) {
-        crate::prices::service::current(state).await
-    } else {
-        Ok(Vec::new())
+async fn prices_for_renewals(state: &AppState, rows: &[CommitmentRow]) -> Result<RenewalPrices, AppError> {
+    let due: Vec<&CommitmentRow> = rows.iter().filter(|c| c.state == CommitmentState::RenewalDue).collect();
+    if due.is_empty() {
+        return Ok(RenewalPrices::default());
     }
+    let mut regions = std::collections::HashMap::new();
+    for c in due {
+        let trial = trials::load(state, c.trial_id).await?;
+        if let Some(region) = trial.fields.region.filter(|r| !r.trim().is_empty()) {
+            regions.insert(c.trial_id, region);
+        }
+    }
+    Ok(RenewalPrices {
+        rows: crate::prices::service::current(state).await?,
+        regions,
+    })
+}
+
+/// What renewals are priced from: today's price rows, and the region each renewal-due
+/// commitment's trial names.
+#[derive(Default)]
+struct RenewalPrices {
+    rows: Vec<StoredPrice>,
+    regions: std::collections::HashMap<TrialId, String>,
 }
 
 /// What measuring `c`'s months up to `as_of` needs: its terms, the trial's idle share from its
@@ -386,7 +405,7 @@ fn assemble(
     trial_name: String,
     teams: Vec<String>,
     as_of: NaiveDate,
-    current: &[StoredPrice],
+    current: &RenewalPrices,
 ) -> CommitmentDetail {
     let last_day = model::last_committed_day(c.end_date, c.released_on);
     let term = model::term_use(&months);
