@@ -221,6 +221,8 @@ async fn portfolio_csv(
         "idle_cost",
         "provider_commitment_id",
         "teams",
+        // Last, so the columns a spreadsheet already reads keep their places.
+        "last_run",
     ])
     .map_err(internal)?;
     for d in &list.items {
@@ -248,6 +250,10 @@ async fn portfolio_csv(
             opt(this.map(|m| m.idle_cost)),
             csv_safe(c.provider_commitment_id.as_deref().unwrap_or("")),
             csv_safe(&d.teams.join("; ")),
+            // The newest re-validation run since the approval (UTC), empty when none came.
+            c.last_run_at
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_default(),
         ])
         .map_err(internal)?;
     }

@@ -741,8 +741,8 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
         lines[1].contains(",Cloud A,H100 SXM,8,reserved,2.1,USD,12264,2026-10-01,2027-09-30,"),
         "{text}"
     );
-    assert!(lines[0].ends_with(",provider_commitment_id,teams"), "{text}");
-    assert!(lines[1].ends_with(",inference; search"), "{text}");
+    assert!(lines[0].ends_with(",provider_commitment_id,teams,last_run"), "{text}");
+    assert!(lines[1].ends_with(",inference; search,"), "no run since the approval: {text}");
 }
 
 async fn state_of(app: &TestApp, cid: Uuid) -> (String, String) {
