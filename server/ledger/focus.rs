@@ -378,14 +378,37 @@ fn parse_cost(raw: &str) -> Option<Decimal> {
         .ok()
 }
 
-/// Whether a pricing unit is time (an instance-hour), so the row is the allocation's time.
+/// Whether a pricing unit is time (an instance-hour), so the row is the allocation's time. Oracle
+/// prices a part of an instance by the hour (`OCPU Per Hour`, `GPU Per Hour`): time too.
 fn priced_by_time(unit: &str) -> bool {
     let unit = unit.trim().to_ascii_lowercase();
     let unit = unit.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' ');
     matches!(
         unit,
         "hours" | "hour" | "hrs" | "hr" | "h" | "seconds" | "second" | "secs" | "minutes" | "minute"
-    )
+    ) || per_hour_of(unit).is_some()
+}
+
+/// What an Oracle "<part> Per Hour" unit counts the hours of (`gpu` in `GPU Per Hour`).
+fn per_hour_of(unit: &str) -> Option<String> {
+    let unit = unit.trim().to_ascii_lowercase();
+    let part = unit.strip_suffix(" per hour")?.trim();
+    (!part.is_empty()).then(|| part.to_owned())
+}
+
+/// The wall time of a row consumed in `unit`: time itself, or for Oracle's `GPU Per Hour` the
+/// GPU-hours over the resource's GPUs (16 GPU-hours of an 8-GPU machine: 2 hours). Another part's
+/// hours (`OCPU Per Hour`) say no wall time without its count: `None`, and the charge period
+/// stands.
+fn consumed_micros_of(quantity: Decimal, unit: &str, gpus: Option<i32>) -> Option<i64> {
+    match per_hour_of(unit).as_deref() {
+        Some("gpu") => {
+            let gpus = Decimal::from(gpus.filter(|n| *n > 0)?);
+            micros_of(quantity.checked_div(gpus)?, "hours")
+        }
+        Some(_) => None,
+        None => micros_of(quantity, unit),
+    }
 }
 
 /// Seconds in one `ConsumedUnit` of time (`Hours`, `Hrs`, `1 Hour`, `Seconds`, `100 Hours`…); `None`
@@ -1148,11 +1171,11 @@ fn usage_line(
     let mut row_errors = Vec::new();
     let (start, end) = (row.time(c.start, &mut row_errors), row.time(c.end, &mut row_errors));
     let consumed = row.consumed_quantity(&mut row_errors);
-    let consumed_micros = consumed.and_then(|q| micros_of(q, c.consumed_unit.map(cell).unwrap_or("")));
     let description = c.description.map(cell).unwrap_or("").trim().to_owned();
     let service = cell(c.service);
     let by_time = c.unit.is_none_or(|u| cell(u).is_empty() || priced_by_time(cell(u)));
     let gpus = gpus_of(record, resource, selection, c);
+    let consumed_micros = consumed.and_then(|q| consumed_micros_of(q, c.consumed_unit.map(cell).unwrap_or(""), gpus));
     let compute = service.eq_ignore_ascii_case("compute");
     // A consumed time of 0 is no time, not the charge period: such a row is a host line (its cost,
     // if any, kept) and adds no GPU-hours.
@@ -1498,6 +1521,26 @@ ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n{rows}"
         let lines: Vec<LedgerLine> = import.lines.iter().map(|l| l.line.clone()).collect();
         let s = super::super::model::summarize(&lines, &Default::default(), "USD");
         (s.accelerator_hours, s.totals.accelerator)
+    }
+
+    /// Oracle prices a GPU shape per GPU-hour (`GPU Per Hour`, as its sample rows price OCPUs and
+    /// memory per hour): 4 GPU-hours of an 8-GPU machine in an hour's row are half an hour of it, an
+    /// accelerator line of 4 GPU-hours (it was a host line with none). An `OCPU Per Hour` row says
+    /// no wall time: the charge period stands, and it is listed so.
+    #[test]
+    fn oracle_rows_priced_per_gpu_hour_are_accelerator_time() {
+        let gpu = "40.00,USD,Usage,Compute - GPU - H100,2024-09-11 08:00:00,2024-09-11 09:00:00,4,GPU Per Hour,\
+ocid1.instance.oc1.gpu1,Compute\n";
+        let got = usage_of("ocid1.instance.oc1.gpu1", 8, gpu);
+        assert_eq!(got.lines[0].line.category, Category::Accelerator);
+        assert_eq!(hours_and_cost(&got), (Decimal::from(4), Decimal::from(40)));
+        assert!(got.hours_from_charge_period.is_empty());
+        let ocpu = "3.00,USD,Usage,Standard - E5,2024-09-11 08:00:00,2024-09-11 09:00:00,8,OCPU Per Hour,\
+ocid1.instance.oc1.gpu1,Compute\n";
+        let got = usage_of("ocid1.instance.oc1.gpu1", 8, ocpu);
+        assert_eq!(got.lines[0].line.category, Category::Accelerator);
+        assert_eq!(hours_and_cost(&got).0, Decimal::from(8), "the hour's period × 8 GPUs");
+        assert_eq!(got.hours_from_charge_period.len(), 1);
     }
 
     #[test]

@@ -742,7 +742,10 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
         "{text}"
     );
     assert!(lines[0].ends_with(",provider_commitment_id,teams,last_run"), "{text}");
-    assert!(lines[1].ends_with(",inference; search,"), "no run since the approval: {text}");
+    assert!(
+        lines[1].ends_with(",inference; search,"),
+        "no run since the approval: {text}"
+    );
 }
 
 async fn state_of(app: &TestApp, cid: Uuid) -> (String, String) {
