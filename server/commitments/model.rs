@@ -556,7 +556,10 @@ pub fn clock_state(c: &ClockFacts) -> CommitmentState {
     if !c.renewed && c.released_on.is_none() && (c.last_day - c.today).num_days() <= RENEWAL_NOTICE_DAYS {
         return RenewalDue;
     }
-    let since = c.last_run.unwrap_or(c.start_date).max(c.start_date);
+    // Judged as of a day before the approval (`worker::round_on` with an earlier day), the term's
+    // start stands.
+    let approved = Some(c.approved_on).filter(|d| *d <= c.today).unwrap_or(c.start_date);
+    let since = c.last_run.unwrap_or(approved).max(c.start_date);
     if c.today > since && (c.today - since).num_days() > i64::from(c.revalidate_every_days) {
         return RevalidationDue;
     }
@@ -580,6 +583,9 @@ pub struct ClockFacts {
     pub last_run: Option<NaiveDate>,
     /// A newer commitment renews it (its renewal was approved).
     pub renewed: bool,
+    /// The day of the approval it is judged against (a later one when its trial was approved
+    /// again): the re-validation period counts from it, or from the term's start when that is later.
+    pub approved_on: NaiveDate,
 }
 
 /// What a re-validation run found against the approval, criterion by criterion, in words with the
@@ -1079,6 +1085,7 @@ mod tests {
             revalidate_every_days: 30,
             released_on: None,
             renewed: false,
+            approved_on: d("2025-12-31"),
             last_run: last_run.map(d),
         };
         use CommitmentState::*;
@@ -1125,5 +1132,12 @@ mod tests {
             ..facts("2026-11-01", Some("2026-10-30"), RenewalDue)
         };
         assert_eq!(clock_state(&renewed), Active);
+        // Approved again on 2026-03-10 (pinned to that approval): its 30 days count from then.
+        let again = |today: &str| ClockFacts {
+            approved_on: d("2026-03-10"),
+            ..facts(today, None, Active)
+        };
+        assert_eq!(clock_state(&again("2026-04-09")), Active);
+        assert_eq!(clock_state(&again("2026-04-10")), RevalidationDue);
     }
 }

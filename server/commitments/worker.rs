@@ -91,6 +91,7 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
                 released_on: c.released_on,
                 last_run: last_run.map(|t| t.date_naive()),
                 renewed: c.renewed,
+                approved_on: c.approved_at.date_naive(),
             });
             (next, clock_reason(next, &c, last_run, last_day))
         };
