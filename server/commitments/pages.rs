@@ -200,62 +200,9 @@ async fn portfolio_csv(
     .await?;
     let mut w = csv::Writer::from_writer(Vec::new());
     let internal = |e: csv::Error| AppError::Internal(anyhow::Error::new(e));
-    w.write_record([
-        "id",
-        "brief",
-        "trial",
-        "provider",
-        "gpu",
-        "gpus",
-        "billing",
-        "rate_per_gpu_hour",
-        "currency",
-        "monthly_cost",
-        "start_date",
-        "end_date",
-        "days_left",
-        "state",
-        "month",
-        "utilization",
-        "coverage",
-        "idle_cost",
-        "provider_commitment_id",
-        "teams",
-        // Last, so the columns a spreadsheet already reads keep their places.
-        "last_run",
-    ])
-    .map_err(internal)?;
+    w.write_record(CSV_COLUMNS).map_err(internal)?;
     for d in &list.items {
-        let c = &d.commitment;
-        let this = d.this_month();
-        let opt = |v: Option<Decimal>| v.map(|v| v.to_string()).unwrap_or_default();
-        w.write_record([
-            c.id.to_string(),
-            csv_safe(&d.brief_name),
-            csv_safe(&d.trial_name),
-            csv_safe(&c.provider),
-            csv_safe(&c.gpu),
-            c.gpus.to_string(),
-            c.billing.clone(),
-            c.rate_per_gpu_hour.normalize().to_string(),
-            c.currency.clone(),
-            c.monthly_cost.normalize().to_string(),
-            c.start_date.to_string(),
-            c.end_date.to_string(),
-            d.days_left.to_string(),
-            c.state.as_str().to_owned(),
-            this.map(|m| m.month.clone()).unwrap_or_default(),
-            opt(this.and_then(|m| m.utilization)),
-            opt(this.and_then(|m| m.coverage)),
-            opt(this.map(|m| m.idle_cost)),
-            csv_safe(c.provider_commitment_id.as_deref().unwrap_or("")),
-            csv_safe(&d.teams.join("; ")),
-            // The newest re-validation run since the approval (UTC), empty when none came.
-            c.last_run_at
-                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-                .unwrap_or_default(),
-        ])
-        .map_err(internal)?;
+        w.write_record(csv_row(d)).map_err(internal)?;
     }
     let body = w
         .into_inner()
@@ -268,6 +215,65 @@ async fn portfolio_csv(
         body,
     )
         .into_response())
+}
+
+/// The portfolio CSV's columns; `last_run` last, so the columns a spreadsheet already reads keep
+/// their places.
+const CSV_COLUMNS: [&str; 21] = [
+    "id",
+    "brief",
+    "trial",
+    "provider",
+    "gpu",
+    "gpus",
+    "billing",
+    "rate_per_gpu_hour",
+    "currency",
+    "monthly_cost",
+    "start_date",
+    "end_date",
+    "days_left",
+    "state",
+    "month",
+    "utilization",
+    "coverage",
+    "idle_cost",
+    "provider_commitment_id",
+    "teams",
+    "last_run",
+];
+
+/// One commitment's line of the portfolio CSV, in [`CSV_COLUMNS`]' order.
+fn csv_row(d: &CommitmentDetail) -> [String; 21] {
+    let c = &d.commitment;
+    let this = d.this_month();
+    let opt = |v: Option<Decimal>| v.map(|v| v.to_string()).unwrap_or_default();
+    [
+        c.id.to_string(),
+        csv_safe(&d.brief_name),
+        csv_safe(&d.trial_name),
+        csv_safe(&c.provider),
+        csv_safe(&c.gpu),
+        c.gpus.to_string(),
+        c.billing.clone(),
+        c.rate_per_gpu_hour.normalize().to_string(),
+        c.currency.clone(),
+        c.monthly_cost.normalize().to_string(),
+        c.start_date.to_string(),
+        c.end_date.to_string(),
+        d.days_left.to_string(),
+        c.state.as_str().to_owned(),
+        this.map(|m| m.month.clone()).unwrap_or_default(),
+        opt(this.and_then(|m| m.utilization)),
+        opt(this.and_then(|m| m.coverage)),
+        opt(this.map(|m| m.idle_cost)),
+        csv_safe(c.provider_commitment_id.as_deref().unwrap_or("")),
+        csv_safe(&d.teams.join("; ")),
+        // The newest re-validation run since the approval (UTC), empty when none came.
+        c.last_run_at
+            .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .unwrap_or_default(),
+    ]
 }
 
 /// Text a person typed, safe to open in a spreadsheet: a cell starting with `=`, `+`, `-` or `@`

@@ -773,7 +773,12 @@ async fn card_with_ttft(app: &TestApp, brief: &str, threshold: f64) {
 
 /// The acceptance test run again on the trial after the approval (`collect --plan`'s load test).
 async fn a_run(app: &TestApp, brief: &str, trial: &str) {
-    EvidenceBuilder::bench_serving(&load_point(Load::at(8.0, 25.3).queued(20.0)))
+    run_at(app, brief, trial, Load::at(8.0, 25.3).queued(20.0)).await;
+}
+
+/// A re-run of the trial's load test at `load`.
+async fn run_at(app: &TestApp, brief: &str, trial: &str, load: Load) {
+    EvidenceBuilder::bench_serving(&load_point(load))
         .trial(trial)
         .upload(app, brief)
         .await;
@@ -1192,15 +1197,7 @@ async fn a_worse_rerun_after_the_approval_regresses_though_the_earlier_good_poin
     set_term(&app, cid, "2026-01-01", "2026-12-31").await;
     let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
     let round = |today: &'static str| judging_round(&app, &state, today.parse().unwrap());
-    let upload = |load: Load| {
-        let (app, brief, trial) = (&app, brief.clone(), trial.clone());
-        async move {
-            EvidenceBuilder::bench_serving(&load_point(load))
-                .trial(&trial)
-                .upload(app, &brief)
-                .await;
-        }
-    };
+    let upload = |load: Load| run_at(&app, &brief, &trial, load);
 
     // The re-run on the reserved machine queues every request 10 ms longer than the run that was
     // approved (30 ms instead of 20): each time to the first token is 10 ms later, so its 95th
@@ -1293,15 +1290,7 @@ async fn a_good_rerun_does_not_hide_a_worse_one_on_a_later_day_and_approving_aga
         .unwrap();
     let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
     let round = |today: &'static str| judging_round(&app, &state, today.parse().unwrap());
-    let upload = |load: Load| {
-        let (app, brief, trial) = (&app, brief.clone(), trial.clone());
-        async move {
-            EvidenceBuilder::bench_serving(&load_point(load))
-                .trial(&trial)
-                .upload(app, &brief)
-                .await;
-        }
-    };
+    let upload = |load: Load| run_at(&app, &brief, &trial, load);
     // Two days ago, a re-run as good as the approved one.
     upload(Load::at(8.0, 25.3).queued(20.0)).await;
     received_days_ago(&app, 2).await;
