@@ -1306,12 +1306,7 @@ async fn a_good_rerun_does_not_hide_a_worse_one_on_a_later_day_and_approving_aga
     // The manager looks again and approves the trial as it is now: the reservation already runs,
     // so no second commitment opens (the totals would count it twice); the one there is pinned to
     // the new approval and active again.
-    let review: Value = app
-        .get(&format!("/api/v1/briefs/{brief}/review"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let review = app.get_json(&format!("/api/v1/briefs/{brief}/review")).await;
     let again = approve(&app, &brief, review["inputs_digest"].as_str().unwrap()).await;
     assert_ne!(again["id"], first["id"]);
     let rows: Vec<(Uuid, Uuid, String)> = sqlx::query_as("SELECT id, approval_id, state FROM commitments")
