@@ -304,8 +304,9 @@ fn trial_card(
 }
 
 /// The current card of `brief` evaluated for one trial on the evidence received after `since`
-/// only (a re-validation run after an approval): older uploads are not read, so an earlier good
-/// load point cannot mask a worse one. Derived figures are the ledger's as they stand.
+/// only (a re-validation after an approval): each figure's newest value since then, and the load
+/// points of the newest run's load tests only, so neither the approved run's good load point nor
+/// an earlier re-run's masks a worse one. Derived figures are the ledger's as they stand.
 pub async fn evaluate_trial_since(
     pool: &PgPool,
     brief: &Brief,
@@ -323,7 +324,7 @@ pub async fn evaluate_trial_since(
         crate::evidence::service::newest_metrics(pool, trial, &keys).await?
     };
     let snap = MetricsSnapshot::from_observations(observations.into_iter().filter(|o| o.received_at > since));
-    let tests = crate::evidence::service::load_tests_since(pool, trial, since, LOAD_TESTS_READ).await?;
+    let tests = crate::evidence::service::newest_run_load_tests(pool, trial, since, LOAD_TESTS_READ).await?;
     Ok(trial_card(criteria, stale, snap, tests, alloc, &derived))
 }
 

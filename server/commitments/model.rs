@@ -107,20 +107,6 @@ pub fn end_date(start: NaiveDate, months: u32) -> Option<NaiveDate> {
         .checked_sub_days(Days::new(1))
 }
 
-/// Where the re-validation run that sent the trial's newest item (received at `newest`) began, as
-/// the judging reads it: the start of that item's UTC day, or the approval when that came later.
-/// `collect --plan --rerun` is one run a UTC day (it labels every upload with the day and holds a
-/// step the server received that day), so a run is a day's evidence: an earlier day's good run
-/// cannot hide a worse one today. Evidence strictly after the instant answered counts.
-pub fn run_began(approved_at: DateTime<Utc>, newest: DateTime<Utc>) -> DateTime<Utc> {
-    let day_began = newest
-        .date_naive()
-        .and_hms_opt(0, 0, 0)
-        .map(|midnight| midnight.and_utc() - chrono::Duration::microseconds(1))
-        .unwrap_or(newest);
-    day_began.max(approved_at)
-}
-
 /// The last day GPUs are committed: the term's last day, or the day before it was released.
 pub fn last_committed_day(end_date: NaiveDate, released_on: Option<NaiveDate>) -> NaiveDate {
     match released_on.and_then(|r| r.pred_opt()) {
@@ -683,7 +669,9 @@ pub fn rate_now(rows: &[&PriceRow], offer: &CommittedOffer<'_>, billing: &str) -
                 && p.provider.eq_ignore_ascii_case(offer.provider)
                 && p.gpu_count > 0
                 && offer.gpus_per_node % p.gpu_count == 0
-                && offer.region.is_none_or(|r| p.region.eq_ignore_ascii_case(r))
+                && offer
+                    .region
+                    .is_none_or(|r| p.region.trim().eq_ignore_ascii_case(r.trim()))
         })
         .collect();
     let node = of_offer.iter().map(|p| p.gpu_count).max()?;

@@ -134,23 +134,36 @@ pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Resul
     .map(|id| id.map(CommitmentId::from))
 }
 
-/// The trial's running commitment (neither ended nor released) of the same offer as a new
-/// reservation: its provider, GPU, GPUs, billing and currency.
-pub async fn running_of_offer(
-    db: impl PgExecutor<'_>,
-    c: &NewCommitment<'_>,
-) -> Result<Option<CommitmentId>, sqlx::Error> {
+/// The offer a reservation rents, as a running commitment of it is found.
+pub struct OfferOf<'a> {
+    pub trial_id: TrialId,
+    pub provider: &'a str,
+    pub gpu: &'a str,
+    pub gpus: i32,
+    pub gpus_per_node: i32,
+    pub billing: &'a str,
+    pub currency: &'a str,
+    pub term_months: i32,
+}
+
+/// The trial's commitment of the same offer (provider, GPU, GPUs, node size, billing, currency and
+/// term) that runs and is not on its way out: active, due a re-validation or regressed, not due for
+/// renewal and not released from a day ahead. The one whose term has begun first, then the newest.
+pub async fn running_of_offer(db: impl PgExecutor<'_>, o: &OfferOf<'_>) -> Result<Option<CommitmentId>, sqlx::Error> {
     sqlx::query_scalar!(
         "SELECT id FROM commitments
-         WHERE trial_id = $1 AND state NOT IN ('ended', 'released')
-           AND provider = $2 AND gpu = $3 AND gpus = $4 AND billing = $5 AND currency = $6
-         ORDER BY start_date DESC, id DESC LIMIT 1",
-        c.trial_id.as_uuid(),
-        c.provider,
-        c.gpu,
-        c.gpus,
-        c.billing,
-        c.currency,
+         WHERE trial_id = $1 AND state IN ('active', 'revalidation-due', 'regressed') AND released_on IS NULL
+           AND provider = $2 AND gpu = $3 AND gpus = $4 AND gpus_per_node = $5 AND billing = $6
+           AND currency = $7 AND term_months = $8
+         ORDER BY start_date <= current_date DESC, start_date DESC, id DESC LIMIT 1",
+        o.trial_id.as_uuid(),
+        o.provider,
+        o.gpu,
+        o.gpus,
+        o.gpus_per_node,
+        o.billing,
+        o.currency,
+        o.term_months,
     )
     .fetch_optional(db)
     .await
@@ -163,16 +176,18 @@ pub async fn running_of_offer(
 pub async fn pin_to_approval(
     db: impl PgExecutor<'_>,
     id: CommitmentId,
-    c: &NewCommitment<'_>,
+    approval_id: ApprovalId,
+    approved_at: DateTime<Utc>,
+    approved_criteria: &Value,
 ) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "UPDATE commitments SET approval_id = $2, approved_at = $3, approved_criteria = $4,
              state = 'active', state_reason = '', state_changed_at = now(), last_run_at = NULL, checked_at = NULL
          WHERE id = $1",
         id.as_uuid(),
-        c.approval_id.as_uuid(),
-        c.approved_at,
-        c.approved_criteria,
+        approval_id.as_uuid(),
+        approved_at,
+        approved_criteria,
     )
     .execute(db)
     .await?;

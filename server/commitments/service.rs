@@ -59,15 +59,15 @@ pub async fn open_for_approval(
     let on_demand = a
         .on_demand_rate
         .or((reservation.billing == "on-demand").then_some(reservation.rate_per_gpu_hour));
-    let renews = repo::renewal_due_of(&mut *conn, a.brief_id).await?;
+    let renews = match continues(&mut *conn, a.brief_id, reservation).await? {
+        Continues::Pin(id) => return pin_to_approval(&mut *conn, id, a, actor).await,
+        Continues::Renew { id, .. } => Some(id),
+        Continues::Nothing => None,
+    };
     let to_i32 = |n: u32, field: &'static str| {
         i32::try_from(n).map_err(|_| AppError::Validation(vec![FieldError::new(field, "is too large")]))
     };
-    let criteria = if a.criteria.is_array() {
-        a.criteria.clone()
-    } else {
-        Value::Array(Vec::new())
-    };
+    let criteria = approved_criteria(a);
     let new = NewCommitment {
         brief_id: a.brief_id,
         trial_id: reservation.trial,
@@ -88,11 +88,6 @@ pub async fn open_for_approval(
         monthly_cost: reservation.monthly_cost,
         renews,
     };
-    if renews.is_none() {
-        if let Some(id) = pin_running(&mut *conn, &new, actor).await? {
-            return Ok(id);
-        }
-    }
     let id = repo::insert(&mut *conn, &new).await?;
     audit::record(
         &mut *conn,
@@ -115,36 +110,74 @@ pub async fn open_for_approval(
     Ok(id)
 }
 
-/// Approving the trial again (its approval went stale, or a re-run regressed it) while its
-/// reservation of the same offer runs buys nothing new: that commitment is judged from the new
-/// approval on, its term and rate as they were. Answers it, or `None` when none runs.
-async fn pin_running(
-    conn: &mut PgConnection,
-    new: &NewCommitment<'_>,
-    actor: &str,
-) -> Result<Option<CommitmentId>, AppError> {
-    let Some(id) = repo::running_of_offer(&mut *conn, new).await? else {
-        return Ok(None);
+/// What approving a reservation does to the brief's commitments.
+pub enum Continues {
+    /// The trial's running commitment of the same offer: approving the trial again (its approval
+    /// went stale, or a re-run regressed it) buys nothing new, so that commitment is judged from
+    /// the new approval on, its term and rate as they were.
+    Pin(CommitmentId),
+    /// The brief's commitment due for renewal: the reservation is its renewal, a new commitment
+    /// linked to it, from the day after `last_day`.
+    Renew { id: CommitmentId, last_day: NaiveDate },
+    /// A commitment of its own.
+    Nothing,
+}
+
+/// Which of [`Continues`] approving `r` on `brief_id` is.
+pub async fn continues(conn: &mut PgConnection, brief_id: BriefId, r: &Reservation) -> Result<Continues, AppError> {
+    let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    let offer = repo::OfferOf {
+        trial_id: r.trial,
+        provider: r.provider.as_deref().unwrap_or(""),
+        gpu: &r.gpu,
+        gpus: count(r.gpus),
+        gpus_per_node: count(r.gpus_per_node),
+        billing: &r.billing,
+        currency: &r.currency,
+        term_months: count(r.term_months),
     };
-    repo::pin_to_approval(&mut *conn, id, new).await?;
+    if let Some(id) = repo::running_of_offer(&mut *conn, &offer).await? {
+        return Ok(Continues::Pin(id));
+    }
+    let Some(id) = repo::renewal_due_of(&mut *conn, brief_id).await? else {
+        return Ok(Continues::Nothing);
+    };
+    Ok(match repo::get(&mut *conn, id).await? {
+        Some(c) => Continues::Renew {
+            id,
+            last_day: c.end_date,
+        },
+        None => Continues::Nothing,
+    })
+}
+
+/// The criteria an approval pinned, as later runs are judged against them (none when they were
+/// not a list).
+fn approved_criteria(a: &Approved<'_>) -> Value {
+    if a.criteria.is_array() {
+        a.criteria.clone()
+    } else {
+        Value::Array(Vec::new())
+    }
+}
+
+/// Pins the running commitment `id` to the approval `a`, with its audit row.
+async fn pin_to_approval(
+    conn: &mut PgConnection,
+    id: CommitmentId,
+    a: &Approved<'_>,
+    actor: &str,
+) -> Result<CommitmentId, AppError> {
+    repo::pin_to_approval(&mut *conn, id, a.approval_id, a.approved_at, &approved_criteria(a)).await?;
     audit::record(
         &mut *conn,
         actor,
         "commitment.approved_again",
-        &format!("brief:{}", new.brief_id),
-        json!({ "commitment": id, "approval": new.approval_id, "trial": new.trial_id }),
+        &format!("brief:{}", a.brief_id),
+        json!({ "commitment": id, "approval": a.approval_id, "trial": a.reservation.trial }),
     )
     .await?;
-    Ok(Some(id))
-}
-
-/// The last day of the brief's commitment that a reservation approved now renews, when one is
-/// due for renewal.
-pub async fn renewal_due_last_day(conn: &mut PgConnection, brief_id: BriefId) -> Result<Option<NaiveDate>, AppError> {
-    let Some(id) = repo::renewal_due_of(&mut *conn, brief_id).await? else {
-        return Ok(None);
-    };
-    Ok(repo::get(&mut *conn, id).await?.map(|c| c.end_date))
+    Ok(id)
 }
 
 /// Which commitments a caller reads.

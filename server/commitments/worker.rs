@@ -64,12 +64,12 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
         // The trial's newest evidence since the approval: a re-validation run.
         let last_run = newest.get(&c.trial_id).copied().filter(|t| *t > c.approved_at);
         let new_run = last_run.is_some() && last_run != c.last_run_at;
-        // A new run: judge the trial's criteria on the evidence of that run only (received on the
-        // newest item's UTC day, and after the approval), against the figures the approval pinned.
+        // A new run: judge the trial's criteria on the evidence received since the approval (each
+        // figure's newest value, and the load points of the newest run's load tests only), against
+        // the figures the approval pinned.
         let mut regressed: Vec<String> = Vec::new();
-        if let Some(newest) = last_run.filter(|_| new_run) {
-            let now =
-                service::rerun_criteria(state, c.brief_id, c.trial_id, model::run_began(c.approved_at, newest)).await?;
+        if new_run {
+            let now = service::rerun_criteria(state, c.brief_id, c.trial_id, c.approved_at).await?;
             regressed = model::regressions(&c.approved_criteria, &now);
         }
         let last_day = model::last_committed_day(c.end_date, c.released_on);

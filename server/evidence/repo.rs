@@ -587,12 +587,11 @@ pub async fn newest_metrics(
 }
 
 /// A trial's newest load tests (stage 3, `bench-serving`, read), with only their `serving.*`
-/// metrics, for its load points; with `since`, only those received after it (a re-validation run
-/// after an approval). Reads `evidence_trial_load_tests_idx`; `limit` bounds a trial with very many.
+/// metrics, for its load points. Reads `evidence_trial_load_tests_idx`; `limit` bounds a trial with
+/// very many.
 pub async fn load_tests(
     db: impl PgExecutor<'_>,
     trial_id: TrialId,
-    since: Option<chrono::DateTime<chrono::Utc>>,
     limit: i64,
 ) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
     let rows = sqlx::query!(
@@ -602,8 +601,42 @@ pub async fn load_tests(
                     WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
              FROM evidence
             WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
-              AND ($3::timestamptz IS NULL OR received_at > $3)
             ORDER BY received_at DESC, id DESC
+            LIMIT $2"#,
+        trial_id.as_uuid(),
+        limit,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.metrics.0)).collect())
+}
+
+/// The load tests of the trial's newest run received after `since` (a re-validation after an
+/// approval): those labelled with the same `revalidation` run as the newest one (`collect --plan
+/// --rerun` labels every upload with the UTC day it started, so a run across midnight stays one),
+/// else those received on the newest one's UTC day. Newest first, at most `limit`.
+pub async fn newest_run_load_tests(
+    db: impl PgExecutor<'_>,
+    trial_id: TrialId,
+    since: chrono::DateTime<chrono::Utc>,
+    limit: i64,
+) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        r#"WITH tests AS (
+               SELECT id, received_at, labels ->> 'revalidation' AS run, metrics FROM evidence
+                WHERE trial_id = $1 AND stage = 3 AND kind = 'bench-serving' AND parse_status <> 'failed'
+                  AND received_at > $3
+           ), newest AS (
+               SELECT received_at, run FROM tests ORDER BY received_at DESC, id DESC LIMIT 1
+           )
+           SELECT t.id AS "id!",
+                  (SELECT COALESCE(jsonb_object_agg(m.key, m.value), '{}'::jsonb)
+                     FROM jsonb_each(t.metrics) AS m
+                    WHERE m.key LIKE 'serving.%') AS "metrics!: Json<serde_json::Map<String, Value>>"
+             FROM tests t, newest n
+            WHERE CASE WHEN n.run IS NOT NULL THEN t.run = n.run
+                       ELSE t.received_at >= date_trunc('day', n.received_at, 'UTC') END
+            ORDER BY t.received_at DESC, t.id DESC
             LIMIT $2"#,
         trial_id.as_uuid(),
         limit,

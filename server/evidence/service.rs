@@ -700,17 +700,17 @@ pub async fn load_tests(
     trial: TrialId,
     limit: i64,
 ) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
-    repo::load_tests(db, trial, None, limit).await
+    repo::load_tests(db, trial, limit).await
 }
 
-/// [`load_tests`] received after `since` only (a re-validation run after an approval).
-pub async fn load_tests_since(
+/// The load tests of the trial's newest run after `since` ([`repo::newest_run_load_tests`]).
+pub async fn newest_run_load_tests(
     db: impl sqlx::PgExecutor<'_>,
     trial: TrialId,
     since: chrono::DateTime<chrono::Utc>,
     limit: i64,
 ) -> Result<Vec<(Uuid, serde_json::Map<String, Value>)>, sqlx::Error> {
-    repo::load_tests(db, trial, Some(since), limit).await
+    repo::newest_run_load_tests(db, trial, since, limit).await
 }
 
 /// The brief's newest stage-3 load-test evidence (bench-serving or vllm-metrics), if any.

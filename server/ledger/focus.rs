@@ -156,7 +156,10 @@ impl Selection {
 /// (`resourcegroups/…/microsoft.compute` against `resourceGroups/…/Microsoft.Compute`); any other
 /// provider's as written.
 fn resource_key(id: &str) -> String {
-    match id.starts_with("/subscriptions/") || id.starts_with("/SUBSCRIPTIONS/") {
+    match id
+        .get(..15)
+        .is_some_and(|head| head.eq_ignore_ascii_case("/subscriptions/"))
+    {
         true => id.to_ascii_lowercase(),
         false => id.to_owned(),
     }
@@ -379,14 +382,15 @@ fn parse_cost(raw: &str) -> Option<Decimal> {
 }
 
 /// Whether a pricing unit is time (an instance-hour), so the row is the allocation's time. Oracle
-/// prices a part of an instance by the hour (`OCPU Per Hour`, `GPU Per Hour`): time too.
+/// prices a part of an instance by the hour: its `GPU Per Hour` is the GPUs' time too; its other
+/// parts (`OCPU Per Hour`, `Gigabyte Per Hour`) are not, they stay host lines.
 fn priced_by_time(unit: &str) -> bool {
     let unit = unit.trim().to_ascii_lowercase();
     let unit = unit.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' ');
     matches!(
         unit,
         "hours" | "hour" | "hrs" | "hr" | "h" | "seconds" | "second" | "secs" | "minutes" | "minute"
-    ) || per_hour_of(unit).is_some()
+    ) || per_hour_of(unit).as_deref() == Some("gpu")
 }
 
 /// What an Oracle "<part> Per Hour" unit counts the hours of (`gpu` in `GPU Per Hour`).
@@ -397,9 +401,9 @@ fn per_hour_of(unit: &str) -> Option<String> {
 }
 
 /// The wall time of a row consumed in `unit`: time itself, or for Oracle's `GPU Per Hour` the
-/// GPU-hours over the resource's GPUs (16 GPU-hours of an 8-GPU machine: 2 hours). Another part's
-/// hours (`OCPU Per Hour`) say no wall time without its count: `None`, and the charge period
-/// stands.
+/// GPU-hours over the resource's GPUs (16 GPU-hours of an 8-GPU machine: 2 hours; `None` while its
+/// GPUs are unknown, and the charge period stands). Another part's hours (`OCPU Per Hour`) are no
+/// wall time: `None`.
 fn consumed_micros_of(quantity: Decimal, unit: &str, gpus: Option<i32>) -> Option<i64> {
     match per_hour_of(unit).as_deref() {
         Some("gpu") => {
@@ -1525,8 +1529,8 @@ ConsumedQuantity,ConsumedUnit,ResourceId,ServiceCategory\n{rows}"
 
     /// Oracle prices a GPU shape per GPU-hour (`GPU Per Hour`, as its sample rows price OCPUs and
     /// memory per hour): 4 GPU-hours of an 8-GPU machine in an hour's row are half an hour of it, an
-    /// accelerator line of 4 GPU-hours (it was a host line with none). An `OCPU Per Hour` row says
-    /// no wall time: the charge period stands, and it is listed so.
+    /// accelerator line of 4 GPU-hours (it was a host line with none). An `OCPU Per Hour` row of the
+    /// same machine is no GPU time: a host line, which never outlasts the GPUs' own line.
     #[test]
     fn oracle_rows_priced_per_gpu_hour_are_accelerator_time() {
         let gpu = "40.00,USD,Usage,Compute - GPU - H100,2024-09-11 08:00:00,2024-09-11 09:00:00,4,GPU Per Hour,\
@@ -1537,10 +1541,10 @@ ocid1.instance.oc1.gpu1,Compute\n";
         assert!(got.hours_from_charge_period.is_empty());
         let ocpu = "3.00,USD,Usage,Standard - E5,2024-09-11 08:00:00,2024-09-11 09:00:00,8,OCPU Per Hour,\
 ocid1.instance.oc1.gpu1,Compute\n";
-        let got = usage_of("ocid1.instance.oc1.gpu1", 8, ocpu);
-        assert_eq!(got.lines[0].line.category, Category::Accelerator);
-        assert_eq!(hours_and_cost(&got).0, Decimal::from(8), "the hour's period × 8 GPUs");
-        assert_eq!(got.hours_from_charge_period.len(), 1);
+        let got = usage_of("ocid1.instance.oc1.gpu1", 8, &format!("{gpu}{ocpu}"));
+        let categories: Vec<Category> = got.lines.iter().map(|l| l.line.category).collect();
+        assert_eq!(categories, [Category::Accelerator, Category::Host]);
+        assert_eq!(hours_and_cost(&got), (Decimal::from(4), Decimal::from(40)));
     }
 
     #[test]

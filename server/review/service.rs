@@ -420,7 +420,7 @@ async fn starts_after_the_term_it_renews(
     brief_id: BriefId,
     r: &mut Reservation,
 ) -> Result<(), AppError> {
-    if let Some(last_day) = commitments::renewal_due_last_day(&mut *conn, brief_id).await? {
+    if let commitments::Continues::Renew { last_day, .. } = commitments::continues(&mut *conn, brief_id, r).await? {
         if r.start_date <= last_day {
             r.start_date = last_day.succ_opt().unwrap_or(last_day);
         }

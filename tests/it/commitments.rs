@@ -746,6 +746,19 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
         lines[1].ends_with(",inference; search,"),
         "no run since the approval: {text}"
     );
+    // With a run judged, its time in UTC.
+    sqlx::query("UPDATE commitments SET last_run_at = '2026-11-20 09:30:05+01'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let text = manager.get(app.url("/commitments.csv")).await.text().await.unwrap();
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(",inference; search,2026-11-20T08:30:05Z"),
+        "{text}"
+    );
 }
 
 async fn state_of(app: &TestApp, cid: Uuid) -> (String, String) {
@@ -1302,6 +1315,16 @@ async fn a_good_rerun_does_not_hide_a_worse_one_on_a_later_day_and_approving_aga
     let (s, why) = state_of(&app, cid).await;
     assert_eq!(s, "regressed", "{why}");
     assert!(why.contains("468.25 ms when approved, 478.25 ms now"), "{why}");
+    // The next day only a GPU listing comes (a run's first stage, or a health check): the load
+    // test that regressed is still the newest, so it stays regressed, and no second webhook goes.
+    received_days_ago(&app, 1).await;
+    EvidenceBuilder::metrics(json!({ "gpu.count": 8 }))
+        .stage(1)
+        .trial(&trial)
+        .upload(&app, &brief)
+        .await;
+    round("2026-03-04").await;
+    assert_eq!(state_of(&app, cid).await, ("regressed".to_owned(), why));
 
     // The manager looks again and approves the trial as it is now: the reservation already runs,
     // so no second commitment opens (the totals would count it twice); the one there is pinned to
@@ -1321,6 +1344,46 @@ async fn a_good_rerun_does_not_hide_a_worse_one_on_a_later_day_and_approving_aga
     // Today's run came before the new approval: it is not a re-run of it, and nothing regresses.
     round("2026-03-03").await;
     assert_eq!(state_of(&app, cid).await.0, "active");
+}
+
+/// A re-validation run that crosses midnight UTC is one run: `collect --plan --rerun` labels each
+/// upload with the day it started, and the run's sweep is judged whole. Its 8 req/s point (as
+/// approved) is sent before midnight, its overloaded 16 req/s point after: judged apart, the
+/// 16 req/s point alone would fail the time to the first token.
+#[tokio::test]
+async fn a_rerun_across_midnight_is_judged_as_one_run() {
+    let app = spawn_app().await;
+    let (brief, trial, digest) = reserving_brief(&app).await;
+    approve(&app, &brief, &digest).await;
+    let cid = the_commitment(&app).await;
+    set_term(&app, cid, "2026-03-01", "2027-02-28").await;
+    received_days_ago(&app, 4).await;
+    sqlx::query("UPDATE commitments SET approved_at = approved_at - interval '3 days'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
+    let point = |load: Load| {
+        EvidenceBuilder::bench_serving(&load_point(load))
+            .trial(&trial)
+            .label("revalidation", "2026-03-02")
+    };
+    point(Load::at(8.0, 25.3).queued(20.0)).upload(&app, &brief).await;
+    received_days_ago(&app, 1).await;
+    point(Load::at(16.0, 25.3).queued(2000.0)).upload(&app, &brief).await;
+    judging_round(&app, &state, "2026-03-03".parse().unwrap()).await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "active", "{why}");
+    // Without the label, a day's uploads are the run: the 16 req/s point alone regresses.
+    sqlx::query("UPDATE evidence SET labels = labels - 'revalidation'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    run_at(&app, &brief, &trial, Load::at(16.0, 25.3).queued(2000.0)).await;
+    judging_round(&app, &state, "2026-03-03".parse().unwrap()).await;
+    let (s, why) = state_of(&app, cid).await;
+    assert_eq!(s, "regressed", "{why}");
+    assert!(why.contains("failed the re-run"), "{why}");
 }
 
 /// A release dated ahead, while the term runs, takes effect on its day: until then the commitment
@@ -1345,6 +1408,16 @@ async fn a_release_dated_ahead_takes_effect_on_its_day() {
     let c: Value = res.json().await.unwrap();
     assert_ne!(c["state"], "released", "{c}");
     assert_eq!(c["released_on"], day(10).as_str());
+    // Approving the trial again now is a reservation of its own: the one being released is not
+    // carried on (the trial would have none from the release day).
+    let review = app.get_json(&format!("/api/v1/briefs/{brief}/review")).await;
+    approve(&app, &brief, review["inputs_digest"].as_str().unwrap()).await;
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM commitments")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 2);
+    assert_eq!(audit_count(&app, "commitment.approved_again").await, 0);
     let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
     judging_round(&app, &state, today + chrono::Duration::days(9)).await;
     assert_ne!(state_of(&app, cid).await.0, "released");

@@ -312,7 +312,7 @@ mod tests {
         let at = |offered: f64, achieved: f64| p(4, offered, achieved, Some(1.0), 100.0).capacity_rps();
         assert_eq!(at(8.0, 7.6), Some(8.0));
         assert_eq!(at(8.0, 8.4), Some(8.0));
-        assert_eq!(at(8.0, 8.5), Some(8.5));
+        assert_eq!(at(8.0, 8.5), Some(8.5), "6.25 % above: not within 5 %");
         assert_eq!(at(8.0, 7.5), Some(7.5));
         assert_eq!(
             describe(&sweep, op),

@@ -331,9 +331,11 @@ pub fn money_facts(m: &MoneyInputs) -> MoneyFacts {
     let (attainment, attainment_estimated) = attainment_at(m, operating);
     let (goodput, good_tokens_per_s) = good_rates(operating, attainment, attainment_estimated);
     // A qualified point without per-request data met the targets on its latencies: its capacity
-    // counts as any other's (trials.md: the operating point's offered rate, or what it achieved).
+    // counts as any other's (trials.md: the operating point's offered rate, or what it achieved),
+    // unless the histograms' estimate, an upper bound, already puts it below the target.
+    let below_by_estimate = attainment_estimated && attainment.is_some_and(|a| a < m.attainment_target);
     let capacity = operating
-        .filter(|(o, _)| o.qualified)
+        .filter(|(o, _)| o.qualified && !below_by_estimate)
         .and_then(|(_, p)| p.capacity_rps())
         .filter(|c| *c > 0.0);
     let replicas = match (m.expected_peak_rps, capacity) {
@@ -575,16 +577,23 @@ mod tests {
         assert!(f.slo_attainment_estimated);
         assert!((f.goodput_rps.unwrap() - 3.6).abs() < 1e-9, "at most 90 % of 4 req/s");
         assert_eq!(f.capacity_at_slo_rps, None, "no point met the targets");
-        // A point without per-request data that met the latency targets sizes replicas as any
-        // other (trials.md: the operating point's offered rate, or what it achieved); it had none.
+        // Its latencies met the targets, but at most 90 % of its requests did: below the 95 %
+        // target, an estimate never sizes replicas.
         m.operating = Some(Operating {
             index: 0,
             qualified: true,
         });
         m.expected_peak_rps = Some(10.0);
+        assert_eq!(money_facts(&m).capacity_at_slo_rps, None);
+        // Without per-request data or an estimate below the target, a point that met the latency
+        // targets sizes replicas as any other (trials.md: the operating point's offered rate, or
+        // what it achieved).
+        m.estimated_shares = vec![0.99, 0.97];
         let f = money_facts(&m);
         assert_eq!(f.capacity_at_slo_rps, Some(4.0));
         assert_eq!(f.replicas_for_peak, Some(3), "10 ÷ 4 → 3");
+        m.estimated_shares.clear();
+        assert_eq!(money_facts(&m).capacity_at_slo_rps, Some(4.0));
     }
 
     #[test]

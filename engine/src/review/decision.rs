@@ -512,8 +512,9 @@ pub fn decide(inputs: &DecisionInputs) -> Decision {
     let decision = reasons[0].decision;
     let mut reservation = ctx.comparison.clone();
     // Rule 8b matched, whichever rule decides (a dedicated host of no known reserved price asks
-    // for a quote as well).
-    reservation.reserved_price_needed = reasons.iter().any(|r| r.rule == Rule::ReservedPriceNeeded);
+    // for a quote as well), unless the trial is stopped: nothing of it will be reserved.
+    reservation.reserved_price_needed =
+        decision != Verdict::Stop && reasons.iter().any(|r| r.rule == Rule::ReservedPriceNeeded);
     Decision {
         decision,
         accepted: ctx.accepted,

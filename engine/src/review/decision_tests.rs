@@ -464,6 +464,7 @@ fn rule_6b_stops_when_a_good_request_costs_more_here_than_on_the_api() {
     let d = decide(&with_money("1.50"));
     assert_eq!(d.decision, Verdict::Stop);
     assert_eq!(rules(&d), ["6b", "8b"]);
+    assert!(!d.reservation.reserved_price_needed, "stopped: no quote to ask for");
     let reason = &d.reasons[0];
     assert!(
         reason.says.contains("0.00017 USD") && reason.says.contains("0.00015 USD"),
