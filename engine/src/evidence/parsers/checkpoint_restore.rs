@@ -1,15 +1,22 @@
 //! Checkpoint/restore harness JSON: `{ "written": bool, "restored": bool, "seconds": n, "bytes": n }`.
 //! `checkpoint.restore_ok` = written && restored; a missing `written`/`restored` is an error.
+//! Optional top-level `tool` and `tool_version`, as the other harness documents.
 
 use super::{text, ParseError, Parsed};
 use serde_json::Value;
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
-    let (v, pre) = text::json_value(s)?;
+    let (json, non_finite) = text::harness_json(s);
+    let (v, pre) = text::json_value(&json)?;
+    let named = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     let mut p = Parsed {
-        tool: Some("checkpoint-restore".into()),
+        tool: Some(named("tool").unwrap_or_else(|| "checkpoint-restore".into())),
+        tool_version: named("tool_version"),
         ..Default::default()
     };
+    if non_finite {
+        p.warn(text::NOT_NUMBERS);
+    }
     if let Some(pre) = pre {
         p.warn(format!(
             "text before the JSON ignored: {}",

@@ -58,6 +58,17 @@ fn detect_text(s: &str) -> Option<K> {
     if lines().take(5).any(|l| l.starts_with("GPU ") && l.contains("(UUID: ")) {
         return Some(K::NvidiaSmiList);
     }
+    // The listing as PyTorch's and vLLM's collect_env print it, without the UUIDs.
+    let listed = |l: &str| {
+        l.strip_prefix("GPU ")
+            .and_then(|r| r.split_once(": "))
+            .is_some_and(|(n, name)| {
+                !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && name.starts_with(char::is_alphabetic)
+            })
+    };
+    if lines().next().is_some() && lines().take(5).all(listed) {
+        return Some(K::NvidiaSmiList);
+    }
     let first = lines().next().unwrap_or_default();
     let first_clean = super::text::strip_ansi(first);
     if lines().take(10).any(|l| {
@@ -93,6 +104,10 @@ fn detect_text(s: &str) -> Option<K> {
         || head.starts_with("metric,") && s.to_ascii_lowercase().contains("time to first token")
     {
         return Some(K::BenchServing);
+    }
+    // One column queried: `--query-gpu=ecc.errors.uncorrected.volatile.total --format=csv`.
+    if head.trim().starts_with("ecc.errors.") && !head.trim().contains(' ') {
+        return Some(K::NvidiaSmiQuery);
     }
     if head.contains(',')
         && (head.contains("memory.total")

@@ -1,6 +1,7 @@
 //! Generic metrics JSON: `{ "metrics": { "key": number|bool|string|[string…], … } }`, keys as given
 //! (non-empty, no whitespace; at most 1,000 keys of ≤ 200 characters and strings ≤ 4 KiB, see `limits`). Optional top-level `tool` and `tool_version`.
-//! Non-finite numbers cannot occur in JSON; numbers above 2^53 in magnitude are rejected.
+//! Non-finite numbers cannot occur in JSON, but Python's `json.dumps` writes `NaN` and `Infinity`:
+//! those values are left out with a warning; numbers above 2^53 in magnitude are rejected.
 //!
 //! A document is read straight into its metrics ([`MetricsDocument`]), without first building a
 //! JSON tree of it: under batch ingest the tree, and dropping it, were a third of the server's
@@ -16,11 +17,15 @@ use serde_json::Value;
 use super::{limits, probe::kind, text, ParseError, Parsed, MAX_COUNT};
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
-    if let Some(p) = parse_direct(s) {
-        return Ok(p);
+    let (json, non_finite) = text::harness_json(s);
+    let mut p = match parse_direct(&json) {
+        Some(p) => p,
+        None => parse_value(&text::json_value(&json)?.0)?,
+    };
+    if non_finite {
+        p.warn(text::NOT_NUMBERS);
     }
-    let (v, _) = text::json_value(s)?;
-    parse_value(&v)
+    Ok(p)
 }
 
 pub(crate) fn parse_value(v: &Value) -> Result<Parsed, ParseError> {

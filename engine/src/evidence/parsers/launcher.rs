@@ -132,10 +132,15 @@ fn kubectl(line: &str) -> Option<(Launcher, &str, usize)> {
     Some((Launcher::Kubectl, source, 5 + close + 2))
 }
 
-/// `(… pid=N …) ` → source: the text inside the parentheses up to `pid=N`.
+/// `(… pid=N …) ` → source: the text inside the parentheses up to `pid=N`. Ray colours the prefix
+/// on a terminal (`\x1b[36m(pid=N)\x1b[0m `): the colour codes around it are part of it.
 fn ray(line: &str) -> Option<(Launcher, &str, usize)> {
-    let rest = line.strip_prefix('(')?;
-    let close = rest.find(") ")?;
+    let colour = ansi_code_len(line);
+    let rest = line.get(colour..)?.strip_prefix('(')?;
+    let close = rest.find(')')?;
+    let after = rest.get(close + 1..)?;
+    let reset = ansi_code_len(after);
+    after.get(reset..)?.strip_prefix(' ')?;
     let inner = rest.get(..close)?;
     if inner.len() > 120 || inner.contains('(') {
         return None;
@@ -150,7 +155,19 @@ fn ray(line: &str) -> Option<(Launcher, &str, usize)> {
         return None;
     }
     let source = inner.get(..pid_at + 4 + n)?;
-    Some((Launcher::Ray, source, 1 + close + 2))
+    Some((Launcher::Ray, source, colour + 1 + close + 1 + reset + 1))
+}
+
+/// The length of the ANSI colour code (`ESC [ digits ; … m`) that `s` starts with, else 0.
+fn ansi_code_len(s: &str) -> usize {
+    let Some(rest) = s.strip_prefix('\x1b').and_then(|r| r.strip_prefix('[')) else {
+        return 0;
+    };
+    let n = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+    match rest.as_bytes().get(n) {
+        Some(b'm') => 2 + n + 1,
+        _ => 0,
+    }
 }
 
 /// `  12: ` → source `12`.

@@ -49,13 +49,16 @@ mod text;
 mod vllm_log;
 pub mod vllm_metrics;
 
+#[cfg(test)]
+mod shapes_tests;
+
 pub use launcher::{strip as strip_launcher_prefixes, Launcher, Stripped};
 pub use nccl_expected::{expected_busbw, pct_of_expected, ExpectedBusbw, Nics};
 pub use slo::{attainment, histogram_share_at_or_below, Attainment, RequestSample, SloTargets};
 pub use vllm_metrics::histogram_quantile;
 
 /// Bump when any parser's output changes, so stored evidence can be re-parsed.
-pub const PARSER_VERSION: &str = "4";
+pub const PARSER_VERSION: &str = "5";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]

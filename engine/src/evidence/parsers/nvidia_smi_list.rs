@@ -38,8 +38,14 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         mig_profiles,
         mig_gpus,
         first_bad,
+        without_uuid,
         ..
     } = l;
+    if without_uuid > 0 {
+        p.warn(format!(
+            "{without_uuid} GPU line(s) without `(UUID: …)` (as PyTorch's collect_env prints them): counted, no UUID"
+        ));
+    }
 
     if models.is_empty() {
         let (ln, t) = first_bad.unwrap_or((1, String::new()));
@@ -70,6 +76,8 @@ struct Listing {
     mig_gpus: usize,
     /// Whether the line before was a MIG device (of the same GPU).
     last_had_mig: bool,
+    /// GPU lines listed without their UUID.
+    without_uuid: usize,
     first_bad: Option<(usize, String)>,
 }
 
@@ -86,7 +94,21 @@ impl Listing {
         }
         let after = after.trim();
         let Some(pos) = after.rfind("(UUID:") else {
-            p.warn(format!("line {ln}: GPU line without `(UUID: …)` (cut short?): {t}"));
+            // PyTorch's and vLLM's `collect_env` print the listing with the UUIDs taken out; a
+            // line cut short keeps its name up to the bracket it did not close.
+            let name = match after.rfind('(') {
+                Some(open) if !after[open..].contains(')') => {
+                    p.warn(format!("line {ln}: GPU line is incomplete (cut short?): {t}"));
+                    after[..open].trim()
+                }
+                _ => {
+                    self.without_uuid += 1;
+                    after
+                }
+            };
+            self.models
+                .push(if name.is_empty() { "unknown" } else { name }.to_string());
+            self.last_had_mig = false;
             return;
         };
         let name = after.get(..pos).unwrap_or_default().trim();

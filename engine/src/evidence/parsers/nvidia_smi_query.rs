@@ -230,26 +230,16 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
         .split(',')
         .map(|c| c.split('[').next().unwrap_or_default().trim().to_ascii_lowercase())
         .collect();
-    let known = [
-        "name",
-        "uuid",
-        "memory.total",
-        "memory.used",
-        "driver_version",
-        "index",
-        "pci.bus_id",
-    ];
-    if !cols.iter().any(|c| known.contains(&c.as_str())) {
-        return Err(ParseError::at(
-            hln + 1,
-            "no --query-gpu CSV header (expected names such as name, uuid, memory.total): run the query \
-             without `noheader`, so the columns can be known",
-        ));
-    }
-    let mut gpus = Vec::new();
+    query_header(&cols, hln)?;
+    let mut gpus = Samples::of(&cols);
     let mut driver: Option<String> = None;
     let mut derived = false;
     for (i, l) in lines {
+        // A log of repeated queries (`while …; do nvidia-smi --query-gpu=… ; done`) repeats the
+        // header.
+        if l.trim() == header.trim() {
+            continue;
+        }
         let cells: Vec<&str> = l.split(',').map(str::trim).collect();
         if cells.len() != cols.len() {
             p.warn(format!(
@@ -260,9 +250,18 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
             ));
             continue;
         }
+        let key = gpus.key_of(&cells);
         let g = csv_gpu(&cols, cells, &mut driver, &mut derived);
-        gpus.push(g);
+        gpus.add(key, g);
     }
+    if gpus.repeated > 0 {
+        p.warn(format!(
+            "{} rows were further samples of the same GPUs (a log of `-l`/`-lms`): each GPU counted once, \
+             its largest memory used and its newest counters kept",
+            gpus.repeated
+        ));
+    }
+    let gpus = gpus.gpus;
     if derived {
         p.warn("memory.total not queried: derived as memory.reserved + memory.used + memory.free");
     }
@@ -283,6 +282,84 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
         p.warnings.retain(|w| !w.starts_with("uncorrectable ECC"));
     }
     Ok(p)
+}
+
+/// A `--query-gpu` header names at least one column this reader knows; without one the rows
+/// cannot be read (a `noheader` query, or another CSV).
+fn query_header(cols: &[String], hln: usize) -> Result<(), ParseError> {
+    let known = [
+        "name",
+        "gpu_name",
+        "uuid",
+        "gpu_uuid",
+        "memory.total",
+        "memory.used",
+        "driver_version",
+        "index",
+        "pci.bus_id",
+        "ecc.errors.uncorrected.aggregate.total",
+        "ecc.errors.uncorrected.volatile.total",
+    ];
+    if !cols.iter().any(|c| known.contains(&c.as_str())) {
+        return Err(ParseError::at(
+            hln + 1,
+            "no --query-gpu CSV header (expected names such as name, uuid, memory.total): run the query \
+             without `noheader`, so the columns can be known",
+        ));
+    }
+    Ok(())
+}
+
+/// The GPUs of a `--query-gpu` CSV, one per GPU however many samples of it the rows hold: a log of
+/// `--format=csv -l 5` (or `-lms 100`) repeats every GPU each interval. A GPU is its `uuid`, else its
+/// `index`, else its `pci.bus_id`; with none of those queried every row is a GPU.
+struct Samples {
+    /// The column that names a GPU, when one was queried.
+    id_column: Option<usize>,
+    gpus: Vec<Gpu>,
+    keys: Vec<String>,
+    /// Rows that were another sample of a GPU already read.
+    repeated: usize,
+}
+
+impl Samples {
+    fn of(cols: &[String]) -> Self {
+        let at = |names: &[&str]| cols.iter().position(|c| names.contains(&c.as_str()));
+        Samples {
+            id_column: at(&["uuid", "gpu_uuid"])
+                .or_else(|| at(&["index"]))
+                .or_else(|| at(&["pci.bus_id"])),
+            gpus: Vec::new(),
+            keys: Vec::new(),
+            repeated: 0,
+        }
+    }
+
+    fn key_of(&self, cells: &[&str]) -> Option<String> {
+        self.id_column.and_then(|i| cells.get(i)).map(|c| c.to_string())
+    }
+
+    /// A row: a GPU not seen yet, or a later sample of one (the largest memory used and the newest
+    /// of every other figure kept).
+    fn add(&mut self, key: Option<String>, g: Gpu) {
+        let seen = key.as_ref().and_then(|k| self.keys.iter().position(|x| x == k));
+        match seen {
+            Some(i) => {
+                self.repeated += 1;
+                let was = &mut self.gpus[i];
+                let mem_used = match (was.mem_used, g.mem_used) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => b.or(a),
+                };
+                let error = was.error || g.error;
+                *was = Gpu { mem_used, error, ..g };
+            }
+            None => {
+                self.keys.push(key.unwrap_or_default());
+                self.gpus.push(g);
+            }
+        }
+    }
 }
 
 /// One GPU's row; `memory.total` derived from the other memory columns when it was not queried.

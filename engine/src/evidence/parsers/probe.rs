@@ -6,11 +6,15 @@ use super::{text, ParseError, Parsed};
 use serde_json::Value;
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
-    let (v, _) = text::json_value(s)?;
+    let (json, non_finite) = text::harness_json(s);
+    let (v, _) = text::json_value(&json)?;
     let mut p = Parsed {
         tool: Some("probe".into()),
         ..Default::default()
     };
+    if non_finite {
+        p.warn(text::NOT_NUMBERS);
+    }
     let checks = v
         .get("checks")
         .and_then(Value::as_object)

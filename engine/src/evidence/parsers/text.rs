@@ -101,9 +101,12 @@ pub(crate) fn lenient_number(s: &str) -> Option<f64> {
 /// Parse JSON, tolerating text before the first `{`/`[` (wrapper output such as
 /// `Successfully ran diagnostic for group.`). Errors carry the line/column in the ORIGINAL input.
 pub(crate) fn json_value(s: &str) -> Result<(serde_json::Value, Option<String>), ParseError> {
-    let start = s
+    let first = s
         .find(['{', '['])
         .ok_or_else(|| ParseError::at(1, "no JSON object found (expected `{`)"))?;
+    // A bracket that only opened a log line (`[node005:291005] PMIX ERROR: …`, `[INFO] …`): the
+    // JSON starts on a later line.
+    let start = json_after_log_lines(s, first).unwrap_or(first);
     let preamble = s.get(..start).unwrap_or_default();
     let body = s.get(start..).unwrap_or_default();
     let line_off = preamble.matches('\n').count();
@@ -139,6 +142,42 @@ pub(crate) fn json_value(s: &str) -> Result<(serde_json::Value, Option<String>),
     }
 }
 
+/// Where the JSON starts after log lines that open with a bracket (`[node005:291005] PMIX ERROR:
+/// …`, `[INFO] …`), when the first bracket of `s` (at `first`) opened such a line: the first later
+/// line that opens with `{` or `[` and is not one.
+fn json_after_log_lines(s: &str, first: usize) -> Option<usize> {
+    const LINES_PASSED: usize = 64;
+    let line_start = s.get(..first)?.rfind('\n').map_or(0, |n| n + 1);
+    if !s.get(line_start..first)?.trim().is_empty() || !is_log_line(s.get(first..)?) {
+        return None;
+    }
+    let mut at = line_start;
+    for _ in 0..LINES_PASSED {
+        at += s.get(at..)?.find('\n')? + 1;
+        let line = s.get(at..)?.trim_start_matches([' ', '\t']);
+        if line.starts_with(['{', '[']) && !is_log_line(line) {
+            return Some(s.len() - line.len());
+        }
+    }
+    None
+}
+
+/// A log line that opens with a bracketed tag: `[host:pid] …`, `[INFO] …`, `[2024-09-11 08:00] …`
+/// — a `]` on the line before any `"`, `{` or `,`, then a word.
+fn is_log_line(line: &str) -> bool {
+    let line = line.split('\n').next().unwrap_or_default();
+    let Some(rest) = line.strip_prefix('[') else {
+        return false;
+    };
+    let Some(close) = rest.find(']') else {
+        return false;
+    };
+    let tag = &rest[..close];
+    !tag.is_empty()
+        && !tag.contains(['"', '{', ',', '['])
+        && rest[close + 1..].trim_start().starts_with(|c: char| c.is_alphabetic())
+}
+
 /// Number of the last line (1-based), used for "ends early" errors.
 pub(crate) fn last_line(s: &str) -> usize {
     s.lines().count().max(1)
@@ -149,6 +188,22 @@ pub(crate) fn last_line(s: &str) -> usize {
 /// for an unlimited request rate, which no number reader takes) and `null`. Text without them is
 /// returned as is; strings are never touched.
 pub(crate) fn python_json(s: &str) -> Cow<'_, str> {
+    python_constants(s, "\"inf\"")
+}
+
+/// A harness's JSON (`metrics`, `probe`, `checkpoint-restore`) as Python's `json.dumps` writes it:
+/// `NaN` and `±Infinity` are no figure at all, so each becomes `null`, which the parsers leave out
+/// with a warning. The second value says whether any was found.
+pub(crate) fn harness_json(s: &str) -> (Cow<'_, str>, bool) {
+    let json = python_constants(s, "null");
+    let found = matches!(json, Cow::Owned(_));
+    (json, found)
+}
+
+/// The warning for a harness document whose `NaN`/`Infinity` were left out.
+pub(crate) const NOT_NUMBERS: &str = "NaN and Infinity are not numbers: those values were left out";
+
+fn python_constants<'a>(s: &'a str, infinity: &str) -> Cow<'a, str> {
     if !s.contains("Infinity") && !s.contains("NaN") {
         return Cow::Borrowed(s);
     }
@@ -172,8 +227,13 @@ pub(crate) fn python_json(s: &str) -> Cow<'_, str> {
             i += 1;
             continue;
         }
-        let rest = &s[i..];
-        let constant = [("-Infinity", "null"), ("Infinity", "\"inf\""), ("NaN", "null")]
+        // Inside a character of more than one byte, or a word, no constant starts.
+        let in_word = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let Some(rest) = s.get(i..).filter(|_| !in_word) else {
+            i += 1;
+            continue;
+        };
+        let constant = [("-Infinity", "null"), ("Infinity", infinity), ("NaN", "null")]
             .into_iter()
             .find(|(word, _)| {
                 rest.starts_with(word)
@@ -211,7 +271,9 @@ mod python_json_tests {
         );
         assert_eq!(python_json(r#"[NaN,NaN]"#), "[null,null]");
         assert!(matches!(python_json(r#"{"a": 1}"#), std::borrow::Cow::Borrowed(_)));
-        // A word that only starts like a constant is not one.
+        // A word that only starts or ends like a constant is not one, and a character of several
+        // bytes before one is passed over whole.
         assert_eq!(python_json(r#"{"NaNo": NaNo}"#), r#"{"NaNo": NaNo}"#);
+        assert_eq!(python_json("xNaN — NaN"), "xNaN — null");
     }
 }
