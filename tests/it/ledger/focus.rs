@@ -429,7 +429,7 @@ async fn a_bills_meter_name_is_not_taken_for_an_instance_type_that_is_only_a_gpu
         ),
         ("Paperspace", "A100,A100,1.0,12.0,90.0,,3.09,,East Coast (NY2),\n"),
     ] {
-        let res = PriceSheet::csv(&format!("{header}{row}"))
+        let res = PriceSheet::csv(format!("{header}{row}"))
             .query(&format!("format=skypilot&provider={provider}&valid_from=2026-11-01"))
             .post(&app)
             .await;
