@@ -155,7 +155,7 @@ pub async fn running_of_offer(db: impl PgExecutor<'_>, o: &OfferOf<'_>) -> Resul
          WHERE trial_id = $1 AND state IN ('active', 'revalidation-due', 'regressed') AND released_on IS NULL
            AND provider = $2 AND gpu = $3 AND gpus = $4 AND gpus_per_node = $5 AND billing = $6
            AND currency = $7 AND term_months = $8
-         ORDER BY start_date <= current_date DESC, start_date DESC, id DESC LIMIT 1",
+         ORDER BY start_date <= (now() AT TIME ZONE 'UTC')::date DESC, start_date DESC, id DESC LIMIT 1",
         o.trial_id.as_uuid(),
         o.provider,
         o.gpu,

@@ -67,8 +67,10 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
         // A new run: judge the trial's criteria on the evidence received since the approval (each
         // figure's newest value, and the load points of the newest run's load tests only), against
         // the figures the approval pinned.
+        // A renewal approved ahead of its term is not judged before the term begins: the
+        // commitment it renews carries the trial meanwhile.
         let mut regressed: Vec<String> = Vec::new();
-        if new_run {
+        if new_run && today >= c.start_date {
             let now = service::rerun_criteria(state, c.brief_id, c.trial_id, c.approved_at).await?;
             regressed = model::regressions(&c.approved_criteria, &now);
         }

@@ -6,8 +6,7 @@ use super::{text, ParseError, Parsed};
 use serde_json::Value;
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
-    let (json, non_finite) = text::harness_json(s);
-    let (v, pre) = text::json_value(&json)?;
+    let (v, pre, non_finite) = text::harness_json_value(s)?;
     let named = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     let mut p = Parsed {
         tool: Some(named("tool").unwrap_or_else(|| "checkpoint-restore".into())),

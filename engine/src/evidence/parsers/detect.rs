@@ -106,7 +106,7 @@ fn detect_text(s: &str) -> Option<K> {
         return Some(K::BenchServing);
     }
     // One column queried: `--query-gpu=ecc.errors.uncorrected.volatile.total --format=csv`.
-    if head.trim().starts_with("ecc.errors.") && !head.trim().contains(' ') {
+    if head.trim().starts_with("ecc.errors.uncorrected.") && !head.trim().contains(' ') {
         return Some(K::NvidiaSmiQuery);
     }
     if head.contains(',')
@@ -119,7 +119,15 @@ fn detect_text(s: &str) -> Option<K> {
     {
         return Some(K::NvidiaSmiQuery);
     }
-    None
+    // A harness's document after log lines that open with a bracket (`[node005:291005] PMIX ERROR:
+    // …`, `[INFO] …`), when no text format above took the file.
+    let after_logs = s
+        .find(['{', '['])
+        .and_then(|first| super::text::json_after_log_lines(s, first));
+    match after_logs.and_then(|at| detect_json(s.get(at..)?)) {
+        Some(kind @ (K::Probe | K::Metrics | K::CheckpointRestore)) => Some(kind),
+        _ => None,
+    }
 }
 
 fn detect_json(t: &str) -> Option<K> {

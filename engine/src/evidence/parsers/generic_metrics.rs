@@ -17,11 +17,11 @@ use serde_json::Value;
 use super::{limits, probe::kind, text, ParseError, Parsed, MAX_COUNT};
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
-    let (json, non_finite) = text::harness_json(s);
-    let mut p = match parse_direct(&json) {
-        Some(p) => p,
-        None => parse_value(&text::json_value(&json)?.0)?,
-    };
+    if let Some(p) = parse_direct(s) {
+        return Ok(p);
+    }
+    let (v, _, non_finite) = text::harness_json_value(s)?;
+    let mut p = parse_value(&v)?;
     if non_finite {
         p.warn(text::NOT_NUMBERS);
     }

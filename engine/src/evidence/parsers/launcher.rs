@@ -158,16 +158,18 @@ fn ray(line: &str) -> Option<(Launcher, &str, usize)> {
     Some((Launcher::Ray, source, colour + 1 + close + 1 + reset + 1))
 }
 
-/// The length of the ANSI colour code (`ESC [ digits ; … m`) that `s` starts with, else 0.
+/// The length of the ANSI colour codes (`ESC [ digits ; … m`, one after another: Ray's older
+/// prefixes are dim, then cyan) that `s` starts with, else 0.
 fn ansi_code_len(s: &str) -> usize {
-    let Some(rest) = s.strip_prefix('\x1b').and_then(|r| r.strip_prefix('[')) else {
-        return 0;
-    };
-    let n = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
-    match rest.as_bytes().get(n) {
-        Some(b'm') => 2 + n + 1,
-        _ => 0,
+    let mut len = 0;
+    while let Some(rest) = s.get(len..).and_then(|r| r.strip_prefix("\x1b[")) {
+        let n = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+        if rest.as_bytes().get(n) != Some(&b'm') {
+            break;
+        }
+        len += 2 + n + 1;
     }
+    len
 }
 
 /// `  12: ` → source `12`.

@@ -12,7 +12,12 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         tool: Some("nvidia-smi".into()),
         ..Default::default()
     };
-    let mut l = Listing::default();
+    let mut l = Listing {
+        // `collect_env`'s listing has no UUID on any line; in a listing that has them, a line
+        // without one was cut short.
+        uuids_listed: s.contains("(UUID:"),
+        ..Listing::default()
+    };
 
     for (i, raw) in s.lines().enumerate() {
         let ln = i + 1;
@@ -78,6 +83,8 @@ struct Listing {
     last_had_mig: bool,
     /// GPU lines listed without their UUID.
     without_uuid: usize,
+    /// Whether any line of the input carries a UUID.
+    uuids_listed: bool,
     first_bad: Option<(usize, String)>,
 }
 
@@ -94,20 +101,15 @@ impl Listing {
         }
         let after = after.trim();
         let Some(pos) = after.rfind("(UUID:") else {
-            // PyTorch's and vLLM's `collect_env` print the listing with the UUIDs taken out; a
-            // line cut short keeps its name up to the bracket it did not close.
-            let name = match after.rfind('(') {
-                Some(open) if !after[open..].contains(')') => {
-                    p.warn(format!("line {ln}: GPU line is incomplete (cut short?): {t}"));
-                    after[..open].trim()
-                }
-                _ => {
-                    self.without_uuid += 1;
-                    after
-                }
-            };
-            self.models
-                .push(if name.is_empty() { "unknown" } else { name }.to_string());
+            // PyTorch's and vLLM's `collect_env` print the listing with the UUIDs taken out: a GPU
+            // named as a model is (`NVIDIA A100 80GB PCIe`), not a bus id (`nvidia-smi -q`'s
+            // `GPU 00000000:17:00.0`).
+            if self.uuids_listed || !after.starts_with(char::is_alphabetic) {
+                p.warn(format!("line {ln}: GPU line without `(UUID: …)` (cut short?): {t}"));
+                return;
+            }
+            self.without_uuid += 1;
+            self.models.push(after.to_string());
             self.last_had_mig = false;
             return;
         };

@@ -238,6 +238,7 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
         // A log of repeated queries (`while …; do nvidia-smi --query-gpu=… ; done`) repeats the
         // header.
         if l.trim() == header.trim() {
+            gpus.header_again();
             continue;
         }
         let cells: Vec<&str> = l.split(',').map(str::trim).collect();
@@ -250,9 +251,8 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
             ));
             continue;
         }
-        let key = gpus.key_of(&cells);
-        let g = csv_gpu(&cols, cells, &mut driver, &mut derived);
-        gpus.add(key, g);
+        let g = csv_gpu(&cols, cells.clone(), &mut driver, &mut derived);
+        gpus.add(&cells, g);
     }
     if gpus.repeated > 0 {
         p.warn(format!(
@@ -261,6 +261,7 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
             gpus.repeated
         ));
     }
+    let uncountable = gpus.uncountable();
     let gpus = gpus.gpus;
     if derived {
         p.warn("memory.total not queried: derived as memory.reserved + memory.used + memory.free");
@@ -277,6 +278,17 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
         p.count("gpu.mig_enabled_gpus", mig as f64);
     }
     finish(&mut p, &gpus);
+    if uncountable {
+        // A GPU sampled several times would count once per sample, and its errors with it.
+        for key in ["gpu.count", "gpu.models", "gpu.ecc_errors_uncorrected"] {
+            p.metrics.remove(key);
+        }
+        p.warn(
+            "a log with timestamps names no GPU (no uuid, index or pci.bus_id column), so its samples cannot be \
+             told from GPUs: gpu.count, gpu.models and gpu.ecc_errors_uncorrected are not given (add index to \
+             the query)",
+        );
+    }
     if !cols.iter().any(|c| c.starts_with("ecc.errors.uncorrected")) {
         // `finish` warned about ECC; say why.
         p.warnings.retain(|w| !w.starts_with("uncorrectable ECC"));
@@ -311,13 +323,18 @@ fn query_header(cols: &[String], hln: usize) -> Result<(), ParseError> {
 }
 
 /// The GPUs of a `--query-gpu` CSV, one per GPU however many samples of it the rows hold: a log of
-/// `--format=csv -l 5` (or `-lms 100`) repeats every GPU each interval. A GPU is its `uuid`, else its
-/// `index`, else its `pci.bus_id`; with none of those queried every row is a GPU.
+/// `--format=csv -l 5` (or `-lms 100`) repeats every GPU each interval, and the query run in a
+/// shell loop repeats its header too. A GPU is its `uuid`, else its `index`, else its `pci.bus_id`;
+/// with none of those queried, its place in its block of rows (the rows between two headers).
 struct Samples {
     /// The column that names a GPU, when one was queried.
     id_column: Option<usize>,
+    /// A `timestamp` column and no column that names a GPU: samples of one header's block cannot be
+    /// told from GPUs.
+    timed_without_id: bool,
     gpus: Vec<Gpu>,
-    keys: Vec<String>,
+    index_of: std::collections::HashMap<String, usize>,
+    row_in_block: usize,
     /// Rows that were another sample of a GPU already read.
     repeated: usize,
 }
@@ -325,40 +342,66 @@ struct Samples {
 impl Samples {
     fn of(cols: &[String]) -> Self {
         let at = |names: &[&str]| cols.iter().position(|c| names.contains(&c.as_str()));
+        let id_column = at(&["uuid", "gpu_uuid"])
+            .or_else(|| at(&["index"]))
+            .or_else(|| at(&["pci.bus_id"]));
         Samples {
-            id_column: at(&["uuid", "gpu_uuid"])
-                .or_else(|| at(&["index"]))
-                .or_else(|| at(&["pci.bus_id"])),
+            id_column,
+            timed_without_id: id_column.is_none() && at(&["timestamp"]).is_some(),
             gpus: Vec::new(),
-            keys: Vec::new(),
+            index_of: std::collections::HashMap::new(),
+            row_in_block: 0,
             repeated: 0,
         }
     }
 
-    fn key_of(&self, cells: &[&str]) -> Option<String> {
-        self.id_column.and_then(|i| cells.get(i)).map(|c| c.to_string())
+    /// The header came again: the rows after it are the next sample.
+    fn header_again(&mut self) {
+        self.row_in_block = 0;
     }
 
-    /// A row: a GPU not seen yet, or a later sample of one (the largest memory used and the newest
-    /// of every other figure kept).
-    fn add(&mut self, key: Option<String>, g: Gpu) {
-        let seen = key.as_ref().and_then(|k| self.keys.iter().position(|x| x == k));
-        match seen {
-            Some(i) => {
-                self.repeated += 1;
-                let was = &mut self.gpus[i];
-                let mem_used = match (was.mem_used, g.mem_used) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => b.or(a),
-                };
-                let error = was.error || g.error;
-                *was = Gpu { mem_used, error, ..g };
-            }
-            None => {
-                self.keys.push(key.unwrap_or_default());
-                self.gpus.push(g);
-            }
-        }
+    /// Whether the rows may count one GPU several times with nothing to tell (see
+    /// `timed_without_id`), so the GPUs cannot be counted.
+    fn uncountable(&self) -> bool {
+        self.timed_without_id && self.gpus.len() > 1
+    }
+
+    /// A row: a GPU not seen yet, or a later sample of one (the largest memory used, the largest of
+    /// each ECC counter — they only grow, and a later `[N/A]` is no reset — and the newest of every
+    /// other figure kept).
+    fn add(&mut self, cells: &[&str], g: Gpu) {
+        let key = match self.id_column {
+            Some(i) => cells.get(i).map(|c| c.to_string()).unwrap_or_default(),
+            None => format!("row {}", self.row_in_block),
+        };
+        self.row_in_block += 1;
+        let Some(&i) = self.index_of.get(&key) else {
+            self.index_of.insert(key, self.gpus.len());
+            self.gpus.push(g);
+            return;
+        };
+        self.repeated += 1;
+        let was = &mut self.gpus[i];
+        let larger = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let (mem_used, ecc_agg, ecc_vol) = (
+            larger(was.mem_used, g.mem_used),
+            larger(was.ecc_agg, g.ecc_agg),
+            larger(was.ecc_vol, g.ecc_vol),
+        );
+        let error = was.error || g.error;
+        *was = Gpu {
+            name: g.name.or(was.name.take()),
+            uuid: g.uuid.or(was.uuid.take()),
+            mem_total: g.mem_total.or(was.mem_total),
+            mem_used,
+            ecc_agg,
+            ecc_vol,
+            error,
+            ..g
+        };
     }
 }
 

@@ -6,8 +6,7 @@ use super::{text, ParseError, Parsed};
 use serde_json::Value;
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
-    let (json, non_finite) = text::harness_json(s);
-    let (v, _) = text::json_value(&json)?;
+    let (v, _, non_finite) = text::harness_json_value(s)?;
     let mut p = Parsed {
         tool: Some("probe".into()),
         ..Default::default()

@@ -42,6 +42,45 @@ fn a_query_gpu_log_of_several_samples_counts_each_gpu_once() {
                   index, name, memory.total [MiB]\n0, NVIDIA H100 80GB HBM3, 81559 MiB\n";
     let p = parsed(K::NvidiaSmiQuery, looped);
     assert_eq!(list(&p, "gpu.models"), ["NVIDIA H100 80GB HBM3"]);
+    // A loop of a query that names no GPU: each block is one sample, a GPU its place in it.
+    let unnamed = "memory.used [MiB]\n10 MiB\n20 MiB\nmemory.used [MiB]\n30 MiB\n5 MiB\n";
+    let p = parsed(K::NvidiaSmiQuery, unnamed);
+    assert_eq!(p.get_num("gpu.count"), Some(2.0));
+    assert_eq!(p.get_num("gpu.memory_used_mib_max"), Some(30.0));
+}
+
+/// A counter that read 5 and then `[N/A]` (or 0 after a GPU reset) had errors: the largest reading
+/// of each ECC counter is kept, not the newest.
+#[test]
+fn a_sampled_ecc_counter_keeps_its_largest_reading() {
+    let log = "timestamp, index, ecc.errors.uncorrected.volatile.total
+2025/05/22 09:42:33.587, 0, 5
+2025/05/22 09:42:38.588, 0, [N/A]
+2025/05/22 09:42:43.588, 0, 0
+";
+    let p = parsed(K::NvidiaSmiQuery, log);
+    assert_eq!(p.get_num("gpu.ecc_errors_uncorrected"), Some(5.0));
+}
+
+/// `--query-gpu=timestamp,name,memory.used -l 1` names no GPU: two GPUs sampled twice are four rows
+/// that nothing tells apart, so no GPU count is given (it would pass a `gpu.count ≥ 4` criterion).
+#[test]
+fn a_timed_log_that_names_no_gpu_gives_no_count() {
+    let log = "timestamp, name, memory.used [MiB]
+2025/05/22 09:42:33.587, NVIDIA L4, 100 MiB
+2025/05/22 09:42:33.590, NVIDIA L4, 120 MiB
+2025/05/22 09:42:34.587, NVIDIA L4, 900 MiB
+2025/05/22 09:42:34.590, NVIDIA L4, 130 MiB
+";
+    let p = parsed(K::NvidiaSmiQuery, log);
+    assert_eq!(p.get_num("gpu.count"), None);
+    assert!(!p.metrics.contains_key("gpu.models"));
+    assert_eq!(p.get_num("gpu.memory_used_mib_max"), Some(900.0));
+    assert!(
+        p.warnings.iter().any(|w| w.contains("add index to the query")),
+        "{:?}",
+        p.warnings
+    );
 }
 
 /// Health scripts query the ECC counter alone: one column, so no comma in the header.
@@ -49,6 +88,8 @@ fn a_query_gpu_log_of_several_samples_counts_each_gpu_once() {
 fn a_query_of_the_ecc_counter_alone_is_read_and_recognised() {
     let s = "ecc.errors.uncorrected.volatile.total\n0\n0\n";
     assert_eq!(detect_kind(s.as_bytes()), Some(K::NvidiaSmiQuery));
+    // The corrected counter is not what the key counts: such a file is no query this reads.
+    assert_eq!(detect_kind(b"ecc.errors.corrected.volatile.total\n0\n"), None);
     let p = parsed(K::NvidiaSmiQuery, s);
     assert_eq!(p.get_num("gpu.ecc_errors_uncorrected"), Some(0.0));
     assert_eq!(p.get_num("gpu.count"), Some(2.0));
@@ -70,11 +111,16 @@ fn a_gpu_listing_without_uuids_counts_its_gpus() {
         "{:?}",
         p.warnings
     );
-    // `nvidia-smi -q` names a GPU by its bus id: not a listing.
-    assert_ne!(
-        detect_kind(b"GPU 00000000:17:00.0\n    Product Name : NVIDIA H100\n"),
-        Some(K::NvidiaSmiList)
-    );
+    // `nvidia-smi -q` names a GPU by its bus id: not a listing, whatever kind it was sent as.
+    let q = "GPU 00000000:17:00.0\n    Product Name : NVIDIA H100\nGPU 00000000:2A:00.0\n";
+    assert_ne!(detect_kind(q.as_bytes()), Some(K::NvidiaSmiList));
+    assert!(parse(K::NvidiaSmiList, q.as_bytes()).is_err());
+    // In a listing with UUIDs, a line without one was cut short: not counted, under a name it was
+    // cut to.
+    let cut = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-d6a2c177-4cd8-8d01-0310-79f2720f37de)\nGPU 1: NVIDIA H1\n";
+    let p = parsed(K::NvidiaSmiList, cut);
+    assert_eq!(p.get_num("gpu.count"), Some(1.0));
+    assert!(p.warnings.iter().any(|w| w.contains("line 2")), "{:?}", p.warnings);
 }
 
 /// Ray colours its prefix on a terminal (vllm-project/vllm issue 5477:
@@ -86,6 +132,9 @@ fn a_coloured_ray_prefix_is_stripped() {
     let p = parsed(K::NvidiaSmiList, s);
     assert_eq!(p.get_num("gpu.count"), Some(2.0));
     assert!(p.warnings.iter().any(|w| w.contains("Ray")), "{:?}", p.warnings);
+    // Dim, then cyan, as older Ray releases print it.
+    let dim = s.replace("\x1b[36m", "\x1b[2m\x1b[36m");
+    assert_eq!(parsed(K::NvidiaSmiList, &dim).get_num("gpu.count"), Some(2.0));
 }
 
 /// Python's `json.dumps` writes `NaN` and `Infinity` by default: a harness's document keeps its
@@ -115,6 +164,17 @@ fn a_harness_documents_nan_and_infinity_are_left_out_not_the_document() {
     );
     assert!(p.metrics.contains_key("checkpoint.restore_ok"));
     assert!(!p.metrics.contains_key("checkpoint.restore_seconds"));
+    // Only the JSON is read so: a log line before it keeps its words and its quotes.
+    let p = parsed(
+        K::Probe,
+        "loading \"model, loss is NaN\n{\"checks\": {\"cold_start\": true, \"drain_seconds\": NaN}}\n",
+    );
+    assert!(p.metrics.contains_key("probe.cold_start"));
+    assert!(
+        p.warnings.iter().any(|w| w.contains("NaN and Infinity")),
+        "{:?}",
+        p.warnings
+    );
 }
 
 /// A log line that opens with a bracket (`mpirun`'s `[node005:291005] PMIX ERROR: …`, `[INFO] …`)
@@ -125,6 +185,17 @@ fn a_bracketed_log_line_before_the_json_is_passed_over() {
              [INFO] probes done\n{\"checks\": {\"cold_start\": true}}\n";
     let p = parsed(K::Probe, s);
     assert!(p.metrics.contains_key("probe.cold_start"));
+    assert_eq!(detect_kind(s.as_bytes()), Some(K::Probe));
+    // Python logging's, PyTorch's and a rank's tags.
+    for line in [
+        "[2024-09-11 08:00:00,123] INFO loading",
+        "[W socket.cpp:464] [c10d] The server socket has failed to listen",
+        "[rank0]: probes done",
+    ] {
+        let s = format!("{line}\n{{\"metrics\": {{\"eval.accuracy\": 0.91}}}}\n");
+        assert_eq!(parsed(K::Metrics, &s).get_num("eval.accuracy"), Some(0.91), "{line}");
+        assert_eq!(detect_kind(s.as_bytes()), Some(K::Metrics), "{line}");
+    }
     // JSON that is broken stays an error at its own line.
     let e = parse(K::Probe, b"[INFO] probes done\n{\"checks\": {\"cold_start\": tru}}\n").unwrap_err();
     assert_eq!(e.line, Some(2), "{e}");

@@ -101,14 +101,36 @@ pub(crate) fn lenient_number(s: &str) -> Option<f64> {
 /// Parse JSON, tolerating text before the first `{`/`[` (wrapper output such as
 /// `Successfully ran diagnostic for group.`). Errors carry the line/column in the ORIGINAL input.
 pub(crate) fn json_value(s: &str) -> Result<(serde_json::Value, Option<String>), ParseError> {
-    let first = s
-        .find(['{', '['])
-        .ok_or_else(|| ParseError::at(1, "no JSON object found (expected `{`)"))?;
-    // A bracket that only opened a log line (`[node005:291005] PMIX ERROR: …`, `[INFO] …`): the
-    // JSON starts on a later line.
-    let start = json_after_log_lines(s, first).unwrap_or(first);
+    json_value_with(s, Cow::Borrowed).map(|(v, pre, _)| (v, pre))
+}
+
+/// [`json_value`] of a harness's document (`metrics`, `probe`, `checkpoint-restore`) as Python's
+/// `json.dumps` writes it: in the JSON (never the text before it), `NaN` and `±Infinity` are no
+/// figure at all, so each becomes `null`, which the parsers leave out with a warning. The third
+/// value says whether any was found.
+pub(crate) fn harness_json_value(s: &str) -> Result<(serde_json::Value, Option<String>, bool), ParseError> {
+    json_value_with(s, |body| python_constants(body, "null"))
+}
+
+/// The warning for a harness document whose `NaN`/`Infinity` were left out.
+pub(crate) const NOT_NUMBERS: &str = "NaN and Infinity are not numbers: those values were left out";
+
+/// Where the JSON of `s` starts: its first `{` or `[`, or, when that only opened a log line
+/// (`[node005:291005] PMIX ERROR: …`, `[INFO] …`), the first later line that opens with one.
+pub(crate) fn json_start(s: &str) -> Option<usize> {
+    let first = s.find(['{', '['])?;
+    Some(json_after_log_lines(s, first).unwrap_or(first))
+}
+
+fn json_value_with<'a>(
+    s: &'a str,
+    rewrite: impl Fn(&'a str) -> Cow<'a, str>,
+) -> Result<(serde_json::Value, Option<String>, bool), ParseError> {
+    let start = json_start(s).ok_or_else(|| ParseError::at(1, "no JSON object found (expected `{`)"))?;
     let preamble = s.get(..start).unwrap_or_default();
-    let body = s.get(start..).unwrap_or_default();
+    let body = rewrite(s.get(start..).unwrap_or_default());
+    let rewritten = matches!(body, Cow::Owned(_));
+    let body = &*body;
     let line_off = preamble.matches('\n').count();
     let col_off = preamble.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0);
     // Walked first without being built: an object wider than an item's key limit is refused
@@ -120,7 +142,7 @@ pub(crate) fn json_value(s: &str) -> Result<(serde_json::Value, Option<String>),
     match serde_json::from_str::<serde_json::Value>(body) {
         Ok(v) => {
             let pre = preamble.trim();
-            Ok((v, (!pre.is_empty()).then(|| pre.to_string())))
+            Ok((v, (!pre.is_empty()).then(|| pre.to_string()), rewritten))
         }
         Err(e) => {
             let line = e.line() + line_off;
@@ -145,8 +167,8 @@ pub(crate) fn json_value(s: &str) -> Result<(serde_json::Value, Option<String>),
 /// Where the JSON starts after log lines that open with a bracket (`[node005:291005] PMIX ERROR:
 /// …`, `[INFO] …`), when the first bracket of `s` (at `first`) opened such a line: the first later
 /// line that opens with `{` or `[` and is not one.
-fn json_after_log_lines(s: &str, first: usize) -> Option<usize> {
-    const LINES_PASSED: usize = 64;
+pub(crate) fn json_after_log_lines(s: &str, first: usize) -> Option<usize> {
+    const LINES_PASSED: usize = 1000;
     let line_start = s.get(..first)?.rfind('\n').map_or(0, |n| n + 1);
     if !s.get(line_start..first)?.trim().is_empty() || !is_log_line(s.get(first..)?) {
         return None;
@@ -162,8 +184,10 @@ fn json_after_log_lines(s: &str, first: usize) -> Option<usize> {
     None
 }
 
-/// A log line that opens with a bracketed tag: `[host:pid] …`, `[INFO] …`, `[2024-09-11 08:00] …`
-/// — a `]` on the line before any `"`, `{` or `,`, then a word.
+/// A log line that opens with a bracketed tag: `[host:pid] …`, `[INFO] …`, Python logging's
+/// `[2024-09-11 08:00:00,123] INFO …`, PyTorch's `[W socket.cpp:464] [c10d] …`, `[rank0]: …` — a
+/// `]` on the line before any `"`, `{` or `[`, then a word, another tag or a colon. No JSON line
+/// reads so (an array is closed by its last `]`, or holds a string or an object).
 fn is_log_line(line: &str) -> bool {
     let line = line.split('\n').next().unwrap_or_default();
     let Some(rest) = line.strip_prefix('[') else {
@@ -173,9 +197,11 @@ fn is_log_line(line: &str) -> bool {
         return false;
     };
     let tag = &rest[..close];
-    !tag.is_empty()
-        && !tag.contains(['"', '{', ',', '['])
-        && rest[close + 1..].trim_start().starts_with(|c: char| c.is_alphabetic())
+    !tag.trim().is_empty()
+        && !tag.contains(['"', '{', '['])
+        && rest[close + 1..]
+            .trim_start()
+            .starts_with(|c: char| c.is_alphabetic() || c == '[' || c == ':')
 }
 
 /// Number of the last line (1-based), used for "ends early" errors.
@@ -190,18 +216,6 @@ pub(crate) fn last_line(s: &str) -> usize {
 pub(crate) fn python_json(s: &str) -> Cow<'_, str> {
     python_constants(s, "\"inf\"")
 }
-
-/// A harness's JSON (`metrics`, `probe`, `checkpoint-restore`) as Python's `json.dumps` writes it:
-/// `NaN` and `±Infinity` are no figure at all, so each becomes `null`, which the parsers leave out
-/// with a warning. The second value says whether any was found.
-pub(crate) fn harness_json(s: &str) -> (Cow<'_, str>, bool) {
-    let json = python_constants(s, "null");
-    let found = matches!(json, Cow::Owned(_));
-    (json, found)
-}
-
-/// The warning for a harness document whose `NaN`/`Infinity` were left out.
-pub(crate) const NOT_NUMBERS: &str = "NaN and Infinity are not numbers: those values were left out";
 
 fn python_constants<'a>(s: &'a str, infinity: &str) -> Cow<'a, str> {
     if !s.contains("Infinity") && !s.contains("NaN") {
