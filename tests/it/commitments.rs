@@ -1285,23 +1285,49 @@ async fn received_days_ago(app: &TestApp, days: i32) {
     }
 }
 
-/// A re-validation run is a UTC day's evidence: a good run two days ago cannot hide a worse one
-/// today (the best load point since the approval was judged, so after one good re-run nothing could
-/// regress). Approving the trial again then keeps its one commitment, judged from the new approval.
-#[tokio::test]
-async fn a_good_rerun_does_not_hide_a_worse_one_on_a_later_day_and_approving_again_keeps_one_commitment() {
-    let app = spawn_app().await;
-    let (brief, trial, digest) = reserving_brief(&app).await;
-    let first = approve(&app, &brief, &digest).await;
-    let cid = the_commitment(&app).await;
-    set_term(&app, cid, "2026-03-01", "2027-02-28").await;
-    // The approval three days ago, on evidence of four days ago.
-    received_days_ago(&app, 4).await;
+/// A reserving brief whose approval was three days ago, on evidence of four days ago, its
+/// commitment's term from 2026-03-01; and a state for the judging task.
+struct Approved3DaysAgo {
+    brief: String,
+    trial: String,
+    approval: Value,
+    cid: Uuid,
+    state: rentcheck::state::AppState,
+}
+
+async fn approved_three_days_ago(app: &TestApp) -> Approved3DaysAgo {
+    let (brief, trial, digest) = reserving_brief(app).await;
+    let approval = approve(app, &brief, &digest).await;
+    let cid = the_commitment(app).await;
+    set_term(app, cid, "2026-03-01", "2027-02-28").await;
+    received_days_ago(app, 4).await;
     sqlx::query("UPDATE commitments SET approved_at = approved_at - interval '3 days'")
         .execute(&app.pool)
         .await
         .unwrap();
     let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
+    Approved3DaysAgo {
+        brief,
+        trial,
+        approval,
+        cid,
+        state,
+    }
+}
+
+/// A re-validation run is the newest run's evidence: a good run two days ago cannot hide a worse
+/// one today (the best load point since the approval was judged, so after one good re-run nothing
+/// could regress), and a later upload without a load test does not clear it. Approving the trial again then keeps its one commitment, judged from the new approval.
+#[tokio::test]
+async fn a_good_rerun_does_not_hide_a_worse_one_on_a_later_day_and_approving_again_keeps_one_commitment() {
+    let app = spawn_app().await;
+    let Approved3DaysAgo {
+        brief,
+        trial,
+        approval: first,
+        cid,
+        state,
+    } = approved_three_days_ago(&app).await;
     let round = |today: &'static str| judging_round(&app, &state, today.parse().unwrap());
     let upload = |load: Load| run_at(&app, &brief, &trial, load);
     // Two days ago, a re-run as good as the approved one.
@@ -1353,16 +1379,13 @@ async fn a_good_rerun_does_not_hide_a_worse_one_on_a_later_day_and_approving_aga
 #[tokio::test]
 async fn a_rerun_across_midnight_is_judged_as_one_run() {
     let app = spawn_app().await;
-    let (brief, trial, digest) = reserving_brief(&app).await;
-    approve(&app, &brief, &digest).await;
-    let cid = the_commitment(&app).await;
-    set_term(&app, cid, "2026-03-01", "2027-02-28").await;
-    received_days_ago(&app, 4).await;
-    sqlx::query("UPDATE commitments SET approved_at = approved_at - interval '3 days'")
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    let state = rentcheck::state::AppState::new(app.pool.clone(), Default::default(), app.keys.clone());
+    let Approved3DaysAgo {
+        brief,
+        trial,
+        cid,
+        state,
+        ..
+    } = approved_three_days_ago(&app).await;
     let point = |load: Load| {
         EvidenceBuilder::bench_serving(&load_point(load))
             .trial(&trial)
