@@ -315,6 +315,8 @@ pub struct Due {
     pub checked_at: Option<DateTime<Utc>>,
     /// A newer commitment renews it.
     pub renewed: bool,
+    /// It renews an older one.
+    pub renews_another: bool,
 }
 
 /// Claims up to `limit` commitments that are not final and were not judged within `every`
@@ -325,7 +327,8 @@ pub async fn claim_due(db: impl PgExecutor<'_>, limit: i64, every_secs: f64) -> 
         Due,
         r#"SELECT id, brief_id, trial_id, approved_at, approved_criteria, state AS "state: CommitmentState", state_reason, start_date, end_date,
                   released_on, revalidate_every_days, last_run_at, checked_at,
-                  EXISTS (SELECT 1 FROM commitments n WHERE n.renews = c.id) AS "renewed!"
+                  EXISTS (SELECT 1 FROM commitments n WHERE n.renews = c.id) AS "renewed!",
+                  renews IS NOT NULL AS "renews_another!"
            FROM commitments c
            WHERE state NOT IN ('ended', 'released')
              AND (checked_at IS NULL OR checked_at < now() - make_interval(secs => $2))

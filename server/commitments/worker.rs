@@ -61,16 +61,20 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
     let mut judged = repo::Judged::default();
     for c in due {
         let current = c.state;
-        // The trial's newest evidence since the approval: a re-validation run.
-        let last_run = newest.get(&c.trial_id).copied().filter(|t| *t > c.approved_at);
+        // The trial's newest evidence since the approval: a re-validation run. A renewal approved
+        // ahead of its term takes none before the term begins (the commitment it renews carries the
+        // trial meanwhile): its runs are judged from its first day.
+        let waiting = c.renews_another && today < c.start_date;
+        let last_run = match waiting {
+            true => c.last_run_at,
+            false => newest.get(&c.trial_id).copied().filter(|t| *t > c.approved_at),
+        };
         let new_run = last_run.is_some() && last_run != c.last_run_at;
         // A new run: judge the trial's criteria on the evidence received since the approval (each
         // figure's newest value, and the load points of the newest run's load tests only), against
         // the figures the approval pinned.
-        // A renewal approved ahead of its term is not judged before the term begins: the
-        // commitment it renews carries the trial meanwhile.
         let mut regressed: Vec<String> = Vec::new();
-        if new_run && today >= c.start_date {
+        if new_run {
             let now = service::rerun_criteria(state, c.brief_id, c.trial_id, c.approved_at).await?;
             regressed = model::regressions(&c.approved_criteria, &now);
         }

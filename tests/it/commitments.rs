@@ -988,9 +988,24 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
     round("2026-11-02").await;
     assert_eq!(state_of(&app, cid).await.0, "active");
     assert_eq!(events(&app, "commitment.renewal_due").await.len(), 1);
+    // A run now is the old commitment's: the renewal, whose term begins on 2027-01-01, takes none
+    // before then, and judges it from its first day.
+    a_run(&app, &brief, &trial).await;
+    let renewal_run = || async {
+        sqlx::query_scalar::<_, Option<chrono::DateTime<chrono::Utc>>>(
+            "SELECT last_run_at FROM commitments WHERE id <> $1",
+        )
+        .bind(cid)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    round("2026-11-03").await;
+    assert_eq!(renewal_run().await, None);
 
     // After the last day: ended, and nothing more is sent.
     round("2027-01-01").await;
+    assert!(renewal_run().await.is_some(), "its first day: the run is judged");
     assert_eq!(
         state_of(&app, cid).await,
         ("ended".to_owned(), "the term ended on 2026-12-31".to_owned())
