@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use chrono::{NaiveDate, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -61,14 +61,7 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
     let mut judged = repo::Judged::default();
     for c in due {
         let current = c.state;
-        // The trial's newest evidence since the approval: a re-validation run. A renewal approved
-        // ahead of its term takes none before the term begins (the commitment it renews carries the
-        // trial meanwhile): its runs are judged from its first day.
-        let waiting = c.renews_another && today < c.start_date;
-        let last_run = match waiting {
-            true => c.last_run_at,
-            false => newest.get(&c.trial_id).copied().filter(|t| *t > c.approved_at),
-        };
+        let last_run = newest_run(&c, newest.get(&c.trial_id).copied(), today);
         let new_run = last_run.is_some() && last_run != c.last_run_at;
         // A new run: judge the trial's criteria on the evidence received since the approval (each
         // figure's newest value, and the load points of the newest run's load tests only), against
@@ -133,6 +126,16 @@ pub async fn round_on(state: &AppState, today: NaiveDate) -> Result<usize, AppEr
     repo::set_judged(&mut *tx, &judged).await?;
     tx.commit().await?;
     Ok(n)
+}
+
+/// The newest run of `c`'s trial it takes: the trial's newest evidence (received at `newest`) since
+/// the approval. A renewal approved ahead of its term takes none before the term begins (the
+/// commitment it renews carries the trial meanwhile): its runs are judged from its first day.
+fn newest_run(c: &Due, newest: Option<DateTime<Utc>>, today: NaiveDate) -> Option<DateTime<Utc>> {
+    if c.renews_another && today < c.start_date {
+        return c.last_run_at;
+    }
+    newest.filter(|t| *t > c.approved_at)
 }
 
 fn event_of(s: CommitmentState) -> Option<&'static str> {
