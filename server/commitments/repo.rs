@@ -121,17 +121,20 @@ pub async fn insert(db: impl PgExecutor<'_>, c: &NewCommitment<'_>) -> Result<Co
 }
 
 /// The brief's commitment a new reservation renews: its newest one whose renewal is due and not
-/// yet approved (no commitment renews it already).
-pub async fn renewal_due_of(db: impl PgExecutor<'_>, brief_id: BriefId) -> Result<Option<CommitmentId>, sqlx::Error> {
-    sqlx::query_scalar!(
-        "SELECT id FROM commitments c WHERE brief_id = $1 AND state = 'renewal-due'
+/// yet approved (no commitment renews it already), with its last day.
+pub async fn renewal_due_of(
+    db: impl PgExecutor<'_>,
+    brief_id: BriefId,
+) -> Result<Option<(CommitmentId, NaiveDate)>, sqlx::Error> {
+    let row = sqlx::query!(
+        "SELECT id, end_date FROM commitments c WHERE brief_id = $1 AND state = 'renewal-due'
            AND NOT EXISTS (SELECT 1 FROM commitments n WHERE n.renews = c.id)
          ORDER BY end_date DESC, id DESC LIMIT 1",
         brief_id.as_uuid()
     )
     .fetch_optional(db)
-    .await
-    .map(|id| id.map(CommitmentId::from))
+    .await?;
+    Ok(row.map(|r| (r.id.into(), r.end_date)))
 }
 
 /// The offer a reservation rents, as a running commitment of it is found.

@@ -38,6 +38,9 @@ pub struct Approved<'a> {
     pub on_demand_rate: Option<Decimal>,
     /// The committed trial's criteria as the approval read them (`review::decision::CriterionOutcome`s).
     pub criteria: Value,
+    /// What the reservation does to the brief's commitments ([`continues`], read once by the
+    /// approval, which moved a renewal's start by it).
+    pub continues: Continues,
 }
 
 /// Opens the commitment an approval's reservation records, in the approval's transaction, with its
@@ -59,7 +62,7 @@ pub async fn open_for_approval(
     let on_demand = a
         .on_demand_rate
         .or((reservation.billing == "on-demand").then_some(reservation.rate_per_gpu_hour));
-    let renews = match continues(&mut *conn, a.brief_id, reservation).await? {
+    let renews = match a.continues {
         Continues::Pin(id) => return pin_to_approval(&mut *conn, id, a, actor).await,
         Continues::Renew { id, .. } => Some(id),
         Continues::Nothing => None,
@@ -111,6 +114,7 @@ pub async fn open_for_approval(
 }
 
 /// What approving a reservation does to the brief's commitments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Continues {
     /// The trial's running commitment of the same offer: approving the trial again (its approval
     /// went stale, or a re-run regressed it) buys nothing new, so that commitment is judged from
@@ -139,14 +143,8 @@ pub async fn continues(conn: &mut PgConnection, brief_id: BriefId, r: &Reservati
     if let Some(id) = repo::running_of_offer(&mut *conn, &offer).await? {
         return Ok(Continues::Pin(id));
     }
-    let Some(id) = repo::renewal_due_of(&mut *conn, brief_id).await? else {
-        return Ok(Continues::Nothing);
-    };
-    Ok(match repo::get(&mut *conn, id).await? {
-        Some(c) => Continues::Renew {
-            id,
-            last_day: c.end_date,
-        },
+    Ok(match repo::renewal_due_of(&mut *conn, brief_id).await? {
+        Some((id, last_day)) => Continues::Renew { id, last_day },
         None => Continues::Nothing,
     })
 }
@@ -1029,7 +1027,7 @@ pub struct RenewalNotice {
 
 /// The [`RenewalNotice`] of `brief_id`, when one of its commitments is renewal-due.
 pub async fn renewal_notice(state: &AppState, brief_id: BriefId) -> Result<Option<RenewalNotice>, AppError> {
-    let Some(id) = repo::renewal_due_of(&state.pool, brief_id).await? else {
+    let Some((id, _)) = repo::renewal_due_of(&state.pool, brief_id).await? else {
         return Ok(None);
     };
     let Some(row) = repo::get(&state.pool, id).await? else {

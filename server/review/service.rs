@@ -373,9 +373,10 @@ pub async fn record_verdict_locked(
     let decision = overridden.as_ref().map_or(trial.decision.decision, |o| o.approved);
     let mismatch_acknowledged = acknowledged_mismatch(verdict, &request, trial)?;
     let mut reservation = reservation_to_record(verdict, overridden.as_ref(), trial, &current, &request)?;
-    if let Some(r) = reservation.as_mut() {
-        starts_after_the_term_it_renews(conn, brief_id, r).await?;
-    }
+    let continues = match reservation.as_mut() {
+        Some(r) => Some(starts_after_the_term_it_renews(conn, brief_id, r).await?),
+        None => None,
+    };
     let inputs = current.inputs_record();
     let row = repo::insert_approval(
         &mut *conn,
@@ -394,8 +395,8 @@ pub async fn record_verdict_locked(
         },
     )
     .await?;
-    if let Some(r) = &reservation {
-        open_commitment(conn, &row, brief_id, r, trial, actor).await?;
+    if let (Some(r), Some(continues)) = (&reservation, continues) {
+        open_commitment(conn, &row, brief_id, r, continues, trial, actor).await?;
     }
     let recorded = Recorded {
         brief_id,
@@ -414,18 +415,20 @@ pub async fn record_verdict_locked(
 /// A reservation approved while the brief's commitment is due for renewal renews it (a new
 /// commitment linked to the old one), so it starts the day after that term's last day: from
 /// tomorrow, or a day the manager chose inside the term, the two would overlap and every day of
-/// the overlap would count twice in the portfolio.
+/// the overlap would count twice in the portfolio. Answers what the reservation continues, which
+/// the commitment it opens is read from.
 async fn starts_after_the_term_it_renews(
     conn: &mut PgConnection,
     brief_id: BriefId,
     r: &mut Reservation,
-) -> Result<(), AppError> {
-    if let commitments::Continues::Renew { last_day, .. } = commitments::continues(&mut *conn, brief_id, r).await? {
+) -> Result<commitments::Continues, AppError> {
+    let continues = commitments::continues(&mut *conn, brief_id, r).await?;
+    if let commitments::Continues::Renew { last_day, .. } = continues {
         if r.start_date <= last_day {
             r.start_date = last_day.succ_opt().unwrap_or(last_day);
         }
     }
-    Ok(())
+    Ok(continues)
 }
 
 /// Approving a trial that is not the recommended one needs a comment saying why.
@@ -446,6 +449,7 @@ async fn open_commitment(
     row: &ApprovalRow,
     brief_id: BriefId,
     r: &Reservation,
+    continues: commitments::Continues,
     trial: &TrialReview,
     actor: &Principal,
 ) -> Result<(), AppError> {
@@ -461,6 +465,7 @@ async fn open_commitment(
             .as_ref()
             .and_then(|m| m.reservation_rates.on_demand_rate),
         criteria: serde_json::to_value(&trial.context.inputs.criteria).unwrap_or(Value::Null),
+        continues,
     };
     commitments::open_for_approval(&mut *conn, &approved, &actor.label()).await?;
     Ok(())

@@ -251,7 +251,7 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
             ));
             continue;
         }
-        let g = csv_gpu(&cols, cells.clone(), &mut driver, &mut derived);
+        let g = csv_gpu(&cols, &cells, &mut driver, &mut derived);
         gpus.add(&cells, g);
     }
     if gpus.repeated > 0 {
@@ -406,9 +406,9 @@ impl Samples {
 }
 
 /// One GPU's row; `memory.total` derived from the other memory columns when it was not queried.
-fn csv_gpu(cols: &[String], cells: Vec<&str>, driver: &mut Option<String>, derived: &mut bool) -> Gpu {
+fn csv_gpu(cols: &[String], cells: &[&str], driver: &mut Option<String>, derived: &mut bool) -> Gpu {
     let mut g = Gpu::default();
-    for (c, v) in cols.iter().zip(cells) {
+    for (c, &v) in cols.iter().zip(cells) {
         if is_gpu_error(v) {
             g.error = true;
             continue;
