@@ -390,14 +390,16 @@ fn priced_by_time(unit: &str) -> bool {
     matches!(
         unit,
         "hours" | "hour" | "hrs" | "hr" | "h" | "seconds" | "second" | "secs" | "minutes" | "minute"
-    ) || per_hour_of(unit).as_deref() == Some("gpu")
+    ) || per_hour_of(unit).is_some_and(|part| part.eq_ignore_ascii_case("gpu"))
 }
 
 /// What an Oracle "<part> Per Hour" unit counts the hours of (`gpu` in `GPU Per Hour`).
-fn per_hour_of(unit: &str) -> Option<String> {
-    let unit = unit.trim().to_ascii_lowercase();
-    let part = unit.strip_suffix(" per hour")?.trim();
-    (!part.is_empty()).then(|| part.to_owned())
+fn per_hour_of(unit: &str) -> Option<&str> {
+    const SUFFIX: &str = " per hour";
+    let unit = unit.trim();
+    let cut = unit.len().checked_sub(SUFFIX.len())?;
+    let part = unit.get(..cut)?.trim();
+    (unit.get(cut..)?.eq_ignore_ascii_case(SUFFIX) && !part.is_empty()).then_some(part)
 }
 
 /// The wall time of a row consumed in `unit`: time itself, or for Oracle's `GPU Per Hour` the
@@ -405,8 +407,8 @@ fn per_hour_of(unit: &str) -> Option<String> {
 /// GPUs are unknown, and the charge period stands). Another part's hours (`OCPU Per Hour`) are no
 /// wall time: `None`.
 fn consumed_micros_of(quantity: Decimal, unit: &str, gpus: Option<i32>) -> Option<i64> {
-    match per_hour_of(unit).as_deref() {
-        Some("gpu") => {
+    match per_hour_of(unit) {
+        Some(part) if part.eq_ignore_ascii_case("gpu") => {
             let gpus = Decimal::from(gpus.filter(|n| *n > 0)?);
             micros_of(quantity.checked_div(gpus)?, "hours")
         }
