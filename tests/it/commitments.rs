@@ -951,6 +951,10 @@ async fn the_clock_moves_a_commitment_through_revalidation_regression_renewal_an
         .expect("a renewal notice on the review")..];
     assert!(notice.contains("ends on 2026-12-31"), "{notice}");
     assert!(notice.contains("<strong>release</strong>"), "{notice}");
+    assert!(
+        notice.contains("it becomes a new commitment linked to this one, starting the day after 2026-12-31"),
+        "{notice}"
+    );
     assert!(notice.contains(&format!("href=\"/commitments/{cid}\"")), "{notice}");
 
     // The renewal: approved like any decision, a new commitment linked to the old one.

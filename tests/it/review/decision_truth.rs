@@ -309,6 +309,22 @@ async fn a_load_test_where_every_request_failed_fails_stage_3_and_stops() {
         .all(|x| x["decision"] != "expand"));
     let why = why_on_the_page(&app, &id).await;
     assert!(why.contains("every request failed"), "{why}");
+    // No trial can be recommended: beside a second trial whose every first token came 2 s late,
+    // the page says what the closest lacks, in words.
+    let b = TrialBuilder::new().name("Cloud B").add_id(&app, &id).await;
+    upload(&app, &id, &b, &load_point(Load::at(8.0, 25.3).queued(2000.0))).await;
+    let page = app.owner_page(&format!("/briefs/{id}/review")).await;
+    let recommended = page
+        .split("id=\"recommended-trial\"")
+        .nth(1)
+        .unwrap()
+        .split("</p>")
+        .next()
+        .unwrap();
+    assert!(
+        recommended.contains("which still lacks a pass on the time to the first token (95th percentile)"),
+        "{recommended}"
+    );
 }
 
 /// decision.md's rule 4 has no exception for a run where nothing completed: with the server's
