@@ -13,8 +13,18 @@
 //! Errors count into `manifest.lint_errors`; warnings and notes do not. Invalid YAML is one error
 //! with its line and column.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::{
+    parser::{Event, Parser},
+    Yaml, YamlLoader,
+};
+
+/// The most nodes a manifest may stand for once its aliases are expanded. A real manifest has a
+/// few thousand; the loader copies an anchored node at every alias, so ten lines of nested aliases
+/// (the "billion laughs") would take gigabytes without this bound.
+pub const MAX_EXPANDED_NODES: u64 = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -86,6 +96,13 @@ impl LintReport {
 
 /// Lints a manifest (one or more YAML documents).
 pub fn lint(text: &str) -> LintReport {
+    if let Some(error) = expands_too_far(text) {
+        return LintReport {
+            findings: Vec::new(),
+            yaml_error: Some(error),
+            objects: 0,
+        };
+    }
     let docs = match YamlLoader::load_from_str(text) {
         Ok(docs) => docs,
         Err(e) => {
@@ -117,6 +134,57 @@ pub fn lint(text: &str) -> LintReport {
         findings: l.findings,
         yaml_error: None,
         objects: l.objects,
+    }
+}
+
+/// Counts the nodes the text stands for with every alias expanded, from the parser's events (which
+/// do not expand them), and names the alias that passes [`MAX_EXPANDED_NODES`]. Text the parser
+/// cannot read is left to the loader, which reports it with its place.
+fn expands_too_far(text: &str) -> Option<YamlError> {
+    let mut parser = Parser::new_from_str(text);
+    // Each open collection: its anchor and the nodes inside it so far.
+    let mut open: Vec<(usize, u64)> = Vec::new();
+    let mut anchored: HashMap<usize, u64> = HashMap::new();
+    let mut total: u64 = 0;
+    loop {
+        let (event, mark) = parser.next_token().ok()?;
+        let finished = match event {
+            Event::StreamEnd => return None,
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                open.push((anchor, 1));
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let (anchor, size) = open.pop()?;
+                if anchor != 0 {
+                    anchored.insert(anchor, size);
+                }
+                size
+            }
+            Event::Scalar(_, _, anchor, _) => {
+                if anchor != 0 {
+                    anchored.insert(anchor, 1);
+                }
+                1
+            }
+            Event::Alias(anchor) => anchored.get(&anchor).copied().unwrap_or(1),
+            _ => continue,
+        };
+        let into = match open.last_mut() {
+            Some((_, size)) => size,
+            None => &mut total,
+        };
+        *into = into.saturating_add(finished);
+        if finished > MAX_EXPANDED_NODES || *into > MAX_EXPANDED_NODES {
+            return Some(YamlError {
+                line: mark.line(),
+                column: mark.col(),
+                message: format!(
+                    "its anchors and aliases stand for more than {MAX_EXPANDED_NODES} values once expanded; \
+                     write the repeated parts out"
+                ),
+            });
+        }
     }
 }
 
@@ -539,6 +607,45 @@ items:
             .findings
             .iter()
             .any(|f| f.path.starts_with("items[0].spec.template.spec.containers[0]")));
+    }
+
+    #[test]
+    fn nested_aliases_are_refused_before_they_are_expanded() {
+        // Eight lines of ten aliases each stand for 10^8 strings: the loader would copy them all.
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for n in 1..8 {
+            let aliases = vec![format!("*a{}", n - 1); 10].join(", ");
+            text.push_str(&format!("a{n}: &a{n} [{aliases}]\n"));
+        }
+        assert!(text.len() < 500, "{}", text.len());
+        let started = std::time::Instant::now();
+        let r = lint(&text);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let e = r.yaml_error.clone().expect("refused");
+        assert!(e.message.contains("more than 100000 values"), "{e}");
+        // a4 (line 5) stands for 10^5 + 1 values.
+        assert_eq!(e.line, 5, "the first alias past the bound: {e}");
+        assert_eq!(r.error_count(), 1);
+    }
+
+    #[test]
+    fn an_anchor_used_a_few_times_is_read() {
+        let text = r#"apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+    - name: a
+      image: vllm/vllm-openai:v0.9.2
+      resources: &gpu {limits: {nvidia.com/gpu: 1}}
+    - name: b
+      image: vllm/vllm-openai:v0.9.2
+      resources: *gpu
+"#;
+        let r = lint(text);
+        assert!(r.yaml_error.is_none(), "{:?}", r.yaml_error);
+        assert_eq!(r.objects, 1);
+        assert!(errors(text).iter().all(|m| !m.contains("GPU")), "{:?}", errors(text));
     }
 
     #[test]
