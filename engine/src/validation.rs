@@ -250,6 +250,15 @@ impl<'a> FieldReader<'a> {
             );
             return None;
         }
+        // A leading dash would read as an option (`vllm serve --trust-remote-code`) on the copyable
+        // command lines, and `collect --plan` refuses such a model.
+        if value.starts_with('-') {
+            self.fail(
+                field,
+                "must not start with a dash: a command line would read it as an option",
+            );
+            return None;
+        }
         Some(value)
     }
 

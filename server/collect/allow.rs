@@ -66,6 +66,13 @@ const SCRAPES: [(&str, &str); 2] = [
 
 /// Checks the whole plan; `Ok` means every step may run as written.
 pub fn check_plan(plan: &TestPlan) -> Result<(), Refusal> {
+    // The load steps put the brief's model on their command lines (`--model`).
+    if !is_model(&plan.brief.model) {
+        return Err(Refusal {
+            step: "brief".into(),
+            what: format!("the brief's model {:?} is not a model id", plan.brief.model),
+        });
+    }
     for v in &plan.variables {
         check_variable(v).map_err(|what| Refusal {
             step: "variables".into(),

@@ -45,6 +45,7 @@ async fn names_with_line_breaks_and_model_names_with_shell_text_are_refused_at_t
     for (field, value) in [
         ("model_name", HOSTILE_MODEL),
         ("model_name", "meta-llama/Llama 3"),
+        ("model_name", "--trust-remote-code"),
         ("name", HOSTILE_BRIEF),
         ("owner", "a\rb"),
     ] {
@@ -386,6 +387,10 @@ async fn collect_plan_refuses_a_hostile_plan_before_any_step_runs() {
         (
             "a server under test elsewhere",
             Box::new(|p: &mut Value| set_default(p, "VLLM_URL", "http://metadata.invalid/latest")),
+        ),
+        (
+            "a model that reads as an option",
+            Box::new(|p: &mut Value| p["brief"]["model"] = json!("--trust-remote-code")),
         ),
         (
             "a scrape of another page",
