@@ -22,6 +22,8 @@ pub enum AppError {
     Forbidden(String),
     #[error("{0} not found")]
     NotFound(&'static str),
+    #[error("{0} is not a method this address answers; the Allow header lists those it does")]
+    MethodNotAllowed(String),
     #[error("{0}")]
     Conflict(String),
     /// 422 for a request that is well formed but cannot be used, saying why (not a field's fault).
@@ -86,6 +88,7 @@ impl AppError {
             AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
+            AppError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -105,6 +108,7 @@ impl AppError {
             AppError::Unauthorized(_) => "unauthorized",
             AppError::Forbidden(_) => "forbidden",
             AppError::NotFound(_) => "not-found",
+            AppError::MethodNotAllowed(_) => "method-not-allowed",
             AppError::Conflict(_) => "conflict",
             AppError::Unprocessable(_) => "unprocessable",
             AppError::PayloadTooLarge(_) | AppError::TooLarge(_) => "payload-too-large",
@@ -214,6 +218,7 @@ mod tests {
             AppError::Unauthorized(String::new()),
             AppError::Forbidden(String::new()),
             AppError::NotFound("x"),
+            AppError::MethodNotAllowed("DELETE".into()),
             AppError::Conflict(String::new()),
             AppError::Unprocessable(String::new()),
             AppError::PayloadTooLarge(1),

@@ -8,7 +8,7 @@ use std::{future::Future, time::Duration};
 
 use axum::{
     extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request},
-    http::{header, HeaderName, StatusCode, Uri},
+    http::{header, HeaderName, Method, StatusCode, Uri},
     middleware,
     response::{IntoResponse, Response},
     routing::get,
@@ -70,6 +70,8 @@ pub fn app(state: AppState) -> Router {
         .route("/static/review.js", get(review_script))
         .route("/static/copy.js", get(copy_script))
         .fallback(not_found)
+        // After every route: it is set on the routes registered before it.
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(DEFAULT_BODY_LIMIT))
         // `Content-Encoding: gzip` bodies are inflated as they stream, so every body cap counts
         // inflated bytes (a zip bomb meets 413); other encodings are answered 415.
@@ -333,6 +335,19 @@ async fn copy_script() -> Response {
         include_str!("../../static/copy.js"),
     )
         .into_response()
+}
+
+/// A known address asked with a method it does not answer: a problem document under `/api/`, a
+/// page elsewhere (axum adds the `Allow` header to both).
+async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let error = AppError::MethodNotAllowed(method.to_string());
+    if uri.path().starts_with("/api/") {
+        error.into_response()
+    } else {
+        let mut r = PageError(error).into_response();
+        *r.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+        r
+    }
 }
 
 async fn not_found(uri: Uri) -> Response {

@@ -17,11 +17,12 @@ pub struct ProblemType {
 }
 
 /// Every slug `AppError` writes, in the order of their status codes.
-pub const PROBLEM_TYPES: [ProblemType; 14] = [
+pub const PROBLEM_TYPES: [ProblemType; 15] = [
     ProblemType { slug: "bad-request", status: 400, title: "Bad Request", meaning: "The request could not be read: the body is not JSON, a query parameter is malformed, or a multipart body is broken. The detail says which; send it again corrected." },
     ProblemType { slug: "unauthorized", status: 401, title: "Unauthorized", meaning: "No valid credentials: the token is missing, expired or revoked, or the session ended. Mint a new token or sign in again." },
     ProblemType { slug: "forbidden", status: 403, title: "Forbidden", meaning: "The credentials are valid but may not do this: a token scoped to another brief or trial, or a role below the one the action needs." },
     ProblemType { slug: "not-found", status: 404, title: "Not Found", meaning: "No such brief, trial, evidence or other object, or it is not one the caller may see." },
+    ProblemType { slug: "method-not-allowed", status: 405, title: "Method Not Allowed", meaning: "The address exists but does not answer this method (a DELETE where only GET is served). The Allow header lists the methods it answers." },
     ProblemType { slug: "conflict", status: 409, title: "Conflict", meaning: "The request contradicts what is stored: an idempotency key reused with different bytes, a stale revision, or a change that would leave no admin. The detail names it." },
     ProblemType { slug: "payload-too-large", status: 413, title: "Payload Too Large", meaning: "The body or an item in it is over its size limit (evidence uploads, imports). The detail gives the limit; send less, or split it." },
     ProblemType { slug: "unsupported-media-type", status: 415, title: "Unsupported Media Type", meaning: "The Content-Type is not one this route reads. The detail lists those it does." },

@@ -135,9 +135,13 @@ async fn import(
         Format::Skypilot { .. } => MAX_CATALOGUE_BYTES,
     };
     #[allow(clippy::disallowed_types)]
-    let body = Bytes::from_request(req, &state)
-        .await
-        .map_err(|_| AppError::PayloadTooLarge(cap))?;
+    let body = Bytes::from_request(req, &state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            AppError::PayloadTooLarge(cap)
+        } else {
+            AppError::BadRequest(format!("could not read the request body: {}", rejection.body_text()))
+        }
+    })?;
     if body.len() > cap {
         return Err(AppError::PayloadTooLarge(cap));
     }

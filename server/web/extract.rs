@@ -15,7 +15,14 @@ async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Ap
     #[allow(clippy::disallowed_types)]
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            AppError::PayloadTooLarge(rejection.body_text().len())
+            // The route's limit is not readable from here (axum keeps it private); these are the
+            // limits the routes that read bodies through this set (`http::DEFAULT_BODY_LIMIT` and
+            // the two pages that raise it).
+            AppError::TooLarge(
+                "the request body is larger than this address takes: 1 MiB, or 16 MiB for a pasted \
+                 ledger and 4 MiB for a price sheet sent from its page"
+                    .into(),
+            )
         } else {
             AppError::BadRequest(format!("could not read the request body: {}", rejection.body_text()))
         }

@@ -327,3 +327,37 @@ async fn a_token_changed_outside_the_server_is_refused_once_the_server_hears_of_
     let sql = "UPDATE users SET role = 'engineer' WHERE id = (SELECT created_by FROM api_tokens WHERE jti = $1)";
     assert!(refused_once_heard(&app, &t, sql).await, "a role lowered");
 }
+
+#[tokio::test]
+async fn a_method_an_address_does_not_answer_is_a_405_problem_with_allow() {
+    let app = spawn_app().await;
+    let id = BriefBuilder::new().create_id(&app).await;
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/briefs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 405);
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+    let allow = res.headers()["allow"].to_str().unwrap().to_owned();
+    assert!(allow.contains("GET") && allow.contains("PUT"), "{allow}");
+    let problem: Value = res.json().await.unwrap();
+    assert_eq!(problem["type"], "/docs/problems#method-not-allowed");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("DELETE is not a method"),
+        "{problem}"
+    );
+
+    // A page answers a person with a page, not JSON.
+    let owner = app.login_owner().await;
+    let page = owner.client.put(app.url("/login")).send().await.unwrap();
+    assert_eq!(page.status(), 405);
+    assert!(page.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+}

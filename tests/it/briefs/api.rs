@@ -184,7 +184,9 @@ async fn a_body_over_the_limit_is_413() {
         .k8s_manifest("z".repeat(2 * 1024 * 1024))
         .post(&app)
         .await;
-    problem(res, 413).await;
+    let p = problem(res, 413).await;
+    // The limit the route has, in words (it named the length of axum's own message: "55 bytes").
+    assert!(p["detail"].as_str().unwrap().contains("1 MiB"), "{p}");
     assert_eq!(app.count("briefs").await, 0);
 }
 
