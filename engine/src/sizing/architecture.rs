@@ -120,6 +120,9 @@ pub struct Architecture {
     /// Described by a catalogue row or a config.json: a language model with a KV cache even
     /// when the brief is a media workload.
     pub language_model: bool,
+    /// The longest context the model takes as published (config.json's `max_position_embeddings`
+    /// without `rope_scaling`, else the catalogue's), where known.
+    pub max_context: Option<u64>,
 }
 
 impl Architecture {
@@ -146,6 +149,7 @@ impl Architecture {
             mxfp4_experts: false,
             fp8_checkpoint: false,
             language_model: false,
+            max_context: None,
         }
     }
 
@@ -180,6 +184,7 @@ impl Architecture {
             mxfp4_experts: m.weight_format == WeightFormat::Mxfp4Moe,
             fp8_checkpoint: m.weight_format == WeightFormat::Fp8,
             language_model: true,
+            max_context: (m.max_context > 0).then_some(m.max_context),
         }
     }
 
@@ -379,6 +384,13 @@ pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
             mxfp4_experts,
             fp8_checkpoint,
             language_model: cat.is_some() || config_ok,
+            // A config with rope scaling reaches further by its kind's rule (YaRN, linear …),
+            // which is not modelled here: no maximum rather than a wrong one.
+            max_context: if config_ok {
+                c.max_position_embeddings.filter(|_| !c.rope_scaling)
+            } else {
+                cat.map(|m| m.max_context).filter(|n| *n > 0)
+            },
         },
         notes: r.notes,
         problems: r.problems,

@@ -651,3 +651,74 @@ fn a_briefs_own_layer_types_may_name_state_layers_when_their_sizes_are_known() {
     assert_eq!(r.architecture.attention_layers, 13);
     assert_eq!(r.architecture.state.map(|s| s.layers), Some(39));
 }
+
+#[test]
+fn kv_heads_under_falcon_and_chatglm_names() {
+    // tiiuae/falcon-7b's config.json as transformers 4.28 writes it: multi-query attention (one KV
+    // head), although `num_kv_heads` repeats the 71 query heads; vLLM reads the flag first.
+    let falcon_7b = config(
+        r#"{"model_type": "falcon", "hidden_size": 4544, "multi_query": true,
+            "new_decoder_architecture": false, "num_attention_heads": 71, "num_hidden_layers": 32,
+            "num_kv_heads": 71, "parallel_attn": true, "vocab_size": 65024}"#,
+    );
+    let r = model_config::read(&falcon_7b).unwrap();
+    assert_eq!((r.num_kv_heads, r.head_dim), (Some(1), Some(64)));
+    assert!(
+        r.notes.iter().all(|n| !n.contains("num_key_value_heads")),
+        "{:?}",
+        r.notes
+    );
+    // tiiuae/falcon-40b: the new decoder architecture, eight KV heads named `num_kv_heads`.
+    let falcon_40b = config(
+        r#"{"model_type": "falcon", "hidden_size": 8192, "new_decoder_architecture": true,
+            "num_attention_heads": 128, "num_hidden_layers": 60, "num_kv_heads": 8,
+            "parallel_attn": true, "vocab_size": 65024}"#,
+    );
+    assert_eq!(model_config::read(&falcon_40b).unwrap().num_kv_heads, Some(8));
+    // The older RefinedWeb configs: `n_head_kv`.
+    let refined_web =
+        config(r#"{"num_attention_heads": 128, "num_hidden_layers": 60, "hidden_size": 8192, "n_head_kv": 8}"#);
+    assert_eq!(model_config::read(&refined_web).unwrap().num_kv_heads, Some(8));
+    // ChatGLM's groups.
+    let chatglm = config(
+        r#"{"num_attention_heads": 32, "num_hidden_layers": 28, "hidden_size": 4096,
+            "multi_query_attention": true, "multi_query_group_num": 2}"#,
+    );
+    assert_eq!(model_config::read(&chatglm).unwrap().num_kv_heads, Some(2));
+    // Falcon-7B at 2,048 tokens × 32 in bf16: 2 × 32 layers × 1 head × 64 × 2 B = 8,192 B a
+    // token, 0.5 GiB in all (it was 71 heads: 35.5 GiB).
+    let s = size(&from_config(&falcon_7b, 7.0, Precision::Bf16, 2_048, 32));
+    within_2_pct(s.kv_cache_gib * GIB, 8_192.0 * 2_048.0 * 32.0);
+}
+
+#[test]
+fn a_context_past_the_published_maximum_is_named() {
+    let past = |s: &Sizing| {
+        s.architecture_notes
+            .iter()
+            .any(|n| n.contains("longer than the model takes"))
+    };
+    // Qwen3-30B-A3B's config: 40,960 positions, no rope scaling (its card adds YaRN by hand).
+    let s = size(&from_config(&qwen3_moe(), 30.5, Precision::Bf16, 131_072, 1));
+    let note = s
+        .architecture_notes
+        .iter()
+        .find(|n| n.contains("longer than"))
+        .expect("named");
+    assert!(
+        note.contains("131,072 tokens") && note.contains("(40,960 tokens)"),
+        "{note}"
+    );
+    assert!(!past(&size(&from_config(
+        &qwen3_moe(),
+        30.5,
+        Precision::Bf16,
+        40_960,
+        1
+    ))));
+    // Llama 3.1's rope scaling reaches its 131,072: not second-guessed.
+    assert!(!past(&size(&from_config(&llama8b(), 8.0, Precision::Bf16, 131_072, 1))));
+    // Without a config, the catalogue's maximum (phi-4: 16,384).
+    let s = size(&super::tests::input(RT, Precision::Bf16, "microsoft/phi-4", 32_768, 1));
+    assert!(past(&s), "{:?}", s.architecture_notes);
+}

@@ -535,6 +535,13 @@ fn kv_bytes_per_token(input: &SizingInput, fp: &memory::Footprint) -> u64 {
 fn architecture_notes(input: &SizingInput, fp: &memory::Footprint) -> Vec<String> {
     let mut notes = input.architecture_notes.clone();
     let a = &input.architecture;
+    if let Some(max) = a.max_context.filter(|max| input.context_length > *max) {
+        notes.push(format!(
+            "the context asked, {} tokens, is longer than the model takes as published ({} tokens): vLLM refuses a longer --max-model-len unless the config adds rope scaling (YaRN); this sizing is for the context asked",
+            crate::figures::count(i64::try_from(input.context_length).unwrap_or(i64::MAX)),
+            crate::figures::count(i64::try_from(max).unwrap_or(i64::MAX))
+        ));
+    }
     let memory::Split::KvHeads {
         per_seq, state_per_seq, ..
     } = fp.split

@@ -106,6 +106,9 @@ pub struct ConfigReading {
     pub vocab_size: Option<u32>,
     pub tie_word_embeddings: Option<bool>,
     pub max_position_embeddings: Option<u64>,
+    /// `rope_scaling` is set: the positions reach past `max_position_embeddings` by a rule of the
+    /// scaling's kind.
+    pub rope_scaling: bool,
     /// Multi-head latent attention: (kv_lora_rank, qk_rope_head_dim).
     pub mla: Option<(u32, u32)>,
     pub sliding: Option<LayerWindow>,
@@ -325,6 +328,7 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
     } else {
         r.default("max_position_embeddings")
     };
+    out.rope_scaling = r.get("rope_scaling").is_some_and(|(v, _)| v.is_object());
     out.tie_word_embeddings = r
         .boolean("tie_word_embeddings")
         .or_else(|| ties_by_default(&model_type));
@@ -390,6 +394,10 @@ fn read_heads(r: &mut Reader<'_>, out: &mut ConfigReading) {
 
     out.num_kv_heads = match r.get("num_key_value_heads") {
         Some(_) => r.positive("num_key_value_heads", MAX_HEADS),
+        None if multi_query(r) => Some(1),
+        // Falcon (`num_kv_heads`, `n_head_kv` in its older configs) and ChatGLM
+        // (`multi_query_group_num`) name their KV heads otherwise; vLLM reads these keys too.
+        None if KV_HEAD_KEYS.iter().any(|k| r.get(k).is_some()) => first_positive(r, &KV_HEAD_KEYS, MAX_HEADS),
         None => match r.default("num_key_value_heads") {
             Some(d) => u32::try_from(d).ok(),
             None if out.mla.is_none() => {
@@ -414,6 +422,16 @@ fn read_heads(r: &mut Reader<'_>, out: &mut ConfigReading) {
             (Some(h), Some(n)) if h % n == 0 => Some(h / n),
             _ => None,
         });
+}
+
+/// Other names of `num_key_value_heads`, in the order vLLM reads them.
+const KV_HEAD_KEYS: [&str; 3] = ["n_head_kv", "num_kv_heads", "multi_query_group_num"];
+
+/// Multi-query attention named by a flag, one KV head for every query head: GPT-BigCode
+/// (`multi_query`) and the first Falcons (`multi_query` without `new_decoder_architecture`, which
+/// later Falcons set to use `num_kv_heads`), as vLLM's `get_total_num_kv_heads` reads them.
+fn multi_query(r: &mut Reader<'_>) -> bool {
+    r.boolean("multi_query") == Some(true) && r.boolean("new_decoder_architecture") != Some(true)
 }
 
 /// The published weights' format (fp8 checkpoints, MXFP4 experts, AWQ/GPTQ …).
