@@ -159,12 +159,13 @@ fn deepseek_v3_mla_uses_the_compressed_latent() {
         headroom(H200, 0.9, weights / 8.0 + kv + 0.05 * H200),
         0.01,
     );
-    // H100 × 8 = 108.0 GB > 76.97; × 16 (2 nodes, PP 2 halves the KV): 42.78 + 9.21 + 4.28.
+    // H100 × 8 = 108.0 GB > 76.97; × 16 (2 nodes, PP 2 halves the KV): the busier stage holds
+    // 31 of the 61 layers (vLLM's split), (42.78 + 9.21) × 62/61 + 4.28.
     let h100 = option(&s, "H100 SXM");
     assert_eq!(h100.count, 16);
     close(
         h100.headroom_pct,
-        headroom(H100, 0.9, weights / 16.0 + kv / 2.0 + 0.05 * H100),
+        headroom(H100, 0.9, (weights / 16.0 + kv / 2.0) * 62.0 / 61.0 + 0.05 * H100),
         0.01,
     );
     assert!(h100.interconnect_note.as_deref().unwrap().contains("multi-node"));
@@ -273,6 +274,17 @@ fn one_full_node_with_a_higher_utilisation_before_two_nodes() {
     // H100 × 8 is far short (101.46 GB of weights alone > 85.5): two nodes, no setting.
     let h100 = option(&s, "H100 SXM");
     assert_eq!((h100.count, h100.load_note.as_deref()), (16, None));
+    // Its decode ceiling: the two pipeline stages read in turn, so a step reads the weights a
+    // tensor-parallel group holds (811.7e9 B / 8) plus one GPU's KV (516,096 B × 32768 × 14 / 16):
+    // 14 × 3350e9 / (101.46e9 + 14.80e9) = 403.4 tok/s (reading the two stages as parallel gave
+    // twice that).
+    assert_eq!((h100.tensor_parallel, h100.pipeline_parallel), (8, 2));
+    let kv_per_gpu = 516_096.0 * 32768.0 * 14.0 / 16.0;
+    close(
+        h100.decode_tokens_per_s_max,
+        14.0 * 3350e9 / (405.85e9 * 2.0 / 8.0 + kv_per_gpu),
+        0.5,
+    );
 }
 
 #[test]
