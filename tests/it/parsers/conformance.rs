@@ -97,6 +97,32 @@ fn table() -> Vec<(&'static str, Expect)> {
             ]),
         ),
         (
+            "nvidia-smi-topo/a100-x8-nv12-blank-lines-between-rows.txt",
+            Ok(vec![
+                ("topo.gpu_count", N(8.0)),
+                ("topo.worst_link", T("NV12")),
+                ("topo.min_nvlinks", N(12.0)),
+            ]),
+        ),
+        (
+            "nvidia-smi-topo/b300-x8-nv18-9nic-sglang-check-env-escape-lost.txt",
+            Ok(vec![
+                ("topo.gpu_count", N(8.0)),
+                ("topo.worst_link", T("NV18")),
+                ("topo.nvlink_all_pairs", B(true)),
+                ("topo.min_nvlinks", N(18.0)),
+            ]),
+        ),
+        (
+            "nvidia-smi-topo/rtx-a6000-x3-nv4-pair-node-siboehm.txt",
+            Ok(vec![
+                ("topo.gpu_count", N(3.0)),
+                ("topo.worst_link", T("NODE")),
+                ("topo.nvlink_all_pairs", B(false)),
+                ("topo.min_nvlinks", N(4.0)),
+            ]),
+        ),
+        (
             "nvidia-smi-query/a100-sxm4-80gb-x4-mig-driver535-v12.xml",
             Ok(vec![
                 ("gpu.count", N(1.0)),
@@ -173,6 +199,15 @@ fn table() -> Vec<(&'static str, Expect)> {
                 ("gpu.models", L(&["unknown", "unknown", "unknown", "unknown"])),
                 ("gpu.uuids", Len(4)),
                 ("dcgm.nvswitch_count", N(0.0)),
+            ]),
+        ),
+        (
+            "dcgm-discovery/quadro-rtx5000-x4-dcgm-4.4.2-lines-issue-303.txt",
+            Ok(vec![
+                ("dcgm.gpu_count", N(4.0)),
+                ("gpu.models", L(&["Quadro RTX 5000"; 4])),
+                ("gpu.uuids", Len(4)),
+                ("gpu.pci_bus_ids", Len(4)),
             ]),
         ),
         (

@@ -147,7 +147,40 @@ fn topo_bridged_pairs_spaces() {
     );
     assert_eq!(text(&p, "topo.worst_link"), "SYS");
     assert!(!boolean(&p, "topo.nvlink_all_pairs"));
-    assert_eq!(num(&p, "topo.min_nvlinks"), 0.0);
+    // metrics.md: the smallest NV# between any pair (the bridges' 4), 0 only when no pair has
+    // NVLink; that not every pair has one is `topo.nvlink_all_pairs`.
+    assert_eq!(num(&p, "topo.min_nvlinks"), 4.0);
+}
+
+#[test]
+fn topo_pasted_shapes_of_issue_reports() {
+    // The underline's ESC bytes lost in a web paste: `[4mGPU0 … GPU NUMA ID[0m` (it was refused).
+    let p = ok(
+        EvidenceKind::NvidiaSmiTopo,
+        "nvidia-smi-topo/b300-x8-nv18-9nic-sglang-check-env-escape-lost.txt",
+    );
+    assert_eq!(num(&p, "topo.gpu_count"), 8.0);
+    assert_eq!(text(&p, "topo.worst_link"), "NV18");
+    assert!(boolean(&p, "topo.nvlink_all_pairs"));
+    assert_eq!(num(&p, "topo.min_nvlinks"), 18.0);
+    // A blank line between every row (it stopped at the first: "row GPU0 missing").
+    let p = ok(
+        EvidenceKind::NvidiaSmiTopo,
+        "nvidia-smi-topo/a100-x8-nv12-blank-lines-between-rows.txt",
+    );
+    assert_eq!(num(&p, "topo.gpu_count"), 8.0);
+    assert_eq!(text(&p, "topo.worst_link"), "NV12");
+    assert!(boolean(&p, "topo.nvlink_all_pairs"));
+    // One bridged pair beside a third card: the bridge's NV4.
+    let p = ok(
+        EvidenceKind::NvidiaSmiTopo,
+        "nvidia-smi-topo/rtx-a6000-x3-nv4-pair-node-siboehm.txt",
+    );
+    assert_eq!(
+        (num(&p, "topo.gpu_count"), text(&p, "topo.worst_link")),
+        (3.0, "NODE".into())
+    );
+    assert_eq!(num(&p, "topo.min_nvlinks"), 4.0);
 }
 
 #[test]

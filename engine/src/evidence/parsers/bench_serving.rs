@@ -140,7 +140,8 @@ fn emit(p: &mut Parsed, mut runs: Vec<Run>, targets: &SloTargets) {
             })
             .map(|(i, _)| i)
             .unwrap_or(0);
-        let mut seen: Vec<String> = Vec::new();
+        // A set: a hostile sweep of 70,000 runs made a list's lookups quadratic (6 s for 1 MB).
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         for (i, r) in runs.iter_mut().enumerate() {
             if r.name.is_empty() || r.name.contains(char::is_whitespace) || r.name.contains('.') {
                 r.name = if r.name.is_empty() {
@@ -153,7 +154,7 @@ fn emit(p: &mut Parsed, mut runs: Vec<Run>, targets: &SloTargets) {
             if seen.contains(&r.name) {
                 r.name = format!("{}_run{}", r.name, i + 1);
             }
-            seen.push(r.name.clone());
+            seen.insert(r.name.clone());
         }
         for r in &runs {
             put(p, &format!("serving.by_run.{}", r.name), r);
@@ -689,19 +690,22 @@ fn table_row(o: &Map<String, Value>) -> Run {
 }
 
 fn columnar(cols: &Map<String, Value>) -> Vec<Run> {
-    let mut rows: Vec<(String, Map<String, Value>)> = Vec::new();
+    // Rows in first-seen order, found by key through a map (a list's lookups were quadratic).
+    let mut rows: Vec<Map<String, Value>> = Vec::new();
+    let mut row_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (col, cells) in cols {
         for (rk, v) in cells.as_object().into_iter().flatten() {
-            if let Some(row) = rows.iter_mut().find(|(k, _)| k == rk) {
-                row.1.insert(col.clone(), v.clone());
+            if let Some(&i) = row_of.get(rk.as_str()) {
+                rows[i].insert(col.clone(), v.clone());
             } else if rows.len() < 10_000 {
                 let mut m = Map::new();
                 m.insert(col.clone(), v.clone());
-                rows.push((rk.clone(), m));
+                row_of.insert(rk, rows.len());
+                rows.push(m);
             }
         }
     }
-    rows.iter().map(|(_, m)| table_row(m)).collect()
+    rows.iter().map(table_row).collect()
 }
 
 fn llmperf(o: &Map<String, Value>) -> Run {

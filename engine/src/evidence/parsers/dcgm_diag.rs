@@ -630,9 +630,13 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
             let status = match (summary, per.iter().copied().max()) {
                 (Some(s), Some(worst)) => s.max(worst),
                 (Some(s), None) | (None, Some(s)) => s,
+                // dcgmi 4.x writes a test that was not run as its name alone (dcgmi/Diag.cpp
+                // `HelperJsonAddResult` writes nothing for a NOT_RUN result), where the text table
+                // of the same run says `Not Run`: a skip, as there.
                 (None, None) => {
-                    d.notes.push(format!("test {name:?} has no status"));
-                    continue;
+                    d.notes
+                        .push(format!("test {name:?} has no result: not run, counted as skipped"));
+                    Status::Skip
                 }
             };
             d.tests.push(Test {

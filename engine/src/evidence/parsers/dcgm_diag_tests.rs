@@ -85,13 +85,16 @@ fn dcgm_json_runtime_error_fails_without_counting_a_dcgm_warning() {
 /// NOT_RUN: `HelperJsonAddResult` records nothing for NOT_RUN, v4.4.1 dcgmi/Diag.cpp) is a parse
 /// note, not a DCGM warning.
 #[test]
-fn dcgm_json_test_without_status_is_a_parse_note() {
-    // The 4.4.1 run below, its pcie test written as such: a name and nothing else.
+fn dcgm_json_test_without_a_result_was_not_run() {
+    // The 4.4.1 run below, its pcie test written as dcgmi writes a test that was not run: a name
+    // and nothing else. A skip, as the text table's `Not Run` is (it was left out, and the run
+    // passed).
     let mut v: serde_json::Value = serde_json::from_str(DCGM4_ENTITY_WARNINGS_JSON).unwrap();
     v["DCGM Diagnostic"]["test_categories"][2]["tests"][0] = serde_json::json!({ "name": "pcie" });
     let p = run(&serde_json::to_string_pretty(&v).unwrap());
-    assert!(noted(&p, "test \"pcie\" has no status"), "{:?}", p.warnings);
-    assert_eq!(list(&p, "dcgm.diag.tests_run"), vec!["software", "memory"]);
+    assert!(noted(&p, "test \"pcie\" has no result: not run"), "{:?}", p.warnings);
+    assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["pcie"]);
+    assert_eq!(p.metrics.get("dcgm.diag.passed"), Some(&MetricValue::Bool(false)));
     // The memory test's two distinct warnings, as in the whole run: the note is not a third.
     assert_eq!(count(&p, "dcgm.diag.warnings"), 2.0);
 }

@@ -1,4 +1,5 @@
-//! `dcgmi discovery -l`: `<N> <entity>s found.` sections with box tables. `dcgm.gpu_count` is the
+//! `dcgmi discovery -l`: `<N> <entity>s found.` sections with box tables (or their cells a line
+//! each, `Name: …`, as some issue reports paste them). `dcgm.gpu_count` is the
 //! count line's N; `gpu.models` / `gpu.uuids` are per-GPU lists (`<<<NULL>>>` names become
 //! `unknown`, a DCGM 3.1.7 bug with MIG). `dcgm.nvswitch_count` when listed.
 
@@ -32,15 +33,22 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
             }
             continue;
         }
-        if section != "gpu" || !t.starts_with('|') {
+        if section != "gpu" {
             continue;
         }
-        let cells: Vec<&str> = t.trim_matches('|').split('|').map(str::trim).collect();
-        let (Some(id), Some(info)) = (cells.first(), cells.get(1)) else {
-            continue;
+        // The box table's rows (`| 0 | Name: … |`), or the same facts a line each (`GPU ID: 0`,
+        // `Name: …`), as issue reports paste them.
+        let (id, info) = if t.starts_with('|') {
+            let cells: Vec<&str> = t.trim_matches('|').split('|').map(str::trim).collect();
+            let (Some(id), Some(info)) = (cells.first(), cells.get(1)) else {
+                continue;
+            };
+            (Some(*id), *info)
+        } else {
+            (None, t)
         };
         if let Some(name) = info.strip_prefix("Name:") {
-            if id.parse::<u32>().is_err() {
+            if id.is_some_and(|id| id.parse::<u32>().is_err()) {
                 p.warn(format!("line {ln}: GPU row without a numeric id"));
             }
             let name = name.trim().trim_end_matches("(last known)").trim();

@@ -30,6 +30,8 @@ type GpuValues = Vec<(Option<String>, f64)>;
 struct Scrape<'a> {
     series: BTreeMap<&'a str, BTreeMap<String, GpuValues>>,
     models: Vec<String>,
+    /// The models listed so far, for a lookup that stays linear on hostile input.
+    model_set: std::collections::HashSet<&'a str>,
     driver: Option<String>,
     counters: Vec<&'a str>,
 }
@@ -53,7 +55,7 @@ fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
             continue;
         }
         if let Some(m) = s.label("modelName") {
-            if !out.models.iter().any(|x| x == m) {
+            if out.model_set.insert(m) {
                 out.models.push(m.to_owned());
             }
         }

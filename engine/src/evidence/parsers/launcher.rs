@@ -273,15 +273,17 @@ struct Layer {
 fn strip_layer(text: &str, launcher: Launcher) -> Layer {
     // Lines per source, to pick the main one (most lines; the first seen on a tie).
     let mut sources: Vec<(&str, usize)> = Vec::new();
+    let mut source_at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for line in text.lines() {
         if let Some((l, src, _)) = prefix_of(line) {
             if l != launcher {
                 continue;
             }
             let src = source_of(l, src);
-            if let Some(entry) = sources.iter_mut().find(|(s, _)| *s == src) {
-                entry.1 += 1;
+            if let Some(&i) = source_at.get(src) {
+                sources[i].1 += 1;
             } else if sources.len() < 4096 {
+                source_at.insert(src, sources.len());
                 sources.push((src, 1));
             }
         }

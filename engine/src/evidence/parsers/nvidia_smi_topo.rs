@@ -8,7 +8,8 @@
 //! drivers' `SOC` = SYS). `topo.worst_link` is the worst off-diagonal GPU pair, printed as the tool
 //! prints it (`NV12`, `PIX`, …); a single GPU has no pair, so `topo.worst_link` is absent (a
 //! topology criterion is then `missing`, not passed by `X`), `topo.nvlink_all_pairs` is false and
-//! `topo.min_nvlinks` 0. Unequal NV# counts are flagged (`topo.nvlink_uniform` = false + warning),
+//! `topo.min_nvlinks` 0. `topo.min_nvlinks` is the smallest NV# of the pairs that have NVLink (a
+//! bridged pair beside a PCIe card: its NV#), 0 when none has. Unequal NV# counts are flagged (`topo.nvlink_uniform` = false + warning),
 //! never "fixed". A GPU row that cannot be read, or missing rows, is an error naming the line.
 
 use super::{text, ParseError, Parsed};
@@ -97,7 +98,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         tool: Some("nvidia-smi".into()),
         ..Default::default()
     };
-    let lines: Vec<std::borrow::Cow<'_, str>> = s.lines().map(text::strip_ansi).collect();
+    let lines: Vec<std::borrow::Cow<'_, str>> = s.lines().map(text::strip_ansi_and_lost_escapes).collect();
 
     let header = find_header(&lines);
     let Some((hi, n)) = header else {
@@ -145,8 +146,15 @@ fn read_rows(
     for (i, l) in lines.iter().enumerate().skip(hi + 1) {
         let ln = i + 1;
         let t = l.trim();
-        if t.is_empty() || t.starts_with("Legend") {
+        if t.starts_with("Legend") {
             break;
+        }
+        // Markdown pastes put a blank line between the rows: read on while a GPU row is missing.
+        if t.is_empty() {
+            if m.iter().all(Option::is_some) {
+                break;
+            }
+            continue;
         }
         let toks = text::tokens_with_col(l);
         let Some(&(_, label)) = toks.first() else {
@@ -264,7 +272,9 @@ fn evaluate(rows: &[Vec<Link>], n: usize, p: &mut Parsed) {
         p.text("topo.worst_link", worst.label());
     }
     p.boolean("topo.nvlink_all_pairs", all_nv);
-    p.count("topo.min_nvlinks", if all_nv { min_nv as f64 } else { 0.0 });
+    // The smallest NV# any pair has (0 when no pair has NVLink); whether every pair has one is
+    // `topo.nvlink_all_pairs`.
+    p.count("topo.min_nvlinks", min_nv as f64);
     if !nv_counts.is_empty() {
         p.boolean("topo.nvlink_uniform", min_nv == max_nv && all_nv);
     }

@@ -49,6 +49,31 @@ pub(crate) fn strip_ansi(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// [`strip_ansi`], then the SGR codes whose ESC byte a paste into a web page dropped (`[4m`,
+/// `[0m`, `[1;32m`): recent drivers underline `nvidia-smi topo -m`'s header even off a terminal,
+/// and issue reports carry it so.
+pub(crate) fn strip_ansi_and_lost_escapes(s: &str) -> Cow<'_, str> {
+    let s = strip_ansi(s);
+    if !s.contains('[') {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest: &str = &s;
+    while let Some(at) = rest.find('[') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let code = after.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+        if code > 0 && after.as_bytes().get(code) == Some(&b'm') {
+            rest = &after[code + 1..];
+        } else {
+            out.push('[');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
 /// Whitespace-separated tokens with their 1-based character column.
 pub(crate) fn tokens_with_col(line: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
