@@ -312,10 +312,16 @@ pub fn apply_choices(r: &mut Reservation, fields: &BTreeMap<String, String>) -> 
             _ => sent.eq_ignore_ascii_case(&computed),
         };
         if !same {
+            // Money as people read it: "14,541.60 USD", not "14541.6".
+            let shown = match k {
+                "monthly_cost" => crate::figures::with_currency(r.monthly_cost, &r.currency),
+                "rate_per_gpu_hour" => crate::figures::rate_with_currency(r.rate_per_gpu_hour, &r.currency),
+                _ => computed,
+            };
             errors.push(FieldError::new(
                 format!("reservation.{k}"),
                 format!(
-                    "is what the review computed ({computed}); an approval records the review's reservation, so \
+                    "is what the review computed ({shown}); an approval records the review's reservation, so \
                      change the trial, its prices or the brief instead"
                 ),
             ));

@@ -205,6 +205,20 @@ fn non_public_v4(ip: std::net::Ipv4Addr) -> Option<&'static str> {
     }
 }
 
+/// A webhook URL as the audit log keeps it: its scheme, host and port, the rest as `…`. The path
+/// of a Slack or Teams webhook is its secret, and the audit log is read by more people than
+/// the webhook list.
+pub fn url_for_audit(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) => match (parsed.host_str(), parsed.port()) {
+            (Some(host), Some(port)) => format!("{}://{host}:{port}/…", parsed.scheme()),
+            (Some(host), None) => format!("{}://{host}/…", parsed.scheme()),
+            _ => "…".to_owned(),
+        },
+        Err(_) => "…".to_owned(),
+    }
+}
+
 /// Why a webhook URL names a non-public host by itself (an IP address in any notation, which
 /// the URL parser has already turned into one, or a `localhost` name), or `None`. Names that
 /// resolve to one are caught when resolved (`service::create`, and at every delivery).

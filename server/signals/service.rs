@@ -75,7 +75,7 @@ pub async fn create(state: &AppState, actor: &Principal, body: &Value) -> Result
         &actor.label(),
         "webhook.created",
         &format!("webhook:{}", row.id),
-        json!({ "url": row.url, "events": row.events }),
+        json!({ "url": model::url_for_audit(&row.url), "events": row.events }),
     )
     .await?;
     tx.commit().await?;
@@ -154,7 +154,7 @@ pub async fn delete(state: &AppState, actor: &Principal, id: WebhookId) -> Resul
         &actor.label(),
         "webhook.deleted",
         &format!("webhook:{id}"),
-        json!({ "url": url }),
+        json!({ "url": model::url_for_audit(&url) }),
     )
     .await?;
     tx.commit().await?;

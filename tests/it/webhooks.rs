@@ -274,6 +274,11 @@ async fn only_admins_manage_webhooks_and_only_https_urls_unless_allowed() {
         .await
         .unwrap();
     assert!(!stored.contains(&secret), "nor written to the audit log");
+    // Nor the URL's path, which is a Slack or Teams webhook's secret: its host alone.
+    assert!(
+        stored.contains("https://hooks.example/…") && !stored.contains("/x\""),
+        "{stored}"
+    );
 
     let one = format!("{url}/{}", created["id"].as_str().unwrap());
     assert_eq!(admin.delete(&one).send().await.unwrap().status(), 204);

@@ -618,7 +618,7 @@ async fn without_javascript_the_preview_after_a_submit_is_the_figure_recorded() 
         .unwrap();
     assert_eq!(res.status(), 422);
     let page = res.text().await.unwrap();
-    assert!(page.contains("is what the review computed (2.45)"), "{page}");
+    assert!(page.contains("is what the review computed (2.45 USD)"), "{page}");
     // A bad date: 422, and the page previews the computed figure for the term typed.
     let res = manager
         .client

@@ -620,6 +620,16 @@ async fn the_offers_break_even_decides_reserve_and_the_approval_records_exactly_
         .unwrap();
     assert_eq!(res.status(), 422);
     assert!(res.text().await.unwrap().contains("is what the review computed (24)"));
+    // Money in it reads as money: "36,792.00 USD", not "36792".
+    let res = manager
+        .post(&url)
+        .json(&json!({ "verdict": "approve", "inputs_digest": digest, "reservation": { "monthly_cost": "1" } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let text = res.text().await.unwrap();
+    assert!(text.contains("is what the review computed (36,792.00 USD)"), "{text}");
     let res = manager
         .post(&url)
         .json(&json!({ "verdict": "approve", "inputs_digest": digest }))
