@@ -36,7 +36,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
     operation_id = "createWebhook",
     tag = "webhooks",
     summary = "Subscribe a URL to events (admins). Each event is POSTed as JSON signed with HMAC-SHA256 \
-         (X-Rentcheck-Signature: sha256=hex of HMAC(secret, \"{X-Rentcheck-Timestamp}.{body}\")), retried with \
+         over the body (X-Rentcheck-Signature: sha256=hex of HMAC(secret, body); the body's sent_at, also in \
+         X-Rentcheck-Timestamp, dates the attempt against replays), retried with \
          backoff for a day; only https:// URLs unless RENTCHECK_WEBHOOK_ALLOW_HTTP=true, and only to public \
          addresses (a host that is or resolves to a loopback, link-local, private or unique-local one is refused) \
          unless RENTCHECK_WEBHOOK_ALLOW_PRIVATE=true",

@@ -156,17 +156,26 @@ pub async fn deliver_due(
     Ok(n)
 }
 
-/// One attempt: sign, POST, keep the outcome. What is signed is `"{timestamp}.{body}"` with the
-/// webhook's secret, the exact bytes sent.
+/// One attempt: sign, POST, keep the outcome. What is signed is the body, the exact bytes sent,
+/// with the webhook's secret; the body carries this attempt's `sent_at`, so a replay of a captured
+/// request shows its age under the signature.
 async fn deliver(state: &AppState, client: &reqwest::Client, settings: &WebhookSettings, c: Claimed) {
-    let body = match serde_json::to_vec(&c.payload.0) {
+    let sent_at = Utc::now();
+    let timestamp = sent_at.timestamp();
+    let mut payload = c.payload.0.clone();
+    if let Some(fields) = payload.as_object_mut() {
+        fields.insert(
+            "sent_at".into(),
+            serde_json::Value::String(sent_at.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+        );
+    }
+    let body = match serde_json::to_vec(&payload) {
         Ok(b) => b,
         Err(e) => {
             tracing::error!(delivery = %c.id, error = %e, "a webhook payload could not be serialised");
             return;
         }
     };
-    let timestamp = Utc::now().timestamp();
     let started = Instant::now();
     // An address in the URL itself is never resolved: check it here (a webhook added before this
     // rule, or while private addresses were allowed).
@@ -189,7 +198,7 @@ async fn deliver(state: &AppState, client: &reqwest::Client, settings: &WebhookS
     let answer = client
         .post(&c.url)
         .header(header::CONTENT_TYPE, "application/json")
-        .header(SIGNATURE_HEADER, sign(c.secret.as_bytes(), timestamp, &body))
+        .header(SIGNATURE_HEADER, sign(c.secret.as_bytes(), &body))
         .header(TIMESTAMP_HEADER, timestamp.to_string())
         .header(EVENT_HEADER, &c.event)
         .header(DELIVERY_HEADER, c.id.to_string())
