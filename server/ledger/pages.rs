@@ -39,7 +39,6 @@ const MAX_PASTE_BYTES: usize = 16 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/briefs/{id}/ledger/outputs", post(set_outputs))
         .route(
             "/briefs/{id}/ledger/import",
             post(import).layer(DefaultBodyLimit::max(MAX_PASTE_BYTES)),
@@ -87,14 +86,47 @@ pub struct LedgerSection {
     pub categories: Vec<&'static str>,
     /// The "add a line" form: empty, or as the person typed it with a message at each bad field.
     pub form: LineForm,
+    /// The outputs form, the same way.
+    pub outputs_form: LineForm,
 }
 
-/// The "add a line" form as typed, and a message per field it was refused for.
-#[derive(Debug, Default)]
+impl LedgerSection {
+    /// The stored figure an outputs field shows ("" for idle hours never reported).
+    pub fn stored_output(&self, field: &str) -> String {
+        let o = &self.outputs;
+        match field {
+            "accepted" => o.accepted.to_string(),
+            "rejected" => o.rejected.to_string(),
+            "retries" => o.retries.to_string(),
+            "failed_jobs" => o.failed_jobs.to_string(),
+            _ => o.idle_hours.map(|h| h.normalize().to_string()).unwrap_or_default(),
+        }
+    }
+}
+
+/// A ledger form as typed, and a message per field it was refused for.
+#[derive(Debug)]
 pub struct LineForm {
     values: std::collections::HashMap<String, String>,
     errors: BTreeMap<String, String>,
+    /// Its fields and their labels, in the page's order.
+    fields: &'static [(&'static str, &'static str)],
 }
+
+impl Default for LineForm {
+    fn default() -> Self {
+        Self::empty(&LINE_FORM_FIELDS)
+    }
+}
+
+/// The outputs form's fields and how the page names them.
+pub const OUTPUT_FORM_FIELDS: [(&str, &str); 5] = [
+    ("accepted", "Accepted"),
+    ("rejected", "Rejected"),
+    ("retries", "Retries"),
+    ("failed_jobs", "Failed jobs"),
+    ("idle_hours", "Idle GPU-hours"),
+];
 
 /// The form's fields and how the page names them (in the messages above the form).
 pub const LINE_FORM_FIELDS: [(&str, &str); 9] = [
@@ -110,6 +142,19 @@ pub const LINE_FORM_FIELDS: [(&str, &str); 9] = [
 ];
 
 impl LineForm {
+    fn empty(fields: &'static [(&'static str, &'static str)]) -> Self {
+        Self {
+            values: Default::default(),
+            errors: BTreeMap::new(),
+            fields,
+        }
+    }
+
+    /// The outputs form, nothing typed.
+    pub fn outputs() -> Self {
+        Self::empty(&OUTPUT_FORM_FIELDS)
+    }
+
     /// What the person typed in `field` ("" when nothing).
     pub fn value(&self, field: &str) -> &str {
         self.values.get(field).map(String::as_str).unwrap_or("")
@@ -129,7 +174,8 @@ impl LineForm {
         self.errors
             .iter()
             .map(|(field, message)| {
-                let label = LINE_FORM_FIELDS
+                let label = self
+                    .fields
                     .iter()
                     .find(|(f, _)| f == field)
                     .map(|(_, l)| *l)
@@ -141,7 +187,7 @@ impl LineForm {
 
     /// The first field with a message: the one the page focuses.
     pub fn first_invalid(&self) -> &str {
-        LINE_FORM_FIELDS
+        self.fields
             .iter()
             .map(|(f, _)| *f)
             .find(|f| self.errors.contains_key(*f))
@@ -230,6 +276,7 @@ pub async fn section(
         outputs,
         categories: Category::ALL.iter().map(|c| c.as_str()).collect(),
         form: LineForm::default(),
+        outputs_form: LineForm::outputs(),
     })
 }
 
@@ -278,7 +325,7 @@ pub async fn add_line(
         Err(errors) => {
             let mut form = LineForm {
                 values: values.clone(),
-                errors: BTreeMap::new(),
+                ..LineForm::default()
             };
             for e in errors {
                 // The validator speaks to programs (RFC 3339); a person typed into a form that also
@@ -310,21 +357,38 @@ pub async fn add_line(
     Ok(Ok(back(id, target.named)))
 }
 
-async fn set_outputs(
-    State(state): State<AppState>,
-    BriefPath { id }: BriefPath,
-    CsrfForm(user, values): CsrfForm,
-) -> PageResult<Response> {
+/// `POST /briefs/{id}/ledger/outputs` from the brief page's outputs form: stores the figures and
+/// answers the redirect back, or hands back the form as typed with a message at each bad field
+/// (the brief page, which owns the route, shows it again). Counts may be typed as people write
+/// them (`1,200`).
+pub async fn set_outputs(
+    state: &AppState,
+    id: BriefId,
+    user: &PageUser,
+    values: &std::collections::HashMap<String, String>,
+) -> PageResult<Result<Response, LineForm>> {
     user.require(Role::Engineer)?;
     teams::may_send_to_brief(&state.pool, &user.principal(), id).await?;
-    brief_currency(&state, id).await?;
-    let target = form_target(&values);
+    brief_currency(state, id).await?;
+    let target = form_target(values);
     let raw: BTreeMap<String, Option<String>> = values
-        .into_iter()
-        .filter(|(k, _)| k != "trial")
-        .map(|(k, v)| (k, Some(v)))
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "trial" | "csrf_token"))
+        .map(|(k, v)| (k.clone(), Some(without_digit_grouping(v))))
         .collect();
-    let patch = validate_outputs(&raw).map_err(AppError::Validation)?;
+    let patch = match validate_outputs(&raw) {
+        Ok(patch) => patch,
+        Err(errors) => {
+            let mut form = LineForm {
+                values: values.clone(),
+                ..LineForm::outputs()
+            };
+            for e in errors {
+                form.errors.entry(e.field).or_insert(e.message);
+            }
+            return Ok(Err(form));
+        }
+    };
     let write = LedgerWrite {
         brief_id: id,
         target,
@@ -333,8 +397,28 @@ async fn set_outputs(
         lines: &[],
         outputs: Some(&patch),
     };
-    store(&state, write).await?;
-    Ok(back(id, target.named))
+    store(state, write).await?;
+    Ok(Ok(back(id, target.named)))
+}
+
+/// `1,200` and `1 200` as `1200`: digits grouped by three, as people write counts. Anything else
+/// (`1,5`, a decimal comma) is left for the validator to refuse, never guessed.
+fn without_digit_grouping(v: &str) -> String {
+    let t = v.trim();
+    let (whole, fraction) = t.split_once('.').unwrap_or((t, ""));
+    let mut groups = whole.split([',', ' ']);
+    let first_ok = groups
+        .next()
+        .is_some_and(|g| (1..=3).contains(&g.len()) && g.bytes().all(|b| b.is_ascii_digit()));
+    let grouped = whole.contains([',', ' '])
+        && first_ok
+        && groups.all(|g| g.len() == 3 && g.bytes().all(|b| b.is_ascii_digit()))
+        && fraction.bytes().all(|b| b.is_ascii_digit());
+    if grouped {
+        t.replace([',', ' '], "")
+    } else {
+        t.to_owned()
+    }
 }
 
 /// What a FOCUS import did, for people: what was added, what was left out and why.

@@ -352,18 +352,40 @@ pub async fn add_ledger_line(
 ) -> PageResult<Response> {
     match ledger_pages::add_line(&state, path.id, &user, &values).await? {
         Ok(stored) => Ok(stored),
-        Err(form) => {
-            let query = BriefPageQuery {
-                trial: form.trial(),
-                sizing: None,
-            };
-            let mut page = load_page(&state, &user, path, query).await?;
-            page.ledger.form = form;
-            let mut response = render(&page)?;
-            *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
-            Ok(response)
-        }
+        Err(form) => ledger_form_refused(&state, &user, path, form, |ledger, form| ledger.form = form).await,
     }
+}
+
+/// `POST /briefs/{id}/ledger/outputs`, the brief page's outputs form: refused figures show this
+/// page again (422) with what was typed and a message at each bad field.
+pub async fn set_ledger_outputs(
+    State(state): State<AppState>,
+    path: BriefPath,
+    CsrfForm(user, values): CsrfForm,
+) -> PageResult<Response> {
+    match ledger_pages::set_outputs(&state, path.id, &user, &values).await? {
+        Ok(stored) => Ok(stored),
+        Err(form) => ledger_form_refused(&state, &user, path, form, |ledger, form| ledger.outputs_form = form).await,
+    }
+}
+
+/// The brief page again (422) with a refused ledger form in its place, as typed.
+async fn ledger_form_refused(
+    state: &AppState,
+    user: &PageUser,
+    path: BriefPath,
+    form: ledger_pages::LineForm,
+    place: fn(&mut ledger_pages::LedgerSection, ledger_pages::LineForm),
+) -> PageResult<Response> {
+    let query = BriefPageQuery {
+        trial: form.trial(),
+        sizing: None,
+    };
+    let mut page = load_page(state, user, path, query).await?;
+    place(&mut page.ledger, form);
+    let mut response = render(&page)?;
+    *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+    Ok(response)
 }
 
 /// The brief page's reads, side by side, then one view of them.

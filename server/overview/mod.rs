@@ -23,6 +23,7 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(dashboard::dashboard))
         .route("/briefs/{id}", get(brief_page::brief_page))
         .route("/briefs/{id}/ledger/lines", post(brief_page::add_ledger_line))
+        .route("/briefs/{id}/ledger/outputs", post(brief_page::set_ledger_outputs))
         .route("/glossary", get(glossary::glossary))
         .route("/docs/problems", get(problems::problems))
 }

@@ -88,6 +88,55 @@ async fn adding_a_line_through_the_form_changes_the_summary() {
     let body = res.text().await.unwrap();
     assert!(body.contains("amount") && body.contains("EUR"), "{body}");
 
+    // Outputs typed as people write them are read (1,200); refused ones show the page again with
+    // what was typed, the message at its field, and nothing stored (it was a bare error page).
+    let outputs = |accepted: &'static str, idle: &'static str| {
+        vec![
+            ("csrf_token", person.csrf.clone()),
+            ("accepted", accepted.to_owned()),
+            ("rejected", "2".to_owned()),
+            ("idle_hours", idle.to_owned()),
+        ]
+    };
+    let url = app.url(&format!("/briefs/{id}/ledger/outputs"));
+    let res = person
+        .client
+        .post(&url)
+        .form(&outputs("1,200", "2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 303);
+    let page = person.client.get(&page_url).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("<dt>Accepted outputs</dt><dd>1200</dd>"), "{page}");
+    let res = person
+        .client
+        .post(&url)
+        .form(&outputs("lots", "1,5"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+    let page = res.text().await.unwrap();
+    assert!(page.contains("The outputs were not saved"), "{page}");
+    assert!(
+        page.contains("id=\"outputs-accepted\" inputmode=\"numeric\" value=\"lots\""),
+        "{page}"
+    );
+    assert!(
+        page.contains("id=\"outputs-idle_hours\" inputmode=\"decimal\" value=\"1,5\""),
+        "{page}"
+    );
+    assert!(page.contains("id=\"outputs-accepted-error\""), "{page}");
+    assert!(page.contains("Accepted: must be a whole number"), "{page}");
+    let page = person.client.get(&page_url).send().await.unwrap().text().await.unwrap();
+    assert!(
+        page.contains("<dt>Accepted outputs</dt><dd>1200</dd>"),
+        "nothing stored"
+    );
+    let res = person.client.post(&url).form(&outputs("8", "2")).send().await.unwrap();
+    assert_eq!(res.status(), 303);
+
     // Without the CSRF token the form is refused.
     let res = person
         .client
