@@ -81,6 +81,22 @@ struct UsersPage {
     /// A password to show once: (email, password, "Created" or "New password for").
     shown: Option<(String, String, &'static str)>,
     error: String,
+    /// The "add a user" form: empty, or as typed with its message at the field.
+    add: AddUserForm,
+}
+
+/// The "add a user" form as the admin typed it, and the message of each field refused.
+#[derive(Default)]
+struct AddUserForm {
+    email: String,
+    role: String,
+    errors: std::collections::BTreeMap<String, String>,
+}
+
+impl AddUserForm {
+    fn error(&self, field: &str) -> &str {
+        self.errors.get(field).map(String::as_str).unwrap_or("")
+    }
 }
 
 async fn users_view(
@@ -88,6 +104,16 @@ async fn users_view(
     user: &PageUser,
     shown: Option<(String, String, &'static str)>,
     error: String,
+) -> PageResult<Response> {
+    users_view_with(state, user, shown, error, AddUserForm::default()).await
+}
+
+async fn users_view_with(
+    state: &AppState,
+    user: &PageUser,
+    shown: Option<(String, String, &'static str)>,
+    error: String,
+    add: AddUserForm,
 ) -> PageResult<Response> {
     user.require(Role::Admin)?;
     let locked: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>> =
@@ -111,6 +137,7 @@ async fn users_view(
         unowned: briefs::newest_not_in(&state.pool, &teams::owned_briefs(&state.pool).await?, 200).await?,
         shown,
         error,
+        add,
     })
 }
 
@@ -121,7 +148,7 @@ async fn users_refused(state: &AppState, user: &PageUser, e: AppError) -> PageRe
             StatusCode::UNPROCESSABLE_ENTITY,
             errors
                 .iter()
-                .map(|e| format!("{} {}", e.field, e.message))
+                .map(|e| format!("{}: {}", field_label(&e.field), e.message))
                 .collect::<Vec<_>>()
                 .join("; "),
         ),
@@ -130,6 +157,46 @@ async fn users_refused(state: &AppState, user: &PageUser, e: AppError) -> PageRe
         other => return Err(PageError(other)),
     };
     let mut r = users_view(state, user, None, message).await?;
+    *r.status_mut() = status;
+    Ok(r)
+}
+
+/// How the page names a field in a message ("Email", not `email`).
+fn field_label(field: &str) -> String {
+    let mut label = field.replace('_', " ");
+    if let Some(first) = label.get(..1) {
+        label.replace_range(..1, &first.to_ascii_uppercase());
+    }
+    label
+}
+
+/// The users page again with the "add a user" form as typed and the refusal at its field (a
+/// taken email at the email), answered 422 or 409.
+async fn add_user_refused(
+    state: &AppState,
+    user: &PageUser,
+    form: &std::collections::HashMap<String, String>,
+    e: AppError,
+) -> PageResult<Response> {
+    let mut add = AddUserForm {
+        email: form.get("email").cloned().unwrap_or_default(),
+        role: form.get("role").cloned().unwrap_or_default(),
+        errors: Default::default(),
+    };
+    let status = match e {
+        AppError::Validation(errors) => {
+            for e in errors {
+                add.errors.entry(e.field).or_insert(e.message);
+            }
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
+        AppError::Conflict(m) => {
+            add.errors.insert("email".into(), m);
+            StatusCode::CONFLICT
+        }
+        other => return users_refused(state, user, other).await,
+    };
+    let mut r = users_view_with(state, user, None, String::new(), add).await?;
     *r.status_mut() = status;
     Ok(r)
 }
@@ -175,19 +242,15 @@ async fn add_user(State(state): State<AppState>, CsrfForm(user, form): CsrfForm)
     let role = match users::person_role(form.get("role").map(String::as_str).unwrap_or("")) {
         Ok(role) => role,
         Err(m) => {
-            return users_refused(
-                &state,
-                &user,
-                AppError::Validation(vec![crate::validation::FieldError::new("role", m)]),
-            )
-            .await
+            let refused = AppError::Validation(vec![crate::validation::FieldError::new("role", m)]);
+            return add_user_refused(&state, &user, &form, refused).await;
         }
     };
     let entry =
         |u: &users::UserRow| audit::Entry::new(&user.0.email, "user.add", &u.email, json!({ "role": role.as_str() }));
     match users::add(&state.pool, &email, role, None, entry).await {
         Ok((created, password)) => show_password_once(&state, &created.email, &password.unwrap_or_default(), "Created"),
-        Err(e) => users_refused(&state, &user, e).await,
+        Err(e) => add_user_refused(&state, &user, &form, e).await,
     }
 }
 

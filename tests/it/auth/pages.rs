@@ -424,6 +424,31 @@ async fn only_admins_manage_users() {
         app.login_as("new@example.com", &password).await.is_some(),
         "the shown password works"
     );
+
+    // A taken or malformed email is refused at its field with what was typed kept (the form came
+    // back empty, the message in a banner that began with the field's key).
+    for (email, status, message) in [("new@example.com", 409, "already exists"), ("bob@", 422, "email")] {
+        let res = admin
+            .client
+            .post(app.url("/admin/users"))
+            .form(&[
+                ("csrf_token", admin.csrf.as_str()),
+                ("email", email),
+                ("role", "manager"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), status, "{email}");
+        let page = res.text().await.unwrap();
+        assert!(page.contains(&format!("id=\"add-email\" value=\"{email}\"")), "{page}");
+        assert!(page.contains("<option value=\"manager\" selected>"), "{page}");
+        let at_field = page
+            .split("id=\"add-email-error\" role=\"alert\">")
+            .nth(1)
+            .unwrap_or("");
+        assert!(at_field.contains(message), "{email}: {page}");
+    }
 }
 
 #[tokio::test]
