@@ -8,7 +8,7 @@ use axum::{
     extract::State,
     http::StatusCode,
     response::{IntoResponse, Redirect, Response},
-    routing::{get, post},
+    routing::get,
     Router,
 };
 
@@ -41,7 +41,6 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/briefs/{id}/card", get(editor).post(save))
         .route("/briefs/{id}/card/revisions/{n}", get(revision_page))
-        .route("/briefs/{id}/readiness", post(confirm))
 }
 
 fn status_class(s: Status) -> &'static str {
@@ -200,6 +199,8 @@ pub struct BriefSections {
     pub stages: Vec<StageRow>,
     pub warnings: Vec<String>,
     pub readiness: Vec<ReadinessItem>,
+    /// A confirmation refused for its link: the item, the link as typed, and why.
+    pub refused_link: Option<RefusedLink>,
     pub lint: Option<LintView>,
     /// Saved thresholds set for another allocation: "gpu.count ≥ 8; for this trial ≥ 2".
     pub stale: Vec<String>,
@@ -236,6 +237,7 @@ pub async fn brief_sections(state: &AppState, brief: &Brief, trial: TrialId) -> 
         stages: stage_rows(&view),
         warnings: view.warnings.clone(),
         readiness,
+        refused_link: None,
         lint: brief
             .fields
             .k8s_manifest
@@ -650,13 +652,32 @@ async fn revision_page(
     })
 }
 
-async fn confirm(
-    State(state): State<AppState>,
-    path: BriefPath,
-    CsrfForm(user, values): CsrfForm,
-) -> PageResult<Response> {
+impl BriefSections {
+    /// The refused link of checklist item `item`, if its confirmation was the one refused.
+    pub fn refused_link_of(&self, item: &str) -> Option<&RefusedLink> {
+        self.refused_link.as_ref().filter(|r| r.item == item)
+    }
+}
+
+/// A readiness confirmation refused for its link, to show at the item's row.
+#[derive(Debug, Clone)]
+pub struct RefusedLink {
+    pub item: String,
+    pub typed: String,
+    pub message: String,
+}
+
+/// `POST /briefs/{id}/readiness` from the brief page's checklist: records the confirmation and
+/// answers the redirect back, or hands back the refused link (the brief page, which owns the
+/// route, shows it again at its row with what was typed).
+pub async fn confirm(
+    state: &AppState,
+    user: &PageUser,
+    path: &BriefPath,
+    values: &std::collections::HashMap<String, String>,
+) -> PageResult<Result<Response, RefusedLink>> {
     let id = path.id;
-    card_to_edit(&state, &user, &path).await?;
+    card_to_edit(state, user, path).await?;
     let item = values.get("item").map(String::as_str).unwrap_or("");
     if !readiness::is_item(item) {
         return Err(AppError::Validation(vec![FieldError::new("item", "is not a readiness item")]).into());
@@ -664,13 +685,13 @@ async fn confirm(
     let link = values.get("link").map(|s| s.trim()).filter(|s| !s.is_empty());
     if let Some(link) = link {
         if !readiness::valid_link(link) {
-            return Err(AppError::Validation(vec![FieldError::new(
-                "link",
-                "must be an http(s) address or a path on this site",
-            )])
-            .into());
+            return Ok(Err(RefusedLink {
+                item: item.to_owned(),
+                typed: link.to_owned(),
+                message: "is not a link we can keep: give an address starting with https:// (or http://), or a path on this site starting with /".into(),
+            }));
         }
     }
     repo::confirm(&state.pool, id, item, &user.0.email, link).await?;
-    Ok(Redirect::to(&format!("/briefs/{id}#readiness")).into_response())
+    Ok(Ok(Redirect::to(&format!("/briefs/{id}#readiness")).into_response()))
 }

@@ -325,7 +325,7 @@ fn trial_rows(
 }
 
 /// `?trial=`: which trial's card, evidence and ledger the page shows (the first by default).
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub struct BriefPageQuery {
     trial: Option<TrialId>,
     /// `memory`: the sizing table by memory rented; otherwise by cheapest price when any option
@@ -366,6 +366,25 @@ pub async fn set_ledger_outputs(
     match ledger_pages::set_outputs(&state, path.id, &user, &values).await? {
         Ok(stored) => Ok(stored),
         Err(form) => ledger_form_refused(&state, &user, path, form, |ledger, form| ledger.outputs_form = form).await,
+    }
+}
+
+/// `POST /briefs/{id}/readiness`, a checklist item confirmed: a link that cannot be kept shows
+/// this page again (422) with the link as typed and why, at the item's row.
+pub async fn confirm_readiness(
+    State(state): State<AppState>,
+    path: BriefPath,
+    CsrfForm(user, values): CsrfForm,
+) -> PageResult<Response> {
+    match card_pages::confirm(&state, &user, &path, &values).await? {
+        Ok(stored) => Ok(stored),
+        Err(refused) => {
+            let mut page = load_page(&state, &user, path, BriefPageQuery::default()).await?;
+            page.acceptance.refused_link = Some(refused);
+            let mut response = render(&page)?;
+            *response.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
+            Ok(response)
+        }
     }
 }
 

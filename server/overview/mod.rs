@@ -24,6 +24,7 @@ pub fn routes() -> Router<AppState> {
         .route("/briefs/{id}", get(brief_page::brief_page))
         .route("/briefs/{id}/ledger/lines", post(brief_page::add_ledger_line))
         .route("/briefs/{id}/ledger/outputs", post(brief_page::set_ledger_outputs))
+        .route("/briefs/{id}/readiness", post(brief_page::confirm_readiness))
         .route("/glossary", get(glossary::glossary))
         .route("/docs/problems", get(problems::problems))
 }

@@ -87,10 +87,30 @@ async fn the_brief_page_shows_the_staged_timeline_lint_and_checklist() {
         &app,
         &person,
         &format!("/briefs/{brief}/readiness"),
+        &[("item", "fallback_path"), ("link", "www.example.com/runbook")],
+    )
+    .await;
+    assert_eq!(bad.status(), 422);
+    // The brief page again, the link as typed and the reason at its row (it was an error page
+    // that lost the link).
+    let page = bad.text().await.unwrap();
+    assert!(
+        page.contains("value=\"www.example.com/runbook\" aria-invalid=\"true\" aria-describedby=\"readiness-fallback_path-error\""),
+        "{page}"
+    );
+    assert!(page.contains("The link is not a link we can keep: give an address starting with https://"));
+    let bad = post_form(
+        &app,
+        &person,
+        &format!("/briefs/{brief}/readiness"),
         &[("item", "fallback_path"), ("link", "javascript:alert(1)")],
     )
     .await;
     assert_eq!(bad.status(), 422);
+    assert!(
+        !bad.text().await.unwrap().contains("href=\"javascript:"),
+        "never a link"
+    );
     let bad = post_form(
         &app,
         &person,
