@@ -164,8 +164,55 @@ async fn verdict(
 struct AuditLine {
     at: String,
     actor: String,
+    /// What was done, in words ("approved the decision"); the stored action beside it.
+    what: String,
     action: String,
+    /// The details as `name: value` pairs, for people.
+    facts: Vec<(String, String)>,
+    /// The details as stored (JSON), behind a disclosure.
     details: String,
+}
+
+/// An audit action in words, for the brief's audit log.
+fn action_in_words(action: &str) -> &str {
+    match action {
+        "brief.create" => "created the brief",
+        "brief.update" => "changed the brief",
+        "brief.owner" => "changed the brief's owner",
+        "brief.share" => "shared the brief with a team",
+        "brief.unshare" => "stopped sharing the brief with a team",
+        "card.revise" => "revised the acceptance card",
+        "trial.create" => "added a trial",
+        "trial.update" => "changed a trial",
+        "token.mint" => "made an agent token",
+        "token.revoke" => "revoked a token",
+        "ledger.import" => "imported ledger lines",
+        "approval.approve" => "approved the decision",
+        "approval.reject" => "rejected the decision",
+        "commitment.opened" => "opened a commitment",
+        "commitment.changed" => "changed a commitment",
+        "commitment.state" => "changed a commitment's state",
+        "commitment.approved_again" => "kept a commitment for a new approval",
+        other => other,
+    }
+}
+
+/// A JSON object's fields as `name: value` (names with spaces, nulls left out); another value as
+/// one line.
+fn facts_of(details: &serde_json::Value) -> Vec<(String, String)> {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match details {
+        serde_json::Value::Object(fields) => fields
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.replace('_', " "), text(v)))
+            .collect(),
+        serde_json::Value::Null => Vec::new(),
+        other => vec![(String::new(), text(other))],
+    }
 }
 
 #[derive(Template)]
@@ -186,6 +233,8 @@ async fn audit_page(State(state): State<AppState>, user: PageUser, path: BriefPa
         .map(|e| AuditLine {
             at: e.at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
             actor: e.actor,
+            what: action_in_words(&e.action).to_owned(),
+            facts: facts_of(&e.details.0),
             action: e.action,
             details: e.details.0.to_string(),
         })

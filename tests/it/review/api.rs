@@ -174,6 +174,13 @@ async fn review_and_audit_pages_render_for_people() {
     assert!(html.contains("approval-form"));
     let audit = engineer.get(app.url(&format!("/briefs/{id}/audit"))).await;
     assert_eq!(audit.status(), 200);
+    // Each entry in words, its details as name: value (the raw JSON kept behind "as recorded").
+    let audit = audit.text().await.unwrap();
+    assert!(
+        audit.contains("created the brief <small class=\"muted\">(brief.create)</small>"),
+        "{audit}"
+    );
+    assert!(audit.contains("<summary>as recorded</summary>"), "{audit}");
     let home = manager.get(app.url("/")).await.text().await.unwrap();
     assert!(home.contains("data-decision="), "the dashboard shows decision badges");
     assert!(
