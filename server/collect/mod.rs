@@ -96,10 +96,10 @@ pub struct CollectArgs {
     #[arg(long, env = "RENTCHECK_HOST")]
     pub host: Option<String>,
     /// Run the trial's test plan: fetch it from the server and run each step whose tool is present,
-    /// in stage order, sending each output as it finishes (docs/agents.md). Needs --trial.
+    /// in stage order, sending each output as it finishes (docs/agents.md). Needs --trial, unless
+    /// the token was minted for one trial.
     #[arg(
         long,
-        requires = "trial",
         conflicts_with_all = ["scrapes", "before", "after", "bench_json", "files", "no_tools", "window"]
     )]
     pub plan: bool,

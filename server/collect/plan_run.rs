@@ -75,6 +75,18 @@ pub fn step_item_key(trial: TrialId, step: &str, item: &str, attempt: u32) -> St
     format!("rcp1-{}", hex::encode(h.finalize()))
 }
 
+/// The trial a token is scoped to, read from its claims without checking the signature: only to
+/// name the plan to fetch; the server checks the token on every request.
+fn trial_of_token(token: &str) -> Option<TrialId> {
+    use base64::Engine;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    claims.get("trial")?.as_str()?.parse().ok()
+}
+
 fn token(args: &CollectArgs) -> Result<Secret, Stop> {
     match (&args.token, &args.token_file) {
         (Some(token), _) => Ok(token.clone()),
@@ -594,14 +606,16 @@ fn dry_run(steps: &[&PlanStep], vars: &[(String, String)], rerun: bool) {
 /// Runs `rentcheck collect --plan`: the plan's steps in the order the agent runs them.
 pub async fn run(args: &CollectArgs) -> Result<Exit, Stop> {
     let server = plan_server(args)?;
-    let trial = args
-        .trial
-        .ok_or_else(|| usage("--plan needs --trial: the plan is the trial's"))?;
+    let token = token(args)?;
+    // The plan is the trial's: the one named, else the one the token is scoped to.
+    let trial = args.trial.or_else(|| trial_of_token(token.expose())).ok_or_else(|| {
+        usage("--plan needs --trial (the plan is the trial's), or a token minted for one trial (--trial on the tokens page)")
+    })?;
     let host = args.host.clone().unwrap_or_else(host_name);
     if host.is_empty() || host.len() > 200 || host.chars().any(|c| c.is_control()) {
         return Err(usage("--host must be 1 to 200 printable characters"));
     }
-    let client = agent_client(args, &server, token(args)?)?;
+    let client = agent_client(args, &server, token)?;
     let plan = fetch_plan(&client, &server, args, trial).await?;
     let vars = variables(&plan, args);
     let steps = steps_to_run(&plan, args)?;

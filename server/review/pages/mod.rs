@@ -200,18 +200,37 @@ fn action_in_words(action: &str) -> &str {
 /// A JSON object's fields as `name: value` (names with spaces, nulls left out); another value as
 /// one line.
 fn facts_of(details: &serde_json::Value) -> Vec<(String, String)> {
-    let text = |v: &serde_json::Value| match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
     match details {
         serde_json::Value::Object(fields) => fields
             .iter()
             .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| (k.replace('_', " "), text(v)))
+            .map(|(k, v)| (k.replace('_', " "), value_in_words(v)))
             .collect(),
         serde_json::Value::Null => Vec::new(),
-        other => vec![(String::new(), text(other))],
+        other => vec![(String::new(), value_in_words(other))],
+    }
+}
+
+/// A detail's value for people: a change `{from, to}` as "from → to", an object as its fields
+/// ("name: value; …"), a list joined by commas, nothing as "none".
+fn value_in_words(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "none".to_owned(),
+        Value::String(s) if s.is_empty() => "(empty)".to_owned(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(value_in_words).collect::<Vec<_>>().join(", "),
+        Value::Object(fields) => match (fields.get("from"), fields.get("to")) {
+            (Some(from), Some(to)) if fields.len() == 2 => {
+                format!("{} → {}", value_in_words(from), value_in_words(to))
+            }
+            _ => fields
+                .iter()
+                .map(|(k, v)| format!("{}: {}", k.replace('_', " "), value_in_words(v)))
+                .collect::<Vec<_>>()
+                .join("; "),
+        },
+        other => other.to_string(),
     }
 }
 

@@ -388,6 +388,22 @@ async fn collect_plan_runs_the_trial_from_nothing_to_a_decision_and_never_sends_
     );
     assert_eq!(app.count("evidence").await, 0);
     assert_eq!(served.load(Ordering::SeqCst), 0);
+    // A token minted for the trial names it: --trial may be left out (it was a usage error).
+    let without_trial: Vec<&str> = dry
+        .iter()
+        .copied()
+        .filter(|a| *a != "--trial" && *a != trial.as_str())
+        .collect();
+    let o = collect(tools.path(), &token, &without_trial).await;
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("would run: dcgmi diag -r 2 -j"), "{stdout}");
+    // A token of the whole brief does not: the message says what to give.
+    let brief_token = app.token(Role::Agent, Some(brief.parse().unwrap())).await;
+    let o = collect(tools.path(), &brief_token, &without_trial).await;
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--plan needs --trial"), "{stderr}");
 
     // First run: no nccl-tests on this box.
     let o = collect(tools.path(), &token, &args).await;

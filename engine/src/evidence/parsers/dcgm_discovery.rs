@@ -36,17 +36,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         if section != "gpu" {
             continue;
         }
-        // The box table's rows (`| 0 | Name: … |`), or the same facts a line each (`GPU ID: 0`,
-        // `Name: …`), as issue reports paste them.
-        let (id, info) = if t.starts_with('|') {
-            let cells: Vec<&str> = t.trim_matches('|').split('|').map(str::trim).collect();
-            let (Some(id), Some(info)) = (cells.first(), cells.get(1)) else {
-                continue;
-            };
-            (Some(*id), *info)
-        } else {
-            (None, t)
-        };
+        let Some((id, info)) = row_of(t) else { continue };
         if let Some(name) = info.strip_prefix("Name:") {
             if id.is_some_and(|id| id.parse::<u32>().is_err()) {
                 p.warn(format!("line {ln}: GPU row without a numeric id"));
@@ -86,6 +76,17 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     p.list("gpu.uuids", uuids);
     p.list("gpu.pci_bus_ids", buses);
     Ok(p)
+}
+
+/// A GPU row's id cell and its `Key: value` cell: the box table's (`| 0 | Name: … |`), or the
+/// same facts a line each without an id (`Name: …`), as issue reports paste them.
+fn row_of(t: &str) -> Option<(Option<&str>, &str)> {
+    if !t.starts_with('|') {
+        return Some((None, t));
+    }
+    let mut cells = t.trim_matches('|').split('|').map(str::trim);
+    let id = cells.next()?;
+    Some((Some(id), cells.next()?))
 }
 
 /// `8 GPUs found.`, `1 GPU found (Active).`, `0 NvSwitches found.` → (n, "gpu" | "nvswitch" | …).
