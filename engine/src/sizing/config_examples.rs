@@ -722,3 +722,39 @@ fn a_context_past_the_published_maximum_is_named() {
     let s = size(&super::tests::input(RT, Precision::Bf16, "microsoft/phi-4", 32_768, 1));
     assert!(past(&s), "{:?}", s.architecture_notes);
 }
+
+#[test]
+fn an_fp8_checkpoints_experts_split_only_into_whole_blocks() {
+    // Qwen/Qwen3-30B-A3B-FP8 is this config with block-scaled fp8 weights ([128, 128]): vLLM
+    // refuses TP 4 and 8 ("768 / 4 = 192 is not divisible by weight quantization block_n = 128",
+    // vllm-project/vllm#17569); TP 2 (384) loads.
+    let mut cfg = qwen3_moe();
+    cfg.insert(
+        "quantization_config".into(),
+        serde_json::json!({ "quant_method": "fp8", "weight_block_size": [128, 128] }),
+    );
+    let s = size(&from_config(&cfg, 30.5, Precision::Fp8, 32_768, 64));
+    let mut seen = std::collections::BTreeSet::new();
+    for o in s.options.iter().filter(|o| o.fits && o.tensor_parallel > 1) {
+        let note = o.load_note.as_deref().unwrap_or("");
+        let whole_blocks = (768 / o.tensor_parallel) % 128 == 0;
+        assert_eq!(
+            note.contains("--enable-expert-parallel"),
+            !whole_blocks,
+            "{} TP {}: {note:?}",
+            o.gpu,
+            o.tensor_parallel
+        );
+        seen.insert(o.tensor_parallel);
+    }
+    assert!(
+        seen.iter().any(|tp| (768 / tp) % 128 != 0),
+        "a TP that cuts blocks: {seen:?}"
+    );
+    // The same model quantised when served (bf16 weights, --quantization fp8) has no blocks.
+    let s = size(&from_config(&qwen3_moe(), 30.5, Precision::Fp8, 32_768, 64));
+    assert!(s
+        .options
+        .iter()
+        .all(|o| !o.load_note.as_deref().unwrap_or("").contains("expert-parallel")));
+}

@@ -357,6 +357,10 @@ pub fn option_for(fp: &Footprint, gpu: &GpuSpec) -> SizingOption {
             price: None,
         };
     };
+    let load_note = match (setting, fp8_blocks_note(fp, &p)) {
+        (Some(s), Some(n)) => Some(format!("{s}; {n}")),
+        (s, n) => s.or(n),
+    };
     SizingOption {
         gpu: gpu.model.clone(),
         memory_gib: round2(gpu.memory_gib),
@@ -367,9 +371,27 @@ pub fn option_for(fp: &Footprint, gpu: &GpuSpec) -> SizingOption {
         interconnect_note: interconnect_note(fp, gpu, &p),
         tensor_parallel: p.layout.tp,
         pipeline_parallel: p.layout.pp,
-        load_note: setting,
+        load_note,
         price: None,
     }
+}
+
+/// The width of one block of a block-scaled fp8 checkpoint (`weight_block_size` [128, 128]).
+const FP8_BLOCK: u32 = 128;
+
+/// vLLM refuses to split an fp8 checkpoint's experts over tensor parallelism when a shard is not a
+/// whole number of blocks ("… is not divisible by weight quantization block_n = 128": Qwen3's
+/// 1536-wide experts over TP 8 are 192 wide); expert parallelism keeps each expert whole.
+fn fp8_blocks_note(fp: &Footprint, p: &Placement) -> Option<String> {
+    let width = fp.shape.fp8_expert_width?;
+    let tp = p.layout.tp;
+    if fp.decode.is_none() || p.dp_attention || tp <= 1 || (width % tp == 0 && (width / tp) % FP8_BLOCK == 0) {
+        return None;
+    }
+    Some(format!(
+        "serve with --enable-expert-parallel: tensor parallel {tp} would cut each expert's {width}-wide MLP of this fp8 checkpoint into {}-wide shards, which its {FP8_BLOCK}-wide blocks do not divide, and vLLM refuses to load it",
+        width / tp
+    ))
 }
 
 /// Fitting options first, by memory rented (count × memory per card) ascending, then count,
