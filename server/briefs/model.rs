@@ -1275,16 +1275,21 @@ pub struct BriefView<'a> {
     #[schema(inline)]
     pub brief: &'a Brief,
     pub sizing: Sizing,
-    /// draft
-    pub status: &'static str,
+    /// Where the brief's review stands, as the list's summary says: awaiting-evidence,
+    /// needs-approval, stale, approved or rejected.
+    pub status: &'a str,
 }
 
+/// The status of a brief nothing was sent to yet.
+pub const NEW_BRIEF_STATUS: &str = "awaiting-evidence";
+
 impl<'a> BriefView<'a> {
-    pub fn new(brief: &'a Brief) -> Self {
+    /// A brief as its review stands (`status`: its summary's state).
+    pub fn new(brief: &'a Brief, status: &'a str) -> Self {
         Self {
             brief,
             sizing: brief.fields.sizing(),
-            status: "draft",
+            status,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `GET /api/v1/briefs`: the briefs list of the API, paged by cursor and filtered like the
-//! dashboard (the same `brief_list`), each brief with its sizing and its review summary.
+//! dashboard (the same `brief_list`), each brief with its sizing and its review summary; and
+//! `GET`/`PUT /api/v1/briefs/{id}`, whose `status` is the review summary's state.
 
 use std::collections::BTreeSet;
 
@@ -8,21 +9,26 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::{
     auth::{teams, users, Role},
-    briefs::model::BriefView,
+    briefs::model::{validate, BriefView, NEW_BRIEF_STATUS},
     error::{ApiResult, AppError},
-    ids::{TeamId, TrialId, UserId},
+    ids::{BriefId, TeamId, TrialId, UserId},
     overview::{
         brief_list::{self, decode_cursor, encode_cursor, STATES},
         list_query::BriefFilter,
     },
     review::summaries::SummaryRow,
     state::AppState,
+    trials::{self, brief_api::brief_input},
     validation::FieldError,
-    web::{auth::ApiCall, extract::ApiQuery},
+    web::{
+        auth::ApiCall,
+        extract::{ApiJson, ApiQuery, BriefPath},
+    },
 };
 
 /// Briefs on a page unless `limit` says otherwise, and the most one page may hold.
@@ -226,7 +232,7 @@ pub async fn list(ApiCall { state, caller }: ApiCall, ApiQuery(p): ApiQuery<List
         .items
         .iter()
         .map(|l| Item {
-            brief: BriefView::new(&l.brief),
+            brief: BriefView::new(&l.brief, &l.summary.summary.state),
             summary: (&l.summary).into(),
         })
         .collect();
@@ -236,6 +242,61 @@ pub async fn list(ApiCall { state, caller }: ApiCall, ApiQuery(p): ApiQuery<List
     };
     // Serialized here: the items borrow the page.
     Ok(Json(answer).into_response())
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/briefs/{id}",
+    operation_id = "getBrief",
+    tag = "briefs",
+    summary = "One brief with sizing and status",
+    params(BriefPath),
+    responses(
+        (status = 200, description = "the brief", body = BriefView),
+        (status = 404, description = "no such brief"),
+    )
+)]
+pub async fn show(ApiCall { state, caller }: ApiCall, path: BriefPath) -> ApiResult<Response> {
+    caller.may_read_brief(path.id)?;
+    let brief = path.load(&state).await?;
+    let status = status_of(&state, brief.id).await?;
+    Ok(Json(BriefView::new(&brief, &status)).into_response())
+}
+
+#[utoipa::path(
+    put,
+    path = "/api/v1/briefs/{id}",
+    operation_id = "replaceBrief",
+    tag = "briefs",
+    summary = "Replace every field of a brief; sizing is recomputed",
+    params(BriefPath),
+    request_body = crate::briefs::schema::BriefBody,
+    responses(
+        (status = 200, description = "the brief", body = BriefView),
+        (status = 404, description = "no such brief"),
+        (status = 422, description = "invalid fields"),
+    )
+)]
+pub async fn replace(
+    ApiCall { state, caller }: ApiCall,
+    BriefPath { id }: BriefPath,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    caller.may_read_brief(id)?;
+    let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
+    let brief = trials::service::replace_brief(&state.pool, id, &fields, &caller).await?;
+    let status = status_of(&state, brief.id).await?;
+    Ok(Json(BriefView::new(&brief, &status)).into_response())
+}
+
+/// Where a brief's review stands: its current summary's state (computed now when changes are
+/// still queued), `awaiting-evidence` before it has one.
+async fn status_of(state: &AppState, id: BriefId) -> Result<String, AppError> {
+    let summary = crate::review::summaries::current(state, &[id]).await?;
+    Ok(summary
+        .into_iter()
+        .next()
+        .map_or_else(|| NEW_BRIEF_STATUS.to_owned(), |r| r.summary.state))
 }
 
 #[cfg(test)]

@@ -31,5 +31,7 @@ pub fn routes() -> Router<AppState> {
 
 /// The API route of the overview (its document is generated from the handler).
 pub fn api_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(briefs_api::list))
+    OpenApiRouter::new()
+        .routes(routes!(briefs_api::list))
+        .routes(routes!(briefs_api::show, briefs_api::replace))
 }

@@ -1,6 +1,6 @@
-//! JSON API for a brief: `POST /api/v1/briefs`, `GET`/`PUT /api/v1/briefs/{id}` and its sizing.
-//! Here, above the briefs domain, because a brief and its trial 1 are one use case
-//! (`trials::service::create_brief`, `replace_brief`, `load_brief`); the list is `overview/`'s.
+//! JSON API for a brief: `POST /api/v1/briefs` and its sizing. Here, above the briefs domain,
+//! because a brief and its trial 1 are one use case (`trials::service::create_brief`); the list,
+//! `GET` and `PUT /api/v1/briefs/{id}` are `overview/`'s, as their `status` is the review's.
 
 use axum::{
     http::{header, StatusCode},
@@ -13,7 +13,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::service;
 use crate::{
     auth::Role,
-    briefs::model::{validate, BriefInput, BriefView},
+    briefs::model::{validate, BriefInput, BriefView, NEW_BRIEF_STATUS},
     error::{ApiResult, AppError},
     prices::service as prices,
     sizing::Sizing,
@@ -25,13 +25,10 @@ use crate::{
 };
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(create))
-        .routes(routes!(show, replace))
-        .routes(routes!(sizing))
+    OpenApiRouter::new().routes(routes!(create)).routes(routes!(sizing))
 }
 
-fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
+pub(crate) fn brief_input(body: &Value) -> Result<BriefInput<'_>, AppError> {
     match body {
         Value::Object(map) => Ok(BriefInput::Json(map)),
         _ => Err(AppError::BadRequest(
@@ -64,52 +61,9 @@ async fn create(ApiCall { state, caller }: ApiCall, ApiJson(body): ApiJson<Value
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(BriefView::new(&brief)),
+        Json(BriefView::new(&brief, NEW_BRIEF_STATUS)),
     )
         .into_response())
-}
-
-#[utoipa::path(
-    get,
-    path = "/api/v1/briefs/{id}",
-    operation_id = "getBrief",
-    tag = "briefs",
-    summary = "One brief with sizing and status",
-    params(BriefPath),
-    responses(
-        (status = 200, description = "the brief", body = BriefView),
-        (status = 404, description = "no such brief"),
-    )
-)]
-async fn show(ApiCall { state, caller }: ApiCall, path: BriefPath) -> ApiResult<Response> {
-    caller.may_read_brief(path.id)?;
-    let brief = path.load(&state).await?;
-    Ok(Json(BriefView::new(&brief)).into_response())
-}
-
-#[utoipa::path(
-    put,
-    path = "/api/v1/briefs/{id}",
-    operation_id = "replaceBrief",
-    tag = "briefs",
-    summary = "Replace every field of a brief; sizing is recomputed",
-    params(BriefPath),
-    request_body = crate::briefs::schema::BriefBody,
-    responses(
-        (status = 200, description = "the brief", body = BriefView),
-        (status = 404, description = "no such brief"),
-        (status = 422, description = "invalid fields"),
-    )
-)]
-async fn replace(
-    ApiCall { state, caller }: ApiCall,
-    BriefPath { id }: BriefPath,
-    ApiJson(body): ApiJson<Value>,
-) -> ApiResult<Response> {
-    caller.may_read_brief(id)?;
-    let fields = validate(&brief_input(&body)?).map_err(AppError::Validation)?;
-    let brief = service::replace_brief(&state.pool, id, &fields, &caller).await?;
-    Ok(Json(BriefView::new(&brief)).into_response())
 }
 
 #[derive(serde::Deserialize)]

@@ -385,7 +385,11 @@ const FP8_BLOCK: u32 = 128;
 fn fp8_blocks_note(fp: &Footprint, p: &Placement) -> Option<String> {
     let width = fp.shape.fp8_expert_width?;
     let tp = p.layout.tp;
-    if fp.decode.is_none() || p.dp_attention || tp <= 1 || (width % tp == 0 && (width / tp) % FP8_BLOCK == 0) {
+    if fp.decode.is_none()
+        || p.dp_attention
+        || tp <= 1
+        || (width.is_multiple_of(tp) && (width / tp).is_multiple_of(FP8_BLOCK))
+    {
         return None;
     }
     Some(format!(

@@ -22,7 +22,8 @@ async fn create_then_read_back_a_brief_with_its_sizing() {
     );
     assert_eq!(created["targets"]["ttft_p95_ms"], 500.0);
     assert_eq!(created["persist"], json!(["weights", "outputs"]));
-    assert_eq!(created["status"], "draft");
+    // `status` is where the review stands (it was "draft" whatever happened).
+    assert_eq!(created["status"], "awaiting-evidence");
     for key in [
         "weights_gib",
         "kv_cache_gib",
@@ -42,6 +43,30 @@ async fn create_then_read_back_a_brief_with_its_sizing() {
     assert_eq!(sizing.status(), 200);
     let sizing: Value = sizing.json().await.unwrap();
     assert_eq!(sizing, created["sizing"]);
+
+    // Once evidence came the review waits for a manager, and the brief, its replacement and the
+    // list say so alike.
+    let res = app
+        .post_raw_evidence(
+            id,
+            "kind=nvidia-smi-list&stage=1",
+            "text/plain",
+            b"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n".to_vec(),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let fetched: Value = app.get(&format!("/api/v1/briefs/{id}")).await.json().await.unwrap();
+    assert_eq!(fetched["status"], "needs-approval");
+    let mut body = fetched.clone();
+    for generated in ["id", "sizing", "status", "created_at", "updated_at"] {
+        body.as_object_mut().unwrap().remove(generated);
+    }
+    let replaced = app.put_json(&format!("/api/v1/briefs/{id}"), &body).await;
+    assert_eq!(replaced.status(), 200);
+    assert_eq!(replaced.json::<Value>().await.unwrap()["status"], "needs-approval");
+    let list: Value = app.get("/api/v1/briefs").await.json().await.unwrap();
+    assert_eq!(list["items"][0]["status"], list["items"][0]["summary"]["state"]);
+    assert_eq!(list["items"][0]["status"], "needs-approval");
 }
 
 #[tokio::test]
