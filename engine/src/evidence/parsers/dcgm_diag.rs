@@ -578,10 +578,54 @@ fn gpus_without_a_result(listed: &[i64], results: Option<&Vec<serde_json::Value>
     (!missing.is_empty()).then(|| missing.join(", "))
 }
 
-/// One walk over the report's tests and their results, in document order.
+/// The `-j` report, or with `--iterations N` the report of every iteration
+/// (`{"iterations": [report, …], "Overall Result": …}`, dcgmi's `NVVS_ITERATIONS`): each test
+/// once, with its worst result over the iterations.
 fn parse_json(s: &str) -> Result<Diag, ParseError> {
-    use serde_json::Value;
     let (v, _pre) = text::json_value(s)?;
+    let iterations = v
+        .get("iterations")
+        .and_then(serde_json::Value::as_array)
+        .filter(|_| v.get("DCGM Diagnostic").is_none() && v.get("DCGM GPU Diagnostic").is_none());
+    let Some(iterations) = iterations else {
+        return parse_json_report(&v);
+    };
+    let mut all = Diag::default();
+    for report in iterations {
+        let d = parse_json_report(report)?;
+        for t in d.tests {
+            match all
+                .tests
+                .iter_mut()
+                .find(|k| k.name == t.name && k.category.eq_ignore_ascii_case(&t.category))
+            {
+                Some(k) => k.status = k.status.max(t.status),
+                None => all.tests.push(t),
+            }
+        }
+        for w in d.warnings {
+            if all.seen.insert((w.test.clone(), w.msg.clone())) {
+                all.warnings.push(w);
+            }
+        }
+        all.notes.extend(d.notes);
+        all.version = all.version.or(d.version);
+        all.driver = all.driver.or(d.driver);
+        all.truncated |= d.truncated;
+    }
+    if iterations.is_empty() {
+        return Err(ParseError::at(1, "diagnostic JSON has an empty \"iterations\" list"));
+    }
+    all.notes.push(format!(
+        "{} iterations (--iterations): each test counted once, with its worst result",
+        iterations.len()
+    ));
+    Ok(all)
+}
+
+/// One walk over a report's tests and their results, in document order.
+fn parse_json_report(v: &serde_json::Value) -> Result<Diag, ParseError> {
+    use serde_json::Value;
     let mut d = Diag::default();
     let root = v
         .get("DCGM Diagnostic")
@@ -592,8 +636,8 @@ fn parse_json(s: &str) -> Result<Diag, ParseError> {
                 "JSON has neither a \"DCGM Diagnostic\" nor a \"DCGM GPU Diagnostic\" key",
             )
         })?;
-    read_json_metadata(&v, root, &mut d);
-    let listed = gpus_that_leave_no_result(&v, d.version.as_deref());
+    read_json_metadata(v, root, &mut d);
+    let listed = gpus_that_leave_no_result(v, d.version.as_deref());
     let cats = root.get("test_categories").and_then(Value::as_array);
     for cat in cats.into_iter().flatten() {
         let cname = cat

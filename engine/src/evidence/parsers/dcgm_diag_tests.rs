@@ -657,3 +657,30 @@ fn dcgm_json45_a_gpu_without_a_result_is_a_skip() {
     assert!(boolean(&p, "dcgm.diag.passed"));
     assert!(boolean(&run(real), "dcgm.diag.passed"));
 }
+
+/// `dcgmi diag -r 2 -j --iterations 2` (DCGM's `NVVS_ITERATIONS` / `NVVS_RESULT`, nvvs/include/
+/// NvvsJsonStrings.h): each iteration's report in a list. A test that failed in one iteration
+/// fails (it was refused: no "DCGM Diagnostic" at the top).
+#[test]
+fn dcgm_json_iterations_keep_each_tests_worst_result() {
+    let first: serde_json::Value = serde_json::from_str(DCGM4_ENTITY_WARNINGS_JSON).unwrap();
+    let mut second = first.clone();
+    second["DCGM Diagnostic"]["test_categories"][0]["tests"][0]["results"][0]["status"] = serde_json::json!("Fail");
+    let name = first["DCGM Diagnostic"]["test_categories"][0]["tests"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wrapped = serde_json::json!({ "iterations": [first, second], "Overall Result": "Fail" });
+    let p = run(&serde_json::to_string_pretty(&wrapped).unwrap());
+    let once = run(DCGM4_ENTITY_WARNINGS_JSON);
+    assert!(!list(&once, "dcgm.diag.failed_tests").contains(&name), "passes once");
+    assert!(
+        list(&p, "dcgm.diag.failed_tests").contains(&name),
+        "{:?}",
+        list(&p, "dcgm.diag.failed_tests")
+    );
+    assert_eq!(p.metrics.get("dcgm.diag.passed"), Some(&MetricValue::Bool(false)));
+    // The same warnings in both iterations count once.
+    assert_eq!(count(&p, "dcgm.diag.warnings"), count(&once, "dcgm.diag.warnings"));
+    assert!(noted(&p, "2 iterations"), "{:?}", p.warnings);
+}
