@@ -530,7 +530,8 @@ fn from_quote(q: Quote, source: PriceSource, what: &str) -> AllocationPrice {
 
 /// The one price of an allocation, most specific first: the trial's own rate; a current row of
 /// its provider, GPU and billing (region too when it names one); what its ledger billed on
-/// average; the cheapest current row of its GPU from any provider and billing (named). Every
+/// average; the cheapest current row of its GPU from any provider (named), of its billing when one
+/// is, a spot row only when nothing else prices it. Every
 /// amount is in the offer's currency: a row in another currency never prices it.
 pub fn allocation_price(current: &[StoredPrice], offer: &Offer<'_>) -> Option<AllocationPrice> {
     let billing = offer.billing.unwrap_or("on-demand");
@@ -572,14 +573,24 @@ pub fn allocation_price(current: &[StoredPrice], offer: &Offer<'_>) -> Option<Al
             return Some(own(rate, PriceSource::Ledger, "the ledger's average billed rate"));
         }
     }
-    cheapest(current, offer.gpu, offer.count, offer.currency).map(|q| {
-        let id = q.price_id;
-        from_quote(
-            q,
-            PriceSource::CheapestOffer { price_id: id },
-            "price, the cheapest current offer",
-        )
-    })
+    // Any provider: the trial's billing first, then any but spot (an interruptible price never
+    // stands for a trial billed otherwise while another row prices it), then spot.
+    let of_billing = |keep: &dyn Fn(&str) -> bool| {
+        cheapest_where(current, offer.gpu, offer.count, offer.currency, |p| {
+            keep(&p.row.billing)
+        })
+    };
+    of_billing(&|b| b == billing)
+        .or_else(|| of_billing(&|b| b != "spot"))
+        .or_else(|| cheapest(current, offer.gpu, offer.count, offer.currency))
+        .map(|q| {
+            let id = q.price_id;
+            from_quote(
+                q,
+                PriceSource::CheapestOffer { price_id: id },
+                "price, the cheapest current offer",
+            )
+        })
 }
 
 /// The reserved and on-demand prices of the offer a trial is priced on (same provider, GPU, GPUs
@@ -626,20 +637,30 @@ pub fn reserved_offer(current: &[StoredPrice], offer: &Offer<'_>, price: Option<
     };
     // Without a row to match, rows of the allocation's node shape only (another shape is another
     // offer); the cheapest of them.
-    let pick = |billing: &str| {
+    let pick = |billing: &str, with: &dyn Fn(&StoredPrice) -> bool| {
         current
             .iter()
-            .filter(|p| same(p, billing) && (node.is_some() || prices_the_layout(p, offer.count)))
+            .filter(|p| same(p, billing) && (node.is_some() || prices_the_layout(p, offer.count)) && with(p))
             .min_by(|a, b| a.row.rate_per_gpu_hour.cmp(&b.row.rate_per_gpu_hour))
     };
-    let on_demand_row = pick("on-demand");
+    let reserved_row = pick("reserved", &|_| true);
+    // The on-demand row of the reserved row's own offer (its provider, node shape and region):
+    // two regions' cheapest rows are two offers, and their ratio no break-even.
+    let on_demand_row = match reserved_row.filter(|_| node.is_none()) {
+        Some(r) => pick("on-demand", &|p| {
+            p.row.provider.eq_ignore_ascii_case(&r.row.provider)
+                && p.row.gpu_count == r.row.gpu_count
+                && p.row.region.eq_ignore_ascii_case(&r.row.region)
+        }),
+        None => pick("on-demand", &|_| true),
+    };
     let (on_demand_rate, on_demand_price_id) = match on_demand_row {
         Some(p) => (Some(p.row.rate_per_gpu_hour), Some(p.id)),
         None if offer.billing == Some("on-demand") => (offer.own_rate, None),
         None => (None, None),
     };
     ReservedOffer {
-        reserved: pick("reserved").map(|p| quote(p, offer.count)),
+        reserved: reserved_row.map(|p| quote(p, offer.count)),
         on_demand_rate,
         on_demand_price_id,
     }
@@ -874,5 +895,64 @@ mod tests {
         let p = sizing.options[0].price.clone().unwrap();
         assert_eq!((p.gpus_per_node, p.nodes), (8, 1));
         assert_eq!(p.note.as_deref(), Some(INTERRUPTIBLE));
+    }
+
+    fn with(mut p: StoredPrice, billing: &str, region: &str) -> StoredPrice {
+        p.row.billing = billing.into();
+        p.row.region = region.into();
+        p
+    }
+
+    fn trial_offer<'a>(provider: &'a str, billing: &'a str, region: Option<&'a str>) -> Offer<'a> {
+        Offer {
+            provider,
+            billing: Some(billing),
+            region,
+            ..Offer::bare("H100 SXM", 8, "USD")
+        }
+    }
+
+    #[test]
+    fn a_trial_billed_on_demand_is_not_priced_from_a_spot_row_of_another_provider() {
+        let current = [
+            with(stored(1, "A", "H100 SXM", 8, "3.00", "USD"), "on-demand", ""),
+            with(stored(2, "B", "H100 SXM", 8, "1.20", "USD"), "spot", ""),
+        ];
+        // No provider named: the cheapest current offer of the trial's billing (it was B's spot
+        // row, 9.60 an hour, where the sizing table said 24.00).
+        let p = allocation_price(&current, &trial_offer("", "on-demand", None)).unwrap();
+        assert_eq!(
+            (p.per_hour, p.billing.as_str()),
+            ("24.00".parse().unwrap(), "on-demand")
+        );
+        // Only spot prices it: then spot, named.
+        let p = allocation_price(&current[1..], &trial_offer("", "on-demand", None)).unwrap();
+        assert_eq!(p.billing, "spot");
+        // A trial billed on spot takes the spot row.
+        let p = allocation_price(&current, &trial_offer("", "spot", None)).unwrap();
+        assert_eq!(p.billing, "spot");
+    }
+
+    #[test]
+    fn the_break_even_compares_the_rows_of_one_offer() {
+        let current = [
+            with(stored(1, "X", "H100 SXM", 8, "2.00", "USD"), "reserved", "us-east"),
+            with(stored(2, "X", "H100 SXM", 8, "3.00", "USD"), "on-demand", "us-east"),
+            with(stored(3, "X", "H100 SXM", 8, "1.80", "USD"), "reserved", "eu"),
+            with(stored(4, "X", "H100 SXM", 8, "3.50", "USD"), "on-demand", "eu"),
+        ];
+        // A trial of X naming no region, priced by its own rate: the cheapest reserved row (eu,
+        // 1.80) against eu's on-demand 3.50, not us-east's 3.00 (0.6000, two offers' ratio).
+        let mut offer = trial_offer("X", "on-demand", None);
+        offer.own_rate = Some("3.10".parse().unwrap());
+        let r = reserved_offer(&current, &offer, None);
+        assert_eq!(r.on_demand_price_id, Some(current[3].id));
+        assert_eq!(r.break_even(), Some("0.5143".parse().unwrap()));
+        // In us-east: us-east's pair.
+        offer.region = Some("us-east");
+        assert_eq!(
+            reserved_offer(&current, &offer, None).break_even(),
+            Some("0.6667".parse().unwrap())
+        );
     }
 }

@@ -82,8 +82,15 @@ pub(super) struct TrialCostBar {
     pub(super) recommended: bool,
 }
 
+/// The trials' cost chart: what it measures, and a bar per trial that has it.
+pub(super) struct TrialCosts {
+    /// "Cost per completed job", or per million output tokens at the SLO.
+    pub(super) measure: &'static str,
+    pub(super) bars: Vec<TrialCostBar>,
+}
+
 /// The comparison table's columns (one per trial), rows (one per criterion) and cost bars.
-pub(super) fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, Vec<TrialCostBar>) {
+pub(super) fn comparison(r: &Review) -> (Vec<TrialColumn>, Vec<ComparisonRow>, TrialCosts) {
     let columns: Vec<TrialColumn> = r.trials.iter().map(|t| column(r, t)).collect();
     (columns, criterion_rows(r), cost_bars(r))
 }
@@ -199,22 +206,46 @@ fn criterion_rows(r: &Review) -> Vec<ComparisonRow> {
         .collect()
 }
 
-/// The trials' costs per job as bars, the largest 400 wide.
-fn cost_bars(r: &Review) -> Vec<TrialCostBar> {
+/// The trials' costs per completed job as bars, the largest 400 wide; where no trial has one yet
+/// (nothing accepted), their cost per million output tokens at the SLO, the measure the
+/// recommendation ranks inference trials by.
+fn cost_bars(r: &Review) -> TrialCosts {
+    let costs_by = |of: fn(&TrialReview) -> Option<Decimal>| -> Vec<(usize, Decimal)> {
+        r.trials
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| of(t).map(|c| (i, c)))
+            .collect()
+    };
+    let per_job = costs_by(cost_per_job);
+    let (measure, costs) = if per_job.is_empty() {
+        (
+            "Cost per million output tokens at the SLO",
+            costs_by(cost_per_million_at_slo),
+        )
+    } else {
+        ("Cost per completed job", per_job)
+    };
+    TrialCosts {
+        measure,
+        bars: bars_of(r, &costs),
+    }
+}
+
+fn cost_per_job(t: &TrialReview) -> Option<Decimal> {
+    t.context.inputs.ledger.as_ref().and_then(|l| l.cost_per_job)
+}
+
+fn cost_per_million_at_slo(t: &TrialReview) -> Option<Decimal> {
+    t.context
+        .inputs
+        .money
+        .as_ref()
+        .and_then(|m| m.cost_per_million_output_tokens_at_slo)
+}
+
+fn bars_of(r: &Review, costs: &[(usize, Decimal)]) -> Vec<TrialCostBar> {
     let currency = &r.brief.fields.currency;
-    let costs: Vec<(usize, Decimal)> = r
-        .trials
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| {
-            t.context
-                .inputs
-                .ledger
-                .as_ref()
-                .and_then(|l| l.cost_per_job)
-                .map(|c| (i, c))
-        })
-        .collect();
     let max = costs.iter().map(|(_, c)| *c).max().unwrap_or_default();
     costs
         .iter()

@@ -10,7 +10,7 @@ use super::{
         approval_view, approve_words, confirmation, field_label, form_fields, form_reservation, preview,
         recorded_reservation, ApprovalView, FormState,
     },
-    compare::{comparison, ComparisonRow, TrialColumn, TrialCostBar},
+    compare::{comparison, ComparisonRow, TrialColumn, TrialCosts},
     criteria::{cost_bars, latency_bars, reason_view, stages, CostBar, LatencyBar, ReasonView, StageView},
     record::filters,
     STAGE_NAMES,
@@ -112,7 +112,7 @@ pub(super) struct ReviewPage {
     selected_decision: &'static str,
     trial_columns: Vec<TrialColumn>,
     comparison_rows: Vec<ComparisonRow>,
-    trial_costs: Vec<TrialCostBar>,
+    trial_costs: TrialCosts,
     money: MoneySection,
     /// The decided trial's predicted KV-cache capacity beside vLLM's logged one.
     kv: Option<TrialKv>,

@@ -337,3 +337,61 @@ async fn a_review_priced_from_a_sheet_goes_stale_when_a_new_sheet_arrives() {
         r["approval"]["changed"]
     );
 }
+
+/// Trials compared before anything was accepted: the chart draws what ranks them, each trial's
+/// cost per million output tokens at the SLO (it drew nothing: it only knew the cost per job).
+#[tokio::test]
+async fn trials_with_no_accepted_outputs_are_charted_by_their_cost_at_the_slo() {
+    use common::vllm_points::{load_point, Load};
+    let app = spawn_app().await;
+    let brief = BriefBuilder::new()
+        .trial_gpu("H100 SXM", 2)
+        .targets(common::vllm_points::targets())
+        .create_id(&app)
+        .await;
+    let first = TrialBuilder::first_of(&app, &brief)
+        .await
+        .rate_per_gpu_hour("2.00")
+        .save(&app)
+        .await;
+    let second = TrialBuilder::new()
+        .name("Second")
+        .gpus("H100 SXM", 2)
+        .rate_per_gpu_hour("3.00")
+        .add_id(&app, &brief)
+        .await;
+    let sweep = load_point(Load::at(8.0, 25.3).queued(20.0)).to_string().into_bytes();
+    for trial in [&first, &second] {
+        let e = EvidenceBuilder::raw("bench-serving", "application/json", sweep.clone())
+            .stage(3)
+            .trial(trial)
+            .upload(&app, &brief)
+            .await;
+        assert_ne!(e["parse_status"], "failed", "{e}");
+    }
+    let r = review(&app, &brief).await;
+    let costs: Vec<Decimal> = r["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| decimal(&t["cost_per_million_output_tokens_at_slo"]))
+        .collect();
+    let person = app.login(Role::Engineer).await;
+    let html = person
+        .get(app.url(&format!("/briefs/{brief}/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("<h3>Cost per million output tokens at the SLO, by trial</h3>"),
+        "{html}"
+    );
+    for c in costs {
+        let shown = rentcheck::figures::with_currency(c, "USD");
+        assert!(
+            html.contains(&format!("<span class=\"bar-value\">{shown}")),
+            "{shown}: {html}"
+        );
+    }
+}
