@@ -137,21 +137,63 @@ pub fn lint(text: &str) -> LintReport {
     }
 }
 
-/// Counts the nodes the text stands for with every alias expanded, from the parser's events (which
-/// do not expand them), and names the alias that passes [`MAX_EXPANDED_NODES`]. Text the parser
-/// cannot read is left to the loader, which reports it with its place.
+/// What the text stands for with every alias expanded: its values and their bytes.
+#[derive(Clone, Copy, Default)]
+struct Expanded {
+    values: u64,
+    bytes: u64,
+}
+
+impl Expanded {
+    fn add(&mut self, other: Expanded) {
+        self.values = self.values.saturating_add(other.values);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+    }
+
+    /// Why this is more than a manifest may stand for, if it is.
+    fn too_much(&self) -> Option<String> {
+        if self.values > MAX_EXPANDED_NODES {
+            Some(format!("more than {MAX_EXPANDED_NODES} values"))
+        } else if self.bytes > MAX_EXPANDED_BYTES {
+            Some(format!("more than {} MiB of text", MAX_EXPANDED_BYTES >> 20))
+        } else {
+            None
+        }
+    }
+}
+
+/// The most bytes of text a manifest may stand for once expanded: one long anchored string
+/// aliased ten thousand times is a few values and gigabytes.
+pub const MAX_EXPANDED_BYTES: u64 = 8 << 20;
+
+/// The deepest a manifest may nest (a real one nests about twenty levels): the loader recurses
+/// once per level, and ten thousand `- ` would overflow a worker's stack, which aborts the server.
+pub const MAX_DEPTH: usize = 64;
+
+/// Measures what the text stands for with every alias expanded, from the parser's events (which
+/// do not expand them), and names the place that passes [`MAX_EXPANDED_NODES`],
+/// [`MAX_EXPANDED_BYTES`] or [`MAX_DEPTH`]. Text the parser cannot read is left to the loader,
+/// which reports it with its place.
 fn expands_too_far(text: &str) -> Option<YamlError> {
     let mut parser = Parser::new_from_str(text);
-    // Each open collection: its anchor and the nodes inside it so far.
-    let mut open: Vec<(usize, u64)> = Vec::new();
-    let mut anchored: HashMap<usize, u64> = HashMap::new();
-    let mut total: u64 = 0;
+    // Each open collection: its anchor and what is inside it so far.
+    let mut open: Vec<(usize, Expanded)> = Vec::new();
+    let mut anchored: HashMap<usize, Expanded> = HashMap::new();
+    let mut total = Expanded::default();
+    let refuse = |mark: yaml_rust2::scanner::Marker, why: String| YamlError {
+        line: mark.line(),
+        column: mark.col(),
+        message: why,
+    };
     loop {
         let (event, mark) = parser.next_token().ok()?;
         let finished = match event {
             Event::StreamEnd => return None,
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
-                open.push((anchor, 1));
+                open.push((anchor, Expanded { values: 1, bytes: 1 }));
+                if open.len() > MAX_DEPTH {
+                    return Some(refuse(mark, format!("it nests more than {MAX_DEPTH} levels deep")));
+                }
                 continue;
             }
             Event::SequenceEnd | Event::MappingEnd => {
@@ -161,29 +203,32 @@ fn expands_too_far(text: &str) -> Option<YamlError> {
                 }
                 size
             }
-            Event::Scalar(_, _, anchor, _) => {
+            Event::Scalar(value, _, anchor, _) => {
+                let size = Expanded {
+                    values: 1,
+                    bytes: 1 + value.len() as u64,
+                };
                 if anchor != 0 {
-                    anchored.insert(anchor, 1);
+                    anchored.insert(anchor, size);
                 }
-                1
+                size
             }
-            Event::Alias(anchor) => anchored.get(&anchor).copied().unwrap_or(1),
+            Event::Alias(anchor) => anchored
+                .get(&anchor)
+                .copied()
+                .unwrap_or(Expanded { values: 1, bytes: 1 }),
             _ => continue,
         };
         let into = match open.last_mut() {
             Some((_, size)) => size,
             None => &mut total,
         };
-        *into = into.saturating_add(finished);
-        if finished > MAX_EXPANDED_NODES || *into > MAX_EXPANDED_NODES {
-            return Some(YamlError {
-                line: mark.line(),
-                column: mark.col(),
-                message: format!(
-                    "its anchors and aliases stand for more than {MAX_EXPANDED_NODES} values once expanded; \
-                     write the repeated parts out"
-                ),
-            });
+        into.add(finished);
+        if let Some(why) = finished.too_much().or_else(|| into.too_much()) {
+            return Some(refuse(
+                mark,
+                format!("its anchors and aliases stand for {why} once expanded; write the repeated parts out"),
+            ));
         }
     }
 }
@@ -626,6 +671,22 @@ items:
         // a4 (line 5) stands for 10^5 + 1 values.
         assert_eq!(e.line, 5, "the first alias past the bound: {e}");
         assert_eq!(r.error_count(), 1);
+    }
+
+    #[test]
+    fn a_long_string_aliased_many_times_or_a_deep_nest_is_refused() {
+        // 100 KB once, four lines of ten aliases: 10,000 values, 1 GB of text.
+        let mut text = format!("a0: &a0 \"{}\"\n", "x".repeat(100_000));
+        for n in 1..5 {
+            let aliases = vec![format!("*a{}", n - 1); 10].join(", ");
+            text.push_str(&format!("a{n}: &a{n} [{aliases}]\n"));
+        }
+        let e = lint(&text).yaml_error.expect("refused");
+        assert!(e.message.contains("more than 8 MiB of text"), "{e}");
+        // Ten thousand levels of `- `: refused before the loader recurses through them.
+        let deep = format!("{}x\n", "- ".repeat(10_000));
+        let e = lint(&deep).yaml_error.expect("refused");
+        assert!(e.message.contains("nests more than 64 levels"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use askama::Template;
 use axum::{
-    extract::{DefaultBodyLimit, State},
+    extract::State,
     response::{IntoResponse, Redirect, Response},
     routing::{get, post},
     Router,
@@ -38,11 +38,12 @@ const PAGE_LINES: i64 = 20;
 const MAX_PASTE_BYTES: usize = 16 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
+    let import = crate::web::extract::body_limit(
+        Router::new().route("/briefs/{id}/ledger/import", post(import)),
+        MAX_PASTE_BYTES,
+    );
     Router::new()
-        .route(
-            "/briefs/{id}/ledger/import",
-            post(import).layer(DefaultBodyLimit::max(MAX_PASTE_BYTES)),
-        )
+        .merge(import)
         .route("/briefs/{id}/ledger.csv", get(export))
 }
 
@@ -374,7 +375,15 @@ pub async fn set_outputs(
     let raw: BTreeMap<String, Option<String>> = values
         .iter()
         .filter(|(k, _)| !matches!(k.as_str(), "trial" | "csrf_token"))
-        .map(|(k, v)| (k.clone(), Some(without_digit_grouping(v))))
+        .map(|(k, v)| {
+            // Counts may be grouped; idle hours are a decimal, whose comma may be a decimal mark.
+            let v = if k == "idle_hours" {
+                v.trim().to_owned()
+            } else {
+                without_digit_grouping(v)
+            };
+            (k.clone(), Some(v))
+        })
         .collect();
     let patch = match validate_outputs(&raw) {
         Ok(patch) => patch,
@@ -401,19 +410,16 @@ pub async fn set_outputs(
     Ok(Ok(back(id, target.named)))
 }
 
-/// `1,200` and `1 200` as `1200`: digits grouped by three, as people write counts. Anything else
-/// (`1,5`, a decimal comma) is left for the validator to refuse, never guessed.
+/// `1,200` and `1 200` as `1200`: a count's digits grouped by three, as people write counts.
+/// Anything else (`1,5`, `0,500`) is left for the validator to refuse, never guessed.
 fn without_digit_grouping(v: &str) -> String {
     let t = v.trim();
-    let (whole, fraction) = t.split_once('.').unwrap_or((t, ""));
-    let mut groups = whole.split([',', ' ']);
+    let mut groups = t.split([',', ' ']);
     let first_ok = groups
         .next()
-        .is_some_and(|g| (1..=3).contains(&g.len()) && g.bytes().all(|b| b.is_ascii_digit()));
-    let grouped = whole.contains([',', ' '])
-        && first_ok
-        && groups.all(|g| g.len() == 3 && g.bytes().all(|b| b.is_ascii_digit()))
-        && fraction.bytes().all(|b| b.is_ascii_digit());
+        .is_some_and(|g| (1..=3).contains(&g.len()) && !g.starts_with('0') && g.bytes().all(|b| b.is_ascii_digit()));
+    let grouped =
+        t.contains([',', ' ']) && first_ok && groups.all(|g| g.len() == 3 && g.bytes().all(|b| b.is_ascii_digit()));
     if grouped {
         t.replace([',', ' '], "")
     } else {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::{
-    extract::{DefaultBodyLimit, State},
+    extract::State,
     http::StatusCode,
     response::{IntoResponse, Redirect, Response},
     routing::{get, post},
@@ -35,10 +35,10 @@ use crate::{
 const MAX_FORM_BYTES: usize = 4 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
+    let pages = Router::new()
         .route("/prices", get(index).post(confirm))
-        .route("/prices/preview", post(preview))
-        .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .route("/prices/preview", post(preview));
+    crate::web::extract::body_limit(pages, MAX_FORM_BYTES)
 }
 
 /// A price as the page shows it.

@@ -100,14 +100,15 @@ pub async fn insert_sheet(
 
 /// The current row of every offer: per (provider, gpu, gpu_count, billing, region, currency), the
 /// newest `valid_from` on or before `today`, ties to the later import. The currency is part of the
-/// key: a row in euros never hides the same offer's row in dollars.
+/// key: a row in euros never hides the same offer's row in dollars. Provider and region are one
+/// offer in any case (a sheet's "lambda" replaces an older "Lambda", as trials match them).
 pub async fn current(db: impl PgExecutor<'_>, today: NaiveDate) -> Result<Vec<StoredPrice>, sqlx::Error> {
     let rows = sqlx::query_as!(
         Row,
-        "SELECT DISTINCT ON (provider, gpu, gpu_count, billing, region, currency) id, sheet_id, line, provider, \
-         gpu, gpu_count, billing, rate_per_gpu_hour, currency, region, valid_from, source \
+        "SELECT DISTINCT ON (lower(provider), gpu, gpu_count, billing, lower(region), currency) id, sheet_id, line, \
+         provider, gpu, gpu_count, billing, rate_per_gpu_hour, currency, region, valid_from, source \
          FROM prices WHERE valid_from <= $1 \
-         ORDER BY provider, gpu, gpu_count, billing, region, currency, valid_from DESC, id DESC",
+         ORDER BY lower(provider), gpu, gpu_count, billing, lower(region), currency, valid_from DESC, id DESC",
         today,
     )
     .fetch_all(db)

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::{
-    extract::{DefaultBodyLimit, State},
+    extract::State,
     response::{IntoResponse, Redirect, Response},
     routing::get,
     Router,
@@ -41,10 +41,10 @@ use crate::{
 pub const MAX_BRIEF_FORM_BYTES: usize = 8 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
+    let pages = Router::new()
         .route("/briefs/new", get(new_form).post(create))
-        .route("/briefs/{id}/edit", get(edit_form).post(update))
-        .layer(DefaultBodyLimit::max(MAX_BRIEF_FORM_BYTES))
+        .route("/briefs/{id}/edit", get(edit_form).post(update));
+    crate::web::extract::body_limit(pages, MAX_BRIEF_FORM_BYTES)
 }
 
 #[derive(Template)]

@@ -10,19 +10,28 @@ use serde::de::DeserializeOwned;
 
 use crate::error::AppError;
 
-/// Reads the whole body under the route's body limit; 413 past it.
+/// A route's body cap, beside its `DefaultBodyLimit` (axum keeps that one private), so a 413 can
+/// name it: see [`body_limit`].
+#[derive(Debug, Clone, Copy)]
+pub struct BodyCap(pub usize);
+
+/// The layers that cap a route's bodies at `max` bytes and let its 413 say so.
+pub fn body_limit<S: Clone + Send + Sync + 'static>(router: axum::Router<S>, max: usize) -> axum::Router<S> {
+    router
+        .layer(axum::extract::DefaultBodyLimit::max(max))
+        .layer(axum::Extension(BodyCap(max)))
+}
+
+/// Reads the whole body under the route's body limit; 413 past it, naming the limit.
 async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, AppError> {
+    let cap = req
+        .extensions()
+        .get::<BodyCap>()
+        .map_or(crate::http::DEFAULT_BODY_LIMIT, |c| c.0);
     #[allow(clippy::disallowed_types)]
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            // The route's limit is not readable from here (axum keeps it private); these are the
-            // limits the routes that read bodies through this set (`http::DEFAULT_BODY_LIMIT` and
-            // the two pages that raise it).
-            AppError::TooLarge(
-                "the request body is larger than this address takes: 1 MiB, or 16 MiB for a pasted \
-                 ledger and 4 MiB for a price sheet sent from its page"
-                    .into(),
-            )
+            AppError::PayloadTooLarge(cap)
         } else {
             AppError::BadRequest(format!("could not read the request body: {}", rejection.body_text()))
         }

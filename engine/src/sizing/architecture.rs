@@ -117,6 +117,10 @@ pub struct Architecture {
     pub mxfp4_experts: bool,
     /// The published weights are fp8.
     pub fp8_checkpoint: bool,
+    /// The fp8 weights' block width (`weight_block_size`), when they are block-scaled: a
+    /// tensor-parallel shard must hold whole blocks. The catalogue's fp8 checkpoints (DeepSeek's,
+    /// Qwen's) are 128-wide.
+    pub fp8_block: Option<u32>,
     /// Described by a catalogue row or a config.json: a language model with a KV cache even
     /// when the brief is a media workload.
     pub language_model: bool,
@@ -148,6 +152,7 @@ impl Architecture {
             config_params: None,
             mxfp4_experts: false,
             fp8_checkpoint: false,
+            fp8_block: None,
             language_model: false,
             max_context: None,
         }
@@ -183,6 +188,7 @@ impl Architecture {
             config_params: None,
             mxfp4_experts: m.weight_format == WeightFormat::Mxfp4Moe,
             fp8_checkpoint: m.weight_format == WeightFormat::Fp8,
+            fp8_block: (m.weight_format == WeightFormat::Fp8).then_some(128),
             language_model: true,
             max_context: (m.max_context > 0).then_some(m.max_context),
         }
@@ -383,6 +389,13 @@ pub fn resolve(req: &ArchitectureRequest<'_>) -> Resolved {
             config_params,
             mxfp4_experts,
             fp8_checkpoint,
+            // A config says whether its weights are block-scaled; without one, the catalogue row.
+            fp8_block: if config_ok && c.quant_method.is_some() {
+                c.weight_block.filter(|_| fp8_checkpoint)
+            } else {
+                cat.filter(|m| fp8_checkpoint && m.weight_format == WeightFormat::Fp8)
+                    .map(|_| 128)
+            },
             language_model: cat.is_some() || config_ok,
             // A config with rope scaling reaches further by its kind's rule (YaRN, linear …),
             // which is not modelled here: no maximum rather than a wrong one.

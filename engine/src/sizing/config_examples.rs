@@ -751,10 +751,48 @@ fn an_fp8_checkpoints_experts_split_only_into_whole_blocks() {
         seen.iter().any(|tp| (768 / tp) % 128 != 0),
         "a TP that cuts blocks: {seen:?}"
     );
-    // The same model quantised when served (bf16 weights, --quantization fp8) has no blocks.
-    let s = size(&from_config(&qwen3_moe(), 30.5, Precision::Fp8, 32_768, 64));
+    // The same model quantised when served (bf16 weights, --quantization fp8), or an fp8
+    // checkpoint scaled per tensor (no weight_block_size), has no blocks to cut.
+    let no_note = |s: &Sizing| {
+        s.options
+            .iter()
+            .all(|o| !o.load_note.as_deref().unwrap_or("").contains("expert-parallel"))
+    };
+    assert!(no_note(&size(&from_config(
+        &qwen3_moe(),
+        30.5,
+        Precision::Fp8,
+        32_768,
+        64
+    ))));
+    cfg.insert(
+        "quantization_config".into(),
+        serde_json::json!({ "quant_method": "fp8", "activation_scheme": "static" }),
+    );
+    assert!(no_note(&size(&from_config(&cfg, 30.5, Precision::Fp8, 32_768, 64))));
+}
+
+#[test]
+fn rope_parameters_of_newer_configs_count_as_scaling() {
+    // transformers 4.56+ writes the scaling under `rope_parameters`: YaRN reaches past the
+    // positions, so no maximum is named; the default type is no scaling.
+    let mut cfg = qwen3_moe();
+    cfg.insert(
+        "rope_parameters".into(),
+        serde_json::json!({ "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768 }),
+    );
+    let s = size(&from_config(&cfg, 30.5, Precision::Bf16, 131_072, 1));
     assert!(s
-        .options
+        .architecture_notes
         .iter()
-        .all(|o| !o.load_note.as_deref().unwrap_or("").contains("expert-parallel")));
+        .all(|n| !n.contains("longer than the model takes")));
+    cfg.insert(
+        "rope_parameters".into(),
+        serde_json::json!({ "rope_type": "default", "rope_theta": 1e6 }),
+    );
+    let s = size(&from_config(&cfg, 30.5, Precision::Bf16, 131_072, 1));
+    assert!(s
+        .architecture_notes
+        .iter()
+        .any(|n| n.contains("longer than the model takes")));
 }

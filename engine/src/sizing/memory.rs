@@ -77,9 +77,9 @@ pub struct Shape {
     pub layers: u32,
     /// The state layers, whose heads a tensor-parallel degree must divide too.
     pub state: Option<super::StateLayers>,
-    /// One expert's MLP width in a block-scaled fp8 checkpoint of a mixture of experts: tensor
-    /// parallelism must leave each shard a whole number of 128-wide blocks.
-    pub fp8_expert_width: Option<u32>,
+    /// One expert's MLP width and the block width of a block-scaled fp8 checkpoint of a mixture
+    /// of experts: tensor parallelism must leave each shard a whole number of blocks.
+    pub fp8_expert_blocks: Option<(u32, u32)>,
 }
 
 /// An MLA mixture of experts can run attention data-parallel: every GPU holds the shared
@@ -262,7 +262,10 @@ pub fn footprint(input: &SizingInput) -> Footprint {
         kv_heads: a.num_kv_heads,
         layers: a.num_layers,
         state: a.state,
-        fp8_expert_width: a.intermediate_size.filter(|_| a.fp8_checkpoint && a.moe.is_some()),
+        fp8_expert_blocks: a
+            .intermediate_size
+            .zip(a.fp8_block)
+            .filter(|_| a.fp8_checkpoint && a.moe.is_some()),
     };
     match input.workload_kind {
         WorkloadKind::Training => {

@@ -692,11 +692,14 @@ pub fn kv_capacity(input: &SizingInput, gpu: &GpuSpec, count: u32, utilisation: 
     let free = free_per_card / f64::from(gpu.devices_per_card);
     let (tp, pp) = (f64::from(placement.layout.tp), f64::from(placement.layout.pp));
     // KV is split over min(TP, KV heads) ranks and the pipeline stages (the rest replicate it);
-    // the state over every TP rank, whose degree divides its heads, and the stages.
-    let kv_ways = f64::from(placement.layout.tp.min(shards.max(1))) * pp;
-    let seq_bytes = per_seq / kv_ways + state_per_seq / (tp * pp);
+    // the state over every TP rank, whose degree divides its heads, and the stages. The busiest
+    // stage, with ⌈layers / stages⌉ layers, is the one that runs out first.
+    let busiest = options::busiest_stage_share(fp.shape.layers, placement.layout.pp);
+    let kv_ways = f64::from(placement.layout.tp.min(shards.max(1))) * pp / busiest;
+    let state_ways = tp * pp / busiest;
+    let seq_bytes = per_seq / kv_ways + state_per_seq / state_ways;
     let max_concurrency = free / seq_bytes;
-    let kv_free = free - max_concurrency * state_per_seq / (tp * pp);
+    let kv_free = free - max_concurrency * state_per_seq / state_ways;
     Some(KvCapacity {
         tokens: (kv_free / (per_token / kv_ways)).floor() as u64,
         max_concurrency: round2(max_concurrency),

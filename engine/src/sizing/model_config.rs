@@ -134,6 +134,9 @@ pub struct ConfigReading {
     pub multimodal: bool,
     /// `quantization_config.quant_method`, lower-cased.
     pub quant_method: Option<String>,
+    /// `quantization_config.weight_block_size` ([block_n, block_k]): the widest, which a
+    /// tensor-parallel shard of a weight must be a multiple of. `None`: not block-scaled.
+    pub weight_block: Option<u32>,
     /// What could not be read or placed, and defaults that were applied.
     pub notes: Vec<String>,
 }
@@ -328,7 +331,13 @@ pub fn read(config: &Map<String, Value>) -> Result<ConfigReading, Vec<ConfigErro
     } else {
         r.default("max_position_embeddings")
     };
-    out.rope_scaling = r.get("rope_scaling").is_some_and(|(v, _)| v.is_object());
+    // `rope_parameters` is where newer transformers configs write it (`rope_type` default: none).
+    out.rope_scaling = r.get("rope_scaling").is_some_and(|(v, _)| v.is_object())
+        || r.get("rope_parameters").is_some_and(|(v, _)| {
+            v.get("rope_type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t != "default")
+        });
     out.tie_word_embeddings = r
         .boolean("tie_word_embeddings")
         .or_else(|| ties_by_default(&model_type));
@@ -392,9 +401,10 @@ fn read_heads(r: &mut Reader<'_>, out: &mut ConfigReading) {
         }
     }
 
+    // The flag first, as vLLM reads it: a first Falcon's config repeats its 71 heads as KV heads.
     out.num_kv_heads = match r.get("num_key_value_heads") {
+        _ if multi_query(r) => Some(1),
         Some(_) => r.positive("num_key_value_heads", MAX_HEADS),
-        None if multi_query(r) => Some(1),
         // Falcon (`num_kv_heads`, `n_head_kv` in its older configs) and ChatGLM
         // (`multi_query_group_num`) name their KV heads otherwise; vLLM reads these keys too.
         None if KV_HEAD_KEYS.iter().any(|k| r.get(k).is_some()) => first_positive(r, &KV_HEAD_KEYS, MAX_HEADS),
@@ -445,6 +455,16 @@ fn read_quantization(r: &mut Reader<'_>, out: &mut ConfigReading) {
                 "must be a string",
             ),
         }
+        out.weight_block = q
+            .get("weight_block_size")
+            .and_then(Value::as_array)
+            .and_then(|dims| {
+                dims.iter()
+                    .map(|d| d.as_u64().filter(|n| *n > 0))
+                    .collect::<Option<Vec<u64>>>()
+            })
+            .and_then(|dims| dims.into_iter().max())
+            .and_then(|n| u32::try_from(n).ok());
     } else if let Some((_, path)) = r.get("quantization_config") {
         r.fail(path, "must be an object");
     }

@@ -122,7 +122,7 @@ pub fn per_card_at(fp: &Footprint, gpu: &GpuSpec, p: &Placement) -> (f64, f64) {
 /// The busiest pipeline stage's layers against an even split: vLLM gives a stage ⌈L/pp⌉ layers
 /// at most (`get_pp_indices`), so 61 layers over 5 stages put 13 on one, 6.6 % above 61/5. 1
 /// without pipeline stages or when they divide the layers.
-fn busiest_stage_share(layers: u32, pp: u32) -> f64 {
+pub(crate) fn busiest_stage_share(layers: u32, pp: u32) -> f64 {
     if pp <= 1 || layers == 0 {
         return 1.0;
     }
@@ -376,24 +376,21 @@ pub fn option_for(fp: &Footprint, gpu: &GpuSpec) -> SizingOption {
     }
 }
 
-/// The width of one block of a block-scaled fp8 checkpoint (`weight_block_size` [128, 128]).
-const FP8_BLOCK: u32 = 128;
-
 /// vLLM refuses to split an fp8 checkpoint's experts over tensor parallelism when a shard is not a
 /// whole number of blocks ("… is not divisible by weight quantization block_n = 128": Qwen3's
 /// 1536-wide experts over TP 8 are 192 wide); expert parallelism keeps each expert whole.
 fn fp8_blocks_note(fp: &Footprint, p: &Placement) -> Option<String> {
-    let width = fp.shape.fp8_expert_width?;
+    let (width, block) = fp.shape.fp8_expert_blocks?;
     let tp = p.layout.tp;
     if fp.decode.is_none()
         || p.dp_attention
         || tp <= 1
-        || (width.is_multiple_of(tp) && (width / tp).is_multiple_of(FP8_BLOCK))
+        || (width.is_multiple_of(tp) && (width / tp).is_multiple_of(block.max(1)))
     {
         return None;
     }
     Some(format!(
-        "serve with --enable-expert-parallel: tensor parallel {tp} would cut each expert's {width}-wide MLP of this fp8 checkpoint into {}-wide shards, which its {FP8_BLOCK}-wide blocks do not divide, and vLLM refuses to load it",
+        "serve with --enable-expert-parallel: tensor parallel {tp} would cut each expert's {width}-wide MLP of this fp8 checkpoint into {}-wide shards, which its {block}-wide blocks do not divide, and vLLM refuses to load it",
         width / tp
     ))
 }

@@ -119,7 +119,7 @@ fn table() -> Vec<(&'static str, Expect)> {
                 ("topo.gpu_count", N(3.0)),
                 ("topo.worst_link", T("NODE")),
                 ("topo.nvlink_all_pairs", B(false)),
-                ("topo.min_nvlinks", N(4.0)),
+                ("topo.min_nvlinks", N(0.0)),
             ]),
         ),
         (

@@ -147,9 +147,8 @@ fn topo_bridged_pairs_spaces() {
     );
     assert_eq!(text(&p, "topo.worst_link"), "SYS");
     assert!(!boolean(&p, "topo.nvlink_all_pairs"));
-    // metrics.md: the smallest NV# between any pair (the bridges' 4), 0 only when no pair has
-    // NVLink; that not every pair has one is `topo.nvlink_all_pairs`.
-    assert_eq!(num(&p, "topo.min_nvlinks"), 4.0);
+    // The weakest pair has no NVLink: 0, whatever the bridges.
+    assert_eq!(num(&p, "topo.min_nvlinks"), 0.0);
 }
 
 #[test]
@@ -171,7 +170,7 @@ fn topo_pasted_shapes_of_issue_reports() {
     assert_eq!(num(&p, "topo.gpu_count"), 8.0);
     assert_eq!(text(&p, "topo.worst_link"), "NV12");
     assert!(boolean(&p, "topo.nvlink_all_pairs"));
-    // One bridged pair beside a third card: the bridge's NV4.
+    // One bridged pair beside a third card: the weakest pair (over NODE) has none.
     let p = ok(
         EvidenceKind::NvidiaSmiTopo,
         "nvidia-smi-topo/rtx-a6000-x3-nv4-pair-node-siboehm.txt",
@@ -180,7 +179,7 @@ fn topo_pasted_shapes_of_issue_reports() {
         (num(&p, "topo.gpu_count"), text(&p, "topo.worst_link")),
         (3.0, "NODE".into())
     );
-    assert_eq!(num(&p, "topo.min_nvlinks"), 4.0);
+    assert_eq!(num(&p, "topo.min_nvlinks"), 0.0);
 }
 
 #[test]

@@ -75,6 +75,25 @@ async fn a_sheet_is_all_or_nothing_and_the_newest_row_of_each_offer_is_current()
     assert_eq!(b[0]["rate_per_gpu_hour"], "2.19");
     let all: Value = app.get("/api/v1/prices?all=true").await.json().await.unwrap();
     assert_eq!(all["items"].as_array().unwrap().len(), 5, "sheets are kept as imported");
+    // The same offer spelled in another case is the same offer: the newer row replaces it (the
+    // older, cheaper "Cloud A" row stayed current beside it and priced trials).
+    let res = PriceSheet::new()
+        .row(
+            PriceRow::new("cloud a", "H100 SXM", 8, "3.49")
+                .region("US-EAST")
+                .valid_from("2026-11-20")
+                .source("q"),
+        )
+        .import_as(&app, Role::Admin)
+        .await;
+    assert_eq!(res.status(), 201);
+    let now = current(&app).await;
+    let a: Vec<&Value> = now
+        .iter()
+        .filter(|p| p["provider"].as_str().unwrap().eq_ignore_ascii_case("cloud a"))
+        .collect();
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert_eq!(a[0]["rate_per_gpu_hour"], "3.49");
 
     // Sheets cannot be edited behind rentcheck's back either.
     let edited = sqlx::query("UPDATE prices SET rate_per_gpu_hour = 0")

@@ -8,8 +8,8 @@
 //! drivers' `SOC` = SYS). `topo.worst_link` is the worst off-diagonal GPU pair, printed as the tool
 //! prints it (`NV12`, `PIX`, …); a single GPU has no pair, so `topo.worst_link` is absent (a
 //! topology criterion is then `missing`, not passed by `X`), `topo.nvlink_all_pairs` is false and
-//! `topo.min_nvlinks` 0. `topo.min_nvlinks` is the smallest NV# of the pairs that have NVLink (a
-//! bridged pair beside a PCIe card: its NV#), 0 when none has. Unequal NV# counts are flagged (`topo.nvlink_uniform` = false + warning),
+//! `topo.min_nvlinks` 0. `topo.min_nvlinks` is the weakest pair's NV#, 0 when any pair has no
+//! NVLink. Unequal NV# counts are flagged (`topo.nvlink_uniform` = false + warning),
 //! never "fixed". A GPU row that cannot be read, or missing rows, is an error naming the line.
 
 use super::{text, ParseError, Parsed};
@@ -272,9 +272,9 @@ fn evaluate(rows: &[Vec<Link>], n: usize, p: &mut Parsed) {
         p.text("topo.worst_link", worst.label());
     }
     p.boolean("topo.nvlink_all_pairs", all_nv);
-    // The smallest NV# any pair has (0 when no pair has NVLink); whether every pair has one is
-    // `topo.nvlink_all_pairs`.
-    p.count("topo.min_nvlinks", min_nv as f64);
+    // The weakest pair's NVLinks: 0 when any pair has none (a bridged pair beside a PCIe card
+    // must not pass `topo.min_nvlinks ≥ 4` for the whole box).
+    p.count("topo.min_nvlinks", if all_nv { min_nv as f64 } else { 0.0 });
     if !nv_counts.is_empty() {
         p.boolean("topo.nvlink_uniform", min_nv == max_nv && all_nv);
     }
