@@ -38,8 +38,7 @@ use crate::{
     web::{self, page::PageError},
 };
 
-/// Default cap for request bodies; ingest routes set their own, larger limit.
-pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+pub use crate::web::extract::DEFAULT_BODY_LIMIT;
 
 pub fn app(state: AppState) -> Router {
     let request_id = HeaderName::from_static(REQUEST_ID_HEADER);

@@ -10,6 +10,9 @@ use serde::de::DeserializeOwned;
 
 use crate::error::AppError;
 
+/// Default cap for request bodies; ingest routes and some pages set their own, larger limit.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
 /// A route's body cap, beside its `DefaultBodyLimit` (axum keeps that one private), so a 413 can
 /// name it: see [`body_limit`].
 #[derive(Debug, Clone, Copy)]
@@ -24,10 +27,7 @@ pub fn body_limit<S: Clone + Send + Sync + 'static>(router: axum::Router<S>, max
 
 /// Reads the whole body under the route's body limit; 413 past it, naming the limit.
 async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, AppError> {
-    let cap = req
-        .extensions()
-        .get::<BodyCap>()
-        .map_or(crate::http::DEFAULT_BODY_LIMIT, |c| c.0);
+    let cap = req.extensions().get::<BodyCap>().map_or(DEFAULT_BODY_LIMIT, |c| c.0);
     #[allow(clippy::disallowed_types)]
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {

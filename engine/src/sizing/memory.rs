@@ -251,13 +251,9 @@ pub fn kv_bytes_per_token(input: &SizingInput) -> f64 {
     kv_per_sequence(input).0 / tokens as f64
 }
 
-/// The footprint of `input` per the rules in the module documentation.
-pub fn footprint(input: &SizingInput) -> Footprint {
-    let conc = input.concurrency;
-    let s = input.context_length as f64;
-    let a = &input.architecture;
-    let layers = f64::from(a.num_layers);
-    let shape = Shape {
+/// What placing the model over GPUs has to respect: heads, layers, state heads, fp8 blocks.
+fn shape_of(a: &super::Architecture) -> Shape {
+    Shape {
         heads: a.num_attention_heads,
         kv_heads: a.num_kv_heads,
         layers: a.num_layers,
@@ -266,7 +262,16 @@ pub fn footprint(input: &SizingInput) -> Footprint {
             .intermediate_size
             .zip(a.fp8_block)
             .filter(|_| a.fp8_checkpoint && a.moe.is_some()),
-    };
+    }
+}
+
+/// The footprint of `input` per the rules in the module documentation.
+pub fn footprint(input: &SizingInput) -> Footprint {
+    let conc = input.concurrency;
+    let s = input.context_length as f64;
+    let a = &input.architecture;
+    let layers = f64::from(a.num_layers);
+    let shape = shape_of(a);
     match input.workload_kind {
         WorkloadKind::Training => {
             // Selective recomputation (Korthikanti et al.): 34·s·b·h bytes per layer, 16-bit.
