@@ -85,10 +85,60 @@ pub fn gpu_for(accelerator: &str, instance_type: &str) -> Option<&'static str> {
     };
     named()
         .find(|a| {
-            !a.instance_type_contains.is_empty() && instance.contains(&a.instance_type_contains.to_ascii_lowercase())
+            !a.instance_type_contains.is_empty()
+                && names_part(&instance, &a.instance_type_contains.to_ascii_lowercase())
         })
         .or_else(|| named().find(|a| a.instance_type_contains.is_empty()))
         .map(|a| a.gpu.as_str())
+}
+
+/// Whether `instance` holds `part` not followed by a letter: `h100_nvl` is in `2x-h100_nvl-…`
+/// but not in Fluidstack's `h100_nvlink_80gb` (an SXM card); `standard_nc` is in
+/// `standard_nc24ads_a100_v4`.
+fn names_part(instance: &str, part: &str) -> bool {
+    instance
+        .match_indices(part)
+        .any(|(at, _)| !instance[at + part.len()..].starts_with(|c: char| c.is_ascii_alphabetic()))
+}
+
+/// The GPU a row names, checked against the memory SkyPilot's `GpuInfo` gives it: where the
+/// table's model has another memory (Cudo's 80 GB `a100-pcie` under the 40 GB A100's name, its
+/// 94 GB `h100-nvl-pcie` under the H100 PCIe's), the model of the same family with that memory —
+/// the PCIe card when the instance type says `pci` — else the table's.
+fn by_memory(mapped: &'static str, gpu_mib: Option<u64>, instance: &str) -> &'static str {
+    let Some(mib) = gpu_mib.map(|m| m as f64).filter(|m| *m > 0.0) else {
+        return mapped;
+    };
+    let near = |g: &crate::sizing::GpuSpec| (g.memory_gib * 1024.0 - mib).abs() <= 0.1 * mib;
+    let Some(spec) = crate::sizing::gpu_by_name(mapped) else {
+        return mapped;
+    };
+    if near(spec) {
+        return mapped;
+    }
+    let family = mapped.split_whitespace().next();
+    let pcie = instance.to_ascii_lowercase().contains("pci");
+    let same_memory: Vec<&crate::sizing::GpuSpec> = crate::sizing::gpus()
+        .iter()
+        .filter(|g| g.model.split_whitespace().next() == family && near(g))
+        .collect();
+    same_memory
+        .iter()
+        .find(|g| g.model.contains("PCIe") == pcie)
+        .or(same_memory.first())
+        .map_or(mapped, |g| g.model.as_str())
+}
+
+/// `SizeInMiB` in SkyPilot's `GpuInfo` cell (a Python dict's text: `{'Gpus': [{… 'MemoryInfo':
+/// {'SizeInMiB': 81920}}], …}`).
+fn gpu_info_mib(cell: &str) -> Option<u64> {
+    let at = cell.find("SizeInMiB")?;
+    let digits: String = cell[at..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// Why catalogue rows were left out.
@@ -562,6 +612,7 @@ struct CatalogueHeader {
     region: usize,
     spot: Option<usize>,
     zone: Option<usize>,
+    gpu_info: Option<usize>,
 }
 
 impl CatalogueHeader {
@@ -589,6 +640,7 @@ impl CatalogueHeader {
             region: column("Region"),
             spot: find("SpotPrice"),
             zone: find("AvailabilityZone"),
+            gpu_info: find("GpuInfo"),
         })
     }
 }
@@ -606,6 +658,8 @@ struct CatalogueRow<'r> {
     host: bool,
     on_demand: Option<Decimal>,
     spot: Option<Decimal>,
+    /// One GPU's memory, from `GpuInfo` where the file has it.
+    gpu_mib: Option<u64>,
 }
 
 impl<'r> CatalogueRow<'r> {
@@ -669,6 +723,7 @@ impl<'r> CatalogueRow<'r> {
             host,
             on_demand,
             spot,
+            gpu_mib: h.gpu_info.and_then(|c| gpu_info_mib(cell(c))),
         }
     }
 }
@@ -726,6 +781,7 @@ impl Pass<'_> {
                 .skip(SkipReason::UnknownAccelerator, r.accelerator, r.instance, line);
             return Ok(());
         };
+        let gpu = by_memory(gpu, r.gpu_mib, r.instance);
         if !count.fract().is_zero() {
             self.book
                 .skip(SkipReason::FractionOfAGpu, r.accelerator, r.instance, line);
@@ -909,9 +965,36 @@ mod tests {
         );
         assert_eq!(gpu_for("H200-SXM", "8x_H200-SXM_SECURE"), Some("H200 SXM"));
         assert_eq!(gpu_for("H100", "2x-H100_NVL-32-65536"), Some("H100 NVL"));
+        // Fluidstack's NVLink (SXM) H100 is no H100 NVL (skypilot-org/skypilot-catalog
+        // catalogs/v6/fluidstack/vms.csv @ 002403bc: H100_NVLINK_80GB::8, 81920 MiB).
+        assert_eq!(gpu_for("H100", "H100_NVLINK_80GB::8"), Some("H100 SXM"));
         // The way back names each GPU as the big clouds' catalogues do.
         assert_eq!(accelerator_for("H100 SXM"), Some("H100"));
         assert_eq!(accelerator_for("A100 80GB SXM"), Some("A100-80GB"));
+    }
+
+    #[test]
+    fn the_memory_skypilot_gives_a_gpu_picks_among_its_family() {
+        // Cudo's rows (skypilot-org/skypilot-catalog catalogs/v7/cudo/vms.csv @ 16f33dd5): 80 GB
+        // A100s, one type saying `pcie` (read as the 40 GB PCIe card), one `pci` (read as the
+        // 40 GB SXM), and a 94 GB H100 NVL whose type says `pcie` (read as the H100 PCIe).
+        let info = |mib: u32| {
+            format!("\"{{'Gpus': [{{'Name': 'X', 'Manufacturer': 'NVIDIA', 'Count': 1.0, 'MemoryInfo': {{'SizeInMiB': {mib}}}}}], 'TotalGpuMemoryInMiB': {mib}}}\"")
+        };
+        let text = format!(
+            "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n\
+             epyc-genoa-a100-pcie_1x2v4gb,A100,1.0,2,4,1.5294,no-kristiansand-1,{},\n\
+             intel-ice-lake-a100-pci_1x2v4gb,A100,1.0,2,4,1.3734000000000002,us-carlsbad-1,{},\n\
+             epyc-genoa-h100-nvl-pcie_1x2v4gb,H100,1.0,2,4,2.4994,au-melbourne-1,{},\n\
+             p5.48xlarge,H100,8.0,192,2048,98.32,us-east-1,{},\n",
+            info(81920),
+            info(81920),
+            info(96256),
+            info(81920)
+        );
+        let got = parse_catalogue(text.as_bytes(), "Cudo", day()).unwrap();
+        let gpus: Vec<&str> = rows_of(&got).iter().map(|r| r.1).collect();
+        assert_eq!(gpus, ["A100 80GB PCIe", "A100 80GB PCIe", "H100 NVL", "H100 SXM"]);
     }
 
     #[test]
