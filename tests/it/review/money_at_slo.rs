@@ -376,13 +376,7 @@ async fn trials_with_no_accepted_outputs_are_charted_by_their_cost_at_the_slo() 
         .iter()
         .map(|t| decimal(&t["cost_per_million_output_tokens_at_slo"]))
         .collect();
-    let person = app.login(Role::Engineer).await;
-    let html = person
-        .get(app.url(&format!("/briefs/{brief}/review")))
-        .await
-        .text()
-        .await
-        .unwrap();
+    let html = app.owner_page(&format!("/briefs/{brief}/review")).await;
     assert!(
         html.contains("<h3>Cost per million output tokens at the SLO, by trial</h3>"),
         "{html}"
