@@ -417,6 +417,22 @@ fn consumed_micros_of(quantity: Decimal, unit: &str, gpus: Option<i32>) -> Optio
     }
 }
 
+/// A GPU row's consumed time as wall time. Google Cloud's GPU SKUs ("Nvidia Tesla A100 GPU
+/// running in Americas") consume GPU-seconds: 8 GPUs for half an hour are 14,400 seconds, which
+/// no hour holds. Where a row that names a GPU consumed more than its charge period and its
+/// resource's GPUs bring that inside it, that is its wall time (8 GPU-hours read as the period
+/// were 2× the half hour; 12× for five minutes); otherwise the consumed time stands.
+fn gpu_time_as_wall_time(consumed: Option<i64>, period: i64, gpus: Option<i32>, description: &str) -> Option<i64> {
+    let m = consumed?;
+    let names_gpu = description
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| w.eq_ignore_ascii_case("gpu") || w.eq_ignore_ascii_case("gpus"));
+    match gpus.filter(|n| *n > 1) {
+        Some(n) if names_gpu && m > period && m / i64::from(n) <= period => Some(m / i64::from(n)),
+        _ => Some(m),
+    }
+}
+
 /// Seconds in one `ConsumedUnit` of time (`Hours`, `Hrs`, `1 Hour`, `Seconds`, `100 Hours`…); `None`
 /// when the unit is not time (GB, requests).
 fn seconds_per_unit(unit: &str) -> Option<Decimal> {
@@ -1008,10 +1024,14 @@ fn one_accelerator_line_per_period(lines: &mut [FocusLine]) {
     }
     for parts in periods.into_values().filter(|parts| parts.len() > 1) {
         let length = |i: usize| lines[i].line.ends_at.zip(lines[i].line.starts_at).map(|(e, s)| e - s);
+        // A part whose consumed time no period holds (a VM's vCPU-seconds) says nothing of the
+        // resource's time: a part whose consumed time fits goes first.
+        let fits = |i: usize| !matches!(lines[i].time, LineTime::ChargePeriod(LONGER_THAN_PERIOD));
         let kept = parts.iter().copied().reduce(|best, i| {
+            let fitting = fits(i).cmp(&fits(best));
             let longer = length(i).cmp(&length(best));
             let dearer = lines[i].line.amount.cmp(&lines[best].line.amount);
-            if longer.then(dearer).is_gt() {
+            if fitting.then(longer).then(dearer).is_gt() {
                 i
             } else {
                 best
@@ -1198,7 +1218,12 @@ fn usage_line(
     }
     let (start, period_end) = (start?, end?);
     let time = if kind == RowKind::ComputeTime {
-        line_time(consumed_micros, start, period_end)
+        let period = (period_end - start).num_microseconds().unwrap_or(i64::MAX);
+        line_time(
+            gpu_time_as_wall_time(consumed_micros, period, gpus, &description),
+            start,
+            period_end,
+        )
     } else {
         LineTime::NotTime
     };
@@ -1784,6 +1809,40 @@ CommitmentDiscountStatus\n";
                 (Category::Host, "A2 Ins"),
             ]
         );
+    }
+
+    /// Google Cloud's FOCUS view writes `usage.amount` in `usage.unit`: GPU-seconds for a GPU SKU,
+    /// vCPU-seconds for the cores (its published FOCUS v1.0 BigQuery view; bufferapp's billing
+    /// notes show `unit seconds`, `usage_amount 184590.0` for an instance core). An a3-highgpu-8g
+    /// that ran half an hour: 4 GPU-hours (it was 8: both parts overran the hour, and the longest,
+    /// the cores' hour, was kept).
+    #[test]
+    fn gpu_seconds_of_a_gpu_sku_are_the_vms_half_hour() {
+        let vm = "//compute.googleapis.com/projects/p/zones/us-central1-a/instances/vm-8";
+        let got = usage_of(
+            vm,
+            8,
+            &format!(
+                "44.05,USD,Usage,Nvidia H100 80GB GPU running in Americas,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,14400,seconds,{vm},Compute
+3.10,USD,Usage,A3 Instance Core running in Americas,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,374400,seconds,{vm},Compute
+"
+            ),
+        );
+        let lines: Vec<LedgerLine> = got.lines.iter().map(|l| l.line.clone()).collect();
+        let s = super::super::model::summarize(&lines, &Default::default(), "USD");
+        assert_eq!(s.accelerator_hours, Decimal::from(4));
+        assert_eq!(s.totals.accelerator, Decimal::new(4405, 2));
+        assert_eq!(s.total, Decimal::new(4715, 2));
+        assert_eq!(got.lines[1].line.category, Category::Host);
+        // A row that names a GPU and fits its period is wall time as it is (a 1-GPU L4 VM's
+        // half hour; an instance priced by the hour whose description says GPU).
+        let got = usage_of(
+            "vm-1",
+            8,
+            "32.77,USD,Usage,GPU instance hour,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,3600,seconds,vm-1,Compute
+",
+        );
+        assert_eq!(hours_and_cost(&got), (Decimal::from(8), Decimal::new(3277, 2)));
     }
 
     /// A usage row that consumed 0 hours adds no GPU-hours (it used to count its whole charge
