@@ -375,6 +375,20 @@ fn table() -> Vec<(&'static str, Expect)> {
                 ("serving.run", T("tp8_pp1_qps_inf")),
                 ("serving.request_throughput_rps", N(8.398304797910107)),
                 ("serving.by_run.tp8_pp1_qps_01.ttft_p99_ms", N(143.80068917976584)),
+                // `# of req.` is vLLM's `completed` (its table script's column mapping).
+                ("serving.completed", N(200.0)),
+                ("serving.by_run.tp8_pp1_qps_04.completed", N(200.0)),
+            ]),
+        ),
+        (
+            "bench-serving/sglang-console-nonstreaming-rate-sweep-dlora.txt",
+            Ok(vec![
+                ("serving.completed", N(996.0)),
+                // The un-suffixed keys are the run of the highest throughput (the second block).
+                ("serving.ttft_p99_ms", N(12291.71)),
+                // A run without streaming measured no ITL: its 0.00s are left out.
+                ("serving.itl_p99_ms", Absent),
+                ("serving.itl_mean_ms", Absent),
             ]),
         ),
         (

@@ -47,6 +47,9 @@ pub(crate) struct Obj {
     pub(crate) output_lens: Option<Vec<f64>>,
     /// `input_lens` when it is an array (prompt tokens per request; NaN where not a number).
     pub(crate) input_lens: Option<Vec<f64>>,
+    /// `latencies` when it is an array: each request's end-to-end latency in seconds, which newer
+    /// `vllm bench serve --save-detailed` files keep (NaN where not a number).
+    pub(crate) latencies: Option<Vec<f64>>,
 }
 
 /// The numbers of every request's ITL array, flattened; request `i`'s are `values[ends[i-1]..ends[i]]`
@@ -71,6 +74,7 @@ impl Obj {
                 "ttfts" => o.ttfts = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
                 "output_lens" => o.output_lens = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
                 "input_lens" => o.input_lens = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
+                "latencies" => o.latencies = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
                 "itls" => {
                     let mut t = Itls::default();
                     for x in &items {
@@ -170,6 +174,16 @@ impl<'de> Visitor<'de> for ObjVisitor {
                     }
                     Member::Other(v) => {
                         o.input_lens = None;
+                        v
+                    }
+                },
+                "latencies" => match m.next_value::<Member<Ttfts>>()? {
+                    Member::Array(Ttfts(t)) => {
+                        o.latencies = Some(t);
+                        Value::Array(Vec::new())
+                    }
+                    Member::Other(v) => {
+                        o.latencies = None;
                         v
                     }
                 },

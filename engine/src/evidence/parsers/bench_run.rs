@@ -28,7 +28,8 @@ impl Run {
     pub(crate) fn set(&mut self, k: impl Into<String>, v: f64) {
         let k = k.into();
         self.vals.retain(|(x, _)| *x != k);
-        self.vals.push((k, v));
+        // A tool's `-0.00` is 0 (SGLang prints a median TPOT of -0.00).
+        self.vals.push((k, if v == 0.0 { 0.0 } else { v }));
     }
     pub(crate) fn get(&self, k: &str) -> Option<f64> {
         self.vals.iter().find(|(x, _)| x == k).map(|(_, v)| *v)

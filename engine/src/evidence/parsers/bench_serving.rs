@@ -105,6 +105,8 @@ fn emit(p: &mut Parsed, mut runs: Vec<Run>, targets: &SloTargets) {
         }
         if r.get("completed") == Some(0.0) {
             nothing_completed(p, r, several);
+        } else if r.get("completed").is_some_and(|c| c > 0.0) {
+            nothing_measured(p, r, several);
         }
     }
     for r in runs.iter_mut() {
@@ -202,6 +204,26 @@ fn nothing_completed(p: &mut Parsed, r: &mut Run, several: bool) {
         ));
     } else {
         p.warn(format!("{}no request completed", which_run(r, several)));
+    }
+}
+
+/// Requests completed but a latency the tool wrote as 0 throughout: SGLang's `bench_serving`
+/// without streaming prints `Mean ITL (ms): 0.00`, `P99 ITL (ms): 0.00` and `Median TPOT (ms):
+/// -0.00` for 996 requests. Nothing was measured, and an ITL target must not pass on it: the
+/// family's `_ms` keys are left out, with a warning.
+fn nothing_measured(p: &mut Parsed, r: &mut Run, several: bool) {
+    for family in ["ttft", "tpot", "itl", "e2e"] {
+        let prefix = format!("{family}_");
+        let of_family = |k: &str| k.starts_with(&prefix) && k.ends_with("_ms");
+        let values: Vec<f64> = r.vals.iter().filter(|(k, _)| of_family(k)).map(|(_, v)| *v).collect();
+        if values.len() >= 2 && values.iter().all(|v| *v == 0.0) {
+            r.vals.retain(|(k, _)| !of_family(k));
+            p.warn(format!(
+                "{}every {} figure is 0 although requests completed (a run without streaming measures none): left out",
+                which_run(r, several),
+                family.to_ascii_uppercase()
+            ));
+        }
     }
 }
 
@@ -505,7 +527,7 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
     }
     exact_latencies(obj, &mut r);
     r.requests = requests(obj);
-    r.latency_rebuilt = obj.itls.is_some();
+    r.latency_rebuilt = obj.itls.is_some() && obj.latencies.is_none();
     tpot_from_requests(&mut r);
     r
 }
@@ -549,6 +571,17 @@ fn exact_latencies(obj: &Obj, r: &mut Run) {
             .map(|(_, x)| x * 1000.0)
             .collect();
         exact(r, "ttft", xs);
+    }
+    // Newer `vllm bench serve --save-detailed` files keep each request's latency: the exact
+    // end-to-end percentiles, which the default `--percentile-metrics` leave out of the summary.
+    if let Some(l) = &obj.latencies {
+        let xs: Vec<f64> = l
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| ok(*i))
+            .map(|(_, x)| x * 1000.0)
+            .collect();
+        exact(r, "e2e", xs);
     }
     if let Some(t) = &obj.itls {
         let mut xs = Vec::with_capacity(t.values.len());
@@ -614,10 +647,18 @@ fn requests(obj: &Obj) -> Vec<RequestSample> {
             let failed = errors.and_then(|e| e.get(i)).copied().unwrap_or(false);
             let ttft_ms = (ttft.is_finite() && ttft >= 0.0).then_some(ttft * 1000.0);
             let gaps = itl_sums.as_ref().and_then(|s| s.get(i)).copied();
-            let e2e_ms = match (ttft_ms, gaps) {
+            let latency_ms = obj
+                .latencies
+                .as_ref()
+                .and_then(|l| l.get(i))
+                .copied()
+                .filter(|l| l.is_finite() && *l >= 0.0)
+                .map(|l| l * 1000.0);
+            // The recorded latency where the file keeps it, else TTFT + the gaps.
+            let e2e_ms = latency_ms.or(match (ttft_ms, gaps) {
                 (Some(t), Some((sum, _))) if sum.is_finite() => Some(t + sum * 1000.0),
                 _ => None,
-            };
+            });
             let recorded = obj
                 .output_lens
                 .as_ref()
@@ -628,8 +669,13 @@ fn requests(obj: &Obj) -> Vec<RequestSample> {
             let tokens = recorded.or_else(|| gaps.map(|(_, n)| (n + 1) as f64));
             // vLLM: (latency − TTFT) ÷ (tokens − 1), 0 for a one-token answer; a completed request
             // with no output token has no time per output token.
-            let tpot_ms = match (gaps, tokens) {
-                (Some((sum, _)), Some(n)) if n > 1.0 => Some(sum * 1000.0 / (n - 1.0)),
+            let after_first_ms = match (latency_ms, ttft_ms, gaps) {
+                (Some(l), Some(t), _) => Some((l - t).max(0.0)),
+                (_, _, Some((sum, _))) => Some(sum * 1000.0),
+                _ => None,
+            };
+            let tpot_ms = match (after_first_ms, tokens) {
+                (Some(after), Some(n)) if n > 1.0 => Some(after / (n - 1.0)),
                 (Some(_), Some(n)) if n >= 1.0 => Some(0.0),
                 _ => None,
             };
@@ -664,10 +710,13 @@ fn table_row(o: &Map<String, Value>) -> Run {
         if let Some(key) = label_latency(k) {
             r.set(key, x);
         }
+        // The columns of vLLM's nightly tables (`serving_column_mapping` in its
+        // convert-results-json-to-markdown.py): `# of req.` is `completed`.
         match k.as_str() {
             "Tput (req/s)" => r.set("request_throughput_rps", x),
             "Output Tput (tok/s)" => r.set("output_tokens_per_s", x),
-            "Total Tput (tok/s)" => r.set("total_tokens_per_s", x),
+            "Total Tput (tok/s)" | "Total Token Tput (tok/s)" => r.set("total_tokens_per_s", x),
+            "# of req." => r.set("completed", x),
             _ => {}
         }
     }

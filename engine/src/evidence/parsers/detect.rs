@@ -175,7 +175,14 @@ fn json_kind(v: &serde_json::Value) -> Option<K> {
         return Some(K::Probe);
     }
     if o.get("metrics").is_some_and(|c| c.is_object()) {
-        return Some(K::Metrics);
+        // AIPerf's per-request `profile_export.jsonl` record (`{"metadata": …, "metrics":
+        // {"time_to_first_token": {"value": 120.0, "unit": "ms"}, …}}`): a load test, also when
+        // the file holds one record; a harness's metrics are plain numbers.
+        let aiperf_record = super::bench_stats_json::is_record(o)
+            && o["metrics"]
+                .as_object()
+                .is_some_and(|m| m.values().any(|v| v.get("unit").is_some()));
+        return Some(if aiperf_record { K::BenchServing } else { K::Metrics });
     }
     if o.contains_key("written") && o.contains_key("restored") {
         return Some(K::CheckpointRestore);
@@ -229,6 +236,16 @@ mod tests {
             "../../../../tests/fixtures/bench-serving/sglang-bench-serving-request-rate-infinity-nan.jsonl"
         );
         assert_eq!(detect(text.as_bytes()), Some(K::BenchServing));
+    }
+
+    #[test]
+    fn one_aiperf_record_is_bench_serving_and_a_harness_document_is_metrics() {
+        // Synthetic, in the shape of AIPerf's profile_export.jsonl: a file of one record was read as
+        // a harness `metrics` document, whose numbers its {value, unit} objects are not.
+        let record = r#"{"metadata": {"x_request_id": "a", "benchmark_phase": "profiling"}, "metrics": {"time_to_first_token": {"value": 120.0, "unit": "ms"}}, "error": null}"#;
+        assert_eq!(detect(record.as_bytes()), Some(K::BenchServing));
+        let harness = r#"{"metadata": {"run": "r1"}, "metrics": {"gpu.count": 8}}"#;
+        assert_eq!(detect(harness.as_bytes()), Some(K::Metrics));
     }
 
     #[test]

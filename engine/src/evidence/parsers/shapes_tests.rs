@@ -212,3 +212,48 @@ fn a_checkpoint_document_keeps_its_tool_and_version() {
     assert_eq!(p.tool_version.as_deref(), Some("1.4.2"));
     assert_eq!(p.get_num("checkpoint.restore_seconds"), Some(12.5));
 }
+
+/// SGLang's `bench_serving` without streaming writes `Mean ITL (ms): 0.00`, `P99 ITL (ms): 0.00`
+/// for 996 completed requests (WILLIAM-qmul/SGLang-dLoRA, dlora_results.md @ ff367e62): nothing was
+/// measured, so no ITL key (an ITL target passed on it), and its `-0.00` median TPOT is 0.
+#[test]
+fn latencies_a_run_wrote_as_zero_for_completed_requests_are_left_out() {
+    let text =
+        include_str!("../../../../tests/fixtures/bench-serving/sglang-console-nonstreaming-rate-sweep-dlora.txt");
+    let p = parsed(K::BenchServing, text);
+    let keys: Vec<&String> = p.metrics.keys().collect();
+    assert!(keys.iter().all(|k| !k.contains("itl_")), "{keys:?}");
+    assert!(p.get_num("serving.ttft_p99_ms").is_some(), "{keys:?}");
+    assert!(
+        p.metrics
+            .iter()
+            .all(|(k, v)| !k.contains("tpot_p50") || matches!(v, MetricValue::Number(n) if n.is_sign_positive())),
+        "{:?}",
+        p.metrics
+    );
+    assert!(
+        p.warnings.iter().any(|w| w.contains("every ITL figure is 0")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+/// Newer `vllm bench serve --save-detailed` files keep each request's `latencies` (vLLM's
+/// benchmarks/serve.py: `"latencies": [output.latency …]`): the end-to-end percentiles come from
+/// them (the default `--percentile-metrics` leave e2el out of the summary, so there were none) and
+/// TPOT is (latency − TTFT) ÷ (tokens − 1), not rebuilt from the gaps.
+#[test]
+fn per_request_latencies_give_exact_end_to_end_figures() {
+    let doc = r#"{"backend": "vllm", "completed": 2, "failed": 0, "duration": 1.0,
+        "request_throughput": 2.0, "output_throughput": 6.0,
+        "ttfts": [0.1, 0.2], "itls": [[0.02, 0.02], [0.03, 0.03]], "latencies": [0.2, 0.3],
+        "output_lens": [3, 3], "errors": ["", ""]}"#;
+    let p = parsed(K::BenchServing, doc);
+    assert_eq!(p.get_num("serving.e2e_p50_ms"), Some(250.0));
+    assert_eq!(
+        p.get_num("serving.e2e_p99_ms").map(|x| (x * 1000.0).round() / 1000.0),
+        Some(299.0)
+    );
+    // (200 − 100) ÷ 2 and (300 − 200) ÷ 2: 50 ms each (the gaps alone said 20 and 30).
+    assert_eq!(p.get_num("serving.tpot_p50_ms"), Some(50.0));
+}

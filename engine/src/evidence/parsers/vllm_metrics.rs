@@ -363,7 +363,9 @@ fn latency_figures(p: &mut Parsed, hist: &Histograms<'_>, models: &[&str], targe
     }
 }
 
-/// The counters (summed) and gauges (their maximum), over all models and per model.
+/// The counters (summed), the request-count gauges (summed: the server's queue is every engine's,
+/// as `sum(vllm:num_requests_waiting)`) and the KV-cache gauge (the fullest), over all models and
+/// per model.
 fn counter_and_gauge_figures(p: &mut Parsed, vals: &Values<'_>, models: &[&str]) {
     // One model: a map lookup (not a scan of every model, which made this quadratic in models).
     let sum_of = |v: &BTreeMap<&str, Vec<f64>>, m: Option<&str>| -> f64 {
@@ -416,8 +418,16 @@ fn counter_and_gauge_figures(p: &mut Parsed, vals: &Values<'_>, models: &[&str])
             if fams.len() > 1 {
                 p.text(&format!("vllm.family.{key}"), fam);
             }
+            // Requests add up over data-parallel engines (two engines of 30 and 25 waiting: 55);
+            // a share of each engine's cache does not.
+            let counts_requests = *scale == 1.0;
             for (scope, m) in &scopes {
-                if let Some(x) = max_of(v, *m) {
+                let value = if counts_requests {
+                    (m.is_none() || v.contains_key(m.unwrap_or_default())).then(|| sum_of(v, *m))
+                } else {
+                    max_of(v, *m)
+                };
+                if let Some(x) = value {
                     let k = format!("{scope}.{key}");
                     if *scale == 1.0 {
                         p.count(&k, x)
