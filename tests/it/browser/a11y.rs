@@ -279,30 +279,72 @@ async fn brief_form_with_errors(b: &Browser, base: &str, problems: &mut Vec<Stri
     }
 }
 
-/// The page a refused ledger import ends on (errors at the field, the file kept), checked like
-/// every other page.
-async fn ledger_import_with_errors(b: &Browser, base: &str, brief: &str, problems: &mut Vec<String>) {
+/// A brief-page form sent with a bad value, as a person would, and the page it ends on (errors at
+/// the field, the input kept) checked like every other page: axe, a phone's width, screenshots.
+struct RefusedForm<'a> {
+    name: &'a str,
+    /// Where on the brief page the form is (`#ledger-import`).
+    fragment: &'a str,
+    fills: &'a [(&'a str, &'a str)],
+    submit: &'a str,
+}
+
+async fn form_with_errors(b: &Browser, base: &str, brief: &str, form: &RefusedForm<'_>, problems: &mut Vec<String>) {
+    let shots = std::env::var("RENTCHECK_SCREENSHOT_DIR").is_ok();
     for (width, height) in [(1366, 900), (390, 844)] {
         b.client.set_window_size(width, height).await.unwrap();
         b.client
-            .goto(&format!("{base}/briefs/{brief}#ledger-import"))
+            .goto(&format!("{base}/briefs/{brief}{}", form.fragment))
             .await
             .unwrap();
-        b.fill(
-            "csv",
-            "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\nhost,vm,,,,,,four,USD\n",
-        )
-        .await;
-        b.click("#ledger-import button[type='submit']").await;
+        for (field, value) in form.fills {
+            b.fill(field, value).await;
+        }
+        b.click(form.submit).await;
         for v in axe_violations(b).await {
-            problems.push(format!("ledger import with errors at {width} px: {v}"));
+            problems.push(format!("{} with errors at {width} px: {v}", form.name));
         }
         let (document, viewport, sticking_out) = widths(b).await;
         if document > viewport {
             problems.push(format!(
-                "ledger import with errors is {document} px wide on a {viewport} px window: {sticking_out}"
+                "{} with errors is {document} px wide on a {viewport} px window: {sticking_out}",
+                form.name
             ));
         }
+        if shots {
+            b.shot(&format!("{}-errors-{width}", form.name.replace(' ', "-"))).await;
+        }
+    }
+}
+
+/// The brief page's forms that come back with errors at the field: the ledger import, the
+/// outputs and a readiness link.
+async fn brief_forms_with_errors(b: &Browser, base: &str, brief: &str, problems: &mut Vec<String>) {
+    let forms = [
+        RefusedForm {
+            name: "ledger import",
+            fragment: "#ledger-import",
+            fills: &[(
+                "csv",
+                "category,resource,description,starts_at,ends_at,gpus,rate_per_gpu_hour,amount,currency\nhost,vm,,,,,,four,USD\n",
+            )],
+            submit: "#ledger-import button[type='submit']",
+        },
+        RefusedForm {
+            name: "outputs",
+            fragment: "#outputs",
+            fills: &[("accepted", "lots")],
+            submit: "#outputs button[type='submit']",
+        },
+        RefusedForm {
+            name: "readiness link",
+            fragment: "#readiness",
+            fills: &[("link", "www.example.com/runbook")],
+            submit: ".readiness-table form button[type='submit']",
+        },
+    ];
+    for form in &forms {
+        form_with_errors(b, base, brief, form, problems).await;
     }
 }
 
@@ -405,7 +447,7 @@ async fn every_page_passes_axe_and_fits_a_phone() {
         problems.push(format!("review: {e}"));
     }
     brief_form_with_errors(&b, &app.base, &mut problems).await;
-    ledger_import_with_errors(&b, &app.base, &brief.to_string(), &mut problems).await;
+    brief_forms_with_errors(&b, &app.base, &brief.to_string(), &mut problems).await;
 
     // The demo manager: the dashboard and the review with the approval form, as a manager sees them.
     sign_in(&b, &app, &loaded.email).await;
