@@ -418,17 +418,30 @@ fn consumed_micros_of(quantity: Decimal, unit: &str, gpus: Option<i32>) -> Optio
 }
 
 /// A GPU row's consumed time as wall time. Google Cloud's GPU SKUs ("Nvidia Tesla A100 GPU
-/// running in Americas") consume GPU-seconds: 8 GPUs for half an hour are 14,400 seconds, which
-/// no hour holds. Where a row that names a GPU consumed more than its charge period and its
-/// resource's GPUs bring that inside it, that is its wall time (8 GPU-hours read as the period
-/// were 2× the half hour; 12× for five minutes); otherwise the consumed time stands.
-fn gpu_time_as_wall_time(consumed: Option<i64>, period: i64, gpus: Option<i32>, description: &str) -> Option<i64> {
+/// running in Americas") consume GPU-seconds in `seconds`: 8 GPUs for half an hour are 14,400
+/// seconds, which no hour holds, and for five minutes 2,400. A row that names a GPU, whose unit is
+/// plain time (not Oracle's `GPU Per Hour`, already per GPU) and that is in seconds as Google
+/// writes them, or consumed more than its period, is read as that over its resource's GPUs when
+/// that fits the period (8 GPU-hours read as the period were 2× the half hour; 12× for five
+/// minutes); otherwise the consumed time stands.
+fn gpu_time_as_wall_time(
+    consumed: Option<i64>,
+    period: i64,
+    gpus: Option<i32>,
+    description: &str,
+    unit: &str,
+) -> Option<i64> {
     let m = consumed?;
     let names_gpu = description
         .split(|c: char| !c.is_ascii_alphanumeric())
         .any(|w| w.eq_ignore_ascii_case("gpu") || w.eq_ignore_ascii_case("gpus"));
+    let unit = unit.trim();
+    let in_seconds = unit.eq_ignore_ascii_case("seconds") || unit.eq_ignore_ascii_case("second");
+    let already_per_gpu = per_hour_of(unit).is_some();
     match gpus.filter(|n| *n > 1) {
-        Some(n) if names_gpu && m > period && m / i64::from(n) <= period => Some(m / i64::from(n)),
+        Some(n) if names_gpu && !already_per_gpu && (in_seconds || m > period) && m / i64::from(n) <= period => {
+            Some(m / i64::from(n))
+        }
         _ => Some(m),
     }
 }
@@ -1220,7 +1233,13 @@ fn usage_line(
     let time = if kind == RowKind::ComputeTime {
         let period = (period_end - start).num_microseconds().unwrap_or(i64::MAX);
         line_time(
-            gpu_time_as_wall_time(consumed_micros, period, gpus, &description),
+            gpu_time_as_wall_time(
+                consumed_micros,
+                period,
+                gpus,
+                &description,
+                c.consumed_unit.map(cell).unwrap_or(""),
+            ),
             start,
             period_end,
         )
@@ -1834,12 +1853,29 @@ CommitmentDiscountStatus\n";
         assert_eq!(s.totals.accelerator, Decimal::new(4405, 2));
         assert_eq!(s.total, Decimal::new(4715, 2));
         assert_eq!(got.lines[1].line.category, Category::Host);
-        // A row that names a GPU and fits its period is wall time as it is (a 1-GPU L4 VM's
-        // half hour; an instance priced by the hour whose description says GPU).
+        // Five minutes: 2,400 GPU-seconds fit an hour, and are still 8 GPUs' (0.67 GPU-hours, not
+        // 5.33).
+        let got = usage_of(
+            vm,
+            8,
+            &format!(
+                "7.34,USD,Usage,Nvidia H100 80GB GPU running in Americas,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,2400,seconds,{vm},Compute\n"
+            ),
+        );
+        assert_eq!(hours_and_cost(&got).0.round_dp(4), Decimal::new(6667, 4));
+        // Oracle's GPU Per Hour is per GPU already: 16 GPU-hours of 8 GPUs are 2 hours, which
+        // overrun the hour and stand as it (never divided again to 15 minutes).
+        let got = usage_of(
+            "shape-1",
+            8,
+            "10,USD,Usage,Compute - GPU - H100,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,16,GPU Per Hour,shape-1,Compute\n",
+        );
+        assert_eq!(hours_and_cost(&got).0, Decimal::from(8));
+        // An instance priced by the hour whose description says GPU is wall time as it is.
         let got = usage_of(
             "vm-1",
             8,
-            "32.77,USD,Usage,GPU instance hour,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,3600,seconds,vm-1,Compute
+            "32.77,USD,Usage,GPU instance hour,2025-02-10T00:00:00Z,2025-02-10T01:00:00Z,1,Hours,vm-1,Compute
 ",
         );
         assert_eq!(hours_and_cost(&got), (Decimal::from(8), Decimal::new(3277, 2)));

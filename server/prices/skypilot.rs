@@ -102,9 +102,11 @@ fn names_part(instance: &str, part: &str) -> bool {
 }
 
 /// The GPU a row names, checked against the memory SkyPilot's `GpuInfo` gives it: where the
-/// table's model has another memory (Cudo's 80 GB `a100-pcie` under the 40 GB A100's name, its
-/// 94 GB `h100-nvl-pcie` under the H100 PCIe's), the model of the same family with that memory —
-/// the PCIe card when the instance type says `pci` — else the table's.
+/// table's model has less memory than that (Cudo's 80 GB `a100-pcie` under the 40 GB A100's name,
+/// its 94 GB `h100-nvl-pcie` under the H100 PCIe's), the model of the same family with that memory
+/// — the PCIe card when the instance type says `pci` — else the table's. A catalogue that gives
+/// less than the table's card never moves it to a lesser one: the table's explicit rows (Azure's
+/// NC H100 v5 is the 94 GB H100 NVL) stand over a memory figure a fetcher rounded.
 fn by_memory(mapped: &'static str, gpu_mib: Option<u64>, instance: &str) -> &'static str {
     let Some(mib) = gpu_mib.map(|m| m as f64).filter(|m| *m > 0.0) else {
         return mapped;
@@ -113,7 +115,7 @@ fn by_memory(mapped: &'static str, gpu_mib: Option<u64>, instance: &str) -> &'st
     let Some(spec) = crate::sizing::gpu_by_name(mapped) else {
         return mapped;
     };
-    if near(spec) {
+    if near(spec) || spec.memory_gib * 1024.0 > mib {
         return mapped;
     }
     let family = mapped.split_whitespace().next();
@@ -995,6 +997,14 @@ mod tests {
         let got = parse_catalogue(text.as_bytes(), "Cudo", day()).unwrap();
         let gpus: Vec<&str> = rows_of(&got).iter().map(|r| r.1).collect();
         assert_eq!(gpus, ["A100 80GB PCIe", "A100 80GB PCIe", "H100 NVL", "H100 SXM"]);
+        // Less memory than the table's card moves nothing: Azure's NC H100 v5 stays the H100 NVL.
+        let text = format!(
+            "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n\
+             Standard_NC40ads_H100_v5,H100,1.0,40,320,6.98,eastus,{},\n",
+            info(81920)
+        );
+        let got = parse_catalogue(text.as_bytes(), "Azure", day()).unwrap();
+        assert_eq!(rows_of(&got)[0].1, "H100 NVL");
     }
 
     #[test]
