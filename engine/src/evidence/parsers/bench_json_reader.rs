@@ -60,7 +60,20 @@ pub(crate) struct Itls {
     pub(crate) ends: Vec<usize>,
 }
 
+/// The per-request arrays of plain numbers, each kept as its own vector.
+const NUMBER_ARRAYS: [&str; 4] = ["ttfts", "output_lens", "input_lens", "latencies"];
+
 impl Obj {
+    /// The vector of a [`NUMBER_ARRAYS`] key (`ttfts` for any other, never asked for).
+    fn numbers_mut(&mut self, key: &str) -> &mut Option<Vec<f64>> {
+        match key {
+            "output_lens" => &mut self.output_lens,
+            "input_lens" => &mut self.input_lens,
+            "latencies" => &mut self.latencies,
+            _ => &mut self.ttfts,
+        }
+    }
+
     /// The same shape from an already parsed `Value` object (the fallback path).
     pub(crate) fn from_map(mut map: Map<String, Value>) -> Obj {
         let mut o = Obj::default();
@@ -71,10 +84,9 @@ impl Obj {
             }
             let items = std::mem::take(items);
             match k.as_str() {
-                "ttfts" => o.ttfts = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
-                "output_lens" => o.output_lens = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
-                "input_lens" => o.input_lens = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
-                "latencies" => o.latencies = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()),
+                k if NUMBER_ARRAYS.contains(&k) => {
+                    *o.numbers_mut(k) = Some(items.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
+                }
                 "itls" => {
                     let mut t = Itls::default();
                     for x in &items {
@@ -127,13 +139,13 @@ impl<'de> Visitor<'de> for ObjVisitor {
             }
             first = false;
             let v = match k.as_str() {
-                "ttfts" => match m.next_value::<Member<Ttfts>>()? {
+                k if NUMBER_ARRAYS.contains(&k) => match m.next_value::<Member<Ttfts>>()? {
                     Member::Array(Ttfts(t)) => {
-                        o.ttfts = Some(t);
+                        *o.numbers_mut(k) = Some(t);
                         Value::Array(Vec::new())
                     }
                     Member::Other(v) => {
-                        o.ttfts = None;
+                        *o.numbers_mut(k) = None;
                         v
                     }
                 },
@@ -154,36 +166,6 @@ impl<'de> Visitor<'de> for ObjVisitor {
                     }
                     Member::Other(v) => {
                         o.errors = None;
-                        v
-                    }
-                },
-                "output_lens" => match m.next_value::<Member<Ttfts>>()? {
-                    Member::Array(Ttfts(t)) => {
-                        o.output_lens = Some(t);
-                        Value::Array(Vec::new())
-                    }
-                    Member::Other(v) => {
-                        o.output_lens = None;
-                        v
-                    }
-                },
-                "input_lens" => match m.next_value::<Member<Ttfts>>()? {
-                    Member::Array(Ttfts(t)) => {
-                        o.input_lens = Some(t);
-                        Value::Array(Vec::new())
-                    }
-                    Member::Other(v) => {
-                        o.input_lens = None;
-                        v
-                    }
-                },
-                "latencies" => match m.next_value::<Member<Ttfts>>()? {
-                    Member::Array(Ttfts(t)) => {
-                        o.latencies = Some(t);
-                        Value::Array(Vec::new())
-                    }
-                    Member::Other(v) => {
-                        o.latencies = None;
                         v
                     }
                 },
