@@ -14,6 +14,7 @@ use rust_decimal::{prelude::ToPrimitive, Decimal};
 
 use super::{
     model::{CommitmentState, MonthUse},
+    repo::CommitmentRow,
     service::{self, CommitmentDetail},
 };
 use crate::{
@@ -398,11 +399,27 @@ struct CommitmentPage {
     rate: String,
 }
 
+/// The committed rate and where it came from. An approval records the offer's reserved price when
+/// one is current, else the trial's own billing and rate (decision.md, "Approval"), so a commitment
+/// billed otherwise than `reserved` had no reserved price to take: a manager reading "reserved" would
+/// believe a discount the provider never gave.
+fn rate_words(c: &CommitmentRow) -> String {
+    let rate = figures::rate_with_currency(c.rate_per_gpu_hour, &c.currency);
+    if c.billing == "reserved" {
+        format!("the reserved rate of {rate} per GPU-hour")
+    } else {
+        format!(
+            "the trial's own {} rate of {rate} per GPU-hour (no reserved price of this offer was known when it was approved)",
+            c.billing
+        )
+    }
+}
+
 /// The plain sentences the page opens with.
 fn sentences(d: &CommitmentDetail) -> Vec<String> {
     let c = &d.commitment;
     let mut out = vec![format!(
-        "{} reserved {} × {}{} for {} months, from {} to {}, at {} per GPU-hour: {} a month.",
+        "{} committed to {} × {}{} for {} months, from {} to {}, at {}: {} a month.",
         d.brief_name,
         c.gpus,
         c.gpu,
@@ -410,7 +427,7 @@ fn sentences(d: &CommitmentDetail) -> Vec<String> {
         c.term_months,
         c.start_date,
         c.end_date,
-        figures::rate_with_currency(c.rate_per_gpu_hour, &c.currency),
+        rate_words(c),
         figures::sum_with_currency(c.monthly_cost, &c.currency),
     )];
     match d.this_month() {
@@ -467,7 +484,7 @@ async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Comm
             .collect(),
         provider_column: d.months.iter().any(|m| m.provider_used_gpu_hours.is_some()),
         monthly_cost: figures::with_currency(d.commitment.monthly_cost, &cur),
-        rate: figures::rate_with_currency(d.commitment.rate_per_gpu_hour, &cur),
+        rate: rate_words(&d.commitment),
         d,
     })
 }

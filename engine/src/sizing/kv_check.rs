@@ -29,6 +29,25 @@ impl KvMeasured {
     pub fn is_empty(&self) -> bool {
         self.tokens.is_none() && self.max_concurrency.is_none()
     }
+
+    /// The measured cache in tokens: the logged size, else vLLM's concurrency × its request length.
+    /// Where both are logged and the concurrency holds clearly more (beyond its two decimals and
+    /// 1 %), the model is hybrid or sliding-window, whose token line vLLM logs too small
+    /// (vllm-project/vllm#40691), and the concurrency, which its scheduler goes by, is taken.
+    pub fn capacity_tokens(&self) -> Option<u64> {
+        let from_concurrency = || {
+            let c = self.max_concurrency.filter(|c| c.is_finite() && *c >= 0.0)?;
+            let len = self.tokens_per_request? as f64;
+            Some((c * len, len))
+        };
+        match (self.tokens, from_concurrency()) {
+            (Some(t), Some((implied, len))) if implied - t as f64 > 0.01 * len + 0.01 * implied => {
+                Some(implied.floor() as u64)
+            }
+            (Some(t), _) => Some(t),
+            (None, c) => c.map(|(implied, _)| implied.floor() as u64),
+        }
+    }
 }
 
 /// The comparison for one allocation.
@@ -146,11 +165,7 @@ pub fn kv_check(input: &SizingInput, gpu: &GpuSpec, count: u32, measured: &KvMea
             thousands(input.context_length)
         ));
     }
-    // The measured cache in tokens: the logged size, else vLLM's concurrency × its request length.
-    let tokens_measured = measured.tokens.or_else(|| {
-        let c = measured.max_concurrency.filter(|c| c.is_finite() && *c >= 0.0)?;
-        Some((c * measured.tokens_per_request? as f64).floor() as u64)
-    });
+    let tokens_measured = measured.capacity_tokens();
     let context = input.context_length.max(1);
     let sequences = tokens_measured.map(|t| t as f64 / context as f64);
     if let (Some(t), Some(held)) = (tokens_measured, sequences) {
@@ -307,5 +322,36 @@ mod tests {
         let check = kv_check(&llama70b(8), h100, 4, &KvMeasured::default()).unwrap();
         assert!(check.measured_tokens.is_none() && check.ratio.is_none() && !check.short());
         assert!(check.predicted_tokens > 0);
+    }
+
+    #[test]
+    fn a_hybrid_models_cache_is_judged_by_its_concurrency() {
+        // Qwen3.5 under vLLM 0.19 (vllm-project/vllm#40691): 290,864 tokens logged, 33.04 × 32,768
+        // by its concurrency; 16 requests of 32,768 tokens fit in the second, not the first.
+        let logged = KvMeasured {
+            tokens: Some(290_864),
+            max_concurrency: Some(33.04),
+            tokens_per_request: Some(32_768),
+            gpu_memory_utilization: None,
+        };
+        assert_eq!(logged.capacity_tokens(), Some(1_082_654));
+        // Agreeing figures (a full-attention model) keep the token line.
+        let agree = KvMeasured {
+            tokens: Some(23_648),
+            max_concurrency: Some(0.82),
+            tokens_per_request: Some(29_000),
+            ..logged
+        };
+        assert_eq!(agree.capacity_tokens(), Some(23_648));
+        let m = model_by_hf_id("meta-llama/Llama-3.1-70B-Instruct").unwrap();
+        let input = SizingInput::from_catalog(WorkloadKind::RealtimeInference, Precision::Bf16, m, 32_768, 16);
+        let h100 = gpu_by_name("H100 SXM").unwrap();
+        let check = kv_check(&input, h100, 8, &logged).unwrap();
+        assert!(!check.short(), "{:?}", check.findings);
+        assert_eq!(
+            check.measured_tokens,
+            Some(290_864),
+            "the page still shows the line as logged"
+        );
     }
 }

@@ -118,7 +118,24 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
         "{record}"
     );
 
-    the_demo_commitment_is_three_months_in_under_used_once_and_regressed(&app, &id, &review).await;
+    let cid = the_demo_commitment_is_three_months_in_under_used_once_and_regressed(&app, &id, &review).await;
+    // Dedicated at the trial's own on-demand rate (no reserved price is known): the page does not
+    // call it reserved.
+    let page = manager
+        .get(app.url(&format!("/commitments/{cid}")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("committed to 8 × H200 SXM at Cloud A for 12 months, from "),
+        "{page}"
+    );
+    assert!(
+        page.contains("at the trial&#39;s own on-demand rate of 3.50 USD per GPU-hour (no reserved price of this offer was known when it was approved): 20,440 USD a month."),
+        "{page}"
+    );
+    assert!(!page.contains(" reserved 8 ×"), "{page}");
 
     let again = demo(&app);
     assert!(again.contains("already there"));
@@ -261,7 +278,7 @@ async fn the_demo_commitment_is_three_months_in_under_used_once_and_regressed(
     app: &common::TestApp,
     brief: &str,
     review: &Value,
-) {
+) -> String {
     use chrono::{Datelike, Months, Utc};
     use rust_decimal::Decimal;
     let dec = |v: &Value| v.as_str().unwrap_or_else(|| panic!("{v}")).parse::<Decimal>().unwrap();
@@ -311,4 +328,5 @@ async fn the_demo_commitment_is_three_months_in_under_used_once_and_regressed(
     // Under-used: the second month's busy share is a quarter or so, the others about 78 %.
     assert!(dec(&months[1]["utilization"]) < Decimal::new(35, 2), "{}", months[1]);
     assert!(dec(&months[0]["utilization"]) > Decimal::new(75, 2), "{}", months[0]);
+    c["id"].as_str().unwrap().to_owned()
 }

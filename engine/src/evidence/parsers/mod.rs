@@ -58,7 +58,7 @@ pub use slo::{attainment, histogram_share_at_or_below, Attainment, RequestSample
 pub use vllm_metrics::histogram_quantile;
 
 /// Bump when any parser's output changes, so stored evidence can be re-parsed.
-pub const PARSER_VERSION: &str = "6";
+pub const PARSER_VERSION: &str = "7";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -303,7 +303,19 @@ pub fn parse_with(kind: EvidenceKind, bytes: &[u8], targets: &SloTargets) -> Res
         EvidenceKind::DcgmDiag => dcgm_diag::parse(t),
         EvidenceKind::DcgmExporter => dcgm_exporter::parse(t),
         EvidenceKind::VllmMetrics => vllm_metrics::parse(t, targets),
-        EvidenceKind::VllmLog => vllm_log::parse(t),
+        EvidenceKind::VllmLog => {
+            // The data-parallel engine of a line is in its process prefix, which a stripped layer
+            // took away: read it from the line as uploaded.
+            let uploaded: Vec<&str> = if stripped.launchers.is_empty() {
+                Vec::new()
+            } else {
+                s.lines().collect()
+            };
+            vllm_log::parse(t, |n, line| {
+                let original = stripped.original_line(n).checked_sub(1).and_then(|i| uploaded.get(i));
+                vllm_log::engine_tag(original.copied().unwrap_or(line))
+            })
+        }
         EvidenceKind::BenchServing => bench_serving::parse(t, targets),
         EvidenceKind::NcclTests => nccl::parse(t),
         EvidenceKind::CheckpointRestore => checkpoint_restore::parse(t),

@@ -4,85 +4,278 @@
 //! args, V0's memory profile (`total_gpu_memory (23.55GiB) x gpu_memory_utilization (0.78)`) or
 //! vLLM ≥ 0.11's `Desired GPU memory utilization is (0.9, …)`, V0 `# GPU blocks: N` (later V0
 //! logs name the device: `# CUDA blocks: N`, `# cuda blocks: N`; never the CPU's). Newer
-//! versions log the first two on one line (`GPU KV cache size: N tokens, Maximum concurrency for …`). With several engines (data parallel) logging the same line, the
-//! smallest value is reported, with a warning. A log without any vLLM marker is an error; a vLLM log
-//! cut before the KV-cache lines is Ok with warnings.
+//! versions log the first two on one line (`GPU KV cache size: N tokens, Maximum concurrency for …`).
+//!
+//! What a log holds besides one clean start-up:
+//! - The line repeated by the workers of one engine (tensor or pipeline parallel, vLLM 0.8–0.10):
+//!   the smallest is reported, with a warning.
+//! - Data-parallel engines, each logging its own cache (`(EngineCore_DP1 pid=…)`): the server's
+//!   cache is theirs added up, as the allocation's predicted cache is the whole allocation's.
+//! - A server started more than once in one file (the API server's `non-default args` or version
+//!   line after a KV-cache line): the figures are all the last start-up's, never a mix.
+//! - A start-up that failed after its KV-cache line (`EngineCore failed to start`, a traceback, out
+//!   of memory while capturing CUDA graphs): the figures stay, with a warning naming the line.
+//! - Hybrid and sliding-window models, whose token line vLLM computes too small (it splits the
+//!   blocks evenly over the cache groups): when it disagrees with concurrency × length, a warning
+//!   says so (the KV check judges by the concurrency, which vLLM schedules by).
+//!
+//! A log without any vLLM marker is an error; a vLLM log cut before the KV-cache lines is Ok with
+//! warnings.
 
 use super::{text, ParseError, Parsed};
 
-/// One pass over the log's lines, one arm per line form.
-pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
+/// One start-up's figures, each with the data-parallel engine that logged it (when the line's
+/// process prefix names one).
+#[derive(Default)]
+struct Startup {
+    first_line: usize,
+    kv: Vec<(f64, Option<u32>)>,
+    /// (tokens per request, concurrency, engine)
+    conc: Vec<(f64, f64, Option<u32>)>,
+    blocks: Vec<f64>,
+    gmu: Option<f64>,
+    /// The first line after its first KV-cache line that says the start-up failed, before the
+    /// server said it was up.
+    failed: Option<(usize, String)>,
+    up: bool,
+}
+
+impl Startup {
+    fn has_figures(&self) -> bool {
+        !self.kv.is_empty() || !self.conc.is_empty() || !self.blocks.is_empty()
+    }
+}
+
+/// One pass over the log's lines, one arm per line form. `engine_of(n, line)` names the
+/// data-parallel engine that printed line `n` (its process prefix may have been stripped).
+pub(crate) fn parse(s: &str, engine_of: impl Fn(usize, &str) -> Option<u32>) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("vllm".into()),
         ..Default::default()
     };
-    let mut kv: Vec<f64> = Vec::new();
-    let mut conc: Vec<(f64, f64)> = Vec::new();
-    let mut blocks: Vec<f64> = Vec::new();
-    let mut gmu: Option<f64> = None;
+    let mut with_figures: Vec<Startup> = Vec::new();
+    let mut cur = Startup {
+        first_line: 1,
+        ..Default::default()
+    };
     let mut marker = false;
-    for line in s.lines() {
+    let mut version: Option<String> = None;
+    for (i, line) in s.lines().enumerate() {
+        let n = i + 1;
         let l = text::strip_ansi(line);
         let l = l.as_ref();
         if l.contains("vllm") || l.contains("vLLM") {
             marker = true;
         }
-        if let Some(rest) = after(l, "GPU KV cache size:") {
-            if let Some(n) = text::lenient_number(rest) {
-                kv.push(n);
-            }
+        if starts_a_server(l) && cur.has_figures() {
+            with_figures.push(std::mem::take(&mut cur));
+            cur.first_line = n;
         }
-        if let Some(rest) = after(l, "Maximum concurrency for ") {
-            let toks = text::lenient_number(rest);
-            let x = rest.rsplit_once(':').and_then(|(_, x)| text::lenient_number(x));
-            if let (Some(t), Some(x)) = (toks, x) {
-                conc.push((t, x));
-            }
-        }
-        if let Some(n) = device_blocks(l) {
-            blocks.push(n);
-        }
-        if gmu.is_none() {
-            gmu = memory_utilization(l);
-        }
-        if p.tool_version.is_none() {
-            p.tool_version = version_in(l);
+        read_line(&mut cur, n, l, || engine_of(n, line));
+        if version.is_none() {
+            version = version_in(l);
         }
     }
-    if !marker && kv.is_empty() && conc.is_empty() {
+    if !marker
+        && !with_figures
+            .iter()
+            .chain([&cur])
+            .any(|u| !u.kv.is_empty() || !u.conc.is_empty())
+    {
         return Err(ParseError::at(
             1,
             "no vLLM log lines found (no `vllm`/`vLLM` marker, no `GPU KV cache size` line)",
         ));
     }
-    if let Some(min) = kv.iter().copied().reduce(f64::min) {
-        if kv.len() > 1 {
+    p.tool_version = version;
+    // A last start-up without figures (cut, or failed before its cache) leaves the one before it.
+    let later = if cur.has_figures() || with_figures.is_empty() {
+        with_figures.push(cur);
+        None
+    } else {
+        Some(cur)
+    };
+    let starts = with_figures.len();
+    let last = with_figures.pop().unwrap_or_default();
+    if starts > 1 {
+        p.warn(format!(
+            "the log holds {starts} start-ups that reached the KV cache (the server was restarted?): every figure \
+             is the last one's, from line {}",
+            last.first_line
+        ));
+    }
+    report(&mut p, &last);
+    if let Some((at, what)) = later
+        .as_ref()
+        .and_then(|u| u.failed.as_ref().map(|f| (u.first_line, f)))
+    {
+        p.warn(format!(
+            "a later start-up (from line {at}) failed before its KV cache (line {}: {})",
+            what.0, what.1
+        ));
+    }
+    Ok(p)
+}
+
+/// The API server's own first lines: once per `vllm serve`, whatever its engines and workers log.
+fn starts_a_server(l: &str) -> bool {
+    l.contains("API server version ") || l.contains("non-default args:")
+}
+
+/// Lines that end a start-up: the engine or a worker gave up, or ran out of memory.
+const FAILURES: [&str; 6] = [
+    "EngineCore failed to start",
+    "Engine core initialization failed",
+    "WorkerProc hit an exception",
+    "Traceback (most recent call last)",
+    "CUDA out of memory",
+    "OutOfMemoryError",
+];
+
+fn read_line(u: &mut Startup, n: usize, l: &str, engine: impl Fn() -> Option<u32>) {
+    if let Some(rest) = after(l, "GPU KV cache size:") {
+        if let Some(v) = text::lenient_number(rest) {
+            u.kv.push((v, engine()));
+        }
+    }
+    if let Some(rest) = after(l, "Maximum concurrency for ") {
+        let toks = text::lenient_number(rest);
+        let x = rest.rsplit_once(':').and_then(|(_, x)| text::lenient_number(x));
+        if let (Some(t), Some(x)) = (toks, x) {
+            u.conc.push((t, x, engine()));
+        }
+    }
+    if let Some(b) = device_blocks(l) {
+        u.blocks.push(b);
+    }
+    if u.gmu.is_none() {
+        u.gmu = memory_utilization(l);
+    }
+    if l.contains("Application startup complete") || l.contains("Uvicorn running on") {
+        u.up = true;
+    } else if !u.up && u.failed.is_none() && FAILURES.iter().any(|f| l.contains(f)) {
+        let what: String = l.trim().chars().take(160).collect();
+        u.failed = Some((n, what));
+    }
+}
+
+/// The figures of one start-up: per engine the smallest of its workers' lines, the engines added up.
+fn report(p: &mut Parsed, u: &Startup) {
+    let kv = per_engine(u.kv.iter().map(|&(v, e)| (v, e)));
+    let conc = per_engine(u.conc.iter().map(|&(_, x, e)| (x, e)));
+    if let Some(f) = &kv {
+        if f.engines > 1 {
             p.warn(format!(
-                "{} `GPU KV cache size` lines (one per engine?); reporting the smallest",
-                kv.len()
+                "{} data-parallel engines logged their KV cache: their {} tokens are added up",
+                f.engines,
+                f.parts
+                    .iter()
+                    .map(|v| format!("{v:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            ));
+        } else if u.kv.len() > 1 {
+            p.warn(format!(
+                "{} `GPU KV cache size` lines (one per worker); reporting the smallest",
+                u.kv.len()
             ));
         }
-        p.count("serving.kv_cache_tokens", min);
+        p.count("serving.kv_cache_tokens", f.total);
     } else {
         p.warn("no `GPU KV cache size: N tokens` line (log cut before the engine finished starting?)");
     }
-    if let Some(&(t, x)) = conc.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
-        p.nonneg("serving.max_concurrency", x);
-        p.count("serving.max_concurrency_tokens_per_request", t);
+    let length = u.conc.iter().map(|c| c.0).reduce(f64::min);
+    if let (Some(f), Some(len)) = (&conc, length) {
+        p.nonneg("serving.max_concurrency", f.total);
+        p.count("serving.max_concurrency_tokens_per_request", len);
+        if let Some(k) = &kv {
+            disagreement(p, k.total, f.total, len);
+        }
     } else {
         p.warn("no `Maximum concurrency for M tokens per request: X` line");
     }
-    if let Some(b) = blocks.iter().copied().reduce(f64::min) {
+    if let Some(b) = u.blocks.iter().copied().reduce(f64::min) {
         p.count("serving.kv_cache_gpu_blocks", b);
     }
-    if let Some(g) = gmu {
+    if let Some(g) = u.gmu {
         if (0.0..=1.0).contains(&g) {
             p.num("serving.gpu_memory_utilization", g);
         } else {
             p.warn(format!("gpu_memory_utilization {g} outside 0..1; not stored"));
         }
     }
-    Ok(p)
+    if let Some((at, what)) = &u.failed {
+        p.warn(format!(
+            "the start-up failed after its KV cache was sized (line {at}: {what}): the figures are what it \
+             logged before; the server may never have served"
+        ));
+    }
+}
+
+/// vLLM's concurrency is tokens ÷ length, to two decimals, for a model whose layers all cache
+/// every token; a hybrid or sliding-window model's token line is smaller (vllm-project/vllm#40691).
+fn disagreement(p: &mut Parsed, tokens: f64, concurrency: f64, length: f64) {
+    let implied = concurrency * length;
+    let slack = 0.005 * length * 2.0 + 0.01 * tokens.max(implied);
+    if (implied - tokens).abs() > slack {
+        let count = |v: f64| crate::figures::count(v.floor() as i64);
+        p.warn(format!(
+            "vLLM's KV cache line says {} tokens, but its concurrency says {concurrency} × {} = {}: vLLM logs \
+             the token figure too small for hybrid and sliding-window models; the concurrency is what it \
+             schedules by",
+            count(tokens),
+            count(length),
+            count(implied)
+        ));
+    }
+}
+
+struct PerEngine {
+    total: f64,
+    engines: usize,
+    parts: Vec<f64>,
+}
+
+/// The smallest figure of each engine (lines without an engine are one engine), added up.
+fn per_engine(figures: impl Iterator<Item = (f64, Option<u32>)>) -> Option<PerEngine> {
+    let mut by_engine: Vec<(Option<u32>, f64)> = Vec::new();
+    for (v, e) in figures {
+        if let Some((_, min)) = by_engine.iter_mut().find(|(k, _)| *k == e) {
+            *min = min.min(v);
+        } else if by_engine.len() < 1024 {
+            by_engine.push((e, v));
+        }
+    }
+    // Lines with and without an engine tag are the same engines seen through different prefixes.
+    if by_engine.iter().any(|(e, _)| e.is_none()) {
+        let min = by_engine.iter().map(|(_, v)| *v).reduce(f64::min)?;
+        return Some(PerEngine {
+            total: min,
+            engines: 1,
+            parts: vec![min],
+        });
+    }
+    let parts: Vec<f64> = by_engine.iter().map(|(_, v)| *v).collect();
+    Some(PerEngine {
+        total: parts.iter().sum(),
+        engines: parts.len(),
+        parts,
+    })
+    .filter(|f| f.engines > 0)
+}
+
+/// The data-parallel rank in a vLLM V1 process prefix: `(EngineCore_DP1 pid=…)`, and before vLLM
+/// 0.11 `(EngineCore_1 pid=…)`.
+pub(crate) fn engine_tag(line: &str) -> Option<u32> {
+    let at = line.find("(EngineCore_")?;
+    let rest = &line[at + "(EngineCore_".len()..];
+    let rest = rest.strip_prefix("DP").unwrap_or(rest);
+    let digits: &str = &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()];
+    let after = &rest[digits.len()..];
+    if digits.is_empty() || !after.starts_with(' ') {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// The `gpu_memory_utilization` a line logs, in any of the forms vLLM has logged it.
@@ -91,15 +284,18 @@ fn memory_utilization(l: &str) -> Option<f64> {
         "gpu_memory_utilization=",
         "'gpu_memory_utilization': ",
         "\"gpu_memory_utilization\": ",
-        "--gpu-memory-utilization ",
         "--gpu-memory-utilization=",
+        "--gpu-memory-utilization ",
+        "--gpu-memory-utilization from ",
         // vLLM ≥ 0.11's worker: `Desired GPU memory utilization is (0.9, 39.98 GiB)`.
         "Desired GPU memory utilization is (",
         // V0 0.7–0.9's memory profile: `… total_gpu_memory (23.55GiB) x gpu_memory_utilization (0.78) = 18.28GiB`.
         "gpu_memory_utilization (",
     ] {
-        if let Some(rest) = after(l, pat) {
-            return text::lenient_number(rest);
+        // A pattern followed by words (`increase --gpu-memory-utilization to 0.9019`, vLLM ≥ 0.18's
+        // advice) gives no figure: the next pattern may (`The current --gpu-memory-utilization=0.9000`).
+        if let Some(v) = after(l, pat).and_then(text::lenient_number) {
+            return Some(v);
         }
     }
     None
@@ -145,7 +341,7 @@ mod tests {
                    Maximum concurrency for 32,768 tokens per request: 17.97x\n\
                    (Worker_TP2_EP2 pid=2080) INFO 09-24 20:54:35 [gpu_worker.py:391] Free memory on device (43.93/44.42 GiB) \
                    on startup. Desired GPU memory utilization is (0.9, 39.98 GiB). Actual usage is 27.72 GiB for weight\n";
-        let p = parse(log).unwrap();
+        let p = parse(log, |_, l| engine_tag(l)).unwrap();
         assert_eq!(p.get_num("serving.kv_cache_tokens"), Some(588_913.0));
         assert_eq!(p.get_num("serving.max_concurrency"), Some(17.97));
         assert_eq!(p.get_num("serving.max_concurrency_tokens_per_request"), Some(32_768.0));
@@ -170,17 +366,147 @@ mod tests {
             ),
         ] {
             let log = format!("INFO 05-30 16:23:01 api_server.py:585] vLLM API server version 0.6.4\n{line}\n");
-            let p = parse(&log).unwrap();
+            let p = parse(&log, |_, l| engine_tag(l)).unwrap();
             assert_eq!(p.get_num("serving.kv_cache_gpu_blocks"), Some(blocks), "{line}");
         }
-        let cpu_only = parse("INFO vllm # CPU blocks: 9362").unwrap();
+        let cpu_only = parse("INFO vllm # CPU blocks: 9362", |_, _| None).unwrap();
         assert_eq!(cpu_only.get_num("serving.kv_cache_gpu_blocks"), None);
         let p = parse(
             "INFO 08-29 13:08:35 [worker.py:287] Memory profiling takes 4.1 seconds\n\
              INFO 08-29 13:08:35 [worker.py:287] the current vLLM instance can use total_gpu_memory (23.55GiB) x \
              gpu_memory_utilization (0.78) = 18.28GiB\n",
+            |_, _| None,
         )
         .unwrap();
         assert_eq!(p.get_num("serving.gpu_memory_utilization"), Some(0.78));
+    }
+
+    fn warned(p: &Parsed, part: &str) -> bool {
+        p.warnings.iter().any(|w| w.contains(part))
+    }
+
+    #[test]
+    fn data_parallel_engines_add_up_and_a_tensor_parallel_repeat_does_not() {
+        // vLLM V1 names each data-parallel engine in its process prefix (vllm-project/vllm#25106).
+        let dp = "(APIServer pid=1) INFO 09-24 20:50:00 [api_server.py:1] vLLM API server version 0.11.0\n\
+                  (EngineCore_DP0 pid=3176030) INFO 09-24 20:53:41 [kv_cache_utils.py:1087] GPU KV cache size: 500,000 tokens\n\
+                  (EngineCore_DP1 pid=3176031) INFO 09-24 20:53:41 [kv_cache_utils.py:1087] GPU KV cache size: 498,000 tokens\n\
+                  (EngineCore_DP0 pid=3176030) INFO 09-24 20:53:41 [kv_cache_utils.py:1091] Maximum concurrency for 32,768 tokens per request: 15.26x\n\
+                  (EngineCore_DP1 pid=3176031) INFO 09-24 20:53:41 [kv_cache_utils.py:1091] Maximum concurrency for 32,768 tokens per request: 15.20x\n";
+        let p = super::super::parse(super::super::EvidenceKind::VllmLog, dp.as_bytes()).unwrap();
+        assert_eq!(
+            p.get_num("serving.kv_cache_tokens"),
+            Some(998_000.0),
+            "{:?}",
+            p.warnings
+        );
+        assert_eq!(p.get_num("serving.max_concurrency"), Some(30.46));
+        assert!(warned(&p, "2 data-parallel engines"), "{:?}", p.warnings);
+        // Before vLLM 0.11 the prefix was `(EngineCore_1 pid=…)`.
+        assert_eq!(engine_tag("(EngineCore_1 pid=4661) INFO x"), Some(1));
+        assert_eq!(engine_tag("(EngineCore pid=4661) INFO x"), None);
+        // One engine's workers repeat the line (vLLM 0.8–0.10): the smallest, never a sum.
+        let tp = "INFO vLLM API server version 0.9.1\n\
+                  (VllmWorker rank=0 pid=11) INFO GPU KV cache size: 335,360 tokens\n\
+                  (VllmWorker rank=1 pid=12) INFO GPU KV cache size: 335,168 tokens\n";
+        let p = parse(tp, |_, l| engine_tag(l)).unwrap();
+        assert_eq!(p.get_num("serving.kv_cache_tokens"), Some(335_168.0));
+        assert!(warned(&p, "one per worker"), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn a_restarted_server_is_judged_by_its_last_start_up_alone() {
+        let log = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.8.5\n\
+                   INFO 05-01 10:00:00 [cli_args.py:1] non-default args: {'gpu_memory_utilization': 0.8}\n\
+                   INFO 05-01 10:01:00 [kv_cache_utils.py:1] GPU KV cache size: 100,000 tokens\n\
+                   INFO 05-01 10:01:00 [kv_cache_utils.py:1] Maximum concurrency for 8,192 tokens per request: 12.21x\n\
+                   INFO 05-01 11:00:00 [api_server.py:1] vLLM API server version 0.9.1\n\
+                   INFO 05-01 11:00:00 [cli_args.py:1] non-default args: {'gpu_memory_utilization': 0.95}\n\
+                   INFO 05-01 11:01:00 [kv_cache_utils.py:1] GPU KV cache size: 300,000 tokens\n\
+                   INFO 05-01 11:01:00 [kv_cache_utils.py:1] Maximum concurrency for 8,192 tokens per request: 36.62x\n";
+        let p = parse(log, |_, _| None).unwrap();
+        assert_eq!(p.get_num("serving.kv_cache_tokens"), Some(300_000.0));
+        assert_eq!(p.get_num("serving.max_concurrency"), Some(36.62));
+        assert_eq!(p.get_num("serving.gpu_memory_utilization"), Some(0.95));
+        assert!(warned(&p, "2 start-ups"), "{:?}", p.warnings);
+        // A later start-up that died before its cache leaves the earlier figures, and says so.
+        let died = format!(
+            "{}INFO 05-01 12:00:00 [api_server.py:1] vLLM API server version 0.9.1\n\
+             ERROR 05-01 12:00:30 [core.py:1] EngineCore failed to start.\n",
+            &log[..log.find("INFO 05-01 11:00:00").unwrap()]
+        );
+        let p = parse(&died, |_, _| None).unwrap();
+        assert_eq!(p.get_num("serving.kv_cache_tokens"), Some(100_000.0));
+        assert!(
+            warned(&p, "a later start-up (from line 5) failed before its KV cache"),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    #[test]
+    fn a_start_up_that_failed_after_sizing_its_cache_is_said_so() {
+        // nlzy/vllm-gfx906#44: the cache was sized, then CUDA graph capture ran out of memory.
+        let log = "(EngineCore_0 pid=4661) INFO 09-29 05:54:47 [kv_cache_utils.py:849] GPU KV cache size: 305,808 tokens\n\
+                   (EngineCore_0 pid=4661) INFO 09-29 05:54:47 [kv_cache_utils.py:853] Maximum concurrency for 16,384 tokens per request: 18.67x\n\
+                   (VllmWorker PP0_TP0 pid=4797) ERROR 09-29 05:54:49 [multiproc_executor.py:596] WorkerProc hit an exception.\n";
+        let p = parse(log, |_, l| engine_tag(l)).unwrap();
+        assert_eq!(p.get_num("serving.kv_cache_tokens"), Some(305_808.0));
+        assert!(
+            warned(&p, "the start-up failed after its KV cache was sized (line 3"),
+            "{:?}",
+            p.warnings
+        );
+        // A traceback after the server is up is a request's, not the start-up's.
+        let up = log.replace(
+            "(VllmWorker PP0_TP0",
+            "INFO Application startup complete.\n(VllmWorker PP0_TP0",
+        );
+        let p = parse(&up, |_, l| engine_tag(l)).unwrap();
+        assert!(!warned(&p, "start-up failed"), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn a_hybrid_models_token_line_that_disagrees_with_its_concurrency_is_said_so() {
+        // vllm-project/vllm#40691 (0.19.0, Qwen3.5): 290,864 ÷ 32,768 is 8.9, not 33.04.
+        let log = "INFO [kv_cache_utils.py:1319] GPU KV cache size: 290,864 tokens\n\
+                   INFO [kv_cache_utils.py:1324] Maximum concurrency for 32,768 tokens per request: 33.04x\n";
+        let p = parse(log, |_, _| None).unwrap();
+        assert_eq!(
+            p.get_num("serving.kv_cache_tokens"),
+            Some(290_864.0),
+            "the line, as logged"
+        );
+        assert!(
+            warned(
+                &p,
+                "290,864 tokens, but its concurrency says 33.04 × 32,768 = 1,082,654"
+            ),
+            "{:?}",
+            p.warnings
+        );
+        // A full-attention model's two figures agree up to the concurrency's two decimals
+        // (vllm-project/vllm#10517: 1478 blocks × 16 = 23,648 tokens, 0.82x of 29,000).
+        let agree = "INFO vLLM GPU KV cache size: 23,648 tokens\n\
+                     INFO Maximum concurrency for 29000 tokens per request: 0.82x\n";
+        let p = parse(agree, |_, _| None).unwrap();
+        assert!(!warned(&p, "its concurrency says"), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn the_utilization_advice_of_newer_vllm_gives_the_current_value() {
+        // LMCache/LMCache#3326 (vLLM ≥ 0.18): the advice names the option before its value.
+        let log = "(EngineCore pid=9) INFO [gpu_worker.py:1] vLLM: The current --gpu-memory-utilization=0.9000 is \
+                   equivalent to --gpu-memory-utilization=0.8981 without CUDA graph memory profiling. To maintain the \
+                   same effective KV cache size as before, increase --gpu-memory-utilization to 0.9019.\n";
+        let p = parse(log, |_, _| None).unwrap();
+        assert_eq!(p.get_num("serving.gpu_memory_utilization"), Some(0.9));
+        let from = "INFO vLLM increase --gpu-memory-utilization from 0.7000 to 0.7021\n";
+        assert_eq!(
+            parse(from, |_, _| None)
+                .unwrap()
+                .get_num("serving.gpu_memory_utilization"),
+            Some(0.7)
+        );
     }
 }
