@@ -31,6 +31,7 @@ use super::{ParseError, Parsed};
 struct RankLine {
     rank: usize,
     host: String,
+    pid: String,
     gpu: String,
 }
 
@@ -45,7 +46,12 @@ fn rank_line(rest: &str) -> Option<RankLine> {
         .split_once("] ")
         .map(|(_, g)| g.trim().to_owned())
         .unwrap_or_default();
-    Some(RankLine { rank, host, gpu })
+    let pid = rest
+        .split_once(" Pid ")
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .unwrap_or_default()
+        .to_owned();
+    Some(RankLine { rank, host, pid, gpu })
 }
 
 /// NICs NCCL says it uses, from `NCCL_DEBUG=INFO` lines: `NET/IB : Using [0]mlx5_0:1/IB [1]…` or
@@ -82,11 +88,48 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     };
     let mut scan = Scan::default();
     for (i, raw) in s.lines().enumerate() {
-        scan.line(&mut p, i + 1, raw.trim());
+        let t = raw.trim();
+        // A second test after the first one's table (a script running every collective, or
+        // separate runs printed one after another): the figures are the first run's alone.
+        if scan.rows > 0 && starts_a_run(t) {
+            p.warn(format!(
+                "line {}: another run starts after the first one's table: the figures are the first run's{}",
+                i + 1,
+                scan.collective
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default()
+            ));
+            break;
+        }
+        scan.line(&mut p, i + 1, t);
     }
-    let world = (!scan.ranks.is_empty())
-        .then_some(scan.ranks.len())
-        .or(scan.banner_ranks);
+    if scan.repeated_ranks > 0 {
+        let mut hosts: Vec<&str> = scan
+            .ranks
+            .iter()
+            .map(|r| r.host.as_str())
+            .chain(scan.other_hosts.iter().map(String::as_str))
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        p.warn(format!(
+            "{} rank line(s) repeat a rank number of another process{}: separate runs, each numbering its ranks from 0 \
+             (nccl-tests built without MPI, or started without its launcher), so nothing crossed between them; the \
+             world size is one run's",
+            scan.repeated_ranks,
+            if hosts.len() > 1 { format!(" (hosts {})", hosts.join(", ")) } else { String::new() }
+        ));
+    }
+    let highest = scan.ranks.iter().map(|r| r.rank + 1).max().unwrap_or(0);
+    if highest > scan.ranks.len() {
+        p.warn(format!(
+            "only {} of the {highest} ranks' `Rank n` lines are in the output: the world size is the highest rank's, \
+             and the nodes are not known (no expected figure)",
+            scan.ranks.len()
+        ));
+    }
+    let world = (highest > 0).then_some(highest).or(scan.banner_ranks);
     let wrong = scan.wrong_rows_judged(&mut p, world);
     if let Some(w) = world {
         p.count("nccl.world_size", w as f64);
@@ -123,6 +166,11 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
 #[derive(Default)]
 struct Scan {
     ranks: Vec<RankLine>,
+    /// `Rank n` lines whose number another process's line already had, and their hosts.
+    repeated_ranks: usize,
+    other_hosts: Vec<String>,
+    /// From `Collective test starting: all_reduce_perf`.
+    collective: Option<String>,
     /// nThread × nGpus from the banner, when no `Rank` lines name the ranks.
     banner_ranks: Option<usize>,
     banner: bool,
@@ -188,10 +236,9 @@ impl Scan {
                 p.text("nccl.library_version", v);
             }
         } else if let Some(c) = body.strip_prefix("Collective test starting: ") {
-            p.text(
-                "nccl.collective",
-                c.trim().trim_end_matches("_perf_mpi").trim_end_matches("_perf"),
-            );
+            let c = c.trim().trim_end_matches("_perf_mpi").trim_end_matches("_perf");
+            p.text("nccl.collective", c);
+            self.collective = Some(c.to_owned());
         } else if t.contains("NCCL INFO") {
             if let Some(n) = nic_count(t) {
                 self.nics.get_or_insert(n);
@@ -199,8 +246,15 @@ impl Scan {
         } else if let Some(rest) = body.strip_prefix("Rank ") {
             if rest.contains(" Pid ") || rest.contains(" device ") {
                 if let Some(r) = rank_line(rest) {
-                    if !self.ranks.iter().any(|x| x.rank == r.rank) {
-                        self.ranks.push(r);
+                    match self.ranks.iter().find(|x| x.rank == r.rank) {
+                        None => self.ranks.push(r),
+                        Some(x) if x.host != r.host || x.pid != r.pid => {
+                            self.repeated_ranks += 1;
+                            if self.other_hosts.len() < 64 && !self.other_hosts.contains(&r.host) {
+                                self.other_hosts.push(r.host);
+                            }
+                        }
+                        Some(_) => {}
                     }
                 }
             }
@@ -360,8 +414,19 @@ impl Scan {
         if self.ranks.is_empty() {
             p.warn("no `Rank n … device …` lines: world size unknown");
         }
-        if let Some(x) = self.peak {
-            expected(p, &self.ranks, self.nics, x);
+        let ring = self
+            .collective
+            .as_deref()
+            .is_none_or(|c| matches!(c, "all_reduce" | "all_gather" | "reduce_scatter"));
+        let complete = self.ranks.iter().map(|r| r.rank + 1).max() == Some(self.ranks.len());
+        match self.peak {
+            Some(x) if ring && complete => expected(p, &self.ranks, self.nics, x),
+            Some(_) if !ring => p.warn(format!(
+                "the expected figures are an all-reduce's (a ring's bus bandwidth); {} moves data otherwise: no \
+                 percentage",
+                self.collective.as_deref().unwrap_or_default()
+            )),
+            _ => {}
         }
     }
 }
@@ -417,6 +482,12 @@ fn most_common<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
         }
     }
     counts.into_iter().max_by_key(|(_, c)| *c).map(|(n, _)| n)
+}
+
+/// The first line of a test: its banner, or (nccl-tests ≥ 2.17) the collective it runs.
+fn starts_a_run(t: &str) -> bool {
+    let body = t.trim_start_matches('#').trim();
+    body.starts_with("nThread ") || body.starts_with("Collective test starting: ")
 }
 
 /// nccl-tests' `DeltaMaxValue` in the builds that print the float `error` column.
@@ -511,5 +582,109 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(p.tool_version.as_deref(), Some("2.17.6"));
+    }
+
+    /// A real 8 × H100 NVLS run (NVIDIA/nccl-tests#290), its peak 473.60 GB/s.
+    const NVLS: &str =
+        include_str!("../../../../tests/fixtures/nccl-tests/h100-x8-all_reduce_perf-nvls-nccl-tests-290.txt");
+    const ALLTOALL: &str =
+        include_str!("../../../../tests/fixtures/nccl-tests/rtx2080ti-x2-pcie-alltoall_perf-na-wrong.txt");
+
+    fn warned(p: &Parsed, part: &str) -> bool {
+        p.warnings.iter().any(|w| w.contains(part))
+    }
+
+    /// nccl-tests built without MPI and started on two hosts (NVIDIA/nccl-tests#213): each process
+    /// is its own run of ranks 0–7, so nothing crossed between the hosts.
+    #[test]
+    fn separate_runs_that_each_number_their_ranks_from_zero_are_one_runs_world() {
+        let (head, table) = NVLS.split_at(NVLS.find("#\n#   ").unwrap());
+        let second: String = head
+            .lines()
+            .filter(|l| l.contains("Rank"))
+            .map(|l| format!("{}\n", l.replace("node005", "node006").replace("295203", "188001")))
+            .collect();
+        let p = read(&format!(
+            "{head}{}{second}{table}",
+            head.lines().next().unwrap().to_owned() + "\n"
+        ))
+        .unwrap();
+        assert_eq!(p.get_num("nccl.world_size"), Some(8.0));
+        assert_eq!(p.get_num("nccl.nodes"), Some(1.0));
+        assert!(
+            warned(
+                &p,
+                "8 rank line(s) repeat a rank number of another process (hosts node005, node006)"
+            ),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    /// A script that runs every collective prints one test after another: the figures are the
+    /// first test's, never the peak of one and the average of another.
+    #[test]
+    fn a_second_test_after_the_first_ones_table_is_not_mixed_in() {
+        let both = format!(
+            "# Collective test starting: all_reduce_perf\n{NVLS}# Collective test starting: alltoall_perf\n{ALLTOALL}"
+        );
+        let p = read(&both).unwrap();
+        let alone = read(NVLS).unwrap();
+        for key in [
+            "nccl.busbw_peak_gbps",
+            "nccl.busbw_avg_gbps",
+            "nccl.sizes",
+            "nccl.world_size",
+        ] {
+            assert_eq!(p.get_num(key), alone.get_num(key), "{key}");
+        }
+        assert_eq!(text(&p, "nccl.collective").as_deref(), Some("all_reduce"));
+        assert!(
+            warned(
+                &p,
+                "another run starts after the first one's table: the figures are the first run's (all_reduce)"
+            ),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    /// Pastes of a large run keep only the last `Rank` line (coreweave/nccl-tests README: `Rank 127`).
+    #[test]
+    fn a_paste_with_the_last_rank_line_only_gives_the_world_and_no_percentage() {
+        let last_only: String = NVLS
+            .lines()
+            .filter(|l| !l.contains("Rank ") || l.contains("Rank  7"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let p = read(&last_only).unwrap();
+        assert_eq!(p.get_num("nccl.world_size"), Some(8.0));
+        assert_eq!(p.get_num("nccl.busbw_pct_of_expected"), None);
+        assert!(warned(&p, "only 1 of the 8 ranks"), "{:?}", p.warnings);
+    }
+
+    /// The export parts' NVLink is cut to 400 GB/s: an H800 is not judged by the H100's figure.
+    #[test]
+    fn an_h800_and_a_gb200_are_judged_by_their_own_fabric() {
+        let p = read(&NVLS.replace("NVIDIA H100 80GB HBM3", "NVIDIA H800")).unwrap();
+        assert_eq!(p.get_num("nccl.expected_busbw_gbps"), Some(160.0));
+        // GB200 trays are nodes to the operating system, one NVLink domain to NCCL.
+        let two_trays = nccl_expected::expected_busbw("NVIDIA GB200", 8, 2, None).unwrap();
+        assert_eq!((two_trays.gbps, two_trays.row.as_str()), (720.0, "blackwell-nvl72"));
+        let racks = nccl_expected::expected_busbw("NVIDIA GB200", 144, 36, None).unwrap();
+        assert_eq!(racks.gbps, 4.0 * 47.0, "{}", racks.basis);
+        assert_eq!(
+            nccl_expected::fabric_for("NVIDIA B200").unwrap().id,
+            "blackwell-nvswitch"
+        );
+    }
+
+    /// The expected figures are an all-reduce's: an all-to-all is not a percentage of them.
+    #[test]
+    fn an_all_to_all_gets_no_percentage_of_an_all_reduce() {
+        let p = read(&format!("# Collective test starting: alltoall_perf\n{ALLTOALL}")).unwrap();
+        assert_eq!(p.get_num("nccl.busbw_pct_of_expected"), None);
+        assert!(p.get_num("nccl.busbw_peak_gbps").is_some());
+        assert!(warned(&p, "alltoall moves data otherwise"), "{:?}", p.warnings);
     }
 }

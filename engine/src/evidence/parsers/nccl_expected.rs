@@ -31,6 +31,9 @@ pub struct BusbwRow {
     /// `measured` or `derived`.
     pub basis: String,
     pub source: String,
+    /// GPUs one NVLink domain joins across nodes (GB200 NVL72: the 72 GPUs of a rack's trays);
+    /// None: the fabric ends at the node.
+    pub domain_gpus: Option<u32>,
 }
 
 /// NICs per node.
@@ -89,6 +92,7 @@ fn parse_table(s: &str) -> Result<Vec<BusbwRow>, String> {
             default_nics: parse_nics(col(8)),
             basis: col(9).to_owned(),
             source: col(10).to_owned(),
+            domain_gpus: col(11).parse().ok().filter(|n| *n > 0),
         });
     }
     Ok(rows)
@@ -134,6 +138,15 @@ pub fn expected_busbw(gpu: &str, gpus: u32, nodes: u32, nics: Option<Nics>) -> O
     let row = fabric_for(gpu)?;
     let per_node = gpus.div_ceil(nodes);
     let intra = (per_node > 1).then_some(row.expected_busbw_gbps);
+    if nodes > 1 && row.domain_gpus.is_some_and(|d| gpus <= d) {
+        return Some(ExpectedBusbw {
+            gbps: row.expected_busbw_gbps,
+            row: row.id.clone(),
+            nics: None,
+            nics_assumed: false,
+            basis: format!("{gpus} GPUs on {nodes} nodes of one NVLink domain ({})", row.id),
+        });
+    }
     if nodes == 1 {
         return Some(ExpectedBusbw {
             gbps: row.expected_busbw_gbps,
