@@ -15,8 +15,8 @@
 //!   neither; they are absent then).
 //! * `gpu.models` (`modelName` label), `gpu.driver_version`, `dcgm_exporter.gpus`.
 //! * Window: gauges as of the `after` scrape, counters (ECC totals, `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`
-//!   → `gpu.energy_joules`) as the difference. A counter that went down means the exporter or driver
-//!   restarted: warn and use the `after` values alone.
+//!   → `gpu.energy_joules`) as the difference. A field that only grows (whatever its `# TYPE`) that
+//!   went down means the exporter or driver restarted: warn and use the `after` values alone.
 
 use super::prometheus::{self, Exposition, Sample};
 use super::{ParseError, Parsed};
@@ -36,12 +36,38 @@ struct Scrape<'a> {
     counters: Vec<&'a str>,
 }
 
+/// The GPU a sample is of: its index (else UUID, else device) on its host. Scrapes of several
+/// machines put one after another, or Prometheus' `/federate`, carry GPU 0 once per host.
 fn gpu_key(s: &Sample<'_>) -> String {
-    s.label("gpu")
+    let gpu = s
+        .label("gpu")
         .or_else(|| s.label("UUID"))
         .or_else(|| s.label("device"))
-        .unwrap_or("")
-        .to_owned()
+        .unwrap_or("");
+    match s.label("Hostname").or_else(|| s.label("hostname")) {
+        Some(host) => format!("{gpu} on {host}"),
+        None => gpu.to_owned(),
+    }
+}
+
+/// A sample of another entity than a GPU (dcgm-exporter 4 exports Grace CPUs, their cores and
+/// NVSwitches beside the GPUs): no GPU of the scrape.
+fn of_another_entity(s: &Sample<'_>) -> bool {
+    s.label("gpu").is_none()
+        && s.label("UUID").is_none()
+        && ["cpu", "cpucore", "nvswitch"].iter().any(|l| s.label(l).is_some())
+}
+
+/// Fields that only grow while the exporter and driver run, whatever `# TYPE` says: one that went
+/// down between the scrapes is a restart. dcgm-exporter 2.2–3.3's default list types rates as
+/// counters (`DCGM_FI_DEV_PCIE_TX_THROUGHPUT`, `DCGM_FI_PROF_PCIE_TX_BYTES`: NVIDIA/dcgm-exporter#87),
+/// and a federated scrape types everything `untyped`, so the type alone proves nothing.
+fn only_grows(name: &str) -> bool {
+    name.ends_with("_TOTAL")
+        || name.ends_with("_COUNT")
+        || name.ends_with("_COUNTER")
+        || name.ends_with("_REMAPPED_ROWS")
+        || name == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 }
 
 fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
@@ -54,6 +80,9 @@ fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
             p.warn(format!("line {}: {} is {}; ignored", s.line, s.name, s.value));
             continue;
         }
+        if of_another_entity(s) {
+            continue;
+        }
         if let Some(m) = s.label("modelName") {
             if out.model_set.insert(m) {
                 out.models.push(m.to_owned());
@@ -62,7 +91,7 @@ fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
         if out.driver.is_none() {
             out.driver = s.label("DCGM_FI_DRIVER_VERSION").map(str::to_owned);
         }
-        if e.types.get(s.name).is_some_and(|t| *t == "counter") && !out.counters.contains(&s.name) {
+        if only_grows(s.name) && !out.counters.contains(&s.name) {
             out.counters.push(s.name);
         }
         out.series
@@ -401,7 +430,46 @@ mod tests {
         assert_eq!(p.get_num("gpu.util_pct_avg"), Some(50.0));
         assert_eq!(p.get_num("gpu.temp_c_max"), Some(61.0));
         let warned = |what: &str| p.warnings.iter().any(|w| w.contains(what));
-        assert!(warned("GPU 0: utilisation 808334905 %"), "{:?}", p.warnings);
+        assert!(warned("GPU 0 on node-35: utilisation 808334905 %"), "{:?}", p.warnings);
         assert!(warned("DCGM_FI_DEV_GPU_TEMP"), "{:?}", p.warnings);
+    }
+
+    /// dcgm-exporter 3.3's default counter list types PCIe rates as counters: a rate that fell
+    /// between the scrapes is no restart, and the window stands.
+    #[test]
+    fn a_rate_typed_as_a_counter_that_falls_is_no_restart() {
+        let scrape = |energy: &str, pcie: &str| {
+            format!(
+                "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n\
+                 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"n1\"}} {energy}\n\
+                 # TYPE DCGM_FI_DEV_PCIE_TX_THROUGHPUT counter\n\
+                 DCGM_FI_DEV_PCIE_TX_THROUGHPUT{{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"n1\"}} {pcie}\n\
+                 DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"n1\"}} 40\n"
+            )
+        };
+        let p = parse_window(&scrape("1000000", "5120"), &scrape("5000000", "4096")).unwrap();
+        assert!(!p.warnings.iter().any(|w| w.contains("restarted")), "{:?}", p.warnings);
+        assert_eq!(p.get_num("gpu.energy_joules"), Some(4000.0));
+        // Energy that went down is a restart.
+        let p = parse_window(&scrape("1000000", "5120"), &scrape("1000", "4096")).unwrap();
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION went down")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    /// Two machines' scrapes put together carry GPU 0 twice; a Grace CPU's series is no GPU.
+    #[test]
+    fn gpus_of_two_hosts_stay_apart_and_a_cpu_is_no_gpu() {
+        let text = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-aaa\",Hostname=\"node-a\"} 100\n\
+                    DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-bbb\",Hostname=\"node-b\"} 0\n\
+                    DCGM_FI_DEV_CPU_UTIL_TOTAL{cpu=\"0\",hostname=\"node-a\"} 0.5\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.get_num("dcgm_exporter.gpus"), Some(2.0), "{:?}", p.warnings);
+        assert_eq!(p.get_num("gpu.util_pct_max"), Some(100.0));
+        assert_eq!(p.get_num("gpu.util_pct_avg"), Some(50.0));
     }
 }

@@ -29,12 +29,27 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         if t.contains("NVIDIA-SMI has failed") || t.starts_with("No devices were found") {
             return Err(ParseError::at(ln, format!("nvidia-smi reported an error: {t}")));
         }
-        if let Some(rest) = t.strip_prefix("GPU ") {
-            l.gpu_line(&mut p, ln, t, rest);
-        } else if let Some(rest) = t.strip_prefix("MIG ") {
-            l.mig_line(&mut p, ln, t, rest);
-        } else {
-            warn_once(&mut l.first_bad, ln, t);
+        if t.starts_with("Unable to determine the device handle") {
+            p.warn(format!(
+                "line {ln}: a GPU the driver knows but cannot reach (fallen off the bus?), not counted: {t}"
+            ));
+            continue;
+        }
+        let entries = entries_of(t);
+        if entries.len() > 1 {
+            p.warn(format!(
+                "line {ln}: {} GPU and MIG entries on one line (a paste that lost its line breaks): each read",
+                entries.len()
+            ));
+        }
+        for t in entries {
+            if let Some(rest) = t.strip_prefix("GPU ") {
+                l.gpu_line(&mut p, ln, t, rest);
+            } else if let Some(rest) = t.strip_prefix("MIG ") {
+                l.mig_line(&mut p, ln, t, rest);
+            } else {
+                warn_once(&mut l.first_bad, ln, t);
+            }
         }
     }
     let Listing {
@@ -128,7 +143,8 @@ impl Listing {
         } else {
             name.to_string()
         });
-        if !uuid.is_empty() {
+        // Old cards print `(UUID: N/A)`: no UUID to keep.
+        if !uuid.is_empty() && !uuid.eq_ignore_ascii_case("N/A") {
             self.uuids.push(uuid.to_string());
         }
         self.last_had_mig = false;
@@ -151,8 +167,77 @@ impl Listing {
     }
 }
 
+/// The entries of one line: `GPU 0: A (UUID: GPU-1) GPU 1: A (UUID: GPU-2)` (a listing pasted into
+/// one line, or `echo $(nvidia-smi -L)`) is two. An entry ends at its UUID's `)`.
+fn entries_of(t: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, _) in t.match_indices(") ") {
+        let next = &t[i + 2..];
+        let starts_entry = next
+            .strip_prefix("GPU ")
+            .or_else(|| next.strip_prefix("MIG "))
+            .and_then(|r| r.split_once(':'))
+            .is_some_and(|(head, _)| head.split_whitespace().last().is_some_and(|n| n.parse::<u32>().is_ok()));
+        if starts_entry && t[start..i].contains("(UUID:") {
+            out.push(t[start..=i].trim());
+            start = i + 2;
+        }
+    }
+    out.push(t[start..].trim());
+    out
+}
+
 fn warn_once(first: &mut Option<(usize, String)>, ln: usize, t: &str) {
     if first.is_none() {
         *first = Some((ln, t.chars().take(120).collect()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NVIDIA/open-gpu-kernel-modules#387 pasted four RTX 2080 Ti into one line of the issue form;
+    /// `echo $(nvidia-smi -L)` in a shell log does the same.
+    #[test]
+    fn a_listing_pasted_into_one_line_counts_every_gpu() {
+        let one_line = "GPU 0: NVIDIA GeForce RTX 2080 Ti (UUID: GPU-67a571b1-aaaa) GPU 1: NVIDIA GeForce RTX 2080 Ti \
+                        (UUID: GPU-3e34e62f-bbbb) GPU 2: NVIDIA GeForce RTX 2080 Ti (UUID: GPU-cccc) GPU 3: NVIDIA \
+                        GeForce RTX 2080 Ti (UUID: GPU-80be5c9a-eb7d-2388-ad7c-7d3ee8f87235)";
+        let p = parse(one_line).unwrap();
+        assert_eq!(p.get_num("gpu.count"), Some(4.0), "{:?}", p.warnings);
+        assert!(p
+            .warnings
+            .iter()
+            .any(|w| w.contains("4 GPU and MIG entries on one line")));
+        let mig = "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1) MIG 3g.20gb Device 0: (UUID: MIG-2) GPU 1: NVIDIA \
+                   A100-SXM4-40GB (UUID: GPU-3)";
+        let p = parse(mig).unwrap();
+        assert_eq!(
+            (p.get_num("gpu.count"), p.get_num("gpu.mig_count")),
+            (Some(2.0), Some(1.0))
+        );
+    }
+
+    /// A GPU the driver lists but cannot reach (NVIDIA/open-gpu-kernel-modules#387) is said so,
+    /// and an old card's `(UUID: N/A)` keeps no UUID.
+    #[test]
+    fn a_gpu_the_driver_cannot_reach_is_said_and_no_uuid_is_na() {
+        let s = "GPU 0: GeForce GTX 680 (UUID: N/A)\n\
+                 Unable to determine the device handle for gpu 0000:0B:00.0: Unknown Error\n";
+        let p = parse(s).unwrap();
+        assert_eq!(p.get_num("gpu.count"), Some(1.0));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("line 2: a GPU the driver knows but cannot reach")),
+            "{:?}",
+            p.warnings
+        );
+        match p.metrics.get("gpu.uuids") {
+            Some(super::super::MetricValue::List(l)) => assert!(l.is_empty(), "{l:?}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

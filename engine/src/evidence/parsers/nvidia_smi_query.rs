@@ -143,8 +143,8 @@ impl LogHead {
     /// The text `v` of the element at `path`: the machine's own, or that of the GPU being read.
     fn read(&mut self, path: &[&str], v: &str, gpu: Option<&mut Gpu>) {
         match path {
-            ["nvidia_smi_log", "driver_version"] => self.driver = Some(v.to_string()),
-            ["nvidia_smi_log", "cuda_version"] => self.cuda = Some(v.to_string()),
+            ["nvidia_smi_log", "driver_version"] => self.driver = Some(text::without_note(v).to_owned()),
+            ["nvidia_smi_log", "cuda_version"] => self.cuda = Some(text::without_note(v).to_owned()),
             ["nvidia_smi_log", "attached_gpus"] => self.attached = text::lenient_number(v),
             ["nvidia_smi_log", "gpu", rest @ ..] => {
                 if let Some(g) = gpu {
@@ -217,12 +217,31 @@ fn gpu_field(g: &mut Gpu, path: &[&str], v: &str) {
 /// `--query-gpu=… --format=csv[,nounits]`: `, `-separated, nothing quoted, units in the header
 /// (`memory.total [MiB]`) and, without `nounits`, in the values (`143771 MiB`). Columns are known
 /// by their header, so `noheader` output cannot be read (its error says so).
+/// A shell command, not CSV: a prompt, or the `nvidia-smi` call itself.
+fn is_command_line(l: &str) -> bool {
+    let t = l.trim_start();
+    t.starts_with("$ ")
+        || t.starts_with("# ")
+        || t.starts_with("> ")
+        || t.contains("nvidia-smi")
+        || t.contains("--query-gpu")
+}
+
 fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
     let mut p = Parsed {
         tool: Some("nvidia-smi".into()),
         ..Default::default()
     };
-    let mut lines = s.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = s.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
+    // A paste often keeps the command above the table (`$ nvidia-smi --query-gpu=index,name,… --format=csv`):
+    // split at its commas it looks like a header, and the real header would be read as a GPU.
+    while let Some((ln, l)) = lines.next_if(|(_, l)| is_command_line(l)) {
+        p.warn(format!(
+            "line {}: the command line above the table skipped: {}",
+            ln + 1,
+            l.trim()
+        ));
+    }
     let Some((hln, header)) = lines.next() else {
         return Err(ParseError::at(1, "empty input"));
     };
@@ -423,7 +442,8 @@ fn csv_gpu(cols: &[String], cells: &[&str], driver: &mut Option<String>, derived
             "memory.total" => g.mem_total = num,
             "memory.used" => g.mem_used = num,
             "memory.reserved" | "memory.free" => g.mem_other = Some(g.mem_other.unwrap_or(0.0) + num.unwrap_or(0.0)),
-            "driver_version" => *driver = Some(v.to_string()),
+            // Driver 610 deprecates `driver_version` for `kmd_version`, the same figure.
+            "driver_version" | "kmd_version" => *driver = Some(super::text::without_note(v).to_owned()),
             "ecc.errors.uncorrected.aggregate.total" => g.ecc_agg = num,
             "ecc.errors.uncorrected.volatile.total" => g.ecc_vol = num,
             "mig.mode.current" => g.mig_mode = Some(v.to_string()),

@@ -227,8 +227,10 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
             }
             if let Some((k, v)) = t.split_once(" : ") {
                 match k.trim() {
-                    "Driver Version" => driver = Some(v.trim().to_owned()),
-                    "CUDA Version" => cuda = Some(v.trim().to_owned()),
+                    // Driver 610 notes the old names' end (`610.57.04 [Deprecated; … Use KMD Version
+                    // instead]`) and adds the new ones, which CUDA 14 keeps alone.
+                    "Driver Version" | "KMD Version" => driver = Some(text::without_note(v).to_owned()),
+                    "CUDA Version" | "CUDA UMD Version" => cuda = Some(text::without_note(v).to_owned()),
                     "Attached GPUs" => attached = text::lenient_number(v),
                     _ => {}
                 }
@@ -379,6 +381,67 @@ mod tests {
         assert_eq!(
             p.metrics.get("gpu.cuda_version"),
             Some(&super::super::MetricValue::Text("13.3".into()))
+        );
+    }
+
+    /// Driver 610's `-q` (utkuozdemir/nvidia_gpu_exporter's 610.57.04 capture): the old names carry a
+    /// deprecation note, and the new ones stand beside them; CUDA 14 keeps only the new ones.
+    #[test]
+    fn driver_610_notes_and_kmd_names_give_the_bare_versions() {
+        const Q: &str = include_str!("../../../../tests/fixtures/nvidia-smi-query/a10-q-text-driver550-gpud.txt");
+        let noted = Q
+            .replace(
+                "Driver Version                            : 550.127.05\n",
+                "Driver Version                            : 610.57.04 [Deprecated; will be removed in CUDA 14.0. Use KMD Version instead]\n",
+            )
+            .replace(
+                "CUDA Version                              : 12.4\n",
+                "CUDA Version                              : 13.3 [Deprecated; will be removed in CUDA 14.0. Use CUDA UMD Version instead]\n\
+                 KMD Version                               : 610.57.04\n\
+                 CUDA UMD Version                          : 13.3\n",
+            );
+        assert_ne!(noted, Q);
+        let new_only = noted
+            .lines()
+            .filter(|l| !l.starts_with("Driver Version") && !l.starts_with("CUDA Version"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>();
+        for text in [noted.as_str(), new_only.as_str()] {
+            let p = parse_q(text).unwrap();
+            assert_eq!(
+                p.metrics.get("gpu.driver_version"),
+                Some(&super::super::MetricValue::Text("610.57.04".into()))
+            );
+            assert_eq!(
+                p.metrics.get("gpu.cuda_version"),
+                Some(&super::super::MetricValue::Text("13.3".into()))
+            );
+        }
+    }
+
+    /// A `--query-gpu` paste that keeps its command line above the header: two GPUs, not three.
+    #[test]
+    fn a_csv_pasted_under_its_command_line_counts_its_gpus() {
+        let paste = "$ nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv\n\
+                     index, name, memory.total [MiB], memory.used [MiB]\n\
+                     0, NVIDIA RTX A6000, 49140 MiB, 1023 MiB\n\
+                     1, NVIDIA RTX A6000, 49140 MiB, 30120 MiB\n";
+        let p = super::super::nvidia_smi_query::parse(paste).unwrap();
+        assert_eq!(p.get_num("gpu.count"), Some(2.0), "{:?}", p.warnings);
+        assert_eq!(p.get_num("gpu.memory_used_mib_max"), Some(30120.0));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("line 1: the command line above the table skipped")),
+            "{:?}",
+            p.warnings
+        );
+        let bare = paste.replacen("$ ", "", 1);
+        assert_eq!(
+            super::super::nvidia_smi_query::parse(&bare)
+                .unwrap()
+                .get_num("gpu.count"),
+            Some(2.0)
         );
     }
 }

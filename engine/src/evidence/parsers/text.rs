@@ -99,6 +99,12 @@ pub(crate) fn tokens_with_col(line: &str) -> Vec<(usize, &str)> {
     out
 }
 
+/// A value without a bracketed note after it: `610.57.04 [Deprecated; will be removed in CUDA 14.0]` →
+/// `610.57.04`.
+pub(crate) fn without_note(v: &str) -> &str {
+    v.split(" [").next().unwrap_or(v).trim()
+}
+
 /// Parse a number that may carry thousands separators, a unit suffix or trailing punctuation:
 /// `"143771 MiB"`, `"1,234"`, `"27.34x"`. Returns None for `N/A`-like values.
 pub(crate) fn lenient_number(s: &str) -> Option<f64> {
