@@ -637,6 +637,48 @@ fn table() -> Vec<(&'static str, Expect)> {
             ]),
         ),
         (
+            "nvidia-smi-query/h100-mig-table-driver590-ecc-on-gpu-exporter.txt",
+            Ok(vec![
+                ("gpu.count", N(1.0)),
+                ("gpu.memory_total_mib", N(81559.0)),
+                ("gpu.driver_version", T("590.48.01")),
+                // the ECC cell reads `On` (MIG mode); its four MIG devices' `Vol Unc ECC` are 0
+                ("gpu.ecc_errors_uncorrected", N(0.0)),
+            ]),
+        ),
+        (
+            "nvidia-smi-query/rtx2080super-table-driver610-kmd-gpu-exporter.txt",
+            Ok(vec![
+                ("gpu.count", N(1.0)),
+                ("gpu.memory_total_mib", N(8192.0)),
+                ("gpu.memory_used_mib_max", N(211.0)),
+                ("gpu.driver_version", T("610.57.04")),
+                ("gpu.cuda_version", T("13.3")),
+            ]),
+        ),
+        (
+            "nvidia-smi-query/rtx2080super-q-text-driver610-deprecated-gpu-exporter.txt",
+            Ok(vec![
+                ("gpu.count", N(1.0)),
+                ("gpu.models", L(&["NVIDIA GeForce RTX 2080 SUPER"])),
+                ("gpu.memory_total_mib", N(8192.0)),
+                // without the `[Deprecated; …]` note that follows both
+                ("gpu.driver_version", T("610.57.04")),
+                ("gpu.cuda_version", T("13.3")),
+            ]),
+        ),
+        (
+            "nvidia-smi-query/rtx2080super-query-gpu-241-fields-driver610-gpu-exporter.csv",
+            Ok(vec![
+                ("gpu.count", N(1.0)),
+                ("gpu.models", L(&["NVIDIA GeForce RTX 2080 SUPER"])),
+                ("gpu.memory_total_mib", N(8192.0)),
+                ("gpu.memory_used_mib_max", N(211.0)),
+                ("gpu.driver_version", T("610.57.04")),
+                ("gpu.ecc_errors_uncorrected", Absent),
+            ]),
+        ),
+        (
             "nvidia-smi-query/rtx3070-table-530-layout-windows-cs259.txt",
             Ok(vec![
                 ("gpu.count", N(1.0)),

@@ -19,6 +19,9 @@ pub(crate) struct Gpu {
     /// The driver printed an error in place of a figure (`ERR!`, `Unknown Error`): the GPU has
     /// fallen off the bus or needs a reset, and its counters cannot be read.
     pub(crate) error: bool,
+    /// The table's ECC cell said `On` (MIG mode): its count is the sum of its MIG devices' (`None`
+    /// inside while none was read).
+    pub(crate) ecc_in_mig_devices: Option<Option<f64>>,
 }
 
 /// A cell the driver filled with an error instead of a figure: the table's `ERR!`, `-q`'s and
@@ -75,6 +78,21 @@ pub(crate) fn finish(p: &mut Parsed, gpus: &[Gpu]) {
             "GPU {} reported an error (ERR! / Unknown Error) in place of its figures: fallen off the bus or in \
              need of a reset; its ECC counters cannot be read, so gpu.ecc_errors_uncorrected is not given",
             failed.join(", ")
+        ));
+        return;
+    }
+    let unread: Vec<String> = gpus
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.ecc_in_mig_devices == Some(None))
+        .map(|(i, _)| i.to_string())
+        .collect();
+    if !unread.is_empty() {
+        // The others' sum would read as the whole box's.
+        p.warn(format!(
+            "GPU {} is in MIG mode: its uncorrectable ECC count is in the MIG devices table, which is not in the \
+             input, so gpu.ecc_errors_uncorrected is not given (nvidia-smi -q or --query-gpu gives it whole)",
+            unread.join(", ")
         ));
         return;
     }

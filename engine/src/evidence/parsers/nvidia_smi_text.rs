@@ -54,6 +54,8 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
     // Between the GPU table's `====` rule and the processes (or MIG) table.
     let mut in_gpu_table = false;
     let mut past_gpu_table = false;
+    // `None` outside the MIG devices table; `Some(false)` above its `====` rule, `Some(true)` below.
+    let mut mig_table: Option<bool> = None;
     for (i, raw) in s.lines().enumerate() {
         let line = raw.trim();
         if line.contains("NVIDIA-SMI ") {
@@ -66,6 +68,9 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
             if header_line.is_some() && !past_gpu_table {
                 in_gpu_table = true;
             }
+            if mig_table.is_some() {
+                mig_table = Some(true);
+            }
             row_in_group = Some(0);
             continue;
         }
@@ -77,6 +82,11 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
             in_gpu_table = false;
             past_gpu_table = true;
             row_in_group = None;
+            mig_table = line.contains("MIG devices:").then_some(false);
+            continue;
+        }
+        if mig_table == Some(true) {
+            mig_device_ecc(line, &mut gpus);
             continue;
         }
         if !in_gpu_table || !line.starts_with('|') {
@@ -111,6 +121,11 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
         row_in_group = Some(pos + 1);
     }
     check_found(header_line, gpus.len())?;
+    for g in gpus.iter_mut() {
+        if let Some(Some(n)) = g.ecc_in_mig_devices {
+            g.ecc_vol = Some(n);
+        }
+    }
     record_machine(&mut p, driver, cuda, &gpus);
     finish(&mut p, &gpus);
     Ok(p)
@@ -164,10 +179,30 @@ fn first_gpu_row<'a>(cells: &[&'a str]) -> Option<(&'a str, Gpu)> {
         name: (!name.is_empty() && !is_gpu_error(&name)).then_some(name),
         ..Default::default()
     };
-    if !is_na(ecc) && ecc != "Off" {
+    if ecc == "On" {
+        // A GPU in MIG mode shows its ECC mode here; the counts are its MIG devices' (below).
+        g.ecc_in_mig_devices = Some(None);
+    } else if !is_na(ecc) && ecc != "Off" {
         g.ecc_vol = text::lenient_number(ecc);
     }
     Some((index, g))
+}
+
+/// A row of the MIG devices table: `|  0    2   0   0  |  26MiB / 40448MiB | 60      0 | …`: the
+/// GPU, GI, CI and MIG device ids, then the memory, then the SMs and the volatile uncorrectable ECC
+/// count. Its count is added to its GPU's, when that GPU showed `On` in its ECC cell.
+fn mig_device_ecc(line: &str, gpus: &mut [Gpu]) {
+    let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
+    let ids: Vec<usize> = cells[0].split_whitespace().filter_map(|t| t.parse().ok()).collect();
+    let (Some(&gpu), 4, Some(sm_unc)) = (ids.first(), ids.len(), cells.get(2)) else {
+        return;
+    };
+    let Some(g) = gpus.get_mut(gpu) else { return };
+    if let Some(sum) = g.ecc_in_mig_devices.as_mut() {
+        if let Some(n) = sm_unc.split_whitespace().nth(1).and_then(text::lenient_number) {
+            *sum = Some(sum.unwrap_or(0.0) + n);
+        }
+    }
 }
 
 /// The driver and CUDA versions of the banner, and a warning when a GPU name was cut short.
@@ -442,6 +477,32 @@ mod tests {
                 .unwrap()
                 .get_num("gpu.count"),
             Some(2.0)
+        );
+    }
+
+    /// A GPU in MIG mode shows `On` in its ECC cell (utkuozdemir/nvidia_gpu_exporter's H100 MIG
+    /// capture, driver 590): its count is its MIG devices'; without their table it is not known,
+    /// and the other GPUs' sum is not given as the box's.
+    #[test]
+    fn a_mig_gpus_ecc_comes_from_its_mig_devices() {
+        const MIG: &str = include_str!(
+            "../../../../tests/fixtures/nvidia-smi-query/h100-mig-table-driver590-ecc-on-gpu-exporter.txt"
+        );
+        let p = parse_table(MIG).unwrap();
+        assert_eq!(p.get_num("gpu.ecc_errors_uncorrected"), Some(0.0));
+        let one_error = MIG.replace("| 32      0 |", "| 32      2 |");
+        assert_ne!(one_error, MIG);
+        assert_eq!(
+            parse_table(&one_error).unwrap().get_num("gpu.ecc_errors_uncorrected"),
+            Some(2.0)
+        );
+        let cut = &MIG[..MIG.find("| MIG devices:").unwrap()];
+        let p = parse_table(cut).unwrap();
+        assert_eq!(p.get_num("gpu.ecc_errors_uncorrected"), None);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("GPU 0 is in MIG mode")),
+            "{:?}",
+            p.warnings
         );
     }
 }
