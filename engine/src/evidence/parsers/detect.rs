@@ -184,6 +184,9 @@ fn json_kind(v: &serde_json::Value) -> Option<K> {
                 .is_some_and(|m| m.values().any(|v| v.get("unit").is_some()));
         return Some(if aiperf_record { K::BenchServing } else { K::Metrics });
     }
+    if super::nccl::is_json_report(o) {
+        return Some(K::NcclTests);
+    }
     if o.contains_key("written") && o.contains_key("restored") {
         return Some(K::CheckpointRestore);
     }

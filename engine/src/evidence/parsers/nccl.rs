@@ -82,6 +82,22 @@ fn nic_count(line: &str) -> Option<(u32, Option<f64>)> {
 }
 
 pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
+    if let Some(table) = json_as_table(s)? {
+        let mut p = parse(&table.text)?;
+        p.warnings.insert(
+            0,
+            "read from nccl-tests' JSON output (`-J`, nccl-tests ≥ 2.17): a `line N` below is the Nth line of the \
+             table it would have printed"
+                .into(),
+        );
+        if table.environment {
+            p.warn(
+                "the JSON's `env` list holds the test process's environment as it was (any token or key in it \
+                 too), and the upload is kept as sent: empty the list before uploading such a file",
+            );
+        }
+        return Ok(p);
+    }
     let mut p = Parsed {
         tool: Some("nccl-tests".into()),
         ..Default::default()
@@ -104,32 +120,7 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         }
         scan.line(&mut p, i + 1, t);
     }
-    if scan.repeated_ranks > 0 {
-        let mut hosts: Vec<&str> = scan
-            .ranks
-            .iter()
-            .map(|r| r.host.as_str())
-            .chain(scan.other_hosts.iter().map(String::as_str))
-            .collect();
-        hosts.sort_unstable();
-        hosts.dedup();
-        p.warn(format!(
-            "{} rank line(s) repeat a rank number of another process{}: separate runs, each numbering its ranks from 0 \
-             (nccl-tests built without MPI, or started without its launcher), so nothing crossed between them; the \
-             world size is one run's",
-            scan.repeated_ranks,
-            if hosts.len() > 1 { format!(" (hosts {})", hosts.join(", ")) } else { String::new() }
-        ));
-    }
-    let highest = scan.ranks.iter().map(|r| r.rank + 1).max().unwrap_or(0);
-    if highest > scan.ranks.len() {
-        p.warn(format!(
-            "only {} of the {highest} ranks' `Rank n` lines are in the output: the world size is the highest rank's, \
-             and the nodes are not known (no expected figure)",
-            scan.ranks.len()
-        ));
-    }
-    let world = (highest > 0).then_some(highest).or(scan.banner_ranks);
+    let world = scan.world(&mut p);
     let wrong = scan.wrong_rows_judged(&mut p, world);
     if let Some(w) = world {
         p.count("nccl.world_size", w as f64);
@@ -196,6 +187,37 @@ struct Scan {
 }
 
 impl Scan {
+    /// The world size: the highest rank + 1 of the `Rank n` lines (a paste may keep only some),
+    /// else the banner's; with warnings for separate runs and for missing rank lines.
+    fn world(&self, p: &mut Parsed) -> Option<usize> {
+        if self.repeated_ranks > 0 {
+            let mut hosts: Vec<&str> = self
+                .ranks
+                .iter()
+                .map(|r| r.host.as_str())
+                .chain(self.other_hosts.iter().map(String::as_str))
+                .collect();
+            hosts.sort_unstable();
+            hosts.dedup();
+            p.warn(format!(
+                "{} rank line(s) repeat a rank number of another process{}: separate runs, each numbering its ranks from 0 \
+                 (nccl-tests built without MPI, or started without its launcher), so nothing crossed between them; the \
+                 world size is one run's",
+                self.repeated_ranks,
+                if hosts.len() > 1 { format!(" (hosts {})", hosts.join(", ")) } else { String::new() }
+            ));
+        }
+        let highest = self.ranks.iter().map(|r| r.rank + 1).max().unwrap_or(0);
+        if highest > self.ranks.len() {
+            p.warn(format!(
+                "only {} of the {highest} ranks' `Rank n` lines are in the output: the world size is the highest rank's, \
+                 and the nodes are not known (no expected figure)",
+                self.ranks.len()
+            ));
+        }
+        (highest > 0).then_some(highest).or(self.banner_ranks)
+    }
+
     /// One trimmed line `t` (line number `ln`): something said around the table, its header, or
     /// one of its rows.
     fn line(&mut self, p: &mut Parsed, ln: usize, t: &str) {
@@ -484,6 +506,130 @@ fn most_common<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     counts.into_iter().max_by_key(|(_, c)| *c).map(|(n, _)| n)
 }
 
+/// nccl-tests' JSON report (`-J report.json`, util.cu's `jsonOutputInit` … `writeResultFooter`) as
+/// the table it printed beside it, so that every rule of the table holds for it too.
+struct JsonTable {
+    text: String,
+    /// Whether the report carries the process environment (`env`).
+    environment: bool,
+}
+
+/// `Ok(None)` for anything that is not such a report; an error for one that is not readable.
+fn json_as_table(s: &str) -> Result<Option<JsonTable>, ParseError> {
+    use std::fmt::Write as _;
+    let t = s.trim_start();
+    if !t.starts_with('{') || !t.contains("\"results\"") {
+        return Ok(None);
+    }
+    let (v, _) = super::text::json_value(s)?;
+    let Some(o) = v.as_object().filter(|o| is_json_report(o)) else {
+        return Ok(None);
+    };
+    let mut text = String::new();
+    let program = o
+        .get("args")
+        .and_then(|a| a.get(0))
+        .and_then(|a| a.as_str())
+        .map(|a| a.rsplit('/').next().unwrap_or(a));
+    if let Some(program) = program {
+        let _ = writeln!(text, "# Collective test starting: {program}");
+    }
+    if let Some(code) = o.get("nccl_version").and_then(|n| n.as_u64()) {
+        // NCCL_VERSION_CODE since 2.9: major × 10000 + minor × 100 + patch.
+        let _ = writeln!(
+            text,
+            "# NCCL version {}.{}.{}",
+            code / 10000,
+            code / 100 % 100,
+            code % 100
+        );
+    }
+    let config = o.get("config");
+    let int = |v: Option<&serde_json::Value>, key: &str| v.and_then(|c| c.get(key)).and_then(|n| n.as_u64());
+    if let (Some(threads), Some(gpus)) = (int(config, "nthreads"), int(config, "ngpus")) {
+        let _ = writeln!(text, "# nThread {threads} nGpus {gpus}");
+    }
+    json_devices_and_rows(o, &mut text);
+    if let Some(n) = int(o.get("out_of_bounds"), "count") {
+        let _ = writeln!(
+            text,
+            "# Out of bounds values : {n} {}",
+            if n == 0 { "OK" } else { "FAILED" }
+        );
+    }
+    if let Some(bw) = o
+        .get("average_bus_bandwidth")
+        .and_then(|a| a.get("bandwidth"))
+        .and_then(|b| b.as_f64())
+    {
+        let _ = writeln!(text, "# Avg bus bandwidth    : {bw}");
+    }
+    let environment = o.get("env").and_then(|e| e.as_array()).is_some_and(|e| !e.is_empty());
+    Ok(Some(JsonTable { text, environment }))
+}
+
+/// The `Rank n` lines of `config.devices` and a row per `results` entry, into `text`.
+fn json_devices_and_rows(o: &serde_json::Map<String, serde_json::Value>, text: &mut String) {
+    use std::fmt::Write as _;
+    let config = o.get("config");
+    let field = |d: &serde_json::Value, key: &str| match d.get(key) {
+        Some(serde_json::Value::String(x)) => x.trim().to_owned(),
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        _ => "N/A".to_owned(),
+    };
+    for d in config
+        .and_then(|c| c.get("devices"))
+        .and_then(|d| d.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let _ = writeln!(
+            *text,
+            "#  Rank {} Group {} Pid {} on {} device {} [{}] {}",
+            field(d, "rank"),
+            field(d, "group"),
+            field(d, "pid"),
+            field(d, "hostname"),
+            field(d, "device"),
+            field(d, "device_hex"),
+            field(d, "device_info")
+        );
+    }
+    text.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
+    for r in o.get("results").and_then(|r| r.as_array()).into_iter().flatten() {
+        let side = |name: &str| {
+            let b = r.get(name).filter(|b| b.is_object());
+            let time = b.and_then(|b| b.get("time").or_else(|| b.get("cpu_time")));
+            let num =
+                |v: Option<&serde_json::Value>| v.and_then(|n| n.as_f64()).map_or("N/A".to_owned(), |n| n.to_string());
+            format!(
+                "{} {} {} {}",
+                num(time),
+                num(b.and_then(|b| b.get("alg_bw"))),
+                num(b.and_then(|b| b.get("bus_bw"))),
+                num(b.and_then(|b| b.get("nwrong")))
+            )
+        };
+        let _ = writeln!(
+            *text,
+            "{} {} {} {} {} {} {}",
+            field(r, "size"),
+            field(r, "count"),
+            field(r, "type"),
+            field(r, "redop"),
+            field(r, "root"),
+            side("out_of_place"),
+            side("in_place")
+        );
+    }
+}
+
+/// nccl-tests' JSON report: its `results` list beside its `config` or summary objects.
+pub(crate) fn is_json_report(o: &serde_json::Map<String, serde_json::Value>) -> bool {
+    o.get("results").is_some_and(|r| r.is_array())
+        && (o.contains_key("average_bus_bandwidth") || o.get("config").is_some_and(|c| c.get("nthreads").is_some()))
+}
+
 /// The first line of a test: its banner, or (nccl-tests ≥ 2.17) the collective it runs.
 fn starts_a_run(t: &str) -> bool {
     let body = t.trim_start_matches('#').trim();
@@ -686,5 +832,48 @@ mod tests {
         assert_eq!(p.get_num("nccl.busbw_pct_of_expected"), None);
         assert!(p.get_num("nccl.busbw_peak_gbps").is_some());
         assert!(warned(&p, "alltoall moves data otherwise"), "{:?}", p.warnings);
+    }
+
+    /// nccl-tests ≥ 2.17 writes the run as JSON with `-J` (util.cu: `config.devices`, `results[]`
+    /// with `out_of_place` / `in_place`, `out_of_bounds`, `average_bus_bandwidth`); the figures of
+    /// the NVLS run above, written in that shape, read as the table does.
+    #[test]
+    fn the_json_report_reads_as_its_table() {
+        let devices: Vec<String> = (0..8)
+            .map(|i| {
+                format!(
+                    r#"{{"rank":{i},"group":0,"pid":295203,"hostname":"node005","device":{i},"device_hex":"0x18","device_info":"NVIDIA H100 80GB HBM3"}}"#
+                )
+            })
+            .collect();
+        let row = |size: u64, busbw: f64, wrong: &str| {
+            format!(
+                r#"{{"size":{size},"count":{},"type":"float","redop":"sum","root":"    -1","out_of_place":{{"time":15870,"alg_bw":270.63,"bus_bw":{busbw},"nwrong":{wrong}}},"in_place":{{"time":15773,"alg_bw":272.3,"bus_bw":476.53,"nwrong":0}},"actual_iterations":2,"experiment_name":""}}"#,
+                size / 4
+            )
+        };
+        let report = format!(
+            r#"{{"version":1,"start_time":"2025-11-03 10:15:42","args":["./build/all_reduce_perf","-b","128M"],"env":["HF_TOKEN=hf_secret"],"nccl_version":22703,"config":{{"nthreads":1,"ngpus":8,"minimum_bytes":134217728,"maximum_bytes":4294967296,"step_factor":2,"devices":[{}]}},"results":[{},{}],"out_of_bounds":{{"count":0,"okay":true}},"average_bus_bandwidth":{{"bandwidth":439.369,"okay":"unchecked"}},"end_time":"2025-11-03 10:16:00"}}"#,
+            devices.join(","),
+            row(2147483648, 468.57, "0"),
+            row(4294967296, 473.6, "0")
+        );
+        assert_eq!(
+            super::super::detect::detect(report.as_bytes()),
+            Some(super::super::EvidenceKind::NcclTests)
+        );
+        let p = read(&report).unwrap();
+        assert_eq!(p.get_num("nccl.busbw_peak_gbps"), Some(473.6));
+        assert_eq!(p.get_num("nccl.busbw_avg_gbps"), Some(439.369));
+        assert_eq!(p.get_num("nccl.world_size"), Some(8.0));
+        assert_eq!(p.get_num("nccl.wrong"), Some(0.0));
+        assert_eq!(p.get_num("nccl.expected_busbw_gbps"), Some(476.0));
+        assert_eq!(text(&p, "nccl.collective").as_deref(), Some("all_reduce"));
+        assert_eq!(text(&p, "nccl.library_version").as_deref(), Some("2.27.3"));
+        assert!(p.warnings.iter().any(|w| w.contains("`env` list")), "{:?}", p.warnings);
+        // A count of wrong elements in the JSON is a wrong row, as in the table.
+        let corrupt = report.replacen(r#""bus_bw":468.57,"nwrong":0"#, r#""bus_bw":468.57,"nwrong":3"#, 1);
+        assert_ne!(corrupt, report);
+        assert_eq!(read(&corrupt).unwrap().get_num("nccl.wrong"), Some(1.0));
     }
 }

@@ -298,21 +298,26 @@ fn parse_csv(s: &str) -> Result<Parsed, ParseError> {
     }
     finish(&mut p, &gpus);
     if uncountable {
-        // A GPU sampled several times would count once per sample, and its errors with it.
-        for key in ["gpu.count", "gpu.models", "gpu.ecc_errors_uncorrected"] {
-            p.metrics.remove(key);
-        }
-        p.warn(
-            "a log with timestamps names no GPU (no uuid, index or pci.bus_id column), so its samples cannot be \
-             told from GPUs: gpu.count, gpu.models and gpu.ecc_errors_uncorrected are not given (add index to \
-             the query)",
-        );
+        unsure_of_gpus(&mut p);
     }
     if !cols.iter().any(|c| c.starts_with("ecc.errors.uncorrected")) {
         // `finish` warned about ECC; say why.
         p.warnings.retain(|w| !w.starts_with("uncorrectable ECC"));
     }
     Ok(p)
+}
+
+/// A log with timestamps that names no GPU: a GPU sampled several times would count once per
+/// sample, and its errors with it.
+fn unsure_of_gpus(p: &mut Parsed) {
+    for key in ["gpu.count", "gpu.models", "gpu.ecc_errors_uncorrected"] {
+        p.metrics.remove(key);
+    }
+    p.warn(
+        "a log with timestamps names no GPU (no uuid, index or pci.bus_id column), so its samples cannot be \
+         told from GPUs: gpu.count, gpu.models and gpu.ecc_errors_uncorrected are not given (add index to \
+         the query)",
+    );
 }
 
 /// A `--query-gpu` header names at least one column this reader knows; without one the rows

@@ -96,29 +96,9 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
             continue;
         }
         let Some(pos) = row_in_group else { continue };
-        let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
-        if cells.len() < 3 {
-            continue;
+        if gpu_table_row(&mut p, i + 1, line, pos, &mut gpus) {
+            row_in_group = Some(pos + 1);
         }
-        match pos {
-            0 => {
-                let Some((index, g)) = first_gpu_row(&cells) else {
-                    continue;
-                };
-                if index.parse::<usize>().ok() != Some(gpus.len()) {
-                    p.warn(format!("line {}: GPU {index} out of order", i + 1));
-                }
-                gpus.push(g);
-            }
-            1 => {
-                if let (Some(g), Some((used, total))) = (gpus.last_mut(), memory_cell(cells[1])) {
-                    g.mem_used = Some(used);
-                    g.mem_total = Some(total);
-                }
-            }
-            _ => {}
-        }
-        row_in_group = Some(pos + 1);
     }
     check_found(header_line, gpus.len())?;
     for g in gpus.iter_mut() {
@@ -129,6 +109,34 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
     record_machine(&mut p, driver, cuda, &gpus);
     finish(&mut p, &gpus);
     Ok(p)
+}
+
+/// Row `pos` of a GPU's group in the GPU table (line `ln`): the first names it, the second has its
+/// memory. False for a line that is no row (the group's position stays).
+fn gpu_table_row(p: &mut Parsed, ln: usize, line: &str, pos: usize, gpus: &mut Vec<Gpu>) -> bool {
+    let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
+    if cells.len() < 3 {
+        return false;
+    }
+    match pos {
+        0 => {
+            let Some((index, g)) = first_gpu_row(&cells) else {
+                return false;
+            };
+            if index.parse::<usize>().ok() != Some(gpus.len()) {
+                p.warn(format!("line {ln}: GPU {index} out of order"));
+            }
+            gpus.push(g);
+        }
+        1 => {
+            if let (Some(g), Some((used, total))) = (gpus.last_mut(), memory_cell(cells[1])) {
+                g.mem_used = Some(used);
+                g.mem_total = Some(total);
+            }
+        }
+        _ => {}
+    }
+    true
 }
 
 /// The versions in the banner line: nvidia-smi's, the driver's and CUDA's.
@@ -263,7 +271,7 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
             if let Some((k, v)) = t.split_once(" : ") {
                 match k.trim() {
                     // Driver 610 notes the old names' end (`610.57.04 [Deprecated; … Use KMD Version
-                    // instead]`) and adds the new ones, which CUDA 14 keeps alone.
+                    // instead]`) beside the new ones, which CUDA 14 keeps alone.
                     "Driver Version" | "KMD Version" => driver = Some(text::without_note(v).to_owned()),
                     "CUDA Version" | "CUDA UMD Version" => cuda = Some(text::without_note(v).to_owned()),
                     "Attached GPUs" => attached = text::lenient_number(v),
@@ -293,6 +301,13 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
             "nvidia-smi -q text without a `GPU <bus id>` section",
         ));
     }
+    record_q_machine(&mut p, attached, driver, cuda, &gpus);
+    finish(&mut p, &gpus);
+    Ok(p)
+}
+
+/// The machine's lines of `-q` (before its GPU sections) and the MIG count.
+fn record_q_machine(p: &mut Parsed, attached: Option<f64>, driver: Option<String>, cuda: Option<String>, gpus: &[Gpu]) {
     if let Some(a) = attached {
         p.count("gpu.attached_gpus", a);
         if a as usize != gpus.len() {
@@ -313,8 +328,6 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
         let mig = gpus.iter().filter(|g| g.mig_mode.as_deref() == Some("Enabled")).count();
         p.count("gpu.mig_enabled_gpus", mig as f64);
     }
-    finish(&mut p, &gpus);
-    Ok(p)
 }
 
 fn field(g: &mut Gpu, path: &[&str], v: &str) {
