@@ -6,9 +6,9 @@
 use super::EvidenceKind as K;
 
 pub(crate) fn detect(bytes: &[u8]) -> Option<K> {
-    let s = std::str::from_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)).ok()?;
+    let s = super::text::decode(bytes).ok()?;
     // Output captured through a launcher is recognised by what it holds, not by its prefixes.
-    let stripped = super::launcher::strip(s);
+    let stripped = super::launcher::strip(&s);
     detect_text(&stripped.text)
 }
 

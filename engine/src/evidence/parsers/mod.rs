@@ -291,7 +291,8 @@ pub fn parse_with(kind: EvidenceKind, bytes: &[u8], targets: &SloTargets) -> Res
     if kind == EvidenceKind::Log {
         return Ok(Parsed::default());
     }
-    let s = text::decode(bytes)?;
+    let decoded = text::decode(bytes)?;
+    let s: &str = &decoded;
     let stripped = launcher::strip(s);
     let t: &str = &stripped.text;
     let result = match kind {
@@ -389,8 +390,8 @@ pub fn parse_window(
     })?;
     let after = text::decode(after)?;
     within_limits(match kind {
-        EvidenceKind::DcgmExporter => dcgm_exporter::parse_window(before, after),
-        _ => vllm_metrics::parse_window(before, after, targets),
+        EvidenceKind::DcgmExporter => dcgm_exporter::parse_window(&before, &after),
+        _ => vllm_metrics::parse_window(&before, &after, targets),
     })
 }
 

@@ -6,10 +6,13 @@ use std::borrow::Cow;
 
 /// Decode bytes as UTF-8 (a leading BOM is dropped). Invalid UTF-8 is an error naming the line and
 /// column (1-based, column in characters) of the first bad byte.
-pub(crate) fn decode(bytes: &[u8]) -> Result<&str, ParseError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Cow<'_, str>, ParseError> {
+    if let Some(text) = utf16(bytes) {
+        return text.map(Cow::Owned);
+    }
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
-        Ok(s) => Ok(s),
+        Ok(s) => Ok(Cow::Borrowed(s)),
         Err(e) => {
             let good = bytes.get(..e.valid_up_to()).unwrap_or_default();
             // The prefix is valid UTF-8 by construction.
@@ -23,6 +26,35 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<&str, ParseError> {
             ))
         }
     }
+}
+
+/// Text saved as UTF-16 with its byte-order mark, as Windows PowerShell 5.1's `>` writes it
+/// (`nvidia-smi -L > gpus.txt`); `None` for any other input.
+fn utf16(bytes: &[u8]) -> Option<Result<String, ParseError>> {
+    let little = match bytes.get(..2)? {
+        [0xFF, 0xFE] => true,
+        [0xFE, 0xFF] => false,
+        _ => return None,
+    };
+    let units = bytes[2..].chunks(2).map(|c| match (c, little) {
+        ([a, b], true) => u16::from_le_bytes([*a, *b]),
+        ([a, b], false) => u16::from_be_bytes([*a, *b]),
+        _ => 0xDC00, // an odd byte at the end: a lone surrogate, refused below
+    });
+    let mut out = String::with_capacity(bytes.len() / 2);
+    for (i, c) in char::decode_utf16(units).enumerate() {
+        match c {
+            Ok(c) => out.push(c),
+            Err(_) => {
+                let line = out.matches('\n').count() + 1;
+                return Some(Err(ParseError::at(
+                    line,
+                    format!("input is not valid UTF-16 (code unit {})", i + 1),
+                )));
+            }
+        }
+    }
+    Some(Ok(out))
 }
 
 /// Remove ANSI escape sequences (`ESC [ … letter`), e.g. underline codes from a TTY capture.
@@ -320,5 +352,38 @@ mod python_json_tests {
         // bytes before one is passed over whole.
         assert_eq!(python_json(r#"{"NaNo": NaNo}"#), r#"{"NaNo": NaNo}"#);
         assert_eq!(python_json("xNaN — NaN"), "xNaN — null");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{detect::detect, parse, EvidenceKind};
+
+    fn utf16le(s: &str) -> Vec<u8> {
+        let mut out = vec![0xFF, 0xFE];
+        out.extend(s.encode_utf16().flat_map(u16::to_le_bytes));
+        out
+    }
+
+    /// Windows PowerShell 5.1's `nvidia-smi -L > gpus.txt` writes UTF-16LE with a byte-order mark.
+    #[test]
+    fn a_listing_saved_as_utf16_by_powershell_is_read() {
+        let listing = "GPU 0: NVIDIA GeForce RTX 4070 Laptop GPU (UUID: GPU-6f1d3e44-0000-0000-0000-000000000000)\r\n";
+        let bytes = utf16le(listing);
+        assert_eq!(detect(&bytes), Some(EvidenceKind::NvidiaSmiList));
+        let p = parse(EvidenceKind::NvidiaSmiList, &bytes).unwrap();
+        assert_eq!(p.get_num("gpu.count"), Some(1.0));
+        let mut big_endian = vec![0xFE, 0xFF];
+        big_endian.extend(listing.encode_utf16().flat_map(u16::to_be_bytes));
+        assert_eq!(
+            parse(EvidenceKind::NvidiaSmiList, &big_endian)
+                .unwrap()
+                .get_num("gpu.count"),
+            Some(1.0)
+        );
+        // Cut in the middle of a code unit: an error, never a panic.
+        let cut = &bytes[..bytes.len() - 1];
+        let e = parse(EvidenceKind::NvidiaSmiList, cut).unwrap_err();
+        assert!(e.message.contains("not valid UTF-16"), "{}", e.message);
     }
 }
