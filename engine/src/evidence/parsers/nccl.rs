@@ -157,6 +157,8 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
 #[derive(Default)]
 struct Scan {
     ranks: Vec<RankLine>,
+    /// Where each rank number is in `ranks`, so that a long list stays linear to read.
+    rank_at: std::collections::HashMap<usize, usize>,
     /// `Rank n` lines whose number another process's line already had, and their hosts.
     repeated_ranks: usize,
     other_hosts: Vec<String>,
@@ -268,8 +270,11 @@ impl Scan {
         } else if let Some(rest) = body.strip_prefix("Rank ") {
             if rest.contains(" Pid ") || rest.contains(" device ") {
                 if let Some(r) = rank_line(rest) {
-                    match self.ranks.iter().find(|x| x.rank == r.rank) {
-                        None => self.ranks.push(r),
+                    match self.rank_at.get(&r.rank).map(|&i| &self.ranks[i]) {
+                        None => {
+                            self.rank_at.insert(r.rank, self.ranks.len());
+                            self.ranks.push(r);
+                        }
                         Some(x) if x.host != r.host || x.pid != r.pid => {
                             self.repeated_ranks += 1;
                             if self.other_hosts.len() < 64 && !self.other_hosts.contains(&r.host) {
@@ -496,14 +501,15 @@ fn expected(p: &mut Parsed, ranks: &[RankLine], nics: Option<(u32, Option<f64>)>
 }
 
 fn most_common<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for n in names {
-        match counts.iter_mut().find(|(x, _)| *x == n) {
-            Some(c) => c.1 += 1,
-            None => counts.push((n, 1)),
-        }
+    let mut counts: std::collections::HashMap<&str, (usize, usize)> = std::collections::HashMap::new();
+    for (seen, n) in names.enumerate() {
+        counts.entry(n).or_insert((0, seen)).0 += 1;
     }
-    counts.into_iter().max_by_key(|(_, c)| *c).map(|(n, _)| n)
+    // The most named; on a tie, the first seen.
+    counts
+        .into_iter()
+        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)))
+        .map(|(n, _)| n)
 }
 
 /// nccl-tests' JSON report (`-J report.json`, util.cu's `jsonOutputInit` … `writeResultFooter`) as

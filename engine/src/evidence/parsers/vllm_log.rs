@@ -34,9 +34,9 @@ struct Startup {
     conc: Vec<(f64, f64, Option<u32>)>,
     blocks: Vec<f64>,
     gmu: Option<f64>,
-    /// The first line after its first KV-cache line that says the start-up failed, before the
-    /// server said it was up.
-    failed: Option<(usize, String)>,
+    /// The first line that says the start-up failed, before the server said it was up, and
+    /// whether the cache had been sized by then.
+    failed: Option<(usize, String, bool)>,
     up: bool,
 }
 
@@ -53,7 +53,9 @@ pub(crate) fn parse(s: &str, engine_of: impl Fn(usize, &str) -> Option<u32>) -> 
         tool: Some("vllm".into()),
         ..Default::default()
     };
-    let mut with_figures: Vec<Startup> = Vec::new();
+    // The last start-up before `cur` that reached its cache, and how many did.
+    let mut earlier: Option<Startup> = None;
+    let mut starts = 0;
     let mut cur = Startup {
         first_line: 1,
         ..Default::default()
@@ -68,7 +70,8 @@ pub(crate) fn parse(s: &str, engine_of: impl Fn(usize, &str) -> Option<u32>) -> 
             marker = true;
         }
         if starts_a_server(l) && cur.has_figures() {
-            with_figures.push(std::mem::take(&mut cur));
+            earlier = Some(std::mem::take(&mut cur));
+            starts += 1;
             cur.first_line = n;
         }
         read_line(&mut cur, n, l, || engine_of(n, line));
@@ -77,10 +80,10 @@ pub(crate) fn parse(s: &str, engine_of: impl Fn(usize, &str) -> Option<u32>) -> 
         }
     }
     if !marker
-        && !with_figures
+        && earlier
             .iter()
             .chain([&cur])
-            .any(|u| !u.kv.is_empty() || !u.conc.is_empty())
+            .all(|u| u.kv.is_empty() && u.conc.is_empty())
     {
         return Err(ParseError::at(
             1,
@@ -89,14 +92,13 @@ pub(crate) fn parse(s: &str, engine_of: impl Fn(usize, &str) -> Option<u32>) -> 
     }
     p.tool_version = version;
     // A last start-up without figures (cut, or failed before its cache) leaves the one before it.
-    let later = if cur.has_figures() || with_figures.is_empty() {
-        with_figures.push(cur);
-        None
-    } else {
-        Some(cur)
+    let (last, later) = match earlier {
+        Some(e) if !cur.has_figures() => (e, Some(cur)),
+        _ => {
+            starts += usize::from(cur.has_figures());
+            (cur, None)
+        }
     };
-    let starts = with_figures.len();
-    let last = with_figures.pop().unwrap_or_default();
     if starts > 1 {
         p.warn(format!(
             "the log holds {starts} start-ups that reached the KV cache (the server was restarted?): every figure \
@@ -151,11 +153,13 @@ fn read_line(u: &mut Startup, n: usize, l: &str, engine: impl Fn() -> Option<u32
     if u.gmu.is_none() {
         u.gmu = memory_utilization(l);
     }
-    if l.contains("Application startup complete") || l.contains("Uvicorn running on") {
-        u.up = true;
-    } else if !u.up && u.failed.is_none() && FAILURES.iter().any(|f| l.contains(f)) {
-        let what: String = l.trim().chars().take(160).collect();
-        u.failed = Some((n, what));
+    if !u.up && u.failed.is_none() {
+        if l.contains("Application startup complete") || l.contains("Uvicorn running on") {
+            u.up = true;
+        } else if FAILURES.iter().any(|f| l.contains(f)) {
+            let what: String = l.trim().chars().take(160).collect();
+            u.failed = Some((n, what, !u.kv.is_empty()));
+        }
     }
 }
 
@@ -204,7 +208,7 @@ fn report(p: &mut Parsed, u: &Startup) {
             p.warn(format!("gpu_memory_utilization {g} outside 0..1; not stored"));
         }
     }
-    if let Some((at, what)) = &u.failed {
+    if let Some((at, what, true)) = &u.failed {
         p.warn(format!(
             "the start-up failed after its KV cache was sized (line {at}: {what}): the figures are what it \
              logged before; the server may never have served"
@@ -238,24 +242,29 @@ struct PerEngine {
 
 /// The smallest figure of each engine (lines without an engine are one engine), added up.
 fn per_engine(figures: impl Iterator<Item = (f64, Option<u32>)>) -> Option<PerEngine> {
-    let mut by_engine: Vec<(Option<u32>, f64)> = Vec::new();
+    // Engines in the order first seen, each with its smallest figure; a map finds them, so a log of
+    // many engines stays linear.
+    let mut order: Vec<Option<u32>> = Vec::new();
+    let mut smallest: std::collections::HashMap<Option<u32>, f64> = std::collections::HashMap::new();
     for (v, e) in figures {
-        if let Some((_, min)) = by_engine.iter_mut().find(|(k, _)| *k == e) {
-            *min = min.min(v);
-        } else if by_engine.len() < 1024 {
-            by_engine.push((e, v));
-        }
+        smallest
+            .entry(e)
+            .and_modify(|min| *min = min.min(v))
+            .or_insert_with(|| {
+                order.push(e);
+                v
+            });
     }
     // Lines with and without an engine tag are the same engines seen through different prefixes.
-    if by_engine.iter().any(|(e, _)| e.is_none()) {
-        let min = by_engine.iter().map(|(_, v)| *v).reduce(f64::min)?;
+    if smallest.contains_key(&None) {
+        let min = smallest.values().copied().reduce(f64::min)?;
         return Some(PerEngine {
             total: min,
             engines: 1,
             parts: vec![min],
         });
     }
-    let parts: Vec<f64> = by_engine.iter().map(|(_, v)| *v).collect();
+    let parts: Vec<f64> = order.iter().filter_map(|e| smallest.get(e).copied()).collect();
     Some(PerEngine {
         total: parts.iter().sum(),
         engines: parts.len(),
