@@ -22,8 +22,25 @@ use super::prometheus::{self, Exposition, Sample};
 use super::{ParseError, Parsed};
 use std::collections::BTreeMap;
 
-/// The values of one GPU's series of one name (several for MIG instances), with each `GPU_I_ID`.
-type GpuValues = Vec<(Option<String>, f64)>;
+/// One value of a GPU's series: its MIG instance (`GPU_I_ID`), the instance's share of the GPU
+/// (its profile's compute slices: `3g.40gb` is 3; 1 without a profile) and the value.
+type InstanceValue = (Option<String>, f64, f64);
+
+/// The values of one GPU's series of one name (several for MIG instances).
+type GpuValues = Vec<InstanceValue>;
+
+/// DCGM's blank value of a 32-bit field (`DCGM_INT32_BLANK`, 0x7ffffff0): the field was not read.
+const DCGM_INT32_BLANK: f64 = 2_147_483_632.0;
+
+/// The compute slices of a MIG profile (`GPU_I_PROFILE="3g.40gb"` → 3), the weight of its
+/// instance in the GPU's mean: a 3g instance busy is more of the GPU than a 1g one.
+fn slices(profile: Option<&str>) -> f64 {
+    profile
+        .and_then(|p| p.split_once('g'))
+        .and_then(|(n, _)| n.parse::<u8>().ok())
+        .filter(|n| *n > 0)
+        .map_or(1.0, f64::from)
+}
 
 /// Per-GPU values of one scrape: series name → GPU key → values.
 #[derive(Default)]
@@ -99,7 +116,11 @@ fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
             .or_default()
             .entry(gpu_key(s))
             .or_default()
-            .push((s.label("GPU_I_ID").map(str::to_owned), s.value));
+            .push((
+                s.label("GPU_I_ID").map(str::to_owned),
+                slices(s.label("GPU_I_PROFILE")),
+                s.value,
+            ));
     }
     out
 }
@@ -113,13 +134,20 @@ fn per_gpu(scrape: &Scrape<'_>, name: &str, fold: Fold) -> BTreeMap<String, f64>
             continue;
         }
         let v = match fold {
-            Fold::Max => vals.iter().map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max),
-            Fold::Mean => vals.iter().map(|(_, v)| *v).sum::<f64>() / vals.len() as f64,
+            Fold::Max => vals.iter().map(|(_, _, v)| *v).fold(f64::NEG_INFINITY, f64::max),
+            Fold::Mean => {
+                let weight: f64 = vals.iter().map(|(_, w, _)| *w).sum();
+                vals.iter().map(|(_, w, v)| w * v).sum::<f64>() / weight
+            }
             Fold::SumInstances => {
                 // The device-level series has no GPU_I_ID; with instances present, add theirs.
-                let inst: Vec<f64> = vals.iter().filter(|(i, _)| i.is_some()).map(|(_, v)| *v).collect();
+                let inst: Vec<f64> = vals
+                    .iter()
+                    .filter(|(i, _, _)| i.is_some())
+                    .map(|(_, _, v)| *v)
+                    .collect();
                 if inst.is_empty() {
-                    vals.iter().map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max)
+                    vals.iter().map(|(_, _, v)| *v).fold(f64::NEG_INFINITY, f64::max)
                 } else {
                     inst.iter().sum()
                 }
@@ -263,7 +291,7 @@ fn utilisation(p: &mut Parsed, a: &Scrape<'_>) {
         a.series
             .get(GR_ENGINE_ACTIVE)
             .and_then(|m| m.get(gpu))
-            .is_some_and(|vals| vals.iter().any(|(instance, _)| instance.is_some()))
+            .is_some_and(|vals| vals.iter().any(|(instance, _, _)| instance.is_some()))
     };
     let mut util: BTreeMap<&str, f64> = BTreeMap::new();
     let mut sources: Vec<&str> = Vec::new();
@@ -340,10 +368,19 @@ fn counters(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) -> bool
         ));
     }
     let window = before.filter(|_| restarted.is_none());
-    let counter = |series: &str| -> Option<f64> {
+    let mut blanks: Vec<String> = Vec::new();
+    let mut counter = |series: &str| -> Option<f64> {
         let now = per_gpu(a, series, Fold::Max);
         if now.is_empty() {
             return None;
+        }
+        // A count at DCGM's 32-bit blank (2,147,483,632) or above is no reading: the others'
+        // sum would read as the whole box's.
+        if series != "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" {
+            if let Some((gpu, v)) = now.iter().find(|(_, v)| **v >= DCGM_INT32_BLANK) {
+                blanks.push(format!("GPU {gpu}: {series} is {v}, one of DCGM's blank values"));
+                return Some(f64::NAN);
+            }
         }
         let then = window.map(|b| per_gpu(b, series, Fold::Max));
         Some(
@@ -352,15 +389,29 @@ fn counters(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) -> bool
                 .sum(),
         )
     };
-    if let Some(n) = counter("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL") {
-        p.count("gpu.ecc_errors_uncorrected", n);
-    } else if let Some(n) = counter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL") {
+    let ecc = counter("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL");
+    let ecc_volatile = ecc
+        .is_none()
+        .then(|| counter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"))
+        .flatten();
+    let remapped = counter("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS");
+    let energy = window.and_then(|_| counter("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"));
+    for b in blanks {
+        p.warn(format!("{b}: the figure it goes into is not given"));
+    }
+    // A blank count (NaN here) was warned about above and gives no figure.
+    let read = |n: &f64| !n.is_nan();
+    if let Some(n) = ecc {
+        if read(&n) {
+            p.count("gpu.ecc_errors_uncorrected", n);
+        }
+    } else if let Some(n) = ecc_volatile.filter(read) {
         p.count("gpu.ecc_errors_uncorrected", n);
         p.warn(
             "gpu.ecc_errors_uncorrected is from the volatile counter DCGM_FI_DEV_ECC_DBE_VOL_TOTAL \
              (since the last driver load): the aggregate one is not exported",
         );
-    } else {
+    } else if ecc_volatile.is_none() {
         // dcgm-exporter's default counter list leaves the ECC fields out; say so rather than
         // let a missing figure read as "no errors".
         p.warn(
@@ -368,13 +419,11 @@ fn counters(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) -> bool
              gpu.ecc_errors_uncorrected unknown; add them to the exporter's counter list",
         );
     }
-    if let Some(n) = counter("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS") {
+    if let Some(n) = remapped.filter(read) {
         p.count("gpu.uncorrectable_remapped_rows", n);
     }
-    if window.is_some() {
-        if let Some(mj) = counter("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") {
-            p.nonneg("gpu.energy_joules", mj / 1000.0);
-        }
+    if let Some(mj) = energy {
+        p.nonneg("gpu.energy_joules", mj / 1000.0);
     }
     window.is_some()
 }
@@ -471,5 +520,39 @@ mod tests {
         assert_eq!(p.get_num("dcgm_exporter.gpus"), Some(2.0), "{:?}", p.warnings);
         assert_eq!(p.get_num("gpu.util_pct_max"), Some(100.0));
         assert_eq!(p.get_num("gpu.util_pct_avg"), Some(50.0));
+    }
+
+    /// A MIG GPU's utilisation weighs each instance by its compute slices: a 3g instance busy and
+    /// four 1g instances idle are 3 of 7 slices busy, not one instance of five.
+    #[test]
+    fn a_mig_gpus_utilisation_weighs_its_instances_by_their_slices() {
+        let mut text = sample("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0, Some(("3g.40gb", 1)), "1");
+        for id in 2..6 {
+            text += &sample("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0, Some(("1g.10gb", id)), "0");
+        }
+        let p = parse(&text).unwrap();
+        let util = p.get_num("gpu.util_pct_avg").unwrap();
+        assert!((util - 300.0 / 7.0).abs() < 0.01, "{util}");
+    }
+
+    /// An ECC count at DCGM's 32-bit blank is no reading: the box's count is not given.
+    #[test]
+    fn an_ecc_count_at_dcgms_blank_gives_no_count() {
+        let mut text = sample("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 0, None, "2147483632");
+        text += &sample("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 1, None, "0");
+        let p = parse(&text).unwrap();
+        assert_eq!(p.get_num("gpu.ecc_errors_uncorrected"), None);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("one of DCGM's blank values")),
+            "{:?}",
+            p.warnings
+        );
+        assert!(
+            !p.warnings
+                .iter()
+                .any(|w| w.contains("not finite") || w.contains("no ECC counters")),
+            "{:?}",
+            p.warnings
+        );
     }
 }
