@@ -164,6 +164,8 @@ struct Scan {
     other_hosts: Vec<String>,
     /// From `Collective test starting: all_reduce_perf`.
     collective: Option<String>,
+    /// A row's first part whose figures NCCL's log lines pushed to a later line.
+    pending_preamble: Option<String>,
     /// nThread × nGpus from the banner, when no `Rank` lines name the ranks.
     banner_ranks: Option<usize>,
     banner: bool,
@@ -263,9 +265,14 @@ impl Scan {
             let c = c.trim().trim_end_matches("_perf_mpi").trim_end_matches("_perf");
             p.text("nccl.collective", c);
             self.collective = Some(c.to_owned());
-        } else if t.contains("NCCL INFO") {
+        } else if t.contains("NCCL INFO") || t.contains("NCCL WARN") {
             if let Some(n) = nic_count(t) {
                 self.nics.get_or_insert(n);
+            }
+            // nccl-tests prints a row in parts; NCCL's lazy connection set-up may log between
+            // them (`   1048576   262144   float   sum   -1host:1:2 [0] NCCL INFO …`).
+            if let Some(pre) = preamble_of(t).filter(|_| self.cols.is_some()) {
+                self.pending_preamble = Some(pre);
             }
         } else if let Some(rest) = body.strip_prefix("Rank ") {
             if rest.contains(" Pid ") || rest.contains(" device ") {
@@ -311,7 +318,25 @@ impl Scan {
     /// One row of the table: its busbw and algbw, its size, and its data check.
     fn row(&mut self, p: &mut Parsed, ln: usize, t: &str) {
         let toks: Vec<&str> = t.split_whitespace().collect();
+        let pending = self.pending_preamble.take();
         let Some(c) = self.cols.as_ref() else { return };
+        // The rest of a row whose first part stood before NCCL's log line.
+        let body_only =
+            toks.len() + PREAMBLE_FIELDS == c.len() && toks.iter().all(|x| *x == "N/A" || x.parse::<f64>().is_ok());
+        if let (Some(pre), true) = (&pending, body_only) {
+            p.warn(format!(
+                "line {ln}: the rest of a row that NCCL's own log lines cut in two, joined to its first part ({pre})"
+            ));
+            let joined = format!("{pre} {t}");
+            return self.row(p, ln, &joined);
+        }
+        if toks.len() == PREAMBLE_FIELDS && toks.len() < c.len() {
+            // The first part alone, the rest to come after NCCL's lines.
+            self.pending_preamble = preamble_of(t);
+            if self.pending_preamble.is_some() {
+                return;
+            }
+        }
         if toks.first().is_none_or(|x| x.parse::<u64>().is_err()) {
             return;
         }
@@ -636,6 +661,25 @@ pub(crate) fn is_json_report(o: &serde_json::Map<String, serde_json::Value>) -> 
         && (o.contains_key("average_bus_bandwidth") || o.get("config").is_some_and(|c| c.get("nthreads").is_some()))
 }
 
+/// The first fields of a row, printed before its figures: size, count, type, redop, root.
+const PREAMBLE_FIELDS: usize = 5;
+
+/// A row's first part at the start of `t` (`1048576  262144  float  sum  -1…`), the root's
+/// digits kept apart from what NCCL printed right after them.
+fn preamble_of(t: &str) -> Option<String> {
+    let toks: Vec<&str> = t.split_whitespace().take(PREAMBLE_FIELDS).collect();
+    let [size, count, dtype, redop, root] = toks[..] else {
+        return None;
+    };
+    let numbers = size.parse::<u64>().is_ok() && count.parse::<u64>().is_ok();
+    let words = [dtype, redop]
+        .iter()
+        .all(|w| w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    let sign = usize::from(root.starts_with('-'));
+    let digits = root[sign..].bytes().take_while(u8::is_ascii_digit).count();
+    (numbers && words && digits > 0).then(|| format!("{size} {count} {dtype} {redop} {}", &root[..sign + digits]))
+}
+
 /// The first line of a test: its banner, or (nccl-tests ≥ 2.17) the collective it runs.
 fn starts_a_run(t: &str) -> bool {
     let body = t.trim_start_matches('#').trim();
@@ -881,5 +925,26 @@ mod tests {
         let corrupt = report.replacen(r#""bus_bw":468.57,"nwrong":0"#, r#""bus_bw":468.57,"nwrong":3"#, 1);
         assert_ne!(corrupt, report);
         assert_eq!(read(&corrupt).unwrap().get_num("nccl.wrong"), Some(1.0));
+    }
+
+    /// NCCL_DEBUG=INFO output between a row's parts (NVIDIA/nccl#1453: nccl-tests prints a row in
+    /// several printf calls, and NCCL's lazy connection set-up logs in between).
+    #[test]
+    fn a_row_cut_in_two_by_nccls_log_lines_is_joined() {
+        let whole = "  4294967296    1073741824     float     sum      -1    15870  270.63  473.60      0    15773  272.30  476.53      0\n";
+        assert!(NVLS.contains(whole));
+        let cut = NVLS.replace(
+            whole,
+            "  4294967296    1073741824     float     sum      -1node005:295203:295210 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n\
+             node005:295203:295211 [1] NCCL INFO Connected all rings\n\
+             \x20   15870.5  270.63  473.60      0    15773  272.30  476.53      0\n",
+        );
+        let p = read(&cut).unwrap();
+        assert_eq!(p.get_num("nccl.busbw_peak_gbps"), Some(473.6), "{:?}", p.warnings);
+        assert_eq!(p.get_num("nccl.sizes"), read(NVLS).unwrap().get_num("nccl.sizes"));
+        assert!(p.warnings.iter().any(|w| w.contains("cut in two")), "{:?}", p.warnings);
+        // A wrong count in the rest still counts.
+        let wrong = cut.replace("473.60      0    15773", "473.60      5    15773");
+        assert_eq!(read(&wrong).unwrap().get_num("nccl.wrong"), Some(1.0));
     }
 }
