@@ -31,6 +31,61 @@ pub(crate) fn is_gpu_error(v: &str) -> bool {
     v == "ERR!" || v.starts_with("Unknown Error") || v.starts_with("GPU requires reset") || v.starts_with("GPU is lost")
 }
 
+/// A later sample `g` of the GPU `was` (a log of `-l`, or the command run in a loop): the largest
+/// memory used, the largest of each ECC counter — they only grow, and a later `[N/A]` is no reset —
+/// and the newest of every other figure.
+pub(crate) fn merge_sample(was: &mut Gpu, g: Gpu) {
+    let larger = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let (mem_used, ecc_agg, ecc_vol) = (
+        larger(was.mem_used, g.mem_used),
+        larger(was.ecc_agg, g.ecc_agg),
+        larger(was.ecc_vol, g.ecc_vol),
+    );
+    let error = was.error || g.error;
+    *was = Gpu {
+        name: g.name.or(was.name.take()),
+        uuid: g.uuid.or(was.uuid.take()),
+        mem_total: g.mem_total.or(was.mem_total),
+        mem_used,
+        ecc_agg,
+        ecc_vol,
+        error,
+        ..g
+    };
+}
+
+/// GPUs read in several samples, keyed so that a later sample's GPU meets its earlier one: one
+/// GPU each, merged (`merge_sample`), and how many readings were further samples.
+pub(crate) fn fold_samples(read: Vec<(String, Gpu)>) -> (Vec<Gpu>, usize) {
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut gpus: Vec<Gpu> = Vec::new();
+    let mut repeated = 0;
+    for (key, g) in read {
+        match at.get(&key) {
+            Some(&i) => {
+                repeated += 1;
+                merge_sample(&mut gpus[i], g);
+            }
+            None => {
+                at.insert(key, gpus.len());
+                gpus.push(g);
+            }
+        }
+    }
+    (gpus, repeated)
+}
+
+/// The warning for a log of several samples.
+pub(crate) fn samples_warning(repeated: usize) -> String {
+    format!(
+        "{repeated} readings were further samples of the same GPUs (a log of repeated runs): each GPU counted \
+         once, its largest memory used and its largest ECC counts kept"
+    )
+}
+
 pub(crate) fn is_na(v: &str) -> bool {
     let v = v.trim().trim_start_matches('[').trim_end_matches(']');
     v.is_empty()

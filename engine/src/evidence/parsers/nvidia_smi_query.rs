@@ -10,7 +10,7 @@
 //! their sum, with a warning naming them. ECC counters that are all `N/A` (consumer cards, ECC off)
 //! leave the key absent with a warning.
 
-use super::nvidia_smi_gpu::{finish, is_gpu_error, is_na, Gpu};
+use super::nvidia_smi_gpu::{finish, is_gpu_error, is_na, merge_sample, Gpu};
 use super::{nvidia_smi_text, text, ParseError, Parsed};
 use quick_xml::events::Event;
 use quick_xml::Reader;
@@ -405,27 +405,7 @@ impl Samples {
             return;
         };
         self.repeated += 1;
-        let was = &mut self.gpus[i];
-        let larger = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        let (mem_used, ecc_agg, ecc_vol) = (
-            larger(was.mem_used, g.mem_used),
-            larger(was.ecc_agg, g.ecc_agg),
-            larger(was.ecc_vol, g.ecc_vol),
-        );
-        let error = was.error || g.error;
-        *was = Gpu {
-            name: g.name.or(was.name.take()),
-            uuid: g.uuid.or(was.uuid.take()),
-            mem_total: g.mem_total.or(was.mem_total),
-            mem_used,
-            ecc_agg,
-            ecc_vol,
-            error,
-            ..g
-        };
+        merge_sample(&mut self.gpus[i], g);
     }
 }
 

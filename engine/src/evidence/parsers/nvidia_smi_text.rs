@@ -11,7 +11,7 @@
 //!   `Uncorrectable` counter under `ECC Errors > Volatile` / `Aggregate`, or `Double Bit > Total` in
 //!   older drivers.
 
-use super::nvidia_smi_gpu::{finish, is_gpu_error, is_na, Gpu};
+use super::nvidia_smi_gpu::{finish, fold_samples, is_gpu_error, is_na, samples_warning, Gpu};
 use super::{text, ParseError, Parsed};
 
 /// The `-q` banner, or its `Attached GPUs` line with a `GPU <bus id>` header (a banner cut off).
@@ -47,7 +47,8 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
     };
     let mut driver = None;
     let mut cuda = None;
-    let mut gpus: Vec<Gpu> = Vec::new();
+    // One list of GPUs per table: a log of `nvidia-smi` run in a loop holds several.
+    let mut samples: Vec<Vec<Gpu>> = vec![Vec::new()];
     // Position of the current row in its GPU group (0 = the row with the index), None outside one.
     let mut row_in_group: Option<usize> = None;
     let mut header_line = None;
@@ -61,6 +62,10 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
         if line.contains("NVIDIA-SMI ") {
             header_line = Some(i + 1);
             (p.tool_version, driver, cuda) = banner(line);
+            if samples.last().is_some_and(|s| !s.is_empty()) {
+                samples.push(Vec::new());
+                (in_gpu_table, past_gpu_table, mig_table) = (false, false, None);
+            }
             continue;
         }
         if line.starts_with("|=") {
@@ -85,8 +90,9 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
             mig_table = line.contains("MIG devices:").then_some(false);
             continue;
         }
+        let Some(gpus) = samples.last_mut() else { continue };
         if mig_table == Some(true) {
-            mig_device_ecc(line, &mut gpus);
+            mig_device_ecc(line, gpus);
             continue;
         }
         if !in_gpu_table || !line.starts_with('|') {
@@ -96,19 +102,33 @@ pub(crate) fn parse_table(s: &str) -> Result<Parsed, ParseError> {
             continue;
         }
         let Some(pos) = row_in_group else { continue };
-        if gpu_table_row(&mut p, i + 1, line, pos, &mut gpus) {
+        if gpu_table_row(&mut p, i + 1, line, pos, gpus) {
             row_in_group = Some(pos + 1);
         }
     }
+    let gpus = one_gpu_each(&mut p, samples);
     check_found(header_line, gpus.len())?;
-    for g in gpus.iter_mut() {
-        if let Some(Some(n)) = g.ecc_in_mig_devices {
-            g.ecc_vol = Some(n);
-        }
-    }
     record_machine(&mut p, driver, cuda, &gpus);
     finish(&mut p, &gpus);
     Ok(p)
+}
+
+/// The GPUs of every table of the input, each once: a later table's GPU of the same place is a
+/// later sample of it. A GPU in MIG mode takes its MIG devices' ECC count first.
+fn one_gpu_each(p: &mut Parsed, samples: Vec<Vec<Gpu>>) -> Vec<Gpu> {
+    let read = samples.into_iter().flat_map(|sample| {
+        sample.into_iter().enumerate().map(|(i, mut g)| {
+            if let Some(Some(n)) = g.ecc_in_mig_devices {
+                g.ecc_vol = Some(n);
+            }
+            (i.to_string(), g)
+        })
+    });
+    let (gpus, repeated) = fold_samples(read.collect());
+    if repeated > 0 {
+        p.warn(samples_warning(repeated));
+    }
+    gpus
 }
 
 /// Row `pos` of a GPU's group in the GPU table (line `ln`): the first names it, the second has its
@@ -250,7 +270,8 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
     let mut driver = None;
     let mut cuda = None;
     let mut attached = None;
-    let mut gpus: Vec<Gpu> = Vec::new();
+    // Each `GPU <bus id>` section as read: a log of `-q -l` reads a GPU once per sample.
+    let mut gpus: Vec<(String, Gpu)> = Vec::new();
     // Section headers above the current line, by depth (index 0 is the `GPU …` line itself).
     let mut sections: Vec<String> = Vec::new();
     for raw in s.lines() {
@@ -263,7 +284,7 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
         if d == 0 {
             if let Some(rest) = t.strip_prefix("GPU ") {
                 if rest.contains(':') && !rest.contains(" : ") {
-                    gpus.push(Gpu::default());
+                    gpus.push((rest.trim().to_owned(), Gpu::default()));
                     sections.clear();
                     continue;
                 }
@@ -280,7 +301,7 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
             }
             continue;
         }
-        let Some(g) = gpus.last_mut() else { continue };
+        let Some((_, g)) = gpus.last_mut() else { continue };
         sections.truncate(d.saturating_sub(1));
         match t.split_once(':') {
             Some((k, v)) if !v.trim().is_empty() || t.ends_with(": ") => {
@@ -300,6 +321,10 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
             text::last_line(s),
             "nvidia-smi -q text without a `GPU <bus id>` section",
         ));
+    }
+    let (gpus, repeated) = fold_samples(gpus);
+    if repeated > 0 {
+        p.warn(samples_warning(repeated));
     }
     record_q_machine(&mut p, attached, driver, cuda, &gpus);
     finish(&mut p, &gpus);
@@ -514,6 +539,32 @@ mod tests {
         assert_eq!(p.get_num("gpu.ecc_errors_uncorrected"), None);
         assert!(
             p.warnings.iter().any(|w| w.contains("GPU 0 is in MIG mode")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    /// `while true; do nvidia-smi >> gpu.log; sleep 2; done` (IRLL/LLM_self_improvement's
+    /// test_speed.sh) logs one table per run: each GPU once, its largest memory used kept.
+    #[test]
+    fn a_log_of_repeated_tables_or_q_runs_counts_each_gpu_once() {
+        let busy = A10.replace("1MiB /  23028MiB", "20000MiB /  23028MiB");
+        assert_ne!(busy, A10);
+        for log in [format!("{A10}\n{busy}"), format!("{busy}\n{A10}")] {
+            let p = parse_table(&log).unwrap();
+            assert_eq!(p.get_num("gpu.count"), Some(1.0), "{:?}", p.warnings);
+            assert_eq!(p.get_num("gpu.memory_used_mib_max"), Some(20000.0));
+            assert!(
+                p.warnings.iter().any(|w| w.contains("further samples")),
+                "{:?}",
+                p.warnings
+            );
+        }
+        const Q: &str = include_str!("../../../../tests/fixtures/nvidia-smi-query/a10-q-text-driver550-gpud.txt");
+        let p = parse_q(&format!("{Q}\n{Q}")).unwrap();
+        assert_eq!(p.get_num("gpu.count"), Some(1.0), "{:?}", p.warnings);
+        assert!(
+            !p.warnings.iter().any(|w| w.contains("Attached GPUs says")),
             "{:?}",
             p.warnings
         );
