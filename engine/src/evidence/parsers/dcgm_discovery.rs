@@ -19,6 +19,13 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
     for (i, l) in s.lines().enumerate() {
         let ln = i + 1;
         let t = l.trim();
+        if t.starts_with("Note: Use -a flag") {
+            // DCGM 4.5 lists the active GPUs only, unless asked for all.
+            p.warn(format!(
+                "line {ln}: only active GPUs are listed (`{t}`): `dcgmi discovery -l -a` lists every GPU"
+            ));
+            continue;
+        }
         if let Some((n, entity)) = count_line(t) {
             section = entity.clone();
             first_count_line.get_or_insert(ln);
@@ -38,7 +45,8 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         }
         let Some((id, info)) = row_of(t) else { continue };
         if let Some(name) = info.strip_prefix("Name:") {
-            if id.is_some_and(|id| id.parse::<u32>().is_err()) {
+            // DCGM 4.5's `-a` puts a `Status:` cell first: the name is then on a row without the id.
+            if id.is_some_and(|id| !id.is_empty() && id.parse::<u32>().is_err()) {
                 p.warn(format!("line {ln}: GPU row without a numeric id"));
             }
             let name = name.trim().trim_end_matches("(last known)").trim();
@@ -105,4 +113,45 @@ fn count_line(t: &str) -> Option<(f64, String)> {
         .unwrap_or(e);
     let e = e.strip_suffix('s').map(str::to_string).unwrap_or(e);
     Some((f64::from(n), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// DCGM 4.5's `dcgmi discovery -l -a` (dcgmi/Query.cpp): a detached GPU's `Status:` cell comes
+    /// first, its name on the next row without the id; without `-a` a note says GPUs are hidden.
+    #[test]
+    fn dcgm_4_5s_status_first_rows_and_its_note_are_read() {
+        let all = "2 GPUs found (All).\n\
+                   +--------+----------------------------------------------------------------------+\n\
+                   | GPU ID | Device Information                                                   |\n\
+                   +--------+----------------------------------------------------------------------+\n\
+                   | 0      | Name: NVIDIA H100 80GB HBM3                                          |\n\
+                   |        | PCI Bus ID: 00000000:18:00.0                                         |\n\
+                   +--------+----------------------------------------------------------------------+\n\
+                   | 1      | Status: DETACHED                                                     |\n\
+                   |        | Name: NVIDIA H100 80GB HBM3                                          |\n\
+                   |        | PCI Bus ID: 00000000:2A:00.0                                         |\n\
+                   +--------+----------------------------------------------------------------------+\n";
+        let p = parse(all).unwrap();
+        assert_eq!(p.get_num("dcgm.gpu_count"), Some(2.0));
+        assert!(!p.warnings.iter().any(|w| w.contains("numeric id")), "{:?}", p.warnings);
+        assert!(
+            p.warnings.iter().any(|w| w.contains("GPU status DETACHED")),
+            "{:?}",
+            p.warnings
+        );
+        let active = "1 GPU found (Active).\n\
+                      Note: Use -a flag to show all GPUs, including those that are not active.\n\
+                      +--------+----------------------------------------------------------------------+\n\
+                      | 0      | Name: NVIDIA H100 80GB HBM3                                          |\n\
+                      +--------+----------------------------------------------------------------------+\n";
+        let p = parse(active).unwrap();
+        assert!(
+            p.warnings.iter().any(|w| w.contains("only active GPUs are listed")),
+            "{:?}",
+            p.warnings
+        );
+    }
 }
