@@ -327,16 +327,7 @@ fn plan(
 ) -> anyhow::Result<Vec<Step>> {
     let mut steps = Vec::new();
     if !args.no_tools {
-        for (program, argv, kind) in steps::TOOL_COMMANDS {
-            steps.push(Step {
-                source: Source::Command {
-                    program: program.to_owned(),
-                    args: argv.iter().map(|a| (*a).to_owned()).collect(),
-                },
-                kind: kind.to_owned(),
-                labels: Vec::new(),
-            });
-        }
+        steps.extend(steps::tool_steps(args.stage.unwrap_or(1)));
     }
     if let Some(url) = &args.vllm_url {
         let mut labels = vec![("window".to_owned(), vllm_window.unwrap_or_default().to_owned())];
@@ -402,7 +393,10 @@ async fn gather(step: &Step, client: &Client, timeout: Duration) -> Gathered {
     match &step.source {
         Source::Command { program, args } => match steps::find_on_path(program) {
             None => Gathered::Skipped(format!("{program} not found on PATH")),
-            Some(path) => steps::run_command(&path, args, &step.kind, timeout).await,
+            Some(path) => {
+                let timeout = steps::command_timeout(program, args, timeout);
+                steps::run_command(&path, args, &step.kind, timeout).await
+            }
         },
         Source::Scrape { url, .. } => steps::scrape(client.http(), url).await,
         Source::File { path } => steps::read_file(path, &step.kind).await,

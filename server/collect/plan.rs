@@ -338,6 +338,29 @@ pub fn shell_line_with(env: &[(String, String)], argv: &[String], is_literal: im
         .join(" ")
 }
 
+/// `dcgmi diag` level for a stage: the smoke and functional stages run level 2 (medium: the
+/// deployment checks plus PCIe, GPU memory and a short stress, about two minutes), the load and
+/// failure stages level 3 (long: adds the targeted stress, power and memory-bandwidth tests, about
+/// half an hour), the review level 1 (software only). Level 1 alone checks no hardware.
+pub fn diag_level(stage: u8) -> u8 {
+    match stage {
+        1 | 2 => 2,
+        3 | 4 => 3,
+        _ => 1,
+    }
+}
+
+/// How long `dcgmi diag -r level` may run: level 2 takes minutes on a node of eight GPUs, level 3
+/// about half an hour.
+pub fn diag_seconds(level: u8) -> u64 {
+    match level {
+        1 => 300,
+        2 => 1200,
+        3 => 5400,
+        _ => 4 * 3600,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,14 +10,49 @@ use std::{
 
 use tokio::io::AsyncReadExt;
 
-/// The tool commands, in the order they run, with the evidence kind each output is.
-pub const TOOL_COMMANDS: [(&str, &[&str], &str); 5] = [
+/// The tool commands, in the order they run, with the evidence kind each output is; the DCGM
+/// diagnostic follows them ([`diag_command`]).
+pub const TOOL_COMMANDS: [(&str, &[&str], &str); 4] = [
     ("nvidia-smi", &["-L"], "nvidia-smi-list"),
     ("nvidia-smi", &["topo", "-m"], "nvidia-smi-topo"),
     ("nvidia-smi", &["-q", "-x"], "nvidia-smi-query"),
     ("dcgmi", &["discovery", "--list"], "dcgm-discovery"),
-    ("dcgmi", &["diag", "-r", "1", "-j"], "dcgm-diag"),
 ];
+
+/// `dcgmi diag` at the level the plan runs for `stage`: level 1 is the software checks alone, and
+/// a pass of it would satisfy the card's health check without testing any hardware.
+pub fn diag_command(stage: u8) -> Vec<String> {
+    let level = super::plan::diag_level(stage).to_string();
+    ["diag", "-r", level.as_str(), "-j"].map(str::to_owned).to_vec()
+}
+
+/// The tool steps of `collect` without a plan, for `stage`: the listings, then the diagnostic.
+pub fn tool_steps(stage: u8) -> Vec<Step> {
+    let command = |program: &str, args: Vec<String>, kind: &str| Step {
+        source: Source::Command {
+            program: program.to_owned(),
+            args,
+        },
+        kind: kind.to_owned(),
+        labels: Vec::new(),
+    };
+    TOOL_COMMANDS
+        .iter()
+        .map(|(program, argv, kind)| command(program, argv.iter().map(|a| (*a).to_owned()).collect(), kind))
+        .chain([command("dcgmi", diag_command(stage), "dcgm-diag")])
+        .collect()
+}
+
+/// How long a command may run: the general timeout, or longer for a DCGM diagnostic of a level
+/// that takes longer (level 2 runs for minutes).
+pub fn command_timeout(program: &str, args: &[String], general: Duration) -> Duration {
+    let level = (program == "dcgmi" && args.first().is_some_and(|a| a == "diag"))
+        .then(|| args.iter().skip_while(|a| *a != "-r").nth(1)?.parse::<u8>().ok())
+        .flatten();
+    level.map_or(general, |l| {
+        general.max(Duration::from_secs(super::plan::diag_seconds(l)))
+    })
+}
 
 /// Where a step's bytes come from.
 #[derive(Debug, Clone)]
@@ -321,6 +356,22 @@ pub async fn read_file(path: &Path, kind: &str) -> Gathered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_diagnostic_runs_at_the_plans_level_for_the_stage_with_its_time() {
+        // Level 1 is the software checks alone: a pass of it tests no hardware.
+        assert_eq!(diag_command(1), ["diag", "-r", "2", "-j"]);
+        assert_eq!(diag_command(3), ["diag", "-r", "3", "-j"]);
+        let general = Duration::from_secs(120);
+        assert_eq!(
+            command_timeout("dcgmi", &diag_command(1), general),
+            Duration::from_secs(1200)
+        );
+        let listing = ["-L".to_owned()];
+        assert_eq!(command_timeout("nvidia-smi", &listing, general), general);
+        let long = Duration::from_secs(3600);
+        assert_eq!(command_timeout("dcgmi", &diag_command(2), long), long);
+    }
 
     #[tokio::test]
     async fn a_tool_that_prints_without_end_is_stopped_at_the_limit() {

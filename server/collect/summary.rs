@@ -135,7 +135,7 @@ mod tests {
         let mut s = Summary::default();
         s.push("nvidia-smi -L", "nvidia-smi-list", Outcome::Sent, "0190-abc (ok)");
         s.push(
-            "dcgmi diag -r 1 -j",
+            "dcgmi diag -r 2 -j",
             "dcgm-diag",
             Outcome::Skipped,
             "dcgmi not found\non PATH",

@@ -24,12 +24,12 @@ mod commands;
 mod load;
 mod steps;
 
+pub use crate::collect::plan::diag_level;
 pub use commands::nccl_max_bytes;
 pub use load::{
     fmt_num, lengths, predicted_capacity_rps, prompts_at, round_sig, sweep_rates, CAPACITY_SHARES,
     DEFAULT_OUTPUT_TOKENS, MAX_PROMPTS, MIN_PROMPTS, PEAK_CEILING_SHARE, POINT_SECONDS,
 };
-pub use steps::diag_level;
 
 use self::{
     commands::serve_hint,

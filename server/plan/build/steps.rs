@@ -12,7 +12,7 @@ use super::{
 };
 use crate::{
     acceptance::model::Criterion,
-    collect::plan::{LoadPoint, PlanStep, Runner, Scrape},
+    collect::plan::{diag_level, diag_seconds, LoadPoint, PlanStep, Runner, Scrape},
 };
 
 /// Where a criterion's value comes from.
@@ -55,27 +55,6 @@ pub(super) fn source_of(key: &str) -> Option<Source> {
         _ => return None,
     };
     Some(s)
-}
-
-/// `dcgmi diag` level for a stage: the smoke and functional stages run level 2 (medium: the
-/// deployment checks plus PCIe, GPU memory and a short stress, about two minutes), the load and
-/// failure stages level 3 (long: adds the targeted stress, power and memory-bandwidth tests, about
-/// half an hour), the review level 1 (software only). Level 1 alone checks no hardware.
-pub fn diag_level(stage: u8) -> u8 {
-    match stage {
-        1 | 2 => 2,
-        3 | 4 => 3,
-        _ => 1,
-    }
-}
-
-fn diag_seconds(level: u8) -> u64 {
-    match level {
-        1 => 300,
-        2 => 1200,
-        3 => 5400,
-        _ => 4 * 3600,
-    }
 }
 
 /// The steps of one stage, from one tool or source each (none when the stage asks nothing of it).

@@ -64,7 +64,7 @@ esac
             "dcgmi",
             r#"case "$*" in
   "discovery --list") cat "$F/dcgm-discovery/l40s-x2-dcgm4-status-last-known.txt" ;;
-  "diag -r 1 -j") cat "$F/dcgm-diag/dcgm4-json-r2-all-pass.json" ;;
+  "diag -r 2 -j") cat "$F/dcgm-diag/dcgm4-json-r2-all-pass.json" ;;
   *) echo "fake dcgmi: unexpected arguments: $*" >&2; exit 2 ;;
 esac
 "#,
@@ -307,7 +307,7 @@ async fn a_second_run_in_the_same_window_replays_and_creates_nothing() {
     for id in ids_before {
         assert!(stdout.contains(id.as_str().unwrap()), "{id} in\n{stdout}");
     }
-    assert!(row(&stdout, "dcgmi diag -r 1 -j").contains("replayed"));
+    assert!(row(&stdout, "dcgmi diag -r 2 -j").contains("replayed"));
 }
 
 #[tokio::test]
@@ -430,7 +430,7 @@ async fn a_forbidden_upload_stops_the_run_without_retrying() {
     assert_eq!(app.count("evidence").await, 0);
     // Every item went in that one batch request, and every row says why it was refused.
     assert!(row(&stdout, "nvidia-smi -L").contains("403"), "{stdout}");
-    assert!(row(&stdout, "dcgmi diag -r 1 -j").contains("403"), "{stdout}");
+    assert!(row(&stdout, "dcgmi diag -r 2 -j").contains("403"), "{stdout}");
     assert!(stdout.contains("0 sent, 0 replayed, 0 skipped, 5 failed"), "{stdout}");
     assert!(!stderr.contains("retrying"), "{stderr}");
 }
@@ -443,7 +443,7 @@ async fn a_missing_dcgmi_is_skipped_with_a_note_and_does_not_fail_the_run() {
     let out = collect(tools.path(), &token, &["--server", &app.base, "--brief", &brief]).await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    for step in ["dcgmi discovery --list", "dcgmi diag -r 1 -j"] {
+    for step in ["dcgmi discovery --list", "dcgmi diag -r 2 -j"] {
         let r = row(&stdout, step);
         assert!(r.contains("skipped") && r.contains("dcgmi not found on PATH"), "{r}");
     }

@@ -315,21 +315,28 @@ impl Scan {
         true
     }
 
+    /// The whole row when `t` is the rest of one whose first part stood before NCCL's log lines.
+    fn rest_of_a_cut_row(&mut self, p: &mut Parsed, ln: usize, t: &str) -> Option<String> {
+        let pending = self.pending_preamble.take()?;
+        let columns = self.cols.as_ref()?.len();
+        let toks: Vec<&str> = t.split_whitespace().collect();
+        let body_only =
+            toks.len() + PREAMBLE_FIELDS == columns && toks.iter().all(|x| *x == "N/A" || x.parse::<f64>().is_ok());
+        body_only.then(|| {
+            p.warn(format!(
+                "line {ln}: the rest of a row that NCCL's own log lines cut in two, joined to its first part ({pending})"
+            ));
+            format!("{pending} {t}")
+        })
+    }
+
     /// One row of the table: its busbw and algbw, its size, and its data check.
     fn row(&mut self, p: &mut Parsed, ln: usize, t: &str) {
-        let toks: Vec<&str> = t.split_whitespace().collect();
-        let pending = self.pending_preamble.take();
-        let Some(c) = self.cols.as_ref() else { return };
-        // The rest of a row whose first part stood before NCCL's log line.
-        let body_only =
-            toks.len() + PREAMBLE_FIELDS == c.len() && toks.iter().all(|x| *x == "N/A" || x.parse::<f64>().is_ok());
-        if let (Some(pre), true) = (&pending, body_only) {
-            p.warn(format!(
-                "line {ln}: the rest of a row that NCCL's own log lines cut in two, joined to its first part ({pre})"
-            ));
-            let joined = format!("{pre} {t}");
+        if let Some(joined) = self.rest_of_a_cut_row(p, ln, t) {
             return self.row(p, ln, &joined);
         }
+        let toks: Vec<&str> = t.split_whitespace().collect();
+        let Some(c) = self.cols.as_ref() else { return };
         if toks.len() == PREAMBLE_FIELDS && toks.len() < c.len() {
             // The first part alone, the rest to come after NCCL's lines.
             self.pending_preamble = preamble_of(t);
