@@ -506,16 +506,23 @@ pub async fn latest_per_brief(db: impl PgExecutor<'_>, briefs: &[BriefId]) -> Re
 pub struct HeldStep {
     pub step: String,
     pub parsed: Vec<Uuid>,
+    /// The evidence kinds among the uploads that parsed.
+    pub kinds_parsed: Vec<String>,
     pub newest_parsed: Option<DateTime<Utc>>,
     pub failed: i64,
     pub newest_failed: Option<DateTime<Utc>>,
 }
 
 impl HeldStep {
-    /// A step is held by uploads that parsed and arrived after every failed one: a failed upload
-    /// leaves its step to run again (a batch's items arrive at one moment, so one failed item of
-    /// a load point's batch leaves the whole point to run again).
-    pub fn is_held(&self) -> bool {
+    /// A step is held by uploads that parsed, one of them of the step's own `kind`, and arrived
+    /// after every failed one: a failed upload leaves its step to run again (a batch's items arrive
+    /// at one moment, so one failed item of a load point's batch leaves the whole point to run
+    /// again), and so does an output the server never stored (a load test's result refused as too
+    /// large, beside its scrapes that were stored).
+    pub fn is_held(&self, kind: &str) -> bool {
+        if !self.kinds_parsed.iter().any(|k| k == kind) {
+            return false;
+        }
         match (self.newest_parsed, self.newest_failed) {
             (Some(_), None) => true,
             (Some(parsed), Some(failed)) => parsed > failed,
@@ -532,6 +539,8 @@ pub async fn plan_steps_held(db: impl PgExecutor<'_>, trial_id: TrialId) -> Resu
         r#"SELECT labels ->> 'plan_step' AS "step!",
                   coalesce(array_agg(id ORDER BY received_at, id) FILTER (WHERE parse_status <> 'failed'),
                            '{}') AS "parsed!",
+                  coalesce(array_agg(DISTINCT kind) FILTER (WHERE parse_status <> 'failed'),
+                           '{}') AS "kinds_parsed!",
                   max(received_at) FILTER (WHERE parse_status <> 'failed') AS newest_parsed,
                   count(*) FILTER (WHERE parse_status = 'failed') AS "failed!",
                   max(received_at) FILTER (WHERE parse_status = 'failed') AS newest_failed

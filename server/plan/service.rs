@@ -127,7 +127,7 @@ pub async fn plan_for(state: &AppState, brief_id: BriefId, trial_id: TrialId) ->
     for step in plan.stages.iter_mut().flat_map(|s| s.steps.iter_mut()) {
         let Some(h) = held.get(&step.key) else { continue };
         step.failed_uploads = u32::try_from(h.failed).unwrap_or(u32::MAX);
-        if let (true, Some(newest)) = (h.is_held(), h.newest_parsed) {
+        if let (true, Some(newest)) = (h.is_held(&step.kind), h.newest_parsed) {
             step.held = Some(Held {
                 evidence: h.parsed.clone(),
                 received_at: newest,

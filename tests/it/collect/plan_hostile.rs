@@ -527,4 +527,36 @@ async fn a_step_is_held_only_by_an_upload_that_parsed() {
         1,
         "the parsed upload holds it: {s}"
     );
+
+    // A load point whose scrapes were stored but whose result file never was (the server refused
+    // it as too large) is not held: its own output is what the step is for.
+    let load = plan["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["steps"].as_array().unwrap())
+        .find(|s| s["load"].is_object())
+        .cloned()
+        .expect("a load step");
+    let key = load["key"].as_str().unwrap();
+    assert_eq!(load["kind"], "bench-serving");
+    let scrape = format!("kind=vllm-metrics&stage=3&trial={trial}&label.plan_step={key}");
+    let res = app
+        .post_raw_evidence(
+            &brief,
+            &scrape,
+            "text/plain",
+            common::fixture("vllm-metrics/window-after.txt"),
+        )
+        .await;
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    let plan: Value = app.get(&plan_url).await.json().await.unwrap();
+    let held = plan["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["steps"].as_array().unwrap())
+        .find(|s| s["key"] == key)
+        .map(|s| s["held"].clone());
+    assert_eq!(held, Some(Value::Null), "a scrape alone does not hold a load point");
 }
