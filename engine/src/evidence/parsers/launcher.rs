@@ -4,11 +4,21 @@
 //! * `srun -l` (Slurm): `  0: ` — the task id, right-aligned;
 //! * Ray (and SkyPilot on Ray): `(pid=1234) `, `(RayWorker pid=1234, ip=10.0.0.1) `,
 //!   `(head, rank=0, pid=3808) `;
-//! * `kubectl logs --prefix`: `[pod/name/container] `.
+//! * `kubectl logs --prefix`: `[pod/name/container] `, with `--timestamps` followed by an RFC 3339
+//!   time (`2025-01-01T00:00:00.123456789Z `), which `kubectl logs --timestamps` and `docker logs -t`
+//!   also print alone;
+//! * MPICH and Intel MPI's `-prepend-rank` / `-l` (Hydra): `[0] `, which also stands glued inside a
+//!   line that was printed in parts (`…  -1[0]    1626.5 …`).
+//!
+//! Open MPI's other tag forms are one prefix too: `--timestamp-output`
+//! (`Mon Nov 11 12:34:56 2024[1,0]<stdout>:`), and PMIx's `--output tag,timestamp`
+//! (`[Mon Nov 11 12:34:56 2024][1,0]<stdout>: `), `tag-detailed` (`[1,0][gpu01:4242]<stdout>: `)
+//! and `tag-fullname` (`[prterun-host-100629@1,0]<stdout>: `).
 //!
 //! Prefixes stack (SkyPilot runs `mpirun` under Ray), so layers are peeled until none is left. A
-//! layer is recognised only when most of the lines carry it, so a stray `0: ` in a log is not taken
-//! for Slurm. When several sources printed (every rank of an `srun -l nvidia-smi`), only the source
+//! layer of a shape nothing else prints (mpirun's, kubectl's, Ray's) is recognised on a fifth of the
+//! lines — Open MPI prints its warnings untagged, ahead of a short run — one that a log line may
+//! start with by chance (`0: `, `[0] `, a time) only when most lines carry it. When several sources printed (every rank of an `srun -l nvidia-smi`), only the source
 //! that printed the most lines is kept — one file must be one machine's output — and a warning says
 //! what was dropped. Lines without a prefix (an `ssh` warning before the job starts) are kept.
 //!
@@ -23,7 +33,19 @@ pub enum Launcher {
     Srun,
     Ray,
     Kubectl,
+    Hydra,
+    Timestamps,
 }
+
+/// Every launcher, in the order of its `as usize`.
+const LAUNCHERS: [Launcher; 6] = [
+    Launcher::Mpirun,
+    Launcher::Srun,
+    Launcher::Ray,
+    Launcher::Kubectl,
+    Launcher::Hydra,
+    Launcher::Timestamps,
+];
 
 impl Launcher {
     pub fn describe(self) -> &'static str {
@@ -32,7 +54,14 @@ impl Launcher {
             Launcher::Srun => "srun -l",
             Launcher::Ray => "Ray",
             Launcher::Kubectl => "kubectl logs --prefix",
+            Launcher::Hydra => "mpiexec -prepend-rank (MPICH, Intel MPI)",
+            Launcher::Timestamps => "kubectl logs --timestamps / docker logs -t",
         }
+    }
+
+    /// Whether nothing but this launcher starts a line so: found on a fifth of the lines.
+    fn unmistakable(self) -> bool {
+        matches!(self, Launcher::Mpirun | Launcher::Ray | Launcher::Kubectl)
     }
 }
 
@@ -81,6 +110,8 @@ fn prefix_of(line: &str) -> Option<(Launcher, &str, usize)> {
         .or_else(|| kubectl(line))
         .or_else(|| ray(line))
         .or_else(|| srun(line))
+        .or_else(|| hydra(line))
+        .or_else(|| timestamp(line))
 }
 
 /// vLLM V1 prefixes each line with the process that printed it (`(APIServer pid=1)`,
@@ -91,9 +122,16 @@ const VLLM_PROCESSES: &str = "vLLM server processes";
 
 fn source_of(launcher: Launcher, src: &str) -> &str {
     let role = src.split([' ', ',']).next().unwrap_or_default();
-    let vllm = ["APIServer", "ApiServer", "EngineCore", "Worker", "VllmWorker"]
-        .iter()
-        .any(|p| role.starts_with(p));
+    let vllm = [
+        "APIServer",
+        "ApiServer",
+        "EngineCore",
+        "DPEngineCoreActor",
+        "Worker",
+        "VllmWorker",
+    ]
+    .iter()
+    .any(|p| role.starts_with(p));
     if launcher == Launcher::Ray && vllm {
         VLLM_PROCESSES
     } else {
@@ -102,25 +140,41 @@ fn source_of(launcher: Launcher, src: &str) -> &str {
 }
 
 /// `[1,0]<stdout>:` → source `1,0` (the stream is not part of the source: a rank's stdout and
-/// stderr are one source).
+/// stderr are one source), also behind a time (`Mon Nov 11 12:34:56 2024[1,0]<stdout>:`,
+/// `[Mon Nov 11 12:34:56 2024][1,0]<stdout>:`), beside the host (`[1,0][gpu01:4242]<stdout>:`) or
+/// with the job's name (`[prterun-host-100629@1,0]<stdout>:`).
 fn mpirun(line: &str) -> Option<(Launcher, &str, usize)> {
-    let rest = line.strip_prefix('[')?;
-    let close = rest.find(']')?;
-    let ids = rest.get(..close)?;
-    let (job, rank) = ids.split_once(',')?;
-    if job.is_empty() || rank.is_empty() || !job.bytes().chain(rank.bytes()).all(|b| b.is_ascii_digit()) {
+    // The stream tag ends the prefix, within its first 100 bytes.
+    let head = line.get(..line.len().min(100)).unwrap_or(line);
+    let (end, tag) = ["]<stdout>:", "]<stderr>:", "]<stddiag>:"]
+        .iter()
+        .filter_map(|t| head.find(t).map(|i| (i, *t)))
+        .min()?;
+    let before = &line[..end + 1];
+    // A time may stand before the first bracket (`Mon Nov 11 12:34:56 2024`); nothing else.
+    let first = before.find('[')?;
+    let time = &before[..first];
+    let timelike = time.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == ':')
+        && time.contains(':')
+        && time.bytes().filter(u8::is_ascii_digit).count() >= 4;
+    if !(time.is_empty() || timelike) {
         return None;
     }
-    let after = rest.get(close + 1..)?;
-    let stream_end = after.strip_prefix('<')?.find(">:")?;
-    let stream = after.get(1..1 + stream_end)?;
-    if !matches!(stream, "stdout" | "stderr" | "stddiag") {
-        return None;
-    }
-    Some((Launcher::Mpirun, ids, 1 + close + 1 + 1 + stream_end + 2))
+    // The bracketed groups: one holds the job and rank (`1,0`, `name@1,0`).
+    let ids = before[first..]
+        .split_inclusive(']')
+        .filter_map(|g| g.strip_prefix('[')?.strip_suffix(']'))
+        .find_map(|g| {
+            let ids = g.rsplit_once('@').map_or(g, |(_, ids)| ids);
+            let (job, rank) = ids.split_once(',')?;
+            let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
+            (digits(job) && digits(rank)).then_some(ids)
+        })?;
+    Some((Launcher::Mpirun, ids, end + tag.len()))
 }
 
-/// `[pod/NAME/CONTAINER] ` → source `pod/NAME/CONTAINER`.
+/// `[pod/NAME/CONTAINER] ` → source `pod/NAME/CONTAINER`; with `--timestamps` the time after it
+/// is part of the prefix.
 fn kubectl(line: &str) -> Option<(Launcher, &str, usize)> {
     let rest = line.strip_prefix("[pod/")?;
     let close = rest.find("] ")?;
@@ -129,7 +183,85 @@ fn kubectl(line: &str) -> Option<(Launcher, &str, usize)> {
         return None;
     }
     let source = line.get(1..5 + close)?;
-    Some((Launcher::Kubectl, source, 5 + close + 2))
+    let len = 5 + close + 2;
+    let time = line.get(len..).map_or(0, rfc3339_len);
+    Some((Launcher::Kubectl, source, len + time))
+}
+
+/// The length of an RFC 3339 time and the space after it at the start of `s`
+/// (`2025-01-01T00:00:00.123456789Z `, `2025-01-01T00:00:00+00:00 `), else 0.
+fn rfc3339_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let shape = digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10)
+        && b.get(10) == Some(&b'T')
+        && digits(11..13)
+        && b.get(13) == Some(&b':');
+    if !shape {
+        return 0;
+    }
+    match s.find(' ') {
+        Some(space)
+            if space <= 40
+                && !s[..space]
+                    .bytes()
+                    .any(|c| c.is_ascii_alphabetic() && c != b'T' && c != b'Z') =>
+        {
+            space + 1
+        }
+        _ => 0,
+    }
+}
+
+/// A line that starts with an RFC 3339 time (`kubectl logs --timestamps`, `docker logs -t`): one
+/// source.
+fn timestamp(line: &str) -> Option<(Launcher, &str, usize)> {
+    let len = rfc3339_len(line);
+    (len > 0).then_some((Launcher::Timestamps, "", len))
+}
+
+/// `[12] ` (MPICH and Intel MPI's `-prepend-rank`) → source `12`.
+fn hydra(line: &str) -> Option<(Launcher, &str, usize)> {
+    let rest = line.strip_prefix('[')?;
+    let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if n == 0 || n > 6 || rest.as_bytes().get(n) != Some(&b']') {
+        return None;
+    }
+    let after = rest.get(n + 1..)?;
+    if !(after.is_empty() || after.starts_with(' ')) {
+        return None;
+    }
+    Some((
+        Launcher::Hydra,
+        rest.get(..n)?,
+        1 + n + 1 + usize::from(!after.is_empty()),
+    ))
+}
+
+/// A line of a Hydra layer without the rank tags that stand glued inside it: nccl-tests prints a
+/// row in parts, and the launcher tags each part (`…  -1[0]    1626.5 …      0[0]    2302.3 …`).
+/// Only the line's own tag, right after a figure: `Using [0]mlx5_0` keeps NCCL's device index.
+fn without_glued_tags(rest: &str, rank: &str) -> String {
+    let tag = format!("[{rank}]");
+    let mut out = String::with_capacity(rest.len());
+    let mut last = 0;
+    for (i, _) in rest.match_indices(tag.as_str()) {
+        let glued = rest[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_digit() || c == '.' || c == 'A');
+        if glued {
+            out.push_str(&rest[last..i]);
+            out.push(' ');
+            last = i + tag.len();
+        }
+    }
+    out.push_str(&rest[last..]);
+    out
 }
 
 /// `(… pid=N …) ` → source: the text inside the parentheses up to `pid=N`. Ray colours the prefix
@@ -192,9 +324,10 @@ fn srun(line: &str) -> Option<(Launcher, &str, usize)> {
     Some((Launcher::Srun, rest.get(..n)?, start + n + 2))
 }
 
-/// The launcher most of the sampled lines start with, if any.
+/// The launcher the sampled lines start with, if enough of them do: a fifth for a shape nothing
+/// else prints, most of them otherwise.
 fn detect_layer(text: &str) -> Option<Launcher> {
-    let mut counts = [0usize; 4];
+    let mut counts = [0usize; LAUNCHERS.len()];
     let mut lines = 0usize;
     for line in text.lines().filter(|l| !l.trim().is_empty()).take(SAMPLE_LINES) {
         lines += 1;
@@ -203,13 +336,14 @@ fn detect_layer(text: &str) -> Option<Launcher> {
         }
     }
     let (i, &n) = counts.iter().enumerate().max_by_key(|(_, n)| **n)?;
-    // Most lines: an `ssh` warning or a launcher banner may come first, a stray match may not.
-    if n == 0 || n * 5 < lines * 3 {
-        return None;
-    }
-    [Launcher::Mpirun, Launcher::Srun, Launcher::Ray, Launcher::Kubectl]
-        .get(i)
-        .copied()
+    let launcher = *LAUNCHERS.get(i)?;
+    let enough = if launcher.unmistakable() {
+        n >= 2 && n * 5 >= lines
+    } else {
+        // An `ssh` warning or a launcher banner may come first, a stray match may not.
+        n > 0 && n * 5 >= lines * 3
+    };
+    enough.then_some(launcher)
 }
 
 /// Removes every launcher layer from `s`. Input without prefixes is returned borrowed.
@@ -318,7 +452,14 @@ fn strip_layer(text: &str, launcher: Launcher) -> Layer {
                     layer.example = line.get(..len).unwrap_or_default().trim_end().to_owned();
                 }
                 layer.stripped += 1;
-                line.get(len..).unwrap_or_default()
+                let rest = line.get(len..).unwrap_or_default();
+                if launcher == Launcher::Hydra {
+                    layer.text.push_str(&without_glued_tags(rest, src));
+                    layer.text.push('\n');
+                    layer.kept.push(i + 1);
+                    continue;
+                }
+                rest
             }
             _ => line,
         };
@@ -411,5 +552,91 @@ mod tests {
             "{:?}",
             out.warnings
         );
+    }
+
+    fn nccl(s: &str) -> Result<super::super::Parsed, super::super::ParseError> {
+        super::super::parse(super::super::EvidenceKind::NcclTests, s.as_bytes())
+    }
+
+    const HEADER: &str =
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong";
+    const ROW: &str =
+        "  1073741824     268435456     float     sum      -1   344981    3.11    3.11      0   344454    3.12    3.12      0";
+
+    /// Open MPI prints its help blocks untagged ahead of the ranks' output (open-mpi/ompi
+    /// `help-mpi-btl-openib.txt`); a one-size run is then a minority of tagged lines.
+    #[test]
+    fn a_short_tagged_run_behind_open_mpis_untagged_warnings_is_stripped() {
+        let run = format!(
+            "Warning: Permanently added 'w1' (ECDSA) to the list of known hosts.\n\
+             --------------------------------------------------------------------------\n\
+             WARNING: There was an error initializing an OpenFabrics device.\n\
+             \x20 Local host:   guane12\n\
+             \x20 Local device: mlx4_0\n\
+             --------------------------------------------------------------------------\n\
+             [1,0]<stdout>:{HEADER}\n[1,0]<stdout>:{ROW}\n[1,0]<stdout>:# Avg bus bandwidth    : 1.15327\n"
+        );
+        let p = nccl(&run).unwrap();
+        assert_eq!(p.get_num("nccl.busbw_peak_gbps"), Some(3.11));
+        assert_eq!(
+            super::super::detect::detect(run.as_bytes()),
+            Some(super::super::EvidenceKind::NcclTests)
+        );
+        // A stray `0: ` in a log is still no Slurm layer.
+        let log = "a\nb\nc\nd\n0: e\n";
+        assert!(strip(log).launchers.is_empty());
+    }
+
+    /// `kubectl logs --prefix --timestamps`, `--timestamps` alone and `docker logs -t`.
+    #[test]
+    fn times_after_or_instead_of_the_kubectl_prefix_are_stripped() {
+        let both = format!(
+            "[pod/nccl-launcher/launcher] 2025-01-01T00:00:00.123456789Z {HEADER}\n\
+             [pod/nccl-launcher/launcher] 2025-01-01T00:00:01.000000001Z {ROW}\n"
+        );
+        assert_eq!(nccl(&both).unwrap().get_num("nccl.busbw_peak_gbps"), Some(3.11));
+        let alone = format!("2025-01-01T00:00:00.123456789Z {HEADER}\n2025-01-01T00:00:01.5+00:00 {ROW}\n");
+        let p = nccl(&alone).unwrap();
+        assert_eq!(p.get_num("nccl.busbw_peak_gbps"), Some(3.11), "{:?}", p.warnings);
+        assert_eq!(rfc3339_len("2025-01-01T00:00:00Z x"), 21);
+        assert_eq!(rfc3339_len("2025-01-01 x"), 0);
+    }
+
+    /// MPICH's and Intel MPI's `-prepend-rank` tags every part of a row nccl-tests printed in parts
+    /// (NVIDIA/nccl#1453); NCCL's device indices (`Using [0]mlx5_0`) are not tags.
+    #[test]
+    fn hydra_rank_tags_are_stripped_inside_a_row_too() {
+        let run = "[0] #  Rank  0 Group  0 Pid 497888 on h100clust-worker-1 device  0 [0xa4] NVIDIA H100 80GB HBM3\n\
+                   [0] #  Rank  1 Group  0 Pid 497889 on h100clust-worker-1 device  1 [0xae] NVIDIA H100 80GB HBM3\n\
+                   [0] h100clust-worker-1:497888:497888 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0\n\
+                   [0] #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n\
+                   [0]      1048576        262144     float     sum      -1[0]    1626.5    0.64    1.24      0[0]    2302.3    0.46    0.87      0\n\
+                   [0] # Avg bus bandwidth    : 1.055\n";
+        let p = nccl(run).unwrap();
+        assert_eq!(p.get_num("nccl.busbw_peak_gbps"), Some(1.24), "{:?}", p.warnings);
+        assert_eq!(
+            p.get_num("nccl.wrong"),
+            Some(0.0),
+            "a tag glued to #wrong is no wrong row"
+        );
+        assert_eq!(p.get_num("nccl.world_size"), Some(2.0));
+        let s = strip(run);
+        assert!(s.text.contains("Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB"), "{}", s.text);
+    }
+
+    /// Open MPI's and PMIx's other tag forms (orte `iof_base_output.c`, openpmix `pmix_iof.c`).
+    #[test]
+    fn open_mpis_timed_detailed_and_named_tags_are_one_prefix() {
+        for (line, ids) in [
+            ("Mon Nov 11 12:34:56 2024[1,0]<stdout>:# nThread 1", "1,0"),
+            ("[Mon Nov 11 12:34:56 2024][1,3]<stdout>: # nThread 1", "1,3"),
+            ("[1,2][gpu01:4242]<stdout>: # nThread 1", "1,2"),
+            ("[prterun-f5n18-100629@1,0]<stderr>: # nThread 1", "1,0"),
+        ] {
+            let (l, src, len) = prefix_of(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!((l, src), (Launcher::Mpirun, ids), "{line}");
+            assert!(line[len..].trim_start().starts_with("# nThread"), "{line}");
+        }
+        assert_eq!(prefix_of("see [1,0]<stdout>: in the manual"), None);
     }
 }

@@ -273,9 +273,15 @@ fn per_engine(figures: impl Iterator<Item = (f64, Option<u32>)>) -> Option<PerEn
     .filter(|f| f.engines > 0)
 }
 
-/// The data-parallel rank in a vLLM V1 process prefix: `(EngineCore_DP1 pid=…)`, and before vLLM
-/// 0.11 `(EngineCore_1 pid=…)`.
+/// The data-parallel engine in a vLLM V1 process prefix: its rank in `(EngineCore_DP1 pid=…)`, and
+/// before vLLM 0.11 `(EngineCore_1 pid=…)`; with Ray's data-parallel backend the actor's pid in
+/// `(DPEngineCoreActor pid=5439, ip=…)` (ray-project/kuberay#4366), the only thing that tells them
+/// apart.
 pub(crate) fn engine_tag(line: &str) -> Option<u32> {
+    if let Some(at) = line.find("(DPEngineCoreActor pid=") {
+        let rest = &line[at + "(DPEngineCoreActor pid=".len()..];
+        return rest[..rest.bytes().take_while(u8::is_ascii_digit).count()].parse().ok();
+    }
     let at = line.find("(EngineCore_")?;
     let rest = &line[at + "(EngineCore_".len()..];
     let rest = rest.strip_prefix("DP").unwrap_or(rest);
@@ -516,6 +522,22 @@ mod tests {
                 .unwrap()
                 .get_num("serving.gpu_memory_utilization"),
             Some(0.7)
+        );
+    }
+
+    /// vLLM 0.11 with Ray's data-parallel backend (ray-project/kuberay#4366): each engine is a
+    /// `DPEngineCoreActor` told apart by its pid, under the API server's own prefix.
+    #[test]
+    fn rays_data_parallel_engine_actors_add_up() {
+        let log = "(APIServer pid=5332) INFO 01-12 06:15:00 [api_server.py:1] vLLM API server version 0.11.0\n\
+                   (APIServer pid=5332) (DPEngineCoreActor pid=5439, ip=10.233.69.249) INFO 01-12 06:16:00 [kv_cache_utils.py:1087] GPU KV cache size: 938,544 tokens\n\
+                   (APIServer pid=5332) (DPEngineCoreActor pid=5862) INFO 01-12 06:16:00 [kv_cache_utils.py:1087] GPU KV cache size: 938,544 tokens\n";
+        let p = super::super::parse(super::super::EvidenceKind::VllmLog, log.as_bytes()).unwrap();
+        assert_eq!(
+            p.get_num("serving.kv_cache_tokens"),
+            Some(1_877_088.0),
+            "{:?}",
+            p.warnings
         );
     }
 }
