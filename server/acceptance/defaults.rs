@@ -146,9 +146,25 @@ pub fn default_card_for(brief: &BriefFields, alloc: Option<(&'static GpuSpec, u3
 
 // Stage 1: the environment is what was rented, healthy, and its GPUs talk fast enough.
 
+/// `nvidia-smi` lists one machine's GPUs, and the agent runs on one node: an allocation over
+/// several nodes is judged node by node (the collective's world size shows they worked together).
 fn gpu_count_matches_the_allocation(b: &mut Builder, input: &CardInput) {
     let Some((gpu, count)) = input.alloc else { return };
-    let devices = count * gpu.devices_per_card;
+    let in_node = count.min(gpu.gpus_per_node.max(1));
+    let devices = in_node * gpu.devices_per_card;
+    let why = if in_node < count {
+        format!(
+            "The trial allocation is {count} × {} over {} nodes; each machine must show at least {devices} GPU \
+             devices (nvidia-smi lists one machine's).",
+            gpu.model,
+            count.div_ceil(in_node)
+        )
+    } else {
+        format!(
+            "The trial allocation is {count} × {}; the machine must show at least {devices} GPU devices.",
+            gpu.model
+        )
+    };
     b.add(
         1,
         "gpu.count",
@@ -156,10 +172,7 @@ fn gpu_count_matches_the_allocation(b: &mut Builder, input: &CardInput) {
         Threshold::Number(f64::from(devices)),
         "count",
         true,
-        format!(
-            "The trial allocation is {count} × {}; the machine must show at least {devices} GPU devices.",
-            gpu.model
-        ),
+        why,
     );
 }
 
@@ -696,6 +709,21 @@ mod tests {
         ));
         let card = default_card(&f, &f.sizing());
         assert_eq!(find(&card, "gpu.count", 1).unwrap().threshold, Threshold::Number(8.0));
+        // Two nodes of eight: each machine shows its own eight.
+        let two_nodes = brief(with(
+            base(),
+            json!({
+                "workload_kind": "training", "params_b": 70, "num_layers": 80, "concurrency": 16,
+                "trial_gpu": "H100 SXM", "trial_gpu_count": 16,
+                "restore_plan": "Resume from the newest checkpoint in the bucket."
+            }),
+        ));
+        let count = find(&default_card(&two_nodes, &two_nodes.sizing()), "gpu.count", 1)
+            .unwrap()
+            .clone();
+        assert_eq!(count.threshold, Threshold::Number(8.0));
+        let why = count.why.unwrap_or_default();
+        assert!(why.contains("over 2 nodes; each machine"), "{why}");
         let topo = find(&card, "topo.worst_link", 1).unwrap();
         assert_eq!(
             (topo.op, &topo.threshold, topo.required),
