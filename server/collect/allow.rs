@@ -372,10 +372,12 @@ fn mpirun(args: &[String]) -> Result<(), String> {
                 ("--hostfile" | "-hostfile", Some("${HOSTFILE}")) => i += 2,
                 ("-x", Some(v)) => match v.split_once('=') {
                     Some((name, value)) if env_allowed(name) && is_env_value(value) => i += 2,
+                    // This shell's own search paths, passed on as they are (no value of the plan's).
+                    None if ["PATH", "LD_LIBRARY_PATH"].contains(&v) => i += 2,
                     _ => return Err(format!("-x {v:?} is not an environment setting collect passes")),
                 },
                 ("--bind-to", Some("none" | "core" | "socket" | "numa")) => i += 2,
-                ("--tag-output", _) => i += 1,
+                ("--tag-output" | "--allow-run-as-root", _) => i += 1,
                 (o, _) if o.starts_with('-') => return Err(format!("the option {o:?} is not one collect passes")),
                 _ => return Ok(i),
             }

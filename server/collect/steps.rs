@@ -178,6 +178,9 @@ pub async fn run_command_with_env(
 ) -> Gathered {
     let mut child = match tokio::process::Command::new(program)
         .args(args)
+        // The tools need no token of the agent's, and a report that copies its environment
+        // (nccl-tests' `-J`) would upload it.
+        .env_remove("RENTCHECK_TOKEN")
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -339,15 +342,39 @@ pub async fn read_within(mut res: reqwest::Response, limit: usize) -> Result<Vec
     Ok(body)
 }
 
-/// Reads a file named on the command line.
+/// The most of a vLLM server's log read: its start-up, which is what the log is read for, comes
+/// first; a server that logged every request for hours has written gigabytes after it.
+pub const VLLM_LOG_HEAD: u64 = 8 << 20;
+
+/// Reads a file named on the command line, up to what the server takes of one: a larger file
+/// fails, naming its size, but a vLLM log is read from its head (its start-up), with a note.
 pub async fn read_file(path: &Path, kind: &str) -> Gathered {
-    match tokio::fs::read(path).await {
+    let limit = if kind == "vllm-log" {
+        VLLM_LOG_HEAD
+    } else {
+        TOOL_OUTPUT_LIMIT
+    };
+    let read = async {
+        let file = tokio::fs::File::open(path).await?;
+        let size = file.metadata().await?.len();
+        let mut body = Vec::new();
+        file.take(limit).read_to_end(&mut body).await?;
+        Ok::<_, std::io::Error>((body, size))
+    };
+    match read.await {
         // The server refuses empty evidence; say so here, naming the file.
-        Ok(body) if body.is_empty() => Gathered::Failed(format!("{} is empty", path.display())),
-        Ok(body) => Gathered::Content {
+        Ok((body, _)) if body.is_empty() => Gathered::Failed(format!("{} is empty", path.display())),
+        Ok((_, size)) if size > limit && kind != "vllm-log" => Gathered::Failed(format!(
+            "{} holds {size} bytes, more than the {limit} a file may send",
+            path.display()
+        )),
+        Ok((body, size)) => Gathered::Content {
             content_type: content_type_for(kind, &body),
+            notes: (size > limit)
+                .then(|| format!("the first {limit} bytes of {size} sent: the server's start-up is at the log's head"))
+                .into_iter()
+                .collect(),
             body,
-            notes: Vec::new(),
         },
         Err(e) => Gathered::Failed(format!("cannot read {}: {e}", path.display())),
     }
@@ -356,6 +383,24 @@ pub async fn read_file(path: &Path, kind: &str) -> Gathered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A vLLM log of hours of request lines is read from its head, where the start-up is.
+    #[tokio::test]
+    async fn a_long_vllm_log_is_read_from_its_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vllm.log");
+        let mut log = b"INFO vLLM API server version 0.9.1\nINFO GPU KV cache size: 100,000 tokens\n".to_vec();
+        log.resize(VLLM_LOG_HEAD as usize + 1000, b'x');
+        std::fs::write(&path, &log).unwrap();
+        match read_file(&path, "vllm-log").await {
+            Gathered::Content { body, notes, .. } => {
+                assert_eq!(body.len() as u64, VLLM_LOG_HEAD);
+                assert!(body.starts_with(b"INFO vLLM API server version"));
+                assert!(notes[0].contains("the first 8388608 bytes"), "{notes:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn the_diagnostic_runs_at_the_plans_level_for_the_stage_with_its_time() {

@@ -66,10 +66,11 @@ pub fn task(plan: &TestPlan, server_url: &str) -> String {
     out.push_str("secrets:\n  RENTCHECK_TOKEN: null\n");
     out.push_str("run: |\n");
     if nodes > 1 {
-        // One agent, on the first node; mpirun reaches the others through the hostfile.
+        // One agent, on the first node; mpirun reaches the others through the hostfile, which
+        // names each node's slots (without them Open MPI counts cores, and may refuse the ranks).
         out.push_str(
             "  if [ \"$SKYPILOT_NODE_RANK\" != 0 ]; then exit 0; fi\n\
-             \x20 echo \"$SKYPILOT_NODE_IPS\" > hostfile\n",
+             \x20 echo \"$SKYPILOT_NODE_IPS\" | sed \"s/$/ slots=$SKYPILOT_NUM_GPUS_PER_NODE/\" > hostfile\n",
         );
     }
     out.push_str("  rentcheck collect --plan --brief \"$RENTCHECK_BRIEF\" --trial \"$RENTCHECK_TRIAL\"\n");

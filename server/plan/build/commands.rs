@@ -58,6 +58,11 @@ pub(super) fn all_reduce_perf<'a>(max: &'a str, gpus: &'a str) -> [&'a str; 9] {
 }
 
 /// All-reduce across nodes: one process per GPU, started by mpirun or srun (whichever the site has).
+/// Open MPI refuses to start as root without being told (rented machines and their containers run
+/// as root), and the other nodes find `all_reduce_perf` and NCCL only on this shell's `PATH` and
+/// `LD_LIBRARY_PATH`, which a non-interactive ssh does not set. Under Slurm each task sees the
+/// node's GPUs (`--gpus-per-node`): with one GPU a task, nccl-tests' local rank 1 asks for a second
+/// device the task cannot see (NVIDIA/nccl-tests#300).
 pub(super) fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &str) -> Vec<PlanCommand> {
     let np = devices.to_string();
     let n_per = per_node.to_string();
@@ -73,7 +78,14 @@ pub(super) fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &s
                 &n_per,
                 "--hostfile",
                 "${HOSTFILE}",
+                "--allow-run-as-root",
+                "--bind-to",
+                "none",
                 "--tag-output",
+                "-x",
+                "PATH",
+                "-x",
+                "LD_LIBRARY_PATH",
                 "-x",
                 "NCCL_DEBUG=INFO",
             ][..],
@@ -84,10 +96,11 @@ pub(super) fn nccl_across_nodes(devices: u32, per_node: u32, nodes: u32, max: &s
     );
     mpi.shell = shell_line(&[], &mpi.argv);
     let ntasks = format!("--ntasks-per-node={per_node}");
+    let gpus = format!("--gpus-per-node={per_node}");
     let mut srun = command(
         "srun",
         &[
-            &["srun", "-l", "-N", &nodes_s, &ntasks, "--gpus-per-task=1"][..],
+            &["srun", "-l", "-N", &nodes_s, &ntasks, &gpus][..],
             &all_reduce_perf(max, "1"),
         ]
         .concat(),

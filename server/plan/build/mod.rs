@@ -522,7 +522,17 @@ mod tests {
         assert_eq!(flag(&mpi.argv, "-N"), "8");
         assert_eq!(flag(&mpi.argv, "-g"), "1");
         assert!(mpi.argv.contains(&"NCCL_DEBUG=INFO".to_owned()));
+        // As root (rented machines are), with this shell's paths on the other nodes.
+        assert!(mpi.argv.contains(&"--allow-run-as-root".to_owned()), "{:?}", mpi.argv);
+        assert_eq!(flag(&mpi.argv, "-x"), "PATH");
+        assert!(mpi.shell.contains("-x LD_LIBRARY_PATH"), "{}", mpi.shell);
         assert_eq!(nccl.commands[1].tool, "srun");
+        // Each task sees its node's GPUs: with one a task, local rank 1 has no second device.
+        assert!(
+            nccl.commands[1].argv.contains(&"--gpus-per-node=8".to_owned()),
+            "{:?}",
+            nccl.commands[1].argv
+        );
         assert!(wide.variables.iter().any(|v| v.name == HOSTFILE));
     }
 

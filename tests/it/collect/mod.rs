@@ -485,6 +485,22 @@ async fn a_tool_that_fails_still_has_its_output_posted_and_noted() {
     assert_eq!(of_kind(&items, "nvidia-smi-list")["parse_status"], "failed");
 }
 
+/// The tools collect runs do not see the agent's token.
+#[tokio::test]
+async fn the_tools_run_without_the_agents_token() {
+    let app = spawn_app().await;
+    let (brief, token) = agent(&app).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_script(
+        dir.path(),
+        "nvidia-smi",
+        "echo \"${RENTCHECK_TOKEN:-unset}\" > \"$(dirname \"$0\")/seen\"\ncat \"$F/nvidia-smi-list/h200-x8.txt\"\n",
+    );
+    collect(dir.path(), &token, &["--server", &app.base, "--brief", &brief]).await;
+    let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
+    assert_eq!(seen.trim(), "unset");
+}
+
 #[tokio::test]
 async fn a_tool_that_hangs_is_killed_at_the_timeout_and_what_it_printed_is_posted() {
     let app = spawn_app().await;

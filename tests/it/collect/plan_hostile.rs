@@ -224,8 +224,11 @@ async fn pasting_any_line_of_a_plan_runs_no_text_a_person_typed() {
     assert_eq!(task[0]["num_nodes"].as_i64(), Some(2), "{sky}");
     assert!(task[0]["secrets"]["RENTCHECK_TOKEN"].is_null(), "{sky}");
     assert!(!sky.contains(&app.token), "no token in the task");
+    let run = task[0]["run"].as_str().unwrap();
+    assert!(run.contains("rentcheck collect --plan"), "{sky}");
+    // Each node's slots in the hostfile: without them Open MPI counts cores and may refuse ranks.
     assert!(
-        task[0]["run"].as_str().unwrap().contains("rentcheck collect --plan"),
+        run.contains("sed \"s/$/ slots=$SKYPILOT_NUM_GPUS_PER_NODE/\" > hostfile"),
         "{sky}"
     );
 }
@@ -324,6 +327,20 @@ async fn collect_plan_refuses_a_hostile_plan_before_any_step_runs() {
             Box::new(|p: &mut Value| {
                 let s = step_of(p, "command");
                 s["commands"][0] = json!({"tool": "curl", "argv": ["curl", "-o", "/etc/cron.d/x", "${VLLM_URL}/metrics"], "shell": "", "install_hint": ""});
+            }),
+        ),
+        (
+            "mpirun handing the other nodes a library path of the plan's",
+            Box::new(|p: &mut Value| {
+                let s = step_of(p, "command");
+                s["commands"][0] = json!({"tool": "mpirun", "argv": ["mpirun", "-np", "2", "--allow-run-as-root", "-x", "LD_LIBRARY_PATH=/tmp/evil", "all_reduce_perf", "-g", "1"], "shell": "", "install_hint": ""});
+            }),
+        ),
+        (
+            "mpirun passing on a variable that loads code",
+            Box::new(|p: &mut Value| {
+                let s = step_of(p, "command");
+                s["commands"][0] = json!({"tool": "mpirun", "argv": ["mpirun", "-np", "2", "-x", "LD_PRELOAD", "all_reduce_perf", "-g", "1"], "shell": "", "install_hint": ""});
             }),
         ),
         (
