@@ -146,6 +146,10 @@ fn source_of(launcher: Launcher, src: &str) -> &str {
 fn mpirun(line: &str) -> Option<(Launcher, &str, usize)> {
     // The stream tag ends the prefix, within its first 100 bytes.
     let head = line.get(..line.len().min(100)).unwrap_or(line);
+    // Most lines have no `<` near their start: one byte scan says so before the three searches.
+    if !head.as_bytes().contains(&b'<') {
+        return None;
+    }
     let (end, tag) = ["]<stdout>:", "]<stderr>:", "]<stddiag>:"]
         .iter()
         .filter_map(|t| head.find(t).map(|i| (i, *t)))

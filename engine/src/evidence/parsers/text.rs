@@ -57,6 +57,39 @@ fn utf16(bytes: &[u8]) -> Option<Result<String, ParseError>> {
     Some(Ok(out))
 }
 
+/// A substring to look for, its searcher set up on first use and kept: `str::find` sets one up on
+/// every call, and a parser asking twenty questions of each line of a megabyte spent most of its
+/// time doing that. Declared as a `static` beside the parser that asks.
+pub(crate) struct Needle {
+    text: &'static str,
+    finder: std::sync::OnceLock<memchr::memmem::Finder<'static>>,
+}
+
+impl Needle {
+    pub(crate) const fn new(text: &'static str) -> Self {
+        Needle {
+            text,
+            finder: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Where the needle first stands in `hay`.
+    pub(crate) fn find(&self, hay: &str) -> Option<usize> {
+        self.finder
+            .get_or_init(|| memchr::memmem::Finder::new(self.text))
+            .find(hay.as_bytes())
+    }
+
+    pub(crate) fn is_in(&self, hay: &str) -> bool {
+        self.find(hay).is_some()
+    }
+
+    /// What follows the needle's first place in `hay`.
+    pub(crate) fn after<'a>(&self, hay: &'a str) -> Option<&'a str> {
+        self.find(hay).and_then(|i| hay.get(i + self.text.len()..))
+    }
+}
+
 /// Remove ANSI escape sequences (`ESC [ … letter`), e.g. underline codes from a TTY capture.
 pub(crate) fn strip_ansi(s: &str) -> Cow<'_, str> {
     if !s.contains('\u{1b}') {

@@ -22,7 +22,8 @@
 //! A log without any vLLM marker is an error; a vLLM log cut before the KV-cache lines is Ok with
 //! warnings.
 
-use super::{text, ParseError, Parsed};
+use super::text::{self, Needle};
+use super::{ParseError, Parsed};
 
 /// One start-up's figures, each with the data-parallel engine that logged it (when the line's
 /// process prefix names one).
@@ -66,7 +67,7 @@ pub(crate) fn parse(s: &str, engine_of: impl Fn(usize, &str) -> Option<u32>) -> 
         let n = i + 1;
         let l = text::strip_ansi(line);
         let l = l.as_ref();
-        if l.contains("vllm") || l.contains("vLLM") {
+        if MARKERS.iter().any(|m| m.is_in(l)) {
             marker = true;
         }
         if starts_a_server(l) && cur.has_figures() {
@@ -121,26 +122,56 @@ pub(crate) fn parse(s: &str, engine_of: impl Fn(usize, &str) -> Option<u32>) -> 
 
 /// The API server's own first lines: once per `vllm serve`, whatever its engines and workers log.
 fn starts_a_server(l: &str) -> bool {
-    l.contains("API server version ") || l.contains("non-default args:")
+    SERVER_STARTS.iter().any(|m| m.is_in(l))
 }
 
 /// Lines that end a start-up: the engine or a worker gave up, or ran out of memory.
-const FAILURES: [&str; 6] = [
-    "EngineCore failed to start",
-    "Engine core initialization failed",
-    "WorkerProc hit an exception",
-    "Traceback (most recent call last)",
-    "CUDA out of memory",
-    "OutOfMemoryError",
+static FAILURES: [Needle; 6] = [
+    Needle::new("EngineCore failed to start"),
+    Needle::new("Engine core initialization failed"),
+    Needle::new("WorkerProc hit an exception"),
+    Needle::new("Traceback (most recent call last)"),
+    Needle::new("CUDA out of memory"),
+    Needle::new("OutOfMemoryError"),
+];
+/// A vLLM log says its name somewhere.
+static MARKERS: [Needle; 2] = [Needle::new("vllm"), Needle::new("vLLM")];
+static SERVER_STARTS: [Needle; 2] = [Needle::new("API server version "), Needle::new("non-default args:")];
+/// The server is up: a failure after it is a request's, not the start-up's.
+static SERVER_UP: [Needle; 2] = [
+    Needle::new("Application startup complete"),
+    Needle::new("Uvicorn running on"),
+];
+static KV_CACHE: Needle = Needle::new("GPU KV cache size:");
+static CONCURRENCY: Needle = Needle::new("Maximum concurrency for ");
+static BLOCKS: Needle = Needle::new(" blocks:");
+/// The forms vLLM has logged `gpu_memory_utilization` in.
+static UTILIZATION: [Needle; 8] = [
+    Needle::new("gpu_memory_utilization="),
+    Needle::new("'gpu_memory_utilization': "),
+    Needle::new("\"gpu_memory_utilization\": "),
+    Needle::new("--gpu-memory-utilization="),
+    Needle::new("--gpu-memory-utilization "),
+    Needle::new("--gpu-memory-utilization from "),
+    // vLLM ≥ 0.11's worker: `Desired GPU memory utilization is (0.9, 39.98 GiB)`.
+    Needle::new("Desired GPU memory utilization is ("),
+    // V0 0.7–0.9's memory profile: `… total_gpu_memory (23.55GiB) x gpu_memory_utilization (0.78) = 18.28GiB`.
+    Needle::new("gpu_memory_utilization ("),
+];
+/// `vLLM API server version 0.6.3`, `Initializing a V1 LLM engine (v0.10.1.1)`, `vLLM version 0.9.0`.
+static VERSIONS: [Needle; 3] = [
+    Needle::new("API server version "),
+    Needle::new("vLLM version "),
+    Needle::new("LLM engine (v"),
 ];
 
 fn read_line(u: &mut Startup, n: usize, l: &str, engine: impl Fn() -> Option<u32>) {
-    if let Some(rest) = after(l, "GPU KV cache size:") {
+    if let Some(rest) = KV_CACHE.after(l) {
         if let Some(v) = text::lenient_number(rest) {
             u.kv.push((v, engine()));
         }
     }
-    if let Some(rest) = after(l, "Maximum concurrency for ") {
+    if let Some(rest) = CONCURRENCY.after(l) {
         let toks = text::lenient_number(rest);
         let x = rest.rsplit_once(':').and_then(|(_, x)| text::lenient_number(x));
         if let (Some(t), Some(x)) = (toks, x) {
@@ -154,9 +185,9 @@ fn read_line(u: &mut Startup, n: usize, l: &str, engine: impl Fn() -> Option<u32
         u.gmu = memory_utilization(l);
     }
     if !u.up && u.failed.is_none() {
-        if l.contains("Application startup complete") || l.contains("Uvicorn running on") {
+        if SERVER_UP.iter().any(|m| m.is_in(l)) {
             u.up = true;
-        } else if FAILURES.iter().any(|f| l.contains(f)) {
+        } else if FAILURES.iter().any(|f| f.is_in(l)) {
             let what: String = l.trim().chars().take(160).collect();
             u.failed = Some((n, what, !u.kv.is_empty()));
         }
@@ -295,30 +326,19 @@ pub(crate) fn engine_tag(line: &str) -> Option<u32> {
 
 /// The `gpu_memory_utilization` a line logs, in any of the forms vLLM has logged it.
 fn memory_utilization(l: &str) -> Option<f64> {
-    for pat in [
-        "gpu_memory_utilization=",
-        "'gpu_memory_utilization': ",
-        "\"gpu_memory_utilization\": ",
-        "--gpu-memory-utilization=",
-        "--gpu-memory-utilization ",
-        "--gpu-memory-utilization from ",
-        // vLLM ≥ 0.11's worker: `Desired GPU memory utilization is (0.9, 39.98 GiB)`.
-        "Desired GPU memory utilization is (",
-        // V0 0.7–0.9's memory profile: `… total_gpu_memory (23.55GiB) x gpu_memory_utilization (0.78) = 18.28GiB`.
-        "gpu_memory_utilization (",
-    ] {
-        // A pattern followed by words (`increase --gpu-memory-utilization to 0.9019`, vLLM ≥ 0.18's
-        // advice) gives no figure: the next pattern may (`The current --gpu-memory-utilization=0.9000`).
-        if let Some(v) = after(l, pat).and_then(text::lenient_number) {
-            return Some(v);
-        }
-    }
-    None
+    // A form followed by words (`increase --gpu-memory-utilization to 0.9019`, vLLM ≥ 0.18's
+    // advice) gives no figure: the next form may (`The current --gpu-memory-utilization=0.9000`).
+    UTILIZATION
+        .iter()
+        .find_map(|form| form.after(l).and_then(text::lenient_number))
 }
 
 /// V0's `# GPU blocks: 5102, # CPU blocks: 2048`; from 0.6.4 the device is the platform's
 /// dispatch key (`executor_base.py`: `# CUDA blocks: 5519`, `# cuda blocks: 41345`).
 fn device_blocks(l: &str) -> Option<f64> {
+    if !BLOCKS.is_in(l) {
+        return None;
+    }
     l.match_indices("# ").find_map(|(i, _)| {
         let (device, count) = l[i + 2..].split_once(" blocks:")?;
         let named = !device.is_empty() && device.len() <= 8 && device.bytes().all(|b| b.is_ascii_alphanumeric());
@@ -328,15 +348,9 @@ fn device_blocks(l: &str) -> Option<f64> {
     })
 }
 
-fn after<'a>(l: &'a str, pat: &str) -> Option<&'a str> {
-    l.find(pat).and_then(|i| l.get(i + pat.len()..))
-}
-
-/// `vLLM API server version 0.6.3`, `Initializing a V1 LLM engine (v0.10.1.1)`, `vLLM version 0.9.0`.
+/// The version a line names (`VERSIONS`).
 fn version_in(l: &str) -> Option<String> {
-    let rest = after(l, "API server version ")
-        .or_else(|| after(l, "vLLM version "))
-        .or_else(|| after(l, "LLM engine (v"))?;
+    let rest = VERSIONS.iter().find_map(|v| v.after(l))?;
     let v: String = rest
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-'))
