@@ -458,6 +458,10 @@ fn guidellm(args: &[String]) -> Result<(), String> {
             ("--target", Value::Exactly("${VLLM_URL}")),
             ("--model", Value::Model),
             (
+                "--request-type",
+                Value::OneOf(&["text_completions", "chat_completions"]),
+            ),
+            (
                 "--rate-type",
                 Value::OneOf(&[
                     "poisson",

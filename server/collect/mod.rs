@@ -564,6 +564,14 @@ async fn gather_steps(
     let mut pending: Vec<Pending> = Vec::new();
     let n = steps.len();
     for (i, step) in steps.iter().enumerate() {
+        let level_one = steps::diag_for_the_cards(
+            step,
+            pending
+                .iter()
+                .filter(|p| p.kind == "nvidia-smi-list")
+                .map(|p| p.body.as_slice()),
+        );
+        let step = level_one.as_ref().unwrap_or(step);
         let name = step.source.describe();
         if let Source::Wait { seconds } = step.source {
             // Not a row of the summary.

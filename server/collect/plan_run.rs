@@ -138,7 +138,13 @@ fn printed_line(cmd: &PlanCommand, vars: &[(String, String)]) -> String {
 
 /// The first of `commands` whose tool is present, with its path (`None` for the built-in).
 fn pick(commands: &[PlanCommand]) -> Option<(&PlanCommand, Option<std::path::PathBuf>)> {
-    commands.iter().find_map(|c| {
+    present(commands).next()
+}
+
+/// The commands whose tool is present, in the plan's order of preference, each with its path
+/// (`None` for the built-in).
+fn present(commands: &[PlanCommand]) -> impl Iterator<Item = (&PlanCommand, Option<std::path::PathBuf>)> {
+    commands.iter().filter_map(|c| {
         if c.tool == BUILT_IN_TOOL {
             Some((c, None))
         } else {
@@ -238,34 +244,30 @@ async fn load_step(
         Ok(reachable) => reachable,
         Err(stop) => return stop,
     };
-    let Some((cmd, path)) = pick(&step.commands) else {
-        return StepResult::Skipped(missing(&step.commands));
-    };
-    let output_file = substitute(cmd.output_file.as_deref().unwrap_or("${OUT}/result.json"), vars);
-    if let Some(dir) = Path::new(&output_file).parent() {
-        if let Err(e) = tokio::fs::create_dir_all(dir).await {
-            return StepResult::Failed(format!("cannot create {}: {e}", dir.display()));
+    let mut tried = Vec::new();
+    let mut body = None;
+    // A tool present but of another version (GuideLLM 0.7 dropped `guidellm benchmark`) writes no
+    // result: the next tool runs, and the built-in generator is always there.
+    for (cmd, path) in present(&step.commands) {
+        match load_with(step, plan, vars, args, point, cmd, path, &mut notes).await {
+            Ok(b) => {
+                body = Some(b);
+                break;
+            }
+            Err(StepResult::Failed(why)) => tried.push(why),
+            Err(stop) => return stop,
         }
     }
-    // A result left by an earlier run must not be taken for this one's.
-    let _ = tokio::fs::remove_file(&output_file).await;
-    let model = args.model.clone().unwrap_or_else(|| plan.brief.model.clone());
-    let prompts = args.max_prompts.map_or(point.num_prompts, |m| m.min(point.num_prompts));
-    let run = LoadRun {
-        step,
-        vars,
-        model,
-        prompts,
-        output_file: &output_file,
+    let Some(body) = body else {
+        return if tried.is_empty() {
+            StepResult::Skipped(missing(&step.commands))
+        } else {
+            StepResult::Failed(tried.join("; then "))
+        };
     };
-    let result = match path {
-        None => built_in_load(&run, point, plan, &mut notes).await,
-        Some(path) => harness_load(&run, cmd, &path, &mut notes).await,
-    };
-    let body = match result {
-        Ok(body) => body,
-        Err(stop) => return stop,
-    };
+    if !tried.is_empty() {
+        notes.push(format!("{} first", tried.join("; then ")));
+    }
     outputs.push(Output {
         name: "result".into(),
         kind: step.kind.clone(),
@@ -393,6 +395,41 @@ async fn harness_load(
                 }
             )))
         }
+    }
+}
+
+/// One tool's run of a load point: its result file's bytes, or why there are none.
+#[allow(clippy::too_many_arguments)] // one load point's run: each is a different part of it
+async fn load_with(
+    step: &PlanStep,
+    plan: &TestPlan,
+    vars: &[(String, String)],
+    args: &CollectArgs,
+    point: &LoadPoint,
+    cmd: &PlanCommand,
+    path: Option<std::path::PathBuf>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<u8>, StepResult> {
+    let output_file = substitute(cmd.output_file.as_deref().unwrap_or("${OUT}/result.json"), vars);
+    if let Some(dir) = Path::new(&output_file).parent() {
+        if let Err(e) = tokio::fs::create_dir_all(dir).await {
+            return Err(StepResult::Failed(format!("cannot create {}: {e}", dir.display())));
+        }
+    }
+    // A result left by an earlier run must not be taken for this one's.
+    let _ = tokio::fs::remove_file(&output_file).await;
+    let model = args.model.clone().unwrap_or_else(|| plan.brief.model.clone());
+    let prompts = args.max_prompts.map_or(point.num_prompts, |m| m.min(point.num_prompts));
+    let run = LoadRun {
+        step,
+        vars,
+        model,
+        prompts,
+        output_file: &output_file,
+    };
+    match path {
+        None => built_in_load(&run, point, plan, notes).await,
+        Some(path) => harness_load(&run, cmd, &path, notes).await,
     }
 }
 

@@ -43,6 +43,32 @@ pub fn tool_steps(stage: u8) -> Vec<Step> {
         .collect()
 }
 
+/// The DCGM diagnostic step at level 1 when a GPU listing gathered before it names a GeForce or
+/// workstation card, where DCGM runs no other level (its tests would be skipped, and a skip is
+/// not a pass); `None` to run `step` as it is.
+pub fn diag_for_the_cards<'a>(step: &Step, listings: impl Iterator<Item = &'a [u8]>) -> Option<Step> {
+    let Source::Command { program, args } = &step.source else {
+        return None;
+    };
+    if program != "dcgmi" || args.first().is_none_or(|a| a != "diag") {
+        return None;
+    }
+    let consumer = listings.map(String::from_utf8_lossy).any(|l| {
+        l.lines().any(|gpu| {
+            ["GeForce", "Quadro", "TITAN", "RTX A", "Ada Generation"]
+                .iter()
+                .any(|class| gpu.contains(class))
+        })
+    });
+    consumer.then(|| Step {
+        source: Source::Command {
+            program: program.clone(),
+            args: ["diag", "-r", "1", "-j"].map(str::to_owned).to_vec(),
+        },
+        ..step.clone()
+    })
+}
+
 /// How long a command may run: the general timeout, or longer for a DCGM diagnostic of a level
 /// that takes longer (level 2 runs for minutes).
 pub fn command_timeout(program: &str, args: &[String], general: Duration) -> Duration {
@@ -383,6 +409,22 @@ pub async fn read_file(path: &Path, kind: &str) -> Gathered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// DCGM runs only level 1 on GeForce and workstation cards: what `nvidia-smi -L` listed
+    /// before the diagnostic decides.
+    #[test]
+    fn a_geforce_listing_runs_the_diagnostic_at_level_one() {
+        let diag = tool_steps(1).pop().unwrap();
+        let geforce: &[u8] = b"GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-1)\n";
+        let h100: &[u8] = b"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n";
+        let level_one = diag_for_the_cards(&diag, [geforce].into_iter()).unwrap();
+        assert_eq!(level_one.source.describe(), "dcgmi diag -r 1 -j");
+        assert!(diag_for_the_cards(&diag, [h100].into_iter()).is_none());
+        let workstation: &[u8] = b"GPU 0: NVIDIA RTX 6000 Ada Generation (UUID: GPU-3)\n";
+        assert!(diag_for_the_cards(&diag, [workstation].into_iter()).is_some());
+        let listing = tool_steps(1).remove(0);
+        assert!(diag_for_the_cards(&listing, [geforce].into_iter()).is_none());
+    }
 
     /// A vLLM log of hours of request lines is read from its head, where the start-up is.
     #[tokio::test]

@@ -192,6 +192,13 @@ pub struct GpuSpec {
 }
 
 impl GpuSpec {
+    /// A GeForce or workstation (Quadro-class) card, not a datacenter one: DCGM runs only its
+    /// level-1 diagnostic on those ("Non-datacenter GPUs support level 1", `dcgmi diag`).
+    pub fn is_datacenter(&self) -> bool {
+        let f = self.form_factor.to_ascii_lowercase();
+        !(f.contains("consumer") || f.contains("geforce") || f.contains("workstation"))
+    }
+
     /// Memory per card in bytes: the driver's `memory.total` (MiB × 2^20), else the datasheet
     /// GB × 10^9 when no driver figure is known.
     pub fn memory_bytes(&self) -> f64 {

@@ -28,8 +28,8 @@ pub(super) const NCCL_HINT: &str = "build nccl-tests (git clone https://github.c
 const MPI_HINT: &str =
     "install Open MPI (apt install openmpi-bin), build nccl-tests with MPI=1, and list the nodes in ${HOSTFILE}";
 const SRUN_HINT: &str = "run inside a Slurm allocation of the trial's nodes";
-const VLLM_HINT: &str = "pip install vllm (it brings `vllm bench serve`)";
-const GUIDELLM_HINT: &str = "pip install guidellm";
+const VLLM_HINT: &str = "pip install 'vllm>=0.9.1' (it brings `vllm bench serve` with --save-detailed)";
+const GUIDELLM_HINT: &str = "pip install 'guidellm>=0.4,<0.7' (0.7 renamed `guidellm benchmark`)";
 pub(super) const CURL_HINT: &str = "install curl (apt install curl)";
 
 /// The largest all-reduce size: a power of two at most a sixth of the card's memory (nccl-tests
@@ -174,8 +174,8 @@ fn vllm_argv(load: &LoadArgs<'_>, result: &str) -> Vec<String> {
         "vllm",
         "bench",
         "serve",
-        "--backend",
-        "openai",
+        // No `--backend`: vLLM 0.8.5–0.9.1 have none (argparse refuses it), and every version
+        // defaults to OpenAI's completions, which `--endpoint` names.
         "--base-url",
         "${VLLM_URL}",
         "--endpoint",
@@ -222,7 +222,8 @@ fn vllm_argv(load: &LoadArgs<'_>, result: &str) -> Vec<String> {
     vllm
 }
 
-/// `guidellm benchmark`, its report written to `guidellm_out`.
+/// `guidellm benchmark`, its report written to `guidellm_out`: text completions, as the other tools
+/// send (GuideLLM 0.4–0.6 send chat completions unless told, which add the chat template's tokens).
 fn guidellm_argv(load: &LoadArgs<'_>, guidellm_out: &str) -> Vec<String> {
     let data = format!("prompt_tokens={},output_tokens={}", load.input, load.output);
     [
@@ -232,6 +233,8 @@ fn guidellm_argv(load: &LoadArgs<'_>, guidellm_out: &str) -> Vec<String> {
         "${VLLM_URL}",
         "--model",
         load.model,
+        "--request-type",
+        "text_completions",
         "--rate-type",
         "poisson",
         "--rate",

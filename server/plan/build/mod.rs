@@ -513,6 +513,13 @@ mod tests {
         let tp = plan.serve.as_ref().unwrap();
         assert!(tp.command.contains("--tensor-parallel-size"), "{}", tp.command);
 
+        // DCGM runs only level 1 on a GeForce card: level 2 would skip its tests, and fail.
+        let geforce = plan_of(&b, "RTX 4090", 1);
+        let diag = step(&geforce, "1-dcgm-diag");
+        assert_eq!(diag.commands[0].argv, ["dcgmi", "diag", "-r", "1", "-j"]);
+        assert!(diag.why.contains("the only level DCGM runs on GeForce"), "{}", diag.why);
+        assert_eq!(step(&plan_of(&b, "L4", 1), "1-dcgm-diag").commands[0].argv[3], "2");
+
         // Two nodes of eight: one rank per GPU under a launcher, and NCCL names its NICs.
         let wide = plan_of(&b, "H100 SXM", 16);
         let nccl = step(&wide, "1-nccl-all-reduce");

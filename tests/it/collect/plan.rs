@@ -332,6 +332,63 @@ async fn the_plan_of_a_trial_is_served_to_people_and_its_agent() {
     assert!(html.contains("0 of "), "nothing done yet");
 }
 
+/// A load tool present but of another version writes no result (GuideLLM 0.7 dropped `guidellm
+/// benchmark`): the next tool runs the point, here the built-in generator, and the row says why.
+#[tokio::test]
+async fn a_load_tool_that_writes_no_result_hands_the_point_to_the_next() {
+    let app = spawn_app().await;
+    let (brief, trial) = small_model_brief(&app).await;
+    let token = app.trial_token(brief.parse().unwrap(), trial.parse().unwrap()).await;
+    let (vllm, served) = fake_openai_server(TTFT, GAP).await;
+    let tools = tempfile::tempdir().unwrap();
+    fake_tools(tools.path(), false);
+    write_script(
+        tools.path(),
+        "guidellm",
+        "echo \"Error: No such command 'benchmark'.\" >&2\nexit 2\n",
+    );
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let server = app.url("");
+    let o = collect(
+        tools.path(),
+        &token,
+        &[
+            "--server",
+            server.as_str(),
+            "--brief",
+            brief.as_str(),
+            "--trial",
+            trial.as_str(),
+            "--plan",
+            "--stage",
+            "3",
+            "--vllm-url",
+            vllm.as_str(),
+            "--dcgm-exporter-url",
+            &closed_port().await,
+            "--out",
+            out.to_str().unwrap(),
+            "--max-prompts",
+            "2",
+        ],
+    )
+    .await;
+    let (stdout, stderr) = text(&o);
+    let load_rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("3-load-")).collect();
+    assert!(!load_rows.is_empty(), "{stdout}\n{stderr}");
+    assert!(load_rows.iter().all(|l| l.contains(" sent ")), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("guidellm wrote no result") || stderr.contains("guidellm wrote no result"),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        2 * load_rows.len(),
+        "the built-in generator ran each point"
+    );
+}
+
 #[tokio::test]
 async fn collect_plan_runs_the_trial_from_nothing_to_a_decision_and_never_sends_twice() {
     let app = spawn_app().await;
