@@ -49,6 +49,11 @@ fn main() {
             megabyte("", |i| format!("GPU {i}: A (UUID: GPU-{i}) ")),
         ),
         (
+            "nvidia-smi -L, entries without a UUID on one line",
+            EvidenceKind::NvidiaSmiList,
+            megabyte("", |_| "x) GPU 1: ".to_owned()),
+        ),
+        (
             "dcgm-exporter, a host a line",
             EvidenceKind::DcgmExporter,
             megabyte("", |i| {

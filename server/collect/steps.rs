@@ -385,6 +385,11 @@ pub async fn read_file(path: &Path, kind: &str) -> Gathered {
         let size = file.metadata().await?.len();
         let mut body = Vec::new();
         file.take(limit).read_to_end(&mut body).await?;
+        if size > limit {
+            // Whole lines only: a cut inside a character of a prompt would make the text invalid.
+            let whole = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            body.truncate(whole);
+        }
         Ok::<_, std::io::Error>((body, size))
     };
     match read.await {
@@ -432,11 +437,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("vllm.log");
         let mut log = b"INFO vLLM API server version 0.9.1\nINFO GPU KV cache size: 100,000 tokens\n".to_vec();
-        log.resize(VLLM_LOG_HEAD as usize + 1000, b'x');
+        // Request lines of prompts in another script: the head ends at a whole line, never inside
+        // a character.
+        while (log.len() as u64) < VLLM_LOG_HEAD + 1000 {
+            log.extend_from_slice("INFO Received request: prompt: 'こんにちは、世界'\n".as_bytes());
+        }
         std::fs::write(&path, &log).unwrap();
         match read_file(&path, "vllm-log").await {
             Gathered::Content { body, notes, .. } => {
-                assert_eq!(body.len() as u64, VLLM_LOG_HEAD);
+                assert!(body.len() as u64 <= VLLM_LOG_HEAD && body.ends_with(b"\n"));
+                assert!(std::str::from_utf8(&body).is_ok());
                 assert!(body.starts_with(b"INFO vLLM API server version"));
                 assert!(notes[0].contains("the first 8388608 bytes"), "{notes:?}");
             }

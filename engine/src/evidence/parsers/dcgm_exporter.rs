@@ -53,17 +53,21 @@ struct Scrape<'a> {
     counters: Vec<&'a str>,
 }
 
-/// The GPU a sample is of: its index (else UUID, else device) on its host. Scrapes of several
-/// machines put one after another, or Prometheus' `/federate`, carry GPU 0 once per host.
+/// The GPU a sample is of, as warnings name it: its index with its UUID (`0 (GPU-…)`), which no
+/// other machine's GPU has; without a UUID the index on its host. Scrapes of several machines put
+/// one after another, or Prometheus' `/federate`, carry GPU 0 once per host; the host label alone
+/// is not the GPU's (in Kubernetes it is the exporter pod's name, new after a restart).
 fn gpu_key(s: &Sample<'_>) -> String {
-    let gpu = s
-        .label("gpu")
-        .or_else(|| s.label("UUID"))
-        .or_else(|| s.label("device"))
-        .unwrap_or("");
-    match s.label("Hostname").or_else(|| s.label("hostname")) {
-        Some(host) => format!("{gpu} on {host}"),
-        None => gpu.to_owned(),
+    let gpu = s.label("gpu").or_else(|| s.label("device"));
+    match (
+        gpu,
+        s.label("UUID"),
+        s.label("Hostname").or_else(|| s.label("hostname")),
+    ) {
+        (Some(gpu), Some(uuid), _) => format!("{gpu} ({uuid})"),
+        (None, Some(uuid), _) => uuid.to_owned(),
+        (Some(gpu), None, Some(host)) => format!("{gpu} on {host}"),
+        (gpu, None, _) => gpu.unwrap_or_default().to_owned(),
     }
 }
 
@@ -80,11 +84,14 @@ fn of_another_entity(s: &Sample<'_>) -> bool {
 /// counters (`DCGM_FI_DEV_PCIE_TX_THROUGHPUT`, `DCGM_FI_PROF_PCIE_TX_BYTES`: NVIDIA/dcgm-exporter#87),
 /// and a federated scrape types everything `untyped`, so the type alone proves nothing.
 fn only_grows(name: &str) -> bool {
-    name.ends_with("_TOTAL")
-        || name.ends_with("_COUNT")
-        || name.ends_with("_COUNTER")
-        || name.ends_with("_REMAPPED_ROWS")
-        || name == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+    // `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` is a rate whatever its name says (NVIDIA/dcgm-exporter#417).
+    let rate = name.contains("BANDWIDTH") || name.contains("THROUGHPUT");
+    !rate
+        && (name.ends_with("_TOTAL")
+            || name.ends_with("_COUNT")
+            || name.ends_with("_COUNTER")
+            || name.ends_with("_REMAPPED_ROWS")
+            || name == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
 }
 
 fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
@@ -479,7 +486,11 @@ mod tests {
         assert_eq!(p.get_num("gpu.util_pct_avg"), Some(50.0));
         assert_eq!(p.get_num("gpu.temp_c_max"), Some(61.0));
         let warned = |what: &str| p.warnings.iter().any(|w| w.contains(what));
-        assert!(warned("GPU 0 on node-35: utilisation 808334905 %"), "{:?}", p.warnings);
+        assert!(
+            warned("GPU 0 (GPU-a800-0): utilisation 808334905 %"),
+            "{:?}",
+            p.warnings
+        );
         assert!(warned("DCGM_FI_DEV_GPU_TEMP"), "{:?}", p.warnings);
     }
 
@@ -499,6 +510,22 @@ mod tests {
         let p = parse_window(&scrape("1000000", "5120"), &scrape("5000000", "4096")).unwrap();
         assert!(!p.warnings.iter().any(|w| w.contains("restarted")), "{:?}", p.warnings);
         assert_eq!(p.get_num("gpu.energy_joules"), Some(4000.0));
+        // The NVLink "total" is a rate too; and the exporter pod's new name (its Hostname label
+        // in Kubernetes) is the same GPU: the window stands.
+        let nvlink = |mj: &str, bw: &str, host: &str| {
+            format!(
+                "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"{host}\"}} {mj}\n\
+                 # TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL counter\n\
+                 DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"{host}\"}} {bw}\n"
+            )
+        };
+        let p = parse_window(
+            &nvlink("1000000", "200000", "dcgm-exporter-abc"),
+            &nvlink("3000000", "100", "dcgm-exporter-xyz"),
+        )
+        .unwrap();
+        assert!(!p.warnings.iter().any(|w| w.contains("restarted")), "{:?}", p.warnings);
+        assert_eq!(p.get_num("gpu.energy_joules"), Some(2000.0));
         // Energy that went down is a restart.
         let p = parse_window(&scrape("1000000", "5120"), &scrape("1000", "4096")).unwrap();
         assert!(

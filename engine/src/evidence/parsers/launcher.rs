@@ -129,6 +129,7 @@ fn source_of(launcher: Launcher, src: &str) -> &str {
         "DPEngineCoreActor",
         "Worker",
         "VllmWorker",
+        "RayWorkerWrapper",
     ]
     .iter()
     .any(|p| role.starts_with(p));
@@ -193,31 +194,42 @@ fn kubectl(line: &str) -> Option<(Launcher, &str, usize)> {
 }
 
 /// The length of an RFC 3339 time and the space after it at the start of `s`
-/// (`2025-01-01T00:00:00.123456789Z `, `2025-01-01T00:00:00+00:00 `), else 0.
+/// (`2025-01-01T00:00:00.123456789Z `, `2025-01-01T00:00:00+00:00 `), else 0: the time's own
+/// syntax to its zone, then a space, so a CSV row that starts with a time keeps its figures.
 fn rfc3339_len(s: &str) -> usize {
     let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    let shape = digits(0..4)
-        && b.get(4) == Some(&b'-')
-        && digits(5..7)
-        && b.get(7) == Some(&b'-')
-        && digits(8..10)
-        && b.get(10) == Some(&b'T')
-        && digits(11..13)
-        && b.get(13) == Some(&b':');
-    if !shape {
+    let digits_at = |i: usize, n: usize| b.get(i..i + n).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    // 2025-01-01T00:00:00
+    let clock = digits_at(0, 4)
+        && at(4, b'-')
+        && digits_at(5, 2)
+        && at(7, b'-')
+        && digits_at(8, 2)
+        && at(10, b'T')
+        && digits_at(11, 2)
+        && at(13, b':')
+        && digits_at(14, 2)
+        && at(16, b':')
+        && digits_at(17, 2);
+    if !clock {
         return 0;
     }
-    match s.find(' ') {
-        Some(space)
-            if space <= 40
-                && !s[..space]
-                    .bytes()
-                    .any(|c| c.is_ascii_alphabetic() && c != b'T' && c != b'Z') =>
-        {
-            space + 1
-        }
-        _ => 0,
+    let mut i = 19;
+    if at(i, b'.') {
+        i += 1 + b[i + 1..].iter().take_while(|d| d.is_ascii_digit()).count();
+    }
+    if at(i, b'Z') {
+        i += 1;
+    } else if (at(i, b'+') || at(i, b'-')) && digits_at(i + 1, 2) && at(i + 3, b':') && digits_at(i + 4, 2) {
+        i += 6;
+    } else {
+        return 0;
+    }
+    if at(i, b' ') {
+        i + 1
+    } else {
+        0
     }
 }
 
@@ -248,16 +260,20 @@ fn hydra(line: &str) -> Option<(Launcher, &str, usize)> {
 
 /// A line of a Hydra layer without the rank tags that stand glued inside it: nccl-tests prints a
 /// row in parts, and the launcher tags each part (`…  -1[0]    1626.5 …      0[0]    2302.3 …`).
-/// Only the line's own tag, right after a figure: `Using [0]mlx5_0` keeps NCCL's device index.
+/// Only the line's own tag, right after a figure and before the next one: `Using [0]mlx5_0` keeps
+/// NCCL's device index, `0[0] -> 1[1]` its channel's ranks.
 fn without_glued_tags(rest: &str, rank: &str) -> String {
     let tag = format!("[{rank}]");
     let mut out = String::with_capacity(rest.len());
     let mut last = 0;
     for (i, _) in rest.match_indices(tag.as_str()) {
+        let after = rest[i + tag.len()..].trim_start_matches(' ');
         let glued = rest[..i]
             .chars()
             .next_back()
-            .is_some_and(|c| c.is_ascii_digit() || c == '.' || c == 'A');
+            .is_some_and(|c| c.is_ascii_digit() || c == '.' || c == 'A')
+            && after.len() < rest.len() - i - tag.len()
+            && after.starts_with(|c: char| c.is_ascii_digit() || c == 'N');
         if glued {
             out.push_str(&rest[last..i]);
             out.push(' ');
@@ -604,6 +620,9 @@ mod tests {
         assert_eq!(p.get_num("nccl.busbw_peak_gbps"), Some(3.11), "{:?}", p.warnings);
         assert_eq!(rfc3339_len("2025-01-01T00:00:00Z x"), 21);
         assert_eq!(rfc3339_len("2025-01-01 x"), 0);
+        // A CSV row that starts with a time keeps its figures.
+        assert_eq!(rfc3339_len("2025-01-01T00:00:00Z, 0, 85"), 0);
+        assert_eq!(rfc3339_len("2025-01-01T00:00:00+00:00,85,40960 MiB"), 0);
     }
 
     /// MPICH's and Intel MPI's `-prepend-rank` tags every part of a row nccl-tests printed in parts
@@ -626,6 +645,10 @@ mod tests {
         assert_eq!(p.get_num("nccl.world_size"), Some(2.0));
         let s = strip(run);
         assert!(s.text.contains("Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB"), "{}", s.text);
+        assert_eq!(
+            without_glued_tags("NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P", "0"),
+            "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P"
+        );
     }
 
     /// Open MPI's and PMIx's other tag forms (orte `iof_base_output.c`, openpmix `pmix_iof.c`).

@@ -36,7 +36,13 @@ struct RankLine {
 }
 
 fn rank_line(rest: &str) -> Option<RankLine> {
-    let rank = rest.split_whitespace().next()?.parse().ok()?;
+    // No run has a million ranks: a larger number is no rank line (and its rank + 1 stays small).
+    let rank = rest
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .filter(|r: &usize| *r < 1 << 20)?;
     let host = rest
         .split_once(" on ")
         .and_then(|(_, r)| r.split_whitespace().next())
@@ -322,6 +328,11 @@ impl Scan {
         let toks: Vec<&str> = t.split_whitespace().collect();
         let body_only =
             toks.len() + PREAMBLE_FIELDS == columns && toks.iter().all(|x| *x == "N/A" || x.parse::<f64>().is_ok());
+        if !body_only {
+            p.warn(format!(
+                "line {ln}: a row's first part ({pending}) had no figures after it; row skipped (cut short?)"
+            ));
+        }
         body_only.then(|| {
             p.warn(format!(
                 "line {ln}: the rest of a row that NCCL's own log lines cut in two, joined to its first part ({pending})"

@@ -172,20 +172,41 @@ impl Listing {
 fn entries_of(t: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
+    // Whether the entry from `start` holds a UUID, read up to `scanned`: each byte is read once.
+    let (mut scanned, mut has_uuid): (usize, bool) = (0, false);
     for (i, _) in t.match_indices(") ") {
         let next = &t[i + 2..];
         let starts_entry = next
             .strip_prefix("GPU ")
             .or_else(|| next.strip_prefix("MIG "))
+            // The id's colon is near: never read the rest of a long line for it.
+            .map(|r| &r[..char_boundary_below(r, 40)])
             .and_then(|r| r.split_once(':'))
             .is_some_and(|(head, _)| head.split_whitespace().last().is_some_and(|n| n.parse::<u32>().is_ok()));
-        if starts_entry && t[start..i].contains("(UUID:") {
+        if !starts_entry {
+            continue;
+        }
+        // `(UUID:` may straddle the last place read: read again from a few bytes before it.
+        let from = char_boundary_below(t, scanned.saturating_sub(5).max(start));
+        has_uuid |= t[from..i].contains("(UUID:");
+        scanned = i;
+        if has_uuid {
             out.push(t[start..=i].trim());
             start = i + 2;
+            (scanned, has_uuid) = (start, false);
         }
     }
     out.push(t[start..].trim());
     out
+}
+
+/// The largest char boundary of `s` at or below `i`.
+fn char_boundary_below(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 fn warn_once(first: &mut Option<(usize, String)>, ln: usize, t: &str) {

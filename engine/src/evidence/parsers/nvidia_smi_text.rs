@@ -322,7 +322,12 @@ pub(crate) fn parse_q(s: &str) -> Result<Parsed, ParseError> {
             "nvidia-smi -q text without a `GPU <bus id>` section",
         ));
     }
-    let (gpus, repeated) = fold_samples(gpus);
+    // A GPU is its UUID (two machines' `-q` put together share bus ids), else its bus id.
+    let (gpus, repeated) = fold_samples(
+        gpus.into_iter()
+            .map(|(bus, g)| (g.uuid.clone().unwrap_or(bus), g))
+            .collect(),
+    );
     if repeated > 0 {
         p.warn(samples_warning(repeated));
     }
@@ -563,6 +568,16 @@ mod tests {
         const Q: &str = include_str!("../../../../tests/fixtures/nvidia-smi-query/a10-q-text-driver550-gpud.txt");
         let p = parse_q(&format!("{Q}\n{Q}")).unwrap();
         assert_eq!(p.get_num("gpu.count"), Some(1.0), "{:?}", p.warnings);
+        // Two machines' `-q` put together: the same bus id, other GPUs.
+        let other = Q.replace(
+            "GPU-51ae0086-e1ac-4a20-f062-9caa44e4df6d",
+            "GPU-00000000-1111-2222-3333-444444444444",
+        );
+        assert_ne!(other, Q);
+        assert_eq!(
+            parse_q(&format!("{Q}\n{other}")).unwrap().get_num("gpu.count"),
+            Some(2.0)
+        );
         assert!(
             !p.warnings.iter().any(|w| w.contains("Attached GPUs says")),
             "{:?}",

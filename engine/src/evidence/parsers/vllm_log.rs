@@ -70,9 +70,14 @@ pub(crate) fn parse(s: &str, engine_of: impl Fn(usize, &str) -> Option<u32>) -> 
         if MARKERS.iter().any(|m| m.is_in(l)) {
             marker = true;
         }
-        if starts_a_server(l) && cur.has_figures() {
-            earlier = Some(std::mem::take(&mut cur));
-            starts += 1;
+        if starts_a_server(l) {
+            // A start-up that reached its cache is kept; one that did not is over either way.
+            if cur.has_figures() {
+                earlier = Some(std::mem::take(&mut cur));
+                starts += 1;
+            } else {
+                cur = Startup::default();
+            }
             cur.first_line = n;
         }
         read_line(&mut cur, n, l, || engine_of(n, line));
@@ -550,6 +555,26 @@ mod tests {
         assert_eq!(
             p.get_num("serving.kv_cache_tokens"),
             Some(1_877_088.0),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    /// A start-up that failed before its cache, then a new one: the new one is judged on its own
+    /// (its line, its own failure after sizing its cache).
+    #[test]
+    fn a_start_up_after_one_that_failed_early_is_judged_on_its_own() {
+        let log = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.9.1\n\
+                   ERROR 05-01 10:00:30 [core.py:1] EngineCore failed to start.\n\
+                   INFO 05-01 11:00:00 [api_server.py:1] vLLM API server version 0.9.1\n\
+                   INFO 05-01 11:01:00 [kv_cache_utils.py:1] GPU KV cache size: 300,000 tokens\n\
+                   ERROR 05-01 11:01:30 [core.py:1] torch.OutOfMemoryError: CUDA out of memory.\n";
+        let p = parse(log, |_, _| None).unwrap();
+        assert_eq!(p.get_num("serving.kv_cache_tokens"), Some(300_000.0));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("failed after its KV cache was sized (line 5")),
             "{:?}",
             p.warnings
         );
