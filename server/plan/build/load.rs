@@ -219,9 +219,18 @@ pub fn sweep_rates(capacity: Option<f64>, peak: Option<f64>, target_rps: Option<
     kept
 }
 
-/// Requests at one rate: [`POINT_SECONDS`] of arrivals, within [`MIN_PROMPTS`]..[`MAX_PROMPTS`].
-pub fn prompts_at(rate: f64) -> u32 {
-    ((rate * POINT_SECONDS).ceil() as u32).clamp(MIN_PROMPTS, MAX_PROMPTS)
+/// Output tokens one load point's requests may ask for in all. `vllm bench serve --save-detailed`
+/// keeps every inter-token gap as a number of some twenty characters and every generated text: at
+/// about 27 bytes a token, 500,000 tokens is some 13 MB, inside the server's 16 MiB upload, where
+/// 3,000 requests of 256 tokens (19 MB) was refused.
+pub const MAX_OUTPUT_TOKENS_PER_POINT: u32 = 500_000;
+
+/// Requests at one rate: [`POINT_SECONDS`] of arrivals, within [`MIN_PROMPTS`]..[`MAX_PROMPTS`],
+/// and no more than [`MAX_OUTPUT_TOKENS_PER_POINT`] output tokens in all (a shorter point at a
+/// high rate, rather than a result the server cannot take).
+pub fn prompts_at(rate: f64, output_tokens: u32) -> u32 {
+    let by_tokens = (MAX_OUTPUT_TOKENS_PER_POINT / output_tokens.max(1)).max(MIN_PROMPTS);
+    ((rate * POINT_SECONDS).ceil() as u32).clamp(MIN_PROMPTS, MAX_PROMPTS.min(by_tokens))
 }
 
 pub(super) fn goodput_targets(brief: &BriefFields) -> Vec<GoodputTarget> {
@@ -286,8 +295,11 @@ mod tests {
         // Without a predicted capacity the peak anchors the sweep.
         let r: Vec<f64> = sweep_rates(None, Some(4.0), None).iter().map(|x| x.0).collect();
         assert_eq!(r, [1.0, 2.0, 4.0, 6.0, 8.0]);
-        assert_eq!(prompts_at(0.1), MIN_PROMPTS);
-        assert_eq!(prompts_at(2.0), 240);
-        assert_eq!(prompts_at(1000.0), MAX_PROMPTS);
+        assert_eq!(prompts_at(0.1, 256), MIN_PROMPTS);
+        assert_eq!(prompts_at(2.0, 256), 240);
+        assert_eq!(prompts_at(1000.0, 16), MAX_PROMPTS);
+        // 3,000 requests of 256 tokens would be a 19 MB result: 1,953 fit.
+        assert_eq!(prompts_at(1000.0, 256), 1953);
+        assert_eq!(prompts_at(1000.0, 100_000), MIN_PROMPTS);
     }
 }

@@ -96,7 +96,7 @@ fn load_steps(cx: &StageCtx<'_>) -> Vec<PlanStep> {
         let rate_s = fmt_num(*rate);
         let key = format!("load-{rate_s}rps");
         let step_key = format!("{stage}-{key}");
-        let n = prompts_at(*rate);
+        let n = prompts_at(*rate, output_tokens);
         let mut s = cx.step(
             &key,
             format!("Load point: {rate_s} requests/s"),
