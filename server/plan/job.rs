@@ -64,15 +64,36 @@ pub fn cronjobs(plan: &TestPlan, settings: &JobSettings<'_>, every_days: u32) ->
     documents(plan, settings, Some(every_days))
 }
 
-/// The one command line of a re-validation by cron, for a box without Kubernetes.
+/// The crontab lines of a re-validation, for a box without Kubernetes: one per stage that runs
+/// without the GPUs to itself (the load against the serving vLLM), as the CronJobs leave the GPU
+/// tools' stages suspended. Cron's own `PATH` is `/usr/bin:/bin`, where neither `cargo install`'s
+/// rentcheck nor the tools are: the line names the usual places.
 pub fn cron_line(plan: &TestPlan, server_url: &str, every_days: u32) -> String {
-    format!(
-        "{} RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --server {} --brief {} --trial {} >> $HOME/rentcheck-revalidation.log 2>&1",
-        schedule(every_days),
-        server_url,
-        plan.brief.id,
-        plan.trial.id
-    )
+    let serving_stages: Vec<u8> = plan
+        .stages
+        .iter()
+        .filter(|s| {
+            s.steps.iter().any(|x| x.runner == Runner::Load) && !s.steps.iter().any(|x| x.runner == Runner::Command)
+        })
+        .map(|s| s.stage)
+        .collect();
+    if serving_stages.is_empty() {
+        return "# Every stage of this plan needs the GPUs to itself: run it in a maintenance window, not from cron."
+            .into();
+    }
+    serving_stages
+        .iter()
+        .map(|stage| {
+            format!(
+                "{} PATH=$HOME/.cargo/bin:/usr/local/bin:/usr/bin:/bin RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --stage {stage} --server {} --brief {} --trial {} >> $HOME/rentcheck-revalidation.log 2>&1",
+                schedule(every_days),
+                server_url,
+                plan.brief.id,
+                plan.trial.id
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The Jobs, or with `every_days` the re-validation CronJobs, as one multi-document YAML file: a
@@ -269,11 +290,19 @@ fn job_spec(
          \x20           readOnlyRootFilesystem: true\n\
          \x20         volumeMounts:\n\
          \x20           - name: work\n\
-         \x20             mountPath: /work\n\
-         \x20     volumes:\n\
-         \x20       - name: work\n\
-         \x20         emptyDir: {}\n",
+         \x20             mountPath: /work\n",
     );
+    // A pod's /dev/shm is 64 MiB: NCCL between GPUs without peer-to-peer goes through shared
+    // memory and fails there ("posix_fallocate failed: No space left on device", NVIDIA/nccl#525).
+    if runs_tools {
+        out.push_str("            - name: shm\n              mountPath: /dev/shm\n");
+    }
+    out.push_str("      volumes:\n        - name: work\n          emptyDir: {}\n");
+    if runs_tools {
+        out.push_str(
+            "        - name: shm\n          emptyDir:\n            medium: Memory\n            sizeLimit: 1Gi\n",
+        );
+    }
     out
 }
 

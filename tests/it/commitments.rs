@@ -539,13 +539,16 @@ async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
         )),
         "{page}"
     );
+    // Cron's PATH has neither rentcheck nor the tools, and the GPU tools' stages stay out (the
+    // node serves): the load stage alone, as the CronJobs run it.
     assert!(
         page.contains(&format!(
-            "0 3 */14 * * RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --server {} --brief {brief} --trial {trial}",
+            "0 3 */14 * * PATH=$HOME/.cargo/bin:/usr/local/bin:/usr/bin:/bin RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --stage 3 --server {} --brief {brief} --trial {trial}",
             rentcheck::config::AppConfig::default().public_url
         )),
         "{page}"
     );
+    assert!(!page.contains("--rerun --stage 1"), "{page}");
 
     // Released on its first day: nothing is committed any more, and a release is final.
     let res = manager

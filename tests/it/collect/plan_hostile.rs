@@ -167,6 +167,7 @@ async fn pasting_any_line_of_a_plan_runs_no_text_a_person_typed() {
         .unwrap();
     let docs = yaml_rust2::YamlLoader::load_from_str(&job).unwrap();
     assert!(docs.len() >= 2, "{job}");
+    let mut gpu_jobs = 0;
     for d in &docs {
         assert_eq!(d["kind"].as_str(), Some("Job"), "every document is a Job:\n{job}");
         let limits = &d["spec"]["template"]["spec"]["containers"][0]["resources"];
@@ -176,7 +177,26 @@ async fn pasting_any_line_of_a_plan_runs_no_text_a_person_typed() {
             limits["limits"]["cpu"].is_badvalue(),
             "no CPU limit: throttling would add to latencies"
         );
+        // The GPU tools' Job has a shared memory NCCL can use (a pod's own is 64 MiB).
+        let pod = &d["spec"]["template"]["spec"];
+        if !limits["limits"]["nvidia.com/gpu"].is_badvalue() {
+            gpu_jobs += 1;
+            let mounts = pod["containers"][0]["volumeMounts"].as_vec().unwrap();
+            assert!(
+                mounts.iter().any(|m| m["mountPath"].as_str() == Some("/dev/shm")),
+                "{job}"
+            );
+            let shm = pod["volumes"]
+                .as_vec()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"].as_str() == Some("shm"))
+                .cloned()
+                .unwrap();
+            assert_eq!(shm["emptyDir"]["medium"].as_str(), Some("Memory"), "{job}");
+        }
     }
+    assert!(gpu_jobs > 0, "the GPU tools run in a Job of their own:\n{job}");
     // The re-validation CronJobs are the same Jobs under a schedule, with the same requests and
     // the same quoting, running `collect --plan --rerun`.
     let cron = app
