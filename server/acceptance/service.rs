@@ -187,6 +187,20 @@ pub fn attainment_target(criteria: &[Criterion]) -> f64 {
 /// allocation (after the brief's GPU under test changes, the card does not keep the old one).
 /// Allocation-dependent thresholds the person typed, and differing from what this allocation would
 /// get, are kept and reported stale. Collectives and links are `n/a` on a single GPU.
+/// A card saved before the GPU count was asked of each machine holds the whole allocation's
+/// count (16 for two nodes of eight), which one machine's listing can never show: that value is the
+/// old default, not a person's choice, and follows the rule of today.
+fn whole_allocation_count(card: &Card, c: &Criterion) -> bool {
+    let Some((gpu, count)) = &card.allocation else {
+        return false;
+    };
+    let Some(spec) = crate::sizing::gpu_by_name(gpu) else {
+        return false;
+    };
+    let whole = u32::try_from(*count).ok().map(|n| n * spec.devices_per_card);
+    c.key == "gpu.count" && c.stage == 1 && whole.is_some_and(|w| c.threshold == Threshold::Number(f64::from(w)))
+}
+
 pub fn criteria_for_trial(
     brief: &Brief,
     card: &Card,
@@ -210,7 +224,8 @@ pub fn criteria_for_trial(
             let untouched = generated_at_save
                 .as_ref()
                 .and_then(|g| g.iter().find(|d| same(d, c)))
-                .is_some_and(|g| g.threshold == c.threshold);
+                .is_some_and(|g| g.threshold == c.threshold)
+                || whole_allocation_count(card, c);
             match ours {
                 Some(ours) if depends_on_allocation(&c.key) && untouched => Criterion {
                     threshold: ours.threshold.clone(),

@@ -240,21 +240,27 @@ async fn load_step(
         .iter()
         .map(|s| (substitute(&s.url, vars), s.kind.as_str(), s.required))
         .collect();
-    let reachable = match scrape_before(client, plan, &scrapes, &window, &mut outputs, &mut notes).await {
-        Ok(reachable) => reachable,
-        Err(stop) => return stop,
-    };
+    let mut reachable = Vec::new();
     let mut tried = Vec::new();
     let mut body = None;
-    // A tool present but of another version (GuideLLM 0.7 dropped `guidellm benchmark`) writes no
-    // result: the next tool runs, and the built-in generator is always there.
+    // A tool present but of another version (GuideLLM 0.7 dropped `guidellm benchmark`) refuses its
+    // line at once and writes no result: the next tool runs, and the built-in generator is always
+    // there. The window starts again before it, so no load of the first counts in the point; a
+    // tool that ran a while (and may have loaded the server) ends the step instead.
     for (cmd, path) in present(&step.commands) {
+        outputs.clear();
+        notes.clear();
+        reachable = match scrape_before(client, plan, &scrapes, &window, &mut outputs, &mut notes).await {
+            Ok(reachable) => reachable,
+            Err(stop) => return stop,
+        };
+        let started = std::time::Instant::now();
         match load_with(step, plan, vars, args, point, cmd, path, &mut notes).await {
             Ok(b) => {
                 body = Some(b);
                 break;
             }
-            Err(StepResult::Failed(why)) => tried.push(why),
+            Err(StepResult::Failed(why)) if started.elapsed() < HAND_OVER_WITHIN => tried.push(why),
             Err(stop) => return stop,
         }
     }
@@ -397,6 +403,10 @@ async fn harness_load(
         }
     }
 }
+
+/// A load tool that fails sooner than this refused its line (another version, a missing model):
+/// the point goes to the next tool. One that ran longer may have loaded the server.
+const HAND_OVER_WITHIN: Duration = Duration::from_secs(60);
 
 /// One tool's run of a load point: its result file's bytes, or why there are none.
 #[allow(clippy::too_many_arguments)] // one load point's run: each is a different part of it

@@ -43,9 +43,9 @@ pub fn tool_steps(stage: u8) -> Vec<Step> {
         .collect()
 }
 
-/// The DCGM diagnostic step at level 1 when a GPU listing gathered before it names a GeForce or
-/// workstation card, where DCGM runs no other level (its tests would be skipped, and a skip is
-/// not a pass); `None` to run `step` as it is.
+/// The DCGM diagnostic step at level 1 when a GPU listing gathered before it names a GeForce (or
+/// TITAN) card, where DCGM runs no other level (its tests would be skipped, and a skip is not a
+/// pass); `None` to run `step` as it is. Workstation cards are in DCGM's list for every level.
 pub fn diag_for_the_cards<'a>(step: &Step, listings: impl Iterator<Item = &'a [u8]>) -> Option<Step> {
     let Source::Command { program, args } = &step.source else {
         return None;
@@ -54,11 +54,8 @@ pub fn diag_for_the_cards<'a>(step: &Step, listings: impl Iterator<Item = &'a [u
         return None;
     }
     let consumer = listings.map(String::from_utf8_lossy).any(|l| {
-        l.lines().any(|gpu| {
-            ["GeForce", "Quadro", "TITAN", "RTX A", "Ada Generation"]
-                .iter()
-                .any(|class| gpu.contains(class))
-        })
+        l.lines()
+            .any(|gpu| ["GeForce", "TITAN"].iter().any(|class| gpu.contains(class)))
     });
     consumer.then(|| Step {
         source: Source::Command {
@@ -368,12 +365,32 @@ pub async fn read_within(mut res: reqwest::Response, limit: usize) -> Result<Vec
     Ok(body)
 }
 
+/// The length of `head` up to the end of its last whole line: after its last `\n`, in UTF-16 its
+/// last `\n` code unit (saved by Windows PowerShell); all of it when it holds no line end.
+fn whole_lines(head: &[u8]) -> usize {
+    let end = match head.get(..2) {
+        Some([0xFF, 0xFE]) => head
+            .windows(2)
+            .enumerate()
+            .rev()
+            .find(|(i, w)| i % 2 == 0 && *w == [b'\n', 0]),
+        Some([0xFE, 0xFF]) => head
+            .windows(2)
+            .enumerate()
+            .rev()
+            .find(|(i, w)| i % 2 == 0 && *w == [0, b'\n']),
+        _ => return head.iter().rposition(|b| *b == b'\n').map_or(head.len(), |i| i + 1),
+    };
+    end.map_or(head.len() & !1, |(i, _)| i + 2)
+}
+
 /// The most of a vLLM server's log read: its start-up, which is what the log is read for, comes
 /// first; a server that logged every request for hours has written gigabytes after it.
 pub const VLLM_LOG_HEAD: u64 = 8 << 20;
 
-/// Reads a file named on the command line, up to what the server takes of one: a larger file
-/// fails, naming its size, but a vLLM log is read from its head (its start-up), with a note.
+/// Reads a file named on the command line, up to 64 MiB (the server takes 16 by default,
+/// `RENTCHECK_MAX_UPLOAD`): a larger file fails, naming its size, but a vLLM log is read from its
+/// head (its start-up), with a note.
 pub async fn read_file(path: &Path, kind: &str) -> Gathered {
     let limit = if kind == "vllm-log" {
         VLLM_LOG_HEAD
@@ -387,8 +404,7 @@ pub async fn read_file(path: &Path, kind: &str) -> Gathered {
         file.take(limit).read_to_end(&mut body).await?;
         if size > limit {
             // Whole lines only: a cut inside a character of a prompt would make the text invalid.
-            let whole = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-            body.truncate(whole);
+            body.truncate(whole_lines(&body));
         }
         Ok::<_, std::io::Error>((body, size))
     };
@@ -415,7 +431,7 @@ pub async fn read_file(path: &Path, kind: &str) -> Gathered {
 mod tests {
     use super::*;
 
-    /// DCGM runs only level 1 on GeForce and workstation cards: what `nvidia-smi -L` listed
+    /// DCGM runs only level 1 on GeForce cards: what `nvidia-smi -L` listed
     /// before the diagnostic decides.
     #[test]
     fn a_geforce_listing_runs_the_diagnostic_at_level_one() {
@@ -425,10 +441,22 @@ mod tests {
         let level_one = diag_for_the_cards(&diag, [geforce].into_iter()).unwrap();
         assert_eq!(level_one.source.describe(), "dcgmi diag -r 1 -j");
         assert!(diag_for_the_cards(&diag, [h100].into_iter()).is_none());
+        // DCGM documents its workstation cards for every level.
         let workstation: &[u8] = b"GPU 0: NVIDIA RTX 6000 Ada Generation (UUID: GPU-3)\n";
-        assert!(diag_for_the_cards(&diag, [workstation].into_iter()).is_some());
+        assert!(diag_for_the_cards(&diag, [workstation].into_iter()).is_none());
         let listing = tool_steps(1).remove(0);
         assert!(diag_for_the_cards(&listing, [geforce].into_iter()).is_none());
+    }
+
+    #[test]
+    fn a_head_ends_at_a_whole_line_in_utf8_and_utf16() {
+        assert_eq!(whole_lines(b"a\nbc"), 2);
+        assert_eq!(whole_lines(b"abc"), 3, "no line end: all of it");
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain("a\nb".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        assert_eq!(whole_lines(&utf16[..utf16.len() - 1]), 6, "BOM, a, \\n");
     }
 
     /// A vLLM log of hours of request lines is read from its head, where the start-up is.

@@ -39,6 +39,9 @@ pub fn q(s: &str) -> String {
 /// (docs/benchmarks.md), so 2 GiB holds the largest sweep with room to spare.
 const MEMORY_REQUEST: &str = "512Mi";
 const MEMORY_LIMIT: &str = "2Gi";
+/// [`MEMORY_LIMIT`] and the GPU tools' 1 GiB `/dev/shm`, which a memory-backed `emptyDir` charges
+/// to the pod.
+const MEMORY_LIMIT_WITH_SHM: &str = "3Gi";
 
 /// The cron schedule of a re-validation every `every_days` days at 03:00 UTC, as a day-of-month
 /// step that never leaves more than `every_days` days between two runs: `0 3 */N * *` (days 1,
@@ -64,16 +67,20 @@ pub fn cronjobs(plan: &TestPlan, settings: &JobSettings<'_>, every_days: u32) ->
     documents(plan, settings, Some(every_days))
 }
 
-/// The crontab lines of a re-validation, for a box without Kubernetes: one per stage that runs
-/// without the GPUs to itself (the load against the serving vLLM), as the CronJobs leave the GPU
-/// tools' stages suspended. Cron's own `PATH` is `/usr/bin:/bin`, where neither `cargo install`'s
-/// rentcheck nor the tools are: the line names the usual places.
+/// The crontab lines of a re-validation, for a box without Kubernetes: one per stage that can run
+/// beside the serving vLLM — its load, `nvidia-smi` — but not the stages of DCGM's diagnostic or
+/// nccl-tests, which need the GPUs to themselves. Cron's own `PATH` is `/usr/bin:/bin`, where
+/// `cargo install` puts no rentcheck: the line names the usual places.
 pub fn cron_line(plan: &TestPlan, server_url: &str, every_days: u32) -> String {
+    let exclusive = |kind: &str| kind == "dcgm-diag" || kind == "nccl-tests";
     let serving_stages: Vec<u8> = plan
         .stages
         .iter()
         .filter(|s| {
-            s.steps.iter().any(|x| x.runner == Runner::Load) && !s.steps.iter().any(|x| x.runner == Runner::Command)
+            s.steps
+                .iter()
+                .any(|x| matches!(x.runner, Runner::Load | Runner::Command))
+                && !s.steps.iter().any(|x| exclusive(&x.kind))
         })
         .map(|s| s.stage)
         .collect();
@@ -85,7 +92,7 @@ pub fn cron_line(plan: &TestPlan, server_url: &str, every_days: u32) -> String {
         .iter()
         .map(|stage| {
             format!(
-                "{} PATH=$HOME/.cargo/bin:/usr/local/bin:/usr/bin:/bin RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --stage {stage} --server {} --brief {} --trial {} >> $HOME/rentcheck-revalidation.log 2>&1",
+                "{} PATH=$HOME/.cargo/bin:$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --stage {stage} --server {} --brief {} --trial {} >> $HOME/rentcheck-revalidation.log 2>&1",
                 schedule(every_days),
                 server_url,
                 plan.brief.id,
@@ -276,8 +283,14 @@ fn job_spec(
     }
     // CPU is requested, never limited: throttling would add to the latencies the load measures.
     let cpus = if runs_load { 2 } else { 1 };
+    // The GPU tools' shared memory (below) is charged to the pod's memory: the limit carries it.
+    let limit = if runs_tools {
+        MEMORY_LIMIT_WITH_SHM
+    } else {
+        MEMORY_LIMIT
+    };
     out.push_str(&format!(
-        "          resources:\n            requests:\n              cpu: \"{cpus}\"\n              memory: {MEMORY_REQUEST}\n            limits:\n              memory: {MEMORY_LIMIT}\n"
+        "          resources:\n            requests:\n              cpu: \"{cpus}\"\n              memory: {MEMORY_REQUEST}\n            limits:\n              memory: {limit}\n"
     ));
     if runs_tools {
         out.push_str(&format!("              nvidia.com/gpu: {gpus_per_node}\n"));

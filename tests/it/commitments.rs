@@ -543,7 +543,7 @@ async fn a_manager_sets_the_providers_id_and_the_period_and_releases_it() {
     // node serves): the load stage alone, as the CronJobs run it.
     assert!(
         page.contains(&format!(
-            "0 3 */14 * * PATH=$HOME/.cargo/bin:/usr/local/bin:/usr/bin:/bin RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --stage 3 --server {} --brief {brief} --trial {trial}",
+            "0 3 */14 * * PATH=$HOME/.cargo/bin:$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin RENTCHECK_TOKEN_FILE=$HOME/.rentcheck-agent-token rentcheck collect --plan --rerun --stage 3 --server {} --brief {brief} --trial {trial}",
             rentcheck::config::AppConfig::default().public_url
         )),
         "{page}"

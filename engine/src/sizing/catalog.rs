@@ -192,11 +192,13 @@ pub struct GpuSpec {
 }
 
 impl GpuSpec {
-    /// A GeForce or workstation (Quadro-class) card, not a datacenter one: DCGM runs only its
-    /// level-1 diagnostic on those ("Non-datacenter GPUs support level 1", `dcgmi diag`).
+    /// Not a GeForce card: DCGM runs only its level-1 diagnostic on GeForce ("Non-datacenter GPUs
+    /// support level 1; use higher levels only where support is explicitly documented"), and its
+    /// SKU list (`nvvs/diag-skus.yaml`) documents the workstation cards (RTX A6000, RTX 6000 Ada)
+    /// for every level.
     pub fn is_datacenter(&self) -> bool {
         let f = self.form_factor.to_ascii_lowercase();
-        !(f.contains("consumer") || f.contains("geforce") || f.contains("workstation"))
+        !(f.contains("consumer") || f.contains("geforce"))
     }
 
     /// Memory per card in bytes: the driver's `memory.total` (MiB × 2^20), else the datasheet

@@ -519,6 +519,11 @@ mod tests {
         assert_eq!(diag.commands[0].argv, ["dcgmi", "diag", "-r", "1", "-j"]);
         assert!(diag.why.contains("the only level DCGM runs on GeForce"), "{}", diag.why);
         assert_eq!(step(&plan_of(&b, "L4", 1), "1-dcgm-diag").commands[0].argv[3], "2");
+        // DCGM's SKU list documents the workstation cards for every level.
+        assert_eq!(
+            step(&plan_of(&b, "RTX A6000", 1), "1-dcgm-diag").commands[0].argv[3],
+            "2"
+        );
 
         // Two nodes of eight: one rank per GPU under a launcher, and NCCL names its NICs.
         let wide = plan_of(&b, "H100 SXM", 16);

@@ -216,13 +216,13 @@ fn dcgm_discovery_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
 /// `dcgmi diag` at the stage's level.
 fn dcgm_diag_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     let stage = cx.stage;
-    // DCGM runs only level 1 on GeForce and workstation cards: a higher level's tests would be
-    // skipped there, and a skip is not a pass.
+    // DCGM runs only level 1 on GeForce cards: a higher level's tests would be skipped there, and
+    // a skip is not a pass.
     let datacenter = cx.shared.alloc.is_none_or(|a| a.gpu.is_datacenter());
     cx.fed(Source::DcgmDiag, |f| {
         let level = if datacenter { diag_level(stage) } else { 1 };
         let what = match level {
-            1 if !datacenter => "level 1 (the software deployment checks: the only level DCGM runs on GeForce and workstation cards)",
+            1 if !datacenter => "level 1 (the software deployment checks: the only level DCGM runs on GeForce cards)",
             1 => "level 1 (quick: the software deployment only)",
             2 => "level 2 (medium, about two minutes: the deployment checks plus PCIe, GPU memory and a short stress of every GPU)",
             3 => "level 3 (long, about a quarter of an hour: adds the targeted stress, power and memory-bandwidth tests)",

@@ -360,4 +360,23 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
     assert_eq!(gpu_count(&card), json!(3.0), "what the engineer typed is kept");
     let stale = card["stale"].as_array().unwrap();
     assert!(stale.iter().any(|s| s["key"] == "gpu.count"), "{stale:?}");
+
+    // Two nodes of eight: each machine shows its own eight. A card saved when the rule asked one
+    // listing for all sixteen holds the old default, not a choice: it follows today's rule.
+    let res = on_h100(16).put(&app, &id).await;
+    assert_eq!(res.status(), 200);
+    let mut criteria = own(&card);
+    for c in criteria.as_array_mut().unwrap() {
+        if c["key"] == "gpu.count" {
+            c["threshold"] = json!(16);
+        }
+    }
+    CardBuilder::of(criteria).save(&app, &id).await;
+    let card: Value = app
+        .get(&format!("/api/v1/briefs/{id}/card"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(gpu_count(&card), json!(8.0), "a machine of the two shows eight");
 }

@@ -387,6 +387,10 @@ async fn a_load_tool_that_writes_no_result_hands_the_point_to_the_next() {
         2 * load_rows.len(),
         "the built-in generator ran each point"
     );
+    // One window per point: the scrapes before the first tool were taken again for the next.
+    let items = evidence(&app, &brief).await;
+    let scrapes = items.iter().filter(|e| e["kind"] == "vllm-metrics").count();
+    assert_eq!(scrapes, 2 * load_rows.len(), "a before and an after scrape per point");
 }
 
 #[tokio::test]
