@@ -455,6 +455,12 @@ mod tests {
         );
         assert!(keys(&plan, 4).contains(&"4-checkpoint-restore"));
         assert_eq!(step(&plan, "5-ledger").runner, Runner::Manual);
+        // Every curl people have: `--fail-with-body` came with 7.76, Ubuntu 20.04 has 7.68.
+        let ledger = &step(&plan, "5-ledger").commands[0].argv;
+        assert!(
+            ledger.contains(&"--fail".to_owned()) && !ledger.contains(&"--fail-with-body".to_owned()),
+            "{ledger:?}"
+        );
 
         // Every criterion that applies is fed by a step of its stage.
         for stage in &plan.stages {

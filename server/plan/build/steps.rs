@@ -405,10 +405,12 @@ fn ledger_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
             "${{RENTCHECK_SERVER}}/api/v1/briefs/{}/ledger?trial={}",
             input.brief_id, input.trial_id
         );
+        // `--fail`, not `--fail-with-body`: the latter came with curl 7.76, and Ubuntu 20.04's
+        // CUDA images carry 7.68.
         let argv = [
             "curl",
             "-sS",
-            "--fail-with-body",
+            "--fail",
             "-X",
             "POST",
             url.as_str(),
