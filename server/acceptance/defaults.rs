@@ -699,25 +699,21 @@ mod tests {
 
     #[test]
     fn multi_gpu_training_brief() {
-        let f = brief(with(
-            base(),
-            json!({
-                "workload_kind": "training", "params_b": 70, "num_layers": 80, "concurrency": 16,
-                "trial_gpu": "H100 SXM", "trial_gpu_count": 8,
-                "restore_plan": "Resume from the newest checkpoint in the bucket."
-            }),
-        ));
+        let training_on_h100 = |count: u32| {
+            brief(with(
+                base(),
+                json!({
+                    "workload_kind": "training", "params_b": 70, "num_layers": 80, "concurrency": 16,
+                    "trial_gpu": "H100 SXM", "trial_gpu_count": count,
+                    "restore_plan": "Resume from the newest checkpoint in the bucket."
+                }),
+            ))
+        };
+        let f = training_on_h100(8);
         let card = default_card(&f, &f.sizing());
         assert_eq!(find(&card, "gpu.count", 1).unwrap().threshold, Threshold::Number(8.0));
         // Two nodes of eight: each machine shows its own eight.
-        let two_nodes = brief(with(
-            base(),
-            json!({
-                "workload_kind": "training", "params_b": 70, "num_layers": 80, "concurrency": 16,
-                "trial_gpu": "H100 SXM", "trial_gpu_count": 16,
-                "restore_plan": "Resume from the newest checkpoint in the bucket."
-            }),
-        ));
+        let two_nodes = training_on_h100(16);
         let count = find(&default_card(&two_nodes, &two_nodes.sizing()), "gpu.count", 1)
             .unwrap()
             .clone();

@@ -315,6 +315,16 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
             })
             .collect()
     };
+    // Saves `card` with its GPU count typed as `n`.
+    let save_with_gpu_count = |card: &Value, n: u32| {
+        let mut criteria = own(card);
+        for c in criteria.as_array_mut().unwrap() {
+            if c["key"] == "gpu.count" {
+                c["threshold"] = json!(n);
+            }
+        }
+        CardBuilder::of(criteria).save(&app, &id)
+    };
     let card: Value = app
         .get(&format!("/api/v1/briefs/{id}/card"))
         .await
@@ -342,13 +352,7 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
     assert_eq!(card["stale"], json!([]));
 
     // A typed threshold stays, and the card says it was set for another allocation.
-    let mut criteria = own(&card);
-    for c in criteria.as_array_mut().unwrap() {
-        if c["key"] == "gpu.count" {
-            c["threshold"] = json!(3);
-        }
-    }
-    CardBuilder::of(criteria).save(&app, &id).await;
+    save_with_gpu_count(&card, 3).await;
     let res = on_h100(8).put(&app, &id).await;
     assert_eq!(res.status(), 200);
     let card: Value = app
@@ -365,13 +369,7 @@ async fn a_saved_card_follows_the_briefs_new_allocation_unless_a_threshold_was_t
     // listing for all sixteen holds the old default, not a choice: it follows today's rule.
     let res = on_h100(16).put(&app, &id).await;
     assert_eq!(res.status(), 200);
-    let mut criteria = own(&card);
-    for c in criteria.as_array_mut().unwrap() {
-        if c["key"] == "gpu.count" {
-            c["threshold"] = json!(16);
-        }
-    }
-    CardBuilder::of(criteria).save(&app, &id).await;
+    save_with_gpu_count(&card, 16).await;
     let card: Value = app
         .get(&format!("/api/v1/briefs/{id}/card"))
         .await
