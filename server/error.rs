@@ -29,7 +29,7 @@ pub enum AppError {
     /// 422 for a request that is well formed but cannot be used, saying why (not a field's fault).
     #[error("{0}")]
     Unprocessable(String),
-    #[error("the request body is larger than the limit of {limit} ({0} bytes)", limit = in_mib(*.0))]
+    #[error("the request body is larger than the limit of {limit} ({0} bytes)", limit = crate::figures::bytes(*.0))]
     PayloadTooLarge(usize),
     /// 413 for a body over a limit other than bytes (e.g. lines in one import), saying which.
     #[error("{0}")]
@@ -49,17 +49,6 @@ pub enum AppError {
     TimedOut(u64),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
-}
-
-/// A byte limit as people read it: "16 MiB", "512 KiB", else bytes.
-fn in_mib(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
-        format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
-        format!("{} KiB", bytes >> 10)
-    } else {
-        format!("{bytes} bytes")
-    }
 }
 
 impl From<sqlx::Error> for AppError {

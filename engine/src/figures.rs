@@ -167,6 +167,17 @@ pub fn plain(d: Decimal) -> String {
     }
 }
 
+/// A byte bound as people read it: `16 MiB`, `512 KiB`, else `300 bytes`.
+pub fn bytes(n: usize) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// A count with thousands separators: 1200000 → "1,200,000".
 pub fn count(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();

@@ -477,7 +477,7 @@ async fn answer_text(res: reqwest::Response) -> Result<String, String> {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
         Err(super::steps::BodyError::TooLarge) => Err(format!(
             "the answer is larger than {}, the most the agent reads",
-            super::sse::size(ANSWER_BODY_LIMIT)
+            crate::figures::bytes(ANSWER_BODY_LIMIT)
         )),
         Err(super::steps::BodyError::Read(e)) => Err(format!("reading the answer failed: {e}")),
     }

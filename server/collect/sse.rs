@@ -52,22 +52,11 @@ pub enum Exceeded {
 impl fmt::Display for Exceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Exceeded::Line(n) => write!(f, "an SSE line longer than {}", size(*n)),
-            Exceeded::EventData(n) => write!(f, "an SSE event with more than {} of data", size(*n)),
+            Exceeded::Line(n) => write!(f, "an SSE line longer than {}", crate::figures::bytes(*n)),
+            Exceeded::EventData(n) => write!(f, "an SSE event with more than {} of data", crate::figures::bytes(*n)),
             Exceeded::Events(n) => write!(f, "more than {n} SSE events"),
             Exceeded::KeepAlives(n) => write!(f, "more than {n} SSE keep-alive lines"),
         }
-    }
-}
-
-/// `1 MiB`, `512 KiB`, `300 bytes`: a bound as people read it.
-pub fn size(n: usize) -> String {
-    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
-        format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
-        format!("{} KiB", n >> 10)
-    } else {
-        format!("{n} bytes")
     }
 }
 

@@ -334,7 +334,7 @@ pub async fn scrape_within(http: &reqwest::Client, url: &str, limit: usize) -> G
         },
         Err(BodyError::TooLarge) => Gathered::Failed(format!(
             "{url} answered a page larger than {}, the most a scrape reads; stopped reading",
-            super::sse::size(limit)
+            crate::figures::bytes(limit)
         )),
         Err(BodyError::Read(e)) => Gathered::Failed(format!("reading {url} failed: {e}")),
     }

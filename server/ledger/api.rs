@@ -61,6 +61,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(show, post).layer(DefaultBodyLimit::max(MAX_JSON_BYTES)))
         .routes(routes!(show_summary))
         .routes(routes!(export))
+        // The cap a 413 names (`web::extract::BodyCap`); the routes beside `post` read no body.
+        .layer(axum::Extension(crate::web::extract::BodyCap(MAX_JSON_BYTES)))
 }
 
 #[derive(Deserialize)]

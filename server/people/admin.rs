@@ -163,11 +163,7 @@ async fn users_refused(state: &AppState, user: &PageUser, e: AppError) -> PageRe
 
 /// How the page names a field in a message ("Email", not `email`).
 fn field_label(field: &str) -> String {
-    let mut label = field.replace('_', " ");
-    if let Some(first) = label.get(..1) {
-        label.replace_range(..1, &first.to_ascii_uppercase());
-    }
-    label
+    crate::criteria::capitalized(&field.replace('_', " "))
 }
 
 /// The users page again with the "add a user" form as typed and the refusal at its field (a

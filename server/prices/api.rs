@@ -38,7 +38,10 @@ const MAX_SHEET_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_CATALOGUE_BYTES: usize = 32 * 1024 * 1024;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, import).layer(DefaultBodyLimit::max(MAX_CATALOGUE_BYTES)))
+    OpenApiRouter::new()
+        .routes(routes!(list, import).layer(DefaultBodyLimit::max(MAX_CATALOGUE_BYTES)))
+        // The cap a 413 names (`web::extract::BodyCap`).
+        .layer(axum::Extension(crate::web::extract::BodyCap(MAX_CATALOGUE_BYTES)))
 }
 
 #[derive(Deserialize)]

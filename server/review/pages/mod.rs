@@ -230,7 +230,8 @@ fn value_in_words(v: &serde_json::Value) -> String {
                 .collect::<Vec<_>>()
                 .join("; "),
         },
-        other => other.to_string(),
+        // Numbers and booleans as every page shows them ("6,210.4", "yes").
+        other => crate::figures::value(other),
     }
 }
 
@@ -264,4 +265,24 @@ async fn audit_page(State(state): State<AppState>, user: PageUser, path: BriefPa
         brief_name: brief.fields.name,
         entries,
     })
+}
+
+#[cfg(test)]
+mod audit_words {
+    use super::facts_of;
+    use serde_json::json;
+
+    /// The audit log's details read as the other pages read: yes/no, numbers grouped.
+    #[test]
+    fn details_read_as_every_page_reads_values() {
+        let facts = facts_of(&json!({"disabled": true, "rate": 6210.4, "role": {"from": false, "to": true}}));
+        assert_eq!(
+            facts,
+            [
+                ("disabled".to_owned(), "yes".to_owned()),
+                ("rate".to_owned(), "6,210.4".to_owned()),
+                ("role".to_owned(), "no → yes".to_owned()),
+            ]
+        );
+    }
 }

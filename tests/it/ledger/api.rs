@@ -295,6 +295,26 @@ async fn bad_csv_is_reported_by_line_and_column_and_stores_nothing() {
     .await;
 }
 
+/// A ledger sent as JSON is read whole under its own 16 MiB cap, and a 413 names that cap (it
+/// named the 1 MiB default of other routes).
+#[tokio::test]
+async fn a_json_ledger_over_its_cap_is_refused_naming_16_mib() {
+    let app = spawn_app().await;
+    let id = brief(&app).await;
+    let body = format!("{{\"lines\": [\"{}\"]}}", "x".repeat(17 << 20));
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/briefs/{id}/ledger")))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 413);
+    let p: Value = res.json().await.unwrap();
+    assert!(p["detail"].as_str().unwrap().contains("the limit of 16 MiB"), "{p}");
+}
+
 #[tokio::test]
 async fn a_huge_csv_is_refused_with_413_without_reading_it_all() {
     let app = spawn_app().await;
