@@ -350,6 +350,21 @@ pub fn diag_level(stage: u8) -> u8 {
     }
 }
 
+/// [`diag_level`] on the cards under test: DCGM runs only level 1 on GeForce cards, where a higher
+/// level's tests would be skipped, and a skip is not a pass.
+pub fn diag_level_on(stage: u8, geforce: bool) -> u8 {
+    if geforce {
+        1
+    } else {
+        diag_level(stage)
+    }
+}
+
+/// `dcgmi diag`'s arguments at `level`, its report as JSON.
+pub fn diag_args(level: u8) -> Vec<String> {
+    ["diag", "-r", &level.to_string(), "-j"].map(str::to_owned).to_vec()
+}
+
 /// How long `dcgmi diag -r level` may run: level 2 takes minutes on a node of eight GPUs, level 3
 /// about half an hour.
 pub fn diag_seconds(level: u8) -> u64 {

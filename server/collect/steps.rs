@@ -22,8 +22,7 @@ pub const TOOL_COMMANDS: [(&str, &[&str], &str); 4] = [
 /// `dcgmi diag` at the level the plan runs for `stage`: level 1 is the software checks alone, and
 /// a pass of it would satisfy the card's health check without testing any hardware.
 pub fn diag_command(stage: u8) -> Vec<String> {
-    let level = super::plan::diag_level(stage).to_string();
-    ["diag", "-r", level.as_str(), "-j"].map(str::to_owned).to_vec()
+    super::plan::diag_args(super::plan::diag_level(stage))
 }
 
 /// The tool steps of `collect` without a plan, for `stage`: the listings, then the diagnostic.
@@ -60,7 +59,7 @@ pub fn diag_for_the_cards<'a>(step: &Step, listings: impl Iterator<Item = &'a [u
     consumer.then(|| Step {
         source: Source::Command {
             program: program.clone(),
-            args: ["diag", "-r", "1", "-j"].map(str::to_owned).to_vec(),
+            args: super::plan::diag_args(super::plan::diag_level_on(1, true)),
         },
         ..step.clone()
     })

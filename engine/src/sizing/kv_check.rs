@@ -41,13 +41,21 @@ impl KvMeasured {
             Some((c * len, len))
         };
         match (self.tokens, from_concurrency()) {
-            (Some(t), Some((implied, len))) if implied - t as f64 > 0.01 * len + 0.01 * implied => {
+            (Some(t), Some((implied, len))) if token_line_too_small(t as f64, implied, len) => {
                 Some(implied.floor() as u64)
             }
             (Some(t), _) => Some(t),
             (None, c) => c.map(|(implied, _)| implied.floor() as u64),
         }
     }
+}
+
+/// Whether vLLM's logged KV-cache tokens fall clearly short of its concurrency × request length
+/// (`implied`), beyond the concurrency's two decimals and 1 %: the token line of a hybrid or
+/// sliding-window model, which vLLM computes too small (vllm-project/vllm#40691). The parser warns
+/// and the check takes the concurrency by this one rule.
+pub fn token_line_too_small(tokens: f64, implied: f64, length: f64) -> bool {
+    implied - tokens > 0.01 * length + 0.01 * implied
 }
 
 /// The comparison for one allocation.

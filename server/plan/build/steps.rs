@@ -12,7 +12,7 @@ use super::{
 };
 use crate::{
     acceptance::model::Criterion,
-    collect::plan::{diag_level, diag_seconds, LoadPoint, PlanStep, Runner, Scrape},
+    collect::plan::{diag_args, diag_level_on, diag_seconds, LoadPoint, PlanStep, Runner, Scrape},
 };
 
 /// Where a criterion's value comes from.
@@ -220,7 +220,7 @@ fn dcgm_diag_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
     // a skip is not a pass.
     let datacenter = cx.shared.alloc.is_none_or(|a| a.gpu.is_datacenter());
     cx.fed(Source::DcgmDiag, |f| {
-        let level = if datacenter { diag_level(stage) } else { 1 };
+        let level = diag_level_on(stage, !datacenter);
         let what = match level {
             1 if !datacenter => "level 1 (the software deployment checks: the only level DCGM runs on GeForce cards)",
             1 => "level 1 (quick: the software deployment only)",
@@ -238,7 +238,9 @@ fn dcgm_diag_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
                 "Stage {stage} runs {what}; every test must run and pass, a skip is not a pass. Run it before vLLM takes the GPUs: the diagnostics need them to themselves."
             ),
         );
-        s.commands = vec![command("dcgmi", &["dcgmi", "diag", "-r", &level.to_string(), "-j"], DCGMI_HINT)];
+        let argv: Vec<String> = std::iter::once("dcgmi".to_owned()).chain(diag_args(level)).collect();
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        s.commands = vec![command("dcgmi", &argv, DCGMI_HINT)];
         s.timeout_s = diag_seconds(level);
         s
     })
@@ -442,10 +444,15 @@ fn manifest_step(cx: &StageCtx<'_>) -> Vec<PlanStep> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::collect::plan::{diag_level, diag_level_on};
 
     #[test]
     fn diag_levels_follow_the_stage() {
         assert_eq!([1, 2, 3, 4, 5].map(diag_level), [2, 2, 3, 3, 1]);
+        assert_eq!(
+            [1, 3].map(|stage| diag_level_on(stage, true)),
+            [1, 1],
+            "GeForce: level 1 only"
+        );
     }
 }

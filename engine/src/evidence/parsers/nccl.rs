@@ -277,8 +277,10 @@ impl Scan {
             }
             // nccl-tests prints a row in parts; NCCL's lazy connection set-up may log between
             // them (`   1048576   262144   float   sum   -1host:1:2 [0] NCCL INFO …`).
-            if let Some(pre) = preamble_of(t).filter(|_| self.cols.is_some()) {
-                self.pending_preamble = Some(pre);
+            if self.cols.is_some() {
+                if let Some(pre) = preamble_of(t) {
+                    self.pending_preamble = Some(pre);
+                }
             }
         } else if let Some(rest) = body.strip_prefix("Rank ") {
             if rest.contains(" Pid ") || rest.contains(" device ") {

@@ -256,8 +256,7 @@ fn report(p: &mut Parsed, u: &Startup) {
 /// every token; a hybrid or sliding-window model's token line is smaller (vllm-project/vllm#40691).
 fn disagreement(p: &mut Parsed, tokens: f64, concurrency: f64, length: f64) {
     let implied = concurrency * length;
-    let slack = 0.005 * length * 2.0 + 0.01 * tokens.max(implied);
-    if (implied - tokens).abs() > slack {
+    if crate::sizing::kv_check::token_line_too_small(tokens, implied, length) {
         let count = |v: f64| crate::figures::count(v.floor() as i64);
         p.warn(format!(
             "vLLM's KV cache line says {} tokens, but its concurrency says {concurrency} × {} = {}: vLLM logs \
