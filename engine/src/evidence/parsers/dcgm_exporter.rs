@@ -10,6 +10,10 @@
 //!   `gpu.nvlink_bandwidth_gbps_max` (`DCGM_FI_PROF_NVLINK_TX_BYTES` + `_RX_BYTES`, bytes/s).
 //! * `gpu.xid_errors`: distinct non-zero `DCGM_FI_DEV_XID_ERRORS` codes (the gauge holds a GPU's last
 //!   XID), listed in `gpu.xid_codes`; in a window only codes that appeared since the `before` scrape.
+//!   Where the exporter also exports `DCGM_EXP_XID_ERRORS_COUNT` (a gauge per GPU and `xid` label:
+//!   the XIDs of its trailing window, five minutes by default), its codes with a count above 0 join
+//!   them, so an earlier XID that a later one replaced in the last-code gauge still counts; in a
+//!   window, a code whose count rose since `before`.
 //! * `gpu.ecc_errors_uncorrected`: `DCGM_FI_DEV_ECC_DBE_AGG_TOTAL` summed, else the volatile
 //!   `DCGM_FI_DEV_ECC_DBE_VOL_TOTAL` with a warning (the exporter's default counter list exports
 //!   neither; they are absent then).
@@ -51,7 +55,14 @@ struct Scrape<'a> {
     model_set: std::collections::HashSet<&'a str>,
     driver: Option<String>,
     counters: Vec<&'a str>,
+    /// `DCGM_EXP_XID_ERRORS_COUNT`: GPU key → XID code → records in the exporter's trailing window.
+    xid_window: BTreeMap<String, BTreeMap<&'a str, f64>>,
 }
+
+/// dcgm-exporter's count of XID records per GPU and code in its trailing window (not a `DCGM_FI_`
+/// field: the exporter computes it). A gauge, though its name ends in `_COUNT`: it falls as records
+/// leave the window, which is no restart.
+const XID_WINDOW_COUNT: &str = "DCGM_EXP_XID_ERRORS_COUNT";
 
 /// The GPU a sample is of, as warnings name it: its index with its UUID (`0 (GPU-…)`), which no
 /// other machine's GPU has; without a UUID the index on its host. Scrapes of several machines put
@@ -97,7 +108,8 @@ fn only_grows(name: &str) -> bool {
 fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
     let mut out = Scrape::default();
     for s in &e.samples {
-        if !s.name.starts_with("DCGM_FI_") {
+        let window_count = s.name == XID_WINDOW_COUNT;
+        if !s.name.starts_with("DCGM_FI_") && !window_count {
             continue;
         }
         if !s.value.is_finite() {
@@ -105,6 +117,15 @@ fn collect<'a>(e: &'a Exposition<'a>, p: &mut Parsed) -> Scrape<'a> {
             continue;
         }
         if of_another_entity(s) {
+            continue;
+        }
+        if window_count {
+            // Each GPU also has one 0-valued series with no code (or `xid="0"`): read, no XID.
+            let counts = out.xid_window.entry(gpu_key(s)).or_default();
+            if let Some(code) = s.label("xid").filter(|c| !c.is_empty() && *c != "0") {
+                let n = counts.entry(code).or_default();
+                *n = n.max(s.value);
+            }
             continue;
         }
         if let Some(m) = s.label("modelName") {
@@ -339,24 +360,43 @@ fn utilisation(p: &mut Parsed, a: &Scrape<'_>) {
     p.text("gpu.util_source", sources.join(", "));
 }
 
-/// XIDs: the last code per GPU; in a window, only codes that are new since `before`.
+/// XIDs: the last code per GPU, with the codes of the exporter's windowed count where it has one;
+/// in a window, only codes that are new since `before` (a last code that changed, a count that rose).
 fn xid_codes(p: &mut Parsed, a: &Scrape<'_>, before: Option<&Scrape<'_>>) {
     let xid_after = per_gpu(a, "DCGM_FI_DEV_XID_ERRORS", Fold::Max);
-    if !xid_after.is_empty() {
-        let xid_before = before.map(|b| per_gpu(b, "DCGM_FI_DEV_XID_ERRORS", Fold::Max));
-        let mut codes: Vec<String> = Vec::new();
-        for (gpu, code) in &xid_after {
-            let old = xid_before.as_ref().and_then(|b| b.get(gpu)).copied();
-            if *code != 0.0 && old != Some(*code) {
-                let c = format!("{code}");
-                if !codes.contains(&c) {
-                    codes.push(c);
-                }
+    if xid_after.is_empty() && a.xid_window.is_empty() {
+        return;
+    }
+    let xid_before = before.map(|b| per_gpu(b, "DCGM_FI_DEV_XID_ERRORS", Fold::Max));
+    let mut codes: Vec<String> = Vec::new();
+    let mut add = |c: String| {
+        if !codes.contains(&c) {
+            codes.push(c);
+        }
+    };
+    for (gpu, code) in &xid_after {
+        let old = xid_before.as_ref().and_then(|b| b.get(gpu)).copied();
+        if *code != 0.0 && old != Some(*code) {
+            add(format!("{code}"));
+        }
+    }
+    for (gpu, counts) in &a.xid_window {
+        for (code, n) in counts {
+            let then = before
+                .and_then(|b| b.xid_window.get(gpu))
+                .and_then(|c| c.get(code))
+                .copied()
+                .unwrap_or(0.0);
+            if *n > 0.0 && *n > then {
+                // The label is the code as the driver numbers it; a number reads as the gauge's.
+                add(code
+                    .parse::<u32>()
+                    .map_or_else(|_| (*code).to_owned(), |c| c.to_string()));
             }
         }
-        p.count("gpu.xid_errors", codes.len() as f64);
-        p.list("gpu.xid_codes", codes);
     }
+    p.count("gpu.xid_errors", codes.len() as f64);
+    p.list("gpu.xid_codes", codes);
 }
 
 /// Counters (ECC, remapped rows, energy): in a window, the difference; a counter that went down
@@ -581,5 +621,55 @@ mod tests {
             "{:?}",
             p.warnings
         );
+    }
+
+    /// dcgm-exporter's XID collector (`--xid-count-window-size`): one series per GPU and code, with
+    /// the exporter's window in a label, and a 0-valued series without a code for a quiet GPU.
+    fn xid_window(gpu: u8, code: Option<u32>, count: u32) -> String {
+        let xid = code.map_or(String::new(), |c| format!(",xid=\"{c}\""));
+        format!(
+            "DCGM_EXP_XID_ERRORS_COUNT{{gpu=\"{gpu}\",UUID=\"GPU-a800-{gpu}\",device=\"nvidia{gpu}\",modelName=\"NVIDIA A800-SXM4-80GB\",Hostname=\"node-35\",window_size_in_ms=\"300000\"{xid}}} {count}\n"
+        )
+    }
+
+    #[test]
+    fn the_exporters_windowed_xid_count_gives_codes_the_last_code_gauge_lost() {
+        // GPU 0 had XID 79 and then 13: the last-code gauge says 13 alone.
+        let mut text = String::from("# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n");
+        text += &sample("DCGM_FI_DEV_XID_ERRORS", 0, None, "13");
+        text += &sample("DCGM_FI_DEV_XID_ERRORS", 1, None, "0");
+        text += "# TYPE DCGM_EXP_XID_ERRORS_COUNT gauge\n";
+        text += &xid_window(0, Some(79), 1);
+        text += &xid_window(0, Some(13), 2);
+        text += &xid_window(1, None, 0);
+        let p = parse(&text).unwrap();
+        assert_eq!(p.get_num("gpu.xid_errors"), Some(2.0));
+        assert_eq!(
+            p.metrics.get("gpu.xid_codes"),
+            Some(&super::super::MetricValue::List(vec!["13".into(), "79".into()]))
+        );
+        // Its count falling as records leave the window is no restart of the exporter.
+        assert!(!p.warnings.iter().any(|w| w.contains("restarted")), "{:?}", p.warnings);
+
+        // Without the last-code gauge, the windowed count alone gives the figure; a quiet box 0.
+        let alone = xid_window(2, Some(48), 1) + &sample("DCGM_FI_DEV_GPU_UTIL", 2, None, "10");
+        assert_eq!(parse(&alone).unwrap().get_num("gpu.xid_errors"), Some(1.0));
+        let quiet = xid_window(0, None, 0) + &sample("DCGM_FI_DEV_GPU_UTIL", 0, None, "10");
+        assert_eq!(parse(&quiet).unwrap().get_num("gpu.xid_errors"), Some(0.0));
+    }
+
+    #[test]
+    fn in_a_window_an_xid_counts_only_where_its_windowed_count_rose() {
+        let util = sample("DCGM_FI_DEV_GPU_UTIL", 0, None, "90");
+        let before = util.clone() + &xid_window(0, Some(31), 2);
+        // 31 is still in the exporter's window with fewer records: nothing new; 79 is new.
+        let after = util + &xid_window(0, Some(31), 1) + &xid_window(0, Some(79), 1);
+        let p = parse_window(&before, &after).unwrap();
+        assert_eq!(p.get_num("gpu.xid_errors"), Some(1.0));
+        assert_eq!(
+            p.metrics.get("gpu.xid_codes"),
+            Some(&super::super::MetricValue::List(vec!["79".into()]))
+        );
+        assert!(!p.warnings.iter().any(|w| w.contains("restarted")), "{:?}", p.warnings);
     }
 }

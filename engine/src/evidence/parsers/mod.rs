@@ -58,7 +58,7 @@ pub use slo::{attainment, histogram_share_at_or_below, Attainment, RequestSample
 pub use vllm_metrics::histogram_quantile;
 
 /// Bump when any parser's output changes, so stored evidence can be re-parsed.
-pub const PARSER_VERSION: &str = "7";
+pub const PARSER_VERSION: &str = "8";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
