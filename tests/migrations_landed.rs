@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 39] = [
+const LANDED: [(&str, &str); 40] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -163,6 +163,10 @@ const LANDED: [(&str, &str); 39] = [
     (
         "20261207130000_commitment_release_ahead.sql",
         "c411f2e8433719c99f931a039c2e2f52e2b50b4993dca60a5d3ee4d8325be287954a26c1683c8a109d36f927a5395557",
+    ),
+    (
+        "20261207230000_load_tests_own_concurrency_key.sql",
+        "a6c1cb169af41ec0101adfa75c9fade606f7e00594675b85f67c70c50bd8de49f3ef02b68eddd52e626de035a54f1e21",
     ),
 ];
 

@@ -160,7 +160,11 @@ fn point(evidence_id: Uuid, run: &str, metrics: BTreeMap<String, Value>) -> Opti
         evidence_id,
         run: run.to_owned(),
         offered_rps: num("serving.offered_rps").filter(|r| *r > 0.0),
-        concurrency: num("serving.max_concurrency").filter(|c| *c > 0.0),
+        // Uploads read before parser version 8 named the load tool's concurrency as vLLM's
+        // start-up figure is named; here, of a load test, it can only be the tool's.
+        concurrency: num("serving.load_concurrency")
+            .or_else(|| num("serving.max_concurrency"))
+            .filter(|c| *c > 0.0),
         achieved_rps: num("serving.request_throughput_rps"),
         duration_s: num("serving.duration_s").filter(|d| *d > 0.0),
         completed: num("serving.completed"),

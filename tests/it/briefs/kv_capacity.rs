@@ -6,7 +6,9 @@ use crate::common;
 use crate::common::builders::BriefBuilder;
 
 use common::{fixture, spawn_app};
+use rentcheck::evidence::compactor;
 use serde_json::{json, Value};
+use uuid::Uuid;
 
 /// Llama 3.3 70B on 4 × H100 SXM, as in the real start-up log of the fixture (TP 4,
 /// `gpu_memory_utilization=0.92`, `max_model_len=32768`: 1,031,408 tokens, 31.48 × concurrency).
@@ -300,4 +302,112 @@ async fn an_option_marked_fits_never_contradicts_the_kv_box_on_the_brief_page() 
     let row = &row[..row.find("</tr>").unwrap()];
     assert!(!row.contains(">fits<"), "the row under test does not say fits: {row}");
     assert!(row.contains("the measured KV cache of the trial is short"), "{row}");
+}
+
+/// The concurrency a load test ran at (`vllm bench serve --max-concurrency 64`) is the tool's, not
+/// vLLM's room for sequences: a load test sent after the start-up log leaves the KV check on the
+/// log's figure, and still names its own operating point by its 64 requests at once.
+#[tokio::test]
+async fn a_load_tests_concurrency_is_not_the_kv_caches() {
+    let app = spawn_app().await;
+    let id = llama70b_tp4(16).create_id(&app).await;
+    let log = fixture("vllm-log/v1-llama70b-tp4-startup.log");
+    let res = app
+        .post_raw_evidence(&id, "kind=vllm-log&stage=1", "text/plain", log)
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let bench = fixture("bench-serving/vllm-bench-serve-sglang-pd-gpt-oss-120b-8xh200-conc64.json");
+    let res = app
+        .post_raw_evidence(&id, "kind=bench-serving&stage=3", "application/json", bench)
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+
+    let trial = |review: &Value| review["trials"][0].clone();
+    let review: Value = app
+        .get(&format!("/api/v1/briefs/{id}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let kv = &trial(&review)["kv_capacity"];
+    assert_eq!(kv["measured_max_concurrency"], 31.48, "{kv}");
+    assert_eq!(kv["measured_tokens_per_request"], 32768);
+    let described = trial(&review)["operating_point"]["described"].clone();
+    assert!(
+        described.as_str().unwrap().contains("64 requests at once"),
+        "{described}"
+    );
+
+    // A load test stored before the key was its own (parser version 7) held vLLM's key, and as the
+    // newest value it took the log's place: the migration gives it its own key again.
+    let load_test: Uuid = sqlx::query_scalar("SELECT id FROM evidence WHERE kind = 'bench-serving'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    while compactor::compact_once(&app.pool, 100).await.unwrap() > 0 {}
+    sqlx::query(
+        "UPDATE evidence SET metrics = (metrics - 'serving.load_concurrency')
+             || jsonb_build_object('serving.max_concurrency', metrics -> 'serving.load_concurrency')
+         WHERE id = $1",
+    )
+    .bind(load_test)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO evidence_metrics_latest
+             (brief_id, trial_id, key, stage, value, evidence_id, collected_at, received_at)
+         SELECT brief_id, trial_id, 'serving.max_concurrency', stage, metrics -> 'serving.max_concurrency',
+                id, collected_at, received_at
+         FROM evidence WHERE id = $1",
+    )
+    .bind(load_test)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO review_changes (brief_id) SELECT brief_id FROM evidence WHERE id = $1")
+        .bind(load_test)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let before: Value = app
+        .get(&format!("/api/v1/briefs/{id}/review"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        trial(&before)["kv_capacity"]["measured_max_concurrency"],
+        64.0,
+        "the old state"
+    );
+
+    sqlx::raw_sql(include_str!(
+        "../../../migrations/20261207230000_load_tests_own_concurrency_key.sql"
+    ))
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    for review in [
+        app.get(&format!("/api/v1/briefs/{id}/review"))
+            .await
+            .json::<Value>()
+            .await
+            .unwrap(),
+        {
+            while compactor::compact_once(&app.pool, 100).await.unwrap() > 0 {}
+            app.get(&format!("/api/v1/briefs/{id}/review"))
+                .await
+                .json::<Value>()
+                .await
+                .unwrap()
+        },
+    ] {
+        assert_eq!(trial(&review)["kv_capacity"]["measured_max_concurrency"], 31.48);
+        let described = trial(&review)["operating_point"]["described"].clone();
+        assert!(
+            described.as_str().unwrap().contains("64 requests at once"),
+            "{described}"
+        );
+    }
 }

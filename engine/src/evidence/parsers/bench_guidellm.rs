@@ -177,7 +177,7 @@ fn read_load(b: &Map<String, Value>, r: &mut Run) {
             r.set("offered_rps", rate);
         }
         if let Some(streams) = s.get("streams").or_else(|| s.get("max_concurrency")).and_then(num) {
-            r.set("max_concurrency", streams);
+            r.set("load_concurrency", streams);
         }
     }
     let seconds = |o: &Map<String, Value>| {

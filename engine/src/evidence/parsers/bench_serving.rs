@@ -22,8 +22,9 @@
 //! has no latency: the tools still write 0 for every statistic, so its `_ms` keys are left out (with
 //! a warning) while `serving.completed` = 0 and `serving.error_rate` = 1 are kept. Also
 //! `serving.duration_s`, `serving.offered_rps` (the request rate asked for, when finite),
-//! `serving.max_concurrency`, `serving.mean_input_tokens` / `serving.mean_output_tokens` (per
-//! completed request),
+//! `serving.load_concurrency` (the requests the load tool kept in flight at most, its
+//! `--max-concurrency`: not the KV cache's `serving.max_concurrency` of vLLM's start-up log),
+//! `serving.mean_input_tokens` / `serving.mean_output_tokens` (per completed request),
 //! `serving.request_throughput_rps`, `serving.output_tokens_per_s`, `serving.total_tokens_per_s`,
 //! `serving.completed`, `serving.failed`, `serving.error_rate` = failed / (completed + failed) when
 //! derivable, `serving.tool_goodput_rps` (the tool's own goodput, against the tool's `--goodput`
@@ -119,7 +120,7 @@ fn emit(p: &mut Parsed, mut runs: Vec<Run>, targets: &SloTargets) {
                 "completed",
                 "failed",
                 "incomplete",
-                "max_concurrency",
+                "load_concurrency",
                 "slo_requests",
                 "good_requests",
             ]
@@ -489,7 +490,7 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
         ("request_goodput", "tool_goodput_rps"),
         ("request_goodput:", "tool_goodput_rps"),
         ("duration", "duration_s"),
-        ("max_concurrency", "max_concurrency"),
+        ("max_concurrency", "load_concurrency"),
     ];
     for (src, dst) in map {
         if let Some(x) = o.get(src).and_then(num) {
@@ -887,7 +888,8 @@ mod tests {
         let one = parse(&block("20.0", "9.80"), &SloTargets::default()).unwrap();
         assert_eq!(one.tool.as_deref(), Some("sglang bench_serving"));
         assert_eq!(one.get_num("serving.offered_rps"), Some(20.0));
-        assert_eq!(one.get_num("serving.max_concurrency"), Some(64.0));
+        assert_eq!(one.get_num("serving.load_concurrency"), Some(64.0));
+        assert_eq!(one.get_num("serving.max_concurrency"), None);
         assert_eq!(one.get_num("serving.ttft_p99_ms"), Some(300.0));
 
         let sweep = format!("{}\n{}", block("4.0", "3.95"), block("inf", "10.20"));
@@ -914,7 +916,7 @@ mod tests {
         let got = parse(vllm, &SloTargets::default()).unwrap();
         assert_eq!(got.tool.as_deref(), Some("vllm bench serve"));
         assert_eq!(got.get_num("serving.offered_rps"), Some(2.0));
-        assert_eq!(got.get_num("serving.max_concurrency"), None);
+        assert_eq!(got.get_num("serving.load_concurrency"), None);
     }
 
     /// GenAI-Perf of early 2024 wrote its latencies in nanoseconds

@@ -144,7 +144,7 @@ impl Asked {
             r.set("offered_rps", rate);
         }
         if let Some(c) = self.concurrency {
-            r.set("max_concurrency", c);
+            r.set("load_concurrency", c);
         }
         let rate = self.rate.map(|rate| match rate {
             Some(x) => run_label("rate", Some(x), ""),

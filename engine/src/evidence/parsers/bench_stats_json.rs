@@ -182,7 +182,7 @@ fn read_input_config(cfg: &Map<String, Value>, r: &mut Run, p: &mut Parsed) {
                 .and_then(num)
         });
     if let Some(c) = concurrency {
-        r.set("max_concurrency", c);
+        r.set("load_concurrency", c);
     }
 }
 
