@@ -411,3 +411,22 @@ async fn a_load_tests_concurrency_is_not_the_kv_caches() {
         );
     }
 }
+
+/// A concurrency sent on its own (a `metrics` upload) names no request length and no tokens: the
+/// page says it cannot be compared, never that the capacity holds.
+#[tokio::test]
+async fn a_concurrency_without_its_length_is_not_said_to_hold() {
+    let app = spawn_app().await;
+    let id = llama70b_tp4(16).create_id(&app).await;
+    let body = br#"{"metrics": {"serving.max_concurrency": 40}}"#.to_vec();
+    let res = app
+        .post_raw_evidence(&id, "kind=metrics&stage=1", "application/json", body)
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let owner = app.login_owner().await;
+    let html = owner.get(app.url(&format!("/briefs/{id}"))).await.text().await.unwrap();
+    let section = &html[html.find("id=\"kv-capacity\"").unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(section.contains("cannot be set against the brief"), "{section}");
+    assert!(!section.contains("holds what the brief needs"), "{section}");
+}
