@@ -269,11 +269,17 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     let mut cur: Option<usize> = None; // index into d.tests
     let mut cur_name = String::new(); // the test whose rows these are
     let mut note: Option<Note> = None;
+    // DCGM's own refusals outside the table: before it, none is printed; after it, a later round
+    // of `--iterations` stopped.
+    let mut refusals: Vec<(usize, &str)> = Vec::new();
     for (i, raw) in s.lines().enumerate() {
         let ln = i + 1;
         let l = raw.trim_end();
         let lt = l.trim_start();
         if !(lt.starts_with('|') || lt.starts_with('+')) {
+            if refusal(lt) && (!saw_table || closed) {
+                refusals.push((ln, lt));
+            }
             continue;
         }
         saw_table = true;
@@ -327,14 +333,38 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
         cur = record_test(&mut d, name, &category, res, ln);
     }
     flush(&mut note, &mut d);
-    if !saw_table {
+    if !saw_table && refusals.is_empty() {
         return Err(ParseError::at(
             1,
             "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
         ));
     }
-    d.truncated = !closed;
+    d.truncated = saw_table && !closed;
+    if !refusals.is_empty() {
+        // As `-j` writes the same refusal (`runtime_error`): a failed run, never a pass.
+        for (ln, line) in refusals {
+            d.notes
+                .push(format!("line {ln}: DCGM did not complete the diagnostic: {line}"));
+        }
+        d.tests.push(Test {
+            name: "runtime".into(),
+            category: String::new(),
+            status: Status::Fail,
+        });
+    }
     Ok(d)
+}
+
+/// A line in which dcgmi says it did not run or complete the diagnostic (dcgmi/Diag.cpp: a GPU's
+/// MIG mode, an empty group, no host engine, a later round of `--iterations` that stopped).
+fn refusal(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let about_dcgm = ["diagnostic", "host engine", "specified host", "dcgm", "group"]
+        .iter()
+        .any(|w| lower.contains(w));
+    (lower.starts_with("error:") && about_dcgm)
+        || lower.contains("aborting the iterative runs")
+        || lower.contains("incompatible with the diagnostic")
 }
 
 /// A Warning or Info block of the table: DCGM's message, wrapped over rows of 45 characters.
@@ -409,6 +439,10 @@ fn continuation(d: &mut Diag, note: &mut Option<Note>, cur: Option<usize>, res_c
             if let Some(t) = cur.and_then(|ix| d.tests.get_mut(ix)) {
                 merge_entity(t, st);
             }
+            if cell.ends_with("...") {
+                d.notes
+                    .push(format!("line {ln}: dcgmi cut this row's list of GPUs short: {cell}"));
+            }
         }
         Some(None) if note.is_none() => d.notes.push(format!("line {ln}: unreadable entity result {cell}")),
         _ => {
@@ -439,6 +473,10 @@ fn entity_verdict(cell: &str) -> Option<Option<Status>> {
     };
     if let Some((st, ids)) = cell.split_once(" - GPU") {
         let ids = ids.strip_prefix("s:").or_else(|| ids.strip_prefix(':'))?;
+        // dcgmi cuts a cell past 46 characters to 43 and `...`: a long list of GPUs (16 on one
+        // box) ends so, and its verdict is no less one.
+        let ids = ids.trim_end();
+        let ids = ids.strip_suffix("...").unwrap_or(ids);
         let ids_only = ids.chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ');
         return (ids_only && ids.contains(|c: char| c.is_ascii_digit())).then(|| word(st));
     }
@@ -519,8 +557,11 @@ fn merge_entity(t: &mut Test, st: Status) {
 /// DCGM version put them.
 fn read_json_metadata(v: &serde_json::Value, root: &serde_json::Value, d: &mut Diag) {
     use serde_json::Value;
+    // dcgmi 3.1–3.3 write the version and driver beside the diagnostic, at the document's top
+    // (dcgmi/Diag.cpp; testing/python3/dcgm_diag_schema.json); 4.x under `metadata`.
     d.version = root
         .get("version")
+        .or_else(|| v.get("version"))
         .or_else(|| v.get("metadata").and_then(|m| m.get("version")))
         .or_else(|| root.get("metadata").and_then(|m| m.get("version")))
         .and_then(Value::as_str)
@@ -529,6 +570,7 @@ fn read_json_metadata(v: &serde_json::Value, root: &serde_json::Value, d: &mut D
         .get("metadata")
         .or_else(|| root.get("metadata"))
         .and_then(|m| m.get("Driver Version Detected"))
+        .or_else(|| v.get("Driver Version Detected"))
         .and_then(Value::as_str)
         .map(str::to_string);
     if let Some(e) = root.get("runtime_error").or_else(|| v.get("runtime_error")) {

@@ -161,6 +161,88 @@ fn dcgm_text3_a_gpu_row_under_a_pass_row_gives_the_test_its_verdict() {
     assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
 }
 
+/// On a box of 16 GPUs, a row listing many of them is longer than dcgmi's 46-character cell, which
+/// it cuts to 43 characters and `...` (`CommandOutputController::ReplaceTag`, dcgmi of 2.4.7 to
+/// 3.3.9): the cut row is still the failing verdict of the test above it.
+#[test]
+fn dcgm_text3_a_verdict_row_dcgmi_cut_short_still_counts() {
+    let input = DCGM3_GPUS_DISAGREE.replace(
+        "| PCIe                      | Pass - All                                     |\n",
+        "| PCIe                      | Pass - GPUs: 0, 1, 2, 3, 4, 5                  |\n\
+         |                           | Fail - GPUs: 6, 7, 8, 9, 10, 11, 12, 13, 14... |\n",
+    );
+    assert!(input.contains("14... |"), "{input}");
+    let p = run(&input);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["PCIe", "Targeted Power"]);
+    assert!(noted(&p, "cut this row's list of GPUs short"), "{:?}", p.warnings);
+    assert!(!noted(&p, "unreadable"), "{:?}", p.warnings);
+}
+
+/// dcgmi refuses a GPU in MIG mode, or an empty group, in a line and no table (NVIDIA/DCGM#94,
+/// #70): the run failed, as the same refusal in `-j` (`runtime_error`) reads.
+#[test]
+fn dcgm_text_a_refusal_without_a_table_is_a_failed_run() {
+    let refused = "GPU 0's MIG configuration is incompatible with the diagnostic because it prevents \
+                   access to the entire GPU.\n\
+                   Error: Unable to complete diagnostic for group 1. Return: (-35) The specified group is empty.\n";
+    let p = parse(EvidenceKind::DcgmDiag, refused.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["runtime"]);
+    assert!(
+        noted(&p, "line 1: DCGM did not complete the diagnostic: GPU 0's MIG"),
+        "{:?}",
+        p.warnings
+    );
+    assert!(
+        noted(&p, "line 2: DCGM did not complete the diagnostic: Error: Unable"),
+        "{:?}",
+        p.warnings
+    );
+    // Text that is neither a table nor DCGM's refusal is still no diagnostic.
+    assert!(parse(EvidenceKind::DcgmDiag, b"Error: disk full\n").is_err());
+}
+
+/// `--iterations 3` whose second round stopped: its first table passed, and dcgmi then says it
+/// aborted (dcgmi/Diag.cpp `RunStartDiag`): not a pass.
+#[test]
+fn dcgm_text_iterations_that_stopped_after_a_passing_round_are_not_a_pass() {
+    let passing = DCGM3_GPUS_DISAGREE
+        .replace(
+            "| Targeted Stress           | Pass - GPUs: 0, 1, 2, 3, 4, 5, 7               |\n\
+                  |                           | Warn - GPU: 6                                  |\n",
+            "| Targeted Stress           | Pass - All                                     |\n",
+        )
+        .replace(
+            "|                           | Fail - GPU: 3                                  |\n",
+            "",
+        )
+        .replace(
+            "|                           | Skip - GPU: 7                                  |\n",
+            "",
+        );
+    let passing = passing
+        .lines()
+        .filter(|l| {
+            !l.contains("Warning")
+                && !l.contains("d power minimum")
+                && !l.contains("GPU 3 Verify")
+                && !l.contains("utilization are high")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let once = format!("Running iteration 1 of 3...\n{passing}\n");
+    assert!(boolean(&run(&once), "dcgm.diag.passed"), "{once}");
+    let stopped = format!(
+        "{once}Running iteration 2 of 3...\n\
+         Error: Unable to complete diagnostic for group 0. Return: (-6) Host engine connection invalid/disconnected.\n\
+         Aborting the iterative runs of the diagnostic due to failure: Host engine connection invalid/disconnected.\n"
+    );
+    let p = run(&stopped);
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["runtime"]);
+}
+
 /// The same table with only a Skip under the Pass: a Skip is not a pass.
 #[test]
 fn dcgm_text3_a_skip_row_under_a_pass_row_is_not_a_pass() {
@@ -558,6 +640,29 @@ fn dcgm_json3_a_warning_written_as_a_string_is_one_warning() {
         p.warnings
     );
     assert!(noted(&p, "(error_id 51)"), "{:?}", p.warnings);
+}
+
+/// dcgmi 3.1–3.3's `-j` puts the DCGM version and the driver beside the diagnostic, at the
+/// document's top (NVIDIA/DCGM v3.3.9 dcgmi/Diag.cpp; testing/python3/dcgm_diag_schema.json).
+#[test]
+fn dcgm_json3_version_and_driver_at_the_top_are_kept() {
+    let p = run(r#"{
+   "DCGM GPU Diagnostic" : {
+      "test_categories" : [
+         { "category" : "Deployment",
+           "tests" : [ { "name" : "Denylist", "results" : [ { "gpu_id" : 0, "status" : "Pass" } ] } ] }
+      ]
+   },
+   "Driver Version Detected" : "560.35.03",
+   "GPU Device IDs" : [ "2330" ],
+   "version" : "3.3.9"
+}"#);
+    assert_eq!(p.metrics.get("dcgm.version"), Some(&MetricValue::Text("3.3.9".into())));
+    assert_eq!(
+        p.metrics.get("gpu.driver_version"),
+        Some(&MetricValue::Text("560.35.03".into()))
+    );
+    assert_eq!(p.tool_version.as_deref(), Some("3.3.9"));
 }
 
 /// DCGM 3.3 writes a Deployment test's warnings as objects whose message is under `warnings`,

@@ -167,15 +167,24 @@ pub fn attainment(requests: &[RequestSample], targets: &SloTargets) -> Option<At
 }
 
 /// Share of a histogram's observations at or below `x`, from cumulative buckets
-/// `(upper bound, cumulative count)` that include `+Inf`. Inside a bucket the observations are taken
-/// as spread evenly (Prometheus' own assumption); above the last finite bound nothing is known, so
-/// those observations count as above `x`. None when the histogram is empty or has no `+Inf` bucket.
+/// `(upper bound, cumulative count)` that include `+Inf`. Buckets of several series (a model's
+/// data-parallel engines, several models) come together: the counts of one bound add up, as
+/// Prometheus' `sum by (le)` adds them. Inside a bucket the observations are taken as spread evenly
+/// (Prometheus' own assumption); above the last finite bound nothing is known, so those
+/// observations count as above `x`. None when the histogram is empty or has no `+Inf` bucket.
 pub fn histogram_share_at_or_below(x: f64, buckets: &[(f64, f64)]) -> Option<f64> {
     if !x.is_finite() || buckets.iter().any(|(u, c)| u.is_nan() || c.is_nan()) {
         return None;
     }
-    let mut b: Vec<(f64, f64)> = buckets.to_vec();
-    b.sort_by(|p, q| p.0.total_cmp(&q.0));
+    let mut sorted: Vec<(f64, f64)> = buckets.to_vec();
+    sorted.sort_by(|p, q| p.0.total_cmp(&q.0));
+    let mut b: Vec<(f64, f64)> = Vec::with_capacity(sorted.len());
+    for (upper, count) in sorted {
+        match b.last_mut() {
+            Some(last) if last.0 == upper => last.1 += count,
+            _ => b.push((upper, count)),
+        }
+    }
     let total = b.iter().find(|(u, _)| *u == f64::INFINITY).map(|(_, c)| *c)?;
     if total <= 0.0 {
         return None;
@@ -294,5 +303,21 @@ mod tests {
         assert_eq!(histogram_share_at_or_below(9.0, &b), Some(0.8));
         assert_eq!(histogram_share_at_or_below(0.3, &[(0.1, 4.0)]), None);
         assert_eq!(histogram_share_at_or_below(0.3, &[(f64::INFINITY, 0.0)]), None);
+    }
+
+    #[test]
+    fn two_engines_buckets_add_up_by_bound() {
+        // Data-parallel engines 0 and 1 of one model, 100 requests each: 90 and 10 of them at or
+        // below 0.25 s. Half of the 200 are; the first engine's +Inf alone would say 100 %.
+        let engines = [
+            (0.25, 90.0),
+            (0.5, 100.0),
+            (f64::INFINITY, 100.0),
+            (0.25, 10.0),
+            (0.5, 100.0),
+            (f64::INFINITY, 100.0),
+        ];
+        assert_eq!(histogram_share_at_or_below(0.25, &engines), Some(0.5));
+        assert_eq!(histogram_share_at_or_below(0.5, &engines), Some(1.0));
     }
 }
