@@ -98,7 +98,8 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
         tool: Some("nvidia-smi".into()),
         ..Default::default()
     };
-    let lines: Vec<std::borrow::Cow<'_, str>> = s.lines().map(text::strip_ansi_and_lost_escapes).collect();
+    let lines: Vec<std::borrow::Cow<'_, str>> =
+        s.lines().map(text::strip_ansi_and_lost_escapes).map(unframed).collect();
 
     let header = find_header(&lines);
     let Some((hi, n)) = header else {
@@ -112,6 +113,23 @@ pub(crate) fn parse(s: &str) -> Result<Parsed, ParseError> {
 
     evaluate(&rows, n, &mut p);
     Ok(p)
+}
+
+/// A line of the matrix as a Markdown or grid table writes it (READMEs and docs copy it so:
+/// `| GPU0 | X | NV18 |`, `|------|`, `+------+`) as nvidia-smi prints it: the bars become spaces,
+/// so the columns stay where they were, and a rule line becomes blank.
+fn unframed(line: std::borrow::Cow<'_, str>) -> std::borrow::Cow<'_, str> {
+    let t = line.trim_start();
+    if !(t.starts_with('|') || t.starts_with('+')) {
+        return line;
+    }
+    if t.chars().all(|c| matches!(c, '|' | '+' | '-' | '=' | ':' | ' ' | '\t')) {
+        return std::borrow::Cow::Borrowed("");
+    }
+    if t.starts_with('+') {
+        return line;
+    }
+    std::borrow::Cow::Owned(line.replace('|', " "))
 }
 
 /// The header line (`GPU0 GPU1 … CPU Affinity`): its index and how many GPU columns it has.
@@ -277,5 +295,49 @@ fn evaluate(rows: &[Vec<Link>], n: usize, p: &mut Parsed) {
     p.count("topo.min_nvlinks", if all_nv { min_nv as f64 } else { 0.0 });
     if !nv_counts.is_empty() {
         p.boolean("topo.nvlink_uniform", min_nv == max_nv && all_nv);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::parsers::MetricValue;
+
+    /// The matrix as a README writes it in Markdown (kubernetes-sigs/dranet,
+    /// examples/oke-bm-gpu-gb200-rocev2-dranet/README.md at b80c3c09: a GB200 tray, NIC columns cut
+    /// here to two) and as a grid table.
+    #[test]
+    fn a_matrix_written_as_a_markdown_or_grid_table_is_read() {
+        let markdown = "\
+|      | GPU0 | GPU1 | GPU2 | GPU3 | NIC0 | NIC1 | CPU Affinity | NUMA Affinity | GPU NUMA ID |
+|------|------|------|------|------|------|------|--------------|---------------|-------------|
+| GPU0 | X    | NV18 | NV18 | NV18 | SYS  | SYS  | 0-71         | 0             | 2           |
+| GPU1 | NV18 | X    | NV18 | NV18 | SYS  | SYS  | 0-71         | 0             | 10          |
+| GPU2 | NV18 | NV18 | X    | NV18 | SYS  | SYS  | 72-143       | 1             | 18          |
+| GPU3 | NV18 | NV18 | NV18 | X    | SYS  | SYS  | 72-143       | 1             | 26          |
+| NIC0 | SYS  | SYS  | SYS  | SYS  | X    | PIX  |              |               |             |
+| NIC1 | SYS  | SYS  | SYS  | SYS  | PIX  | X    |              |               |             |
+";
+        let p = parse(markdown).unwrap();
+        assert_eq!(p.get_num("topo.gpu_count"), Some(4.0));
+        assert_eq!(p.get_num("topo.min_nvlinks"), Some(18.0));
+        assert_eq!(
+            p.metrics.get("topo.worst_link"),
+            Some(&MetricValue::Text("NV18".into()))
+        );
+        assert_eq!(p.metrics.get("topo.nvlink_all_pairs"), Some(&MetricValue::Bool(true)));
+
+        let grid = "\
++------+------+------+--------------+
+|      | GPU0 | GPU1 | CPU Affinity |
++======+======+======+==============+
+| GPU0 | X    | NV12 | 0-47         |
++------+------+------+--------------+
+| GPU1 | NV12 | X    | 0-47         |
++------+------+------+--------------+
+";
+        let p = parse(grid).unwrap();
+        assert_eq!(p.get_num("topo.gpu_count"), Some(2.0));
+        assert_eq!(p.get_num("topo.min_nvlinks"), Some(12.0));
     }
 }
