@@ -353,7 +353,13 @@ fn dcgm_diag_text_pass_and_partial_skip() {
     let p = ok(EvidenceKind::DcgmDiag, "dcgm-diag/dcgm4-text-r2-one-gpu-skipped.txt");
     assert!(!boolean(&p, "dcgm.diag.passed"));
     assert_eq!(list(&p, "dcgm.diag.skipped_tests"), vec!["pcie"]);
-    assert!(parse(EvidenceKind::DcgmDiag, &fixture("dcgm-diag/not-a-diag.txt")).is_err());
+    // dcgmi's own refusal and no table: nothing ran, and the error gives DCGM's reason.
+    let err = parse(EvidenceKind::DcgmDiag, &fixture("dcgm-diag/not-a-diag.txt")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("did not run the diagnostic: Error: unable to connect to host engine"),
+        "{err}"
+    );
 }
 
 #[test]

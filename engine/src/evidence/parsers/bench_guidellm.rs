@@ -199,6 +199,20 @@ fn read_requests(b: &Map<String, Value>, r: &mut Run, p: &mut Parsed) {
     let reqs = b.get("requests").and_then(Value::as_object);
     let list = |k: &str| reqs.and_then(|q| q.get(k)).and_then(Value::as_array);
     if let Some(ok) = list("successful") {
+        let errored = list("errored").map_or(0, Vec::len);
+        let kept = ok.len() + errored;
+        let reported = r.get("completed").unwrap_or(0.0) + r.get("failed").unwrap_or(0.0);
+        if kept > 0 && (kept as f64) < reported {
+            // GuideLLM 0.4–0.5 keep 10 requests of each status unless told otherwise
+            // (`--sample-requests`): the share of a stratified sample is not the run's, and its
+            // good requests over the run's duration are a fraction of the goodput.
+            p.warn(format!(
+                "run {:?}: the report kept {kept} of {reported} requests (GuideLLM 0.4–0.5 keep 10 of each \
+                 status unless run with --sample-requests -1): attainment and goodput are not computed from a sample",
+                r.name
+            ));
+            return;
+        }
         for q in ok {
             let Some(q) = q.as_object() else { continue };
             let get = |names: &[(&str, f64)]| {
@@ -216,16 +230,7 @@ fn read_requests(b: &Map<String, Value>, r: &mut Run, p: &mut Parsed) {
                 output_tokens: get(&[("output_tokens", 1.0)]),
             });
         }
-        let errored = list("errored").map_or(0, Vec::len);
         r.requests
             .extend(std::iter::repeat_n(RequestSample::default(), errored));
-        let kept = ok.len() + errored;
-        let reported = r.get("completed").unwrap_or(0.0) + r.get("failed").unwrap_or(0.0);
-        if kept > 0 && (kept as f64) < reported {
-            p.warn(format!(
-                "run {:?}: the report kept {kept} of {reported} requests; its attainment is from that sample",
-                r.name
-            ));
-        }
     }
 }

@@ -323,6 +323,11 @@ fn json_runs(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError> {
         }
         Doc::Object(Obj { map: o, .. }) if bench_guidellm::is_report(o) => bench_guidellm::runs(o, p),
         Doc::Object(Obj { map: o, .. }) if bench_stats_json::is_summary(o) => Ok(vec![bench_stats_json::summary(o, p)]),
+        Doc::Object(Obj { map: o, .. }) if bench_stats_json::is_aggregate(o) => Err(ParseError::at(
+            1,
+            "an AIPerf aggregate over several profile runs (profile_export_aiperf_aggregate.json): it holds their \
+             means, not a run's requests or error counts; upload one run's profile_export_aiperf.json instead",
+        )),
         Doc::Object(Obj { map: o, .. }) if bench_stats_json::is_record(o) => {
             Ok(vec![bench_stats_json::records(std::iter::once((1, o)), p)])
         }
@@ -563,12 +568,16 @@ fn fill_throughput_and_failures(obj: &Obj, r: &mut Run) {
 fn exact_latencies(obj: &Obj, r: &mut Run) {
     let errors = obj.errors.as_deref();
     let ok = |i: usize| errors.and_then(|e| e.get(i)).is_none_or(|failed| !failed);
+    // Without `--save-detailed`, newer `vllm bench serve` keeps every request's latency but not
+    // its errors, and a failed request's latency stays at its 0.0 default: no completed request
+    // takes 0 s, so those are the failed ones.
+    let completed = |x: &f64| errors.is_some() || *x > 0.0;
     if let Some(t) = &obj.ttfts {
         // Non-numbers are NaN here and dropped by `exact` (NaN stays NaN after scaling).
         let xs: Vec<f64> = t
             .iter()
             .enumerate()
-            .filter(|(i, _)| ok(*i))
+            .filter(|(i, x)| ok(*i) && completed(x))
             .map(|(_, x)| x * 1000.0)
             .collect();
         exact(r, "ttft", xs);
@@ -579,7 +588,7 @@ fn exact_latencies(obj: &Obj, r: &mut Run) {
         let xs: Vec<f64> = l
             .iter()
             .enumerate()
-            .filter(|(i, _)| ok(*i))
+            .filter(|(i, x)| ok(*i) && completed(x))
             .map(|(_, x)| x * 1000.0)
             .collect();
         exact(r, "e2e", xs);
@@ -934,5 +943,42 @@ mod tests {
         assert_eq!(got.get_num("serving.ttft_p99_ms"), Some(2.5));
         assert_eq!(got.get_num("serving.itl_p95_ms"), Some(28.0));
         assert_eq!(got.get_num("serving.e2e_p99_ms"), Some(890.0));
+    }
+
+    /// AIPerf's aggregate of several runs (ai-dynamo/aiperf, exporters/aggregate: the runs' mean and
+    /// confidence bounds per `<metric>_<stat>`) has no request of its own: read as one request, it
+    /// gave 1 completed and an error rate of 0 whatever the runs' errors. It is refused by name.
+    #[test]
+    fn an_aiperf_aggregate_of_runs_is_refused_by_name_not_read_as_one_request() {
+        let aggregate = r#"{"schema_version": "1.0", "aiperf_version": "0.3.0",
+            "metadata": {"aggregation_type": "confidence", "num_profile_runs": 3, "confidence_level": 0.95},
+            "metrics": {"time_to_first_token_p99": {"mean": 121.5, "std": 4.2, "ci_low": 111.1, "ci_high": 131.9, "unit": "ms"},
+                        "request_count_avg": {"mean": 1000.0, "std": 0.0, "ci_low": 1000.0, "ci_high": 1000.0, "unit": "requests"}}}"#;
+        assert_eq!(
+            super::super::detect_kind(aggregate.as_bytes()),
+            Some(super::super::EvidenceKind::BenchServing)
+        );
+        let err = parse(aggregate, &SloTargets::default()).unwrap_err();
+        assert!(err.to_string().contains("AIPerf aggregate"), "{err}");
+        assert!(err.to_string().contains("profile_export_aiperf.json"), "{err}");
+    }
+
+    /// Newer `vllm bench serve` without `--save-detailed` keeps `latencies` for every request but
+    /// strips `errors`; a failed request's latency stays 0.0 (vllm/benchmarks/serve.py,
+    /// `RequestFuncOutput`). The exact end-to-end percentiles are over the completed ones.
+    #[test]
+    fn failed_requests_zero_latencies_stay_out_of_the_exact_percentiles() {
+        let mut latencies = vec![0.0; 3];
+        latencies.extend((1..=7).map(|i| f64::from(i) / 10.0));
+        let result = serde_json::json!({
+            "backend": "vllm", "date": "20260901-120000", "num_prompts": 10, "completed": 7,
+            "failed": 3, "duration": 10.0, "request_throughput": 0.7,
+            "mean_ttft_ms": 50.0, "median_ttft_ms": 50.0, "p99_ttft_ms": 90.0,
+            "median_e2el_ms": 0.0, "latencies": latencies,
+        });
+        let got = parse(&result.to_string(), &SloTargets::default()).unwrap();
+        // 0.1 … 0.7 s: the median of the seven completed is 0.4 s (the zeros made it 0.3 s).
+        assert_eq!(got.get_num("serving.e2e_p50_ms"), Some(400.0));
+        assert_eq!(got.get_num("serving.completed"), Some(7.0));
     }
 }

@@ -333,15 +333,21 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
         cur = record_test(&mut d, name, &category, res, ln);
     }
     flush(&mut note, &mut d);
-    if !saw_table && refusals.is_empty() {
-        return Err(ParseError::at(
-            1,
-            "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
-        ));
+    if !saw_table {
+        // No test ran: nothing to judge the GPUs by, so no figures (the criterion stays missing),
+        // and the error says why in DCGM's words.
+        return Err(match refusals.first() {
+            Some((ln, line)) => ParseError::at(*ln, format!("dcgmi did not run the diagnostic: {line}")),
+            None => ParseError::at(
+                1,
+                "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
+            ),
+        });
     }
-    d.truncated = saw_table && !closed;
+    d.truncated = !closed;
     if !refusals.is_empty() {
-        // As `-j` writes the same refusal (`runtime_error`): a failed run, never a pass.
+        // A later round of `--iterations` that stopped: as `-j` writes such a stop
+        // (`runtime_error`), a failed run, never a pass.
         for (ln, line) in refusals {
             d.notes
                 .push(format!("line {ln}: DCGM did not complete the diagnostic: {line}"));
@@ -356,7 +362,7 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
 }
 
 /// A line in which dcgmi says it did not run or complete the diagnostic (dcgmi/Diag.cpp: a GPU's
-/// MIG mode, an empty group, no host engine, a later round of `--iterations` that stopped).
+/// MIG mode, an empty group, no host engine, a round of `--iterations` that stopped).
 fn refusal(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
     let about_dcgm = ["diagnostic", "host engine", "specified host", "dcgm", "group"]

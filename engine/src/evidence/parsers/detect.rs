@@ -178,10 +178,11 @@ fn json_kind(v: &serde_json::Value) -> Option<K> {
         // AIPerf's per-request `profile_export.jsonl` record (`{"metadata": …, "metrics":
         // {"time_to_first_token": {"value": 120.0, "unit": "ms"}, …}}`): a load test, also when
         // the file holds one record; a harness's metrics are plain numbers.
-        let aiperf_record = super::bench_stats_json::is_record(o)
-            && o["metrics"]
-                .as_object()
-                .is_some_and(|m| m.values().any(|v| v.get("unit").is_some()));
+        let aiperf_record = super::bench_stats_json::is_aggregate(o)
+            || (super::bench_stats_json::is_record(o)
+                && o["metrics"]
+                    .as_object()
+                    .is_some_and(|m| m.values().any(|v| v.get("unit").is_some())));
         return Some(if aiperf_record { K::BenchServing } else { K::Metrics });
     }
     if super::nccl::is_json_report(o) {
