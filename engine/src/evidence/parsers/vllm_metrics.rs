@@ -134,6 +134,7 @@ const QUANTILES: &[(&str, f64)] = &[("p50", 0.50), ("p95", 0.95), ("p99", 0.99)]
 pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
     let s = ray_underscored(s);
     let e = prometheus::parse(&s)?;
+    no_vllm_series(&e.samples)?;
     let mut p = compute(&e.samples, targets);
     for w in e.warnings {
         p.warn(w);
@@ -154,9 +155,41 @@ fn series_key(s: &Sample) -> String {
     k
 }
 
+/// A scrape with no vLLM series is no vLLM scrape (another server's, or vLLM run with
+/// `--disable-log-stats`): an error that names what it has, never a stored item with no figures.
+fn no_vllm_series(samples: &[Sample]) -> Result<(), ParseError> {
+    if samples.iter().any(|s| norm_name(s.name).starts_with("vllm:")) {
+        return Ok(());
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for s in samples {
+        if seen.len() == 5 {
+            break;
+        }
+        if !seen.contains(&s.name) {
+            seen.push(s.name);
+        }
+    }
+    let has = if seen.is_empty() {
+        "no series at all".to_owned()
+    } else {
+        format!("series such as {}", seen.join(", "))
+    };
+    Err(ParseError::at(
+        1,
+        format!(
+            "no vllm: series in this scrape ({has}): send vLLM's own /metrics (a server started with \
+             --disable-log-stats exports none)"
+        ),
+    ))
+}
+
+/// Whether a sample only grows while the server runs. A family declared `gauge` is none whatever
+/// its name says (the vLLM router's `vllm:healthy_pods_total`); otherwise the suffixes of counters
+/// and histograms, or a `counter` declaration.
 fn cumulative(s: &Sample, e: &Exposition) -> bool {
     let n = s.name;
-    if n.ends_with("_created") {
+    if n.ends_with("_created") || e.types.get(n).is_some_and(|t| *t == "gauge") {
         return false;
     }
     n.ends_with("_bucket")
@@ -169,6 +202,7 @@ fn cumulative(s: &Sample, e: &Exposition) -> bool {
 pub(crate) fn parse_window(before: &str, after: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
     let (before, after) = (ray_underscored(before), ray_underscored(after));
     let a = prometheus::parse(&after)?;
+    no_vllm_series(&a.samples)?;
     let b = match prometheus::parse(&before) {
         Ok(b) => b,
         Err(err) => {
@@ -185,34 +219,60 @@ pub(crate) fn parse_window(before: &str, after: &str, targets: &SloTargets) -> R
         .filter(|s| cumulative(s, &b))
         .map(|s| (series_key(s), s.value))
         .collect();
-    let mut restarted = None;
+    let mut restarted = started_again(&b, &a);
     let mut diffed = Vec::with_capacity(a.samples.len());
     for s in &a.samples {
         let mut d = s.clone();
         if cumulative(s, &a) {
             let before_v = prev.get(&series_key(s)).copied().unwrap_or(0.0);
             d.value = s.value - before_v;
-            if d.value < 0.0 && restarted.is_none() {
-                restarted = Some(s.name);
+            // Only vLLM's own counters say its server restarted: a scrape through a proxy or
+            // `/federate` carries other processes' counters too.
+            if d.value < 0.0 && restarted.is_none() && norm_name(s.name).starts_with("vllm:") {
+                restarted = Some(format!("counter {} went down between the scrapes", s.name));
             }
         }
         diffed.push(d);
     }
     let mut p = match &restarted {
-        Some(name) => {
+        Some(why) => {
             let mut p = compute(&a.samples, targets);
             p.warn(format!(
-                "counter {name} went down between the scrapes: the server restarted; using the `after` scrape alone (cumulative)"
+                "{why}: the server restarted; using the `after` scrape alone (cumulative)"
             ));
             p
         }
         None => compute(&diffed, targets),
     };
     p.boolean("serving.window", restarted.is_none());
+    for w in b.warnings {
+        p.warn(format!("`before` scrape: {w}"));
+    }
     for w in a.warnings {
         p.warn(w);
     }
     Ok(p)
+}
+
+/// A restart the counters may hide (the new process counted past the old one's figures by the
+/// `after` scrape): the process's start time (`process_start_time_seconds`), or a vLLM series'
+/// creation time (`…_created`, which prometheus_client writes beside each counter and histogram),
+/// differs between the scrapes.
+fn started_again(before: &Exposition, after: &Exposition) -> Option<String> {
+    let marker = |s: &Sample| {
+        s.name == "process_start_time_seconds"
+            || (s.name.ends_with("_created") && norm_name(s.name).starts_with("vllm:"))
+    };
+    let then: HashMap<String, f64> = before
+        .samples
+        .iter()
+        .filter(|s| marker(s))
+        .map(|s| (series_key(s), s.value))
+        .collect();
+    after.samples.iter().filter(|s| marker(s)).find_map(|s| {
+        let old = then.get(&series_key(s))?;
+        (*old != s.value).then(|| format!("{} changed between the scrapes ({old} → {})", s.name, s.value))
+    })
 }
 
 /// The text with Ray's underscored names (`ray_vllm_time_to_first_token_seconds_bucket`, since
@@ -242,8 +302,13 @@ fn ray_underscored(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// vLLM's name of a series that Ray (`ray_vllm:`) or KServe (`kserve_vllm:`, its
+/// LLMInferenceService relabels the families) exported under a prefix of its own.
 fn norm_name(n: &str) -> &str {
-    n.strip_prefix("ray_").filter(|r| r.starts_with("vllm:")).unwrap_or(n)
+    n.strip_prefix("ray_")
+        .or_else(|| n.strip_prefix("kserve_"))
+        .filter(|r| r.starts_with("vllm:"))
+        .unwrap_or(n)
 }
 
 fn model_of<'a>(s: &'a Sample<'_>) -> &'a str {
@@ -276,13 +341,11 @@ fn group_samples<'a>(samples: &'a [Sample<'_>], p: &mut Parsed) -> (Histograms<'
     // family → model → buckets; counters/gauges: name → model → values
     let mut hist: Histograms<'a> = HashMap::new();
     let mut vals: Values<'a> = HashMap::new();
-    let mut saw_vllm = false;
     for s in samples {
         let name = norm_name(s.name);
         if !name.starts_with("vllm:") {
             continue;
         }
-        saw_vllm = true;
         // Ray stamps its own version on every series it exports, beside its worker labels.
         let from_ray = s.label("WorkerId").is_some() || s.label("SessionName").is_some();
         if let Some(ver) = s.label("Version").or_else(|| s.label("version")).filter(|_| !from_ray) {
@@ -311,9 +374,6 @@ fn group_samples<'a>(samples: &'a [Sample<'_>], p: &mut Parsed) -> (Histograms<'
                 .or_default()
                 .push(s.value);
         }
-    }
-    if !saw_vllm {
-        p.warn("no vllm: metrics in this scrape (is this a vLLM /metrics endpoint?)");
     }
     (hist, vals)
 }
@@ -511,6 +571,7 @@ fn estimate_attainment(p: &mut Parsed, stem: &str, targets: &SloTargets, buckets
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::parsers::MetricValue;
 
     /// A scrape in the shape Ray exports vLLM ≥ 0.11's metrics: `:` made `_` (vLLM's
     /// `ray_wrappers.py`), Ray's labels beside vLLM's, Ray's own version in `Version`.
@@ -548,5 +609,83 @@ ray_vllm_kv_cache_usage_perc{SessionName=\"session_2025-10-10_12-00-00_000000_1\
             super::super::detect_kind(RAY_UNDERSCORED.as_bytes()),
             Some(super::super::EvidenceKind::VllmMetrics)
         );
+    }
+
+    /// A small vLLM scrape: one counter, its creation time, the process's start, and the TTFT
+    /// histogram of two data-parallel engines.
+    fn scrape(requests: u32, created: &str, started: &str, router_pods: u32) -> String {
+        format!(
+            "# TYPE process_start_time_seconds gauge\n\
+             process_start_time_seconds {started}\n\
+             # TYPE vllm:request_success counter\n\
+             vllm:request_success_total{{engine=\"0\",finished_reason=\"length\",model_name=\"m\"}} {requests}\n\
+             vllm:request_success_created{{engine=\"0\",finished_reason=\"length\",model_name=\"m\"}} {created}\n\
+             # TYPE vllm:healthy_pods_total gauge\n\
+             vllm:healthy_pods_total{{server=\"router\"}} {router_pods}\n\
+             # TYPE vllm:time_to_first_token_seconds histogram\n\
+             vllm:time_to_first_token_seconds_bucket{{engine=\"0\",model_name=\"m\",le=\"0.25\"}} 90\n\
+             vllm:time_to_first_token_seconds_bucket{{engine=\"0\",model_name=\"m\",le=\"+Inf\"}} 100\n\
+             vllm:time_to_first_token_seconds_bucket{{engine=\"1\",model_name=\"m\",le=\"0.25\"}} 10\n\
+             vllm:time_to_first_token_seconds_bucket{{engine=\"1\",model_name=\"m\",le=\"+Inf\"}} 100\n"
+        )
+    }
+
+    #[test]
+    fn two_engines_attainment_is_over_both() {
+        let targets = SloTargets {
+            ttft_ms: Some(250.0),
+            ..SloTargets::default()
+        };
+        let p = parse(&scrape(200, "1.7e9", "1.7e9", 2), &targets).unwrap();
+        // 90 + 10 of 200 requests within 250 ms (the first engine's alone said 90 %).
+        assert_eq!(p.get_num("serving.slo_attainment_ttft"), Some(0.5));
+    }
+
+    #[test]
+    fn a_restart_the_counters_hide_is_read_from_the_start_times() {
+        let t = SloTargets::default();
+        // The same process: a window of 50 requests.
+        let p = parse_window(&scrape(150, "1.7e9", "1.7e9", 2), &scrape(200, "1.7e9", "1.7e9", 2), &t).unwrap();
+        assert_eq!(
+            p.metrics.get("serving.window"),
+            Some(&MetricValue::Bool(true)),
+            "{:?}",
+            p.warnings
+        );
+        assert_eq!(p.get_num("serving.requests_total"), Some(50.0));
+        // The router's gauge of healthy pods fell: a gauge, whatever its name says, is no restart.
+        let p = parse_window(&scrape(150, "1.7e9", "1.7e9", 2), &scrape(200, "1.7e9", "1.7e9", 1), &t).unwrap();
+        assert_eq!(
+            p.metrics.get("serving.window"),
+            Some(&MetricValue::Bool(true)),
+            "{:?}",
+            p.warnings
+        );
+        // A new process counted past the old one's 150 by the second scrape: its start time and the
+        // counter's creation time say so, and the window is not a difference of two processes.
+        let p = parse_window(&scrape(150, "1.7e9", "1.7e9", 2), &scrape(200, "1.8e9", "1.8e9", 2), &t).unwrap();
+        assert_eq!(p.metrics.get("serving.window"), Some(&MetricValue::Bool(false)));
+        assert!(
+            p.warnings.iter().any(|w| w.contains("changed between the scrapes")),
+            "{:?}",
+            p.warnings
+        );
+        assert_eq!(p.get_num("serving.requests_total"), Some(200.0));
+    }
+
+    #[test]
+    fn a_scrape_without_vllm_series_is_an_error_naming_what_it_has() {
+        let sglang = "# TYPE sglang:time_to_first_token_seconds histogram\n\
+                      sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 10\n";
+        let err = parse(sglang, &SloTargets::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("sglang:time_to_first_token_seconds_bucket"),
+            "{err}"
+        );
+        assert!(parse_window(sglang, sglang, &SloTargets::default()).is_err());
+        // KServe's relabelled families are vLLM's.
+        let kserve = scrape(200, "1.7e9", "1.7e9", 2).replace("vllm:", "kserve_vllm:");
+        let p = parse(&kserve, &SloTargets::default()).unwrap();
+        assert_eq!(p.get_num("serving.requests_total"), Some(200.0));
     }
 }
