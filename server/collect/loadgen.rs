@@ -230,8 +230,8 @@ fn request_body(spec: &LoadSpec, prompt: String) -> Value {
         json!({
             "model": spec.model,
             "messages": [{ "role": "user", "content": prompt }],
-            "max_completion_tokens": spec.output_len,
-            // The older name too: Ollama's and some other servers' chat routes read only it.
+            // `max_tokens` alone: every server reads it (Ollama only it), and TGI (an alias of
+            // one field) and TensorRT-LLM (extra fields forbidden) refuse a body with both names.
             "max_tokens": spec.output_len,
             "stream": true,
             "stream_options": { "include_usage": true },
@@ -380,6 +380,43 @@ fn read_event(out: &mut RequestOutput, p: &mut Progress, event: &sse::Event<'_>)
     ControlFlow::Continue(())
 }
 
+/// The most of a refusal's body read for its message: servers put it in a short JSON object.
+const REFUSAL_BYTES: usize = 4096;
+
+/// What the server said when it refused a request (`{"error": {"message": …}}`, `{"message": …}`,
+/// `{"detail": …}`, else the start of its text), from at most [`REFUSAL_BYTES`] of the body: the
+/// status alone ("400 Bad Request") does not say the prompt was too long or a field unknown.
+async fn refusal_message(mut res: reqwest::Response) -> Option<String> {
+    let mut body = Vec::new();
+    while body.len() < REFUSAL_BYTES {
+        match res.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(REFUSAL_BYTES);
+    let text = String::from_utf8_lossy(&body);
+    let said = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
+        let e = v.get("error").unwrap_or(&v);
+        [
+            e.get("message"),
+            v.get("message"),
+            v.get("detail"),
+            e.as_str().map(|_| e),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|m| {
+            m.as_str()
+                .map(str::to_owned)
+                .or_else(|| (!m.is_null()).then(|| m.to_string()))
+        })
+    });
+    let said = said.unwrap_or_else(|| text.trim().to_owned());
+    let said: String = said.chars().take(300).collect();
+    (!said.is_empty()).then_some(said)
+}
+
 /// Reads a streaming answer to its end, a failure, or a bound.
 async fn read_stream(res: reqwest::Response, out: &mut RequestOutput, p: &mut Progress, tokens: u32) -> End {
     let mut reader = sse::SseReader::new(max_events(tokens));
@@ -394,6 +431,9 @@ async fn read_stream(res: reqwest::Response, out: &mut RequestOutput, p: &mut Pr
     loop {
         let chunk = match body.next().await {
             Some(Ok(chunk)) => chunk,
+            Some(Err(e)) if e.is_timeout() => {
+                return End::Failed("the stream broke: no end within the request timeout".to_owned())
+            }
             Some(Err(e)) => return End::Failed(format!("the stream broke: {e}")),
             None => {
                 return match reader.finish(&mut |ev| read_event(out, p, &ev)) {
@@ -431,13 +471,21 @@ async fn one_request(
     }
     let res = match req.send().await {
         Ok(r) => r,
+        Err(e) if e.is_timeout() => {
+            out.error = "request failed: no answer within the request timeout".to_owned();
+            return out;
+        }
         Err(e) => {
             out.error = format!("request failed: {e}");
             return out;
         }
     };
     if !res.status().is_success() {
-        out.error = res.status().to_string();
+        let status = res.status().to_string();
+        out.error = match refusal_message(res).await {
+            Some(why) => format!("{status}: {why}"),
+            None => status,
+        };
         return out;
     }
     let mut p = Progress {
@@ -449,6 +497,12 @@ async fn one_request(
     };
     let error = match read_stream(res, &mut out, &mut p, tokens).await {
         End::Failed(why) => Some(why),
+        // Asked with ignore_eos, a server generates what was asked: more is a count no request
+        // made, which would raise the throughput and lower the time per token it is divided by.
+        _ if out.output_tokens.is_some_and(|n| n > u64::from(tokens)) => Some(format!(
+            "the server reported {} output tokens for {tokens} asked",
+            out.output_tokens.unwrap_or_default()
+        )),
         End::Closed if p.finished.is_none() => Some("the stream ended without [DONE] or a finish reason".to_owned()),
         // Nothing generated and no reason given: a bare `[DONE]` is no answer.
         End::Done if !p.first && p.finished.is_none() => {
@@ -480,6 +534,18 @@ async fn one_request(
     out
 }
 
+/// Ends the requests still running when a run is dropped (a plan step whose time ran out): a
+/// dropped `JoinHandle` detaches its task, which would stream on into the next load point's window.
+struct AbortOnDrop(Vec<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
 /// Runs the load and returns the outputs (in request order) and the duration in seconds.
 pub async fn drive(spec: &LoadSpec) -> anyhow::Result<(Vec<RequestOutput>, f64)> {
     let base =
@@ -509,16 +575,19 @@ pub async fn drive(spec: &LoadSpec) -> anyhow::Result<(Vec<RequestOutput>, f64)>
         .collect();
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(bodies.len());
+    let mut running = AbortOnDrop(Vec::with_capacity(bodies.len()));
     for (body, at) in bodies.into_iter().zip(times) {
         tokio::time::sleep_until((start + Duration::from_secs_f64(at)).into()).await;
-        tasks.push(tokio::spawn(one_request(
+        let task = tokio::spawn(one_request(
             client.clone(),
             url.clone(),
             body,
             api_key.clone(),
             (u64::from(spec.input_len), spec.output_len),
             start,
-        )));
+        ));
+        running.0.push(task.abort_handle());
+        tasks.push(task);
     }
     let mut outputs = Vec::with_capacity(tasks.len());
     for t in tasks {
@@ -585,7 +654,7 @@ pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) ->
         total_input,
     } = measure(outputs);
     let good = good_requests(spec, &ttfts, &all_tpots, &e2els);
-    let total_output: u64 = output_lens.iter().sum();
+    let total_output: u64 = output_lens.iter().fold(0, |sum, n| sum.saturating_add(*n));
     let failed = outputs.len() as u64 - completed;
     let dur = duration.max(f64::MIN_POSITIVE);
     let (max_tps, max_conc) = peaks(outputs);
@@ -631,7 +700,7 @@ pub fn result_json(spec: &LoadSpec, outputs: &[RequestOutput], duration: f64) ->
     r.insert("output_throughput".into(), json!(total_output as f64 / dur));
     r.insert(
         "total_token_throughput".into(),
-        json!((total_input + total_output) as f64 / dur),
+        json!(total_input.saturating_add(total_output) as f64 / dur),
     );
     insert_per_request(&mut r, outputs, &output_lens);
     r.insert("max_output_tokens_per_s".into(), json!(max_tps));
@@ -673,7 +742,7 @@ fn measure(outputs: &[RequestOutput]) -> Measured {
         }
         let out_len = o.output_tokens.filter(|n| *n > 0).unwrap_or(o.chunks);
         output_lens.push(out_len);
-        total_input += o.prompt_len;
+        total_input = total_input.saturating_add(o.prompt_len);
         let mut tpot = 0.0;
         if out_len > 1 {
             tpot = (o.latency - o.ttft) / (out_len - 1) as f64;

@@ -297,6 +297,20 @@ struct LoadRun<'a> {
 
 /// The load run by rentcheck's built-in generator at the step's load point; its result, kept in
 /// the output file too.
+/// Each request's own time within its step's: the last one is sent when the arrivals end
+/// (prompts ÷ rate), and it must end, answered or timed out, a minute before the step does, so that
+/// a stuck request fails on its own and the others' figures are kept (with the step's time alone,
+/// one stuck request lost the whole load point).
+fn request_timeout_within(step_timeout_s: u64, prompts: u32, rate_rps: f64) -> Duration {
+    let arrivals = if rate_rps.is_finite() && rate_rps > 0.0 {
+        f64::from(prompts) / rate_rps
+    } else {
+        0.0
+    };
+    let left = step_timeout_s as f64 - arrivals - 60.0;
+    Duration::from_secs_f64(left.max(30.0))
+}
+
 async fn built_in_load(
     load: &LoadRun<'_>,
     point: &LoadPoint,
@@ -322,7 +336,7 @@ async fn built_in_load(
             .unwrap_or_default(),
         percentiles: vec![50.0, 95.0, 99.0],
         seed: 0,
-        request_timeout: Duration::from_secs(load.step.timeout_s),
+        request_timeout: request_timeout_within(load.step.timeout_s, load.prompts, point.rate_rps),
     };
     let finished = tokio::time::timeout(Duration::from_secs(load.step.timeout_s), loadgen::run(&spec)).await;
     let result = match finished {
@@ -868,6 +882,20 @@ fn report(summary: &Summary) -> Exit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_ends_a_minute_before_its_load_points_step() {
+        // 600 requests at 2 a second: the step has 2 × 300 + 600 = 1,200 s; the last request is
+        // sent at 300 s and must end by 1,140 s.
+        assert_eq!(request_timeout_within(1_200, 600, 2.0), Duration::from_secs(840));
+        // All at once: the whole step less the minute.
+        assert_eq!(
+            request_timeout_within(600, 100, f64::INFINITY),
+            Duration::from_secs(540)
+        );
+        // A step capped below its arrivals still leaves a request some time.
+        assert_eq!(request_timeout_within(100, 10_000, 1.0), Duration::from_secs(30));
+    }
 
     #[test]
     fn keys_come_from_the_trial_the_step_and_the_item() {

@@ -605,3 +605,105 @@ async fn an_endless_answer_from_the_server_is_refused_at_the_bound() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// What real servers answer the load generator's request bodies and refusals with, and a run
+/// dropped mid-way (a plan step whose time ran out).
+mod refusals {
+    use super::*;
+
+    /// TGI (`max_tokens` with the alias `max_completion_tokens`: serde refuses both) and
+    /// TensorRT-LLM (extra fields forbidden, the two names one field) answer 422 to a chat body
+    /// naming both; vLLM's 400 for a prompt over its length says why in a JSON message.
+    async fn validating_server() -> String {
+        let chat = post(|body: axum::Json<Value>| async move {
+            if body.get("max_completion_tokens").is_some() && body.get("max_tokens").is_some() {
+                return Response::builder()
+                    .status(422)
+                    .body(Body::from(
+                        r#"{"error":"Failed to deserialize the JSON body: duplicate field `max_tokens`"}"#,
+                    ))
+                    .unwrap();
+            }
+            let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"length\"}]}\n\n\
+                        data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n";
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from(body))
+                .unwrap()
+        });
+        let too_long = post(|| async {
+            Response::builder()
+                .status(400)
+                .body(Body::from(
+                    r#"{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","code":400}"#,
+                ))
+                .unwrap()
+        });
+        // Claims a billion tokens for one asked.
+        let overclaimed = post(|| async {
+            let body = "data: {\"choices\":[{\"index\":0,\"text\":\" a\",\"finish_reason\":\"length\"}]}\n\n\
+                        data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":1000000000}}\n\ndata: [DONE]\n\n";
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from(body))
+                .unwrap()
+        });
+        serve(
+            Router::new()
+                .route("/tgi/v1/chat/completions", chat)
+                .route("/too-long/v1/completions", too_long)
+                .route("/overclaimed/v1/completions", overclaimed),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_chat_body_servers_accept_and_a_refusal_says_why() {
+        let base = validating_server().await;
+        let run = |path: &'static str, endpoint: &'static str| {
+            let spec = spec(&format!("{base}{path}"), endpoint, 1, f64::INFINITY, 1);
+            async move { loadgen::drive(&spec).await.unwrap().0.remove(0) }
+        };
+        let o = run("/tgi", "/v1/chat/completions").await;
+        assert!(o.success, "{}", o.error);
+        let o = run("/too-long", "/v1/completions").await;
+        assert!(!o.success);
+        assert_eq!(
+            o.error,
+            "400 Bad Request: This model's maximum context length is 4096 tokens."
+        );
+        let o = run("/overclaimed", "/v1/completions").await;
+        assert!(!o.success, "a billion tokens for one asked is no answer");
+        assert_eq!(o.error, "the server reported 1000000000 output tokens for 1 asked");
+    }
+
+    /// A server that takes the request and never answers. A run dropped after 300 ms (as a plan
+    /// step's timeout drops it) ends its requests: the server sees the connection close at once,
+    /// not after the request timeout (30 s here).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dropped_run_ends_its_requests() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 64 << 10];
+            // Read the request, then wait for the client to go away.
+            loop {
+                use tokio::io::AsyncReadExt;
+                match conn.read(&mut buf).await {
+                    Ok(0) | Err(_) => return Instant::now(),
+                    Ok(_) => {}
+                }
+            }
+        });
+        let spec = spec(&base, "/v1/completions", 16, f64::INFINITY, 1);
+        let dropped_at = Instant::now() + Duration::from_millis(300);
+        let run = tokio::time::timeout(Duration::from_millis(300), loadgen::drive(&spec)).await;
+        assert!(run.is_err(), "the server never answers");
+        let closed_at = tokio::time::timeout(Duration::from_secs(5), accepted)
+            .await
+            .expect("the request ended with its run, not at its 30 s timeout")
+            .unwrap();
+        assert!(closed_at >= dropped_at - Duration::from_millis(50));
+    }
+}
