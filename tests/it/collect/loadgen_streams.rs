@@ -666,6 +666,16 @@ mod refusals {
         };
         let o = run("/tgi", "/v1/chat/completions").await;
         assert!(o.success, "{}", o.error);
+        // Its result reads as its own tool's, whose TTFT rule is not vLLM's client's.
+        let spec = spec(&base, "/v1/chat/completions", 1, f64::INFINITY, 1);
+        let result = loadgen::result_json(&spec, &[o], 1.0).to_string();
+        let parsed = rentcheck::evidence::parsers::parse(
+            rentcheck::evidence::parsers::EvidenceKind::BenchServing,
+            result.as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(parsed.tool.as_deref(), Some("rentcheck loadgen"));
+        assert_eq!(parsed.tool_version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
         let o = run("/too-long", "/v1/completions").await;
         assert!(!o.success);
         assert_eq!(

@@ -467,6 +467,19 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
     ]
     .iter()
     .any(|k| o.contains_key(*k));
+    // rentcheck's own generator writes vLLM's format and names itself (`rentcheck loadgen 0.1.0`):
+    // its TTFT starts at the first content chunk, not vLLM's client's first chunk.
+    if let Some((tool, version)) = o
+        .get("generator")
+        .and_then(Value::as_str)
+        .and_then(|g| g.strip_prefix("rentcheck loadgen"))
+        .map(|v| ("rentcheck loadgen", v.trim()))
+    {
+        p.tool.get_or_insert_with(|| tool.into());
+        if !version.is_empty() {
+            p.tool_version.get_or_insert_with(|| version.into());
+        }
+    }
     p.tool.get_or_insert_with(|| {
         if sglang {
             "sglang bench_serving"
