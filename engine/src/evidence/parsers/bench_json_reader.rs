@@ -112,8 +112,9 @@ impl Obj {
     }
 }
 
-/// Top-level arrays a reader needs whole (GuideLLM's list of benchmarks).
-pub(crate) const KEPT_ARRAYS: [&str; 1] = ["benchmarks"];
+/// Top-level arrays a reader needs whole (GuideLLM's list of benchmarks; AIPerf's kinds of request
+/// error, whose emptiness says no request failed).
+pub(crate) const KEPT_ARRAYS: [&str; 2] = ["benchmarks", "error_summary"];
 
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 

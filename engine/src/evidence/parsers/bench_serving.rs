@@ -994,4 +994,48 @@ mod tests {
         assert_eq!(got.get_num("serving.e2e_p50_ms"), Some(400.0));
         assert_eq!(got.get_num("serving.completed"), Some(7.0));
     }
+
+    /// AIPerf lists its kinds of request error in `error_summary`; a summary that has them but no
+    /// `error_request_count` gives no error rate (the emptied list read as "no errors": 0 %).
+    #[test]
+    fn aiperf_errors_without_their_count_give_no_error_rate() {
+        let summary = |errors: &str| {
+            format!(
+                r#"{{"aiperf_version": "0.2.0",
+                    "request_throughput": {{"unit": "requests/sec", "avg": 2.0}},
+                    "time_to_first_token": {{"unit": "ms", "avg": 100.0, "p99": 200.0}},
+                    "request_count": {{"unit": "requests", "avg": 96}},
+                    "error_summary": [{errors}]}}"#
+            )
+        };
+        let clean = parse(&summary(""), &SloTargets::default()).unwrap();
+        assert_eq!(clean.get_num("serving.error_rate"), Some(0.0));
+        let errored = summary(
+            r#"{"error_details": {"code": 500, "type": "InternalServerError", "message": "boom"}, "count": 4}"#,
+        );
+        let got = parse(&errored, &SloTargets::default()).unwrap();
+        assert_eq!(got.get_num("serving.error_rate"), None);
+        assert!(
+            got.warnings.iter().any(|w| w.contains("no count of failed requests")),
+            "{:?}",
+            got.warnings
+        );
+    }
+
+    /// GuideLLM 0.4+'s CSV export has three header rows (vllm-project/guidellm,
+    /// benchmark/outputs/csv.py `_write_multirow_header`): refused naming the JSON report, not
+    /// stored as a run named "Run_ID" with no figures.
+    #[test]
+    fn guidellms_three_row_csv_is_refused_naming_its_json() {
+        let csv = "Run Info,Run Info,Time to First Token,Time to First Token,Inter Token Latency\n\
+                   Run_ID,Benchmark,Successful ms,Successful ms,Successful ms\n\
+                   ,,Mean,Median,Mean\n\
+                   3f2a,synchronous,120.5,118.0,21.3\n";
+        assert_eq!(
+            super::super::detect_kind(csv.as_bytes()),
+            Some(super::super::EvidenceKind::BenchServing)
+        );
+        let err = parse(csv, &SloTargets::default()).unwrap_err();
+        assert!(err.to_string().contains("benchmarks.json"), "{err}");
+    }
 }

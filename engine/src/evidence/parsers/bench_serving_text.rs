@@ -166,6 +166,15 @@ pub(crate) fn genai_perf(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError
     let tables = csv_tables(s);
     for t in &tables {
         let Some(header) = t.first() else { continue };
+        if header.first().map(String::as_str) == Some("Run Info") {
+            // GuideLLM 0.4+'s `benchmarks.csv`: three header rows (group, status and unit, statistic),
+            // no GenAI-Perf table; its JSON report holds the same runs whole.
+            return Err(ParseError::at(
+                1,
+                "GuideLLM's benchmarks.csv (three header rows under \"Run Info\") is not read: upload its \
+                 benchmarks.json, which holds the same load points and their requests",
+            ));
+        }
         if header.first().map(String::as_str) == Some("Metric") {
             read_profile_export(t, header, &mut single, p);
         } else if header.iter().any(|h| {
@@ -174,6 +183,8 @@ pub(crate) fn genai_perf(s: &str, p: &mut Parsed) -> Result<Vec<Run>, ParseError
             runs.extend(sweep_runs(t, header));
         }
     }
+    // A table whose rows gave no figure (its header named a metric, its cells held none) is no run.
+    runs.retain(|r| !r.vals.is_empty());
     if !single.vals.is_empty() {
         runs.insert(0, single);
     }

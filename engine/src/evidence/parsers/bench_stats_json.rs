@@ -131,9 +131,14 @@ pub(crate) fn summary(top: &Map<String, Value>, p: &mut Parsed) -> Run {
     if let Some(errs) = top
         .get("error_summary")
         .and_then(Value::as_array)
-        .filter(|e| !e.is_empty())
+        .filter(|e| !e.is_empty() && r.get("failed").is_none())
     {
-        p.warn(format!("the run reported {} kind(s) of request error", errs.len()));
+        // Errors without a count of the requests they failed: no error rate can be given.
+        p.warn(format!(
+            "the run reported {} kind(s) of request error but no count of failed requests (error_request_count): \
+             serving.error_rate is not given",
+            errs.len()
+        ));
     }
     if top.get("was_cancelled").and_then(Value::as_bool) == Some(true) {
         p.warn("the run was cancelled before it finished");

@@ -389,10 +389,18 @@ pub fn parse_window(
         ..e
     })?;
     let after = text::decode(after)?;
-    within_limits(match kind {
-        EvidenceKind::DcgmExporter => dcgm_exporter::parse_window(&before, &after),
-        _ => vllm_metrics::parse_window(&before, &after, targets),
-    })
+    // Scrapes taken through a launcher carry its prefixes as any other upload does; the `after`
+    // scrape's lines are the ones warnings and errors name.
+    let before = launcher::strip(&before);
+    let stripped = launcher::strip(&after);
+    let (before, after): (&str, &str) = (&before.text, &stripped.text);
+    within_limits(with_launcher(
+        match kind {
+            EvidenceKind::DcgmExporter => dcgm_exporter::parse_window(before, after),
+            _ => vllm_metrics::parse_window(before, after, targets),
+        },
+        &stripped,
+    ))
 }
 
 /// [`parse_window`] for vLLM `/metrics` without targets.

@@ -490,10 +490,16 @@ fn counter_and_gauge_figures(p: &mut Parsed, vals: &Values<'_>, models: &[&str])
                 if let Some(x) = value {
                     let k = format!("{scope}.{key}");
                     if *scale == 1.0 {
-                        p.count(&k, x)
+                        p.count(&k, x);
+                    } else if x > 1.0 {
+                        // vLLM's `_perc` gauges are fractions: above 1 is no share of a cache
+                        // (a translating middleware that writes percent, or a corrupt sample).
+                        p.warn(format!(
+                            "{fam} is {x}, above 1 (a fraction of the cache); {k} is not given"
+                        ));
                     } else {
-                        p.nonneg(&k, x * scale)
-                    };
+                        p.nonneg(&k, x * scale);
+                    }
                 }
             }
         }
@@ -687,5 +693,25 @@ ray_vllm_kv_cache_usage_perc{SessionName=\"session_2025-10-10_12-00-00_000000_1\
         let kserve = scrape(200, "1.7e9", "1.7e9", 2).replace("vllm:", "kserve_vllm:");
         let p = parse(&kserve, &SloTargets::default()).unwrap();
         assert_eq!(p.get_num("serving.requests_total"), Some(200.0));
+    }
+
+    #[test]
+    fn a_cache_share_above_one_is_no_figure() {
+        let text = "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{model_name=\"m\"} 87.5\n";
+        let p = parse(text, &SloTargets::default()).unwrap();
+        assert_eq!(p.get_num("serving.kv_cache_usage_max_pct"), None);
+        assert!(p.warnings.iter().any(|w| w.contains("above 1")), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn a_window_of_scrapes_under_a_launchers_prefixes_reads_as_without() {
+        let tag = |text: String| text.lines().map(|l| format!("[1,0]<stdout>:{l}\n")).collect::<String>();
+        let (before, after) = (scrape(150, "1.7e9", "1.7e9", 2), scrape(200, "1.7e9", "1.7e9", 2));
+        let kind = super::super::EvidenceKind::VllmMetrics;
+        let t = SloTargets::default();
+        let plain = super::super::parse_window(kind, before.as_bytes(), after.as_bytes(), &t).unwrap();
+        let tagged = super::super::parse_window(kind, tag(before).as_bytes(), tag(after).as_bytes(), &t).unwrap();
+        assert_eq!(tagged.get_num("serving.requests_total"), Some(50.0));
+        assert_eq!(tagged.metrics, plain.metrics);
     }
 }
