@@ -417,6 +417,24 @@ async fn refusal_message(mut res: reqwest::Response) -> Option<String> {
     (!said.is_empty()).then_some(said)
 }
 
+/// The server's answer to a request when it accepted it; else why not, in words: no answer in
+/// time, a broken connection, or the status with what the server said.
+async fn answered(req: reqwest::RequestBuilder) -> Result<reqwest::Response, String> {
+    let res = match req.send().await {
+        Ok(r) => r,
+        Err(e) if e.is_timeout() => return Err("request failed: no answer within the request timeout".to_owned()),
+        Err(e) => return Err(format!("request failed: {e}")),
+    };
+    if res.status().is_success() {
+        return Ok(res);
+    }
+    let status = res.status().to_string();
+    Err(match refusal_message(res).await {
+        Some(why) => format!("{status}: {why}"),
+        None => status,
+    })
+}
+
 /// Reads a streaming answer to its end, a failure, or a bound.
 async fn read_stream(res: reqwest::Response, out: &mut RequestOutput, p: &mut Progress, tokens: u32) -> End {
     let mut reader = sse::SseReader::new(max_events(tokens));
@@ -469,25 +487,13 @@ async fn one_request(
     if let Some(k) = &api_key {
         req = req.bearer_auth(k);
     }
-    let res = match req.send().await {
+    let res = match answered(req).await {
         Ok(r) => r,
-        Err(e) if e.is_timeout() => {
-            out.error = "request failed: no answer within the request timeout".to_owned();
-            return out;
-        }
-        Err(e) => {
-            out.error = format!("request failed: {e}");
+        Err(why) => {
+            out.error = why;
             return out;
         }
     };
-    if !res.status().is_success() {
-        let status = res.status().to_string();
-        out.error = match refusal_message(res).await {
-            Some(why) => format!("{status}: {why}"),
-            None => status,
-        };
-        return out;
-    }
     let mut p = Progress {
         sent: st,
         now: st,

@@ -456,26 +456,17 @@ fn load_point(o: &Map<String, Value>) -> Option<String> {
     }
 }
 
-/// One read per field of vLLM's result JSON, in its order.
-fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
-    let o = &obj.map;
-    // SGLang's own bench_serving writes the same key scheme plus a few keys vLLM's does not.
-    let sglang = [
-        "total_output_tokens_retokenized",
-        "sharegpt_output_len",
-        "random_range_ratio",
-    ]
-    .iter()
-    .any(|k| o.contains_key(*k));
-    // rentcheck's own generator writes vLLM's format and names itself (`rentcheck loadgen 0.1.0`):
-    // its TTFT starts at the first content chunk, not vLLM's client's first chunk.
-    if let Some((tool, version)) = o
+/// The tool a vLLM-format result is of: rentcheck's own generator names itself (`rentcheck
+/// loadgen 0.1.0`; its TTFT starts at the first content chunk, not at vLLM's client's first chunk),
+/// SGLang's by its own keys, else vLLM's client.
+fn name_tool(o: &Map<String, Value>, sglang: bool, p: &mut Parsed) {
+    if let Some(version) = o
         .get("generator")
         .and_then(Value::as_str)
         .and_then(|g| g.strip_prefix("rentcheck loadgen"))
-        .map(|v| ("rentcheck loadgen", v.trim()))
+        .map(str::trim)
     {
-        p.tool.get_or_insert_with(|| tool.into());
+        p.tool.get_or_insert_with(|| "rentcheck loadgen".into());
         if !version.is_empty() {
             p.tool_version.get_or_insert_with(|| version.into());
         }
@@ -488,6 +479,20 @@ fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
         }
         .into()
     });
+}
+
+/// One read per field of vLLM's result JSON, in its order.
+fn vllm_result(obj: &Obj, p: &mut Parsed) -> Run {
+    let o = &obj.map;
+    // SGLang's own bench_serving writes the same key scheme plus a few keys vLLM's does not.
+    let sglang = [
+        "total_output_tokens_retokenized",
+        "sharegpt_output_len",
+        "random_range_ratio",
+    ]
+    .iter()
+    .any(|k| o.contains_key(*k));
+    name_tool(o, sglang, p);
     let mut r = Run::named(o.get("label").and_then(Value::as_str).unwrap_or_default());
     for (k, v) in o {
         if let Some(rest) = k.strip_suffix("_ms") {

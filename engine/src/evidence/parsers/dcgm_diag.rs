@@ -334,31 +334,40 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     }
     flush(&mut note, &mut d);
     if !saw_table {
-        // No test ran: nothing to judge the GPUs by, so no figures (the criterion stays missing),
-        // and the error says why in DCGM's words.
-        return Err(match refusals.first() {
-            Some((ln, line)) => ParseError::at(*ln, format!("dcgmi did not run the diagnostic: {line}")),
-            None => ParseError::at(
-                1,
-                "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
-            ),
-        });
+        return Err(no_table(&refusals));
     }
     d.truncated = !closed;
-    if !refusals.is_empty() {
-        // A later round of `--iterations` that stopped: as `-j` writes such a stop
-        // (`runtime_error`), a failed run, never a pass.
-        for (ln, line) in refusals {
-            d.notes
-                .push(format!("line {ln}: DCGM did not complete the diagnostic: {line}"));
-        }
-        d.tests.push(Test {
-            name: "runtime".into(),
-            category: String::new(),
-            status: Status::Fail,
-        });
-    }
+    stopped_after_the_table(&mut d, &refusals);
     Ok(d)
+}
+
+/// The error of a text with no table: no test ran, so nothing judges the GPUs (the criterion
+/// stays missing), and where dcgmi said why, its words.
+fn no_table(refusals: &[(usize, &str)]) -> ParseError {
+    match refusals.first() {
+        Some((ln, line)) => ParseError::at(*ln, format!("dcgmi did not run the diagnostic: {line}")),
+        None => ParseError::at(
+            1,
+            "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
+        ),
+    }
+}
+
+/// dcgmi's refusals after a table: a later round of `--iterations` that stopped. As `-j` writes such
+/// a stop (`runtime_error`), a failed run, never a pass.
+fn stopped_after_the_table(d: &mut Diag, refusals: &[(usize, &str)]) {
+    if refusals.is_empty() {
+        return;
+    }
+    for (ln, line) in refusals {
+        d.notes
+            .push(format!("line {ln}: DCGM did not complete the diagnostic: {line}"));
+    }
+    d.tests.push(Test {
+        name: "runtime".into(),
+        category: String::new(),
+        status: Status::Fail,
+    });
 }
 
 /// A line in which dcgmi says it did not run or complete the diagnostic (dcgmi/Diag.cpp: a GPU's
