@@ -68,20 +68,46 @@ pub fn amount(d: Decimal) -> String {
         text.pop();
         places -= 1;
     }
-    let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
+    format!("{}{}", if negative { "-" } else { "" }, grouped(&text))
+}
+
+/// `1234567.5` → `1,234,567.5`: the whole part in groups of three.
+fn grouped(text: &str) -> String {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    let mut out = String::with_capacity(whole.len() + whole.len() / 3 + frac.len() + 1);
     for (i, ch) in whole.chars().enumerate() {
         if i > 0 && (whole.len() - i).is_multiple_of(3) {
-            grouped.push(',');
+            out.push(',');
         }
-        grouped.push(ch);
+        out.push(ch);
     }
-    format!("{}{grouped}.{frac}", if negative { "-" } else { "" })
+    out.push('.');
+    out.push_str(frac);
+    out
 }
 
 /// An amount with its currency: "15,184.00 USD".
 pub fn with_currency(d: Decimal, currency: &str) -> String {
     format!("{} {currency}", amount(d))
+}
+
+/// Two amounts set against each other (a cost and its ceiling), each with its currency, with as
+/// many places as it takes to tell them apart when they differ: 2.500125 against a ceiling of 2.50
+/// reads "2.5001 USD" and "2.5000 USD", never "2.50 USD, more than the ceiling of 2.50 USD".
+pub fn compared_with_currency(value: Decimal, against: Decimal, currency: &str) -> (String, String) {
+    let (v, a) = (with_currency(value, currency), with_currency(against, currency));
+    if v != a || value == against {
+        return (v, a);
+    }
+    let places = (3..=12)
+        .find(|p| value.round_dp(*p) != against.round_dp(*p))
+        .unwrap_or(12);
+    let exact = |d: Decimal| {
+        let text = format!("{:.prec$}", d.abs().round_dp(places), prec = places as usize);
+        let sign = if d.is_sign_negative() && !d.is_zero() { "-" } else { "" };
+        format!("{sign}{} {currency}", grouped(&text))
+    };
+    (exact(value), exact(against))
 }
 
 /// A sum in a sentence or a headline: as [`amount`], without the ".00" of a whole amount
@@ -287,6 +313,31 @@ pub fn percent(share: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amounts_set_against_each_other_show_the_places_that_tell_them_apart() {
+        assert_eq!(
+            compared_with_currency(d("2.500125"), d("2.50"), "USD"),
+            ("2.5001 USD".to_owned(), "2.5000 USD".to_owned())
+        );
+        assert_eq!(
+            compared_with_currency(d("0.0250001"), d("0.025"), "EUR"),
+            ("0.0250001 EUR".to_owned(), "0.0250000 EUR".to_owned())
+        );
+        // Apart already, or equal: as each reads alone.
+        assert_eq!(
+            compared_with_currency(d("2.71"), d("2.50"), "USD"),
+            ("2.71 USD".to_owned(), "2.50 USD".to_owned())
+        );
+        assert_eq!(
+            compared_with_currency(d("2.50"), d("2.5"), "USD"),
+            ("2.50 USD".to_owned(), "2.50 USD".to_owned())
+        );
+        assert_eq!(
+            compared_with_currency(d("1234.5001"), d("1234.50"), "USD").0,
+            "1,234.5001 USD"
+        );
+    }
 
     fn d(s: &str) -> Decimal {
         s.parse().unwrap()

@@ -123,12 +123,13 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
         Rule::Numbered(3) => {
             let ledger = inputs.ledger.as_ref();
             match (ledger.and_then(|l| l.cost_per_job), inputs.brief.max_cost_per_job) {
-                (Some(cost), Some(ceiling)) => format!(
-                    "Each completed {} costs {}, more than the ceiling of {}.",
-                    job_word(cost_unit),
-                    figures::with_currency(cost, currency),
-                    figures::with_currency(ceiling, currency)
-                ),
+                (Some(cost), Some(ceiling)) => {
+                    let (cost, ceiling) = figures::compared_with_currency(cost, ceiling, currency);
+                    format!(
+                        "Each completed {} costs {cost}, more than the ceiling of {ceiling}.",
+                        job_word(cost_unit)
+                    )
+                }
                 _ => "Each completed job costs more than the brief's ceiling.".into(),
             }
         }

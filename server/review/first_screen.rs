@@ -249,17 +249,20 @@ fn cost_per_job_figure(r: &Review, t: &TrialReview) -> MoneyFigure {
     let currency = &r.brief.fields.currency;
     let cost = t.context.inputs.ledger.as_ref().map(|l| l.cost_per_job);
     match (cost, ceiling) {
-        (Some(Some(cost)), Some(ceiling)) => MoneyFigure {
-            id: "cost-per-job",
-            label: "Cost per completed job".to_owned(),
-            value: format!("{} per {unit}", figures::with_currency(cost, currency)),
-            note: if cost <= ceiling {
-                format!("within the ceiling of {}", figures::with_currency(ceiling, currency))
-            } else {
-                format!("over the ceiling of {}", figures::with_currency(ceiling, currency))
-            },
-            tone: if cost <= ceiling { "ok" } else { "bad" },
-        },
+        (Some(Some(cost)), Some(ceiling)) => {
+            let (cost_text, ceiling_text) = figures::compared_with_currency(cost, ceiling, currency);
+            MoneyFigure {
+                id: "cost-per-job",
+                label: "Cost per completed job".to_owned(),
+                value: format!("{cost_text} per {unit}"),
+                note: if cost <= ceiling {
+                    format!("within the ceiling of {ceiling_text}")
+                } else {
+                    format!("over the ceiling of {ceiling_text}")
+                },
+                tone: if cost <= ceiling { "ok" } else { "bad" },
+            }
+        }
         (Some(Some(cost)), None) => MoneyFigure {
             id: "cost-per-job",
             label: "Cost per completed job".to_owned(),

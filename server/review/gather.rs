@@ -588,8 +588,12 @@ fn ledger_facts(s: &LedgerSummary) -> (Option<LedgerFacts>, Option<Decimal>) {
     if empty {
         return (None, None);
     }
-    // What the billed accelerator time cost per GPU-hour, from the summary's own figures.
-    let rate = (s.accelerator_hours > Decimal::ZERO).then(|| (s.totals.accelerator / s.accelerator_hours).round_dp(4));
+    // What the billed accelerator time cost per GPU-hour, from the summary's own figures. Time that
+    // cost nothing (free credits, lines with no amount) prices no trial: a rate of 0 ranked it the
+    // cheapest of all.
+    let rate = (s.accelerator_hours > Decimal::ZERO)
+        .then(|| (s.totals.accelerator / s.accelerator_hours).round_dp(4))
+        .filter(|r| *r > Decimal::ZERO);
     let t = &s.totals;
     let totals = BTreeMap::from([
         ("accelerator".to_owned(), t.accelerator),
@@ -613,9 +617,30 @@ fn ledger_facts(s: &LedgerSummary) -> (Option<LedgerFacts>, Option<Decimal>) {
 
 #[cfg(test)]
 mod tests {
+    use rust_decimal::Decimal;
     use serde_json::json;
 
-    use super::gpu_mismatch;
+    use super::{gpu_mismatch, ledger_facts};
+    use crate::ledger::model::{CategoryTotals, Diagnostics, LedgerSummary};
+
+    #[test]
+    fn accelerator_time_that_cost_nothing_prices_no_trial() {
+        let summary = |accelerator: i64| LedgerSummary {
+            currency: "USD".into(),
+            accelerator_hours: Decimal::from(10),
+            totals: CategoryTotals {
+                accelerator: Decimal::from(accelerator),
+                ..CategoryTotals::default()
+            },
+            total: Decimal::from(accelerator),
+            accepted_outputs: 100,
+            cost_per_job: None,
+            diagnostics: Diagnostics::default(),
+        };
+        assert_eq!(ledger_facts(&summary(25)).1, Some(Decimal::new(25, 1)));
+        // Free credits or lines with no amount: no rate of 0, which ranked the trial the cheapest.
+        assert_eq!(ledger_facts(&summary(0)).1, None);
+    }
 
     #[test]
     fn evidence_naming_another_gpu_family_is_flagged() {

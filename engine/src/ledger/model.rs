@@ -9,7 +9,7 @@ use std::{
     str::FromStr,
 };
 
-use chrono::{DateTime, NaiveDate, SubsecRound, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, SubsecRound, Utc};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -19,8 +19,14 @@ use crate::validation::{FieldError, TextEnum};
 const MICROS_PER_HOUR: i64 = 3_600_000_000;
 /// Largest GPU count on one line.
 pub const MAX_GPUS: i32 = 1_000_000;
-/// Longest resource id and description.
-const MAX_RESOURCE: usize = 200;
+/// Longest resource id and description. An Azure VM's resource id reaches some 265 characters
+/// (resource group names up to 90, VM names up to 64), a scale set's in AKS nearly 200.
+const MAX_RESOURCE: usize = 512;
+/// The longest interval one line may cover: a year, with a leap day.
+const MAX_SPAN_DAYS: i64 = 366;
+/// The years a line's times may fall in (the first, and the one after the last).
+const EARLIEST_YEAR: i32 = 2000;
+const LATEST_YEAR: i32 = 2100;
 const MAX_DESCRIPTION: usize = 1000;
 
 /// What a line pays for.
@@ -302,8 +308,10 @@ fn typed_money(raw: &str, currency: &str) -> Option<String> {
         None => (text.as_str(), None),
     };
     let groups: Vec<&str> = whole.split(',').collect();
+    // A first group of 0 (`0,875`, `01,500`) groups no thousands: it is a decimal comma.
     let thousands = groups.len() > 1
         && (1..=3).contains(&groups[0].len())
+        && !groups[0].starts_with('0')
         && groups[1..].iter().all(|g| g.len() == 3)
         && groups.iter().all(|g| g.chars().all(|c| c.is_ascii_digit()));
     if thousands {
@@ -438,6 +446,30 @@ fn read_interval(input: &LineInput, errors: &mut Vec<FieldError>) -> (Option<Dat
                     "must be after starts_at ({} is not after {})",
                     e.to_rfc3339(),
                     s.to_rfc3339()
+                ),
+            ));
+        } else if e - s > chrono::Duration::days(MAX_SPAN_DAYS) {
+            // Each day of an accelerator line is a row of the daily GPU-time: a mistyped year
+            // (0206 for 2026) made some 660,000 of them, and 0001–9999 millions.
+            errors.push(FieldError::new(
+                "ends_at",
+                format!(
+                    "is more than {MAX_SPAN_DAYS} days after starts_at ({} to {}): split a longer span into lines of a \
+                     year or less",
+                    s.to_rfc3339(),
+                    e.to_rfc3339()
+                ),
+            ));
+        }
+    }
+    for (field, at) in [("starts_at", starts_at), ("ends_at", ends_at)] {
+        if let Some(at) = at.filter(|t| !(EARLIEST_YEAR..LATEST_YEAR).contains(&t.year())) {
+            errors.push(FieldError::new(
+                field,
+                format!(
+                    "must fall in the years {EARLIEST_YEAR}–{} (got {})",
+                    LATEST_YEAR - 1,
+                    at.to_rfc3339()
                 ),
             ));
         }
@@ -962,6 +994,56 @@ mod typed_by_people {
         assert_eq!(typed.ends_at.as_deref(), Some("2026-11-20T10:30:15Z"));
         assert_eq!(typed.amount.as_deref(), Some("2.99"));
         assert_eq!(typed.rate_per_gpu_hour.as_deref(), Some("1234.50"));
+    }
+
+    #[test]
+    fn a_first_group_of_zero_is_a_decimal_comma_left_to_be_refused() {
+        // `0,875` (a EUR rate typed with a decimal comma) read as thousands was 875: 1,000 × the rate.
+        for typed in ["0,875", "€0,875", "01,500"] {
+            let t = as_people_type_it(
+                LineInput {
+                    rate_per_gpu_hour: Some(typed.into()),
+                    ..Default::default()
+                },
+                "EUR",
+            );
+            let kept = t.rate_per_gpu_hour.unwrap();
+            assert!(kept.contains(','), "{typed} became {kept}");
+        }
+        let line = LineInput {
+            category: Some("host".into()),
+            amount: Some("0,875".into()),
+            currency: Some("EUR".into()),
+            ..Default::default()
+        };
+        assert!(validate_line(&as_people_type_it(line, "EUR"), "EUR").is_err());
+    }
+
+    #[test]
+    fn a_line_spans_a_year_at_most_within_this_century() {
+        let line = |start: &str, end: &str| LineInput {
+            category: Some("accelerator".into()),
+            resource: Some("node-1".into()),
+            starts_at: Some(start.into()),
+            ends_at: Some(end.into()),
+            gpus: Some("8".into()),
+            amount: Some("10".into()),
+            currency: Some("USD".into()),
+            ..Default::default()
+        };
+        assert!(validate_line(&line("2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z"), "USD").is_ok());
+        let errors = validate_line(&line("0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"), "USD").unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.message.contains("more than 366 days")),
+            "{errors:?}"
+        );
+        assert!(
+            errors.iter().any(|e| e.message.contains("years 2000–2099")),
+            "{errors:?}"
+        );
+        // A mistyped year: 0206 for 2026.
+        let errors = validate_line(&line("0206-11-20T09:00:00Z", "2026-11-20T10:00:00Z"), "USD").unwrap_err();
+        assert!(errors.iter().any(|e| e.field == "ends_at"), "{errors:?}");
     }
 
     #[test]

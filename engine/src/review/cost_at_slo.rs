@@ -462,7 +462,12 @@ fn api_break_even(
     let tokens = |n: f64| Decimal::from_f64(n).unwrap_or_default();
     let api_per_request =
         (tokens(mean_input) * api.input_per_million + tokens(mean_output) * api.output_per_million) / million;
-    let utilization = utilization.filter(|u| *u > Decimal::ZERO && *u <= Decimal::ONE);
+    // A busy share of 0 or below (idle hours reported past the billed ones) is a ledger to fix, not
+    // a trial kept busy all the time: no comparison, rather than the cheapest one.
+    if utilization.is_some_and(|u| u <= Decimal::ZERO) {
+        return None;
+    }
+    let utilization = utilization.filter(|u| *u <= Decimal::ONE);
     let good_per_hour = decimal(goodput_rps)? * Decimal::from(3600);
     let mut ours = cost_per_hour / good_per_hour;
     if let Some(u) = utilization {
@@ -617,6 +622,12 @@ mod tests {
         let api = money_facts(&m).api.unwrap();
         assert_eq!(api.our_cost_per_good_request, d("0.00030864"));
         assert!(api.api_is_cheaper);
+        // Idle hours reported past the billed ones (a busy share of -25 %) compare nothing: they
+        // were read as full use, the cheapest case, which could say the trial beats the API.
+        for broken in ["0", "-0.25"] {
+            m.ledger_utilization = Some(d(broken));
+            assert!(money_facts(&m).api.is_none(), "{broken}");
+        }
     }
 
     #[test]

@@ -492,3 +492,40 @@ async fn a_re_sent_billing_export_does_not_double_the_accelerator_cost() {
     // r2: the first line (6.00 over 4 h) bills 00–04; the new one (6.00 over 4 h) bills 04–06: 3.00.
     assert_eq!(s["totals"]["accelerator"], "249");
 }
+
+/// A line over 366 days, or in a mistyped year, is refused at its field and nothing is stored: each
+/// day of an accelerator line is a row of the daily GPU-time, and 0001–9999 made millions of them.
+#[tokio::test]
+async fn a_line_over_a_year_or_of_a_mistyped_year_is_refused_at_its_field() {
+    let app = spawn_app().await;
+    let id = brief(&app).await;
+    let started = Instant::now();
+    for (starts_at, ends_at, needle) in [
+        ("0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "more than 366 days"),
+        ("0206-11-20T09:00:00Z", "0206-11-20T10:00:00Z", "years 2000–2099"),
+    ] {
+        let res = app
+            .post_json(
+                &format!("/api/v1/briefs/{id}/ledger"),
+                &json!({ "lines": [
+                    { "category": "accelerator", "resource": "r", "starts_at": starts_at,
+                      "ends_at": ends_at, "gpus": 8, "rate_per_gpu_hour": "2.50" }
+                ] }),
+            )
+            .await;
+        assert_eq!(res.status(), 422);
+        let p: Value = res.json().await.unwrap();
+        assert!(
+            p["errors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["field"].as_str().unwrap().starts_with("lines[0].")
+                    && e["message"].as_str().unwrap().contains(needle)),
+            "{p}"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(app.count("ledger_lines").await, 0);
+    assert_eq!(app.count("ledger_accelerator_daily").await, 0);
+}
