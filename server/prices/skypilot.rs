@@ -131,16 +131,29 @@ fn by_memory(mapped: &'static str, gpu_mib: Option<u64>, instance: &str) -> &'st
         .map_or(mapped, |g| g.model.as_str())
 }
 
-/// `SizeInMiB` in SkyPilot's `GpuInfo` cell (a Python dict's text: `{'Gpus': [{… 'MemoryInfo':
-/// {'SizeInMiB': 81920}}], …}`).
-fn gpu_info_mib(cell: &str) -> Option<u64> {
-    let at = cell.find("SizeInMiB")?;
-    let digits: String = cell[at..]
-        .chars()
-        .skip_while(|c| !c.is_ascii_digit())
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
+/// One GPU's memory from SkyPilot's `GpuInfo` cell (a Python dict's text: `{'Gpus': [{… 'Count': 2,
+/// 'MemoryInfo': {'SizeInMiB': 81920}}], 'TotalGpuMemoryInMiB': 81920}`): the instance's total over
+/// its `count` GPUs where the cell gives the total, else `SizeInMiB`. Fetchers differ on what
+/// `SizeInMiB` is: AWS's is one GPU's (a p4d's 40960 beside a total of 327680), Vast's and
+/// PrimeIntellect's the instance's (two 40 GB A100s: 81920 in both), which read as one GPU made a
+/// pair of 40 GB cards the 80 GB model.
+fn gpu_info_mib(cell: &str, count: Option<Decimal>) -> Option<u64> {
+    let number_after = |key: &str| -> Option<u64> {
+        let at = cell.find(key)?;
+        let digits: String = cell[at..]
+            .chars()
+            .skip_while(|c| !c.is_ascii_digit())
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    let gpus = count
+        .filter(|c| c.fract().is_zero() && *c >= Decimal::ONE)
+        .and_then(|c| u64::try_from(c).ok());
+    match (number_after("TotalGpuMemoryInMiB"), gpus) {
+        (Some(total), Some(n)) => Some(total / n),
+        _ => number_after("SizeInMiB"),
+    }
 }
 
 /// Why catalogue rows were left out.
@@ -725,7 +738,7 @@ impl<'r> CatalogueRow<'r> {
             host,
             on_demand,
             spot,
-            gpu_mib: h.gpu_info.and_then(|c| gpu_info_mib(cell(c))),
+            gpu_mib: h.gpu_info.and_then(|c| gpu_info_mib(cell(c), count)),
         }
     }
 }

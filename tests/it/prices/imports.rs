@@ -523,3 +523,38 @@ async fn a_file_given_to_the_wrong_import_is_named_and_both_imports_are_found_fr
         "the ledger names the Prices page"
     );
 }
+
+/// Vast's catalogue writes `SizeInMiB` as the whole instance's memory (two 40 GB A100s: 81920,
+/// equal to `TotalGpuMemoryInMiB`), where AWS's is one GPU's: each GPU's memory is the total over
+/// the GPUs. Read as one GPU's, a pair of 40 GB A100s was priced as the 80 GB card, and two H100 NVL
+/// as H100 SXM.
+#[tokio::test]
+async fn a_catalogue_giving_the_instances_gpu_memory_prices_each_gpus_model() {
+    let app = spawn_app().await;
+    let vast = String::from_utf8(fixture("skypilot-catalog/vast-vms-v8-excerpt.csv")).unwrap();
+    let res = PriceSheet::csv(vast)
+        .query("format=skypilot&provider=Vast&valid_from=2026-12-01")
+        .post(&app)
+        .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let body: Value = res.json().await.unwrap();
+    let got: Vec<(String, i64, String)> = offers(&body["prices"])
+        .into_iter()
+        .map(|(gpu, count, _, _, rate, _)| (gpu, count, rate))
+        .collect();
+    let mut want = vec![
+        ("H100 SXM".to_owned(), 1, "1.87".to_owned()),
+        // 191660 ÷ 2 = 95830 MiB a GPU: the 94 GB H100 NVL; 4.53 ÷ 2.
+        ("H100 NVL".into(), 2, "2.265".into()),
+        ("A100 40GB SXM".into(), 1, "0.76".into()),
+        // 81920 ÷ 2 = 40960 MiB a GPU: the 40 GB card, 1.49 ÷ 2 (it was the 80 GB card's row).
+        ("A100 40GB SXM".into(), 2, "0.745".into()),
+        ("A100 40GB SXM".into(), 4, "0.7725".into()),
+        // One GPU of 81920 MiB named A100 on PCIe: the 80 GB PCIe card.
+        ("A100 80GB PCIe".into(), 1, "0.87".into()),
+    ];
+    want.sort();
+    let mut got = got;
+    got.sort();
+    assert_eq!(got, want);
+}
