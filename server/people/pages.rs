@@ -491,8 +491,12 @@ fn stage_recipes(base_url: &str, brief_id: BriefId, trial_flag: &str, trial_quer
         StageRecipe {
             stage: 2,
             name: "Functional test",
-            what: "the serving engine's start-up log (its KV cache, its settings)",
-            command: format!("{collect} --no-tools --stage 2 --file vllm-log=vllm-server.log"),
+            what: "what your harness found (the model's artifact loaded, the model pinned, the answers' format) as \
+                   probes, and the serving engine's start-up log (its KV cache, its settings)",
+            command: format!(
+                "{collect} --no-tools --stage 2 --file probe=probes.json
+{collect} --no-tools --stage 2 --file vllm-log=vllm-server.log"
+            ),
             docs: "§3 rentcheck collect, §4 plain curl",
         },
         StageRecipe {

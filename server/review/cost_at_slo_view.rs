@@ -212,11 +212,19 @@ fn capacity_sentence(m: &MoneyFacts, currency: &str) -> Option<String> {
                 ""
             }
         )),
-        (None, _, _, _) if m.operating_point.as_ref().is_some_and(|p| !p.qualified) => Some(format!(
-            "No load point kept {} of requests inside every target, so the capacity at the SLO is unknown; a \
+        // Only where a share was measured: without per-request data the sentence before says the
+        // share is unknown, and "no load point kept 95 %" would judge what was not measured.
+        (None, _, _, _)
+            if m.operating_point.as_ref().is_some_and(|p| !p.qualified)
+                && (m.slo_attainment.is_some()
+                    || m.operating_point.as_ref().is_some_and(|p| p.slo_attainment.is_some())) =>
+        {
+            Some(format!(
+                "No load point kept {} of requests inside every target, so the capacity at the SLO is unknown; a \
              sweep at lower rates would find it.",
-            percent(m.attainment_target)
-        )),
+                percent(m.attainment_target)
+            ))
+        }
         _ => None,
     }
 }

@@ -273,8 +273,8 @@ pub fn reason_sentence(reason: &Reason, t: &TrialReview, currency: &str, cost_un
             };
             if inputs.brief.trial_billing == "spot" {
                 return format!(
-                    "The {alloc} trial met every target on spot capacity, which is not reserved: keep testing, pay \
-                     as you go{how}."
+                    "The {alloc} trial met every target on spot capacity, which is not reserved: keep paying as \
+                     you go{how}."
                 );
             }
             match busy(t) {

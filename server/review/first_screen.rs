@@ -35,7 +35,7 @@ fn workload_words(kind: &str) -> &str {
 /// What a verdict means for a manager, said wherever its badge appears.
 pub fn verdict_meaning(decision: Verdict) -> &'static str {
     match decision {
-        Verdict::Expand => "keep testing, pay as you go",
+        Verdict::Expand => "keep renting by the hour, commit to nothing yet",
         Verdict::Reserve => "commit to this allocation for a term at a lower rate",
         Verdict::Dedicate => "rent a dedicated server for this workload",
         Verdict::Scale => "add replicas: the targets need more capacity",

@@ -183,6 +183,8 @@ fn latency_label(key: &str) -> String {
     let what = match what {
         "ttft" => "first token",
         "itl" => "between tokens",
+        // A request's mean time per output token, the figure the brief's inter-token target judges.
+        "tpot" => "per output token",
         "e2e" => "whole request",
         "queue_time" => "queue wait",
         "prefill" => "prefill",

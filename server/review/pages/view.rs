@@ -39,7 +39,7 @@ pub(super) struct ReviewPage {
     brief_id: String,
     brief_name: String,
     decision: &'static str,
-    /// What the verdict means for a manager ("keep testing, pay as you go").
+    /// What the verdict means for a manager ("keep renting by the hour, commit to nothing yet").
     decision_meaning: &'static str,
     /// The approval next to the verdict: by whom, and whether it went stale and why.
     approval_line: String,

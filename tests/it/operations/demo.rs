@@ -50,6 +50,24 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
     assert!(html.contains("Rule 8b"));
     assert!(!html.contains("Still missing"), "every stage has its evidence");
     assert!(html.contains("approval-form"), "the demo login is a manager");
+    // The latency chart names each figure in words, a request's time per output token too.
+    assert!(html.contains("per output token (p95)"), "the chart's TPOT bar");
+    assert!(!html.contains("tpot (p95)"));
+    // Cloud B's load test has no per-request data: its share inside the targets is unknown, and
+    // nothing then says no load point kept 95 % of them.
+    assert!(html.contains("has no per-request data"));
+    assert!(!html.contains("No load point kept"));
+    // The brief page's stage 5 is judged from the ledger: never "pass" beside "no evidence yet".
+    let brief_page = manager
+        .get(app.url(path.trim_end_matches("/review")))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let stage_5 = &brief_page[brief_page.find("<li data-stage=\"5\">").expect("stage 5's line")..];
+    let stage_5 = &stage_5[..stage_5.find("</li>").unwrap()];
+    assert!(stage_5.contains("from the ledger"), "{stage_5}");
+    assert!(!stage_5.contains("no evidence yet"), "{stage_5}");
 
     let id = path
         .trim_start_matches("/briefs/")

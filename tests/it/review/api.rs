@@ -184,7 +184,7 @@ async fn review_and_audit_pages_render_for_people() {
     let home = manager.get(app.url("/")).await.text().await.unwrap();
     assert!(home.contains("data-decision="), "the dashboard shows decision badges");
     assert!(
-        home.contains("keep testing, pay as you go"),
+        home.contains("keep renting by the hour, commit to nothing yet"),
         "an expand badge says what it means for a manager"
     );
     // Nothing was sent to this brief: it waits for evidence, not for a review.

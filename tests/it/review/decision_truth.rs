@@ -185,7 +185,7 @@ async fn a_sweep_uploaded_in_either_order_gives_the_same_operating_point_and_ver
             "{html}"
         );
         assert!(
-            html.contains("keep testing, pay as you go"),
+            html.contains("keep renting by the hour, commit to nothing yet"),
             "expand says what it means"
         );
     }
