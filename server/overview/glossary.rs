@@ -122,6 +122,28 @@ mod tests {
         );
     }
 
+    /// The page says its words are in alphabetical order, and a definition starts with words: an
+    /// entry that opened with two marked terms (`**Required** / **advisory**`) showed "/ advisory —".
+    #[test]
+    fn entries_are_in_alphabetical_order_and_each_definition_starts_with_words() {
+        let all = entries(GLOSSARY);
+        for pair in all.windows(2) {
+            assert!(
+                pair[0].term.to_lowercase() <= pair[1].term.to_lowercase(),
+                "{} before {}",
+                pair[0].term,
+                pair[1].term
+            );
+        }
+        for e in &all {
+            let starts_with_a_mark = matches!(&e.definition[0], Inline::Text(t) if t.starts_with(['/', ',']));
+            assert!(!starts_with_a_mark, "{}: {:?}", e.term, e.definition[0]);
+        }
+        for word in ["SLO", "p95", "KV cache", "Headroom"] {
+            assert!(all.iter().any(|e| e.term == word), "{word} missing");
+        }
+    }
+
     #[test]
     fn marks_become_runs_and_unclosed_marks_stay_text() {
         assert_eq!(

@@ -108,7 +108,7 @@ async fn adding_a_line_through_the_form_changes_the_summary() {
         .unwrap();
     assert_eq!(res.status(), 303);
     let page = person.client.get(&page_url).send().await.unwrap().text().await.unwrap();
-    assert!(page.contains("<dt>Accepted outputs</dt><dd>1200</dd>"), "{page}");
+    assert!(page.contains("<dt>Accepted outputs</dt><dd>1,200</dd>"), "{page}");
     let res = person
         .client
         .post(&url)
@@ -131,7 +131,7 @@ async fn adding_a_line_through_the_form_changes_the_summary() {
     assert!(page.contains("Accepted: must be a whole number"), "{page}");
     let page = person.client.get(&page_url).send().await.unwrap().text().await.unwrap();
     assert!(
-        page.contains("<dt>Accepted outputs</dt><dd>1200</dd>"),
+        page.contains("<dt>Accepted outputs</dt><dd>1,200</dd>"),
         "nothing stored"
     );
     let res = person.client.post(&url).form(&outputs("8", "2")).send().await.unwrap();
