@@ -71,6 +71,11 @@ impl IntoResponse for PageError {
             status: status.as_u16(),
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
             detail: match &error {
+                // "brief not found" is the API's wording; a person is told what to do about it.
+                AppError::NotFound(what) => format!(
+                    "There is no {what} at this address: the link may be mistyped, or what it pointed to was \
+                     removed or is not yours to see."
+                ),
                 AppError::Validation(errors) => errors
                     .iter()
                     .map(|e| format!("{}: {}", e.field, e.message))
