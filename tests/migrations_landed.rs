@@ -7,7 +7,7 @@
 use sha2::{Digest, Sha384};
 
 /// (file, SHA-384 of its bytes) for every migration that has shipped.
-const LANDED: [(&str, &str); 40] = [
+const LANDED: [(&str, &str); 41] = [
     (
         "20261129000001_briefs.sql",
         "3da3459b1a196965ab142ded4236fd632aaa98e7935dee107dceb51da58dae7e67e1743137d1fe01cff709a1484e0cf4",
@@ -167,6 +167,10 @@ const LANDED: [(&str, &str); 40] = [
     (
         "20261207230000_load_tests_own_concurrency_key.sql",
         "a6c1cb169af41ec0101adfa75c9fade606f7e00594675b85f67c70c50bd8de49f3ef02b68eddd52e626de035a54f1e21",
+    ),
+    (
+        "20261208000000_ledger_lines_repeat_index.sql",
+        "b608b6b7e54d0936d34bb8c8c6bd294993960e3bb510db676dcc1775db708847792585a3f328a924606a1a7bd04d0a89",
     ),
 ];
 

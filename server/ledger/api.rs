@@ -82,6 +82,9 @@ struct LedgerPost {
 #[schema(as = LedgerLinesAdded)]
 struct PostAnswer {
     lines_added: u64,
+    /// Lines with an interval that the trial already held field for field (the same file sent
+    /// again): not added a second time, so a re-import doubles no cost.
+    lines_already_in_ledger: u64,
     /// The trial whose summary follows (the request's trial).
     #[schema(value_type = Option<Uuid>)]
     trial: Option<TrialId>,
@@ -246,7 +249,7 @@ async fn post(
     let outcome = store_once(&state, write, key.as_ref()).await?;
     let (stored, replayed) = match outcome {
         StoreOutcome::Stored(s) => (s, false),
-        StoreOutcome::Replayed { added, trial } => (service::Stored { added, trial }, true),
+        StoreOutcome::Replayed { added, repeated, trial } => (service::Stored { added, repeated, trial }, true),
     };
     let trial = match stored.trial {
         Some(t) => t,
@@ -257,6 +260,7 @@ async fn post(
     let summary = summary(&state, trial, &currency).await?;
     let answer = Json(ImportAnswer::Lines(PostAnswer {
         lines_added: stored.added,
+        lines_already_in_ledger: stored.repeated,
         trial: Some(trial),
         summary,
     }));

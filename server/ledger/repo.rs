@@ -22,7 +22,8 @@ const INSERT_CHUNK: usize = 10_000;
 
 /// Inserts lines in file order, a few large UNNEST statements rather than one INSERT per line;
 /// `trials[i]` is the trial of `lines[i]`. Run it inside the caller's transaction: an import is all
-/// or nothing.
+/// or nothing. A line with an interval that its trial already holds field for field is a repeat (the
+/// same file sent again) and is not inserted: the count is of the lines inserted.
 pub async fn insert_lines(
     conn: &mut PgConnection,
     brief_id: BriefId,
@@ -50,6 +51,12 @@ pub async fn insert_lines(
              FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[], \
              $9::int4[], $10::numeric[], $11::numeric[], $12::text[], $13::uuid[]) WITH ORDINALITY \
              AS t(id, category, resource, description, starts_at, ends_at, gpus, rate, amount, currency, trial_id, ord) \
+             WHERE t.starts_at IS NULL OR NOT EXISTS (SELECT 1 FROM ledger_lines l \
+               WHERE l.brief_id = $1 AND l.trial_id = t.trial_id AND l.category = t.category \
+                 AND l.resource = t.resource AND l.starts_at = t.starts_at AND l.ends_at = t.ends_at \
+                 AND l.description = t.description AND l.gpus IS NOT DISTINCT FROM t.gpus \
+                 AND l.rate_per_gpu_hour IS NOT DISTINCT FROM t.rate AND l.amount = t.amount \
+                 AND l.currency = t.currency) \
              ORDER BY t.ord",
             brief_id.as_uuid(),
             import_id,

@@ -49,6 +49,8 @@ pub struct Target {
 /// What a post stored, and on which trial the request's own lines and outputs went.
 pub struct Stored {
     pub added: u64,
+    /// Lines the trial already held field for field (a file sent again): not added again.
+    pub repeated: u64,
     /// The request's trial: where lines without a `trial` and the outputs went (`None` when every
     /// line named its trial and no outputs came).
     pub trial: Option<TrialId>,
@@ -65,7 +67,11 @@ pub struct LedgerKey<'a> {
 /// What a post with a key came to: stored now, or the first answer's `{ lines_added, trial }`.
 pub enum StoreOutcome {
     Stored(Stored),
-    Replayed { added: u64, trial: Option<TrialId> },
+    Replayed {
+        added: u64,
+        repeated: u64,
+        trial: Option<TrialId>,
+    },
 }
 
 /// One write to a brief's ledger: its lines and outputs update, who sends them and how.
@@ -87,7 +93,7 @@ pub struct LedgerWrite<'a> {
 pub async fn store(state: &AppState, write: LedgerWrite<'_>) -> Result<Stored, AppError> {
     match store_once(state, write, None).await? {
         StoreOutcome::Stored(s) => Ok(s),
-        StoreOutcome::Replayed { added, trial } => Ok(Stored { added, trial }),
+        StoreOutcome::Replayed { added, repeated, trial } => Ok(Stored { added, repeated, trial }),
     }
 }
 
@@ -162,12 +168,14 @@ pub async fn store_once(
             }
             return Ok(StoreOutcome::Replayed {
                 added: first["lines_added"].as_u64().unwrap_or(0),
+                repeated: first["lines_already_in_ledger"].as_u64().unwrap_or(0),
                 trial: first["trial"].as_str().and_then(|t| t.parse::<TrialId>().ok()),
             });
         }
     }
     let import_id = Uuid::now_v7();
     let added = repo::insert_lines(&mut tx, brief_id, import_id, &line_trials, lines).await?;
+    let repeated = lines.len() as u64 - added;
     for trial in &used {
         let trial_lines = lines
             .iter()
@@ -188,6 +196,7 @@ pub async fn store_once(
             "import_id": import_id,
             "source": source,
             "lines": added,
+            "lines_already_in_ledger": repeated,
             "trials": used,
             "outputs": outputs.map(|p| json!({
                 "trial": default,
@@ -198,11 +207,15 @@ pub async fn store_once(
     )
     .await?;
     if let Some(k) = key {
-        let first = json!({ "lines_added": added, "trial": default });
+        let first = json!({ "lines_added": added, "lines_already_in_ledger": repeated, "trial": default });
         repo::save_idempotent(&mut *tx, brief_id, k.caller, k.key, &k.fingerprint, &first).await?;
     }
     tx.commit().await?;
-    Ok(StoreOutcome::Stored(Stored { added, trial: default }))
+    Ok(StoreOutcome::Stored(Stored {
+        added,
+        repeated,
+        trial: default,
+    }))
 }
 
 /// Re-merges `trial`'s accelerator lines of every resource `lines` adds to (`repo::remerge`, each
@@ -263,7 +276,8 @@ pub async fn store_focus(
     let added = repo::insert_lines(&mut tx, brief_id, import_id, &vec![trial; fresh.len()], &fresh).await?;
     remerge_accelerators(&mut tx, brief_id, trial, &fresh).await?;
     let commitment_rows = repo::insert_commitment_use(&mut tx, brief_id, import_id, &import.commitment_use).await?;
-    let already_imported = (import.lines.len() - fresh.len()) as u64;
+    // Rows an earlier FOCUS import claimed, and lines the trial already held from another import.
+    let already_imported = import.lines.len() as u64 - added;
     audit::record(
         &mut *tx,
         actor,

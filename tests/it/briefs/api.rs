@@ -235,9 +235,7 @@ async fn unknown_brief_ids_are_404_problems() {
     problem(app.get("/api/v1/nothing-here").await, 404).await;
     // A person's page says what happened in words, not the API's "brief not found".
     let owner = app.login_owner().await;
-    let res = owner
-        .get(app.url("/briefs/0190f5c2-0000-7000-8000-000000000000"))
-        .await;
+    let res = owner.get(app.url("/briefs/0190f5c2-0000-7000-8000-000000000000")).await;
     assert_eq!(res.status(), 404);
     let html = res.text().await.unwrap();
     assert!(html.contains("There is no brief at this address"), "{html}");

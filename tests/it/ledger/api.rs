@@ -478,7 +478,11 @@ async fn a_re_sent_billing_export_does_not_double_the_accelerator_cost() {
     let s: Value = res.json().await.unwrap();
     assert_eq!(s["accelerator_hours"], "100");
     assert_eq!(s["totals"]["accelerator"], "246");
-    assert_eq!(s["totals"]["host"], "240", "other categories are plain sums");
+    // The three accelerator lines have intervals the trial already holds: not added again. The
+    // others have no interval, so nothing tells a repeat from a second charge: they add up.
+    assert_eq!(s["lines_added"], 5);
+    assert_eq!(s["lines_already_in_ledger"], 3);
+    assert_eq!(s["totals"]["host"], "240", "lines without an interval are plain sums");
     // A later line for r2 that extends it by 2 hours at 1 GPU: hours 102, cost 6 + 3 = 9 more than 6.
     let res = app
         .post_json(
@@ -528,4 +532,34 @@ async fn a_line_over_a_year_or_of_a_mistyped_year_is_refused_at_its_field() {
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(app.count("ledger_lines").await, 0);
     assert_eq!(app.count("ledger_accelerator_daily").await, 0);
+}
+
+/// A month's export with an interval on every line, sent again (a month-to-date file imported each
+/// week, a retry without an Idempotency-Key): the lines the trial holds field for field are not
+/// added again, so host and storage costs are not doubled; a new day's line is.
+#[tokio::test]
+async fn a_ledger_sent_again_adds_only_its_new_lines() {
+    let app = spawn_app().await;
+    let id = brief(&app).await;
+    let week_one = format!(
+        "{HEADER}\
+accelerator,node-1,,2026-03-01T00:00:00Z,2026-03-08T00:00:00Z,8,2.50,,USD\n\
+host,node-1,VM,2026-03-01T00:00:00Z,2026-03-08T00:00:00Z,,,300.00,USD\n\
+storage,disk-1,SSD,2026-03-01T00:00:00Z,2026-03-08T00:00:00Z,,,50.00,USD\n"
+    );
+    let res = LedgerCsv::new(week_one.clone()).post_with(&app.client, &app, &id).await;
+    assert_eq!(res.status(), 201);
+    let first: Value = res.json().await.unwrap();
+    assert_eq!(first["lines_added"], 3);
+    assert_eq!(first["lines_already_in_ledger"], 0);
+
+    let week_two = format!("{week_one}host,node-1,VM,2026-03-08T00:00:00Z,2026-03-15T00:00:00Z,,,300.00,USD\n");
+    let res = LedgerCsv::new(week_two).post_with(&app.client, &app, &id).await;
+    assert_eq!(res.status(), 201);
+    let s: Value = res.json().await.unwrap();
+    assert_eq!(s["lines_added"], 1);
+    assert_eq!(s["lines_already_in_ledger"], 3);
+    assert_eq!(s["totals"]["host"], "600", "two weeks of the VM, not three");
+    assert_eq!(s["totals"]["storage"], "50");
+    assert_eq!(app.count("ledger_lines").await, 4);
 }
