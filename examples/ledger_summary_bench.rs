@@ -129,10 +129,14 @@ async fn run(pool: PgPool) -> anyhow::Result<()> {
             .await?;
         assert_eq!(res.status(), 201, "{}", res.text().await?);
         let imported = seeded.elapsed();
-        sqlx::query("INSERT INTO ledger_outputs (brief_id, accepted, idle_hours) VALUES ($1, 50000, 1000)")
-            .bind(id)
-            .execute(&pool)
-            .await?;
+        // Outputs are a trial's since trials came in.
+        sqlx::query(
+            "INSERT INTO ledger_outputs (brief_id, trial_id, accepted, idle_hours) VALUES ($1, $2, 50000, 1000)",
+        )
+        .bind(id)
+        .bind(trial)
+        .execute(&pool)
+        .await?;
         sqlx::query("VACUUM ANALYZE ledger_lines").execute(&pool).await?;
         println!(
             "\n{name}\nimported 100,000 lines ({:.1} MB of CSV) through POST …/ledger in {:.0} ms",

@@ -166,7 +166,7 @@ const LANDED: [(&str, &str); 41] = [
     ),
     (
         "20261207230000_load_tests_own_concurrency_key.sql",
-        "a6c1cb169af41ec0101adfa75c9fade606f7e00594675b85f67c70c50bd8de49f3ef02b68eddd52e626de035a54f1e21",
+        "580e5fc8b10edc442b307d7bac252f06f0d6dca578d7e52686aa8b5d897b619e0b5e9f95da0631070dac9d21edfd23d1",
     ),
     (
         "20261208000000_ledger_lines_repeat_index.sql",

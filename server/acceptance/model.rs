@@ -265,7 +265,7 @@ pub fn known_key(key: &str) -> Option<KnownKey> {
         | "serving.requests_waiting_max"
         | "serving.completed"
         | "serving.kv_cache_tokens" => ev(Number, "count"),
-        "serving.max_concurrency" => ev(Number, "requests"),
+        "serving.max_concurrency" | "serving.load_concurrency" => ev(Number, "requests"),
         "serving.kv_cache_usage_max_pct" => ev(Number, "%"),
         "serving.gpu_memory_utilization" => ev(Number, "fraction"),
         "serving.request_throughput_rps" => ev(Number, "req/s"),
@@ -806,7 +806,7 @@ pub struct Card {
 
 /// Every metric key `known_key` names, `probe.<name>` aside: the keys "did you mean" suggests.
 /// A unit test checks each is known; add a key here when `known_key` learns one.
-pub const KNOWN_KEYS: [&str; 58] = [
+pub const KNOWN_KEYS: [&str; 59] = [
     "gpu.count",
     "gpu.mig_count",
     "topo.gpu_count",
@@ -846,6 +846,7 @@ pub const KNOWN_KEYS: [&str; 58] = [
     "serving.completed",
     "serving.kv_cache_tokens",
     "serving.max_concurrency",
+    "serving.load_concurrency",
     "serving.kv_cache_usage_max_pct",
     "serving.gpu_memory_utilization",
     "serving.request_throughput_rps",

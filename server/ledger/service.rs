@@ -174,8 +174,17 @@ pub async fn store_once(
         }
     }
     let import_id = Uuid::now_v7();
-    let added = repo::insert_lines(&mut tx, brief_id, import_id, &line_trials, lines).await?;
-    let repeated = lines.len() as u64 - added;
+    // Lines the trial already holds (the same file sent again) are not added twice.
+    let repeats = repo::repeats(&mut tx, brief_id, &line_trials, lines).await?;
+    let (new_lines, new_trials): (Vec<LedgerLine>, Vec<TrialId>) = lines
+        .iter()
+        .zip(&line_trials)
+        .enumerate()
+        .filter(|(i, _)| !repeats.contains(i))
+        .map(|(_, (l, t))| (l.clone(), *t))
+        .unzip();
+    let added = repo::insert_lines(&mut tx, brief_id, import_id, &new_trials, &new_lines).await?;
+    let repeated = repeats.len() as u64;
     for trial in &used {
         let trial_lines = lines
             .iter()
@@ -276,8 +285,7 @@ pub async fn store_focus(
     let added = repo::insert_lines(&mut tx, brief_id, import_id, &vec![trial; fresh.len()], &fresh).await?;
     remerge_accelerators(&mut tx, brief_id, trial, &fresh).await?;
     let commitment_rows = repo::insert_commitment_use(&mut tx, brief_id, import_id, &import.commitment_use).await?;
-    // Rows an earlier FOCUS import claimed, and lines the trial already held from another import.
-    let already_imported = import.lines.len() as u64 - added;
+    let already_imported = (import.lines.len() - fresh.len()) as u64;
     audit::record(
         &mut *tx,
         actor,

@@ -172,7 +172,9 @@ fn stage_lines(stages: &[card_pages::StageRow], times: &[review_summaries::Stage
         .map(|s| {
             let when = match times.iter().find(|t| t.stage == i16::from(s.stage)) {
                 // Judged without an upload: stage 5's cost per job comes from the ledger.
-                None if s.status_class == "ok" || s.status_class == "bad" => "from the ledger".to_owned(),
+                None if s.stage == 5 && (s.status_class == "ok" || s.status_class == "bad") => {
+                    "from the ledger".to_owned()
+                }
                 None => "no evidence yet".to_owned(),
                 Some(t) if day(t.first) == day(t.last) => {
                     format!(

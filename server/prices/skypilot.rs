@@ -131,13 +131,17 @@ fn by_memory(mapped: &'static str, gpu_mib: Option<u64>, instance: &str) -> &'st
         .map_or(mapped, |g| g.model.as_str())
 }
 
-/// One GPU's memory from SkyPilot's `GpuInfo` cell (a Python dict's text: `{'Gpus': [{… 'Count': 2,
-/// 'MemoryInfo': {'SizeInMiB': 81920}}], 'TotalGpuMemoryInMiB': 81920}`): the instance's total over
-/// its `count` GPUs where the cell gives the total, else `SizeInMiB`. Fetchers differ on what
-/// `SizeInMiB` is: AWS's is one GPU's (a p4d's 40960 beside a total of 327680), Vast's and
-/// PrimeIntellect's the instance's (two 40 GB A100s: 81920 in both), which read as one GPU made a
-/// pair of 40 GB cards the 80 GB model.
-fn gpu_info_mib(cell: &str, count: Option<Decimal>) -> Option<u64> {
+/// What SkyPilot's `GpuInfo` cell (a Python dict's text: `{'Gpus': [{… 'Count': 2, 'MemoryInfo':
+/// {'SizeInMiB': 81920}}], 'TotalGpuMemoryInMiB': 81920}`) says of the GPUs' memory, and the row's
+/// GPU count.
+#[derive(Debug, Clone, Copy, Default)]
+struct GpuMemory {
+    size: Option<u64>,
+    total: Option<u64>,
+    gpus: u64,
+}
+
+fn gpu_info_memory(cell: &str, count: Option<Decimal>) -> GpuMemory {
     let number_after = |key: &str| -> Option<u64> {
         let at = cell.find(key)?;
         let digits: String = cell[at..]
@@ -147,13 +151,34 @@ fn gpu_info_mib(cell: &str, count: Option<Decimal>) -> Option<u64> {
             .collect();
         digits.parse().ok()
     };
-    let gpus = count
-        .filter(|c| c.fract().is_zero() && *c >= Decimal::ONE)
-        .and_then(|c| u64::try_from(c).ok());
-    match (number_after("TotalGpuMemoryInMiB"), gpus) {
-        (Some(total), Some(n)) => Some(total / n),
-        _ => number_after("SizeInMiB"),
+    GpuMemory {
+        size: number_after("SizeInMiB"),
+        total: number_after("TotalGpuMemoryInMiB"),
+        gpus: count
+            .filter(|c| c.fract().is_zero() && *c >= Decimal::ONE)
+            .and_then(|c| u64::try_from(c).ok())
+            .unwrap_or(1),
     }
+}
+
+/// One GPU's memory in `mapped`'s family. Fetchers differ on `SizeInMiB`: AWS's is one GPU's
+/// beside a larger total (a p4d's 40960 of 327680); Vast's and PrimeIntellect's the whole
+/// instance's, equal to the total (two 40 GB A100s: 81920 and 81920); Lambda's one GPU's, equal to a
+/// total that is one GPU's too (eight V100: 16384 and 16384). Where the two are equal on several
+/// GPUs, the share of one GPU is taken when it is a card of the family (two A100s of 81920: the
+/// 40 GB card), else `SizeInMiB` (eight H100 NVL of 95830 each: no H100 has 12 GB).
+fn per_gpu_mib(mapped: &str, m: GpuMemory) -> Option<u64> {
+    let size = m.size.or(m.total)?;
+    if m.gpus <= 1 || m.total.is_none_or(|t| t > size) {
+        return Some(size);
+    }
+    let share = size / m.gpus;
+    let family = mapped.split_whitespace().next();
+    let a_card = crate::sizing::gpus().iter().any(|g| {
+        g.model.split_whitespace().next() == family
+            && (g.memory_gib * 1024.0 - share as f64).abs() <= 0.1 * share as f64
+    });
+    Some(if a_card { share } else { size })
 }
 
 /// Why catalogue rows were left out.
@@ -673,8 +698,8 @@ struct CatalogueRow<'r> {
     host: bool,
     on_demand: Option<Decimal>,
     spot: Option<Decimal>,
-    /// One GPU's memory, from `GpuInfo` where the file has it.
-    gpu_mib: Option<u64>,
+    /// What `GpuInfo` says of the GPUs' memory, where the file has it.
+    gpu_memory: Option<GpuMemory>,
 }
 
 impl<'r> CatalogueRow<'r> {
@@ -738,7 +763,7 @@ impl<'r> CatalogueRow<'r> {
             host,
             on_demand,
             spot,
-            gpu_mib: h.gpu_info.and_then(|c| gpu_info_mib(cell(c), count)),
+            gpu_memory: h.gpu_info.map(|c| gpu_info_memory(cell(c), count)),
         }
     }
 }
@@ -796,7 +821,7 @@ impl Pass<'_> {
                 .skip(SkipReason::UnknownAccelerator, r.accelerator, r.instance, line);
             return Ok(());
         };
-        let gpu = by_memory(gpu, r.gpu_mib, r.instance);
+        let gpu = by_memory(gpu, r.gpu_memory.and_then(|m| per_gpu_mib(gpu, m)), r.instance);
         if !count.fract().is_zero() {
             self.book
                 .skip(SkipReason::FractionOfAGpu, r.accelerator, r.instance, line);
@@ -942,6 +967,31 @@ pub fn names_a_catalogue_gpu(gpu: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_gpus_memory_whatever_the_fetcher_wrote() {
+        let memory = |size: u64, total: u64, gpus: u64| GpuMemory {
+            size: Some(size),
+            total: Some(total),
+            gpus,
+        };
+        // AWS p4d: one GPU's beside the instance's total.
+        assert_eq!(per_gpu_mib("A100 40GB SXM", memory(40960, 327_680, 8)), Some(40960));
+        // Vast: the instance's, twice.
+        assert_eq!(per_gpu_mib("A100 40GB SXM", memory(81920, 81920, 2)), Some(40960));
+        assert_eq!(per_gpu_mib("H100 SXM", memory(191_660, 191_660, 2)), Some(95830));
+        // Lambda: one GPU's, twice; an eighth of it is no card of the family.
+        assert_eq!(per_gpu_mib("V100", memory(16384, 16384, 8)), Some(16384));
+        assert_eq!(per_gpu_mib("H100 SXM", memory(95830, 95830, 8)), Some(95830));
+        // One GPU, or no total: the size as written.
+        assert_eq!(per_gpu_mib("A100 40GB SXM", memory(81920, 81920, 1)), Some(81920));
+        let no_total = GpuMemory {
+            size: Some(81920),
+            total: None,
+            gpus: 2,
+        };
+        assert_eq!(per_gpu_mib("A100 40GB SXM", no_total), Some(81920));
+    }
 
     fn day() -> NaiveDate {
         NaiveDate::from_ymd_opt(2026, 12, 2).unwrap()

@@ -672,7 +672,12 @@ fn requests(obj: &Obj) -> Vec<RequestSample> {
         .iter()
         .enumerate()
         .map(|(i, &ttft)| {
-            let failed = errors.and_then(|e| e.get(i)).copied().unwrap_or(false);
+            // Without an `errors` list, a failed request is known by its TTFT left at 0: no
+            // completed request has none (the exact percentiles leave it out the same way).
+            let failed = match errors {
+                Some(e) => e.get(i).copied().unwrap_or(false),
+                None => !(ttft > 0.0),
+            };
             let ttft_ms = (ttft.is_finite() && ttft >= 0.0).then_some(ttft * 1000.0);
             let gaps = itl_sums.as_ref().and_then(|s| s.get(i)).copied();
             let latency_ms = obj
@@ -998,6 +1003,19 @@ mod tests {
         // 0.1 … 0.7 s: the median of the seven completed is 0.4 s (the zeros made it 0.3 s).
         assert_eq!(got.get_num("serving.e2e_p50_ms"), Some(400.0));
         assert_eq!(got.get_num("serving.completed"), Some(7.0));
+
+        // With each request's TTFT too, the three failed ones (TTFT 0) are not good requests: they
+        // met every target at 0 ms.
+        let mut detailed = result.clone();
+        let mut ttfts = vec![0.0; 3];
+        ttfts.extend([0.05; 7]);
+        detailed["ttfts"] = serde_json::json!(ttfts);
+        let targets = SloTargets {
+            ttft_ms: Some(100.0),
+            ..SloTargets::default()
+        };
+        let got = parse(&detailed.to_string(), &targets).unwrap();
+        assert_eq!(got.get_num("serving.slo_attainment"), Some(0.7));
     }
 
     /// AIPerf lists its kinds of request error in `error_summary`; a summary that has them but no

@@ -333,29 +333,21 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
         cur = record_test(&mut d, name, &category, res, ln);
     }
     flush(&mut note, &mut d);
-    if !saw_table {
-        return Err(no_table(&refusals));
+    if !saw_table && refusals.is_empty() {
+        return Err(ParseError::at(
+            1,
+            "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
+        ));
     }
-    d.truncated = !closed;
-    stopped_after_the_table(&mut d, &refusals);
+    d.truncated = saw_table && !closed;
+    refused(&mut d, &refusals);
     Ok(d)
 }
 
-/// The error of a text with no table: no test ran, so nothing judges the GPUs (the criterion
-/// stays missing), and where dcgmi said why, its words.
-fn no_table(refusals: &[(usize, &str)]) -> ParseError {
-    match refusals.first() {
-        Some((ln, line)) => ParseError::at(*ln, format!("dcgmi did not run the diagnostic: {line}")),
-        None => ParseError::at(
-            1,
-            "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
-        ),
-    }
-}
-
-/// dcgmi's refusals after a table: a later round of `--iterations` that stopped. As `-j` writes such
-/// a stop (`runtime_error`), a failed run, never a pass.
-fn stopped_after_the_table(d: &mut Diag, refusals: &[(usize, &str)]) {
+/// dcgmi's refusals: with no table, the diagnostic did not run (a GPU in MIG mode, an empty group,
+/// no host engine); after one, a later round of `--iterations` stopped. As `-j` writes the same
+/// refusal (`runtime_error`): a failing `runtime` test, never a pass, with DCGM's words.
+fn refused(d: &mut Diag, refusals: &[(usize, &str)]) {
     if refusals.is_empty() {
         return;
     }

@@ -180,18 +180,25 @@ fn dcgm_text3_a_verdict_row_dcgmi_cut_short_still_counts() {
 }
 
 /// dcgmi refuses a GPU in MIG mode, or an empty group, in a line and no table (NVIDIA/DCGM#94,
-/// #70): no test ran, so nothing is judged, and the error says why in DCGM's words.
+/// #70): not every test that should run ran, so the run did not pass, as the same refusal in `-j`
+/// (`runtime_error`) reads; DCGM's words say why.
 #[test]
-fn dcgm_text_a_refusal_without_a_table_says_dcgms_reason() {
+fn dcgm_text_a_refusal_without_a_table_is_a_run_that_did_not_pass() {
     let refused = "GPU 0's MIG configuration is incompatible with the diagnostic because it prevents \
                    access to the entire GPU.\n\
                    Error: Unable to complete diagnostic for group 1. Return: (-35) The specified group is empty.\n";
-    let err = parse(EvidenceKind::DcgmDiag, refused.as_bytes()).unwrap_err();
-    assert_eq!(err.line, Some(1));
+    let p = parse(EvidenceKind::DcgmDiag, refused.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!boolean(&p, "dcgm.diag.passed"));
+    assert_eq!(list(&p, "dcgm.diag.failed_tests"), vec!["runtime"]);
     assert!(
-        err.to_string()
-            .contains("did not run the diagnostic: GPU 0's MIG configuration"),
-        "{err}"
+        noted(&p, "line 1: DCGM did not complete the diagnostic: GPU 0's MIG"),
+        "{:?}",
+        p.warnings
+    );
+    assert!(
+        noted(&p, "line 2: DCGM did not complete the diagnostic: Error: Unable"),
+        "{:?}",
+        p.warnings
     );
     // Text that is neither a table nor DCGM's refusal is still no diagnostic.
     let other = parse(EvidenceKind::DcgmDiag, b"Error: disk full\n").unwrap_err();

@@ -134,8 +134,10 @@ const QUANTILES: &[(&str, f64)] = &[("p50", 0.50), ("p95", 0.95), ("p99", 0.99)]
 pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
     let s = ray_underscored(s);
     let e = prometheus::parse(&s)?;
-    no_vllm_series(&e.samples)?;
     let mut p = compute(&e.samples, targets);
+    if let Some(w) = no_vllm_series(&e.samples) {
+        p.warn(w);
+    }
     for w in e.warnings {
         p.warn(w);
     }
@@ -156,10 +158,12 @@ fn series_key(s: &Sample) -> String {
 }
 
 /// A scrape with no vLLM series is no vLLM scrape (another server's, or vLLM run with
-/// `--disable-log-stats`): an error that names what it has, never a stored item with no figures.
-fn no_vllm_series(samples: &[Sample]) -> Result<(), ParseError> {
+/// `--disable-log-stats`): a warning that names what it has, so the item reads partial with no
+/// figures. Not an error: a test plan's load point holds its scrapes with its result, and a failed
+/// scrape would run a point of hours again against a server that will never export vLLM's series.
+fn no_vllm_series(samples: &[Sample]) -> Option<String> {
     if samples.iter().any(|s| norm_name(s.name).starts_with("vllm:")) {
-        return Ok(());
+        return None;
     }
     let mut seen: Vec<&str> = Vec::new();
     for s in samples {
@@ -175,12 +179,9 @@ fn no_vllm_series(samples: &[Sample]) -> Result<(), ParseError> {
     } else {
         format!("series such as {}", seen.join(", "))
     };
-    Err(ParseError::at(
-        1,
-        format!(
-            "no vllm: series in this scrape ({has}): send vLLM's own /metrics (a server started with \
-             --disable-log-stats exports none)"
-        ),
+    Some(format!(
+        "no vllm: series in this scrape ({has}): send vLLM's own /metrics (a server started with \
+         --disable-log-stats exports none)"
     ))
 }
 
@@ -202,11 +203,14 @@ fn cumulative(s: &Sample, e: &Exposition) -> bool {
 pub(crate) fn parse_window(before: &str, after: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
     let (before, after) = (ray_underscored(before), ray_underscored(after));
     let a = prometheus::parse(&after)?;
-    no_vllm_series(&a.samples)?;
+    let not_vllm = no_vllm_series(&a.samples);
     let b = match prometheus::parse(&before) {
         Ok(b) => b,
         Err(err) => {
             let mut p = compute(&a.samples, targets);
+            if let Some(w) = &not_vllm {
+                p.warn(w.clone());
+            }
             p.warn(format!(
                 "`before` scrape unreadable ({err}); values are cumulative since server start"
             ));
@@ -245,6 +249,9 @@ pub(crate) fn parse_window(before: &str, after: &str, targets: &SloTargets) -> R
         None => compute(&diffed, targets),
     };
     p.boolean("serving.window", restarted.is_none());
+    if let Some(w) = not_vllm {
+        p.warn(w);
+    }
     for w in b.warnings {
         p.warn(format!("`before` scrape: {w}"));
     }
@@ -680,15 +687,25 @@ ray_vllm_kv_cache_usage_perc{SessionName=\"session_2025-10-10_12-00-00_000000_1\
     }
 
     #[test]
-    fn a_scrape_without_vllm_series_is_an_error_naming_what_it_has() {
+    fn a_scrape_without_vllm_series_says_what_it_has_and_gives_no_figure() {
         let sglang = "# TYPE sglang:time_to_first_token_seconds histogram\n\
                       sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 10\n";
-        let err = parse(sglang, &SloTargets::default()).unwrap_err();
-        assert!(
-            err.to_string().contains("sglang:time_to_first_token_seconds_bucket"),
-            "{err}"
-        );
-        assert!(parse_window(sglang, sglang, &SloTargets::default()).is_err());
+        for p in [
+            parse(sglang, &SloTargets::default()).unwrap(),
+            parse_window(sglang, sglang, &SloTargets::default()).unwrap(),
+        ] {
+            assert!(
+                p.warnings
+                    .iter()
+                    .any(|w| w.contains("no vllm: series") && w.contains("sglang:time_to_first_token_seconds_bucket")),
+                "{:?}",
+                p.warnings
+            );
+            assert!(!p
+                .metrics
+                .keys()
+                .any(|k| k.starts_with("serving.") && k != "serving.window"));
+        }
         // KServe's relabelled families are vLLM's.
         let kserve = scrape(200, "1.7e9", "1.7e9", 2).replace("vllm:", "kserve_vllm:");
         let p = parse(&kserve, &SloTargets::default()).unwrap();
