@@ -334,14 +334,18 @@ fn parse_text(s: &str) -> Result<Diag, ParseError> {
     }
     flush(&mut note, &mut d);
     if !saw_table && refusals.is_empty() {
-        return Err(ParseError::at(
-            1,
-            "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
-        ));
+        return Err(no_table());
     }
     d.truncated = saw_table && !closed;
     refused(&mut d, &refusals);
     Ok(d)
+}
+
+fn no_table() -> ParseError {
+    ParseError::at(
+        1,
+        "no dcgmi diag result table (`| Diagnostic | Result |`) or JSON found",
+    )
 }
 
 /// dcgmi's refusals: with no table, the diagnostic did not run (a GPU in MIG mode, an empty group,
