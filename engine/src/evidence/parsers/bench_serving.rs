@@ -676,7 +676,7 @@ fn requests(obj: &Obj) -> Vec<RequestSample> {
             // completed request has none (the exact percentiles leave it out the same way).
             let failed = match errors {
                 Some(e) => e.get(i).copied().unwrap_or(false),
-                None => !(ttft > 0.0),
+                None => ttft.is_nan() || ttft <= 0.0,
             };
             let ttft_ms = (ttft.is_finite() && ttft >= 0.0).then_some(ttft * 1000.0);
             let gaps = itl_sums.as_ref().and_then(|s| s.get(i)).copied();
