@@ -176,14 +176,18 @@ pub async fn store_once(
     let import_id = Uuid::now_v7();
     // Lines the trial already holds (the same file sent again) are not added twice.
     let repeats = repo::repeats(&mut tx, brief_id, &line_trials, lines).await?;
-    let (new_lines, new_trials): (Vec<LedgerLine>, Vec<TrialId>) = lines
-        .iter()
-        .zip(&line_trials)
-        .enumerate()
-        .filter(|(i, _)| !repeats.contains(i))
-        .map(|(_, (l, t))| (l.clone(), *t))
-        .unzip();
-    let added = repo::insert_lines(&mut tx, brief_id, import_id, &new_trials, &new_lines).await?;
+    let added = if repeats.is_empty() {
+        repo::insert_lines(&mut tx, brief_id, import_id, &line_trials, lines).await?
+    } else {
+        let (new_lines, new_trials): (Vec<LedgerLine>, Vec<TrialId>) = lines
+            .iter()
+            .zip(&line_trials)
+            .enumerate()
+            .filter(|(i, _)| !repeats.contains(i))
+            .map(|(_, (l, t))| (l.clone(), *t))
+            .unzip();
+        repo::insert_lines(&mut tx, brief_id, import_id, &new_trials, &new_lines).await?
+    };
     let repeated = repeats.len() as u64;
     for trial in &used {
         let trial_lines = lines
