@@ -20,6 +20,47 @@ use crate::{
 /// Rows per INSERT … SELECT FROM UNNEST statement.
 const INSERT_CHUNK: usize = 10_000;
 
+/// Lines as the columns an `UNNEST` of arrays takes, one array per field.
+struct Columns {
+    categories: Vec<String>,
+    resources: Vec<String>,
+    descriptions: Vec<String>,
+    starts: Vec<Option<DateTime<Utc>>>,
+    ends: Vec<Option<DateTime<Utc>>>,
+    gpus: Vec<Option<i32>>,
+    rates: Vec<Option<Decimal>>,
+    amounts: Vec<Decimal>,
+    currencies: Vec<String>,
+}
+
+impl Columns {
+    fn of<'l>(lines: impl Iterator<Item = &'l LedgerLine>) -> Self {
+        let mut c = Columns {
+            categories: Vec::new(),
+            resources: Vec::new(),
+            descriptions: Vec::new(),
+            starts: Vec::new(),
+            ends: Vec::new(),
+            gpus: Vec::new(),
+            rates: Vec::new(),
+            amounts: Vec::new(),
+            currencies: Vec::new(),
+        };
+        for l in lines {
+            c.categories.push(l.category.as_str().to_owned());
+            c.resources.push(l.resource.clone());
+            c.descriptions.push(l.description.clone());
+            c.starts.push(l.starts_at);
+            c.ends.push(l.ends_at);
+            c.gpus.push(l.gpus);
+            c.rates.push(l.rate_per_gpu_hour);
+            c.amounts.push(l.amount);
+            c.currencies.push(l.currency.clone());
+        }
+        c
+    }
+}
+
 /// Inserts lines in file order, a few large UNNEST statements rather than one INSERT per line;
 /// `trials[i]` is the trial of `lines[i]`. Run it inside the caller's transaction: an import is all
 /// or nothing.
@@ -33,15 +74,7 @@ pub async fn insert_lines(
     let mut inserted = 0;
     for (chunk, trial_chunk) in lines.chunks(INSERT_CHUNK).zip(trials.chunks(INSERT_CHUNK)) {
         let ids: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
-        let categories: Vec<String> = chunk.iter().map(|l| l.category.as_str().to_owned()).collect();
-        let resources: Vec<String> = chunk.iter().map(|l| l.resource.clone()).collect();
-        let descriptions: Vec<String> = chunk.iter().map(|l| l.description.clone()).collect();
-        let starts: Vec<Option<DateTime<Utc>>> = chunk.iter().map(|l| l.starts_at).collect();
-        let ends: Vec<Option<DateTime<Utc>>> = chunk.iter().map(|l| l.ends_at).collect();
-        let gpus: Vec<Option<i32>> = chunk.iter().map(|l| l.gpus).collect();
-        let rates: Vec<Option<Decimal>> = chunk.iter().map(|l| l.rate_per_gpu_hour).collect();
-        let amounts: Vec<Decimal> = chunk.iter().map(|l| l.amount).collect();
-        let currencies: Vec<String> = chunk.iter().map(|l| l.currency.clone()).collect();
+        let c = Columns::of(chunk.iter());
         let done = sqlx::query!(
             "INSERT INTO ledger_lines (id, brief_id, import_id, category, resource, description, starts_at, \
              ends_at, gpus, rate_per_gpu_hour, amount, currency, trial_id) \
@@ -54,16 +87,16 @@ pub async fn insert_lines(
             brief_id.as_uuid(),
             import_id,
             &ids,
-            &categories,
-            &resources,
-            &descriptions,
+            &c.categories,
+            &c.resources,
+            &c.descriptions,
             // Arrays whose elements may be NULL: the macro infers `&[T]`; the type says `Option<T>`.
-            &starts as &[Option<DateTime<Utc>>],
-            &ends as &[Option<DateTime<Utc>>],
-            &gpus as &[Option<i32>],
-            &rates as &[Option<Decimal>],
-            &amounts,
-            &currencies,
+            &c.starts as &[Option<DateTime<Utc>>],
+            &c.ends as &[Option<DateTime<Utc>>],
+            &c.gpus as &[Option<i32>],
+            &c.rates as &[Option<Decimal>],
+            &c.amounts,
+            &c.currencies,
             trial_chunk as _,
         )
         .execute(&mut *conn)
@@ -91,16 +124,7 @@ pub async fn repeats(
         .collect();
     for chunk in checked.chunks(INSERT_CHUNK) {
         let at: Vec<i64> = chunk.iter().map(|i| *i as i64).collect();
-        let pick = |f: &dyn Fn(&LedgerLine) -> String| chunk.iter().map(|i| f(&lines[*i])).collect::<Vec<String>>();
-        let categories = pick(&|l| l.category.as_str().to_owned());
-        let resources = pick(&|l| l.resource.clone());
-        let descriptions = pick(&|l| l.description.clone());
-        let currencies = pick(&|l| l.currency.clone());
-        let starts: Vec<Option<DateTime<Utc>>> = chunk.iter().map(|i| lines[*i].starts_at).collect();
-        let ends: Vec<Option<DateTime<Utc>>> = chunk.iter().map(|i| lines[*i].ends_at).collect();
-        let gpus: Vec<Option<i32>> = chunk.iter().map(|i| lines[*i].gpus).collect();
-        let rates: Vec<Option<Decimal>> = chunk.iter().map(|i| lines[*i].rate_per_gpu_hour).collect();
-        let amounts: Vec<Decimal> = chunk.iter().map(|i| lines[*i].amount).collect();
+        let c = Columns::of(chunk.iter().map(|i| &lines[*i]));
         let line_trials: Vec<Uuid> = chunk.iter().map(|i| trials[*i].as_uuid()).collect();
         let places = sqlx::query_scalar!(
             "SELECT DISTINCT t.at AS \"at!\" FROM UNNEST($2::int8[], $3::text[], $4::text[], $5::text[], \
@@ -114,15 +138,15 @@ pub async fn repeats(
              AND l.currency = t.currency",
             brief_id.as_uuid(),
             &at,
-            &categories,
-            &resources,
-            &descriptions,
-            &starts as &[Option<DateTime<Utc>>],
-            &ends as &[Option<DateTime<Utc>>],
-            &gpus as &[Option<i32>],
-            &rates as &[Option<Decimal>],
-            &amounts,
-            &currencies,
+            &c.categories,
+            &c.resources,
+            &c.descriptions,
+            &c.starts as &[Option<DateTime<Utc>>],
+            &c.ends as &[Option<DateTime<Utc>>],
+            &c.gpus as &[Option<i32>],
+            &c.rates as &[Option<Decimal>],
+            &c.amounts,
+            &c.currencies,
             &line_trials,
         )
         .fetch_all(&mut *conn)
