@@ -134,7 +134,11 @@ const QUANTILES: &[(&str, f64)] = &[("p50", 0.50), ("p95", 0.95), ("p99", 0.99)]
 pub(crate) fn parse(s: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
     let s = ray_underscored(s);
     let e = prometheus::parse(&s)?;
-    let mut p = compute(&e.samples, targets);
+    let (samples, repeated) = last_of_each_series(&e.samples);
+    let mut p = compute(&samples, targets);
+    if let Some(w) = repeated {
+        p.warn(w);
+    }
     if let Some(w) = no_vllm_series(&e.samples) {
         p.warn(w);
     }
@@ -155,6 +159,53 @@ fn series_key(s: &Sample) -> String {
         k.push_str(b);
     }
     k
+}
+
+/// Each series once, its last sample: two scrapes appended to one file (`curl … >> metrics.txt`) or
+/// two collectors of one pod repeat every series, and counted twice their counters and buckets
+/// double. Prometheus refuses a repeated series; here the last of each is read, with a warning.
+fn last_of_each_series<'s, 'a>(samples: &'s [Sample<'a>]) -> (std::borrow::Cow<'s, [Sample<'a>]>, Option<String>) {
+    // A file of two scrapes repeats its first series; without that, nothing more is looked for
+    // (the look-up below costs half a millisecond a megabyte).
+    let Some(first) = samples.first() else {
+        return (std::borrow::Cow::Borrowed(samples), None);
+    };
+    if !samples[1..]
+        .iter()
+        .any(|s| s.name == first.name && s.labels == first.labels)
+    {
+        return (std::borrow::Cow::Borrowed(samples), None);
+    }
+    // Keyed by the name and the labels as written, borrowed: one exporter writes a series' labels
+    // in one order, and a key built per sample (sorted, owned) cost 1.5 ms a megabyte.
+    let mut last: HashMap<(&str, &[(&str, std::borrow::Cow<'_, str>)]), usize> = HashMap::with_capacity(samples.len());
+    for (i, s) in samples.iter().enumerate() {
+        last.insert((s.name, s.labels.as_slice()), i);
+    }
+    if last.len() == samples.len() {
+        return (std::borrow::Cow::Borrowed(samples), None);
+    }
+    let keep: std::collections::HashSet<usize> = last.into_values().collect();
+    let repeats = samples.len() - keep.len();
+    let kept: Vec<Sample<'a>> = samples
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep.contains(i))
+        .map(|(_, s)| s.clone())
+        .collect();
+    let first = samples
+        .iter()
+        .enumerate()
+        .find(|(i, _)| !keep.contains(i))
+        .map(|(_, s)| s.line)
+        .unwrap_or(1);
+    (
+        std::borrow::Cow::Owned(kept),
+        Some(format!(
+            "line {first}: {repeats} samples repeat a series already in this file (two scrapes in one file?): \
+             the last of each is read"
+        )),
+    )
 }
 
 /// A scrape with no vLLM series is no vLLM scrape (another server's, or vLLM run with
@@ -202,13 +253,17 @@ fn cumulative(s: &Sample, e: &Exposition) -> bool {
 
 pub(crate) fn parse_window(before: &str, after: &str, targets: &SloTargets) -> Result<Parsed, ParseError> {
     let (before, after) = (ray_underscored(before), ray_underscored(after));
-    let a = prometheus::parse(&after)?;
+    let mut a = prometheus::parse(&after)?;
+    let (samples, repeated) = last_of_each_series(&a.samples);
+    if let std::borrow::Cow::Owned(kept) = samples {
+        a.samples = kept;
+    }
     let not_vllm = no_vllm_series(&a.samples);
     let b = match prometheus::parse(&before) {
         Ok(b) => b,
         Err(err) => {
             let mut p = compute(&a.samples, targets);
-            if let Some(w) = &not_vllm {
+            for w in [&repeated, &not_vllm].into_iter().flatten() {
                 p.warn(w.clone());
             }
             p.warn(format!(
@@ -249,6 +304,9 @@ pub(crate) fn parse_window(before: &str, after: &str, targets: &SloTargets) -> R
         None => compute(&diffed, targets),
     };
     p.boolean("serving.window", restarted.is_none());
+    if let Some(w) = repeated {
+        p.warn(w);
+    }
     if let Some(w) = not_vllm {
         p.warn(w);
     }
@@ -730,5 +788,29 @@ ray_vllm_kv_cache_usage_perc{SessionName=\"session_2025-10-10_12-00-00_000000_1\
         let tagged = super::super::parse_window(kind, tag(before).as_bytes(), tag(after).as_bytes(), &t).unwrap();
         assert_eq!(tagged.get_num("serving.requests_total"), Some(50.0));
         assert_eq!(tagged.metrics, plain.metrics);
+    }
+
+    #[test]
+    fn two_scrapes_appended_to_one_file_count_each_series_once() {
+        let one = scrape(200, "1.7e9", "1.7e9", 2);
+        let appended = format!("{one}{}", scrape(250, "1.7e9", "1.7e9", 2));
+        let p = parse(&appended, &SloTargets::default()).unwrap();
+        // The last scrape's 250, not 200 + 250.
+        assert_eq!(p.get_num("serving.requests_total"), Some(250.0));
+        assert!(
+            p.warnings.iter().any(|w| w.contains("repeat a series")),
+            "{:?}",
+            p.warnings
+        );
+        // A window whose `after` file holds both: its last scrape against `before`.
+        let w = parse_window(&one, &appended, &SloTargets::default()).unwrap();
+        assert_eq!(w.get_num("serving.requests_total"), Some(50.0));
+        // One scrape: nothing said.
+        let p = parse(&one, &SloTargets::default()).unwrap();
+        assert!(
+            !p.warnings.iter().any(|w| w.contains("repeat a series")),
+            "{:?}",
+            p.warnings
+        );
     }
 }
