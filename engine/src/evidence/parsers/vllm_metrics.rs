@@ -161,6 +161,9 @@ fn series_key(s: &Sample) -> String {
     k
 }
 
+/// A series by its name and its labels in the order written.
+type SeriesAsWritten<'s, 'a> = (&'a str, &'s [(&'a str, std::borrow::Cow<'a, str>)]);
+
 /// Each series once, its last sample: two scrapes appended to one file (`curl … >> metrics.txt`) or
 /// two collectors of one pod repeat every series, and counted twice their counters and buckets
 /// double. Prometheus refuses a repeated series; here the last of each is read, with a warning.
@@ -178,7 +181,7 @@ fn last_of_each_series<'s, 'a>(samples: &'s [Sample<'a>]) -> (std::borrow::Cow<'
     }
     // Keyed by the name and the labels as written, borrowed: one exporter writes a series' labels
     // in one order, and a key built per sample (sorted, owned) cost 1.5 ms a megabyte.
-    let mut last: HashMap<(&str, &[(&str, std::borrow::Cow<'_, str>)]), usize> = HashMap::with_capacity(samples.len());
+    let mut last: HashMap<SeriesAsWritten<'_, '_>, usize> = HashMap::with_capacity(samples.len());
     for (i, s) in samples.iter().enumerate() {
         last.insert((s.name, s.labels.as_slice()), i);
     }
