@@ -397,6 +397,9 @@ struct CommitmentPage {
     provider_column: bool,
     monthly_cost: String,
     rate: String,
+    /// Under the months' table where the committed rate is no reserved one: the hours' on-demand
+    /// cost is what they cost either way, no saving (the demo's dedicate showed 15,660 USD "avoided").
+    avoided_is_no_saving: bool,
 }
 
 /// The committed rate and where it came from. An approval records the offer's reserved price when
@@ -485,6 +488,7 @@ async fn show(State(state): State<AppState>, user: PageUser, Path(id): Path<Comm
         provider_column: d.months.iter().any(|m| m.provider_used_gpu_hours.is_some()),
         monthly_cost: figures::with_currency(d.commitment.monthly_cost, &cur),
         rate: rate_words(&d.commitment),
+        avoided_is_no_saving: d.commitment.billing != "reserved",
         d,
     })
 }

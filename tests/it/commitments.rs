@@ -723,6 +723,10 @@ async fn the_portfolio_and_the_commitment_page_say_it_in_words_and_the_csv_has_e
         html.contains("at the reserved rate of 2.10 USD per GPU-hour: 12,264 USD a month."),
         "{html}"
     );
+    assert!(
+        !html.contains("avoided-no-saving"),
+        "a reserved rate saves: no such note"
+    );
     assert!(html.contains("id=\"commitment-chart\""), "{html}");
     assert!(
         html.contains("2026-10: 5,952 GPU-hours committed, 5,375.40 busy (90.3 %)"),

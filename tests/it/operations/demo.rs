@@ -154,6 +154,11 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
         "{page}"
     );
     assert!(!page.contains(" reserved 8 ×"), "{page}");
+    // Its months' "on-demand cost avoided" is no saving at that rate, and the page says so.
+    assert!(
+        page.contains("the on-demand cost avoided is what its busy hours cost either way, not a saving"),
+        "{page}"
+    );
 
     let again = demo(&app);
     assert!(again.contains("already there"));
