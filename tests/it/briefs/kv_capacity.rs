@@ -41,12 +41,7 @@ async fn a_vllm_log_below_the_briefs_need_is_a_finding_beside_the_prediction() {
         .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
 
-    let review: Value = app
-        .get(&format!("/api/v1/briefs/{id}/review"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let review = app.get_json(&format!("/api/v1/briefs/{id}/review")).await;
     let kv = &review["trials"][0]["kv_capacity"];
     assert_eq!(kv["measured_tokens"], 1_031_408);
     assert_eq!(kv["measured_max_concurrency"], 31.48);
@@ -115,12 +110,7 @@ async fn the_prediction_meets_a_real_vllm_log_within_3_percent() {
         )
         .await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let review: Value = app
-        .get(&format!("/api/v1/briefs/{id}/review"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let review = app.get_json(&format!("/api/v1/briefs/{id}/review")).await;
     let kv = &review["trials"][0]["kv_capacity"];
     assert_eq!(kv["measured_tokens"], 2_640_144);
     assert_eq!(kv["gpu_memory_utilization"], 0.8);
@@ -143,12 +133,7 @@ async fn a_capacity_that_holds_the_brief_has_no_finding() {
         )
         .await;
     assert_eq!(res.status(), 201);
-    let review: Value = app
-        .get(&format!("/api/v1/briefs/{id}/review"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let review = app.get_json(&format!("/api/v1/briefs/{id}/review")).await;
     assert_eq!(review["trials"][0]["kv_capacity"]["findings"], json!([]));
     let html = app.owner_page(&format!("/briefs/{id}/review")).await;
     assert!(html.contains("The measured capacity holds what the brief needs."));
@@ -245,12 +230,7 @@ async fn the_kv_check_is_at_the_briefs_context_not_at_vllms_own_request_length()
         )
         .await;
     assert_eq!(res.status(), 201);
-    let review: Value = app
-        .get(&format!("/api/v1/briefs/{id}/review"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let review = app.get_json(&format!("/api/v1/briefs/{id}/review")).await;
     let kv = &review["trials"][0]["kv_capacity"];
     assert_eq!(
         kv["findings"],
@@ -324,12 +304,7 @@ async fn a_load_tests_concurrency_is_not_the_kv_caches() {
 
     // The first trial of the review as it is now.
     let trial = || async {
-        let review: Value = app
-            .get(&format!("/api/v1/briefs/{id}/review"))
-            .await
-            .json()
-            .await
-            .unwrap();
+        let review = app.get_json(&format!("/api/v1/briefs/{id}/review")).await;
         review["trials"][0].clone()
     };
     let now = trial().await;

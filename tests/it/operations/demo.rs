@@ -73,12 +73,7 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
         .trim_start_matches("/briefs/")
         .trim_end_matches("/review")
         .to_owned();
-    let review: Value = app
-        .get(&format!("/api/v1/briefs/{id}/review"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let review = app.get_json(&format!("/api/v1/briefs/{id}/review")).await;
     assert_eq!(review["decision"], "expand");
     assert_eq!(review["reasons"][0]["rule"], "8b");
     assert_eq!(review["accepted"], true);
@@ -163,12 +158,7 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
     let again = demo(&app);
     assert!(again.contains("already there"));
     assert_eq!(counts(&app).await, first, "a second run duplicates nothing");
-    let review_again: Value = app
-        .get(&format!("/api/v1/briefs/{id}/review"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let review_again = app.get_json(&format!("/api/v1/briefs/{id}/review")).await;
     assert_eq!(review_again["inputs_digest"], review["inputs_digest"]);
 }
 
