@@ -305,6 +305,8 @@ async fn the_owner_a_team_it_is_shared_with_and_admins_may_change_it() {
         sharing.contains(OWNER_EMAIL) && sharing.contains("inference"),
         "{sharing}"
     );
+    // The account that may edit is told apart from the brief's own Owner field (a contact).
+    assert!(sharing.contains("<h2>Owner account</h2>"), "{sharing}");
     // Leaving the team ends it.
     teams::remove_member(&app.pool, team.id, b_id).await.unwrap();
     assert_eq!(api_writes(&app, &b_api, &brief, &trial).await[0].1, 403);

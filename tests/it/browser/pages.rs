@@ -634,6 +634,12 @@ async fn the_token_page_has_a_recipe_for_every_stage_naming_its_docs_section() {
             assert!(recipe.contains(&brief), "stage {stage} names this brief: {recipe}");
         }
         assert!(b.text("#recipe-stage-3").await.contains("--stage 3"));
+        // Stage 2 is the functional probes and the engine's start-up log, as on the card.
+        let stage_2 = b.text("#recipe-stage-2").await;
+        assert!(
+            stage_2.contains("--file probe=") && stage_2.contains("--file vllm-log="),
+            "{stage_2}"
+        );
         assert!(b.text("#recipe-stage-5").await.contains("/ledger"));
         assert!(!page_scrolls_sideways(&b).await, "{width} px");
     }

@@ -330,6 +330,10 @@ async fn the_plan_of_a_trial_is_served_to_people_and_its_agent() {
     assert!(html.contains("--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,95,99"));
     assert!(html.contains("--goodput ttft:2000 tpot:120 e2el:3800"));
     assert!(html.contains("0 of "), "nothing done yet");
+    // What the count is of, and a step's timeout named as a limit, not as something that happened.
+    assert!(html.contains("steps have been run through this plan"), "{html}");
+    assert!(html.contains(" · time limit "), "{html}");
+    assert!(!html.contains("stopped after"), "{html}");
 }
 
 /// A load tool present but of another version writes no result (GuideLLM 0.7 dropped `guidellm

@@ -68,6 +68,15 @@ async fn the_demo_review_shows_a_computed_decision_and_a_second_run_adds_nothing
     let stage_5 = &stage_5[..stage_5.find("</li>").unwrap()];
     assert!(stage_5.contains("from the ledger"), "{stage_5}");
     assert!(!stage_5.contains("no evidence yet"), "{stage_5}");
+    // A layout that does not fit shows no spare memory: a shortfall, or a dash (it fails for
+    // another reason than memory), never "20.1 %" of headroom.
+    let nofit: Vec<&str> = brief_page.split("<tr class=\"nofit\"").skip(1).collect();
+    assert!(!nofit.is_empty(), "the demo's sizing has layouts that do not fit");
+    for row in nofit {
+        let cell = &row[row.find("data-label=\"Headroom\">").unwrap()..];
+        let cell = &cell[..cell.find("</td>").unwrap()];
+        assert!(cell.contains('—') || cell.contains(">-"), "{cell}");
+    }
 
     let id = path
         .trim_start_matches("/briefs/")
